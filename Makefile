@@ -1,0 +1,92 @@
+# sbxfs - build, test, benchmark, install.
+#
+#   make                 bin/sbxfs and bin/sbx
+#   make check           install missing packages, build, run all tests
+#   make check SANITIZE=1  the same under AddressSanitizer + UBSan
+#   make bench           view vs native benchmarks (see docs/performance.md)
+#   make demo            the README's tour: mount a demo view, use it, unmount
+#   make install         PREFIX=/usr/local DESTDIR=
+#   make clean
+
+VERSION    := 0.1.0
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+CC         ?= cc
+PKG_CONFIG ?= pkg-config
+
+ifeq ($(SANITIZE),1)
+VARIANT    := asan
+SANFLAGS   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+BIN        := build/asan/bin
+else
+VARIANT    := release
+SANFLAGS   :=
+BIN        := bin
+endif
+OBJ        := build/$(VARIANT)
+
+FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags fuse3 2>/dev/null)
+FUSE_LIBS   := $(shell $(PKG_CONFIG) --libs fuse3 2>/dev/null)
+CHECK_LIBS  := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
+
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
+           -DSBX_VERSION='"$(VERSION)"' -Icommon -Ifs -Itests $(FUSE_CFLAGS) $(SANFLAGS) -MMD -MP
+LDFLAGS += $(SANFLAGS)
+
+COMMON_SRC := common/log.c common/ids.c common/home.c
+FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/view.c fs/ops.c
+TEST_SRC   := tests/check_main.c tests/harness.c \
+              $(wildcard tests/unit/*.c) $(wildcard tests/integ/*.c)
+
+obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
+
+all: $(BIN)/sbxfs $(BIN)/sbx
+
+$(OBJ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) -lpthread
+
+$(BIN)/sbx: $(call obj,cli/sbx.c $(COMMON_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^
+
+$(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(FUSE_LIBS) -lpthread
+
+deps:
+	@mount-helpers/install-deps
+
+check: deps
+	@$(MAKE) --no-print-directory all $(OBJ)/tests/check_sbxfs
+	@SBX_BIN=$(CURDIR)/$(BIN) tests/run-tests $(CURDIR)/$(OBJ)/tests/check_sbxfs
+
+bench: deps all
+	@SBX_BIN=$(CURDIR)/$(BIN) bench/run-bench
+
+demo: deps all
+	@SBX_BIN=$(CURDIR)/$(BIN) mount-helpers/demo
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin \
+		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8 \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system
+	install -m 755 $(BIN)/sbxfs $(BIN)/sbx $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 mount-helpers/mount.sbxfs $(DESTDIR)$(PREFIX)/sbin/
+	ln -sf mount.sbxfs $(DESTDIR)$(PREFIX)/sbin/mount.fuse.sbxfs
+	sed 's|@PREFIX@|$(PREFIX)|g' mount-helpers/sbxfs@.service \
+		> $(DESTDIR)$(PREFIX)/lib/systemd/system/sbxfs@.service
+	install -m 644 docs/man/sbx.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 docs/man/sbxfs.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+
+clean:
+	rm -rf build bin
+
+.PHONY: all deps check bench demo install clean
+
+-include $(shell find build -name '*.d' 2>/dev/null)

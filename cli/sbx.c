@@ -1,0 +1,170 @@
+/* sbx.c - the sbx command: mounting and unmounting views (more commands
+ * join as the store and the broker land).
+ *
+ * Errors go to stderr as "sbx: <what failed>: <why>"; exit status 2 for
+ * usage errors, 1 for failures.
+ */
+#include "cleanup.h"
+#include "log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SBX_VERSION
+#define SBX_VERSION "0.1.0"
+#endif
+
+static const char usage_text[] =
+	"Usage: sbx COMMAND [options]\n"
+	"\n"
+	"Commands:\n"
+	"  mount --user ID --thread ID MOUNTPOINT [sbxfs options]\n"
+	"                     mount a thread's view (runs sbxfs; see sbxfs --help)\n"
+	"  umount MOUNTPOINT  unmount a view, also one whose daemon died\n"
+	"\n"
+	"Options for every command:\n"
+	"  --home DIR         $SBX_HOME (default: $SBX_HOME, else /var/lib/sbxfs for\n"
+	"                     root, else ~/.local/share/sbxfs)\n"
+	"  -h, --help         show help (sbx COMMAND --help for a command)\n"
+	"  -V, --version      show the version\n";
+
+static const char umount_usage[] =
+	"Usage: sbx umount MOUNTPOINT\n"
+	"\n"
+	"Unmounts the view at MOUNTPOINT; its daemon then exits. A stale mount\n"
+	"(\"Transport endpoint is not connected\" after the daemon died) is\n"
+	"detached. Uses umount2(2) as root, fusermount3 otherwise.\n";
+
+static int run_wait(const char *const argv[])
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		execvp(argv[0], (char *const *)argv);
+		fprintf(stderr, "sbx: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int cmd_umount(int argc, char **argv)
+{
+	const char *mp;
+	struct stat st;
+	bool stale;
+
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(umount_usage, stdout);
+		return 0;
+	}
+	if (argc != 2 || argv[1][0] == '-') {
+		fputs("sbx: umount: expected one MOUNTPOINT\nTry 'sbx umount --help'.\n",
+		      stderr);
+		return 2;
+	}
+	mp = argv[1];
+	stale = stat(mp, &st) < 0 && errno == ENOTCONN;
+	if (geteuid() == 0) {
+		if (umount2(mp, stale ? MNT_DETACH : 0) == 0)
+			return 0;
+		fprintf(stderr, "sbx: umount %s: %s%s\n", mp, strerror(errno),
+			errno == EBUSY ? " (a process still uses it; close it or retry)"
+			: errno == EINVAL ? " (not a mount point)" : "");
+		return 1;
+	}
+	const char *const fusermount[] = { "fusermount3", "-u", stale ? "-z" : "-q",
+					   mp, NULL };
+	int r = run_wait(fusermount);
+	if (r != 0) {
+		fprintf(stderr, "sbx: umount %s: fusermount3 failed\n", mp);
+		return 1;
+	}
+	return 0;
+}
+
+/* sbxfs lives next to sbx (bin/ in the tree, PREFIX/bin when installed). */
+static void sbxfs_path(char *buf, size_t size)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n > 0) {
+		self[n] = '\0';
+		snprintf(buf, size, "%s/sbxfs", dirname(self));
+		if (access(buf, X_OK) == 0)
+			return;
+	}
+	snprintf(buf, size, "sbxfs");
+}
+
+static int cmd_mount(int argc, char **argv, const char *home)
+{
+	char exe[PATH_MAX];
+	_cleanup_(freep) char **args = calloc((size_t)argc + 4, sizeof(char *));
+	int n = 0;
+
+	if (!args)
+		return 1;
+	sbxfs_path(exe, sizeof(exe));
+	args[n++] = exe;
+	if (home) {
+		args[n++] = "--home";
+		args[n++] = (char *)home;
+	}
+	for (int i = 1; i < argc; i++)
+		args[n++] = argv[i];
+	args[n] = NULL;
+	execv(exe, args);
+	execvp("sbxfs", args);
+	fprintf(stderr, "sbx: mount: cannot run sbxfs: %s\n", strerror(errno));
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *home = NULL;
+	int i = 1;
+
+	log_setup("sbx", NULL, LOG_INFO, false);
+	while (i < argc && argv[i][0] == '-') {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(usage_text, stdout);
+			return 0;
+		}
+		if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
+			printf("sbx %s\n", SBX_VERSION);
+			return 0;
+		}
+		if (!strcmp(argv[i], "--home") && i + 1 < argc) {
+			home = argv[i + 1];
+			i += 2;
+			continue;
+		}
+		fprintf(stderr, "sbx: unknown option '%s'\nTry 'sbx --help'.\n", argv[i]);
+		return 2;
+	}
+	if (i >= argc) {
+		fputs(usage_text, stderr);
+		return 2;
+	}
+	if (!strcmp(argv[i], "mount"))
+		return cmd_mount(argc - i, argv + i, home);
+	if (!strcmp(argv[i], "umount"))
+		return cmd_umount(argc - i, argv + i);
+	fprintf(stderr, "sbx: unknown command '%s'\nTry 'sbx --help'.\n", argv[i]);
+	return 2;
+}

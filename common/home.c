@@ -1,0 +1,116 @@
+/* home.c - see home.h. */
+#include "home.h"
+#include "cleanup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int home_default(char *buf, size_t size)
+{
+	const char *env = getenv("SBX_HOME");
+	int n;
+
+	if (env && *env)
+		n = snprintf(buf, size, "%s", env);
+	else if (geteuid() == 0)
+		n = snprintf(buf, size, "/var/lib/sbxfs");
+	else if ((env = getenv("XDG_DATA_HOME")) && *env == '/')
+		n = snprintf(buf, size, "%s/sbxfs", env);
+	else if ((env = getenv("HOME")) && *env)
+		n = snprintf(buf, size, "%s/.local/share/sbxfs", env);
+	else
+		return -ENOENT;
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static int mkdir_parents(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return neg_errno();
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return neg_errno();
+	return 0;
+}
+
+int home_open(const char *path)
+{
+	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0 || errno != ENOENT)
+		return fd >= 0 ? fd : neg_errno();
+	int r = mkdir_parents(path, 0700);
+	if (r < 0)
+		return r;
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd >= 0 ? fd : neg_errno();
+}
+
+int dir_ensure(int dirfd, const char *name, mode_t mode)
+{
+	int fd;
+
+	if (mkdirat(dirfd, name, mode) < 0 && errno != EEXIST)
+		return neg_errno();
+	fd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd >= 0 ? fd : neg_errno();
+}
+
+/* Walks COMPONENTS below DIRFD, creating each; returns the last one's fd. */
+static int dir_ensure_chain(int dirfd, const char *const *components, size_t n)
+{
+	_cleanup_(closep) int cur = -1;
+
+	for (size_t i = 0; i < n; i++) {
+		int next = dir_ensure(i ? cur : dirfd, components[i], 0700);
+		if (next < 0)
+			return next;
+		closep(&cur);
+		cur = next;
+	}
+	return TAKE_FD(cur);
+}
+
+int home_thread_dirs(int homefd, const char *user, const char *thread,
+		     int fds[THREAD_NDIRS])
+{
+	static const char *const leaf[THREAD_NDIRS] = {
+		[THREAD_WORKSPACE] = "workspace", [THREAD_UPLOADS] = "uploads",
+		[THREAD_OUTPUTS] = "outputs", [THREAD_ACP] = "acp-workspace",
+	};
+	const char *const path[] = { "users", user, "threads", thread };
+	_cleanup_(closep) int tfd = dir_ensure_chain(homefd, path, 4);
+	_cleanup_(closep) int udfd = -1;
+	int r = 0;
+
+	if (tfd < 0)
+		return tfd;
+	udfd = dir_ensure(tfd, "user-data", 0700);
+	if (udfd < 0)
+		return udfd;
+	for (int i = 0; i < THREAD_NDIRS; i++)
+		fds[i] = -1;
+	for (int i = 0; i < THREAD_NDIRS && r >= 0; i++) {
+		r = dir_ensure(i == THREAD_ACP ? tfd : udfd, leaf[i], 0700);
+		fds[i] = r;
+	}
+	if (r < 0)
+		for (int i = 0; i < THREAD_NDIRS; i++)
+			closep(&fds[i]);
+	return r < 0 ? r : 0;
+}

@@ -1,0 +1,47 @@
+/* home.h - the $SBX_HOME layout.
+ *
+ *   $SBX_HOME/users/<user>/threads/<thread>/user-data/{workspace,uploads,outputs}
+ *   $SBX_HOME/users/<user>/threads/<thread>/acp-workspace
+ *   $SBX_HOME/skills                 shared, read-only in every view
+ *   $SBX_HOME/run                    sockets, lock and pid files
+ *   $SBX_HOME/log                    daemon logs
+ *
+ * Every directory below the home is created and opened relative to its
+ * parent's fd with O_NOFOLLOW, so a symlink planted inside the home cannot
+ * redirect where a thread's directories are made.
+ */
+#ifndef SBX_HOME_H
+#define SBX_HOME_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Writes the home to use into BUF: $SBX_HOME if set, else /var/lib/sbxfs
+ * for root, else $XDG_DATA_HOME/sbxfs or ~/.local/share/sbxfs.
+ * Returns 0 or -ENAMETOOLONG / -ENOENT (no $HOME for a non-root user). */
+int home_default(char *buf, size_t size);
+
+/* Opens (creating with mode 0700 if missing, parents included) the home
+ * directory PATH. Returns an O_PATH directory fd or -errno. */
+int home_open(const char *path);
+
+/* Opens directory NAME under DIRFD, creating it with MODE if missing.
+ * NAME is one component; a symlink there is refused with -ELOOP/-ENOTDIR.
+ * Returns an O_PATH directory fd or -errno. */
+int dir_ensure(int dirfd, const char *name, mode_t mode);
+
+enum thread_dir {
+	THREAD_WORKSPACE,
+	THREAD_UPLOADS,
+	THREAD_OUTPUTS,
+	THREAD_ACP,
+	THREAD_NDIRS
+};
+
+/* Creates what is missing of the thread's directories (mode 0700) and
+ * returns an O_PATH fd for each in FDS. USER and THREAD must have passed
+ * id_check(). Returns 0 or -errno; on failure no fd is left open. */
+int home_thread_dirs(int homefd, const char *user, const char *thread,
+		     int fds[THREAD_NDIRS]);
+
+#endif

@@ -1,0 +1,471 @@
+/* inode.c - see inode.h. */
+#include "inode.h"
+#include "cleanup.h"
+#include "confine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct inode_table {
+	pthread_mutex_t lock;
+	struct inode **buckets;
+	size_t nbuckets;		/* a power of two */
+	size_t count;
+	size_t fds, fd_budget, evictions;
+	struct inode lru;		/* sentinel: lru.lru_next is the newest */
+};
+
+static size_t key_hash(uint16_t domain, dev_t dev, ino_t ino)
+{
+	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ULL;
+
+	h ^= ((uint64_t)dev + ((uint64_t)domain << 48)) * 0xc2b2ae3d27d4eb4fULL;
+	return (size_t)(h ^ (h >> 29));
+}
+
+static struct inode **bucket_of(struct inode_table *t, uint16_t domain,
+				dev_t dev, ino_t ino)
+{
+	return &t->buckets[key_hash(domain, dev, ino) & (t->nbuckets - 1)];
+}
+
+static struct inode *hash_find(struct inode_table *t, uint16_t domain,
+			       dev_t dev, ino_t ino)
+{
+	for (struct inode *i = *bucket_of(t, domain, dev, ino); i; i = i->hnext)
+		if (i->ino == ino && i->dev == dev && i->domain == domain)
+			return i;
+	return NULL;
+}
+
+static void hash_grow(struct inode_table *t)
+{
+	size_t n = t->nbuckets * 2;
+	struct inode **nb = calloc(n, sizeof(*nb));
+
+	if (!nb)
+		return;		/* a longer chain is slower, not wrong */
+	for (size_t b = 0; b < t->nbuckets; b++) {
+		for (struct inode *i = t->buckets[b], *next; i; i = next) {
+			next = i->hnext;
+			size_t k = key_hash(i->domain, i->dev, i->ino) & (n - 1);
+			i->hnext = nb[k];
+			nb[k] = i;
+		}
+	}
+	free(t->buckets);
+	t->buckets = nb;
+	t->nbuckets = n;
+}
+
+static void hash_remove(struct inode_table *t, struct inode *ino)
+{
+	struct inode **p = bucket_of(t, ino->domain, ino->dev, ino->ino);
+
+	while (*p != ino)
+		p = &(*p)->hnext;
+	*p = ino->hnext;
+}
+
+static bool evictable(const struct inode *i)
+{
+	return !i->root && !i->synth;
+}
+
+static void lru_unlink(struct inode *i)
+{
+	if (i->lru_next) {
+		i->lru_next->lru_prev = i->lru_prev;
+		i->lru_prev->lru_next = i->lru_next;
+		i->lru_next = i->lru_prev = NULL;
+	}
+}
+
+static void lru_push(struct inode_table *t, struct inode *i)
+{
+	i->lru_next = t->lru.lru_next;
+	i->lru_prev = &t->lru;
+	t->lru.lru_next->lru_prev = i;
+	t->lru.lru_next = i;
+}
+
+/* Closes idle fds, oldest first, until the budget holds. Pinned inodes and
+ * those with open handles are skipped (their fd is in use). */
+static void lru_trim(struct inode_table *t)
+{
+	struct inode *i = t->lru.lru_prev;
+
+	while (t->fds > t->fd_budget && i != &t->lru) {
+		struct inode *prev = i->lru_prev;
+
+		if (!i->pins && !i->opens) {
+			lru_unlink(i);
+			close(i->fd);
+			i->fd = -1;
+			t->fds--;
+			t->evictions++;
+		}
+		i = prev;
+	}
+}
+
+/* Records that INO holds FD. Called with the lock held. */
+static void attach_fd(struct inode_table *t, struct inode *ino, int fd)
+{
+	ino->fd = fd;
+	if (evictable(ino)) {
+		t->fds++;
+		lru_push(t, ino);
+	}
+}
+
+static void set_parent(struct inode *ino, struct inode *parent, char *name)
+{
+	if (parent)
+		parent->refs++;
+	free(ino->name);
+	ino->name = name;
+	ino->parent = parent;	/* the caller dropped the old parent's ref */
+}
+
+/* Frees INO and, transitively, parents it was the last reference of.
+ * Called with the lock held. */
+static void release_if_unused(struct inode_table *t, struct inode *ino)
+{
+	while (ino && !ino->nlookup && !ino->refs && !ino->opens && !ino->pins) {
+		struct inode *parent = ino->parent;
+
+		hash_remove(t, ino);
+		lru_unlink(ino);
+		if (ino->fd >= 0) {
+			close(ino->fd);
+			if (evictable(ino))
+				t->fds--;
+		}
+		free(ino->name);
+		free(ino);
+		t->count--;
+		if (parent)
+			parent->refs--;
+		ino = parent;
+	}
+}
+
+struct inode_table *inode_table_new(size_t fd_budget)
+{
+	struct inode_table *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->nbuckets = 1024;
+	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
+	if (!t->buckets) {
+		free(t);
+		return NULL;
+	}
+	pthread_mutex_init(&t->lock, NULL);
+	t->fd_budget = fd_budget;
+	t->lru.lru_next = t->lru.lru_prev = &t->lru;
+	return t;
+}
+
+void inode_table_free(struct inode_table *t)
+{
+	if (!t)
+		return;
+	for (size_t b = 0; b < t->nbuckets; b++) {
+		for (struct inode *i = t->buckets[b], *next; i; i = next) {
+			next = i->hnext;
+			if (i->fd >= 0)
+				close(i->fd);
+			free(i->name);
+			free(i);
+		}
+	}
+	free(t->buckets);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+static struct inode *inode_alloc(struct inode_table *t, const struct stat *st,
+				 uint16_t domain)
+{
+	struct inode *ino = calloc(1, sizeof(*ino));
+
+	if (!ino)
+		return NULL;
+	ino->dev = st->st_dev;
+	ino->ino = st->st_ino;
+	ino->type = st->st_mode & S_IFMT;
+	ino->domain = domain;
+	ino->fd = -1;
+	if (t->count >= t->nbuckets)
+		hash_grow(t);
+	struct inode **b = bucket_of(t, domain, ino->dev, ino->ino);
+	ino->hnext = *b;
+	*b = ino;
+	t->count++;
+	return ino;
+}
+
+struct inode *inode_add_fixed(struct inode_table *t, struct inode *parent,
+			      const char *name, int fd, const struct stat *st,
+			      uint16_t domain, struct root *root,
+			      const struct synth *synth)
+{
+	char *copy = name ? strdup(name) : NULL;
+	struct inode *ino;
+
+	if (name && !copy)
+		return NULL;
+	pthread_mutex_lock(&t->lock);
+	ino = inode_alloc(t, st, domain);
+	if (ino) {
+		ino->root = root;
+		ino->synth = synth;
+		ino->refs = 1;		/* never released */
+		set_parent(ino, parent, copy);
+		copy = NULL;
+		attach_fd(t, ino, fd);
+	}
+	pthread_mutex_unlock(&t->lock);
+	free(copy);
+	return ino;
+}
+
+struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent,
+			       const char *name, int fd, const struct stat *st)
+{
+	char *copy = strdup(name);
+	struct inode *ino, *old_parent = NULL;
+
+	if (!copy) {
+		close(fd);
+		return NULL;
+	}
+	pthread_mutex_lock(&t->lock);
+	ino = hash_find(t, parent->domain, st->st_dev, st->st_ino);
+	if (!ino) {
+		ino = inode_alloc(t, st, parent->domain);
+		if (!ino) {
+			pthread_mutex_unlock(&t->lock);
+			free(copy);
+			close(fd);
+			return NULL;
+		}
+	}
+	if (!ino->root && !ino->synth) {
+		/* Remember the newest name: after a host-side rename or for
+		 * a hard link, it is the one that resolves now. */
+		old_parent = ino->parent;
+		set_parent(ino, parent, copy);
+		copy = NULL;
+	}
+	if (ino->fd < 0) {
+		attach_fd(t, ino, fd);
+		fd = -1;
+		lru_trim(t);
+	}
+	ino->nlookup++;
+	if (old_parent) {
+		old_parent->refs--;
+		release_if_unused(t, old_parent);
+	}
+	pthread_mutex_unlock(&t->lock);
+	free(copy);
+	if (fd >= 0)
+		close(fd);
+	return ino;
+}
+
+void inode_lookup_fixed(struct inode_table *t, struct inode *ino)
+{
+	pthread_mutex_lock(&t->lock);
+	ino->nlookup++;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void inode_forget(struct inode_table *t, struct inode *ino, uint64_t n)
+{
+	pthread_mutex_lock(&t->lock);
+	ino->nlookup = n > ino->nlookup ? 0 : ino->nlookup - n;
+	release_if_unused(t, ino);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Re-opens an evicted inode from its parent's fd and name. */
+static int resolve_again(struct inode_table *t, struct inode *ino)
+{
+	struct inode *parent;
+	char *name;
+	int pfd, fd;
+	struct stat st;
+
+	pthread_mutex_lock(&t->lock);
+	parent = ino->parent;
+	name = ino->name ? strdup(ino->name) : NULL;
+	pthread_mutex_unlock(&t->lock);
+	if (!parent || !name) {
+		free(name);
+		return parent ? -ENOMEM : -ESTALE;
+	}
+	/* The child's ref keeps PARENT alive while we use it. */
+	pfd = inode_fd_get(t, parent);
+	if (pfd < 0) {
+		free(name);
+		return pfd;
+	}
+	fd = confine_lookup(pfd, name);
+	inode_fd_put(t, parent);
+	free(name);
+	if (fd < 0)
+		return fd == -ENOENT ? -ESTALE : fd;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+		int r = neg_errno();
+		close(fd);
+		return r;
+	}
+	if (st.st_ino != ino->ino || st.st_dev != ino->dev) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+int inode_fd_get(struct inode_table *t, struct inode *ino)
+{
+	int fd;
+
+	pthread_mutex_lock(&t->lock);
+	if (ino->fd >= 0) {
+		ino->pins++;
+		if (ino->lru_next && t->lru.lru_next != ino) {
+			lru_unlink(ino);
+			lru_push(t, ino);
+		}
+		fd = ino->fd;
+		pthread_mutex_unlock(&t->lock);
+		return fd;
+	}
+	if (ino->synth) {
+		pthread_mutex_unlock(&t->lock);
+		return -EPERM;
+	}
+	ino->pins++;	/* keeps INO alive while we resolve unlocked */
+	pthread_mutex_unlock(&t->lock);
+
+	fd = resolve_again(t, ino);
+
+	pthread_mutex_lock(&t->lock);
+	if (fd >= 0) {
+		if (ino->fd >= 0)
+			close(fd);	/* another thread won the race */
+		else {
+			attach_fd(t, ino, fd);
+			lru_trim(t);
+		}
+		fd = ino->fd;
+	} else {
+		ino->pins--;
+		release_if_unused(t, ino);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return fd;
+}
+
+void inode_fd_put(struct inode_table *t, struct inode *ino)
+{
+	pthread_mutex_lock(&t->lock);
+	ino->pins--;
+	if (t->fds > t->fd_budget)
+		lru_trim(t);
+	release_if_unused(t, ino);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void inode_open_ref(struct inode_table *t, struct inode *ino)
+{
+	pthread_mutex_lock(&t->lock);
+	ino->opens++;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void inode_open_unref(struct inode_table *t, struct inode *ino)
+{
+	pthread_mutex_lock(&t->lock);
+	ino->opens--;
+	release_if_unused(t, ino);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void inode_moved(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
+		 struct inode *newparent, const char *newname)
+{
+	char *copy = strdup(newname);
+	struct inode *i, *old_parent;
+
+	if (!copy)
+		return;	/* the next lookup by the new name fixes it */
+	pthread_mutex_lock(&t->lock);
+	i = hash_find(t, domain, dev, ino);
+	if (i && !i->root && !i->synth) {
+		old_parent = i->parent;
+		set_parent(i, newparent, copy);
+		copy = NULL;
+		if (old_parent) {
+			old_parent->refs--;
+			release_if_unused(t, old_parent);
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	free(copy);
+}
+
+struct root *inode_root(struct inode_table *t, struct inode *ino)
+{
+	struct root *root;
+
+	pthread_mutex_lock(&t->lock);
+	while (ino && !ino->root)
+		ino = ino->parent;
+	root = ino ? ino->root : NULL;
+	pthread_mutex_unlock(&t->lock);
+	return root;
+}
+
+char *inode_path(struct inode_table *t, struct inode *ino, const char *child,
+		 char *buf, size_t size)
+{
+	const char *parts[256];
+	size_t n = 0, len = 0;
+
+	pthread_mutex_lock(&t->lock);
+	if (child)
+		parts[n++] = child;
+	for (; ino && ino->name && n < 256; ino = ino->parent)
+		parts[n++] = ino->name;
+	buf[0] = '\0';
+	while (n > 0 && len < size) {
+		int w = snprintf(buf + len, size - len, "%s%s", len ? "/" : "",
+				 parts[--n]);
+		if (w < 0)
+			break;
+		len += (size_t)w;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return buf;
+}
+
+void inode_table_stats(struct inode_table *t, struct inode_stats *out)
+{
+	pthread_mutex_lock(&t->lock);
+	out->inodes = t->count;
+	out->fds = t->fds;
+	out->evictions = t->evictions;
+	pthread_mutex_unlock(&t->lock);
+}

@@ -1,0 +1,104 @@
+/* inode.h - the view's inode table: FUSE node ids <-> backing objects.
+ *
+ * Modelled on libfuse's passthrough_hp: an inode is keyed by the backing
+ * object's (domain, st_dev, st_ino), holds an O_PATH fd, and lives while
+ * the kernel holds lookups on it (nlookup, decremented by forget) or the
+ * table holds references (refs: children naming it as parent, open file
+ * handles). The node id given to the kernel is the inode's address.
+ *
+ * One difference matters on machines with a 20,000 open-file hard limit:
+ * O_PATH fds are bounded. Beyond the table's fd budget the least recently
+ * used idle fds are closed, and inode_fd_get() re-resolves an inode from
+ * its parent by the name it was last seen under, checking that the same
+ * object (st_dev, st_ino) is found; if not, the inode is stale (-ESTALE).
+ * Fixed inodes (a root's top directory) and inodes with open handles keep
+ * their fd.
+ *
+ * All functions are thread-safe; one mutex guards the table.
+ */
+#ifndef SBX_INODE_H
+#define SBX_INODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+struct root;
+struct synth;
+
+struct inode {
+	/* Immutable after creation. */
+	dev_t dev;
+	ino_t ino;
+	mode_t type;			/* S_IFMT bits */
+	uint16_t domain;		/* index into the view's domains */
+	struct root *root;		/* set on a root's top directory */
+	const struct synth *synth;	/* set on a synthetic directory */
+
+	/* Guarded by the table lock. */
+	struct inode *parent;		/* where it was last seen (holds a ref) */
+	char *name;
+	int fd;				/* O_PATH fd, or -1 while evicted */
+	uint32_t pins;			/* requests using fd right now */
+	uint32_t opens;			/* open file/dir handles */
+	uint32_t refs;			/* children + fixed */
+	uint64_t nlookup;
+	struct inode *hnext, *lru_prev, *lru_next;
+};
+
+struct inode_table;
+
+/* A table whose evictable O_PATH fds stay at or below FD_BUDGET. */
+struct inode_table *inode_table_new(size_t fd_budget);
+void inode_table_free(struct inode_table *t);
+
+/* Adds an inode that lives as long as the table: a synthetic directory
+ * (FD < 0, SYNTH set) or a root's top directory (FD >= 0, ROOT set). */
+struct inode *inode_add_fixed(struct inode_table *t, struct inode *parent,
+			      const char *name, int fd, const struct stat *st,
+			      uint16_t domain, struct root *root,
+			      const struct synth *synth);
+
+/* Finds or adds the inode for the object just resolved as PARENT/NAME,
+ * whose O_PATH fd is FD (ownership passes to the table) and stat ST, and
+ * counts one kernel lookup. Returns NULL (fd closed) only on -ENOMEM. */
+struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent,
+			       const char *name, int fd, const struct stat *st);
+
+/* Counts one more kernel lookup of a fixed inode. */
+void inode_lookup_fixed(struct inode_table *t, struct inode *ino);
+
+/* The kernel drops N lookups. */
+void inode_forget(struct inode_table *t, struct inode *ino, uint64_t n);
+
+/* Returns INO's O_PATH fd, pinned until inode_fd_put(), or -errno
+ * (-ESTALE if the object is no longer where it was last seen). */
+int inode_fd_get(struct inode_table *t, struct inode *ino);
+void inode_fd_put(struct inode_table *t, struct inode *ino);
+
+/* Open handles keep the inode's fd and the inode itself. */
+void inode_open_ref(struct inode_table *t, struct inode *ino);
+void inode_open_unref(struct inode_table *t, struct inode *ino);
+
+/* After a rename through the view: the object (DOMAIN, DEV, INO) is now
+ * NEWPARENT/NEWNAME. No-op if the table does not hold it. */
+void inode_moved(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
+		 struct inode *newparent, const char *newname);
+
+/* The root directory INO is under (walks parents), or NULL for a
+ * synthetic directory. */
+struct root *inode_root(struct inode_table *t, struct inode *ino);
+
+/* Writes INO's path below the mount point ("user-data/workspace/a/b"),
+ * for log messages. Returns BUF. */
+char *inode_path(struct inode_table *t, struct inode *ino, const char *child,
+		 char *buf, size_t size);
+
+/* Counters for tests and diagnostics. */
+struct inode_stats {
+	size_t inodes, fds, evictions;
+};
+void inode_table_stats(struct inode_table *t, struct inode_stats *out);
+
+#endif

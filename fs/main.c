@@ -1,0 +1,460 @@
+/* main.c - the sbxfs daemon: options, checks, mount, readiness, loop.
+ *
+ * sbxfs [options] MOUNTPOINT mounts one thread's view and returns once the
+ * mount answers (a stat of MOUNTPOINT is served by the new daemon); with
+ * -f it stays in the foreground. Failures before that point are reported
+ * on stderr in one line and the exit status is 1 (2 for usage errors).
+ */
+#include "cleanup.h"
+#include "home.h"
+#include "ids.h"
+#include "log.h"
+#include "ops.h"
+#include "view.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SBX_VERSION
+#define SBX_VERSION "0.1.0"
+#endif
+
+struct options {
+	struct view_config view;
+	const char *mountpoint;
+	const char *log_path;
+	char fuse_opts[4096];
+	bool foreground, debug, single_thread;
+	char home_buf[PATH_MAX];
+};
+
+static const char usage_text[] =
+	"Usage: sbxfs [options] MOUNTPOINT\n"
+	"\n"
+	"Mounts one agent thread's sandbox view at MOUNTPOINT:\n"
+	"  MOUNTPOINT/user-data/{workspace,uploads,outputs}  read-write\n"
+	"  MOUNTPOINT/skills                                 read-only\n"
+	"  MOUNTPOINT/acp-workspace                          read-write\n"
+	"  MOUNTPOINT/NAME                                   per --mount\n"
+	"The thread's directories live under $SBX_HOME/users/USER/threads/THREAD\n"
+	"and are created (mode 0700) if missing. sbxfs returns once the mount\n"
+	"answers; unmount with 'sbx umount MOUNTPOINT' or 'fusermount3 -u'.\n"
+	"\n"
+	"Options:\n"
+	"  --user ID                 user id (required; [A-Za-z0-9._-], 1-128 chars)\n"
+	"  --thread ID               thread id (required; same rules)\n"
+	"  --home DIR                $SBX_HOME (default: $SBX_HOME, else /var/lib/sbxfs\n"
+	"                            for root, else ~/.local/share/sbxfs)\n"
+	"  --skills DIR              skills root (default: $SBX_HOME/skills)\n"
+	"  --mount /mnt/NAME=HOSTDIR[:ro]\n"
+	"                            also show HOSTDIR at MOUNTPOINT/NAME (repeatable)\n"
+	"  --portable-names=on|off   refuse Windows device names such as NUL.txt\n"
+	"                            for new entries (default: on)\n"
+	"  --cache-timeout SEC       how long the kernel may cache names and\n"
+	"                            attributes; host-side edits show up within it\n"
+	"                            (default: 1)\n"
+	"  --writeback               kernel writeback cache: faster small writes,\n"
+	"                            but edits made on the host to files open in\n"
+	"                            the view may be overwritten; off by default\n"
+	"  --log FILE                daemon log (default:\n"
+	"                            $SBX_HOME/log/sbxfs-USER-THREAD.log)\n"
+	"  -o OPT[,OPT...]           FUSE mount options, e.g. allow_other (which\n"
+	"                            also turns on default_permissions)\n"
+	"  -f, --foreground          stay in the foreground, log to stderr\n"
+	"  -d, --debug               log every request (implies -f)\n"
+	"  -s                        single-threaded loop (for debugging)\n"
+	"  -h, --help                show this help\n"
+	"  -V, --version             show the version\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "sbxfs: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'sbxfs --help'.\n");
+	return 2;
+}
+
+static int append_fuse_opt(struct options *o, const char *opt)
+{
+	size_t n = strlen(o->fuse_opts);
+	int w = snprintf(o->fuse_opts + n, sizeof(o->fuse_opts) - n, "%s%s",
+			 n ? "," : "", opt);
+
+	return w < 0 || (size_t)w >= sizeof(o->fuse_opts) - n ? -E2BIG : 0;
+}
+
+static bool has_fuse_opt(const char *opts, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *p = opts; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, name, len) && (p[len] == ',' || !p[len]))
+			return true;
+	return false;
+}
+
+/* Returns 0, or the exit status for a usage error / --help / --version. */
+static int parse_options(int argc, char **argv, struct options *o, bool *exit_now)
+{
+	enum { OPT_USER = 256, OPT_THREAD, OPT_HOME, OPT_SKILLS, OPT_MOUNT,
+	       OPT_PORTABLE, OPT_TIMEOUT, OPT_WRITEBACK, OPT_LOG };
+	static const struct option longopts[] = {
+		{ "user", required_argument, NULL, OPT_USER },
+		{ "thread", required_argument, NULL, OPT_THREAD },
+		{ "home", required_argument, NULL, OPT_HOME },
+		{ "skills", required_argument, NULL, OPT_SKILLS },
+		{ "mount", required_argument, NULL, OPT_MOUNT },
+		{ "portable-names", required_argument, NULL, OPT_PORTABLE },
+		{ "cache-timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "writeback", no_argument, NULL, OPT_WRITEBACK },
+		{ "log", required_argument, NULL, OPT_LOG },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 }
+	};
+	const char *why;
+	char *end;
+	int c;
+
+	*exit_now = false;
+	o->view.timeout = 1.0;
+	o->view.portable_names = true;
+	while ((c = getopt_long(argc, argv, "+fdso:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_USER:
+			o->view.user = optarg;
+			break;
+		case OPT_THREAD:
+			o->view.thread = optarg;
+			break;
+		case OPT_HOME:
+			o->view.home = optarg;
+			break;
+		case OPT_SKILLS:
+			o->view.skills = optarg;
+			break;
+		case OPT_MOUNT:
+			if (o->view.nmounts == VIEW_MAX_MOUNTS)
+				return usage_error("at most 32 --mount options", "");
+			if (mount_spec_parse(optarg, &o->view.mounts[o->view.nmounts],
+					     &why) < 0) {
+				fprintf(stderr, "sbxfs: invalid --mount '%s': %s\n",
+					optarg, why);
+				return 2;
+			}
+			o->view.nmounts++;
+			break;
+		case OPT_PORTABLE:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+				return usage_error("--portable-names takes on or off, not '%s'",
+						   optarg);
+			o->view.portable_names = !strcmp(optarg, "on");
+			break;
+		case OPT_TIMEOUT:
+			errno = 0;
+			o->view.timeout = strtod(optarg, &end);
+			if (errno || end == optarg || *end || o->view.timeout < 0 ||
+			    o->view.timeout > 86400)
+				return usage_error("--cache-timeout takes seconds from 0 to 86400, not '%s'",
+						   optarg);
+			break;
+		case OPT_WRITEBACK:
+			o->view.writeback = true;
+			break;
+		case OPT_LOG:
+			o->log_path = optarg;
+			break;
+		case 'f':
+			o->foreground = true;
+			break;
+		case 'd':
+			o->debug = o->foreground = true;
+			break;
+		case 's':
+			o->single_thread = true;
+			break;
+		case 'o':
+			if (append_fuse_opt(o, optarg) < 0)
+				return usage_error("-o options are too long%s", "");
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			*exit_now = true;
+			return 0;
+		case 'V':
+			printf("sbxfs %s (libfuse %d)\n", SBX_VERSION, fuse_version());
+			*exit_now = true;
+			return 0;
+		default:
+			fprintf(stderr, "Try 'sbxfs --help'.\n");
+			return 2;
+		}
+	}
+	if (optind != argc - 1)
+		return usage_error(optind < argc ? "one MOUNTPOINT expected, got extra '%s'"
+						 : "MOUNTPOINT is missing%s",
+				   optind < argc ? argv[optind + 1] : "");
+	o->mountpoint = argv[optind];
+	if (!o->view.user || !o->view.thread)
+		return usage_error("--user and --thread are required%s", "");
+	if (id_check(o->view.user, &why) < 0) {
+		fprintf(stderr, "sbxfs: invalid user id '%s': %s\n", o->view.user, why);
+		return 2;
+	}
+	if (id_check(o->view.thread, &why) < 0) {
+		fprintf(stderr, "sbxfs: invalid thread id '%s': %s\n", o->view.thread, why);
+		return 2;
+	}
+	if (!o->view.home) {
+		if (home_default(o->home_buf, sizeof(o->home_buf)) < 0) {
+			fprintf(stderr, "sbxfs: no home: set --home or $SBX_HOME\n");
+			return 2;
+		}
+		o->view.home = o->home_buf;
+	}
+	return 0;
+}
+
+/* A stale FUSE mount (its daemon died) answers ENOTCONN; detach it so the
+ * new mount can take its place. Returns 0 or -errno with a message out. */
+static int check_mountpoint(const char *mp)
+{
+	struct stat st, up;
+	char parent[PATH_MAX];
+
+	if (stat(mp, &st) < 0 && errno == ENOTCONN) {
+		int r = geteuid() == 0 ? umount2(mp, MNT_DETACH) : -1;
+		if (r < 0) {
+			pid_t pid = fork();
+			if (pid == 0) {
+				execlp("fusermount3", "fusermount3", "-u", "-z", mp,
+				       (char *)NULL);
+				_exit(127);
+			}
+			int status = 0;
+			r = pid > 0 && waitpid(pid, &status, 0) == pid &&
+			    WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+		}
+		if (r < 0 || stat(mp, &st) < 0) {
+			log_error("%s is a stale mount whose daemon died and it could not be detached; run: fusermount3 -u -z %s",
+				  mp, mp);
+			return -ENOTCONN;
+		}
+		log_info("detached the stale mount at %s (its daemon had died)", mp);
+	}
+	if (stat(mp, &st) < 0) {
+		log_error("cannot use mount point %s: %s", mp, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		log_error("mount point %s is not a directory", mp);
+		return -ENOTDIR;
+	}
+	snprintf(parent, sizeof(parent), "%s/..", mp);
+	if (stat(parent, &up) == 0 && up.st_dev != st.st_dev) {
+		log_error("%s is already a mount point; unmount it first (sbx umount %s)",
+			  mp, mp);
+		return -EBUSY;
+	}
+	if (access("/dev/fuse", R_OK | W_OK) < 0) {
+		log_error("cannot open /dev/fuse: %s (load the fuse module; in a container pass --device /dev/fuse)",
+			  strerror(errno));
+		return -ENODEV;
+	}
+	return 0;
+}
+
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int open_log(struct options *o)
+{
+	char path[PATH_MAX];
+	_cleanup_(closep) int homefd = -1, logdir = -1;
+	int fd;
+
+	if (o->log_path)
+		fd = open(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	else {
+		homefd = home_open(o->view.home);
+		logdir = homefd < 0 ? homefd : dir_ensure(homefd, "log", 0700);
+		if (logdir < 0)
+			return logdir;
+		snprintf(path, sizeof(path), "sbxfs-%s-%s.log", o->view.user,
+			 o->view.thread);
+		fd = openat(logdir, path, O_WRONLY | O_CREAT | O_APPEND |
+					   O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
+	return fd >= 0 ? fd : neg_errno();
+}
+
+static struct fuse_session *session_new(struct options *o, struct view *v)
+{
+	char fsname[600];
+	const char *argv[8];
+	int argc = 0;
+
+	argv[argc++] = "sbxfs";
+	if (o->debug)
+		argv[argc++] = "-d";
+	snprintf(fsname, sizeof(fsname), "fsname=sbxfs:%s/%s,subtype=sbxfs",
+		 o->view.user, o->view.thread);
+	if (append_fuse_opt(o, fsname) < 0)
+		return NULL;
+	if (has_fuse_opt(o->fuse_opts, "allow_other") &&
+	    !has_fuse_opt(o->fuse_opts, "default_permissions") &&
+	    append_fuse_opt(o, "default_permissions") < 0)
+		return NULL;
+	argv[argc++] = "-o";
+	argv[argc++] = o->fuse_opts;
+	struct fuse_args args = FUSE_ARGS_INIT(argc, (char **)argv);
+	return fuse_session_new(&args, &view_ops, sizeof(view_ops), v);
+}
+
+static int run_loop(struct options *o, struct fuse_session *se)
+{
+	struct fuse_loop_config *cfg;
+	int r;
+
+	if (o->single_thread)
+		return fuse_session_loop(se);
+	cfg = fuse_loop_cfg_create();
+	if (!cfg)
+		return -ENOMEM;
+	/* One /dev/fuse fd per worker: no contention on a shared queue. */
+	fuse_loop_cfg_set_clone_fd(cfg, 1);
+	r = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return r;
+}
+
+/* Waits until the child mounted (a byte on READY) and the mount answers. */
+static int wait_ready(int ready, pid_t child, const char *mp)
+{
+	char c;
+	ssize_t n;
+	struct stat st;
+	int status;
+
+	do
+		n = read(ready, &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 1 && stat(mp, &st) == 0)
+		return 0;
+	if (waitpid(child, &status, WNOHANG) == child && WIFEXITED(status) &&
+	    WEXITSTATUS(status) != 0)
+		return WEXITSTATUS(status);
+	log_error("the daemon did not come up at %s", mp);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { 0 };
+	struct view v;
+	struct fuse_session *se;
+	char err[PATH_MAX + 256];
+	int pipefd[2] = { -1, -1 }, r, logfd = -1;
+	bool exit_now;
+
+	log_setup("sbxfs", NULL, LOG_INFO, false);
+	r = parse_options(argc, argv, &o, &exit_now);
+	if (r || exit_now)
+		return r;
+	if (o.debug)
+		log_setup("sbxfs", NULL, LOG_DEBUG, true);
+	raise_fd_limit();
+	umask(0);	/* the kernel already applied the caller's umask */
+	if (check_mountpoint(o.mountpoint) < 0)
+		return 1;
+	if (view_open(&v, &o.view, err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		return 1;
+	}
+	if (geteuid() == 0) {
+		r = ops_enable_creds_switch();
+		if (r < 0)
+			log_warn("new files will belong to root: cannot keep capabilities across fsuid changes: %s",
+				 strerror(-r));
+		v.creds_switch = r == 0;
+	}
+	if (!o.foreground) {
+		logfd = open_log(&o);
+		if (logfd < 0) {
+			log_error("cannot open the log file: %s", strerror(-logfd));
+			view_close(&v);
+			return 1;
+		}
+		if (pipe2(pipefd, O_CLOEXEC) < 0) {
+			log_error("pipe: %s", strerror(errno));
+			return 1;
+		}
+		pid_t pid = fork();
+		if (pid < 0) {
+			log_error("fork: %s", strerror(errno));
+			return 1;
+		}
+		if (pid > 0) {
+			close(pipefd[1]);
+			return wait_ready(pipefd[0], pid, o.mountpoint);
+		}
+		close(pipefd[0]);
+		setsid();
+	}
+
+	se = session_new(&o, &v);
+	if (!se) {
+		log_error("invalid FUSE options '%s'", o.fuse_opts);
+		view_close(&v);
+		return 1;
+	}
+	if (fuse_set_signal_handlers(se) != 0 ||
+	    fuse_session_mount(se, o.mountpoint) != 0) {
+		log_error("cannot mount %s (see the message above)", o.mountpoint);
+		fuse_session_destroy(se);
+		view_close(&v);
+		return 1;
+	}
+	if (!o.foreground) {
+		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (devnull >= 0) {
+			dup2(devnull, STDIN_FILENO);
+			dup2(devnull, STDOUT_FILENO);
+			close(devnull);
+		}
+		dup2(logfd, STDERR_FILENO);
+		close(logfd);
+		log_setup("sbxfs", NULL, LOG_INFO, true);
+		if (write(pipefd[1], "M", 1) != 1)
+			log_warn("could not signal readiness");
+		close(pipefd[1]);
+	}
+	log_info("mounted %s/%s at %s", o.view.user, o.view.thread, o.mountpoint);
+	r = run_loop(&o, se);
+	fuse_session_unmount(se);
+	fuse_remove_signal_handlers(se);
+	fuse_session_destroy(se);
+	view_close(&v);
+	log_info("unmounted %s (%s)", o.mountpoint, r == 0 ? "clean" : "loop error");
+	return r == 0 ? 0 : 1;
+}

@@ -1,0 +1,1129 @@
+/* ops.c - see ops.h.
+ *
+ * Conventions: helpers return 0/positive or -errno; a callback ends with
+ * exactly one reply. Backing fds are pinned with pin() and released by the
+ * cleanup attribute, so an early return never leaks a pin.
+ */
+#include "ops.h"
+#include "cleanup.h"
+#include "confine.h"
+#include "inode.h"
+#include "log.h"
+#include "names.h"
+#include "view.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/securebits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+static struct view *req_view(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static struct inode *node(struct view *v, fuse_ino_t id)
+{
+	return id == FUSE_ROOT_ID ? v->top : (struct inode *)(uintptr_t)id;
+}
+
+static fuse_ino_t node_id(struct view *v, struct inode *ino)
+{
+	return ino == v->top ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)ino;
+}
+
+static void reply_status(fuse_req_t req, int r)
+{
+	fuse_reply_err(req, r < 0 ? -r : 0);
+}
+
+/* A backing fd pinned for the duration of a request. */
+struct pinned {
+	struct inode_table *table;
+	struct inode *ino;
+	int fd;
+};
+
+static struct pinned pin(struct view *v, struct inode *ino)
+{
+	return (struct pinned){ v->inodes, ino, inode_fd_get(v->inodes, ino) };
+}
+
+static void unpin(struct pinned *p)
+{
+	if (p->fd >= 0)
+		inode_fd_put(p->table, p->ino);
+	p->fd = -1;
+}
+
+#define _pinned_ _cleanup_(unpin) struct pinned
+
+static int stat_fd(int fd, struct stat *st)
+{
+	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0
+		       ? neg_errno() : 0;
+}
+
+static int inode_stat(struct view *v, struct inode *ino, struct stat *st)
+{
+	if (ino->synth) {
+		view_synth_attr(v, ino, st);
+		return 0;
+	}
+	_pinned_ p = pin(v, ino);
+	if (p.fd < 0)
+		return p.fd;
+	int r = stat_fd(p.fd, st);
+	if (r == 0)
+		view_map_attr(v, ino, st);
+	return r;
+}
+
+static bool in_uploads(struct view *v, struct inode *dir)
+{
+	struct root *root = inode_root(v->inodes, dir);
+
+	return root && root->uploads;
+}
+
+/* Logs a refused request with enough context to act on it. */
+static void log_refusal(struct view *v, fuse_req_t req, struct inode *dir,
+			const char *name, const char *op, const char *why)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	char path[PATH_MAX], comm[64] = "?", proc[64];
+	_cleanup_(closep) int fd = -1;
+
+	snprintf(proc, sizeof(proc), "/proc/%d/comm", (int)ctx->pid);
+	fd = open(proc, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, comm, sizeof(comm) - 1);
+		comm[n > 0 ? n : 0] = '\0';
+		comm[strcspn(comm, "\n")] = '\0';
+	}
+	log_warn("refused %s of '%s': %s (pid %d, %s)", op,
+		 inode_path(v->inodes, dir, name, path, sizeof(path)), why,
+		 (int)ctx->pid, comm);
+}
+
+/* Checks a name about to be created in DIR (fd DFD). Returns 0, -EINVAL
+ * for a refused name (logged), or -EEXIST if a refused name already exists
+ * (nothing new would be created, so replacing it is not refused). */
+static int check_new_name(struct view *v, fuse_req_t req, struct inode *dir,
+			  int dfd, const char *name, const char *op)
+{
+	const char *why = NULL;
+	struct stat st;
+
+	if (!confine_name_ok(name))
+		return -EINVAL;
+	if (name_is_upload_staging(name) && in_uploads(v, dir)) {
+		log_refusal(v, req, dir, name, op,
+			    "the name matches the reserved upload staging pattern .upload-*.part");
+		return -EINVAL;
+	}
+	if (!v->portable_names || name_check_portable(name, &why) == 0)
+		return 0;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return -EEXIST;
+	log_refusal(v, req, dir, name, op, why);
+	return -EINVAL;
+}
+
+/* A root daemon creates entries with the caller's fsuid/fsgid, so they
+ * belong to the caller and set-gid directories work as natively. The
+ * permission check was done by the kernel (default_permissions), and
+ * SECBIT_NO_SETUID_FIXUP keeps our capabilities across the switch. */
+struct creds {
+	bool switched;
+};
+
+static struct creds creds_enter(struct view *v, fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	if (!v->creds_switch || (ctx->uid == 0 && ctx->gid == 0))
+		return (struct creds){ false };
+	setfsgid(ctx->gid);
+	setfsuid(ctx->uid);
+	return (struct creds){ true };
+}
+
+static void creds_leave(struct creds *c)
+{
+	if (c->switched) {
+		setfsuid(0);
+		setfsgid(0);
+	}
+}
+
+int ops_enable_creds_switch(void)
+{
+	int bits = prctl(PR_GET_SECUREBITS);
+
+	if (bits < 0 || prctl(PR_SET_SECUREBITS,
+			      bits | SECBIT_NO_SETUID_FIXUP) < 0)
+		return neg_errno();
+	return 0;
+}
+
+static void entry_init(struct view *v, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->attr_timeout = v->timeout;
+	e->entry_timeout = v->timeout;
+}
+
+/* Adds the object at PATH_FD (O_PATH, owned) as DIR/NAME and fills E. */
+static int entry_add(struct view *v, struct inode *dir, const char *name,
+		     int path_fd, struct fuse_entry_param *e)
+{
+	struct inode *ino;
+	int r;
+
+	entry_init(v, e);
+	r = stat_fd(path_fd, &e->attr);
+	if (r < 0) {
+		close(path_fd);
+		return r;
+	}
+	ino = inode_lookup_add(v->inodes, dir, name, path_fd, &e->attr);
+	if (!ino)
+		return -ENOMEM;
+	view_map_attr(v, ino, &e->attr);
+	e->ino = node_id(v, ino);
+	return 0;
+}
+
+static int do_lookup(struct view *v, struct inode *dir, const char *name,
+		     struct fuse_entry_param *e)
+{
+	if (dir->synth) {
+		for (size_t i = 0; i < dir->synth->n; i++) {
+			struct inode *child = dir->synth->entry[i].inode;
+
+			if (strcmp(dir->synth->entry[i].name, name))
+				continue;
+			entry_init(v, e);
+			int r = inode_stat(v, child, &e->attr);
+			if (r < 0)
+				return r;
+			inode_lookup_fixed(v->inodes, child);
+			e->ino = node_id(v, child);
+			return 0;
+		}
+		return -ENOENT;
+	}
+	if (!confine_name_ok(name))
+		return -ENOENT;
+	if (name_is_upload_staging(name) && in_uploads(v, dir))
+		return -ENOENT;		/* the uploader's staging files */
+	_pinned_ p = pin(v, dir);
+	if (p.fd < 0)
+		return p.fd;
+	int fd = confine_lookup(p.fd, name);
+	if (fd < 0)
+		return fd;
+	return entry_add(v, dir, name, fd, e);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct view *v = userdata;
+
+	/* Locks are kept by the kernel (no getlk/setlk/flock callbacks),
+	 * which is exact for every process using the view. */
+	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
+	if (v->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	else
+		conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	conn->want &= ~(unsigned)FUSE_CAP_EXPORT_SUPPORT;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct view *v = req_view(req);
+	struct fuse_entry_param e;
+	int r = do_lookup(v, node(v, parent), name, &e);
+
+	if (r == -ENOENT && v->timeout > 0) {
+		/* A negative entry: the kernel caches the absence too. */
+		entry_init(v, &e);
+		fuse_reply_entry(req, &e);
+	} else if (r < 0) {
+		reply_status(req, r);
+	} else {
+		fuse_reply_entry(req, &e);
+	}
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t id, uint64_t nlookup)
+{
+	struct view *v = req_view(req);
+
+	inode_forget(v->inodes, node(v, id), nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	struct view *v = req_view(req);
+
+	for (size_t i = 0; i < count; i++)
+		inode_forget(v->inodes, node(v, forgets[i].ino),
+			     forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+{
+	struct view *v = req_view(req);
+	struct inode *ino = node(v, id);
+	struct stat st;
+	int r;
+
+	if (fi && S_ISREG(ino->type)) {
+		r = fstat((int)fi->fh, &st) < 0 ? neg_errno() : 0;
+		if (r == 0)
+			view_map_attr(v, ino, &st);
+	} else {
+		r = inode_stat(v, ino, &st);
+	}
+	if (r < 0)
+		reply_status(req, r);
+	else
+		fuse_reply_attr(req, &st, v->timeout);
+}
+
+static int set_times(int pfd, int fh, const struct stat *attr, int valid)
+{
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT },
+				  { .tv_nsec = UTIME_OMIT } };
+	char path[CONFINE_FD_PATH_MAX];
+
+	if (valid & FUSE_SET_ATTR_ATIME_NOW)
+		ts[0].tv_nsec = UTIME_NOW;
+	else if (valid & FUSE_SET_ATTR_ATIME)
+		ts[0] = attr->st_atim;
+	if (valid & FUSE_SET_ATTR_MTIME_NOW)
+		ts[1].tv_nsec = UTIME_NOW;
+	else if (valid & FUSE_SET_ATTR_MTIME)
+		ts[1] = attr->st_mtim;
+	if (fh >= 0)
+		return futimens(fh, ts) < 0 ? neg_errno() : 0;
+	if (utimensat(pfd, "", ts, AT_EMPTY_PATH) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOENT)
+		return neg_errno();
+	/* Kernels without utimensat(AT_EMPTY_PATH) on O_PATH fds. */
+	confine_fd_path(pfd, path);
+	return utimensat(AT_FDCWD, path, ts, 0) < 0 ? neg_errno() : 0;
+}
+
+static int do_setattr(struct view *v, struct inode *ino, struct stat *attr,
+		      int valid, struct fuse_file_info *fi)
+{
+	int fh = fi && S_ISREG(ino->type) ? (int)fi->fh : -1, r;
+	char path[CONFINE_FD_PATH_MAX];
+
+	r = view_may_modify(v, ino);
+	if (r < 0)
+		return r;
+	_pinned_ p = pin(v, ino);
+	if (p.fd < 0)
+		return p.fd;
+	confine_fd_path(p.fd, path);
+	if (valid & FUSE_SET_ATTR_MODE) {
+		r = fh >= 0 ? fchmod(fh, attr->st_mode)
+			    : chmod(path, attr->st_mode);
+		if (r < 0)
+			return neg_errno();
+	}
+	if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		uid_t uid = valid & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1;
+		gid_t gid = valid & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1;
+
+		if (fchownat(p.fd, "", uid, gid,
+			     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+			return neg_errno();
+	}
+	if (valid & FUSE_SET_ATTR_SIZE) {
+		r = fh >= 0 ? ftruncate(fh, attr->st_size)
+			    : truncate(path, attr->st_size);
+		if (r < 0)
+			return neg_errno();
+	}
+	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+		     FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)) {
+		r = set_times(p.fd, fh, attr, valid);
+		if (r < 0)
+			return r;
+	}
+	r = fh >= 0 ? (fstat(fh, attr) < 0 ? neg_errno() : 0)
+		    : stat_fd(p.fd, attr);
+	if (r == 0)
+		view_map_attr(v, ino, attr);
+	return r;
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t id, struct stat *attr,
+		       int valid, struct fuse_file_info *fi)
+{
+	struct view *v = req_view(req);
+	int r = do_setattr(v, node(v, id), attr, valid, fi);
+
+	if (r < 0)
+		reply_status(req, r);
+	else
+		fuse_reply_attr(req, attr, v->timeout);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t id)
+{
+	struct view *v = req_view(req);
+	char buf[PATH_MAX + 1];
+	ssize_t n;
+
+	_pinned_ p = pin(v, node(v, id));
+	if (p.fd < 0)
+		return reply_status(req, p.fd);
+	n = readlinkat(p.fd, "", buf, sizeof(buf));
+	if (n < 0)
+		return reply_status(req, neg_errno());
+	if ((size_t)n >= sizeof(buf))
+		return reply_status(req, -ENAMETOOLONG);
+	buf[n] = '\0';
+	fuse_reply_readlink(req, buf);
+}
+
+enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
+
+/* mknod, mkdir and symlink: the same checks, one backing call apart. */
+static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
+		       enum make_kind kind, mode_t mode, dev_t rdev,
+		       const char *target)
+{
+	static const char *const op_names[] = { "mknod", "mkdir", "symlink" };
+	struct view *v = req_view(req);
+	struct inode *dir = node(v, parent);
+	struct fuse_entry_param e;
+	int r, fd;
+
+	r = view_may_modify(v, dir);
+	if (r < 0)
+		return reply_status(req, r);
+	_pinned_ p = pin(v, dir);
+	if (p.fd < 0)
+		return reply_status(req, p.fd);
+	r = check_new_name(v, req, dir, p.fd, name, op_names[kind]);
+	if (r < 0)
+		return reply_status(req, r);
+
+	struct creds c = creds_enter(v, req);
+	switch (kind) {
+	case MAKE_NODE:
+		r = mknodat(p.fd, name, mode, rdev);
+		break;
+	case MAKE_DIR:
+		r = mkdirat(p.fd, name, mode);
+		break;
+	case MAKE_SYMLINK:
+		r = symlinkat(target, p.fd, name);
+		break;
+	}
+	r = r < 0 ? neg_errno() : 0;
+	creds_leave(&c);
+	if (r < 0)
+		return reply_status(req, r);
+
+	fd = confine_lookup(p.fd, name);
+	r = fd < 0 ? fd : entry_add(v, dir, name, fd, &e);
+	if (r < 0)
+		return reply_status(req, r);
+	if (fuse_reply_entry(req, &e) != 0)
+		inode_forget(v->inodes, node(v, e.ino), 1);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode, dev_t rdev)
+{
+	make_entry(req, parent, name, MAKE_NODE, mode, rdev, NULL);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	make_entry(req, parent, name, MAKE_DIR, mode, 0, NULL);
+}
+
+static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
+		       const char *name)
+{
+	make_entry(req, parent, name, MAKE_SYMLINK, 0, 0, target);
+}
+
+static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
+			 int flags)
+{
+	struct view *v = req_view(req);
+	struct inode *dir = node(v, parent);
+	int r = view_may_modify(v, dir);
+
+	if (r < 0)
+		return reply_status(req, r);
+	if (!confine_name_ok(name))
+		return reply_status(req, -EINVAL);
+	_pinned_ p = pin(v, dir);
+	if (p.fd < 0)
+		return reply_status(req, p.fd);
+	reply_status(req, unlinkat(p.fd, name, flags) < 0 ? neg_errno() : 0);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, 0);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, AT_REMOVEDIR);
+}
+
+/* Tells the inode table where the object now called DIR/NAME lives. */
+static void note_moved(struct view *v, struct inode *dir, int dfd,
+		       const char *name)
+{
+	struct stat st;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		inode_moved(v->inodes, dir->domain, st.st_dev, st.st_ino, dir,
+			    name);
+}
+
+static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
+		     const char *name, struct inode *to, const char *newname,
+		     unsigned int flags)
+{
+	int r = view_may_modify(v, from);
+
+	if (r == 0)
+		r = view_may_modify(v, to);
+	if (r < 0)
+		return r;
+	if (from->domain != to->domain)
+		return -EXDEV;
+	if (!confine_name_ok(name))
+		return -EINVAL;
+	_pinned_ pf = pin(v, from);
+	if (pf.fd < 0)
+		return pf.fd;
+	_pinned_ pt = pin(v, to);
+	if (pt.fd < 0)
+		return pt.fd;
+	r = check_new_name(v, req, to, pt.fd, newname, "rename");
+	if (r < 0 && r != -EEXIST)
+		return r;
+	if (renameat2(pf.fd, name, pt.fd, newname, flags) < 0)
+		return neg_errno();
+	note_moved(v, to, pt.fd, newname);
+	if (flags & RENAME_EXCHANGE)
+		note_moved(v, from, pf.fd, name);
+	return 0;
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname,
+		      unsigned int flags)
+{
+	struct view *v = req_view(req);
+
+	reply_status(req, do_rename(v, req, node(v, parent), name,
+				    node(v, newparent), newname, flags));
+}
+
+static int do_link(struct view *v, fuse_req_t req, struct inode *ino,
+		   struct inode *dir, const char *newname,
+		   struct fuse_entry_param *e)
+{
+	char path[CONFINE_FD_PATH_MAX];
+	int r, fd;
+
+	if (ino->synth || ino->root)
+		return -EPERM;
+	r = view_may_modify(v, dir);
+	if (r < 0)
+		return r;
+	if (ino->domain != dir->domain)
+		return -EXDEV;
+	_pinned_ pd = pin(v, dir);
+	if (pd.fd < 0)
+		return pd.fd;
+	r = check_new_name(v, req, dir, pd.fd, newname, "link");
+	if (r < 0)
+		return r;
+	_pinned_ ps = pin(v, ino);
+	if (ps.fd < 0)
+		return ps.fd;
+	/* linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the fd's proc
+	 * link names the same inode and works for everyone. */
+	confine_fd_path(ps.fd, path);
+	if (linkat(AT_FDCWD, path, pd.fd, newname, AT_SYMLINK_FOLLOW) < 0)
+		return neg_errno();
+	fd = fcntl(ps.fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return neg_errno();
+	return entry_add(v, dir, newname, fd, e);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t id, fuse_ino_t newparent,
+		    const char *newname)
+{
+	struct view *v = req_view(req);
+	struct fuse_entry_param e;
+	int r = do_link(v, req, node(v, id), node(v, newparent), newname, &e);
+
+	if (r < 0)
+		return reply_status(req, r);
+	if (fuse_reply_entry(req, &e) != 0)
+		inode_forget(v->inodes, node(v, e.ino), 1);
+}
+
+/* Open flags for the backing file. With the writeback cache the kernel
+ * reads pages around partial writes and appends by itself. */
+static int backing_flags(struct view *v, int flags)
+{
+	if (v->writeback) {
+		if ((flags & O_ACCMODE) == O_WRONLY)
+			flags = (flags & ~O_ACCMODE) | O_RDWR;
+		flags &= ~O_APPEND;
+	}
+	return flags & ~O_NOFOLLOW;
+}
+
+static void fill_open_info(struct view *v, struct fuse_file_info *fi, int fd)
+{
+	fi->fh = (uint64_t)fd;
+	/* Page cache survives reopen; auto_inval_data drops it when the
+	 * attributes show the file changed. */
+	fi->keep_cache = v->timeout > 0;
+	fi->direct_io = (fi->flags & O_DIRECT) != 0;
+	fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
+}
+
+static bool opens_for_write(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+{
+	struct view *v = req_view(req);
+	struct inode *ino = node(v, id);
+	int fd, r;
+
+	if (ino->synth)
+		return reply_status(req, -EISDIR);
+	if (opens_for_write(fi->flags)) {
+		r = view_may_modify(v, ino);
+		if (r < 0)
+			return reply_status(req, r);
+	}
+	_pinned_ p = pin(v, ino);
+	if (p.fd < 0)
+		return reply_status(req, p.fd);
+	fd = confine_reopen(p.fd, backing_flags(v, fi->flags));
+	if (fd < 0)
+		return reply_status(req, fd);
+	fill_open_info(v, fi, fd);
+	inode_open_ref(v->inodes, ino);
+	if (fuse_reply_open(req, fi) != 0) {
+		close(fd);
+		inode_open_unref(v->inodes, ino);
+	}
+}
+
+static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
+		     const char *name, mode_t mode, struct fuse_file_info *fi,
+		     struct fuse_entry_param *e)
+{
+	int flags = backing_flags(v, fi->flags) | O_CREAT, r;
+	_cleanup_(closep) int fd = -1;
+
+	r = view_may_modify(v, dir);
+	if (r < 0)
+		return r;
+	_pinned_ p = pin(v, dir);
+	if (p.fd < 0)
+		return p.fd;
+	r = check_new_name(v, req, dir, p.fd, name, "create");
+	if (r == -EEXIST && !(flags & O_EXCL))
+		flags &= ~O_CREAT;	/* it exists: a plain open */
+	else if (r < 0)
+		return r;
+
+	struct creds c = creds_enter(v, req);
+	fd = confine_open_at(p.fd, name, flags, mode);
+	creds_leave(&c);
+	if (fd < 0)
+		return fd;
+	int path_fd = confine_reopen(fd, O_PATH);
+	if (path_fd < 0)
+		return path_fd;
+	r = entry_add(v, dir, name, path_fd, e);
+	if (r < 0)
+		return r;
+	fill_open_info(v, fi, fd);
+	inode_open_ref(v->inodes, node(v, e->ino));
+	TAKE_FD(fd);
+	return 0;
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	struct view *v = req_view(req);
+	struct fuse_entry_param e;
+	int r = do_create(v, req, node(v, parent), name, mode, fi, &e);
+
+	if (r < 0)
+		return reply_status(req, r);
+	if (fuse_reply_create(req, &e, fi) != 0) {
+		close((int)fi->fh);
+		inode_open_unref(v->inodes, node(v, e.ino));
+		inode_forget(v->inodes, node(v, e.ino), 1);
+	}
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+
+	(void)id;
+	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	buf.buf[0].fd = (int)fi->fh;
+	buf.buf[0].pos = off;
+	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+}
+
+static void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in,
+			 off_t off, struct fuse_file_info *fi)
+{
+	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
+	ssize_t n;
+
+	(void)id;
+	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	out.buf[0].fd = (int)fi->fh;
+	out.buf[0].pos = off;
+	n = fuse_buf_copy(&out, in, 0);
+	if (n < 0)
+		reply_status(req, (int)n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+{
+	/* Closing a duplicate reports delayed write errors (NFS, quota) at
+	 * close() without closing the handle, which other fds may share. */
+	int fd = dup((int)fi->fh);
+
+	(void)id;
+	if (fd < 0)
+		return reply_status(req, neg_errno());
+	reply_status(req, close(fd) < 0 ? neg_errno() : 0);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+{
+	struct view *v = req_view(req);
+
+	close((int)fi->fh);
+	inode_open_unref(v->inodes, node(v, id));
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t id, int datasync,
+		     struct fuse_file_info *fi)
+{
+	int fd = (int)fi->fh;
+
+	(void)id;
+	reply_status(req, (datasync ? fdatasync(fd) : fsync(fd)) < 0
+				  ? neg_errno() : 0);
+}
+
+/* An open directory: the backing stream, or nothing for a synthetic one. */
+struct dir_handle {
+	DIR *dp;
+	off_t offset;		/* of the next entry readdir() returns */
+	struct dirent *pending;	/* read but not yet sent */
+	bool uploads;
+};
+
+static void op_opendir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+{
+	struct view *v = req_view(req);
+	struct inode *ino = node(v, id);
+	struct dir_handle *d;
+	int fd;
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return reply_status(req, -ENOMEM);
+	if (!ino->synth) {
+		_pinned_ p = pin(v, ino);
+		fd = p.fd < 0 ? p.fd : confine_opendir(p.fd);
+		if (fd < 0) {
+			free(d);
+			return reply_status(req, fd);
+		}
+		d->dp = fdopendir(fd);
+		if (!d->dp) {
+			int r = neg_errno();
+			close(fd);
+			free(d);
+			return reply_status(req, r);
+		}
+		d->uploads = in_uploads(v, ino);
+	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	inode_open_ref(v->inodes, ino);
+	if (fuse_reply_open(req, fi) != 0) {
+		if (d->dp)
+			closedir(d->dp);
+		free(d);
+		inode_open_unref(v->inodes, ino);
+	}
+}
+
+/* Emits one entry into BUF; returns its size, or 0 if it does not fit (an
+ * entry looked up for readdirplus is then forgotten again). */
+static size_t emit_entry(struct view *v, fuse_req_t req, struct inode *dir,
+			 bool plus, const char *name, ino_t d_ino,
+			 unsigned char d_type, off_t next, char *buf,
+			 size_t rem)
+{
+	struct fuse_entry_param e;
+	size_t n;
+	bool looked_up = false;
+
+	entry_init(v, &e);
+	e.attr.st_ino = d_ino;
+	e.attr.st_mode = (mode_t)d_type << 12;
+	if (!plus)
+		return fuse_add_direntry(req, buf, rem, name, &e.attr, next);
+	if (strcmp(name, ".") && strcmp(name, "..")) {
+		if (do_lookup(v, dir, name, &e) == 0)
+			looked_up = true;
+		else
+			entry_init(v, &e);	/* the kernel looks up itself */
+	}
+	n = fuse_add_direntry_plus(req, buf, rem, name, &e, next);
+	if (n > rem && looked_up)
+		inode_forget(v->inodes, node(v, e.ino), 1);
+	return n;
+}
+
+static int readdir_synth(struct view *v, fuse_req_t req, struct inode *dir,
+			 bool plus, off_t off, char *buf, size_t size)
+{
+	const struct synth *s = dir->synth;
+	size_t used = 0;
+
+	for (off_t i = off; (size_t)i < s->n + 2; i++) {
+		const char *name = i == 0 ? "." : i == 1 ? ".." : s->entry[i - 2].name;
+		ino_t d_ino = i < 2 ? s->ino : s->entry[i - 2].inode->ino;
+		size_t n = emit_entry(v, req, dir, plus, name, d_ino, DT_DIR,
+				      i + 1, buf + used, size - used);
+
+		if (n > size - used)
+			break;
+		used += n;
+	}
+	return (int)used;
+}
+
+static int readdir_backing(struct view *v, fuse_req_t req, struct inode *dir,
+			   struct dir_handle *d, bool plus, off_t off,
+			   char *buf, size_t size)
+{
+	size_t used = 0;
+
+	if (off != d->offset) {
+		seekdir(d->dp, off);
+		d->pending = NULL;
+		d->offset = off;
+	}
+	for (;;) {
+		if (!d->pending) {
+			errno = 0;
+			d->pending = readdir(d->dp);
+			if (!d->pending) {
+				if (errno && used == 0)
+					return neg_errno();
+				break;
+			}
+		}
+		struct dirent *de = d->pending;
+		if (!(d->uploads && name_is_upload_staging(de->d_name))) {
+			size_t n = emit_entry(v, req, dir, plus, de->d_name,
+					      de->d_ino, de->d_type, de->d_off,
+					      buf + used, size - used);
+			if (n > size - used)
+				break;
+			used += n;
+		}
+		d->pending = NULL;
+		d->offset = de->d_off;
+	}
+	return (int)used;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
+		       struct fuse_file_info *fi, bool plus)
+{
+	struct view *v = req_view(req);
+	struct inode *dir = node(v, id);
+	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
+	_cleanup_(freep) char *buf = malloc(size);
+	int r;
+
+	if (!buf)
+		return reply_status(req, -ENOMEM);
+	r = dir->synth ? readdir_synth(v, req, dir, plus, off, buf, size)
+		       : readdir_backing(v, req, dir, d, plus, off, buf, size);
+	if (r < 0)
+		return reply_status(req, r);
+	fuse_reply_buf(req, buf, (size_t)r);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, id, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t id, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	do_readdir(req, id, size, off, fi, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t id,
+			  struct fuse_file_info *fi)
+{
+	struct view *v = req_view(req);
+	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
+
+	if (d->dp)
+		closedir(d->dp);
+	free(d);
+	inode_open_unref(v->inodes, node(v, id));
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t id, int datasync,
+			struct fuse_file_info *fi)
+{
+	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
+	int fd;
+
+	(void)id;
+	if (!d->dp)
+		return reply_status(req, 0);
+	fd = dirfd(d->dp);
+	reply_status(req, (datasync ? fdatasync(fd) : fsync(fd)) < 0
+				  ? neg_errno() : 0);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t id)
+{
+	struct view *v = req_view(req);
+	struct inode *ino = node(v, id);
+	struct statvfs sv;
+
+	/* Synthetic directories report the filesystem of the workspace. */
+	_pinned_ p = pin(v, ino->synth ? v->roots[0].top : ino);
+	if (p.fd < 0)
+		return reply_status(req, p.fd);
+	if (fstatvfs(p.fd, &sv) < 0)
+		return reply_status(req, neg_errno());
+	fuse_reply_statfs(req, &sv);
+}
+
+enum xattr_op { XATTR_GET, XATTR_LIST, XATTR_SET, XATTR_REMOVE };
+
+/* One path for the four xattr calls: they differ only in the syscall.
+ * Extended attributes of symlinks cannot be reached race-free through an
+ * O_PATH fd, and Linux allows user.* on them nowhere: EOPNOTSUPP. */
+static ssize_t do_xattr(struct view *v, struct inode *ino, enum xattr_op op,
+			const char *name, void *value, size_t size, int flags)
+{
+	char path[CONFINE_FD_PATH_MAX];
+	ssize_t r;
+
+	if (ino->synth)
+		return op == XATTR_GET ? -ENODATA : op == XATTR_LIST ? 0 : -EPERM;
+	if (op == XATTR_SET || op == XATTR_REMOVE) {
+		int m = view_may_modify(v, ino);
+		if (m < 0)
+			return m;
+	}
+	if (S_ISLNK(ino->type))
+		return -EOPNOTSUPP;
+	_pinned_ p = pin(v, ino);
+	if (p.fd < 0)
+		return p.fd;
+	confine_fd_path(p.fd, path);
+	switch (op) {
+	case XATTR_GET:
+		r = getxattr(path, name, value, size);
+		break;
+	case XATTR_LIST:
+		r = listxattr(path, value, size);
+		break;
+	case XATTR_SET:
+		r = setxattr(path, name, value, size, flags);
+		break;
+	default:
+		r = removexattr(path, name);
+		break;
+	}
+	return r < 0 ? neg_errno() : r;
+}
+
+static void reply_xattr_value(fuse_req_t req, struct view *v, fuse_ino_t id,
+			      enum xattr_op op, const char *name, size_t size)
+{
+	_cleanup_(freep) char *buf = size ? malloc(size) : NULL;
+	ssize_t r;
+
+	if (size && !buf)
+		return reply_status(req, -ENOMEM);
+	r = do_xattr(v, node(v, id), op, name, buf, size, 0);
+	if (r < 0)
+		reply_status(req, (int)r);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)r);
+	else
+		fuse_reply_buf(req, buf, (size_t)r);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t id, const char *name,
+			size_t size)
+{
+	reply_xattr_value(req, req_view(req), id, XATTR_GET, name, size);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t id, size_t size)
+{
+	reply_xattr_value(req, req_view(req), id, XATTR_LIST, NULL, size);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t id, const char *name,
+			const char *value, size_t size, int flags)
+{
+	struct view *v = req_view(req);
+
+	reply_status(req, (int)do_xattr(v, node(v, id), XATTR_SET, name,
+					(void *)value, size, flags));
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t id, const char *name)
+{
+	struct view *v = req_view(req);
+
+	reply_status(req, (int)do_xattr(v, node(v, id), XATTR_REMOVE, name,
+					NULL, 0, 0));
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t id, int mode, off_t off,
+			 off_t len, struct fuse_file_info *fi)
+{
+	(void)id;
+	reply_status(req, fallocate((int)fi->fh, mode, off, len) < 0
+				  ? neg_errno() : 0);
+}
+
+static void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t id_out,
+			       off_t off_out, struct fuse_file_info *fi_out,
+			       size_t len, int flags)
+{
+	ssize_t n;
+
+	(void)id_in;
+	(void)id_out;
+	n = copy_file_range((int)fi_in->fh, &off_in, (int)fi_out->fh, &off_out,
+			    len, (unsigned)flags);
+	if (n < 0)
+		reply_status(req, neg_errno());
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void op_lseek(fuse_req_t req, fuse_ino_t id, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	off_t r = lseek((int)fi->fh, off, whence);
+
+	(void)id;
+	if (r < 0)
+		reply_status(req, neg_errno());
+	else
+		fuse_reply_lseek(req, r);
+}
+
+const struct fuse_lowlevel_ops view_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.symlink = op_symlink,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.rename = op_rename,
+	.link = op_link,
+	.open = op_open,
+	.create = op_create,
+	.read = op_read,
+	.write_buf = op_write_buf,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+	.fallocate = op_fallocate,
+	.copy_file_range = op_copy_file_range,
+	.lseek = op_lseek,
+};

@@ -1,0 +1,327 @@
+/* view.c - see view.h. */
+#include "view.h"
+#include "cleanup.h"
+#include "confine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define SYNTH_TOP_INO ((ino_t)UINT64_MAX - 1)
+#define SYNTH_USER_DATA_INO ((ino_t)UINT64_MAX - 2)
+#define SYNTH_DOMAIN UINT16_MAX
+
+static const char *const reserved_mount_names[] = { "user-data", "skills",
+						    "acp-workspace" };
+
+int mount_spec_parse(const char *arg, struct mount_spec *out, const char **why)
+{
+	const char *eq = strchr(arg, '='), *name = arg + 5, *host;
+	size_t namelen, hostlen;
+
+	memset(out, 0, sizeof(*out));
+	if (strncmp(arg, "/mnt/", 5) || !eq) {
+		*why = "expected /mnt/NAME=HOSTDIR[:ro]";
+		return -EINVAL;
+	}
+	namelen = (size_t)(eq - name);
+	if (namelen == 0 || namelen > NAME_MAX || memchr(name, '/', namelen)) {
+		*why = "NAME must be one path component below /mnt";
+		return -EINVAL;
+	}
+	memcpy(out->name, name, namelen);
+	if (!confine_name_ok(out->name)) {
+		*why = "NAME must be one path component below /mnt";
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		if (!strcmp(out->name, reserved_mount_names[i])) {
+			*why = "/mnt/user-data, /mnt/skills and /mnt/acp-workspace are reserved";
+			return -EINVAL;
+		}
+	}
+	host = eq + 1;
+	hostlen = strlen(host);
+	if (hostlen > 3 && (!strcmp(host + hostlen - 3, ":ro") ||
+			    !strcmp(host + hostlen - 3, ":rw"))) {
+		out->read_only = host[hostlen - 1] == 'o';
+		hostlen -= 3;
+	}
+	if (hostlen == 0 || host[0] != '/') {
+		*why = "HOSTDIR must be an absolute path";
+		return -EINVAL;
+	}
+	if (hostlen >= sizeof(out->host)) {
+		*why = "HOSTDIR is too long";
+		return -EINVAL;
+	}
+	memcpy(out->host, host, hostlen);
+	return 0;
+}
+
+static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < errlen)
+		snprintf(err + n, errlen - (size_t)n, ": %s", strerror(-r));
+	return r;
+}
+
+/* True if the directory (DEV, INO) is FD itself or one of its ancestors. */
+static bool is_self_or_ancestor(int fd, dev_t dev, ino_t ino)
+{
+	_cleanup_(closep) int cur = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+
+	for (int depth = 0; cur >= 0 && depth < 4096; depth++) {
+		struct stat st, up;
+		int next;
+
+		if (fstat(cur, &st) < 0)
+			return false;
+		if (st.st_dev == dev && st.st_ino == ino)
+			return true;
+		next = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (next < 0 || fstat(next, &up) < 0 ||
+		    (up.st_dev == st.st_dev && up.st_ino == st.st_ino)) {
+			if (next >= 0)
+				close(next);
+			return false;	/* reached "/" */
+		}
+		close(cur);
+		cur = next;
+	}
+	return false;
+}
+
+static uint16_t domain_for(struct view *v, const struct stat *st, bool ro)
+{
+	uint16_t devidx = 0;
+	bool dev_seen = false;
+
+	for (size_t d = 0; d < v->ndomains; d++) {
+		if (v->domains[d].dev == st->st_dev) {
+			devidx = v->domains[d].devidx;
+			dev_seen = true;
+			if (!ro && !v->domains[d].read_only)
+				return (uint16_t)d;
+		}
+	}
+	if (!dev_seen)
+		for (size_t d = 0; d < v->ndomains; d++)
+			if (v->domains[d].devidx >= devidx)
+				devidx = (uint16_t)(v->domains[d].devidx + 1);
+	v->domains[v->ndomains] = (struct domain){ st->st_dev, ro, devidx };
+	return (uint16_t)v->ndomains++;
+}
+
+static struct inode *add_synth(struct view *v, struct inode *parent,
+			       const char *name, struct synth *s, ino_t ino)
+{
+	struct stat st = { .st_dev = 0, .st_ino = ino, .st_mode = S_IFDIR };
+
+	s->ino = ino;
+	return inode_add_fixed(v->inodes, parent, name, -1, &st, SYNTH_DOMAIN,
+			       NULL, s);
+}
+
+/* Adds root NAME (fd FD, ownership taken) under synthetic directory S. */
+static int add_root(struct view *v, struct inode *parent, struct synth *s,
+		    const char *name, int fd, bool ro, bool uploads,
+		    const char *host, char *err, size_t errlen)
+{
+	struct root *root = &v->roots[v->nroots];
+	struct stat st;
+	uint16_t dom;
+
+	if (fstat(fd, &st) < 0) {
+		int r = neg_errno();
+		close(fd);
+		return fail(err, errlen, r, "cannot stat %s", host);
+	}
+	for (size_t i = 0; i < v->nroots; i++) {
+		struct root *o = &v->roots[i];
+		if (is_self_or_ancestor(fd, o->top->dev, o->top->ino) ||
+		    is_self_or_ancestor(o->top->fd, st.st_dev, st.st_ino)) {
+			close(fd);
+			return fail(err, errlen, -EINVAL,
+				    "%s (for %s) overlaps %s (for %s)", host,
+				    name, o->host, o->name);
+		}
+	}
+	dom = domain_for(v, &st, ro);
+	root->name = name;
+	root->read_only = ro;
+	root->uploads = uploads;
+	snprintf(root->host, sizeof(root->host), "%s", host);
+	root->top = inode_add_fixed(v->inodes, parent, name, fd, &st, dom, root,
+				    NULL);
+	if (!root->top) {
+		close(fd);
+		return fail(err, errlen, -ENOMEM, "cannot add %s", name);
+	}
+	s->entry[s->n++] = (struct synth_entry){ name, root->top };
+	v->nroots++;
+	return 0;
+}
+
+static size_t default_fd_budget(void)
+{
+	struct rlimit rl;
+
+	/* Half the descriptors for cached inodes, the rest for open files,
+	 * directories and the FUSE channels. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 8192;
+	return rl.rlim_cur / 2 > 256 ? rl.rlim_cur / 2 : 256;
+}
+
+int view_open(struct view *v, const struct view_config *cfg, char *err,
+	      size_t errlen)
+{
+	static const char *const thread_names[THREAD_NDIRS] = {
+		[THREAD_WORKSPACE] = "workspace", [THREAD_UPLOADS] = "uploads",
+		[THREAD_OUTPUTS] = "outputs", [THREAD_ACP] = "acp-workspace",
+	};
+	_cleanup_(closep) int homefd = -1;
+	int fds[THREAD_NDIRS], skills, r;
+	char host[PATH_MAX];
+
+	memset(v, 0, sizeof(*v));
+	v->uid = geteuid();
+	v->gid = getegid();
+	clock_gettime(CLOCK_REALTIME, &v->born);
+	v->timeout = cfg->timeout;
+	v->portable_names = cfg->portable_names;
+	v->writeback = cfg->writeback;
+
+	homefd = home_open(cfg->home);
+	if (homefd < 0)
+		return fail(err, errlen, homefd, "cannot open home %s", cfg->home);
+	r = home_thread_dirs(homefd, cfg->user, cfg->thread, fds);
+	if (r < 0)
+		return fail(err, errlen, r,
+			    "cannot create the directories of thread %s/%s under %s",
+			    cfg->user, cfg->thread, cfg->home);
+	if (cfg->skills) {
+		skills = open(cfg->skills, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		skills = skills >= 0 ? skills : neg_errno();
+	} else {
+		skills = dir_ensure(homefd, "skills", 0755);
+	}
+	if (skills < 0) {
+		for (int i = 0; i < THREAD_NDIRS; i++)
+			close(fds[i]);
+		return fail(err, errlen, skills, "cannot open skills %s",
+			    cfg->skills ? cfg->skills : "$SBX_HOME/skills");
+	}
+
+	v->inodes = inode_table_new(cfg->fd_budget ? cfg->fd_budget
+						   : default_fd_budget());
+	if (v->inodes) {
+		v->top = add_synth(v, NULL, NULL, &v->top_dir, SYNTH_TOP_INO);
+		v->user_data = v->top ? add_synth(v, v->top, "user-data",
+						  &v->user_data_dir,
+						  SYNTH_USER_DATA_INO)
+				      : NULL;
+	}
+	if (!v->user_data) {
+		for (int i = 0; i < THREAD_NDIRS; i++)
+			close(fds[i]);
+		close(skills);
+		view_close(v);
+		return fail(err, errlen, -ENOMEM, "cannot build the view");
+	}
+	v->top_dir.entry[v->top_dir.n++] =
+		(struct synth_entry){ "user-data", v->user_data };
+
+	r = 0;
+	for (int i = 0; i < THREAD_NDIRS; i++) {
+		snprintf(host, sizeof(host), "%s/users/%s/threads/%s/%s%s",
+			 cfg->home, cfg->user, cfg->thread,
+			 i == THREAD_ACP ? "" : "user-data/", thread_names[i]);
+		if (r < 0) {
+			close(fds[i]);
+			continue;
+		}
+		r = i == THREAD_ACP
+			? add_root(v, v->top, &v->top_dir, thread_names[i],
+				   fds[i], false, false, host, err, errlen)
+			: add_root(v, v->user_data, &v->user_data_dir,
+				   thread_names[i], fds[i], false,
+				   i == THREAD_UPLOADS, host, err, errlen);
+	}
+	if (r >= 0) {
+		snprintf(host, sizeof(host), "%s",
+			 cfg->skills ? cfg->skills : cfg->home);
+		if (!cfg->skills)
+			strncat(host, "/skills", sizeof(host) - strlen(host) - 1);
+		r = add_root(v, v->top, &v->top_dir, "skills", skills, true,
+			     false, host, err, errlen);
+	} else {
+		close(skills);
+	}
+	for (size_t i = 0; r >= 0 && i < cfg->nmounts; i++) {
+		const struct mount_spec *m = &cfg->mounts[i];
+		int fd;
+
+		for (size_t j = 0; j < v->top_dir.n; j++)
+			if (!strcmp(v->top_dir.entry[j].name, m->name))
+				r = fail(err, errlen, -EEXIST,
+					 "/mnt/%s is given twice", m->name);
+		if (r < 0)
+			break;
+		fd = open(m->host, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0) {
+			r = fail(err, errlen, neg_errno(),
+				 "cannot open mount /mnt/%s=%s", m->name,
+				 m->host);
+			break;
+		}
+		r = add_root(v, v->top, &v->top_dir, m->name, fd, m->read_only,
+			     false, m->host, err, errlen);
+	}
+	if (r < 0) {
+		view_close(v);
+		return r;
+	}
+	return 0;
+}
+
+void view_close(struct view *v)
+{
+	inode_table_free(v->inodes);
+	v->inodes = NULL;
+}
+
+int view_may_modify(const struct view *v, const struct inode *dir)
+{
+	if (dir->synth)
+		return -EPERM;
+	return v->domains[dir->domain].read_only ? -EROFS : 0;
+}
+
+void view_synth_attr(const struct view *v, const struct inode *ino,
+		     struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino->synth->ino;
+	st->st_mode = S_IFDIR | 0555;
+	st->st_nlink = 2 + ino->synth->n;
+	st->st_uid = v->uid;
+	st->st_gid = v->gid;
+	st->st_size = 4096;
+	st->st_blksize = 4096;
+	st->st_atim = st->st_mtim = st->st_ctim = v->born;
+}

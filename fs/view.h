@@ -1,0 +1,125 @@
+/* view.h - the virtual tree of one thread's view.
+ *
+ *   M/                       synthetic, read-only
+ *   M/user-data/             synthetic, read-only
+ *   M/user-data/workspace    root  (read-write)
+ *   M/user-data/uploads      root  (read-write, upload name rules)
+ *   M/user-data/outputs      root  (read-write)
+ *   M/skills                 root  (read-only)
+ *   M/acp-workspace          root  (read-write)
+ *   M/NAME                   root  per --mount /mnt/NAME=HOSTDIR[:ro]
+ *
+ * Entries of synthetic directories cannot be created, removed or renamed
+ * (EPERM); anything under a read-only root answers EROFS.
+ *
+ * Roots are grouped into domains: read-write roots on one filesystem share
+ * a domain (so renames and links between workspace, uploads and outputs
+ * work and keep node ids), every read-only root has a domain of its own,
+ * and nothing crosses domains (EXDEV). An object hard-linked into two
+ * domains is two inodes, so a read-only root can never be written through
+ * a writable alias.
+ */
+#ifndef SBX_VIEW_H
+#define SBX_VIEW_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "home.h"
+#include "inode.h"
+
+#define VIEW_MAX_MOUNTS 32
+#define VIEW_MAX_ROOTS (5 + VIEW_MAX_MOUNTS)
+
+/* One --mount /mnt/NAME=HOSTDIR[:ro|:rw]. */
+struct mount_spec {
+	char name[NAME_MAX + 1];
+	char host[PATH_MAX];
+	bool read_only;
+};
+
+/* Parses ARG into OUT. Returns 0, or -EINVAL with *WHY set to a static
+ * phrase ("the name must be one component below /mnt", ...). */
+int mount_spec_parse(const char *arg, struct mount_spec *out, const char **why);
+
+struct view_config {
+	const char *home;		/* $SBX_HOME */
+	const char *user, *thread;	/* checked with id_check() */
+	const char *skills;		/* NULL: $SBX_HOME/skills */
+	struct mount_spec mounts[VIEW_MAX_MOUNTS];
+	size_t nmounts;
+	double timeout;			/* kernel entry/attr cache, seconds */
+	bool portable_names;
+	bool writeback;
+	size_t fd_budget;		/* O_PATH fds kept open; 0 = derive */
+};
+
+struct root {
+	const char *name;		/* entry name in its synthetic parent */
+	char host[PATH_MAX];		/* for messages only, never for access */
+	bool read_only;
+	bool uploads;
+	struct inode *top;
+};
+
+struct synth_entry {
+	const char *name;
+	struct inode *inode;
+};
+
+struct synth {
+	ino_t ino;
+	size_t n;
+	struct synth_entry entry[VIEW_MAX_ROOTS];
+};
+
+struct domain {
+	dev_t dev;
+	bool read_only;
+	uint16_t devidx;		/* distinct backing filesystems, 0 first */
+};
+
+struct view {
+	struct inode_table *inodes;
+	struct inode *top, *user_data;
+	struct synth top_dir, user_data_dir;
+	struct root roots[VIEW_MAX_ROOTS];
+	size_t nroots;
+	struct domain domains[VIEW_MAX_ROOTS];
+	size_t ndomains;
+	uid_t uid;			/* owner of the synthetic directories */
+	gid_t gid;
+	struct timespec born;
+	double timeout;
+	bool portable_names;
+	bool writeback;
+	bool creds_switch;		/* root daemon: create as the caller */
+};
+
+/* Creates the thread's directories if missing, opens every root and builds
+ * the tree. On failure returns -errno and writes a one-line reason to ERR. */
+int view_open(struct view *v, const struct view_config *cfg, char *err,
+	      size_t errlen);
+void view_close(struct view *v);
+
+/* 0 if entries of directory DIR may be changed, -EPERM for a synthetic
+ * directory, -EROFS under a read-only root. */
+int view_may_modify(const struct view *v, const struct inode *dir);
+
+/* Fills ST for a synthetic directory. */
+void view_synth_attr(const struct view *v, const struct inode *ino,
+		     struct stat *st);
+
+/* Maps a backing stat to what the view reports (distinct st_ino across
+ * backing filesystems). */
+static inline void view_map_attr(const struct view *v, const struct inode *ino,
+				 struct stat *st)
+{
+	st->st_ino ^= (ino_t)v->domains[ino->domain].devidx << 48;
+}
+
+#endif

@@ -1,0 +1,46 @@
+/* check_main.c - runs every suite; "make check" calls it via run-tests.
+ * With arguments, runs only the suites whose names contain one of them. */
+#include "harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	Suite *(*make)(void);
+} suites[] = {
+	{ "unit_names", suite_unit_names },
+	{ "unit_ids", suite_unit_ids },
+	{ "unit_paths", suite_unit_paths },
+	{ "unit_inode", suite_unit_inode },
+	{ "view_layout", suite_view_layout },
+	{ "view_posix", suite_view_posix },
+	{ "view_confine", suite_view_confine },
+	{ "view_lifecycle", suite_view_lifecycle },
+	{ "view_tools", suite_view_tools },
+};
+
+int main(int argc, char **argv)
+{
+	SRunner *sr = NULL;
+	int failed;
+
+	for (size_t i = 0; i < sizeof(suites) / sizeof(suites[0]); i++) {
+		bool wanted = argc < 2;
+
+		for (int a = 1; a < argc; a++)
+			wanted |= strstr(suites[i].name, argv[a]) != NULL;
+		if (!wanted)
+			continue;
+		if (!sr)
+			sr = srunner_create(suites[i].make());
+		else
+			srunner_add_suite(sr, suites[i].make());
+	}
+	if (!sr)
+		return 2;
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

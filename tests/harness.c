@@ -1,0 +1,167 @@
+/* harness.c - see harness.h. */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *test_dir(const char *tag)
+{
+	static char buf[PATH_MAX];
+	static unsigned seq;
+	const char *base = getenv("SBX_TEST_DIR");
+
+	if (!base)
+		base = "/tmp";
+	snprintf(buf, sizeof(buf), "%s/%s.%d.%u", base, tag, (int)getpid(), seq++);
+	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+		ck_abort_msg("mkdir %s: %s", buf, strerror(errno));
+	return buf;
+}
+
+const char *test_bin(const char *prog)
+{
+	static char buf[PATH_MAX];
+	const char *bin = getenv("SBX_BIN");
+
+	snprintf(buf, sizeof(buf), "%s/%s", bin ? bin : "bin", prog);
+	return buf;
+}
+
+int tview_mount(struct tview *v, const char *home, const char *user,
+		const char *thread, const char *const *extra)
+{
+	const char *argv[64];
+	int argc = 0, status;
+	char sbxfs[PATH_MAX];
+	pid_t pid;
+
+	memset(v, 0, sizeof(*v));
+	snprintf(v->home, sizeof(v->home), "%s", home ? home : test_dir("home"));
+	snprintf(v->mnt, sizeof(v->mnt), "%s", test_dir("mnt"));
+	snprintf(v->user, sizeof(v->user), "%s", user);
+	snprintf(v->thread, sizeof(v->thread), "%s", thread);
+	snprintf(sbxfs, sizeof(sbxfs), "%s", test_bin("sbxfs"));
+	argv[argc++] = sbxfs;
+	argv[argc++] = "--home";
+	argv[argc++] = v->home;
+	argv[argc++] = "--user";
+	argv[argc++] = user;
+	argv[argc++] = "--thread";
+	argv[argc++] = thread;
+	for (int i = 0; extra && extra[i] && argc < 62; i++)
+		argv[argc++] = extra[i];
+	argv[argc++] = v->mnt;
+	argv[argc] = NULL;
+	pid = fork();
+	if (pid == 0) {
+		execv(sbxfs, (char *const *)argv);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	v->mounted = WEXITSTATUS(status) == 0;
+	return WEXITSTATUS(status);
+}
+
+void tview_umount(struct tview *v)
+{
+	if (v->mounted)
+		sh("fusermount3 -u '%s' 2>/dev/null || umount -l '%s'", v->mnt, v->mnt);
+	v->mounted = false;
+}
+
+static char *vformat(const char *prefix, const char *fmt, va_list ap)
+{
+	char rel[PATH_MAX], *out;
+
+	vsnprintf(rel, sizeof(rel), fmt, ap);
+	if (asprintf(&out, "%s/%s", prefix, rel) < 0)
+		abort();
+	return out;
+}
+
+char *vpath(const struct tview *v, const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+
+	va_start(ap, fmt);
+	p = vformat(v->mnt, fmt, ap);
+	va_end(ap);
+	return p;
+}
+
+char *hpath(const struct tview *v, const char *fmt, ...)
+{
+	char prefix[PATH_MAX * 2];
+	va_list ap;
+	char *p;
+
+	snprintf(prefix, sizeof(prefix), "%s/users/%s/threads/%s", v->home,
+		 v->user, v->thread);
+	va_start(ap, fmt);
+	p = vformat(prefix, fmt, ap);
+	va_end(ap);
+	return p;
+}
+
+int sh(const char *fmt, ...)
+{
+	char *cmd;
+	va_list ap;
+	int status;
+
+	va_start(ap, fmt);
+	if (vasprintf(&cmd, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	status = system(cmd);
+	free(cmd);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int write_file(const char *path, const char *content)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	size_t len = strlen(content);
+
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, content, len);
+	int r = n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+char *read_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *buf;
+	ssize_t n;
+
+	if (fd < 0)
+		return NULL;
+	buf = calloc(1, 1 << 20);
+	n = buf ? read(fd, buf, (1 << 20) - 1) : -1;
+	close(fd);
+	if (n < 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+bool exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}

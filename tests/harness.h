@@ -1,0 +1,63 @@
+/* harness.h - helpers shared by the test suites.
+ *
+ * Integration tests mount real views. Every view is mounted under
+ * $SBX_TEST_DIR (made by tests/run-tests, which also unmounts whatever is
+ * left there when the run ends, even after a crash), and each suite's
+ * fixture unmounts its own views in teardown.
+ */
+#ifndef SBX_TEST_HARNESS_H
+#define SBX_TEST_HARNESS_H
+
+#include <check.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct tview {
+	char home[PATH_MAX];	/* $SBX_HOME of this view */
+	char mnt[PATH_MAX];	/* mount point */
+	char user[64], thread[64];
+	bool mounted;
+};
+
+/* A fresh directory under $SBX_TEST_DIR named after TAG. Returns a static
+ * buffer (valid until the next call). */
+const char *test_dir(const char *tag);
+
+/* Path of a program in the build's bin directory ($SBX_BIN). */
+const char *test_bin(const char *prog);
+
+/* Mounts a view of USER/THREAD with home HOME (NULL: a fresh one) at a
+ * fresh mount point; EXTRA are more sbxfs arguments (NULL-terminated, may
+ * be NULL). Returns sbxfs's exit status (0 on success). */
+int tview_mount(struct tview *v, const char *home, const char *user,
+		const char *thread, const char *const *extra);
+void tview_umount(struct tview *v);
+
+/* "MNT/REL" and "HOME/users/U/threads/T/REL" (host backing path). Each
+ * call returns a new heap string that the test may leak. */
+char *vpath(const struct tview *v, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+char *hpath(const struct tview *v, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Runs "sh -c CMD" and returns its exit status (-1 if it did not exit). */
+int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Writes/reads a whole small file; read returns a heap string or NULL. */
+int write_file(const char *path, const char *content);
+char *read_file(const char *path);
+bool exists(const char *path);
+
+/* Suites. */
+Suite *suite_unit_names(void);
+Suite *suite_unit_ids(void);
+Suite *suite_unit_paths(void);
+Suite *suite_unit_inode(void);
+Suite *suite_view_layout(void);
+Suite *suite_view_posix(void);
+Suite *suite_view_confine(void);
+Suite *suite_view_lifecycle(void);
+Suite *suite_view_tools(void);
+
+#endif

@@ -1,0 +1,265 @@
+/* The virtual tree: layout, synthetic and read-only directories, name
+ * rules, uploads, isolation between threads, host-side coherence. */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct tview V;
+static char extra_rw[PATH_MAX], extra_ro[PATH_MAX];
+
+static void setup(void)
+{
+	char rw[PATH_MAX + 16], ro[PATH_MAX + 16];
+
+	snprintf(extra_rw, sizeof(extra_rw), "%s", test_dir("extra-rw"));
+	snprintf(extra_ro, sizeof(extra_ro), "%s", test_dir("extra-ro"));
+	snprintf(rw, sizeof(rw), "/mnt/data=%s", extra_rw);
+	snprintf(ro, sizeof(ro), "/mnt/ref=%s:ro", extra_ro);
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof(p), "%s/readme", extra_ro);
+	write_file(p, "reference\n");
+	const char *extra[] = { "--mount", rw, "--mount", ro, NULL };
+	ck_assert_int_eq(tview_mount(&V, NULL, "alice", "t1", extra), 0);
+}
+
+static void teardown(void)
+{
+	tview_umount(&V);
+}
+
+/* Sorted names of directory PATH joined by spaces (no . and ..). */
+static char *list_dir(const char *path)
+{
+	struct dirent **names;
+	int n = scandir(path, &names, NULL, alphasort);
+	char *out = calloc(1, 4096);
+
+	ck_assert_int_ge(n, 0);
+	for (int i = 0; i < n; i++) {
+		if (strcmp(names[i]->d_name, ".") && strcmp(names[i]->d_name, "..")) {
+			if (*out)
+				strcat(out, " ");
+			strcat(out, names[i]->d_name);
+		}
+		free(names[i]);
+	}
+	free(names);
+	return out;
+}
+
+START_TEST(test_layout_shows_the_virtual_paths)
+{
+	struct stat st;
+
+	ck_assert_str_eq(list_dir(V.mnt), "acp-workspace data ref skills user-data");
+	ck_assert_str_eq(list_dir(vpath(&V, "user-data")), "outputs uploads workspace");
+	ck_assert_int_eq(stat(vpath(&V, "user-data"), &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_int_eq(st.st_mode & 0777, 0555);
+	ck_assert_int_eq(stat(vpath(&V, "user-data/workspace"), &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_str_eq(read_file(vpath(&V, "ref/readme")), "reference\n");
+}
+END_TEST
+
+START_TEST(test_layout_write_lands_in_thread_directory)
+{
+	ck_assert_int_eq(write_file(vpath(&V, "user-data/workspace/hello.txt"), "hi\n"), 0);
+	ck_assert_str_eq(read_file(hpath(&V, "user-data/workspace/hello.txt")), "hi\n");
+	ck_assert_int_eq(write_file(vpath(&V, "acp-workspace/a"), "acp"), 0);
+	ck_assert_str_eq(read_file(hpath(&V, "acp-workspace/a")), "acp");
+	ck_assert_int_eq(write_file(vpath(&V, "data/x"), "extra"), 0);
+	char p[PATH_MAX + 8];
+	snprintf(p, sizeof(p), "%s/x", extra_rw);
+	ck_assert_str_eq(read_file(p), "extra");
+}
+END_TEST
+
+START_TEST(test_layout_synthetic_dirs_refuse_changes)
+{
+	ck_assert_int_eq(mkdir(vpath(&V, "new"), 0755), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(open(vpath(&V, "user-data/f"), O_CREAT | O_WRONLY, 0644), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(rmdir(vpath(&V, "user-data/workspace")), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(rename(vpath(&V, "user-data/outputs"), vpath(&V, "user-data/out2")), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(rename(vpath(&V, "user-data/workspace"), vpath(&V, "skills/w")), -1);
+	ck_assert_int_eq(symlink("/", vpath(&V, "root")), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(chmod(vpath(&V, "user-data"), 0777), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert(exists(hpath(&V, "user-data/workspace")));
+	ck_assert(exists(hpath(&V, "user-data/outputs")));
+}
+END_TEST
+
+START_TEST(test_layout_read_only_roots_refuse_writes)
+{
+	char p[PATH_MAX + 16];
+	int fd;
+
+	/* skills and a :ro mount: nothing changes on the host. */
+	ck_assert_int_eq(write_file(vpath(&V, "skills/x"), "no"), -EROFS);
+	ck_assert_int_eq(mkdir(vpath(&V, "ref/d"), 0755), -1);
+	ck_assert_int_eq(errno, EROFS);
+	fd = open(vpath(&V, "ref/readme"), O_WRONLY);
+	ck_assert_int_eq(fd, -1);
+	ck_assert_int_eq(errno, EROFS);
+	ck_assert_int_eq(truncate(vpath(&V, "ref/readme"), 0), -1);
+	ck_assert_int_eq(errno, EROFS);
+	ck_assert_int_eq(unlink(vpath(&V, "ref/readme")), -1);
+	ck_assert_int_eq(errno, EROFS);
+	ck_assert_int_eq(chmod(vpath(&V, "ref/readme"), 0777), -1);
+	ck_assert_int_eq(errno, EROFS);
+	ck_assert_int_eq(rename(vpath(&V, "ref/readme"), vpath(&V, "user-data/workspace/stolen")), -1);
+	ck_assert_int_eq(errno, EROFS);
+	ck_assert_int_eq(link(vpath(&V, "ref/readme"), vpath(&V, "user-data/workspace/alias")), -1);
+	snprintf(p, sizeof(p), "%s/readme", extra_ro);
+	ck_assert_str_eq(read_file(p), "reference\n");
+	ck_assert(!exists(vpath(&V, "user-data/workspace/alias")));
+	ck_assert_str_eq(read_file(vpath(&V, "ref/readme")), "reference\n");
+}
+END_TEST
+
+static const char *const device_names[] = {
+	"NUL", "nul.txt", "NUL .txt", "COM1 .log", "con.tar.gz", "LPT\xc2\xb9", "conin$",
+};
+
+START_TEST(test_layout_refuses_windows_device_names)
+{
+	const char *name = device_names[_i];
+
+	ck_assert_int_eq(write_file(vpath(&V, "user-data/workspace/%s", name), "x"), -EINVAL);
+	ck_assert_int_eq(mkdir(vpath(&V, "user-data/outputs/%s", name), 0755), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(symlink("x", vpath(&V, "user-data/workspace/%s", name)), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(write_file(vpath(&V, "user-data/workspace/src-%d", _i), "x"), 0);
+	ck_assert_int_eq(rename(vpath(&V, "user-data/workspace/src-%d", _i),
+				vpath(&V, "user-data/workspace/%s", name)), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(link(vpath(&V, "user-data/workspace/src-%d", _i),
+			      vpath(&V, "user-data/workspace/%s", name)), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert(!exists(hpath(&V, "user-data/workspace/%s", name)));
+	ck_assert(!exists(hpath(&V, "user-data/outputs/%s", name)));
+}
+END_TEST
+
+START_TEST(test_layout_allows_names_near_device_names)
+{
+	ck_assert_int_eq(write_file(vpath(&V, "user-data/workspace/report .txt"), "ok"), 0);
+	ck_assert_int_eq(write_file(vpath(&V, "user-data/workspace/CONSOLE.md"), "ok"), 0);
+	ck_assert_int_eq(write_file(vpath(&V, "user-data/workspace/com10"), "ok"), 0);
+	ck_assert(exists(hpath(&V, "user-data/workspace/report .txt")));
+}
+END_TEST
+
+START_TEST(test_layout_refusals_are_logged)
+{
+	char log[PATH_MAX * 2], *text;
+
+	write_file(vpath(&V, "user-data/workspace/AUX.md"), "x");
+	snprintf(log, sizeof(log), "%s/log/sbxfs-%s-%s.log", V.home, V.user, V.thread);
+	text = read_file(log);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_ptr_nonnull(strstr(text, "user-data/workspace/AUX.md"));
+	ck_assert_ptr_nonnull(strstr(text, "Windows reserved device name"));
+}
+END_TEST
+
+START_TEST(test_layout_uploads_hide_and_refuse_staging_names)
+{
+	/* The uploader's staging file, made on the host. */
+	ck_assert_int_eq(write_file(hpath(&V, "user-data/uploads/.upload-123.part"), "partial"), 0);
+	ck_assert_int_eq(write_file(hpath(&V, "user-data/uploads/doc.pdf"), "pdf"), 0);
+	ck_assert_str_eq(list_dir(vpath(&V, "user-data/uploads")), "doc.pdf");
+	ck_assert(!exists(vpath(&V, "user-data/uploads/.upload-123.part")));
+	ck_assert_int_eq(write_file(vpath(&V, "user-data/uploads/.upload-9.part"), "x"), -EINVAL);
+	ck_assert_int_eq(write_file(vpath(&V, "user-data/uploads/.UPLOAD-9.PART. "), "x"), -EINVAL);
+	ck_assert_int_eq(mkdir(vpath(&V, "user-data/uploads/.upload-d.part"), 0755), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert(!exists(hpath(&V, "user-data/uploads/.upload-9.part")));
+	/* Outside uploads the pattern is an ordinary name. */
+	ck_assert_int_eq(write_file(vpath(&V, "user-data/workspace/.upload-9.part"), "x"), 0);
+}
+END_TEST
+
+START_TEST(test_layout_host_change_visible_within_one_second)
+{
+	struct timespec t0, t1;
+	char *text = NULL;
+
+	ck_assert_int_eq(write_file(vpath(&V, "user-data/workspace/shared.txt"), "v1"), 0);
+	ck_assert_str_eq(read_file(vpath(&V, "user-data/workspace/shared.txt")), "v1");
+	ck_assert(!exists(vpath(&V, "user-data/workspace/host-new")));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(write_file(hpath(&V, "user-data/workspace/shared.txt"), "version 2"), 0);
+	ck_assert_int_eq(write_file(hpath(&V, "user-data/workspace/host-new"), "n"), 0);
+	for (;;) {
+		free(text);
+		text = read_file(vpath(&V, "user-data/workspace/shared.txt"));
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if ((text && !strcmp(text, "version 2") &&
+		     exists(vpath(&V, "user-data/workspace/host-new"))) ||
+		    t1.tv_sec - t0.tv_sec > 3)
+			break;
+		usleep(20000);
+	}
+	double dt = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	ck_assert_str_eq(text, "version 2");
+	ck_assert_msg(dt <= 1.2, "host change took %.2f s to show", dt);
+}
+END_TEST
+
+START_TEST(test_layout_threads_are_isolated)
+{
+	struct tview other, bob;
+
+	ck_assert_int_eq(tview_mount(&other, V.home, "alice", "t2", NULL), 0);
+	ck_assert_int_eq(tview_mount(&bob, V.home, "bob", "t1", NULL), 0);
+	ck_assert_int_eq(write_file(vpath(&V, "user-data/workspace/mine"), "alice-t1"), 0);
+	ck_assert_int_eq(write_file(vpath(&other, "user-data/workspace/mine"), "alice-t2"), 0);
+	ck_assert_int_eq(write_file(vpath(&bob, "user-data/workspace/mine"), "bob-t1"), 0);
+	ck_assert_str_eq(read_file(vpath(&V, "user-data/workspace/mine")), "alice-t1");
+	ck_assert_str_eq(read_file(vpath(&other, "user-data/workspace/mine")), "alice-t2");
+	ck_assert_str_eq(read_file(vpath(&bob, "user-data/workspace/mine")), "bob-t1");
+	ck_assert(!exists(vpath(&bob, "user-data/workspace/hello.txt")) ||
+		  !exists(vpath(&V, "user-data/workspace/hello.txt")) ||
+		  strcmp(V.mnt, bob.mnt));
+	ck_assert_str_eq(list_dir(vpath(&bob, "user-data/workspace")), "mine");
+	tview_umount(&other);
+	tview_umount(&bob);
+}
+END_TEST
+
+Suite *suite_view_layout(void)
+{
+	Suite *s = suite_create("view_layout");
+	TCase *tc = tcase_create("layout");
+
+	tcase_add_unchecked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_layout_shows_the_virtual_paths);
+	tcase_add_test(tc, test_layout_write_lands_in_thread_directory);
+	tcase_add_test(tc, test_layout_synthetic_dirs_refuse_changes);
+	tcase_add_test(tc, test_layout_read_only_roots_refuse_writes);
+	tcase_add_loop_test(tc, test_layout_refuses_windows_device_names, 0,
+			    sizeof(device_names) / sizeof(device_names[0]));
+	tcase_add_test(tc, test_layout_allows_names_near_device_names);
+	tcase_add_test(tc, test_layout_refusals_are_logged);
+	tcase_add_test(tc, test_layout_uploads_hide_and_refuse_staging_names);
+	tcase_add_test(tc, test_layout_host_change_visible_within_one_second);
+	tcase_add_test(tc, test_layout_threads_are_isolated);
+	suite_add_tcase(s, tc);
+	return s;
+}

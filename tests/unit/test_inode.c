@@ -1,0 +1,152 @@
+/* The inode table (fs/inode.c): bounded fds, re-resolution, staleness. */
+#include "harness.h"
+#include "confine.h"
+#include "inode.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct fixture {
+	struct inode_table *t;
+	struct inode *top;
+	char dir[PATH_MAX];
+};
+
+static void fixture_init(struct fixture *f, size_t budget, int nfiles)
+{
+	struct stat st;
+	char p[PATH_MAX + 32];
+	int fd;
+
+	snprintf(f->dir, sizeof(f->dir), "%s", test_dir("inode"));
+	for (int i = 0; i < nfiles; i++) {
+		snprintf(p, sizeof(p), "%s/f%d", f->dir, i);
+		ck_assert_int_eq(write_file(p, "x"), 0);
+	}
+	f->t = inode_table_new(budget);
+	fd = open(f->dir, O_PATH | O_DIRECTORY);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	f->top = inode_add_fixed(f->t, NULL, "top", fd, &st, 0,
+				 (struct root *)1, NULL);
+	ck_assert_ptr_nonnull(f->top);
+}
+
+static struct inode *look(struct fixture *f, const char *name)
+{
+	struct stat st;
+	int fd = confine_lookup(f->top->fd, name);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	return inode_lookup_add(f->t, f->top, name, fd, &st);
+}
+
+START_TEST(test_inode_fds_stay_within_budget_and_reresolve)
+{
+	struct fixture f;
+	struct inode *ino[100];
+	struct inode_stats s;
+	char name[16];
+
+	fixture_init(&f, 10, 100);
+	for (int i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		ino[i] = look(&f, name);
+	}
+	inode_table_stats(f.t, &s);
+	ck_assert_uint_le(s.fds, 10);
+	ck_assert_uint_ge(s.evictions, 90);
+	/* An evicted inode is found again by its parent and name. */
+	int fd = inode_fd_get(f.t, ino[0]);
+	ck_assert_int_ge(fd, 0);
+	struct stat st;
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_uint_eq(st.st_ino, ino[0]->ino);
+	inode_fd_put(f.t, ino[0]);
+	inode_table_free(f.t);
+}
+END_TEST
+
+START_TEST(test_inode_reports_stale_after_host_replacement)
+{
+	struct fixture f;
+	struct inode *a, *pad;
+	char p[PATH_MAX + 8];
+
+	fixture_init(&f, 1, 2);
+	a = look(&f, "f0");
+	pad = look(&f, "f1");	/* evicts f0's fd */
+	ck_assert_int_lt(a->fd, 0);
+	snprintf(p, sizeof(p), "%s/f0", f.dir);
+	/* Held open so the filesystem cannot reuse its inode number. */
+	int keep = open(p, O_RDONLY);
+	ck_assert_int_ge(keep, 0);
+	ck_assert_int_eq(unlink(p), 0);
+	ck_assert_int_eq(write_file(p, "new file, new inode"), 0);
+	ck_assert_int_eq(inode_fd_get(f.t, a), -ESTALE);
+	close(keep);
+	(void)pad;
+	inode_table_free(f.t);
+}
+END_TEST
+
+START_TEST(test_inode_follows_renames_through_the_view)
+{
+	struct fixture f;
+	struct inode *a, *pad;
+	char from[PATH_MAX + 8], to[PATH_MAX + 8];
+
+	fixture_init(&f, 1, 2);
+	a = look(&f, "f0");
+	snprintf(from, sizeof(from), "%s/f0", f.dir);
+	snprintf(to, sizeof(to), "%s/moved", f.dir);
+	ck_assert_int_eq(rename(from, to), 0);
+	inode_moved(f.t, 0, a->dev, a->ino, f.top, "moved");
+	pad = look(&f, "f1");
+	ck_assert_int_lt(a->fd, 0);
+	int fd = inode_fd_get(f.t, a);
+	ck_assert_int_ge(fd, 0);
+	inode_fd_put(f.t, a);
+	(void)pad;
+	inode_table_free(f.t);
+}
+END_TEST
+
+START_TEST(test_inode_forget_frees_and_lookups_count)
+{
+	struct fixture f;
+	struct inode_stats s0, s1;
+	struct inode *a, *b;
+
+	fixture_init(&f, 100, 1);
+	inode_table_stats(f.t, &s0);
+	a = look(&f, "f0");
+	b = look(&f, "f0");
+	ck_assert_ptr_eq(a, b);
+	ck_assert_uint_eq(a->nlookup, 2);
+	inode_forget(f.t, a, 1);
+	inode_table_stats(f.t, &s1);
+	ck_assert_uint_eq(s1.inodes, s0.inodes + 1);
+	inode_forget(f.t, a, 1);
+	inode_table_stats(f.t, &s1);
+	ck_assert_uint_eq(s1.inodes, s0.inodes);
+	inode_table_free(f.t);
+}
+END_TEST
+
+Suite *suite_unit_inode(void)
+{
+	Suite *s = suite_create("unit_inode");
+	TCase *tc = tcase_create("inode");
+
+	tcase_add_test(tc, test_inode_fds_stay_within_budget_and_reresolve);
+	tcase_add_test(tc, test_inode_reports_stale_after_host_replacement);
+	tcase_add_test(tc, test_inode_follows_renames_through_the_view);
+	tcase_add_test(tc, test_inode_forget_frees_and_lookups_count);
+	suite_add_tcase(s, tc);
+	return s;
+}
