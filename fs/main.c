@@ -67,6 +67,9 @@ static const char usage_text[] =
 	"  --writeback               kernel writeback cache: faster small writes,\n"
 	"                            but edits made on the host to files open in\n"
 	"                            the view may be overwritten; off by default\n"
+	"  --fd-budget N             cached inodes that keep an open O_PATH fd\n"
+	"                            (default: half the open-file limit); others\n"
+	"                            are found again by name when used\n"
 	"  --log FILE                daemon log (default:\n"
 	"                            $SBX_HOME/log/sbxfs-USER-THREAD.log)\n"
 	"  -o OPT[,OPT...]           FUSE mount options, e.g. allow_other (which\n"
@@ -108,7 +111,7 @@ static bool has_fuse_opt(const char *opts, const char *name)
 static int parse_options(int argc, char **argv, struct options *o, bool *exit_now)
 {
 	enum { OPT_USER = 256, OPT_THREAD, OPT_HOME, OPT_SKILLS, OPT_MOUNT,
-	       OPT_PORTABLE, OPT_TIMEOUT, OPT_WRITEBACK, OPT_LOG };
+	       OPT_PORTABLE, OPT_TIMEOUT, OPT_WRITEBACK, OPT_LOG, OPT_FD_BUDGET };
 	static const struct option longopts[] = {
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "thread", required_argument, NULL, OPT_THREAD },
@@ -119,6 +122,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		{ "cache-timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "writeback", no_argument, NULL, OPT_WRITEBACK },
 		{ "log", required_argument, NULL, OPT_LOG },
+		{ "fd-budget", required_argument, NULL, OPT_FD_BUDGET },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
@@ -177,6 +181,17 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		case OPT_LOG:
 			o->log_path = optarg;
 			break;
+		case OPT_FD_BUDGET: {
+			unsigned long n;
+
+			errno = 0;
+			n = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || n < 1 || n > 1000000)
+				return usage_error("--fd-budget takes a count from 1 to 1000000, not '%s'",
+						   optarg);
+			o->view.fd_budget = n;
+			break;
+		}
 		case 'f':
 			o->foreground = true;
 			break;

@@ -13,16 +13,16 @@
 
 const char *test_dir(const char *tag)
 {
-	static char buf[PATH_MAX];
 	static unsigned seq;
 	const char *base = getenv("SBX_TEST_DIR");
+	char buf[PATH_MAX];
 
 	if (!base)
 		base = "/tmp";
 	snprintf(buf, sizeof(buf), "%s/%s.%d.%u", base, tag, (int)getpid(), seq++);
 	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
 		ck_abort_msg("mkdir %s: %s", buf, strerror(errno));
-	return buf;
+	return strdup(buf);
 }
 
 const char *test_bin(const char *prog)

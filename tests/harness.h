@@ -20,8 +20,8 @@ struct tview {
 	bool mounted;
 };
 
-/* A fresh directory under $SBX_TEST_DIR named after TAG. Returns a static
- * buffer (valid until the next call). */
+/* A fresh directory under $SBX_TEST_DIR named after TAG, as a heap string
+ * the test may leak (each test runs in its own process). */
 const char *test_dir(const char *tag);
 
 /* Path of a program in the build's bin directory ($SBX_BIN). */

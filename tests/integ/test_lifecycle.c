@@ -1,7 +1,327 @@
-/* Placeholder until the lifecycle suite lands. */
+/* Mounting and unmounting: every way out unmounts cleanly, a crashed
+ * daemon's stale mount is recovered, and a daemon that cannot start says
+ * why in one line. */
 #include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static bool is_mounted(const char *mnt)
+{
+	char *mounts = read_file("/proc/self/mounts"), pattern[PATH_MAX + 2];
+	bool found;
+
+	snprintf(pattern, sizeof(pattern), " %s ", mnt);
+	found = mounts && strstr(mounts, pattern);
+	free(mounts);
+	return found;
+}
+
+/* The pid of the sbxfs daemon serving MNT, or -1. */
+static pid_t daemon_pid(const char *mnt)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	pid_t found = -1;
+
+	while (d && (de = readdir(d)) && found < 0) {
+		char path[300], cmd[4096];
+		ssize_t n;
+		int fd;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		n = read(fd, cmd, sizeof(cmd) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		cmd[n] = '\0';
+		bool is_sbxfs = strstr(cmd, "sbxfs") != NULL;
+		bool serves = false;
+		for (char *p = cmd; p < cmd + n; p += strlen(p) + 1)
+			serves |= !strcmp(p, mnt);
+		if (is_sbxfs && serves)
+			found = atoi(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* Waits up to 5 s for the daemon to exit; true if it did. */
+static bool wait_gone(pid_t pid)
+{
+	for (int i = 0; i < 250; i++) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
+static void unmount_with_signal(int sig)
+{
+	struct tview v;
+	pid_t pid;
+
+	ck_assert_int_eq(tview_mount(&v, NULL, "u", "t", NULL), 0);
+	pid = daemon_pid(v.mnt);
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(kill(pid, sig), 0);
+	ck_assert(wait_gone(pid));
+	ck_assert(!is_mounted(v.mnt));
+	v.mounted = false;
+}
+
+START_TEST(test_lifecycle_sigterm_unmounts)
+{
+	unmount_with_signal(SIGTERM);
+}
+END_TEST
+
+START_TEST(test_lifecycle_sigint_unmounts)
+{
+	unmount_with_signal(SIGINT);
+}
+END_TEST
+
+START_TEST(test_lifecycle_fusermount_unmounts_and_daemon_exits)
+{
+	struct tview v;
+	pid_t pid;
+
+	ck_assert_int_eq(tview_mount(&v, NULL, "u", "t", NULL), 0);
+	pid = daemon_pid(v.mnt);
+	ck_assert_int_eq(sh("fusermount3 -u '%s'", v.mnt), 0);
+	ck_assert(wait_gone(pid));
+	ck_assert(!is_mounted(v.mnt));
+}
+END_TEST
+
+START_TEST(test_lifecycle_sbx_umount_unmounts)
+{
+	struct tview v;
+	pid_t pid;
+
+	ck_assert_int_eq(tview_mount(&v, NULL, "u", "t", NULL), 0);
+	pid = daemon_pid(v.mnt);
+	ck_assert_int_eq(sh("'%s' umount '%s'", test_bin("sbx"), v.mnt), 0);
+	ck_assert(wait_gone(pid));
+	ck_assert(!is_mounted(v.mnt));
+	/* Unmounting what is not mounted fails with a message, status 1. */
+	ck_assert_int_eq(sh("'%s' umount '%s' 2>/dev/null", test_bin("sbx"), v.mnt), 1);
+	ck_assert_int_eq(sh("'%s' umount 2>/dev/null", test_bin("sbx")), 2);
+}
+END_TEST
+
+START_TEST(test_lifecycle_sbx_mount_mounts)
+{
+	struct tview v;
+	const char *home = test_dir("home"), *mnt = test_dir("mnt");
+	struct stat st;
+
+	ck_assert_int_eq(sh("'%s' --home '%s' mount --user u --thread t '%s'",
+			    test_bin("sbx"), home, mnt), 0);
+	ck_assert(is_mounted(mnt));
+	ck_assert_int_eq(stat(mnt, &st), 0);
+	snprintf(v.mnt, sizeof(v.mnt), "%s", mnt);
+	v.mounted = true;
+	ck_assert(exists(vpath(&v, "user-data/workspace")));
+	tview_umount(&v);
+}
+END_TEST
+
+START_TEST(test_lifecycle_stale_mount_is_recovered)
+{
+	struct tview v;
+	struct stat st;
+	pid_t pid;
+
+	ck_assert_int_eq(tview_mount(&v, NULL, "u", "t", NULL), 0);
+	ck_assert_int_eq(write_file(vpath(&v, "user-data/workspace/kept"), "data"), 0);
+	pid = daemon_pid(v.mnt);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert(wait_gone(pid));
+	ck_assert_int_eq(stat(v.mnt, &st), -1);
+	ck_assert_int_eq(errno, ENOTCONN);
+	/* Mounting again at the same place detaches the dead mount. */
+	ck_assert_int_eq(sh("'%s' --home '%s' --user u --thread t '%s' 2>/dev/null",
+			    test_bin("sbxfs"), v.home, v.mnt), 0);
+	v.mounted = true;
+	ck_assert_str_eq(read_file(vpath(&v, "user-data/workspace/kept")), "data");
+	tview_umount(&v);
+	ck_assert(!is_mounted(v.mnt));
+}
+END_TEST
+
+START_TEST(test_lifecycle_sbx_umount_detaches_stale_mount)
+{
+	struct tview v;
+	pid_t pid;
+
+	ck_assert_int_eq(tview_mount(&v, NULL, "u", "t", NULL), 0);
+	pid = daemon_pid(v.mnt);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert(wait_gone(pid));
+	ck_assert_int_eq(sh("'%s' umount '%s'", test_bin("sbx"), v.mnt), 0);
+	ck_assert(!is_mounted(v.mnt));
+}
+END_TEST
+
+/* Runs sbxfs with ARGS (a shell fragment); returns its status and puts
+ * its stderr in ERR. */
+static int sbxfs_fails(char *err, size_t errlen, const char *args)
+{
+	char out[PATH_MAX];
+	int r;
+
+	snprintf(out, sizeof(out), "%s/stderr", test_dir("err"));
+	r = sh("'%s' %s 2>'%s'", test_bin("sbxfs"), args, out);
+	char *text = read_file(out);
+	snprintf(err, errlen, "%s", text ? text : "");
+	free(text);
+	return r;
+}
+
+static int count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+START_TEST(test_lifecycle_refuses_bad_ids_before_creating_anything)
+{
+	static const char *const bad[] = { "../x", "a/b", ".", "''", "'a b'",
+					   "\"$(printf 'a\\nb')\"" };
+	const char *home = test_dir("home"), *mnt = test_dir("mnt");
+	char err[4096], args[PATH_MAX * 3];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(args, sizeof(args), "--home '%s/h' --user %s --thread t '%s'",
+			 home, bad[i], mnt);
+		ck_assert_int_eq(sbxfs_fails(err, sizeof(err), args), 2);
+		ck_assert_msg(strstr(err, "invalid user id"), "stderr: %s", err);
+		snprintf(args, sizeof(args), "--home '%s/h' --user u --thread %s '%s'",
+			 home, bad[i], mnt);
+		ck_assert_int_eq(sbxfs_fails(err, sizeof(err), args), 2);
+		ck_assert_msg(strstr(err, "invalid thread id"), "stderr: %s", err);
+	}
+	char h[PATH_MAX + 4];
+	snprintf(h, sizeof(h), "%s/h", home);
+	ck_assert(!exists(h));
+	ck_assert(!is_mounted(mnt));
+}
+END_TEST
+
+START_TEST(test_lifecycle_explains_unusable_mount_points)
+{
+	const char *home = test_dir("home"), *dir = test_dir("mp");
+	char err[4096], args[PATH_MAX * 3], file[PATH_MAX + 8];
+	struct tview v;
+
+	snprintf(file, sizeof(file), "%s/file", dir);
+	write_file(file, "x");
+	snprintf(args, sizeof(args), "--home '%s' --user u --thread t '%s'", home, file);
+	ck_assert_int_eq(sbxfs_fails(err, sizeof(err), args), 1);
+	ck_assert_msg(strstr(err, "not a directory") && count_lines(err) == 1, "%s", err);
+
+	snprintf(args, sizeof(args), "--home '%s' --user u --thread t '%s/missing'", home, dir);
+	ck_assert_int_eq(sbxfs_fails(err, sizeof(err), args), 1);
+	ck_assert_msg(strstr(err, "No such file") && count_lines(err) == 1, "%s", err);
+
+	ck_assert_int_eq(tview_mount(&v, NULL, "u", "t", NULL), 0);
+	snprintf(args, sizeof(args), "--home '%s' --user u --thread t '%s'", home, v.mnt);
+	ck_assert_int_eq(sbxfs_fails(err, sizeof(err), args), 1);
+	ck_assert_msg(strstr(err, "already a mount point") && count_lines(err) == 1, "%s", err);
+	tview_umount(&v);
+}
+END_TEST
+
+START_TEST(test_lifecycle_explains_unwritable_home)
+{
+	const char *ro = test_dir("ro-home"), *mnt = test_dir("mnt");
+	char err[4096], args[PATH_MAX * 3];
+
+	if (geteuid() != 0)
+		return;		/* needs a read-only tmpfs */
+	ck_assert_int_eq(mount("tmpfs", ro, "tmpfs", MS_RDONLY, "size=1m"), 0);
+	snprintf(args, sizeof(args), "--home '%s/home' --user u --thread t '%s'", ro, mnt);
+	int r = sbxfs_fails(err, sizeof(err), args);
+	umount(ro);
+	ck_assert_int_eq(r, 1);
+	ck_assert_msg(strstr(err, "Read-only file system") && count_lines(err) == 1, "%s", err);
+}
+END_TEST
+
+START_TEST(test_lifecycle_explains_missing_dev_fuse)
+{
+	const char *home = test_dir("home"), *mnt = test_dir("mnt");
+	char args[PATH_MAX * 3];
+
+	if (geteuid() != 0 || sh("command -v unshare >/dev/null") != 0)
+		return;
+	/* A private mount namespace whose /dev has no fuse device. */
+	snprintf(args, sizeof(args),
+		 "--home '%s' --user u --thread t '%s'", home, mnt);
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/stderr", test_dir("err"));
+	int r = sh("unshare -m sh -c \"mount -t tmpfs tmpfs /dev && '%s' %s\" 2>'%s'",
+		   test_bin("sbxfs"), args, out);
+	char *text = read_file(out);
+	ck_assert_int_eq(r, 1);
+	ck_assert_msg(text && strstr(text, "/dev/fuse") && count_lines(text) == 1, "%s", text);
+}
+END_TEST
+
+START_TEST(test_lifecycle_help_and_usage_errors)
+{
+	ck_assert_int_eq(sh("'%s' --help | grep -q -- '--mount'", test_bin("sbxfs")), 0);
+	ck_assert_int_eq(sh("'%s' --help | grep -q umount", test_bin("sbx")), 0);
+	ck_assert_int_eq(sh("'%s' 2>/dev/null", test_bin("sbxfs")), 2);
+	ck_assert_int_eq(sh("'%s' --user u /x 2>/dev/null", test_bin("sbxfs")), 2);
+	ck_assert_int_eq(sh("'%s' --bogus 2>/dev/null", test_bin("sbxfs")), 2);
+	ck_assert_int_eq(sh("'%s' --user u --thread t --mount /mnt/x=rel /x 2>/dev/null",
+			    test_bin("sbxfs")), 2);
+	ck_assert_int_eq(sh("'%s' --user u --thread t --cache-timeout -1 /x 2>/dev/null",
+			    test_bin("sbxfs")), 2);
+	ck_assert_int_eq(sh("'%s' frobnicate 2>/dev/null", test_bin("sbx")), 2);
+	ck_assert_int_eq(sh("'%s' 2>/dev/null", test_bin("sbx")), 2);
+}
+END_TEST
 
 Suite *suite_view_lifecycle(void)
 {
-	return suite_create("view_lifecycle");
+	Suite *s = suite_create("view_lifecycle");
+	TCase *tc = tcase_create("lifecycle");
+
+	tcase_add_test(tc, test_lifecycle_sigterm_unmounts);
+	tcase_add_test(tc, test_lifecycle_sigint_unmounts);
+	tcase_add_test(tc, test_lifecycle_fusermount_unmounts_and_daemon_exits);
+	tcase_add_test(tc, test_lifecycle_sbx_umount_unmounts);
+	tcase_add_test(tc, test_lifecycle_sbx_mount_mounts);
+	tcase_add_test(tc, test_lifecycle_stale_mount_is_recovered);
+	tcase_add_test(tc, test_lifecycle_sbx_umount_detaches_stale_mount);
+	tcase_add_test(tc, test_lifecycle_refuses_bad_ids_before_creating_anything);
+	tcase_add_test(tc, test_lifecycle_explains_unusable_mount_points);
+	tcase_add_test(tc, test_lifecycle_explains_unwritable_home);
+	tcase_add_test(tc, test_lifecycle_explains_missing_dev_fuse);
+	tcase_add_test(tc, test_lifecycle_help_and_usage_errors);
+	suite_add_tcase(s, tc);
+	return s;
 }
