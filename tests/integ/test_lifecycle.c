@@ -305,6 +305,25 @@ START_TEST(test_lifecycle_help_and_usage_errors)
 }
 END_TEST
 
+START_TEST(test_lifecycle_mount_helper_translates_fstab_options)
+{
+	const char *home = test_dir("home"), *mnt = test_dir("mnt");
+	struct tview v = { .mounted = true };
+
+	/* What mount(8) runs for "mount -t fuse.sbxfs u/t MNT -o ...". */
+	ck_assert_int_eq(sh("SBXFS='%s' mount-helpers/mount.sbxfs u/t '%s' "
+			    "-o defaults,nofail,home=%s,cache_timeout=2,portable_names=off,noatime",
+			    test_bin("sbxfs"), mnt, home), 0);
+	snprintf(v.mnt, sizeof(v.mnt), "%s", mnt);
+	ck_assert(is_mounted(mnt));
+	/* portable_names=off reached the daemon. */
+	ck_assert_int_eq(write_file(vpath(&v, "user-data/workspace/NUL.txt"), "x"), 0);
+	tview_umount(&v);
+	ck_assert_int_eq(sh("mount-helpers/mount.sbxfs no-slash '%s' 2>/dev/null", mnt), 2);
+	ck_assert(!is_mounted(mnt));
+}
+END_TEST
+
 Suite *suite_view_lifecycle(void)
 {
 	Suite *s = suite_create("view_lifecycle");
@@ -322,6 +341,7 @@ Suite *suite_view_lifecycle(void)
 	tcase_add_test(tc, test_lifecycle_explains_unwritable_home);
 	tcase_add_test(tc, test_lifecycle_explains_missing_dev_fuse);
 	tcase_add_test(tc, test_lifecycle_help_and_usage_errors);
+	tcase_add_test(tc, test_lifecycle_mount_helper_translates_fstab_options);
 	suite_add_tcase(s, tc);
 	return s;
 }
