@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,7 +65,7 @@ static int run_wait(const char *const argv[])
 static int cmd_umount(int argc, char **argv)
 {
 	const char *mp;
-	struct stat st;
+	struct statfs sf;
 	bool stale;
 
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
@@ -77,7 +78,8 @@ static int cmd_umount(int argc, char **argv)
 		return 2;
 	}
 	mp = argv[1];
-	stale = stat(mp, &st) < 0 && errno == ENOTCONN;
+	/* statfs always reaches the daemon (stat may hit the kernel cache). */
+	stale = statfs(mp, &sf) < 0 && errno == ENOTCONN;
 	if (geteuid() == 0) {
 		if (umount2(mp, stale ? MNT_DETACH : 0) == 0)
 			return 0;

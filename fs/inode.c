@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#define WATCH_BUCKETS 4096
+
 struct inode_table {
 	pthread_mutex_t lock;
 	struct inode **buckets;
@@ -18,6 +20,9 @@ struct inode_table {
 	size_t count;
 	size_t fds, fd_budget, evictions;
 	struct inode lru;		/* sentinel: lru.lru_next is the newest */
+	struct inode *watches[WATCH_BUCKETS];	/* by inotify wd */
+	void (*on_unwatch)(void *, int);
+	void *on_unwatch_arg;
 };
 
 static size_t key_hash(uint16_t domain, dev_t dev, ino_t ino)
@@ -133,6 +138,17 @@ static void set_parent(struct inode *ino, struct inode *parent, char *name)
 	ino->parent = parent;	/* the caller dropped the old parent's ref */
 }
 
+static void watch_unlink(struct inode_table *t, struct inode *ino)
+{
+	struct inode **p = &t->watches[ino->wd % WATCH_BUCKETS];
+
+	while (*p && *p != ino)
+		p = &(*p)->wnext;
+	if (*p)
+		*p = ino->wnext;
+	ino->wnext = NULL;
+}
+
 /* Frees INO and, transitively, parents it was the last reference of.
  * Called with the lock held. */
 static void release_if_unused(struct inode_table *t, struct inode *ino)
@@ -140,6 +156,11 @@ static void release_if_unused(struct inode_table *t, struct inode *ino)
 	while (ino && !ino->nlookup && !ino->refs && !ino->opens && !ino->pins) {
 		struct inode *parent = ino->parent;
 
+		if (ino->wd > 0) {
+			watch_unlink(t, ino);
+			if (t->on_unwatch)
+				t->on_unwatch(t->on_unwatch_arg, ino->wd);
+		}
 		hash_remove(t, ino);
 		lru_unlink(ino);
 		if (ino->fd >= 0) {
@@ -321,7 +342,7 @@ static int resolve_again(struct inode_table *t, struct inode *ino)
 		return pfd;
 	}
 	fd = confine_lookup(pfd, name);
-	inode_fd_put(t, parent);
+	inode_unpin(t, parent);
 	free(name);
 	if (fd < 0)
 		return fd == -ENOENT ? -ESTALE : fd;
@@ -378,7 +399,7 @@ int inode_fd_get(struct inode_table *t, struct inode *ino)
 	return fd;
 }
 
-void inode_fd_put(struct inode_table *t, struct inode *ino)
+void inode_unpin(struct inode_table *t, struct inode *ino)
 {
 	pthread_mutex_lock(&t->lock);
 	ino->pins--;
@@ -388,18 +409,127 @@ void inode_fd_put(struct inode_table *t, struct inode *ino)
 	pthread_mutex_unlock(&t->lock);
 }
 
-void inode_open_ref(struct inode_table *t, struct inode *ino)
+void inode_open_ref(struct inode_table *t, struct inode *ino, bool writer)
 {
 	pthread_mutex_lock(&t->lock);
 	ino->opens++;
+	ino->writers += writer;
 	pthread_mutex_unlock(&t->lock);
 }
 
-void inode_open_unref(struct inode_table *t, struct inode *ino)
+void inode_open_unref(struct inode_table *t, struct inode *ino, bool writer)
 {
 	pthread_mutex_lock(&t->lock);
 	ino->opens--;
+	ino->writers -= writer;
 	release_if_unused(t, ino);
+	pthread_mutex_unlock(&t->lock);
+}
+
+struct inode *inode_find(struct inode_table *t, uint16_t domain, dev_t dev,
+			 ino_t ino)
+{
+	struct inode *i;
+
+	pthread_mutex_lock(&t->lock);
+	i = hash_find(t, domain, dev, ino);
+	if (i)
+		i->pins++;
+	pthread_mutex_unlock(&t->lock);
+	return i;
+}
+
+bool inode_is_named(struct inode_table *t, struct inode *ino,
+		    struct inode *dir, const char *name)
+{
+	bool named;
+
+	pthread_mutex_lock(&t->lock);
+	named = ino->parent == dir && ino->name && !strcmp(ino->name, name);
+	pthread_mutex_unlock(&t->lock);
+	return named;
+}
+
+static void note(struct inode *ino, const struct stat *st)
+{
+	ino->seen_mtime = st->st_mtim;
+	ino->seen_ctime = st->st_ctim;
+	ino->seen_size = st->st_size;
+}
+
+void inode_note_attr(struct inode_table *t, struct inode *ino,
+		     const struct stat *st)
+{
+	pthread_mutex_lock(&t->lock);
+	note(ino, st);
+	pthread_mutex_unlock(&t->lock);
+}
+
+static bool ts_eq(struct timespec a, struct timespec b)
+{
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+bool inode_attr_changed(struct inode_table *t, struct inode *ino,
+			const struct stat *st)
+{
+	bool changed;
+
+	pthread_mutex_lock(&t->lock);
+	changed = !ino->writers &&
+		  (!ts_eq(ino->seen_mtime, st->st_mtim) ||
+		   !ts_eq(ino->seen_ctime, st->st_ctim) ||
+		   ino->seen_size != st->st_size);
+	if (changed)
+		note(ino, st);
+	pthread_mutex_unlock(&t->lock);
+	return changed;
+}
+
+void inode_set_watch(struct inode_table *t, struct inode *ino, int wd)
+{
+	pthread_mutex_lock(&t->lock);
+	if (ino->wd > 0)
+		watch_unlink(t, ino);
+	__atomic_store_n(&ino->wd, wd, __ATOMIC_RELAXED);
+	if (wd > 0) {
+		ino->wnext = t->watches[wd % WATCH_BUCKETS];
+		t->watches[wd % WATCH_BUCKETS] = ino;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+struct inode *inode_find_watch(struct inode_table *t, int wd)
+{
+	struct inode *i;
+
+	if (wd <= 0)
+		return NULL;
+	pthread_mutex_lock(&t->lock);
+	for (i = t->watches[wd % WATCH_BUCKETS]; i && i->wd != wd; i = i->wnext)
+		;
+	if (i)
+		i->pins++;
+	pthread_mutex_unlock(&t->lock);
+	return i;
+}
+
+void inode_table_on_unwatch(struct inode_table *t, void (*fn)(void *, int),
+			    void *arg)
+{
+	pthread_mutex_lock(&t->lock);
+	t->on_unwatch = fn;
+	t->on_unwatch_arg = arg;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void inode_table_each(struct inode_table *t,
+		      void (*fn)(void *, struct inode *), void *arg)
+{
+	pthread_mutex_lock(&t->lock);
+	for (size_t b = 0; b < t->nbuckets; b++)
+		for (struct inode *i = t->buckets[b]; i; i = i->hnext)
+			fn(arg, i);
 	pthread_mutex_unlock(&t->lock);
 }
 

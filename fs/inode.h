@@ -42,9 +42,14 @@ struct inode {
 	int fd;				/* O_PATH fd, or -1 while evicted */
 	uint32_t pins;			/* requests using fd right now */
 	uint32_t opens;			/* open file/dir handles */
+	uint32_t writers;		/* of which may write */
+	int wd;				/* inotify watch (dirs), <= 0 if none */
+	bool covered;			/* a watch reports its changes */
+	struct timespec seen_mtime, seen_ctime;	/* attributes last */
+	off_t seen_size;			/* given to the kernel */
 	uint32_t refs;			/* children + fixed */
 	uint64_t nlookup;
-	struct inode *hnext, *lru_prev, *lru_next;
+	struct inode *hnext, *wnext, *lru_prev, *lru_next;
 };
 
 struct inode_table;
@@ -72,14 +77,47 @@ void inode_lookup_fixed(struct inode_table *t, struct inode *ino);
 /* The kernel drops N lookups. */
 void inode_forget(struct inode_table *t, struct inode *ino, uint64_t n);
 
-/* Returns INO's O_PATH fd, pinned until inode_fd_put(), or -errno
- * (-ESTALE if the object is no longer where it was last seen). */
+/* Returns INO's O_PATH fd, pinned until inode_unpin(), or -errno
+ * (-ESTALE if the object is no longer where it was last seen). A pin
+ * keeps the inode alive too. */
 int inode_fd_get(struct inode_table *t, struct inode *ino);
-void inode_fd_put(struct inode_table *t, struct inode *ino);
+void inode_unpin(struct inode_table *t, struct inode *ino);
 
-/* Open handles keep the inode's fd and the inode itself. */
-void inode_open_ref(struct inode_table *t, struct inode *ino);
-void inode_open_unref(struct inode_table *t, struct inode *ino);
+/* Finds the inode of (DOMAIN, DEV, INO), pinned, or NULL. */
+struct inode *inode_find(struct inode_table *t, uint16_t domain, dev_t dev,
+			 ino_t ino);
+
+/* True if INO was last seen as DIR/NAME. */
+bool inode_is_named(struct inode_table *t, struct inode *ino,
+		    struct inode *dir, const char *name);
+
+/* Open handles keep the inode's fd and the inode itself; WRITER marks a
+ * handle that may modify the file. */
+void inode_open_ref(struct inode_table *t, struct inode *ino, bool writer);
+void inode_open_unref(struct inode_table *t, struct inode *ino, bool writer);
+
+/* Remembers the attributes the kernel was just given for INO. */
+void inode_note_attr(struct inode_table *t, struct inode *ino,
+		     const struct stat *st);
+
+/* True if ST (fresh from the backing file) differs from what the kernel
+ * was last given for INO and no handle of the view is writing it (its own
+ * writes are not news to the kernel); notes ST. */
+bool inode_attr_changed(struct inode_table *t, struct inode *ino,
+			const struct stat *st);
+
+/* Directory watches: WD is INO's inotify watch (0 to forget it). */
+void inode_set_watch(struct inode_table *t, struct inode *ino, int wd);
+/* The directory watched by WD, pinned, or NULL. */
+struct inode *inode_find_watch(struct inode_table *t, int wd);
+/* Calls FN(ARG, WD) for the watch of every directory freed from now on,
+ * with the table lock held (FN must not call back into the table). */
+void inode_table_on_unwatch(struct inode_table *t, void (*fn)(void *, int),
+			    void *arg);
+
+/* Calls FN(ARG, INO) for every inode; FN must not call into the table. */
+void inode_table_each(struct inode_table *t,
+		      void (*fn)(void *, struct inode *), void *arg);
 
 /* After a rename through the view: the object (DOMAIN, DEV, INO) is now
  * NEWPARENT/NEWNAME. No-op if the table does not hold it. */

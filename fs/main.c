@@ -11,6 +11,7 @@
 #include "log.h"
 #include "ops.h"
 #include "view.h"
+#include "watch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,9 +63,14 @@ static const char usage_text[] =
 	"                            also show HOSTDIR at MOUNTPOINT/NAME (repeatable)\n"
 	"  --portable-names=on|off   refuse Windows device names such as NUL.txt\n"
 	"                            for new entries (default: on)\n"
-	"  --cache-timeout SEC       how long the kernel may cache names and\n"
-	"                            attributes; host-side edits show up within it\n"
-	"                            (default: 1)\n"
+	"  --cache-timeout SEC       how long the kernel may cache names,\n"
+	"                            attributes and pages (default: 3600); edits\n"
+	"                            made on the host are pushed to the kernel at\n"
+	"                            once by the host watch\n"
+	"  --host-watch=on|off       watch the backing directories for host-side\n"
+	"                            edits (default: on); with off, or where the\n"
+	"                            inotify limit is reached, host edits show up\n"
+	"                            within min(1, --cache-timeout) seconds\n"
 	"  --writeback               kernel writeback cache: faster small writes,\n"
 	"                            but edits made on the host to files open in\n"
 	"                            the view may be overwritten; off by default\n"
@@ -111,7 +118,8 @@ static bool has_fuse_opt(const char *opts, const char *name)
 static int parse_options(int argc, char **argv, struct options *o, bool *exit_now)
 {
 	enum { OPT_USER = 256, OPT_THREAD, OPT_HOME, OPT_SKILLS, OPT_MOUNT,
-	       OPT_PORTABLE, OPT_TIMEOUT, OPT_WRITEBACK, OPT_LOG, OPT_FD_BUDGET };
+	       OPT_PORTABLE, OPT_TIMEOUT, OPT_WRITEBACK, OPT_LOG, OPT_FD_BUDGET,
+	       OPT_HOST_WATCH };
 	static const struct option longopts[] = {
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "thread", required_argument, NULL, OPT_THREAD },
@@ -120,6 +128,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		{ "mount", required_argument, NULL, OPT_MOUNT },
 		{ "portable-names", required_argument, NULL, OPT_PORTABLE },
 		{ "cache-timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "host-watch", required_argument, NULL, OPT_HOST_WATCH },
 		{ "writeback", no_argument, NULL, OPT_WRITEBACK },
 		{ "log", required_argument, NULL, OPT_LOG },
 		{ "fd-budget", required_argument, NULL, OPT_FD_BUDGET },
@@ -134,7 +143,8 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 	int c;
 
 	*exit_now = false;
-	o->view.timeout = 1.0;
+	o->view.timeout_watched = 3600;
+	o->view.host_watch = true;
 	o->view.portable_names = true;
 	while ((c = getopt_long(argc, argv, "+fdso:hV", longopts, NULL)) != -1) {
 		switch (c) {
@@ -169,11 +179,18 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 			break;
 		case OPT_TIMEOUT:
 			errno = 0;
-			o->view.timeout = strtod(optarg, &end);
-			if (errno || end == optarg || *end || o->view.timeout < 0 ||
-			    o->view.timeout > 86400)
+			o->view.timeout_watched = strtod(optarg, &end);
+			if (errno || end == optarg || *end ||
+			    !(o->view.timeout_watched >= 0) ||
+			    o->view.timeout_watched > 86400)
 				return usage_error("--cache-timeout takes seconds from 0 to 86400, not '%s'",
 						   optarg);
+			break;
+		case OPT_HOST_WATCH:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+				return usage_error("--host-watch takes on or off, not '%s'",
+						   optarg);
+			o->view.host_watch = !strcmp(optarg, "on");
 			break;
 		case OPT_WRITEBACK:
 			o->view.writeback = true;
@@ -223,6 +240,10 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 						 : "MOUNTPOINT is missing%s",
 				   optind < argc ? argv[optind + 1] : "");
 	o->mountpoint = argv[optind];
+	/* Unwatched caches must let host edits through within a second. */
+	o->view.timeout = o->view.timeout_watched < 1 ? o->view.timeout_watched : 1;
+	if (!o->view.host_watch)
+		o->view.timeout_watched = o->view.timeout;
 	if (!o->view.user || !o->view.thread)
 		return usage_error("--user and --thread are required%s", "");
 	if (id_check(o->view.user, &why) < 0) {
@@ -248,9 +269,12 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 static int check_mountpoint(const char *mp)
 {
 	struct stat st, up;
+	struct statfs sf;
 	char parent[PATH_MAX];
 
-	if (stat(mp, &st) < 0 && errno == ENOTCONN) {
+	/* statfs always reaches the daemon; stat may be answered from the
+	 * dead mount's attribute cache. */
+	if (statfs(mp, &sf) < 0 && errno == ENOTCONN) {
 		int r = geteuid() == 0 ? umount2(mp, MNT_DETACH) : -1;
 		if (r < 0) {
 			pid_t pid = fork();
@@ -406,6 +430,14 @@ int main(int argc, char **argv)
 		log_error("%s", err);
 		return 1;
 	}
+	if (o.view.host_watch && o.view.timeout_watched > o.view.timeout) {
+		v.watch = watch_new(&v, err, sizeof(err));
+		if (!v.watch) {
+			log_warn("host-side edits show up within %g s: %s",
+				 o.view.timeout, err);
+			v.timeout_watched = v.timeout;
+		}
+	}
 	if (geteuid() == 0) {
 		r = ops_enable_creds_switch();
 		if (r < 0)
@@ -464,8 +496,17 @@ int main(int argc, char **argv)
 			log_warn("could not signal readiness");
 		close(pipefd[1]);
 	}
+	if (v.watch && (r = watch_start(v.watch, se)) < 0) {
+		log_warn("host-side edits show up within %g s: cannot start the watch thread: %s",
+			 o.view.timeout, strerror(-r));
+		watch_free(v.watch);
+		v.watch = NULL;
+		v.timeout_watched = v.timeout;
+	}
 	log_info("mounted %s/%s at %s", o.view.user, o.view.thread, o.mountpoint);
 	r = run_loop(&o, se);
+	watch_free(v.watch);
+	v.watch = NULL;
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "names.h"
 #include "view.h"
+#include "watch.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -63,11 +64,27 @@ static struct pinned pin(struct view *v, struct inode *ino)
 static void unpin(struct pinned *p)
 {
 	if (p->fd >= 0)
-		inode_fd_put(p->table, p->ino);
+		inode_unpin(p->table, p->ino);
 	p->fd = -1;
 }
 
 #define _pinned_ _cleanup_(unpin) struct pinned
+
+/* An open regular file. */
+struct open_file {
+	int fd;
+	bool writer;		/* opened to modify (write access, O_TRUNC, create) */
+};
+
+static struct open_file *fh_of(const struct fuse_file_info *fi)
+{
+	return (struct open_file *)(uintptr_t)fi->fh;
+}
+
+static int fd_of(const struct fuse_file_info *fi)
+{
+	return fh_of(fi)->fd;
+}
 
 static int stat_fd(int fd, struct stat *st)
 {
@@ -85,9 +102,26 @@ static int inode_stat(struct view *v, struct inode *ino, struct stat *st)
 	if (p.fd < 0)
 		return p.fd;
 	int r = stat_fd(p.fd, st);
-	if (r == 0)
+	if (r == 0) {
+		inode_note_attr(v->inodes, ino, st);
 		view_map_attr(v, ino, st);
+	}
 	return r;
+}
+
+/* How long the kernel may trust names in DIR: long where a watch tells it
+ * of host changes, short where nothing would. */
+static double entry_timeout(struct view *v, struct inode *dir)
+{
+	return dir->synth || __atomic_load_n(&dir->wd, __ATOMIC_RELAXED) > 0
+		       ? v->timeout_watched : v->timeout;
+}
+
+static double attr_timeout(struct view *v, struct inode *ino)
+{
+	return ino->synth || __atomic_load_n(&ino->covered, __ATOMIC_RELAXED) ||
+			       __atomic_load_n(&ino->wd, __ATOMIC_RELAXED) > 0
+		       ? v->timeout_watched : v->timeout;
 }
 
 static bool in_uploads(struct view *v, struct inode *dir)
@@ -178,11 +212,12 @@ int ops_enable_creds_switch(void)
 	return 0;
 }
 
-static void entry_init(struct view *v, struct fuse_entry_param *e)
+static void entry_init(struct view *v, struct inode *dir,
+		       struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof(*e));
-	e->attr_timeout = v->timeout;
-	e->entry_timeout = v->timeout;
+	e->entry_timeout = entry_timeout(v, dir);
+	e->attr_timeout = e->entry_timeout;
 }
 
 /* Adds the object at PATH_FD (O_PATH, owned) as DIR/NAME and fills E. */
@@ -192,7 +227,7 @@ static int entry_add(struct view *v, struct inode *dir, const char *name,
 	struct inode *ino;
 	int r;
 
-	entry_init(v, e);
+	entry_init(v, dir, e);
 	r = stat_fd(path_fd, &e->attr);
 	if (r < 0) {
 		close(path_fd);
@@ -201,6 +236,16 @@ static int entry_add(struct view *v, struct inode *dir, const char *name,
 	ino = inode_lookup_add(v->inodes, dir, name, path_fd, &e->attr);
 	if (!ino)
 		return -ENOMEM;
+	if (e->entry_timeout == v->timeout_watched && !dir->synth)
+		__atomic_store_n(&ino->covered, true, __ATOMIC_RELAXED);
+	if (S_ISDIR(ino->type) && v->watch &&
+	    __atomic_load_n(&ino->wd, __ATOMIC_RELAXED) == 0) {
+		_pinned_ p = pin(v, ino);
+		if (p.fd >= 0)
+			watch_dir(v->watch, ino, p.fd);
+	}
+	inode_note_attr(v->inodes, ino, &e->attr);
+	e->attr_timeout = attr_timeout(v, ino);
 	view_map_attr(v, ino, &e->attr);
 	e->ino = node_id(v, ino);
 	return 0;
@@ -215,7 +260,7 @@ static int do_lookup(struct view *v, struct inode *dir, const char *name,
 
 			if (strcmp(dir->synth->entry[i].name, name))
 				continue;
-			entry_init(v, e);
+			entry_init(v, dir, e);
 			int r = inode_stat(v, child, &e->attr);
 			if (r < 0)
 				return r;
@@ -262,7 +307,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (r == -ENOENT && v->timeout > 0) {
 		/* A negative entry: the kernel caches the absence too. */
-		entry_init(v, &e);
+		entry_init(v, node(v, parent), &e);
 		fuse_reply_entry(req, &e);
 	} else if (r < 0) {
 		reply_status(req, r);
@@ -298,16 +343,18 @@ static void op_getattr(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	int r;
 
 	if (fi && S_ISREG(ino->type)) {
-		r = fstat((int)fi->fh, &st) < 0 ? neg_errno() : 0;
-		if (r == 0)
+		r = fstat(fd_of(fi), &st) < 0 ? neg_errno() : 0;
+		if (r == 0) {
+			inode_note_attr(v->inodes, ino, &st);
 			view_map_attr(v, ino, &st);
+		}
 	} else {
 		r = inode_stat(v, ino, &st);
 	}
 	if (r < 0)
 		reply_status(req, r);
 	else
-		fuse_reply_attr(req, &st, v->timeout);
+		fuse_reply_attr(req, &st, attr_timeout(v, ino));
 }
 
 static int set_times(int pfd, int fh, const struct stat *attr, int valid)
@@ -338,7 +385,7 @@ static int set_times(int pfd, int fh, const struct stat *attr, int valid)
 static int do_setattr(struct view *v, struct inode *ino, struct stat *attr,
 		      int valid, struct fuse_file_info *fi)
 {
-	int fh = fi && S_ISREG(ino->type) ? (int)fi->fh : -1, r;
+	int fh = fi && S_ISREG(ino->type) ? fd_of(fi) : -1, r;
 	char path[CONFINE_FD_PATH_MAX];
 
 	r = view_may_modify(v, ino);
@@ -376,8 +423,10 @@ static int do_setattr(struct view *v, struct inode *ino, struct stat *attr,
 	}
 	r = fh >= 0 ? (fstat(fh, attr) < 0 ? neg_errno() : 0)
 		    : stat_fd(p.fd, attr);
-	if (r == 0)
+	if (r == 0) {
+		inode_note_attr(v->inodes, ino, attr);
 		view_map_attr(v, ino, attr);
+	}
 	return r;
 }
 
@@ -390,7 +439,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t id, struct stat *attr,
 	if (r < 0)
 		reply_status(req, r);
 	else
-		fuse_reply_attr(req, attr, v->timeout);
+		fuse_reply_attr(req, attr, attr_timeout(v, node(v, id)));
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t id)
@@ -615,14 +664,33 @@ static int backing_flags(struct view *v, int flags)
 	return flags & ~O_NOFOLLOW;
 }
 
-static void fill_open_info(struct view *v, struct fuse_file_info *fi, int fd)
+/* Wraps FD in a handle stored in FI; the fd is closed on failure. */
+static int fill_open_info(struct view *v, struct fuse_file_info *fi, int fd,
+			  bool writer)
 {
-	fi->fh = (uint64_t)fd;
+	struct open_file *h = malloc(sizeof(*h));
+
+	if (!h) {
+		close(fd);
+		return -ENOMEM;
+	}
+	h->fd = fd;
+	h->writer = writer;
+	fi->fh = (uint64_t)(uintptr_t)h;
 	/* Page cache survives reopen; auto_inval_data drops it when the
 	 * attributes show the file changed. */
 	fi->keep_cache = v->timeout > 0;
 	fi->direct_io = (fi->flags & O_DIRECT) != 0;
 	fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
+	return 0;
+}
+
+static void handle_close(struct fuse_file_info *fi)
+{
+	struct open_file *h = fh_of(fi);
+
+	close(h->fd);
+	free(h);
 }
 
 static bool opens_for_write(int flags)
@@ -649,11 +717,14 @@ static void op_open(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	fd = confine_reopen(p.fd, backing_flags(v, fi->flags));
 	if (fd < 0)
 		return reply_status(req, fd);
-	fill_open_info(v, fi, fd);
-	inode_open_ref(v->inodes, ino);
+	bool writer = opens_for_write(fi->flags);
+	r = fill_open_info(v, fi, fd, writer);
+	if (r < 0)
+		return reply_status(req, r);
+	inode_open_ref(v->inodes, ino, writer);
 	if (fuse_reply_open(req, fi) != 0) {
-		close(fd);
-		inode_open_unref(v->inodes, ino);
+		handle_close(fi);
+		inode_open_unref(v->inodes, ino, writer);
 	}
 }
 
@@ -687,9 +758,12 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 	r = entry_add(v, dir, name, path_fd, e);
 	if (r < 0)
 		return r;
-	fill_open_info(v, fi, fd);
-	inode_open_ref(v->inodes, node(v, e->ino));
-	TAKE_FD(fd);
+	r = fill_open_info(v, fi, TAKE_FD(fd), true);
+	if (r < 0) {
+		inode_forget(v->inodes, node(v, e->ino), 1);
+		return r;
+	}
+	inode_open_ref(v->inodes, node(v, e->ino), true);
 	return 0;
 }
 
@@ -703,8 +777,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (r < 0)
 		return reply_status(req, r);
 	if (fuse_reply_create(req, &e, fi) != 0) {
-		close((int)fi->fh);
-		inode_open_unref(v->inodes, node(v, e.ino));
+		handle_close(fi);
+		inode_open_unref(v->inodes, node(v, e.ino), true);
 		inode_forget(v->inodes, node(v, e.ino), 1);
 	}
 }
@@ -716,7 +790,7 @@ static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 
 	(void)id;
 	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	buf.buf[0].fd = (int)fi->fh;
+	buf.buf[0].fd = fd_of(fi);
 	buf.buf[0].pos = off;
 	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 }
@@ -729,7 +803,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in,
 
 	(void)id;
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	out.buf[0].fd = (int)fi->fh;
+	out.buf[0].fd = fd_of(fi);
 	out.buf[0].pos = off;
 	n = fuse_buf_copy(&out, in, 0);
 	if (n < 0)
@@ -742,7 +816,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 {
 	/* Closing a duplicate reports delayed write errors (NFS, quota) at
 	 * close() without closing the handle, which other fds may share. */
-	int fd = dup((int)fi->fh);
+	int fd = dup(fd_of(fi));
 
 	(void)id;
 	if (fd < 0)
@@ -753,16 +827,23 @@ static void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 static void op_release(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
+	struct inode *ino = node(v, id);
+	bool writer = fh_of(fi)->writer;
+	struct stat st;
 
-	close((int)fi->fh);
-	inode_open_unref(v->inodes, node(v, id));
+	/* What this handle wrote is what the kernel cached: the host watch
+	 * must not take the write events for a host-side change. */
+	if (writer && fstat(fd_of(fi), &st) == 0)
+		inode_note_attr(v->inodes, ino, &st);
+	handle_close(fi);
+	inode_open_unref(v->inodes, ino, writer);
 	fuse_reply_err(req, 0);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t id, int datasync,
 		     struct fuse_file_info *fi)
 {
-	int fd = (int)fi->fh;
+	int fd = fd_of(fi);
 
 	(void)id;
 	reply_status(req, (datasync ? fdatasync(fd) : fsync(fd)) < 0
@@ -804,12 +885,12 @@ static void op_opendir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 		d->uploads = in_uploads(v, ino);
 	}
 	fi->fh = (uint64_t)(uintptr_t)d;
-	inode_open_ref(v->inodes, ino);
+	inode_open_ref(v->inodes, ino, false);
 	if (fuse_reply_open(req, fi) != 0) {
 		if (d->dp)
 			closedir(d->dp);
 		free(d);
-		inode_open_unref(v->inodes, ino);
+		inode_open_unref(v->inodes, ino, false);
 	}
 }
 
@@ -824,7 +905,7 @@ static size_t emit_entry(struct view *v, fuse_req_t req, struct inode *dir,
 	size_t n;
 	bool looked_up = false;
 
-	entry_init(v, &e);
+	entry_init(v, dir, &e);
 	e.attr.st_ino = d_ino;
 	e.attr.st_mode = (mode_t)d_type << 12;
 	if (!plus)
@@ -833,7 +914,7 @@ static size_t emit_entry(struct view *v, fuse_req_t req, struct inode *dir,
 		if (do_lookup(v, dir, name, &e) == 0)
 			looked_up = true;
 		else
-			entry_init(v, &e);	/* the kernel looks up itself */
+			entry_init(v, dir, &e);	/* the kernel looks up */
 	}
 	n = fuse_add_direntry_plus(req, buf, rem, name, &e, next);
 	if (n > rem && looked_up)
@@ -935,7 +1016,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t id,
 	if (d->dp)
 		closedir(d->dp);
 	free(d);
-	inode_open_unref(v->inodes, node(v, id));
+	inode_open_unref(v->inodes, node(v, id), false);
 	fuse_reply_err(req, 0);
 }
 
@@ -1058,7 +1139,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t id, int mode, off_t off,
 			 off_t len, struct fuse_file_info *fi)
 {
 	(void)id;
-	reply_status(req, fallocate((int)fi->fh, mode, off, len) < 0
+	reply_status(req, fallocate(fd_of(fi), mode, off, len) < 0
 				  ? neg_errno() : 0);
 }
 
@@ -1071,7 +1152,7 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
 
 	(void)id_in;
 	(void)id_out;
-	n = copy_file_range((int)fi_in->fh, &off_in, (int)fi_out->fh, &off_out,
+	n = copy_file_range(fd_of(fi_in), &off_in, fd_of(fi_out), &off_out,
 			    len, (unsigned)flags);
 	if (n < 0)
 		reply_status(req, neg_errno());
@@ -1082,7 +1163,7 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
 static void op_lseek(fuse_req_t req, fuse_ino_t id, off_t off, int whence,
 		     struct fuse_file_info *fi)
 {
-	off_t r = lseek((int)fi->fh, off, whence);
+	off_t r = lseek(fd_of(fi), off, whence);
 
 	(void)id;
 	if (r < 0)

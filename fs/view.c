@@ -203,6 +203,7 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 	v->gid = getegid();
 	clock_gettime(CLOCK_REALTIME, &v->born);
 	v->timeout = cfg->timeout;
+	v->timeout_watched = cfg->timeout_watched;
 	v->portable_names = cfg->portable_names;
 	v->writeback = cfg->writeback;
 

@@ -52,7 +52,9 @@ struct view_config {
 	const char *skills;		/* NULL: $SBX_HOME/skills */
 	struct mount_spec mounts[VIEW_MAX_MOUNTS];
 	size_t nmounts;
-	double timeout;			/* kernel entry/attr cache, seconds */
+	double timeout;			/* kernel cache without host watch, s */
+	double timeout_watched;		/* ... with it */
+	bool host_watch;
 	bool portable_names;
 	bool writeback;
 	size_t fd_budget;		/* O_PATH fds kept open; 0 = derive */
@@ -94,7 +96,8 @@ struct view {
 	uid_t uid;			/* owner of the synthetic directories */
 	gid_t gid;
 	struct timespec born;
-	double timeout;
+	struct watch *watch;		/* NULL: no host watch */
+	double timeout, timeout_watched;
 	bool portable_names;
 	bool writeback;
 	bool creds_switch;		/* root daemon: create as the caller */

@@ -222,6 +222,84 @@ START_TEST(test_layout_host_change_visible_within_one_second)
 }
 END_TEST
 
+/* Polls until CHECK(ARG) holds; returns the seconds it took, or 99. */
+static double wait_until(bool (*check)(const char *), const char *arg)
+{
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double dt = (double)(t1.tv_sec - t0.tv_sec) +
+			    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		if (check(arg))
+			return dt;
+		if (dt > 5)
+			return 99;
+		usleep(5000);
+	}
+}
+
+static bool is_present(const char *p) { return exists(p); }
+static bool is_absent(const char *p) { return !exists(p); }
+static bool has_mode_600(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && (st.st_mode & 0777) == 0600;
+}
+static bool says_after(const char *p)
+{
+	char *t = read_file(p);
+	bool ok = t && !strcmp(t, "after!");
+	free(t);
+	return ok;
+}
+
+START_TEST(test_layout_host_edits_reach_a_long_cache_at_once)
+{
+	/* The default cache timeout is an hour: only the host watch can
+	 * make these visible this fast. */
+	ck_assert_int_eq(write_file(vpath(&V, "user-data/workspace/w.txt"), "before"), 0);
+	ck_assert_str_eq(read_file(vpath(&V, "user-data/workspace/w.txt")), "before");
+	ck_assert(!exists(vpath(&V, "user-data/workspace/newdir")));
+
+	ck_assert_int_eq(write_file(hpath(&V, "user-data/workspace/w.txt"), "after!"), 0);
+	ck_assert_double_lt(wait_until(says_after, vpath(&V, "user-data/workspace/w.txt")), 0.5);
+
+	ck_assert_int_eq(chmod(hpath(&V, "user-data/workspace/w.txt"), 0600), 0);
+	ck_assert_double_lt(wait_until(has_mode_600, vpath(&V, "user-data/workspace/w.txt")), 0.5);
+
+	ck_assert_int_eq(mkdir(hpath(&V, "user-data/workspace/newdir"), 0755), 0);
+	ck_assert_int_eq(write_file(hpath(&V, "user-data/workspace/newdir/f"), "f"), 0);
+	ck_assert_double_lt(wait_until(is_present, vpath(&V, "user-data/workspace/newdir/f")), 0.5);
+
+	ck_assert_int_eq(rename(hpath(&V, "user-data/workspace/w.txt"),
+				hpath(&V, "user-data/workspace/w2.txt")), 0);
+	ck_assert_double_lt(wait_until(is_absent, vpath(&V, "user-data/workspace/w.txt")), 0.5);
+	ck_assert_double_lt(wait_until(is_present, vpath(&V, "user-data/workspace/w2.txt")), 0.5);
+
+	ck_assert_int_eq(unlink(hpath(&V, "user-data/workspace/w2.txt")), 0);
+	ck_assert_double_lt(wait_until(is_absent, vpath(&V, "user-data/workspace/w2.txt")), 0.5);
+}
+END_TEST
+
+START_TEST(test_layout_without_host_watch_edits_show_within_one_second)
+{
+	struct tview u;
+	const char *extra[] = { "--host-watch=off", NULL };
+
+	ck_assert_int_eq(tview_mount(&u, NULL, "u", "t", extra), 0);
+	ck_assert_int_eq(write_file(vpath(&u, "user-data/workspace/w.txt"), "before"), 0);
+	ck_assert_str_eq(read_file(vpath(&u, "user-data/workspace/w.txt")), "before");
+	ck_assert(!exists(vpath(&u, "user-data/workspace/n")));
+	ck_assert_int_eq(write_file(hpath(&u, "user-data/workspace/w.txt"), "after!"), 0);
+	ck_assert_int_eq(write_file(hpath(&u, "user-data/workspace/n"), "n"), 0);
+	ck_assert_double_lt(wait_until(says_after, vpath(&u, "user-data/workspace/w.txt")), 1.2);
+	ck_assert_double_lt(wait_until(is_present, vpath(&u, "user-data/workspace/n")), 1.2);
+	tview_umount(&u);
+}
+END_TEST
+
 START_TEST(test_layout_threads_are_isolated)
 {
 	struct tview other, bob;
@@ -259,6 +337,8 @@ Suite *suite_view_layout(void)
 	tcase_add_test(tc, test_layout_refusals_are_logged);
 	tcase_add_test(tc, test_layout_uploads_hide_and_refuse_staging_names);
 	tcase_add_test(tc, test_layout_host_change_visible_within_one_second);
+	tcase_add_test(tc, test_layout_host_edits_reach_a_long_cache_at_once);
+	tcase_add_test(tc, test_layout_without_host_watch_edits_show_within_one_second);
 	tcase_add_test(tc, test_layout_threads_are_isolated);
 	suite_add_tcase(s, tc);
 	return s;

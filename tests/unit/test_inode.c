@@ -66,7 +66,7 @@ START_TEST(test_inode_fds_stay_within_budget_and_reresolve)
 	struct stat st;
 	ck_assert_int_eq(fstat(fd, &st), 0);
 	ck_assert_uint_eq(st.st_ino, ino[0]->ino);
-	inode_fd_put(f.t, ino[0]);
+	inode_unpin(f.t, ino[0]);
 	inode_table_free(f.t);
 }
 END_TEST
@@ -110,7 +110,7 @@ START_TEST(test_inode_follows_renames_through_the_view)
 	ck_assert_int_lt(a->fd, 0);
 	int fd = inode_fd_get(f.t, a);
 	ck_assert_int_ge(fd, 0);
-	inode_fd_put(f.t, a);
+	inode_unpin(f.t, a);
 	(void)pad;
 	inode_table_free(f.t);
 }

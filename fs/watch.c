@@ -1,0 +1,260 @@
+/* watch.c - see watch.h. */
+#include "watch.h"
+#include "cleanup.h"
+#include "confine.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | \
+		    IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_ONLYDIR | \
+		    IN_EXCL_UNLINK)
+
+struct watch {
+	struct view *view;
+	struct fuse_session *se;
+	int ifd;		/* inotify */
+	int stop;		/* eventfd: wakes the thread to exit */
+	pthread_t thread;
+	bool running;
+	bool limit_logged;
+};
+
+static void forget_wd(void *arg, int wd)
+{
+	struct watch *w = arg;
+
+	inotify_rm_watch(w->ifd, wd);
+}
+
+void watch_dir(struct watch *w, struct inode *dir, int fd)
+{
+	char path[CONFINE_FD_PATH_MAX];
+	int wd;
+
+	if (!w || __atomic_load_n(&dir->wd, __ATOMIC_RELAXED) != 0)
+		return;
+	confine_fd_path(fd, path);
+	wd = inotify_add_watch(w->ifd, path, WATCH_MASK);
+	if (wd < 0) {
+		if (!w->limit_logged) {
+			w->limit_logged = true;
+			log_warn("cannot watch more directories (%s): host-side changes below them show up after --cache-timeout; raise fs.inotify.max_user_watches",
+				 strerror(errno));
+		}
+		wd = -1;
+	}
+	inode_set_watch(w->view->inodes, dir, wd);
+}
+
+static fuse_ino_t id_of(struct inode *ino)
+{
+	return (fuse_ino_t)(uintptr_t)ino;
+}
+
+/* Everything known may be stale: drop it all (names the kernel cached as
+ * absent cannot be enumerated; they age out with the timeout). */
+struct inval_all {
+	struct watch *w;
+	size_t n;
+	struct { fuse_ino_t ino, parent; char *name; } *items;
+	size_t cap;
+};
+
+static void collect(void *arg, struct inode *ino)
+{
+	struct inval_all *a = arg;
+
+	if (ino->synth || a->n == a->cap)
+		return;
+	a->items[a->n].ino = id_of(ino);
+	a->items[a->n].parent = ino->parent && !ino->parent->synth
+					? id_of(ino->parent) : 0;
+	a->items[a->n].name = ino->name && a->items[a->n].parent
+				      ? strdup(ino->name) : NULL;
+	a->n++;
+}
+
+static void invalidate_everything(struct watch *w)
+{
+	struct inode_stats s;
+	struct inval_all a = { .w = w };
+
+	log_warn("host change events were lost (inotify queue overflow): invalidating all cached entries");
+	inode_table_stats(w->view->inodes, &s);
+	a.cap = s.inodes + 64;
+	a.items = calloc(a.cap, sizeof(*a.items));
+	if (!a.items)
+		return;
+	inode_table_each(w->view->inodes, collect, &a);
+	for (size_t i = 0; i < a.n; i++) {
+		if (a.items[i].name)
+			fuse_lowlevel_notify_inval_entry(w->se, a.items[i].parent,
+							 a.items[i].name,
+							 strlen(a.items[i].name));
+		fuse_lowlevel_notify_inval_inode(w->se, a.items[i].ino, 0, 0);
+		free(a.items[i].name);
+	}
+	free(a.items);
+}
+
+/* A name in DIR appeared, vanished or changed on the backing side. */
+static void handle_event(struct watch *w, struct inode *dir,
+			 const struct inotify_event *e)
+{
+	struct inode_table *t = w->view->inodes;
+	struct inode *child;
+	struct stat st;
+	int dfd, r;
+
+	if (e->mask & (IN_DELETE | IN_MOVED_FROM)) {
+		/* A no-op for the kernel if the view did it itself. */
+		fuse_lowlevel_notify_inval_entry(w->se, id_of(dir), e->name,
+						 strlen(e->name));
+		fuse_lowlevel_notify_inval_inode(w->se, id_of(dir), -1, 0);
+	}
+	if (!(e->mask & (IN_CREATE | IN_MOVED_TO | IN_MODIFY | IN_ATTRIB |
+			 IN_CLOSE_WRITE)))
+		return;
+	dfd = inode_fd_get(t, dir);
+	if (dfd < 0)
+		return;
+	r = fstatat(dfd, e->name, &st, AT_SYMLINK_NOFOLLOW);
+	inode_unpin(t, dir);
+	if (r < 0)
+		return;		/* gone again; its delete event follows */
+	child = inode_find(t, dir->domain, st.st_dev, st.st_ino);
+	if (e->mask & (IN_CREATE | IN_MOVED_TO)) {
+		if (!child || !inode_is_named(t, child, dir, e->name)) {
+			fuse_lowlevel_notify_inval_entry(w->se, id_of(dir),
+							 e->name,
+							 strlen(e->name));
+			fuse_lowlevel_notify_inval_inode(w->se, id_of(dir), -1, 0);
+			if (child)
+				inode_moved(t, dir->domain, st.st_dev,
+					    st.st_ino, dir, e->name);
+		}
+	} else if (child && inode_attr_changed(t, child, &st)) {
+		fuse_lowlevel_notify_inval_inode(w->se, id_of(child), 0, 0);
+	}
+	if (child)
+		inode_unpin(t, child);
+}
+
+static void process(struct watch *w, const char *buf, ssize_t len)
+{
+	struct inode_table *t = w->view->inodes;
+
+	for (const char *p = buf; p < buf + len;) {
+		const struct inotify_event *e = (const void *)p;
+		struct inode *dir;
+
+		p += sizeof(*e) + e->len;
+		if (e->mask & IN_Q_OVERFLOW) {
+			invalidate_everything(w);
+			continue;
+		}
+		dir = inode_find_watch(t, e->wd);
+		if (!dir)
+			continue;
+		if (e->mask & IN_IGNORED)
+			inode_set_watch(t, dir, -1);	/* the directory is gone */
+		else if (e->len == 0)
+			fuse_lowlevel_notify_inval_inode(w->se, id_of(dir), -1, 0);
+		else
+			handle_event(w, dir, e);
+		inode_unpin(t, dir);
+	}
+}
+
+static void *watch_thread(void *arg)
+{
+	struct watch *w = arg;
+	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+	struct pollfd pfd[2] = { { .fd = w->ifd, .events = POLLIN },
+				 { .fd = w->stop, .events = POLLIN } };
+
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents)
+			break;
+		ssize_t n = read(w->ifd, buf, sizeof(buf));
+		if (n > 0)
+			process(w, buf, n);
+	}
+	return NULL;
+}
+
+static void watch_roots(struct watch *w)
+{
+	struct view *v = w->view;
+
+	for (size_t i = 0; i < v->nroots; i++) {
+		struct inode *top = v->roots[i].top;
+
+		watch_dir(w, top, top->fd);
+	}
+}
+
+struct watch *watch_new(struct view *v, char *err, size_t errlen)
+{
+	struct watch *w = calloc(1, sizeof(*w));
+
+	if (!w) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	w->view = v;
+	w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	w->stop = eventfd(0, EFD_CLOEXEC);
+	if (w->ifd < 0 || w->stop < 0) {
+		snprintf(err, errlen, "inotify: %s", strerror(errno));
+		if (w->ifd >= 0)
+			close(w->ifd);
+		if (w->stop >= 0)
+			close(w->stop);
+		free(w);
+		return NULL;
+	}
+	inode_table_on_unwatch(v->inodes, forget_wd, w);
+	watch_roots(w);
+	return w;
+}
+
+int watch_start(struct watch *w, struct fuse_session *se)
+{
+	int r;
+
+	w->se = se;
+	r = pthread_create(&w->thread, NULL, watch_thread, w);
+	if (r)
+		return -r;
+	w->running = true;
+	return 0;
+}
+
+void watch_free(struct watch *w)
+{
+	uint64_t one = 1;
+
+	if (!w)
+		return;
+	if (w->running) {
+		if (write(w->stop, &one, sizeof(one)) == sizeof(one))
+			pthread_join(w->thread, NULL);
+	}
+	inode_table_on_unwatch(w->view->inodes, NULL, NULL);
+	close(w->ifd);
+	close(w->stop);
+	free(w);
+}
