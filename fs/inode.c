@@ -426,6 +426,25 @@ void inode_open_unref(struct inode_table *t, struct inode *ino, bool writer)
 	pthread_mutex_unlock(&t->lock);
 }
 
+int inode_parent_fd_get(struct inode_table *t, struct inode *ino,
+			struct inode **parent, char *name, size_t size)
+{
+	int fd;
+
+	pthread_mutex_lock(&t->lock);
+	*parent = ino->parent;
+	if (!*parent || !ino->name || strlen(ino->name) >= size) {
+		pthread_mutex_unlock(&t->lock);
+		return -ESTALE;
+	}
+	strcpy(name, ino->name);
+	(*parent)->pins++;	/* alive until inode_fd_get pins it too */
+	pthread_mutex_unlock(&t->lock);
+	fd = inode_fd_get(t, *parent);
+	inode_unpin(t, *parent);
+	return fd;
+}
+
 struct inode *inode_find(struct inode_table *t, uint16_t domain, dev_t dev,
 			 ino_t ino)
 {

@@ -83,6 +83,11 @@ void inode_forget(struct inode_table *t, struct inode *ino, uint64_t n);
 int inode_fd_get(struct inode_table *t, struct inode *ino);
 void inode_unpin(struct inode_table *t, struct inode *ino);
 
+/* Pins the directory INO was last seen in and copies its name there into
+ * NAME. Returns the directory's fd (unpin *PARENT after use) or -errno. */
+int inode_parent_fd_get(struct inode_table *t, struct inode *ino,
+			struct inode **parent, char *name, size_t size);
+
 /* Finds the inode of (DOMAIN, DEV, INO), pinned, or NULL. */
 struct inode *inode_find(struct inode_table *t, uint16_t domain, dev_t dev,
 			 ino_t ino);

@@ -367,7 +367,10 @@ static struct fuse_session *session_new(struct options *o, struct view *v)
 	argv[argc++] = "-o";
 	argv[argc++] = o->fuse_opts;
 	struct fuse_args args = FUSE_ARGS_INIT(argc, (char **)argv);
-	return fuse_session_new(&args, &view_ops, sizeof(view_ops), v);
+	struct fuse_session *se = fuse_session_new(&args, &view_ops,
+						   sizeof(view_ops), v);
+	fuse_opt_free_args(&args);	/* libfuse may have copied into it */
+	return se;
 }
 
 static int run_loop(struct options *o, struct fuse_session *se)
@@ -463,7 +466,10 @@ int main(int argc, char **argv)
 		}
 		if (pid > 0) {
 			close(pipefd[1]);
-			return wait_ready(pipefd[0], pid, o.mountpoint);
+			r = wait_ready(pipefd[0], pid, o.mountpoint);
+			watch_free(v.watch);
+			view_close(&v);
+			return r;
 		}
 		close(pipefd[0]);
 		setsid();
@@ -475,6 +481,7 @@ int main(int argc, char **argv)
 		view_close(&v);
 		return 1;
 	}
+	v.session = se;
 	if (fuse_set_signal_handlers(se) != 0 ||
 	    fuse_session_mount(se, o.mountpoint) != 0) {
 		log_error("cannot mount %s (see the message above)", o.mountpoint);

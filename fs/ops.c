@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/securebits.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,26 +176,42 @@ static int check_new_name(struct view *v, fuse_req_t req, struct inode *dir,
 	return -EINVAL;
 }
 
-/* A root daemon creates entries with the caller's fsuid/fsgid, so they
- * belong to the caller and set-gid directories work as natively. The
- * permission check was done by the kernel (default_permissions), and
- * SECBIT_NO_SETUID_FIXUP keeps our capabilities across the switch. */
-struct creds {
+/* New entries are made as the caller would make them natively:
+ *  - with the caller's umask, applied by the backing filesystem, which
+ *    ignores it where a default ACL says so. The umask is per process, so
+ *    each worker thread unshares its fs attributes once (CLONE_FS), as
+ *    virtiofsd does, and sets the umask per request;
+ *  - by a root daemon, with the caller's fsuid/fsgid, so entries belong to
+ *    the caller and set-gid directories work. The kernel did the
+ *    permission check (default_permissions), and SECBIT_NO_SETUID_FIXUP
+ *    keeps our capabilities across the switch. */
+struct as_caller {
 	bool switched;
 };
 
-static struct creds creds_enter(struct view *v, fuse_req_t req)
+static __thread bool thread_fs_unshared;
+
+static bool unshare_thread_fs(void)
+{
+	if (!thread_fs_unshared && unshare(CLONE_FS) == 0)
+		thread_fs_unshared = true;
+	return thread_fs_unshared;
+}
+
+static struct as_caller caller_enter(struct view *v, fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 
+	if (v->caller_umask && unshare_thread_fs())
+		umask(ctx->umask);
 	if (!v->creds_switch || (ctx->uid == 0 && ctx->gid == 0))
-		return (struct creds){ false };
+		return (struct as_caller){ false };
 	setfsgid(ctx->gid);
 	setfsuid(ctx->uid);
-	return (struct creds){ true };
+	return (struct as_caller){ true };
 }
 
-static void creds_leave(struct creds *c)
+static void caller_leave(struct as_caller *c)
 {
 	if (c->switched) {
 		setfsuid(0);
@@ -297,6 +314,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	conn->want &= ~(unsigned)FUSE_CAP_EXPORT_SUPPORT;
+	/* Receive the caller's umask instead of a pre-masked mode, so a
+	 * default ACL can override it as it does natively. */
+	if ((conn->capable & FUSE_CAP_DONT_MASK) && unshare_thread_fs()) {
+		conn->want |= FUSE_CAP_DONT_MASK;
+		v->caller_umask = true;
+	}
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -483,7 +506,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (r < 0)
 		return reply_status(req, r);
 
-	struct creds c = creds_enter(v, req);
+	struct as_caller c = caller_enter(v, req);
 	switch (kind) {
 	case MAKE_NODE:
 		r = mknodat(p.fd, name, mode, rdev);
@@ -496,7 +519,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		break;
 	}
 	r = r < 0 ? neg_errno() : 0;
-	creds_leave(&c);
+	caller_leave(&c);
 	if (r < 0)
 		return reply_status(req, r);
 
@@ -661,7 +684,10 @@ static int backing_flags(struct view *v, int flags)
 			flags = (flags & ~O_ACCMODE) | O_RDWR;
 		flags &= ~O_APPEND;
 	}
-	return flags & ~O_NOFOLLOW;
+	/* O_DIRECT stays with the kernel (direct_io on the handle): the
+	 * request buffers libfuse hands us are not aligned for the backing
+	 * filesystem's O_DIRECT. */
+	return flags & ~(O_NOFOLLOW | O_DIRECT);
 }
 
 /* Wraps FD in a handle stored in FI; the fd is closed on failure. */
@@ -747,9 +773,9 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 	else if (r < 0)
 		return r;
 
-	struct creds c = creds_enter(v, req);
+	struct as_caller c = caller_enter(v, req);
 	fd = confine_open_at(p.fd, name, flags, mode);
-	creds_leave(&c);
+	caller_leave(&c);
 	if (fd < 0)
 		return fd;
 	int path_fd = confine_reopen(fd, O_PATH);
@@ -801,11 +827,23 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in,
 	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
 	ssize_t n;
 
+	struct view *v = req_view(req);
+	struct stat before;
+	bool keep_mtime;
+
 	(void)id;
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	out.buf[0].fd = fd_of(fi);
 	out.buf[0].pos = off;
+	/* With the writeback cache the kernel owns mtime: it sends a setattr
+	 * when its clock moved and none when it did not, so a flush of cached
+	 * pages must not stamp the backing file with the flush time. */
+	keep_mtime = v->writeback && fstat(fd_of(fi), &before) == 0;
 	n = fuse_buf_copy(&out, in, 0);
+	if (keep_mtime && n > 0) {
+		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, before.st_mtim };
+		futimens(fd_of(fi), ts);
+	}
 	if (n < 0)
 		reply_status(req, (int)n);
 	else
@@ -1051,14 +1089,34 @@ static void op_statfs(fuse_req_t req, fuse_ino_t id)
 
 enum xattr_op { XATTR_GET, XATTR_LIST, XATTR_SET, XATTR_REMOVE };
 
-/* One path for the four xattr calls: they differ only in the syscall.
- * Extended attributes of symlinks cannot be reached race-free through an
- * O_PATH fd, and Linux allows user.* on them nowhere: EOPNOTSUPP. */
+static ssize_t xattr_call(enum xattr_op op, const char *path, bool nofollow,
+			  const char *name, void *value, size_t size, int flags)
+{
+	switch (op) {
+	case XATTR_GET:
+		return nofollow ? lgetxattr(path, name, value, size)
+				: getxattr(path, name, value, size);
+	case XATTR_LIST:
+		return nofollow ? llistxattr(path, value, size)
+				: listxattr(path, value, size);
+	case XATTR_SET:
+		return nofollow ? lsetxattr(path, name, value, size, flags)
+				: setxattr(path, name, value, size, flags);
+	default:
+		return nofollow ? lremovexattr(path, name) : removexattr(path, name);
+	}
+}
+
+/* One path for the four xattr calls. An inode is named by its fd's proc
+ * link; a symlink cannot be (the link would be followed), so it is named
+ * as PARENT/NAME through the parent's proc link, without following. */
 static ssize_t do_xattr(struct view *v, struct inode *ino, enum xattr_op op,
 			const char *name, void *value, size_t size, int flags)
 {
-	char path[CONFINE_FD_PATH_MAX];
+	char path[CONFINE_FD_PATH_MAX + NAME_MAX + 1], leaf[NAME_MAX + 1];
+	struct inode *parent = NULL;
 	ssize_t r;
+	int fd;
 
 	if (ino->synth)
 		return op == XATTR_GET ? -ENODATA : op == XATTR_LIST ? 0 : -EPERM;
@@ -1067,27 +1125,35 @@ static ssize_t do_xattr(struct view *v, struct inode *ino, enum xattr_op op,
 		if (m < 0)
 			return m;
 	}
-	if (S_ISLNK(ino->type))
-		return -EOPNOTSUPP;
+	if (S_ISLNK(ino->type)) {
+		fd = inode_parent_fd_get(v->inodes, ino, &parent, leaf, sizeof(leaf));
+		if (fd < 0)
+			return fd;
+		confine_fd_path(fd, path);
+		strcat(path, "/");
+		strcat(path, leaf);
+		r = xattr_call(op, path, true, name, value, size, flags);
+		r = r < 0 ? neg_errno() : r;
+		inode_unpin(v->inodes, parent);
+		return r;
+	}
 	_pinned_ p = pin(v, ino);
 	if (p.fd < 0)
 		return p.fd;
 	confine_fd_path(p.fd, path);
-	switch (op) {
-	case XATTR_GET:
-		r = getxattr(path, name, value, size);
-		break;
-	case XATTR_LIST:
-		r = listxattr(path, value, size);
-		break;
-	case XATTR_SET:
-		r = setxattr(path, name, value, size, flags);
-		break;
-	default:
-		r = removexattr(path, name);
-		break;
-	}
+	r = xattr_call(op, path, false, name, value, size, flags);
 	return r < 0 ? neg_errno() : r;
+}
+
+/* Setting an access ACL changes the mode too. With the writeback cache
+ * the kernel keeps its cached attributes after a setxattr, so drop them
+ * now. Attributes only (offset -1): no page or inode lock is taken, which
+ * is what makes this safe inside a request handler. */
+static void acl_changed(struct view *v, fuse_ino_t id, const char *name)
+{
+	if (v->writeback && v->session &&
+	    !strcmp(name, "system.posix_acl_access"))
+		fuse_lowlevel_notify_inval_inode(v->session, id, -1, 0);
 }
 
 static void reply_xattr_value(fuse_req_t req, struct view *v, fuse_ino_t id,
@@ -1122,17 +1188,22 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t id, const char *name,
 			const char *value, size_t size, int flags)
 {
 	struct view *v = req_view(req);
+	ssize_t r = do_xattr(v, node(v, id), XATTR_SET, name, (void *)value,
+			     size, flags);
 
-	reply_status(req, (int)do_xattr(v, node(v, id), XATTR_SET, name,
-					(void *)value, size, flags));
+	if (r == 0)
+		acl_changed(v, id, name);
+	reply_status(req, (int)r);
 }
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t id, const char *name)
 {
 	struct view *v = req_view(req);
+	ssize_t r = do_xattr(v, node(v, id), XATTR_REMOVE, name, NULL, 0, 0);
 
-	reply_status(req, (int)do_xattr(v, node(v, id), XATTR_REMOVE, name,
-					NULL, 0, 0));
+	if (r == 0)
+		acl_changed(v, id, name);
+	reply_status(req, (int)r);
 }
 
 static void op_fallocate(fuse_req_t req, fuse_ino_t id, int mode, off_t off,

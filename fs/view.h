@@ -32,6 +32,8 @@
 #include "home.h"
 #include "inode.h"
 
+struct fuse_session;
+
 #define VIEW_MAX_MOUNTS 32
 #define VIEW_MAX_ROOTS (5 + VIEW_MAX_MOUNTS)
 
@@ -97,10 +99,12 @@ struct view {
 	gid_t gid;
 	struct timespec born;
 	struct watch *watch;		/* NULL: no host watch */
+	struct fuse_session *session;	/* for notifications */
 	double timeout, timeout_watched;
 	bool portable_names;
 	bool writeback;
 	bool creds_switch;		/* root daemon: create as the caller */
+	bool caller_umask;		/* the kernel sends umasks (DONT_MASK) */
 };
 
 /* Creates the thread's directories if missing, opens every root and builds

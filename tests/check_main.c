@@ -18,6 +18,7 @@ static const struct {
 	{ "view_confine", suite_view_confine },
 	{ "view_lifecycle", suite_view_lifecycle },
 	{ "view_tools", suite_view_tools },
+	{ "sanitizers", suite_sanitizers },	/* last: sees every daemon's exit */
 };
 
 int main(int argc, char **argv)

@@ -61,6 +61,10 @@ int tview_mount(struct tview *v, const char *home, const char *user,
 	argv[argc] = NULL;
 	pid = fork();
 	if (pid == 0) {
+		const char *asan = getenv("SBX_DAEMON_ASAN_OPTIONS");
+
+		if (asan)
+			setenv("ASAN_OPTIONS", asan, 1);
 		execv(sbxfs, (char *const *)argv);
 		_exit(127);
 	}

@@ -59,5 +59,6 @@ Suite *suite_view_posix(void);
 Suite *suite_view_confine(void);
 Suite *suite_view_lifecycle(void);
 Suite *suite_view_tools(void);
+Suite *suite_sanitizers(void);
 
 #endif

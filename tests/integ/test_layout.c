@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <grp.h>
+#include <sys/wait.h>
 
 static struct tview V;
 static char extra_rw[PATH_MAX], extra_ro[PATH_MAX];
@@ -321,6 +323,65 @@ START_TEST(test_layout_threads_are_isolated)
 }
 END_TEST
 
+/* Runs FN as uid 1234 / gid 5678 in a child; returns its exit status. */
+static int as_other_user(int (*fn)(const struct tview *), const struct tview *v)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setgid(5678) < 0 || setuid(1234) < 0)
+			_exit(100);
+		_exit(fn(v));
+	}
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 101;
+}
+
+static int create_as_other(const struct tview *v)
+{
+	if (write_file(vpath(v, "user-data/workspace/theirs"), "x") < 0)
+		return 1;
+	if (mkdir(vpath(v, "user-data/workspace/theirdir"), 0755) < 0)
+		return 2;
+	if (symlink("t", vpath(v, "user-data/workspace/theirlink")) < 0)
+		return 3;
+	if (mkfifo(vpath(v, "user-data/workspace/theirfifo"), 0644) < 0)
+		return 4;
+	/* default_permissions: the kernel applies the file's mode. */
+	if (open(vpath(v, "user-data/workspace/private"), O_RDONLY) >= 0 || errno != EACCES)
+		return 5;
+	if (write_file(vpath(v, "user-data/workspace/readonly"), "y") != -EACCES)
+		return 6;
+	return 0;
+}
+
+START_TEST(test_layout_allow_other_files_belong_to_the_caller)
+{
+	struct tview m;
+	const char *extra[] = { "-o", "allow_other", NULL };
+	struct stat st;
+
+	if (geteuid() != 0)
+		return;
+	ck_assert_int_eq(tview_mount(&m, NULL, "u", "t", extra), 0);
+	ck_assert_int_eq(chmod(vpath(&m, "user-data/workspace"), 0777), 0);
+	ck_assert_int_eq(write_file(vpath(&m, "user-data/workspace/private"), "secret"), 0);
+	ck_assert_int_eq(chmod(vpath(&m, "user-data/workspace/private"), 0600), 0);
+	ck_assert_int_eq(write_file(vpath(&m, "user-data/workspace/readonly"), "r"), 0);
+	ck_assert_int_eq(chmod(vpath(&m, "user-data/workspace/readonly"), 0644), 0);
+	ck_assert_int_eq(as_other_user(create_as_other, &m), 0);
+	const char *names[] = { "theirs", "theirdir", "theirlink", "theirfifo" };
+	for (size_t i = 0; i < 4; i++) {
+		ck_assert_int_eq(lstat(hpath(&m, "user-data/workspace/%s", names[i]), &st), 0);
+		ck_assert_int_eq(st.st_uid, 1234);
+		ck_assert_int_eq(st.st_gid, 5678);
+	}
+	ck_assert_str_eq(read_file(hpath(&m, "user-data/workspace/readonly")), "r");
+	tview_umount(&m);
+}
+END_TEST
+
 Suite *suite_view_layout(void)
 {
 	Suite *s = suite_create("view_layout");
@@ -340,6 +401,7 @@ Suite *suite_view_layout(void)
 	tcase_add_test(tc, test_layout_host_edits_reach_a_long_cache_at_once);
 	tcase_add_test(tc, test_layout_without_host_watch_edits_show_within_one_second);
 	tcase_add_test(tc, test_layout_threads_are_isolated);
+	tcase_add_test(tc, test_layout_allow_other_files_belong_to_the_caller);
 	suite_add_tcase(s, tc);
 	return s;
 }
