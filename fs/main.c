@@ -25,6 +25,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -390,6 +391,25 @@ static int run_loop(struct options *o, struct fuse_session *se)
 	return r;
 }
 
+/* The kernel sizes FUSE readahead from the bdi default (128 KiB), far
+ * below what sequential reads want: each request is a round trip. The
+ * bdi of a FUSE mount is tunable only after INIT, and only by root. */
+static void set_readahead(const struct stat *st, unsigned kb)
+{
+	char path[128], val[32];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
+		 major(st->st_dev), minor(st->st_dev));
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;		/* not root: the kernel default stays */
+	n = snprintf(val, sizeof(val), "%u", kb);
+	if (write(fd, val, (size_t)n) != n)
+		log_debug("cannot set %s: %s", path, strerror(errno));
+	close(fd);
+}
+
 /* Waits until the child mounted (a byte on READY) and the mount answers. */
 static int wait_ready(int ready, pid_t child, const char *mp)
 {
@@ -401,8 +421,10 @@ static int wait_ready(int ready, pid_t child, const char *mp)
 	do
 		n = read(ready, &c, 1);
 	while (n < 0 && errno == EINTR);
-	if (n == 1 && stat(mp, &st) == 0)
+	if (n == 1 && stat(mp, &st) == 0) {
+		set_readahead(&st, 1024);
 		return 0;
+	}
 	if (waitpid(child, &status, WNOHANG) == child && WIFEXITED(status) &&
 	    WEXITSTATUS(status) != 0)
 		return WEXITSTATUS(status);

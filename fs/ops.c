@@ -506,6 +506,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (r < 0)
 		return reply_status(req, r);
 
+	watch_expect(v->watch, dir, name, true);
 	struct as_caller c = caller_enter(v, req);
 	switch (kind) {
 	case MAKE_NODE:
@@ -520,8 +521,10 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	r = r < 0 ? neg_errno() : 0;
 	caller_leave(&c);
-	if (r < 0)
+	if (r < 0) {
+		watch_unexpect(v->watch, dir, name, true);
 		return reply_status(req, r);
+	}
 
 	fd = confine_lookup(p.fd, name);
 	r = fd < 0 ? fd : entry_add(v, dir, name, fd, &e);
@@ -563,7 +566,11 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	_pinned_ p = pin(v, dir);
 	if (p.fd < 0)
 		return reply_status(req, p.fd);
-	reply_status(req, unlinkat(p.fd, name, flags) < 0 ? neg_errno() : 0);
+	watch_expect(v->watch, dir, name, false);
+	r = unlinkat(p.fd, name, flags) < 0 ? neg_errno() : 0;
+	if (r < 0)
+		watch_unexpect(v->watch, dir, name, false);
+	reply_status(req, r);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -610,8 +617,23 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 	r = check_new_name(v, req, to, pt.fd, newname, "rename");
 	if (r < 0 && r != -EEXIST)
 		return r;
-	if (renameat2(pf.fd, name, pt.fd, newname, flags) < 0)
-		return neg_errno();
+	bool exchange = flags & RENAME_EXCHANGE;
+	watch_expect(v->watch, from, name, false);
+	watch_expect(v->watch, to, newname, true);
+	if (exchange) {
+		watch_expect(v->watch, to, newname, false);
+		watch_expect(v->watch, from, name, true);
+	}
+	if (renameat2(pf.fd, name, pt.fd, newname, flags) < 0) {
+		r = neg_errno();
+		watch_unexpect(v->watch, from, name, false);
+		watch_unexpect(v->watch, to, newname, true);
+		if (exchange) {
+			watch_unexpect(v->watch, to, newname, false);
+			watch_unexpect(v->watch, from, name, true);
+		}
+		return r;
+	}
 	note_moved(v, to, pt.fd, newname);
 	if (flags & RENAME_EXCHANGE)
 		note_moved(v, from, pf.fd, name);
@@ -654,8 +676,12 @@ static int do_link(struct view *v, fuse_req_t req, struct inode *ino,
 	/* linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the fd's proc
 	 * link names the same inode and works for everyone. */
 	confine_fd_path(ps.fd, path);
-	if (linkat(AT_FDCWD, path, pd.fd, newname, AT_SYMLINK_FOLLOW) < 0)
-		return neg_errno();
+	watch_expect(v->watch, dir, newname, true);
+	if (linkat(AT_FDCWD, path, pd.fd, newname, AT_SYMLINK_FOLLOW) < 0) {
+		r = neg_errno();
+		watch_unexpect(v->watch, dir, newname, true);
+		return r;
+	}
 	fd = fcntl(ps.fd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
 		return neg_errno();
@@ -773,11 +799,17 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 	else if (r < 0)
 		return r;
 
+	bool creating = flags & O_CREAT;
+	if (creating)
+		watch_expect(v->watch, dir, name, true);
 	struct as_caller c = caller_enter(v, req);
 	fd = confine_open_at(p.fd, name, flags, mode);
 	caller_leave(&c);
-	if (fd < 0)
+	if (fd < 0) {
+		if (creating)
+			watch_unexpect(v->watch, dir, name, true);
 		return fd;
+	}
 	int path_fd = confine_reopen(fd, O_PATH);
 	if (path_fd < 0)
 		return path_fd;

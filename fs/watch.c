@@ -13,14 +13,32 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | \
 		    IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_ONLYDIR | \
 		    IN_EXCL_UNLINK)
 
+/* An announced change of the view's own: (dir, name, add) expected COUNT
+ * more times. Entries whose event never came are dropped after a while. */
+struct expectation {
+	struct expectation *next;
+	struct inode *dir;
+	bool add;
+	unsigned count;
+	time_t since;
+	char name[];
+};
+
+#define EXPECT_BUCKETS 1024
+#define EXPECT_TTL 10	/* seconds */
+
 struct watch {
 	struct view *view;
+	pthread_mutex_t lock;	/* guards expect */
+	struct expectation *expect[EXPECT_BUCKETS];
+	size_t nexpect;
 	struct fuse_session *se;
 	int ifd;		/* inotify */
 	int stop;		/* eventfd: wakes the thread to exit */
@@ -28,6 +46,105 @@ struct watch {
 	bool running;
 	bool limit_logged;
 };
+
+static size_t expect_hash(struct inode *dir, const char *name, bool add)
+{
+	size_t h = (size_t)(uintptr_t)dir * 31 + add;
+
+	for (const char *p = name; *p; p++)
+		h = h * 131 + (unsigned char)*p;
+	return h % EXPECT_BUCKETS;
+}
+
+static struct expectation **expect_find(struct watch *w, struct inode *dir,
+					const char *name, bool add)
+{
+	struct expectation **p = &w->expect[expect_hash(dir, name, add)];
+
+	while (*p && ((*p)->dir != dir || (*p)->add != add ||
+		      strcmp((*p)->name, name)))
+		p = &(*p)->next;
+	return p;
+}
+
+static time_t now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec;
+}
+
+/* Drops expectations whose event is long overdue. Lock held. */
+static void expect_expire(struct watch *w)
+{
+	time_t old = now_s() - EXPECT_TTL;
+
+	for (size_t b = 0; b < EXPECT_BUCKETS; b++) {
+		for (struct expectation **p = &w->expect[b]; *p;) {
+			if ((*p)->since < old) {
+				struct expectation *dead = *p;
+				*p = dead->next;
+				free(dead);
+				w->nexpect--;
+			} else {
+				p = &(*p)->next;
+			}
+		}
+	}
+}
+
+void watch_expect(struct watch *w, struct inode *dir, const char *name,
+		  bool add)
+{
+	struct expectation **p, *e;
+
+	if (!w || __atomic_load_n(&dir->wd, __ATOMIC_RELAXED) <= 0)
+		return;
+	pthread_mutex_lock(&w->lock);
+	p = expect_find(w, dir, name, add);
+	if (*p) {
+		(*p)->count++;
+	} else if ((e = malloc(sizeof(*e) + strlen(name) + 1))) {
+		e->next = NULL;
+		e->dir = dir;
+		e->add = add;
+		e->count = 1;
+		e->since = now_s();
+		strcpy(e->name, name);
+		*p = e;
+		if (++w->nexpect % 4096 == 0)
+			expect_expire(w);
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* Takes one expectation away; true if there was one. */
+static bool expect_take(struct watch *w, struct inode *dir, const char *name,
+			bool add)
+{
+	struct expectation **p, *e;
+	bool found;
+
+	pthread_mutex_lock(&w->lock);
+	p = expect_find(w, dir, name, add);
+	e = *p;
+	found = e != NULL;
+	if (e && --e->count == 0) {
+		*p = e->next;
+		free(e);
+		w->nexpect--;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return found;
+}
+
+void watch_unexpect(struct watch *w, struct inode *dir, const char *name,
+		    bool add)
+{
+	if (w && __atomic_load_n(&dir->wd, __ATOMIC_RELAXED) > 0)
+		expect_take(w, dir, name, add);
+}
 
 static void forget_wd(void *arg, int wd)
 {
@@ -116,12 +233,15 @@ static void handle_event(struct watch *w, struct inode *dir,
 	struct stat st;
 	int dfd, r;
 
-	if (e->mask & (IN_DELETE | IN_MOVED_FROM)) {
-		/* A no-op for the kernel if the view did it itself. */
+	if ((e->mask & (IN_DELETE | IN_MOVED_FROM)) &&
+	    !expect_take(w, dir, e->name, false)) {
 		fuse_lowlevel_notify_inval_entry(w->se, id_of(dir), e->name,
 						 strlen(e->name));
 		fuse_lowlevel_notify_inval_inode(w->se, id_of(dir), -1, 0);
 	}
+	if ((e->mask & (IN_CREATE | IN_MOVED_TO)) &&
+	    expect_take(w, dir, e->name, true))
+		return;
 	if (!(e->mask & (IN_CREATE | IN_MOVED_TO | IN_MODIFY | IN_ATTRIB |
 			 IN_CLOSE_WRITE)))
 		return;
@@ -215,6 +335,7 @@ struct watch *watch_new(struct view *v, char *err, size_t errlen)
 		return NULL;
 	}
 	w->view = v;
+	pthread_mutex_init(&w->lock, NULL);
 	w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	w->stop = eventfd(0, EFD_CLOEXEC);
 	if (w->ifd < 0 || w->stop < 0) {
@@ -256,5 +377,12 @@ void watch_free(struct watch *w)
 	inode_table_on_unwatch(w->view->inodes, NULL, NULL);
 	close(w->ifd);
 	close(w->stop);
+	for (size_t b = 0; b < EXPECT_BUCKETS; b++) {
+		for (struct expectation *e = w->expect[b], *next; e; e = next) {
+			next = e->next;
+			free(e);
+		}
+	}
+	pthread_mutex_destroy(&w->lock);
 	free(w);
 }

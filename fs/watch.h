@@ -8,9 +8,12 @@
  * never run inside a request handler: the kernel may be holding the very
  * locks they need.
  *
- * Changes the view made itself are recognised and not invalidated: a
- * created or renamed-in name the inode table already knows under that
- * name, or a file whose attributes are those the kernel was last given.
+ * Changes the view made itself are recognised and not invalidated: names
+ * it is adding or removing are announced before the syscall (a watch
+ * thread faster than the request would otherwise invalidate the entry
+ * the request is about to create, once the kernel releases the
+ * directory lock), and a file whose attributes are those the kernel was
+ * last given has nothing new to tell.
  *
  * Where a directory cannot be watched (the inotify watch limit), entries
  * and attributes under it get the short cache timeout instead.
@@ -35,5 +38,14 @@ void watch_free(struct watch *w);
 
 /* Watches directory DIR (O_PATH fd FD) if it is not yet watched. */
 void watch_dir(struct watch *w, struct inode *dir, int fd);
+
+/* The view is about to add (ADD true) or remove the name DIR/NAME itself:
+ * the event this causes is not news to the kernel. Call before the
+ * backing syscall; call watch_unexpect() if the syscall failed. W may be
+ * NULL (no host watch). */
+void watch_expect(struct watch *w, struct inode *dir, const char *name,
+		  bool add);
+void watch_unexpect(struct watch *w, struct inode *dir, const char *name,
+		    bool add);
 
 #endif
