@@ -11,6 +11,8 @@
 VERSION    := 0.1.0
 PREFIX     ?= /usr/local
 DESTDIR    ?=
+# mount(8) looks for helpers in /sbin only, whatever PREFIX is.
+MOUNT_HELPER_DIR ?= /sbin
 CC         ?= cc
 PKG_CONFIG ?= pkg-config
 
@@ -73,12 +75,14 @@ demo: deps all
 	@SBX_BIN=$(CURDIR)/$(BIN) mount-helpers/demo
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin \
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MOUNT_HELPER_DIR) \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8 \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system
 	install -m 755 $(BIN)/sbxfs $(BIN)/sbx $(DESTDIR)$(PREFIX)/bin/
-	install -m 755 mount-helpers/mount.sbxfs $(DESTDIR)$(PREFIX)/sbin/
-	ln -sf mount.sbxfs $(DESTDIR)$(PREFIX)/sbin/mount.fuse.sbxfs
+	sed 's|^sbxfs=\$${SBXFS:-}$$|sbxfs=$${SBXFS:-$(PREFIX)/bin/sbxfs}|' mount-helpers/mount.sbxfs \
+		> $(DESTDIR)$(MOUNT_HELPER_DIR)/mount.sbxfs
+	chmod 755 $(DESTDIR)$(MOUNT_HELPER_DIR)/mount.sbxfs
+	ln -sf mount.sbxfs $(DESTDIR)$(MOUNT_HELPER_DIR)/mount.fuse.sbxfs
 	sed 's|@PREFIX@|$(PREFIX)|g' mount-helpers/sbxfs@.service \
 		> $(DESTDIR)$(PREFIX)/lib/systemd/system/sbxfs@.service
 	install -m 644 docs/man/sbx.1 $(DESTDIR)$(PREFIX)/share/man/man1/

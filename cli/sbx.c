@@ -27,18 +27,18 @@ static const char usage_text[] =
 	"Usage: sbx COMMAND [options]\n"
 	"\n"
 	"Commands:\n"
-	"  mount --user ID --thread ID MOUNTPOINT [sbxfs options]\n"
+	"  mount --user ID --thread ID [sbxfs options] MOUNTPOINT\n"
 	"                     mount a thread's view (runs sbxfs; see sbxfs --help)\n"
 	"  umount MOUNTPOINT  unmount a view, also one whose daemon died\n"
 	"\n"
-	"Options for every command:\n"
+	"Options for every command (before or after it):\n"
 	"  --home DIR         $SBX_HOME (default: $SBX_HOME, else /var/lib/sbxfs for\n"
-	"                     root, else ~/.local/share/sbxfs)\n"
+	"                     root, else $XDG_DATA_HOME/sbxfs or ~/.local/share/sbxfs)\n"
 	"  -h, --help         show help (sbx COMMAND --help for a command)\n"
 	"  -V, --version      show the version\n";
 
 static const char umount_usage[] =
-	"Usage: sbx umount MOUNTPOINT\n"
+	"Usage: sbx umount [--home DIR] MOUNTPOINT\n"
 	"\n"
 	"Unmounts the view at MOUNTPOINT; its daemon then exits. A stale mount\n"
 	"(\"Transport endpoint is not connected\" after the daemon died) is\n"
@@ -62,22 +62,54 @@ static int run_wait(const char *const argv[])
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* Matches "--home DIR" (consuming two arguments) or "--home=DIR" at
+ * ARGV[*I]; stores DIR in *HOME. Returns 1 if matched, 0 if not, -1 if
+ * the value is missing. */
+static int take_home(int argc, char **argv, int *i, const char **home)
+{
+	if (!strncmp(argv[*i], "--home=", 7)) {
+		*home = argv[*i] + 7;
+		return 1;
+	}
+	if (strcmp(argv[*i], "--home"))
+		return 0;
+	if (*i + 1 >= argc)
+		return -1;
+	*home = argv[++*i];
+	return 1;
+}
+
 static int cmd_umount(int argc, char **argv)
 {
-	const char *mp;
+	const char *mp = NULL, *home = NULL;
 	struct statfs sf;
 	bool stale;
 
-	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		fputs(umount_usage, stdout);
-		return 0;
+	for (int i = 1; i < argc; i++) {
+		int h = take_home(argc, argv, &i, &home);
+
+		if (h < 0) {
+			fputs("sbx: umount: --home needs a directory\n", stderr);
+			return 2;
+		}
+		if (h)
+			continue;	/* unmounting needs no home */
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(umount_usage, stdout);
+			return 0;
+		}
+		if (argv[i][0] == '-' || mp) {
+			fputs("sbx: umount: expected one MOUNTPOINT\nTry 'sbx umount --help'.\n",
+			      stderr);
+			return 2;
+		}
+		mp = argv[i];
 	}
-	if (argc != 2 || argv[1][0] == '-') {
+	if (!mp) {
 		fputs("sbx: umount: expected one MOUNTPOINT\nTry 'sbx umount --help'.\n",
 		      stderr);
 		return 2;
 	}
-	mp = argv[1];
 	/* statfs always reaches the daemon (stat may hit the kernel cache). */
 	stale = statfs(mp, &sf) < 0 && errno == ENOTCONN;
 	if (geteuid() == 0) {
@@ -92,7 +124,8 @@ static int cmd_umount(int argc, char **argv)
 					   mp, NULL };
 	int r = run_wait(fusermount);
 	if (r != 0) {
-		fprintf(stderr, "sbx: umount %s: fusermount3 failed\n", mp);
+		fprintf(stderr, "sbx: umount %s: fusermount3 failed (its message is above)\n",
+			mp);
 		return 1;
 	}
 	return 0;
@@ -143,6 +176,8 @@ int main(int argc, char **argv)
 
 	log_setup("sbx", NULL, LOG_INFO, false);
 	while (i < argc && argv[i][0] == '-') {
+		int h;
+
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(usage_text, stdout);
 			return 0;
@@ -151,9 +186,13 @@ int main(int argc, char **argv)
 			printf("sbx %s\n", SBX_VERSION);
 			return 0;
 		}
-		if (!strcmp(argv[i], "--home") && i + 1 < argc) {
-			home = argv[i + 1];
-			i += 2;
+		h = take_home(argc, argv, &i, &home);
+		if (h < 0) {
+			fputs("sbx: --home needs a directory\nTry 'sbx --help'.\n", stderr);
+			return 2;
+		}
+		if (h) {
+			i++;
 			continue;
 		}
 		fprintf(stderr, "sbx: unknown option '%s'\nTry 'sbx --help'.\n", argv[i]);

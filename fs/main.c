@@ -58,10 +58,12 @@ static const char usage_text[] =
 	"  --user ID                 user id (required; [A-Za-z0-9._-], 1-128 chars)\n"
 	"  --thread ID               thread id (required; same rules)\n"
 	"  --home DIR                $SBX_HOME (default: $SBX_HOME, else /var/lib/sbxfs\n"
-	"                            for root, else ~/.local/share/sbxfs)\n"
+	"                            for root, else $XDG_DATA_HOME/sbxfs or\n"
+	"                            ~/.local/share/sbxfs)\n"
 	"  --skills DIR              skills root (default: $SBX_HOME/skills)\n"
-	"  --mount /mnt/NAME=HOSTDIR[:ro]\n"
-	"                            also show HOSTDIR at MOUNTPOINT/NAME (repeatable)\n"
+	"  --mount /mnt/NAME=HOSTDIR[:ro|:rw]\n"
+	"                            also show HOSTDIR at MOUNTPOINT/NAME, read-only\n"
+	"                            with :ro (repeatable)\n"
 	"  --portable-names=on|off   refuse Windows device names such as NUL.txt\n"
 	"                            for new entries (default: on)\n"
 	"  --cache-timeout SEC       how long the kernel may cache names,\n"
@@ -78,7 +80,7 @@ static const char usage_text[] =
 	"  --fd-budget N             cached inodes that keep an open O_PATH fd\n"
 	"                            (default: half the open-file limit); others\n"
 	"                            are found again by name when used\n"
-	"  --log FILE                daemon log (default:\n"
+	"  --log FILE                daemon log (default: stderr with -f, else\n"
 	"                            $SBX_HOME/log/sbxfs-USER-THREAD.log)\n"
 	"  -o OPT[,OPT...]           FUSE mount options, e.g. allow_other (which\n"
 	"                            also turns on default_permissions)\n"
@@ -147,7 +149,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 	o->view.timeout_watched = 3600;
 	o->view.host_watch = true;
 	o->view.portable_names = true;
-	while ((c = getopt_long(argc, argv, "+fdso:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fdso:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_USER:
 			o->view.user = optarg;
@@ -170,6 +172,11 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 					optarg, why);
 				return 2;
 			}
+			for (size_t i = 0; i < o->view.nmounts; i++)
+				if (!strcmp(o->view.mounts[i].name,
+					    o->view.mounts[o->view.nmounts].name))
+					return usage_error("/mnt/%s is given twice",
+							   o->view.mounts[i].name);
 			o->view.nmounts++;
 			break;
 		case OPT_PORTABLE:
@@ -255,6 +262,8 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		fprintf(stderr, "sbxfs: invalid thread id '%s': %s\n", o->view.thread, why);
 		return 2;
 	}
+	if (o->view.home && !*o->view.home)
+		return usage_error("--home is empty%s", "");
 	if (!o->view.home) {
 		if (home_default(o->home_buf, sizeof(o->home_buf)) < 0) {
 			fprintf(stderr, "sbxfs: no home: set --home or $SBX_HOME\n");
@@ -447,6 +456,15 @@ int main(int argc, char **argv)
 		return r;
 	if (o.debug)
 		log_setup("sbxfs", NULL, LOG_DEBUG, true);
+	if (o.foreground && o.log_path) {
+		FILE *f = fopen(o.log_path, "ae");
+		if (!f) {
+			log_error("cannot open the log file %s: %s", o.log_path,
+				  strerror(errno));
+			return 1;
+		}
+		log_setup("sbxfs", f, o.debug ? LOG_DEBUG : LOG_INFO, true);
+	}
 	raise_fd_limit();
 	umask(0);	/* the kernel already applied the caller's umask */
 	if (check_mountpoint(o.mountpoint) < 0)
@@ -540,6 +558,8 @@ int main(int argc, char **argv)
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
 	view_close(&v);
-	log_info("unmounted %s (%s)", o.mountpoint, r == 0 ? "clean" : "loop error");
-	return r == 0 ? 0 : 1;
+	/* libfuse reports the signal that ended the loop as its result. */
+	bool clean = r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP;
+	log_info("unmounted %s (%s)", o.mountpoint, clean ? "clean" : "loop error");
+	return clean ? 0 : 1;
 }

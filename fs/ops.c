@@ -981,10 +981,15 @@ static size_t emit_entry(struct view *v, fuse_req_t req, struct inode *dir,
 	if (!plus)
 		return fuse_add_direntry(req, buf, rem, name, &e.attr, next);
 	if (strcmp(name, ".") && strcmp(name, "..")) {
-		if (do_lookup(v, dir, name, &e) == 0)
+		if (do_lookup(v, dir, name, &e) == 0) {
 			looked_up = true;
-		else
-			entry_init(v, dir, &e);	/* the kernel looks up */
+		} else {
+			/* No node (e.g. a mount point: EXDEV): a plain entry,
+			 * which the kernel still lists and looks up itself. */
+			entry_init(v, dir, &e);
+			e.attr.st_ino = d_ino;
+			e.attr.st_mode = (mode_t)d_type << 12;
+		}
 	}
 	n = fuse_add_direntry_plus(req, buf, rem, name, &e, next);
 	if (n > rem && looked_up)

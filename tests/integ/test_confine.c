@@ -175,6 +175,8 @@ START_TEST(test_confine_mount_inside_a_root_is_not_crossed)
 	ck_assert_int_eq(mkdir(mp, 0755), 0);
 	ck_assert_int_eq(mount(escape_dir, mp, NULL, MS_BIND, NULL), 0);
 	ck_assert_int_eq(write_file(vpath(&V, "user-data/workspace/bound/x"), "x"), -EXDEV);
+	/* Still listed, as an entry the caller cannot enter. */
+	ck_assert_int_eq(sh("ls '%s' | grep -qx bound", vpath(&V, "user-data/workspace")), 0);
 	umount2(mp, MNT_DETACH);
 	ck_assert_int_eq(count_entries(escape_dir), 0);
 }

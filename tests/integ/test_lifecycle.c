@@ -85,6 +85,12 @@ static void unmount_with_signal(int sig)
 	ck_assert(wait_gone(pid));
 	ck_assert(!is_mounted(v.mnt));
 	v.mounted = false;
+	/* A signal is an ordinary way to stop: a clean exit, logged so. */
+	char *path, *log;
+	ck_assert_int_gt(asprintf(&path, "%s/log/sbxfs-u-t.log", v.home), 0);
+	log = read_file(path);
+	ck_assert_ptr_nonnull(log);
+	ck_assert_msg(strstr(log, "(clean)"), "log: %s", log);
 }
 
 START_TEST(test_lifecycle_sigterm_unmounts)
@@ -119,7 +125,7 @@ START_TEST(test_lifecycle_sbx_umount_unmounts)
 
 	ck_assert_int_eq(tview_mount(&v, NULL, "u", "t", NULL), 0);
 	pid = daemon_pid(v.mnt);
-	ck_assert_int_eq(sh("'%s' umount '%s'", test_bin("sbx"), v.mnt), 0);
+	ck_assert_int_eq(sh("'%s' umount --home=/nonexistent '%s'", test_bin("sbx"), v.mnt), 0);
 	ck_assert(wait_gone(pid));
 	ck_assert(!is_mounted(v.mnt));
 	/* Unmounting what is not mounted fails with a message, status 1. */
@@ -134,7 +140,8 @@ START_TEST(test_lifecycle_sbx_mount_mounts)
 	const char *home = test_dir("home"), *mnt = test_dir("mnt");
 	struct stat st;
 
-	ck_assert_int_eq(sh("'%s' --home '%s' mount --user u --thread t '%s'",
+	/* sbxfs options may follow the mount point, --home the command. */
+	ck_assert_int_eq(sh("'%s' mount --home '%s' --user u --thread t '%s' --cache-timeout 5",
 			    test_bin("sbx"), home, mnt), 0);
 	ck_assert(is_mounted(mnt));
 	ck_assert_int_eq(stat(mnt, &st), 0);
@@ -301,6 +308,11 @@ START_TEST(test_lifecycle_help_and_usage_errors)
 			    test_bin("sbxfs")), 2);
 	ck_assert_int_eq(sh("'%s' --user u --thread t --cache-timeout -1 /x 2>/dev/null",
 			    test_bin("sbxfs")), 2);
+	ck_assert_int_eq(sh("'%s' --user u --thread t --mount /mnt/a=/tmp --mount /mnt/a=/var /x 2>/dev/null",
+			    test_bin("sbxfs")), 2);
+	ck_assert_int_eq(sh("'%s' --home '' --user u --thread t /x 2>/dev/null",
+			    test_bin("sbxfs")), 2);
+	ck_assert_int_eq(sh("'%s' --home 2>/dev/null", test_bin("sbx")), 2);
 	ck_assert_int_eq(sh("'%s' frobnicate 2>/dev/null", test_bin("sbx")), 2);
 	ck_assert_int_eq(sh("'%s' 2>/dev/null", test_bin("sbx")), 2);
 }
@@ -313,7 +325,7 @@ START_TEST(test_lifecycle_mount_helper_translates_fstab_options)
 
 	/* What mount(8) runs for "mount -t fuse.sbxfs u/t MNT -o ...". */
 	ck_assert_int_eq(sh("SBXFS='%s' mount-helpers/mount.sbxfs u/t '%s' "
-			    "-o defaults,nofail,home=%s,cache_timeout=2,portable_names=off,noatime",
+			    "-o defaults,nofail,home=%s,cache_timeout=2,portable_names=off,host_watch=off,noatime",
 			    test_bin("sbxfs"), mnt, home), 0);
 	snprintf(v.mnt, sizeof(v.mnt), "%s", mnt);
 	ck_assert(is_mounted(mnt));
