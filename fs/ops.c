@@ -314,6 +314,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	conn->want &= ~(unsigned)FUSE_CAP_EXPORT_SUPPORT;
+	if (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) {
+		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+		v->no_opendir = true;
+	}
 	/* Receive the caller's umask instead of a pre-masked mode, so a
 	 * default ACL can override it as it does natively. */
 	if ((conn->capable & FUSE_CAP_DONT_MASK) && unshare_thread_fs()) {
@@ -933,35 +937,50 @@ static void op_opendir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	struct view *v = req_view(req);
 	struct inode *ino = node(v, id);
 	struct dir_handle *d;
-	int fd;
 
+	/* Opening a directory needs no state of ours: answering ENOSYS once
+	 * makes the kernel stop sending OPENDIR and RELEASEDIR (two round
+	 * trips per opendir) and keep listings in its cache, revalidated by
+	 * the directory's mtime and by the host watch. */
+	if (v->no_opendir)
+		return reply_status(req, -ENOSYS);
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return reply_status(req, -ENOMEM);
-	if (!ino->synth) {
-		_pinned_ p = pin(v, ino);
-		fd = p.fd < 0 ? p.fd : confine_opendir(p.fd);
-		if (fd < 0) {
-			free(d);
-			return reply_status(req, fd);
-		}
-		d->dp = fdopendir(fd);
-		if (!d->dp) {
-			int r = neg_errno();
-			close(fd);
-			free(d);
-			return reply_status(req, r);
-		}
-		d->uploads = in_uploads(v, ino);
-	}
+	/* The kernel may keep the listing across opens where a watch (or
+	 * nothing at all, for synthetic directories) tells it of changes; it
+	 * also drops it when the directory's mtime moves. The backing stream
+	 * is opened only when a listing is actually read. */
+	fi->cache_readdir = fi->keep_cache =
+		ino->synth || __atomic_load_n(&ino->wd, __ATOMIC_RELAXED) > 0;
 	fi->fh = (uint64_t)(uintptr_t)d;
 	inode_open_ref(v->inodes, ino, false);
 	if (fuse_reply_open(req, fi) != 0) {
-		if (d->dp)
-			closedir(d->dp);
 		free(d);
 		inode_open_unref(v->inodes, ino, false);
 	}
+}
+
+/* Opens D's backing stream on first use. */
+static int dir_handle_open(struct view *v, struct inode *dir,
+			   struct dir_handle *d)
+{
+	int fd;
+
+	if (d->dp)
+		return 0;
+	_pinned_ p = pin(v, dir);
+	fd = p.fd < 0 ? p.fd : confine_opendir(p.fd);
+	if (fd < 0)
+		return fd;
+	d->dp = fdopendir(fd);
+	if (!d->dp) {
+		int r = neg_errno();
+		close(fd);
+		return r;
+	}
+	d->uploads = in_uploads(v, dir);
+	return 0;
 }
 
 /* Emits one entry into BUF; returns its size, or 0 if it does not fit (an
@@ -1021,7 +1040,10 @@ static int readdir_backing(struct view *v, fuse_req_t req, struct inode *dir,
 			   char *buf, size_t size)
 {
 	size_t used = 0;
+	int r = dir_handle_open(v, dir, d);
 
+	if (r < 0)
+		return r;
 	if (off != d->offset) {
 		seekdir(d->dp, off);
 		d->pending = NULL;
@@ -1058,13 +1080,17 @@ static void do_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 	struct view *v = req_view(req);
 	struct inode *dir = node(v, id);
 	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
+	struct dir_handle once = { .offset = -1 };
 	_cleanup_(freep) char *buf = malloc(size);
 	int r;
 
 	if (!buf)
 		return reply_status(req, -ENOMEM);
 	r = dir->synth ? readdir_synth(v, req, dir, plus, off, buf, size)
-		       : readdir_backing(v, req, dir, d, plus, off, buf, size);
+		       : readdir_backing(v, req, dir, d ? d : &once, plus, off,
+					 buf, size);
+	if (once.dp)
+		closedir(once.dp);
 	if (r < 0)
 		return reply_status(req, r);
 	fuse_reply_buf(req, buf, (size_t)r);
@@ -1098,15 +1124,24 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t id,
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t id, int datasync,
 			struct fuse_file_info *fi)
 {
+	struct view *v = req_view(req);
+	struct inode *dir = node(v, id);
 	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
-	int fd;
+	struct dir_handle once = { .offset = -1 };
+	int fd, r;
 
-	(void)id;
-	if (!d->dp)
-		return reply_status(req, 0);
-	fd = dirfd(d->dp);
-	reply_status(req, (datasync ? fdatasync(fd) : fsync(fd)) < 0
-				  ? neg_errno() : 0);
+	if (dir->synth)
+		return reply_status(req, 0);	/* nothing to persist */
+	if (!d)
+		d = &once;	/* no opendir: a stream for this request */
+	r = dir_handle_open(v, dir, d);
+	if (r == 0) {
+		fd = dirfd(d->dp);
+		r = (datasync ? fdatasync(fd) : fsync(fd)) < 0 ? neg_errno() : 0;
+	}
+	if (once.dp)
+		closedir(once.dp);
+	reply_status(req, r);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t id)

@@ -105,6 +105,7 @@ struct view {
 	bool writeback;
 	bool creds_switch;		/* root daemon: create as the caller */
 	bool caller_umask;		/* the kernel sends umasks (DONT_MASK) */
+	bool no_opendir;		/* directories are opened without us */
 };
 
 /* Creates the thread's directories if missing, opens every root and builds

@@ -249,6 +249,27 @@ static bool has_mode_600(const char *p)
 	struct stat st;
 	return stat(p, &st) == 0 && (st.st_mode & 0777) == 0600;
 }
+/* ARG is "DIR/NAME": true if NAME is in the listing of DIR. */
+static bool is_listed(const char *arg)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(arg, '/');
+	bool found = false;
+
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - arg), arg);
+	DIR *d = opendir(dir);
+	for (struct dirent *de; d && (de = readdir(d));)
+		found |= !strcmp(de->d_name, slash + 1);
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static bool is_unlisted(const char *arg)
+{
+	return !is_listed(arg);
+}
+
 static bool says_after(const char *p)
 {
 	char *t = read_file(p);
@@ -282,6 +303,14 @@ START_TEST(test_layout_host_edits_reach_a_long_cache_at_once)
 
 	ck_assert_int_eq(unlink(hpath(&V, "user-data/workspace/w2.txt")), 0);
 	ck_assert_double_lt(wait_until(is_absent, vpath(&V, "user-data/workspace/w2.txt")), 0.5);
+
+	/* Listings are cached by the kernel too: they must follow. */
+	ck_assert(is_listed(vpath(&V, "user-data/workspace/newdir/f")));
+	ck_assert(is_listed(vpath(&V, "user-data/workspace/newdir/f")));
+	ck_assert_int_eq(write_file(hpath(&V, "user-data/workspace/newdir/g"), "g"), 0);
+	ck_assert_double_lt(wait_until(is_listed, vpath(&V, "user-data/workspace/newdir/g")), 0.5);
+	ck_assert_int_eq(unlink(hpath(&V, "user-data/workspace/newdir/f")), 0);
+	ck_assert_double_lt(wait_until(is_unlisted, vpath(&V, "user-data/workspace/newdir/f")), 0.5);
 }
 END_TEST
 
@@ -294,6 +323,9 @@ START_TEST(test_layout_without_host_watch_edits_show_within_one_second)
 	ck_assert_int_eq(write_file(vpath(&u, "user-data/workspace/w.txt"), "before"), 0);
 	ck_assert_str_eq(read_file(vpath(&u, "user-data/workspace/w.txt")), "before");
 	ck_assert(!exists(vpath(&u, "user-data/workspace/n")));
+	ck_assert(is_unlisted(vpath(&u, "user-data/workspace/listed")));
+	ck_assert_int_eq(write_file(hpath(&u, "user-data/workspace/listed"), "l"), 0);
+	ck_assert_double_lt(wait_until(is_listed, vpath(&u, "user-data/workspace/listed")), 1.2);
 	ck_assert_int_eq(write_file(hpath(&u, "user-data/workspace/w.txt"), "after!"), 0);
 	ck_assert_int_eq(write_file(hpath(&u, "user-data/workspace/n"), "n"), 0);
 	ck_assert_double_lt(wait_until(says_after, vpath(&u, "user-data/workspace/w.txt")), 1.2);
