@@ -37,7 +37,7 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 LDFLAGS += $(SANFLAGS)
 
 COMMON_SRC := common/log.c common/ids.c common/home.c
-FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/view.c fs/ops.c fs/watch.c
+FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/view.c fs/ops.c fs/watch.c fs/channel.c
 TEST_SRC   := tests/check_main.c tests/harness.c \
               $(wildcard tests/unit/*.c) $(wildcard tests/integ/*.c)
 

@@ -12,6 +12,7 @@
 #include "ops.h"
 #include "view.h"
 #include "watch.h"
+#include "channel.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -529,6 +530,9 @@ int main(int argc, char **argv)
 		view_close(&v);
 		return 1;
 	}
+	if ((r = channel_install(se, &v)) < 0)
+		log_warn("every write costs a second request (security.capability): cannot hook the FUSE channel: %s",
+			 strerror(-r));
 	if (!o.foreground) {
 		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (devnull >= 0) {

@@ -384,6 +384,37 @@ static void op_getattr(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 		fuse_reply_attr(req, &st, attr_timeout(v, ino));
 }
 
+/* With FUSE_HANDLE_KILLPRIV_V2 (channel.c) the kernel leaves to us what
+ * its file_remove_privs() does before a write or truncate by a caller
+ * without CAP_FSETID: clear set-uid, and set-gid where it means execution
+ * (group-exec set, or the caller outside the group). The backing write,
+ * made by us, does the rest: the backing kernel drops a file capability
+ * whoever writes, but keeps set-id bits for a root daemon. FD is an open
+ * file, or an O_PATH fd if OPATH. */
+static int drop_privs(struct view *v, fuse_req_t req, int fd, bool opath)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	char path[CONFINE_FD_PATH_MAX];
+	struct stat st;
+	mode_t mode, keep;
+
+	if (!v->killpriv || ctx->uid == 0)
+		return 0;
+	if (opath)
+		confine_fd_path(fd, path);
+	if ((opath ? stat(path, &st) : fstat(fd, &st)) < 0)
+		return neg_errno();
+	if (!S_ISREG(st.st_mode) || !(st.st_mode & (S_ISUID | S_ISGID)))
+		return 0;
+	mode = st.st_mode & 07777;
+	keep = mode & ~(mode_t)S_ISUID;
+	if ((keep & S_ISGID) && ((keep & S_IXGRP) || ctx->gid != st.st_gid))
+		keep &= ~(mode_t)S_ISGID;
+	if (keep != mode && (opath ? chmod(path, keep) : fchmod(fd, keep)) < 0)
+		return neg_errno();
+	return 0;
+}
+
 static int set_times(int pfd, int fh, const struct stat *attr, int valid)
 {
 	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT },
@@ -409,8 +440,8 @@ static int set_times(int pfd, int fh, const struct stat *attr, int valid)
 	return utimensat(AT_FDCWD, path, ts, 0) < 0 ? neg_errno() : 0;
 }
 
-static int do_setattr(struct view *v, struct inode *ino, struct stat *attr,
-		      int valid, struct fuse_file_info *fi)
+static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
+		      struct stat *attr, int valid, struct fuse_file_info *fi)
 {
 	int fh = fi && S_ISREG(ino->type) ? fd_of(fi) : -1, r;
 	char path[CONFINE_FD_PATH_MAX];
@@ -437,6 +468,9 @@ static int do_setattr(struct view *v, struct inode *ino, struct stat *attr,
 			return neg_errno();
 	}
 	if (valid & FUSE_SET_ATTR_SIZE) {
+		r = drop_privs(v, req, fh >= 0 ? fh : p.fd, fh < 0);
+		if (r < 0)
+			return r;
 		r = fh >= 0 ? ftruncate(fh, attr->st_size)
 			    : truncate(path, attr->st_size);
 		if (r < 0)
@@ -461,7 +495,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t id, struct stat *attr,
 		       int valid, struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
-	int r = do_setattr(v, node(v, id), attr, valid, fi);
+	int r = do_setattr(v, req, node(v, id), attr, valid, fi);
 
 	if (r < 0)
 		reply_status(req, r);
@@ -774,6 +808,10 @@ static void op_open(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	if (fd < 0)
 		return reply_status(req, fd);
 	bool writer = opens_for_write(fi->flags);
+	if ((fi->flags & O_TRUNC) && (r = drop_privs(v, req, fd, false)) < 0) {
+		close(fd);
+		return reply_status(req, r);
+	}
 	r = fill_open_info(v, fi, fd, writer);
 	if (r < 0)
 		return reply_status(req, r);
@@ -861,13 +899,16 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in,
 			 off_t off, struct fuse_file_info *fi)
 {
 	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
-	ssize_t n;
-
 	struct view *v = req_view(req);
 	struct stat before;
 	bool keep_mtime;
+	ssize_t n;
+	int r;
 
 	(void)id;
+	r = fi->writepage ? 0 : drop_privs(v, req, fd_of(fi), false);
+	if (r < 0)
+		return reply_status(req, r);
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	out.buf[0].fd = fd_of(fi);
 	out.buf[0].pos = off;
@@ -1281,9 +1322,12 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t id, const char *name)
 static void op_fallocate(fuse_req_t req, fuse_ino_t id, int mode, off_t off,
 			 off_t len, struct fuse_file_info *fi)
 {
+	int r = drop_privs(req_view(req), req, fd_of(fi), false);
+
 	(void)id;
-	reply_status(req, fallocate(fd_of(fi), mode, off, len) < 0
-				  ? neg_errno() : 0);
+	if (r == 0)
+		r = fallocate(fd_of(fi), mode, off, len) < 0 ? neg_errno() : 0;
+	reply_status(req, r);
 }
 
 static void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
@@ -1295,6 +1339,9 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
 
 	(void)id_in;
 	(void)id_out;
+	int r = drop_privs(req_view(req), req, fd_of(fi_out), false);
+	if (r < 0)
+		return reply_status(req, r);
 	n = copy_file_range(fd_of(fi_in), &off_in, fd_of(fi_out), &off_out,
 			    len, (unsigned)flags);
 	if (n < 0)

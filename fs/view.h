@@ -106,6 +106,10 @@ struct view {
 	bool creds_switch;		/* root daemon: create as the caller */
 	bool caller_umask;		/* the kernel sends umasks (DONT_MASK) */
 	bool no_opendir;		/* directories are opened without us */
+	/* FUSE_HANDLE_KILLPRIV_V2 (channel.c): set during INIT. */
+	uint64_t init_unique;
+	bool killpriv_offered;
+	bool killpriv;			/* we drop set-id bits and caps */
 };
 
 /* Creates the thread's directories if missing, opens every root and builds

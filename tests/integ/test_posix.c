@@ -870,6 +870,38 @@ START_TEST(test_posix_chmod_sets_the_mode_on_view_and_host)
 }
 END_TEST
 
+/* A file capability (VFS_CAP_REVISION_2, effective, CAP_NET_BIND_SERVICE). */
+static const uint32_t file_cap[5] = { 0x02000001, 1u << 10, 0, 0, 0 };
+
+static bool has_file_cap(const char *path)
+{
+	return getxattr(path, "security.capability", NULL, 0) > 0;
+}
+
+START_TEST(test_posix_write_and_truncate_remove_a_file_capability_as_natively)
+{
+	char *paths[2] = { ws("capped"), nat("capped") };
+
+	for (int i = 0; i < 2; i++) {
+		put_text(paths[i], "bin");
+		ck_assert_ok(setxattr(paths[i], "security.capability", file_cap,
+				      sizeof(file_cap), 0));
+		ck_assert(has_file_cap(paths[i]));
+		int fd = open(paths[i], O_WRONLY | O_APPEND);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(write(fd, "!", 1), 1);
+		ck_assert_ok(close(fd));
+		ck_assert(!has_file_cap(paths[i]));
+		ck_assert_ok(setxattr(paths[i], "security.capability", file_cap,
+				      sizeof(file_cap), 0));
+		ck_assert_ok(truncate(paths[i], 1));
+		ck_assert(!has_file_cap(paths[i]));
+	}
+	ck_assert(!has_file_cap(hws("capped")));
+	assert_text(hws("capped"), "b");
+}
+END_TEST
+
 START_TEST(test_posix_chmod_keeps_the_setuid_bit_for_root)
 {
 	int fd;
@@ -2500,6 +2532,7 @@ Suite *suite_view_posix(void)
 	tcase_add_test(tc, test_posix_unlinked_open_file_stays_readable_and_writable);
 	tcase_add_test(tc, test_posix_chmod_sets_the_mode_on_view_and_host);
 	tcase_add_test(tc, test_posix_chmod_keeps_the_setuid_bit_for_root);
+	tcase_add_test(tc, test_posix_write_and_truncate_remove_a_file_capability_as_natively);
 	tcase_add_test(tc, test_posix_chown_by_root_changes_the_owner_on_host);
 	tcase_add_test(tc, test_posix_chown_clears_the_setuid_bit_as_natively);
 	tcase_add_test(tc, test_posix_utimensat_keeps_nanosecond_times);
