@@ -320,8 +320,10 @@ static int check_mountpoint(const char *mp)
 		return -EBUSY;
 	}
 	if (access("/dev/fuse", R_OK | W_OK) < 0) {
-		log_error("cannot open /dev/fuse: %s (load the fuse module; in a container pass --device /dev/fuse)",
-			  strerror(errno));
+		int e = errno;
+		log_error("cannot open /dev/fuse: %s (%s)", strerror(e),
+			  e == EACCES ? "this user may not use it; Debian makes it mode 0666, or run as root"
+				      : "load the fuse module; in a container pass --device /dev/fuse");
 		return -ENODEV;
 	}
 	return 0;
