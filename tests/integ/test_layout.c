@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <grp.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 
 static struct tview V;
@@ -414,6 +415,41 @@ START_TEST(test_layout_allow_other_files_belong_to_the_caller)
 }
 END_TEST
 
+START_TEST(test_layout_roots_on_another_filesystem_give_exdev_and_distinct_inodes)
+{
+	char *tmp = (char *)test_dir("tmpfs"), spec[PATH_MAX + 16];
+	struct tview m;
+	struct stat a, b;
+
+	if (geteuid() != 0)
+		return;
+	ck_assert_int_eq(mount("tmpfs", tmp, "tmpfs", 0, "size=4m"), 0);
+	snprintf(spec, sizeof(spec), "/mnt/scratch=%s", tmp);
+	const char *extra[] = { "--mount", spec, NULL };
+	int r = tview_mount(&m, NULL, "u", "t", extra);
+	if (r != 0)
+		umount2(tmp, MNT_DETACH);
+	ck_assert_int_eq(r, 0);
+	ck_assert_int_eq(write_file(vpath(&m, "user-data/workspace/f"), "f"), 0);
+	/* rename(2) across backing filesystems: EXDEV, as natively... */
+	int rr = rename(vpath(&m, "user-data/workspace/f"), vpath(&m, "scratch/f"));
+	int err = errno;
+	/* ...and mv falls back to copying. */
+	int mv = sh("mv '%s' '%s'", vpath(&m, "user-data/workspace/f"), vpath(&m, "scratch/g"));
+	/* Inode numbers of the other filesystem carry its index. */
+	int sa = stat(vpath(&m, "scratch/g"), &a), sb = stat(vpath(&m, "scratch"), &b);
+	tview_umount(&m);
+	umount2(tmp, MNT_DETACH);
+	ck_assert_int_eq(rr, -1);
+	ck_assert_int_eq(err, EXDEV);
+	ck_assert_int_eq(mv, 0);
+	ck_assert_int_eq(sa, 0);
+	ck_assert_int_eq(sb, 0);
+	ck_assert_uint_ge(a.st_ino, (ino_t)1 << 48);
+	ck_assert_uint_ne(a.st_ino, b.st_ino);
+}
+END_TEST
+
 Suite *suite_view_layout(void)
 {
 	Suite *s = suite_create("view_layout");
@@ -434,6 +470,7 @@ Suite *suite_view_layout(void)
 	tcase_add_test(tc, test_layout_without_host_watch_edits_show_within_one_second);
 	tcase_add_test(tc, test_layout_threads_are_isolated);
 	tcase_add_test(tc, test_layout_allow_other_files_belong_to_the_caller);
+	tcase_add_test(tc, test_layout_roots_on_another_filesystem_give_exdev_and_distinct_inodes);
 	suite_add_tcase(s, tc);
 	return s;
 }
