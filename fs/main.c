@@ -78,6 +78,9 @@ static const char usage_text[] =
 	"  --writeback               kernel writeback cache: faster small writes,\n"
 	"                            but edits made on the host to files open in\n"
 	"                            the view may be overwritten; off by default\n"
+	"  --max-watches N           watch at most N directories for host edits\n"
+	"                            (default: as many as inotify allows); below\n"
+	"                            the others host edits show up within a second\n"
 	"  --fd-budget N             cached inodes that keep an open O_PATH fd\n"
 	"                            (default: half the open-file limit); others\n"
 	"                            are found again by name when used\n"
@@ -123,7 +126,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 {
 	enum { OPT_USER = 256, OPT_THREAD, OPT_HOME, OPT_SKILLS, OPT_MOUNT,
 	       OPT_PORTABLE, OPT_TIMEOUT, OPT_WRITEBACK, OPT_LOG, OPT_FD_BUDGET,
-	       OPT_HOST_WATCH };
+	       OPT_HOST_WATCH, OPT_MAX_WATCHES };
 	static const struct option longopts[] = {
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "thread", required_argument, NULL, OPT_THREAD },
@@ -133,6 +136,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		{ "portable-names", required_argument, NULL, OPT_PORTABLE },
 		{ "cache-timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "host-watch", required_argument, NULL, OPT_HOST_WATCH },
+		{ "max-watches", required_argument, NULL, OPT_MAX_WATCHES },
 		{ "writeback", no_argument, NULL, OPT_WRITEBACK },
 		{ "log", required_argument, NULL, OPT_LOG },
 		{ "fd-budget", required_argument, NULL, OPT_FD_BUDGET },
@@ -207,15 +211,22 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		case OPT_LOG:
 			o->log_path = optarg;
 			break;
-		case OPT_FD_BUDGET: {
+		case OPT_FD_BUDGET:
+		case OPT_MAX_WATCHES: {
 			unsigned long n;
 
 			errno = 0;
 			n = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || n < 1 || n > 1000000)
-				return usage_error("--fd-budget takes a count from 1 to 1000000, not '%s'",
-						   optarg);
-			o->view.fd_budget = n;
+			if (errno || end == optarg || *end || n < 1 || n > 1000000 ||
+			    optarg[0] == '-')
+				return usage_error(c == OPT_FD_BUDGET
+					? "--fd-budget takes a count from 1 to 1000000, not '%s'"
+					: "--max-watches takes a count from 1 to 1000000, not '%s'",
+					optarg);
+			if (c == OPT_FD_BUDGET)
+				o->view.fd_budget = n;
+			else
+				o->view.max_watches = n;
 			break;
 		}
 		case 'f':
@@ -477,7 +488,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (o.view.host_watch && o.view.timeout_watched > o.view.timeout) {
-		v.watch = watch_new(&v, err, sizeof(err));
+		v.watch = watch_new(&v, o.view.max_watches, err, sizeof(err));
 		if (!v.watch) {
 			log_warn("host-side edits show up within %g s: %s",
 				 o.view.timeout, err);

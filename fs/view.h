@@ -57,6 +57,7 @@ struct view_config {
 	double timeout;			/* kernel cache without host watch, s */
 	double timeout_watched;		/* ... with it */
 	bool host_watch;
+	size_t max_watches;		/* 0: as many as inotify allows */
 	bool portable_names;
 	bool writeback;
 	size_t fd_budget;		/* O_PATH fds kept open; 0 = derive */

@@ -45,6 +45,7 @@ struct watch {
 	int stop;		/* eventfd: wakes the thread to exit */
 	pthread_t thread;
 	bool running;
+	size_t watches, max_watches;	/* atomic; max 0: no limit of ours */
 	bool limit_logged;
 };
 
@@ -152,6 +153,7 @@ static void forget_wd(void *arg, int wd)
 	struct watch *w = arg;
 
 	inotify_rm_watch(w->ifd, wd);
+	__atomic_fetch_sub(&w->watches, 1, __ATOMIC_RELAXED);
 }
 
 void watch_dir(struct watch *w, struct inode *dir, int fd)
@@ -161,15 +163,23 @@ void watch_dir(struct watch *w, struct inode *dir, int fd)
 
 	if (!w || __atomic_load_n(&dir->wd, __ATOMIC_RELAXED) != 0)
 		return;
-	confine_fd_path(fd, path);
-	wd = inotify_add_watch(w->ifd, path, WATCH_MASK);
-	if (wd < 0) {
-		if (!w->limit_logged) {
-			w->limit_logged = true;
-			log_warn("cannot watch more directories (%s): host-side changes below them show up after --cache-timeout; raise fs.inotify.max_user_watches",
-				 strerror(errno));
-		}
+	if (w->max_watches &&
+	    __atomic_load_n(&w->watches, __ATOMIC_RELAXED) >= w->max_watches) {
 		wd = -1;
+		errno = ENOSPC;
+	} else {
+		confine_fd_path(fd, path);
+		wd = inotify_add_watch(w->ifd, path, WATCH_MASK);
+	}
+	if (wd < 0) {
+		if (!__atomic_exchange_n(&w->limit_logged, true, __ATOMIC_RELAXED))
+			log_warn("cannot watch more directories (%s%s): host-side changes below them show up within %g s; raise %s",
+				 strerror(errno), w->max_watches ? ", --max-watches" : "",
+				 w->view->timeout,
+				 w->max_watches ? "--max-watches" : "fs.inotify.max_user_watches");
+		wd = -1;
+	} else {
+		__atomic_fetch_add(&w->watches, 1, __ATOMIC_RELAXED);
 	}
 	inode_set_watch(w->view->inodes, dir, wd);
 }
@@ -287,8 +297,10 @@ static void process(struct watch *w, const char *buf, ssize_t len)
 		dir = inode_find_watch(t, e->wd);
 		if (!dir)
 			continue;
-		if (e->mask & IN_IGNORED)
+		if (e->mask & IN_IGNORED) {
 			inode_set_watch(t, dir, -1);	/* the directory is gone */
+			__atomic_fetch_sub(&w->watches, 1, __ATOMIC_RELAXED);
+		}
 		else if (e->len == 0)
 			fuse_lowlevel_notify_inval_inode(w->se, id_of(dir), -1, 0);
 		else
@@ -331,7 +343,8 @@ static void watch_roots(struct watch *w)
 	}
 }
 
-struct watch *watch_new(struct view *v, char *err, size_t errlen)
+struct watch *watch_new(struct view *v, size_t max_watches, char *err,
+			size_t errlen)
 {
 	struct watch *w = calloc(1, sizeof(*w));
 
@@ -340,6 +353,7 @@ struct watch *watch_new(struct view *v, char *err, size_t errlen)
 		return NULL;
 	}
 	w->view = v;
+	w->max_watches = max_watches;
 	pthread_mutex_init(&w->lock, NULL);
 	w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	w->stop = eventfd(0, EFD_CLOEXEC);

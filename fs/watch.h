@@ -15,8 +15,9 @@
  * directory lock), and a file whose attributes are those the kernel was
  * last given has nothing new to tell.
  *
- * Where a directory cannot be watched (the inotify watch limit), entries
- * and attributes under it get the short cache timeout instead.
+ * Where a directory cannot be watched (the inotify watch limit, or the
+ * view's own --max-watches), entries and attributes under it get the
+ * short cache timeout instead.
  */
 #ifndef SBX_WATCH_H
 #define SBX_WATCH_H
@@ -26,9 +27,11 @@
 
 struct watch;
 
-/* Creates the watcher of view V and watches its roots. Returns NULL (with
- * a one-line reason in ERR) if inotify is unavailable. */
-struct watch *watch_new(struct view *v, char *err, size_t errlen);
+/* Creates the watcher of view V and watches its roots; at most
+ * MAX_WATCHES directories are watched (0: as many as inotify allows).
+ * Returns NULL (with a one-line reason in ERR) if inotify is unavailable. */
+struct watch *watch_new(struct view *v, size_t max_watches, char *err,
+			size_t errlen);
 
 /* Starts the event thread; notifications go to session SE. */
 int watch_start(struct watch *w, struct fuse_session *se);

@@ -335,6 +335,35 @@ START_TEST(test_layout_without_host_watch_edits_show_within_one_second)
 }
 END_TEST
 
+START_TEST(test_layout_unwatched_directories_fall_back_to_a_short_cache)
+{
+	struct tview u;
+	/* Five roots take the five watches: nothing below them is watched. */
+	const char *extra[] = { "--max-watches", "5", NULL };
+	char *log, *path;
+
+	ck_assert_int_eq(tview_mount(&u, NULL, "u", "t", extra), 0);
+	ck_assert_int_eq(mkdir(vpath(&u, "user-data/workspace/deep"), 0755), 0);
+	ck_assert_int_eq(write_file(vpath(&u, "user-data/workspace/deep/w"), "before"), 0);
+	ck_assert_str_eq(read_file(vpath(&u, "user-data/workspace/deep/w")), "before");
+	ck_assert(is_unlisted(vpath(&u, "user-data/workspace/deep/n")));
+	ck_assert(!exists(vpath(&u, "user-data/workspace/deep/n")));
+	ck_assert_int_eq(write_file(hpath(&u, "user-data/workspace/deep/w"), "after!"), 0);
+	ck_assert_int_eq(write_file(hpath(&u, "user-data/workspace/deep/n"), "n"), 0);
+	ck_assert_double_lt(wait_until(says_after, vpath(&u, "user-data/workspace/deep/w")), 1.2);
+	ck_assert_double_lt(wait_until(is_present, vpath(&u, "user-data/workspace/deep/n")), 1.2);
+	ck_assert_double_lt(wait_until(is_listed, vpath(&u, "user-data/workspace/deep/n")), 1.2);
+	/* The watched root itself still reacts at once. */
+	ck_assert_int_eq(write_file(hpath(&u, "user-data/workspace/top"), "t"), 0);
+	ck_assert_double_lt(wait_until(is_present, vpath(&u, "user-data/workspace/top")), 0.5);
+	tview_umount(&u);
+	ck_assert_int_gt(asprintf(&path, "%s/log/sbxfs-u-t.log", u.home), 0);
+	log = read_file(path);
+	ck_assert_ptr_nonnull(log);
+	ck_assert_ptr_nonnull(strstr(log, "cannot watch more directories"));
+}
+END_TEST
+
 START_TEST(test_layout_threads_are_isolated)
 {
 	struct tview other, bob;
@@ -468,6 +497,7 @@ Suite *suite_view_layout(void)
 	tcase_add_test(tc, test_layout_host_change_visible_within_one_second);
 	tcase_add_test(tc, test_layout_host_edits_reach_a_long_cache_at_once);
 	tcase_add_test(tc, test_layout_without_host_watch_edits_show_within_one_second);
+	tcase_add_test(tc, test_layout_unwatched_directories_fall_back_to_a_short_cache);
 	tcase_add_test(tc, test_layout_threads_are_isolated);
 	tcase_add_test(tc, test_layout_allow_other_files_belong_to_the_caller);
 	tcase_add_test(tc, test_layout_roots_on_another_filesystem_give_exdev_and_distinct_inodes);
