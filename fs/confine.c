@@ -5,8 +5,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -17,6 +19,44 @@ bool confine_name_ok(const char *name)
 {
 	return name && *name && !strchr(name, '/') && strcmp(name, ".") &&
 	       strcmp(name, "..");
+}
+
+/* The mount id of FD, or 0 if statx cannot tell. */
+static uint64_t mount_id(int fd)
+{
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) < 0 ||
+	    !(stx.stx_mask & STATX_MNT_ID))
+		return 0;
+	return stx.stx_mnt_id;
+}
+
+/* Where openat2 does not exist (kernels before 5.6, valgrind): NAME is
+ * one component opened with O_NOFOLLOW, which is all RESOLVE_BENEATH,
+ * _NO_SYMLINKS and _NO_MAGICLINKS guarantee for it; RESOLVE_NO_XDEV is
+ * checked after the fact by comparing mount ids. */
+static int openat_confined(int dirfd, const char *name, int flags, mode_t mode)
+{
+	int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+	uint64_t mnt;
+
+	if (fd < 0)
+		return neg_errno();
+	mnt = mount_id(fd);
+	if (mnt && mnt != mount_id(dirfd)) {
+		close(fd);
+		return -EXDEV;
+	}
+	return fd;
+}
+
+/* Process-wide by nature: the kernel has openat2 or it has not. */
+static bool no_openat2;
+
+void confine_use_openat2(bool use)
+{
+	__atomic_store_n(&no_openat2, !use, __ATOMIC_RELAXED);
 }
 
 static int openat2_confined(int dirfd, const char *name, int flags, mode_t mode)
@@ -30,9 +70,15 @@ static int openat2_confined(int dirfd, const char *name, int flags, mode_t mode)
 
 	if (!confine_name_ok(name))
 		return -EINVAL;
+	if (__atomic_load_n(&no_openat2, __ATOMIC_RELAXED))
+		return openat_confined(dirfd, name, flags, mode);
 	do
 		fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
 	while (fd < 0 && errno == EAGAIN);	/* a rename raced the lookup */
+	if (fd < 0 && errno == ENOSYS) {
+		__atomic_store_n(&no_openat2, true, __ATOMIC_RELAXED);
+		return openat_confined(dirfd, name, flags, mode);
+	}
 	return fd >= 0 ? fd : neg_errno();
 }
 

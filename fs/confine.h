@@ -40,6 +40,10 @@ int confine_opendir(int fd);
  * O_EXCL and O_NOFOLLOW are dropped). Returns an fd or -errno. */
 int confine_reopen(int fd, int flags);
 
+/* Chooses openat2 (the default; dropped by itself where the kernel or a
+ * tool such as valgrind lacks it) or the openat fallback, for tests. */
+void confine_use_openat2(bool use);
+
 /* Writes "/proc/self/fd/FD" into BUF, for calls that have no form taking
  * an O_PATH fd (xattrs, chmod, truncate). */
 void confine_fd_path(int fd, char buf[CONFINE_FD_PATH_MAX]);

@@ -101,8 +101,10 @@ START_TEST(test_home_refuses_symlink_planted_in_home)
 }
 END_TEST
 
+/* _i: 0 with openat2, 1 with the openat fallback. */
 START_TEST(test_confine_lookup_never_follows_or_climbs)
 {
+	confine_use_openat2(_i == 0);
 	const char *dir = test_dir("confine");
 	char p[PATH_MAX];
 	int dfd, fd;
@@ -132,6 +134,7 @@ START_TEST(test_confine_lookup_refuses_mount_crossing)
 {
 	int dfd = open("/", O_PATH | O_DIRECTORY);
 
+	confine_use_openat2(_i == 0);
 	ck_assert_int_ge(dfd, 0);
 	/* /proc is a mount point below /. */
 	ck_assert_int_eq(confine_lookup(dfd, "proc"), -EXDEV);
@@ -150,8 +153,8 @@ Suite *suite_unit_paths(void)
 	tcase_add_test(tc, test_home_default_prefers_env);
 	tcase_add_test(tc, test_home_thread_dirs_creates_private_layout);
 	tcase_add_test(tc, test_home_refuses_symlink_planted_in_home);
-	tcase_add_test(tc, test_confine_lookup_never_follows_or_climbs);
-	tcase_add_test(tc, test_confine_lookup_refuses_mount_crossing);
+	tcase_add_loop_test(tc, test_confine_lookup_never_follows_or_climbs, 0, 2);
+	tcase_add_loop_test(tc, test_confine_lookup_refuses_mount_crossing, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
