@@ -41,6 +41,7 @@ struct options {
 	char fuse_opts[4096];
 	bool foreground, debug, single_thread;
 	char home_buf[PATH_MAX];
+	char log_file[PATH_MAX + 64];	/* where the daemon logs, for messages */
 };
 
 static const char usage_text[] =
@@ -356,15 +357,18 @@ static int open_log(struct options *o)
 	_cleanup_(closep) int homefd = -1, logdir = -1;
 	int fd;
 
-	if (o->log_path)
+	if (o->log_path) {
+		snprintf(o->log_file, sizeof(o->log_file), "%s", o->log_path);
 		fd = open(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	else {
+	} else {
 		homefd = home_open(o->view.home);
 		logdir = homefd < 0 ? homefd : dir_ensure(homefd, "log", 0700);
 		if (logdir < 0)
 			return logdir;
 		snprintf(path, sizeof(path), "sbxfs-%s-%s.log", o->view.user,
 			 o->view.thread);
+		snprintf(o->log_file, sizeof(o->log_file), "%s/log/%s",
+			 o->view.home, path);
 		fd = openat(logdir, path, O_WRONLY | O_CREAT | O_APPEND |
 					   O_NOFOLLOW | O_CLOEXEC, 0600);
 	}
@@ -434,7 +438,7 @@ static void set_readahead(const struct stat *st, unsigned kb)
 }
 
 /* Waits until the child mounted (a byte on READY) and the mount answers. */
-static int wait_ready(int ready, pid_t child, const char *mp)
+static int wait_ready(int ready, pid_t child, const char *mp, const char *log)
 {
 	char c;
 	ssize_t n;
@@ -451,7 +455,7 @@ static int wait_ready(int ready, pid_t child, const char *mp)
 	if (waitpid(child, &status, WNOHANG) == child && WIFEXITED(status) &&
 	    WEXITSTATUS(status) != 0)
 		return WEXITSTATUS(status);
-	log_error("the daemon did not come up at %s", mp);
+	log_error("the daemon did not come up at %s; its log says why: %s", mp, log);
 	return 1;
 }
 
@@ -520,7 +524,7 @@ int main(int argc, char **argv)
 		}
 		if (pid > 0) {
 			close(pipefd[1]);
-			r = wait_ready(pipefd[0], pid, o.mountpoint);
+			r = wait_ready(pipefd[0], pid, o.mountpoint, o.log_file);
 			watch_free(v.watch);
 			view_close(&v);
 			return r;
