@@ -99,8 +99,9 @@ static void lru_push(struct inode_table *t, struct inode *i)
 	t->lru.lru_next = i;
 }
 
-/* Closes idle fds, oldest first, until the budget holds. Pinned inodes and
- * those with open handles are skipped (their fd is in use). */
+/* Closes idle fds, oldest first, until the budget holds. Inodes with open
+ * handles are not on the list; pinned ones (in use by a request right
+ * now) are skipped. */
 static void lru_trim(struct inode_table *t)
 {
 	struct inode *i = t->lru.lru_prev;
@@ -108,7 +109,7 @@ static void lru_trim(struct inode_table *t)
 	while (t->fds > t->fd_budget && i != &t->lru) {
 		struct inode *prev = i->lru_prev;
 
-		if (!i->pins && !i->opens) {
+		if (!i->pins) {
 			lru_unlink(i);
 			close(i->fd);
 			i->fd = -1;
@@ -125,7 +126,8 @@ static void attach_fd(struct inode_table *t, struct inode *ino, int fd)
 	ino->fd = fd;
 	if (evictable(ino)) {
 		t->fds++;
-		lru_push(t, ino);
+		if (!ino->opens)
+			lru_push(t, ino);
 	}
 }
 
@@ -412,7 +414,8 @@ void inode_unpin(struct inode_table *t, struct inode *ino)
 void inode_open_ref(struct inode_table *t, struct inode *ino, bool writer)
 {
 	pthread_mutex_lock(&t->lock);
-	ino->opens++;
+	if (ino->opens++ == 0)
+		lru_unlink(ino);	/* an open handle keeps the fd */
 	ino->writers += writer;
 	pthread_mutex_unlock(&t->lock);
 }
@@ -420,8 +423,9 @@ void inode_open_ref(struct inode_table *t, struct inode *ino, bool writer)
 void inode_open_unref(struct inode_table *t, struct inode *ino, bool writer)
 {
 	pthread_mutex_lock(&t->lock);
-	ino->opens--;
 	ino->writers -= writer;
+	if (--ino->opens == 0 && ino->fd >= 0 && evictable(ino))
+		lru_push(t, ino);
 	release_if_unused(t, ino);
 	pthread_mutex_unlock(&t->lock);
 }

@@ -138,6 +138,41 @@ START_TEST(test_inode_forget_frees_and_lookups_count)
 }
 END_TEST
 
+START_TEST(test_inode_open_handles_keep_their_fd_beyond_the_budget)
+{
+	struct fixture f;
+	struct inode *open_ones[5], *other;
+	char name[16];
+
+	fixture_init(&f, 2, 20);
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		open_ones[i] = look(&f, name);
+		/* As op_open does: pin (finding the fd again), open, unpin. */
+		ck_assert_int_ge(inode_fd_get(f.t, open_ones[i]), 0);
+		inode_open_ref(f.t, open_ones[i], i % 2);
+		inode_unpin(f.t, open_ones[i]);
+	}
+	for (int i = 5; i < 20; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		other = look(&f, name);
+	}
+	struct inode_stats st;
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_ge(open_ones[i]->fd, 0);
+	inode_table_stats(f.t, &st);
+	ck_assert_uint_le(st.fds, 5 + 2);
+	/* Closed again, they are ordinary evictable inodes. */
+	for (int i = 0; i < 5; i++)
+		inode_open_unref(f.t, open_ones[i], i % 2);
+	ck_assert_int_ge(inode_fd_get(f.t, other), 0);
+	inode_unpin(f.t, other);
+	inode_table_stats(f.t, &st);
+	ck_assert_uint_le(st.fds, 2);
+	inode_table_free(f.t);
+}
+END_TEST
+
 Suite *suite_unit_inode(void)
 {
 	Suite *s = suite_create("unit_inode");
@@ -147,6 +182,7 @@ Suite *suite_unit_inode(void)
 	tcase_add_test(tc, test_inode_reports_stale_after_host_replacement);
 	tcase_add_test(tc, test_inode_follows_renames_through_the_view);
 	tcase_add_test(tc, test_inode_forget_frees_and_lookups_count);
+	tcase_add_test(tc, test_inode_open_handles_keep_their_fd_beyond_the_budget);
 	suite_add_tcase(s, tc);
 	return s;
 }
