@@ -187,6 +187,7 @@ static int check_new_name(struct view *v, fuse_req_t req, struct inode *dir,
  *    keeps our capabilities across the switch. */
 struct as_caller {
 	bool switched;
+	mode_t umask;	/* to apply by hand where the thread could not unshare */
 };
 
 static __thread bool thread_fs_unshared;
@@ -201,14 +202,20 @@ static bool unshare_thread_fs(void)
 static struct as_caller caller_enter(struct view *v, fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct as_caller c = { false, 0 };
 
-	if (v->caller_umask && unshare_thread_fs())
-		umask(ctx->umask);
-	if (!v->creds_switch || (ctx->uid == 0 && ctx->gid == 0))
-		return (struct as_caller){ false };
-	setfsgid(ctx->gid);
-	setfsuid(ctx->uid);
-	return (struct as_caller){ true };
+	if (v->caller_umask) {
+		if (unshare_thread_fs())
+			umask(ctx->umask);
+		else
+			c.umask = ctx->umask;	/* default ACLs then lose */
+	}
+	if (v->creds_switch && (ctx->uid != 0 || ctx->gid != 0)) {
+		setfsgid(ctx->gid);
+		setfsuid(ctx->uid);
+		c.switched = true;
+	}
+	return c;
 }
 
 static void caller_leave(struct as_caller *c)
@@ -548,10 +555,10 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct as_caller c = caller_enter(v, req);
 	switch (kind) {
 	case MAKE_NODE:
-		r = mknodat(p.fd, name, mode, rdev);
+		r = mknodat(p.fd, name, mode & ~c.umask, rdev);
 		break;
 	case MAKE_DIR:
-		r = mkdirat(p.fd, name, mode);
+		r = mkdirat(p.fd, name, mode & ~c.umask);
 		break;
 	case MAKE_SYMLINK:
 		r = symlinkat(target, p.fd, name);
@@ -845,7 +852,7 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 	if (creating)
 		watch_expect(v->watch, dir, name, true);
 	struct as_caller c = caller_enter(v, req);
-	fd = confine_open_at(p.fd, name, flags, mode);
+	fd = confine_open_at(p.fd, name, flags, mode & ~c.umask);
 	caller_leave(&c);
 	if (fd < 0) {
 		if (creating)
