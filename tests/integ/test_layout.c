@@ -479,6 +479,37 @@ START_TEST(test_layout_roots_on_another_filesystem_give_exdev_and_distinct_inode
 }
 END_TEST
 
+START_TEST(test_layout_hard_link_survives_unlink_of_the_name_it_was_known_by)
+{
+	struct tview m;
+	const char *extra[] = { "--fd-budget", "8", NULL };
+	struct stat st;
+
+	if (geteuid() != 0)
+		return;		/* drop_caches */
+	ck_assert_int_eq(tview_mount(&m, NULL, "u", "t", extra), 0);
+	ck_assert_int_eq(write_file(vpath(&m, "user-data/workspace/a"), "shared"), 0);
+	ck_assert_int_eq(link(vpath(&m, "user-data/workspace/a"),
+			      vpath(&m, "user-data/workspace/b")), 0);
+	/* Make "a" the name the daemon last saw the file under. */
+	ck_assert_int_eq(sh("sync; echo 2 > /proc/sys/vm/drop_caches"), 0);
+	ck_assert_int_eq(stat(vpath(&m, "user-data/workspace/b"), &st), 0);
+	ck_assert_int_eq(stat(vpath(&m, "user-data/workspace/a"), &st), 0);
+	ck_assert_int_eq(unlink(vpath(&m, "user-data/workspace/a")), 0);
+	/* Push its O_PATH fd out of an 8-fd budget. */
+	for (int i = 0; i < 40; i++)
+		ck_assert_int_eq(write_file(vpath(&m, "user-data/workspace/pad%d", i), "p"), 0);
+	int r = stat(vpath(&m, "user-data/workspace/b"), &st);
+	int err = errno;
+	char *text = read_file(vpath(&m, "user-data/workspace/b"));
+	tview_umount(&m);
+	ck_assert_msg(r == 0, "stat b: %s", strerror(err));
+	ck_assert_int_eq(st.st_nlink, 1);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_str_eq(text, "shared");
+}
+END_TEST
+
 Suite *suite_view_layout(void)
 {
 	Suite *s = suite_create("view_layout");
@@ -501,6 +532,7 @@ Suite *suite_view_layout(void)
 	tcase_add_test(tc, test_layout_threads_are_isolated);
 	tcase_add_test(tc, test_layout_allow_other_files_belong_to_the_caller);
 	tcase_add_test(tc, test_layout_roots_on_another_filesystem_give_exdev_and_distinct_inodes);
+	tcase_add_test(tc, test_layout_hard_link_survives_unlink_of_the_name_it_was_known_by);
 	suite_add_tcase(s, tc);
 	return s;
 }
