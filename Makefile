@@ -11,8 +11,9 @@
 VERSION    := 0.1.0
 PREFIX     ?= /usr/local
 DESTDIR    ?=
-# mount(8) looks for helpers in /sbin only, whatever PREFIX is.
-MOUNT_HELPER_DIR ?= /sbin
+# mount(8) looks for helpers in /sbin only: install with PREFIX=/usr (on
+# Debian /usr/sbin is /sbin) or MOUNT_HELPER_DIR=/sbin for mount -t fuse.sbxfs.
+MOUNT_HELPER_DIR ?= $(PREFIX)/sbin
 CC         ?= cc
 PKG_CONFIG ?= pkg-config
 
