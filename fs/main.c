@@ -287,6 +287,25 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 	return 0;
 }
 
+/* True if PROG is an executable in /usr/bin or on $PATH. */
+static bool have_program(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	snprintf(buf, sizeof(buf), "/usr/bin/%s", prog);
+	if (access(buf, X_OK) == 0)
+		return true;
+	for (const char *p = path; p && *p;) {
+		size_t n = strcspn(p, ":");
+		if (n && snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, p, prog) <
+				 (int)sizeof(buf) && access(buf, X_OK) == 0)
+			return true;
+		p += n + (p[n] == ':');
+	}
+	return false;
+}
+
 /* A stale FUSE mount (its daemon died) answers ENOTCONN; detach it so the
  * new mount can take its place. Returns 0 or -errno with a message out. */
 static int check_mountpoint(const char *mp)
@@ -330,6 +349,10 @@ static int check_mountpoint(const char *mp)
 		log_error("%s is already a mount point; unmount it first (sbx umount %s)",
 			  mp, mp);
 		return -EBUSY;
+	}
+	if (geteuid() != 0 && !have_program("fusermount3")) {
+		log_error("fusermount3 is missing: a user other than root mounts through it (install the fuse3 package)");
+		return -ENOENT;
 	}
 	if (access("/dev/fuse", R_OK | W_OK) < 0) {
 		int e = errno;
