@@ -1122,23 +1122,39 @@ static int readdir_backing(struct view *v, fuse_req_t req, struct inode *dir,
 	return (int)used;
 }
 
+static void dir_handle_close(struct dir_handle *d)
+{
+	if (d->dp)
+		closedir(d->dp);
+}
+
+/* A stream for one request, where the kernel opened the directory without
+ * us (no OPENDIR); closed when it leaves scope. */
+#define _dir_once_ _cleanup_(dir_handle_close) struct dir_handle
+
+/* The open directory of FI, or ONCE if there is none. */
+static struct dir_handle *dir_of(const struct fuse_file_info *fi,
+				 struct dir_handle *once)
+{
+	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
+
+	return d ? d : once;
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 		       struct fuse_file_info *fi, bool plus)
 {
 	struct view *v = req_view(req);
 	struct inode *dir = node(v, id);
-	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
-	struct dir_handle once = { .offset = -1 };
+	_dir_once_ once = { .offset = -1 };
 	_cleanup_(freep) char *buf = malloc(size);
 	int r;
 
 	if (!buf)
 		return reply_status(req, -ENOMEM);
 	r = dir->synth ? readdir_synth(v, req, dir, plus, off, buf, size)
-		       : readdir_backing(v, req, dir, d ? d : &once, plus, off,
-					 buf, size);
-	if (once.dp)
-		closedir(once.dp);
+		       : readdir_backing(v, req, dir, dir_of(fi, &once), plus,
+					 off, buf, size);
 	if (r < 0)
 		return reply_status(req, r);
 	fuse_reply_buf(req, buf, (size_t)r);
@@ -1162,8 +1178,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t id,
 	struct view *v = req_view(req);
 	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
 
-	if (d->dp)
-		closedir(d->dp);
+	dir_handle_close(d);
 	free(d);
 	inode_open_unref(v->inodes, node(v, id), false);
 	fuse_reply_err(req, 0);
@@ -1174,21 +1189,17 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t id, int datasync,
 {
 	struct view *v = req_view(req);
 	struct inode *dir = node(v, id);
-	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
-	struct dir_handle once = { .offset = -1 };
+	_dir_once_ once = { .offset = -1 };
+	struct dir_handle *d = dir_of(fi, &once);
 	int fd, r;
 
 	if (dir->synth)
 		return reply_status(req, 0);	/* nothing to persist */
-	if (!d)
-		d = &once;	/* no opendir: a stream for this request */
 	r = dir_handle_open(v, dir, d);
 	if (r == 0) {
 		fd = dirfd(d->dp);
 		r = (datasync ? fdatasync(fd) : fsync(fd)) < 0 ? neg_errno() : 0;
 	}
-	if (once.dp)
-		closedir(once.dp);
 	reply_status(req, r);
 }
 
