@@ -31,15 +31,20 @@ OBJ        := build/$(VARIANT)
 FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags fuse3 2>/dev/null)
 FUSE_LIBS   := $(shell $(PKG_CONFIG) --libs fuse3 2>/dev/null)
 CHECK_LIBS  := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
+STORE_LIBS  := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null)
+CRYPTO_LIBS := $(shell $(PKG_CONFIG) --libs libcrypto 2>/dev/null)
+JSON_LIBS   := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
-           -DSBX_VERSION='"$(VERSION)"' -Icommon -Ifs -Itests $(FUSE_CFLAGS) $(SANFLAGS) -MMD -MP
+           -DSBX_VERSION='"$(VERSION)"' -Icommon -Ifs -Istore -Itests $(FUSE_CFLAGS) $(SANFLAGS) -MMD -MP
 LDFLAGS += $(SANFLAGS)
 
 COMMON_SRC := common/log.c common/ids.c common/home.c
-FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/view.c fs/ops.c fs/watch.c fs/channel.c
-TEST_SRC   := tests/check_main.c tests/harness.c \
+STORE_SRC  := store/store.c store/writer.c
+FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/view.c fs/ops.c fs/watch.c fs/channel.c \
+              fs/gate.c $(STORE_SRC)
+TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \
               $(wildcard tests/unit/*.c) $(wildcard tests/integ/*.c)
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
@@ -52,15 +57,15 @@ $(OBJ)/%.o: %.c
 
 $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) -lpthread
 
-$(BIN)/sbx: $(call obj,cli/sbx.c $(COMMON_SRC))
+$(BIN)/sbx: $(call obj,cli/sbx.c cli/audit.c $(STORE_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^
+	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(JSON_LIBS) -lpthread
 
 $(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(FUSE_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) -lpthread
 
 deps:
 	@mount-helpers/install-deps

@@ -1,10 +1,12 @@
-/* sbx.c - the sbx command: mounting and unmounting views (more commands
- * join as the store and the broker land).
+/* sbx.c - the sbx command: option handling shared by every subcommand,
+ * mount and umount (the other commands live in cli/NAME.c, see cli.h).
  *
  * Errors go to stderr as "sbx: <what failed>: <why>"; exit status 2 for
  * usage errors, 1 for failures.
  */
 #include "cleanup.h"
+#include "cli.h"
+#include "home.h"
 #include "log.h"
 
 #include <errno.h>
@@ -30,6 +32,8 @@ static const char usage_text[] =
 	"  mount --user ID --thread ID [sbxfs options] MOUNTPOINT\n"
 	"                     mount a thread's view (runs sbxfs; see sbxfs --help)\n"
 	"  umount MOUNTPOINT  unmount a view, also one whose daemon died\n"
+	"  audit --user ID --thread ID [--format text|json]\n"
+	"                     list the writes the read-before-write gate refused\n"
 	"\n"
 	"Options for every command (before or after it):\n"
 	"  --home DIR         $SBX_HOME (default: $SBX_HOME, else /var/lib/sbxfs for\n"
@@ -62,10 +66,7 @@ static int run_wait(const char *const argv[])
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Matches "--home DIR" (consuming two arguments) or "--home=DIR" at
- * ARGV[*I]; stores DIR in *HOME. Returns 1 if matched, 0 if not, -1 if
- * the value is missing. */
-static int take_home(int argc, char **argv, int *i, const char **home)
+int take_home(int argc, char **argv, int *i, const char **home)
 {
 	if (!strncmp(argv[*i], "--home=", 7)) {
 		*home = argv[*i] + 7;
@@ -77,6 +78,24 @@ static int take_home(int argc, char **argv, int *i, const char **home)
 		return -1;
 	*home = argv[++*i];
 	return 1;
+}
+
+int resolve_home(const char *command, const char *home, char *buf, size_t size)
+{
+	if (home && !*home) {
+		fprintf(stderr, "sbx: %s: --home is empty\n", command);
+		return -1;
+	}
+	if (home) {
+		if ((size_t)snprintf(buf, size, "%s", home) < size)
+			return 0;
+		fprintf(stderr, "sbx: %s: the --home path is too long\n", command);
+		return -1;
+	}
+	if (home_default(buf, size) == 0)
+		return 0;
+	fprintf(stderr, "sbx: %s: no home: set --home or $SBX_HOME\n", command);
+	return -1;
 }
 
 static int cmd_umount(int argc, char **argv)
@@ -206,6 +225,8 @@ int main(int argc, char **argv)
 		return cmd_mount(argc - i, argv + i, home);
 	if (!strcmp(argv[i], "umount"))
 		return cmd_umount(argc - i, argv + i);
+	if (!strcmp(argv[i], "audit"))
+		return cmd_audit(argc - i, argv + i, home);
 	fprintf(stderr, "sbx: unknown command '%s'\nTry 'sbx --help'.\n", argv[i]);
 	return 2;
 }

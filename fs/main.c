@@ -13,6 +13,9 @@
 #include "view.h"
 #include "watch.h"
 #include "channel.h"
+#include "gate.h"
+#include "store.h"
+#include "writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -76,6 +79,14 @@ static const char usage_text[] =
 	"                            edits (default: on); with off, or where the\n"
 	"                            inotify limit is reached, host edits show up\n"
 	"                            within min(1, --cache-timeout) seconds\n"
+	"  --rbw MODE                read-before-write gate: enforce (default) refuses\n"
+	"                            (EACCES) to overwrite, truncate or replace an\n"
+	"                            existing file the thread has not read in its\n"
+	"                            current version; strict also wants a fresh\n"
+	"                            read after the thread's own writes; audit only\n"
+	"                            records what enforce would refuse; off\n"
+	"  --rbw-unlink              the gate also covers unlink (a file must have\n"
+	"                            been read) and rmdir (listed)\n"
 	"  --writeback               kernel writeback cache: faster small writes,\n"
 	"                            but edits made on the host to files open in\n"
 	"                            the view may be overwritten; off by default\n"
@@ -127,7 +138,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 {
 	enum { OPT_USER = 256, OPT_THREAD, OPT_HOME, OPT_SKILLS, OPT_MOUNT,
 	       OPT_PORTABLE, OPT_TIMEOUT, OPT_WRITEBACK, OPT_LOG, OPT_FD_BUDGET,
-	       OPT_HOST_WATCH, OPT_MAX_WATCHES };
+	       OPT_HOST_WATCH, OPT_MAX_WATCHES, OPT_RBW, OPT_RBW_UNLINK };
 	static const struct option longopts[] = {
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "thread", required_argument, NULL, OPT_THREAD },
@@ -139,6 +150,8 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		{ "host-watch", required_argument, NULL, OPT_HOST_WATCH },
 		{ "max-watches", required_argument, NULL, OPT_MAX_WATCHES },
 		{ "writeback", no_argument, NULL, OPT_WRITEBACK },
+		{ "rbw", required_argument, NULL, OPT_RBW },
+		{ "rbw-unlink", no_argument, NULL, OPT_RBW_UNLINK },
 		{ "log", required_argument, NULL, OPT_LOG },
 		{ "fd-budget", required_argument, NULL, OPT_FD_BUDGET },
 		{ "foreground", no_argument, NULL, 'f' },
@@ -209,6 +222,17 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		case OPT_WRITEBACK:
 			o->view.writeback = true;
 			break;
+		case OPT_RBW: {
+			enum gate_mode mode;
+			if (gate_mode_parse(optarg, &mode) < 0)
+				return usage_error("--rbw takes enforce, strict, audit or off, not '%s'",
+						   optarg);
+			o->view.rbw = (int)mode;
+			break;
+		}
+		case OPT_RBW_UNLINK:
+			o->view.rbw_unlink = true;
+			break;
 		case OPT_LOG:
 			o->log_path = optarg;
 			break;
@@ -267,6 +291,12 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		o->view.timeout_watched = o->view.timeout;
 	if (!o->view.user || !o->view.thread)
 		return usage_error("--user and --thread are required%s", "");
+	/* With the writeback cache, writes reach the daemon long after the
+	 * write(2) returned: too late to refuse one. */
+	if (o->view.writeback &&
+	    (o->view.rbw == GATE_ENFORCE || o->view.rbw == GATE_STRICT))
+		return usage_error("--writeback needs --rbw audit or --rbw off: with the writeback cache a refused write would be lost after write(2) succeeded%s",
+				   "");
 	if (id_check(o->view.user, &why) < 0) {
 		fprintf(stderr, "sbxfs: invalid user id '%s': %s\n", o->view.user, why);
 		return 2;
@@ -482,6 +512,42 @@ static int wait_ready(int ready, pid_t child, const char *mp, const char *log)
 	return 1;
 }
 
+/* The read-before-write gate, with its marks from earlier mounts and a
+ * writer for new rows. Without a usable store the gate still works, with
+ * marks in memory and refusals in the log only. Runs after the fork: the
+ * gate and the writer have threads, SQLite connections do not cross
+ * fork(). */
+static struct gate *gate_start(const struct view_config *cfg,
+			       struct store_writer **writer)
+{
+	char err[PATH_MAX + 256];
+	struct store *s;
+	struct gate *g;
+	int n;
+
+	*writer = NULL;
+	if (cfg->rbw == GATE_OFF)
+		return NULL;
+	g = gate_new((enum gate_mode)cfg->rbw, cfg->rbw_unlink, NULL);
+	if (!g)
+		return NULL;
+	if (store_open(cfg->home, &s, err, sizeof(err)) < 0) {
+		log_warn("read marks and audit rows are kept in memory and this log only: %s",
+			 err);
+		return g;
+	}
+	n = gate_load(g, s, cfg->user, cfg->thread);
+	if (n < 0)
+		log_warn("read marks of earlier mounts are not used: %s", strerror(-n));
+	else if (n > 0)
+		log_info("%d read marks from earlier mounts", n);
+	*writer = store_writer_start(s, cfg->user, cfg->thread);
+	if (!*writer)
+		log_warn("read marks and audit rows are kept in memory and this log only: cannot start the store writer");
+	gate_set_writer(g, *writer);
+	return g;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
@@ -594,10 +660,26 @@ int main(int argc, char **argv)
 		v.watch = NULL;
 		v.timeout_watched = v.timeout;
 	}
-	log_info("mounted %s/%s at %s", o.view.user, o.view.thread, o.mountpoint);
+	/* No request is served before the loop runs, so the gate may start
+	 * this late: its messages then go to the log. */
+	struct store_writer *writer;
+	v.gate = gate_start(&o.view, &writer);
+	if (o.view.rbw != GATE_OFF && !v.gate) {
+		log_error("cannot start the read-before-write gate: out of memory");
+		fuse_session_unmount(se);
+		fuse_session_destroy(se);
+		view_close(&v);
+		return 1;
+	}
+	log_info("mounted %s/%s at %s (read-before-write: %s%s)", o.view.user,
+		 o.view.thread, o.mountpoint, gate_mode_name((enum gate_mode)o.view.rbw),
+		 o.view.rbw_unlink ? ", unlink too" : "");
 	r = run_loop(&o, se);
 	watch_free(v.watch);
 	v.watch = NULL;
+	gate_free(v.gate);
+	v.gate = NULL;
+	store_writer_stop(writer);
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);

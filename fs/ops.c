@@ -7,6 +7,7 @@
 #include "ops.h"
 #include "cleanup.h"
 #include "confine.h"
+#include "gate.h"
 #include "inode.h"
 #include "log.h"
 #include "names.h"
@@ -75,6 +76,7 @@ static void unpin(struct pinned *p)
 struct open_file {
 	int fd;
 	bool writer;		/* opened to modify (write access, O_TRUNC, create) */
+	bool authorized;	/* the gate let it modify; kept until close */
 };
 
 static struct open_file *fh_of(const struct fuse_file_info *fi)
@@ -132,24 +134,79 @@ static bool in_uploads(struct view *v, struct inode *dir)
 	return root && root->uploads;
 }
 
+/* The command name of process PID ("?" if it is gone). */
+static void caller_comm(pid_t pid, char comm[static 64])
+{
+	char proc[64];
+	_cleanup_(closep) int fd = -1;
+
+	strcpy(comm, "?");
+	snprintf(proc, sizeof(proc), "/proc/%d/comm", (int)pid);
+	fd = open(proc, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, comm, 63);
+		comm[n > 0 ? n : 0] = '\0';
+		comm[strcspn(comm, "\n")] = '\0';
+	}
+}
+
 /* Logs a refused request with enough context to act on it. */
 static void log_refusal(struct view *v, fuse_req_t req, struct inode *dir,
 			const char *name, const char *op, const char *why)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	char path[PATH_MAX], comm[64] = "?", proc[64];
-	_cleanup_(closep) int fd = -1;
+	char path[PATH_MAX], comm[64];
 
-	snprintf(proc, sizeof(proc), "/proc/%d/comm", (int)ctx->pid);
-	fd = open(proc, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t n = read(fd, comm, sizeof(comm) - 1);
-		comm[n > 0 ? n : 0] = '\0';
-		comm[strcspn(comm, "\n")] = '\0';
-	}
+	caller_comm(ctx->pid, comm);
 	log_warn("refused %s of '%s': %s (pid %d, %s)", op,
 		 inode_path(v->inodes, dir, name, path, sizeof(path)), why,
 		 (int)ctx->pid, comm);
+}
+
+/* The path a thread's tools use for DIR/NAME (NAME may be NULL):
+ * "/mnt/user-data/workspace/a.txt". Returns BUF. */
+static char *virtual_path(struct view *v, struct inode *dir, const char *name,
+			  char *buf, size_t size)
+{
+	static const char prefix[] = "/mnt/";
+
+	snprintf(buf, size, "%s", prefix);
+	inode_path(v->inodes, dir, name, buf + sizeof(prefix) - 1,
+		   size - (sizeof(prefix) - 1));
+	return buf;
+}
+
+/* Read-before-write: decides a content change of the file DIR/NAME (or
+ * DIR itself, NAME NULL) whose attributes are ST, with T locked. A refusal
+ * (or, in audit mode, a would-be refusal) is logged and audited. Returns
+ * 0 or -EACCES; T stays locked either way. */
+static int gate_decide(struct view *v, fuse_req_t req, struct gate_ticket *t,
+		       struct inode *dir, const char *name,
+		       const struct stat *st, int fd, const char *op)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	char path[PATH_MAX], comm[64];
+	bool want = gate_wants_path(v->gate);
+
+	if (want)
+		virtual_path(v, dir, name, path, sizeof(path));
+	if (gate_check(t, st, fd, want ? path : NULL) == GATE_OK)
+		return 0;
+	if (!want)
+		virtual_path(v, dir, name, path, sizeof(path));
+	caller_comm(ctx->pid, comm);
+	gate_report(v->gate, t, path, op, ctx->pid, comm);
+	return gate_mode(v->gate) == GATE_AUDIT ? 0 : -EACCES;
+}
+
+/* Stores the mark of INO (attributes ST) if it moved since last stored. */
+static void gate_store(struct view *v, struct inode *ino, const struct stat *st)
+{
+	char path[PATH_MAX];
+
+	if (gate_dirty(v->gate, st))
+		gate_persist(v->gate, st,
+			     virtual_path(v, ino, NULL, path, sizeof(path)));
 }
 
 /* Checks a name about to be created in DIR (fd DFD). Returns 0, -EINVAL
@@ -174,6 +231,92 @@ static int check_new_name(struct view *v, fuse_req_t req, struct inode *dir,
 		return -EEXIST;
 	log_refusal(v, req, dir, name, op, why);
 	return -EINVAL;
+}
+
+/* Locks T for the file DIR/NAME (attributes ST, FD any fd of it) and, if
+ * OP is set, decides a content change OP of it; a refusal unlocks T. */
+static int gate_begin(struct view *v, fuse_req_t req, struct gate_ticket *t,
+		      struct inode *dir, const char *name,
+		      const struct stat *st, int fd, const char *op)
+{
+	int r = 0;
+
+	gate_lock(v->gate, t, st);
+	if (v->gate && op)
+		r = gate_decide(v, req, t, dir, name, st, fd, op);
+	if (r < 0)
+		gate_unlock(t, NULL, false);
+	return r;
+}
+
+/* The same for the entry DIR/NAME of directory fd DFD, about to be
+ * replaced, removed or truncated. *EXISTS tells whether there is one (with
+ * the gate off, it is not looked at). *FD receives an O_PATH fd of a
+ * regular file: for the hash fallback, and for gate_end_name() to carry
+ * the mark of a file that keeps other links. */
+static int gate_begin_name(struct view *v, fuse_req_t req,
+			   struct gate_ticket *t, struct inode *dir, int dfd,
+			   const char *name, const char *op, bool *exists,
+			   int *fd)
+{
+	struct stat st;
+	int r;
+
+	*exists = false;
+	*fd = -1;
+	gate_lock(NULL, t, NULL);
+	if (!v->gate || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	*exists = true;
+	if (S_ISREG(st.st_mode) && (op || st.st_nlink > 1))
+		*fd = confine_lookup(dfd, name);
+	r = gate_begin(v, req, t, dir, name, &st, *fd, op);
+	if (r < 0)
+		closep(fd);
+	return r;
+}
+
+/* Ends it after the name was replaced or removed: other hard links of the
+ * file saw their ctime move, and a current mark stays current. */
+static void gate_end_name(struct gate_ticket *t, int *fd)
+{
+	struct stat after;
+
+	gate_unlock(t, *fd >= 0 && fstat(*fd, &after) == 0 ? &after : NULL,
+		    false);
+	closep(fd);
+	*fd = -1;
+}
+
+/* A change through handle H of INO: H is authorized by its first change
+ * and keeps the right until closed. The check and the change it allows
+ * are atomic under T (gate_unlock ends both). */
+static int handle_change_begin(struct view *v, fuse_req_t req,
+			       struct inode *ino, struct open_file *h,
+			       struct gate_ticket *t, const char *op)
+{
+	struct stat st;
+	int r;
+
+	gate_lock(NULL, t, NULL);
+	if (!v->gate)
+		return 0;
+	if (fstat(h->fd, &st) < 0)
+		return neg_errno();
+	r = gate_begin(v, req, t, ino, NULL, &st, h->fd, h->authorized ? NULL : op);
+	if (r == 0)
+		h->authorized = true;
+	return r;
+}
+
+/* Ends it: the thread has seen what it wrote, so the mark follows. */
+static void handle_change_end(struct gate_ticket *t, struct open_file *h,
+			      bool changed)
+{
+	struct stat after;
+
+	gate_unlock(t, changed && fstat(h->fd, &after) == 0 ? &after : NULL,
+		    true);
 }
 
 /* New entries are made as the caller would make them natively:
@@ -447,19 +590,14 @@ static int set_times(int pfd, int fh, const struct stat *attr, int valid)
 	return utimensat(AT_FDCWD, path, ts, 0) < 0 ? neg_errno() : 0;
 }
 
-static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
-		      struct stat *attr, int valid, struct fuse_file_info *fi)
+/* The backing calls of a setattr; ATTR receives the attributes after. */
+static int apply_setattr(struct view *v, fuse_req_t req, int pfd, int fh,
+			 struct stat *attr, int valid)
 {
-	int fh = fi && S_ISREG(ino->type) ? fd_of(fi) : -1, r;
 	char path[CONFINE_FD_PATH_MAX];
+	int r;
 
-	r = view_may_modify(v, ino);
-	if (r < 0)
-		return r;
-	_pinned_ p = pin(v, ino);
-	if (p.fd < 0)
-		return p.fd;
-	confine_fd_path(p.fd, path);
+	confine_fd_path(pfd, path);
 	if (valid & FUSE_SET_ATTR_MODE) {
 		r = fh >= 0 ? fchmod(fh, attr->st_mode)
 			    : chmod(path, attr->st_mode);
@@ -470,12 +608,12 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 		uid_t uid = valid & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1;
 		gid_t gid = valid & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1;
 
-		if (fchownat(p.fd, "", uid, gid,
+		if (fchownat(pfd, "", uid, gid,
 			     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 			return neg_errno();
 	}
 	if (valid & FUSE_SET_ATTR_SIZE) {
-		r = drop_privs(v, req, fh >= 0 ? fh : p.fd, fh < 0);
+		r = drop_privs(v, req, fh >= 0 ? fh : pfd, fh < 0);
 		if (r < 0)
 			return r;
 		r = fh >= 0 ? ftruncate(fh, attr->st_size)
@@ -485,12 +623,41 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 	}
 	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
 		     FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)) {
-		r = set_times(p.fd, fh, attr, valid);
+		r = set_times(pfd, fh, attr, valid);
 		if (r < 0)
 			return r;
 	}
-	r = fh >= 0 ? (fstat(fh, attr) < 0 ? neg_errno() : 0)
-		    : stat_fd(p.fd, attr);
+	return fh >= 0 ? (fstat(fh, attr) < 0 ? neg_errno() : 0)
+		       : stat_fd(pfd, attr);
+}
+
+static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
+		      struct stat *attr, int valid, struct fuse_file_info *fi)
+{
+	int fh = fi && S_ISREG(ino->type) ? fd_of(fi) : -1, r;
+	bool resize = valid & FUSE_SET_ATTR_SIZE;
+	struct gate_ticket t;
+	struct stat st;
+
+	r = view_may_modify(v, ino);
+	if (r < 0)
+		return r;
+	_pinned_ p = pin(v, ino);
+	if (p.fd < 0)
+		return p.fd;
+	/* A truncation changes content (gated); anything else keeps a
+	 * current read mark current across the ctime it moves. */
+	if (resize && fh >= 0)
+		r = handle_change_begin(v, req, ino, fh_of(fi), &t, "truncate");
+	else if (v->gate && (r = stat_fd(p.fd, &st)) == 0)
+		r = gate_begin(v, req, &t, ino, NULL, &st, p.fd,
+			       resize ? "truncate" : NULL);
+	else
+		gate_lock(NULL, &t, NULL);
+	if (r < 0)
+		return r;
+	r = apply_setattr(v, req, p.fd, fh, attr, valid);
+	gate_unlock(&t, r == 0 ? attr : NULL, resize);
 	if (r == 0) {
 		inode_note_attr(v->inodes, ino, attr);
 		view_map_attr(v, ino, attr);
@@ -572,6 +739,11 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 
 	fd = confine_lookup(p.fd, name);
+	if (fd >= 0 && kind == MAKE_DIR && gate_unlink(v->gate)) {
+		struct stat st;
+		if (stat_fd(fd, &st) == 0)
+			gate_note_listed(v->gate, &st);
+	}
 	r = fd < 0 ? fd : entry_add(v, dir, name, fd, &e);
 	if (r < 0)
 		return reply_status(req, r);
@@ -611,8 +783,18 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	_pinned_ p = pin(v, dir);
 	if (p.fd < 0)
 		return reply_status(req, p.fd);
+	struct gate_ticket t;
+	bool exists;
+	int fd;
+	r = gate_begin_name(v, req, &t, dir, p.fd, name,
+			    !gate_unlink(v->gate) ? NULL
+			    : flags & AT_REMOVEDIR ? "rmdir" : "unlink",
+			    &exists, &fd);
+	if (r < 0)
+		return reply_status(req, r);
 	watch_expect(v->watch, dir, name, false);
 	r = unlinkat(p.fd, name, flags) < 0 ? neg_errno() : 0;
+	gate_end_name(&t, &fd);
 	if (r < 0)
 		watch_unexpect(v->watch, dir, name, false);
 	reply_status(req, r);
@@ -639,6 +821,29 @@ static void note_moved(struct view *v, struct inode *dir, int dfd,
 			    name);
 }
 
+/* After the view renamed FROM/NAME (attributes SRC before) to TO/NEWNAME
+ * (in directory fd TFD): its current mark stays current and is stored
+ * under the new path. */
+static void gate_carry_moved(struct view *v, const struct stat *src,
+			     struct inode *from, const char *name,
+			     struct inode *to, int tfd, const char *newname)
+{
+	struct gate_ticket t;
+	struct stat after;
+	char path[PATH_MAX];
+
+	if (fstatat(tfd, newname, &after, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	gate_lock(v->gate, &t, src);
+	gate_unlock(&t, &after, false);
+	if (gate_dirty(v->gate, &after)) {
+		gate_forget_path(v->gate, virtual_path(v, from, name, path,
+						       sizeof(path)));
+		gate_persist(v->gate, &after, virtual_path(v, to, newname, path,
+							   sizeof(path)));
+	}
+}
+
 static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 		     const char *name, struct inode *to, const char *newname,
 		     unsigned int flags)
@@ -662,6 +867,19 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 	r = check_new_name(v, req, to, pt.fd, newname, "rename");
 	if (r < 0 && r != -EEXIST)
 		return r;
+	/* Replacing an existing file overwrites it: gated. The moved file's
+	 * ctime changes, so a current mark of it is carried across. */
+	struct gate_ticket t;
+	struct stat src;
+	bool replaces = false;
+	_cleanup_(closep) int dfd = -1;
+	bool carry = v->gate && !(flags & RENAME_EXCHANGE) &&
+		     fstatat(pf.fd, name, &src, AT_SYMLINK_NOFOLLOW) == 0;
+	if (flags & (RENAME_NOREPLACE | RENAME_EXCHANGE))
+		gate_lock(NULL, &t, NULL);
+	else if ((r = gate_begin_name(v, req, &t, to, pt.fd, newname,
+				      "rename onto", &replaces, &dfd)) < 0)
+		return r;
 	bool exchange = flags & RENAME_EXCHANGE;
 	watch_expect(v->watch, from, name, false);
 	watch_expect(v->watch, to, newname, true);
@@ -669,8 +887,9 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 		watch_expect(v->watch, to, newname, false);
 		watch_expect(v->watch, from, name, true);
 	}
-	if (renameat2(pf.fd, name, pt.fd, newname, flags) < 0) {
-		r = neg_errno();
+	r = renameat2(pf.fd, name, pt.fd, newname, flags) < 0 ? neg_errno() : 0;
+	gate_end_name(&t, &dfd);
+	if (r < 0) {
 		watch_unexpect(v->watch, from, name, false);
 		watch_unexpect(v->watch, to, newname, true);
 		if (exchange) {
@@ -682,6 +901,8 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 	note_moved(v, to, pt.fd, newname);
 	if (flags & RENAME_EXCHANGE)
 		note_moved(v, from, pf.fd, name);
+	if (carry)
+		gate_carry_moved(v, &src, from, name, to, pt.fd, newname);
 	return 0;
 }
 
@@ -721,9 +942,18 @@ static int do_link(struct view *v, fuse_req_t req, struct inode *ino,
 	/* linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the fd's proc
 	 * link names the same inode and works for everyone. */
 	confine_fd_path(ps.fd, path);
+	/* A new link moves the file's ctime: carry a current mark. */
+	struct gate_ticket t;
+	struct stat st;
+	if (v->gate && stat_fd(ps.fd, &st) == 0)
+		gate_lock(v->gate, &t, &st);
+	else
+		gate_lock(NULL, &t, NULL);
 	watch_expect(v->watch, dir, newname, true);
-	if (linkat(AT_FDCWD, path, pd.fd, newname, AT_SYMLINK_FOLLOW) < 0) {
-		r = neg_errno();
+	r = linkat(AT_FDCWD, path, pd.fd, newname, AT_SYMLINK_FOLLOW) < 0
+		    ? neg_errno() : 0;
+	gate_unlock(&t, r == 0 && stat_fd(ps.fd, &st) == 0 ? &st : NULL, false);
+	if (r < 0) {
 		watch_unexpect(v->watch, dir, newname, true);
 		return r;
 	}
@@ -763,7 +993,7 @@ static int backing_flags(struct view *v, int flags)
 
 /* Wraps FD in a handle stored in FI; the fd is closed on failure. */
 static int fill_open_info(struct view *v, struct fuse_file_info *fi, int fd,
-			  bool writer)
+			  bool writer, bool authorized)
 {
 	struct open_file *h = malloc(sizeof(*h));
 
@@ -773,10 +1003,12 @@ static int fill_open_info(struct view *v, struct fuse_file_info *fi, int fd,
 	}
 	h->fd = fd;
 	h->writer = writer;
+	h->authorized = authorized;
 	fi->fh = (uint64_t)(uintptr_t)h;
 	/* Page cache survives reopen; auto_inval_data drops it when the
-	 * attributes show the file changed. */
-	fi->keep_cache = v->timeout > 0;
+	 * attributes show the file changed. Under the strict gate every
+	 * change needs a fresh read, which must reach the daemon. */
+	fi->keep_cache = v->timeout > 0 && gate_mode(v->gate) != GATE_STRICT;
 	fi->direct_io = (fi->flags & O_DIRECT) != 0;
 	fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
 	return 0;
@@ -811,15 +1043,29 @@ static void op_open(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	_pinned_ p = pin(v, ino);
 	if (p.fd < 0)
 		return reply_status(req, p.fd);
+	bool trunc = fi->flags & O_TRUNC;
+	struct gate_ticket t;
+	struct stat st;
+	if (trunc && v->gate) {
+		r = stat_fd(p.fd, &st);
+		if (r == 0)
+			r = gate_begin(v, req, &t, ino, NULL, &st, p.fd,
+				       "open with O_TRUNC");
+		if (r < 0)
+			return reply_status(req, r);
+	} else {
+		gate_lock(NULL, &t, NULL);
+	}
 	fd = confine_reopen(p.fd, backing_flags(v, fi->flags));
+	gate_unlock(&t, fd >= 0 && fstat(fd, &st) == 0 ? &st : NULL, true);
 	if (fd < 0)
 		return reply_status(req, fd);
 	bool writer = opens_for_write(fi->flags);
-	if ((fi->flags & O_TRUNC) && (r = drop_privs(v, req, fd, false)) < 0) {
+	if (trunc && (r = drop_privs(v, req, fd, false)) < 0) {
 		close(fd);
 		return reply_status(req, r);
 	}
-	r = fill_open_info(v, fi, fd, writer);
+	r = fill_open_info(v, fi, fd, writer, trunc);
 	if (r < 0)
 		return reply_status(req, r);
 	inode_open_ref(v->inodes, ino, writer);
@@ -848,12 +1094,27 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 	else if (r < 0)
 		return r;
 
+	/* An existing file opened with O_TRUNC is overwritten: gated. */
+	struct gate_ticket t;
+	bool exists = false;
+	_cleanup_(closep) int efd = -1;
+	r = (flags & O_EXCL) ? (gate_lock(NULL, &t, NULL), 0)
+			     : gate_begin_name(v, req, &t, dir, p.fd, name,
+					       (flags & O_TRUNC) ? "open with O_TRUNC" : NULL,
+					       &exists, &efd);
+	if (r < 0)
+		return r;
 	bool creating = flags & O_CREAT;
 	if (creating)
 		watch_expect(v->watch, dir, name, true);
 	struct as_caller c = caller_enter(v, req);
 	fd = confine_open_at(p.fd, name, flags, mode & ~c.umask);
 	caller_leave(&c);
+	struct stat st;
+	bool opened = fd >= 0 && fstat(fd, &st) == 0;
+	gate_unlock(&t, opened && exists && (flags & O_TRUNC) ? &st : NULL, true);
+	if (opened && !exists)
+		gate_note_created(v->gate, &st);	/* new: no read needed */
 	if (fd < 0) {
 		if (creating)
 			watch_unexpect(v->watch, dir, name, true);
@@ -865,7 +1126,8 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 	r = entry_add(v, dir, name, path_fd, e);
 	if (r < 0)
 		return r;
-	r = fill_open_info(v, fi, TAKE_FD(fd), true);
+	r = fill_open_info(v, fi, TAKE_FD(fd), true,
+			   !exists || (flags & O_TRUNC));
 	if (r < 0) {
 		inode_forget(v->inodes, node(v, e->ino), 1);
 		return r;
@@ -890,12 +1152,38 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 }
 
+/* A read of a version the thread has not read before (attributes ST):
+ * the mark is set before the reply goes out, so a write the caller sends
+ * as soon as it has the data finds it. */
+static void read_and_mark(struct view *v, fuse_req_t req, struct inode *ino,
+			  int fd, const struct stat *st, size_t size, off_t off)
+{
+	_cleanup_(freep) char *buf = malloc(size ? size : 1);
+	char path[PATH_MAX];
+	struct stat after;
+	ssize_t n;
+
+	if (!buf)
+		return reply_status(req, -ENOMEM);
+	n = pread(fd, buf, size, off);
+	if (n < 0)
+		return reply_status(req, neg_errno());
+	if (fstat(fd, &after) == 0)
+		gate_note_read(v->gate, st, &after, fd,
+			       virtual_path(v, ino, NULL, path, sizeof(path)));
+	fuse_reply_buf(req, buf, (size_t)n);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+	struct view *v = req_view(req);
+	struct stat st;
 
-	(void)id;
+	if (v->gate && fstat(fd_of(fi), &st) == 0 &&
+	    gate_read_is_news(v->gate, &st))
+		return read_and_mark(v, req, node(v, id), fd_of(fi), &st, size, off);
 	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	buf.buf[0].fd = fd_of(fi);
 	buf.buf[0].pos = off;
@@ -907,13 +1195,15 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in,
 {
 	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
 	struct view *v = req_view(req);
+	struct gate_ticket t;
 	struct stat before;
 	bool keep_mtime;
 	ssize_t n;
 	int r;
 
-	(void)id;
 	r = fi->writepage ? 0 : drop_privs(v, req, fd_of(fi), false);
+	if (r == 0)
+		r = handle_change_begin(v, req, node(v, id), fh_of(fi), &t, "write");
 	if (r < 0)
 		return reply_status(req, r);
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
@@ -928,6 +1218,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in,
 		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, before.st_mtim };
 		futimens(fd_of(fi), ts);
 	}
+	handle_change_end(&t, fh_of(fi), n > 0);
 	if (n < 0)
 		reply_status(req, (int)n);
 	else
@@ -955,8 +1246,10 @@ static void op_release(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 
 	/* What this handle wrote is what the kernel cached: the host watch
 	 * must not take the write events for a host-side change. */
-	if (writer && fstat(fd_of(fi), &st) == 0)
+	if (writer && fstat(fd_of(fi), &st) == 0) {
 		inode_note_attr(v->inodes, ino, &st);
+		gate_store(v, ino, &st);
+	}
 	handle_close(fi);
 	inode_open_unref(v->inodes, ino, writer);
 	fuse_reply_err(req, 0);
@@ -965,9 +1258,12 @@ static void op_release(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 static void op_fsync(fuse_req_t req, fuse_ino_t id, int datasync,
 		     struct fuse_file_info *fi)
 {
+	struct view *v = req_view(req);
 	int fd = fd_of(fi);
+	struct stat st;
 
-	(void)id;
+	if (fh_of(fi)->writer && fstat(fd, &st) == 0)
+		gate_store(v, node(v, id), &st);
 	reply_status(req, (datasync ? fdatasync(fd) : fsync(fd)) < 0
 				  ? neg_errno() : 0);
 }
@@ -1157,6 +1453,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 					 off, buf, size);
 	if (r < 0)
 		return reply_status(req, r);
+	if (gate_unlink(v->gate) && !dir->synth) {
+		struct stat st;
+		if (fstat(dirfd(dir_of(fi, &once)->dp), &st) == 0)
+			gate_note_listed(v->gate, &st);
+	}
 	fuse_reply_buf(req, buf, (size_t)r);
 }
 
@@ -1272,8 +1573,17 @@ static ssize_t do_xattr(struct view *v, struct inode *ino, enum xattr_op op,
 	if (p.fd < 0)
 		return p.fd;
 	confine_fd_path(p.fd, path);
+	/* Setting or removing one moves ctime: carry a current mark. */
+	struct gate_ticket t;
+	struct stat st;
+	bool carry = v->gate && (op == XATTR_SET || op == XATTR_REMOVE) &&
+		     stat_fd(p.fd, &st) == 0;
+	gate_lock(carry ? v->gate : NULL, &t, &st);
 	r = xattr_call(op, path, false, name, value, size, flags);
-	return r < 0 ? neg_errno() : r;
+	r = r < 0 ? neg_errno() : r;
+	gate_unlock(&t, r >= 0 && carry && stat_fd(p.fd, &st) == 0 ? &st : NULL,
+		    false);
+	return r;
 }
 
 /* Setting an access ACL changes the mode too. With the writeback cache
@@ -1340,11 +1650,17 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t id, const char *name)
 static void op_fallocate(fuse_req_t req, fuse_ino_t id, int mode, off_t off,
 			 off_t len, struct fuse_file_info *fi)
 {
-	int r = drop_privs(req_view(req), req, fd_of(fi), false);
+	struct view *v = req_view(req);
+	struct gate_ticket t;
+	int r = drop_privs(v, req, fd_of(fi), false);
 
-	(void)id;
 	if (r == 0)
+		r = handle_change_begin(v, req, node(v, id), fh_of(fi), &t,
+					"fallocate");
+	if (r == 0) {
 		r = fallocate(fd_of(fi), mode, off, len) < 0 ? neg_errno() : 0;
+		handle_change_end(&t, fh_of(fi), r == 0);
+	}
 	reply_status(req, r);
 }
 
@@ -1353,15 +1669,28 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
 			       off_t off_out, struct fuse_file_info *fi_out,
 			       size_t len, int flags)
 {
+	struct view *v = req_view(req);
+	struct stat in_before, in_after;
+	struct gate_ticket t;
+	char path[PATH_MAX];
 	ssize_t n;
 
-	(void)id_in;
-	(void)id_out;
-	int r = drop_privs(req_view(req), req, fd_of(fi_out), false);
+	int r = drop_privs(v, req, fd_of(fi_out), false);
+	if (r == 0)
+		r = handle_change_begin(v, req, node(v, id_out), fh_of(fi_out), &t,
+					"copy_file_range into");
 	if (r < 0)
 		return reply_status(req, r);
+	bool mark_in = v->gate && fstat(fd_of(fi_in), &in_before) == 0;
 	n = copy_file_range(fd_of(fi_in), &off_in, fd_of(fi_out), &off_out,
 			    len, (unsigned)flags);
+	handle_change_end(&t, fh_of(fi_out), n > 0);
+	/* The source was read: mark it (before replying, as for a read). */
+	if (mark_in && n > 0 && fstat(fd_of(fi_in), &in_after) == 0 &&
+	    gate_read_is_news(v->gate, &in_before))
+		gate_note_read(v->gate, &in_before, &in_after, fd_of(fi_in),
+			       virtual_path(v, node(v, id_in), NULL, path,
+					    sizeof(path)));
 	if (n < 0)
 		reply_status(req, neg_errno());
 	else

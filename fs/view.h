@@ -61,6 +61,8 @@ struct view_config {
 	bool portable_names;
 	bool writeback;
 	size_t fd_budget;		/* O_PATH fds kept open; 0 = derive */
+	int rbw;			/* enum gate_mode */
+	bool rbw_unlink;
 };
 
 struct root {
@@ -100,6 +102,7 @@ struct view {
 	gid_t gid;
 	struct timespec born;
 	struct watch *watch;		/* NULL: no host watch */
+	struct gate *gate;		/* read-before-write; NULL: off */
 	struct fuse_session *session;	/* for notifications */
 	double timeout, timeout_watched;
 	bool portable_names;

@@ -13,11 +13,14 @@ static const struct {
 	{ "unit_ids", suite_unit_ids },
 	{ "unit_paths", suite_unit_paths },
 	{ "unit_inode", suite_unit_inode },
+	{ "unit_store", suite_unit_store },
+	{ "unit_gate", suite_unit_gate },
 	{ "view_layout", suite_view_layout },
 	{ "view_posix", suite_view_posix },
 	{ "view_confine", suite_view_confine },
 	{ "view_lifecycle", suite_view_lifecycle },
 	{ "view_tools", suite_view_tools },
+	{ "view_gate", suite_view_gate },
 	{ "sanitizers", suite_sanitizers },	/* last: sees every daemon's exit */
 };
 

@@ -42,8 +42,12 @@ int tview_mount(struct tview *v, const char *home, const char *user,
 	char sbxfs[PATH_MAX];
 	pid_t pid;
 
+	char homebuf[PATH_MAX];
+
+	/* HOME may be V's own home (a remount). */
+	snprintf(homebuf, sizeof(homebuf), "%s", home ? home : test_dir("home"));
 	memset(v, 0, sizeof(*v));
-	snprintf(v->home, sizeof(v->home), "%s", home ? home : test_dir("home"));
+	snprintf(v->home, sizeof(v->home), "%s", homebuf);
 	snprintf(v->mnt, sizeof(v->mnt), "%s", test_dir("mnt"));
 	snprintf(v->user, sizeof(v->user), "%s", user);
 	snprintf(v->thread, sizeof(v->thread), "%s", thread);
@@ -79,6 +83,35 @@ void tview_umount(struct tview *v)
 	if (v->mounted)
 		sh("fusermount3 -u '%s' 2>/dev/null || umount -l '%s'", v->mnt, v->mnt);
 	v->mounted = false;
+}
+
+/* How many times the daemon log at PATH says a daemon exited. */
+static int exits_logged(const char *path)
+{
+	char *text = read_file(path);
+	int n = 0;
+
+	for (char *p = text; p && (p = strstr(p, "] info: unmounted ")); p++)
+		n++;
+	free(text);
+	return n;
+}
+
+int tview_umount_wait(struct tview *v)
+{
+	char log[PATH_MAX + 256];
+	int before;
+
+	snprintf(log, sizeof(log), "%s/log/sbxfs-%s-%s.log", v->home, v->user,
+		 v->thread);
+	before = exits_logged(log);
+	tview_umount(v);
+	for (int i = 0; i < 500; i++) {
+		if (exits_logged(log) > before)
+			return 0;
+		usleep(10000);
+	}
+	return -1;
 }
 
 static char *vformat(const char *prefix, const char *fmt, va_list ap)

@@ -33,6 +33,9 @@ const char *test_bin(const char *prog);
 int tview_mount(struct tview *v, const char *home, const char *user,
 		const char *thread, const char *const *extra);
 void tview_umount(struct tview *v);
+/* Unmounts and waits (up to 5 s) until the daemon has logged its exit, so
+ * everything it had to write is written. Returns 0, or -1 on timeout. */
+int tview_umount_wait(struct tview *v);
 
 /* "MNT/REL" and "HOME/users/U/threads/T/REL" (host backing path). Each
  * call returns a new heap string that the test may leak. */
@@ -59,6 +62,9 @@ Suite *suite_view_posix(void);
 Suite *suite_view_confine(void);
 Suite *suite_view_lifecycle(void);
 Suite *suite_view_tools(void);
+Suite *suite_view_gate(void);
+Suite *suite_unit_gate(void);
+Suite *suite_unit_store(void);
 Suite *suite_sanitizers(void);
 
 #endif

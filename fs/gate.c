@@ -1,0 +1,721 @@
+/* gate.c - see gate.h. */
+#include "gate.h"
+#include "cleanup.h"
+#include "confine.h"
+#include "log.h"
+#include "store.h"
+#include "writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define STRIPES 256
+/* Files up to this size get a content hash when read, so a host rewrite
+ * with identical bytes is not taken for a change. */
+#define HASH_MAX (256 * 1024)
+/* Hash jobs waiting beyond this are dropped (the mark then stays
+ * metadata-only, which can only refuse more, never less). */
+#define HASH_QUEUE_MAX 4096
+
+struct version {
+	uint64_t ino;
+	int64_t size, mtime_ns, ctime_ns;
+};
+
+struct mark {
+	struct mark *next;
+	dev_t dev;
+	struct version ver;
+	int64_t at_ns;
+	bool hashed;
+	bool dirty;			/* not yet written to the store */
+	uint8_t hash[32];
+};
+
+/* The marks of the files whose identity hashes to this stripe, and the
+ * gate lock those files share. */
+struct stripe {
+	pthread_mutex_t lock;
+	struct mark **buckets;
+	size_t nbuckets, count;
+};
+
+/* A mark recorded by an earlier daemon, claimed at most once. */
+struct loaded_mark {
+	char *path;
+	struct store_mark m;
+	bool claimed;
+};
+
+struct hash_job {
+	struct hash_job *next;
+	dev_t dev;
+	struct version ver;
+	int fd;
+	char path[];
+};
+
+struct gate {
+	enum gate_mode mode;
+	bool unlink;
+	struct store_writer *writer;
+	struct stripe stripes[STRIPES];
+
+	struct loaded_mark *loaded;	/* sorted by path; read-only */
+	size_t nloaded;
+	size_t unclaimed;		/* atomic */
+
+	pthread_t hasher;
+	bool hasher_running;
+	pthread_mutex_t hlock;
+	pthread_cond_t hwake, hidle;
+	struct hash_job *jobs, **jobs_tail;
+	size_t njobs;
+	bool hashing, stopping;
+};
+
+static const char *const mode_names[] = {
+	[GATE_ENFORCE] = "enforce", [GATE_STRICT] = "strict",
+	[GATE_AUDIT] = "audit", [GATE_OFF] = "off",
+};
+
+int gate_mode_parse(const char *s, enum gate_mode *out)
+{
+	for (size_t i = 0; i < sizeof(mode_names) / sizeof(*mode_names); i++)
+		if (!strcmp(s, mode_names[i])) {
+			*out = (enum gate_mode)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *gate_mode_name(enum gate_mode mode)
+{
+	return mode_names[mode];
+}
+
+static int64_t ts_ns(struct timespec ts)
+{
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts_ns(ts);
+}
+
+static struct version version_of(const struct stat *st)
+{
+	return (struct version){ st->st_ino, st->st_size, ts_ns(st->st_mtim),
+				 ts_ns(st->st_ctim) };
+}
+
+static bool version_eq(const struct version *a, const struct version *b)
+{
+	return a->ino == b->ino && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+}
+
+static uint64_t id_hash(dev_t dev, ino_t ino)
+{
+	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)dev;
+
+	return h ^ (h >> 29);
+}
+
+static struct stripe *stripe_of(struct gate *g, dev_t dev, ino_t ino)
+{
+	return &g->stripes[id_hash(dev, ino) % STRIPES];
+}
+
+/* The mark slot of (DEV, INO) in its stripe (locked). */
+static struct mark **mark_slot(struct stripe *s, dev_t dev, ino_t ino)
+{
+	struct mark **p;
+
+	if (!s->nbuckets)
+		return NULL;
+	p = &s->buckets[(id_hash(dev, ino) / STRIPES) % s->nbuckets];
+	while (*p && ((*p)->dev != dev || (*p)->ver.ino != ino))
+		p = &(*p)->next;
+	return p;
+}
+
+static struct mark *mark_find(struct stripe *s, dev_t dev, ino_t ino)
+{
+	struct mark **p = mark_slot(s, dev, ino);
+
+	return p ? *p : NULL;
+}
+
+static void stripe_grow(struct stripe *s)
+{
+	size_t n = s->nbuckets ? s->nbuckets * 2 : 16;
+	struct mark **b = calloc(n, sizeof(*b));
+
+	if (!b)
+		return;		/* longer chains, still correct */
+	for (size_t i = 0; i < s->nbuckets; i++)
+		for (struct mark *m = s->buckets[i], *next; m; m = next) {
+			size_t k = (id_hash(m->dev, m->ver.ino) / STRIPES) % n;
+			next = m->next;
+			m->next = b[k];
+			b[k] = m;
+		}
+	free(s->buckets);
+	s->buckets = b;
+	s->nbuckets = n;
+}
+
+/* The mark of (DEV, VER.ino), created if missing; NULL without memory. */
+static struct mark *mark_get(struct stripe *s, dev_t dev, ino_t ino)
+{
+	struct mark **p, *m;
+
+	if (s->count >= 2 * s->nbuckets)
+		stripe_grow(s);
+	p = mark_slot(s, dev, ino);
+	if (!p)
+		return NULL;
+	if (*p)
+		return *p;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->dev = dev;
+	m->ver.ino = ino;
+	*p = m;
+	s->count++;
+	return m;
+}
+
+static void mark_set(struct stripe *s, const struct stat *st, int64_t at_ns)
+{
+	struct mark *m = mark_get(s, st->st_dev, st->st_ino);
+	struct version v = version_of(st);
+
+	if (!m || version_eq(&m->ver, &v))
+		return;
+	m->ver = v;
+	m->at_ns = at_ns;
+	m->hashed = false;
+	m->dirty = true;
+}
+
+static void to_store_mark(const struct mark *m, const char *path,
+			  struct store_mark *out)
+{
+	*out = (struct store_mark){
+		.path = path, .ino = m->ver.ino, .size = m->ver.size,
+		.mtime_ns = m->ver.mtime_ns, .ctime_ns = m->ver.ctime_ns,
+		.at_ns = m->at_ns, .hashed = m->hashed,
+	};
+	memcpy(out->hash, m->hash, sizeof(out->hash));
+}
+
+/* SHA-256 of the first SIZE bytes read from FD; false if the file does not
+ * have exactly SIZE bytes or cannot be read. */
+static bool hash_fd(int fd, int64_t size, uint8_t out[32])
+{
+	_cleanup_(freep) char *buf = malloc((size_t)size + 1);
+	size_t got = 0;
+	ssize_t n;
+
+	if (!buf || size < 0 || size > HASH_MAX)
+		return false;
+	while ((n = pread(fd, buf + got, (size_t)size + 1 - got, (off_t)got)) > 0)
+		got += (size_t)n;
+	if (n < 0 || got != (size_t)size)
+		return false;
+	return EVP_Digest(buf, got, out, NULL, EVP_sha256(), NULL) == 1;
+}
+
+static void *hasher_main(void *arg)
+{
+	struct gate *g = arg;
+
+	pthread_mutex_lock(&g->hlock);
+	for (;;) {
+		while (!g->jobs && !g->stopping)
+			pthread_cond_wait(&g->hwake, &g->hlock);
+		struct hash_job *job = g->jobs;
+		if (!job)
+			break;
+		g->jobs = job->next;
+		if (!g->jobs)
+			g->jobs_tail = &g->jobs;
+		g->njobs--;
+		g->hashing = true;
+		pthread_mutex_unlock(&g->hlock);
+
+		uint8_t hash[32];
+		struct stat st;
+		bool ok = !g->stopping && hash_fd(job->fd, job->ver.size, hash) &&
+			  fstat(job->fd, &st) == 0;
+		struct version now = ok ? version_of(&st) : job->ver;
+		close(job->fd);
+		if (ok && version_eq(&now, &job->ver)) {
+			struct stripe *s = stripe_of(g, job->dev, job->ver.ino);
+			struct store_mark sm;
+			bool put = false;
+
+			pthread_mutex_lock(&s->lock);
+			struct mark *m = mark_find(s, job->dev, job->ver.ino);
+			if (m && version_eq(&m->ver, &job->ver) && !m->hashed) {
+				memcpy(m->hash, hash, sizeof(hash));
+				m->hashed = true;
+				m->dirty = false;
+				to_store_mark(m, job->path, &sm);
+				put = g->writer != NULL;
+			}
+			pthread_mutex_unlock(&s->lock);
+			if (put)
+				store_writer_mark_put(g->writer, &sm);
+		}
+		free(job);
+		pthread_mutex_lock(&g->hlock);
+		g->hashing = false;
+		if (!g->jobs)
+			pthread_cond_broadcast(&g->hidle);
+	}
+	pthread_mutex_unlock(&g->hlock);
+	return NULL;
+}
+
+struct gate *gate_new(enum gate_mode mode, bool unlink, struct store_writer *w)
+{
+	struct gate *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return NULL;
+	g->mode = mode;
+	g->unlink = unlink;
+	g->writer = w;
+	for (size_t i = 0; i < STRIPES; i++)
+		pthread_mutex_init(&g->stripes[i].lock, NULL);
+	pthread_mutex_init(&g->hlock, NULL);
+	pthread_cond_init(&g->hwake, NULL);
+	pthread_cond_init(&g->hidle, NULL);
+	g->jobs_tail = &g->jobs;
+	g->hasher_running = pthread_create(&g->hasher, NULL, hasher_main, g) == 0;
+	if (!g->hasher_running)
+		log_warn("gate: no hashing thread; marks compare metadata only");
+	return g;
+}
+
+void gate_free(struct gate *g)
+{
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->hlock);
+	g->stopping = true;
+	pthread_cond_signal(&g->hwake);
+	pthread_mutex_unlock(&g->hlock);
+	if (g->hasher_running)
+		pthread_join(g->hasher, NULL);
+	for (struct hash_job *j = g->jobs, *next; j; j = next) {
+		next = j->next;
+		close(j->fd);
+		free(j);
+	}
+	for (size_t i = 0; i < STRIPES; i++) {
+		struct stripe *s = &g->stripes[i];
+
+		for (size_t b = 0; b < s->nbuckets; b++)
+			for (struct mark *m = s->buckets[b], *next; m; m = next) {
+				next = m->next;
+				free(m);
+			}
+		free(s->buckets);
+		pthread_mutex_destroy(&s->lock);
+	}
+	for (size_t i = 0; i < g->nloaded; i++)
+		free(g->loaded[i].path);
+	free(g->loaded);
+	pthread_mutex_destroy(&g->hlock);
+	pthread_cond_destroy(&g->hwake);
+	pthread_cond_destroy(&g->hidle);
+	free(g);
+}
+
+void gate_set_writer(struct gate *g, struct store_writer *w)
+{
+	if (g)
+		g->writer = w;
+}
+
+void gate_settle(struct gate *g)
+{
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->hlock);
+	while ((g->jobs || g->hashing) && g->hasher_running)
+		pthread_cond_wait(&g->hidle, &g->hlock);
+	pthread_mutex_unlock(&g->hlock);
+}
+
+enum gate_mode gate_mode(const struct gate *g)
+{
+	return g ? g->mode : GATE_OFF;
+}
+
+bool gate_unlink(const struct gate *g)
+{
+	return g && g->unlink;
+}
+
+struct load_ctx {
+	struct gate *g;
+	size_t cap;
+};
+
+static int load_one(void *arg, const struct store_mark *m)
+{
+	struct load_ctx *c = arg;
+	struct gate *g = c->g;
+
+	if (g->nloaded == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 256;
+		struct loaded_mark *p = realloc(g->loaded, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		g->loaded = p;
+		c->cap = cap;
+	}
+	struct loaded_mark *l = &g->loaded[g->nloaded];
+	l->path = strdup(m->path);
+	if (!l->path)
+		return -ENOMEM;
+	l->m = *m;
+	l->m.path = l->path;
+	l->claimed = false;
+	g->nloaded++;
+	return 0;
+}
+
+static int loaded_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct loaded_mark *)a)->path,
+		      ((const struct loaded_mark *)b)->path);
+}
+
+int gate_load(struct gate *g, struct store *s, const char *user,
+	      const char *thread)
+{
+	struct load_ctx c = { g, 0 };
+	int r;
+
+	if (!g || !s)
+		return 0;
+	r = store_marks_each(s, user, thread, load_one, &c);
+	if (r < 0)
+		return r;
+	qsort(g->loaded, g->nloaded, sizeof(*g->loaded), loaded_cmp);
+	g->unclaimed = g->nloaded;
+	return (int)g->nloaded;
+}
+
+bool gate_wants_path(const struct gate *g)
+{
+	return g && __atomic_load_n(&g->unclaimed, __ATOMIC_RELAXED) > 0;
+}
+
+/* Adopts the mark an earlier daemon recorded for PATH, if it names the
+ * same inode (stripe locked). */
+static struct mark *claim_loaded(struct gate *g, struct stripe *s,
+				 const struct stat *st, const char *path)
+{
+	struct loaded_mark key = { .path = (char *)path }, *l;
+	struct mark *m;
+
+	if (!path || !gate_wants_path(g))
+		return NULL;
+	l = bsearch(&key, g->loaded, g->nloaded, sizeof(*l), loaded_cmp);
+	if (!l || l->m.ino != (uint64_t)st->st_ino ||
+	    __atomic_exchange_n(&l->claimed, true, __ATOMIC_ACQ_REL))
+		return NULL;
+	__atomic_sub_fetch(&g->unclaimed, 1, __ATOMIC_RELAXED);
+	m = mark_get(s, st->st_dev, st->st_ino);
+	if (!m)
+		return NULL;
+	m->ver = (struct version){ l->m.ino, l->m.size, l->m.mtime_ns,
+				   l->m.ctime_ns };
+	m->at_ns = l->m.at_ns;
+	m->hashed = l->m.hashed;
+	memcpy(m->hash, l->m.hash, sizeof(m->hash));
+	m->dirty = false;
+	return m;
+}
+
+bool gate_read_is_news(struct gate *g, const struct stat *st)
+{
+	if (!g)
+		return false;
+	struct stripe *s = stripe_of(g, st->st_dev, st->st_ino);
+	struct version v = version_of(st);
+
+	pthread_mutex_lock(&s->lock);
+	struct mark *m = mark_find(s, st->st_dev, st->st_ino);
+	bool news = !m || !version_eq(&m->ver, &v);
+	pthread_mutex_unlock(&s->lock);
+	return news;
+}
+
+static void queue_hash(struct gate *g, const struct stat *st, int fd,
+		       const char *path)
+{
+	struct hash_job *job;
+
+	if (!g->hasher_running || st->st_size <= 0 || st->st_size > HASH_MAX ||
+	    !S_ISREG(st->st_mode))
+		return;
+	job = malloc(sizeof(*job) + strlen(path) + 1);
+	if (!job)
+		return;
+	job->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (job->fd < 0) {
+		free(job);
+		return;
+	}
+	job->dev = st->st_dev;
+	job->ver = version_of(st);
+	job->next = NULL;
+	strcpy(job->path, path);
+	pthread_mutex_lock(&g->hlock);
+	if (g->njobs < HASH_QUEUE_MAX && !g->stopping) {
+		*g->jobs_tail = job;
+		g->jobs_tail = &job->next;
+		g->njobs++;
+		pthread_cond_signal(&g->hwake);
+		job = NULL;
+	}
+	pthread_mutex_unlock(&g->hlock);
+	if (job) {
+		close(job->fd);
+		free(job);
+	}
+}
+
+void gate_note_read(struct gate *g, const struct stat *st,
+		    const struct stat *after, int fd, const char *path)
+{
+	struct version before, now;
+	struct store_mark sm;
+	bool put = false;
+
+	if (!g)
+		return;
+	before = version_of(st);
+	now = version_of(after);
+	if (!version_eq(&before, &now) || st->st_dev != after->st_dev)
+		return;		/* changed while read: which version was seen? */
+	struct stripe *s = stripe_of(g, st->st_dev, st->st_ino);
+	pthread_mutex_lock(&s->lock);
+	struct mark *m = mark_get(s, st->st_dev, st->st_ino);
+	if (m && !version_eq(&m->ver, &now)) {
+		m->ver = now;
+		m->at_ns = now_ns();
+		m->hashed = false;
+		m->dirty = false;
+		to_store_mark(m, path, &sm);
+		put = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (put) {
+		if (g->writer)
+			store_writer_mark_put(g->writer, &sm);
+		queue_hash(g, st, fd, path);
+	}
+}
+
+void gate_lock(struct gate *g, struct gate_ticket *t, const struct stat *st)
+{
+	*t = (struct gate_ticket){ .g = g, .verdict = GATE_OK };
+	if (!g)
+		return;
+	struct stripe *s = stripe_of(g, st->st_dev, st->st_ino);
+	struct version v = version_of(st);
+
+	t->dev = st->st_dev;
+	t->ino = st->st_ino;
+	t->lock = &s->lock;
+	pthread_mutex_lock(t->lock);
+	struct mark *m = mark_find(s, t->dev, t->ino);
+	t->was_current = m && version_eq(&m->ver, &v);
+}
+
+/* True if the file at FD (attributes ST) has the content M was read with:
+ * the hash fallback for metadata-only differences. */
+static bool same_content(const struct mark *m, const struct stat *st, int fd)
+{
+	uint8_t hash[32];
+	struct stat again;
+
+	if (!m->hashed || m->ver.size != st->st_size || st->st_size > HASH_MAX)
+		return false;
+	_cleanup_(closep) int rfd = confine_reopen(fd, O_RDONLY);
+	if (rfd < 0 || !hash_fd(rfd, st->st_size, hash) ||
+	    fstat(rfd, &again) < 0)
+		return false;
+	struct version a = version_of(st), b = version_of(&again);
+	return version_eq(&a, &b) && !memcmp(hash, m->hash, sizeof(hash));
+}
+
+enum gate_verdict gate_check(struct gate_ticket *t, const struct stat *st,
+			     int fd, const char *path)
+{
+	struct gate *g = t->g;
+
+	t->verdict = GATE_OK;
+	if (!g)
+		return GATE_OK;
+	struct stripe *s = stripe_of(g, t->dev, t->ino);
+	struct version v = version_of(st);
+	struct mark *m = mark_find(s, t->dev, t->ino);
+	if (t->was_current)
+		return GATE_OK;
+	if (S_ISDIR(st->st_mode)) {
+		/* Only an empty directory can be removed or replaced: with
+		 * --rbw-unlink, having listed it (or made it) is enough. */
+		t->verdict = m || !g->unlink ? GATE_OK : GATE_NEVER_READ;
+		return t->verdict;
+	}
+	if (!S_ISREG(st->st_mode) || st->st_size == 0)
+		return GATE_OK;
+	if (!m)
+		m = claim_loaded(g, s, st, path);
+	if (m && version_eq(&m->ver, &v)) {
+		t->was_current = true;
+		return GATE_OK;
+	}
+	if (m && same_content(m, st, fd)) {
+		/* The same bytes under new metadata: the read still holds. */
+		m->ver = v;
+		m->dirty = true;
+		t->was_current = true;
+		return GATE_OK;
+	}
+	t->verdict = m ? GATE_CHANGED : GATE_NEVER_READ;
+	t->read_at_ns = m ? m->at_ns : 0;
+	return t->verdict;
+}
+
+void gate_unlock(struct gate_ticket *t, const struct stat *after, bool content)
+{
+	struct gate *g = t->g;
+
+	if (!g)
+		return;
+	if (after && after->st_dev == t->dev && after->st_ino == t->ino) {
+		struct stripe *s = stripe_of(g, t->dev, t->ino);
+		bool moves = content ? g->mode != GATE_STRICT : t->was_current;
+
+		if (moves)
+			mark_set(s, after, now_ns());
+	}
+	pthread_mutex_unlock(t->lock);
+}
+
+void gate_note_created(struct gate *g, const struct stat *st)
+{
+	struct gate_ticket t;
+
+	if (!g || g->mode == GATE_STRICT)
+		return;
+	gate_lock(g, &t, st);
+	gate_unlock(&t, st, true);
+}
+
+void gate_note_listed(struct gate *g, const struct stat *st)
+{
+	if (!g || !g->unlink)
+		return;
+	struct stripe *s = stripe_of(g, st->st_dev, st->st_ino);
+	pthread_mutex_lock(&s->lock);
+	if (!mark_find(s, st->st_dev, st->st_ino))
+		mark_set(s, st, now_ns());
+	pthread_mutex_unlock(&s->lock);
+}
+
+bool gate_dirty(struct gate *g, const struct stat *st)
+{
+	if (!g || !g->writer)
+		return false;
+	struct stripe *s = stripe_of(g, st->st_dev, st->st_ino);
+	pthread_mutex_lock(&s->lock);
+	struct mark *m = mark_find(s, st->st_dev, st->st_ino);
+	bool dirty = m && m->dirty && S_ISREG(st->st_mode);
+	pthread_mutex_unlock(&s->lock);
+	return dirty;
+}
+
+void gate_persist(struct gate *g, const struct stat *st, const char *path)
+{
+	struct store_mark sm;
+	bool put = false;
+
+	if (!g || !g->writer)
+		return;
+	struct stripe *s = stripe_of(g, st->st_dev, st->st_ino);
+	pthread_mutex_lock(&s->lock);
+	struct mark *m = mark_find(s, st->st_dev, st->st_ino);
+	if (m && m->dirty) {
+		m->dirty = false;
+		to_store_mark(m, path, &sm);
+		put = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (put)
+		store_writer_mark_put(g->writer, &sm);
+}
+
+void gate_forget_path(struct gate *g, const char *path)
+{
+	if (g && g->writer)
+		store_writer_mark_drop(g->writer, path);
+}
+
+void gate_reason(const struct gate_ticket *t, char *buf, size_t size)
+{
+	if (t->verdict == GATE_NEVER_READ) {
+		snprintf(buf, size, "never read");
+		return;
+	}
+	time_t sec = (time_t)(t->read_at_ns / 1000000000);
+	struct tm tm;
+	char when[32];
+
+	gmtime_r(&sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(buf, size, "changed since it was read at %s", when);
+}
+
+void gate_report(struct gate *g, const struct gate_ticket *t,
+		 const char *path, const char *op, pid_t pid, const char *comm)
+{
+	char reason[96];
+
+	if (!g || t->verdict == GATE_OK)
+		return;
+	gate_reason(t, reason, sizeof(reason));
+	bool allowed = g->mode == GATE_AUDIT;
+	log_warn("%s %s of '%s': %s (pid %d, %s)",
+		 allowed ? "audit: would refuse" : "refused", op, path, reason,
+		 (int)pid, comm);
+	if (g->writer) {
+		struct store_audit a = {
+			.at_ns = now_ns(), .path = path, .op = op, .comm = comm,
+			.reason = reason, .mode = gate_mode_name(g->mode),
+			.pid = pid, .allowed = allowed,
+		};
+		store_writer_audit(g->writer, &a);
+	}
+}

@@ -1,0 +1,414 @@
+/* store.c - see store.h. */
+#include "store.h"
+#include "cleanup.h"
+#include "log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Migrations: entry N takes the schema from version N to N + 1. Never edit
+ * one that has shipped; append a new one. */
+static const char *const migrations[STORE_SCHEMA_VERSION] = {
+	/* 0 -> 1: read marks and the gate's audit log. */
+	"CREATE TABLE marks ("
+	"  user TEXT NOT NULL, thread TEXT NOT NULL, path TEXT NOT NULL,"
+	"  ino INTEGER NOT NULL, size INTEGER NOT NULL,"
+	"  mtime_ns INTEGER NOT NULL, ctime_ns INTEGER NOT NULL,"
+	"  at_ns INTEGER NOT NULL, hash BLOB,"
+	"  PRIMARY KEY (user, thread, path)) WITHOUT ROWID;"
+	"CREATE TABLE audit ("
+	"  id INTEGER PRIMARY KEY, at_ns INTEGER NOT NULL,"
+	"  user TEXT NOT NULL, thread TEXT NOT NULL, path TEXT NOT NULL,"
+	"  op TEXT NOT NULL, pid INTEGER NOT NULL, comm TEXT NOT NULL,"
+	"  reason TEXT NOT NULL, mode TEXT NOT NULL, allowed INTEGER NOT NULL);"
+	"CREATE INDEX audit_by_thread ON audit (user, thread, id);",
+};
+
+enum stmt_id {
+	ST_MARK_PUT, ST_MARK_DROP, ST_MARKS_EACH, ST_AUDIT_ADD, ST_AUDIT_EACH,
+	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_COUNT
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+	[ST_MARK_PUT] = "INSERT OR REPLACE INTO marks (user, thread, path, ino,"
+			" size, mtime_ns, ctime_ns, at_ns, hash)"
+			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[ST_MARK_DROP] = "DELETE FROM marks WHERE user = ? AND thread = ? AND path = ?",
+	[ST_MARKS_EACH] = "SELECT path, ino, size, mtime_ns, ctime_ns, at_ns, hash"
+			  " FROM marks WHERE user = ? AND thread = ?",
+	[ST_AUDIT_ADD] = "INSERT INTO audit (at_ns, user, thread, path, op, pid,"
+			 " comm, reason, mode, allowed)"
+			 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[ST_AUDIT_EACH] = "SELECT id, at_ns, path, op, pid, comm, reason, mode,"
+			  " allowed FROM audit WHERE user = ? AND thread = ?"
+			  " ORDER BY id",
+	[ST_BEGIN] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+};
+
+struct store {
+	sqlite3 *db;
+	sqlite3_stmt *stmt[ST_COUNT];
+};
+
+/* SQLite result codes as errno values, for callers that speak errno. */
+static int sql_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_DONE:
+	case SQLITE_ROW:
+		return 0;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_CANTOPEN:
+		return -ENOENT;
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+		return -EACCES;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return -EUCLEAN;
+	default:
+		return -EIO;
+	}
+}
+
+static int fail(struct store *s, int rc, const char *what)
+{
+	log_warn("store: %s: %s", what, sqlite3_errmsg(s->db));
+	return sql_errno(rc) ? sql_errno(rc) : -EIO;
+}
+
+/* The cached statement ID, reset and ready for binding. */
+static sqlite3_stmt *stmt(struct store *s, enum stmt_id id)
+{
+	if (!s->stmt[id] &&
+	    sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+			       &s->stmt[id], NULL) != SQLITE_OK) {
+		log_warn("store: cannot prepare '%s': %s", stmt_sql[id],
+			 sqlite3_errmsg(s->db));
+		return NULL;
+	}
+	sqlite3_reset(s->stmt[id]);
+	sqlite3_clear_bindings(s->stmt[id]);
+	return s->stmt[id];
+}
+
+static void stmt_done(sqlite3_stmt **st)
+{
+	if (*st)
+		sqlite3_reset(*st);
+}
+
+#define _stmt_ _cleanup_(stmt_done) sqlite3_stmt *
+
+/* Runs statement ID to completion. */
+static int exec_stmt(struct store *s, sqlite3_stmt *st, const char *what)
+{
+	int rc;
+
+	if (!st)
+		return -ENOMEM;
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE)
+		return fail(s, rc, what);
+	return 0;
+}
+
+static int exec_sql(struct store *s, const char *sql, const char *what)
+{
+	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+
+	return rc == SQLITE_OK ? 0 : fail(s, rc, what);
+}
+
+int store_schema_version(struct store *s)
+{
+	sqlite3_stmt *st;
+	int v = -1;
+
+	if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+int store_begin(struct store *s)
+{
+	_stmt_ st = stmt(s, ST_BEGIN);
+	return exec_stmt(s, st, "begin");
+}
+
+int store_commit(struct store *s)
+{
+	_stmt_ st = stmt(s, ST_COMMIT);
+	return exec_stmt(s, st, "commit");
+}
+
+void store_rollback(struct store *s)
+{
+	if (!sqlite3_get_autocommit(s->db)) {
+		_stmt_ st = stmt(s, ST_ROLLBACK);
+		exec_stmt(s, st, "rollback");
+	}
+}
+
+/* Brings the schema to STORE_SCHEMA_VERSION, one transaction per step so
+ * a failure leaves a consistent earlier version. */
+static int migrate(struct store *s, char *err, size_t errlen)
+{
+	int v = store_schema_version(s), r;
+
+	if (v < 0) {
+		snprintf(err, errlen, "cannot read the schema version: %s",
+			 sqlite3_errmsg(s->db));
+		return -EIO;
+	}
+	if (v > STORE_SCHEMA_VERSION) {
+		snprintf(err, errlen, "the database has schema version %d; this sbx knows up to %d (a newer sbx wrote it)",
+			 v, STORE_SCHEMA_VERSION);
+		return -EPROTO;
+	}
+	for (; v < STORE_SCHEMA_VERSION; v++) {
+		char bump[64];
+
+		snprintf(bump, sizeof(bump), "PRAGMA user_version = %d", v + 1);
+		r = store_begin(s);
+		if (r == 0)
+			r = exec_sql(s, migrations[v], "migrate");
+		if (r == 0)
+			r = exec_sql(s, bump, "migrate");
+		if (r == 0)
+			r = store_commit(s);
+		if (r < 0) {
+			snprintf(err, errlen, "cannot migrate the schema from version %d: %s",
+				 v, sqlite3_errmsg(s->db));
+			store_rollback(s);
+			return r;
+		}
+	}
+	return 0;
+}
+
+int store_open_path(const char *path, struct store **out, char *err,
+		    size_t errlen)
+{
+	struct store *s = calloc(1, sizeof(*s));
+	int rc, r;
+
+	*out = NULL;
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = sqlite3_open_v2(path, &s->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+			     SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, NULL);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "cannot open %s: %s", path,
+			 s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+		store_close(s);
+		return sql_errno(rc) ? sql_errno(rc) : -EIO;
+	}
+	/* Daemons, the broker and the CLI share the file: readers never block
+	 * the writer (WAL), and a writer waits its turn rather than failing. */
+	sqlite3_busy_timeout(s->db, 10000);
+	r = exec_sql(s, "PRAGMA journal_mode = WAL;"
+			"PRAGMA synchronous = NORMAL;"
+			"PRAGMA foreign_keys = ON;", "configure");
+	if (r == 0)
+		r = migrate(s, err, errlen);
+	else
+		snprintf(err, errlen, "cannot use %s: %s", path, sqlite3_errmsg(s->db));
+	if (r < 0) {
+		store_close(s);
+		return r;
+	}
+	*out = s;
+	return 0;
+}
+
+int store_open(const char *home, struct store **out, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", home, STORE_FILE) >= sizeof(path)) {
+		snprintf(err, errlen, "the home path is too long");
+		*out = NULL;
+		return -ENAMETOOLONG;
+	}
+	return store_open_path(path, out, err, errlen);
+}
+
+void store_close(struct store *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(s->stmt[i]);
+	sqlite3_close(s->db);
+	free(s);
+}
+
+int store_mark_put(struct store *s, const char *user, const char *thread,
+		   const struct store_mark *m)
+{
+	_stmt_ st = stmt(s, ST_MARK_PUT);
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, m->path, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)m->ino);
+	sqlite3_bind_int64(st, 5, m->size);
+	sqlite3_bind_int64(st, 6, m->mtime_ns);
+	sqlite3_bind_int64(st, 7, m->ctime_ns);
+	sqlite3_bind_int64(st, 8, m->at_ns);
+	if (m->hashed)
+		sqlite3_bind_blob(st, 9, m->hash, sizeof(m->hash), SQLITE_STATIC);
+	return exec_stmt(s, st, "record a read mark");
+}
+
+int store_mark_drop(struct store *s, const char *user, const char *thread,
+		    const char *path)
+{
+	_stmt_ st = stmt(s, ST_MARK_DROP);
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, path, -1, SQLITE_STATIC);
+	return exec_stmt(s, st, "drop a read mark");
+}
+
+/* Steps a SELECT, calling ROW for each row; stops at ROW's first non-zero
+ * return. */
+static int each_row(struct store *s, sqlite3_stmt *st, const char *what,
+		    int (*row)(sqlite3_stmt *st, void *ctx), void *ctx)
+{
+	int rc, r;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if ((r = row(st, ctx)) != 0)
+			return r;
+	return rc == SQLITE_DONE ? 0 : fail(s, rc, what);
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+	const char *t = (const char *)sqlite3_column_text(st, i);
+	return t ? t : "";
+}
+
+struct marks_ctx {
+	int (*fn)(void *arg, const struct store_mark *m);
+	void *arg;
+};
+
+static int mark_row(sqlite3_stmt *st, void *ctx)
+{
+	struct marks_ctx *c = ctx;
+	struct store_mark m = {
+		.path = col_text(st, 0),
+		.ino = (uint64_t)sqlite3_column_int64(st, 1),
+		.size = sqlite3_column_int64(st, 2),
+		.mtime_ns = sqlite3_column_int64(st, 3),
+		.ctime_ns = sqlite3_column_int64(st, 4),
+		.at_ns = sqlite3_column_int64(st, 5),
+	};
+
+	if (sqlite3_column_bytes(st, 6) == (int)sizeof(m.hash)) {
+		memcpy(m.hash, sqlite3_column_blob(st, 6), sizeof(m.hash));
+		m.hashed = true;
+	}
+	return c->fn(c->arg, &m);
+}
+
+int store_marks_each(struct store *s, const char *user, const char *thread,
+		     int (*fn)(void *arg, const struct store_mark *m), void *arg)
+{
+	_stmt_ st = stmt(s, ST_MARKS_EACH);
+	struct marks_ctx c = { fn, arg };
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
+	return each_row(s, st, "read the read marks", mark_row, &c);
+}
+
+int store_audit_add(struct store *s, const struct store_audit *a)
+{
+	_stmt_ st = stmt(s, ST_AUDIT_ADD);
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_int64(st, 1, a->at_ns);
+	sqlite3_bind_text(st, 2, a->user, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, a->thread, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, a->path, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, a->op, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 6, (int)a->pid);
+	sqlite3_bind_text(st, 7, a->comm, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 8, a->reason, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 9, a->mode, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 10, a->allowed);
+	return exec_stmt(s, st, "record an audit row");
+}
+
+struct audit_ctx {
+	const char *user, *thread;
+	int (*fn)(void *arg, const struct store_audit *a);
+	void *arg;
+};
+
+static int audit_row(sqlite3_stmt *st, void *ctx)
+{
+	struct audit_ctx *c = ctx;
+	struct store_audit a = {
+		.id = sqlite3_column_int64(st, 0),
+		.at_ns = sqlite3_column_int64(st, 1),
+		.user = c->user,
+		.thread = c->thread,
+		.path = col_text(st, 2),
+		.op = col_text(st, 3),
+		.pid = (pid_t)sqlite3_column_int(st, 4),
+		.comm = col_text(st, 5),
+		.reason = col_text(st, 6),
+		.mode = col_text(st, 7),
+		.allowed = sqlite3_column_int(st, 8) != 0,
+	};
+
+	return c->fn(c->arg, &a);
+}
+
+int store_audit_each(struct store *s, const char *user, const char *thread,
+		     int (*fn)(void *arg, const struct store_audit *a),
+		     void *arg)
+{
+	_stmt_ st = stmt(s, ST_AUDIT_EACH);
+	struct audit_ctx c = { user, thread, fn, arg };
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
+	return each_row(s, st, "read the audit log", audit_row, &c);
+}

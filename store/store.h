@@ -1,0 +1,81 @@
+/* store.h - the store: one SQLite database per $SBX_HOME ($SBX_HOME/sbx.db).
+ *
+ * Shared by every view daemon of the home, the broker and the sbx command,
+ * at the same time: WAL mode, a busy timeout, and short write transactions
+ * (BEGIN IMMEDIATE, so a writer waits for the lock up front instead of
+ * failing halfway). The schema is versioned with PRAGMA user_version and
+ * migrated forward on open; a database newer than this program is refused.
+ *
+ * A struct store is one connection: use it from one thread at a time. The
+ * view daemon gives its connection to a writer thread (writer.h) so that
+ * SQLite never runs on the FUSE request path.
+ *
+ * Functions return 0 (or a count) on success and -errno on failure, with a
+ * one-line reason in the log.
+ */
+#ifndef SBX_STORE_H
+#define SBX_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define STORE_FILE "sbx.db"
+#define STORE_SCHEMA_VERSION 1
+
+struct store;
+
+/* Opens (creating if missing) HOME/sbx.db and migrates it to the current
+ * schema. On failure returns -errno and writes a reason to ERR. */
+int store_open(const char *home, struct store **out, char *err, size_t errlen);
+/* The same for a database file PATH (tests). */
+int store_open_path(const char *path, struct store **out, char *err,
+		    size_t errlen);
+void store_close(struct store *s);
+
+/* The schema version of the open database. */
+int store_schema_version(struct store *s);
+
+/* Wraps several changes in one transaction. */
+int store_begin(struct store *s);
+int store_commit(struct store *s);
+void store_rollback(struct store *s);
+
+/* A read mark: the version of PATH (a virtual path, "/mnt/user-data/...")
+ * that the thread has read. */
+struct store_mark {
+	const char *path;
+	uint64_t ino;
+	int64_t size, mtime_ns, ctime_ns;
+	int64_t at_ns;			/* when it was read (CLOCK_REALTIME) */
+	bool hashed;
+	uint8_t hash[32];		/* SHA-256 of that version's content */
+};
+
+int store_mark_put(struct store *s, const char *user, const char *thread,
+		   const struct store_mark *m);
+int store_mark_drop(struct store *s, const char *user, const char *thread,
+		    const char *path);
+/* Calls FN for every mark of the thread; stops at FN's first non-zero
+ * return, which becomes the result. */
+int store_marks_each(struct store *s, const char *user, const char *thread,
+		     int (*fn)(void *arg, const struct store_mark *m), void *arg);
+
+/* One audit row: a modification the gate refused, or would have refused
+ * (ALLOWED, in audit mode). */
+struct store_audit {
+	int64_t id;			/* set by the store */
+	int64_t at_ns;
+	const char *user, *thread, *path, *op, *comm, *reason, *mode;
+	pid_t pid;
+	bool allowed;
+};
+
+int store_audit_add(struct store *s, const struct store_audit *a);
+/* Calls FN for each audit row of the thread, oldest first. */
+int store_audit_each(struct store *s, const char *user, const char *thread,
+		     int (*fn)(void *arg, const struct store_audit *a),
+		     void *arg);
+
+#endif

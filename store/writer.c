@@ -1,0 +1,249 @@
+/* writer.c - see writer.h. */
+#include "writer.h"
+#include "log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* How long the thread lets rows gather after the first one arrives. */
+#define GATHER_NS (3 * 1000 * 1000)
+
+enum row_kind { ROW_MARK_PUT, ROW_MARK_DROP, ROW_AUDIT };
+
+struct row {
+	struct row *next;
+	enum row_kind kind;
+	union {
+		struct store_mark mark;		/* strings point into text[] */
+		struct store_audit audit;
+	};
+	char text[];
+};
+
+struct store_writer {
+	struct store *store;
+	char *user, *thread;
+	pthread_t thread_id;
+	pthread_mutex_t lock;
+	pthread_cond_t wake, done;
+	struct row *head, **tail;
+	uint64_t queued, written;	/* rows, for store_writer_sync() */
+	bool stopping;
+};
+
+static void write_row(struct store_writer *w, const struct row *r)
+{
+	switch (r->kind) {
+	case ROW_MARK_PUT:
+		store_mark_put(w->store, w->user, w->thread, &r->mark);
+		break;
+	case ROW_MARK_DROP:
+		store_mark_drop(w->store, w->user, w->thread, r->mark.path);
+		break;
+	case ROW_AUDIT:
+		store_audit_add(w->store, &r->audit);
+		break;
+	}
+}
+
+/* Writes BATCH in one transaction (row by row if that fails, so one bad
+ * row does not lose the others) and frees it. */
+static void write_batch(struct store_writer *w, struct row *batch)
+{
+	bool txn = store_begin(w->store) == 0;
+
+	for (struct row *r = batch; r; r = r->next)
+		write_row(w, r);
+	if (txn && store_commit(w->store) < 0) {
+		store_rollback(w->store);
+		log_warn("store: a batch of rows was not written; retrying one by one");
+		for (struct row *r = batch; r; r = r->next)
+			write_row(w, r);
+	}
+	while (batch) {
+		struct row *next = batch->next;
+		free(batch);
+		batch = next;
+	}
+}
+
+static void *writer_main(void *arg)
+{
+	struct store_writer *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		while (!w->head && !w->stopping)
+			pthread_cond_wait(&w->wake, &w->lock);
+		if (!w->head)
+			break;
+		if (!w->stopping) {
+			struct timespec until;
+
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += GATHER_NS;
+			if (until.tv_nsec >= 1000000000) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&w->wake, &w->lock, &until);
+		}
+		struct row *batch = w->head;
+		uint64_t n = w->queued;
+		w->head = NULL;
+		w->tail = &w->head;
+		pthread_mutex_unlock(&w->lock);
+		write_batch(w, batch);
+		pthread_mutex_lock(&w->lock);
+		w->written = n;
+		pthread_cond_broadcast(&w->done);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+struct store_writer *store_writer_start(struct store *s, const char *user,
+					const char *thread)
+{
+	struct store_writer *w = calloc(1, sizeof(*w));
+
+	if (!w || !(w->user = strdup(user)) || !(w->thread = strdup(thread)))
+		goto fail;
+	w->store = s;
+	w->tail = &w->head;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->wake, NULL);
+	pthread_cond_init(&w->done, NULL);
+	if (pthread_create(&w->thread_id, NULL, writer_main, w) != 0) {
+		pthread_mutex_destroy(&w->lock);
+		pthread_cond_destroy(&w->wake);
+		pthread_cond_destroy(&w->done);
+		goto fail;
+	}
+	return w;
+fail:
+	if (w) {
+		free(w->user);
+		free(w->thread);
+		free(w);
+	}
+	store_close(s);
+	return NULL;
+}
+
+void store_writer_stop(struct store_writer *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stopping = true;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread_id, NULL);
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->wake);
+	pthread_cond_destroy(&w->done);
+	store_close(w->store);
+	free(w->user);
+	free(w->thread);
+	free(w);
+}
+
+void store_writer_sync(struct store_writer *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	uint64_t target = w->queued;
+	pthread_cond_signal(&w->wake);
+	while (w->written < target)
+		pthread_cond_wait(&w->done, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* Copies S into the row's text area at *AT; returns the copy. */
+static const char *put_text(struct row *r, size_t *at, const char *s)
+{
+	char *dst = r->text + *at;
+	size_t n = strlen(s) + 1;
+
+	memcpy(dst, s, n);
+	*at += n;
+	return dst;
+}
+
+static void enqueue(struct store_writer *w, struct row *r)
+{
+	pthread_mutex_lock(&w->lock);
+	r->next = NULL;
+	*w->tail = r;
+	w->tail = &r->next;
+	w->queued++;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static struct row *row_new(struct store_writer *w, enum row_kind kind,
+			   size_t text)
+{
+	struct row *r = w ? malloc(sizeof(*r) + text) : NULL;
+
+	if (!r) {
+		if (w)
+			log_warn("store: out of memory; a row is not recorded");
+		return NULL;
+	}
+	r->kind = kind;
+	return r;
+}
+
+static void queue_mark(struct store_writer *w, enum row_kind kind,
+		       const struct store_mark *m)
+{
+	struct row *r = row_new(w, kind, strlen(m->path) + 1);
+	size_t at = 0;
+
+	if (!r)
+		return;
+	r->mark = *m;
+	r->mark.path = put_text(r, &at, m->path);
+	enqueue(w, r);
+}
+
+void store_writer_mark_put(struct store_writer *w, const struct store_mark *m)
+{
+	queue_mark(w, ROW_MARK_PUT, m);
+}
+
+void store_writer_mark_drop(struct store_writer *w, const char *path)
+{
+	struct store_mark m = { .path = path };
+
+	queue_mark(w, ROW_MARK_DROP, &m);
+}
+
+void store_writer_audit(struct store_writer *w, const struct store_audit *a)
+{
+	const char *const *fields[] = { &a->path, &a->op, &a->comm, &a->reason,
+					&a->mode };
+	size_t text = 0, at = 0;
+	struct row *r;
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++)
+		text += strlen(*fields[i]) + 1;
+	r = row_new(w, ROW_AUDIT, text);
+	if (!r)
+		return;
+	r->audit = *a;
+	r->audit.user = w->user;
+	r->audit.thread = w->thread;
+	r->audit.path = put_text(r, &at, a->path);
+	r->audit.op = put_text(r, &at, a->op);
+	r->audit.comm = put_text(r, &at, a->comm);
+	r->audit.reason = put_text(r, &at, a->reason);
+	r->audit.mode = put_text(r, &at, a->mode);
+	enqueue(w, r);
+}

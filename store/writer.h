@@ -1,0 +1,36 @@
+/* writer.h - the view daemon's store writer: rows queued from request
+ * handlers, written by one thread in batches.
+ *
+ * Handlers only copy a row into a queue (no SQLite, no disk I/O on the
+ * FUSE request path). The thread wakes on the first row, waits a few
+ * milliseconds for more, and writes whatever has gathered in one
+ * transaction (group commit). A row that cannot be written is logged and
+ * dropped: marks are an optimisation that a stale or missing row can only
+ * make stricter, and every audit row is also in the daemon's log.
+ *
+ * The writer owns the store connection it is given.
+ */
+#ifndef SBX_WRITER_H
+#define SBX_WRITER_H
+
+#include "store.h"
+
+struct store_writer;
+
+/* Starts the thread for the rows of USER's THREAD. Returns NULL (S
+ * closed) on failure. */
+struct store_writer *store_writer_start(struct store *s, const char *user,
+					const char *thread);
+/* Writes what is queued, stops the thread, closes the store. */
+void store_writer_stop(struct store_writer *w);
+
+/* Queue a row; copies every string. Never blocks on the database. */
+void store_writer_mark_put(struct store_writer *w, const struct store_mark *m);
+void store_writer_mark_drop(struct store_writer *w, const char *path);
+void store_writer_audit(struct store_writer *w, const struct store_audit *a);
+
+/* Waits until every row queued before the call is written (tests, and
+ * sbxfs before it reports an unmount). */
+void store_writer_sync(struct store_writer *w);
+
+#endif

@@ -1,0 +1,79 @@
+/* cmd.h - running shell commands from tests and checking what they print.
+ *
+ * OK(fmt, ...): the command must exit 0. OUT(fmt, ...): the same, and
+ * evaluates to its standard output. EQ_OUT(want, fmt, ...): exits 0 and
+ * prints exactly WANT. STATUS(fmt, ...): its exit status. SAME(got, want):
+ * two strings are equal, else the test fails showing their diff. Strings
+ * returned are heap strings the test may leak (each test is a process).
+ */
+#ifndef SBX_TEST_CMD_H
+#define SBX_TEST_CMD_H
+
+#include "harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+char *fmt_cmd(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Runs "sh -c CMD"; returns its standard output (stderr passes through)
+ * and stores its exit status (-1 if it did not exit) in *STATUS. */
+char *capture(const char *cmd, int *status);
+
+/* Reproducible tool behaviour for the commands a test runs: C collation,
+ * UTC, a fresh $HOME, no user or system git configuration, a fixed git
+ * identity, python writing bytecode as it does by default. */
+void tool_env(void);
+
+/* "diff -u" of two texts, at most about 3 KB of it. */
+char *text_diff(const char *got, const char *want);
+
+/* The two strings are equal; otherwise fail showing their diff. */
+#define SAME(got, want)							\
+	do {								\
+		const char *g_ = (got), *w_ = (want);			\
+		ck_assert_msg(!strcmp(g_, w_), "%s differs from %s:\n%s", \
+			      #got, #want, text_diff(g_, w_));		\
+	} while (0)
+
+#define OK(...)								\
+	do {								\
+		char *cmd_ = fmt_cmd(__VA_ARGS__);			\
+		int st_ = sh("%s", cmd_);				\
+		ck_assert_msg(st_ == 0, "exit %d: %s", st_, cmd_);	\
+		free(cmd_);						\
+	} while (0)
+
+#define OUT(...)							\
+	({								\
+		char *cmd_ = fmt_cmd(__VA_ARGS__);			\
+		int st_;						\
+		char *out_ = capture(cmd_, &st_);			\
+		ck_assert_msg(st_ == 0, "exit %d: %s\n%.2000s", st_, cmd_, out_); \
+		free(cmd_);						\
+		out_;							\
+	})
+
+/* EQ_OUT(want, fmt, ...): the command exits 0 and prints exactly WANT. */
+#define EQ_OUT(want, ...)						\
+	do {								\
+		char *c_ = fmt_cmd(__VA_ARGS__);			\
+		int s_;							\
+		char *o_ = capture(c_, &s_);				\
+		const char *w_ = (want);				\
+		ck_assert_msg(s_ == 0 && !strcmp(o_, w_),		\
+			      "%s\nexit %d, output differs:\n%s", c_, s_, \
+			      text_diff(o_, w_));			\
+		free(c_);						\
+		free(o_);						\
+	} while (0)
+
+#define STATUS(...)							\
+	({								\
+		char *cmd_ = fmt_cmd(__VA_ARGS__);			\
+		int st_ = sh("%s", cmd_);				\
+		free(cmd_);						\
+		st_;							\
+	})
+
+#endif

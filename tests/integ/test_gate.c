@@ -1,0 +1,430 @@
+/* Read-before-write through a mounted view: what is refused (EACCES, file
+ * unchanged, an audit row), what a thread's own work never trips over
+ * (its own outputs, sed -i, builds, git), the four modes, --rbw-unlink,
+ * marks across a restart, and racing handles. Host edits are made
+ * directly in the backing directory, as a person would. */
+#include "cmd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static struct tview V;
+
+#define WS "user-data/workspace"
+
+static void mount_with(const char *const *extra)
+{
+	tool_env();
+	ck_assert_int_eq(tview_mount(&V, NULL, "alice", "gate", extra), 0);
+}
+
+static void setup(void)
+{
+	mount_with(NULL);
+}
+
+static void setup_strict(void)
+{
+	const char *extra[] = { "--rbw", "strict", NULL };
+	mount_with(extra);
+}
+
+static void setup_audit(void)
+{
+	const char *extra[] = { "--rbw", "audit", NULL };
+	mount_with(extra);
+}
+
+static void setup_off(void)
+{
+	const char *extra[] = { "--rbw", "off", NULL };
+	mount_with(extra);
+}
+
+static void setup_unlink(void)
+{
+	const char *extra[] = { "--rbw-unlink", NULL };
+	mount_with(extra);
+}
+
+static void teardown(void)
+{
+	tview_umount(&V);
+}
+
+/* MNT/user-data/workspace/NAME and its host backing path. */
+static char *ws(const char *name)
+{
+	return vpath(&V, WS "/%s", name);
+}
+
+static char *host(const char *name)
+{
+	return hpath(&V, WS "/%s", name);
+}
+
+/* Opens PATH with FLAGS and writes TEXT; returns 0 or the errno of the
+ * first call that failed. */
+static int try_write(const char *path, int flags, const char *text)
+{
+	int fd = open(path, flags, 0644), err = 0;
+
+	if (fd < 0)
+		return errno;
+	if (write(fd, text, strlen(text)) < 0)
+		err = errno;
+	if (close(fd) < 0 && !err)
+		err = errno;
+	return err;
+}
+
+#define OVERWRITE (O_WRONLY | O_TRUNC)
+
+/* Reads PATH through the view until it shows WANT (a host edit reaches
+ * the view's caches within milliseconds; this waits out the watch). */
+static void read_until(const char *path, const char *want)
+{
+	char *got = NULL;
+
+	for (int i = 0; i < 200; i++) {
+		free(got);
+		got = read_file(path);
+		if (got && !strcmp(got, want))
+			return;
+		usleep(10000);
+	}
+	ck_abort_msg("%s shows '%s', not '%s'", path, got ? got : "(null)", want);
+}
+
+/* The thread's audit log as text (the writer commits within ms). */
+static char *audit_text(void)
+{
+	return OUT("'%s' audit --home '%s' --user alice --thread gate",
+		   test_bin("sbx"), V.home);
+}
+
+static void wait_audit(const char *needle)
+{
+	for (int i = 0; i < 200; i++) {
+		char *text = audit_text();
+		bool found = strstr(text, needle) != NULL;
+
+		free(text);
+		if (found)
+			return;
+		usleep(10000);
+	}
+	ck_abort_msg("no audit row with '%s':\n%s", needle, audit_text());
+}
+
+START_TEST(test_gate_overwrite_after_a_host_edit_is_refused_until_reread)
+{
+	ck_assert_int_eq(write_file(host("notes.txt"), "v1\n"), 0);
+	read_until(ws("notes.txt"), "v1\n");
+	ck_assert_int_eq(write_file(host("notes.txt"), "person's edit\n"), 0);
+
+	ck_assert_int_eq(try_write(ws("notes.txt"), OVERWRITE, "agent\n"), EACCES);
+	ck_assert_str_eq(read_file(host("notes.txt")), "person's edit\n");
+	wait_audit("changed since it was read at ");
+
+	read_until(ws("notes.txt"), "person's edit\n");
+	ck_assert_int_eq(try_write(ws("notes.txt"), OVERWRITE, "agent\n"), 0);
+	ck_assert_str_eq(read_file(host("notes.txt")), "agent\n");
+}
+END_TEST
+
+START_TEST(test_gate_shell_overwrites_of_unread_files_are_refused)
+{
+	ck_assert_int_eq(write_file(host("existing"), "keep me\n"), 0);
+	ck_assert_int_eq(write_file(host("src"), "source\n"), 0);
+
+	ck_assert_int_ne(STATUS("echo x > '%s' 2>/dev/null", ws("existing")), 0);
+	ck_assert_int_ne(STATUS("cp '%s' '%s' 2>/dev/null", ws("src"), ws("existing")), 0);
+	ck_assert_int_ne(STATUS("echo x >> '%s' 2>/dev/null", ws("existing")), 0);
+	ck_assert_int_ne(STATUS("truncate -s 0 '%s' 2>/dev/null", ws("existing")), 0);
+	ck_assert_int_ne(STATUS("mv '%s' '%s' 2>/dev/null", ws("src"), ws("existing")), 0);
+	ck_assert_str_eq(read_file(host("existing")), "keep me\n");
+	ck_assert(exists(host("src")));
+
+	/* Each refusal is audited with the operation, the virtual path, the
+	 * caller and the reason; JSON carries the same fields. */
+	wait_audit("rename onto /mnt/user-data/workspace/existing");
+	char *text = audit_text();
+	ck_assert_msg(strstr(text, "refused  open with O_TRUNC /mnt/user-data/workspace/existing") &&
+		      strstr(text, ", cp): never read") &&
+		      strstr(text, "write /mnt/user-data/workspace/existing") &&
+		      strstr(text, "truncate /mnt/user-data/workspace/existing"),
+		      "audit:\n%s", text);
+	EQ_OUT("5 refused never read /mnt/user-data/workspace/existing False\n",
+	       "'%s' audit --home '%s' --user alice --thread gate --format json |"
+	       " python3 -c 'import json,sys; r=json.load(sys.stdin);"
+	       " print(len(r), \"refused\" if not r[0][\"allowed\"] else \"?\","
+	       " r[0][\"reason\"], r[0][\"path\"], r[-1][\"allowed\"])'",
+	       test_bin("sbx"), V.home);
+}
+END_TEST
+
+START_TEST(test_gate_new_files_own_outputs_and_empty_files_need_no_read)
+{
+	/* A new file, rewritten and appended to by the thread itself. */
+	OK("echo one > '%s' && echo two > '%s'", ws("out.txt"), ws("out.txt"));
+	for (int i = 0; i < 50; i++)
+		ck_assert_int_eq(try_write(ws("log.txt"), O_WRONLY | O_CREAT | O_APPEND,
+					   "line\n"), 0);
+	ck_assert_int_eq(strlen(read_file(host("log.txt"))), 250);
+	ck_assert_str_eq(read_file(host("out.txt")), "two\n");
+	/* An empty file holds nothing to lose. */
+	ck_assert_int_eq(write_file(host("empty"), ""), 0);
+	ck_assert_int_eq(try_write(ws("empty"), OVERWRITE, "now\n"), 0);
+}
+END_TEST
+
+START_TEST(test_gate_sed_i_and_editor_saves_work_on_read_files)
+{
+	ck_assert_int_eq(write_file(host("conf"), "port=1\nname=x\n"), 0);
+	OK("sed -i 's/port=1/port=2/' '%s'", ws("conf"));
+	OK("sed -i 's/name=x/name=y/' '%s'", ws("conf"));
+	ck_assert_str_eq(read_file(host("conf")), "port=2\nname=y\n");
+	/* Read, then write in place through one O_RDWR handle. */
+	OK("python3 -c \"f=open('%s','r+'); d=f.read(); f.seek(0); f.write(d.upper())\"",
+	   ws("conf"));
+	ck_assert_str_eq(read_file(host("conf")), "PORT=2\nNAME=Y\n");
+}
+END_TEST
+
+START_TEST(test_gate_identical_bytes_rewritten_on_the_host_still_count_as_read)
+{
+	ck_assert_int_eq(write_file(host("same"), "unchanged content\n"), 0);
+	read_until(ws("same"), "unchanged content\n");
+	usleep(300000);		/* the content hash is taken after the read */
+	/* The host rewrites the same bytes: new mtime and ctime. */
+	ck_assert_int_eq(write_file(host("same"), "unchanged content\n"), 0);
+	ck_assert_int_eq(try_write(ws("same"), OVERWRITE, "agent\n"), 0);
+	ck_assert_str_eq(read_file(host("same")), "agent\n");
+}
+END_TEST
+
+START_TEST(test_gate_copy_file_range_source_counts_as_read)
+{
+	ck_assert_int_eq(write_file(host("cfr"), "copied\n"), 0);
+	OK("python3 -c \"import os; s=os.open('%s',os.O_RDONLY);"
+	   " d=os.open('%s',os.O_WRONLY|os.O_CREAT,0o644);"
+	   " assert os.copy_file_range(s,d,100)==7\"", ws("cfr"), ws("cfr-copy"));
+	ck_assert_int_eq(try_write(ws("cfr"), OVERWRITE, "changed\n"), 0);
+}
+END_TEST
+
+START_TEST(test_gate_c_project_builds_twice)
+{
+	const char *d = ws("proj");
+
+	OK("mkdir -p '%s' && cd '%s' &&"
+	   " printf 'int f(void);\\nint main(void){return f();}\\n' > main.c &&"
+	   " printf 'int f(void){return 0;}\\n' > f.c &&"
+	   " printf 'app: main.o f.o\\n\\tcc -o app main.o f.o\\n%%.o: %%.c\\n\\tcc -c -o $@ $<\\n' > Makefile",
+	   d, d);
+	OK("make -s -C '%s'", d);
+	OK("cd '%s' && ./app", d);
+	OK("sleep 1 && touch '%s/f.c' '%s/main.c' && make -s -C '%s'", d, d, d);
+	OK("make -s -C '%s' -B", d);
+	OK("cd '%s' && ./app", d);
+}
+END_TEST
+
+START_TEST(test_gate_git_checkout_and_pull_work)
+{
+	char *up = strdup(test_dir("upstream"));
+	const char *r = ws("repo"), *c = ws("clone");
+
+	/* A repository made in the view: switching branches rewrites files. */
+	OK("mkdir '%s' && cd '%s' && git init -q -b main && printf 'main\\n' > a.txt &&"
+	   " git add a.txt && git commit -q -m main && git checkout -q -b feature &&"
+	   " printf 'feature\\n' > a.txt && git commit -q -am feature &&"
+	   " git checkout -q main", r, r);
+	ck_assert_str_eq(read_file(vpath(&V, WS "/repo/a.txt")), "main\n");
+	OK("cd '%s' && git checkout -q feature && git checkout -q main && git merge -q --ff-only feature", r);
+	ck_assert_str_eq(read_file(vpath(&V, WS "/repo/a.txt")), "feature\n");
+
+	/* A clone of a host repository, pulled after upstream moves on. */
+	OK("cd '%s' && git init -q -b main && printf 'v1\\n' > f && git add f &&"
+	   " git commit -q -m v1", up);
+	OK("git clone -q '%s' '%s'", up, c);
+	OK("cd '%s' && printf 'v2\\n' > f && git commit -q -am v2", up);
+	OK("cd '%s' && git pull -q --ff-only", c);
+	ck_assert_str_eq(read_file(vpath(&V, WS "/clone/f")), "v2\n");
+	OK("cd '%s' && git status --porcelain | wc -l | grep -qx 0", c);
+}
+END_TEST
+
+/* Two write handles open on a file whose mark goes stale: neither may
+ * write. */
+START_TEST(test_gate_racing_handles_never_win_against_a_stale_mark)
+{
+	ck_assert_int_eq(write_file(host("race"), "base\n"), 0);
+	read_until(ws("race"), "base\n");
+	int a = open(ws("race"), O_WRONLY), b = open(ws("race"), O_WRONLY);
+	ck_assert_int_ge(a, 0);
+	ck_assert_int_ge(b, 0);
+	ck_assert_int_eq(write_file(host("race"), "host\n"), 0);
+	ck_assert_int_eq(write(a, "A", 1), -1);
+	ck_assert_int_eq(errno, EACCES);
+	ck_assert_int_eq(write(b, "B", 1), -1);
+	ck_assert_int_eq(errno, EACCES);
+	close(a);
+	close(b);
+	ck_assert_str_eq(read_file(host("race")), "host\n");
+}
+END_TEST
+
+/* An authorized handle keeps its right until closed. */
+START_TEST(test_gate_a_handle_is_authorized_once)
+{
+	ck_assert_int_eq(write_file(host("held"), "base\n"), 0);
+	read_until(ws("held"), "base\n");
+	int fd = open(ws("held"), O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "B", 1, 0), 1);
+	ck_assert_int_eq(write_file(host("held"), "host\n"), 0);
+	ck_assert_int_eq(pwrite(fd, "C", 1, 1), 1);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_gate_marks_survive_a_restart_but_never_authorize_a_changed_file)
+{
+	ck_assert_int_eq(write_file(host("kept"), "kept\n"), 0);
+	ck_assert_int_eq(write_file(host("moved"), "moved\n"), 0);
+	read_until(ws("kept"), "kept\n");
+	read_until(ws("moved"), "moved\n");
+	ck_assert_int_eq(tview_umount_wait(&V), 0);
+	ck_assert_int_eq(write_file(host("moved"), "edited while unmounted\n"), 0);
+
+	ck_assert_int_eq(tview_mount(&V, V.home, "alice", "gate", NULL), 0);
+	ck_assert_int_eq(try_write(ws("kept"), OVERWRITE, "agent\n"), 0);
+	ck_assert_int_eq(try_write(ws("moved"), OVERWRITE, "agent\n"), EACCES);
+	ck_assert_str_eq(read_file(host("moved")), "edited while unmounted\n");
+}
+END_TEST
+
+START_TEST(test_gate_writeback_needs_a_mode_that_cannot_refuse)
+{
+	struct tview w;
+	const char *extra[] = { "--writeback", NULL };
+
+	ck_assert_int_eq(tview_mount(&w, NULL, "alice", "wb", extra), 2);
+	ck_assert(!w.mounted);
+}
+END_TEST
+
+/* strict: the thread's own writes do not count as a read. */
+START_TEST(test_gate_strict_wants_a_read_after_own_writes)
+{
+	ck_assert_int_eq(try_write(ws("s.txt"), O_WRONLY | O_CREAT | O_EXCL, "one\n"), 0);
+	ck_assert_int_eq(try_write(ws("s.txt"), OVERWRITE, "two\n"), EACCES);
+	read_until(ws("s.txt"), "one\n");
+	ck_assert_int_eq(try_write(ws("s.txt"), OVERWRITE, "two\n"), 0);
+	ck_assert_int_eq(try_write(ws("s.txt"), OVERWRITE, "three\n"), EACCES);
+	ck_assert_str_eq(read_file(host("s.txt")), "two\n");
+}
+END_TEST
+
+START_TEST(test_gate_audit_mode_allows_and_records)
+{
+	ck_assert_int_eq(write_file(host("a.txt"), "host\n"), 0);
+	ck_assert_int_eq(try_write(ws("a.txt"), OVERWRITE, "agent\n"), 0);
+	ck_assert_str_eq(read_file(host("a.txt")), "agent\n");
+	wait_audit("audit    open with O_TRUNC /mnt/user-data/workspace/a.txt");
+}
+END_TEST
+
+START_TEST(test_gate_off_allows_and_records_nothing)
+{
+	ck_assert_int_eq(write_file(host("a.txt"), "host\n"), 0);
+	ck_assert_int_eq(try_write(ws("a.txt"), OVERWRITE, "agent\n"), 0);
+	usleep(100000);
+	ck_assert_str_eq(audit_text(), "");
+}
+END_TEST
+
+START_TEST(test_gate_rbw_unlink_gates_unlink_and_rmdir)
+{
+	ck_assert_int_eq(write_file(host("victim"), "data\n"), 0);
+	ck_assert_int_eq(mkdir(host("hostdir"), 0755), 0);
+
+	ck_assert_int_eq(unlink(ws("victim")), -1);
+	ck_assert_int_eq(errno, EACCES);
+	ck_assert_int_eq(rmdir(ws("hostdir")), -1);
+	ck_assert_int_eq(errno, EACCES);
+	ck_assert(exists(host("victim")) && exists(host("hostdir")));
+
+	read_until(ws("victim"), "data\n");
+	ck_assert_int_eq(unlink(ws("victim")), 0);
+	OK("ls '%s' >/dev/null", ws("hostdir"));
+	ck_assert_int_eq(rmdir(ws("hostdir")), 0);
+
+	/* A tree the thread made itself goes without reading it first. */
+	OK("mkdir -p '%s/a/b' && echo x > '%s/a/b/f' && rm -rf '%s'", ws("t"),
+	   ws("t"), ws("t"));
+	ck_assert(!exists(host("t")));
+	wait_audit("unlink /mnt/user-data/workspace/victim");
+	wait_audit("rmdir /mnt/user-data/workspace/hostdir");
+}
+END_TEST
+
+/* Without --rbw-unlink, deleting is not gated. */
+START_TEST(test_gate_unlink_is_free_by_default)
+{
+	ck_assert_int_eq(write_file(host("victim"), "data\n"), 0);
+	ck_assert_int_eq(unlink(ws("victim")), 0);
+}
+END_TEST
+
+Suite *suite_view_gate(void)
+{
+	Suite *s = suite_create("view_gate");
+	TCase *tc = tcase_create("enforce");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_gate_overwrite_after_a_host_edit_is_refused_until_reread);
+	tcase_add_test(tc, test_gate_shell_overwrites_of_unread_files_are_refused);
+	tcase_add_test(tc, test_gate_new_files_own_outputs_and_empty_files_need_no_read);
+	tcase_add_test(tc, test_gate_sed_i_and_editor_saves_work_on_read_files);
+	tcase_add_test(tc, test_gate_identical_bytes_rewritten_on_the_host_still_count_as_read);
+	tcase_add_test(tc, test_gate_copy_file_range_source_counts_as_read);
+	tcase_add_test(tc, test_gate_c_project_builds_twice);
+	tcase_add_test(tc, test_gate_git_checkout_and_pull_work);
+	tcase_add_test(tc, test_gate_racing_handles_never_win_against_a_stale_mark);
+	tcase_add_test(tc, test_gate_a_handle_is_authorized_once);
+	tcase_add_test(tc, test_gate_marks_survive_a_restart_but_never_authorize_a_changed_file);
+	tcase_add_test(tc, test_gate_writeback_needs_a_mode_that_cannot_refuse);
+	tcase_add_test(tc, test_gate_unlink_is_free_by_default);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("strict");
+	tcase_add_checked_fixture(tc, setup_strict, teardown);
+	tcase_add_test(tc, test_gate_strict_wants_a_read_after_own_writes);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("audit");
+	tcase_add_checked_fixture(tc, setup_audit, teardown);
+	tcase_add_test(tc, test_gate_audit_mode_allows_and_records);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("off");
+	tcase_add_checked_fixture(tc, setup_off, teardown);
+	tcase_add_test(tc, test_gate_off_allows_and_records_nothing);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("unlink");
+	tcase_add_checked_fixture(tc, setup_unlink, teardown);
+	tcase_add_test(tc, test_gate_rbw_unlink_gates_unlink_and_rmdir);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,306 @@
+/* The gate's state machine on real files: which version a mark holds,
+ * what each verdict is, how own changes move or carry marks in each
+ * mode, the content-hash fallback, and marks loaded from the store. */
+#include "harness.h"
+#include "gate.h"
+#include "store.h"
+#include "writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[PATH_MAX];
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "%s", test_dir("gate-unit"));
+}
+
+static char *file(const char *name, const char *content)
+{
+	char *p;
+
+	ck_assert_int_ge(asprintf(&p, "%s/%s", dir, name), 0);
+	if (content)
+		ck_assert_int_eq(write_file(p, content), 0);
+	return p;
+}
+
+static struct stat st_of(const char *path)
+{
+	struct stat st;
+
+	ck_assert_int_eq(lstat(path, &st), 0);
+	return st;
+}
+
+/* Reads PATH as the view would: version before, read, version after. */
+static void read_as_view(struct gate *g, const char *path)
+{
+	struct stat a = st_of(path);
+	int fd = open(path, O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	gate_note_read(g, &a, &a, fd, path);
+	close(fd);
+}
+
+/* The verdict for a content change of PATH right now. */
+static enum gate_verdict verdict(struct gate *g, const char *path)
+{
+	struct stat st = st_of(path);
+	struct gate_ticket t;
+	enum gate_verdict v;
+	int fd = open(path, O_PATH);
+
+	gate_lock(g, &t, &st);
+	v = gate_check(&t, &st, fd, path);
+	gate_unlock(&t, NULL, true);
+	close(fd);
+	return v;
+}
+
+/* A content change made through the view with the gate's blessing. */
+static void own_write(struct gate *g, const char *path, const char *content)
+{
+	struct stat st = st_of(path);
+	struct gate_ticket t;
+
+	gate_lock(g, &t, &st);
+	ck_assert_int_eq(write_file(path, content), 0);
+	st = st_of(path);
+	gate_unlock(&t, &st, true);
+}
+
+START_TEST(test_gate_modes_parse_and_name)
+{
+	enum gate_mode m;
+	const char *names[] = { "enforce", "strict", "audit", "off" };
+
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(gate_mode_parse(names[i], &m), 0);
+		ck_assert_str_eq(gate_mode_name(m), names[i]);
+	}
+	ck_assert_int_eq(gate_mode_parse("Enforce", &m), -EINVAL);
+	ck_assert_int_eq(gate_mode_parse("", &m), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_gate_unread_then_read_then_changed)
+{
+	struct gate *g = gate_new(GATE_ENFORCE, false, NULL);
+	char *f = file("f", "one\n");
+
+	ck_assert_int_eq(verdict(g, f), GATE_NEVER_READ);
+	read_as_view(g, f);
+	ck_assert_int_eq(verdict(g, f), GATE_OK);
+	ck_assert_int_eq(write_file(f, "other\n"), 0);	/* a host edit */
+	ck_assert_int_eq(verdict(g, f), GATE_CHANGED);
+	read_as_view(g, f);
+	ck_assert_int_eq(verdict(g, f), GATE_OK);
+	gate_free(g);
+}
+END_TEST
+
+START_TEST(test_gate_reasons_name_the_refusal)
+{
+	struct gate *g = gate_new(GATE_ENFORCE, false, NULL);
+	char *f = file("f", "one\n"), reason[96];
+	struct stat st = st_of(f);
+	struct gate_ticket t;
+
+	gate_lock(g, &t, &st);
+	ck_assert_int_eq(gate_check(&t, &st, -1, NULL), GATE_NEVER_READ);
+	gate_reason(&t, reason, sizeof(reason));
+	ck_assert_str_eq(reason, "never read");
+	gate_unlock(&t, NULL, true);
+
+	read_as_view(g, f);
+	ck_assert_int_eq(write_file(f, "two\n!"), 0);
+	st = st_of(f);
+	gate_lock(g, &t, &st);
+	ck_assert_int_eq(gate_check(&t, &st, -1, NULL), GATE_CHANGED);
+	gate_reason(&t, reason, sizeof(reason));
+	ck_assert_msg(!strncmp(reason, "changed since it was read at 20", 31) &&
+		      reason[strlen(reason) - 1] == 'Z', "%s", reason);
+	gate_unlock(&t, NULL, true);
+	gate_free(g);
+}
+END_TEST
+
+START_TEST(test_gate_a_read_during_a_change_sets_no_mark)
+{
+	struct gate *g = gate_new(GATE_ENFORCE, false, NULL);
+	char *f = file("f", "one\n");
+	struct stat before = st_of(f), after;
+	int fd = open(f, O_RDONLY);
+
+	ck_assert_int_eq(write_file(f, "changed while read\n"), 0);
+	after = st_of(f);
+	ck_assert(gate_read_is_news(g, &before));
+	gate_note_read(g, &before, &after, fd, f);
+	ck_assert_int_eq(verdict(g, f), GATE_NEVER_READ);
+	close(fd);
+	gate_free(g);
+}
+END_TEST
+
+START_TEST(test_gate_empty_files_and_specials_always_pass)
+{
+	struct gate *g = gate_new(GATE_ENFORCE, false, NULL);
+	char *e = file("empty", ""), *l = file("link", NULL), *d = file("d", NULL);
+
+	ck_assert_int_eq(symlink("target", l), 0);
+	ck_assert_int_eq(mkdir(d, 0755), 0);
+	ck_assert_int_eq(verdict(g, e), GATE_OK);
+	ck_assert_int_eq(verdict(g, l), GATE_OK);
+	ck_assert_int_eq(verdict(g, d), GATE_OK);	/* without --rbw-unlink */
+	gate_free(g);
+
+	/* With --rbw-unlink a directory must have been listed. */
+	g = gate_new(GATE_ENFORCE, true, NULL);
+	ck_assert_int_eq(verdict(g, d), GATE_NEVER_READ);
+	struct stat st = st_of(d);
+	gate_note_listed(g, &st);
+	ck_assert_int_eq(verdict(g, d), GATE_OK);
+	gate_free(g);
+}
+END_TEST
+
+START_TEST(test_gate_own_writes_move_the_mark_except_in_strict)
+{
+	char *f = file("f", "one\n");
+	struct gate *g = gate_new(GATE_ENFORCE, false, NULL);
+
+	read_as_view(g, f);
+	own_write(g, f, "two, longer\n");
+	ck_assert_int_eq(verdict(g, f), GATE_OK);
+	gate_free(g);
+
+	g = gate_new(GATE_STRICT, false, NULL);
+	read_as_view(g, f);
+	own_write(g, f, "three, longer still\n");
+	ck_assert_int_eq(verdict(g, f), GATE_CHANGED);
+	gate_free(g);
+}
+END_TEST
+
+/* chmod through the view: a metadata change, which moves ctime. */
+static void own_chmod(struct gate *g, const char *path, mode_t mode)
+{
+	struct stat st = st_of(path);
+	struct gate_ticket t;
+
+	gate_lock(g, &t, &st);
+	ck_assert_int_eq(chmod(path, mode), 0);
+	st = st_of(path);
+	gate_unlock(&t, &st, false);
+}
+
+START_TEST(test_gate_metadata_changes_carry_only_a_current_mark)
+{
+	char *f = file("f", "one\n");
+	struct gate *g = gate_new(GATE_STRICT, false, NULL);
+
+	read_as_view(g, f);
+	own_chmod(g, f, 0600);
+	ck_assert_int_eq(verdict(g, f), GATE_OK);
+
+	/* A stale mark is not refreshed by a metadata change. */
+	ck_assert_int_eq(write_file(f, "host edit\n"), 0);
+	own_chmod(g, f, 0644);
+	ck_assert_int_eq(verdict(g, f), GATE_CHANGED);
+	gate_free(g);
+}
+END_TEST
+
+START_TEST(test_gate_same_bytes_with_new_metadata_pass_by_hash)
+{
+	struct gate *g = gate_new(GATE_ENFORCE, false, NULL);
+	char *f = file("f", "same bytes\n");
+
+	read_as_view(g, f);
+	gate_settle(g);
+	usleep(20000);		/* past the timestamp granularity */
+	ck_assert_int_eq(write_file(f, "same bytes\n"), 0);
+	ck_assert_int_eq(verdict(g, f), GATE_OK);
+	usleep(20000);
+	ck_assert_int_eq(write_file(f, "SAME bytes\n"), 0);	/* same size */
+	ck_assert_int_eq(verdict(g, f), GATE_CHANGED);
+	gate_free(g);
+}
+END_TEST
+
+/* A gate whose store connection feeds a writer; rows reach the file. */
+START_TEST(test_gate_marks_persist_by_path_and_need_the_same_inode)
+{
+	char err[256], *db = file("sbx.db", NULL);
+	char *keep = file("keep", "k\n"), *swap = file("swap", "s\n");
+	struct store *s;
+
+	ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), 0);
+	struct store_writer *w = store_writer_start(s, "u", "t");
+	struct gate *g = gate_new(GATE_ENFORCE, false, w);
+	read_as_view(g, keep);
+	read_as_view(g, swap);
+	gate_settle(g);
+	gate_free(g);
+	store_writer_stop(w);
+
+	/* The same name, another inode: the stored mark must not apply. */
+	char *tmp = file("swap.new", "s\n");
+	ck_assert_int_eq(rename(tmp, swap), 0);
+
+	ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), 0);
+	g = gate_new(GATE_ENFORCE, false, NULL);
+	ck_assert_int_eq(gate_load(g, s, "u", "t"), 2);
+	ck_assert(gate_wants_path(g));
+	ck_assert_int_eq(verdict(g, keep), GATE_OK);
+	ck_assert_int_eq(verdict(g, swap), GATE_NEVER_READ);
+	gate_free(g);
+	/* Another thread's marks are not this thread's. */
+	g = gate_new(GATE_ENFORCE, false, NULL);
+	ck_assert_int_eq(gate_load(g, s, "u", "other"), 0);
+	ck_assert(!gate_wants_path(g));
+	gate_free(g);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_gate_null_gate_is_off)
+{
+	char *f = file("f", "x\n");
+	struct stat st = st_of(f);
+	struct gate_ticket t;
+
+	ck_assert_int_eq(gate_mode(NULL), GATE_OFF);
+	ck_assert(!gate_read_is_news(NULL, &st));
+	gate_lock(NULL, &t, &st);
+	ck_assert_int_eq(gate_check(&t, &st, -1, NULL), GATE_OK);
+	gate_unlock(&t, &st, true);
+}
+END_TEST
+
+Suite *suite_unit_gate(void)
+{
+	Suite *s = suite_create("unit_gate");
+	TCase *tc = tcase_create("gate");
+
+	tcase_add_checked_fixture(tc, setup, NULL);
+	tcase_add_test(tc, test_gate_modes_parse_and_name);
+	tcase_add_test(tc, test_gate_unread_then_read_then_changed);
+	tcase_add_test(tc, test_gate_reasons_name_the_refusal);
+	tcase_add_test(tc, test_gate_a_read_during_a_change_sets_no_mark);
+	tcase_add_test(tc, test_gate_empty_files_and_specials_always_pass);
+	tcase_add_test(tc, test_gate_own_writes_move_the_mark_except_in_strict);
+	tcase_add_test(tc, test_gate_metadata_changes_carry_only_a_current_mark);
+	tcase_add_test(tc, test_gate_same_bytes_with_new_metadata_pass_by_hash);
+	tcase_add_test(tc, test_gate_marks_persist_by_path_and_need_the_same_inode);
+	tcase_add_test(tc, test_gate_null_gate_is_off);
+	suite_add_tcase(s, tc);
+	return s;
+}
