@@ -591,6 +591,18 @@ struct root *inode_root(struct inode_table *t, struct inode *ino)
 	return root;
 }
 
+bool inode_within(struct inode_table *t, struct inode *ino,
+		  bool (*match)(const char *name))
+{
+	bool found = false;
+
+	pthread_mutex_lock(&t->lock);
+	for (; ino && ino->name && !found; ino = ino->parent)
+		found = match(ino->name);
+	pthread_mutex_unlock(&t->lock);
+	return found;
+}
+
 char *inode_path(struct inode_table *t, struct inode *ino, const char *child,
 		 char *buf, size_t size)
 {

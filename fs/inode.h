@@ -133,6 +133,11 @@ void inode_moved(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
  * synthetic directory. */
 struct root *inode_root(struct inode_table *t, struct inode *ino);
 
+/* True if INO or a directory above it was last seen under a name that
+ * MATCH accepts. */
+bool inode_within(struct inode_table *t, struct inode *ino,
+		  bool (*match)(const char *name));
+
 /* Writes INO's path below the mount point ("user-data/workspace/a/b"),
  * for log messages. Returns BUF. */
 char *inode_path(struct inode_table *t, struct inode *ino, const char *child,

@@ -176,10 +176,21 @@ static char *virtual_path(struct view *v, struct inode *dir, const char *name,
 	return buf;
 }
 
+static bool is_vcs_dir(const char *name)
+{
+	return !strcmp(name, ".git") || !strcmp(name, ".hg") ||
+	       !strcmp(name, ".svn");
+}
+
 /* Read-before-write: decides a content change of the file DIR/NAME (or
  * DIR itself, NAME NULL) whose attributes are ST, with T locked. A refusal
  * (or, in audit mode, a would-be refusal) is logged and audited. Returns
- * 0 or -EACCES; T stays locked either way. */
+ * 0 or -EACCES; T stays locked either way.
+ *
+ * Files inside a version-control directory (.git, .hg, .svn) are not
+ * gated: their tool rewrites them without reading them first (FETCH_HEAD,
+ * ORIG_HEAD, logs) and guards them with its own lock files; nobody edits
+ * them by hand. */
 static int gate_decide(struct view *v, fuse_req_t req, struct gate_ticket *t,
 		       struct inode *dir, const char *name,
 		       const struct stat *st, int fd, const char *op)
@@ -187,6 +198,9 @@ static int gate_decide(struct view *v, fuse_req_t req, struct gate_ticket *t,
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	char path[PATH_MAX], comm[64];
 	bool want = gate_wants_path(v->gate);
+
+	if (inode_within(v->inodes, dir, is_vcs_dir))
+		return 0;
 
 	if (want)
 		virtual_path(v, dir, name, path, sizeof(path));

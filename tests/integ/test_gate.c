@@ -251,13 +251,19 @@ START_TEST(test_gate_git_checkout_and_pull_work)
 	OK("cd '%s' && git checkout -q feature && git checkout -q main && git merge -q --ff-only feature", r);
 	ck_assert_str_eq(read_file(vpath(&V, WS "/repo/a.txt")), "feature\n");
 
-	/* A clone of a host repository, pulled after upstream moves on. */
+	/* A clone made and pulled on the host (its .git files were never read
+	 * through the view), pulled and switched in the view. */
 	OK("cd '%s' && git init -q -b main && printf 'v1\\n' > f && git add f &&"
 	   " git commit -q -m v1", up);
-	OK("git clone -q '%s' '%s'", up, c);
-	OK("cd '%s' && printf 'v2\\n' > f && git commit -q -am v2", up);
+	OK("git clone -q '%s' '%s' && cd '%s' && git pull -q --ff-only", up,
+	   host("clone"), host("clone"));
+	OK("cd '%s' && printf 'v2\\n' > f && git commit -q -am v2 &&"
+	   " git checkout -q -b other && printf 'other\\n' > f && git commit -q -am o &&"
+	   " git checkout -q main", up);
 	OK("cd '%s' && git pull -q --ff-only", c);
 	ck_assert_str_eq(read_file(vpath(&V, WS "/clone/f")), "v2\n");
+	OK("cd '%s' && git checkout -q -b other origin/other", c);
+	ck_assert_str_eq(read_file(vpath(&V, WS "/clone/f")), "other\n");
 	OK("cd '%s' && git status --porcelain | wc -l | grep -qx 0", c);
 }
 END_TEST

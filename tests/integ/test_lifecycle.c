@@ -325,12 +325,18 @@ START_TEST(test_lifecycle_mount_helper_translates_fstab_options)
 
 	/* What mount(8) runs for "mount -t fuse.sbxfs u/t MNT -o ...". */
 	ck_assert_int_eq(sh("SBXFS='%s' mount-helpers/mount.sbxfs u/t '%s' "
-			    "-o defaults,nofail,home=%s,cache_timeout=2,portable_names=off,host_watch=off,noatime",
+			    "-o defaults,nofail,home=%s,cache_timeout=2,portable_names=off,host_watch=off,rbw=off,noatime",
 			    test_bin("sbxfs"), mnt, home), 0);
 	snprintf(v.mnt, sizeof(v.mnt), "%s", mnt);
+	snprintf(v.home, sizeof(v.home), "%s", home);
+	snprintf(v.user, sizeof(v.user), "u");
+	snprintf(v.thread, sizeof(v.thread), "t");
 	ck_assert(is_mounted(mnt));
 	/* portable_names=off reached the daemon. */
 	ck_assert_int_eq(write_file(vpath(&v, "user-data/workspace/NUL.txt"), "x"), 0);
+	/* So did rbw=off: a file made on the host is overwritten unread. */
+	ck_assert_int_eq(write_file(hpath(&v, "user-data/workspace/h"), "host"), 0);
+	ck_assert_int_eq(write_file(vpath(&v, "user-data/workspace/h"), "view"), 0);
 	tview_umount(&v);
 	ck_assert_int_eq(sh("mount-helpers/mount.sbxfs no-slash '%s' 2>/dev/null", mnt), 2);
 	ck_assert(!is_mounted(mnt));
