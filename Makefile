@@ -43,7 +43,7 @@ LDFLAGS += $(SANFLAGS)
 COMMON_SRC := common/log.c common/ids.c common/home.c
 STORE_SRC  := store/store.c store/writer.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/view.c fs/ops.c fs/watch.c fs/channel.c \
-              fs/gate.c $(STORE_SRC)
+              fs/gate.c fs/stage.c $(STORE_SRC)
 TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \
               $(wildcard tests/unit/*.c) $(wildcard tests/integ/*.c)
 

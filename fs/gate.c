@@ -614,14 +614,20 @@ void gate_unlock(struct gate_ticket *t, const struct stat *after, bool content)
 
 	if (!g)
 		return;
-	if (after && after->st_dev == t->dev && after->st_ino == t->ino) {
-		struct stripe *s = stripe_of(g, t->dev, t->ino);
-		bool moves = content ? g->mode != GATE_STRICT : t->was_current;
+	bool moves = content ? g->mode != GATE_STRICT : t->was_current;
+	bool same = after && after->st_dev == t->dev && after->st_ino == t->ino;
 
-		if (moves)
-			mark_set(s, after, now_ns());
-	}
+	if (same && moves)
+		mark_set(stripe_of(g, t->dev, t->ino), after, now_ns());
 	pthread_mutex_unlock(t->lock);
+	if (after && !same && moves) {
+		/* The change made a new file (a stage): its mark. */
+		struct stripe *s = stripe_of(g, after->st_dev, after->st_ino);
+
+		pthread_mutex_lock(&s->lock);
+		mark_set(s, after, now_ns());
+		pthread_mutex_unlock(&s->lock);
+	}
 }
 
 void gate_note_created(struct gate *g, const struct stat *st)

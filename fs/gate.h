@@ -104,9 +104,10 @@ void gate_lock(struct gate *g, struct gate_ticket *t, const struct stat *st);
 enum gate_verdict gate_check(struct gate_ticket *t, const struct stat *st,
 			     int fd, const char *path);
 /* Ends the change. AFTER: the attributes it left (NULL if it failed or the
- * file is gone from that name). CONTENT: it changed content (the mark
- * moves to AFTER in enforce and audit modes); otherwise it changed
- * metadata only, and a mark current before it stays current. */
+ * file is gone from that name); they may be another file's, a stage that
+ * took the change. CONTENT: it changed content (the mark moves to AFTER
+ * in enforce and audit modes); otherwise it changed metadata only, and a
+ * mark current before it stays current. */
 void gate_unlock(struct gate_ticket *t, const struct stat *after,
 		 bool content);
 

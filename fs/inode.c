@@ -215,6 +215,14 @@ void inode_table_free(struct inode_table *t)
 	free(t);
 }
 
+static void hash_insert(struct inode_table *t, struct inode *ino)
+{
+	struct inode **b = bucket_of(t, ino->domain, ino->dev, ino->ino);
+
+	ino->hnext = *b;
+	*b = ino;
+}
+
 static struct inode *inode_alloc(struct inode_table *t, const struct stat *st,
 				 uint16_t domain)
 {
@@ -229,9 +237,7 @@ static struct inode *inode_alloc(struct inode_table *t, const struct stat *st,
 	ino->fd = -1;
 	if (t->count >= t->nbuckets)
 		hash_grow(t);
-	struct inode **b = bucket_of(t, domain, ino->dev, ino->ino);
-	ino->hnext = *b;
-	*b = ino;
+	hash_insert(t, ino);
 	t->count++;
 	return ino;
 }
@@ -428,6 +434,47 @@ void inode_open_unref(struct inode_table *t, struct inode *ino, bool writer)
 		lru_push(t, ino);
 	release_if_unused(t, ino);
 	pthread_mutex_unlock(&t->lock);
+}
+
+uint32_t inode_open_count(struct inode_table *t, struct inode *ino,
+			  uint32_t *writers)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&t->lock);
+	n = ino->opens;
+	if (writers)
+		*writers = ino->writers;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+int inode_rekey(struct inode_table *t, struct inode *ino, int fd,
+		const struct stat *st)
+{
+	pthread_mutex_lock(&t->lock);
+	if (hash_find(t, ino->domain, st->st_dev, st->st_ino)) {
+		pthread_mutex_unlock(&t->lock);
+		close(fd);
+		return -EEXIST;
+	}
+	hash_remove(t, ino);
+	ino->dev = st->st_dev;
+	ino->ino = st->st_ino;
+	hash_insert(t, ino);
+	/* Requests that pinned the old fd number go on with whichever
+	 * object it designates when they use it; dup3 swaps atomically. */
+	if (ino->fd >= 0) {
+		dup3(fd, ino->fd, O_CLOEXEC);
+		close(fd);
+	} else {
+		attach_fd(t, ino, fd);
+	}
+	ino->seen_mtime = st->st_mtim;
+	ino->seen_ctime = st->st_ctim;
+	ino->seen_size = st->st_size;
+	pthread_mutex_unlock(&t->lock);
+	return 0;
 }
 
 int inode_parent_fd_get(struct inode_table *t, struct inode *ino,

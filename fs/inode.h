@@ -25,10 +25,12 @@
 #include <sys/types.h>
 
 struct root;
+struct stage;
 struct synth;
 
 struct inode {
-	/* Immutable after creation. */
+	/* Immutable after creation, but for (dev, ino): inode_rekey() moves
+	 * them, under the table lock, when a staged write is published. */
 	dev_t dev;
 	ino_t ino;
 	mode_t type;			/* S_IFMT bits */
@@ -45,6 +47,7 @@ struct inode {
 	uint32_t writers;		/* of which may write */
 	int wd;				/* inotify watch (dirs), <= 0 if none */
 	bool covered;			/* a watch reports its changes */
+	struct stage *stage;		/* guarded by its stage lock (stage.h) */
 	struct timespec seen_mtime, seen_ctime;	/* attributes last */
 	off_t seen_size;			/* given to the kernel */
 	uint32_t refs;			/* children + fixed */
@@ -100,6 +103,15 @@ bool inode_is_named(struct inode_table *t, struct inode *ino,
  * handle that may modify the file. */
 void inode_open_ref(struct inode_table *t, struct inode *ino, bool writer);
 void inode_open_unref(struct inode_table *t, struct inode *ino, bool writer);
+/* Open handles of INO (and, in *WRITERS if not NULL, how many may write). */
+uint32_t inode_open_count(struct inode_table *t, struct inode *ino,
+			  uint32_t *writers);
+
+/* After a staged write was published: INO now designates the object whose
+ * O_PATH fd is FD (owned) and attributes ST, the file now at its name.
+ * Returns 0, or -EEXIST (FD closed) if the table already holds it. */
+int inode_rekey(struct inode_table *t, struct inode *ino, int fd,
+		const struct stat *st);
 
 /* Remembers the attributes the kernel was just given for INO. */
 void inode_note_attr(struct inode_table *t, struct inode *ino,

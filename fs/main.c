@@ -14,6 +14,7 @@
 #include "watch.h"
 #include "channel.h"
 #include "gate.h"
+#include "stage.h"
 #include "store.h"
 #include "writer.h"
 
@@ -87,6 +88,9 @@ static const char usage_text[] =
 	"                            records what enforce would refuse; off\n"
 	"  --rbw-unlink              the gate also covers unlink (a file must have\n"
 	"                            been read) and rmdir (listed)\n"
+	"  --staging=on|off          atomic staged writes (default: on): a rewritten\n"
+	"                            file is replaced whole at close or fsync, or\n"
+	"                            not at all; off writes in place\n"
 	"  --writeback               kernel writeback cache: faster small writes,\n"
 	"                            but edits made on the host to files open in\n"
 	"                            the view may be overwritten; off by default\n"
@@ -138,7 +142,8 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 {
 	enum { OPT_USER = 256, OPT_THREAD, OPT_HOME, OPT_SKILLS, OPT_MOUNT,
 	       OPT_PORTABLE, OPT_TIMEOUT, OPT_WRITEBACK, OPT_LOG, OPT_FD_BUDGET,
-	       OPT_HOST_WATCH, OPT_MAX_WATCHES, OPT_RBW, OPT_RBW_UNLINK };
+	       OPT_HOST_WATCH, OPT_MAX_WATCHES, OPT_RBW, OPT_RBW_UNLINK,
+	       OPT_STAGING };
 	static const struct option longopts[] = {
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "thread", required_argument, NULL, OPT_THREAD },
@@ -152,6 +157,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		{ "writeback", no_argument, NULL, OPT_WRITEBACK },
 		{ "rbw", required_argument, NULL, OPT_RBW },
 		{ "rbw-unlink", no_argument, NULL, OPT_RBW_UNLINK },
+		{ "staging", required_argument, NULL, OPT_STAGING },
 		{ "log", required_argument, NULL, OPT_LOG },
 		{ "fd-budget", required_argument, NULL, OPT_FD_BUDGET },
 		{ "foreground", no_argument, NULL, 'f' },
@@ -168,6 +174,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 	o->view.timeout_watched = 3600;
 	o->view.host_watch = true;
 	o->view.portable_names = true;
+	o->view.staging = true;
 	while ((c = getopt_long(argc, argv, "fdso:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_USER:
@@ -232,6 +239,12 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		}
 		case OPT_RBW_UNLINK:
 			o->view.rbw_unlink = true;
+			break;
+		case OPT_STAGING:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+				return usage_error("--staging takes on or off, not '%s'",
+						   optarg);
+			o->view.staging = !strcmp(optarg, "on");
 			break;
 		case OPT_LOG:
 			o->log_path = optarg;
@@ -580,6 +593,11 @@ int main(int argc, char **argv)
 		log_error("%s", err);
 		return 1;
 	}
+	if (stage_setup(&v, &o.view, err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		view_close(&v);
+		return 1;
+	}
 	if (o.view.host_watch && o.view.timeout_watched > o.view.timeout) {
 		v.watch = watch_new(&v, o.view.max_watches, err, sizeof(err));
 		if (!v.watch) {
@@ -662,6 +680,7 @@ int main(int argc, char **argv)
 	}
 	/* No request is served before the loop runs, so the gate may start
 	 * this late: its messages then go to the log. */
+	stage_sweep(&v);
 	struct store_writer *writer;
 	v.gate = gate_start(&o.view, &writer);
 	if (o.view.rbw != GATE_OFF && !v.gate) {

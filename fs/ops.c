@@ -11,6 +11,7 @@
 #include "inode.h"
 #include "log.h"
 #include "names.h"
+#include "stage.h"
 #include "view.h"
 #include "watch.h"
 
@@ -77,6 +78,7 @@ struct open_file {
 	int fd;
 	bool writer;		/* opened to modify (write access, O_TRUNC, create) */
 	bool authorized;	/* the gate let it modify; kept until close */
+	bool stageable;		/* its changes go to a stage (stage.h) */
 };
 
 static struct open_file *fh_of(const struct fuse_file_info *fi)
@@ -95,6 +97,52 @@ static int stat_fd(int fd, struct stat *st)
 		       ? neg_errno() : 0;
 }
 
+/* The content of a regular file for one request: the stage's fd while the
+ * file has one (under its stage lock, as the stage may change), else the
+ * handle's fd HFD (or -1 for requests without a handle). CHANGE: the
+ * request may create a stage, so it always locks a stageable file. */
+struct io {
+	struct view *v;
+	struct inode *ino;
+	int fd;
+	bool locked;
+};
+
+static struct io io_begin(struct view *v, struct inode *ino, int hfd,
+			  bool change)
+{
+	struct io io = { v, ino, hfd, false };
+
+	if (S_ISREG(ino->type) &&
+	    (stage_any(ino) || (change && stage_possible(v, ino)))) {
+		stage_lock(v, ino);
+		io.locked = true;
+		io.fd = stage_io_fd(ino, hfd);
+	}
+	return io;
+}
+
+static void io_end(struct io *io)
+{
+	if (io->locked)
+		stage_unlock(io->v, io->ino);
+	io->locked = false;
+}
+
+#define _io_ _cleanup_(io_end) struct io
+
+/* For a change through handle H (IO from io_begin): the fd the change
+ * goes to, staging the file first if H stages; or -errno. */
+static int io_change_fd(struct io *io, struct open_file *h)
+{
+	if (!h->stageable || !io->locked)
+		return io->fd;
+	int fd = stage_for_change(io->v, io->ino, io->fd, false);
+	if (fd >= 0)
+		io->fd = fd;
+	return fd;
+}
+
 static int inode_stat(struct view *v, struct inode *ino, struct stat *st)
 {
 	if (ino->synth) {
@@ -104,7 +152,10 @@ static int inode_stat(struct view *v, struct inode *ino, struct stat *st)
 	_pinned_ p = pin(v, ino);
 	if (p.fd < 0)
 		return p.fd;
-	int r = stat_fd(p.fd, st);
+	_io_ io = io_begin(v, ino, -1, false);
+	int r = stat_fd(io.fd >= 0 ? io.fd : p.fd, st);
+	if (r == 0 && io.locked)
+		stage_attr(ino, st);
 	if (r == 0) {
 		inode_note_attr(v->inodes, ino, st);
 		view_map_attr(v, ino, st);
@@ -132,6 +183,14 @@ static bool in_uploads(struct view *v, struct inode *dir)
 	struct root *root = inode_root(v->inodes, dir);
 
 	return root && root->uploads;
+}
+
+/* True for the staging area at the top of a --mount root (stage.h): it is
+ * not part of the view. */
+static bool is_stage_area(const struct inode *dir, const char *name)
+{
+	return dir->root && dir->root->stage_hidden &&
+	       !strcmp(name, STAGE_HIDDEN_NAME);
 }
 
 /* The command name of process PID ("?" if it is gone). */
@@ -234,6 +293,10 @@ static int check_new_name(struct view *v, fuse_req_t req, struct inode *dir,
 
 	if (!confine_name_ok(name))
 		return -EINVAL;
+	if (is_stage_area(dir, name)) {
+		log_refusal(v, req, dir, name, op, "the name is the view's staging area");
+		return -EINVAL;
+	}
 	if (name_is_upload_staging(name) && in_uploads(v, dir)) {
 		log_refusal(v, req, dir, name, op,
 			    "the name matches the reserved upload staging pattern .upload-*.part");
@@ -306,7 +369,7 @@ static void gate_end_name(struct gate_ticket *t, int *fd)
  * and keeps the right until closed. The check and the change it allows
  * are atomic under T (gate_unlock ends both). */
 static int handle_change_begin(struct view *v, fuse_req_t req,
-			       struct inode *ino, struct open_file *h,
+			       struct inode *ino, struct open_file *h, int fd,
 			       struct gate_ticket *t, const char *op)
 {
 	struct stat st;
@@ -315,22 +378,66 @@ static int handle_change_begin(struct view *v, fuse_req_t req,
 	gate_lock(NULL, t, NULL);
 	if (!v->gate)
 		return 0;
-	if (fstat(h->fd, &st) < 0)
+	if (fstat(fd, &st) < 0)
 		return neg_errno();
-	r = gate_begin(v, req, t, ino, NULL, &st, h->fd, h->authorized ? NULL : op);
+	r = gate_begin(v, req, t, ino, NULL, &st, fd, h->authorized ? NULL : op);
 	if (r == 0)
 		h->authorized = true;
 	return r;
 }
 
-/* Ends it: the thread has seen what it wrote, so the mark follows. */
-static void handle_change_end(struct gate_ticket *t, struct open_file *h,
-			      bool changed)
+/* Ends it: the change went to FD (the file, or its stage) and the thread
+ * has seen what it wrote, so the mark follows. */
+static void handle_change_end(struct gate_ticket *t, int fd, bool changed)
 {
 	struct stat after;
 
-	gate_unlock(t, changed && fstat(h->fd, &after) == 0 ? &after : NULL,
-		    true);
+	gate_unlock(t, changed && fstat(fd, &after) == 0 ? &after : NULL, true);
+}
+
+static int drop_privs(struct view *v, fuse_req_t req, int fd, bool opath);
+
+/* A change of file content through a handle (write, fallocate, ftruncate,
+ * copy_file_range): the file's stage lock, then its gate; the change goes
+ * to the fd change_begin() returns (a stage if the handle stages). */
+struct change {
+	struct io io;
+	struct gate_ticket t;
+};
+
+static int change_begin(struct view *v, fuse_req_t req, struct inode *ino,
+			struct fuse_file_info *fi, struct change *c,
+			const char *op)
+{
+	struct open_file *h = fh_of(fi);
+	int r, fd;
+
+	c->io = io_begin(v, ino, h->fd, true);
+	r = fi->writepage ? 0 : drop_privs(v, req, c->io.fd, false);
+	if (r == 0)
+		r = handle_change_begin(v, req, ino, h, c->io.fd, &c->t, op);
+	if (r < 0) {
+		io_end(&c->io);
+		return r;
+	}
+	fd = io_change_fd(&c->io, h);
+	if (fd < 0) {
+		gate_unlock(&c->t, NULL, true);
+		io_end(&c->io);
+	}
+	return fd;
+}
+
+/* Ends it with the change's result: a failure that means the data may not
+ * be there (no space, quota, I/O error) fails the whole save of a staged
+ * file, which then keeps its previous content. */
+static void change_end(struct change *c, ssize_t result, bool changed)
+{
+	if (result == -ENOSPC || result == -EDQUOT || result == -EIO ||
+	    result == -EFBIG)
+		stage_failed(c->io.ino, (int)-result);
+	handle_change_end(&c->t, c->io.fd, changed);
+	io_end(&c->io);
 }
 
 /* New entries are made as the caller would make them natively:
@@ -417,6 +524,12 @@ static int entry_add(struct view *v, struct inode *dir, const char *name,
 	ino = inode_lookup_add(v->inodes, dir, name, path_fd, &e->attr);
 	if (!ino)
 		return -ENOMEM;
+	if (stage_any(ino)) {
+		/* Being rewritten through the view: its stage is the file. */
+		_io_ io = io_begin(v, ino, -1, false);
+		if (io.fd >= 0 && stat_fd(io.fd, &e->attr) == 0)
+			stage_attr(ino, &e->attr);
+	}
 	if (e->entry_timeout == v->timeout_watched && !dir->synth)
 		__atomic_store_n(&ino->covered, true, __ATOMIC_RELAXED);
 	if (S_ISDIR(ino->type) && v->watch &&
@@ -451,7 +564,7 @@ static int do_lookup(struct view *v, struct inode *dir, const char *name,
 		}
 		return -ENOENT;
 	}
-	if (!confine_name_ok(name))
+	if (!confine_name_ok(name) || is_stage_area(dir, name))
 		return -ENOENT;
 	if (name_is_upload_staging(name) && in_uploads(v, dir))
 		return -ENOENT;		/* the uploader's staging files */
@@ -534,7 +647,10 @@ static void op_getattr(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	int r;
 
 	if (fi && S_ISREG(ino->type)) {
-		r = fstat(fd_of(fi), &st) < 0 ? neg_errno() : 0;
+		_io_ io = io_begin(v, ino, fd_of(fi), false);
+		r = fstat(io.fd, &st) < 0 ? neg_errno() : 0;
+		if (r == 0 && io.locked)
+			stage_attr(ino, &st);
 		if (r == 0) {
 			inode_note_attr(v->inodes, ino, &st);
 			view_map_attr(v, ino, &st);
@@ -622,8 +738,10 @@ static int apply_setattr(struct view *v, fuse_req_t req, int pfd, int fh,
 		uid_t uid = valid & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1;
 		gid_t gid = valid & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1;
 
-		if (fchownat(pfd, "", uid, gid,
-			     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		r = fh >= 0 ? fchown(fh, uid, gid)
+			    : fchownat(pfd, "", uid, gid,
+				       AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+		if (r < 0)
 			return neg_errno();
 	}
 	if (valid & FUSE_SET_ATTR_SIZE) {
@@ -648,10 +766,11 @@ static int apply_setattr(struct view *v, fuse_req_t req, int pfd, int fh,
 static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 		      struct stat *attr, int valid, struct fuse_file_info *fi)
 {
-	int fh = fi && S_ISREG(ino->type) ? fd_of(fi) : -1, r;
 	bool resize = valid & FUSE_SET_ATTR_SIZE;
 	struct gate_ticket t;
+	struct change c;
 	struct stat st;
+	int r;
 
 	r = view_may_modify(v, ino);
 	if (r < 0)
@@ -659,21 +778,36 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 	_pinned_ p = pin(v, ino);
 	if (p.fd < 0)
 		return p.fd;
-	/* A truncation changes content (gated); anything else keeps a
-	 * current read mark current across the ctime it moves. */
-	if (resize && fh >= 0)
-		r = handle_change_begin(v, req, ino, fh_of(fi), &t, "truncate");
-	else if (v->gate && (r = stat_fd(p.fd, &st)) == 0)
-		r = gate_begin(v, req, &t, ino, NULL, &st, p.fd,
-			       resize ? "truncate" : NULL);
-	else
+	if (resize && fi && S_ISREG(ino->type)) {
+		/* ftruncate: a content change through the handle. */
+		int fd = change_begin(v, req, ino, fi, &c, "truncate");
+		if (fd < 0)
+			return fd;
+		r = apply_setattr(v, req, p.fd, fd, attr, valid);
+		change_end(&c, r, r == 0);
+	} else {
+		/* By name: a truncation is gated; anything else keeps a current
+		 * read mark current across the ctime it moves. While the file
+		 * has a stage, the stage takes the change: it is what the file
+		 * will be. */
+		_io_ io = io_begin(v, ino, -1, false);
+		int target = io.fd >= 0 ? io.fd : p.fd;
 		gate_lock(NULL, &t, NULL);
-	if (r < 0)
-		return r;
-	r = apply_setattr(v, req, p.fd, fh, attr, valid);
-	gate_unlock(&t, r == 0 ? attr : NULL, resize);
+		if (v->gate && (r = stat_fd(target, &st)) == 0)
+			r = gate_begin(v, req, &t, ino, NULL, &st, target,
+				       resize ? "truncate" : NULL);
+		if (r < 0)
+			return r;
+		r = apply_setattr(v, req, p.fd, io.fd, attr, valid);
+		gate_unlock(&t, r == 0 ? attr : NULL, resize);
+	}
 	if (r == 0) {
 		inode_note_attr(v->inodes, ino, attr);
+		if (stage_any(ino)) {
+			_io_ io = io_begin(v, ino, -1, false);
+			if (io.locked)
+				stage_attr(ino, attr);
+		}
 		view_map_attr(v, ino, attr);
 	}
 	return r;
@@ -794,6 +928,8 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return reply_status(req, r);
 	if (!confine_name_ok(name))
 		return reply_status(req, -EINVAL);
+	if (is_stage_area(dir, name))
+		return reply_status(req, -ENOENT);
 	_pinned_ p = pin(v, dir);
 	if (p.fd < 0)
 		return reply_status(req, p.fd);
@@ -872,6 +1008,8 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 		return -EXDEV;
 	if (!confine_name_ok(name))
 		return -EINVAL;
+	if (is_stage_area(from, name))
+		return -ENOENT;
 	_pinned_ pf = pin(v, from);
 	if (pf.fd < 0)
 		return pf.fd;
@@ -1041,52 +1179,149 @@ static bool opens_for_write(int flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
-static void op_open(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+/* A write-open of an existing file is refused (EPERM) if the file is
+ * set-user-ID, set-group-ID or carries a file capability: its replacement,
+ * written by the caller, would either lose the privilege or keep it on
+ * content the caller chose. It needs write and search access to the
+ * file's directory, as replacing it by a rename does. FD is the file's
+ * O_PATH fd, ST its attributes. */
+static int may_stage(struct view *v, fuse_req_t req, struct inode *ino,
+		     int fd, const struct stat *st)
 {
-	struct view *v = req_view(req);
-	struct inode *ino = node(v, id);
-	int fd, r;
+	char path[CONFINE_FD_PATH_MAX], name[NAME_MAX + 1];
+	struct inode *parent;
+	const char *why = NULL;
+	int dfd, r;
 
-	if (ino->synth)
-		return reply_status(req, -EISDIR);
-	if (opens_for_write(fi->flags)) {
-		r = view_may_modify(v, ino);
-		if (r < 0)
-			return reply_status(req, r);
+	confine_fd_path(fd, path);
+	if (st->st_mode & (S_ISUID | S_ISGID))
+		why = "it is set-user-ID or set-group-ID";
+	else if (getxattr(path, "security.capability", NULL, 0) >= 0)
+		why = "it carries a file capability (security.capability)";
+	if (why) {
+		log_refusal(v, req, ino, NULL, "write-open", why);
+		return -EPERM;
 	}
-	_pinned_ p = pin(v, ino);
-	if (p.fd < 0)
-		return reply_status(req, p.fd);
-	bool trunc = fi->flags & O_TRUNC;
+	dfd = inode_parent_fd_get(v->inodes, ino, &parent, name, sizeof(name));
+	if (dfd < 0)
+		return dfd;
+	struct as_caller c = caller_enter(v, req);
+	r = faccessat(dfd, ".", W_OK | X_OK, AT_EACCESS) < 0 ? neg_errno() : 0;
+	caller_leave(&c);
+	inode_unpin(v->inodes, parent);
+	return r;
+}
+
+/* Opens the existing file INO as FI asks (open, or create of a name that
+ * exists). A handle that may write stages the file's changes (stage.h),
+ * unless it appends (appends go in place: a log appended to by several
+ * writers must not lose any of them to a whole-file replacement) or the
+ * file has other hard links (see docs/security-model.md). */
+static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
+			 struct fuse_file_info *fi)
+{
+	bool writer = opens_for_write(fi->flags), trunc = fi->flags & O_TRUNC;
+	int flags = backing_flags(v, fi->flags), fd, r;
 	struct gate_ticket t;
 	struct stat st;
+
+	if (ino->synth)
+		return -EISDIR;
+	if (writer && (r = view_may_modify(v, ino)) < 0)
+		return r;
+	_pinned_ p = pin(v, ino);
+	if (p.fd < 0)
+		return p.fd;
+	_io_ io = io_begin(v, ino, -1, writer);
+	int content = io.fd >= 0 ? io.fd : p.fd;	/* the stage, or the file */
+	bool stageable = false;
+	if (writer && stage_possible(v, ino)) {
+		if ((r = stat_fd(p.fd, &st)) < 0 ||
+		    (r = may_stage(v, req, ino, p.fd, &st)) < 0)
+			return r;
+		stageable = !(fi->flags & O_APPEND) && st.st_nlink == 1;
+	}
+	/* O_TRUNC empties the stage, never the file itself. */
+	int active = io.locked ? stage_active_fd(ino) : -1;
+	bool trunc_staged = trunc && (stageable || active >= 0);
+	if (trunc_staged)
+		flags &= ~O_TRUNC;
 	if (trunc && v->gate) {
-		r = stat_fd(p.fd, &st);
+		r = stat_fd(content, &st);
 		if (r == 0)
-			r = gate_begin(v, req, &t, ino, NULL, &st, p.fd,
+			r = gate_begin(v, req, &t, ino, NULL, &st, content,
 				       "open with O_TRUNC");
 		if (r < 0)
-			return reply_status(req, r);
+			return r;
 	} else {
 		gate_lock(NULL, &t, NULL);
 	}
-	fd = confine_reopen(p.fd, backing_flags(v, fi->flags));
-	gate_unlock(&t, fd >= 0 && fstat(fd, &st) == 0 ? &st : NULL, true);
+	fd = confine_reopen(p.fd, flags);
+	int changed = fd;	/* where the truncation happened */
+	if (fd >= 0 && trunc_staged) {
+		changed = active >= 0 ? (ftruncate(active, 0) < 0 ? neg_errno() : active)
+				      : stage_for_change(v, ino, fd, true);
+		if (changed < 0) {
+			close(fd);
+			fd = changed;
+		}
+	}
+	gate_unlock(&t, fd >= 0 && fstat(changed, &st) == 0 ? &st : NULL, true);
 	if (fd < 0)
-		return reply_status(req, fd);
-	bool writer = opens_for_write(fi->flags);
-	if (trunc && (r = drop_privs(v, req, fd, false)) < 0) {
+		return fd;
+	if (trunc && !trunc_staged && (r = drop_privs(v, req, fd, false)) < 0) {
 		close(fd);
-		return reply_status(req, r);
+		return r;
 	}
 	r = fill_open_info(v, fi, fd, writer, trunc);
 	if (r < 0)
-		return reply_status(req, r);
+		return r;
+	fh_of(fi)->stageable = stageable;
 	inode_open_ref(v->inodes, ino, writer);
-	if (fuse_reply_open(req, fi) != 0) {
-		handle_close(fi);
-		inode_open_unref(v->inodes, ino, writer);
+	return 0;
+}
+
+/* The kernel lets go of handle FI of INO: the last writer publishes the
+ * file's stage (which can no longer report an error: logged), the last
+ * handle drops it. */
+static void handle_release(struct view *v, struct inode *ino,
+			   struct fuse_file_info *fi)
+{
+	struct open_file *h = fh_of(fi);
+	char path[PATH_MAX];
+	uint32_t writers, opens;
+	struct stat st;
+	int r;
+
+	stage_lock(v, ino);
+	opens = inode_open_count(v->inodes, ino, &writers);
+	if (h->writer && writers == 1 && (r = stage_publish(v, ino, false)) < 0)
+		log_warn("the last change to '%s' was not saved: %s",
+			 virtual_path(v, ino, NULL, path, sizeof(path)),
+			 strerror(-r));
+	/* What this handle wrote is what the kernel cached: the host watch
+	 * must not take the write events for a host-side change. */
+	if (h->writer && fstat(stage_io_fd(ino, h->fd), &st) == 0) {
+		inode_note_attr(v->inodes, ino, &st);
+		gate_store(v, ino, &st);
 	}
+	if (opens == 1)
+		stage_drop(v, ino);
+	bool writer = h->writer;
+	handle_close(fi);
+	inode_open_unref(v->inodes, ino, writer);
+	stage_unlock(v, ino);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+{
+	struct view *v = req_view(req);
+	int r = open_existing(v, req, node(v, id), fi);
+
+	if (r < 0)
+		return reply_status(req, r);
+	if (fuse_reply_open(req, fi) != 0)
+		handle_release(v, node(v, id), fi);
 }
 
 static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
@@ -1095,6 +1330,7 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 {
 	int flags = backing_flags(v, fi->flags) | O_CREAT, r;
 	_cleanup_(closep) int fd = -1;
+	struct stat st;
 
 	r = view_may_modify(v, dir);
 	if (r < 0)
@@ -1103,49 +1339,45 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 	if (p.fd < 0)
 		return p.fd;
 	r = check_new_name(v, req, dir, p.fd, name, "create");
-	if (r == -EEXIST && !(flags & O_EXCL))
-		flags &= ~O_CREAT;	/* it exists: a plain open */
-	else if (r < 0)
+	if (r < 0 && r != -EEXIST)
 		return r;
-
-	/* An existing file opened with O_TRUNC is overwritten: gated. */
-	struct gate_ticket t;
-	bool exists = false;
-	_cleanup_(closep) int efd = -1;
-	r = (flags & O_EXCL) ? (gate_lock(NULL, &t, NULL), 0)
-			     : gate_begin_name(v, req, &t, dir, p.fd, name,
-					       (flags & O_TRUNC) ? "open with O_TRUNC" : NULL,
-					       &exists, &efd);
+	/* An existing file is opened as by open(2), gate and stage included. */
+	if (!(flags & O_EXCL) && fstatat(p.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode)) {
+		int efd = confine_lookup(p.fd, name);
+		r = efd < 0 ? efd : entry_add(v, dir, name, efd, e);
+		if (r < 0)
+			return r;
+		r = open_existing(v, req, node(v, e->ino), fi);
+		if (r < 0)
+			inode_forget(v->inodes, node(v, e->ino), 1);
+		return r;
+	}
 	if (r < 0)
 		return r;
-	bool creating = flags & O_CREAT;
-	if (creating)
-		watch_expect(v->watch, dir, name, true);
+
+	watch_expect(v->watch, dir, name, true);
 	struct as_caller c = caller_enter(v, req);
 	fd = confine_open_at(p.fd, name, flags, mode & ~c.umask);
 	caller_leave(&c);
-	struct stat st;
-	bool opened = fd >= 0 && fstat(fd, &st) == 0;
-	gate_unlock(&t, opened && exists && (flags & O_TRUNC) ? &st : NULL, true);
-	if (opened && !exists)
-		gate_note_created(v->gate, &st);	/* new: no read needed */
 	if (fd < 0) {
-		if (creating)
-			watch_unexpect(v->watch, dir, name, true);
+		watch_unexpect(v->watch, dir, name, true);
 		return fd;
 	}
+	if (fstat(fd, &st) == 0)
+		gate_note_created(v->gate, &st);	/* new: no read needed */
 	int path_fd = confine_reopen(fd, O_PATH);
 	if (path_fd < 0)
 		return path_fd;
 	r = entry_add(v, dir, name, path_fd, e);
 	if (r < 0)
 		return r;
-	r = fill_open_info(v, fi, TAKE_FD(fd), true,
-			   !exists || (flags & O_TRUNC));
+	r = fill_open_info(v, fi, TAKE_FD(fd), true, true);
 	if (r < 0) {
 		inode_forget(v->inodes, node(v, e->ino), 1);
 		return r;
 	}
+	fh_of(fi)->stageable = false;
 	inode_open_ref(v->inodes, node(v, e->ino), true);
 	return 0;
 }
@@ -1160,8 +1392,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (r < 0)
 		return reply_status(req, r);
 	if (fuse_reply_create(req, &e, fi) != 0) {
-		handle_close(fi);
-		inode_open_unref(v->inodes, node(v, e.ino), true);
+		handle_release(v, node(v, e.ino), fi);
 		inode_forget(v->inodes, node(v, e.ino), 1);
 	}
 }
@@ -1194,12 +1425,12 @@ static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
 	struct view *v = req_view(req);
 	struct stat st;
+	_io_ io = io_begin(v, node(v, id), fd_of(fi), false);
 
-	if (v->gate && fstat(fd_of(fi), &st) == 0 &&
-	    gate_read_is_news(v->gate, &st))
-		return read_and_mark(v, req, node(v, id), fd_of(fi), &st, size, off);
+	if (v->gate && fstat(io.fd, &st) == 0 && gate_read_is_news(v->gate, &st))
+		return read_and_mark(v, req, node(v, id), io.fd, &st, size, off);
 	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	buf.buf[0].fd = fd_of(fi);
+	buf.buf[0].fd = io.fd;
 	buf.buf[0].pos = off;
 	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 }
@@ -1209,43 +1440,54 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in,
 {
 	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
 	struct view *v = req_view(req);
-	struct gate_ticket t;
+	struct change c;
 	struct stat before;
 	bool keep_mtime;
 	ssize_t n;
-	int r;
+	int fd = change_begin(v, req, node(v, id), fi, &c, "write");
 
-	r = fi->writepage ? 0 : drop_privs(v, req, fd_of(fi), false);
-	if (r == 0)
-		r = handle_change_begin(v, req, node(v, id), fh_of(fi), &t, "write");
-	if (r < 0)
-		return reply_status(req, r);
+	if (fd < 0)
+		return reply_status(req, fd);
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	out.buf[0].fd = fd_of(fi);
+	out.buf[0].fd = fd;
 	out.buf[0].pos = off;
 	/* With the writeback cache the kernel owns mtime: it sends a setattr
 	 * when its clock moved and none when it did not, so a flush of cached
 	 * pages must not stamp the backing file with the flush time. */
-	keep_mtime = v->writeback && fstat(fd_of(fi), &before) == 0;
+	keep_mtime = v->writeback && fstat(fd, &before) == 0;
 	n = fuse_buf_copy(&out, in, 0);
 	if (keep_mtime && n > 0) {
 		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, before.st_mtim };
-		futimens(fd_of(fi), ts);
+		futimens(fd, ts);
 	}
-	handle_change_end(&t, fh_of(fi), n > 0);
+	change_end(&c, n, n > 0);
 	if (n < 0)
 		reply_status(req, (int)n);
 	else
 		fuse_reply_write(req, (size_t)n);
 }
 
+/* close(2): the last writer's close publishes the file's stage, so
+ * close() returns whatever kept the save from happening. */
 static void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 {
+	struct view *v = req_view(req);
+	struct inode *ino = node(v, id);
+	uint32_t writers;
+	int r = 0, fd;
+
+	if (fh_of(fi)->writer && stage_any(ino)) {
+		stage_lock(v, ino);
+		inode_open_count(v->inodes, ino, &writers);
+		if (writers <= 1)
+			r = stage_publish(v, ino, false);
+		stage_unlock(v, ino);
+		if (r < 0)
+			return reply_status(req, r);
+	}
 	/* Closing a duplicate reports delayed write errors (NFS, quota) at
 	 * close() without closing the handle, which other fds may share. */
-	int fd = dup(fd_of(fi));
-
-	(void)id;
+	fd = dup(fd_of(fi));
 	if (fd < 0)
 		return reply_status(req, neg_errno());
 	reply_status(req, close(fd) < 0 ? neg_errno() : 0);
@@ -1254,32 +1496,30 @@ static void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 static void op_release(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
-	struct inode *ino = node(v, id);
-	bool writer = fh_of(fi)->writer;
-	struct stat st;
 
-	/* What this handle wrote is what the kernel cached: the host watch
-	 * must not take the write events for a host-side change. */
-	if (writer && fstat(fd_of(fi), &st) == 0) {
-		inode_note_attr(v->inodes, ino, &st);
-		gate_store(v, ino, &st);
-	}
-	handle_close(fi);
-	inode_open_unref(v->inodes, ino, writer);
+	handle_release(v, node(v, id), fi);
 	fuse_reply_err(req, 0);
 }
 
+/* fsync(2) publishes the file's stage durably: the stage is flushed,
+ * renamed over the file, and the directory flushed. */
 static void op_fsync(fuse_req_t req, fuse_ino_t id, int datasync,
 		     struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
-	int fd = fd_of(fi);
+	struct inode *ino = node(v, id);
+	_io_ io = io_begin(v, ino, fd_of(fi), false);
 	struct stat st;
+	int r;
 
-	if (fh_of(fi)->writer && fstat(fd, &st) == 0)
-		gate_store(v, node(v, id), &st);
-	reply_status(req, (datasync ? fdatasync(fd) : fsync(fd)) < 0
-				  ? neg_errno() : 0);
+	if (io.locked && stage_active_fd(ino) >= 0)
+		r = stage_publish(v, ino, true);
+	else
+		r = (datasync ? fdatasync(io.fd) : fsync(io.fd)) < 0 ? neg_errno() : 0;
+	io.fd = io.locked ? stage_io_fd(ino, fd_of(fi)) : io.fd;
+	if (fh_of(fi)->writer && fstat(io.fd, &st) == 0)
+		gate_store(v, ino, &st);
+	reply_status(req, r);
 }
 
 /* An open directory: the backing stream, or nothing for a synthetic one. */
@@ -1418,7 +1658,8 @@ static int readdir_backing(struct view *v, fuse_req_t req, struct inode *dir,
 			}
 		}
 		struct dirent *de = d->pending;
-		if (!(d->uploads && name_is_upload_staging(de->d_name))) {
+		if (!(d->uploads && name_is_upload_staging(de->d_name)) &&
+		    !is_stage_area(dir, de->d_name)) {
 			size_t n = emit_entry(v, req, dir, plus, de->d_name,
 					      de->d_ino, de->d_type, de->d_off,
 					      buf + used, size - used);
@@ -1586,16 +1827,19 @@ static ssize_t do_xattr(struct view *v, struct inode *ino, enum xattr_op op,
 	_pinned_ p = pin(v, ino);
 	if (p.fd < 0)
 		return p.fd;
-	confine_fd_path(p.fd, path);
+	/* While the file has a stage, the stage is the file. */
+	_io_ io = io_begin(v, ino, -1, false);
+	int target = io.fd >= 0 ? io.fd : p.fd;
+	confine_fd_path(target, path);
 	/* Setting or removing one moves ctime: carry a current mark. */
 	struct gate_ticket t;
 	struct stat st;
 	bool carry = v->gate && (op == XATTR_SET || op == XATTR_REMOVE) &&
-		     stat_fd(p.fd, &st) == 0;
+		     stat_fd(target, &st) == 0;
 	gate_lock(carry ? v->gate : NULL, &t, &st);
 	r = xattr_call(op, path, false, name, value, size, flags);
 	r = r < 0 ? neg_errno() : r;
-	gate_unlock(&t, r >= 0 && carry && stat_fd(p.fd, &st) == 0 ? &st : NULL,
+	gate_unlock(&t, r >= 0 && carry && stat_fd(target, &st) == 0 ? &st : NULL,
 		    false);
 	return r;
 }
@@ -1665,16 +1909,13 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t id, int mode, off_t off,
 			 off_t len, struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
-	struct gate_ticket t;
-	int r = drop_privs(v, req, fd_of(fi), false);
+	struct change c;
+	int r, fd = change_begin(v, req, node(v, id), fi, &c, "fallocate");
 
-	if (r == 0)
-		r = handle_change_begin(v, req, node(v, id), fh_of(fi), &t,
-					"fallocate");
-	if (r == 0) {
-		r = fallocate(fd_of(fi), mode, off, len) < 0 ? neg_errno() : 0;
-		handle_change_end(&t, fh_of(fi), r == 0);
-	}
+	if (fd < 0)
+		return reply_status(req, fd);
+	r = fallocate(fd, mode, off, len) < 0 ? neg_errno() : 0;
+	change_end(&c, r, r == 0);
 	reply_status(req, r);
 }
 
@@ -1685,20 +1926,27 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
 {
 	struct view *v = req_view(req);
 	struct stat in_before, in_after;
-	struct gate_ticket t;
+	struct change c;
 	char path[PATH_MAX];
 	ssize_t n;
 
-	int r = drop_privs(v, req, fd_of(fi_out), false);
-	if (r == 0)
-		r = handle_change_begin(v, req, node(v, id_out), fh_of(fi_out), &t,
-					"copy_file_range into");
-	if (r < 0)
-		return reply_status(req, r);
+	/* Where a stage is involved the kernel copies by reading and
+	 * writing (EOPNOTSUPP makes it fall back), which stages properly. */
+	if (fh_of(fi_out)->stageable || stage_any(node(v, id_in)))
+		return reply_status(req, -EOPNOTSUPP);
+	int fd = change_begin(v, req, node(v, id_out), fi_out, &c,
+			      "copy_file_range into");
+	if (fd < 0)
+		return reply_status(req, fd);
+	if (fd != fd_of(fi_out)) {
+		change_end(&c, 0, false);
+		return reply_status(req, -EOPNOTSUPP);
+	}
 	bool mark_in = v->gate && fstat(fd_of(fi_in), &in_before) == 0;
-	n = copy_file_range(fd_of(fi_in), &off_in, fd_of(fi_out), &off_out,
-			    len, (unsigned)flags);
-	handle_change_end(&t, fh_of(fi_out), n > 0);
+	n = copy_file_range(fd_of(fi_in), &off_in, fd, &off_out, len,
+			    (unsigned)flags);
+	int err = n < 0 ? neg_errno() : 0;
+	change_end(&c, n < 0 ? err : n, n > 0);
 	/* The source was read: mark it (before replying, as for a read). */
 	if (mark_in && n > 0 && fstat(fd_of(fi_in), &in_after) == 0 &&
 	    gate_read_is_news(v->gate, &in_before))
@@ -1706,7 +1954,7 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
 			       virtual_path(v, node(v, id_in), NULL, path,
 					    sizeof(path)));
 	if (n < 0)
-		reply_status(req, neg_errno());
+		reply_status(req, err);
 	else
 		fuse_reply_write(req, (size_t)n);
 }
@@ -1714,9 +1962,10 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
 static void op_lseek(fuse_req_t req, fuse_ino_t id, off_t off, int whence,
 		     struct fuse_file_info *fi)
 {
-	off_t r = lseek(fd_of(fi), off, whence);
+	struct view *v = req_view(req);
+	_io_ io = io_begin(v, node(v, id), fd_of(fi), false);
+	off_t r = lseek(io.fd, off, whence);
 
-	(void)id;
 	if (r < 0)
 		reply_status(req, neg_errno());
 	else

@@ -1,5 +1,6 @@
 /* view.c - see view.h. */
 #include "view.h"
+#include "stage.h"
 #include "cleanup.h"
 #include "confine.h"
 
@@ -122,7 +123,8 @@ static uint16_t domain_for(struct view *v, const struct stat *st, bool ro)
 		for (size_t d = 0; d < v->ndomains; d++)
 			if (v->domains[d].devidx >= devidx)
 				devidx = (uint16_t)(v->domains[d].devidx + 1);
-	v->domains[v->ndomains] = (struct domain){ st->st_dev, ro, devidx };
+	v->domains[v->ndomains] = (struct domain){ .dev = st->st_dev, .read_only = ro,
+						   .devidx = devidx, .stage_fd = -1 };
 	return (uint16_t)v->ndomains++;
 }
 
@@ -300,8 +302,23 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 	return 0;
 }
 
+static void drop_stage(void *arg, struct inode *ino)
+{
+	if (ino->stage)
+		stage_drop(arg, ino);
+}
+
 void view_close(struct view *v)
 {
+	/* Handles the kernel never released (a lazy unmount): their
+	 * unpublished changes go, as with a crash. */
+	if (v->inodes)
+		inode_table_each(v->inodes, drop_stage, v);
+	for (size_t d = 0; d < v->ndomains; d++)
+		if (v->domains[d].stage_fd >= 0) {
+			close(v->domains[d].stage_fd);
+			v->domains[d].stage_fd = -1;
+		}
 	inode_table_free(v->inodes);
 	v->inodes = NULL;
 }

@@ -23,6 +23,7 @@
 #define SBX_VIEW_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +37,7 @@ struct fuse_session;
 
 #define VIEW_MAX_MOUNTS 32
 #define VIEW_MAX_ROOTS (5 + VIEW_MAX_MOUNTS)
+#define STAGE_LOCKS 64
 
 /* One --mount /mnt/NAME=HOSTDIR[:ro|:rw]. */
 struct mount_spec {
@@ -63,6 +65,7 @@ struct view_config {
 	size_t fd_budget;		/* O_PATH fds kept open; 0 = derive */
 	int rbw;			/* enum gate_mode */
 	bool rbw_unlink;
+	bool staging;			/* atomic staged writes (stage.h) */
 };
 
 struct root {
@@ -70,6 +73,7 @@ struct root {
 	char host[PATH_MAX];		/* for messages only, never for access */
 	bool read_only;
 	bool uploads;
+	bool stage_hidden;		/* holds STAGE_HIDDEN_NAME at its top */
 	struct inode *top;
 };
 
@@ -88,6 +92,8 @@ struct domain {
 	dev_t dev;
 	bool read_only;
 	uint16_t devidx;		/* distinct backing filesystems, 0 first */
+	int stage_fd;			/* staging area (O_PATH), or -1 */
+	bool stage_tmpfile;		/* it supports O_TMPFILE */
 };
 
 struct view {
@@ -103,6 +109,8 @@ struct view {
 	struct timespec born;
 	struct watch *watch;		/* NULL: no host watch */
 	struct gate *gate;		/* read-before-write; NULL: off */
+	bool staging;
+	pthread_mutex_t stage_locks[STAGE_LOCKS];
 	struct fuse_session *session;	/* for notifications */
 	double timeout, timeout_watched;
 	bool portable_names;

@@ -260,15 +260,16 @@ static void fill_pattern(char *buf, size_t len, unsigned seed)
 /* ---- fixture of the plain view ---------------------------------------- */
 
 /* These tests compare the view with native POSIX behaviour, which has no
- * read-before-write rule: the gate is off here (its own suite is
- * view_gate; the tools suite runs real programs with it on). */
-static const char *const no_gate[] = { "--rbw", "off", NULL };
+ * read-before-write rule and writes files in place: the gate and staging
+ * are off here (their own suites are view_gate and view_stage; the tools
+ * suite runs real programs with both on). */
+static const char *const passthrough[] = { "--rbw", "off", "--staging=off", NULL };
 
 static void setup(void)
 {
 	umask(022);
 	snprintf(native_dir, sizeof(native_dir), "%s", test_dir("native"));
-	ck_assert_int_eq(tview_mount(&V, NULL, "alice", "posix", no_gate), 0);
+	ck_assert_int_eq(tview_mount(&V, NULL, "alice", "posix", passthrough), 0);
 }
 
 static void teardown(void)
@@ -2185,7 +2186,8 @@ static struct tview P;
 
 static void setup_allow_other(void)
 {
-	const char *extra[] = { "-o", "allow_other", "--rbw", "off", NULL };
+	const char *extra[] = { "-o", "allow_other", "--rbw", "off", "--staging=off",
+				NULL };
 
 	umask(022);
 	snprintf(native_dir, sizeof(native_dir), "%s", test_dir("native"));
@@ -2397,7 +2399,8 @@ static void setup_small(void)
 	ck_assert_ok(mount("tmpfs", small_dir, "tmpfs", 0, "size=1m"));
 	small_mounted = true;
 	snprintf(spec, sizeof(spec), "/mnt/small=%s", small_dir);
-	const char *extra[] = { "--mount", spec, "--rbw", "off", NULL };
+	const char *extra[] = { "--mount", spec, "--rbw", "off", "--staging=off",
+				NULL };
 	ck_assert_int_eq(tview_mount(&S, NULL, "alice", "full", extra), 0);
 }
 

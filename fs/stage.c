@@ -1,0 +1,541 @@
+/* stage.c - see stage.h. */
+#include "stage.h"
+#include "cleanup.h"
+#include "confine.h"
+#include "gate.h"
+#include "home.h"
+#include "inode.h"
+#include "log.h"
+#include "view.h"
+#include "watch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+enum stage_state {
+	STAGE_ACTIVE,		/* holds unpublished changes */
+	STAGE_PUBLISHED,	/* is the file at the name now */
+	STAGE_ORPHAN,		/* its name went away; never published */
+};
+
+struct stage {
+	int fd;			/* read-write */
+	enum stage_state state;
+	int error;		/* first failed change (ACTIVE): the save fails */
+	char name[40];		/* in the area, if not an O_TMPFILE */
+	/* While the file is open, it keeps the inode number it had when it
+	 * was first staged: programs that hold a file open and compare its
+	 * fstat() with a stat() of its path (SQLite does, to detect a moved
+	 * database) must not see each save as a different file. PIN holds
+	 * that inode, so its number cannot be given to another file. */
+	ino_t shown_ino;
+	int pin;
+};
+
+/* ---- staging areas ------------------------------------------------------ */
+
+static int mount_id(int fd, uint64_t *id)
+{
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) < 0)
+		return neg_errno();
+	if (!(stx.stx_mask & STATX_MNT_ID))
+		return -EOPNOTSUPP;
+	*id = stx.stx_mnt_id;
+	return 0;
+}
+
+/* True if a file in directory A can be renamed into directory B. */
+static bool same_mount(int a, int b)
+{
+	struct stat sa, sb;
+	uint64_t ma, mb;
+
+	if (fstat(a, &sa) < 0 || fstat(b, &sb) < 0 || sa.st_dev != sb.st_dev)
+		return false;
+	if (mount_id(a, &ma) < 0 || mount_id(b, &mb) < 0)
+		return true;	/* no mount ids: the rename itself will tell */
+	return ma == mb;
+}
+
+/* Removes what an interrupted save left in the area AREA (named stages;
+ * O_TMPFILE ones vanish with the daemon). */
+static void sweep(int area, const char *where)
+{
+	_cleanup_(closedirp) DIR *d = NULL;
+	int fd = confine_opendir(area);
+	struct dirent *de;
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		log_warn("cannot sweep the staging area %s: %s", where,
+			 strerror(fd < 0 ? -fd : errno));
+		return;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (unlinkat(dirfd(d), de->d_name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0)
+			log_warn("cannot remove the leftover stage %s/%s: %s", where,
+				 de->d_name, strerror(errno));
+		else
+			log_info("removed the leftover stage %s/%s (%jd bytes) of a save that was interrupted; the file it was for kept its previous content",
+				 where, de->d_name, (intmax_t)st.st_size);
+	}
+}
+
+/* The area of a domain whose first read-write root is R, when the
+ * thread's own area is on another filesystem: a hidden directory at the
+ * top of R, per user and thread (one host directory may be mounted into
+ * several threads' views). */
+static int hidden_area(struct root *r, const struct view_config *cfg)
+{
+	const char *const path[] = { STAGE_HIDDEN_NAME, cfg->user, cfg->thread };
+	int fd = fcntl(r->top->fd, F_DUPFD_CLOEXEC, 0);
+
+	for (size_t i = 0; i < 3 && fd >= 0; i++) {
+		int next = dir_ensure(fd, path[i], 0700);
+		close(fd);
+		fd = next;
+	}
+	if (fd >= 0)
+		r->stage_hidden = true;
+	return fd;
+}
+
+static bool tmpfile_works(int area)
+{
+	int fd = openat(area, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* The thread's own area, $SBX_HOME/users/USER/threads/THREAD/.stage. */
+static int thread_area(const struct view_config *cfg)
+{
+	const char *const path[] = { "users", cfg->user, "threads", cfg->thread,
+				     ".stage" };
+	int fd = home_open(cfg->home);
+
+	for (size_t i = 0; i < 5 && fd >= 0; i++) {
+		int next = dir_ensure(fd, path[i], 0700);
+		close(fd);
+		fd = next;
+	}
+	return fd;
+}
+
+int stage_setup(struct view *v, const struct view_config *cfg, char *err,
+		size_t errlen)
+{
+	_cleanup_(closep) int own = -1;
+
+	for (size_t i = 0; i < STAGE_LOCKS; i++)
+		pthread_mutex_init(&v->stage_locks[i], NULL);
+	for (size_t d = 0; d < v->ndomains; d++)
+		v->domains[d].stage_fd = -1;
+	v->staging = cfg->staging;
+	if (!v->staging)
+		return 0;
+	own = thread_area(cfg);
+	if (own < 0) {
+		snprintf(err, errlen, "cannot create the staging area %s/users/%s/threads/%s/.stage: %s",
+			 cfg->home, cfg->user, cfg->thread, strerror(-own));
+		return own;
+	}
+	for (size_t d = 0; d < v->ndomains; d++) {
+		struct domain *dom = &v->domains[d];
+		struct root *first = NULL;
+		int area;
+
+		if (dom->read_only)
+			continue;
+		for (size_t i = 0; i < v->nroots && !first; i++)
+			if (v->roots[i].top->domain == d)
+				first = &v->roots[i];
+		if (!first)
+			continue;
+		if (same_mount(own, first->top->fd))
+			area = fcntl(own, F_DUPFD_CLOEXEC, 0);
+		else
+			area = hidden_area(first, cfg);
+		if (area < 0 || !same_mount(area, first->top->fd)) {
+			log_warn("changes under %s are written in place, not staged: no staging area on its filesystem (%s)",
+				 first->host, area < 0 ? strerror(-area) : "another mount");
+			if (area >= 0)
+				close(area);
+			continue;
+		}
+		dom->stage_fd = area;
+		dom->stage_tmpfile = tmpfile_works(area);
+	}
+	return 0;
+}
+
+void stage_sweep(struct view *v)
+{
+	for (size_t d = 0; d < v->ndomains; d++)
+		if (v->domains[d].stage_fd >= 0)
+			sweep(v->domains[d].stage_fd, d == 0 ? "the thread's .stage"
+							    : STAGE_HIDDEN_NAME);
+}
+
+bool stage_possible(struct view *v, struct inode *ino)
+{
+	return v->staging && S_ISREG(ino->type) &&
+	       v->domains[ino->domain].stage_fd >= 0;
+}
+
+/* ---- locking ------------------------------------------------------------ */
+
+static pthread_mutex_t *lock_of(struct view *v, struct inode *ino)
+{
+	uintptr_t h = (uintptr_t)ino;
+
+	return &v->stage_locks[(h >> 6 ^ h >> 12) % STAGE_LOCKS];
+}
+
+void stage_lock(struct view *v, struct inode *ino)
+{
+	pthread_mutex_lock(lock_of(v, ino));
+}
+
+void stage_unlock(struct view *v, struct inode *ino)
+{
+	pthread_mutex_unlock(lock_of(v, ino));
+}
+
+bool stage_any(struct inode *ino)
+{
+	return __atomic_load_n(&ino->stage, __ATOMIC_ACQUIRE) != NULL;
+}
+
+int stage_io_fd(struct inode *ino, int hfd)
+{
+	return ino->stage ? ino->stage->fd : hfd;
+}
+
+int stage_active_fd(struct inode *ino)
+{
+	return ino->stage && ino->stage->state == STAGE_ACTIVE ? ino->stage->fd : -1;
+}
+
+static void stage_free(struct inode *ino)
+{
+	struct stage *s = ino->stage;
+
+	if (!s)
+		return;
+	__atomic_store_n(&ino->stage, NULL, __ATOMIC_RELEASE);
+	close(s->fd);
+	if (s->pin >= 0)
+		close(s->pin);
+	free(s);
+}
+
+void stage_attr(struct inode *ino, struct stat *st)
+{
+	struct stage *s = ino->stage;
+
+	if (!s)
+		return;
+	st->st_ino = s->shown_ino;
+	if (s->state == STAGE_ACTIVE)
+		st->st_nlink = 1;	/* the file it will replace has one */
+}
+
+/* ---- making a stage ----------------------------------------------------- */
+
+/* Gives the new file FD the owner, group, mode and extended attributes
+ * (POSIX ACLs among them) of the file read through RFD, attributes ST. */
+static int copy_metadata(int fd, int rfd, const struct stat *st)
+{
+	_cleanup_(freep) char *names = NULL, *value = NULL;
+	ssize_t n, len;
+	struct stat now;
+
+	if (fchown(fd, st->st_uid, st->st_gid) < 0 &&
+	    (fstat(fd, &now) < 0 || now.st_uid != st->st_uid ||
+	     now.st_gid != st->st_gid))
+		return neg_errno();
+	if (fchmod(fd, st->st_mode & 07777) < 0)
+		return neg_errno();
+	len = flistxattr(rfd, NULL, 0);
+	if (len < 0)
+		return errno == ENOTSUP ? 0 : neg_errno();
+	if (len == 0)
+		return 0;
+	names = malloc((size_t)len);
+	if (!names)
+		return -ENOMEM;
+	len = flistxattr(rfd, names, (size_t)len);
+	if (len < 0)
+		return neg_errno();
+	for (char *name = names; name < names + len; name += strlen(name) + 1) {
+		n = fgetxattr(rfd, name, NULL, 0);
+		if (n < 0)
+			return neg_errno();
+		free(value);
+		value = malloc(n ? (size_t)n : 1);
+		if (!value)
+			return -ENOMEM;
+		n = fgetxattr(rfd, name, value, (size_t)n);
+		if (n < 0 || fsetxattr(fd, name, value, (size_t)n, 0) < 0)
+			return neg_errno();
+	}
+	return 0;
+}
+
+/* Copies all of RFD into FD: a reflink where the filesystem shares
+ * blocks, else copy_file_range, else read and write. */
+static int copy_content(int fd, int rfd)
+{
+	char buf[65536];
+	off_t in = 0, out = 0;
+	ssize_t n;
+
+	if (ioctl(fd, FICLONE, rfd) == 0)
+		return 0;
+	for (;;) {
+		n = copy_file_range(rfd, &in, fd, &out, 1 << 30, 0);
+		if (n == 0)
+			return 0;
+		if (n < 0)
+			break;
+	}
+	if (errno != EXDEV && errno != ENOSYS && errno != EINVAL &&
+	    errno != EOPNOTSUPP)
+		return neg_errno();
+	while ((n = pread(rfd, buf, sizeof(buf), in)) > 0) {
+		for (ssize_t done = 0; done < n;) {
+			ssize_t w = pwrite(fd, buf + done, (size_t)(n - done), out);
+			if (w < 0)
+				return neg_errno();
+			done += w;
+			out += w;
+		}
+		in += n;
+	}
+	return n < 0 ? neg_errno() : 0;
+}
+
+/* A new file in the area: unnamed if the filesystem has O_TMPFILE, else
+ * under a random name written into NAME. */
+static int area_create(const struct domain *dom, char name[40])
+{
+	uint64_t r;
+	int fd;
+
+	name[0] = '\0';
+	if (dom->stage_tmpfile) {
+		fd = openat(dom->stage_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		if (fd >= 0 || errno != EOPNOTSUPP)
+			return fd < 0 ? neg_errno() : fd;
+	}
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		return -EIO;
+	snprintf(name, 40, "stage-%016" PRIx64, r);
+	fd = openat(dom->stage_fd, name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW |
+		    O_CLOEXEC, 0600);
+	return fd < 0 ? neg_errno() : fd;
+}
+
+int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
+{
+	const struct domain *dom = &v->domains[ino->domain];
+	struct stat st;
+	struct stage *s;
+	int fd, r;
+
+	if (ino->stage && ino->stage->state != STAGE_PUBLISHED)
+		return ino->stage->fd;	/* active, or an orphan: keep going */
+	if (fstat(io_fd, &st) < 0)
+		return neg_errno();
+	_cleanup_(closep) int rfd = confine_reopen(io_fd, O_RDONLY);
+	if (rfd < 0)
+		return rfd;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->pin = -1;
+	fd = area_create(dom, s->name);
+	if (fd < 0) {
+		free(s);
+		return fd;
+	}
+	r = copy_metadata(fd, rfd, &st);
+	if (r == 0 && !empty)
+		r = copy_content(fd, rfd);
+	if (r < 0) {
+		close(fd);
+		if (s->name[0])
+			unlinkat(dom->stage_fd, s->name, 0);
+		free(s);
+		return r;
+	}
+	s->fd = fd;
+	s->state = STAGE_ACTIVE;
+	if (ino->stage) {
+		/* It replaces a published stage: same file, same number. */
+		s->shown_ino = ino->stage->shown_ino;
+		s->pin = TAKE_FD(ino->stage->pin);
+	} else {
+		s->shown_ino = st.st_ino;
+		s->pin = confine_reopen(io_fd, O_PATH);
+	}
+	stage_free(ino);
+	__atomic_store_n(&ino->stage, s, __ATOMIC_RELEASE);
+	return fd;
+}
+
+void stage_failed(struct inode *ino, int err)
+{
+	if (ino->stage && ino->stage->state == STAGE_ACTIVE && !ino->stage->error)
+		ino->stage->error = err;
+}
+
+/* ---- publication -------------------------------------------------------- */
+
+/* Drops an unpublished stage; the file keeps its content. */
+static void discard(struct view *v, struct inode *ino)
+{
+	struct stage *s = ino->stage;
+
+	if (s->name[0])
+		unlinkat(v->domains[ino->domain].stage_fd, s->name, 0);
+	stage_free(ino);
+}
+
+/* Gives the stage a name in the area (an O_TMPFILE has none yet). */
+static int area_link(struct view *v, struct inode *ino)
+{
+	struct stage *s = ino->stage;
+	char path[CONFINE_FD_PATH_MAX];
+	uint64_t r;
+
+	if (s->name[0])
+		return 0;
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		return -EIO;
+	snprintf(s->name, sizeof(s->name), "publish-%016" PRIx64, r);
+	confine_fd_path(s->fd, path);
+	if (linkat(AT_FDCWD, path, v->domains[ino->domain].stage_fd, s->name,
+		   AT_SYMLINK_FOLLOW) < 0) {
+		s->name[0] = '\0';
+		return neg_errno();
+	}
+	return 0;
+}
+
+static int fsync_dir(int pfd)
+{
+	_cleanup_(closep) int fd = confine_reopen(pfd, O_RDONLY | O_DIRECTORY);
+
+	if (fd < 0)
+		return fd;
+	return fsync(fd) < 0 ? neg_errno() : 0;
+}
+
+int stage_publish(struct view *v, struct inode *ino, bool durable)
+{
+	struct stage *s = ino->stage;
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_NOW } };
+	char name[NAME_MAX + 1], vpath[PATH_MAX];
+	struct inode *parent;
+	struct stat cur, before, after;
+	struct gate_ticket t;
+	int pfd, r;
+
+	if (!s || s->state != STAGE_ACTIVE)
+		return 0;
+	if (s->error) {
+		r = -s->error;
+		log_warn("a save of '%s' failed (%s); the file keeps its previous content",
+			 inode_path(v->inodes, ino, NULL, vpath, sizeof(vpath)),
+			 strerror(s->error));
+		discard(v, ino);
+		return r;
+	}
+	/* Every save gets a fresh mtime, an empty one too (the writeback
+	 * cache sets mtime itself, with its own clock). */
+	if ((!v->writeback && futimens(s->fd, ts) < 0) ||
+	    (durable && fsync(s->fd) < 0)) {
+		r = neg_errno();
+		discard(v, ino);
+		return r;
+	}
+	pfd = inode_parent_fd_get(v->inodes, ino, &parent, name, sizeof(name));
+	if (pfd < 0) {
+		s->state = STAGE_ORPHAN;
+		return 0;
+	}
+	/* Only over the file that was staged: if the name went away or now
+	 * holds something else (a symlink, another file), the changes were
+	 * made to a file that is no longer there, as on a local disk. */
+	if (fstatat(pfd, name, &cur, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    cur.st_dev != ino->dev || cur.st_ino != ino->ino) {
+		s->state = STAGE_ORPHAN;
+		inode_unpin(v->inodes, parent);
+		return 0;
+	}
+	r = area_link(v, ino);
+	if (r == 0 && fstat(s->fd, &before) < 0)
+		r = neg_errno();
+	if (r < 0) {
+		inode_unpin(v->inodes, parent);
+		discard(v, ino);
+		return r;
+	}
+	gate_lock(v->gate, &t, &before);
+	watch_expect(v->watch, parent, name, true);
+	r = renameat(v->domains[ino->domain].stage_fd, s->name, pfd, name) < 0
+		    ? neg_errno() : 0;
+	if (r < 0) {
+		watch_unexpect(v->watch, parent, name, true);
+		gate_unlock(&t, NULL, true);
+		inode_unpin(v->inodes, parent);
+		discard(v, ino);
+		return r;
+	}
+	s->name[0] = '\0';
+	s->state = STAGE_PUBLISHED;
+	bool have_after = fstat(s->fd, &after) == 0;
+	gate_unlock(&t, have_after ? &after : NULL, true);
+	if (durable && (r = fsync_dir(pfd)) < 0)
+		log_warn("published '%s' but could not fsync its directory: %s",
+			 inode_path(v->inodes, ino, NULL, vpath, sizeof(vpath)),
+			 strerror(-r));
+	inode_unpin(v->inodes, parent);
+	/* The view's inode is the new file from now on. */
+	int path_fd = have_after ? confine_reopen(s->fd, O_PATH) : -1;
+	if (path_fd >= 0 && inode_rekey(v->inodes, ino, path_fd, &after) == 0)
+		inode_note_attr(v->inodes, ino, &after);
+	return 0;
+}
+
+void stage_drop(struct view *v, struct inode *ino)
+{
+	if (ino->stage && ino->stage->state == STAGE_ACTIVE)
+		discard(v, ino);
+	else
+		stage_free(ino);
+}

@@ -1,0 +1,89 @@
+/* stage.h - atomic staged writes.
+ *
+ * A change to an existing regular file through a handle that may stage
+ * (opened for writing without O_APPEND, one link, staging on) goes to a
+ * private copy, the stage, made in a staging area on the same filesystem
+ * as the file: an O_TMPFILE (no name, so a crash leaves nothing behind)
+ * holding the original's owner, group, mode, ACLs and other xattrs, then
+ * its content (FICLONE where the filesystem can, else copy_file_range).
+ * Publication renames the stage over the file's name: at the last close
+ * of the file's write handles (FLUSH, so close() returns its error), at
+ * fsync, or at the last release (mmap writers). Until then the host sees
+ * the old file, and every reader through the view the stage: reads,
+ * attributes and further writes of any handle of the file use it.
+ *
+ * After publication the view's inode designates the new file (inode_rekey)
+ * and keeps the stage's fd as the file's content until its last handle is
+ * closed; the next change through a handle stages again. If the name no
+ * longer designates the original at publication (unlinked, renamed over),
+ * the stage becomes an orphan: written and read like an unlinked file,
+ * never published.
+ *
+ * Every function with "locked" in its contract needs stage_lock() held on
+ * that inode. The lock is one of a fixed set of striped mutexes; take it
+ * before the file's gate lock (publication takes the gate lock inside
+ * it), never the other way round, and hold one at a time.
+ */
+#ifndef SBX_STAGE_H
+#define SBX_STAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+struct view;
+struct inode;
+struct view_config;
+
+/* The name of the staging area at the top of a read-write --mount root
+ * that is not on the thread's filesystem (hidden from the view). */
+#define STAGE_HIDDEN_NAME ".sbxfs-stage"
+
+/* Opens (creating if missing) the staging area of every read-write
+ * domain. A domain without an area writes in place (logged). Returns 0 or
+ * -errno with a reason in ERR. */
+int stage_setup(struct view *v, const struct view_config *cfg, char *err,
+		size_t errlen);
+/* Removes what an interrupted save left in the areas, logging each. */
+void stage_sweep(struct view *v);
+
+/* True if changes to INO (a regular file in a read-write root) through
+ * a handle may be staged. */
+bool stage_possible(struct view *v, struct inode *ino);
+
+void stage_lock(struct view *v, struct inode *ino);
+void stage_unlock(struct view *v, struct inode *ino);
+/* True if INO has a stage (cheap, unlocked: a hint for fast paths). */
+bool stage_any(struct inode *ino);
+
+/* (locked) The fd holding INO's content for I/O through handle fd HFD:
+ * the stage's if there is one, else HFD. */
+int stage_io_fd(struct inode *ino, int hfd);
+/* (locked) Corrects ST, just taken from stage_io_fd(), to what the view
+ * shows: the inode number the file had when its handles opened, and the
+ * link count of the file an unpublished stage will replace. */
+void stage_attr(struct inode *ino, struct stat *st);
+
+/* (locked) The stage's fd if INO has an unpublished one, else -1. */
+int stage_active_fd(struct inode *ino);
+
+/* (locked) Before a change through a handle that may stage: makes sure INO
+ * has an unpublished stage, a copy of its current content (IO_FD) or
+ * empty if EMPTY, and returns its fd; or -errno (nothing changed). */
+int stage_for_change(struct view *v, struct inode *ino, int io_fd,
+		     bool empty);
+
+/* (locked) A write, truncate or allocation on the stage failed with ERR:
+ * the save fails with it, and the file stays as it was. */
+void stage_failed(struct inode *ino, int err);
+
+/* (locked) Publishes INO's unpublished stage, if any: fresh mtime, with
+ * DURABLE the stage and the directory fsynced around the rename. Returns
+ * 0 or -errno (the previous file is then intact and the stage dropped). */
+int stage_publish(struct view *v, struct inode *ino, bool durable);
+
+/* (locked) INO's last handle went away: drops the stage (an unpublished
+ * one is discarded). */
+void stage_drop(struct view *v, struct inode *ino);
+
+#endif
