@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <linux/securebits.h>
 #include <sched.h>
 #include <stdint.h>
@@ -29,6 +30,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -1179,6 +1181,37 @@ static bool opens_for_write(int flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
+/* Write and search access of the caller to directory DFD. A root daemon
+ * checks as the caller: its fsuid, and without the capabilities that
+ * override permissions, which it otherwise keeps across fsuid changes
+ * (capabilities are per thread, so this touches no other request). The
+ * caller's supplementary groups are not applied: the daemon's are. */
+static int caller_may_write_dir(struct view *v, fuse_req_t req, int dfd)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct saved[2], drop[2];
+	const uint32_t overrides = 1u << CAP_DAC_OVERRIDE |
+				   1u << CAP_DAC_READ_SEARCH | 1u << CAP_FOWNER;
+	bool dropped = false;
+	int r;
+
+	if (v->creds_switch) {
+		if (fuse_req_ctx(req)->uid == 0)
+			return 0;
+		if (syscall(SYS_capget, &hdr, saved) == 0) {
+			memcpy(drop, saved, sizeof(drop));
+			drop[0].effective &= ~overrides;
+			dropped = syscall(SYS_capset, &hdr, drop) == 0;
+		}
+	}
+	struct as_caller c = caller_enter(v, req);
+	r = faccessat(dfd, ".", W_OK | X_OK, AT_EACCESS) < 0 ? neg_errno() : 0;
+	caller_leave(&c);
+	if (dropped)
+		syscall(SYS_capset, &hdr, saved);
+	return r;
+}
+
 /* A write-open of an existing file is refused (EPERM) if the file is
  * set-user-ID, set-group-ID or carries a file capability: its replacement,
  * written by the caller, would either lose the privilege or keep it on
@@ -1205,9 +1238,7 @@ static int may_stage(struct view *v, fuse_req_t req, struct inode *ino,
 	dfd = inode_parent_fd_get(v->inodes, ino, &parent, name, sizeof(name));
 	if (dfd < 0)
 		return dfd;
-	struct as_caller c = caller_enter(v, req);
-	r = faccessat(dfd, ".", W_OK | X_OK, AT_EACCESS) < 0 ? neg_errno() : 0;
-	caller_leave(&c);
+	r = caller_may_write_dir(v, req, dfd);
 	inode_unpin(v->inodes, parent);
 	return r;
 }

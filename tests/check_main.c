@@ -21,6 +21,7 @@ static const struct {
 	{ "view_lifecycle", suite_view_lifecycle },
 	{ "view_tools", suite_view_tools },
 	{ "view_gate", suite_view_gate },
+	{ "view_stage", suite_view_stage },
 	{ "sanitizers", suite_sanitizers },	/* last: sees every daemon's exit */
 };
 
