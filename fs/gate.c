@@ -418,7 +418,8 @@ int gate_load(struct gate *g, struct store *s, const char *user,
 	r = store_marks_each(s, user, thread, load_one, &c);
 	if (r < 0)
 		return r;
-	qsort(g->loaded, g->nloaded, sizeof(*g->loaded), loaded_cmp);
+	if (g->nloaded)
+		qsort(g->loaded, g->nloaded, sizeof(*g->loaded), loaded_cmp);
 	g->unclaimed = g->nloaded;
 	return (int)g->nloaded;
 }
