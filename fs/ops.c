@@ -1266,11 +1266,12 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 	_io_ io = io_begin(v, ino, -1, writer);
 	int content = io.fd >= 0 ? io.fd : p.fd;	/* the stage, or the file */
 	bool stageable = false;
-	if (writer && stage_possible(v, ino)) {
-		if ((r = stat_fd(p.fd, &st)) < 0 ||
-		    (r = may_stage(v, req, ino, p.fd, &st)) < 0)
+	if (writer && !(fi->flags & O_APPEND) && stage_possible(v, ino)) {
+		if ((r = stat_fd(p.fd, &st)) < 0)
 			return r;
-		stageable = !(fi->flags & O_APPEND) && st.st_nlink == 1;
+		stageable = st.st_nlink == 1;
+		if (stageable && (r = may_stage(v, req, ino, p.fd, &st)) < 0)
+			return r;
 	}
 	/* O_TRUNC empties the stage, never the file itself. */
 	int active = io.locked ? stage_active_fd(ino) : -1;
@@ -1308,6 +1309,8 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 	if (r < 0)
 		return r;
 	fh_of(fi)->stageable = stageable;
+	/* Only a handle that stages has work to do at close(). */
+	fi->noflush = !stageable;
 	inode_open_ref(v->inodes, ino, writer);
 	return 0;
 }
@@ -1409,6 +1412,7 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 		return r;
 	}
 	fh_of(fi)->stageable = false;
+	fi->noflush = true;
 	inode_open_ref(v->inodes, node(v, e->ino), true);
 	return 0;
 }

@@ -265,19 +265,18 @@ void stage_attr(struct inode *ino, struct stat *st)
 
 /* ---- making a stage ----------------------------------------------------- */
 
-/* Gives the new file FD the owner, group, mode and extended attributes
+/* Gives the new file FD, made by this process with the permission bits
+ * of ST, the owner, group, special mode bits and extended attributes
  * (POSIX ACLs among them) of the file read through RFD, attributes ST. */
 static int copy_metadata(int fd, int rfd, const struct stat *st)
 {
 	_cleanup_(freep) char *names = NULL, *value = NULL;
 	ssize_t n, len;
-	struct stat now;
 
-	if (fchown(fd, st->st_uid, st->st_gid) < 0 &&
-	    (fstat(fd, &now) < 0 || now.st_uid != st->st_uid ||
-	     now.st_gid != st->st_gid))
+	if ((st->st_uid != geteuid() || st->st_gid != getegid()) &&
+	    fchown(fd, st->st_uid, st->st_gid) < 0)
 		return neg_errno();
-	if (fchmod(fd, st->st_mode & 07777) < 0)
+	if ((st->st_mode & 07000) && fchmod(fd, st->st_mode & 07777) < 0)
 		return neg_errno();
 	len = flistxattr(rfd, NULL, 0);
 	if (len < 0)
@@ -338,16 +337,17 @@ static int copy_content(int fd, int rfd)
 	return n < 0 ? neg_errno() : 0;
 }
 
-/* A new file in the area: unnamed if the filesystem has O_TMPFILE, else
- * under a random name written into NAME. */
-static int area_create(const struct domain *dom, char name[40])
+/* A new file in the area with permission bits MODE: unnamed if the
+ * filesystem has O_TMPFILE, else under a random name written into NAME.
+ * (The area is 0700: nobody else reaches it whatever MODE says.) */
+static int area_create(const struct domain *dom, mode_t mode, char name[40])
 {
 	uint64_t r;
 	int fd;
 
 	name[0] = '\0';
 	if (dom->stage_tmpfile) {
-		fd = openat(dom->stage_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		fd = openat(dom->stage_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
 		if (fd >= 0 || errno != EOPNOTSUPP)
 			return fd < 0 ? neg_errno() : fd;
 	}
@@ -355,7 +355,7 @@ static int area_create(const struct domain *dom, char name[40])
 		return -EIO;
 	snprintf(name, 40, "stage-%016" PRIx64, r);
 	fd = openat(dom->stage_fd, name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW |
-		    O_CLOEXEC, 0600);
+		    O_CLOEXEC, mode);
 	return fd < 0 ? neg_errno() : fd;
 }
 
@@ -377,7 +377,7 @@ int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 	if (!s)
 		return -ENOMEM;
 	s->pin = -1;
-	fd = area_create(dom, s->name);
+	fd = area_create(dom, st.st_mode & 0777, s->name);
 	if (fd < 0) {
 		free(s);
 		return fd;

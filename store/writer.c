@@ -31,6 +31,7 @@ struct store_writer {
 	pthread_cond_t wake, done;
 	struct row *head, **tail;
 	uint64_t queued, written;	/* rows, for store_writer_sync() */
+	unsigned syncing;		/* callers waiting in store_writer_sync() */
 	bool stopping;
 };
 
@@ -80,7 +81,7 @@ static void *writer_main(void *arg)
 			pthread_cond_wait(&w->wake, &w->lock);
 		if (!w->head)
 			break;
-		if (!w->stopping) {
+		if (!w->stopping && !w->syncing) {
 			struct timespec until;
 
 			clock_gettime(CLOCK_REALTIME, &until);
@@ -89,7 +90,10 @@ static void *writer_main(void *arg)
 				until.tv_sec++;
 				until.tv_nsec -= 1000000000;
 			}
-			pthread_cond_timedwait(&w->wake, &w->lock, &until);
+			/* Woken early only by store_writer_sync() or _stop(). */
+			while (!w->stopping && !w->syncing &&
+			       pthread_cond_timedwait(&w->wake, &w->lock, &until) == 0)
+				;
 		}
 		struct row *batch = w->head;
 		uint64_t n = w->queued;
@@ -158,9 +162,11 @@ void store_writer_sync(struct store_writer *w)
 		return;
 	pthread_mutex_lock(&w->lock);
 	uint64_t target = w->queued;
+	w->syncing++;
 	pthread_cond_signal(&w->wake);
 	while (w->written < target)
 		pthread_cond_wait(&w->done, &w->lock);
+	w->syncing--;
 	pthread_mutex_unlock(&w->lock);
 }
 
@@ -178,11 +184,15 @@ static const char *put_text(struct row *r, size_t *at, const char *s)
 static void enqueue(struct store_writer *w, struct row *r)
 {
 	pthread_mutex_lock(&w->lock);
+	/* Only the first row of a batch wakes the thread: the rows that
+	 * follow while it gathers must not cut the gathering short. */
+	bool first = !w->head;
 	r->next = NULL;
 	*w->tail = r;
 	w->tail = &r->next;
 	w->queued++;
-	pthread_cond_signal(&w->wake);
+	if (first)
+		pthread_cond_signal(&w->wake);
 	pthread_mutex_unlock(&w->lock);
 }
 
