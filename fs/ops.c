@@ -1146,8 +1146,9 @@ static int backing_flags(struct view *v, int flags)
 }
 
 /* Wraps FD in a handle stored in FI; the fd is closed on failure. */
-static int fill_open_info(struct view *v, struct fuse_file_info *fi, int fd,
-			  bool writer, bool authorized)
+static int fill_open_info(struct view *v, struct inode *ino,
+			  struct fuse_file_info *fi, int fd, bool writer,
+			  bool authorized)
 {
 	struct open_file *h = malloc(sizeof(*h));
 
@@ -1162,7 +1163,8 @@ static int fill_open_info(struct view *v, struct fuse_file_info *fi, int fd,
 	/* Page cache survives reopen; auto_inval_data drops it when the
 	 * attributes show the file changed. Under the strict gate every
 	 * change needs a fresh read, which must reach the daemon. */
-	fi->keep_cache = v->timeout > 0 && gate_mode(v->gate) != GATE_STRICT;
+	fi->keep_cache = v->timeout > 0 && gate_mode(v->gate) != GATE_STRICT &&
+			 !__atomic_exchange_n(&ino->stale_pages, false, __ATOMIC_ACQ_REL);
 	fi->direct_io = (fi->flags & O_DIRECT) != 0;
 	fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
 	return 0;
@@ -1305,7 +1307,7 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 		close(fd);
 		return r;
 	}
-	r = fill_open_info(v, fi, fd, writer, trunc);
+	r = fill_open_info(v, ino, fi, fd, writer, trunc);
 	if (r < 0)
 		return r;
 	fh_of(fi)->stageable = stageable;
@@ -1406,7 +1408,7 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 	r = entry_add(v, dir, name, path_fd, e);
 	if (r < 0)
 		return r;
-	r = fill_open_info(v, fi, TAKE_FD(fd), true, true);
+	r = fill_open_info(v, node(v, e->ino), fi, TAKE_FD(fd), true, true);
 	if (r < 0) {
 		inode_forget(v->inodes, node(v, e->ino), 1);
 		return r;

@@ -415,10 +415,14 @@ void stage_failed(struct inode *ino, int err)
 
 /* ---- publication -------------------------------------------------------- */
 
-/* Drops an unpublished stage; the file keeps its content. */
+/* Drops an unpublished stage; the file keeps its content. The kernel's
+ * page cache of the file may hold the dropped bytes: the next open drops
+ * it (ops.c). */
 static void discard(struct view *v, struct inode *ino)
 {
 	struct stage *s = ino->stage;
+
+	__atomic_store_n(&ino->stale_pages, true, __ATOMIC_RELEASE);
 
 	if (s->name[0])
 		unlinkat(v->domains[ino->domain].stage_fd, s->name, 0);

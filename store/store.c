@@ -4,11 +4,13 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Migrations: entry N takes the schema from version N to N + 1. Never edit
  * one that has shipped; append a new one. */
@@ -216,6 +218,11 @@ int store_open_path(const char *path, struct store **out, char *err,
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	/* Private to the home's owner, whatever the umask (SQLite gives its
+	 * -wal and -shm files the database's mode). */
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
 	rc = sqlite3_open_v2(path, &s->db,
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 			     SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, NULL);

@@ -365,6 +365,22 @@ START_TEST(test_stage_no_space_keeps_the_previous_file)
 	ck_assert_msg(err == ENOSPC || (cr < 0 && cerr == ENOSPC),
 		      "write: %s, close: %d %s", strerror(err), cr, strerror(cerr));
 	SAME(OUT("sha256sum < '%s'", big), want);
+
+	/* The copy fits, the new content does not: the write that fills the
+	 * disk fails, the save is lost as a whole, close() says so. */
+	ck_assert_int_eq(sh("head -c 300000 /dev/urandom > '%s'", big), 0);
+	want = OUT("sha256sum < '%s'", big);
+	fd = open(vpath(&s, "small/big"), O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	n = 0;
+	for (int i = 0; i < 16 && n >= 0; i++)
+		n = pwrite(fd, chunk, sizeof(chunk), (off_t)i * sizeof(chunk));
+	ck_assert_int_eq(n, -1);
+	ck_assert_int_eq(errno, ENOSPC);
+	ck_assert_int_eq(close(fd), -1);
+	ck_assert_int_eq(errno, ENOSPC);
+	SAME(OUT("sha256sum < '%s'", big), want);
+	SAME(OUT("sha256sum < '%s'", vpath(&s, "small/big")), want);
 	/* The area is not part of the view. */
 	ck_assert_int_eq(sh("ls -A '%s' | grep -q sbxfs-stage", vpath(&s, "small")), 1);
 	ck_assert(exists(vpath(&s, "small/big")));

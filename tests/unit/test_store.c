@@ -43,6 +43,7 @@ START_TEST(test_store_creates_the_current_schema_in_wal_mode)
 	ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
 	store_close(s);
 	ck_assert_int_eq(sh("test \"$(sqlite3 '%s' 'PRAGMA journal_mode')\" = wal", db), 0);
+	ck_assert_int_eq(sh("test \"$(stat -c %%a '%s')\" = 600", db), 0);
 }
 END_TEST
 
