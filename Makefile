@@ -41,7 +41,7 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 LDFLAGS += $(SANFLAGS)
 
 COMMON_SRC := common/log.c common/ids.c common/home.c
-STORE_SRC  := store/store.c store/writer.c
+STORE_SRC  := store/store.c store/writer.c store/snapshot.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/view.c fs/ops.c fs/watch.c fs/channel.c \
               fs/gate.c fs/stage.c $(STORE_SRC)
 TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \
@@ -59,9 +59,9 @@ $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) -lpthread
 
-$(BIN)/sbx: $(call obj,cli/sbx.c cli/audit.c $(STORE_SRC) $(COMMON_SRC))
+$(BIN)/sbx: $(call obj,cli/sbx.c cli/audit.c cli/snapshot.c $(STORE_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(JSON_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) -lpthread
 
 $(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)

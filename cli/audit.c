@@ -2,11 +2,9 @@
  * in audit mode, would have refused) for one thread, oldest first. */
 #include "cleanup.h"
 #include "cli.h"
-#include "ids.h"
 #include "store.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -69,87 +67,34 @@ static int add_json(void *arg, const struct store_audit *a)
 
 int cmd_audit(int argc, char **argv, const char *home)
 {
-	enum { OPT_USER = 256, OPT_THREAD, OPT_FORMAT, OPT_HOME };
-	static const struct option longopts[] = {
-		{ "user", required_argument, NULL, OPT_USER },
-		{ "thread", required_argument, NULL, OPT_THREAD },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "home", required_argument, NULL, OPT_HOME },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	const char *user = NULL, *thread = NULL, *format = "text", *why;
-	char homebuf[PATH_MAX], db[PATH_MAX + 16], err[PATH_MAX + 256];
+	char db[PATH_MAX + 16], err[PATH_MAX + 256];
+	struct thread_args a;
 	struct store *s;
-	int c, r;
+	int r = thread_args_parse("audit", audit_usage, argc, argv, home, false, &a);
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_USER:
-			user = optarg;
-			break;
-		case OPT_THREAD:
-			thread = optarg;
-			break;
-		case OPT_FORMAT:
-			format = optarg;
-			break;
-		case OPT_HOME:
-			home = optarg;
-			break;
-		case 'h':
-			fputs(audit_usage, stdout);
-			return 0;
-		default:
-			fputs("Try 'sbx audit --help'.\n", stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "sbx: audit: unexpected argument '%s'\nTry 'sbx audit --help'.\n",
-			argv[optind]);
-		return 2;
-	}
-	if (!user || !thread) {
-		fputs("sbx: audit: --user and --thread are required\nTry 'sbx audit --help'.\n",
-		      stderr);
-		return 2;
-	}
-	if (id_check(user, &why) < 0 || id_check(thread, &why) < 0) {
-		fprintf(stderr, "sbx: audit: invalid %s id '%s': %s\n",
-			id_check(user, &why) < 0 ? "user" : "thread",
-			id_check(user, &why) < 0 ? user : thread, why);
-		return 2;
-	}
-	if (strcmp(format, "text") && strcmp(format, "json")) {
-		fprintf(stderr, "sbx: audit: --format takes text or json, not '%s'\n", format);
-		return 2;
-	}
-	if (resolve_home("audit", home, homebuf, sizeof(homebuf)) < 0)
-		return 2;
-
+	if (r >= 0)
+		return r;
 	/* No store yet: nothing was ever refused under this home. */
-	snprintf(db, sizeof(db), "%s/%s", homebuf, STORE_FILE);
+	snprintf(db, sizeof(db), "%s/%s", a.home, STORE_FILE);
 	if (access(db, F_OK) < 0 && errno == ENOENT) {
-		if (!strcmp(format, "json"))
+		if (a.json)
 			puts("[]");
 		return 0;
 	}
-	if (store_open(homebuf, &s, err, sizeof(err)) < 0) {
+	if (store_open(a.home, &s, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sbx: audit: %s\n", err);
 		return 1;
 	}
-	if (!strcmp(format, "json")) {
+	if (a.json) {
 		json_auto_t *rows = json_array();
 
-		r = rows ? store_audit_each(s, user, thread, add_json, rows) : -ENOMEM;
+		r = rows ? store_audit_each(s, a.user, a.thread, add_json, rows) : -ENOMEM;
 		if (r == 0)
 			r = json_dumpf(rows, stdout, JSON_INDENT(2)) < 0 ? -EIO : 0;
 		if (r == 0)
 			putchar('\n');
 	} else {
-		r = store_audit_each(s, user, thread, print_text, NULL);
+		r = store_audit_each(s, a.user, a.thread, print_text, NULL);
 	}
 	store_close(s);
 	if (r < 0) {

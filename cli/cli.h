@@ -8,6 +8,10 @@
 #ifndef SBX_CLI_H
 #define SBX_CLI_H
 
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
 /* Matches "--home DIR" (consuming two arguments) or "--home=DIR" at
  * ARGV[*I]; stores DIR in *HOME. Returns 1 if matched, 0 if not, -1 if
  * the value is missing. */
@@ -17,6 +21,23 @@ int take_home(int argc, char **argv, int *i, const char **home);
  * a message printed for COMMAND. */
 int resolve_home(const char *command, const char *home, char *buf, size_t size);
 
+/* The options of a command about one thread: --user ID --thread ID
+ * (required, validated), --format text|json, --home DIR, -h/--help (prints
+ * USAGE), and --max-files N where a command takes it. */
+struct thread_args {
+	const char *user, *thread;
+	bool json;
+	long max_files;		/* -1 if not given */
+	char home[PATH_MAX];	/* resolved */
+};
+
+/* Parses ARGV into A. Returns -1 to go on, else the exit status to end
+ * the command with (0 after --help, 2 for a usage error). */
+int thread_args_parse(const char *command, const char *usage, int argc,
+		      char **argv, const char *home, bool takes_max_files,
+		      struct thread_args *a);
+
 int cmd_audit(int argc, char **argv, const char *home);
+int cmd_snapshot(int argc, char **argv, const char *home);
 
 #endif

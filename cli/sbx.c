@@ -7,9 +7,11 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "home.h"
+#include "ids.h"
 #include "log.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -34,6 +36,8 @@ static const char usage_text[] =
 	"  umount MOUNTPOINT  unmount a view, also one whose daemon died\n"
 	"  audit --user ID --thread ID [--format text|json]\n"
 	"                     list the writes the read-before-write gate refused\n"
+	"  snapshot --user ID --thread ID [--max-files N] [--format text|json]\n"
+	"                     record what the thread's workspace and outputs hold\n"
 	"\n"
 	"Options for every command (before or after it):\n"
 	"  --home DIR         $SBX_HOME (default: $SBX_HOME, else /var/lib/sbxfs for\n"
@@ -95,6 +99,89 @@ int resolve_home(const char *command, const char *home, char *buf, size_t size)
 	if (home_default(buf, size) == 0)
 		return 0;
 	fprintf(stderr, "sbx: %s: no home: set --home or $SBX_HOME\n", command);
+	return -1;
+}
+
+int thread_args_parse(const char *command, const char *usage, int argc,
+		      char **argv, const char *home, bool takes_max_files,
+		      struct thread_args *a)
+{
+	enum { OPT_USER = 256, OPT_THREAD, OPT_FORMAT, OPT_HOME, OPT_MAX };
+	static const struct option longopts[] = {
+		{ "user", required_argument, NULL, OPT_USER },
+		{ "thread", required_argument, NULL, OPT_THREAD },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "home", required_argument, NULL, OPT_HOME },
+		{ "max-files", required_argument, NULL, OPT_MAX },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *why, *format = "text";
+	char *end;
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	a->max_files = -1;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_USER:
+			a->user = optarg;
+			break;
+		case OPT_THREAD:
+			a->thread = optarg;
+			break;
+		case OPT_FORMAT:
+			format = optarg;
+			break;
+		case OPT_HOME:
+			home = optarg;
+			break;
+		case OPT_MAX:
+			errno = 0;
+			a->max_files = strtol(optarg, &end, 10);
+			if (!takes_max_files || errno || *end || end == optarg ||
+			    a->max_files < 1) {
+				fprintf(stderr, takes_max_files
+					? "sbx: %s: --max-files takes a number of files (1 or more), not '%s'\n"
+					: "sbx: %s: unknown option --max-files%s\n",
+					command, takes_max_files ? optarg : "");
+				return 2;
+			}
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fprintf(stderr, "Try 'sbx %s --help'.\n", command);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "sbx: %s: unexpected argument '%s'\nTry 'sbx %s --help'.\n",
+			command, argv[optind], command);
+		return 2;
+	}
+	if (!a->user || !a->thread) {
+		fprintf(stderr, "sbx: %s: --user and --thread are required\nTry 'sbx %s --help'.\n",
+			command, command);
+		return 2;
+	}
+	if (id_check(a->user, &why) < 0) {
+		fprintf(stderr, "sbx: %s: invalid user id '%s': %s\n", command, a->user, why);
+		return 2;
+	}
+	if (id_check(a->thread, &why) < 0) {
+		fprintf(stderr, "sbx: %s: invalid thread id '%s': %s\n", command, a->thread, why);
+		return 2;
+	}
+	if (strcmp(format, "text") && strcmp(format, "json")) {
+		fprintf(stderr, "sbx: %s: --format takes text or json, not '%s'\n", command, format);
+		return 2;
+	}
+	a->json = !strcmp(format, "json");
+	if (resolve_home(command, home, a->home, sizeof(a->home)) < 0)
+		return 2;
 	return -1;
 }
 
@@ -227,6 +314,8 @@ int main(int argc, char **argv)
 		return cmd_umount(argc - i, argv + i);
 	if (!strcmp(argv[i], "audit"))
 		return cmd_audit(argc - i, argv + i, home);
+	if (!strcmp(argv[i], "snapshot"))
+		return cmd_snapshot(argc - i, argv + i, home);
 	fprintf(stderr, "sbx: unknown command '%s'\nTry 'sbx --help'.\n", argv[i]);
 	return 2;
 }

@@ -114,3 +114,27 @@ int home_thread_dirs(int homefd, const char *user, const char *thread,
 			closep(&fds[i]);
 	return r < 0 ? r : 0;
 }
+
+int home_thread_dir_open(int homefd, const char *user, const char *thread,
+			 enum thread_dir which)
+{
+	static const char *const leaf[THREAD_NDIRS][2] = {
+		[THREAD_WORKSPACE] = { "user-data", "workspace" },
+		[THREAD_UPLOADS] = { "user-data", "uploads" },
+		[THREAD_OUTPUTS] = { "user-data", "outputs" },
+		[THREAD_ACP] = { "acp-workspace", NULL },
+	};
+	const char *const path[] = { "users", user, "threads", thread,
+				     leaf[which][0], leaf[which][1] };
+	_cleanup_(closep) int cur = -1;
+
+	for (size_t i = 0; i < 6 && path[i]; i++) {
+		int next = openat(i ? cur : homefd, path[i],
+				  O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0)
+			return neg_errno();
+		closep(&cur);
+		cur = next;
+	}
+	return TAKE_FD(cur);
+}

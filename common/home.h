@@ -44,4 +44,9 @@ enum thread_dir {
 int home_thread_dirs(int homefd, const char *user, const char *thread,
 		     int fds[THREAD_NDIRS]);
 
+/* Opens one existing directory of the thread (nothing is created; a
+ * symlink on the way is refused). Returns an O_PATH fd or -errno. */
+int home_thread_dir_open(int homefd, const char *user, const char *thread,
+			 enum thread_dir which);
+
 #endif

@@ -2,6 +2,7 @@
 #include "store.h"
 #include "cleanup.h"
 #include "log.h"
+#include "snapshot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,10 +29,25 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"  op TEXT NOT NULL, pid INTEGER NOT NULL, comm TEXT NOT NULL,"
 	"  reason TEXT NOT NULL, mode TEXT NOT NULL, allowed INTEGER NOT NULL);"
 	"CREATE INDEX audit_by_thread ON audit (user, thread, id);",
+	/* 1 -> 2: snapshots of a thread's workspace and outputs. */
+	"CREATE TABLE snapshots ("
+	"  id INTEGER PRIMARY KEY, user TEXT NOT NULL, thread TEXT NOT NULL,"
+	"  at_ns INTEGER NOT NULL, files INTEGER NOT NULL,"
+	"  truncated INTEGER NOT NULL, max_files INTEGER NOT NULL);"
+	"CREATE INDEX snapshots_by_thread ON snapshots (user, thread, id);"
+	"CREATE TABLE snapshot_files ("
+	"  snapshot INTEGER NOT NULL REFERENCES snapshots (id) ON DELETE CASCADE,"
+	"  seq INTEGER NOT NULL,"
+	"  path TEXT NOT NULL, root TEXT NOT NULL, symlink INTEGER NOT NULL,"
+	"  target TEXT, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,"
+	"  sha256 BLOB, sensitive INTEGER NOT NULL, binary INTEGER NOT NULL,"
+	"  large INTEGER NOT NULL,"
+	"  PRIMARY KEY (snapshot, path)) WITHOUT ROWID;",
 };
 
 enum stmt_id {
 	ST_MARK_PUT, ST_MARK_DROP, ST_MARKS_EACH, ST_AUDIT_ADD, ST_AUDIT_EACH,
+	ST_SNAP_ADD, ST_SNAP_FILE_ADD, ST_SNAP_GET, ST_SNAP_FILES,
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_COUNT
 };
 
@@ -48,6 +64,15 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_AUDIT_EACH] = "SELECT id, at_ns, path, op, pid, comm, reason, mode,"
 			  " allowed FROM audit WHERE user = ? AND thread = ?"
 			  " ORDER BY id",
+	[ST_SNAP_ADD] = "INSERT INTO snapshots (user, thread, at_ns, files,"
+			" truncated, max_files) VALUES (?, ?, ?, ?, ?, ?)",
+	[ST_SNAP_FILE_ADD] = "INSERT INTO snapshot_files (snapshot, seq, path, root,"
+			     " symlink, target, size, mtime_ns, sha256, sensitive,"
+			     " binary, large) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[ST_SNAP_GET] = "SELECT truncated FROM snapshots WHERE id = ?",
+	[ST_SNAP_FILES] = "SELECT path, root, symlink, target, size, mtime_ns,"
+			  " sha256, sensitive, binary, large FROM snapshot_files"
+			  " WHERE snapshot = ? ORDER BY seq",
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
@@ -170,9 +195,9 @@ void store_rollback(struct store *s)
 	}
 }
 
-/* Brings the schema to STORE_SCHEMA_VERSION, one transaction per step so
- * a failure leaves a consistent earlier version. */
-static int migrate(struct store *s, char *err, size_t errlen)
+/* Brings the schema to version TARGET, one transaction per step so a
+ * failure leaves a consistent earlier version. */
+static int migrate(struct store *s, int target, char *err, size_t errlen)
 {
 	int v = store_schema_version(s), r;
 
@@ -186,7 +211,7 @@ static int migrate(struct store *s, char *err, size_t errlen)
 			 v, STORE_SCHEMA_VERSION);
 		return -EPROTO;
 	}
-	for (; v < STORE_SCHEMA_VERSION; v++) {
+	for (; v < target; v++) {
 		char bump[64];
 
 		snprintf(bump, sizeof(bump), "PRAGMA user_version = %d", v + 1);
@@ -207,8 +232,8 @@ static int migrate(struct store *s, char *err, size_t errlen)
 	return 0;
 }
 
-int store_open_path(const char *path, struct store **out, char *err,
-		    size_t errlen)
+static int open_at(const char *path, int version, struct store **out,
+		   char *err, size_t errlen)
 {
 	struct store *s = calloc(1, sizeof(*s));
 	int rc, r;
@@ -239,7 +264,7 @@ int store_open_path(const char *path, struct store **out, char *err,
 			"PRAGMA synchronous = NORMAL;"
 			"PRAGMA foreign_keys = ON;", "configure");
 	if (r == 0)
-		r = migrate(s, err, errlen);
+		r = migrate(s, version, err, errlen);
 	else
 		snprintf(err, errlen, "cannot use %s: %s", path, sqlite3_errmsg(s->db));
 	if (r < 0) {
@@ -248,6 +273,18 @@ int store_open_path(const char *path, struct store **out, char *err,
 	}
 	*out = s;
 	return 0;
+}
+
+int store_open_path(const char *path, struct store **out, char *err,
+		    size_t errlen)
+{
+	return open_at(path, STORE_SCHEMA_VERSION, out, err, errlen);
+}
+
+int store_open_version(const char *path, int version, struct store **out,
+		       char *err, size_t errlen)
+{
+	return open_at(path, version, out, err, errlen);
 }
 
 int store_open(const char *home, struct store **out, char *err, size_t errlen)
@@ -418,4 +455,125 @@ int store_audit_each(struct store *s, const char *user, const char *thread,
 	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
 	return each_row(s, st, "read the audit log", audit_row, &c);
+}
+
+int store_snapshot_save(struct store *s, const char *user, const char *thread,
+			const struct snapshot *snap, size_t max_files,
+			int64_t at_ns, int64_t *id)
+{
+	int r = store_begin(s);
+
+	if (r < 0)
+		return r;
+	{
+		_stmt_ st = stmt(s, ST_SNAP_ADD);
+		if (!st) {
+			store_rollback(s);
+			return -ENOMEM;
+		}
+		sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, at_ns);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)snap->n);
+		sqlite3_bind_int(st, 5, snap->truncated);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)max_files);
+		r = exec_stmt(s, st, "record a snapshot");
+	}
+	*id = sqlite3_last_insert_rowid(s->db);
+	for (size_t i = 0; i < snap->n && r == 0; i++) {
+		const struct snap_file *f = &snap->files[i];
+		_stmt_ st = stmt(s, ST_SNAP_FILE_ADD);
+
+		if (!st) {
+			r = -ENOMEM;
+			break;
+		}
+		sqlite3_bind_int64(st, 1, *id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+		sqlite3_bind_text(st, 3, f->path, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, f->root, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 5, f->symlink);
+		if (f->target)
+			sqlite3_bind_text(st, 6, f->target, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 7, f->size);
+		sqlite3_bind_int64(st, 8, f->mtime_ns);
+		if (f->hashed)
+			sqlite3_bind_blob(st, 9, f->sha256, sizeof(f->sha256), SQLITE_STATIC);
+		sqlite3_bind_int(st, 10, f->sensitive);
+		sqlite3_bind_int(st, 11, f->binary);
+		sqlite3_bind_int(st, 12, f->large);
+		r = exec_stmt(s, st, "record a snapshot file");
+	}
+	if (r == 0)
+		r = store_commit(s);
+	if (r < 0)
+		store_rollback(s);
+	return r;
+}
+
+static const char *root_name(const char *root)
+{
+	return !strcmp(root, "outputs") ? "outputs" : "workspace";
+}
+
+static int snap_file_row(sqlite3_stmt *st, void *ctx)
+{
+	struct snapshot *snap = ctx;
+
+	if (snap->n == snap->cap) {
+		size_t cap = snap->cap ? snap->cap * 2 : 256;
+		struct snap_file *f = realloc(snap->files, cap * sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		snap->files = f;
+		snap->cap = cap;
+	}
+	struct snap_file *f = &snap->files[snap->n];
+	memset(f, 0, sizeof(*f));
+	f->path = strdup(col_text(st, 0));
+	f->root = root_name(col_text(st, 1));
+	f->symlink = sqlite3_column_int(st, 2) != 0;
+	if (sqlite3_column_type(st, 3) != SQLITE_NULL)
+		f->target = strdup(col_text(st, 3));
+	f->size = sqlite3_column_int64(st, 4);
+	f->mtime_ns = sqlite3_column_int64(st, 5);
+	if (sqlite3_column_bytes(st, 6) == (int)sizeof(f->sha256)) {
+		memcpy(f->sha256, sqlite3_column_blob(st, 6), sizeof(f->sha256));
+		f->hashed = true;
+	}
+	f->sensitive = sqlite3_column_int(st, 7) != 0;
+	f->binary = sqlite3_column_int(st, 8) != 0;
+	f->large = sqlite3_column_int(st, 9) != 0;
+	if (!f->path || (f->symlink && !f->target)) {
+		free(f->path);
+		free(f->target);
+		return -ENOMEM;
+	}
+	snap->n++;
+	return 0;
+}
+
+int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out)
+{
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	{
+		_stmt_ st = stmt(s, ST_SNAP_GET);
+		if (!st)
+			return -ENOMEM;
+		sqlite3_bind_int64(st, 1, id);
+		r = sqlite3_step(st);
+		if (r != SQLITE_ROW)
+			return r == SQLITE_DONE ? -ENOENT : fail(s, r, "read a snapshot");
+		out->truncated = sqlite3_column_int(st, 0) != 0;
+	}
+	_stmt_ st = stmt(s, ST_SNAP_FILES);
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_int64(st, 1, id);
+	r = each_row(s, st, "read a snapshot", snap_file_row, out);
+	if (r < 0)
+		snapshot_free(out);
+	return r;
 }

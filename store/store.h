@@ -22,7 +22,7 @@
 #include <sys/types.h>
 
 #define STORE_FILE "sbx.db"
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 struct store;
 
@@ -32,6 +32,9 @@ int store_open(const char *home, struct store **out, char *err, size_t errlen);
 /* The same for a database file PATH (tests). */
 int store_open_path(const char *path, struct store **out, char *err,
 		    size_t errlen);
+/* The same, migrating only up to schema VERSION (tests of migrations). */
+int store_open_version(const char *path, int version, struct store **out,
+		       char *err, size_t errlen);
 void store_close(struct store *s);
 
 /* The schema version of the open database. */
@@ -77,5 +80,16 @@ int store_audit_add(struct store *s, const struct store_audit *a);
 int store_audit_each(struct store *s, const char *user, const char *thread,
 		     int (*fn)(void *arg, const struct store_audit *a),
 		     void *arg);
+
+struct snapshot;
+
+/* Records SNAP (taken with MAX_FILES at AT_NS) for USER's THREAD in one
+ * transaction; *ID receives its id. */
+int store_snapshot_save(struct store *s, const char *user, const char *thread,
+			const struct snapshot *snap, size_t max_files,
+			int64_t at_ns, int64_t *id);
+/* Reads snapshot ID back into OUT (snapshot_free() it); -ENOENT if there
+ * is none. */
+int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out);
 
 #endif

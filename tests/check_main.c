@@ -15,6 +15,7 @@ static const struct {
 	{ "unit_inode", suite_unit_inode },
 	{ "unit_store", suite_unit_store },
 	{ "unit_gate", suite_unit_gate },
+	{ "unit_snapshot", suite_unit_snapshot },
 	{ "view_layout", suite_view_layout },
 	{ "view_posix", suite_view_posix },
 	{ "view_confine", suite_view_confine },
@@ -22,6 +23,7 @@ static const struct {
 	{ "view_tools", suite_view_tools },
 	{ "view_gate", suite_view_gate },
 	{ "view_stage", suite_view_stage },
+	{ "view_snapshot", suite_view_snapshot },
 	{ "sanitizers", suite_sanitizers },	/* last: sees every daemon's exit */
 };
 

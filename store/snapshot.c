@@ -1,0 +1,404 @@
+/* snapshot.c - see snapshot.h. */
+#include "snapshot.h"
+#include "cleanup.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const excluded_dirs[] = {
+	".git", ".hg", ".svn", ".cache", ".mcp", ".next", ".venv",
+	".browser-frames", ".tool-results", "__pycache__", "build", "dist",
+	"node_modules",
+};
+
+static const char *const sensitive_patterns[] = {
+	".env", ".env.*", "*api_key*", "*apikey*", "*.key", "*.pem",
+	"*credential*", "*password*", "*private_key*", "*secret*", "*token*",
+};
+
+static const char *const binary_suffixes[] = {
+	".7z", ".avif", ".bmp", ".class", ".db", ".dll", ".dmg", ".doc",
+	".docx", ".exe", ".gif", ".gz", ".ico", ".jar", ".jpeg", ".jpg",
+	".mov", ".mp3", ".mp4", ".o", ".pdf", ".png", ".pyc", ".so", ".tar",
+	".webp", ".xls", ".xlsx", ".zip",
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+bool snapshot_excluded_dir(const char *name)
+{
+	for (size_t i = 0; i < COUNT(excluded_dirs); i++)
+		if (!strcmp(name, excluded_dirs[i]))
+			return true;
+	return false;
+}
+
+static bool sensitive_word(const char *lower)
+{
+	for (size_t i = 0; i < COUNT(sensitive_patterns); i++)
+		if (fnmatch(sensitive_patterns[i], lower, 0) == 0)
+			return true;
+	return false;
+}
+
+bool snapshot_sensitive(const char *path)
+{
+	char lower[PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(lower))
+		n = sizeof(lower) - 1;
+	for (size_t i = 0; i < n; i++)
+		lower[i] = (char)tolower((unsigned char)path[i]);
+	lower[n] = '\0';
+	if (sensitive_word(lower))
+		return true;
+	for (char *part = lower, *slash; *part; part = slash + 1) {
+		slash = strchr(part, '/');
+		if (slash)
+			*slash = '\0';
+		if (*part && sensitive_word(part))
+			return true;
+		if (!slash)
+			break;
+	}
+	return false;
+}
+
+bool snapshot_binary_name(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+
+	/* A suffix as Python's Path.suffix sees it: not a leading dot. */
+	if (!dot || dot == name)
+		return false;
+	for (size_t i = 0; i < COUNT(binary_suffixes); i++)
+		if (!strcasecmp(dot, binary_suffixes[i]))
+			return true;
+	return false;
+}
+
+/* UTF-16 with a byte order mark, decodable as far as it goes. */
+static bool utf16_text(const uint8_t *s, size_t n)
+{
+	bool le;
+	uint16_t prev = 0;
+
+	if (n < 2 || !((s[0] == 0xff && s[1] == 0xfe) || (s[0] == 0xfe && s[1] == 0xff)))
+		return false;
+	le = s[0] == 0xff;
+	for (size_t i = 2; i + 1 < n; i += 2) {
+		uint16_t u = le ? (uint16_t)(s[i] | s[i + 1] << 8)
+				: (uint16_t)(s[i] << 8 | s[i + 1]);
+		bool high = u >= 0xd800 && u <= 0xdbff, low = u >= 0xdc00 && u <= 0xdfff;
+		bool after_high = prev >= 0xd800 && prev <= 0xdbff;
+
+		if (after_high != low)
+			return false;	/* a lone surrogate */
+		prev = high ? u : 0;
+	}
+	return true;
+}
+
+/* Valid UTF-8, where a sequence cut off by the end of the sample counts
+ * as valid (the rest is beyond the sample). */
+static bool utf8_text(const uint8_t *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		uint8_t c = s[i];
+		size_t len;
+		uint32_t cp;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			len = 2;
+			cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			len = 3;
+			cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			len = 4;
+			cp = c & 0x07;
+		} else {
+			return false;
+		}
+		for (size_t k = 1; k < len; k++) {
+			if (i + k >= n)
+				return true;	/* cut off by the sample's end */
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+			/* Overlong, surrogate or out of range, decided as early
+			 * as the second byte allows. */
+			if (k == 1 && ((len == 3 && cp < 0x20) ||
+				       (len == 3 && cp >= 0x360 && cp <= 0x37f) ||
+				       (len == 4 && (cp < 0x10 || cp > 0x10f))))
+				return false;
+		}
+		i += len;
+	}
+	return true;
+}
+
+bool snapshot_text_sample(const uint8_t *sample, size_t n)
+{
+	if (utf16_text(sample, n))
+		return true;
+	if (memchr(sample, 0, n))
+		return false;
+	return utf8_text(sample, n);
+}
+
+/* ---- the walk ----------------------------------------------------------- */
+
+struct walk {
+	struct snapshot *s;
+	size_t max;
+	snapshot_progress progress;
+	void *arg;
+	const char *root;
+	char path[PATH_MAX];	/* virtual path of the current directory */
+	bool stop;
+};
+
+struct name {
+	char *name;
+	struct stat st;
+};
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct name *)a)->name, ((const struct name *)b)->name);
+}
+
+static struct snap_file *add_file(struct walk *w, const char *name,
+				  const struct stat *st)
+{
+	struct snapshot *s = w->s;
+
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		struct snap_file *f = realloc(s->files, cap * sizeof(*f));
+		if (!f)
+			return NULL;
+		s->files = f;
+		s->cap = cap;
+	}
+	struct snap_file *f = &s->files[s->n];
+	memset(f, 0, sizeof(*f));
+	if (asprintf(&f->path, "%s/%s", w->path, name) < 0) {
+		f->path = NULL;
+		return NULL;
+	}
+	f->root = w->root;
+	f->size = st->st_size;
+	f->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	return f;
+}
+
+static void drop_last(struct snapshot *s)
+{
+	struct snap_file *f = &s->files[s->n];
+
+	free(f->path);
+	free(f->target);
+}
+
+/* Reads the content of regular file NAME in DFD into F: the sample, and
+ * the hash of a file up to SNAPSHOT_HASH_MAX. False if it vanished or
+ * cannot be read (the file is then left out). */
+static bool read_content(struct walk *w, int dfd, const char *name,
+			 struct snap_file *f)
+{
+	static const size_t cap = SNAPSHOT_HASH_MAX + 1;
+	_cleanup_(closep) int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW |
+					  O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	_cleanup_(freep) uint8_t *buf = NULL;
+	struct stat st;
+	size_t got = 0;
+	ssize_t n;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	f->size = st.st_size;
+	f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	size_t want = st.st_size <= SNAPSHOT_HASH_MAX ? cap : SNAPSHOT_SAMPLE;
+	buf = malloc(want);
+	if (!buf)
+		return false;
+	while (got < want && (n = read(fd, buf + got, want - got)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return false;
+		}
+		got += (size_t)n;
+	}
+	f->binary = snapshot_binary_name(name) ||
+		    !snapshot_text_sample(buf, got < SNAPSHOT_SAMPLE ? got : SNAPSHOT_SAMPLE);
+	if (want == cap && got <= SNAPSHOT_HASH_MAX) {
+		if (EVP_Digest(buf, got, f->sha256, NULL, EVP_sha256(), NULL) != 1)
+			return false;
+		f->hashed = true;
+		f->size = (int64_t)got;
+		w->s->bytes_hashed += got;
+	} else {
+		f->large = true;
+	}
+	return true;
+}
+
+static int walk_dir(struct walk *w, int dfd);
+
+/* Records NAME (attributes ST) of directory DFD, or stops the walk at the
+ * limit. */
+static void visit_file(struct walk *w, int dfd, const struct name *e)
+{
+	struct snapshot *s = w->s;
+	char target[PATH_MAX];
+
+	if (s->n >= w->max) {
+		s->truncated = true;
+		w->stop = true;
+		return;
+	}
+	struct snap_file *f = add_file(w, e->name, &e->st);
+	if (!f) {
+		w->stop = true;		/* out of memory: what we have, truncated */
+		s->truncated = true;
+		return;
+	}
+	f->sensitive = snapshot_sensitive(f->path + strlen("/mnt/user-data/"));
+	if (S_ISLNK(e->st.st_mode)) {
+		ssize_t n = readlinkat(dfd, e->name, target, sizeof(target) - 1);
+		if (n < 0)
+			return drop_last(s);
+		target[n] = '\0';
+		f->symlink = true;
+		f->target = strdup(target);
+		if (!f->target)
+			return drop_last(s);
+	} else if (!f->sensitive && !read_content(w, dfd, e->name, f)) {
+		return drop_last(s);	/* vanished while scanned */
+	}
+	s->n++;
+	if (w->progress && s->n % 256 == 0)
+		w->progress(w->arg, s->n);
+}
+
+static void visit_dir(struct walk *w, int dfd, const char *name)
+{
+	size_t len = strlen(w->path);
+	int fd;
+
+	if (snapshot_excluded_dir(name))
+		return;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;		/* vanished, or not ours to read */
+	if ((size_t)snprintf(w->path + len, sizeof(w->path) - len, "/%s", name) <
+	    sizeof(w->path) - len)
+		walk_dir(w, fd);
+	w->path[len] = '\0';
+	close(fd);
+}
+
+/* Files of DFD by name, then its subdirectories by name. */
+static int walk_dir(struct walk *w, int dfd)
+{
+	_cleanup_(closedirp) DIR *d = NULL;
+	struct name *names = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	int fd, r = 0;
+
+	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		r = -errno;
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct name *p = realloc(names, cap * sizeof(*p));
+			if (!p) {
+				r = -ENOMEM;
+				break;
+			}
+			names = p;
+		}
+		if (fstatat(dirfd(d), de->d_name, &names[n].st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;	/* vanished */
+		names[n].name = strdup(de->d_name);
+		if (!names[n].name) {
+			r = -ENOMEM;
+			break;
+		}
+		n++;
+	}
+	if (n)
+		qsort(names, n, sizeof(*names), name_cmp);
+	for (size_t i = 0; i < n && !w->stop; i++)
+		if (S_ISREG(names[i].st.st_mode) || S_ISLNK(names[i].st.st_mode))
+			visit_file(w, dirfd(d), &names[i]);
+	for (size_t i = 0; i < n && !w->stop; i++)
+		if (S_ISDIR(names[i].st.st_mode))
+			visit_dir(w, dirfd(d), names[i].name);
+	for (size_t i = 0; i < n; i++)
+		free(names[i].name);
+	free(names);
+	if (r == -ENOMEM)
+		w->s->truncated = w->stop = true;
+	return r == -ENOMEM ? 0 : r;
+}
+
+int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files,
+		  snapshot_progress progress, void *arg, struct snapshot *out)
+{
+	const struct { int fd; const char *name; } roots[] = {
+		{ workspace_fd, "workspace" }, { outputs_fd, "outputs" },
+	};
+	struct walk w = { .s = out, .max = max_files, .progress = progress,
+			  .arg = arg };
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < COUNT(roots) && !w.stop; i++) {
+		if (roots[i].fd < 0)
+			continue;
+		w.root = roots[i].name;
+		snprintf(w.path, sizeof(w.path), "/mnt/user-data/%s", roots[i].name);
+		int r = walk_dir(&w, roots[i].fd);
+		if (r < 0) {
+			snapshot_free(out);
+			return r;
+		}
+	}
+	return 0;
+}
+
+void snapshot_free(struct snapshot *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->files[i].path);
+		free(s->files[i].target);
+	}
+	free(s->files);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,71 @@
+/* snapshot.h - what a thread's workspace and outputs hold, file by file.
+ *
+ * The reference rules (shared/seeds/003, "workspace change summaries"):
+ *
+ *   - roots in order: workspace, then outputs (uploads are user input);
+ *   - a sorted walk: in each directory its files by name, then its
+ *     subdirectories by name; directories named like EXCLUDED_DIRS are
+ *     skipped at any depth, and a symlink is recorded as a link, never
+ *     followed;
+ *   - at most MAX_FILES entries (default 2,000); if there are more, the
+ *     snapshot is truncated and later files and roots are not scanned;
+ *   - sensitive-looking paths (sensitive_path()) are metadata only: their
+ *     content is never read;
+ *   - other files: a 4 KiB sample decides binary or text (binary by
+ *     extension, a NUL byte, invalid UTF-8; UTF-16 with a BOM is text);
+ *     files up to 256 KiB get a SHA-256, larger ones are "large";
+ *   - a file that vanishes (or cannot be read) while it is scanned is left
+ *     out, and the snapshot still succeeds.
+ *
+ * Every directory is opened relative to its parent with O_NOFOLLOW, so a
+ * symlink swapped in during the walk cannot lead it outside the roots.
+ */
+#ifndef SBX_SNAPSHOT_H
+#define SBX_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SNAPSHOT_MAX_FILES 2000
+#define SNAPSHOT_HASH_MAX (256 * 1024)
+#define SNAPSHOT_SAMPLE 4096
+
+struct snap_file {
+	char *path;		/* virtual: "/mnt/user-data/workspace/a/b.txt" */
+	const char *root;	/* "workspace" or "outputs" */
+	bool symlink;
+	char *target;		/* symlink's target, verbatim */
+	int64_t size, mtime_ns;
+	bool sensitive, binary, large;
+	bool hashed;
+	uint8_t sha256[32];
+};
+
+struct snapshot {
+	struct snap_file *files;
+	size_t n, cap;
+	bool truncated;		/* more files existed than MAX_FILES */
+	uint64_t bytes_hashed;
+};
+
+/* Called now and then during a scan with the files recorded so far. */
+typedef void (*snapshot_progress)(void *arg, size_t files);
+
+/* Scans the roots (fds of the backing directories; -1 to skip one) into
+ * OUT. Returns 0, or -errno if a root itself cannot be read. */
+int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files,
+		  snapshot_progress progress, void *arg, struct snapshot *out);
+void snapshot_free(struct snapshot *s);
+
+/* The classification rules, exposed for tests and for the journal. */
+bool snapshot_excluded_dir(const char *name);
+/* True if PATH or any of its components looks like it holds a secret. */
+bool snapshot_sensitive(const char *path);
+bool snapshot_binary_name(const char *name);
+/* True if the first bytes of a file, SAMPLE (N bytes, possibly cut in
+ * the middle of a character), are text. */
+bool snapshot_text_sample(const uint8_t *sample, size_t n);
+
+#endif

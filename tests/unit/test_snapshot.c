@@ -1,0 +1,316 @@
+/* Snapshots: the classification rules (excluded directories, sensitive
+ * names, binary by name or content, UTF-16, large files), the walk order
+ * and limit, symlinks, files vanishing mid-scan, and the round trip
+ * through the store, including schema migrations from every version. */
+#include "harness.h"
+#include "snapshot.h"
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[PATH_MAX];
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "%s", test_dir("snap"));
+}
+
+/* DIR/REL with CONTENT (LEN bytes), parents made. */
+static void put(const char *rel, const void *content, size_t len)
+{
+	char path[PATH_MAX * 2];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	ck_assert_int_eq(sh("mkdir -p \"$(dirname '%s')\"", path), 0);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, content, len), (ssize_t)len);
+	close(fd);
+}
+
+static void put_text(const char *rel, const char *text)
+{
+	put(rel, text, strlen(text));
+}
+
+static int open_sub(const char *rel)
+{
+	char path[PATH_MAX * 2];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	fd = open(path, O_PATH | O_DIRECTORY);
+	ck_assert_int_ge(fd, 0);
+	return fd;
+}
+
+static const struct snap_file *find(const struct snapshot *s, const char *path)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->files[i].path, path))
+			return &s->files[i];
+	return NULL;
+}
+
+START_TEST(test_snapshot_sensitive_names_on_any_component)
+{
+	const char *yes[] = { "password.txt", "api_key.txt", "apikey", "private_key.json",
+			      ".env", ".env.local", "a/secrets/notes.md", "TOKEN.md",
+			      "deploy/server.PEM", "ssh/id.key", "my-credentials/x" };
+	const char *no[] = { "report.txt", "env", "a/.envrc", "keys.txt", "notes/pem" };
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++)
+		ck_assert_msg(snapshot_sensitive(yes[i]), "%s", yes[i]);
+	for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++)
+		ck_assert_msg(!snapshot_sensitive(no[i]), "%s", no[i]);
+}
+END_TEST
+
+START_TEST(test_snapshot_binary_by_name)
+{
+	ck_assert(snapshot_binary_name("a.png"));
+	ck_assert(snapshot_binary_name("A.PNG"));
+	ck_assert(snapshot_binary_name("lib.so"));
+	ck_assert(snapshot_binary_name("x.tar"));
+	ck_assert(!snapshot_binary_name("x.tar.txt"));
+	ck_assert(!snapshot_binary_name("Makefile"));
+	ck_assert(!snapshot_binary_name(".gz"));	/* a dot file, no suffix */
+	ck_assert(snapshot_excluded_dir("node_modules"));
+	ck_assert(snapshot_excluded_dir(".mcp"));
+	ck_assert(!snapshot_excluded_dir("src"));
+}
+END_TEST
+
+START_TEST(test_snapshot_text_or_binary_by_content)
+{
+	static const uint8_t utf16[] = { 0xff, 0xfe, 'h', 0, 'i', 0, '\n', 0 };
+	static const uint8_t utf16_lone[] = { 0xff, 0xfe, 0x00, 0xdc, 'x', 0 };
+	static const uint8_t cut[] = { 'a', 0xe2, 0x82 };	/* € cut short */
+	static const uint8_t euro[] = { 0xe2, 0x82, 0xac };
+	static const uint8_t nul[] = { 'a', 0, 'b' };
+	static const uint8_t bad[] = { 'a', 0xff, 'b' };
+	static const uint8_t overlong[] = { 0xc0, 0x80 };
+	static const uint8_t surrogate[] = { 0xed, 0xa0, 0x80 };
+	static const uint8_t bom8[] = { 0xef, 0xbb, 0xbf, 'x' };
+
+	ck_assert(snapshot_text_sample(utf16, sizeof(utf16)));
+	ck_assert(!snapshot_text_sample(utf16_lone, sizeof(utf16_lone)));
+	ck_assert(snapshot_text_sample(cut, sizeof(cut)));
+	ck_assert(snapshot_text_sample(euro, sizeof(euro)));
+	ck_assert(snapshot_text_sample(bom8, sizeof(bom8)));
+	ck_assert(!snapshot_text_sample(nul, sizeof(nul)));
+	ck_assert(!snapshot_text_sample(bad, sizeof(bad)));
+	ck_assert(!snapshot_text_sample(overlong, sizeof(overlong)));
+	ck_assert(!snapshot_text_sample(surrogate, sizeof(surrogate)));
+}
+END_TEST
+
+START_TEST(test_snapshot_walk_rules)
+{
+	static char big[SNAPSHOT_HASH_MAX + 1], edge[SNAPSHOT_HASH_MAX];
+	char *sample = malloc(SNAPSHOT_SAMPLE + 2);
+	struct snapshot s;
+
+	/* A 4 KiB sample ending inside a UTF-8 character is still text. */
+	memset(sample, 'x', SNAPSHOT_SAMPLE + 2);
+	memcpy(sample + SNAPSHOT_SAMPLE - 1, "\xe2\x82\xac", 3);
+	put("ws/b.txt", "bee\n", 4);
+	put("ws/a.txt", "ay\n", 3);
+	put("ws/sub/c.txt", "see\n", 4);
+	put("ws/node_modules/x.js", "x", 1);
+	put("ws/deep/.git/config", "x", 1);
+	put("ws/img.png", "not really a png", 16);
+	put("ws/nul.dat", "a\0b", 3);
+	put("ws/.env", "SECRET=1", 8);
+	put("ws/boundary.txt", sample, SNAPSHOT_SAMPLE + 2);
+	memset(big, 'b', sizeof(big));
+	memset(edge, 'e', sizeof(edge));
+	put("ws/big.txt", big, sizeof(big));
+	put("ws/edge.txt", edge, sizeof(edge));
+	put("out/report.md", "# r\n", 4);
+	char link[PATH_MAX * 2];
+	snprintf(link, sizeof(link), "%s/ws/to-etc", dir);
+	ck_assert_int_eq(symlink("/etc", link), 0);
+	free(sample);
+
+	int ws = open_sub("ws"), out = open_sub("out");
+	ck_assert_int_eq(snapshot_take(ws, out, 100, NULL, NULL, &s), 0);
+	ck_assert(!s.truncated);
+	/* Files of a directory by name, then its subdirectories; workspace
+	 * before outputs; excluded directories nowhere. */
+	const char *order[] = { ".env", "a.txt", "b.txt", "big.txt", "boundary.txt",
+				"edge.txt", "img.png", "nul.dat", "to-etc", "sub/c.txt" };
+	ck_assert_int_eq(s.n, 11);
+	for (size_t i = 0; i < 10; i++) {
+		char want[256];
+		snprintf(want, sizeof(want), "/mnt/user-data/workspace/%s", order[i]);
+		ck_assert_str_eq(s.files[i].path, want);
+		ck_assert_str_eq(s.files[i].root, "workspace");
+	}
+	ck_assert_str_eq(s.files[10].path, "/mnt/user-data/outputs/report.md");
+	ck_assert_str_eq(s.files[10].root, "outputs");
+
+	const struct snap_file *f = find(&s, "/mnt/user-data/workspace/to-etc");
+	ck_assert(f->symlink);
+	ck_assert_str_eq(f->target, "/etc");
+	f = find(&s, "/mnt/user-data/workspace/.env");
+	ck_assert(f->sensitive && !f->hashed && !f->binary);
+	f = find(&s, "/mnt/user-data/workspace/img.png");
+	ck_assert(f->binary && f->hashed);
+	f = find(&s, "/mnt/user-data/workspace/nul.dat");
+	ck_assert(f->binary);
+	f = find(&s, "/mnt/user-data/workspace/boundary.txt");
+	ck_assert(!f->binary);
+	f = find(&s, "/mnt/user-data/workspace/big.txt");
+	ck_assert(f->large && !f->hashed);
+	ck_assert_int_eq(f->size, SNAPSHOT_HASH_MAX + 1);
+	f = find(&s, "/mnt/user-data/workspace/edge.txt");
+	ck_assert(!f->large && f->hashed);
+	f = find(&s, "/mnt/user-data/workspace/a.txt");
+	ck_assert(f->hashed && !f->binary && !f->sensitive);
+	/* sha256("ay\n") */
+	ck_assert_int_eq(f->sha256[0], 0x51);
+	ck_assert_int_eq(f->sha256[31], 0x0f);
+	snapshot_free(&s);
+	close(ws);
+	close(out);
+}
+END_TEST
+
+START_TEST(test_snapshot_limit_truncates_and_skips_later_roots)
+{
+	struct snapshot s;
+
+	for (int i = 0; i < 5; i++) {
+		char rel[32];
+		snprintf(rel, sizeof(rel), "ws/f%d", i);
+		put_text(rel, "x");
+	}
+	put_text("out/o", "x");
+	int ws = open_sub("ws"), out = open_sub("out");
+	ck_assert_int_eq(snapshot_take(ws, out, 3, NULL, NULL, &s), 0);
+	ck_assert(s.truncated);
+	ck_assert_int_eq(s.n, 3);
+	snapshot_free(&s);
+	/* Exactly at the limit is complete. */
+	ck_assert_int_eq(snapshot_take(ws, out, 6, NULL, NULL, &s), 0);
+	ck_assert(!s.truncated);
+	ck_assert_int_eq(s.n, 6);
+	snapshot_free(&s);
+	close(ws);
+	close(out);
+}
+END_TEST
+
+/* The progress callback removes a file the walk has listed but not yet
+ * read: it is left out, and the snapshot succeeds. */
+static void remove_last(void *arg, size_t files)
+{
+	(void)files;
+	unlink(arg);
+}
+
+START_TEST(test_snapshot_a_file_vanishing_mid_scan_is_left_out)
+{
+	char victim[PATH_MAX * 2];
+	struct snapshot s;
+
+	for (int i = 0; i < 300; i++) {
+		char rel[32];
+		snprintf(rel, sizeof(rel), "ws/f%03d", i);
+		put_text(rel, "x");
+	}
+	snprintf(victim, sizeof(victim), "%s/ws/f299", dir);
+	int ws = open_sub("ws");
+	ck_assert_int_eq(snapshot_take(ws, -1, 1000, remove_last, victim, &s), 0);
+	ck_assert_int_eq(s.n, 299);
+	ck_assert(!s.truncated);
+	ck_assert_ptr_null(find(&s, "/mnt/user-data/workspace/f299"));
+	ck_assert_ptr_nonnull(find(&s, "/mnt/user-data/workspace/f298"));
+	snapshot_free(&s);
+	close(ws);
+}
+END_TEST
+
+START_TEST(test_snapshot_round_trips_through_the_store)
+{
+	char db[PATH_MAX * 2], err[512];
+	struct snapshot s, back;
+	struct store *st;
+	int64_t id;
+
+	put_text("ws/a.txt", "a\n");
+	put_text("ws/.env", "x");
+	ck_assert_int_eq(symlink("a.txt", strcat(strcpy(db, dir), "/ws/l")), 0);
+	int ws = open_sub("ws");
+	ck_assert_int_eq(snapshot_take(ws, -1, 10, NULL, NULL, &s), 0);
+	snprintf(db, sizeof(db), "%s/sbx.db", dir);
+	ck_assert_int_eq(store_open_path(db, &st, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_snapshot_save(st, "u", "t", &s, 10, 1, &id), 0);
+	ck_assert_int_eq(store_snapshot_load(st, id, &back), 0);
+	ck_assert_int_eq(back.n, s.n);
+	for (size_t i = 0; i < s.n; i++) {
+		ck_assert_str_eq(back.files[i].path, s.files[i].path);
+		ck_assert_int_eq(back.files[i].hashed, s.files[i].hashed);
+		ck_assert_int_eq(back.files[i].sensitive, s.files[i].sensitive);
+		ck_assert_int_eq(back.files[i].symlink, s.files[i].symlink);
+		ck_assert(!memcmp(back.files[i].sha256, s.files[i].sha256, 32));
+	}
+	ck_assert_str_eq(find(&back, "/mnt/user-data/workspace/l")->target, "a.txt");
+	ck_assert_int_eq(store_snapshot_load(st, id + 100, &back), -ENOENT);
+	snapshot_free(&s);
+	store_close(st);
+	close(ws);
+}
+END_TEST
+
+/* A database of every earlier schema version migrates to the current one
+ * and keeps its rows. */
+START_TEST(test_store_migrates_from_every_earlier_version)
+{
+	char err[512];
+
+	for (int v = 0; v < STORE_SCHEMA_VERSION; v++) {
+		char db[PATH_MAX + 32];
+		struct store *s;
+
+		snprintf(db, sizeof(db), "%s/v%d.db", dir, v);
+		ck_assert_int_eq(store_open_version(db, v, &s, err, sizeof(err)), 0);
+		ck_assert_int_eq(store_schema_version(s), v);
+		if (v >= 1) {
+			struct store_mark m = { .path = "/mnt/x", .ino = 7, .size = 1 };
+			ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
+		}
+		store_close(s);
+		ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), 0);
+		ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
+		if (v >= 1)
+			ck_assert_int_eq(sh("test \"$(sqlite3 '%s' 'SELECT ino FROM marks')\" = 7", db), 0);
+		store_close(s);
+	}
+}
+END_TEST
+
+Suite *suite_unit_snapshot(void)
+{
+	Suite *s = suite_create("unit_snapshot");
+	TCase *tc = tcase_create("snapshot");
+
+	tcase_add_checked_fixture(tc, setup, NULL);
+	tcase_add_test(tc, test_snapshot_sensitive_names_on_any_component);
+	tcase_add_test(tc, test_snapshot_binary_by_name);
+	tcase_add_test(tc, test_snapshot_text_or_binary_by_content);
+	tcase_add_test(tc, test_snapshot_walk_rules);
+	tcase_add_test(tc, test_snapshot_limit_truncates_and_skips_later_roots);
+	tcase_add_test(tc, test_snapshot_a_file_vanishing_mid_scan_is_left_out);
+	tcase_add_test(tc, test_snapshot_round_trips_through_the_store);
+	tcase_add_test(tc, test_store_migrates_from_every_earlier_version);
+	suite_add_tcase(s, tc);
+	return s;
+}
