@@ -76,6 +76,7 @@ check: deps
 
 bench: deps all
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/run-bench
+	@SBX_BIN=$(CURDIR)/$(BIN) bench/snapshot-bench
 
 demo: deps all
 	@SBX_BIN=$(CURDIR)/$(BIN) mount-helpers/demo
