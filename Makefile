@@ -41,7 +41,7 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 LDFLAGS += $(SANFLAGS)
 
 COMMON_SRC := common/log.c common/ids.c common/home.c
-STORE_SRC  := store/store.c store/writer.c store/snapshot.c
+STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/diff.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/view.c fs/ops.c fs/watch.c fs/channel.c \
               fs/gate.c fs/stage.c $(STORE_SRC)
 TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \

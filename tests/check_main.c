@@ -16,6 +16,7 @@ static const struct {
 	{ "unit_store", suite_unit_store },
 	{ "unit_gate", suite_unit_gate },
 	{ "unit_snapshot", suite_unit_snapshot },
+	{ "unit_diff", suite_unit_diff },
 	{ "view_layout", suite_view_layout },
 	{ "view_posix", suite_view_posix },
 	{ "view_confine", suite_view_confine },

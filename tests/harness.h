@@ -68,6 +68,7 @@ Suite *suite_view_snapshot(void);
 Suite *suite_unit_gate(void);
 Suite *suite_unit_store(void);
 Suite *suite_unit_snapshot(void);
+Suite *suite_unit_diff(void);
 Suite *suite_sanitizers(void);
 
 #endif

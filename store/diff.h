@@ -1,0 +1,31 @@
+/* diff.h - unified diffs of text files, for change summaries.
+ *
+ * Lines are split as Python's str.splitlines() splits them on "\n",
+ * "\r\n" and "\r" (the reference summaries are made that way), compared
+ * with Myers' algorithm after the common head and tail are set aside, and
+ * printed as a unified diff with three lines of context, headers
+ * "--- a/PATH" and "+++ b/PATH", lines joined by "\n" without line
+ * terminators (difflib's lineterm=""). When the two versions differ in
+ * more than DIFF_MAX_EDITS lines, the diff shows the changed region as
+ * removed and added whole: still a correct diff, not a minimal one.
+ */
+#ifndef SBX_DIFF_H
+#define SBX_DIFF_H
+
+#include <stddef.h>
+
+#define DIFF_CONTEXT 3
+#define DIFF_MAX_EDITS 2000
+
+struct diff {
+	char *text;		/* "" when the versions have the same lines */
+	size_t len;
+	int additions, deletions;
+};
+
+/* Diffs OLD (OLDLEN bytes) against NEW. Returns 0, or -ENOMEM. */
+int diff_unified(const char *old, size_t oldlen, const char *new,
+		 size_t newlen, const char *path, struct diff *out);
+void diff_free(struct diff *d);
+
+#endif

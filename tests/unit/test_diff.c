@@ -1,0 +1,149 @@
+/* Unified diffs: the same text as Python's difflib for ordinary edits,
+ * patches that patch(1) applies to get the new version back, the counts
+ * of added and deleted lines, line splitting, and large edits. */
+#include "cmd.h"
+#include "diff.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* difflib.unified_diff of A and B (splitlines, lineterm=""), joined. */
+static char *difflib(const char *a, const char *b, const char *path)
+{
+	char *dir = strdup(test_dir("difflib")), fa[PATH_MAX + 8], fb[PATH_MAX + 8];
+
+	snprintf(fa, sizeof(fa), "%s/a", dir);
+	snprintf(fb, sizeof(fb), "%s/b", dir);
+	ck_assert_int_eq(write_file(fa, a), 0);
+	ck_assert_int_eq(write_file(fb, b), 0);
+	return OUT("python3 -c 'import difflib,sys; a=open(sys.argv[1],newline=\"\").read();"
+		   " b=open(sys.argv[2],newline=\"\").read();"
+		   " sys.stdout.write(\"\\n\".join(difflib.unified_diff(a.splitlines(), b.splitlines(),"
+		   " fromfile=\"a\"+sys.argv[3], tofile=\"b\"+sys.argv[3], lineterm=\"\")))' '%s' '%s' '%s'",
+		   fa, fb, path);
+}
+
+static struct diff mine(const char *a, const char *b)
+{
+	struct diff d;
+
+	ck_assert_int_eq(diff_unified(a, strlen(a), b, strlen(b), "/mnt/user-data/workspace/f", &d), 0);
+	return d;
+}
+
+static void same_as_difflib(const char *a, const char *b)
+{
+	struct diff d = mine(a, b);
+
+	SAME(d.text, difflib(a, b, "/mnt/user-data/workspace/f"));
+	diff_free(&d);
+}
+
+START_TEST(test_diff_matches_difflib_for_ordinary_edits)
+{
+	same_as_difflib("a\nb\nc\n", "a\nb\nc\n");			/* none */
+	same_as_difflib("a\nb\nc\n", "a\nB\nc\n");			/* one line */
+	same_as_difflib("", "new\nfile\n");				/* created */
+	same_as_difflib("gone\n", "");					/* emptied */
+	same_as_difflib("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n14\n15\n16\n",
+			"1\nTWO\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n14\nFIFTEEN\n16\n");
+	same_as_difflib("1\n2\n3\n4\n5\n6\n7\n8\n9\n", "1\nx\n3\n4\n5\n6\n7\ny\n9\n");
+	same_as_difflib("head\nmid\ntail\n", "head\nadded 1\nadded 2\nmid\ntail\n");
+	same_as_difflib("a\r\nb\r\n", "a\r\nc\r\n");			/* CRLF */
+	same_as_difflib("no newline at end", "no newline at the end");
+}
+END_TEST
+
+START_TEST(test_diff_counts_lines_not_headers)
+{
+	/* Content lines that look like headers are counted. */
+	struct diff d = mine("x\n-- y\n", "x\n++ y\n+++ z\n");
+
+	ck_assert_int_eq(d.additions, 2);
+	ck_assert_int_eq(d.deletions, 1);
+	diff_free(&d);
+	d = mine("same\n", "same\n");
+	ck_assert_str_eq(d.text, "");
+	ck_assert_int_eq(d.additions + d.deletions, 0);
+	diff_free(&d);
+}
+END_TEST
+
+/* Many random edits of a long text: patch(1) turns old into new with
+ * our diff, and the counts are those of the +/- lines. */
+START_TEST(test_diff_patches_apply)
+{
+	char *dir = strdup(test_dir("patch"));
+	size_t cap = 1 << 20;
+	char *a = malloc(cap), *b = malloc(cap), path[PATH_MAX + 16];
+	unsigned seed = 12345;
+
+	for (int round = 0; round < 20; round++) {
+		size_t la = 0, lb = 0;
+		int lines = 50 + round * 40;
+
+		for (int i = 0; i < lines; i++) {
+			seed = seed * 1103515245 + 12345;
+			int r = (seed >> 16) % 10;
+			la += (size_t)snprintf(a + la, cap - la, "line %d\n", i % 13);
+			if (r == 0)
+				continue;				/* deleted */
+			if (r == 1)
+				lb += (size_t)snprintf(b + lb, cap - lb, "inserted %d\n", i);
+			lb += (size_t)snprintf(b + lb, cap - lb, r == 2 ? "changed %d\n" : "line %d\n",
+					       r == 2 ? i : i % 13);
+		}
+		struct diff d;
+		ck_assert_int_eq(diff_unified(a, la, b, lb, "/f", &d), 0);
+		snprintf(path, sizeof(path), "%s/old", dir);
+		ck_assert_int_eq(write_file(path, (a[la] = '\0', a)), 0);
+		snprintf(path, sizeof(path), "%s/new", dir);
+		ck_assert_int_eq(write_file(path, (b[lb] = '\0', b)), 0);
+		snprintf(path, sizeof(path), "%s/d.patch", dir);
+		ck_assert_int_eq(write_file(path, d.text), 0);
+		OK("cd '%s' && echo >> d.patch && patch -s -o out old d.patch && cmp out new", dir);
+		EQ_OUT("", "cd '%s' && test \"$(tail -n +3 d.patch | grep -c '^+')\" = %d &&"
+		       " test \"$(tail -n +3 d.patch | grep -c '^-')\" = %d", dir, d.additions,
+		       d.deletions);
+		diff_free(&d);
+	}
+	free(a);
+	free(b);
+}
+END_TEST
+
+/* Past DIFF_MAX_EDITS differing lines: still a correct diff. */
+START_TEST(test_diff_of_completely_different_long_texts)
+{
+	size_t n = 3 * DIFF_MAX_EDITS;
+	char *a = malloc(n * 16), *b = malloc(n * 16);
+	size_t la = 0, lb = 0;
+	struct diff d;
+
+	for (size_t i = 0; i < n; i++) {
+		la += (size_t)sprintf(a + la, "a%zu\n", i);
+		lb += (size_t)sprintf(b + lb, "b%zu\n", i);
+	}
+	ck_assert_int_eq(diff_unified(a, la, b, lb, "/f", &d), 0);
+	ck_assert_int_eq(d.additions, (int)n);
+	ck_assert_int_eq(d.deletions, (int)n);
+	diff_free(&d);
+	free(a);
+	free(b);
+}
+END_TEST
+
+Suite *suite_unit_diff(void)
+{
+	Suite *s = suite_create("unit_diff");
+	TCase *tc = tcase_create("diff");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_diff_matches_difflib_for_ordinary_edits);
+	tcase_add_test(tc, test_diff_counts_lines_not_headers);
+	tcase_add_test(tc, test_diff_patches_apply);
+	tcase_add_test(tc, test_diff_of_completely_different_long_texts);
+	suite_add_tcase(s, tc);
+	return s;
+}
