@@ -37,11 +37,11 @@ JSON_LIBS   := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
-           -DSBX_VERSION='"$(VERSION)"' -Icommon -Ifs -Istore -Itests $(FUSE_CFLAGS) $(SANFLAGS) -MMD -MP
+           -DSBX_VERSION='"$(VERSION)"' -Icommon -Ifs -Istore -Icli -Itests $(FUSE_CFLAGS) $(SANFLAGS) -MMD -MP
 LDFLAGS += $(SANFLAGS)
 
 COMMON_SRC := common/log.c common/ids.c common/home.c
-STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/diff.c
+STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/diff.c store/summary.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/view.c fs/ops.c fs/watch.c fs/channel.c \
               fs/gate.c fs/stage.c $(STORE_SRC)
 TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \
@@ -59,7 +59,8 @@ $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) -lpthread
 
-$(BIN)/sbx: $(call obj,cli/sbx.c cli/audit.c cli/snapshot.c $(STORE_SRC) $(COMMON_SRC))
+$(BIN)/sbx: $(call obj,cli/sbx.c cli/audit.c cli/snapshot.c cli/run.c cli/report.c \
+		$(STORE_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) -lpthread
 

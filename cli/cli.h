@@ -39,5 +39,7 @@ int thread_args_parse(const char *command, const char *usage, int argc,
 
 int cmd_audit(int argc, char **argv, const char *home);
 int cmd_snapshot(int argc, char **argv, const char *home);
+int cmd_run(int argc, char **argv, const char *home);
+int cmd_changes(int argc, char **argv, const char *home);
 
 #endif

@@ -38,6 +38,12 @@ static const char usage_text[] =
 	"                     list the writes the read-before-write gate refused\n"
 	"  snapshot --user ID --thread ID [--max-files N] [--format text|json]\n"
 	"                     record what the thread's workspace and outputs hold\n"
+	"  run begin --user ID --thread ID [--max-files N]\n"
+	"                     start a run (a snapshot); prints its id\n"
+	"  run end RUN [--format text|json]\n"
+	"                     end it: record and print what it changed\n"
+	"  changes RUN [--format text|json]\n"
+	"                     print what an ended run changed\n"
 	"\n"
 	"Options for every command (before or after it):\n"
 	"  --home DIR         $SBX_HOME (default: $SBX_HOME, else /var/lib/sbxfs for\n"
@@ -316,6 +322,10 @@ int main(int argc, char **argv)
 		return cmd_audit(argc - i, argv + i, home);
 	if (!strcmp(argv[i], "snapshot"))
 		return cmd_snapshot(argc - i, argv + i, home);
+	if (!strcmp(argv[i], "run"))
+		return cmd_run(argc - i, argv + i, home);
+	if (!strcmp(argv[i], "changes"))
+		return cmd_changes(argc - i, argv + i, home);
 	fprintf(stderr, "sbx: unknown command '%s'\nTry 'sbx --help'.\n", argv[i]);
 	return 2;
 }

@@ -147,7 +147,7 @@ int cmd_snapshot(int argc, char **argv, const char *home)
 	out = home_thread_dir_open(homefd, a.user, a.thread, THREAD_OUTPUTS);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	clock_gettime(CLOCK_MONOTONIC, &prog.last);
-	r = snapshot_take(ws, out, max, show_progress, &prog, &snap);
+	r = snapshot_take(ws, out, max, show_progress, NULL, &prog, &snap);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (prog.tty)
 		fputs("\r\033[K", stderr);

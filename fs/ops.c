@@ -416,8 +416,13 @@ static int change_begin(struct view *v, fuse_req_t req, struct inode *ino,
 
 	c->io = io_begin(v, ino, h->fd, true);
 	r = fi->writepage ? 0 : drop_privs(v, req, c->io.fd, false);
+	/* The kernel writing back a shared writable mapping is never refused:
+	 * the process wrote that memory already, so a refusal could only lose
+	 * it; and a mapping's pages were read from the file (a READ, which
+	 * sets the mark) when the process first touched them. */
 	if (r == 0)
-		r = handle_change_begin(v, req, ino, h, c->io.fd, &c->t, op);
+		r = handle_change_begin(v, req, ino, h, c->io.fd, &c->t,
+					fi->writepage ? NULL : op);
 	if (r < 0) {
 		io_end(&c->io);
 		return r;
@@ -511,10 +516,9 @@ static void entry_init(struct view *v, struct inode *dir,
 }
 
 /* Adds the object at PATH_FD (O_PATH, owned) as DIR/NAME and fills E. */
-static int entry_add(struct view *v, struct inode *dir, const char *name,
-		     int path_fd, struct fuse_entry_param *e)
+static int entry_attach(struct view *v, struct inode *dir, const char *name,
+			int path_fd, struct fuse_entry_param *e, struct inode **out)
 {
-	struct inode *ino;
 	int r;
 
 	entry_init(v, dir, e);
@@ -523,9 +527,14 @@ static int entry_add(struct view *v, struct inode *dir, const char *name,
 		close(path_fd);
 		return r;
 	}
-	ino = inode_lookup_add(v->inodes, dir, name, path_fd, &e->attr);
-	if (!ino)
-		return -ENOMEM;
+	*out = inode_lookup_add(v->inodes, dir, name, path_fd, &e->attr);
+	return *out ? 0 : -ENOMEM;
+}
+
+/* Completes E for INO, just attached as DIR/NAME. */
+static int entry_finish(struct view *v, struct inode *dir, struct inode *ino,
+			struct fuse_entry_param *e)
+{
 	if (stage_any(ino)) {
 		/* Being rewritten through the view: its stage is the file. */
 		_io_ io = io_begin(v, ino, -1, false);
@@ -545,6 +554,16 @@ static int entry_add(struct view *v, struct inode *dir, const char *name,
 	view_map_attr(v, ino, &e->attr);
 	e->ino = node_id(v, ino);
 	return 0;
+}
+
+/* Adds the object at PATH_FD (O_PATH, owned) as DIR/NAME and fills E. */
+static int entry_add(struct view *v, struct inode *dir, const char *name,
+		     int path_fd, struct fuse_entry_param *e)
+{
+	struct inode *ino;
+	int r = entry_attach(v, dir, name, path_fd, e, &ino);
+
+	return r < 0 ? r : entry_finish(v, dir, ino, e);
 }
 
 static int do_lookup(struct view *v, struct inode *dir, const char *name,
@@ -573,10 +592,13 @@ static int do_lookup(struct view *v, struct inode *dir, const char *name,
 	_pinned_ p = pin(v, dir);
 	if (p.fd < 0)
 		return p.fd;
-	int fd = confine_lookup(p.fd, name);
-	if (fd < 0)
-		return fd;
-	return entry_add(v, dir, name, fd, e);
+	struct inode *ino;
+	view_names_lock(v, dir, false);
+	int r = confine_lookup(p.fd, name);
+	if (r >= 0)
+		r = entry_attach(v, dir, name, r, e, &ino);
+	view_names_unlock(v, dir);
+	return r < 0 ? r : entry_finish(v, dir, ino, e);
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)

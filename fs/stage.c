@@ -511,9 +511,11 @@ int stage_publish(struct view *v, struct inode *ino, bool durable)
 	}
 	gate_lock(v->gate, &t, &before);
 	watch_expect(v->watch, parent, name, true);
+	view_names_lock(v, parent, true);
 	r = renameat(v->domains[ino->domain].stage_fd, s->name, pfd, name) < 0
 		    ? neg_errno() : 0;
 	if (r < 0) {
+		view_names_unlock(v, parent);
 		watch_unexpect(v->watch, parent, name, true);
 		gate_unlock(&t, NULL, true);
 		inode_unpin(v->inodes, parent);
@@ -524,15 +526,20 @@ int stage_publish(struct view *v, struct inode *ino, bool durable)
 	s->state = STAGE_PUBLISHED;
 	bool have_after = fstat(s->fd, &after) == 0;
 	gate_unlock(&t, have_after ? &after : NULL, true);
+	/* The view's inode is the new file from now on. */
+	int path_fd = have_after ? confine_reopen(s->fd, O_PATH) : -1;
+	if (path_fd >= 0 && (r = inode_rekey(v->inodes, ino, path_fd, &after)) == 0)
+		inode_note_attr(v->inodes, ino, &after);
+	else
+		log_warn("published '%s', but the view could not follow it to its new inode: %s",
+			 inode_path(v->inodes, ino, NULL, vpath, sizeof(vpath)),
+			 strerror(path_fd < 0 ? (have_after ? -path_fd : EIO) : -r));
+	view_names_unlock(v, parent);
 	if (durable && (r = fsync_dir(pfd)) < 0)
 		log_warn("published '%s' but could not fsync its directory: %s",
 			 inode_path(v->inodes, ino, NULL, vpath, sizeof(vpath)),
 			 strerror(-r));
 	inode_unpin(v->inodes, parent);
-	/* The view's inode is the new file from now on. */
-	int path_fd = have_after ? confine_reopen(s->fd, O_PATH) : -1;
-	if (path_fd >= 0 && inode_rekey(v->inodes, ino, path_fd, &after) == 0)
-		inode_note_attr(v->inodes, ino, &after);
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #include "confine.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -201,6 +202,8 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 	char host[PATH_MAX];
 
 	memset(v, 0, sizeof(*v));
+	for (size_t i = 0; i < STAGE_LOCKS; i++)
+		pthread_rwlock_init(&v->name_locks[i], NULL);
 	v->uid = geteuid();
 	v->gid = getegid();
 	clock_gettime(CLOCK_REALTIME, &v->born);
@@ -321,6 +324,26 @@ void view_close(struct view *v)
 		}
 	inode_table_free(v->inodes);
 	v->inodes = NULL;
+}
+
+static pthread_rwlock_t *names_lock_of(struct view *v, struct inode *dir)
+{
+	uintptr_t h = (uintptr_t)dir;
+
+	return &v->name_locks[(h >> 6 ^ h >> 12) % STAGE_LOCKS];
+}
+
+void view_names_lock(struct view *v, struct inode *dir, bool exclusive)
+{
+	if (exclusive)
+		pthread_rwlock_wrlock(names_lock_of(v, dir));
+	else
+		pthread_rwlock_rdlock(names_lock_of(v, dir));
+}
+
+void view_names_unlock(struct view *v, struct inode *dir)
+{
+	pthread_rwlock_unlock(names_lock_of(v, dir));
 }
 
 int view_may_modify(const struct view *v, const struct inode *dir)

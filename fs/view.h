@@ -111,6 +111,7 @@ struct view {
 	struct gate *gate;		/* read-before-write; NULL: off */
 	bool staging;
 	pthread_mutex_t stage_locks[STAGE_LOCKS];
+	pthread_rwlock_t name_locks[STAGE_LOCKS];	/* view_names_lock() */
 	struct fuse_session *session;	/* for notifications */
 	double timeout, timeout_watched;
 	bool portable_names;
@@ -133,6 +134,17 @@ void view_close(struct view *v);
 /* 0 if entries of directory DIR may be changed, -EPERM for a synthetic
  * directory, -EROFS under a read-only root. */
 int view_may_modify(const struct view *v, const struct inode *dir);
+
+/* Lookups in DIR take this lock shared, from resolving the name to the
+ * inode table holding the answer; publishing a staged write (stage.c)
+ * takes it exclusive from its rename to re-pointing the view's inode. The
+ * kernel serializes lookups with the renames it asks for, not with this
+ * one, which happens inside a close() or fsync(): without the lock, a
+ * lookup could resolve the old file and give the kernel a second node for
+ * the name, and locks taken through the two nodes would not see each
+ * other. */
+void view_names_lock(struct view *v, struct inode *dir, bool exclusive);
+void view_names_unlock(struct view *v, struct inode *dir);
 
 /* Fills ST for a synthetic directory. */
 void view_synth_attr(const struct view *v, const struct inode *ino,

@@ -168,7 +168,9 @@ struct walk {
 	struct snapshot *s;
 	size_t max;
 	snapshot_progress progress;
+	snapshot_keep keep;
 	void *arg;
+	int error;		/* from KEEP */
 	const char *root;
 	char path[PATH_MAX];	/* virtual path of the current directory */
 	bool stop;
@@ -255,6 +257,8 @@ static bool read_content(struct walk *w, int dfd, const char *name,
 		f->hashed = true;
 		f->size = (int64_t)got;
 		w->s->bytes_hashed += got;
+		if (w->keep && !f->binary && (w->error = w->keep(w->arg, f, buf, got)) != 0)
+			w->stop = true;
 	} else {
 		f->large = true;
 	}
@@ -370,13 +374,14 @@ static int walk_dir(struct walk *w, int dfd)
 }
 
 int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files,
-		  snapshot_progress progress, void *arg, struct snapshot *out)
+		  snapshot_progress progress, snapshot_keep keep, void *arg,
+		  struct snapshot *out)
 {
 	const struct { int fd; const char *name; } roots[] = {
 		{ workspace_fd, "workspace" }, { outputs_fd, "outputs" },
 	};
 	struct walk w = { .s = out, .max = max_files, .progress = progress,
-			  .arg = arg };
+			  .keep = keep, .arg = arg };
 
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < COUNT(roots) && !w.stop; i++) {
@@ -385,6 +390,8 @@ int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files,
 		w.root = roots[i].name;
 		snprintf(w.path, sizeof(w.path), "/mnt/user-data/%s", roots[i].name);
 		int r = walk_dir(&w, roots[i].fd);
+		if (r == 0 && w.error)
+			r = w.error < 0 ? w.error : -EIO;
 		if (r < 0) {
 			snapshot_free(out);
 			return r;

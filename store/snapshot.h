@@ -52,11 +52,17 @@ struct snapshot {
 
 /* Called now and then during a scan with the files recorded so far. */
 typedef void (*snapshot_progress)(void *arg, size_t files);
+/* Called with the content of every text file that was hashed (so a diff
+ * can be made later); a non-zero return stops the scan with that error. */
+typedef int (*snapshot_keep)(void *arg, const struct snap_file *f,
+			     const uint8_t *data, size_t len);
 
 /* Scans the roots (fds of the backing directories; -1 to skip one) into
- * OUT. Returns 0, or -errno if a root itself cannot be read. */
+ * OUT, calling PROGRESS and KEEP (either may be NULL) with ARG. Returns 0,
+ * or -errno if a root itself cannot be read or KEEP failed. */
 int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files,
-		  snapshot_progress progress, void *arg, struct snapshot *out);
+		  snapshot_progress progress, snapshot_keep keep, void *arg,
+		  struct snapshot *out);
 void snapshot_free(struct snapshot *s);
 
 /* The classification rules, exposed for tests and for the journal. */

@@ -43,11 +43,21 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"  sha256 BLOB, sensitive INTEGER NOT NULL, binary INTEGER NOT NULL,"
 	"  large INTEGER NOT NULL,"
 	"  PRIMARY KEY (snapshot, path)) WITHOUT ROWID;",
+	/* 2 -> 3: runs, and file contents by SHA-256 for their diffs. */
+	"CREATE TABLE blobs (sha256 BLOB PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;"
+	"CREATE TABLE runs ("
+	"  id INTEGER PRIMARY KEY, user TEXT NOT NULL, thread TEXT NOT NULL,"
+	"  begun_ns INTEGER NOT NULL, ended_ns INTEGER,"
+	"  before_snapshot INTEGER NOT NULL REFERENCES snapshots (id),"
+	"  after_snapshot INTEGER REFERENCES snapshots (id),"
+	"  summary TEXT, receipt TEXT);"
+	"CREATE INDEX runs_by_thread ON runs (user, thread, id);",
 };
 
 enum stmt_id {
 	ST_MARK_PUT, ST_MARK_DROP, ST_MARKS_EACH, ST_AUDIT_ADD, ST_AUDIT_EACH,
 	ST_SNAP_ADD, ST_SNAP_FILE_ADD, ST_SNAP_GET, ST_SNAP_FILES,
+	ST_BLOB_PUT, ST_BLOB_GET, ST_RUN_ADD, ST_RUN_GET, ST_RUN_END,
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_COUNT
 };
 
@@ -73,6 +83,14 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_SNAP_FILES] = "SELECT path, root, symlink, target, size, mtime_ns,"
 			  " sha256, sensitive, binary, large FROM snapshot_files"
 			  " WHERE snapshot = ? ORDER BY seq",
+	[ST_BLOB_PUT] = "INSERT OR IGNORE INTO blobs (sha256, data) VALUES (?, ?)",
+	[ST_BLOB_GET] = "SELECT data FROM blobs WHERE sha256 = ?",
+	[ST_RUN_ADD] = "INSERT INTO runs (user, thread, begun_ns, before_snapshot)"
+		       " VALUES (?, ?, ?, ?)",
+	[ST_RUN_GET] = "SELECT user, thread, begun_ns, ended_ns, before_snapshot,"
+		       " after_snapshot, summary, receipt FROM runs WHERE id = ?",
+	[ST_RUN_END] = "UPDATE runs SET ended_ns = ?, after_snapshot = ?, summary = ?,"
+		       " receipt = ? WHERE id = ? AND ended_ns IS NULL",
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
@@ -575,5 +593,119 @@ int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out)
 	r = each_row(s, st, "read a snapshot", snap_file_row, out);
 	if (r < 0)
 		snapshot_free(out);
+	return r;
+}
+
+int store_blob_put(struct store *s, const uint8_t sha256[32], const void *data,
+		   size_t len)
+{
+	_stmt_ st = stmt(s, ST_BLOB_PUT);
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_blob(st, 1, sha256, 32, SQLITE_STATIC);
+	sqlite3_bind_blob64(st, 2, len ? data : "", len, SQLITE_STATIC);
+	return exec_stmt(s, st, "record a file's content");
+}
+
+int store_blob_get(struct store *s, const uint8_t sha256[32], char **data,
+		   size_t *len)
+{
+	_stmt_ st = stmt(s, ST_BLOB_GET);
+	int rc;
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_blob(st, 1, sha256, 32, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -ENOENT : fail(s, rc, "read a file's content");
+	*len = (size_t)sqlite3_column_bytes(st, 0);
+	*data = malloc(*len + 1);
+	if (!*data)
+		return -ENOMEM;
+	if (*len)
+		memcpy(*data, sqlite3_column_blob(st, 0), *len);
+	(*data)[*len] = '\0';
+	return 0;
+}
+
+int store_run_begin(struct store *s, const char *user, const char *thread,
+		    int64_t before_snapshot, int64_t at_ns, int64_t *id)
+{
+	_stmt_ st = stmt(s, ST_RUN_ADD);
+	int r;
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, at_ns);
+	sqlite3_bind_int64(st, 4, before_snapshot);
+	r = exec_stmt(s, st, "record a run");
+	*id = sqlite3_last_insert_rowid(s->db);
+	return r;
+}
+
+static char *dup_col(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? NULL : strdup(col_text(st, i));
+}
+
+int store_run_get(struct store *s, int64_t id, struct store_run *out)
+{
+	_stmt_ st = stmt(s, ST_RUN_GET);
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -ENOENT : fail(s, rc, "read a run");
+	out->id = id;
+	out->user = dup_col(st, 0);
+	out->thread = dup_col(st, 1);
+	out->begun_ns = sqlite3_column_int64(st, 2);
+	out->ended = sqlite3_column_type(st, 3) != SQLITE_NULL;
+	out->ended_ns = sqlite3_column_int64(st, 3);
+	out->before_snapshot = sqlite3_column_int64(st, 4);
+	out->after_snapshot = sqlite3_column_int64(st, 5);
+	out->summary = dup_col(st, 6);
+	out->receipt = dup_col(st, 7);
+	if (!out->user || !out->thread) {
+		store_run_free(out);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void store_run_free(struct store_run *r)
+{
+	free(r->user);
+	free(r->thread);
+	free(r->summary);
+	free(r->receipt);
+	memset(r, 0, sizeof(*r));
+}
+
+int store_run_end(struct store *s, int64_t id, int64_t after_snapshot,
+		  int64_t at_ns, const char *summary, const char *receipt)
+{
+	_stmt_ st = stmt(s, ST_RUN_END);
+	int r;
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_int64(st, 1, at_ns);
+	sqlite3_bind_int64(st, 2, after_snapshot);
+	if (summary)
+		sqlite3_bind_text(st, 3, summary, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, receipt, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, id);
+	r = exec_stmt(s, st, "record the end of a run");
+	if (r == 0 && sqlite3_changes(s->db) != 1)
+		r = -EALREADY;
 	return r;
 }

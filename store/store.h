@@ -22,7 +22,7 @@
 #include <sys/types.h>
 
 #define STORE_FILE "sbx.db"
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 struct store;
 
@@ -91,5 +91,33 @@ int store_snapshot_save(struct store *s, const char *user, const char *thread,
 /* Reads snapshot ID back into OUT (snapshot_free() it); -ENOENT if there
  * is none. */
 int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out);
+
+/* File contents by SHA-256, kept once (for the diffs of runs). get
+ * returns a malloc'd, NUL-terminated copy, or -ENOENT. */
+int store_blob_put(struct store *s, const uint8_t sha256[32], const void *data,
+		   size_t len);
+int store_blob_get(struct store *s, const uint8_t sha256[32], char **data,
+		   size_t *len);
+
+/* A run: the snapshot taken when it began, and when it ended, the snapshot
+ * then, its summary (JSON, NULL when no change could be established) and
+ * its delivery receipt (JSON). */
+struct store_run {
+	int64_t id;
+	char *user, *thread;
+	int64_t begun_ns, ended_ns;
+	bool ended;
+	int64_t before_snapshot, after_snapshot;
+	char *summary, *receipt;
+};
+
+int store_run_begin(struct store *s, const char *user, const char *thread,
+		    int64_t before_snapshot, int64_t at_ns, int64_t *id);
+/* -ENOENT if there is no run ID. */
+int store_run_get(struct store *s, int64_t id, struct store_run *out);
+void store_run_free(struct store_run *r);
+/* -EALREADY if the run has ended already. */
+int store_run_end(struct store *s, int64_t id, int64_t after_snapshot,
+		  int64_t at_ns, const char *summary, const char *receipt);
 
 #endif

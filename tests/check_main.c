@@ -17,6 +17,7 @@ static const struct {
 	{ "unit_gate", suite_unit_gate },
 	{ "unit_snapshot", suite_unit_snapshot },
 	{ "unit_diff", suite_unit_diff },
+	{ "unit_summary", suite_unit_summary },
 	{ "view_layout", suite_view_layout },
 	{ "view_posix", suite_view_posix },
 	{ "view_confine", suite_view_confine },
@@ -25,6 +26,7 @@ static const struct {
 	{ "view_gate", suite_view_gate },
 	{ "view_stage", suite_view_stage },
 	{ "view_snapshot", suite_view_snapshot },
+	{ "view_runs", suite_view_runs },
 	{ "sanitizers", suite_sanitizers },	/* last: sees every daemon's exit */
 };
 

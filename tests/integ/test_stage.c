@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -412,6 +413,49 @@ START_TEST(test_stage_a_killed_daemon_leaves_old_or_new)
 }
 END_TEST
 
+/* Publications race with lookups of the same name (nothing in the kernel
+ * serializes them): every lookup must still find the one node of the
+ * file. A shared flock held on the file must stop every exclusive flock
+ * attempted through fresh opens while another process keeps saving it;
+ * a second node would let one through. No caching, so every open looks
+ * the name up. */
+START_TEST(test_stage_lookups_racing_publication_find_one_node)
+{
+	struct tview u;
+	const char *extra[] = { "--rbw", "off", "--cache-timeout", "0", NULL };
+	pid_t saver;
+	int held, fails = 0;
+
+	ck_assert_int_eq(tview_mount(&u, NULL, "alice", "race", extra), 0);
+	char *f = vpath(&u, WS "/locked");
+	ck_assert_int_eq(write_file(f, "v0\n"), 0);
+	held = open(f, O_RDONLY);
+	ck_assert_int_ge(held, 0);
+	ck_assert_int_eq(flock(held, LOCK_SH), 0);
+	saver = fork();
+	if (saver == 0) {
+		for (int i = 0; i < 300; i++)
+			if (write_file(f, i % 2 ? "odd\n" : "even\n") != 0)
+				_exit(1);
+		_exit(0);
+	}
+	for (int i = 0; i < 600; i++) {
+		int fd = open(f, O_RDONLY);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			fails++;
+		close(fd);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(saver, &status, 0), saver);
+	close(held);
+	tview_umount(&u);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "saver failed");
+	ck_assert_msg(fails == 0, "%d exclusive locks granted beside a shared one", fails);
+}
+END_TEST
+
 Suite *suite_view_stage(void)
 {
 	Suite *s = suite_create("view_stage");
@@ -435,6 +479,7 @@ Suite *suite_view_stage(void)
 	tcase_add_test(tc, test_stage_replacing_needs_write_access_to_the_directory);
 	tcase_add_test(tc, test_stage_no_space_keeps_the_previous_file);
 	tcase_add_test(tc, test_stage_a_killed_daemon_leaves_old_or_new);
+	tcase_add_test(tc, test_stage_lookups_racing_publication_find_one_node);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -140,7 +140,7 @@ START_TEST(test_snapshot_walk_rules)
 	free(sample);
 
 	int ws = open_sub("ws"), out = open_sub("out");
-	ck_assert_int_eq(snapshot_take(ws, out, 100, NULL, NULL, &s), 0);
+	ck_assert_int_eq(snapshot_take(ws, out, 100, NULL, NULL, NULL, &s), 0);
 	ck_assert(!s.truncated);
 	/* Files of a directory by name, then its subdirectories; workspace
 	 * before outputs; excluded directories nowhere. */
@@ -194,12 +194,12 @@ START_TEST(test_snapshot_limit_truncates_and_skips_later_roots)
 	}
 	put_text("out/o", "x");
 	int ws = open_sub("ws"), out = open_sub("out");
-	ck_assert_int_eq(snapshot_take(ws, out, 3, NULL, NULL, &s), 0);
+	ck_assert_int_eq(snapshot_take(ws, out, 3, NULL, NULL, NULL, &s), 0);
 	ck_assert(s.truncated);
 	ck_assert_int_eq(s.n, 3);
 	snapshot_free(&s);
 	/* Exactly at the limit is complete. */
-	ck_assert_int_eq(snapshot_take(ws, out, 6, NULL, NULL, &s), 0);
+	ck_assert_int_eq(snapshot_take(ws, out, 6, NULL, NULL, NULL, &s), 0);
 	ck_assert(!s.truncated);
 	ck_assert_int_eq(s.n, 6);
 	snapshot_free(&s);
@@ -228,7 +228,7 @@ START_TEST(test_snapshot_a_file_vanishing_mid_scan_is_left_out)
 	}
 	snprintf(victim, sizeof(victim), "%s/ws/f299", dir);
 	int ws = open_sub("ws");
-	ck_assert_int_eq(snapshot_take(ws, -1, 1000, remove_last, victim, &s), 0);
+	ck_assert_int_eq(snapshot_take(ws, -1, 1000, remove_last, NULL, victim, &s), 0);
 	ck_assert_int_eq(s.n, 299);
 	ck_assert(!s.truncated);
 	ck_assert_ptr_null(find(&s, "/mnt/user-data/workspace/f299"));
@@ -249,7 +249,7 @@ START_TEST(test_snapshot_round_trips_through_the_store)
 	put_text("ws/.env", "x");
 	ck_assert_int_eq(symlink("a.txt", strcat(strcpy(db, dir), "/ws/l")), 0);
 	int ws = open_sub("ws");
-	ck_assert_int_eq(snapshot_take(ws, -1, 10, NULL, NULL, &s), 0);
+	ck_assert_int_eq(snapshot_take(ws, -1, 10, NULL, NULL, NULL, &s), 0);
 	snprintf(db, sizeof(db), "%s/sbx.db", dir);
 	ck_assert_int_eq(store_open_path(db, &st, err, sizeof(err)), 0);
 	ck_assert_int_eq(store_snapshot_save(st, "u", "t", &s, 10, 1, &id), 0);

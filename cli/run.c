@@ -1,0 +1,339 @@
+/* run.c - sbx run begin|end and sbx changes: what a run changed in a
+ * thread's workspace and outputs, by a snapshot when it begins and one
+ * when it ends (store/summary.h), with the text of every text file kept
+ * by SHA-256 so the diffs need nothing else. */
+#include "cleanup.h"
+#include "cli.h"
+#include "home.h"
+#include "report.h"
+#include "snapshot.h"
+#include "store.h"
+#include "summary.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char run_usage[] =
+	"Usage: sbx run begin --user ID --thread ID [--max-files N] [--home DIR]\n"
+	"       sbx run end RUN [--format text|json] [--home DIR]\n"
+	"\n"
+	"begin  snapshots the thread's workspace and outputs (see sbx snapshot\n"
+	"       --help for the rules; --max-files as there) and prints the new\n"
+	"       run's id. The text of every text file up to 256 KiB is kept in\n"
+	"       the store, so the run's diffs need no other copy.\n"
+	"end    snapshots again, compares, records the run's change summary and\n"
+	"       delivery receipt, and prints the summary (see sbx changes).\n"
+	"       Changes made on the host count as much as changes through a view.\n";
+
+static const char changes_usage[] =
+	"Usage: sbx changes RUN [--format text|json] [--home DIR]\n"
+	"\n"
+	"Prints the change summary of an ended run.\n"
+	"  --format text   counts, one line per file (status, lines added and\n"
+	"                  removed, or why only metadata is shown), then the\n"
+	"                  unified diffs; colored on a terminal (default)\n"
+	"  --format json   the summary payload, documented in docs/changes.md\n"
+	"A run whose end found no change has no summary: text says so, JSON is\n"
+	"{\"available\": false, ...}.\n";
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Keeps the content of each text file in the store. */
+static int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data,
+		     size_t len)
+{
+	return store_blob_put(arg, f->sha256, data, len);
+}
+
+static int load_blob(void *arg, const struct snap_file *f, char **data,
+		     size_t *len)
+{
+	return f->hashed ? store_blob_get(arg, f->sha256, data, len) : -ENOENT;
+}
+
+/* Snapshots USER's THREAD with at most MAX files into the store (contents
+ * kept) in one transaction. */
+static int take(struct store *s, const char *home, const char *user,
+		const char *thread, size_t max, struct snapshot *snap, int64_t *id)
+{
+	_cleanup_(closep) int homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_(closep) int ws = -1, out = -1;
+	int r;
+
+	ws = homefd < 0 ? -errno : home_thread_dir_open(homefd, user, thread, THREAD_WORKSPACE);
+	if (ws < 0) {
+		fprintf(stderr, "sbx: run: thread %s/%s has no workspace under %s: %s\n",
+			user, thread, home, strerror(-ws));
+		return ws;
+	}
+	out = home_thread_dir_open(homefd, user, thread, THREAD_OUTPUTS);
+	r = store_begin(s);
+	if (r == 0)
+		r = snapshot_take(ws, out, max, NULL, keep_blob, s, snap);
+	if (r == 0)
+		r = store_commit(s);
+	if (r < 0) {
+		store_rollback(s);
+		fprintf(stderr, "sbx: run: cannot snapshot %s/%s: %s\n", user, thread,
+			strerror(-r));
+		return r;
+	}
+	r = store_snapshot_save(s, user, thread, snap, max, now_ns(), id);
+	if (r < 0)
+		fprintf(stderr, "sbx: run: cannot record the snapshot: %s\n", strerror(-r));
+	return r;
+}
+
+static int run_begin(int argc, char **argv, const char *home)
+{
+	char err[PATH_MAX + 256];
+	struct thread_args a;
+	struct snapshot snap;
+	struct store *s;
+	int64_t snap_id, id;
+	int r = thread_args_parse("run begin", run_usage, argc, argv, home, true, &a);
+
+	if (r >= 0)
+		return r;
+	if (store_open(a.home, &s, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sbx: run: %s\n", err);
+		return 1;
+	}
+	r = take(s, a.home, a.user, a.thread,
+		 a.max_files > 0 ? (size_t)a.max_files : SNAPSHOT_MAX_FILES, &snap, &snap_id);
+	if (r == 0) {
+		snapshot_free(&snap);
+		r = store_run_begin(s, a.user, a.thread, snap_id, now_ns(), &id);
+	}
+	store_close(s);
+	if (r < 0)
+		return 1;
+	printf("%lld\n", (long long)id);
+	return 0;
+}
+
+struct run_args {
+	int64_t run;
+	bool json;
+	char home[PATH_MAX];
+};
+
+/* RUN [--format text|json] [--home DIR]. Returns -1 to go on, else the
+ * exit status. */
+static int run_args_parse(const char *command, const char *usage, int argc,
+			  char **argv, const char *home, struct run_args *a)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'F' },
+		{ "home", required_argument, NULL, 'H' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *format = "text";
+	char *end;
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (c == 'F')
+			format = optarg;
+		else if (c == 'H')
+			home = optarg;
+		else if (c == 'h') {
+			fputs(usage, stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "Try 'sbx %s --help'.\n", command);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "sbx: %s: expected one RUN id\nTry 'sbx %s --help'.\n",
+			command, command);
+		return 2;
+	}
+	a->run = strtoll(argv[optind], &end, 10);
+	if (*end || end == argv[optind] || a->run < 1) {
+		fprintf(stderr, "sbx: %s: '%s' is not a run id (a number printed by sbx run begin)\n",
+			command, argv[optind]);
+		return 2;
+	}
+	if (strcmp(format, "text") && strcmp(format, "json")) {
+		fprintf(stderr, "sbx: %s: --format takes text or json, not '%s'\n", command, format);
+		return 2;
+	}
+	a->json = !strcmp(format, "json");
+	return resolve_home(command, home, a->home, sizeof(a->home)) < 0 ? 2 : -1;
+}
+
+/* Prints run R's summary (SUMMARY, JSON text, NULL if none) as asked. */
+static int print_summary(const struct store_run *r, const char *summary, bool json)
+{
+	char who[300];
+	json_error_t jerr;
+
+	if (!summary) {
+		if (json)
+			printf("{\"available\": false, \"version\": 1, \"run\": %lld, \"summary\": "
+			       "{\"created\": 0, \"modified\": 0, \"deleted\": 0, \"symlink_created\": 0,"
+			       " \"additions\": 0, \"deletions\": 0, \"truncated\": false},"
+			       " \"files\": [], \"limits\": {}}\n", (long long)r->id);
+		else
+			printf("run %lld of %s/%s: no change could be established\n",
+			       (long long)r->id, r->user, r->thread);
+		return 0;
+	}
+	json_auto_t *p = json_loads(summary, 0, &jerr);
+	if (!p) {
+		fprintf(stderr, "sbx: the summary of run %lld is not valid JSON: %s\n",
+			(long long)r->id, jerr.text);
+		return 1;
+	}
+	if (json) {
+		json_object_set_new(p, "available", json_true());
+		if (json_dumpf(p, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
+			return 1;
+		putchar('\n');
+		return 0;
+	}
+	snprintf(who, sizeof(who), "%s/%s", r->user, r->thread);
+	report_print(stdout, p, who, isatty(STDOUT_FILENO));
+	return 0;
+}
+
+/* Opens the store and reads run A->run; prints why not and returns NULL
+ * store on failure. */
+static struct store *open_run(const char *command, const struct run_args *a,
+			      struct store_run *run)
+{
+	char err[PATH_MAX + 256];
+	struct store *s;
+	int r;
+
+	if (store_open(a->home, &s, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sbx: %s: %s\n", command, err);
+		return NULL;
+	}
+	r = store_run_get(s, a->run, run);
+	if (r < 0) {
+		fprintf(stderr, "sbx: %s: %s\n", command, r == -ENOENT
+			? "no such run (see the id sbx run begin printed)" : strerror(-r));
+		store_close(s);
+		return NULL;
+	}
+	return s;
+}
+
+static int run_end(int argc, char **argv, const char *home)
+{
+	struct summary_limits limits = SUMMARY_LIMITS_DEFAULT;
+	struct snapshot before, after;
+	struct store_run run;
+	struct run_args a;
+	struct summary sum;
+	int64_t after_id;
+	int r = run_args_parse("run end", run_usage, argc, argv, home, &a);
+
+	if (r >= 0)
+		return r;
+	struct store *s = open_run("run end", &a, &run);
+	if (!s)
+		return 1;
+	if (run.ended) {
+		fprintf(stderr, "sbx: run end: run %lld has ended already (sbx changes %lld shows it)\n",
+			(long long)a.run, (long long)a.run);
+		goto fail;
+	}
+	r = store_snapshot_load(s, run.before_snapshot, &before);
+	if (r < 0) {
+		fprintf(stderr, "sbx: run end: cannot read the run's first snapshot: %s\n",
+			strerror(-r));
+		goto fail;
+	}
+	limits.max_scanned_files = before.n > limits.max_scanned_files ? before.n
+								    : limits.max_scanned_files;
+	r = take(s, a.home, run.user, run.thread, limits.max_scanned_files, &after, &after_id);
+	if (r < 0) {
+		snapshot_free(&before);
+		goto fail;
+	}
+	r = summary_compare(&before, &after, &limits, load_blob, s, &sum);
+	if (r == 0) {
+		json_auto_t *payload = summary_has_changes(&sum) ? report_summary(&sum, a.run) : NULL;
+		json_auto_t *receipt = report_receipt(&sum, a.run, before.truncated);
+		char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+		char *rtext = receipt ? json_dumps(receipt, JSON_COMPACT) : NULL;
+
+		if (!rtext || (summary_has_changes(&sum) && !text))
+			r = -ENOMEM;
+		if (r == 0)
+			r = store_run_end(s, a.run, after_id, now_ns(), text, rtext);
+		if (r == 0)
+			r = print_summary(&run, text, a.json);
+		free(text);
+		free(rtext);
+		summary_free(&sum);
+	}
+	snapshot_free(&before);
+	snapshot_free(&after);
+	if (r < 0)
+		fprintf(stderr, "sbx: run end: cannot record the summary: %s\n", strerror(-r));
+	store_run_free(&run);
+	store_close(s);
+	return r == 0 ? 0 : 1;
+fail:
+	store_run_free(&run);
+	store_close(s);
+	return 1;
+}
+
+int cmd_run(int argc, char **argv, const char *home)
+{
+	if (argc >= 2 && !strcmp(argv[1], "begin"))
+		return run_begin(argc - 1, argv + 1, home);
+	if (argc >= 2 && !strcmp(argv[1], "end"))
+		return run_end(argc - 1, argv + 1, home);
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(run_usage, stdout);
+		return 0;
+	}
+	fputs("sbx: run: expected begin or end\nTry 'sbx run --help'.\n", stderr);
+	return 2;
+}
+
+int cmd_changes(int argc, char **argv, const char *home)
+{
+	struct store_run run;
+	struct run_args a;
+	int r = run_args_parse("changes", changes_usage, argc, argv, home, &a);
+
+	if (r >= 0)
+		return r;
+	struct store *s = open_run("changes", &a, &run);
+	if (!s)
+		return 1;
+	if (!run.ended) {
+		fprintf(stderr, "sbx: changes: run %lld is still open (end it with sbx run end %lld)\n",
+			(long long)a.run, (long long)a.run);
+		r = 1;
+	} else {
+		r = print_summary(&run, run.summary, a.json);
+	}
+	store_run_free(&run);
+	store_close(s);
+	return r;
+}

@@ -1,0 +1,185 @@
+/* summary.c - see summary.h. */
+#include "summary.h"
+#include "diff.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int by_path(const void *a, const void *b)
+{
+	return strcmp((*(const struct snap_file *const *)a)->path,
+		      (*(const struct snap_file *const *)b)->path);
+}
+
+/* S's files sorted by path, or NULL (out of memory) if it has any. */
+static const struct snap_file **sorted(const struct snapshot *s)
+{
+	const struct snap_file **v = malloc((s->n ? s->n : 1) * sizeof(*v));
+
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < s->n; i++)
+		v[i] = &s->files[i];
+	qsort(v, s->n, sizeof(*v), by_path);
+	return v;
+}
+
+static bool unchanged(const struct snap_file *b, const struct snap_file *a)
+{
+	if (b->symlink != a->symlink)
+		return false;
+	if (b->symlink)
+		return !strcmp(b->target, a->target);
+	if (b->hashed && a->hashed)
+		return !memcmp(b->sha256, a->sha256, sizeof(b->sha256));
+	return b->size == a->size && b->mtime_ns == a->mtime_ns;
+}
+
+/* Why a change gets no text diff, in the reference's precedence. */
+static const char *no_diff_reason(const struct change *c, size_t max_bytes)
+{
+	const struct snap_file *side[2] = { c->before, c->after };
+	static const char *const reasons[] = { "symlink", "sensitive", "binary", "large" };
+
+	for (size_t r = 0; r < 4; r++)
+		for (size_t i = 0; i < 2; i++) {
+			const struct snap_file *f = side[i];
+			bool hit = f && (r == 0 ? f->symlink : r == 1 ? f->sensitive
+					 : r == 2 ? f->binary
+					 : f->large || (size_t)f->size > max_bytes);
+			if (hit)
+				return reasons[r];
+		}
+	return NULL;
+}
+
+/* The text diff of C, within the budget *LEFT. */
+static int diff_change(struct change *c, const struct summary_limits *lim,
+		       summary_content content, void *arg, size_t *left)
+{
+	char *data[2] = { NULL, NULL };
+	size_t len[2] = { 0, 0 };
+	const struct snap_file *side[2] = { c->before, c->after };
+	struct diff d;
+	int r = 0;
+
+	c->unavailable = no_diff_reason(c, lim->max_file_bytes_for_diff);
+	if (c->unavailable)
+		return 0;
+	for (int i = 0; i < 2 && r == 0; i++)
+		if (side[i] && content(arg, side[i], &data[i], &len[i]) < 0)
+			c->unavailable = "content_unavailable";
+	if (!c->unavailable)
+		r = diff_unified(data[0] ? data[0] : "", len[0],
+				 data[1] ? data[1] : "", len[1], c->path, &d);
+	free(data[0]);
+	free(data[1]);
+	if (r < 0 || c->unavailable)
+		return r;
+	c->additions = d.additions;
+	c->deletions = d.deletions;
+	if (d.len > *left) {
+		diff_free(&d);
+		c->diff_truncated = true;
+		c->unavailable = "truncated";
+		return 0;
+	}
+	*left -= d.len;
+	c->diff = d.text;
+	return 0;
+}
+
+static int add(struct summary *s, size_t *cap, const char *status,
+	       const struct snap_file *b, const struct snap_file *a)
+{
+	if (s->n == *cap) {
+		*cap = *cap ? *cap * 2 : 64;
+		struct change *v = realloc(s->changes, *cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		s->changes = v;
+	}
+	const struct snap_file *f = a ? a : b;
+	s->changes[s->n++] = (struct change){ .path = f->path, .root = f->root,
+					      .status = status, .before = b,
+					      .after = a };
+	return 0;
+}
+
+int summary_compare(const struct snapshot *before, const struct snapshot *after,
+		    const struct summary_limits *limits, summary_content content,
+		    void *arg, struct summary *out)
+{
+	const struct snap_file **b = sorted(before), **a = sorted(after);
+	size_t i = 0, j = 0, cap = 0, left;
+	int r = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->limits = *limits;
+	if (!b || !a) {
+		r = -ENOMEM;
+		goto done;
+	}
+	while (r == 0 && (i < before->n || j < after->n)) {
+		int cmp = i == before->n ? 1 : j == after->n ? -1
+			  : strcmp(b[i]->path, a[j]->path);
+		if (cmp < 0) {
+			/* Gone, unless the later scan stopped short of it. */
+			if (!after->truncated)
+				r = add(out, &cap, "deleted", b[i], NULL);
+			i++;
+		} else if (cmp > 0) {
+			if (!before->truncated)
+				r = add(out, &cap, a[j]->symlink ? "symlink_created" : "created",
+					NULL, a[j]);
+			j++;
+		} else {
+			if (!unchanged(b[i], a[j]))
+				r = add(out, &cap, a[j]->symlink && !b[i]->symlink
+					? "symlink_created" : "modified", b[i], a[j]);
+			i++;
+			j++;
+		}
+	}
+	left = limits->max_total_diff_bytes;
+	for (size_t k = 0; k < out->n && r == 0; k++) {
+		struct change *c = &out->changes[k];
+
+		r = diff_change(c, limits, content, arg, &left);
+		if (!c->diff)
+			c->diff = strdup("");
+		if (!c->diff)
+			r = -ENOMEM;
+		out->additions += c->additions;
+		out->deletions += c->deletions;
+		out->created += !strcmp(c->status, "created");
+		out->modified += !strcmp(c->status, "modified");
+		out->deleted += !strcmp(c->status, "deleted");
+		out->symlink_created += !strcmp(c->status, "symlink_created");
+		if (c->diff_truncated || (c->unavailable && !strcmp(c->unavailable, "large")))
+			out->truncated = true;
+	}
+	out->listed = out->n < limits->max_files ? out->n : limits->max_files;
+	out->truncated |= before->truncated || after->truncated ||
+			  out->n > limits->max_files;
+done:
+	free(b);
+	free(a);
+	if (r < 0)
+		summary_free(out);
+	return r;
+}
+
+void summary_free(struct summary *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->changes[i].diff);
+	free(s->changes);
+	memset(s, 0, sizeof(*s));
+}
+
+bool summary_has_changes(const struct summary *s)
+{
+	return s->n > 0;
+}

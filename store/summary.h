@@ -1,0 +1,66 @@
+/* summary.h - what changed between two snapshots of a thread.
+ *
+ * The reference rules (shared/reference/reference-behaviour.md, 5.2):
+ * paths in sorted order; a file is unchanged if both hashes are known and
+ * equal, else if size and mtime are equal; statuses created, modified,
+ * deleted and symlink_created (a path that became a symlink); a text diff
+ * unless one side is a symlink, sensitive, binary or large (in that order
+ * of precedence), within 256 KiB per input and 1 MiB in total (then
+ * diff_truncated); at most 200 files listed, counts over all of them.
+ * Where a snapshot was truncated, a path missing from it proves nothing:
+ * it is not reported created or deleted. The summary is truncated when any
+ * limit was hit.
+ */
+#ifndef SBX_SUMMARY_H
+#define SBX_SUMMARY_H
+
+#include "snapshot.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct summary_limits {
+	size_t max_files;		/* listed (200) */
+	size_t max_scanned_files;	/* per snapshot (2,000) */
+	size_t max_file_bytes_for_diff;	/* per input (256 KiB) */
+	size_t max_total_diff_bytes;	/* all diffs (1 MiB) */
+};
+
+#define SUMMARY_LIMITS_DEFAULT { 200, SNAPSHOT_MAX_FILES, 256 * 1024, 1024 * 1024 }
+
+struct change {
+	const char *path, *root;	/* point into the snapshots */
+	const char *status;		/* "created", "modified", ... */
+	const struct snap_file *before, *after;	/* NULL where absent */
+	char *diff;			/* "" when unavailable */
+	bool diff_truncated;
+	const char *unavailable;	/* why there is no diff, or NULL */
+	int additions, deletions;
+};
+
+struct summary {
+	struct change *changes;		/* every change, listed ones first */
+	size_t n, listed;
+	size_t created, modified, deleted, symlink_created;
+	long additions, deletions;
+	bool truncated;
+	struct summary_limits limits;
+};
+
+/* Fetches the content of F (from BEFORE or AFTER) into *DATA (malloc'd,
+ * *LEN bytes). Returns 0, or -errno if it is not available. */
+typedef int (*summary_content)(void *arg, const struct snap_file *f,
+			       char **data, size_t *len);
+
+/* Compares BEFORE with AFTER into OUT. Returns 0 or -ENOMEM. */
+int summary_compare(const struct snapshot *before, const struct snapshot *after,
+		    const struct summary_limits *limits, summary_content content,
+		    void *arg, struct summary *out);
+void summary_free(struct summary *s);
+
+/* True if the summary establishes any change (a summary is recorded only
+ * then). */
+bool summary_has_changes(const struct summary *s);
+
+#endif

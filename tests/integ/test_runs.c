@@ -1,0 +1,166 @@
+/* Runs through a mounted view: sbx run begin, work through the view and on
+ * the host, sbx run end and sbx changes; receipts, truncated scans, the
+ * diff budget, runs without changes, and the errors. */
+#include "cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct tview V;
+
+static void setup(void)
+{
+	ck_assert_int_eq(tview_mount(&V, NULL, "alice", "runs", NULL), 0);
+}
+
+static void teardown(void)
+{
+	tview_umount(&V);
+}
+
+static char *sbx(const char *args)
+{
+	return OUT("'%s' --home '%s' %s", test_bin("sbx"), V.home, args);
+}
+
+static char *begin(void)
+{
+	char *id = sbx("run begin --user alice --thread runs");
+
+	id[strcspn(id, "\n")] = '\0';
+	return id;
+}
+
+/* The JSON of `sbx changes RUN`, through python3 running PY with it as d. */
+static char *changes_py(const char *run, const char *py)
+{
+	return OUT("'%s' --home '%s' changes %s --format json |"
+		   " python3 -c 'import json,sys; d=json.load(sys.stdin); %s'",
+		   test_bin("sbx"), V.home, run, py);
+}
+
+static char *receipt(const char *run)
+{
+	return OUT("sqlite3 '%s/sbx.db' 'SELECT receipt FROM runs WHERE id = %s'", V.home, run);
+}
+
+START_TEST(test_runs_report_view_and_host_changes)
+{
+	const char *ws = vpath(&V, "user-data/workspace");
+
+	OK("cd '%s' && printf 'one\\ntwo\\nthree\\n' > keep.txt && echo x > gone.txt", ws);
+	char *run = begin();
+	OK("cd '%s' && cat keep.txt > /dev/null && printf 'one\\n2\\nthree\\n' > keep.txt &&"
+	   " rm gone.txt && echo new > new.txt && ln -s keep.txt link &&"
+	   " echo report > ../outputs/report.md", ws);
+	ck_assert_int_eq(write_file(hpath(&V, "user-data/workspace/host.txt"), "by a person\n"), 0);
+	char cmd[64];
+	snprintf(cmd, sizeof(cmd), "run end %s", run);
+	char *text = sbx(cmd);
+	ck_assert_msg(strstr(text, "6 files changed (3 created, 1 modified, 1 deleted, 1 symlinks)") &&
+		      strstr(text, "-two\n+2\n"), "%s", text);
+	SAME(changes_py(run, "s=d[\"summary\"]; print(d[\"available\"], s[\"created\"], s[\"modified\"],"
+			" s[\"deleted\"], s[\"symlink_created\"], s[\"additions\"], s[\"deletions\"], s[\"truncated\"]);"
+			" [print(f[\"path\"], f[\"status\"], f[\"additions\"], f[\"deletions\"],"
+			" f[\"diff_unavailable_reason\"]) for f in d[\"files\"]]"),
+	     "True 3 1 1 1 4 2 False\n"
+	     "/mnt/user-data/outputs/report.md created 1 0 None\n"
+	     "/mnt/user-data/workspace/gone.txt deleted 0 1 None\n"
+	     "/mnt/user-data/workspace/host.txt created 1 0 None\n"
+	     "/mnt/user-data/workspace/keep.txt modified 1 1 None\n"
+	     "/mnt/user-data/workspace/link symlink_created 0 0 symlink\n"
+	     "/mnt/user-data/workspace/new.txt created 1 0 None\n");
+	SAME(receipt(run), "{\"run\":1,\"produced_outputs\":[\"/mnt/user-data/outputs/report.md\"],"
+			   "\"verdict\":\"delivered\"}\n");
+	/* The same summary again, and no second end. */
+	snprintf(cmd, sizeof(cmd), "changes %s", run);
+	SAME(sbx(cmd), text);
+	ck_assert_int_eq(STATUS("'%s' --home '%s' run end %s 2>/dev/null", test_bin("sbx"),
+				V.home, run), 1);
+}
+END_TEST
+
+START_TEST(test_runs_without_changes_record_no_summary)
+{
+	OK("echo a > '%s'", vpath(&V, "user-data/workspace/a"));
+	char *run = begin(), cmd[64];
+
+	snprintf(cmd, sizeof(cmd), "run end %s --format json", run);
+	SAME(OUT("'%s' --home '%s' %s | python3 -c 'import json,sys; d=json.load(sys.stdin);"
+		 " print(d[\"available\"], d[\"files\"])'", test_bin("sbx"), V.home, cmd),
+	     "False []\n");
+	EQ_OUT("1\n", "sqlite3 '%s/sbx.db' 'SELECT summary IS NULL FROM runs WHERE id = %s'",
+	       V.home, run);
+	SAME(receipt(run), "{\"run\":1,\"produced_outputs\":[],\"verdict\":\"no_outputs\"}\n");
+}
+END_TEST
+
+/* More files than a snapshot holds: the pre-run scan is truncated, so the
+ * receipt skips verification, and a change to a file both scans saw is
+ * still reported. */
+START_TEST(test_runs_over_the_scan_limit)
+{
+	OK("cd '%s' && for i in $(seq -w 0 2099); do echo $i > f$i; done",
+	   hpath(&V, "user-data/workspace"));
+	char *run = begin(), cmd[64];
+	OK("cd '%s' && cat f0000 > /dev/null && echo changed > f0000 && echo out > ../outputs/o",
+	   vpath(&V, "user-data/workspace"));
+	snprintf(cmd, sizeof(cmd), "run end %s", run);
+	sbx(cmd);
+	SAME(changes_py(run, "print(d[\"summary\"][\"truncated\"], [(f[\"path\"], f[\"status\"])"
+			" for f in d[\"files\"]])"),
+	     "True [('/mnt/user-data/workspace/f0000', 'modified')]\n");
+	SAME(receipt(run), "{\"run\":1,\"produced_outputs\":[],"
+			   "\"verification_skipped\":\"truncated_pre_run_snapshot\"}\n");
+}
+END_TEST
+
+/* Six text files of 200 KiB rewritten: their diffs exceed the 1 MiB
+ * budget, so the later ones are cut, counted, and the summary truncated. */
+START_TEST(test_runs_diff_budget)
+{
+	const char *ws = hpath(&V, "user-data/workspace");
+
+	OK("cd '%s' && for i in 1 2 3 4 5 6; do yes old line $i | head -c 204800 > t$i; done", ws);
+	char *run = begin(), cmd[64];
+	OK("cd '%s' && for i in 1 2 3 4 5 6; do yes new line $i | head -c 204800 > t$i; done", ws);
+	snprintf(cmd, sizeof(cmd), "run end %s", run);
+	sbx(cmd);
+	SAME(changes_py(run, "print(d[\"summary\"][\"truncated\"], [f[\"diff_truncated\"] for f in d[\"files\"]],"
+			" all(f[\"additions\"] > 0 for f in d[\"files\"]))"),
+	     "True [False, False, True, True, True, True] True\n");
+}
+END_TEST
+
+START_TEST(test_runs_errors)
+{
+	const char *b = test_bin("sbx");
+	char *run = begin();
+
+	ck_assert_int_eq(STATUS("'%s' --home '%s' changes %s 2>/dev/null", b, V.home, run), 1);
+	ck_assert_int_eq(STATUS("'%s' --home '%s' changes 999 2>/dev/null", b, V.home), 1);
+	ck_assert_int_eq(STATUS("'%s' --home '%s' changes x1 2>/dev/null", b, V.home), 2);
+	ck_assert_int_eq(STATUS("'%s' --home '%s' run end 2>/dev/null", b, V.home), 2);
+	ck_assert_int_eq(STATUS("'%s' --home '%s' run stop 1 2>/dev/null", b, V.home), 2);
+	ck_assert_int_eq(STATUS("'%s' --home '%s' run begin --user alice --thread nope 2>/dev/null",
+				b, V.home), 1);
+}
+END_TEST
+
+Suite *suite_view_runs(void)
+{
+	Suite *s = suite_create("view_runs");
+	TCase *tc = tcase_create("runs");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_runs_report_view_and_host_changes);
+	tcase_add_test(tc, test_runs_without_changes_record_no_summary);
+	tcase_add_test(tc, test_runs_over_the_scan_limit);
+	tcase_add_test(tc, test_runs_diff_budget);
+	tcase_add_test(tc, test_runs_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}

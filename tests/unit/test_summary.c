@@ -1,0 +1,225 @@
+/* Change summaries from two snapshots: statuses, the same-file test,
+ * diff reasons and their precedence, the diff budget, the listing limit,
+ * and what a truncated snapshot can and cannot prove. */
+#include "harness.h"
+#include "summary.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A file of a hand-made snapshot; its content (for diffs) is TEXT. */
+struct fake {
+	const char *path, *text;
+	bool symlink, sensitive, binary, large;
+	int64_t size, mtime;
+};
+
+static void build(struct snapshot *s, const struct fake *f, size_t n, bool truncated)
+{
+	memset(s, 0, sizeof(*s));
+	s->files = calloc(n ? n : 1, sizeof(*s->files));
+	s->n = s->cap = n;
+	s->truncated = truncated;
+	for (size_t i = 0; i < n; i++) {
+		struct snap_file *x = &s->files[i];
+		x->path = strdup(f[i].path);
+		x->root = strstr(f[i].path, "/outputs/") ? "outputs" : "workspace";
+		x->symlink = f[i].symlink;
+		x->target = f[i].symlink ? strdup(f[i].text) : NULL;
+		x->sensitive = f[i].sensitive;
+		x->binary = f[i].binary;
+		x->large = f[i].large;
+		x->size = f[i].size ? f[i].size : (int64_t)strlen(f[i].text ? f[i].text : "");
+		x->mtime_ns = f[i].mtime;
+		if (!f[i].symlink && !f[i].sensitive && !f[i].large && f[i].text) {
+			x->hashed = true;
+			/* Not SHA-256, but equal for equal texts: enough here. */
+			memcpy(x->sha256, f[i].text,
+			       strlen(f[i].text) < sizeof(x->sha256) ? strlen(f[i].text) : sizeof(x->sha256));
+		}
+	}
+}
+
+/* The content of a file: its text, found by its fake hash. */
+static int content(void *arg, const struct snap_file *f, char **data, size_t *len)
+{
+	(void)arg;
+	if (!f->hashed)
+		return -ENOENT;
+	*data = strndup((const char *)f->sha256, sizeof(f->sha256));
+	*len = strlen(*data);
+	return 0;
+}
+
+static const struct change *find(const struct summary *s, const char *path)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->changes[i].path, path))
+			return &s->changes[i];
+	return NULL;
+}
+
+#define W "/mnt/user-data/workspace/"
+
+START_TEST(test_summary_statuses_and_counts)
+{
+	const struct fake before[] = {
+		{ .path = W "del.txt", .text = "bye\n" }, { .path = W "mod.txt", .text = "a\nb\n" },
+		{ .path = W "same.txt", .text = "same\n" }, { .path = W "tolink", .text = "file\n" },
+		{ .path = W "touched", .text = NULL, .size = 5, .mtime = 1, .binary = true },
+	};
+	const struct fake after[] = {
+		{ .path = W "link", .text = "target", .symlink = true }, { .path = W "mod.txt", .text = "a\nc\nd\n" },
+		{ .path = W "new.txt", .text = "hi\n" }, { .path = W "same.txt", .text = "same\n" },
+		{ .path = W "tolink", .text = "elsewhere", .symlink = true },
+		{ .path = W "touched", .text = NULL, .size = 5, .mtime = 2, .binary = true },
+	};
+	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
+	struct snapshot b, a;
+	struct summary s;
+
+	build(&b, before, 5, false);
+	build(&a, after, 6, false);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, content, NULL, &s), 0);
+	ck_assert_int_eq(s.n, 6);
+	ck_assert_str_eq(find(&s, W "del.txt")->status, "deleted");
+	ck_assert_str_eq(find(&s, W "new.txt")->status, "created");
+	ck_assert_str_eq(find(&s, W "mod.txt")->status, "modified");
+	ck_assert_str_eq(find(&s, W "link")->status, "symlink_created");
+	ck_assert_str_eq(find(&s, W "tolink")->status, "symlink_created");
+	ck_assert_str_eq(find(&s, W "touched")->status, "modified");	/* mtime moved */
+	ck_assert_ptr_null(find(&s, W "same.txt"));
+	ck_assert_int_eq(s.created, 1);
+	ck_assert_int_eq(s.deleted, 1);
+	ck_assert_int_eq(s.modified, 2);
+	ck_assert_int_eq(s.symlink_created, 2);
+	const struct change *m = find(&s, W "mod.txt");
+	ck_assert_int_eq(m->additions, 2);
+	ck_assert_int_eq(m->deletions, 1);
+	ck_assert_str_eq(find(&s, W "tolink")->unavailable, "symlink");
+	ck_assert_str_eq(find(&s, W "touched")->unavailable, "binary");
+	ck_assert_int_eq(s.additions, 2 + 1);
+	ck_assert_int_eq(s.deletions, 1 + 1);
+	ck_assert(!s.truncated);
+	ck_assert(summary_has_changes(&s));
+	summary_free(&s);
+	snapshot_free(&b);
+	snapshot_free(&a);
+}
+END_TEST
+
+START_TEST(test_summary_reason_precedence_and_large)
+{
+	const struct fake before[] = {
+		{ .path = W "a", .text = "x", .sensitive = true, .binary = true },
+		{ .path = W "b", .text = NULL, .large = true, .size = 300000, .mtime = 1 },
+	};
+	const struct fake after[] = {
+		{ .path = W "a", .text = "y", .symlink = true },
+		{ .path = W "b", .text = NULL, .large = true, .size = 300001, .mtime = 2 },
+	};
+	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
+	struct snapshot b, a;
+	struct summary s;
+
+	build(&b, before, 2, false);
+	build(&a, after, 2, false);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, content, NULL, &s), 0);
+	ck_assert_str_eq(find(&s, W "a")->unavailable, "symlink");
+	ck_assert_str_eq(find(&s, W "b")->unavailable, "large");
+	ck_assert(s.truncated);		/* a large file's change is not shown */
+	summary_free(&s);
+	snapshot_free(&b);
+	snapshot_free(&a);
+}
+END_TEST
+
+START_TEST(test_summary_diff_budget_and_listing_limit)
+{
+	struct summary_limits lim = { .max_files = 3, .max_scanned_files = 2000,
+				      .max_file_bytes_for_diff = 256 * 1024,
+				      .max_total_diff_bytes = 200 };
+	struct fake after[5];
+	char paths[5][64];
+	struct snapshot b, a;
+	struct summary s;
+
+	for (int i = 0; i < 5; i++) {
+		snprintf(paths[i], sizeof(paths[i]), W "f%d", i);
+		after[i] = (struct fake){ .path = paths[i], .text = "line\n" };
+	}
+	build(&b, NULL, 0, false);
+	build(&a, after, 5, false);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, content, NULL, &s), 0);
+	ck_assert_int_eq(s.n, 5);
+	ck_assert_int_eq(s.listed, 3);
+	ck_assert_int_eq(s.created, 5);
+	ck_assert_int_eq(s.additions, 5);		/* counted, shown or not */
+	ck_assert(s.truncated);
+	/* Each diff is 85 bytes: two fit in 200, the rest are cut. */
+	ck_assert(!s.changes[1].diff_truncated && *s.changes[1].diff);
+	ck_assert(s.changes[2].diff_truncated);
+	ck_assert_str_eq(s.changes[2].diff, "");
+	ck_assert_str_eq(s.changes[2].unavailable, "truncated");
+	ck_assert_int_eq(s.changes[2].additions, 1);
+	summary_free(&s);
+	snapshot_free(&b);
+	snapshot_free(&a);
+}
+END_TEST
+
+/* A path missing from a truncated snapshot proves nothing; a path seen in
+ * both still counts. */
+START_TEST(test_summary_truncated_snapshots_report_only_what_both_saw)
+{
+	const struct fake before[] = { { .path = W "both", .text = "1\n" }, { .path = W "only-before", .text = "x\n" } };
+	const struct fake after[] = { { .path = W "both", .text = "2\n" }, { .path = W "only-after", .text = "y\n" } };
+	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
+	struct snapshot b, a;
+	struct summary s;
+
+	build(&b, before, 2, true);
+	build(&a, after, 2, true);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, content, NULL, &s), 0);
+	ck_assert_int_eq(s.n, 1);
+	ck_assert_str_eq(s.changes[0].path, W "both");
+	ck_assert(s.truncated);
+	summary_free(&s);
+	snapshot_free(&a);
+
+	/* Only the later one truncated: creations still show, deletions not. */
+	build(&a, after, 2, true);
+	b.truncated = false;
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, content, NULL, &s), 0);
+	ck_assert_int_eq(s.n, 2);
+	ck_assert_str_eq(find(&s, W "only-after")->status, "created");
+	ck_assert_ptr_null(find(&s, W "only-before"));
+	summary_free(&s);
+	snapshot_free(&b);
+	snapshot_free(&a);
+
+	/* Nothing at all: no change can be established. */
+	build(&b, before, 2, false);
+	build(&a, before, 2, false);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, content, NULL, &s), 0);
+	ck_assert(!summary_has_changes(&s));
+	summary_free(&s);
+	snapshot_free(&b);
+	snapshot_free(&a);
+}
+END_TEST
+
+Suite *suite_unit_summary(void)
+{
+	Suite *s = suite_create("unit_summary");
+	TCase *tc = tcase_create("summary");
+
+	tcase_add_test(tc, test_summary_statuses_and_counts);
+	tcase_add_test(tc, test_summary_reason_precedence_and_large);
+	tcase_add_test(tc, test_summary_diff_budget_and_listing_limit);
+	tcase_add_test(tc, test_summary_truncated_snapshots_report_only_what_both_saw);
+	suite_add_tcase(s, tc);
+	return s;
+}
