@@ -183,3 +183,137 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 		}
 	}
 }
+
+/* ---- HTML --------------------------------------------------------------- */
+
+static void html_text(FILE *out, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		switch (s[i]) {
+		case '&': fputs("&amp;", out); break;
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '"': fputs("&quot;", out); break;
+		case '\'': fputs("&#39;", out); break;
+		default: fputc(s[i], out);
+		}
+	}
+}
+
+static void html(FILE *out, const char *s)
+{
+	html_text(out, s, strlen(s));
+}
+
+/* Why an entry shows metadata only, in words for the reader. */
+static const char *explain(const char *reason)
+{
+	static const struct { const char *reason, *text; } why[] = {
+		{ "symlink", "A symbolic link: its target is shown, never the content it points to." },
+		{ "sensitive", "The name looks like it holds a secret (.env, *token*, *.pem, ...): its content is never read or shown." },
+		{ "binary", "Binary content (by its extension, a NUL byte or invalid UTF-8) is not shown." },
+		{ "large", "Over 256 KiB: too large to diff, so the summary is marked truncated." },
+		{ "truncated", "The diff budget of this report (1 MiB) was used up by the files above; the line counts are still exact." },
+		{ "content_unavailable", "The content of one version could not be read back." },
+	};
+
+	for (size_t i = 0; i < sizeof(why) / sizeof(*why); i++)
+		if (!strcmp(reason, why[i].reason))
+			return why[i].text;
+	return reason;
+}
+
+static void html_diff(FILE *out, const char *d)
+{
+	fputs("<pre class=\"diff\">", out);
+	for (const char *l = d, *e; *l; l = *e ? e + 1 : e) {
+		e = strchr(l, '\n');
+		if (!e)
+			e = l + strlen(l);
+		bool header = e - l >= 3 && (!strncmp(l, "---", 3) || !strncmp(l, "+++", 3));
+		const char *cls = header ? "h" : *l == '+' ? "a" : *l == '-' ? "d" : *l == '@' ? "k" : "c";
+		fprintf(out, "<span class=\"%s\">", cls);
+		html_text(out, l, (size_t)(e - l));
+		fputs("</span>", out);
+	}
+	fputs("</pre>\n", out);
+}
+
+static void badge(FILE *out, const char *cls, long long n, const char *label)
+{
+	fprintf(out, "<span class=\"badge %s\">%lld %s</span>\n", cls, n, label);
+}
+
+void report_html(FILE *out, const json_t *p, const char *who)
+{
+	const json_t *sum = json_object_get(p, "summary");
+	const json_t *files = json_object_get(p, "files"), *f;
+	char title[512], dir[4096] = "";
+	size_t i;
+
+	snprintf(title, sizeof(title), "Changes of run %lld of %s", num(p, "run"), who);
+	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+	      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n<title>", out);
+	html(out, title);
+	fputs("</title>\n<style>\n"
+	      "body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:70em;padding:0 1em;color:#1f2328}\n"
+	      "h1{font-size:1.4em} h2{font-size:1.05em;margin:1.6em 0 .4em;font-family:monospace;color:#57606a}\n"
+	      ".badge{display:inline-block;border-radius:1em;padding:.15em .8em;margin:0 .3em .3em 0;font-weight:600;background:#eaeef2}\n"
+	      ".created{background:#dafbe1}.modified{background:#fff8c5}.deleted{background:#ffebe9}"
+	      ".symlink_created{background:#ddf4ff}.trunc{background:#ffd8b5}\n"
+	      ".file{border:1px solid #d0d7de;border-radius:6px;margin:.5em 0;overflow:hidden}\n"
+	      ".file>div{padding:.4em .8em;background:#f6f8fa;font-family:monospace}\n"
+	      ".why{padding:.5em .8em;color:#57606a;font-style:italic}\n"
+	      ".status{font-weight:600;margin-left:.6em} .plus{color:#1a7f37} .minus{color:#cf222e}\n"
+	      "pre.diff{margin:0;padding:.5em .8em;overflow-x:auto;font-size:13px}\n"
+	      "pre.diff span{display:block;min-height:1.2em}"
+	      " pre.diff .a{background:#e6ffec} pre.diff .d{background:#ffebe9}\n"
+	      "pre.diff .k{color:#0969da} pre.diff .h{font-weight:600}\n"
+	      "</style></head><body>\n<h1>", out);
+	html(out, title);
+	fputs("</h1>\n<p>\n", out);
+	badge(out, "created", num(sum, "created"), "created");
+	badge(out, "modified", num(sum, "modified"), "modified");
+	badge(out, "deleted", num(sum, "deleted"), "deleted");
+	badge(out, "symlink_created", num(sum, "symlink_created"), "symlinks");
+	fprintf(out, "<span class=\"badge\"><span class=\"plus\">+%lld</span> "
+		"<span class=\"minus\">-%lld</span></span>\n",
+		num(sum, "additions"), num(sum, "deletions"));
+	if (json_is_true(json_object_get(sum, "truncated")))
+		fputs("<span class=\"badge trunc\">truncated: a limit was reached, so this report may be incomplete</span>\n", out);
+	fputs("</p>\n", out);
+	if ((long long)json_array_size(files) < num(p, "files_total"))
+		fprintf(out, "<p>%zu of %lld changed files are listed.</p>\n",
+			json_array_size(files), num(p, "files_total"));
+	json_array_foreach(files, i, f) {
+		const char *path = str(f, "path"), *slash = strrchr(path, '/');
+		size_t dlen = slash ? (size_t)(slash - path) : 0;
+		const char *why = str(f, "diff_unavailable_reason");
+
+		if (dlen != strlen(dir) || strncmp(dir, path, dlen)) {
+			snprintf(dir, sizeof(dir), "%.*s", (int)dlen, path);
+			fputs("<h2>", out);
+			html(out, dir);
+			fputs("/</h2>\n", out);
+		}
+		fputs("<div class=\"file\"><div>", out);
+		html(out, slash ? slash + 1 : path);
+		fprintf(out, "<span class=\"status %s\">%s</span> <span class=\"plus\">+%lld</span>"
+			" <span class=\"minus\">-%lld</span>", str(f, "status"), str(f, "status"),
+			num(f, "additions"), num(f, "deletions"));
+		if (json_is_string(json_object_get(f, "symlink_target_after"))) {
+			fputs(" &rarr; ", out);
+			html(out, str(f, "symlink_target_after"));
+		}
+		fputs("</div>\n", out);
+		if (*why) {
+			fputs("<p class=\"why\">", out);
+			html(out, explain(why));
+			fputs("</p>\n", out);
+		}
+		if (*str(f, "diff"))
+			html_diff(out, str(f, "diff"));
+		fputs("</div>\n", out);
+	}
+	fputs("</body></html>\n", out);
+}

@@ -23,4 +23,9 @@ json_t *report_receipt(const struct summary *s, int64_t run, bool pre_truncated)
 /* Prints a summary payload (as from report_summary) for people. */
 void report_print(FILE *out, const json_t *payload, const char *who, bool color);
 
+/* Writes it as one self-contained HTML page (no scripts, no network):
+ * summary badges, files grouped by directory, the diffs, and on every
+ * metadata-only entry an explanation of why. */
+void report_html(FILE *out, const json_t *payload, const char *who);
+
 #endif

@@ -22,7 +22,7 @@
 
 static const char run_usage[] =
 	"Usage: sbx run begin --user ID --thread ID [--max-files N] [--home DIR]\n"
-	"       sbx run end RUN [--format text|json] [--home DIR]\n"
+	"       sbx run end RUN [--format text|json|html] [--home DIR]\n"
 	"\n"
 	"begin  snapshots the thread's workspace and outputs (see sbx snapshot\n"
 	"       --help for the rules; --max-files as there) and prints the new\n"
@@ -33,13 +33,16 @@ static const char run_usage[] =
 	"       Changes made on the host count as much as changes through a view.\n";
 
 static const char changes_usage[] =
-	"Usage: sbx changes RUN [--format text|json] [--home DIR]\n"
+	"Usage: sbx changes RUN [--format text|json|html] [--home DIR]\n"
 	"\n"
 	"Prints the change summary of an ended run.\n"
 	"  --format text   counts, one line per file (status, lines added and\n"
 	"                  removed, or why only metadata is shown), then the\n"
 	"                  unified diffs; colored on a terminal (default)\n"
 	"  --format json   the summary payload, documented in docs/changes.md\n"
+	"  --format html   one self-contained page (no scripts, nothing fetched):\n"
+	"                  counts, files by directory, diffs, and why an entry\n"
+	"                  shows metadata only\n"
 	"A run whose end found no change has no summary: text says so, JSON is\n"
 	"{\"available\": false, ...}.\n";
 
@@ -125,9 +128,11 @@ static int run_begin(int argc, char **argv, const char *home)
 	return 0;
 }
 
+enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML };
+
 struct run_args {
 	int64_t run;
-	bool json;
+	enum format format;
 	char home[PATH_MAX];
 };
 
@@ -172,20 +177,38 @@ static int run_args_parse(const char *command, const char *usage, int argc,
 			command, argv[optind]);
 		return 2;
 	}
-	if (strcmp(format, "text") && strcmp(format, "json")) {
-		fprintf(stderr, "sbx: %s: --format takes text or json, not '%s'\n", command, format);
+	if (!strcmp(format, "text"))
+		a->format = FORMAT_TEXT;
+	else if (!strcmp(format, "json"))
+		a->format = FORMAT_JSON;
+	else if (!strcmp(format, "html"))
+		a->format = FORMAT_HTML;
+	else {
+		fprintf(stderr, "sbx: %s: --format takes text, json or html, not '%s'\n",
+			command, format);
 		return 2;
 	}
-	a->json = !strcmp(format, "json");
 	return resolve_home(command, home, a->home, sizeof(a->home)) < 0 ? 2 : -1;
 }
 
 /* Prints run R's summary (SUMMARY, JSON text, NULL if none) as asked. */
-static int print_summary(const struct store_run *r, const char *summary, bool json)
+static int print_summary(const struct store_run *r, const char *summary,
+			 enum format format)
 {
 	char who[300];
 	json_error_t jerr;
+	bool json = format == FORMAT_JSON;
 
+	snprintf(who, sizeof(who), "%s/%s", r->user, r->thread);
+	if (!summary && format == FORMAT_HTML) {
+		/* An empty report, still a whole page. */
+		json_auto_t *empty = json_pack("{s:I, s:{}, s:[], s:i}", "run", (json_int_t)r->id,
+					       "summary", "files", "files_total", 0);
+		if (!empty)
+			return 1;
+		report_html(stdout, empty, who);
+		return 0;
+	}
 	if (!summary) {
 		if (json)
 			printf("{\"available\": false, \"version\": 1, \"run\": %lld, \"summary\": "
@@ -210,8 +233,10 @@ static int print_summary(const struct store_run *r, const char *summary, bool js
 		putchar('\n');
 		return 0;
 	}
-	snprintf(who, sizeof(who), "%s/%s", r->user, r->thread);
-	report_print(stdout, p, who, isatty(STDOUT_FILENO));
+	if (format == FORMAT_HTML)
+		report_html(stdout, p, who);
+	else
+		report_print(stdout, p, who, isatty(STDOUT_FILENO));
 	return 0;
 }
 
@@ -283,7 +308,7 @@ static int run_end(int argc, char **argv, const char *home)
 		if (r == 0)
 			r = store_run_end(s, a.run, after_id, now_ns(), text, rtext);
 		if (r == 0)
-			r = print_summary(&run, text, a.json);
+			r = print_summary(&run, text, a.format);
 		free(text);
 		free(rtext);
 		summary_free(&sum);
@@ -331,7 +356,7 @@ int cmd_changes(int argc, char **argv, const char *home)
 			(long long)a.run, (long long)a.run);
 		r = 1;
 	} else {
-		r = print_summary(&run, run.summary, a.json);
+		r = print_summary(&run, run.summary, a.format);
 	}
 	store_run_free(&run);
 	store_close(s);

@@ -134,6 +134,39 @@ START_TEST(test_runs_diff_budget)
 }
 END_TEST
 
+/* The HTML report: one page that needs nothing from the network, with
+ * the file list, the diffs and the explanations, as a browser renders it
+ * (Debian's headless Chromium, installed by mount-helpers/install-deps). */
+START_TEST(test_runs_html_report_renders)
+{
+	const char *ws = vpath(&V, "user-data/workspace");
+	char *dir = strdup(test_dir("html")), cmd[96];
+
+	OK("cd '%s' && printf 'one\\ntwo\\n' > notes.txt", ws);
+	char *run = begin();
+	OK("cd '%s' && cat notes.txt > /dev/null && printf 'one\\n<b>two</b>\\n' > notes.txt &&"
+	   " echo s > secret_token.txt && printf 'PNG\\0' > pic.png", ws);
+	snprintf(cmd, sizeof(cmd), "run end %s", run);
+	sbx(cmd);
+	OK("'%s' --home '%s' changes %s --format html > '%s/r.html'", test_bin("sbx"), V.home,
+	   run, dir);
+	/* Self-contained: nothing to fetch, nothing to run. */
+	ck_assert_int_ne(STATUS("grep -Eiq '<script|src=|href=|url\\(' '%s/r.html'", dir), 0);
+	/* The page as Chromium builds it: the list, an escaped diff line,
+	 * the reasons for the metadata-only entries. */
+	char *dom = OUT("cd '%s' && chromium --headless --no-sandbox --disable-gpu --dump-dom"
+			" file://%s/r.html 2>/dev/null", dir, dir);
+	ck_assert_msg(strstr(dom, "notes.txt") && strstr(dom, "secret_token.txt") &&
+		      strstr(dom, "pic.png") && strstr(dom, "+&lt;b&gt;two&lt;/b&gt;") &&
+		      strstr(dom, "never read or shown") && strstr(dom, "is not shown"),
+		      "%.3000s", dom);
+	/* And a screenshot with content in it (a blank page is a few KB). */
+	OK("cd '%s' && chromium --headless --no-sandbox --disable-gpu --window-size=1000,900"
+	   " --screenshot='%s/shot.png' file://%s/r.html > /dev/null 2>&1", dir, dir, dir);
+	ck_assert_int_eq(STATUS("test \"$(stat -c %%s '%s/shot.png')\" -gt 20000", dir), 0);
+}
+END_TEST
+
 START_TEST(test_runs_errors)
 {
 	const char *b = test_bin("sbx");
@@ -160,6 +193,7 @@ Suite *suite_view_runs(void)
 	tcase_add_test(tc, test_runs_without_changes_record_no_summary);
 	tcase_add_test(tc, test_runs_over_the_scan_limit);
 	tcase_add_test(tc, test_runs_diff_budget);
+	tcase_add_test(tc, test_runs_html_report_renders);
 	tcase_add_test(tc, test_runs_errors);
 	suite_add_tcase(s, tc);
 	return s;
