@@ -40,10 +40,10 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
            -DSBX_VERSION='"$(VERSION)"' -Icommon -Ifs -Istore -Icli -Itests $(FUSE_CFLAGS) $(SANFLAGS) -MMD -MP
 LDFLAGS += $(SANFLAGS)
 
-COMMON_SRC := common/log.c common/ids.c common/home.c
+COMMON_SRC := common/log.c common/ids.c common/home.c common/proc.c
 STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/diff.c store/summary.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/view.c fs/ops.c fs/watch.c fs/channel.c \
-              fs/gate.c fs/stage.c $(STORE_SRC)
+              fs/gate.c fs/stage.c fs/journal.c $(STORE_SRC)
 TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \
               $(wildcard tests/unit/*.c) $(wildcard tests/integ/*.c)
 

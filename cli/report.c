@@ -35,9 +35,15 @@ static bool either(const struct change *c, size_t offset)
 	return false;
 }
 
+static json_t *changed_by(const struct change *c)
+{
+	return c->by_pid ? json_pack("{s:i, s:s}", "pid", (int)c->by_pid, "command",
+				     c->by_comm) : json_null();
+}
+
 static json_t *file_json(const struct change *c)
 {
-	return json_pack("{s:s, s:s, s:s, s:b, s:b, s:o, s:o, s:o, s:o, s:s, s:b,"
+	json_t *f = json_pack("{s:s, s:s, s:s, s:b, s:b, s:o, s:o, s:o, s:o, s:s, s:b,"
 			 " s:o, s:i, s:i, s:b, s:o, s:o}",
 			 "path", c->path, "root", c->root, "status", c->status,
 			 "binary", either(c, offsetof(struct snap_file, binary)),
@@ -54,6 +60,15 @@ static json_t *file_json(const struct change *c)
 			 "symlink", either(c, offsetof(struct snap_file, symlink)),
 			 "symlink_target_before", target_or_null(c->before),
 			 "symlink_target_after", target_or_null(c->after));
+
+	/* Our additions to the reference shape. */
+	if (f && (json_object_set_new(f, "old_path", c->old_path ? json_string(c->old_path)
+									 : json_null()) < 0 ||
+		  json_object_set_new(f, "changed_by", changed_by(c)) < 0)) {
+		json_decref(f);
+		return NULL;
+	}
+	return f;
 }
 
 json_t *report_summary(const struct summary *s, int64_t run)
@@ -69,13 +84,14 @@ json_t *report_summary(const struct summary *s, int64_t run)
 	}
 	if (!files)
 		return NULL;
-	return json_pack("{s:i, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:b}, s:o, s:I,"
+	return json_pack("{s:i, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}, s:o, s:I,"
 			 " s:{s:I, s:I, s:I, s:I}}",
 			 "version", 1, "run", (json_int_t)run, "summary",
 			 "created", (json_int_t)s->created,
 			 "modified", (json_int_t)s->modified,
 			 "deleted", (json_int_t)s->deleted,
 			 "symlink_created", (json_int_t)s->symlink_created,
+			 "renamed", (json_int_t)s->renamed,
 			 "additions", (json_int_t)s->additions,
 			 "deletions", (json_int_t)s->deletions,
 			 "truncated", s->truncated, "files", files,
@@ -141,9 +157,10 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 	long long total = num(p, "files_total");
 	size_t i, width = 0;
 
-	fprintf(out, "run %lld of %s: %lld file%s changed (%lld created, %lld modified, %lld deleted, %lld symlinks), %lld insertion%s(+), %lld deletion%s(-)%s\n",
+	fprintf(out, "run %lld of %s: %lld file%s changed (%lld created, %lld modified, %lld deleted, %lld renamed, %lld symlinks), %lld insertion%s(+), %lld deletion%s(-)%s\n",
 		num(p, "run"), who, total, total == 1 ? "" : "s", num(sum, "created"),
-		num(sum, "modified"), num(sum, "deleted"), num(sum, "symlink_created"),
+		num(sum, "modified"), num(sum, "deleted"), num(sum, "renamed"),
+		num(sum, "symlink_created"),
 		num(sum, "additions"), num(sum, "additions") == 1 ? "" : "s",
 		num(sum, "deletions"), num(sum, "deletions") == 1 ? "" : "s",
 		json_is_true(json_object_get(sum, "truncated"))
@@ -164,8 +181,11 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 				fputs(color ? "\033[32m+\033[0m" : "+", out);
 			for (long long k = 0; k < del && k < 40; k++)
 				fputs(color ? "\033[31m-\033[0m" : "-", out);
-			fputs(*why ? " (diff over the budget)\n" : "\n", out);
+			fputs(*why ? " (diff over the budget)" : "", out);
+			fputc('\n', out);
 		}
+		if (*str(f, "old_path"))
+			fprintf(out, " %-*s   (renamed from %s)\n", (int)width, "", str(f, "old_path"));
 	}
 	if ((long long)json_array_size(files) < total)
 		fprintf(out, " ... and %lld more\n", total - (long long)json_array_size(files));
@@ -264,7 +284,8 @@ void report_html(FILE *out, const json_t *p, const char *who)
 	      ".file{border:1px solid #d0d7de;border-radius:6px;margin:.5em 0;overflow:hidden}\n"
 	      ".file>div{padding:.4em .8em;background:#f6f8fa;font-family:monospace}\n"
 	      ".why{padding:.5em .8em;color:#57606a;font-style:italic}\n"
-	      ".status{font-weight:600;margin-left:.6em} .plus{color:#1a7f37} .minus{color:#cf222e}\n"
+	      ".status{font-weight:600;margin-left:.6em} .plus{color:#1a7f37} .minus{color:#cf222e}"
+	      " .by{color:#57606a}\n"
 	      "pre.diff{margin:0;padding:.5em .8em;overflow-x:auto;font-size:13px}\n"
 	      "pre.diff span{display:block;min-height:1.2em}"
 	      " pre.diff .a{background:#e6ffec} pre.diff .d{background:#ffebe9}\n"
@@ -275,6 +296,7 @@ void report_html(FILE *out, const json_t *p, const char *who)
 	badge(out, "created", num(sum, "created"), "created");
 	badge(out, "modified", num(sum, "modified"), "modified");
 	badge(out, "deleted", num(sum, "deleted"), "deleted");
+	badge(out, "renamed", num(sum, "renamed"), "renamed");
 	badge(out, "symlink_created", num(sum, "symlink_created"), "symlinks");
 	fprintf(out, "<span class=\"badge\"><span class=\"plus\">+%lld</span> "
 		"<span class=\"minus\">-%lld</span></span>\n",
@@ -304,6 +326,17 @@ void report_html(FILE *out, const json_t *p, const char *who)
 		if (json_is_string(json_object_get(f, "symlink_target_after"))) {
 			fputs(" &rarr; ", out);
 			html(out, str(f, "symlink_target_after"));
+		}
+		if (*str(f, "old_path")) {
+			fputs(" <span class=\"by\">from ", out);
+			html(out, str(f, "old_path"));
+			fputs("</span>", out);
+		}
+		const json_t *by = json_object_get(f, "changed_by");
+		if (json_is_object(by)) {
+			fputs(" <span class=\"by\">by ", out);
+			html(out, str(by, "command"));
+			fprintf(out, " (pid %lld)</span>", num(by, "pid"));
 		}
 		fputs("</div>\n", out);
 		if (*why) {

@@ -263,8 +263,89 @@ static struct store *open_run(const char *command, const struct run_args *a,
 	return s;
 }
 
+/* What the view's journal says about a run: its renames (chains joined:
+ * a -> b -> c is a -> c) and the last change to each path. */
+struct journal {
+	struct summary_rename *renames;
+	size_t nrenames, cap;
+	struct store_event *events;	/* strings strdup'd */
+	size_t nevents, ecap;
+};
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static int journal_row(void *arg, const struct store_event *e)
+{
+	struct journal *j = arg;
+
+	if (j->nevents == j->ecap) {
+		j->ecap = j->ecap ? j->ecap * 2 : 64;
+		struct store_event *v = realloc(j->events, j->ecap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		j->events = v;
+	}
+	struct store_event *c = &j->events[j->nevents];
+	*c = *e;
+	c->op = strdup(e->op);
+	c->path = strdup(e->path);
+	c->path2 = dup_or_null(e->path2);
+	c->comm = strdup(e->comm);
+	if (!c->op || !c->path || !c->comm || (e->path2 && !c->path2))
+		return -ENOMEM;
+	j->nevents++;
+	if (strcmp(e->op, "rename"))
+		return 0;
+	for (size_t i = 0; i < j->nrenames; i++)
+		if (!strcmp(j->renames[i].to, c->path)) {
+			j->renames[i].to = c->path2;
+			return 0;
+		}
+	if (j->nrenames == j->cap) {
+		j->cap = j->cap ? j->cap * 2 : 16;
+		struct summary_rename *v = realloc(j->renames, j->cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		j->renames = v;
+	}
+	j->renames[j->nrenames++] = (struct summary_rename){ c->path, c->path2 };
+	return 0;
+}
+
+static void journal_free(struct journal *j)
+{
+	for (size_t i = 0; i < j->nevents; i++) {
+		free((char *)j->events[i].op);
+		free((char *)j->events[i].path);
+		free((char *)j->events[i].path2);
+		free((char *)j->events[i].comm);
+	}
+	free(j->events);
+	free(j->renames);
+}
+
+/* Names the process behind each change the view made (the latest one);
+ * changes made on the host keep by_pid 0. */
+static void attribute(struct summary *s, const struct journal *j)
+{
+	for (size_t i = 0; i < s->n; i++)
+		for (size_t k = j->nevents; k > 0; k--) {
+			const struct store_event *e = &j->events[k - 1];
+			if (!strcmp(e->path, s->changes[i].path) ||
+			    (e->path2 && !strcmp(e->path2, s->changes[i].path))) {
+				s->changes[i].by_pid = e->pid;
+				s->changes[i].by_comm = e->comm;
+				break;
+			}
+		}
+}
+
 static int run_end(int argc, char **argv, const char *home)
 {
+	struct journal journal = { 0 };
 	struct summary_limits limits = SUMMARY_LIMITS_DEFAULT;
 	struct snapshot before, after;
 	struct store_run run;
@@ -296,8 +377,13 @@ static int run_end(int argc, char **argv, const char *home)
 		snapshot_free(&before);
 		goto fail;
 	}
-	r = summary_compare(&before, &after, &limits, load_blob, s, &sum);
+	r = store_journal_each(s, run.user, run.thread, run.begun_ns, now_ns(),
+			       journal_row, &journal);
+	if (r == 0)
+		r = summary_compare(&before, &after, &limits, journal.renames,
+				    journal.nrenames, load_blob, s, &sum);
 	if (r == 0) {
+		attribute(&sum, &journal);
 		json_auto_t *payload = summary_has_changes(&sum) ? report_summary(&sum, a.run) : NULL;
 		json_auto_t *receipt = report_receipt(&sum, a.run, before.truncated);
 		char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -315,6 +401,7 @@ static int run_end(int argc, char **argv, const char *home)
 	}
 	snapshot_free(&before);
 	snapshot_free(&after);
+	journal_free(&journal);
 	if (r < 0)
 		fprintf(stderr, "sbx: run end: cannot record the summary: %s\n", strerror(-r));
 	store_run_free(&run);

@@ -525,40 +525,39 @@ static int wait_ready(int ready, pid_t child, const char *mp, const char *log)
 	return 1;
 }
 
-/* The read-before-write gate, with its marks from earlier mounts and a
- * writer for new rows. Without a usable store the gate still works, with
- * marks in memory and refusals in the log only. Runs after the fork: the
- * gate and the writer have threads, SQLite connections do not cross
- * fork(). */
-static struct gate *gate_start(const struct view_config *cfg,
-			       struct store_writer **writer)
+/* The store writer (journal, marks, audit rows) and the read-before-write
+ * gate, with its marks from earlier mounts. Without a usable store the
+ * view still works: no journal, marks in memory, refusals in the log only.
+ * Runs after the fork: the gate and the writer have threads, SQLite
+ * connections do not cross fork(). Returns 0 or -ENOMEM. */
+static int services_start(const struct view_config *cfg, struct view *v)
 {
 	char err[PATH_MAX + 256];
 	struct store *s;
-	struct gate *g;
 	int n;
 
-	*writer = NULL;
-	if (cfg->rbw == GATE_OFF)
-		return NULL;
-	g = gate_new((enum gate_mode)cfg->rbw, cfg->rbw_unlink, NULL);
-	if (!g)
-		return NULL;
-	if (store_open(cfg->home, &s, err, sizeof(err)) < 0) {
-		log_warn("read marks and audit rows are kept in memory and this log only: %s",
-			 err);
-		return g;
+	v->gate = NULL;
+	v->writer = NULL;
+	if (cfg->rbw != GATE_OFF) {
+		v->gate = gate_new((enum gate_mode)cfg->rbw, cfg->rbw_unlink, NULL);
+		if (!v->gate)
+			return -ENOMEM;
 	}
-	n = gate_load(g, s, cfg->user, cfg->thread);
+	if (store_open(cfg->home, &s, err, sizeof(err)) < 0) {
+		log_warn("no change journal; read marks and audit rows are kept in memory and this log only: %s",
+			 err);
+		return 0;
+	}
+	n = gate_load(v->gate, s, cfg->user, cfg->thread);
 	if (n < 0)
 		log_warn("read marks of earlier mounts are not used: %s", strerror(-n));
 	else if (n > 0)
 		log_info("%d read marks from earlier mounts", n);
-	*writer = store_writer_start(s, cfg->user, cfg->thread);
-	if (!*writer)
-		log_warn("read marks and audit rows are kept in memory and this log only: cannot start the store writer");
-	gate_set_writer(g, *writer);
-	return g;
+	v->writer = store_writer_start(s, cfg->user, cfg->thread);
+	if (!v->writer)
+		log_warn("no change journal; read marks and audit rows are kept in memory and this log only: cannot start the store writer");
+	gate_set_writer(v->gate, v->writer);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -681,9 +680,7 @@ int main(int argc, char **argv)
 	/* No request is served before the loop runs, so the gate may start
 	 * this late: its messages then go to the log. */
 	stage_sweep(&v);
-	struct store_writer *writer;
-	v.gate = gate_start(&o.view, &writer);
-	if (o.view.rbw != GATE_OFF && !v.gate) {
+	if (services_start(&o.view, &v) < 0) {
 		log_error("cannot start the read-before-write gate: out of memory");
 		fuse_session_unmount(se);
 		fuse_session_destroy(se);
@@ -698,7 +695,8 @@ int main(int argc, char **argv)
 	v.watch = NULL;
 	gate_free(v.gate);
 	v.gate = NULL;
-	store_writer_stop(writer);
+	store_writer_stop(v.writer);
+	v.writer = NULL;
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);

@@ -10,7 +10,9 @@
 #include "gate.h"
 #include "inode.h"
 #include "log.h"
+#include "journal.h"
 #include "names.h"
+#include "proc.h"
 #include "stage.h"
 #include "view.h"
 #include "watch.h"
@@ -81,6 +83,7 @@ struct open_file {
 	bool writer;		/* opened to modify (write access, O_TRUNC, create) */
 	bool authorized;	/* the gate let it modify; kept until close */
 	bool stageable;		/* its changes go to a stage (stage.h) */
+	bool journaled;		/* its change is in the journal already */
 };
 
 static struct open_file *fh_of(const struct fuse_file_info *fi)
@@ -195,22 +198,6 @@ static bool is_stage_area(const struct inode *dir, const char *name)
 	       !strcmp(name, STAGE_HIDDEN_NAME);
 }
 
-/* The command name of process PID ("?" if it is gone). */
-static void caller_comm(pid_t pid, char comm[static 64])
-{
-	char proc[64];
-	_cleanup_(closep) int fd = -1;
-
-	strcpy(comm, "?");
-	snprintf(proc, sizeof(proc), "/proc/%d/comm", (int)pid);
-	fd = open(proc, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t n = read(fd, comm, 63);
-		comm[n > 0 ? n : 0] = '\0';
-		comm[strcspn(comm, "\n")] = '\0';
-	}
-}
-
 /* Logs a refused request with enough context to act on it. */
 static void log_refusal(struct view *v, fuse_req_t req, struct inode *dir,
 			const char *name, const char *op, const char *why)
@@ -218,7 +205,7 @@ static void log_refusal(struct view *v, fuse_req_t req, struct inode *dir,
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	char path[PATH_MAX], comm[64];
 
-	caller_comm(ctx->pid, comm);
+	proc_comm(ctx->pid, comm);
 	log_warn("refused %s of '%s': %s (pid %d, %s)", op,
 		 inode_path(v->inodes, dir, name, path, sizeof(path)), why,
 		 (int)ctx->pid, comm);
@@ -269,7 +256,7 @@ static int gate_decide(struct view *v, fuse_req_t req, struct gate_ticket *t,
 		return 0;
 	if (!want)
 		virtual_path(v, dir, name, path, sizeof(path));
-	caller_comm(ctx->pid, comm);
+	proc_comm(ctx->pid, comm);
 	gate_report(v->gate, t, path, op, ctx->pid, comm);
 	return gate_mode(v->gate) == GATE_AUDIT ? 0 : -EACCES;
 }
@@ -405,6 +392,9 @@ static int drop_privs(struct view *v, fuse_req_t req, int fd, bool opath);
 struct change {
 	struct io io;
 	struct gate_ticket t;
+	struct view *v;
+	fuse_req_t req;
+	struct open_file *h;
 };
 
 static int change_begin(struct view *v, fuse_req_t req, struct inode *ino,
@@ -414,6 +404,9 @@ static int change_begin(struct view *v, fuse_req_t req, struct inode *ino,
 	struct open_file *h = fh_of(fi);
 	int r, fd;
 
+	c->v = v;
+	c->req = req;
+	c->h = h;
 	c->io = io_begin(v, ino, h->fd, true);
 	r = fi->writepage ? 0 : drop_privs(v, req, c->io.fd, false);
 	/* The kernel writing back a shared writable mapping is never refused:
@@ -444,6 +437,10 @@ static void change_end(struct change *c, ssize_t result, bool changed)
 	    result == -EFBIG)
 		stage_failed(c->io.ino, (int)-result);
 	handle_change_end(&c->t, c->io.fd, changed);
+	if (changed && !c->h->journaled) {
+		c->h->journaled = true;
+		journal_note(c->v, c->req, "modify", c->io.ino, NULL, NULL, NULL);
+	}
 	io_end(&c->io);
 }
 
@@ -824,6 +821,9 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 			return r;
 		r = apply_setattr(v, req, p.fd, io.fd, attr, valid);
 		gate_unlock(&t, r == 0 ? attr : NULL, resize);
+		if (r == 0 && (resize || (valid & FUSE_SET_ATTR_MODE)))
+			journal_note(v, req, resize ? "modify" : "chmod", ino, NULL,
+				     NULL, NULL);
 	}
 	if (r == 0) {
 		inode_note_attr(v->inodes, ino, attr);
@@ -910,6 +910,9 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return reply_status(req, r);
 	}
 
+	if (kind != MAKE_DIR)
+		journal_note(v, req, kind == MAKE_SYMLINK ? "symlink" : "create", dir,
+			     name, NULL, NULL);
 	fd = confine_lookup(p.fd, name);
 	if (fd >= 0 && kind == MAKE_DIR && gate_unlink(v->gate)) {
 		struct stat st;
@@ -971,6 +974,8 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	gate_end_name(&t, &fd);
 	if (r < 0)
 		watch_unexpect(v->watch, dir, name, false);
+	else if (!(flags & AT_REMOVEDIR))
+		journal_note(v, req, "delete", dir, name, NULL, NULL);
 	reply_status(req, r);
 }
 
@@ -1077,6 +1082,8 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 	note_moved(v, to, pt.fd, newname);
 	if (flags & RENAME_EXCHANGE)
 		note_moved(v, from, pf.fd, name);
+	else
+		journal_note(v, req, "rename", from, name, to, newname);
 	if (carry)
 		gate_carry_moved(v, &src, from, name, to, pt.fd, newname);
 	return 0;
@@ -1133,6 +1140,7 @@ static int do_link(struct view *v, fuse_req_t req, struct inode *ino,
 		watch_unexpect(v->watch, dir, newname, true);
 		return r;
 	}
+	journal_note(v, req, "create", dir, newname, NULL, NULL);
 	fd = fcntl(ps.fd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
 		return neg_errno();
@@ -1172,7 +1180,7 @@ static int fill_open_info(struct view *v, struct inode *ino,
 			  struct fuse_file_info *fi, int fd, bool writer,
 			  bool authorized)
 {
-	struct open_file *h = malloc(sizeof(*h));
+	struct open_file *h = calloc(1, sizeof(*h));
 
 	if (!h) {
 		close(fd);
@@ -1333,6 +1341,9 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 	if (r < 0)
 		return r;
 	fh_of(fi)->stageable = stageable;
+	fh_of(fi)->journaled = trunc;
+	if (trunc)
+		journal_note(v, req, "modify", ino, NULL, NULL, NULL);
 	/* Only a handle that stages has work to do at close(). */
 	fi->noflush = !stageable;
 	inode_open_ref(v->inodes, ino, writer);
@@ -1436,6 +1447,8 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 		return r;
 	}
 	fh_of(fi)->stageable = false;
+	fh_of(fi)->journaled = true;
+	journal_note(v, req, "create", dir, name, NULL, NULL);
 	fi->noflush = true;
 	inode_open_ref(v->inodes, node(v, e->ino), true);
 	return 0;

@@ -109,6 +109,13 @@ struct view {
 	struct timespec born;
 	struct watch *watch;		/* NULL: no host watch */
 	struct gate *gate;		/* read-before-write; NULL: off */
+	struct store_writer *writer;	/* the store's rows; NULL: none */
+	struct {			/* journal.c: the last caller's name */
+		pthread_mutex_t lock;
+		pid_t pid;
+		int64_t at_ns;
+		char comm[64];
+	} caller;
 	bool staging;
 	pthread_mutex_t stage_locks[STAGE_LOCKS];
 	pthread_rwlock_t name_locks[STAGE_LOCKS];	/* view_names_lock() */

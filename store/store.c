@@ -52,12 +52,19 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"  after_snapshot INTEGER REFERENCES snapshots (id),"
 	"  summary TEXT, receipt TEXT);"
 	"CREATE INDEX runs_by_thread ON runs (user, thread, id);",
+	/* 3 -> 4: the change journal of the views. */
+	"CREATE TABLE journal ("
+	"  id INTEGER PRIMARY KEY, user TEXT NOT NULL, thread TEXT NOT NULL,"
+	"  at_ns INTEGER NOT NULL, op TEXT NOT NULL, path TEXT NOT NULL,"
+	"  path2 TEXT, pid INTEGER NOT NULL, comm TEXT NOT NULL);"
+	"CREATE INDEX journal_by_thread ON journal (user, thread, at_ns);",
 };
 
 enum stmt_id {
 	ST_MARK_PUT, ST_MARK_DROP, ST_MARKS_EACH, ST_AUDIT_ADD, ST_AUDIT_EACH,
 	ST_SNAP_ADD, ST_SNAP_FILE_ADD, ST_SNAP_GET, ST_SNAP_FILES,
 	ST_BLOB_PUT, ST_BLOB_GET, ST_RUN_ADD, ST_RUN_GET, ST_RUN_END,
+	ST_JOURNAL_ADD, ST_JOURNAL_EACH,
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_COUNT
 };
 
@@ -91,6 +98,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 		       " after_snapshot, summary, receipt FROM runs WHERE id = ?",
 	[ST_RUN_END] = "UPDATE runs SET ended_ns = ?, after_snapshot = ?, summary = ?,"
 		       " receipt = ? WHERE id = ? AND ended_ns IS NULL",
+	[ST_JOURNAL_ADD] = "INSERT INTO journal (user, thread, at_ns, op, path, path2,"
+			   " pid, comm) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+	[ST_JOURNAL_EACH] = "SELECT at_ns, op, path, path2, pid, comm FROM journal"
+			    " WHERE user = ? AND thread = ? AND at_ns >= ? AND at_ns <= ?"
+			    " ORDER BY id",
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
@@ -708,4 +720,59 @@ int store_run_end(struct store *s, int64_t id, int64_t after_snapshot,
 	if (r == 0 && sqlite3_changes(s->db) != 1)
 		r = -EALREADY;
 	return r;
+}
+
+int store_journal_add(struct store *s, const char *user, const char *thread,
+		      const struct store_event *e)
+{
+	_stmt_ st = stmt(s, ST_JOURNAL_ADD);
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, e->at_ns);
+	sqlite3_bind_text(st, 4, e->op, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, e->path, -1, SQLITE_STATIC);
+	if (e->path2)
+		sqlite3_bind_text(st, 6, e->path2, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 7, (int)e->pid);
+	sqlite3_bind_text(st, 8, e->comm, -1, SQLITE_STATIC);
+	return exec_stmt(s, st, "record a journal row");
+}
+
+struct journal_ctx {
+	int (*fn)(void *arg, const struct store_event *e);
+	void *arg;
+};
+
+static int journal_row(sqlite3_stmt *st, void *ctx)
+{
+	struct journal_ctx *c = ctx;
+	struct store_event e = {
+		.at_ns = sqlite3_column_int64(st, 0),
+		.op = col_text(st, 1),
+		.path = col_text(st, 2),
+		.path2 = sqlite3_column_type(st, 3) == SQLITE_NULL ? NULL : col_text(st, 3),
+		.pid = (pid_t)sqlite3_column_int(st, 4),
+		.comm = col_text(st, 5),
+	};
+
+	return c->fn(c->arg, &e);
+}
+
+int store_journal_each(struct store *s, const char *user, const char *thread,
+		       int64_t from_ns, int64_t to_ns,
+		       int (*fn)(void *arg, const struct store_event *e), void *arg)
+{
+	_stmt_ st = stmt(s, ST_JOURNAL_EACH);
+	struct journal_ctx c = { fn, arg };
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, from_ns);
+	sqlite3_bind_int64(st, 4, to_ns);
+	return each_row(s, st, "read the journal", journal_row, &c);
 }

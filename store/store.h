@@ -22,7 +22,7 @@
 #include <sys/types.h>
 
 #define STORE_FILE "sbx.db"
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 struct store;
 
@@ -80,6 +80,22 @@ int store_audit_add(struct store *s, const struct store_audit *a);
 int store_audit_each(struct store *s, const char *user, const char *thread,
 		     int (*fn)(void *arg, const struct store_audit *a),
 		     void *arg);
+
+/* One change the view made under workspace or outputs: op is "create",
+ * "symlink", "modify", "chmod", "delete" or "rename" (PATH to PATH2). */
+struct store_event {
+	int64_t at_ns;
+	const char *op, *path, *path2;
+	pid_t pid;
+	const char *comm;
+};
+
+int store_journal_add(struct store *s, const char *user, const char *thread,
+		      const struct store_event *e);
+/* Calls FN for the thread's events from FROM_NS to TO_NS, oldest first. */
+int store_journal_each(struct store *s, const char *user, const char *thread,
+		       int64_t from_ns, int64_t to_ns,
+		       int (*fn)(void *arg, const struct store_event *e), void *arg);
 
 struct snapshot;
 

@@ -107,9 +107,42 @@ static int add(struct summary *s, size_t *cap, const char *status,
 	return 0;
 }
 
+static struct change *find_status(struct summary *s, const char *path,
+				   const char *status)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->changes[i].path, path) &&
+		    !strcmp(s->changes[i].status, status))
+			return &s->changes[i];
+	return NULL;
+}
+
+/* Joins the deletion and the creation a rename made into one change. */
+static void join_renames(struct summary *s, const struct summary_rename *r,
+			 size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct change *gone = find_status(s, r[i].from, "deleted");
+		struct change *made = find_status(s, r[i].to, "created");
+
+		if (!gone || !made)
+			continue;
+		made->status = "renamed";
+		made->old_path = gone->path;
+		made->before = gone->before;
+		gone->status = NULL;		/* dropped below */
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->changes[i].status)
+			s->changes[k++] = s->changes[i];
+	s->n = k;
+}
+
 int summary_compare(const struct snapshot *before, const struct snapshot *after,
-		    const struct summary_limits *limits, summary_content content,
-		    void *arg, struct summary *out)
+		    const struct summary_limits *limits,
+		    const struct summary_rename *renames, size_t nrenames,
+		    summary_content content, void *arg, struct summary *out)
 {
 	const struct snap_file **b = sorted(before), **a = sorted(after);
 	size_t i = 0, j = 0, cap = 0, left;
@@ -142,6 +175,8 @@ int summary_compare(const struct snapshot *before, const struct snapshot *after,
 			j++;
 		}
 	}
+	if (r == 0)
+		join_renames(out, renames, nrenames);
 	left = limits->max_total_diff_bytes;
 	for (size_t k = 0; k < out->n && r == 0; k++) {
 		struct change *c = &out->changes[k];
@@ -157,6 +192,7 @@ int summary_compare(const struct snapshot *before, const struct snapshot *after,
 		out->modified += !strcmp(c->status, "modified");
 		out->deleted += !strcmp(c->status, "deleted");
 		out->symlink_created += !strcmp(c->status, "symlink_created");
+		out->renamed += !strcmp(c->status, "renamed");
 		if (c->diff_truncated || (c->unavailable && !strcmp(c->unavailable, "large")))
 			out->truncated = true;
 	}

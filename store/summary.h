@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct summary_limits {
 	size_t max_files;		/* listed (200) */
@@ -32,6 +33,9 @@ struct summary_limits {
 struct change {
 	const char *path, *root;	/* point into the snapshots */
 	const char *status;		/* "created", "modified", ... */
+	const char *old_path;		/* "renamed": where it was before */
+	pid_t by_pid;			/* who, from the journal (0: unknown) */
+	const char *by_comm;
 	const struct snap_file *before, *after;	/* NULL where absent */
 	char *diff;			/* "" when unavailable */
 	bool diff_truncated;
@@ -42,7 +46,7 @@ struct change {
 struct summary {
 	struct change *changes;		/* every change, listed ones first */
 	size_t n, listed;
-	size_t created, modified, deleted, symlink_created;
+	size_t created, modified, deleted, symlink_created, renamed;
 	long additions, deletions;
 	bool truncated;
 	struct summary_limits limits;
@@ -53,10 +57,18 @@ struct summary {
 typedef int (*summary_content)(void *arg, const struct snap_file *f,
 			       char **data, size_t *len);
 
-/* Compares BEFORE with AFTER into OUT. Returns 0 or -ENOMEM. */
+/* A rename the view's journal saw during the run. */
+struct summary_rename {
+	const char *from, *to;
+};
+
+/* Compares BEFORE with AFTER into OUT. A path deleted and a path created
+ * that RENAMES (N of them) connect become one "renamed" change. Returns 0
+ * or -ENOMEM. */
 int summary_compare(const struct snapshot *before, const struct snapshot *after,
-		    const struct summary_limits *limits, summary_content content,
-		    void *arg, struct summary *out);
+		    const struct summary_limits *limits,
+		    const struct summary_rename *renames, size_t n,
+		    summary_content content, void *arg, struct summary *out);
 void summary_free(struct summary *s);
 
 /* True if the summary establishes any change (a summary is recorded only

@@ -11,7 +11,7 @@
 /* How long the thread lets rows gather after the first one arrives. */
 #define GATHER_NS (3 * 1000 * 1000)
 
-enum row_kind { ROW_MARK_PUT, ROW_MARK_DROP, ROW_AUDIT };
+enum row_kind { ROW_MARK_PUT, ROW_MARK_DROP, ROW_AUDIT, ROW_EVENT };
 
 struct row {
 	struct row *next;
@@ -19,6 +19,7 @@ struct row {
 	union {
 		struct store_mark mark;		/* strings point into text[] */
 		struct store_audit audit;
+		struct store_event event;
 	};
 	char text[];
 };
@@ -46,6 +47,9 @@ static void write_row(struct store_writer *w, const struct row *r)
 		break;
 	case ROW_AUDIT:
 		store_audit_add(w->store, &r->audit);
+		break;
+	case ROW_EVENT:
+		store_journal_add(w->store, w->user, w->thread, &r->event);
 		break;
 	}
 }
@@ -255,5 +259,21 @@ void store_writer_audit(struct store_writer *w, const struct store_audit *a)
 	r->audit.comm = put_text(r, &at, a->comm);
 	r->audit.reason = put_text(r, &at, a->reason);
 	r->audit.mode = put_text(r, &at, a->mode);
+	enqueue(w, r);
+}
+
+void store_writer_event(struct store_writer *w, const struct store_event *e)
+{
+	size_t at = 0, text = strlen(e->op) + strlen(e->path) + strlen(e->comm) + 3 +
+			      (e->path2 ? strlen(e->path2) + 1 : 0);
+	struct row *r = row_new(w, ROW_EVENT, text);
+
+	if (!r)
+		return;
+	r->event = *e;
+	r->event.op = put_text(r, &at, e->op);
+	r->event.path = put_text(r, &at, e->path);
+	r->event.path2 = e->path2 ? put_text(r, &at, e->path2) : NULL;
+	r->event.comm = put_text(r, &at, e->comm);
 	enqueue(w, r);
 }

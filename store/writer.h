@@ -28,6 +28,7 @@ void store_writer_stop(struct store_writer *w);
 void store_writer_mark_put(struct store_writer *w, const struct store_mark *m);
 void store_writer_mark_drop(struct store_writer *w, const char *path);
 void store_writer_audit(struct store_writer *w, const struct store_audit *a);
+void store_writer_event(struct store_writer *w, const struct store_event *e);
 
 /* Waits until every row queued before the call is written (tests, and
  * sbxfs before it reports an unmount). */

@@ -59,7 +59,7 @@ START_TEST(test_runs_report_view_and_host_changes)
 	char cmd[64];
 	snprintf(cmd, sizeof(cmd), "run end %s", run);
 	char *text = sbx(cmd);
-	ck_assert_msg(strstr(text, "6 files changed (3 created, 1 modified, 1 deleted, 1 symlinks)") &&
+	ck_assert_msg(strstr(text, "6 files changed (3 created, 1 modified, 1 deleted, 0 renamed, 1 symlinks)") &&
 		      strstr(text, "-two\n+2\n"), "%s", text);
 	SAME(changes_py(run, "s=d[\"summary\"]; print(d[\"available\"], s[\"created\"], s[\"modified\"],"
 			" s[\"deleted\"], s[\"symlink_created\"], s[\"additions\"], s[\"deletions\"], s[\"truncated\"]);"
@@ -79,6 +79,30 @@ START_TEST(test_runs_report_view_and_host_changes)
 	SAME(sbx(cmd), text);
 	ck_assert_int_eq(STATUS("'%s' --home '%s' run end %s 2>/dev/null", test_bin("sbx"),
 				V.home, run), 1);
+}
+END_TEST
+
+/* The view's journal names renames and the process behind each change;
+ * a change made on the host has no such name. */
+START_TEST(test_runs_journal_renames_and_callers)
+{
+	const char *ws = vpath(&V, "user-data/workspace");
+
+	OK("cd '%s' && printf 'a\\nb\\n' > old.txt && echo x > m.txt", ws);
+	char *run = begin(), cmd[64];
+	OK("cd '%s' && mv old.txt mid.txt && mv mid.txt new.txt && cat m.txt > /dev/null &&"
+	   " echo y > m.txt", ws);
+	ck_assert_int_eq(write_file(hpath(&V, "user-data/workspace/host.txt"), "h\n"), 0);
+	usleep(200000);		/* the journal reaches the store within ms */
+	snprintf(cmd, sizeof(cmd), "run end %s", run);
+	sbx(cmd);
+	SAME(changes_py(run, "print(d[\"summary\"][\"renamed\"]);"
+			" [print(f[\"path\"], f[\"status\"], f[\"old_path\"],"
+			" (f[\"changed_by\"] or {}).get(\"command\")) for f in d[\"files\"]]"),
+	     "1\n"
+	     "/mnt/user-data/workspace/host.txt created None None\n"
+	     "/mnt/user-data/workspace/m.txt modified None sh\n"
+	     "/mnt/user-data/workspace/new.txt renamed /mnt/user-data/workspace/old.txt mv\n");
 }
 END_TEST
 
@@ -190,6 +214,7 @@ Suite *suite_view_runs(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_runs_report_view_and_host_changes);
+	tcase_add_test(tc, test_runs_journal_renames_and_callers);
 	tcase_add_test(tc, test_runs_without_changes_record_no_summary);
 	tcase_add_test(tc, test_runs_over_the_scan_limit);
 	tcase_add_test(tc, test_runs_diff_budget);

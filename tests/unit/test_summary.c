@@ -82,7 +82,7 @@ START_TEST(test_summary_statuses_and_counts)
 
 	build(&b, before, 5, false);
 	build(&a, after, 6, false);
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
 	ck_assert_int_eq(s.n, 6);
 	ck_assert_str_eq(find(&s, W "del.txt")->status, "deleted");
 	ck_assert_str_eq(find(&s, W "new.txt")->status, "created");
@@ -126,7 +126,7 @@ START_TEST(test_summary_reason_precedence_and_large)
 
 	build(&b, before, 2, false);
 	build(&a, after, 2, false);
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
 	ck_assert_str_eq(find(&s, W "a")->unavailable, "symlink");
 	ck_assert_str_eq(find(&s, W "b")->unavailable, "large");
 	ck_assert(s.truncated);		/* a large file's change is not shown */
@@ -152,7 +152,7 @@ START_TEST(test_summary_diff_budget_and_listing_limit)
 	}
 	build(&b, NULL, 0, false);
 	build(&a, after, 5, false);
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
 	ck_assert_int_eq(s.n, 5);
 	ck_assert_int_eq(s.listed, 3);
 	ck_assert_int_eq(s.created, 5);
@@ -182,7 +182,7 @@ START_TEST(test_summary_truncated_snapshots_report_only_what_both_saw)
 
 	build(&b, before, 2, true);
 	build(&a, after, 2, true);
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
 	ck_assert_int_eq(s.n, 1);
 	ck_assert_str_eq(s.changes[0].path, W "both");
 	ck_assert(s.truncated);
@@ -192,7 +192,7 @@ START_TEST(test_summary_truncated_snapshots_report_only_what_both_saw)
 	/* Only the later one truncated: creations still show, deletions not. */
 	build(&a, after, 2, true);
 	b.truncated = false;
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
 	ck_assert_int_eq(s.n, 2);
 	ck_assert_str_eq(find(&s, W "only-after")->status, "created");
 	ck_assert_ptr_null(find(&s, W "only-before"));
@@ -203,8 +203,41 @@ START_TEST(test_summary_truncated_snapshots_report_only_what_both_saw)
 	/* Nothing at all: no change can be established. */
 	build(&b, before, 2, false);
 	build(&a, before, 2, false);
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
 	ck_assert(!summary_has_changes(&s));
+	summary_free(&s);
+	snapshot_free(&b);
+	snapshot_free(&a);
+}
+END_TEST
+
+/* The journal saw a.txt renamed to b.txt (and edited): one change. */
+START_TEST(test_summary_renames_join_a_deletion_and_a_creation)
+{
+	const struct fake before[] = { { .path = W "a.txt", .text = "1\n2\n" },
+				       { .path = W "x", .text = "x\n" } };
+	const struct fake after[] = { { .path = W "b.txt", .text = "1\n3\n" },
+				      { .path = W "y", .text = "x\n" } };
+	const struct summary_rename r[] = { { W "a.txt", W "b.txt" },
+					    { W "nope", W "y" } };
+	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
+	struct snapshot b, a;
+	struct summary s;
+
+	build(&b, before, 2, false);
+	build(&a, after, 2, false);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, r, 2, content, NULL, &s), 0);
+	ck_assert_int_eq(s.n, 3);
+	const struct change *c = find(&s, W "b.txt");
+	ck_assert_str_eq(c->status, "renamed");
+	ck_assert_str_eq(c->old_path, W "a.txt");
+	ck_assert_int_eq(c->additions, 1);
+	ck_assert_int_eq(c->deletions, 1);
+	ck_assert_ptr_null(find(&s, W "a.txt"));
+	/* A rename the snapshots do not show stays what they show. */
+	ck_assert_str_eq(find(&s, W "x")->status, "deleted");
+	ck_assert_str_eq(find(&s, W "y")->status, "created");
+	ck_assert_int_eq(s.renamed, 1);
 	summary_free(&s);
 	snapshot_free(&b);
 	snapshot_free(&a);
@@ -220,6 +253,7 @@ Suite *suite_unit_summary(void)
 	tcase_add_test(tc, test_summary_reason_precedence_and_large);
 	tcase_add_test(tc, test_summary_diff_budget_and_listing_limit);
 	tcase_add_test(tc, test_summary_truncated_snapshots_report_only_what_both_saw);
+	tcase_add_test(tc, test_summary_renames_join_a_deletion_and_a_creation);
 	suite_add_tcase(s, tc);
 	return s;
 }
