@@ -37,6 +37,18 @@ int thread_args_parse(const char *command, const char *usage, int argc,
 		      char **argv, const char *home, bool takes_max_files,
 		      struct thread_args *a);
 
+/* "scanning: N files" on standard error while a long scan runs, if it is
+ * a terminal; at most ten updates a second. */
+struct scan_progress {
+	bool tty;
+	long last_ms;
+};
+
+void scan_progress_init(struct scan_progress *p);
+void scan_progress_show(struct scan_progress *p, size_t files);
+/* Clears the line again. */
+void scan_progress_done(struct scan_progress *p);
+
 int cmd_audit(int argc, char **argv, const char *home);
 int cmd_snapshot(int argc, char **argv, const char *home);
 int cmd_run(int argc, char **argv, const char *home);

@@ -54,11 +54,21 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Keeps the content of each text file in the store. */
+/* A run's scan: contents go to the store, progress to the terminal. */
+struct scan {
+	struct store *store;
+	struct scan_progress progress;
+};
+
 static int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data,
 		     size_t len)
 {
-	return store_blob_put(arg, f->sha256, data, len);
+	return store_blob_put(((struct scan *)arg)->store, f->sha256, data, len);
+}
+
+static void show_progress(void *arg, size_t files)
+{
+	scan_progress_show(&((struct scan *)arg)->progress, files);
 }
 
 static int load_blob(void *arg, const struct snap_file *f, char **data,
@@ -83,9 +93,12 @@ static int take(struct store *s, const char *home, const char *user,
 		return ws;
 	}
 	out = home_thread_dir_open(homefd, user, thread, THREAD_OUTPUTS);
+	struct scan scan = { .store = s };
+	scan_progress_init(&scan.progress);
 	r = store_begin(s);
 	if (r == 0)
-		r = snapshot_take(ws, out, max, NULL, keep_blob, s, snap);
+		r = snapshot_take(ws, out, max, show_progress, keep_blob, &scan, snap);
+	scan_progress_done(&scan.progress);
 	if (r == 0)
 		r = store_commit(s);
 	if (r < 0) {

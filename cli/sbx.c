@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef SBX_VERSION
@@ -189,6 +190,36 @@ int thread_args_parse(const char *command, const char *usage, int argc,
 	if (resolve_home(command, home, a->home, sizeof(a->home)) < 0)
 		return 2;
 	return -1;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void scan_progress_init(struct scan_progress *p)
+{
+	p->tty = isatty(STDERR_FILENO);
+	p->last_ms = now_ms();
+}
+
+void scan_progress_show(struct scan_progress *p, size_t files)
+{
+	long now = now_ms();
+
+	if (!p->tty || now - p->last_ms < 100)
+		return;
+	p->last_ms = now;
+	fprintf(stderr, "\rscanning: %zu files", files);
+}
+
+void scan_progress_done(struct scan_progress *p)
+{
+	if (p->tty)
+		fputs("\r\033[K", stderr);
 }
 
 static int cmd_umount(int argc, char **argv)

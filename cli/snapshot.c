@@ -38,23 +38,9 @@ static const char snapshot_usage[] =
 	"  --format json   {\"id\", \"truncated\", \"files\": [{path, root, kind, size,\n"
 	"                  mtime_ns, sha256, binary, sensitive, large, target}]}\n";
 
-struct progress {
-	bool tty;
-	struct timespec last;
-};
-
 static void show_progress(void *arg, size_t files)
 {
-	struct progress *p = arg;
-	struct timespec now;
-
-	if (!p->tty)
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if ((now.tv_sec - p->last.tv_sec) * 1000 + (now.tv_nsec - p->last.tv_nsec) / 1000000 < 100)
-		return;
-	p->last = now;
-	fprintf(stderr, "\rscanning: %zu files", files);
+	scan_progress_show(arg, files);
 }
 
 static void hex(const uint8_t *h, char out[65])
@@ -124,7 +110,7 @@ static int print_json(int64_t id, const struct snapshot *s)
 int cmd_snapshot(int argc, char **argv, const char *home)
 {
 	_cleanup_(closep) int homefd = -1, ws = -1, out = -1;
-	struct progress prog = { .tty = isatty(STDERR_FILENO) };
+	struct scan_progress prog;
 	char err[PATH_MAX + 256];
 	struct thread_args a;
 	struct snapshot snap;
@@ -146,11 +132,10 @@ int cmd_snapshot(int argc, char **argv, const char *home)
 	}
 	out = home_thread_dir_open(homefd, a.user, a.thread, THREAD_OUTPUTS);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	clock_gettime(CLOCK_MONOTONIC, &prog.last);
+	scan_progress_init(&prog);
 	r = snapshot_take(ws, out, max, show_progress, NULL, &prog, &snap);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	if (prog.tty)
-		fputs("\r\033[K", stderr);
+	scan_progress_done(&prog);
 	if (r < 0) {
 		fprintf(stderr, "sbx: snapshot: cannot scan %s/%s: %s\n", a.user, a.thread,
 			strerror(-r));
