@@ -3,6 +3,7 @@
 #include "diff.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,20 +118,40 @@ static struct change *find_status(struct summary *s, const char *path,
 	return NULL;
 }
 
-/* Joins the deletion and the creation a rename made into one change. */
+/* Makes the deletion of OLD and the creation of NEW one change. */
+static void join(struct summary *s, const char *old, const char *new)
+{
+	struct change *gone = find_status(s, old, "deleted");
+	struct change *made = find_status(s, new, "created");
+
+	if (!gone || !made)
+		return;
+	made->status = "renamed";
+	made->old_path = gone->path;
+	made->before = gone->before;
+	gone->status = NULL;		/* dropped by join_renames() */
+}
+
+/* Joins the deletions and creations renames made: of a file, or of every
+ * file below a renamed directory. */
 static void join_renames(struct summary *s, const struct summary_rename *r,
 			 size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		struct change *gone = find_status(s, r[i].from, "deleted");
-		struct change *made = find_status(s, r[i].to, "created");
+	char moved[8192];
 
-		if (!gone || !made)
-			continue;
-		made->status = "renamed";
-		made->old_path = gone->path;
-		made->before = gone->before;
-		gone->status = NULL;		/* dropped below */
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(r[i].from);
+
+		join(s, r[i].from, r[i].to);
+		for (size_t k = 0; k < s->n; k++) {
+			const char *p = s->changes[k].path;
+			if (!s->changes[k].status || strcmp(s->changes[k].status, "deleted") ||
+			    strncmp(p, r[i].from, len) || p[len] != '/')
+				continue;
+			if ((size_t)snprintf(moved, sizeof(moved), "%s%s", r[i].to, p + len) <
+			    sizeof(moved))
+				join(s, p, moved);
+		}
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < s->n; i++)

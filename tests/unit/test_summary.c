@@ -244,6 +244,33 @@ START_TEST(test_summary_renames_join_a_deletion_and_a_creation)
 }
 END_TEST
 
+/* A renamed directory: each file below it is one renamed change. */
+START_TEST(test_summary_a_renamed_directory_renames_its_files)
+{
+	const struct fake before[] = { { .path = W "src/a.c", .text = "a\n" },
+				       { .path = W "src/sub/b.c", .text = "b\n" },
+				       { .path = W "srcx/c.c", .text = "c\n" } };
+	const struct fake after[] = { { .path = W "lib/a.c", .text = "a\n" },
+				      { .path = W "lib/sub/b.c", .text = "b\n" },
+				      { .path = W "srcx/c.c", .text = "c\n" } };
+	const struct summary_rename r[] = { { W "src", W "lib" } };
+	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
+	struct snapshot b, a;
+	struct summary s;
+
+	build(&b, before, 3, false);
+	build(&a, after, 3, false);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, r, 1, content, NULL, &s), 0);
+	ck_assert_int_eq(s.n, 2);
+	ck_assert_str_eq(find(&s, W "lib/a.c")->old_path, W "src/a.c");
+	ck_assert_str_eq(find(&s, W "lib/sub/b.c")->old_path, W "src/sub/b.c");
+	ck_assert_int_eq(s.renamed, 2);
+	summary_free(&s);
+	snapshot_free(&b);
+	snapshot_free(&a);
+}
+END_TEST
+
 Suite *suite_unit_summary(void)
 {
 	Suite *s = suite_create("unit_summary");
@@ -254,6 +281,7 @@ Suite *suite_unit_summary(void)
 	tcase_add_test(tc, test_summary_diff_budget_and_listing_limit);
 	tcase_add_test(tc, test_summary_truncated_snapshots_report_only_what_both_saw);
 	tcase_add_test(tc, test_summary_renames_join_a_deletion_and_a_creation);
+	tcase_add_test(tc, test_summary_a_renamed_directory_renames_its_files);
 	suite_add_tcase(s, tc);
 	return s;
 }
