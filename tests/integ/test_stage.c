@@ -456,6 +456,24 @@ START_TEST(test_stage_lookups_racing_publication_find_one_node)
 }
 END_TEST
 
+/* Four processes doing random file operations on shared files for a few
+ * seconds: no unexpected error, the daemon alive, nothing left in the
+ * staging area, and the view showing exactly what the host holds. */
+START_TEST(test_stage_concurrent_random_operations)
+{
+	const char *stress = "tests/tools/stress.py";
+
+	OK("mkdir '%s'", ws("shared"));
+	OK("pids=; for s in 1 2 3 4; do python3 %s '%s' $s 3 > /dev/null & pids=\"$pids $!\"; done;"
+	   " fail=0; for p in $pids; do wait $p || fail=1; done; exit $fail", stress,
+	   ws("shared"));
+	ck_assert_int_eq(sh("stat '%s' > /dev/null", ws("shared")), 0);	/* alive */
+	ck_assert_int_eq(sh("test -z \"$(ls -A '%s')\"", hpath(&V, ".stage")), 0);
+	EQ_OUT("", "cd '%s' && for f in *; do cmp -s \"$f\" '%s'/\"$f\" || echo \"$f differs\"; done",
+	       ws("shared"), host("shared"));
+}
+END_TEST
+
 Suite *suite_view_stage(void)
 {
 	Suite *s = suite_create("view_stage");
@@ -480,6 +498,7 @@ Suite *suite_view_stage(void)
 	tcase_add_test(tc, test_stage_no_space_keeps_the_previous_file);
 	tcase_add_test(tc, test_stage_a_killed_daemon_leaves_old_or_new);
 	tcase_add_test(tc, test_stage_lookups_racing_publication_find_one_node);
+	tcase_add_test(tc, test_stage_concurrent_random_operations);
 	suite_add_tcase(s, tc);
 	return s;
 }
