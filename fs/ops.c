@@ -974,8 +974,13 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	gate_end_name(&t, &fd);
 	if (r < 0)
 		watch_unexpect(v->watch, dir, name, false);
-	else if (!(flags & AT_REMOVEDIR))
+	else if (!(flags & AT_REMOVEDIR)) {
 		journal_note(v, req, "delete", dir, name, NULL, NULL);
+		if (v->gate && v->writer) {	/* its stored mark names nothing now */
+			char path[PATH_MAX];
+			gate_forget_path(v->gate, virtual_path(v, dir, name, path, sizeof(path)));
+		}
+	}
 	reply_status(req, r);
 }
 
