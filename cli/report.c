@@ -172,18 +172,22 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 		const char *why = str(f, "diff_unavailable_reason");
 		long long add = num(f, "additions"), del = num(f, "deletions");
 
+		const json_t *by = json_object_get(f, "changed_by");
+
 		fprintf(out, " %-*s | %-15s ", (int)width, str(f, "path"), str(f, "status"));
-		if (*why && strcmp(why, "truncated"))
-			fprintf(out, "%s: metadata only\n", why);
-		else {
+		if (*why && strcmp(why, "truncated")) {
+			fprintf(out, "%s: metadata only", why);
+		} else {
 			fprintf(out, "%lld ", add + del);
 			for (long long k = 0; k < add && k < 40; k++)
 				fputs(color ? "\033[32m+\033[0m" : "+", out);
 			for (long long k = 0; k < del && k < 40; k++)
 				fputs(color ? "\033[31m-\033[0m" : "-", out);
 			fputs(*why ? " (diff over the budget)" : "", out);
-			fputc('\n', out);
 		}
+		if (json_is_object(by))
+			fprintf(out, "  (by %s)", str(by, "command"));
+		fputc('\n', out);
 		if (*str(f, "old_path"))
 			fprintf(out, " %-*s   (renamed from %s)\n", (int)width, "", str(f, "old_path"));
 	}
