@@ -356,6 +356,19 @@ static void attribute(struct summary *s, const struct journal *j)
 		}
 }
 
+/* True if a view of USER's THREAD is mounted (its fsname says whose). */
+static bool view_mounted(const char *user, const char *thread)
+{
+	_cleanup_(fclosep) FILE *f = fopen("/proc/self/mounts", "re");
+	char line[4096], want[600];
+
+	snprintf(want, sizeof(want), "sbxfs:%s/%s ", user, thread);
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, want, strlen(want)))
+			return true;
+	return false;
+}
+
 static int run_end(int argc, char **argv, const char *home)
 {
 	struct journal journal = { 0 };
@@ -385,6 +398,10 @@ static int run_end(int argc, char **argv, const char *home)
 	}
 	limits.max_scanned_files = before.n > limits.max_scanned_files ? before.n
 								    : limits.max_scanned_files;
+	/* A mounted view's journal commits its events a few milliseconds
+	 * after the change (store/writer.h): give the last ones that time. */
+	if (view_mounted(run.user, run.thread))
+		usleep(25000);
 	r = take(s, a.home, run.user, run.thread, limits.max_scanned_files, &after, &after_id);
 	if (r < 0) {
 		snapshot_free(&before);
