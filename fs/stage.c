@@ -265,6 +265,15 @@ void stage_attr(struct inode *ino, struct stat *st)
 
 /* ---- making a stage ----------------------------------------------------- */
 
+/* True if FD already has extended attribute NAME with VALUE (LEN bytes). */
+static bool same_xattr(int fd, const char *name, const void *value, size_t len)
+{
+	char cur[256];
+	ssize_t n = len <= sizeof(cur) ? fgetxattr(fd, name, cur, sizeof(cur)) : -1;
+
+	return n == (ssize_t)len && !memcmp(cur, value, len);
+}
+
 /* Gives the new file FD, made by this process with the permission bits
  * of ST, the owner, group, special mode bits and extended attributes
  * (POSIX ACLs among them) of the file read through RFD, attributes ST. */
@@ -298,7 +307,11 @@ static int copy_metadata(int fd, int rfd, const struct stat *st)
 		if (!value)
 			return -ENOMEM;
 		n = fgetxattr(rfd, name, value, (size_t)n);
-		if (n < 0 || fsetxattr(fd, name, value, (size_t)n, 0) < 0)
+		if (n < 0)
+			return neg_errno();
+		if (same_xattr(fd, name, value, (size_t)n))
+			continue;	/* e.g. a security label the new file got */
+		if (fsetxattr(fd, name, value, (size_t)n, 0) < 0)
 			return neg_errno();
 	}
 	return 0;
