@@ -58,12 +58,24 @@ static int64_t now_ns(void)
 struct scan {
 	struct store *store;
 	struct scan_progress progress;
+	unsigned kept;		/* contents in the open transaction */
 };
 
+/* Contents are written in transactions of 256, so a long scan never
+ * keeps the store's write lock from the daemons for long. */
 static int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data,
 		     size_t len)
 {
-	return store_blob_put(((struct scan *)arg)->store, f->sha256, data, len);
+	struct scan *sc = arg;
+	int r = sc->kept == 0 ? store_begin(sc->store) : 0;
+
+	if (r == 0)
+		r = store_blob_put(sc->store, f->sha256, data, len);
+	if (r == 0 && ++sc->kept == 256) {
+		sc->kept = 0;
+		r = store_commit(sc->store);
+	}
+	return r;
 }
 
 static void show_progress(void *arg, size_t files)
@@ -95,11 +107,9 @@ static int take(struct store *s, const char *home, const char *user,
 	out = home_thread_dir_open(homefd, user, thread, THREAD_OUTPUTS);
 	struct scan scan = { .store = s };
 	scan_progress_init(&scan.progress);
-	r = store_begin(s);
-	if (r == 0)
-		r = snapshot_take(ws, out, max, show_progress, keep_blob, &scan, snap);
+	r = snapshot_take(ws, out, max, show_progress, keep_blob, &scan, snap);
 	scan_progress_done(&scan.progress);
-	if (r == 0)
+	if (r == 0 && scan.kept)
 		r = store_commit(s);
 	if (r < 0) {
 		store_rollback(s);
