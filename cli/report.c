@@ -84,7 +84,7 @@ json_t *report_summary(const struct summary *s, int64_t run)
 	}
 	if (!files)
 		return NULL;
-	return json_pack("{s:i, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}, s:o, s:I,"
+	return json_pack("{s:i, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:b}, s:o, s:I,"
 			 " s:{s:I, s:I, s:I, s:I}}",
 			 "version", 1, "run", (json_int_t)run, "summary",
 			 "created", (json_int_t)s->created,
@@ -94,7 +94,7 @@ json_t *report_summary(const struct summary *s, int64_t run)
 			 "renamed", (json_int_t)s->renamed,
 			 "additions", (json_int_t)s->additions,
 			 "deletions", (json_int_t)s->deletions,
-			 "truncated", s->truncated, "files", files,
+			 "truncated", s->truncated, "complete", s->complete, "files", files,
 			 "files_total", (json_int_t)s->n, "limits",
 			 "max_files", (json_int_t)s->limits.max_files,
 			 "max_scanned_files", (json_int_t)s->limits.max_scanned_files,
@@ -163,8 +163,10 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 		num(sum, "symlink_created"),
 		num(sum, "additions"), num(sum, "additions") == 1 ? "" : "s",
 		num(sum, "deletions"), num(sum, "deletions") == 1 ? "" : "s",
-		json_is_true(json_object_get(sum, "truncated"))
-			? "\n  (truncated: a limit was reached, see docs/changes.md)" : "");
+		!json_is_true(json_object_get(sum, "truncated")) ? ""
+		: json_is_true(json_object_get(sum, "complete"))
+			? "\n  (truncated: not every file or diff is shown; every change is counted)"
+			: "\n  (truncated: a scan was cut short, so changes may be missing; see docs/changes.md)");
 	json_array_foreach(files, i, f)
 		if (strlen(str(f, "path")) > width)
 			width = strlen(str(f, "path"));
@@ -306,7 +308,10 @@ void report_html(FILE *out, const json_t *p, const char *who)
 		"<span class=\"minus\">-%lld</span></span>\n",
 		num(sum, "additions"), num(sum, "deletions"));
 	if (json_is_true(json_object_get(sum, "truncated")))
-		fputs("<span class=\"badge trunc\">truncated: a limit was reached, so this report may be incomplete</span>\n", out);
+		fputs(json_is_true(json_object_get(sum, "complete"))
+		      ? "<span class=\"badge trunc\">truncated: not every file or diff is shown; every change is counted</span>\n"
+		      : "<span class=\"badge trunc\">truncated: a scan was cut short, so changes may be missing</span>\n",
+		      out);
 	fputs("</p>\n", out);
 	if ((long long)json_array_size(files) < num(p, "files_total"))
 		fprintf(out, "<p>%zu of %lld changed files are listed.</p>\n",

@@ -406,19 +406,33 @@ static int run_end(int argc, char **argv, const char *home)
 			strerror(-r));
 		goto fail;
 	}
-	limits.max_scanned_files = before.n > limits.max_scanned_files ? before.n
-								    : limits.max_scanned_files;
 	/* A mounted view's journal commits its events a few milliseconds
 	 * after the change (store/writer.h): give the last ones that time. */
 	if (view_mounted(run.user, run.thread))
 		usleep(25000);
+	r = store_journal_each(s, run.user, run.thread, run.begun_ns, now_ns(),
+			       journal_row, &journal);
+	if (r < 0) {
+		snapshot_free(&before);
+		journal_free(&journal);
+		goto fail;
+	}
+	/* The thread is known to hold as many files as it did, plus those
+	 * the views created: the second scan may see that many, so a run
+	 * that only added files through a view is scanned whole. */
+	size_t made = 0;
+	for (size_t i = 0; i < journal.nevents; i++)
+		made += !strcmp(journal.events[i].op, "create") ||
+			!strcmp(journal.events[i].op, "symlink");
+	if (before.n > limits.max_scanned_files)
+		limits.max_scanned_files = before.n;
+	limits.max_scanned_files += made;
 	r = take(s, a.home, run.user, run.thread, limits.max_scanned_files, &after, &after_id);
 	if (r < 0) {
 		snapshot_free(&before);
+		journal_free(&journal);
 		goto fail;
 	}
-	r = store_journal_each(s, run.user, run.thread, run.begun_ns, now_ns(),
-			       journal_row, &journal);
 	if (r == 0)
 		r = summary_compare(&before, &after, &limits, journal.renames,
 				    journal.nrenames, load_blob, s, &sum);

@@ -220,6 +220,7 @@ int summary_compare(const struct snapshot *before, const struct snapshot *after,
 	out->listed = out->n < limits->max_files ? out->n : limits->max_files;
 	out->truncated |= before->truncated || after->truncated ||
 			  out->n > limits->max_files;
+	out->complete = !before->truncated && !after->truncated;
 done:
 	free(b);
 	free(a);
