@@ -71,7 +71,10 @@ $(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC))
 deps:
 	@mount-helpers/install-deps
 
-check: deps
+test-deps:
+	@mount-helpers/install-deps --tests
+
+check: test-deps
 	@$(MAKE) --no-print-directory all $(OBJ)/tests/check_sbxfs
 	@SBX_BIN=$(CURDIR)/$(BIN) tests/run-tests $(CURDIR)/$(OBJ)/tests/check_sbxfs
 
@@ -99,6 +102,6 @@ install: all
 clean:
 	rm -rf build bin
 
-.PHONY: all deps check bench demo install clean
+.PHONY: all deps test-deps check bench demo install clean
 
 -include $(shell find build -name '*.d' 2>/dev/null)
