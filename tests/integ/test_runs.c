@@ -197,14 +197,14 @@ START_TEST(test_runs_html_report_renders)
 	ck_assert_int_ne(STATUS("grep -Eiq '<script|src=|href=|url\\(' '%s/r.html'", dir), 0);
 	/* The page as Chromium builds it: the list, an escaped diff line,
 	 * the reasons for the metadata-only entries. */
-	char *dom = OUT("cd '%s' && chromium --headless --no-sandbox --disable-gpu --dump-dom"
+	char *dom = OUT("cd '%s' && chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --dump-dom"
 			" file://%s/r.html 2>/dev/null", dir, dir);
 	ck_assert_msg(strstr(dom, "notes.txt") && strstr(dom, "secret_token.txt") &&
 		      strstr(dom, "pic.png") && strstr(dom, "+&lt;b&gt;two&lt;/b&gt;") &&
 		      strstr(dom, "never read or shown") && strstr(dom, "is not shown"),
 		      "%.3000s", dom);
 	/* And a screenshot with content in it (a blank page is a few KB). */
-	OK("cd '%s' && chromium --headless --no-sandbox --disable-gpu --window-size=1000,900"
+	OK("cd '%s' && chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --window-size=1000,900"
 	   " --screenshot='%s/shot.png' file://%s/r.html > /dev/null 2>&1", dir, dir, dir);
 	ck_assert_int_eq(STATUS("test \"$(stat -c %%s '%s/shot.png')\" -gt 20000", dir), 0);
 }
