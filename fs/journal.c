@@ -19,16 +19,6 @@ static bool journaled(struct view *v, struct inode *dir)
 	       (!strcmp(root->name, "workspace") || !strcmp(root->name, "outputs"));
 }
 
-static void vpath(struct view *v, struct inode *dir, const char *name,
-		  char *buf, size_t size)
-{
-	static const char prefix[] = "/mnt/";
-
-	snprintf(buf, size, "%s", prefix);
-	inode_path(v->inodes, dir, name, buf + sizeof(prefix) - 1,
-		   size - (sizeof(prefix) - 1));
-}
-
 /* The command name of PID, read from /proc at most every 100 ms for the
  * same process: a tool making thousands of changes pays for one read. */
 static void caller_name(struct view *v, pid_t pid, int64_t now, char comm[64])
@@ -60,9 +50,9 @@ void journal_note(struct view *v, fuse_req_t req, const char *op,
 		return;
 	clock_gettime(CLOCK_REALTIME, &now);
 	int64_t at = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-	vpath(v, dir, name, path, sizeof(path));
+	view_path(v, dir, name, path, sizeof(path));
 	if (dir2)
-		vpath(v, dir2, name2, path2, sizeof(path2));
+		view_path(v, dir2, name2, path2, sizeof(path2));
 	caller_name(v, ctx->pid, at, comm);
 	struct store_event e = {
 		.at_ns = at,

@@ -211,19 +211,6 @@ static void log_refusal(struct view *v, fuse_req_t req, struct inode *dir,
 		 (int)ctx->pid, comm);
 }
 
-/* The path a thread's tools use for DIR/NAME (NAME may be NULL):
- * "/mnt/user-data/workspace/a.txt". Returns BUF. */
-static char *virtual_path(struct view *v, struct inode *dir, const char *name,
-			  char *buf, size_t size)
-{
-	static const char prefix[] = "/mnt/";
-
-	snprintf(buf, size, "%s", prefix);
-	inode_path(v->inodes, dir, name, buf + sizeof(prefix) - 1,
-		   size - (sizeof(prefix) - 1));
-	return buf;
-}
-
 static bool is_vcs_dir(const char *name)
 {
 	return !strcmp(name, ".git") || !strcmp(name, ".hg") ||
@@ -251,11 +238,11 @@ static int gate_decide(struct view *v, fuse_req_t req, struct gate_ticket *t,
 		return 0;
 
 	if (want)
-		virtual_path(v, dir, name, path, sizeof(path));
+		view_path(v, dir, name, path, sizeof(path));
 	if (gate_check(t, st, fd, want ? path : NULL) == GATE_OK)
 		return 0;
 	if (!want)
-		virtual_path(v, dir, name, path, sizeof(path));
+		view_path(v, dir, name, path, sizeof(path));
 	proc_comm(ctx->pid, comm);
 	gate_report(v->gate, t, path, op, ctx->pid, comm);
 	return gate_mode(v->gate) == GATE_AUDIT ? 0 : -EACCES;
@@ -268,7 +255,7 @@ static void gate_store(struct view *v, struct inode *ino, const struct stat *st)
 
 	if (gate_dirty(v->gate, st))
 		gate_persist(v->gate, st,
-			     virtual_path(v, ino, NULL, path, sizeof(path)));
+			     view_path(v, ino, NULL, path, sizeof(path)));
 }
 
 /* Checks a name about to be created in DIR (fd DFD). Returns 0, -EINVAL
@@ -978,7 +965,7 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		journal_note(v, req, "delete", dir, name, NULL, NULL);
 		if (v->gate && v->writer) {	/* its stored mark names nothing now */
 			char path[PATH_MAX];
-			gate_forget_path(v->gate, virtual_path(v, dir, name, path, sizeof(path)));
+			gate_forget_path(v->gate, view_path(v, dir, name, path, sizeof(path)));
 		}
 	}
 	reply_status(req, r);
@@ -1021,9 +1008,9 @@ static void gate_carry_moved(struct view *v, const struct stat *src,
 	gate_lock(v->gate, &t, src);
 	gate_unlock(&t, &after, false);
 	if (gate_dirty(v->gate, &after)) {
-		gate_forget_path(v->gate, virtual_path(v, from, name, path,
+		gate_forget_path(v->gate, view_path(v, from, name, path,
 						       sizeof(path)));
-		gate_persist(v->gate, &after, virtual_path(v, to, newname, path,
+		gate_persist(v->gate, &after, view_path(v, to, newname, path,
 							   sizeof(path)));
 	}
 }
@@ -1371,7 +1358,7 @@ static void handle_release(struct view *v, struct inode *ino,
 	opens = inode_open_count(v->inodes, ino, &writers);
 	if (h->writer && writers == 1 && (r = stage_publish(v, ino, false)) < 0)
 		log_warn("the last change to '%s' was not saved: %s",
-			 virtual_path(v, ino, NULL, path, sizeof(path)),
+			 view_path(v, ino, NULL, path, sizeof(path)),
 			 strerror(-r));
 	/* What this handle wrote is what the kernel cached: the host watch
 	 * must not take the write events for a host-side change. */
@@ -1492,7 +1479,7 @@ static void read_and_mark(struct view *v, fuse_req_t req, struct inode *ino,
 		return reply_status(req, neg_errno());
 	if (fstat(fd, &after) == 0)
 		gate_note_read(v->gate, st, &after, fd,
-			       virtual_path(v, ino, NULL, path, sizeof(path)));
+			       view_path(v, ino, NULL, path, sizeof(path)));
 	fuse_reply_buf(req, buf, (size_t)n);
 }
 
@@ -2028,7 +2015,7 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
 	if (mark_in && n > 0 && fstat(fd_of(fi_in), &in_after) == 0 &&
 	    gate_read_is_news(v->gate, &in_before))
 		gate_note_read(v->gate, &in_before, &in_after, fd_of(fi_in),
-			       virtual_path(v, node(v, id_in), NULL, path,
+			       view_path(v, node(v, id_in), NULL, path,
 					    sizeof(path)));
 	if (n < 0)
 		reply_status(req, err);

@@ -347,6 +347,17 @@ void view_names_unlock(struct view *v, struct inode *dir)
 	pthread_rwlock_unlock(names_lock_of(v, dir));
 }
 
+char *view_path(struct view *v, struct inode *dir, const char *name,
+		char *buf, size_t size)
+{
+	static const char prefix[] = "/mnt/";
+
+	snprintf(buf, size, "%s", prefix);
+	inode_path(v->inodes, dir, name, buf + sizeof(prefix) - 1,
+		   size - (sizeof(prefix) - 1));
+	return buf;
+}
+
 int view_may_modify(const struct view *v, const struct inode *dir)
 {
 	if (dir->synth)

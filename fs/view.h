@@ -153,6 +153,11 @@ int view_may_modify(const struct view *v, const struct inode *dir);
 void view_names_lock(struct view *v, struct inode *dir, bool exclusive);
 void view_names_unlock(struct view *v, struct inode *dir);
 
+/* The path a thread's tools use for DIR/NAME (NAME may be NULL):
+ * "/mnt/user-data/workspace/a.txt". Returns BUF. */
+char *view_path(struct view *v, struct inode *dir, const char *name,
+		char *buf, size_t size);
+
 /* Fills ST for a synthetic directory. */
 void view_synth_attr(const struct view *v, const struct inode *ino,
 		     struct stat *st);
