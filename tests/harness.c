@@ -135,14 +135,46 @@ char *vpath(const struct tview *v, const char *fmt, ...)
 	return p;
 }
 
+static void host_prefix(const struct tview *v, const char *below,
+			char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/users/%s/threads/%s%s", v->home, v->user,
+		 v->thread, below);
+}
+
 char *hpath(const struct tview *v, const char *fmt, ...)
 {
 	char prefix[PATH_MAX * 2];
 	va_list ap;
 	char *p;
 
-	snprintf(prefix, sizeof(prefix), "%s/users/%s/threads/%s", v->home,
-		 v->user, v->thread);
+	host_prefix(v, "", prefix, sizeof(prefix));
+	va_start(ap, fmt);
+	p = vformat(prefix, fmt, ap);
+	va_end(ap);
+	return p;
+}
+
+char *ws_of(const struct tview *v, const char *fmt, ...)
+{
+	char prefix[PATH_MAX + 32];
+	va_list ap;
+	char *p;
+
+	snprintf(prefix, sizeof(prefix), "%s/user-data/workspace", v->mnt);
+	va_start(ap, fmt);
+	p = vformat(prefix, fmt, ap);
+	va_end(ap);
+	return p;
+}
+
+char *hws_of(const struct tview *v, const char *fmt, ...)
+{
+	char prefix[PATH_MAX * 2];
+	va_list ap;
+	char *p;
+
+	host_prefix(v, "/user-data/workspace", prefix, sizeof(prefix));
 	va_start(ap, fmt);
 	p = vformat(prefix, fmt, ap);
 	va_end(ap);

@@ -44,6 +44,13 @@ char *vpath(const struct tview *v, const char *fmt, ...)
 char *hpath(const struct tview *v, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* The same below user-data/workspace: "MNT/user-data/workspace/REL" and
+ * its host backing path. */
+char *ws_of(const struct tview *v, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+char *hws_of(const struct tview *v, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* Runs "sh -c CMD" and returns its exit status (-1 if it did not exit). */
 int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -58,16 +58,8 @@ static void teardown(void)
 	tview_umount(&V);
 }
 
-/* MNT/user-data/workspace/NAME and its host backing path. */
-static char *ws(const char *name)
-{
-	return vpath(&V, WS "/%s", name);
-}
-
-static char *host(const char *name)
-{
-	return hpath(&V, WS "/%s", name);
-}
+#define ws(...) ws_of(&V, __VA_ARGS__)
+#define host(...) hws_of(&V, __VA_ARGS__)
 
 /* Opens PATH with FLAGS and writes TEXT; returns 0 or the errno of the
  * first call that failed. */

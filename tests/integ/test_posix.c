@@ -82,34 +82,8 @@ static char *join(const char *prefix, const char *fmt, va_list ap)
 	return out;
 }
 
-/* View path, host backing path and native path of REL in the workspace
- * (of V) and in the native directory. New heap strings, leaked freely. */
-static __attribute__((format(printf, 2, 3))) char *
-ws_of(const struct tview *v, const char *fmt, ...)
-{
-	char *prefix = vpath(v, WS), *p;
-	va_list ap;
-
-	va_start(ap, fmt);
-	p = join(prefix, fmt, ap);
-	va_end(ap);
-	free(prefix);
-	return p;
-}
-
-static __attribute__((format(printf, 2, 3))) char *
-hws_of(const struct tview *v, const char *fmt, ...)
-{
-	char *prefix = hpath(v, WS), *p;
-	va_list ap;
-
-	va_start(ap, fmt);
-	p = join(prefix, fmt, ap);
-	va_end(ap);
-	free(prefix);
-	return p;
-}
-
+/* View and host backing paths of REL in the workspace of V (harness.h),
+ * and its native path. New heap strings, leaked freely. */
 #define ws(...) ws_of(&V, __VA_ARGS__)
 #define hws(...) hws_of(&V, __VA_ARGS__)
 

@@ -42,15 +42,8 @@ static void teardown(void)
 	tview_umount(&V);
 }
 
-static char *ws(const char *name)
-{
-	return vpath(&V, WS "/%s", name);
-}
-
-static char *host(const char *name)
-{
-	return hpath(&V, WS "/%s", name);
-}
+#define ws(...) ws_of(&V, __VA_ARGS__)
+#define host(...) hws_of(&V, __VA_ARGS__)
 
 static struct stat st_of(const char *path)
 {

@@ -53,29 +53,8 @@ static void teardown(void)
 }
 
 /* MOUNT/user-data/workspace/REL and its host backing path. */
-static char *ws(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *ws(const char *fmt, ...)
-{
-	char rel[PATH_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(rel, sizeof(rel), fmt, ap);
-	va_end(ap);
-	return vpath(&V, "user-data/workspace/%s", rel);
-}
-
-static char *hws(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *hws(const char *fmt, ...)
-{
-	char rel[PATH_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(rel, sizeof(rel), fmt, ap);
-	va_end(ap);
-	return hpath(&V, "user-data/workspace/%s", rel);
-}
+#define ws(...) ws_of(&V, __VA_ARGS__)
+#define hws(...) hws_of(&V, __VA_ARGS__)
 
 /* A fresh native directory (a heap copy of test_dir()). */
 static char *native_dir(const char *tag)
