@@ -1,7 +1,6 @@
 /* report.c - see report.h. */
 #include "report.h"
 
-#include <stddef.h>
 #include <string.h>
 
 static json_t *sha_or_null(const struct snap_file *f)
@@ -25,15 +24,8 @@ static json_t *target_or_null(const struct snap_file *f)
 	return f && f->symlink ? json_string(f->target) : json_null();
 }
 
-static bool either(const struct change *c, size_t offset)
-{
-	const struct snap_file *side[2] = { c->before, c->after };
-
-	for (int i = 0; i < 2; i++)
-		if (side[i] && *(const bool *)((const char *)side[i] + offset))
-			return true;
-	return false;
-}
+/* A flag of a change is set if either version has it. */
+#define EITHER(c, flag) (((c)->before && (c)->before->flag) || ((c)->after && (c)->after->flag))
 
 static json_t *changed_by(const struct change *c)
 {
@@ -46,8 +38,8 @@ static json_t *file_json(const struct change *c)
 	json_t *f = json_pack("{s:s, s:s, s:s, s:b, s:b, s:o, s:o, s:o, s:o, s:s, s:b,"
 			 " s:o, s:i, s:i, s:b, s:o, s:o}",
 			 "path", c->path, "root", c->root, "status", c->status,
-			 "binary", either(c, offsetof(struct snap_file, binary)),
-			 "sensitive", either(c, offsetof(struct snap_file, sensitive)),
+			 "binary", EITHER(c, binary),
+			 "sensitive", EITHER(c, sensitive),
 			 "size_before", size_or_null(c->before),
 			 "size_after", size_or_null(c->after),
 			 "sha256_before", sha_or_null(c->before),
@@ -57,7 +49,7 @@ static json_t *file_json(const struct change *c)
 			 "diff_unavailable_reason",
 			 c->unavailable ? json_string(c->unavailable) : json_null(),
 			 "additions", c->additions, "deletions", c->deletions,
-			 "symlink", either(c, offsetof(struct snap_file, symlink)),
+			 "symlink", EITHER(c, symlink),
 			 "symlink_target_before", target_or_null(c->before),
 			 "symlink_target_after", target_or_null(c->after));
 
