@@ -187,16 +187,27 @@ int stage_setup(struct view *v, const struct view_config *cfg, char *err,
 		}
 		dom->stage_fd = area;
 		dom->stage_tmpfile = tmpfile_works(area);
+		dom->stage_root = first->stage_hidden ? first : NULL;
 	}
 	return 0;
 }
 
 void stage_sweep(struct view *v)
 {
-	for (size_t d = 0; d < v->ndomains; d++)
-		if (v->domains[d].stage_fd >= 0)
-			sweep(v->domains[d].stage_fd, d == 0 ? "the thread's .stage"
-							    : STAGE_HIDDEN_NAME);
+	char where[PATH_MAX + 32];
+
+	for (size_t d = 0; d < v->ndomains; d++) {
+		const struct domain *dom = &v->domains[d];
+
+		if (dom->stage_fd < 0)
+			continue;
+		if (dom->stage_root)
+			snprintf(where, sizeof(where), "%s/%s", dom->stage_root->host,
+				 STAGE_HIDDEN_NAME);
+		else
+			snprintf(where, sizeof(where), "the thread's .stage");
+		sweep(dom->stage_fd, where);
+	}
 }
 
 bool stage_possible(struct view *v, struct inode *ino)

@@ -125,7 +125,8 @@ static uint16_t domain_for(struct view *v, const struct stat *st, bool ro)
 			if (v->domains[d].devidx >= devidx)
 				devidx = (uint16_t)(v->domains[d].devidx + 1);
 	v->domains[v->ndomains] = (struct domain){ .dev = st->st_dev, .read_only = ro,
-						   .devidx = devidx, .stage_fd = -1 };
+						   .devidx = devidx, .stage_fd = -1,
+						   .stage_root = NULL };
 	return (uint16_t)v->ndomains++;
 }
 

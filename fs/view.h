@@ -94,6 +94,8 @@ struct domain {
 	uint16_t devidx;		/* distinct backing filesystems, 0 first */
 	int stage_fd;			/* staging area (O_PATH), or -1 */
 	bool stage_tmpfile;		/* it supports O_TMPFILE */
+	const struct root *stage_root;	/* the root holding it, hidden; NULL:
+					 * the thread's own .stage */
 };
 
 struct view {
