@@ -59,12 +59,12 @@ $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) -lpthread
 
-$(BIN)/sbx: $(call obj,cli/sbx.c cli/audit.c cli/snapshot.c cli/run.c cli/report.c \
+$(BIN)/sbx: $(call obj,cli/sbx.c cli/audit.c cli/snapshot.c cli/run.c cli/runlog.c cli/report.c \
 		$(STORE_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) -lpthread
 
-$(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC))
+$(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC) cli/runlog.c)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) -lpthread
 

@@ -5,7 +5,9 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "home.h"
+#include "control.h"
 #include "report.h"
+#include "runlog.h"
 #include "snapshot.h"
 #include "store.h"
 #include "summary.h"
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,13 +27,17 @@ static const char run_usage[] =
 	"Usage: sbx run begin --user ID --thread ID [--max-files N] [--home DIR]\n"
 	"       sbx run end RUN [--format text|json|html] [--home DIR]\n"
 	"\n"
-	"begin  snapshots the thread's workspace and outputs (see sbx snapshot\n"
-	"       --help for the rules; --max-files as there) and prints the new\n"
-	"       run's id. The text of every text file up to 256 KiB is kept in\n"
-	"       the store, so the run's diffs need no other copy.\n"
-	"end    snapshots again, compares, records the run's change summary and\n"
-	"       delivery receipt, and prints the summary (see sbx changes).\n"
-	"       Changes made on the host count as much as changes through a view.\n";
+	"begin  tells the thread's mounted views, which from then on record each\n"
+	"       file's pre-image before they first change it; snapshots the\n"
+	"       thread's workspace and outputs (see sbx snapshot --help for the\n"
+	"       rules; --max-files as there) and prints the new run's id. The\n"
+	"       text of every text file up to 256 KiB is kept in the store, so\n"
+	"       the run's diffs need no other copy.\n"
+	"end    snapshots again, compares, completed by the views' journal\n"
+	"       (renames, callers, pre-images of files the scans did not reach),\n"
+	"       records the run's change summary and delivery receipt, and\n"
+	"       prints the summary (see sbx changes). Changes made on the host\n"
+	"       count as much as changes through a view.\n";
 
 static const char changes_usage[] =
 	"Usage: sbx changes RUN [--format text|json|html] [--home DIR]\n"
@@ -89,30 +96,124 @@ static int load_blob(void *arg, const struct snap_file *f, char **data,
 	return f->hashed ? store_blob_get(arg, f->sha256, data, len) : -ENOENT;
 }
 
-/* Snapshots USER's THREAD with at most MAX files into the store (contents
- * kept) in one transaction. */
-static int take(struct store *s, const char *home, const char *user,
-		const char *thread, size_t max, struct snapshot *snap, int64_t *id)
+/* Calls FN with the mount point of each view of USER's THREAD mounted
+ * here (its fsname says whose); returns how many there are. */
+static int views_each(const char *user, const char *thread,
+		      void (*fn)(const char *mountpoint, void *arg), void *arg)
+{
+	_cleanup_(fclosep) FILE *f = fopen("/proc/self/mounts", "re");
+	char line[4096], want[600], dir[4096];
+	int n = 0;
+
+	snprintf(want, sizeof(want), "sbxfs:%s/%s ", user, thread);
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, want, strlen(want)))
+			continue;
+		/* The mount point, with /proc's octal escapes undone. */
+		const char *p = line + strlen(want);
+		size_t k = 0;
+		for (; *p && *p != ' ' && k + 1 < sizeof(dir); k++) {
+			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] && p[3]) {
+				dir[k] = (char)((p[1] - '0') << 6 | (p[2] - '0') << 3 | (p[3] - '0'));
+				p += 4;
+			} else {
+				dir[k] = *p++;
+			}
+		}
+		dir[k] = '\0';
+		n++;
+		if (fn)
+			fn(dir, arg);
+	}
+	return n;
+}
+
+/* Tells a mounted view which run is open (journal.h). */
+static void view_tell_run(const char *mountpoint, void *arg)
+{
+	char value[32];
+	int n = snprintf(value, sizeof(value), "%lld", (long long)*(int64_t *)arg);
+
+	if (setxattr(mountpoint, CONTROL_XATTR_RUN, value, (size_t)n, 0) < 0)
+		fprintf(stderr, "sbx: run: the view at %s records no pre-images for this run: %s\n",
+			mountpoint, strerror(errno));
+}
+
+/* Tells the mounted views of USER's THREAD about the runs open now. */
+static void views_update(struct store *s, const char *user, const char *thread)
+{
+	int64_t since = 0;
+
+	if (store_run_open_since(s, user, thread, &since) <= 0)
+		since = 0;
+	views_each(user, thread, view_tell_run, &since);
+}
+
+/* Waits until a mounted view's journal is in the store; a view that
+ * cannot say so gets the few milliseconds its writer takes. */
+static void view_sync(const char *mountpoint, void *arg)
+{
+	char ok[2];
+
+	(void)arg;
+	if (getxattr(mountpoint, CONTROL_XATTR_SYNC, ok, sizeof(ok)) < 0)
+		usleep(25000);
+}
+
+/* The backing directories of a thread's workspace (required) and outputs
+ * (-1 if missing). */
+struct roots {
+	int ws, out;
+};
+
+static void roots_close(struct roots *r)
+{
+	closep(&r->ws);
+	closep(&r->out);
+}
+
+static int roots_open(const char *home, const char *user, const char *thread,
+		      struct roots *roots)
 {
 	_cleanup_(closep) int homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	_cleanup_(closep) int ws = -1, out = -1;
+
+	roots->out = -1;
+	roots->ws = homefd < 0 ? -errno
+		    : home_thread_dir_open(homefd, user, thread, THREAD_WORKSPACE);
+	if (roots->ws < 0) {
+		fprintf(stderr, "sbx: run: thread %s/%s has no workspace under %s: %s\n",
+			user, thread, home, strerror(-roots->ws));
+		return roots->ws;
+	}
+	roots->out = home_thread_dir_open(homefd, user, thread, THREAD_OUTPUTS);
+	return 0;
+}
+
+/* Ends a scan's batches of contents: commits, or rolls back after R. */
+static int scan_end(struct scan *sc, int r)
+{
+	if (r == 0 && sc->kept)
+		r = store_commit(sc->store);
+	if (r < 0 && sc->kept)
+		store_rollback(sc->store);
+	sc->kept = 0;
+	return r;
+}
+
+/* Snapshots the thread in ROOTS with at most MAX files into the store
+ * (contents kept). */
+static int take(struct store *s, const struct roots *roots, const char *user,
+		const char *thread, size_t max, struct snapshot *snap, int64_t *id)
+{
+	struct scan scan = { .store = s };
 	int r;
 
-	ws = homefd < 0 ? -errno : home_thread_dir_open(homefd, user, thread, THREAD_WORKSPACE);
-	if (ws < 0) {
-		fprintf(stderr, "sbx: run: thread %s/%s has no workspace under %s: %s\n",
-			user, thread, home, strerror(-ws));
-		return ws;
-	}
-	out = home_thread_dir_open(homefd, user, thread, THREAD_OUTPUTS);
-	struct scan scan = { .store = s };
 	scan_progress_init(&scan.progress);
-	r = snapshot_take(ws, out, max, show_progress, keep_blob, &scan, snap);
+	r = snapshot_take(roots->ws, roots->out, max, show_progress, keep_blob,
+			  &scan, snap);
 	scan_progress_done(&scan.progress);
-	if (r == 0 && scan.kept)
-		r = store_commit(s);
+	r = scan_end(&scan, r);
 	if (r < 0) {
-		store_rollback(s);
 		fprintf(stderr, "sbx: run: cannot snapshot %s/%s: %s\n", user, thread,
 			strerror(-r));
 		return r;
@@ -128,8 +229,9 @@ static int run_begin(int argc, char **argv, const char *home)
 	char err[PATH_MAX + 256];
 	struct thread_args a;
 	struct snapshot snap;
+	struct roots roots;
 	struct store *s;
-	int64_t snap_id, id;
+	int64_t snap_id, id, begun = now_ns();
 	int r = thread_args_parse("run begin", run_usage, argc, argv, home, true, &a);
 
 	if (r >= 0)
@@ -138,12 +240,22 @@ static int run_begin(int argc, char **argv, const char *home)
 		fprintf(stderr, "sbx: run: %s\n", err);
 		return 1;
 	}
-	r = take(s, a.home, a.user, a.thread,
-		 a.max_files > 0 ? (size_t)a.max_files : SNAPSHOT_MAX_FILES, &snap, &snap_id);
+	r = roots_open(a.home, a.user, a.thread, &roots);
+	if (r == 0) {
+		/* Mounted views record pre-images from now on: a change made
+		 * while the scan runs is seen as it was before. */
+		views_each(a.user, a.thread, view_tell_run, &begun);
+		r = take(s, &roots, a.user, a.thread,
+			 a.max_files > 0 ? (size_t)a.max_files : SNAPSHOT_MAX_FILES,
+			 &snap, &snap_id);
+		roots_close(&roots);
+	}
 	if (r == 0) {
 		snapshot_free(&snap);
-		r = store_run_begin(s, a.user, a.thread, snap_id, now_ns(), &id);
+		r = store_run_begin(s, a.user, a.thread, snap_id, begun, &id);
 	}
+	if (r < 0)
+		views_update(s, a.user, a.thread);
 	store_close(s);
 	if (r < 0)
 		return 1;
@@ -286,104 +398,12 @@ static struct store *open_run(const char *command, const struct run_args *a,
 	return s;
 }
 
-/* What the view's journal says about a run: its renames (chains joined:
- * a -> b -> c is a -> c) and the last change to each path. */
-struct journal {
-	struct summary_rename *renames;
-	size_t nrenames, cap;
-	struct store_event *events;	/* strings strdup'd */
-	size_t nevents, ecap;
-};
-
-static char *dup_or_null(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
-static int journal_row(void *arg, const struct store_event *e)
-{
-	struct journal *j = arg;
-
-	if (j->nevents == j->ecap) {
-		j->ecap = j->ecap ? j->ecap * 2 : 64;
-		struct store_event *v = realloc(j->events, j->ecap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		j->events = v;
-	}
-	struct store_event *c = &j->events[j->nevents];
-	*c = *e;
-	c->op = strdup(e->op);
-	c->path = strdup(e->path);
-	c->path2 = dup_or_null(e->path2);
-	c->comm = strdup(e->comm);
-	if (!c->op || !c->path || !c->comm || (e->path2 && !c->path2))
-		return -ENOMEM;
-	j->nevents++;
-	if (strcmp(e->op, "rename"))
-		return 0;
-	for (size_t i = 0; i < j->nrenames; i++)
-		if (!strcmp(j->renames[i].to, c->path)) {
-			j->renames[i].to = c->path2;
-			return 0;
-		}
-	if (j->nrenames == j->cap) {
-		j->cap = j->cap ? j->cap * 2 : 16;
-		struct summary_rename *v = realloc(j->renames, j->cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		j->renames = v;
-	}
-	j->renames[j->nrenames++] = (struct summary_rename){ c->path, c->path2 };
-	return 0;
-}
-
-static void journal_free(struct journal *j)
-{
-	for (size_t i = 0; i < j->nevents; i++) {
-		free((char *)j->events[i].op);
-		free((char *)j->events[i].path);
-		free((char *)j->events[i].path2);
-		free((char *)j->events[i].comm);
-	}
-	free(j->events);
-	free(j->renames);
-}
-
-/* Names the process behind each change the view made (the latest one);
- * changes made on the host keep by_pid 0. */
-static void attribute(struct summary *s, const struct journal *j)
-{
-	for (size_t i = 0; i < s->n; i++)
-		for (size_t k = j->nevents; k > 0; k--) {
-			const struct store_event *e = &j->events[k - 1];
-			if (!strcmp(e->path, s->changes[i].path) ||
-			    (e->path2 && !strcmp(e->path2, s->changes[i].path))) {
-				s->changes[i].by_pid = e->pid;
-				s->changes[i].by_comm = e->comm;
-				break;
-			}
-		}
-}
-
-/* True if a view of USER's THREAD is mounted (its fsname says whose). */
-static bool view_mounted(const char *user, const char *thread)
-{
-	_cleanup_(fclosep) FILE *f = fopen("/proc/self/mounts", "re");
-	char line[4096], want[600];
-
-	snprintf(want, sizeof(want), "sbxfs:%s/%s ", user, thread);
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, want, strlen(want)))
-			return true;
-	return false;
-}
-
 static int run_end(int argc, char **argv, const char *home)
 {
-	struct journal journal = { 0 };
+	struct runlog journal = { 0 };
 	struct summary_limits limits = SUMMARY_LIMITS_DEFAULT;
-	struct snapshot before, after;
+	struct snapshot before = { 0 }, after = { 0 };
+	struct roots roots = { -1, -1 };
 	struct store_run run;
 	struct run_args a;
 	struct summary sum;
@@ -398,46 +418,42 @@ static int run_end(int argc, char **argv, const char *home)
 	if (run.ended) {
 		fprintf(stderr, "sbx: run end: run %lld has ended already (sbx changes %lld shows it)\n",
 			(long long)a.run, (long long)a.run);
-		goto fail;
+		r = -EALREADY;
+		goto done;
 	}
 	r = store_snapshot_load(s, run.before_snapshot, &before);
 	if (r < 0) {
 		fprintf(stderr, "sbx: run end: cannot read the run's first snapshot: %s\n",
 			strerror(-r));
-		goto fail;
+		goto done;
 	}
-	/* A mounted view's journal commits its events a few milliseconds
-	 * after the change (store/writer.h): give the last ones that time. */
-	if (view_mounted(run.user, run.thread))
-		usleep(25000);
-	r = store_journal_each(s, run.user, run.thread, run.begun_ns, now_ns(),
-			       journal_row, &journal);
+	r = roots_open(a.home, run.user, run.thread, &roots);
+	if (r < 0)
+		goto done;
+	views_each(run.user, run.thread, view_sync, NULL);
+	r = runlog_load(s, run.user, run.thread, run.begun_ns, now_ns(), &journal);
 	if (r < 0) {
-		snapshot_free(&before);
-		journal_free(&journal);
-		goto fail;
+		fprintf(stderr, "sbx: run end: cannot read the journal: %s\n", strerror(-r));
+		goto done;
 	}
 	/* The thread is known to hold as many files as it did, plus those
 	 * the views created: the second scan may see that many, so a run
 	 * that only added files through a view is scanned whole. */
-	size_t made = 0;
-	for (size_t i = 0; i < journal.nevents; i++)
-		made += !strcmp(journal.events[i].op, "create") ||
-			!strcmp(journal.events[i].op, "symlink");
 	if (before.n > limits.max_scanned_files)
 		limits.max_scanned_files = before.n;
-	limits.max_scanned_files += made;
-	r = take(s, a.home, run.user, run.thread, limits.max_scanned_files, &after, &after_id);
-	if (r < 0) {
-		snapshot_free(&before);
-		journal_free(&journal);
-		goto fail;
-	}
+	limits.max_scanned_files += journal.made;
+	r = take(s, &roots, run.user, run.thread, limits.max_scanned_files, &after,
+		 &after_id);
+	if (r < 0)
+		goto done;
+	struct scan scan = { .store = s };
+	r = scan_end(&scan, runlog_complete(&journal, &before, &after, roots.ws,
+					     roots.out, keep_blob, &scan));
 	if (r == 0)
 		r = summary_compare(&before, &after, &limits, journal.renames,
 				    journal.nrenames, load_blob, s, &sum);
 	if (r == 0) {
-		attribute(&sum, &journal);
+		runlog_attribute(&journal, &sum);
 		json_auto_t *payload = summary_has_changes(&sum) ? report_summary(&sum, a.run) : NULL;
 		json_auto_t *receipt = report_receipt(&sum, a.run, before.truncated);
 		char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -447,24 +463,24 @@ static int run_end(int argc, char **argv, const char *home)
 			r = -ENOMEM;
 		if (r == 0)
 			r = store_run_end(s, a.run, after_id, now_ns(), text, rtext);
-		if (r == 0)
-			r = print_summary(&run, text, a.format);
+		if (r == 0) {
+			views_update(s, run.user, run.thread);
+			r = print_summary(&run, text, a.format) ? -EIO : 0;
+		}
 		free(text);
 		free(rtext);
 		summary_free(&sum);
 	}
-	snapshot_free(&before);
-	snapshot_free(&after);
-	journal_free(&journal);
 	if (r < 0)
 		fprintf(stderr, "sbx: run end: cannot record the summary: %s\n", strerror(-r));
+done:
+	snapshot_free(&before);
+	snapshot_free(&after);
+	runlog_free(&journal);
+	roots_close(&roots);
 	store_run_free(&run);
 	store_close(s);
 	return r == 0 ? 0 : 1;
-fail:
-	store_run_free(&run);
-	store_close(s);
-	return 1;
 }
 
 int cmd_run(int argc, char **argv, const char *home)

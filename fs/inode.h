@@ -48,6 +48,8 @@ struct inode {
 	int wd;				/* inotify watch (dirs), <= 0 if none */
 	bool covered;			/* a watch reports its changes */
 	struct stage *stage;		/* guarded by its stage lock (stage.h) */
+	int64_t imaged;			/* atomic: the run its pre-image is
+					 * for (journal.h) */
 	bool stale_pages;		/* atomic: a save was dropped, and the
 					 * kernel may cache its bytes */
 	struct timespec seen_mtime, seen_ctime;	/* attributes last */

@@ -1,19 +1,28 @@
 /* journal.c - see journal.h. */
 #include "journal.h"
+#include "cleanup.h"
+#include "confine.h"
 #include "inode.h"
+#include "log.h"
 #include "proc.h"
+#include "snapshot.h"
 #include "view.h"
 #include "writer.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-/* True if DIR is under user-data/workspace or user-data/outputs. */
-static bool journaled(struct view *v, struct inode *dir)
+/* True if INO (a directory, or a file) is under user-data/workspace or
+ * user-data/outputs. */
+static bool journaled(struct view *v, struct inode *ino)
 {
-	struct root *root = inode_root(v->inodes, dir);
+	struct root *root = inode_root(v->inodes, ino);
 
 	return root && root->top->parent == v->user_data &&
 	       (!strcmp(root->name, "workspace") || !strcmp(root->name, "outputs"));
@@ -38,26 +47,156 @@ static void caller_name(struct view *v, pid_t pid, int64_t now, char comm[64])
 	pthread_mutex_unlock(&v->caller.lock);
 }
 
+/* Queues one event by the caller of REQ (NULL: the daemon). */
+static void record(struct view *v, fuse_req_t req, const char *op,
+		   const char *path, const char *path2,
+		   const struct snap_file *pre)
+{
+	struct timespec now;
+	char comm[64] = "sbxfs";
+	pid_t pid = req ? fuse_req_ctx(req)->pid : getpid();
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	int64_t at = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	if (req)
+		caller_name(v, pid, at, comm);
+	struct store_event e = {
+		.at_ns = at, .op = op, .path = path, .path2 = path2,
+		.pid = pid, .comm = comm, .pre = pre,
+	};
+	store_writer_event(v->writer, &e);
+}
+
 void journal_note(struct view *v, fuse_req_t req, const char *op,
 		  struct inode *dir, const char *name, struct inode *dir2,
 		  const char *name2)
 {
-	char path[PATH_MAX], path2[PATH_MAX], comm[64];
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct timespec now;
+	char path[PATH_MAX], path2[PATH_MAX];
 
 	if (!v->writer || !journaled(v, dir) || (dir2 && !journaled(v, dir2)))
 		return;
-	clock_gettime(CLOCK_REALTIME, &now);
-	int64_t at = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 	view_path(v, dir, name, path, sizeof(path));
 	if (dir2)
 		view_path(v, dir2, name2, path2, sizeof(path2));
-	caller_name(v, ctx->pid, at, comm);
-	struct store_event e = {
-		.at_ns = at,
-		.op = op, .path = path, .path2 = dir2 ? path2 : NULL,
-		.pid = ctx->pid, .comm = comm,
-	};
-	store_writer_event(v->writer, &e);
+	record(v, req, op, path, dir2 ? path2 : NULL, NULL);
+}
+
+/* ---- pre-images ---------------------------------------------------------- */
+
+/* The text of a pre-image goes to the store by SHA-256 (kept once). */
+static int keep_text(void *arg, const struct snap_file *f, const uint8_t *data,
+		     size_t len)
+{
+	store_writer_blob(arg, f->sha256, data, len);
+	return 0;
+}
+
+/* The open run, or 0; where pre-images of DIR's entries are wanted, their
+ * virtual path (NAME in DIR) in PATH. */
+static int64_t wanted(struct view *v, struct inode *dir, const char *name,
+		      char path[PATH_MAX])
+{
+	int64_t run = __atomic_load_n(&v->run_since, __ATOMIC_ACQUIRE);
+
+	if (!run || !v->writer || !journaled(v, dir))
+		return 0;
+	view_path(v, dir, name, path, PATH_MAX);
+	/* What a scan never looks at needs no pre-image (git's objects). */
+	return snapshot_path_excluded(path) ? 0 : run;
+}
+
+void journal_preimage(struct view *v, fuse_req_t req, struct inode *ino)
+{
+	char path[PATH_MAX];
+	struct snap_file f;
+	struct stat st;
+	int64_t run = __atomic_load_n(&v->run_since, __ATOMIC_ACQUIRE);
+
+	/* Once per file and run: later changes would show our own. */
+	if (!run || !S_ISREG(ino->type) ||
+	    __atomic_load_n(&ino->imaged, __ATOMIC_ACQUIRE) == run ||
+	    wanted(v, ino, NULL, path) != run ||
+	    __atomic_exchange_n(&ino->imaged, run, __ATOMIC_ACQ_REL) == run)
+		return;
+	int pfd = inode_fd_get(v->inodes, ino);
+	if (pfd < 0)
+		return;
+	_cleanup_(closep) int fd = confine_reopen(pfd, O_RDONLY | O_NONBLOCK);
+	int r = fd < 0 ? fd : fstat(fd, &st) < 0 ? -errno
+		: snapshot_describe(fd, &st, path, NULL, keep_text, v->writer, &f);
+	inode_unpin(v->inodes, ino);
+	if (r < 0) {
+		log_debug("no pre-image of %s: %s", path, strerror(-r));
+		return;
+	}
+	record(v, req, "preimage", path, NULL, &f);
+	snap_file_free(&f);
+}
+
+void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir,
+			 int dfd, const char *name)
+{
+	char path[PATH_MAX];
+	struct snap_file f;
+
+	if (!wanted(v, dir, name, path) ||
+	    snapshot_file_at(dfd, name, path, keep_text, v->writer, &f) < 0)
+		return;		/* nothing there, or a directory */
+	record(v, req, "preimage", path, NULL, &f);
+	snap_file_free(&f);
+}
+
+void journal_run(struct view *v, fuse_req_t req, int64_t since)
+{
+	int64_t was = __atomic_exchange_n(&v->run_since, since, __ATOMIC_ACQ_REL);
+
+	if (!v->writer || was == since)
+		return;
+	if (since) {
+		/* Marks where pre-images begin: sbx run trusts the journal's
+		 * account of what existed before only from here on. */
+		record(v, req, "capture", "/mnt/user-data", NULL, NULL);
+		log_info("a run is open: pre-images are recorded");
+	} else {
+		log_info("no run is open: pre-images are no longer recorded");
+	}
+}
+
+bool journal_control(struct view *v, fuse_req_t req, bool set,
+		     const char *name, const char *value, size_t size,
+		     char *out, ssize_t *result)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	bool run = !strcmp(name, CONTROL_XATTR_RUN);
+	char buf[32], *end;
+
+	if (!run && strcmp(name, CONTROL_XATTR_SYNC))
+		return false;
+	if (ctx->uid != 0 && ctx->uid != v->uid) {
+		*result = -EPERM;
+	} else if (run && set) {
+		long long since = -1;
+		if (size < sizeof(buf)) {
+			memcpy(buf, value, size);
+			buf[size] = '\0';
+			since = strtoll(buf, &end, 10);
+			if (*end || end == buf)
+				since = -1;
+		}
+		if (since < 0) {
+			*result = -EINVAL;
+		} else {
+			journal_run(v, req, since);
+			*result = 0;
+		}
+	} else if (!run && !set) {
+		/* Every event queued so far is in the store on return. */
+		store_writer_sync(v->writer);
+		*result = size && size < 2 ? -ERANGE : 2;
+		if (size >= 2)
+			memcpy(out, "ok", 2);
+	} else {
+		*result = set ? -EPERM : -ENODATA;
+	}
+	return true;
 }

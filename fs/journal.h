@@ -3,19 +3,49 @@
  * user-data/workspace and user-data/outputs, with its time and caller,
  * queued to the store writer (never written on the request path). Runs
  * read it to name renames and the process behind each change
- * (docs/changes.md). Uploads, skills and other roots are not journaled. */
+ * (docs/changes.md). Uploads, skills and other roots are not journaled.
+ *
+ * While a run of the thread is open, the first change the view makes to
+ * an existing file is preceded by its pre-image: the file as a snapshot
+ * would record it (metadata; the SHA-256 of a file up to 256 KiB; the
+ * text itself, kept by SHA-256). A run's summary then knows what the file
+ * was even where its scans did not reach. `sbx run` opens and closes runs
+ * in a mounted view through attributes of its top directory (control.h).
+ */
 #ifndef SBX_JOURNAL_H
 #define SBX_JOURNAL_H
 
+#include "control.h"
 #include "ops.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 struct view;
 struct inode;
 
-/* Records OP on DIR/NAME (NAME NULL: DIR itself), and for "rename" its
- * new name DIR2/NAME2, made by the caller of REQ. */
+/* Records OP on DIR/NAME (NAME NULL: DIR itself), and for "rename" and
+ * "exchange" its other name DIR2/NAME2, made by the caller of REQ. */
 void journal_note(struct view *v, fuse_req_t req, const char *op,
 		  struct inode *dir, const char *name, struct inode *dir2,
 		  const char *name2);
+
+/* Before the view first changes file INO, or removes or replaces the file
+ * or symlink DIR/NAME (directory fd DFD), while a run is open: records its
+ * pre-image. Cheap when no run is open or INO's was taken already. */
+void journal_preimage(struct view *v, fuse_req_t req, struct inode *ino);
+void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir,
+			 int dfd, const char *name);
+
+/* Pre-images are taken for the run opened at SINCE (0: none), announced
+ * by the caller of REQ (NULL: the daemon itself, at mount). */
+void journal_run(struct view *v, fuse_req_t req, int64_t since);
+
+/* The control attributes above: NAME is one of them (true), handled with
+ * the result in *RESULT (a size, or -errno). */
+bool journal_control(struct view *v, fuse_req_t req, bool set,
+		     const char *name, const char *value, size_t size,
+		     char *out, ssize_t *result);
 
 #endif

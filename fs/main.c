@@ -14,6 +14,7 @@
 #include "watch.h"
 #include "channel.h"
 #include "gate.h"
+#include "journal.h"
 #include "stage.h"
 #include "store.h"
 #include "writer.h"
@@ -553,10 +554,15 @@ static int services_start(const struct view_config *cfg, struct view *v)
 		log_warn("read marks of earlier mounts are not used: %s", strerror(-n));
 	else if (n > 0)
 		log_info("%d read marks from earlier mounts", n);
+	int64_t since = 0;
+	if (store_run_open_since(s, cfg->user, cfg->thread, &since) < 0)
+		since = 0;
 	v->writer = store_writer_start(s, cfg->user, cfg->thread);
 	if (!v->writer)
 		log_warn("no change journal; read marks and audit rows are kept in memory and this log only: cannot start the store writer");
 	gate_set_writer(v->gate, v->writer);
+	if (since)		/* a run was open before this mount */
+		journal_run(v, NULL, since);
 	return 0;
 }
 

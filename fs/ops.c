@@ -394,6 +394,8 @@ static int change_begin(struct view *v, fuse_req_t req, struct inode *ino,
 	c->v = v;
 	c->req = req;
 	c->h = h;
+	if (!h->journaled)
+		journal_preimage(v, req, ino);
 	c->io = io_begin(v, ino, h->fd, true);
 	r = fi->writepage ? 0 : drop_privs(v, req, c->io.fd, false);
 	/* The kernel writing back a shared writable mapping is never refused:
@@ -798,6 +800,8 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 		 * read mark current across the ctime it moves. While the file
 		 * has a stage, the stage takes the change: it is what the file
 		 * will be. */
+		if (resize)
+			journal_preimage(v, req, ino);
 		_io_ io = io_begin(v, ino, -1, false);
 		int target = io.fd >= 0 ? io.fd : p.fd;
 		gate_lock(NULL, &t, NULL);
@@ -956,6 +960,8 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 			    &exists, &fd);
 	if (r < 0)
 		return reply_status(req, r);
+	if (!(flags & AT_REMOVEDIR))
+		journal_preimage_at(v, req, dir, p.fd, name);
 	watch_expect(v->watch, dir, name, false);
 	r = unlinkat(p.fd, name, flags) < 0 ? neg_errno() : 0;
 	gate_end_name(&t, &fd);
@@ -1054,6 +1060,9 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 				      "rename onto", &replaces, &dfd)) < 0)
 		return r;
 	bool exchange = flags & RENAME_EXCHANGE;
+	journal_preimage_at(v, req, from, pf.fd, name);
+	if (!(flags & RENAME_NOREPLACE))
+		journal_preimage_at(v, req, to, pt.fd, newname);
 	watch_expect(v->watch, from, name, false);
 	watch_expect(v->watch, to, newname, true);
 	if (exchange) {
@@ -1072,10 +1081,10 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 		return r;
 	}
 	note_moved(v, to, pt.fd, newname);
-	if (flags & RENAME_EXCHANGE)
+	if (exchange)
 		note_moved(v, from, pf.fd, name);
-	else
-		journal_note(v, req, "rename", from, name, to, newname);
+	journal_note(v, req, exchange ? "exchange" : "rename", from, name, to,
+		     newname);
 	if (carry)
 		gate_carry_moved(v, &src, from, name, to, pt.fd, newname);
 	return 0;
@@ -1287,6 +1296,8 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 	_pinned_ p = pin(v, ino);
 	if (p.fd < 0)
 		return p.fd;
+	if (trunc)
+		journal_preimage(v, req, ino);
 	_io_ io = io_begin(v, ino, -1, writer);
 	int content = io.fd >= 0 ? io.fd : p.fd;	/* the stage, or the file */
 	bool stageable = false;
@@ -1861,14 +1872,18 @@ static ssize_t xattr_call(enum xattr_op op, const char *path, bool nofollow,
 /* One path for the four xattr calls. An inode is named by its fd's proc
  * link; a symlink cannot be (the link would be followed), so it is named
  * as PARENT/NAME through the parent's proc link, without following. */
-static ssize_t do_xattr(struct view *v, struct inode *ino, enum xattr_op op,
-			const char *name, void *value, size_t size, int flags)
+static ssize_t do_xattr(struct view *v, fuse_req_t req, struct inode *ino,
+			enum xattr_op op, const char *name, void *value,
+			size_t size, int flags)
 {
 	char path[CONFINE_FD_PATH_MAX + NAME_MAX + 1], leaf[NAME_MAX + 1];
 	struct inode *parent = NULL;
 	ssize_t r;
 	int fd;
 
+	if (ino == v->top && (op == XATTR_GET || op == XATTR_SET) &&
+	    journal_control(v, req, op == XATTR_SET, name, value, size, value, &r))
+		return r;
 	if (ino->synth)
 		return op == XATTR_GET ? -ENODATA : op == XATTR_LIST ? 0 : -EPERM;
 	if (op == XATTR_SET || op == XATTR_REMOVE) {
@@ -1927,7 +1942,7 @@ static void reply_xattr_value(fuse_req_t req, struct view *v, fuse_ino_t id,
 
 	if (size && !buf)
 		return reply_status(req, -ENOMEM);
-	r = do_xattr(v, node(v, id), op, name, buf, size, 0);
+	r = do_xattr(v, req, node(v, id), op, name, buf, size, 0);
 	if (r < 0)
 		reply_status(req, (int)r);
 	else if (size == 0)
@@ -1951,7 +1966,7 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t id, const char *name,
 			const char *value, size_t size, int flags)
 {
 	struct view *v = req_view(req);
-	ssize_t r = do_xattr(v, node(v, id), XATTR_SET, name, (void *)value,
+	ssize_t r = do_xattr(v, req, node(v, id), XATTR_SET, name, (void *)value,
 			     size, flags);
 
 	if (r == 0)
@@ -1962,7 +1977,7 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t id, const char *name,
 static void op_removexattr(fuse_req_t req, fuse_ino_t id, const char *name)
 {
 	struct view *v = req_view(req);
-	ssize_t r = do_xattr(v, node(v, id), XATTR_REMOVE, name, NULL, 0, 0);
+	ssize_t r = do_xattr(v, req, node(v, id), XATTR_REMOVE, name, NULL, 0, 0);
 
 	if (r == 0)
 		acl_changed(v, id, name);

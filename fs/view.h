@@ -112,6 +112,8 @@ struct view {
 	struct watch *watch;		/* NULL: no host watch */
 	struct gate *gate;		/* read-before-write; NULL: off */
 	struct store_writer *writer;	/* the store's rows; NULL: none */
+	int64_t run_since;		/* atomic: the open run's start, or 0
+					 * (journal.h: pre-images) */
 	struct {			/* journal.c: the last caller's name */
 		pthread_mutex_t lock;
 		pid_t pid;

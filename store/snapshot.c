@@ -43,6 +43,22 @@ bool snapshot_excluded_dir(const char *name)
 	return false;
 }
 
+bool snapshot_path_excluded(const char *path)
+{
+	char part[NAME_MAX + 1];
+
+	for (const char *p = path, *slash; (slash = strchr(p, '/')); p = slash + 1) {
+		size_t n = (size_t)(slash - p);
+		if (n == 0 || n > NAME_MAX)
+			continue;
+		memcpy(part, p, n);
+		part[n] = '\0';
+		if (snapshot_excluded_dir(part))
+			return true;
+	}
+	return false;
+}
+
 static bool sensitive_word(const char *lower)
 {
 	for (size_t i = 0; i < COUNT(sensitive_patterns); i++)
@@ -162,6 +178,125 @@ bool snapshot_text_sample(const uint8_t *sample, size_t n)
 	return utf8_text(sample, n);
 }
 
+/* ---- one file ----------------------------------------------------------- */
+
+/* Reads regular file FD into F: a sample decides text or binary, and a
+ * file up to SNAPSHOT_HASH_MAX is hashed (its text handed to KEEP). */
+static int read_content(int fd, const char *name, struct snap_file *f,
+			snapshot_keep keep, void *arg)
+{
+	static const size_t cap = SNAPSHOT_HASH_MAX + 1;
+	size_t want = f->size <= SNAPSHOT_HASH_MAX ? cap : SNAPSHOT_SAMPLE;
+	_cleanup_(freep) uint8_t *buf = malloc(want);
+	size_t got = 0;
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	while (got < want && (n = pread(fd, buf + got, want - got, (off_t)got)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		got += (size_t)n;
+	}
+	f->binary = snapshot_binary_name(name) ||
+		    !snapshot_text_sample(buf, got < SNAPSHOT_SAMPLE ? got : SNAPSHOT_SAMPLE);
+	if (want == cap && got <= SNAPSHOT_HASH_MAX) {
+		if (EVP_Digest(buf, got, f->sha256, NULL, EVP_sha256(), NULL) != 1)
+			return -EIO;
+		f->hashed = true;
+		f->size = (int64_t)got;
+		if (keep && !f->binary)
+			return keep(arg, f, buf, got);
+	} else {
+		f->large = true;
+	}
+	return 0;
+}
+
+/* Its root, and whether it looks secret, by a virtual path: the roots'
+ * own names are not part of the test. */
+static const char *root_of(const char *path)
+{
+	return !strncmp(path, "/mnt/user-data/outputs/", 23) ? "outputs" : "workspace";
+}
+
+static bool sensitive_virtual(const char *path)
+{
+	return snapshot_sensitive(!strncmp(path, "/mnt/user-data/", 15) ? path + 15 : path);
+}
+
+int snapshot_describe(int fd, const struct stat *st, const char *path,
+		      const char *target, snapshot_keep keep, void *arg,
+		      struct snap_file *f)
+{
+	const char *slash = strrchr(path, '/');
+	int r = 0;
+
+	memset(f, 0, sizeof(*f));
+	if (!S_ISREG(st->st_mode) && !(S_ISLNK(st->st_mode) && target))
+		return -ENOENT;
+	f->path = strdup(path);
+	if (!f->path)
+		return -ENOMEM;
+	f->root = root_of(path);
+	f->size = st->st_size;
+	f->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	f->sensitive = sensitive_virtual(path);
+	if (S_ISLNK(st->st_mode)) {
+		f->symlink = true;
+		f->target = strdup(target);
+		r = f->target ? 0 : -ENOMEM;
+	} else if (!f->sensitive) {
+		r = read_content(fd, slash ? slash + 1 : path, f, keep, arg);
+	}
+	if (r != 0)
+		snap_file_free(f);
+	return r;
+}
+
+void snap_file_free(struct snap_file *f)
+{
+	free(f->path);
+	free(f->target);
+	f->path = f->target = NULL;
+}
+
+int snapshot_file_at(int dfd, const char *name, const char *path,
+		     snapshot_keep keep, void *arg, struct snap_file *f)
+{
+	_cleanup_(closep) int fd = -1;
+	char target[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	memset(f, 0, sizeof(*f));
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (S_ISLNK(st.st_mode)) {
+		n = readlinkat(dfd, name, target, sizeof(target) - 1);
+		if (n < 0)
+			return -errno;
+		target[n] = '\0';
+		return snapshot_describe(-1, &st, path, target, keep, arg, f);
+	}
+	if (!S_ISREG(st.st_mode))
+		return -ENOENT;
+	if (!sensitive_virtual(path)) {
+		/* Opened without following, and checked again: the name may
+		 * have been swapped since the stat. */
+		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC | O_NOCTTY);
+		if (fd < 0 || fstat(fd, &st) < 0)
+			return -errno;
+		if (!S_ISREG(st.st_mode))
+			return -ENOENT;
+	}
+	return snapshot_describe(fd, &st, path, NULL, keep, arg, f);
+}
+
 /* ---- the walk ----------------------------------------------------------- */
 
 struct walk {
@@ -171,7 +306,6 @@ struct walk {
 	snapshot_keep keep;
 	void *arg;
 	int error;		/* from KEEP */
-	const char *root;
 	char path[PATH_MAX];	/* virtual path of the current directory */
 	bool stop;
 };
@@ -186,122 +320,61 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(((const struct name *)a)->name, ((const struct name *)b)->name);
 }
 
-static struct snap_file *add_file(struct walk *w, const char *name,
-				  const struct stat *st)
+/* The walk's KEEP: its failure stops the walk. */
+static int walk_keep(void *arg, const struct snap_file *f, const uint8_t *data,
+		     size_t len)
 {
-	struct snapshot *s = w->s;
+	struct walk *w = arg;
 
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 256;
-		struct snap_file *f = realloc(s->files, cap * sizeof(*f));
-		if (!f)
-			return NULL;
-		s->files = f;
-		s->cap = cap;
-	}
-	struct snap_file *f = &s->files[s->n];
-	memset(f, 0, sizeof(*f));
-	if (asprintf(&f->path, "%s/%s", w->path, name) < 0) {
-		f->path = NULL;
-		return NULL;
-	}
-	f->root = w->root;
-	f->size = st->st_size;
-	f->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-	return f;
+	w->error = w->keep(w->arg, f, data, len);
+	return w->error;
 }
-
-static void drop_last(struct snapshot *s)
-{
-	struct snap_file *f = &s->files[s->n];
-
-	free(f->path);
-	free(f->target);
-}
-
-/* Reads the content of regular file NAME in DFD into F: the sample, and
- * the hash of a file up to SNAPSHOT_HASH_MAX. False if it vanished or
- * cannot be read (the file is then left out). */
-static bool read_content(struct walk *w, int dfd, const char *name,
-			 struct snap_file *f)
-{
-	static const size_t cap = SNAPSHOT_HASH_MAX + 1;
-	_cleanup_(closep) int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW |
-					  O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	_cleanup_(freep) uint8_t *buf = NULL;
-	struct stat st;
-	size_t got = 0;
-	ssize_t n;
-
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return false;
-	f->size = st.st_size;
-	f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	size_t want = st.st_size <= SNAPSHOT_HASH_MAX ? cap : SNAPSHOT_SAMPLE;
-	buf = malloc(want);
-	if (!buf)
-		return false;
-	while (got < want && (n = read(fd, buf + got, want - got)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return false;
-		}
-		got += (size_t)n;
-	}
-	f->binary = snapshot_binary_name(name) ||
-		    !snapshot_text_sample(buf, got < SNAPSHOT_SAMPLE ? got : SNAPSHOT_SAMPLE);
-	if (want == cap && got <= SNAPSHOT_HASH_MAX) {
-		if (EVP_Digest(buf, got, f->sha256, NULL, EVP_sha256(), NULL) != 1)
-			return false;
-		f->hashed = true;
-		f->size = (int64_t)got;
-		w->s->bytes_hashed += got;
-		if (w->keep && !f->binary && (w->error = w->keep(w->arg, f, buf, got)) != 0)
-			w->stop = true;
-	} else {
-		f->large = true;
-	}
-	return true;
-}
-
-static int walk_dir(struct walk *w, int dfd);
 
 /* Records NAME (attributes ST) of directory DFD, or stops the walk at the
  * limit. */
 static void visit_file(struct walk *w, int dfd, const struct name *e)
 {
 	struct snapshot *s = w->s;
-	char target[PATH_MAX];
+	char path[PATH_MAX];
+	int r;
 
 	if (s->n >= w->max) {
 		s->truncated = true;
 		w->stop = true;
 		return;
 	}
-	struct snap_file *f = add_file(w, e->name, &e->st);
-	if (!f) {
-		w->stop = true;		/* out of memory: what we have, truncated */
-		s->truncated = true;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		struct snap_file *f = realloc(s->files, cap * sizeof(*f));
+		if (!f) {
+			w->stop = s->truncated = true;	/* what we have, truncated */
+			return;
+		}
+		s->files = f;
+		s->cap = cap;
+	}
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", w->path, e->name) >= sizeof(path))
+		return;
+	struct snap_file *f = &s->files[s->n];
+	r = snapshot_file_at(dfd, e->name, path, w->keep ? walk_keep : NULL, w, f);
+	if (w->error) {
+		w->stop = true;
 		return;
 	}
-	f->sensitive = snapshot_sensitive(f->path + strlen("/mnt/user-data/"));
-	if (S_ISLNK(e->st.st_mode)) {
-		ssize_t n = readlinkat(dfd, e->name, target, sizeof(target) - 1);
-		if (n < 0)
-			return drop_last(s);
-		target[n] = '\0';
-		f->symlink = true;
-		f->target = strdup(target);
-		if (!f->target)
-			return drop_last(s);
-	} else if (!f->sensitive && !read_content(w, dfd, e->name, f)) {
-		return drop_last(s);	/* vanished while scanned */
+	if (r == -ENOMEM) {
+		w->stop = s->truncated = true;
+		return;
 	}
+	if (r < 0)
+		return;		/* vanished while scanned, or unreadable */
+	if (f->hashed)
+		s->bytes_hashed += (uint64_t)f->size;
 	s->n++;
 	if (w->progress && s->n % 256 == 0)
 		w->progress(w->arg, s->n);
 }
+
+static int walk_dir(struct walk *w, int dfd);
 
 static void visit_dir(struct walk *w, int dfd, const char *name)
 {
@@ -387,7 +460,6 @@ int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files,
 	for (size_t i = 0; i < COUNT(roots) && !w.stop; i++) {
 		if (roots[i].fd < 0)
 			continue;
-		w.root = roots[i].name;
 		snprintf(w.path, sizeof(w.path), "/mnt/user-data/%s", roots[i].name);
 		int r = walk_dir(&w, roots[i].fd);
 		if (r == 0 && w.error)
@@ -402,10 +474,8 @@ int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files,
 
 void snapshot_free(struct snapshot *s)
 {
-	for (size_t i = 0; i < s->n; i++) {
-		free(s->files[i].path);
-		free(s->files[i].target);
-	}
+	for (size_t i = 0; i < s->n; i++)
+		snap_file_free(&s->files[i]);
 	free(s->files);
 	memset(s, 0, sizeof(*s));
 }

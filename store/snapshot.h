@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #define SNAPSHOT_MAX_FILES 2000
@@ -41,6 +42,8 @@ struct snap_file {
 	bool sensitive, binary, large;
 	bool hashed;
 	uint8_t sha256[32];
+	bool absent;		/* known not to exist (from the journal;
+				 * never in a scan) */
 };
 
 struct snapshot {
@@ -65,8 +68,25 @@ int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files,
 		  struct snapshot *out);
 void snapshot_free(struct snapshot *s);
 
+/* Describes one file as a scan records it: F gets PATH (a virtual path,
+ * "/mnt/user-data/ROOT/..."), its root and attributes ST; a symlink its
+ * TARGET; a regular file's content is read from FD (readable) unless PATH
+ * is sensitive, and KEEP gets the text of a hashed file. Returns 0
+ * (snap_file_free() F), -ENOENT if ST is neither a regular file nor a
+ * symlink, -errno if it cannot be read, or KEEP's non-zero return. */
+int snapshot_describe(int fd, const struct stat *st, const char *path,
+		      const char *target, snapshot_keep keep, void *arg,
+		      struct snap_file *f);
+/* The same for the file NAME in directory DFD, never following a
+ * symlink; -ENOENT if it does not exist. */
+int snapshot_file_at(int dfd, const char *name, const char *path,
+		     snapshot_keep keep, void *arg, struct snap_file *f);
+void snap_file_free(struct snap_file *f);
+
 /* The classification rules, exposed for tests and for the journal. */
 bool snapshot_excluded_dir(const char *name);
+/* True if a directory on virtual PATH is excluded: a scan never sees it. */
+bool snapshot_path_excluded(const char *path);
 /* True if PATH or any of its components looks like it holds a secret. */
 bool snapshot_sensitive(const char *path);
 bool snapshot_binary_name(const char *name);

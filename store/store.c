@@ -58,13 +58,23 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"  at_ns INTEGER NOT NULL, op TEXT NOT NULL, path TEXT NOT NULL,"
 	"  path2 TEXT, pid INTEGER NOT NULL, comm TEXT NOT NULL);"
 	"CREATE INDEX journal_by_thread ON journal (user, thread, at_ns);",
+	/* 4 -> 5: pre-images (op "preimage"): what a file was before the
+	 * view first changed it during a run, as a snapshot records it. */
+	"ALTER TABLE journal ADD COLUMN symlink INTEGER;"
+	"ALTER TABLE journal ADD COLUMN target TEXT;"
+	"ALTER TABLE journal ADD COLUMN size INTEGER;"
+	"ALTER TABLE journal ADD COLUMN mtime_ns INTEGER;"
+	"ALTER TABLE journal ADD COLUMN sha256 BLOB;"
+	"ALTER TABLE journal ADD COLUMN sensitive INTEGER;"
+	"ALTER TABLE journal ADD COLUMN binary INTEGER;"
+	"ALTER TABLE journal ADD COLUMN large INTEGER;",
 };
 
 enum stmt_id {
 	ST_MARK_PUT, ST_MARK_DROP, ST_MARKS_EACH, ST_AUDIT_ADD, ST_AUDIT_EACH,
 	ST_SNAP_ADD, ST_SNAP_FILE_ADD, ST_SNAP_GET, ST_SNAP_FILES,
 	ST_BLOB_PUT, ST_BLOB_GET, ST_RUN_ADD, ST_RUN_GET, ST_RUN_END,
-	ST_JOURNAL_ADD, ST_JOURNAL_EACH,
+	ST_JOURNAL_ADD, ST_JOURNAL_EACH, ST_RUN_OPEN,
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_COUNT
 };
 
@@ -99,10 +109,15 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_RUN_END] = "UPDATE runs SET ended_ns = ?, after_snapshot = ?, summary = ?,"
 		       " receipt = ? WHERE id = ? AND ended_ns IS NULL",
 	[ST_JOURNAL_ADD] = "INSERT INTO journal (user, thread, at_ns, op, path, path2,"
-			   " pid, comm) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-	[ST_JOURNAL_EACH] = "SELECT at_ns, op, path, path2, pid, comm FROM journal"
+			   " pid, comm, symlink, target, size, mtime_ns, sha256,"
+			   " sensitive, binary, large)"
+			   " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[ST_JOURNAL_EACH] = "SELECT at_ns, op, path, path2, pid, comm, symlink, target,"
+			    " size, mtime_ns, sha256, sensitive, binary, large FROM journal"
 			    " WHERE user = ? AND thread = ? AND at_ns >= ? AND at_ns <= ?"
 			    " ORDER BY id",
+	[ST_RUN_OPEN] = "SELECT begun_ns FROM runs WHERE user = ? AND thread = ?"
+			" AND ended_ns IS NULL ORDER BY begun_ns DESC LIMIT 1",
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
@@ -487,6 +502,42 @@ int store_audit_each(struct store *s, const char *user, const char *thread,
 	return each_row(s, st, "read the audit log", audit_row, &c);
 }
 
+/* A file's description (struct snap_file but its path and root) is eight
+ * columns in the same order wherever it is stored: symlink, target, size,
+ * mtime_ns, sha256, sensitive, binary, large. */
+static void bind_file(sqlite3_stmt *st, int col, const struct snap_file *f)
+{
+	sqlite3_bind_int(st, col, f->symlink);
+	if (f->target)
+		sqlite3_bind_text(st, col + 1, f->target, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, col + 2, f->size);
+	sqlite3_bind_int64(st, col + 3, f->mtime_ns);
+	if (f->hashed)
+		sqlite3_bind_blob(st, col + 4, f->sha256, sizeof(f->sha256), SQLITE_STATIC);
+	sqlite3_bind_int(st, col + 5, f->sensitive);
+	sqlite3_bind_int(st, col + 6, f->binary);
+	sqlite3_bind_int(st, col + 7, f->large);
+}
+
+/* Reads them back into F (target strdup'd; -ENOMEM). */
+static int col_file(sqlite3_stmt *st, int col, struct snap_file *f)
+{
+	f->symlink = sqlite3_column_int(st, col) != 0;
+	if (sqlite3_column_type(st, col + 1) != SQLITE_NULL &&
+	    !(f->target = strdup(col_text(st, col + 1))))
+		return -ENOMEM;
+	f->size = sqlite3_column_int64(st, col + 2);
+	f->mtime_ns = sqlite3_column_int64(st, col + 3);
+	if (sqlite3_column_bytes(st, col + 4) == (int)sizeof(f->sha256)) {
+		memcpy(f->sha256, sqlite3_column_blob(st, col + 4), sizeof(f->sha256));
+		f->hashed = true;
+	}
+	f->sensitive = sqlite3_column_int(st, col + 5) != 0;
+	f->binary = sqlite3_column_int(st, col + 6) != 0;
+	f->large = sqlite3_column_int(st, col + 7) != 0;
+	return f->symlink && !f->target ? -ENOMEM : 0;
+}
+
 int store_snapshot_save(struct store *s, const char *user, const char *thread,
 			const struct snapshot *snap, size_t max_files,
 			int64_t at_ns, int64_t *id)
@@ -522,16 +573,7 @@ int store_snapshot_save(struct store *s, const char *user, const char *thread,
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
 		sqlite3_bind_text(st, 3, f->path, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 4, f->root, -1, SQLITE_STATIC);
-		sqlite3_bind_int(st, 5, f->symlink);
-		if (f->target)
-			sqlite3_bind_text(st, 6, f->target, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 7, f->size);
-		sqlite3_bind_int64(st, 8, f->mtime_ns);
-		if (f->hashed)
-			sqlite3_bind_blob(st, 9, f->sha256, sizeof(f->sha256), SQLITE_STATIC);
-		sqlite3_bind_int(st, 10, f->sensitive);
-		sqlite3_bind_int(st, 11, f->binary);
-		sqlite3_bind_int(st, 12, f->large);
+		bind_file(st, 5, f);
 		r = exec_stmt(s, st, "record a snapshot file");
 	}
 	if (r == 0)
@@ -543,7 +585,7 @@ int store_snapshot_save(struct store *s, const char *user, const char *thread,
 
 static const char *root_name(const char *root)
 {
-	return !strcmp(root, "outputs") ? "outputs" : "workspace";
+	return !strncmp(root, "outputs", 7) ? "outputs" : "workspace";
 }
 
 static int snap_file_row(sqlite3_stmt *st, void *ctx)
@@ -562,21 +604,8 @@ static int snap_file_row(sqlite3_stmt *st, void *ctx)
 	memset(f, 0, sizeof(*f));
 	f->path = strdup(col_text(st, 0));
 	f->root = root_name(col_text(st, 1));
-	f->symlink = sqlite3_column_int(st, 2) != 0;
-	if (sqlite3_column_type(st, 3) != SQLITE_NULL)
-		f->target = strdup(col_text(st, 3));
-	f->size = sqlite3_column_int64(st, 4);
-	f->mtime_ns = sqlite3_column_int64(st, 5);
-	if (sqlite3_column_bytes(st, 6) == (int)sizeof(f->sha256)) {
-		memcpy(f->sha256, sqlite3_column_blob(st, 6), sizeof(f->sha256));
-		f->hashed = true;
-	}
-	f->sensitive = sqlite3_column_int(st, 7) != 0;
-	f->binary = sqlite3_column_int(st, 8) != 0;
-	f->large = sqlite3_column_int(st, 9) != 0;
-	if (!f->path || (f->symlink && !f->target)) {
-		free(f->path);
-		free(f->target);
+	if (!f->path || col_file(st, 2, f) < 0) {
+		snap_file_free(f);
 		return -ENOMEM;
 	}
 	snap->n++;
@@ -738,6 +767,8 @@ int store_journal_add(struct store *s, const char *user, const char *thread,
 		sqlite3_bind_text(st, 6, e->path2, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 7, (int)e->pid);
 	sqlite3_bind_text(st, 8, e->comm, -1, SQLITE_STATIC);
+	if (e->pre)
+		bind_file(st, 9, e->pre);
 	return exec_stmt(s, st, "record a journal row");
 }
 
@@ -749,6 +780,7 @@ struct journal_ctx {
 static int journal_row(sqlite3_stmt *st, void *ctx)
 {
 	struct journal_ctx *c = ctx;
+	struct snap_file pre = { 0 };
 	struct store_event e = {
 		.at_ns = sqlite3_column_int64(st, 0),
 		.op = col_text(st, 1),
@@ -757,8 +789,36 @@ static int journal_row(sqlite3_stmt *st, void *ctx)
 		.pid = (pid_t)sqlite3_column_int(st, 4),
 		.comm = col_text(st, 5),
 	};
+	int r = 0;
 
-	return c->fn(c->arg, &e);
+	if (!strcmp(e.op, "preimage")) {
+		pre.path = (char *)e.path;
+		pre.root = root_name(e.path + (strncmp(e.path, "/mnt/user-data/", 15) ? 0 : 15));
+		e.pre = &pre;
+		r = col_file(st, 6, &pre);
+	}
+	if (r == 0)
+		r = c->fn(c->arg, &e);
+	free(pre.target);
+	return r;
+}
+
+int store_run_open_since(struct store *s, const char *user, const char *thread,
+			 int64_t *begun_ns)
+{
+	_stmt_ st = stmt(s, ST_RUN_OPEN);
+	int r;
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
+	r = sqlite3_step(st);
+	if (r == SQLITE_ROW) {
+		*begun_ns = sqlite3_column_int64(st, 0);
+		return 1;
+	}
+	return r == SQLITE_DONE ? 0 : fail(s, r, "look for an open run");
 }
 
 int store_journal_each(struct store *s, const char *user, const char *thread,

@@ -22,7 +22,7 @@
 #include <sys/types.h>
 
 #define STORE_FILE "sbx.db"
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 struct store;
 
@@ -81,13 +81,19 @@ int store_audit_each(struct store *s, const char *user, const char *thread,
 		     int (*fn)(void *arg, const struct store_audit *a),
 		     void *arg);
 
+struct snap_file;
+
 /* One change the view made under workspace or outputs: op is "create",
- * "symlink", "modify", "chmod", "delete" or "rename" (PATH to PATH2). */
+ * "symlink", "modify", "chmod", "delete", "rename" (PATH to PATH2) or
+ * "exchange" (PATH and PATH2 swapped). While a run is open, the view also
+ * records "capture" (it records pre-images from then on) and "preimage":
+ * PRE describes PATH just before the view first changed it. */
 struct store_event {
 	int64_t at_ns;
 	const char *op, *path, *path2;
 	pid_t pid;
 	const char *comm;
+	const struct snap_file *pre;	/* "preimage" only */
 };
 
 int store_journal_add(struct store *s, const char *user, const char *thread,
@@ -126,6 +132,11 @@ struct store_run {
 	int64_t before_snapshot, after_snapshot;
 	char *summary, *receipt;
 };
+
+/* The start of the latest run of USER's THREAD that has not ended, in
+ * *BEGUN_NS: returns 1, or 0 if every run has ended. */
+int store_run_open_since(struct store *s, const char *user, const char *thread,
+			 int64_t *begun_ns);
 
 int store_run_begin(struct store *s, const char *user, const char *thread,
 		    int64_t before_snapshot, int64_t at_ns, int64_t *id);

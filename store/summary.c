@@ -178,23 +178,25 @@ int summary_compare(const struct snapshot *before, const struct snapshot *after,
 	while (r == 0 && (i < before->n || j < after->n)) {
 		int cmp = i == before->n ? 1 : j == after->n ? -1
 			  : strcmp(b[i]->path, a[j]->path);
-		if (cmp < 0) {
-			/* Gone, unless the later scan stopped short of it. */
-			if (!after->truncated)
-				r = add(out, &cap, "deleted", b[i], NULL);
-			i++;
-		} else if (cmp > 0) {
-			if (!before->truncated)
-				r = add(out, &cap, a[j]->symlink ? "symlink_created" : "created",
-					NULL, a[j]);
-			j++;
-		} else {
-			if (!unchanged(b[i], a[j]))
-				r = add(out, &cap, a[j]->symlink && !b[i]->symlink
-					? "symlink_created" : "modified", b[i], a[j]);
-			i++;
-			j++;
+		/* A side missing from a truncated scan is unknown; one the
+		 * journal knows was absent is known to be absent. */
+		const struct snap_file *was = cmp <= 0 && !b[i]->absent ? b[i] : NULL;
+		const struct snap_file *is = cmp >= 0 && !a[j]->absent ? a[j] : NULL;
+		bool was_known = cmp <= 0 || !before->truncated;
+		bool is_known = cmp >= 0 || !after->truncated;
+
+		if (was && is) {
+			if (!unchanged(was, is))
+				r = add(out, &cap, is->symlink && !was->symlink
+					? "symlink_created" : "modified", was, is);
+		} else if (was && is_known) {
+			r = add(out, &cap, "deleted", was, NULL);
+		} else if (is && was_known) {
+			r = add(out, &cap, is->symlink ? "symlink_created" : "created",
+				NULL, is);
 		}
+		i += cmp <= 0;
+		j += cmp >= 0;
 	}
 	if (r == 0)
 		join_renames(out, renames, nrenames);

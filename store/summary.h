@@ -8,8 +8,9 @@
  * of precedence), within 256 KiB per input and 1 MiB in total (then
  * diff_truncated); at most 200 files listed, counts over all of them.
  * Where a snapshot was truncated, a path missing from it proves nothing:
- * it is not reported created or deleted. The summary is truncated when any
- * limit was hit.
+ * it is not reported created or deleted. An entry marked absent (what the
+ * views' journal knows) proves the path did not exist. The summary is
+ * truncated when any limit was hit.
  */
 #ifndef SBX_SUMMARY_H
 #define SBX_SUMMARY_H

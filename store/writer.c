@@ -1,6 +1,7 @@
 /* writer.c - see writer.h. */
 #include "writer.h"
 #include "log.h"
+#include "snapshot.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -11,7 +12,7 @@
 /* How long the thread lets rows gather after the first one arrives. */
 #define GATHER_NS (3 * 1000 * 1000)
 
-enum row_kind { ROW_MARK_PUT, ROW_MARK_DROP, ROW_AUDIT, ROW_EVENT };
+enum row_kind { ROW_MARK_PUT, ROW_MARK_DROP, ROW_AUDIT, ROW_EVENT, ROW_BLOB };
 
 struct row {
 	struct row *next;
@@ -19,7 +20,14 @@ struct row {
 	union {
 		struct store_mark mark;		/* strings point into text[] */
 		struct store_audit audit;
-		struct store_event event;
+		struct {
+			struct store_event event;
+			struct snap_file pre;	/* event.pre points here */
+		};
+		struct {
+			uint8_t sha256[32];
+			size_t len;		/* bytes in text[] */
+		} blob;
 	};
 	char text[];
 };
@@ -50,6 +58,9 @@ static void write_row(struct store_writer *w, const struct row *r)
 		break;
 	case ROW_EVENT:
 		store_journal_add(w->store, w->user, w->thread, &r->event);
+		break;
+	case ROW_BLOB:
+		store_blob_put(w->store, r->blob.sha256, r->text, r->blob.len);
 		break;
 	}
 }
@@ -264,8 +275,10 @@ void store_writer_audit(struct store_writer *w, const struct store_audit *a)
 
 void store_writer_event(struct store_writer *w, const struct store_event *e)
 {
+	const char *target = e->pre ? e->pre->target : NULL;
 	size_t at = 0, text = strlen(e->op) + strlen(e->path) + strlen(e->comm) + 3 +
-			      (e->path2 ? strlen(e->path2) + 1 : 0);
+			      (e->path2 ? strlen(e->path2) + 1 : 0) +
+			      (target ? strlen(target) + 1 : 0);
 	struct row *r = row_new(w, ROW_EVENT, text);
 
 	if (!r)
@@ -275,5 +288,24 @@ void store_writer_event(struct store_writer *w, const struct store_event *e)
 	r->event.path = put_text(r, &at, e->path);
 	r->event.path2 = e->path2 ? put_text(r, &at, e->path2) : NULL;
 	r->event.comm = put_text(r, &at, e->comm);
+	if (e->pre) {
+		r->pre = *e->pre;
+		r->pre.path = (char *)r->event.path;
+		r->pre.target = target ? (char *)put_text(r, &at, target) : NULL;
+		r->event.pre = &r->pre;
+	}
+	enqueue(w, r);
+}
+
+void store_writer_blob(struct store_writer *w, const uint8_t sha256[32],
+		       const void *data, size_t len)
+{
+	struct row *r = row_new(w, ROW_BLOB, len);
+
+	if (!r)
+		return;
+	memcpy(r->blob.sha256, sha256, 32);
+	r->blob.len = len;
+	memcpy(r->text, data, len);
 	enqueue(w, r);
 }

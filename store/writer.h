@@ -29,6 +29,9 @@ void store_writer_mark_put(struct store_writer *w, const struct store_mark *m);
 void store_writer_mark_drop(struct store_writer *w, const char *path);
 void store_writer_audit(struct store_writer *w, const struct store_audit *a);
 void store_writer_event(struct store_writer *w, const struct store_event *e);
+/* File content kept by SHA-256 (store_blob_put()), for a pre-image. */
+void store_writer_blob(struct store_writer *w, const uint8_t sha256[32],
+		       const void *data, size_t len);
 
 /* Waits until every row queued before the call is written (tests, and
  * sbxfs before it reports an unmount). */

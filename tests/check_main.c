@@ -18,6 +18,7 @@ static const struct {
 	{ "unit_snapshot", suite_unit_snapshot },
 	{ "unit_diff", suite_unit_diff },
 	{ "unit_summary", suite_unit_summary },
+	{ "unit_runlog", suite_unit_runlog },
 	{ "view_layout", suite_view_layout },
 	{ "view_posix", suite_view_posix },
 	{ "view_confine", suite_view_confine },

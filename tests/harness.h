@@ -78,6 +78,7 @@ Suite *suite_unit_store(void);
 Suite *suite_unit_snapshot(void);
 Suite *suite_unit_diff(void);
 Suite *suite_unit_summary(void);
+Suite *suite_unit_runlog(void);
 Suite *suite_sanitizers(void);
 
 #endif

@@ -93,7 +93,6 @@ START_TEST(test_runs_journal_renames_and_callers)
 	OK("cd '%s' && mv old.txt mid.txt && mv mid.txt new.txt && cat m.txt > /dev/null &&"
 	   " echo y > m.txt", ws);
 	ck_assert_int_eq(write_file(hpath(&V, "user-data/workspace/host.txt"), "h\n"), 0);
-	usleep(200000);		/* the journal reaches the store within ms */
 	snprintf(cmd, sizeof(cmd), "run end %s", run);
 	sbx(cmd);
 	SAME(changes_py(run, "print(d[\"summary\"][\"renamed\"]);"
@@ -122,8 +121,9 @@ START_TEST(test_runs_without_changes_record_no_summary)
 END_TEST
 
 /* More files than a snapshot holds: the pre-run scan is truncated, so the
- * receipt skips verification, and a change to a file both scans saw is
- * still reported. */
+ * receipt skips verification; a change to a file both scans saw is still
+ * reported, and so is an output the view created (the journal says the
+ * path was free when the run began). */
 START_TEST(test_runs_over_the_scan_limit)
 {
 	OK("cd '%s' && for i in $(seq -w 0 2099); do echo $i > f$i; done",
@@ -135,9 +135,93 @@ START_TEST(test_runs_over_the_scan_limit)
 	sbx(cmd);
 	SAME(changes_py(run, "print(d[\"summary\"][\"truncated\"], d[\"summary\"][\"complete\"],"
 			" [(f[\"path\"], f[\"status\"]) for f in d[\"files\"]])"),
-	     "True False [('/mnt/user-data/workspace/f0000', 'modified')]\n");
-	SAME(receipt(run), "{\"run\":1,\"produced_outputs\":[],"
+	     "True False [('/mnt/user-data/outputs/o', 'created'),"
+	     " ('/mnt/user-data/workspace/f0000', 'modified')]\n");
+	SAME(receipt(run), "{\"run\":1,\"produced_outputs\":[\"/mnt/user-data/outputs/o\"],"
 			   "\"verification_skipped\":\"truncated_pre_run_snapshot\"}\n");
+}
+END_TEST
+
+/* Files beyond the first scan's limit, changed through the view: their
+ * pre-images make every change exact, with its diff (a renamed directory
+ * too). A host change the scans did not reach cannot be known: not
+ * reported, and the summary is not complete. */
+static void preimage_scenario(char *run)
+{
+	char cmd[64];
+
+	OK("cd '%s' && cat f10 d/x.txt > /dev/null && echo changed > f10 && rm f11 &&"
+	   " mv f12 g12 && mv d e && echo more >> e/x.txt && echo new > n.txt",
+	   vpath(&V, "user-data/workspace"));
+	ck_assert_int_eq(write_file(hws_of(&V, "f09"), "by the host\n"), 0);
+	snprintf(cmd, sizeof(cmd), "run end %s", run);
+	sbx(cmd);
+	SAME(changes_py(run, "print(d[\"summary\"][\"truncated\"], d[\"summary\"][\"complete\"]);"
+			" [print(f[\"path\"][25:], f[\"status\"], (f[\"old_path\"] or \"-\")[25:],"
+			" f[\"additions\"], f[\"deletions\"], f[\"diff\"].splitlines()[-1:])"
+			" for f in d[\"files\"]]"),
+	     "True False\n"
+	     "e/x.txt renamed d/x.txt 1 0 ['+more']\n"
+	     "f10 modified  1 2 ['+changed']\n"
+	     "f11 deleted  0 2 ['-11']\n"
+	     "g12 renamed f12 0 0 []\n"
+	     "n.txt created  1 0 ['+new']\n");
+}
+
+static void many_files(void)
+{
+	OK("cd '%s' && for i in $(seq -w 1 12); do printf 'line\\n%%s\\n' $i > f$i; done &&"
+	   " mkdir d && echo x > d/x.txt", hpath(&V, "user-data/workspace"));
+}
+
+START_TEST(test_runs_preimages_beyond_the_scan_limit)
+{
+	many_files();
+	char *run = sbx("run begin --user alice --thread runs --max-files 3");
+	run[strcspn(run, "\n")] = '\0';
+	preimage_scenario(run);
+	/* The view was told when the run ended: no more pre-images. */
+	OK("cat '%s' > /dev/null && echo again > '%s'", ws_of(&V, "f01"), ws_of(&V, "f01"));
+	EQ_OUT("0\n", "sqlite3 '%s/sbx.db' \"SELECT count(*) FROM journal WHERE op = 'preimage'"
+	       " AND path LIKE '%%/f01'\"", V.home);
+}
+END_TEST
+
+/* A run begun while no view was mounted: the view mounted later finds it
+ * open in the store and records pre-images all the same. */
+START_TEST(test_runs_view_mounted_during_a_run)
+{
+	char home[PATH_MAX];
+
+	many_files();
+	snprintf(home, sizeof(home), "%s", V.home);
+	tview_umount(&V);
+	char *run = OUT("'%s' --home '%s' run begin --user alice --thread runs --max-files 3",
+			test_bin("sbx"), home);
+	run[strcspn(run, "\n")] = '\0';
+	ck_assert_int_eq(tview_mount(&V, home, "alice", "runs", NULL), 0);
+	preimage_scenario(run);
+}
+END_TEST
+
+/* The run attributes of a view's top directory: for sbx run, from root
+ * and the mounting user; anyone else is refused, nothing else accepted. */
+START_TEST(test_runs_control_attributes)
+{
+	EQ_OUT("ok", "getfattr --absolute-names --only-values -n user.sbxfs.sync '%s'", V.mnt);
+	ck_assert_int_eq(STATUS("setfattr -n user.sbxfs.run -v nonsense '%s' 2>/dev/null", V.mnt), 1);
+	ck_assert_int_eq(STATUS("setfattr -n user.sbxfs.sync -v 1 '%s' 2>/dev/null", V.mnt), 1);
+	ck_assert_int_eq(STATUS("setfattr -n user.other -v 1 '%s' 2>/dev/null", V.mnt), 1);
+	OK("setfattr -n user.sbxfs.run -v 0 '%s'", V.mnt);
+
+	struct tview shared;
+	const char *extra[] = { "-o", "allow_other", NULL };
+	ck_assert_int_eq(tview_mount(&shared, NULL, "alice", "shared", extra), 0);
+	ck_assert_int_eq(STATUS("setpriv --reuid=65534 --regid=65534 --clear-groups"
+	       " setfattr -n user.sbxfs.run -v 5 '%s' 2>/dev/null", shared.mnt), 1);
+	ck_assert_int_eq(STATUS("setpriv --reuid=65534 --regid=65534 --clear-groups"
+	       " getfattr -n user.sbxfs.sync '%s' 2>/dev/null", shared.mnt), 1);
+	tview_umount(&shared);
 }
 END_TEST
 
@@ -236,6 +320,9 @@ Suite *suite_view_runs(void)
 	tcase_add_test(tc, test_runs_journal_renames_and_callers);
 	tcase_add_test(tc, test_runs_without_changes_record_no_summary);
 	tcase_add_test(tc, test_runs_over_the_scan_limit);
+	tcase_add_test(tc, test_runs_preimages_beyond_the_scan_limit);
+	tcase_add_test(tc, test_runs_view_mounted_during_a_run);
+	tcase_add_test(tc, test_runs_control_attributes);
 	tcase_add_test(tc, test_runs_files_created_through_the_view_are_all_counted);
 	tcase_add_test(tc, test_runs_diff_budget);
 	tcase_add_test(tc, test_runs_html_report_renders);

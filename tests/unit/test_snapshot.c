@@ -84,6 +84,12 @@ START_TEST(test_snapshot_binary_by_name)
 	ck_assert(snapshot_excluded_dir("node_modules"));
 	ck_assert(snapshot_excluded_dir(".mcp"));
 	ck_assert(!snapshot_excluded_dir("src"));
+	/* On a path: any directory, never the file's own name. */
+	ck_assert(snapshot_path_excluded("/mnt/user-data/workspace/a/.git/HEAD"));
+	ck_assert(snapshot_path_excluded("/mnt/user-data/workspace/node_modules/x/y.js"));
+	ck_assert(!snapshot_path_excluded("/mnt/user-data/workspace/a/build.txt"));
+	ck_assert(!snapshot_path_excluded("/mnt/user-data/workspace/build"));
+	ck_assert(!snapshot_path_excluded("/mnt/user-data/workspace/src/main.c"));
 }
 END_TEST
 
@@ -272,9 +278,18 @@ END_TEST
 
 /* A database of every earlier schema version migrates to the current one
  * and keeps its rows. */
+static int count_event(void *arg, const struct store_event *e)
+{
+	ck_assert_str_eq(e->op, "create");
+	ck_assert_ptr_null(e->pre);
+	++*(int *)arg;
+	return 0;
+}
+
 START_TEST(test_store_migrates_from_every_earlier_version)
 {
 	char err[512];
+	int events = 0;
 
 	for (int v = 0; v < STORE_SCHEMA_VERSION; v++) {
 		char db[PATH_MAX + 32];
@@ -288,12 +303,19 @@ START_TEST(test_store_migrates_from_every_earlier_version)
 			ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
 		}
 		store_close(s);
+		if (v >= 4)	/* a journal row of that version's shape */
+			ck_assert_int_eq(sh("sqlite3 '%s' \"INSERT INTO journal (user, thread,"
+					    " at_ns, op, path, pid, comm) VALUES ('u', 't', 1,"
+					    " 'create', '/mnt/x', 1, 'sh')\"", db), 0);
 		ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), 0);
 		ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
 		if (v >= 1)
 			ck_assert_int_eq(sh("test \"$(sqlite3 '%s' 'SELECT ino FROM marks')\" = 7", db), 0);
+		if (v >= 4)
+			ck_assert_int_eq(store_journal_each(s, "u", "t", 0, 2, count_event, &events), 0);
 		store_close(s);
 	}
+	ck_assert_int_eq(events, STORE_SCHEMA_VERSION - 4);
 }
 END_TEST
 

@@ -211,6 +211,42 @@ START_TEST(test_summary_truncated_snapshots_report_only_what_both_saw)
 }
 END_TEST
 
+/* Entries the journal marks absent are known: with both scans truncated,
+ * a path absent before and present after was created, present before and
+ * absent after deleted, absent on both sides nothing. */
+START_TEST(test_summary_absent_entries_are_known)
+{
+	const struct fake before[] = {
+		{ .path = W "made", .text = "" }, { .path = W "gone", .text = "g\n" },
+		{ .path = W "never", .text = "" },
+	};
+	const struct fake after[] = {
+		{ .path = W "made", .text = "m\n" }, { .path = W "gone", .text = "" },
+		{ .path = W "never", .text = "" },
+	};
+	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
+	struct snapshot b, a;
+	struct summary s;
+
+	build(&b, before, 3, true);
+	build(&a, after, 3, true);
+	b.files[0].absent = b.files[2].absent = true;
+	a.files[1].absent = a.files[2].absent = true;
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
+	ck_assert_int_eq(s.n, 2);
+	ck_assert_str_eq(find(&s, W "made")->status, "created");
+	ck_assert_ptr_null(find(&s, W "made")->before);
+	ck_assert_int_eq(find(&s, W "made")->additions, 1);
+	ck_assert_str_eq(find(&s, W "gone")->status, "deleted");
+	ck_assert_ptr_null(find(&s, W "gone")->after);
+	ck_assert_int_eq(find(&s, W "gone")->deletions, 1);
+	ck_assert(!s.complete);
+	summary_free(&s);
+	snapshot_free(&b);
+	snapshot_free(&a);
+}
+END_TEST
+
 /* The journal saw a.txt renamed to b.txt (and edited): one change. */
 START_TEST(test_summary_renames_join_a_deletion_and_a_creation)
 {
@@ -280,6 +316,7 @@ Suite *suite_unit_summary(void)
 	tcase_add_test(tc, test_summary_reason_precedence_and_large);
 	tcase_add_test(tc, test_summary_diff_budget_and_listing_limit);
 	tcase_add_test(tc, test_summary_truncated_snapshots_report_only_what_both_saw);
+	tcase_add_test(tc, test_summary_absent_entries_are_known);
 	tcase_add_test(tc, test_summary_renames_join_a_deletion_and_a_creation);
 	tcase_add_test(tc, test_summary_a_renamed_directory_renames_its_files);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,441 @@
+/* runlog.c - see runlog.h. */
+#include "runlog.h"
+#include "cleanup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define USER_DATA "/mnt/user-data/"
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static int event_row(void *arg, const struct store_event *e)
+{
+	struct runlog *j = arg;
+
+	if (j->n == j->cap) {
+		size_t cap = j->cap ? j->cap * 2 : 64;
+		struct store_event *v = realloc(j->events, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		j->events = v;
+		j->cap = cap;
+	}
+	struct store_event *c = &j->events[j->n];
+	*c = *e;
+	c->op = strdup(e->op);
+	c->path = strdup(e->path);
+	c->path2 = dup_or_null(e->path2);
+	c->comm = strdup(e->comm);
+	c->pre = NULL;
+	if (e->pre) {
+		struct snap_file *p = malloc(sizeof(*p));
+		if (p) {
+			*p = *e->pre;
+			p->path = (char *)c->path;
+			p->target = dup_or_null(e->pre->target);
+		}
+		c->pre = p;
+	}
+	j->n++;
+	if (!c->op || !c->path || !c->comm || (e->path2 && !c->path2) ||
+	    (e->pre && (!c->pre || (e->pre->target && !c->pre->target))))
+		return -ENOMEM;
+	j->made += !strcmp(e->op, "create") || !strcmp(e->op, "symlink");
+	if (strcmp(e->op, "rename"))
+		return 0;
+	for (size_t i = 0; i < j->nrenames; i++)
+		if (!strcmp(j->renames[i].to, c->path)) {
+			j->renames[i].to = c->path2;
+			return 0;
+		}
+	if (j->nrenames == j->rcap) {
+		j->rcap = j->rcap ? j->rcap * 2 : 16;
+		struct summary_rename *v = realloc(j->renames, j->rcap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		j->renames = v;
+	}
+	j->renames[j->nrenames++] = (struct summary_rename){ c->path, c->path2 };
+	return 0;
+}
+
+int runlog_load(struct store *s, const char *user, const char *thread,
+		int64_t from_ns, int64_t to_ns, struct runlog *j)
+{
+	memset(j, 0, sizeof(*j));
+	int r = store_journal_each(s, user, thread, from_ns, to_ns, event_row, j);
+	if (r < 0)
+		runlog_free(j);
+	return r;
+}
+
+void runlog_free(struct runlog *j)
+{
+	for (size_t i = 0; i < j->n; i++) {
+		struct store_event *e = &j->events[i];
+		free((char *)e->op);
+		free((char *)e->path);
+		free((char *)e->path2);
+		free((char *)e->comm);
+		if (e->pre)
+			free(e->pre->target);
+		free((struct snap_file *)e->pre);
+	}
+	free(j->events);
+	free(j->renames);
+	memset(j, 0, sizeof(*j));
+}
+
+void runlog_attribute(const struct runlog *j, struct summary *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		for (size_t k = j->n; k > 0; k--) {
+			const struct store_event *e = &j->events[k - 1];
+			if (!strcmp(e->op, "preimage") || !strcmp(e->op, "capture"))
+				continue;
+			if (!strcmp(e->path, s->changes[i].path) ||
+			    (e->path2 && !strcmp(e->path2, s->changes[i].path))) {
+				s->changes[i].by_pid = e->pid;
+				s->changes[i].by_comm = e->comm;
+				break;
+			}
+		}
+}
+
+/* ---- following paths through renames ------------------------------------ */
+
+/* A rename (or, SWAP, an exchange) the views made: the AT-th event. */
+struct move {
+	const char *from, *to;
+	bool swap;
+	size_t at;
+};
+
+/* If P is Q or below it: P with Q replaced by R, in OUT. */
+static bool rebase(const char *p, const char *q, const char *r, char *out)
+{
+	size_t n = strlen(q);
+
+	if (strncmp(p, q, n) || (p[n] && p[n] != '/'))
+		return false;
+	return snprintf(out, PATH_MAX, "%s%s", r, p + n) < PATH_MAX;
+}
+
+/* Where what P names went through move M (forward), or came from. */
+static void through(const struct move *m, bool forward, char *p)
+{
+	const char *a = forward ? m->from : m->to, *b = forward ? m->to : m->from;
+	char moved[PATH_MAX];
+
+	if (rebase(p, a, b, moved) || (m->swap && rebase(p, b, a, moved)))
+		memcpy(p, moved, strlen(moved) + 1);
+}
+
+/* A path's state when the run began: PRE, or absent (NULL). SEQ orders
+ * what the journal said about it; the first word wins. */
+struct known {
+	char *path;
+	size_t seq;
+	const struct snap_file *pre;
+};
+
+struct paths {
+	struct known *v;
+	size_t n, cap;
+};
+
+static int paths_add(struct paths *ps, const char *path, size_t seq,
+		     const struct snap_file *pre)
+{
+	if (strncmp(path, USER_DATA, strlen(USER_DATA)) || snapshot_path_excluded(path))
+		return 0;
+	if (ps->n == ps->cap) {
+		size_t cap = ps->cap ? ps->cap * 2 : 64;
+		struct known *v = realloc(ps->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		ps->v = v;
+		ps->cap = cap;
+	}
+	ps->v[ps->n] = (struct known){ strdup(path), seq, pre };
+	return ps->v[ps->n++].path ? 0 : -ENOMEM;
+}
+
+static int known_cmp(const void *a, const void *b)
+{
+	const struct known *x = a, *y = b;
+	int c = strcmp(x->path, y->path);
+
+	return c ? c : x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Sorts PS by path and keeps the first word on each. */
+static void paths_settle(struct paths *ps)
+{
+	size_t k = 0;
+
+	qsort(ps->v, ps->n, sizeof(*ps->v), known_cmp);
+	for (size_t i = 0; i < ps->n; i++) {
+		if (k && !strcmp(ps->v[k - 1].path, ps->v[i].path)) {
+			free(ps->v[i].path);
+			continue;
+		}
+		ps->v[k++] = ps->v[i];
+	}
+	ps->n = k;
+}
+
+static const struct known *paths_find(const struct paths *ps, const char *path)
+{
+	struct known key = { .path = (char *)path, .seq = 0 };
+	size_t lo = 0, hi = ps->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(ps->v[mid].path, key.path);
+		if (c == 0)
+			return &ps->v[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static void paths_free(struct paths *ps)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		free(ps->v[i].path);
+	free(ps->v);
+}
+
+/* What the journal knows each path was when the run began (BEFORE), and
+ * every path the views touched, under its name then and now (TOUCHED). */
+static int read_journal(const struct runlog *j, struct paths *before,
+			struct paths *touched)
+{
+	_cleanup_(freep) struct move *moves = calloc(j->n ? j->n : 1, sizeof(*moves));
+	size_t nmoves = 0, capture = j->n;
+	char p[PATH_MAX];
+	int r = 0;
+
+	if (!moves)
+		return -ENOMEM;
+	for (size_t i = 0; i < j->n; i++) {
+		const struct store_event *e = &j->events[i];
+		bool swap = !strcmp(e->op, "exchange");
+		if ((swap || !strcmp(e->op, "rename")) && e->path2)
+			moves[nmoves++] = (struct move){ e->path, e->path2, swap, i };
+		if (capture == j->n && !strcmp(e->op, "capture"))
+			capture = i;
+	}
+	for (size_t i = 0, m = 0; i < j->n && r == 0; i++) {
+		const struct store_event *e = &j->events[i];
+		const char *names[2] = { e->path, e->path2 };
+
+		while (m < nmoves && moves[m].at < i)
+			m++;		/* moves[0..m) came before event i */
+		for (int k = 0; k < 2 && r == 0; k++) {
+			if (!names[k] || !strcmp(e->op, "capture"))
+				continue;
+			r = paths_add(touched, names[k], 0, NULL);
+			snprintf(p, sizeof(p), "%s", names[k]);
+			for (size_t f = m; f < nmoves; f++)
+				if (moves[f].at > i)
+					through(&moves[f], true, p);
+			if (r == 0)
+				r = paths_add(touched, p, 0, NULL);
+		}
+		if (i < capture || r < 0)
+			continue;
+		/* The name the path had when the run began. */
+		const char *subject = !strcmp(e->op, "rename") ? e->path2 : e->path;
+		bool absent = !strcmp(e->op, "create") || !strcmp(e->op, "symlink") ||
+			      !strcmp(e->op, "rename");
+		if (!absent && !e->pre)
+			continue;
+		snprintf(p, sizeof(p), "%s", subject);
+		for (size_t b = m; b > 0; b--)
+			through(&moves[b - 1], false, p);
+		r = paths_add(before, p, i, absent ? NULL : e->pre);
+	}
+	paths_settle(before);
+	paths_settle(touched);
+	return r;
+}
+
+/* ---- completing the snapshots ------------------------------------------- */
+
+/* A new entry at the end of S, zeroed. */
+static struct snap_file *append(struct snapshot *s)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct snap_file *f = realloc(s->files, cap * sizeof(*f));
+		if (!f)
+			return NULL;
+		s->files = f;
+		s->cap = cap;
+	}
+	memset(&s->files[s->n], 0, sizeof(s->files[0]));
+	return &s->files[s->n++];
+}
+
+static const char *root_of(const char *path)
+{
+	return !strncmp(path, USER_DATA "outputs/", strlen(USER_DATA "outputs/"))
+	       ? "outputs" : "workspace";
+}
+
+/* F becomes what K says PATH was. */
+static int set_known(struct snap_file *f, const struct known *k)
+{
+	snap_file_free(f);
+	if (k->pre) {
+		*f = *k->pre;
+		f->target = dup_or_null(k->pre->target);
+	} else {
+		memset(f, 0, sizeof(*f));
+		f->absent = true;
+	}
+	f->path = strdup(k->path);
+	f->root = root_of(k->path);
+	return f->path && (!k->pre || !k->pre->target || f->target) ? 0 : -ENOMEM;
+}
+
+/* The paths of S, sorted. */
+static int index_paths(const struct snapshot *s, struct paths *ps)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (paths_add(ps, s->files[i].path, i, NULL) < 0)
+			return -ENOMEM;
+	paths_settle(ps);
+	return 0;
+}
+
+/* Reads virtual PATH from the roots into F: 0, -ENOENT if no file is
+ * there, other -errno if it cannot be told. No symlink is followed. */
+static int look(int ws, int out, const char *path, snapshot_keep keep,
+		void *arg, struct snap_file *f)
+{
+	const char *root = root_of(path);
+	const char *rel = path + strlen(USER_DATA) + strlen(root);
+	int rfd = !strcmp(root, "outputs") ? out : ws;
+	char dir[PATH_MAX];
+	const char *slash;
+
+	if (rfd < 0)
+		return -ENOENT;
+	if (*rel++ != '/' || !*rel)
+		return -ENOENT;
+	slash = strrchr(rel, '/');
+	if (!slash)
+		return snapshot_file_at(rfd, rel, path, keep, arg, f);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+	_cleanup_(closep) int dfd = (int)syscall(SYS_openat2, rfd, dir, &how, sizeof(how));
+	if (dfd < 0)
+		return errno == ENOTDIR || errno == ELOOP ? -ENOENT : -errno;
+	return snapshot_file_at(dfd, slash + 1, path, keep, arg, f);
+}
+
+/* True if a directory above PATH is known to have been absent. */
+static bool below_absent(const struct paths *known, const char *path)
+{
+	char p[PATH_MAX], *slash;
+
+	snprintf(p, sizeof(p), "%s", path);
+	while ((slash = strrchr(p, '/')) && slash - p > (ptrdiff_t)strlen(USER_DATA)) {
+		*slash = '\0';
+		const struct known *k = paths_find(known, p);
+		if (k && !k->pre)
+			return true;
+	}
+	return false;
+}
+
+int runlog_complete(const struct runlog *j, struct snapshot *before,
+		    struct snapshot *after, int ws, int out, snapshot_keep keep,
+		    void *arg)
+{
+	struct paths known = { 0 }, touched = { 0 }, bidx = { 0 }, aidx = { 0 };
+	int r = read_journal(j, &known, &touched);
+
+	if (r == 0)
+		r = index_paths(before, &bidx);
+	if (r == 0)
+		r = index_paths(after, &aidx);
+	/* BEFORE: what the journal knows wins over the scan, which may have
+	 * read a file after the view changed it. */
+	for (size_t i = 0; i < known.n && r == 0; i++) {
+		const struct known *in = paths_find(&bidx, known.v[i].path);
+		struct snap_file *f = in ? &before->files[in->seq] : append(before);
+		r = f ? set_known(f, &known.v[i]) : -ENOMEM;
+	}
+	/* AFTER, if its scan stopped short: every path the views touched. */
+	for (size_t i = 0; i < touched.n && r == 0 && after->truncated; i++) {
+		struct snap_file f;
+		if (paths_find(&aidx, touched.v[i].path))
+			continue;
+		int e = look(ws, out, touched.v[i].path, keep, arg, &f);
+		if (e == -ENOMEM || e > 0) {
+			r = e > 0 ? -EIO : e;
+		} else if (e == 0 || e == -ENOENT) {
+			struct snap_file *slot = append(after);
+			if (!slot) {
+				r = -ENOMEM;
+				if (e == 0)
+					snap_file_free(&f);
+			} else if (e == 0) {
+				*slot = f;
+			} else {
+				slot->absent = true;
+				slot->path = strdup(touched.v[i].path);
+				slot->root = root_of(touched.v[i].path);
+				r = slot->path ? 0 : -ENOMEM;
+			}
+		}
+	}
+	/* Files now below a directory the views made during the run did not
+	 * exist when it began, though the first scan stopped short of them. */
+	paths_free(&bidx);
+	memset(&bidx, 0, sizeof(bidx));
+	if (r == 0 && before->truncated)
+		r = index_paths(before, &bidx);
+	for (size_t i = 0; i < after->n && r == 0 && before->truncated; i++) {
+		const char *path = after->files[i].path;
+		if (after->files[i].absent || paths_find(&bidx, path) ||
+		    !below_absent(&known, path))
+			continue;
+		struct snap_file *f = append(before);
+		if (!f)
+			r = -ENOMEM;
+		else if (!(f->path = strdup(path)))
+			r = -ENOMEM;
+		else {
+			f->root = root_of(path);
+			f->absent = true;
+		}
+	}
+	paths_free(&known);
+	paths_free(&touched);
+	paths_free(&bidx);
+	paths_free(&aidx);
+	return r;
+}

@@ -1,0 +1,50 @@
+/* runlog.h - what the views' journal says about a run.
+ *
+ * The scans at a run's ends see everything, up to their file limit. The
+ * journal adds what a scan cannot see, and where a scan stopped short,
+ * what it missed of the views' own changes:
+ *
+ *   - renames (a -> b -> c joined as a -> c) and which process made each
+ *     change;
+ *   - from the "capture" event on (the view was told a run is open), what
+ *     each path was before the run: the pre-image recorded before the
+ *     view first changed, removed or replaced it, or "absent" where the
+ *     view created it. Paths are followed back through renames (also of
+ *     directories above them) to the name they had when the run began,
+ *     and the first word on a path wins;
+ *   - where the views left each path they touched, so the end scan's
+ *     picture can be completed by looking at those paths alone.
+ */
+#ifndef SBX_RUNLOG_H
+#define SBX_RUNLOG_H
+
+#include "snapshot.h"
+#include "store.h"
+#include "summary.h"
+
+struct runlog {
+	struct store_event *events;	/* copies, oldest first */
+	size_t n, cap;
+	struct summary_rename *renames;	/* joined chains, for summary_compare() */
+	size_t nrenames, rcap;
+	size_t made;			/* files and symlinks the views created */
+};
+
+/* Reads the events of USER's THREAD from FROM_NS to TO_NS. */
+int runlog_load(struct store *s, const char *user, const char *thread,
+		int64_t from_ns, int64_t to_ns, struct runlog *j);
+void runlog_free(struct runlog *j);
+
+/* Completes BEFORE with what the journal knows each path was when the run
+ * began, and, if AFTER was truncated, AFTER with the current state of
+ * every path the views touched (read from the roots WS and OUT, directory
+ * fds or -1; KEEP gets the text of each file read, as in a scan). */
+int runlog_complete(const struct runlog *j, struct snapshot *before,
+		    struct snapshot *after, int ws, int out, snapshot_keep keep,
+		    void *arg);
+
+/* Names the process behind each change the views made (the latest one);
+ * changes made on the host keep by_pid 0. */
+void runlog_attribute(const struct runlog *j, struct summary *s);
+
+#endif

@@ -1,0 +1,15 @@
+/* control.h - the attributes a mounted view answers on its top directory
+ * for sbx run (fs/journal.c; root and the mounting user only):
+ *
+ *   setxattr M user.sbxfs.run "NS"   a run opened at NS (0: none is open):
+ *                                    record pre-images from now on
+ *   getxattr M user.sbxfs.sync       returns "ok" once every journal
+ *                                    event so far is in the store
+ */
+#ifndef SBX_CONTROL_H
+#define SBX_CONTROL_H
+
+#define CONTROL_XATTR_RUN "user.sbxfs.run"
+#define CONTROL_XATTR_SYNC "user.sbxfs.sync"
+
+#endif
