@@ -81,6 +81,7 @@ check: test-deps
 bench: deps all
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/run-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/snapshot-bench
+	@SBX_BIN=$(CURDIR)/$(BIN) bench/journal-bench
 
 demo: deps all
 	@SBX_BIN=$(CURDIR)/$(BIN) mount-helpers/demo

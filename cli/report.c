@@ -157,7 +157,7 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 		num(sum, "deletions"), num(sum, "deletions") == 1 ? "" : "s",
 		!json_is_true(json_object_get(sum, "truncated")) ? ""
 		: json_is_true(json_object_get(sum, "complete"))
-			? "\n  (truncated: not every file or diff is shown; every change is counted)"
+			? "\n  (truncated: not every diff is shown; every change is counted)"
 			: "\n  (truncated: a scan was cut short, so changes may be missing; see docs/changes.md)");
 	json_array_foreach(files, i, f)
 		if (strlen(str(f, "path")) > width)
@@ -301,7 +301,7 @@ void report_html(FILE *out, const json_t *p, const char *who)
 		num(sum, "additions"), num(sum, "deletions"));
 	if (json_is_true(json_object_get(sum, "truncated")))
 		fputs(json_is_true(json_object_get(sum, "complete"))
-		      ? "<span class=\"badge trunc\">truncated: not every file or diff is shown; every change is counted</span>\n"
+		      ? "<span class=\"badge trunc\">truncated: not every diff is shown; every change is counted</span>\n"
 		      : "<span class=\"badge trunc\">truncated: a scan was cut short, so changes may be missing</span>\n",
 		      out);
 	fputs("</p>\n", out);

@@ -61,12 +61,50 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* A run's scan: contents go to the store, progress to the terminal. */
+/* A run's scan: contents go to the store, progress to the terminal.
+ * The end scan keeps its texts in memory instead (up to TEXTS_MAX bytes):
+ * they serve this run's diffs only, and the store records the summary. */
+#define TEXTS_MAX (64u << 20)
+
+struct text {
+	uint8_t sha256[32];
+	char *data;		/* NUL-terminated */
+	size_t len;
+};
+
 struct scan {
 	struct store *store;
 	struct scan_progress progress;
 	unsigned kept;		/* contents in the open transaction */
+	bool in_memory;
+	struct text *texts;
+	size_t ntexts, cap, bytes;
+	bool sorted;
 };
+
+static int keep_in_memory(struct scan *sc, const struct snap_file *f,
+			  const uint8_t *data, size_t len)
+{
+	if (sc->ntexts == sc->cap) {
+		size_t cap = sc->cap ? sc->cap * 2 : 256;
+		struct text *v = realloc(sc->texts, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		sc->texts = v;
+		sc->cap = cap;
+	}
+	struct text *t = &sc->texts[sc->ntexts];
+	if (!(t->data = malloc(len + 1)))
+		return -ENOMEM;
+	memcpy(t->sha256, f->sha256, 32);
+	memcpy(t->data, data, len);
+	t->data[len] = '\0';
+	t->len = len;
+	sc->ntexts++;
+	sc->bytes += len;
+	sc->sorted = false;
+	return 0;
+}
 
 /* Contents are written in transactions of 256, so a long scan never
  * keeps the store's write lock from the daemons for long. */
@@ -74,8 +112,10 @@ static int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data,
 		     size_t len)
 {
 	struct scan *sc = arg;
-	int r = sc->kept == 0 ? store_begin(sc->store) : 0;
 
+	if (sc->in_memory && sc->bytes + len <= TEXTS_MAX)
+		return keep_in_memory(sc, f, data, len);
+	int r = sc->kept == 0 ? store_begin(sc->store) : 0;
 	if (r == 0)
 		r = store_blob_put(sc->store, f->sha256, data, len);
 	if (r == 0 && ++sc->kept == 256) {
@@ -85,15 +125,45 @@ static int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data,
 	return r;
 }
 
+static void scan_free(struct scan *sc)
+{
+	for (size_t i = 0; i < sc->ntexts; i++)
+		free(sc->texts[i].data);
+	free(sc->texts);
+}
+
 static void show_progress(void *arg, size_t files)
 {
 	scan_progress_show(&((struct scan *)arg)->progress, files);
 }
 
+static int text_cmp(const void *a, const void *b)
+{
+	return memcmp(((const struct text *)a)->sha256, ((const struct text *)b)->sha256, 32);
+}
+
+/* A file's content for a diff: from the end scan's texts, else the store. */
 static int load_blob(void *arg, const struct snap_file *f, char **data,
 		     size_t *len)
 {
-	return f->hashed ? store_blob_get(arg, f->sha256, data, len) : -ENOENT;
+	struct scan *sc = arg;
+
+	if (!f->hashed)
+		return -ENOENT;
+	if (!sc->sorted) {
+		qsort(sc->texts, sc->ntexts, sizeof(*sc->texts), text_cmp);
+		sc->sorted = true;
+	}
+	struct text key, *t;
+	memcpy(key.sha256, f->sha256, 32);
+	t = sc->ntexts ? bsearch(&key, sc->texts, sc->ntexts, sizeof(key), text_cmp) : NULL;
+	if (!t)
+		return store_blob_get(sc->store, f->sha256, data, len);
+	if (!(*data = malloc(t->len + 1)))
+		return -ENOMEM;
+	memcpy(*data, t->data, t->len + 1);
+	*len = t->len;
+	return 0;
 }
 
 /* Calls FN with the mount point of each view of USER's THREAD mounted
@@ -200,19 +270,19 @@ static int scan_end(struct scan *sc, int r)
 	return r;
 }
 
-/* Snapshots the thread in ROOTS with at most MAX files into the store
- * (contents kept). */
-static int take(struct store *s, const struct roots *roots, const char *user,
+/* Snapshots the thread in ROOTS with at most MAX files into the store,
+ * contents kept by SC. */
+static int take(struct scan *sc, const struct roots *roots, const char *user,
 		const char *thread, size_t max, struct snapshot *snap, int64_t *id)
 {
-	struct scan scan = { .store = s };
+	struct store *s = sc->store;
 	int r;
 
-	scan_progress_init(&scan.progress);
+	scan_progress_init(&sc->progress);
 	r = snapshot_take(roots->ws, roots->out, max, show_progress, keep_blob,
-			  &scan, snap);
-	scan_progress_done(&scan.progress);
-	r = scan_end(&scan, r);
+			  sc, snap);
+	scan_progress_done(&sc->progress);
+	r = scan_end(sc, r);
 	if (r < 0) {
 		fprintf(stderr, "sbx: run: cannot snapshot %s/%s: %s\n", user, thread,
 			strerror(-r));
@@ -244,8 +314,9 @@ static int run_begin(int argc, char **argv, const char *home)
 	if (r == 0) {
 		/* Mounted views record pre-images from now on: a change made
 		 * while the scan runs is seen as it was before. */
+		struct scan scan = { .store = s };
 		views_each(a.user, a.thread, view_tell_run, &begun);
-		r = take(s, &roots, a.user, a.thread,
+		r = take(&scan, &roots, a.user, a.thread,
 			 a.max_files > 0 ? (size_t)a.max_files : SNAPSHOT_MAX_FILES,
 			 &snap, &snap_id);
 		roots_close(&roots);
@@ -326,16 +397,13 @@ static int run_args_parse(const char *command, const char *usage, int argc,
 	return resolve_home(command, home, a->home, sizeof(a->home)) < 0 ? 2 : -1;
 }
 
-/* Prints run R's summary (SUMMARY, JSON text, NULL if none) as asked. */
-static int print_summary(const struct store_run *r, const char *summary,
-			 enum format format)
+/* Prints run R's summary P (NULL if it has none) as asked. */
+static int print_payload(const struct store_run *r, json_t *p, enum format format)
 {
 	char who[300];
-	json_error_t jerr;
-	bool json = format == FORMAT_JSON;
 
 	snprintf(who, sizeof(who), "%s/%s", r->user, r->thread);
-	if (!summary && format == FORMAT_HTML) {
+	if (!p && format == FORMAT_HTML) {
 		/* An empty report, still a whole page. */
 		json_auto_t *empty = json_pack("{s:I, s:{}, s:[], s:i}", "run", (json_int_t)r->id,
 					       "summary", "files", "files_total", 0);
@@ -344,8 +412,8 @@ static int print_summary(const struct store_run *r, const char *summary,
 		report_html(stdout, empty, who);
 		return 0;
 	}
-	if (!summary) {
-		if (json)
+	if (!p) {
+		if (format == FORMAT_JSON)
 			printf("{\"available\": false, \"version\": 1, \"run\": %lld, \"summary\": "
 			       "{\"created\": 0, \"modified\": 0, \"deleted\": 0, \"symlink_created\": 0,"
 			       " \"additions\": 0, \"deletions\": 0, \"truncated\": false},"
@@ -355,13 +423,7 @@ static int print_summary(const struct store_run *r, const char *summary,
 			       (long long)r->id, r->user, r->thread);
 		return 0;
 	}
-	json_auto_t *p = json_loads(summary, 0, &jerr);
-	if (!p) {
-		fprintf(stderr, "sbx: the summary of run %lld is not valid JSON: %s\n",
-			(long long)r->id, jerr.text);
-		return 1;
-	}
-	if (json) {
+	if (format == FORMAT_JSON) {
 		json_object_set_new(p, "available", json_true());
 		if (json_dumpf(p, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
 			return 1;
@@ -373,6 +435,21 @@ static int print_summary(const struct store_run *r, const char *summary,
 	else
 		report_print(stdout, p, who, isatty(STDOUT_FILENO));
 	return 0;
+}
+
+/* The same for a summary as recorded (JSON text, or NULL). */
+static int print_summary(const struct store_run *r, const char *summary,
+			 enum format format)
+{
+	json_error_t jerr;
+	json_auto_t *p = summary ? json_loads(summary, 0, &jerr) : NULL;
+
+	if (summary && !p) {
+		fprintf(stderr, "sbx: the summary of run %lld is not valid JSON: %s\n",
+			(long long)r->id, jerr.text);
+		return 1;
+	}
+	return print_payload(r, p, format);
 }
 
 /* Opens the store and reads run A->run; prints why not and returns NULL
@@ -404,6 +481,7 @@ static int run_end(int argc, char **argv, const char *home)
 	struct summary_limits limits = SUMMARY_LIMITS_DEFAULT;
 	struct snapshot before = { 0 }, after = { 0 };
 	struct roots roots = { -1, -1 };
+	struct scan scan = { .in_memory = true };
 	struct store_run run;
 	struct run_args a;
 	struct summary sum;
@@ -415,6 +493,7 @@ static int run_end(int argc, char **argv, const char *home)
 	struct store *s = open_run("run end", &a, &run);
 	if (!s)
 		return 1;
+	scan.store = s;
 	if (run.ended) {
 		fprintf(stderr, "sbx: run end: run %lld has ended already (sbx changes %lld shows it)\n",
 			(long long)a.run, (long long)a.run);
@@ -442,16 +521,15 @@ static int run_end(int argc, char **argv, const char *home)
 	if (before.n > limits.max_scanned_files)
 		limits.max_scanned_files = before.n;
 	limits.max_scanned_files += journal.made;
-	r = take(s, &roots, run.user, run.thread, limits.max_scanned_files, &after,
-		 &after_id);
+	r = take(&scan, &roots, run.user, run.thread, limits.max_scanned_files,
+		 &after, &after_id);
 	if (r < 0)
 		goto done;
-	struct scan scan = { .store = s };
 	r = scan_end(&scan, runlog_complete(&journal, &before, &after, roots.ws,
 					     roots.out, keep_blob, &scan));
 	if (r == 0)
 		r = summary_compare(&before, &after, &limits, journal.renames,
-				    journal.nrenames, load_blob, s, &sum);
+				    journal.nrenames, load_blob, &scan, &sum);
 	if (r == 0) {
 		runlog_attribute(&journal, &sum);
 		json_auto_t *payload = summary_has_changes(&sum) ? report_summary(&sum, a.run) : NULL;
@@ -465,7 +543,7 @@ static int run_end(int argc, char **argv, const char *home)
 			r = store_run_end(s, a.run, after_id, now_ns(), text, rtext);
 		if (r == 0) {
 			views_update(s, run.user, run.thread);
-			r = print_summary(&run, text, a.format) ? -EIO : 0;
+			r = print_payload(&run, payload, a.format) ? -EIO : 0;
 		}
 		free(text);
 		free(rtext);
@@ -477,6 +555,7 @@ done:
 	snapshot_free(&before);
 	snapshot_free(&after);
 	runlog_free(&journal);
+	scan_free(&scan);
 	roots_close(&roots);
 	store_run_free(&run);
 	store_close(s);

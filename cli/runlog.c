@@ -97,22 +97,6 @@ void runlog_free(struct runlog *j)
 	memset(j, 0, sizeof(*j));
 }
 
-void runlog_attribute(const struct runlog *j, struct summary *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		for (size_t k = j->n; k > 0; k--) {
-			const struct store_event *e = &j->events[k - 1];
-			if (!strcmp(e->op, "preimage") || !strcmp(e->op, "capture"))
-				continue;
-			if (!strcmp(e->path, s->changes[i].path) ||
-			    (e->path2 && !strcmp(e->path2, s->changes[i].path))) {
-				s->changes[i].by_pid = e->pid;
-				s->changes[i].by_comm = e->comm;
-				break;
-			}
-		}
-}
-
 /* ---- following paths through renames ------------------------------------ */
 
 /* A rename (or, SWAP, an exchange) the views made: the AT-th event. */
@@ -274,6 +258,31 @@ static int read_journal(const struct runlog *j, struct paths *before,
 	paths_settle(before);
 	paths_settle(touched);
 	return r;
+}
+
+void runlog_attribute(const struct runlog *j, struct summary *s)
+{
+	struct paths latest = { 0 };
+
+	/* Each path's latest event: the first word once the events are
+	 * numbered from the end. */
+	for (size_t i = 0; i < j->n; i++) {
+		const struct store_event *e = &j->events[i];
+		if (!strcmp(e->op, "preimage") || !strcmp(e->op, "capture"))
+			continue;
+		if (paths_add(&latest, e->path, j->n - i, NULL) < 0 ||
+		    (e->path2 && paths_add(&latest, e->path2, j->n - i, NULL) < 0))
+			break;		/* out of memory: fewer callers named */
+	}
+	paths_settle(&latest);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct known *k = paths_find(&latest, s->changes[i].path);
+		if (k) {
+			s->changes[i].by_pid = j->events[j->n - k->seq].pid;
+			s->changes[i].by_comm = j->events[j->n - k->seq].comm;
+		}
+	}
+	paths_free(&latest);
 }
 
 /* ---- completing the snapshots ------------------------------------------- */

@@ -10,6 +10,7 @@
 #include "writer.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -47,23 +48,36 @@ static void caller_name(struct view *v, pid_t pid, int64_t now, char comm[64])
 	pthread_mutex_unlock(&v->caller.lock);
 }
 
+/* An event by the caller of REQ (NULL: the daemon), now; its command
+ * name goes to COMM. */
+static void caller(struct view *v, fuse_req_t req, struct store_event *e,
+		   char comm[64])
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	memset(e, 0, sizeof(*e));
+	e->at_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	e->pid = req ? fuse_req_ctx(req)->pid : getpid();
+	e->comm = comm;
+	strcpy(comm, "sbxfs");
+	if (req)
+		caller_name(v, e->pid, e->at_ns, comm);
+}
+
 /* Queues one event by the caller of REQ (NULL: the daemon). */
 static void record(struct view *v, fuse_req_t req, const char *op,
 		   const char *path, const char *path2,
 		   const struct snap_file *pre)
 {
-	struct timespec now;
-	char comm[64] = "sbxfs";
-	pid_t pid = req ? fuse_req_ctx(req)->pid : getpid();
+	struct store_event e;
+	char comm[64];
 
-	clock_gettime(CLOCK_REALTIME, &now);
-	int64_t at = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-	if (req)
-		caller_name(v, pid, at, comm);
-	struct store_event e = {
-		.at_ns = at, .op = op, .path = path, .path2 = path2,
-		.pid = pid, .comm = comm, .pre = pre,
-	};
+	caller(v, req, &e, comm);
+	e.op = op;
+	e.path = path;
+	e.path2 = path2;
+	e.pre = pre;
 	store_writer_event(v->writer, &e);
 }
 
@@ -133,14 +147,43 @@ void journal_preimage(struct view *v, fuse_req_t req, struct inode *ino)
 	snap_file_free(&f);
 }
 
+void journal_created(struct view *v, struct inode *ino)
+{
+	int64_t run = __atomic_load_n(&v->run_since, __ATOMIC_ACQUIRE);
+
+	if (run)
+		__atomic_store_n(&ino->imaged, run, __ATOMIC_RELEASE);
+}
+
 void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir,
-			 int dfd, const char *name)
+			 int dfd, const char *name, bool going)
 {
 	char path[PATH_MAX];
 	struct snap_file f;
+	struct stat st;
 
-	if (!wanted(v, dir, name, path) ||
-	    snapshot_file_at(dfd, name, path, keep_text, v->writer, &f) < 0)
+	if (!wanted(v, dir, name, path))
+		return;
+	/* A file about to lose its name is read by the store writer from an
+	 * fd: the view cannot change it any more, and the remove does not
+	 * wait for the read (nor, on its last close, for the file's end). */
+	if (going && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && st.st_nlink == 1) {
+		int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+				O_NOCTTY | O_CLOEXEC);
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+			struct store_event e;
+			char comm[64];
+			caller(v, req, &e, comm);
+			e.op = "preimage";
+			e.path = path;
+			if (store_writer_preimage_fd(v->writer, &e, fd) == 0)
+				return;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (snapshot_file_at(dfd, name, path, keep_text, v->writer, &f) < 0)
 		return;		/* nothing there, or a directory */
 	record(v, req, "preimage", path, NULL, &f);
 	snap_file_free(&f);

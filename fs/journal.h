@@ -31,12 +31,17 @@ void journal_note(struct view *v, fuse_req_t req, const char *op,
 		  struct inode *dir, const char *name, struct inode *dir2,
 		  const char *name2);
 
-/* Before the view first changes file INO, or removes or replaces the file
- * or symlink DIR/NAME (directory fd DFD), while a run is open: records its
- * pre-image. Cheap when no run is open or INO's was taken already. */
+/* Before the view first changes file INO, or removes, moves or replaces
+ * the file or symlink DIR/NAME (directory fd DFD; GOING: the name is about
+ * to be removed or replaced), while a run is open: records its pre-image.
+ * Cheap when no run is open or INO's was taken already. */
 void journal_preimage(struct view *v, fuse_req_t req, struct inode *ino);
 void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir,
-			 int dfd, const char *name);
+			 int dfd, const char *name, bool going);
+
+/* INO is a file the view just created: it needs no pre-image (the
+ * "create" event says the path was free). */
+void journal_created(struct view *v, struct inode *ino);
 
 /* Pre-images are taken for the run opened at SINCE (0: none), announced
  * by the caller of REQ (NULL: the daemon itself, at mount). */

@@ -961,7 +961,7 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (r < 0)
 		return reply_status(req, r);
 	if (!(flags & AT_REMOVEDIR))
-		journal_preimage_at(v, req, dir, p.fd, name);
+		journal_preimage_at(v, req, dir, p.fd, name, true);
 	watch_expect(v->watch, dir, name, false);
 	r = unlinkat(p.fd, name, flags) < 0 ? neg_errno() : 0;
 	gate_end_name(&t, &fd);
@@ -1060,9 +1060,9 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 				      "rename onto", &replaces, &dfd)) < 0)
 		return r;
 	bool exchange = flags & RENAME_EXCHANGE;
-	journal_preimage_at(v, req, from, pf.fd, name);
+	journal_preimage_at(v, req, from, pf.fd, name, false);
 	if (!(flags & RENAME_NOREPLACE))
-		journal_preimage_at(v, req, to, pt.fd, newname);
+		journal_preimage_at(v, req, to, pt.fd, newname, !exchange);
 	watch_expect(v->watch, from, name, false);
 	watch_expect(v->watch, to, newname, true);
 	if (exchange) {
@@ -1452,6 +1452,7 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 	fh_of(fi)->stageable = false;
 	fh_of(fi)->journaled = true;
 	journal_note(v, req, "create", dir, name, NULL, NULL);
+	journal_created(v, node(v, e->ino));
 	fi->noflush = true;
 	inode_open_ref(v->inodes, node(v, e->ino), true);
 	return 0;

@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <limits.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -21,10 +20,18 @@ static const char *const excluded_dirs[] = {
 	"node_modules",
 };
 
-static const char *const sensitive_patterns[] = {
-	".env", ".env.*", "*api_key*", "*apikey*", "*.key", "*.pem",
-	"*credential*", "*password*", "*private_key*", "*secret*", "*token*",
+/* The reference's sensitive patterns, .env .env.* *api_key* *apikey*
+ * *.key *.pem *credential* *password* *private_key* *secret* *token*,
+ * matched case-insensitively against the path and each of its components,
+ * come down to three tests: a word anywhere in the path (no word holds a
+ * slash), a component ending in a suffix, and a component that is ".env"
+ * or starts with ".env.". No fnmatch: this runs before the view's first
+ * change to a file during a run. */
+static const char *const sensitive_words[] = {
+	"api_key", "apikey", "credential", "password", "private_key", "secret",
+	"token",
 };
+static const char *const sensitive_suffixes[] = { ".key", ".pem" };
 
 static const char *const binary_suffixes[] = {
 	".7z", ".avif", ".bmp", ".class", ".db", ".dll", ".dmg", ".doc",
@@ -59,11 +66,15 @@ bool snapshot_path_excluded(const char *path)
 	return false;
 }
 
-static bool sensitive_word(const char *lower)
+static bool sensitive_part(const char *part, size_t n)
 {
-	for (size_t i = 0; i < COUNT(sensitive_patterns); i++)
-		if (fnmatch(sensitive_patterns[i], lower, 0) == 0)
+	if ((n == 4 && !memcmp(part, ".env", 4)) || (n > 5 && !memcmp(part, ".env.", 5)))
+		return true;
+	for (size_t i = 0; i < COUNT(sensitive_suffixes); i++) {
+		size_t k = strlen(sensitive_suffixes[i]);
+		if (n >= k && !memcmp(part + n - k, sensitive_suffixes[i], k))
 			return true;
+	}
 	return false;
 }
 
@@ -77,18 +88,18 @@ bool snapshot_sensitive(const char *path)
 	for (size_t i = 0; i < n; i++)
 		lower[i] = (char)tolower((unsigned char)path[i]);
 	lower[n] = '\0';
-	if (sensitive_word(lower))
-		return true;
-	for (char *part = lower, *slash; *part; part = slash + 1) {
-		slash = strchr(part, '/');
-		if (slash)
-			*slash = '\0';
-		if (*part && sensitive_word(part))
+	for (size_t i = 0; i < COUNT(sensitive_words); i++)
+		if (strstr(lower, sensitive_words[i]))
 			return true;
-		if (!slash)
-			break;
+	for (const char *part = lower, *end; ; part = end + 1) {
+		end = strchr(part, '/');
+		if (!end)
+			end = lower + n;
+		if (sensitive_part(part, (size_t)(end - part)))
+			return true;
+		if (!*end)
+			return false;
 	}
-	return false;
 }
 
 bool snapshot_binary_name(const char *name)
@@ -185,25 +196,37 @@ bool snapshot_text_sample(const uint8_t *sample, size_t n)
 static int read_content(int fd, const char *name, struct snap_file *f,
 			snapshot_keep keep, void *arg)
 {
+	/* Sized to the file, not to the limit (a 256 KiB buffer would be an
+	 * mmap and munmap per file), with a byte more to see it grow. */
 	static const size_t cap = SNAPSHOT_HASH_MAX + 1;
-	size_t want = f->size <= SNAPSHOT_HASH_MAX ? cap : SNAPSHOT_SAMPLE;
+	bool small = f->size <= SNAPSHOT_HASH_MAX;
+	size_t want = small ? (size_t)f->size + 1 : SNAPSHOT_SAMPLE, got = 0;
 	_cleanup_(freep) uint8_t *buf = malloc(want);
-	size_t got = 0;
 	ssize_t n;
 
 	if (!buf)
 		return -ENOMEM;
-	while (got < want && (n = pread(fd, buf + got, want - got, (off_t)got)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
+	for (;;) {
+		while (got < want && (n = pread(fd, buf + got, want - got, (off_t)got)) != 0) {
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				return -errno;
+			}
+			got += (size_t)n;
 		}
-		got += (size_t)n;
+		if (got < want || !small || want == cap)
+			break;
+		/* It grew since its stat: read on, up to the limit. */
+		uint8_t *more = realloc(buf, cap);
+		if (!more)
+			return -ENOMEM;
+		buf = more;
+		want = cap;
 	}
 	f->binary = snapshot_binary_name(name) ||
 		    !snapshot_text_sample(buf, got < SNAPSHOT_SAMPLE ? got : SNAPSHOT_SAMPLE);
-	if (want == cap && got <= SNAPSHOT_HASH_MAX) {
+	if (small && got <= SNAPSHOT_HASH_MAX) {
 		if (EVP_Digest(buf, got, f->sha256, NULL, EVP_sha256(), NULL) != 1)
 			return -EIO;
 		f->hashed = true;

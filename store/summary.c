@@ -220,8 +220,9 @@ int summary_compare(const struct snapshot *before, const struct snapshot *after,
 			out->truncated = true;
 	}
 	out->listed = out->n < limits->max_files ? out->n : limits->max_files;
-	out->truncated |= before->truncated || after->truncated ||
-			  out->n > limits->max_files;
+	/* Not the listing limit: a change not listed is still counted, and
+	 * only a change that might be missing makes a summary truncated. */
+	out->truncated |= before->truncated || after->truncated;
 	out->complete = !before->truncated && !after->truncated;
 done:
 	free(b);

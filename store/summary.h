@@ -49,7 +49,7 @@ struct summary {
 	size_t n, listed;
 	size_t created, modified, deleted, symlink_created, renamed;
 	long additions, deletions;
-	bool truncated;			/* a limit was hit (reference rule) */
+	bool truncated;			/* a change or diff may be missing */
 	bool complete;			/* every change is counted: neither
 					 * snapshot was cut short */
 	struct summary_limits limits;

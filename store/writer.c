@@ -5,18 +5,24 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 /* How long the thread lets rows gather after the first one arrives. */
 #define GATHER_NS (3 * 1000 * 1000)
+/* Pre-images waiting to be read hold an fd each; beyond this many the
+ * caller reads its own (store_writer_preimage_fd()). */
+#define MAX_PENDING_FDS 256
 
-enum row_kind { ROW_MARK_PUT, ROW_MARK_DROP, ROW_AUDIT, ROW_EVENT, ROW_BLOB };
+enum row_kind { ROW_NONE, ROW_MARK_PUT, ROW_MARK_DROP, ROW_AUDIT, ROW_EVENT, ROW_BLOB };
 
 struct row {
 	struct row *next;
 	enum row_kind kind;
+	int fd;				/* ROW_EVENT: a pre-image to read, or -1 */
 	union {
 		struct store_mark mark;		/* strings point into text[] */
 		struct store_audit audit;
@@ -41,12 +47,15 @@ struct store_writer {
 	struct row *head, **tail;
 	uint64_t queued, written;	/* rows, for store_writer_sync() */
 	unsigned syncing;		/* callers waiting in store_writer_sync() */
+	unsigned fds;			/* rows holding a pre-image fd */
 	bool stopping;
 };
 
 static void write_row(struct store_writer *w, const struct row *r)
 {
 	switch (r->kind) {
+	case ROW_NONE:
+		break;
 	case ROW_MARK_PUT:
 		store_mark_put(w->store, w->user, w->thread, &r->mark);
 		break;
@@ -65,10 +74,73 @@ static void write_row(struct store_writer *w, const struct row *r)
 	}
 }
 
+static struct row *row_new(struct store_writer *w, enum row_kind kind,
+			   size_t text);
+
+/* The content of a pre-image read by the thread: a blob row, put before
+ * the pre-image's own row (*LINK). */
+struct blob_link {
+	struct store_writer *w;
+	struct row **link;
+};
+
+static int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data,
+		     size_t len)
+{
+	struct blob_link *b = arg;
+	struct row *r = row_new(b->w, ROW_BLOB, len);
+
+	if (!r)
+		return 0;	/* the pre-image without its text */
+	memcpy(r->blob.sha256, f->sha256, 32);
+	r->blob.len = len;
+	memcpy(r->text, data, len);
+	r->next = *b->link;
+	*b->link = r;
+	b->link = &r->next;
+	return 0;
+}
+
+/* Reads the pre-images of BATCH whose files were handed over as fds, so
+ * that writing the batch (perhaps twice) needs no fd. */
+static void read_preimages(struct store_writer *w, struct row **batch)
+{
+	unsigned closed = 0;
+
+	for (struct row **link = batch; *link; link = &(*link)->next) {
+		struct row *r = *link;
+		struct stat st;
+
+		if (r->kind != ROW_EVENT || r->fd < 0)
+			continue;
+		struct blob_link b = { w, link };
+		int e = fstat(r->fd, &st) < 0 ? -errno
+			: snapshot_describe(r->fd, &st, r->event.path, NULL, keep_blob, &b,
+					    &r->pre);
+		close(r->fd);
+		r->fd = -1;
+		closed++;
+		link = b.link;		/* past the blob rows put before it */
+		if (e < 0) {
+			r->kind = ROW_NONE;	/* it vanished: no pre-image */
+			continue;
+		}
+		free(r->pre.path);	/* the event's own path is the same */
+		r->pre.path = (char *)r->event.path;
+		r->event.pre = &r->pre;
+	}
+	if (closed) {
+		pthread_mutex_lock(&w->lock);
+		w->fds -= closed;
+		pthread_mutex_unlock(&w->lock);
+	}
+}
+
 /* Writes BATCH in one transaction (row by row if that fails, so one bad
  * row does not lose the others) and frees it. */
 static void write_batch(struct store_writer *w, struct row *batch)
 {
+	read_preimages(w, &batch);
 	bool txn = store_begin(w->store) == 0;
 
 	for (struct row *r = batch; r; r = r->next)
@@ -222,6 +294,7 @@ static struct row *row_new(struct store_writer *w, enum row_kind kind,
 		return NULL;
 	}
 	r->kind = kind;
+	r->fd = -1;
 	return r;
 }
 
@@ -295,6 +368,36 @@ void store_writer_event(struct store_writer *w, const struct store_event *e)
 		r->event.pre = &r->pre;
 	}
 	enqueue(w, r);
+}
+
+int store_writer_preimage_fd(struct store_writer *w, const struct store_event *e,
+			     int fd)
+{
+	pthread_mutex_lock(&w->lock);
+	bool room = w->fds < MAX_PENDING_FDS;
+	w->fds += room;
+	pthread_mutex_unlock(&w->lock);
+	if (!room)
+		return -EBUSY;
+	struct store_event copy = *e;
+	copy.pre = NULL;
+	/* The row is queued with its fd: nothing can fail after this. */
+	size_t at = 0, text = strlen(e->op) + strlen(e->path) + strlen(e->comm) + 3;
+	struct row *r = row_new(w, ROW_EVENT, text);
+	if (!r) {
+		pthread_mutex_lock(&w->lock);
+		w->fds--;
+		pthread_mutex_unlock(&w->lock);
+		return -ENOMEM;
+	}
+	r->event = copy;
+	r->event.op = put_text(r, &at, e->op);
+	r->event.path = put_text(r, &at, e->path);
+	r->event.path2 = NULL;
+	r->event.comm = put_text(r, &at, e->comm);
+	r->fd = fd;
+	enqueue(w, r);
+	return 0;
 }
 
 void store_writer_blob(struct store_writer *w, const uint8_t sha256[32],

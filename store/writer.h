@@ -29,6 +29,12 @@ void store_writer_mark_put(struct store_writer *w, const struct store_mark *m);
 void store_writer_mark_drop(struct store_writer *w, const char *path);
 void store_writer_audit(struct store_writer *w, const struct store_audit *a);
 void store_writer_event(struct store_writer *w, const struct store_event *e);
+/* Queues "preimage" event E whose description the thread reads from FD
+ * (a readable regular file; the thread closes it): the caller does not
+ * wait for the read. Returns 0, or -EBUSY (too many such fds wait already;
+ * FD is still the caller's) or -ENOMEM. */
+int store_writer_preimage_fd(struct store_writer *w, const struct store_event *e,
+			     int fd);
 /* File content kept by SHA-256 (store_blob_put()), for a pre-image. */
 void store_writer_blob(struct store_writer *w, const uint8_t sha256[32],
 		       const void *data, size_t len);

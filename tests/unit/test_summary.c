@@ -165,6 +165,13 @@ START_TEST(test_summary_diff_budget_and_listing_limit)
 	ck_assert_str_eq(s.changes[2].unavailable, "truncated");
 	ck_assert_int_eq(s.changes[2].additions, 1);
 	summary_free(&s);
+	/* The listing limit alone: every change counted, nothing missing. */
+	lim.max_total_diff_bytes = 1024 * 1024;
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
+	ck_assert_int_eq(s.listed, 3);
+	ck_assert(!s.truncated);
+	ck_assert(s.complete);
+	summary_free(&s);
 	snapshot_free(&b);
 	snapshot_free(&a);
 }
