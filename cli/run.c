@@ -3,6 +3,7 @@
  * when it ends (store/summary.h), with the text of every text file kept
  * by SHA-256 so the diffs need nothing else. */
 #include "cleanup.h"
+#include "array.h"
 #include "cli.h"
 #include "home.h"
 #include "control.h"
@@ -85,14 +86,8 @@ struct scan {
 static int keep_in_memory(struct scan *sc, const struct snap_file *f,
 			  const uint8_t *data, size_t len)
 {
-	if (sc->ntexts == sc->cap) {
-		size_t cap = sc->cap ? sc->cap * 2 : 256;
-		struct text *v = realloc(sc->texts, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		sc->texts = v;
-		sc->cap = cap;
-	}
+	if (array_grow(sc->texts, sc->ntexts, sc->cap) < 0)
+		return -ENOMEM;
 	struct text *t = &sc->texts[sc->ntexts];
 	if (!(t->data = malloc(len + 1)))
 		return -ENOMEM;
@@ -150,7 +145,7 @@ static int load_blob(void *arg, const struct snap_file *f, char **data,
 
 	if (!f->hashed)
 		return -ENOENT;
-	if (!sc->sorted) {
+	if (!sc->sorted && sc->ntexts) {
 		qsort(sc->texts, sc->ntexts, sizeof(*sc->texts), text_cmp);
 		sc->sorted = true;
 	}

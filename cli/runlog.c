@@ -1,5 +1,6 @@
 /* runlog.c - see runlog.h. */
 #include "runlog.h"
+#include "array.h"
 #include "cleanup.h"
 
 #include <errno.h>
@@ -23,14 +24,8 @@ static int event_row(void *arg, const struct store_event *e)
 {
 	struct runlog *j = arg;
 
-	if (j->n == j->cap) {
-		size_t cap = j->cap ? j->cap * 2 : 64;
-		struct store_event *v = realloc(j->events, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		j->events = v;
-		j->cap = cap;
-	}
+	if (array_grow(j->events, j->n, j->cap) < 0)
+		return -ENOMEM;
 	struct store_event *c = &j->events[j->n];
 	*c = *e;
 	c->op = strdup(e->op);
@@ -59,13 +54,8 @@ static int event_row(void *arg, const struct store_event *e)
 			j->renames[i].to = c->path2;
 			return 0;
 		}
-	if (j->nrenames == j->rcap) {
-		j->rcap = j->rcap ? j->rcap * 2 : 16;
-		struct summary_rename *v = realloc(j->renames, j->rcap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		j->renames = v;
-	}
+	if (array_grow(j->renames, j->nrenames, j->rcap) < 0)
+		return -ENOMEM;
 	j->renames[j->nrenames++] = (struct summary_rename){ c->path, c->path2 };
 	return 0;
 }
@@ -144,14 +134,8 @@ static int paths_add(struct paths *ps, const char *path, size_t seq,
 {
 	if (strncmp(path, USER_DATA, strlen(USER_DATA)) || snapshot_path_excluded(path))
 		return 0;
-	if (ps->n == ps->cap) {
-		size_t cap = ps->cap ? ps->cap * 2 : 64;
-		struct known *v = realloc(ps->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		ps->v = v;
-		ps->cap = cap;
-	}
+	if (array_grow(ps->v, ps->n, ps->cap) < 0)
+		return -ENOMEM;
 	ps->v[ps->n] = (struct known){ strdup(path), seq, pre };
 	return ps->v[ps->n++].path ? 0 : -ENOMEM;
 }
@@ -169,7 +153,8 @@ static void paths_settle(struct paths *ps)
 {
 	size_t k = 0;
 
-	qsort(ps->v, ps->n, sizeof(*ps->v), known_cmp);
+	if (ps->n)
+		qsort(ps->v, ps->n, sizeof(*ps->v), known_cmp);
 	for (size_t i = 0; i < ps->n; i++) {
 		if (k && !strcmp(ps->v[k - 1].path, ps->v[i].path)) {
 			free(ps->v[i].path);
@@ -287,21 +272,6 @@ void runlog_attribute(const struct runlog *j, struct summary *s)
 
 /* ---- completing the snapshots ------------------------------------------- */
 
-/* A new entry at the end of S, zeroed. */
-static struct snap_file *append(struct snapshot *s)
-{
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		struct snap_file *f = realloc(s->files, cap * sizeof(*f));
-		if (!f)
-			return NULL;
-		s->files = f;
-		s->cap = cap;
-	}
-	memset(&s->files[s->n], 0, sizeof(s->files[0]));
-	return &s->files[s->n++];
-}
-
 static const char *root_of(const char *path)
 {
 	return !strncmp(path, USER_DATA "outputs/", strlen(USER_DATA "outputs/"))
@@ -394,7 +364,7 @@ int runlog_complete(const struct runlog *j, struct snapshot *before,
 	 * read a file after the view changed it. */
 	for (size_t i = 0; i < known.n && r == 0; i++) {
 		const struct known *in = paths_find(&bidx, known.v[i].path);
-		struct snap_file *f = in ? &before->files[in->seq] : append(before);
+		struct snap_file *f = in ? &before->files[in->seq] : snapshot_append(before);
 		r = f ? set_known(f, &known.v[i]) : -ENOMEM;
 	}
 	/* AFTER, if its scan stopped short: every path the views touched. */
@@ -406,7 +376,7 @@ int runlog_complete(const struct runlog *j, struct snapshot *before,
 		if (e == -ENOMEM || e > 0) {
 			r = e > 0 ? -EIO : e;
 		} else if (e == 0 || e == -ENOENT) {
-			struct snap_file *slot = append(after);
+			struct snap_file *slot = snapshot_append(after);
 			if (!slot) {
 				r = -ENOMEM;
 				if (e == 0)
@@ -432,7 +402,7 @@ int runlog_complete(const struct runlog *j, struct snapshot *before,
 		if (after->files[i].absent || paths_find(&bidx, path) ||
 		    !below_absent(&known, path))
 			continue;
-		struct snap_file *f = append(before);
+		struct snap_file *f = snapshot_append(before);
 		if (!f)
 			r = -ENOMEM;
 		else if (!(f->path = strdup(path)))

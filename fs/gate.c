@@ -1,5 +1,6 @@
 /* gate.c - see gate.h. */
 #include "gate.h"
+#include "array.h"
 #include "cleanup.h"
 #include "confine.h"
 #include "log.h"
@@ -382,14 +383,8 @@ static int load_one(void *arg, const struct store_mark *m)
 	struct load_ctx *c = arg;
 	struct gate *g = c->g;
 
-	if (g->nloaded == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 256;
-		struct loaded_mark *p = realloc(g->loaded, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		g->loaded = p;
-		c->cap = cap;
-	}
+	if (array_grow(g->loaded, g->nloaded, c->cap) < 0)
+		return -ENOMEM;
 	struct loaded_mark *l = &g->loaded[g->nloaded];
 	l->path = strdup(m->path);
 	if (!l->path)

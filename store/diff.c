@@ -1,5 +1,6 @@
 /* diff.c - see diff.h. */
 #include "diff.h"
+#include "array.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -71,14 +72,8 @@ struct script {
 
 static int push(struct script *s, enum op op)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 256;
-		enum op *p = realloc(s->ops, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		s->ops = p;
-		s->cap = cap;
-	}
+	if (array_grow(s->ops, s->n, s->cap) < 0)
+		return -ENOMEM;
 	s->ops[s->n++] = op;
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* snapshot.c - see snapshot.h. */
 #include "snapshot.h"
+#include "array.h"
 #include "cleanup.h"
 
 #include <ctype.h>
@@ -366,33 +367,22 @@ static void visit_file(struct walk *w, int dfd, const struct name *e)
 		w->stop = true;
 		return;
 	}
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 256;
-		struct snap_file *f = realloc(s->files, cap * sizeof(*f));
-		if (!f) {
-			w->stop = s->truncated = true;	/* what we have, truncated */
-			return;
-		}
-		s->files = f;
-		s->cap = cap;
-	}
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", w->path, e->name) >= sizeof(path))
 		return;
-	struct snap_file *f = &s->files[s->n];
-	r = snapshot_file_at(dfd, e->name, path, w->keep ? walk_keep : NULL, w, f);
-	if (w->error) {
-		w->stop = true;
+	struct snap_file *f = snapshot_append(s);
+	r = f ? snapshot_file_at(dfd, e->name, path, w->keep ? walk_keep : NULL, w, f)
+	      : -ENOMEM;
+	if (r < 0 || w->error) {
+		/* Left out: it vanished while scanned or is unreadable; or the
+		 * walk stops (KEEP failed; out of memory: what we have,
+		 * truncated). */
+		s->n -= f != NULL;
+		w->stop |= w->error != 0 || r == -ENOMEM;
+		s->truncated |= r == -ENOMEM;
 		return;
 	}
-	if (r == -ENOMEM) {
-		w->stop = s->truncated = true;
-		return;
-	}
-	if (r < 0)
-		return;		/* vanished while scanned, or unreadable */
 	if (f->hashed)
 		s->bytes_hashed += (uint64_t)f->size;
-	s->n++;
 	if (w->progress && s->n % 256 == 0)
 		w->progress(w->arg, s->n);
 }
@@ -435,15 +425,8 @@ static int walk_dir(struct walk *w, int dfd)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			struct name *p = realloc(names, cap * sizeof(*p));
-			if (!p) {
-				r = -ENOMEM;
-				break;
-			}
-			names = p;
-		}
+		if ((r = array_grow(names, n, cap)) < 0)
+			break;
 		if (fstatat(dirfd(d), de->d_name, &names[n].st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;	/* vanished */
 		names[n].name = strdup(de->d_name);
@@ -493,6 +476,14 @@ int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files,
 		}
 	}
 	return 0;
+}
+
+struct snap_file *snapshot_append(struct snapshot *s)
+{
+	if (array_grow(s->files, s->n, s->cap) < 0)
+		return NULL;
+	memset(&s->files[s->n], 0, sizeof(s->files[0]));
+	return &s->files[s->n++];
 }
 
 void snapshot_free(struct snapshot *s)

@@ -67,6 +67,8 @@ int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files,
 		  snapshot_progress progress, snapshot_keep keep, void *arg,
 		  struct snapshot *out);
 void snapshot_free(struct snapshot *s);
+/* A new entry at the end of S, zeroed (NULL: out of memory). */
+struct snap_file *snapshot_append(struct snapshot *s);
 
 /* Describes one file as a scan records it: F gets PATH (a virtual path,
  * "/mnt/user-data/ROOT/..."), its root and attributes ST; a symlink its

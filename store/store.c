@@ -179,6 +179,20 @@ static sqlite3_stmt *stmt(struct store *s, enum stmt_id id)
 	return s->stmt[id];
 }
 
+/* Statement ID with its first two parameters bound to USER and THREAD,
+ * as most are. */
+static sqlite3_stmt *thread_stmt(struct store *s, enum stmt_id id,
+				 const char *user, const char *thread)
+{
+	sqlite3_stmt *st = stmt(s, id);
+
+	if (st) {
+		sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
+	}
+	return st;
+}
+
 static void stmt_done(sqlite3_stmt **st)
 {
 	if (*st)
@@ -357,12 +371,10 @@ void store_close(struct store *s)
 int store_mark_put(struct store *s, const char *user, const char *thread,
 		   const struct store_mark *m)
 {
-	_stmt_ st = stmt(s, ST_MARK_PUT);
+	_stmt_ st = thread_stmt(s, ST_MARK_PUT, user, thread);
 
 	if (!st)
 		return -ENOMEM;
-	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, m->path, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)m->ino);
 	sqlite3_bind_int64(st, 5, m->size);
@@ -377,12 +389,10 @@ int store_mark_put(struct store *s, const char *user, const char *thread,
 int store_mark_drop(struct store *s, const char *user, const char *thread,
 		    const char *path)
 {
-	_stmt_ st = stmt(s, ST_MARK_DROP);
+	_stmt_ st = thread_stmt(s, ST_MARK_DROP, user, thread);
 
 	if (!st)
 		return -ENOMEM;
-	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, path, -1, SQLITE_STATIC);
 	return exec_stmt(s, st, "drop a read mark");
 }
@@ -433,13 +443,11 @@ static int mark_row(sqlite3_stmt *st, void *ctx)
 int store_marks_each(struct store *s, const char *user, const char *thread,
 		     int (*fn)(void *arg, const struct store_mark *m), void *arg)
 {
-	_stmt_ st = stmt(s, ST_MARKS_EACH);
+	_stmt_ st = thread_stmt(s, ST_MARKS_EACH, user, thread);
 	struct marks_ctx c = { fn, arg };
 
 	if (!st)
 		return -ENOMEM;
-	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
 	return each_row(s, st, "read the read marks", mark_row, &c);
 }
 
@@ -492,13 +500,11 @@ int store_audit_each(struct store *s, const char *user, const char *thread,
 		     int (*fn)(void *arg, const struct store_audit *a),
 		     void *arg)
 {
-	_stmt_ st = stmt(s, ST_AUDIT_EACH);
+	_stmt_ st = thread_stmt(s, ST_AUDIT_EACH, user, thread);
 	struct audit_ctx c = { user, thread, fn, arg };
 
 	if (!st)
 		return -ENOMEM;
-	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
 	return each_row(s, st, "read the audit log", audit_row, &c);
 }
 
@@ -547,13 +553,11 @@ int store_snapshot_save(struct store *s, const char *user, const char *thread,
 	if (r < 0)
 		return r;
 	{
-		_stmt_ st = stmt(s, ST_SNAP_ADD);
+		_stmt_ st = thread_stmt(s, ST_SNAP_ADD, user, thread);
 		if (!st) {
 			store_rollback(s);
 			return -ENOMEM;
 		}
-		sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 3, at_ns);
 		sqlite3_bind_int64(st, 4, (sqlite3_int64)snap->n);
 		sqlite3_bind_int(st, 5, snap->truncated);
@@ -591,24 +595,17 @@ static const char *root_name(const char *root)
 static int snap_file_row(sqlite3_stmt *st, void *ctx)
 {
 	struct snapshot *snap = ctx;
+	struct snap_file *f = snapshot_append(snap);
 
-	if (snap->n == snap->cap) {
-		size_t cap = snap->cap ? snap->cap * 2 : 256;
-		struct snap_file *f = realloc(snap->files, cap * sizeof(*f));
-		if (!f)
-			return -ENOMEM;
-		snap->files = f;
-		snap->cap = cap;
-	}
-	struct snap_file *f = &snap->files[snap->n];
-	memset(f, 0, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
 	f->path = strdup(col_text(st, 0));
 	f->root = root_name(col_text(st, 1));
 	if (!f->path || col_file(st, 2, f) < 0) {
 		snap_file_free(f);
+		snap->n--;
 		return -ENOMEM;
 	}
-	snap->n++;
 	return 0;
 }
 
@@ -674,13 +671,11 @@ int store_blob_get(struct store *s, const uint8_t sha256[32], char **data,
 int store_run_begin(struct store *s, const char *user, const char *thread,
 		    int64_t before_snapshot, int64_t at_ns, int64_t *id)
 {
-	_stmt_ st = stmt(s, ST_RUN_ADD);
+	_stmt_ st = thread_stmt(s, ST_RUN_ADD, user, thread);
 	int r;
 
 	if (!st)
 		return -ENOMEM;
-	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, at_ns);
 	sqlite3_bind_int64(st, 4, before_snapshot);
 	r = exec_stmt(s, st, "record a run");
@@ -754,12 +749,10 @@ int store_run_end(struct store *s, int64_t id, int64_t after_snapshot,
 int store_journal_add(struct store *s, const char *user, const char *thread,
 		      const struct store_event *e)
 {
-	_stmt_ st = stmt(s, ST_JOURNAL_ADD);
+	_stmt_ st = thread_stmt(s, ST_JOURNAL_ADD, user, thread);
 
 	if (!st)
 		return -ENOMEM;
-	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, e->at_ns);
 	sqlite3_bind_text(st, 4, e->op, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 5, e->path, -1, SQLITE_STATIC);
@@ -806,13 +799,11 @@ static int journal_row(sqlite3_stmt *st, void *ctx)
 int store_run_open_since(struct store *s, const char *user, const char *thread,
 			 int64_t *begun_ns)
 {
-	_stmt_ st = stmt(s, ST_RUN_OPEN);
+	_stmt_ st = thread_stmt(s, ST_RUN_OPEN, user, thread);
 	int r;
 
 	if (!st)
 		return -ENOMEM;
-	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
 	r = sqlite3_step(st);
 	if (r == SQLITE_ROW) {
 		*begun_ns = sqlite3_column_int64(st, 0);
@@ -825,13 +816,11 @@ int store_journal_each(struct store *s, const char *user, const char *thread,
 		       int64_t from_ns, int64_t to_ns,
 		       int (*fn)(void *arg, const struct store_event *e), void *arg)
 {
-	_stmt_ st = stmt(s, ST_JOURNAL_EACH);
+	_stmt_ st = thread_stmt(s, ST_JOURNAL_EACH, user, thread);
 	struct journal_ctx c = { fn, arg };
 
 	if (!st)
 		return -ENOMEM;
-	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, thread, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, from_ns);
 	sqlite3_bind_int64(st, 4, to_ns);
 	return each_row(s, st, "read the journal", journal_row, &c);

@@ -1,5 +1,6 @@
 /* summary.c - see summary.h. */
 #include "summary.h"
+#include "array.h"
 #include "diff.h"
 
 #include <errno.h>
@@ -94,13 +95,8 @@ static int diff_change(struct change *c, const struct summary_limits *lim,
 static int add(struct summary *s, size_t *cap, const char *status,
 	       const struct snap_file *b, const struct snap_file *a)
 {
-	if (s->n == *cap) {
-		*cap = *cap ? *cap * 2 : 64;
-		struct change *v = realloc(s->changes, *cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		s->changes = v;
-	}
+	if (array_grow(s->changes, s->n, *cap) < 0)
+		return -ENOMEM;
 	const struct snap_file *f = a ? a : b;
 	s->changes[s->n++] = (struct change){ .path = f->path, .root = f->root,
 					      .status = status, .before = b,
