@@ -34,14 +34,17 @@ CHECK_LIBS  := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 STORE_LIBS  := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null)
 CRYPTO_LIBS := $(shell $(PKG_CONFIG) --libs libcrypto 2>/dev/null)
 JSON_LIBS   := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null)
+INIH_LIBS   := $(shell $(PKG_CONFIG) --libs inih 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
-           -DSBX_VERSION='"$(VERSION)"' -Icommon -Ifs -Istore -Icli -Itests $(FUSE_CFLAGS) $(SANFLAGS) -MMD -MP
+           -DSBX_VERSION='"$(VERSION)"' -Icommon -Ifs -Istore -Icli -Iexec -Itests $(FUSE_CFLAGS) $(SANFLAGS) -MMD -MP
 LDFLAGS += $(SANFLAGS)
 
-COMMON_SRC := common/log.c common/ids.c common/home.c common/proc.c
+COMMON_SRC := common/log.c common/ids.c common/home.c common/proc.c common/spawn.c
 STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/diff.c store/summary.c
+EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
+              exec/provider.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/view.c fs/ops.c fs/watch.c fs/channel.c \
               fs/gate.c fs/stage.c fs/journal.c $(STORE_SRC)
 TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \
@@ -60,13 +63,13 @@ $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) -lpthread
 
 $(BIN)/sbx: $(call obj,cli/sbx.c cli/audit.c cli/snapshot.c cli/run.c cli/runlog.c cli/report.c \
-		$(STORE_SRC) $(COMMON_SRC))
+		cli/exec.c exec/broker.c $(EXEC_SRC) $(STORE_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) -lpthread
 
-$(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC) cli/runlog.c)
+$(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC) cli/runlog.c $(EXEC_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(INIH_LIBS) -lpthread
 
 deps:
 	@mount-helpers/install-deps

@@ -53,5 +53,7 @@ int cmd_audit(int argc, char **argv, const char *home);
 int cmd_snapshot(int argc, char **argv, const char *home);
 int cmd_run(int argc, char **argv, const char *home);
 int cmd_changes(int argc, char **argv, const char *home);
+int cmd_broker(int argc, char **argv, const char *home);
+int cmd_exec(int argc, char **argv, const char *home);
 
 #endif

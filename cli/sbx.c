@@ -6,6 +6,7 @@
  */
 #include "cleanup.h"
 #include "cli.h"
+#include "spawn.h"
 #include "home.h"
 #include "ids.h"
 #include "log.h"
@@ -13,13 +14,10 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,8 +41,12 @@ static const char usage_text[] =
 	"                     start a run (a snapshot); prints its id\n"
 	"  run end RUN [--format text|json]\n"
 	"                     end it: record and print what it changed\n"
-	"  changes RUN [--format text|json]\n"
+	"  changes RUN [--format text|json|html]\n"
 	"                     print what an ended run changed\n"
+	"  broker [--config FILE] [-f] [--status|--shutdown]\n"
+	"                     the exec broker: views on demand, commands in them\n"
+	"  exec --user ID --thread ID [--timeout SEC] [--env K=V]... -- COMMAND\n"
+	"                     run a command in the thread's view, in a sandbox\n"
 	"\n"
 	"Options for every command (before or after it):\n"
 	"  --home DIR         $SBX_HOME (default: $SBX_HOME, else /var/lib/sbxfs for\n"
@@ -58,24 +60,6 @@ static const char umount_usage[] =
 	"Unmounts the view at MOUNTPOINT; its daemon then exits. A stale mount\n"
 	"(\"Transport endpoint is not connected\" after the daemon died) is\n"
 	"detached. Uses umount2(2) as root, fusermount3 otherwise.\n";
-
-static int run_wait(const char *const argv[])
-{
-	pid_t pid = fork();
-	int status;
-
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		execvp(argv[0], (char *const *)argv);
-		fprintf(stderr, "sbx: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 int take_home(int argc, char **argv, int *i, const char **home)
 {
@@ -225,8 +209,7 @@ void scan_progress_done(struct scan_progress *p)
 static int cmd_umount(int argc, char **argv)
 {
 	const char *mp = NULL, *home = NULL;
-	struct statfs sf;
-	bool stale;
+	int r;
 
 	for (int i = 1; i < argc; i++) {
 		int h = take_home(argc, argv, &i, &home);
@@ -253,40 +236,17 @@ static int cmd_umount(int argc, char **argv)
 		      stderr);
 		return 2;
 	}
-	/* statfs always reaches the daemon (stat may hit the kernel cache). */
-	stale = statfs(mp, &sf) < 0 && errno == ENOTCONN;
-	if (geteuid() == 0) {
-		if (umount2(mp, stale ? MNT_DETACH : 0) == 0)
-			return 0;
-		fprintf(stderr, "sbx: umount %s: %s%s\n", mp, strerror(errno),
-			errno == EBUSY ? " (a process still uses it; close it or retry)"
-			: errno == EINVAL ? " (not a mount point)" : "");
-		return 1;
-	}
-	const char *const fusermount[] = { "fusermount3", "-u", stale ? "-z" : "-q",
-					   mp, NULL };
-	int r = run_wait(fusermount);
-	if (r != 0) {
+	r = view_unmount(mp, false);
+	if (r < 0 && geteuid() == 0)
+		fprintf(stderr, "sbx: umount %s: %s%s\n", mp, strerror(-r),
+			r == -EBUSY ? " (a process still uses it; close it or retry)"
+			: r == -EINVAL ? " (not a mount point)" : "");
+	else if (r < 0)
 		fprintf(stderr, "sbx: umount %s: fusermount3 failed (its message is above)\n",
 			mp);
+	if (r < 0)
 		return 1;
-	}
 	return 0;
-}
-
-/* sbxfs lives next to sbx (bin/ in the tree, PREFIX/bin when installed). */
-static void sbxfs_path(char *buf, size_t size)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-	if (n > 0) {
-		self[n] = '\0';
-		snprintf(buf, size, "%s/sbxfs", dirname(self));
-		if (access(buf, X_OK) == 0)
-			return;
-	}
-	snprintf(buf, size, "sbxfs");
 }
 
 static int cmd_mount(int argc, char **argv, const char *home)
@@ -297,7 +257,7 @@ static int cmd_mount(int argc, char **argv, const char *home)
 
 	if (!args)
 		return 1;
-	sbxfs_path(exe, sizeof(exe));
+	sibling_program("sbxfs", exe, sizeof(exe));
 	args[n++] = exe;
 	if (home) {
 		args[n++] = "--home";
@@ -357,6 +317,10 @@ int main(int argc, char **argv)
 		return cmd_run(argc - i, argv + i, home);
 	if (!strcmp(argv[i], "changes"))
 		return cmd_changes(argc - i, argv + i, home);
+	if (!strcmp(argv[i], "broker"))
+		return cmd_broker(argc - i, argv + i, home);
+	if (!strcmp(argv[i], "exec"))
+		return cmd_exec(argc - i, argv + i, home);
 	fprintf(stderr, "sbx: unknown command '%s'\nTry 'sbx --help'.\n", argv[i]);
 	return 2;
 }

@@ -19,6 +19,8 @@ static const struct {
 	{ "unit_diff", suite_unit_diff },
 	{ "unit_summary", suite_unit_summary },
 	{ "unit_runlog", suite_unit_runlog },
+	{ "unit_config", suite_unit_config },
+	{ "unit_exec", suite_unit_exec },
 	{ "view_layout", suite_view_layout },
 	{ "view_posix", suite_view_posix },
 	{ "view_confine", suite_view_confine },
@@ -28,6 +30,7 @@ static const struct {
 	{ "view_stage", suite_view_stage },
 	{ "view_snapshot", suite_view_snapshot },
 	{ "view_runs", suite_view_runs },
+	{ "view_broker", suite_view_broker },
 	{ "sanitizers", suite_sanitizers },	/* last: sees every daemon's exit */
 };
 

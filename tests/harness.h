@@ -73,12 +73,15 @@ Suite *suite_view_gate(void);
 Suite *suite_view_stage(void);
 Suite *suite_view_snapshot(void);
 Suite *suite_view_runs(void);
+Suite *suite_view_broker(void);
 Suite *suite_unit_gate(void);
 Suite *suite_unit_store(void);
 Suite *suite_unit_snapshot(void);
 Suite *suite_unit_diff(void);
 Suite *suite_unit_summary(void);
 Suite *suite_unit_runlog(void);
+Suite *suite_unit_exec(void);
+Suite *suite_unit_config(void);
 Suite *suite_sanitizers(void);
 
 #endif

@@ -1,0 +1,270 @@
+/* exec.c - sbx broker and sbx exec: the exec broker and its client. */
+#include "broker.h"
+#include "cleanup.h"
+#include "cli.h"
+#include "env.h"
+#include "ids.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static const char broker_usage[] =
+	"Usage: sbx broker [--home DIR] [--config FILE] [-f] [-d]\n"
+	"       sbx broker --status | --shutdown [--home DIR]\n"
+	"\n"
+	"The exec broker of a home: mounts thread views on demand and runs\n"
+	"commands in them (sbx exec), serving JSON lines on HOME/run/broker.sock\n"
+	"(docs/protocol.md). Returns once it serves; logs to HOME/run/broker.log.\n"
+	"  --config FILE   the configuration (default HOME/sbx.conf; see\n"
+	"                  docs/configuration.md); a bad line stops start-up\n"
+	"  -f              stay in the foreground, log to stderr\n"
+	"  -d              debug log\n"
+	"  --status        print the broker's views as JSON\n"
+	"  --shutdown      stop it: it unmounts every view it mounted\n";
+
+static const char exec_usage[] =
+	"Usage: sbx exec --user ID --thread ID [--timeout SEC] [--env K=V]...\n"
+	"                [--channel-user-id ID] [--host] [--scope ID] [--home DIR]\n"
+	"                -- COMMAND...\n"
+	"\n"
+	"Runs COMMAND (joined by spaces: a shell command line) in the thread's view\n"
+	"through the home's broker (start it with sbx broker), printing its output\n"
+	"as it comes, and exits with its status: 124 after a timeout, 128+N when\n"
+	"killed by signal N.\n"
+	"  --timeout SEC          wall clock (default: the broker's, 600 s)\n"
+	"  --env K=V              an explicit variable (kept even if its name looks\n"
+	"                         secret); repeatable\n"
+	"  --channel-user-id ID   who is acting: exported to the command as\n"
+	"                         DEERFLOW_CHANNEL_USER_ID\n"
+	"  --host                 the host's shell, not a namespace sandbox (only if\n"
+	"                         the broker's configuration allows host bash)\n"
+	"  --scope ID             the session scope (commands run one-off for now)\n";
+
+/* Sends REQ (consumed) to the broker of HOME; returns the connected fd
+ * or -1 with a message for COMMAND. */
+static int request(const char *command, const char *home, json_t *req)
+{
+	int fd = broker_connect(home);
+
+	if (fd < 0) {
+		fprintf(stderr, "sbx: %s: no broker serves %s (%s); start one with: sbx broker --home %s\n",
+			command, home, strerror(-fd), home);
+		json_decref(req);
+		return -1;
+	}
+	char *text = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	size_t len = text ? strlen(text) : 0;
+	bool ok = text && send(fd, text, len, MSG_NOSIGNAL) == (ssize_t)len &&
+		  send(fd, "\n", 1, MSG_NOSIGNAL) == 1;
+	free(text);
+	if (!ok) {
+		fprintf(stderr, "sbx: %s: cannot send the request: %s\n", command, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Reads one reply line from FD into a JSON object; NULL at the end. */
+static json_t *reply(FILE *f)
+{
+	_cleanup_(freep) char *line = NULL;
+	size_t cap = 0;
+	ssize_t n = getline(&line, &cap, f);
+
+	return n > 0 ? json_loadb(line, (size_t)n, 0, NULL) : NULL;
+}
+
+static int broker_request(const char *home, const char *op)
+{
+	int fd = request("broker", home, json_pack("{s:s}", "op", op));
+
+	if (fd < 0)
+		return 1;
+	_cleanup_(fclosep) FILE *f = fdopen(fd, "r");
+	json_auto_t *r = f ? reply(f) : NULL;
+	if (!f)
+		close(fd);
+	if (!json_is_true(json_object_get(r, "ok"))) {
+		fprintf(stderr, "sbx: broker: %s failed\n", op);
+		return 1;
+	}
+	if (!strcmp(op, "status")) {
+		json_dumpf(r, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+		putchar('\n');
+	}
+	return 0;
+}
+
+int cmd_broker(int argc, char **argv, const char *home)
+{
+	static const struct option longopts[] = {
+		{ "home", required_argument, NULL, 'H' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "status", no_argument, NULL, 's' },
+		{ "shutdown", no_argument, NULL, 'x' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct broker_options o = { 0 };
+	const char *op = NULL;
+	char h[PATH_MAX];
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "fdh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'H': home = optarg; break;
+		case 'c': o.config = optarg; break;
+		case 'f': o.foreground = true; break;
+		case 'd': o.debug = true; break;
+		case 's': op = "status"; break;
+		case 'x': op = "shutdown"; break;
+		case 'h': fputs(broker_usage, stdout); return 0;
+		default:
+			fputs("Try 'sbx broker --help'.\n", stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "sbx: broker: unexpected argument '%s'\nTry 'sbx broker --help'.\n",
+			argv[optind]);
+		return 2;
+	}
+	if (resolve_home("broker", home, h, sizeof(h)) < 0)
+		return 2;
+	if (op)
+		return broker_request(h, op);
+	o.home = h;
+	return broker_main(&o);
+}
+
+int cmd_exec(int argc, char **argv, const char *home)
+{
+	static const struct option longopts[] = {
+		{ "user", required_argument, NULL, 'u' },
+		{ "thread", required_argument, NULL, 't' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "env", required_argument, NULL, 'e' },
+		{ "channel-user-id", required_argument, NULL, 'C' },
+		{ "host", no_argument, NULL, 'X' },
+		{ "scope", required_argument, NULL, 's' },
+		{ "home", required_argument, NULL, 'H' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *user = NULL, *thread = NULL, *who = NULL, *scope = NULL, *why;
+	json_auto_t *env = json_object();
+	long timeout = 0;
+	bool host = false;
+	char h[PATH_MAX], *end;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'u': user = optarg; break;
+		case 't': thread = optarg; break;
+		case 'C': who = optarg; break;
+		case 's': scope = optarg; break;
+		case 'X': host = true; break;
+		case 'H': home = optarg; break;
+		case 'T':
+			timeout = strtol(optarg, &end, 10);
+			if (*end || timeout < 1 || timeout > 86400) {
+				fprintf(stderr, "sbx: exec: --timeout takes whole seconds from 1 to 86400, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'e': {
+			char *eq = strchr(optarg, '=');
+			if (eq)
+				*eq = '\0';
+			if (!eq || !env_valid_name(optarg)) {
+				fprintf(stderr, "sbx: exec: --env takes NAME=VALUE with a shell variable name, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			json_object_set_new(env, optarg, json_string(eq + 1));
+			break;
+		}
+		case 'h': fputs(exec_usage, stdout); return 0;
+		default:
+			fputs("Try 'sbx exec --help'.\n", stderr);
+			return 2;
+		}
+	}
+	if (!user || !thread || optind >= argc) {
+		fputs("sbx: exec: --user, --thread and a COMMAND are required\nTry 'sbx exec --help'.\n",
+		      stderr);
+		return 2;
+	}
+	if (id_check(user, &why) < 0 || id_check(thread, &why) < 0) {
+		fprintf(stderr, "sbx: exec: invalid user or thread id: %s\n", why);
+		return 2;
+	}
+	if (resolve_home("exec", home, h, sizeof(h)) < 0)
+		return 2;
+	/* The words after -- are one shell command line, as ssh joins them. */
+	_cleanup_(freep) char *command = NULL;
+	size_t len = 0;
+	FILE *cf = open_memstream(&command, &len);
+	for (int i = optind; cf && i < argc; i++)
+		fprintf(cf, "%s%s", i > optind ? " " : "", argv[i]);
+	if (!cf || fclose(cf) != 0)
+		return 1;
+	json_t *req = json_pack("{s:s, s:s, s:s, s:s, s:O, s:b}", "op", "exec", "user", user,
+				"thread", thread, "command", command, "env", env, "host", host);
+	if (req && timeout)
+		json_object_set_new(req, "timeout", json_integer(timeout));
+	if (req && who)
+		json_object_set_new(req, "channel_user_id", json_string(who));
+	if (req && scope)
+		json_object_set_new(req, "scope", json_string(scope));
+	if (!req || (who && !json_object_get(req, "channel_user_id"))) {
+		fputs("sbx: exec: --channel-user-id must be valid UTF-8\n", stderr);
+		json_decref(req);
+		return 2;
+	}
+	int fd = request("exec", h, req);
+	if (fd < 0)
+		return 1;
+	_cleanup_(fclosep) FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return 1;
+	}
+	for (;;) {
+		json_auto_t *r = reply(f);
+		if (!r) {
+			fputs("sbx: exec: the broker closed the connection\n", stderr);
+			return 1;
+		}
+		const char *type = json_string_value(json_object_get(r, "type"));
+		if (type && !strcmp(type, "output")) {
+			FILE *to = !strcmp(json_string_value(json_object_get(r, "stream")), "stderr")
+				   ? stderr : stdout;
+			fputs(json_string_value(json_object_get(r, "data")), to);
+			fflush(to);
+			continue;
+		}
+		if (!json_is_true(json_object_get(r, "ok"))) {
+			json_t *e = json_object_get(r, "error");
+			fprintf(stderr, "sbx: exec: %s\n",
+				json_string_value(json_object_get(e, "message")));
+			return 1;
+		}
+		long long code = json_integer_value(json_object_get(r, "code"));
+		if (json_is_true(json_object_get(r, "timed_out")))
+			fprintf(stderr, "sbx: exec: timed out; the command was killed\n");
+		return code < 0 ? 128 + (int)-code : (int)code;
+	}
+}

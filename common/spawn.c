@@ -1,0 +1,95 @@
+/* spawn.c - see spawn.h. */
+#include "spawn.h"
+#include "cleanup.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int spawn_wait(const char *const argv[])
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		execvp(argv[0], (char *const *)argv);
+		fprintf(stderr, "sbx: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void sibling_program(const char *name, char *buf, size_t size)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n > 0) {
+		self[n] = '\0';
+		snprintf(buf, size, "%s/%s", dirname(self), name);
+		if (access(buf, X_OK) == 0)
+			return;
+	}
+	snprintf(buf, size, "%s", name);
+}
+
+int view_unmount(const char *mp, bool lazy)
+{
+	struct statfs sf;
+	/* statfs always reaches the daemon (stat may hit the kernel cache). */
+	bool stale = statfs(mp, &sf) < 0 && errno == ENOTCONN;
+
+	if (geteuid() == 0)
+		return umount2(mp, stale || lazy ? MNT_DETACH : 0) == 0 ? 0 : -errno;
+	const char *const fusermount[] = { "fusermount3", "-u", stale || lazy ? "-z" : "-q",
+					   mp, NULL };
+	int r = spawn_wait(fusermount);
+	return r == 0 ? 0 : r < 0 ? r : -EBUSY;
+}
+
+/* Undoes the octal escapes of /proc's mount tables in place. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] && s[3]) {
+			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+bool is_mount_point(const char *mp)
+{
+	_cleanup_(fclosep) FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[8192];
+
+	while (f && fgets(line, sizeof(line), f)) {
+		/* id parent major:minor root MOUNTPOINT ... */
+		char *save = NULL, *field = strtok_r(line, " ", &save);
+		for (int i = 0; field && i < 4; i++)
+			field = strtok_r(NULL, " ", &save);
+		if (!field)
+			continue;
+		unescape(field);
+		if (!strcmp(field, mp))
+			return true;
+	}
+	return false;
+}

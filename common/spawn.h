@@ -1,0 +1,26 @@
+/* spawn.h - running the project's other programs and fusermount3.
+ */
+#ifndef SBX_SPAWN_H
+#define SBX_SPAWN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Runs ARGV (NULL-terminated; ARGV[0] looked up on PATH) and waits.
+ * Returns its exit status (128 + N if killed by signal N), or -errno if
+ * it could not be started. */
+int spawn_wait(const char *const argv[]);
+
+/* The path of program NAME next to the running one (bin/ in the tree,
+ * PREFIX/bin when installed), or NAME itself (PATH) if there is none. */
+void sibling_program(const char *name, char *buf, size_t size);
+
+/* Unmounts the view at MP: umount2(2) as root, fusermount3 otherwise; a
+ * stale mount (its daemon died) is detached, and so is a busy one if
+ * LAZY. Returns 0, or -errno (-EBUSY: still in use). */
+int view_unmount(const char *mp, bool lazy);
+
+/* True if MP is a mount point right now (/proc/self/mountinfo). */
+bool is_mount_point(const char *mp);
+
+#endif

@@ -1,0 +1,769 @@
+/* broker.c - see broker.h. */
+#include "broker.h"
+#include "cleanup.h"
+#include "config.h"
+#include "env.h"
+#include "home.h"
+#include "ids.h"
+#include "log.h"
+#include "output.h"
+#include "provider.h"
+#include "runner.h"
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+struct broker {
+	char home[PATH_MAX];
+	struct config config;
+	struct provider *provider;
+	int stop[2];			/* a shutdown request writes here */
+	pthread_mutex_t lock;
+	pthread_cond_t admitted;
+	struct slot {			/* one-off commands per sandbox */
+		char user[ID_MAX + 1], thread[ID_MAX + 1];
+		unsigned running;
+	} *slots;
+	size_t nslots;
+};
+
+struct client {
+	struct broker *b;
+	int fd;
+	uid_t uid;
+};
+
+/* ---- replies ------------------------------------------------------------ */
+
+/* Writes O (consumed) as one line. Returns 0 or -errno (client gone). */
+static int send_json(int fd, json_t *o)
+{
+	char *text = json_dumps(o, JSON_COMPACT);
+	int r = 0;
+
+	json_decref(o);
+	if (!text)
+		return -ENOMEM;
+	size_t len = strlen(text);
+	text[len++] = '\n';	/* json_dumps leaves room: the NUL */
+	for (size_t off = 0; off < len;) {
+		ssize_t n = send(fd, text + off, len - off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = -errno;
+			break;
+		}
+		off += (size_t)n;
+	}
+	free(text);
+	return r;
+}
+
+static int send_error(int fd, json_t *id, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int send_error(int fd, json_t *id, const char *code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_t *o = json_pack("{s:b, s:{s:s, s:s}}", "ok", 0, "error", "code", code,
+			      "message", msg);
+	if (o && id)
+		json_object_set(o, "id", id);
+	return o ? send_json(fd, o) : -ENOMEM;
+}
+
+/* {"ok": true, "id": ID} plus FIELDS (consumed). */
+static int send_ok(int fd, json_t *id, json_t *fields)
+{
+	json_t *o = fields ? fields : json_object();
+
+	if (!o)
+		return -ENOMEM;
+	json_object_set_new(o, "ok", json_true());
+	if (id)
+		json_object_set(o, "id", id);
+	return send_json(fd, o);
+}
+
+/* ---- request fields ----------------------------------------------------- */
+
+/* The string field KEY of REQ, or NULL (with an error reply sent) if it
+ * is missing (when REQUIRED) or not a string. */
+static const char *str_field(struct client *c, json_t *req, const char *key,
+			     bool required, bool *bad)
+{
+	json_t *v = json_object_get(req, key);
+
+	if (!v && !required)
+		return NULL;
+	if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
+		send_error(c->fd, json_object_get(req, "id"), "bad_request",
+			   "'%s' must be a string without NUL%s", key, v ? "" : " (missing)");
+		*bad = true;
+		return NULL;
+	}
+	return json_string_value(v);
+}
+
+/* USER and THREAD of REQ, checked as ids. */
+static bool thread_fields(struct client *c, json_t *req, const char **user,
+			  const char **thread)
+{
+	bool bad = false;
+	const char *why;
+
+	*user = str_field(c, req, "user", true, &bad);
+	if (!bad)
+		*thread = str_field(c, req, "thread", true, &bad);
+	if (bad)
+		return false;
+	if (id_check(*user, &why) < 0 || id_check(*thread, &why) < 0) {
+		send_error(c->fd, json_object_get(req, "id"), "bad_request",
+			   "invalid user or thread id: %s", why);
+		return false;
+	}
+	return true;
+}
+
+/* ---- acquire, release, status ------------------------------------------- */
+
+static void op_acquire(struct client *c, json_t *req, json_t *id)
+{
+	char mount[PATH_MAX], sid[SANDBOX_ID_LEN + 1], err[PATH_MAX + 128];
+	const char *user, *thread, *owner;
+	bool bad = false;
+
+	if (!thread_fields(c, req, &user, &thread) ||
+	    !(owner = str_field(c, req, "owner", true, &bad)))
+		return;
+	if (!*owner || strlen(owner) > 256) {
+		send_error(c->fd, id, "bad_request", "'owner' must have 1 to 256 characters");
+		return;
+	}
+	if (provider_acquire(c->b->provider, user, thread, owner, mount, sizeof(mount),
+			     sid, err, sizeof(err)) < 0) {
+		send_error(c->fd, id, "mount_failed", "%s", err);
+		return;
+	}
+	send_ok(c->fd, id, json_pack("{s:s, s:s, s:s}", "sandbox", sid, "mount", mount,
+				     "owner", owner));
+}
+
+static void op_release(struct client *c, json_t *req, json_t *id)
+{
+	const char *user, *thread, *owner;
+	bool bad = false;
+
+	if (!thread_fields(c, req, &user, &thread) ||
+	    !(owner = str_field(c, req, "owner", true, &bad)))
+		return;
+	int r = provider_release(c->b->provider, user, thread, owner);
+	if (r < 0)
+		send_error(c->fd, id, "no_lease", "%s holds no lease on %s/%s", owner, user,
+			   thread);
+	else
+		send_ok(c->fd, id, json_pack("{s:b}", "parked", r == 1));
+}
+
+static void status_view(void *arg, const char *user, const char *thread,
+			const char *sid, const char *mount, size_t leases,
+			size_t running, bool mounted)
+{
+	json_array_append_new(arg, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:s}",
+					     "user", user, "thread", thread, "sandbox", sid,
+					     "mount", mount, "leases", (json_int_t)leases,
+					     "running", (json_int_t)running, "state",
+					     !mounted ? "unmounted" : leases || running
+					     ? "active" : "parked"));
+}
+
+static void op_status(struct client *c, json_t *id)
+{
+	json_t *views = json_array();
+
+	if (views)
+		provider_each(c->b->provider, status_view, views);
+	send_ok(c->fd, id, json_pack("{s:o, s:i}", "views", views ? views : json_array(),
+				     "pid", (int)getpid()));
+}
+
+/* ---- exec --------------------------------------------------------------- */
+
+/* A place among the one-off commands of USER's THREAD (bash_max_sessions
+ * at once); waits, but gives up when the client goes away. */
+static int admit(struct client *c, const char *user, const char *thread)
+{
+	struct broker *b = c->b;
+	struct slot *s = NULL;
+	int r = 0;
+
+	pthread_mutex_lock(&b->lock);
+	for (size_t i = 0; i < b->nslots && !s; i++)
+		if (!strcmp(b->slots[i].user, user) && !strcmp(b->slots[i].thread, thread))
+			s = &b->slots[i];
+	if (!s) {
+		struct slot *v = realloc(b->slots, (b->nslots + 1) * sizeof(*v));
+		if (!v) {
+			pthread_mutex_unlock(&b->lock);
+			return -ENOMEM;
+		}
+		b->slots = v;
+		s = &b->slots[b->nslots++];
+		memset(s, 0, sizeof(*s));
+		snprintf(s->user, sizeof(s->user), "%s", user);
+		snprintf(s->thread, sizeof(s->thread), "%s", thread);
+	}
+	size_t at = (size_t)(s - b->slots);
+	while (b->slots[at].running >= b->config.bash_max_sessions) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 100000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&b->admitted, &b->lock, &until);
+		struct pollfd p = { c->fd, POLLRDHUP, 0 };
+		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+			r = -ECANCELED;
+			break;
+		}
+	}
+	if (r == 0)
+		b->slots[at].running++;
+	pthread_mutex_unlock(&b->lock);
+	return r;
+}
+
+static void leave(struct broker *b, const char *user, const char *thread)
+{
+	pthread_mutex_lock(&b->lock);
+	for (size_t i = 0; i < b->nslots; i++)
+		if (!strcmp(b->slots[i].user, user) && !strcmp(b->slots[i].thread, thread) &&
+		    b->slots[i].running)
+			b->slots[i].running--;
+	pthread_cond_broadcast(&b->admitted);
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* Output on its way to the client, as valid UTF-8 chunks. */
+struct stream_ctx {
+	struct client *c;
+	json_t *id;
+	char carry[2][4];		/* an incomplete character per stream */
+	size_t ncarry[2];
+	const char *const *mask;	/* host mode: directories shown as /mnt */
+};
+
+static void on_output(void *arg, int stream, const char *data, size_t len)
+{
+	struct stream_ctx *s = arg;
+	int i = stream - 1;
+	_cleanup_(freep) char *buf = malloc(s->ncarry[i] + len);
+	size_t keep;
+
+	if (!buf)
+		return;
+	memcpy(buf, s->carry[i], s->ncarry[i]);
+	memcpy(buf + s->ncarry[i], data, len);
+	len += s->ncarry[i];
+	_cleanup_(freep) char *text = utf8_clean(buf, len, &keep);
+	if (!text)
+		return;
+	s->ncarry[i] = keep;
+	memcpy(s->carry[i], buf + len - keep, keep);
+	_cleanup_(freep) char *masked = s->mask ? sandbox_mask(text, s->mask) : NULL;
+	json_t *o = json_pack("{s:s, s:s, s:s}", "type", "output", "stream",
+			      stream == 1 ? "stdout" : "stderr", "data", masked ? masked : text);
+	if (o && s->id)
+		json_object_set(o, "id", s->id);
+	if (o)
+		send_json(s->c->fd, o);
+}
+
+/* The explicit environment of REQ ("env": {"NAME": "value"}) as K=V
+ * strings in *OUT. */
+static int env_field(struct client *c, json_t *req, json_t *id, char ***out,
+		     size_t *n)
+{
+	json_t *env = json_object_get(req, "env"), *v;
+	const char *k;
+
+	*out = NULL;
+	*n = 0;
+	if (!env || json_is_null(env))
+		return 0;
+	if (!json_is_object(env)) {
+		send_error(c->fd, id, "bad_request", "'env' must be an object of strings");
+		return -EINVAL;
+	}
+	*out = calloc(json_object_size(env) + 1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	json_object_foreach(env, k, v) {
+		if (!env_valid_name(k) || !json_is_string(v) ||
+		    strlen(json_string_value(v)) != json_string_length(v)) {
+			send_error(c->fd, id, "bad_request",
+				   "env: '%.64s' is not a NAME=string variable", k);
+			return -EINVAL;
+		}
+		if (asprintf(&(*out)[(*n)++], "%s=%s", k, json_string_value(v)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void op_exec(struct client *c, json_t *req, json_t *id)
+{
+	struct broker *b = c->b;
+	const struct config *cf = &b->config;
+	const char *user, *thread, *command;
+	char mount[PATH_MAX], err[PATH_MAX + 128];
+	bool bad = false;
+
+	if (!thread_fields(c, req, &user, &thread) ||
+	    !(command = str_field(c, req, "command", true, &bad)))
+		return;
+	if (!*command) {
+		send_error(c->fd, id, "bad_request", "'command' is empty");
+		return;
+	}
+	json_t *t = json_object_get(req, "timeout");
+	if (t && !json_is_null(t) && (!json_is_integer(t) || json_integer_value(t) < 1 ||
+				     json_integer_value(t) > 86400)) {
+		send_error(c->fd, id, "bad_request", "'timeout' must be whole seconds from 1 to 86400");
+		return;
+	}
+	unsigned timeout = t && json_is_integer(t) ? (unsigned)json_integer_value(t) : cf->timeout;
+	json_t *h = json_object_get(req, "host");
+	if (h && !json_is_boolean(h)) {
+		send_error(c->fd, id, "bad_request", "'host' must be true or false");
+		return;
+	}
+	bool host = json_is_true(h) || cf->isolation == ISOLATION_HOST;
+	if (host && !cf->allow_host_bash) {
+		send_error(c->fd, id, "host_bash_disabled",
+			   "host bash is disabled: it runs commands on this machine itself, with the "
+			   "broker's rights, and is not a secure boundary. Only on a fully trusted "
+			   "machine, set allow_host_bash = true in [broker] of %s/" CONFIG_FILE
+			   " and restart the broker.", b->home);
+		return;
+	}
+	json_t *who = json_object_get(req, "channel_user_id");
+	if (who && !json_is_null(who) && !json_is_string(who)) {
+		send_error(c->fd, id, "bad_request", "'channel_user_id' must be a string");
+		return;
+	}
+	_cleanup_(freep) char *prefix = NULL;
+	_cleanup_(freep) char *full = NULL;
+	if (identity_prefix(json_is_string(who) ? json_string_value(who) : NULL,
+			    json_is_string(who) ? json_string_length(who) : 0, &prefix) < 0 ||
+	    asprintf(&full, "%s%s", prefix, command) < 0) {
+		full = NULL;
+		send_error(c->fd, id, "internal", "out of memory");
+		return;
+	}
+	char **extra = NULL, **envp = NULL, **argv = NULL;
+	size_t nextra = 0;
+	if (env_field(c, req, id, &extra, &nextra) < 0)
+		goto out;
+	envp = env_build(environ, extra, nextra);
+	if (!envp) {
+		send_error(c->fd, id, "internal", "out of memory");
+		goto out;
+	}
+	int r = admit(c, user, thread);
+	if (r < 0) {
+		if (r != -ECANCELED)
+			send_error(c->fd, id, "internal", "%s", strerror(-r));
+		goto out;
+	}
+	if (provider_use(b->provider, user, thread, mount, sizeof(mount), err, sizeof(err)) < 0) {
+		leave(b, user, thread);
+		send_error(c->fd, id, "mount_failed", "%s", err);
+		goto out;
+	}
+	const char *names[CONFIG_MAX_MOUNTS + 1];
+	for (size_t i = 0; i < cf->nmounts; i++)
+		names[i] = cf->mounts[i].name;
+	names[cf->nmounts] = NULL;
+	struct sandbox_cmd sc = { mount, names, full, cf->network };
+	argv = host ? sandbox_argv_host(&sc) : sandbox_argv_namespace(&sc);
+	char thread_dir[PATH_MAX + 2 * ID_MAX + 32], ws[PATH_MAX + 32];
+	snprintf(thread_dir, sizeof(thread_dir), "%s/users/%s/threads/%s", b->home, user, thread);
+	snprintf(ws, sizeof(ws), "%s/user-data/workspace", mount);
+	const char *mask[] = { mount, thread_dir, NULL };
+	struct stream_ctx sx = { .c = c, .id = id, .mask = host ? mask : NULL };
+	struct run_spec spec = {
+		.argv = argv, .envp = envp, .cwd = host ? ws : NULL, .timeout_s = timeout,
+		.on_output = on_output, .arg = &sx, .cancel_fd = c->fd,
+	};
+	struct run_result res;
+	r = argv ? run_command(&spec, &res) : -ENOMEM;
+	provider_unuse(b->provider, user, thread);
+	leave(b, user, thread);
+	if (r < 0) {
+		send_error(c->fd, id, "start_failed", "cannot start the command: %s", strerror(-r));
+		goto out;
+	}
+	log_info("exec %s/%s%s: exit %d%s", user, thread, host ? " (host)" : "", res.code,
+		 res.timed_out ? " (timed out)" : res.cancelled ? " (client gone)" : "");
+	if (!res.cancelled) {
+		_cleanup_(freep) char *text = output_text(&res.out, &res.err, res.code,
+							   res.timed_out, timeout, OUTPUT_MAX_CHARS);
+		_cleanup_(freep) char *masked = text && host ? sandbox_mask(text, mask) : NULL;
+		json_t *o = json_pack("{s:s, s:i, s:b, s:s, s:I, s:I}", "type", "exit",
+				      "code", res.code, "timed_out", res.timed_out, "output",
+				      masked ? masked : text ? text : "",
+				      "stdout_bytes", (json_int_t)res.out.total,
+				      "stderr_bytes", (json_int_t)res.err.total);
+		send_ok(c->fd, id, o);
+	}
+	run_result_free(&res);
+out:
+	sandbox_argv_free(argv);
+	env_free(envp);
+	env_free(extra);
+}
+
+/* ---- connections -------------------------------------------------------- */
+
+static void dispatch(struct client *c, const char *line, size_t len)
+{
+	json_error_t jerr;
+	/* NUL is allowed in strings: an identity may hold one (and is then
+	 * refused); every other field is checked for it. */
+	json_auto_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+
+	if (!req || !json_is_object(req)) {
+		send_error(c->fd, NULL, "bad_request", "not a JSON object: %s",
+			   req ? "another JSON value" : jerr.text);
+		return;
+	}
+	json_t *id = json_object_get(req, "id");
+	const char *op = json_string_value(json_object_get(req, "op"));
+	if (!op)
+		send_error(c->fd, id, "bad_request", "'op' must be a string");
+	else if (!strcmp(op, "ping"))
+		send_ok(c->fd, id, json_pack("{s:s}", "version", SBX_VERSION));
+	else if (!strcmp(op, "acquire"))
+		op_acquire(c, req, id);
+	else if (!strcmp(op, "release"))
+		op_release(c, req, id);
+	else if (!strcmp(op, "exec"))
+		op_exec(c, req, id);
+	else if (!strcmp(op, "status"))
+		op_status(c, id);
+	else if (!strcmp(op, "shutdown")) {
+		log_info("shutdown requested (uid %u)", (unsigned)c->uid);
+		send_ok(c->fd, id, NULL);
+		(void)!write(c->b->stop[1], "x", 1);
+	} else
+		send_error(c->fd, id, "unknown_op", "unknown op '%.64s' (ping, acquire, release, "
+			   "exec, status, shutdown)", op);
+}
+
+static void *serve(void *arg)
+{
+	struct client *c = arg;
+	_cleanup_(freep) char *buf = malloc(BROKER_LINE_MAX + 1);
+	size_t len = 0;
+	bool skipping = false;		/* the rest of an oversized line */
+
+	while (buf) {
+		ssize_t n = read(c->fd, buf + len, BROKER_LINE_MAX + 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		char *nl;
+		while ((nl = memchr(buf, '\n', len))) {
+			size_t line = (size_t)(nl - buf);
+			if (!skipping && line > 0)
+				dispatch(c, buf, line);
+			skipping = false;
+			memmove(buf, nl + 1, len - line - 1);
+			len -= line + 1;
+		}
+		if (len > BROKER_LINE_MAX) {
+			if (!skipping)
+				send_error(c->fd, NULL, "too_large",
+					   "a request line is longer than %u bytes", BROKER_LINE_MAX);
+			skipping = true;
+			len = 0;
+		}
+	}
+	close(c->fd);
+	free(c);
+	return NULL;
+}
+
+static void accept_client(struct broker *b, int lfd)
+{
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	pthread_t t;
+	pthread_attr_t attr;
+
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
+	    (cred.uid != geteuid() && cred.uid != 0)) {
+		send_error(fd, NULL, "not_allowed", "only uid %u and root may use this broker",
+			   (unsigned)geteuid());
+		log_warn("refused a client of uid %u", (unsigned)cred.uid);
+		close(fd);
+		return;
+	}
+	struct client *c = malloc(sizeof(*c));
+	if (!c) {
+		close(fd);
+		return;
+	}
+	*c = (struct client){ b, fd, cred.uid };
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, serve, c) != 0) {
+		close(fd);
+		free(c);
+	}
+	pthread_attr_destroy(&attr);
+}
+
+/* ---- the socket and the main loop --------------------------------------- */
+
+/* A sockaddr for HOME/run/broker.sock; a long HOME goes through the run
+ * directory's fd (DIRFD) as /proc/self/fd/N/broker.sock. */
+static int socket_addr(const char *home, int dirfd, struct sockaddr_un *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if ((size_t)snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/run/" BROKER_SOCKET,
+			     home) < sizeof(sa->sun_path))
+		return 0;
+	if (dirfd < 0)
+		return -ENAMETOOLONG;
+	snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/" BROKER_SOCKET, dirfd);
+	return 0;
+}
+
+static int run_dir(const char *home)
+{
+	_cleanup_(closep) int h = home_open(home);
+
+	return h < 0 ? h : dir_ensure(h, "run", 0700);
+}
+
+int broker_connect(const char *home)
+{
+	_cleanup_(closep) int dir = -1;
+	struct sockaddr_un sa;
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/run", home);
+	dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (socket_addr(home, dir, &sa) < 0)
+		return -ENAMETOOLONG;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* Takes HOME/run/broker.lock: one broker per home. */
+static int take_lock(int dir, const char *home)
+{
+	int fd = openat(dir, "broker.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	char pid[32] = "";
+
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		fprintf(stderr, "sbx: broker: a broker already runs for %s%s%s%s\n", home,
+			*pid ? " (pid " : "", pid, *pid ? ")" : "");
+		close(fd);
+		return -EEXIST;
+	}
+	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) == 0)
+		(void)!pwrite(fd, pid, strlen(pid), 0);
+	return fd;
+}
+
+static int listen_socket(const char *home, int dir)
+{
+	struct sockaddr_un sa;
+	int fd, r;
+
+	if ((r = socket_addr(home, dir, &sa)) < 0)
+		return r;
+	unlinkat(dir, BROKER_SOCKET, 0);	/* ours: we hold the lock */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	mode_t old = umask(0177);		/* the socket is 0600 */
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || listen(fd, 64) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static int serve_loop(struct broker *b, int lfd)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	_cleanup_(closep) int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+
+	for (;;) {
+		struct pollfd p[3] = { { lfd, POLLIN, 0 }, { b->stop[0], POLLIN, 0 },
+				       { sfd, POLLIN, 0 } };
+		int n = poll(p, 3, 1000);
+		if (n < 0 && errno != EINTR)
+			return 1;
+		if (p[1].revents)
+			return 0;
+		if (p[2].revents) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof(si)) == sizeof(si))
+				log_info("signal %u: shutting down", si.ssi_signo);
+			return 0;
+		}
+		if (p[0].revents)
+			accept_client(b, lfd);
+		provider_tick(b->provider);
+	}
+}
+
+int broker_main(const struct broker_options *o)
+{
+	char path[PATH_MAX + 32], err[PATH_MAX + 256];
+	struct broker b = { 0 };
+	int ready[2] = { -1, -1 }, r;
+
+	snprintf(b.home, sizeof(b.home), "%s", o->home);
+	if (o->config)
+		snprintf(path, sizeof(path), "%s", o->config);
+	else
+		snprintf(path, sizeof(path), "%s/" CONFIG_FILE, o->home);
+	r = config_load(path, &b.config, err, sizeof(err));
+	if (r < 0 && !(r == -ENOENT && !o->config)) {
+		fprintf(stderr, "sbx: broker: %s\n", err);
+		return 1;
+	}
+	_cleanup_(closep) int dir = run_dir(o->home);
+	if (dir < 0) {
+		fprintf(stderr, "sbx: broker: cannot make %s/run: %s\n", o->home, strerror(-dir));
+		config_free(&b.config);
+		return 1;
+	}
+	if (!o->foreground) {
+		/* The parent returns once the socket is ready (or says why not). */
+		if (pipe2(ready, O_CLOEXEC) < 0)
+			return 1;
+		pid_t pid = fork();
+		if (pid < 0)
+			return 1;
+		if (pid > 0) {
+			char c;
+			close(ready[1]);
+			ssize_t n = read(ready[0], &c, 1);
+			return n == 1 && c == '0' ? 0 : 1;
+		}
+		close(ready[0]);
+		setsid();
+	}
+	_cleanup_(closep) int lock = take_lock(dir, o->home);
+	if (lock < 0)
+		goto fail;
+	int lfd = listen_socket(o->home, dir);
+	if (lfd < 0) {
+		fprintf(stderr, "sbx: broker: cannot listen on %s/run/" BROKER_SOCKET ": %s\n",
+			o->home, strerror(-lfd));
+		goto fail;
+	}
+	if (!o->foreground) {
+		snprintf(path, sizeof(path), "%s/run/broker.log", o->home);
+		FILE *f = fopen(path, "ae");
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (f) {
+			setvbuf(f, NULL, _IOLBF, 0);
+			dup2(fileno(f), 2);	/* sbxfs's messages land here too */
+			log_setup("sbx-broker", f, o->debug ? LOG_DEBUG : LOG_INFO, true);
+		}
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			close(null);
+		}
+	} else {
+		log_setup("sbx-broker", NULL, o->debug ? LOG_DEBUG : LOG_INFO, true);
+	}
+	if (pipe2(b.stop, O_CLOEXEC) < 0)
+		goto fail;
+	pthread_mutex_init(&b.lock, NULL);
+	pthread_cond_init(&b.admitted, NULL);
+	b.provider = provider_new(o->home, &b.config);
+	if (!b.provider)
+		goto fail;
+	log_info("serving %s/run/" BROKER_SOCKET " (isolation %s%s)", o->home,
+		 b.config.isolation == ISOLATION_HOST ? "host" : "namespace",
+		 b.config.allow_host_bash ? ", host bash allowed" : "");
+	if (ready[1] >= 0) {
+		(void)!write(ready[1], "0", 1);
+		close(ready[1]);
+	}
+	r = serve_loop(&b, lfd);
+	close(lfd);
+	unlinkat(dir, BROKER_SOCKET, 0);
+	provider_free(b.provider);
+	log_info("stopped");
+	config_free(&b.config);
+	return r;
+fail:
+	if (ready[1] >= 0)
+		(void)!write(ready[1], "1", 1);
+	config_free(&b.config);
+	return 1;
+}

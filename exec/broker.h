@@ -1,0 +1,35 @@
+/* broker.h - the exec broker: one per $SBX_HOME, serving JSON lines on
+ * the Unix socket $SBX_HOME/run/broker.sock (docs/protocol.md).
+ *
+ * Each connection is served by a thread of its own, one request at a
+ * time; a client that goes away mid-command has its command killed and
+ * disturbs nobody else. Only the broker's own uid and root may connect
+ * (SO_PEERCRED). Requests and replies are one JSON object per line, at
+ * most BROKER_LINE_MAX bytes; anything malformed gets an error reply.
+ */
+#ifndef SBX_BROKER_H
+#define SBX_BROKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define BROKER_SOCKET "broker.sock"
+#define BROKER_LINE_MAX (1u << 20)
+
+struct broker_options {
+	const char *home;		/* resolved */
+	const char *config;		/* NULL: HOME/sbx.conf */
+	bool foreground;
+	bool debug;
+};
+
+/* Runs the broker until SIGTERM, SIGINT or a shutdown request; returns
+ * the exit status. Unless FOREGROUND, returns in the parent once the
+ * socket is ready (0), and the broker logs to HOME/run/broker.log. */
+int broker_main(const struct broker_options *o);
+
+/* Connects to the broker of HOME: an fd, or -errno (-ENOENT/-ECONNREFUSED:
+ * none runs). */
+int broker_connect(const char *home);
+
+#endif

@@ -1,0 +1,400 @@
+/* config.c - see config.h.
+ *
+ * libinih does the INI syntax, but it is lenient where a configuration
+ * must not be, so it reads through read_line() below, which turns what it
+ * would do quietly into errors or plain lines:
+ *
+ *  - a line longer than its fixed buffer (INI_MAX_LINE, 200 bytes with
+ *    "\r\n\0" in Debian's build) is split, and the tail parsed as a line
+ *    of its own: a long value containing '=' would set a key nobody wrote,
+ *    and every later line number is off by one. Refused.
+ *  - fgets stops at a NUL byte and the rest of the line is lost. Refused.
+ *  - an indented line continues the previous value (Python's configparser):
+ *    "  timeout = 5" after "isolation = host" would set isolation to
+ *    "timeout = 5". Leading blanks are dropped instead.
+ *  - the handler only hears of a section through its keys, so a misspelt,
+ *    empty one would pass. Section lines are checked here.
+ *
+ * The reader counts lines exactly as libinih does (one per call), so its
+ * count is the line of the pair the handler is given. The first error
+ * stops the parse; libinih reports its own syntax errors by line only.
+ */
+#include "config.h"
+#include "cleanup.h"
+#include "ids.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define SECONDS_MAX 86400
+
+struct parse {
+	FILE *f;
+	struct config *c;
+	unsigned lineno;		/* of the line last given to libinih */
+	unsigned fail_line;		/* of our first error, 0 if none */
+	int fail;			/* its -errno */
+	char why[512];
+	int ioerr;			/* -errno of a failed read */
+	unsigned running_line, shell_line;	/* where max_* were last set */
+	unsigned mount_line[CONFIG_MAX_MOUNTS];
+};
+
+void config_defaults(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->isolation = ISOLATION_NAMESPACE;
+	c->allow_host_bash = false;
+	c->network = false;
+	c->timeout = 600;
+	c->idle_timeout = 900;
+	c->max_running = 3;
+	c->max_shell_sessions = 10;
+	c->bash_max_sessions = 50;
+}
+
+void config_free(struct config *c)
+{
+	for (size_t i = 0; i < c->nmounts; i++) {
+		free(c->mounts[i].name);
+		free(c->mounts[i].hostdir);
+		c->mounts[i].name = c->mounts[i].hostdir = NULL;
+	}
+	c->nmounts = 0;
+}
+
+/* S (LEN bytes) fit for a message: a file full of junk must not put
+ * terminal escapes or an unbounded string into it. */
+static const char *printable(char *buf, size_t size, const char *s, size_t len)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len && s[i] && n + 1 < size; i++)
+		buf[n++] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	buf[n] = '\0';
+	return buf;
+}
+
+/* printable() into a buffer of its own (a compound literal, which lives
+ * as long as the enclosing block), so a message may quote several. */
+#define Q(s) printable((char[200]){ 0 }, 200, (s), strlen(s))
+
+static __attribute__((format(printf, 3, 4)))
+int fail(struct parse *p, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (p->fail_line)
+		return p->fail;
+	va_start(ap, fmt);
+	vsnprintf(p->why, sizeof(p->why), fmt, ap);
+	va_end(ap);
+	p->fail_line = p->lineno;
+	p->fail = err;
+	return err;
+}
+
+/* Gives libinih the next line, at most NUM - 3 bytes without its "\n" or
+ * "\r\n" (what its buffer holds, by its own rule), with leading blanks and
+ * a UTF-8 BOM removed. NULL ends the parse: end of file, or an error. */
+static char *read_line(char *buf, int num, void *stream)
+{
+	struct parse *p = stream;
+	size_t max, n = 0, skip = 0;
+	int ch;
+
+	if (p->fail_line || p->ioerr)
+		return NULL;
+	ch = getc(p->f);
+	if (ch == EOF) {
+		if (ferror(p->f))
+			p->ioerr = neg_errno();
+		return NULL;
+	}
+	p->lineno++;
+	if (num < 4) {
+		fail(p, -EINVAL, "libinih's line buffer holds %d bytes", num);
+		return NULL;
+	}
+	max = (size_t)num - 3;
+	/* One byte beyond MAX is kept for a '\r' that turns out to end the line. */
+	for (; ch != EOF && ch != '\n'; ch = getc(p->f)) {
+		if (ch == '\0') {
+			fail(p, -EINVAL, "the line contains a NUL byte");
+			return NULL;
+		}
+		if (n > max)
+			goto too_long;
+		buf[n++] = (char)ch;
+	}
+	if (ch == EOF && ferror(p->f)) {
+		p->ioerr = neg_errno();
+		return NULL;
+	}
+	if (n && buf[n - 1] == '\r')
+		n--;
+	if (n > max)
+		goto too_long;
+	buf[n] = '\0';
+
+	if (p->lineno == 1 && !strncmp(buf, "\xEF\xBB\xBF", 3))
+		skip = 3;
+	while (isspace((unsigned char)buf[skip]))
+		skip++;
+	memmove(buf, buf + skip, n - skip + 1);
+
+	if (buf[0] == '[') {
+		const char *end = strchr(buf, ']'), *rest;
+		size_t len;
+		char q[200];
+
+		if (!end)
+			return buf;	/* libinih's syntax error */
+		len = (size_t)(end - buf - 1);
+		if (!((len == 6 && !strncmp(buf + 1, "broker", 6)) ||
+		      (len == 6 && !strncmp(buf + 1, "mounts", 6)))) {
+			fail(p, -EINVAL, "unknown section [%s]",
+			     printable(q, sizeof(q), buf + 1, len));
+			return NULL;
+		}
+		rest = end + 1 + strspn(end + 1, " \t\r\v\f");
+		if (*rest && *rest != ';' && *rest != '#') {
+			fail(p, -EINVAL, "unexpected '%s' after [%.6s]", Q(rest), buf + 1);
+			return NULL;
+		}
+	}
+	return buf;
+
+too_long:
+	fail(p, -EINVAL, "the line is longer than %zu bytes", max);
+	return NULL;
+}
+
+static int set_bool(struct parse *p, const char *key, const char *v, bool *out)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1" };
+	static const char *const no[] = { "false", "no", "off", "0" };
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(v, yes[i]) || !strcasecmp(v, no[i])) {
+			*out = !strcasecmp(v, yes[i]);
+			return 0;
+		}
+	}
+	return fail(p, -EINVAL, "%s must be true or false (yes/no, on/off, 1/0), not '%s'",
+		    key, Q(v));
+}
+
+/* Decimal digits only: no sign, no blanks, no "1e3", no "0x10". */
+static int parse_unsigned(const char *s, unsigned max, unsigned *out)
+{
+	unsigned long v = 0;
+
+	if (!*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		v = v * 10 + (unsigned)(*s - '0');
+		if (v > max)
+			return -ERANGE;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int set_number(struct parse *p, const char *key, const char *v,
+		      const char *unit, unsigned max, unsigned *out)
+{
+	unsigned n;
+
+	if (parse_unsigned(v, max, &n) < 0 || n < 1)
+		return fail(p, -EINVAL, "%s must be a whole number%s from 1 to %u, not '%s'",
+			    key, unit, max, Q(v));
+	*out = n;
+	return 0;
+}
+
+static int set_broker(struct parse *p, const char *key, const char *v)
+{
+	struct config *c = p->c;
+
+	if (!strcmp(key, "isolation")) {
+		if (!strcasecmp(v, "namespace"))
+			c->isolation = ISOLATION_NAMESPACE;
+		else if (!strcasecmp(v, "host"))
+			c->isolation = ISOLATION_HOST;
+		else
+			return fail(p, -EINVAL, "isolation must be namespace or host, not '%s'",
+				    Q(v));
+		return 0;
+	}
+	if (!strcmp(key, "allow_host_bash"))
+		return set_bool(p, key, v, &c->allow_host_bash);
+	if (!strcmp(key, "network"))
+		return set_bool(p, key, v, &c->network);
+	if (!strcmp(key, "timeout"))
+		return set_number(p, key, v, " of seconds", SECONDS_MAX, &c->timeout);
+	if (!strcmp(key, "idle_timeout"))
+		return set_number(p, key, v, " of seconds", SECONDS_MAX, &c->idle_timeout);
+	if (!strcmp(key, "max_running")) {
+		p->running_line = p->lineno;
+		return set_number(p, key, v, "", 1000, &c->max_running);
+	}
+	if (!strcmp(key, "max_shell_sessions")) {
+		p->shell_line = p->lineno;
+		return set_number(p, key, v, "", 1000, &c->max_shell_sessions);
+	}
+	if (!strcmp(key, "bash_max_sessions"))
+		return set_number(p, key, v, "", 10000, &c->bash_max_sessions);
+	return fail(p, -EINVAL, "unknown key '%s' in [broker]", Q(key));
+}
+
+static int add_mount(struct parse *p, const char *name, const char *v)
+{
+	/* The view's own roots: a mount of that name would hide one. */
+	static const char *const reserved[] = { "user-data", "skills", "acp-workspace" };
+	struct config *c = p->c;
+	struct config_mount *m;
+	size_t len = strlen(v);
+	const char *why;
+	bool ro = false;
+
+	if (id_check(name, &why) < 0)
+		return fail(p, -EINVAL, "invalid mount name '%s': %s", Q(name), why);
+	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+		if (!strcmp(name, reserved[i]))
+			return fail(p, -EINVAL, "mount name '%s' is reserved", name);
+	for (size_t i = 0; i < c->nmounts; i++)
+		if (!strcmp(name, c->mounts[i].name))
+			return fail(p, -EINVAL, "mount '%s' is already defined on line %u",
+				    name, p->mount_line[i]);
+	if (c->nmounts == CONFIG_MAX_MOUNTS)
+		return fail(p, -EINVAL, "more than %d mounts", CONFIG_MAX_MOUNTS);
+	if (len >= 3 && !strcmp(v + len - 3, ":ro")) {
+		ro = true;
+		len -= 3;
+	}
+	if (v[0] != '/')
+		return fail(p, -EINVAL, "mount '%s': '%s' is not an absolute path", name, Q(v));
+	if (memchr(v, ':', len))
+		return fail(p, -EINVAL, "mount '%s': '%s' may contain ':' only in a final ':ro'",
+			    name, Q(v));
+
+	m = &c->mounts[c->nmounts];
+	m->name = strdup(name);
+	m->hostdir = strndup(v, len);
+	m->ro = ro;
+	if (!m->name || !m->hostdir) {
+		free(m->name);
+		free(m->hostdir);
+		m->name = m->hostdir = NULL;
+		return fail(p, -ENOMEM, "out of memory");
+	}
+	p->mount_line[c->nmounts++] = p->lineno;
+	return 0;
+}
+
+/* libinih's handler: nonzero to go on. */
+static int on_pair(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse *p = user;
+
+	if (!strcmp(section, "broker"))
+		return set_broker(p, name, value) == 0;
+	if (!strcmp(section, "mounts"))
+		return add_mount(p, name, value) == 0;
+	if (!*section)
+		fail(p, -EINVAL, "'%s' comes before any section ([broker] or [mounts])",
+		     Q(name));
+	else	/* read_line() refuses these already */
+		fail(p, -EINVAL, "unknown section [%s]", Q(section));
+	return 0;
+}
+
+/* Why libinih refused line N: it only says which line, so read it again. */
+static void syntax_error(struct parse *p, unsigned n)
+{
+	char line[256] = "";
+	size_t len = 0, skip = 0;
+	int ch = 0;
+
+	p->fail_line = 0;
+	p->lineno = n;
+	if (fseek(p->f, 0, SEEK_SET) < 0) {
+		fail(p, -EINVAL, "expected [section] or name = value");
+		return;
+	}
+	clearerr(p->f);
+	for (unsigned i = 1; i < n && ch != EOF; i++)
+		while ((ch = getc(p->f)) != EOF && ch != '\n')
+			;
+	while ((ch = getc(p->f)) != EOF && ch != '\n' && len + 1 < sizeof(line))
+		line[len++] = (char)ch;
+	line[len] = '\0';
+	if (n == 1 && !strncmp(line, "\xEF\xBB\xBF", 3))
+		skip = 3;
+	while (isspace((unsigned char)line[skip]))
+		skip++;
+	if (line[skip] == '[')
+		fail(p, -EINVAL, "'%s' lacks a closing ']'", Q(line + skip));
+	else
+		fail(p, -EINVAL, "expected name = value, not '%s'", Q(line + skip));
+}
+
+int config_load(const char *path, struct config *c, char *err, size_t errlen)
+{
+	_cleanup_(fclosep) FILE *f = NULL;
+	struct config t;
+	struct parse p = { .c = &t };
+	int r;
+
+	config_defaults(c);
+	if (err && errlen)
+		err[0] = '\0';
+	f = fopen(path, "re");
+	if (!f) {
+		r = neg_errno();
+		if (err && errlen)
+			snprintf(err, errlen, "%s: %s", path, strerror(-r));
+		return r;
+	}
+	p.f = f;
+	config_defaults(&t);
+	r = ini_parse_stream(read_line, &p, on_pair, &p);
+	if (p.ioerr) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s: %s", path, strerror(-p.ioerr));
+		config_free(&t);
+		return p.ioerr;
+	}
+	if (r == -2) {	/* libinih built to allocate its line buffer */
+		p.fail_line = p.lineno = 0;
+		fail(&p, -ENOMEM, "out of memory");
+	} else if (r > 0 && (!p.fail_line || (unsigned)r < p.fail_line)) {
+		syntax_error(&p, (unsigned)r);
+	} else if (!p.fail_line && t.max_shell_sessions < t.max_running + 1) {
+		/* Blame the later of the two lines: the one that broke it. */
+		p.lineno = p.running_line > p.shell_line ? p.running_line : p.shell_line;
+		fail(&p, -EINVAL, "max_shell_sessions (%u) must be at least max_running + 1 (%u)",
+		     t.max_shell_sessions, t.max_running + 1);
+	}
+	if (p.fail_line || p.fail) {
+		if (err && errlen) {
+			if (p.fail_line)
+				snprintf(err, errlen, "%s:%u: %s", path, p.fail_line, p.why);
+			else
+				snprintf(err, errlen, "%s: %s", path, p.why);
+		}
+		config_free(&t);
+		return p.fail;
+	}
+	*c = t;
+	return 0;
+}

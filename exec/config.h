@@ -1,0 +1,66 @@
+/* config.h - the broker's configuration: $SBX_HOME/sbx.conf (INI, parsed
+ * with libinih), then defaults for whatever it does not set.
+ *
+ *   [broker]
+ *   isolation = namespace        namespace (bubblewrap) | host
+ *   allow_host_bash = false      host mode is refused unless true
+ *   network = off                on | off (namespace mode)
+ *   timeout = 600                seconds, a command's default wall clock
+ *   idle_timeout = 900           seconds a parked view stays mounted
+ *   max_running = 3              subagents running at once
+ *   max_shell_sessions = 10      persistent shells; >= max_running + 1
+ *   bash_max_sessions = 50       one-off commands at once, per sandbox
+ *
+ *   [mounts]
+ *   NAME = HOSTDIR[:ro]          an extra mount at /mnt/NAME, repeatable
+ *
+ * Booleans take true/false, yes/no, on/off, 1/0 (any case). A key given
+ * twice keeps its last value; a mount NAME may appear once. Lines are at
+ * most 197 bytes (libinih's buffer); leading blanks are ignored, so there
+ * are no continuation lines; ';' or '#' starts a comment line, and " ;"
+ * a comment after a value. A missing file is the defaults. Any other
+ * problem (unknown section or key, a bad value, a syntax error, a line too
+ * long, a NUL byte) fails config_load() with "FILE:LINE: what is wrong".
+ */
+#ifndef SBX_CONFIG_H
+#define SBX_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CONFIG_FILE "sbx.conf"
+#define CONFIG_MAX_MOUNTS 16
+
+enum isolation { ISOLATION_NAMESPACE, ISOLATION_HOST };
+
+struct config_mount {
+	char *name;		/* NAME of /mnt/NAME: a valid id (ids.h) */
+	char *hostdir;		/* absolute */
+	bool ro;
+};
+
+struct config {
+	enum isolation isolation;
+	bool allow_host_bash;
+	bool network;
+	unsigned timeout;		/* seconds, >= 1 */
+	unsigned idle_timeout;		/* seconds, >= 1 */
+	unsigned max_running;		/* >= 1 */
+	unsigned max_shell_sessions;	/* >= max_running + 1 */
+	unsigned bash_max_sessions;	/* >= 1 */
+	struct config_mount mounts[CONFIG_MAX_MOUNTS];
+	size_t nmounts;
+};
+
+/* The defaults above. */
+void config_defaults(struct config *c);
+
+/* Reads PATH into C (defaults first). Returns 0; -ENOENT (C holds the
+ * defaults) if there is no such file; else -EINVAL (or -errno if it
+ * cannot be read) with "PATH:LINE: reason" (or "PATH: reason") in ERR,
+ * and C holds the defaults: nothing of a bad file is half applied.
+ * ERR may be NULL; the first error is the one reported. */
+int config_load(const char *path, struct config *c, char *err, size_t errlen);
+void config_free(struct config *c);
+
+#endif

@@ -1,0 +1,214 @@
+/* output.c - see output.h. */
+#include "output.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int capture_add(struct capture *c, const char *buf, size_t n)
+{
+	size_t room = c->len < CAPTURE_LIMIT ? CAPTURE_LIMIT - c->len : 0;
+	size_t take = n < room ? n : room;
+
+	c->total += n;
+	if (take == 0)
+		return 0;
+	if (c->len + take > c->cap) {
+		size_t cap = c->cap ? c->cap : 4096;
+		while (cap < c->len + take)
+			cap *= 2;
+		char *d = realloc(c->data, cap);
+		if (!d)
+			return -ENOMEM;
+		c->data = d;
+		c->cap = cap;
+	}
+	memcpy(c->data + c->len, buf, take);
+	c->len += take;
+	return 0;
+}
+
+void capture_free(struct capture *c)
+{
+	free(c->data);
+	memset(c, 0, sizeof(*c));
+}
+
+/* The length of the valid UTF-8 sequence at S (N bytes left), 0 if
+ * invalid, or -1 if it is cut off by the end. */
+static int utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2
+		   : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+
+	if (len == 0)
+		return 0;
+	for (size_t k = 1; k < len; k++) {
+		if (k >= n)
+			return -1;
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+		if (k == 1 && ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) ||
+			       (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90)))
+			return 0;
+	}
+	return (int)len;
+}
+
+char *utf8_clean(const char *s, size_t n, size_t *keep)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	char *out = malloc(n * 3 + 1), *o = out;	/* U+FFFD is 3 bytes */
+
+	if (keep)
+		*keep = 0;
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n;) {
+		int len = utf8_seq(u + i, n - i);
+		if (len < 0 && keep) {
+			*keep = n - i;
+			break;
+		}
+		if (len <= 0 || (len == 1 && u[i] == 0)) {
+			memcpy(o, "\xef\xbf\xbd", 3);	/* NUL too: it ends C strings */
+			o += 3;
+			i++;
+			continue;
+		}
+		memcpy(o, s + i, (size_t)len);
+		o += len;
+		i += (size_t)len;
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Characters in S (valid UTF-8), and the byte offset of character K. */
+static size_t chars(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+static size_t offset_of(const char *s, size_t k)
+{
+	size_t i = 0;
+
+	for (; s[i] && k; i++)
+		if ((((unsigned char)s[i + 1]) & 0xc0) != 0x80)
+			k--;
+	return i;
+}
+
+/* Where a final "\nExit Code: N" line (and trailing space) starts, or
+ * the string's end. */
+static size_t exit_marker(const char *s)
+{
+	const char *m = NULL;
+
+	for (const char *p = s; (p = strstr(p, "\nExit Code: ")); p++)
+		m = p;
+	if (!m)
+		return strlen(s);
+	const char *p = m + strlen("\nExit Code: ");
+	p += *p == '-';
+	if (*p < '0' || *p > '9')
+		return strlen(s);
+	while (*p >= '0' && *p <= '9')
+		p++;
+	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+		p++;
+	return *p ? strlen(s) : (size_t)(m - s);
+}
+
+char *output_middle_truncate(const char *s, size_t max)
+{
+	size_t total = chars(s);
+
+	if (max == 0 || total <= max)
+		return strdup(s);
+	size_t mark = exit_marker(s);
+	const char *tail_mark = s + mark;
+	size_t body_chars = total - chars(tail_mark);
+	size_t notice_chars = 0, budget = 0, skipped = 0;
+	char notice[96];
+
+	/* The notice's length depends on the count it states: settle it. */
+	for (int round = 0; round < 3; round++) {
+		size_t fixed = chars(tail_mark) + notice_chars;
+		budget = max > fixed ? max - fixed : 0;
+		if (budget > body_chars)
+			budget = body_chars;
+		skipped = body_chars - budget;
+		notice_chars = (size_t)snprintf(notice, sizeof(notice),
+						"\n... [middle truncated: %zu chars skipped] ...\n",
+						skipped);
+	}
+	size_t head = budget / 2, tail = budget - head;
+	size_t head_end = offset_of(s, head);
+	size_t tail_start = offset_of(s, body_chars - tail);
+	char *out;
+
+	if (asprintf(&out, "%.*s%s%.*s%s", (int)head_end, s, notice,
+		     (int)(mark - tail_start), s + tail_start, tail_mark) < 0)
+		return NULL;
+	return out;
+}
+
+/* Appends the text of stream C to *BUF (an open memstream). */
+static void put_stream(FILE *f, const struct capture *c)
+{
+	char *text = utf8_clean(c->data ? c->data : "", c->len, NULL);
+
+	if (text)
+		fputs(text, f);
+	free(text);
+	if (c->total > c->len)
+		fprintf(f, "\n... [output truncated after %zu of %zu bytes; remaining output discarded] ...",
+			c->len, c->total);
+}
+
+char *output_text(const struct capture *out, const struct capture *err,
+		  int code, bool timed_out, unsigned timeout_s, size_t max_chars)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return NULL;
+	if (out->total)
+		put_stream(f, out);
+	if (err->total) {
+		if (out->total)
+			fputs("\nStd Error:\n", f);
+		put_stream(f, err);
+	}
+	if (timed_out)
+		fprintf(f, "%sCommand timed out after %u second%s and was terminated. To run a "
+			"long-lived process such as a web server, start it in the background "
+			"and redirect its output, e.g. `your-command > "
+			"/mnt/user-data/workspace/server.log 2>&1 &`.\nExit Code: 124",
+			out->total || err->total ? "\n" : "", timeout_s,
+			timeout_s == 1 ? "" : "s");
+	else if (code != 0)
+		fprintf(f, "\nExit Code: %d", code);
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	if (len == 0) {
+		free(text);
+		return strdup("(no output)");
+	}
+	char *cut = output_middle_truncate(text, max_chars);
+	free(text);
+	return cut;
+}

@@ -1,0 +1,46 @@
+/* output.h - a command's output: captured within limits, assembled into
+ * the text a tool call returns (the reference's format).
+ *
+ *   STDOUT, then "\nStd Error:\n" STDERR (STDERR alone if STDOUT is
+ *   empty); a stream over CAPTURE_LIMIT bytes keeps its first bytes and
+ *   says "\n... [output truncated after K of T bytes; remaining output
+ *   discarded] ..."; then, after a timeout, "\nCommand timed out after N
+ *   second(s) and was terminated. ..." and "\nExit Code: 124"; else for a
+ *   non-zero status "\nExit Code: N"; "(no output)" if nothing at all.
+ *   Invalid UTF-8 becomes U+FFFD. Over OUTPUT_MAX_CHARS characters, the
+ *   middle is cut ("\n... [middle truncated: S chars skipped] ...\n"),
+ *   half before, half after; a final "Exit Code" line is always kept.
+ */
+#ifndef SBX_OUTPUT_H
+#define SBX_OUTPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CAPTURE_LIMIT (10u << 20)
+#define OUTPUT_MAX_CHARS 20000
+
+struct capture {
+	char *data;
+	size_t len, cap;
+	size_t total;		/* every byte the stream produced */
+};
+
+/* Keeps what fits under CAPTURE_LIMIT, counts the rest. -ENOMEM. */
+int capture_add(struct capture *c, const char *buf, size_t n);
+void capture_free(struct capture *c);
+
+/* The text above (malloc'd, NUL-terminated) or NULL. CODE is the exit
+ * status (negative: killed by that signal). */
+char *output_text(const struct capture *out, const struct capture *err,
+		  int code, bool timed_out, unsigned timeout_s, size_t max_chars);
+
+/* N bytes of S as valid UTF-8 (malloc'd, NUL-terminated): invalid bytes
+ * become U+FFFD. If KEEP is not NULL, an incomplete sequence at the very
+ * end is not converted: its length goes to *KEEP (for the next chunk). */
+char *utf8_clean(const char *s, size_t n, size_t *keep);
+
+/* S with its middle cut to at most MAX characters, as above (malloc'd). */
+char *output_middle_truncate(const char *s, size_t max);
+
+#endif

@@ -1,0 +1,385 @@
+/* provider.c - see provider.h. */
+#include "provider.h"
+#include "cleanup.h"
+#include "home.h"
+#include "log.h"
+#include "spawn.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct view {
+	struct view *next;
+	char *user, *thread;
+	char id[SANDBOX_ID_LEN + 1];
+	char mount[PATH_MAX];
+	char **owners;
+	size_t nowners;
+	size_t running;			/* commands in it now */
+	bool mounted;
+	time_t idle_since;		/* no lease, no command: parked */
+};
+
+struct provider {
+	pthread_mutex_t lock;
+	char home[PATH_MAX];
+	const struct config *config;
+	struct view *views;
+};
+
+void sandbox_id(const char *thread, char id[SANDBOX_ID_LEN + 1])
+{
+	unsigned char md[32];
+
+	EVP_Digest(thread, strlen(thread), md, NULL, EVP_sha256(), NULL);
+	for (int i = 0; i < SANDBOX_ID_LEN / 2; i++)
+		snprintf(id + 2 * i, 3, "%02x", md[i]);
+}
+
+/* HOME/run/views/USER, created (0700) if missing; its fd. */
+static int views_dir(const struct provider *p, const char *user)
+{
+	_cleanup_(closep) int home = home_open(p->home);
+	_cleanup_(closep) int run = -1, views = -1;
+
+	if (home < 0)
+		return home;
+	if ((run = dir_ensure(home, "run", 0700)) < 0)
+		return run;
+	if ((views = dir_ensure(run, "views", 0700)) < 0)
+		return views;
+	return dir_ensure(views, user, 0700);
+}
+
+/* Takes the view's lock file (cross-process); returns its fd. */
+static int lock_view(const struct provider *p, const struct view *v)
+{
+	_cleanup_(closep) int dir = views_dir(p, v->user);
+	char name[SANDBOX_ID_LEN + 8];
+
+	if (dir < 0)
+		return dir;
+	snprintf(name, sizeof(name), "%s.lock", v->id);
+	int fd = openat(dir, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	while (flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR) {
+			int e = -errno;
+			close(fd);
+			return e;
+		}
+	return fd;
+}
+
+/* Mounts V (under its lock): a stale mount is detached first. */
+static int mount_view(struct provider *p, struct view *v, char *err, size_t errlen)
+{
+	_cleanup_(closep) int lock = lock_view(p, v);
+	_cleanup_(closep) int dir = -1;
+	char exe[PATH_MAX];
+	int r;
+
+	if (lock < 0) {
+		snprintf(err, errlen, "cannot lock the view's mount point: %s", strerror(-lock));
+		return lock;
+	}
+	if (is_mount_point(v->mount)) {
+		if (view_unmount(v->mount, true) < 0) {
+			snprintf(err, errlen, "a stale mount at %s cannot be detached", v->mount);
+			return -EBUSY;
+		}
+		log_info("detached a stale mount at %s", v->mount);
+	}
+	dir = views_dir(p, v->user);
+	if (dir < 0 || ((r = mkdirat(dir, v->id, 0700)) < 0 && errno != EEXIST)) {
+		snprintf(err, errlen, "cannot make the mount point %s: %s", v->mount,
+			 strerror(errno));
+		return -errno;
+	}
+	/* sbxfs returns once the mount answers, with a one-line reason
+	 * on stderr (which is the broker's log) when it cannot. */
+	const char *argv[8 + 2 * CONFIG_MAX_MOUNTS];
+	char mounts[CONFIG_MAX_MOUNTS][PATH_MAX + 64];
+	size_t n = 0;
+	sibling_program("sbxfs", exe, sizeof(exe));
+	argv[n++] = exe;
+	argv[n++] = "--home";
+	argv[n++] = p->home;
+	argv[n++] = "--user";
+	argv[n++] = v->user;
+	argv[n++] = "--thread";
+	argv[n++] = v->thread;
+	for (size_t i = 0; i < p->config->nmounts; i++) {
+		const struct config_mount *m = &p->config->mounts[i];
+		snprintf(mounts[i], sizeof(mounts[i]), "/mnt/%s=%s%s", m->name, m->hostdir,
+			 m->ro ? ":ro" : "");
+		argv[n++] = "--mount";
+		argv[n++] = mounts[i];
+	}
+	argv[n++] = v->mount;
+	argv[n] = NULL;
+	r = spawn_wait(argv);
+	if (r != 0) {
+		snprintf(err, errlen, "sbxfs could not mount %s/%s (exit %d; see the log)",
+			 v->user, v->thread, r);
+		return -EIO;
+	}
+	v->mounted = true;
+	log_info("mounted %s/%s (sandbox %s) at %s", v->user, v->thread, v->id, v->mount);
+	return 0;
+}
+
+static void unmount_view(struct provider *p, struct view *v, bool lazy)
+{
+	_cleanup_(closep) int lock = lock_view(p, v);
+	int r = view_unmount(v->mount, lazy);
+
+	if (r < 0 && !lazy) {
+		log_warn("%s is busy; detaching it", v->mount);
+		r = view_unmount(v->mount, true);
+	}
+	if (r < 0)
+		log_warn("cannot unmount %s: %s", v->mount, strerror(-r));
+	else
+		log_info("unmounted %s/%s (sandbox %s)", v->user, v->thread, v->id);
+	v->mounted = false;
+}
+
+static void view_free(struct view *v)
+{
+	for (size_t i = 0; i < v->nowners; i++)
+		free(v->owners[i]);
+	free(v->owners);
+	free(v->user);
+	free(v->thread);
+	free(v);
+}
+
+static struct view *find(struct provider *p, const char *user, const char *thread)
+{
+	for (struct view *v = p->views; v; v = v->next)
+		if (!strcmp(v->user, user) && !strcmp(v->thread, thread))
+			return v;
+	return NULL;
+}
+
+static struct view *find_or_add(struct provider *p, const char *user,
+				const char *thread)
+{
+	struct view *v = find(p, user, thread);
+
+	if (v)
+		return v;
+	v = calloc(1, sizeof(*v));
+	if (!v || !(v->user = strdup(user)) || !(v->thread = strdup(thread))) {
+		if (v)
+			free(v->user);
+		free(v);
+		return NULL;
+	}
+	sandbox_id(thread, v->id);
+	if ((size_t)snprintf(v->mount, sizeof(v->mount), "%s/run/views/%s/%s", p->home,
+			     user, v->id) >= sizeof(v->mount)) {
+		view_free(v);
+		return NULL;
+	}
+	v->idle_since = time(NULL);
+	v->next = p->views;
+	p->views = v;
+	return v;
+}
+
+/* Detaches what a broker that died left mounted under HOME/run/views. */
+static void detach_stale(struct provider *p)
+{
+	char path[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof(path), "%s/run/views", p->home) >= sizeof(path))
+		return;
+	_cleanup_(closedirp) DIR *users = opendir(path);
+	struct dirent *u, *e;
+
+	while (users && (u = readdir(users))) {
+		if (u->d_name[0] == '.')
+			continue;
+		char upath[PATH_MAX];
+		if ((size_t)snprintf(upath, sizeof(upath), "%s/%s", path, u->d_name) >= sizeof(upath))
+			continue;
+		_cleanup_(closedirp) DIR *ids = opendir(upath);
+		while (ids && (e = readdir(ids))) {
+			char mp[PATH_MAX];
+			if ((size_t)snprintf(mp, sizeof(mp), "%s/%s", upath, e->d_name) >= sizeof(mp) ||
+			    e->d_name[0] == '.' || !is_mount_point(mp))
+				continue;
+			int r = view_unmount(mp, true);
+			log_info("a view left mounted at %s by an earlier broker: %s", mp,
+				 r < 0 ? strerror(-r) : "detached");
+		}
+	}
+}
+
+struct provider *provider_new(const char *home, const struct config *c)
+{
+	struct provider *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	pthread_mutex_init(&p->lock, NULL);
+	snprintf(p->home, sizeof(p->home), "%s", home);
+	p->config = c;
+	detach_stale(p);
+	return p;
+}
+
+void provider_free(struct provider *p)
+{
+	if (!p)
+		return;
+	while (p->views) {
+		struct view *v = p->views;
+		p->views = v->next;
+		if (v->mounted)
+			unmount_view(p, v, false);
+		view_free(v);
+	}
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+/* V mounted (if it is not), under the provider's lock. */
+static int ensure_mounted(struct provider *p, struct view *v, char *err, size_t errlen)
+{
+	if (v->mounted && is_mount_point(v->mount))
+		return 0;
+	v->mounted = false;
+	return mount_view(p, v, err, errlen);
+}
+
+static void update_idle(struct view *v)
+{
+	if (v->nowners == 0 && v->running == 0)
+		v->idle_since = time(NULL);
+}
+
+int provider_acquire(struct provider *p, const char *user, const char *thread,
+		     const char *owner, char *mount, size_t size,
+		     char id[SANDBOX_ID_LEN + 1], char *err, size_t errlen)
+{
+	int r = -ENOMEM;
+
+	pthread_mutex_lock(&p->lock);
+	struct view *v = find_or_add(p, user, thread);
+	if (!v) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	if ((r = ensure_mounted(p, v, err, errlen)) < 0)
+		goto out;
+	bool held = false;
+	for (size_t i = 0; i < v->nowners && !held; i++)
+		held = !strcmp(v->owners[i], owner);
+	if (!held) {
+		char **o = realloc(v->owners, (v->nowners + 1) * sizeof(*o));
+		if (!o || !(o[v->nowners] = strdup(owner))) {
+			if (o)
+				v->owners = o;
+			snprintf(err, errlen, "out of memory");
+			r = -ENOMEM;
+			goto out;
+		}
+		v->owners = o;
+		v->nowners++;
+	}
+	snprintf(mount, size, "%s", v->mount);
+	memcpy(id, v->id, SANDBOX_ID_LEN + 1);
+out:
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+int provider_release(struct provider *p, const char *user, const char *thread,
+		     const char *owner)
+{
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&p->lock);
+	struct view *v = find(p, user, thread);
+	for (size_t i = 0; v && i < v->nowners; i++) {
+		if (strcmp(v->owners[i], owner))
+			continue;
+		free(v->owners[i]);
+		v->owners[i] = v->owners[--v->nowners];
+		update_idle(v);
+		r = v->nowners == 0;
+		break;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+int provider_use(struct provider *p, const char *user, const char *thread,
+		 char *mount, size_t size, char *err, size_t errlen)
+{
+	int r = -ENOMEM;
+
+	pthread_mutex_lock(&p->lock);
+	struct view *v = find_or_add(p, user, thread);
+	if (!v)
+		snprintf(err, errlen, "out of memory");
+	else if ((r = ensure_mounted(p, v, err, errlen)) == 0) {
+		v->running++;
+		snprintf(mount, size, "%s", v->mount);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+void provider_unuse(struct provider *p, const char *user, const char *thread)
+{
+	pthread_mutex_lock(&p->lock);
+	struct view *v = find(p, user, thread);
+	if (v && v->running) {
+		v->running--;
+		update_idle(v);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void provider_tick(struct provider *p)
+{
+	time_t now = time(NULL);
+
+	pthread_mutex_lock(&p->lock);
+	for (struct view *v = p->views; v; v = v->next)
+		if (v->mounted && v->nowners == 0 && v->running == 0 &&
+		    now - v->idle_since >= (time_t)p->config->idle_timeout) {
+			log_info("%s/%s idle for %u s", v->user, v->thread,
+				 p->config->idle_timeout);
+			unmount_view(p, v, false);
+		}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void provider_each(struct provider *p,
+		   void (*fn)(void *arg, const char *user, const char *thread,
+			      const char *id, const char *mount, size_t leases,
+			      size_t running, bool mounted),
+		   void *arg)
+{
+	pthread_mutex_lock(&p->lock);
+	for (struct view *v = p->views; v; v = v->next)
+		fn(arg, v->user, v->thread, v->id, v->mount, v->nowners, v->running,
+		   v->mounted);
+	pthread_mutex_unlock(&p->lock);
+}

@@ -1,0 +1,63 @@
+/* provider.h - the broker's views: mounted on demand, shared by leases,
+ * parked when the last lease goes, unmounted when idle too long.
+ *
+ * A thread's view is mounted at $SBX_HOME/run/views/USER/SANDBOX, where
+ * SANDBOX is its stable sandbox id, the first 8 hex digits of
+ * sha256(thread id). Mounting and unmounting hold a lock file beside it
+ * (flock), so two processes never mount one view twice. acquire(owner)
+ * is idempotent per owner; release(owner) drops that owner's lease; a
+ * view with no lease and no command running is parked (kept mounted,
+ * warm) and unmounted after idle_timeout seconds. A mount left behind by
+ * a broker that died is found at start-up and detached.
+ *
+ * All functions are thread-safe.
+ */
+#ifndef SBX_PROVIDER_H
+#define SBX_PROVIDER_H
+
+#include "config.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define SANDBOX_ID_LEN 8
+
+struct provider;
+
+/* Views of HOME, mounted with the extra mounts of C (which must outlive
+ * the provider). Detaches stale mounts under HOME/run/views. */
+struct provider *provider_new(const char *home, const struct config *c);
+/* Unmounts every view it mounted. */
+void provider_free(struct provider *p);
+
+/* The sandbox id of THREAD (SANDBOX_ID_LEN hex digits and a NUL). */
+void sandbox_id(const char *thread, char id[SANDBOX_ID_LEN + 1]);
+
+/* Mounts USER's THREAD if needed and gives OWNER a lease on it. MOUNT
+ * gets the mount point, ID the sandbox id. Returns 0 or -errno with a
+ * reason in ERR. */
+int provider_acquire(struct provider *p, const char *user, const char *thread,
+		     const char *owner, char *mount, size_t size,
+		     char id[SANDBOX_ID_LEN + 1], char *err, size_t errlen);
+/* Drops OWNER's lease: 1 if the view is now parked, 0 if others hold
+ * it, -ENOENT if OWNER holds none. */
+int provider_release(struct provider *p, const char *user, const char *thread,
+		     const char *owner);
+
+/* A command is about to run in USER's THREAD's view (mounted if needed,
+ * never unmounted while the command runs), and has ended. */
+int provider_use(struct provider *p, const char *user, const char *thread,
+		 char *mount, size_t size, char *err, size_t errlen);
+void provider_unuse(struct provider *p, const char *user, const char *thread);
+
+/* Unmounts views parked for longer than the idle timeout. */
+void provider_tick(struct provider *p);
+
+/* Calls FN for each view the provider knows. */
+void provider_each(struct provider *p,
+		   void (*fn)(void *arg, const char *user, const char *thread,
+			      const char *id, const char *mount, size_t leases,
+			      size_t running, bool mounted),
+		   void *arg);
+
+#endif

@@ -1,0 +1,372 @@
+/* The exec broker with real views: sbx exec in a namespace sandbox
+ * (output, status, virtual paths, timeouts that kill the whole tree,
+ * background jobs, the environment scrub, identity values), host mode
+ * (refused, then allowed), the protocol's errors, peer credentials,
+ * leases, parking and idle unmounts, a client that goes away, shutdown,
+ * a broker killed and the next one, one broker per home, configuration
+ * errors. */
+#include "cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *H;
+
+static void start(const char *conf)
+{
+	H = test_dir("bhome");
+	if (conf)
+		ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", H), conf), 0);
+	OK("'%s' broker --home '%s'", test_bin("sbx"), H);
+}
+
+static void setup(void)
+{
+	tool_env();
+	start(NULL);
+}
+
+static void teardown(void)
+{
+	sh("'%s' broker --home '%s' --shutdown >/dev/null 2>&1", test_bin("sbx"), H);
+}
+
+/* `sbx exec` of ARGS (after --home H) as text, any exit status (which
+ * goes to *STATUS). */
+static char *sbx_exec(int *status, const char *args)
+{
+	char *cmd = fmt_cmd("'%s' exec --home '%s' --user alice --thread t1 %s 2>&1",
+			    test_bin("sbx"), H, args);
+	char *out = capture(cmd, status);
+
+	free(cmd);
+	return out;
+}
+
+/* The broker's final reply to the raw request lines REQS (JSON, sorted
+ * keys), one per line. */
+static char *raw(const char *reqs)
+{
+	return OUT("python3 tests/tools/bclient.py '%s' %s", H, reqs);
+}
+
+/* A field of the JSON reply REPLY, through python. */
+static char *field(const char *reply, const char *expr)
+{
+	char *f = fmt_cmd("%s/reply.json", test_dir("reply"));
+
+	ck_assert_int_eq(write_file(f, reply), 0);
+	return OUT("python3 -c 'import json; d=json.load(open(\"%s\")); print(%s)'", f, expr);
+}
+
+START_TEST(test_broker_exec_in_the_namespace_sandbox)
+{
+	int st;
+
+	SAME(sbx_exec(&st, "-- 'pwd; echo out; echo err >&2; exit 3'"),
+	     "/mnt/user-data/workspace\nout\nerr\n");
+	ck_assert_int_eq(st, 3);
+	/* Virtual paths are real inside; the bytes land in the thread. */
+	SAME(sbx_exec(&st, "-- python3 -c \"\\\"open('/mnt/user-data/workspace/x','w').write('hi');"
+		      " print(open('/mnt/user-data/workspace/x').read())\\\"\""), "hi\n");
+	ck_assert_int_eq(st, 0);
+	SAME(read_file(fmt_cmd("%s/users/alice/threads/t1/user-data/workspace/x", H)), "hi");
+	/* The host is not there: no home, its own PIDs, no network,
+	 * skills read-only. */
+	SAME(sbx_exec(&st, "-- 'test -e /root || echo no-root; cat /proc/1/comm;"
+		      " tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d \\  ;"
+		      " touch /mnt/skills/x 2>/dev/null || echo ro'"),
+	     "no-root\nbwrap\nlo\nro\n");
+	/* Our own exit is the command's: 128+N for a signal. */
+	sbx_exec(&st, "-- 'kill -9 $$'");
+	ck_assert_int_eq(st, 128 + 9);
+}
+END_TEST
+
+START_TEST(test_broker_timeout_kills_the_whole_tree)
+{
+	int st;
+	char *out = sbx_exec(&st, "--timeout 1 -- 'sleep 300 & sleep 301; echo never'");
+
+	ck_assert_int_eq(st, 124);
+	ck_assert_msg(strstr(out, "timed out"), "%s", out);
+	ck_assert_msg(!strstr(out, "never"), "%s", out);
+	ck_assert_int_ne(STATUS("pgrep -f 'sleep 30[01]' >/dev/null"), 0);
+	/* The text a tool gets says so, and the code. */
+	char *r = raw("'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",\"timeout\":1,"
+		      "\"command\":\"echo started; sleep 300\"}'");
+	SAME(field(r, "d[\"code\"], d[\"timed_out\"], d[\"output\"].startswith(\"started\\n\"),"
+		   " d[\"output\"].endswith(\"Exit Code: 124\")"), "124 True True True\n");
+}
+END_TEST
+
+START_TEST(test_broker_background_jobs_do_not_hold_a_command)
+{
+	int st;
+
+	/* If the job held the command open, it would time out (124). */
+	SAME(sbx_exec(&st, "--timeout 5 -- 'sleep 60 > /dev/null 2>&1 & echo started'"),
+	     "started\n");
+	ck_assert_int_eq(st, 0);
+	SAME(sbx_exec(&st, "--timeout 5 -- '(sleep 60 &); echo again'"), "again\n");
+	ck_assert_int_eq(st, 0);
+}
+END_TEST
+
+START_TEST(test_broker_environment_is_scrubbed)
+{
+	int st;
+	char *cmd = fmt_cmd("OPENAI_API_KEY=k1 DATABASE_URL=d1 SAFE_VALUE=s1 '%s' broker --home '%s'",
+			    test_bin("sbx"), test_dir("x"));
+
+	/* The broker's environment is what commands inherit: restart it
+	 * with secrets in it. */
+	teardown();
+	free(cmd);
+	H = test_dir("bhome");
+	OK("OPENAI_API_KEY=k1 DATABASE_URL=d1 SAFE_VALUE=s1 '%s' broker --home '%s'",
+	   test_bin("sbx"), H);
+	SAME(sbx_exec(&st, "--env GITHUB_TOKEN=explicit -- 'echo ${OPENAI_API_KEY:-none}"
+		      " ${DATABASE_URL:-none} $SAFE_VALUE $GITHUB_TOKEN'"),
+	     "none none s1 explicit\n");
+	int bad;
+	sbx_exec(&bad, "--env 1X=y -- true");
+	ck_assert_int_eq(bad, 2);
+}
+END_TEST
+
+START_TEST(test_broker_identity_values)
+{
+	static const char *const ok[] = { "alice", "o'neil", "$(touch /tmp/sbx-pwn)",
+					  "`touch /tmp/sbx-pwn`", "a b;c|d&e" };
+	int st;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(*ok); i++) {
+		char *f = fmt_cmd("%s/id", test_dir("id"));
+		ck_assert_int_eq(write_file(f, ok[i]), 0);
+		char *out = sbx_exec(&st, fmt_cmd("--channel-user-id \"$(cat '%s')\""
+						  " -- 'printf %%s \"$DEERFLOW_CHANNEL_USER_ID\"'", f));
+		SAME(out, ok[i]);
+	}
+	ck_assert(!exists("/tmp/sbx-pwn"));
+	/* Absent: nothing added (a value the broker inherited stays);
+	 * empty, newline, NUL, over 256 characters: unset. */
+	teardown();
+	H = test_dir("bhome");
+	OK("DEERFLOW_CHANNEL_USER_ID=inherited '%s' broker --home '%s'", test_bin("sbx"), H);
+	SAME(sbx_exec(&st, "-- 'echo ${DEERFLOW_CHANNEL_USER_ID-unset}'"), "inherited\n");
+	char *reqs = fmt_cmd("'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",\"channel_user_id\":\"\","
+			     "\"command\":\"echo ${DEERFLOW_CHANNEL_USER_ID-unset}\"}'"
+			     " '{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",\"channel_user_id\":\"a\\nb\","
+			     "\"command\":\"echo ${DEERFLOW_CHANNEL_USER_ID-unset}\"}'"
+			     " '{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",\"channel_user_id\":\"a\\u0000b\","
+			     "\"command\":\"echo ${DEERFLOW_CHANNEL_USER_ID-unset}\"}'"
+			     " \"$(python3 -c 'import json; print(json.dumps({\"op\":\"exec\",\"user\":\"alice\","
+			     "\"thread\":\"t1\",\"channel_user_id\":\"x\"*10240,\"command\":\"echo ${DEERFLOW_CHANNEL_USER_ID-unset}\"}))')\"");
+	char *r = raw(reqs);
+	SAME(OUT("printf '%%s' '%s' | python3 -c 'import json,sys; [print(json.loads(l)[\"output\"]) for l in sys.stdin]'", r),
+	     "unset\n\nunset\n\nunset\n\nunset\n\n");
+	(void)st;
+}
+END_TEST
+
+START_TEST(test_broker_host_mode_refused_unless_allowed)
+{
+	int st;
+	char *out = sbx_exec(&st, "--host -- pwd");
+
+	ck_assert_int_eq(st, 1);
+	ck_assert_msg(strstr(out, "not a secure boundary") && strstr(out, "allow_host_bash = true"),
+		      "%s", out);
+	teardown();
+	start("[broker]\nallow_host_bash = true\n");
+	/* Virtual paths rewritten in, host paths masked out. */
+	SAME(sbx_exec(&st, "--host -- 'pwd; echo hi > /mnt/user-data/outputs/h.txt;"
+		      " cat /mnt/user-data/outputs/h.txt; readlink -f .'"),
+	     "/mnt/user-data/workspace\nhi\n/mnt/user-data/workspace\n");
+	ck_assert_int_eq(st, 0);
+	SAME(read_file(fmt_cmd("%s/users/alice/threads/t1/user-data/outputs/h.txt", H)), "hi\n");
+}
+END_TEST
+
+START_TEST(test_broker_protocol_errors)
+{
+	char *r = raw("'not json' '[1,2]' '{\"op\":7}' '{\"op\":\"fly\",\"id\":9}'"
+		      " '{\"op\":\"exec\",\"user\":\"../x\",\"thread\":\"t\",\"command\":\"true\"}'"
+		      " '{\"op\":\"exec\",\"user\":\"a\",\"thread\":\"t\"}'"
+		      " '{\"op\":\"exec\",\"user\":\"a\",\"thread\":\"t\",\"command\":\"true\",\"timeout\":0}'"
+		      " '{\"op\":\"exec\",\"user\":\"a\",\"thread\":\"t\",\"command\":\"true\",\"env\":{\"A\":1}}'"
+		      " '{\"op\":\"acquire\",\"user\":\"a\",\"thread\":\"t\"}'"
+		      " '{\"op\":\"release\",\"user\":\"a\",\"thread\":\"t\",\"owner\":\"nobody\"}'"
+		      " '{\"op\":\"ping\",\"id\":\"p\"}'");
+	SAME(OUT("printf '%%s' '%s' | python3 -c 'import json,sys; [print(d.get(\"id\"), d[\"ok\"],"
+		 " (d.get(\"error\") or {}).get(\"code\")) for d in map(json.loads, sys.stdin)]'", r),
+	     "None False bad_request\nNone False bad_request\nNone False bad_request\n"
+	     "9 False unknown_op\nNone False bad_request\nNone False bad_request\n"
+	     "None False bad_request\nNone False bad_request\nNone False bad_request\n"
+	     "None False no_lease\np True None\n");
+	/* An oversized line: an error, and the connection still serves. */
+	r = OUT("python3 -c 'print(\"{\\\"op\\\":\\\"ping\\\",\\\"pad\\\":\\\"\" + \"x\"*2000000"
+		" + \"\\\"}\"); print(\"{\\\"op\\\":\\\"ping\\\"}\")' |"
+		" python3 tests/tools/bclient.py '%s' --stdin", H);
+	ck_assert_msg(strstr(r, "too_large") && strstr(r, "\"version\""), "%s", r);
+}
+END_TEST
+
+START_TEST(test_broker_only_its_uid_and_root)
+{
+	/* The socket is 0600 in a 0700 directory, and peers are checked. */
+	EQ_OUT("600\n", "stat -c %%a '%s/run/broker.sock'", H);
+	ck_assert_int_ne(STATUS("setpriv --reuid=65534 --regid=65534 --clear-groups"
+				" python3 tests/tools/bclient.py '%s' '{\"op\":\"ping\"}' 2>/dev/null", H), 0);
+}
+END_TEST
+
+START_TEST(test_broker_leases_park_and_idle_unmount)
+{
+	teardown();
+	start("[broker]\nidle_timeout = 1\n");
+	char *r = raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"lead\"}'"
+		      " '{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"subagent:7\"}'"
+		      " '{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"lead\"}'");
+	char *mnt = OUT("printf '%%s' '%s' | head -1 | python3 -c 'import json,sys; d=json.load(sys.stdin);"
+			" print(d[\"mount\"], d[\"sandbox\"])'", r);
+	/* The sandbox id: sha256(thread)[:8]. */
+	char *want = OUT("printf t1 | sha256sum | cut -c1-8");
+	ck_assert_msg(strstr(mnt, want ? strtok(want, "\n") : "x"), "%s", mnt);
+	mnt[strcspn(mnt, " ")] = '\0';
+	OK("grep -q ' %s fuse' /proc/mounts", mnt);
+	r = raw("'{\"op\":\"release\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"subagent:7\"}'"
+		" '{\"op\":\"status\"}'");
+	ck_assert_msg(strstr(r, "\"parked\": false") && strstr(r, "\"leases\": 1") &&
+		      strstr(r, "\"state\": \"active\""), "%s", r);
+	sleep(2);	/* held: never unmounted while a lease is held */
+	OK("grep -q ' %s fuse' /proc/mounts", mnt);
+	r = raw("'{\"op\":\"release\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"lead\"}'"
+		" '{\"op\":\"status\"}'");
+	ck_assert_msg(strstr(r, "\"parked\": true") && strstr(r, "\"state\": \"parked\""), "%s", r);
+	OK("for i in $(seq 50); do grep -q ' %s fuse' /proc/mounts || exit 0; sleep 0.1; done; exit 1",
+	   mnt);
+	/* The next acquire mounts it again. */
+	raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"lead\"}'");
+	OK("grep -q ' %s fuse' /proc/mounts", mnt);
+}
+END_TEST
+
+START_TEST(test_broker_a_client_going_away_disturbs_no_one)
+{
+	int st;
+
+	OK("python3 tests/tools/bclient.py '%s' --leave-after 1 '{\"op\":\"exec\",\"user\":\"alice\","
+	   "\"thread\":\"t1\",\"command\":\"sleep 302\"}' &"
+	   " python3 tests/tools/bclient.py '%s' --leave-after 1 '{\"op\":\"exec\",\"user\":\"bob\","
+	   "\"thread\":\"t2\",\"command\":\"sleep 303\"}'", H, H);
+	SAME(sbx_exec(&st, "-- 'echo fine'"), "fine\n");
+	OK("for i in $(seq 50); do pgrep -f 'sleep 30[23]' >/dev/null || exit 0; sleep 0.1; done; exit 1");
+	SAME(sbx_exec(&st, "-- 'echo still'"), "still\n");
+}
+END_TEST
+
+START_TEST(test_broker_shutdown_and_a_killed_broker)
+{
+	int st;
+
+	SAME(sbx_exec(&st, "-- true"), "");
+	char *mnt = OUT("grep ' %s/run/views/' /proc/mounts | cut -d' ' -f2", H);
+	ck_assert_msg(*mnt, "no view mounted");
+	mnt[strcspn(mnt, "\n")] = '\0';
+	/* Killed: its view stays behind... */
+	OK("kill -9 $(head -1 '%s/run/broker.lock')", H);
+	OK("for i in $(seq 50); do '%s' broker --home '%s' --status >/dev/null 2>&1 || exit 0;"
+	   " sleep 0.1; done; exit 1", test_bin("sbx"), H);
+	OK("grep -q ' %s ' /proc/mounts", mnt);
+	/* ...and the next broker is not stopped by it. */
+	OK("'%s' broker --home '%s'", test_bin("sbx"), H);
+	SAME(sbx_exec(&st, "-- 'echo again'"), "again\n");
+	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)), "left mounted"));
+	/* Shut down: everything it mounted is unmounted. */
+	OK("'%s' broker --home '%s' --shutdown", test_bin("sbx"), H);
+	OK("for i in $(seq 50); do grep -q ' %s/run/views/' /proc/mounts || exit 0; sleep 0.1; done;"
+	   " exit 1", H);
+	sbx_exec(&st, "-- true");
+	ck_assert_int_eq(st, 1);	/* no broker: said so */
+}
+END_TEST
+
+START_TEST(test_broker_one_per_home_and_bad_configuration)
+{
+	int st;
+	char *cmd = fmt_cmd("'%s' broker --home '%s' 2>&1", test_bin("sbx"), H);
+	char *out = capture(cmd, &st);
+
+	ck_assert_int_eq(st, 1);
+	ck_assert_msg(strstr(out, "already runs"), "%s", out);
+	const char *bad = test_dir("badhome");
+	ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", bad), "[broker]\ntimeout = 10\ntimeout = soon\n"), 0);
+	out = capture(fmt_cmd("'%s' broker --home '%s' 2>&1", test_bin("sbx"), bad), &st);
+	ck_assert_int_eq(st, 1);
+	ck_assert_msg(strstr(out, "sbx.conf:3:"), "%s", out);
+	ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", bad),
+				    "[broker]\nmax_running = 10\nmax_shell_sessions = 10\n"), 0);
+	out = capture(fmt_cmd("'%s' broker --home '%s' 2>&1", test_bin("sbx"), bad), &st);
+	ck_assert_int_eq(st, 1);
+	ck_assert_msg(strstr(out, "max_shell_sessions"), "%s", out);
+}
+END_TEST
+
+START_TEST(test_broker_output_limits)
+{
+	char *r = raw("'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\","
+		      "\"command\":\"head -c 11534336 /dev/zero | tr \\\\\\\\0 x; exit 3\"}'");
+	SAME(field(r, "len(d[\"output\"]) <= 20000, d[\"stdout_bytes\"],"
+		   " \"middle truncated\" in d[\"output\"],"
+		   " \"output truncated after 10485760 of 11534336 bytes\" in d[\"output\"],"
+		   " d[\"output\"].endswith(\"\\nExit Code: 3\")"),
+	     "True 11534336 True True True\n");
+}
+END_TEST
+
+/* bash_max_sessions one-off commands per sandbox at once: the next one
+ * waits its turn, and a waiter whose client leaves never runs. */
+START_TEST(test_broker_one_off_commands_are_admitted_in_turn)
+{
+	teardown();
+	start("[broker]\nbash_max_sessions = 1\n");
+	const char *order = "/mnt/user-data/workspace/order";
+	OK("cd tests/tools &&"
+	   " (python3 bclient.py '%s' '{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\","
+	   "\"command\":\"sleep 1.5; echo A >> %s\"}' >/dev/null &) && sleep 0.3 &&"
+	   " (python3 bclient.py '%s' --leave-after 0.3 '{\"op\":\"exec\",\"user\":\"alice\","
+	   "\"thread\":\"t1\",\"command\":\"echo C >> %s\"}' &) && sleep 0.1 &&"
+	   " python3 bclient.py '%s' '{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\","
+	   "\"command\":\"echo B >> %s\"}' >/dev/null", H, order, H, order, H, order);
+	SAME(read_file(fmt_cmd("%s/users/alice/threads/t1/user-data/workspace/order", H)), "A\nB\n");
+}
+END_TEST
+
+Suite *suite_view_broker(void)
+{
+	Suite *s = suite_create("view_broker");
+	TCase *tc = tcase_create("broker");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_broker_exec_in_the_namespace_sandbox);
+	tcase_add_test(tc, test_broker_timeout_kills_the_whole_tree);
+	tcase_add_test(tc, test_broker_background_jobs_do_not_hold_a_command);
+	tcase_add_test(tc, test_broker_environment_is_scrubbed);
+	tcase_add_test(tc, test_broker_identity_values);
+	tcase_add_test(tc, test_broker_host_mode_refused_unless_allowed);
+	tcase_add_test(tc, test_broker_protocol_errors);
+	tcase_add_test(tc, test_broker_only_its_uid_and_root);
+	tcase_add_test(tc, test_broker_leases_park_and_idle_unmount);
+	tcase_add_test(tc, test_broker_a_client_going_away_disturbs_no_one);
+	tcase_add_test(tc, test_broker_shutdown_and_a_killed_broker);
+	tcase_add_test(tc, test_broker_one_per_home_and_bad_configuration);
+	tcase_add_test(tc, test_broker_output_limits);
+	tcase_add_test(tc, test_broker_one_off_commands_are_admitted_in_turn);
+	suite_add_tcase(s, tc);
+	return s;
+}

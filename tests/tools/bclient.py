@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""bclient.py HOME [options] REQUEST... - a raw client of the exec broker
+for the tests. Sends each REQUEST (a line, sent as given) on one
+connection and prints each final reply (a line with "ok") as JSON, or
+every line with --all. --stdin: the requests are the lines of stdin
+(after any given). --leave-after SECS: send the first request, wait,
+close without reading (a client that goes away)."""
+import json, os, socket, sys, time
+
+def main():
+    args = sys.argv[1:]
+    home, show_all, leave = args.pop(0), False, None
+    while args and args[0].startswith("--"):
+        opt = args.pop(0)
+        if opt == "--all":
+            show_all = True
+        elif opt == "--leave-after":
+            leave = float(args.pop(0))
+        elif opt == "--stdin":
+            args += sys.stdin.read().splitlines()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.path.join(home, "run", "broker.sock"))
+    if leave is not None:
+        s.sendall(args[0].encode("utf-8", "surrogateescape") + b"\n")
+        time.sleep(leave)
+        s.close()
+        return
+    f = s.makefile("rb")
+    for req in args:
+        s.sendall(req.encode("utf-8", "surrogateescape") + b"\n")
+        while True:
+            line = f.readline()
+            if not line:
+                print("EOF")
+                return
+            msg = json.loads(line)
+            if show_all or "ok" in msg:
+                print(json.dumps(msg, sort_keys=True))
+            if "ok" in msg:
+                break
+
+main()

@@ -1,0 +1,195 @@
+/* What a broker command runs with and returns: the environment scrub,
+ * the identity prefix (hostile values), shell quoting, the output text
+ * (streams, truncation, exit lines), UTF-8 cleaning, and the path
+ * rewriting and masking of host mode. */
+#include "env.h"
+#include "harness.h"
+#include "output.h"
+#include "sandbox.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t utf8_len(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+START_TEST(test_exec_secret_names)
+{
+	ck_assert(env_secret_name("OPENAI_API_KEY"));
+	ck_assert(env_secret_name("github_token"));
+	ck_assert(env_secret_name("DB_PASSWORD"));
+	ck_assert(env_secret_name("SENTRY_DSN"));
+	ck_assert(env_secret_name("DATABASE_URL"));
+	ck_assert(env_secret_name("redis_url"));
+	ck_assert(env_secret_name("SSH_AUTH_SOCK"));
+	ck_assert(!env_secret_name("PATH"));
+	ck_assert(!env_secret_name("HOME"));
+	ck_assert(!env_secret_name("LANG"));
+	ck_assert(env_valid_name("A_1"));
+	ck_assert(!env_valid_name("1A"));
+	ck_assert(!env_valid_name("A-B"));
+	ck_assert(!env_valid_name(""));
+}
+END_TEST
+
+START_TEST(test_exec_env_build_scrubs_and_keeps_explicit)
+{
+	char *base[] = { "PATH=/usr/bin", "AWS_SECRET_ACCESS_KEY=x", "MY_TOKEN=t",
+			 "LANG=C", NULL };
+	char *extra[] = { "MY_TOKEN=explicit", "LANG=fr" };
+	char **env = env_build(base, extra, 2);
+
+	ck_assert_ptr_nonnull(env);
+	ck_assert_str_eq(env[0], "PATH=/usr/bin");
+	ck_assert_str_eq(env[1], "MY_TOKEN=explicit");
+	ck_assert_str_eq(env[2], "LANG=fr");
+	ck_assert_ptr_null(env[3]);
+	env_free(env);
+}
+END_TEST
+
+static char *prefix_of(const char *id, size_t len)
+{
+	char *p = NULL;
+
+	ck_assert_int_eq(identity_prefix(id, len, &p), 0);
+	return p;
+}
+
+START_TEST(test_exec_identity_prefix_hostile_values)
+{
+	char big[10241], limit[257];
+
+	ck_assert_str_eq(prefix_of(NULL, 0), "");
+	ck_assert_str_eq(prefix_of("", 0), "unset DEERFLOW_CHANNEL_USER_ID; ");
+	ck_assert_str_eq(prefix_of("alice", 5), "export DEERFLOW_CHANNEL_USER_ID='alice'; ");
+	ck_assert_str_eq(prefix_of("a'b", 3), "export DEERFLOW_CHANNEL_USER_ID='a'\\''b'; ");
+	ck_assert_str_eq(prefix_of("$(id)`id`", 9),
+			 "export DEERFLOW_CHANNEL_USER_ID='$(id)`id`'; ");
+	ck_assert_str_eq(prefix_of("a\nb", 3), "unset DEERFLOW_CHANNEL_USER_ID; ");
+	ck_assert_str_eq(prefix_of("a\0b", 3), "unset DEERFLOW_CHANNEL_USER_ID; ");
+	ck_assert_str_eq(prefix_of("\xff\xfe", 2), "unset DEERFLOW_CHANNEL_USER_ID; ");
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	ck_assert_str_eq(prefix_of(big, strlen(big)), "unset DEERFLOW_CHANNEL_USER_ID; ");
+	memset(limit, 'y', 256);
+	limit[256] = '\0';
+	ck_assert(!strncmp(prefix_of(limit, 256), "export ", 7));
+	/* 256 characters, not bytes: 256 two-byte characters pass. */
+	char wide[513];
+	for (int i = 0; i < 256; i++)
+		memcpy(wide + 2 * i, "\xc3\xa9", 2);
+	wide[512] = '\0';
+	ck_assert(!strncmp(prefix_of(wide, 512), "export ", 7));
+	/* What the shell makes of a quoted hostile value: the value itself. */
+	char *p = prefix_of("x'; touch /tmp/pwned-sbx; '$(id)", 32), cmd[512];
+	snprintf(cmd, sizeof(cmd), "%s test \"$DEERFLOW_CHANNEL_USER_ID\" = \"x'; touch /tmp/pwned-sbx; '\\$(id)\"", p);
+	ck_assert_int_eq(sh("%s", cmd), 0);
+	ck_assert(!exists("/tmp/pwned-sbx"));
+}
+END_TEST
+
+START_TEST(test_exec_output_text_formats)
+{
+	struct capture out = { 0 }, err = { 0 };
+
+	ck_assert_str_eq(output_text(&out, &err, 0, false, 600, OUTPUT_MAX_CHARS), "(no output)");
+	ck_assert_str_eq(output_text(&out, &err, 2, false, 600, OUTPUT_MAX_CHARS),
+			 "\nExit Code: 2");
+	capture_add(&err, "oops\n", 5);
+	ck_assert_str_eq(output_text(&out, &err, 1, false, 600, OUTPUT_MAX_CHARS),
+			 "oops\n\nExit Code: 1");
+	capture_add(&out, "hi\n", 3);
+	ck_assert_str_eq(output_text(&out, &err, 0, false, 600, OUTPUT_MAX_CHARS),
+			 "hi\n\nStd Error:\noops\n");
+	char *t = output_text(&out, &err, 124, true, 1, OUTPUT_MAX_CHARS);
+	ck_assert(strstr(t, "\nCommand timed out after 1 second and was terminated."));
+	ck_assert(strstr(t, "Exit Code: 124") == t + strlen(t) - strlen("Exit Code: 124"));
+	capture_free(&out);
+	capture_free(&err);
+}
+END_TEST
+
+START_TEST(test_exec_capture_limit_and_middle_truncation)
+{
+	struct capture out = { 0 }, err = { 0 };
+	char *chunk = malloc(1 << 20);
+
+	memset(chunk, 'x', 1 << 20);
+	for (int i = 0; i < 11; i++)
+		ck_assert_int_eq(capture_add(&out, chunk, 1 << 20), 0);
+	ck_assert_uint_eq(out.len, CAPTURE_LIMIT);
+	ck_assert_uint_eq(out.total, 11u << 20);
+	char *t = output_text(&out, &err, 3, false, 600, OUTPUT_MAX_CHARS);
+	ck_assert_uint_le(utf8_len(t), OUTPUT_MAX_CHARS);
+	ck_assert(strstr(t, "[middle truncated: "));
+	ck_assert(strstr(t, "[output truncated after 10485760 of 11534336 bytes"));
+	ck_assert(strstr(t, "\nExit Code: 3") == t + strlen(t) - strlen("\nExit Code: 3"));
+	/* Characters, not bytes; and exactly at the limit nothing is cut. */
+	char *s = malloc(30001);
+	for (int i = 0; i < 10000; i++)
+		memcpy(s + 3 * i, "\xe2\x82\xac", 3);	/* a euro sign */
+	s[30000] = '\0';
+	ck_assert_str_eq(output_middle_truncate(s, 10000), s);
+	char *cut = output_middle_truncate(s, 100);
+	ck_assert_uint_le(utf8_len(cut), 100);
+	ck_assert(!strncmp(cut, "\xe2\x82\xac", 3));
+	capture_free(&out);
+	free(chunk);
+	free(s);
+}
+END_TEST
+
+START_TEST(test_exec_utf8_clean)
+{
+	size_t keep;
+
+	ck_assert_str_eq(utf8_clean("a\xffz", 3, NULL), "a\xef\xbf\xbdz");
+	ck_assert_str_eq(utf8_clean("a\0b", 3, NULL), "a\xef\xbf\xbd" "b");
+	/* A character cut by the end of a chunk waits for the next one. */
+	ck_assert_str_eq(utf8_clean("ab\xe2\x82", 4, &keep), "ab");
+	ck_assert_uint_eq(keep, 2);
+	ck_assert_str_eq(utf8_clean("ab\xe2\x82", 4, NULL), "ab\xef\xbf\xbd\xef\xbf\xbd");
+}
+END_TEST
+
+START_TEST(test_exec_host_paths_rewritten_and_masked)
+{
+	const char *extra[] = { "data", NULL };
+	const char *mask[] = { "/h/run/views/u/abcd1234", "/h/users/u/threads/t", NULL };
+
+	ck_assert_str_eq(sandbox_rewrite("cat /mnt/user-data/workspace/a /mnt/skills/x"
+					 " /mnt/skills2 /mnt/data/y '/mnt/acp-workspace'",
+					 "/M", extra),
+			 "cat /M/user-data/workspace/a /M/skills/x /mnt/skills2 /M/data/y"
+			 " '/M/acp-workspace'");
+	ck_assert_str_eq(sandbox_mask("at /h/run/views/u/abcd1234/user-data/workspace and"
+				      " /h/users/u/threads/t/user-data/outputs/r.md;"
+				      " /h/run/views/u/abcd12345", mask),
+			 "at /mnt/user-data/workspace and /mnt/user-data/outputs/r.md;"
+			 " /h/run/views/u/abcd12345");
+}
+END_TEST
+
+Suite *suite_unit_exec(void)
+{
+	Suite *s = suite_create("unit_exec");
+	TCase *tc = tcase_create("exec");
+
+	tcase_add_test(tc, test_exec_secret_names);
+	tcase_add_test(tc, test_exec_env_build_scrubs_and_keeps_explicit);
+	tcase_add_test(tc, test_exec_identity_prefix_hostile_values);
+	tcase_add_test(tc, test_exec_output_text_formats);
+	tcase_add_test(tc, test_exec_capture_limit_and_middle_truncation);
+	tcase_add_test(tc, test_exec_utf8_clean);
+	tcase_add_test(tc, test_exec_host_paths_rewritten_and_masked);
+	suite_add_tcase(s, tc);
+	return s;
+}
