@@ -44,7 +44,7 @@ LDFLAGS += $(SANFLAGS)
 COMMON_SRC := common/log.c common/ids.c common/home.c common/proc.c common/spawn.c
 STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/diff.c store/summary.c
 EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
-              exec/provider.c
+              exec/provider.c exec/session.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/view.c fs/ops.c fs/watch.c fs/channel.c \
               fs/gate.c fs/stage.c fs/journal.c $(STORE_SRC)
 TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \

@@ -44,7 +44,9 @@ static const char exec_usage[] =
 	"                         DEERFLOW_CHANNEL_USER_ID\n"
 	"  --host                 the host's shell, not a namespace sandbox (only if\n"
 	"                         the broker's configuration allows host bash)\n"
-	"  --scope ID             the session scope (commands run one-off for now)\n";
+	"  --scope ID             run in that scope's persistent shell: cd, exports\n"
+	"                         and background jobs carry over to its next commands\n"
+	"                         (not with --env: such commands run one-off)\n";
 
 /* Sends REQ (consumed) to the broker of HOME; returns the connected fd
  * or -1 with a message for COMMAND. */

@@ -10,6 +10,7 @@
 #include "provider.h"
 #include "runner.h"
 #include "sandbox.h"
+#include "session.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +36,7 @@ struct broker {
 	char home[PATH_MAX];
 	struct config config;
 	struct provider *provider;
+	struct session_pool *sessions;
 	int stop[2];			/* a shutdown request writes here */
 	pthread_mutex_t lock;
 	pthread_cond_t admitted;
@@ -182,6 +184,8 @@ static void op_release(struct client *c, json_t *req, json_t *id)
 	    !(owner = str_field(c, req, "owner", true, &bad)))
 		return;
 	int r = provider_release(c->b->provider, user, thread, owner);
+	if (r >= 0)		/* its scope's shell, once its command is done */
+		sessions_end_scope(c->b->sessions, user, thread, owner);
 	if (r < 0)
 		send_error(c->fd, id, "no_lease", "%s holds no lease on %s/%s", owner, user,
 			   thread);
@@ -387,23 +391,34 @@ static void op_exec(struct client *c, json_t *req, json_t *id)
 		send_error(c->fd, id, "internal", "out of memory");
 		return;
 	}
+	const char *scope = str_field(c, req, "scope", false, &bad);
+	if (bad)
+		return;
+	if (scope && (!*scope || strlen(scope) > 256)) {
+		send_error(c->fd, id, "bad_request", "'scope' must have 1 to 256 characters");
+		return;
+	}
 	char **extra = NULL, **envp = NULL, **argv = NULL;
 	size_t nextra = 0;
 	if (env_field(c, req, id, &extra, &nextra) < 0)
 		goto out;
+	/* Explicit variables mean a one-off command: a session's shell
+	 * would keep them for the scope's later commands. */
+	bool in_session = scope && nextra == 0;
 	envp = env_build(environ, extra, nextra);
 	if (!envp) {
 		send_error(c->fd, id, "internal", "out of memory");
 		goto out;
 	}
-	int r = admit(c, user, thread);
+	int r = in_session ? 0 : admit(c, user, thread);
 	if (r < 0) {
 		if (r != -ECANCELED)
 			send_error(c->fd, id, "internal", "%s", strerror(-r));
 		goto out;
 	}
 	if (provider_use(b->provider, user, thread, mount, sizeof(mount), err, sizeof(err)) < 0) {
-		leave(b, user, thread);
+		if (!in_session)
+			leave(b, user, thread);
 		send_error(c->fd, id, "mount_failed", "%s", err);
 		goto out;
 	}
@@ -423,11 +438,18 @@ static void op_exec(struct client *c, json_t *req, json_t *id)
 		.on_output = on_output, .arg = &sx, .cancel_fd = c->fd,
 	};
 	struct run_result res;
-	r = argv ? run_command(&spec, &res) : -ENOMEM;
+	if (in_session) {
+		struct session_spec ss = { user, thread, scope, &sc, host, envp, ws };
+		r = session_run(b->sessions, &ss, full, &spec, &res);
+	} else {
+		r = argv ? run_command(&spec, &res) : -ENOMEM;
+		leave(b, user, thread);
+	}
 	provider_unuse(b->provider, user, thread);
-	leave(b, user, thread);
 	if (r < 0) {
-		send_error(c->fd, id, "start_failed", "cannot start the command: %s", strerror(-r));
+		send_error(c->fd, id, r == -EBUSY ? "session_limit" : "start_failed", "%s",
+			   r == -EBUSY ? "every shell session is busy (max_shell_sessions)"
+			   : strerror(-r));
 		goto out;
 	}
 	log_info("exec %s/%s%s: exit %d%s", user, thread, host ? " (host)" : "", res.code,
@@ -745,7 +767,8 @@ int broker_main(const struct broker_options *o)
 	pthread_mutex_init(&b.lock, NULL);
 	pthread_cond_init(&b.admitted, NULL);
 	b.provider = provider_new(o->home, &b.config);
-	if (!b.provider)
+	b.sessions = sessions_new(b.config.max_shell_sessions);
+	if (!b.provider || !b.sessions)
 		goto fail;
 	log_info("serving %s/run/" BROKER_SOCKET " (isolation %s%s)", o->home,
 		 b.config.isolation == ISOLATION_HOST ? "host" : "namespace",
@@ -757,6 +780,7 @@ int broker_main(const struct broker_options *o)
 	r = serve_loop(&b, lfd);
 	close(lfd);
 	unlinkat(dir, BROKER_SOCKET, 0);
+	sessions_free(b.sessions);	/* their shells use the views */
 	provider_free(b.provider);
 	log_info("stopped");
 	config_free(&b.config);

@@ -128,7 +128,13 @@ char **sandbox_argv_namespace(const struct sandbox_cmd *c)
 	add(&a, "/mnt/user-data/workspace");
 	add3(&a, "--setenv", "HOME", "/tmp");
 	add(&a, "--");
-	add3(&a, sandbox_shell(), "-c", c->command);
+	add(&a, sandbox_shell());
+	if (c->command) {
+		add(&a, "-c");
+		add(&a, c->command);
+	} else {
+		add(&a, "-s");		/* a session: commands on stdin */
+	}
 	return done(&a);
 }
 

@@ -24,7 +24,8 @@
 struct sandbox_cmd {
 	const char *mount;		/* the view's mount point */
 	const char *const *extra;	/* extra mount NAMEs, NULL-terminated */
-	const char *command;		/* the shell command, prefix included */
+	const char *command;		/* the shell command, prefix included;
+					 * NULL: a shell reading stdin */
 	bool network;
 };
 

@@ -346,6 +346,73 @@ START_TEST(test_broker_one_off_commands_are_admitted_in_turn)
 }
 END_TEST
 
+/* One persistent shell per scope: cd, exports and background jobs carry
+ * over; other scopes and one-off commands are separate; `exit` or a
+ * timeout ends a shell and the next command gets a new one. */
+START_TEST(test_broker_sessions_keep_state_per_scope)
+{
+	int st;
+
+	SAME(sbx_exec(&st, "--scope lead -- 'cd /mnt/user-data/outputs; export FOO=bar;"
+		      " sleep 60 >/dev/null 2>&1 & echo started'"), "started\n");
+	SAME(sbx_exec(&st, "--scope lead -- 'pwd; echo $FOO; jobs | wc -l'"),
+	     "/mnt/user-data/outputs\nbar\n1\n");
+	SAME(sbx_exec(&st, "--scope subagent:1 -- 'pwd; echo ${FOO:-unset}'"),
+	     "/mnt/user-data/workspace\nunset\n");
+	/* Explicit variables: one-off, the scope's shell untouched. */
+	SAME(sbx_exec(&st, "--scope lead --env A=1 -- 'export FOO=changed; echo $A'"), "1\n");
+	SAME(sbx_exec(&st, "--scope lead -- 'echo $FOO'"), "bar\n");
+	/* No trailing newline, stderr, the status: as one-off commands. */
+	SAME(sbx_exec(&st, "--scope lead -- 'printf x; echo e >&2; false'"), "xe\n");
+	ck_assert_int_eq(st, 1);
+	sbx_exec(&st, "--scope lead -- 'exit 7'");
+	ck_assert_int_eq(st, 7);
+	SAME(sbx_exec(&st, "--scope lead -- 'pwd; echo ${FOO:-new}'"),
+	     "/mnt/user-data/workspace\nnew\n");
+	sbx_exec(&st, "--scope lead --timeout 1 -- 'export FOO=x; sleep 30'");
+	ck_assert_int_eq(st, 124);
+	SAME(sbx_exec(&st, "--scope lead -- 'echo ${FOO:-fresh}'"), "fresh\n");
+	ck_assert_int_ne(STATUS("pgrep -f 'sleep 30$' >/dev/null"), 0);
+}
+END_TEST
+
+/* Commands of one scope run in order; different scopes at once. */
+START_TEST(test_broker_sessions_order_and_concurrency)
+{
+	const char *order = "/mnt/user-data/workspace/order";
+	char *f = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace/order", H);
+
+	OK("cd tests/tools && (python3 bclient.py '%s' '{\"op\":\"exec\",\"user\":\"alice\","
+	   "\"thread\":\"t1\",\"scope\":\"a\",\"command\":\"sleep 1.5; echo A1 >> %s\"}' >/dev/null &)"
+	   " && sleep 0.3 && python3 bclient.py '%s' '{\"op\":\"exec\",\"user\":\"alice\","
+	   "\"thread\":\"t1\",\"scope\":\"b\",\"command\":\"echo B >> %s\"}' >/dev/null &&"
+	   " python3 bclient.py '%s' '{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\","
+	   "\"scope\":\"a\",\"command\":\"echo A2 >> %s\"}' >/dev/null", H, order, H, order, H, order);
+	SAME(read_file(f), "B\nA1\nA2\n");
+}
+END_TEST
+
+/* max_shell_sessions: the oldest idle shell makes room; a released
+ * lease ends its scope's shell. */
+START_TEST(test_broker_sessions_eviction_and_release)
+{
+	int st;
+
+	teardown();
+	start("[broker]\nmax_running = 1\nmax_shell_sessions = 2\n");
+	sbx_exec(&st, "--scope s1 -- 'export V=1'");
+	sbx_exec(&st, "--scope s2 -- 'export V=2'");
+	SAME(sbx_exec(&st, "--scope s2 -- 'echo ${V:-none}'"), "2\n");
+	SAME(sbx_exec(&st, "--scope s3 -- 'echo ${V:-none}'"), "none\n");	/* evicts s1 */
+	SAME(sbx_exec(&st, "--scope s2 -- 'echo ${V:-none}'"), "2\n");
+	SAME(sbx_exec(&st, "--scope s1 -- 'echo ${V:-none}'"), "none\n");
+	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)), "evicted"));
+	raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"s2\"}'"
+	    " '{\"op\":\"release\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"s2\"}'");
+	SAME(sbx_exec(&st, "--scope s2 -- 'echo ${V:-ended}'"), "ended\n");
+}
+END_TEST
+
 Suite *suite_view_broker(void)
 {
 	Suite *s = suite_create("view_broker");
@@ -367,6 +434,9 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_one_per_home_and_bad_configuration);
 	tcase_add_test(tc, test_broker_output_limits);
 	tcase_add_test(tc, test_broker_one_off_commands_are_admitted_in_turn);
+	tcase_add_test(tc, test_broker_sessions_keep_state_per_scope);
+	tcase_add_test(tc, test_broker_sessions_order_and_concurrency);
+	tcase_add_test(tc, test_broker_sessions_eviction_and_release);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,533 @@
+/* session.c - see session.h. */
+#include "session.h"
+#include "cleanup.h"
+#include "env.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct session {
+	struct session *next;
+	char *user, *thread, *scope;
+	bool host;
+	pid_t pid;			/* the shell (or bwrap), its own group */
+	int pidfd, in, out, err;
+	pthread_mutex_t run;		/* one command at a time, in order */
+	unsigned users;			/* commands holding or waiting for it */
+	bool dead;
+	uint64_t last_used;		/* the pool's use counter then (0: never) */
+};
+
+/* A shell to start. The fork happens on the pool's own thread: bwrap's
+ * --die-with-parent (PR_SET_PDEATHSIG) fires when the forking *thread*
+ * ends, and a connection's thread ends with its client, while a session
+ * must outlive it. */
+struct spawn {
+	char **argv;
+	char *const *envp;
+	const char *cwd;
+	int in, out, err;		/* the child's ends */
+	pid_t pid;			/* result: > 0, or -errno */
+	bool done;
+};
+
+struct session_pool {
+	pthread_mutex_t lock;
+	struct session *list;
+	unsigned max, count;
+	uint64_t uses;			/* orders last_used */
+	pthread_t spawner;
+	pthread_cond_t wake, spawned;
+	struct spawn *request;		/* for the spawner, under lock */
+	bool stopping;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static pid_t fork_shell(const struct spawn *sp)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (dup2(sp->in, 0) < 0 || dup2(sp->out, 1) < 0 || dup2(sp->err, 2) < 0)
+			_exit(126);
+		setsid();
+		if (sp->cwd && chdir(sp->cwd) < 0)
+			_exit(126);
+		execve(sp->argv[0], sp->argv, sp->envp);
+		_exit(127);
+	}
+	return pid < 0 ? -errno : pid;
+}
+
+static void *spawner_main(void *arg)
+{
+	struct session_pool *p = arg;
+
+	pthread_mutex_lock(&p->lock);
+	while (!p->stopping) {
+		if (!p->request) {
+			pthread_cond_wait(&p->wake, &p->lock);
+			continue;
+		}
+		p->request->pid = fork_shell(p->request);
+		p->request->done = true;
+		p->request = NULL;
+		pthread_cond_broadcast(&p->spawned);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* Forks SP's shell on the spawner thread. */
+static pid_t spawn_shell(struct session_pool *p, struct spawn *sp)
+{
+	pthread_mutex_lock(&p->lock);
+	while (p->request && !p->stopping)
+		pthread_cond_wait(&p->spawned, &p->lock);
+	p->request = sp;
+	pthread_cond_signal(&p->wake);
+	while (!sp->done)
+		pthread_cond_wait(&p->spawned, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+	return sp->pid;
+}
+
+struct session_pool *sessions_new(unsigned max_sessions)
+{
+	struct session_pool *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->wake, NULL);
+	pthread_cond_init(&p->spawned, NULL);
+	p->max = max_sessions;
+	if (pthread_create(&p->spawner, NULL, spawner_main, p) != 0) {
+		pthread_mutex_destroy(&p->lock);
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* Kills S's process tree and reaps its shell. */
+static void kill_session(struct session *s)
+{
+	if (s->pid > 0) {
+		kill(-s->pid, SIGKILL);
+		kill(s->pid, SIGKILL);
+		waitpid(s->pid, NULL, 0);
+		s->pid = -1;
+	}
+	closep(&s->in);
+	closep(&s->out);
+	closep(&s->err);
+	closep(&s->pidfd);
+	s->dead = true;
+}
+
+static void session_free(struct session *s)
+{
+	kill_session(s);
+	pthread_mutex_destroy(&s->run);
+	free(s->user);
+	free(s->thread);
+	free(s->scope);
+	free(s);
+}
+
+void sessions_free(struct session_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stopping = true;
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->spawner, NULL);
+	while (p->list) {
+		struct session *s = p->list;
+		p->list = s->next;
+		session_free(s);
+	}
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->wake);
+	pthread_cond_destroy(&p->spawned);
+	free(p);
+}
+
+unsigned sessions_count(struct session_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	unsigned n = p->count;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+/* Starts S's shell: stdin, stdout and stderr are pipes to us. */
+static int start_shell(struct session_pool *pool, struct session *s,
+		       const struct session_spec *spec)
+{
+	int in[2], out[2], err[2];
+	char **argv;
+
+	if (spec->host) {
+		const char *sh = sandbox_shell();
+		argv = calloc(3, sizeof(*argv));
+		if (argv && (argv[0] = strdup(sh)))
+			argv[1] = strdup("-s");
+	} else {
+		struct sandbox_cmd c = *spec->sandbox;
+		c.command = NULL;
+		argv = sandbox_argv_namespace(&c);
+	}
+	if (!argv || !argv[1]) {
+		sandbox_argv_free(argv);
+		return -ENOMEM;
+	}
+	if (pipe2(in, O_CLOEXEC) < 0) {
+		sandbox_argv_free(argv);
+		return -errno;
+	}
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+		int e = -errno;
+		close(in[0]), close(in[1]);
+		sandbox_argv_free(argv);
+		return e;
+	}
+	struct spawn sp = { argv, spec->envp, spec->host ? spec->host_cwd : NULL,
+			    in[0], out[1], err[1], 0, false };
+	pid_t pid = spawn_shell(pool, &sp);
+	sandbox_argv_free(argv);
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	if (pid < 0) {
+		close(in[1]), close(out[0]), close(err[0]);
+		return pid;
+	}
+	s->pid = pid;
+	s->in = in[1];
+	s->out = out[0];
+	s->err = err[0];
+	s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	fcntl(s->out, F_SETFL, O_NONBLOCK);
+	fcntl(s->err, F_SETFL, O_NONBLOCK);
+	s->dead = false;
+	log_info("session %s/%s scope %s: started (pid %d%s)", s->user, s->thread, s->scope,
+		 (int)pid, s->host ? ", host" : "");
+	return 0;
+}
+
+/* The session of SPEC, found or made, with one more user. -EBUSY if the
+ * limit is reached and no session is idle. */
+static struct session *take(struct session_pool *p, const struct session_spec *spec,
+			    int *err)
+{
+	struct session *s, **link, **oldest = NULL;
+
+	pthread_mutex_lock(&p->lock);
+	for (s = p->list; s; s = s->next)
+		if (!strcmp(s->user, spec->user) && !strcmp(s->thread, spec->thread) &&
+		    !strcmp(s->scope, spec->scope) && s->host == spec->host)
+			break;
+	if (!s && p->count >= p->max) {
+		for (link = &p->list; *link; link = &(*link)->next)
+			if ((*link)->users == 0 &&
+			    (!oldest || (*link)->last_used < (*oldest)->last_used))
+				oldest = link;
+		if (!oldest) {
+			pthread_mutex_unlock(&p->lock);
+			*err = -EBUSY;
+			return NULL;
+		}
+		struct session *victim = *oldest;
+		*oldest = victim->next;
+		p->count--;
+		log_info("session %s/%s scope %s: evicted (oldest idle; %u sessions at most)",
+			 victim->user, victim->thread, victim->scope, p->max);
+		session_free(victim);
+	}
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s || !(s->user = strdup(spec->user)) || !(s->thread = strdup(spec->thread)) ||
+		    !(s->scope = strdup(spec->scope))) {
+			if (s) {
+				free(s->user);
+				free(s->thread);
+			}
+			free(s);
+			pthread_mutex_unlock(&p->lock);
+			*err = -ENOMEM;
+			return NULL;
+		}
+		s->host = spec->host;
+		s->pid = -1;
+		s->in = s->out = s->err = s->pidfd = -1;
+		s->dead = true;		/* started on first use */
+		pthread_mutex_init(&s->run, NULL);
+		s->next = p->list;
+		p->list = s;
+		p->count++;
+	}
+	s->users++;
+	pthread_mutex_unlock(&p->lock);
+	return s;
+}
+
+static void put(struct session_pool *p, struct session *s)
+{
+	pthread_mutex_lock(&p->lock);
+	s->users--;
+	s->last_used = ++p->uses;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- one command ---------------------------------------------------------- */
+
+/* A stream of a session command: output until the end marker, which is
+ * held back from the caller until it is known not to be one. */
+struct scan {
+	char *pending;
+	size_t len;
+	bool done;
+	int rc;				/* stdout's marker carries it */
+};
+
+static void emit(const struct run_spec *run, struct capture *c, int stream,
+		 const char *data, size_t len)
+{
+	if (len == 0)
+		return;
+	capture_add(c, data, len);
+	if (run->on_output)
+		run->on_output(run->arg, stream, data, len);
+}
+
+/* Takes DATA into SC; passes on what cannot be the start of MARK. */
+static int scan_add(struct scan *sc, const char *mark, const char *data, size_t n,
+		    const struct run_spec *run, struct capture *c, int stream)
+{
+	char *p = realloc(sc->pending, sc->len + n + 1);
+	size_t mlen = strlen(mark);
+
+	if (!p)
+		return -ENOMEM;
+	sc->pending = p;
+	memcpy(p + sc->len, data, n);
+	sc->len += n;
+	p[sc->len] = '\0';
+	char *hit = memmem(p, sc->len, mark, mlen);
+	if (hit) {
+		char *eol = memchr(hit + mlen, '\n', sc->len - (size_t)(hit - p) - mlen);
+		if (!eol)
+			return 0;	/* the rest of the marker line is coming */
+		emit(run, c, stream, p, (size_t)(hit - p));
+		sc->rc = atoi(hit + mlen);
+		sc->done = true;
+		sc->len = 0;
+		return 0;
+	}
+	/* Everything but a tail that may begin the marker. */
+	size_t keep = sc->len < mlen ? sc->len : mlen - 1;
+	emit(run, c, stream, p, sc->len - keep);
+	memmove(p, p + sc->len - keep, keep);
+	sc->len = keep;
+	return 0;
+}
+
+static bool read_into(int fd, struct scan *sc, const char *mark,
+		      const struct run_spec *run, struct capture *c, int stream)
+{
+	char buf[65536];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	if (n > 0)
+		scan_add(sc, mark, buf, (size_t)n, run, c, stream);
+	return n != 0 || errno == EAGAIN;
+}
+
+/* After the shell exited: the rest of FD, and a tail that was held back
+ * as a possible marker. */
+static void drain_rest(int fd, struct scan *sc, const char *mark,
+		       const struct run_spec *run, struct capture *c, int stream)
+{
+	char buf[65536];
+	ssize_t n;
+
+	while (!sc->done && (n = read(fd, buf, sizeof(buf))) > 0)
+		scan_add(sc, mark, buf, (size_t)n, run, c, stream);
+	if (!sc->done)
+		emit(run, c, stream, sc->pending, sc->len);
+	sc->len = 0;
+}
+
+static bool write_all(int fd, const char *s, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, s, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		s += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+/* Runs COMMAND in live session S. Returns 0, or -ESRCH if the session
+ * turned out to be gone before the command reached it. */
+static int run_in(struct session *s, const char *command, const struct run_spec *run,
+		  struct run_result *r)
+{
+	uint8_t rnd[12];
+	char token[32], mark[48];
+	_cleanup_(freep) char *quoted = shell_quote(command);
+	_cleanup_(freep) char *script = NULL;
+	struct scan out = { 0 }, err = { 0 };
+
+	memset(r, 0, sizeof(*r));
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return -EIO;
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(token + 2 * i, 3, "%02x", rnd[i]);
+	snprintf(mark, sizeof(mark), "\n__SBX_END_%s ", token);
+	if (!quoted || asprintf(&script, "eval %s </dev/null\n__sbx_rc=$?\n"
+				"printf '\\n__SBX_END_%s %%d\\n' \"$__sbx_rc\"\n"
+				"printf '\\n__SBX_END_%s 0\\n' >&2\n", quoted, token, token) < 0)
+		return -ENOMEM;
+	if (!write_all(s->in, script, strlen(script)))
+		return -ESRCH;	/* the shell is gone */
+
+	int64_t deadline = run->timeout_s ? now_ms() + (int64_t)run->timeout_s * 1000 : INT64_MAX;
+	bool gone = false;
+	while (!(out.done && err.done) && !gone) {
+		struct pollfd p[4] = {
+			{ out.done ? -1 : s->out, POLLIN, 0 },
+			{ err.done ? -1 : s->err, POLLIN, 0 },
+			{ s->pidfd, POLLIN, 0 },
+			{ run->cancel_fd, POLLRDHUP, 0 },
+		};
+		int64_t now = now_ms();
+		int wait = deadline == INT64_MAX ? 1000 : deadline <= now ? 0
+			   : (int)(deadline - now < 1000 ? deadline - now : 1000);
+		if (poll(p, 4, wait) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents && !read_into(s->out, &out, mark, run, &r->out, 1))
+			gone = true;
+		if (p[1].revents && !read_into(s->err, &err, mark, run, &r->err, 2))
+			gone = true;
+		if (p[2].revents)
+			gone = true;	/* the shell exited: `exit` in the command */
+		if (p[3].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+			r->cancelled = true;
+			break;
+		}
+		if (now_ms() >= deadline) {
+			r->timed_out = true;
+			break;
+		}
+	}
+	if (gone) {
+		/* The shell exited (`exit` in the command): what it said last,
+		 * and its status. */
+		drain_rest(s->out, &out, mark, run, &r->out, 1);
+		drain_rest(s->err, &err, mark, run, &r->err, 2);
+		int status = 0;
+		if (!out.done && waitpid(s->pid, &status, 0) == s->pid) {
+			s->pid = -1;
+			r->code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+		} else {
+			r->code = out.rc;
+		}
+	} else {
+		r->code = r->timed_out ? 124 : out.rc;
+	}
+	if (gone || r->timed_out || r->cancelled)
+		kill_session(s);	/* the next command gets a new one */
+	free(out.pending);
+	free(err.pending);
+	return 0;
+}
+
+int session_run(struct session_pool *p, const struct session_spec *spec,
+		const char *command, const struct run_spec *run,
+		struct run_result *r)
+{
+	int e = 0;
+	struct session *s = take(p, spec, &e);
+
+	if (!s)
+		return e;
+	pthread_mutex_lock(&s->run);
+	int r_ = 0;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (!s->dead && waitpid(s->pid, NULL, WNOHANG) == s->pid) {
+			s->pid = -1;
+			kill_session(s);
+		}
+		if (s->dead) {
+			if (attempt == 0 && s->pid == -1 && s->last_used)
+				log_info("session %s/%s scope %s: session not found; recreating it once",
+					 s->user, s->thread, s->scope);
+			if ((r_ = start_shell(p, s, spec)) < 0)
+				break;
+		}
+		r_ = run_in(s, command, run, r);
+		if (r_ != -ESRCH)
+			break;
+		kill_session(s);
+	}
+	pthread_mutex_unlock(&s->run);
+	put(p, s);
+	return r_;
+}
+
+void sessions_end_scope(struct session_pool *p, const char *user,
+			const char *thread, const char *scope)
+{
+	for (;;) {
+		struct session *s, **link;
+
+		pthread_mutex_lock(&p->lock);
+		for (link = &p->list; (s = *link); link = &s->next)
+			if (!strcmp(s->user, user) && !strcmp(s->thread, thread) &&
+			    !strcmp(s->scope, scope))
+				break;
+		if (!s) {
+			pthread_mutex_unlock(&p->lock);
+			return;
+		}
+		if (s->users == 0) {
+			*link = s->next;
+			p->count--;
+			pthread_mutex_unlock(&p->lock);
+			log_info("session %s/%s scope %s: ended with its lease", user, thread, scope);
+			session_free(s);
+			continue;
+		}
+		pthread_mutex_unlock(&p->lock);
+		usleep(50000);	/* a command in flight: let it finish */
+	}
+}
