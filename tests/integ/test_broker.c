@@ -413,6 +413,26 @@ START_TEST(test_broker_sessions_eviction_and_release)
 }
 END_TEST
 
+/* The configuration's extra mounts appear at /mnt/NAME (read-only with
+ * :ro, enforced by the view); network = on keeps the host's network. */
+START_TEST(test_broker_extra_mounts_and_network)
+{
+	const char *data = test_dir("data"), *scratch = test_dir("scratch");
+	int st;
+
+	ck_assert_int_eq(write_file(fmt_cmd("%s/in.txt", data), "dataset\n"), 0);
+	teardown();
+	start(fmt_cmd("[broker]\nnetwork = on\n[mounts]\ndata = %s:ro\nscratch = %s\n",
+		      data, scratch));
+	SAME(sbx_exec(&st, "-- 'cat /mnt/data/in.txt; touch /mnt/data/x 2>/dev/null || echo ro;"
+		      " echo out > /mnt/scratch/o.txt'"), "dataset\nro\n");
+	SAME(read_file(fmt_cmd("%s/o.txt", scratch)), "out\n");
+	ck_assert(!exists(fmt_cmd("%s/x", data)));
+	char *host = OUT("tail -n +3 /proc/net/dev | wc -l");
+	SAME(sbx_exec(&st, "-- 'tail -n +3 /proc/net/dev | wc -l'"), host);
+}
+END_TEST
+
 Suite *suite_view_broker(void)
 {
 	Suite *s = suite_create("view_broker");
@@ -437,6 +457,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_sessions_keep_state_per_scope);
 	tcase_add_test(tc, test_broker_sessions_order_and_concurrency);
 	tcase_add_test(tc, test_broker_sessions_eviction_and_release);
+	tcase_add_test(tc, test_broker_extra_mounts_and_network);
 	suite_add_tcase(s, tc);
 	return s;
 }
