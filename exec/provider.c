@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -257,11 +258,19 @@ void provider_free(struct provider *p)
 	free(p);
 }
 
-/* V mounted (if it is not), under the provider's lock. */
+/* V mounted and answering (mounted again if its daemon died), under the
+ * provider's lock. */
 static int ensure_mounted(struct provider *p, struct view *v, char *err, size_t errlen)
 {
-	if (v->mounted && is_mount_point(v->mount))
-		return 0;
+	struct statfs sf;
+
+	if (v->mounted && is_mount_point(v->mount)) {
+		/* statfs always reaches the daemon. */
+		if (statfs(v->mount, &sf) == 0)
+			return 0;
+		log_warn("the view of %s/%s does not answer (%s); mounting it again",
+			 v->user, v->thread, strerror(errno));
+	}
 	v->mounted = false;
 	return mount_view(p, v, err, errlen);
 }

@@ -295,6 +295,18 @@ START_TEST(test_broker_shutdown_and_a_killed_broker)
 }
 END_TEST
 
+/* A view whose daemon died is mounted again for the next command. */
+START_TEST(test_broker_a_killed_view_daemon)
+{
+	int st;
+
+	SAME(sbx_exec(&st, "-- 'echo one > /mnt/user-data/workspace/f'"), "");
+	OK("pkill -9 -f 'sbxfs --home %s/? '", H);
+	SAME(sbx_exec(&st, "-- 'cat /mnt/user-data/workspace/f'"), "one\n");
+	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)), "does not answer"));
+}
+END_TEST
+
 START_TEST(test_broker_one_per_home_and_bad_configuration)
 {
 	int st;
@@ -451,6 +463,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_leases_park_and_idle_unmount);
 	tcase_add_test(tc, test_broker_a_client_going_away_disturbs_no_one);
 	tcase_add_test(tc, test_broker_shutdown_and_a_killed_broker);
+	tcase_add_test(tc, test_broker_a_killed_view_daemon);
 	tcase_add_test(tc, test_broker_one_per_home_and_bad_configuration);
 	tcase_add_test(tc, test_broker_output_limits);
 	tcase_add_test(tc, test_broker_one_off_commands_are_admitted_in_turn);
