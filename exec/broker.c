@@ -274,39 +274,79 @@ static void leave(struct broker *b, const char *user, const char *thread)
 	pthread_mutex_unlock(&b->lock);
 }
 
-/* Output on its way to the client, as valid UTF-8 chunks. */
+/* Output on its way to the client, as valid UTF-8 chunks: a character
+ * cut by a read waits for the rest; in host mode whole lines, so that a
+ * host path is never split before it is masked. */
+#define HOLD_MAX 65536
+
 struct stream_ctx {
 	struct client *c;
 	json_t *id;
-	char carry[2][4];		/* an incomplete character per stream */
-	size_t ncarry[2];
+	char *pending[2];		/* not yet sent, per stream */
+	size_t npending[2];
 	const char *const *mask;	/* host mode: directories shown as /mnt */
 };
+
+static void send_chunk(struct stream_ctx *s, int i, const char *data, size_t len,
+		       bool all)
+{
+	size_t keep = 0;
+	_cleanup_(freep) char *text = utf8_clean(data, len, all ? NULL : &keep);
+
+	if (!text || !*text)
+		return;
+	_cleanup_(freep) char *masked = s->mask ? sandbox_mask(text, s->mask) : NULL;
+	json_t *o = json_pack("{s:s, s:s, s:s}", "type", "output", "stream",
+			      i == 0 ? "stdout" : "stderr", "data", masked ? masked : text);
+	if (o && s->id)
+		json_object_set(o, "id", s->id);
+	if (o)
+		send_json(s->c->fd, o);
+	/* What utf8_clean() left (a cut character) stays pending. */
+	memmove(s->pending[i], data + len - keep, keep);
+	s->npending[i] = keep;
+}
 
 static void on_output(void *arg, int stream, const char *data, size_t len)
 {
 	struct stream_ctx *s = arg;
 	int i = stream - 1;
-	_cleanup_(freep) char *buf = malloc(s->ncarry[i] + len);
-	size_t keep;
+	char *p = realloc(s->pending[i], s->npending[i] + len);
 
-	if (!buf)
+	if (!p)
 		return;
-	memcpy(buf, s->carry[i], s->ncarry[i]);
-	memcpy(buf + s->ncarry[i], data, len);
-	len += s->ncarry[i];
-	_cleanup_(freep) char *text = utf8_clean(buf, len, &keep);
-	if (!text)
+	s->pending[i] = p;
+	memcpy(p + s->npending[i], data, len);
+	s->npending[i] += len;
+	size_t upto = s->npending[i];
+	if (s->mask && upto <= HOLD_MAX) {
+		char *nl = memrchr(p, '\n', upto);
+		if (!nl)
+			return;
+		upto = (size_t)(nl - p) + 1;
+	}
+	size_t rest = s->npending[i] - upto;
+	_cleanup_(freep) char *tail = rest ? malloc(rest) : NULL;
+	if (rest && !tail)
 		return;
-	s->ncarry[i] = keep;
-	memcpy(s->carry[i], buf + len - keep, keep);
-	_cleanup_(freep) char *masked = s->mask ? sandbox_mask(text, s->mask) : NULL;
-	json_t *o = json_pack("{s:s, s:s, s:s}", "type", "output", "stream",
-			      stream == 1 ? "stdout" : "stderr", "data", masked ? masked : text);
-	if (o && s->id)
-		json_object_set(o, "id", s->id);
-	if (o)
-		send_json(s->c->fd, o);
+	if (rest)
+		memcpy(tail, p + upto, rest);
+	send_chunk(s, i, p, upto, false);
+	/* Pending now: a cut character, then the unfinished line. */
+	if (rest) {
+		memcpy(s->pending[i] + s->npending[i], tail, rest);
+		s->npending[i] += rest;
+	}
+}
+
+/* Sends what is still pending and lets go of the buffers. */
+static void stream_flush(struct stream_ctx *s)
+{
+	for (int i = 0; i < 2; i++) {
+		if (s->npending[i])
+			send_chunk(s, i, s->pending[i], s->npending[i], true);
+		free(s->pending[i]);
+	}
 }
 
 /* The explicit environment of REQ ("env": {"NAME": "value"}) as K=V
@@ -440,12 +480,15 @@ static void op_exec(struct client *c, json_t *req, json_t *id)
 	struct run_result res;
 	if (in_session) {
 		struct session_spec ss = { user, thread, scope, &sc, host, envp, ws };
-		r = session_run(b->sessions, &ss, full, &spec, &res);
+		_cleanup_(freep) char *cmd = host ? sandbox_rewrite(full, mount, names) : NULL;
+		r = host && !cmd ? -ENOMEM
+		    : session_run(b->sessions, &ss, host ? cmd : full, &spec, &res);
 	} else {
 		r = argv ? run_command(&spec, &res) : -ENOMEM;
 		leave(b, user, thread);
 	}
 	provider_unuse(b->provider, user, thread);
+	stream_flush(&sx);
 	if (r < 0) {
 		send_error(c->fd, id, r == -EBUSY ? "session_limit" : "start_failed", "%s",
 			   r == -EBUSY ? "every shell session is busy (max_shell_sessions)"

@@ -188,6 +188,10 @@ START_TEST(test_broker_host_mode_refused_unless_allowed)
 	     "/mnt/user-data/workspace\nhi\n/mnt/user-data/workspace\n");
 	ck_assert_int_eq(st, 0);
 	SAME(read_file(fmt_cmd("%s/users/alice/threads/t1/user-data/outputs/h.txt", H)), "hi\n");
+	/* A host session too; output streamed whole lines, masked. */
+	sbx_exec(&st, "--host --scope s -- 'cd /mnt/user-data/outputs'");
+	SAME(sbx_exec(&st, "--host --scope s -- 'pwd; printf \"$PWD/h.txt\"'"),
+	     "/mnt/user-data/outputs\n/mnt/user-data/outputs/h.txt");
 }
 END_TEST
 
