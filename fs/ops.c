@@ -1000,10 +1000,12 @@ static void note_moved(struct view *v, struct inode *dir, int dfd,
 
 /* After the view renamed FROM/NAME (attributes SRC before) to TO/NEWNAME
  * (in directory fd TFD): its current mark stays current and is stored
- * under the new path. */
+ * under the new path (the old path's row dropped unless SWAPPED: an
+ * exchange stores the other file's there). */
 static void gate_carry_moved(struct view *v, const struct stat *src,
 			     struct inode *from, const char *name,
-			     struct inode *to, int tfd, const char *newname)
+			     struct inode *to, int tfd, const char *newname,
+			     bool swapped)
 {
 	struct gate_ticket t;
 	struct stat after;
@@ -1014,8 +1016,9 @@ static void gate_carry_moved(struct view *v, const struct stat *src,
 	gate_lock(v->gate, &t, src);
 	gate_unlock(&t, &after, false);
 	if (gate_dirty(v->gate, &after)) {
-		gate_forget_path(v->gate, view_path(v, from, name, path,
-						       sizeof(path)));
+		if (!swapped)
+			gate_forget_path(v->gate, view_path(v, from, name, path,
+							       sizeof(path)));
 		gate_persist(v->gate, &after, view_path(v, to, newname, path,
 							   sizeof(path)));
 	}
@@ -1049,11 +1052,13 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 	/* Replacing an existing file overwrites it: gated. The moved file's
 	 * ctime changes, so a current mark of it is carried across. */
 	struct gate_ticket t;
-	struct stat src;
+	struct stat src, dst;
 	bool replaces = false;
 	_cleanup_(closep) int dfd = -1;
-	bool carry = v->gate && !(flags & RENAME_EXCHANGE) &&
-		     fstatat(pf.fd, name, &src, AT_SYMLINK_NOFOLLOW) == 0;
+	bool carry = v->gate && fstatat(pf.fd, name, &src, AT_SYMLINK_NOFOLLOW) == 0;
+	/* An exchange moves the other file too: its mark goes with it. */
+	bool carry_dst = v->gate && (flags & RENAME_EXCHANGE) &&
+			 fstatat(pt.fd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
 	if (flags & (RENAME_NOREPLACE | RENAME_EXCHANGE))
 		gate_lock(NULL, &t, NULL);
 	else if ((r = gate_begin_name(v, req, &t, to, pt.fd, newname,
@@ -1086,7 +1091,9 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 	journal_note(v, req, exchange ? "exchange" : "rename", from, name, to,
 		     newname);
 	if (carry)
-		gate_carry_moved(v, &src, from, name, to, pt.fd, newname);
+		gate_carry_moved(v, &src, from, name, to, pt.fd, newname, exchange);
+	if (carry_dst)
+		gate_carry_moved(v, &dst, to, newname, from, pf.fd, name, true);
 	return 0;
 }
 

@@ -483,6 +483,47 @@ static int fsync_dir(int pfd)
 	return fsync(fd) < 0 ? neg_errno() : 0;
 }
 
+/* The staged file's name went away, or now holds something else. Where
+ * the file itself still has a name (a hard link of it was removed, or it
+ * was renamed while the view knew it by another name), the changes reach
+ * it in place, as writes would natively; a file with no name left keeps
+ * them nowhere, as on a local disk. */
+static int publish_in_place(struct view *v, struct inode *ino, bool durable)
+{
+	struct stage *s = ino->stage;
+	struct stat st, cur, after;
+	struct gate_ticket t;
+	int pfd = inode_fd_get(v->inodes, ino);
+
+	if (pfd < 0 || fstat(pfd, &cur) < 0 || cur.st_nlink == 0) {
+		if (pfd >= 0)
+			inode_unpin(v->inodes, ino);
+		s->state = STAGE_ORPHAN;
+		return 0;
+	}
+	_cleanup_(closep) int fd = confine_reopen(pfd, O_WRONLY);
+	inode_unpin(v->inodes, ino);
+	int r = fd < 0 ? fd : fstat(s->fd, &st) < 0 ? neg_errno() : 0;
+	if (r == 0) {
+		gate_lock(v->gate, &t, &cur);
+		struct timespec ts[2] = { st.st_atim, st.st_mtim };
+		r = copy_content(fd, s->fd);
+		if (r == 0 && (ftruncate(fd, st.st_size) < 0 ||
+			       fchmod(fd, st.st_mode & 07777) < 0 || futimens(fd, ts) < 0 ||
+			       (durable && fsync(fd) < 0)))
+			r = neg_errno();
+		gate_unlock(&t, r == 0 && fstat(fd, &after) == 0 ? &after : NULL, true);
+	}
+	if (r < 0) {
+		discard(v, ino);
+		return r;
+	}
+	if (r == 0 && fstat(fd, &after) == 0)
+		inode_note_attr(v->inodes, ino, &after);
+	stage_free(ino);
+	return 0;
+}
+
 int stage_publish(struct view *v, struct inode *ino, bool durable)
 {
 	struct stage *s = ino->stage;
@@ -512,18 +553,14 @@ int stage_publish(struct view *v, struct inode *ino, bool durable)
 		return r;
 	}
 	pfd = inode_parent_fd_get(v->inodes, ino, &parent, name, sizeof(name));
-	if (pfd < 0) {
-		s->state = STAGE_ORPHAN;
-		return 0;
-	}
-	/* Only over the file that was staged: if the name went away or now
-	 * holds something else (a symlink, another file), the changes were
-	 * made to a file that is no longer there, as on a local disk. */
+	if (pfd < 0)
+		return publish_in_place(v, ino, durable);
+	/* Only over the file that was staged: a name that went away or now
+	 * holds something else (a symlink, another file) is left alone. */
 	if (fstatat(pfd, name, &cur, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    cur.st_dev != ino->dev || cur.st_ino != ino->ino) {
-		s->state = STAGE_ORPHAN;
 		inode_unpin(v->inodes, parent);
-		return 0;
+		return publish_in_place(v, ino, durable);
 	}
 	r = area_link(v, ino);
 	if (r == 0 && fstat(s->fd, &before) < 0)
