@@ -44,7 +44,7 @@ LDFLAGS += $(SANFLAGS)
 COMMON_SRC := common/log.c common/ids.c common/home.c common/proc.c common/spawn.c
 STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/diff.c store/summary.c
 EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
-              exec/provider.c exec/session.c
+              exec/provider.c exec/session.c exec/request.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/view.c fs/ops.c fs/watch.c fs/channel.c \
               fs/gate.c fs/stage.c fs/journal.c $(STORE_SRC)
 TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \
@@ -69,7 +69,7 @@ $(BIN)/sbx: $(call obj,cli/sbx.c cli/audit.c cli/snapshot.c cli/run.c cli/runlog
 
 $(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC) cli/runlog.c $(EXEC_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(INIH_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(INIH_LIBS) $(JSON_LIBS) -lpthread
 
 deps:
 	@mount-helpers/install-deps

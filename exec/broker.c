@@ -8,6 +8,7 @@
 #include "log.h"
 #include "output.h"
 #include "provider.h"
+#include "request.h"
 #include "runner.h"
 #include "sandbox.h"
 #include "session.h"
@@ -111,86 +112,32 @@ static int send_ok(int fd, json_t *id, json_t *fields)
 	return send_json(fd, o);
 }
 
-/* ---- request fields ----------------------------------------------------- */
-
-/* The string field KEY of REQ, or NULL (with an error reply sent) if it
- * is missing (when REQUIRED) or not a string. */
-static const char *str_field(struct client *c, json_t *req, const char *key,
-			     bool required, bool *bad)
-{
-	json_t *v = json_object_get(req, key);
-
-	if (!v && !required)
-		return NULL;
-	if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
-		send_error(c->fd, json_object_get(req, "id"), "bad_request",
-			   "'%s' must be a string without NUL%s", key, v ? "" : " (missing)");
-		*bad = true;
-		return NULL;
-	}
-	return json_string_value(v);
-}
-
-/* USER and THREAD of REQ, checked as ids. */
-static bool thread_fields(struct client *c, json_t *req, const char **user,
-			  const char **thread)
-{
-	bool bad = false;
-	const char *why;
-
-	*user = str_field(c, req, "user", true, &bad);
-	if (!bad)
-		*thread = str_field(c, req, "thread", true, &bad);
-	if (bad)
-		return false;
-	if (id_check(*user, &why) < 0 || id_check(*thread, &why) < 0) {
-		send_error(c->fd, json_object_get(req, "id"), "bad_request",
-			   "invalid user or thread id: %s", why);
-		return false;
-	}
-	return true;
-}
-
 /* ---- acquire, release, status ------------------------------------------- */
 
-static void op_acquire(struct client *c, json_t *req, json_t *id)
+static void op_acquire(struct client *c, const struct request *q)
 {
 	char mount[PATH_MAX], sid[SANDBOX_ID_LEN + 1], err[PATH_MAX + 128];
-	const char *user, *thread, *owner;
-	bool bad = false;
 
-	if (!thread_fields(c, req, &user, &thread) ||
-	    !(owner = str_field(c, req, "owner", true, &bad)))
-		return;
-	if (!*owner || strlen(owner) > 256) {
-		send_error(c->fd, id, "bad_request", "'owner' must have 1 to 256 characters");
+	if (provider_acquire(c->b->provider, q->user, q->thread, q->owner, mount,
+			     sizeof(mount), sid, err, sizeof(err)) < 0) {
+		send_error(c->fd, q->id, "mount_failed", "%s", err);
 		return;
 	}
-	if (provider_acquire(c->b->provider, user, thread, owner, mount, sizeof(mount),
-			     sid, err, sizeof(err)) < 0) {
-		send_error(c->fd, id, "mount_failed", "%s", err);
-		return;
-	}
-	send_ok(c->fd, id, json_pack("{s:s, s:s, s:s}", "sandbox", sid, "mount", mount,
-				     "owner", owner));
+	send_ok(c->fd, q->id, json_pack("{s:s, s:s, s:s}", "sandbox", sid, "mount", mount,
+					"owner", q->owner));
 }
 
-static void op_release(struct client *c, json_t *req, json_t *id)
+static void op_release(struct client *c, const struct request *q)
 {
-	const char *user, *thread, *owner;
-	bool bad = false;
+	int r = provider_release(c->b->provider, q->user, q->thread, q->owner);
 
-	if (!thread_fields(c, req, &user, &thread) ||
-	    !(owner = str_field(c, req, "owner", true, &bad)))
-		return;
-	int r = provider_release(c->b->provider, user, thread, owner);
 	if (r >= 0)		/* its scope's shell, once its command is done */
-		sessions_end_scope(c->b->sessions, user, thread, owner);
+		sessions_end_scope(c->b->sessions, q->user, q->thread, q->owner);
 	if (r < 0)
-		send_error(c->fd, id, "no_lease", "%s holds no lease on %s/%s", owner, user,
-			   thread);
+		send_error(c->fd, q->id, "no_lease", "%s holds no lease on %s/%s", q->owner,
+			   q->user, q->thread);
 	else
-		send_ok(c->fd, id, json_pack("{s:b}", "parked", r == 1));
+		send_ok(c->fd, q->id, json_pack("{s:b}", "parked", r == 1));
 }
 
 static void status_view(void *arg, const char *user, const char *thread,
@@ -349,66 +296,16 @@ static void stream_flush(struct stream_ctx *s)
 	}
 }
 
-/* The explicit environment of REQ ("env": {"NAME": "value"}) as K=V
- * strings in *OUT. */
-static int env_field(struct client *c, json_t *req, json_t *id, char ***out,
-		     size_t *n)
-{
-	json_t *env = json_object_get(req, "env"), *v;
-	const char *k;
-
-	*out = NULL;
-	*n = 0;
-	if (!env || json_is_null(env))
-		return 0;
-	if (!json_is_object(env)) {
-		send_error(c->fd, id, "bad_request", "'env' must be an object of strings");
-		return -EINVAL;
-	}
-	*out = calloc(json_object_size(env) + 1, sizeof(**out));
-	if (!*out)
-		return -ENOMEM;
-	json_object_foreach(env, k, v) {
-		if (!env_valid_name(k) || !json_is_string(v) ||
-		    strlen(json_string_value(v)) != json_string_length(v)) {
-			send_error(c->fd, id, "bad_request",
-				   "env: '%.64s' is not a NAME=string variable", k);
-			return -EINVAL;
-		}
-		if (asprintf(&(*out)[(*n)++], "%s=%s", k, json_string_value(v)) < 0)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-static void op_exec(struct client *c, json_t *req, json_t *id)
+static void op_exec(struct client *c, const struct request *q)
 {
 	struct broker *b = c->b;
 	const struct config *cf = &b->config;
-	const char *user, *thread, *command;
+	const char *user = q->user, *thread = q->thread;
+	json_t *id = q->id;
 	char mount[PATH_MAX], err[PATH_MAX + 128];
-	bool bad = false;
+	unsigned timeout = q->timeout ? q->timeout : cf->timeout;
+	bool host = q->host || cf->isolation == ISOLATION_HOST;
 
-	if (!thread_fields(c, req, &user, &thread) ||
-	    !(command = str_field(c, req, "command", true, &bad)))
-		return;
-	if (!*command) {
-		send_error(c->fd, id, "bad_request", "'command' is empty");
-		return;
-	}
-	json_t *t = json_object_get(req, "timeout");
-	if (t && !json_is_null(t) && (!json_is_integer(t) || json_integer_value(t) < 1 ||
-				     json_integer_value(t) > 86400)) {
-		send_error(c->fd, id, "bad_request", "'timeout' must be whole seconds from 1 to 86400");
-		return;
-	}
-	unsigned timeout = t && json_is_integer(t) ? (unsigned)json_integer_value(t) : cf->timeout;
-	json_t *h = json_object_get(req, "host");
-	if (h && !json_is_boolean(h)) {
-		send_error(c->fd, id, "bad_request", "'host' must be true or false");
-		return;
-	}
-	bool host = json_is_true(h) || cf->isolation == ISOLATION_HOST;
 	if (host && !cf->allow_host_bash) {
 		send_error(c->fd, id, "host_bash_disabled",
 			   "host bash is disabled: it runs commands on this machine itself, with the "
@@ -417,35 +314,19 @@ static void op_exec(struct client *c, json_t *req, json_t *id)
 			   " and restart the broker.", b->home);
 		return;
 	}
-	json_t *who = json_object_get(req, "channel_user_id");
-	if (who && !json_is_null(who) && !json_is_string(who)) {
-		send_error(c->fd, id, "bad_request", "'channel_user_id' must be a string");
-		return;
-	}
 	_cleanup_(freep) char *prefix = NULL;
 	_cleanup_(freep) char *full = NULL;
-	if (identity_prefix(json_is_string(who) ? json_string_value(who) : NULL,
-			    json_is_string(who) ? json_string_length(who) : 0, &prefix) < 0 ||
-	    asprintf(&full, "%s%s", prefix, command) < 0) {
+	if (identity_prefix(q->channel_user_id, q->channel_user_id_len, &prefix) < 0 ||
+	    asprintf(&full, "%s%s", prefix, q->command) < 0) {
 		full = NULL;
 		send_error(c->fd, id, "internal", "out of memory");
 		return;
 	}
-	const char *scope = str_field(c, req, "scope", false, &bad);
-	if (bad)
-		return;
-	if (scope && (!*scope || strlen(scope) > 256)) {
-		send_error(c->fd, id, "bad_request", "'scope' must have 1 to 256 characters");
-		return;
-	}
-	char **extra = NULL, **envp = NULL, **argv = NULL;
-	size_t nextra = 0;
-	if (env_field(c, req, id, &extra, &nextra) < 0)
-		goto out;
 	/* Explicit variables mean a one-off command: a session's shell
 	 * would keep them for the scope's later commands. */
-	bool in_session = scope && nextra == 0;
-	envp = env_build(environ, extra, nextra);
+	const char *scope = q->scope;
+	bool in_session = scope && q->nenv == 0;
+	char **argv = NULL, **envp = env_build(environ, q->env, q->nenv);
 	if (!envp) {
 		send_error(c->fd, id, "internal", "out of memory");
 		goto out;
@@ -512,44 +393,44 @@ static void op_exec(struct client *c, json_t *req, json_t *id)
 out:
 	sandbox_argv_free(argv);
 	env_free(envp);
-	env_free(extra);
 }
 
 /* ---- connections -------------------------------------------------------- */
 
 static void dispatch(struct client *c, const char *line, size_t len)
 {
-	json_error_t jerr;
-	/* NUL is allowed in strings: an identity may hold one (and is then
-	 * refused); every other field is checked for it. */
-	json_auto_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	struct request q;
+	const char *code;
+	char err[512];
 
-	if (!req || !json_is_object(req)) {
-		send_error(c->fd, NULL, "bad_request", "not a JSON object: %s",
-			   req ? "another JSON value" : jerr.text);
+	if (request_parse(line, len, &q, &code, err, sizeof(err)) < 0) {
+		send_error(c->fd, q.id, code, "%s", err);
+		request_free(&q);
 		return;
 	}
-	json_t *id = json_object_get(req, "id");
-	const char *op = json_string_value(json_object_get(req, "op"));
-	if (!op)
-		send_error(c->fd, id, "bad_request", "'op' must be a string");
-	else if (!strcmp(op, "ping"))
-		send_ok(c->fd, id, json_pack("{s:s}", "version", SBX_VERSION));
-	else if (!strcmp(op, "acquire"))
-		op_acquire(c, req, id);
-	else if (!strcmp(op, "release"))
-		op_release(c, req, id);
-	else if (!strcmp(op, "exec"))
-		op_exec(c, req, id);
-	else if (!strcmp(op, "status"))
-		op_status(c, id);
-	else if (!strcmp(op, "shutdown")) {
+	switch (q.op) {
+	case REQ_PING:
+		send_ok(c->fd, q.id, json_pack("{s:s}", "version", SBX_VERSION));
+		break;
+	case REQ_ACQUIRE:
+		op_acquire(c, &q);
+		break;
+	case REQ_RELEASE:
+		op_release(c, &q);
+		break;
+	case REQ_EXEC:
+		op_exec(c, &q);
+		break;
+	case REQ_STATUS:
+		op_status(c, q.id);
+		break;
+	case REQ_SHUTDOWN:
 		log_info("shutdown requested (uid %u)", (unsigned)c->uid);
-		send_ok(c->fd, id, NULL);
+		send_ok(c->fd, q.id, NULL);
 		(void)!write(c->b->stop[1], "x", 1);
-	} else
-		send_error(c->fd, id, "unknown_op", "unknown op '%.64s' (ping, acquire, release, "
-			   "exec, status, shutdown)", op);
+		break;
+	}
+	request_free(&q);
 }
 
 static void *serve(void *arg)

@@ -5,6 +5,7 @@
 #include "env.h"
 #include "harness.h"
 #include "output.h"
+#include "request.h"
 #include "sandbox.h"
 
 #include <stdio.h>
@@ -178,6 +179,51 @@ START_TEST(test_exec_host_paths_rewritten_and_masked)
 }
 END_TEST
 
+static const char *parse_code(const char *line, struct request *q)
+{
+	const char *code = "ok";
+	char err[256];
+
+	if (request_parse(line, strlen(line), q, &code, err, sizeof(err)) == 0)
+		code = "ok";
+	return code;
+}
+
+START_TEST(test_exec_request_parsing)
+{
+	struct request q;
+
+	ck_assert_str_eq(parse_code("{\"op\":\"exec\",\"id\":7,\"user\":\"u\",\"thread\":\"t\","
+				    "\"command\":\"ls\",\"timeout\":5,\"env\":{\"A\":\"1\"},"
+				    "\"channel_user_id\":\"a\\u0000b\",\"scope\":\"s\",\"host\":false}", &q), "ok");
+	ck_assert_int_eq(q.op, REQ_EXEC);
+	ck_assert_int_eq(json_integer_value(q.id), 7);
+	ck_assert_uint_eq(q.timeout, 5);
+	ck_assert_str_eq(q.env[0], "A=1");
+	ck_assert_uint_eq(q.channel_user_id_len, 3);	/* the NUL kept, for a refusal */
+	ck_assert_str_eq(q.scope, "s");
+	request_free(&q);
+	static const char *const bad[] = {
+		"", "[]", "{\"op\":1}", "{\"op\":\"exec\"}",
+		"{\"op\":\"exec\",\"user\":\"u\\u0000x\",\"thread\":\"t\",\"command\":\"ls\"}",
+		"{\"op\":\"exec\",\"user\":\"..\",\"thread\":\"t\",\"command\":\"ls\"}",
+		"{\"op\":\"exec\",\"user\":\"u\",\"thread\":\"t\",\"command\":\"\"}",
+		"{\"op\":\"exec\",\"user\":\"u\",\"thread\":\"t\",\"command\":\"x\",\"timeout\":1.5}",
+		"{\"op\":\"exec\",\"user\":\"u\",\"thread\":\"t\",\"command\":\"x\",\"env\":{\"1A\":\"x\"}}",
+		"{\"op\":\"exec\",\"user\":\"u\",\"thread\":\"t\",\"command\":\"x\",\"host\":\"yes\"}",
+		"{\"op\":\"acquire\",\"user\":\"u\",\"thread\":\"t\",\"owner\":\"\"}",
+		"{\"op\":\"ping\",\"op\":\"ping\"}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		ck_assert_msg(!strcmp(parse_code(bad[i], &q), "bad_request"), "%s", bad[i]);
+		request_free(&q);
+	}
+	ck_assert_str_eq(parse_code("{\"op\":\"fly\",\"id\":\"x\"}", &q), "unknown_op");
+	ck_assert_str_eq(json_string_value(q.id), "x");
+	request_free(&q);
+}
+END_TEST
+
 Suite *suite_unit_exec(void)
 {
 	Suite *s = suite_create("unit_exec");
@@ -190,6 +236,7 @@ Suite *suite_unit_exec(void)
 	tcase_add_test(tc, test_exec_capture_limit_and_middle_truncation);
 	tcase_add_test(tc, test_exec_utf8_clean);
 	tcase_add_test(tc, test_exec_host_paths_rewritten_and_masked);
+	tcase_add_test(tc, test_exec_request_parsing);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,167 @@
+/* request.c - see request.h. */
+#include "request.h"
+#include "env.h"
+#include "ids.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(const char **code, const char *c, char *err, size_t errlen,
+		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static int fail(const char **code, const char *c, char *err, size_t errlen,
+		const char *fmt, ...)
+{
+	va_list ap;
+
+	*code = c;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* String field KEY of O: *OUT, or NULL if absent and not REQUIRED.
+ * False (with the message in ERR) if it is not a string without NUL. */
+static bool str_field(json_t *o, const char *key, bool required, const char **out,
+		      char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+
+	*out = NULL;
+	if (!v && !required)
+		return true;
+	if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
+		snprintf(err, errlen, "'%s' must be a string without NUL%s", key,
+			 v ? "" : " (missing)");
+		return false;
+	}
+	*out = json_string_value(v);
+	return true;
+}
+
+/* The message is in ERR already. */
+static int bad_request(const char **code)
+{
+	*code = "bad_request";
+	return -EINVAL;
+}
+
+static const struct {
+	const char *name;
+	enum request_op op;
+} ops[] = {
+	{ "ping", REQ_PING }, { "acquire", REQ_ACQUIRE }, { "release", REQ_RELEASE },
+	{ "exec", REQ_EXEC }, { "status", REQ_STATUS }, { "shutdown", REQ_SHUTDOWN },
+};
+
+static int parse_env(json_t *env, struct request *r, const char **code, char *err,
+		     size_t errlen)
+{
+	json_t *v;
+	const char *k;
+
+	if (!env || json_is_null(env))
+		return 0;
+	if (!json_is_object(env))
+		return fail(code, "bad_request", err, errlen, "'env' must be an object of strings");
+	r->env = calloc(json_object_size(env) + 1, sizeof(*r->env));
+	if (!r->env)
+		return fail(code, "internal", err, errlen, "out of memory");
+	json_object_foreach(env, k, v) {
+		if (!env_valid_name(k) || !json_is_string(v) ||
+		    strlen(json_string_value(v)) != json_string_length(v))
+			return fail(code, "bad_request", err, errlen,
+				    "env: '%.64s' is not a NAME=string variable", k);
+		if (asprintf(&r->env[r->nenv], "%s=%s", k, json_string_value(v)) < 0) {
+			r->env[r->nenv] = NULL;
+			return fail(code, "internal", err, errlen, "out of memory");
+		}
+		r->nenv++;
+	}
+	return 0;
+}
+
+static int parse_exec(struct request *r, const char **code, char *err, size_t errlen)
+{
+	json_t *o = r->root, *t, *h, *who;
+
+	if (!str_field(o, "command", true, &r->command, err, errlen) ||
+	    !str_field(o, "scope", false, &r->scope, err, errlen))
+		return bad_request(code);
+	if (!*r->command)
+		return fail(code, "bad_request", err, errlen, "'command' is empty");
+	if (r->scope && (!*r->scope || strlen(r->scope) > 256))
+		return fail(code, "bad_request", err, errlen, "'scope' must have 1 to 256 characters");
+	t = json_object_get(o, "timeout");
+	if (t && !json_is_null(t)) {
+		if (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > 86400)
+			return fail(code, "bad_request", err, errlen,
+				    "'timeout' must be whole seconds from 1 to 86400");
+		r->timeout = (unsigned)json_integer_value(t);
+	}
+	h = json_object_get(o, "host");
+	if (h && !json_is_boolean(h))
+		return fail(code, "bad_request", err, errlen, "'host' must be true or false");
+	r->host = json_is_true(h);
+	who = json_object_get(o, "channel_user_id");
+	if (who && !json_is_null(who) && !json_is_string(who))
+		return fail(code, "bad_request", err, errlen, "'channel_user_id' must be a string");
+	if (json_is_string(who)) {
+		r->channel_user_id = json_string_value(who);
+		r->channel_user_id_len = json_string_length(who);
+	}
+	return parse_env(json_object_get(o, "env"), r, code, err, errlen);
+}
+
+int request_parse(const char *line, size_t len, struct request *r,
+		  const char **code, char *err, size_t errlen)
+{
+	json_error_t jerr;
+	const char *op, *why;
+
+	memset(r, 0, sizeof(*r));
+	/* NUL is allowed in strings: an identity may hold one (and is then
+	 * refused); every other field is checked for it. */
+	r->root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	if (!r->root || !json_is_object(r->root))
+		return fail(code, "bad_request", err, errlen, "not a JSON object: %s",
+			    r->root ? "another JSON value" : jerr.text);
+	r->id = json_object_get(r->root, "id");
+	op = json_string_value(json_object_get(r->root, "op"));
+	if (!op)
+		return fail(code, "bad_request", err, errlen, "'op' must be a string");
+	size_t i = 0;
+	while (i < sizeof(ops) / sizeof(*ops) && strcmp(ops[i].name, op))
+		i++;
+	if (i == sizeof(ops) / sizeof(*ops))
+		return fail(code, "unknown_op", err, errlen, "unknown op '%.64s' (ping, acquire,"
+			    " release, exec, status, shutdown)", op);
+	r->op = ops[i].op;
+	if (r->op == REQ_PING || r->op == REQ_STATUS || r->op == REQ_SHUTDOWN)
+		return 0;
+	if (!str_field(r->root, "user", true, &r->user, err, errlen) ||
+	    !str_field(r->root, "thread", true, &r->thread, err, errlen))
+		return bad_request(code);
+	if (id_check(r->user, &why) < 0 || id_check(r->thread, &why) < 0)
+		return fail(code, "bad_request", err, errlen, "invalid user or thread id: %s", why);
+	if (r->op == REQ_EXEC)
+		return parse_exec(r, code, err, errlen);
+	if (!str_field(r->root, "owner", true, &r->owner, err, errlen))
+		return bad_request(code);
+	if (!*r->owner || strlen(r->owner) > 256)
+		return fail(code, "bad_request", err, errlen, "'owner' must have 1 to 256 characters");
+	return 0;
+}
+
+void request_free(struct request *r)
+{
+	for (size_t i = 0; i < r->nenv; i++)
+		free(r->env[i]);
+	free(r->env);
+	json_decref(r->root);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,39 @@
+/* request.h - one line of the broker's protocol, parsed and checked
+ * (docs/protocol.md): nothing here acts, so every request can be
+ * validated (and fuzzed) before anything runs.
+ */
+#ifndef SBX_REQUEST_H
+#define SBX_REQUEST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+enum request_op {
+	REQ_PING, REQ_ACQUIRE, REQ_RELEASE, REQ_EXEC, REQ_STATUS, REQ_SHUTDOWN,
+};
+
+struct request {
+	json_t *root;			/* owns every string below */
+	json_t *id;			/* echoed in replies, or NULL */
+	enum request_op op;
+	const char *user, *thread;	/* ids (ids.h) */
+	const char *owner;		/* acquire, release: 1..256 characters */
+	const char *command;		/* exec */
+	const char *scope;		/* exec, or NULL */
+	unsigned timeout;		/* exec: seconds, 0: the default */
+	bool host;
+	const char *channel_user_id;	/* exec: may hold NUL; NULL if absent */
+	size_t channel_user_id_len;
+	char **env;			/* exec: "K=V" (malloc'd), NULL-terminated */
+	size_t nenv;
+};
+
+/* Parses LINE (LEN bytes) into R. Returns 0, or -EINVAL with the error
+ * code of the reply in *CODE (static) and its message in ERR; R->id is
+ * set whenever the line was a JSON object. request_free() R either way. */
+int request_parse(const char *line, size_t len, struct request *r,
+		  const char **code, char *err, size_t errlen);
+void request_free(struct request *r);
+
+#endif
