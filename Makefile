@@ -71,6 +71,32 @@ $(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC) cli/run
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(INIH_LIBS) $(JSON_LIBS) -lpthread
 
+# libFuzzer targets (clang): each runs FUZZ_SECONDS on a copy of its
+# checked-in corpus; a crash leaves build/fuzz/crash-* and fails.
+FUZZ_SECONDS ?= 20
+FUZZ_TARGETS := names paths classify config request
+FUZZ_CFLAGS  := -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
+                -Icommon -Ifs -Istore -Iexec $(FUZZ_CFLAGS_EXTRA) $(FUSE_CFLAGS)
+FUZZ_SRC_names    := common/ids.c common/log.c fs/names.c fs/confine.c
+FUZZ_SRC_paths    := store/snapshot.c exec/sandbox.c
+FUZZ_SRC_classify := store/snapshot.c exec/output.c exec/env.c
+FUZZ_SRC_config   := exec/config.c common/ids.c
+FUZZ_SRC_request  := exec/request.c exec/env.c common/ids.c
+
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(wildcard */*.h common/*.c fs/*.c store/*.c exec/*.c)
+	@mkdir -p build/fuzz
+	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) $(CRYPTO_LIBS) $(INIH_LIBS) $(JSON_LIBS)
+
+fuzz: test-deps $(addprefix build/fuzz/fuzz_,$(FUZZ_TARGETS))
+	@for t in $(FUZZ_TARGETS); do \
+		rm -rf build/fuzz/corpus-$$t && cp -r tests/fuzz/corpus/$$t build/fuzz/corpus-$$t && \
+		echo "fuzz $$t: $(FUZZ_SECONDS) s" && \
+		build/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
+			-artifact_prefix=build/fuzz/crash-$$t- build/fuzz/corpus-$$t \
+			2>build/fuzz/$$t.log || { tail -30 build/fuzz/$$t.log; exit 1; }; \
+		grep -h "^#.*DONE" build/fuzz/$$t.log | tail -1; \
+	done
+
 deps:
 	@mount-helpers/install-deps
 
@@ -106,6 +132,6 @@ install: all
 clean:
 	rm -rf build bin
 
-.PHONY: all deps test-deps check bench demo install clean
+.PHONY: all deps test-deps check bench demo install clean fuzz
 
 -include $(shell find build -name '*.d' 2>/dev/null)

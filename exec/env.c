@@ -166,10 +166,13 @@ int identity_prefix(const char *id, size_t id_len, char **prefix)
 		   utf8_chars(u, id_len) > IDENTITY_MAX) {
 		*prefix = strdup("unset DEERFLOW_CHANNEL_USER_ID; ");
 	} else {
-		char *q = shell_quote(id);
+		/* Exactly ID_LEN bytes: ID need not end there. */
+		char *copy = strndup(id, id_len);
+		char *q = copy ? shell_quote(copy) : NULL;
 		if (!q || asprintf(prefix, "export DEERFLOW_CHANNEL_USER_ID=%s; ", q) < 0)
 			*prefix = NULL;
 		free(q);
+		free(copy);
 	}
 	return *prefix ? 0 : -ENOMEM;
 }

@@ -125,7 +125,8 @@ static size_t exit_marker(const char *s)
 		p++;
 	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
 		p++;
-	return *p ? strlen(s) : (size_t)(m - s);
+	/* A status has at most 11 characters; a longer "marker" is text. */
+	return *p || p - m > 40 ? strlen(s) : (size_t)(m - s);
 }
 
 char *output_middle_truncate(const char *s, size_t max)

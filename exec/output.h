@@ -40,7 +40,8 @@ char *output_text(const struct capture *out, const struct capture *err,
  * end is not converted: its length goes to *KEEP (for the next chunk). */
 char *utf8_clean(const char *s, size_t n, size_t *keep);
 
-/* S with its middle cut to at most MAX characters, as above (malloc'd). */
+/* S with its middle cut to at most MAX characters, as above (malloc'd).
+ * A MAX below 100 leaves no room for the notice: it may be exceeded. */
 char *output_middle_truncate(const char *s, size_t max);
 
 #endif

@@ -71,6 +71,8 @@ START_TEST(test_exec_identity_prefix_hostile_values)
 	ck_assert_str_eq(prefix_of(NULL, 0), "");
 	ck_assert_str_eq(prefix_of("", 0), "unset DEERFLOW_CHANNEL_USER_ID; ");
 	ck_assert_str_eq(prefix_of("alice", 5), "export DEERFLOW_CHANNEL_USER_ID='alice'; ");
+	/* Found by fuzzing: the id is ID_LEN bytes, not a C string. */
+	ck_assert_str_eq(prefix_of("bobXYZ", 3), "export DEERFLOW_CHANNEL_USER_ID='bob'; ");
 	ck_assert_str_eq(prefix_of("a'b", 3), "export DEERFLOW_CHANNEL_USER_ID='a'\\''b'; ");
 	ck_assert_str_eq(prefix_of("$(id)`id`", 9),
 			 "export DEERFLOW_CHANNEL_USER_ID='$(id)`id`'; ");
@@ -142,6 +144,11 @@ START_TEST(test_exec_capture_limit_and_middle_truncation)
 	char *cut = output_middle_truncate(s, 100);
 	ck_assert_uint_le(utf8_len(cut), 100);
 	ck_assert(!strncmp(cut, "\xe2\x82\xac", 3));
+	/* Found by fuzzing: an "exit line" of any length was kept whole. */
+	char *fake = malloc(200);
+	memset(fake, 'x', 150);
+	strcpy(fake + 150, "\nExit Code: 12345678901234567890123456789012345");
+	ck_assert_uint_le(utf8_len(output_middle_truncate(fake, 100)), 100);
 	capture_free(&out);
 	free(chunk);
 	free(s);

@@ -1,0 +1,24 @@
+/* The broker's request parsing: any line is a request or an error reply,
+ * never a crash; what passes has valid ids and fields. */
+#include "fuzz.h"
+#include "ids.h"
+#include "request.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct request q;
+	const char *code, *why;
+	char err[512];
+
+	int r = request_parse((const char *)data, size, &q, &code, err, sizeof(err));
+
+	if (r == 0 && q.op != REQ_PING && q.op != REQ_STATUS && q.op != REQ_SHUTDOWN &&
+	    (id_check(q.user, &why) < 0 || id_check(q.thread, &why) < 0))
+		abort();
+	if (r == 0 && q.op == REQ_EXEC && (!q.command || !*q.command))
+		abort();
+	if (r < 0 && (!code || !*err))
+		abort();
+	request_free(&q);
+	return 0;
+}
