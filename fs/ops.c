@@ -425,6 +425,8 @@ static void change_end(struct change *c, ssize_t result, bool changed)
 	if (result == -ENOSPC || result == -EDQUOT || result == -EIO ||
 	    result == -EFBIG)
 		stage_failed(c->io.ino, (int)-result);
+	if (changed || result < 0)	/* a failure is news for close() too */
+		stage_written(c->io.ino);
 	handle_change_end(&c->t, c->io.fd, changed);
 	if (changed && !c->h->journaled) {
 		c->h->journaled = true;
@@ -1562,7 +1564,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	if (fh_of(fi)->writer && stage_any(ino)) {
 		stage_lock(v, ino);
 		inode_open_count(v->inodes, ino, &writers);
-		if (writers <= 1)
+		if (writers <= 1 && stage_written_since_made(ino))
 			r = stage_publish(v, ino, false);
 		stage_unlock(v, ino);
 		if (r < 0)

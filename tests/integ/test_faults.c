@@ -1,0 +1,108 @@
+/* Faults under the view: EIO from the backing filesystem (an LD_PRELOAD
+ * shim in the daemon, tests/tools/faultshim.c), the backing filesystem
+ * remounted read-only; the caller gets the errno and nothing published
+ * is lost. Also a shell's `cmd > file`, which closes a duplicate of the
+ * descriptor before it writes: the save stays atomic. */
+#include "cmd.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+static struct tview V;
+static const char *trigger;
+
+static void teardown(void)
+{
+	tview_umount(&V);
+}
+
+/* A view whose daemon fails every write to a file with EIO while
+ * TRIGGER exists. */
+static void mount_faulty(void)
+{
+	const char *dir = test_dir("fault");
+	char *shim = fmt_cmd("%s/faultshim.so", dir);
+
+	OK("cc -shared -fPIC -o '%s' tests/tools/faultshim.c -ldl", shim);
+	trigger = fmt_cmd("%s/trigger", dir);
+	setenv("SBX_FAULT_EIO", trigger, 1);
+	setenv("LD_PRELOAD", shim, 1);
+	int r = tview_mount(&V, NULL, "alice", "faults", NULL);
+	unsetenv("LD_PRELOAD");
+	ck_assert_int_eq(r, 0);
+}
+
+START_TEST(test_faults_eio_keeps_the_published_file)
+{
+	mount_faulty();
+	OK("echo 'old content' > '%s' && cat '%s' > /dev/null", ws_of(&V, "f"), ws_of(&V, "f"));
+	OK("touch '%s'", trigger);
+	/* A shell's redirection and a plain write: EIO, at write or close. */
+	ck_assert_int_ne(STATUS("echo 'new content' > '%s' 2>/dev/null", ws_of(&V, "f")), 0);
+	ck_assert_int_ne(STATUS("python3 -c 'import os; fd=os.open(\"%s\", os.O_WRONLY);"
+				" os.pwrite(fd, b\"X\", 2); os.close(fd)' 2>/dev/null", ws_of(&V, "f")), 0);
+	ck_assert_int_ne(STATUS("echo data > '%s' 2>/dev/null", ws_of(&V, "new")), 0);
+	OK("rm '%s'", trigger);
+	EQ_OUT("old content\n", "cat '%s'", hws_of(&V, "f"));
+	EQ_OUT("old content\n", "cat '%s'", ws_of(&V, "f"));
+	/* And the next save goes through. */
+	OK("echo fine > '%s'", ws_of(&V, "f"));
+	EQ_OUT("fine\n", "cat '%s'", hws_of(&V, "f"));
+	EQ_OUT("", "ls -A '%s'", hpath(&V, ".stage"));
+}
+END_TEST
+
+/* `cmd > file`: open with O_TRUNC, dup2, close the original (a FLUSH),
+ * then the output. The file changes once, when the command is done. */
+START_TEST(test_faults_shell_redirection_is_one_save)
+{
+	ck_assert_int_eq(tview_mount(&V, NULL, "alice", "faults", NULL), 0);
+	OK("echo old > '%s' && cat '%s' > /dev/null", ws_of(&V, "f"), ws_of(&V, "f"));
+	OK("(sh -c 'echo part1; sleep 1; echo part2' > '%s') & sleep 0.4;"
+	   " test \"$(cat '%s')\" = old; r=$?; wait; exit $r", ws_of(&V, "f"), hws_of(&V, "f"));
+	EQ_OUT("part1\npart2\n", "cat '%s'", hws_of(&V, "f"));
+	/* Truncation alone is a save too (published when the file is let go). */
+	OK(": > '%s'", ws_of(&V, "f"));
+	OK("for i in $(seq 50); do test -s '%s' || exit 0; sleep 0.05; done; exit 1",
+	   hws_of(&V, "f"));
+}
+END_TEST
+
+/* The backing filesystem goes read-only under the view: EROFS, reads
+ * still work, nothing changes; writable again, writes work again. */
+START_TEST(test_faults_backing_remounted_read_only)
+{
+	const char *home = test_dir("rohome");
+	char *ws = fmt_cmd("%s/users/alice/threads/faults/user-data/workspace", home);
+
+	OK("mkdir -p '%s'", ws);
+	ck_assert_int_eq(mount("tmpfs", ws, "tmpfs", 0, "size=4m"), 0);
+	ck_assert_int_eq(tview_mount(&V, home, "alice", "faults", NULL), 0);
+	OK("echo kept > '%s' && cat '%s' > /dev/null", ws_of(&V, "f"), ws_of(&V, "f"));
+	ck_assert_int_eq(mount(NULL, ws, NULL, MS_REMOUNT | MS_RDONLY, NULL), 0);
+	char *out = OUT("echo new > '%s' 2>&1; echo rc=$?; touch '%s' 2>&1; echo rc=$?",
+			ws_of(&V, "f"), ws_of(&V, "g"));
+	ck_assert_msg(strstr(out, "Read-only file system") && !strstr(out, "rc=0"), "%s", out);
+	EQ_OUT("kept\n", "cat '%s'", ws_of(&V, "f"));
+	ck_assert_int_eq(mount(NULL, ws, NULL, MS_REMOUNT, NULL), 0);
+	OK("echo again > '%s'", ws_of(&V, "f"));
+	EQ_OUT("again\n", "cat '%s'", hws_of(&V, "f"));
+	tview_umount(&V);
+	umount2(ws, MNT_DETACH);
+}
+END_TEST
+
+Suite *suite_view_faults(void)
+{
+	Suite *s = suite_create("view_faults");
+	TCase *tc = tcase_create("faults");
+
+	tcase_add_checked_fixture(tc, NULL, teardown);
+	tcase_add_test(tc, test_faults_eio_keeps_the_published_file);
+	tcase_add_test(tc, test_faults_shell_redirection_is_one_save);
+	tcase_add_test(tc, test_faults_backing_remounted_read_only);
+	suite_add_tcase(s, tc);
+	return s;
+}
