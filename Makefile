@@ -3,6 +3,8 @@
 #   make                 bin/sbxfs and bin/sbx
 #   make check           install missing packages, build, run all tests
 #   make check SANITIZE=1  the same under AddressSanitizer + UBSan
+#   make stress         the long proofs: fsrand seeds, crashes, concurrent I/O
+#   make fuzz            libFuzzer targets, FUZZ_SECONDS each (clang)
 #   make bench           view vs native benchmarks (see docs/performance.md)
 #   make demo            the README's tour: mount a demo view, use it, unmount
 #   make install         PREFIX=/usr/local DESTDIR=
@@ -107,6 +109,9 @@ check: test-deps
 	@$(MAKE) --no-print-directory all $(OBJ)/tests/check_sbxfs
 	@SBX_BIN=$(CURDIR)/$(BIN) tests/run-tests $(CURDIR)/$(OBJ)/tests/check_sbxfs
 
+stress: test-deps all
+	@SBX_BIN=$(CURDIR)/$(BIN) tests/stress
+
 bench: deps all
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/run-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/snapshot-bench
@@ -132,6 +137,6 @@ install: all
 clean:
 	rm -rf build bin
 
-.PHONY: all deps test-deps check bench demo install clean fuzz
+.PHONY: all deps test-deps check stress bench demo install clean fuzz
 
 -include $(shell find build -name '*.d' 2>/dev/null)

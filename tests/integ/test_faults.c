@@ -94,6 +94,20 @@ START_TEST(test_faults_backing_remounted_read_only)
 }
 END_TEST
 
+/* The daemon killed with SIGKILL in the middle of saves, five times:
+ * every file is one whole version, the next mount sweeps every stage,
+ * the store is intact (tests/tools/crashloop.py; make stress runs it
+ * 200 times). */
+START_TEST(test_faults_killed_mid_save)
+{
+	const char *dir = test_dir("crash");
+
+	EQ_OUT("5 crashes: every file one whole version, no stage left, store intact\n",
+	       "python3 tests/tools/crashloop.py '%s' '%s/home' '%s/mnt' 5 1",
+	       test_bin("sbxfs"), dir, dir);
+}
+END_TEST
+
 Suite *suite_view_faults(void)
 {
 	Suite *s = suite_create("view_faults");
@@ -103,6 +117,7 @@ Suite *suite_view_faults(void)
 	tcase_add_test(tc, test_faults_eio_keeps_the_published_file);
 	tcase_add_test(tc, test_faults_shell_redirection_is_one_save);
 	tcase_add_test(tc, test_faults_backing_remounted_read_only);
+	tcase_add_test(tc, test_faults_killed_mid_save);
 	suite_add_tcase(s, tc);
 	return s;
 }
