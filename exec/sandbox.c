@@ -107,6 +107,9 @@ char **sandbox_argv_namespace(const struct sandbox_cmd *c)
 	add(&a, "--unshare-ipc");
 	add(&a, "--unshare-uts");
 	add(&a, "--unshare-cgroup-try");
+	/* Run as root, bwrap would keep every capability (mount included). */
+	add(&a, "--cap-drop");
+	add(&a, "ALL");
 	if (!c->network)
 		add(&a, "--unshare-net");
 	for (size_t i = 0; i < sizeof(system_dirs) / sizeof(*system_dirs); i++)

@@ -32,6 +32,7 @@ static const struct {
 	{ "view_runs", suite_view_runs },
 	{ "view_differential", suite_view_differential },
 	{ "view_faults", suite_view_faults },
+	{ "view_escape", suite_view_escape },
 	{ "view_broker", suite_view_broker },
 	{ "sanitizers", suite_sanitizers },	/* last: sees every daemon's exit */
 };
