@@ -19,6 +19,7 @@ struct inode_table {
 	size_t nbuckets;		/* a power of two */
 	size_t count;
 	size_t fds, fd_budget, evictions;
+	bool handles;			/* evicted inodes keep a file handle */
 	struct inode lru;		/* sentinel: lru.lru_next is the newest */
 	struct inode *watches[WATCH_BUCKETS];	/* by inotify wd */
 	void (*on_unwatch)(void *, int);
@@ -68,13 +69,68 @@ static void hash_grow(struct inode_table *t)
 	t->nbuckets = n;
 }
 
+/* Takes INO out of the hash, if it is there (a superseded inode is not:
+ * inode_lookup_add()). */
 static void hash_remove(struct inode_table *t, struct inode *ino)
 {
 	struct inode **p = bucket_of(t, ino->domain, ino->dev, ino->ino);
 
-	while (*p != ino)
+	while (*p && *p != ino)
 		p = &(*p)->hnext;
-	*p = ino->hnext;
+	if (*p)
+		*p = ino->hnext;
+	ino->hnext = NULL;
+}
+
+/* The birth time of the object FD designates, if its filesystem keeps
+ * one (ext4, xfs, btrfs, tmpfs). */
+static bool birth_of(int fd, struct timespec *born)
+{
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BTIME, &stx) < 0 ||
+	    !(stx.stx_mask & STATX_BTIME))
+		return false;
+	born->tv_sec = stx.stx_btime.tv_sec;
+	born->tv_nsec = stx.stx_btime.tv_nsec;
+	return true;
+}
+
+/* The file handle of the object FD designates (malloc'd), or NULL. */
+static struct file_handle *handle_of(int fd)
+{
+	struct file_handle *fh = malloc(sizeof(*fh) + MAX_HANDLE_SZ);
+	int mount_id;
+
+	if (fh) {
+		fh->handle_bytes = MAX_HANDLE_SZ;
+		if (name_to_handle_at(fd, "", fh, &mount_id, AT_EMPTY_PATH) == 0)
+			return fh;
+	}
+	free(fh);
+	return NULL;
+}
+
+/* True if FD (attributes ST) is still the object evicted inode INO was:
+ * once nothing holds a deleted file, its inode number can be given to a
+ * new one, which the view must not take for the old (the kernel would
+ * keep the old one's cached names and attributes). A file handle tells
+ * exactly (it carries the inode's generation); else the birth time. */
+static bool same_object(const struct inode *ino, int fd, const struct stat *st)
+{
+	struct timespec born;
+
+	if ((st->st_mode & S_IFMT) != ino->type)
+		return false;
+	if (ino->fh) {
+		_cleanup_(freep) struct file_handle *fh = handle_of(fd);
+		return fh && fh->handle_type == ino->fh->handle_type &&
+		       fh->handle_bytes == ino->fh->handle_bytes &&
+		       !memcmp(fh->f_handle, ino->fh->f_handle, fh->handle_bytes);
+	}
+	return !ino->born_known ||
+	       (birth_of(fd, &born) && born.tv_sec == ino->born.tv_sec &&
+		born.tv_nsec == ino->born.tv_nsec);
 }
 
 static bool evictable(const struct inode *i)
@@ -111,6 +167,11 @@ static void lru_trim(struct inode_table *t)
 
 		if (!i->pins) {
 			lru_unlink(i);
+			/* What finds it again, and tells it from a file
+			 * that gets its number later. */
+			free(i->fh);
+			i->fh = t->handles ? handle_of(i->fd) : NULL;
+			i->born_known = !i->fh && birth_of(i->fd, &i->born);
 			close(i->fd);
 			i->fd = -1;
 			t->fds--;
@@ -171,6 +232,7 @@ static void release_if_unused(struct inode_table *t, struct inode *ino)
 				t->fds--;
 		}
 		free(ino->name);
+		free(ino->fh);
 		free(ino);
 		t->count--;
 		if (parent)
@@ -194,6 +256,8 @@ struct inode_table *inode_table_new(size_t fd_budget)
 	pthread_mutex_init(&t->lock, NULL);
 	t->fd_budget = fd_budget;
 	t->lru.lru_next = t->lru.lru_prev = &t->lru;
+	/* open_by_handle_at() needs CAP_DAC_READ_SEARCH. */
+	t->handles = geteuid() == 0;
 	return t;
 }
 
@@ -279,6 +343,12 @@ struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent,
 	}
 	pthread_mutex_lock(&t->lock);
 	ino = hash_find(t, parent->domain, st->st_dev, st->st_ino);
+	if (ino && ino->fd < 0 && !same_object(ino, fd, st)) {
+		/* Its number now belongs to another object: the old inode
+		 * lives on (unfindable) until the kernel forgets it. */
+		hash_remove(t, ino);
+		ino = NULL;
+	}
 	if (!ino) {
 		ino = inode_alloc(t, st, parent->domain);
 		if (!ino) {
@@ -349,6 +419,23 @@ static int resolve_again(struct inode_table *t, struct inode *ino)
 		free(name);
 		return pfd;
 	}
+	if (ino->fh) {
+		/* The object itself, wherever its names went (a root daemon):
+		 * ESTALE if it is gone. */
+		fd = open_by_handle_at(pfd, ino->fh, O_PATH | O_CLOEXEC);
+		if (fd >= 0 || errno == ESTALE) {
+			inode_unpin(t, parent);
+			free(name);
+			if (fd < 0)
+				return -ESTALE;
+			if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ||
+			    st.st_ino != ino->ino || st.st_dev != ino->dev) {
+				close(fd);
+				return -ESTALE;
+			}
+			return fd;
+		}
+	}
 	fd = confine_lookup(pfd, name);
 	inode_unpin(t, parent);
 	free(name);
@@ -359,7 +446,7 @@ static int resolve_again(struct inode_table *t, struct inode *ino)
 		close(fd);
 		return r;
 	}
-	if (st.st_ino != ino->ino || st.st_dev != ino->dev) {
+	if (st.st_ino != ino->ino || st.st_dev != ino->dev || !same_object(ino, fd, &st)) {
 		close(fd);
 		return -ESTALE;
 	}

@@ -26,6 +26,7 @@
 
 struct root;
 struct stage;
+struct file_handle;
 struct synth;
 
 struct inode {
@@ -42,6 +43,9 @@ struct inode {
 	struct inode *parent;		/* where it was last seen (holds a ref) */
 	char *name;
 	int fd;				/* O_PATH fd, or -1 while evicted */
+	struct file_handle *fh;		/* evicted: its handle (root daemon) */
+	bool born_known;		/* evicted: the object's birth time */
+	struct timespec born;
 	uint32_t pins;			/* requests using fd right now */
 	uint32_t opens;			/* open file/dir handles */
 	uint32_t writers;		/* of which may write */

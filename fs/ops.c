@@ -425,8 +425,6 @@ static void change_end(struct change *c, ssize_t result, bool changed)
 	if (result == -ENOSPC || result == -EDQUOT || result == -EIO ||
 	    result == -EFBIG)
 		stage_failed(c->io.ino, (int)-result);
-	if (changed || result < 0)	/* a failure is news for close() too */
-		stage_written(c->io.ino);
 	handle_change_end(&c->t, c->io.fd, changed);
 	if (changed && !c->h->journaled) {
 		c->h->journaled = true;
@@ -885,6 +883,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	watch_expect(v->watch, dir, name, true);
 	struct as_caller c = caller_enter(v, req);
+	view_names_hold(v, dir, NULL);
 	switch (kind) {
 	case MAKE_NODE:
 		r = mknodat(p.fd, name, mode & ~c.umask, rdev);
@@ -897,6 +896,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		break;
 	}
 	r = r < 0 ? neg_errno() : 0;
+	view_names_release(v, dir, NULL);
 	caller_leave(&c);
 	if (r < 0) {
 		watch_unexpect(v->watch, dir, name, true);
@@ -965,7 +965,9 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (!(flags & AT_REMOVEDIR))
 		journal_preimage_at(v, req, dir, p.fd, name, true);
 	watch_expect(v->watch, dir, name, false);
+	view_names_hold(v, dir, NULL);
 	r = unlinkat(p.fd, name, flags) < 0 ? neg_errno() : 0;
+	view_names_release(v, dir, NULL);
 	gate_end_name(&t, &fd);
 	if (r < 0)
 		watch_unexpect(v->watch, dir, name, false);
@@ -1076,7 +1078,14 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 		watch_expect(v->watch, to, newname, false);
 		watch_expect(v->watch, from, name, true);
 	}
+	view_names_hold(v, from, to);
 	r = renameat2(pf.fd, name, pt.fd, newname, flags) < 0 ? neg_errno() : 0;
+	if (r == 0) {
+		note_moved(v, to, pt.fd, newname);
+		if (exchange)
+			note_moved(v, from, pf.fd, name);
+	}
+	view_names_release(v, from, to);
 	gate_end_name(&t, &dfd);
 	if (r < 0) {
 		watch_unexpect(v->watch, from, name, false);
@@ -1087,9 +1096,6 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 		}
 		return r;
 	}
-	note_moved(v, to, pt.fd, newname);
-	if (exchange)
-		note_moved(v, from, pf.fd, name);
 	journal_note(v, req, exchange ? "exchange" : "rename", from, name, to,
 		     newname);
 	if (carry)
@@ -1143,8 +1149,10 @@ static int do_link(struct view *v, fuse_req_t req, struct inode *ino,
 	else
 		gate_lock(NULL, &t, NULL);
 	watch_expect(v->watch, dir, newname, true);
+	view_names_hold(v, dir, NULL);
 	r = linkat(AT_FDCWD, path, pd.fd, newname, AT_SYMLINK_FOLLOW) < 0
 		    ? neg_errno() : 0;
+	view_names_release(v, dir, NULL);
 	gate_unlock(&t, r == 0 && stat_fd(ps.fd, &st) == 0 ? &st : NULL, false);
 	if (r < 0) {
 		watch_unexpect(v->watch, dir, newname, true);
@@ -1439,7 +1447,9 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 
 	watch_expect(v->watch, dir, name, true);
 	struct as_caller c = caller_enter(v, req);
+	view_names_hold(v, dir, NULL);
 	fd = confine_open_at(p.fd, name, flags, mode & ~c.umask);
+	view_names_release(v, dir, NULL);
 	caller_leave(&c);
 	if (fd < 0) {
 		watch_unexpect(v->watch, dir, name, true);
@@ -1564,7 +1574,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	if (fh_of(fi)->writer && stage_any(ino)) {
 		stage_lock(v, ino);
 		inode_open_count(v->inodes, ino, &writers);
-		if (writers <= 1 && stage_written_since_made(ino))
+		if (writers <= 1)
 			r = stage_publish(v, ino, false);
 		stage_unlock(v, ino);
 		if (r < 0)

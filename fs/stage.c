@@ -32,7 +32,6 @@ struct stage {
 	int fd;			/* read-write */
 	enum stage_state state;
 	int error;		/* first failed change (ACTIVE): the save fails */
-	bool written;		/* changed since made: a FLUSH may publish */
 	char name[40];		/* in the area, if not an O_TMPFILE */
 	/* While the file is open, it keeps the inode number it had when it
 	 * was first staged: programs that hold a file open and compare its
@@ -430,17 +429,6 @@ int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 	stage_free(ino);
 	__atomic_store_n(&ino->stage, s, __ATOMIC_RELEASE);
 	return fd;
-}
-
-void stage_written(struct inode *ino)
-{
-	if (ino->stage && ino->stage->state == STAGE_ACTIVE)
-		ino->stage->written = true;
-}
-
-bool stage_written_since_made(struct inode *ino)
-{
-	return ino->stage && ino->stage->state == STAGE_ACTIVE && ino->stage->written;
 }
 
 void stage_failed(struct inode *ino, int err)

@@ -75,14 +75,6 @@ int stage_for_change(struct view *v, struct inode *ino, int io_fd,
 
 /* (locked) A write, truncate or allocation on the stage failed with ERR:
  * the save fails with it, and the file stays as it was. */
-/* A change reached INO's stage (under its stage lock). Until one has, a
- * FLUSH does not publish: a shell's `cmd > file` opens the file with
- * O_TRUNC, dup2()s the descriptor and closes the original, and that
- * FLUSH must not publish the empty file while the command's output is
- * still to come. The last release publishes in any case. */
-void stage_written(struct inode *ino);
-bool stage_written_since_made(struct inode *ino);
-
 void stage_failed(struct inode *ino, int err);
 
 /* (locked) Publishes INO's unpublished stage, if any: fresh mtime, with

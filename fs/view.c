@@ -343,6 +343,20 @@ void view_names_lock(struct view *v, struct inode *dir, bool exclusive)
 		pthread_rwlock_rdlock(names_lock_of(v, dir));
 }
 
+void view_names_hold(struct view *v, struct inode *a, struct inode *b)
+{
+	pthread_rwlock_rdlock(names_lock_of(v, a));
+	if (b && names_lock_of(v, b) != names_lock_of(v, a))
+		pthread_rwlock_rdlock(names_lock_of(v, b));
+}
+
+void view_names_release(struct view *v, struct inode *a, struct inode *b)
+{
+	if (b && names_lock_of(v, b) != names_lock_of(v, a))
+		pthread_rwlock_unlock(names_lock_of(v, b));
+	pthread_rwlock_unlock(names_lock_of(v, a));
+}
+
 void view_names_unlock(struct view *v, struct inode *dir)
 {
 	pthread_rwlock_unlock(names_lock_of(v, dir));

@@ -156,6 +156,12 @@ int view_may_modify(const struct view *v, const struct inode *dir);
  * other. */
 void view_names_lock(struct view *v, struct inode *dir, bool exclusive);
 void view_names_unlock(struct view *v, struct inode *dir);
+/* The view's own changes of names in A (and B, may be NULL) hold them
+ * shared: a publication's check of its name and its rename are then one
+ * step for them (a rename or unlink in between would have it write over
+ * a name that holds another file now, or bring a deleted one back). */
+void view_names_hold(struct view *v, struct inode *a, struct inode *b);
+void view_names_release(struct view *v, struct inode *a, struct inode *b);
 
 /* The path a thread's tools use for DIR/NAME (NAME may be NULL):
  * "/mnt/user-data/workspace/a.txt". Returns BUF. */

@@ -49,6 +49,17 @@ START_TEST(test_differential_in_place)
 }
 END_TEST
 
+/* Sixteen O_PATH fds at most: idle inodes are evicted and found again
+ * all the time. */
+START_TEST(test_differential_evicting)
+{
+	const char *extra[] = { "--rbw", "off", "--fd-budget", "16", NULL };
+
+	mount_with(extra);
+	fsrand(151, 190, "");
+}
+END_TEST
+
 /* The gate enforcing, the sequence reading each file before it changes
  * it: nothing is refused. */
 START_TEST(test_differential_gate_enforce_with_reads)
@@ -100,6 +111,7 @@ Suite *suite_view_differential(void)
 	tcase_add_checked_fixture(tc, NULL, teardown);
 	tcase_add_test(tc, test_differential_gate_off);
 	tcase_add_test(tc, test_differential_in_place);
+	tcase_add_test(tc, test_differential_evicting);
 	tcase_add_test(tc, test_differential_gate_enforce_with_reads);
 	tcase_add_test(tc, test_differential_save_after_its_other_link_went);
 	tcase_add_test(tc, test_differential_exchange_keeps_read_marks);

@@ -21,13 +21,13 @@ FILES = ["f%d" % i for i in range(10)]
 
 def content(version):
     size = (version * 7919) % (300 * 1024) + 1
-    head = b"v%08d\n" % version
+    head = b"v%010d\n" % version
     return (head + bytes([65 + version % 26]) * size)[: max(size, len(head))]
 
 
 def check_file(path):
     data = open(path, "rb").read()
-    m = re.match(rb"v(\d{8})\n", data)
+    m = re.match(rb"v(\d{10})\n", data)
     if not m:
         return "no version header (%d bytes)" % len(data)
     v = int(m.group(1))
@@ -87,7 +87,7 @@ def main():
             if why:
                 print("iteration %d: %s: %s" % (it, name, why))
                 problems += 1
-            elif open(os.path.join(ws_host, name), "rb").read(9) >= b"v%08d" % ((it + 1) * 1000000):
+            elif open(os.path.join(ws_host, name), "rb").read(11) >= b"v%010d" % ((it + 1) * 1000000):
                 saved += 1	# a save of this iteration made it
         mount()
         left = [n for n in os.listdir(stage_dir)] if os.path.isdir(stage_dir) else []
