@@ -98,30 +98,27 @@ char **sandbox_argv_namespace(const struct sandbox_cmd *c)
 	static const char *const system_dirs[] = {
 		"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 	};
+	/* Its own namespaces, no capabilities (run as root, bwrap would
+	 * keep every one, mount included), killed with the broker, no
+	 * terminal to push input into. */
+	static const char *const fixed[] = {
+		BWRAP, "--die-with-parent", "--new-session", "--unshare-pid",
+		"--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--cap-drop", "ALL",
+	};
+	static const char *const private_dirs[] = {
+		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/mnt",
+	};
 	struct args a = { 0 };
 
-	add(&a, BWRAP);
-	add(&a, "--die-with-parent");
-	add(&a, "--new-session");
-	add(&a, "--unshare-pid");
-	add(&a, "--unshare-ipc");
-	add(&a, "--unshare-uts");
-	add(&a, "--unshare-cgroup-try");
-	/* Run as root, bwrap would keep every capability (mount included). */
-	add(&a, "--cap-drop");
-	add(&a, "ALL");
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(*fixed); i++)
+		add(&a, fixed[i]);
 	if (!c->network)
 		add(&a, "--unshare-net");
 	for (size_t i = 0; i < sizeof(system_dirs) / sizeof(*system_dirs); i++)
 		system_dir(&a, system_dirs[i]);
-	add(&a, "--proc");
-	add(&a, "/proc");
-	add(&a, "--dev");
-	add(&a, "/dev");
-	add(&a, "--tmpfs");
-	add(&a, "/tmp");
-	add(&a, "--dir");
-	add(&a, "/mnt");
+	for (size_t i = 0; i < sizeof(private_dirs) / sizeof(*private_dirs); i++)
+		add(&a, private_dirs[i]);
 	view_dir(&a, c->mount, "user-data", false);
 	view_dir(&a, c->mount, "skills", true);
 	view_dir(&a, c->mount, "acp-workspace", false);
