@@ -44,7 +44,7 @@ static struct inode *hash_find(struct inode_table *t, uint16_t domain,
 			       dev_t dev, ino_t ino)
 {
 	for (struct inode *i = *bucket_of(t, domain, dev, ino); i; i = i->hnext)
-		if (i->ino == ino && i->dev == dev && i->domain == domain)
+		if (i->ino == ino && i->dev == dev && i->domain == domain && !i->superseded)
 			return i;
 	return NULL;
 }
@@ -69,17 +69,13 @@ static void hash_grow(struct inode_table *t)
 	t->nbuckets = n;
 }
 
-/* Takes INO out of the hash, if it is there (a superseded inode is not:
- * inode_lookup_add()). */
 static void hash_remove(struct inode_table *t, struct inode *ino)
 {
 	struct inode **p = bucket_of(t, ino->domain, ino->dev, ino->ino);
 
-	while (*p && *p != ino)
+	while (*p != ino)
 		p = &(*p)->hnext;
-	if (*p)
-		*p = ino->hnext;
-	ino->hnext = NULL;
+	*p = ino->hnext;
 }
 
 /* The birth time of the object FD designates, if its filesystem keeps
@@ -271,6 +267,7 @@ void inode_table_free(struct inode_table *t)
 			if (i->fd >= 0)
 				close(i->fd);
 			free(i->name);
+			free(i->fh);
 			free(i);
 		}
 	}
@@ -345,8 +342,8 @@ struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent,
 	ino = hash_find(t, parent->domain, st->st_dev, st->st_ino);
 	if (ino && ino->fd < 0 && !same_object(ino, fd, st)) {
 		/* Its number now belongs to another object: the old inode
-		 * lives on (unfindable) until the kernel forgets it. */
-		hash_remove(t, ino);
+		 * lives on, never found again, until the kernel forgets it. */
+		ino->superseded = true;
 		ino = NULL;
 	}
 	if (!ino) {

@@ -44,6 +44,8 @@ struct inode {
 	char *name;
 	int fd;				/* O_PATH fd, or -1 while evicted */
 	struct file_handle *fh;		/* evicted: its handle (root daemon) */
+	bool superseded;		/* its inode number went to another
+					 * object: never found again */
 	bool born_known;		/* evicted: the object's birth time */
 	struct timespec born;
 	uint32_t pins;			/* requests using fd right now */
