@@ -706,6 +706,7 @@ int main(int argc, char **argv)
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
+	ops_close_all(&v);
 	view_close(&v);
 	/* libfuse reports the signal that ended the loop as its result. */
 	bool clean = r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP;

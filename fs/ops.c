@@ -79,6 +79,7 @@ static void unpin(struct pinned *p)
 
 /* An open regular file. */
 struct open_file {
+	struct open_file *prev, *next;	/* the view's open handles */
 	int fd;
 	bool writer;		/* opened to modify (write access, O_TRUNC, create) */
 	bool authorized;	/* the gate let it modify; kept until close */
@@ -1207,6 +1208,12 @@ static int fill_open_info(struct view *v, struct inode *ino,
 	h->fd = fd;
 	h->writer = writer;
 	h->authorized = authorized;
+	pthread_mutex_lock(&v->open_files_lock);
+	h->next = v->open_files;
+	if (h->next)
+		h->next->prev = h;
+	v->open_files = h;
+	pthread_mutex_unlock(&v->open_files_lock);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	/* Page cache survives reopen; auto_inval_data drops it when the
 	 * attributes show the file changed. Under the strict gate every
@@ -1218,12 +1225,33 @@ static int fill_open_info(struct view *v, struct inode *ino,
 	return 0;
 }
 
-static void handle_close(struct fuse_file_info *fi)
+static void handle_close(struct view *v, struct fuse_file_info *fi)
 {
 	struct open_file *h = fh_of(fi);
 
+	pthread_mutex_lock(&v->open_files_lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		v->open_files = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&v->open_files_lock);
 	close(h->fd);
 	free(h);
+}
+
+void ops_close_all(struct view *v)
+{
+	/* An unmount under load can drop RELEASE requests still queued in
+	 * the kernel: their handles end here (their data was published at
+	 * the FLUSH that close() sent). */
+	while (v->open_files) {
+		struct open_file *h = v->open_files;
+		v->open_files = h->next;
+		close(h->fd);
+		free(h);
+	}
 }
 
 static bool opens_for_write(int flags)
@@ -1397,7 +1425,7 @@ static void handle_release(struct view *v, struct inode *ino,
 	if (opens == 1)
 		stage_drop(v, ino);
 	bool writer = h->writer;
-	handle_close(fi);
+	handle_close(v, fi);
 	inode_open_unref(v->inodes, ino, writer);
 	stage_unlock(v, ino);
 }

@@ -16,6 +16,11 @@ extern const struct fuse_lowlevel_ops view_ops;
 /* Makes the calling thread and the threads it starts able to switch their
  * filesystem uid/gid without losing capabilities (root daemons only), so
  * new files can belong to the caller. Returns 0 or -errno. */
+struct view;
+
 int ops_enable_creds_switch(void);
+
+/* After the loop: closes the handles the kernel never released. */
+void ops_close_all(struct view *v);
 
 #endif

@@ -206,6 +206,7 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 	for (size_t i = 0; i < STAGE_LOCKS; i++)
 		pthread_rwlock_init(&v->name_locks[i], NULL);
 	pthread_mutex_init(&v->caller.lock, NULL);
+	pthread_mutex_init(&v->open_files_lock, NULL);
 	v->uid = geteuid();
 	v->gid = getegid();
 	clock_gettime(CLOCK_REALTIME, &v->born);

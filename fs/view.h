@@ -112,6 +112,8 @@ struct view {
 	struct watch *watch;		/* NULL: no host watch */
 	struct gate *gate;		/* read-before-write; NULL: off */
 	struct store_writer *writer;	/* the store's rows; NULL: none */
+	struct open_file *open_files;	/* ops.c: the handles, for the end */
+	pthread_mutex_t open_files_lock;
 	int64_t run_since;		/* atomic: the open run's start, or 0
 					 * (journal.h: pre-images) */
 	struct {			/* journal.c: the last caller's name */

@@ -32,8 +32,8 @@ START_TEST(test_escape_publication_never_follows_a_swapped_symlink)
 	 * symlink itself, to a place it may write anyway): what is tested is
 	 * that the daemon's publication never writes through one. */
 	char *saves = OUT("cd '%s' && end=$(($(date +%%s) + 2)); while [ $(date +%%s) -lt $end ]; do"
-	   " mv -f f f.away 2>/dev/null; ln -sfn '%s' f; sleep 0.001; rm -f f;"
-	   " mv -f f.away f 2>/dev/null; done &"
+	   " mv -f f f.away 2>/dev/null; ln -sfn '%s' f; sleep 0.002; rm -f f;"
+	   " mv -f f.away f 2>/dev/null; sleep 0.005; done &"
 	   " python3 -c 'import os, time\nend, n = time.time() + 2, 0\nwhile time.time() < end:\n"
 	   "  try:\n    fd = os.open(\"%s/f\", os.O_RDWR | os.O_NOFOLLOW)\n"
 	   "    os.read(fd, 100); os.ftruncate(fd, 0); os.pwrite(fd, b\"saved\\n\", 0); os.close(fd); n += 1\n"
