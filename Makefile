@@ -89,7 +89,7 @@ build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(wildcard */*.h common
 	@mkdir -p build/fuzz
 	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) $(CRYPTO_LIBS) $(INIH_LIBS) $(JSON_LIBS)
 
-fuzz: test-deps $(addprefix build/fuzz/fuzz_,$(FUZZ_TARGETS))
+fuzz: fuzz-deps $(addprefix build/fuzz/fuzz_,$(FUZZ_TARGETS))
 	@for t in $(FUZZ_TARGETS); do \
 		rm -rf build/fuzz/corpus-$$t && cp -r tests/fuzz/corpus/$$t build/fuzz/corpus-$$t && \
 		echo "fuzz $$t: $(FUZZ_SECONDS) s" && \
@@ -104,6 +104,9 @@ deps:
 
 test-deps:
 	@mount-helpers/install-deps --tests
+
+fuzz-deps:
+	@mount-helpers/install-deps --fuzz
 
 check: test-deps
 	@$(MAKE) --no-print-directory all $(OBJ)/tests/check_sbxfs
@@ -137,6 +140,6 @@ install: all
 clean:
 	rm -rf build bin
 
-.PHONY: all deps test-deps check stress bench demo install clean fuzz
+.PHONY: all deps test-deps fuzz-deps check stress bench demo install clean fuzz
 
 -include $(shell find build -name '*.d' 2>/dev/null)
