@@ -49,6 +49,18 @@ void scan_progress_show(struct scan_progress *p, size_t files);
 /* Clears the line again. */
 void scan_progress_done(struct scan_progress *p);
 
+/* The backing directories a run or a snapshot scans: the thread's
+ * workspace (required) and outputs (-1 if missing). */
+struct thread_roots {
+	int ws, out;
+};
+
+/* Opens them for USER's THREAD under HOME; -errno with a message for
+ * COMMAND if there is no workspace. */
+int thread_roots_open(const char *command, const char *home, const char *user,
+		      const char *thread, struct thread_roots *roots);
+void thread_roots_close(struct thread_roots *roots);
+
 int cmd_audit(int argc, char **argv, const char *home);
 int cmd_snapshot(int argc, char **argv, const char *home);
 int cmd_run(int argc, char **argv, const char *home);

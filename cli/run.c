@@ -5,16 +5,15 @@
 #include "cleanup.h"
 #include "array.h"
 #include "cli.h"
-#include "home.h"
 #include "control.h"
 #include "report.h"
 #include "runlog.h"
 #include "snapshot.h"
+#include "spawn.h"
 #include "store.h"
 #include "summary.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -174,18 +173,9 @@ static int views_each(const char *user, const char *thread,
 	while (f && fgets(line, sizeof(line), f)) {
 		if (strncmp(line, want, strlen(want)))
 			continue;
-		/* The mount point, with /proc's octal escapes undone. */
-		const char *p = line + strlen(want);
-		size_t k = 0;
-		for (; *p && *p != ' ' && k + 1 < sizeof(dir); k++) {
-			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] && p[3]) {
-				dir[k] = (char)((p[1] - '0') << 6 | (p[2] - '0') << 3 | (p[3] - '0'));
-				p += 4;
-			} else {
-				dir[k] = *p++;
-			}
-		}
-		dir[k] = '\0';
+		snprintf(dir, sizeof(dir), "%.*s", (int)strcspn(line + strlen(want), " "),
+			 line + strlen(want));
+		mount_unescape(dir);
 		n++;
 		if (fn)
 			fn(dir, arg);
@@ -225,35 +215,6 @@ static void view_sync(const char *mountpoint, void *arg)
 		usleep(25000);
 }
 
-/* The backing directories of a thread's workspace (required) and outputs
- * (-1 if missing). */
-struct roots {
-	int ws, out;
-};
-
-static void roots_close(struct roots *r)
-{
-	closep(&r->ws);
-	closep(&r->out);
-}
-
-static int roots_open(const char *home, const char *user, const char *thread,
-		      struct roots *roots)
-{
-	_cleanup_(closep) int homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
-
-	roots->out = -1;
-	roots->ws = homefd < 0 ? -errno
-		    : home_thread_dir_open(homefd, user, thread, THREAD_WORKSPACE);
-	if (roots->ws < 0) {
-		fprintf(stderr, "sbx: run: thread %s/%s has no workspace under %s: %s\n",
-			user, thread, home, strerror(-roots->ws));
-		return roots->ws;
-	}
-	roots->out = home_thread_dir_open(homefd, user, thread, THREAD_OUTPUTS);
-	return 0;
-}
-
 /* Ends a scan's batches of contents: commits, or rolls back after R. */
 static int scan_end(struct scan *sc, int r)
 {
@@ -267,7 +228,7 @@ static int scan_end(struct scan *sc, int r)
 
 /* Snapshots the thread in ROOTS with at most MAX files into the store,
  * contents kept by SC. */
-static int take(struct scan *sc, const struct roots *roots, const char *user,
+static int take(struct scan *sc, const struct thread_roots *roots, const char *user,
 		const char *thread, size_t max, struct snapshot *snap, int64_t *id)
 {
 	struct store *s = sc->store;
@@ -294,7 +255,7 @@ static int run_begin(int argc, char **argv, const char *home)
 	char err[PATH_MAX + 256];
 	struct thread_args a;
 	struct snapshot snap;
-	struct roots roots;
+	struct thread_roots roots;
 	struct store *s;
 	int64_t snap_id, id, begun = now_ns();
 	int r = thread_args_parse("run begin", run_usage, argc, argv, home, true, &a);
@@ -305,7 +266,7 @@ static int run_begin(int argc, char **argv, const char *home)
 		fprintf(stderr, "sbx: run: %s\n", err);
 		return 1;
 	}
-	r = roots_open(a.home, a.user, a.thread, &roots);
+	r = thread_roots_open("run", a.home, a.user, a.thread, &roots);
 	if (r == 0) {
 		/* Mounted views record pre-images from now on: a change made
 		 * while the scan runs is seen as it was before. */
@@ -314,7 +275,7 @@ static int run_begin(int argc, char **argv, const char *home)
 		r = take(&scan, &roots, a.user, a.thread,
 			 a.max_files > 0 ? (size_t)a.max_files : SNAPSHOT_MAX_FILES,
 			 &snap, &snap_id);
-		roots_close(&roots);
+		thread_roots_close(&roots);
 	}
 	if (r == 0) {
 		snapshot_free(&snap);
@@ -475,7 +436,7 @@ static int run_end(int argc, char **argv, const char *home)
 	struct runlog journal = { 0 };
 	struct summary_limits limits = SUMMARY_LIMITS_DEFAULT;
 	struct snapshot before = { 0 }, after = { 0 };
-	struct roots roots = { -1, -1 };
+	struct thread_roots roots = { -1, -1 };
 	struct scan scan = { .in_memory = true };
 	struct store_run run;
 	struct run_args a;
@@ -501,7 +462,7 @@ static int run_end(int argc, char **argv, const char *home)
 			strerror(-r));
 		goto done;
 	}
-	r = roots_open(a.home, run.user, run.thread, &roots);
+	r = thread_roots_open("run", a.home, run.user, run.thread, &roots);
 	if (r < 0)
 		goto done;
 	views_each(run.user, run.thread, view_sync, NULL);
@@ -551,7 +512,7 @@ done:
 	snapshot_free(&after);
 	runlog_free(&journal);
 	scan_free(&scan);
-	roots_close(&roots);
+	thread_roots_close(&roots);
 	store_run_free(&run);
 	store_close(s);
 	return r == 0 ? 0 : 1;

@@ -12,6 +12,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -60,6 +61,29 @@ static const char umount_usage[] =
 	"Unmounts the view at MOUNTPOINT; its daemon then exits. A stale mount\n"
 	"(\"Transport endpoint is not connected\" after the daemon died) is\n"
 	"detached. Uses umount2(2) as root, fusermount3 otherwise.\n";
+
+int thread_roots_open(const char *command, const char *home, const char *user,
+		      const char *thread, struct thread_roots *roots)
+{
+	_cleanup_(closep) int homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	roots->out = -1;
+	roots->ws = homefd < 0 ? -errno
+		    : home_thread_dir_open(homefd, user, thread, THREAD_WORKSPACE);
+	if (roots->ws < 0) {
+		fprintf(stderr, "sbx: %s: thread %s/%s has no workspace under %s: %s\n",
+			command, user, thread, home, strerror(-roots->ws));
+		return roots->ws;
+	}
+	roots->out = home_thread_dir_open(homefd, user, thread, THREAD_OUTPUTS);
+	return 0;
+}
+
+void thread_roots_close(struct thread_roots *roots)
+{
+	closep(&roots->ws);
+	closep(&roots->out);
+}
 
 int take_home(int argc, char **argv, int *i, const char **home)
 {

@@ -3,12 +3,10 @@
  * print it. */
 #include "cleanup.h"
 #include "cli.h"
-#include "home.h"
 #include "snapshot.h"
 #include "store.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -109,7 +107,7 @@ static int print_json(int64_t id, const struct snapshot *s)
 
 int cmd_snapshot(int argc, char **argv, const char *home)
 {
-	_cleanup_(closep) int homefd = -1, ws = -1, out = -1;
+	struct thread_roots roots;
 	struct scan_progress prog;
 	char err[PATH_MAX + 256];
 	struct thread_args a;
@@ -123,17 +121,12 @@ int cmd_snapshot(int argc, char **argv, const char *home)
 	if (r >= 0)
 		return r;
 	size_t max = a.max_files > 0 ? (size_t)a.max_files : SNAPSHOT_MAX_FILES;
-	homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	ws = homefd < 0 ? -errno : home_thread_dir_open(homefd, a.user, a.thread, THREAD_WORKSPACE);
-	if (ws < 0) {
-		fprintf(stderr, "sbx: snapshot: thread %s/%s has no workspace under %s: %s\n",
-			a.user, a.thread, a.home, strerror(-ws));
+	if (thread_roots_open("snapshot", a.home, a.user, a.thread, &roots) < 0)
 		return 1;
-	}
-	out = home_thread_dir_open(homefd, a.user, a.thread, THREAD_OUTPUTS);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	scan_progress_init(&prog);
-	r = snapshot_take(ws, out, max, show_progress, NULL, &prog, &snap);
+	r = snapshot_take(roots.ws, roots.out, max, show_progress, NULL, &prog, &snap);
+	thread_roots_close(&roots);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	scan_progress_done(&prog);
 	if (r < 0) {

@@ -59,8 +59,7 @@ int view_unmount(const char *mp, bool lazy)
 	return r == 0 ? 0 : r < 0 ? r : -EBUSY;
 }
 
-/* Undoes the octal escapes of /proc's mount tables in place. */
-static void unescape(char *s)
+void mount_unescape(char *s)
 {
 	char *o = s;
 
@@ -87,7 +86,7 @@ bool is_mount_point(const char *mp)
 			field = strtok_r(NULL, " ", &save);
 		if (!field)
 			continue;
-		unescape(field);
+		mount_unescape(field);
 		if (!strcmp(field, mp))
 			return true;
 	}

@@ -20,6 +20,10 @@ void sibling_program(const char *name, char *buf, size_t size);
  * LAZY. Returns 0, or -errno (-EBUSY: still in use). */
 int view_unmount(const char *mp, bool lazy);
 
+/* Undoes the octal escapes (\040 for a space) of a path in /proc's mount
+ * tables, in place. */
+void mount_unescape(char *s);
+
 /* True if MP is a mount point right now (/proc/self/mountinfo). */
 bool is_mount_point(const char *mp);
 

@@ -348,14 +348,13 @@ static void op_exec(struct client *c, const struct request *q)
 		names[i] = cf->mounts[i].name;
 	names[cf->nmounts] = NULL;
 	struct sandbox_cmd sc = { mount, names, full, cf->network };
-	argv = host ? sandbox_argv_host(&sc) : sandbox_argv_namespace(&sc);
 	char thread_dir[PATH_MAX + 2 * ID_MAX + 32], ws[PATH_MAX + 32];
 	snprintf(thread_dir, sizeof(thread_dir), "%s/users/%s/threads/%s", b->home, user, thread);
 	snprintf(ws, sizeof(ws), "%s/user-data/workspace", mount);
 	const char *mask[] = { mount, thread_dir, NULL };
 	struct stream_ctx sx = { .c = c, .id = id, .mask = host ? mask : NULL };
 	struct run_spec spec = {
-		.argv = argv, .envp = envp, .cwd = host ? ws : NULL, .timeout_s = timeout,
+		.envp = envp, .cwd = host ? ws : NULL, .timeout_s = timeout,
 		.on_output = on_output, .arg = &sx, .cancel_fd = c->fd,
 	};
 	struct run_result res;
@@ -365,6 +364,9 @@ static void op_exec(struct client *c, const struct request *q)
 		r = host && !cmd ? -ENOMEM
 		    : session_run(b->sessions, &ss, host ? cmd : full, &spec, &res);
 	} else {
+		/* A session's shell is built once, by session.c. */
+		argv = host ? sandbox_argv_host(&sc) : sandbox_argv_namespace(&sc);
+		spec.argv = argv;
 		r = argv ? run_command(&spec, &res) : -ENOMEM;
 		leave(b, user, thread);
 	}

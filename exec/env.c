@@ -1,5 +1,6 @@
 /* env.c - see env.h. */
 #include "env.h"
+#include "utf8.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -130,18 +131,10 @@ char *shell_quote(const char *s)
 static bool printable_utf8(const unsigned char *s, size_t n)
 {
 	for (size_t i = 0; i < n;) {
-		unsigned char c = s[i];
-		size_t len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2
-			   : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-		if (len == 0 || i + len > n || (len == 1 && (c < 0x20 || c == 0x7f)))
+		int len = utf8_seq(s + i, n - i);
+		if (len <= 0 || (len == 1 && (s[i] < 0x20 || s[i] == 0x7f)))
 			return false;
-		for (size_t k = 1; k < len; k++)
-			if ((s[i + k] & 0xc0) != 0x80)
-				return false;
-		if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] >= 0xa0) ||
-		    (c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] >= 0x90))
-			return false;	/* overlong, surrogate, beyond U+10FFFF */
-		i += len;
+		i += (size_t)len;
 	}
 	return true;
 }

@@ -1,5 +1,6 @@
 /* output.c - see output.h. */
 #include "output.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -34,28 +35,6 @@ void capture_free(struct capture *c)
 {
 	free(c->data);
 	memset(c, 0, sizeof(*c));
-}
-
-/* The length of the valid UTF-8 sequence at S (N bytes left), 0 if
- * invalid, or -1 if it is cut off by the end. */
-static int utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	size_t len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2
-		   : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-
-	if (len == 0)
-		return 0;
-	for (size_t k = 1; k < len; k++) {
-		if (k >= n)
-			return -1;
-		if ((s[k] & 0xc0) != 0x80)
-			return 0;
-		if (k == 1 && ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) ||
-			       (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90)))
-			return 0;
-	}
-	return (int)len;
 }
 
 char *utf8_clean(const char *s, size_t n, size_t *keep)

@@ -27,20 +27,24 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* In the child, between fork and exec: only async-signal-safe calls. */
-static void child(const struct run_spec *s, int out, int err)
+pid_t runner_spawn(char *const *argv, char *const *envp, const char *cwd,
+		   int in, int out, int err)
 {
-	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	pid_t pid = fork();
 
+	if (pid != 0)
+		return pid < 0 ? -errno : pid;
+	/* The child, between fork and exec: async-signal-safe calls only. */
+	int null = in < 0 ? open("/dev/null", O_RDONLY | O_CLOEXEC) : in;
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
 		_exit(126);
 	setsid();
-	if (s->cwd && chdir(s->cwd) < 0) {
+	if (cwd && chdir(cwd) < 0) {
 		static const char msg[] = "sbx: cannot enter the working directory\n";
 		(void)!write(2, msg, sizeof(msg) - 1);
 		_exit(126);
 	}
-	execve(s->argv[0], s->argv, s->envp);
+	execve(argv[0], argv, envp);
 	static const char msg[] = "sbx: cannot start the command\n";
 	(void)!write(2, msg, sizeof(msg) - 1);
 	_exit(127);
@@ -76,15 +80,12 @@ int run_command(const struct run_spec *s, struct run_result *r)
 		closep(&out[0]), closep(&out[1]), closep(&err[0]), closep(&err[1]);
 		return e;
 	}
-	pid = fork();
-	if (pid == 0)
-		child(s, out[1], err[1]);
-	int fork_errno = errno;
+	pid = runner_spawn(s->argv, s->envp, s->cwd, -1, out[1], err[1]);
 	closep(&out[1]);
 	closep(&err[1]);
 	if (pid < 0) {
 		closep(&out[0]), closep(&err[0]);
-		return -fork_errno;
+		return pid;
 	}
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct run_spec {
 	char *const *argv;		/* argv[0]: an absolute path */
@@ -34,6 +35,13 @@ struct run_result {
 	bool timed_out, cancelled;
 	struct capture out, err;
 };
+
+/* Forks and executes ARGV with ENVP in CWD (NULL: the caller's), in a
+ * session of its own, stdin IN (-1: /dev/null), stdout OUT, stderr ERR.
+ * Returns the child's pid or -errno. Only async-signal-safe calls run
+ * between the fork and the exec: safe from any thread. */
+pid_t runner_spawn(char *const *argv, char *const *envp, const char *cwd,
+		   int in, int out, int err);
 
 /* Returns 0 with R filled (run_result_free()), or -errno if the command
  * could not be started. */

@@ -66,6 +66,19 @@ const char *sandbox_shell(void)
 	return access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
 }
 
+/* The shell running COMMAND, or, for a session (NULL), commands read
+ * from stdin. */
+static void add_shell(struct args *a, const char *command)
+{
+	add(a, sandbox_shell());
+	if (command) {
+		add(a, "-c");
+		add(a, command);
+	} else {
+		add(a, "-s");
+	}
+}
+
 /* A host system directory: the same link, or a read-only bind. */
 static void system_dir(struct args *a, const char *dir)
 {
@@ -128,24 +141,18 @@ char **sandbox_argv_namespace(const struct sandbox_cmd *c)
 	add(&a, "/mnt/user-data/workspace");
 	add3(&a, "--setenv", "HOME", "/tmp");
 	add(&a, "--");
-	add(&a, sandbox_shell());
-	if (c->command) {
-		add(&a, "-c");
-		add(&a, c->command);
-	} else {
-		add(&a, "-s");		/* a session: commands on stdin */
-	}
+	add_shell(&a, c->command);
 	return done(&a);
 }
 
 char **sandbox_argv_host(const struct sandbox_cmd *c)
 {
 	struct args a = { 0 };
-	char *cmd = sandbox_rewrite(c->command, c->mount, c->extra);
+	char *cmd = c->command ? sandbox_rewrite(c->command, c->mount, c->extra) : NULL;
 
-	if (!cmd)
+	if (c->command && !cmd)
 		return NULL;
-	add3(&a, sandbox_shell(), "-c", cmd);
+	add_shell(&a, cmd);
 	free(cmd);
 	return done(&a);
 }

@@ -30,7 +30,8 @@ struct sandbox_cmd {
 };
 
 /* The argv (malloc'd strings, NULL-terminated; sandbox_argv_free()) to
- * run C, or NULL (out of memory, or no shell). */
+ * run C (a shell reading stdin if C's command is NULL), or NULL (out of
+ * memory). */
 char **sandbox_argv_namespace(const struct sandbox_cmd *c);
 char **sandbox_argv_host(const struct sandbox_cmd *c);
 void sandbox_argv_free(char **argv);

@@ -63,22 +63,6 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static pid_t fork_shell(const struct spawn *sp)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		if (dup2(sp->in, 0) < 0 || dup2(sp->out, 1) < 0 || dup2(sp->err, 2) < 0)
-			_exit(126);
-		setsid();
-		if (sp->cwd && chdir(sp->cwd) < 0)
-			_exit(126);
-		execve(sp->argv[0], sp->argv, sp->envp);
-		_exit(127);
-	}
-	return pid < 0 ? -errno : pid;
-}
-
 static void *spawner_main(void *arg)
 {
 	struct session_pool *p = arg;
@@ -89,7 +73,8 @@ static void *spawner_main(void *arg)
 			pthread_cond_wait(&p->wake, &p->lock);
 			continue;
 		}
-		p->request->pid = fork_shell(p->request);
+		struct spawn *sp = p->request;
+		sp->pid = runner_spawn(sp->argv, sp->envp, sp->cwd, sp->in, sp->out, sp->err);
 		p->request->done = true;
 		p->request = NULL;
 		pthread_cond_broadcast(&p->spawned);
@@ -188,23 +173,13 @@ unsigned sessions_count(struct session_pool *p)
 static int start_shell(struct session_pool *pool, struct session *s,
 		       const struct session_spec *spec)
 {
+	struct sandbox_cmd c = *spec->sandbox;
 	int in[2], out[2], err[2];
-	char **argv;
 
-	if (spec->host) {
-		const char *sh = sandbox_shell();
-		argv = calloc(3, sizeof(*argv));
-		if (argv && (argv[0] = strdup(sh)))
-			argv[1] = strdup("-s");
-	} else {
-		struct sandbox_cmd c = *spec->sandbox;
-		c.command = NULL;
-		argv = sandbox_argv_namespace(&c);
-	}
-	if (!argv || !argv[1]) {
-		sandbox_argv_free(argv);
+	c.command = NULL;	/* a shell reading its commands */
+	char **argv = spec->host ? sandbox_argv_host(&c) : sandbox_argv_namespace(&c);
+	if (!argv)
 		return -ENOMEM;
-	}
 	if (pipe2(in, O_CLOEXEC) < 0) {
 		sandbox_argv_free(argv);
 		return -errno;

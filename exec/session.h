@@ -29,7 +29,7 @@ struct session_pool *sessions_new(unsigned max_sessions);
 /* Kills every session. */
 void sessions_free(struct session_pool *p);
 
-/* What a session runs: its sandbox (C's command is ignored), whether it
+/* What a session runs: its sandbox (the command is ignored), whether it
  * is a host shell, its environment. */
 struct session_spec {
 	const char *user, *thread, *scope;

@@ -2,6 +2,7 @@
 #include "snapshot.h"
 #include "array.h"
 #include "cleanup.h"
+#include "utf8.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -143,40 +144,12 @@ static bool utf16_text(const uint8_t *s, size_t n)
 static bool utf8_text(const uint8_t *s, size_t n)
 {
 	for (size_t i = 0; i < n;) {
-		uint8_t c = s[i];
-		size_t len;
-		uint32_t cp;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf) {
-			len = 2;
-			cp = c & 0x1f;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			len = 3;
-			cp = c & 0x0f;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			len = 4;
-			cp = c & 0x07;
-		} else {
+		int len = utf8_seq(s + i, n - i);
+		if (len < 0)
+			return true;
+		if (len == 0)
 			return false;
-		}
-		for (size_t k = 1; k < len; k++) {
-			if (i + k >= n)
-				return true;	/* cut off by the sample's end */
-			if ((s[i + k] & 0xc0) != 0x80)
-				return false;
-			cp = cp << 6 | (s[i + k] & 0x3f);
-			/* Overlong, surrogate or out of range, decided as early
-			 * as the second byte allows. */
-			if (k == 1 && ((len == 3 && cp < 0x20) ||
-				       (len == 3 && cp >= 0x360 && cp <= 0x37f) ||
-				       (len == 4 && (cp < 0x10 || cp > 0x10f))))
-				return false;
-		}
-		i += len;
+		i += (size_t)len;
 	}
 	return true;
 }

@@ -346,7 +346,8 @@ void store_writer_audit(struct store_writer *w, const struct store_audit *a)
 	enqueue(w, r);
 }
 
-void store_writer_event(struct store_writer *w, const struct store_event *e)
+/* A row for event E, every string copied into it; NULL if out of memory. */
+static struct row *event_row(struct store_writer *w, const struct store_event *e)
 {
 	const char *target = e->pre ? e->pre->target : NULL;
 	size_t at = 0, text = strlen(e->op) + strlen(e->path) + strlen(e->comm) + 3 +
@@ -355,7 +356,7 @@ void store_writer_event(struct store_writer *w, const struct store_event *e)
 	struct row *r = row_new(w, ROW_EVENT, text);
 
 	if (!r)
-		return;
+		return NULL;
 	r->event = *e;
 	r->event.op = put_text(r, &at, e->op);
 	r->event.path = put_text(r, &at, e->path);
@@ -367,34 +368,36 @@ void store_writer_event(struct store_writer *w, const struct store_event *e)
 		r->pre.target = target ? (char *)put_text(r, &at, target) : NULL;
 		r->event.pre = &r->pre;
 	}
-	enqueue(w, r);
+	return r;
+}
+
+void store_writer_event(struct store_writer *w, const struct store_event *e)
+{
+	struct row *r = event_row(w, e);
+
+	if (r)
+		enqueue(w, r);
 }
 
 int store_writer_preimage_fd(struct store_writer *w, const struct store_event *e,
 			     int fd)
 {
+	struct store_event bare = *e;
+	struct row *r;
+
+	bare.pre = NULL;	/* the thread reads it from FD */
 	pthread_mutex_lock(&w->lock);
 	bool room = w->fds < MAX_PENDING_FDS;
 	w->fds += room;
 	pthread_mutex_unlock(&w->lock);
 	if (!room)
 		return -EBUSY;
-	struct store_event copy = *e;
-	copy.pre = NULL;
-	/* The row is queued with its fd: nothing can fail after this. */
-	size_t at = 0, text = strlen(e->op) + strlen(e->path) + strlen(e->comm) + 3;
-	struct row *r = row_new(w, ROW_EVENT, text);
-	if (!r) {
+	if (!(r = event_row(w, &bare))) {
 		pthread_mutex_lock(&w->lock);
 		w->fds--;
 		pthread_mutex_unlock(&w->lock);
 		return -ENOMEM;
 	}
-	r->event = copy;
-	r->event.op = put_text(r, &at, e->op);
-	r->event.path = put_text(r, &at, e->path);
-	r->event.path2 = NULL;
-	r->event.comm = put_text(r, &at, e->comm);
 	r->fd = fd;
 	enqueue(w, r);
 	return 0;

@@ -1,0 +1,32 @@
+/* utf8.h - one UTF-8 decoder for the text rules: the snapshot's text
+ * test, cleaning command output, checking an identity. */
+#ifndef SBX_UTF8_H
+#define SBX_UTF8_H
+
+#include <stddef.h>
+
+/* The length of the UTF-8 sequence at S (N > 0 bytes left): 1 to 4; 0 if
+ * it is invalid (a stray byte, overlong, a surrogate, beyond U+10FFFF);
+ * -1 if it is valid as far as it goes but cut off by the end. */
+static inline int utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2
+		   : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+
+	if (len == 0)
+		return 0;
+	for (size_t k = 1; k < len; k++) {
+		if (k >= n)
+			return -1;
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+		/* Decided by the second byte, as early as it can be. */
+		if (k == 1 && ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) ||
+			       (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90)))
+			return 0;
+	}
+	return (int)len;
+}
+
+#endif
