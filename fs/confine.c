@@ -104,11 +104,35 @@ void confine_fd_path(int fd, char buf[CONFINE_FD_PATH_MAX])
 	snprintf(buf, CONFINE_FD_PATH_MAX, "/proc/self/fd/%d", fd);
 }
 
+/* Process-wide by nature, as no_openat2. */
+static bool no_open_tree;
+
+/* An O_PATH fd of the inode FD holds, without a walk through /proc:
+ * open_tree(2) (Linux 5.2) without OPEN_TREE_CLONE is exactly that. */
+static int reopen_path(int fd)
+{
+	int nfd;
+
+	if (__atomic_load_n(&no_open_tree, __ATOMIC_RELAXED))
+		return -ENOSYS;
+	nfd = (int)syscall(SYS_open_tree, fd, "", AT_EMPTY_PATH | O_CLOEXEC);
+	if (nfd >= 0)
+		return nfd;
+	if (errno == ENOSYS || errno == EPERM) {	/* EPERM: seccomp */
+		__atomic_store_n(&no_open_tree, true, __ATOMIC_RELAXED);
+		return -ENOSYS;
+	}
+	return neg_errno();
+}
+
 int confine_reopen(int fd, int flags)
 {
 	char path[CONFINE_FD_PATH_MAX];
 	int nfd;
 
+	if ((flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)) == O_PATH &&
+	    (nfd = reopen_path(fd)) != -ENOSYS)
+		return nfd;
 	confine_fd_path(fd, path);
 	nfd = open(path, (flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC);
 	return nfd >= 0 ? nfd : neg_errno();

@@ -11,7 +11,8 @@
  * The one deliberate use of a magic link is confine_reopen() and
  * confine_fd_path(): the daemon re-opens or names an inode it already holds
  * by /proc/self/fd/N, which designates exactly that inode and nothing a
- * caller can influence.
+ * caller can influence. (A re-open as O_PATH uses open_tree(2) on the fd
+ * itself instead, where the kernel has it: the same inode, no walk.)
  */
 #ifndef SBX_CONFINE_H
 #define SBX_CONFINE_H

@@ -243,6 +243,8 @@ static void *hasher_main(void *arg)
 {
 	struct gate *g = arg;
 
+	pthread_setname_np(pthread_self(), "sbxfs-hash");
+
 	pthread_mutex_lock(&g->hlock);
 	for (;;) {
 		while (!g->jobs && !g->stopping)

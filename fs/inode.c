@@ -5,11 +5,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #define WATCH_BUCKETS 4096
 
@@ -20,6 +22,10 @@ struct inode_table {
 	size_t count;
 	size_t fds, fd_budget, evictions;
 	bool handles;			/* evicted inodes keep a file handle */
+	/* open_by_handle_at() refuses an O_PATH mount fd (EBADF): one
+	 * directory opened for reading per filesystem serves instead. */
+	struct { dev_t dev; int fd; } anchors[8];
+	size_t nanchors;
 	struct inode lru;		/* sentinel: lru.lru_next is the newest */
 	struct inode *watches[WATCH_BUCKETS];	/* by inotify wd */
 	void (*on_unwatch)(void *, int);
@@ -167,7 +173,7 @@ static void lru_trim(struct inode_table *t)
 			 * that gets its number later. */
 			free(i->fh);
 			i->fh = t->handles ? handle_of(i->fd) : NULL;
-			i->born_known = !i->fh && birth_of(i->fd, &i->born);
+			i->born_known = birth_of(i->fd, &i->born);
 			close(i->fd);
 			i->fd = -1;
 			t->fds--;
@@ -271,6 +277,8 @@ void inode_table_free(struct inode_table *t)
 			free(i);
 		}
 	}
+	for (size_t a = 0; a < t->nanchors; a++)
+		close(t->anchors[a].fd);
 	free(t->buckets);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
@@ -394,6 +402,27 @@ void inode_forget(struct inode_table *t, struct inode *ino, uint64_t n)
 	pthread_mutex_unlock(&t->lock);
 }
 
+/* The readable directory on filesystem DEV that open_by_handle_at() takes
+ * as its mount fd, opened from directory DIRFD (on DEV) the first time;
+ * -1 if there is none. */
+static int anchor_of(struct inode_table *t, dev_t dev, int dirfd)
+{
+	int fd = -1;
+
+	pthread_mutex_lock(&t->lock);
+	for (size_t a = 0; a < t->nanchors && fd < 0; a++)
+		if (t->anchors[a].dev == dev)
+			fd = t->anchors[a].fd;
+	if (fd < 0 && t->nanchors < sizeof(t->anchors) / sizeof(t->anchors[0]) &&
+	    (fd = confine_opendir(dirfd)) >= 0) {
+		t->anchors[t->nanchors].dev = dev;
+		t->anchors[t->nanchors].fd = fd;
+		t->nanchors++;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return fd;
+}
+
 /* Re-opens an evicted inode from its parent's fd and name. */
 static int resolve_again(struct inode_table *t, struct inode *ino)
 {
@@ -419,8 +448,10 @@ static int resolve_again(struct inode_table *t, struct inode *ino)
 	if (ino->fh) {
 		/* The object itself, wherever its names went (a root daemon):
 		 * ESTALE if it is gone. */
-		fd = open_by_handle_at(pfd, ino->fh, O_PATH | O_CLOEXEC);
-		if (fd >= 0 || errno == ESTALE) {
+		int mfd = anchor_of(t, parent->dev, pfd);
+
+		fd = mfd < 0 ? -1 : open_by_handle_at(mfd, ino->fh, O_PATH | O_CLOEXEC);
+		if (fd >= 0 || (mfd >= 0 && errno == ESTALE)) {
 			inode_unpin(t, parent);
 			free(name);
 			if (fd < 0)
@@ -580,6 +611,57 @@ int inode_parent_fd_get(struct inode_table *t, struct inode *ino,
 	return fd;
 }
 
+static void stat_of_statx(const struct statx *x, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_dev = makedev(x->stx_dev_major, x->stx_dev_minor);
+	st->st_ino = x->stx_ino;
+	st->st_mode = x->stx_mode;
+	st->st_nlink = x->stx_nlink;
+	st->st_uid = x->stx_uid;
+	st->st_gid = x->stx_gid;
+	st->st_rdev = makedev(x->stx_rdev_major, x->stx_rdev_minor);
+	st->st_size = (off_t)x->stx_size;
+	st->st_blksize = x->stx_blksize;
+	st->st_blocks = (blkcnt_t)x->stx_blocks;
+	st->st_atim = (struct timespec){ x->stx_atime.tv_sec, x->stx_atime.tv_nsec };
+	st->st_mtim = (struct timespec){ x->stx_mtime.tv_sec, x->stx_mtime.tv_nsec };
+	st->st_ctim = (struct timespec){ x->stx_ctime.tv_sec, x->stx_ctime.tv_nsec };
+}
+
+int inode_stat_evicted(struct inode_table *t, struct inode *ino,
+		       struct stat *st)
+{
+	char name[NAME_MAX + 1];
+	struct inode *parent;
+	struct timespec born;
+	struct statx x;
+	bool evicted;
+	int pfd, r;
+
+	pthread_mutex_lock(&t->lock);
+	evicted = ino->fd < 0 && ino->born_known && !ino->synth;
+	born = ino->born;
+	pthread_mutex_unlock(&t->lock);
+	if (!evicted)
+		return -EAGAIN;
+	pfd = inode_parent_fd_get(t, ino, &parent, name, sizeof(name));
+	if (pfd < 0)
+		return -EAGAIN;
+	r = statx(pfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
+		  STATX_BASIC_STATS | STATX_BTIME, &x);
+	inode_unpin(t, parent);
+	if (r < 0 || (x.stx_mask & (STATX_BASIC_STATS | STATX_BTIME)) !=
+		     (STATX_BASIC_STATS | STATX_BTIME) ||
+	    makedev(x.stx_dev_major, x.stx_dev_minor) != ino->dev ||
+	    x.stx_ino != ino->ino || (x.stx_mode & S_IFMT) != ino->type ||
+	    x.stx_btime.tv_sec != born.tv_sec ||
+	    x.stx_btime.tv_nsec != (uint32_t)born.tv_nsec)
+		return -EAGAIN;
+	stat_of_statx(&x, st);
+	return 0;
+}
+
 struct inode *inode_find(struct inode_table *t, uint16_t domain, dev_t dev,
 			 ino_t ino)
 {
@@ -624,20 +706,24 @@ static bool ts_eq(struct timespec a, struct timespec b)
 	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
 }
 
-bool inode_attr_changed(struct inode_table *t, struct inode *ino,
-			const struct stat *st)
+struct inode *inode_find_changed(struct inode_table *t, uint16_t domain,
+				 const struct stat *st)
 {
-	bool changed;
+	struct inode *i;
 
 	pthread_mutex_lock(&t->lock);
-	changed = !ino->writers &&
-		  (!ts_eq(ino->seen_mtime, st->st_mtim) ||
-		   !ts_eq(ino->seen_ctime, st->st_ctim) ||
-		   ino->seen_size != st->st_size);
-	if (changed)
-		note(ino, st);
+	i = hash_find(t, domain, st->st_dev, st->st_ino);
+	if (i && !i->writers &&
+	    (!ts_eq(i->seen_mtime, st->st_mtim) ||
+	     !ts_eq(i->seen_ctime, st->st_ctim) ||
+	     i->seen_size != st->st_size)) {
+		note(i, st);
+		i->pins++;
+	} else {
+		i = NULL;
+	}
 	pthread_mutex_unlock(&t->lock);
-	return changed;
+	return i;
 }
 
 void inode_set_watch(struct inode_table *t, struct inode *ino, int wd)

@@ -11,6 +11,8 @@
  * used idle fds are closed, and inode_fd_get() re-resolves an inode from
  * its parent by the name it was last seen under, checking that the same
  * object (st_dev, st_ino) is found; if not, the inode is stale (-ESTALE).
+ * A root daemon finds it by its file handle first, wherever its names
+ * went. A stat of an evicted inode needs no fd (inode_stat_evicted).
  * Fixed inodes (a root's top directory) and inodes with open handles keep
  * their fd.
  *
@@ -96,6 +98,14 @@ void inode_forget(struct inode_table *t, struct inode *ino, uint64_t n);
 int inode_fd_get(struct inode_table *t, struct inode *ino);
 void inode_unpin(struct inode_table *t, struct inode *ino);
 
+/* Fills ST for an evicted INO without taking an fd for it: by its name
+ * in its parent, if what is there now is INO (st_dev, st_ino, type and
+ * birth time agree; the birth time tells it from a later file given the
+ * same inode number). Returns 0, or -EAGAIN if INO holds an fd or cannot
+ * be told apart that way: inode_fd_get() then. */
+int inode_stat_evicted(struct inode_table *t, struct inode *ino,
+		       struct stat *st);
+
 /* Pins the directory INO was last seen in and copies its name there into
  * NAME. Returns the directory's fd (unpin *PARENT after use) or -errno. */
 int inode_parent_fd_get(struct inode_table *t, struct inode *ino,
@@ -127,11 +137,13 @@ int inode_rekey(struct inode_table *t, struct inode *ino, int fd,
 void inode_note_attr(struct inode_table *t, struct inode *ino,
 		     const struct stat *st);
 
-/* True if ST (fresh from the backing file) differs from what the kernel
- * was last given for INO and no handle of the view is writing it (its own
- * writes are not news to the kernel); notes ST. */
-bool inode_attr_changed(struct inode_table *t, struct inode *ino,
-			const struct stat *st);
+/* The inode of the object ST describes (fresh from the backing file, in
+ * DOMAIN), pinned, if ST differs from what the kernel was last given for
+ * it and no handle of the view is writing it (its own writes are not news
+ * to the kernel); ST is noted. NULL otherwise: one lock for the common
+ * case of nothing new. */
+struct inode *inode_find_changed(struct inode_table *t, uint16_t domain,
+				 const struct stat *st);
 
 /* Directory watches: WD is INO's inotify watch (0 to forget it). */
 void inode_set_watch(struct inode_table *t, struct inode *ino, int wd);

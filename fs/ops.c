@@ -149,12 +149,9 @@ static int io_change_fd(struct io *io, struct open_file *h)
 	return fd;
 }
 
-static int inode_stat(struct view *v, struct inode *ino, struct stat *st)
+/* The attributes of INO from the fd it holds (pinned for the call). */
+static int stat_held(struct view *v, struct inode *ino, struct stat *st)
 {
-	if (ino->synth) {
-		view_synth_attr(v, ino, st);
-		return 0;
-	}
 	_pinned_ p = pin(v, ino);
 	if (p.fd < 0)
 		return p.fd;
@@ -162,6 +159,21 @@ static int inode_stat(struct view *v, struct inode *ino, struct stat *st)
 	int r = stat_fd(io.fd >= 0 ? io.fd : p.fd, st);
 	if (r == 0 && io.locked)
 		stage_attr(ino, st);
+	return r;
+}
+
+static int inode_stat(struct view *v, struct inode *ino, struct stat *st)
+{
+	int r;
+
+	if (ino->synth) {
+		view_synth_attr(v, ino, st);
+		return 0;
+	}
+	/* Beyond the fd budget, a stat takes no fd (and evicts none). */
+	r = inode_stat_evicted(v->inodes, ino, st);
+	if (r < 0)
+		r = stat_held(v, ino, st);
 	if (r == 0) {
 		inode_note_attr(v->inodes, ino, st);
 		view_map_attr(v, ino, st);
@@ -449,11 +461,15 @@ struct as_caller {
 };
 
 static __thread bool thread_fs_unshared;
+static __thread mode_t thread_umask;	/* valid once unshared */
 
 static bool unshare_thread_fs(void)
 {
-	if (!thread_fs_unshared && unshare(CLONE_FS) == 0)
+	if (!thread_fs_unshared && unshare(CLONE_FS) == 0) {
+		thread_umask = umask(0);
+		umask(thread_umask);
 		thread_fs_unshared = true;
+	}
 	return thread_fs_unshared;
 }
 
@@ -463,9 +479,12 @@ static struct as_caller caller_enter(struct view *v, fuse_req_t req)
 	struct as_caller c = { false, 0 };
 
 	if (v->caller_umask) {
-		if (unshare_thread_fs())
-			umask(ctx->umask);
-		else
+		if (unshare_thread_fs()) {
+			/* Callers rarely change it: skip the syscall. */
+			if (thread_umask != ctx->umask)
+				umask(ctx->umask);
+			thread_umask = ctx->umask;
+		} else
 			c.umask = ctx->umask;	/* default ACLs then lose */
 	}
 	if (v->creds_switch && (ctx->uid != 0 || ctx->gid != 0)) {

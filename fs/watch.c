@@ -263,8 +263,8 @@ static void handle_event(struct watch *w, struct inode *dir,
 	inode_unpin(t, dir);
 	if (r < 0)
 		return;		/* gone again; its delete event follows */
-	child = inode_find(t, dir->domain, st.st_dev, st.st_ino);
 	if (e->mask & (IN_CREATE | IN_MOVED_TO)) {
+		child = inode_find(t, dir->domain, st.st_dev, st.st_ino);
 		if (!child || !inode_is_named(t, child, dir, e->name)) {
 			fuse_lowlevel_notify_inval_entry(w->se, id_of(dir),
 							 e->name,
@@ -274,22 +274,41 @@ static void handle_event(struct watch *w, struct inode *dir,
 				inode_moved(t, dir->domain, st.st_dev,
 					    st.st_ino, dir, e->name);
 		}
-	} else if (child && inode_attr_changed(t, child, &st)) {
-		fuse_lowlevel_notify_inval_inode(w->se, id_of(child), 0, 0);
+	} else {
+		child = inode_find_changed(t, dir->domain, &st);
+		if (child)
+			fuse_lowlevel_notify_inval_inode(w->se, id_of(child), 0, 0);
 	}
 	if (child)
 		inode_unpin(t, child);
 }
 
+/* An event that only says a name's content or attributes changed. */
+static bool attr_only(const struct inotify_event *e)
+{
+	return e->len && !(e->mask & ~(uint32_t)(IN_MODIFY | IN_ATTRIB |
+						 IN_CLOSE_WRITE | IN_ISDIR));
+}
+
 static void process(struct watch *w, const char *buf, ssize_t len)
 {
 	struct inode_table *t = w->view->inodes;
+	const struct inotify_event *prev = NULL;
 
 	for (const char *p = buf; p < buf + len;) {
 		const struct inotify_event *e = (const void *)p;
 		struct inode *dir;
 
 		p += sizeof(*e) + e->len;
+		/* A write and its close (IN_MODIFY, IN_CLOSE_WRITE) come in
+		 * pairs: the attributes read for the first are already those
+		 * after the second, which was queued before this batch was
+		 * read. */
+		bool repeat = prev && attr_only(e) && attr_only(prev) &&
+			      e->wd == prev->wd && !strcmp(e->name, prev->name);
+		prev = e;
+		if (repeat)
+			continue;
 		if (e->mask & IN_Q_OVERFLOW) {
 			invalidate_everything(w);
 			continue;
@@ -315,6 +334,8 @@ static void *watch_thread(void *arg)
 	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
 	struct pollfd pfd[2] = { { .fd = w->ifd, .events = POLLIN },
 				 { .fd = w->stop, .events = POLLIN } };
+
+	pthread_setname_np(pthread_self(), "sbxfs-watch");
 
 	for (;;) {
 		if (poll(pfd, 2, -1) < 0 && errno != EINTR)

@@ -162,6 +162,8 @@ static void *writer_main(void *arg)
 {
 	struct store_writer *w = arg;
 
+	pthread_setname_np(pthread_self(), "sbxfs-store");
+
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		while (!w->head && !w->stopping)

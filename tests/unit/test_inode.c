@@ -87,8 +87,83 @@ START_TEST(test_inode_reports_stale_after_host_replacement)
 	ck_assert_int_ge(keep, 0);
 	ck_assert_int_eq(unlink(p), 0);
 	ck_assert_int_eq(write_file(p, "new file, new inode"), 0);
-	ck_assert_int_eq(inode_fd_get(f.t, a), -ESTALE);
+	struct stat st;
+	ck_assert_int_eq(inode_stat_evicted(f.t, a, &st), -EAGAIN);
+	int fd = inode_fd_get(f.t, a);
+	if (a->fh) {
+		/* A root daemon finds the object itself by its handle: the
+		 * file it was, now without a name. */
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(fstat(fd, &st), 0);
+		ck_assert_uint_eq(st.st_ino, a->ino);
+		ck_assert_uint_eq(st.st_nlink, 0);
+		inode_unpin(f.t, a);
+	} else {
+		ck_assert_int_eq(fd, -ESTALE);
+	}
 	close(keep);
+	(void)pad;
+	inode_table_free(f.t);
+}
+END_TEST
+
+START_TEST(test_inode_root_finds_an_evicted_inode_renamed_on_the_host)
+{
+	struct fixture f;
+	struct inode *a, *pad;
+	char from[PATH_MAX + 16], to[PATH_MAX + 16];
+	struct stat st;
+
+	if (geteuid() != 0)
+		return;		/* file handles need CAP_DAC_READ_SEARCH */
+	fixture_init(&f, 1, 2);
+	a = look(&f, "f0");
+	pad = look(&f, "f1");	/* evicts f0's fd */
+	ck_assert_int_lt(a->fd, 0);
+	ck_assert_ptr_nonnull(a->fh);
+	/* Moved behind the table's back: its name no longer finds it. */
+	snprintf(from, sizeof(from), "%s/f0", f.dir);
+	snprintf(to, sizeof(to), "%s/elsewhere", f.dir);
+	ck_assert_int_eq(rename(from, to), 0);
+	int fd = inode_fd_get(f.t, a);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_uint_eq(st.st_ino, a->ino);
+	ck_assert_uint_eq(st.st_nlink, 1);
+	inode_unpin(f.t, a);
+	(void)pad;
+	inode_table_free(f.t);
+}
+END_TEST
+
+START_TEST(test_inode_stat_of_an_evicted_inode_takes_no_fd)
+{
+	struct fixture f;
+	struct inode *a, *pad;
+	struct inode_stats before, after;
+	struct stat st;
+	char p[PATH_MAX + 8];
+
+	fixture_init(&f, 1, 2);
+	a = look(&f, "f0");
+	/* Held: there is nothing to take by name. */
+	ck_assert_int_eq(inode_stat_evicted(f.t, a, &st), -EAGAIN);
+	pad = look(&f, "f1");	/* evicts f0's fd */
+	ck_assert_int_lt(a->fd, 0);
+	if (!a->born_known)
+		return;		/* no birth times on this filesystem */
+	snprintf(p, sizeof(p), "%s/f0", f.dir);
+	ck_assert_int_eq(write_file(p, "longer now"), 0);
+	inode_table_stats(f.t, &before);
+	ck_assert_int_eq(inode_stat_evicted(f.t, a, &st), 0);
+	inode_table_stats(f.t, &after);
+	ck_assert_uint_eq(st.st_ino, a->ino);
+	ck_assert_uint_eq(st.st_dev, a->dev);
+	ck_assert_int_eq(st.st_size, 10);
+	ck_assert(S_ISREG(st.st_mode));
+	ck_assert_int_lt(a->fd, 0);
+	ck_assert_uint_eq(after.fds, before.fds);
+	ck_assert_uint_eq(after.evictions, before.evictions);
 	(void)pad;
 	inode_table_free(f.t);
 }
@@ -180,6 +255,8 @@ Suite *suite_unit_inode(void)
 
 	tcase_add_test(tc, test_inode_fds_stay_within_budget_and_reresolve);
 	tcase_add_test(tc, test_inode_reports_stale_after_host_replacement);
+	tcase_add_test(tc, test_inode_root_finds_an_evicted_inode_renamed_on_the_host);
+	tcase_add_test(tc, test_inode_stat_of_an_evicted_inode_takes_no_fd);
 	tcase_add_test(tc, test_inode_follows_renames_through_the_view);
 	tcase_add_test(tc, test_inode_forget_frees_and_lookups_count);
 	tcase_add_test(tc, test_inode_open_handles_keep_their_fd_beyond_the_budget);
