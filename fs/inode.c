@@ -84,18 +84,59 @@ static void hash_remove(struct inode_table *t, struct inode *ino)
 	*p = ino->hnext;
 }
 
+static void stat_of_statx(const struct statx *x, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_dev = makedev(x->stx_dev_major, x->stx_dev_minor);
+	st->st_ino = x->stx_ino;
+	st->st_mode = x->stx_mode;
+	st->st_nlink = x->stx_nlink;
+	st->st_uid = x->stx_uid;
+	st->st_gid = x->stx_gid;
+	st->st_rdev = makedev(x->stx_rdev_major, x->stx_rdev_minor);
+	st->st_size = (off_t)x->stx_size;
+	st->st_blksize = x->stx_blksize;
+	st->st_blocks = (blkcnt_t)x->stx_blocks;
+	st->st_atim = (struct timespec){ x->stx_atime.tv_sec, x->stx_atime.tv_nsec };
+	st->st_mtim = (struct timespec){ x->stx_mtime.tv_sec, x->stx_mtime.tv_nsec };
+	st->st_ctim = (struct timespec){ x->stx_ctime.tv_sec, x->stx_ctime.tv_nsec };
+}
+
+int inode_statx(int dirfd, const char *name, int flags, struct stat *st,
+		struct timespec *born)
+{
+	struct statx x;
+
+	if (statx(dirfd, name, flags | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
+		  STATX_BASIC_STATS | STATX_BTIME, &x) < 0)
+		return neg_errno();
+	stat_of_statx(&x, st);
+	if (!(x.stx_mask & STATX_BTIME))
+		return 0;
+	born->tv_sec = x.stx_btime.tv_sec;
+	born->tv_nsec = x.stx_btime.tv_nsec;
+	return 1;
+}
+
+static bool ts_eq(struct timespec a, struct timespec b)
+{
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+static void note(struct inode *ino, const struct stat *st)
+{
+	ino->seen_mtime = st->st_mtim;
+	ino->seen_ctime = st->st_ctim;
+	ino->seen_size = st->st_size;
+}
+
 /* The birth time of the object FD designates, if its filesystem keeps
  * one (ext4, xfs, btrfs, tmpfs). */
 static bool birth_of(int fd, struct timespec *born)
 {
-	struct statx stx;
+	struct stat st;
 
-	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BTIME, &stx) < 0 ||
-	    !(stx.stx_mask & STATX_BTIME))
-		return false;
-	born->tv_sec = stx.stx_btime.tv_sec;
-	born->tv_nsec = stx.stx_btime.tv_nsec;
-	return true;
+	return inode_statx(fd, "", AT_EMPTY_PATH, &st, born) > 0;
 }
 
 /* The file handle of the object FD designates (malloc'd), or NULL. */
@@ -173,7 +214,8 @@ static void lru_trim(struct inode_table *t)
 			 * that gets its number later. */
 			free(i->fh);
 			i->fh = t->handles ? handle_of(i->fd) : NULL;
-			i->born_known = birth_of(i->fd, &i->born);
+			if (!i->born_known)
+				i->born_known = birth_of(i->fd, &i->born);
 			close(i->fd);
 			i->fd = -1;
 			t->fds--;
@@ -337,7 +379,8 @@ struct inode *inode_add_fixed(struct inode_table *t, struct inode *parent,
 }
 
 struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent,
-			       const char *name, int fd, const struct stat *st)
+			       const char *name, int fd, const struct stat *st,
+			       const struct timespec *born)
 {
 	char *copy = strdup(name);
 	struct inode *ino, *old_parent = NULL;
@@ -362,6 +405,10 @@ struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent,
 			close(fd);
 			return NULL;
 		}
+	}
+	if (born && !ino->born_known) {
+		ino->born = *born;
+		ino->born_known = true;
 	}
 	if (!ino->root && !ino->synth) {
 		/* Remember the newest name: after a host-side rename or for
@@ -585,9 +632,8 @@ int inode_rekey(struct inode_table *t, struct inode *ino, int fd,
 	} else {
 		attach_fd(t, ino, fd);
 	}
-	ino->seen_mtime = st->st_mtim;
-	ino->seen_ctime = st->st_ctim;
-	ino->seen_size = st->st_size;
+	note(ino, st);
+	ino->born_known = false;	/* the new object's, taken at eviction */
 	pthread_mutex_unlock(&t->lock);
 	return 0;
 }
@@ -611,31 +657,13 @@ int inode_parent_fd_get(struct inode_table *t, struct inode *ino,
 	return fd;
 }
 
-static void stat_of_statx(const struct statx *x, struct stat *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->st_dev = makedev(x->stx_dev_major, x->stx_dev_minor);
-	st->st_ino = x->stx_ino;
-	st->st_mode = x->stx_mode;
-	st->st_nlink = x->stx_nlink;
-	st->st_uid = x->stx_uid;
-	st->st_gid = x->stx_gid;
-	st->st_rdev = makedev(x->stx_rdev_major, x->stx_rdev_minor);
-	st->st_size = (off_t)x->stx_size;
-	st->st_blksize = x->stx_blksize;
-	st->st_blocks = (blkcnt_t)x->stx_blocks;
-	st->st_atim = (struct timespec){ x->stx_atime.tv_sec, x->stx_atime.tv_nsec };
-	st->st_mtim = (struct timespec){ x->stx_mtime.tv_sec, x->stx_mtime.tv_nsec };
-	st->st_ctim = (struct timespec){ x->stx_ctime.tv_sec, x->stx_ctime.tv_nsec };
-}
 
 int inode_stat_evicted(struct inode_table *t, struct inode *ino,
 		       struct stat *st)
 {
 	char name[NAME_MAX + 1];
 	struct inode *parent;
-	struct timespec born;
-	struct statx x;
+	struct timespec born, now;
 	bool evicted;
 	int pfd, r;
 
@@ -648,17 +676,11 @@ int inode_stat_evicted(struct inode_table *t, struct inode *ino,
 	pfd = inode_parent_fd_get(t, ino, &parent, name, sizeof(name));
 	if (pfd < 0)
 		return -EAGAIN;
-	r = statx(pfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
-		  STATX_BASIC_STATS | STATX_BTIME, &x);
+	r = inode_statx(pfd, name, 0, st, &now);
 	inode_unpin(t, parent);
-	if (r < 0 || (x.stx_mask & (STATX_BASIC_STATS | STATX_BTIME)) !=
-		     (STATX_BASIC_STATS | STATX_BTIME) ||
-	    makedev(x.stx_dev_major, x.stx_dev_minor) != ino->dev ||
-	    x.stx_ino != ino->ino || (x.stx_mode & S_IFMT) != ino->type ||
-	    x.stx_btime.tv_sec != born.tv_sec ||
-	    x.stx_btime.tv_nsec != (uint32_t)born.tv_nsec)
+	if (r <= 0 || st->st_dev != ino->dev || st->st_ino != ino->ino ||
+	    (st->st_mode & S_IFMT) != ino->type || !ts_eq(now, born))
 		return -EAGAIN;
-	stat_of_statx(&x, st);
 	return 0;
 }
 
@@ -686,24 +708,12 @@ bool inode_is_named(struct inode_table *t, struct inode *ino,
 	return named;
 }
 
-static void note(struct inode *ino, const struct stat *st)
-{
-	ino->seen_mtime = st->st_mtim;
-	ino->seen_ctime = st->st_ctim;
-	ino->seen_size = st->st_size;
-}
-
 void inode_note_attr(struct inode_table *t, struct inode *ino,
 		     const struct stat *st)
 {
 	pthread_mutex_lock(&t->lock);
 	note(ino, st);
 	pthread_mutex_unlock(&t->lock);
-}
-
-static bool ts_eq(struct timespec a, struct timespec b)
-{
-	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
 }
 
 struct inode *inode_find_changed(struct inode_table *t, uint16_t domain,

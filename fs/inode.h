@@ -81,10 +81,18 @@ struct inode *inode_add_fixed(struct inode_table *t, struct inode *parent,
 			      const struct synth *synth);
 
 /* Finds or adds the inode for the object just resolved as PARENT/NAME,
- * whose O_PATH fd is FD (ownership passes to the table) and stat ST, and
- * counts one kernel lookup. Returns NULL (fd closed) only on -ENOMEM. */
+ * whose O_PATH fd is FD (ownership passes to the table), stat ST and
+ * birth time BORN (NULL if unknown), and counts one kernel lookup.
+ * Returns NULL (fd closed) only on -ENOMEM. */
 struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent,
-			       const char *name, int fd, const struct stat *st);
+			       const char *name, int fd, const struct stat *st,
+			       const struct timespec *born);
+
+/* statx(2) of NAME under DIRFD (FLAGS: AT_EMPTY_PATH or 0; a final
+ * symlink is not followed) into ST, and the birth time into BORN.
+ * Returns 1, 0 if the filesystem keeps no birth time, or -errno. */
+int inode_statx(int dirfd, const char *name, int flags, struct stat *st,
+		struct timespec *born);
 
 /* Counts one more kernel lookup of a fixed inode. */
 void inode_lookup_fixed(struct inode_table *t, struct inode *ino);

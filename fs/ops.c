@@ -527,13 +527,16 @@ static int entry_attach(struct view *v, struct inode *dir, const char *name,
 {
 	int r;
 
+	struct timespec born;
+
 	entry_init(v, dir, e);
-	r = stat_fd(path_fd, &e->attr);
+	r = inode_statx(path_fd, "", AT_EMPTY_PATH, &e->attr, &born);
 	if (r < 0) {
 		close(path_fd);
 		return r;
 	}
-	*out = inode_lookup_add(v->inodes, dir, name, path_fd, &e->attr);
+	*out = inode_lookup_add(v->inodes, dir, name, path_fd, &e->attr,
+				r ? &born : NULL);
 	return *out ? 0 : -ENOMEM;
 }
 

@@ -38,11 +38,13 @@ static void fixture_init(struct fixture *f, size_t budget, int nfiles)
 static struct inode *look(struct fixture *f, const char *name)
 {
 	struct stat st;
+	struct timespec born;
 	int fd = confine_lookup(f->top->fd, name);
 
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(fstat(fd, &st), 0);
-	return inode_lookup_add(f->t, f->top, name, fd, &st);
+	int r = inode_statx(fd, "", AT_EMPTY_PATH, &st, &born);
+	ck_assert_int_ge(r, 0);
+	return inode_lookup_add(f->t, f->top, name, fd, &st, r ? &born : NULL);
 }
 
 START_TEST(test_inode_fds_stay_within_budget_and_reresolve)
@@ -169,6 +171,37 @@ START_TEST(test_inode_stat_of_an_evicted_inode_takes_no_fd)
 }
 END_TEST
 
+/* A staged write published: the inode designates the new object, whose
+ * birth time is its own. */
+START_TEST(test_inode_rekeyed_is_known_by_its_new_birth_time)
+{
+	struct fixture f;
+	struct inode *a, *pad;
+	struct stat st;
+	char from[PATH_MAX + 16], to[PATH_MAX + 16];
+
+	fixture_init(&f, 1, 2);
+	a = look(&f, "f0");
+	if (!a->born_known)
+		return;		/* no birth times on this filesystem */
+	snprintf(from, sizeof(from), "%s/stage", f.dir);
+	snprintf(to, sizeof(to), "%s/f0", f.dir);
+	usleep(10000);		/* a birth time of its own */
+	ck_assert_int_eq(write_file(from, "saved"), 0);
+	ck_assert_int_eq(rename(from, to), 0);
+	int fd = confine_lookup(f.top->fd, "f0");
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(inode_rekey(f.t, a, fd, &st), 0);
+	pad = look(&f, "f1");	/* evicts f0's fd */
+	ck_assert_int_lt(a->fd, 0);
+	ck_assert_int_eq(inode_stat_evicted(f.t, a, &st), 0);
+	ck_assert_int_eq(st.st_size, 5);
+	(void)pad;
+	inode_table_free(f.t);
+}
+END_TEST
+
 START_TEST(test_inode_follows_renames_through_the_view)
 {
 	struct fixture f;
@@ -257,6 +290,7 @@ Suite *suite_unit_inode(void)
 	tcase_add_test(tc, test_inode_reports_stale_after_host_replacement);
 	tcase_add_test(tc, test_inode_root_finds_an_evicted_inode_renamed_on_the_host);
 	tcase_add_test(tc, test_inode_stat_of_an_evicted_inode_takes_no_fd);
+	tcase_add_test(tc, test_inode_rekeyed_is_known_by_its_new_birth_time);
 	tcase_add_test(tc, test_inode_follows_renames_through_the_view);
 	tcase_add_test(tc, test_inode_forget_frees_and_lookups_count);
 	tcase_add_test(tc, test_inode_open_handles_keep_their_fd_beyond_the_budget);
