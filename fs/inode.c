@@ -661,22 +661,28 @@ int inode_stat_evicted(struct inode_table *t, struct inode *ino,
 		       struct stat *st)
 {
 	char name[NAME_MAX + 1];
-	struct inode *parent, was;
-	struct timespec now;
+	struct inode *parent;
+	struct timespec born, now;
+	bool evicted;
+	dev_t dev;
+	ino_t nr;
 	int pfd, r;
 
-	pthread_mutex_lock(&t->lock);
-	was = *ino;	/* what to expect, as of now */
+	pthread_mutex_lock(&t->lock);	/* what to expect, as of now */
+	evicted = ino->fd < 0 && ino->born_known && !ino->synth;
+	dev = ino->dev;
+	nr = ino->ino;
+	born = ino->born;
 	pthread_mutex_unlock(&t->lock);
-	if (was.fd >= 0 || !was.born_known || was.synth)
+	if (!evicted)
 		return -EAGAIN;
 	pfd = inode_parent_fd_get(t, ino, &parent, name, sizeof(name));
 	if (pfd < 0)
 		return -EAGAIN;
 	r = inode_statx(pfd, name, 0, st, &now);
 	inode_unpin(t, parent);
-	if (r <= 0 || st->st_dev != was.dev || st->st_ino != was.ino ||
-	    (st->st_mode & S_IFMT) != was.type || !ts_eq(now, was.born))
+	if (r <= 0 || st->st_dev != dev || st->st_ino != nr ||
+	    (st->st_mode & S_IFMT) != ino->type || !ts_eq(now, born))
 		return -EAGAIN;
 	return 0;
 }
