@@ -525,9 +525,8 @@ static void entry_init(struct view *v, struct inode *dir,
 static int entry_attach(struct view *v, struct inode *dir, const char *name,
 			int path_fd, struct fuse_entry_param *e, struct inode **out)
 {
-	int r;
-
 	struct timespec born;
+	int r;
 
 	entry_init(v, dir, e);
 	r = inode_statx(path_fd, "", AT_EMPTY_PATH, &e->attr, &born);
