@@ -37,6 +37,7 @@ STORE_LIBS  := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null)
 CRYPTO_LIBS := $(shell $(PKG_CONFIG) --libs libcrypto 2>/dev/null)
 JSON_LIBS   := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null)
 INIH_LIBS   := $(shell $(PKG_CONFIG) --libs inih 2>/dev/null)
+SECCOMP_LIBS := $(shell $(PKG_CONFIG) --libs libseccomp 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
@@ -46,7 +47,8 @@ LDFLAGS += $(SANFLAGS)
 COMMON_SRC := common/log.c common/ids.c common/home.c common/proc.c common/spawn.c
 STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/diff.c store/summary.c
 EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
-              exec/provider.c exec/session.c exec/request.c
+              exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
+              exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/view.c fs/ops.c fs/watch.c fs/channel.c \
               fs/gate.c fs/stage.c fs/journal.c $(STORE_SRC)
 TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \
@@ -67,11 +69,11 @@ $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC))
 $(BIN)/sbx: $(call obj,cli/sbx.c cli/audit.c cli/snapshot.c cli/run.c cli/runlog.c cli/report.c \
 		cli/exec.c exec/broker.c $(EXEC_SRC) $(STORE_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) $(SECCOMP_LIBS) -lpthread
 
 $(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC) cli/runlog.c $(EXEC_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(INIH_LIBS) $(JSON_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(INIH_LIBS) $(JSON_LIBS) $(SECCOMP_LIBS) -lpthread
 
 # libFuzzer targets (clang): each runs FUZZ_SECONDS on a copy of its
 # checked-in corpus; a crash leaves build/fuzz/crash-* and fails.
@@ -80,7 +82,7 @@ FUZZ_TARGETS := names paths classify config request
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
                 -Icommon -Ifs -Istore -Iexec $(FUZZ_CFLAGS_EXTRA) $(FUSE_CFLAGS)
 FUZZ_SRC_names    := common/ids.c common/log.c fs/names.c fs/confine.c
-FUZZ_SRC_paths    := store/snapshot.c exec/sandbox.c
+FUZZ_SRC_paths    := store/snapshot.c exec/hostpath.c exec/guard.c
 FUZZ_SRC_classify := store/snapshot.c exec/output.c exec/env.c
 FUZZ_SRC_config   := exec/config.c common/ids.c
 FUZZ_SRC_request  := exec/request.c exec/env.c common/ids.c

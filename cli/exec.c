@@ -35,8 +35,8 @@ static const char exec_usage[] =
 	"\n"
 	"Runs COMMAND (joined by spaces: a shell command line) in the thread's view\n"
 	"through the home's broker (start it with sbx broker), printing its output\n"
-	"as it comes, and exits with its status: 124 after a timeout, 128+N when\n"
-	"killed by signal N.\n"
+	"as it comes, and exits with its status: 124 after a timeout, 137 when the\n"
+	"sandbox's process or memory limit killed it, 128+N when killed by signal N.\n"
 	"  --timeout SEC          wall clock (default: the broker's, 600 s)\n"
 	"  --env K=V              an explicit variable (kept even if its name looks\n"
 	"                         secret); repeatable\n"
@@ -267,6 +267,9 @@ int cmd_exec(int argc, char **argv, const char *home)
 		long long code = json_integer_value(json_object_get(r, "code"));
 		if (json_is_true(json_object_get(r, "timed_out")))
 			fprintf(stderr, "sbx: exec: timed out; the command was killed\n");
+		json_t *killed = json_object_get(json_object_get(r, "killed"), "notice");
+		if (json_is_string(killed))
+			fprintf(stderr, "sbx: exec: %s\n", json_string_value(killed));
 		return code < 0 ? 128 + (int)-code : (int)code;
 	}
 }

@@ -2,9 +2,16 @@
 #ifndef SBX_PROC_H
 #define SBX_PROC_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* The command name of process PID ("?" if it is gone). */
 void proc_comm(pid_t pid, char comm[static 64]);
+
+/* True if thread PID holds capability CAP in our user namespace: in its
+ * effective set, and in our namespace, not one below it. Reliable for
+ * the caller of a FUSE request being served: it waits for the reply and
+ * cannot exit, so its id cannot be reused meanwhile. */
+bool proc_capable(pid_t pid, int cap);
 
 #endif

@@ -3,8 +3,11 @@
 #include "cleanup.h"
 #include "config.h"
 #include "env.h"
+#include "guard.h"
 #include "home.h"
+#include "hostpath.h"
 #include "ids.h"
+#include "cgroup.h"
 #include "log.h"
 #include "output.h"
 #include "provider.h"
@@ -12,6 +15,7 @@
 #include "runner.h"
 #include "sandbox.h"
 #include "session.h"
+#include "start.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +42,9 @@ struct broker {
 	struct config config;
 	struct provider *provider;
 	struct session_pool *sessions;
+	struct sandbox *sandbox;	/* NULL: namespace mode cannot start */
+	char sandbox_err[512];		/* ... and why */
+	struct cgroups *limits;
 	int stop[2];			/* a shutdown request writes here */
 	pthread_mutex_t lock;
 	pthread_cond_t admitted;
@@ -141,12 +148,13 @@ static void op_release(struct client *c, const struct request *q)
 }
 
 static void status_view(void *arg, const char *user, const char *thread,
-			const char *sid, const char *mount, size_t leases,
+			const char *sid, const char *mount, uid_t uid, size_t leases,
 			size_t running, bool mounted)
 {
-	json_array_append_new(arg, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:s}",
+	json_array_append_new(arg, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:s}",
 					     "user", user, "thread", thread, "sandbox", sid,
-					     "mount", mount, "leases", (json_int_t)leases,
+					     "mount", mount, "uid", (json_int_t)uid,
+					     "leases", (json_int_t)leases,
 					     "running", (json_int_t)running, "state",
 					     !mounted ? "unmounted" : leases || running
 					     ? "active" : "parked"));
@@ -231,7 +239,7 @@ struct stream_ctx {
 	json_t *id;
 	char *pending[2];		/* not yet sent, per stream */
 	size_t npending[2];
-	const char *const *mask;	/* host mode: directories shown as /mnt */
+	const struct hostpath_mask *mask;	/* host mode: host directories */
 };
 
 static void send_chunk(struct stream_ctx *s, int i, const char *data, size_t len,
@@ -242,7 +250,7 @@ static void send_chunk(struct stream_ctx *s, int i, const char *data, size_t len
 
 	if (!text || !*text)
 		return;
-	_cleanup_(freep) char *masked = s->mask ? sandbox_mask(text, s->mask) : NULL;
+	_cleanup_(freep) char *masked = s->mask ? hostpath_mask(text, s->mask) : NULL;
 	json_t *o = json_pack("{s:s, s:s, s:s}", "type", "output", "stream",
 			      i == 0 ? "stdout" : "stderr", "data", masked ? masked : text);
 	if (o && s->id)
@@ -296,13 +304,63 @@ static void stream_flush(struct stream_ctx *s)
 	}
 }
 
+static void after_spawn(void *arg)
+{
+	start_spawned(arg);
+}
+
+/* Runs a one-off command as SS describes it. */
+static int run_one_off(const struct start_spec *ss, struct run_spec *spec,
+		       struct run_result *res, char *err, size_t errlen)
+{
+	struct start st;
+	int r = start_prepare(&st, ss, err, errlen);
+
+	if (r < 0)
+		return r;
+	spec->argv = st.argv;
+	spec->envp = st.envp;
+	spec->cwd = st.cwd;
+	spec->launch = st.launch;
+	spec->info_fd = st.info;
+	spec->leaf = st.leaf;
+	spec->after_spawn = after_spawn;
+	spec->after_spawn_arg = &st;
+	r = run_command(spec, res);
+	start_free(&st);
+	return r;
+}
+
+/* The reply to a command that ran: its text, status, and what ended it. */
+static void send_exit(struct client *c, json_t *id, const struct run_result *res,
+		      unsigned timeout, const struct hostpath_mask *mask)
+{
+	char notice[128];
+
+	cgroups_notice(c->b->limits, res->killed, notice, sizeof(notice));
+	_cleanup_(freep) char *text = output_text(&res->out, &res->err, res->code,
+						  res->timed_out, timeout, notice,
+						  OUTPUT_MAX_CHARS);
+	_cleanup_(freep) char *masked = text && mask ? hostpath_mask(text, mask) : NULL;
+	json_t *o = json_pack("{s:s, s:i, s:b, s:s, s:I, s:I}", "type", "exit",
+			      "code", res->code, "timed_out", res->timed_out, "output",
+			      masked ? masked : text ? text : "",
+			      "stdout_bytes", (json_int_t)res->out.total,
+			      "stderr_bytes", (json_int_t)res->err.total);
+	if (o && res->killed)
+		json_object_set_new(o, "killed", json_pack("{s:s, s:s}", "limit",
+							  res->killed == LIMIT_MEMORY ? "memory"
+							  : "pids", "notice", notice));
+	send_ok(c->fd, id, o);
+}
+
 static void op_exec(struct client *c, const struct request *q)
 {
 	struct broker *b = c->b;
 	const struct config *cf = &b->config;
 	const char *user = q->user, *thread = q->thread;
 	json_t *id = q->id;
-	char mount[PATH_MAX], err[PATH_MAX + 128];
+	char err[PATH_MAX + 512], why[1024];
 	unsigned timeout = q->timeout ? q->timeout : cf->timeout;
 	bool host = q->host || cf->isolation == ISOLATION_HOST;
 
@@ -312,6 +370,19 @@ static void op_exec(struct client *c, const struct request *q)
 			   "broker's rights, and is not a secure boundary. Only on a fully trusted "
 			   "machine, set allow_host_bash = true in [broker] of %s/" CONFIG_FILE
 			   " and restart the broker.", b->home);
+		return;
+	}
+	if (!host && !b->sandbox) {
+		send_error(c->fd, id, "start_failed", "%s", b->sandbox_err);
+		return;
+	}
+	const char *names[CONFIG_MAX_MOUNTS + 1];
+	for (size_t i = 0; i < cf->nmounts; i++)
+		names[i] = cf->mounts[i].name;
+	names[cf->nmounts] = NULL;
+	/* Host mode's best-effort guard (not a boundary: guard.h). */
+	if (host && guard_check(q->command, names, why, sizeof(why)) < 0) {
+		send_error(c->fd, id, "path_refused", "%s", why);
 		return;
 	}
 	_cleanup_(freep) char *prefix = NULL;
@@ -326,75 +397,77 @@ static void op_exec(struct client *c, const struct request *q)
 	 * would keep them for the scope's later commands. */
 	const char *scope = q->scope;
 	bool in_session = scope && q->nenv == 0;
-	char **argv = NULL, **envp = env_build(environ, q->env, q->nenv);
-	if (!envp) {
-		send_error(c->fd, id, "internal", "out of memory");
-		goto out;
-	}
 	int r = in_session ? 0 : admit(c, user, thread);
 	if (r < 0) {
 		if (r != -ECANCELED)
 			send_error(c->fd, id, "internal", "%s", strerror(-r));
-		goto out;
+		return;
 	}
-	if (provider_use(b->provider, user, thread, mount, sizeof(mount), err, sizeof(err)) < 0) {
+	struct sandbox_view sv;
+	if (provider_use(b->provider, user, thread, &sv, err, sizeof(err)) < 0) {
 		if (!in_session)
 			leave(b, user, thread);
 		send_error(c->fd, id, "mount_failed", "%s", err);
-		goto out;
+		return;
 	}
-	const char *names[CONFIG_MAX_MOUNTS + 1];
-	for (size_t i = 0; i < cf->nmounts; i++)
-		names[i] = cf->mounts[i].name;
-	names[cf->nmounts] = NULL;
-	struct sandbox_cmd sc = { mount, names, full, cf->network };
-	char thread_dir[PATH_MAX + 2 * ID_MAX + 32], ws[PATH_MAX + 32];
+	char thread_dir[PATH_MAX + 2 * ID_MAX + 32], ws[PATH_MAX + 32], skills[PATH_MAX + 16];
 	snprintf(thread_dir, sizeof(thread_dir), "%s/users/%s/threads/%s", b->home, user, thread);
-	snprintf(ws, sizeof(ws), "%s/user-data/workspace", mount);
-	const char *mask[] = { mount, thread_dir, NULL };
+	snprintf(ws, sizeof(ws), "%s/user-data/workspace", sv.mount);
+	snprintf(skills, sizeof(skills), "%s/skills", b->home);
+	const struct hostpath_mask mask[] = {
+		{ sv.mount, "/mnt" }, { thread_dir, "/mnt" }, { skills, "/mnt/skills" }, { NULL, NULL },
+	};
 	struct stream_ctx sx = { .c = c, .id = id, .mask = host ? mask : NULL };
+	struct start_spec ss = {
+		.sandbox = b->sandbox, .limits = b->limits, .user = user, .thread = thread,
+		.cmd = { sv.mount, names, full, cf->network, &sv.ident, q->env },
+		.base_env = environ, .host = host, .host_cwd = ws,
+	};
 	struct run_spec spec = {
-		.envp = envp, .cwd = host ? ws : NULL, .timeout_s = timeout,
-		.on_output = on_output, .arg = &sx, .cancel_fd = c->fd,
+		.timeout_s = timeout, .on_output = on_output, .arg = &sx, .cancel_fd = c->fd,
+		.info_fd = -1,
 	};
 	struct run_result res;
+	err[0] = '\0';
 	if (in_session) {
-		struct session_spec ss = { user, thread, scope, &sc, host, envp, ws };
-		_cleanup_(freep) char *cmd = host ? sandbox_rewrite(full, mount, names) : NULL;
+		struct session_spec sp = { scope, &ss };
+		_cleanup_(freep) char *cmd = host ? hostpath_rewrite(full, sv.mount, names) : NULL;
 		r = host && !cmd ? -ENOMEM
-		    : session_run(b->sessions, &ss, host ? cmd : full, &spec, &res);
+		    : session_run(b->sessions, &sp, host ? cmd : full, &spec, &res, err,
+				  sizeof(err));
 	} else {
-		/* A session's shell is built once, by session.c. */
-		argv = host ? sandbox_argv_host(&sc) : sandbox_argv_namespace(&sc);
-		spec.argv = argv;
-		r = argv ? run_command(&spec, &res) : -ENOMEM;
+		r = run_one_off(&ss, &spec, &res, err, sizeof(err));
 		leave(b, user, thread);
 	}
 	provider_unuse(b->provider, user, thread);
+	if (r == 0 && res.start_failed) {
+		/* bwrap said why on stderr, before any command ran (and the
+		 * runner held it back from the client). */
+		_cleanup_(freep) char *said = utf8_clean(res.err.data ? res.err.data : "",
+							 res.err.len, NULL);
+		const char *why = said ? said : "";
+		if (!strncmp(why, LAUNCH_FAILED, strlen(LAUNCH_FAILED)))
+			why += strlen(LAUNCH_FAILED);
+		snprintf(err, sizeof(err), "cannot start the sandbox: %.*s",
+			 (int)strcspn(why, "\n"), *why ? why : "bwrap failed");
+		run_result_free(&res);
+		r = -EIO;
+	}
 	stream_flush(&sx);
 	if (r < 0) {
+		log_warn("exec %s/%s: %s", user, thread, *err ? err : strerror(-r));
 		send_error(c->fd, id, r == -EBUSY ? "session_limit" : "start_failed", "%s",
 			   r == -EBUSY ? "every shell session is busy (max_shell_sessions)"
-			   : strerror(-r));
-		goto out;
+			   : *err ? err : strerror(-r));
+		return;
 	}
 	log_info("exec %s/%s%s: exit %d%s", user, thread, host ? " (host)" : "", res.code,
-		 res.timed_out ? " (timed out)" : res.cancelled ? " (client gone)" : "");
-	if (!res.cancelled) {
-		_cleanup_(freep) char *text = output_text(&res.out, &res.err, res.code,
-							   res.timed_out, timeout, OUTPUT_MAX_CHARS);
-		_cleanup_(freep) char *masked = text && host ? sandbox_mask(text, mask) : NULL;
-		json_t *o = json_pack("{s:s, s:i, s:b, s:s, s:I, s:I}", "type", "exit",
-				      "code", res.code, "timed_out", res.timed_out, "output",
-				      masked ? masked : text ? text : "",
-				      "stdout_bytes", (json_int_t)res.out.total,
-				      "stderr_bytes", (json_int_t)res.err.total);
-		send_ok(c->fd, id, o);
-	}
+		 res.timed_out ? " (timed out)" : res.cancelled ? " (client gone)"
+		 : res.killed == LIMIT_MEMORY ? " (out of memory)"
+		 : res.killed == LIMIT_PIDS ? " (process limit)" : "");
+	if (!res.cancelled)
+		send_exit(c, id, &res, timeout, host ? mask : NULL);
 	run_result_free(&res);
-out:
-	sandbox_argv_free(argv);
-	env_free(envp);
 }
 
 /* ---- connections -------------------------------------------------------- */
@@ -505,6 +578,30 @@ static void accept_client(struct broker *b, int lfd)
 }
 
 /* ---- the socket and the main loop --------------------------------------- */
+
+static void log_limit(void *arg, const char *limit, const char *how, const char *text)
+{
+	(void)arg;
+	if (!strcmp(how, "rlimit"))
+		log_warn("limit %s: no cgroup, falling back: %s", limit, text);
+	else
+		log_info("limit %s (%s): %s", limit, how, text);
+}
+
+/* What protects the sandboxes of this broker, and what does not. */
+static void log_protections(const struct broker *b)
+{
+	const struct config *c = &b->config;
+
+	if (b->sandbox)
+		log_info("sandbox: %s, seccomp filter, %zu paths of /etc masked, %s", sandbox_bwrap(b->sandbox),
+			 sandbox_masked(b->sandbox), geteuid() == 0
+			 ? "a host uid of its own per sandbox" : "the broker's own uid (not root)");
+	if (geteuid() == 0)
+		log_info("sandbox uids %u to %u", (unsigned)c->sandbox_uid_base,
+			 (unsigned)(c->sandbox_uid_base + c->sandbox_uid_count - 1));
+	cgroups_describe(b->limits, log_limit, NULL);
+}
 
 /* A sockaddr for HOME/run/broker.sock; a long HOME goes through the run
  * directory's fd (DIRFD) as /proc/self/fd/N/broker.sock. */
@@ -621,6 +718,7 @@ static int serve_loop(struct broker *b, int lfd)
 		if (p[0].revents)
 			accept_client(b, lfd);
 		provider_tick(b->provider);
+		sessions_tick(b->sessions);
 	}
 }
 
@@ -692,10 +790,15 @@ int broker_main(const struct broker_options *o)
 		goto fail;
 	pthread_mutex_init(&b.lock, NULL);
 	pthread_cond_init(&b.admitted, NULL);
+	b.sandbox = sandbox_new(&b.config, b.sandbox_err, sizeof(b.sandbox_err));
+	if (!b.sandbox)
+		log_warn("namespace mode cannot run commands: %s", b.sandbox_err);
+	b.limits = cgroups_new(&b.config.limits, o->home);
 	b.provider = provider_new(o->home, &b.config);
-	b.sessions = sessions_new(b.config.max_shell_sessions);
+	b.sessions = b.limits ? sessions_new(b.config.max_shell_sessions, b.limits) : NULL;
 	if (!b.provider || !b.sessions)
 		goto fail;
+	log_protections(&b);
 	log_info("serving %s/run/" BROKER_SOCKET " (isolation %s%s)", o->home,
 		 b.config.isolation == ISOLATION_HOST ? "host" : "namespace",
 		 b.config.allow_host_bash ? ", host bash allowed" : "");
@@ -708,6 +811,8 @@ int broker_main(const struct broker_options *o)
 	unlinkat(dir, BROKER_SOCKET, 0);
 	sessions_free(b.sessions);	/* their shells use the views */
 	provider_free(b.provider);
+	cgroups_free(b.limits);
+	sandbox_free(b.sandbox);
 	log_info("stopped");
 	config_free(&b.config);
 	return r;

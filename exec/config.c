@@ -57,10 +57,39 @@ void config_defaults(struct config *c)
 	c->max_running = 3;
 	c->max_shell_sessions = 10;
 	c->bash_max_sessions = 50;
+	c->sandbox_uid_base = 2000000000;
+	c->sandbox_uid_count = 65536;
+	c->limits = (struct config_limits){
+		.pids = 1024, .memory = 2ull << 30, .swap = 0, .cpu_milli = 0,
+		.cpu_weight = 100, .disk = 20ull << 30, .disk_inodes = 1000000,
+		.cgroups = true,
+	};
+}
+
+char *config_size_text(uint64_t bytes, char *buf, size_t size)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB" };
+	int u = -1;
+	uint64_t whole = bytes, rest = 0;
+
+	while (whole >= 1024 && u < 4) {
+		rest = whole % 1024;
+		whole /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, size, "%llu bytes", (unsigned long long)bytes);
+	else if (rest == 0)
+		snprintf(buf, size, "%llu %s", (unsigned long long)whole, units[u]);
+	else
+		snprintf(buf, size, "%.1f %s", (double)whole + (double)rest / 1024, units[u]);
+	return buf;
 }
 
 void config_free(struct config *c)
 {
+	free(c->bwrap);
+	c->bwrap = NULL;
 	for (size_t i = 0; i < c->nmounts; i++) {
 		free(c->mounts[i].name);
 		free(c->mounts[i].hostdir);
@@ -158,6 +187,7 @@ static char *read_line(char *buf, int num, void *stream)
 			return buf;	/* libinih's syntax error */
 		len = (size_t)(end - buf - 1);
 		if (!((len == 6 && !strncmp(buf + 1, "broker", 6)) ||
+		      (len == 6 && !strncmp(buf + 1, "limits", 6)) ||
 		      (len == 6 && !strncmp(buf + 1, "mounts", 6)))) {
 			fail(p, -EINVAL, "unknown section [%s]",
 			     printable(q, sizeof(q), buf + 1, len));
@@ -191,21 +221,88 @@ static int set_bool(struct parse *p, const char *key, const char *v, bool *out)
 		    key, Q(v));
 }
 
-/* Decimal digits only: no sign, no blanks, no "1e3", no "0x10". */
-static int parse_unsigned(const char *s, unsigned max, unsigned *out)
+/* Decimal digits (no sign, no blanks, no "1e3", no "0x10") up to MAX;
+ * *END, if not NULL, gets what follows them. */
+static int parse_digits(const char *s, uint64_t max, uint64_t *out, const char **end)
 {
-	unsigned long v = 0;
+	uint64_t v = 0;
 
-	if (!*s)
+	if (*s < '0' || *s > '9')
 		return -EINVAL;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return -EINVAL;
-		v = v * 10 + (unsigned)(*s - '0');
+	for (; *s >= '0' && *s <= '9'; s++) {
+		v = v * 10 + (uint64_t)(*s - '0');
 		if (v > max)
 			return -ERANGE;
 	}
-	*out = (unsigned)v;
+	if (end)
+		*end = s;
+	else if (*s)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_unsigned(const char *s, unsigned max, unsigned *out)
+{
+	uint64_t v;
+	int r = parse_digits(s, max, &v, NULL);
+
+	if (r == 0)
+		*out = (unsigned)v;
+	return r;
+}
+
+/* "0", "512", "64K", "256M", "2G", "1T" (also "KiB"... and "B"): bytes,
+ * powers of 1024, at most 2^60. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	static const char *const units[] = { "K", "M", "G", "T" };
+	const char *end;
+	uint64_t v;
+	int shift = 0;
+
+	if (parse_digits(s, 1ull << 60, &v, &end) < 0)
+		return -EINVAL;
+	if (*end) {
+		for (int i = 0; i < 4 && !shift; i++)
+			if (toupper((unsigned char)*end) == units[i][0])
+				shift = 10 * (i + 1);
+		if (shift)
+			end++;
+		if (!strcasecmp(end, "iB") && shift)
+			end += 2;
+		else if (!strcasecmp(end, "B"))
+			end++;
+		if (*end)
+			return -EINVAL;
+	}
+	if (shift && v > (1ull << 60) >> shift)
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
+}
+
+/* "1", "0.5", "1.25": thousandths, at most MAX. */
+static int parse_milli(const char *s, unsigned max, unsigned *out)
+{
+	const char *end;
+	uint64_t whole, frac = 0;
+	int digits = 0;
+
+	if (parse_digits(s, max / 1000 + 1, &whole, &end) < 0)
+		return -EINVAL;
+	if (*end == '.') {
+		for (end++; *end >= '0' && *end <= '9'; end++, digits++)
+			if (digits < 3)
+				frac = frac * 10 + (uint64_t)(*end - '0');
+		if (!digits)
+			return -EINVAL;
+		for (int d = digits; d < 3; d++)
+			frac *= 10;
+	}
+	if (*end || whole * 1000 + frac > max)
+		return -EINVAL;
+	*out = (unsigned)(whole * 1000 + frac);
 	return 0;
 }
 
@@ -253,7 +350,75 @@ static int set_broker(struct parse *p, const char *key, const char *v)
 	}
 	if (!strcmp(key, "bash_max_sessions"))
 		return set_number(p, key, v, "", 10000, &c->bash_max_sessions);
+	if (!strcmp(key, "bwrap")) {
+		if (v[0] != '/')
+			return fail(p, -EINVAL, "bwrap must be an absolute path, not '%s'", Q(v));
+		free(c->bwrap);
+		if (!(c->bwrap = strdup(v)))
+			return fail(p, -ENOMEM, "out of memory");
+		return 0;
+	}
+	if (!strcmp(key, "sandbox_uid_base")) {
+		unsigned n;
+		int r = set_number(p, key, v, "", 0x7fffffff, &n);
+		c->sandbox_uid_base = n;
+		return r;
+	}
+	if (!strcmp(key, "sandbox_uid_count"))
+		return set_number(p, key, v, "", 1u << 24, &c->sandbox_uid_count);
 	return fail(p, -EINVAL, "unknown key '%s' in [broker]", Q(key));
+}
+
+static int set_size(struct parse *p, const char *key, const char *v, uint64_t *out)
+{
+	if (parse_size(v, out) < 0)
+		return fail(p, -EINVAL, "%s must be a size such as 0, 512M or 2G (at most 1 EiB),"
+			    " not '%s'", key, Q(v));
+	return 0;
+}
+
+static int set_limits(struct parse *p, const char *key, const char *v)
+{
+	struct config_limits *l = &p->c->limits;
+	uint64_t n;
+
+	if (!strcmp(key, "pids")) {
+		if (parse_unsigned(v, 4194304, &l->pids) < 0)
+			return fail(p, -EINVAL, "pids must be a whole number from 0 (no limit) to"
+				    " 4194304, not '%s'", Q(v));
+		return 0;
+	}
+	if (!strcmp(key, "memory"))
+		return set_size(p, key, v, &l->memory);
+	if (!strcmp(key, "swap"))
+		return set_size(p, key, v, &l->swap);
+	if (!strcmp(key, "disk"))
+		return set_size(p, key, v, &l->disk);
+	if (!strcmp(key, "disk_inodes")) {
+		if (parse_digits(v, 1ull << 40, &n, NULL) < 0)
+			return fail(p, -EINVAL, "disk_inodes must be a whole number (0: no limit),"
+				    " not '%s'", Q(v));
+		l->disk_inodes = n;
+		return 0;
+	}
+	if (!strcmp(key, "cpu")) {
+		if (parse_milli(v, 1024000, &l->cpu_milli) < 0)
+			return fail(p, -EINVAL, "cpu must be a number of CPUs such as 1 or 0.5"
+				    " (0: no quota), not '%s'", Q(v));
+		return 0;
+	}
+	if (!strcmp(key, "cpu_weight"))
+		return set_number(p, key, v, "", 10000, &l->cpu_weight);
+	if (!strcmp(key, "cgroups")) {
+		if (!strcasecmp(v, "auto"))
+			l->cgroups = true;
+		else if (!strcasecmp(v, "off"))
+			l->cgroups = false;
+		else
+			return fail(p, -EINVAL, "cgroups must be auto or off, not '%s'", Q(v));
+		return 0;
+	}
+	return fail(p, -EINVAL, "unknown key '%s' in [limits]", Q(key));
 }
 
 static int add_mount(struct parse *p, const char *name, const char *v)
@@ -308,10 +473,12 @@ static int on_pair(void *user, const char *section, const char *name, const char
 
 	if (!strcmp(section, "broker"))
 		return set_broker(p, name, value) == 0;
+	if (!strcmp(section, "limits"))
+		return set_limits(p, name, value) == 0;
 	if (!strcmp(section, "mounts"))
 		return add_mount(p, name, value) == 0;
 	if (!*section)
-		fail(p, -EINVAL, "'%s' comes before any section ([broker] or [mounts])",
+		fail(p, -EINVAL, "'%s' comes before any section ([broker], [limits] or [mounts])",
 		     Q(name));
 	else	/* read_line() refuses these already */
 		fail(p, -EINVAL, "unknown section [%s]", Q(section));
@@ -384,6 +551,10 @@ int config_load(const char *path, struct config *c, char *err, size_t errlen)
 		p.lineno = p.running_line > p.shell_line ? p.running_line : p.shell_line;
 		fail(&p, -EINVAL, "max_shell_sessions (%u) must be at least max_running + 1 (%u)",
 		     t.max_shell_sessions, t.max_running + 1);
+	} else if (!p.fail_line &&
+		   (uint64_t)t.sandbox_uid_base + t.sandbox_uid_count > 0x80000000ull) {
+		p.lineno = 0;
+		fail(&p, -EINVAL, "sandbox_uid_base + sandbox_uid_count must stay below 2^31");
 	}
 	if (p.fail_line || p.fail) {
 		if (err && errlen) {

@@ -10,6 +10,20 @@
  *   max_running = 3              subagents running at once
  *   max_shell_sessions = 10      persistent shells; >= max_running + 1
  *   bash_max_sessions = 50       one-off commands at once, per sandbox
+ *   bwrap = /usr/bin/bwrap       bubblewrap (default: found on /usr/bin:/bin)
+ *   sandbox_uid_base = 2000000000  a root broker runs each sandbox as its
+ *   sandbox_uid_count = 65536      own host uid (and gid) from this range
+ *
+ *   [limits]                     per sandbox (a thread), docs/configuration.md
+ *   pids = 1024                  processes and threads; 0: no limit
+ *   memory = 2G                  bytes (K, M, G, T: powers of 1024); 0: none
+ *   swap = 0                     swap beyond memory
+ *   cpu = 0                      CPUs of time (1.5: one and a half); 0: none
+ *   cpu_weight = 100             share under contention, 1 to 10000
+ *   disk = 20G                   bytes in the thread's directories; 0: none
+ *   disk_inodes = 1000000        files and directories there; 0: none
+ *   cgroups = auto               auto: a cgroup per sandbox where the host
+ *                                allows it; off: rlimits only
  *
  *   [mounts]
  *   NAME = HOSTDIR[:ro]          an extra mount at /mnt/NAME, repeatable
@@ -27,6 +41,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #define CONFIG_FILE "sbx.conf"
 #define CONFIG_MAX_MOUNTS 16
@@ -39,6 +55,17 @@ struct config_mount {
 	bool ro;
 };
 
+struct config_limits {
+	unsigned pids;			/* 0: no limit */
+	uint64_t memory;		/* bytes; 0: no limit */
+	uint64_t swap;			/* bytes of swap beyond MEMORY */
+	unsigned cpu_milli;		/* thousandths of a CPU; 0: no quota */
+	unsigned cpu_weight;		/* 1..10000; 100: an equal share */
+	uint64_t disk;			/* bytes; 0: no quota */
+	uint64_t disk_inodes;		/* 0: no quota */
+	bool cgroups;			/* false: rlimits only */
+};
+
 struct config {
 	enum isolation isolation;
 	bool allow_host_bash;
@@ -48,12 +75,19 @@ struct config {
 	unsigned max_running;		/* >= 1 */
 	unsigned max_shell_sessions;	/* >= max_running + 1 */
 	unsigned bash_max_sessions;	/* >= 1 */
+	char *bwrap;			/* absolute; NULL: found at start */
+	uid_t sandbox_uid_base;		/* >= 1 */
+	unsigned sandbox_uid_count;	/* >= 1, base + count <= 2^31 */
+	struct config_limits limits;
 	struct config_mount mounts[CONFIG_MAX_MOUNTS];
 	size_t nmounts;
 };
 
 /* The defaults above. */
 void config_defaults(struct config *c);
+
+/* "2 GiB", "256 MiB", "1.5 KiB", "512 bytes": BYTES for messages. */
+char *config_size_text(uint64_t bytes, char *buf, size_t size);
 
 /* Reads PATH into C (defaults first). Returns 0; -ENOENT (C holds the
  * defaults) if there is no such file; else -EINVAL (or -errno if it

@@ -104,6 +104,28 @@ void env_free(char **env)
 	free(env);
 }
 
+char *env_exports(char *const *env)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	if (!f)
+		return NULL;
+	for (size_t i = 0; env && env[i]; i++) {
+		size_t n = name_len(env[i]);
+		char *q = env[i][n] ? shell_quote(env[i] + n + 1) : NULL;
+		if (q)
+			fprintf(f, "export %.*s=%s; ", (int)n, env[i], q);
+		free(q);
+	}
+	if (fclose(f) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
 char *shell_quote(const char *s)
 {
 	size_t n = 2;

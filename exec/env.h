@@ -34,6 +34,10 @@ void env_free(char **env);
  * "" when none is given (ID NULL). Returns 0 or -ENOMEM. */
 int identity_prefix(const char *id, size_t id_len, char **prefix);
 
+/* "export K='V'; " for each "K=V" of ENV (NULL-terminated, may be NULL),
+ * as one malloc'd string ("" for none), or NULL (out of memory). */
+char *env_exports(char *const *env);
+
 /* S quoted for a POSIX shell ('...' with ' as '\''), malloc'd. */
 char *shell_quote(const char *s);
 

@@ -156,7 +156,8 @@ static void put_stream(FILE *f, const struct capture *c)
 }
 
 char *output_text(const struct capture *out, const struct capture *err,
-		  int code, bool timed_out, unsigned timeout_s, size_t max_chars)
+		  int code, bool timed_out, unsigned timeout_s, const char *notice,
+		  size_t max_chars)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -178,6 +179,9 @@ char *output_text(const struct capture *out, const struct capture *err,
 			"/mnt/user-data/workspace/server.log 2>&1 &`.\nExit Code: 124",
 			out->total || err->total ? "\n" : "", timeout_s,
 			timeout_s == 1 ? "" : "s");
+	else if (notice && *notice)
+		fprintf(f, "%s%s\nExit Code: %d", out->total || err->total ? "\n" : "", notice,
+			code);
 	else if (code != 0)
 		fprintf(f, "\nExit Code: %d", code);
 	if (fclose(f) != 0) {

@@ -5,7 +5,8 @@
  *   empty); a stream over CAPTURE_LIMIT bytes keeps its first bytes and
  *   says "\n... [output truncated after K of T bytes; remaining output
  *   discarded] ..."; then, after a timeout, "\nCommand timed out after N
- *   second(s) and was terminated. ..." and "\nExit Code: 124"; else for a
+ *   second(s) and was terminated. ..." and "\nExit Code: 124"; after a
+ *   kill by a limit, "\n" NOTICE and "\nExit Code: 137"; else for a
  *   non-zero status "\nExit Code: N"; "(no output)" if nothing at all.
  *   Invalid UTF-8 becomes U+FFFD. Over OUTPUT_MAX_CHARS characters, the
  *   middle is cut ("\n... [middle truncated: S chars skipped] ...\n"),
@@ -31,9 +32,11 @@ int capture_add(struct capture *c, const char *buf, size_t n);
 void capture_free(struct capture *c);
 
 /* The text above (malloc'd, NUL-terminated) or NULL. CODE is the exit
- * status (negative: killed by that signal). */
+ * status (negative: killed by that signal); NOTICE (NULL: none) says
+ * what killed it. */
 char *output_text(const struct capture *out, const struct capture *err,
-		  int code, bool timed_out, unsigned timeout_s, size_t max_chars);
+		  int code, bool timed_out, unsigned timeout_s, const char *notice,
+		  size_t max_chars);
 
 /* N bytes of S as valid UTF-8 (malloc'd, NUL-terminated): invalid bytes
  * become U+FFFD. If KEEP is not NULL, an incomplete sequence at the very

@@ -25,6 +25,7 @@ struct view {
 	char *user, *thread;
 	char id[SANDBOX_ID_LEN + 1];
 	char mount[PATH_MAX];
+	struct identity ident;
 	char **owners;
 	size_t nowners;
 	size_t running;			/* commands in it now */
@@ -48,31 +49,30 @@ void sandbox_id(const char *thread, char id[SANDBOX_ID_LEN + 1])
 		snprintf(id + 2 * i, 3, "%02x", md[i]);
 }
 
-/* HOME/run/views/USER, created (0700) if missing; its fd. */
-static int views_dir(const struct provider *p, const char *user)
+/* HOME/run/KIND/USER (KIND: views or locks), created (0700) if missing;
+ * its fd. */
+static int user_dir(const struct provider *p, const char *kind, const char *user)
 {
 	_cleanup_(closep) int home = home_open(p->home);
-	_cleanup_(closep) int run = -1, views = -1;
+	_cleanup_(closep) int run = -1, sub = -1;
 
 	if (home < 0)
 		return home;
 	if ((run = dir_ensure(home, "run", 0700)) < 0)
 		return run;
-	if ((views = dir_ensure(run, "views", 0700)) < 0)
-		return views;
-	return dir_ensure(views, user, 0700);
+	if ((sub = dir_ensure(run, kind, 0700)) < 0)
+		return sub;
+	return dir_ensure(sub, user, 0700);
 }
 
 /* Takes the view's lock file (cross-process); returns its fd. */
 static int lock_view(const struct provider *p, const struct view *v)
 {
-	_cleanup_(closep) int dir = views_dir(p, v->user);
-	char name[SANDBOX_ID_LEN + 8];
+	_cleanup_(closep) int dir = user_dir(p, "locks", v->user);
 
 	if (dir < 0)
 		return dir;
-	snprintf(name, sizeof(name), "%s.lock", v->id);
-	int fd = openat(dir, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = openat(dir, v->thread, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
 	while (flock(fd, LOCK_EX) < 0)
@@ -103,16 +103,17 @@ static int mount_view(struct provider *p, struct view *v, char *err, size_t errl
 		}
 		log_info("detached a stale mount at %s", v->mount);
 	}
-	dir = views_dir(p, v->user);
-	if (dir < 0 || ((r = mkdirat(dir, v->id, 0700)) < 0 && errno != EEXIST)) {
+	dir = user_dir(p, "views", v->user);
+	if (dir < 0 || ((r = mkdirat(dir, v->thread, 0700)) < 0 && errno != EEXIST)) {
 		snprintf(err, errlen, "cannot make the mount point %s: %s", v->mount,
 			 strerror(errno));
 		return -errno;
 	}
 	/* sbxfs returns once the mount answers, with a one-line reason
 	 * on stderr (which is the broker's log) when it cannot. */
-	const char *argv[8 + 2 * CONFIG_MAX_MOUNTS];
-	char mounts[CONFIG_MAX_MOUNTS][PATH_MAX + 64];
+	const char *argv[20 + 2 * CONFIG_MAX_MOUNTS];
+	char mounts[CONFIG_MAX_MOUNTS][PATH_MAX + 64], owner[32], bytes[32], inodes[32];
+	const struct config_limits *lim = &p->config->limits;
 	size_t n = 0;
 	sibling_program("sbxfs", exe, sizeof(exe));
 	argv[n++] = exe;
@@ -128,6 +129,26 @@ static int mount_view(struct provider *p, struct view *v, char *err, size_t errl
 			 m->ro ? ":ro" : "");
 		argv[n++] = "--mount";
 		argv[n++] = mounts[i];
+	}
+	if (identity_separate(&v->ident)) {
+		/* The sandbox's uid reaches the view, and sees the home's
+		 * files as its own. */
+		snprintf(owner, sizeof(owner), "%u:%u", (unsigned)v->ident.uid,
+			 (unsigned)v->ident.gid);
+		argv[n++] = "-o";
+		argv[n++] = "allow_other";
+		argv[n++] = "--map-owner";
+		argv[n++] = owner;
+	}
+	if (lim->disk) {
+		snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)lim->disk);
+		argv[n++] = "--quota-bytes";
+		argv[n++] = bytes;
+	}
+	if (lim->disk_inodes) {
+		snprintf(inodes, sizeof(inodes), "%llu", (unsigned long long)lim->disk_inodes);
+		argv[n++] = "--quota-inodes";
+		argv[n++] = inodes;
 	}
 	argv[n++] = v->mount;
 	argv[n] = NULL;
@@ -160,6 +181,7 @@ static void unmount_view(struct provider *p, struct view *v, bool lazy)
 
 static void view_free(struct view *v)
 {
+	identity_release(&v->ident);
 	for (size_t i = 0; i < v->nowners; i++)
 		free(v->owners[i]);
 	free(v->owners);
@@ -177,7 +199,7 @@ static struct view *find(struct provider *p, const char *user, const char *threa
 }
 
 static struct view *find_or_add(struct provider *p, const char *user,
-				const char *thread)
+				const char *thread, char *err, size_t errlen)
 {
 	struct view *v = find(p, user, thread);
 
@@ -188,11 +210,19 @@ static struct view *find_or_add(struct provider *p, const char *user,
 		if (v)
 			free(v->user);
 		free(v);
+		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	v->ident.lock = -1;
 	sandbox_id(thread, v->id);
 	if ((size_t)snprintf(v->mount, sizeof(v->mount), "%s/run/views/%s/%s", p->home,
-			     user, v->id) >= sizeof(v->mount)) {
+			     user, thread) >= sizeof(v->mount)) {
+		snprintf(err, errlen, "the mount point under %s/run/views is too long", p->home);
+		view_free(v);
+		return NULL;
+	}
+	if (identity_take(p->home, user, thread, p->config->sandbox_uid_base,
+			  p->config->sandbox_uid_count, &v->ident, err, errlen) < 0) {
 		view_free(v);
 		return NULL;
 	}
@@ -288,11 +318,9 @@ int provider_acquire(struct provider *p, const char *user, const char *thread,
 	int r = -ENOMEM;
 
 	pthread_mutex_lock(&p->lock);
-	struct view *v = find_or_add(p, user, thread);
-	if (!v) {
-		snprintf(err, errlen, "out of memory");
+	struct view *v = find_or_add(p, user, thread, err, errlen);
+	if (!v)
 		goto out;
-	}
 	if ((r = ensure_mounted(p, v, err, errlen)) < 0)
 		goto out;
 	bool held = false;
@@ -338,17 +366,17 @@ int provider_release(struct provider *p, const char *user, const char *thread,
 }
 
 int provider_use(struct provider *p, const char *user, const char *thread,
-		 char *mount, size_t size, char *err, size_t errlen)
+		 struct sandbox_view *out, char *err, size_t errlen)
 {
 	int r = -ENOMEM;
 
 	pthread_mutex_lock(&p->lock);
-	struct view *v = find_or_add(p, user, thread);
-	if (!v)
-		snprintf(err, errlen, "out of memory");
-	else if ((r = ensure_mounted(p, v, err, errlen)) == 0) {
+	struct view *v = find_or_add(p, user, thread, err, errlen);
+	if (v && (r = ensure_mounted(p, v, err, errlen)) == 0) {
 		v->running++;
-		snprintf(mount, size, "%s", v->mount);
+		snprintf(out->mount, sizeof(out->mount), "%s", v->mount);
+		memcpy(out->id, v->id, sizeof(out->id));
+		out->ident = v->ident;
 	}
 	pthread_mutex_unlock(&p->lock);
 	return r;
@@ -382,13 +410,13 @@ void provider_tick(struct provider *p)
 
 void provider_each(struct provider *p,
 		   void (*fn)(void *arg, const char *user, const char *thread,
-			      const char *id, const char *mount, size_t leases,
+			      const char *id, const char *mount, uid_t uid, size_t leases,
 			      size_t running, bool mounted),
 		   void *arg)
 {
 	pthread_mutex_lock(&p->lock);
 	for (struct view *v = p->views; v; v = v->next)
-		fn(arg, v->user, v->thread, v->id, v->mount, v->nowners, v->running,
-		   v->mounted);
+		fn(arg, v->user, v->thread, v->id, v->mount, v->ident.uid, v->nowners,
+		   v->running, v->mounted);
 	pthread_mutex_unlock(&p->lock);
 }

@@ -1,10 +1,15 @@
 /* provider.h - the broker's views: mounted on demand, shared by leases,
  * parked when the last lease goes, unmounted when idle too long.
  *
- * A thread's view is mounted at $SBX_HOME/run/views/USER/SANDBOX, where
- * SANDBOX is its stable sandbox id, the first 8 hex digits of
- * sha256(thread id). Mounting and unmounting hold a lock file beside it
- * (flock), so two processes never mount one view twice. acquire(owner)
+ * A thread's view is mounted at $SBX_HOME/run/views/USER/THREAD: every
+ * view, lock and session is keyed by the full (user, thread) pair. The
+ * sandbox id, the first 8 hex digits of sha256(thread id), is only the
+ * reference-compatible name of the sandbox: two threads whose ids collide
+ * share nothing. Mounting and unmounting hold a lock file,
+ * $SBX_HOME/run/locks/USER/THREAD (flock), so two processes never mount
+ * one view twice. A view knows its sandbox's host identity (identity.h):
+ * a root broker mounts it for that uid (allow_other, --map-owner), with
+ * the disk quota of [limits]. acquire(owner)
  * is idempotent per owner; release(owner) drops that owner's lease; a
  * view with no lease and no command running is parked (kept mounted,
  * warm) and unmounted after idle_timeout seconds. A mount left behind by
@@ -16,6 +21,9 @@
 #define SBX_PROVIDER_H
 
 #include "config.h"
+#include "identity.h"
+
+#include <limits.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -44,10 +52,17 @@ int provider_acquire(struct provider *p, const char *user, const char *thread,
 int provider_release(struct provider *p, const char *user, const char *thread,
 		     const char *owner);
 
+/* Where a command of a sandbox runs. */
+struct sandbox_view {
+	char mount[PATH_MAX];
+	char id[SANDBOX_ID_LEN + 1];
+	struct identity ident;		/* a copy: the provider holds the lock */
+};
+
 /* A command is about to run in USER's THREAD's view (mounted if needed,
  * never unmounted while the command runs), and has ended. */
 int provider_use(struct provider *p, const char *user, const char *thread,
-		 char *mount, size_t size, char *err, size_t errlen);
+		 struct sandbox_view *out, char *err, size_t errlen);
 void provider_unuse(struct provider *p, const char *user, const char *thread);
 
 /* Unmounts views parked for longer than the idle timeout. */
@@ -56,7 +71,7 @@ void provider_tick(struct provider *p);
 /* Calls FN for each view the provider knows. */
 void provider_each(struct provider *p,
 		   void (*fn)(void *arg, const char *user, const char *thread,
-			      const char *id, const char *mount, size_t leases,
+			      const char *id, const char *mount, uid_t uid, size_t leases,
 			      size_t running, bool mounted),
 		   void *arg);
 

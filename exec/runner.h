@@ -1,27 +1,43 @@
 /* runner.h - runs one command to its end: stdin /dev/null, stdout and
  * stderr captured (output.h) and handed on as they come, a wall-clock
- * timeout, and the whole process tree killed and reaped when it expires
- * or the caller gives up.
+ * timeout, the limits of its cgroup leaf watched, and the whole process
+ * tree killed and reaped when it expires, reaches a limit, or the caller
+ * gives up.
  *
  * The command gets a session of its own, so its process group can be
  * killed as one (under bubblewrap, killing bwrap ends its PID namespace
- * and everything in it). It is over when its first process exits: a
- * background job that keeps the output pipes open does not hold it
- * (what it writes in the next 200 ms is still taken).
+ * and everything in it; a leaf is killed through its cgroup). It is over
+ * when its first process exits: a background job that keeps the output
+ * pipes open does not hold it (what it writes in the next 200 ms is
+ * still taken). Under bubblewrap, output reaches on_output only once the
+ * sandbox is set up: what bwrap says of a failure is the reason of the
+ * failed start, not output of a command.
  */
 #ifndef SBX_RUNNER_H
 #define SBX_RUNNER_H
 
+#include "launch.h"
+#include "cgroup.h"
 #include "output.h"
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct run_spec {
 	char *const *argv;		/* argv[0]: an absolute path */
-	char *const *envp;
+	char *const *envp;		/* exactly this environment */
 	const char *cwd;		/* NULL: the broker's */
+	const struct launch *launch;	/* NULL: descriptors and session only */
+	int info_fd;			/* bubblewrap's --info-fd (read end):
+					 * closed unread means it failed to
+					 * set up; -1: none */
+	struct cgroup_leaf *leaf;	/* watched while it runs; NULL: none */
+	/* Called once the child is forked (to close the parent's copies
+	 * of what it was given); NULL: none. */
+	void (*after_spawn)(void *arg);
+	void *after_spawn_arg;
 	unsigned timeout_s;		/* 0: none */
 	/* Output as it arrives: STREAM 1 (stdout) or 2 (stderr). */
 	void (*on_output)(void *arg, int stream, const char *data, size_t len);
@@ -31,21 +47,35 @@ struct run_spec {
 
 struct run_result {
 	int code;			/* exit status; -N: killed by signal N;
-					 * 124: timed out */
+					 * 124: timed out; 137: a limit */
 	bool timed_out, cancelled;
+	bool start_failed;		/* the sandbox never started: stderr
+					 * says why */
+	enum limit_hit killed;		/* the limit it reached, if any */
 	struct capture out, err;
 };
-
-/* Forks and executes ARGV with ENVP in CWD (NULL: the caller's), in a
- * session of its own, stdin IN (-1: /dev/null), stdout OUT, stderr ERR.
- * Returns the child's pid or -errno. Only async-signal-safe calls run
- * between the fork and the exec: safe from any thread. */
-pid_t runner_spawn(char *const *argv, char *const *envp, const char *cwd,
-		   int in, int out, int err);
 
 /* Returns 0 with R filled (run_result_free()), or -errno if the command
  * could not be started. */
 int run_command(const struct run_spec *s, struct run_result *r);
 void run_result_free(struct run_result *r);
+
+/* Watches what a running command does that is not output: bwrap's info
+ * descriptor (INFO, -1: none) and LEAF's limits (NULL: none). */
+struct run_watch {
+	int info;
+	bool started;			/* bwrap reported the sandbox */
+	struct cgroup_leaf *leaf;
+	int64_t next_check_ms;
+};
+
+void run_watch_init(struct run_watch *w, int info, struct cgroup_leaf *leaf);
+/* The descriptor to poll for W (-1: none) and how long a poll may wait
+ * at most (ms, -1: no bound). */
+int run_watch_fd(const struct run_watch *w);
+int run_watch_wait(const struct run_watch *w, int wait_ms);
+/* After a poll (READY: its descriptor had events): 0 while all is well,
+ * 1 if the sandbox failed to start, 2 if a limit was reached (in *HIT). */
+int run_watch_step(struct run_watch *w, bool ready, enum limit_hit *hit);
 
 #endif

@@ -1,15 +1,177 @@
 /* sandbox.c - see sandbox.h. */
 #include "sandbox.h"
+#include "cleanup.h"
+#include "env.h"
+#include "hostpath.h"
+#include "filter.h"
 
+#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define BWRAP "/usr/bin/bwrap"
+/* Where a root broker's launch binds the view for bubblewrap (launch.h). */
+#define SCRATCH "/mnt"
+#define ETC_MASKS_MAX 256
+
+/* The descriptors bubblewrap gets, in this order, from 3 up. */
+enum { FD_ARGS, FD_SECCOMP, FD_PASSWD, FD_GROUP, FD_INFO };
+
+struct sandbox {
+	char bwrap[PATH_MAX];
+	void *seccomp;
+	size_t seccomp_len;
+	char *passwd, *group;
+	char *etc_files[ETC_MASKS_MAX], *etc_dirs[ETC_MASKS_MAX];
+	size_t netc_files, netc_dirs;
+};
+
+/* ---- what the broker reads once ------------------------------------------ */
+
+static int find_bwrap(const struct config *c, char *buf, size_t size, char *err,
+		      size_t errlen)
+{
+	static const char *const places[] = { "/usr/bin/bwrap", "/bin/bwrap",
+					      "/usr/local/bin/bwrap" };
+
+	if (c->bwrap) {
+		if (access(c->bwrap, X_OK) < 0) {
+			snprintf(err, errlen, "bubblewrap: bwrap = %s in [broker]: %s", c->bwrap,
+				 strerror(errno));
+			return -ENOENT;
+		}
+		snprintf(buf, size, "%s", c->bwrap);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(places) / sizeof(*places); i++)
+		if (access(places[i], X_OK) == 0) {
+			snprintf(buf, size, "%s", places[i]);
+			return 0;
+		}
+	snprintf(err, errlen, "bubblewrap is not installed: no bwrap in /usr/bin or /bin"
+		 " (install the bubblewrap package, or set bwrap = PATH in [broker])");
+	return -ENOENT;
+}
+
+/* The host's /etc/passwd or /etc/group with only its system entries
+ * (ids below 1000, and nobody/nogroup), then the sandbox's own. */
+static char *accounts(const char *path, const char *own)
+{
+	_cleanup_(fclosep) FILE *in = fopen(path, "re");
+	char *out = NULL, line[4096];
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	if (!f)
+		return NULL;
+	while (in && fgets(line, sizeof(line), in)) {
+		char *p = strchr(line, ':');
+		p = p ? strchr(p + 1, ':') : NULL;	/* name:x:ID: */
+		unsigned long id = p ? strtoul(p + 1, NULL, 10) : 1000;
+		if ((id < 1000 || id == 65534) && id != SANDBOX_UID &&
+		    strncmp(line, SANDBOX_USER ":", sizeof(SANDBOX_USER)))
+			fputs(line, f);
+	}
+	fputs(own, f);
+	if (fclose(f) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* Records what of /etc others may not read: files masked with /dev/null,
+ * directories with an empty tmpfs; not descended into. */
+static void scan_etc(struct sandbox *s, int dirfd, const char *path, int depth)
+{
+	_cleanup_(closedirp) DIR *d = fdopendir(dirfd);
+	struct dirent *e;
+
+	if (!d) {
+		close(dirfd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+		char sub[PATH_MAX];
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    (size_t)snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name) >= sizeof(sub))
+			continue;
+		if (!strcmp(sub, "/etc/passwd") || !strcmp(sub, "/etc/group"))
+			continue;	/* replaced */
+		if (S_ISDIR(st.st_mode) && (st.st_mode & 05) != 05) {
+			if (s->netc_dirs < ETC_MASKS_MAX)
+				s->etc_dirs[s->netc_dirs++] = strdup(sub);
+		} else if (S_ISDIR(st.st_mode) && depth < 6) {
+			int fd = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					O_CLOEXEC);
+			if (fd >= 0)
+				scan_etc(s, fd, sub, depth + 1);
+		} else if (S_ISREG(st.st_mode) && !(st.st_mode & S_IROTH)) {
+			if (s->netc_files < ETC_MASKS_MAX)
+				s->etc_files[s->netc_files++] = strdup(sub);
+		}
+	}
+}
+
+struct sandbox *sandbox_new(const struct config *c, char *err, size_t errlen)
+{
+	struct sandbox *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (find_bwrap(c, s->bwrap, sizeof(s->bwrap), err, errlen) < 0 ||
+	    filter_program(&s->seccomp, &s->seccomp_len, err, errlen) < 0) {
+		sandbox_free(s);
+		return NULL;
+	}
+	s->passwd = accounts("/etc/passwd", SANDBOX_USER ":x:1000:1000:sandbox agent:/tmp:/bin/bash\n");
+	s->group = accounts("/etc/group", SANDBOX_USER ":x:1000:\n");
+	int etc = open("/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (etc >= 0)
+		scan_etc(s, etc, "/etc", 0);
+	if (!s->passwd || !s->group) {
+		snprintf(err, errlen, "out of memory");
+		sandbox_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void sandbox_free(struct sandbox *s)
+{
+	if (!s)
+		return;
+	free(s->seccomp);
+	free(s->passwd);
+	free(s->group);
+	for (size_t i = 0; i < s->netc_files; i++)
+		free(s->etc_files[i]);
+	for (size_t i = 0; i < s->netc_dirs; i++)
+		free(s->etc_dirs[i]);
+	free(s);
+}
+
+const char *sandbox_bwrap(const struct sandbox *s)
+{
+	return s->bwrap;
+}
+
+size_t sandbox_masked(const struct sandbox *s)
+{
+	return s->netc_files + s->netc_dirs;
+}
+
+/* ---- argument lists -------------------------------------------------------- */
 
 /* A growing argv. */
 struct args {
@@ -39,11 +201,16 @@ static void add(struct args *a, const char *s)
 	a->v[++a->n] = NULL;
 }
 
-static void add3(struct args *a, const char *x, const char *y, const char *z)
+static void add2(struct args *a, const char *x, const char *y)
 {
 	add(a, x);
 	add(a, y);
-	add(a, z);
+}
+
+static void add3(struct args *a, const char *x, const char *y, const char *z)
+{
+	add(a, x);
+	add2(a, y, z);
 }
 
 static char **done(struct args *a)
@@ -71,12 +238,10 @@ const char *sandbox_shell(void)
 static void add_shell(struct args *a, const char *command)
 {
 	add(a, sandbox_shell());
-	if (command) {
-		add(a, "-c");
-		add(a, command);
-	} else {
+	if (command)
+		add2(a, "-c", command);
+	else
 		add(a, "-s");
-	}
 }
 
 /* A host system directory: the same link, or a read-only bind. */
@@ -96,33 +261,72 @@ static void system_dir(struct args *a, const char *dir)
 	}
 }
 
-/* "M/NAME" and "/mnt/NAME" bound, writable or not. */
-static void view_dir(struct args *a, const char *mount, const char *name, bool ro)
+/* An empty, read-only directory over DIR. */
+static void mask_dir(struct args *a, const char *dir)
 {
-	char src[PATH_MAX], dst[PATH_MAX];
-
-	snprintf(src, sizeof(src), "%s/%s", mount, name);
-	snprintf(dst, sizeof(dst), "/mnt/%s", name);
-	add3(a, ro ? "--ro-bind" : "--bind", src, dst);
+	add2(a, "--tmpfs", dir);
+	add2(a, "--remount-ro", dir);
 }
 
-char **sandbox_argv_namespace(const struct sandbox_cmd *c)
+/* Docker's read-only and masked paths of /proc (those this kernel has). */
+static void proc_paths(struct args *a)
+{
+	static const char *const ro[] = {
+		"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs",
+	};
+	static const char *const files[] = {
+		"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
+		"/proc/latency_stats", "/proc/timer_stats",
+	};
+	static const char *const dirs[] = { "/proc/acpi", "/proc/asound", "/proc/scsi" };
+
+	add2(a, "--proc", "/proc");
+	for (size_t i = 0; i < sizeof(ro) / sizeof(*ro); i++)
+		if (access(ro[i], F_OK) == 0)
+			add3(a, "--ro-bind", ro[i], ro[i]);
+	for (size_t i = 0; i < sizeof(files) / sizeof(*files); i++)
+		if (access(files[i], F_OK) == 0)
+			add3(a, "--ro-bind", "/dev/null", files[i]);
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(*dirs); i++)
+		if (access(dirs[i], F_OK) == 0)
+			mask_dir(a, dirs[i]);
+}
+
+/* The I-th directory of the view a sandbox binds: user-data, skills,
+ * acp-workspace, then C's extra mounts; NULL after the last. */
+static const char *view_dir(const struct sandbox_cmd *c, size_t i)
+{
+	static const char *const own[] = { "user-data", "skills", "acp-workspace" };
+
+	return i < 3 ? own[i] : c->extra ? c->extra[i - 3] : NULL;
+}
+
+static void fd_opt(struct args *a, const char *opt, int which, const char *dest)
+{
+	char n[16];
+
+	snprintf(n, sizeof(n), "%d", 3 + which);
+	if (dest)
+		add3(a, opt, n, dest);
+	else
+		add2(a, opt, n);
+}
+
+/* bubblewrap's options (given through FD_ARGS): everything but the
+ * command. FROM is where the view's directories are bound from. */
+static char **bwrap_options(const struct sandbox *s, const struct sandbox_cmd *c,
+			    const char *from)
 {
 	static const char *const system_dirs[] = {
 		"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 	};
-	/* Its own namespaces, no capabilities (run as root, bwrap would
-	 * keep every one, mount included), killed with the broker, no
-	 * terminal to push input into. */
 	static const char *const fixed[] = {
-		BWRAP, "--die-with-parent", "--new-session", "--unshare-pid",
-		"--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-		"--cap-drop", "ALL",
-	};
-	static const char *const private_dirs[] = {
-		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/mnt",
+		"--die-with-parent", "--new-session", "--unshare-user", "--uid", "1000",
+		"--gid", "1000", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+		"--unshare-cgroup-try", "--cap-drop", "ALL",
 	};
 	struct args a = { 0 };
+	char src[PATH_MAX], dst[PATH_MAX];
 
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(*fixed); i++)
 		add(&a, fixed[i]);
@@ -130,98 +334,164 @@ char **sandbox_argv_namespace(const struct sandbox_cmd *c)
 		add(&a, "--unshare-net");
 	for (size_t i = 0; i < sizeof(system_dirs) / sizeof(*system_dirs); i++)
 		system_dir(&a, system_dirs[i]);
-	for (size_t i = 0; i < sizeof(private_dirs) / sizeof(*private_dirs); i++)
-		add(&a, private_dirs[i]);
-	view_dir(&a, c->mount, "user-data", false);
-	view_dir(&a, c->mount, "skills", true);
-	view_dir(&a, c->mount, "acp-workspace", false);
-	for (size_t i = 0; c->extra && c->extra[i]; i++)
-		view_dir(&a, c->mount, c->extra[i], false);	/* :ro is the view's */
-	add(&a, "--chdir");
-	add(&a, "/mnt/user-data/workspace");
-	add3(&a, "--setenv", "HOME", "/tmp");
+	for (size_t i = 0; i < s->netc_files; i++)
+		add3(&a, "--ro-bind", "/dev/null", s->etc_files[i]);
+	for (size_t i = 0; i < s->netc_dirs; i++)
+		mask_dir(&a, s->etc_dirs[i]);
+	fd_opt(&a, "--ro-bind-data", FD_PASSWD, "/etc/passwd");
+	fd_opt(&a, "--ro-bind-data", FD_GROUP, "/etc/group");
+	proc_paths(&a);
+	add2(&a, "--dev", "/dev");
+	add2(&a, "--tmpfs", "/tmp");
+	add2(&a, "--dir", "/mnt");
+	for (size_t i = 0; view_dir(c, i); i++) {
+		const char *name = view_dir(c, i);
+		snprintf(src, sizeof(src), "%s/%s", from, name);
+		snprintf(dst, sizeof(dst), "/mnt/%s", name);
+		/* skills is the view's read-only root; :ro mounts are the view's too */
+		add3(&a, i == 1 ? "--ro-bind" : "--bind", src, dst);
+	}
+	add2(&a, "--chdir", "/mnt/user-data/workspace");
+	add(&a, "--clearenv");
+	for (size_t i = 0; c->env && c->env[i]; i++) {
+		const char *eq = strchr(c->env[i], '=');
+		char name[256];
+		if (!eq || (size_t)(eq - c->env[i]) >= sizeof(name))
+			continue;
+		memcpy(name, c->env[i], (size_t)(eq - c->env[i]));
+		name[eq - c->env[i]] = '\0';
+		add3(&a, "--setenv", name, eq + 1);
+	}
+	fd_opt(&a, "--seccomp", FD_SECCOMP, NULL);
+	fd_opt(&a, "--info-fd", FD_INFO, NULL);
+	return done(&a);
+}
+
+/* A memfd holding LEN bytes of DATA, at offset 0. */
+static int memfd_with(const char *name, const void *data, size_t len)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	for (size_t off = 0; off < len;) {
+		ssize_t n = write(fd, (const char *)data + off, len - off);
+		if (n <= 0) {
+			int e = n < 0 ? -errno : -EIO;
+			close(fd);
+			return e;
+		}
+		off += (size_t)n;
+	}
+	if (lseek(fd, 0, SEEK_SET) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* The options, NUL-separated, as --args reads them. */
+static int options_fd(char **opts)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return -ENOMEM;
+	for (size_t i = 0; opts[i]; i++)
+		fwrite(opts[i], 1, strlen(opts[i]) + 1, f);
+	if (fclose(f) != 0)
+		return -ENOMEM;
+	int fd = memfd_with("sbx-bwrap-args", buf, len);
+	free(buf);
+	return fd;
+}
+
+void sandbox_start_free(struct sandbox_start *st)
+{
+	sandbox_argv_free(st->argv);
+	st->argv = NULL;
+	for (int i = 0; i < SANDBOX_NFDS; i++) {
+		closep(&st->fds[i]);
+		st->fds[i] = -1;
+	}
+	closep(&st->info);
+	st->info = -1;
+}
+
+int sandbox_prepare(const struct sandbox *s, const struct sandbox_cmd *c,
+		    struct sandbox_start *st, char *err, size_t errlen)
+{
+	bool separate = identity_separate(c->id);
+	int info[2], r = 0;
+
+	memset(st, 0, sizeof(*st));
+	for (int i = 0; i < SANDBOX_NFDS; i++)
+		st->fds[i] = -1;
+	st->info = -1;
+	launch_init(&st->launch);
+	st->envp[0] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+	st->envp[1] = NULL;
+
+	char **opts = bwrap_options(s, c, separate ? SCRATCH : c->mount);
+	struct args a = { 0 };
+	add(&a, s->bwrap);
+	add2(&a, "--args", "3");
 	add(&a, "--");
 	add_shell(&a, c->command);
-	return done(&a);
+	st->argv = done(&a);
+	if (!opts || !st->argv) {
+		sandbox_argv_free(opts);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	st->fds[FD_ARGS] = options_fd(opts);
+	sandbox_argv_free(opts);
+	st->fds[FD_SECCOMP] = memfd_with("sbx-seccomp", s->seccomp, s->seccomp_len);
+	st->fds[FD_PASSWD] = memfd_with("sbx-passwd", s->passwd, strlen(s->passwd));
+	st->fds[FD_GROUP] = memfd_with("sbx-group", s->group, strlen(s->group));
+	if (pipe2(info, O_CLOEXEC) == 0) {
+		st->info = info[0];
+		st->fds[FD_INFO] = info[1];
+	}
+	for (int i = 0; i < SANDBOX_NFDS && r == 0; i++)
+		if (st->fds[i] < 0)
+			r = st->fds[i] == -1 ? -errno : st->fds[i];
+	if (r < 0) {
+		snprintf(err, errlen, "cannot prepare the sandbox: %s", strerror(-r));
+		sandbox_start_free(st);
+		return r;
+	}
+	for (int i = 0; i < SANDBOX_NFDS; i++)
+		st->launch.pass[st->launch.npass++] = st->fds[i];
+	if (separate) {
+		st->launch.uid = c->id->uid;
+		st->launch.gid = c->id->gid;
+		st->launch.scratch = SCRATCH;
+		for (size_t i = 0; i < LAUNCH_MAX_BINDS && view_dir(c, i); i++) {
+			const char *name = view_dir(c, i);
+			snprintf(st->binds[i][0], PATH_MAX, "%s/%s", c->mount, name);
+			snprintf(st->binds[i][1], PATH_MAX, SCRATCH "/%s", name);
+			st->launch.binds[i] = (struct launch_bind){ st->binds[i][0], st->binds[i][1] };
+			st->launch.nbinds++;
+		}
+	}
+	return 0;
 }
 
 char **sandbox_argv_host(const struct sandbox_cmd *c)
 {
 	struct args a = { 0 };
-	char *cmd = c->command ? sandbox_rewrite(c->command, c->mount, c->extra) : NULL;
+	_cleanup_(freep) char *exports = env_exports(c->env);
+	_cleanup_(freep) char *rewritten = c->command ? hostpath_rewrite(c->command, c->mount,
+									 c->extra) : NULL;
+	_cleanup_(freep) char *cmd = NULL;
 
-	if (c->command && !cmd)
+	if (!exports || (c->command && (!rewritten ||
+					asprintf(&cmd, "%s%s", exports, rewritten) < 0)))
 		return NULL;
 	add_shell(&a, cmd);
-	free(cmd);
 	return done(&a);
-}
-
-/* True if C may continue a path name (so "/mnt/skills2" is not
- * "/mnt/skills"). */
-static bool name_char(char c)
-{
-	return c && c != '/' && c != ' ' && c != '\t' && c != '\n' && c != '\'' &&
-	       c != '"' && c != ';' && c != ':' && c != ')' && c != '|' && c != '&' &&
-	       c != '>' && c != '<' && c != '`' && c != '$' && c != '=';
-}
-
-/* S with every whole-name occurrence of FROM[i] replaced by TO[i]. */
-static char *replace_all(const char *s, const char *const *from,
-			 const char *const *to, size_t n)
-{
-	char *out = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&out, &len);
-
-	if (!f)
-		return NULL;
-	for (const char *p = s; *p;) {
-		size_t hit = n;
-		for (size_t i = 0; i < n && hit == n; i++) {
-			size_t k = strlen(from[i]);
-			if (!strncmp(p, from[i], k) && !name_char(p[k]))
-				hit = i;
-		}
-		if (hit < n) {
-			fputs(to[hit], f);
-			p += strlen(from[hit]);
-		} else {
-			fputc(*p++, f);
-		}
-	}
-	if (fclose(f) != 0) {
-		free(out);
-		return NULL;
-	}
-	return out;
-}
-
-char *sandbox_rewrite(const char *command, const char *mount,
-		      const char *const *extra)
-{
-	const char *names[3 + 16] = { "user-data", "skills", "acp-workspace" };
-	char from[19][PATH_MAX], to[19][PATH_MAX];
-	const char *f[19], *t[19];
-	size_t n = 3;
-
-	for (size_t i = 0; extra && extra[i] && n < 19; i++)
-		names[n++] = extra[i];
-	for (size_t i = 0; i < n; i++) {
-		snprintf(from[i], PATH_MAX, "/mnt/%s", names[i]);
-		snprintf(to[i], PATH_MAX, "%s/%s", mount, names[i]);
-		f[i] = from[i];
-		t[i] = to[i];
-	}
-	return replace_all(command, f, t, n);
-}
-
-char *sandbox_mask(const char *text, const char *const *from)
-{
-	const char *to[8];
-	size_t n = 0;
-
-	while (from[n] && n < 8)
-		to[n++] = "/mnt";
-	return replace_all(text, from, to, n);
 }

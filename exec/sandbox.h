@@ -1,25 +1,59 @@
 /* sandbox.h - how a command is run in a thread's view.
  *
- * namespace mode (the default): under bubblewrap. The host's system
- * directories read-only (/usr, /etc and the /bin, /lib... links or
- * directories), a fresh /proc, a private /dev and /tmp, the view's
- * user-data at /mnt/user-data, skills read-only at /mnt/skills,
- * acp-workspace and each extra mount at /mnt/NAME; working directory
- * /mnt/user-data/workspace; its own PID, IPC and UTS namespaces, no
- * network unless asked, no capabilities, killed with the broker
- * (--die-with-parent), a new session (no terminal to inject into).
+ * namespace mode (the default): under bubblewrap, as the sandbox's host
+ * identity (identity.h), shown inside as uid/gid 1000 "agent" through a
+ * user namespace of its own, with no capability in any namespace. It
+ * sees:
+ *   /usr, /etc and the /bin, /lib... links, read-only; of /etc, whatever
+ *     other users of the host may not read (shadow, gshadow, SSH host
+ *     keys, sudoers...) is masked, and /etc/passwd and /etc/group are
+ *     the host's system accounts plus "agent";
+ *   a fresh /proc (its own PID namespace) with /proc/sys, sysrq-trigger,
+ *     irq, bus and fs read-only and kcore, keys, timer_list, sched_debug,
+ *     latency_stats, timer_stats, acpi, asound and scsi masked; no /sys;
+ *   a private /dev (null, zero, full, random, urandom, tty, pts) and /tmp;
+ *   the view: /mnt/user-data, /mnt/skills (read-only),
+ *     /mnt/acp-workspace and /mnt/NAME for each extra mount;
+ * with its own IPC, UTS and cgroup namespaces, no network unless asked,
+ * the seccomp filter of filter.h, killed with the broker
+ * (--die-with-parent), in a new session (no terminal), working directory
+ * /mnt/user-data/workspace, and exactly the environment given: bwrap
+ * itself runs with PATH alone, and its options (host paths included)
+ * come through a descriptor, so /proc/1/cmdline shows none of them.
  *
- * host mode: the host's shell, working directory the view's workspace;
- * virtual paths in the command are rewritten to the view's mount point,
- * and the mount point (and the thread's backing directory) in the output
- * masked back to /mnt. Not a security boundary: refused unless the
- * configuration allows it.
+ * A root broker's bubblewrap runs as the sandbox's uid and could not
+ * reach the view under $SBX_HOME (0700): the launch binds the view's
+ * directories under a tmpfs on /mnt in a private mount namespace first
+ * (launch.h), and bubblewrap binds them from there.
+ *
+ * host mode: the host's shell as the broker's user, working directory the
+ * view's workspace, virtual paths rewritten (hostpath.h), the request's
+ * variables exported by the shell itself, never given to the exec. Not a
+ * security boundary: refused unless the configuration allows it.
  */
 #ifndef SBX_SANDBOX_H
 #define SBX_SANDBOX_H
 
+#include "config.h"
+#include "identity.h"
+#include "launch.h"
+
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+/* What every sandbox of a broker shares: bubblewrap, the masks, the
+ * seccomp program, the account files. */
+struct sandbox;
+
+/* Finds bubblewrap (C's bwrap, else /usr/bin/bwrap, /bin/bwrap), builds
+ * the seccomp program and reads the host's /etc. NULL with a one-line
+ * reason in ERR that names what is missing. */
+struct sandbox *sandbox_new(const struct config *c, char *err, size_t errlen);
+void sandbox_free(struct sandbox *s);
+const char *sandbox_bwrap(const struct sandbox *s);
+/* How many paths of /etc are masked. */
+size_t sandbox_masked(const struct sandbox *s);
 
 struct sandbox_cmd {
 	const char *mount;		/* the view's mount point */
@@ -27,24 +61,38 @@ struct sandbox_cmd {
 	const char *command;		/* the shell command, prefix included;
 					 * NULL: a shell reading stdin */
 	bool network;
+	const struct identity *id;	/* whom it runs as */
+	char *const *env;		/* its environment, "K=V", NULL-ended */
 };
 
-/* The argv (malloc'd strings, NULL-terminated; sandbox_argv_free()) to
- * run C (a shell reading stdin if C's command is NULL), or NULL (out of
- * memory). */
-char **sandbox_argv_namespace(const struct sandbox_cmd *c);
+#define SANDBOX_NFDS 5
+
+/* One start of bubblewrap, ready to be given to launch_spawn(). */
+struct sandbox_start {
+	char **argv;
+	char *envp[2];			/* bwrap's own: PATH */
+	struct launch launch;		/* the limits module adds its part */
+	int fds[SANDBOX_NFDS];		/* passed as 3...: options, seccomp,
+					 * passwd, group, info (write end) */
+	int info;			/* read end: bwrap writes its child's
+					 * pid once the sandbox is set up, or
+					 * closes it having failed */
+	char binds[LAUNCH_MAX_BINDS][2][PATH_MAX];
+};
+
+/* Prepares a start of C in S (sandbox_start_free()). Returns 0 or -errno
+ * with a reason in ERR. */
+int sandbox_prepare(const struct sandbox *s, const struct sandbox_cmd *c,
+		    struct sandbox_start *st, char *err, size_t errlen);
+void sandbox_start_free(struct sandbox_start *st);
+
+/* The argv (sandbox_argv_free()) of host mode for C: the shell runs its
+ * command with the request's variables exported first (C->env holds only
+ * those here), or reads commands from stdin if C's command is NULL. */
 char **sandbox_argv_host(const struct sandbox_cmd *c);
 void sandbox_argv_free(char **argv);
 
 /* The shell: the first of /bin/bash, /bin/sh that exists. */
 const char *sandbox_shell(void);
-
-/* COMMAND with the virtual paths (/mnt/user-data, /mnt/skills,
- * /mnt/acp-workspace, /mnt/NAME) made paths under MOUNT (malloc'd). */
-char *sandbox_rewrite(const char *command, const char *mount,
-		      const char *const *extra);
-/* TEXT with each of the host directories FROM (NULL-terminated) replaced
- * by /mnt (malloc'd). */
-char *sandbox_mask(const char *text, const char *const *from);
 
 #endif

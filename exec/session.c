@@ -25,6 +25,7 @@ struct session {
 	bool host;
 	pid_t pid;			/* the shell (or bwrap), its own group */
 	int pidfd, in, out, err;
+	struct cgroup_leaf *leaf;	/* its cgroup leaf; NULL: none */
 	pthread_mutex_t run;		/* one command at a time, in order */
 	unsigned users;			/* commands holding or waiting for it */
 	bool dead;
@@ -36,9 +37,7 @@ struct session {
  * ends, and a connection's thread ends with its client, while a session
  * must outlive it. */
 struct spawn {
-	char **argv;
-	char *const *envp;
-	const char *cwd;
+	const struct start *start;
 	int in, out, err;		/* the child's ends */
 	pid_t pid;			/* result: > 0, or -errno */
 	bool done;
@@ -53,6 +52,7 @@ struct session_pool {
 	pthread_cond_t wake, spawned;
 	struct spawn *request;		/* for the spawner, under lock */
 	bool stopping;
+	const struct cgroups *limits;	/* for notices */
 };
 
 static int64_t now_ms(void)
@@ -74,7 +74,8 @@ static void *spawner_main(void *arg)
 			continue;
 		}
 		struct spawn *sp = p->request;
-		sp->pid = runner_spawn(sp->argv, sp->envp, sp->cwd, sp->in, sp->out, sp->err);
+		sp->pid = launch_spawn(sp->start->argv, sp->start->envp, sp->start->cwd,
+				       sp->in, sp->out, sp->err, sp->start->launch);
 		p->request->done = true;
 		p->request = NULL;
 		pthread_cond_broadcast(&p->spawned);
@@ -97,7 +98,7 @@ static pid_t spawn_shell(struct session_pool *p, struct spawn *sp)
 	return sp->pid;
 }
 
-struct session_pool *sessions_new(unsigned max_sessions)
+struct session_pool *sessions_new(unsigned max_sessions, const struct cgroups *limits)
 {
 	struct session_pool *p = calloc(1, sizeof(*p));
 
@@ -107,6 +108,7 @@ struct session_pool *sessions_new(unsigned max_sessions)
 	pthread_cond_init(&p->wake, NULL);
 	pthread_cond_init(&p->spawned, NULL);
 	p->max = max_sessions;
+	p->limits = limits;
 	if (pthread_create(&p->spawner, NULL, spawner_main, p) != 0) {
 		pthread_mutex_destroy(&p->lock);
 		free(p);
@@ -115,19 +117,25 @@ struct session_pool *sessions_new(unsigned max_sessions)
 	return p;
 }
 
-/* Kills S's process tree and reaps its shell. */
+/* Kills S's process tree (its leaf, the shell's group) and reaps its
+ * shell. */
 static void kill_session(struct session *s)
 {
 	if (s->pid > 0) {
+		if (s->leaf)
+			cgroup_kill(s->leaf);
 		kill(-s->pid, SIGKILL);
 		kill(s->pid, SIGKILL);
 		waitpid(s->pid, NULL, 0);
 		s->pid = -1;
 	}
-	closep(&s->in);
-	closep(&s->out);
-	closep(&s->err);
-	closep(&s->pidfd);
+	cgroup_leaf_free(s->leaf);
+	s->leaf = NULL;
+	int *fds[] = { &s->in, &s->out, &s->err, &s->pidfd };
+	for (size_t i = 0; i < sizeof(fds) / sizeof(*fds); i++) {
+		closep(fds[i]);
+		*fds[i] = -1;
+	}
 	s->dead = true;
 }
 
@@ -169,38 +177,77 @@ unsigned sessions_count(struct session_pool *p)
 	return n;
 }
 
+/* Waits for bwrap to report the sandbox set up: its info descriptor INFO
+ * written to its end (read whole: bwrap dies of SIGPIPE if a later write
+ * finds it closed), or closed unwritten, having failed; ERR then gets
+ * what bwrap said on stderr (the pipe ERRFD). Returns 0 or -EIO. */
+static int wait_started(int info, int errfd, char *err, size_t errlen)
+{
+	struct pollfd p = { info, POLLIN, 0 };
+	char buf[512];
+	size_t got = 0;
+	ssize_t n = 1;
+
+	if (info < 0)
+		return 0;
+	while (n > 0 && poll(&p, 1, 30000) > 0)
+		if ((n = read(info, buf, sizeof(buf))) > 0)
+			got += (size_t)n;
+	if (got)
+		return 0;
+	n = read(errfd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	const char *why = buf;
+	if (!strncmp(why, LAUNCH_FAILED, strlen(LAUNCH_FAILED)))
+		why += strlen(LAUNCH_FAILED);
+	snprintf(err, errlen, "cannot start the sandbox: %.*s", (int)strcspn(why, "\n"),
+		 *why ? why : "bwrap failed");
+	return -EIO;
+}
+
 /* Starts S's shell: stdin, stdout and stderr are pipes to us. */
 static int start_shell(struct session_pool *pool, struct session *s,
-		       const struct session_spec *spec)
+		       const struct session_spec *spec, char *errmsg, size_t errlen)
 {
-	struct sandbox_cmd c = *spec->sandbox;
-	int in[2], out[2], err[2];
+	struct start_spec ss = *spec->start;
+	struct start st;
+	int in[2], out[2], err[2], r;
 
-	c.command = NULL;	/* a shell reading its commands */
-	char **argv = spec->host ? sandbox_argv_host(&c) : sandbox_argv_namespace(&c);
-	if (!argv)
-		return -ENOMEM;
+	ss.cmd.command = NULL;	/* a shell reading its commands */
+	if ((r = start_prepare(&st, &ss, errmsg, errlen)) < 0)
+		return r;
 	if (pipe2(in, O_CLOEXEC) < 0) {
-		sandbox_argv_free(argv);
-		return -errno;
+		r = -errno;
+		start_free(&st);
+		return r;
 	}
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-		int e = -errno;
+		r = -errno;
 		close(in[0]), close(in[1]);
-		sandbox_argv_free(argv);
-		return e;
+		start_free(&st);
+		return r;
 	}
-	struct spawn sp = { argv, spec->envp, spec->host ? spec->host_cwd : NULL,
-			    in[0], out[1], err[1], 0, false };
+	struct spawn sp = { &st, in[0], out[1], err[1], 0, false };
 	pid_t pid = spawn_shell(pool, &sp);
-	sandbox_argv_free(argv);
+	start_spawned(&st);
 	close(in[0]);
 	close(out[1]);
 	close(err[1]);
+	if (pid > 0 && (r = wait_started(st.info, err[0], errmsg, errlen)) < 0) {
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = r;
+	}
 	if (pid < 0) {
 		close(in[1]), close(out[0]), close(err[0]);
+		if (!*errmsg)
+			snprintf(errmsg, errlen, "cannot start the shell: %s", strerror(-pid));
+		start_free(&st);
 		return pid;
 	}
+	s->leaf = start_take_leaf(&st);
+	start_free(&st);
 	s->pid = pid;
 	s->in = in[1];
 	s->out = out[0];
@@ -223,8 +270,8 @@ static struct session *take(struct session_pool *p, const struct session_spec *s
 
 	pthread_mutex_lock(&p->lock);
 	for (s = p->list; s; s = s->next)
-		if (!strcmp(s->user, spec->user) && !strcmp(s->thread, spec->thread) &&
-		    !strcmp(s->scope, spec->scope) && s->host == spec->host)
+		if (!strcmp(s->user, spec->start->user) && !strcmp(s->thread, spec->start->thread) &&
+		    !strcmp(s->scope, spec->scope) && s->host == spec->start->host)
 			break;
 	if (!s && p->count >= p->max) {
 		for (link = &p->list; *link; link = &(*link)->next)
@@ -245,7 +292,8 @@ static struct session *take(struct session_pool *p, const struct session_spec *s
 	}
 	if (!s) {
 		s = calloc(1, sizeof(*s));
-		if (!s || !(s->user = strdup(spec->user)) || !(s->thread = strdup(spec->thread)) ||
+		if (!s || !(s->user = strdup(spec->start->user)) ||
+		    !(s->thread = strdup(spec->start->thread)) ||
 		    !(s->scope = strdup(spec->scope))) {
 			if (s) {
 				free(s->user);
@@ -256,7 +304,7 @@ static struct session *take(struct session_pool *p, const struct session_spec *s
 			*err = -ENOMEM;
 			return NULL;
 		}
-		s->host = spec->host;
+		s->host = spec->start->host;
 		s->pid = -1;
 		s->in = s->out = s->err = s->pidfd = -1;
 		s->dead = true;		/* started on first use */
@@ -397,6 +445,8 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 
 	int64_t deadline = run->timeout_s ? now_ms() + (int64_t)run->timeout_s * 1000 : INT64_MAX;
 	bool gone = false;
+	struct run_watch w;
+	run_watch_init(&w, -1, s->leaf);
 	while (!(out.done && err.done) && !gone) {
 		struct pollfd p[4] = {
 			{ out.done ? -1 : s->out, POLLIN, 0 },
@@ -407,7 +457,7 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 		int64_t now = now_ms();
 		int wait = deadline == INT64_MAX ? 1000 : deadline <= now ? 0
 			   : (int)(deadline - now < 1000 ? deadline - now : 1000);
-		if (poll(p, 4, wait) < 0 && errno != EINTR)
+		if (poll(p, 4, run_watch_wait(&w, wait)) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents && !read_into(s->out, &out, mark, run, &r->out, 1))
 			gone = true;
@@ -423,23 +473,33 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 			r->timed_out = true;
 			break;
 		}
+		if (run_watch_step(&w, false, &r->killed) == 2)
+			break;
 	}
 	if (gone) {
-		/* The shell exited (`exit` in the command): what it said last,
-		 * and its status. */
+		/* The shell exited (`exit` in the command, or a limit's kill
+		 * before the next look): what it said last, and its status. */
 		drain_rest(s->out, &out, mark, run, &r->out, 1);
 		drain_rest(s->err, &err, mark, run, &r->err, 2);
 		int status = 0;
-		if (!out.done && waitpid(s->pid, &status, 0) == s->pid) {
+		if (s->leaf && !r->killed)
+			r->killed = cgroup_check(s->leaf);
+		if (r->killed) {
+			r->code = 137;
+		} else if (!out.done && waitpid(s->pid, &status, 0) == s->pid) {
 			s->pid = -1;
 			r->code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 		} else {
 			r->code = out.rc;
 		}
 	} else {
-		r->code = r->timed_out ? 124 : out.rc;
+		/* What the command did to its leaf is the command's. */
+		if (!r->timed_out && !r->cancelled && !r->killed && s->leaf)
+			r->killed = cgroup_check(s->leaf);
+		r->code = r->timed_out ? 124 : r->killed ? 137 : out.rc;
 	}
-	if (gone || r->timed_out || r->cancelled)
+
+	if (gone || r->timed_out || r->cancelled || r->killed)
 		kill_session(s);	/* the next command gets a new one */
 	free(out.pending);
 	free(err.pending);
@@ -448,7 +508,7 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 
 int session_run(struct session_pool *p, const struct session_spec *spec,
 		const char *command, const struct run_spec *run,
-		struct run_result *r)
+		struct run_result *r, char *err, size_t errlen)
 {
 	int e = 0;
 	struct session *s = take(p, spec, &e);
@@ -466,7 +526,7 @@ int session_run(struct session_pool *p, const struct session_spec *spec,
 			if (attempt == 0 && s->pid == -1 && s->last_used)
 				log_info("session %s/%s scope %s: session not found; recreating it once",
 					 s->user, s->thread, s->scope);
-			if ((r_ = start_shell(p, s, spec)) < 0)
+			if ((r_ = start_shell(p, s, spec, err, errlen)) < 0)
 				break;
 		}
 		r_ = run_in(s, command, run, r);
@@ -505,4 +565,24 @@ void sessions_end_scope(struct session_pool *p, const char *user,
 		pthread_mutex_unlock(&p->lock);
 		usleep(50000);	/* a command in flight: let it finish */
 	}
+}
+
+void sessions_tick(struct session_pool *p)
+{
+	char notice[128];
+
+	pthread_mutex_lock(&p->lock);
+	for (struct session *s = p->list; s; s = s->next) {
+		/* users == 0: no command holds it, and none can take it while
+		 * the pool's lock is ours. */
+		if (s->users || s->dead || !s->leaf)
+			continue;
+		enum limit_hit hit = cgroup_check(s->leaf);
+		if (hit == LIMIT_NONE)
+			continue;
+		log_warn("session %s/%s scope %s: %s between commands; ended", s->user, s->thread,
+			 s->scope, cgroups_notice(p->limits, hit, notice, sizeof(notice)));
+		kill_session(s);
+	}
+	pthread_mutex_unlock(&p->lock);
 }

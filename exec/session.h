@@ -19,33 +19,36 @@
 #define SBX_SESSION_H
 
 #include "runner.h"
-#include "sandbox.h"
+#include "start.h"
 
 #include <stdbool.h>
 
 struct session_pool;
 
-struct session_pool *sessions_new(unsigned max_sessions);
+/* At most MAX_SESSIONS shells; LIMITS (which must outlive the pool)
+ * names what a killed session reached. */
+struct session_pool *sessions_new(unsigned max_sessions, const struct cgroups *limits);
 /* Kills every session. */
 void sessions_free(struct session_pool *p);
 
-/* What a session runs: its sandbox (the command is ignored), whether it
- * is a host shell, its environment. */
+/* What a session runs: its scope, and how its shell starts (START's
+ * command is ignored: the shell reads its commands). */
 struct session_spec {
-	const char *user, *thread, *scope;
-	const struct sandbox_cmd *sandbox;
-	bool host;
-	char *const *envp;
-	const char *host_cwd;		/* host mode: the working directory */
+	const char *scope;
+	const struct start_spec *start;
 };
 
 /* Runs COMMAND in the session S names (created if needed) as RUN
- * describes it (argv, envp and cwd are the session's; timeout, output
- * and cancel are RUN's). Returns 0 with R filled, or -errno (the
- * session could not be started; -EBUSY: every session is busy). */
+ * describes it (the shell is the session's; timeout, output and cancel
+ * are RUN's). Returns 0 with R filled, or -errno (the session could not
+ * be started, with a reason in ERR; -EBUSY: every session is busy). */
 int session_run(struct session_pool *p, const struct session_spec *s,
 		const char *command, const struct run_spec *run,
-		struct run_result *r);
+		struct run_result *r, char *err, size_t errlen);
+
+/* Kills each idle session whose processes reached a limit of their
+ * sandbox (a background job's fork bomb), for the broker's main loop. */
+void sessions_tick(struct session_pool *p);
 
 /* Ends the session of USER's THREAD with SCOPE (and its host twin),
  * once its command in flight, if any, has finished. */

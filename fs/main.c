@@ -101,10 +101,19 @@ static const char usage_text[] =
 	"  --fd-budget N             cached inodes that keep an open O_PATH fd\n"
 	"                            (default: half the open-file limit); others\n"
 	"                            are found again by name when used\n"
+	"  --map-owner UID:GID       show the files of the daemon's user as owned\n"
+	"                            by UID:GID, and serve UID's requests as the\n"
+	"                            daemon's user's (a sandbox; it may not set\n"
+	"                            set-id bits); used by sbx broker\n"
+	"  --quota-bytes N           refuse (EDQUOT) writes that would take the\n"
+	"                            thread's directories past N bytes (0: none)\n"
+	"  --quota-inodes N          refuse new files and directories past N\n"
+	"                            (0: none)\n"
 	"  --log FILE                daemon log (default: stderr with -f, else\n"
 	"                            $SBX_HOME/log/sbxfs-USER-THREAD.log)\n"
-	"  -o OPT[,OPT...]           FUSE mount options, e.g. allow_other (which\n"
-	"                            also turns on default_permissions)\n"
+	"  -o OPT[,OPT...]           FUSE mount options, e.g. allow_other; the\n"
+	"                            kernel checks permissions (default_permissions)\n"
+	"                            with the caller's own rights in any case\n"
 	"  -f, --foreground          stay in the foreground, log to stderr\n"
 	"  -d, --debug               log every request (implies -f)\n"
 	"  -s                        single-threaded loop (for debugging)\n"
@@ -144,7 +153,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 	enum { OPT_USER = 256, OPT_THREAD, OPT_HOME, OPT_SKILLS, OPT_MOUNT,
 	       OPT_PORTABLE, OPT_TIMEOUT, OPT_WRITEBACK, OPT_LOG, OPT_FD_BUDGET,
 	       OPT_HOST_WATCH, OPT_MAX_WATCHES, OPT_RBW, OPT_RBW_UNLINK,
-	       OPT_STAGING };
+	       OPT_STAGING, OPT_MAP_OWNER, OPT_QUOTA_BYTES, OPT_QUOTA_INODES };
 	static const struct option longopts[] = {
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "thread", required_argument, NULL, OPT_THREAD },
@@ -161,6 +170,9 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		{ "staging", required_argument, NULL, OPT_STAGING },
 		{ "log", required_argument, NULL, OPT_LOG },
 		{ "fd-budget", required_argument, NULL, OPT_FD_BUDGET },
+		{ "map-owner", required_argument, NULL, OPT_MAP_OWNER },
+		{ "quota-bytes", required_argument, NULL, OPT_QUOTA_BYTES },
+		{ "quota-inodes", required_argument, NULL, OPT_QUOTA_INODES },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
@@ -266,6 +278,39 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 				o->view.fd_budget = n;
 			else
 				o->view.max_watches = n;
+			break;
+		}
+		case OPT_MAP_OWNER: {
+			unsigned long uid, gid;
+			char *colon;
+
+			errno = 0;
+			uid = strtoul(optarg, &colon, 10);
+			gid = *colon == ':' ? strtoul(colon + 1, &end, 10) : 0;
+			if (errno || colon == optarg || *colon != ':' || end == colon + 1 || *end ||
+			    optarg[0] == '-' || colon[1] == '-' || uid == 0 || gid == 0 ||
+			    uid > 0x7fffffff || gid > 0x7fffffff)
+				return usage_error("--map-owner takes UID:GID, both from 1 to 2^31-1, not '%s'",
+						   optarg);
+			o->view.map_owner = true;
+			o->view.map_uid = (uid_t)uid;
+			o->view.map_gid = (gid_t)gid;
+			break;
+		}
+		case OPT_QUOTA_BYTES:
+		case OPT_QUOTA_INODES: {
+			unsigned long long n;
+
+			errno = 0;
+			n = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-')
+				return usage_error(c == OPT_QUOTA_BYTES
+					? "--quota-bytes takes a number of bytes (0: none), not '%s'"
+					: "--quota-inodes takes a count (0: none), not '%s'", optarg);
+			if (c == OPT_QUOTA_BYTES)
+				o->view.quota_bytes = n;
+			else
+				o->view.quota_inodes = n;
 			break;
 		}
 		case 'f':
@@ -455,8 +500,10 @@ static struct fuse_session *session_new(struct options *o, struct view *v)
 		 o->view.user, o->view.thread);
 	if (append_fuse_opt(o, fsname) < 0)
 		return NULL;
-	if (has_fuse_opt(o->fuse_opts, "allow_other") &&
-	    !has_fuse_opt(o->fuse_opts, "default_permissions") &&
+	/* The kernel applies permission checks and the privileged changes
+	 * (chown, set-id bits, times of others' files) with the caller's
+	 * real privileges, never the daemon's. */
+	if (!has_fuse_opt(o->fuse_opts, "default_permissions") &&
 	    append_fuse_opt(o, "default_permissions") < 0)
 		return NULL;
 	argv[argc++] = "-o";

@@ -454,10 +454,13 @@ static void change_end(struct change *c, ssize_t result, bool changed)
  *  - by a root daemon, with the caller's fsuid/fsgid, so entries belong to
  *    the caller and set-gid directories work. The kernel did the
  *    permission check (default_permissions), and SECBIT_NO_SETUID_FIXUP
- *    keeps our capabilities across the switch. */
+ *    keeps our capabilities across the switch. The sandbox of
+ *    --map-owner is served as the daemon's user, and its new files get
+ *    no set-id bits: on the host they belong to that user. */
 struct as_caller {
 	bool switched;
 	mode_t umask;	/* to apply by hand where the thread could not unshare */
+	mode_t strip;	/* bits a new file may not have */
 };
 
 static __thread bool thread_fs_unshared;
@@ -476,8 +479,11 @@ static bool unshare_thread_fs(void)
 static struct as_caller caller_enter(struct view *v, fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct as_caller c = { false, 0 };
+	struct as_caller c = { false, 0, 0 };
+	bool mapped = view_mapped_caller(v, ctx->uid);
 
+	if (mapped)
+		c.strip = S_ISUID | S_ISGID;
 	if (v->caller_umask) {
 		if (unshare_thread_fs()) {
 			/* Callers rarely change it: skip the syscall. */
@@ -487,9 +493,11 @@ static struct as_caller caller_enter(struct view *v, fuse_req_t req)
 		} else
 			c.umask = ctx->umask;	/* default ACLs then lose */
 	}
-	if (v->creds_switch && (ctx->uid != 0 || ctx->gid != 0)) {
-		setfsgid(ctx->gid);
-		setfsuid(ctx->uid);
+	uid_t uid = mapped ? v->uid : ctx->uid;
+	gid_t gid = mapped ? v->gid : ctx->gid;
+	if (v->creds_switch && (uid != 0 || gid != 0)) {
+		setfsgid(gid);
+		setfsuid(uid);
 		c.switched = true;
 	}
 	return c;
@@ -710,13 +718,14 @@ static int drop_privs(struct view *v, fuse_req_t req, int fd, bool opath)
 	struct stat st;
 	mode_t mode, keep;
 
-	if (!v->killpriv || ctx->uid == 0)
+	if (!v->killpriv)
 		return 0;
 	if (opath)
 		confine_fd_path(fd, path);
 	if ((opath ? stat(path, &st) : fstat(fd, &st)) < 0)
 		return neg_errno();
-	if (!S_ISREG(st.st_mode) || !(st.st_mode & (S_ISUID | S_ISGID)))
+	if (!S_ISREG(st.st_mode) || !(st.st_mode & (S_ISUID | S_ISGID)) ||
+	    proc_capable(ctx->pid, CAP_FSETID))
 		return 0;
 	mode = st.st_mode & 07777;
 	keep = mode & ~(mode_t)S_ISUID;
@@ -795,6 +804,28 @@ static int apply_setattr(struct view *v, fuse_req_t req, int pfd, int fh,
 		       : stat_fd(pfd, attr);
 }
 
+/* --map-owner: the sandbox's ids in a chown are the daemon's user's on
+ * the host, and a set-id bit it asks for would be that user's (root's,
+ * under a root broker): refused. */
+static int map_setattr(struct view *v, fuse_req_t req, struct inode *ino,
+		       struct stat *attr, int valid)
+{
+	if (!v->map_owner)
+		return 0;
+	if ((valid & FUSE_SET_ATTR_UID) && attr->st_uid == v->map_uid)
+		attr->st_uid = v->uid;
+	if ((valid & FUSE_SET_ATTR_GID) && attr->st_gid == v->map_gid)
+		attr->st_gid = v->gid;
+	if ((valid & FUSE_SET_ATTR_MODE) && !S_ISDIR(ino->type) &&
+	    (attr->st_mode & (S_ISUID | S_ISGID)) &&
+	    view_mapped_caller(v, fuse_req_ctx(req)->uid)) {
+		log_refusal(v, req, ino, NULL, "chmod",
+			    "a sandbox may not set set-user-ID or set-group-ID bits");
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 		      struct stat *attr, int valid, struct fuse_file_info *fi)
 {
@@ -805,7 +836,7 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 	int r;
 
 	r = view_may_modify(v, ino);
-	if (r < 0)
+	if (r < 0 || (r = map_setattr(v, req, ino, attr, valid)) < 0)
 		return r;
 	_pinned_ p = pin(v, ino);
 	if (p.fd < 0)
@@ -908,7 +939,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	view_names_hold(v, dir, NULL);
 	switch (kind) {
 	case MAKE_NODE:
-		r = mknodat(p.fd, name, mode & ~c.umask, rdev);
+		r = mknodat(p.fd, name, mode & ~c.umask & ~c.strip, rdev);
 		break;
 	case MAKE_DIR:
 		r = mkdirat(p.fd, name, mode & ~c.umask);
@@ -1282,9 +1313,10 @@ static bool opens_for_write(int flags)
 
 /* Write and search access of the caller to directory DFD. A root daemon
  * checks as the caller: its fsuid, and without the capabilities that
- * override permissions, which it otherwise keeps across fsuid changes
- * (capabilities are per thread, so this touches no other request). The
- * caller's supplementary groups are not applied: the daemon's are. */
+ * override permissions (unless the caller holds CAP_DAC_OVERRIDE itself),
+ * which it otherwise keeps across fsuid changes (capabilities are per
+ * thread, so this touches no other request). The caller's supplementary
+ * groups are not applied: the daemon's are. */
 static int caller_may_write_dir(struct view *v, fuse_req_t req, int dfd)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
@@ -1295,7 +1327,7 @@ static int caller_may_write_dir(struct view *v, fuse_req_t req, int dfd)
 	int r;
 
 	if (v->creds_switch) {
-		if (fuse_req_ctx(req)->uid == 0)
+		if (proc_capable(fuse_req_ctx(req)->pid, CAP_DAC_OVERRIDE))
 			return 0;
 		if (syscall(SYS_capget, &hdr, saved) == 0) {
 			memcpy(drop, saved, sizeof(drop));
@@ -1497,7 +1529,7 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 	watch_expect(v->watch, dir, name, true);
 	struct as_caller c = caller_enter(v, req);
 	view_names_hold(v, dir, NULL);
-	fd = confine_open_at(p.fd, name, flags, mode & ~c.umask);
+	fd = confine_open_at(p.fd, name, flags, mode & ~c.umask & ~c.strip);
 	view_names_release(v, dir, NULL);
 	caller_leave(&c);
 	if (fd < 0) {

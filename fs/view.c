@@ -209,6 +209,9 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 	pthread_mutex_init(&v->open_files_lock, NULL);
 	v->uid = geteuid();
 	v->gid = getegid();
+	v->map_owner = cfg->map_owner;
+	v->map_uid = cfg->map_uid;
+	v->map_gid = cfg->map_gid;
 	clock_gettime(CLOCK_REALTIME, &v->born);
 	v->timeout = cfg->timeout;
 	v->timeout_watched = cfg->timeout_watched;
@@ -390,6 +393,7 @@ void view_synth_attr(const struct view *v, const struct inode *ino,
 	st->st_nlink = 2 + ino->synth->n;
 	st->st_uid = v->uid;
 	st->st_gid = v->gid;
+	view_map_owner(v, st);
 	st->st_size = 4096;
 	st->st_blksize = 4096;
 	st->st_atim = st->st_mtim = st->st_ctim = v->born;

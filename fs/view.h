@@ -34,6 +34,7 @@
 #include "inode.h"
 
 struct fuse_session;
+struct quota;
 
 #define VIEW_MAX_MOUNTS 32
 #define VIEW_MAX_ROOTS (5 + VIEW_MAX_MOUNTS)
@@ -66,6 +67,11 @@ struct view_config {
 	int rbw;			/* enum gate_mode */
 	bool rbw_unlink;
 	bool staging;			/* atomic staged writes (stage.h) */
+	bool map_owner;			/* --map-owner UID:GID */
+	uid_t map_uid;
+	gid_t map_gid;
+	uint64_t quota_bytes;		/* --quota-bytes; 0: none */
+	uint64_t quota_inodes;		/* --quota-inodes; 0: none */
 };
 
 struct root {
@@ -106,8 +112,15 @@ struct view {
 	size_t nroots;
 	struct domain domains[VIEW_MAX_ROOTS];
 	size_t ndomains;
-	uid_t uid;			/* owner of the synthetic directories */
+	uid_t uid;			/* the daemon's: owner of the synthetic
+					 * directories and of what it creates */
 	gid_t gid;
+	/* --map-owner: files of UID/GID are shown as MAP_UID/MAP_GID, and
+	 * requests of MAP_UID are served as UID's (a sandbox's). */
+	bool map_owner;
+	uid_t map_uid;
+	gid_t map_gid;
+	struct quota *quota;		/* quota.h; NULL: none */
 	struct timespec born;
 	struct watch *watch;		/* NULL: no host watch */
 	struct gate *gate;		/* read-before-write; NULL: off */
@@ -174,12 +187,32 @@ char *view_path(struct view *v, struct inode *dir, const char *name,
 void view_synth_attr(const struct view *v, const struct inode *ino,
 		     struct stat *st);
 
+/* The owner the view reports for one of the host: with --map-owner,
+ * the daemon's user is shown as the sandbox's. */
+static inline void view_map_owner(const struct view *v, struct stat *st)
+{
+	if (!v->map_owner)
+		return;
+	if (st->st_uid == v->uid)
+		st->st_uid = v->map_uid;
+	if (st->st_gid == v->gid)
+		st->st_gid = v->map_gid;
+}
+
+/* True if the caller UID is the sandbox of --map-owner: its requests are
+ * the daemon's user's, and it may not set set-id bits on the host. */
+static inline bool view_mapped_caller(const struct view *v, uid_t uid)
+{
+	return v->map_owner && uid == v->map_uid && uid != v->uid;
+}
+
 /* Maps a backing stat to what the view reports (distinct st_ino across
- * backing filesystems). */
+ * backing filesystems, the owner). */
 static inline void view_map_attr(const struct view *v, const struct inode *ino,
 				 struct stat *st)
 {
 	st->st_ino ^= (ino_t)v->domains[ino->domain].devidx << 48;
+	view_map_owner(v, st);
 }
 
 #endif

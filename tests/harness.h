@@ -77,6 +77,7 @@ Suite *suite_view_broker(void);
 Suite *suite_view_differential(void);
 Suite *suite_view_faults(void);
 Suite *suite_view_escape(void);
+Suite *suite_sandbox(void);
 Suite *suite_unit_gate(void);
 Suite *suite_unit_store(void);
 Suite *suite_unit_snapshot(void);

@@ -52,6 +52,17 @@ static void assert_defaults(const struct config *c)
 	ck_assert_uint_eq(c->max_running, 3);
 	ck_assert_uint_eq(c->max_shell_sessions, 10);
 	ck_assert_uint_eq(c->bash_max_sessions, 50);
+	ck_assert_ptr_null(c->bwrap);
+	ck_assert_uint_eq(c->sandbox_uid_base, 2000000000);
+	ck_assert_uint_eq(c->sandbox_uid_count, 65536);
+	ck_assert_uint_eq(c->limits.pids, 1024);
+	ck_assert_uint_eq(c->limits.memory, 2ull << 30);
+	ck_assert_uint_eq(c->limits.swap, 0);
+	ck_assert_uint_eq(c->limits.cpu_milli, 0);
+	ck_assert_uint_eq(c->limits.cpu_weight, 100);
+	ck_assert_uint_eq(c->limits.disk, 20ull << 30);
+	ck_assert_uint_eq(c->limits.disk_inodes, 1000000);
+	ck_assert(c->limits.cgroups);
 	ck_assert_uint_eq(c->nmounts, 0);
 }
 
@@ -137,6 +148,45 @@ START_TEST(test_config_reads_every_key)
 	config_free(&c);
 	ck_assert_uint_eq(c.nmounts, 0);
 	config_free(&c);	/* twice is harmless */
+}
+END_TEST
+
+START_TEST(test_config_limits_and_sandbox_ids)
+{
+	struct config c;
+	char err[512], *path, size[32];
+	int r = load("[broker]\nbwrap = /opt/bwrap\nsandbox_uid_base = 300000\n"
+		     "sandbox_uid_count = 100\n"
+		     "[limits]\npids = 64\nmemory = 256M\nswap = 1GiB\ncpu = 1.5\n"
+		     "cpu_weight = 50\ndisk = 64K\ndisk_inodes = 0\ncgroups = off\n",
+		     &c, err, sizeof(err), &path);
+
+	ck_assert_msg(r == 0, "%d %s", r, err);
+	ck_assert_str_eq(c.bwrap, "/opt/bwrap");
+	ck_assert_uint_eq(c.sandbox_uid_base, 300000);
+	ck_assert_uint_eq(c.sandbox_uid_count, 100);
+	ck_assert_uint_eq(c.limits.pids, 64);
+	ck_assert_uint_eq(c.limits.memory, 256u << 20);
+	ck_assert_uint_eq(c.limits.swap, 1u << 30);
+	ck_assert_uint_eq(c.limits.cpu_milli, 1500);
+	ck_assert_uint_eq(c.limits.cpu_weight, 50);
+	ck_assert_uint_eq(c.limits.disk, 64u << 10);
+	ck_assert_uint_eq(c.limits.disk_inodes, 0);
+	ck_assert(!c.limits.cgroups);
+	config_free(&c);
+	/* Sizes in messages. */
+	ck_assert_str_eq(config_size_text(256u << 20, size, sizeof(size)), "256 MiB");
+	ck_assert_str_eq(config_size_text(3u << 29, size, sizeof(size)), "1.5 GiB");
+	ck_assert_str_eq(config_size_text(512, size, sizeof(size)), "512 bytes");
+	/* 0 is no limit, and plain bytes are bytes. */
+	r = load("[limits]\nmemory = 0\npids = 0\ndisk = 1000\ncpu = 0.25\n", &c, err,
+		 sizeof(err), &path);
+	ck_assert_msg(r == 0, "%d %s", r, err);
+	ck_assert_uint_eq(c.limits.memory, 0);
+	ck_assert_uint_eq(c.limits.pids, 0);
+	ck_assert_uint_eq(c.limits.disk, 1000);
+	ck_assert_uint_eq(c.limits.cpu_milli, 250);
+	config_free(&c);
 }
 END_TEST
 
@@ -254,7 +304,7 @@ static const struct {
 	{ "[mounts]\n[]\n", ":2: unknown section []" },
 	{ "[ broker ]\ntimeout = 5\n", ":1: unknown section [ broker ]" },
 	{ "[broker] timeout = 5\n", ":1: unexpected 'timeout = 5' after [broker]" },
-	{ "timeout = 5\n[broker]\n", ":1: 'timeout' comes before any section ([broker] or [mounts])" },
+	{ "timeout = 5\n[broker]\n", ":1: 'timeout' comes before any section ([broker], [limits] or [mounts])" },
 	{ "[broker]\njunk\n", ":2: expected name = value, not 'junk'" },
 	{ "[broker]\n\tjunk here ; = 5\n", ":2: expected name = value, not 'junk here ; = 5'" },
 	{ "[broker\ntimeout = 5\n", ":1: '[broker' lacks a closing ']'" },
@@ -291,6 +341,28 @@ static const struct {
 	{ "[mounts]\nacp-workspace = /srv:ro\n", ":2: mount name 'acp-workspace' is reserved" },
 	{ "[mounts]\ndata = /a\nref = /b\n[broker]\n[mounts]\ndata = /c:ro\n",
 	  ":6: mount 'data' is already defined on line 2" },
+	/* Limits and sandbox ids. */
+	{ "[limits]\nmemory = lots\n",
+	  ":2: memory must be a size such as 0, 512M or 2G (at most 1 EiB), not 'lots'" },
+	{ "[limits]\nmemory = -1\n",
+	  ":2: memory must be a size such as 0, 512M or 2G (at most 1 EiB), not '-1'" },
+	{ "[limits]\ndisk = 2X\n",
+	  ":2: disk must be a size such as 0, 512M or 2G (at most 1 EiB), not '2X'" },
+	{ "[limits]\nswap = 9999999T\n",
+	  ":2: swap must be a size such as 0, 512M or 2G (at most 1 EiB), not '9999999T'" },
+	{ "[limits]\npids = many\n",
+	  ":2: pids must be a whole number from 0 (no limit) to 4194304, not 'many'" },
+	{ "[limits]\ncpu = 1.\n",
+	  ":2: cpu must be a number of CPUs such as 1 or 0.5 (0: no quota), not '1.'" },
+	{ "[limits]\ncpu_weight = 0\n",
+	  ":2: cpu_weight must be a whole number from 1 to 10000, not '0'" },
+	{ "[limits]\ncgroups = v1\n", ":2: cgroups must be auto or off, not 'v1'" },
+	{ "[limits]\nrss = 1\n", ":2: unknown key 'rss' in [limits]" },
+	{ "[broker]\nbwrap = bwrap\n", ":2: bwrap must be an absolute path, not 'bwrap'" },
+	{ "[broker]\nsandbox_uid_base = 0\n",
+	  ":2: sandbox_uid_base must be a whole number from 1 to 2147483647, not '0'" },
+	{ "[broker]\nsandbox_uid_base = 2147483000\nsandbox_uid_count = 1000\n",
+	  ": sandbox_uid_base + sandbox_uid_count must stay below 2^31" },
 };
 
 START_TEST(test_config_refuses_with_file_and_line)
@@ -474,6 +546,7 @@ Suite *suite_unit_config(void)
 	tcase_add_test(tc, test_config_missing_file_is_the_defaults);
 	tcase_add_test(tc, test_config_empty_file_is_the_defaults);
 	tcase_add_test(tc, test_config_reads_every_key);
+	tcase_add_test(tc, test_config_limits_and_sandbox_ids);
 	tcase_add_test(tc, test_config_indented_lines_are_plain_lines);
 	tcase_add_test(tc, test_config_crlf_and_bom);
 	tcase_add_loop_test(tc, test_config_booleans, 0, sizeof(bools) / sizeof(bools[0]));

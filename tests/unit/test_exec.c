@@ -6,7 +6,7 @@
 #include "harness.h"
 #include "output.h"
 #include "request.h"
-#include "sandbox.h"
+#include "hostpath.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,16 +103,16 @@ START_TEST(test_exec_output_text_formats)
 {
 	struct capture out = { 0 }, err = { 0 };
 
-	ck_assert_str_eq(output_text(&out, &err, 0, false, 600, OUTPUT_MAX_CHARS), "(no output)");
-	ck_assert_str_eq(output_text(&out, &err, 2, false, 600, OUTPUT_MAX_CHARS),
+	ck_assert_str_eq(output_text(&out, &err, 0, false, 600, NULL, OUTPUT_MAX_CHARS), "(no output)");
+	ck_assert_str_eq(output_text(&out, &err, 2, false, 600, NULL, OUTPUT_MAX_CHARS),
 			 "\nExit Code: 2");
 	capture_add(&err, "oops\n", 5);
-	ck_assert_str_eq(output_text(&out, &err, 1, false, 600, OUTPUT_MAX_CHARS),
+	ck_assert_str_eq(output_text(&out, &err, 1, false, 600, NULL, OUTPUT_MAX_CHARS),
 			 "oops\n\nExit Code: 1");
 	capture_add(&out, "hi\n", 3);
-	ck_assert_str_eq(output_text(&out, &err, 0, false, 600, OUTPUT_MAX_CHARS),
+	ck_assert_str_eq(output_text(&out, &err, 0, false, 600, NULL, OUTPUT_MAX_CHARS),
 			 "hi\n\nStd Error:\noops\n");
-	char *t = output_text(&out, &err, 124, true, 1, OUTPUT_MAX_CHARS);
+	char *t = output_text(&out, &err, 124, true, 1, NULL, OUTPUT_MAX_CHARS);
 	ck_assert(strstr(t, "\nCommand timed out after 1 second and was terminated."));
 	ck_assert(strstr(t, "Exit Code: 124") == t + strlen(t) - strlen("Exit Code: 124"));
 	capture_free(&out);
@@ -130,7 +130,7 @@ START_TEST(test_exec_capture_limit_and_middle_truncation)
 		ck_assert_int_eq(capture_add(&out, chunk, 1 << 20), 0);
 	ck_assert_uint_eq(out.len, CAPTURE_LIMIT);
 	ck_assert_uint_eq(out.total, 11u << 20);
-	char *t = output_text(&out, &err, 3, false, 600, OUTPUT_MAX_CHARS);
+	char *t = output_text(&out, &err, 3, false, 600, NULL, OUTPUT_MAX_CHARS);
 	ck_assert_uint_le(utf8_len(t), OUTPUT_MAX_CHARS);
 	ck_assert(strstr(t, "[middle truncated: "));
 	ck_assert(strstr(t, "[output truncated after 10485760 of 11534336 bytes"));
@@ -171,18 +171,21 @@ END_TEST
 START_TEST(test_exec_host_paths_rewritten_and_masked)
 {
 	const char *extra[] = { "data", NULL };
-	const char *mask[] = { "/h/run/views/u/abcd1234", "/h/users/u/threads/t", NULL };
+	const struct hostpath_mask mask[] = {
+		{ "/h/run/views/u/t", "/mnt" }, { "/h/users/u/threads/t", "/mnt" },
+		{ "/h/skills", "/mnt/skills" }, { NULL, NULL },
+	};
 
-	ck_assert_str_eq(sandbox_rewrite("cat /mnt/user-data/workspace/a /mnt/skills/x"
+	ck_assert_str_eq(hostpath_rewrite("cat /mnt/user-data/workspace/a /mnt/skills/x"
 					 " /mnt/skills2 /mnt/data/y '/mnt/acp-workspace'",
 					 "/M", extra),
 			 "cat /M/user-data/workspace/a /M/skills/x /mnt/skills2 /M/data/y"
 			 " '/M/acp-workspace'");
-	ck_assert_str_eq(sandbox_mask("at /h/run/views/u/abcd1234/user-data/workspace and"
-				      " /h/users/u/threads/t/user-data/outputs/r.md;"
-				      " /h/run/views/u/abcd12345", mask),
+	ck_assert_str_eq(hostpath_mask("at /h/run/views/u/t/user-data/workspace and"
+				       " /h/users/u/threads/t/user-data/outputs/r.md;"
+				       " /h/run/views/u/t2 /h/skills/s/SKILL.md", mask),
 			 "at /mnt/user-data/workspace and /mnt/user-data/outputs/r.md;"
-			 " /h/run/views/u/abcd12345");
+			 " /h/run/views/u/t2 /mnt/skills/s/SKILL.md");
 }
 END_TEST
 

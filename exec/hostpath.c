@@ -1,0 +1,81 @@
+/* hostpath.c - see hostpath.h. */
+#include "hostpath.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_NAMES 19
+
+/* True if C may continue a path name (so "/mnt/skills2" is not
+ * "/mnt/skills"). */
+static bool name_char(char c)
+{
+	return c && c != '/' && c != ' ' && c != '\t' && c != '\n' && c != '\'' &&
+	       c != '"' && c != ';' && c != ':' && c != ')' && c != '|' && c != '&' &&
+	       c != '>' && c != '<' && c != '`' && c != '$' && c != '=';
+}
+
+/* S with every whole-name occurrence of FROM[i] replaced by TO[i]. */
+static char *replace_all(const char *s, const char *const *from,
+			 const char *const *to, size_t n)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	if (!f)
+		return NULL;
+	for (const char *p = s; *p;) {
+		size_t hit = n;
+		for (size_t i = 0; i < n && hit == n; i++) {
+			size_t k = strlen(from[i]);
+			if (!strncmp(p, from[i], k) && !name_char(p[k]))
+				hit = i;
+		}
+		if (hit < n) {
+			fputs(to[hit], f);
+			p += strlen(from[hit]);
+		} else {
+			fputc(*p++, f);
+		}
+	}
+	if (fclose(f) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+char *hostpath_rewrite(const char *command, const char *mount,
+		       const char *const *extra)
+{
+	const char *names[MAX_NAMES] = { "user-data", "skills", "acp-workspace" };
+	char from[MAX_NAMES][PATH_MAX], to[MAX_NAMES][PATH_MAX];
+	const char *f[MAX_NAMES], *t[MAX_NAMES];
+	size_t n = 3;
+
+	for (size_t i = 0; extra && extra[i] && n < MAX_NAMES; i++)
+		names[n++] = extra[i];
+	for (size_t i = 0; i < n; i++) {
+		snprintf(from[i], PATH_MAX, "/mnt/%s", names[i]);
+		snprintf(to[i], PATH_MAX, "%s/%s", mount, names[i]);
+		f[i] = from[i];
+		t[i] = to[i];
+	}
+	return replace_all(command, f, t, n);
+}
+
+char *hostpath_mask(const char *text, const struct hostpath_mask *masks)
+{
+	const char *from[8], *to[8];
+	size_t n = 0;
+
+	for (; masks[n].from && n < 8; n++) {
+		from[n] = masks[n].from;
+		to[n] = masks[n].to;
+	}
+	return replace_all(text, from, to, n);
+}

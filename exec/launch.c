@@ -1,0 +1,145 @@
+/* launch.c - see launch.h. */
+#include "launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+void launch_init(struct launch *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->uid = (uid_t)-1;
+	l->gid = (gid_t)-1;
+}
+
+/* ---- the child: async-signal-safe calls only ------------------------- */
+
+static void say(const char *s)
+{
+	(void)!write(STDERR_FILENO, s, strlen(s));
+}
+
+static __attribute__((noreturn)) void fail(const char *step, int err, int status)
+{
+	say(LAUNCH_FAILED);
+	say(step);
+	say(": ");
+	/* A static table, no locale: fine between fork and exec. */
+	const char *why = strerrordesc_np(err);
+	say(why ? why : "unknown error");
+	say("\n");
+	_exit(status);
+}
+
+/* Puts IN, OUT, ERR at 0-2 and L's passed fds at 3..., closes the rest. */
+static void arrange_fds(int in, int out, int err, const struct launch *l)
+{
+	size_t npass = l ? l->npass : 0;
+	int high[3 + LAUNCH_MAX_PASS];
+	int want[3] = { in, out, err };
+
+	if (in < 0 && (want[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+		fail("/dev/null", errno, 126);
+	/* Out of the way first: a source may sit where another goes. */
+	for (size_t i = 0; i < 3 + npass; i++) {
+		int fd = i < 3 ? want[i] : l->pass[i - 3];
+		if ((high[i] = fcntl(fd, F_DUPFD_CLOEXEC, 3 + LAUNCH_MAX_PASS)) < 0)
+			fail("descriptors", errno, 126);
+	}
+	for (size_t i = 0; i < 3 + npass; i++)
+		if (dup2(high[i], (int)i) < 0)
+			fail("descriptors", errno, 126);
+	int first = (int)(3 + npass);
+	if (syscall(SYS_close_range, (unsigned)first, ~0u, 0) < 0) {
+		struct rlimit r;
+		int max = getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < 1u << 20
+			  ? (int)r.rlim_cur : 1 << 20;
+		for (int fd = first; fd < max; fd++)
+			close(fd);
+	}
+}
+
+/* Signals as a fresh process has them: the broker blocks some and
+ * ignores others, and both survive exec. */
+static void reset_signals(void)
+{
+	struct sigaction dfl;
+	sigset_t none;
+
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &dfl, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static void private_mounts(const struct launch *l)
+{
+	if (unshare(CLONE_NEWNS) < 0)
+		fail("a mount namespace", errno, 126);
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		fail("a mount namespace", errno, 126);
+	if (mount("sbx", l->scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "mode=0755,size=64k") < 0)
+		fail(l->scratch, errno, 126);
+	for (size_t i = 0; i < l->nbinds; i++) {
+		if (mkdir(l->binds[i].dst, 0755) < 0 && errno != EEXIST)
+			fail(l->binds[i].dst, errno, 126);
+		if (mount(l->binds[i].src, l->binds[i].dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+			fail(l->binds[i].src, errno, 126);
+	}
+}
+
+static void child(char *const *argv, char *const *envp, const char *cwd,
+		  int in, int out, int err, const struct launch *l)
+{
+	/* Before the descriptors go: the cgroups' are among them. */
+	for (size_t i = 0; l && i < l->ncgroups; i++)
+		if (write(l->cgroup_procs[i], "0", 1) != 1)
+			fail("its cgroup", errno, 126);
+	arrange_fds(in, out, err, l);
+	reset_signals();
+	setsid();
+	if (!l)
+		goto exec;
+	if (l->scratch)
+		private_mounts(l);
+	for (size_t i = 0; i < l->nrlimits; i++)
+		if (setrlimit((__rlimit_resource_t)l->rlimits[i].resource, &l->rlimits[i].lim) < 0)
+			fail("a resource limit", errno, 126);
+	if (l->nice && setpriority(PRIO_PROCESS, 0, l->nice) < 0)
+		fail("its priority", errno, 126);
+	if (l->uid != (uid_t)-1) {
+		/* Raw calls: glibc's wrappers signal every thread, and the
+		 * child has one. */
+		if (syscall(SYS_setgroups, 0, NULL) < 0 ||
+		    syscall(SYS_setresgid, l->gid, l->gid, l->gid) < 0 ||
+		    syscall(SYS_setresuid, l->uid, l->uid, l->uid) < 0)
+			fail("the sandbox's identity", errno, 126);
+	}
+exec:
+	if (cwd && chdir(cwd) < 0)
+		fail("the working directory", errno, 126);
+	execve(argv[0], argv, envp);
+	fail(argv[0], errno, 127);
+}
+
+pid_t launch_spawn(char *const *argv, char *const *envp, const char *cwd,
+		   int in, int out, int err, const struct launch *l)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid < 0 ? -errno : pid;
+	child(argv, envp, cwd, in, out, err, l);
+	_exit(127);
+}

@@ -1,0 +1,70 @@
+/* launch.h - the steps that make a forked child of the broker the start
+ * of a command: prepared by the parent, run by the child between fork and
+ * exec with async-signal-safe calls only (the broker has threads).
+ *
+ * In this order:
+ *  1. the cgroups joined (a "0" written to each CGROUP_PROCS fd, which the
+ *     parent opened);
+ *  2. stdin, stdout and stderr; then PASS[i] becomes descriptor 3 + i;
+ *  3. every other descriptor is closed (close_range), whatever the broker
+ *     inherited or opened; signals as a new process has them;
+ *  4. a session of its own: no controlling terminal;
+ *  5. with SCRATCH: a private mount namespace (as root) where a tmpfs is
+ *     mounted on SCRATCH and each BINDS[i].src bound at BINDS[i].dst
+ *     below it, so that an unprivileged bubblewrap can bind directories
+ *     it could not reach on the host;
+ *  6. the rlimits and the nice value;
+ *  7. with UID: no supplementary groups, then that gid and uid, real,
+ *     effective and saved;
+ *  8. the working directory, and exec with exactly the environment given.
+ * A step that fails writes LAUNCH_FAILED "STEP: REASON" to stderr and
+ * exits 126 (127 if the program cannot be executed).
+ */
+#ifndef SBX_LAUNCH_H
+#define SBX_LAUNCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#define LAUNCH_MAX_PASS 8
+#define LAUNCH_MAX_BINDS 24
+#define LAUNCH_MAX_CGROUPS 3
+#define LAUNCH_MAX_RLIMITS 4
+#define LAUNCH_FAILED "sbx: cannot start the command: "
+
+struct launch_bind {
+	const char *src;		/* a host path, reachable as root */
+	const char *dst;		/* absolute, below the scratch mount */
+};
+
+struct launch {
+	int pass[LAUNCH_MAX_PASS];
+	size_t npass;
+	int cgroup_procs[LAUNCH_MAX_CGROUPS];
+	size_t ncgroups;
+	const char *scratch;		/* NULL: no mount namespace */
+	struct launch_bind binds[LAUNCH_MAX_BINDS];
+	size_t nbinds;
+	struct {
+		int resource;
+		struct rlimit lim;
+	} rlimits[LAUNCH_MAX_RLIMITS];
+	size_t nrlimits;
+	int nice;			/* 0: unchanged */
+	uid_t uid;			/* (uid_t)-1: unchanged */
+	gid_t gid;
+};
+
+/* An empty launch: nothing passed, joined, bound, limited or changed. */
+void launch_init(struct launch *l);
+
+/* Forks and executes ARGV (ARGV[0] absolute) with exactly ENVP, in CWD
+ * (NULL: unchanged), stdin IN (-1: /dev/null), stdout OUT, stderr ERR,
+ * after the steps of L (NULL: steps 2-4 only). Returns the child's pid
+ * or -errno. Safe to call from any thread. */
+pid_t launch_spawn(char *const *argv, char *const *envp, const char *cwd,
+		   int in, int out, int err, const struct launch *l);
+
+#endif

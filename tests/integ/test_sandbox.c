@@ -1,0 +1,422 @@
+/* The exec sandbox as a security boundary, tried as an attacker who
+ * controls an agent's commands, against a root broker in its default
+ * namespace mode. One test per attack: host root through /proc/sys,
+ * set-id files on the host, host secrets, the request's environment
+ * reaching the host-side exec, inherited descriptors, two threads whose
+ * sandbox names collide, fork and memory bombs, refused system calls
+ * (new user namespaces, keys, perf, userfaultfd, mounts...), masked
+ * /proc files, host paths in /proc, cgroupfs from a nested namespace,
+ * device nodes, the disk quota; and what must keep working: the identity
+ * the docs promise, file ownership, the default tools with the network
+ * on. The bombs are bounded in count and time, so that a sandbox without
+ * limits does not take the machine down with the test. */
+#include "cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *H;
+
+static void start(const char *conf)
+{
+	H = test_dir("shome");
+	if (conf)
+		ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", H), conf), 0);
+	OK("'%s' broker --home '%s'", test_bin("sbx"), H);
+}
+
+static void setup(void)
+{
+	tool_env();
+	start(NULL);
+}
+
+static void teardown(void)
+{
+	sh("'%s' broker --home '%s' --shutdown >/dev/null 2>&1", test_bin("sbx"), H);
+}
+
+/* Restarts the broker with configuration CONF. */
+static void restart(const char *conf)
+{
+	teardown();
+	start(conf);
+}
+
+/* Runs CMD (any shell text) in THREAD of user alice with the extra sbx
+ * exec options OPTS; its output (stdout and stderr) and status. */
+static char *run_opts(const char *thread, const char *opts, int *status, const char *cmd)
+{
+	char *f = fmt_cmd("%s/cmd", test_dir("cmd"));
+
+	ck_assert_int_eq(write_file(f, cmd), 0);
+	return capture(fmt_cmd("'%s' exec --home '%s' --user alice --thread %s %s -- \"$(cat '%s')\""
+			       " 2>&1", test_bin("sbx"), H, thread, opts, f), status);
+}
+
+static char *run(const char *thread, int *status, const char *cmd)
+{
+	return run_opts(thread, "", status, cmd);
+}
+
+/* The same, and it must exit 0. */
+static char *run_ok(const char *thread, const char *cmd)
+{
+	int st;
+	char *out = run(thread, &st, cmd);
+
+	ck_assert_msg(st == 0, "exit %d: %s\n%s", st, cmd, out);
+	return out;
+}
+
+static char *workspace(const char *thread)
+{
+	return fmt_cmd("%s/users/alice/threads/%s/user-data/workspace", H, thread);
+}
+
+/* Copies tests/tools/probe.py into THREAD's workspace. */
+static void add_probe(const char *thread)
+{
+	OK("mkdir -p '%s' && cp tests/tools/probe.py '%s/'", workspace(thread), workspace(thread));
+}
+
+/* /proc/sys is read-only: no core_pattern pipe to a program of the
+ * agent (run as host root at the next crash), no drop_caches, no
+ * suid_dumpable. Each write puts back the value that is there, so that
+ * a sandbox that can write does no harm. */
+START_TEST(test_sandbox_proc_sys_is_read_only)
+{
+	static const char *const knobs[] = {
+		"kernel/core_pattern", "fs/suid_dumpable", "kernel/panic", "vm/overcommit_memory",
+	};
+
+	for (size_t i = 0; i < sizeof(knobs) / sizeof(*knobs); i++) {
+		char *out = run_ok("t1", fmt_cmd("v=$(cat /proc/sys/%s); { printf '%%s\\n' \"$v\" >"
+						 " /proc/sys/%s; } 2>/dev/null && echo WROTE; echo done",
+						 knobs[i], knobs[i]));
+		SAME(out, "done\n");
+	}
+	SAME(run_ok("t1", "{ echo 4 > /proc/sys/vm/drop_caches; } 2>/dev/null && echo WROTE; echo done"),
+	     "done\n");
+	/* The mount itself is read-only, whoever the caller is. */
+	SAME(run_ok("t1", "grep -q ' /proc/sys ro,' /proc/self/mountinfo && echo ro"), "ro\n");
+}
+END_TEST
+
+/* /proc/sysrq-trigger cannot be written (an empty write: no action). */
+START_TEST(test_sandbox_sysrq_trigger_is_read_only)
+{
+	SAME(run_ok("t1", "{ : > /proc/sysrq-trigger; } 2>/dev/null && echo WROTE; echo done"), "done\n");
+}
+END_TEST
+
+/* No set-id file reaches the host: chown to another user or to root is
+ * refused (the caller has no CAP_CHOWN), and so are set-id bits. */
+START_TEST(test_sandbox_no_set_id_files_on_the_host)
+{
+	char *out = run("t1", (int[]){ 0 }, "cp /usr/bin/id x; chown 4321:4321 x && echo CHOWNED;"
+			" chown 0:0 x && echo ROOTED; chmod 6755 x && echo SETID; chmod u+s x && echo"
+			" SETUID; chmod g+s x && echo SETGID; echo done");
+	ck_assert_msg(!strstr(out, "CHOWNED") && !strstr(out, "ROOTED") && !strstr(out, "SETID") &&
+		      !strstr(out, "SETUID") && strstr(out, "done"), "%s", out);
+	struct stat st;
+	ck_assert_int_eq(stat(fmt_cmd("%s/x", workspace("t1")), &st), 0);
+	ck_assert_msg(!(st.st_mode & (S_ISUID | S_ISGID)), "host file mode %o", st.st_mode);
+	ck_assert_msg(st.st_uid == getuid(), "host file owned by %u", (unsigned)st.st_uid);
+}
+END_TEST
+
+/* chmod u+s on a file of its own is refused too: the file belongs to
+ * the broker's user on the host, root here. */
+START_TEST(test_sandbox_chmod_setuid_as_the_agent)
+{
+	char *out = run("t1", (int[]){ 0 }, "echo '#!/bin/sh' > s; chmod 755 s; chmod u+s s 2>&1;"
+			" stat -c %a s");
+	ck_assert_msg(strstr(out, "Operation not permitted") && strstr(out, "755"), "%s", out);
+	struct stat st;
+	ck_assert_int_eq(stat(fmt_cmd("%s/s", workspace("t1")), &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0755);
+}
+END_TEST
+
+/* No device nodes, in the view or in the sandbox's own /tmp. */
+START_TEST(test_sandbox_no_device_nodes)
+{
+	SAME(run_ok("t1", "mknod null c 1 3 2>/dev/null && echo MADE; mknod /tmp/null c 1 3"
+		    " 2>/dev/null && echo MADE; mknod fifo p && echo fifo"), "fifo\n");
+	ck_assert(!exists(fmt_cmd("%s/null", workspace("t1"))));
+}
+END_TEST
+
+/* Nothing the sandbox can read reveals a host secret. */
+START_TEST(test_sandbox_host_secrets_stay_out)
+{
+	SAME(run_ok("t1", "head -c 100 /etc/shadow 2>/dev/null; head -c 100 /etc/gshadow 2>/dev/null;"
+		    " for d in /root /home /run /var /srv /boot /sys; do test -e $d && echo $d; done;"
+		    " echo end"), "end\n");
+	/* Whatever of /etc the host keeps from other users reads as nothing. */
+	char *secret = OUT("find /etc -xdev -type f ! -perm -o=r 2>/dev/null | head -20 | tr '\\n' ' '");
+	SAME(run_ok("t1", fmt_cmd("for f in %s; do head -c 1 \"$f\" 2>/dev/null; done; echo end",
+				  secret)), "end\n");
+	/* No socket of the host (docker.sock, the broker's own), no store. */
+	SAME(run_ok("t1", fmt_cmd("find / -xdev -type s 2>/dev/null | grep -v '^/tmp/';"
+				  " test -e '%s/sbx.db' && echo STORE; echo end", H)), "end\n");
+}
+END_TEST
+
+/* A request's variables are the command's, never bwrap's: a library the
+ * agent built, preloaded, runs inside the sandbox only. */
+START_TEST(test_sandbox_request_env_stays_inside)
+{
+	const char *marks = test_dir("marks");
+	char *mark = fmt_cmd("%s/pwned", marks);
+	OK("chmod 777 '%s'", marks);
+	run_ok("t1", fmt_cmd("printf '#include <stdio.h>\\n__attribute__((constructor)) static void"
+			     " c(void) { FILE *f = fopen(\"%s\", \"a\"); if (f) fputs(\"x\", f); }\\n' > p.c"
+			     " && cc -shared -fPIC -o p.so p.c", mark));
+	char *so = fmt_cmd("%s/p.so", workspace("t1"));
+	int st;
+	char *out = run_opts("t1", fmt_cmd("--env LD_PRELOAD=%s --env LD_LIBRARY_PATH=%s"
+					   " --env PATH=%s:/usr/bin:/bin", so, workspace("t1"),
+					   workspace("t1")), &st, "echo ran");
+	ck_assert_msg(strstr(out, "ran"), "%s", out);
+	ck_assert_msg(!exists(mark), "the preloaded library ran outside the sandbox");
+	/* Inside, the variable is the command's. */
+	out = run_opts("t1", "--env LD_PRELOAD=/mnt/user-data/workspace/p.so", &st,
+		       "echo $LD_PRELOAD");
+	ck_assert_msg(strstr(out, "/mnt/user-data/workspace/p.so"), "%s", out);
+}
+END_TEST
+
+/* The broker's own descriptors do not reach a command. */
+START_TEST(test_sandbox_no_inherited_descriptors)
+{
+	char *file = fmt_cmd("%s/host-file", test_dir("fds"));
+
+	teardown();
+	H = test_dir("shome");
+	OK("'%s' broker --home '%s' 7>>'%s' 8<'%s'", test_bin("sbx"), H, file, file);
+	SAME(run_ok("t1", "{ echo X >&7; } 2>/dev/null; ls /proc/self/fd | tr '\\n' ' '; echo"),
+	     "0 1 2 3 \n");
+	SAME(read_file(file), "");
+	/* A session's shell neither. */
+	SAME(run_opts("t1", "--scope s", (int[]){ 0 }, "{ echo X >&8; } 2>/dev/null || echo closed"),
+	     "closed\n");
+}
+END_TEST
+
+/* Two threads whose 8-hex-digit sandbox names collide share nothing. */
+START_TEST(test_sandbox_colliding_ids_share_nothing)
+{
+	SAME(OUT("python3 -c 'import hashlib; print(*[hashlib.sha256(t.encode()).hexdigest()[:8]"
+		 " for t in (\"t26821\", \"t49091\")])'"), "3b787b99 3b787b99\n");
+	run_ok("t26821", "echo A > mine; echo A-session > /tmp/x");
+	run_opts("t26821", "--scope s", (int[]){ 0 }, "cd /mnt/user-data/outputs; export V=A");
+	SAME(run_ok("t49091", "cat mine 2>&1 | sed 's/.*: //'; ls"), "No such file or directory\n");
+	SAME(run_opts("t49091", "--scope s", (int[]){ 0 }, "pwd; echo ${V:-unset}"),
+	     "/mnt/user-data/workspace\nunset\n");
+	SAME(read_file(fmt_cmd("%s/mine", workspace("t26821"))), "A\n");
+	ck_assert(!exists(fmt_cmd("%s/mine", workspace("t49091"))));
+	char *st = OUT("'%s' broker --home '%s' --status | python3 -c 'import json,sys;"
+		       " v=json.load(sys.stdin)[\"views\"]; print(len(v), len({x[\"mount\"] for x in v}),"
+		       " *sorted({x[\"sandbox\"] for x in v}))'", test_bin("sbx"), H);
+	SAME(st, "2 2 3b787b99\n");
+}
+END_TEST
+
+/* A process of one sandbox cannot see or trace another's. */
+START_TEST(test_sandbox_no_ptrace_across_sandboxes)
+{
+	run_opts("t1", "--scope s", (int[]){ 0 }, "(exec -a sbx-victim-proc sleep 60) &");
+	char *pid = OUT("pgrep -f 'sbx-victim-pro[c]' | head -1");
+	ck_assert_msg(*pid, "no victim");
+	pid[strcspn(pid, "\n")] = '\0';
+	add_probe("t2");
+	SAME(run_ok("t2", fmt_cmd("pgrep -f 'sbx-victim-pro[c]'; kill -0 %s 2>&1 | sed 's/.* - //';"
+				  " python3 -c 'import ctypes,os; l=ctypes.CDLL(None,use_errno=True);"
+				  " print(l.ptrace(16, %s, 0, 0), os.strerror(ctypes.get_errno()))'",
+				  pid, pid)), "No such process\n-1 No such process\n");
+}
+END_TEST
+
+/* The calls Docker's default profile refuses are refused (EPERM; clone3
+ * ENOSYS so that libc falls back to clone, whose flags can be checked),
+ * and the filter is on. */
+START_TEST(test_sandbox_refused_calls)
+{
+	static const char *const refused[] = {
+		"add_key", "keyctl", "request_key", "perf_event_open", "userfaultfd", "bpf",
+		"unshare_user", "unshare_mount", "mount", "umount", "pivot_root", "open_tree",
+		"fsopen", "kexec_load", "init_module", "finit_module", "delete_module", "reboot",
+		"swapon", "settimeofday", "clock_settime", "personality", "open_by_handle_at",
+		"tiocsti", "tioclinux", "io_uring_setup", "setns", "acct", "mknod_char", "quotactl",
+	};
+	char want[2048] = "", names[2048] = "";
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s EPERM\n", refused[i]);
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), " %s", refused[i]);
+	}
+	strcat(want, "clone3 ENOSYS\npersonality_query ok\n");
+	add_probe("t1");
+	SAME(run_ok("t1", fmt_cmd("python3 probe.py%s clone3 personality_query </dev/null", names)),
+	     want);
+	SAME(run_ok("t1", "grep Seccomp: /proc/self/status; unshare -U true 2>/dev/null || echo refused"),
+	     "Seccomp:\t2\nrefused\n");
+}
+END_TEST
+
+/* /proc/kcore, /proc/keys, /proc/timer_list and the like read as
+ * nothing. */
+START_TEST(test_sandbox_masked_proc_files)
+{
+	add_probe("t1");
+	SAME(run_ok("t1", "python3 probe.py add_key >/dev/null; for f in /proc/keys /proc/timer_list"
+		    " /proc/kcore /proc/sched_debug /proc/latency_stats /proc/timer_stats; do"
+		    " test -e $f || continue; n=$(head -c 100 $f 2>/dev/null | wc -c);"
+		    " test $n = 0 || echo $f $n; done; echo end"), "end\n");
+}
+END_TEST
+
+/* The sandbox's pid 1 and its mount table show virtual paths only. */
+START_TEST(test_sandbox_proc_shows_no_host_paths)
+{
+	char *out = run_ok("t1", "tr '\\0' ' ' < /proc/1/cmdline; echo; cat /proc/self/mountinfo");
+	ck_assert_msg(!strstr(out, H), "%s", out);
+	ck_assert_msg(strstr(out, " /mnt/user-data/workspace ") || strstr(out, " /mnt/user-data "),
+		      "%s", out);
+}
+END_TEST
+
+/* No cgroupfs from a nested namespace, no cgroup limit file to write. */
+START_TEST(test_sandbox_no_cgroupfs)
+{
+	SAME(run_ok("t1", "mkdir -p /tmp/cg; unshare -UrmC sh -c 'mount -t cgroup2 none /tmp/cg && echo"
+		    " MOUNTED' 2>/dev/null; mount -t cgroup2 none /tmp/cg 2>/dev/null && echo MOUNTED;"
+		    " test -e /sys/fs/cgroup && echo SYS; for f in $(cat /proc/self/cgroup | cut -d: -f3);"
+		    " do :; done; echo end"), "end\n");
+}
+END_TEST
+
+/* Commands run as the identity the docs give; files are owned as they
+ * say: by the agent inside, by the broker's user on the host. No
+ * process of the sandbox is host root. */
+START_TEST(test_sandbox_identity_and_ownership)
+{
+	SAME(run_ok("t1", "id; echo x > made; stat -c '%u:%g %U' made"),
+	     "uid=1000(agent) gid=1000(agent) groups=1000(agent)\n1000:1000 agent\n");
+	struct stat st;
+	ck_assert_int_eq(stat(fmt_cmd("%s/made", workspace("t1")), &st), 0);
+	ck_assert_int_eq(st.st_uid, getuid());
+	ck_assert_int_eq(st.st_gid, getgid());
+	/* A person's file on the host is the agent's to edit. */
+	OK("echo person > '%s/theirs'", workspace("t1"));
+	SAME(run_ok("t1", "cat theirs > /dev/null; echo agent >> theirs; cat theirs"),
+	     "person\nagent\n");
+	/* Every process of the sandbox, seen from the host. */
+	run_opts("t1", "--scope s", (int[]){ 0 }, "(exec -a sbx-identity-proc sleep 60) &");
+	char *ids = OUT("p=$(pgrep -f 'sbx-identity-pro[c]' | head -1); while [ \"$p\" -gt 1 ]; do"
+			" c=$(cat /proc/$p/comm); case $c in sbx) break;; esac;"
+			" u=$(awk '/^Uid:/ {print $3}' /proc/$p/status);"
+			" e=$(awk '/^CapEff:/ {print $2}' /proc/$p/status);"
+			" n=$(readlink /proc/$p/ns/user);"
+			" if [ $u = 0 ] || { [ $n = $(readlink /proc/1/ns/user) ] && [ $e != 0000000000000000 ]; };"
+			" then echo \"$c $u $e\"; fi; p=$(awk '/^PPid:/ {print $2}' /proc/$p/status); done;"
+			" echo checked");
+	SAME(ids, "checked\n");
+}
+END_TEST
+
+/* git, python3, cc, make and npm work with the network on. */
+START_TEST(test_sandbox_default_tools_work)
+{
+	restart("[broker]\nnetwork = on\n");
+	SAME(run_ok("t1", "git init -q r && cd r && git -c user.name=a -c user.email=a@b commit -q"
+		    " --allow-empty -m x && git log --format=%s && python3 -c 'print(6*7)' &&"
+		    " printf 'int main(void){return 3;}\\n' > m.c && cc m.c -o m && { ./m; echo $?; } &&"
+		    " printf 'all:\\n\\t@echo made\\n' > Makefile && make && npm --version >/dev/null &&"
+		    " echo tools"), "x\n42\n3\nmade\ntools\n");
+}
+END_TEST
+
+/* A fork bomb is contained: the command is killed with a notice, the
+ * broker and other sandboxes keep serving, nothing is left running. It
+ * stops by itself after 2,000 processes that live 20 s. */
+START_TEST(test_sandbox_fork_bomb_is_contained)
+{
+	restart("[limits]\npids = 64\n");
+	int st;
+	char *out = run("t1", &st, "python3 -c 'import os, time\nfor i in range(2000):\n try:\n"
+			"  if os.fork() == 0:\n   os.execlp(\"sleep\", \"sbx-fork-bomb\", \"20\")\n"
+			" except OSError:\n  time.sleep(0.001)\ntime.sleep(20)'");
+	ck_assert_msg(st == 137 && strstr(out, "killed: process limit 64 reached"), "exit %d: %s", st,
+		      out);
+	OK("for i in $(seq 50); do pgrep -f sbx-fork-bom[b] >/dev/null || exit 0; sleep 0.1; done; exit 1");
+	SAME(run_ok("t2", "echo other"), "other\n");
+	SAME(run_ok("t1", "echo again"), "again\n");
+}
+END_TEST
+
+/* A memory bomb is contained the same way; it stops by itself at 1 GiB. */
+START_TEST(test_sandbox_memory_bomb_is_contained)
+{
+	restart("[limits]\nmemory = 256M\n");
+	int st;
+	char *out = run("t1", &st, "python3 -c 'import time\nb = []\nfor i in range(16):\n"
+			" b.append(bytearray(64 << 20))\ntime.sleep(1)\nprint(\"survived\")'");
+	ck_assert_msg(st == 137 && strstr(out, "killed: out of memory (limit 256 MiB)") &&
+		      !strstr(out, "survived"), "exit %d: %s", st, out);
+	SAME(run_ok("t2", "echo other"), "other\n");
+}
+END_TEST
+
+/* The view's quota: a 2 GiB write stops at the limit with EDQUOT, and
+ * space comes back when the file goes. */
+START_TEST(test_sandbox_disk_quota)
+{
+	restart("[limits]\ndisk = 64M\ndisk_inodes = 100\n");
+	int st;
+	char *out = run("t1", &st, "head -c 2G /dev/zero > big; echo status $?; du -m big | cut -f1");
+	ck_assert_msg(strstr(out, "Disk quota exceeded") && strstr(out, "status 1"), "%s", out);
+	struct stat sb;
+	ck_assert_int_eq(stat(fmt_cmd("%s/big", workspace("t1")), &sb), 0);
+	ck_assert_msg(sb.st_size <= 64 << 20, "%lld bytes written", (long long)sb.st_size);
+	SAME(run_ok("t1", "rm big; head -c 1M /dev/zero > small && echo ok"), "ok\n");
+	out = run("t1", &st, "for i in $(seq 150); do : > f$i || break; done; echo files $(ls | wc -l)");
+	ck_assert_msg(strstr(out, "Disk quota exceeded") && strstr(out, "files "), "%s", out);
+	ck_assert_int_le(atoi(strstr(out, "files ") + 6), 100);
+}
+END_TEST
+
+Suite *suite_sandbox(void)
+{
+	Suite *s = suite_create("sandbox");
+	TCase *tc = tcase_create("sandbox");
+
+	tcase_set_timeout(tc, 90);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_sandbox_proc_sys_is_read_only);
+	tcase_add_test(tc, test_sandbox_sysrq_trigger_is_read_only);
+	tcase_add_test(tc, test_sandbox_no_set_id_files_on_the_host);
+	tcase_add_test(tc, test_sandbox_chmod_setuid_as_the_agent);
+	tcase_add_test(tc, test_sandbox_no_device_nodes);
+	tcase_add_test(tc, test_sandbox_host_secrets_stay_out);
+	tcase_add_test(tc, test_sandbox_request_env_stays_inside);
+	tcase_add_test(tc, test_sandbox_no_inherited_descriptors);
+	tcase_add_test(tc, test_sandbox_colliding_ids_share_nothing);
+	tcase_add_test(tc, test_sandbox_no_ptrace_across_sandboxes);
+	tcase_add_test(tc, test_sandbox_refused_calls);
+	tcase_add_test(tc, test_sandbox_masked_proc_files);
+	tcase_add_test(tc, test_sandbox_proc_shows_no_host_paths);
+	tcase_add_test(tc, test_sandbox_no_cgroupfs);
+	tcase_add_test(tc, test_sandbox_identity_and_ownership);
+	tcase_add_test(tc, test_sandbox_default_tools_work);
+	tcase_add_test(tc, test_sandbox_fork_bomb_is_contained);
+	tcase_add_test(tc, test_sandbox_memory_bomb_is_contained);
+	tcase_add_test(tc, test_sandbox_disk_quota);
+	suite_add_tcase(s, tc);
+	return s;
+}
