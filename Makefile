@@ -44,13 +44,13 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
            -DSBX_VERSION='"$(VERSION)"' -Icommon -Ifs -Istore -Icli -Iexec -Itests $(FUSE_CFLAGS) $(SANFLAGS) -MMD -MP
 LDFLAGS += $(SANFLAGS)
 
-COMMON_SRC := common/log.c common/ids.c common/home.c common/proc.c common/spawn.c
+COMMON_SRC := common/log.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c
 STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/diff.c store/summary.c
 EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
               exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/view.c fs/ops.c fs/watch.c fs/channel.c \
-              fs/gate.c fs/stage.c fs/journal.c $(STORE_SRC)
+              fs/gate.c fs/stage.c fs/journal.c fs/quota.c $(STORE_SRC)
 TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \
               $(wildcard tests/unit/*.c) $(wildcard tests/integ/*.c)
 

@@ -2,6 +2,7 @@
 #include "cgroup.h"
 #include "cleanup.h"
 #include "log.h"
+#include "units.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -380,8 +381,8 @@ void cgroups_describe(const struct cgroups *l,
 			break;
 		case CTL_MEMORY:
 			fmt(text, sizeof(text), "at most %s of memory per sandbox, %s of swap",
-				 config_size_text(c->memory, size, sizeof(size)),
-				 config_size_text(c->swap, swap, sizeof(swap)));
+				 size_text(c->memory, size, sizeof(size)),
+				 size_text(c->swap, swap, sizeof(swap)));
 			break;
 		default:
 			if (c->cpu_milli)
@@ -725,7 +726,7 @@ char *cgroups_notice(const struct cgroups *l, enum limit_hit hit, char *buf, siz
 
 	if (hit == LIMIT_MEMORY)
 		fmt(buf, size, "killed: out of memory (limit %s)",
-			 config_size_text(l->c.memory, mem, sizeof(mem)));
+			 size_text(l->c.memory, mem, sizeof(mem)));
 	else if (hit == LIMIT_PIDS)
 		fmt(buf, size, "killed: process limit %u reached", l->c.pids);
 	else

@@ -86,8 +86,6 @@ struct config {
 /* The defaults above. */
 void config_defaults(struct config *c);
 
-/* "2 GiB", "256 MiB", "1.5 KiB", "512 bytes": BYTES for messages. */
-char *config_size_text(uint64_t bytes, char *buf, size_t size);
 
 /* Reads PATH into C (defaults first). Returns 0; -ENOENT (C holds the
  * defaults) if there is no such file; else -EINVAL (or -errno if it

@@ -18,6 +18,7 @@
 #include "stage.h"
 #include "store.h"
 #include "writer.h"
+#include "quota.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -586,6 +587,7 @@ static int services_start(const struct view_config *cfg, struct view *v)
 
 	v->gate = NULL;
 	v->writer = NULL;
+	quota_start(v->quota);
 	if (cfg->rbw != GATE_OFF) {
 		v->gate = gate_new((enum gate_mode)cfg->rbw, cfg->rbw_unlink, NULL);
 		if (!v->gate)

@@ -224,6 +224,33 @@ static void log_refusal(struct view *v, fuse_req_t req, struct inode *dir,
 		 (int)ctx->pid, comm);
 }
 
+/* Charges the thread's quota for a change of INO (or a new entry NAME of
+ * it); a refusal is logged. */
+static int charge(struct view *v, fuse_req_t req, struct inode *ino, const char *name,
+		  uint64_t bytes, uint64_t inodes, const char *op)
+{
+	char why[128];
+	int r = view_charge(v, ino, bytes, inodes, why, sizeof(why));
+
+	if (r < 0)
+		log_refusal(v, req, ino, name, op, why);
+	return r;
+}
+
+/* What a write of LEN bytes at OFF may allocate in FD: what it adds past
+ * the end (a hole before it takes no space). */
+static uint64_t write_growth(int fd, off_t off, size_t len)
+{
+	struct stat st;
+	off_t end = off + (off_t)len;
+
+	if (fstat(fd, &st) < 0)
+		return len;
+	if (end <= st.st_size)
+		return 0;
+	return end - st.st_size < (off_t)len ? (uint64_t)(end - st.st_size) : len;
+}
+
 static bool is_vcs_dir(const char *name)
 {
 	return !strcmp(name, ".git") || !strcmp(name, ".hg") ||
@@ -870,6 +897,8 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 				     NULL, NULL);
 	}
 	if (r == 0) {
+		if (resize)
+			view_release(v, ino, NULL);
 		inode_note_attr(v->inodes, ino, attr);
 		if (stage_any(ino)) {
 			_io_ io = io_begin(v, ino, -1, false);
@@ -931,6 +960,8 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (p.fd < 0)
 		return reply_status(req, p.fd);
 	r = check_new_name(v, req, dir, p.fd, name, op_names[kind]);
+	if (r == 0)
+		r = charge(v, req, dir, name, kind == MAKE_DIR ? 4096 : 0, 1, op_names[kind]);
 	if (r < 0)
 		return reply_status(req, r);
 
@@ -1017,11 +1048,15 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return reply_status(req, r);
 	if (!(flags & AT_REMOVEDIR))
 		journal_preimage_at(v, req, dir, p.fd, name, true);
+	struct stat gone;
+	bool counted = v->quota && fstatat(p.fd, name, &gone, AT_SYMLINK_NOFOLLOW) == 0;
 	watch_expect(v->watch, dir, name, false);
 	view_names_hold(v, dir, NULL);
 	r = unlinkat(p.fd, name, flags) < 0 ? neg_errno() : 0;
 	view_names_release(v, dir, NULL);
 	gate_end_name(&t, &fd);
+	if (r == 0 && counted)
+		view_release(v, dir, &gone);
 	if (r < 0)
 		watch_unexpect(v->watch, dir, name, false);
 	else if (!(flags & AT_REMOVEDIR)) {
@@ -1151,6 +1186,8 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 	}
 	journal_note(v, req, exchange ? "exchange" : "rename", from, name, to,
 		     newname);
+	if (replaces)
+		view_release(v, to, NULL);	/* the replaced file's space */
 	if (carry)
 		gate_carry_moved(v, &src, from, name, to, pt.fd, newname, exchange);
 	if (carry_dst)
@@ -1523,7 +1560,7 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 			inode_forget(v->inodes, node(v, e->ino), 1);
 		return r;
 	}
-	if (r < 0)
+	if (r < 0 || (r = charge(v, req, dir, name, 0, 1, "create")) < 0)
 		return r;
 
 	watch_expect(v->watch, dir, name, true);
@@ -1624,6 +1661,12 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in,
 
 	if (fd < 0)
 		return reply_status(req, fd);
+	int r = v->quota ? charge(v, req, node(v, id), NULL,
+				  write_growth(fd, off, fuse_buf_size(in)), 0, "write") : 0;
+	if (r < 0) {
+		change_end(&c, r, false);
+		return reply_status(req, r);
+	}
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	out.buf[0].fd = fd;
 	out.buf[0].pos = off;
@@ -2094,7 +2137,10 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t id, int mode, off_t off,
 
 	if (fd < 0)
 		return reply_status(req, fd);
-	r = fallocate(fd, mode, off, len) < 0 ? neg_errno() : 0;
+	bool frees = mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE);
+	r = frees ? 0 : charge(v, req, node(v, id), NULL, (uint64_t)len, 0, "fallocate");
+	if (r == 0)
+		r = fallocate(fd, mode, off, len) < 0 ? neg_errno() : 0;
 	change_end(&c, r, r == 0);
 	reply_status(req, r);
 }
@@ -2121,6 +2167,12 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
 	if (fd != fd_of(fi_out)) {
 		change_end(&c, 0, false);
 		return reply_status(req, -EOPNOTSUPP);
+	}
+	int r = charge(v, req, node(v, id_out), NULL, write_growth(fd, off_out, len), 0,
+		       "copy_file_range into");
+	if (r < 0) {
+		change_end(&c, r, false);
+		return reply_status(req, r);
 	}
 	bool mark_in = v->gate && fstat(fd_of(fi_in), &in_before) == 0;
 	n = copy_file_range(fd_of(fi_in), &off_in, fd, &off_out, len,

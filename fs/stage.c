@@ -394,6 +394,13 @@ int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 		return ino->stage->fd;	/* active, or an orphan: keep going */
 	if (fstat(io_fd, &st) < 0)
 		return neg_errno();
+	/* The copy takes the file's space again until it is published. */
+	char why[128];
+	if (!empty && (r = view_charge(v, ino, (uint64_t)st.st_blocks * 512, 0, why,
+				       sizeof(why))) < 0) {
+		log_warn("refused a save of a %lld-byte file: %s", (long long)st.st_size, why);
+		return r;
+	}
 	_cleanup_(closep) int rfd = confine_reopen(io_fd, O_RDONLY);
 	if (rfd < 0)
 		return rfd;
@@ -585,6 +592,7 @@ int stage_publish(struct view *v, struct inode *ino, bool durable)
 	}
 	s->name[0] = '\0';
 	s->state = STAGE_PUBLISHED;
+	view_release(v, ino, NULL);	/* the replaced version's space */
 	bool have_after = fstat(s->fd, &after) == 0;
 	gate_unlock(&t, have_after ? &after : NULL, true);
 	/* The view's inode is the new file from now on. */

@@ -1,5 +1,6 @@
 /* view.c - see view.h. */
 #include "view.h"
+#include "quota.h"
 #include "stage.h"
 #include "cleanup.h"
 #include "confine.h"
@@ -273,6 +274,8 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 			: add_root(v, v->user_data, &v->user_data_dir,
 				   thread_names[i], fds[i], false,
 				   i == THREAD_UPLOADS, host, err, errlen);
+		if (r >= 0)
+			v->roots[v->nroots - 1].counted = true;
 	}
 	if (r >= 0) {
 		snprintf(host, sizeof(host), "%s",
@@ -308,7 +311,34 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 		view_close(v);
 		return r;
 	}
+	int counted[VIEW_MAX_ROOTS];
+	size_t n = 0;
+	for (size_t i = 0; i < v->nroots; i++)
+		if (v->roots[i].counted)
+			counted[n++] = v->roots[i].top->fd;
+	v->quota = quota_new(cfg->quota_bytes, cfg->quota_inodes, counted, n);
 	return 0;
+}
+
+int view_charge(struct view *v, struct inode *ino, uint64_t bytes,
+		uint64_t inodes, char *why, size_t whylen)
+{
+	struct root *root;
+
+	if (!v->quota || !(root = inode_root(v->inodes, ino)) || !root->counted)
+		return 0;
+	return quota_charge(v->quota, bytes, inodes, why, whylen);
+}
+
+void view_release(struct view *v, struct inode *ino, const struct stat *st)
+{
+	struct root *root;
+
+	if (!v->quota || !(root = inode_root(v->inodes, ino)) || !root->counted)
+		return;
+	/* Another link keeps a file's space (counted once). */
+	bool last = st && (S_ISDIR(st->st_mode) || st->st_nlink <= 1);
+	quota_release(v->quota, last ? (uint64_t)st->st_blocks * 512 : 0, last ? 1 : 0);
 }
 
 static void drop_stage(void *arg, struct inode *ino)
@@ -330,6 +360,8 @@ void view_close(struct view *v)
 		}
 	inode_table_free(v->inodes);
 	v->inodes = NULL;
+	quota_free(v->quota);
+	v->quota = NULL;
 }
 
 static pthread_rwlock_t *names_lock_of(struct view *v, struct inode *dir)

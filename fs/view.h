@@ -80,6 +80,7 @@ struct root {
 	bool read_only;
 	bool uploads;
 	bool stage_hidden;		/* holds STAGE_HIDDEN_NAME at its top */
+	bool counted;			/* the thread's own: under its quota */
 	struct inode *top;
 };
 
@@ -182,6 +183,16 @@ void view_names_release(struct view *v, struct inode *a, struct inode *b);
  * "/mnt/user-data/workspace/a.txt". Returns BUF. */
 char *view_path(struct view *v, struct inode *dir, const char *name,
 		char *buf, size_t size);
+
+/* Charges BYTES and INODES to the thread's quota (quota.h) for a change
+ * of INO (a file, or the directory of a new entry), if it is under one of
+ * the thread's own roots. 0, or -EDQUOT with the reason in WHY. */
+int view_charge(struct view *v, struct inode *ino, uint64_t bytes,
+		uint64_t inodes, char *why, size_t whylen);
+
+/* Gives back to the quota what removing an entry of attributes ST (in the
+ * directory INO) freed; ST NULL: a change that may have freed space. */
+void view_release(struct view *v, struct inode *ino, const struct stat *st);
 
 /* Fills ST for a synthetic directory. */
 void view_synth_attr(const struct view *v, const struct inode *ino,

@@ -4,6 +4,7 @@
  * bytes after a NUL, empty unknown sections). */
 #include "harness.h"
 #include "config.h"
+#include "units.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -175,9 +176,9 @@ START_TEST(test_config_limits_and_sandbox_ids)
 	ck_assert(!c.limits.cgroups);
 	config_free(&c);
 	/* Sizes in messages. */
-	ck_assert_str_eq(config_size_text(256u << 20, size, sizeof(size)), "256 MiB");
-	ck_assert_str_eq(config_size_text(3u << 29, size, sizeof(size)), "1.5 GiB");
-	ck_assert_str_eq(config_size_text(512, size, sizeof(size)), "512 bytes");
+	ck_assert_str_eq(size_text(256u << 20, size, sizeof(size)), "256 MiB");
+	ck_assert_str_eq(size_text(3u << 29, size, sizeof(size)), "1.5 GiB");
+	ck_assert_str_eq(size_text(512, size, sizeof(size)), "512 bytes");
 	/* 0 is no limit, and plain bytes are bytes. */
 	r = load("[limits]\nmemory = 0\npids = 0\ndisk = 1000\ncpu = 0.25\n", &c, err,
 		 sizeof(err), &path);
