@@ -67,5 +67,6 @@ int cmd_run(int argc, char **argv, const char *home);
 int cmd_changes(int argc, char **argv, const char *home);
 int cmd_broker(int argc, char **argv, const char *home);
 int cmd_exec(int argc, char **argv, const char *home);
+int cmd_doctor(int argc, char **argv, const char *home);
 
 #endif

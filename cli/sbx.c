@@ -48,6 +48,8 @@ static const char usage_text[] =
 	"                     the exec broker: views on demand, commands in them\n"
 	"  exec --user ID --thread ID [--timeout SEC] [--env K=V]... -- COMMAND\n"
 	"                     run a command in the thread's view, in a sandbox\n"
+	"  doctor [--format text|json]\n"
+	"                     what this host allows, which sandbox protections hold\n"
 	"\n"
 	"Options for every command (before or after it):\n"
 	"  --home DIR         $SBX_HOME (default: $SBX_HOME, else /var/lib/sbxfs for\n"
@@ -345,6 +347,8 @@ int main(int argc, char **argv)
 		return cmd_broker(argc - i, argv + i, home);
 	if (!strcmp(argv[i], "exec"))
 		return cmd_exec(argc - i, argv + i, home);
+	if (!strcmp(argv[i], "doctor"))
+		return cmd_doctor(argc - i, argv + i, home);
 	fprintf(stderr, "sbx: unknown command '%s'\nTry 'sbx --help'.\n", argv[i]);
 	return 2;
 }

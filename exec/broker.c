@@ -588,6 +588,21 @@ static void log_limit(void *arg, const char *limit, const char *how, const char 
 		log_info("limit %s (%s): %s", limit, how, text);
 }
 
+/* Whether bubblewrap works here as a sandbox's uid: said at start, not
+ * at the first command. */
+static void probe_sandbox(struct broker *b)
+{
+	struct identity id;
+	char why[512];
+
+	if (identity_take(b->home, "-", "-probe", b->config.sandbox_uid_base,
+			  b->config.sandbox_uid_count, &id, why, sizeof(why)) < 0 ||
+	    sandbox_probe(b->sandbox, &id, why, sizeof(why)) < 0)
+		log_warn("namespace mode cannot start sandboxes here: %s (sbx doctor says more)",
+			 why);
+	identity_release(&id);
+}
+
 /* What protects the sandboxes of this broker, and what does not. */
 static void log_protections(const struct broker *b)
 {
@@ -793,7 +808,9 @@ int broker_main(const struct broker_options *o)
 	b.sandbox = sandbox_new(&b.config, b.sandbox_err, sizeof(b.sandbox_err));
 	if (!b.sandbox)
 		log_warn("namespace mode cannot run commands: %s", b.sandbox_err);
-	b.limits = cgroups_new(&b.config.limits, o->home);
+	else
+		probe_sandbox(&b);
+	b.limits = cgroups_new(&b.config.limits, o->home, false);
 	b.provider = provider_new(o->home, &b.config);
 	b.sessions = b.limits ? sessions_new(b.config.max_shell_sessions, b.limits) : NULL;
 	if (!b.provider || !b.sessions)

@@ -38,6 +38,8 @@ struct cgroups {
 	int hier_of[NCTL];		/* index into h, -1: the fallback */
 	char why[NCTL][320];		/* what holds instead, and why */
 	char tag[24];			/* sbx-<home> */
+	bool probe;			/* only look (sbx doctor): make nothing */
+	char v2_why[400];		/* why the unified hierarchy is not used */
 	pthread_mutex_t lock;		/* groups being made */
 	unsigned long next_leaf;
 };
@@ -85,6 +87,12 @@ static int write_at(const char *dir, const char *file, const char *text)
 
 	fmt(path, sizeof(path), "%s/%s", dir, file);
 	return write_text(path, text);
+}
+
+/* mkdir that is fine with an existing directory. */
+static int make_dir(const char *path)
+{
+	return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -errno;
 }
 
 /* The number after "KEY " in DIR/FILE ("max 3", "oom_kill 1"), or, with
@@ -197,64 +205,83 @@ static void remove_tree(const char *dir, int version)
 		usleep(10000);
 }
 
-/* Makes BASE (DIR/TAG) for the controllers CTLS of a v2 hierarchy at DIR,
- * enabling them on the way; returns 0 or a reason in WHY. */
-static int setup_v2(const char *dir, const char *tag, unsigned ctls, char *base,
-		    char *why, size_t whylen)
+/* Processes in cgroup DIR, other than us. */
+static int others_in(const char *dir)
 {
-	char enable[64] = "";
+	char path[PATH_MAX + 16], line[32];
+	int n = 0;
+
+	fmt(path, sizeof(path), "%s/cgroup.procs", dir);
+	_cleanup_(fclosep) FILE *f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		n += atoi(line) != getpid();
+	return n;
+}
+
+/* Makes BASE (DIR/TAG) for the controllers CTLS of a v2 hierarchy at DIR
+ * (ROOT: the hierarchy's root), enabling them on the way; with PROBE
+ * only finds out whether it could. Returns 0, or -errno with a reason
+ * in WHY. */
+static int setup_v2(const char *dir, bool root, const char *tag, unsigned ctls,
+		    bool probe, char *base, char *why, size_t whylen)
+{
+	char enable[64] = "", control[PATH_MAX + 32];
+	int r;
 
 	for (int c = 0; c < NCTL; c++)
 		if (ctls & (1u << c))
 			fmt(enable + strlen(enable), sizeof(enable) - strlen(enable), "+%s ",
-				 ctl_name[c]);
-	int r = write_at(dir, "cgroup.subtree_control", enable);
-	if (r == -EBUSY) {
-		/* Our cgroup holds processes, which may not coexist with
-		 * controllers for its children: move the broker into a leaf
-		 * of its own, if it is alone there. */
-		char leaf[PATH_MAX], pid[16];
-		long long first = read_number(dir, "cgroup.procs", NULL);
-		char procs[PATH_MAX + 16];
-		fmt(procs, sizeof(procs), "%s/cgroup.procs", dir);
-		_cleanup_(fclosep) FILE *f = fopen(procs, "re");
-		int count = 0;
-		while (f && fgets(pid, sizeof(pid), f))
-			count++;
-		if (count != 1 || first != getpid()) {
-			fmt(why, whylen, "the broker's cgroup %s holds other processes, so it"
-				 " cannot delegate controllers (run the broker in a cgroup of its own,"
-				 " e.g. a systemd service with Delegate=yes)", dir);
-			return -EBUSY;
-		}
-		fmt(leaf, sizeof(leaf), "%s/%s-broker", dir, tag);
-		fmt(pid, sizeof(pid), "%d", (int)getpid());
-		if ((mkdir(leaf, 0755) < 0 && errno != EEXIST) ||
-		    write_at(leaf, "cgroup.procs", pid) < 0) {
-			fmt(why, whylen, "cannot move the broker into %s: %s", leaf,
-				 strerror(errno));
-			return -errno;
-		}
-		r = write_at(dir, "cgroup.subtree_control", enable);
+			    ctl_name[c]);
+	fmt(control, sizeof(control), "%s/cgroup.subtree_control", dir);
+	fmt(base, PATH_MAX, "%s/%s", dir, tag);
+	/* A cgroup with processes cannot give its children controllers
+	 * (only the root can): the broker moves itself into a leaf of its
+	 * own, which it may only if it is alone there. */
+	if (!root && others_in(dir) > 0) {
+		fmt(why, whylen, "the broker's cgroup %s holds other processes, so it cannot"
+		    " delegate controllers (run the broker in a cgroup of its own, e.g. a"
+		    " systemd service with Delegate=yes)", dir);
+		return -EBUSY;
 	}
-	if (r < 0) {
+	if (probe) {
+		if (access(control, W_OK) == 0)
+			return 0;
+		r = -errno;
 		fmt(why, whylen, "cannot enable %sin %s: %s", enable, dir, strerror(-r));
 		return r;
 	}
-	fmt(base, PATH_MAX, "%s/%s", dir, tag);
+	if (!root) {
+		char leaf[PATH_MAX], pid[16];
+		fmt(leaf, sizeof(leaf), "%s/%s-broker", dir, tag);
+		fmt(pid, sizeof(pid), "%d", (int)getpid());
+		if ((r = make_dir(leaf)) < 0 || (r = write_at(leaf, "cgroup.procs", pid)) < 0) {
+			fmt(why, whylen, "cannot move the broker into %s: %s", leaf, strerror(-r));
+			return r;
+		}
+	}
+	if ((r = write_at(dir, "cgroup.subtree_control", enable)) < 0) {
+		fmt(why, whylen, "cannot enable %sin %s: %s", enable, dir, strerror(-r));
+		return r;
+	}
 	remove_tree(base, 2);
-	if (mkdir(base, 0755) < 0 || (r = write_at(base, "cgroup.subtree_control", enable)) < 0) {
-		r = r < 0 ? r : -errno;
+	if ((r = make_dir(base)) < 0 || (r = write_at(base, "cgroup.subtree_control", enable)) < 0) {
 		fmt(why, whylen, "cannot make %s: %s", base, strerror(-r));
 		return r;
 	}
 	return 0;
 }
 
-static int setup_v1(const char *dir, const char *tag, char *base, char *why,
-		    size_t whylen)
+static int setup_v1(const char *dir, const char *tag, bool probe, char *base,
+		    char *why, size_t whylen)
 {
 	fmt(base, PATH_MAX, "%s/%s", dir, tag);
+	if (probe) {
+		if (access(dir, W_OK) == 0)
+			return 0;
+		int e = -errno;
+		fmt(why, whylen, "cannot make groups in %s: %s", dir, strerror(errno));
+		return e;
+	}
 	remove_tree(base, 1);
 	if (mkdir(base, 0755) < 0) {
 		int e = -errno;
@@ -286,7 +313,8 @@ static void find_hierarchies(struct cgroups *l)
 			if (has_word(offered, ctl_name[c]))
 				v2 |= 1u << c;
 		struct hier *h = &l->h[l->nh];
-		if (v2 && setup_v2(dir, l->tag, v2, h->base, why, sizeof(why)) == 0) {
+		if (v2 && setup_v2(dir, !strcmp(m.v2_path, "/"), l->tag, v2, l->probe, h->base,
+				   why, sizeof(why)) == 0) {
 			h->version = 2;
 			h->ctls = v2;
 			for (int c = 0; c < NCTL; c++)
@@ -297,7 +325,13 @@ static void find_hierarchies(struct cgroups *l)
 			for (int c = 0; c < NCTL; c++)
 				if (v2 & (1u << c))
 					fmt(l->why[c], sizeof(l->why[c]), "cgroup v2: %s", why);
+			fmt(l->v2_why, sizeof(l->v2_why), "%s", why);
+		} else {
+			fmt(l->v2_why, sizeof(l->v2_why), "the unified hierarchy at %s offers none of"
+			    " pids, memory, cpu to the broker's cgroup (they are in cgroup v1)", m.v2);
 		}
+	} else {
+		fmt(l->v2_why, sizeof(l->v2_why), "no cgroup2 hierarchy is mounted");
 	}
 	for (int c = 0; c < NCTL; c++) {
 		if (l->hier_of[c] >= 0 || !m.v1[c][0])
@@ -315,7 +349,7 @@ static void find_hierarchies(struct cgroups *l)
 			continue;
 		}
 		struct hier *h = &l->h[l->nh];
-		if (setup_v1(dir, l->tag, h->base, why, sizeof(why)) < 0) {
+		if (setup_v1(dir, l->tag, l->probe, h->base, why, sizeof(why)) < 0) {
 			fmt(l->why[c], sizeof(l->why[c]), "cgroup v1: %s", why);
 			continue;
 		}
@@ -329,7 +363,7 @@ static void find_hierarchies(struct cgroups *l)
 				 " the %s controller", ctl_name[c]);
 }
 
-struct cgroups *cgroups_new(const struct config_limits *c, const char *home)
+struct cgroups *cgroups_new(const struct config_limits *c, const char *home, bool probe)
 {
 	struct cgroups *l = calloc(1, sizeof(*l));
 	unsigned char md[32];
@@ -337,6 +371,7 @@ struct cgroups *cgroups_new(const struct config_limits *c, const char *home)
 	if (!l)
 		return NULL;
 	l->c = *c;
+	l->probe = probe;
 	pthread_mutex_init(&l->lock, NULL);
 	for (int i = 0; i < NCTL; i++)
 		l->hier_of[i] = -1;
@@ -355,10 +390,16 @@ void cgroups_free(struct cgroups *l)
 {
 	if (!l)
 		return;
-	for (size_t i = 0; i < l->nh; i++)
+	for (size_t i = 0; i < l->nh && !l->probe; i++)
 		remove_tree(l->h[i].base, l->h[i].version);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
+}
+
+const char *cgroups_v2_why(const struct cgroups *l)
+{
+	return l->nh && l->h[0].version == 2 ? NULL : l->v2_why[0] ? l->v2_why
+	       : "cgroups = off in sbx.conf";
 }
 
 void cgroups_describe(const struct cgroups *l,
@@ -466,12 +507,6 @@ static int set_limits(const struct cgroups *l, const struct hier *h, const char 
 		}
 	}
 	return r;
-}
-
-/* mkdir that is fine with an existing directory. */
-static int make_dir(const char *path)
-{
-	return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -errno;
 }
 
 /* The controllers of H, as "+pids +memory " for subtree_control. */

@@ -38,10 +38,15 @@ struct cgroups;
 struct cgroup_leaf;
 
 /* The limits of C (copied) for the sandboxes of HOME. Never NULL but for
- * lack of memory: what the host does not allow falls back, and says so. */
-struct cgroups *cgroups_new(const struct config_limits *c, const char *home);
+ * lack of memory: what the host does not allow falls back, and says so.
+ * With PROBE (sbx doctor), it only finds out what would hold: nothing is
+ * made, moved or removed. */
+struct cgroups *cgroups_new(const struct config_limits *c, const char *home, bool probe);
 /* Kills what is left in its groups and removes them. */
 void cgroups_free(struct cgroups *l);
+
+/* NULL if the unified (v2) hierarchy is used, else why not. */
+const char *cgroups_v2_why(const struct cgroups *l);
 
 /* Calls FN once per limit (processes, memory, CPU) with what enforces it
  * ("cgroup v2", "cgroup v1", "rlimit", "none"), and a sentence saying

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Where a root broker's launch binds the view for bubblewrap (launch.h). */
@@ -494,4 +495,41 @@ char **sandbox_argv_host(const struct sandbox_cmd *c)
 		return NULL;
 	add_shell(&a, cmd);
 	return done(&a);
+}
+
+int sandbox_probe(const struct sandbox *s, const struct identity *id, char *why,
+		  size_t whylen)
+{
+	char *argv[] = {
+		(char *)s->bwrap, "--unshare-user", "--uid", "1000", "--gid", "1000",
+		"--unshare-pid", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+		"--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+		"--proc", "/proc", "--dev", "/dev", "--", "/bin/true", NULL,
+	};
+	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+	struct launch l;
+	int err[2], status = 0;
+
+	launch_init(&l);
+	if (identity_separate(id)) {
+		l.uid = id->uid;
+		l.gid = id->gid;
+	}
+	if (pipe2(err, O_CLOEXEC) < 0) {
+		snprintf(why, whylen, "pipe: %s", strerror(errno));
+		return -errno;
+	}
+	pid_t pid = launch_spawn(argv, envp, NULL, -1, err[1], err[1], &l);
+	close(err[1]);
+	char buf[512] = "";
+	ssize_t n = pid > 0 ? read(err[0], buf, sizeof(buf) - 1) : 0;
+	buf[n > 0 ? n : 0] = '\0';
+	close(err[0]);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0) {
+		snprintf(why, whylen, "%.*s", (int)strcspn(buf, "\n"),
+			 *buf ? buf : "bwrap did not run");
+		return -EPERM;
+	}
+	return 0;
 }

@@ -54,6 +54,10 @@ void sandbox_free(struct sandbox *s);
 const char *sandbox_bwrap(const struct sandbox *s);
 /* How many paths of /etc are masked. */
 size_t sandbox_masked(const struct sandbox *s);
+/* Whether bubblewrap can make a sandbox here as ID (a user namespace of
+ * its own among them): 0, or -EPERM with what bwrap said in WHY. */
+int sandbox_probe(const struct sandbox *s, const struct identity *id, char *why,
+		  size_t whylen);
 
 struct sandbox_cmd {
 	const char *mount;		/* the view's mount point */

@@ -192,6 +192,18 @@ START_TEST(test_broker_host_mode_refused_unless_allowed)
 	sbx_exec(&st, "--host --scope s -- 'cd /mnt/user-data/outputs'");
 	SAME(sbx_exec(&st, "--host --scope s -- 'pwd; printf \"$PWD/h.txt\"'"),
 	     "/mnt/user-data/outputs\n/mnt/user-data/outputs/h.txt");
+	/* The reference's path guard: host paths and traversal refused,
+	 * nothing run; the skills host directory masked in output too. */
+	SAME(sbx_exec(&st, "--host -- 'cat /etc/passwd > /mnt/user-data/outputs/p'"),
+	     "sbx: exec: Unsafe absolute paths in command: /etc/passwd. Use paths under"
+	     " /mnt/user-data\n");
+	ck_assert_int_eq(st, 1);
+	ck_assert(!exists(fmt_cmd("%s/users/alice/threads/t1/user-data/outputs/p", H)));
+	SAME(sbx_exec(&st, "--host -- 'cat ../../x'"), "sbx: exec: Access denied: path traversal"
+	     " detected\n");
+	OK("ln -s '%s/skills/s' '%s/users/alice/threads/t1/user-data/workspace/sk'", H, H);
+	SAME(sbx_exec(&st, "--host -- 'readlink sk; echo $((10/2)) https://x/y'"),
+	     "/mnt/skills/s\n5 https://x/y\n");
 }
 END_TEST
 

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <linux/falloc.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -26,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
@@ -2345,6 +2347,172 @@ START_TEST(test_posix_write_by_a_non_root_owner_clears_setuid)
 }
 END_TEST
 
+/* Privileged changes follow the caller's own capabilities, on the view
+ * as on a local disk: for a user (nobody) and for root without
+ * capabilities (a process that dropped them, as the exec sandbox's do). */
+enum priv_op { P_CHOWN_ROOT, P_CHOWN_OTHER, P_CHGRP_OTHER, P_CHMOD, P_SETUID, P_SETGID,
+	       P_UTIMES, P_TOUCH, P_MKNOD, P_APPEND, NPRIV };
+
+struct priv_try {
+	int dirfd;
+	const char *name;
+	enum priv_op op;
+	bool root;		/* uid 0 without capabilities; else nobody */
+};
+
+static int priv_try_fn(void *arg)
+{
+	const struct priv_try *t = arg;
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct none[2] = { { 0 } };
+	struct timespec times[2] = { { 1000, 0 }, { 1000, 0 } };
+	int r = 0, fd;
+
+	if (t->root ? syscall(SYS_capset, &hdr, none) < 0
+		    : setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+		return 120;
+	switch (t->op) {
+	case P_CHOWN_ROOT:
+		r = fchownat(t->dirfd, t->name, 0, 0, 0);
+		break;
+	case P_CHOWN_OTHER:
+		r = fchownat(t->dirfd, t->name, 4321, -1, 0);
+		break;
+	case P_CHGRP_OTHER:
+		r = fchownat(t->dirfd, t->name, -1, 4321, 0);
+		break;
+	case P_CHMOD:
+		r = fchmodat(t->dirfd, t->name, 0600, 0);
+		break;
+	case P_SETUID:
+		r = fchmodat(t->dirfd, t->name, 04755, 0);
+		break;
+	case P_SETGID:
+		r = fchmodat(t->dirfd, t->name, 02755, 0);
+		break;
+	case P_UTIMES:
+		r = utimensat(t->dirfd, t->name, times, 0);
+		break;
+	case P_TOUCH:
+		r = utimensat(t->dirfd, t->name, NULL, 0);
+		break;
+	case P_MKNOD:
+		r = mknodat(t->dirfd, t->name, S_IFCHR | 0666, makedev(1, 3));
+		break;
+	case P_APPEND:
+		fd = openat(t->dirfd, t->name, O_WRONLY | O_APPEND);
+		if (fd < 0 || write(fd, "+", 1) != 1)
+			r = -1;
+		if (fd >= 0)
+			close(fd);
+		break;
+	default:
+		break;
+	}
+	return r < 0 ? errno : 0;
+}
+
+static int priv_try(const char *dir, const char *name, enum priv_op op, bool root)
+{
+	struct priv_try t = { open(dir, O_RDONLY | O_DIRECTORY), name, op, root };
+	int r;
+
+	ck_assert_msg(t.dirfd >= 0, "open %s: %s", dir, ename(errno));
+	r = in_child(priv_try_fn, &t);
+	close(t.dirfd);
+	return r;
+}
+
+START_TEST(test_posix_privileged_changes_follow_the_callers_capabilities)
+{
+	static const char *const op_names[NPRIV] = {
+		"chown to root", "chown to another", "chgrp to another", "chmod", "chmod u+s",
+		"chmod g+s", "utimes", "touch", "mknod c 1 3", "append",
+	};
+	char *dirs[2] = { nat("priv"), pws("priv") };
+
+	for (int root = 0; root < 2; root++) {
+		for (int op = 0; op < NPRIV; op++) {
+			int got[2];
+			mode_t mode[2] = { 0, 0 };
+			uid_t uid[2] = { 0, 0 };
+			for (int i = 0; i < 2; i++) {
+				char name[32], *f;
+				snprintf(name, sizeof(name), "%d-%d", root, op);
+				ck_assert_int_ge(asprintf(&f, "%s/%s", dirs[i], name), 0);
+				if (op == 0)
+					ck_assert(mkdir(dirs[i], 0777) == 0 || errno == EEXIST);
+				ck_assert_ok(chmod(dirs[i], 0777));
+				if (op != P_MKNOD) {
+					put_text(f, "x");
+					/* Half the files are the caller's own, half another's. */
+					ck_assert_ok(chown(f, root ? 0 : NOBODY, root ? 0 : NOBODY));
+					ck_assert_ok(chmod(f, op == P_APPEND ? 06755 : 0644));
+					if (op == P_CHMOD || op == P_UTIMES)
+						ck_assert_ok(chown(f, 4000, 4000));
+				}
+				got[i] = priv_try(dirs[i], name, (enum priv_op)op, root);
+				struct stat st;
+				if (lstat(f, &st) == 0) {
+					mode[i] = st.st_mode & 07777;
+					uid[i] = st.st_uid;
+				}
+			}
+			ck_assert_msg(got[1] == got[0], "%s as %s: the view gives %s, native %s",
+				      op_names[op], root ? "root without capabilities" : "nobody",
+				      ename(got[1]), ename(got[0]));
+			ck_assert_msg(mode[1] == mode[0] && uid[1] == uid[0],
+				      "%s as %s: the view leaves %o/%u, native %o/%u", op_names[op],
+				      root ? "root without capabilities" : "nobody", mode[1],
+				      (unsigned)uid[1], mode[0], (unsigned)uid[0]);
+		}
+	}
+	/* The ones that matter, spelt out. */
+	ck_assert_int_eq(priv_try(pws("priv"), "0-0", P_CHOWN_ROOT, false), EPERM);
+	ck_assert_int_eq(priv_try(pws("priv"), "1-1", P_CHOWN_OTHER, true), EPERM);
+	ck_assert_int_eq(priv_try(pws("priv"), "1-3", P_CHMOD, true), EPERM);
+	ck_assert_int_eq(priv_try(pws("priv"), "1-6", P_UTIMES, true), EPERM);
+	ck_assert_int_eq(priv_try(pws("priv"), "1-8x", P_MKNOD, true), EPERM);
+	ck_assert_int_eq(xstat(phws("priv/1-9")).st_mode & 07777, 0755);	/* write cleared */
+}
+END_TEST
+
+/* The same for a private view (no allow_other) used by its mounting
+ * user, root, without capabilities: the daemon is root, the caller is
+ * not privileged. */
+START_TEST(test_posix_root_without_capabilities_on_a_private_view)
+{
+	char *dirs[2] = { nat("priv-private"), ws("priv-private") };
+	static const enum priv_op ops[] = { P_CHOWN_OTHER, P_CHMOD, P_UTIMES, P_MKNOD, P_APPEND };
+
+	for (size_t k = 0; k < sizeof(ops) / sizeof(*ops); k++) {
+		int got[2];
+		mode_t mode[2] = { 0, 0 };
+		for (int i = 0; i < 2; i++) {
+			char name[16], *f;
+			snprintf(name, sizeof(name), "f%zu", k);
+			ck_assert_int_ge(asprintf(&f, "%s/%s", dirs[i], name), 0);
+			if (k == 0)
+				ck_assert_ok(mkdir(dirs[i], 0755));
+			if (ops[k] != P_MKNOD) {
+				put_text(f, "x");
+				ck_assert_ok(chmod(f, ops[k] == P_APPEND ? 06755 : 0644));
+				if (ops[k] == P_CHMOD || ops[k] == P_UTIMES)
+					ck_assert_ok(chown(f, 4000, 4000));
+			}
+			got[i] = priv_try(dirs[i], name, ops[k], true);
+			struct stat st;
+			mode[i] = lstat(f, &st) == 0 ? st.st_mode & 07777 : 0;
+		}
+		ck_assert_msg(got[1] == got[0] && mode[1] == mode[0],
+			      "op %d: the view gives %s and %o, native %s and %o", (int)ops[k],
+			      ename(got[1]), mode[1], ename(got[0]), mode[0]);
+	}
+	ck_assert_int_eq(priv_try(ws("priv-private"), "f0", P_CHOWN_OTHER, true), EPERM);
+	ck_assert_int_eq(xstat(hws("priv-private/f4")).st_mode & 07777, 0755);
+}
+END_TEST
+
 START_TEST(test_posix_sticky_directory_keeps_others_from_deleting)
 {
 	ck_assert_ok(mkdir(pws("sticky"), 0777));
@@ -2557,11 +2725,13 @@ Suite *suite_view_posix(void)
 			    sizeof(err_cases) / sizeof(err_cases[0]));
 	suite_add_tcase(s, tc);
 
+	tcase_add_test(tc, test_posix_root_without_capabilities_on_a_private_view);
 	tcase_add_unchecked_fixture(perm, setup_allow_other, teardown_allow_other);
 	tcase_add_test(perm, test_posix_write_without_permission_fails_with_eacces);
 	tcase_add_test(perm, test_posix_files_created_by_a_user_belong_to_that_user);
 	tcase_add_test(perm, test_posix_setgid_directory_gives_new_entries_its_group);
 	tcase_add_test(perm, test_posix_write_by_a_non_root_owner_clears_setuid);
+	tcase_add_test(perm, test_posix_privileged_changes_follow_the_callers_capabilities);
 	tcase_add_test(perm, test_posix_sticky_directory_keeps_others_from_deleting);
 	suite_add_tcase(s, perm);
 

@@ -391,6 +391,74 @@ START_TEST(test_sandbox_disk_quota)
 }
 END_TEST
 
+/* Without cgroups the limits fall back to rlimits on the sandbox's own
+ * uid: the fork bomb is still stopped and killed, the memory bomb's
+ * allocations fail. */
+START_TEST(test_sandbox_rlimit_fallback)
+{
+	restart("[limits]\ncgroups = off\npids = 64\nmemory = 256M\n");
+	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)),
+			 "limit pids: no cgroup, falling back"));
+	int st;
+	char *out = run("t1", &st, "python3 -c 'import os, time\nfor i in range(2000):\n try:\n"
+			"  if os.fork() == 0:\n   os.execlp(\"sleep\", \"sbx-fork-bomb\", \"20\")\n"
+			" except OSError:\n  time.sleep(0.001)\ntime.sleep(20)'");
+	ck_assert_msg(st == 137 && strstr(out, "killed: process limit 64 reached"), "exit %d: %s", st,
+		      out);
+	OK("for i in $(seq 50); do pgrep -f sbx-fork-bom[b] >/dev/null || exit 0; sleep 0.1; done; exit 1");
+	out = run("t1", &st, "python3 -c 'b = []\nfor i in range(16):\n b.append(bytearray(64 << 20))\n"
+		  "print(\"survived\")'");
+	ck_assert_msg(st == 1 && strstr(out, "MemoryError") && !strstr(out, "survived"), "exit %d: %s",
+		      st, out);
+}
+END_TEST
+
+/* sbx doctor names what this host allows and what holds here. */
+START_TEST(test_sandbox_doctor)
+{
+	int st;
+	char *out = capture(fmt_cmd("'%s' doctor --home '%s'", test_bin("sbx"), H), &st);
+	static const char *const lines[] = {
+		"/dev/fuse:", "fusermount3:", "user namespaces:", "bubblewrap:",
+		"cgroup v2 delegation:", "seccomp:", "openat2:", "reflinks:", "inotify:",
+		"active   no host root inside:", "caller's privileges in the view:",
+		"kernel interfaces:", "seccomp filter:", "host secrets:", "boundary hygiene:",
+		"one view per thread:", "process limit:", "memory limit:", "disk quota:",
+		"host mode:",
+	};
+	for (size_t i = 0; i < sizeof(lines) / sizeof(*lines); i++)
+		ck_assert_msg(strstr(out, lines[i]), "no '%s' in:\n%s", lines[i], out);
+	ck_assert_msg(st == 0 && strstr(out, "every protection is active"), "exit %d:\n%s", st, out);
+	SAME(OUT("'%s' doctor --home '%s' --format json | python3 -c 'import json,sys;"
+		 " d=json.load(sys.stdin); print(d[\"all_active\"], len(d[\"host\"]) >= 9,"
+		 " [p[\"state\"] for p in d[\"protections\"] if p[\"name\"] == \"seccomp filter\"])'",
+		 test_bin("sbx"), H), "True True ['active']\n");
+	/* A protection that does not hold is named, with why, and fails. */
+	ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", H), "[limits]\ncgroups = off\n"), 0);
+	out = capture(fmt_cmd("'%s' doctor --home '%s'", test_bin("sbx"), H), &st);
+	ck_assert_msg(st == 1 && strstr(out, "partial  process limit: rlimit") &&
+		      strstr(out, "cgroups = off in sbx.conf"), "exit %d:\n%s", st, out);
+}
+END_TEST
+
+/* A missing bubblewrap is named, at start and for each command, in one
+ * line. */
+START_TEST(test_sandbox_missing_bubblewrap_is_named)
+{
+	restart("[broker]\nbwrap = /nonexistent/bwrap\n");
+	int st;
+	char *out = run("t1", &st, "true");
+	ck_assert_int_eq(st, 1);
+	SAME(out, "sbx: exec: bubblewrap: bwrap = /nonexistent/bwrap in [broker]: No such file or"
+	     " directory\n");
+	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)), "namespace mode cannot run"
+			 " commands: bubblewrap: bwrap = /nonexistent/bwrap"));
+	out = capture(fmt_cmd("'%s' doctor --home '%s'", test_bin("sbx"), H), &st);
+	ck_assert_msg(st == 1 && strstr(out, "no       bubblewrap: bubblewrap: bwrap = /nonexistent"),
+		      "%s", out);
+}
+END_TEST
+
 Suite *suite_sandbox(void)
 {
 	Suite *s = suite_create("sandbox");
@@ -417,6 +485,9 @@ Suite *suite_sandbox(void)
 	tcase_add_test(tc, test_sandbox_fork_bomb_is_contained);
 	tcase_add_test(tc, test_sandbox_memory_bomb_is_contained);
 	tcase_add_test(tc, test_sandbox_disk_quota);
+	tcase_add_test(tc, test_sandbox_rlimit_fallback);
+	tcase_add_test(tc, test_sandbox_doctor);
+	tcase_add_test(tc, test_sandbox_missing_bubblewrap_is_named);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -6,8 +6,10 @@
 #include "harness.h"
 #include "output.h"
 #include "request.h"
+#include "guard.h"
 #include "hostpath.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,6 +236,72 @@ START_TEST(test_exec_request_parsing)
 }
 END_TEST
 
+/* Host mode's path guard, case by case against the reference's rules. */
+static const struct {
+	const char *command, *why;	/* why NULL: allowed */
+} guard_cases[] = {
+	{ "ls -la /mnt/user-data/workspace && cat /mnt/skills/x/SKILL.md", NULL },
+	{ "cp /mnt/user-data/uploads/a /mnt/user-data/outputs/ /mnt/acp-workspace", NULL },
+	{ "curl -s https://example.com/a/b/../c?x=/etc/passwd", NULL },
+	{ "make > /dev/null 2>&1 && /usr/bin/python3 x.py && /bin/ls", NULL },
+	{ "echo /devices/{id}/port /users/{user_id}", NULL },
+	{ "echo $((10/2)) $((a / b)); python3 -c 'print(7/2)'", NULL },
+	{ "echo '/端口/x'", NULL },
+	{ "cd subdir && cd /mnt/user-data/outputs && pushd -L /mnt/skills", NULL },
+	{ "cat /mnt/data/in.txt", NULL },	/* an extra mount */
+	{ "grep -r x .; ls", NULL },
+	{ "cat /etc/passwd", "Unsafe absolute paths in command: /etc/passwd. Use paths under"
+	  " /mnt/user-data" },
+	{ "cat /root/x /etc/passwd; head /etc/passwd", "Unsafe absolute paths in command:"
+	  " /etc/passwd, /root/x. Use paths under /mnt/user-data" },
+	{ "cat /etc/{passwd,shadow}", "Unsafe absolute paths in command: /etc/{passwd,shadow}."
+	  " Use paths under /mnt/user-data" },
+	{ "echo ${HOME}/x /opt/${V}", "Unsafe absolute paths in command: /opt/${V}, /x. Use"
+	  " paths under /mnt/user-data" },
+	{ "cat /mnt/skills2/x", "Unsafe absolute paths in command: /mnt/skills2/x. Use paths"
+	  " under /mnt/user-data" },
+	{ "./script.sh", "Unsafe absolute paths in command: /script.sh. Use paths under"
+	  " /mnt/user-data" },	/* the reference's own quirk */
+	{ "cat ../x", "Access denied: path traversal detected" },
+	{ "tool --input=../x", "Access denied: path traversal detected" },
+	{ "cat sub/../../x", "Access denied: path traversal detected" },
+	{ "ls /mnt/user-data/../../etc", "Access denied: path traversal detected" },
+	{ "cd ..", "Access denied: path traversal detected" },
+	{ "cd /etc && ls", "Unsafe working directory change in command: cd /etc. Use paths"
+	  " under /mnt/user-data" },
+	{ "cd", "Unsafe working directory change in command: cd. Use paths under /mnt/user-data" },
+	{ "cd ~/x", "Unsafe working directory change in command: cd ~/x. Use paths under"
+	  " /mnt/user-data" },
+	{ "X=1 cd $HOME", "Unsafe working directory change in command: cd $HOME. Use paths under"
+	  " /mnt/user-data" },
+	{ "pushd -", "Unsafe working directory change in command: pushd -. Use paths under"
+	  " /mnt/user-data" },
+	{ "ls /", "Unsafe absolute paths in command: /. Use paths under /mnt/user-data" },
+	{ "true && find / -name x", "Unsafe absolute paths in command: /. Use paths under"
+	  " /mnt/user-data" },
+	{ "cat FILE:///etc/passwd", "Unsafe file:// URL in command: FILE:///etc/passwd. Use paths"
+	  " under /mnt/user-data" },
+	{ "echo $(cd /tmp; ls)", "Unsafe working directory change in command substitution. Use"
+	  " paths under /mnt/user-data" },
+	{ "echo 'unterminated /etc/x", "Unsafe absolute paths in command: /etc/x. Use paths under"
+	  " /mnt/user-data" },
+};
+
+START_TEST(test_exec_host_mode_path_guard)
+{
+	const char *extra[] = { "data", NULL };
+	char why[512] = "";
+	int r = guard_check(guard_cases[_i].command, extra, why, sizeof(why));
+
+	if (!guard_cases[_i].why)
+		ck_assert_msg(r == 0, "%s: refused: %s", guard_cases[_i].command, why);
+	else {
+		ck_assert_msg(r == -EPERM, "%s: allowed", guard_cases[_i].command);
+		ck_assert_str_eq(why, guard_cases[_i].why);
+	}
+}
+END_TEST
+
 Suite *suite_unit_exec(void)
 {
 	Suite *s = suite_create("unit_exec");
@@ -247,6 +315,8 @@ Suite *suite_unit_exec(void)
 	tcase_add_test(tc, test_exec_utf8_clean);
 	tcase_add_test(tc, test_exec_host_paths_rewritten_and_masked);
 	tcase_add_test(tc, test_exec_request_parsing);
+	tcase_add_loop_test(tc, test_exec_host_mode_path_guard, 0,
+			    sizeof(guard_cases) / sizeof(*guard_cases));
 	suite_add_tcase(s, tc);
 	return s;
 }

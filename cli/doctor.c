@@ -1,0 +1,370 @@
+/* doctor.c - sbx doctor: what this host allows, and which protection of
+ * the exec sandbox holds here (docs/security-model.md), each with the
+ * reason when it does not. It only looks: nothing is mounted, no cgroup
+ * is made, and a broker of the home keeps running undisturbed.
+ */
+#include "cgroup.h"
+#include "cleanup.h"
+#include "cli.h"
+#include "config.h"
+#include "filter.h"
+#include "identity.h"
+#include "sandbox.h"
+#include "units.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <linux/fs.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"Usage: sbx doctor [--home DIR] [--config FILE] [--format text|json]\n"
+	"\n"
+	"Says what this host allows the exec broker - /dev/fuse, fusermount3,\n"
+	"user namespaces, bubblewrap, cgroup delegation, seccomp, openat2,\n"
+	"reflinks on the home's filesystem, inotify limits - and lists each\n"
+	"protection of the sandbox as active or not, with the reason for any\n"
+	"that is not. Exits 0 when every protection is active, 1 otherwise.\n"
+	"  --config FILE   the broker's configuration (default HOME/sbx.conf)\n"
+	"  --format json   one object: {\"host\": [...], \"protections\": [...]}\n";
+
+struct report {
+	bool json;
+	json_t *host, *protections;
+	bool all_active;
+};
+
+static __attribute__((format(printf, 5, 6)))
+void say(struct report *r, bool protection, const char *state, const char *what,
+	 const char *fmt, ...)
+{
+	char text[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (protection && strcmp(state, "active") && strcmp(state, "n/a"))
+		r->all_active = false;
+	if (r->json) {
+		json_array_append_new(protection ? r->protections : r->host,
+				      json_pack("{s:s, s:s, s:s}", "name", what, "state", state,
+						"detail", text));
+		return;
+	}
+	printf("  %-8s %s: %s\n", state, what, text);
+}
+
+static void check_fuse(struct report *r)
+{
+	struct stat st;
+
+	if (stat("/dev/fuse", &st) < 0 || !S_ISCHR(st.st_mode)) {
+		say(r, false, "no", "/dev/fuse", "missing: views cannot be mounted (modprobe fuse;"
+		    " in a container, pass --device /dev/fuse)");
+		return;
+	}
+	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		say(r, false, "no", "/dev/fuse", "cannot be opened: %s", strerror(errno));
+		return;
+	}
+	close(fd);
+	say(r, false, "ok", "/dev/fuse", "a character device this user may open");
+}
+
+static void check_fusermount(struct report *r)
+{
+	static const char *const places[] = { "/usr/bin/fusermount3", "/bin/fusermount3" };
+	struct stat st;
+
+	for (size_t i = 0; i < 2; i++)
+		if (stat(places[i], &st) == 0) {
+			bool setuid = (st.st_mode & S_ISUID) && st.st_uid == 0;
+			say(r, false, setuid || geteuid() == 0 ? "ok" : "no", "fusermount3",
+			    "%s%s", places[i], setuid ? " (set-user-ID root)"
+			    : " is not set-user-ID root: users other than root cannot mount views");
+			return;
+		}
+	say(r, false, geteuid() == 0 ? "ok" : "no", "fusermount3", "not installed%s",
+	    geteuid() == 0 ? " (root mounts without it)" : ": install fuse3 to mount views");
+}
+
+static long read_long(const char *path)
+{
+	char buf[64] = "";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	return n > 0 ? strtol(buf, NULL, 10) : -1;
+}
+
+static void check_seccomp(struct report *r, size_t *refused)
+{
+	char err[256];
+	void *prog;
+	size_t len;
+
+	*refused = 0;
+	while (filter_refused[*refused])
+		(*refused)++;
+	if (prctl(PR_GET_SECCOMP) < 0 && errno == EINVAL) {
+		say(r, false, "no", "seccomp", "this kernel has no seccomp");
+		return;
+	}
+	if (filter_program(&prog, &len, err, sizeof(err)) < 0) {
+		say(r, false, "no", "seccomp", "%s", err);
+		return;
+	}
+	free(prog);
+	say(r, false, "ok", "seccomp", "a filter of %zu instructions: %zu calls refused, and"
+	    " namespaces, clone3, terminal injection and personalities", len / 8, *refused);
+}
+
+static void check_openat2(struct report *r)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_BENEATH };
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof(how));
+
+	if (fd >= 0) {
+		close(fd);
+		say(r, false, "ok", "openat2", "RESOLVE_BENEATH confines every lookup of the view");
+	} else {
+		say(r, false, "no", "openat2", "%s: the view checks each name by hand instead",
+		    strerror(errno));
+	}
+}
+
+/* Whether HOME's filesystem shares extents (FICLONE): staged saves are
+ * then a clone, not a copy. */
+static void check_reflinks(struct report *r, const char *home)
+{
+	char a[PATH_MAX + 32], b[PATH_MAX + 40];
+	struct statfs sf;
+
+	snprintf(a, sizeof(a), "%s/.sbx-doctor-XXXXXX", home);
+	int fa = mkstemp(a);
+	if (fa < 0) {
+		say(r, false, "no", "reflinks", "cannot try in %s: %s", home, strerror(errno));
+		return;
+	}
+	snprintf(b, sizeof(b), "%s.b", a);
+	int fb = open(b, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	bool ok = fb >= 0 && write(fa, "x", 1) == 1 && ioctl(fb, FICLONE, fa) == 0;
+	int e = errno;
+	unlink(a);
+	if (fb >= 0) {
+		unlink(b);
+		close(fb);
+	}
+	close(fa);
+	statfs(home, &sf);
+	if (ok)
+		say(r, false, "ok", "reflinks", "%s shares extents: a staged save costs no copy", home);
+	else
+		say(r, false, "no", "reflinks", "%s (filesystem 0x%lx): %s: staged saves copy the file",
+		    home, (unsigned long)sf.f_type, strerror(e));
+}
+
+static void check_inotify(struct report *r)
+{
+	long watches = read_long("/proc/sys/fs/inotify/max_user_watches");
+	long instances = read_long("/proc/sys/fs/inotify/max_user_instances");
+
+	say(r, false, instances >= 128 ? "ok" : "no", "inotify",
+	    "%ld watches and %ld instances per user: each view watches its directories with one"
+	    " instance%s", watches, instances,
+	    instances < 128 ? "; raise fs.inotify.max_user_instances" : "");
+}
+
+struct limit_lines {
+	struct report *r;
+	bool cgroup_v2, cgroup_v1;
+};
+
+static void limit_line(void *arg, const char *limit, const char *how, const char *text)
+{
+	struct limit_lines *l = arg;
+	char what[64];
+
+	l->cgroup_v2 |= !strcmp(how, "cgroup v2");
+	l->cgroup_v1 |= !strcmp(how, "cgroup v1");
+	snprintf(what, sizeof(what), "%s limit", !strcmp(limit, "pids") ? "process" : limit);
+	/* An rlimit holds, but less than a cgroup: said as such. */
+	say(l->r, true, !strcmp(how, "rlimit") ? "partial" : !strcmp(how, "none") ? "n/a" : "active",
+	    what, "%s: %s", how, text);
+}
+
+static void protections(struct report *r, const struct config *c, const char *home,
+			const struct sandbox *sb, const char *sb_err, bool sandbox_runs,
+			size_t refused)
+{
+	bool root = geteuid() == 0;
+	char size[32];
+
+	if (!sb)
+		say(r, true, "inactive", "namespace sandbox", "%s", sb_err);
+	else if (!sandbox_runs)
+		say(r, true, "inactive", "namespace sandbox", "bubblewrap cannot make a sandbox"
+		    " here (see bubblewrap above)");
+	if (root)
+		say(r, true, sb ? "active" : "inactive", "no host root inside", "each sandbox runs"
+		    " as a host uid of its own (%u to %u), uid %d \"%s\" inside, no capability",
+		    (unsigned)c->sandbox_uid_base,
+		    (unsigned)(c->sandbox_uid_base + c->sandbox_uid_count - 1), SANDBOX_UID,
+		    SANDBOX_USER);
+	else
+		say(r, true, sb ? "active" : "inactive", "no host root inside", "sandboxes run as"
+		    " this user (uid %u), uid %d inside, no capability; they share the uid with"
+		    " each other and with you (run the broker as root for a uid per sandbox)",
+		    (unsigned)geteuid(), SANDBOX_UID);
+	say(r, true, "active", "caller's privileges in the view", "the kernel checks"
+	    " permissions, chown, set-id bits and times with the caller's own capabilities"
+	    " (default_permissions); a sandbox may not set set-id bits");
+	say(r, true, sb ? "active" : "inactive", "kernel interfaces", "/proc/sys, sysrq-trigger,"
+	    " irq, bus, fs read-only; kcore, keys, timer_list, sched_debug and the like masked;"
+	    " no /sys");
+	say(r, true, sb ? "active" : "inactive", "seccomp filter", "%zu calls refused (Docker's"
+	    " default profile's), no new namespaces", refused);
+	say(r, true, sb ? "active" : "inactive", "host secrets", "%zu paths of /etc that other"
+	    " users may not read are masked; /root, /home, /run, /var and the store are not"
+	    " there", sb ? sandbox_masked(sb) : 0);
+	say(r, true, "active", "boundary hygiene", "descriptors closed (close_range), the"
+	    " request's variables set inside only, no controlling terminal");
+	say(r, true, "active", "one view per thread", "views, locks, sessions, uids and"
+	    " cgroups keyed by (user, thread) in full");
+	struct cgroups *cg = cgroups_new(&c->limits, home, true);
+	struct limit_lines lines = { r, false, false };
+	if (cg)
+		cgroups_describe(cg, limit_line, &lines);
+	cgroups_free(cg);
+	if (c->limits.disk || c->limits.disk_inodes)
+		say(r, true, "active", "disk quota", "%s and %llu files per thread (EDQUOT)",
+		    c->limits.disk ? size_text(c->limits.disk, size, sizeof(size)) : "no byte limit",
+		    (unsigned long long)c->limits.disk_inodes);
+	else
+		say(r, true, "n/a", "disk quota", "disk = 0 and disk_inodes = 0 in sbx.conf");
+	if (c->allow_host_bash)
+		say(r, true, "partial", "host mode", "allowed (allow_host_bash = true): the path"
+		    " guard refuses plain host paths, but host mode is no boundary");
+	else
+		say(r, true, "n/a", "host mode", "off (allow_host_bash = false)");
+}
+
+int cmd_doctor(int argc, char **argv, const char *home)
+{
+	static const struct option longopts[] = {
+		{ "home", required_argument, NULL, 'H' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "format", required_argument, NULL, 'F' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct report r = { .all_active = true };
+	const char *config_path = NULL;
+	char h[PATH_MAX], path[PATH_MAX + 32], err[512];
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'H': home = optarg; break;
+		case 'c': config_path = optarg; break;
+		case 'F':
+			if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
+				fprintf(stderr, "sbx: doctor: --format takes text or json, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			r.json = !strcmp(optarg, "json");
+			break;
+		case 'h': fputs(usage, stdout); return 0;
+		default:
+			fputs("Try 'sbx doctor --help'.\n", stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "sbx: doctor: unexpected argument '%s'\nTry 'sbx doctor --help'.\n",
+			argv[optind]);
+		return 2;
+	}
+	if (resolve_home("doctor", home, h, sizeof(h)) < 0)
+		return 2;
+	struct config cf;
+	snprintf(path, sizeof(path), "%s/" CONFIG_FILE, h);
+	int cr = config_load(config_path ? config_path : path, &cf, err, sizeof(err));
+	if (cr < 0 && !(cr == -ENOENT && !config_path)) {
+		fprintf(stderr, "sbx: doctor: %s\n", err);
+		return 1;
+	}
+	r.host = json_array();
+	r.protections = json_array();
+	if (!r.json)
+		printf("this host (sbx doctor, home %s):\n", h);
+
+	check_fuse(&r);
+	check_fusermount(&r);
+	long userns = read_long("/proc/sys/user/max_user_namespaces");
+	char sb_err[512] = "";
+	struct sandbox *sb = sandbox_new(&cf, sb_err, sizeof(sb_err));
+	bool runs = false;
+	if (!sb) {
+		say(&r, false, "no", "bubblewrap", "%s", sb_err);
+	} else {
+		struct identity id;
+		char why[512];
+		bool taken = identity_take(h, "-", "-doctor", cf.sandbox_uid_base,
+					   cf.sandbox_uid_count, &id, why, sizeof(why)) == 0;
+		runs = taken && sandbox_probe(sb, &id, why, sizeof(why)) == 0;
+		if (taken)
+			identity_release(&id);
+		say(&r, false, runs ? "ok" : "no", "bubblewrap", "%s%s%s", sandbox_bwrap(sb),
+		    runs ? " makes a sandbox as a sandbox uid" : ": ", runs ? "" : why);
+	}
+	say(&r, false, userns > 0 && (runs || !sb) ? "ok" : "no", "user namespaces",
+	    "user.max_user_namespaces = %ld%s", userns, userns > 0 && (runs || !sb) ? ""
+	    : ": bubblewrap needs one per sandbox");
+	struct cgroups *cg = cgroups_new(&cf.limits, h, true);
+	const char *v2 = cg ? cgroups_v2_why(cg) : "out of memory";
+	say(&r, false, v2 ? "no" : "ok", "cgroup v2 delegation", "%s", v2 ? v2
+	    : "the broker can make a group per sandbox with its own limits");
+	cgroups_free(cg);
+	size_t refused;
+	check_seccomp(&r, &refused);
+	check_openat2(&r);
+	check_reflinks(&r, h);
+	check_inotify(&r);
+	if (!r.json)
+		printf("\nprotections of the exec sandbox:\n");
+	protections(&r, &cf, h, sb, sb_err, runs, refused);
+	sandbox_free(sb);
+	config_free(&cf);
+	if (r.json) {
+		json_t *o = json_pack("{s:o, s:o, s:b}", "host", r.host, "protections", r.protections,
+				      "all_active", r.all_active);
+		json_dumpf(o, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+		putchar('\n');
+		json_decref(o);
+	} else {
+		json_decref(r.host);
+		json_decref(r.protections);
+		printf("\n%s\n", r.all_active ? "every protection is active"
+		       : "some protections are not active: see the reasons above");
+	}
+	return r.all_active ? 0 : 1;
+}
