@@ -49,6 +49,7 @@ struct cgroup_leaf {
 	char dir[NCTL][PATH_MAX];	/* per hierarchy: the leaf */
 	char group[NCTL][PATH_MAX];	/* per hierarchy: the sandbox */
 	int procs[NCTL];		/* the leaf's cgroup.procs, O_WRONLY */
+	int v2dir;			/* the unified leaf, for CLONE_INTO_CGROUP */
 	uid_t uid;
 	bool separate;
 	long long pids_seen, oom_seen;
@@ -291,10 +292,19 @@ static int setup_v1(const char *dir, const char *tag, bool probe, char *base,
 	return 0;
 }
 
+/* The controllers with something to enforce: no cgroup is made, and no
+ * process moved, for a limit that is not set. */
+static unsigned wanted(const struct config_limits *c)
+{
+	return (c->pids ? 1u << CTL_PIDS : 0) | (c->memory ? 1u << CTL_MEMORY : 0) |
+	       (c->cpu_milli || c->cpu_weight != 100 ? 1u << CTL_CPU : 0);
+}
+
 static void find_hierarchies(struct cgroups *l)
 {
 	struct mounts m;
 	char why[320] = "";
+	unsigned want = wanted(&l->c);
 
 	read_mounts(&m);
 	/* The unified hierarchy first, for whatever it offers us. */
@@ -310,7 +320,7 @@ static void find_hierarchies(struct cgroups *l)
 			close(fd);
 		offered[n > 0 ? n : 0] = '\0';
 		for (int c = 0; c < NCTL; c++)
-			if (has_word(offered, ctl_name[c]))
+			if (has_word(offered, ctl_name[c]) && (want & (1u << c)))
 				v2 |= 1u << c;
 		struct hier *h = &l->h[l->nh];
 		if (v2 && setup_v2(dir, !strcmp(m.v2_path, "/"), l->tag, v2, l->probe, h->base,
@@ -334,7 +344,7 @@ static void find_hierarchies(struct cgroups *l)
 		fmt(l->v2_why, sizeof(l->v2_why), "no cgroup2 hierarchy is mounted");
 	}
 	for (int c = 0; c < NCTL; c++) {
-		if (l->hier_of[c] >= 0 || !m.v1[c][0])
+		if (l->hier_of[c] >= 0 || !m.v1[c][0] || !(want & (1u << c)))
 			continue;
 		fmt(dir, sizeof(dir), "%s%s", m.v1[c], strcmp(m.v1_path[c], "/") ? m.v1_path[c] : "");
 		/* Controllers sharing a v1 hierarchy (cpu,cpuacct) share it here. */
@@ -588,6 +598,7 @@ int cgroup_leaf_new(struct cgroups *l, const char *user, const char *thread,
 	leaf->separate = separate;
 	for (int i = 0; i < NCTL; i++)
 		leaf->procs[i] = -1;
+	leaf->v2dir = -1;
 	pthread_mutex_lock(&l->lock);
 	unsigned long n = ++l->next_leaf;
 	for (size_t i = 0; i < l->nh && r == 0; i++)
@@ -603,6 +614,8 @@ int cgroup_leaf_new(struct cgroups *l, const char *user, const char *thread,
 			fmt(err, errlen, "cannot open %s: %s", path, strerror(errno));
 		}
 	}
+	if (r == 0 && l->nh && l->h[0].version == 2)
+		leaf->v2dir = open(leaf->dir[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (r < 0) {
 		cgroup_leaf_free(leaf);
 		return r;
@@ -618,8 +631,11 @@ void cgroup_launch(const struct cgroup_leaf *leaf, struct launch *launch)
 	const struct cgroups *l = leaf->l;
 	const struct config_limits *c = &l->c;
 
+	/* The unified hierarchy is h[0]: its leaf is the one a clone3 can
+	 * be born into, and the one the child need not write then. */
 	for (size_t i = 0; i < l->nh && launch->ncgroups < LAUNCH_MAX_CGROUPS; i++)
 		launch->cgroup_procs[launch->ncgroups++] = leaf->procs[i];
+	launch->cgroup_dir = leaf->v2dir;
 	if (l->hier_of[CTL_PIDS] < 0 && c->pids && leaf->separate &&
 	    launch->nrlimits < LAUNCH_MAX_RLIMITS) {
 		launch->rlimits[launch->nrlimits].resource = RLIMIT_NPROC;
@@ -743,6 +759,7 @@ void cgroup_leaf_free(struct cgroup_leaf *leaf)
 {
 	if (!leaf)
 		return;
+	closep(&leaf->v2dir);
 	for (int i = 0; i < NCTL; i++) {
 		closep(&leaf->procs[i]);
 		if (!leaf->dir[i][0])

@@ -3,8 +3,10 @@
  * exec with async-signal-safe calls only (the broker has threads).
  *
  * In this order:
- *  1. the cgroups joined (a "0" written to each CGROUP_PROCS fd, which the
- *     parent opened);
+ *  1. the cgroups joined: born into CGROUP_DIR where clone3 can
+ *     (CLONE_INTO_CGROUP), and a "0" written to each other CGROUP_PROCS fd
+ *     (which the parent opened; each such move costs the kernel an RCU
+ *     grace period, some milliseconds);
  *  2. stdin, stdout and stderr; then PASS[i] becomes descriptor 3 + i;
  *  3. every other descriptor is closed (close_range), whatever the broker
  *     inherited or opened; signals as a new process has them;
@@ -44,6 +46,9 @@ struct launch {
 	size_t npass;
 	int cgroup_procs[LAUNCH_MAX_CGROUPS];
 	size_t ncgroups;
+	int cgroup_dir;			/* the unified hierarchy's leaf, for
+					 * clone3(CLONE_INTO_CGROUP), which
+					 * spares the write; -1: none */
 	const char *scratch;		/* NULL: no mount namespace */
 	struct launch_bind binds[LAUNCH_MAX_BINDS];
 	size_t nbinds;
