@@ -121,6 +121,7 @@ bench: deps all
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/run-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/snapshot-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/journal-bench
+	@SBX_BIN=$(CURDIR)/$(BIN) bench/broker-bench
 
 demo: deps all
 	@SBX_BIN=$(CURDIR)/$(BIN) mount-helpers/demo

@@ -734,6 +734,7 @@ static int serve_loop(struct broker *b, int lfd)
 			accept_client(b, lfd);
 		provider_tick(b->provider);
 		sessions_tick(b->sessions);
+		cgroups_tick(b->limits);
 	}
 }
 

@@ -40,9 +40,30 @@ struct cgroups {
 	char tag[24];			/* sbx-<home> */
 	bool probe;			/* only look (sbx doctor): make nothing */
 	char v2_why[400];		/* why the unified hierarchy is not used */
-	pthread_mutex_t lock;		/* groups being made */
+	char v2_top[400];		/* used at its top instead of our cgroup: why */
+	pthread_mutex_t lock;		/* groups being made, the graves */
 	unsigned long next_leaf;
+	char **grave;			/* leaves to remove once empty */
+	size_t ngrave, grave_cap;
 };
+
+/* Leaves DIR for cgroups_tick() to remove. */
+static void bury(struct cgroups *l, const char *dir)
+{
+	pthread_mutex_lock(&l->lock);
+	if (l->ngrave == l->grave_cap) {
+		size_t cap = l->grave_cap ? 2 * l->grave_cap : 16;
+		char **g = realloc(l->grave, cap * sizeof(*g));
+		if (g) {
+			l->grave = g;
+			l->grave_cap = cap;
+		}
+	}
+	char *copy = l->ngrave < l->grave_cap ? strdup(dir) : NULL;
+	if (copy)
+		l->grave[l->ngrave++] = copy;
+	pthread_mutex_unlock(&l->lock);
+}
 
 struct cgroup_leaf {
 	struct cgroups *l;
@@ -300,6 +321,30 @@ static unsigned wanted(const struct config_limits *c)
 	       (c->cpu_milli || c->cpu_weight != 100 ? 1u << CTL_CPU : 0);
 }
 
+/* The controllers of WANT that the unified hierarchy MOUNT offers at our
+ * cgroup PATH (or at TOP, its root, if not NULL). */
+static unsigned v2_offered(const char *top, const char *mount, const char *path,
+			   unsigned want)
+{
+	char file[2 * PATH_MAX + 32], offered[256] = "";
+	unsigned v2 = 0;
+
+	if (top)
+		fmt(file, sizeof(file), "%s/cgroup.controllers", top);
+	else
+		fmt(file, sizeof(file), "%s%s/cgroup.controllers", mount,
+		    strcmp(path, "/") ? path : "");
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, offered, sizeof(offered) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	offered[n > 0 ? n : 0] = '\0';
+	for (int c = 0; c < NCTL; c++)
+		if (has_word(offered, ctl_name[c]) && (want & (1u << c)))
+			v2 |= 1u << c;
+	return v2;
+}
+
 static void find_hierarchies(struct cgroups *l)
 {
 	struct mounts m;
@@ -307,42 +352,44 @@ static void find_hierarchies(struct cgroups *l)
 	unsigned want = wanted(&l->c);
 
 	read_mounts(&m);
-	/* The unified hierarchy first, for whatever it offers us. */
-	unsigned v2 = 0;
-	char dir[2 * PATH_MAX];
-	if (m.v2[0] && m.v2_path[0]) {
-		fmt(dir, sizeof(dir), "%s%s", m.v2, strcmp(m.v2_path, "/") ? m.v2_path : "");
-		char path[sizeof(dir) + 32], offered[256] = "";
-		fmt(path, sizeof(path), "%s/cgroup.controllers", dir);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd >= 0 ? read(fd, offered, sizeof(offered) - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		offered[n > 0 ? n : 0] = '\0';
-		for (int c = 0; c < NCTL; c++)
-			if (has_word(offered, ctl_name[c]) && (want & (1u << c)))
-				v2 |= 1u << c;
+	/* The unified hierarchy first, for whatever it offers us: in the
+	 * broker's own cgroup where it may delegate; else, as root, at the
+	 * top of the hierarchy, as Docker's cgroupfs driver does. */
+	if (!m.v2[0] || !m.v2_path[0])
+		fmt(l->v2_why, sizeof(l->v2_why), "no cgroup2 hierarchy is mounted");
+	for (int top = 0; top < 2 && l->nh == 0 && m.v2[0] && m.v2_path[0]; top++) {
+		bool root = top || !strcmp(m.v2_path, "/");
+		if (top && (geteuid() != 0 || !strcmp(m.v2_path, "/")))
+			break;
+		unsigned v2 = v2_offered(top ? m.v2 : NULL, m.v2, m.v2_path, want);
+		if (!v2) {
+			if (!top)
+				fmt(why, sizeof(why), "the unified hierarchy at %s offers none of"
+				    " pids, memory, cpu to the broker's cgroup", m.v2);
+			if (!top || !l->v2_why[0])
+				fmt(l->v2_why, sizeof(l->v2_why), "%s (they are in cgroup v1)", why);
+			continue;
+		}
 		struct hier *h = &l->h[l->nh];
-		if (v2 && setup_v2(dir, !strcmp(m.v2_path, "/"), l->tag, v2, l->probe, h->base,
-				   why, sizeof(why)) == 0) {
+		char dir[2 * PATH_MAX];
+		fmt(dir, sizeof(dir), "%s%s", m.v2, root ? "" : m.v2_path);
+		if (setup_v2(dir, root, l->tag, v2, l->probe, h->base, why, sizeof(why)) == 0) {
 			h->version = 2;
 			h->ctls = v2;
 			for (int c = 0; c < NCTL; c++)
 				if (v2 & (1u << c))
-					l->hier_of[c] = (int)l->nh;
-			l->nh++;
-		} else if (v2) {
-			for (int c = 0; c < NCTL; c++)
-				if (v2 & (1u << c))
-					fmt(l->why[c], sizeof(l->why[c]), "cgroup v2: %s", why);
-			fmt(l->v2_why, sizeof(l->v2_why), "%s", why);
-		} else {
-			fmt(l->v2_why, sizeof(l->v2_why), "the unified hierarchy at %s offers none of"
-			    " pids, memory, cpu to the broker's cgroup (they are in cgroup v1)", m.v2);
+					l->hier_of[c] = 0;
+			l->nh = 1;
+			if (top)
+				fmt(l->v2_top, sizeof(l->v2_top), "%s", why);
+			break;
 		}
-	} else {
-		fmt(l->v2_why, sizeof(l->v2_why), "no cgroup2 hierarchy is mounted");
+		for (int c = 0; c < NCTL; c++)
+			if (v2 & (1u << c))
+				fmt(l->why[c], sizeof(l->why[c]), "cgroup v2: %s", why);
+		fmt(l->v2_why, sizeof(l->v2_why), "%s", why);
 	}
+	char dir[2 * PATH_MAX];
 	for (int c = 0; c < NCTL; c++) {
 		if (l->hier_of[c] >= 0 || !m.v1[c][0] || !(want & (1u << c)))
 			continue;
@@ -393,6 +440,9 @@ struct cgroups *cgroups_new(const struct config_limits *c, const char *home, boo
 	else
 		for (int i = 0; i < NCTL; i++)
 			fmt(l->why[i], sizeof(l->why[i]), "cgroups = off in sbx.conf");
+	if (l->v2_top[0] && !probe)
+		log_warn("cgroup v2: the broker's own cgroup cannot hold the sandboxes' (%s);"
+			 " they are made at the top of the hierarchy instead", l->v2_top);
 	return l;
 }
 
@@ -402,6 +452,9 @@ void cgroups_free(struct cgroups *l)
 		return;
 	for (size_t i = 0; i < l->nh && !l->probe; i++)
 		remove_tree(l->h[i].base, l->h[i].version);
+	for (size_t i = 0; i < l->ngrave; i++)
+		free(l->grave[i]);
+	free(l->grave);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
 }
@@ -699,16 +752,16 @@ enum limit_hit cgroup_check(struct cgroup_leaf *leaf)
 	return LIMIT_NONE;
 }
 
-/* Signals every process of cgroup DIR until none is left (a fork bomb
- * forks while it is read; bounded). */
-static void kill_cgroup(const char *dir)
+/* Signals every process of cgroup DIR; with WAIT, until none is left (a
+ * fork bomb forks while it is read; bounded). */
+static void kill_cgroup(const char *dir, bool wait)
 {
 	char path[PATH_MAX + 16];
 
 	fmt(path, sizeof(path), "%s/cgroup.kill", dir);
 	bool killfile = write_text(path, "1") == 0;
 	fmt(path, sizeof(path), "%s/cgroup.procs", dir);
-	for (int round = 0; round < 2000; round++) {
+	for (int round = 0; round < (wait ? 2000 : 1); round++) {
 		_cleanup_(fclosep) FILE *f = fopen(path, "re");
 		char line[32];
 		int n = 0;
@@ -717,7 +770,7 @@ static void kill_cgroup(const char *dir)
 			if (!killfile)
 				kill((pid_t)atoi(line), SIGKILL);
 		}
-		if (n == 0)
+		if (n == 0 || !wait)
 			return;
 		usleep(1000);	/* the kernel takes them out as they die */
 	}
@@ -748,7 +801,7 @@ void cgroup_kill(struct cgroup_leaf *leaf)
 
 	for (int i = 0; i < NCTL; i++)
 		if (leaf->dir[i][0]) {
-			kill_cgroup(leaf->dir[i]);
+			kill_cgroup(leaf->dir[i], true);
 			any = true;
 		}
 	if (!any && leaf->separate && leaf->l)
@@ -764,12 +817,29 @@ void cgroup_leaf_free(struct cgroup_leaf *leaf)
 		closep(&leaf->procs[i]);
 		if (!leaf->dir[i][0])
 			continue;
-		kill_cgroup(leaf->dir[i]);
-		/* Dead processes leave the group as they are reaped. */
-		for (int t = 0; t < 200 && rmdir(leaf->dir[i]) < 0 && errno == EBUSY; t++)
-			usleep(5000);
+		kill_cgroup(leaf->dir[i], false);
+		/* Dead processes leave the group as they are reaped, a moment
+		 * later: then cgroups_tick() removes it, off the command's
+		 * way. */
+		if (rmdir(leaf->dir[i]) < 0 && errno == EBUSY)
+			bury(leaf->l, leaf->dir[i]);
 	}
 	free(leaf);
+}
+
+void cgroups_tick(struct cgroups *l)
+{
+	pthread_mutex_lock(&l->lock);
+	for (size_t i = 0; i < l->ngrave;) {
+		kill_cgroup(l->grave[i], false);
+		if (rmdir(l->grave[i]) == 0 || errno != EBUSY) {
+			free(l->grave[i]);
+			l->grave[i] = l->grave[--l->ngrave];
+		} else {
+			i++;
+		}
+	}
+	pthread_mutex_unlock(&l->lock);
 }
 
 char *cgroups_notice(const struct cgroups *l, enum limit_hit hit, char *buf, size_t size)

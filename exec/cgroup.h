@@ -70,8 +70,12 @@ void cgroup_launch(const struct cgroup_leaf *leaf, struct launch *launch);
 enum limit_hit cgroup_check(struct cgroup_leaf *leaf);
 /* Kills every process of LEAF (under the rlimit fallback: of its uid). */
 void cgroup_kill(struct cgroup_leaf *leaf);
-/* Kills what is left and removes the leaf. NULL is fine. */
+/* Kills what is left and removes the leaf (once its processes are
+ * gone: if they are not yet, cgroups_tick() removes it). NULL is fine. */
 void cgroup_leaf_free(struct cgroup_leaf *leaf);
+/* Removes the leaves that were still busy when freed (the broker's main
+ * loop calls it about once a second). */
+void cgroups_tick(struct cgroups *l);
 
 /* The line a killed command's output ends with: "killed: out of memory
  * (limit 256 MiB)", "killed: process limit 64 reached". */
