@@ -69,18 +69,19 @@ static void arrange_fds(int in, int out, int err, const struct launch *l)
 	}
 }
 
-/* Signals as a fresh process has them: the broker blocks some and
- * ignores others, and both survive exec. */
+/* Signals as a fresh process has them: the broker blocks some, and may
+ * have inherited ignored ones; both survive exec. The raw call, for the
+ * C library refuses to touch the two real-time signals it keeps. */
 static void reset_signals(void)
 {
-	struct sigaction dfl;
+	struct { void *handler; unsigned long flags; void *restorer; uint64_t mask; } dfl = {
+		SIG_DFL, 0, NULL, 0,
+	};
 	sigset_t none;
 
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
 	for (int sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
-			sigaction(sig, &dfl, NULL);
+			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }

@@ -205,6 +205,11 @@ START_TEST(test_sandbox_no_inherited_descriptors)
 	/* A session's shell neither. */
 	SAME(run_opts("t1", "--scope s", (int[]){ 0 }, "{ echo X >&8; } 2>/dev/null || echo closed"),
 	     "closed\n");
+	/* No controlling terminal, no signal blocked or ignored by the
+	 * broker's own set-up. */
+	SAME(run_ok("t1", "tty; { : < /dev/tty; } 2>/dev/null || echo no-tty;"
+		    " grep -E 'SigBlk|SigIgn' /proc/self/status"),
+	     "not a tty\nno-tty\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
 }
 END_TEST
 
@@ -224,6 +229,10 @@ START_TEST(test_sandbox_colliding_ids_share_nothing)
 		       " v=json.load(sys.stdin)[\"views\"]; print(len(v), len({x[\"mount\"] for x in v}),"
 		       " *sorted({x[\"sandbox\"] for x in v}))'", test_bin("sbx"), H);
 	SAME(st, "2 2 3b787b99\n");
+	/* Their host uids differ too. */
+	SAME(OUT("'%s' broker --home '%s' --status | python3 -c 'import json,sys;"
+		 " v=json.load(sys.stdin)[\"views\"]; print(len({x[\"uid\"] for x in v}))'",
+		 test_bin("sbx"), H), "2\n");
 }
 END_TEST
 
@@ -441,6 +450,47 @@ START_TEST(test_sandbox_doctor)
 }
 END_TEST
 
+/* A background fork bomb in a session, between commands, is found by
+ * the broker's main loop and its session ended. */
+START_TEST(test_sandbox_idle_session_bomb_is_ended)
+{
+	restart("[limits]\npids = 64\n");
+	int st;
+	run_opts("t1", "--scope s", &st, "python3 -c 'import os, time\nfor i in range(2000):\n try:\n"
+		 "  if os.fork() == 0:\n   os.execlp(\"sleep\", \"sbx-fork-bomb\", \"20\")\n"
+		 " except OSError:\n  time.sleep(0.001)\ntime.sleep(20)' >/dev/null 2>&1 &");
+	ck_assert_int_eq(st, 0);
+	OK("for i in $(seq 100); do grep -q 'scope s: killed: process limit 64 reached between"
+	   " commands; ended' '%s/run/broker.log' && exit 0; sleep 0.1; done; exit 1", H);
+	OK("for i in $(seq 50); do pgrep -f sbx-fork-bom[b] >/dev/null || exit 0; sleep 0.1; done; exit 1");
+	SAME(run_opts("t1", "--scope s", &st, "echo fresh"), "fresh\n");
+}
+END_TEST
+
+/* A sandbox that bubblewrap cannot make (here a stand-in that fails as
+ * bwrap does without user namespaces) is refused with bwrap's reason,
+ * in one line, and no output of it passes for the command's. */
+START_TEST(test_sandbox_failed_start_says_why)
+{
+	char *fake = fmt_cmd("%s/bwrap", test_dir("fake"));
+	ck_assert_int_eq(write_file(fake, "#!/bin/sh\necho 'bwrap: No permissions to creating new"
+				    " namespace, likely because the kernel does not allow"
+				    " non-privileged user namespaces.' >&2\nexit 1\n"), 0);
+	OK("chmod 755 '%s' && chmod 755 \"$(dirname '%s')\"", fake, fake);
+	restart(fmt_cmd("[broker]\nbwrap = %s\n", fake));
+	int st;
+	SAME(run("t1", &st, "echo never"), "sbx: exec: cannot start the sandbox: bwrap: No permissions"
+	     " to creating new namespace, likely because the kernel does not allow non-privileged"
+	     " user namespaces.\n");
+	ck_assert_int_eq(st, 1);
+	SAME(run_opts("t1", "--scope s", &st, "echo never"), "sbx: exec: cannot start the sandbox:"
+	     " bwrap: No permissions to creating new namespace, likely because the kernel does not"
+	     " allow non-privileged user namespaces.\n");
+	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)), "namespace mode cannot start"
+			 " sandboxes here: bwrap: No permissions"));
+}
+END_TEST
+
 /* A missing bubblewrap is named, at start and for each command, in one
  * line. */
 START_TEST(test_sandbox_missing_bubblewrap_is_named)
@@ -488,6 +538,8 @@ Suite *suite_sandbox(void)
 	tcase_add_test(tc, test_sandbox_rlimit_fallback);
 	tcase_add_test(tc, test_sandbox_doctor);
 	tcase_add_test(tc, test_sandbox_missing_bubblewrap_is_named);
+	tcase_add_test(tc, test_sandbox_idle_session_bomb_is_ended);
+	tcase_add_test(tc, test_sandbox_failed_start_says_why);
 	suite_add_tcase(s, tc);
 	return s;
 }
