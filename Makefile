@@ -44,7 +44,7 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
            -DSBX_VERSION='"$(VERSION)"' -Icommon -Ifs -Istore -Icli -Iexec -Itests $(FUSE_CFLAGS) $(SANFLAGS) -MMD -MP
 LDFLAGS += $(SANFLAGS)
 
-COMMON_SRC := common/log.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c
+COMMON_SRC := common/log.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c
 STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/diff.c store/summary.c
 EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \

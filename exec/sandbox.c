@@ -3,9 +3,9 @@
 #include "cleanup.h"
 #include "env.h"
 #include "hostpath.h"
+#include "walk.h"
 #include "filter.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -86,40 +86,42 @@ static char *accounts(const char *path, const char *own)
 	return out;
 }
 
+struct etc_scan {
+	struct sandbox *s;
+	char path[PATH_MAX];
+	int depth;
+};
+
 /* Records what of /etc others may not read: files masked with /dev/null,
  * directories with an empty tmpfs; not descended into. */
-static void scan_etc(struct sandbox *s, int dirfd, const char *path, int depth)
+static int scan_etc(void *arg, int dirfd, const char *name, const struct stat *st)
 {
-	_cleanup_(closedirp) DIR *d = fdopendir(dirfd);
-	struct dirent *e;
+	struct etc_scan *e = arg;
+	struct sandbox *s = e->s;
+	size_t len = strlen(e->path);
 
-	if (!d) {
-		close(dirfd);
-		return;
-	}
-	while ((e = readdir(d))) {
-		struct stat st;
-		char sub[PATH_MAX];
-
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    (size_t)snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name) >= sizeof(sub))
-			continue;
-		if (!strcmp(sub, "/etc/passwd") || !strcmp(sub, "/etc/group"))
-			continue;	/* replaced */
-		if (S_ISDIR(st.st_mode) && (st.st_mode & 05) != 05) {
-			if (s->netc_dirs < ETC_MASKS_MAX)
-				s->etc_dirs[s->netc_dirs++] = strdup(sub);
-		} else if (S_ISDIR(st.st_mode) && depth < 6) {
-			int fd = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					O_CLOEXEC);
-			if (fd >= 0)
-				scan_etc(s, fd, sub, depth + 1);
-		} else if (S_ISREG(st.st_mode) && !(st.st_mode & S_IROTH)) {
-			if (s->netc_files < ETC_MASKS_MAX)
-				s->etc_files[s->netc_files++] = strdup(sub);
+	if ((size_t)snprintf(e->path + len, sizeof(e->path) - len, "/%s", name) >=
+	    sizeof(e->path) - len)
+		goto out;
+	if (!strcmp(e->path, "/etc/passwd") || !strcmp(e->path, "/etc/group"))
+		goto out;	/* replaced */
+	if (S_ISDIR(st->st_mode) && (st->st_mode & 05) != 05) {
+		if (s->netc_dirs < ETC_MASKS_MAX)
+			s->etc_dirs[s->netc_dirs++] = strdup(e->path);
+	} else if (S_ISDIR(st->st_mode) && e->depth < 6) {
+		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			e->depth++;
+			dir_each(fd, scan_etc, e);
+			e->depth--;
 		}
+	} else if (S_ISREG(st->st_mode) && !(st->st_mode & S_IROTH)) {
+		if (s->netc_files < ETC_MASKS_MAX)
+			s->etc_files[s->netc_files++] = strdup(e->path);
 	}
+out:
+	e->path[len] = '\0';
+	return 0;
 }
 
 struct sandbox *sandbox_new(const struct config *c, char *err, size_t errlen)
@@ -137,9 +139,10 @@ struct sandbox *sandbox_new(const struct config *c, char *err, size_t errlen)
 	}
 	s->passwd = accounts("/etc/passwd", SANDBOX_USER ":x:1000:1000:sandbox agent:/tmp:/bin/bash\n");
 	s->group = accounts("/etc/group", SANDBOX_USER ":x:1000:\n");
+	struct etc_scan scan = { s, "/etc", 0 };
 	int etc = open("/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (etc >= 0)
-		scan_etc(s, etc, "/etc", 0);
+		dir_each(etc, scan_etc, &scan);
 	if (!s->passwd || !s->group) {
 		snprintf(err, errlen, "out of memory");
 		sandbox_free(s);

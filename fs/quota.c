@@ -3,8 +3,8 @@
 #include "cleanup.h"
 #include "log.h"
 #include "units.h"
+#include "walk.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -77,51 +77,47 @@ static bool seen_before(struct seen *s, const struct stat *st)
 	return false;
 }
 
-/* Adds what directory DIRFD (taken) holds, at any depth, to *BYTES and
- * *INODES. */
-static void scan_dir(int dirfd, int depth, struct seen *seen, uint64_t *bytes,
-		     uint64_t *inodes)
+struct tally {
+	struct seen seen;
+	uint64_t bytes, inodes;
+	int depth;
+};
+
+/* Counts one entry, and what it holds if it is a directory. */
+static int count_entry(void *arg, int dirfd, const char *name, const struct stat *st)
 {
-	_cleanup_(closedirp) DIR *d = fdopendir(dirfd);
-	struct dirent *e;
+	struct tally *t = arg;
 
-	if (!d) {
-		close(dirfd);
-		return;
-	}
-	while ((e = readdir(d))) {
-		struct stat st;
-
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && seen_before(seen, &st))
-			continue;
-		*bytes += (uint64_t)st.st_blocks * 512;
-		(*inodes)++;
-		if (S_ISDIR(st.st_mode) && depth < DEPTH_MAX) {
-			int fd = openat(dirfd, e->d_name,
-					O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (fd >= 0)
-				scan_dir(fd, depth + 1, seen, bytes, inodes);
+	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1 && seen_before(&t->seen, st))
+		return 0;
+	t->bytes += (uint64_t)st->st_blocks * 512;
+	t->inodes++;
+	if (S_ISDIR(st->st_mode) && t->depth < DEPTH_MAX) {
+		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			t->depth++;
+			dir_each(fd, count_entry, t);
+			t->depth--;
 		}
 	}
+	return 0;
 }
 
 static void scan(const struct quota *q, uint64_t *bytes, uint64_t *inodes)
 {
-	struct seen seen = { 0 };
+	struct tally t = { 0 };
 
-	*bytes = *inodes = 0;
 	for (size_t i = 0; i < q->nroots; i++) {
 		char path[64];
 		/* A readable fd of the root from our O_PATH one. */
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", q->roots[i]);
 		int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd >= 0)
-			scan_dir(fd, 0, &seen, bytes, inodes);
+			dir_each(fd, count_entry, &t);
 	}
-	free(seen.v);
+	free(t.seen.v);
+	*bytes = t.bytes;
+	*inodes = t.inodes;
 }
 
 /* Scans with the lock dropped meanwhile; what was charged during the

@@ -64,6 +64,21 @@ char *text_diff(const char *got, const char *want)
 	return out;
 }
 
+const char *broker_start(const char *tag, const char *conf)
+{
+	const char *home = test_dir(tag);
+
+	if (conf)
+		ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", home), conf), 0);
+	OK("'%s' broker --home '%s'", test_bin("sbx"), home);
+	return home;
+}
+
+void broker_stop(const char *home)
+{
+	sh("'%s' broker --home '%s' --shutdown >/dev/null 2>&1", test_bin("sbx"), home);
+}
+
 void tool_env(void)
 {
 	setenv("LC_ALL", "C", 1);

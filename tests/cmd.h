@@ -25,6 +25,12 @@ char *capture(const char *cmd, int *status);
  * identity, python writing bytecode as it does by default. */
 void tool_env(void);
 
+/* Starts an exec broker in a fresh home named after TAG, with sbx.conf
+ * CONF if not NULL (the test fails if it does not start); the home. */
+const char *broker_start(const char *tag, const char *conf);
+/* Shuts the broker of HOME down, quietly: it may be gone already. */
+void broker_stop(const char *home);
+
 /* "diff -u" of two texts, at most about 3 KB of it. */
 char *text_diff(const char *got, const char *want);
 

@@ -16,10 +16,7 @@ static const char *H;
 
 static void start(const char *conf)
 {
-	H = test_dir("bhome");
-	if (conf)
-		ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", H), conf), 0);
-	OK("'%s' broker --home '%s'", test_bin("sbx"), H);
+	H = broker_start("bhome", conf);
 }
 
 static void setup(void)
@@ -30,7 +27,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	sh("'%s' broker --home '%s' --shutdown >/dev/null 2>&1", test_bin("sbx"), H);
+	broker_stop(H);
 }
 
 /* `sbx exec` of ARGS (after --home H) as text, any exit status (which

@@ -20,12 +20,18 @@
 
 static const char *H;
 
+/* At most 2,000 processes that live 20 s each: it stops by itself where
+ * nothing else does. */
+#define FORK_BOMB "python3 -c 'import os, time\nfor i in range(2000):\n try:\n" \
+	"  if os.fork() == 0:\n   os.execlp(\"sleep\", \"sbx-fork-bomb\", \"20\")\n" \
+	" except OSError:\n  time.sleep(0.001)\ntime.sleep(20)'"
+/* The fork bomb is gone within 5 s. */
+#define BOMB_GONE "for i in $(seq 50); do pgrep -f sbx-fork-bom[b] >/dev/null || exit 0;" \
+	" sleep 0.1; done; exit 1"
+
 static void start(const char *conf)
 {
-	H = test_dir("shome");
-	if (conf)
-		ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", H), conf), 0);
-	OK("'%s' broker --home '%s'", test_bin("sbx"), H);
+	H = broker_start("shome", conf);
 }
 
 static void setup(void)
@@ -36,7 +42,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	sh("'%s' broker --home '%s' --shutdown >/dev/null 2>&1", test_bin("sbx"), H);
+	broker_stop(H);
 }
 
 /* Restarts the broker with configuration CONF. */
@@ -358,12 +364,10 @@ START_TEST(test_sandbox_fork_bomb_is_contained)
 {
 	restart("[limits]\npids = 64\n");
 	int st;
-	char *out = run("t1", &st, "python3 -c 'import os, time\nfor i in range(2000):\n try:\n"
-			"  if os.fork() == 0:\n   os.execlp(\"sleep\", \"sbx-fork-bomb\", \"20\")\n"
-			" except OSError:\n  time.sleep(0.001)\ntime.sleep(20)'");
+	char *out = run("t1", &st, FORK_BOMB);
 	ck_assert_msg(st == 137 && strstr(out, "killed: process limit 64 reached"), "exit %d: %s", st,
 		      out);
-	OK("for i in $(seq 50); do pgrep -f sbx-fork-bom[b] >/dev/null || exit 0; sleep 0.1; done; exit 1");
+	OK(BOMB_GONE);
 	SAME(run_ok("t2", "echo other"), "other\n");
 	SAME(run_ok("t1", "echo again"), "again\n");
 }
@@ -409,12 +413,10 @@ START_TEST(test_sandbox_rlimit_fallback)
 	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)),
 			 "limit pids: no cgroup, falling back"));
 	int st;
-	char *out = run("t1", &st, "python3 -c 'import os, time\nfor i in range(2000):\n try:\n"
-			"  if os.fork() == 0:\n   os.execlp(\"sleep\", \"sbx-fork-bomb\", \"20\")\n"
-			" except OSError:\n  time.sleep(0.001)\ntime.sleep(20)'");
+	char *out = run("t1", &st, FORK_BOMB);
 	ck_assert_msg(st == 137 && strstr(out, "killed: process limit 64 reached"), "exit %d: %s", st,
 		      out);
-	OK("for i in $(seq 50); do pgrep -f sbx-fork-bom[b] >/dev/null || exit 0; sleep 0.1; done; exit 1");
+	OK(BOMB_GONE);
 	out = run("t1", &st, "python3 -c 'b = []\nfor i in range(16):\n b.append(bytearray(64 << 20))\n"
 		  "print(\"survived\")'");
 	ck_assert_msg(st == 1 && strstr(out, "MemoryError") && !strstr(out, "survived"), "exit %d: %s",
@@ -456,13 +458,11 @@ START_TEST(test_sandbox_idle_session_bomb_is_ended)
 {
 	restart("[limits]\npids = 64\n");
 	int st;
-	run_opts("t1", "--scope s", &st, "python3 -c 'import os, time\nfor i in range(2000):\n try:\n"
-		 "  if os.fork() == 0:\n   os.execlp(\"sleep\", \"sbx-fork-bomb\", \"20\")\n"
-		 " except OSError:\n  time.sleep(0.001)\ntime.sleep(20)' >/dev/null 2>&1 &");
+	run_opts("t1", "--scope s", &st, FORK_BOMB " >/dev/null 2>&1 &");
 	ck_assert_int_eq(st, 0);
 	OK("for i in $(seq 100); do grep -q 'scope s: killed: process limit 64 reached between"
 	   " commands; ended' '%s/run/broker.log' && exit 0; sleep 0.1; done; exit 1", H);
-	OK("for i in $(seq 50); do pgrep -f sbx-fork-bom[b] >/dev/null || exit 0; sleep 0.1; done; exit 1");
+	OK(BOMB_GONE);
 	SAME(run_opts("t1", "--scope s", &st, "echo fresh"), "fresh\n");
 }
 END_TEST
