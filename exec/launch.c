@@ -86,12 +86,27 @@ static void reset_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+/* A chroot may not make user namespaces (the kernel's rule for any
+ * process whose root is not its mount namespace's): in the private
+ * namespace, the same tree becomes the namespace's root. Its copy is
+ * bound on /tmp of the old root, made the root by pivot_root(".", ".")
+ * and the old one detached. */
+static void leave_chroot(void)
+{
+	if (mount("/", "/tmp", NULL, MS_BIND | MS_REC, NULL) < 0 || chdir("/tmp") < 0 ||
+	    syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
+	    chdir("/") < 0)
+		fail("the broker's chroot", errno, 126);
+}
+
 static void private_mounts(const struct launch *l)
 {
 	if (unshare(CLONE_NEWNS) < 0)
 		fail("a mount namespace", errno, 126);
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		fail("a mount namespace", errno, 126);
+	if (l->leave_chroot)
+		leave_chroot();
 	if (mount("sbx", l->scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		  "mode=0755,size=64k") < 0)
 		fail(l->scratch, errno, 126);

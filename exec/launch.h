@@ -14,7 +14,9 @@
  *  5. with SCRATCH: a private mount namespace (as root) where a tmpfs is
  *     mounted on SCRATCH and each BINDS[i].src bound at BINDS[i].dst
  *     below it, so that an unprivileged bubblewrap can bind directories
- *     it could not reach on the host;
+ *     it could not reach on the host; with LEAVE_CHROOT, first the
+ *     broker's chroot made the root of that namespace, which a chroot
+ *     must be for bubblewrap to make a user namespace;
  *  6. the rlimits and the nice value;
  *  7. with UID: no supplementary groups, then that gid and uid, real,
  *     effective and saved;
@@ -50,6 +52,8 @@ struct launch {
 					 * clone3(CLONE_INTO_CGROUP), which
 					 * spares the write; -1: none */
 	const char *scratch;		/* NULL: no mount namespace */
+	bool leave_chroot;		/* the broker runs in a chroot: its tree
+					 * is made the namespace's root first */
 	struct launch_bind binds[LAUNCH_MAX_BINDS];
 	size_t nbinds;
 	struct {

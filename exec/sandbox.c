@@ -30,7 +30,18 @@ struct sandbox {
 	char *passwd, *group;
 	char *etc_files[ETC_MASKS_MAX], *etc_dirs[ETC_MASKS_MAX];
 	size_t netc_files, netc_dirs;
+	bool chrooted;			/* the broker's root is not init's */
 };
+
+/* True if our root is not that of pid 1 (ischroot's test): in a chroot,
+ * no process may make a user namespace until it leaves it (launch.h). */
+static bool in_chroot(void)
+{
+	struct stat ours, init;
+
+	return stat("/", &ours) == 0 && stat("/proc/1/root/", &init) == 0 &&
+	       (ours.st_dev != init.st_dev || ours.st_ino != init.st_ino);
+}
 
 /* ---- what the broker reads once ------------------------------------------ */
 
@@ -137,6 +148,7 @@ struct sandbox *sandbox_new(const struct config *c, char *err, size_t errlen)
 		sandbox_free(s);
 		return NULL;
 	}
+	s->chrooted = geteuid() == 0 && in_chroot();
 	s->passwd = accounts("/etc/passwd", SANDBOX_USER ":x:1000:1000:sandbox agent:/tmp:/bin/bash\n");
 	s->group = accounts("/etc/group", SANDBOX_USER ":x:1000:\n");
 	struct etc_scan scan = { s, "/etc", 0 };
@@ -474,6 +486,7 @@ int sandbox_prepare(const struct sandbox *s, const struct sandbox_cmd *c,
 		st->launch.uid = c->id->uid;
 		st->launch.gid = c->id->gid;
 		st->launch.scratch = SCRATCH;
+		st->launch.leave_chroot = s->chrooted;
 		for (size_t i = 0; i < LAUNCH_MAX_BINDS && view_dir(c, i); i++) {
 			const char *name = view_dir(c, i);
 			snprintf(st->binds[i][0], PATH_MAX, "%s/%s", c->mount, name);
@@ -517,6 +530,10 @@ int sandbox_probe(const struct sandbox *s, const struct identity *id, char *why,
 	if (identity_separate(id)) {
 		l.uid = id->uid;
 		l.gid = id->gid;
+		/* The private mount namespace, as for a command, if the
+		 * chroot must be left; no view to bind. */
+		l.scratch = s->chrooted ? SCRATCH : NULL;
+		l.leave_chroot = s->chrooted;
 	}
 	if (pipe2(err, O_CLOEXEC) < 0) {
 		snprintf(why, whylen, "pipe: %s", strerror(errno));

@@ -37,8 +37,17 @@ int start_prepare(struct start *s, const struct start_spec *spec, char *err,
 		s->launch = &s->host_launch;
 		return 0;
 	}
-	/* Inside: the broker's variables (scrubbed), then the request's. */
-	if (!(s->env = env_build(spec->base_env, spec->cmd.env, nenv))) {
+	/* Inside: the broker's variables (scrubbed), the sandbox's own
+	 * user and home, then the request's (later ones win). */
+	static const char *const own[] = { "HOME=/tmp", "USER=" SANDBOX_USER,
+					   "LOGNAME=" SANDBOX_USER };
+	const size_t nown = sizeof(own) / sizeof(*own);
+	_cleanup_(freep) char **extra = calloc(nown + nenv + 1, sizeof(*extra));
+	for (size_t i = 0; extra && i < nown; i++)
+		extra[i] = (char *)own[i];
+	for (size_t i = 0; extra && i < nenv; i++)
+		extra[nown + i] = spec->cmd.env[i];
+	if (!extra || !(s->env = env_build(spec->base_env, extra, nown + nenv))) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}

@@ -321,8 +321,11 @@ END_TEST
  * process of the sandbox is host root. */
 START_TEST(test_sandbox_identity_and_ownership)
 {
-	SAME(run_ok("t1", "id; echo x > made; stat -c '%u:%g %U' made"),
-	     "uid=1000(agent) gid=1000(agent) groups=1000(agent)\n1000:1000 agent\n");
+	SAME(run_ok("t1", "id; echo x > made; stat -c '%u:%g %U' made; echo $HOME $USER $LOGNAME"),
+	     "uid=1000(agent) gid=1000(agent) groups=1000(agent)\n1000:1000 agent\n"
+	     "/tmp agent agent\n");
+	SAME(run_opts("t1", "--env HOME=/mnt/user-data/workspace", (int[]){ 0 }, "echo $HOME"),
+	     "/mnt/user-data/workspace\n");
 	struct stat st;
 	ck_assert_int_eq(stat(fmt_cmd("%s/made", workspace("t1")), &st), 0);
 	ck_assert_int_eq(st.st_uid, getuid());
@@ -397,6 +400,10 @@ START_TEST(test_sandbox_disk_quota)
 	struct stat sb;
 	ck_assert_int_eq(stat(fmt_cmd("%s/big", workspace("t1")), &sb), 0);
 	ck_assert_msg(sb.st_size <= 64 << 20, "%lld bytes written", (long long)sb.st_size);
+	/* The view logs why. */
+	ck_assert(strstr(read_file(fmt_cmd("%s/log/sbxfs-alice-t1.log", H)),
+			 "refused write of 'user-data/workspace/big': the thread's disk quota of"
+			 " 64 MiB is reached"));
 	SAME(run_ok("t1", "rm big; head -c 1M /dev/zero > small && echo ok"), "ok\n");
 	out = run("t1", &st, "for i in $(seq 150); do : > f$i || break; done; echo files $(ls | wc -l)");
 	ck_assert_msg(strstr(out, "Disk quota exceeded") && strstr(out, "files "), "%s", out);
