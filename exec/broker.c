@@ -443,13 +443,7 @@ static void op_exec(struct client *c, const struct request *q)
 	if (r == 0 && res.start_failed) {
 		/* bwrap said why on stderr, before any command ran (and the
 		 * runner held it back from the client). */
-		_cleanup_(freep) char *said = utf8_clean(res.err.data ? res.err.data : "",
-							 res.err.len, NULL);
-		const char *why = said ? said : "";
-		if (!strncmp(why, LAUNCH_FAILED, strlen(LAUNCH_FAILED)))
-			why += strlen(LAUNCH_FAILED);
-		snprintf(err, sizeof(err), "cannot start the sandbox: %.*s",
-			 (int)strcspn(why, "\n"), *why ? why : "bwrap failed");
+		start_failure(res.err.data, res.err.len, err, sizeof(err));
 		run_result_free(&res);
 		r = -EIO;
 	}

@@ -24,9 +24,13 @@ void launch_init(struct launch *l)
 
 /* ---- the child: async-signal-safe calls only ------------------------- */
 
+/* Where the child's complaints go: the command's stderr, at whatever
+ * number it has before the descriptors are arranged. */
+static int report_fd = STDERR_FILENO;
+
 static void say(const char *s)
 {
-	(void)!write(STDERR_FILENO, s, strlen(s));
+	(void)!write(report_fd, s, strlen(s));
 }
 
 static __attribute__((noreturn)) void fail(const char *step, int err, int status)
@@ -56,9 +60,11 @@ static void arrange_fds(int in, int out, int err, const struct launch *l)
 		if ((high[i] = fcntl(fd, F_DUPFD_CLOEXEC, 3 + LAUNCH_MAX_PASS)) < 0)
 			fail("descriptors", errno, 126);
 	}
+	report_fd = high[2];	/* stderr's own number may be taken next */
 	for (size_t i = 0; i < 3 + npass; i++)
 		if (dup2(high[i], (int)i) < 0)
 			fail("descriptors", errno, 126);
+	report_fd = STDERR_FILENO;
 	int first = (int)(3 + npass);
 	if (syscall(SYS_close_range, (unsigned)first, ~0u, 0) < 0) {
 		struct rlimit r;
@@ -122,6 +128,7 @@ static void child(char *const *argv, char *const *envp, const char *cwd,
 		  int in, int out, int err, const struct launch *l, bool born_in)
 {
 	/* Before the descriptors go: the cgroups' are among them. */
+	report_fd = err;
 	for (size_t i = born_in ? 1 : 0; l && i < l->ncgroups; i++)
 		if (write(l->cgroup_procs[i], "0", 1) != 1)
 			fail("its cgroup", errno, 126);

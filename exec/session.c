@@ -195,13 +195,8 @@ static int wait_started(int info, int errfd, char *err, size_t errlen)
 			got += (size_t)n;
 	if (got)
 		return 0;
-	n = read(errfd, buf, sizeof(buf) - 1);
-	buf[n > 0 ? n : 0] = '\0';
-	const char *why = buf;
-	if (!strncmp(why, LAUNCH_FAILED, strlen(LAUNCH_FAILED)))
-		why += strlen(LAUNCH_FAILED);
-	snprintf(err, errlen, "cannot start the sandbox: %.*s", (int)strcspn(why, "\n"),
-		 *why ? why : "bwrap failed");
+	n = read(errfd, buf, sizeof(buf));
+	start_failure(buf, n > 0 ? (size_t)n : 0, err, errlen);
 	return -EIO;
 }
 

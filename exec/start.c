@@ -2,6 +2,7 @@
 #include "start.h"
 #include "cleanup.h"
 #include "env.h"
+#include "output.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -90,4 +91,15 @@ void start_free(struct start *s)
 	s->host_argv = NULL;
 	env_free(s->env);
 	s->env = NULL;
+}
+
+void start_failure(const char *said, size_t len, char *buf, size_t size)
+{
+	_cleanup_(freep) char *text = utf8_clean(said ? said : "", said ? len : 0, NULL);
+	const char *why = text ? text : "";
+
+	if (!strncmp(why, LAUNCH_FAILED, strlen(LAUNCH_FAILED)))
+		why += strlen(LAUNCH_FAILED);
+	snprintf(buf, size, "cannot start the sandbox: %.*s", (int)strcspn(why, "\n"),
+		 *why ? why : "bwrap failed");
 }

@@ -46,4 +46,9 @@ struct cgroup_leaf *start_take_leaf(struct start *s);
 /* Frees S; a leaf not taken is freed (its processes killed) too. */
 void start_free(struct start *s);
 
+/* "cannot start the sandbox: REASON" in BUF, from what a start that
+ * failed wrote on stderr (SAID, LEN bytes; bwrap's message, or the
+ * launch's after LAUNCH_FAILED): its first line, as valid UTF-8. */
+void start_failure(const char *said, size_t len, char *buf, size_t size);
+
 #endif
