@@ -333,8 +333,10 @@ int cmd_doctor(int argc, char **argv, const char *home)
 		runs = taken && sandbox_probe(sb, &id, why, sizeof(why)) == 0;
 		if (taken)
 			identity_release(&id);
-		say(&r, false, runs ? "ok" : "no", "bubblewrap", "%s%s%s", sandbox_bwrap(sb),
-		    runs ? " makes a sandbox as a sandbox uid" : ": ", runs ? "" : why);
+		say(&r, false, runs ? "ok" : "no", "bubblewrap", "%s%s%s%s", sandbox_bwrap(sb),
+		    runs ? " makes a sandbox as a sandbox uid" : ": ", runs ? "" : why,
+		    runs && sandbox_leaves_chroot(sb) ? " (leaving this chroot first, in the"
+		    " sandbox's own mount namespace)" : "");
 	}
 	say(&r, false, userns > 0 && (runs || !sb) ? "ok" : "no", "user namespaces",
 	    "user.max_user_namespaces = %ld%s", userns, userns > 0 && (runs || !sb) ? ""

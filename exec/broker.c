@@ -594,6 +594,9 @@ static void probe_sandbox(struct broker *b)
 	    sandbox_probe(b->sandbox, &id, why, sizeof(why)) < 0)
 		log_warn("namespace mode cannot start sandboxes here: %s (sbx doctor says more)",
 			 why);
+	else if (sandbox_leaves_chroot(b->sandbox))
+		log_info("the broker runs in a chroot: each sandbox leaves it first, in its own"
+			 " mount namespace (a chroot may not make user namespaces)");
 	identity_release(&id);
 }
 

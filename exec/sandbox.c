@@ -30,18 +30,9 @@ struct sandbox {
 	char *passwd, *group;
 	char *etc_files[ETC_MASKS_MAX], *etc_dirs[ETC_MASKS_MAX];
 	size_t netc_files, netc_dirs;
-	bool chrooted;			/* the broker's root is not init's */
+	bool chrooted;			/* sandboxes must leave the broker's
+					 * chroot first (sandbox_probe) */
 };
-
-/* True if our root is not that of pid 1 (ischroot's test): in a chroot,
- * no process may make a user namespace until it leaves it (launch.h). */
-static bool in_chroot(void)
-{
-	struct stat ours, init;
-
-	return stat("/", &ours) == 0 && stat("/proc/1/root/", &init) == 0 &&
-	       (ours.st_dev != init.st_dev || ours.st_ino != init.st_ino);
-}
 
 /* ---- what the broker reads once ------------------------------------------ */
 
@@ -148,7 +139,6 @@ struct sandbox *sandbox_new(const struct config *c, char *err, size_t errlen)
 		sandbox_free(s);
 		return NULL;
 	}
-	s->chrooted = geteuid() == 0 && in_chroot();
 	s->passwd = accounts("/etc/passwd", SANDBOX_USER ":x:1000:1000:sandbox agent:/tmp:/bin/bash\n");
 	s->group = accounts("/etc/group", SANDBOX_USER ":x:1000:\n");
 	struct etc_scan scan = { s, "/etc", 0 };
@@ -513,8 +503,9 @@ char **sandbox_argv_host(const struct sandbox_cmd *c)
 	return done(&a);
 }
 
-int sandbox_probe(const struct sandbox *s, const struct identity *id, char *why,
-		  size_t whylen)
+/* One minimal sandbox as ID: 0, or -EPERM with what bwrap said in WHY. */
+static int try_sandbox(const struct sandbox *s, const struct identity *id,
+		       bool leave_chroot, char *why, size_t whylen)
 {
 	char *argv[] = {
 		(char *)s->bwrap, "--unshare-user", "--uid", "1000", "--gid", "1000",
@@ -530,10 +521,10 @@ int sandbox_probe(const struct sandbox *s, const struct identity *id, char *why,
 	if (identity_separate(id)) {
 		l.uid = id->uid;
 		l.gid = id->gid;
-		/* The private mount namespace, as for a command, if the
-		 * chroot must be left; no view to bind. */
-		l.scratch = s->chrooted ? SCRATCH : NULL;
-		l.leave_chroot = s->chrooted;
+		/* The private mount namespace, as for a command, where the
+		 * chroot is left; no view to bind. */
+		l.scratch = leave_chroot ? SCRATCH : NULL;
+		l.leave_chroot = leave_chroot;
 	}
 	if (pipe2(err, O_CLOEXEC) < 0) {
 		snprintf(why, whylen, "pipe: %s", strerror(errno));
@@ -552,4 +543,23 @@ int sandbox_probe(const struct sandbox *s, const struct identity *id, char *why,
 		return -EPERM;
 	}
 	return 0;
+}
+
+int sandbox_probe(struct sandbox *s, const struct identity *id, char *why, size_t whylen)
+{
+	char again[512];
+
+	if (try_sandbox(s, id, false, why, whylen) == 0)
+		return 0;
+	/* A chroot may not make user namespaces; a root broker's launch
+	 * can leave it first, in the sandbox's own mount namespace. */
+	if (!identity_separate(id) || try_sandbox(s, id, true, again, sizeof(again)) < 0)
+		return -EPERM;
+	s->chrooted = true;
+	return 0;
+}
+
+bool sandbox_leaves_chroot(const struct sandbox *s)
+{
+	return s->chrooted;
 }

@@ -55,9 +55,13 @@ const char *sandbox_bwrap(const struct sandbox *s);
 /* How many paths of /etc are masked. */
 size_t sandbox_masked(const struct sandbox *s);
 /* Whether bubblewrap can make a sandbox here as ID (a user namespace of
- * its own among them): 0, or -EPERM with what bwrap said in WHY. */
-int sandbox_probe(const struct sandbox *s, const struct identity *id, char *why,
+ * its own among them): 0, or -EPERM with what bwrap said in WHY. A root
+ * broker in a chroot, where no process may make a user namespace, finds
+ * here that its sandboxes must leave the chroot first (in their own
+ * mount namespace, launch.h), and they do from then on. */
+int sandbox_probe(struct sandbox *s, const struct identity *id, char *why,
 		  size_t whylen);
+bool sandbox_leaves_chroot(const struct sandbox *s);
 
 struct sandbox_cmd {
 	const char *mount;		/* the view's mount point */
