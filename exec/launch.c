@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/mount.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <stdint.h>
@@ -93,16 +94,26 @@ static void reset_signals(void)
 }
 
 /* A chroot may not make user namespaces (the kernel's rule for any
- * process whose root is not its mount namespace's): in the private
- * namespace, the same tree becomes the namespace's root. Its copy is
- * bound on /tmp of the old root, made the root by pivot_root(".", ".")
- * and the old one detached. */
+ * process whose root is not its mount namespace's root): in the private
+ * namespace, a copy of the chroot's tree is mounted on top of the
+ * namespace's root and made the root. To reach that root, the classic
+ * way out of a chroot, as root: a chroot to a directory below, with the
+ * working directory left above it, lets ".." walk up to the top. The
+ * sandbox still sees the chroot's files and nothing else. */
 static void leave_chroot(void)
 {
-	if (mount("/", "/tmp", NULL, MS_BIND | MS_REC, NULL) < 0 || chdir("/tmp") < 0 ||
-	    syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
-	    chdir("/") < 0)
+	int tree = (int)syscall(SYS_open_tree, AT_FDCWD, "/",
+				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+
+	if (tree < 0 || chdir("/") < 0 || chroot("/tmp") < 0)
 		fail("the broker's chroot", errno, 126);
+	for (int i = 0; i < 256 && chdir("..") == 0; i++)
+		;
+	if (chroot(".") < 0 ||
+	    syscall(SYS_move_mount, tree, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+	    fchdir(tree) < 0 || chroot(".") < 0 || chdir("/") < 0)
+		fail("the broker's chroot", errno, 126);
+	close(tree);
 }
 
 static void private_mounts(const struct launch *l)

@@ -14,9 +14,9 @@
  *  5. with SCRATCH: a private mount namespace (as root) where a tmpfs is
  *     mounted on SCRATCH and each BINDS[i].src bound at BINDS[i].dst
  *     below it, so that an unprivileged bubblewrap can bind directories
- *     it could not reach on the host; with LEAVE_CHROOT, first the
- *     broker's chroot made the root of that namespace, which a chroot
- *     must be for bubblewrap to make a user namespace;
+ *     it could not reach on the host; with LEAVE_CHROOT, first a copy of
+ *     the broker's chroot mounted on the root of that namespace and made
+ *     the root, for bubblewrap may not make a user namespace in a chroot;
  *  6. the rlimits and the nice value;
  *  7. with UID: no supplementary groups, then that gid and uid, real,
  *     effective and saved;
