@@ -234,7 +234,7 @@ static void protections(struct report *r, const struct config *c, const char *ho
 		    (unsigned)geteuid(), SANDBOX_UID);
 	say(r, true, "active", "caller's privileges in the view", "the kernel checks"
 	    " permissions, chown, set-id bits and times with the caller's own capabilities"
-	    " (default_permissions); a sandbox may not set set-id bits");
+	    " (default_permissions on the broker's views); a sandbox may not set set-id bits");
 	say(r, true, sb ? "active" : "inactive", "kernel interfaces", "/proc/sys, sysrq-trigger,"
 	    " irq, bus, fs read-only; kcore, keys, timer_list, sched_debug and the like masked;"
 	    " no /sys");

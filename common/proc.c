@@ -46,3 +46,35 @@ bool proc_capable(pid_t pid, int cap)
 	unsigned long long set = strtoull(eff + 8, NULL, 16);
 	return cap >= 0 && cap < 64 && (set >> cap) & 1;
 }
+
+bool proc_in_group(pid_t pid, gid_t gid)
+{
+	char path[64], buf[4096];
+	_cleanup_(closep) int fd = -1;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "Gid:\treal effective saved fs", "Groups:\t1 2 3": the fsgid is
+	 * the one the kernel asks about, then the supplementary ones. */
+	const char *g = strstr(buf, "\nGid:");
+	for (int i = 0; g && i < 4; i++)
+		g = strchr(g + 1, '\t');
+	if (g && (gid_t)strtoul(g + 1, NULL, 10) == gid)
+		return true;
+	const char *groups = strstr(buf, "\nGroups:");
+	if (!groups)
+		return false;
+	char *p = (char *)groups + 8, *end;
+	for (unsigned long v; *p && *p != '\n'; p = end) {
+		v = strtoul(p, &end, 10);
+		if (end == p)
+			break;
+		if ((gid_t)v == gid)
+			return true;
+	}
+	return false;
+}

@@ -14,4 +14,8 @@ void proc_comm(pid_t pid, char comm[static 64]);
  * cannot exit, so its id cannot be reused meanwhile. */
 bool proc_capable(pid_t pid, int cap);
 
+/* True if GID is thread PID's filesystem group or one of its
+ * supplementary groups (the kernel's in_group_p()). */
+bool proc_in_group(pid_t pid, gid_t gid);
+
 #endif

@@ -853,6 +853,39 @@ static int map_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 	return 0;
 }
 
+/* Without default_permissions (a private view) the kernel leaves the
+ * rules for privileged changes to us: a root daemon applies them with
+ * the caller's own capabilities, as the kernel's setattr_prepare() does
+ * (ST: the file's attributes now). A daemon run by a user can do no more
+ * than its caller anyway. */
+static int caller_may_setattr(struct view *v, fuse_req_t req, const struct stat *st,
+			      struct stat *attr, int valid)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	bool owner = ctx->uid == st->st_uid;
+	bool times_set = ((valid & FUSE_SET_ATTR_ATIME) && !(valid & FUSE_SET_ATTR_ATIME_NOW)) ||
+			 ((valid & FUSE_SET_ATTR_MTIME) && !(valid & FUSE_SET_ATTR_MTIME_NOW));
+
+	if (v->default_permissions || !v->creds_switch)
+		return 0;
+	if ((valid & FUSE_SET_ATTR_UID) && !(owner && attr->st_uid == st->st_uid) &&
+	    !proc_capable(ctx->pid, CAP_CHOWN))
+		return -EPERM;
+	if ((valid & FUSE_SET_ATTR_GID) &&
+	    !(owner && (attr->st_gid == st->st_gid || proc_in_group(ctx->pid, attr->st_gid))) &&
+	    !proc_capable(ctx->pid, CAP_CHOWN))
+		return -EPERM;
+	if (((valid & FUSE_SET_ATTR_MODE) || times_set) && !owner &&
+	    !proc_capable(ctx->pid, CAP_FOWNER))
+		return -EPERM;
+	if ((valid & FUSE_SET_ATTR_MODE) && (attr->st_mode & S_ISGID)) {
+		gid_t group = valid & FUSE_SET_ATTR_GID ? attr->st_gid : st->st_gid;
+		if (!proc_in_group(ctx->pid, group) && !proc_capable(ctx->pid, CAP_FSETID))
+			attr->st_mode &= ~(mode_t)S_ISGID;
+	}
+	return 0;
+}
+
 static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 		      struct stat *attr, int valid, struct fuse_file_info *fi)
 {
@@ -868,6 +901,11 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 	_pinned_ p = pin(v, ino);
 	if (p.fd < 0)
 		return p.fd;
+	if (!v->default_permissions && v->creds_switch &&
+	    (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_MODE |
+		      FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) &&
+	    ((r = stat_fd(p.fd, &st)) < 0 || (r = caller_may_setattr(v, req, &st, attr, valid)) < 0))
+		return r;
 	if (resize && fi && S_ISREG(ino->type)) {
 		/* ftruncate: a content change through the handle. */
 		int fd = change_begin(v, req, ino, fi, &c, "truncate");

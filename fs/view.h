@@ -144,6 +144,8 @@ struct view {
 	bool portable_names;
 	bool writeback;
 	bool creds_switch;		/* root daemon: create as the caller */
+	bool default_permissions;	/* the kernel checks permissions and
+					 * privileged changes (allow_other) */
 	bool caller_umask;		/* the kernel sends umasks (DONT_MASK) */
 	bool no_opendir;		/* directories are opened without us */
 	/* FUSE_HANDLE_KILLPRIV_V2 (channel.c): set during INIT. */

@@ -279,8 +279,8 @@ START_TEST(test_sandbox_refused_calls)
 	add_probe("t1");
 	SAME(run_ok("t1", fmt_cmd("python3 probe.py%s clone3 personality_query </dev/null", names)),
 	     want);
-	SAME(run_ok("t1", "grep Seccomp: /proc/self/status; unshare -U true 2>/dev/null || echo refused"),
-	     "Seccomp:\t2\nrefused\n");
+	SAME(run_ok("t1", "grep -E 'NoNewPrivs|Seccomp:' /proc/self/status; unshare -U true 2>/dev/null"
+		    " || echo refused"), "NoNewPrivs:\t1\nSeccomp:\t2\nrefused\n");
 }
 END_TEST
 
