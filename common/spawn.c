@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,9 @@ int spawn_wait(const char *const argv[])
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
+		sigset_t none;	/* blocked signals survive exec: not ours to pass on */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		execvp(argv[0], (char *const *)argv);
 		fprintf(stderr, "sbx: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);

@@ -703,14 +703,20 @@ static int listen_socket(const char *home, int dir)
 	return fd;
 }
 
+/* The signals that stop the broker: blocked in every thread (see
+ * broker_main) and read from a signalfd by the serving loop. */
+static void stop_signals(sigset_t *mask)
+{
+	sigemptyset(mask);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGHUP);
+}
+
 static int serve_loop(struct broker *b, int lfd)
 {
 	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	stop_signals(&mask);
 	_cleanup_(closep) int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 
 	for (;;) {
@@ -799,6 +805,12 @@ int broker_main(const struct broker_options *o)
 	} else {
 		log_setup("sbx-broker", NULL, o->debug ? LOG_DEBUG : LOG_INFO, true);
 	}
+	/* Before any thread starts: a thread that left them unblocked
+	 * would take their default action, ending the process without
+	 * unmounting or removing anything. */
+	sigset_t stop;
+	stop_signals(&stop);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	if (pipe2(b.stop, O_CLOEXEC) < 0)
 		goto fail;
 	pthread_mutex_init(&b.lock, NULL);

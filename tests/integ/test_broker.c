@@ -308,6 +308,41 @@ START_TEST(test_broker_shutdown_and_a_killed_broker)
 }
 END_TEST
 
+/* SIGTERM, SIGINT and SIGHUP stop the broker as --shutdown does: its
+ * views unmounted, its cgroups removed, "stopped" in its log. (A helper
+ * thread that left them unblocked used to take the default action:
+ * the process died with everything left behind; and the view daemons
+ * inherited them blocked.) */
+START_TEST(test_broker_signals_stop_it_cleanly)
+{
+	static const char *const sig[] = { "TERM", "INT", "HUP" };
+	char *tag = OUT("printf %%s '%s' | sha256sum | cut -c1-12", H);
+	int st;
+
+	tag[strcspn(tag, "\n")] = '\0';
+	for (size_t i = 0; i < sizeof(sig) / sizeof(*sig); i++) {
+		if (i > 0)
+			start(NULL);
+		SAME(sbx_exec(&st, "--scope s -- 'sleep 61 >/dev/null 2>&1 & echo up'"), "up\n");
+		/* Its view daemons block no signals (they came blocked). */
+		OK("n=0; for p in $(pgrep -x sbxfs); do tr '\\0' ' ' < /proc/$p/cmdline |"
+		   " grep -q -- '--home %s ' || continue; n=$((n+1));"
+		   " grep -q '^SigBlk:[[:space:]]*0*$' /proc/$p/status || exit 1; done; [ $n -gt 0 ]",
+		   H);
+		/* Until the process is gone (or a zombie nobody reaped yet). */
+		OK("p=$(head -1 '%s/run/broker.lock') && kill -%s $p && for i in $(seq 100); do"
+		   " grep -qs '^State:[[:space:]]*[^Z]' /proc/$p/status || exit 0; sleep 0.1; done;"
+		   " exit 1", H, sig[i]);
+		ck_assert_msg(strstr(read_file(fmt_cmd("%s/run/broker.log", H)), "info: stopped"),
+			      "SIG%s: %s", sig[i], read_file(fmt_cmd("%s/run/broker.log", H)));
+		OK("! grep -q ' %s/run/views/' /proc/mounts", H);
+		OK("! ls -d /sys/fs/cgroup/sbx-%s /sys/fs/cgroup/*/sbx-%s 2>/dev/null", tag, tag);
+		OK("! pgrep -x -f 'sleep 61'");
+		OK("rm '%s/run/broker.log'", H);
+	}
+}
+END_TEST
+
 /* A view whose daemon died is mounted again for the next command. */
 START_TEST(test_broker_a_killed_view_daemon)
 {
@@ -476,6 +511,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_leases_park_and_idle_unmount);
 	tcase_add_test(tc, test_broker_a_client_going_away_disturbs_no_one);
 	tcase_add_test(tc, test_broker_shutdown_and_a_killed_broker);
+	tcase_add_test(tc, test_broker_signals_stop_it_cleanly);
 	tcase_add_test(tc, test_broker_a_killed_view_daemon);
 	tcase_add_test(tc, test_broker_one_per_home_and_bad_configuration);
 	tcase_add_test(tc, test_broker_output_limits);
