@@ -22,10 +22,12 @@ PKG_CONFIG ?= pkg-config
 ifeq ($(SANITIZE),1)
 VARIANT    := asan
 SANFLAGS   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SANDEFS    := -DSBX_ABORT_ON_BAD_CLOSE
 BIN        := build/asan/bin
 else
 VARIANT    := release
 SANFLAGS   :=
+SANDEFS    :=
 BIN        := bin
 endif
 OBJ        := build/$(VARIANT)
@@ -41,10 +43,11 @@ SECCOMP_LIBS := $(shell $(PKG_CONFIG) --libs libseccomp 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
-           -DSBX_VERSION='"$(VERSION)"' -Icommon -Ifs -Istore -Icli -Iexec -Itests $(FUSE_CFLAGS) $(SANFLAGS) -MMD -MP
-LDFLAGS += $(SANFLAGS)
+           -DSBX_VERSION='"$(VERSION)"' -Icommon -Ifs -Istore -Icli -Iexec -Itests $(FUSE_CFLAGS) $(SANFLAGS) $(SANDEFS) -MMD -MP
+# Every close() of ours is checked for double closes (common/fdcheck.c).
+LDFLAGS += $(SANFLAGS) -Wl,--wrap=close
 
-COMMON_SRC := common/log.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c
+COMMON_SRC := common/fdcheck.c common/log.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c
 STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/diff.c store/summary.c
 EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \

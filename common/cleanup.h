@@ -2,7 +2,8 @@
  *
  * Declare a resource with _cleanup_(closep) (etc.) and it is released when
  * the variable leaves scope, so error paths need no hand-written undo.
- * Transfer ownership out of a scope with TAKE_FD / TAKE_PTR.
+ * Transfer ownership out of a scope with TAKE_FD / TAKE_PTR; close early
+ * with closep(&fd), never close(fd), so the cleanup sees it closed.
  */
 #ifndef SBX_CLEANUP_H
 #define SBX_CLEANUP_H
@@ -15,11 +16,17 @@
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 
+/* Closes *FD if open and marks it closed: an fd has exactly one owner,
+ * and once closed through it the number is nobody's, so a later closep
+ * (the owner's cleanup) must not close it again. A close of a number
+ * that is not open is a bug, reported (SANITIZE=1: fatal) by
+ * common/fdcheck.c. */
 static inline void closep(int *fd)
 {
 	if (*fd >= 0) {
 		int saved = errno;
 		close(*fd);
+		*fd = -1;
 		errno = saved;
 	}
 }

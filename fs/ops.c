@@ -378,7 +378,6 @@ static void gate_end_name(struct gate_ticket *t, int *fd)
 	gate_unlock(t, *fd >= 0 && fstat(*fd, &after) == 0 ? &after : NULL,
 		    false);
 	closep(fd);
-	*fd = -1;
 }
 
 /* A change through handle H of INO: H is authorized by its first change

@@ -11,6 +11,7 @@ static const struct {
 } suites[] = {
 	{ "unit_names", suite_unit_names },
 	{ "unit_ids", suite_unit_ids },
+	{ "unit_cleanup", suite_unit_cleanup },
 	{ "unit_paths", suite_unit_paths },
 	{ "unit_inode", suite_unit_inode },
 	{ "unit_store", suite_unit_store },

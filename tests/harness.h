@@ -62,6 +62,7 @@ bool exists(const char *path);
 /* Suites. */
 Suite *suite_unit_names(void);
 Suite *suite_unit_ids(void);
+Suite *suite_unit_cleanup(void);
 Suite *suite_unit_paths(void);
 Suite *suite_unit_inode(void);
 Suite *suite_view_layout(void);

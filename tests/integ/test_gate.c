@@ -162,6 +162,27 @@ START_TEST(test_gate_shell_overwrites_of_unread_files_are_refused)
 }
 END_TEST
 
+/* A refused rename closes each descriptor it opened once: the gate's
+ * O_PATH fd of the destination was closed by the refusal and again by
+ * the rename's cleanup (in the threaded loop the second close can hit
+ * another worker's fd). Every close of ours reports EBADF in the
+ * daemon's log (a SANITIZE=1 daemon aborts). */
+START_TEST(test_gate_a_refused_rename_closes_each_descriptor_once)
+{
+	ck_assert_int_eq(write_file(host("existing"), "v1\n"), 0);
+	ck_assert_int_eq(write_file(host("src"), "agent\n"), 0);
+	read_until(ws("existing"), "v1\n");
+	ck_assert_int_eq(write_file(host("existing"), "v2\n"), 0);
+	for (int i = 0; i < 20; i++)
+		ck_assert_int_eq(rename(ws("src"), ws("existing")) < 0 ? errno : 0, EACCES);
+	ck_assert_str_eq(read_file(host("existing")), "v2\n");
+	ck_assert_str_eq(read_file(ws("src")), "agent\n");
+	char *log = read_file(fmt_cmd("%s/log/sbxfs-alice-gate.log", V.home));
+	char *bug = log ? strstr(log, "BUG: close(") : NULL;
+	ck_assert_msg(log && !bug, "%.100s", bug ? bug : "no log");
+}
+END_TEST
+
 START_TEST(test_gate_new_files_own_outputs_and_empty_files_need_no_read)
 {
 	/* A new file, rewritten and appended to by the thread itself. */
@@ -392,6 +413,7 @@ Suite *suite_view_gate(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_gate_overwrite_after_a_host_edit_is_refused_until_reread);
 	tcase_add_test(tc, test_gate_shell_overwrites_of_unread_files_are_refused);
+	tcase_add_test(tc, test_gate_a_refused_rename_closes_each_descriptor_once);
 	tcase_add_test(tc, test_gate_new_files_own_outputs_and_empty_files_need_no_read);
 	tcase_add_test(tc, test_gate_sed_i_and_editor_saves_work_on_read_files);
 	tcase_add_test(tc, test_gate_identical_bytes_rewritten_on_the_host_still_count_as_read);
