@@ -380,6 +380,22 @@ static void gate_end_name(struct gate_ticket *t, int *fd)
 	closep(fd);
 }
 
+/* An exchange replaces the content at both names: the source's side is
+ * decided like a rename onto it, first and on its own (one gate lock at a
+ * time), and the destination's then as usual. */
+static int gate_exchange_side(struct view *v, fuse_req_t req, struct inode *dir,
+			      int dfd, const char *name)
+{
+	struct gate_ticket t;
+	_cleanup_(closep) int fd = -1;
+	bool exists;
+	int r = gate_begin_name(v, req, &t, dir, dfd, name, "exchange", &exists, &fd);
+
+	if (r == 0)
+		gate_end_name(&t, &fd);
+	return r;
+}
+
 /* A change through handle H of INO: H is authorized by its first change
  * and keeps the right until closed. The check and the change it allows
  * are atomic under T (gate_unlock ends both). */
@@ -1188,12 +1204,14 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 	/* An exchange moves the other file too: its mark goes with it. */
 	bool carry_dst = v->gate && (flags & RENAME_EXCHANGE) &&
 			 fstatat(pt.fd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
-	if (flags & (RENAME_NOREPLACE | RENAME_EXCHANGE))
-		gate_lock(NULL, &t, NULL);
-	else if ((r = gate_begin_name(v, req, &t, to, pt.fd, newname,
-				      "rename onto", &replaces, &dfd)) < 0)
-		return r;
 	bool exchange = flags & RENAME_EXCHANGE;
+	if (flags & RENAME_NOREPLACE)
+		gate_lock(NULL, &t, NULL);
+	else if ((exchange && (r = gate_exchange_side(v, req, from, pf.fd, name)) < 0) ||
+		 (r = gate_begin_name(v, req, &t, to, pt.fd, newname,
+				      exchange ? "exchange" : "rename onto", &replaces,
+				      &dfd)) < 0)
+		return r;
 	journal_preimage_at(v, req, from, pf.fd, name, false);
 	if (!(flags & RENAME_NOREPLACE))
 		journal_preimage_at(v, req, to, pt.fd, newname, !exchange);
@@ -1223,7 +1241,7 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 	}
 	journal_note(v, req, exchange ? "exchange" : "rename", from, name, to,
 		     newname);
-	if (replaces)
+	if (replaces && !exchange)
 		view_release(v, to, NULL);	/* the replaced file's space */
 	if (carry)
 		gate_carry_moved(v, &src, from, name, to, pt.fd, newname, exchange);

@@ -183,6 +183,32 @@ START_TEST(test_gate_a_refused_rename_closes_each_descriptor_once)
 }
 END_TEST
 
+/* RENAME_EXCHANGE replaces the content at both of its names: each side
+ * is gated like a rename onto it (an exchange, then an unlink, which is
+ * not gated by default, used to destroy the person's version). */
+START_TEST(test_gate_rename_exchange_is_gated_on_both_names)
+{
+	ck_assert_int_eq(write_file(host("f"), "v1\n"), 0);
+	read_until(ws("f"), "v1\n");
+	ck_assert_int_eq(write_file(host("f"), "person's v2\n"), 0);
+	ck_assert_int_eq(write_file(ws("new"), "agent\n"), 0);
+
+	ck_assert_int_eq(renameat2(AT_FDCWD, ws("new"), AT_FDCWD, ws("f"), RENAME_EXCHANGE) < 0 ?
+			 errno : 0, EACCES);
+	ck_assert_int_eq(renameat2(AT_FDCWD, ws("f"), AT_FDCWD, ws("new"), RENAME_EXCHANGE) < 0 ?
+			 errno : 0, EACCES);
+	ck_assert_str_eq(read_file(host("f")), "person's v2\n");
+	ck_assert_str_eq(read_file(host("new")), "agent\n");
+	wait_audit("exchange /mnt/user-data/workspace/f");
+
+	/* Read again: allowed, and both files survive under the other name. */
+	read_until(ws("f"), "person's v2\n");
+	ck_assert_int_eq(renameat2(AT_FDCWD, ws("new"), AT_FDCWD, ws("f"), RENAME_EXCHANGE), 0);
+	ck_assert_str_eq(read_file(host("f")), "agent\n");
+	ck_assert_str_eq(read_file(host("new")), "person's v2\n");
+}
+END_TEST
+
 START_TEST(test_gate_new_files_own_outputs_and_empty_files_need_no_read)
 {
 	/* A new file, rewritten and appended to by the thread itself. */
@@ -414,6 +440,7 @@ Suite *suite_view_gate(void)
 	tcase_add_test(tc, test_gate_overwrite_after_a_host_edit_is_refused_until_reread);
 	tcase_add_test(tc, test_gate_shell_overwrites_of_unread_files_are_refused);
 	tcase_add_test(tc, test_gate_a_refused_rename_closes_each_descriptor_once);
+	tcase_add_test(tc, test_gate_rename_exchange_is_gated_on_both_names);
 	tcase_add_test(tc, test_gate_new_files_own_outputs_and_empty_files_need_no_read);
 	tcase_add_test(tc, test_gate_sed_i_and_editor_saves_work_on_read_files);
 	tcase_add_test(tc, test_gate_identical_bytes_rewritten_on_the_host_still_count_as_read);
