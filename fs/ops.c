@@ -380,20 +380,47 @@ static void gate_end_name(struct gate_ticket *t, int *fd)
 	closep(fd);
 }
 
-/* An exchange replaces the content at both names: the source's side is
- * decided like a rename onto it, first and on its own (one gate lock at a
- * time), and the destination's then as usual. */
-static int gate_exchange_side(struct view *v, fuse_req_t req, struct inode *dir,
-			      int dfd, const char *name)
+/* Decides a content change OP of the entry DIR/NAME (fd DFD) on its own:
+ * locks, decides, unlocks. */
+static int gate_name_ok(struct view *v, fuse_req_t req, struct inode *dir,
+			int dfd, const char *name, const char *op)
 {
 	struct gate_ticket t;
 	_cleanup_(closep) int fd = -1;
 	bool exists;
-	int r = gate_begin_name(v, req, &t, dir, dfd, name, "exchange", &exists, &fd);
+	int r = gate_begin_name(v, req, &t, dir, dfd, name, op, &exists, &fd);
 
 	if (r == 0)
 		gate_end_name(&t, &fd);
 	return r;
+}
+
+/* True if an entry of directory FROM named NAME (NULL: FROM itself)
+ * arriving in directory TO enters a version-control directory from
+ * outside one. */
+static bool enters_vcs(struct view *v, struct inode *from, const char *name,
+		       struct inode *to)
+{
+	return v->gate && !(name && is_vcs_dir(name)) &&
+	       inode_within(v->inodes, to, is_vcs_dir) &&
+	       !inode_within(v->inodes, from, is_vcs_dir);
+}
+
+/* Files in a version-control directory are not gated (gate_decide), so a
+ * file moved there from outside would shed its gate: the move passes the
+ * gate as if it replaced the file. A directory, whose files cannot all be
+ * looked at, is refused with EXDEV (mv then copies it, and removing the
+ * originals follows the unlink rule). */
+static int gate_vcs_entry(struct view *v, fuse_req_t req, struct inode *from,
+			  int ffd, const char *name, struct inode *to)
+{
+	struct stat st;
+
+	if (!enters_vcs(v, from, name, to) || fstatat(ffd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	if (S_ISDIR(st.st_mode))
+		return gate_mode(v->gate) == GATE_AUDIT ? 0 : -EXDEV;
+	return gate_name_ok(v, req, from, ffd, name, "move into a VCS directory");
 }
 
 /* A change through handle H of INO: H is authorized by its first change
@@ -1205,9 +1232,14 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 	bool carry_dst = v->gate && (flags & RENAME_EXCHANGE) &&
 			 fstatat(pt.fd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
 	bool exchange = flags & RENAME_EXCHANGE;
+	/* An exchange replaces the content at both names: the source's side
+	 * is decided first, on its own (one gate lock at a time). */
+	if ((r = gate_vcs_entry(v, req, from, pf.fd, name, to)) < 0 ||
+	    (exchange && (r = gate_vcs_entry(v, req, to, pt.fd, newname, from)) < 0))
+		return r;
 	if (flags & RENAME_NOREPLACE)
 		gate_lock(NULL, &t, NULL);
-	else if ((exchange && (r = gate_exchange_side(v, req, from, pf.fd, name)) < 0) ||
+	else if ((exchange && (r = gate_name_ok(v, req, from, pf.fd, name, "exchange")) < 0) ||
 		 (r = gate_begin_name(v, req, &t, to, pt.fd, newname,
 				      exchange ? "exchange" : "rename onto", &replaces,
 				      &dfd)) < 0)
@@ -1286,13 +1318,18 @@ static int do_link(struct view *v, fuse_req_t req, struct inode *ino,
 	/* linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the fd's proc
 	 * link names the same inode and works for everyone. */
 	confine_fd_path(ps.fd, path);
-	/* A new link moves the file's ctime: carry a current mark. */
+	/* A new link moves the file's ctime: carry a current mark. A link
+	 * into a version-control directory is gated (see gate_vcs_entry). */
 	struct gate_ticket t;
 	struct stat st;
-	if (v->gate && stat_fd(ps.fd, &st) == 0)
-		gate_lock(v->gate, &t, &st);
-	else
+	if (v->gate && stat_fd(ps.fd, &st) == 0) {
+		r = gate_begin(v, req, &t, ino, NULL, &st, ps.fd,
+			       enters_vcs(v, ino, NULL, dir) ? "link into a VCS directory" : NULL);
+		if (r < 0)
+			return r;
+	} else {
 		gate_lock(NULL, &t, NULL);
+	}
 	watch_expect(v->watch, dir, newname, true);
 	view_names_hold(v, dir, NULL);
 	r = linkat(AT_FDCWD, path, pd.fd, newname, AT_SYMLINK_FOLLOW) < 0

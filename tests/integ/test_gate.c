@@ -307,6 +307,38 @@ START_TEST(test_gate_git_checkout_and_pull_work)
 }
 END_TEST
 
+/* The .git exemption covers the VCS's own files, not a file moved or
+ * linked there: `mv f .git/x; echo agent > .git/x; mv .git/x f` used to
+ * replace the person's version with no refusal and no audit row. */
+START_TEST(test_gate_files_moved_into_git_keep_their_gate)
+{
+	OK("mkdir -p '%s' '%s'", host(".git/objects"), host("tree"));
+	ck_assert_int_eq(write_file(host("f"), "v1\n"), 0);
+	ck_assert_int_eq(write_file(host("tree/g"), "person's\n"), 0);
+	read_until(ws("f"), "v1\n");
+	ck_assert_int_eq(write_file(host("f"), "person's v2\n"), 0);
+
+	ck_assert_int_ne(STATUS("mv '%s' '%s' 2>/dev/null", ws("f"), ws(".git/x")), 0);
+	ck_assert_int_eq(rename(ws("f"), ws(".git/objects/x")) < 0 ? errno : 0, EACCES);
+	ck_assert_int_eq(link(ws("f"), ws(".git/y")) < 0 ? errno : 0, EACCES);
+	ck_assert_int_eq(renameat2(AT_FDCWD, ws("f"), AT_FDCWD, ws(".git/objects"),
+				   RENAME_EXCHANGE) < 0 ? errno : 0, EACCES);
+	/* A directory cannot be looked at whole: EXDEV, and mv copies it. */
+	ck_assert_int_eq(rename(ws("tree"), ws(".git/tree")) < 0 ? errno : 0, EXDEV);
+	ck_assert_str_eq(read_file(host("f")), "person's v2\n");
+	ck_assert(!exists(host(".git/x")) && !exists(host(".git/y")));
+	wait_audit("move into a VCS directory /mnt/user-data/workspace/f");
+	wait_audit("link into a VCS directory /mnt/user-data/workspace/f");
+
+	/* Read: it may go there, and then it is the VCS's. Moves inside .git
+	 * and of a whole .git stay free. */
+	read_until(ws("f"), "person's v2\n");
+	OK("mv '%s' '%s' && echo agent > '%s' && mv '%s' '%s/x2' && mv '%s' '%s'", ws("f"),
+	   ws(".git/x"), ws(".git/x"), ws(".git/x"), ws(".git/objects"), ws(".git"), ws("moved.git"));
+	ck_assert_str_eq(read_file(host("moved.git/objects/x2")), "agent\n");
+}
+END_TEST
+
 /* Two write handles open on a file whose mark goes stale: neither may
  * write. */
 START_TEST(test_gate_racing_handles_never_win_against_a_stale_mark)
@@ -447,6 +479,7 @@ Suite *suite_view_gate(void)
 	tcase_add_test(tc, test_gate_copy_file_range_source_counts_as_read);
 	tcase_add_test(tc, test_gate_c_project_builds_twice);
 	tcase_add_test(tc, test_gate_git_checkout_and_pull_work);
+	tcase_add_test(tc, test_gate_files_moved_into_git_keep_their_gate);
 	tcase_add_test(tc, test_gate_racing_handles_never_win_against_a_stale_mark);
 	tcase_add_test(tc, test_gate_a_handle_is_authorized_once);
 	tcase_add_test(tc, test_gate_marks_survive_a_restart_but_never_authorize_a_changed_file);
