@@ -31,7 +31,9 @@ static bool is_device_stem(const char *s, size_t n)
 
 int name_check_portable(const char *name, const char **why)
 {
-	size_t stem = strcspn(name, ".");
+	/* The device part ends at an extension or at a stream ("NUL:x" is
+	 * the device with a stream). */
+	size_t stem = strcspn(name, ".:");
 
 	/* Windows ignores spaces between the device name and the extension
 	 * (and at the end), so "NUL .txt" and "COM1 " are devices too. */

@@ -3,7 +3,8 @@
  * Portable names: a thread's files are often handed to Windows users, where
  * device names (CON, PRN, AUX, NUL, COM0-9, LPT0-9 and the superscript forms
  * COM¹²³ / LPT¹²³, CONIN$, CONOUT$) cannot be files, whatever the case, the
- * extension, or spaces before the extension ("NUL .txt").
+ * extension, a stream ("NUL:x", "aux:x.txt") or spaces before the extension
+ * ("NUL .txt").
  *
  * Upload staging: under uploads, ".upload-*.part" (any case, with trailing
  * dots or spaces, which Windows strips) is the uploader's reserved staging

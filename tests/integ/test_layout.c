@@ -136,6 +136,7 @@ END_TEST
 
 static const char *const device_names[] = {
 	"NUL", "nul.txt", "NUL .txt", "COM1 .log", "con.tar.gz", "LPT\xc2\xb9", "conin$",
+	"NUL:stream", "CON:", "aux:x.txt",	/* a device and a stream */
 };
 
 START_TEST(test_layout_refuses_windows_device_names)
@@ -143,6 +144,7 @@ START_TEST(test_layout_refuses_windows_device_names)
 	const char *name = device_names[_i];
 
 	ck_assert_int_eq(write_file(vpath(&V, "user-data/workspace/%s", name), "x"), -EINVAL);
+	ck_assert_int_eq(write_file(vpath(&V, "user-data/uploads/%s", name), "x"), -EINVAL);
 	ck_assert_int_eq(mkdir(vpath(&V, "user-data/outputs/%s", name), 0755), -1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_int_eq(symlink("x", vpath(&V, "user-data/workspace/%s", name)), -1);
@@ -156,6 +158,7 @@ START_TEST(test_layout_refuses_windows_device_names)
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert(!exists(hpath(&V, "user-data/workspace/%s", name)));
 	ck_assert(!exists(hpath(&V, "user-data/outputs/%s", name)));
+	ck_assert(!exists(hpath(&V, "user-data/uploads/%s", name)));
 }
 END_TEST
 

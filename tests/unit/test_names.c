@@ -8,13 +8,13 @@ static const char *const refused[] = {
 	"CON", "con", "Con.txt", "PRN", "aux.tar.gz", "NUL", "nul.", "NUL .txt",
 	"COM1 .log", "COM0", "com9.c", "LPT1", "lpt9.txt", "COM\xc2\xb9",
 	"lpt\xc2\xb2.txt", "LPT\xc2\xb3", "CONIN$", "conout$.x", "NUL  ",
-	"AUX.", "Com5",
+	"AUX.", "Com5", "NUL:stream", "CON:", "aux:x.txt", "com1 :x", "Prn:",
 };
 
 static const char *const allowed[] = {
 	"report .txt", "CONSOLE", "nul_file", "COM10", "LPT", "COM", "xCON",
 	"CON_", "a.NUL", ".CON", "COM\xc2\xb4", "LPT\xc2\xb9\xc2\xb9",
-	"conin", "normal.txt", "NULL", "com1x",
+	"conin", "normal.txt", "NULL", "com1x", "a:NUL", "CONSOLE:x", "note:con",
 };
 
 START_TEST(test_names_refuses_windows_device_names)
