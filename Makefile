@@ -47,7 +47,7 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 # Every close() of ours is checked for double closes (common/fdcheck.c).
 LDFLAGS += $(SANFLAGS) -Wl,--wrap=close
 
-COMMON_SRC := common/fdcheck.c common/log.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c
+COMMON_SRC := common/fdcheck.c common/log.c common/quote.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c
 STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/diff.c store/summary.c
 EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
@@ -84,7 +84,7 @@ FUZZ_SECONDS ?= 20
 FUZZ_TARGETS := names paths classify config request
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
                 -Icommon -Ifs -Istore -Iexec $(FUZZ_CFLAGS_EXTRA) $(FUSE_CFLAGS)
-FUZZ_SRC_names    := common/ids.c common/log.c fs/names.c fs/confine.c
+FUZZ_SRC_names    := common/ids.c common/log.c common/quote.c fs/names.c fs/confine.c
 FUZZ_SRC_paths    := store/snapshot.c exec/hostpath.c exec/guard.c
 FUZZ_SRC_classify := store/snapshot.c exec/output.c exec/env.c
 FUZZ_SRC_config   := exec/config.c common/ids.c

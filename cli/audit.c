@@ -2,6 +2,7 @@
  * in audit mode, would have refused) for one thread, oldest first. */
 #include "cleanup.h"
 #include "cli.h"
+#include "quote.h"
 #include "store.h"
 
 #include <errno.h>
@@ -39,13 +40,15 @@ static void iso_time(int64_t ns, char *buf, size_t size)
 
 static int print_text(void *arg, const struct store_audit *a)
 {
-	char when[32];
+	char when[32], path[QUOTE_MAX], comm[QUOTE_MAX];
 
 	(void)arg;
 	iso_time(a->at_ns, when, sizeof(when));
-	printf("%s  %-7s  %s %s  (pid %d, %s): %s\n", when,
-	       a->allowed ? "audit" : "refused", a->op, a->path, (int)a->pid,
-	       a->comm, a->reason);
+	printf("%s  %-7s  %s %s  (pid %d, %s): ", when, a->allowed ? "audit" : "refused", a->op,
+	       quote_name(a->path, path, sizeof(path)), (int)a->pid,
+	       quote_name(a->comm, comm, sizeof(comm)));
+	fput_visible(stdout, a->reason, strlen(a->reason));
+	putchar('\n');
 	return 0;
 }
 

@@ -1,5 +1,6 @@
 /* report.c - see report.h. */
 #include "report.h"
+#include "quote.h"
 
 #include <string.h>
 
@@ -139,7 +140,29 @@ static void print_diff_line(FILE *out, const char *line, size_t len, bool color)
 
 	if (color && header)
 		on = "\033[1m";
-	fprintf(out, "%s%.*s%s\n", on, (int)len, line, *on ? "\033[0m" : "");
+	fputs(on, out);
+	fput_visible(out, line, len);	/* the diff's bytes never drive the terminal */
+	fprintf(out, "%s\n", *on ? "\033[0m" : "");
+}
+
+/* A diff's two header lines, "--- aPATH" and "+++ bPATH", printed with
+ * the names quoted as git does (a newline in PATH would split them).
+ * Returns where the hunks start; D itself if it has no such header. */
+static const char *print_diff_header(FILE *out, const char *d, const char *path, bool color)
+{
+	size_t n = strlen(path);
+	char name[QUOTE_MAX], side[PATH_MAX + 2];
+
+	if (strncmp(d, "--- a", 5) || strncmp(d + 5, path, n) || strncmp(d + 5 + n, "\n+++ b", 6) ||
+	    strncmp(d + 11 + n, path, n))
+		return d;
+	for (int b = 0; b < 2; b++) {
+		snprintf(side, sizeof(side), "%c%s", "ab"[b], path);
+		fprintf(out, "%s%s %s%s\n", color ? "\033[1m" : "", b ? "+++" : "---",
+			quote_name(side, name, sizeof(name)), color ? "\033[0m" : "");
+	}
+	d += 11 + 2 * n;
+	return *d == '\n' ? d + 1 : d;
 }
 
 void report_print(FILE *out, const json_t *p, const char *who, bool color)
@@ -159,16 +182,20 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 		: json_is_true(json_object_get(sum, "complete"))
 			? "\n  (truncated: not every diff is shown; every change is counted)"
 			: "\n  (truncated: a scan was cut short, so changes may be missing; see docs/changes.md)");
-	json_array_foreach(files, i, f)
-		if (strlen(str(f, "path")) > width)
-			width = strlen(str(f, "path"));
+	char name[QUOTE_MAX];		/* each name quoted in turn */
+	json_array_foreach(files, i, f) {
+		size_t len = strlen(quote_name(str(f, "path"), name, sizeof(name)));
+		if (len > width)
+			width = len;
+	}
 	json_array_foreach(files, i, f) {
 		const char *why = str(f, "diff_unavailable_reason");
 		long long add = num(f, "additions"), del = num(f, "deletions");
 
 		const json_t *by = json_object_get(f, "changed_by");
 
-		fprintf(out, " %-*s | %-15s ", (int)width, str(f, "path"), str(f, "status"));
+		fprintf(out, " %-*s | %-15s ", (int)width, quote_name(str(f, "path"), name, sizeof(name)),
+			str(f, "status"));
 		if (*why && strcmp(why, "truncated")) {
 			fprintf(out, "%s: metadata only", why);
 		} else {
@@ -180,10 +207,11 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 			fputs(*why ? " (diff over the budget)" : "", out);
 		}
 		if (json_is_object(by))
-			fprintf(out, "  (by %s)", str(by, "command"));
+			fprintf(out, "  (by %s)", quote_name(str(by, "command"), name, sizeof(name)));
 		fputc('\n', out);
 		if (*str(f, "old_path"))
-			fprintf(out, " %-*s   (renamed from %s)\n", (int)width, "", str(f, "old_path"));
+			fprintf(out, " %-*s   (renamed from %s)\n", (int)width, "",
+				quote_name(str(f, "old_path"), name, sizeof(name)));
 	}
 	if ((long long)json_array_size(files) < total)
 		fprintf(out, " ... and %lld more\n", total - (long long)json_array_size(files));
@@ -193,7 +221,8 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 		if (!*d)
 			continue;
 		fputc('\n', out);
-		for (const char *l = d, *e; *l; l = *e ? e + 1 : e) {
+		for (const char *l = print_diff_header(out, d, str(f, "path"), color), *e; *l;
+		     l = *e ? e + 1 : e) {
 			e = strchr(l, '\n');
 			if (!e)
 				e = l + strlen(l);

@@ -3,6 +3,7 @@
  * print it. */
 #include "cleanup.h"
 #include "cli.h"
+#include "quote.h"
 #include "snapshot.h"
 #include "store.h"
 
@@ -56,7 +57,7 @@ static const char *kind_of(const struct snap_file *f)
 static void print_text(int64_t id, const char *user, const char *thread,
 		       const struct snapshot *s, double secs)
 {
-	char sha[65];
+	char sha[65], path[QUOTE_MAX], target[QUOTE_MAX];
 
 	printf("snapshot %lld of %s/%s: %zu files%s, %.1f MB hashed in %.2f s\n",
 	       (long long)id, user, thread, s->n,
@@ -68,8 +69,9 @@ static void print_text(int64_t id, const char *user, const char *thread,
 		if (f->hashed)
 			hex(f->sha256, sha);
 		printf("%-9s %10lld  %.12s  %s%s%s\n", kind_of(f), (long long)f->size,
-		       f->hashed ? sha : "-", f->path, f->symlink ? " -> " : "",
-		       f->symlink ? f->target : "");
+		       f->hashed ? sha : "-", quote_name(f->path, path, sizeof(path)),
+		       f->symlink ? " -> " : "",
+		       f->symlink ? quote_name(f->target, target, sizeof(target)) : "");
 	}
 }
 

@@ -1,6 +1,7 @@
 /* log.c - see log.h. The settings are process-wide by nature (one stderr,
  * one log file), so they live here and nowhere else. */
 #include "log.h"
+#include "quote.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -32,7 +33,7 @@ void log_msg(enum log_level level, const char *fmt, ...)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
 	FILE *out = log_cfg.stream ? log_cfg.stream : stderr;
-	char line[2048];
+	char line[4096], msg[2048];
 	size_t n = 0;
 	va_list ap;
 
@@ -52,13 +53,14 @@ void log_msg(enum log_level level, const char *fmt, ...)
 		n = snprintf(line, sizeof(line), "%s: ", log_cfg.prog);
 	}
 	va_start(ap, fmt);
-	if (n < sizeof(line))
-		vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+	int len = vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* Names in messages come from the sandbox: a newline would forge a
+	 * line, an escape sequence drive the reader's terminal. */
+	if (len > 0 && n < sizeof(line))
+		visible_text(msg, (size_t)len < sizeof(msg) ? (size_t)len : sizeof(msg) - 1,
+			     line + n, sizeof(line) - n);
 	/* One write per line so concurrent threads never interleave halves. */
-	for (char *p = line; *p; p++)
-		if (*p == '\n')
-			*p = ' ';
 	fprintf(out, "%s\n", line);
 	fflush(out);
 }

@@ -63,6 +63,7 @@ bool exists(const char *path);
 Suite *suite_unit_names(void);
 Suite *suite_unit_ids(void);
 Suite *suite_unit_cleanup(void);
+Suite *suite_unit_quote(void);
 Suite *suite_unit_paths(void);
 Suite *suite_unit_inode(void);
 Suite *suite_view_layout(void);

@@ -339,6 +339,27 @@ START_TEST(test_gate_files_moved_into_git_keep_their_gate)
 }
 END_TEST
 
+/* Text output escapes what it prints: a host file named like an audit
+ * row cannot forge one, and a command name cannot drive the terminal. */
+START_TEST(test_gate_audit_text_escapes_names)
+{
+	const char *forged = "inj\n2099-01-01T00:00:00Z  refused  write x  (pid 1, x): never read";
+
+	ck_assert_int_eq(write_file(host("%s", forged), "keep\n"), 0);
+	/* The overwrite (refused: never read) comes from a shell whose
+	 * command name holds an escape sequence. */
+	char *sh_esc = fmt_cmd("%s/sh\033[2J", test_dir("comm"));
+	OK("cp /bin/sh '%s'", sh_esc);
+	ck_assert_int_ne(STATUS("'%s' -c \"echo x > '%s'\" 2>/dev/null", sh_esc, ws("%s", forged)), 0);
+	wait_audit("refused  open with O_TRUNC \"/mnt/user-data/workspace/inj\\n2099-01-01T00:00:00Z");
+	char *text = audit_text();
+	ck_assert_msg(!strstr(text, "\n2099") && !strchr(text, '\033') &&
+		      strstr(text, "\"sh\\033[2J\"): never read\n"), "%s", text);
+	EQ_OUT("1\n", "'%s' audit --home '%s' --user alice --thread gate | wc -l", test_bin("sbx"),
+	       V.home);
+}
+END_TEST
+
 /* Two write handles open on a file whose mark goes stale: neither may
  * write. */
 START_TEST(test_gate_racing_handles_never_win_against_a_stale_mark)
@@ -480,6 +501,7 @@ Suite *suite_view_gate(void)
 	tcase_add_test(tc, test_gate_c_project_builds_twice);
 	tcase_add_test(tc, test_gate_git_checkout_and_pull_work);
 	tcase_add_test(tc, test_gate_files_moved_into_git_keep_their_gate);
+	tcase_add_test(tc, test_gate_audit_text_escapes_names);
 	tcase_add_test(tc, test_gate_racing_handles_never_win_against_a_stale_mark);
 	tcase_add_test(tc, test_gate_a_handle_is_authorized_once);
 	tcase_add_test(tc, test_gate_marks_survive_a_restart_but_never_authorize_a_changed_file);

@@ -82,6 +82,26 @@ START_TEST(test_runs_report_view_and_host_changes)
 }
 END_TEST
 
+/* The text report escapes what it prints: a diff cannot clear the
+ * reader's screen or hide a line behind a carriage return, a name cannot
+ * forge a row. */
+START_TEST(test_runs_text_report_escapes_control_characters)
+{
+	char *run = begin();
+	OK("cd '%s' && printf 'ok\\n\\033[2J\\033]0;title\\007cleared\\rhidden\\n' > esc.txt &&"
+	   " printf 'x\\n' > \"$(printf 'two\\nlines.txt')\"", vpath(&V, "user-data/workspace"));
+	char cmd[64];
+	snprintf(cmd, sizeof(cmd), "run end %s", run);
+	char *text = sbx(cmd);
+	ck_assert_msg(!strchr(text, '\033') && !strchr(text, '\r') && !strchr(text, '\007') &&
+		      strstr(text, "+\\033[2J\\033]0;title\\acleared\n+hidden\n") &&
+		      strstr(text, " \"/mnt/user-data/workspace/two\\nlines.txt\" | created") &&
+		      strstr(text, "\n--- \"a/mnt/user-data/workspace/two\\nlines.txt\"\n"
+				   "+++ \"b/mnt/user-data/workspace/two\\nlines.txt\"\n@@ -0,0 +1 @@\n+x\n"),
+		      "%s", text);
+}
+END_TEST
+
 /* The view's journal names renames and the process behind each change;
  * a change made on the host has no such name. */
 START_TEST(test_runs_journal_renames_and_callers)
@@ -317,6 +337,7 @@ Suite *suite_view_runs(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_runs_report_view_and_host_changes);
+	tcase_add_test(tc, test_runs_text_report_escapes_control_characters);
 	tcase_add_test(tc, test_runs_journal_renames_and_callers);
 	tcase_add_test(tc, test_runs_without_changes_record_no_summary);
 	tcase_add_test(tc, test_runs_over_the_scan_limit);
