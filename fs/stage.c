@@ -285,8 +285,7 @@ static bool same_xattr(int fd, const char *name, const void *value, size_t len)
 	return n == (ssize_t)len && !memcmp(cur, value, len);
 }
 
-/* Gives the new file FD, made by this process with the permission bits
- * of ST, the owner, group, special mode bits and extended attributes
+/* Gives the new file FD the owner, group, mode and extended attributes
  * (POSIX ACLs among them) of the file read through RFD, attributes ST. */
 static int copy_metadata(int fd, int rfd, const struct stat *st)
 {
@@ -296,7 +295,10 @@ static int copy_metadata(int fd, int rfd, const struct stat *st)
 	if ((st->st_uid != geteuid() || st->st_gid != getegid()) &&
 	    fchown(fd, st->st_uid, st->st_gid) < 0)
 		return neg_errno();
-	if ((st->st_mode & 07000) && fchmod(fd, st->st_mode & 07777) < 0)
+	/* Always: the mode it was made with went through the worker
+	 * thread's umask, which is whatever the last caller's was (sed -i
+	 * sets 077 for its temporary file). */
+	if (fchmod(fd, st->st_mode & 07777) < 0)
 		return neg_errno();
 	len = flistxattr(rfd, NULL, 0);
 	if (len < 0)

@@ -185,6 +185,38 @@ START_TEST(test_stage_owner_mode_acl_and_xattrs_carry_over)
 }
 END_TEST
 
+/* A save keeps the file's mode and xattrs whatever the worker thread did
+ * before: sed -i creates its temporary file under umask 077, and that
+ * umask stayed on the thread, so the next stage it made lost group bits
+ * (x published 0600 in 5 of 8 runs). Each kind of create, many times. */
+START_TEST(test_stage_mode_survives_any_earlier_create)
+{
+	static const char *const kinds[] = {
+		"cat src > /dev/null && sed -i s/src/SRC/ src",
+		"umask 077 && mkdir d$i",
+		"umask 077 && mkfifo p$i",
+		/* FUSE has no O_TMPFILE here: the kernel says EOPNOTSUPP. */
+		"umask 077 && python3 -c 'import errno, os\ntry: os.open(\".\", os.O_TMPFILE | os.O_WRONLY, 0o600)\n"
+		"except OSError as e: assert e.errno == errno.EOPNOTSUPP'",
+		"umask 0277 && : > u$i",
+	};
+	ck_assert_int_eq(write_file(host("src"), "src\n"), 0);
+	ck_assert_int_eq(write_file(host("x"), "meta\n"), 0);
+	ck_assert_int_eq(chmod(host("x"), 0640), 0);
+	ck_assert_int_eq(setxattr(host("x"), "user.tag", "blue", 4, 0), 0);
+	for (int i = 0; i < 12; i++)
+		for (size_t k = 0; k < sizeof(kinds) / sizeof(*kinds); k++) {
+			OK("cd '%s' && i=%d%zu && %s && cat x > /dev/null && sh -c 'echo meta2 > x'",
+			   ws("."), i, k, kinds[k]);
+			struct stat st = st_of(host("x"));
+			char val[8] = "";
+			ck_assert_msg((st.st_mode & 07777) == 0640 &&
+				      getxattr(host("x"), "user.tag", val, sizeof(val)) == 4,
+				      "after '%s' (round %d): mode %o", kinds[k], i, st.st_mode & 07777);
+		}
+}
+END_TEST
+
 START_TEST(test_stage_setid_and_capability_files_are_refused)
 {
 	ck_assert_int_eq(write_file(host("suid"), "#!/bin/sh\n"), 0);
@@ -480,6 +512,7 @@ Suite *suite_view_stage(void)
 	tcase_add_test(tc, test_stage_other_readers_through_the_view_see_the_writer);
 	tcase_add_test(tc, test_stage_inode_number_is_stable_while_open);
 	tcase_add_test(tc, test_stage_owner_mode_acl_and_xattrs_carry_over);
+	tcase_add_test(tc, test_stage_mode_survives_any_earlier_create);
 	tcase_add_test(tc, test_stage_setid_and_capability_files_are_refused);
 	tcase_add_test(tc, test_stage_appends_go_in_place);
 	tcase_add_test(tc, test_stage_two_writers_share_the_stage);
