@@ -702,6 +702,19 @@ void gate_reason(const struct gate_ticket *t, char *buf, size_t size)
 	snprintf(buf, size, "changed since it was read at %s", when);
 }
 
+static void record(struct gate *g, const char *path, const char *op,
+		   const char *reason, bool allowed, pid_t pid, const char *comm)
+{
+	if (!g || !g->writer)
+		return;
+	struct store_audit a = {
+		.at_ns = now_ns(), .path = path, .op = op, .comm = comm,
+		.reason = reason, .mode = gate_mode_name(g->mode),
+		.pid = pid, .allowed = allowed,
+	};
+	store_writer_audit(g->writer, &a);
+}
+
 void gate_report(struct gate *g, const struct gate_ticket *t,
 		 const char *path, const char *op, pid_t pid, const char *comm)
 {
@@ -714,12 +727,11 @@ void gate_report(struct gate *g, const struct gate_ticket *t,
 	log_warn("%s %s of '%s': %s (pid %d, %s)",
 		 allowed ? "audit: would refuse" : "refused", op, path, reason,
 		 (int)pid, comm);
-	if (g->writer) {
-		struct store_audit a = {
-			.at_ns = now_ns(), .path = path, .op = op, .comm = comm,
-			.reason = reason, .mode = gate_mode_name(g->mode),
-			.pid = pid, .allowed = allowed,
-		};
-		store_writer_audit(g->writer, &a);
-	}
+	record(g, path, op, reason, allowed, pid, comm);
+}
+
+void gate_record_refusal(struct gate *g, const char *path, const char *op,
+			 const char *reason, pid_t pid, const char *comm)
+{
+	record(g, path, op, reason, false, pid, comm);
 }

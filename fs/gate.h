@@ -131,6 +131,10 @@ void gate_forget_path(struct gate *g, const char *path);
 void gate_report(struct gate *g, const struct gate_ticket *t,
 		 const char *path, const char *op, pid_t pid,
 		 const char *comm);
+/* Records a refusal the gate did not decide (a save over a file changed
+ * on the host while open): to the audit table only; the caller logs. */
+void gate_record_refusal(struct gate *g, const char *path, const char *op,
+			 const char *reason, pid_t pid, const char *comm);
 /* "never read" or "changed since it was read at 2026-11-30T08:12:03Z". */
 void gate_reason(const struct gate_ticket *t, char *buf, size_t size);
 

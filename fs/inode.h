@@ -31,6 +31,14 @@ struct stage;
 struct file_handle;
 struct synth;
 
+/* What a save may replace: a file's inode number and its content's size
+ * and mtime as the view last knew them (stage.h). */
+struct file_version {
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+};
+
 struct inode {
 	/* Immutable after creation, but for (dev, ino): inode_rekey() moves
 	 * them, under the table lock, when a staged write is published. */
@@ -56,6 +64,8 @@ struct inode {
 	int wd;				/* inotify watch (dirs), <= 0 if none */
 	bool covered;			/* a watch reports its changes */
 	struct stage *stage;		/* guarded by its stage lock (stage.h) */
+	struct file_version save_base;	/* the same: what its writers */
+	bool save_base_set;		/* started from */
 	int64_t imaged;			/* atomic: the run its pre-image is
 					 * for (journal.h) */
 	bool stale_pages;		/* atomic: a save was dropped, and the

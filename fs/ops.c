@@ -507,6 +507,8 @@ static void change_end(struct change *c, ssize_t result, bool changed)
 	if (result == -ENOSPC || result == -EDQUOT || result == -EIO ||
 	    result == -EFBIG)
 		stage_failed(c->io.ino, (int)-result);
+	if (changed && c->io.locked)
+		stage_note_change(c->io.ino, c->io.fd);
 	handle_change_end(&c->t, c->io.fd, changed);
 	if (changed && !c->h->journaled) {
 		c->h->journaled = true;
@@ -962,7 +964,8 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 		 * will be. */
 		if (resize)
 			journal_preimage(v, req, ino);
-		_io_ io = io_begin(v, ino, -1, false);
+		bool content = valid & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME);
+		_io_ io = io_begin(v, ino, -1, content);
 		int target = io.fd >= 0 ? io.fd : p.fd;
 		gate_lock(NULL, &t, NULL);
 		if (v->gate && (r = stat_fd(target, &st)) == 0)
@@ -971,6 +974,8 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 		if (r < 0)
 			return r;
 		r = apply_setattr(v, req, p.fd, io.fd, attr, valid);
+		if (r == 0 && content && io.locked)
+			stage_note_change(ino, target);
 		gate_unlock(&t, r == 0 ? attr : NULL, resize);
 		if (r == 0 && (resize || (valid & FUSE_SET_ATTR_MODE)))
 			journal_note(v, req, resize ? "modify" : "chmod", ino, NULL,
@@ -1534,6 +1539,8 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 		stageable = st.st_nlink == 1;
 		if (stageable && (r = may_stage(v, req, ino, p.fd, &st)) < 0)
 			return r;
+		if (stageable)
+			stage_note_open(ino, &st);
 	}
 	/* O_TRUNC empties the stage, never the file itself. */
 	int active = io.locked ? stage_active_fd(ino) : -1;
@@ -1594,7 +1601,7 @@ static void handle_release(struct view *v, struct inode *ino,
 
 	stage_lock(v, ino);
 	opens = inode_open_count(v->inodes, ino, &writers);
-	if (h->writer && writers == 1 && (r = stage_publish(v, ino, false)) < 0)
+	if (h->writer && writers == 1 && (r = stage_publish(v, ino, false, 0)) < 0)
 		log_warn("the last change to '%s' was not saved: %s",
 			 view_path(v, ino, NULL, path, sizeof(path)),
 			 strerror(-r));
@@ -1791,7 +1798,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 		stage_lock(v, ino);
 		inode_open_count(v->inodes, ino, &writers);
 		if (writers <= 1)
-			r = stage_publish(v, ino, false);
+			r = stage_publish(v, ino, false, fuse_req_ctx(req)->pid);
 		stage_unlock(v, ino);
 		if (r < 0)
 			return reply_status(req, r);
@@ -1824,7 +1831,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t id, int datasync,
 	int r;
 
 	if (io.locked && stage_active_fd(ino) >= 0)
-		r = stage_publish(v, ino, true);
+		r = stage_publish(v, ino, true, fuse_req_ctx(req)->pid);
 	else
 		r = (datasync ? fdatasync(io.fd) : fsync(io.fd)) < 0 ? neg_errno() : 0;
 	io.fd = io.locked ? stage_io_fd(ino, fd_of(fi)) : io.fd;

@@ -6,6 +6,7 @@
 #include "home.h"
 #include "inode.h"
 #include "log.h"
+#include "proc.h"
 #include "view.h"
 #include "watch.h"
 
@@ -20,6 +21,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 enum stage_state {
@@ -40,7 +42,23 @@ struct stage {
 	 * that inode, so its number cannot be given to another file. */
 	ino_t shown_ino;
 	int pin;
+	struct file_version base;	/* what it may replace */
 };
+
+static struct file_version version_of(const struct stat *st)
+{
+	return (struct file_version){ st->st_ino, st->st_size, st->st_mtim };
+}
+
+/* True if ST is version V. Size and mtime, not ctime: the view's own
+ * metadata changes (chmod, xattrs, links) move ctime, and any change of
+ * content moves mtime. */
+static bool version_is(const struct file_version *v, const struct stat *st)
+{
+	return v->ino == st->st_ino && v->size == st->st_size &&
+	       v->mtime.tv_sec == st->st_mtim.tv_sec &&
+	       v->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
 
 /* ---- staging areas ------------------------------------------------------ */
 
@@ -274,6 +292,33 @@ void stage_attr(struct inode *ino, struct stat *st)
 		st->st_nlink = 1;	/* the file it will replace has one */
 }
 
+/* ---- what a save may replace -------------------------------------------- */
+
+/* True while INO's saves have a base of their own (an unpublished stage
+ * holds it). */
+static bool base_held(const struct inode *ino)
+{
+	return ino->stage && ino->stage->state != STAGE_PUBLISHED;
+}
+
+void stage_note_open(struct inode *ino, const struct stat *st)
+{
+	if (base_held(ino))
+		return;
+	ino->save_base = version_of(st);
+	ino->save_base_set = true;
+}
+
+void stage_note_change(struct inode *ino, int fd)
+{
+	struct stat st;
+
+	if (!base_held(ino) && fstat(fd, &st) == 0) {
+		ino->save_base = version_of(&st);
+		ino->save_base_set = true;
+	}
+}
+
 /* ---- making a stage ----------------------------------------------------- */
 
 /* True if FD already has extended attribute NAME with VALUE (LEN bytes). */
@@ -427,6 +472,9 @@ int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 	}
 	s->fd = fd;
 	s->state = STAGE_ACTIVE;
+	/* A file that is not what the writers started from (a mapping's
+	 * pages written back after a host save) is refused at publication. */
+	s->base = ino->save_base_set ? ino->save_base : version_of(&st);
 	if (ino->stage) {
 		/* It replaces a published stage: same file, same number. */
 		s->shown_ino = ino->stage->shown_ino;
@@ -492,25 +540,100 @@ static int fsync_dir(int pfd)
 	return fsync(fd) < 0 ? neg_errno() : 0;
 }
 
-/* The staged file's name went away, or now holds something else. Where
- * the file itself still has a name (a hard link of it was removed, or it
- * was renamed while the view knew it by another name), the changes reach
- * it in place, as writes would natively; a file with no name left keeps
- * them nowhere, as on a local disk. */
-static int publish_in_place(struct view *v, struct inode *ino, bool durable)
+/* NAME with a conflict suffix that fits in NAME_MAX: "NAME.sbx-conflict-
+ * 20261201T120000Z", then "-2", "-3"... for the Nth try. */
+static void conflict_name(const char *name, unsigned n, char out[NAME_MAX + 1])
+{
+	char suffix[64];
+	struct tm tm;
+	time_t now = time(NULL);
+	int len;
+
+	gmtime_r(&now, &tm);
+	len = (int)strftime(suffix, sizeof(suffix), ".sbx-conflict-%Y%m%dT%H%M%SZ", &tm);
+	if (n > 0)
+		len += snprintf(suffix + len, sizeof(suffix) - (size_t)len, "-%u", n + 1);
+	snprintf(out, NAME_MAX + 1, "%.*s%s", NAME_MAX - len, name, suffix);
+}
+
+/* The file at the name is not the version the stage may replace: a
+ * person saved it on the host while the thread had it open. Their
+ * version stays; the stage is kept as a conflict copy next to the name
+ * in PARENT (directory fd PFD, or -1: then it cannot be kept) and takes
+ * the file's I/O until its handles are closed. Returns -EACCES. */
+static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent,
+			 int pfd, const char *name, pid_t pid)
+{
+	struct stage *s = ino->stage;
+	int area = v->domains[ino->domain].stage_fd;
+	char copy[NAME_MAX + 1], path[PATH_MAX], kept[PATH_MAX], comm[64];
+	char reason[PATH_MAX + 64];
+	struct stat st;
+	int r = pfd < 0 ? -ENOENT : area_link(v, ino);
+
+	for (unsigned n = 0; r == 0; n++) {
+		conflict_name(name, n, copy);
+		watch_expect(v->watch, parent, copy, true);
+		if (renameat2(area, s->name, pfd, copy, RENAME_NOREPLACE) == 0)
+			break;
+		r = neg_errno();
+		watch_unexpect(v->watch, parent, copy, true);
+		if (r == -EEXIST && n < 99)
+			r = 0;
+	}
+	if (r == 0) {
+		s->name[0] = '\0';
+		if (fstat(s->fd, &st) == 0)
+			gate_note_created(v->gate, &st);	/* the thread made it */
+		snprintf(reason, sizeof(reason),
+			 "changed on the host while open; the agent's version is kept as %s",
+			 view_path(v, parent, copy, kept, sizeof(kept)));
+	} else {
+		if (s->name[0])
+			unlinkat(area, s->name, 0);
+		s->name[0] = '\0';
+		snprintf(reason, sizeof(reason),
+			 "changed on the host while open; the agent's version could not be kept (%s)",
+			 strerror(-r));
+	}
+	s->state = STAGE_ORPHAN;
+	__atomic_store_n(&ino->stale_pages, true, __ATOMIC_RELEASE);
+	proc_comm(pid, comm);
+	view_path(v, ino, NULL, path, sizeof(path));
+	log_warn("refused save of '%s': %s (pid %d, %s)", path, reason, (int)pid, comm);
+	gate_record_refusal(v->gate, path, "save", reason, pid, comm);
+	return -EACCES;
+}
+
+/* The staged file's name went away, or now holds something else (NAME
+ * in PARENT, directory fd PFD or -1; REPLACED: it holds another file).
+ * Where the file itself still has a name (a hard link of it was removed,
+ * or it was renamed while the view knew it by another name), the changes
+ * reach it in place, as writes would natively, unless it changed since
+ * the stage was taken. A file with no name left keeps them nowhere, as on
+ * a local disk, unless a person's new file replaced it: a conflict. */
+static int publish_in_place(struct view *v, struct inode *ino, bool durable,
+			    struct inode *parent, int pfd, const char *name,
+			    bool replaced, pid_t pid)
 {
 	struct stage *s = ino->stage;
 	struct stat st, cur, after;
 	struct gate_ticket t;
-	int pfd = inode_fd_get(v->inodes, ino);
+	int ofd = inode_fd_get(v->inodes, ino);
 
-	if (pfd < 0 || fstat(pfd, &cur) < 0 || cur.st_nlink == 0) {
-		if (pfd >= 0)
+	if (ofd < 0 || fstat(ofd, &cur) < 0 || cur.st_nlink == 0) {
+		if (ofd >= 0)
 			inode_unpin(v->inodes, ino);
+		if (replaced)
+			return keep_conflict(v, ino, parent, pfd, name, pid);
 		s->state = STAGE_ORPHAN;
 		return 0;
 	}
-	_cleanup_(closep) int fd = confine_reopen(pfd, O_WRONLY);
+	if (!version_is(&s->base, &cur)) {
+		inode_unpin(v->inodes, ino);
+		return keep_conflict(v, ino, parent, pfd, name, pid);
+	}
+	_cleanup_(closep) int fd = confine_reopen(ofd, O_WRONLY);
 	inode_unpin(v->inodes, ino);
 	int r = fd < 0 ? fd : fstat(s->fd, &st) < 0 ? neg_errno() : 0;
 	if (r == 0) {
@@ -527,13 +650,15 @@ static int publish_in_place(struct view *v, struct inode *ino, bool durable)
 		discard(v, ino);
 		return r;
 	}
-	if (r == 0 && fstat(fd, &after) == 0)
+	if (fstat(fd, &after) == 0) {
 		inode_note_attr(v->inodes, ino, &after);
+		ino->save_base = version_of(&after);
+	}
 	stage_free(ino);
 	return 0;
 }
 
-int stage_publish(struct view *v, struct inode *ino, bool durable)
+int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
 {
 	struct stage *s = ino->stage;
 	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_NOW } };
@@ -563,13 +688,20 @@ int stage_publish(struct view *v, struct inode *ino, bool durable)
 	}
 	pfd = inode_parent_fd_get(v->inodes, ino, &parent, name, sizeof(name));
 	if (pfd < 0)
-		return publish_in_place(v, ino, durable);
-	/* Only over the file that was staged: a name that went away or now
-	 * holds something else (a symlink, another file) is left alone. */
-	if (fstatat(pfd, name, &cur, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    cur.st_dev != ino->dev || cur.st_ino != ino->ino) {
+		return publish_in_place(v, ino, durable, NULL, -1, NULL, false, pid);
+	/* Only over the version that was staged: a name that went away or
+	 * now holds something else (a symlink, another file) is left alone,
+	 * and so is a file changed on the host since. (A host save in the
+	 * microseconds between this check and the rename is not seen: Linux
+	 * has no rename-if-unchanged.) */
+	bool there = fstatat(pfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0;
+	if (!there || cur.st_dev != ino->dev || cur.st_ino != ino->ino ||
+	    !version_is(&s->base, &cur)) {
+		r = there && cur.st_dev == ino->dev && cur.st_ino == ino->ino
+			    ? keep_conflict(v, ino, parent, pfd, name, pid)
+			    : publish_in_place(v, ino, durable, parent, pfd, name, there, pid);
 		inode_unpin(v->inodes, parent);
-		return publish_in_place(v, ino, durable);
+		return r;
 	}
 	r = area_link(v, ino);
 	if (r == 0 && fstat(s->fd, &before) < 0)
@@ -599,6 +731,8 @@ int stage_publish(struct view *v, struct inode *ino, bool durable)
 	gate_unlock(&t, have_after ? &after : NULL, true);
 	/* The view's inode is the new file from now on. */
 	int path_fd = have_after ? confine_reopen(s->fd, O_PATH) : -1;
+	if (have_after)
+		ino->save_base = version_of(&after);
 	if (path_fd >= 0 && (r = inode_rekey(v->inodes, ino, path_fd, &after)) == 0)
 		inode_note_attr(v->inodes, ino, &after);
 	else

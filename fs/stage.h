@@ -12,6 +12,15 @@
  * the old file, and every reader through the view the stage: reads,
  * attributes and further writes of any handle of the file use it.
  *
+ * A save never replaces a version its writers did not start from: the
+ * version the file had when a writer opened it while it had no
+ * unpublished stage, moved along by the view's own changes to it. If,
+ * when the stage is made or published, the file at the name is another
+ * version (a person saved it on the host, in place or by renaming a new
+ * file over it), the save is refused (EACCES), the person's version
+ * stays, and the stage is kept next to it as NAME.sbx-conflict-STAMP
+ * (logged, audited): the file's handles then use that copy until closed.
+ *
  * After publication the view's inode designates the new file (inode_rekey)
  * and keeps the stage's fd as the file's content until its last handle is
  * closed; the next change through a handle stages again. If the name no
@@ -30,6 +39,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 struct view;
 struct inode;
@@ -67,6 +77,14 @@ void stage_attr(struct inode *ino, struct stat *st);
 /* (locked) The stage's fd if INO has an unpublished one, else -1. */
 int stage_active_fd(struct inode *ino);
 
+/* (locked) A handle that may stage opens INO for writing; ST is the
+ * file now. Without an unpublished stage, saves start from ST. */
+void stage_note_open(struct inode *ino, const struct stat *st);
+
+/* (locked) The view changed INO's file itself, not a stage, through FD
+ * (an append, a truncation by name): saves start from what it made. */
+void stage_note_change(struct inode *ino, int fd);
+
 /* (locked) Before a change through a handle that may stage: makes sure INO
  * has an unpublished stage, a copy of its current content (IO_FD) or
  * empty if EMPTY, and returns its fd; or -errno (nothing changed). */
@@ -79,8 +97,10 @@ void stage_failed(struct inode *ino, int err);
 
 /* (locked) Publishes INO's unpublished stage, if any: fresh mtime, with
  * DURABLE the stage and the directory fsynced around the rename. Returns
- * 0 or -errno (the previous file is then intact and the stage dropped). */
-int stage_publish(struct view *v, struct inode *ino, bool durable);
+ * 0 or -errno: the previous file is then intact and the stage dropped,
+ * or, -EACCES, kept as a conflict copy (see above; PID is the process
+ * the refusal is audited for, 0 if unknown). */
+int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid);
 
 /* (locked) INO's last handle went away: drops the stage (an unpublished
  * one is discarded). */

@@ -5,6 +5,7 @@
  * file intact; a name swapped for a symlink is never written through. */
 #include "cmd.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -286,6 +287,104 @@ START_TEST(test_stage_shared_writable_mmap_is_published_at_munmap_and_close)
 }
 END_TEST
 
+/* The copy of the agent's version kept next to NAME after a refused save
+ * (NAME.sbx-conflict-STAMP), or NULL. */
+static char *conflict_copy(const char *name)
+{
+	char prefix[NAME_MAX + 1], *found = NULL;
+	DIR *d = opendir(host("."));
+	struct dirent *de;
+
+	ck_assert_ptr_nonnull(d);
+	snprintf(prefix, sizeof(prefix), "%s.sbx-conflict-", name);
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, prefix, strlen(prefix))) {
+			ck_assert_msg(!found, "two conflict copies of %s", name);
+			found = strdup(host(de->d_name));
+		}
+	closedir(d);
+	return found;
+}
+
+/* v1, with an mtime well in the past: a host edit always moves it. */
+static void write_v1(const char *name, const char *text)
+{
+	struct timespec old[2] = { { .tv_sec = 1000000000 }, { .tv_sec = 1000000000 } };
+
+	ck_assert_int_eq(write_file(host(name), text), 0);
+	ck_assert_int_eq(utimensat(AT_FDCWD, host(name), old, 0), 0);
+}
+
+/* A person saves v2 on the host while the agent holds the file open and
+ * has written to it: the agent's close fails (EACCES), v2 stays, and the
+ * agent's bytes are kept next to it. Before, close published v1 plus the
+ * agent's bytes over v2. Both ways a host editor saves: in place and by
+ * renaming a new file over the name. */
+START_TEST(test_stage_host_edit_while_open_is_never_overwritten)
+{
+	write_v1("inplace", "v1 text\n");
+	int fd = open_rw(ws("inplace"), O_RDWR);
+	put(fd, 0, "A");
+	ck_assert_int_eq(write_file(host("inplace"), "v2 by the person\n"), 0);
+	put(fd, 1, "B");
+	ck_assert_int_eq(close(fd), -1);
+	ck_assert_int_eq(errno, EACCES);
+	ck_assert_str_eq(read_file(host("inplace")), "v2 by the person\n");
+	char *copy = conflict_copy("inplace");
+	ck_assert_msg(copy, "no copy of the agent's version");
+	ck_assert_str_eq(read_file(copy), "AB text\n");
+	ck_assert_str_eq(read_file(ws("inplace")), "v2 by the person\n");
+
+	write_v1("renamed", "v1 text\n");
+	fd = open_rw(ws("renamed"), O_RDWR);
+	put(fd, 0, "A");
+	ck_assert_int_eq(write_file(host("renamed.tmp"), "v2 saved by rename\n"), 0);
+	ck_assert_int_eq(rename(host("renamed.tmp"), host("renamed")), 0);
+	put(fd, 1, "B");
+	ck_assert_int_eq(fsync(fd), -1);	/* fsync publishes: refused too */
+	ck_assert_int_eq(errno, EACCES);
+	ck_assert_int_eq(close(fd), 0);		/* nothing left to save */
+	ck_assert_str_eq(read_file(host("renamed")), "v2 saved by rename\n");
+	copy = conflict_copy("renamed");
+	ck_assert_msg(copy, "no copy of the agent's version");
+	ck_assert_str_eq(read_file(copy), "AB text\n");
+
+	/* The thread's own saves in between are no conflict. */
+	write_v1("own", "v1 text\n");
+	fd = open_rw(ws("own"), O_RDWR);
+	put(fd, 0, "A");
+	ck_assert_int_eq(fsync(fd), 0);
+	put(fd, 1, "B");
+	ck_assert_int_eq(close(fd), 0);
+	ck_assert_str_eq(read_file(host("own")), "AB text\n");
+	ck_assert_ptr_null(conflict_copy("own"));
+}
+END_TEST
+
+/* The same with a shared writable mapping made before the host edit: the
+ * result was a mix (the agent's page over v2's tail). Now v2 stays. */
+START_TEST(test_stage_host_edit_under_a_shared_mapping_is_never_overwritten)
+{
+	write_v1("map", "mmmmmmmm");
+	int fd = open_rw(ws("map"), O_RDWR);
+	char *p = mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	ck_assert_int_eq(p[0], 'm');
+	ck_assert_int_eq(write_file(host("map"), "person's v2 is longer\n"), 0);
+	memcpy(p, "MAP", 3);
+	int synced = msync(p, 8, MS_SYNC), err = errno;
+	ck_assert_int_eq(munmap(p, 8), 0);
+	int closed = close(fd);
+	ck_assert_msg((synced == -1 && err == EACCES) || (closed == -1 && errno == EACCES),
+		      "msync %d, close %d: the save was not refused", synced, closed);
+	ck_assert_str_eq(read_file(host("map")), "person's v2 is longer\n");
+	char *copy = conflict_copy("map");
+	ck_assert_msg(copy, "no copy of the agent's version");
+	ck_assert_int_eq(strncmp(read_file(copy), "MAP", 3), 0);
+}
+END_TEST
+
 /* Other hard links share the file's inode: it is changed in place, so
  * every name shows the new content (see docs/security-model.md). */
 START_TEST(test_stage_hard_linked_files_change_in_place)
@@ -312,9 +411,16 @@ START_TEST(test_stage_never_publishes_through_a_swapped_symlink)
 	put(fd, 0, "agent\n");
 	ck_assert_int_eq(unlink(host("swap")), 0);
 	ck_assert_int_eq(symlink(target, host("swap")), 0);
-	ck_assert_int_eq(close(fd), 0);
+	/* Something else holds the name now: the save is refused, and the
+	 * agent's bytes kept beside it. */
+	ck_assert_int_eq(close(fd), -1);
+	ck_assert_int_eq(errno, EACCES);
 	ck_assert_str_eq(read_file(target), "outside\n");
 	ck_assert_int_eq(st_of(host("swap")).st_mode & S_IFMT, S_IFLNK);
+	char *copy = conflict_copy("swap");
+	ck_assert_msg(copy, "no copy of the agent's version");
+	ck_assert_int_eq(st_of(copy).st_mode & S_IFMT, S_IFREG);
+	ck_assert_str_eq(read_file(copy), "agent\n");
 }
 END_TEST
 
@@ -517,6 +623,8 @@ Suite *suite_view_stage(void)
 	tcase_add_test(tc, test_stage_appends_go_in_place);
 	tcase_add_test(tc, test_stage_two_writers_share_the_stage);
 	tcase_add_test(tc, test_stage_shared_writable_mmap_is_published_at_munmap_and_close);
+	tcase_add_test(tc, test_stage_host_edit_while_open_is_never_overwritten);
+	tcase_add_test(tc, test_stage_host_edit_under_a_shared_mapping_is_never_overwritten);
 	tcase_add_test(tc, test_stage_hard_linked_files_change_in_place);
 	tcase_add_test(tc, test_stage_never_publishes_through_a_swapped_symlink);
 	tcase_add_test(tc, test_stage_unlinked_while_open_stays_gone);
