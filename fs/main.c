@@ -90,9 +90,12 @@ static const char usage_text[] =
 	"                            records what enforce would refuse; off\n"
 	"  --rbw-unlink              the gate also covers unlink (a file must have\n"
 	"                            been read) and rmdir (listed)\n"
-	"  --staging=on|off          atomic staged writes (default: on): a rewritten\n"
+	"  --staging=on|strict|off   atomic staged writes (default: on): a rewritten\n"
 	"                            file is replaced whole at close or fsync, or\n"
-	"                            not at all; off writes in place\n"
+	"                            not at all; where that cannot be done as POSIX\n"
+	"                            says (set-id files, a directory the writer may\n"
+	"                            not write), in place; strict refuses those\n"
+	"                            opens instead; off writes in place\n"
 	"  --writeback               kernel writeback cache: faster small writes,\n"
 	"                            but edits made on the host to files open in\n"
 	"                            the view may be overwritten; off by default\n"
@@ -254,10 +257,12 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 			o->view.rbw_unlink = true;
 			break;
 		case OPT_STAGING:
-			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
-				return usage_error("--staging takes on or off, not '%s'",
+			if (strcmp(optarg, "on") && strcmp(optarg, "strict") &&
+			    strcmp(optarg, "off"))
+				return usage_error("--staging takes on, strict or off, not '%s'",
 						   optarg);
-			o->view.staging = !strcmp(optarg, "on");
+			o->view.staging = strcmp(optarg, "off") != 0;
+			o->view.staging_strict = !strcmp(optarg, "strict");
 			break;
 		case OPT_LOG:
 			o->log_path = optarg;

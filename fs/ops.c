@@ -479,19 +479,21 @@ static int change_begin(struct view *v, fuse_req_t req, struct inode *ino,
 	if (!h->journaled)
 		journal_preimage(v, req, ino);
 	c->io = io_begin(v, ino, h->fd, true);
-	r = fi->writepage ? 0 : drop_privs(v, req, c->io.fd, false);
 	/* The kernel writing back a shared writable mapping is never refused:
 	 * the process wrote that memory already, so a refusal could only lose
 	 * it; and a mapping's pages were read from the file (a READ, which
 	 * sets the mark) when the process first touched them. */
-	if (r == 0)
-		r = handle_change_begin(v, req, ino, h, c->io.fd, &c->t,
-					fi->writepage ? NULL : op);
+	r = handle_change_begin(v, req, ino, h, c->io.fd, &c->t,
+				fi->writepage ? NULL : op);
 	if (r < 0) {
 		io_end(&c->io);
 		return r;
 	}
-	fd = io_change_fd(&c->io, h);
+	/* Set-id bits go with the change, under its gate lock: the gate must
+	 * not take their removal for a change on the host. */
+	fd = fi->writepage ? 0 : drop_privs(v, req, c->io.fd, false);
+	if (fd == 0)
+		fd = io_change_fd(&c->io, h);
 	if (fd < 0) {
 		gate_unlock(&c->t, NULL, true);
 		io_end(&c->io);
@@ -1477,12 +1479,16 @@ static int caller_may_write_dir(struct view *v, fuse_req_t req, int dfd)
 	return r;
 }
 
-/* A write-open of an existing file is refused (EPERM) if the file is
- * set-user-ID, set-group-ID or carries a file capability: its replacement,
- * written by the caller, would either lose the privilege or keep it on
- * content the caller chose. It needs write and search access to the
- * file's directory, as replacing it by a rename does. FD is the file's
- * O_PATH fd, ST its attributes. */
+/* Whether the changes of a write-open of INO (FD its O_PATH fd, ST its
+ * attributes) may be staged: 0 if so; 1 if staging could not make them
+ * as the local disk would, so they go in place; or -errno. Staging cannot
+ * replace a set-user-ID, set-group-ID or capability file (its
+ * replacement, written by the caller, would either lose the privilege or
+ * keep it on content the caller chose; a write in place drops it, as the
+ * kernel does for a caller without CAP_FSETID), nor a file in a directory
+ * the caller may not write (a replacement is a rename there; POSIX asks
+ * only for write access to the file). --staging=strict refuses those
+ * opens instead: EPERM, EACCES. */
 static int may_stage(struct view *v, fuse_req_t req, struct inode *ino,
 		     int fd, const struct stat *st)
 {
@@ -1496,15 +1502,19 @@ static int may_stage(struct view *v, fuse_req_t req, struct inode *ino,
 		why = "it is set-user-ID or set-group-ID";
 	else if (getxattr(path, "security.capability", NULL, 0) >= 0)
 		why = "it carries a file capability (security.capability)";
-	if (why) {
+	if (why && v->staging_strict) {
 		log_refusal(v, req, ino, NULL, "write-open", why);
 		return -EPERM;
 	}
+	if (why)
+		return 1;
 	dfd = inode_parent_fd_get(v->inodes, ino, &parent, name, sizeof(name));
 	if (dfd < 0)
 		return dfd;
 	r = caller_may_write_dir(v, req, dfd);
 	inode_unpin(v->inodes, parent);
+	if (r == -EACCES && !v->staging_strict)
+		return 1;
 	return r;
 }
 
@@ -1539,6 +1549,7 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 		stageable = st.st_nlink == 1;
 		if (stageable && (r = may_stage(v, req, ino, p.fd, &st)) < 0)
 			return r;
+		stageable = stageable && r == 0;
 		if (stageable)
 			stage_note_open(ino, &st);
 	}
@@ -1567,13 +1578,13 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 			fd = changed;
 		}
 	}
+	if (fd >= 0 && trunc && !trunc_staged && (r = drop_privs(v, req, fd, false)) < 0) {
+		close(fd);
+		fd = r;
+	}
 	gate_unlock(&t, fd >= 0 && fstat(changed, &st) == 0 ? &st : NULL, true);
 	if (fd < 0)
 		return fd;
-	if (trunc && !trunc_staged && (r = drop_privs(v, req, fd, false)) < 0) {
-		close(fd);
-		return r;
-	}
 	r = fill_open_info(v, ino, fi, fd, writer, trunc);
 	if (r < 0)
 		return r;

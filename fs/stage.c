@@ -172,6 +172,7 @@ int stage_setup(struct view *v, const struct view_config *cfg, char *err,
 	for (size_t d = 0; d < v->ndomains; d++)
 		v->domains[d].stage_fd = -1;
 	v->staging = cfg->staging;
+	v->staging_strict = cfg->staging && cfg->staging_strict;
 	if (!v->staging)
 		return 0;
 	own = thread_area(cfg);

@@ -1,9 +1,10 @@
 /* stage.h - atomic staged writes.
  *
  * A change to an existing regular file through a handle that may stage
- * (opened for writing without O_APPEND, one link, staging on) goes to a
- * private copy, the stage, made in a staging area on the same filesystem
- * as the file: an O_TMPFILE (no name, so a crash leaves nothing behind)
+ * (opened for writing without O_APPEND, one link, staging on, and what
+ * ops.c's may_stage() asks: not set-id, a directory the writer may write)
+ * goes to a private copy, the stage, made in a staging area on the same
+ * filesystem as the file: an O_TMPFILE (no name, so a crash leaves nothing behind)
  * holding the original's owner, group, mode, ACLs and other xattrs, then
  * its content (FICLONE where the filesystem can, else copy_file_range).
  * Publication renames the stage over the file's name: at the last close

@@ -67,6 +67,7 @@ struct view_config {
 	int rbw;			/* enum gate_mode */
 	bool rbw_unlink;
 	bool staging;			/* atomic staged writes (stage.h) */
+	bool staging_strict;		/* refuse what cannot be staged */
 	bool map_owner;			/* --map-owner UID:GID */
 	uid_t map_uid;
 	gid_t map_gid;
@@ -136,7 +137,7 @@ struct view {
 		int64_t at_ns;
 		char comm[64];
 	} caller;
-	bool staging;
+	bool staging, staging_strict;
 	pthread_mutex_t stage_locks[STAGE_LOCKS];
 	pthread_rwlock_t name_locks[STAGE_LOCKS];	/* view_names_lock() */
 	struct fuse_session *session;	/* for notifications */

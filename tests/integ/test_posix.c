@@ -2642,6 +2642,149 @@ START_TEST(test_posix_space_of_a_deleted_file_is_given_back)
 }
 END_TEST
 
+/* ---- the defaults: --rbw enforce, staging on (pjdfstest's cases) ------ */
+
+static void setup_defaults(void)
+{
+	const char *extra[] = { "-o", "allow_other", NULL };
+
+	umask(022);
+	snprintf(native_dir, sizeof(native_dir), "%s", test_dir("native"));
+	ck_assert_int_eq(tview_mount(&P, NULL, "alice", "defaults", extra), 0);
+	ck_assert_ok(chmod(vpath(&P, WS), 0755));
+	ck_assert_ok(chmod(native_dir, 0755));
+}
+
+struct write_try {
+	int dirfd;
+	const char *name;
+	int flags;
+	uid_t uid;
+	gid_t gid;
+};
+
+static int write_try_fn(void *arg)
+{
+	const struct write_try *t = arg;
+	struct stat st;
+
+	if (setgroups(0, NULL) < 0 || setgid(t->gid) < 0 || setuid(t->uid) < 0)
+		return 120;
+	int fd = openat(t->dirfd, t->name, t->flags);
+	if (fd < 0 || write(fd, "x", 1) != 1 || fstat(fd, &st) < 0)
+		return errno;
+	if (close(fd) < 0)
+		return errno;
+	return 200 + (int)((st.st_mode & 07000) >> 9);
+}
+
+/* As UID/GID: opens DIR/NAME with FLAGS, writes "x" at its start and
+ * fstat()s it. Returns the errno of what failed, or 200 + the set-id
+ * and sticky bits fstat() showed (200: none). */
+static int write_try(const char *dir, const char *name, int flags, uid_t uid,
+		     gid_t gid)
+{
+	struct write_try t = { open(dir, O_RDONLY | O_DIRECTORY), name, flags, uid, gid };
+	int r;
+
+	ck_assert_msg(t.dirfd >= 0, "open %s: %s", dir, ename(errno));
+	r = in_child(write_try_fn, &t);
+	close(t.dirfd);
+	return r;
+}
+
+/* pjdfstest chmod/12.t: a write by a non-owner clears the set-id bits (it
+ * used to be refused, EPERM, as staging cannot make a set-id file). */
+START_TEST(test_posix_write_by_a_non_owner_clears_the_set_id_bits)
+{
+	static const struct { mode_t mode; int flags; } cases[] = {
+		{ 04777, O_WRONLY }, { 02777, O_RDWR }, { 06777, O_RDWR },
+	};
+	char *dirs[2] = { nat("setid"), pws("setid") };
+	char *files[2] = { nat("setid/f"), pws("setid/f") };
+
+	for (int i = 0; i < 2; i++)
+		ck_assert_ok(mkdir(dirs[i], 0755));
+	for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
+		int r[2];
+		mode_t mode[2];
+
+		for (int i = 0; i < 2; i++) {
+			put_text(files[i], "prog");
+			ck_assert_ok(chmod(files[i], cases[c].mode));
+			r[i] = write_try(dirs[i], "f", cases[c].flags, NOBODY, NOBODY);
+			mode[i] = xstat(files[i]).st_mode & 07777;
+		}
+		ck_assert_msg(r[0] == 200 && r[1] == r[0], "mode %o: native %d, view %d",
+			      cases[c].mode, r[0], r[1]);
+		ck_assert_int_eq(mode[0], 0777);
+		ck_assert_int_eq(mode[1], mode[0]);
+		assert_text(phws("setid/f"), "xrog");
+		ck_assert_int_eq(xstat(phws("setid/f")).st_mode & 07777, 0777);
+		for (int i = 0; i < 2; i++)
+			ck_assert_ok(unlink(files[i]));
+	}
+}
+END_TEST
+
+/* pjdfstest open/06.t: a write-open the file's own mode allows needs no
+ * write access to the directory (staging needed it, to rename). */
+START_TEST(test_posix_write_open_allowed_by_the_mode_needs_no_directory_write)
+{
+	static const struct { mode_t mode; uid_t uid; gid_t gid; int flags; } cases[] = {
+		{ 0600, NOBODY, NOBODY, O_WRONLY }, { 0060, NOBODY - 1, NOBODY, O_RDWR },
+		{ 0006, NOBODY - 1, NOBODY - 1, O_WRONLY }, { 0277, NOBODY, NOBODY, O_WRONLY },
+	};
+	char *dirs[2] = { nat("dir06"), pws("dir06") };
+	char *files[2] = { nat("dir06/f"), pws("dir06/f") };
+
+	for (int i = 0; i < 2; i++) {
+		ck_assert_ok(mkdir(dirs[i], 0755));
+		ck_assert_ok(chown(dirs[i], NOBODY, NOBODY));
+		put_text(files[i], "v1");
+		ck_assert_ok(chown(files[i], NOBODY, NOBODY));
+	}
+	for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
+		int r[2];
+
+		for (int i = 0; i < 2; i++) {
+			ck_assert_ok(chmod(files[i], cases[c].mode));
+			r[i] = write_try(dirs[i], "f", cases[c].flags, cases[c].uid, cases[c].gid);
+		}
+		ck_assert_msg(r[0] == 200 && r[1] == r[0], "mode %o as %u: native %d, view %d",
+			      cases[c].mode, cases[c].uid, r[0], r[1]);
+		ck_assert_ok(chmod(files[1], 0644));
+		assert_text(phws("dir06/f"), "x1");
+	}
+}
+END_TEST
+
+/* The same is refused where the directory is not writable for the
+ * caller... only with --staging=strict, which keeps the old rules. */
+START_TEST(test_posix_staging_strict_keeps_the_refusals)
+{
+	struct tview strict;
+	const char *extra[] = { "-o", "allow_other", "--staging=strict", NULL };
+
+	ck_assert_int_eq(tview_mount(&strict, NULL, "alice", "strict", extra), 0);
+	ck_assert_ok(chmod(vpath(&strict, WS), 0755));
+	char *dir = vpath(&strict, WS "/ro"), *f = vpath(&strict, WS "/ro/f");
+	char *sf = vpath(&strict, WS "/ro/s");
+	ck_assert_ok(mkdir(dir, 0755));
+	put_text(f, "root's\n");
+	ck_assert_ok(chmod(f, 0666));
+	put_text(sf, "prog");
+	ck_assert_ok(chmod(sf, 04777));
+	int dir_refused = write_try(dir, "f", O_WRONLY, NOBODY, NOBODY);
+	int setid_refused = write_try(dir, "s", O_WRONLY, NOBODY, NOBODY);
+	char *text = read_file(hpath(&strict, WS "/ro/f"));
+	tview_umount(&strict);
+	ck_assert_int_eq(dir_refused, EACCES);
+	ck_assert_int_eq(setid_refused, EPERM);
+	ck_assert_str_eq(text, "root's\n");
+}
+END_TEST
+
 /* ---- the suite -------------------------------------------------------- */
 
 Suite *suite_view_posix(void)
@@ -2650,6 +2793,7 @@ Suite *suite_view_posix(void)
 	TCase *tc = tcase_create("posix");
 	TCase *perm = tcase_create("permissions");
 	TCase *full = tcase_create("enospc");
+	TCase *defaults = tcase_create("defaults");
 
 	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_posix_create_makes_an_empty_file_with_the_requested_mode);
@@ -2734,6 +2878,12 @@ Suite *suite_view_posix(void)
 	tcase_add_test(perm, test_posix_privileged_changes_follow_the_callers_capabilities);
 	tcase_add_test(perm, test_posix_sticky_directory_keeps_others_from_deleting);
 	suite_add_tcase(s, perm);
+
+	tcase_add_unchecked_fixture(defaults, setup_defaults, teardown_allow_other);
+	tcase_add_test(defaults, test_posix_write_by_a_non_owner_clears_the_set_id_bits);
+	tcase_add_test(defaults, test_posix_write_open_allowed_by_the_mode_needs_no_directory_write);
+	tcase_add_test(defaults, test_posix_staging_strict_keeps_the_refusals);
+	suite_add_tcase(s, defaults);
 
 	tcase_add_unchecked_fixture(full, setup_small, teardown_small);
 	tcase_add_test(full, test_posix_full_filesystem_fails_writes_with_enospc);
