@@ -2,7 +2,9 @@
  * in audit mode, would have refused) for one thread, oldest first. */
 #include "cleanup.h"
 #include "cli.h"
+#include "diff.h"
 #include "quote.h"
+#include "report.h"
 #include "store.h"
 
 #include <errno.h>
@@ -14,20 +16,37 @@
 #include <unistd.h>
 
 static const char audit_usage[] =
-	"Usage: sbx audit --user ID --thread ID [--format text|json] [--home DIR]\n"
+	"Usage: sbx audit --user ID --thread ID [--diff] [--format text|json]\n"
+	"                 [--home DIR]\n"
 	"\n"
 	"Lists the modifications the read-before-write gate refused in the\n"
 	"thread's views (EACCES), oldest first: time, operation, virtual path,\n"
 	"the calling process, and why. Rows marked 'audit' were allowed (the\n"
 	"view ran with --rbw audit) and show what enforce would have refused.\n"
+	"Saves refused because a person saved the file on the host while it\n"
+	"was open are listed too (operation 'save').\n"
 	"\n"
 	"What an agent should do about a refusal: read the file again (its\n"
 	"current version, which may hold someone else's edits), then retry the\n"
-	"write based on what it read.\n"
+	"write based on what it read. --diff shows what it missed.\n"
 	"\n"
+	"  --diff          under each refusal of a file changed since it was\n"
+	"                  read: the version read and the one found (size,\n"
+	"                  mtime, SHA-256) and, for text both of whose\n"
+	"                  versions the store kept (up to 256 KiB, not binary,\n"
+	"                  not sensitive), the unified diff read -> found\n"
 	"  --format text   one line per refusal (default)\n"
 	"  --format json   a JSON array of objects: id, time, path, op, pid,\n"
-	"                  command, reason, mode, allowed\n";
+	"                  command, reason, mode, allowed, and for a file\n"
+	"                  changed since it was read \"changed\": {base,\n"
+	"                  current: {size, mtime, mtime_ns, sha256}, diff,\n"
+	"                  diff_unavailable_reason}\n";
+
+struct audit_out {
+	struct store *store;
+	bool diff, color;	/* text: --diff, on a terminal */
+	json_t *rows;		/* json */
+};
 
 static void iso_time(int64_t ns, char *buf, size_t size)
 {
@@ -38,23 +57,77 @@ static void iso_time(int64_t ns, char *buf, size_t size)
 	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* The unified diff of the version A's thread read to the one it found,
+ * if the store kept both texts (malloc'd); else NULL and *WHY says why. */
+static char *change_diff(struct store *s, const struct store_audit *a, const char **why)
+{
+	_cleanup_(freep) char *old = NULL, *new = NULL;
+	size_t oldlen, newlen;
+	struct diff d;
+
+	if (!a->base.hashed || store_blob_get(s, a->base.sha256, &old, &oldlen) < 0) {
+		*why = "the text of the version read was not kept (binary, sensitive, over 256 KiB, or not hashed yet)";
+		return NULL;
+	}
+	if (!a->current.hashed || store_blob_get(s, a->current.sha256, &new, &newlen) < 0) {
+		*why = "the text of the version found was not kept (binary, sensitive or over 256 KiB)";
+		return NULL;
+	}
+	if (diff_unified(old, oldlen, new, newlen, a->path, &d) < 0) {
+		*why = "out of memory";
+		return NULL;
+	}
+	if (!*d.text)
+		*why = "the same lines (only metadata changed)";
+	return d.text;
+}
+
+static void print_version(const char *label, const struct store_version *v)
+{
+	char when[32], sha[65];
+
+	iso_time(v->mtime_ns, when, sizeof(when));
+	printf("    %-8s %lld bytes, modified %s, sha256 %.12s\n", label,
+	       (long long)v->size, when, v->hashed ? sha256_hex(v->sha256, sha) : "unknown");
+}
+
 static int print_text(void *arg, const struct store_audit *a)
 {
+	struct audit_out *o = arg;
 	char when[32], path[QUOTE_MAX], comm[QUOTE_MAX];
 
-	(void)arg;
 	iso_time(a->at_ns, when, sizeof(when));
 	printf("%s  %-7s  %s %s  (pid %d, %s): ", when, a->allowed ? "audit" : "refused", a->op,
 	       quote_name(a->path, path, sizeof(path)), (int)a->pid,
 	       quote_name(a->comm, comm, sizeof(comm)));
 	fput_visible(stdout, a->reason, strlen(a->reason));
 	putchar('\n');
+	if (!o->diff || !a->base.known || !a->current.known)
+		return 0;
+	print_version("read:", &a->base);
+	print_version("found:", &a->current);
+	const char *why = NULL;
+	_cleanup_(freep) char *d = change_diff(o->store, a, &why);
+	if (d && *d)
+		report_print_diff(stdout, d, a->path, o->color);
+	else
+		printf("    (no diff: %s)\n", why);
 	return 0;
+}
+
+static json_t *version_json(const struct store_version *v)
+{
+	char when[32], sha[65];
+
+	iso_time(v->mtime_ns, when, sizeof(when));
+	return json_pack("{s:I, s:s, s:I, s:o}", "size", (json_int_t)v->size, "mtime", when,
+			 "mtime_ns", (json_int_t)v->mtime_ns, "sha256",
+			 v->hashed ? json_string(sha256_hex(v->sha256, sha)) : json_null());
 }
 
 static int add_json(void *arg, const struct store_audit *a)
 {
-	json_t *rows = arg;
+	struct audit_out *o = arg;
 	char when[32];
 
 	iso_time(a->at_ns, when, sizeof(when));
@@ -63,7 +136,21 @@ static int add_json(void *arg, const struct store_audit *a)
 				"path", a->path, "op", a->op, "pid", (int)a->pid,
 				"command", a->comm, "reason", a->reason,
 				"mode", a->mode, "allowed", a->allowed);
-	if (!row || json_array_append_new(rows, row) < 0)
+	if (row && a->base.known && a->current.known) {
+		const char *why = NULL;
+		_cleanup_(freep) char *d = change_diff(o->store, a, &why);
+		json_t *changed = json_pack("{s:o, s:o, s:o, s:o}",
+					    "base", version_json(&a->base),
+					    "current", version_json(&a->current),
+					    "diff", d && *d ? json_string(d) : json_null(),
+					    "diff_unavailable_reason",
+					    d && *d ? json_null() : json_string(why));
+		if (!changed || json_object_set_new(row, "changed", changed) < 0) {
+			json_decref(row);
+			row = NULL;
+		}
+	}
+	if (!row || json_array_append_new(o->rows, row) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -73,7 +160,8 @@ int cmd_audit(int argc, char **argv, const char *home)
 	char db[PATH_MAX + 16], err[PATH_MAX + 256];
 	struct thread_args a;
 	struct store *s;
-	int r = thread_args_parse("audit", audit_usage, argc, argv, home, false, &a);
+	int r = thread_args_parse("audit", audit_usage, argc, argv, home,
+				  THREAD_ARGS_DIFF, &a);
 
 	if (r >= 0)
 		return r;
@@ -88,16 +176,17 @@ int cmd_audit(int argc, char **argv, const char *home)
 		fprintf(stderr, "sbx: audit: %s\n", err);
 		return 1;
 	}
+	struct audit_out o = { .store = s, .diff = a.diff, .color = isatty(STDOUT_FILENO) };
 	if (a.json) {
-		json_auto_t *rows = json_array();
+		json_auto_t *rows = o.rows = json_array();
 
-		r = rows ? store_audit_each(s, a.user, a.thread, add_json, rows) : -ENOMEM;
+		r = rows ? store_audit_each(s, a.user, a.thread, add_json, &o) : -ENOMEM;
 		if (r == 0)
 			r = json_dumpf(rows, stdout, JSON_INDENT(2)) < 0 ? -EIO : 0;
 		if (r == 0)
 			putchar('\n');
 	} else {
-		r = store_audit_each(s, a.user, a.thread, print_text, NULL);
+		r = store_audit_each(s, a.user, a.thread, print_text, &o);
 	}
 	store_close(s);
 	if (r < 0) {

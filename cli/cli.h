@@ -10,6 +10,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 /* Matches "--home DIR" (consuming two arguments) or "--home=DIR" at
@@ -27,15 +28,26 @@ int resolve_home(const char *command, const char *home, char *buf, size_t size);
 struct thread_args {
 	const char *user, *thread;
 	bool json;
+	bool diff;		/* --diff */
 	long max_files;		/* -1 if not given */
 	char home[PATH_MAX];	/* resolved */
+};
+
+/* The options a command takes besides --user, --thread, --format and
+ * --home. */
+enum {
+	THREAD_ARGS_MAX_FILES = 1,	/* --max-files N */
+	THREAD_ARGS_DIFF = 2,		/* --diff */
 };
 
 /* Parses ARGV into A. Returns -1 to go on, else the exit status to end
  * the command with (0 after --help, 2 for a usage error). */
 int thread_args_parse(const char *command, const char *usage, int argc,
-		      char **argv, const char *home, bool takes_max_files,
+		      char **argv, const char *home, unsigned takes,
 		      struct thread_args *a);
+
+/* The SHA-256 H as 64 lowercase hex digits. Returns OUT. */
+char *sha256_hex(const uint8_t h[32], char out[65]);
 
 /* "scanning: N files" on standard error while a long scan runs, if it is
  * a terminal; at most ten updates a second. */

@@ -1,5 +1,6 @@
 /* report.c - see report.h. */
 #include "report.h"
+#include "cli.h"
 #include "quote.h"
 
 #include <string.h>
@@ -10,9 +11,7 @@ static json_t *sha_or_null(const struct snap_file *f)
 
 	if (!f || !f->hashed)
 		return json_null();
-	for (int i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", f->sha256[i]);
-	return json_string(hex);
+	return json_string(sha256_hex(f->sha256, hex));
 }
 
 static json_t *size_or_null(const struct snap_file *f)
@@ -221,13 +220,18 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 		if (!*d)
 			continue;
 		fputc('\n', out);
-		for (const char *l = print_diff_header(out, d, str(f, "path"), color), *e; *l;
-		     l = *e ? e + 1 : e) {
-			e = strchr(l, '\n');
-			if (!e)
-				e = l + strlen(l);
-			print_diff_line(out, l, (size_t)(e - l), color);
-		}
+		report_print_diff(out, d, str(f, "path"), color);
+	}
+}
+
+void report_print_diff(FILE *out, const char *diff, const char *path, bool color)
+{
+	for (const char *l = print_diff_header(out, diff, path, color), *e; *l;
+	     l = *e ? e + 1 : e) {
+		e = strchr(l, '\n');
+		if (!e)
+			e = l + strlen(l);
+		print_diff_line(out, l, (size_t)(e - l), color);
 	}
 }
 

@@ -22,6 +22,9 @@ json_t *report_receipt(const struct summary *s, int64_t run, bool pre_truncated)
 
 /* Prints a summary payload (as from report_summary) for people. */
 void report_print(FILE *out, const json_t *payload, const char *who, bool color);
+/* Prints DIFF (diff_unified()'s text for PATH) for people: names quoted,
+ * control characters made visible, colored like git's if COLOR. */
+void report_print_diff(FILE *out, const char *diff, const char *path, bool color);
 
 /* Writes it as one self-contained HTML page (no scripts, no network):
  * summary badges, files grouped by directory, the diffs, and on every

@@ -258,7 +258,8 @@ static int run_begin(int argc, char **argv, const char *home)
 	struct thread_roots roots;
 	struct store *s;
 	int64_t snap_id, id, begun = now_ns();
-	int r = thread_args_parse("run begin", run_usage, argc, argv, home, true, &a);
+	int r = thread_args_parse("run begin", run_usage, argc, argv, home,
+				  THREAD_ARGS_MAX_FILES, &a);
 
 	if (r >= 0)
 		return r;

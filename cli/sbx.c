@@ -119,17 +119,26 @@ int resolve_home(const char *command, const char *home, char *buf, size_t size)
 	return -1;
 }
 
+char *sha256_hex(const uint8_t h[32], char out[65])
+{
+	for (int i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", h[i]);
+	return out;
+}
+
 int thread_args_parse(const char *command, const char *usage, int argc,
-		      char **argv, const char *home, bool takes_max_files,
+		      char **argv, const char *home, unsigned takes,
 		      struct thread_args *a)
 {
-	enum { OPT_USER = 256, OPT_THREAD, OPT_FORMAT, OPT_HOME, OPT_MAX };
+	enum { OPT_USER = 256, OPT_THREAD, OPT_FORMAT, OPT_HOME, OPT_MAX, OPT_DIFF };
+	bool takes_max_files = takes & THREAD_ARGS_MAX_FILES;
 	static const struct option longopts[] = {
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "thread", required_argument, NULL, OPT_THREAD },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "home", required_argument, NULL, OPT_HOME },
 		{ "max-files", required_argument, NULL, OPT_MAX },
+		{ "diff", no_argument, NULL, OPT_DIFF },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -165,6 +174,14 @@ int thread_args_parse(const char *command, const char *usage, int argc,
 					command, takes_max_files ? optarg : "");
 				return 2;
 			}
+			break;
+		case OPT_DIFF:
+			if (!(takes & THREAD_ARGS_DIFF)) {
+				fprintf(stderr, "sbx: %s: unknown option --diff\nTry 'sbx %s --help'.\n",
+					command, command);
+				return 2;
+			}
+			a->diff = true;
 			break;
 		case 'h':
 			fputs(usage, stdout);

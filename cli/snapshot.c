@@ -42,12 +42,6 @@ static void show_progress(void *arg, size_t files)
 	scan_progress_show(arg, files);
 }
 
-static void hex(const uint8_t *h, char out[65])
-{
-	for (int i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", h[i]);
-}
-
 static const char *kind_of(const struct snap_file *f)
 {
 	return f->symlink ? "symlink" : f->sensitive ? "sensitive" : f->binary ? "binary"
@@ -67,7 +61,7 @@ static void print_text(int64_t id, const char *user, const char *thread,
 		const struct snap_file *f = &s->files[i];
 
 		if (f->hashed)
-			hex(f->sha256, sha);
+			sha256_hex(f->sha256, sha);
 		printf("%-9s %10lld  %.12s  %s%s%s\n", kind_of(f), (long long)f->size,
 		       f->hashed ? sha : "-", quote_name(f->path, path, sizeof(path)),
 		       f->symlink ? " -> " : "",
@@ -88,7 +82,7 @@ static int print_json(int64_t id, const struct snapshot *s)
 		const struct snap_file *f = &s->files[i];
 
 		if (f->hashed)
-			hex(f->sha256, sha);
+			sha256_hex(f->sha256, sha);
 		json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:b, s:b, s:b, s:o}",
 				      "path", f->path, "root", f->root, "kind",
 				      f->symlink ? "symlink" : "file",
@@ -118,7 +112,7 @@ int cmd_snapshot(int argc, char **argv, const char *home)
 	struct store *s;
 	int64_t id;
 	int r = thread_args_parse("snapshot", snapshot_usage, argc, argv, home,
-				  true, &a);
+				  THREAD_ARGS_MAX_FILES, &a);
 
 	if (r >= 0)
 		return r;

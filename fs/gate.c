@@ -4,6 +4,7 @@
 #include "cleanup.h"
 #include "confine.h"
 #include "log.h"
+#include "snapshot.h"
 #include "store.h"
 #include "writer.h"
 
@@ -239,6 +240,26 @@ static bool hash_fd(int fd, int64_t size, uint8_t out[32])
 	return EVP_Digest(buf, got, out, NULL, EVP_sha256(), NULL) == 1;
 }
 
+/* The hash of what JOB read, with its text kept in the store where a
+ * change summary would keep it (not sensitive, not binary, up to 256
+ * KiB): a refusal can then show the change from it. */
+static bool hash_read(struct gate *g, const struct hash_job *job, uint8_t out[32])
+{
+	struct snap_file f;
+	struct stat st;
+
+	if (g->writer && fstat(job->fd, &st) == 0 &&
+	    snapshot_describe(job->fd, &st, job->path, NULL, store_writer_keep_text,
+			      g->writer, &f) == 0) {
+		bool ok = f.hashed && f.size == job->ver.size;
+		memcpy(out, f.sha256, sizeof(f.sha256));
+		snap_file_free(&f);
+		if (ok)
+			return true;
+	}
+	return hash_fd(job->fd, job->ver.size, out);
+}
+
 static void *hasher_main(void *arg)
 {
 	struct gate *g = arg;
@@ -261,7 +282,7 @@ static void *hasher_main(void *arg)
 
 		uint8_t hash[32];
 		struct stat st;
-		bool ok = !g->stopping && hash_fd(job->fd, job->ver.size, hash) &&
+		bool ok = !g->stopping && hash_read(g, job, hash) &&
 			  fstat(job->fd, &st) == 0;
 		struct version now = ok ? version_of(&st) : job->ver;
 		close(job->fd);
@@ -603,6 +624,13 @@ enum gate_verdict gate_check(struct gate_ticket *t, const struct stat *st,
 	}
 	t->verdict = m ? GATE_CHANGED : GATE_NEVER_READ;
 	t->read_at_ns = m ? m->at_ns : 0;
+	if (m) {
+		t->base = (struct store_version){
+			.known = true, .hashed = m->hashed, .size = m->ver.size,
+			.mtime_ns = m->ver.mtime_ns,
+		};
+		memcpy(t->base.sha256, m->hash, sizeof(m->hash));
+	}
 	return t->verdict;
 }
 
@@ -702,8 +730,10 @@ void gate_reason(const struct gate_ticket *t, char *buf, size_t size)
 	snprintf(buf, size, "changed since it was read at %s", when);
 }
 
+/* An audit row; BASE and CURRENT may be NULL (not known). */
 static void record(struct gate *g, const char *path, const char *op,
-		   const char *reason, bool allowed, pid_t pid, const char *comm)
+		   const char *reason, bool allowed, pid_t pid, const char *comm,
+		   const struct store_version *base, const struct store_version *current)
 {
 	if (!g || !g->writer)
 		return;
@@ -712,11 +742,35 @@ static void record(struct gate *g, const char *path, const char *op,
 		.reason = reason, .mode = gate_mode_name(g->mode),
 		.pid = pid, .allowed = allowed,
 	};
+	if (base)
+		a.base = *base;
+	if (current)
+		a.current = *current;
 	store_writer_audit(g->writer, &a);
 }
 
+/* The version of the file ST (FD any fd of it, virtual PATH) a refusal
+ * found, its text kept in the store as a snapshot would keep it. */
+static struct store_version describe_current(struct gate *g, const struct stat *st,
+					     int fd, const char *path)
+{
+	struct store_version v = { .known = true, .size = st->st_size,
+				   .mtime_ns = ts_ns(st->st_mtim) };
+	_cleanup_(closep) int rfd = confine_reopen(fd, O_RDONLY);
+	struct snap_file f;
+
+	if (rfd >= 0 && snapshot_describe(rfd, st, path, NULL, store_writer_keep_text,
+					  g->writer, &f) == 0) {
+		v.hashed = f.hashed;
+		memcpy(v.sha256, f.sha256, sizeof(f.sha256));
+		snap_file_free(&f);
+	}
+	return v;
+}
+
 void gate_report(struct gate *g, const struct gate_ticket *t,
-		 const char *path, const char *op, pid_t pid, const char *comm)
+		 const struct stat *st, int fd, const char *path,
+		 const char *op, pid_t pid, const char *comm)
 {
 	char reason[96];
 
@@ -727,11 +781,16 @@ void gate_report(struct gate *g, const struct gate_ticket *t,
 	log_warn("%s %s of '%s': %s (pid %d, %s)",
 		 allowed ? "audit: would refuse" : "refused", op, path, reason,
 		 (int)pid, comm);
-	record(g, path, op, reason, allowed, pid, comm);
+	if (t->verdict != GATE_CHANGED || !g->writer) {
+		record(g, path, op, reason, allowed, pid, comm, NULL, NULL);
+		return;
+	}
+	struct store_version current = describe_current(g, st, fd, path);
+	record(g, path, op, reason, allowed, pid, comm, &t->base, &current);
 }
 
 void gate_record_refusal(struct gate *g, const char *path, const char *op,
 			 const char *reason, pid_t pid, const char *comm)
 {
-	record(g, path, op, reason, false, pid, comm);
+	record(g, path, op, reason, false, pid, comm, NULL, NULL);
 }

@@ -25,6 +25,8 @@
 #ifndef SBX_GATE_H
 #define SBX_GATE_H
 
+#include "store.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -91,6 +93,7 @@ struct gate_ticket {
 	bool was_current;		/* the mark matched ST at gate_lock() */
 	enum gate_verdict verdict;	/* of gate_check() */
 	int64_t read_at_ns;		/* GATE_CHANGED: when it was read */
+	struct store_version base;	/* GATE_CHANGED: the version read */
 };
 
 /* Takes the gate lock of the file whose current attributes are ST. */
@@ -127,10 +130,13 @@ void gate_persist(struct gate *g, const struct stat *st, const char *path);
 void gate_forget_path(struct gate *g, const char *path);
 
 /* Writes the refusal (or, in audit mode, the would-be refusal) in T to the
- * log and the audit table. */
+ * log and the audit table; for GATE_CHANGED with what changed: the
+ * version read and the current one (attributes ST, FD any fd of it), and
+ * the current one's text to the store, so "sbx audit --diff" can show the
+ * change (the text of the version read went there when it was read). */
 void gate_report(struct gate *g, const struct gate_ticket *t,
-		 const char *path, const char *op, pid_t pid,
-		 const char *comm);
+		 const struct stat *st, int fd, const char *path,
+		 const char *op, pid_t pid, const char *comm);
 /* Records a refusal the gate did not decide (a save over a file changed
  * on the host while open): to the audit table only; the caller logs. */
 void gate_record_refusal(struct gate *g, const char *path, const char *op,

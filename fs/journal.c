@@ -97,14 +97,6 @@ void journal_note(struct view *v, fuse_req_t req, const char *op,
 
 /* ---- pre-images ---------------------------------------------------------- */
 
-/* The text of a pre-image goes to the store by SHA-256 (kept once). */
-static int keep_text(void *arg, const struct snap_file *f, const uint8_t *data,
-		     size_t len)
-{
-	store_writer_blob(arg, f->sha256, data, len);
-	return 0;
-}
-
 /* The open run, or 0; where pre-images of DIR's entries are wanted, their
  * virtual path (NAME in DIR) in PATH. */
 static int64_t wanted(struct view *v, struct inode *dir, const char *name,
@@ -137,7 +129,7 @@ void journal_preimage(struct view *v, fuse_req_t req, struct inode *ino)
 		return;
 	_cleanup_(closep) int fd = confine_reopen(pfd, O_RDONLY | O_NONBLOCK);
 	int r = fd < 0 ? fd : fstat(fd, &st) < 0 ? -errno
-		: snapshot_describe(fd, &st, path, NULL, keep_text, v->writer, &f);
+		: snapshot_describe(fd, &st, path, NULL, store_writer_keep_text, v->writer, &f);
 	inode_unpin(v->inodes, ino);
 	if (r < 0) {
 		log_debug("no pre-image of %s: %s", path, strerror(-r));
@@ -183,7 +175,7 @@ void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir,
 		if (fd >= 0)
 			close(fd);
 	}
-	if (snapshot_file_at(dfd, name, path, keep_text, v->writer, &f) < 0)
+	if (snapshot_file_at(dfd, name, path, store_writer_keep_text, v->writer, &f) < 0)
 		return;		/* nothing there, or a directory */
 	record(v, req, "preimage", path, NULL, &f);
 	snap_file_free(&f);

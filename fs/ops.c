@@ -284,7 +284,7 @@ static int gate_decide(struct view *v, fuse_req_t req, struct gate_ticket *t,
 	if (!want)
 		view_path(v, dir, name, path, sizeof(path));
 	proc_comm(ctx->pid, comm);
-	gate_report(v->gate, t, path, op, ctx->pid, comm);
+	gate_report(v->gate, t, st, fd, path, op, ctx->pid, comm);
 	return gate_mode(v->gate) == GATE_AUDIT ? 0 : -EACCES;
 }
 

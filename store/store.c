@@ -68,6 +68,14 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"ALTER TABLE journal ADD COLUMN sensitive INTEGER;"
 	"ALTER TABLE journal ADD COLUMN binary INTEGER;"
 	"ALTER TABLE journal ADD COLUMN large INTEGER;",
+	/* 5 -> 6: what a refusal missed: the version read (base) and the
+	 * one found (cur); contents in blobs by SHA-256 where kept. */
+	"ALTER TABLE audit ADD COLUMN base_size INTEGER;"
+	"ALTER TABLE audit ADD COLUMN base_mtime_ns INTEGER;"
+	"ALTER TABLE audit ADD COLUMN base_sha256 BLOB;"
+	"ALTER TABLE audit ADD COLUMN cur_size INTEGER;"
+	"ALTER TABLE audit ADD COLUMN cur_mtime_ns INTEGER;"
+	"ALTER TABLE audit ADD COLUMN cur_sha256 BLOB;",
 };
 
 enum stmt_id {
@@ -86,11 +94,13 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_MARKS_EACH] = "SELECT path, ino, size, mtime_ns, ctime_ns, at_ns, hash"
 			  " FROM marks WHERE user = ? AND thread = ?",
 	[ST_AUDIT_ADD] = "INSERT INTO audit (at_ns, user, thread, path, op, pid,"
-			 " comm, reason, mode, allowed)"
-			 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			 " comm, reason, mode, allowed, base_size, base_mtime_ns,"
+			 " base_sha256, cur_size, cur_mtime_ns, cur_sha256)"
+			 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[ST_AUDIT_EACH] = "SELECT id, at_ns, path, op, pid, comm, reason, mode,"
-			  " allowed FROM audit WHERE user = ? AND thread = ?"
-			  " ORDER BY id",
+			  " allowed, base_size, base_mtime_ns, base_sha256,"
+			  " cur_size, cur_mtime_ns, cur_sha256"
+			  " FROM audit WHERE user = ? AND thread = ? ORDER BY id",
 	[ST_SNAP_ADD] = "INSERT INTO snapshots (user, thread, at_ns, files,"
 			" truncated, max_files) VALUES (?, ?, ?, ?, ?, ?)",
 	[ST_SNAP_FILE_ADD] = "INSERT INTO snapshot_files (snapshot, seq, path, root,"
@@ -451,6 +461,30 @@ int store_marks_each(struct store *s, const char *user, const char *thread,
 	return each_row(s, st, "read the read marks", mark_row, &c);
 }
 
+/* A version is three columns: size, mtime_ns, sha256 (NULL if unknown). */
+static void bind_version(sqlite3_stmt *st, int col, const struct store_version *v)
+{
+	if (!v->known)
+		return;
+	sqlite3_bind_int64(st, col, v->size);
+	sqlite3_bind_int64(st, col + 1, v->mtime_ns);
+	if (v->hashed)
+		sqlite3_bind_blob(st, col + 2, v->sha256, sizeof(v->sha256), SQLITE_STATIC);
+}
+
+static struct store_version col_version(sqlite3_stmt *st, int col)
+{
+	struct store_version v = { .known = sqlite3_column_type(st, col) != SQLITE_NULL };
+
+	v.size = sqlite3_column_int64(st, col);
+	v.mtime_ns = sqlite3_column_int64(st, col + 1);
+	if (sqlite3_column_bytes(st, col + 2) == (int)sizeof(v.sha256)) {
+		memcpy(v.sha256, sqlite3_column_blob(st, col + 2), sizeof(v.sha256));
+		v.hashed = true;
+	}
+	return v;
+}
+
 int store_audit_add(struct store *s, const struct store_audit *a)
 {
 	_stmt_ st = stmt(s, ST_AUDIT_ADD);
@@ -467,6 +501,8 @@ int store_audit_add(struct store *s, const struct store_audit *a)
 	sqlite3_bind_text(st, 8, a->reason, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 9, a->mode, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 10, a->allowed);
+	bind_version(st, 11, &a->base);
+	bind_version(st, 14, &a->current);
 	return exec_stmt(s, st, "record an audit row");
 }
 
@@ -491,6 +527,8 @@ static int audit_row(sqlite3_stmt *st, void *ctx)
 		.reason = col_text(st, 6),
 		.mode = col_text(st, 7),
 		.allowed = sqlite3_column_int(st, 8) != 0,
+		.base = col_version(st, 9),
+		.current = col_version(st, 12),
 	};
 
 	return c->fn(c->arg, &a);

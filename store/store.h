@@ -22,7 +22,7 @@
 #include <sys/types.h>
 
 #define STORE_FILE "sbx.db"
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 struct store;
 
@@ -67,12 +67,24 @@ int store_marks_each(struct store *s, const char *user, const char *thread,
 
 /* One audit row: a modification the gate refused, or would have refused
  * (ALLOWED, in audit mode). */
+/* A version of a file as an audit row tells it: KNOWN if the row has it;
+ * the content's SHA-256 if HASHED (the blobs table may hold that
+ * content). */
+struct store_version {
+	bool known, hashed;
+	int64_t size, mtime_ns;
+	uint8_t sha256[32];
+};
+
 struct store_audit {
 	int64_t id;			/* set by the store */
 	int64_t at_ns;
 	const char *user, *thread, *path, *op, *comm, *reason, *mode;
 	pid_t pid;
 	bool allowed;
+	/* A file changed since it was read: the version the thread read and
+	 * the one it would have replaced. */
+	struct store_version base, current;
 };
 
 int store_audit_add(struct store *s, const struct store_audit *a);

@@ -417,3 +417,10 @@ void store_writer_blob(struct store_writer *w, const uint8_t sha256[32],
 	memcpy(r->text, data, len);
 	enqueue(w, r);
 }
+
+int store_writer_keep_text(void *writer, const struct snap_file *f,
+			   const uint8_t *data, size_t len)
+{
+	store_writer_blob(writer, f->sha256, data, len);
+	return 0;
+}

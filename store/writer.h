@@ -38,6 +38,11 @@ int store_writer_preimage_fd(struct store_writer *w, const struct store_event *e
 /* File content kept by SHA-256 (store_blob_put()), for a pre-image. */
 void store_writer_blob(struct store_writer *w, const uint8_t sha256[32],
 		       const void *data, size_t len);
+/* The same as a snapshot_keep callback (ARG: the writer): the text of a
+ * file snapshot_describe() hashed. Returns 0. */
+struct snap_file;
+int store_writer_keep_text(void *writer, const struct snap_file *f,
+			   const uint8_t *data, size_t len);
 
 /* Waits until every row queued before the call is written (tests, and
  * sbxfs before it reports an unmount). */

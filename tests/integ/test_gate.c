@@ -339,6 +339,86 @@ START_TEST(test_gate_files_moved_into_git_keep_their_gate)
 }
 END_TEST
 
+/* Waits until the thread's mark of workspace file NAME is stored with its
+ * content hash: the hasher has read it (and kept its text). */
+static void wait_mark_hashed(const char *name)
+{
+	for (int i = 0; i < 200; i++) {
+		char *n = OUT("sqlite3 '%s/sbx.db' \"SELECT count(*) FROM marks WHERE"
+			      " path = '/mnt/user-data/workspace/%s' AND hash IS NOT NULL\"",
+			      V.home, name);
+		bool done = !strcmp(n, "1\n");
+
+		free(n);
+		if (done)
+			return;
+		usleep(10000);
+	}
+	ck_abort_msg("the mark of %s was never hashed", name);
+}
+
+/* The last audit row's "changed" object, one field per line, from the
+ * JSON output. */
+static char *last_change(void)
+{
+	return OUT("'%s' audit --home '%s' --user alice --thread gate --format json |"
+		   " python3 -c 'import json, sys; c = json.load(sys.stdin)[-1][\"changed\"];"
+		   " print(c[\"base\"][\"size\"], c[\"current\"][\"size\"]);"
+		   " print(c[\"base\"][\"sha256\"] is not None, c[\"current\"][\"sha256\"] is not None);"
+		   " print(c[\"diff\"]); print(c[\"diff_unavailable_reason\"])'",
+		   test_bin("sbx"), V.home);
+}
+
+/* A refusal tells what the thread missed: the version it read and the
+ * one it found, and for text the diff between them (the agent can read
+ * the change and retry once). Text, binary and large files. */
+START_TEST(test_gate_refusal_tells_what_changed)
+{
+	ck_assert_int_eq(write_file(host("notes.txt"), "line 1\nline 2\nline 3\n"), 0);
+	read_until(ws("notes.txt"), "line 1\nline 2\nline 3\n");
+	wait_mark_hashed("notes.txt");
+	ck_assert_int_eq(write_file(host("notes.txt"), "line 1\nline two\nline 3\n"), 0);
+	ck_assert_int_eq(try_write(ws("notes.txt"), OVERWRITE, "agent\n"), EACCES);
+	wait_audit("open with O_TRUNC /mnt/user-data/workspace/notes.txt");
+	char *text = OUT("'%s' audit --home '%s' --user alice --thread gate --diff",
+			 test_bin("sbx"), V.home);
+	ck_assert_msg(strstr(text, "    read:    21 bytes, modified ") &&
+		      strstr(text, "    found:   23 bytes, modified ") &&
+		      strstr(text, "--- a/mnt/user-data/workspace/notes.txt\n"
+				   "+++ b/mnt/user-data/workspace/notes.txt\n"
+				   "@@ -1,3 +1,3 @@\n line 1\n-line 2\n+line two\n line 3\n"),
+		      "sbx audit --diff:\n%s", text);
+	ck_assert_str_eq(last_change(),
+			 "21 23\nTrue True\n--- a/mnt/user-data/workspace/notes.txt\n"
+			 "+++ b/mnt/user-data/workspace/notes.txt\n@@ -1,3 +1,3 @@\n"
+			 " line 1\n-line 2\n+line two\n line 3\nNone\n");
+
+	/* Binary: hashes, no diff. */
+	OK("printf 'a\\000b' > '%s'", host("blob.bin"));
+	OK("cat '%s' > /dev/null", ws("blob.bin"));
+	wait_mark_hashed("blob.bin");
+	OK("printf 'a\\000cd' > '%s'", host("blob.bin"));
+	ck_assert_int_eq(try_write(ws("blob.bin"), OVERWRITE, "agent\n"), EACCES);
+	wait_audit("open with O_TRUNC /mnt/user-data/workspace/blob.bin");
+	ck_assert_str_eq(last_change(), "3 4\nTrue True\nNone\nthe text of the version read"
+			 " was not kept (binary, sensitive, over 256 KiB, or not hashed yet)\n");
+
+	/* Large: sizes and times only. */
+	OK("head -c 300000 /dev/zero | tr '\\0' x > '%s'", host("big.txt"));
+	OK("cat '%s' > /dev/null", ws("big.txt"));
+	OK("head -c 300001 /dev/zero | tr '\\0' y > '%s'", host("big.txt"));
+	ck_assert_int_eq(try_write(ws("big.txt"), OVERWRITE, "agent\n"), EACCES);
+	wait_audit("open with O_TRUNC /mnt/user-data/workspace/big.txt");
+	ck_assert_str_eq(last_change(), "300000 300001\nFalse False\nNone\nthe text of the"
+			 " version read was not kept (binary, sensitive, over 256 KiB, or not"
+			 " hashed yet)\n");
+	text = OUT("'%s' audit --home '%s' --user alice --thread gate --diff | tail -3",
+		   test_bin("sbx"), V.home);
+	ck_assert_msg(strstr(text, "    read:    300000 bytes, modified ") &&
+		      strstr(text, ", sha256 unknown\n    found:   300001 bytes"), "%s", text);
+}
+END_TEST
+
 /* A host save while the agent's handle is open: the agent's close is
  * refused and audited, whatever the mark says. */
 START_TEST(test_gate_host_edit_while_open_is_refused_and_audited)
@@ -524,6 +604,7 @@ Suite *suite_view_gate(void)
 	tcase_add_test(tc, test_gate_git_checkout_and_pull_work);
 	tcase_add_test(tc, test_gate_files_moved_into_git_keep_their_gate);
 	tcase_add_test(tc, test_gate_host_edit_while_open_is_refused_and_audited);
+	tcase_add_test(tc, test_gate_refusal_tells_what_changed);
 	tcase_add_test(tc, test_gate_audit_text_escapes_names);
 	tcase_add_test(tc, test_gate_racing_handles_never_win_against_a_stale_mark);
 	tcase_add_test(tc, test_gate_a_handle_is_authorized_once);
