@@ -2227,16 +2227,25 @@ static int nobody_try_fn(void *arg)
 	return r < 0 ? errno : 0;
 }
 
+/* Runs FN(ARG) in a child (in_child()) with *DIRFD, a member of ARG, an
+ * fd of directory DIR opened before the child drops privileges. */
+static int in_child_at(const char *dir, int *dirfd, int (*fn)(void *), void *arg)
+{
+	int r;
+
+	*dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_msg(*dirfd >= 0, "open %s: %s", dir, ename(errno));
+	r = in_child(fn, arg);
+	close(*dirfd);
+	return r;
+}
+
 /* Does OP on NAME under directory DIR as uid/gid 65534; 0 or its errno. */
 static int as_nobody(const char *dir, const char *name, enum nobody_op op)
 {
-	struct nobody_try t = { open(dir, O_RDONLY | O_DIRECTORY), name, op };
-	int r;
+	struct nobody_try t = { -1, name, op };
 
-	ck_assert_msg(t.dirfd >= 0, "open %s: %s", dir, ename(errno));
-	r = in_child(nobody_try_fn, &t);
-	close(t.dirfd);
-	return r;
+	return in_child_at(dir, &t.dirfd, nobody_try_fn, &t);
 }
 
 #define pws(...) ws_of(&P, __VA_ARGS__)
@@ -2414,13 +2423,9 @@ static int priv_try_fn(void *arg)
 
 static int priv_try(const char *dir, const char *name, enum priv_op op, bool root)
 {
-	struct priv_try t = { open(dir, O_RDONLY | O_DIRECTORY), name, op, root };
-	int r;
+	struct priv_try t = { -1, name, op, root };
 
-	ck_assert_msg(t.dirfd >= 0, "open %s: %s", dir, ename(errno));
-	r = in_child(priv_try_fn, &t);
-	close(t.dirfd);
-	return r;
+	return in_child_at(dir, &t.dirfd, priv_try_fn, &t);
 }
 
 START_TEST(test_posix_privileged_changes_follow_the_callers_capabilities)
@@ -2684,13 +2689,9 @@ static int write_try_fn(void *arg)
 static int write_try(const char *dir, const char *name, int flags, uid_t uid,
 		     gid_t gid)
 {
-	struct write_try t = { open(dir, O_RDONLY | O_DIRECTORY), name, flags, uid, gid };
-	int r;
+	struct write_try t = { -1, name, flags, uid, gid };
 
-	ck_assert_msg(t.dirfd >= 0, "open %s: %s", dir, ename(errno));
-	r = in_child(write_try_fn, &t);
-	close(t.dirfd);
-	return r;
+	return in_child_at(dir, &t.dirfd, write_try_fn, &t);
 }
 
 /* pjdfstest chmod/12.t: a write by a non-owner clears the set-id bits (it
