@@ -65,7 +65,9 @@ struct inode {
 	bool covered;			/* a watch reports its changes */
 	struct stage *stage;		/* guarded by its stage lock (stage.h) */
 	struct file_version save_base;	/* the same: what its writers */
-	bool save_base_set;		/* started from */
+	bool save_base_set;		/* started from; */
+	uint32_t flushed_writers;	/* and its handles closed since
+					 * their last change (ops.c) */
 	int64_t imaged;			/* atomic: the run its pre-image is
 					 * for (journal.h) */
 	bool stale_pages;		/* atomic: a save was dropped, and the

@@ -85,6 +85,8 @@ struct open_file {
 	bool authorized;	/* the gate let it modify; kept until close */
 	bool stageable;		/* its changes go to a stage (stage.h) */
 	bool journaled;		/* its change is in the journal already */
+	bool flushed;		/* stageable: closed (FLUSH) since its last
+				 * change; counted in inode->flushed_writers */
 };
 
 static struct open_file *fh_of(const struct fuse_file_info *fi)
@@ -488,6 +490,10 @@ static int change_begin(struct view *v, fuse_req_t req, struct inode *ino,
 	if (r < 0) {
 		io_end(&c->io);
 		return r;
+	}
+	if (h->flushed && c->io.locked) {
+		h->flushed = false;	/* written again through a dup */
+		ino->flushed_writers--;
 	}
 	/* Set-id bits go with the change, under its gate lock: the gate must
 	 * not take their removal for a change on the host. */
@@ -1611,6 +1617,8 @@ static void handle_release(struct view *v, struct inode *ino,
 	int r;
 
 	stage_lock(v, ino);
+	if (h->flushed)
+		ino->flushed_writers--;
 	opens = inode_open_count(v->inodes, ino, &writers);
 	if (h->writer && writers == 1 && (r = stage_publish(v, ino, false, 0)) < 0)
 		log_warn("the last change to '%s' was not saved: %s",
@@ -1797,18 +1805,25 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in,
 }
 
 /* close(2): the last writer's close publishes the file's stage, so
- * close() returns whatever kept the save from happening. */
+ * close() returns whatever kept the save from happening. "Last" counts
+ * the writers closed before it as gone, though their RELEASE may still
+ * be on its way (the kernel sends it after close() returned). */
 static void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
 	struct inode *ino = node(v, id);
+	struct open_file *h = fh_of(fi);
 	uint32_t writers;
 	int r = 0, fd;
 
-	if (fh_of(fi)->writer && stage_any(ino)) {
+	if (h->stageable) {
 		stage_lock(v, ino);
+		if (!h->flushed) {
+			h->flushed = true;
+			ino->flushed_writers++;
+		}
 		inode_open_count(v->inodes, ino, &writers);
-		if (writers <= 1)
+		if (writers <= ino->flushed_writers)
 			r = stage_publish(v, ino, false, fuse_req_ctx(req)->pid);
 		stage_unlock(v, ino);
 		if (r < 0)
