@@ -336,12 +336,17 @@ START_TEST(test_sandbox_identity_and_ownership)
 	     "person\nagent\n");
 	/* Every process of the sandbox, seen from the host. */
 	run_opts("t1", "--scope s", (int[]){ 0 }, "(exec -a sbx-identity-proc sleep 60) &");
-	char *ids = OUT("p=$(pgrep -f 'sbx-identity-pro[c]' | head -1); while [ \"$p\" -gt 1 ]; do"
-			" c=$(cat /proc/$p/comm); case $c in sbx) break;; esac;"
+	/* From the sleep itself (argv[0] set by exec -a; the shell that
+	 * started it has the name in its command line too, and may be gone)
+	 * up to the broker; a process that vanishes mid-walk fails the test. */
+	char *ids = OUT("p=$(pgrep -f '^sbx-identity-proc' | head -1); [ -n \"$p\" ] || echo none;"
+			" while [ \"${p:-0}\" -gt 1 ]; do"
+			" c=$(cat /proc/$p/comm) || { echo vanished; break; }; case $c in sbx) break;; esac;"
 			" u=$(awk '/^Uid:/ {print $3}' /proc/$p/status);"
 			" e=$(awk '/^CapEff:/ {print $2}' /proc/$p/status);"
 			" n=$(readlink /proc/$p/ns/user);"
-			" if [ $u = 0 ] || { [ $n = $(readlink /proc/1/ns/user) ] && [ $e != 0000000000000000 ]; };"
+			" if [ \"$u\" = 0 ] || { [ \"$n\" = \"$(readlink /proc/1/ns/user)\" ] &&"
+			" [ \"$e\" != 0000000000000000 ]; };"
 			" then echo \"$c $u $e\"; fi; p=$(awk '/^PPid:/ {print $2}' /proc/$p/status); done;"
 			" echo checked");
 	SAME(ids, "checked\n");
