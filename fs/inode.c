@@ -786,6 +786,16 @@ void inode_table_each(struct inode_table *t,
 	pthread_mutex_unlock(&t->lock);
 }
 
+void inode_note_unnamed(struct inode_table *t, uint16_t domain, dev_t dev,
+			ino_t ino)
+{
+	pthread_mutex_lock(&t->lock);
+	struct inode *i = hash_find(t, domain, dev, ino);
+	if (i)
+		__atomic_store_n(&i->unnamed, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&t->lock);
+}
+
 void inode_moved(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
 		 struct inode *newparent, const char *newname)
 {

@@ -72,6 +72,8 @@ struct inode {
 					 * for (journal.h) */
 	bool stale_pages;		/* atomic: a save was dropped, and the
 					 * kernel may cache its bytes */
+	bool unnamed;			/* atomic: the view itself removed a
+					 * name of it (inode_note_unnamed) */
 	struct timespec seen_mtime, seen_ctime;	/* attributes last */
 	off_t seen_size;			/* given to the kernel */
 	uint32_t refs;			/* children + fixed */
@@ -177,6 +179,13 @@ void inode_table_on_unwatch(struct inode_table *t, void (*fn)(void *, int),
 /* Calls FN(ARG, INO) for every inode; FN must not call into the table. */
 void inode_table_each(struct inode_table *t,
 		      void (*fn)(void *, struct inode *), void *arg);
+
+/* The view itself is about to remove a name of the object (DOMAIN, DEV,
+ * INO): an unlink, or a rename over it. Marks its inode, if the table
+ * holds one: a save of it that finds another file at its name then knows
+ * the thread, not the host, put it there (stage.h). */
+void inode_note_unnamed(struct inode_table *t, uint16_t domain, dev_t dev,
+			ino_t ino);
 
 /* After a rename through the view: the object (DOMAIN, DEV, INO) is now
  * NEWPARENT/NEWNAME. No-op if the table does not hold it. */

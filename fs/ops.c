@@ -1142,13 +1142,15 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (!(flags & AT_REMOVEDIR))
 		journal_preimage_at(v, req, dir, p.fd, name, true);
 	struct stat gone;
-	bool counted = v->quota && fstatat(p.fd, name, &gone, AT_SYMLINK_NOFOLLOW) == 0;
+	bool there = fstatat(p.fd, name, &gone, AT_SYMLINK_NOFOLLOW) == 0;
 	watch_expect(v->watch, dir, name, false);
 	view_names_hold(v, dir, NULL);
 	r = unlinkat(p.fd, name, flags) < 0 ? neg_errno() : 0;
+	if (r == 0 && there && S_ISREG(gone.st_mode))
+		inode_note_unnamed(v->inodes, dir->domain, gone.st_dev, gone.st_ino);
 	view_names_release(v, dir, NULL);
 	gate_end_name(&t, &fd);
-	if (r == 0 && counted)
+	if (r == 0 && there && v->quota)
 		view_release(v, dir, &gone);
 	if (r < 0)
 		watch_unexpect(v->watch, dir, name, false);
@@ -1267,8 +1269,14 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 		watch_expect(v->watch, from, name, true);
 	}
 	view_names_hold(v, from, to);
+	struct stat victim;
+	bool over = !(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)) &&
+		    fstatat(pt.fd, newname, &victim, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(victim.st_mode);
 	r = renameat2(pf.fd, name, pt.fd, newname, flags) < 0 ? neg_errno() : 0;
 	if (r == 0) {
+		if (over)
+			inode_note_unnamed(v->inodes, to->domain, victim.st_dev, victim.st_ino);
 		note_moved(v, to, pt.fd, newname);
 		if (exchange)
 			note_moved(v, from, pf.fd, name);

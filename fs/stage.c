@@ -572,13 +572,13 @@ static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent
 	struct stat st;
 	int r = pfd < 0 ? -ENOENT : area_link(v, ino);
 
+	/* The kernel learns of the new name from the host watch, as of a
+	 * host-side creation: it may hold a negative entry for it. */
 	for (unsigned n = 0; r == 0; n++) {
 		conflict_name(name, n, copy);
-		watch_expect(v->watch, parent, copy, true);
 		if (renameat2(area, s->name, pfd, copy, RENAME_NOREPLACE) == 0)
 			break;
 		r = neg_errno();
-		watch_unexpect(v->watch, parent, copy, true);
 		if (r == -EEXIST && n < 99)
 			r = 0;
 	}
@@ -612,7 +612,8 @@ static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent
  * or it was renamed while the view knew it by another name), the changes
  * reach it in place, as writes would natively, unless it changed since
  * the stage was taken. A file with no name left keeps them nowhere, as on
- * a local disk, unless a person's new file replaced it: a conflict. */
+ * a local disk, unless a person's new file replaced it (not the thread's
+ * own unlink or rename, inode_note_unnamed()): a conflict. */
 static int publish_in_place(struct view *v, struct inode *ino, bool durable,
 			    struct inode *parent, int pfd, const char *name,
 			    bool replaced, pid_t pid)
@@ -625,7 +626,7 @@ static int publish_in_place(struct view *v, struct inode *ino, bool durable,
 	if (ofd < 0 || fstat(ofd, &cur) < 0 || cur.st_nlink == 0) {
 		if (ofd >= 0)
 			inode_unpin(v->inodes, ino);
-		if (replaced)
+		if (replaced && !__atomic_load_n(&ino->unnamed, __ATOMIC_ACQUIRE))
 			return keep_conflict(v, ino, parent, pfd, name, pid);
 		s->state = STAGE_ORPHAN;
 		return 0;

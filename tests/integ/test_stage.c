@@ -454,6 +454,29 @@ START_TEST(test_stage_unlinked_while_open_stays_gone)
 }
 END_TEST
 
+/* The thread's own unlink or rename over an open, staged file is no
+ * conflict: close() succeeds, as natively, and the changes go nowhere
+ * (the file has no name left). */
+START_TEST(test_stage_own_replacement_while_open_is_no_conflict)
+{
+	ck_assert_int_eq(write_file(host("mine"), "v1\n"), 0);
+	ck_assert_int_eq(write_file(ws("other"), "other\n"), 0);
+	int fd = open_rw(ws("mine"), O_RDWR);
+	put(fd, 0, "A");
+	ck_assert_int_eq(rename(ws("other"), ws("mine")), 0);
+	ck_assert_int_eq(close(fd), 0);
+	ck_assert_str_eq(read_file(host("mine")), "other\n");
+
+	fd = open_rw(ws("mine"), O_RDWR);
+	put(fd, 0, "B");
+	ck_assert_int_eq(unlink(ws("mine")), 0);
+	ck_assert_int_eq(write_file(ws("mine"), "new\n"), 0);
+	ck_assert_int_eq(close(fd), 0);
+	ck_assert_str_eq(read_file(host("mine")), "new\n");
+	ck_assert_ptr_null(conflict_copy("mine"));
+}
+END_TEST
+
 /* A file its writer may write, in a directory it may not: staging would
  * need the directory (a rename), POSIX does not, so the change goes in
  * place. */
@@ -643,6 +666,7 @@ Suite *suite_view_stage(void)
 	tcase_add_test(tc, test_stage_shared_writable_mmap_is_published_at_munmap_and_close);
 	tcase_add_test(tc, test_stage_host_edit_while_open_is_never_overwritten);
 	tcase_add_test(tc, test_stage_host_edit_under_a_shared_mapping_is_never_overwritten);
+	tcase_add_test(tc, test_stage_own_replacement_while_open_is_no_conflict);
 	tcase_add_test(tc, test_stage_hard_linked_files_change_in_place);
 	tcase_add_test(tc, test_stage_never_publishes_through_a_swapped_symlink);
 	tcase_add_test(tc, test_stage_unlinked_while_open_stays_gone);
