@@ -795,6 +795,17 @@ static void kill_uid(uid_t uid)
 	}
 }
 
+enum limit_hit cgroup_check_ended(struct cgroup_leaf *leaf, bool killed)
+{
+	enum limit_hit hit = cgroup_check(leaf);
+
+	for (int i = 0; hit == LIMIT_NONE && killed && i < 20; i++) {
+		usleep(5000);
+		hit = cgroup_check(leaf);
+	}
+	return hit;
+}
+
 void cgroup_kill(struct cgroup_leaf *leaf)
 {
 	bool any = false;

@@ -68,6 +68,11 @@ void cgroup_launch(const struct cgroup_leaf *leaf, struct launch *launch);
 /* Whether LEAF reached a limit since the last call (cheap: a few small
  * reads). */
 enum limit_hit cgroup_check(struct cgroup_leaf *leaf);
+/* The same for a command that ended, KILLED if by SIGKILL (or exit status
+ * 137 from its shell): the OOM killer sends its SIGKILL before it counts
+ * the kill (and writes to the console in between), so the count gets up
+ * to 100 ms to appear. */
+enum limit_hit cgroup_check_ended(struct cgroup_leaf *leaf, bool killed);
 /* Kills every process of LEAF (under the rlimit fallback: of its uid). */
 void cgroup_kill(struct cgroup_leaf *leaf);
 /* Kills what is left and removes the leaf (once its processes are

@@ -176,8 +176,10 @@ int run_command(const struct run_spec *s, struct run_result *r)
 		if (event == 1 && gone)
 			r->start_failed = true;
 		/* A limit's kill may end the command before the next look. */
+		bool sigkilled = (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+				 (WIFEXITED(status) && WEXITSTATUS(status) == 137);
 		if (gone && s->leaf && !r->start_failed &&
-		    (r->killed = cgroup_check(s->leaf)) != LIMIT_NONE)
+		    (r->killed = cgroup_check_ended(s->leaf, sigkilled)) != LIMIT_NONE)
 			kill_command(s, pid, &status);
 		if (gone) {
 			exited = true;

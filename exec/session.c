@@ -487,6 +487,9 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 		} else {
 			r->code = out.rc;
 		}
+		if (!r->killed && s->leaf && (r->code == 137 || r->code == -SIGKILL) &&
+		    (r->killed = cgroup_check_ended(s->leaf, true)) != LIMIT_NONE)
+			r->code = 137;
 	} else {
 		/* What the command did to its leaf is the command's. */
 		if (!r->timed_out && !r->cancelled && !r->killed && s->leaf)
