@@ -451,8 +451,7 @@ static void op_exec(struct client *c, const struct request *q)
 	if (r < 0) {
 		log_warn("exec %s/%s: %s", user, thread, *err ? err : strerror(-r));
 		send_error(c->fd, id, r == -EBUSY ? "session_limit" : "start_failed", "%s",
-			   r == -EBUSY ? "every shell session is busy (max_shell_sessions)"
-			   : *err ? err : strerror(-r));
+			   *err ? err : strerror(-r));
 		return;
 	}
 	log_info("exec %s/%s%s: exit %d%s", user, thread, host ? " (host)" : "", res.code,
@@ -822,7 +821,8 @@ int broker_main(const struct broker_options *o)
 		probe_sandbox(&b);
 	b.limits = cgroups_new(&b.config.limits, o->home, false);
 	b.provider = provider_new(o->home, &b.config);
-	b.sessions = b.limits ? sessions_new(b.config.max_shell_sessions, b.limits) : NULL;
+	b.sessions = b.limits ? sessions_new(b.config.max_shell_sessions,
+					       b.config.max_shell_sessions_total, b.limits) : NULL;
 	if (!b.provider || !b.sessions)
 		goto fail;
 	log_protections(&b);

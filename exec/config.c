@@ -56,6 +56,7 @@ void config_defaults(struct config *c)
 	c->idle_timeout = 900;
 	c->max_running = 3;
 	c->max_shell_sessions = 10;
+	c->max_shell_sessions_total = 1000;
 	c->bash_max_sessions = 50;
 	c->sandbox_uid_base = 2000000000;
 	c->sandbox_uid_count = 65536;
@@ -328,6 +329,8 @@ static int set_broker(struct parse *p, const char *key, const char *v)
 		p->shell_line = p->lineno;
 		return set_number(p, key, v, "", 1000, &c->max_shell_sessions);
 	}
+	if (!strcmp(key, "max_shell_sessions_total"))
+		return set_number(p, key, v, "", 100000, &c->max_shell_sessions_total);
 	if (!strcmp(key, "bash_max_sessions"))
 		return set_number(p, key, v, "", 10000, &c->bash_max_sessions);
 	if (!strcmp(key, "bwrap")) {
@@ -526,6 +529,9 @@ int config_load(const char *path, struct config *c, char *err, size_t errlen)
 		fail(&p, -ENOMEM, "out of memory");
 	} else if (r > 0 && (!p.fail_line || (unsigned)r < p.fail_line)) {
 		syntax_error(&p, (unsigned)r);
+	} else if (!p.fail_line && t.max_shell_sessions < t.max_running + 1 && !p.shell_line) {
+		/* As the reference: a subagent each, and the lead agent's. */
+		t.max_shell_sessions = t.max_running + 1;
 	} else if (!p.fail_line && t.max_shell_sessions < t.max_running + 1) {
 		/* Blame the later of the two lines: the one that broke it. */
 		p.lineno = p.running_line > p.shell_line ? p.running_line : p.shell_line;

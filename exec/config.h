@@ -8,7 +8,9 @@
  *   timeout = 600                seconds, a command's default wall clock
  *   idle_timeout = 900           seconds a parked view stays mounted
  *   max_running = 3              subagents running at once
- *   max_shell_sessions = 10      persistent shells; >= max_running + 1
+ *   max_shell_sessions = 10      persistent shells per sandbox; >= max_running
+ *                                + 1 (raised to it when not set)
+ *   max_shell_sessions_total = 1000  persistent shells in all (host ceiling)
  *   bash_max_sessions = 50       one-off commands at once, per sandbox
  *   bwrap = /usr/bin/bwrap       bubblewrap (default: found on /usr/bin:/bin)
  *   sandbox_uid_base = 2000000000  a root broker runs each sandbox as its
@@ -73,7 +75,8 @@ struct config {
 	unsigned timeout;		/* seconds, >= 1 */
 	unsigned idle_timeout;		/* seconds, >= 1 */
 	unsigned max_running;		/* >= 1 */
-	unsigned max_shell_sessions;	/* >= max_running + 1 */
+	unsigned max_shell_sessions;	/* per sandbox, >= max_running + 1 */
+	unsigned max_shell_sessions_total;	/* >= 1 */
 	unsigned bash_max_sessions;	/* >= 1 */
 	char *bwrap;			/* absolute; NULL: found at start */
 	uid_t sandbox_uid_base;		/* >= 1 */

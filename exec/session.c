@@ -46,7 +46,7 @@ struct spawn {
 struct session_pool {
 	pthread_mutex_t lock;
 	struct session *list;
-	unsigned max, count;
+	unsigned max, total_max, count;	/* per sandbox, in all; alive */
 	uint64_t uses;			/* orders last_used */
 	pthread_t spawner;
 	pthread_cond_t wake, spawned;
@@ -98,7 +98,8 @@ static pid_t spawn_shell(struct session_pool *p, struct spawn *sp)
 	return sp->pid;
 }
 
-struct session_pool *sessions_new(unsigned max_sessions, const struct cgroups *limits)
+struct session_pool *sessions_new(unsigned per_sandbox, unsigned total,
+				  const struct cgroups *limits)
 {
 	struct session_pool *p = calloc(1, sizeof(*p));
 
@@ -107,7 +108,8 @@ struct session_pool *sessions_new(unsigned max_sessions, const struct cgroups *l
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
 	pthread_cond_init(&p->spawned, NULL);
-	p->max = max_sessions;
+	p->max = per_sandbox;
+	p->total_max = total;
 	p->limits = limits;
 	if (pthread_create(&p->spawner, NULL, spawner_main, p) != 0) {
 		pthread_mutex_destroy(&p->lock);
@@ -256,34 +258,66 @@ static int start_shell(struct session_pool *pool, struct session *s,
 	return 0;
 }
 
-/* The session of SPEC, found or made, with one more user. -EBUSY if the
- * limit is reached and no session is idle. */
-static struct session *take(struct session_pool *p, const struct session_spec *spec,
-			    int *err)
+static bool same_sandbox(const struct session *s, const char *user, const char *thread)
 {
-	struct session *s, **link, **oldest = NULL;
+	return !strcmp(s->user, user) && !strcmp(s->thread, thread);
+}
+
+/* Under the lock: evicts the oldest idle session of USER's THREAD, or of
+ * any sandbox if USER is NULL; false if every one is busy. */
+static bool evict_oldest(struct session_pool *p, const char *user, const char *thread)
+{
+	struct session **link, **oldest = NULL;
+
+	for (link = &p->list; *link; link = &(*link)->next)
+		if ((*link)->users == 0 && (!user || same_sandbox(*link, user, thread)) &&
+		    (!oldest || (*link)->last_used < (*oldest)->last_used))
+			oldest = link;
+	if (!oldest)
+		return false;
+	struct session *victim = *oldest;
+	*oldest = victim->next;
+	p->count--;
+	if (user)
+		log_info("session %s/%s scope %s: evicted (oldest idle of its sandbox; %u sessions per sandbox at most)",
+			 victim->user, victim->thread, victim->scope, p->max);
+	else
+		log_info("session %s/%s scope %s: evicted (oldest idle; %u sessions in all at most, max_shell_sessions_total)",
+			 victim->user, victim->thread, victim->scope, p->total_max);
+	session_free(victim);
+	return true;
+}
+
+/* The session of SPEC, found or made, with one more user. -EBUSY if a
+ * limit is reached and no session that would make room is idle (which
+ * limit, in WHY). */
+static struct session *take(struct session_pool *p, const struct session_spec *spec,
+			    int *err, char *why, size_t whylen)
+{
+	const char *user = spec->start->user, *thread = spec->start->thread;
+	struct session *s;
+	unsigned mine = 0;
 
 	pthread_mutex_lock(&p->lock);
 	for (s = p->list; s; s = s->next)
-		if (!strcmp(s->user, spec->start->user) && !strcmp(s->thread, spec->start->thread) &&
-		    !strcmp(s->scope, spec->scope) && s->host == spec->start->host)
+		if (same_sandbox(s, user, thread) && !strcmp(s->scope, spec->scope) &&
+		    s->host == spec->start->host)
 			break;
-	if (!s && p->count >= p->max) {
-		for (link = &p->list; *link; link = &(*link)->next)
-			if ((*link)->users == 0 &&
-			    (!oldest || (*link)->last_used < (*oldest)->last_used))
-				oldest = link;
-		if (!oldest) {
-			pthread_mutex_unlock(&p->lock);
-			*err = -EBUSY;
-			return NULL;
-		}
-		struct session *victim = *oldest;
-		*oldest = victim->next;
-		p->count--;
-		log_info("session %s/%s scope %s: evicted (oldest idle; %u sessions at most)",
-			 victim->user, victim->thread, victim->scope, p->max);
-		session_free(victim);
+	for (struct session *o = s ? NULL : p->list; o; o = o->next)
+		mine += same_sandbox(o, user, thread);
+	if (!s && mine >= p->max && !evict_oldest(p, user, thread)) {
+		pthread_mutex_unlock(&p->lock);
+		snprintf(why, whylen, "every shell session of this sandbox is busy (max_shell_sessions = %u)",
+			 p->max);
+		*err = -EBUSY;
+		return NULL;
+	}
+	if (!s && p->count >= p->total_max && !evict_oldest(p, NULL, NULL)) {
+		pthread_mutex_unlock(&p->lock);
+		snprintf(why, whylen, "every shell session of the broker is busy (max_shell_sessions_total = %u)",
+			 p->total_max);
+		*err = -EBUSY;
+		return NULL;
 	}
 	if (!s) {
 		s = calloc(1, sizeof(*s));
@@ -509,7 +543,7 @@ int session_run(struct session_pool *p, const struct session_spec *spec,
 		struct run_result *r, char *err, size_t errlen)
 {
 	int e = 0;
-	struct session *s = take(p, spec, &e);
+	struct session *s = take(p, spec, &e, err, errlen);
 
 	if (!s)
 		return e;

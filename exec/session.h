@@ -9,8 +9,9 @@
  * streamed as it comes, without the markers. Commands of one scope run
  * in order; different scopes run at once.
  *
- * At most max_shell_sessions live; beyond that the oldest idle one is
- * evicted. A command whose session has gone (evicted, or its shell
+ * At most max_shell_sessions live per sandbox (a user's thread), and
+ * max_shell_sessions_total in all; beyond either, the oldest idle one of
+ * the sandbox (or, for the total, of any) is evicted. A command whose session has gone (evicted, or its shell
  * exited) meets "session not found": the session is recreated once and
  * the command retried. A timeout, or a client that gives up, kills the
  * session (its whole process tree): the next command gets a new one.
@@ -25,9 +26,10 @@
 
 struct session_pool;
 
-/* At most MAX_SESSIONS shells; LIMITS (which must outlive the pool)
- * names what a killed session reached. */
-struct session_pool *sessions_new(unsigned max_sessions, const struct cgroups *limits);
+/* At most PER_SANDBOX shells per sandbox and TOTAL in all; LIMITS (which
+ * must outlive the pool) names what a killed session reached. */
+struct session_pool *sessions_new(unsigned per_sandbox, unsigned total,
+				  const struct cgroups *limits);
 /* Kills every session. */
 void sessions_free(struct session_pool *p);
 

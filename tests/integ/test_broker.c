@@ -452,6 +452,34 @@ START_TEST(test_broker_sessions_order_and_concurrency)
 }
 END_TEST
 
+/* max_shell_sessions counts per sandbox, as the reference's per AIO
+ * sandbox: scopes of another thread never evict this thread's shells
+ * (before, one scope in t2 evicted t1's oldest). The broker-wide ceiling
+ * evicts the oldest idle shell of any sandbox. */
+START_TEST(test_broker_session_limit_is_per_sandbox)
+{
+	int st;
+
+	teardown();
+	start("[broker]\nmax_running = 1\nmax_shell_sessions = 2\nmax_shell_sessions_total = 3\n");
+	sbx_exec(&st, "--scope s1 -- 'export V=1'");
+	sbx_exec(&st, "--scope s2 -- 'export V=2'");
+	char *t2 = fmt_cmd("'%s' exec --home '%s' --user alice --thread t2 --scope s1 --",
+			   test_bin("sbx"), H);
+	SAME(OUT("%s 'export V=3; echo other' 2>&1", t2), "other\n");
+	SAME(sbx_exec(&st, "--scope s1 -- 'echo ${V:-none}'"), "1\n");
+	SAME(sbx_exec(&st, "--scope s2 -- 'echo ${V:-none}'"), "2\n");
+	ck_assert(!strstr(read_file(fmt_cmd("%s/run/broker.log", H)), "evicted"));
+	/* A fourth shell in all: t2's, the oldest idle, makes room. */
+	SAME(OUT("'%s' exec --home '%s' --user bob --thread t1 --scope s9 -- 'echo bob' 2>&1",
+		 test_bin("sbx"), H), "bob\n");
+	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)),
+			 "session alice/t2 scope s1: evicted (oldest idle; 3 sessions in all at most"));
+	SAME(sbx_exec(&st, "--scope s1 -- 'echo ${V:-none}'"), "1\n");
+	SAME(OUT("%s 'echo ${V:-none}' 2>&1", t2), "none\n");
+}
+END_TEST
+
 /* max_shell_sessions: the oldest idle shell makes room; a released
  * lease ends its scope's shell. */
 START_TEST(test_broker_sessions_eviction_and_release)
@@ -519,6 +547,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_sessions_keep_state_per_scope);
 	tcase_add_test(tc, test_broker_sessions_order_and_concurrency);
 	tcase_add_test(tc, test_broker_sessions_eviction_and_release);
+	tcase_add_test(tc, test_broker_session_limit_is_per_sandbox);
 	tcase_add_test(tc, test_broker_extra_mounts_and_network);
 	suite_add_tcase(s, tc);
 	return s;

@@ -103,6 +103,31 @@ START_TEST(test_config_empty_file_is_the_defaults)
 }
 END_TEST
 
+/* As the reference: without an explicit max_shell_sessions, a max_running
+ * that needs more than the default of 10 raises it to max_running + 1;
+ * an explicit value keeps its check (test_config_refuses_with_file_and_line). */
+START_TEST(test_config_raises_max_shell_sessions_for_max_running)
+{
+	static const struct { const char *text; unsigned running, shells; } cases[] = {
+		{ "[broker]\nmax_running = 10\n", 10, 11 },
+		{ "[broker]\nmax_running = 9\n", 9, 10 },
+		{ "[broker]\nmax_running = 2\n", 2, 10 },
+		{ "[broker]\nmax_running = 1000\n", 1000, 1001 },
+		{ "[broker]\nmax_running = 20\nmax_shell_sessions = 30\n", 20, 30 },
+	};
+	char err[512], *path;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		struct config c;
+
+		ck_assert_msg(load(cases[i].text, &c, err, sizeof(err), &path) == 0, "%s", err);
+		ck_assert_uint_eq(c.max_running, cases[i].running);
+		ck_assert_uint_eq(c.max_shell_sessions, cases[i].shells);
+		config_free(&c);
+	}
+}
+END_TEST
+
 START_TEST(test_config_reads_every_key)
 {
 	struct config c;
@@ -319,8 +344,6 @@ static const struct {
 	  ":4: max_shell_sessions (3) must be at least max_running + 1 (4)" },
 	{ "[broker]\nmax_shell_sessions = 4\n\n\nmax_running = 10\n",
 	  ":5: max_shell_sessions (4) must be at least max_running + 1 (11)" },
-	{ "[broker]\n\n\nmax_running = 10\n",
-	  ":4: max_shell_sessions (10) must be at least max_running + 1 (11)" },
 	/* Mounts. */
 	{ "[mounts]\ndata = srv/data\n", ":2: mount 'data': 'srv/data' is not an absolute path" },
 	{ "[mounts]\ndata = ~/data\n", ":2: mount 'data': '~/data' is not an absolute path" },
@@ -546,6 +569,7 @@ Suite *suite_unit_config(void)
 	tcase_add_test(tc, test_config_defaults);
 	tcase_add_test(tc, test_config_missing_file_is_the_defaults);
 	tcase_add_test(tc, test_config_empty_file_is_the_defaults);
+	tcase_add_test(tc, test_config_raises_max_shell_sessions_for_max_running);
 	tcase_add_test(tc, test_config_reads_every_key);
 	tcase_add_test(tc, test_config_limits_and_sandbox_ids);
 	tcase_add_test(tc, test_config_indented_lines_are_plain_lines);
