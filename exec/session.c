@@ -357,8 +357,9 @@ static void put(struct session_pool *p, struct session *s)
 
 /* ---- one command ---------------------------------------------------------- */
 
-/* A stream of a session command: output until the end marker, which is
- * held back from the caller until it is known not to be one. */
+/* A stream of a session command: output until the end marker. Only a
+ * tail that may begin the marker ("__SBX_END_" and a random token: no
+ * line of output ends that way by chance) waits for more. */
 struct scan {
 	char *pending;
 	size_t len;
@@ -374,6 +375,26 @@ static void emit(const struct run_spec *run, struct capture *c, int stream,
 	capture_add(c, data, len);
 	if (run->on_output)
 		run->on_output(run->arg, stream, data, len);
+}
+
+/* Passes on the first N bytes of SC's pending data. */
+static void scan_emit(struct scan *sc, const struct run_spec *run, struct capture *c,
+		      int stream, size_t n)
+{
+	if (n == 0)
+		return;
+	emit(run, c, stream, sc->pending, n);
+	memmove(sc->pending, sc->pending + n, sc->len - n);
+	sc->len -= n;
+}
+
+/* The length of the longest tail of P (LEN bytes) that begins MARK. */
+static size_t marker_prefix(const char *p, size_t len, const char *mark, size_t mlen)
+{
+	for (size_t k = len < mlen - 1 ? len : mlen - 1; k > 0; k--)
+		if (!memcmp(p + len - k, mark, k))
+			return k;
+	return 0;
 }
 
 /* Takes DATA into SC; passes on what cannot be the start of MARK. */
@@ -400,11 +421,7 @@ static int scan_add(struct scan *sc, const char *mark, const char *data, size_t 
 		sc->len = 0;
 		return 0;
 	}
-	/* Everything but a tail that may begin the marker. */
-	size_t keep = sc->len < mlen ? sc->len : mlen - 1;
-	emit(run, c, stream, p, sc->len - keep);
-	memmove(p, p + sc->len - keep, keep);
-	sc->len = keep;
+	scan_emit(sc, run, c, stream, sc->len - marker_prefix(p, sc->len, mark, mlen));
 	return 0;
 }
 
@@ -419,18 +436,20 @@ static bool read_into(int fd, struct scan *sc, const char *mark,
 	return n != 0 || errno == EAGAIN;
 }
 
-/* After the shell exited: the rest of FD, and a tail that was held back
- * as a possible marker. */
+/* When no marker will come (the shell exited, or the command is being
+ * killed: timeout, cancel, a limit): what is in FD now, without blocking
+ * (at most 2 MiB: a background job may write on), and the held-back
+ * tail. */
 static void drain_rest(int fd, struct scan *sc, const char *mark,
 		       const struct run_spec *run, struct capture *c, int stream)
 {
 	char buf[65536];
 	ssize_t n;
 
-	while (!sc->done && (n = read(fd, buf, sizeof(buf))) > 0)
+	for (int i = 0; i < 32 && !sc->done && (n = read(fd, buf, sizeof(buf))) > 0; i++)
 		scan_add(sc, mark, buf, (size_t)n, run, c, stream);
 	if (!sc->done)
-		emit(run, c, stream, sc->pending, sc->len);
+		scan_emit(sc, run, c, stream, sc->len);
 	sc->len = 0;
 }
 
@@ -464,10 +483,10 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 		return -EIO;
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		snprintf(token + 2 * i, 3, "%02x", rnd[i]);
-	snprintf(mark, sizeof(mark), "\n__SBX_END_%s ", token);
+	snprintf(mark, sizeof(mark), "__SBX_END_%s ", token);
 	if (!quoted || asprintf(&script, "eval %s </dev/null\n__sbx_rc=$?\n"
-				"printf '\\n__SBX_END_%s %%d\\n' \"$__sbx_rc\"\n"
-				"printf '\\n__SBX_END_%s 0\\n' >&2\n", quoted, token, token) < 0)
+				"printf '__SBX_END_%s %%d\\n' \"$__sbx_rc\"\n"
+				"printf '__SBX_END_%s 0\\n' >&2\n", quoted, token, token) < 0)
 		return -ENOMEM;
 	if (!write_all(s->in, script, strlen(script)))
 		return -ESRCH;	/* the shell is gone */
@@ -525,6 +544,11 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 		    (r->killed = cgroup_check_ended(s->leaf, true)) != LIMIT_NONE)
 			r->code = 137;
 	} else {
+		/* A timeout, cancel or limit: every byte written before it. */
+		if (!out.done)
+			drain_rest(s->out, &out, mark, run, &r->out, 1);
+		if (!err.done)
+			drain_rest(s->err, &err, mark, run, &r->err, 2);
 		/* What the command did to its leaf is the command's. */
 		if (!r->timed_out && !r->cancelled && !r->killed && s->leaf)
 			r->killed = cgroup_check(s->leaf);

@@ -436,6 +436,48 @@ START_TEST(test_broker_sessions_keep_state_per_scope)
 }
 END_TEST
 
+/* A scoped command that times out returns every byte it wrote before
+ * the kill, as a one-off does (before: output up to "26" of 30 lines,
+ * stdout_bytes 68 of 103). */
+START_TEST(test_broker_scoped_timeout_keeps_all_output)
+{
+	static const char cmd[] = "-- 'seq 1 30; echo LAST-LINE-BEFORE-HANG; sleep 20'";
+	char want[256] = "", *one, *scoped;
+	int st;
+
+	for (int i = 1; i <= 30; i++)
+		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%d\n", i);
+	strcat(want, "LAST-LINE-BEFORE-HANG\n");
+	for (int round = 0; round < 3; round++) {
+		one = sbx_exec(&st, fmt_cmd("--timeout 2 %s", cmd));
+		ck_assert_int_eq(st, 124);
+		scoped = sbx_exec(&st, fmt_cmd("--scope s%d --timeout 2 %s", round, cmd));
+		ck_assert_int_eq(st, 124);
+		ck_assert_msg(!strncmp(one, want, strlen(want)), "one-off:\n%s", one);
+		ck_assert_msg(!strncmp(scoped, want, strlen(want)), "scoped:\n%s", scoped);
+	}
+}
+END_TEST
+
+/* A scoped command streams as it goes, as a one-off does (before, the
+ * last 35 bytes waited for more output: here, for the command's end). */
+START_TEST(test_broker_scoped_output_streams)
+{
+	const char *outf = fmt_cmd("%s/stream.out", test_dir("stream"));
+
+	OK("'%s' exec --home '%s' --user alice --thread t1 --scope s -- 'echo first; sleep 5;"
+	   " echo second' > '%s' 2>&1 &", test_bin("sbx"), H, outf);
+	char *got = NULL;
+	for (int i = 0; i < 400 && !(got && strstr(got, "first\n")); i++) {
+		free(got);
+		usleep(10000);
+		got = read_file(outf);
+	}
+	ck_assert_msg(got && !strcmp(got, "first\n"), "after 4 s: '%s'", got ? got : "(none)");
+	OK("for i in $(seq 100); do grep -q second '%s' && exit 0; sleep 0.1; done; exit 1", outf);
+}
+END_TEST
+
 /* Commands of one scope run in order; different scopes at once. */
 START_TEST(test_broker_sessions_order_and_concurrency)
 {
@@ -548,6 +590,8 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_sessions_order_and_concurrency);
 	tcase_add_test(tc, test_broker_sessions_eviction_and_release);
 	tcase_add_test(tc, test_broker_session_limit_is_per_sandbox);
+	tcase_add_test(tc, test_broker_scoped_timeout_keeps_all_output);
+	tcase_add_test(tc, test_broker_scoped_output_streams);
 	tcase_add_test(tc, test_broker_extra_mounts_and_network);
 	suite_add_tcase(s, tc);
 	return s;
