@@ -467,6 +467,23 @@ static bool write_all(int fd, const char *s, size_t len)
 	return true;
 }
 
+/* Reaps S's shell into *STATUS, killing it first if it still runs (its
+ * stdout closed while it lives on): never waits on a live shell. */
+static bool reap(struct session *s, int *status)
+{
+	pid_t w = waitpid(s->pid, status, WNOHANG);
+
+	if (w == 0) {
+		kill(-s->pid, SIGKILL);
+		kill(s->pid, SIGKILL);
+		w = waitpid(s->pid, status, 0);
+	}
+	if (w != s->pid)
+		return false;
+	s->pid = -1;
+	return true;
+}
+
 /* Runs COMMAND in live session S. Returns 0, or -ESRCH if the session
  * turned out to be gone before the command reached it. */
 static int run_in(struct session *s, const char *command, const struct run_spec *run,
@@ -484,9 +501,12 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		snprintf(token + 2 * i, 3, "%02x", rnd[i]);
 	snprintf(mark, sizeof(mark), "__SBX_END_%s ", token);
+	/* stderr's marker first: once stdout's is read, stderr's is in its
+	 * pipe already, unless the command sent the shell's stderr
+	 * elsewhere (exec 2>/dev/null). */
 	if (!quoted || asprintf(&script, "eval %s </dev/null\n__sbx_rc=$?\n"
-				"printf '__SBX_END_%s %%d\\n' \"$__sbx_rc\"\n"
-				"printf '__SBX_END_%s 0\\n' >&2\n", quoted, token, token) < 0)
+				"printf '__SBX_END_%s 0\\n' >&2\n"
+				"printf '__SBX_END_%s %%d\\n' \"$__sbx_rc\"\n", quoted, token, token) < 0)
 		return -ENOMEM;
 	if (!write_all(s->in, script, strlen(script)))
 		return -ESRCH;	/* the shell is gone */
@@ -507,10 +527,16 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 			   : (int)(deadline - now < 1000 ? deadline - now : 1000);
 		if (poll(p, 4, run_watch_wait(&w, wait)) < 0 && errno != EINTR)
 			break;
+		/* Its stdout closed, the status cannot come: the session is
+		 * over. Its stderr closed (exec 2>/dev/null): nothing more
+		 * from it, and the shell goes on. */
 		if (p[0].revents && !read_into(s->out, &out, mark, run, &r->out, 1))
 			gone = true;
-		if (p[1].revents && !read_into(s->err, &err, mark, run, &r->err, 2))
-			gone = true;
+		if ((p[1].revents && !read_into(s->err, &err, mark, run, &r->err, 2)) ||
+		    (out.done && !err.done)) {
+			drain_rest(s->err, &err, mark, run, &r->err, 2);
+			err.done = true;
+		}
 		if (p[2].revents)
 			gone = true;	/* the shell exited: `exit` in the command */
 		if (p[3].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
@@ -534,8 +560,7 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 			r->killed = cgroup_check(s->leaf);
 		if (r->killed) {
 			r->code = 137;
-		} else if (!out.done && waitpid(s->pid, &status, 0) == s->pid) {
-			s->pid = -1;
+		} else if (!out.done && reap(s, &status)) {
 			r->code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 		} else {
 			r->code = out.rc;

@@ -478,6 +478,28 @@ START_TEST(test_broker_scoped_output_streams)
 }
 END_TEST
 
+/* A scoped command that closes or redirects the shell's own output for
+ * good: the broker never waits on a shell that is alive (before, a
+ * thread sat in waitpid forever, and the scope with it). */
+START_TEST(test_broker_scope_survives_its_shell_closing_a_stream)
+{
+	char *x = fmt_cmd("timeout 20 '%s' exec --home '%s' --user alice --thread t1 --scope s --",
+			  test_bin("sbx"), H);
+	int st;
+
+	SAME(OUT("%s 'export K=kept; exec 2>/dev/null; echo ok' 2>&1", x), "ok\n");
+	SAME(OUT("%s 'echo $K; echo hidden >&2' 2>&1", x), "kept\n");	/* stderr stays away */
+	/* With the shell's stdout closed its status cannot come back: the
+	 * command ends at its timeout, and the scope gets a new shell. */
+	char *out = capture(fmt_cmd("%s --timeout 2 -- 'exec >&-; echo gone >&2' 2>&1",
+				    fmt_cmd("timeout 20 '%s' exec --home '%s' --user alice"
+					    " --thread t1 --scope s3", test_bin("sbx"), H)), &st);
+	ck_assert_msg(st == 124 && strstr(out, "gone\n"), "exit %d: %s", st, out);
+	SAME(OUT("timeout 20 '%s' exec --home '%s' --user alice --thread t1 --scope s3 --"
+		 " 'echo ${K:-new}' 2>&1", test_bin("sbx"), H), "new\n");
+}
+END_TEST
+
 /* Commands of one scope run in order; different scopes at once. */
 START_TEST(test_broker_sessions_order_and_concurrency)
 {
@@ -592,6 +614,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_session_limit_is_per_sandbox);
 	tcase_add_test(tc, test_broker_scoped_timeout_keeps_all_output);
 	tcase_add_test(tc, test_broker_scoped_output_streams);
+	tcase_add_test(tc, test_broker_scope_survives_its_shell_closing_a_stream);
 	tcase_add_test(tc, test_broker_extra_mounts_and_network);
 	suite_add_tcase(s, tc);
 	return s;
