@@ -5,16 +5,18 @@
  * A session is a shell (under bubblewrap like a one-off command, or the
  * host's in host mode) reading commands from a pipe. Each command is sent
  * as `eval 'COMMAND' </dev/null` followed by an end marker with a random
- * token on both output streams, which carries the exit status; output is
- * streamed as it comes, without the markers. Commands of one scope run
- * in order; different scopes run at once.
+ * token on stderr, then on stdout (which carries the exit status); output
+ * is streamed as it comes, without the markers, and what came before a
+ * kill is kept. Commands of one scope run in order; different scopes run
+ * at once. The broker never waits on a live shell.
  *
  * At most max_shell_sessions live per sandbox (a user's thread), and
  * max_shell_sessions_total in all; beyond either, the oldest idle one of
- * the sandbox (or, for the total, of any) is evicted. A command whose session has gone (evicted, or its shell
- * exited) meets "session not found": the session is recreated once and
- * the command retried. A timeout, or a client that gives up, kills the
- * session (its whole process tree): the next command gets a new one.
+ * the sandbox (or, for the total, of any) is evicted. A command whose
+ * session has gone (evicted, or its shell exited) meets "session not
+ * found": the session is recreated once and the command retried. A
+ * timeout, or a client that gives up, kills the session (its whole
+ * process tree): the next command gets a new one.
  */
 #ifndef SBX_SESSION_H
 #define SBX_SESSION_H
