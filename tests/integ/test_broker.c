@@ -500,6 +500,17 @@ START_TEST(test_broker_scope_survives_its_shell_closing_a_stream)
 }
 END_TEST
 
+/* The short soak (make stress runs the long one): concurrent scoped and
+ * one-off commands over four sandboxes, timeouts, clients that go away,
+ * releases and evictions; one reply each, all output before a timeout,
+ * nothing left behind (tests/tools/soak.py). */
+START_TEST(test_broker_short_soak)
+{
+	OK("python3 tests/tools/soak.py '%s' '%s' --clients 4 --seconds 8 --seed 7",
+	   test_bin("sbx"), test_dir("soak"));
+}
+END_TEST
+
 /* Commands of one scope run in order; different scopes at once. */
 START_TEST(test_broker_sessions_order_and_concurrency)
 {
@@ -615,6 +626,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_scoped_timeout_keeps_all_output);
 	tcase_add_test(tc, test_broker_scoped_output_streams);
 	tcase_add_test(tc, test_broker_scope_survives_its_shell_closing_a_stream);
+	tcase_add_test(tc, test_broker_short_soak);
 	tcase_add_test(tc, test_broker_extra_mounts_and_network);
 	suite_add_tcase(s, tc);
 	return s;
