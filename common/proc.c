@@ -23,10 +23,24 @@ void proc_comm(pid_t pid, char comm[static 64])
 	}
 }
 
+/* /proc/PID/status into BUF (SIZE bytes, terminated); false if unread. */
+static bool read_status(pid_t pid, char *buf, size_t size)
+{
+	char path[64];
+	_cleanup_(closep) int fd = -1;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || (n = read(fd, buf, size - 1)) <= 0)
+		return false;
+	buf[n] = '\0';
+	return true;
+}
+
 bool proc_capable(pid_t pid, int cap)
 {
 	char path[64], buf[2048], own[64], theirs[64];
-	_cleanup_(closep) int fd = -1;
 	ssize_t n;
 
 	/* A capability of a user namespace below ours is none in ours. */
@@ -35,11 +49,8 @@ bool proc_capable(pid_t pid, int cap)
 	ssize_t m = readlink("/proc/self/ns/user", own, sizeof(own) - 1);
 	if (n <= 0 || m <= 0 || n != m || memcmp(own, theirs, (size_t)n))
 		return false;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+	if (!read_status(pid, buf, sizeof(buf)))
 		return false;
-	buf[n] = '\0';
 	const char *eff = strstr(buf, "\nCapEff:");
 	if (!eff)
 		return false;
@@ -49,15 +60,10 @@ bool proc_capable(pid_t pid, int cap)
 
 bool proc_in_group(pid_t pid, gid_t gid)
 {
-	char path[64], buf[4096];
-	_cleanup_(closep) int fd = -1;
-	ssize_t n;
+	char buf[4096];
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+	if (!read_status(pid, buf, sizeof(buf)))
 		return false;
-	buf[n] = '\0';
 	/* "Gid:\treal effective saved fs", "Groups:\t1 2 3": the fsgid is
 	 * the one the kernel asks about, then the supplementary ones. */
 	const char *g = strstr(buf, "\nGid:");

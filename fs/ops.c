@@ -446,15 +446,6 @@ static int handle_change_begin(struct view *v, fuse_req_t req,
 	return r;
 }
 
-/* Ends it: the change went to FD (the file, or its stage) and the thread
- * has seen what it wrote, so the mark follows. */
-static void handle_change_end(struct gate_ticket *t, int fd, bool changed)
-{
-	struct stat after;
-
-	gate_unlock(t, changed && fstat(fd, &after) == 0 ? &after : NULL, true);
-}
-
 static int drop_privs(struct view *v, fuse_req_t req, int fd, bool opath);
 
 /* A change of file content through a handle (write, fallocate, ftruncate,
@@ -515,9 +506,14 @@ static void change_end(struct change *c, ssize_t result, bool changed)
 	if (result == -ENOSPC || result == -EDQUOT || result == -EIO ||
 	    result == -EFBIG)
 		stage_failed(c->io.ino, (int)-result);
-	if (changed && c->io.locked)
-		stage_note_change(c->io.ino, c->io.fd);
-	handle_change_end(&c->t, c->io.fd, changed);
+	/* The change went to the file or its stage, and the thread has seen
+	 * what it wrote: the mark follows, and so does what saves start
+	 * from. */
+	struct stat after;
+	bool have_after = changed && fstat(c->io.fd, &after) == 0;
+	if (have_after && c->io.locked)
+		stage_note_change(c->io.ino, &after);
+	gate_unlock(&c->t, have_after ? &after : NULL, true);
 	if (changed && !c->h->journaled) {
 		c->h->journaled = true;
 		journal_note(c->v, c->req, "modify", c->io.ino, NULL, NULL, NULL);
@@ -983,7 +979,7 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 			return r;
 		r = apply_setattr(v, req, p.fd, io.fd, attr, valid);
 		if (r == 0 && content && io.locked)
-			stage_note_change(ino, target);
+			stage_note_change(ino, attr);
 		gate_unlock(&t, r == 0 ? attr : NULL, resize);
 		if (r == 0 && (resize || (valid & FUSE_SET_ATTR_MODE)))
 			journal_note(v, req, resize ? "modify" : "chmod", ino, NULL,

@@ -310,14 +310,9 @@ void stage_note_open(struct inode *ino, const struct stat *st)
 	ino->save_base_set = true;
 }
 
-void stage_note_change(struct inode *ino, int fd)
+void stage_note_change(struct inode *ino, const struct stat *st)
 {
-	struct stat st;
-
-	if (!base_held(ino) && fstat(fd, &st) == 0) {
-		ino->save_base = version_of(&st);
-		ino->save_base_set = true;
-	}
+	stage_note_open(ino, st);	/* the same rule */
 }
 
 /* ---- making a stage ----------------------------------------------------- */

@@ -82,9 +82,10 @@ int stage_active_fd(struct inode *ino);
  * file now. Without an unpublished stage, saves start from ST. */
 void stage_note_open(struct inode *ino, const struct stat *st);
 
-/* (locked) The view changed INO's file itself, not a stage, through FD
- * (an append, a truncation by name): saves start from what it made. */
-void stage_note_change(struct inode *ino, int fd);
+/* (locked) The view changed INO's content; ST is what it left. If that
+ * was the file itself, not an unpublished stage (an append, a truncation
+ * by name), saves start from it. */
+void stage_note_change(struct inode *ino, const struct stat *st);
 
 /* (locked) Before a change through a handle that may stage: makes sure INO
  * has an unpublished stage, a copy of its current content (IO_FD) or
