@@ -113,20 +113,25 @@ test-deps:
 fuzz-deps:
 	@mount-helpers/install-deps --fuzz
 
+# Targets that install packages build in a second make: the pkg-config
+# flags above were computed before the packages were there.
 check: test-deps
 	@$(MAKE) --no-print-directory all $(OBJ)/tests/check_sbxfs
 	@SBX_BIN=$(CURDIR)/$(BIN) tests/run-tests $(CURDIR)/$(OBJ)/tests/check_sbxfs
 
-stress: test-deps all
+stress: test-deps
+	@$(MAKE) --no-print-directory all
 	@SBX_BIN=$(CURDIR)/$(BIN) tests/stress
 
-bench: deps all
+bench: deps
+	@$(MAKE) --no-print-directory all
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/run-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/snapshot-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/journal-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/broker-bench
 
-demo: deps all
+demo: deps
+	@$(MAKE) --no-print-directory all
 	@SBX_BIN=$(CURDIR)/$(BIN) mount-helpers/demo
 
 install: all
