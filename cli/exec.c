@@ -26,7 +26,8 @@ static const char broker_usage[] =
 	"  -f              stay in the foreground, log to stderr\n"
 	"  -d              debug log\n"
 	"  --status        print the broker's views as JSON\n"
-	"  --shutdown      stop it: it unmounts every view it mounted\n";
+	"  --shutdown      stop it and wait until it has: commands running are\n"
+	"                  stopped (exit 143), every view it mounted unmounted\n";
 
 static const char exec_usage[] =
 	"Usage: sbx exec --user ID --thread ID [--timeout SEC] [--env K=V]...\n"
@@ -36,7 +37,8 @@ static const char exec_usage[] =
 	"Runs COMMAND (joined by spaces: a shell command line) in the thread's view\n"
 	"through the home's broker (start it with sbx broker), printing its output\n"
 	"as it comes, and exits with its status: 124 after a timeout, 137 when the\n"
-	"sandbox's process or memory limit killed it, 128+N when killed by signal N.\n"
+	"sandbox's process or memory limit killed it, 128+N when killed by signal N,\n"
+	"143 when the broker shut down while it ran.\n"
 	"  --timeout SEC          wall clock (default: the broker's, 600 s)\n"
 	"  --env K=V              an explicit variable (kept even if its name looks\n"
 	"                         secret); repeatable\n"
@@ -84,18 +86,29 @@ static json_t *reply(FILE *f)
 	return n > 0 ? json_loadb(line, (size_t)n, 0, NULL) : NULL;
 }
 
+/* A shutdown waits for the broker's connections (at most 30 s), then
+ * ends its sessions and unmounts its views. */
+#define SHUTDOWN_WAIT_S 60
+
 static int broker_request(const char *home, const char *op)
 {
 	int fd = request("broker", home, json_pack("{s:s}", "op", op));
 
 	if (fd < 0)
 		return 1;
-	_cleanup_(fclosep) FILE *f = fdopen(fd, "r");
+	FILE *f = fdopen(fd, "r");
 	json_auto_t *r = f ? reply(f) : NULL;
-	if (!f)
+	if (f)
+		fclose(f);	/* before a shutdown waits: the broker waits for it */
+	else
 		close(fd);
 	if (!json_is_true(json_object_get(r, "ok"))) {
 		fprintf(stderr, "sbx: broker: %s failed\n", op);
+		return 1;
+	}
+	if (!strcmp(op, "shutdown") && broker_wait_stopped(home, SHUTDOWN_WAIT_S) < 0) {
+		fprintf(stderr, "sbx: broker: still running %d s after the shutdown request"
+			" (%s/run/broker.log says why)\n", SHUTDOWN_WAIT_S, home);
 		return 1;
 	}
 	if (!strcmp(op, "status")) {
@@ -270,6 +283,9 @@ int cmd_exec(int argc, char **argv, const char *home)
 		json_t *killed = json_object_get(json_object_get(r, "killed"), "notice");
 		if (json_is_string(killed))
 			fprintf(stderr, "sbx: exec: %s\n", json_string_value(killed));
+		if (json_is_true(json_object_get(r, "stopped")))
+			fputs("sbx: exec: the broker shut down while the command ran, and stopped it\n",
+			      stderr);
 		return code < 0 ? 128 + (int)-code : (int)code;
 	}
 }

@@ -45,9 +45,13 @@ struct broker {
 	struct sandbox *sandbox;	/* NULL: namespace mode cannot start */
 	char sandbox_err[512];		/* ... and why */
 	struct cgroups *limits;
-	int stop[2];			/* a shutdown request writes here */
+	/* Written once the broker stops (a shutdown request, a signal),
+	 * never read: stop[0] stays readable for every waiter to poll. */
+	int stop[2];
 	pthread_mutex_t lock;
 	pthread_cond_t admitted;
+	unsigned clients;		/* connections being served */
+	pthread_cond_t clients_gone;
 	struct slot {			/* one-off commands per sandbox */
 		char user[ID_MAX + 1], thread[ID_MAX + 1];
 		unsigned running;
@@ -59,7 +63,37 @@ struct client {
 	struct broker *b;
 	int fd;
 	uid_t uid;
+	int64_t accepted_ms;		/* CLOCK_MONOTONIC */
 };
+
+/* How long a connection accepted just before the broker stops may take
+ * to send its request: it still gets a reply ("shutting_down"). */
+#define STOP_GRACE_MS 1000
+/* How long the shutdown waits for the connections to be done. */
+#define STOP_WAIT_S 30
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool stopping(const struct broker *b)
+{
+	struct pollfd p = { b->stop[0], POLLIN, 0 };
+
+	return poll(&p, 1, 0) > 0;
+}
+
+static void stop(struct broker *b)
+{
+	(void)!write(b->stop[1], "x", 1);
+	pthread_mutex_lock(&b->lock);
+	pthread_cond_broadcast(&b->admitted);	/* waiters give up at once */
+	pthread_mutex_unlock(&b->lock);
+}
 
 /* ---- replies ------------------------------------------------------------ */
 
@@ -119,6 +153,12 @@ static int send_ok(int fd, json_t *id, json_t *fields)
 	return send_json(fd, o);
 }
 
+static int send_shutting_down(int fd, json_t *id)
+{
+	return send_error(fd, id, "shutting_down", "the broker is shutting down: send the"
+			  " request again once a broker serves again");
+}
+
 /* ---- acquire, release, status ------------------------------------------- */
 
 static void op_acquire(struct client *c, const struct request *q)
@@ -173,7 +213,8 @@ static void op_status(struct client *c, json_t *id)
 /* ---- exec --------------------------------------------------------------- */
 
 /* A place among the one-off commands of USER's THREAD (bash_max_sessions
- * at once); waits, but gives up when the client goes away. */
+ * at once); waits, but gives up when the client goes away (-ECANCELED)
+ * or the broker stops (-ESHUTDOWN). */
 static int admit(struct client *c, const char *user, const char *thread)
 {
 	struct broker *b = c->b;
@@ -197,6 +238,9 @@ static int admit(struct client *c, const char *user, const char *thread)
 		snprintf(s->thread, sizeof(s->thread), "%s", thread);
 	}
 	size_t at = (size_t)(s - b->slots);
+	if (s->running >= b->config.bash_max_sessions)
+		log_info("exec %s/%s: waits for a turn (%u one-off commands at once,"
+			 " bash_max_sessions)", user, thread, b->config.bash_max_sessions);
 	while (b->slots[at].running >= b->config.bash_max_sessions) {
 		struct timespec until;
 		clock_gettime(CLOCK_REALTIME, &until);
@@ -209,6 +253,10 @@ static int admit(struct client *c, const char *user, const char *thread)
 		struct pollfd p = { c->fd, POLLRDHUP, 0 };
 		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
 			r = -ECANCELED;
+			break;
+		}
+		if (stopping(b)) {
+			r = -ESHUTDOWN;
 			break;
 		}
 	}
@@ -337,7 +385,11 @@ static void send_exit(struct client *c, json_t *id, const struct run_result *res
 {
 	char notice[128];
 
-	cgroups_notice(c->b->limits, res->killed, notice, sizeof(notice));
+	if (res->stopped)
+		snprintf(notice, sizeof(notice), "The broker shut down while the command ran,"
+			 " and stopped it.");
+	else
+		cgroups_notice(c->b->limits, res->killed, notice, sizeof(notice));
 	_cleanup_(freep) char *text = output_text(&res->out, &res->err, res->code,
 						  res->timed_out, timeout, notice,
 						  OUTPUT_MAX_CHARS);
@@ -347,6 +399,8 @@ static void send_exit(struct client *c, json_t *id, const struct run_result *res
 			      masked ? masked : text ? text : "",
 			      "stdout_bytes", (json_int_t)res->out.total,
 			      "stderr_bytes", (json_int_t)res->err.total);
+	if (o && res->stopped)
+		json_object_set_new(o, "stopped", json_true());
 	if (o && res->killed)
 		json_object_set_new(o, "killed", json_pack("{s:s, s:s}", "limit",
 							  res->killed == LIMIT_MEMORY ? "memory"
@@ -398,6 +452,10 @@ static void op_exec(struct client *c, const struct request *q)
 	const char *scope = q->scope;
 	bool in_session = scope && q->nenv == 0;
 	int r = in_session ? 0 : admit(c, user, thread);
+	if (r == -ESHUTDOWN) {
+		send_shutting_down(c->fd, id);
+		return;
+	}
 	if (r < 0) {
 		if (r != -ECANCELED)
 			send_error(c->fd, id, "internal", "%s", strerror(-r));
@@ -425,7 +483,7 @@ static void op_exec(struct client *c, const struct request *q)
 	};
 	struct run_spec spec = {
 		.timeout_s = timeout, .on_output = on_output, .arg = &sx, .cancel_fd = c->fd,
-		.info_fd = -1,
+		.stop_fd = b->stop[0], .info_fd = -1,
 	};
 	struct run_result res;
 	err[0] = '\0';
@@ -456,6 +514,7 @@ static void op_exec(struct client *c, const struct request *q)
 	}
 	log_info("exec %s/%s%s: exit %d%s", user, thread, host ? " (host)" : "", res.code,
 		 res.timed_out ? " (timed out)" : res.cancelled ? " (client gone)"
+		 : res.stopped ? " (stopped: shutting down)"
 		 : res.killed == LIMIT_MEMORY ? " (out of memory)"
 		 : res.killed == LIMIT_PIDS ? " (process limit)" : "");
 	if (!res.cancelled)
@@ -473,6 +532,11 @@ static void dispatch(struct client *c, const char *line, size_t len)
 
 	if (request_parse(line, len, &q, &code, err, sizeof(err)) < 0) {
 		send_error(c->fd, q.id, code, "%s", err);
+		request_free(&q);
+		return;
+	}
+	if (stopping(c->b) && q.op != REQ_SHUTDOWN) {
+		send_shutting_down(c->fd, q.id);
 		request_free(&q);
 		return;
 	}
@@ -495,21 +559,39 @@ static void dispatch(struct client *c, const char *line, size_t len)
 	case REQ_SHUTDOWN:
 		log_info("shutdown requested (uid %u)", (unsigned)c->uid);
 		send_ok(c->fd, q.id, NULL);
-		(void)!write(c->b->stop[1], "x", 1);
+		stop(c->b);
 		break;
 	}
 	request_free(&q);
 }
 
+/* Serves C's requests until it hangs up, or the broker stops: then what
+ * it sent, or sends within STOP_GRACE_MS of its connecting, still gets
+ * its reply. */
 static void *serve(void *arg)
 {
 	struct client *c = arg;
+	struct broker *b = c->b;
 	_cleanup_(freep) char *buf = malloc(BROKER_LINE_MAX + 1);
 	size_t len = 0;
 	bool skipping = false;		/* the rest of an oversized line */
 
 	while (buf) {
-		ssize_t n = read(c->fd, buf + len, BROKER_LINE_MAX + 1 - len);
+		struct pollfd p[2] = { { c->fd, POLLIN, 0 }, { b->stop[0], POLLIN, 0 } };
+		int wait = -1;
+		if (stopping(b)) {
+			int64_t left = c->accepted_ms + STOP_GRACE_MS - now_ms();
+			wait = left > 0 ? (int)left : 0;
+			p[1].fd = -1;
+		}
+		int n = poll(p, 2, wait);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;		/* stopping, and it sent nothing more */
+		if (!p[0].revents)
+			continue;
+		n = (int)read(c->fd, buf + len, BROKER_LINE_MAX + 1 - len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -534,10 +616,16 @@ static void *serve(void *arg)
 	}
 	close(c->fd);
 	free(c);
+	pthread_mutex_lock(&b->lock);
+	if (--b->clients == 0)
+		pthread_cond_broadcast(&b->clients_gone);
+	pthread_mutex_unlock(&b->lock);
 	return NULL;
 }
 
-static void accept_client(struct broker *b, int lfd)
+/* Accepts a connection on LFD and serves it on a thread of its own.
+ * Returns 0, or -errno from accept4 (-EAGAIN: none waits). */
+static int accept_client(struct broker *b, int lfd)
 {
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
@@ -546,28 +634,35 @@ static void accept_client(struct broker *b, int lfd)
 	pthread_attr_t attr;
 
 	if (fd < 0)
-		return;
+		return -errno;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
 	    (cred.uid != geteuid() && cred.uid != 0)) {
 		send_error(fd, NULL, "not_allowed", "only uid %u and root may use this broker",
 			   (unsigned)geteuid());
 		log_warn("refused a client of uid %u", (unsigned)cred.uid);
 		close(fd);
-		return;
+		return 0;
 	}
 	struct client *c = malloc(sizeof(*c));
 	if (!c) {
 		close(fd);
-		return;
+		return 0;
 	}
-	*c = (struct client){ b, fd, cred.uid };
+	*c = (struct client){ b, fd, cred.uid, now_ms() };
+	pthread_mutex_lock(&b->lock);
+	b->clients++;
+	pthread_mutex_unlock(&b->lock);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&t, &attr, serve, c) != 0) {
 		close(fd);
 		free(c);
+		pthread_mutex_lock(&b->lock);
+		b->clients--;
+		pthread_mutex_unlock(&b->lock);
 	}
 	pthread_attr_destroy(&attr);
+	return 0;
 }
 
 /* ---- the socket and the main loop --------------------------------------- */
@@ -657,7 +752,31 @@ int broker_connect(const char *home)
 	return fd;
 }
 
-/* Takes HOME/run/broker.lock: one broker per home. */
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+int broker_wait_stopped(const char *home, unsigned timeout_s)
+{
+	char path[PATH_MAX];
+	struct sigaction alarm_act = { .sa_handler = on_alarm }, old;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/run/broker.lock", home) >= sizeof(path))
+		return -ENAMETOOLONG;
+	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	/* No SA_RESTART: the alarm interrupts flock(). */
+	sigaction(SIGALRM, &alarm_act, &old);
+	alarm(timeout_s);
+	int r = flock(fd, LOCK_SH) < 0 ? -errno : 0;
+	alarm(0);
+	sigaction(SIGALRM, &old, NULL);
+	return r == -EINTR ? -ETIMEDOUT : r;
+}
+
+/* Takes HOME/run/broker.lock: one broker per home, held until it exits. */
 static int take_lock(int dir, const char *home)
 {
 	int fd = openat(dir, "broker.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -740,6 +859,39 @@ static int serve_loop(struct broker *b, int lfd)
 	}
 }
 
+/* The first half of a shutdown: no new client can
+ * connect, those that did get their replies, and the commands running
+ * are stopped. Returns 0 once every connection is done, or -ETIMEDOUT
+ * after STOP_WAIT_S: their threads may still use the broker's state. */
+static int shut_down(struct broker *b, int dir, int lfd)
+{
+	stop(b);
+	unlinkat(dir, BROKER_SOCKET, 0);	/* connect() now fails */
+	fcntl(lfd, F_SETFL, O_NONBLOCK);
+	while (accept_client(b, lfd) == 0) {
+		/* the backlog: each gets a reply */
+	}
+	close(lfd);
+
+	struct timespec until;
+	int e = 0;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += STOP_WAIT_S;
+	pthread_mutex_lock(&b->lock);
+	if (b->clients)
+		log_info("stopping: %u connection%s to finish (commands running are stopped)",
+			 b->clients, b->clients == 1 ? "" : "s");
+	while (b->clients && e != ETIMEDOUT)
+		e = pthread_cond_timedwait(&b->clients_gone, &b->lock, &until);
+	unsigned busy = b->clients;
+	pthread_mutex_unlock(&b->lock);
+	if (busy)
+		log_warn("stopping: %u connection%s still busy after %d s; exiting without"
+			 " tidying up (the next broker detaches the views)", busy,
+			 busy == 1 ? "" : "s", STOP_WAIT_S);
+	return busy ? -ETIMEDOUT : 0;
+}
+
 int broker_main(const struct broker_options *o)
 {
 	char path[PATH_MAX + 32], err[PATH_MAX + 256];
@@ -814,6 +966,7 @@ int broker_main(const struct broker_options *o)
 		goto fail;
 	pthread_mutex_init(&b.lock, NULL);
 	pthread_cond_init(&b.admitted, NULL);
+	pthread_cond_init(&b.clients_gone, NULL);
 	b.sandbox = sandbox_new(&b.config, b.sandbox_err, sizeof(b.sandbox_err));
 	if (!b.sandbox)
 		log_warn("namespace mode cannot run commands: %s", b.sandbox_err);
@@ -834,12 +987,12 @@ int broker_main(const struct broker_options *o)
 		close(ready[1]);
 	}
 	r = serve_loop(&b, lfd);
-	close(lfd);
-	unlinkat(dir, BROKER_SOCKET, 0);
-	sessions_free(b.sessions);	/* their shells use the views */
-	provider_free(b.provider);
-	cgroups_free(b.limits);
-	sandbox_free(b.sandbox);
+	if (shut_down(&b, dir, lfd) == 0) {
+		sessions_free(b.sessions);	/* their shells use the views */
+		provider_free(b.provider);
+		cgroups_free(b.limits);
+		sandbox_free(b.sandbox);
+	}
 	log_info("stopped");
 	config_free(&b.config);
 	return r;

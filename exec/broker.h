@@ -3,7 +3,10 @@
  *
  * Each connection is served by a thread of its own, one request at a
  * time; a client that goes away mid-command has its command killed and
- * disturbs nobody else. Only the broker's own uid and root may connect
+ * disturbs nobody else. A shutdown (request, SIGTERM, SIGINT, SIGHUP)
+ * answers every request it has received: commands running are stopped
+ * with their output so far ("stopped", exit 143), others are refused
+ * ("shutting_down"); then it ends every session and unmounts every view. Only the broker's own uid and root may connect
  * (SO_PEERCRED). Requests and replies are one JSON object per line, at
  * most BROKER_LINE_MAX bytes; anything malformed gets an error reply.
  */
@@ -27,6 +30,10 @@ struct broker_options {
  * the exit status. Unless FOREGROUND, returns in the parent once the
  * socket is ready (0), and the broker logs to HOME/run/broker.log. */
 int broker_main(const struct broker_options *o);
+
+/* Waits until no broker runs for HOME (after a shutdown request): 0, or
+ * -ETIMEDOUT after TIMEOUT_S seconds (uses SIGALRM meanwhile). */
+int broker_wait_stopped(const char *home, unsigned timeout_s);
 
 /* Connects to the broker of HOME: an fd, or -errno (-ENOENT/-ECONNREFUSED:
  * none runs). */

@@ -140,12 +140,13 @@ int run_command(const struct run_spec *s, struct run_result *r)
 	fcntl(out[0], F_SETFL, O_NONBLOCK);
 	fcntl(err[0], F_SETFL, O_NONBLOCK);
 	while (open_out || open_err || !exited) {
-		struct pollfd p[5] = {
+		struct pollfd p[6] = {
 			{ open_out ? out[0] : -1, POLLIN, 0 },
 			{ open_err ? err[0] : -1, POLLIN, 0 },
 			{ exited ? -1 : pidfd, POLLIN, 0 },
 			{ exited ? -1 : s->cancel_fd, POLLIN, 0 },
 			{ exited ? -1 : run_watch_fd(&w), POLLIN, 0 },
+			{ exited ? -1 : s->stop_fd, POLLIN, 0 },
 		};
 		int64_t now = now_ms(), until = exited ? linger_until : deadline;
 		int wait_ms = until == INT64_MAX ? (exited || pidfd >= 0 ? -1 : 50)
@@ -154,7 +155,7 @@ int run_command(const struct run_spec *s, struct run_result *r)
 			wait_ms = 50;	/* no pidfd (old kernel): look now and then */
 		if (!exited)
 			wait_ms = run_watch_wait(&w, wait_ms);
-		int n = poll(p, 5, wait_ms);
+		int n = poll(p, 6, wait_ms);
 		if (n < 0 && errno != EINTR)
 			break;
 		if (p[0].revents)
@@ -188,22 +189,25 @@ int run_command(const struct run_spec *s, struct run_result *r)
 			linger_until = kill(-pid, 0) == 0 ? now + LINGER_MS : now + 10000;
 			continue;
 		}
-		bool cancel = p[3].revents != 0;
-		if (cancel || now >= deadline || event == 2) {
+		bool cancel = p[3].revents != 0, stop = p[5].revents != 0;
+		if (cancel || stop || now >= deadline || event == 2) {
 			kill_command(s, pid, &status);
 			exited = true;
-			r->timed_out = !cancel && event != 2;
 			r->cancelled = cancel;
+			r->stopped = stop && !cancel;
+			r->timed_out = !cancel && !stop && event != 2;
 			r->killed = hit;
 			linger_until = now + LINGER_MS;
 		}
 	}
 	/* Whatever of the group is left after a timeout, a limit or cancel. */
-	if (r->timed_out || r->cancelled || r->killed)
+	if (r->timed_out || r->cancelled || r->stopped || r->killed)
 		kill(-pid, SIGKILL);
 	closep(&out[0]);
 	closep(&err[0]);
-	if (r->timed_out)
+	if (r->stopped)
+		r->code = RUN_STOPPED_CODE;
+	else if (r->timed_out)
 		r->code = 124;
 	else if (r->killed)
 		r->code = 137;

@@ -1,8 +1,8 @@
 /* runner.h - runs one command to its end: stdin /dev/null, stdout and
  * stderr captured (output.h) and handed on as they come, a wall-clock
  * timeout, the limits of its cgroup leaf watched, and the whole process
- * tree killed and reaped when it expires, reaches a limit, or the caller
- * gives up.
+ * tree killed and reaped when it expires, reaches a limit, the caller
+ * gives up, or the broker stops.
  *
  * The command gets a session of its own, so its process group can be
  * killed as one (under bubblewrap, killing bwrap ends its PID namespace
@@ -25,6 +25,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The status of a command the broker's shutdown stopped (128 + SIGTERM,
+ * as a shell reports a terminated command). */
+#define RUN_STOPPED_CODE 143
+
 struct run_spec {
 	char *const *argv;		/* argv[0]: an absolute path */
 	char *const *envp;		/* exactly this environment */
@@ -43,12 +47,15 @@ struct run_spec {
 	void (*on_output)(void *arg, int stream, const char *data, size_t len);
 	void *arg;
 	int cancel_fd;			/* readable or hung up: give up; -1 */
+	int stop_fd;			/* readable: the broker stops; -1 */
 };
 
 struct run_result {
 	int code;			/* exit status; -N: killed by signal N;
-					 * 124: timed out; 137: a limit */
+					 * 124: timed out; 137: a limit;
+					 * RUN_STOPPED_CODE: stopped */
 	bool timed_out, cancelled;
+	bool stopped;			/* killed: stop_fd became readable */
 	bool start_failed;		/* the sandbox never started: stderr
 					 * says why */
 	enum limit_hit killed;		/* the limit it reached, if any */

@@ -516,16 +516,17 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 	struct run_watch w;
 	run_watch_init(&w, -1, s->leaf);
 	while (!(out.done && err.done) && !gone) {
-		struct pollfd p[4] = {
+		struct pollfd p[5] = {
 			{ out.done ? -1 : s->out, POLLIN, 0 },
 			{ err.done ? -1 : s->err, POLLIN, 0 },
 			{ s->pidfd, POLLIN, 0 },
 			{ run->cancel_fd, POLLRDHUP, 0 },
+			{ run->stop_fd, POLLIN, 0 },
 		};
 		int64_t now = now_ms();
 		int wait = deadline == INT64_MAX ? 1000 : deadline <= now ? 0
 			   : (int)(deadline - now < 1000 ? deadline - now : 1000);
-		if (poll(p, 4, run_watch_wait(&w, wait)) < 0 && errno != EINTR)
+		if (poll(p, 5, run_watch_wait(&w, wait)) < 0 && errno != EINTR)
 			break;
 		/* Its stdout closed, the status cannot come: the session is
 		 * over. Its stderr closed (exec 2>/dev/null): nothing more
@@ -541,6 +542,10 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 			gone = true;	/* the shell exited: `exit` in the command */
 		if (p[3].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
 			r->cancelled = true;
+			break;
+		}
+		if (p[4].revents) {
+			r->stopped = true;
 			break;
 		}
 		if (now_ms() >= deadline) {
@@ -569,18 +574,21 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 		    (r->killed = cgroup_check_ended(s->leaf, true)) != LIMIT_NONE)
 			r->code = 137;
 	} else {
-		/* A timeout, cancel or limit: every byte written before it. */
+		/* A timeout, cancel, stop or limit: every byte written
+		 * before it. */
 		if (!out.done)
 			drain_rest(s->out, &out, mark, run, &r->out, 1);
 		if (!err.done)
 			drain_rest(s->err, &err, mark, run, &r->err, 2);
+		bool ended = r->timed_out || r->cancelled || r->stopped;
 		/* What the command did to its leaf is the command's. */
-		if (!r->timed_out && !r->cancelled && !r->killed && s->leaf)
+		if (!ended && !r->killed && s->leaf)
 			r->killed = cgroup_check(s->leaf);
-		r->code = r->timed_out ? 124 : r->killed ? 137 : out.rc;
+		r->code = r->stopped ? RUN_STOPPED_CODE : r->timed_out ? 124 : r->killed ? 137
+			  : out.rc;
 	}
 
-	if (gone || r->timed_out || r->cancelled || r->killed)
+	if (gone || r->timed_out || r->cancelled || r->stopped || r->killed)
 		kill_session(s);	/* the next command gets a new one */
 	free(out.pending);
 	free(err.pending);
@@ -598,7 +606,15 @@ int session_run(struct session_pool *p, const struct session_spec *spec,
 		return e;
 	pthread_mutex_lock(&s->run);
 	int r_ = 0;
-	for (int attempt = 0; attempt < 2; attempt++) {
+	struct pollfd stop = { run->stop_fd, POLLIN, 0 };
+	memset(r, 0, sizeof(*r));
+	if (poll(&stop, 1, 0) > 0) {
+		/* The broker stops: a command queued behind the scope's
+		 * previous one never starts. */
+		r->stopped = true;
+		r->code = RUN_STOPPED_CODE;
+	}
+	for (int attempt = 0; attempt < 2 && !r->stopped; attempt++) {
 		if (!s->dead && waitpid(s->pid, NULL, WNOHANG) == s->pid) {
 			s->pid = -1;
 			kill_session(s);

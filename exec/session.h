@@ -15,8 +15,10 @@
  * the sandbox (or, for the total, of any) is evicted. A command whose
  * session has gone (evicted, or its shell exited) meets "session not
  * found": the session is recreated once and the command retried. A
- * timeout, or a client that gives up, kills the session (its whole
- * process tree): the next command gets a new one.
+ * timeout, a client that gives up, or the broker's stop (RUN's stop_fd)
+ * kills the session (its whole process tree): the next command gets a
+ * new one. Once stop_fd is readable, a command waiting behind its
+ * scope's previous one never starts (R says stopped).
  */
 #ifndef SBX_SESSION_H
 #define SBX_SESSION_H

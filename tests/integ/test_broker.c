@@ -299,12 +299,70 @@ START_TEST(test_broker_shutdown_and_a_killed_broker)
 	OK("'%s' broker --home '%s'", test_bin("sbx"), H);
 	SAME(sbx_exec(&st, "-- 'echo again'"), "again\n");
 	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)), "left mounted"));
-	/* Shut down: everything it mounted is unmounted. */
+	/* Shut down: everything it mounted is unmounted when it returns. */
 	OK("'%s' broker --home '%s' --shutdown", test_bin("sbx"), H);
-	OK("for i in $(seq 50); do grep -q ' %s/run/views/' /proc/mounts || exit 0; sleep 0.1; done;"
-	   " exit 1", H);
+	OK("! grep -q ' %s/run/views/' /proc/mounts", H);
 	sbx_exec(&st, "-- true");
 	ck_assert_int_eq(st, 1);	/* no broker: said so */
+}
+END_TEST
+
+/* Until FILE holds TEXT (at most 30 s). */
+static void wait_for_text(const char *file, const char *text)
+{
+	OK("for i in $(seq 300); do grep -qsF -- '%s' '%s' && exit 0; sleep 0.1; done; exit 1",
+	   text, file);
+}
+
+/* A shutdown answers every request it has: a command running is stopped
+ * with its output so far (exit 143), in a scope too; one waiting for its
+ * turn is refused ("shutting_down"). --shutdown returns once the broker
+ * is gone: no view mounted, no process left, and a new broker starts at
+ * once. (Before, the clients got EOF with no reply, and --shutdown
+ * returned while the broker was still stopping.) */
+START_TEST(test_broker_shutdown_answers_every_request)
+{
+	const char *d = test_dir("shutdown");
+	static const char req[] = "'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",%s"
+				  "\"command\":\"echo %s-up; sleep 30%d\"}'";
+	int st;
+
+	teardown();
+	start("[broker]\nbash_max_sessions = 1\n");
+	OK("cd tests/tools && (python3 bclient.py '%s' --all %s > '%s/a' &)", H,
+	   fmt_cmd(req, "", "A", 4), d);
+	OK("cd tests/tools && (python3 bclient.py '%s' --all %s > '%s/b' &)", H,
+	   fmt_cmd(req, "\"scope\":\"s\",", "B", 5), d);
+	wait_for_text(fmt_cmd("%s/a", d), "A-up");
+	wait_for_text(fmt_cmd("%s/b", d), "B-up");
+	OK("cd tests/tools && (python3 bclient.py '%s' --all %s > '%s/c' &)", H,
+	   fmt_cmd(req, "", "C", 6), d);
+	wait_for_text(fmt_cmd("%s/run/broker.log", H), "waits for a turn");
+
+	OK("'%s' broker --home '%s' --shutdown", test_bin("sbx"), H);
+	OK("! grep ' %s/run/views/' /proc/mounts", H);
+	OK("! pgrep -af '^sleep 30[456]'");
+	start(NULL);
+	for (int i = 0; i < 2; i++) {
+		const char *f = fmt_cmd("%s/%c", d, "ab"[i]);
+		wait_for_text(f, "\"ok\"");
+		SAME(field(OUT("grep '\"ok\"' '%s'", f),
+			   "d[\"code\"], d[\"stopped\"], d[\"output\"]"),
+		     fmt_cmd("143 True %c-up\n\nThe broker shut down while the command ran, and"
+			     " stopped it.\nExit Code: 143\n", "AB"[i]));
+	}
+	wait_for_text(fmt_cmd("%s/c", d), "\"ok\"");
+	SAME(field(OUT("grep '\"ok\"' '%s/c'", d), "d[\"error\"][\"code\"]"), "shutting_down\n");
+	/* sbx exec says so, and exits 143. */
+	SAME(sbx_exec(&st, "-- 'echo again'"), "again\n");
+	const char *e = fmt_cmd("%s/e", d);
+	OK("('%s' exec --home '%s' --user alice --thread t1 -- 'echo up; sleep 307';"
+	   " echo \"status $?\") > '%s' 2>&1 &", test_bin("sbx"), H, e);
+	wait_for_text(e, "up");
+	OK("'%s' broker --home '%s' --shutdown", test_bin("sbx"), H);
+	wait_for_text(e, "status");
+	SAME(read_file(e), "up\nsbx: exec: the broker shut down while the command ran, and stopped"
+	     " it\nstatus 143\n");
 }
 END_TEST
 
@@ -502,7 +560,8 @@ END_TEST
 
 /* The short soak (make stress runs the long one): concurrent scoped and
  * one-off commands over four sandboxes, timeouts, clients that go away,
- * releases and evictions; one reply each, all output before a timeout,
+ * releases, evictions, two shutdowns and a crash of the broker, each
+ * followed by a new one; one reply each, all output before a timeout,
  * nothing left behind (tests/tools/soak.py). */
 START_TEST(test_broker_short_soak)
 {
@@ -511,7 +570,7 @@ START_TEST(test_broker_short_soak)
 #else
 	const char *rss = "on";
 #endif
-	OK("python3 tests/tools/soak.py '%s' '%s' --clients 4 --seconds 8 --seed 7 --rss %s",
+	OK("python3 tests/tools/soak.py '%s' '%s' --clients 4 --seconds 8 --seed 7 --restarts 3 --rss %s",
 	   test_bin("sbx"), test_dir("soak"), rss);
 }
 END_TEST
@@ -632,6 +691,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_scoped_output_streams);
 	tcase_add_test(tc, test_broker_scope_survives_its_shell_closing_a_stream);
 	tcase_add_test(tc, test_broker_short_soak);
+	tcase_add_test(tc, test_broker_shutdown_answers_every_request);
 	tcase_add_test(tc, test_broker_extra_mounts_and_network);
 	suite_add_tcase(s, tc);
 	return s;

@@ -35,7 +35,7 @@ def main():
                 return
             msg = json.loads(line)
             if show_all or "ok" in msg:
-                print(json.dumps(msg, sort_keys=True))
+                print(json.dumps(msg, sort_keys=True), flush=True)
             if "ok" in msg:
                 break
 
