@@ -70,7 +70,7 @@ $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) -lpthread
 
 $(BIN)/sbx: $(call obj,cli/sbx.c cli/audit.c cli/snapshot.c cli/run.c cli/runlog.c cli/report.c \
-		cli/exec.c cli/doctor.c exec/broker.c $(EXEC_SRC) $(STORE_SRC) $(COMMON_SRC))
+		cli/exec.c cli/doctor.c cli/id.c exec/broker.c $(EXEC_SRC) $(STORE_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) $(SECCOMP_LIBS) -lpthread
 

@@ -80,5 +80,6 @@ int cmd_changes(int argc, char **argv, const char *home);
 int cmd_broker(int argc, char **argv, const char *home);
 int cmd_exec(int argc, char **argv, const char *home);
 int cmd_doctor(int argc, char **argv, const char *home);
+int cmd_id(int argc, char **argv);
 
 #endif

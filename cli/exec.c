@@ -222,8 +222,12 @@ int cmd_exec(int argc, char **argv, const char *home)
 		      stderr);
 		return 2;
 	}
-	if (id_check(user, &why) < 0 || id_check(thread, &why) < 0) {
-		fprintf(stderr, "sbx: exec: invalid user or thread id: %s\n", why);
+	if (user_id_check(user, &why) < 0) {
+		fprintf(stderr, "sbx: exec: invalid user id '%s': %s\n", user, why);
+		return 2;
+	}
+	if (thread_id_check(thread, &why) < 0) {
+		fprintf(stderr, "sbx: exec: invalid thread id '%s': %s\n", thread, why);
 		return 2;
 	}
 	if (resolve_home("exec", home, h, sizeof(h)) < 0)

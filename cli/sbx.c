@@ -50,6 +50,8 @@ static const char usage_text[] =
 	"                     run a command in the thread's view, in a sandbox\n"
 	"  doctor [--format text|json]\n"
 	"                     what this host allows, which sandbox protections hold\n"
+	"  id user RAW | id check user|thread ID\n"
+	"                     the reference's id rules: make_safe_user_id, checks\n"
 	"\n"
 	"Options for every command (before or after it):\n"
 	"  --home DIR         $SBX_HOME (default: $SBX_HOME, else /var/lib/sbxfs for\n"
@@ -201,11 +203,11 @@ int thread_args_parse(const char *command, const char *usage, int argc,
 			command, command);
 		return 2;
 	}
-	if (id_check(a->user, &why) < 0) {
+	if (user_id_check(a->user, &why) < 0) {
 		fprintf(stderr, "sbx: %s: invalid user id '%s': %s\n", command, a->user, why);
 		return 2;
 	}
-	if (id_check(a->thread, &why) < 0) {
+	if (thread_id_check(a->thread, &why) < 0) {
 		fprintf(stderr, "sbx: %s: invalid thread id '%s': %s\n", command, a->thread, why);
 		return 2;
 	}
@@ -366,6 +368,8 @@ int main(int argc, char **argv)
 		return cmd_exec(argc - i, argv + i, home);
 	if (!strcmp(argv[i], "doctor"))
 		return cmd_doctor(argc - i, argv + i, home);
+	if (!strcmp(argv[i], "id"))
+		return cmd_id(argc - i, argv + i);
 	fprintf(stderr, "sbx: unknown command '%s'\nTry 'sbx --help'.\n", argv[i]);
 	return 2;
 }

@@ -414,7 +414,7 @@ static int add_mount(struct parse *p, const char *name, const char *v)
 	const char *why;
 	bool ro = false;
 
-	if (id_check(name, &why) < 0)
+	if (name_id_check(name, &why) < 0)
 		return fail(p, -EINVAL, "invalid mount name '%s': %s", Q(name), why);
 	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
 		if (!strcmp(name, reserved[i]))

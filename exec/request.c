@@ -146,8 +146,10 @@ int request_parse(const char *line, size_t len, struct request *r,
 	if (!str_field(r->root, "user", true, &r->user, err, errlen) ||
 	    !str_field(r->root, "thread", true, &r->thread, err, errlen))
 		return bad_request(code);
-	if (id_check(r->user, &why) < 0 || id_check(r->thread, &why) < 0)
-		return fail(code, "bad_request", err, errlen, "invalid user or thread id: %s", why);
+	if (user_id_check(r->user, &why) < 0)
+		return fail(code, "bad_request", err, errlen, "invalid user id: %s", why);
+	if (thread_id_check(r->thread, &why) < 0)
+		return fail(code, "bad_request", err, errlen, "invalid thread id: %s", why);
 	if (r->op == REQ_EXEC)
 		return parse_exec(r, code, err, errlen);
 	if (!str_field(r->root, "owner", true, &r->owner, err, errlen))

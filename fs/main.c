@@ -361,11 +361,11 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 	    (o->view.rbw == GATE_ENFORCE || o->view.rbw == GATE_STRICT))
 		return usage_error("--writeback needs --rbw audit or --rbw off: with the writeback cache a refused write would be lost after write(2) succeeded%s",
 				   "");
-	if (id_check(o->view.user, &why) < 0) {
+	if (user_id_check(o->view.user, &why) < 0) {
 		fprintf(stderr, "sbxfs: invalid user id '%s': %s\n", o->view.user, why);
 		return 2;
 	}
-	if (id_check(o->view.thread, &why) < 0) {
+	if (thread_id_check(o->view.thread, &why) < 0) {
 		fprintf(stderr, "sbxfs: invalid thread id '%s': %s\n", o->view.thread, why);
 		return 2;
 	}

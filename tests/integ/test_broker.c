@@ -213,13 +213,14 @@ START_TEST(test_broker_protocol_errors)
 		      " '{\"op\":\"exec\",\"user\":\"a\",\"thread\":\"t\",\"command\":\"true\",\"env\":{\"A\":1}}'"
 		      " '{\"op\":\"acquire\",\"user\":\"a\",\"thread\":\"t\"}'"
 		      " '{\"op\":\"release\",\"user\":\"a\",\"thread\":\"t\",\"owner\":\"nobody\"}'"
-		      " '{\"op\":\"ping\",\"id\":\"p\"}'");
+		      " '{\"op\":\"ping\",\"id\":\"p\"}'"
+		      " '{\"op\":\"acquire\",\"user\":\"a\",\"thread\":\"a.b\",\"owner\":\"o\"}'");
 	SAME(OUT("printf '%%s' '%s' | python3 -c 'import json,sys; [print(d.get(\"id\"), d[\"ok\"],"
 		 " (d.get(\"error\") or {}).get(\"code\")) for d in map(json.loads, sys.stdin)]'", r),
 	     "None False bad_request\nNone False bad_request\nNone False bad_request\n"
 	     "9 False unknown_op\nNone False bad_request\nNone False bad_request\n"
 	     "None False bad_request\nNone False bad_request\nNone False bad_request\n"
-	     "None False no_lease\np True None\n");
+	     "None False no_lease\np True None\nNone False bad_request\n");
 	/* An oversized line: an error, and the connection still serves. */
 	r = OUT("python3 -c 'print(\"{\\\"op\\\":\\\"ping\\\",\\\"pad\\\":\\\"\" + \"x\"*2000000"
 		" + \"\\\"}\"); print(\"{\\\"op\\\":\\\"ping\\\"}\")' |"

@@ -215,8 +215,10 @@ static int count_lines(const char *s)
 
 START_TEST(test_lifecycle_refuses_bad_ids_before_creating_anything)
 {
+	/* The reference's rules: no '.', a thread id at most 64 long (both
+	 * mounted before). */
 	static const char *const bad[] = { "../x", "a/b", ".", "''", "'a b'",
-					   "\"$(printf 'a\\nb')\"" };
+					   "\"$(printf 'a\\nb')\"", "a.b" };
 	const char *home = test_dir("home"), *mnt = test_dir("mnt");
 	char err[4096], args[PATH_MAX * 3];
 
@@ -230,6 +232,10 @@ START_TEST(test_lifecycle_refuses_bad_ids_before_creating_anything)
 		ck_assert_int_eq(sbxfs_fails(err, sizeof(err), args), 2);
 		ck_assert_msg(strstr(err, "invalid thread id"), "stderr: %s", err);
 	}
+	snprintf(args, sizeof(args), "--home '%s/h' --user u --thread \"$(printf 't%%.0s' $(seq 65))\""
+		 " '%s'", home, mnt);
+	ck_assert_int_eq(sbxfs_fails(err, sizeof(err), args), 2);
+	ck_assert_msg(strstr(err, "longer than 64"), "stderr: %s", err);
 	char h[PATH_MAX + 4];
 	snprintf(h, sizeof(h), "%s/h", home);
 	ck_assert(!exists(h));
