@@ -357,14 +357,23 @@ static void put(struct session_pool *p, struct session *s)
 
 /* ---- one command ---------------------------------------------------------- */
 
-/* A stream of a session command: output until the end marker. Only a
- * tail that may begin the marker ("__SBX_END_" and a random token: no
- * line of output ends that way by chance) waits for more. */
+/* The end markers of one command: "__SBX_END_<token> N" lines with a
+ * random token per stream (no line of output ends that way by chance).
+ * stderr's is written first, then stdout's with the status; either may
+ * come on either pipe (exec 2>&1, exec 1>&2), and is found there. */
+enum { MARK_OUT, MARK_ERR };
+
+struct marks {
+	char text[2][80];
+	bool seen[2];
+	int rc;				/* from stdout's */
+};
+
+/* What one pipe of a session command sent: its output, passed on as it
+ * comes, but for a tail that may begin a marker, which waits for more. */
 struct scan {
 	char *pending;
 	size_t len;
-	bool done;
-	int rc;				/* stdout's marker carries it */
 };
 
 static void emit(const struct run_spec *run, struct capture *c, int stream,
@@ -389,68 +398,85 @@ static void scan_emit(struct scan *sc, const struct run_spec *run, struct captur
 }
 
 /* The length of the longest tail of P (LEN bytes) that begins MARK. */
-static size_t marker_prefix(const char *p, size_t len, const char *mark, size_t mlen)
+static size_t marker_prefix(const char *p, size_t len, const char *mark)
 {
+	size_t mlen = strlen(mark);
+
 	for (size_t k = len < mlen - 1 ? len : mlen - 1; k > 0; k--)
 		if (!memcmp(p + len - k, mark, k))
 			return k;
 	return 0;
 }
 
-/* Takes DATA into SC; passes on what cannot be the start of MARK. */
-static int scan_add(struct scan *sc, const char *mark, const char *data, size_t n,
+/* Takes DATA into SC: passes on what cannot be (the start of) a marker
+ * and consumes each whole marker line, noting it in M. */
+static int scan_add(struct scan *sc, struct marks *m, const char *data, size_t n,
 		    const struct run_spec *run, struct capture *c, int stream)
 {
-	char *p = realloc(sc->pending, sc->len + n + 1);
-	size_t mlen = strlen(mark);
+	char *p = realloc(sc->pending, sc->len + n);
 
 	if (!p)
 		return -ENOMEM;
 	sc->pending = p;
 	memcpy(p + sc->len, data, n);
 	sc->len += n;
-	p[sc->len] = '\0';
-	char *hit = memmem(p, sc->len, mark, mlen);
-	if (hit) {
-		char *eol = memchr(hit + mlen, '\n', sc->len - (size_t)(hit - p) - mlen);
+	for (;;) {
+		char *hit = NULL;
+		int which = 0;
+		for (int i = 0; i < 2; i++) {
+			char *h = memmem(sc->pending, sc->len, m->text[i], strlen(m->text[i]));
+			if (h && (!hit || h < hit))
+				hit = h, which = i;
+		}
+		if (!hit)
+			break;
+		size_t off = (size_t)(hit - sc->pending), mlen = strlen(m->text[which]);
+		char *eol = memchr(hit + mlen, '\n', sc->len - off - mlen);
 		if (!eol)
 			return 0;	/* the rest of the marker line is coming */
-		emit(run, c, stream, p, (size_t)(hit - p));
-		sc->rc = atoi(hit + mlen);
-		sc->done = true;
-		sc->len = 0;
-		return 0;
+		size_t line = (size_t)(eol - hit) + 1;
+		scan_emit(sc, run, c, stream, off);	/* the marker is first now */
+		m->seen[which] = true;
+		if (which == MARK_OUT)
+			m->rc = atoi(sc->pending + mlen);
+		memmove(sc->pending, sc->pending + line, sc->len - line);
+		sc->len -= line;
 	}
-	scan_emit(sc, run, c, stream, sc->len - marker_prefix(p, sc->len, mark, mlen));
+	size_t keep = 0;
+	for (int i = 0; i < 2; i++) {
+		size_t k = marker_prefix(sc->pending, sc->len, m->text[i]);
+		keep = k > keep ? k : keep;
+	}
+	scan_emit(sc, run, c, stream, sc->len - keep);
 	return 0;
 }
 
-static bool read_into(int fd, struct scan *sc, const char *mark,
+/* Reads what FD has into SC; false once it is closed. */
+static bool read_into(int fd, struct scan *sc, struct marks *m,
 		      const struct run_spec *run, struct capture *c, int stream)
 {
 	char buf[65536];
 	ssize_t n = read(fd, buf, sizeof(buf));
 
 	if (n > 0)
-		scan_add(sc, mark, buf, (size_t)n, run, c, stream);
+		scan_add(sc, m, buf, (size_t)n, run, c, stream);
 	return n != 0 || errno == EAGAIN;
 }
 
-/* When no marker will come (the shell exited, or the command is being
- * killed: timeout, cancel, a limit): what is in FD now, without blocking
- * (at most 2 MiB: a background job may write on), and the held-back
- * tail. */
-static void drain_rest(int fd, struct scan *sc, const char *mark,
+/* At the command's end (both markers seen, or none will come: the shell
+ * exited, or the command is being killed): what is in FD now, without
+ * blocking (at most 2 MiB: a background job may write on), and the
+ * held-back tail. */
+static void drain_rest(int fd, struct scan *sc, struct marks *m,
 		       const struct run_spec *run, struct capture *c, int stream)
 {
 	char buf[65536];
 	ssize_t n;
 
-	for (int i = 0; i < 32 && !sc->done && (n = read(fd, buf, sizeof(buf))) > 0; i++)
-		scan_add(sc, mark, buf, (size_t)n, run, c, stream);
-	if (!sc->done)
-		scan_emit(sc, run, c, stream, sc->len);
-	sc->len = 0;
+	for (int i = 0; i < 32 && !(m->seen[MARK_OUT] && m->seen[MARK_ERR]) &&
+	     (n = read(fd, buf, sizeof(buf))) > 0; i++)
+		scan_add(sc, m, buf, (size_t)n, run, c, stream);
+	scan_emit(sc, run, c, stream, sc->len);
 }
 
 static bool write_all(int fd, const char *s, size_t len)
@@ -490,35 +516,39 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 		  struct run_result *r)
 {
 	uint8_t rnd[12];
-	char token[32], mark[48];
+	char token[2][32];
 	_cleanup_(freep) char *quoted = shell_quote(command);
 	_cleanup_(freep) char *script = NULL;
 	struct scan out = { 0 }, err = { 0 };
+	struct marks m = { 0 };
 
 	memset(r, 0, sizeof(*r));
-	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-		return -EIO;
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(token + 2 * i, 3, "%02x", rnd[i]);
-	snprintf(mark, sizeof(mark), "__SBX_END_%s ", token);
+	for (int t = 0; t < 2; t++) {
+		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+			return -EIO;
+		for (size_t i = 0; i < sizeof(rnd); i++)
+			snprintf(token[t] + 2 * i, 3, "%02x", rnd[i]);
+		snprintf(m.text[t], sizeof(m.text[t]), "__SBX_END_%s ", token[t]);
+	}
 	/* stderr's marker first: once stdout's is read, stderr's is in its
 	 * pipe already, unless the command sent the shell's stderr
 	 * elsewhere (exec 2>/dev/null). */
 	if (!quoted || asprintf(&script, "eval %s </dev/null\n__sbx_rc=$?\n"
 				"printf '__SBX_END_%s 0\\n' >&2\n"
-				"printf '__SBX_END_%s %%d\\n' \"$__sbx_rc\"\n", quoted, token, token) < 0)
+				"printf '__SBX_END_%s %%d\\n' \"$__sbx_rc\"\n", quoted,
+				token[MARK_ERR], token[MARK_OUT]) < 0)
 		return -ENOMEM;
 	if (!write_all(s->in, script, strlen(script)))
 		return -ESRCH;	/* the shell is gone */
 
 	int64_t deadline = run->timeout_s ? now_ms() + (int64_t)run->timeout_s * 1000 : INT64_MAX;
-	bool gone = false;
+	bool gone = false, err_open = true;
 	struct run_watch w;
 	run_watch_init(&w, -1, s->leaf);
-	while (!(out.done && err.done) && !gone) {
+	while (!m.seen[MARK_OUT] && !gone) {
 		struct pollfd p[5] = {
-			{ out.done ? -1 : s->out, POLLIN, 0 },
-			{ err.done ? -1 : s->err, POLLIN, 0 },
+			{ s->out, POLLIN, 0 },
+			{ err_open ? s->err : -1, POLLIN, 0 },
 			{ s->pidfd, POLLIN, 0 },
 			{ run->cancel_fd, POLLRDHUP, 0 },
 			{ run->stop_fd, POLLIN, 0 },
@@ -529,15 +559,12 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 		if (poll(p, 5, run_watch_wait(&w, wait)) < 0 && errno != EINTR)
 			break;
 		/* Its stdout closed, the status cannot come: the session is
-		 * over. Its stderr closed (exec 2>/dev/null): nothing more
-		 * from it, and the shell goes on. */
-		if (p[0].revents && !read_into(s->out, &out, mark, run, &r->out, 1))
+		 * over. Its stderr closed (exec 2>&- in host mode): nothing
+		 * more from it, and the shell goes on. */
+		if (p[0].revents && !read_into(s->out, &out, &m, run, &r->out, 1))
 			gone = true;
-		if ((p[1].revents && !read_into(s->err, &err, mark, run, &r->err, 2)) ||
-		    (out.done && !err.done)) {
-			drain_rest(s->err, &err, mark, run, &r->err, 2);
-			err.done = true;
-		}
+		if (p[1].revents && !read_into(s->err, &err, &m, run, &r->err, 2))
+			err_open = false;
 		if (p[2].revents)
 			gone = true;	/* the shell exited: `exit` in the command */
 		if (p[3].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
@@ -555,37 +582,33 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 		if (run_watch_step(&w, false, &r->killed) == 2)
 			break;
 	}
+	/* What is left: stderr's marker (written before stdout's), every
+	 * byte written before a kill or the shell's exit. */
+	drain_rest(s->err, &err, &m, run, &r->err, 2);
+	drain_rest(s->out, &out, &m, run, &r->out, 1);
 	if (gone) {
 		/* The shell exited (`exit` in the command, or a limit's kill
-		 * before the next look): what it said last, and its status. */
-		drain_rest(s->out, &out, mark, run, &r->out, 1);
-		drain_rest(s->err, &err, mark, run, &r->err, 2);
+		 * before the next look): its status. */
 		int status = 0;
 		if (s->leaf && !r->killed)
 			r->killed = cgroup_check(s->leaf);
 		if (r->killed) {
 			r->code = 137;
-		} else if (!out.done && reap(s, &status)) {
+		} else if (!m.seen[MARK_OUT] && reap(s, &status)) {
 			r->code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 		} else {
-			r->code = out.rc;
+			r->code = m.rc;
 		}
 		if (!r->killed && s->leaf && (r->code == 137 || r->code == -SIGKILL) &&
 		    (r->killed = cgroup_check_ended(s->leaf, true)) != LIMIT_NONE)
 			r->code = 137;
 	} else {
-		/* A timeout, cancel, stop or limit: every byte written
-		 * before it. */
-		if (!out.done)
-			drain_rest(s->out, &out, mark, run, &r->out, 1);
-		if (!err.done)
-			drain_rest(s->err, &err, mark, run, &r->err, 2);
 		bool ended = r->timed_out || r->cancelled || r->stopped;
 		/* What the command did to its leaf is the command's. */
 		if (!ended && !r->killed && s->leaf)
 			r->killed = cgroup_check(s->leaf);
 		r->code = r->stopped ? RUN_STOPPED_CODE : r->timed_out ? 124 : r->killed ? 137
-			  : out.rc;
+			  : m.rc;
 	}
 
 	if (gone || r->timed_out || r->cancelled || r->stopped || r->killed)

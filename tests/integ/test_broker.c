@@ -559,6 +559,31 @@ START_TEST(test_broker_scope_survives_its_shell_closing_a_stream)
 }
 END_TEST
 
+/* A scope whose shell sends one stream into the other (exec 2>&1,
+ * exec 1>&2): each end marker is found on either pipe, and the status
+ * is the command's. (Both markers had one token: after exec 2>&1,
+ * stderr's marker, always 0, came first on stdout and was taken for
+ * the status; `false` reported 0 and marker lines showed in output.) */
+START_TEST(test_broker_scope_with_its_streams_joined)
+{
+	char *x = fmt_cmd("timeout 20 '%s' exec --home '%s' --user alice --thread t1 --scope j --",
+			  test_bin("sbx"), H);
+	int st;
+
+	SAME(OUT("%s 'exec 2>&1; echo joined' 2>&1", x), "joined\n");
+	SAME(capture(fmt_cmd("%s false 2>&1", x), &st), "");
+	ck_assert_int_eq(st, 1);
+	SAME(capture(fmt_cmd("%s 'echo out; echo err >&2; exit 3' 2>&1", x), &st), "out\nerr\n");
+	ck_assert_int_eq(st, 3);
+	/* stdout into stderr: the status still comes. */
+	x = fmt_cmd("timeout 20 '%s' exec --home '%s' --user alice --thread t1 --scope k --",
+		    test_bin("sbx"), H);
+	SAME(OUT("%s 'exec 1>&2; echo to-err' 2>&1", x), "to-err\n");
+	SAME(capture(fmt_cmd("%s 'echo again; (exit 4)' 2>&1", x), &st), "again\n");
+	ck_assert_int_eq(st, 4);
+}
+END_TEST
+
 /* The short soak (make stress runs the long one): concurrent scoped and
  * one-off commands over four sandboxes, timeouts, clients that go away,
  * releases, evictions, two shutdowns and a crash of the broker, each
@@ -691,6 +716,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_scoped_timeout_keeps_all_output);
 	tcase_add_test(tc, test_broker_scoped_output_streams);
 	tcase_add_test(tc, test_broker_scope_survives_its_shell_closing_a_stream);
+	tcase_add_test(tc, test_broker_scope_with_its_streams_joined);
 	tcase_add_test(tc, test_broker_short_soak);
 	tcase_add_test(tc, test_broker_shutdown_answers_every_request);
 	tcase_add_test(tc, test_broker_extra_mounts_and_network);
