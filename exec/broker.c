@@ -64,7 +64,20 @@ struct client {
 	int fd;
 	uid_t uid;
 	int64_t accepted_ms;		/* CLOCK_MONOTONIC */
+	/* What the client has not taken yet: a command's output events
+	 * never wait for a client that reads slowly (its timeout would
+	 * wait with them); beyond OUTBOX_MAX they are dropped. */
+	char *outbox;
+	size_t outbox_len;
+	bool dropped;			/* output events were dropped */
+	bool gone;			/* a send failed or stalled */
 };
+
+/* Output events not yet taken by the client, at most. */
+#define OUTBOX_MAX (1u << 20)
+/* A reply waits this long for a client that takes nothing (SO_SNDTIMEO);
+ * then the client is taken for gone. */
+#define SEND_STALL_S 10
 
 /* How long a connection accepted just before the broker stops may take
  * to send its request: it still gets a reply ("shutting_down"). */
@@ -97,35 +110,69 @@ static void stop(struct broker *b)
 
 /* ---- replies ------------------------------------------------------------ */
 
-/* Writes O (consumed) as one line. Returns 0 or -errno (client gone). */
-static int send_json(int fd, json_t *o)
+/* Sends what C's outbox holds; unless WAIT, only what the socket takes
+ * now. Returns 0 once it is empty, -EAGAIN if some is left, or -EPIPE:
+ * the client is gone (or took nothing for SEND_STALL_S), and its
+ * connection is shut down, which ends its command and its thread. */
+static int flush_outbox(struct client *c, bool wait)
+{
+	while (c->outbox_len && !c->gone) {
+		ssize_t n = send(c->fd, c->outbox, c->outbox_len,
+				 MSG_NOSIGNAL | (wait ? 0 : MSG_DONTWAIT));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN && !wait)
+			return -EAGAIN;
+		if (n <= 0) {
+			if (errno == EAGAIN)
+				log_warn("a client took no reply for %d s: its connection is closed",
+					 SEND_STALL_S);
+			c->gone = true;
+			shutdown(c->fd, SHUT_RDWR);
+			break;
+		}
+		memmove(c->outbox, c->outbox + n, c->outbox_len - (size_t)n);
+		c->outbox_len -= (size_t)n;
+	}
+	return c->gone ? -EPIPE : 0;
+}
+
+/* Sends O (consumed) as one line. An output EVENT never waits: what the
+ * socket does not take waits in the outbox, or is dropped once that
+ * holds OUTBOX_MAX. Anything else waits for what is ahead of it.
+ * Returns 0 or -errno (client gone). */
+static int send_json(struct client *c, json_t *o, bool event)
 {
 	char *text = json_dumps(o, JSON_COMPACT);
-	int r = 0;
 
 	json_decref(o);
 	if (!text)
 		return -ENOMEM;
 	size_t len = strlen(text);
 	text[len++] = '\n';	/* json_dumps leaves room: the NUL */
-	for (size_t off = 0; off < len;) {
-		ssize_t n = send(fd, text + off, len - off, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			r = -errno;
-			break;
-		}
-		off += (size_t)n;
+	if (event && c->outbox_len + len > OUTBOX_MAX && flush_outbox(c, false) == -EAGAIN &&
+	    c->outbox_len + len > OUTBOX_MAX) {
+		c->dropped = true;
+		free(text);
+		return 0;
+	}
+	char *box = c->gone ? NULL : realloc(c->outbox, c->outbox_len + len);
+	if (box) {
+		c->outbox = box;
+		memcpy(box + c->outbox_len, text, len);
+		c->outbox_len += len;
 	}
 	free(text);
-	return r;
+	if (!box)
+		return c->gone ? -EPIPE : -ENOMEM;
+	int r = flush_outbox(c, !event);
+	return r == -EAGAIN ? 0 : r;
 }
 
-static int send_error(int fd, json_t *id, const char *code, const char *fmt, ...)
+static int send_error(struct client *c, json_t *id, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static int send_error(int fd, json_t *id, const char *code, const char *fmt, ...)
+static int send_error(struct client *c, json_t *id, const char *code, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -137,11 +184,11 @@ static int send_error(int fd, json_t *id, const char *code, const char *fmt, ...
 			      "message", msg);
 	if (o && id)
 		json_object_set(o, "id", id);
-	return o ? send_json(fd, o) : -ENOMEM;
+	return o ? send_json(c, o, false) : -ENOMEM;
 }
 
 /* {"ok": true, "id": ID} plus FIELDS (consumed). */
-static int send_ok(int fd, json_t *id, json_t *fields)
+static int send_ok(struct client *c, json_t *id, json_t *fields)
 {
 	json_t *o = fields ? fields : json_object();
 
@@ -150,12 +197,12 @@ static int send_ok(int fd, json_t *id, json_t *fields)
 	json_object_set_new(o, "ok", json_true());
 	if (id)
 		json_object_set(o, "id", id);
-	return send_json(fd, o);
+	return send_json(c, o, false);
 }
 
-static int send_shutting_down(int fd, json_t *id)
+static int send_shutting_down(struct client *c, json_t *id)
 {
-	return send_error(fd, id, "shutting_down", "the broker is shutting down: send the"
+	return send_error(c, id, "shutting_down", "the broker is shutting down: send the"
 			  " request again once a broker serves again");
 }
 
@@ -167,10 +214,10 @@ static void op_acquire(struct client *c, const struct request *q)
 
 	if (provider_acquire(c->b->provider, q->user, q->thread, q->owner, mount,
 			     sizeof(mount), sid, err, sizeof(err)) < 0) {
-		send_error(c->fd, q->id, "mount_failed", "%s", err);
+		send_error(c, q->id, "mount_failed", "%s", err);
 		return;
 	}
-	send_ok(c->fd, q->id, json_pack("{s:s, s:s, s:s}", "sandbox", sid, "mount", mount,
+	send_ok(c, q->id, json_pack("{s:s, s:s, s:s}", "sandbox", sid, "mount", mount,
 					"owner", q->owner));
 }
 
@@ -181,10 +228,10 @@ static void op_release(struct client *c, const struct request *q)
 	if (r >= 0)		/* its scope's shell, once its command is done */
 		sessions_end_scope(c->b->sessions, q->user, q->thread, q->owner);
 	if (r < 0)
-		send_error(c->fd, q->id, "no_lease", "%s holds no lease on %s/%s", q->owner,
+		send_error(c, q->id, "no_lease", "%s holds no lease on %s/%s", q->owner,
 			   q->user, q->thread);
 	else
-		send_ok(c->fd, q->id, json_pack("{s:b}", "parked", r == 1));
+		send_ok(c, q->id, json_pack("{s:b}", "parked", r == 1));
 }
 
 static void status_view(void *arg, const char *user, const char *thread,
@@ -206,7 +253,7 @@ static void op_status(struct client *c, json_t *id)
 
 	if (views)
 		provider_each(c->b->provider, status_view, views);
-	send_ok(c->fd, id, json_pack("{s:o, s:i}", "views", views ? views : json_array(),
+	send_ok(c, id, json_pack("{s:o, s:i}", "views", views ? views : json_array(),
 				     "pid", (int)getpid()));
 }
 
@@ -304,7 +351,7 @@ static void send_chunk(struct stream_ctx *s, int i, const char *data, size_t len
 	if (o && s->id)
 		json_object_set(o, "id", s->id);
 	if (o)
-		send_json(s->c->fd, o);
+		send_json(s->c, o, true);
 	/* What utf8_clean() left (a cut character) stays pending. */
 	memmove(s->pending[i], data + len - keep, keep);
 	s->npending[i] = keep;
@@ -401,11 +448,14 @@ static void send_exit(struct client *c, json_t *id, const struct run_result *res
 			      "stderr_bytes", (json_int_t)res->err.total);
 	if (o && res->stopped)
 		json_object_set_new(o, "stopped", json_true());
+	if (o && c->dropped)	/* the output above has it all */
+		json_object_set_new(o, "events_dropped", json_true());
+	c->dropped = false;
 	if (o && res->killed)
 		json_object_set_new(o, "killed", json_pack("{s:s, s:s}", "limit",
 							  res->killed == LIMIT_MEMORY ? "memory"
 							  : "pids", "notice", notice));
-	send_ok(c->fd, id, o);
+	send_ok(c, id, o);
 }
 
 static void op_exec(struct client *c, const struct request *q)
@@ -419,7 +469,7 @@ static void op_exec(struct client *c, const struct request *q)
 	bool host = q->host || cf->isolation == ISOLATION_HOST;
 
 	if (host && !cf->allow_host_bash) {
-		send_error(c->fd, id, "host_bash_disabled",
+		send_error(c, id, "host_bash_disabled",
 			   "host bash is disabled: it runs commands on this machine itself, with the "
 			   "broker's rights, and is not a secure boundary. Only on a fully trusted "
 			   "machine, set allow_host_bash = true in [broker] of %s/" CONFIG_FILE
@@ -427,7 +477,7 @@ static void op_exec(struct client *c, const struct request *q)
 		return;
 	}
 	if (!host && !b->sandbox) {
-		send_error(c->fd, id, "start_failed", "%s", b->sandbox_err);
+		send_error(c, id, "start_failed", "%s", b->sandbox_err);
 		return;
 	}
 	const char *names[CONFIG_MAX_MOUNTS + 1];
@@ -436,7 +486,7 @@ static void op_exec(struct client *c, const struct request *q)
 	names[cf->nmounts] = NULL;
 	/* Host mode's best-effort guard (not a boundary: guard.h). */
 	if (host && guard_check(q->command, names, why, sizeof(why)) < 0) {
-		send_error(c->fd, id, "path_refused", "%s", why);
+		send_error(c, id, "path_refused", "%s", why);
 		return;
 	}
 	_cleanup_(freep) char *prefix = NULL;
@@ -444,7 +494,7 @@ static void op_exec(struct client *c, const struct request *q)
 	if (identity_prefix(q->channel_user_id, q->channel_user_id_len, &prefix) < 0 ||
 	    asprintf(&full, "%s%s", prefix, q->command) < 0) {
 		full = NULL;
-		send_error(c->fd, id, "internal", "out of memory");
+		send_error(c, id, "internal", "out of memory");
 		return;
 	}
 	/* Explicit variables mean a one-off command: a session's shell
@@ -453,19 +503,19 @@ static void op_exec(struct client *c, const struct request *q)
 	bool in_session = scope && q->nenv == 0;
 	int r = in_session ? 0 : admit(c, user, thread);
 	if (r == -ESHUTDOWN) {
-		send_shutting_down(c->fd, id);
+		send_shutting_down(c, id);
 		return;
 	}
 	if (r < 0) {
 		if (r != -ECANCELED)
-			send_error(c->fd, id, "internal", "%s", strerror(-r));
+			send_error(c, id, "internal", "%s", strerror(-r));
 		return;
 	}
 	struct sandbox_view sv;
 	if (provider_use(b->provider, user, thread, &sv, err, sizeof(err)) < 0) {
 		if (!in_session)
 			leave(b, user, thread);
-		send_error(c->fd, id, "mount_failed", "%s", err);
+		send_error(c, id, "mount_failed", "%s", err);
 		return;
 	}
 	char thread_dir[PATH_MAX + 2 * ID_MAX + 32], ws[PATH_MAX + 32], skills[PATH_MAX + 16];
@@ -508,7 +558,7 @@ static void op_exec(struct client *c, const struct request *q)
 	stream_flush(&sx);
 	if (r < 0) {
 		log_warn("exec %s/%s: %s", user, thread, *err ? err : strerror(-r));
-		send_error(c->fd, id, r == -EBUSY ? "session_limit" : "start_failed", "%s",
+		send_error(c, id, r == -EBUSY ? "session_limit" : "start_failed", "%s",
 			   *err ? err : strerror(-r));
 		return;
 	}
@@ -531,18 +581,18 @@ static void dispatch(struct client *c, const char *line, size_t len)
 	char err[512];
 
 	if (request_parse(line, len, &q, &code, err, sizeof(err)) < 0) {
-		send_error(c->fd, q.id, code, "%s", err);
+		send_error(c, q.id, code, "%s", err);
 		request_free(&q);
 		return;
 	}
 	if (stopping(c->b) && q.op != REQ_SHUTDOWN) {
-		send_shutting_down(c->fd, q.id);
+		send_shutting_down(c, q.id);
 		request_free(&q);
 		return;
 	}
 	switch (q.op) {
 	case REQ_PING:
-		send_ok(c->fd, q.id, json_pack("{s:s}", "version", SBX_VERSION));
+		send_ok(c, q.id, json_pack("{s:s}", "version", SBX_VERSION));
 		break;
 	case REQ_ACQUIRE:
 		op_acquire(c, &q);
@@ -558,7 +608,7 @@ static void dispatch(struct client *c, const char *line, size_t len)
 		break;
 	case REQ_SHUTDOWN:
 		log_info("shutdown requested (uid %u)", (unsigned)c->uid);
-		send_ok(c->fd, q.id, NULL);
+		send_ok(c, q.id, NULL);
 		stop(c->b);
 		break;
 	}
@@ -608,13 +658,14 @@ static void *serve(void *arg)
 		}
 		if (len > BROKER_LINE_MAX) {
 			if (!skipping)
-				send_error(c->fd, NULL, "too_large",
+				send_error(c, NULL, "too_large",
 					   "a request line is longer than %u bytes", BROKER_LINE_MAX);
 			skipping = true;
 			len = 0;
 		}
 	}
 	close(c->fd);
+	free(c->outbox);
 	free(c);
 	pthread_mutex_lock(&b->lock);
 	if (--b->clients == 0)
@@ -637,8 +688,10 @@ static int accept_client(struct broker *b, int lfd)
 		return -errno;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
 	    (cred.uid != geteuid() && cred.uid != 0)) {
-		send_error(fd, NULL, "not_allowed", "only uid %u and root may use this broker",
+		struct client refused = { .b = b, .fd = fd };
+		send_error(&refused, NULL, "not_allowed", "only uid %u and root may use this broker",
 			   (unsigned)geteuid());
+		free(refused.outbox);
 		log_warn("refused a client of uid %u", (unsigned)cred.uid);
 		close(fd);
 		return 0;
@@ -648,7 +701,9 @@ static int accept_client(struct broker *b, int lfd)
 		close(fd);
 		return 0;
 	}
-	*c = (struct client){ b, fd, cred.uid, now_ms() };
+	*c = (struct client){ .b = b, .fd = fd, .uid = cred.uid, .accepted_ms = now_ms() };
+	struct timeval stall = { SEND_STALL_S, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &stall, sizeof(stall));
 	pthread_mutex_lock(&b->lock);
 	b->clients++;
 	pthread_mutex_unlock(&b->lock);

@@ -367,6 +367,38 @@ START_TEST(test_broker_shutdown_answers_every_request)
 }
 END_TEST
 
+/* A client that stops reading holds up nothing: a flood's output events
+ * wait in a bounded outbox (then are dropped), so its command still ends
+ * at its timeout, in a scope and one-off; the scope can be released; and
+ * when the client reads again it gets its final reply, with the output
+ * and "events_dropped". (The connection's thread sat in send(), the
+ * timeout never came, a release of the scope never answered.) */
+START_TEST(test_broker_a_client_that_stops_reading)
+{
+	const char *d = test_dir("stall"), *go = fmt_cmd("%s/go", test_dir("stall"));
+	static const char req[] = "'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",%s"
+				  "\"timeout\":2,\"command\":\"seq 1 100000000\"}'";
+
+	for (int i = 0; i < 2; i++)
+		OK("cd tests/tools && (python3 bclient.py '%s' --read-when '%s' %s > '%s/%d' &)", H,
+		   go, fmt_cmd(req, i ? "" : "\"scope\":\"flood\","), d, i);
+	const char *log = fmt_cmd("%s/run/broker.log", H);
+	OK("for i in $(seq 300); do [ $(grep -c 'exit 124 (timed out)' '%s') -ge 2 ] && exit 0;"
+	   " sleep 0.1; done; exit 1", log);
+	SAME(raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"flood\"}'"
+		 " '{\"op\":\"release\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"flood\"}'"
+		 " | tail -1 | cut -c1-11"), "{\"ok\": true\n");
+	OK("touch '%s'", go);
+	for (int i = 0; i < 2; i++) {
+		const char *f = fmt_cmd("%s/%d", d, i);
+		wait_for_text(f, "\"ok\"");
+		SAME(field(OUT("grep '\"ok\"' '%s'", f), "d[\"code\"], d[\"events_dropped\"],"
+			   " d[\"output\"].startswith(\"1\\n2\\n3\\n\"), d[\"stdout_bytes\"] > 1 << 20"),
+		     "124 True True True\n");
+	}
+}
+END_TEST
+
 /* SIGTERM, SIGINT and SIGHUP stop the broker as --shutdown does: its
  * views unmounted, its cgroups removed, "stopped" in its log. (A helper
  * thread that left them unblocked used to take the default action:
@@ -719,6 +751,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_scope_with_its_streams_joined);
 	tcase_add_test(tc, test_broker_short_soak);
 	tcase_add_test(tc, test_broker_shutdown_answers_every_request);
+	tcase_add_test(tc, test_broker_a_client_that_stops_reading);
 	tcase_add_test(tc, test_broker_extra_mounts_and_network);
 	suite_add_tcase(s, tc);
 	return s;

@@ -4,18 +4,22 @@ for the tests. Sends each REQUEST (a line, sent as given) on one
 connection and prints each final reply (a line with "ok") as JSON, or
 every line with --all. --stdin: the requests are the lines of stdin
 (after any given). --leave-after SECS: send the first request, wait,
-close without reading (a client that goes away)."""
+close without reading (a client that goes away). --read-when FILE: read
+the replies only once FILE exists (a client that stops reading; at most
+60 s)."""
 import json, os, socket, sys, time
 
 def main():
     args = sys.argv[1:]
-    home, show_all, leave = args.pop(0), False, None
+    home, show_all, leave, read_when = args.pop(0), False, None, None
     while args and args[0].startswith("--"):
         opt = args.pop(0)
         if opt == "--all":
             show_all = True
         elif opt == "--leave-after":
             leave = float(args.pop(0))
+        elif opt == "--read-when":
+            read_when = args.pop(0)
         elif opt == "--stdin":
             args += sys.stdin.read().splitlines()
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -28,6 +32,10 @@ def main():
     f = s.makefile("rb")
     for req in args:
         s.sendall(req.encode("utf-8", "surrogateescape") + b"\n")
+        for _ in range(1200 if read_when else 0):
+            if os.path.exists(read_when):
+                break
+            time.sleep(0.05)
         while True:
             line = f.readline()
             if not line:
