@@ -24,7 +24,9 @@ static const char audit_usage[] =
 	"the calling process, and why. Rows marked 'audit' were allowed (the\n"
 	"view ran with --rbw audit) and show what enforce would have refused.\n"
 	"Saves refused because a person saved the file on the host while it\n"
-	"was open are listed too (operation 'save').\n"
+	"was open are listed too (operation 'save'). Nothing is printed ([] in\n"
+	"JSON) when nothing was refused; a home, user or thread that does not\n"
+	"exist is an error.\n"
 	"\n"
 	"What an agent should do about a refusal: read the file again (its\n"
 	"current version, which may hold someone else's edits), then retry the\n"
@@ -161,10 +163,12 @@ int cmd_audit(int argc, char **argv, const char *home)
 	struct thread_args a;
 	struct store *s;
 	int r = thread_args_parse("audit", audit_usage, argc, argv, home,
-				  THREAD_ARGS_DIFF, &a);
+				  THREAD_ARGS_DIFF | THREAD_ARGS_FORMAT, &a);
 
 	if (r >= 0)
 		return r;
+	if (thread_check("audit", a.home, a.user, a.thread) < 0)
+		return 1;
 	/* No store yet: nothing was ever refused under this home. */
 	snprintf(db, sizeof(db), "%s/%s", a.home, STORE_FILE);
 	if (access(db, F_OK) < 0 && errno == ENOENT) {

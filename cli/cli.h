@@ -3,7 +3,8 @@
  * Each command is cmd_NAME(argc, argv, home): ARGV[0] is the command's
  * name, HOME the --home given before it (or NULL). It returns the exit
  * status: 0, 1 for failures, 2 for usage errors. Errors go to stderr as
- * "sbx: COMMAND: what failed: why".
+ * "sbx: COMMAND: what failed: why", getopt's too (getopt_begin); a usage
+ * error is followed by "Try 'sbx COMMAND --help'." (usage_error).
  */
 #ifndef SBX_CLI_H
 #define SBX_CLI_H
@@ -13,18 +14,31 @@
 #include <stdint.h>
 #include <stddef.h>
 
-/* Matches "--home DIR" (consuming two arguments) or "--home=DIR" at
- * ARGV[*I]; stores DIR in *HOME. Returns 1 if matched, 0 if not, -1 if
- * the value is missing. */
-int take_home(int argc, char **argv, int *i, const char **home);
-
 /* Resolves HOME (NULL: the default home) into BUF. Returns 0 or -1 with
  * a message printed for COMMAND. */
 int resolve_home(const char *command, const char *home, char *buf, size_t size);
 
+/* A usage error of COMMAND: "sbx: COMMAND: MESSAGE" (none if FMT is NULL,
+ * when getopt said it already), then where its help is. Returns 2, the
+ * exit status of usage errors. */
+int usage_error(const char *command, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Readies getopt_long(3) for a new parse of COMMAND's ARGV. getopt's own
+ * messages begin with ARGV[0] (the bare word COMMAND here; a program's
+ * full path); this makes it "sbx: COMMAND", as every other message. */
+void getopt_begin(char **argv, const char *command);
+
+/* 0 if USER's THREAD exists under HOME; else -errno, with one line for
+ * COMMAND naming what is unknown: the home, the user or the thread. A
+ * command reading what a thread did says so rather than print nothing,
+ * which would look like "nothing happened". */
+int thread_check(const char *command, const char *home, const char *user,
+		 const char *thread);
+
 /* The options of a command about one thread: --user ID --thread ID
- * (required, validated), --format text|json, --home DIR, -h/--help (prints
- * USAGE), and --max-files N where a command takes it. */
+ * (required, validated), --home DIR, -h/--help (prints USAGE), and
+ * --format text|json, --max-files N, --diff where a command takes them. */
 struct thread_args {
 	const char *user, *thread;
 	bool json;
@@ -33,11 +47,11 @@ struct thread_args {
 	char home[PATH_MAX];	/* resolved */
 };
 
-/* The options a command takes besides --user, --thread, --format and
- * --home. */
+/* The options a command takes besides --user, --thread and --home. */
 enum {
 	THREAD_ARGS_MAX_FILES = 1,	/* --max-files N */
 	THREAD_ARGS_DIFF = 2,		/* --diff */
+	THREAD_ARGS_FORMAT = 4,		/* --format text|json */
 };
 
 /* Parses ARGV into A. Returns -1 to go on, else the exit status to end
@@ -68,7 +82,7 @@ struct thread_roots {
 };
 
 /* Opens them for USER's THREAD under HOME; -errno with a message for
- * COMMAND if there is no workspace. */
+ * COMMAND if the thread is unknown (thread_check) or has no workspace. */
 int thread_roots_open(const char *command, const char *home, const char *user,
 		      const char *thread, struct thread_roots *roots);
 void thread_roots_close(struct thread_roots *roots);
@@ -80,6 +94,6 @@ int cmd_changes(int argc, char **argv, const char *home);
 int cmd_broker(int argc, char **argv, const char *home);
 int cmd_exec(int argc, char **argv, const char *home);
 int cmd_doctor(int argc, char **argv, const char *home);
-int cmd_id(int argc, char **argv);
+int cmd_id(int argc, char **argv, const char *home);
 
 #endif

@@ -38,6 +38,7 @@ static const char usage[] =
 	"protection of the sandbox as active or not, with the reason for any\n"
 	"that is not. Exits 0 when every protection is active, 1 otherwise.\n"
 	"  --config FILE   the broker's configuration (default HOME/sbx.conf)\n"
+	"  --format text   a line per check (default)\n"
 	"  --format json   one object: {\"host\": [...], \"protections\": [...]}\n";
 
 struct report {
@@ -279,30 +280,23 @@ int cmd_doctor(int argc, char **argv, const char *home)
 	char h[PATH_MAX], path[PATH_MAX + 32], err[512];
 	int c;
 
-	optind = 1;
+	getopt_begin(argv, "doctor");
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'H': home = optarg; break;
 		case 'c': config_path = optarg; break;
 		case 'F':
-			if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
-				fprintf(stderr, "sbx: doctor: --format takes text or json, not '%s'\n",
-					optarg);
-				return 2;
-			}
+			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
+				return usage_error("doctor", "--format takes text or json, not '%s'",
+						   optarg);
 			r.json = !strcmp(optarg, "json");
 			break;
 		case 'h': fputs(usage, stdout); return 0;
-		default:
-			fputs("Try 'sbx doctor --help'.\n", stderr);
-			return 2;
+		default: return usage_error("doctor", NULL);
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "sbx: doctor: unexpected argument '%s'\nTry 'sbx doctor --help'.\n",
-			argv[optind]);
-		return 2;
-	}
+	if (optind != argc)
+		return usage_error("doctor", "unexpected argument '%s'", argv[optind]);
 	if (resolve_home("doctor", home, h, sizeof(h)) < 0)
 		return 2;
 	struct config cf;

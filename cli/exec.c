@@ -20,7 +20,9 @@ static const char broker_usage[] =
 	"\n"
 	"The exec broker of a home: mounts thread views on demand and runs\n"
 	"commands in them (sbx exec), serving JSON lines on HOME/run/broker.sock\n"
-	"(docs/protocol.md). Returns once it serves; logs to HOME/run/broker.log.\n"
+	"(docs/protocol.md). Returns once it serves, printing\n"
+	"'sbx: broker serving HOME/run/broker.sock (pid N)'; logs to\n"
+	"HOME/run/broker.log.\n"
 	"  --config FILE   the configuration (default HOME/sbx.conf; see\n"
 	"                  docs/configuration.md); a bad line stops start-up\n"
 	"  -f              stay in the foreground, log to stderr\n"
@@ -133,7 +135,7 @@ int cmd_broker(int argc, char **argv, const char *home)
 	char h[PATH_MAX];
 	int c;
 
-	optind = 1;
+	getopt_begin(argv, "broker");
 	while ((c = getopt_long(argc, argv, "fdh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'H': home = optarg; break;
@@ -143,16 +145,11 @@ int cmd_broker(int argc, char **argv, const char *home)
 		case 's': op = "status"; break;
 		case 'x': op = "shutdown"; break;
 		case 'h': fputs(broker_usage, stdout); return 0;
-		default:
-			fputs("Try 'sbx broker --help'.\n", stderr);
-			return 2;
+		default: return usage_error("broker", NULL);
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "sbx: broker: unexpected argument '%s'\nTry 'sbx broker --help'.\n",
-			argv[optind]);
-		return 2;
-	}
+	if (optind != argc)
+		return usage_error("broker", "unexpected argument '%s'", argv[optind]);
 	if (resolve_home("broker", home, h, sizeof(h)) < 0)
 		return 2;
 	if (op)
@@ -182,7 +179,7 @@ int cmd_exec(int argc, char **argv, const char *home)
 	char h[PATH_MAX], *end;
 	int c;
 
-	optind = 1;
+	getopt_begin(argv, "exec");
 	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'u': user = optarg; break;
@@ -193,43 +190,30 @@ int cmd_exec(int argc, char **argv, const char *home)
 		case 'H': home = optarg; break;
 		case 'T':
 			timeout = strtol(optarg, &end, 10);
-			if (*end || timeout < 1 || timeout > 86400) {
-				fprintf(stderr, "sbx: exec: --timeout takes whole seconds from 1 to 86400, not '%s'\n",
-					optarg);
-				return 2;
-			}
+			if (*end || end == optarg || timeout < 1 || timeout > 86400)
+				return usage_error("exec", "--timeout takes whole seconds from 1 to 86400, not '%s'",
+						   optarg);
 			break;
 		case 'e': {
 			char *eq = strchr(optarg, '=');
 			if (eq)
 				*eq = '\0';
-			if (!eq || !env_valid_name(optarg)) {
-				fprintf(stderr, "sbx: exec: --env takes NAME=VALUE with a shell variable name, not '%s'\n",
-					optarg);
-				return 2;
-			}
+			if (!eq || !env_valid_name(optarg))
+				return usage_error("exec", "--env takes NAME=VALUE with a shell variable name, not '%s'",
+						   optarg);
 			json_object_set_new(env, optarg, json_string(eq + 1));
 			break;
 		}
 		case 'h': fputs(exec_usage, stdout); return 0;
-		default:
-			fputs("Try 'sbx exec --help'.\n", stderr);
-			return 2;
+		default: return usage_error("exec", NULL);
 		}
 	}
-	if (!user || !thread || optind >= argc) {
-		fputs("sbx: exec: --user, --thread and a COMMAND are required\nTry 'sbx exec --help'.\n",
-		      stderr);
-		return 2;
-	}
-	if (user_id_check(user, &why) < 0) {
-		fprintf(stderr, "sbx: exec: invalid user id '%s': %s\n", user, why);
-		return 2;
-	}
-	if (thread_id_check(thread, &why) < 0) {
-		fprintf(stderr, "sbx: exec: invalid thread id '%s': %s\n", thread, why);
-		return 2;
-	}
+	if (!user || !thread || optind >= argc)
+		return usage_error("exec", "--user, --thread and a COMMAND are required");
+	if (user_id_check(user, &why) < 0)
+		return usage_error("exec", "invalid user id '%s': %s", user, why);
+	if (thread_id_check(thread, &why) < 0)
+		return usage_error("exec", "invalid thread id '%s': %s", thread, why);
 	if (resolve_home("exec", home, h, sizeof(h)) < 0)
 		return 2;
 	/* The words after -- are one shell command line, as ssh joins them. */

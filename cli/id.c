@@ -17,11 +17,12 @@ static const char id_usage[] =
 	"             exit 0 if ID is a valid user id ([A-Za-z0-9_-], 1 to 255) or\n"
 	"             thread id ([A-Za-z0-9_-], 1 to 64); else say why, exit 1\n";
 
-int cmd_id(int argc, char **argv)
+int cmd_id(int argc, char **argv, const char *home)
 {
 	char safe[USER_ID_MAX + 1];
 	const char *why;
 
+	(void)home;	/* ids need none */
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		fputs(id_usage, stdout);
 		return 0;
@@ -44,7 +45,7 @@ int cmd_id(int argc, char **argv)
 		fprintf(stderr, "sbx: id: invalid %s id: %s\n", argv[2], why);
 		return 1;
 	}
-	fputs("sbx: id: expected 'user RAW' or 'check user|thread ID'\nTry 'sbx id --help'.\n",
-	      stderr);
-	return 2;
+	if (argc >= 2 && argv[1][0] == '-')
+		return usage_error("id", "unrecognized option '%s'", argv[1]);
+	return usage_error("id", "expected 'user RAW' or 'check user|thread ID'");
 }

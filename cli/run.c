@@ -263,21 +263,21 @@ static int run_begin(int argc, char **argv, const char *home)
 
 	if (r >= 0)
 		return r;
+	/* The thread first: an unknown one gets no store made for it. */
+	if (thread_roots_open("run begin", a.home, a.user, a.thread, &roots) < 0)
+		return 1;
 	if (store_open(a.home, &s, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sbx: run: %s\n", err);
+		fprintf(stderr, "sbx: run begin: %s\n", err);
+		thread_roots_close(&roots);
 		return 1;
 	}
-	r = thread_roots_open("run", a.home, a.user, a.thread, &roots);
-	if (r == 0) {
-		/* Mounted views record pre-images from now on: a change made
-		 * while the scan runs is seen as it was before. */
-		struct scan scan = { .store = s };
-		views_each(a.user, a.thread, view_tell_run, &begun);
-		r = take(&scan, &roots, a.user, a.thread,
-			 a.max_files > 0 ? (size_t)a.max_files : SNAPSHOT_MAX_FILES,
-			 &snap, &snap_id);
-		thread_roots_close(&roots);
-	}
+	/* Mounted views record pre-images from now on: a change made while
+	 * the scan runs is seen as it was before. */
+	struct scan scan = { .store = s };
+	views_each(a.user, a.thread, view_tell_run, &begun);
+	r = take(&scan, &roots, a.user, a.thread,
+		 a.max_files > 0 ? (size_t)a.max_files : SNAPSHOT_MAX_FILES, &snap, &snap_id);
+	thread_roots_close(&roots);
 	if (r == 0) {
 		snapshot_free(&snap);
 		r = store_run_begin(s, a.user, a.thread, snap_id, begun, &id);
@@ -299,7 +299,7 @@ struct run_args {
 	char home[PATH_MAX];
 };
 
-/* RUN [--format text|json] [--home DIR]. Returns -1 to go on, else the
+/* RUN [--format text|json|html] [--home DIR]. Returns -1 to go on, else the
  * exit status. */
 static int run_args_parse(const char *command, const char *usage, int argc,
 			  char **argv, const char *home, struct run_args *a)
@@ -315,7 +315,7 @@ static int run_args_parse(const char *command, const char *usage, int argc,
 	int c;
 
 	memset(a, 0, sizeof(*a));
-	optind = 1;
+	getopt_begin(argv, command);
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		if (c == 'F')
 			format = optarg;
@@ -325,32 +325,23 @@ static int run_args_parse(const char *command, const char *usage, int argc,
 			fputs(usage, stdout);
 			return 0;
 		} else {
-			fprintf(stderr, "Try 'sbx %s --help'.\n", command);
-			return 2;
+			return usage_error(command, NULL);
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "sbx: %s: expected one RUN id\nTry 'sbx %s --help'.\n",
-			command, command);
-		return 2;
-	}
+	if (optind != argc - 1)
+		return usage_error(command, "expected one RUN id");
 	a->run = strtoll(argv[optind], &end, 10);
-	if (*end || end == argv[optind] || a->run < 1) {
-		fprintf(stderr, "sbx: %s: '%s' is not a run id (a number printed by sbx run begin)\n",
-			command, argv[optind]);
-		return 2;
-	}
+	if (*end || end == argv[optind] || a->run < 1)
+		return usage_error(command, "'%s' is not a run id (a number printed by sbx run begin)",
+				   argv[optind]);
 	if (!strcmp(format, "text"))
 		a->format = FORMAT_TEXT;
 	else if (!strcmp(format, "json"))
 		a->format = FORMAT_JSON;
 	else if (!strcmp(format, "html"))
 		a->format = FORMAT_HTML;
-	else {
-		fprintf(stderr, "sbx: %s: --format takes text, json or html, not '%s'\n",
-			command, format);
-		return 2;
-	}
+	else
+		return usage_error(command, "--format takes text, json or html, not '%s'", format);
 	return resolve_home(command, home, a->home, sizeof(a->home)) < 0 ? 2 : -1;
 }
 
@@ -463,7 +454,7 @@ static int run_end(int argc, char **argv, const char *home)
 			strerror(-r));
 		goto done;
 	}
-	r = thread_roots_open("run", a.home, run.user, run.thread, &roots);
+	r = thread_roots_open("run end", a.home, run.user, run.thread, &roots);
 	if (r < 0)
 		goto done;
 	views_each(run.user, run.thread, view_sync, NULL);
@@ -529,8 +520,9 @@ int cmd_run(int argc, char **argv, const char *home)
 		fputs(run_usage, stdout);
 		return 0;
 	}
-	fputs("sbx: run: expected begin or end\nTry 'sbx run --help'.\n", stderr);
-	return 2;
+	if (argc >= 2 && argv[1][0] == '-')
+		return usage_error("run", "unrecognized option '%s'", argv[1]);
+	return usage_error("run", "expected begin or end");
 }
 
 int cmd_changes(int argc, char **argv, const char *home)

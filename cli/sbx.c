@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,31 +33,33 @@ static const char usage_text[] =
 	"\n"
 	"Commands:\n"
 	"  mount --user ID --thread ID [sbxfs options] MOUNTPOINT\n"
-	"                     mount a thread's view (runs sbxfs; see sbxfs --help)\n"
+	"                     mount a thread's view (runs sbxfs; see sbx mount --help)\n"
 	"  umount MOUNTPOINT  unmount a view, also one whose daemon died\n"
-	"  audit --user ID --thread ID [--format text|json]\n"
+	"  audit --user ID --thread ID [--diff] [--format text|json]\n"
 	"                     list the writes the read-before-write gate refused\n"
 	"  snapshot --user ID --thread ID [--max-files N] [--format text|json]\n"
 	"                     record what the thread's workspace and outputs hold\n"
 	"  run begin --user ID --thread ID [--max-files N]\n"
 	"                     start a run (a snapshot); prints its id\n"
-	"  run end RUN [--format text|json]\n"
+	"  run end RUN [--format text|json|html]\n"
 	"                     end it: record and print what it changed\n"
 	"  changes RUN [--format text|json|html]\n"
 	"                     print what an ended run changed\n"
-	"  broker [--config FILE] [-f] [--status|--shutdown]\n"
+	"  broker [--config FILE] [-f] [-d] [--status|--shutdown]\n"
 	"                     the exec broker: views on demand, commands in them\n"
-	"  exec --user ID --thread ID [--timeout SEC] [--env K=V]... -- COMMAND\n"
+	"  exec --user ID --thread ID [--timeout SEC] [--env K=V]...\n"
+	"       [--channel-user-id ID] [--host] [--scope ID] -- COMMAND\n"
 	"                     run a command in the thread's view, in a sandbox\n"
-	"  doctor [--format text|json]\n"
+	"  doctor [--config FILE] [--format text|json]\n"
 	"                     what this host allows, which sandbox protections hold\n"
 	"  id user RAW | id check user|thread ID\n"
 	"                     the reference's id rules: make_safe_user_id, checks\n"
+	"  help [COMMAND]     this help, or a command's (as sbx COMMAND --help)\n"
 	"\n"
 	"Options for every command (before or after it):\n"
 	"  --home DIR         $SBX_HOME (default: $SBX_HOME, else /var/lib/sbxfs for\n"
 	"                     root, else $XDG_DATA_HOME/sbxfs or ~/.local/share/sbxfs)\n"
-	"  -h, --help         show help (sbx COMMAND --help for a command)\n"
+	"  -h, --help         show this help (sbx COMMAND --help: a command's)\n"
 	"  -V, --version      show the version\n";
 
 static const char umount_usage[] =
@@ -64,15 +67,64 @@ static const char umount_usage[] =
 	"\n"
 	"Unmounts the view at MOUNTPOINT; its daemon then exits. A stale mount\n"
 	"(\"Transport endpoint is not connected\" after the daemon died) is\n"
-	"detached. Uses umount2(2) as root, fusermount3 otherwise.\n";
+	"detached. Anything else mounted there (not an sbxfs view) is refused.\n"
+	"Uses umount2(2) as root, fusermount3 otherwise.\n";
+
+int usage_error(const char *command, const char *fmt, ...)
+{
+	char label[64], name[64];
+	va_list ap;
+
+	snprintf(label, sizeof(label), "sbx: %s", command);
+	snprintf(name, sizeof(name), "sbx %s", command);
+	va_start(ap, fmt);
+	int r = usage_verror(label, name, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+void getopt_begin(char **argv, const char *command)
+{
+	/* One command per process: its name can live here. */
+	static char name[64];
+
+	snprintf(name, sizeof(name), "sbx: %s", command);
+	argv[0] = name;
+	optind = 1;
+}
+
+int thread_check(const char *command, const char *home, const char *user,
+		 const char *thread)
+{
+	_cleanup_(closep) int homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	const char *missing = "home";
+	int r = homefd < 0 ? neg_errno() : home_thread_find(homefd, user, thread, &missing);
+
+	if (r == -ENOENT && !strcmp(missing, "home"))
+		fprintf(stderr, "sbx: %s: unknown home %s (no such directory)\n", command, home);
+	else if (r == -ENOENT && !strcmp(missing, "user"))
+		fprintf(stderr, "sbx: %s: unknown user %s (no %s/users/%s)\n", command, user,
+			home, user);
+	else if (r == -ENOENT)
+		fprintf(stderr, "sbx: %s: unknown thread %s/%s (no %s/users/%s/threads/%s)\n",
+			command, user, thread, home, user, thread);
+	else if (r < 0)
+		fprintf(stderr, "sbx: %s: cannot look up thread %s/%s under %s: %s\n", command,
+			user, thread, home, strerror(-r));
+	return r;
+}
 
 int thread_roots_open(const char *command, const char *home, const char *user,
 		      const char *thread, struct thread_roots *roots)
 {
-	_cleanup_(closep) int homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_(closep) int homefd = -1;
 
-	roots->out = -1;
-	roots->ws = homefd < 0 ? -errno
+	roots->ws = roots->out = -1;
+	int r = thread_check(command, home, user, thread);
+	if (r < 0)
+		return r;
+	homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	roots->ws = homefd < 0 ? neg_errno()
 		    : home_thread_dir_open(homefd, user, thread, THREAD_WORKSPACE);
 	if (roots->ws < 0) {
 		fprintf(stderr, "sbx: %s: thread %s/%s has no workspace under %s: %s\n",
@@ -89,7 +141,10 @@ void thread_roots_close(struct thread_roots *roots)
 	closep(&roots->out);
 }
 
-int take_home(int argc, char **argv, int *i, const char **home)
+/* Matches "--home DIR" (consuming two arguments) or "--home=DIR" at
+ * ARGV[*I]; stores DIR in *HOME. Returns 1 if matched, 0 if not, -1 if
+ * the value is missing. */
+static int take_home(int argc, char **argv, int *i, const char **home)
 {
 	if (!strncmp(argv[*i], "--home=", 7)) {
 		*home = argv[*i] + 7;
@@ -133,7 +188,6 @@ int thread_args_parse(const char *command, const char *usage, int argc,
 		      struct thread_args *a)
 {
 	enum { OPT_USER = 256, OPT_THREAD, OPT_FORMAT, OPT_HOME, OPT_MAX, OPT_DIFF };
-	bool takes_max_files = takes & THREAD_ARGS_MAX_FILES;
 	static const struct option longopts[] = {
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "thread", required_argument, NULL, OPT_THREAD },
@@ -144,14 +198,25 @@ int thread_args_parse(const char *command, const char *usage, int argc,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
+	/* The options above that each bit of TAKES stands for; one table
+	 * serves every command, those it does not take are unknown to it. */
+	static const struct { int opt; unsigned bit; const char *name; } optional[] = {
+		{ OPT_FORMAT, THREAD_ARGS_FORMAT, "--format" },
+		{ OPT_MAX, THREAD_ARGS_MAX_FILES, "--max-files" },
+		{ OPT_DIFF, THREAD_ARGS_DIFF, "--diff" },
+	};
 	const char *why, *format = "text";
 	char *end;
 	int c;
 
 	memset(a, 0, sizeof(*a));
 	a->max_files = -1;
-	optind = 1;
+	getopt_begin(argv, command);
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		for (size_t i = 0; i < sizeof(optional) / sizeof(optional[0]); i++)
+			if (c == optional[i].opt && !(takes & optional[i].bit))
+				return usage_error(command, "unrecognized option '%s'",
+						   optional[i].name);
 		switch (c) {
 		case OPT_USER:
 			a->user = optarg;
@@ -168,53 +233,30 @@ int thread_args_parse(const char *command, const char *usage, int argc,
 		case OPT_MAX:
 			errno = 0;
 			a->max_files = strtol(optarg, &end, 10);
-			if (!takes_max_files || errno || *end || end == optarg ||
-			    a->max_files < 1) {
-				fprintf(stderr, takes_max_files
-					? "sbx: %s: --max-files takes a number of files (1 or more), not '%s'\n"
-					: "sbx: %s: unknown option --max-files%s\n",
-					command, takes_max_files ? optarg : "");
-				return 2;
-			}
+			if (errno || *end || end == optarg || a->max_files < 1)
+				return usage_error(command, "--max-files takes a number of files (1 or more), not '%s'",
+						   optarg);
 			break;
 		case OPT_DIFF:
-			if (!(takes & THREAD_ARGS_DIFF)) {
-				fprintf(stderr, "sbx: %s: unknown option --diff\nTry 'sbx %s --help'.\n",
-					command, command);
-				return 2;
-			}
 			a->diff = true;
 			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
 		default:
-			fprintf(stderr, "Try 'sbx %s --help'.\n", command);
-			return 2;
+			return usage_error(command, NULL);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "sbx: %s: unexpected argument '%s'\nTry 'sbx %s --help'.\n",
-			command, argv[optind], command);
-		return 2;
-	}
-	if (!a->user || !a->thread) {
-		fprintf(stderr, "sbx: %s: --user and --thread are required\nTry 'sbx %s --help'.\n",
-			command, command);
-		return 2;
-	}
-	if (user_id_check(a->user, &why) < 0) {
-		fprintf(stderr, "sbx: %s: invalid user id '%s': %s\n", command, a->user, why);
-		return 2;
-	}
-	if (thread_id_check(a->thread, &why) < 0) {
-		fprintf(stderr, "sbx: %s: invalid thread id '%s': %s\n", command, a->thread, why);
-		return 2;
-	}
-	if (strcmp(format, "text") && strcmp(format, "json")) {
-		fprintf(stderr, "sbx: %s: --format takes text or json, not '%s'\n", command, format);
-		return 2;
-	}
+	if (optind < argc)
+		return usage_error(command, "unexpected argument '%s'", argv[optind]);
+	if (!a->user || !a->thread)
+		return usage_error(command, "--user and --thread are required");
+	if (user_id_check(a->user, &why) < 0)
+		return usage_error(command, "invalid user id '%s': %s", a->user, why);
+	if (thread_id_check(a->thread, &why) < 0)
+		return usage_error(command, "invalid thread id '%s': %s", a->thread, why);
+	if (strcmp(format, "text") && strcmp(format, "json"))
+		return usage_error(command, "--format takes text or json, not '%s'", format);
 	a->json = !strcmp(format, "json");
 	if (resolve_home(command, home, a->home, sizeof(a->home)) < 0)
 		return 2;
@@ -251,47 +293,50 @@ void scan_progress_done(struct scan_progress *p)
 		fputs("\r\033[K", stderr);
 }
 
-static int cmd_umount(int argc, char **argv)
+static int cmd_umount(int argc, char **argv, const char *home)
 {
-	const char *mp = NULL, *home = NULL;
-	int r;
+	static const struct option longopts[] = {
+		{ "home", required_argument, NULL, 'H' },	/* unmounting needs none */
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	char type[64];
+	int c, r;
 
-	for (int i = 1; i < argc; i++) {
-		int h = take_home(argc, argv, &i, &home);
-
-		if (h < 0) {
-			fputs("sbx: umount: --home needs a directory\n", stderr);
-			return 2;
-		}
-		if (h)
-			continue;	/* unmounting needs no home */
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+	(void)home;
+	getopt_begin(argv, "umount");
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (c == 'h') {
 			fputs(umount_usage, stdout);
 			return 0;
 		}
-		if (argv[i][0] == '-' || mp) {
-			fputs("sbx: umount: expected one MOUNTPOINT\nTry 'sbx umount --help'.\n",
-			      stderr);
-			return 2;
-		}
-		mp = argv[i];
+		if (c != 'H')
+			return usage_error("umount", NULL);
 	}
-	if (!mp) {
-		fputs("sbx: umount: expected one MOUNTPOINT\nTry 'sbx umount --help'.\n",
-		      stderr);
-		return 2;
+	if (optind != argc - 1)
+		return usage_error("umount", "expected one MOUNTPOINT");
+	const char *mp = argv[optind];
+	/* As root umount2 takes down whatever is there: check first that it
+	 * is a view, its daemon alive or not (a dead one's is still listed). */
+	r = view_mounted_at(mp, type, sizeof(type));
+	if (r == 0) {
+		fprintf(stderr, "sbx: umount: %s is a %s mount, not an sbxfs view: left mounted\n",
+			mp, type);
+		return 1;
+	}
+	if (r < 0) {
+		fprintf(stderr, "sbx: umount: %s: %s\n", mp, r == -EINVAL
+			? "not a mount point (nothing is mounted there)" : strerror(-r));
+		return 1;
 	}
 	r = view_unmount(mp, false);
 	if (r < 0 && geteuid() == 0)
-		fprintf(stderr, "sbx: umount %s: %s%s\n", mp, strerror(-r),
-			r == -EBUSY ? " (a process still uses it; close it or retry)"
-			: r == -EINVAL ? " (not a mount point)" : "");
+		fprintf(stderr, "sbx: umount: %s: %s%s\n", mp, strerror(-r),
+			r == -EBUSY ? " (a process still uses it; close it or retry)" : "");
 	else if (r < 0)
-		fprintf(stderr, "sbx: umount %s: fusermount3 failed (its message is above)\n",
+		fprintf(stderr, "sbx: umount: %s: fusermount3 failed (its message is above)\n",
 			mp);
-	if (r < 0)
-		return 1;
-	return 0;
+	return r < 0 ? 1 : 0;
 }
 
 static int cmd_mount(int argc, char **argv, const char *home)
@@ -311,14 +356,62 @@ static int cmd_mount(int argc, char **argv, const char *home)
 	for (int i = 1; i < argc; i++)
 		args[n++] = argv[i];
 	args[n] = NULL;
+	/* Its help and errors then speak of sbx mount, what was typed. */
+	setenv(SBXFS_NAME_ENV, "sbx mount", 1);
 	execv(exe, args);
 	execvp("sbxfs", args);
 	fprintf(stderr, "sbx: mount: cannot run sbxfs: %s\n", strerror(errno));
 	return 1;
 }
 
+static int cmd_help(int argc, char **argv, const char *home);
+
+static const struct command {
+	const char *name;
+	int (*run)(int argc, char **argv, const char *home);
+} commands[] = {
+	{ "mount", cmd_mount },
+	{ "umount", cmd_umount },
+	{ "audit", cmd_audit },
+	{ "snapshot", cmd_snapshot },
+	{ "run", cmd_run },
+	{ "changes", cmd_changes },
+	{ "broker", cmd_broker },
+	{ "exec", cmd_exec },
+	{ "doctor", cmd_doctor },
+	{ "id", cmd_id },
+	{ "help", cmd_help },
+};
+
+static const struct command *command_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+/* sbx help [COMMAND]: the same as sbx --help or sbx COMMAND --help. */
+static int cmd_help(int argc, char **argv, const char *home)
+{
+	const struct command *c = argc == 2 ? command_find(argv[1]) : NULL;
+
+	if (argc > 2)
+		return usage_error("help", "expected at most one COMMAND");
+	if (argc == 1 || c == command_find("help") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "-h")) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (!c)
+		return usage_error("help", "unknown command '%s'", argv[1]);
+	char *args[] = { argv[1], "--help", NULL };
+	return c->run(2, args, home);
+}
+
 int main(int argc, char **argv)
 {
+	const struct command *cmd;
 	const char *home = NULL;
 	int i = 1;
 
@@ -343,33 +436,16 @@ int main(int argc, char **argv)
 			i++;
 			continue;
 		}
-		fprintf(stderr, "sbx: unknown option '%s'\nTry 'sbx --help'.\n", argv[i]);
+		fprintf(stderr, "sbx: unrecognized option '%s'\nTry 'sbx --help'.\n", argv[i]);
 		return 2;
 	}
 	if (i >= argc) {
 		fputs(usage_text, stderr);
 		return 2;
 	}
-	if (!strcmp(argv[i], "mount"))
-		return cmd_mount(argc - i, argv + i, home);
-	if (!strcmp(argv[i], "umount"))
-		return cmd_umount(argc - i, argv + i);
-	if (!strcmp(argv[i], "audit"))
-		return cmd_audit(argc - i, argv + i, home);
-	if (!strcmp(argv[i], "snapshot"))
-		return cmd_snapshot(argc - i, argv + i, home);
-	if (!strcmp(argv[i], "run"))
-		return cmd_run(argc - i, argv + i, home);
-	if (!strcmp(argv[i], "changes"))
-		return cmd_changes(argc - i, argv + i, home);
-	if (!strcmp(argv[i], "broker"))
-		return cmd_broker(argc - i, argv + i, home);
-	if (!strcmp(argv[i], "exec"))
-		return cmd_exec(argc - i, argv + i, home);
-	if (!strcmp(argv[i], "doctor"))
-		return cmd_doctor(argc - i, argv + i, home);
-	if (!strcmp(argv[i], "id"))
-		return cmd_id(argc - i, argv + i);
+	cmd = command_find(argv[i]);
+	if (cmd)
+		return cmd->run(argc - i, argv + i, home);
 	fprintf(stderr, "sbx: unknown command '%s'\nTry 'sbx --help'.\n", argv[i]);
 	return 2;
 }

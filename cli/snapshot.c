@@ -112,7 +112,7 @@ int cmd_snapshot(int argc, char **argv, const char *home)
 	struct store *s;
 	int64_t id;
 	int r = thread_args_parse("snapshot", snapshot_usage, argc, argv, home,
-				  THREAD_ARGS_MAX_FILES, &a);
+				  THREAD_ARGS_MAX_FILES | THREAD_ARGS_FORMAT, &a);
 
 	if (r >= 0)
 		return r;

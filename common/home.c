@@ -115,6 +115,25 @@ int home_thread_dirs(int homefd, const char *user, const char *thread,
 	return r < 0 ? r : 0;
 }
 
+/* Opens the existing directory DIRFD/COMPONENTS[0]/... (at most N of them,
+ * a NULL ends them early), never following a symlink. Returns an O_PATH fd,
+ * or -errno with *OPENED the number of components that were there. */
+static int dir_open_chain(int dirfd, const char *const *components, size_t n,
+			  size_t *opened)
+{
+	_cleanup_(closep) int cur = -1;
+
+	for (*opened = 0; *opened < n && components[*opened]; ++*opened) {
+		int next = openat(*opened ? cur : dirfd, components[*opened],
+				  O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0)
+			return neg_errno();
+		closep(&cur);
+		cur = next;
+	}
+	return TAKE_FD(cur);
+}
+
 int home_thread_dir_open(int homefd, const char *user, const char *thread,
 			 enum thread_dir which)
 {
@@ -126,15 +145,20 @@ int home_thread_dir_open(int homefd, const char *user, const char *thread,
 	};
 	const char *const path[] = { "users", user, "threads", thread,
 				     leaf[which][0], leaf[which][1] };
-	_cleanup_(closep) int cur = -1;
+	size_t opened;
 
-	for (size_t i = 0; i < 6 && path[i]; i++) {
-		int next = openat(i ? cur : homefd, path[i],
-				  O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (next < 0)
-			return neg_errno();
-		closep(&cur);
-		cur = next;
-	}
-	return TAKE_FD(cur);
+	return dir_open_chain(homefd, path, 6, &opened);
+}
+
+int home_thread_find(int homefd, const char *user, const char *thread,
+		     const char **missing)
+{
+	const char *const path[] = { "users", user, "threads", thread };
+	size_t opened;
+	_cleanup_(closep) int fd = dir_open_chain(homefd, path, 4, &opened);
+
+	/* users/ and threads/ come with a user's first thread. */
+	if (fd < 0)
+		*missing = opened < 2 ? "user" : "thread";
+	return fd < 0 ? fd : 0;
 }

@@ -49,4 +49,10 @@ int home_thread_dirs(int homefd, const char *user, const char *thread,
 int home_thread_dir_open(int homefd, const char *user, const char *thread,
 			 enum thread_dir which);
 
+/* Whether USER's THREAD is there under the home directory HOMEFD (nothing
+ * is created; a symlink on the way is refused). Returns 0, or -errno with
+ * *MISSING naming what is not there: "user" or "thread". */
+int home_thread_find(int homefd, const char *user, const char *thread,
+		     const char **missing);
+
 #endif

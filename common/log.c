@@ -64,3 +64,14 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	fprintf(out, "%s\n", line);
 	fflush(out);
 }
+
+int usage_verror(const char *label, const char *name, const char *fmt, va_list ap)
+{
+	if (fmt) {
+		fprintf(stderr, "%s: ", label);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	}
+	fprintf(stderr, "Try '%s --help'.\n", name);
+	return 2;
+}

@@ -7,6 +7,7 @@
 #ifndef SBX_LOG_H
 #define SBX_LOG_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -18,6 +19,11 @@ void log_setup(const char *prog, FILE *stream, enum log_level max, bool stamped)
 bool log_enabled(enum log_level level);
 void log_msg(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* A usage error on stderr: "LABEL: message" (FMT with AP; nothing if FMT
+ * is NULL, when getopt printed it), then "Try 'NAME --help'.". Returns 2,
+ * the exit status of usage errors. sbx and sbxfs word them alike. */
+int usage_verror(const char *label, const char *name, const char *fmt, va_list ap);
 
 #define log_error(...) log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warn(...)  log_msg(LOG_WARN, __VA_ARGS__)

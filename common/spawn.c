@@ -78,21 +78,74 @@ void mount_unescape(char *s)
 	*o = '\0';
 }
 
-bool is_mount_point(const char *mp)
+/* The topmost mount at the absolute path MP in /proc/self/mountinfo:
+ * true if there is one, with its filesystem type in TYPE (SIZE bytes). */
+static bool mountinfo_find(const char *mp, char *type, size_t size)
 {
 	_cleanup_(fclosep) FILE *f = fopen("/proc/self/mountinfo", "re");
 	char line[8192];
+	bool found = false;
 
 	while (f && fgets(line, sizeof(line), f)) {
-		/* id parent major:minor root MOUNTPOINT ... */
+		/* id parent major:minor root MOUNTPOINT opts... - TYPE SOURCE ... */
 		char *save = NULL, *field = strtok_r(line, " ", &save);
 		for (int i = 0; field && i < 4; i++)
 			field = strtok_r(NULL, " ", &save);
 		if (!field)
 			continue;
 		mount_unescape(field);
-		if (!strcmp(field, mp))
-			return true;
+		if (strcmp(field, mp))
+			continue;
+		/* Mounts stacked on one path are listed bottom up. */
+		found = true;
+		while (field && strcmp(field, "-"))
+			field = strtok_r(NULL, " ", &save);
+		field = field ? strtok_r(NULL, " ", &save) : NULL;
+		snprintf(type, size, "%s", field ? field : "?");
 	}
-	return false;
+	return found;
+}
+
+bool is_mount_point(const char *mp)
+{
+	char type[64];
+
+	return mountinfo_find(mp, type, sizeof(type));
+}
+
+/* MP as an absolute path without symlinks, as the mount tables spell it.
+ * A dead FUSE daemon's mount point may fail to resolve itself (ENOTCONN):
+ * then its directory is resolved and its name appended. */
+static int mount_path(const char *mp, char out[PATH_MAX])
+{
+	char parent[PATH_MAX];
+
+	if (realpath(mp, out))
+		return 0;
+	int e = neg_errno();
+	if (e != -ENOTCONN)
+		return e;
+	_cleanup_(freep) char *a = strdup(mp), *b = strdup(mp);
+	if (!a || !b)
+		return -ENOMEM;
+	const char *base = basename(a), *dir = dirname(b);
+	if (!strcmp(base, ".") || !strcmp(base, "..") || !strcmp(base, "/") ||
+	    !realpath(dir, parent))
+		return e;
+	if ((size_t)snprintf(out, PATH_MAX, "%s/%s", strcmp(parent, "/") ? parent : "",
+			     base) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int view_mounted_at(const char *mp, char *type, size_t size)
+{
+	char path[PATH_MAX];
+	int r = mount_path(mp, path);
+
+	if (r < 0)
+		return r;
+	if (!mountinfo_find(path, type, size))
+		return -EINVAL;		/* as umount2(2) says it */
+	return !strcmp(type, VIEW_FSTYPE);
 }

@@ -6,6 +6,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The environment variable by which sbx mount tells sbxfs its name
+ * ("sbx mount") for help and errors; sbxfs does not pass it on. */
+#define SBXFS_NAME_ENV "SBXFS_NAME"
+
 /* Runs ARGV (NULL-terminated; ARGV[0] looked up on PATH) and waits.
  * Returns its exit status (128 + N if killed by signal N), or -errno if
  * it could not be started. */
@@ -26,5 +30,14 @@ void mount_unescape(char *s);
 
 /* True if MP is a mount point right now (/proc/self/mountinfo). */
 bool is_mount_point(const char *mp);
+
+/* The type of a view's mount: sbxfs mounts with subtype=sbxfs. */
+#define VIEW_FSTYPE "fuse.sbxfs"
+
+/* What is mounted at MP (any path to it; the topmost of stacked mounts):
+ * 1 if a view (its daemon alive or not), 0 if another filesystem, whose
+ * type is then in TYPE (SIZE bytes); -EINVAL if MP is no mount point,
+ * other -errno if MP cannot be resolved. */
+int view_mounted_at(const char *mp, char *type, size_t size);
 
 #endif

@@ -980,7 +980,12 @@ int broker_main(const struct broker_options *o)
 			char c;
 			close(ready[1]);
 			ssize_t n = read(ready[0], &c, 1);
-			return n == 1 && c == '0' ? 0 : 1;
+			if (n != 1 || c != '0')
+				return 1;	/* the child said why */
+			/* It detaches: say where it went, and who it is. */
+			printf("sbx: broker serving %s/run/" BROKER_SOCKET " (pid %d)\n", o->home,
+			       (int)pid);
+			return 0;
 		}
 		close(ready[0]);
 		setsid();

@@ -7,6 +7,7 @@
  */
 #include "cleanup.h"
 #include "home.h"
+#include "spawn.h"
 #include "ids.h"
 #include "log.h"
 #include "ops.h"
@@ -25,6 +26,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +52,31 @@ struct options {
 	char log_file[PATH_MAX + 64];	/* where the daemon logs, for messages */
 };
 
+/* What sbxfs calls itself in its help and errors: NAME "sbxfs", or "sbx
+ * mount" when sbx mount runs it (it says so in SBXFS_NAME_ENV), and LABEL,
+ * the prefix of a message: "sbxfs" or "sbx: mount", as sbx's own. */
+static struct {
+	char name[64], label[64];
+} prog;
+
+static void prog_setup(char **argv)
+{
+	const char *name = getenv(SBXFS_NAME_ENV);
+	size_t n;
+
+	snprintf(prog.name, sizeof(prog.name), "%s", name && *name ? name : "sbxfs");
+	unsetenv(SBXFS_NAME_ENV);	/* the daemon's children are not sbx mount */
+	n = strcspn(prog.name, " ");
+	if (prog.name[n])
+		snprintf(prog.label, sizeof(prog.label), "%.*s: %s", (int)n, prog.name,
+			 prog.name + n + 1);
+	else
+		snprintf(prog.label, sizeof(prog.label), "%s", prog.name);
+	/* getopt's own messages begin with argv[0], else the full path. */
+	argv[0] = prog.label;
+}
+
 static const char usage_text[] =
-	"Usage: sbxfs [options] MOUNTPOINT\n"
 	"\n"
 	"Mounts one agent thread's sandbox view at MOUNTPOINT:\n"
 	"  MOUNTPOINT/user-data/{workspace,uploads,outputs}  read-write\n"
@@ -123,12 +148,15 @@ static const char usage_text[] =
 	"  -h, --help                show this help\n"
 	"  -V, --version             show the version\n";
 
-static int usage_error(const char *fmt, const char *arg)
+static __attribute__((format(printf, 1, 2)))
+int usage_error(const char *fmt, ...)
 {
-	fprintf(stderr, "sbxfs: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'sbxfs --help'.\n");
-	return 2;
+	va_list ap;
+
+	va_start(ap, fmt);
+	int r = usage_verror(prog.label, prog.name, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 static int append_fuse_opt(struct options *o, const char *opt)
@@ -207,13 +235,10 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 			break;
 		case OPT_MOUNT:
 			if (o->view.nmounts == VIEW_MAX_MOUNTS)
-				return usage_error("at most 32 --mount options", "");
+				return usage_error("at most 32 --mount options");
 			if (mount_spec_parse(optarg, &o->view.mounts[o->view.nmounts],
-					     &why) < 0) {
-				fprintf(stderr, "sbxfs: invalid --mount '%s': %s\n",
-					optarg, why);
-				return 2;
-			}
+					     &why) < 0)
+				return usage_error("invalid --mount '%s': %s", optarg, why);
 			for (size_t i = 0; i < o->view.nmounts; i++)
 				if (!strcmp(o->view.mounts[i].name,
 					    o->view.mounts[o->view.nmounts].name))
@@ -329,9 +354,10 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 			break;
 		case 'o':
 			if (append_fuse_opt(o, optarg) < 0)
-				return usage_error("-o options are too long%s", "");
+				return usage_error("-o options are too long");
 			break;
 		case 'h':
+			printf("Usage: %s --user ID --thread ID [options] MOUNTPOINT\n", prog.name);
 			fputs(usage_text, stdout);
 			*exit_now = true;
 			return 0;
@@ -340,42 +366,34 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 			*exit_now = true;
 			return 0;
 		default:
-			fprintf(stderr, "Try 'sbxfs --help'.\n");
-			return 2;
+			return usage_error(NULL);
 		}
 	}
 	if (optind != argc - 1)
-		return usage_error(optind < argc ? "one MOUNTPOINT expected, got extra '%s'"
-						 : "MOUNTPOINT is missing%s",
-				   optind < argc ? argv[optind + 1] : "");
+		return optind < argc ? usage_error("one MOUNTPOINT expected, got extra '%s'",
+						   argv[optind + 1])
+				     : usage_error("MOUNTPOINT is missing");
 	o->mountpoint = argv[optind];
 	/* Unwatched caches must let host edits through within a second. */
 	o->view.timeout = o->view.timeout_watched < 1 ? o->view.timeout_watched : 1;
 	if (!o->view.host_watch)
 		o->view.timeout_watched = o->view.timeout;
 	if (!o->view.user || !o->view.thread)
-		return usage_error("--user and --thread are required%s", "");
+		return usage_error("--user and --thread are required");
 	/* With the writeback cache, writes reach the daemon long after the
 	 * write(2) returned: too late to refuse one. */
 	if (o->view.writeback &&
 	    (o->view.rbw == GATE_ENFORCE || o->view.rbw == GATE_STRICT))
-		return usage_error("--writeback needs --rbw audit or --rbw off: with the writeback cache a refused write would be lost after write(2) succeeded%s",
-				   "");
-	if (user_id_check(o->view.user, &why) < 0) {
-		fprintf(stderr, "sbxfs: invalid user id '%s': %s\n", o->view.user, why);
-		return 2;
-	}
-	if (thread_id_check(o->view.thread, &why) < 0) {
-		fprintf(stderr, "sbxfs: invalid thread id '%s': %s\n", o->view.thread, why);
-		return 2;
-	}
+		return usage_error("--writeback needs --rbw audit or --rbw off: with the writeback cache a refused write would be lost after write(2) succeeded");
+	if (user_id_check(o->view.user, &why) < 0)
+		return usage_error("invalid user id '%s': %s", o->view.user, why);
+	if (thread_id_check(o->view.thread, &why) < 0)
+		return usage_error("invalid thread id '%s': %s", o->view.thread, why);
 	if (o->view.home && !*o->view.home)
-		return usage_error("--home is empty%s", "");
+		return usage_error("--home is empty");
 	if (!o->view.home) {
-		if (home_default(o->home_buf, sizeof(o->home_buf)) < 0) {
-			fprintf(stderr, "sbxfs: no home: set --home or $SBX_HOME\n");
-			return 2;
-		}
+		if (home_default(o->home_buf, sizeof(o->home_buf)) < 0)
+			return usage_error("no home: set --home or $SBX_HOME");
 		o->view.home = o->home_buf;
 	}
 	return 0;
@@ -501,6 +519,8 @@ static struct fuse_session *session_new(struct options *o, struct view *v)
 	argv[argc++] = "sbxfs";
 	if (o->debug)
 		argv[argc++] = "-d";
+	/* The type becomes fuse.sbxfs, by which sbx umount knows a view
+	 * (VIEW_FSTYPE); the source names the thread (sbx run finds views by it). */
 	snprintf(fsname, sizeof(fsname), "fsname=sbxfs:%s/%s,subtype=sbxfs",
 		 o->view.user, o->view.thread);
 	if (append_fuse_opt(o, fsname) < 0)
@@ -633,7 +653,9 @@ int main(int argc, char **argv)
 	int pipefd[2] = { -1, -1 }, r, logfd = -1;
 	bool exit_now;
 
-	log_setup("sbxfs", NULL, LOG_INFO, false);
+	prog_setup(argv);
+	/* Until it detaches, sbxfs speaks as the command that was typed. */
+	log_setup(prog.label, NULL, LOG_INFO, false);
 	r = parse_options(argc, argv, &o, &exit_now);
 	if (r || exit_now)
 		return r;

@@ -36,6 +36,7 @@ static const struct {
 	{ "view_faults", suite_view_faults },
 	{ "view_escape", suite_view_escape },
 	{ "view_broker", suite_view_broker },
+	{ "cli", suite_cli },
 	{ "sandbox", suite_sandbox },
 	{ "sanitizers", suite_sanitizers },	/* last: sees every daemon's exit */
 };

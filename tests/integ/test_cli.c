@@ -1,0 +1,241 @@
+/* sbx and sbxfs as a person meets them first: every command's help names
+ * it and agrees with the summary, a bad option is a usage error in the
+ * program's short name, sbx umount takes down views and nothing else, a
+ * read of a home, user or thread that does not exist says so, and the
+ * broker says where it serves. */
+#include "cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+static struct tview V;
+
+static void setup(void)
+{
+	ck_assert_int_eq(tview_mount(&V, NULL, "alice", "cli", NULL), 0);
+}
+
+static void teardown(void)
+{
+	tview_umount(&V);
+}
+
+/* Runs CMD (consumed); returns its standard error, its status in *ST. */
+static char *errors_of(char *cmd, int *st)
+{
+	char *err = capture(fmt_cmd("%s 2>&1 >/dev/null", cmd), st);
+
+	free(cmd);
+	return err;
+}
+
+static bool mounted(const char *dir)
+{
+	return sh("grep -q ' %s ' /proc/self/mounts", dir) == 0;
+}
+
+static int lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* ERR is one line that begins with PREFIX and holds WHAT. */
+#define ONE_LINE(err, prefix, what)					\
+	ck_assert_msg(lines(err) == 1 && !strncmp(err, prefix, strlen(prefix)) && \
+		      strstr(err, what), "want one line '%s...%s...', got:\n%s",	\
+		      prefix, what, err)
+
+START_TEST(test_cli_umount_refuses_what_is_not_a_view)
+{
+	const char *sbx = strdup(test_bin("sbx")), *plain = test_dir("plain");
+	char *fs = strdup(test_dir("tmpfs")), *err;
+	int st;
+
+	/* As root, umount2 would take a tmpfs down without a word. */
+	if (geteuid() == 0) {
+		ck_assert_int_eq(mount("tmpfs", fs, "tmpfs", 0, "size=1m"), 0);
+		int w = write_file(fmt_cmd("%s/kept", fs), "data");
+		err = errors_of(fmt_cmd("'%s' umount '%s'", sbx, fs), &st);
+		bool still = mounted(fs) && exists(fmt_cmd("%s/kept", fs));
+		umount2(fs, MNT_DETACH);	/* before any assertion can fail */
+		ck_assert_int_eq(w, 0);
+		ck_assert_int_eq(st, 1);
+		ONE_LINE(err, "sbx: umount: ", "is a tmpfs mount, not an sbxfs view: left mounted");
+		ck_assert(still);
+	}
+	err = errors_of(fmt_cmd("'%s' umount /proc", sbx), &st);
+	ck_assert_int_eq(st, 1);
+	ONE_LINE(err, "sbx: umount: /proc ", "is a proc mount, not an sbxfs view");
+	ck_assert(mounted("/proc") && exists("/proc/self/status"));
+
+	err = errors_of(fmt_cmd("'%s' umount '%s'", sbx, plain), &st);
+	ck_assert_int_eq(st, 1);
+	ONE_LINE(err, "sbx: umount: ", "not a mount point");
+	err = errors_of(fmt_cmd("'%s' umount '%s/missing'", sbx, plain), &st);
+	ck_assert_int_eq(st, 1);
+	ONE_LINE(err, "sbx: umount: ", "No such file or directory");
+}
+END_TEST
+
+/* The mount tables spell a path one way; a view given another way (from
+ * its directory, with a trailing slash) is still found. */
+START_TEST(test_cli_umount_unmounts_a_view_given_by_any_path)
+{
+	char *dir = strdup(V.mnt), *base = strrchr(dir, '/');
+
+	*base++ = '\0';
+	OK("cd '%s' && '%s' umount '%s/'", dir, test_bin("sbx"), base);
+	ck_assert(!mounted(V.mnt));
+	V.mounted = false;
+}
+END_TEST
+
+START_TEST(test_cli_reads_of_unknown_threads_say_so)
+{
+	const char *sbx = strdup(test_bin("sbx"));
+	char *err;
+	int st;
+
+	err = errors_of(fmt_cmd("'%s' audit --home '%s/none' --user alice --thread cli", sbx,
+				V.home), &st);
+	ck_assert_int_eq(st, 1);
+	ONE_LINE(err, "sbx: audit: ", "unknown home");
+	err = errors_of(fmt_cmd("'%s' audit --home '%s' --user bob --thread cli", sbx, V.home), &st);
+	ck_assert_int_eq(st, 1);
+	ONE_LINE(err, "sbx: audit: ", "unknown user bob");
+	err = errors_of(fmt_cmd("'%s' audit --home '%s' --user alice --thread nope --format json",
+				sbx, V.home), &st);
+	ck_assert_int_eq(st, 1);
+	ONE_LINE(err, "sbx: audit: ", "unknown thread alice/nope");
+	EQ_OUT("", "'%s' audit --home '%s' --user alice --thread nope --format json 2>/dev/null"
+	       " || true", sbx, V.home);
+
+	/* A thread that is there and had nothing refused: as it always was. */
+	EQ_OUT("", "'%s' audit --home '%s' --user alice --thread cli 2>&1", sbx, V.home);
+	EQ_OUT("[]\n", "'%s' audit --home '%s' --user alice --thread cli --format json 2>&1",
+	       sbx, V.home);
+
+	/* The commands that scan a thread say it the same way. */
+	err = errors_of(fmt_cmd("'%s' snapshot --home '%s' --user alice --thread nope", sbx,
+				V.home), &st);
+	ck_assert_int_eq(st, 1);
+	ONE_LINE(err, "sbx: snapshot: ", "unknown thread alice/nope");
+	err = errors_of(fmt_cmd("'%s' run begin --home '%s/none' --user alice --thread cli", sbx,
+				V.home), &st);
+	ck_assert_int_eq(st, 1);
+	ONE_LINE(err, "sbx: run begin: ", "unknown home");
+	ck_assert(!exists(fmt_cmd("%s/none", V.home)));
+}
+END_TEST
+
+/* The values of the first "--format A|B" after WHERE in TEXT and before
+ * STOP, as a heap string ("" if none). */
+static char *formats(const char *text, const char *where, const char *stop)
+{
+	const char *from = strstr(text, where);
+	const char *end = from ? strstr(from, stop) : NULL;
+	const char *f = from ? strstr(from, "--format ") : NULL;
+
+	if (!f || (end && f > end))
+		return strdup("");
+	f += strlen("--format ");
+	return strndup(f, strspn(f, "abcdefghijklmnopqrstuvwxyz|"));
+}
+
+START_TEST(test_cli_every_command_has_help_and_short_named_errors)
+{
+	static const char *const commands[] = {
+		"mount", "umount", "audit", "snapshot", "run", "run begin", "run end",
+		"changes", "broker", "exec", "doctor", "id",
+	};
+	const char *sbx = strdup(test_bin("sbx"));
+	char *summary = OUT("'%s' --help", sbx), *err;
+	int st;
+
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		const char *c = commands[i];
+		char *help = OUT("'%s' %s --help", sbx, c);
+		char *usage = fmt_cmd("sbx %s ", c);
+
+		/* Usage: sbx run begin ..., then: sbx run end ... */
+		const char *named = strstr(help, usage);
+
+		ck_assert_msg(!strncmp(help, "Usage: sbx ", 11) && named &&
+			      named < strstr(help, "\n\n"),
+			      "sbx %s --help:\n%.600s", c, help);
+		if (!strchr(c, ' '))
+			EQ_OUT(help, "'%s' help %s", sbx, c);
+		err = errors_of(fmt_cmd("'%s' %s --bogus", sbx, c), &st);
+		ck_assert_int_eq(st, 2);
+		SAME(err, fmt_cmd("sbx: %s: unrecognized option '--bogus'\n"
+				  "Try 'sbx %s --help'.\n", c, c));
+	}
+	EQ_OUT(summary, "'%s' help", sbx);
+	err = errors_of(fmt_cmd("'%s' help frobnicate", sbx), &st);
+	ck_assert_int_eq(st, 2);
+	SAME(err, "sbx: help: unknown command 'frobnicate'\nTry 'sbx help --help'.\n");
+
+	/* The summary lists the --format values each command's usage does. */
+	static const char *const with_format[][2] = {
+		{ "  audit ", "Usage: sbx audit " }, { "  snapshot ", "Usage: sbx snapshot " },
+		{ "  run end ", "sbx run end " }, { "  changes ", "Usage: sbx changes " },
+		{ "  doctor ", "Usage: sbx doctor " },
+	};
+	for (size_t i = 0; i < sizeof(with_format) / sizeof(with_format[0]); i++) {
+		char *cmd = strndup(with_format[i][0] + 2, strlen(with_format[i][0]) - 3);
+		char *in_summary = formats(summary, with_format[i][0], "\n");
+		char *in_help = formats(OUT("'%s' %s --help", sbx, cmd), with_format[i][1],
+					"\n\n");
+
+		ck_assert_msg(*in_summary && !strcmp(in_summary, in_help),
+			      "sbx %s: --format %s in sbx --help, %s in its own", cmd,
+			      in_summary, in_help);
+	}
+	SAME(formats(summary, "  run end ", "\n"), "text|json|html");
+
+	/* sbxfs, alone and as sbx mount. */
+	char *help = OUT("'%s' --help", test_bin("sbxfs"));
+	ck_assert_msg(!strncmp(help, "Usage: sbxfs ", 13), "%.300s", help);
+	err = errors_of(fmt_cmd("'%s' --bogus", test_bin("sbxfs")), &st);
+	ck_assert_int_eq(st, 2);
+	SAME(err, "sbxfs: unrecognized option '--bogus'\nTry 'sbxfs --help'.\n");
+	err = errors_of(fmt_cmd("'%s' mount --user u --thread t", sbx), &st);
+	ck_assert_int_eq(st, 2);
+	SAME(err, "sbx: mount: MOUNTPOINT is missing\nTry 'sbx mount --help'.\n");
+}
+END_TEST
+
+START_TEST(test_cli_broker_says_where_it_serves)
+{
+	const char *home = test_dir("bhome");
+	char *out = OUT("'%s' broker --home '%s'", test_bin("sbx"), home);
+	char *pid = OUT("head -1 '%s/run/broker.lock'", home);
+
+	broker_stop(home);
+	SAME(out, fmt_cmd("sbx: broker serving %s/run/broker.sock (pid %s)\n", home,
+			  strtok(pid, "\n")));
+}
+END_TEST
+
+Suite *suite_cli(void)
+{
+	Suite *s = suite_create("cli");
+	TCase *tc = tcase_create("cli");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_cli_umount_refuses_what_is_not_a_view);
+	tcase_add_test(tc, test_cli_umount_unmounts_a_view_given_by_any_path);
+	tcase_add_test(tc, test_cli_reads_of_unknown_threads_say_so);
+	tcase_add_test(tc, test_cli_every_command_has_help_and_short_named_errors);
+	tcase_add_test(tc, test_cli_broker_says_where_it_serves);
+	suite_add_tcase(s, tc);
+	return s;
+}
