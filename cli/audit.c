@@ -111,7 +111,7 @@ static int print_text(void *arg, const struct store_audit *a)
 	const char *why = NULL;
 	_cleanup_(freep) char *d = change_diff(o->store, a, &why);
 	if (d && *d)
-		report_print_diff(stdout, d, a->path, o->color);
+		report_print_diff(stdout, d, strlen(d), a->path, o->color);
 	else
 		printf("    (no diff: %s)\n", why);
 	return 0;

@@ -1,9 +1,33 @@
 /* report.c - see report.h. */
 #include "report.h"
 #include "cli.h"
+#include "output.h"
 #include "quote.h"
 
+#include <stdlib.h>
+
 #include <string.h>
+
+/* A string from the file system (a name, a link's target, a diff naming
+ * a file, a command name) as JSON: bytes that are not UTF-8 become U+FFFD,
+ * since JSON cannot carry them (jansson refuses them outright). */
+static json_t *text_json(const char *s, size_t n)
+{
+	json_t *j = json_stringn(s, n);
+	char *clean;
+
+	if (j)
+		return j;
+	clean = utf8_clean(s, n, NULL);
+	j = clean ? json_string(clean) : NULL;
+	free(clean);
+	return j;
+}
+
+static json_t *str_json(const char *s)
+{
+	return s ? text_json(s, strlen(s)) : json_null();
+}
 
 static json_t *sha_or_null(const struct snap_file *f)
 {
@@ -21,49 +45,73 @@ static json_t *size_or_null(const struct snap_file *f)
 
 static json_t *target_or_null(const struct snap_file *f)
 {
-	return f && f->symlink ? json_string(f->target) : json_null();
+	return f && f->symlink ? str_json(f->target) : json_null();
 }
 
-/* A flag of a change is set if either version has it. */
-#define EITHER(c, flag) (((c)->before && (c)->before->flag) || ((c)->after && (c)->after->flag))
+static json_t *reason_or_null(const struct summary_diff *d)
+{
+	return d->unavailable ? json_string(d->unavailable) : json_null();
+}
 
 static json_t *changed_by(const struct change *c)
 {
-	return c->by_pid ? json_pack("{s:i, s:s}", "pid", (int)c->by_pid, "command",
-				     c->by_comm) : json_null();
+	return c->by_pid ? json_pack("{s:i, s:o}", "pid", (int)c->by_pid, "command",
+				     str_json(c->by_comm)) : json_null();
 }
 
+/* What is ours about a change: who made it, the rename it is half of
+ * (with the diff from the old content, on the created half), a content
+ * that could not be read back. */
+static json_t *file_sbx(const struct change *c)
+{
+	json_t *o = json_pack("{s:o}", "changed_by", changed_by(c));
+	const struct summary_diff *m = &c->moved;
+	int r = o ? 0 : -1;
+
+	if (r == 0 && c->renamed_to)
+		r = json_object_set_new(o, "renamed_to", str_json(c->renamed_to));
+	if (r == 0 && c->renamed_from)
+		r = json_object_set_new(o, "renamed_from", str_json(c->renamed_from));
+	if (r == 0 && c->renamed_from)
+		r = json_object_set_new(o, "rename", json_pack(
+			"{s:o, s:b, s:o, s:i, s:i, s:b}", "diff", text_json(m->text, m->len),
+			"diff_truncated", m->truncated, "diff_unavailable_reason",
+			reason_or_null(m), "additions", m->additions, "deletions", m->deletions,
+			"content_unavailable", m->content_missing));
+	if (r == 0 && c->diff.content_missing)
+		r = json_object_set_new(o, "content_unavailable", json_true());
+	if (r < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* The reference's entry (its flags from the version after, else the one
+ * before, as it takes them), then "sbx". */
 static json_t *file_json(const struct change *c)
 {
-	json_t *f = json_pack("{s:s, s:s, s:s, s:b, s:b, s:o, s:o, s:o, s:o, s:s, s:b,"
-			 " s:o, s:i, s:i, s:b, s:o, s:o}",
-			 "path", c->path, "root", c->root, "status", c->status,
-			 "binary", EITHER(c, binary),
-			 "sensitive", EITHER(c, sensitive),
+	const struct snap_file *f = c->after ? c->after : c->before;
+
+	return json_pack("{s:o, s:s, s:s, s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:b,"
+			 " s:o, s:i, s:i, s:b, s:o, s:o, s:o}",
+			 "path", str_json(c->path), "root", c->root, "status", c->status,
+			 "binary", f->binary, "sensitive", f->sensitive,
 			 "size_before", size_or_null(c->before),
 			 "size_after", size_or_null(c->after),
 			 "sha256_before", sha_or_null(c->before),
 			 "sha256_after", sha_or_null(c->after),
-			 "diff", c->diff ? c->diff : "",
-			 "diff_truncated", c->diff_truncated,
-			 "diff_unavailable_reason",
-			 c->unavailable ? json_string(c->unavailable) : json_null(),
-			 "additions", c->additions, "deletions", c->deletions,
-			 "symlink", EITHER(c, symlink),
+			 "diff", text_json(c->diff.text, c->diff.len),
+			 "diff_truncated", c->diff.truncated,
+			 "diff_unavailable_reason", reason_or_null(&c->diff),
+			 "additions", c->diff.additions, "deletions", c->diff.deletions,
+			 "symlink", f->symlink,
 			 "symlink_target_before", target_or_null(c->before),
-			 "symlink_target_after", target_or_null(c->after));
-
-	/* Our additions to the reference shape. */
-	if (f && (json_object_set_new(f, "old_path", c->old_path ? json_string(c->old_path)
-									 : json_null()) < 0 ||
-		  json_object_set_new(f, "changed_by", changed_by(c)) < 0)) {
-		json_decref(f);
-		return NULL;
-	}
-	return f;
+			 "symlink_target_after", target_or_null(c->after),
+			 "sbx", file_sbx(c));
 }
 
-json_t *report_summary(const struct summary *s, int64_t run)
+json_t *report_summary(const struct summary *s, int64_t run, size_t end_scan_limit)
 {
 	json_t *files = json_array();
 
@@ -76,22 +124,23 @@ json_t *report_summary(const struct summary *s, int64_t run)
 	}
 	if (!files)
 		return NULL;
-	return json_pack("{s:i, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:b}, s:o, s:I,"
-			 " s:{s:I, s:I, s:I, s:I}}",
-			 "version", 1, "run", (json_int_t)run, "summary",
+	return json_pack("{s:i, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:b}, s:o,"
+			 " s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:b, s:I}}",
+			 "version", 1, "summary",
 			 "created", (json_int_t)s->created,
 			 "modified", (json_int_t)s->modified,
 			 "deleted", (json_int_t)s->deleted,
 			 "symlink_created", (json_int_t)s->symlink_created,
-			 "renamed", (json_int_t)s->renamed,
 			 "additions", (json_int_t)s->additions,
 			 "deletions", (json_int_t)s->deletions,
-			 "truncated", s->truncated, "complete", s->complete, "files", files,
-			 "files_total", (json_int_t)s->n, "limits",
+			 "truncated", s->truncated, "files", files, "limits",
 			 "max_files", (json_int_t)s->limits.max_files,
 			 "max_scanned_files", (json_int_t)s->limits.max_scanned_files,
 			 "max_file_bytes_for_diff", (json_int_t)s->limits.max_file_bytes_for_diff,
-			 "max_total_diff_bytes", (json_int_t)s->limits.max_total_diff_bytes);
+			 "max_total_diff_bytes", (json_int_t)s->limits.max_total_diff_bytes,
+			 "sbx", "run", (json_int_t)run, "files_total", (json_int_t)s->n,
+			 "renamed", (json_int_t)s->renamed, "complete", s->complete,
+			 "end_scan_limit", (json_int_t)end_scan_limit);
 }
 
 json_t *report_receipt(const struct summary *s, int64_t run, bool pre_truncated)
@@ -128,6 +177,69 @@ static const char *str(const json_t *o, const char *key)
 static long long num(const json_t *o, const char *key)
 {
 	return (long long)json_integer_value(json_object_get(o, key));
+}
+
+static const json_t *ours(const json_t *o)
+{
+	return json_object_get(o, "sbx");
+}
+
+/* A listed file as people see it: the two halves of a rename are one
+ * entry "renamed", with the diff from the old content to the new. */
+struct entry {
+	const char *path, *status, *from, *why;
+	const json_t *diff;		/* the diff's JSON string */
+	long long additions, deletions;
+	const json_t *by;
+};
+
+static bool is_listed(const json_t *files, const char *path)
+{
+	size_t i;
+	const json_t *f;
+
+	json_array_foreach(files, i, f)
+		if (!strcmp(str(f, "path"), path))
+			return true;
+	return false;
+}
+
+/* Describes F of FILES; false if it is the old half of a rename whose
+ * new half is listed (shown there). */
+static bool entry_of(const json_t *files, const json_t *f, struct entry *e)
+{
+	const json_t *x = ours(f), *d = json_object_get(x, "rename");
+	const json_t *src = d ? d : f;
+
+	if (*str(x, "renamed_to") && is_listed(files, str(x, "renamed_to")))
+		return false;
+	*e = (struct entry){ .path = str(f, "path"), .status = str(f, "status"),
+			     .from = str(x, "renamed_from"),
+			     .why = str(src, "diff_unavailable_reason"),
+			     .diff = json_object_get(src, "diff"),
+			     .additions = num(src, "additions"), .deletions = num(src, "deletions"),
+			     .by = json_object_get(x, "changed_by") };
+	if (json_is_true(json_object_get(d ? d : x, "content_unavailable")))
+		e->why = "content_unavailable";
+	if (d || *str(x, "renamed_to"))
+		e->status = "renamed";
+	return true;
+}
+
+/* The counts people read: a rename once, not as a deletion and a creation. */
+struct counts {
+	long long files, created, modified, deleted, renamed, symlinks;
+};
+
+static struct counts counts_of(const json_t *p)
+{
+	const json_t *sum = json_object_get(p, "summary");
+	long long renamed = num(ours(p), "renamed");
+
+	return (struct counts){ num(ours(p), "files_total") - renamed,
+				num(sum, "created") - renamed, num(sum, "modified"),
+				num(sum, "deleted") - renamed, renamed,
+				num(sum, "symlink_created") };
 }
 
 /* One line of a diff, colored like git's. */
@@ -168,18 +280,18 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 {
 	const json_t *sum = json_object_get(p, "summary");
 	const json_t *files = json_object_get(p, "files"), *f;
-	long long total = num(p, "files_total");
+	struct counts n = counts_of(p);
+	struct entry e;
 	size_t i, width = 0;
 
 	fprintf(out, "run %lld of %s: %lld file%s changed (%lld created, %lld modified, %lld deleted, %lld renamed, %lld symlinks), %lld insertion%s(+), %lld deletion%s(-)%s\n",
-		num(p, "run"), who, total, total == 1 ? "" : "s", num(sum, "created"),
-		num(sum, "modified"), num(sum, "deleted"), num(sum, "renamed"),
-		num(sum, "symlink_created"),
+		num(ours(p), "run"), who, n.files, n.files == 1 ? "" : "s", n.created,
+		n.modified, n.deleted, n.renamed, n.symlinks,
 		num(sum, "additions"), num(sum, "additions") == 1 ? "" : "s",
 		num(sum, "deletions"), num(sum, "deletions") == 1 ? "" : "s",
 		!json_is_true(json_object_get(sum, "truncated")) ? ""
-		: json_is_true(json_object_get(sum, "complete"))
-			? "\n  (truncated: not every diff is shown; every change is counted)"
+		: json_is_true(json_object_get(ours(p), "complete"))
+			? "\n  (truncated: not every file or diff is shown; every change is counted)"
 			: "\n  (truncated: a scan was cut short, so changes may be missing; see docs/changes.md)");
 	char name[QUOTE_MAX];		/* each name quoted in turn */
 	json_array_foreach(files, i, f) {
@@ -188,49 +300,53 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 			width = len;
 	}
 	json_array_foreach(files, i, f) {
-		const char *why = str(f, "diff_unavailable_reason");
-		long long add = num(f, "additions"), del = num(f, "deletions");
-
-		const json_t *by = json_object_get(f, "changed_by");
-
-		fprintf(out, " %-*s | %-15s ", (int)width, quote_name(str(f, "path"), name, sizeof(name)),
-			str(f, "status"));
-		if (*why && strcmp(why, "truncated")) {
-			fprintf(out, "%s: metadata only", why);
+		if (!entry_of(files, f, &e))
+			continue;
+		fprintf(out, " %-*s | %-15s ", (int)width, quote_name(e.path, name, sizeof(name)),
+			e.status);
+		if (*e.why && strcmp(e.why, "truncated")) {
+			fprintf(out, "%s: metadata only", e.why);
 		} else {
-			fprintf(out, "%lld ", add + del);
-			for (long long k = 0; k < add && k < 40; k++)
+			fprintf(out, "%lld ", e.additions + e.deletions);
+			for (long long k = 0; k < e.additions && k < 40; k++)
 				fputs(color ? "\033[32m+\033[0m" : "+", out);
-			for (long long k = 0; k < del && k < 40; k++)
+			for (long long k = 0; k < e.deletions && k < 40; k++)
 				fputs(color ? "\033[31m-\033[0m" : "-", out);
-			fputs(*why ? " (diff over the budget)" : "", out);
+			fputs(*e.why ? " (diff over the budget)" : "", out);
 		}
-		if (json_is_object(by))
-			fprintf(out, "  (by %s)", quote_name(str(by, "command"), name, sizeof(name)));
+		if (json_is_object(e.by))
+			fprintf(out, "  (by %s)", quote_name(str(e.by, "command"), name, sizeof(name)));
 		fputc('\n', out);
-		if (*str(f, "old_path"))
+		if (*e.from)
 			fprintf(out, " %-*s   (renamed from %s)\n", (int)width, "",
-				quote_name(str(f, "old_path"), name, sizeof(name)));
+				quote_name(e.from, name, sizeof(name)));
+		else if (!strcmp(e.status, "renamed"))
+			fprintf(out, " %-*s   (renamed to %s)\n", (int)width, "",
+				quote_name(str(ours(f), "renamed_to"), name, sizeof(name)));
 	}
-	if ((long long)json_array_size(files) < total)
-		fprintf(out, " ... and %lld more\n", total - (long long)json_array_size(files));
+	if ((long long)json_array_size(files) < num(ours(p), "files_total"))
+		fprintf(out, " ... and %lld more\n",
+			num(ours(p), "files_total") - (long long)json_array_size(files));
 	json_array_foreach(files, i, f) {
-		const char *d = str(f, "diff");
-
-		if (!*d)
+		if (!entry_of(files, f, &e) || !json_string_length(e.diff))
 			continue;
 		fputc('\n', out);
-		report_print_diff(out, d, str(f, "path"), color);
+		report_print_diff(out, json_string_value(e.diff), json_string_length(e.diff),
+				  e.path, color);
 	}
 }
 
-void report_print_diff(FILE *out, const char *diff, const char *path, bool color)
+void report_print_diff(FILE *out, const char *diff, size_t len, const char *path,
+		       bool color)
 {
-	for (const char *l = print_diff_header(out, diff, path, color), *e; *l;
-	     l = *e ? e + 1 : e) {
-		e = strchr(l, '\n');
+	const char *end = diff + len;
+
+	/* By length: a line may hold a NUL character. */
+	for (const char *l = print_diff_header(out, diff, path, color), *e; l < end;
+	     l = e + 1) {
+		e = memchr(l, '\n', (size_t)(end - l));
 		if (!e)
-			e = l + strlen(l);
+			e = end;
 		print_diff_line(out, l, (size_t)(e - l), color);
 	}
 }
@@ -274,13 +390,15 @@ static const char *explain(const char *reason)
 	return reason;
 }
 
-static void html_diff(FILE *out, const char *d)
+static void html_diff(FILE *out, const char *d, size_t len)
 {
+	const char *end = d + len;
+
 	fputs("<pre class=\"diff\">", out);
-	for (const char *l = d, *e; *l; l = *e ? e + 1 : e) {
-		e = strchr(l, '\n');
+	for (const char *l = d, *e; l < end; l = e + 1) {
+		e = memchr(l, '\n', (size_t)(end - l));
 		if (!e)
-			e = l + strlen(l);
+			e = end;
 		bool header = e - l >= 3 && (!strncmp(l, "---", 3) || !strncmp(l, "+++", 3));
 		const char *cls = header ? "h" : *l == '+' ? "a" : *l == '-' ? "d" : *l == '@' ? "k" : "c";
 		fprintf(out, "<span class=\"%s\">", cls);
@@ -299,10 +417,12 @@ void report_html(FILE *out, const json_t *p, const char *who)
 {
 	const json_t *sum = json_object_get(p, "summary");
 	const json_t *files = json_object_get(p, "files"), *f;
+	struct counts n = counts_of(p);
+	struct entry e;
 	char title[512], dir[4096] = "";
 	size_t i;
 
-	snprintf(title, sizeof(title), "Changes of run %lld of %s", num(p, "run"), who);
+	snprintf(title, sizeof(title), "Changes of run %lld of %s", num(ours(p), "run"), who);
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
 	      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n<title>", out);
 	html(out, title);
@@ -324,62 +444,62 @@ void report_html(FILE *out, const json_t *p, const char *who)
 	      "</style></head><body>\n<h1>", out);
 	html(out, title);
 	fputs("</h1>\n<p>\n", out);
-	badge(out, "created", num(sum, "created"), "created");
-	badge(out, "modified", num(sum, "modified"), "modified");
-	badge(out, "deleted", num(sum, "deleted"), "deleted");
-	badge(out, "renamed", num(sum, "renamed"), "renamed");
-	badge(out, "symlink_created", num(sum, "symlink_created"), "symlinks");
+	badge(out, "created", n.created, "created");
+	badge(out, "modified", n.modified, "modified");
+	badge(out, "deleted", n.deleted, "deleted");
+	badge(out, "renamed", n.renamed, "renamed");
+	badge(out, "symlink_created", n.symlinks, "symlinks");
 	fprintf(out, "<span class=\"badge\"><span class=\"plus\">+%lld</span> "
 		"<span class=\"minus\">-%lld</span></span>\n",
 		num(sum, "additions"), num(sum, "deletions"));
 	if (json_is_true(json_object_get(sum, "truncated")))
-		fputs(json_is_true(json_object_get(sum, "complete"))
-		      ? "<span class=\"badge trunc\">truncated: not every diff is shown; every change is counted</span>\n"
+		fputs(json_is_true(json_object_get(ours(p), "complete"))
+		      ? "<span class=\"badge trunc\">truncated: not every file or diff is shown; every change is counted</span>\n"
 		      : "<span class=\"badge trunc\">truncated: a scan was cut short, so changes may be missing</span>\n",
 		      out);
 	fputs("</p>\n", out);
-	if ((long long)json_array_size(files) < num(p, "files_total"))
+	if ((long long)json_array_size(files) < num(ours(p), "files_total"))
 		fprintf(out, "<p>%zu of %lld changed files are listed.</p>\n",
-			json_array_size(files), num(p, "files_total"));
+			json_array_size(files), num(ours(p), "files_total"));
 	json_array_foreach(files, i, f) {
-		const char *path = str(f, "path"), *slash = strrchr(path, '/');
-		size_t dlen = slash ? (size_t)(slash - path) : 0;
-		const char *why = str(f, "diff_unavailable_reason");
+		if (!entry_of(files, f, &e))
+			continue;
+		const char *slash = strrchr(e.path, '/');
+		size_t dlen = slash ? (size_t)(slash - e.path) : 0;
 
-		if (dlen != strlen(dir) || strncmp(dir, path, dlen)) {
-			snprintf(dir, sizeof(dir), "%.*s", (int)dlen, path);
+		if (dlen != strlen(dir) || strncmp(dir, e.path, dlen)) {
+			snprintf(dir, sizeof(dir), "%.*s", (int)dlen, e.path);
 			fputs("<h2>", out);
 			html(out, dir);
 			fputs("/</h2>\n", out);
 		}
 		fputs("<div class=\"file\"><div>", out);
-		html(out, slash ? slash + 1 : path);
+		html(out, slash ? slash + 1 : e.path);
 		fprintf(out, "<span class=\"status %s\">%s</span> <span class=\"plus\">+%lld</span>"
-			" <span class=\"minus\">-%lld</span>", str(f, "status"), str(f, "status"),
-			num(f, "additions"), num(f, "deletions"));
+			" <span class=\"minus\">-%lld</span>", e.status, e.status,
+			e.additions, e.deletions);
 		if (json_is_string(json_object_get(f, "symlink_target_after"))) {
 			fputs(" &rarr; ", out);
 			html(out, str(f, "symlink_target_after"));
 		}
-		if (*str(f, "old_path")) {
-			fputs(" <span class=\"by\">from ", out);
-			html(out, str(f, "old_path"));
+		if (*e.from || !strcmp(e.status, "renamed")) {
+			fputs(*e.from ? " <span class=\"by\">from " : " <span class=\"by\">to ", out);
+			html(out, *e.from ? e.from : str(ours(f), "renamed_to"));
 			fputs("</span>", out);
 		}
-		const json_t *by = json_object_get(f, "changed_by");
-		if (json_is_object(by)) {
+		if (json_is_object(e.by)) {
 			fputs(" <span class=\"by\">by ", out);
-			html(out, str(by, "command"));
-			fprintf(out, " (pid %lld)</span>", num(by, "pid"));
+			html(out, str(e.by, "command"));
+			fprintf(out, " (pid %lld)</span>", num(e.by, "pid"));
 		}
 		fputs("</div>\n", out);
-		if (*why) {
+		if (*e.why) {
 			fputs("<p class=\"why\">", out);
-			html(out, explain(why));
+			html(out, explain(e.why));
 			fputs("</p>\n", out);
 		}
-		if (*str(f, "diff"))
-			html_diff(out, str(f, "diff"));
+		if (json_string_length(e.diff))
+			html_diff(out, json_string_value(e.diff), json_string_length(e.diff));
 		fputs("</div>\n", out);
 	}
 	fputs("</body></html>\n", out);

@@ -353,8 +353,8 @@ static int print_payload(const struct store_run *r, json_t *p, enum format forma
 	snprintf(who, sizeof(who), "%s/%s", r->user, r->thread);
 	if (!p && format == FORMAT_HTML) {
 		/* An empty report, still a whole page. */
-		json_auto_t *empty = json_pack("{s:I, s:{}, s:[], s:i}", "run", (json_int_t)r->id,
-					       "summary", "files", "files_total", 0);
+		json_auto_t *empty = json_pack("{s:{}, s:[], s:{s:I, s:i}}", "summary", "files",
+					       "sbx", "run", (json_int_t)r->id, "files_total", 0);
 		if (!empty)
 			return 1;
 		report_html(stdout, empty, who);
@@ -362,10 +362,11 @@ static int print_payload(const struct store_run *r, json_t *p, enum format forma
 	}
 	if (!p) {
 		if (format == FORMAT_JSON)
-			printf("{\"available\": false, \"version\": 1, \"run\": %lld, \"summary\": "
+			printf("{\"available\": false, \"version\": 1, \"summary\": "
 			       "{\"created\": 0, \"modified\": 0, \"deleted\": 0, \"symlink_created\": 0,"
 			       " \"additions\": 0, \"deletions\": 0, \"truncated\": false},"
-			       " \"files\": [], \"limits\": {}}\n", (long long)r->id);
+			       " \"files\": [], \"limits\": {}, \"sbx\": {\"run\": %lld}}\n",
+			       (long long)r->id);
 		else
 			printf("run %lld of %s/%s: no change could be established\n",
 			       (long long)r->id, r->user, r->thread);
@@ -390,7 +391,7 @@ static int print_summary(const struct store_run *r, const char *summary,
 			 enum format format)
 {
 	json_error_t jerr;
-	json_auto_t *p = summary ? json_loads(summary, 0, &jerr) : NULL;
+	json_auto_t *p = summary ? json_loads(summary, JSON_ALLOW_NUL, &jerr) : NULL;
 
 	if (summary && !p) {
 		fprintf(stderr, "sbx: the summary of run %lld is not valid JSON: %s\n",
@@ -434,6 +435,7 @@ static int run_end(int argc, char **argv, const char *home)
 	struct run_args a;
 	struct summary sum;
 	int64_t after_id;
+	size_t end_max;
 	int r = run_args_parse("run end", run_usage, argc, argv, home, &a);
 
 	if (r >= 0)
@@ -465,12 +467,13 @@ static int run_end(int argc, char **argv, const char *home)
 	}
 	/* The thread is known to hold as many files as it did, plus those
 	 * the views created: the second scan may see that many, so a run
-	 * that only added files through a view is scanned whole. */
-	if (before.n > limits.max_scanned_files)
-		limits.max_scanned_files = before.n;
-	limits.max_scanned_files += journal.made;
-	r = take(&scan, &roots, run.user, run.thread, limits.max_scanned_files,
-		 &after, &after_id);
+	 * that only added files through a view is scanned whole. The limits
+	 * reported are the run's as configured (run begin --max-files). */
+	end_max = (before.n > limits.max_scanned_files ? before.n : limits.max_scanned_files) +
+		  journal.made;
+	if (before.max_files)
+		limits.max_scanned_files = before.max_files;
+	r = take(&scan, &roots, run.user, run.thread, end_max, &after, &after_id);
 	if (r < 0)
 		goto done;
 	r = scan_end(&scan, runlog_complete(&journal, &before, &after, roots.ws,
@@ -480,7 +483,7 @@ static int run_end(int argc, char **argv, const char *home)
 				    journal.nrenames, load_blob, &scan, &sum);
 	if (r == 0) {
 		runlog_attribute(&journal, &sum);
-		json_auto_t *payload = summary_has_changes(&sum) ? report_summary(&sum, a.run) : NULL;
+		json_auto_t *payload = summary_has_changes(&sum) ? report_summary(&sum, a.run, end_max) : NULL;
 		json_auto_t *receipt = report_receipt(&sum, a.run, before.truncated);
 		char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 		char *rtext = receipt ? json_dumps(receipt, JSON_COMPACT) : NULL;

@@ -117,50 +117,107 @@ bool snapshot_binary_name(const char *name)
 	return false;
 }
 
-/* UTF-16 with a byte order mark, decodable as far as it goes. */
-static bool utf16_text(const uint8_t *s, size_t n)
+/* The reference's text rule (deerflow.utils.text_decoding): UTF-16 when
+ * a byte order mark says so, else UTF-8 with or without a BOM; nothing
+ * else is guessed. One decoder serves the 4 KiB sample (FINAL false: a
+ * character cut by the sample's end may go on beyond it, as Python's
+ * incremental decoders allow) and a whole file (FINAL true). OUT, if not
+ * NULL, receives the text as UTF-8 without the BOM (TEXT_ROOM(N) bytes
+ * at most). Returns its length, or -EILSEQ if it is not text. */
+#define TEXT_ROOM(n) ((n) + (n) / 2 + 1)
+
+static bool utf16_bom(const uint8_t *s, size_t n)
 {
-	bool le;
-	uint16_t prev = 0;
-
-	if (n < 2 || !((s[0] == 0xff && s[1] == 0xfe) || (s[0] == 0xfe && s[1] == 0xff)))
-		return false;
-	le = s[0] == 0xff;
-	for (size_t i = 2; i + 1 < n; i += 2) {
-		uint16_t u = le ? (uint16_t)(s[i] | s[i + 1] << 8)
-				: (uint16_t)(s[i] << 8 | s[i + 1]);
-		bool high = u >= 0xd800 && u <= 0xdbff, low = u >= 0xdc00 && u <= 0xdfff;
-		bool after_high = prev >= 0xd800 && prev <= 0xdbff;
-
-		if (after_high != low)
-			return false;	/* a lone surrogate */
-		prev = high ? u : 0;
-	}
-	return true;
+	return n >= 2 && ((s[0] == 0xff && s[1] == 0xfe) || (s[0] == 0xfe && s[1] == 0xff));
 }
 
-/* Valid UTF-8, where a sequence cut off by the end of the sample counts
- * as valid (the rest is beyond the sample). */
-static bool utf8_text(const uint8_t *s, size_t n)
+static size_t put_utf8(char *out, uint32_t u)
 {
-	for (size_t i = 0; i < n;) {
+	size_t len = u < 0x80 ? 1 : u < 0x800 ? 2 : u < 0x10000 ? 3 : 4;
+
+	if (out) {
+		static const uint8_t lead[] = { 0, 0, 0xc0, 0xe0, 0xf0 };
+		for (size_t k = len - 1; k > 0; k--, u >>= 6)
+			out[k] = (char)(0x80 | (u & 0x3f));
+		out[0] = (char)(lead[len] | u);
+	}
+	return len;
+}
+
+static ssize_t utf16_decode(const uint8_t *s, size_t n, bool final, char *out)
+{
+	bool le = s[0] == 0xff;
+	size_t i = 2, o = 0;
+
+#define UNIT(p) (le ? (uint32_t)((p)[0] | (p)[1] << 8) : (uint32_t)((p)[0] << 8 | (p)[1]))
+	for (; i + 1 < n; i += 2) {
+		uint32_t u = UNIT(s + i);
+
+		if (u >= 0xdc00 && u <= 0xdfff)
+			return -EILSEQ;		/* a low surrogate alone */
+		if (u >= 0xd800 && u <= 0xdbff) {
+			if (i + 3 >= n)
+				break;		/* its pair is cut off */
+			uint32_t low = UNIT(s + i + 2);
+			if (low < 0xdc00 || low > 0xdfff)
+				return -EILSEQ;
+			u = 0x10000 + ((u - 0xd800) << 10) + (low - 0xdc00);
+			i += 2;
+		}
+		o += put_utf8(out ? out + o : NULL, u);
+	}
+#undef UNIT
+	return final && i < n ? -EILSEQ : (ssize_t)o;
+}
+
+static ssize_t utf8_decode(const uint8_t *s, size_t n, bool final, char *out)
+{
+	size_t skip = n >= 3 && !memcmp(s, "\xef\xbb\xbf", 3) ? 3 : 0, i;
+
+	for (i = skip; i < n;) {
 		int len = utf8_seq(s + i, n - i);
-		if (len < 0)
-			return true;
-		if (len == 0)
-			return false;
+		if (len < 0 && !final)
+			break;
+		if (len <= 0)
+			return -EILSEQ;
 		i += (size_t)len;
 	}
-	return true;
+	if (out)
+		memcpy(out, s + skip, i - skip);
+	return (ssize_t)(i - skip);
+}
+
+static ssize_t text_decode(const uint8_t *s, size_t n, bool final, char *out)
+{
+	return utf16_bom(s, n) ? utf16_decode(s, n, final, out) : utf8_decode(s, n, final, out);
 }
 
 bool snapshot_text_sample(const uint8_t *sample, size_t n)
 {
-	if (utf16_text(sample, n))
+	/* _looks_binary: a UTF-16 BOM that decodes, else no NUL and UTF-8. */
+	if (utf16_bom(sample, n) && utf16_decode(sample, n, false, NULL) >= 0)
 		return true;
 	if (memchr(sample, 0, n))
 		return false;
-	return utf8_text(sample, n);
+	return utf8_decode(sample, n, false, NULL) >= 0;
+}
+
+int snapshot_text_decode(const char *data, size_t len, char **text, size_t *text_len)
+{
+	char *out = malloc(TEXT_ROOM(len));
+	ssize_t n;
+
+	if (!out)
+		return -ENOMEM;
+	n = text_decode((const uint8_t *)data, len, true, out);
+	if (n < 0) {
+		free(out);
+		return (int)n;
+	}
+	out[n] = '\0';
+	*text = out;
+	*text_len = (size_t)n;
+	return 0;
 }
 
 /* ---- one file ----------------------------------------------------------- */
@@ -201,6 +258,10 @@ static int read_content(int fd, const char *name, struct snap_file *f,
 	f->binary = snapshot_binary_name(name) ||
 		    !snapshot_text_sample(buf, got < SNAPSHOT_SAMPLE ? got : SNAPSHOT_SAMPLE);
 	if (small && got <= SNAPSHOT_HASH_MAX) {
+		/* The reference decodes a file it may diff whole, and calls it
+		 * binary if that fails: cut in a character, say, where the
+		 * sample only showed a character going on. */
+		f->binary = f->binary || text_decode(buf, got, true, NULL) < 0;
 		if (EVP_Digest(buf, got, f->sha256, NULL, EVP_sha256(), NULL) != 1)
 			return -EIO;
 		f->hashed = true;
@@ -436,6 +497,7 @@ int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files,
 			  .keep = keep, .arg = arg };
 
 	memset(out, 0, sizeof(*out));
+	out->max_files = max_files;
 	for (size_t i = 0; i < COUNT(roots) && !w.stop; i++) {
 		if (roots[i].fd < 0)
 			continue;

@@ -13,7 +13,9 @@
  *     content is never read;
  *   - other files: a 4 KiB sample decides binary or text (binary by
  *     extension, a NUL byte, invalid UTF-8; UTF-16 with a BOM is text);
- *     files up to 256 KiB get a SHA-256, larger ones are "large";
+ *     files up to 256 KiB get a SHA-256 and are binary too if the whole
+ *     file does not decode (snapshot_text_decode()); larger ones are
+ *     "large";
  *   - a file that vanishes (or cannot be read) while it is scanned is left
  *     out, and the snapshot still succeeds.
  *
@@ -50,6 +52,7 @@ struct snapshot {
 	struct snap_file *files;
 	size_t n, cap;
 	bool truncated;		/* more files existed than MAX_FILES */
+	size_t max_files;	/* the limit it was taken with (0: unknown) */
 	uint64_t bytes_hashed;
 };
 
@@ -95,5 +98,11 @@ bool snapshot_binary_name(const char *name);
 /* True if the first bytes of a file, SAMPLE (N bytes, possibly cut in
  * the middle of a character), are text. */
 bool snapshot_text_sample(const uint8_t *sample, size_t n);
+/* The text of a file's content DATA (LEN bytes), decoded as the reference
+ * decodes it: UTF-8 with or without a BOM, or UTF-16 after its BOM. Sets
+ * *TEXT (malloc'd, NUL-terminated UTF-8, the BOM stripped: a diff must not
+ * show it as a character) and *TEXT_LEN. Returns 0, -EILSEQ if DATA is
+ * not text, or -ENOMEM. */
+int snapshot_text_decode(const char *data, size_t len, char **text, size_t *text_len);
 
 #endif

@@ -106,7 +106,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_SNAP_FILE_ADD] = "INSERT INTO snapshot_files (snapshot, seq, path, root,"
 			     " symlink, target, size, mtime_ns, sha256, sensitive,"
 			     " binary, large) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-	[ST_SNAP_GET] = "SELECT truncated FROM snapshots WHERE id = ?",
+	[ST_SNAP_GET] = "SELECT truncated, max_files FROM snapshots WHERE id = ?",
 	[ST_SNAP_FILES] = "SELECT path, root, symlink, target, size, mtime_ns,"
 			  " sha256, sensitive, binary, large FROM snapshot_files"
 			  " WHERE snapshot = ? ORDER BY seq",
@@ -661,6 +661,7 @@ int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out)
 		if (r != SQLITE_ROW)
 			return r == SQLITE_DONE ? -ENOENT : fail(s, r, "read a snapshot");
 		out->truncated = sqlite3_column_int(st, 0) != 0;
+		out->max_files = (size_t)sqlite3_column_int64(st, 1);
 	}
 	_stmt_ st = stmt(s, ST_SNAP_FILES);
 	if (!st)

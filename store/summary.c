@@ -1,6 +1,7 @@
 /* summary.c - see summary.h. */
 #include "summary.h"
 #include "array.h"
+#include "cleanup.h"
 #include "diff.h"
 
 #include <errno.h>
@@ -38,10 +39,11 @@ static bool unchanged(const struct snap_file *b, const struct snap_file *a)
 	return b->size == a->size && b->mtime_ns == a->mtime_ns;
 }
 
-/* Why a change gets no text diff, in the reference's precedence. */
-static const char *no_diff_reason(const struct change *c, size_t max_bytes)
+/* Why two versions get no text diff, in the reference's precedence. */
+static const char *no_diff_reason(const struct snap_file *b, const struct snap_file *a,
+				  size_t max_bytes)
 {
-	const struct snap_file *side[2] = { c->before, c->after };
+	const struct snap_file *side[2] = { b, a };
 	static const char *const reasons[] = { "symlink", "sensitive", "binary", "large" };
 
 	for (size_t r = 0; r < 4; r++)
@@ -56,40 +58,68 @@ static const char *no_diff_reason(const struct change *c, size_t max_bytes)
 	return NULL;
 }
 
-/* The text diff of C, within the budget *LEFT. */
-static int diff_change(struct change *c, const struct summary_limits *lim,
-		       summary_content content, void *arg, size_t *left)
+/* F's text as the reference decodes it, "" for an absent side. Returns 0,
+ * 1 if its content is gone, 2 if it does not decode, or -ENOMEM. */
+static int side_text(const struct snap_file *f, summary_content content, void *arg,
+		     char **text, size_t *len)
 {
-	char *data[2] = { NULL, NULL };
-	size_t len[2] = { 0, 0 };
-	const struct snap_file *side[2] = { c->before, c->after };
-	struct diff d;
-	int r = 0;
+	_cleanup_(freep) char *raw = NULL;
+	size_t n = 0;
+	int r;
 
-	c->unavailable = no_diff_reason(c, lim->max_file_bytes_for_diff);
-	if (c->unavailable)
-		return 0;
-	for (int i = 0; i < 2 && r == 0; i++)
-		if (side[i] && content(arg, side[i], &data[i], &len[i]) < 0)
-			c->unavailable = "content_unavailable";
-	if (!c->unavailable)
-		r = diff_unified(data[0] ? data[0] : "", len[0],
-				 data[1] ? data[1] : "", len[1], c->path, &d);
-	free(data[0]);
-	free(data[1]);
-	if (r < 0 || c->unavailable)
-		return r;
-	c->additions = d.additions;
-	c->deletions = d.deletions;
-	if (d.len > *left) {
-		diff_free(&d);
-		c->diff_truncated = true;
-		c->unavailable = "truncated";
-		return 0;
+	if (!f) {
+		*len = 0;
+		return (*text = strdup("")) ? 0 : -ENOMEM;
 	}
-	*left -= d.len;
-	c->diff = d.text;
-	return 0;
+	if (content(arg, f, &raw, &n) < 0)
+		return 1;
+	r = snapshot_text_decode(raw, n, text, len);
+	return r == -EILSEQ ? 2 : r;
+}
+
+/* The text diff of B and A for PATH into D, within the budget *LEFT. */
+static int diff_versions(const char *path, const struct snap_file *b,
+			 const struct snap_file *a, const struct summary_limits *lim,
+			 summary_content content, void *arg, size_t *left,
+			 struct summary_diff *d)
+{
+	_cleanup_(freep) char *old = NULL;
+	_cleanup_(freep) char *new = NULL;
+	size_t oldlen = 0, newlen = 0;
+	struct diff u;
+	int r;
+
+	d->unavailable = no_diff_reason(b, a, lim->max_file_bytes_for_diff);
+	if (!d->unavailable) {
+		r = side_text(b, content, arg, &old, &oldlen);
+		if (r == 0)
+			r = side_text(a, content, arg, &new, &newlen);
+		if (r < 0)
+			return r;
+		/* Text kept by an older version of these rules that no longer
+		 * decodes: binary, as the reference would have found it. */
+		d->unavailable = r == 2 ? "binary" : NULL;
+		d->content_missing = r == 1;
+	}
+	if (!d->unavailable && !d->content_missing) {
+		r = diff_unified(old, oldlen, new, newlen, path, &u);
+		if (r < 0)
+			return r;
+		d->additions = u.additions;
+		d->deletions = u.deletions;
+		if (u.len > *left) {
+			diff_free(&u);
+			d->truncated = true;
+			d->unavailable = "truncated";
+		} else {
+			*left -= u.len;
+			d->text = u.text;
+			d->len = u.len;
+		}
+	}
+	if (!d->text)
+		d->text = strdup("");
+	return d->text ? 0 : -ENOMEM;
 }
 
 static int add(struct summary *s, size_t *cap, const char *status,
@@ -114,21 +144,22 @@ static struct change *find_status(struct summary *s, const char *path,
 	return NULL;
 }
 
-/* Makes the deletion of OLD and the creation of NEW one change. */
+/* Links the deletion of OLD and the creation of NEW as one rename; the
+ * reference's view of them, two changes, stays as it is. */
 static void join(struct summary *s, const char *old, const char *new)
 {
 	struct change *gone = find_status(s, old, "deleted");
 	struct change *made = find_status(s, new, "created");
 
-	if (!gone || !made)
+	if (!gone || !made || gone->renamed_to || made->renamed_from)
 		return;
-	made->status = "renamed";
-	made->old_path = gone->path;
-	made->before = gone->before;
-	gone->status = NULL;		/* dropped by join_renames() */
+	gone->renamed_to = made->path;
+	made->renamed_from = gone->path;
+	made->origin = gone->before;
+	s->renamed++;
 }
 
-/* Joins the deletions and creations renames made: of a file, or of every
+/* Links the deletions and creations renames made: of a file, or of every
  * file below a renamed directory. */
 static void join_renames(struct summary *s, const struct summary_rename *r,
 			 size_t n)
@@ -141,7 +172,7 @@ static void join_renames(struct summary *s, const struct summary_rename *r,
 		join(s, r[i].from, r[i].to);
 		for (size_t k = 0; k < s->n; k++) {
 			const char *p = s->changes[k].path;
-			if (!s->changes[k].status || strcmp(s->changes[k].status, "deleted") ||
+			if (strcmp(s->changes[k].status, "deleted") ||
 			    strncmp(p, r[i].from, len) || p[len] != '/')
 				continue;
 			if ((size_t)snprintf(moved, sizeof(moved), "%s%s", r[i].to, p + len) <
@@ -149,11 +180,6 @@ static void join_renames(struct summary *s, const struct summary_rename *r,
 				join(s, p, moved);
 		}
 	}
-	size_t k = 0;
-	for (size_t i = 0; i < s->n; i++)
-		if (s->changes[i].status)
-			s->changes[k++] = s->changes[i];
-	s->n = k;
 }
 
 int summary_compare(const struct snapshot *before, const struct snapshot *after,
@@ -196,29 +222,34 @@ int summary_compare(const struct snapshot *before, const struct snapshot *after,
 	}
 	if (r == 0)
 		join_renames(out, renames, nrenames);
+	/* The reference's diffs in its order and budget; the renames' own
+	 * diffs after them, in a budget of the same size. */
 	left = limits->max_total_diff_bytes;
 	for (size_t k = 0; k < out->n && r == 0; k++) {
 		struct change *c = &out->changes[k];
 
-		r = diff_change(c, limits, content, arg, &left);
-		if (!c->diff)
-			c->diff = strdup("");
-		if (!c->diff)
-			r = -ENOMEM;
-		out->additions += c->additions;
-		out->deletions += c->deletions;
+		r = diff_versions(c->path, c->before, c->after, limits, content, arg,
+				  &left, &c->diff);
+		out->additions += c->diff.additions;
+		out->deletions += c->diff.deletions;
 		out->created += !strcmp(c->status, "created");
 		out->modified += !strcmp(c->status, "modified");
 		out->deleted += !strcmp(c->status, "deleted");
 		out->symlink_created += !strcmp(c->status, "symlink_created");
-		out->renamed += !strcmp(c->status, "renamed");
-		if (c->diff_truncated || (c->unavailable && !strcmp(c->unavailable, "large")))
+		if (c->diff.truncated || (c->diff.unavailable &&
+		    (!strcmp(c->diff.unavailable, "large") || !strcmp(c->diff.unavailable, "truncated"))))
 			out->truncated = true;
 	}
+	left = limits->max_total_diff_bytes;
+	for (size_t k = 0; k < out->n && r == 0; k++) {
+		struct change *c = &out->changes[k];
+
+		if (c->renamed_from)
+			r = diff_versions(c->path, c->origin, c->after, limits, content, arg,
+					  &left, &c->moved);
+	}
 	out->listed = out->n < limits->max_files ? out->n : limits->max_files;
-	/* Not the listing limit: a change not listed is still counted, and
-	 * only a change that might be missing makes a summary truncated. */
-	out->truncated |= before->truncated || after->truncated;
+	out->truncated |= before->truncated || after->truncated || out->n > limits->max_files;
 	out->complete = !before->truncated && !after->truncated;
 done:
 	free(b);
@@ -230,8 +261,10 @@ done:
 
 void summary_free(struct summary *s)
 {
-	for (size_t i = 0; i < s->n; i++)
-		free(s->changes[i].diff);
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->changes[i].diff.text);
+		free(s->changes[i].moved.text);
+	}
 	free(s->changes);
 	memset(s, 0, sizeof(*s));
 }

@@ -10,7 +10,7 @@
  * Where a snapshot was truncated, a path missing from it proves nothing:
  * it is not reported created or deleted. An entry marked absent (what the
  * views' journal knows) proves the path did not exist. The summary is
- * truncated when any limit was hit.
+ * truncated when any limit was hit, the listing limit too.
  */
 #ifndef SBX_SUMMARY_H
 #define SBX_SUMMARY_H
@@ -31,25 +31,43 @@ struct summary_limits {
 
 #define SUMMARY_LIMITS_DEFAULT { 200, SNAPSHOT_MAX_FILES, 256 * 1024, 1024 * 1024 }
 
+/* A text diff of two versions, and why there is none. */
+struct summary_diff {
+	char *text;			/* "" when unavailable */
+	size_t len;			/* may hold NUL characters */
+	bool truncated;			/* over the total budget */
+	const char *unavailable;	/* why there is no diff, or NULL */
+	bool content_missing;		/* a version's text could not be read
+					 * back (the reference: no reason) */
+	int additions, deletions;
+};
+
+/* One change, as the reference sees it: a rename is a deletion of the old
+ * path and a creation of the new one, each with its own diff. What the
+ * journal adds is ours: which two entries one rename connects (with the
+ * diff from the old content to the new) and who made the change. */
 struct change {
 	const char *path, *root;	/* point into the snapshots */
 	const char *status;		/* "created", "modified", ... */
-	const char *old_path;		/* "renamed": where it was before */
+	const char *renamed_from;	/* created by a rename: the old path */
+	const char *renamed_to;		/* deleted by a rename: the new path */
 	pid_t by_pid;			/* who, from the journal (0: unknown) */
 	const char *by_comm;
 	const struct snap_file *before, *after;	/* NULL where absent */
-	char *diff;			/* "" when unavailable */
-	bool diff_truncated;
-	const char *unavailable;	/* why there is no diff, or NULL */
-	int additions, deletions;
+	const struct snap_file *origin;	/* renamed_from's version before */
+	struct summary_diff diff;	/* before -> after (the reference's) */
+	struct summary_diff moved;	/* origin -> after (renamed_from) */
 };
 
 struct summary {
 	struct change *changes;		/* every change, listed ones first */
 	size_t n, listed;
-	size_t created, modified, deleted, symlink_created, renamed;
+	size_t created, modified, deleted, symlink_created;
+	size_t renamed;			/* deletion + creation pairs joined */
 	long additions, deletions;
-	bool truncated;			/* a change or diff may be missing */
+	bool truncated;			/* the reference's rule: a snapshot
+					 * or a diff cut short, a large file,
+					 * or more than max_files changes */
 	bool complete;			/* every change is counted: neither
 					 * snapshot was cut short */
 	struct summary_limits limits;
@@ -66,7 +84,9 @@ struct summary_rename {
 };
 
 /* Compares BEFORE with AFTER into OUT. A path deleted and a path created
- * that RENAMES (N of them) connect become one "renamed" change. Returns 0
+ * that RENAMES (N of them) connect stay two changes, linked (renamed_to,
+ * renamed_from), the created one with a diff of its own (moved, within a
+ * budget of its own, so the reference's diffs are exactly its). Returns 0
  * or -ENOMEM. */
 int summary_compare(const struct snapshot *before, const struct snapshot *after,
 		    const struct summary_limits *limits,

@@ -115,13 +115,22 @@ START_TEST(test_runs_journal_renames_and_callers)
 	ck_assert_int_eq(write_file(hpath(&V, "user-data/workspace/host.txt"), "h\n"), 0);
 	snprintf(cmd, sizeof(cmd), "run end %s", run);
 	sbx(cmd);
-	SAME(changes_py(run, "print(d[\"summary\"][\"renamed\"]);"
-			" [print(f[\"path\"], f[\"status\"], f[\"old_path\"],"
-			" (f[\"changed_by\"] or {}).get(\"command\")) for f in d[\"files\"]]"),
+	SAME(changes_py(run, "print(d[\"sbx\"][\"renamed\"]);"
+			" [print(f[\"path\"], f[\"status\"], f[\"sbx\"].get(\"renamed_from\"),"
+			" f[\"sbx\"].get(\"renamed_to\"), (f[\"sbx\"][\"changed_by\"] or {}).get(\"command\"))"
+			" for f in d[\"files\"]]"),
 	     "1\n"
-	     "/mnt/user-data/workspace/host.txt created None None\n"
-	     "/mnt/user-data/workspace/m.txt modified None sh\n"
-	     "/mnt/user-data/workspace/new.txt renamed /mnt/user-data/workspace/old.txt mv\n");
+	     "/mnt/user-data/workspace/host.txt created None None None\n"
+	     "/mnt/user-data/workspace/m.txt modified None None sh\n"
+	     "/mnt/user-data/workspace/new.txt created /mnt/user-data/workspace/old.txt None mv\n"
+	     "/mnt/user-data/workspace/old.txt deleted None /mnt/user-data/workspace/new.txt mv\n");
+	/* People see one rename. */
+	snprintf(cmd, sizeof(cmd), "changes %s", run);
+	char *text = sbx(cmd);
+	ck_assert_msg(strstr(text, "3 files changed (1 created, 1 modified, 0 deleted, 1 renamed,") &&
+		      strstr(text, "new.txt  | renamed         0   (by mv)\n") &&
+		      strstr(text, "(renamed from /mnt/user-data/workspace/old.txt)\n") &&
+		      !strstr(text, "old.txt  |"), "%s", text);
 }
 END_TEST
 
@@ -153,7 +162,7 @@ START_TEST(test_runs_over_the_scan_limit)
 	   vpath(&V, "user-data/workspace"));
 	snprintf(cmd, sizeof(cmd), "run end %s", run);
 	sbx(cmd);
-	SAME(changes_py(run, "print(d[\"summary\"][\"truncated\"], d[\"summary\"][\"complete\"],"
+	SAME(changes_py(run, "print(d[\"summary\"][\"truncated\"], d[\"sbx\"][\"complete\"],"
 			" [(f[\"path\"], f[\"status\"]) for f in d[\"files\"]])"),
 	     "True False [('/mnt/user-data/outputs/o', 'created'),"
 	     " ('/mnt/user-data/workspace/f0000', 'modified')]\n");
@@ -176,15 +185,17 @@ static void preimage_scenario(char *run)
 	ck_assert_int_eq(write_file(hws_of(&V, "f09"), "by the host\n"), 0);
 	snprintf(cmd, sizeof(cmd), "run end %s", run);
 	sbx(cmd);
-	SAME(changes_py(run, "print(d[\"summary\"][\"truncated\"], d[\"summary\"][\"complete\"]);"
-			" [print(f[\"path\"][25:], f[\"status\"], (f[\"old_path\"] or \"-\")[25:],"
-			" f[\"additions\"], f[\"deletions\"], f[\"diff\"].splitlines()[-1:])"
-			" for f in d[\"files\"]]"),
+	SAME(changes_py(run, "print(d[\"summary\"][\"truncated\"], d[\"sbx\"][\"complete\"]);"
+			" [print(f[\"path\"][25:], f[\"status\"], (f[\"sbx\"].get(\"renamed_from\") or \"-\")[25:],"
+			" x[\"additions\"], x[\"deletions\"], x[\"diff\"].splitlines()[-1:])"
+			" for f in d[\"files\"] for x in [f[\"sbx\"].get(\"rename\", f)]]"),
 	     "True False\n"
-	     "e/x.txt renamed d/x.txt 1 0 ['+more']\n"
+	     "d/x.txt deleted  0 1 ['-x']\n"
+	     "e/x.txt created d/x.txt 1 0 ['+more']\n"
 	     "f10 modified  1 2 ['+changed']\n"
 	     "f11 deleted  0 2 ['-11']\n"
-	     "g12 renamed f12 0 0 []\n"
+	     "f12 deleted  0 2 ['-12']\n"
+	     "g12 created f12 0 0 []\n"
 	     "n.txt created  1 0 ['+new']\n");
 }
 
@@ -247,8 +258,8 @@ END_TEST
 
 /* 2,100 files created through the view: more than a snapshot holds by
  * default, but the journal says the view made them, so the second scan
- * covers them all: every change counted (complete), not truncated though
- * 200 of them are listed. */
+ * covers them all: every change counted (complete); truncated, as the
+ * reference has it, since 200 of them are listed. */
 START_TEST(test_runs_files_created_through_the_view_are_all_counted)
 {
 	char *run = begin(), cmd[64];
@@ -257,9 +268,9 @@ START_TEST(test_runs_files_created_through_the_view_are_all_counted)
 	   vpath(&V, "user-data/workspace"));
 	snprintf(cmd, sizeof(cmd), "run end %s", run);
 	sbx(cmd);
-	SAME(changes_py(run, "s=d[\"summary\"]; print(s[\"created\"], s[\"complete\"], s[\"truncated\"],"
-			" len(d[\"files\"]), d[\"files_total\"])"),
-	     "2100 True False 200 2100\n");
+	SAME(changes_py(run, "s=d[\"summary\"]; print(s[\"created\"], d[\"sbx\"][\"complete\"], s[\"truncated\"],"
+			" len(d[\"files\"]), d[\"sbx\"][\"files_total\"], d[\"limits\"][\"max_scanned_files\"])"),
+	     "2100 True True 200 2100 2000\n");
 	SAME(receipt(run), "{\"run\":1,\"produced_outputs\":[],\"verdict\":\"no_outputs\"}\n");
 }
 END_TEST
@@ -278,6 +289,94 @@ START_TEST(test_runs_diff_budget)
 	SAME(changes_py(run, "print(d[\"summary\"][\"truncated\"], [f[\"diff_truncated\"] for f in d[\"files\"]],"
 			" all(f[\"additions\"] > 0 for f in d[\"files\"]))"),
 	     "True [False, False, True, True, True, True] True\n");
+}
+END_TEST
+
+/* Whatever the files hold, a run ends with its summary recorded, the
+ * content classified as the reference does: a text cut in a character
+ * (also right at the 4 KiB sample's end) and NUL bytes are binary, UTF-16
+ * with a BOM is text, a BOM is no character of a diff, CRLF lines diff
+ * as lines, a 10 MiB line is large, a name that is not UTF-8 is listed. */
+START_TEST(test_runs_end_whatever_the_content)
+{
+	const char *ws = hpath(&V, "user-data/workspace");
+
+	OK("cd '%s' && printf 'one\\r\\ntwo\\r\\n' > crlf.txt && printf '\\357\\273\\277old\\n' > bom.txt &&"
+	   " printf '\\377\\376o\\0l\\0d\\0\\n\\0' > le.txt && printf '\\376\\377\\0o\\0l\\0d\\0\\n' > be.txt", ws);
+	char *run = begin(), cmd[64];
+	OK("cd '%s' && printf 'one\\r\\n2\\r\\n' > crlf.txt && printf '\\357\\273\\277new\\n' > bom.txt &&"
+	   " printf '\\377\\376n\\0e\\0w\\0\\n\\0' > le.txt && printf '\\376\\377\\0n\\0e\\0w\\0\\n' > be.txt &&"
+	   " printf 'abc\\342\\202' > cut.txt &&"
+	   " { head -c 4094 /dev/zero | tr '\\0' x; printf '\\342\\202'; } > cut4096.txt &&"
+	   " { head -c 4095 /dev/zero | tr '\\0' x; printf '\\342\\202\\254\\n'; } > cross.txt &&"
+	   " printf 'a\\0b\\n' > nul.txt &&"
+	   " { head -c 4500 /dev/zero | tr '\\0' n; printf '\\0\\n'; } > late-nul.txt &&"
+	   " head -c 10485760 /dev/zero | tr '\\0' x > huge.txt &&"
+	   " echo x > \"$(printf 'bad\\377.txt')\"", ws);
+	snprintf(cmd, sizeof(cmd), "run end %s", run);
+	sbx(cmd);
+	SAME(changes_py(run, "[print(ascii(f[\"path\"][25:]), f[\"status\"], f[\"binary\"],"
+			" f[\"diff_unavailable_reason\"], f[\"diff\"].splitlines()[-1:] if len(f[\"diff\"]) < 200"
+			" else ascii(f[\"diff\"][-3:])) for f in d[\"files\"]];"
+			" print(d[\"summary\"][\"truncated\"], any(\"\\ufeff\" in f[\"diff\"] for f in d[\"files\"]))"),
+	     "'bad\\ufffd.txt' created False None ['+x']\n"
+	     "'be.txt' modified False None ['+new']\n"
+	     "'bom.txt' modified False None ['+new']\n"
+	     "'crlf.txt' modified False None ['+2']\n"
+	     "'cross.txt' created False None 'xx\\u20ac'\n"
+	     "'cut.txt' created True binary []\n"
+	     "'cut4096.txt' created True binary []\n"
+	     "'huge.txt' created False large []\n"
+	     "'late-nul.txt' created False None 'nn\\x00'\n"
+	     "'le.txt' modified False None ['+new']\n"
+	     "'nul.txt' created True binary []\n"
+	     "True False\n");
+	EQ_OUT("1\n", "sqlite3 '%s/sbx.db' 'SELECT summary IS NOT NULL AND receipt IS NOT NULL"
+	       " FROM runs WHERE id = %s'", V.home, run);
+	EQ_OUT("11 files changed +7 -4\n7 4 0 0 7 4 True 11\n",
+	       "'%s' --home '%s' changes %s --format json | python3 tests/tools/refclient.py",
+	       test_bin("sbx"), V.home, run);
+}
+END_TEST
+
+/* A client of the reference reads our JSON right (tests/tools/refclient.py
+ * applies its field rules): a rename is a deletion and a creation, the
+ * counts add up, more than 200 changes are truncated, the limits are the
+ * configured ones; what is ours stays under "sbx". */
+START_TEST(test_runs_reference_client_reads_the_counts)
+{
+	const char *ws = vpath(&V, "user-data/workspace");
+
+	OK("cd '%s' && printf 'one\\ntwo\\n' > keep.txt && echo x > gone.txt &&"
+	   " printf 'a\\nb\\n' > old.txt", ws);
+	char *run = begin(), cmd[64];
+	OK("cd '%s' && cat keep.txt > /dev/null && printf 'one\\n2\\n' > keep.txt && rm gone.txt &&"
+	   " ln -s keep.txt link && mv old.txt renamed.txt && mkdir zz &&"
+	   " for i in $(seq -w 0 209); do echo $i > zz/n$i; done", ws);
+	snprintf(cmd, sizeof(cmd), "run end %s", run);
+	sbx(cmd);
+	char *got = OUT("'%s' --home '%s' changes %s --format json | python3 tests/tools/refclient.py --files",
+			test_bin("sbx"), V.home, run);
+	const char *want = "215 files changed +213 -4\n211 1 2 1 213 4 True 200\n"
+			   "deleted /mnt/user-data/workspace/gone.txt None\n"
+			   "modified /mnt/user-data/workspace/keep.txt None\n"
+			   "symlink_created /mnt/user-data/workspace/link symlink\n"
+			   "deleted /mnt/user-data/workspace/old.txt None\n"
+			   "created /mnt/user-data/workspace/renamed.txt None\n"
+			   "created /mnt/user-data/workspace/zz/n000 None\n";
+	ck_assert_msg(!strncmp(got, want, strlen(want)), "%.2000s", got);
+	SAME(changes_py(run, "x=d[\"sbx\"]; f={f[\"path\"][25:]: f for f in d[\"files\"]};"
+			" print(x[\"renamed\"], x[\"files_total\"], x[\"complete\"], x[\"end_scan_limit\"],"
+			" f[\"old.txt\"][\"sbx\"][\"renamed_to\"][25:], f[\"renamed.txt\"][\"sbx\"][\"renamed_from\"][25:],"
+			" f[\"renamed.txt\"][\"sbx\"][\"rename\"][\"diff\"], f[\"renamed.txt\"][\"additions\"])"),
+	     "1 215 True 2211 renamed.txt old.txt  2\n");
+	/* The text report shows the rename once. */
+	snprintf(cmd, sizeof(cmd), "changes %s", run);
+	char *text = sbx(cmd);
+	ck_assert_msg(strstr(text, "run 1 of alice/runs: 214 files changed (210 created, 1 modified, 1 deleted,"
+			     " 1 renamed, 1 symlinks)") &&
+		      strstr(text, "(renamed from /mnt/user-data/workspace/old.txt)") &&
+		      !strstr(text, "old.txt     |") && strstr(text, " ... and 15 more\n"), "%.2000s", text);
 }
 END_TEST
 
@@ -346,6 +445,8 @@ Suite *suite_view_runs(void)
 	tcase_add_test(tc, test_runs_control_attributes);
 	tcase_add_test(tc, test_runs_files_created_through_the_view_are_all_counted);
 	tcase_add_test(tc, test_runs_diff_budget);
+	tcase_add_test(tc, test_runs_end_whatever_the_content);
+	tcase_add_test(tc, test_runs_reference_client_reads_the_counts);
 	tcase_add_test(tc, test_runs_html_report_renders);
 	tcase_add_test(tc, test_runs_errors);
 	suite_add_tcase(s, tc);

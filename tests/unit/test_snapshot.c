@@ -189,6 +189,63 @@ START_TEST(test_snapshot_walk_rules)
 }
 END_TEST
 
+/* A file that may be diffed is text only if it decodes whole, as the
+ * reference decodes it: a character cut by the end of the file (even
+ * right at the 4 KiB sample's end) or invalid UTF-8 past the sample makes
+ * it binary; a NUL past the sample does not; UTF-16 needs its BOM and
+ * an even length. */
+START_TEST(test_snapshot_text_decodes_whole)
+{
+	static char cut[SNAPSHOT_SAMPLE], late[5000], nul[5000];
+	static const char le[] = "\xff\xfeh\0i\0\n\0", be[] = "\xfe\xff\0h\0i\0\n";
+	struct snapshot s;
+
+	memset(cut, 'x', sizeof(cut));
+	memcpy(cut + sizeof(cut) - 2, "\xe2\x82", 2);	/* € without its last byte */
+	memset(late, 'l', sizeof(late));
+	late[4500] = (char)0xff;
+	memset(nul, 'n', sizeof(nul));
+	nul[4500] = '\0';
+	put("ws/cut.txt", cut, sizeof(cut));
+	put("ws/late.txt", late, sizeof(late));
+	put("ws/nul.txt", nul, sizeof(nul));
+	put("ws/le.txt", le, sizeof(le) - 1);
+	put("ws/be.txt", be, sizeof(be) - 1);
+	put("ws/odd.txt", le, sizeof(le) - 2);
+	int ws = open_sub("ws");
+	ck_assert_int_eq(snapshot_take(ws, -1, 100, NULL, NULL, NULL, &s), 0);
+	ck_assert(find(&s, "/mnt/user-data/workspace/cut.txt")->binary);
+	ck_assert(find(&s, "/mnt/user-data/workspace/late.txt")->binary);
+	ck_assert(!find(&s, "/mnt/user-data/workspace/nul.txt")->binary);
+	ck_assert(!find(&s, "/mnt/user-data/workspace/le.txt")->binary);
+	ck_assert(!find(&s, "/mnt/user-data/workspace/be.txt")->binary);
+	ck_assert(find(&s, "/mnt/user-data/workspace/odd.txt")->binary);
+	snapshot_free(&s);
+	close(ws);
+
+	/* The text a diff gets: no BOM, UTF-16 as UTF-8 (a pair too). */
+	char *t;
+	size_t n;
+	ck_assert_int_eq(snapshot_text_decode("\xef\xbb\xbf" "bom text\n", 12, &t, &n), 0);
+	ck_assert_str_eq(t, "bom text\n");
+	free(t);
+	ck_assert_int_eq(snapshot_text_decode(le, sizeof(le) - 1, &t, &n), 0);
+	ck_assert_str_eq(t, "hi\n");
+	free(t);
+	ck_assert_int_eq(snapshot_text_decode(be, sizeof(be) - 1, &t, &n), 0);
+	ck_assert_str_eq(t, "hi\n");
+	free(t);
+	ck_assert_int_eq(snapshot_text_decode("\xff\xfe\x3d\xd8\x00\xde\xac\x20", 8, &t, &n), 0);
+	ck_assert_str_eq(t, "\xf0\x9f\x98\x80\xe2\x82\xac");	/* U+1F600 U+20AC */
+	free(t);
+	ck_assert_int_eq(snapshot_text_decode("a\0b", 3, &t, &n), 0);
+	ck_assert_int_eq(n, 3);
+	free(t);
+	ck_assert_int_eq(snapshot_text_decode(cut, sizeof(cut), &t, &n), -EILSEQ);
+	ck_assert_int_eq(snapshot_text_decode("\xff\xfe\x00\xd8", 4, &t, &n), -EILSEQ);
+}
+END_TEST
+
 START_TEST(test_snapshot_limit_truncates_and_skips_later_roots)
 {
 	struct snapshot s;
@@ -329,6 +386,7 @@ Suite *suite_unit_snapshot(void)
 	tcase_add_test(tc, test_snapshot_binary_by_name);
 	tcase_add_test(tc, test_snapshot_text_or_binary_by_content);
 	tcase_add_test(tc, test_snapshot_walk_rules);
+	tcase_add_test(tc, test_snapshot_text_decodes_whole);
 	tcase_add_test(tc, test_snapshot_limit_truncates_and_skips_later_roots);
 	tcase_add_test(tc, test_snapshot_a_file_vanishing_mid_scan_is_left_out);
 	tcase_add_test(tc, test_snapshot_round_trips_through_the_store);

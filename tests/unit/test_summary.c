@@ -96,10 +96,10 @@ START_TEST(test_summary_statuses_and_counts)
 	ck_assert_int_eq(s.modified, 2);
 	ck_assert_int_eq(s.symlink_created, 2);
 	const struct change *m = find(&s, W "mod.txt");
-	ck_assert_int_eq(m->additions, 2);
-	ck_assert_int_eq(m->deletions, 1);
-	ck_assert_str_eq(find(&s, W "tolink")->unavailable, "symlink");
-	ck_assert_str_eq(find(&s, W "touched")->unavailable, "binary");
+	ck_assert_int_eq(m->diff.additions, 2);
+	ck_assert_int_eq(m->diff.deletions, 1);
+	ck_assert_str_eq(find(&s, W "tolink")->diff.unavailable, "symlink");
+	ck_assert_str_eq(find(&s, W "touched")->diff.unavailable, "binary");
 	ck_assert_int_eq(s.additions, 2 + 1);
 	ck_assert_int_eq(s.deletions, 1 + 1);
 	ck_assert(!s.truncated);
@@ -127,8 +127,8 @@ START_TEST(test_summary_reason_precedence_and_large)
 	build(&b, before, 2, false);
 	build(&a, after, 2, false);
 	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
-	ck_assert_str_eq(find(&s, W "a")->unavailable, "symlink");
-	ck_assert_str_eq(find(&s, W "b")->unavailable, "large");
+	ck_assert_str_eq(find(&s, W "a")->diff.unavailable, "symlink");
+	ck_assert_str_eq(find(&s, W "b")->diff.unavailable, "large");
 	ck_assert(s.truncated);		/* a large file's change is not shown */
 	summary_free(&s);
 	snapshot_free(&b);
@@ -159,18 +159,24 @@ START_TEST(test_summary_diff_budget_and_listing_limit)
 	ck_assert_int_eq(s.additions, 5);		/* counted, shown or not */
 	ck_assert(s.truncated);
 	/* Each diff is 85 bytes: two fit in 200, the rest are cut. */
-	ck_assert(!s.changes[1].diff_truncated && *s.changes[1].diff);
-	ck_assert(s.changes[2].diff_truncated);
-	ck_assert_str_eq(s.changes[2].diff, "");
-	ck_assert_str_eq(s.changes[2].unavailable, "truncated");
-	ck_assert_int_eq(s.changes[2].additions, 1);
+	ck_assert(!s.changes[1].diff.truncated && *s.changes[1].diff.text);
+	ck_assert(s.changes[2].diff.truncated);
+	ck_assert_str_eq(s.changes[2].diff.text, "");
+	ck_assert_str_eq(s.changes[2].diff.unavailable, "truncated");
+	ck_assert_int_eq(s.changes[2].diff.additions, 1);
 	summary_free(&s);
-	/* The listing limit alone: every change counted, nothing missing. */
+	/* The listing limit alone truncates, as the reference's rule has it;
+	 * every change is still counted (complete). */
 	lim.max_total_diff_bytes = 1024 * 1024;
 	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
 	ck_assert_int_eq(s.listed, 3);
-	ck_assert(!s.truncated);
+	ck_assert(s.truncated);
 	ck_assert(s.complete);
+	summary_free(&s);
+	/* Exactly max_files changes: all listed, not truncated. */
+	lim.max_files = 5;
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
+	ck_assert(!s.truncated);
 	summary_free(&s);
 	snapshot_free(&b);
 	snapshot_free(&a);
@@ -243,10 +249,10 @@ START_TEST(test_summary_absent_entries_are_known)
 	ck_assert_int_eq(s.n, 2);
 	ck_assert_str_eq(find(&s, W "made")->status, "created");
 	ck_assert_ptr_null(find(&s, W "made")->before);
-	ck_assert_int_eq(find(&s, W "made")->additions, 1);
+	ck_assert_int_eq(find(&s, W "made")->diff.additions, 1);
 	ck_assert_str_eq(find(&s, W "gone")->status, "deleted");
 	ck_assert_ptr_null(find(&s, W "gone")->after);
-	ck_assert_int_eq(find(&s, W "gone")->deletions, 1);
+	ck_assert_int_eq(find(&s, W "gone")->diff.deletions, 1);
 	ck_assert(!s.complete);
 	summary_free(&s);
 	snapshot_free(&b);
@@ -254,8 +260,10 @@ START_TEST(test_summary_absent_entries_are_known)
 }
 END_TEST
 
-/* The journal saw a.txt renamed to b.txt (and edited): one change. */
-START_TEST(test_summary_renames_join_a_deletion_and_a_creation)
+/* The journal saw a.txt renamed to b.txt (and edited): as the reference
+ * sees it, a.txt deleted and b.txt created, each with its diff; linked
+ * as one rename, with the diff from the old content to the new. */
+START_TEST(test_summary_renames_link_a_deletion_and_a_creation)
 {
 	const struct fake before[] = { { .path = W "a.txt", .text = "1\n2\n" },
 				       { .path = W "x", .text = "x\n" } };
@@ -270,24 +278,35 @@ START_TEST(test_summary_renames_join_a_deletion_and_a_creation)
 	build(&b, before, 2, false);
 	build(&a, after, 2, false);
 	ck_assert_int_eq(summary_compare(&b, &a, &lim, r, 2, content, NULL, &s), 0);
-	ck_assert_int_eq(s.n, 3);
-	const struct change *c = find(&s, W "b.txt");
-	ck_assert_str_eq(c->status, "renamed");
-	ck_assert_str_eq(c->old_path, W "a.txt");
-	ck_assert_int_eq(c->additions, 1);
-	ck_assert_int_eq(c->deletions, 1);
-	ck_assert_ptr_null(find(&s, W "a.txt"));
+	ck_assert_int_eq(s.n, 4);
+	const struct change *made = find(&s, W "b.txt"), *gone = find(&s, W "a.txt");
+	ck_assert_str_eq(made->status, "created");
+	ck_assert_str_eq(made->renamed_from, W "a.txt");
+	ck_assert_int_eq(made->diff.additions, 2);
+	ck_assert_int_eq(made->diff.deletions, 0);
+	ck_assert_int_eq(made->moved.additions, 1);
+	ck_assert_int_eq(made->moved.deletions, 1);
+	ck_assert_ptr_nonnull(strstr(made->moved.text, "\n-2\n+3"));
+	ck_assert_str_eq(gone->status, "deleted");
+	ck_assert_str_eq(gone->renamed_to, W "b.txt");
+	ck_assert_int_eq(gone->diff.deletions, 2);
+	ck_assert_str_eq(gone->moved.text ? gone->moved.text : "", "");
 	/* A rename the snapshots do not show stays what they show. */
 	ck_assert_str_eq(find(&s, W "x")->status, "deleted");
+	ck_assert_ptr_null(find(&s, W "x")->renamed_to);
 	ck_assert_str_eq(find(&s, W "y")->status, "created");
 	ck_assert_int_eq(s.renamed, 1);
+	ck_assert_int_eq(s.created, 2);
+	ck_assert_int_eq(s.deleted, 2);
+	ck_assert_int_eq(s.additions, 2 + 1);		/* the reference's diffs */
+	ck_assert_int_eq(s.deletions, 2 + 1);
 	summary_free(&s);
 	snapshot_free(&b);
 	snapshot_free(&a);
 }
 END_TEST
 
-/* A renamed directory: each file below it is one renamed change. */
+/* A renamed directory: each file below it is one linked rename. */
 START_TEST(test_summary_a_renamed_directory_renames_its_files)
 {
 	const struct fake before[] = { { .path = W "src/a.c", .text = "a\n" },
@@ -304,10 +323,38 @@ START_TEST(test_summary_a_renamed_directory_renames_its_files)
 	build(&b, before, 3, false);
 	build(&a, after, 3, false);
 	ck_assert_int_eq(summary_compare(&b, &a, &lim, r, 1, content, NULL, &s), 0);
-	ck_assert_int_eq(s.n, 2);
-	ck_assert_str_eq(find(&s, W "lib/a.c")->old_path, W "src/a.c");
-	ck_assert_str_eq(find(&s, W "lib/sub/b.c")->old_path, W "src/sub/b.c");
+	ck_assert_int_eq(s.n, 4);
+	ck_assert_str_eq(find(&s, W "lib/a.c")->renamed_from, W "src/a.c");
+	ck_assert_str_eq(find(&s, W "lib/sub/b.c")->renamed_from, W "src/sub/b.c");
+	ck_assert_str_eq(find(&s, W "src/sub/b.c")->renamed_to, W "lib/sub/b.c");
+	ck_assert_str_eq(find(&s, W "lib/a.c")->moved.text, "");	/* same content */
 	ck_assert_int_eq(s.renamed, 2);
+	summary_free(&s);
+	snapshot_free(&b);
+	snapshot_free(&a);
+}
+END_TEST
+
+/* Contents are diffed as the reference decodes them: a UTF-8 BOM is no
+ * character, and a kept text that does not decode (kept by an older
+ * version of the rules) is binary: no diff, no failure. (UTF-16: the
+ * snapshot tests and test_runs.) */
+START_TEST(test_summary_diffs_decoded_text)
+{
+	const struct fake before[] = { { .path = W "bom", .text = "\xef\xbb\xbfold\n" },
+				       { .path = W "cut", .text = "a\n" } };
+	const struct fake after[] = { { .path = W "bom", .text = "\xef\xbb\xbfnew\n" },
+				      { .path = W "cut", .text = "b\xe2\x82" } };
+	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
+	struct snapshot b, a;
+	struct summary s;
+
+	build(&b, before, 2, false);
+	build(&a, after, 2, false);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
+	ck_assert_ptr_nonnull(strstr(find(&s, W "bom")->diff.text, "@@\n-old\n+new"));
+	ck_assert_str_eq(find(&s, W "cut")->diff.unavailable, "binary");
+	ck_assert_str_eq(find(&s, W "cut")->diff.text, "");
 	summary_free(&s);
 	snapshot_free(&b);
 	snapshot_free(&a);
@@ -324,7 +371,8 @@ Suite *suite_unit_summary(void)
 	tcase_add_test(tc, test_summary_diff_budget_and_listing_limit);
 	tcase_add_test(tc, test_summary_truncated_snapshots_report_only_what_both_saw);
 	tcase_add_test(tc, test_summary_absent_entries_are_known);
-	tcase_add_test(tc, test_summary_renames_join_a_deletion_and_a_creation);
+	tcase_add_test(tc, test_summary_renames_link_a_deletion_and_a_creation);
+	tcase_add_test(tc, test_summary_diffs_decoded_text);
 	tcase_add_test(tc, test_summary_a_renamed_directory_renames_its_files);
 	suite_add_tcase(s, tc);
 	return s;
