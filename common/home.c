@@ -134,6 +134,14 @@ static int dir_open_chain(int dirfd, const char *const *components, size_t n,
 	return TAKE_FD(cur);
 }
 
+int dir_chain_open(int dirfd, const char *const *components, size_t n, bool create)
+{
+	size_t opened;
+
+	return create ? dir_ensure_chain(dirfd, components, n)
+		      : dir_open_chain(dirfd, components, n, &opened);
+}
+
 int home_thread_dir_open(int homefd, const char *user, const char *thread,
 			 enum thread_dir which)
 {

@@ -13,6 +13,7 @@
 #ifndef SBX_HOME_H
 #define SBX_HOME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -29,6 +30,11 @@ int home_open(const char *path);
  * NAME is one component; a symlink there is refused with -ELOOP/-ENOTDIR.
  * Returns an O_PATH directory fd or -errno. */
 int dir_ensure(int dirfd, const char *name, mode_t mode);
+
+/* DIRFD/COMPONENTS[0]/.../COMPONENTS[N-1] as an O_PATH fd, never
+ * following a symlink; with CREATE each missing one is made (0700).
+ * Returns the fd or -errno (-ENOENT: missing and not CREATE). */
+int dir_chain_open(int dirfd, const char *const *components, size_t n, bool create);
 
 enum thread_dir {
 	THREAD_WORKSPACE,

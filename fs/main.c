@@ -765,7 +765,7 @@ int main(int argc, char **argv)
 	}
 	/* No request is served before the loop runs, so the gate may start
 	 * this late: its messages then go to the log. */
-	stage_sweep(&v);
+	stage_sweep(&v, &o.view);
 	if (services_start(&o.view, &v) < 0) {
 		log_error("cannot start the read-before-write gate: out of memory");
 		fuse_session_unmount(se);

@@ -121,17 +121,12 @@ static void sweep(int area, const char *where)
 /* The area of a domain whose first read-write root is R, when the
  * thread's own area is on another filesystem: a hidden directory at the
  * top of R, per user and thread (one host directory may be mounted into
- * several threads' views). */
-static int hidden_area(struct root *r, const struct view_config *cfg)
+ * several threads' views). Made if CREATE, else only opened. */
+static int hidden_area(struct root *r, const struct view_config *cfg, bool create)
 {
 	const char *const path[] = { STAGE_HIDDEN_NAME, cfg->user, cfg->thread };
-	int fd = fcntl(r->top->fd, F_DUPFD_CLOEXEC, 0);
+	int fd = dir_chain_open(r->top->fd, path, 3, create);
 
-	for (size_t i = 0; i < 3 && fd >= 0; i++) {
-		int next = dir_ensure(fd, path[i], 0700);
-		close(fd);
-		fd = next;
-	}
 	if (fd >= 0)
 		r->stage_hidden = true;
 	return fd;
@@ -147,19 +142,14 @@ static bool tmpfile_works(int area)
 	return true;
 }
 
-/* The thread's own area, $SBX_HOME/users/USER/threads/THREAD/.stage. */
-static int thread_area(const struct view_config *cfg)
+/* The thread's own area, $SBX_HOME/users/USER/threads/THREAD/.stage;
+ * made if CREATE, else only opened. */
+static int thread_area(const struct view_config *cfg, bool create)
 {
-	const char *const path[] = { "users", cfg->user, "threads", cfg->thread,
-				     ".stage" };
-	int fd = home_open(cfg->home);
+	const char *const path[] = { "users", cfg->user, "threads", cfg->thread, ".stage" };
+	_cleanup_(closep) int home = home_open(cfg->home);
 
-	for (size_t i = 0; i < 5 && fd >= 0; i++) {
-		int next = dir_ensure(fd, path[i], 0700);
-		close(fd);
-		fd = next;
-	}
-	return fd;
+	return home < 0 ? home : dir_chain_open(home, path, 5, create);
 }
 
 int stage_setup(struct view *v, const struct view_config *cfg, char *err,
@@ -173,9 +163,11 @@ int stage_setup(struct view *v, const struct view_config *cfg, char *err,
 		v->domains[d].stage_fd = -1;
 	v->staging = cfg->staging;
 	v->staging_strict = cfg->staging && cfg->staging_strict;
-	if (!v->staging)
+	/* Unstaged, the areas that exist are still opened: stage_sweep()
+	 * removes what an earlier mount that staged left there. */
+	own = thread_area(cfg, v->staging);
+	if (own < 0 && !v->staging)
 		return 0;
-	own = thread_area(cfg);
 	if (own < 0) {
 		snprintf(err, errlen, "cannot create the staging area %s/users/%s/threads/%s/.stage: %s",
 			 cfg->home, cfg->user, cfg->thread, strerror(-own));
@@ -196,7 +188,9 @@ int stage_setup(struct view *v, const struct view_config *cfg, char *err,
 		if (same_mount(own, first->top->fd))
 			area = fcntl(own, F_DUPFD_CLOEXEC, 0);
 		else
-			area = hidden_area(first, cfg);
+			area = hidden_area(first, cfg, v->staging);
+		if (area < 0 && !v->staging)
+			continue;
 		if (area < 0 || !same_mount(area, first->top->fd)) {
 			log_warn("changes under %s are written in place, not staged: no staging area on its filesystem (%s)",
 				 first->host, area < 0 ? strerror(-area) : "another mount");
@@ -211,7 +205,7 @@ int stage_setup(struct view *v, const struct view_config *cfg, char *err,
 	return 0;
 }
 
-void stage_sweep(struct view *v)
+void stage_sweep(struct view *v, const struct view_config *cfg)
 {
 	char where[PATH_MAX + 32];
 
@@ -221,11 +215,13 @@ void stage_sweep(struct view *v)
 		if (dom->stage_fd < 0)
 			continue;
 		if (dom->stage_root)
-			snprintf(where, sizeof(where), "%s/%s", dom->stage_root->host,
-				 STAGE_HIDDEN_NAME);
+			snprintf(where, sizeof(where), "%s/%s/%s/%s", dom->stage_root->host,
+				 STAGE_HIDDEN_NAME, cfg->user, cfg->thread);
 		else
 			snprintf(where, sizeof(where), "the thread's .stage");
 		sweep(dom->stage_fd, where);
+		if (!v->staging)
+			closep(&v->domains[d].stage_fd);	/* nothing goes there */
 	}
 }
 

@@ -51,12 +51,14 @@ struct view_config;
 #define STAGE_HIDDEN_NAME ".sbxfs-stage"
 
 /* Opens (creating if missing) the staging area of every read-write
- * domain. A domain without an area writes in place (logged). Returns 0 or
- * -errno with a reason in ERR. */
+ * domain. A domain without an area writes in place (logged). Unstaged
+ * (--staging=off), the areas that exist are opened for the sweep only.
+ * Returns 0 or -errno with a reason in ERR. */
 int stage_setup(struct view *v, const struct view_config *cfg, char *err,
 		size_t errlen);
-/* Removes what an interrupted save left in the areas, logging each. */
-void stage_sweep(struct view *v);
+/* Removes what an interrupted save left in the areas of CFG's thread,
+ * logging each, whether this mount stages or not. */
+void stage_sweep(struct view *v, const struct view_config *cfg);
 
 /* True if changes to INO (a regular file in a read-write root) through
  * a handle may be staged. */

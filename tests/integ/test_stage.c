@@ -585,6 +585,41 @@ START_TEST(test_stage_a_killed_daemon_leaves_old_or_new)
 }
 END_TEST
 
+/* Leftover named stages are swept at every mount, logged, whether it
+ * stages or not: in the thread's .stage and in the hidden area of a
+ * root on another filesystem. (A mount with --staging=off left them
+ * there, hidden from the view, forever.) */
+START_TEST(test_stage_leftovers_are_swept_at_every_mount)
+{
+	char *small = strdup(test_dir("sweep"));
+	char spec[PATH_MAX + 16], *log = hpath(&V, "../../../../log/sbxfs-alice-swept.log");
+	const char *extra[] = { "--mount", spec, "--rbw", "off", NULL };
+	const char *unstaged[] = { "--mount", spec, "--rbw", "off", "--staging=off", NULL };
+	struct tview s;
+
+	ck_assert_int_eq(mount("tmpfs", small, "tmpfs", 0, "size=1m"), 0);
+	snprintf(spec, sizeof(spec), "/mnt/small=%s", small);
+	ck_assert_int_eq(tview_mount(&s, V.home, "alice", "swept", extra), 0);
+	tview_umount(&s);
+	char *own = hpath(&V, "../swept/.stage/stage-0123456789abcdef");
+	char *hidden = fmt_cmd("%s/.sbxfs-stage/alice/swept/stage-fedcba9876543210", small);
+	ck_assert_int_eq(write_file(own, "leftover"), 0);
+	ck_assert_int_eq(write_file(hidden, "leftover too"), 0);
+
+	int r = tview_mount(&s, V.home, "alice", "swept", unstaged);
+	bool gone = !exists(own) && !exists(hidden);
+	char *text = read_file(log);
+	if (r == 0)
+		tview_umount(&s);
+	umount2(small, MNT_DETACH);
+	ck_assert_int_eq(r, 0);
+	ck_assert_msg(gone, "leftovers stayed");
+	ck_assert_msg(strstr(text, "removed the leftover stage the thread's .stage/stage-0123456789abcdef") &&
+		      strstr(text, fmt_cmd("removed the leftover stage %s/.sbxfs-stage/alice/swept/"
+					   "stage-fedcba9876543210", small)), "%s", text);
+}
+END_TEST
+
 /* Publications race with lookups of the same name (nothing in the kernel
  * serializes them): every lookup must still find the one node of the
  * file. A shared flock held on the file must stop every exclusive flock
@@ -672,6 +707,7 @@ Suite *suite_view_stage(void)
 	tcase_add_test(tc, test_stage_unlinked_while_open_stays_gone);
 	tcase_add_test(tc, test_stage_file_in_a_read_only_directory_changes_in_place);
 	tcase_add_test(tc, test_stage_no_space_keeps_the_previous_file);
+	tcase_add_test(tc, test_stage_leftovers_are_swept_at_every_mount);
 	tcase_add_test(tc, test_stage_a_killed_daemon_leaves_old_or_new);
 	tcase_add_test(tc, test_stage_lookups_racing_publication_find_one_node);
 	tcase_add_test(tc, test_stage_concurrent_random_operations);
