@@ -61,7 +61,26 @@ obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
 
 all: $(BIN)/sbxfs $(BIN)/sbx
 
-$(OBJ)/%.o: %.c
+# A library pkg-config cannot find stops the build with its name, not
+# with a compiler error about a missing header.
+BUILD_LIBS := fuse3 sqlite3 libcrypto jansson inih libseccomp
+define need_libs
+	@command -v $(PKG_CONFIG) >/dev/null || { echo "make: $(PKG_CONFIG) is not installed; on Debian, make deps (or make check) installs what the build needs" >&2; exit 1; }
+	@missing=; for l in $(1); do $(PKG_CONFIG) --exists $$l || missing="$$missing $$l"; done; \
+	if [ -n "$$missing" ]; then echo "make: pkg-config cannot find:$$missing; on Debian, make deps (or make check) installs them" >&2; exit 1; fi
+endef
+
+libs:
+	$(call need_libs,$(BUILD_LIBS))
+
+test-libs:
+	$(call need_libs,$(BUILD_LIBS) check)
+
+$(OBJ)/%.o: %.c | libs
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(OBJ)/tests/%.o: tests/%.c | test-libs
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
@@ -151,6 +170,6 @@ install: all
 clean:
 	rm -rf build bin
 
-.PHONY: all deps test-deps fuzz-deps check stress bench demo install clean fuzz
+.PHONY: all deps test-deps fuzz-deps libs test-libs check stress bench demo install clean fuzz
 
 -include $(shell find build -name '*.d' 2>/dev/null)
