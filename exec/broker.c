@@ -297,8 +297,8 @@ static int admit(struct client *c, const char *user, const char *thread)
 			until.tv_nsec -= 1000000000;
 		}
 		pthread_cond_timedwait(&b->admitted, &b->lock, &until);
-		struct pollfd p = { c->fd, POLLRDHUP, 0 };
-		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+		struct pollfd p = { c->fd, 0, 0 };	/* POLLHUP: it closed */
+		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) {
 			r = -ECANCELED;
 			break;
 		}

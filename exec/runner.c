@@ -144,7 +144,7 @@ int run_command(const struct run_spec *s, struct run_result *r)
 			{ open_out ? out[0] : -1, POLLIN, 0 },
 			{ open_err ? err[0] : -1, POLLIN, 0 },
 			{ exited ? -1 : pidfd, POLLIN, 0 },
-			{ exited ? -1 : s->cancel_fd, POLLIN, 0 },
+			{ exited ? -1 : s->cancel_fd, 0, 0 },	/* POLLHUP */
 			{ exited ? -1 : run_watch_fd(&w), POLLIN, 0 },
 			{ exited ? -1 : s->stop_fd, POLLIN, 0 },
 		};
@@ -189,7 +189,7 @@ int run_command(const struct run_spec *s, struct run_result *r)
 			linger_until = kill(-pid, 0) == 0 ? now + LINGER_MS : now + 10000;
 			continue;
 		}
-		bool cancel = p[3].revents != 0, stop = p[5].revents != 0;
+		bool cancel = p[3].revents & (POLLHUP | POLLERR), stop = p[5].revents != 0;
 		if (cancel || stop || now >= deadline || event == 2) {
 			kill_command(s, pid, &status);
 			exited = true;

@@ -46,7 +46,9 @@ struct run_spec {
 	/* Output as it arrives: STREAM 1 (stdout) or 2 (stderr). */
 	void (*on_output)(void *arg, int stream, const char *data, size_t len);
 	void *arg;
-	int cancel_fd;			/* readable or hung up: give up; -1 */
+	/* Hung up (POLLHUP: the client closed its connection): give up;
+	 * -1: none. Data or a half-close (SHUT_WR) are no reason to. */
+	int cancel_fd;
 	int stop_fd;			/* readable: the broker stops; -1 */
 };
 

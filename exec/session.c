@@ -550,7 +550,7 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 			{ s->out, POLLIN, 0 },
 			{ err_open ? s->err : -1, POLLIN, 0 },
 			{ s->pidfd, POLLIN, 0 },
-			{ run->cancel_fd, POLLRDHUP, 0 },
+			{ run->cancel_fd, 0, 0 },	/* POLLHUP */
 			{ run->stop_fd, POLLIN, 0 },
 		};
 		int64_t now = now_ms();
@@ -567,7 +567,7 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 			err_open = false;
 		if (p[2].revents)
 			gone = true;	/* the shell exited: `exit` in the command */
-		if (p[3].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+		if (p[3].revents & (POLLHUP | POLLERR)) {
 			r->cancelled = true;
 			break;
 		}

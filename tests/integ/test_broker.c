@@ -283,6 +283,27 @@ START_TEST(test_broker_a_client_going_away_disturbs_no_one)
 }
 END_TEST
 
+/* Requests sent at once on one connection are answered in turn, and a
+ * client that shuts down its sending side after them (nc -N, a
+ * framework that half-closes) still gets every reply. (Before, data or
+ * a half-close during a command counted as the client gone: the command
+ * was killed and no reply came, EOF or a hang.) */
+START_TEST(test_broker_pipelined_and_half_closed_requests)
+{
+	static const char one[] = "'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",%s"
+				  "\"command\":\"sleep 0.3; echo %s\"}'";
+	char *reqs = fmt_cmd("%s %s %s", fmt_cmd(one, "", "first"),
+			     fmt_cmd(one, "\"scope\":\"p\",", "second"), fmt_cmd(one, "", "third"));
+
+	for (int half = 0; half < 2; half++) {
+		char *r = raw(fmt_cmd("--pipeline%s %s", half ? " --half-close" : "", reqs));
+		SAME(OUT("printf '%%s' '%s' | python3 -c 'import json,sys; [print(d[\"code\"],"
+			 " d[\"output\"].strip()) for d in map(json.loads, sys.stdin)]'", r),
+		     "0 first\n0 second\n0 third\n");
+	}
+}
+END_TEST
+
 START_TEST(test_broker_shutdown_and_a_killed_broker)
 {
 	int st;
@@ -735,6 +756,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_only_its_uid_and_root);
 	tcase_add_test(tc, test_broker_leases_park_and_idle_unmount);
 	tcase_add_test(tc, test_broker_a_client_going_away_disturbs_no_one);
+	tcase_add_test(tc, test_broker_pipelined_and_half_closed_requests);
 	tcase_add_test(tc, test_broker_shutdown_and_a_killed_broker);
 	tcase_add_test(tc, test_broker_signals_stop_it_cleanly);
 	tcase_add_test(tc, test_broker_a_killed_view_daemon);

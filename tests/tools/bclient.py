@@ -6,12 +6,15 @@ every line with --all. --stdin: the requests are the lines of stdin
 (after any given). --leave-after SECS: send the first request, wait,
 close without reading (a client that goes away). --read-when FILE: read
 the replies only once FILE exists (a client that stops reading; at most
-60 s)."""
+60 s). --pipeline: send every request at once, then read the replies.
+--half-close: with --pipeline, shut down the sending side after the
+requests (shutdown(SHUT_WR), as `nc -N` does)."""
 import json, os, socket, sys, time
 
 def main():
     args = sys.argv[1:]
     home, show_all, leave, read_when = args.pop(0), False, None, None
+    pipeline = half_close = False
     while args and args[0].startswith("--"):
         opt = args.pop(0)
         if opt == "--all":
@@ -20,6 +23,10 @@ def main():
             leave = float(args.pop(0))
         elif opt == "--read-when":
             read_when = args.pop(0)
+        elif opt == "--pipeline":
+            pipeline = True
+        elif opt == "--half-close":
+            half_close = True
         elif opt == "--stdin":
             args += sys.stdin.read().splitlines()
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -30,8 +37,13 @@ def main():
         s.close()
         return
     f = s.makefile("rb")
+    if pipeline:
+        s.sendall(b"".join(r.encode("utf-8", "surrogateescape") + b"\n" for r in args))
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
     for req in args:
-        s.sendall(req.encode("utf-8", "surrogateescape") + b"\n")
+        if not pipeline:
+            s.sendall(req.encode("utf-8", "surrogateescape") + b"\n")
         for _ in range(1200 if read_when else 0):
             if os.path.exists(read_when):
                 break
