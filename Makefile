@@ -52,7 +52,7 @@ STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/diff.c store/s
 EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
               exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c
-FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/view.c fs/ops.c fs/watch.c fs/channel.c \
+FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/skills.c fs/view.c fs/ops.c fs/watch.c fs/channel.c \
               fs/gate.c fs/stage.c fs/journal.c fs/quota.c $(STORE_SRC)
 TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \
               $(wildcard tests/unit/*.c) $(wildcard tests/integ/*.c)
@@ -86,7 +86,7 @@ $(OBJ)/tests/%.o: tests/%.c | test-libs
 
 $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) -lpthread
 
 $(BIN)/sbx: $(call obj,cli/sbx.c cli/audit.c cli/snapshot.c cli/run.c cli/runlog.c cli/report.c \
 		cli/exec.c cli/doctor.c cli/id.c exec/broker.c $(EXEC_SRC) $(STORE_SRC) $(COMMON_SRC))

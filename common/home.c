@@ -71,13 +71,13 @@ int dir_ensure(int dirfd, const char *name, mode_t mode)
 	return fd >= 0 ? fd : neg_errno();
 }
 
-/* Walks COMPONENTS below DIRFD, creating each; returns the last one's fd. */
-static int dir_ensure_chain(int dirfd, const char *const *components, size_t n)
+int dir_ensure_path(int dirfd, const char *const *components, size_t n,
+		    mode_t mode)
 {
 	_cleanup_(closep) int cur = -1;
 
 	for (size_t i = 0; i < n; i++) {
-		int next = dir_ensure(i ? cur : dirfd, components[i], 0700);
+		int next = dir_ensure(i ? cur : dirfd, components[i], mode);
 		if (next < 0)
 			return next;
 		closep(&cur);
@@ -94,7 +94,7 @@ int home_thread_dirs(int homefd, const char *user, const char *thread,
 		[THREAD_OUTPUTS] = "outputs", [THREAD_ACP] = "acp-workspace",
 	};
 	const char *const path[] = { "users", user, "threads", thread };
-	_cleanup_(closep) int tfd = dir_ensure_chain(homefd, path, 4);
+	_cleanup_(closep) int tfd = dir_ensure_path(homefd, path, 4, 0700);
 	_cleanup_(closep) int udfd = -1;
 	int r = 0;
 
@@ -138,7 +138,7 @@ int dir_chain_open(int dirfd, const char *const *components, size_t n, bool crea
 {
 	size_t opened;
 
-	return create ? dir_ensure_chain(dirfd, components, n)
+	return create ? dir_ensure_path(dirfd, components, n, 0700)
 		      : dir_open_chain(dirfd, components, n, &opened);
 }
 

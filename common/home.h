@@ -2,7 +2,12 @@
  *
  *   $SBX_HOME/users/<user>/threads/<thread>/user-data/{workspace,uploads,outputs}
  *   $SBX_HOME/users/<user>/threads/<thread>/acp-workspace
- *   $SBX_HOME/skills                 shared, read-only in every view
+ *   $SBX_HOME/skills/public          skills shared by everyone  (/mnt/skills/public)
+ *   $SBX_HOME/skills/custom          shared legacy skills       (/mnt/skills/legacy)
+ *   $SBX_HOME/users/<user>/skills/custom   the user's own      (/mnt/skills/custom)
+ *   $SBX_HOME/integrations/skills    integrations' skills       (/mnt/skills/integrations)
+ *   $SBX_HOME/extensions_config.json, $SBX_HOME/users/<user>/skills/_skill_states.json
+ *                                    disabled skills (fs/skills.h)
  *   $SBX_HOME/run                    sockets, lock and pid files
  *   $SBX_HOME/log                    daemon logs
  *
@@ -30,6 +35,11 @@ int home_open(const char *path);
  * NAME is one component; a symlink there is refused with -ELOOP/-ENOTDIR.
  * Returns an O_PATH directory fd or -errno. */
 int dir_ensure(int dirfd, const char *name, mode_t mode);
+
+/* The same for the path COMPONENTS[0]/.../COMPONENTS[N-1] below DIRFD,
+ * each created with MODE if missing. */
+int dir_ensure_path(int dirfd, const char *const *components, size_t n,
+		    mode_t mode);
 
 /* DIRFD/COMPONENTS[0]/.../COMPONENTS[N-1] as an O_PATH fd, never
  * following a symlink; with CREATE each missing one is made (0700).

@@ -518,12 +518,22 @@ static void op_exec(struct client *c, const struct request *q)
 		send_error(c, id, "mount_failed", "%s", err);
 		return;
 	}
-	char thread_dir[PATH_MAX + 2 * ID_MAX + 32], ws[PATH_MAX + 32], skills[PATH_MAX + 16];
+	char thread_dir[PATH_MAX + 2 * ID_MAX + 32], ws[PATH_MAX + 32];
+	char pub[PATH_MAX + 16], legacy[PATH_MAX + 16], custom[PATH_MAX + ID_MAX + 32],
+		integ[PATH_MAX + 32];
 	snprintf(thread_dir, sizeof(thread_dir), "%s/users/%s/threads/%s", b->home, user, thread);
 	snprintf(ws, sizeof(ws), "%s/user-data/workspace", sv.mount);
-	snprintf(skills, sizeof(skills), "%s/skills", b->home);
+	/* The skill categories' host directories (fs/view.c), each shown
+	 * as its own virtual path. */
+	snprintf(pub, sizeof(pub), "%s/skills/public", b->home);
+	snprintf(legacy, sizeof(legacy), "%s/skills/custom", b->home);
+	snprintf(custom, sizeof(custom), "%s/users/%s/skills/custom", b->home, user);
+	snprintf(integ, sizeof(integ), "%s/integrations/skills", b->home);
 	const struct hostpath_mask mask[] = {
-		{ sv.mount, "/mnt" }, { thread_dir, "/mnt" }, { skills, "/mnt/skills" }, { NULL, NULL },
+		{ sv.mount, "/mnt" }, { thread_dir, "/mnt" },
+		{ pub, "/mnt/skills/public" }, { legacy, "/mnt/skills/legacy" },
+		{ custom, "/mnt/skills/custom" }, { integ, "/mnt/skills/integrations" },
+		{ NULL, NULL },
 	};
 	struct stream_ctx sx = { .c = c, .id = id, .mask = host ? mask : NULL };
 	struct start_spec ss = {

@@ -843,6 +843,25 @@ bool inode_within(struct inode_table *t, struct inode *ino,
 	return found;
 }
 
+size_t inode_names_below(struct inode_table *t, struct inode *ino,
+			 const struct inode *top, const char *child,
+			 char (*names)[NAME_MAX + 1], size_t max)
+{
+	const char *parts[256];
+	size_t n = 0, depth;
+
+	pthread_mutex_lock(&t->lock);
+	if (child)
+		parts[n++] = child;
+	for (; ino && ino != top && ino->name && n < 256; ino = ino->parent)
+		parts[n++] = ino->name;
+	depth = ino == top ? n : 0;
+	for (size_t i = 0; i < depth && i < max; i++)
+		snprintf(names[i], NAME_MAX + 1, "%s", parts[depth - 1 - i]);
+	pthread_mutex_unlock(&t->lock);
+	return depth;
+}
+
 char *inode_path(struct inode_table *t, struct inode *ino, const char *child,
 		 char *buf, size_t size)
 {

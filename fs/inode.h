@@ -21,6 +21,7 @@
 #ifndef SBX_INODE_H
 #define SBX_INODE_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -200,6 +201,13 @@ struct root *inode_root(struct inode_table *t, struct inode *ino);
  * MATCH accepts. */
 bool inode_within(struct inode_table *t, struct inode *ino,
 		  bool (*match)(const char *name));
+
+/* The depth of INO (then CHILD, if not NULL) below the directory TOP,
+ * one of its ancestors (0 if INO is TOP, or TOP is not above it), and in
+ * NAMES the first MAX names of the way down from TOP. */
+size_t inode_names_below(struct inode_table *t, struct inode *ino,
+			 const struct inode *top, const char *child,
+			 char (*names)[NAME_MAX + 1], size_t max);
 
 /* Writes INO's path below the mount point ("user-data/workspace/a/b"),
  * for log messages. Returns BUF. */

@@ -226,6 +226,23 @@ static void log_refusal(struct view *v, fuse_req_t req, struct inode *dir,
 		 (int)ctx->pid, comm);
 }
 
+/* EACCES for DIR/NAME (NAME may be NULL) if it is or is in a disabled
+ * skill, logged in the reference's words: nothing of such a skill is
+ * served, whatever the kernel still holds of it (a cached name, an open
+ * directory). */
+static int skill_gate(struct view *v, fuse_req_t req, struct inode *dir,
+		      const char *name, const char *op)
+{
+	char skill[NAME_MAX + 1], why[sizeof(skill) + 128];
+	int r = view_skill_check(v, dir, name, skill, sizeof(skill));
+
+	if (r < 0) {
+		snprintf(why, sizeof(why), SKILL_DISABLED_FMT, skill);
+		log_refusal(v, req, dir, name, op, why);
+	}
+	return r;
+}
+
 /* Charges the thread's quota for a change of INO (or a new entry NAME of
  * it); a refusal is logged. */
 static int charge(struct view *v, fuse_req_t req, struct inode *ino, const char *name,
@@ -722,7 +739,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct view *v = req_view(req);
 	struct fuse_entry_param e;
-	int r = do_lookup(v, node(v, parent), name, &e);
+	int r = skill_gate(v, req, node(v, parent), name, "lookup");
+
+	if (r == 0)
+		r = do_lookup(v, node(v, parent), name, &e);
 
 	if (r == -ENOENT && v->timeout > 0) {
 		/* A negative entry: the kernel caches the absence too. */
@@ -759,9 +779,11 @@ static void op_getattr(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	struct view *v = req_view(req);
 	struct inode *ino = node(v, id);
 	struct stat st;
-	int r;
+	int r = skill_gate(v, req, ino, NULL, "stat");
 
-	if (fi && S_ISREG(ino->type)) {
+	if (r < 0) {
+		/* nothing */
+	} else if (fi && S_ISREG(ino->type)) {
 		_io_ io = io_begin(v, ino, fd_of(fi), false);
 		r = fstat(io.fd, &st) < 0 ? neg_errno() : 0;
 		if (r == 0 && io.locked)
@@ -1016,7 +1038,10 @@ static void op_readlink(fuse_req_t req, fuse_ino_t id)
 	struct view *v = req_view(req);
 	char buf[PATH_MAX + 1];
 	ssize_t n;
+	int r = skill_gate(v, req, node(v, id), NULL, "readlink");
 
+	if (r < 0)
+		return reply_status(req, r);
 	_pinned_ p = pin(v, node(v, id));
 	if (p.fd < 0)
 		return reply_status(req, p.fd);
@@ -1645,7 +1670,10 @@ static void handle_release(struct view *v, struct inode *ino,
 static void op_open(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
-	int r = open_existing(v, req, node(v, id), fi);
+	int r = skill_gate(v, req, node(v, id), NULL, "open");
+
+	if (r == 0)
+		r = open_existing(v, req, node(v, id), fi);
 
 	if (r < 0)
 		return reply_status(req, r);
@@ -1883,7 +1911,10 @@ static void op_opendir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	struct view *v = req_view(req);
 	struct inode *ino = node(v, id);
 	struct dir_handle *d;
+	int r = skill_gate(v, req, ino, NULL, "opendir");
 
+	if (r < 0)
+		return reply_status(req, r);
 	/* Opening a directory needs no state of ours: answering ENOSYS once
 	 * makes the kernel stop sending OPENDIR and RELEASEDIR (two round
 	 * trips per opendir) and keep listings in its cache, revalidated by
@@ -1986,6 +2017,8 @@ static int readdir_backing(struct view *v, fuse_req_t req, struct inode *dir,
 			   char *buf, size_t size)
 {
 	size_t used = 0;
+	bool skills = view_skill_holder(v, dir);
+	char skill[NAME_MAX + 1];
 	int r = dir_handle_open(v, dir, d);
 
 	if (r < 0)
@@ -2007,7 +2040,9 @@ static int readdir_backing(struct view *v, fuse_req_t req, struct inode *dir,
 		}
 		struct dirent *de = d->pending;
 		if (!(d->uploads && name_is_upload_staging(de->d_name)) &&
-		    !is_stage_area(dir, de->d_name)) {
+		    !is_stage_area(dir, de->d_name) &&
+		    !(skills && view_skill_check(v, dir, de->d_name, skill,
+						 sizeof(skill)) < 0)) {
 			size_t n = emit_entry(v, req, dir, plus, de->d_name,
 					      de->d_ino, de->d_type, de->d_off,
 					      buf + used, size - used);
@@ -2051,6 +2086,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 
 	if (!buf)
 		return reply_status(req, -ENOMEM);
+	if ((r = skill_gate(v, req, dir, NULL, "readdir")) < 0)
+		return reply_status(req, r);
 	r = dir->synth ? readdir_synth(v, req, dir, plus, off, buf, size)
 		       : readdir_backing(v, req, dir, dir_of(fi, &once), plus,
 					 off, buf, size);
@@ -2159,6 +2196,8 @@ static ssize_t do_xattr(struct view *v, fuse_req_t req, struct inode *ino,
 		return r;
 	if (ino->synth)
 		return op == XATTR_GET ? -ENODATA : op == XATTR_LIST ? 0 : -EPERM;
+	if ((r = skill_gate(v, req, ino, NULL, "xattr")) < 0)
+		return r;
 	if (op == XATTR_SET || op == XATTR_REMOVE) {
 		int m = view_may_modify(v, ino);
 		if (m < 0)

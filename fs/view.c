@@ -4,7 +4,9 @@
 #include "stage.h"
 #include "cleanup.h"
 #include "confine.h"
+#include "log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <fcntl.h>
@@ -16,6 +18,7 @@
 
 #define SYNTH_TOP_INO ((ino_t)UINT64_MAX - 1)
 #define SYNTH_USER_DATA_INO ((ino_t)UINT64_MAX - 2)
+#define SYNTH_SKILLS_INO ((ino_t)UINT64_MAX - 3)
 #define SYNTH_DOMAIN UINT16_MAX
 
 static const char *const reserved_mount_names[] = { "user-data", "skills",
@@ -181,6 +184,135 @@ static int add_root(struct view *v, struct inode *parent, struct synth *s,
 	return 0;
 }
 
+/* The skill categories as the reference lays them out, below the home
+ * (NULL: the user's id): shared public skills; the user's own; the shared
+ * custom skills of before per-user ones, which the reference shows as
+ * legacy; integrations' skills, one directory per provider. */
+static const struct category {
+	const char *name;
+	const char *path[4];
+	size_t n;
+	uint8_t depth;
+	enum skill_scope scope;
+} categories[VIEW_SKILL_CATEGORIES] = {
+	{ "public", { "skills", "public" }, 2, 1, SKILL_SCOPE_PUBLIC },
+	{ "custom", { "users", NULL, "skills", "custom" }, 4, 1, SKILL_SCOPE_USER },
+	{ "legacy", { "skills", "custom" }, 2, 1, SKILL_SCOPE_USER },
+	{ "integrations", { "integrations", "skills" }, 2, 2, SKILL_SCOPE_USER },
+};
+
+/* A home of before the categories kept its skills in $SBX_HOME/skills
+ * itself: they are no longer shown, say so once at mount. */
+static void note_old_skills(int homefd, const char *home)
+{
+	_cleanup_(closep) int fd = openat(homefd, "skills", O_RDONLY | O_DIRECTORY |
+					  O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_(closedirp) DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	size_t n = 0;
+	char first[NAME_MAX + 1] = "";
+
+	if (!d)
+		return;
+	fd = -1;	/* the stream owns it */
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, "public") || !strcmp(de->d_name, "custom"))
+			continue;
+		if (!n++)
+			snprintf(first, sizeof(first), "%s", de->d_name);
+	}
+	if (n)
+		log_warn("%s/skills holds %zu entr%s ('%s'%s) that no skill category shows: move public skills to %s/skills/public",
+			 home, n, n == 1 ? "y" : "ies", first, n > 1 ? ", ..." : "",
+			 home);
+}
+
+/* /mnt/skills: the root --skills DIR, or the categories (created 0755
+ * where missing) in a read-only synthetic directory. */
+static int add_skills(struct view *v, const struct view_config *cfg,
+		      int homefd, char *err, size_t errlen)
+{
+	const char *user_skills[] = { "users", cfg->user, "skills" };
+	char host[PATH_MAX];
+	int r = 0;
+
+	if (cfg->skills) {
+		int fd = open(cfg->skills, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return fail(err, errlen, neg_errno(), "cannot open skills %s",
+				    cfg->skills);
+		return add_root(v, v->top, &v->top_dir, "skills", fd, true,
+				false, cfg->skills, err, errlen);
+	}
+	v->skills_top = add_synth(v, v->top, "skills", &v->skills_dir,
+				  SYNTH_SKILLS_INO);
+	if (!v->skills_top)
+		return fail(err, errlen, -ENOMEM, "cannot build the view");
+	v->skills_dir.read_only = true;
+	v->top_dir.entry[v->top_dir.n++] =
+		(struct synth_entry){ "skills", v->skills_top };
+	_cleanup_(closep) int ufd = dir_ensure_path(homefd, user_skills, 3, 0755);
+	if (ufd < 0)
+		return fail(err, errlen, ufd, "cannot open %s/users/%s/skills",
+			    cfg->home, cfg->user);
+	v->skills = skills_new(homefd, ufd);
+	if (!v->skills)
+		return fail(err, errlen, -ENOMEM, "cannot build the view");
+	note_old_skills(homefd, cfg->home);
+	for (size_t i = 0; i < VIEW_SKILL_CATEGORIES && r >= 0; i++) {
+		const struct category *c = &categories[i];
+		const char *path[4];
+
+		snprintf(host, sizeof(host), "%s", cfg->home);
+		for (size_t k = 0; k < c->n; k++) {
+			size_t len = strlen(host);
+			path[k] = c->path[k] ? c->path[k] : cfg->user;
+			snprintf(host + len, sizeof(host) - len, "/%s", path[k]);
+		}
+		int fd = dir_ensure_path(homefd, path, c->n, 0755);
+		if (fd < 0)
+			return fail(err, errlen, fd, "cannot open skills %s", host);
+		r = add_root(v, v->skills_top, &v->skills_dir, c->name, fd, true,
+			     false, host, err, errlen);
+		if (r >= 0) {
+			struct root *root = &v->roots[v->nroots - 1];
+			root->skill_depth = c->depth;
+			root->skill_scope = c->scope;
+			v->domains[root->top->domain].skill_root = root;
+		}
+	}
+	return r;
+}
+
+int view_skill_check(struct view *v, struct inode *dir, const char *name,
+		     char *skill, size_t size)
+{
+	char names[2][NAME_MAX + 1];
+	const struct root *root;
+
+	if (dir->synth || !(root = v->domains[dir->domain].skill_root))
+		return 0;
+	size_t depth = inode_names_below(v->inodes, dir, root->top, name, names, 2);
+	if (depth < root->skill_depth)
+		return 0;	/* above the skills: a category or a provider */
+	const char *s = names[root->skill_depth - 1];
+	if (!skills_disabled(v->skills, root->skill_scope, s))
+		return 0;
+	snprintf(skill, size, "%s", s);
+	return -EACCES;
+}
+
+bool view_skill_holder(struct view *v, struct inode *dir)
+{
+	const struct root *root;
+
+	if (dir->synth || !(root = v->domains[dir->domain].skill_root))
+		return false;
+	return inode_names_below(v->inodes, dir, root->top, NULL, NULL, 0) + 1 ==
+	       root->skill_depth;
+}
+
 static size_t default_fd_budget(void)
 {
 	struct rlimit rl;
@@ -200,7 +332,7 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 		[THREAD_OUTPUTS] = "outputs", [THREAD_ACP] = "acp-workspace",
 	};
 	_cleanup_(closep) int homefd = -1;
-	int fds[THREAD_NDIRS], skills, r;
+	int fds[THREAD_NDIRS], r;
 	char host[PATH_MAX];
 
 	memset(v, 0, sizeof(*v));
@@ -227,19 +359,6 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 		return fail(err, errlen, r,
 			    "cannot create the directories of thread %s/%s under %s",
 			    cfg->user, cfg->thread, cfg->home);
-	if (cfg->skills) {
-		skills = open(cfg->skills, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		skills = skills >= 0 ? skills : neg_errno();
-	} else {
-		skills = dir_ensure(homefd, "skills", 0755);
-	}
-	if (skills < 0) {
-		for (int i = 0; i < THREAD_NDIRS; i++)
-			close(fds[i]);
-		return fail(err, errlen, skills, "cannot open skills %s",
-			    cfg->skills ? cfg->skills : "$SBX_HOME/skills");
-	}
-
 	v->inodes = inode_table_new(cfg->fd_budget ? cfg->fd_budget
 						   : default_fd_budget());
 	if (v->inodes) {
@@ -252,7 +371,6 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 	if (!v->user_data) {
 		for (int i = 0; i < THREAD_NDIRS; i++)
 			close(fds[i]);
-		close(skills);
 		view_close(v);
 		return fail(err, errlen, -ENOMEM, "cannot build the view");
 	}
@@ -277,16 +395,8 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 		if (r >= 0)
 			v->roots[v->nroots - 1].counted = true;
 	}
-	if (r >= 0) {
-		snprintf(host, sizeof(host), "%s",
-			 cfg->skills ? cfg->skills : cfg->home);
-		if (!cfg->skills)
-			strncat(host, "/skills", sizeof(host) - strlen(host) - 1);
-		r = add_root(v, v->top, &v->top_dir, "skills", skills, true,
-			     false, host, err, errlen);
-	} else {
-		close(skills);
-	}
+	if (r >= 0)
+		r = add_skills(v, cfg, homefd, err, errlen);
 	for (size_t i = 0; r >= 0 && i < cfg->nmounts; i++) {
 		const struct mount_spec *m = &cfg->mounts[i];
 		int fd;
@@ -360,6 +470,8 @@ void view_close(struct view *v)
 		}
 	inode_table_free(v->inodes);
 	v->inodes = NULL;
+	skills_free(v->skills);
+	v->skills = NULL;
 	quota_free(v->quota);
 	v->quota = NULL;
 }
@@ -412,7 +524,7 @@ char *view_path(struct view *v, struct inode *dir, const char *name,
 int view_may_modify(const struct view *v, const struct inode *dir)
 {
 	if (dir->synth)
-		return -EPERM;
+		return dir->synth->read_only ? -EROFS : -EPERM;
 	return v->domains[dir->domain].read_only ? -EROFS : 0;
 }
 

@@ -5,12 +5,18 @@
  *   M/user-data/workspace    root  (read-write)
  *   M/user-data/uploads      root  (read-write, upload name rules)
  *   M/user-data/outputs      root  (read-write)
- *   M/skills                 root  (read-only)
+ *   M/skills/                synthetic, read-only (EROFS), holding the
+ *     public, custom,        roots (read-only), the skill categories:
+ *     legacy, integrations   see view_open(); with --skills DIR, M/skills
+ *                            is that one read-only root instead
  *   M/acp-workspace          root  (read-write)
  *   M/NAME                   root  per --mount /mnt/NAME=HOSTDIR[:ro]
  *
  * Entries of synthetic directories cannot be created, removed or renamed
- * (EPERM); anything under a read-only root answers EROFS.
+ * (EPERM); anything under a read-only root (or M/skills) answers EROFS.
+ *
+ * A disabled skill (skills.h) of a category is not listed, and everything
+ * of it answers EACCES, logged in the reference's words.
  *
  * Roots are grouped into domains: read-write roots on one filesystem share
  * a domain (so renames and links between workspace, uploads and outputs
@@ -32,12 +38,14 @@
 
 #include "home.h"
 #include "inode.h"
+#include "skills.h"
 
 struct fuse_session;
 struct quota;
 
 #define VIEW_MAX_MOUNTS 32
-#define VIEW_MAX_ROOTS (5 + VIEW_MAX_MOUNTS)
+#define VIEW_SKILL_CATEGORIES 4
+#define VIEW_MAX_ROOTS (4 + VIEW_SKILL_CATEGORIES + VIEW_MAX_MOUNTS)
 #define STAGE_LOCKS 64
 
 /* One --mount /mnt/NAME=HOSTDIR[:ro|:rw]. */
@@ -54,7 +62,7 @@ int mount_spec_parse(const char *arg, struct mount_spec *out, const char **why);
 struct view_config {
 	const char *home;		/* $SBX_HOME */
 	const char *user, *thread;	/* checked with id_check() */
-	const char *skills;		/* NULL: $SBX_HOME/skills */
+	const char *skills;		/* one plain root; NULL: the categories */
 	struct mount_spec mounts[VIEW_MAX_MOUNTS];
 	size_t nmounts;
 	double timeout;			/* kernel cache without host watch, s */
@@ -82,6 +90,11 @@ struct root {
 	bool uploads;
 	bool stage_hidden;		/* holds STAGE_HIDDEN_NAME at its top */
 	bool counted;			/* the thread's own: under its quota */
+	/* A skill category: its skills are the directories this deep
+	 * (1; 2 for integrations/PROVIDER/SKILL), SKILL_SCOPE's file says
+	 * which are disabled. 0: not a category. */
+	uint8_t skill_depth;
+	enum skill_scope skill_scope;
 	struct inode *top;
 };
 
@@ -92,6 +105,7 @@ struct synth_entry {
 
 struct synth {
 	ino_t ino;
+	bool read_only;			/* changes answer EROFS, not EPERM */
 	size_t n;
 	struct synth_entry entry[VIEW_MAX_ROOTS];
 };
@@ -104,12 +118,14 @@ struct domain {
 	bool stage_tmpfile;		/* it supports O_TMPFILE */
 	const struct root *stage_root;	/* the root holding it, hidden; NULL:
 					 * the thread's own .stage */
+	const struct root *skill_root;	/* a skill category's (its own) */
 };
 
 struct view {
 	struct inode_table *inodes;
-	struct inode *top, *user_data;
-	struct synth top_dir, user_data_dir;
+	struct inode *top, *user_data, *skills_top;
+	struct synth top_dir, user_data_dir, skills_dir;
+	struct skills *skills;		/* the categories' state; NULL: none */
 	struct root roots[VIEW_MAX_ROOTS];
 	size_t nroots;
 	struct domain domains[VIEW_MAX_ROOTS];
@@ -164,6 +180,15 @@ void view_close(struct view *v);
 /* 0 if entries of directory DIR may be changed, -EPERM for a synthetic
  * directory, -EROFS under a read-only root. */
 int view_may_modify(const struct view *v, const struct inode *dir);
+
+/* -EACCES, with the skill's name in SKILL, if DIR/NAME (NAME may be NULL)
+ * is or is in a disabled skill; 0 otherwise (always for --skills DIR). */
+int view_skill_check(struct view *v, struct inode *dir, const char *name,
+		     char *skill, size_t size);
+
+/* True if the entries of DIR are skills (a category, or a provider of
+ * integrations): listings of it leave disabled ones out. */
+bool view_skill_holder(struct view *v, struct inode *dir);
 
 /* Lookups in DIR take this lock shared, from resolving the name to the
  * inode table holding the answer; publishing a staged write (stage.c)

@@ -47,6 +47,10 @@ struct watch {
 	bool running;
 	size_t watches, max_watches;	/* atomic; max 0: no limit of ours */
 	bool limit_logged;
+	/* The directories of the disabled-skill files (skills.h), outside
+	 * the view: wd 0 if not watched. */
+	int state_wd[SKILL_NSCOPES];
+	const char *state_file[SKILL_NSCOPES];
 };
 
 static size_t expect_hash(struct inode *dir, const char *name, bool add)
@@ -189,10 +193,12 @@ static fuse_ino_t id_of(struct inode *ino)
 	return (fuse_ino_t)(uintptr_t)ino;
 }
 
-/* Everything known may be stale: drop it all (names the kernel cached as
- * absent cannot be enumerated; they age out with the timeout). */
+/* Everything known (or everything of the skill categories) may be stale:
+ * drop it all (names the kernel cached as absent cannot be enumerated;
+ * they age out with the timeout). */
 struct inval_all {
 	struct watch *w;
+	bool skills_only;
 	size_t n;
 	struct { fuse_ino_t ino, parent; char *name; } *items;
 	size_t cap;
@@ -202,7 +208,8 @@ static void collect(void *arg, struct inode *ino)
 {
 	struct inval_all *a = arg;
 
-	if (ino->synth || a->n == a->cap)
+	if (ino->synth || a->n == a->cap ||
+	    (a->skills_only && !a->w->view->domains[ino->domain].skill_root))
 		return;
 	a->items[a->n].ino = id_of(ino);
 	a->items[a->n].parent = ino->parent && !ino->parent->synth
@@ -212,12 +219,11 @@ static void collect(void *arg, struct inode *ino)
 	a->n++;
 }
 
-static void invalidate_everything(struct watch *w)
+static void invalidate_all(struct watch *w, bool skills_only)
 {
 	struct inode_stats s;
-	struct inval_all a = { .w = w };
+	struct inval_all a = { .w = w, .skills_only = skills_only };
 
-	log_warn("host change events were lost (inotify queue overflow): invalidating all cached entries");
 	inode_table_stats(w->view->inodes, &s);
 	a.cap = s.inodes + 64;
 	a.items = calloc(a.cap, sizeof(*a.items));
@@ -290,10 +296,20 @@ static bool attr_only(const struct inotify_event *e)
 						 IN_CLOSE_WRITE | IN_ISDIR));
 }
 
+/* True for an event of a disabled-skill file. */
+static bool is_state_event(const struct watch *w, const struct inotify_event *e)
+{
+	for (int i = 0; i < SKILL_NSCOPES; i++)
+		if (w->state_wd[i] > 0 && e->wd == w->state_wd[i])
+			return e->len && !strcmp(e->name, w->state_file[i]);
+	return false;
+}
+
 static void process(struct watch *w, const char *buf, ssize_t len)
 {
 	struct inode_table *t = w->view->inodes;
 	const struct inotify_event *prev = NULL;
+	bool skills_changed = false;
 
 	for (const char *p = buf; p < buf + len;) {
 		const struct inotify_event *e = (const void *)p;
@@ -310,7 +326,12 @@ static void process(struct watch *w, const char *buf, ssize_t len)
 		if (repeat)
 			continue;
 		if (e->mask & IN_Q_OVERFLOW) {
-			invalidate_everything(w);
+			log_warn("host change events were lost (inotify queue overflow): invalidating all cached entries");
+			invalidate_all(w, false);
+			continue;
+		}
+		if (is_state_event(w, e)) {
+			skills_changed = true;
 			continue;
 		}
 		dir = inode_find_watch(t, e->wd);
@@ -326,6 +347,12 @@ static void process(struct watch *w, const char *buf, ssize_t len)
 			handle_event(w, dir, e);
 		inode_unpin(t, dir);
 	}
+	/* Which skills are disabled changed: the kernel may hold names,
+	 * attributes and listings of any of them (their directories' mtimes
+	 * do not move, so it would keep listings for as long as it likes).
+	 * The file itself is read again by the next request (skills.c). */
+	if (skills_changed)
+		invalidate_all(w, true);
 }
 
 static void *watch_thread(void *arg)
@@ -351,6 +378,28 @@ static void *watch_thread(void *arg)
 			process(w, buf, n);
 	}
 	return NULL;
+}
+
+/* Watches the directories of the disabled-skill files (not the files:
+ * an editor's save replaces them). */
+static void watch_skill_states(struct watch *w)
+{
+	char path[CONFINE_FD_PATH_MAX];
+
+	if (!w->view->skills)
+		return;
+	for (int i = 0; i < SKILL_NSCOPES; i++) {
+		int fd = skills_state_dir(w->view->skills, i, &w->state_file[i]);
+
+		confine_fd_path(fd, path);
+		w->state_wd[i] = inotify_add_watch(w->ifd, path,
+						   IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+						   IN_MOVED_TO | IN_CLOSE_WRITE | IN_MODIFY |
+						   IN_ATTRIB | IN_ONLYDIR);
+		if (w->state_wd[i] < 0)
+			log_warn("cannot watch the disabled skills' file %s (%s): a listing the kernel holds may show a skill disabled since",
+				 w->state_file[i], strerror(errno));
+	}
 }
 
 static void watch_roots(struct watch *w)
@@ -389,6 +438,7 @@ struct watch *watch_new(struct view *v, size_t max_watches, char *err,
 	}
 	inode_table_on_unwatch(v->inodes, forget_wd, w);
 	watch_roots(w);
+	watch_skill_states(w);
 	return w;
 }
 

@@ -35,6 +35,7 @@ static const struct {
 	{ "view_differential", suite_view_differential },
 	{ "view_faults", suite_view_faults },
 	{ "view_escape", suite_view_escape },
+	{ "view_skills", suite_view_skills },
 	{ "view_broker", suite_view_broker },
 	{ "cli", suite_cli },
 	{ "sandbox", suite_sandbox },

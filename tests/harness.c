@@ -1,6 +1,7 @@
 /* harness.c - see harness.h. */
 #include "harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *test_dir(const char *tag)
@@ -233,4 +235,41 @@ bool exists(const char *path)
 	struct stat st;
 
 	return lstat(path, &st) == 0;
+}
+
+double wait_until(bool (*check)(const char *), const char *arg)
+{
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double dt = (double)(t1.tv_sec - t0.tv_sec) +
+			    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		if (check(arg))
+			return dt;
+		if (dt > 5)
+			return 99;
+		usleep(5000);
+	}
+}
+
+bool is_listed(const char *arg)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(arg, '/');
+	bool found = false;
+
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - arg), arg);
+	DIR *d = opendir(dir);
+	for (struct dirent *de; d && (de = readdir(d));)
+		found |= !strcmp(de->d_name, slash + 1);
+	if (d)
+		closedir(d);
+	return found;
+}
+
+bool is_unlisted(const char *arg)
+{
+	return !is_listed(arg);
 }

@@ -59,6 +59,13 @@ int write_file(const char *path, const char *content);
 char *read_file(const char *path);
 bool exists(const char *path);
 
+/* Polls until CHECK(ARG) holds; returns the seconds it took, or 99
+ * after 5 s. */
+double wait_until(bool (*check)(const char *), const char *arg);
+/* ARG is "DIR/NAME": true if NAME is (is not) in the listing of DIR. */
+bool is_listed(const char *arg);
+bool is_unlisted(const char *arg);
+
 /* Suites. */
 Suite *suite_unit_names(void);
 Suite *suite_unit_ids(void);
@@ -80,6 +87,7 @@ Suite *suite_cli(void);
 Suite *suite_view_differential(void);
 Suite *suite_view_faults(void);
 Suite *suite_view_escape(void);
+Suite *suite_view_skills(void);
 Suite *suite_sandbox(void);
 Suite *suite_unit_gate(void);
 Suite *suite_unit_store(void);

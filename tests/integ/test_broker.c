@@ -198,9 +198,15 @@ START_TEST(test_broker_host_mode_refused_unless_allowed)
 	ck_assert(!exists(fmt_cmd("%s/users/alice/threads/t1/user-data/outputs/p", H)));
 	SAME(sbx_exec(&st, "--host -- 'cat ../../x'"), "sbx: exec: Access denied: path traversal"
 	     " detected\n");
-	OK("ln -s '%s/skills/s' '%s/users/alice/threads/t1/user-data/workspace/sk'", H, H);
-	SAME(sbx_exec(&st, "--host -- 'readlink sk; echo $((10/2)) https://x/y'"),
-	     "/mnt/skills/s\n5 https://x/y\n");
+	OK("ln -s '%s/skills/public/s' '%s/users/alice/threads/t1/user-data/workspace/sk'", H, H);
+	OK("ln -s '%s/skills/custom/s' '%s/users/alice/threads/t1/user-data/workspace/sl'", H, H);
+	OK("ln -s '%s/users/alice/skills/custom/s' '%s/users/alice/threads/t1/user-data/workspace/sc'",
+	   H, H);
+	OK("ln -s '%s/integrations/skills/p/s' '%s/users/alice/threads/t1/user-data/workspace/si'",
+	   H, H);
+	SAME(sbx_exec(&st, "--host -- 'readlink sk sl sc si; echo $((10/2)) https://x/y'"),
+	     "/mnt/skills/public/s\n/mnt/skills/legacy/s\n/mnt/skills/custom/s\n"
+	     "/mnt/skills/integrations/p/s\n5 https://x/y\n");
 }
 END_TEST
 
