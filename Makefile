@@ -48,7 +48,8 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 LDFLAGS += $(SANFLAGS) -Wl,--wrap=close
 
 COMMON_SRC := common/fdcheck.c common/log.c common/quote.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c
-STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/diff.c store/summary.c
+STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/diff.c store/summary.c \
+              store/receipt.c
 EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
               exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c
@@ -89,7 +90,7 @@ $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) -lpthread
 
 $(BIN)/sbx: $(call obj,cli/sbx.c cli/audit.c cli/snapshot.c cli/run.c cli/runlog.c cli/report.c \
-		cli/exec.c cli/doctor.c cli/id.c exec/broker.c $(EXEC_SRC) $(STORE_SRC) $(COMMON_SRC))
+		cli/receipt.c cli/exec.c cli/doctor.c cli/id.c exec/broker.c $(EXEC_SRC) $(STORE_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) $(SECCOMP_LIBS) -lpthread
 

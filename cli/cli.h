@@ -87,10 +87,38 @@ int thread_roots_open(const char *command, const char *home, const char *user,
 		      const char *thread, struct thread_roots *roots);
 void thread_roots_close(struct thread_roots *roots);
 
+/* A run id RUN (a number printed by sbx run begin) of COMMAND: -1 to go
+ * on, else 2 after a usage error. */
+int run_id_parse(const char *command, const char *arg, int64_t *run);
+
+/* The options of a command about one run: RUN [--format text|json, and
+ * html if HTML] [--home DIR] [-h|--help]. */
+enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML };
+
+struct run_args {
+	int64_t run;
+	enum format format;
+	char home[PATH_MAX];	/* resolved */
+};
+
+/* Parses ARGV into A. Returns -1 to go on, else the exit status. */
+int run_args_parse(const char *command, const char *usage, int argc, char **argv,
+		   const char *home, bool html, struct run_args *a);
+
+struct store;
+struct store_run;
+
+/* Opens HOME's store and reads run ID into RUN (store_run_free() it);
+ * NULL, with the reason printed for COMMAND, if either fails. */
+struct store *run_open(const char *command, const char *home, int64_t id,
+		       struct store_run *run);
+
 int cmd_audit(int argc, char **argv, const char *home);
 int cmd_snapshot(int argc, char **argv, const char *home);
 int cmd_run(int argc, char **argv, const char *home);
 int cmd_changes(int argc, char **argv, const char *home);
+int cmd_present(int argc, char **argv, const char *home);
+int cmd_receipt(int argc, char **argv, const char *home);
 int cmd_broker(int argc, char **argv, const char *home);
 int cmd_exec(int argc, char **argv, const char *home);
 int cmd_doctor(int argc, char **argv, const char *home);

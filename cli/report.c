@@ -3,9 +3,10 @@
 #include "cli.h"
 #include "output.h"
 #include "quote.h"
+#include "receipt.h"
 
+#include <errno.h>
 #include <stdlib.h>
-
 #include <string.h>
 
 /* A string from the file system (a name, a link's target, a diff naming
@@ -143,29 +144,154 @@ json_t *report_summary(const struct summary *s, int64_t run, size_t end_scan_lim
 			 "end_scan_limit", (json_int_t)end_scan_limit);
 }
 
-json_t *report_receipt(const struct summary *s, int64_t run, bool pre_truncated)
+json_t *report_receipt_new(void)
 {
-	json_t *outputs = json_array();
+	return json_pack("{s:i, s:[], s:{}}", "presented", 0, "paths", "by_tool");
+}
 
-	for (size_t i = 0; outputs && i < s->n; i++) {
+static bool in_array(const json_t *a, const char *s)
+{
+	size_t i;
+	const json_t *v;
+
+	json_array_foreach(a, i, v)
+		if (!strcmp(json_string_value(v), s))
+			return true;
+	return false;
+}
+
+/* Appends PATH to the array A unless it is there already (order of
+ * first presentation, as the reference's artifact list merges): 1 if it
+ * was added. */
+static int append_once(json_t *a, const char *path)
+{
+	if (in_array(a, path))
+		return 0;
+	return json_array_append_new(a, json_string(path)) < 0 ? -ENOMEM : 1;
+}
+
+int report_receipt_add(void *arg, const char *tool, const char *path)
+{
+	json_t *r = arg, *paths = json_object_get(r, "paths");
+	json_t *by_tool = json_object_get(r, "by_tool"), *mine = json_object_get(by_tool, tool);
+	int added;
+
+	if (!mine && json_object_set_new(by_tool, tool, mine = json_array()) < 0)
+		return -ENOMEM;
+	if (append_once(mine, path) < 0 || (added = append_once(paths, path)) < 0)
+		return -ENOMEM;
+	if (added && json_object_set_new(r, "presented",
+					 json_integer((json_int_t)json_array_size(paths))) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Created or modified regular files under outputs, in path order. */
+static json_t *produced_outputs(const struct summary *s)
+{
+	json_t *out = json_array();
+
+	for (size_t i = 0; out && i < s->n; i++) {
 		const struct change *c = &s->changes[i];
 		bool produced = !strcmp(c->root, "outputs") && c->after &&
 				!c->after->symlink &&
 				(!strcmp(c->status, "created") || !strcmp(c->status, "modified"));
-		if (produced && json_array_append_new(outputs, json_string(c->path)) < 0) {
-			json_decref(outputs);
+		if (produced && json_array_append_new(out, str_json(c->path)) < 0) {
+			json_decref(out);
 			return NULL;
 		}
 	}
-	if (!outputs)
-		return NULL;
+	return out;
+}
+
+int report_receipt_verify(json_t *r, const struct summary *s, bool pre_truncated)
+{
+	/* Outputs the pre-run scan did not see cannot be told from new ones:
+	 * a verdict either way could be false (docs/changes.md). */
 	if (pre_truncated)
-		return json_pack("{s:I, s:o, s:s}", "run", (json_int_t)run,
-				 "produced_outputs", outputs,
-				 "verification_skipped", "truncated_pre_run_snapshot");
-	return json_pack("{s:I, s:o, s:s}", "run", (json_int_t)run,
-			 "produced_outputs", outputs, "verdict",
-			 json_array_size(outputs) ? "delivered" : "no_outputs");
+		return json_object_set_new(r, "verification_skipped",
+					   json_string("truncated_pre_run_snapshot")) < 0 ? -ENOMEM : 0;
+	json_t *produced = produced_outputs(s);
+	if (!produced)
+		return -ENOMEM;
+	if (json_array_size(produced) == 0) {
+		json_decref(produced);
+		return 0;
+	}
+	/* Only the reference's tool counts: other tools' paths are listed,
+	 * never verified. */
+	json_t *presented = json_object_get(json_object_get(r, "by_tool"), RECEIPT_TOOL_DEFAULT);
+	json_t *matched = json_array(), *p, *q;
+	size_t i, k;
+
+	json_array_foreach(produced, i, p) {
+		bool covered = false;
+		json_array_foreach(presented, k, q)
+			covered = covered || receipt_covers(json_string_value(q), json_string_value(p));
+		if (covered && matched)
+			json_array_append(matched, p);
+	}
+	bool satisfied = json_array_size(matched) > 0;
+	json_t *v = json_pack("{s:s, s:s}", "source", "outputs_changed", "requirement",
+			      "present_files_matches_produced_output");
+	int rc = json_object_set_new(r, "verification", v);
+	rc |= json_object_set_new(r, "produced_paths", produced);
+	rc |= json_object_set_new(r, "presented_paths",
+				  presented ? json_copy(presented) : json_array());
+	rc |= json_object_set_new(r, "matched_paths", matched);
+	rc |= json_object_set_new(r, "stage", json_string(satisfied ? "presented"
+		: json_array_size(presented) ? "mismatched" : "not_started"));
+	rc |= json_object_set_new(r, "satisfied", json_boolean(satisfied));
+	return rc ? -ENOMEM : 0;
+}
+
+bool report_receipt_incomplete(const json_t *r)
+{
+	return json_array_size(json_object_get(r, "produced_paths")) > 0 &&
+	       !json_is_true(json_object_get(r, "satisfied"));
+}
+
+void report_receipt_print(FILE *out, const json_t *r, long long run, const char *who)
+{
+	const json_t *produced = json_object_get(r, "produced_paths");
+	const json_t *matched = json_object_get(r, "matched_paths");
+	const json_t *paths = json_object_get(r, "paths"), *by_tool = json_object_get(r, "by_tool");
+	const char *stage = json_string_value(json_object_get(r, "stage"));
+	size_t np = json_array_size(produced), i;
+	const json_t *v, *tp;
+	const char *tool;
+	char name[QUOTE_MAX];
+
+	fprintf(out, "run %lld of %s: ", run, who);
+	if (json_object_get(r, "verification_skipped"))
+		fputs("delivery not verified: the pre-run snapshot was truncated"
+		      " (truncated_pre_run_snapshot), so outputs it did not see cannot"
+		      " be told from new ones\n", out);
+	else if (!stage)
+		fputs("no output created or modified: nothing to verify\n", out);
+	else if (!strcmp(stage, "presented"))
+		fprintf(out, "delivery presented: %zu of %zu produced output%s presented\n",
+			json_array_size(matched), np, np == 1 ? "" : "s");
+	else
+		fprintf(out, "delivery %s: %zu produced output%s, %s\n",
+			!strcmp(stage, "mismatched") ? "mismatched" : "not started", np,
+			np == 1 ? "" : "s", !strcmp(stage, "mismatched")
+			? "none of them presented by present_files" : "nothing presented");
+	json_array_foreach(produced, i, v)
+		fprintf(out, "  produced   %s%s\n",
+			quote_name(json_string_value(v), name, sizeof(name)),
+			in_array(matched, json_string_value(v)) ? "  (presented)" : "");
+	json_array_foreach(paths, i, v) {
+		fprintf(out, "  presented  %s  (by", quote_name(json_string_value(v), name,
+							 sizeof(name)));
+		const char *sep = " ";
+		json_object_foreach((json_t *)by_tool, tool, tp)
+			if (in_array(tp, json_string_value(v))) {
+				fprintf(out, "%s%s", sep, tool);
+				sep = ", ";
+			}
+		fputs(")\n", out);
+	}
 }
 
 static const char *str(const json_t *o, const char *key)

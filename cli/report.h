@@ -17,10 +17,24 @@
  * limit. NULL without memory. */
 json_t *report_summary(const struct summary *s, int64_t run, size_t end_scan_limit);
 
-/* The run's delivery receipt: produced outputs (created or modified
- * regular files under outputs) and a verdict, or verification_skipped
- * when the pre-run snapshot was truncated. */
-json_t *report_receipt(const struct summary *s, int64_t run, bool pre_truncated);
+/* The run's delivery receipt, the reference's "run.delivery" content
+ * (docs/changes.md): report_receipt_new() makes its journal {"presented":
+ * 0, "paths": [], "by_tool": {}}, report_receipt_add() (a callback of
+ * store_presented_each(), ARG the receipt) adds each presentation in
+ * order, report_receipt_verify() completes it from the run's summary:
+ * with changed outputs, "verification", "produced_paths",
+ * "presented_paths", "matched_paths", "stage" and "satisfied"; when the
+ * pre-run snapshot was truncated, "verification_skipped" instead.
+ * -ENOMEM (NULL) without memory. */
+json_t *report_receipt_new(void);
+int report_receipt_add(void *arg, const char *tool, const char *path);
+int report_receipt_verify(json_t *receipt, const struct summary *s, bool pre_truncated);
+/* True if the receipt says outputs were produced and none was presented
+ * (stage not_started or mismatched): the reference's run error. */
+bool report_receipt_incomplete(const json_t *receipt);
+/* Prints a receipt for people: its stage, the produced outputs (those
+ * presented marked), the presented paths by tool. */
+void report_receipt_print(FILE *out, const json_t *receipt, long long run, const char *who);
 
 /* Prints a summary payload (as from report_summary) for people. */
 void report_print(FILE *out, const json_t *payload, const char *who, bool color);

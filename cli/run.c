@@ -6,6 +6,7 @@
 #include "array.h"
 #include "cli.h"
 #include "control.h"
+#include "receipt.h"
 #include "report.h"
 #include "runlog.h"
 #include "snapshot.h"
@@ -291,18 +292,19 @@ static int run_begin(int argc, char **argv, const char *home)
 	return 0;
 }
 
-enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML };
+int run_id_parse(const char *command, const char *arg, int64_t *run)
+{
+	char *end;
 
-struct run_args {
-	int64_t run;
-	enum format format;
-	char home[PATH_MAX];
-};
+	*run = strtoll(arg, &end, 10);
+	if (*end || end == arg || *run < 1)
+		return usage_error(command, "'%s' is not a run id (a number printed by sbx run begin)",
+				   arg);
+	return -1;
+}
 
-/* RUN [--format text|json|html] [--home DIR]. Returns -1 to go on, else the
- * exit status. */
-static int run_args_parse(const char *command, const char *usage, int argc,
-			  char **argv, const char *home, struct run_args *a)
+int run_args_parse(const char *command, const char *usage, int argc, char **argv,
+		   const char *home, bool html, struct run_args *a)
 {
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'F' },
@@ -311,8 +313,7 @@ static int run_args_parse(const char *command, const char *usage, int argc,
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *format = "text";
-	char *end;
-	int c;
+	int c, r;
 
 	memset(a, 0, sizeof(*a));
 	getopt_begin(argv, command);
@@ -330,18 +331,17 @@ static int run_args_parse(const char *command, const char *usage, int argc,
 	}
 	if (optind != argc - 1)
 		return usage_error(command, "expected one RUN id");
-	a->run = strtoll(argv[optind], &end, 10);
-	if (*end || end == argv[optind] || a->run < 1)
-		return usage_error(command, "'%s' is not a run id (a number printed by sbx run begin)",
-				   argv[optind]);
+	if ((r = run_id_parse(command, argv[optind], &a->run)) >= 0)
+		return r;
 	if (!strcmp(format, "text"))
 		a->format = FORMAT_TEXT;
 	else if (!strcmp(format, "json"))
 		a->format = FORMAT_JSON;
-	else if (!strcmp(format, "html"))
+	else if (html && !strcmp(format, "html"))
 		a->format = FORMAT_HTML;
 	else
-		return usage_error(command, "--format takes text, json or html, not '%s'", format);
+		return usage_error(command, "--format takes %s, not '%s'",
+				   html ? "text, json or html" : "text or json", format);
 	return resolve_home(command, home, a->home, sizeof(a->home)) < 0 ? 2 : -1;
 }
 
@@ -401,20 +401,18 @@ static int print_summary(const struct store_run *r, const char *summary,
 	return print_payload(r, p, format);
 }
 
-/* Opens the store and reads run A->run; prints why not and returns NULL
- * store on failure. */
-static struct store *open_run(const char *command, const struct run_args *a,
-			      struct store_run *run)
+struct store *run_open(const char *command, const char *home, int64_t id,
+		       struct store_run *run)
 {
 	char err[PATH_MAX + 256];
 	struct store *s;
 	int r;
 
-	if (store_open(a->home, &s, err, sizeof(err)) < 0) {
+	if (store_open(home, &s, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sbx: %s: %s\n", command, err);
 		return NULL;
 	}
-	r = store_run_get(s, a->run, run);
+	r = store_run_get(s, id, run);
 	if (r < 0) {
 		fprintf(stderr, "sbx: %s: %s\n", command, r == -ENOENT
 			? "no such run (see the id sbx run begin printed)" : strerror(-r));
@@ -436,11 +434,11 @@ static int run_end(int argc, char **argv, const char *home)
 	struct summary sum;
 	int64_t after_id;
 	size_t end_max;
-	int r = run_args_parse("run end", run_usage, argc, argv, home, &a);
+	int r = run_args_parse("run end", run_usage, argc, argv, home, true, &a);
 
 	if (r >= 0)
 		return r;
-	struct store *s = open_run("run end", &a, &run);
+	struct store *s = run_open("run end", a.home, a.run, &run);
 	if (!s)
 		return 1;
 	scan.store = s;
@@ -484,17 +482,38 @@ static int run_end(int argc, char **argv, const char *home)
 	if (r == 0) {
 		runlog_attribute(&journal, &sum);
 		json_auto_t *payload = summary_has_changes(&sum) ? report_summary(&sum, a.run, end_max) : NULL;
-		json_auto_t *receipt = report_receipt(&sum, a.run, before.truncated);
+		json_auto_t *receipt = report_receipt_new();
 		char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-		char *rtext = receipt ? json_dumps(receipt, JSON_COMPACT) : NULL;
+		char *rtext = NULL;
 
-		if (!rtext || (summary_has_changes(&sum) && !text))
+		if (!receipt || (summary_has_changes(&sum) && !text))
+			r = -ENOMEM;
+		/* The presentations are read and the run ended in one write
+		 * transaction: a presentation made meanwhile waits for it, then
+		 * finds the run ended and is refused, so the receipt has every
+		 * presentation that succeeded. */
+		if (r == 0)
+			r = store_begin(s);
+		if (r == 0)
+			r = store_presented_each(s, a.run, report_receipt_add, receipt);
+		if (r == 0)
+			r = report_receipt_verify(receipt, &sum, before.truncated);
+		if (r == 0 && !(rtext = json_dumps(receipt, JSON_COMPACT | JSON_PRESERVE_ORDER)))
 			r = -ENOMEM;
 		if (r == 0)
 			r = store_run_end(s, a.run, after_id, now_ns(), text, rtext);
+		if (r == 0)
+			r = store_commit(s);
+		if (r < 0)
+			store_rollback(s);
 		if (r == 0) {
 			views_update(s, run.user, run.thread);
 			r = print_payload(&run, payload, a.format) ? -EIO : 0;
+			/* The reference makes this the run's error; here the run
+			 * is recorded all the same, and sbx receipt fails on it. */
+			if (report_receipt_incomplete(receipt))
+				fprintf(stderr, "sbx: run end: run %lld: %s (sbx receipt %lld)\n",
+					(long long)a.run, RECEIPT_INCOMPLETE, (long long)a.run);
 		}
 		free(text);
 		free(rtext);
@@ -532,11 +551,11 @@ int cmd_changes(int argc, char **argv, const char *home)
 {
 	struct store_run run;
 	struct run_args a;
-	int r = run_args_parse("changes", changes_usage, argc, argv, home, &a);
+	int r = run_args_parse("changes", changes_usage, argc, argv, home, true, &a);
 
 	if (r >= 0)
 		return r;
-	struct store *s = open_run("changes", &a, &run);
+	struct store *s = run_open("changes", a.home, a.run, &run);
 	if (!s)
 		return 1;
 	if (!run.ended) {

@@ -45,6 +45,11 @@ static const char usage_text[] =
 	"                     end it: record and print what it changed\n"
 	"  changes RUN [--format text|json|html]\n"
 	"                     print what an ended run changed\n"
+	"  present RUN [--tool NAME] PATH...\n"
+	"                     record outputs the agent presented during a run\n"
+	"  receipt RUN [--format text|json]\n"
+	"                     an ended run's delivery receipt; fails if it\n"
+	"                     produced outputs and presented none\n"
 	"  broker [--config FILE] [-f] [-d] [--status|--shutdown]\n"
 	"                     the exec broker: views on demand, commands in them\n"
 	"  exec --user ID --thread ID [--timeout SEC] [--env K=V]...\n"
@@ -376,6 +381,8 @@ static const struct command {
 	{ "snapshot", cmd_snapshot },
 	{ "run", cmd_run },
 	{ "changes", cmd_changes },
+	{ "present", cmd_present },
+	{ "receipt", cmd_receipt },
 	{ "broker", cmd_broker },
 	{ "exec", cmd_exec },
 	{ "doctor", cmd_doctor },

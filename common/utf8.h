@@ -3,6 +3,7 @@
 #ifndef SBX_UTF8_H
 #define SBX_UTF8_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The length of the UTF-8 sequence at S (N > 0 bytes left): 1 to 4; 0 if
@@ -27,6 +28,18 @@ static inline int utf8_seq(const unsigned char *s, size_t n)
 			return 0;
 	}
 	return (int)len;
+}
+
+/* True if the N bytes at S are UTF-8 throughout. */
+static inline bool utf8_valid(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		int len = utf8_seq((const unsigned char *)s + i, n - i);
+		if (len <= 0)
+			return false;
+		i += (size_t)len;
+	}
+	return true;
 }
 
 #endif

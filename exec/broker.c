@@ -11,11 +11,13 @@
 #include "log.h"
 #include "output.h"
 #include "provider.h"
+#include "receipt.h"
 #include "request.h"
 #include "runner.h"
 #include "sandbox.h"
 #include "session.h"
 #include "start.h"
+#include "store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -255,6 +257,68 @@ static void op_status(struct client *c, json_t *id)
 		provider_each(c->b->provider, status_view, views);
 	send_ok(c, id, json_pack("{s:o, s:i}", "views", views ? views : json_array(),
 				     "pid", (int)getpid()));
+}
+
+/* ---- present ------------------------------------------------------------ */
+
+static void append_path(void *arg, const char *path)
+{
+	json_array_append_new(arg, json_string(path));
+}
+
+/* PATH as a message shows it: at most 256 bytes, then "...", never half
+ * a character (jansson refuses a message that is not UTF-8). */
+static const char *shown(const char *path, char buf[264])
+{
+	size_t n = strlen(path);
+
+	if (n > 256)
+		for (n = 256; n && ((unsigned char)path[n] & 0xc0) == 0x80; n--)
+			;
+	snprintf(buf, 264, "%.*s%s", (int)n, path, path[n] ? "..." : "");
+	return buf;
+}
+
+/* Records the paths an agent presented during a run, as sbx present. */
+static void op_present(struct client *c, const struct request *q)
+{
+	char err[PATH_MAX + 256], path[264];
+	struct store *s;
+	const char *why;
+	size_t bad;
+	json_t *paths = json_array();
+
+	if (receipt_tool_check(q->tool, &why) < 0) {
+		send_error(c, q->id, "bad_request", "'tool': %s", why);
+		json_decref(paths);
+		return;
+	}
+	if (!paths || store_open(c->b->home, &s, err, sizeof(err)) < 0) {
+		send_error(c, q->id, "internal", "%s", paths ? err : "out of memory");
+		json_decref(paths);
+		return;
+	}
+	int r = receipt_present(s, c->b->home, q->run, q->tool, q->paths, q->npaths, &bad,
+				append_path, paths);
+	store_close(s);
+	if (r == 0) {
+		log_info("present: run %lld: %zu path%s by %s", q->run, q->npaths,
+			 q->npaths == 1 ? "" : "s", q->tool);
+		send_ok(c, q->id, json_pack("{s:I, s:s, s:O}", "run", (json_int_t)q->run,
+					    "tool", q->tool, "paths", paths));
+	} else if (r == -EINVAL) {
+		send_error(c, q->id, "path_refused", RECEIPT_REFUSED_FMT,
+			   shown(q->paths[bad], path));
+	} else if (r == -ENOENT) {
+		send_error(c, q->id, "no_such_run", "no run %lld", q->run);
+	} else if (r == -EALREADY) {
+		send_error(c, q->id, "run_ended", "run %lld has ended: its receipt is recorded",
+			   q->run);
+	} else {
+		send_error(c, q->id, "internal", "cannot record the presentation: %s",
+			   strerror(-r));
+	}
+	json_decref(paths);
 }
 
 /* ---- exec --------------------------------------------------------------- */
@@ -612,6 +676,9 @@ static void dispatch(struct client *c, const char *line, size_t len)
 		break;
 	case REQ_EXEC:
 		op_exec(c, &q);
+		break;
+	case REQ_PRESENT:
+		op_present(c, &q);
 		break;
 	case REQ_STATUS:
 		op_status(c, q.id);

@@ -2,6 +2,7 @@
 #include "request.h"
 #include "env.h"
 #include "ids.h"
+#include "receipt.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -56,7 +57,43 @@ static const struct {
 } ops[] = {
 	{ "ping", REQ_PING }, { "acquire", REQ_ACQUIRE }, { "release", REQ_RELEASE },
 	{ "exec", REQ_EXEC }, { "status", REQ_STATUS }, { "shutdown", REQ_SHUTDOWN },
+	{ "present", REQ_PRESENT },
 };
+
+/* A run's presentation (docs/protocol.md): which paths are acceptable is
+ * the broker's to say, once it knows the run's thread. */
+static int parse_present(struct request *r, const char **code, char *err, size_t errlen)
+{
+	json_t *o = r->root, *run = json_object_get(o, "run");
+	json_t *paths = json_object_get(o, "paths"), *p;
+	size_t i;
+
+	if (!json_is_integer(run) || json_integer_value(run) < 1)
+		return fail(code, "bad_request", err, errlen,
+			    "'run' must be a run id (a number from sbx run begin)");
+	r->run = json_integer_value(run);
+	if (!str_field(o, "tool", false, &r->tool, err, errlen))
+		return bad_request(code);
+	if (!r->tool)
+		r->tool = RECEIPT_TOOL_DEFAULT;
+	if (!*r->tool || strlen(r->tool) > RECEIPT_TOOL_MAX)
+		return fail(code, "bad_request", err, errlen, "'tool' must have 1 to %d characters",
+			    RECEIPT_TOOL_MAX);
+	if (!json_is_array(paths) || json_array_size(paths) < 1 ||
+	    json_array_size(paths) > RECEIPT_PATHS_MAX)
+		return fail(code, "bad_request", err, errlen,
+			    "'paths' must be an array of 1 to %d strings", RECEIPT_PATHS_MAX);
+	r->paths = calloc(json_array_size(paths), sizeof(*r->paths));
+	if (!r->paths)
+		return fail(code, "internal", err, errlen, "out of memory");
+	json_array_foreach(paths, i, p) {
+		if (!json_is_string(p) || strlen(json_string_value(p)) != json_string_length(p))
+			return fail(code, "bad_request", err, errlen,
+				    "'paths' must be an array of strings without NUL");
+		r->paths[r->npaths++] = json_string_value(p);
+	}
+	return 0;
+}
 
 static int parse_env(json_t *env, struct request *r, const char **code, char *err,
 		     size_t errlen)
@@ -139,10 +176,12 @@ int request_parse(const char *line, size_t len, struct request *r,
 		i++;
 	if (i == sizeof(ops) / sizeof(*ops))
 		return fail(code, "unknown_op", err, errlen, "unknown op '%.64s' (ping, acquire,"
-			    " release, exec, status, shutdown)", op);
+			    " release, exec, present, status, shutdown)", op);
 	r->op = ops[i].op;
 	if (r->op == REQ_PING || r->op == REQ_STATUS || r->op == REQ_SHUTDOWN)
 		return 0;
+	if (r->op == REQ_PRESENT)	/* the run names its thread */
+		return parse_present(r, code, err, errlen);
 	if (!str_field(r->root, "user", true, &r->user, err, errlen) ||
 	    !str_field(r->root, "thread", true, &r->thread, err, errlen))
 		return bad_request(code);
@@ -164,6 +203,7 @@ void request_free(struct request *r)
 	for (size_t i = 0; i < r->nenv; i++)
 		free(r->env[i]);
 	free(r->env);
+	free(r->paths);
 	json_decref(r->root);
 	memset(r, 0, sizeof(*r));
 }

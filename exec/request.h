@@ -11,6 +11,7 @@
 
 enum request_op {
 	REQ_PING, REQ_ACQUIRE, REQ_RELEASE, REQ_EXEC, REQ_STATUS, REQ_SHUTDOWN,
+	REQ_PRESENT,
 };
 
 struct request {
@@ -27,6 +28,13 @@ struct request {
 	size_t channel_user_id_len;
 	char **env;			/* exec: "K=V" (malloc'd), NULL-terminated */
 	size_t nenv;
+	/* present: the run, its tool (up to RECEIPT_TOOL_MAX characters;
+	 * receipt.h's rule for names is the broker's to check) and 1 to
+	 * RECEIPT_PATHS_MAX paths. */
+	long long run;
+	const char *tool;
+	const char **paths;		/* malloc'd; the strings are root's */
+	size_t npaths;
 };
 
 /* Parses LINE (LEN bytes) into R. Returns 0, or -EINVAL with the error

@@ -76,13 +76,39 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"ALTER TABLE audit ADD COLUMN cur_size INTEGER;"
 	"ALTER TABLE audit ADD COLUMN cur_mtime_ns INTEGER;"
 	"ALTER TABLE audit ADD COLUMN cur_sha256 BLOB;",
+	/* 6 -> 7: the paths presented during a run (sbx present), once per
+	 * tool; receipts take the reference's shape. A receipt of before has
+	 * nothing presented (nothing could be): {"run", "produced_outputs",
+	 * "verdict"|"verification_skipped"} becomes what run end records now
+	 * for a run with no presentation. */
+	"CREATE TABLE presentations ("
+	"  id INTEGER PRIMARY KEY,"
+	"  run INTEGER NOT NULL REFERENCES runs (id),"
+	"  at_ns INTEGER NOT NULL, tool TEXT NOT NULL, path TEXT NOT NULL,"
+	"  UNIQUE (run, tool, path));"
+	"UPDATE runs SET receipt = CASE"
+	"  WHEN json_extract(receipt, '$.verification_skipped') IS NOT NULL THEN"
+	"    json_object('presented', 0, 'paths', json_array(), 'by_tool', json_object(),"
+	"                'verification_skipped', json_extract(receipt, '$.verification_skipped'))"
+	"  WHEN json_array_length(receipt, '$.produced_outputs') > 0 THEN"
+	"    json_object('presented', 0, 'paths', json_array(), 'by_tool', json_object(),"
+	"                'verification', json_object('source', 'outputs_changed',"
+	"                    'requirement', 'present_files_matches_produced_output'),"
+	"                'produced_paths', json_extract(receipt, '$.produced_outputs'),"
+	"                'presented_paths', json_array(), 'matched_paths', json_array(),"
+	"                'stage', 'not_started', 'satisfied', json('false'))"
+	"  ELSE json_object('presented', 0, 'paths', json_array(), 'by_tool', json_object())"
+	"  END"
+	" WHERE receipt IS NOT NULL AND json_valid(receipt)"
+	"  AND json_type(receipt, '$.presented') IS NULL;",
 };
 
 enum stmt_id {
 	ST_MARK_PUT, ST_MARK_DROP, ST_MARKS_EACH, ST_AUDIT_ADD, ST_AUDIT_EACH,
 	ST_SNAP_ADD, ST_SNAP_FILE_ADD, ST_SNAP_GET, ST_SNAP_FILES,
 	ST_BLOB_PUT, ST_BLOB_GET, ST_RUN_ADD, ST_RUN_GET, ST_RUN_END,
-	ST_JOURNAL_ADD, ST_JOURNAL_EACH, ST_RUN_OPEN,
+	ST_JOURNAL_ADD, ST_JOURNAL_EACH, ST_RUN_OPEN, ST_RUN_STATE, ST_PRESENT_ADD,
+	ST_PRESENTED_EACH,
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_COUNT
 };
 
@@ -128,6 +154,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 			    " ORDER BY id",
 	[ST_RUN_OPEN] = "SELECT begun_ns FROM runs WHERE user = ? AND thread = ?"
 			" AND ended_ns IS NULL ORDER BY begun_ns DESC LIMIT 1",
+	[ST_RUN_STATE] = "SELECT ended_ns IS NOT NULL FROM runs WHERE id = ?",
+	[ST_PRESENT_ADD] = "INSERT OR IGNORE INTO presentations (run, at_ns, tool, path)"
+			   " VALUES (?, ?, ?, ?)",
+	[ST_PRESENTED_EACH] = "SELECT tool, path FROM presentations WHERE run = ? ORDER BY id",
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
@@ -863,4 +893,73 @@ int store_journal_each(struct store *s, const char *user, const char *thread,
 	sqlite3_bind_int64(st, 3, from_ns);
 	sqlite3_bind_int64(st, 4, to_ns);
 	return each_row(s, st, "read the journal", journal_row, &c);
+}
+
+/* 0 if run RUN is open, -EALREADY if it has ended, -ENOENT if there is
+ * no such run. */
+static int run_state(struct store *s, int64_t run)
+{
+	_stmt_ st = stmt(s, ST_RUN_STATE);
+	int rc;
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_int64(st, 1, run);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -ENOENT : fail(s, rc, "read a run");
+	return sqlite3_column_int(st, 0) ? -EALREADY : 0;
+}
+
+int store_present(struct store *s, int64_t run, const char *tool,
+		  const char *const *paths, size_t n, int64_t at_ns)
+{
+	int r = store_begin(s);
+
+	/* The run's state is read inside the write transaction: run end
+	 * holds the same lock from reading the presentations to ending. */
+	if (r == 0)
+		r = run_state(s, run);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		_stmt_ st = stmt(s, ST_PRESENT_ADD);
+		if (!st) {
+			r = -ENOMEM;
+			break;
+		}
+		sqlite3_bind_int64(st, 1, run);
+		sqlite3_bind_int64(st, 2, at_ns);
+		sqlite3_bind_text(st, 3, tool, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, paths[i], -1, SQLITE_STATIC);
+		r = exec_stmt(s, st, "record a presentation");
+	}
+	if (r == 0)
+		r = store_commit(s);
+	if (r < 0)
+		store_rollback(s);
+	return r;
+}
+
+struct presented_ctx {
+	int (*fn)(void *arg, const char *tool, const char *path);
+	void *arg;
+};
+
+static int presented_row(sqlite3_stmt *st, void *ctx)
+{
+	struct presented_ctx *c = ctx;
+
+	return c->fn(c->arg, col_text(st, 0), col_text(st, 1));
+}
+
+int store_presented_each(struct store *s, int64_t run,
+			 int (*fn)(void *arg, const char *tool, const char *path),
+			 void *arg)
+{
+	_stmt_ st = stmt(s, ST_PRESENTED_EACH);
+	struct presented_ctx c = { fn, arg };
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_int64(st, 1, run);
+	return each_row(s, st, "read the presentations", presented_row, &c);
 }

@@ -22,7 +22,7 @@
 #include <sys/types.h>
 
 #define STORE_FILE "sbx.db"
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 struct store;
 
@@ -158,5 +158,19 @@ void store_run_free(struct store_run *r);
 /* -EALREADY if the run has ended already. */
 int store_run_end(struct store *s, int64_t id, int64_t after_snapshot,
 		  int64_t at_ns, const char *summary, const char *receipt);
+
+/* Records that TOOL presented PATHS (N, as receipt_path() makes them)
+ * during the open run RUN, once per tool and path (a path presented
+ * again keeps its first time), all or none. -ENOENT if there is no run
+ * RUN, -EALREADY if it has ended: run end reads the presentations and
+ * ends the run in one transaction, so a presentation either counts in
+ * the receipt or is refused. */
+int store_present(struct store *s, int64_t run, const char *tool,
+		  const char *const *paths, size_t n, int64_t at_ns);
+/* Calls FN for each presentation of run RUN, in the order they were
+ * made; stops at FN's first non-zero return, which becomes the result. */
+int store_presented_each(struct store *s, int64_t run,
+			 int (*fn)(void *arg, const char *tool, const char *path),
+			 void *arg);
 
 #endif

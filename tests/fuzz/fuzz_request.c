@@ -13,9 +13,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int r = request_parse((const char *)data, size, &q, &code, err, sizeof(err));
 
 	if (r == 0 && q.op != REQ_PING && q.op != REQ_STATUS && q.op != REQ_SHUTDOWN &&
+	    q.op != REQ_PRESENT &&
 	    (user_id_check(q.user, &why) < 0 || thread_id_check(q.thread, &why) < 0))
 		abort();
 	if (r == 0 && q.op == REQ_EXEC && (!q.command || !*q.command))
+		abort();
+	if (r == 0 && q.op == REQ_PRESENT && (q.run < 1 || !q.tool || !*q.tool || !q.npaths))
 		abort();
 	if (r < 0 && (!code || !*err))
 		abort();

@@ -235,6 +235,60 @@ START_TEST(test_broker_protocol_errors)
 }
 END_TEST
 
+/* The agent's framework presents outputs through the broker as with sbx
+ * present: paths checked against the run's thread (virtual or host
+ * paths of its outputs), errors by code, and run end's receipt has them. */
+START_TEST(test_broker_present_for_the_receipt)
+{
+	const char *b = test_bin("sbx");
+	char real[PATH_MAX];
+	int st;
+
+	sbx_exec(&st, "-- true");	/* the thread and its view */
+	ck_assert_int_eq(st, 0);
+	char *run = OUT("'%s' run begin --home '%s' --user alice --thread t1", b, H);
+	run[strcspn(run, "\n")] = '\0';
+	sbx_exec(&st, "-- 'mkdir /mnt/user-data/outputs/d && echo r > /mnt/user-data/outputs/d/r.md'");
+	ck_assert_int_eq(st, 0);
+	ck_assert_ptr_nonnull(realpath(H, real));
+	char *r = raw(fmt_cmd(
+		"'{\"op\":\"present\",\"id\":1,\"run\":%s,\"paths\":[\"/mnt/user-data/outputs/d/\"]}'"
+		" '{\"op\":\"present\",\"id\":2,\"run\":%s,\"tool\":\"attach\","
+		"\"paths\":[\"%s/users/alice/threads/t1/user-data/outputs/d/r.md\"]}'"
+		" '{\"op\":\"present\",\"id\":3,\"run\":%s,\"paths\":[\"/mnt/user-data/outputs/x\","
+		"\"/mnt/user-data/workspace/a\"]}'"
+		" '{\"op\":\"present\",\"id\":4,\"run\":%s,\"tool\":\"a b\","
+		"\"paths\":[\"/mnt/user-data/outputs/x\"]}'"
+		" '{\"op\":\"present\",\"id\":5,\"run\":99,\"paths\":[\"/mnt/user-data/outputs/x\"]}'"
+		" '{\"op\":\"present\",\"id\":6,\"run\":%s,\"paths\":[]}'",
+		run, run, real, run, run, run));
+	char *f = fmt_cmd("%s/replies", test_dir("present"));	/* messages hold quotes */
+	ck_assert_int_eq(write_file(f, r), 0);
+	SAME(OUT("python3 -c 'import json; [print(d[\"id\"], d[\"ok\"], d.get(\"tool\"),"
+		 " d.get(\"paths\"), (d.get(\"error\") or {}).get(\"code\"),"
+		 " (d.get(\"error\") or {}).get(\"message\")) for d in map(json.loads, open(\"%s\"))]'",
+		 f),
+	     "1 True present_files ['/mnt/user-data/outputs/d'] None None\n"
+	     "2 True attach ['/mnt/user-data/outputs/d/r.md'] None None\n"
+	     "3 False None None path_refused Only files in /mnt/user-data/outputs can be presented:"
+	     " /mnt/user-data/workspace/a\n"
+	     "4 False None None bad_request 'tool': a tool name is made of letters, digits and _ . : -\n"
+	     "5 False None None no_such_run no run 99\n"
+	     "6 False None None bad_request 'paths' must be an array of 1 to 1000 strings\n");
+	OK("'%s' run end --home '%s' %s > /dev/null", b, H, run);
+	EQ_OUT("{\"presented\": 2, \"paths\": [\"/mnt/user-data/outputs/d\", \"/mnt/user-data/outputs/d/r.md\"],"
+	       " \"by_tool\": {\"present_files\": [\"/mnt/user-data/outputs/d\"], \"attach\":"
+	       " [\"/mnt/user-data/outputs/d/r.md\"]}, \"matched_paths\": [\"/mnt/user-data/outputs/d/r.md\"],"
+	       " \"stage\": \"presented\"}\n",
+	       "'%s' receipt --home '%s' %s --format json | python3 -c 'import json,sys;"
+	       " d=json.load(sys.stdin); print(json.dumps({k: d[k] for k in"
+	       " (\"presented\", \"paths\", \"by_tool\", \"matched_paths\", \"stage\")}))'", b, H, run);
+	r = raw(fmt_cmd("'{\"op\":\"present\",\"run\":%s,\"paths\":[\"/mnt/user-data/outputs/x\"]}'",
+			run));
+	ck_assert_msg(strstr(r, "\"run_ended\"") && strstr(r, "has ended"), "%s", r);
+}
+END_TEST
+
 START_TEST(test_broker_only_its_uid_and_root)
 {
 	/* The socket is 0600 in a 0700 directory, and peers are checked. */
@@ -759,6 +813,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_identity_values);
 	tcase_add_test(tc, test_broker_host_mode_refused_unless_allowed);
 	tcase_add_test(tc, test_broker_protocol_errors);
+	tcase_add_test(tc, test_broker_present_for_the_receipt);
 	tcase_add_test(tc, test_broker_only_its_uid_and_root);
 	tcase_add_test(tc, test_broker_leases_park_and_idle_unmount);
 	tcase_add_test(tc, test_broker_a_client_going_away_disturbs_no_one);

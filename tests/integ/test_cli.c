@@ -153,7 +153,7 @@ START_TEST(test_cli_every_command_has_help_and_short_named_errors)
 {
 	static const char *const commands[] = {
 		"mount", "umount", "audit", "snapshot", "run", "run begin", "run end",
-		"changes", "broker", "exec", "doctor", "id",
+		"changes", "present", "receipt", "broker", "exec", "doctor", "id",
 	};
 	const char *sbx = strdup(test_bin("sbx"));
 	char *summary = OUT("'%s' --help", sbx), *err;
@@ -186,7 +186,7 @@ START_TEST(test_cli_every_command_has_help_and_short_named_errors)
 	static const char *const with_format[][2] = {
 		{ "  audit ", "Usage: sbx audit " }, { "  snapshot ", "Usage: sbx snapshot " },
 		{ "  run end ", "sbx run end " }, { "  changes ", "Usage: sbx changes " },
-		{ "  doctor ", "Usage: sbx doctor " },
+		{ "  receipt ", "Usage: sbx receipt " }, { "  doctor ", "Usage: sbx doctor " },
 	};
 	for (size_t i = 0; i < sizeof(with_format) / sizeof(with_format[0]); i++) {
 		char *cmd = strndup(with_format[i][0] + 2, strlen(with_format[i][0]) - 3);

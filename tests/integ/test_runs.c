@@ -1,6 +1,7 @@
 /* Runs through a mounted view: sbx run begin, work through the view and on
- * the host, sbx run end and sbx changes; receipts, truncated scans, the
- * diff budget, runs without changes, and the errors. */
+ * the host, sbx run end and sbx changes; presentations and delivery
+ * receipts (sbx present, sbx receipt), truncated scans, the diff budget,
+ * runs without changes, and the errors. */
 #include "cmd.h"
 
 #include <stdio.h>
@@ -41,10 +42,36 @@ static char *changes_py(const char *run, const char *py)
 		   test_bin("sbx"), V.home, run, py);
 }
 
-static char *receipt(const char *run)
+/* The receipt of RUN as `sbx receipt RUN --format json` prints it, one
+ * line, and its exit status in *STATUS. */
+static char *receipt(const char *run, int *status)
 {
-	return OUT("sqlite3 '%s/sbx.db' 'SELECT receipt FROM runs WHERE id = %s'", V.home, run);
+	const char *f = fmt_cmd("%s/receipt.json", test_dir("receipt"));
+
+	*status = STATUS("'%s' --home '%s' receipt %s --format json > '%s' 2>/dev/null",
+			 test_bin("sbx"), V.home, run, f);
+	return OUT("python3 -c 'import json; print(json.dumps(json.load(open(\"%s\")),"
+		   " separators=(\",\", \":\")))'", f);
 }
+
+/* What `sbx ARGS` writes on stderr, and its exit status in *STATUS. */
+static char *errors(int *status, const char *args)
+{
+	char *cmd = fmt_cmd("'%s' --home '%s' %s 2>&1 >/dev/null", test_bin("sbx"), V.home, args);
+	char *err = capture(cmd, status);
+
+	free(cmd);
+	return err;
+}
+
+static void end(const char *run)
+{
+	OK("'%s' --home '%s' run end %s > /dev/null 2>&1", test_bin("sbx"), V.home, run);
+}
+
+#define VERIFICATION "\"verification\":{\"source\":\"outputs_changed\"," \
+		     "\"requirement\":\"present_files_matches_produced_output\"}"
+#define INCOMPLETE "Artifact delivery incomplete: no produced output artifact was presented"
 
 START_TEST(test_runs_report_view_and_host_changes)
 {
@@ -72,8 +99,12 @@ START_TEST(test_runs_report_view_and_host_changes)
 	     "/mnt/user-data/workspace/keep.txt modified 1 1 None\n"
 	     "/mnt/user-data/workspace/link symlink_created 0 0 symlink\n"
 	     "/mnt/user-data/workspace/new.txt created 1 0 None\n");
-	SAME(receipt(run), "{\"run\":1,\"produced_outputs\":[\"/mnt/user-data/outputs/report.md\"],"
-			   "\"verdict\":\"delivered\"}\n");
+	/* Made, not presented. */
+	int st;
+	SAME(receipt(run, &st), "{\"presented\":0,\"paths\":[],\"by_tool\":{}," VERIFICATION ","
+	     "\"produced_paths\":[\"/mnt/user-data/outputs/report.md\"],\"presented_paths\":[],"
+	     "\"matched_paths\":[],\"stage\":\"not_started\",\"satisfied\":false}\n");
+	ck_assert_int_eq(st, 1);
 	/* The same summary again, and no second end. */
 	snprintf(cmd, sizeof(cmd), "changes %s", run);
 	SAME(sbx(cmd), text);
@@ -145,7 +176,9 @@ START_TEST(test_runs_without_changes_record_no_summary)
 	     "False []\n");
 	EQ_OUT("1\n", "sqlite3 '%s/sbx.db' 'SELECT summary IS NULL FROM runs WHERE id = %s'",
 	       V.home, run);
-	SAME(receipt(run), "{\"run\":1,\"produced_outputs\":[],\"verdict\":\"no_outputs\"}\n");
+	int st;
+	SAME(receipt(run, &st), "{\"presented\":0,\"paths\":[],\"by_tool\":{}}\n");
+	ck_assert_int_eq(st, 0);
 }
 END_TEST
 
@@ -166,8 +199,13 @@ START_TEST(test_runs_over_the_scan_limit)
 			" [(f[\"path\"], f[\"status\"]) for f in d[\"files\"]])"),
 	     "True False [('/mnt/user-data/outputs/o', 'created'),"
 	     " ('/mnt/user-data/workspace/f0000', 'modified')]\n");
-	SAME(receipt(run), "{\"run\":1,\"produced_outputs\":[\"/mnt/user-data/outputs/o\"],"
-			   "\"verification_skipped\":\"truncated_pre_run_snapshot\"}\n");
+	int st;
+	SAME(receipt(run, &st), "{\"presented\":0,\"paths\":[],\"by_tool\":{},"
+	     "\"verification_skipped\":\"truncated_pre_run_snapshot\"}\n");
+	ck_assert_int_eq(st, 0);
+	EQ_OUT("run 1 of alice/runs: delivery not verified: the pre-run snapshot was truncated"
+	       " (truncated_pre_run_snapshot), so outputs it did not see cannot be told from new"
+	       " ones\n", "'%s' --home '%s' receipt 1", test_bin("sbx"), V.home);
 }
 END_TEST
 
@@ -271,7 +309,9 @@ START_TEST(test_runs_files_created_through_the_view_are_all_counted)
 	SAME(changes_py(run, "s=d[\"summary\"]; print(s[\"created\"], d[\"sbx\"][\"complete\"], s[\"truncated\"],"
 			" len(d[\"files\"]), d[\"sbx\"][\"files_total\"], d[\"limits\"][\"max_scanned_files\"])"),
 	     "2100 True True 200 2100 2000\n");
-	SAME(receipt(run), "{\"run\":1,\"produced_outputs\":[],\"verdict\":\"no_outputs\"}\n");
+	int st;
+	SAME(receipt(run, &st), "{\"presented\":0,\"paths\":[],\"by_tool\":{}}\n");
+	ck_assert_int_eq(st, 0);
 }
 END_TEST
 
@@ -413,6 +453,199 @@ START_TEST(test_runs_html_report_renders)
 }
 END_TEST
 
+/* The agent made a report and presented it: delivered. The receipt is
+ * written once: a second end is refused, so is a late presentation. */
+START_TEST(test_runs_receipt_presented_output)
+{
+	const char *b = test_bin("sbx");
+	char *run = begin();
+	int st;
+
+	OK("echo report > '%s'", vpath(&V, "user-data/outputs/report.md"));
+	EQ_OUT("/mnt/user-data/outputs/report.md\n", "'%s' --home '%s' present %s"
+	       " /mnt/user-data/outputs/report.md", b, V.home, run);
+	end(run);
+	const char *want = "{\"presented\":1,\"paths\":[\"/mnt/user-data/outputs/report.md\"],"
+			   "\"by_tool\":{\"present_files\":[\"/mnt/user-data/outputs/report.md\"]},"
+			   VERIFICATION ",\"produced_paths\":[\"/mnt/user-data/outputs/report.md\"],"
+			   "\"presented_paths\":[\"/mnt/user-data/outputs/report.md\"],"
+			   "\"matched_paths\":[\"/mnt/user-data/outputs/report.md\"],"
+			   "\"stage\":\"presented\",\"satisfied\":true}\n";
+	SAME(receipt(run, &st), want);
+	ck_assert_int_eq(st, 0);
+	EQ_OUT("run 1 of alice/runs: delivery presented: 1 of 1 produced output presented\n"
+	       "  produced   /mnt/user-data/outputs/report.md  (presented)\n"
+	       "  presented  /mnt/user-data/outputs/report.md  (by present_files)\n",
+	       "'%s' --home '%s' receipt %s", b, V.home, run);
+	SAME(errors(&st, fmt_cmd("run end %s", run)),
+	     "sbx: run end: run 1 has ended already (sbx changes 1 shows it)\n");
+	ck_assert_int_eq(st, 1);
+	SAME(errors(&st, fmt_cmd("present %s /mnt/user-data/outputs/other.md", run)),
+	     "sbx: present: run 1 has ended: its receipt is recorded (sbx receipt 1)\n");
+	ck_assert_int_eq(st, 1);
+	SAME(receipt(run, &st), want);
+}
+END_TEST
+
+/* A presented directory covers what was made below it, given as the
+ * host path of the thread's outputs too; a file beside it is produced
+ * and not matched, and one match is enough. */
+START_TEST(test_runs_receipt_directory_prefix_matches)
+{
+	char *run = begin();
+	int st;
+
+	OK("cd '%s' && mkdir charts && echo a > charts/a.png && echo b > charts/b.png &&"
+	   " echo n > notes.md", vpath(&V, "user-data/outputs"));
+	EQ_OUT("/mnt/user-data/outputs/charts\n", "'%s' --home '%s' present %s"
+	       " \"$(realpath '%s')/charts/\"", test_bin("sbx"), V.home, run,
+	       hpath(&V, "user-data/outputs"));
+	end(run);
+	SAME(receipt(run, &st), "{\"presented\":1,\"paths\":[\"/mnt/user-data/outputs/charts\"],"
+	     "\"by_tool\":{\"present_files\":[\"/mnt/user-data/outputs/charts\"]}," VERIFICATION ","
+	     "\"produced_paths\":[\"/mnt/user-data/outputs/charts/a.png\","
+	     "\"/mnt/user-data/outputs/charts/b.png\",\"/mnt/user-data/outputs/notes.md\"],"
+	     "\"presented_paths\":[\"/mnt/user-data/outputs/charts\"],"
+	     "\"matched_paths\":[\"/mnt/user-data/outputs/charts/a.png\","
+	     "\"/mnt/user-data/outputs/charts/b.png\"],\"stage\":\"presented\",\"satisfied\":true}\n");
+	ck_assert_int_eq(st, 0);
+	EQ_OUT("run 1 of alice/runs: delivery presented: 2 of 3 produced outputs presented\n"
+	       "  produced   /mnt/user-data/outputs/charts/a.png  (presented)\n"
+	       "  produced   /mnt/user-data/outputs/charts/b.png  (presented)\n"
+	       "  produced   /mnt/user-data/outputs/notes.md\n"
+	       "  presented  /mnt/user-data/outputs/charts  (by present_files)\n",
+	       "'%s' --home '%s' receipt %s", test_bin("sbx"), V.home, run);
+}
+END_TEST
+
+/* Outputs made and nothing presented: the reference's run error. run end
+ * records the run all the same and says so; sbx receipt fails. */
+START_TEST(test_runs_receipt_nothing_presented)
+{
+	char *run = begin();
+	int st;
+
+	OK("echo report > '%s'", vpath(&V, "user-data/outputs/report.md"));
+	SAME(errors(&st, fmt_cmd("run end %s", run)),
+	     "sbx: run end: run 1: " INCOMPLETE " (sbx receipt 1)\n");
+	ck_assert_int_eq(st, 0);
+	SAME(errors(&st, fmt_cmd("receipt %s", run)), "sbx: receipt: " INCOMPLETE "\n");
+	ck_assert_int_eq(st, 1);
+	SAME(OUT("'%s' --home '%s' receipt %s 2>/dev/null || echo exit $?", test_bin("sbx"),
+		 V.home, run),
+	     "run 1 of alice/runs: delivery not started: 1 produced output, nothing presented\n"
+	     "  produced   /mnt/user-data/outputs/report.md\n"
+	     "exit 1\n");
+	SAME(receipt(run, &st), "{\"presented\":0,\"paths\":[],\"by_tool\":{}," VERIFICATION ","
+	     "\"produced_paths\":[\"/mnt/user-data/outputs/report.md\"],\"presented_paths\":[],"
+	     "\"matched_paths\":[],\"stage\":\"not_started\",\"satisfied\":false}\n");
+	ck_assert_int_eq(st, 1);
+}
+END_TEST
+
+/* Presented, but not what was made: mismatched, the same run error as the
+ * reference's (it fails every unsatisfied receipt). Another tool's paths
+ * are recorded and never verify. */
+START_TEST(test_runs_receipt_mismatched)
+{
+	const char *b = test_bin("sbx");
+	char *run = begin();
+	int st;
+
+	OK("echo report > '%s'", vpath(&V, "user-data/outputs/report.md"));
+	EQ_OUT("/mnt/user-data/outputs/other.md\n/mnt/user-data/outputs/other.md\n",
+	       "'%s' --home '%s' present %s /mnt/user-data/outputs/other.md"
+	       " /mnt/user-data/outputs//other.md", b, V.home, run);
+	EQ_OUT("/mnt/user-data/outputs/report.md\n", "'%s' --home '%s' present %s --tool attach"
+	       " /mnt/user-data/outputs/report.md", b, V.home, run);
+	end(run);
+	SAME(receipt(run, &st), "{\"presented\":2,\"paths\":[\"/mnt/user-data/outputs/other.md\","
+	     "\"/mnt/user-data/outputs/report.md\"],\"by_tool\":{\"present_files\":"
+	     "[\"/mnt/user-data/outputs/other.md\"],\"attach\":[\"/mnt/user-data/outputs/report.md\"]},"
+	     VERIFICATION ",\"produced_paths\":[\"/mnt/user-data/outputs/report.md\"],"
+	     "\"presented_paths\":[\"/mnt/user-data/outputs/other.md\"],\"matched_paths\":[],"
+	     "\"stage\":\"mismatched\",\"satisfied\":false}\n");
+	ck_assert_int_eq(st, 1);
+	SAME(errors(&st, fmt_cmd("receipt %s", run)), "sbx: receipt: " INCOMPLETE "\n");
+	ck_assert_int_eq(st, 1);
+	EQ_OUT("run 1 of alice/runs: delivery mismatched: 1 produced output, none of them presented"
+	       " by present_files\n"
+	       "  produced   /mnt/user-data/outputs/report.md\n"
+	       "  presented  /mnt/user-data/outputs/other.md  (by present_files)\n"
+	       "  presented  /mnt/user-data/outputs/report.md  (by attach)\n",
+	       "'%s' --home '%s' receipt %s 2>/dev/null || true", b, V.home, run);
+}
+END_TEST
+
+/* No output created or modified (a workspace change, an output deleted,
+ * a symlink made there): nothing to verify, whatever was presented. */
+START_TEST(test_runs_receipt_without_changed_outputs)
+{
+	OK("echo old > '%s'", hpath(&V, "user-data/outputs/old.md"));
+	char *run = begin();
+	int st;
+
+	OK("cd '%s' && echo w > ws.txt && rm ../outputs/old.md && ln -s ws.txt ../outputs/link",
+	   vpath(&V, "user-data/workspace"));
+	OK("'%s' --home '%s' present %s /mnt/user-data/outputs/link > /dev/null", test_bin("sbx"),
+	   V.home, run);
+	end(run);
+	SAME(receipt(run, &st), "{\"presented\":1,\"paths\":[\"/mnt/user-data/outputs/link\"],"
+	     "\"by_tool\":{\"present_files\":[\"/mnt/user-data/outputs/link\"]}}\n");
+	ck_assert_int_eq(st, 0);
+	EQ_OUT("run 1 of alice/runs: no output created or modified: nothing to verify\n"
+	       "  presented  /mnt/user-data/outputs/link  (by present_files)\n",
+	       "'%s' --home '%s' receipt %s", test_bin("sbx"), V.home, run);
+}
+END_TEST
+
+/* What cannot be presented, and receipts that cannot be shown. */
+START_TEST(test_runs_present_and_receipt_errors)
+{
+	char *run = begin();
+	int st;
+
+	SAME(errors(&st, fmt_cmd("present %s /mnt/user-data/workspace/a", run)),
+	     "sbx: present: Only files in /mnt/user-data/outputs can be presented:"
+	     " /mnt/user-data/workspace/a\n");
+	ck_assert_int_eq(st, 1);
+	/* All or none: the first path is not recorded either. */
+	SAME(errors(&st, fmt_cmd("present %s /mnt/user-data/outputs/a"
+				 " /mnt/user-data/outputs/../uploads/x", run)),
+	     "sbx: present: Only files in /mnt/user-data/outputs can be presented:"
+	     " /mnt/user-data/outputs/../uploads/x\n");
+	ck_assert_int_eq(st, 1);
+	SAME(errors(&st, fmt_cmd("present %s '%s/users/alice/threads/other/user-data/outputs/a'",
+				 run, V.home)),
+	     fmt_cmd("sbx: present: Only files in /mnt/user-data/outputs can be presented:"
+		     " %s/users/alice/threads/other/user-data/outputs/a\n", V.home));
+	ck_assert_int_eq(st, 1);
+	SAME(errors(&st, fmt_cmd("present %s --tool 'two words' /mnt/user-data/outputs/a", run)),
+	     "sbx: present: --tool: a tool name is made of letters, digits and _ . : -\n"
+	     "Try 'sbx present --help'.\n");
+	ck_assert_int_eq(st, 2);
+	SAME(errors(&st, fmt_cmd("present %s", run)),
+	     "sbx: present: expected a RUN id and at least one PATH\nTry 'sbx present --help'.\n");
+	ck_assert_int_eq(st, 2);
+	SAME(errors(&st, "present 99 /mnt/user-data/outputs/a"),
+	     "sbx: present: no such run (see the id sbx run begin printed)\n");
+	ck_assert_int_eq(st, 1);
+	SAME(errors(&st, fmt_cmd("receipt %s", run)),
+	     "sbx: receipt: run 1 is still open: sbx run end 1 records its receipt\n");
+	ck_assert_int_eq(st, 1);
+	SAME(errors(&st, "receipt 99"), "sbx: receipt: no such run (see the id sbx run begin printed)\n");
+	ck_assert_int_eq(st, 1);
+	SAME(errors(&st, fmt_cmd("receipt %s --format html", run)),
+	     "sbx: receipt: --format takes text or json, not 'html'\nTry 'sbx receipt --help'.\n");
+	ck_assert_int_eq(st, 2);
+	OK("echo r > '%s'", vpath(&V, "user-data/outputs/a"));
+	end(run);
+	SAME(receipt(run, &st), "{\"presented\":0,\"paths\":[],\"by_tool\":{}," VERIFICATION ","
+	     "\"produced_paths\":[\"/mnt/user-data/outputs/a\"],\"presented_paths\":[],"
+	     "\"matched_paths\":[],\"stage\":\"not_started\",\"satisfied\":false}\n");
+}
+END_TEST
+
 START_TEST(test_runs_errors)
 {
 	const char *b = test_bin("sbx");
@@ -448,6 +681,12 @@ Suite *suite_view_runs(void)
 	tcase_add_test(tc, test_runs_end_whatever_the_content);
 	tcase_add_test(tc, test_runs_reference_client_reads_the_counts);
 	tcase_add_test(tc, test_runs_html_report_renders);
+	tcase_add_test(tc, test_runs_receipt_presented_output);
+	tcase_add_test(tc, test_runs_receipt_directory_prefix_matches);
+	tcase_add_test(tc, test_runs_receipt_nothing_presented);
+	tcase_add_test(tc, test_runs_receipt_mismatched);
+	tcase_add_test(tc, test_runs_receipt_without_changed_outputs);
+	tcase_add_test(tc, test_runs_present_and_receipt_errors);
 	tcase_add_test(tc, test_runs_errors);
 	suite_add_tcase(s, tc);
 	return s;

@@ -225,11 +225,35 @@ START_TEST(test_exec_request_parsing)
 		"{\"op\":\"exec\",\"user\":\"u\",\"thread\":\"t\",\"command\":\"x\",\"host\":\"yes\"}",
 		"{\"op\":\"acquire\",\"user\":\"u\",\"thread\":\"t\",\"owner\":\"\"}",
 		"{\"op\":\"ping\",\"op\":\"ping\"}",
+		"{\"op\":\"present\",\"paths\":[\"/mnt/user-data/outputs/a\"]}",
+		"{\"op\":\"present\",\"run\":0,\"paths\":[\"/mnt/user-data/outputs/a\"]}",
+		"{\"op\":\"present\",\"run\":\"1\",\"paths\":[\"/mnt/user-data/outputs/a\"]}",
+		"{\"op\":\"present\",\"run\":1}",
+		"{\"op\":\"present\",\"run\":1,\"paths\":[]}",
+		"{\"op\":\"present\",\"run\":1,\"paths\":\"/mnt/user-data/outputs/a\"}",
+		"{\"op\":\"present\",\"run\":1,\"paths\":[7]}",
+		"{\"op\":\"present\",\"run\":1,\"paths\":[\"/mnt/a\\u0000b\"]}",
+		"{\"op\":\"present\",\"run\":1,\"paths\":[\"/x\"],\"tool\":\"\"}",
+		"{\"op\":\"present\",\"run\":1,\"paths\":[\"/x\"],\"tool\":3}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		ck_assert_msg(!strcmp(parse_code(bad[i], &q), "bad_request"), "%s", bad[i]);
 		request_free(&q);
 	}
+	/* present names no thread: its run does; the paths are checked
+	 * against the run's thread by the broker. */
+	ck_assert_str_eq(parse_code("{\"op\":\"present\",\"run\":4,\"paths\":[\"/etc/x\","
+				    "\"/mnt/user-data/outputs/a\"]}", &q), "ok");
+	ck_assert_int_eq(q.op, REQ_PRESENT);
+	ck_assert_int_eq(q.run, 4);
+	ck_assert_str_eq(q.tool, "present_files");
+	ck_assert_uint_eq(q.npaths, 2);
+	ck_assert_str_eq(q.paths[1], "/mnt/user-data/outputs/a");
+	request_free(&q);
+	ck_assert_str_eq(parse_code("{\"op\":\"present\",\"run\":4,\"tool\":\"mcp:show\","
+				    "\"paths\":[\"/mnt/user-data/outputs/a\"]}", &q), "ok");
+	ck_assert_str_eq(q.tool, "mcp:show");
+	request_free(&q);
 	ck_assert_str_eq(parse_code("{\"op\":\"fly\",\"id\":\"x\"}", &q), "unknown_op");
 	ck_assert_str_eq(json_string_value(q.id), "x");
 	request_free(&q);

@@ -360,6 +360,11 @@ START_TEST(test_store_migrates_from_every_earlier_version)
 			ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
 		}
 		store_close(s);
+		if (v >= 3)	/* an ended run with a receipt of before presentations */
+			ck_assert_int_eq(sh("sqlite3 '%s' \"INSERT INTO runs (user, thread, begun_ns,"
+					    " ended_ns, before_snapshot, receipt) VALUES ('u', 't', 1, 2, 1,"
+					    " '{\\\"run\\\":1,\\\"produced_outputs\\\":[\\\"/mnt/user-data/outputs/r.md\\\"],"
+					    "\\\"verdict\\\":\\\"delivered\\\"}')\"", db), 0);
 		if (v >= 4)	/* a journal row of that version's shape */
 			ck_assert_int_eq(sh("sqlite3 '%s' \"INSERT INTO journal (user, thread,"
 					    " at_ns, op, path, pid, comm) VALUES ('u', 't', 1,"
@@ -370,6 +375,18 @@ START_TEST(test_store_migrates_from_every_earlier_version)
 			ck_assert_int_eq(sh("test \"$(sqlite3 '%s' 'SELECT ino FROM marks')\" = 7", db), 0);
 		if (v >= 4)
 			ck_assert_int_eq(store_journal_each(s, "u", "t", 0, 2, count_event, &events), 0);
+		if (v >= 3) {	/* nothing was presented: it could not be */
+			struct store_run run;
+			ck_assert_int_eq(store_run_get(s, 1, &run), 0);
+			ck_assert_str_eq(run.receipt, "{\"presented\":0,\"paths\":[],\"by_tool\":{},"
+					 "\"verification\":{\"source\":\"outputs_changed\",\"requirement\":"
+					 "\"present_files_matches_produced_output\"},\"produced_paths\":"
+					 "[\"/mnt/user-data/outputs/r.md\"],\"presented_paths\":[],"
+					 "\"matched_paths\":[],\"stage\":\"not_started\",\"satisfied\":false}");
+			store_run_free(&run);
+			const char *p[] = { "/mnt/user-data/outputs/r.md" };
+			ck_assert_int_eq(store_present(s, 1, "present_files", p, 1, 3), -EALREADY);
+		}
 		store_close(s);
 	}
 	ck_assert_int_eq(events, STORE_SCHEMA_VERSION - 4);

@@ -1,6 +1,9 @@
 /* The store: schema creation and versioning, marks and audit rows, the
- * batching writer, and several connections writing at once. */
+ * batching writer, several connections writing at once; the paths
+ * presented during a run and the receipt's rules for them. */
 #include "harness.h"
+#include "receipt.h"
+#include "snapshot.h"
 #include "store.h"
 #include "writer.h"
 
@@ -185,6 +188,113 @@ START_TEST(test_store_writer_flushes_on_stop)
 }
 END_TEST
 
+/* What sbx present records, case by case: the reference's virtual paths
+ * (also without the leading '/'), the thread's host outputs directory,
+ * normalized; anything else refused. */
+START_TEST(test_store_receipt_paths)
+{
+	static const struct {
+		const char *in, *out;	/* out NULL: refused */
+	} cases[] = {
+		{ "/mnt/user-data/outputs/report.md", "/mnt/user-data/outputs/report.md" },
+		{ "//mnt//user-data/./outputs/d/", "/mnt/user-data/outputs/d" },
+		{ "mnt/user-data/outputs/a/./b", "/mnt/user-data/outputs/a/b" },
+		{ "/mnt/user-data/outputs", "/mnt/user-data/outputs/." },
+		{ "/mnt/user-data/outputs/", "/mnt/user-data/outputs/." },
+		{ "/h/users/u/threads/t/user-data/outputs/x.md", "/mnt/user-data/outputs/x.md" },
+		{ "/h//users/u/threads/t/user-data/outputs", "/mnt/user-data/outputs/." },
+		{ "/mnt/user-data/outputs/caf\xc3\xa9.md", "/mnt/user-data/outputs/caf\xc3\xa9.md" },
+		{ "/mnt/user-data/outputs/../workspace/x", NULL },
+		{ "/mnt/user-data/outputs/a/../b", NULL },
+		{ "/mnt/user-data/outputsx/a", NULL },
+		{ "/mnt/user-data/workspace/a", NULL },
+		{ "/mnt/user-data/uploads/a", NULL },
+		{ "/mnt/user-data", NULL },
+		{ "/etc/passwd", NULL },
+		{ "h/users/u/threads/t/user-data/outputs/x", NULL },	/* relative host path */
+		{ "/h/users/u/threads/t2/user-data/outputs/x", NULL },
+		{ "outputs/x", NULL },
+		{ "", NULL },
+		{ "/mnt/user-data/outputs/\xff", NULL },
+	};
+	char out[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		int r = receipt_path(cases[i].in, "/h/users/u/threads/t/user-data/outputs", out,
+				     sizeof(out));
+		if (cases[i].out)
+			ck_assert_msg(r == 0 && !strcmp(out, cases[i].out), "%s: %d %s",
+				      cases[i].in, r, r == 0 ? out : "");
+		else
+			ck_assert_msg(r == -EINVAL, "%s: %d", cases[i].in, r);
+	}
+	ck_assert_int_eq(receipt_path("/mnt/user-data/outputs/abc", NULL, out, 26), -ENAMETOOLONG);
+	ck_assert_int_eq(receipt_path("/mnt/user-data/outputs", NULL, out, 24), -ENAMETOOLONG);
+}
+END_TEST
+
+/* The reference's match: equal, or a directory above; a trailing '/'
+ * does not matter, a longer sibling is no directory. */
+START_TEST(test_store_receipt_covers)
+{
+	const char *o = "/mnt/user-data/outputs/charts/a.png";
+
+	ck_assert(receipt_covers(o, o));
+	ck_assert(receipt_covers("/mnt/user-data/outputs/charts", o));
+	ck_assert(receipt_covers("/mnt/user-data/outputs/charts//", o));
+	ck_assert(receipt_covers("/mnt/user-data/outputs", o));
+	ck_assert(!receipt_covers("/mnt/user-data/outputs/chart", o));
+	ck_assert(!receipt_covers("/mnt/user-data/outputs/charts/a.png.bak", o));
+	ck_assert(!receipt_covers("/mnt/user-data/outputs/.", o));	/* as the reference */
+	ck_assert(!receipt_covers("", o));
+	ck_assert(receipt_tool_check("present_files", NULL) == 0);
+	const char *why;
+	ck_assert_int_eq(receipt_tool_check("a b", &why), -EINVAL);
+	ck_assert_int_eq(receipt_tool_check("", &why), -EINVAL);
+}
+END_TEST
+
+static int collect_presented(void *arg, const char *tool, const char *path)
+{
+	char *out = arg;
+
+	snprintf(out + strlen(out), 1024 - strlen(out), "%s %s\n", tool, path);
+	return 0;
+}
+
+/* A run's presentations: in order, once per tool and path, all or none;
+ * none for a run that is unknown or has ended. */
+START_TEST(test_store_presentations)
+{
+	struct store *s = open_db();
+	struct snapshot snap = { 0 };
+	const char *one[] = { "/mnt/user-data/outputs/a", "/mnt/user-data/outputs/b" };
+	const char *two[] = { "/mnt/user-data/outputs/b", "/mnt/user-data/outputs/c" };
+	char got[1024] = "";
+	int64_t snap_id, run, other;
+
+	ck_assert_int_eq(store_snapshot_save(s, "u", "t", &snap, 10, 1, &snap_id), 0);
+	ck_assert_int_eq(store_run_begin(s, "u", "t", snap_id, 1, &run), 0);
+	ck_assert_int_eq(store_run_begin(s, "u", "t", snap_id, 2, &other), 0);
+	ck_assert_int_eq(store_present(s, run, "present_files", one, 2, 10), 0);
+	ck_assert_int_eq(store_present(s, run, "present_files", two, 2, 11), 0);
+	ck_assert_int_eq(store_present(s, run, "other", two, 1, 12), 0);
+	ck_assert_int_eq(store_present(s, other, "present_files", two + 1, 1, 13), 0);
+	ck_assert_int_eq(store_presented_each(s, run, collect_presented, got), 0);
+	ck_assert_str_eq(got, "present_files /mnt/user-data/outputs/a\n"
+		      "present_files /mnt/user-data/outputs/b\n"
+		      "present_files /mnt/user-data/outputs/c\n"
+		      "other /mnt/user-data/outputs/b\n");
+	ck_assert_int_eq(store_present(s, run + 100, "present_files", one, 1, 14), -ENOENT);
+	ck_assert_int_eq(store_run_end(s, run, snap_id, 20, NULL, "{}"), 0);
+	ck_assert_int_eq(store_present(s, run, "present_files", one, 1, 21), -EALREADY);
+	got[0] = '\0';
+	ck_assert_int_eq(store_presented_each(s, other, collect_presented, got), 0);
+	ck_assert_str_eq(got, "present_files /mnt/user-data/outputs/c\n");
+	store_close(s);
+}
+END_TEST
+
 Suite *suite_unit_store(void)
 {
 	Suite *s = suite_create("unit_store");
@@ -198,6 +308,9 @@ Suite *suite_unit_store(void)
 	tcase_add_test(tc, test_store_audit_rows_per_thread_in_order);
 	tcase_add_test(tc, test_store_writers_share_the_file);
 	tcase_add_test(tc, test_store_writer_flushes_on_stop);
+	tcase_add_test(tc, test_store_receipt_paths);
+	tcase_add_test(tc, test_store_receipt_covers);
+	tcase_add_test(tc, test_store_presentations);
 	suite_add_tcase(s, tc);
 	return s;
 }
