@@ -1,5 +1,6 @@
 /* broker.c - see broker.h. */
 #include "broker.h"
+#include "clock.h"
 #include "cleanup.h"
 #include "config.h"
 #include "env.h"
@@ -86,14 +87,6 @@ struct client {
 #define STOP_GRACE_MS 1000
 /* How long the shutdown waits for the connections to be done. */
 #define STOP_WAIT_S 30
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static bool stopping(const struct broker *b)
 {

@@ -1,5 +1,6 @@
 /* runner.c - see runner.h. */
 #include "runner.h"
+#include "clock.h"
 #include "cleanup.h"
 
 #include <errno.h>
@@ -20,14 +21,6 @@
 #define LINGER_MS 200
 /* How often a leaf's limits are read while its command runs. */
 #define CHECK_MS 100
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void run_watch_init(struct run_watch *w, int info, struct cgroup_leaf *leaf)
 {

@@ -1,5 +1,6 @@
 /* session.c - see session.h. */
 #include "session.h"
+#include "clock.h"
 #include "cleanup.h"
 #include "env.h"
 #include "log.h"
@@ -54,14 +55,6 @@ struct session_pool {
 	bool stopping;
 	const struct cgroups *limits;	/* for notices */
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void *spawner_main(void *arg)
 {

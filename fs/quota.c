@@ -1,5 +1,6 @@
 /* quota.c - see quota.h. */
 #include "quota.h"
+#include "clock.h"
 #include "cleanup.h"
 #include "log.h"
 #include "units.h"
@@ -34,14 +35,6 @@ struct quota {
 	pthread_t first;
 	bool started;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Files with several links, counted once: an open-addressed set. */
 struct seen {

@@ -70,7 +70,7 @@ const char *broker_start(const char *tag, const char *conf)
 
 	if (conf)
 		ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", home), conf), 0);
-	OK("'%s' broker --home '%s'", test_bin("sbx"), home);
+	OK("'%s' broker --home '%s' >/dev/null", test_bin("sbx"), home);
 	return home;
 }
 

@@ -123,7 +123,7 @@ START_TEST(test_broker_environment_is_scrubbed)
 	teardown();
 	free(cmd);
 	H = test_dir("bhome");
-	OK("OPENAI_API_KEY=k1 DATABASE_URL=d1 SAFE_VALUE=s1 '%s' broker --home '%s'",
+	OK("OPENAI_API_KEY=k1 DATABASE_URL=d1 SAFE_VALUE=s1 '%s' broker --home '%s' >/dev/null",
 	   test_bin("sbx"), H);
 	SAME(sbx_exec(&st, "--env GITHUB_TOKEN=explicit -- 'echo ${OPENAI_API_KEY:-none}"
 		      " ${DATABASE_URL:-none} $SAFE_VALUE $GITHUB_TOKEN'"),
@@ -152,7 +152,7 @@ START_TEST(test_broker_identity_values)
 	 * empty, newline, NUL, over 256 characters: unset. */
 	teardown();
 	H = test_dir("bhome");
-	OK("DEERFLOW_CHANNEL_USER_ID=inherited '%s' broker --home '%s'", test_bin("sbx"), H);
+	OK("DEERFLOW_CHANNEL_USER_ID=inherited '%s' broker --home '%s' >/dev/null", test_bin("sbx"), H);
 	SAME(sbx_exec(&st, "-- 'echo ${DEERFLOW_CHANNEL_USER_ID-unset}'"), "inherited\n");
 	char *reqs = fmt_cmd("'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",\"channel_user_id\":\"\","
 			     "\"command\":\"echo ${DEERFLOW_CHANNEL_USER_ID-unset}\"}'"
@@ -378,7 +378,7 @@ START_TEST(test_broker_shutdown_and_a_killed_broker)
 	   " sleep 0.1; done; exit 1", test_bin("sbx"), H);
 	OK("grep -q ' %s ' /proc/mounts", mnt);
 	/* ...and the next broker is not stopped by it. */
-	OK("'%s' broker --home '%s'", test_bin("sbx"), H);
+	OK("'%s' broker --home '%s' >/dev/null", test_bin("sbx"), H);
 	SAME(sbx_exec(&st, "-- 'echo again'"), "again\n");
 	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)), "left mounted"));
 	/* Shut down: everything it mounted is unmounted when it returns. */

@@ -183,7 +183,7 @@ def main():
     os.makedirs(home, exist_ok=True)
     with open(os.path.join(home, "sbx.conf"), "w") as f:
         f.write("[broker]\nidle_timeout = 1\nmax_running = 2\nmax_shell_sessions = 3\n")
-    subprocess.run([sbx, "broker", "--home", home], check=True)
+    subprocess.run([sbx, "broker", "--home", home], check=True, stdout=subprocess.DEVNULL)
     passed = failed = 0
     try:
         pid = broker_pid(home)
