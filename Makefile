@@ -48,8 +48,8 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 LDFLAGS += $(SANFLAGS) -Wl,--wrap=close
 
 COMMON_SRC := common/fdcheck.c common/log.c common/quote.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c
-STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/diff.c store/summary.c \
-              store/receipt.c
+STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/secrets.c store/diff.c \
+              store/summary.c store/receipt.c
 EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
               exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c
@@ -105,8 +105,8 @@ FUZZ_TARGETS := names paths classify config request
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
                 -Icommon -Ifs -Istore -Iexec $(FUZZ_CFLAGS_EXTRA) $(FUSE_CFLAGS)
 FUZZ_SRC_names    := common/ids.c common/log.c common/quote.c fs/names.c fs/confine.c
-FUZZ_SRC_paths    := store/snapshot.c exec/hostpath.c exec/guard.c
-FUZZ_SRC_classify := store/snapshot.c exec/output.c exec/env.c
+FUZZ_SRC_paths    := store/snapshot.c store/secrets.c exec/hostpath.c exec/guard.c
+FUZZ_SRC_classify := store/snapshot.c store/secrets.c exec/output.c exec/env.c
 FUZZ_SRC_config   := exec/config.c common/ids.c
 FUZZ_SRC_request  := exec/request.c exec/env.c common/ids.c
 

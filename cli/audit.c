@@ -5,6 +5,7 @@
 #include "diff.h"
 #include "quote.h"
 #include "report.h"
+#include "snapshot.h"
 #include "store.h"
 
 #include <errno.h>
@@ -36,7 +37,8 @@ static const char audit_usage[] =
 	"                  read: the version read and the one found (size,\n"
 	"                  mtime, SHA-256) and, for text both of whose\n"
 	"                  versions the store kept (up to 256 KiB, not binary,\n"
-	"                  not sensitive), the unified diff read -> found\n"
+	"                  not sensitive by name or content), the unified diff\n"
+	"                  read -> found\n"
 	"  --format text   one line per refusal (default)\n"
 	"  --format json   a JSON array of objects: id, time, path, op, pid,\n"
 	"                  command, reason, mode, allowed, and for a file\n"
@@ -73,6 +75,14 @@ static char *change_diff(struct store *s, const struct store_audit *a, const cha
 	}
 	if (!a->current.hashed || store_blob_get(s, a->current.sha256, &new, &newlen) < 0) {
 		*why = "the text of the version found was not kept (binary, sensitive or over 256 KiB)";
+		return NULL;
+	}
+	/* A text is kept by its hash, whichever file had it, and a store may
+	 * hold texts kept before the content rules: the rules of a change
+	 * summary again, on the name and on both texts. */
+	if (snapshot_sensitive(a->path) || snapshot_text_secret(old, oldlen) ||
+	    snapshot_text_secret(new, newlen)) {
+		*why = "sensitive: the name or the content looks like it holds a secret";
 		return NULL;
 	}
 	if (diff_unified(old, oldlen, new, newlen, a->path, &d) < 0) {

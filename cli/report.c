@@ -503,7 +503,7 @@ static const char *explain(const char *reason)
 {
 	static const struct { const char *reason, *text; } why[] = {
 		{ "symlink", "A symbolic link: its target is shown, never the content it points to." },
-		{ "sensitive", "The name looks like it holds a secret (.env, *token*, *.pem, ...): its content is never read or shown." },
+		{ "sensitive", "The name (.env, *token*, *.pem, id_rsa, ...) or the content (a private key, an API token) looks like it holds a secret: its content is never kept or shown." },
 		{ "binary", "Binary content (by its extension, a NUL byte or invalid UTF-8) is not shown." },
 		{ "large", "Over 256 KiB: too large to diff, so the summary is marked truncated." },
 		{ "truncated", "The diff budget of this report (1 MiB) was used up by the files above; the line counts are still exact." },

@@ -2,6 +2,7 @@
 #include "snapshot.h"
 #include "array.h"
 #include "cleanup.h"
+#include "secrets.h"
 #include "utf8.h"
 
 #include <ctype.h>
@@ -28,12 +29,22 @@ static const char *const excluded_dirs[] = {
  * come down to three tests: a word anywhere in the path (no word holds a
  * slash), a component ending in a suffix, and a component that is ".env"
  * or starts with ".env.". No fnmatch: this runs before the view's first
- * change to a file during a run. */
+ * change to a file during a run.
+ *
+ * Beyond the reference (docs/changes.md): *.env (prod.env, which the
+ * reference shows), and the names of files that hold nothing but a
+ * secret: OpenSSH's default private keys (their .pub is published by
+ * design, and stays text), .netrc and curl's _netrc, .pgpass. Content
+ * rules (secrets.h) catch keys and tokens under any other name. */
 static const char *const sensitive_words[] = {
 	"api_key", "apikey", "credential", "password", "private_key", "secret",
 	"token",
 };
-static const char *const sensitive_suffixes[] = { ".key", ".pem" };
+static const char *const sensitive_suffixes[] = { ".key", ".pem", ".env" };
+static const char *const sensitive_names[] = {
+	"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk",
+	".netrc", "_netrc", ".pgpass",
+};
 
 static const char *const binary_suffixes[] = {
 	".7z", ".avif", ".bmp", ".class", ".db", ".dll", ".dmg", ".doc",
@@ -70,8 +81,13 @@ bool snapshot_path_excluded(const char *path)
 
 static bool sensitive_part(const char *part, size_t n)
 {
-	if ((n == 4 && !memcmp(part, ".env", 4)) || (n > 5 && !memcmp(part, ".env.", 5)))
+	/* ".env" itself ends in the suffix ".env"; fnmatch's ".env.*"
+	 * takes ".env." too. */
+	if (n >= 5 && !memcmp(part, ".env.", 5))
 		return true;
+	for (size_t i = 0; i < COUNT(sensitive_names); i++)
+		if (n == strlen(sensitive_names[i]) && !memcmp(part, sensitive_names[i], n))
+			return true;
 	for (size_t i = 0; i < COUNT(sensitive_suffixes); i++) {
 		size_t k = strlen(sensitive_suffixes[i]);
 		if (n >= k && !memcmp(part + n - k, sensitive_suffixes[i], k))
@@ -222,8 +238,29 @@ int snapshot_text_decode(const char *data, size_t len, char **text, size_t *text
 
 /* ---- one file ----------------------------------------------------------- */
 
+/* Whether text content BUF (N bytes; FINAL: the whole file, else its
+ * sample) holds a credential (secrets.h). A UTF-16 text is searched
+ * decoded: its bytes hide every token. Returns 1, 0, or -ENOMEM. */
+static int holds_secret(const uint8_t *buf, size_t n, bool final)
+{
+	if (!utf16_bom(buf, n))
+		return secrets_find((const char *)buf, n) != NULL;
+	_cleanup_(freep) char *text = malloc(TEXT_ROOM(n));
+	if (!text)
+		return -ENOMEM;
+	ssize_t len = utf16_decode(buf, n, final, text);
+	return len >= 0 && secrets_find(text, (size_t)len) != NULL;
+}
+
+bool snapshot_text_secret(const char *data, size_t len)
+{
+	/* Out of memory: hidden, not shown. */
+	return holds_secret((const uint8_t *)data, len, true) != 0;
+}
+
 /* Reads regular file FD into F: a sample decides text or binary, and a
- * file up to SNAPSHOT_HASH_MAX is hashed (its text handed to KEEP). */
+ * file up to SNAPSHOT_HASH_MAX is hashed (its text handed to KEEP). A text
+ * holding a credential becomes the stub a sensitive name gets. */
 static int read_content(int fd, const char *name, struct snap_file *f,
 			snapshot_keep keep, void *arg)
 {
@@ -234,6 +271,7 @@ static int read_content(int fd, const char *name, struct snap_file *f,
 	size_t want = small ? (size_t)f->size + 1 : SNAPSHOT_SAMPLE, got = 0;
 	_cleanup_(freep) uint8_t *buf = malloc(want);
 	ssize_t n;
+	int r;
 
 	if (!buf)
 		return -ENOMEM;
@@ -255,13 +293,24 @@ static int read_content(int fd, const char *name, struct snap_file *f,
 		buf = more;
 		want = cap;
 	}
-	f->binary = snapshot_binary_name(name) ||
-		    !snapshot_text_sample(buf, got < SNAPSHOT_SAMPLE ? got : SNAPSHOT_SAMPLE);
-	if (small && got <= SNAPSHOT_HASH_MAX) {
-		/* The reference decodes a file it may diff whole, and calls it
-		 * binary if that fails: cut in a character, say, where the
-		 * sample only showed a character going on. */
+	bool whole = small && got <= SNAPSHOT_HASH_MAX;
+	size_t sample = got < SNAPSHOT_SAMPLE ? got : SNAPSHOT_SAMPLE;
+	f->binary = snapshot_binary_name(name) || !snapshot_text_sample(buf, sample);
+	/* The reference decodes a file it may diff whole, and calls it binary
+	 * if that fails: cut in a character, say, where the sample only
+	 * showed a character going on. */
+	if (whole)
 		f->binary = f->binary || text_decode(buf, got, true, NULL) < 0;
+	/* Binary content is never shown, so only text is searched: all of
+	 * what was read, the sample of a large file. */
+	if (!f->binary) {
+		r = holds_secret(buf, whole ? got : sample, whole);
+		if (r != 0) {
+			f->sensitive = r > 0;
+			return r < 0 ? r : 0;
+		}
+	}
+	if (whole) {
 		if (EVP_Digest(buf, got, f->sha256, NULL, EVP_sha256(), NULL) != 1)
 			return -EIO;
 		f->hashed = true;

@@ -9,13 +9,17 @@
  *     followed;
  *   - at most MAX_FILES entries (default 2,000); if there are more, the
  *     snapshot is truncated and later files and roots are not scanned;
- *   - sensitive-looking paths (sensitive_path()) are metadata only: their
- *     content is never read;
+ *   - sensitive-looking paths (snapshot_sensitive()) are metadata only:
+ *     their content is never read;
  *   - other files: a 4 KiB sample decides binary or text (binary by
  *     extension, a NUL byte, invalid UTF-8; UTF-16 with a BOM is text);
  *     files up to 256 KiB get a SHA-256 and are binary too if the whole
  *     file does not decode (snapshot_text_decode()); larger ones are
  *     "large";
+ *   - beyond the reference, a text whose content holds a credential
+ *     (secrets.h: all of a file up to 256 KiB, the sample of a larger
+ *     one) is the same stub as a sensitive name: no hash, its text not
+ *     kept;
  *   - a file that vanishes (or cannot be read) while it is scanned is left
  *     out, and the snapshot still succeeds.
  *
@@ -98,6 +102,10 @@ bool snapshot_binary_name(const char *name);
 /* True if the first bytes of a file, SAMPLE (N bytes, possibly cut in
  * the middle of a character), are text. */
 bool snapshot_text_sample(const uint8_t *sample, size_t n);
+/* True if the text of a file's content DATA (LEN bytes, the whole file)
+ * holds a credential by the content rules (secrets.h), in its decoded
+ * text: a scan makes such a file a sensitive stub. */
+bool snapshot_text_secret(const char *data, size_t len);
 /* The text of a file's content DATA (LEN bytes), decoded as the reference
  * decodes it: UTF-8 with or without a BOM, or UTF-16 after its BOM. Sets
  * *TEXT (malloc'd, NUL-terminated UTF-8, the BOM stripped: a diff must not

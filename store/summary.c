@@ -3,6 +3,7 @@
 #include "array.h"
 #include "cleanup.h"
 #include "diff.h"
+#include "secrets.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -97,8 +98,13 @@ static int diff_versions(const char *path, const struct snap_file *b,
 		if (r < 0)
 			return r;
 		/* Text kept by an older version of these rules that no longer
-		 * decodes: binary, as the reference would have found it. */
-		d->unavailable = r == 2 ? "binary" : NULL;
+		 * decodes: binary, as the reference would have found it; one
+		 * holding a credential (kept before the content rules, by an
+		 * older view's pre-image, say): sensitive, as a scan finds it
+		 * now. */
+		d->unavailable = r == 2 ? "binary"
+				 : r == 0 && (secrets_find(old, oldlen) || secrets_find(new, newlen))
+				 ? "sensitive" : NULL;
 		d->content_missing = r == 1;
 	}
 	if (!d->unavailable && !d->content_missing) {

@@ -1,9 +1,11 @@
-/* Classification and output text: text or binary samples, UTF-8
+/* Classification and output text: text or binary samples, credentials
+ * in a text (never read out of bounds), UTF-8
  * cleaning (always valid UTF-8 out), middle truncation (never over the
  * limit), the identity prefix (always one of three shapes). */
 #include "env.h"
 #include "fuzz.h"
 #include "output.h"
+#include "secrets.h"
 #include "snapshot.h"
 
 static size_t chars(const char *s)
@@ -20,6 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t keep;
 
 	(void)snapshot_text_sample(data, size);
+	(void)secrets_find((const char *)data, size);
 	char *clean = utf8_clean((const char *)data, size, &keep);
 	if (!clean || keep > 3)
 		abort();

@@ -379,6 +379,61 @@ START_TEST(test_runs_end_whatever_the_content)
 }
 END_TEST
 
+/* Secrets never reach a report, beyond the reference's name rules: a
+ * prod.env (*.env), an id_ed25519 (a key's name) and a notes.txt holding
+ * a GitHub token are listed as sensitive, metadata only, in all three
+ * formats; a file that gets a token during the run and one that loses
+ * its token show neither version's text. A harmless file is diffed. */
+START_TEST(test_runs_reports_never_show_a_secret)
+{
+	/* Made up, and split so that a secret scanner does not flag this. */
+	static const char *const secrets[] = {
+		"sk" "-live-4f9aQ2mZ7xT1bV8nC3kL6pR0", "b3BlbnNzaC1rZXktdjEAAAAA",
+		"gh" "p_0123456789abcdefghijABCDEFGHIJ012345", "xo" "xb-123456789012-abcDEF",
+		"gh" "p_9876543210abcdefghijABCDEFGHIJ012345", "the token is gone",
+	};
+	const char *ws = vpath(&V, "user-data/workspace"), *dir = test_dir("secrets");
+	char cmd[96];
+
+	OK("cd '%s' && printf 'plain\\n' > becomes.txt && printf 'old %s\\n' > stops.txt",
+	   hpath(&V, "user-data/workspace"), secrets[4]);
+	char *run = begin();
+	OK("cd '%s' && printf 'API_KEY=%s\\n' > prod.env &&"
+	   " printf -- '-----BEGIN OPENSSH PRIVATE KEY-----\\n%s\\n-----END OPENSSH PRIVATE KEY-----\\n'"
+	   " > id_ed25519 && printf 'deploy with %s\\n' > notes.txt && printf 'hello\\n' > harmless.txt &&"
+	   " cat becomes.txt stops.txt > /dev/null && printf 'plain\\n%s\\n' > becomes.txt &&"
+	   " printf '%s\\n' > stops.txt", ws, secrets[0], secrets[1], secrets[2], secrets[3], secrets[5]);
+	snprintf(cmd, sizeof(cmd), "run end %s > '%s/end.txt'", run, dir);
+	OK("'%s' --home '%s' %s", test_bin("sbx"), V.home, cmd);
+	const char *formats[] = { "text", "json", "html" };
+	for (size_t i = 0; i < 3; i++)
+		OK("'%s' --home '%s' changes %s --format %s > '%s/r.%s'", test_bin("sbx"), V.home,
+		   run, formats[i], dir, formats[i]);
+	for (size_t i = 0; i < sizeof(secrets) / sizeof(*secrets); i++) {
+		int st;
+		char *hits = capture(fmt_cmd("grep -rF -e '%s' '%s'", secrets[i], dir), &st);
+		ck_assert_msg(st == 1, "a report shows %s:\n%.2000s", secrets[i], hits);
+	}
+	SAME(changes_py(run, "[print(f[\"path\"][25:], f[\"status\"], f[\"sensitive\"],"
+			" f[\"diff_unavailable_reason\"], f[\"sha256_after\"] is None, repr(f[\"diff\"][-7:]))"
+			" for f in d[\"files\"]]"),
+	     "becomes.txt modified True sensitive True ''\n"
+	     "harmless.txt created False None False '\\n+hello'\n"
+	     "id_ed25519 created True sensitive True ''\n"
+	     "notes.txt created True sensitive True ''\n"
+	     "prod.env created True sensitive True ''\n"
+	     "stops.txt modified False sensitive False ''\n");
+	char *text = OUT("cat '%s/r.text'", dir);
+	ck_assert_msg(strstr(text, "/id_ed25519   | created         sensitive: metadata only") &&
+		      strstr(text, "/notes.txt    | created         sensitive: metadata only") &&
+		      strstr(text, "/prod.env     | created         sensitive: metadata only") &&
+		      strstr(text, "/stops.txt    | modified        sensitive: metadata only") &&
+		      strstr(text, "\n+hello\n"), "%s", text);
+	ck_assert_int_eq(STATUS("grep -c 'or the content (a private key, an API token) looks like it"
+				" holds a secret' '%s/r.html' | grep -qx 5", dir), 0);
+}
+END_TEST
+
 /* A client of the reference reads our JSON right (tests/tools/refclient.py
  * applies its field rules): a rename is a deletion and a creation, the
  * counts add up, more than 200 changes are truncated, the limits are the
@@ -444,7 +499,7 @@ START_TEST(test_runs_html_report_renders)
 			" file://%s/r.html 2>/dev/null", dir, dir);
 	ck_assert_msg(strstr(dom, "notes.txt") && strstr(dom, "secret_token.txt") &&
 		      strstr(dom, "pic.png") && strstr(dom, "+&lt;b&gt;two&lt;/b&gt;") &&
-		      strstr(dom, "never read or shown") && strstr(dom, "is not shown"),
+		      strstr(dom, "never kept or shown") && strstr(dom, "is not shown"),
 		      "%.3000s", dom);
 	/* And a screenshot with content in it (a blank page is a few KB). */
 	OK("cd '%s' && chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --window-size=1000,900"
@@ -680,6 +735,7 @@ Suite *suite_view_runs(void)
 	tcase_add_test(tc, test_runs_diff_budget);
 	tcase_add_test(tc, test_runs_end_whatever_the_content);
 	tcase_add_test(tc, test_runs_reference_client_reads_the_counts);
+	tcase_add_test(tc, test_runs_reports_never_show_a_secret);
 	tcase_add_test(tc, test_runs_html_report_renders);
 	tcase_add_test(tc, test_runs_receipt_presented_output);
 	tcase_add_test(tc, test_runs_receipt_directory_prefix_matches);

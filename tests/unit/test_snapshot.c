@@ -1,8 +1,10 @@
 /* Snapshots: the classification rules (excluded directories, sensitive
- * names, binary by name or content, UTF-16, large files), the walk order
+ * names, credentials in the content, binary by name or content, UTF-16,
+ * large files), the walk order
  * and limit, symlinks, files vanishing mid-scan, and the round trip
  * through the store, including schema migrations from every version. */
 #include "harness.h"
+#include "secrets.h"
 #include "snapshot.h"
 #include "store.h"
 
@@ -69,6 +71,171 @@ START_TEST(test_snapshot_sensitive_names_on_any_component)
 		ck_assert_msg(snapshot_sensitive(yes[i]), "%s", yes[i]);
 	for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++)
 		ck_assert_msg(!snapshot_sensitive(no[i]), "%s", no[i]);
+}
+END_TEST
+
+/* Beyond the reference: *.env, OpenSSH's private keys (not their public
+ * halves), .netrc, _netrc, .pgpass. */
+START_TEST(test_snapshot_sensitive_names_beyond_the_reference)
+{
+	const char *yes[] = { "prod.env", "config/Staging.ENV", ".env.", "id_rsa", "id_dsa",
+			      "id_ecdsa", "home/.ssh/ID_ED25519", "id_ecdsa_sk", "id_ed25519_sk",
+			      ".netrc", "_netrc", ".pgpass", ".git-credentials" };
+	const char *no[] = { "id_rsa.pub", ".ssh/id_ed25519.pub", "id_rsa_notes.md", "environment.txt",
+			     "env.md", "netrc", "pgpass.md", ".npmrc", "known_hosts" };
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++)
+		ck_assert_msg(snapshot_sensitive(yes[i]), "%s", yes[i]);
+	for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++)
+		ck_assert_msg(!snapshot_sensitive(no[i]), "%s", no[i]);
+}
+END_TEST
+
+/* Each credential format found, in a sentence as it appears in a file,
+ * and a near miss of each that is not. The tokens are made up, and split
+ * so that a secret scanner does not flag this file. */
+START_TEST(test_secrets_each_kind_and_its_near_miss)
+{
+	static const struct { const char *text, *kind; } cases[] = {
+		{ "x\n-----BEGIN RSA " "PRIVATE KEY-----\nMIIE\n", "private_key" },
+		{ "-----BEGIN OPENSSH " "PRIVATE KEY-----\nb3Blbn", "private_key" },
+		{ "-----BEGIN EC " "PRIVATE KEY-----", "private_key" },
+		{ "-----BEGIN DSA " "PRIVATE KEY-----", "private_key" },
+		{ "-----BEGIN " "PRIVATE KEY-----", "private_key" },
+		{ "-----BEGIN ENCRYPTED " "PRIVATE KEY-----", "private_key" },
+		{ "-----BEGIN PGP " "PRIVATE KEY BLOCK-----", "private_key" },
+		{ "-----BEGIN PUBLIC KEY-----\n", NULL },
+		{ "-----BEGIN RSA " "PRIVATE KEY\n", NULL },
+		{ "aws_access_key_id = AK" "IAIOSFODNN7EXAMPLE\n", "aws_access_key_id" },
+		{ "\"AS" "IAY34FZKBOKMUTVV7A\"", "aws_access_key_id" },
+		{ "AK" "IAIOSFODNN7EXAMPL\n", NULL },		/* 15 */
+		{ "AK" "IAIOSFODNN7EXAMPLEX\n", NULL },		/* 17 */
+		{ "AK" "IAIOSFODNN7EXAMPLEx\n", NULL },		/* a lowercase byte goes on */
+		{ "token: gh" "p_0123456789abcdefghijABCDEFGHIJ012345", "github_token" },
+		{ "gh" "o_0123456789abcdefghijABCDEFGHIJ012345", "github_token" },
+		{ "gh" "u_0123456789abcdefghijABCDEFGHIJ012345", "github_token" },
+		{ "gh" "s_0123456789abcdefghijABCDEFGHIJ012345", "github_token" },
+		{ "gh" "r_0123456789abcdefghijABCDEFGHIJ012345", "github_token" },
+		{ "https://x:github" "_pat_11ABCDEFG0123456789_abcdefghij@github.com", "github_token" },
+		{ "gh" "p_0123456789abcdefghijABCDEFGHIJ01234", NULL },	/* 35 */
+		{ "xgh" "p_0123456789abcdefghijABCDEFGHIJ012345", NULL },	/* inside a word */
+		{ "github" "_pat_11ABCDEFG0123456789_a", NULL },		/* 21 */
+		{ "GITLAB=gl" "pat-xY3z_aBcDeFgHiJkLmNo", "gitlab_token" },
+		{ "gl" "pat-xY3z_aBcDeFgHiJkLmN", NULL },		/* 19 */
+		{ "xo" "xb-123456789012-abcDEF", "slack_token" },
+		{ "xo" "xp-1234-5678-90abcd", "slack_token" },
+		{ "xo" "xc-123456789012-abcDEF", NULL },		/* not a kind we know */
+		{ "xo" "xb-1234-5678-90ab", NULL },			/* 14 */
+		{ "API_KEY=sk" "-live-4f9aQ2mZ7xT1bV8nC3kL6pR0", "openai_key" },
+		{ "sk" "-proj-Ab3dEf6hIj9kLm2nOp5qRs8t", "openai_key" },
+		{ "sk" "-ant-api03-Zx9Yw8Vu7Ts6Rq5P", "openai_key" },
+		{ "sk" "-live-4f9aQ2mZ7xT1bV", NULL },		/* 19 */
+		{ "pip install sk" "-learn-the-basics-of-machine-learning", NULL },	/* no digit */
+		{ "/dev/disk" "-by-id-0123456789abcdefghijk", NULL },	/* not a word's start */
+		{ "STRIPE=sk" "_live_51HabcDEFghiJKLmno", "stripe_key" },
+		{ "rk" "_live_51HabcDEFghiJKLmno", "stripe_key" },
+		{ "sk" "_live_51HabcDEFghiJKL", NULL },			/* 15 */
+		{ "sk" "_test_51HabcDEFghiJKLmnopqrstu", NULL },	/* test mode */
+		{ "key=AI" "zaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", "google_api_key" },
+		{ "AI" "zaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6", NULL },	/* 34 */
+		{ "AI" "zaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7", NULL },	/* 36 */
+		{ "//registry.npmjs.org/:_authToken=np" "m_0123456789abcdefghijABCDEFGHIJ012345", "npm_token" },
+		{ "np" "m_0123456789abcdefghijABCDEFGHIJ012", NULL },	/* 35 */
+		{ "Authorization: Bearer ey" "JhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+		  "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "jwt" },
+		{ "ey" "JhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.", NULL },	/* unsigned */
+		{ "ey" "JhbGciOiJIUzI1NiJ9.abJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w", NULL },
+		{ "ey" "JhbGciOiJIUzI1NiJ9", NULL },
+		{ "ey" "JhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w", NULL },	/* 19 */
+		{ "the key of the secret is a token, not a password", NULL },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		const char *got = secrets_find(cases[i].text, strlen(cases[i].text));
+		ck_assert_msg(cases[i].kind ? got && !strcmp(got, cases[i].kind) : !got,
+			      "%s: found %s, want %s", cases[i].text, got ? got : "nothing",
+			      cases[i].kind ? cases[i].kind : "nothing");
+	}
+	/* Found wherever it is in a longer text, after a long word or in one. */
+	char longer[4096];
+	memset(longer, 'w', sizeof(longer));
+	for (size_t at = 0; at < 200; at++) {
+		memcpy(longer + 1000 + at, " AK" "IAIOSFODNN7EXAMPLE ", 22);
+		ck_assert_msg(secrets_find(longer, sizeof(longer)), "at %zu", at);
+		memset(longer + 1000 + at, 'w', 22);
+	}
+	memcpy(longer + 1000, "wAK" "IAIOSFODNN7EXAMPLE ", 22);
+	ck_assert_ptr_null(secrets_find(longer, sizeof(longer)));
+	/* A token at the very end of the text, and cut by it. */
+	const char *end = "x gh" "p_0123456789abcdefghijABCDEFGHIJ012345";
+	ck_assert_ptr_nonnull(secrets_find(end, strlen(end)));
+	ck_assert_ptr_null(secrets_find(end, strlen(end) - 1));
+}
+END_TEST
+
+/* A text holding a credential is scanned into the stub of a sensitive
+ * name: no hash, its text never handed on to be kept. The whole of a
+ * file up to 256 KiB is searched, the 4 KiB sample of a larger one, a
+ * UTF-16 text decoded; binary content is never shown, so never searched. */
+static int record_kept(void *arg, const struct snap_file *f, const uint8_t *data, size_t len)
+{
+	(void)data;
+	(void)len;
+	strcat(arg, strrchr(f->path, '/') + 1);
+	strcat(arg, " ");
+	return 0;
+}
+
+START_TEST(test_snapshot_credentials_in_the_content_are_sensitive)
+{
+	static char late[100 * 1024], big[SNAPSHOT_HASH_MAX + 100];
+	static const char token[] = "gh" "p_0123456789abcdefghijABCDEFGHIJ012345";
+	static const char utf16[] = "\xff\xfe" "g\0h\0p\0_\0" "0\0" "1\0" "2\0" "3\0" "4\0" "5\0"
+		"6\0" "7\0" "8\0" "9\0" "a\0b\0c\0d\0e\0f\0g\0h\0i\0j\0A\0B\0C\0D\0E\0F\0G\0H\0"
+		"I\0J\0" "0\0" "1\0" "2\0" "3\0" "4\0" "5\0";
+	char kept[1024] = "";
+	struct snapshot s;
+
+	static const char key[] = "\n-----BEGIN OPENSSH " "PRIVATE KEY-----\n";
+	char notes[128], blob[64] = { 0 };
+
+	put_text("ws/harmless.txt", "nothing to see\n");
+	snprintf(notes, sizeof(notes), "deploy with %s\n", token);
+	put_text("ws/notes.txt", notes);
+	memset(late, 'l', sizeof(late));
+	memcpy(late + 90 * 1024, token, strlen(token));
+	late[90 * 1024 - 1] = '\n';
+	put("ws/late.txt", late, sizeof(late));
+	memset(big, 'b', sizeof(big));
+	memcpy(big + 100, key, strlen(key));
+	put("ws/big-key.txt", big, sizeof(big));
+	memset(big, 'b', sizeof(big));
+	memcpy(big + 8192, token, strlen(token));
+	big[8191] = ' ';
+	put("ws/big-late.txt", big, sizeof(big));
+	put("ws/utf16.txt", utf16, sizeof(utf16) - 1);
+	memcpy(blob + 1, token, strlen(token));
+	put("ws/blob.dat", blob, sizeof(blob));
+
+	int ws = open_sub("ws");
+	ck_assert_int_eq(snapshot_take(ws, -1, 100, NULL, record_kept, kept, &s), 0);
+	ck_assert_str_eq(kept, "harmless.txt ");
+	const char *stubs[] = { "notes.txt", "late.txt", "big-key.txt", "utf16.txt" };
+	for (size_t i = 0; i < sizeof(stubs) / sizeof(*stubs); i++) {
+		char path[128];
+		snprintf(path, sizeof(path), "/mnt/user-data/workspace/%s", stubs[i]);
+		const struct snap_file *f = find(&s, path);
+		ck_assert_msg(f->sensitive && !f->hashed && !f->binary && !f->large, "%s", stubs[i]);
+	}
+	ck_assert_int_eq(find(&s, "/mnt/user-data/workspace/late.txt")->size, sizeof(late));
+	const struct snap_file *f = find(&s, "/mnt/user-data/workspace/big-late.txt");
+	ck_assert(f->large && !f->sensitive);		/* past its sample: large, not shown */
+	f = find(&s, "/mnt/user-data/workspace/blob.dat");
+	ck_assert(f->binary && !f->sensitive && f->hashed);
+	f = find(&s, "/mnt/user-data/workspace/harmless.txt");
+	ck_assert(f->hashed && !f->sensitive);
+	snapshot_free(&s);
+	close(ws);
 }
 END_TEST
 
@@ -400,6 +567,9 @@ Suite *suite_unit_snapshot(void)
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_snapshot_sensitive_names_on_any_component);
+	tcase_add_test(tc, test_snapshot_sensitive_names_beyond_the_reference);
+	tcase_add_test(tc, test_secrets_each_kind_and_its_near_miss);
+	tcase_add_test(tc, test_snapshot_credentials_in_the_content_are_sensitive);
 	tcase_add_test(tc, test_snapshot_binary_by_name);
 	tcase_add_test(tc, test_snapshot_text_or_binary_by_content);
 	tcase_add_test(tc, test_snapshot_walk_rules);

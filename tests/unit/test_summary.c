@@ -136,6 +136,45 @@ START_TEST(test_summary_reason_precedence_and_large)
 }
 END_TEST
 
+/* Texts kept before the content rules (by an older view's pre-image, an
+ * older run begin) that hold a credential: no diff shows them, the
+ * reason is "sensitive" as a scan would find them now. */
+START_TEST(test_summary_kept_texts_holding_a_credential_are_not_diffed)
+{
+	/* A made-up AWS key id, split for secret scanners. */
+#define KEY "id=AK" "IAIOSFODNN7EXAMPLE\n"
+	const struct fake before[] = { { .path = W "gone.txt", .text = KEY },
+				       { .path = W "mod.txt", .text = "a\n" },
+				       { .path = W "old.txt", .text = KEY } };
+	const struct fake after[] = { { .path = W "mod.txt", .text = "a\n" KEY },
+				      { .path = W "new.txt", .text = "clean\n" } };
+	const struct summary_rename r[] = { { W "old.txt", W "new.txt" } };
+#undef KEY
+	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
+	struct snapshot b, a;
+	struct summary s;
+
+	build(&b, before, 3, false);
+	build(&a, after, 2, false);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, r, 1, content, NULL, &s), 0);
+	const char *paths[] = { W "gone.txt", W "mod.txt", W "old.txt" };
+	for (size_t i = 0; i < 3; i++) {
+		const struct change *c = find(&s, paths[i]);
+		ck_assert_str_eq(c->diff.unavailable, "sensitive");
+		ck_assert_str_eq(c->diff.text, "");
+		ck_assert_int_eq(c->diff.additions + c->diff.deletions, 0);
+	}
+	/* The rename's own diff, from the old content, neither. */
+	const struct change *made = find(&s, W "new.txt");
+	ck_assert_ptr_null(made->diff.unavailable);
+	ck_assert_str_eq(made->moved.unavailable, "sensitive");
+	ck_assert_str_eq(made->moved.text, "");
+	summary_free(&s);
+	snapshot_free(&b);
+	snapshot_free(&a);
+}
+END_TEST
+
 START_TEST(test_summary_diff_budget_and_listing_limit)
 {
 	struct summary_limits lim = { .max_files = 3, .max_scanned_files = 2000,
@@ -368,6 +407,7 @@ Suite *suite_unit_summary(void)
 
 	tcase_add_test(tc, test_summary_statuses_and_counts);
 	tcase_add_test(tc, test_summary_reason_precedence_and_large);
+	tcase_add_test(tc, test_summary_kept_texts_holding_a_credential_are_not_diffed);
 	tcase_add_test(tc, test_summary_diff_budget_and_listing_limit);
 	tcase_add_test(tc, test_summary_truncated_snapshots_report_only_what_both_saw);
 	tcase_add_test(tc, test_summary_absent_entries_are_known);
