@@ -1,6 +1,5 @@
 /* sbx.conf parsing: any file is either read or refused with a message
  * naming where, never a crash. */
-#define _GNU_SOURCE
 #include "config.h"
 #include "fuzz.h"
 
