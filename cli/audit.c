@@ -1,6 +1,7 @@
 /* audit.c - sbx audit: the writes the read-before-write gate refused (or,
  * in audit mode, would have refused) for one thread, oldest first. */
 #include "cleanup.h"
+#include "hash.h"
 #include "cli.h"
 #include "diff.h"
 #include "quote.h"
@@ -96,7 +97,7 @@ static char *change_diff(struct store *s, const struct store_audit *a, const cha
 
 static void print_version(const char *label, const struct store_version *v)
 {
-	char when[32], sha[65];
+	char when[32], sha[SHA256_HEX + 1];
 
 	iso_time(v->mtime_ns, when, sizeof(when));
 	printf("    %-8s %lld bytes, modified %s, sha256 %.12s\n", label,
@@ -129,7 +130,7 @@ static int print_text(void *arg, const struct store_audit *a)
 
 static json_t *version_json(const struct store_version *v)
 {
-	char when[32], sha[65];
+	char when[32], sha[SHA256_HEX + 1];
 
 	iso_time(v->mtime_ns, when, sizeof(when));
 	return json_pack("{s:I, s:s, s:I, s:o}", "size", (json_int_t)v->size, "mtime", when,

@@ -9,6 +9,8 @@
 #ifndef SBX_CLI_H
 #define SBX_CLI_H
 
+#include "hash.h"
+
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -61,7 +63,7 @@ int thread_args_parse(const char *command, const char *usage, int argc,
 		      struct thread_args *a);
 
 /* The SHA-256 H as 64 lowercase hex digits. Returns OUT. */
-char *sha256_hex(const uint8_t h[32], char out[65]);
+char *sha256_hex(const uint8_t h[SHA256_BYTES], char out[SHA256_HEX + 1]);
 
 /* "scanning: N files" on standard error while a long scan runs, if it is
  * a terminal; at most ten updates a second. */

@@ -3,6 +3,7 @@
  * when it ends (store/summary.h), with the text of every text file kept
  * by SHA-256 so the diffs need nothing else. */
 #include "cleanup.h"
+#include "hash.h"
 #include "array.h"
 #include "cli.h"
 #include "control.h"
@@ -68,7 +69,7 @@ static int64_t now_ns(void)
 #define TEXTS_MAX (64u << 20)
 
 struct text {
-	uint8_t sha256[32];
+	uint8_t sha256[SHA256_BYTES];
 	char *data;		/* NUL-terminated */
 	size_t len;
 };
@@ -91,7 +92,7 @@ static int keep_in_memory(struct scan *sc, const struct snap_file *f,
 	struct text *t = &sc->texts[sc->ntexts];
 	if (!(t->data = malloc(len + 1)))
 		return -ENOMEM;
-	memcpy(t->sha256, f->sha256, 32);
+	memcpy(t->sha256, f->sha256, SHA256_BYTES);
 	memcpy(t->data, data, len);
 	t->data[len] = '\0';
 	t->len = len;
@@ -134,7 +135,7 @@ static void show_progress(void *arg, size_t files)
 
 static int text_cmp(const void *a, const void *b)
 {
-	return memcmp(((const struct text *)a)->sha256, ((const struct text *)b)->sha256, 32);
+	return memcmp(((const struct text *)a)->sha256, ((const struct text *)b)->sha256, SHA256_BYTES);
 }
 
 /* A file's content for a diff: from the end scan's texts, else the store. */
@@ -150,7 +151,7 @@ static int load_blob(void *arg, const struct snap_file *f, char **data,
 		sc->sorted = true;
 	}
 	struct text key, *t;
-	memcpy(key.sha256, f->sha256, 32);
+	memcpy(key.sha256, f->sha256, SHA256_BYTES);
 	t = sc->ntexts ? bsearch(&key, sc->texts, sc->ntexts, sizeof(key), text_cmp) : NULL;
 	if (!t)
 		return store_blob_get(sc->store, f->sha256, data, len);

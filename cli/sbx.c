@@ -5,6 +5,7 @@
  * usage errors, 1 for failures.
  */
 #include "cleanup.h"
+#include "hash.h"
 #include "cli.h"
 #include "spawn.h"
 #include "home.h"
@@ -181,7 +182,7 @@ int resolve_home(const char *command, const char *home, char *buf, size_t size)
 	return -1;
 }
 
-char *sha256_hex(const uint8_t h[32], char out[65])
+char *sha256_hex(const uint8_t h[SHA256_BYTES], char out[SHA256_HEX + 1])
 {
 	for (int i = 0; i < 32; i++)
 		snprintf(out + 2 * i, 3, "%02x", h[i]);

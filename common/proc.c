@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-void proc_comm(pid_t pid, char comm[static 64])
+void proc_comm(pid_t pid, char comm[static COMM_MAX])
 {
 	char path[64];
 	_cleanup_(closep) int fd = -1;

@@ -5,8 +5,12 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+/* Room for a process's command name (/proc/PID/comm: 15 bytes in
+ * Linux, escaped for logs) with its NUL. */
+#define COMM_MAX 64
+
 /* The command name of process PID ("?" if it is gone). */
-void proc_comm(pid_t pid, char comm[static 64]);
+void proc_comm(pid_t pid, char comm[static COMM_MAX]);
 
 /* True if thread PID holds capability CAP in our user namespace: in its
  * effective set, and in our namespace, not one below it. Reliable for

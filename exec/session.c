@@ -51,6 +51,7 @@ struct session_pool {
 	uint64_t uses;			/* orders last_used */
 	pthread_t spawner;
 	pthread_cond_t wake, spawned;
+	pthread_cond_t put_back;	/* a session's users fell to 0 */
 	struct spawn *request;		/* for the spawner, under lock */
 	bool stopping;
 	const struct cgroups *limits;	/* for notices */
@@ -101,6 +102,7 @@ struct session_pool *sessions_new(unsigned per_sandbox, unsigned total,
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
 	pthread_cond_init(&p->spawned, NULL);
+	pthread_cond_init(&p->put_back, NULL);
 	p->max = per_sandbox;
 	p->total_max = total;
 	p->limits = limits;
@@ -161,6 +163,7 @@ void sessions_free(struct session_pool *p)
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->wake);
 	pthread_cond_destroy(&p->spawned);
+	pthread_cond_destroy(&p->put_back);
 	free(p);
 }
 
@@ -343,7 +346,8 @@ static struct session *take(struct session_pool *p, const struct session_spec *s
 static void put(struct session_pool *p, struct session *s)
 {
 	pthread_mutex_lock(&p->lock);
-	s->users--;
+	if (--s->users == 0)
+		pthread_cond_broadcast(&p->put_back);
 	s->last_used = ++p->uses;
 	pthread_mutex_unlock(&p->lock);
 }
@@ -655,29 +659,29 @@ int session_run(struct session_pool *p, const struct session_spec *spec,
 void sessions_end_scope(struct session_pool *p, const char *user,
 			const char *thread, const char *scope)
 {
+	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		struct session *s, **link;
 
-		pthread_mutex_lock(&p->lock);
 		for (link = &p->list; (s = *link); link = &s->next)
 			if (!strcmp(s->user, user) && !strcmp(s->thread, thread) &&
 			    !strcmp(s->scope, scope))
 				break;
-		if (!s) {
-			pthread_mutex_unlock(&p->lock);
-			return;
-		}
-		if (s->users == 0) {
-			*link = s->next;
-			p->count--;
-			pthread_mutex_unlock(&p->lock);
-			log_info("session %s/%s scope %s: ended with its lease", user, thread, scope);
-			session_free(s);
+		if (!s)
+			break;
+		if (s->users) {
+			/* A command in flight: once it is put back. */
+			pthread_cond_wait(&p->put_back, &p->lock);
 			continue;
 		}
+		*link = s->next;
+		p->count--;
 		pthread_mutex_unlock(&p->lock);
-		usleep(50000);	/* a command in flight: let it finish */
+		log_info("session %s/%s scope %s: ended with its lease", user, thread, scope);
+		session_free(s);
+		pthread_mutex_lock(&p->lock);
 	}
+	pthread_mutex_unlock(&p->lock);
 }
 
 void sessions_tick(struct session_pool *p)

@@ -1,5 +1,6 @@
 /* gate.c - see gate.h. */
 #include "gate.h"
+#include "hash.h"
 #include "array.h"
 #include "cleanup.h"
 #include "confine.h"
@@ -17,9 +18,10 @@
 #include <time.h>
 
 #define STRIPES 256
-/* Files up to this size get a content hash when read, so a host rewrite
- * with identical bytes is not taken for a change. */
-#define HASH_MAX (256 * 1024)
+/* Files up to SNAPSHOT_HASH_MAX (the limit snapshots hash and diff
+ * under: the texts the gate keeps serve the same files) get a content
+ * hash when read, so a host rewrite with identical bytes is not taken
+ * for a change. */
 /* Hash jobs waiting beyond this are dropped (the mark then stays
  * metadata-only, which can only refuse more, never less). */
 #define HASH_QUEUE_MAX 4096
@@ -36,7 +38,7 @@ struct mark {
 	int64_t at_ns;
 	bool hashed;
 	bool dirty;			/* not yet written to the store */
-	uint8_t hash[32];
+	uint8_t hash[SHA256_BYTES];
 };
 
 /* The marks of the files whose identity hashes to this stripe, and the
@@ -225,13 +227,13 @@ static void to_store_mark(const struct mark *m, const char *path,
 
 /* SHA-256 of the first SIZE bytes read from FD; false if the file does not
  * have exactly SIZE bytes or cannot be read. */
-static bool hash_fd(int fd, int64_t size, uint8_t out[32])
+static bool hash_fd(int fd, int64_t size, uint8_t out[SHA256_BYTES])
 {
 	_cleanup_(freep) char *buf = malloc((size_t)size + 1);
 	size_t got = 0;
 	ssize_t n;
 
-	if (!buf || size < 0 || size > HASH_MAX)
+	if (!buf || size < 0 || size > SNAPSHOT_HASH_MAX)
 		return false;
 	while ((n = pread(fd, buf + got, (size_t)size + 1 - got, (off_t)got)) > 0)
 		got += (size_t)n;
@@ -243,7 +245,7 @@ static bool hash_fd(int fd, int64_t size, uint8_t out[32])
 /* The hash of what JOB read, with its text kept in the store where a
  * change summary would keep it (not sensitive, not binary, up to 256
  * KiB): a refusal can then show the change from it. */
-static bool hash_read(struct gate *g, const struct hash_job *job, uint8_t out[32])
+static bool hash_read(struct gate *g, const struct hash_job *job, uint8_t out[SHA256_BYTES])
 {
 	struct snap_file f;
 	struct stat st;
@@ -280,7 +282,7 @@ static void *hasher_main(void *arg)
 		g->hashing = true;
 		pthread_mutex_unlock(&g->hlock);
 
-		uint8_t hash[32];
+		uint8_t hash[SHA256_BYTES];
 		struct stat st;
 		bool ok = !g->stopping && hash_read(g, job, hash) &&
 			  fstat(job->fd, &st) == 0;
@@ -493,7 +495,7 @@ static void queue_hash(struct gate *g, const struct stat *st, int fd,
 {
 	struct hash_job *job;
 
-	if (!g->hasher_running || st->st_size <= 0 || st->st_size > HASH_MAX ||
+	if (!g->hasher_running || st->st_size <= 0 || st->st_size > SNAPSHOT_HASH_MAX ||
 	    !S_ISREG(st->st_mode))
 		return;
 	job = malloc(sizeof(*job) + strlen(path) + 1);
@@ -575,10 +577,10 @@ void gate_lock(struct gate *g, struct gate_ticket *t, const struct stat *st)
  * the hash fallback for metadata-only differences. */
 static bool same_content(const struct mark *m, const struct stat *st, int fd)
 {
-	uint8_t hash[32];
+	uint8_t hash[SHA256_BYTES];
 	struct stat again;
 
-	if (!m->hashed || m->ver.size != st->st_size || st->st_size > HASH_MAX)
+	if (!m->hashed || m->ver.size != st->st_size || st->st_size > SNAPSHOT_HASH_MAX)
 		return false;
 	_cleanup_(closep) int rfd = confine_reopen(fd, O_RDONLY);
 	if (rfd < 0 || !hash_fd(rfd, st->st_size, hash) ||

@@ -31,7 +31,7 @@ static bool journaled(struct view *v, struct inode *ino)
 
 /* The command name of PID, read from /proc at most every 100 ms for the
  * same process: a tool making thousands of changes pays for one read. */
-static void caller_name(struct view *v, pid_t pid, int64_t now, char comm[64])
+static void caller_name(struct view *v, pid_t pid, int64_t now, char comm[COMM_MAX])
 {
 	pthread_mutex_lock(&v->caller.lock);
 	bool fresh = v->caller.pid == pid && now - v->caller.at_ns < 100000000;
@@ -51,7 +51,7 @@ static void caller_name(struct view *v, pid_t pid, int64_t now, char comm[64])
 /* An event by the caller of REQ (NULL: the daemon), now; its command
  * name goes to COMM. */
 static void caller(struct view *v, fuse_req_t req, struct store_event *e,
-		   char comm[64])
+		   char comm[COMM_MAX])
 {
 	struct timespec now;
 
@@ -71,7 +71,7 @@ static void record(struct view *v, fuse_req_t req, const char *op,
 		   const struct snap_file *pre)
 {
 	struct store_event e;
-	char comm[64];
+	char comm[COMM_MAX];
 
 	caller(v, req, &e, comm);
 	e.op = op;
@@ -165,7 +165,7 @@ void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir,
 				O_NOCTTY | O_CLOEXEC);
 		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
 			struct store_event e;
-			char comm[64];
+			char comm[COMM_MAX];
 			caller(v, req, &e, comm);
 			e.op = "preimage";
 			e.path = path;

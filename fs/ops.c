@@ -218,7 +218,7 @@ static void log_refusal(struct view *v, fuse_req_t req, struct inode *dir,
 			const char *name, const char *op, const char *why)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	char path[PATH_MAX], comm[64];
+	char path[PATH_MAX], comm[COMM_MAX];
 
 	proc_comm(ctx->pid, comm);
 	log_warn("refused %s of '%s': %s (pid %d, %s)", op,
@@ -290,7 +290,7 @@ static int gate_decide(struct view *v, fuse_req_t req, struct gate_ticket *t,
 		       const struct stat *st, int fd, const char *op)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	char path[PATH_MAX], comm[64];
+	char path[PATH_MAX], comm[COMM_MAX];
 	bool want = gate_wants_path(v->gate);
 
 	if (inode_within(v->inodes, dir, is_vcs_dir))

@@ -558,7 +558,7 @@ static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent
 {
 	struct stage *s = ino->stage;
 	int area = v->domains[ino->domain].stage_fd;
-	char copy[NAME_MAX + 1], path[PATH_MAX], kept[PATH_MAX], comm[64];
+	char copy[NAME_MAX + 1], path[PATH_MAX], kept[PATH_MAX], comm[COMM_MAX];
 	char reason[PATH_MAX + 64];
 	struct stat st;
 	int r = pfd < 0 ? -ENOENT : area_link(v, ino);

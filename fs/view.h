@@ -37,6 +37,7 @@
 #include <time.h>
 
 #include "home.h"
+#include "proc.h"
 #include "inode.h"
 #include "skills.h"
 
@@ -151,7 +152,7 @@ struct view {
 		pthread_mutex_t lock;
 		pid_t pid;
 		int64_t at_ns;
-		char comm[64];
+		char comm[COMM_MAX];
 	} caller;
 	bool staging, staging_strict;
 	pthread_mutex_t stage_locks[STAGE_LOCKS];

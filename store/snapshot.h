@@ -29,6 +29,8 @@
 #ifndef SBX_SNAPSHOT_H
 #define SBX_SNAPSHOT_H
 
+#include "hash.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,7 +49,7 @@ struct snap_file {
 	int64_t size, mtime_ns;
 	bool sensitive, binary, large;
 	bool hashed;
-	uint8_t sha256[32];
+	uint8_t sha256[SHA256_BYTES];
 	bool absent;		/* known not to exist (from the journal;
 				 * never in a scan) */
 };

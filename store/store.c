@@ -1,5 +1,6 @@
 /* store.c - see store.h. */
 #include "store.h"
+#include "hash.h"
 #include "cleanup.h"
 #include "log.h"
 #include "snapshot.h"
@@ -703,7 +704,7 @@ int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out)
 	return r;
 }
 
-int store_blob_put(struct store *s, const uint8_t sha256[32], const void *data,
+int store_blob_put(struct store *s, const uint8_t sha256[SHA256_BYTES], const void *data,
 		   size_t len)
 {
 	_stmt_ st = stmt(s, ST_BLOB_PUT);
@@ -715,7 +716,7 @@ int store_blob_put(struct store *s, const uint8_t sha256[32], const void *data,
 	return exec_stmt(s, st, "record a file's content");
 }
 
-int store_blob_get(struct store *s, const uint8_t sha256[32], char **data,
+int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **data,
 		   size_t *len)
 {
 	_stmt_ st = stmt(s, ST_BLOB_GET);

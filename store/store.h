@@ -16,6 +16,8 @@
 #ifndef SBX_STORE_H
 #define SBX_STORE_H
 
+#include "hash.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -53,7 +55,7 @@ struct store_mark {
 	int64_t size, mtime_ns, ctime_ns;
 	int64_t at_ns;			/* when it was read (CLOCK_REALTIME) */
 	bool hashed;
-	uint8_t hash[32];		/* SHA-256 of that version's content */
+	uint8_t hash[SHA256_BYTES];		/* SHA-256 of that version's content */
 };
 
 int store_mark_put(struct store *s, const char *user, const char *thread,
@@ -73,7 +75,7 @@ int store_marks_each(struct store *s, const char *user, const char *thread,
 struct store_version {
 	bool known, hashed;
 	int64_t size, mtime_ns;
-	uint8_t sha256[32];
+	uint8_t sha256[SHA256_BYTES];
 };
 
 struct store_audit {
@@ -128,9 +130,9 @@ int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out);
 
 /* File contents by SHA-256, kept once (for the diffs of runs). get
  * returns a malloc'd, NUL-terminated copy, or -ENOENT. */
-int store_blob_put(struct store *s, const uint8_t sha256[32], const void *data,
+int store_blob_put(struct store *s, const uint8_t sha256[SHA256_BYTES], const void *data,
 		   size_t len);
-int store_blob_get(struct store *s, const uint8_t sha256[32], char **data,
+int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **data,
 		   size_t *len);
 
 /* A run: the snapshot taken when it began, and when it ended, the snapshot

@@ -1,5 +1,6 @@
 /* writer.c - see writer.h. */
 #include "writer.h"
+#include "hash.h"
 #include "log.h"
 #include "snapshot.h"
 
@@ -31,7 +32,7 @@ struct row {
 			struct snap_file pre;	/* event.pre points here */
 		};
 		struct {
-			uint8_t sha256[32];
+			uint8_t sha256[SHA256_BYTES];
 			size_t len;		/* bytes in text[] */
 		} blob;
 	};
@@ -92,7 +93,7 @@ static int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data,
 
 	if (!r)
 		return 0;	/* the pre-image without its text */
-	memcpy(r->blob.sha256, f->sha256, 32);
+	memcpy(r->blob.sha256, f->sha256, SHA256_BYTES);
 	r->blob.len = len;
 	memcpy(r->text, data, len);
 	r->next = *b->link;
@@ -405,14 +406,14 @@ int store_writer_preimage_fd(struct store_writer *w, const struct store_event *e
 	return 0;
 }
 
-void store_writer_blob(struct store_writer *w, const uint8_t sha256[32],
+void store_writer_blob(struct store_writer *w, const uint8_t sha256[SHA256_BYTES],
 		       const void *data, size_t len)
 {
 	struct row *r = row_new(w, ROW_BLOB, len);
 
 	if (!r)
 		return;
-	memcpy(r->blob.sha256, sha256, 32);
+	memcpy(r->blob.sha256, sha256, SHA256_BYTES);
 	r->blob.len = len;
 	memcpy(r->text, data, len);
 	enqueue(w, r);

@@ -14,6 +14,7 @@
 #define SBX_WRITER_H
 
 #include "store.h"
+#include "hash.h"
 
 struct store_writer;
 
@@ -36,7 +37,7 @@ void store_writer_event(struct store_writer *w, const struct store_event *e);
 int store_writer_preimage_fd(struct store_writer *w, const struct store_event *e,
 			     int fd);
 /* File content kept by SHA-256 (store_blob_put()), for a pre-image. */
-void store_writer_blob(struct store_writer *w, const uint8_t sha256[32],
+void store_writer_blob(struct store_writer *w, const uint8_t sha256[SHA256_BYTES],
 		       const void *data, size_t len);
 /* The same as a snapshot_keep callback (ARG: the writer): the text of a
  * file snapshot_describe() hashed. Returns 0. */
