@@ -144,7 +144,8 @@ void gate_record_refusal(struct gate *g, const char *path, const char *op,
 /* "never read" or "changed since it was read at 2026-11-30T08:12:03Z". */
 void gate_reason(const struct gate_ticket *t, char *buf, size_t size);
 
-/* Waits until queued content hashes are taken (tests). */
+/* Waits until queued content hashes are taken (the sync control:
+ * journal_control). NULL: returns at once. */
 void gate_settle(struct gate *g);
 
 #endif

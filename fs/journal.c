@@ -2,6 +2,7 @@
 #include "journal.h"
 #include "cleanup.h"
 #include "confine.h"
+#include "gate.h"
 #include "inode.h"
 #include "log.h"
 #include "proc.h"
@@ -225,7 +226,9 @@ bool journal_control(struct view *v, fuse_req_t req, bool set,
 			*result = 0;
 		}
 	} else if (!run && !set) {
-		/* Every event queued so far is in the store on return. */
+		/* Every content hash and event queued so far is in the store
+		 * on return (the hashes queue their rows). */
+		gate_settle(v->gate);
 		store_writer_sync(v->writer);
 		*result = size && size < 2 ? -ERANGE : 2;
 		if (size >= 2)

@@ -1,5 +1,6 @@
 /* harness.c - see harness.h. */
 #include "harness.h"
+#include "control.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,6 +80,14 @@ int tview_mount(struct tview *v, const char *home, const char *user,
 		return -1;
 	v->mounted = WEXITSTATUS(status) == 0;
 	return WEXITSTATUS(status);
+}
+
+void tview_sync(const struct tview *v)
+{
+	char ok[8];
+
+	ck_assert_msg(getxattr(v->mnt, CONTROL_XATTR_SYNC, ok, sizeof(ok)) == 2,
+		      "sync of %s: %s", v->mnt, strerror(errno));
 }
 
 void tview_umount(struct tview *v)

@@ -33,6 +33,10 @@ const char *test_bin(const char *prog);
 int tview_mount(struct tview *v, const char *home, const char *user,
 		const char *thread, const char *const *extra);
 void tview_umount(struct tview *v);
+/* Until V's daemon has taken every content hash and stored every event
+ * queued so far (the user.sbxfs.sync control): a sync point, not a
+ * sleep. */
+void tview_sync(const struct tview *v);
 /* Unmounts and waits (up to 5 s) until the daemon has logged its exit, so
  * everything it had to write is written. Returns 0, or -1 on timeout. */
 int tview_umount_wait(struct tview *v);
