@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1023,6 +1024,13 @@ int broker_main(const struct broker_options *o)
 	struct broker b = { 0 };
 	int ready[2] = { -1, -1 }, r;
 
+	/* A command's output is captured up to 10 MiB per stream, on the
+	 * thread of its connection: glibc's per-thread arenas (and its
+	 * threshold, which grows as big blocks are freed) would keep such
+	 * buffers once freed, and the broker's RSS would grow by 10 MiB
+	 * or more per arena. Buffers from 1 MiB on are mapped and unmapped
+	 * instead. */
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
 	snprintf(b.home, sizeof(b.home), "%s", o->home);
 	if (o->config)
 		snprintf(path, sizeof(path), "%s", o->config);

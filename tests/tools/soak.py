@@ -4,8 +4,10 @@
 
 Starts a broker on HOME (idle_timeout 1 s), then N client threads for S
 seconds over four sandboxes send scoped and one-off commands with random
-timeouts, go away in the middle of commands, release scopes while their
-commands run, and push past max_shell_sessions (evictions). Meanwhile
+timeouts, go away in the middle of commands, shut down their sending
+side after a request, read nothing while a flood times out, release
+scopes while their commands run, and push past max_shell_sessions
+(evictions). Meanwhile
 the broker is restarted R times, evenly spread: `sbx broker --shutdown`
 then `sbx broker` (a restart a person does), every third time SIGKILL
 instead of the shutdown (a crash). Then it releases every scope and
@@ -33,10 +35,11 @@ TAG = "sbxsoak"
 REPLY_S = 60
 
 
-def request(home, req, leave_after=None):
+def request(home, req, leave_after=None, half_close=False, read_after=0):
     """Sends REQ; returns the final reply (a dict), "left" if the client
     went away on purpose, "down" if no broker took the connection, "eof",
-    "reset" or "hang"."""
+    "reset" or "hang". HALF_CLOSE: shut down the sending side after the
+    request; READ_AFTER: read nothing for that many seconds."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(REPLY_S)
     try:
@@ -45,14 +48,17 @@ def request(home, req, leave_after=None):
         except (FileNotFoundError, ConnectionRefusedError):
             return "down"
         s.sendall((json.dumps(req) + "\n").encode())
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
+        time.sleep(read_after)
         if leave_after is not None:
             time.sleep(leave_after)
             return "left"
         f = s.makefile("rb")
         while True:
             line = f.readline()
-            if not line:
-                return "eof"
+            if not line.endswith(b"\n"):
+                return "eof"  # nothing more, or a line cut by a crash
             msg = json.loads(line)
             if "ok" in msg:
                 return msg
@@ -120,21 +126,29 @@ def client(home, rnd, deadline, problems, counts, lock, rs):
         scope = f"s{rnd.randrange(6)}"
         kind = rnd.random()
         req = {"op": "exec", "user": user, "thread": thread}
-        leave = None
+        leave, half_close, read_after = None, False, 0
         if kind < 0.45:
             req.update(scope=scope, command=f": {TAG}; echo hi; seq 1 {rnd.randrange(1, 500)}")
         elif kind < 0.6:
             req.update(scope=scope, timeout=1, command=f": {TAG}; seq 1 30; sleep 5")
         elif kind < 0.75:
             req.update(command=f": {TAG}; echo one-off; sleep 0.{rnd.randrange(10)}")
-        elif kind < 0.85:
+        elif kind < 0.82:
             req.update(scope=scope, command=f": {TAG}; sleep 2; echo late")
             leave = rnd.random() * 0.5
+        elif kind < 0.87:  # half-closes after its request: still a reply
+            req.update(command=f": {TAG}; echo half; sleep 0.2")
+            if rnd.random() < 0.5:
+                req.update(scope=scope)
+            half_close = True
+        elif kind < 0.9:  # reads nothing while its flood times out
+            req.update(scope=scope, timeout=1, command=f": {TAG}; seq 1 100000000")
+            read_after = 2
         else:
             req = {"op": "release", "user": user, "thread": thread, "owner": scope}
             request(home, {"op": "acquire", "user": user, "thread": thread, "owner": scope})
         generation = rs.generation
-        got = request(home, req, leave)
+        got = request(home, req, leave, half_close, read_after)
         if got == "down":  # restarting: no broker took it
             time.sleep(0.05)
             continue
@@ -149,9 +163,12 @@ def client(home, rnd, deadline, problems, counts, lock, rs):
                     got.get("error", {}).get("code") not in ("session_limit", "shutting_down"):
                 problems.append(f"error reply {json.dumps(got)} to {json.dumps(req)}")
             elif got != "left" and req.get("timeout") == 1 and got.get("ok") and \
-                    not got.get("stopped") and \
+                    not got.get("stopped") and not read_after and \
                     "29\n30\n" not in got.get("output", ""):
                 problems.append(f"output lost at the timeout: {json.dumps(got)[:300]}")
+            elif read_after and got.get("ok") and not got.get("stopped") and \
+                    not got.get("timed_out"):
+                problems.append(f"a flood read late did not time out: {json.dumps(got)[:300]}")
 
 
 def release_all(home):
