@@ -650,25 +650,30 @@ START_TEST(test_broker_scoped_output_streams)
 }
 END_TEST
 
+/* The command line of `sbx exec` in alice/t1's SCOPE, up to its "--"
+ * (bounded: a hang fails the test instead of stopping the suite). */
+static char *in_scope(const char *scope)
+{
+	return fmt_cmd("timeout 20 '%s' exec --home '%s' --user alice --thread t1 --scope %s --",
+		       test_bin("sbx"), H, scope);
+}
+
 /* A scoped command that closes or redirects the shell's own output for
  * good: the broker never waits on a shell that is alive (before, a
  * thread sat in waitpid forever, and the scope with it). */
 START_TEST(test_broker_scope_survives_its_shell_closing_a_stream)
 {
-	char *x = fmt_cmd("timeout 20 '%s' exec --home '%s' --user alice --thread t1 --scope s --",
-			  test_bin("sbx"), H);
+	char *x = in_scope("s");
 	int st;
 
 	SAME(OUT("%s 'export K=kept; exec 2>/dev/null; echo ok' 2>&1", x), "ok\n");
 	SAME(OUT("%s 'echo $K; echo hidden >&2' 2>&1", x), "kept\n");	/* stderr stays away */
 	/* With the shell's stdout closed its status cannot come back: the
 	 * command ends at its timeout, and the scope gets a new shell. */
-	char *out = capture(fmt_cmd("%s --timeout 2 -- 'exec >&-; echo gone >&2' 2>&1",
-				    fmt_cmd("timeout 20 '%s' exec --home '%s' --user alice"
-					    " --thread t1 --scope s3", test_bin("sbx"), H)), &st);
+	char *out = capture(fmt_cmd("%s 'exec >&-; echo gone >&2' 2>&1",
+				    in_scope("s3 --timeout 2")), &st);
 	ck_assert_msg(st == 124 && strstr(out, "gone\n"), "exit %d: %s", st, out);
-	SAME(OUT("timeout 20 '%s' exec --home '%s' --user alice --thread t1 --scope s3 --"
-		 " 'echo ${K:-new}' 2>&1", test_bin("sbx"), H), "new\n");
+	SAME(OUT("%s 'echo ${K:-new}' 2>&1", in_scope("s3")), "new\n");
 }
 END_TEST
 
@@ -679,8 +684,7 @@ END_TEST
  * the status; `false` reported 0 and marker lines showed in output.) */
 START_TEST(test_broker_scope_with_its_streams_joined)
 {
-	char *x = fmt_cmd("timeout 20 '%s' exec --home '%s' --user alice --thread t1 --scope j --",
-			  test_bin("sbx"), H);
+	char *x = in_scope("j");
 	int st;
 
 	SAME(OUT("%s 'exec 2>&1; echo joined' 2>&1", x), "joined\n");
@@ -689,8 +693,7 @@ START_TEST(test_broker_scope_with_its_streams_joined)
 	SAME(capture(fmt_cmd("%s 'echo out; echo err >&2; exit 3' 2>&1", x), &st), "out\nerr\n");
 	ck_assert_int_eq(st, 3);
 	/* stdout into stderr: the status still comes. */
-	x = fmt_cmd("timeout 20 '%s' exec --home '%s' --user alice --thread t1 --scope k --",
-		    test_bin("sbx"), H);
+	x = in_scope("k");
 	SAME(OUT("%s 'exec 1>&2; echo to-err' 2>&1", x), "to-err\n");
 	SAME(capture(fmt_cmd("%s 'echo again; (exit 4)' 2>&1", x), &st), "again\n");
 	ck_assert_int_eq(st, 4);
