@@ -80,7 +80,10 @@ static void unpin(struct pinned *p)
 /* An open regular file. */
 struct open_file {
 	struct open_file *prev, *next;	/* the view's open handles */
+	struct inode *ino;
 	int fd;
+	bool refused;		/* atomic: a save through it was refused
+				 * (ops_refuse_handles): no more changes */
 	bool writer;		/* opened to modify (write access, O_TRUNC, create) */
 	bool authorized;	/* the gate let it modify; kept until close */
 	bool stageable;		/* its changes go to a stage (stage.h) */
@@ -105,10 +108,16 @@ static int stat_fd(int fd, struct stat *st)
 		       ? neg_errno() : 0;
 }
 
+static bool handle_refused(const struct open_file *h)
+{
+	return h && __atomic_load_n(&h->refused, __ATOMIC_ACQUIRE);
+}
+
 /* The content of a regular file for one request: the stage's fd while the
  * file has one (under its stage lock, as the stage may change), else the
- * handle's fd HFD (or -1 for requests without a handle). CHANGE: the
- * request may create a stage, so it always locks a stageable file. */
+ * fd of handle H (or -1 for requests without a handle). A refused handle
+ * has only its own fd. CHANGE: the request may create a stage, so it always
+ * locks a stageable file. */
 struct io {
 	struct view *v;
 	struct inode *ino;
@@ -116,16 +125,20 @@ struct io {
 	bool locked;
 };
 
-static struct io io_begin(struct view *v, struct inode *ino, int hfd,
-			  bool change)
+static struct io io_begin(struct view *v, struct inode *ino,
+			  const struct open_file *h, bool change)
 {
-	struct io io = { v, ino, hfd, false };
+	struct io io = { v, ino, h ? h->fd : -1, false };
 
-	if (S_ISREG(ino->type) &&
+	if (S_ISREG(ino->type) && !handle_refused(h) &&
 	    (stage_any(ino) || (change && stage_possible(v, ino)))) {
 		stage_lock(v, ino);
+		if (handle_refused(h)) {	/* while we waited for the lock */
+			stage_unlock(v, ino);
+			return io;
+		}
 		io.locked = true;
-		io.fd = stage_io_fd(ino, hfd);
+		io.fd = stage_io_fd(ino, io.fd);
 	}
 	return io;
 }
@@ -157,7 +170,7 @@ static int stat_held(struct view *v, struct inode *ino, struct stat *st)
 	_pinned_ p = pin(v, ino);
 	if (p.fd < 0)
 		return p.fd;
-	_io_ io = io_begin(v, ino, -1, false);
+	_io_ io = io_begin(v, ino, NULL, false);
 	int r = stat_fd(io.fd >= 0 ? io.fd : p.fd, st);
 	if (r == 0 && io.locked)
 		stage_attr(ino, st);
@@ -483,12 +496,16 @@ static int change_begin(struct view *v, fuse_req_t req, struct inode *ino,
 	struct open_file *h = fh_of(fi);
 	int r, fd;
 
+	/* Its save was refused and kept as a copy: what it would write now
+	 * would have no file to go to that the thread reads back. */
+	if (handle_refused(h))
+		return -EACCES;
 	c->v = v;
 	c->req = req;
 	c->h = h;
 	if (!h->journaled)
 		journal_preimage(v, req, ino);
-	c->io = io_begin(v, ino, h->fd, true);
+	c->io = io_begin(v, ino, h, true);
 	/* The kernel writing back a shared writable mapping is never refused:
 	 * the process wrote that memory already, so a refusal could only lose
 	 * it; and a mapping's pages were read from the file (a READ, which
@@ -645,7 +662,7 @@ static int entry_finish(struct view *v, struct inode *dir, struct inode *ino,
 {
 	if (stage_any(ino)) {
 		/* Being rewritten through the view: its stage is the file. */
-		_io_ io = io_begin(v, ino, -1, false);
+		_io_ io = io_begin(v, ino, NULL, false);
 		if (io.fd >= 0 && stat_fd(io.fd, &e->attr) == 0)
 			stage_attr(ino, &e->attr);
 	}
@@ -784,7 +801,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	if (r < 0) {
 		/* nothing */
 	} else if (fi && S_ISREG(ino->type)) {
-		_io_ io = io_begin(v, ino, fd_of(fi), false);
+		_io_ io = io_begin(v, ino, fh_of(fi), false);
 		r = fstat(io.fd, &st) < 0 ? neg_errno() : 0;
 		if (r == 0 && io.locked)
 			stage_attr(ino, &st);
@@ -991,7 +1008,7 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 		if (resize)
 			journal_preimage(v, req, ino);
 		bool content = valid & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME);
-		_io_ io = io_begin(v, ino, -1, content);
+		_io_ io = io_begin(v, ino, NULL, content);
 		int target = io.fd >= 0 ? io.fd : p.fd;
 		gate_lock(NULL, &t, NULL);
 		if (v->gate && (r = stat_fd(target, &st)) == 0)
@@ -1012,7 +1029,7 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 			view_release(v, ino, NULL);
 		inode_note_attr(v->inodes, ino, attr);
 		if (stage_any(ino)) {
-			_io_ io = io_begin(v, ino, -1, false);
+			_io_ io = io_begin(v, ino, NULL, false);
 			if (io.locked)
 				stage_attr(ino, attr);
 		}
@@ -1428,6 +1445,7 @@ static int fill_open_info(struct view *v, struct inode *ino,
 		close(fd);
 		return -ENOMEM;
 	}
+	h->ino = ino;
 	h->fd = fd;
 	h->writer = writer;
 	h->authorized = authorized;
@@ -1462,6 +1480,15 @@ static void handle_close(struct view *v, struct fuse_file_info *fi)
 	pthread_mutex_unlock(&v->open_files_lock);
 	close(h->fd);
 	free(h);
+}
+
+void ops_refuse_handles(struct view *v, const struct inode *ino)
+{
+	pthread_mutex_lock(&v->open_files_lock);
+	for (struct open_file *h = v->open_files; h; h = h->next)
+		if (h->ino == ino)
+			__atomic_store_n(&h->refused, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&v->open_files_lock);
 }
 
 void ops_close_all(struct view *v)
@@ -1575,7 +1602,7 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 		return p.fd;
 	if (trunc)
 		journal_preimage(v, req, ino);
-	_io_ io = io_begin(v, ino, -1, writer);
+	_io_ io = io_begin(v, ino, NULL, writer);
 	int content = io.fd >= 0 ? io.fd : p.fd;	/* the stage, or the file */
 	bool stageable = false;
 	if (writer && !(fi->flags & O_APPEND) && stage_possible(v, ino)) {
@@ -1655,7 +1682,7 @@ static void handle_release(struct view *v, struct inode *ino,
 			 strerror(-r));
 	/* What this handle wrote is what the kernel cached: the host watch
 	 * must not take the write events for a host-side change. */
-	if (h->writer && fstat(stage_io_fd(ino, h->fd), &st) == 0) {
+	if (h->writer && !h->refused && fstat(stage_io_fd(ino, h->fd), &st) == 0) {
 		inode_note_attr(v->inodes, ino, &st);
 		gate_store(v, ino, &st);
 	}
@@ -1788,7 +1815,7 @@ static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
 	struct view *v = req_view(req);
 	struct stat st;
-	_io_ io = io_begin(v, node(v, id), fd_of(fi), false);
+	_io_ io = io_begin(v, node(v, id), fh_of(fi), false);
 
 	if (v->gate && fstat(io.fd, &st) == 0 && gate_read_is_news(v->gate, &st))
 		return read_and_mark(v, req, node(v, id), io.fd, &st, size, off);
@@ -1884,7 +1911,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t id, int datasync,
 {
 	struct view *v = req_view(req);
 	struct inode *ino = node(v, id);
-	_io_ io = io_begin(v, ino, fd_of(fi), false);
+	_io_ io = io_begin(v, ino, fh_of(fi), false);
 	struct stat st;
 	int r;
 
@@ -1893,7 +1920,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t id, int datasync,
 	else
 		r = (datasync ? fdatasync(io.fd) : fsync(io.fd)) < 0 ? neg_errno() : 0;
 	io.fd = io.locked ? stage_io_fd(ino, fd_of(fi)) : io.fd;
-	if (fh_of(fi)->writer && fstat(io.fd, &st) == 0)
+	if (fh_of(fi)->writer && !handle_refused(fh_of(fi)) && fstat(io.fd, &st) == 0)
 		gate_store(v, ino, &st);
 	reply_status(req, r);
 }
@@ -2219,7 +2246,7 @@ static ssize_t do_xattr(struct view *v, fuse_req_t req, struct inode *ino,
 	if (p.fd < 0)
 		return p.fd;
 	/* While the file has a stage, the stage is the file. */
-	_io_ io = io_begin(v, ino, -1, false);
+	_io_ io = io_begin(v, ino, NULL, false);
 	int target = io.fd >= 0 ? io.fd : p.fd;
 	confine_fd_path(target, path);
 	/* Setting or removing one moves ctime: carry a current mark. */
@@ -2363,7 +2390,7 @@ static void op_lseek(fuse_req_t req, fuse_ino_t id, off_t off, int whence,
 		     struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
-	_io_ io = io_begin(v, node(v, id), fd_of(fi), false);
+	_io_ io = io_begin(v, node(v, id), fh_of(fi), false);
 	off_t r = lseek(io.fd, off, whence);
 
 	if (r < 0)

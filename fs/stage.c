@@ -6,6 +6,7 @@
 #include "home.h"
 #include "inode.h"
 #include "log.h"
+#include "ops.h"
 #include "proc.h"
 #include "view.h"
 #include "watch.h"
@@ -550,9 +551,12 @@ static void conflict_name(const char *name, unsigned n, char out[NAME_MAX + 1])
 
 /* The file at the name is not the version the stage may replace: a
  * person saved it on the host while the thread had it open. Their
- * version stays; the stage is kept as a conflict copy next to the name
- * in PARENT (directory fd PFD, or -1: then it cannot be kept) and takes
- * the file's I/O until its handles are closed. Returns -EACCES. */
+ * version stays and is what the view shows from now on, through the
+ * handles open on the file too, which take no more changes (the kernel
+ * has one page cache per file: they cannot read one version and write
+ * another). The stage is kept as a conflict copy next to the name in
+ * PARENT (directory fd PFD, or -1: then it cannot be kept). Returns
+ * -EACCES. */
 static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent,
 			 int pfd, const char *name, pid_t pid)
 {
@@ -588,7 +592,8 @@ static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent
 			 "changed on the host while open; the agent's version could not be kept (%s)",
 			 strerror(-r));
 	}
-	s->state = STAGE_ORPHAN;
+	ops_refuse_handles(v, ino);
+	stage_free(ino);
 	__atomic_store_n(&ino->stale_pages, true, __ATOMIC_RELEASE);
 	proc_comm(pid, comm);
 	view_path(v, ino, NULL, path, sizeof(path));

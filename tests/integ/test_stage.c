@@ -375,6 +375,50 @@ START_TEST(test_stage_host_edit_while_open_is_never_overwritten)
 }
 END_TEST
 
+/* After a refused save the view shows the person's version at once: to
+ * new opens, to stat, and through the handles open since before, which
+ * take no more changes (a dup of the agent's fd, a RELEASE the kernel
+ * has yet to send). Before, every request on the file went to the
+ * agent's kept copy until its last handle was released. */
+START_TEST(test_stage_refused_save_shows_the_person_version_at_once)
+{
+	const char *v2 = "v2 by the person\n";
+	char buf[32] = "";
+
+	write_v1("held", "v1 text\n");
+	int reader = open(ws("held"), O_RDONLY);
+	ck_assert_int_ge(reader, 0);
+	int fd = open_rw(ws("held"), O_RDWR);
+	put(fd, 0, "A");
+	ck_assert_int_eq(write_file(host("held"), v2), 0);
+	put(fd, 1, "B");
+	int dup_fd = dup(fd);
+	ck_assert_int_eq(close(fd), -1);
+	ck_assert_int_eq(errno, EACCES);
+	ck_assert_str_eq(read_file(ws("held")), v2);
+	ck_assert_int_eq(st_of(ws("held")).st_size, (off_t)strlen(v2));
+	ck_assert_int_eq(pread(reader, buf, sizeof(buf) - 1, 0), (ssize_t)strlen(v2));
+	ck_assert_str_eq(buf, v2);
+	ck_assert_int_eq(pwrite(dup_fd, "C", 1, 2), -1);
+	ck_assert_int_eq(errno, EACCES);
+	ck_assert_int_eq(ftruncate(dup_fd, 0), -1);
+	ck_assert_int_eq(errno, EACCES);
+	ck_assert_int_eq(close(dup_fd), 0);
+	ck_assert_int_eq(close(reader), 0);
+	ck_assert_str_eq(read_file(ws("held")), v2);
+	ck_assert_str_eq(read_file(host("held")), v2);
+	char *copy = conflict_copy("held");
+	ck_assert_msg(copy, "no copy of the agent's version");
+	ck_assert_str_eq(read_file(copy), "AB text\n");
+
+	/* The file takes new changes from new handles, saved over v2. */
+	fd = open_rw(ws("held"), O_RDWR);
+	put(fd, 0, "N");
+	ck_assert_int_eq(close(fd), 0);
+	ck_assert_str_eq(read_file(host("held")), "N2 by the person\n");
+}
+END_TEST
+
 /* The same with a shared writable mapping made before the host edit: the
  * result was a mix (the agent's page over v2's tail). Now v2 stays. */
 START_TEST(test_stage_host_edit_under_a_shared_mapping_is_never_overwritten)
@@ -700,6 +744,7 @@ Suite *suite_view_stage(void)
 	tcase_add_test(tc, test_stage_two_writers_share_the_stage);
 	tcase_add_test(tc, test_stage_shared_writable_mmap_is_published_at_munmap_and_close);
 	tcase_add_test(tc, test_stage_host_edit_while_open_is_never_overwritten);
+	tcase_add_test(tc, test_stage_refused_save_shows_the_person_version_at_once);
 	tcase_add_test(tc, test_stage_host_edit_under_a_shared_mapping_is_never_overwritten);
 	tcase_add_test(tc, test_stage_own_replacement_while_open_is_no_conflict);
 	tcase_add_test(tc, test_stage_hard_linked_files_change_in_place);
