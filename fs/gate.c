@@ -4,6 +4,7 @@
 #include "array.h"
 #include "cleanup.h"
 #include "confine.h"
+#include "lockcheck.h"
 #include "log.h"
 #include "snapshot.h"
 #include "store.h"
@@ -138,6 +139,19 @@ static uint64_t id_hash(dev_t dev, ino_t ino)
 static struct stripe *stripe_of(struct gate *g, dev_t dev, ino_t ino)
 {
 	return &g->stripes[id_hash(dev, ino) % STRIPES];
+}
+
+/* Every stripe lock is a gate lock: a thread holds at most one. */
+static void stripe_lock(pthread_mutex_t *lock)
+{
+	lock_check_take(LOCK_GATE);
+	pthread_mutex_lock(lock);
+}
+
+static void stripe_unlock(pthread_mutex_t *lock)
+{
+	pthread_mutex_unlock(lock);
+	lock_check_drop(LOCK_GATE);
 }
 
 /* The mark slot of (DEV, INO) in its stripe (locked). */
@@ -293,7 +307,7 @@ static void *hasher_main(void *arg)
 			struct store_mark sm;
 			bool put = false;
 
-			pthread_mutex_lock(&s->lock);
+			stripe_lock(&s->lock);
 			struct mark *m = mark_find(s, job->dev, job->ver.ino);
 			if (m && version_eq(&m->ver, &job->ver) && !m->hashed) {
 				memcpy(m->hash, hash, sizeof(hash));
@@ -302,7 +316,7 @@ static void *hasher_main(void *arg)
 				to_store_mark(m, job->path, &sm);
 				put = g->writer != NULL;
 			}
-			pthread_mutex_unlock(&s->lock);
+			stripe_unlock(&s->lock);
 			if (put)
 				store_writer_mark_put(g->writer, &sm);
 		}
@@ -483,10 +497,10 @@ bool gate_read_is_news(struct gate *g, const struct stat *st)
 	struct stripe *s = stripe_of(g, st->st_dev, st->st_ino);
 	struct version v = version_of(st);
 
-	pthread_mutex_lock(&s->lock);
+	stripe_lock(&s->lock);
 	struct mark *m = mark_find(s, st->st_dev, st->st_ino);
 	bool news = !m || !version_eq(&m->ver, &v);
-	pthread_mutex_unlock(&s->lock);
+	stripe_unlock(&s->lock);
 	return news;
 }
 
@@ -539,7 +553,7 @@ void gate_note_read(struct gate *g, const struct stat *st,
 	if (!version_eq(&before, &now) || st->st_dev != after->st_dev)
 		return;		/* changed while read: which version was seen? */
 	struct stripe *s = stripe_of(g, st->st_dev, st->st_ino);
-	pthread_mutex_lock(&s->lock);
+	stripe_lock(&s->lock);
 	struct mark *m = mark_get(s, st->st_dev, st->st_ino);
 	if (m && !version_eq(&m->ver, &now)) {
 		m->ver = now;
@@ -549,7 +563,7 @@ void gate_note_read(struct gate *g, const struct stat *st,
 		to_store_mark(m, path, &sm);
 		put = true;
 	}
-	pthread_mutex_unlock(&s->lock);
+	stripe_unlock(&s->lock);
 	if (put) {
 		if (g->writer)
 			store_writer_mark_put(g->writer, &sm);
@@ -568,7 +582,7 @@ void gate_lock(struct gate *g, struct gate_ticket *t, const struct stat *st)
 	t->dev = st->st_dev;
 	t->ino = st->st_ino;
 	t->lock = &s->lock;
-	pthread_mutex_lock(t->lock);
+	stripe_lock(t->lock);
 	struct mark *m = mark_find(s, t->dev, t->ino);
 	t->was_current = m && version_eq(&m->ver, &v);
 }
@@ -647,14 +661,14 @@ void gate_unlock(struct gate_ticket *t, const struct stat *after, bool content)
 
 	if (same && moves)
 		mark_set(stripe_of(g, t->dev, t->ino), after, now_ns());
-	pthread_mutex_unlock(t->lock);
+	stripe_unlock(t->lock);
 	if (after && !same && moves) {
 		/* The change made a new file (a stage): its mark. */
 		struct stripe *s = stripe_of(g, after->st_dev, after->st_ino);
 
-		pthread_mutex_lock(&s->lock);
+		stripe_lock(&s->lock);
 		mark_set(s, after, now_ns());
-		pthread_mutex_unlock(&s->lock);
+		stripe_unlock(&s->lock);
 	}
 }
 
@@ -673,10 +687,10 @@ void gate_note_listed(struct gate *g, const struct stat *st)
 	if (!g || !g->unlink)
 		return;
 	struct stripe *s = stripe_of(g, st->st_dev, st->st_ino);
-	pthread_mutex_lock(&s->lock);
+	stripe_lock(&s->lock);
 	if (!mark_find(s, st->st_dev, st->st_ino))
 		mark_set(s, st, now_ns());
-	pthread_mutex_unlock(&s->lock);
+	stripe_unlock(&s->lock);
 }
 
 bool gate_dirty(struct gate *g, const struct stat *st)
@@ -684,10 +698,10 @@ bool gate_dirty(struct gate *g, const struct stat *st)
 	if (!g || !g->writer)
 		return false;
 	struct stripe *s = stripe_of(g, st->st_dev, st->st_ino);
-	pthread_mutex_lock(&s->lock);
+	stripe_lock(&s->lock);
 	struct mark *m = mark_find(s, st->st_dev, st->st_ino);
 	bool dirty = m && m->dirty && S_ISREG(st->st_mode);
-	pthread_mutex_unlock(&s->lock);
+	stripe_unlock(&s->lock);
 	return dirty;
 }
 
@@ -699,14 +713,14 @@ void gate_persist(struct gate *g, const struct stat *st, const char *path)
 	if (!g || !g->writer)
 		return;
 	struct stripe *s = stripe_of(g, st->st_dev, st->st_ino);
-	pthread_mutex_lock(&s->lock);
+	stripe_lock(&s->lock);
 	struct mark *m = mark_find(s, st->st_dev, st->st_ino);
 	if (m && m->dirty) {
 		m->dirty = false;
 		to_store_mark(m, path, &sm);
 		put = true;
 	}
-	pthread_mutex_unlock(&s->lock);
+	stripe_unlock(&s->lock);
 	if (put)
 		store_writer_mark_put(g->writer, &sm);
 }

@@ -5,6 +5,7 @@
 #include "gate.h"
 #include "home.h"
 #include "inode.h"
+#include "lockcheck.h"
 #include "log.h"
 #include "ops.h"
 #include "proc.h"
@@ -243,12 +244,14 @@ static pthread_mutex_t *lock_of(struct view *v, struct inode *ino)
 
 void stage_lock(struct view *v, struct inode *ino)
 {
+	lock_check_take(LOCK_STAGE);
 	pthread_mutex_lock(lock_of(v, ino));
 }
 
 void stage_unlock(struct view *v, struct inode *ino)
 {
 	pthread_mutex_unlock(lock_of(v, ino));
+	lock_check_drop(LOCK_STAGE);
 }
 
 bool stage_any(struct inode *ino)

@@ -12,6 +12,7 @@ static const struct {
 	{ "unit_names", suite_unit_names },
 	{ "unit_ids", suite_unit_ids },
 	{ "unit_cleanup", suite_unit_cleanup },
+	{ "unit_lockcheck", suite_unit_lockcheck },
 	{ "unit_quote", suite_unit_quote },
 	{ "unit_paths", suite_unit_paths },
 	{ "unit_inode", suite_unit_inode },

@@ -74,6 +74,7 @@ bool is_unlisted(const char *arg);
 Suite *suite_unit_names(void);
 Suite *suite_unit_ids(void);
 Suite *suite_unit_cleanup(void);
+Suite *suite_unit_lockcheck(void);
 Suite *suite_unit_quote(void);
 Suite *suite_unit_paths(void);
 Suite *suite_unit_inode(void);
