@@ -55,6 +55,8 @@ EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.
               exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/skills.c fs/view.c fs/ops.c fs/watch.c fs/channel.c \
               fs/gate.c fs/stage.c fs/journal.c fs/quota.c $(STORE_SRC)
+# sbx: every file of cli/ (the table of commands in cli/sbx.c, the commands).
+CLI_SRC    := $(wildcard cli/*.c)
 TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \
               $(wildcard tests/unit/*.c) $(wildcard tests/integ/*.c)
 
@@ -89,8 +91,7 @@ $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) -lpthread
 
-$(BIN)/sbx: $(call obj,cli/sbx.c cli/audit.c cli/snapshot.c cli/run.c cli/runlog.c cli/report.c \
-		cli/receipt.c cli/exec.c cli/doctor.c cli/id.c exec/broker.c $(EXEC_SRC) $(STORE_SRC) $(COMMON_SRC))
+$(BIN)/sbx: $(call obj,$(CLI_SRC) exec/broker.c $(EXEC_SRC) $(STORE_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) $(SECCOMP_LIBS) -lpthread
 

@@ -1,9 +1,11 @@
 /* audit.c - sbx audit: the writes the read-before-write gate refused (or,
  * in audit mode, would have refused) for one thread, oldest first. */
+#include "args.h"
 #include "cleanup.h"
-#include "hash.h"
 #include "cli.h"
 #include "diff.h"
+#include "hash.h"
+#include "lookup.h"
 #include "quote.h"
 #include "report.h"
 #include "snapshot.h"

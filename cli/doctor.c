@@ -3,6 +3,7 @@
  * reason when it does not. It only looks: nothing is mounted, no cgroup
  * is made, and a broker of the home keeps running undisturbed.
  */
+#include "args.h"
 #include "cgroup.h"
 #include "cleanup.h"
 #include "cli.h"

@@ -1,4 +1,5 @@
 /* exec.c - sbx broker and sbx exec: the exec broker and its client. */
+#include "args.h"
 #include "broker.h"
 #include "cleanup.h"
 #include "cli.h"

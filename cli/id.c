@@ -1,4 +1,5 @@
 /* id.c - sbx id: the reference's id rules for clients. */
+#include "args.h"
 #include "cli.h"
 #include "ids.h"
 

@@ -1,7 +1,9 @@
 /* receipt.c - sbx present and sbx receipt: which outputs the agent
  * presented during a run, and the delivery receipt run end recorded
  * from them (store/receipt.h, docs/changes.md). */
+#include "args.h"
 #include "cli.h"
+#include "lookup.h"
 #include "quote.h"
 #include "receipt.h"
 #include "report.h"

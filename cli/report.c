@@ -1,6 +1,6 @@
 /* report.c - see report.h. */
 #include "report.h"
-#include "cli.h"
+#include "hash.h"
 #include "output.h"
 #include "quote.h"
 #include "receipt.h"

@@ -2,11 +2,14 @@
  * thread's workspace and outputs, by a snapshot when it begins and one
  * when it ends (store/summary.h), with the text of every text file kept
  * by SHA-256 so the diffs need nothing else. */
+#include "args.h"
 #include "cleanup.h"
 #include "hash.h"
 #include "array.h"
 #include "cli.h"
 #include "control.h"
+#include "lookup.h"
+#include "progress.h"
 #include "receipt.h"
 #include "report.h"
 #include "runlog.h"
@@ -16,7 +19,6 @@
 #include "summary.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,59 +295,6 @@ static int run_begin(int argc, char **argv, const char *home)
 	return 0;
 }
 
-int run_id_parse(const char *command, const char *arg, int64_t *run)
-{
-	char *end;
-
-	*run = strtoll(arg, &end, 10);
-	if (*end || end == arg || *run < 1)
-		return usage_error(command, "'%s' is not a run id (a number printed by sbx run begin)",
-				   arg);
-	return -1;
-}
-
-int run_args_parse(const char *command, const char *usage, int argc, char **argv,
-		   const char *home, bool html, struct run_args *a)
-{
-	static const struct option longopts[] = {
-		{ "format", required_argument, NULL, 'F' },
-		{ "home", required_argument, NULL, 'H' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	const char *format = "text";
-	int c, r;
-
-	memset(a, 0, sizeof(*a));
-	getopt_begin(argv, command);
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		if (c == 'F')
-			format = optarg;
-		else if (c == 'H')
-			home = optarg;
-		else if (c == 'h') {
-			fputs(usage, stdout);
-			return 0;
-		} else {
-			return usage_error(command, NULL);
-		}
-	}
-	if (optind != argc - 1)
-		return usage_error(command, "expected one RUN id");
-	if ((r = run_id_parse(command, argv[optind], &a->run)) >= 0)
-		return r;
-	if (!strcmp(format, "text"))
-		a->format = FORMAT_TEXT;
-	else if (!strcmp(format, "json"))
-		a->format = FORMAT_JSON;
-	else if (html && !strcmp(format, "html"))
-		a->format = FORMAT_HTML;
-	else
-		return usage_error(command, "--format takes %s, not '%s'",
-				   html ? "text, json or html" : "text or json", format);
-	return resolve_home(command, home, a->home, sizeof(a->home)) < 0 ? 2 : -1;
-}
-
 /* Prints run R's summary P (NULL if it has none) as asked. */
 static int print_payload(const struct store_run *r, json_t *p, enum format format)
 {
@@ -400,27 +349,6 @@ static int print_summary(const struct store_run *r, const char *summary,
 		return 1;
 	}
 	return print_payload(r, p, format);
-}
-
-struct store *run_open(const char *command, const char *home, int64_t id,
-		       struct store_run *run)
-{
-	char err[PATH_MAX + 256];
-	struct store *s;
-	int r;
-
-	if (store_open(home, &s, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sbx: %s: %s\n", command, err);
-		return NULL;
-	}
-	r = store_run_get(s, id, run);
-	if (r < 0) {
-		fprintf(stderr, "sbx: %s: %s\n", command, r == -ENOENT
-			? "no such run (see the id sbx run begin printed)" : strerror(-r));
-		store_close(s);
-		return NULL;
-	}
-	return s;
 }
 
 static int run_end(int argc, char **argv, const char *home)

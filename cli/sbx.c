@@ -1,28 +1,22 @@
-/* sbx.c - the sbx command: option handling shared by every subcommand,
- * mount and umount (the other commands live in cli/NAME.c, see cli.h).
+/* sbx.c - the sbx command: the options taken before any command, mount
+ * and umount (the other commands live in cli/NAME.c, see cli.h; the
+ * arguments they share are read by args.c).
  *
  * Errors go to stderr as "sbx: <what failed>: <why>"; exit status 2 for
  * usage errors, 1 for failures.
  */
+#include "args.h"
 #include "cleanup.h"
-#include "hash.h"
 #include "cli.h"
 #include "spawn.h"
-#include "home.h"
-#include "ids.h"
 #include "log.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifndef SBX_VERSION
@@ -76,77 +70,6 @@ static const char umount_usage[] =
 	"detached. Anything else mounted there (not an sbxfs view) is refused.\n"
 	"Uses umount2(2) as root, fusermount3 otherwise.\n";
 
-int usage_error(const char *command, const char *fmt, ...)
-{
-	char label[64], name[64];
-	va_list ap;
-
-	snprintf(label, sizeof(label), "sbx: %s", command);
-	snprintf(name, sizeof(name), "sbx %s", command);
-	va_start(ap, fmt);
-	int r = usage_verror(label, name, fmt, ap);
-	va_end(ap);
-	return r;
-}
-
-void getopt_begin(char **argv, const char *command)
-{
-	/* One command per process: its name can live here. */
-	static char name[64];
-
-	snprintf(name, sizeof(name), "sbx: %s", command);
-	argv[0] = name;
-	optind = 1;
-}
-
-int thread_check(const char *command, const char *home, const char *user,
-		 const char *thread)
-{
-	_cleanup_(closep) int homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	const char *missing = "home";
-	int r = homefd < 0 ? neg_errno() : home_thread_find(homefd, user, thread, &missing);
-
-	if (r == -ENOENT && !strcmp(missing, "home"))
-		fprintf(stderr, "sbx: %s: unknown home %s (no such directory)\n", command, home);
-	else if (r == -ENOENT && !strcmp(missing, "user"))
-		fprintf(stderr, "sbx: %s: unknown user %s (no %s/users/%s)\n", command, user,
-			home, user);
-	else if (r == -ENOENT)
-		fprintf(stderr, "sbx: %s: unknown thread %s/%s (no %s/users/%s/threads/%s)\n",
-			command, user, thread, home, user, thread);
-	else if (r < 0)
-		fprintf(stderr, "sbx: %s: cannot look up thread %s/%s under %s: %s\n", command,
-			user, thread, home, strerror(-r));
-	return r;
-}
-
-int thread_roots_open(const char *command, const char *home, const char *user,
-		      const char *thread, struct thread_roots *roots)
-{
-	_cleanup_(closep) int homefd = -1;
-
-	roots->ws = roots->out = -1;
-	int r = thread_check(command, home, user, thread);
-	if (r < 0)
-		return r;
-	homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	roots->ws = homefd < 0 ? neg_errno()
-		    : home_thread_dir_open(homefd, user, thread, THREAD_WORKSPACE);
-	if (roots->ws < 0) {
-		fprintf(stderr, "sbx: %s: thread %s/%s has no workspace under %s: %s\n",
-			command, user, thread, home, strerror(-roots->ws));
-		return roots->ws;
-	}
-	roots->out = home_thread_dir_open(homefd, user, thread, THREAD_OUTPUTS);
-	return 0;
-}
-
-void thread_roots_close(struct thread_roots *roots)
-{
-	closep(&roots->ws);
-	closep(&roots->out);
-}
-
 /* Matches "--home DIR" (consuming two arguments) or "--home=DIR" at
  * ARGV[*I]; stores DIR in *HOME. Returns 1 if matched, 0 if not, -1 if
  * the value is missing. */
@@ -162,141 +85,6 @@ static int take_home(int argc, char **argv, int *i, const char **home)
 		return -1;
 	*home = argv[++*i];
 	return 1;
-}
-
-int resolve_home(const char *command, const char *home, char *buf, size_t size)
-{
-	if (home && !*home) {
-		fprintf(stderr, "sbx: %s: --home is empty\n", command);
-		return -1;
-	}
-	if (home) {
-		if ((size_t)snprintf(buf, size, "%s", home) < size)
-			return 0;
-		fprintf(stderr, "sbx: %s: the --home path is too long\n", command);
-		return -1;
-	}
-	if (home_default(buf, size) == 0)
-		return 0;
-	fprintf(stderr, "sbx: %s: no home: set --home or $SBX_HOME\n", command);
-	return -1;
-}
-
-char *sha256_hex(const uint8_t h[SHA256_BYTES], char out[SHA256_HEX + 1])
-{
-	for (int i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", h[i]);
-	return out;
-}
-
-int thread_args_parse(const char *command, const char *usage, int argc,
-		      char **argv, const char *home, unsigned takes,
-		      struct thread_args *a)
-{
-	enum { OPT_USER = 256, OPT_THREAD, OPT_FORMAT, OPT_HOME, OPT_MAX, OPT_DIFF };
-	static const struct option longopts[] = {
-		{ "user", required_argument, NULL, OPT_USER },
-		{ "thread", required_argument, NULL, OPT_THREAD },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "home", required_argument, NULL, OPT_HOME },
-		{ "max-files", required_argument, NULL, OPT_MAX },
-		{ "diff", no_argument, NULL, OPT_DIFF },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	/* The options above that each bit of TAKES stands for; one table
-	 * serves every command, those it does not take are unknown to it. */
-	static const struct { int opt; unsigned bit; const char *name; } optional[] = {
-		{ OPT_FORMAT, THREAD_ARGS_FORMAT, "--format" },
-		{ OPT_MAX, THREAD_ARGS_MAX_FILES, "--max-files" },
-		{ OPT_DIFF, THREAD_ARGS_DIFF, "--diff" },
-	};
-	const char *why, *format = "text";
-	char *end;
-	int c;
-
-	memset(a, 0, sizeof(*a));
-	a->max_files = -1;
-	getopt_begin(argv, command);
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		for (size_t i = 0; i < sizeof(optional) / sizeof(optional[0]); i++)
-			if (c == optional[i].opt && !(takes & optional[i].bit))
-				return usage_error(command, "unrecognized option '%s'",
-						   optional[i].name);
-		switch (c) {
-		case OPT_USER:
-			a->user = optarg;
-			break;
-		case OPT_THREAD:
-			a->thread = optarg;
-			break;
-		case OPT_FORMAT:
-			format = optarg;
-			break;
-		case OPT_HOME:
-			home = optarg;
-			break;
-		case OPT_MAX:
-			errno = 0;
-			a->max_files = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || a->max_files < 1)
-				return usage_error(command, "--max-files takes a number of files (1 or more), not '%s'",
-						   optarg);
-			break;
-		case OPT_DIFF:
-			a->diff = true;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		default:
-			return usage_error(command, NULL);
-		}
-	}
-	if (optind < argc)
-		return usage_error(command, "unexpected argument '%s'", argv[optind]);
-	if (!a->user || !a->thread)
-		return usage_error(command, "--user and --thread are required");
-	if (user_id_check(a->user, &why) < 0)
-		return usage_error(command, "invalid user id '%s': %s", a->user, why);
-	if (thread_id_check(a->thread, &why) < 0)
-		return usage_error(command, "invalid thread id '%s': %s", a->thread, why);
-	if (strcmp(format, "text") && strcmp(format, "json"))
-		return usage_error(command, "--format takes text or json, not '%s'", format);
-	a->json = !strcmp(format, "json");
-	if (resolve_home(command, home, a->home, sizeof(a->home)) < 0)
-		return 2;
-	return -1;
-}
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void scan_progress_init(struct scan_progress *p)
-{
-	p->tty = isatty(STDERR_FILENO);
-	p->last_ms = now_ms();
-}
-
-void scan_progress_show(struct scan_progress *p, size_t files)
-{
-	long now = now_ms();
-
-	if (!p->tty || now - p->last_ms < 100)
-		return;
-	p->last_ms = now;
-	fprintf(stderr, "\rscanning: %zu files", files);
-}
-
-void scan_progress_done(struct scan_progress *p)
-{
-	if (p->tty)
-		fputs("\r\033[K", stderr);
 }
 
 static int cmd_umount(int argc, char **argv, const char *home)

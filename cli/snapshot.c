@@ -1,8 +1,12 @@
 /* snapshot.c - sbx snapshot: scan a thread's workspace and outputs by the
  * reference rules (store/snapshot.h), record the result in the store and
  * print it. */
+#include "args.h"
 #include "cleanup.h"
 #include "cli.h"
+#include "hash.h"
+#include "lookup.h"
+#include "progress.h"
 #include "quote.h"
 #include "snapshot.h"
 #include "store.h"

@@ -1,0 +1,186 @@
+/* args.c - how sbx commands read their arguments (args.h). */
+#include "args.h"
+#include "home.h"
+#include "ids.h"
+#include "log.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int resolve_home(const char *command, const char *home, char *buf, size_t size)
+{
+	if (home && !*home) {
+		fprintf(stderr, "sbx: %s: --home is empty\n", command);
+		return -1;
+	}
+	if (home) {
+		if ((size_t)snprintf(buf, size, "%s", home) < size)
+			return 0;
+		fprintf(stderr, "sbx: %s: the --home path is too long\n", command);
+		return -1;
+	}
+	if (home_default(buf, size) == 0)
+		return 0;
+	fprintf(stderr, "sbx: %s: no home: set --home or $SBX_HOME\n", command);
+	return -1;
+}
+
+int usage_error(const char *command, const char *fmt, ...)
+{
+	char label[64], name[64];
+	va_list ap;
+
+	snprintf(label, sizeof(label), "sbx: %s", command);
+	snprintf(name, sizeof(name), "sbx %s", command);
+	va_start(ap, fmt);
+	int r = usage_verror(label, name, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+void getopt_begin(char **argv, const char *command)
+{
+	/* One command per process: its name can live here. */
+	static char name[64];
+
+	snprintf(name, sizeof(name), "sbx: %s", command);
+	argv[0] = name;
+	optind = 1;
+}
+
+int thread_args_parse(const char *command, const char *usage, int argc,
+		      char **argv, const char *home, unsigned takes,
+		      struct thread_args *a)
+{
+	enum { OPT_USER = 256, OPT_THREAD, OPT_FORMAT, OPT_HOME, OPT_MAX, OPT_DIFF };
+	static const struct option longopts[] = {
+		{ "user", required_argument, NULL, OPT_USER },
+		{ "thread", required_argument, NULL, OPT_THREAD },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "home", required_argument, NULL, OPT_HOME },
+		{ "max-files", required_argument, NULL, OPT_MAX },
+		{ "diff", no_argument, NULL, OPT_DIFF },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	/* The options above that each bit of TAKES stands for; one table
+	 * serves every command, those it does not take are unknown to it. */
+	static const struct { int opt; unsigned bit; const char *name; } optional[] = {
+		{ OPT_FORMAT, THREAD_ARGS_FORMAT, "--format" },
+		{ OPT_MAX, THREAD_ARGS_MAX_FILES, "--max-files" },
+		{ OPT_DIFF, THREAD_ARGS_DIFF, "--diff" },
+	};
+	const char *why, *format = "text";
+	char *end;
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	a->max_files = -1;
+	getopt_begin(argv, command);
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		for (size_t i = 0; i < sizeof(optional) / sizeof(optional[0]); i++)
+			if (c == optional[i].opt && !(takes & optional[i].bit))
+				return usage_error(command, "unrecognized option '%s'",
+						   optional[i].name);
+		switch (c) {
+		case OPT_USER:
+			a->user = optarg;
+			break;
+		case OPT_THREAD:
+			a->thread = optarg;
+			break;
+		case OPT_FORMAT:
+			format = optarg;
+			break;
+		case OPT_HOME:
+			home = optarg;
+			break;
+		case OPT_MAX:
+			errno = 0;
+			a->max_files = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || a->max_files < 1)
+				return usage_error(command, "--max-files takes a number of files (1 or more), not '%s'",
+						   optarg);
+			break;
+		case OPT_DIFF:
+			a->diff = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			return usage_error(command, NULL);
+		}
+	}
+	if (optind < argc)
+		return usage_error(command, "unexpected argument '%s'", argv[optind]);
+	if (!a->user || !a->thread)
+		return usage_error(command, "--user and --thread are required");
+	if (user_id_check(a->user, &why) < 0)
+		return usage_error(command, "invalid user id '%s': %s", a->user, why);
+	if (thread_id_check(a->thread, &why) < 0)
+		return usage_error(command, "invalid thread id '%s': %s", a->thread, why);
+	if (strcmp(format, "text") && strcmp(format, "json"))
+		return usage_error(command, "--format takes text or json, not '%s'", format);
+	a->json = !strcmp(format, "json");
+	if (resolve_home(command, home, a->home, sizeof(a->home)) < 0)
+		return 2;
+	return -1;
+}
+
+int run_id_parse(const char *command, const char *arg, int64_t *run)
+{
+	char *end;
+
+	*run = strtoll(arg, &end, 10);
+	if (*end || end == arg || *run < 1)
+		return usage_error(command, "'%s' is not a run id (a number printed by sbx run begin)",
+				   arg);
+	return -1;
+}
+
+int run_args_parse(const char *command, const char *usage, int argc, char **argv,
+		   const char *home, bool html, struct run_args *a)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'F' },
+		{ "home", required_argument, NULL, 'H' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *format = "text";
+	int c, r;
+
+	memset(a, 0, sizeof(*a));
+	getopt_begin(argv, command);
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (c == 'F')
+			format = optarg;
+		else if (c == 'H')
+			home = optarg;
+		else if (c == 'h') {
+			fputs(usage, stdout);
+			return 0;
+		} else {
+			return usage_error(command, NULL);
+		}
+	}
+	if (optind != argc - 1)
+		return usage_error(command, "expected one RUN id");
+	if ((r = run_id_parse(command, argv[optind], &a->run)) >= 0)
+		return r;
+	if (!strcmp(format, "text"))
+		a->format = FORMAT_TEXT;
+	else if (!strcmp(format, "json"))
+		a->format = FORMAT_JSON;
+	else if (html && !strcmp(format, "html"))
+		a->format = FORMAT_HTML;
+	else
+		return usage_error(command, "--format takes %s, not '%s'",
+				   html ? "text, json or html" : "text or json", format);
+	return resolve_home(command, home, a->home, sizeof(a->home)) < 0 ? 2 : -1;
+}

@@ -1,0 +1,76 @@
+/* args.h - how sbx commands read their arguments.
+ *
+ * Every message goes to stderr as "sbx: COMMAND: what is wrong", getopt's
+ * own too (getopt_begin). A usage error ends the command with exit
+ * status 2 and is followed by "Try 'sbx COMMAND --help'." (usage_error);
+ * a --help prints the command's USAGE to stdout and ends it with 0. The
+ * parsers return -1 to go on, else the exit status to end the command
+ * with. In them a --home after the command overrides HOME, the one
+ * given before it; the home is resolved last, after every other check.
+ */
+#ifndef SBX_ARGS_H
+#define SBX_ARGS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Resolves HOME (NULL: the default home) into BUF. Returns 0 or -1 with
+ * a message printed for COMMAND. */
+int resolve_home(const char *command, const char *home, char *buf, size_t size);
+
+/* A usage error of COMMAND: "sbx: COMMAND: MESSAGE" (none if FMT is NULL,
+ * when getopt said it already), then where its help is. Returns 2, the
+ * exit status of usage errors. */
+int usage_error(const char *command, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Readies getopt_long(3) for a new parse of COMMAND's ARGV. getopt's own
+ * messages begin with ARGV[0] (the bare word COMMAND here; a program's
+ * full path); this makes it "sbx: COMMAND", as every other message. */
+void getopt_begin(char **argv, const char *command);
+
+/* The options of a command about one thread: --user ID --thread ID
+ * (required, validated), --home DIR, -h/--help (prints USAGE), and
+ * --format text|json, --max-files N, --diff where a command takes them. */
+struct thread_args {
+	const char *user, *thread;
+	bool json;
+	bool diff;		/* --diff */
+	long max_files;		/* -1 if not given */
+	char home[PATH_MAX];	/* resolved */
+};
+
+/* The options a command takes besides --user, --thread and --home. */
+enum {
+	THREAD_ARGS_MAX_FILES = 1,	/* --max-files N */
+	THREAD_ARGS_DIFF = 2,		/* --diff */
+	THREAD_ARGS_FORMAT = 4,		/* --format text|json */
+};
+
+/* Parses ARGV into A. Returns -1 to go on, else the exit status to end
+ * the command with (0 after --help, 2 for a usage error). */
+int thread_args_parse(const char *command, const char *usage, int argc,
+		      char **argv, const char *home, unsigned takes,
+		      struct thread_args *a);
+
+/* A run id RUN (a number printed by sbx run begin) of COMMAND: -1 to go
+ * on, else 2 after a usage error. */
+int run_id_parse(const char *command, const char *arg, int64_t *run);
+
+/* The options of a command about one run: RUN [--format text|json, and
+ * html if HTML] [--home DIR] [-h|--help]. */
+enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML };
+
+struct run_args {
+	int64_t run;
+	enum format format;
+	char home[PATH_MAX];	/* resolved */
+};
+
+/* Parses ARGV into A. Returns -1 to go on, else the exit status. */
+int run_args_parse(const char *command, const char *usage, int argc, char **argv,
+		   const char *home, bool html, struct run_args *a);
+
+#endif
