@@ -12,6 +12,8 @@
 #ifndef SBX_CLI_H
 #define SBX_CLI_H
 
+int cmd_mount(int argc, char **argv, const char *home);
+int cmd_umount(int argc, char **argv, const char *home);
 int cmd_audit(int argc, char **argv, const char *home);
 int cmd_snapshot(int argc, char **argv, const char *home);
 int cmd_run(int argc, char **argv, const char *home);

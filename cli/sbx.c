@@ -1,23 +1,16 @@
-/* sbx.c - the sbx command: the options taken before any command, mount
- * and umount (the other commands live in cli/NAME.c, see cli.h; the
- * arguments they share are read by args.c).
+/* sbx.c - the sbx command: the options taken before any command, and
+ * sbx help. The commands live in cli/NAME.c (cli.h); the arguments they
+ * share are read by args.c.
  *
  * Errors go to stderr as "sbx: <what failed>: <why>"; exit status 2 for
  * usage errors, 1 for failures.
  */
 #include "args.h"
-#include "cleanup.h"
 #include "cli.h"
-#include "spawn.h"
 #include "log.h"
 
-#include <errno.h>
-#include <getopt.h>
-#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #ifndef SBX_VERSION
 #define SBX_VERSION "0.1.0"
@@ -62,14 +55,6 @@ static const char usage_text[] =
 	"  -h, --help         show this help (sbx COMMAND --help: a command's)\n"
 	"  -V, --version      show the version\n";
 
-static const char umount_usage[] =
-	"Usage: sbx umount [--home DIR] MOUNTPOINT\n"
-	"\n"
-	"Unmounts the view at MOUNTPOINT; its daemon then exits. A stale mount\n"
-	"(\"Transport endpoint is not connected\" after the daemon died) is\n"
-	"detached. Anything else mounted there (not an sbxfs view) is refused.\n"
-	"Uses umount2(2) as root, fusermount3 otherwise.\n";
-
 /* Matches "--home DIR" (consuming two arguments) or "--home=DIR" at
  * ARGV[*I]; stores DIR in *HOME. Returns 1 if matched, 0 if not, -1 if
  * the value is missing. */
@@ -84,77 +69,6 @@ static int take_home(int argc, char **argv, int *i, const char **home)
 	if (*i + 1 >= argc)
 		return -1;
 	*home = argv[++*i];
-	return 1;
-}
-
-static int cmd_umount(int argc, char **argv, const char *home)
-{
-	static const struct option longopts[] = {
-		{ "home", required_argument, NULL, 'H' },	/* unmounting needs none */
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	char type[64];
-	int c, r;
-
-	(void)home;
-	getopt_begin(argv, "umount");
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		if (c == 'h') {
-			fputs(umount_usage, stdout);
-			return 0;
-		}
-		if (c != 'H')
-			return usage_error("umount", NULL);
-	}
-	if (optind != argc - 1)
-		return usage_error("umount", "expected one MOUNTPOINT");
-	const char *mp = argv[optind];
-	/* As root umount2 takes down whatever is there: check first that it
-	 * is a view, its daemon alive or not (a dead one's is still listed). */
-	r = view_mounted_at(mp, type, sizeof(type));
-	if (r == 0) {
-		fprintf(stderr, "sbx: umount: %s is a %s mount, not an sbxfs view: left mounted\n",
-			mp, type);
-		return 1;
-	}
-	if (r < 0) {
-		fprintf(stderr, "sbx: umount: %s: %s\n", mp, r == -EINVAL
-			? "not a mount point (nothing is mounted there)" : strerror(-r));
-		return 1;
-	}
-	r = view_unmount(mp, false);
-	if (r < 0 && geteuid() == 0)
-		fprintf(stderr, "sbx: umount: %s: %s%s\n", mp, strerror(-r),
-			r == -EBUSY ? " (a process still uses it; close it or retry)" : "");
-	else if (r < 0)
-		fprintf(stderr, "sbx: umount: %s: fusermount3 failed (its message is above)\n",
-			mp);
-	return r < 0 ? 1 : 0;
-}
-
-static int cmd_mount(int argc, char **argv, const char *home)
-{
-	char exe[PATH_MAX];
-	_cleanup_(freep) char **args = calloc((size_t)argc + 4, sizeof(char *));
-	int n = 0;
-
-	if (!args)
-		return 1;
-	sibling_program("sbxfs", exe, sizeof(exe));
-	args[n++] = exe;
-	if (home) {
-		args[n++] = "--home";
-		args[n++] = (char *)home;
-	}
-	for (int i = 1; i < argc; i++)
-		args[n++] = argv[i];
-	args[n] = NULL;
-	/* Its help and errors then speak of sbx mount, what was typed. */
-	setenv(SBXFS_NAME_ENV, "sbx mount", 1);
-	execv(exe, args);
-	execvp("sbxfs", args);
-	fprintf(stderr, "sbx: mount: cannot run sbxfs: %s\n", strerror(errno));
 	return 1;
 }
 
