@@ -1,5 +1,5 @@
 /* cli.h - the sbx commands, one file each (cli/NAME.c) and one row each
- * in sbx.c's commands[].
+ * in sbx.c's commands[], which also gives its lines in sbx --help.
  *
  * Each command is cmd_NAME(argc, argv, home): ARGV[0] is the command's
  * name, HOME the --home given before it (or NULL). It returns the exit
@@ -8,6 +8,8 @@
  * its usage, beginning "Usage: sbx NAME", to stdout and returns 0: that
  * is also what sbx help NAME prints. args.h reads the arguments the
  * commands share; lookup.h finds the thread or run a command is about.
+ *
+ * A new command is its file, its line here and its row in commands[].
  */
 #ifndef SBX_CLI_H
 #define SBX_CLI_H

@@ -1,6 +1,6 @@
-/* sbx.c - the sbx command: the options taken before any command, and
- * sbx help. The commands live in cli/NAME.c (cli.h); the arguments they
- * share are read by args.c.
+/* sbx.c - the sbx command: its table of commands, the options taken
+ * before any of them, and sbx help. Each command lives in cli/NAME.c
+ * (cli.h); the arguments they share are read by args.c.
  *
  * Errors go to stderr as "sbx: <what failed>: <why>"; exit status 2 for
  * usage errors, 1 for failures.
@@ -16,44 +16,106 @@
 #define SBX_VERSION "0.1.0"
 #endif
 
-static const char usage_text[] =
+static int cmd_help(int argc, char **argv, const char *home);
+
+/* One row per command, in the order sbx --help lists them. */
+static const struct command {
+	const char *name;
+	int (*run)(int argc, char **argv, const char *home);
+	/* Its lines under "Commands:" in sbx --help, as printed: what it
+	 * does at column 22, on the usage's line if that leaves room. */
+	const char *summary;
+} commands[] = {
+	{ "mount", cmd_mount,
+	  "  mount --user ID --thread ID [sbxfs options] MOUNTPOINT\n"
+	  "                     mount a thread's view (runs sbxfs; see sbx mount --help)\n" },
+	{ "umount", cmd_umount,
+	  "  umount MOUNTPOINT  unmount a view, also one whose daemon died\n" },
+	{ "audit", cmd_audit,
+	  "  audit --user ID --thread ID [--diff] [--format text|json]\n"
+	  "                     list the writes the read-before-write gate refused\n" },
+	{ "snapshot", cmd_snapshot,
+	  "  snapshot --user ID --thread ID [--max-files N] [--format text|json]\n"
+	  "                     record what the thread's workspace and outputs hold\n" },
+	{ "run", cmd_run,
+	  "  run begin --user ID --thread ID [--max-files N]\n"
+	  "                     start a run (a snapshot); prints its id\n"
+	  "  run end RUN [--format text|json|html]\n"
+	  "                     end it: record and print what it changed\n" },
+	{ "changes", cmd_changes,
+	  "  changes RUN [--format text|json|html]\n"
+	  "                     print what an ended run changed\n" },
+	{ "present", cmd_present,
+	  "  present RUN [--tool NAME] PATH...\n"
+	  "                     record outputs the agent presented during a run\n" },
+	{ "receipt", cmd_receipt,
+	  "  receipt RUN [--format text|json]\n"
+	  "                     an ended run's delivery receipt; fails if it\n"
+	  "                     produced outputs and presented none\n" },
+	{ "broker", cmd_broker,
+	  "  broker [--config FILE] [-f] [-d] [--status|--shutdown]\n"
+	  "                     the exec broker: views on demand, commands in them\n" },
+	{ "exec", cmd_exec,
+	  "  exec --user ID --thread ID [--timeout SEC] [--env K=V]...\n"
+	  "       [--channel-user-id ID] [--host] [--scope ID] -- COMMAND\n"
+	  "                     run a command in the thread's view, in a sandbox\n" },
+	{ "doctor", cmd_doctor,
+	  "  doctor [--config FILE] [--format text|json]\n"
+	  "                     what this host allows, which sandbox protections hold\n" },
+	{ "id", cmd_id,
+	  "  id user RAW | id check user|thread ID\n"
+	  "                     the reference's id rules: make_safe_user_id, checks\n" },
+	{ "help", cmd_help,
+	  "  help [COMMAND]     this help, or a command's (as sbx COMMAND --help)\n" },
+};
+
+/* sbx --help: the commands' summaries between these two. */
+static const char usage_head[] =
 	"Usage: sbx COMMAND [options]\n"
 	"\n"
-	"Commands:\n"
-	"  mount --user ID --thread ID [sbxfs options] MOUNTPOINT\n"
-	"                     mount a thread's view (runs sbxfs; see sbx mount --help)\n"
-	"  umount MOUNTPOINT  unmount a view, also one whose daemon died\n"
-	"  audit --user ID --thread ID [--diff] [--format text|json]\n"
-	"                     list the writes the read-before-write gate refused\n"
-	"  snapshot --user ID --thread ID [--max-files N] [--format text|json]\n"
-	"                     record what the thread's workspace and outputs hold\n"
-	"  run begin --user ID --thread ID [--max-files N]\n"
-	"                     start a run (a snapshot); prints its id\n"
-	"  run end RUN [--format text|json|html]\n"
-	"                     end it: record and print what it changed\n"
-	"  changes RUN [--format text|json|html]\n"
-	"                     print what an ended run changed\n"
-	"  present RUN [--tool NAME] PATH...\n"
-	"                     record outputs the agent presented during a run\n"
-	"  receipt RUN [--format text|json]\n"
-	"                     an ended run's delivery receipt; fails if it\n"
-	"                     produced outputs and presented none\n"
-	"  broker [--config FILE] [-f] [-d] [--status|--shutdown]\n"
-	"                     the exec broker: views on demand, commands in them\n"
-	"  exec --user ID --thread ID [--timeout SEC] [--env K=V]...\n"
-	"       [--channel-user-id ID] [--host] [--scope ID] -- COMMAND\n"
-	"                     run a command in the thread's view, in a sandbox\n"
-	"  doctor [--config FILE] [--format text|json]\n"
-	"                     what this host allows, which sandbox protections hold\n"
-	"  id user RAW | id check user|thread ID\n"
-	"                     the reference's id rules: make_safe_user_id, checks\n"
-	"  help [COMMAND]     this help, or a command's (as sbx COMMAND --help)\n"
+	"Commands:\n";
+
+static const char usage_tail[] =
 	"\n"
 	"Options for every command (before or after it):\n"
 	"  --home DIR         $SBX_HOME (default: $SBX_HOME, else /var/lib/sbxfs for\n"
 	"                     root, else $XDG_DATA_HOME/sbxfs or ~/.local/share/sbxfs)\n"
 	"  -h, --help         show this help (sbx COMMAND --help: a command's)\n"
 	"  -V, --version      show the version\n";
+
+static void usage_print(FILE *out)
+{
+	fputs(usage_head, out);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fputs(commands[i].summary, out);
+	fputs(usage_tail, out);
+}
+
+static const struct command *command_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+/* sbx help [COMMAND]: the same as sbx --help or sbx COMMAND --help. */
+static int cmd_help(int argc, char **argv, const char *home)
+{
+	const struct command *c = argc == 2 ? command_find(argv[1]) : NULL;
+
+	if (argc > 2)
+		return usage_error("help", "expected at most one COMMAND");
+	if (argc == 1 || (c && c->run == cmd_help) || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "-h")) {
+		usage_print(stdout);
+		return 0;
+	}
+	if (!c)
+		return usage_error("help", "unknown command '%s'", argv[1]);
+	char *args[] = { argv[1], "--help", NULL };
+	return c->run(2, args, home);
+}
 
 /* Matches "--home DIR" (consuming two arguments) or "--home=DIR" at
  * ARGV[*I]; stores DIR in *HOME. Returns 1 if matched, 0 if not, -1 if
@@ -72,53 +134,6 @@ static int take_home(int argc, char **argv, int *i, const char **home)
 	return 1;
 }
 
-static int cmd_help(int argc, char **argv, const char *home);
-
-static const struct command {
-	const char *name;
-	int (*run)(int argc, char **argv, const char *home);
-} commands[] = {
-	{ "mount", cmd_mount },
-	{ "umount", cmd_umount },
-	{ "audit", cmd_audit },
-	{ "snapshot", cmd_snapshot },
-	{ "run", cmd_run },
-	{ "changes", cmd_changes },
-	{ "present", cmd_present },
-	{ "receipt", cmd_receipt },
-	{ "broker", cmd_broker },
-	{ "exec", cmd_exec },
-	{ "doctor", cmd_doctor },
-	{ "id", cmd_id },
-	{ "help", cmd_help },
-};
-
-static const struct command *command_find(const char *name)
-{
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(commands[i].name, name))
-			return &commands[i];
-	return NULL;
-}
-
-/* sbx help [COMMAND]: the same as sbx --help or sbx COMMAND --help. */
-static int cmd_help(int argc, char **argv, const char *home)
-{
-	const struct command *c = argc == 2 ? command_find(argv[1]) : NULL;
-
-	if (argc > 2)
-		return usage_error("help", "expected at most one COMMAND");
-	if (argc == 1 || c == command_find("help") || !strcmp(argv[1], "--help") ||
-	    !strcmp(argv[1], "-h")) {
-		fputs(usage_text, stdout);
-		return 0;
-	}
-	if (!c)
-		return usage_error("help", "unknown command '%s'", argv[1]);
-	char *args[] = { argv[1], "--help", NULL };
-	return c->run(2, args, home);
-}
-
 int main(int argc, char **argv)
 {
 	const struct command *cmd;
@@ -130,7 +145,7 @@ int main(int argc, char **argv)
 		int h;
 
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(usage_text, stdout);
+			usage_print(stdout);
 			return 0;
 		}
 		if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
@@ -150,7 +165,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (i >= argc) {
-		fputs(usage_text, stderr);
+		usage_print(stderr);
 		return 2;
 	}
 	cmd = command_find(argv[i]);
