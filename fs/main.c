@@ -647,6 +647,13 @@ static int services_start(const struct view_config *cfg, struct view *v)
 	return 0;
 }
 
+/* Frees the view and what main() attached to it. */
+static void view_end(struct view *v)
+{
+	stage_close(v);
+	view_close(v);
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
@@ -683,7 +690,7 @@ int main(int argc, char **argv)
 	}
 	if (stage_setup(&v, &o.view, err, sizeof(err)) < 0) {
 		log_error("%s", err);
-		view_close(&v);
+		view_end(&v);
 		return 1;
 	}
 	if (o.view.host_watch && o.view.timeout_watched > o.view.timeout) {
@@ -705,7 +712,7 @@ int main(int argc, char **argv)
 		logfd = open_log(&o);
 		if (logfd < 0) {
 			log_error("cannot open the log file: %s", strerror(-logfd));
-			view_close(&v);
+			view_end(&v);
 			return 1;
 		}
 		if (pipe2(pipefd, O_CLOEXEC) < 0) {
@@ -721,7 +728,7 @@ int main(int argc, char **argv)
 			close(pipefd[1]);
 			r = wait_ready(pipefd[0], pid, o.mountpoint, o.log_file);
 			watch_free(v.watch);
-			view_close(&v);
+			view_end(&v);
 			return r;
 		}
 		close(pipefd[0]);
@@ -731,7 +738,7 @@ int main(int argc, char **argv)
 	se = session_new(&o, &v);
 	if (!se) {
 		log_error("invalid FUSE options '%s'", o.fuse_opts);
-		view_close(&v);
+		view_end(&v);
 		return 1;
 	}
 	v.session = se;
@@ -739,7 +746,7 @@ int main(int argc, char **argv)
 	    fuse_session_mount(se, o.mountpoint) != 0) {
 		log_error("cannot mount %s (see the message above)", o.mountpoint);
 		fuse_session_destroy(se);
-		view_close(&v);
+		view_end(&v);
 		return 1;
 	}
 	if ((r = channel_install(se, &v)) < 0)
@@ -773,7 +780,7 @@ int main(int argc, char **argv)
 		log_error("cannot start the read-before-write gate: out of memory");
 		fuse_session_unmount(se);
 		fuse_session_destroy(se);
-		view_close(&v);
+		view_end(&v);
 		return 1;
 	}
 	log_info("mounted %s/%s at %s (read-before-write: %s%s)", o.view.user,
@@ -790,7 +797,7 @@ int main(int argc, char **argv)
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
 	ops_close_all(&v);
-	view_close(&v);
+	view_end(&v);
 	/* libfuse reports the signal that ended the loop as its result. */
 	bool clean = r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP;
 	log_info("unmounted %s (%s)", o.mountpoint, clean ? "clean" : "loop error");

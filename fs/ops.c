@@ -218,14 +218,6 @@ static bool in_uploads(struct view *v, struct inode *dir)
 	return root && root->uploads;
 }
 
-/* True for the staging area at the top of a --mount root (stage.h): it is
- * not part of the view. */
-static bool is_stage_area(const struct inode *dir, const char *name)
-{
-	return dir->root && dir->root->stage_hidden &&
-	       !strcmp(name, STAGE_HIDDEN_NAME);
-}
-
 /* Logs a refused request with enough context to act on it. */
 static void log_refusal(struct view *v, fuse_req_t req, struct inode *dir,
 			const char *name, const char *op, const char *why)
@@ -341,7 +333,7 @@ static int check_new_name(struct view *v, fuse_req_t req, struct inode *dir,
 
 	if (!confine_name_ok(name))
 		return -EINVAL;
-	if (is_stage_area(dir, name)) {
+	if (stage_area_name(v, dir, name)) {
 		log_refusal(v, req, dir, name, op, "the name is the view's staging area");
 		return -EINVAL;
 	}
@@ -710,7 +702,7 @@ static int do_lookup(struct view *v, struct inode *dir, const char *name,
 		}
 		return -ENOENT;
 	}
-	if (!confine_name_ok(name) || is_stage_area(dir, name))
+	if (!confine_name_ok(name) || stage_area_name(v, dir, name))
 		return -ENOENT;
 	if (name_is_upload_staging(name) && in_uploads(v, dir))
 		return -ENOENT;		/* the uploader's staging files */
@@ -1163,7 +1155,7 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return reply_status(req, r);
 	if (!confine_name_ok(name))
 		return reply_status(req, -EINVAL);
-	if (is_stage_area(dir, name))
+	if (stage_area_name(v, dir, name))
 		return reply_status(req, -ENOENT);
 	_pinned_ p = pin(v, dir);
 	if (p.fd < 0)
@@ -1263,7 +1255,7 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 		return -EXDEV;
 	if (!confine_name_ok(name))
 		return -EINVAL;
-	if (is_stage_area(from, name))
+	if (stage_area_name(v, from, name))
 		return -ENOENT;
 	_pinned_ pf = pin(v, from);
 	if (pf.fd < 0)
@@ -1564,7 +1556,7 @@ static int may_stage(struct view *v, fuse_req_t req, struct inode *ino,
 		why = "it is set-user-ID or set-group-ID";
 	else if (getxattr(path, "security.capability", NULL, 0) >= 0)
 		why = "it carries a file capability (security.capability)";
-	if (why && v->staging_strict) {
+	if (why && stage_strict(v)) {
 		log_refusal(v, req, ino, NULL, "write-open", why);
 		return -EPERM;
 	}
@@ -1575,7 +1567,7 @@ static int may_stage(struct view *v, fuse_req_t req, struct inode *ino,
 		return dfd;
 	r = caller_may_write_dir(v, req, dfd);
 	inode_unpin(v->inodes, parent);
-	if (r == -EACCES && !v->staging_strict)
+	if (r == -EACCES && !stage_strict(v))
 		return 1;
 	return r;
 }
@@ -2067,7 +2059,7 @@ static int readdir_backing(struct view *v, fuse_req_t req, struct inode *dir,
 		}
 		struct dirent *de = d->pending;
 		if (!(d->uploads && name_is_upload_staging(de->d_name)) &&
-		    !is_stage_area(dir, de->d_name) &&
+		    !stage_area_name(v, dir, de->d_name) &&
 		    !(skills && view_skill_check(v, dir, de->d_name, skill,
 						 sizeof(skill)) < 0)) {
 			size_t n = emit_entry(v, req, dir, plus, de->d_name,

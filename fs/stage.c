@@ -12,10 +12,12 @@
 #include "view.h"
 #include "watch.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/fs.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,24 @@
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
+
+#define STAGE_LOCKS 64
+
+/* The staging area of one read-write domain. */
+struct stage_area {
+	int fd;				/* O_PATH, or -1: changes go in place */
+	bool tmpfile;			/* it supports O_TMPFILE */
+	/* The root at whose top it was opened (STAGE_HIDDEN_NAME, hidden
+	 * from the view even where the area is not used); NULL: the
+	 * thread's own .stage, or none. */
+	const struct root *hidden;
+};
+
+struct stager {
+	bool staging, strict;
+	pthread_mutex_t locks[STAGE_LOCKS];
+	struct stage_area areas[VIEW_MAX_ROOTS];	/* by domain */
+};
 
 enum stage_state {
 	STAGE_ACTIVE,		/* holds unpublished changes */
@@ -123,14 +143,16 @@ static void sweep(int area, const char *where)
 /* The area of a domain whose first read-write root is R, when the
  * thread's own area is on another filesystem: a hidden directory at the
  * top of R, per user and thread (one host directory may be mounted into
- * several threads' views). Made if CREATE, else only opened. */
-static int hidden_area(struct root *r, const struct view_config *cfg, bool create)
+ * several threads' views). Made if CREATE, else only opened; once it
+ * exists, A hides it. */
+static int hidden_area(struct stage_area *a, const struct root *r,
+		       const struct view_config *cfg, bool create)
 {
 	const char *const path[] = { STAGE_HIDDEN_NAME, cfg->user, cfg->thread };
 	int fd = dir_chain_open(r->top->fd, path, 3, create);
 
 	if (fd >= 0)
-		r->stage_hidden = true;
+		a->hidden = r;
 	return fd;
 }
 
@@ -154,33 +176,48 @@ static int thread_area(const struct view_config *cfg, bool create)
 	return home < 0 ? home : dir_chain_open(home, path, 5, create);
 }
 
+static void stager_free(struct stager *sg)
+{
+	if (!sg)
+		return;
+	for (size_t d = 0; d < VIEW_MAX_ROOTS; d++)
+		closep(&sg->areas[d].fd);
+	for (size_t i = 0; i < STAGE_LOCKS; i++)
+		pthread_mutex_destroy(&sg->locks[i]);
+	free(sg);
+}
+
 int stage_setup(struct view *v, const struct view_config *cfg, char *err,
 		size_t errlen)
 {
 	_cleanup_(closep) int own = -1;
+	struct stager *sg = calloc(1, sizeof(*sg));
 
+	if (!sg) {
+		snprintf(err, errlen, "cannot set up staging: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < STAGE_LOCKS; i++)
-		pthread_mutex_init(&v->stage_locks[i], NULL);
-	for (size_t d = 0; d < v->ndomains; d++)
-		v->domains[d].stage_fd = -1;
-	v->staging = cfg->staging;
-	v->staging_strict = cfg->staging && cfg->staging_strict;
+		pthread_mutex_init(&sg->locks[i], NULL);
+	for (size_t d = 0; d < VIEW_MAX_ROOTS; d++)
+		sg->areas[d].fd = -1;
+	sg->staging = cfg->staging;
+	sg->strict = cfg->staging && cfg->staging_strict;
 	/* Unstaged, the areas that exist are still opened: stage_sweep()
 	 * removes what an earlier mount that staged left there. */
-	own = thread_area(cfg, v->staging);
-	if (own < 0 && !v->staging)
-		return 0;
-	if (own < 0) {
+	own = thread_area(cfg, sg->staging);
+	if (own < 0 && sg->staging) {
 		snprintf(err, errlen, "cannot create the staging area %s/users/%s/threads/%s/.stage: %s",
 			 cfg->home, cfg->user, cfg->thread, strerror(-own));
+		stager_free(sg);
 		return own;
 	}
-	for (size_t d = 0; d < v->ndomains; d++) {
-		struct domain *dom = &v->domains[d];
-		struct root *first = NULL;
+	for (size_t d = 0; own >= 0 && d < v->ndomains; d++) {
+		struct stage_area *a = &sg->areas[d];
+		const struct root *first = NULL;
 		int area;
 
-		if (dom->read_only)
+		if (v->domains[d].read_only)
 			continue;
 		for (size_t i = 0; i < v->nroots && !first; i++)
 			if (v->roots[i].top->domain == d)
@@ -190,8 +227,8 @@ int stage_setup(struct view *v, const struct view_config *cfg, char *err,
 		if (same_mount(own, first->top->fd))
 			area = fcntl(own, F_DUPFD_CLOEXEC, 0);
 		else
-			area = hidden_area(first, cfg, v->staging);
-		if (area < 0 && !v->staging)
+			area = hidden_area(a, first, cfg, sg->staging);
+		if (area < 0 && !sg->staging)
 			continue;
 		if (area < 0 || !same_mount(area, first->top->fd)) {
 			log_warn("changes under %s are written in place, not staged: no staging area on its filesystem (%s)",
@@ -200,37 +237,57 @@ int stage_setup(struct view *v, const struct view_config *cfg, char *err,
 				close(area);
 			continue;
 		}
-		dom->stage_fd = area;
-		dom->stage_tmpfile = tmpfile_works(area);
-		dom->stage_root = first->stage_hidden ? first : NULL;
+		a->fd = area;
+		a->tmpfile = tmpfile_works(area);
 	}
+	v->stager = sg;
 	return 0;
 }
 
 void stage_sweep(struct view *v, const struct view_config *cfg)
 {
+	struct stager *sg = v->stager;
 	char where[PATH_MAX + 32];
 
-	for (size_t d = 0; d < v->ndomains; d++) {
-		const struct domain *dom = &v->domains[d];
+	for (size_t d = 0; sg && d < v->ndomains; d++) {
+		struct stage_area *a = &sg->areas[d];
 
-		if (dom->stage_fd < 0)
+		if (a->fd < 0)
 			continue;
-		if (dom->stage_root)
-			snprintf(where, sizeof(where), "%s/%s/%s/%s", dom->stage_root->host,
+		if (a->hidden)
+			snprintf(where, sizeof(where), "%s/%s/%s/%s", a->hidden->host,
 				 STAGE_HIDDEN_NAME, cfg->user, cfg->thread);
 		else
 			snprintf(where, sizeof(where), "the thread's .stage");
-		sweep(dom->stage_fd, where);
-		if (!v->staging)
-			closep(&v->domains[d].stage_fd);	/* nothing goes there */
+		sweep(a->fd, where);
+		if (!sg->staging)
+			closep(&a->fd);	/* nothing goes there */
 	}
 }
 
 bool stage_possible(struct view *v, struct inode *ino)
 {
-	return v->staging && S_ISREG(ino->type) &&
-	       v->domains[ino->domain].stage_fd >= 0;
+	return v->stager->staging && S_ISREG(ino->type) &&
+	       v->stager->areas[ino->domain].fd >= 0;
+}
+
+bool stage_strict(const struct view *v)
+{
+	return v->stager->strict;
+}
+
+bool stage_area_name(const struct view *v, const struct inode *dir,
+		     const char *name)
+{
+	return dir->root && v->stager->areas[dir->domain].hidden == dir->root &&
+	       !strcmp(name, STAGE_HIDDEN_NAME);
+}
+
+/* The area of INO's domain (it has one: stage_possible()). */
+static const struct stage_area *area_of(const struct view *v,
+					const struct inode *ino)
+{
+	return &v->stager->areas[ino->domain];
 }
 
 /* ---- locking ------------------------------------------------------------ */
@@ -239,7 +296,7 @@ static pthread_mutex_t *lock_of(struct view *v, struct inode *ino)
 {
 	uintptr_t h = (uintptr_t)ino;
 
-	return &v->stage_locks[(h >> 6 ^ h >> 12) % STAGE_LOCKS];
+	return &v->stager->locks[(h >> 6 ^ h >> 12) % STAGE_LOCKS];
 }
 
 void stage_lock(struct view *v, struct inode *ino)
@@ -407,28 +464,28 @@ static int copy_content(int fd, int rfd)
 /* A new file in the area with permission bits MODE: unnamed if the
  * filesystem has O_TMPFILE, else under a random name written into NAME.
  * (The area is 0700: nobody else reaches it whatever MODE says.) */
-static int area_create(const struct domain *dom, mode_t mode, char name[40])
+static int area_create(const struct stage_area *a, mode_t mode, char name[40])
 {
 	uint64_t r;
 	int fd;
 
 	name[0] = '\0';
-	if (dom->stage_tmpfile) {
-		fd = openat(dom->stage_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+	if (a->tmpfile) {
+		fd = openat(a->fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
 		if (fd >= 0 || errno != EOPNOTSUPP)
 			return fd < 0 ? neg_errno() : fd;
 	}
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		return -EIO;
 	snprintf(name, 40, "stage-%016" PRIx64, r);
-	fd = openat(dom->stage_fd, name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW |
+	fd = openat(a->fd, name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW |
 		    O_CLOEXEC, mode);
 	return fd < 0 ? neg_errno() : fd;
 }
 
 int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 {
-	const struct domain *dom = &v->domains[ino->domain];
+	const struct stage_area *a = area_of(v, ino);
 	struct stat st;
 	struct stage *s;
 	int fd, r;
@@ -451,7 +508,7 @@ int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 	if (!s)
 		return -ENOMEM;
 	s->pin = -1;
-	fd = area_create(dom, st.st_mode & 0777, s->name);
+	fd = area_create(a, st.st_mode & 0777, s->name);
 	if (fd < 0) {
 		free(s);
 		return fd;
@@ -462,7 +519,7 @@ int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 	if (r < 0) {
 		close(fd);
 		if (s->name[0])
-			unlinkat(dom->stage_fd, s->name, 0);
+			unlinkat(a->fd, s->name, 0);
 		free(s);
 		return r;
 	}
@@ -502,7 +559,7 @@ static void discard(struct view *v, struct inode *ino)
 	__atomic_store_n(&ino->stale_pages, true, __ATOMIC_RELEASE);
 
 	if (s->name[0])
-		unlinkat(v->domains[ino->domain].stage_fd, s->name, 0);
+		unlinkat(area_of(v, ino)->fd, s->name, 0);
 	stage_free(ino);
 }
 
@@ -519,7 +576,7 @@ static int area_link(struct view *v, struct inode *ino)
 		return -EIO;
 	snprintf(s->name, sizeof(s->name), "publish-%016" PRIx64, r);
 	confine_fd_path(s->fd, path);
-	if (linkat(AT_FDCWD, path, v->domains[ino->domain].stage_fd, s->name,
+	if (linkat(AT_FDCWD, path, area_of(v, ino)->fd, s->name,
 		   AT_SYMLINK_FOLLOW) < 0) {
 		s->name[0] = '\0';
 		return neg_errno();
@@ -564,7 +621,7 @@ static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent
 			 int pfd, const char *name, pid_t pid)
 {
 	struct stage *s = ino->stage;
-	int area = v->domains[ino->domain].stage_fd;
+	int area = area_of(v, ino)->fd;
 	char copy[NAME_MAX + 1], path[PATH_MAX], kept[PATH_MAX], comm[COMM_MAX];
 	char reason[PATH_MAX + 64];
 	struct stat st;
@@ -715,7 +772,7 @@ int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
 	gate_lock(v->gate, &t, &before);
 	watch_expect(v->watch, parent, name, true);
 	view_names_lock(v, parent, true);
-	r = renameat(v->domains[ino->domain].stage_fd, s->name, pfd, name) < 0
+	r = renameat(area_of(v, ino)->fd, s->name, pfd, name) < 0
 		    ? neg_errno() : 0;
 	if (r < 0) {
 		view_names_unlock(v, parent);
@@ -755,4 +812,42 @@ void stage_drop(struct view *v, struct inode *ino)
 		discard(v, ino);
 	else
 		stage_free(ino);
+}
+
+/* ---- the end ------------------------------------------------------------ */
+
+/* No request runs any more (stage_close()), so nobody holds INO's lock:
+ * it is taken all the same, as stage_drop() requires, but with trylock.
+ * inode_table_each() calls this with the table lock held, and everywhere
+ * else the stage lock comes first and the table lock inside it; a
+ * blocking lock here would be the reverse order, a trylock cannot wait
+ * for anyone. Failing it would mean a request is still running. */
+static void drop_stage(void *arg, struct inode *ino)
+{
+	struct view *v = arg;
+	pthread_mutex_t *lock = lock_of(v, ino);
+	int r;
+
+	if (!ino->stage)
+		return;
+	r = pthread_mutex_trylock(lock);
+	assert(r == 0);
+	if (r != 0)
+		return;		/* with NDEBUG: leave it to the exit */
+	lock_check_take(LOCK_STAGE);
+	stage_drop(v, ino);
+	pthread_mutex_unlock(lock);
+	lock_check_drop(LOCK_STAGE);
+}
+
+void stage_close(struct view *v)
+{
+	if (!v->stager)
+		return;
+	/* Handles the kernel never released (a lazy unmount): their
+	 * unpublished changes go, as with a crash. */
+	if (v->inodes)
+		inode_table_each(v->inodes, drop_stage, v);
+	stager_free(v->stager);
+	v->stager = NULL;
 }

@@ -33,6 +33,11 @@
  * that inode. The lock is one of a fixed set of striped mutexes; take it
  * before the file's gate lock (publication takes the gate lock inside
  * it), never the other way round, and hold one at a time.
+ *
+ * The locks, the staging areas (one per read-write domain) and the mode
+ * are this module's own (struct stager, private to stage.c): the view
+ * holds a pointer to them, made by stage_setup() and freed by
+ * stage_close().
  */
 #ifndef SBX_STAGE_H
 #define SBX_STAGE_H
@@ -50,19 +55,33 @@ struct view_config;
  * that is not on the thread's filesystem (hidden from the view). */
 #define STAGE_HIDDEN_NAME ".sbxfs-stage"
 
-/* Opens (creating if missing) the staging area of every read-write
- * domain. A domain without an area writes in place (logged). Unstaged
- * (--staging=off), the areas that exist are opened for the sweep only.
- * Returns 0 or -errno with a reason in ERR. */
+/* Sets up V's staging (v->stager), after view_open(): opens (creating if
+ * missing) the staging area of every read-write domain. A domain without
+ * an area writes in place (logged). Unstaged (--staging=off), the areas
+ * that exist are opened for the sweep only. Returns 0 or -errno with a
+ * reason in ERR (v->stager is then NULL). */
 int stage_setup(struct view *v, const struct view_config *cfg, char *err,
 		size_t errlen);
 /* Removes what an interrupted save left in the areas of CFG's thread,
  * logging each, whether this mount stages or not. */
 void stage_sweep(struct view *v, const struct view_config *cfg);
+/* Ends V's staging, before view_close() and once no request can run any
+ * more (after the loop, or before it started): the stages of handles the
+ * kernel never released (a lazy unmount) are dropped, their unpublished
+ * changes lost as with a crash; the areas are closed. No-op without
+ * stage_setup(). */
+void stage_close(struct view *v);
 
 /* True if changes to INO (a regular file in a read-write root) through
  * a handle may be staged. */
 bool stage_possible(struct view *v, struct inode *ino);
+/* --staging=strict: what cannot be staged is refused, not written in
+ * place. */
+bool stage_strict(const struct view *v);
+/* True if NAME in DIR is a staging area (STAGE_HIDDEN_NAME at the top of
+ * a --mount root): it is not part of the view. */
+bool stage_area_name(const struct view *v, const struct inode *dir,
+		     const char *name);
 
 void stage_lock(struct view *v, struct inode *ino);
 void stage_unlock(struct view *v, struct inode *ino);

@@ -1,7 +1,6 @@
 /* view.c - see view.h. */
 #include "view.h"
 #include "quota.h"
-#include "stage.h"
 #include "cleanup.h"
 #include "confine.h"
 #include "log.h"
@@ -129,8 +128,7 @@ static uint16_t domain_for(struct view *v, const struct stat *st, bool ro)
 			if (v->domains[d].devidx >= devidx)
 				devidx = (uint16_t)(v->domains[d].devidx + 1);
 	v->domains[v->ndomains] = (struct domain){ .dev = st->st_dev, .read_only = ro,
-						   .devidx = devidx, .stage_fd = -1,
-						   .stage_root = NULL };
+						   .devidx = devidx };
 	return (uint16_t)v->ndomains++;
 }
 
@@ -336,7 +334,7 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 	char host[PATH_MAX];
 
 	memset(v, 0, sizeof(*v));
-	for (size_t i = 0; i < STAGE_LOCKS; i++)
+	for (size_t i = 0; i < VIEW_NAME_LOCKS; i++)
 		pthread_rwlock_init(&v->name_locks[i], NULL);
 	pthread_mutex_init(&v->caller.lock, NULL);
 	pthread_mutex_init(&v->open_files_lock, NULL);
@@ -451,23 +449,8 @@ void view_release(struct view *v, struct inode *ino, const struct stat *st)
 	quota_release(v->quota, last ? (uint64_t)st->st_blocks * 512 : 0, last ? 1 : 0);
 }
 
-static void drop_stage(void *arg, struct inode *ino)
-{
-	if (ino->stage)
-		stage_drop(arg, ino);
-}
-
 void view_close(struct view *v)
 {
-	/* Handles the kernel never released (a lazy unmount): their
-	 * unpublished changes go, as with a crash. */
-	if (v->inodes)
-		inode_table_each(v->inodes, drop_stage, v);
-	for (size_t d = 0; d < v->ndomains; d++)
-		if (v->domains[d].stage_fd >= 0) {
-			close(v->domains[d].stage_fd);
-			v->domains[d].stage_fd = -1;
-		}
 	inode_table_free(v->inodes);
 	v->inodes = NULL;
 	skills_free(v->skills);
@@ -480,7 +463,7 @@ static pthread_rwlock_t *names_lock_of(struct view *v, struct inode *dir)
 {
 	uintptr_t h = (uintptr_t)dir;
 
-	return &v->name_locks[(h >> 6 ^ h >> 12) % STAGE_LOCKS];
+	return &v->name_locks[(h >> 6 ^ h >> 12) % VIEW_NAME_LOCKS];
 }
 
 void view_names_lock(struct view *v, struct inode *dir, bool exclusive)

@@ -43,11 +43,12 @@
 
 struct fuse_session;
 struct quota;
+struct stager;
 
 #define VIEW_MAX_MOUNTS 32
 #define VIEW_SKILL_CATEGORIES 4
 #define VIEW_MAX_ROOTS (4 + VIEW_SKILL_CATEGORIES + VIEW_MAX_MOUNTS)
-#define STAGE_LOCKS 64
+#define VIEW_NAME_LOCKS 64
 
 /* One --mount /mnt/NAME=HOSTDIR[:ro|:rw]. */
 struct mount_spec {
@@ -89,7 +90,6 @@ struct root {
 	char host[PATH_MAX];		/* for messages only, never for access */
 	bool read_only;
 	bool uploads;
-	bool stage_hidden;		/* holds STAGE_HIDDEN_NAME at its top */
 	bool counted;			/* the thread's own: under its quota */
 	/* A skill category: its skills are the directories this deep
 	 * (1; 2 for integrations/PROVIDER/SKILL), SKILL_SCOPE's file says
@@ -115,10 +115,6 @@ struct domain {
 	dev_t dev;
 	bool read_only;
 	uint16_t devidx;		/* distinct backing filesystems, 0 first */
-	int stage_fd;			/* staging area (O_PATH), or -1 */
-	bool stage_tmpfile;		/* it supports O_TMPFILE */
-	const struct root *stage_root;	/* the root holding it, hidden; NULL:
-					 * the thread's own .stage */
 	const struct root *skill_root;	/* a skill category's (its own) */
 };
 
@@ -154,9 +150,9 @@ struct view {
 		int64_t at_ns;
 		char comm[COMM_MAX];
 	} caller;
-	bool staging, staging_strict;
-	pthread_mutex_t stage_locks[STAGE_LOCKS];
-	pthread_rwlock_t name_locks[STAGE_LOCKS];	/* view_names_lock() */
+	struct stager *stager;		/* stage.h: locks, areas; NULL before
+					 * stage_setup() */
+	pthread_rwlock_t name_locks[VIEW_NAME_LOCKS];	/* view_names_lock() */
 	struct fuse_session *session;	/* for notifications */
 	double timeout, timeout_watched;
 	bool portable_names;
@@ -176,6 +172,8 @@ struct view {
  * the tree. On failure returns -errno and writes a one-line reason to ERR. */
 int view_open(struct view *v, const struct view_config *cfg, char *err,
 	      size_t errlen);
+/* Frees the tree and what view_open() made. What other modules attached
+ * to the view (stage_setup()) is freed by them, before. */
 void view_close(struct view *v);
 
 /* 0 if entries of directory DIR may be changed, -EPERM for a synthetic
