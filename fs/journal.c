@@ -14,11 +14,46 @@
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+struct journal {
+	_Atomic int64_t run_since;	/* the open run's start, or 0 */
+	struct {			/* the last caller's name */
+		pthread_mutex_t lock;
+		pid_t pid;
+		int64_t at_ns;
+		char comm[COMM_MAX];
+	} caller;
+};
+
+struct journal *journal_new(void)
+{
+	struct journal *j = calloc(1, sizeof(*j));
+
+	if (j)
+		pthread_mutex_init(&j->caller.lock, NULL);
+	return j;
+}
+
+void journal_free(struct journal *j)
+{
+	if (!j)
+		return;
+	pthread_mutex_destroy(&j->caller.lock);
+	free(j);
+}
+
+/* The open run's start, or 0. */
+static int64_t open_run(struct view *v)
+{
+	return atomic_load_explicit(&v->journal->run_since, memory_order_acquire);
+}
 
 /* True if INO (a directory, or a file) is under user-data/workspace or
  * user-data/outputs. */
@@ -34,19 +69,21 @@ static bool journaled(struct view *v, struct inode *ino)
  * same process: a tool making thousands of changes pays for one read. */
 static void caller_name(struct view *v, pid_t pid, int64_t now, char comm[COMM_MAX])
 {
-	pthread_mutex_lock(&v->caller.lock);
-	bool fresh = v->caller.pid == pid && now - v->caller.at_ns < 100000000;
+	struct journal *j = v->journal;
+
+	pthread_mutex_lock(&j->caller.lock);
+	bool fresh = j->caller.pid == pid && now - j->caller.at_ns < 100000000;
 	if (fresh)
-		memcpy(comm, v->caller.comm, 64);
-	pthread_mutex_unlock(&v->caller.lock);
+		memcpy(comm, j->caller.comm, 64);
+	pthread_mutex_unlock(&j->caller.lock);
 	if (fresh)
 		return;
 	proc_comm(pid, comm);
-	pthread_mutex_lock(&v->caller.lock);
-	v->caller.pid = pid;
-	v->caller.at_ns = now;
-	memcpy(v->caller.comm, comm, 64);
-	pthread_mutex_unlock(&v->caller.lock);
+	pthread_mutex_lock(&j->caller.lock);
+	j->caller.pid = pid;
+	j->caller.at_ns = now;
+	memcpy(j->caller.comm, comm, 64);
+	pthread_mutex_unlock(&j->caller.lock);
 }
 
 /* An event by the caller of REQ (NULL: the daemon), now; its command
@@ -103,7 +140,7 @@ void journal_note(struct view *v, fuse_req_t req, const char *op,
 static int64_t wanted(struct view *v, struct inode *dir, const char *name,
 		      char path[PATH_MAX])
 {
-	int64_t run = __atomic_load_n(&v->run_since, __ATOMIC_ACQUIRE);
+	int64_t run = open_run(v);
 
 	if (!run || !v->writer || !journaled(v, dir))
 		return 0;
@@ -117,7 +154,7 @@ void journal_preimage(struct view *v, fuse_req_t req, struct inode *ino)
 	char path[PATH_MAX];
 	struct snap_file f;
 	struct stat st;
-	int64_t run = __atomic_load_n(&v->run_since, __ATOMIC_ACQUIRE);
+	int64_t run = open_run(v);
 
 	/* Once per file and run: later changes would show our own. */
 	if (!run || !S_ISREG(ino->type) ||
@@ -142,7 +179,7 @@ void journal_preimage(struct view *v, fuse_req_t req, struct inode *ino)
 
 void journal_created(struct view *v, struct inode *ino)
 {
-	int64_t run = __atomic_load_n(&v->run_since, __ATOMIC_ACQUIRE);
+	int64_t run = open_run(v);
 
 	if (run)
 		__atomic_store_n(&ino->imaged, run, __ATOMIC_RELEASE);
@@ -184,7 +221,8 @@ void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir,
 
 void journal_run(struct view *v, fuse_req_t req, int64_t since)
 {
-	int64_t was = __atomic_exchange_n(&v->run_since, since, __ATOMIC_ACQ_REL);
+	int64_t was = atomic_exchange_explicit(&v->journal->run_since, since,
+					       memory_order_acq_rel);
 
 	if (!v->writer || was == since)
 		return;

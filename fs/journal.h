@@ -11,6 +11,10 @@
  * text itself, kept by SHA-256). A run's summary then knows what the file
  * was even where its scans did not reach. `sbx run` opens and closes runs
  * in a mounted view through attributes of its top directory (control.h).
+ *
+ * Its state (the open run, the last caller's name) is struct journal,
+ * private to journal.c: the view holds it (v->journal, from
+ * journal_new()), every function below needs it.
  */
 #ifndef SBX_JOURNAL_H
 #define SBX_JOURNAL_H
@@ -24,6 +28,11 @@
 
 struct view;
 struct inode;
+struct journal;
+
+/* A journal with no run open. NULL: out of memory. */
+struct journal *journal_new(void);
+void journal_free(struct journal *j);
 
 /* Records OP on DIR/NAME (NAME NULL: DIR itself), and for "rename" and
  * "exchange" its other name DIR2/NAME2, made by the caller of REQ. */

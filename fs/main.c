@@ -651,6 +651,8 @@ static int services_start(const struct view_config *cfg, struct view *v)
 static void view_end(struct view *v)
 {
 	stage_close(v);
+	journal_free(v->journal);
+	v->journal = NULL;
 	view_close(v);
 }
 
@@ -690,6 +692,12 @@ int main(int argc, char **argv)
 	}
 	if (stage_setup(&v, &o.view, err, sizeof(err)) < 0) {
 		log_error("%s", err);
+		view_end(&v);
+		return 1;
+	}
+	v.journal = journal_new();
+	if (!v.journal) {
+		log_error("cannot build the view: %s", strerror(ENOMEM));
 		view_end(&v);
 		return 1;
 	}

@@ -336,7 +336,6 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 	memset(v, 0, sizeof(*v));
 	for (size_t i = 0; i < VIEW_NAME_LOCKS; i++)
 		pthread_rwlock_init(&v->name_locks[i], NULL);
-	pthread_mutex_init(&v->caller.lock, NULL);
 	pthread_mutex_init(&v->open_files_lock, NULL);
 	v->uid = geteuid();
 	v->gid = getegid();

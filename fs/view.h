@@ -42,6 +42,7 @@
 #include "skills.h"
 
 struct fuse_session;
+struct journal;
 struct quota;
 struct stager;
 
@@ -142,14 +143,7 @@ struct view {
 	struct store_writer *writer;	/* the store's rows; NULL: none */
 	struct open_file *open_files;	/* ops.c: the handles, for the end */
 	pthread_mutex_t open_files_lock;
-	int64_t run_since;		/* atomic: the open run's start, or 0
-					 * (journal.h: pre-images) */
-	struct {			/* journal.c: the last caller's name */
-		pthread_mutex_t lock;
-		pid_t pid;
-		int64_t at_ns;
-		char comm[COMM_MAX];
-	} caller;
+	struct journal *journal;	/* journal.h: the open run, callers */
 	struct stager *stager;		/* stage.h: locks, areas; NULL before
 					 * stage_setup() */
 	pthread_rwlock_t name_locks[VIEW_NAME_LOCKS];	/* view_names_lock() */
@@ -173,7 +167,7 @@ struct view {
 int view_open(struct view *v, const struct view_config *cfg, char *err,
 	      size_t errlen);
 /* Frees the tree and what view_open() made. What other modules attached
- * to the view (stage_setup()) is freed by them, before. */
+ * to the view (stage_setup(), journal_new()) is freed by them, before. */
 void view_close(struct view *v);
 
 /* 0 if entries of directory DIR may be changed, -EPERM for a synthetic
