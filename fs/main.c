@@ -653,6 +653,8 @@ static void view_end(struct view *v)
 	stage_close(v);
 	journal_free(v->journal);
 	v->journal = NULL;
+	channel_free(v->channel);	/* after the session: its hooks use it */
+	v->channel = NULL;
 	view_close(v);
 }
 

@@ -5,6 +5,7 @@
  * cleanup attribute, so an early return never leaks a pin.
  */
 #include "ops.h"
+#include "channel.h"
 #include "cleanup.h"
 #include "confine.h"
 #include "gate.h"
@@ -824,7 +825,7 @@ static int drop_privs(struct view *v, fuse_req_t req, int fd, bool opath)
 	struct stat st;
 	mode_t mode, keep;
 
-	if (!v->killpriv)
+	if (!channel_killpriv(v->channel))
 		return 0;
 	if (opath)
 		confine_fd_path(fd, path);

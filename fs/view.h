@@ -41,6 +41,7 @@
 #include "inode.h"
 #include "skills.h"
 
+struct channel;
 struct fuse_session;
 struct journal;
 struct quota;
@@ -156,10 +157,7 @@ struct view {
 					 * privileged changes (allow_other) */
 	bool caller_umask;		/* the kernel sends umasks (DONT_MASK) */
 	bool no_opendir;		/* directories are opened without us */
-	/* FUSE_HANDLE_KILLPRIV_V2 (channel.c): set during INIT. */
-	uint64_t init_unique;
-	bool killpriv_offered;
-	bool killpriv;			/* we drop set-id bits and caps */
+	struct channel *channel;	/* channel.h: FUSE_HANDLE_KILLPRIV_V2 */
 };
 
 /* Creates the thread's directories if missing, opens every root and builds
@@ -167,7 +165,8 @@ struct view {
 int view_open(struct view *v, const struct view_config *cfg, char *err,
 	      size_t errlen);
 /* Frees the tree and what view_open() made. What other modules attached
- * to the view (stage_setup(), journal_new()) is freed by them, before. */
+ * to the view (stage_setup(), journal_new(), channel_install()) is freed
+ * by them, before. */
 void view_close(struct view *v);
 
 /* 0 if entries of directory DIR may be changed, -EPERM for a synthetic
