@@ -2,18 +2,58 @@
 #include "channel.h"
 
 #include <errno.h>
-#include <linux/fuse.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+/* libfuse 3.17 added FUSE_CAP_HANDLE_KILLPRIV_V2 (and changed
+ * fuse_session_custom_io(): the hooks are not built there). FUSE_VERSION
+ * is FUSE_MAKE_VERSION(FUSE_MAJOR_VERSION, FUSE_MINOR_VERSION), major *
+ * 100 + minor, in 3.14's fuse_common.h and 3.17's alike. */
+#define CHANNEL_NEGOTIATES (FUSE_VERSION >= FUSE_MAKE_VERSION(3, 17))
+
+#if !CHANNEL_NEGOTIATES
+#include <linux/fuse.h>
+#include <stddef.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#endif
 
 struct channel {
+#if !CHANNEL_NEGOTIATES
 	uint64_t init_unique;	/* the INIT request's, until its reply */
 	bool offered;		/* the kernel offers KILLPRIV_V2 */
+#endif
 	bool killpriv;		/* negotiated: we drop set-id bits and caps */
 };
+
+#if CHANNEL_NEGOTIATES
+
+/* Written against libfuse 3.17's fuse_common.h, where
+ * FUSE_CAP_HANDLE_KILLPRIV_V2 is 1 << 21 and off by default; only the
+ * 3.14 path below is built and tested here (Debian 12). 3.17 asks for
+ * new flags to be set with fuse_set_feature_flag(), into conn->want_ext.
+ * But op_init edits conn->want throughout, which libfuse converts into
+ * want_ext after init, and 3.17 releases have refused an init that
+ * changed both (libfuse issue #1171, pull request #1217). So this flag,
+ * which fits in 32 bits, goes through conn->want like the others. */
+_Static_assert(FUSE_CAP_HANDLE_KILLPRIV_V2 <= UINT32_MAX,
+	       "FUSE_CAP_HANDLE_KILLPRIV_V2 no longer fits conn->want");
+
+void channel_init(struct channel *c, struct fuse_conn_info *conn)
+{
+	if (!c || !(conn->capable & FUSE_CAP_HANDLE_KILLPRIV_V2))
+		return;
+	conn->want |= FUSE_CAP_HANDLE_KILLPRIV_V2;
+	c->killpriv = true;
+}
+
+static int channel_hooks(struct fuse_session *se)
+{
+	(void)se;	/* libfuse's own I/O does it all */
+	return 0;
+}
+
+#else	/* libfuse < 3.17: on the wire */
 
 static ssize_t channel_read(int fd, void *buf, size_t len, void *userdata)
 {
@@ -57,6 +97,14 @@ static ssize_t channel_writev(int fd, struct iovec *iov, int count,
 	return n;	/* libfuse reads errno, as after writev(2) */
 }
 
+void channel_init(struct channel *c, struct fuse_conn_info *conn)
+{
+	/* libfuse 3.14 has no capability for it: channel_writev() decides,
+	 * on the reply op_init is part of. */
+	(void)c;
+	(void)conn;
+}
+
 static int channel_hooks(struct fuse_session *se)
 {
 	static const struct fuse_custom_io io = {
@@ -67,6 +115,8 @@ static int channel_hooks(struct fuse_session *se)
 	/* The hooks get the session's userdata, the view. */
 	return fuse_session_custom_io(se, &io, fuse_session_fd(se));
 }
+
+#endif
 
 int channel_install(struct fuse_session *se, struct view *v)
 {

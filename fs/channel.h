@@ -1,13 +1,17 @@
-/* channel.h - the view's reads and writes of /dev/fuse.
+/* channel.h - FUSE_HANDLE_KILLPRIV_V2 for the view's /dev/fuse channel.
  *
- * libfuse 3.14 (Debian 12) cannot negotiate FUSE_HANDLE_KILLPRIV_V2.
- * Without it the kernel asks the daemon for "security.capability" before
- * every write(2) to a regular file - a second round trip per write (4 KiB
- * writes ran 15x native here). This module installs libfuse's custom I/O
- * hooks: it notes the kernel's INIT request and, if the kernel offers
- * KILLPRIV_V2, sets it in libfuse's INIT reply. The daemon then removes
- * set-id bits itself on write and truncate (ops.c: drop_privs), as the
- * kernel would have; file capabilities go with the backing write.
+ * Without FUSE_HANDLE_KILLPRIV_V2 the kernel asks the daemon for
+ * "security.capability" before every write(2) to a regular file - a second
+ * round trip per write (4 KiB writes ran 15x native here). With it, the
+ * daemon removes set-id bits itself on write and truncate (ops.c:
+ * drop_privs), as the kernel would have; file capabilities go with the
+ * backing write.
+ *
+ * libfuse 3.17 negotiates the flag (FUSE_CAP_HANDLE_KILLPRIV_V2), asked
+ * for in op_init through channel_init(). libfuse 3.14 (Debian 12) cannot:
+ * there this module installs libfuse's custom I/O hooks, notes the
+ * kernel's INIT request and, if the kernel offers KILLPRIV_V2, sets it in
+ * libfuse's INIT reply.
  *
  * Its state is struct channel, private to channel.c: the view holds it
  * (v->channel, from channel_install()).
@@ -22,11 +26,15 @@
 
 struct channel;
 
-/* Installs the hooks on the mounted session SE of view V, before the
- * loop, and sets v->channel. Returns 0 or -errno (the session then keeps
- * libfuse's own I/O, and v->channel is NULL). */
+/* Sets up v->channel for the mounted session SE of view V, before the
+ * loop: with libfuse < 3.17, installs the hooks. Returns 0 or -errno (the
+ * session then keeps libfuse's own I/O, and v->channel is NULL). */
 int channel_install(struct fuse_session *se, struct view *v);
 void channel_free(struct channel *c);
+
+/* From op_init: asks for KILLPRIV_V2 where libfuse can (3.17). C may be
+ * NULL: nothing is asked for. */
+void channel_init(struct channel *c, struct fuse_conn_info *conn);
 
 /* True once KILLPRIV_V2 is negotiated: the kernel leaves removing set-id
  * bits on write and truncate to us. False for a NULL C. */

@@ -726,6 +726,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* Locks are kept by the kernel (no getlk/setlk/flock callbacks),
 	 * which is exact for every process using the view. */
 	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
+	channel_init(v->channel, conn);		/* FUSE_HANDLE_KILLPRIV_V2 */
 	if (v->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
