@@ -245,9 +245,15 @@ static void set_parent(struct inode *ino, struct inode *parent, char *name)
 	ino->parent = parent;	/* the caller dropped the old parent's ref */
 }
 
+/* INO's watch, read under the table lock, which orders it: relaxed. */
+static int wd_of(const struct inode *ino)
+{
+	return atomic_load_explicit(&ino->wd, memory_order_relaxed);
+}
+
 static void watch_unlink(struct inode_table *t, struct inode *ino)
 {
-	struct inode **p = &t->watches[ino->wd % WATCH_BUCKETS];
+	struct inode **p = &t->watches[wd_of(ino) % WATCH_BUCKETS];
 
 	while (*p && *p != ino)
 		p = &(*p)->wnext;
@@ -263,10 +269,10 @@ static void release_if_unused(struct inode_table *t, struct inode *ino)
 	while (ino && !ino->nlookup && !ino->refs && !ino->opens && !ino->pins) {
 		struct inode *parent = ino->parent;
 
-		if (ino->wd > 0) {
+		if (wd_of(ino) > 0) {
 			watch_unlink(t, ino);
 			if (t->on_unwatch)
-				t->on_unwatch(t->on_unwatch_arg, ino->wd);
+				t->on_unwatch(t->on_unwatch_arg, wd_of(ino));
 		}
 		hash_remove(t, ino);
 		lru_unlink(ino);
@@ -742,9 +748,9 @@ struct inode *inode_find_changed(struct inode_table *t, uint16_t domain,
 void inode_set_watch(struct inode_table *t, struct inode *ino, int wd)
 {
 	pthread_mutex_lock(&t->lock);
-	if (ino->wd > 0)
+	if (wd_of(ino) > 0)
 		watch_unlink(t, ino);
-	__atomic_store_n(&ino->wd, wd, __ATOMIC_RELAXED);
+	atomic_store_explicit(&ino->wd, wd, memory_order_relaxed);
 	if (wd > 0) {
 		ino->wnext = t->watches[wd % WATCH_BUCKETS];
 		t->watches[wd % WATCH_BUCKETS] = ino;
@@ -759,7 +765,7 @@ struct inode *inode_find_watch(struct inode_table *t, int wd)
 	if (wd <= 0)
 		return NULL;
 	pthread_mutex_lock(&t->lock);
-	for (i = t->watches[wd % WATCH_BUCKETS]; i && i->wd != wd; i = i->wnext)
+	for (i = t->watches[wd % WATCH_BUCKETS]; i && wd_of(i) != wd; i = i->wnext)
 		;
 	if (i)
 		i->pins++;
@@ -792,7 +798,7 @@ void inode_note_unnamed(struct inode_table *t, uint16_t domain, dev_t dev,
 	pthread_mutex_lock(&t->lock);
 	struct inode *i = hash_find(t, domain, dev, ino);
 	if (i)
-		__atomic_store_n(&i->unnamed, true, __ATOMIC_RELEASE);
+		atomic_store_explicit(&i->unnamed, true, memory_order_release);
 	pthread_mutex_unlock(&t->lock);
 }
 

@@ -16,12 +16,14 @@
  * Fixed inodes (a root's top directory) and inodes with open handles keep
  * their fd.
  *
- * All functions are thread-safe; one mutex guards the table.
+ * All functions are thread-safe; one mutex guards the table. Fields of
+ * struct inode read without that lock are _Atomic.
  */
 #ifndef SBX_INODE_H
 #define SBX_INODE_H
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -62,19 +64,22 @@ struct inode {
 	uint32_t pins;			/* requests using fd right now */
 	uint32_t opens;			/* open file/dir handles */
 	uint32_t writers;		/* of which may write */
-	int wd;				/* inotify watch (dirs), <= 0 if none */
-	bool covered;			/* a watch reports its changes */
-	struct stage *stage;		/* guarded by its stage lock (stage.h) */
+	/* Read without the table lock, relaxed: wd is written under it,
+	 * covered is set by ops.c. */
+	_Atomic int wd;			/* inotify watch (dirs), <= 0 if none */
+	_Atomic bool covered;		/* a watch reports its changes */
+	/* Guarded by its stage lock (stage.h), but for stage_any(). */
+	struct stage *_Atomic stage;
 	struct file_version save_base;	/* the same: what its writers */
 	bool save_base_set;		/* started from; */
 	uint32_t flushed_writers;	/* and its handles closed since
 					 * their last change (ops.c) */
-	int64_t imaged;			/* atomic: the run its pre-image is
-					 * for (journal.h) */
-	bool stale_pages;		/* atomic: a save was dropped, and the
+	_Atomic int64_t imaged;		/* the run its pre-image is for
+					 * (journal.h) */
+	_Atomic bool stale_pages;	/* a save was dropped, and the
 					 * kernel may cache its bytes */
-	bool unnamed;			/* atomic: the view itself removed a
-					 * name of it (inode_note_unnamed) */
+	_Atomic bool unnamed;		/* the view itself removed a name of
+					 * it (inode_note_unnamed) */
 	struct timespec seen_mtime, seen_ctime;	/* attributes last */
 	off_t seen_size;			/* given to the kernel */
 	uint32_t refs;			/* children + fixed */

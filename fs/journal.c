@@ -158,9 +158,9 @@ void journal_preimage(struct view *v, fuse_req_t req, struct inode *ino)
 
 	/* Once per file and run: later changes would show our own. */
 	if (!run || !S_ISREG(ino->type) ||
-	    __atomic_load_n(&ino->imaged, __ATOMIC_ACQUIRE) == run ||
+	    atomic_load_explicit(&ino->imaged, memory_order_acquire) == run ||
 	    wanted(v, ino, NULL, path) != run ||
-	    __atomic_exchange_n(&ino->imaged, run, __ATOMIC_ACQ_REL) == run)
+	    atomic_exchange_explicit(&ino->imaged, run, memory_order_acq_rel) == run)
 		return;
 	int pfd = inode_fd_get(v->inodes, ino);
 	if (pfd < 0)
@@ -182,7 +182,7 @@ void journal_created(struct view *v, struct inode *ino)
 	int64_t run = open_run(v);
 
 	if (run)
-		__atomic_store_n(&ino->imaged, run, __ATOMIC_RELEASE);
+		atomic_store_explicit(&ino->imaged, run, memory_order_release);
 }
 
 void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir,

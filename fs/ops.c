@@ -201,14 +201,14 @@ static int inode_stat(struct view *v, struct inode *ino, struct stat *st)
  * of host changes, short where nothing would. */
 static double entry_timeout(struct view *v, struct inode *dir)
 {
-	return dir->synth || __atomic_load_n(&dir->wd, __ATOMIC_RELAXED) > 0
+	return dir->synth || atomic_load_explicit(&dir->wd, memory_order_relaxed) > 0
 		       ? v->timeout_watched : v->timeout;
 }
 
 static double attr_timeout(struct view *v, struct inode *ino)
 {
-	return ino->synth || __atomic_load_n(&ino->covered, __ATOMIC_RELAXED) ||
-			       __atomic_load_n(&ino->wd, __ATOMIC_RELAXED) > 0
+	return ino->synth || atomic_load_explicit(&ino->covered, memory_order_relaxed) ||
+			       atomic_load_explicit(&ino->wd, memory_order_relaxed) > 0
 		       ? v->timeout_watched : v->timeout;
 }
 
@@ -660,9 +660,9 @@ static int entry_finish(struct view *v, struct inode *dir, struct inode *ino,
 			stage_attr(ino, &e->attr);
 	}
 	if (e->entry_timeout == v->timeout_watched && !dir->synth)
-		__atomic_store_n(&ino->covered, true, __ATOMIC_RELAXED);
+		atomic_store_explicit(&ino->covered, true, memory_order_relaxed);
 	if (S_ISDIR(ino->type) && v->watch &&
-	    __atomic_load_n(&ino->wd, __ATOMIC_RELAXED) == 0) {
+	    atomic_load_explicit(&ino->wd, memory_order_relaxed) == 0) {
 		_pinned_ p = pin(v, ino);
 		if (p.fd >= 0)
 			watch_dir(v->watch, ino, p.fd);
@@ -1454,7 +1454,7 @@ static int fill_open_info(struct view *v, struct inode *ino,
 	 * attributes show the file changed. Under the strict gate every
 	 * change needs a fresh read, which must reach the daemon. */
 	fi->keep_cache = v->timeout > 0 && gate_mode(v->gate) != GATE_STRICT &&
-			 !__atomic_exchange_n(&ino->stale_pages, false, __ATOMIC_ACQ_REL);
+			 !atomic_exchange_explicit(&ino->stale_pages, false, memory_order_acq_rel);
 	fi->direct_io = (fi->flags & O_DIRECT) != 0;
 	fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
 	return 0;
@@ -1950,7 +1950,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	 * also drops it when the directory's mtime moves. The backing stream
 	 * is opened only when a listing is actually read. */
 	fi->cache_readdir = fi->keep_cache =
-		ino->synth || __atomic_load_n(&ino->wd, __ATOMIC_RELAXED) > 0;
+		ino->synth || atomic_load_explicit(&ino->wd, memory_order_relaxed) > 0;
 	fi->fh = (uint64_t)(uintptr_t)d;
 	inode_open_ref(v->inodes, ino, false);
 	if (fuse_reply_open(req, fi) != 0) {

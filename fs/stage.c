@@ -313,26 +313,37 @@ void stage_unlock(struct view *v, struct inode *ino)
 
 bool stage_any(struct inode *ino)
 {
-	return __atomic_load_n(&ino->stage, __ATOMIC_ACQUIRE) != NULL;
+	return atomic_load_explicit(&ino->stage, memory_order_acquire) != NULL;
+}
+
+/* (locked) INO's stage, or NULL. The lock orders it: relaxed. It is
+ * stored with release only for stage_any(). */
+static struct stage *stage_of(const struct inode *ino)
+{
+	return atomic_load_explicit(&ino->stage, memory_order_relaxed);
 }
 
 int stage_io_fd(struct inode *ino, int hfd)
 {
-	return ino->stage ? ino->stage->fd : hfd;
+	struct stage *s = stage_of(ino);
+
+	return s ? s->fd : hfd;
 }
 
 int stage_active_fd(struct inode *ino)
 {
-	return ino->stage && ino->stage->state == STAGE_ACTIVE ? ino->stage->fd : -1;
+	struct stage *s = stage_of(ino);
+
+	return s && s->state == STAGE_ACTIVE ? s->fd : -1;
 }
 
 static void stage_free(struct inode *ino)
 {
-	struct stage *s = ino->stage;
+	struct stage *s = stage_of(ino);
 
 	if (!s)
 		return;
-	__atomic_store_n(&ino->stage, NULL, __ATOMIC_RELEASE);
+	atomic_store_explicit(&ino->stage, NULL, memory_order_release);
 	close(s->fd);
 	if (s->pin >= 0)
 		close(s->pin);
@@ -341,7 +352,7 @@ static void stage_free(struct inode *ino)
 
 void stage_attr(struct inode *ino, struct stat *st)
 {
-	struct stage *s = ino->stage;
+	struct stage *s = stage_of(ino);
 
 	if (!s)
 		return;
@@ -356,7 +367,9 @@ void stage_attr(struct inode *ino, struct stat *st)
  * holds it). */
 static bool base_held(const struct inode *ino)
 {
-	return ino->stage && ino->stage->state != STAGE_PUBLISHED;
+	struct stage *s = stage_of(ino);
+
+	return s && s->state != STAGE_PUBLISHED;
 }
 
 void stage_note_open(struct inode *ino, const struct stat *st)
@@ -486,12 +499,12 @@ static int area_create(const struct stage_area *a, mode_t mode, char name[40])
 int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 {
 	const struct stage_area *a = area_of(v, ino);
+	struct stage *old = stage_of(ino), *s;
 	struct stat st;
-	struct stage *s;
 	int fd, r;
 
-	if (ino->stage && ino->stage->state != STAGE_PUBLISHED)
-		return ino->stage->fd;	/* active, or an orphan: keep going */
+	if (old && old->state != STAGE_PUBLISHED)
+		return old->fd;		/* active, or an orphan: keep going */
 	if (fstat(io_fd, &st) < 0)
 		return neg_errno();
 	/* The copy takes the file's space again until it is published. */
@@ -528,23 +541,25 @@ int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 	/* A file that is not what the writers started from (a mapping's
 	 * pages written back after a host save) is refused at publication. */
 	s->base = ino->save_base_set ? ino->save_base : version_of(&st);
-	if (ino->stage) {
+	if (old) {
 		/* It replaces a published stage: same file, same number. */
-		s->shown_ino = ino->stage->shown_ino;
-		s->pin = TAKE_FD(ino->stage->pin);
+		s->shown_ino = old->shown_ino;
+		s->pin = TAKE_FD(old->pin);
 	} else {
 		s->shown_ino = st.st_ino;
 		s->pin = confine_reopen(io_fd, O_PATH);
 	}
 	stage_free(ino);
-	__atomic_store_n(&ino->stage, s, __ATOMIC_RELEASE);
+	atomic_store_explicit(&ino->stage, s, memory_order_release);
 	return fd;
 }
 
 void stage_failed(struct inode *ino, int err)
 {
-	if (ino->stage && ino->stage->state == STAGE_ACTIVE && !ino->stage->error)
-		ino->stage->error = err;
+	struct stage *s = stage_of(ino);
+
+	if (s && s->state == STAGE_ACTIVE && !s->error)
+		s->error = err;
 }
 
 /* ---- publication -------------------------------------------------------- */
@@ -554,9 +569,9 @@ void stage_failed(struct inode *ino, int err)
  * it (ops.c). */
 static void discard(struct view *v, struct inode *ino)
 {
-	struct stage *s = ino->stage;
+	struct stage *s = stage_of(ino);
 
-	__atomic_store_n(&ino->stale_pages, true, __ATOMIC_RELEASE);
+	atomic_store_explicit(&ino->stale_pages, true, memory_order_release);
 
 	if (s->name[0])
 		unlinkat(area_of(v, ino)->fd, s->name, 0);
@@ -566,7 +581,7 @@ static void discard(struct view *v, struct inode *ino)
 /* Gives the stage a name in the area (an O_TMPFILE has none yet). */
 static int area_link(struct view *v, struct inode *ino)
 {
-	struct stage *s = ino->stage;
+	struct stage *s = stage_of(ino);
 	char path[CONFINE_FD_PATH_MAX];
 	uint64_t r;
 
@@ -620,7 +635,7 @@ static void conflict_name(const char *name, unsigned n, char out[NAME_MAX + 1])
 static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent,
 			 int pfd, const char *name, pid_t pid)
 {
-	struct stage *s = ino->stage;
+	struct stage *s = stage_of(ino);
 	int area = area_of(v, ino)->fd;
 	char copy[NAME_MAX + 1], path[PATH_MAX], kept[PATH_MAX], comm[COMM_MAX];
 	char reason[PATH_MAX + 64];
@@ -654,7 +669,7 @@ static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent
 	}
 	ops_refuse_handles(v, ino);
 	stage_free(ino);
-	__atomic_store_n(&ino->stale_pages, true, __ATOMIC_RELEASE);
+	atomic_store_explicit(&ino->stale_pages, true, memory_order_release);
 	proc_comm(pid, comm);
 	view_path(v, ino, NULL, path, sizeof(path));
 	log_warn("refused save of '%s': %s (pid %d, %s)", path, reason, (int)pid, comm);
@@ -674,7 +689,7 @@ static int publish_in_place(struct view *v, struct inode *ino, bool durable,
 			    struct inode *parent, int pfd, const char *name,
 			    bool replaced, pid_t pid)
 {
-	struct stage *s = ino->stage;
+	struct stage *s = stage_of(ino);
 	struct stat st, cur, after;
 	struct gate_ticket t;
 	int ofd = inode_fd_get(v->inodes, ino);
@@ -682,7 +697,7 @@ static int publish_in_place(struct view *v, struct inode *ino, bool durable,
 	if (ofd < 0 || fstat(ofd, &cur) < 0 || cur.st_nlink == 0) {
 		if (ofd >= 0)
 			inode_unpin(v->inodes, ino);
-		if (replaced && !__atomic_load_n(&ino->unnamed, __ATOMIC_ACQUIRE))
+		if (replaced && !atomic_load_explicit(&ino->unnamed, memory_order_acquire))
 			return keep_conflict(v, ino, parent, pfd, name, pid);
 		s->state = STAGE_ORPHAN;
 		return 0;
@@ -718,7 +733,7 @@ static int publish_in_place(struct view *v, struct inode *ino, bool durable,
 
 int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
 {
-	struct stage *s = ino->stage;
+	struct stage *s = stage_of(ino);
 	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_NOW } };
 	char name[NAME_MAX + 1], vpath[PATH_MAX];
 	struct inode *parent;
@@ -808,7 +823,9 @@ int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
 
 void stage_drop(struct view *v, struct inode *ino)
 {
-	if (ino->stage && ino->stage->state == STAGE_ACTIVE)
+	struct stage *s = stage_of(ino);
+
+	if (s && s->state == STAGE_ACTIVE)
 		discard(v, ino);
 	else
 		stage_free(ino);
@@ -828,7 +845,7 @@ static void drop_stage(void *arg, struct inode *ino)
 	pthread_mutex_t *lock = lock_of(v, ino);
 	int r;
 
-	if (!ino->stage)
+	if (!stage_any(ino))
 		return;
 	r = pthread_mutex_trylock(lock);
 	assert(r == 0);

@@ -105,7 +105,7 @@ void watch_expect(struct watch *w, struct inode *dir, const char *name,
 {
 	struct expectation **p, *e;
 
-	if (!w || __atomic_load_n(&dir->wd, __ATOMIC_RELAXED) <= 0)
+	if (!w || atomic_load_explicit(&dir->wd, memory_order_relaxed) <= 0)
 		return;
 	pthread_mutex_lock(&w->lock);
 	p = expect_find(w, dir, name, add);
@@ -148,7 +148,7 @@ static bool expect_take(struct watch *w, struct inode *dir, const char *name,
 void watch_unexpect(struct watch *w, struct inode *dir, const char *name,
 		    bool add)
 {
-	if (w && __atomic_load_n(&dir->wd, __ATOMIC_RELAXED) > 0)
+	if (w && atomic_load_explicit(&dir->wd, memory_order_relaxed) > 0)
 		expect_take(w, dir, name, add);
 }
 
@@ -165,7 +165,7 @@ void watch_dir(struct watch *w, struct inode *dir, int fd)
 	char path[CONFINE_FD_PATH_MAX];
 	int wd;
 
-	if (!w || __atomic_load_n(&dir->wd, __ATOMIC_RELAXED) != 0)
+	if (!w || atomic_load_explicit(&dir->wd, memory_order_relaxed) != 0)
 		return;
 	if (w->max_watches &&
 	    __atomic_load_n(&w->watches, __ATOMIC_RELAXED) >= w->max_watches) {
