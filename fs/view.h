@@ -37,7 +37,6 @@
 #include <time.h>
 
 #include "home.h"
-#include "proc.h"
 #include "inode.h"
 #include "skills.h"
 
