@@ -25,6 +25,7 @@
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +84,7 @@ struct open_file {
 	struct open_file *prev, *next;	/* the view's open handles */
 	struct inode *ino;
 	int fd;
-	bool refused;		/* atomic: a save through it was refused
+	_Atomic bool refused;	/* a save through it was refused
 				 * (ops_refuse_handles): no more changes */
 	bool writer;		/* opened to modify (write access, O_TRUNC, create) */
 	bool authorized;	/* the gate let it modify; kept until close */
@@ -111,7 +112,7 @@ static int stat_fd(int fd, struct stat *st)
 
 static bool handle_refused(const struct open_file *h)
 {
-	return h && __atomic_load_n(&h->refused, __ATOMIC_ACQUIRE);
+	return h && atomic_load_explicit(&h->refused, memory_order_acquire);
 }
 
 /* The content of a regular file for one request: the stage's fd while the
@@ -530,9 +531,9 @@ static int change_begin(struct view *v, fuse_req_t req, struct inode *ino,
  * file, which then keeps its previous content. */
 static void change_end(struct change *c, ssize_t result, bool changed)
 {
-	if (result == -ENOSPC || result == -EDQUOT || result == -EIO ||
-	    result == -EFBIG)
-		stage_failed(c->io.ino, (int)-result);
+	if (c->io.locked && (result == -ENOSPC || result == -EDQUOT || result == -EIO ||
+			     result == -EFBIG))
+		stage_failed(c->io.ino, (int)-result);	/* unlocked: no stage */
 	/* The change went to the file or its stage, and the thread has seen
 	 * what it wrote: the mark follows, and so does what saves start
 	 * from. */
@@ -1481,7 +1482,7 @@ void ops_refuse_handles(struct view *v, const struct inode *ino)
 	pthread_mutex_lock(&v->open_files_lock);
 	for (struct open_file *h = v->open_files; h; h = h->next)
 		if (h->ino == ino)
-			__atomic_store_n(&h->refused, true, __ATOMIC_RELEASE);
+			atomic_store_explicit(&h->refused, true, memory_order_release);
 	pthread_mutex_unlock(&v->open_files_lock);
 }
 

@@ -325,6 +325,7 @@ static struct stage *stage_of(const struct inode *ino)
 
 int stage_io_fd(struct inode *ino, int hfd)
 {
+	assert_held(LOCK_STAGE);
 	struct stage *s = stage_of(ino);
 
 	return s ? s->fd : hfd;
@@ -332,6 +333,7 @@ int stage_io_fd(struct inode *ino, int hfd)
 
 int stage_active_fd(struct inode *ino)
 {
+	assert_held(LOCK_STAGE);
 	struct stage *s = stage_of(ino);
 
 	return s && s->state == STAGE_ACTIVE ? s->fd : -1;
@@ -352,6 +354,7 @@ static void stage_free(struct inode *ino)
 
 void stage_attr(struct inode *ino, struct stat *st)
 {
+	assert_held(LOCK_STAGE);
 	struct stage *s = stage_of(ino);
 
 	if (!s)
@@ -374,6 +377,7 @@ static bool base_held(const struct inode *ino)
 
 void stage_note_open(struct inode *ino, const struct stat *st)
 {
+	assert_held(LOCK_STAGE);
 	if (base_held(ino))
 		return;
 	ino->save_base = version_of(st);
@@ -382,6 +386,7 @@ void stage_note_open(struct inode *ino, const struct stat *st)
 
 void stage_note_change(struct inode *ino, const struct stat *st)
 {
+	assert_held(LOCK_STAGE);
 	stage_note_open(ino, st);	/* the same rule */
 }
 
@@ -498,6 +503,7 @@ static int area_create(const struct stage_area *a, mode_t mode, char name[40])
 
 int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 {
+	assert_held(LOCK_STAGE);
 	const struct stage_area *a = area_of(v, ino);
 	struct stage *old = stage_of(ino), *s;
 	struct stat st;
@@ -556,6 +562,7 @@ int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 
 void stage_failed(struct inode *ino, int err)
 {
+	assert_held(LOCK_STAGE);
 	struct stage *s = stage_of(ino);
 
 	if (s && s->state == STAGE_ACTIVE && !s->error)
@@ -733,6 +740,7 @@ static int publish_in_place(struct view *v, struct inode *ino, bool durable,
 
 int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
 {
+	assert_held(LOCK_STAGE);
 	struct stage *s = stage_of(ino);
 	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_NOW } };
 	char name[NAME_MAX + 1], vpath[PATH_MAX];
@@ -823,6 +831,7 @@ int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
 
 void stage_drop(struct view *v, struct inode *ino)
 {
+	assert_held(LOCK_STAGE);
 	struct stage *s = stage_of(ino);
 
 	if (s && s->state == STAGE_ACTIVE)
