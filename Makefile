@@ -54,13 +54,16 @@ EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
               exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/skills.c fs/view.c fs/ops.c fs/watch.c fs/channel.c \
-              fs/gate.c fs/stage.c fs/journal.c fs/quota.c $(STORE_SRC)
+              fs/gate.c fs/stage.c fs/journal.c fs/quota.c
 # sbx: every file of cli/ (the table of commands in cli/sbx.c, the commands).
 CLI_SRC    := $(wildcard cli/*.c)
 TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \
               $(wildcard tests/unit/*.c) $(wildcard tests/integ/*.c)
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
+# The store is a static library: a program links the parts it calls (the
+# view daemon no summaries, diffs or receipts). Last on a link line.
+STORE_LIB  := $(OBJ)/store/libsbxstore.a
 
 all: $(BIN)/sbxfs $(BIN)/sbx
 
@@ -87,15 +90,19 @@ $(OBJ)/tests/%.o: tests/%.c | test-libs
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC))
+$(STORE_LIB): $(call obj,$(STORE_SRC))
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC)) $(STORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) -lpthread
 
-$(BIN)/sbx: $(call obj,$(CLI_SRC) exec/broker.c $(EXEC_SRC) $(STORE_SRC) $(COMMON_SRC))
+$(BIN)/sbx: $(call obj,$(CLI_SRC) exec/broker.c $(EXEC_SRC) $(COMMON_SRC)) $(STORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) $(SECCOMP_LIBS) -lpthread
 
-$(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC) cli/runlog.c $(EXEC_SRC))
+$(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC) cli/runlog.c $(EXEC_SRC)) $(STORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(INIH_LIBS) $(JSON_LIBS) $(SECCOMP_LIBS) -lpthread
 
