@@ -49,13 +49,25 @@ static char *raw(const char *reqs)
 	return OUT("python3 tests/tools/bclient.py '%s' %s", H, reqs);
 }
 
-/* A field of the JSON reply REPLY, through python. */
-static char *field(const char *reply, const char *expr)
+/* EXPR of the JSON reply REPLY, with the reply as d, as
+ * tests/tools/jsonq.py prints it; with LINES, of each reply of REPLY
+ * (one a line), a line each. */
+static char *json_of(const char *reply, const char *expr, bool lines)
 {
-	char *f = fmt_cmd("%s/reply.json", test_dir("reply"));
+	char *f = fmt_cmd("%s/reply.json", test_dir("reply"));	/* replies hold quotes */
 
 	ck_assert_int_eq(write_file(f, reply), 0);
-	return OUT("python3 -c 'import json; d=json.load(open(\"%s\")); print(%s)'", f, expr);
+	return OUT("python3 tests/tools/jsonq.py %s'%s' '%s'", lines ? "--lines " : "", expr, f);
+}
+
+static char *field(const char *reply, const char *expr)
+{
+	return json_of(reply, expr, false);
+}
+
+static char *fields(const char *replies, const char *expr)
+{
+	return json_of(replies, expr, true);
 }
 
 START_TEST(test_broker_exec_in_the_namespace_sandbox)
@@ -66,8 +78,9 @@ START_TEST(test_broker_exec_in_the_namespace_sandbox)
 	     "/mnt/user-data/workspace\nout\nerr\n");
 	ck_assert_int_eq(st, 3);
 	/* Virtual paths are real inside; the bytes land in the thread. */
-	SAME(sbx_exec(&st, "-- python3 -c \"\\\"open('/mnt/user-data/workspace/x','w').write('hi');"
-		      " print(open('/mnt/user-data/workspace/x').read())\\\"\""), "hi\n");
+	SAME(sbx_exec(&st, "-- \"python3 -c 'import pathlib, sys; p = pathlib.Path(sys.argv[1]);"
+		      " p.write_text(sys.argv[2]); print(p.read_text())'"
+		      " /mnt/user-data/workspace/x hi\""), "hi\n");
 	ck_assert_int_eq(st, 0);
 	SAME(read_file(fmt_cmd("%s/users/alice/threads/t1/user-data/workspace/x", H)), "hi");
 	/* The host is not there: no home, its own PIDs, no network,
@@ -154,17 +167,15 @@ START_TEST(test_broker_identity_values)
 	H = test_dir("bhome");
 	OK("DEERFLOW_CHANNEL_USER_ID=inherited '%s' broker --home '%s' >/dev/null", test_bin("sbx"), H);
 	SAME(sbx_exec(&st, "-- 'echo ${DEERFLOW_CHANNEL_USER_ID-unset}'"), "inherited\n");
-	char *reqs = fmt_cmd("'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",\"channel_user_id\":\"\","
-			     "\"command\":\"echo ${DEERFLOW_CHANNEL_USER_ID-unset}\"}'"
-			     " '{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",\"channel_user_id\":\"a\\nb\","
-			     "\"command\":\"echo ${DEERFLOW_CHANNEL_USER_ID-unset}\"}'"
-			     " '{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",\"channel_user_id\":\"a\\u0000b\","
-			     "\"command\":\"echo ${DEERFLOW_CHANNEL_USER_ID-unset}\"}'"
-			     " \"$(python3 -c 'import json; print(json.dumps({\"op\":\"exec\",\"user\":\"alice\","
-			     "\"thread\":\"t1\",\"channel_user_id\":\"x\"*10240,\"command\":\"echo ${DEERFLOW_CHANNEL_USER_ID-unset}\"}))')\"");
-	char *r = raw(reqs);
-	SAME(OUT("printf '%%s' '%s' | python3 -c 'import json,sys; [print(json.loads(l)[\"output\"]) for l in sys.stdin]'", r),
-	     "unset\n\nunset\n\nunset\n\nunset\n\n");
+	static const char one[] = "'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\","
+				  "\"channel_user_id\":\"%s\","
+				  "\"command\":\"echo ${DEERFLOW_CHANNEL_USER_ID-unset}\"}'";
+	char big[10241];
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	char *r = raw(fmt_cmd("%s %s %s %s", fmt_cmd(one, ""), fmt_cmd(one, "a\\nb"),
+			      fmt_cmd(one, "a\\u0000b"), fmt_cmd(one, big)));
+	SAME(fields(r, "d[\"output\"]"), "unset\n\nunset\n\nunset\n\nunset\n\n");
 	(void)st;
 }
 END_TEST
@@ -221,16 +232,21 @@ START_TEST(test_broker_protocol_errors)
 		      " '{\"op\":\"release\",\"user\":\"a\",\"thread\":\"t\",\"owner\":\"nobody\"}'"
 		      " '{\"op\":\"ping\",\"id\":\"p\"}'"
 		      " '{\"op\":\"acquire\",\"user\":\"a\",\"thread\":\"a.b\",\"owner\":\"o\"}'");
-	SAME(OUT("printf '%%s' '%s' | python3 -c 'import json,sys; [print(d.get(\"id\"), d[\"ok\"],"
-		 " (d.get(\"error\") or {}).get(\"code\")) for d in map(json.loads, sys.stdin)]'", r),
+	SAME(fields(r, "d.get(\"id\"), d[\"ok\"], (d.get(\"error\") or {}).get(\"code\")"),
 	     "None False bad_request\nNone False bad_request\nNone False bad_request\n"
 	     "9 False unknown_op\nNone False bad_request\nNone False bad_request\n"
 	     "None False bad_request\nNone False bad_request\nNone False bad_request\n"
 	     "None False no_lease\np True None\nNone False bad_request\n");
 	/* An oversized line: an error, and the connection still serves. */
-	r = OUT("python3 -c 'print(\"{\\\"op\\\":\\\"ping\\\",\\\"pad\\\":\\\"\" + \"x\"*2000000"
-		" + \"\\\"}\"); print(\"{\\\"op\\\":\\\"ping\\\"}\")' |"
-		" python3 tests/tools/bclient.py '%s' --stdin", H);
+	static const char head[] = "{\"op\":\"ping\",\"pad\":\"";
+	size_t n = strlen(head), pad = 2000000;
+	char *big = malloc(n + pad + 32), *f = fmt_cmd("%s/big", test_dir("big"));
+	ck_assert_ptr_nonnull(big);
+	memcpy(big, head, n);
+	memset(big + n, 'x', pad);
+	strcpy(big + n + pad, "\"}\n{\"op\":\"ping\"}\n");
+	ck_assert_int_eq(write_file(f, big), 0);
+	r = OUT("python3 tests/tools/bclient.py '%s' --stdin < '%s'", H, f);
 	ck_assert_msg(strstr(r, "too_large") && strstr(r, "\"version\""), "%s", r);
 }
 END_TEST
@@ -262,12 +278,8 @@ START_TEST(test_broker_present_for_the_receipt)
 		" '{\"op\":\"present\",\"id\":5,\"run\":99,\"paths\":[\"/mnt/user-data/outputs/x\"]}'"
 		" '{\"op\":\"present\",\"id\":6,\"run\":%s,\"paths\":[]}'",
 		run, run, real, run, run, run));
-	char *f = fmt_cmd("%s/replies", test_dir("present"));	/* messages hold quotes */
-	ck_assert_int_eq(write_file(f, r), 0);
-	SAME(OUT("python3 -c 'import json; [print(d[\"id\"], d[\"ok\"], d.get(\"tool\"),"
-		 " d.get(\"paths\"), (d.get(\"error\") or {}).get(\"code\"),"
-		 " (d.get(\"error\") or {}).get(\"message\")) for d in map(json.loads, open(\"%s\"))]'",
-		 f),
+	SAME(fields(r, "d[\"id\"], d[\"ok\"], d.get(\"tool\"), d.get(\"paths\"),"
+		    " (d.get(\"error\") or {}).get(\"code\"), (d.get(\"error\") or {}).get(\"message\")"),
 	     "1 True present_files ['/mnt/user-data/outputs/d'] None None\n"
 	     "2 True attach ['/mnt/user-data/outputs/d/r.md'] None None\n"
 	     "3 False None None path_refused Only files in /mnt/user-data/outputs can be presented:"
@@ -280,9 +292,9 @@ START_TEST(test_broker_present_for_the_receipt)
 	       " \"by_tool\": {\"present_files\": [\"/mnt/user-data/outputs/d\"], \"attach\":"
 	       " [\"/mnt/user-data/outputs/d/r.md\"]}, \"matched_paths\": [\"/mnt/user-data/outputs/d/r.md\"],"
 	       " \"stage\": \"presented\"}\n",
-	       "'%s' receipt --home '%s' %s --format json | python3 -c 'import json,sys;"
-	       " d=json.load(sys.stdin); print(json.dumps({k: d[k] for k in"
-	       " (\"presented\", \"paths\", \"by_tool\", \"matched_paths\", \"stage\")}))'", b, H, run);
+	       "'%s' receipt --home '%s' %s --format json | python3 tests/tools/jsonq.py"
+	       " 'json.dumps({k: d[k] for k in (\"presented\", \"paths\", \"by_tool\","
+	       " \"matched_paths\", \"stage\")})'", b, H, run);
 	r = raw(fmt_cmd("'{\"op\":\"present\",\"run\":%s,\"paths\":[\"/mnt/user-data/outputs/x\"]}'",
 			run));
 	ck_assert_msg(strstr(r, "\"run_ended\"") && strstr(r, "has ended"), "%s", r);
@@ -305,8 +317,8 @@ START_TEST(test_broker_leases_park_and_idle_unmount)
 	char *r = raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"lead\"}'"
 		      " '{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"subagent:7\"}'"
 		      " '{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"lead\"}'");
-	char *mnt = OUT("printf '%%s' '%s' | head -1 | python3 -c 'import json,sys; d=json.load(sys.stdin);"
-			" print(d[\"mount\"], d[\"sandbox\"])'", r);
+	r[strcspn(r, "\n")] = '\0';	/* the first reply */
+	char *mnt = field(r, "d[\"mount\"], d[\"sandbox\"]");
 	/* The sandbox id: sha256(thread)[:8]. */
 	char *want = OUT("printf t1 | sha256sum | cut -c1-8");
 	ck_assert_msg(strstr(mnt, want ? strtok(want, "\n") : "x"), "%s", mnt);
@@ -357,8 +369,7 @@ START_TEST(test_broker_pipelined_and_half_closed_requests)
 
 	for (int half = 0; half < 2; half++) {
 		char *r = raw(fmt_cmd("--pipeline%s %s", half ? " --half-close" : "", reqs));
-		SAME(OUT("printf '%%s' '%s' | python3 -c 'import json,sys; [print(d[\"code\"],"
-			 " d[\"output\"].strip()) for d in map(json.loads, sys.stdin)]'", r),
+		SAME(fields(r, "d[\"code\"], d[\"output\"].strip()"),
 		     "0 first\n0 second\n0 third\n");
 	}
 }

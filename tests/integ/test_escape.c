@@ -34,19 +34,11 @@ START_TEST(test_escape_publication_never_follows_a_swapped_symlink)
 	 * for 2 s, longer (up to 20 s) until 5 saves got through: most tries
 	 * meet the symlink, no file, or a file changed since it was read (a
 	 * close that finds the name swapped fails: EACCES, a conflict copy). */
-	char *saves = OUT("cd '%s' && rm -f .stop && while [ ! -e .stop ]; do"
+	char *saves = OUT("(cd '%s' && while [ ! -e .stop ]; do"
 	   " mv -f f f.away 2>/dev/null; ln -sfn '%s' f; sleep 0.002; rm -f f;"
-	   " mv -f f.away f 2>/dev/null; sleep 0.005; done &"
-	   " python3 -c 'import os, time\nstart, n = time.time(), 0\n"
-	   "while time.time() - start < 2 or (n < 5 and time.time() - start < 20):\n"
-	   "  try:\n    fd = os.open(\"%s/f\", os.O_RDWR | os.O_NOFOLLOW)\n"
-	   "  except OSError:\n    time.sleep(0.0005); continue\n"
-	   "  try:\n    os.read(fd, 100); os.ftruncate(fd, 0); os.pwrite(fd, b\"saved\\n\", 0); n += 1\n"
-	   "  except OSError:\n    pass\n"
-	   "  finally:\n    try:\n      os.close(fd)\n    except OSError:\n      pass\n"
-	   "open(\"%s/.stop\", \"w\").close()\nprint(n)'; wait",
-	   hpath(&V, "user-data/workspace"), target, vpath(&V, "user-data/workspace"),
-	   hpath(&V, "user-data/workspace"));
+	   " mv -f f.away f 2>/dev/null; sleep 0.005; done) &"
+	   " python3 tests/tools/racesave.py '%s' '%s'; wait",
+	   hpath(&V, "user-data/workspace"), target, ws_of(&V, "f"), hws_of(&V, ".stop"));
 	ck_assert_msg(atoi(saves) > 0, "no save happened during the race");
 	EQ_OUT("untouched\n", "cat '%s'", target);
 	OK("test ! -L '%s' || test \"$(readlink '%s')\" = '%s'", hws_of(&V, "f"), hws_of(&V, "f"),

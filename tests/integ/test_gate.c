@@ -155,10 +155,8 @@ START_TEST(test_gate_shell_overwrites_of_unread_files_are_refused)
 		      "audit:\n%s", text);
 	EQ_OUT("5 refused never read /mnt/user-data/workspace/existing False\n",
 	       "'%s' audit --home '%s' --user alice --thread gate --format json |"
-	       " python3 -c 'import json,sys; r=json.load(sys.stdin);"
-	       " print(len(r), \"refused\" if not r[0][\"allowed\"] else \"?\","
-	       " r[0][\"reason\"], r[0][\"path\"], r[-1][\"allowed\"])'",
-	       test_bin("sbx"), V.home);
+	       " python3 tests/tools/jsonq.py 'len(d), \"refused\" if not d[0][\"allowed\"] else \"?\","
+	       " d[0][\"reason\"], d[0][\"path\"], d[-1][\"allowed\"]'", test_bin("sbx"), V.home);
 }
 END_TEST
 
@@ -362,7 +360,7 @@ static void wait_mark_hashed(const char *name)
 static char *last_change(void)
 {
 	return OUT("'%s' audit --home '%s' --user alice --thread gate --format json |"
-		   " python3 -c 'import json, sys; c = json.load(sys.stdin)[-1][\"changed\"];"
+		   " python3 tests/tools/jsonq.py --run 'c = d[-1][\"changed\"];"
 		   " print(c[\"base\"][\"size\"], c[\"current\"][\"size\"]);"
 		   " print(c[\"base\"][\"sha256\"] is not None, c[\"current\"][\"sha256\"] is not None);"
 		   " print(c[\"diff\"]); print(c[\"diff_unavailable_reason\"])'",
@@ -444,11 +442,7 @@ START_TEST(test_gate_refusal_diffs_never_show_a_credential)
 						      " was not kept"), "%s", text);
 	ck_assert_msg(!strstr(json, "ghp_"), "%s", json);
 
-	OK("python3 -c 'import hashlib, sqlite3, sys; db = sqlite3.connect(sys.argv[1]);"
-	   " t = [v.encode() for v in sys.argv[2:]]; h = [hashlib.sha256(v).digest() for v in t];"
-	   " db.executemany(\"INSERT OR IGNORE INTO blobs VALUES (?, ?)\", zip(h, t));"
-	   " db.execute(\"UPDATE audit SET base_sha256 = ?, cur_sha256 = ?\", h); db.commit()'"
-	   " '%s/sbx.db' '%s' '%s'", V.home, read, found);
+	OK("python3 tests/tools/oldtexts.py '%s/sbx.db' '%s' '%s'", V.home, read, found);
 	text = OUT("%s", audit);
 	json = OUT("%s --format json", audit);
 	ck_assert_msg(!strstr(text, "ghp_") && strstr(text, "(no diff: sensitive: the name or the"

@@ -34,11 +34,11 @@ static char *begin(void)
 	return id;
 }
 
-/* The JSON of `sbx changes RUN`, through python3 running PY with it as d. */
+/* What the Python statements PY print with the JSON of `sbx changes
+ * RUN` as d (tests/tools/jsonq.py). */
 static char *changes_py(const char *run, const char *py)
 {
-	return OUT("'%s' --home '%s' changes %s --format json |"
-		   " python3 -c 'import json,sys; d=json.load(sys.stdin); %s'",
+	return OUT("'%s' --home '%s' changes %s --format json | python3 tests/tools/jsonq.py --run '%s'",
 		   test_bin("sbx"), V.home, run, py);
 }
 
@@ -50,8 +50,7 @@ static char *receipt(const char *run, int *status)
 
 	*status = STATUS("'%s' --home '%s' receipt %s --format json > '%s' 2>/dev/null",
 			 test_bin("sbx"), V.home, run, f);
-	return OUT("python3 -c 'import json; print(json.dumps(json.load(open(\"%s\")),"
-		   " separators=(\",\", \":\")))'", f);
+	return OUT("python3 tests/tools/jsonq.py 'json.dumps(d, separators=(\",\", \":\"))' '%s'", f);
 }
 
 /* What `sbx ARGS` writes on stderr, and its exit status in *STATUS. */
@@ -171,8 +170,8 @@ START_TEST(test_runs_without_changes_record_no_summary)
 	char *run = begin(), cmd[64];
 
 	snprintf(cmd, sizeof(cmd), "run end %s --format json", run);
-	SAME(OUT("'%s' --home '%s' %s | python3 -c 'import json,sys; d=json.load(sys.stdin);"
-		 " print(d[\"available\"], d[\"files\"])'", test_bin("sbx"), V.home, cmd),
+	SAME(OUT("'%s' --home '%s' %s | python3 tests/tools/jsonq.py 'd[\"available\"], d[\"files\"]'",
+		 test_bin("sbx"), V.home, cmd),
 	     "False []\n");
 	EQ_OUT("1\n", "sqlite3 '%s/sbx.db' 'SELECT summary IS NULL FROM runs WHERE id = %s'",
 	       V.home, run);

@@ -21,10 +21,8 @@
 static const char *H;
 
 /* At most 2,000 processes that live 20 s each: it stops by itself where
- * nothing else does. */
-#define FORK_BOMB "python3 -c 'import os, time\nfor i in range(2000):\n try:\n" \
-	"  if os.fork() == 0:\n   os.execlp(\"sleep\", \"sbx-fork-bomb\", \"20\")\n" \
-	" except OSError:\n  time.sleep(0.001)\ntime.sleep(20)'"
+ * nothing else does (tests/tools/bomb.py, after add_tool(T, "bomb.py")). */
+#define FORK_BOMB "python3 bomb.py fork sbx-fork-bomb"
 /* The fork bomb is gone within 5 s. */
 #define BOMB_GONE "for i in $(seq 50); do pgrep -f sbx-fork-bom[b] >/dev/null || exit 0;" \
 	" sleep 0.1; done; exit 1"
@@ -83,10 +81,16 @@ static char *workspace(const char *thread)
 	return fmt_cmd("%s/users/alice/threads/%s/user-data/workspace", H, thread);
 }
 
+/* Copies the test tool NAME (tests/tools) into THREAD's workspace. */
+static void add_tool(const char *thread, const char *name)
+{
+	OK("mkdir -p '%s' && cp 'tests/tools/%s' '%s/'", workspace(thread), name, workspace(thread));
+}
+
 /* Copies tests/tools/probe.py into THREAD's workspace. */
 static void add_probe(const char *thread)
 {
-	OK("mkdir -p '%s' && cp tests/tools/probe.py '%s/'", workspace(thread), workspace(thread));
+	add_tool(thread, "probe.py");
 }
 
 /* /proc/sys is read-only: no core_pattern pipe to a program of the
@@ -222,8 +226,8 @@ END_TEST
 /* Two threads whose 8-hex-digit sandbox names collide share nothing. */
 START_TEST(test_sandbox_colliding_ids_share_nothing)
 {
-	SAME(OUT("python3 -c 'import hashlib; print(*[hashlib.sha256(t.encode()).hexdigest()[:8]"
-		 " for t in (\"t26821\", \"t49091\")])'"), "3b787b99 3b787b99\n");
+	SAME(OUT("for t in t26821 t49091; do printf $t | sha256sum | cut -c1-8; done"),
+	     "3b787b99\n3b787b99\n");
 	run_ok("t26821", "echo A > mine; echo A-session > /tmp/x");
 	run_opts("t26821", "--scope s", (int[]){ 0 }, "cd /mnt/user-data/outputs; export V=A");
 	SAME(run_ok("t49091", "cat mine 2>&1 | sed 's/.*: //'; ls"), "No such file or directory\n");
@@ -231,14 +235,13 @@ START_TEST(test_sandbox_colliding_ids_share_nothing)
 	     "/mnt/user-data/workspace\nunset\n");
 	SAME(read_file(fmt_cmd("%s/mine", workspace("t26821"))), "A\n");
 	ck_assert(!exists(fmt_cmd("%s/mine", workspace("t49091"))));
-	char *st = OUT("'%s' broker --home '%s' --status | python3 -c 'import json,sys;"
-		       " v=json.load(sys.stdin)[\"views\"]; print(len(v), len({x[\"mount\"] for x in v}),"
-		       " *sorted({x[\"sandbox\"] for x in v}))'", test_bin("sbx"), H);
+	char *st = OUT("'%s' broker --home '%s' --status | python3 tests/tools/jsonq.py"
+		       " '(len(d[\"views\"]), len({v[\"mount\"] for v in d[\"views\"]}),"
+		       " *sorted({v[\"sandbox\"] for v in d[\"views\"]}))'", test_bin("sbx"), H);
 	SAME(st, "2 2 3b787b99\n");
 	/* Their host uids differ too. */
-	SAME(OUT("'%s' broker --home '%s' --status | python3 -c 'import json,sys;"
-		 " v=json.load(sys.stdin)[\"views\"]; print(len({x[\"uid\"] for x in v}))'",
-		 test_bin("sbx"), H), "2\n");
+	SAME(OUT("'%s' broker --home '%s' --status | python3 tests/tools/jsonq.py"
+		 " 'len({v[\"uid\"] for v in d[\"views\"]})'", test_bin("sbx"), H), "2\n");
 }
 END_TEST
 
@@ -371,6 +374,7 @@ END_TEST
 START_TEST(test_sandbox_fork_bomb_is_contained)
 {
 	restart("[limits]\npids = 64\n");
+	add_tool("t1", "bomb.py");
 	int st;
 	char *out = run("t1", &st, FORK_BOMB);
 	ck_assert_msg(st == 137 && strstr(out, "killed: process limit 64 reached"), "exit %d: %s", st,
@@ -386,8 +390,8 @@ START_TEST(test_sandbox_memory_bomb_is_contained)
 {
 	restart("[limits]\nmemory = 256M\n");
 	int st;
-	char *out = run("t1", &st, "python3 -c 'import time\nb = []\nfor i in range(16):\n"
-			" b.append(bytearray(64 << 20))\ntime.sleep(1)\nprint(\"survived\")'");
+	add_tool("t1", "bomb.py");
+	char *out = run("t1", &st, "python3 bomb.py memory 1");
 	ck_assert_msg(st == 137 && strstr(out, "killed: out of memory (limit 256 MiB)") &&
 		      !strstr(out, "survived"), "exit %d: %s", st, out);
 	SAME(run_ok("t2", "echo other"), "other\n");
@@ -424,13 +428,13 @@ START_TEST(test_sandbox_rlimit_fallback)
 	restart("[limits]\ncgroups = off\npids = 64\nmemory = 256M\n");
 	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)),
 			 "limit pids: no cgroup, falling back"));
+	add_tool("t1", "bomb.py");
 	int st;
 	char *out = run("t1", &st, FORK_BOMB);
 	ck_assert_msg(st == 137 && strstr(out, "killed: process limit 64 reached"), "exit %d: %s", st,
 		      out);
 	OK(BOMB_GONE);
-	out = run("t1", &st, "python3 -c 'b = []\nfor i in range(16):\n b.append(bytearray(64 << 20))\n"
-		  "print(\"survived\")'");
+	out = run("t1", &st, "python3 bomb.py memory");
 	ck_assert_msg(st == 1 && strstr(out, "MemoryError") && !strstr(out, "survived"), "exit %d: %s",
 		      st, out);
 }
@@ -452,9 +456,9 @@ START_TEST(test_sandbox_doctor)
 	for (size_t i = 0; i < sizeof(lines) / sizeof(*lines); i++)
 		ck_assert_msg(strstr(out, lines[i]), "no '%s' in:\n%s", lines[i], out);
 	ck_assert_msg(st == 0 && strstr(out, "every protection is active"), "exit %d:\n%s", st, out);
-	SAME(OUT("'%s' doctor --home '%s' --format json | python3 -c 'import json,sys;"
-		 " d=json.load(sys.stdin); print(d[\"all_active\"], len(d[\"host\"]) >= 9,"
-		 " [p[\"state\"] for p in d[\"protections\"] if p[\"name\"] == \"seccomp filter\"])'",
+	SAME(OUT("'%s' doctor --home '%s' --format json | python3 tests/tools/jsonq.py"
+		 " 'd[\"all_active\"], len(d[\"host\"]) >= 9,"
+		 " [p[\"state\"] for p in d[\"protections\"] if p[\"name\"] == \"seccomp filter\"]'",
 		 test_bin("sbx"), H), "True True ['active']\n");
 	/* A protection that does not hold is named, with why, and fails. */
 	ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", H), "[limits]\ncgroups = off\n"), 0);
@@ -469,6 +473,7 @@ END_TEST
 START_TEST(test_sandbox_idle_session_bomb_is_ended)
 {
 	restart("[limits]\npids = 64\n");
+	add_tool("t1", "bomb.py");
 	int st;
 	run_opts("t1", "--scope s", &st, FORK_BOMB " >/dev/null 2>&1 &");
 	ck_assert_int_eq(st, 0);

@@ -19,13 +19,12 @@ static void teardown(void)
 	tview_umount(&V);
 }
 
-/* Runs sbx snapshot with ARGS; its JSON is piped into python3 running
- * PY (with the document as d). */
+/* Runs sbx snapshot with ARGS; what the Python statements PY print with
+ * its JSON as d (tests/tools/jsonq.py). */
 static char *snapshot_py(const char *args, const char *py)
 {
 	return OUT("'%s' snapshot --home '%s' --user alice --thread snap %s --format json |"
-		   " python3 -c 'import json,sys; d=json.load(sys.stdin); %s'",
-		   test_bin("sbx"), V.home, args, py);
+		   " python3 tests/tools/jsonq.py --run '%s'", test_bin("sbx"), V.home, args, py);
 }
 
 START_TEST(test_snapshot_cli_records_the_thread_by_the_rules)
