@@ -328,12 +328,23 @@ START_TEST(test_broker_leases_park_and_idle_unmount)
 		" '{\"op\":\"status\"}'");
 	ck_assert_msg(strstr(r, "\"parked\": false") && strstr(r, "\"leases\": 1") &&
 		      strstr(r, "\"state\": \"active\""), "%s", r);
-	sleep(2);	/* held: never unmounted while a lease is held */
+	/* Held: never unmounted while a lease is held. The witness that
+	 * the idle sweep ran with t1 as old as a view it unmounts: t2,
+	 * parked after every change to t1's leases, is unmounted by it
+	 * (one sweep goes over every view under the provider's lock, so
+	 * the status that sees t2 unmounted comes after that sweep). */
+	raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t2\",\"owner\":\"lead\"}'"
+	    " '{\"op\":\"release\",\"user\":\"alice\",\"thread\":\"t2\",\"owner\":\"lead\"}'");
+	OK("for i in $(seq 100); do grep -q ' %s/run/views/alice/t2 ' /proc/mounts || exit 0;"
+	   " sleep 0.1; done; exit 1", H);
+	SAME(field(raw("'{\"op\":\"status\"}'"),
+		   "tuple(sorted(v[\"thread\"] + \":\" + v[\"state\"] for v in d[\"views\"]))"),
+	     "t1:active t2:unmounted\n");
 	OK("grep -q ' %s fuse' /proc/mounts", mnt);
 	r = raw("'{\"op\":\"release\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"lead\"}'"
 		" '{\"op\":\"status\"}'");
 	ck_assert_msg(strstr(r, "\"parked\": true") && strstr(r, "\"state\": \"parked\""), "%s", r);
-	OK("for i in $(seq 50); do grep -q ' %s fuse' /proc/mounts || exit 0; sleep 0.1; done; exit 1",
+	OK("for i in $(seq 100); do grep -q ' %s fuse' /proc/mounts || exit 0; sleep 0.1; done; exit 1",
 	   mnt);
 	/* The next acquire mounts it again. */
 	raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"lead\"}'");
@@ -405,6 +416,13 @@ static void wait_for_text(const char *file, const char *text)
 {
 	OK("for i in $(seq 300); do grep -qsF -- '%s' '%s' && exit 0; sleep 0.1; done; exit 1",
 	   text, file);
+}
+
+/* Until N lines of FILE hold TEXT (at most 30 s). */
+static void wait_for_lines(const char *file, const char *text, int n)
+{
+	OK("for i in $(seq 300); do [ \"$(grep -csF -- '%s' '%s')\" -ge %d ] && exit 0; sleep 0.1;"
+	   " done; exit 1", text, file, n);
 }
 
 /* A shutdown answers every request it has: a command running is stopped
@@ -571,20 +589,62 @@ START_TEST(test_broker_output_limits)
 }
 END_TEST
 
+/* Until alice/t1's view has N commands in it, running or waiting for
+ * their scope's shell (the broker's status; at most 20 s). */
+static void wait_for_commands(int n)
+{
+	OK("cd tests/tools && for i in $(seq 200); do"
+	   " python3 bclient.py '%s' '{\"op\":\"status\"}' | python3 jsonq.py"
+	   " 'sum(v[\"running\"] for v in d[\"views\"] if v[\"thread\"] == \"t1\")' |"
+	   " grep -qx %d && exit 0; sleep 0.1; done; exit 1", H, n);
+}
+
+/* An exec request of alice/t1 (in SCOPE if not NULL) running CMD. */
+static char *exec_req(const char *scope, const char *cmd)
+{
+	return fmt_cmd("'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",%s%s%s"
+		       "\"command\":\"%s\"}'", scope ? "\"scope\":\"" : "", scope ? scope : "",
+		       scope ? "\"," : "", cmd);
+}
+
+/* The command of a test's first request: says UP, then holds its turn
+ * until the test creates the workspace's file "go"; then appends NAME to
+ * the file "order". */
+static char *held(const char *up, const char *name)
+{
+	return fmt_cmd("echo %s; until [ -e /mnt/user-data/workspace/go ]; do sleep 0.05; done;"
+		       " echo %s >> /mnt/user-data/workspace/order", up, name);
+}
+
+/* Lets the held command go. */
+static void let_go(void)
+{
+	OK("touch '%s/users/alice/threads/t1/user-data/workspace/go'", H);
+}
+
 /* bash_max_sessions one-off commands per sandbox at once: the next one
  * waits its turn, and a waiter whose client leaves never runs. */
 START_TEST(test_broker_one_off_commands_are_admitted_in_turn)
 {
+	const char *d = test_dir("turns"), *log;
+
 	teardown();
 	start("[broker]\nbash_max_sessions = 1\n");
-	const char *order = "/mnt/user-data/workspace/order";
-	OK("cd tests/tools &&"
-	   " (python3 bclient.py '%s' '{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\","
-	   "\"command\":\"sleep 1.5; echo A >> %s\"}' >/dev/null &) && sleep 0.3 &&"
-	   " (python3 bclient.py '%s' --leave-after 0.3 '{\"op\":\"exec\",\"user\":\"alice\","
-	   "\"thread\":\"t1\",\"command\":\"echo C >> %s\"}' &) && sleep 0.1 &&"
-	   " python3 bclient.py '%s' '{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\","
-	   "\"command\":\"echo B >> %s\"}' >/dev/null", H, order, H, order, H, order);
+	log = fmt_cmd("%s/run/broker.log", H);
+	/* A has the turn; C waits for it, then its client goes away; B
+	 * waits too. */
+	OK("cd tests/tools && (python3 bclient.py '%s' --all %s > '%s/a' &)", H,
+	   exec_req(NULL, held("A-up", "A")), d);
+	wait_for_text(fmt_cmd("%s/a", d), "A-up");
+	OK("cd tests/tools && ((python3 bclient.py '%s' --leave-after 0.3 %s; echo gone > '%s/c-gone') &)",
+	   H, exec_req(NULL, "echo C >> /mnt/user-data/workspace/order"), d);
+	wait_for_lines(log, "waits for a turn", 1);
+	OK("cd tests/tools && (python3 bclient.py '%s' %s > '%s/b' &)", H,
+	   exec_req(NULL, "echo B >> /mnt/user-data/workspace/order"), d);
+	wait_for_lines(log, "waits for a turn", 2);
+	wait_for_text(fmt_cmd("%s/c-gone", d), "gone");
+	let_go();
+	wait_for_text(fmt_cmd("%s/b", d), "\"ok\"");
 	SAME(read_file(fmt_cmd("%s/users/alice/threads/t1/user-data/workspace/order", H)), "A\nB\n");
 }
 END_TEST
@@ -731,16 +791,22 @@ END_TEST
 /* Commands of one scope run in order; different scopes at once. */
 START_TEST(test_broker_sessions_order_and_concurrency)
 {
-	const char *order = "/mnt/user-data/workspace/order";
-	char *f = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace/order", H);
+	const char *d = test_dir("order");
 
-	OK("cd tests/tools && (python3 bclient.py '%s' '{\"op\":\"exec\",\"user\":\"alice\","
-	   "\"thread\":\"t1\",\"scope\":\"a\",\"command\":\"sleep 1.5; echo A1 >> %s\"}' >/dev/null &)"
-	   " && sleep 0.3 && python3 bclient.py '%s' '{\"op\":\"exec\",\"user\":\"alice\","
-	   "\"thread\":\"t1\",\"scope\":\"b\",\"command\":\"echo B >> %s\"}' >/dev/null &&"
-	   " python3 bclient.py '%s' '{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\","
-	   "\"scope\":\"a\",\"command\":\"echo A2 >> %s\"}' >/dev/null", H, order, H, order, H, order);
-	SAME(read_file(f), "B\nA1\nA2\n");
+	/* A1 holds scope a: B, in scope b, runs meanwhile; A2 waits. */
+	OK("cd tests/tools && (python3 bclient.py '%s' --all %s > '%s/a1' &)", H,
+	   exec_req("a", held("A1-up", "A1")), d);
+	wait_for_text(fmt_cmd("%s/a1", d), "A1-up");
+	SAME(field(OUT("cd tests/tools && timeout 20 python3 bclient.py '%s' %s", H,
+		       exec_req("b", "echo B >> /mnt/user-data/workspace/order")), "d[\"code\"]"),
+	     "0\n");
+	OK("cd tests/tools && (python3 bclient.py '%s' %s > '%s/a2' &)", H,
+	   exec_req("a", "echo A2 >> /mnt/user-data/workspace/order"), d);
+	wait_for_commands(2);
+	let_go();
+	wait_for_text(fmt_cmd("%s/a2", d), "\"ok\"");
+	SAME(read_file(fmt_cmd("%s/users/alice/threads/t1/user-data/workspace/order", H)),
+	     "B\nA1\nA2\n");
 }
 END_TEST
 

@@ -458,6 +458,8 @@ START_TEST(test_tools_make_builds_and_rebuilds_only_what_changed)
 	/* One source touched: that object and the link, nothing else. */
 	char *main_t = OUT("stat -c %%y '%s'", ws("cproj/main.o"));
 	char *greet_t = OUT("stat -c %%y '%s'", ws("cproj/greet.o"));
+	/* (0.05 s: file times move by the kernel's tick, and make must see
+	 * util.c newer than util.o: a granularity, not a synchronisation.) */
 	OK("cd '%s' && sleep 0.05 && touch util.c", p);
 	ck_assert_int_eq(STATUS("cd '%s' && make -q", p), 1);
 	char *third = OUT("cd '%s' && make 2>&1", p);
