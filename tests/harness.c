@@ -247,19 +247,17 @@ bool exists(const char *path)
 	return lstat(path, &st) == 0;
 }
 
-double wait_until(bool (*check)(const char *), const char *arg)
+bool eventually(bool (*check)(const char *), const char *arg)
 {
 	struct timespec t0, t1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		double dt = (double)(t1.tv_sec - t0.tv_sec) +
-			    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 		if (check(arg))
-			return dt;
-		if (dt > 5)
-			return 99;
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (t1.tv_sec - t0.tv_sec > EVENTUALLY_S)
+			return check(arg);
 		usleep(5000);
 	}
 }

@@ -164,7 +164,7 @@ START_TEST(test_skills_disabling_and_enabling_need_no_remount)
 	ck_assert(is_listed(sk("custom/mine/ref/notes.md")));
 
 	home_replace(USER_STATES, "{\"mine\": {\"enabled\": false}}");
-	ck_assert_double_lt(wait_until(is_unlisted, sk("custom/mine")), 1);
+	ck_assert(eventually(is_unlisted, sk("custom/mine")));
 	ck_assert_int_eq(open_errno(sk("custom/mine/SKILL.md")), EACCES);
 	ck_assert_int_eq(open_errno(sk("custom/mine/ref/notes.md")), EACCES);
 	struct stat st;
@@ -180,14 +180,14 @@ START_TEST(test_skills_disabling_and_enabling_need_no_remount)
 	SAME(read_file(sk("custom/shared/SKILL.md")), "custom shared\n");
 
 	home_replace(USER_STATES, "{\"mine\": {\"enabled\": true}}");
-	ck_assert_double_lt(wait_until(is_listed, sk("custom/mine")), 1);
-	ck_assert_double_lt(wait_until(readable, sk("custom/mine/ref/notes.md")), 1);
+	ck_assert(eventually(is_listed, sk("custom/mine")));
+	ck_assert(eventually(readable, sk("custom/mine/ref/notes.md")));
 	SAME(read_file(sk("custom/mine/SKILL.md")), "custom skill\n");
 	/* Removing the file enables everything. */
 	home_replace(USER_STATES, "{\"mine\": {\"enabled\": false}}");
-	ck_assert_double_lt(wait_until(refused, sk("custom/mine/SKILL.md")), 1);
+	ck_assert(eventually(refused, sk("custom/mine/SKILL.md")));
 	ck_assert_int_eq(unlink(home_path(USER_STATES)), 0);
-	ck_assert_double_lt(wait_until(readable, sk("custom/mine/SKILL.md")), 1);
+	ck_assert(eventually(readable, sk("custom/mine/SKILL.md")));
 }
 END_TEST
 
@@ -196,7 +196,7 @@ START_TEST(test_skills_each_file_governs_its_categories)
 	/* The user's file: custom, legacy and integrations, by name. */
 	home_replace(USER_STATES, "{\"shared\": {\"enabled\": false},"
 				  " \"lark-cli\": {\"enabled\": false}, \"pub\": {\"enabled\": false}}");
-	ck_assert_double_lt(wait_until(refused, sk("custom/shared/SKILL.md")), 1);
+	ck_assert(eventually(refused, sk("custom/shared/SKILL.md")));
 	ck_assert(refused(sk("legacy/shared/SKILL.md")));
 	ck_assert(refused(sk("integrations/lark/lark-cli/SKILL.md")));
 	ck_assert(is_listed(sk("integrations/lark")));	/* a provider, not a skill */
@@ -206,7 +206,7 @@ START_TEST(test_skills_each_file_governs_its_categories)
 	/* The shared file: public skills only. */
 	home_replace(PUBLIC_STATES, "{\"mcpServers\": {}, \"skills\": {\"pub\": {\"enabled\": false},"
 				    " \"mine\": {\"enabled\": false}}}");
-	ck_assert_double_lt(wait_until(refused, sk("public/pub/SKILL.md")), 1);
+	ck_assert(eventually(refused, sk("public/pub/SKILL.md")));
 	ck_assert(is_unlisted(sk("public/pub")));
 	ck_assert(readable(sk("custom/mine/SKILL.md")));
 	SAME(OUT("cd '%s' && find . -name SKILL.md | cut -c3- | sort", vpath(&V, "skills")),
@@ -217,12 +217,12 @@ END_TEST
 START_TEST(test_skills_unreadable_state_fails_closed)
 {
 	home_replace(USER_STATES, "{\"mine\": ");
-	ck_assert_double_lt(wait_until(refused, sk("custom/mine/SKILL.md")), 1);
+	ck_assert(eventually(refused, sk("custom/mine/SKILL.md")));
 	ck_assert(refused(sk("legacy/old/SKILL.md")));
 	ck_assert(readable(sk("public/pub/SKILL.md")));
 	ck_assert_ptr_nonnull(strstr(daemon_log(), "_skill_states.json (not JSON"));
 	home_replace(USER_STATES, "{}");
-	ck_assert_double_lt(wait_until(readable, sk("custom/mine/SKILL.md")), 1);
+	ck_assert(eventually(readable, sk("custom/mine/SKILL.md")));
 }
 END_TEST
 
@@ -238,7 +238,7 @@ START_TEST(test_skills_symlink_does_not_escape_its_category)
 	ck_assert_int_eq(symlink(secret, home_path("skills/public/pub/abs")), 0);
 	ck_assert_int_eq(symlink("../../custom/mine/SKILL.md", home_path("skills/public/pub/rel")), 0);
 	ck_assert_int_eq(symlink(home_path("skills/custom"), home_path("skills/public/pub/dir")), 0);
-	ck_assert_double_lt(wait_until(is_listed, sk("public/pub/dir")), 1);
+	ck_assert(eventually(is_listed, sk("public/pub/dir")));
 	/* The daemon gives them as text, never follows them. */
 	n = readlink(sk("public/pub/abs"), buf, sizeof(buf) - 1);
 	ck_assert_int_gt(n, 0);
