@@ -1,7 +1,9 @@
 /* check_main.c - runs every suite; "make check" calls it via run-tests.
- * With arguments, runs only the suites whose names contain one of them. */
+ * With arguments, runs only the suites whose names contain one of them;
+ * --list prints every suite's name, one a line, in this order. */
 #include "harness.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +50,11 @@ int main(int argc, char **argv)
 	SRunner *sr = NULL;
 	int failed;
 
+	if (argc == 2 && !strcmp(argv[1], "--list")) {
+		for (size_t i = 0; i < sizeof(suites) / sizeof(suites[0]); i++)
+			puts(suites[i].name);
+		return EXIT_SUCCESS;
+	}
 	for (size_t i = 0; i < sizeof(suites) / sizeof(suites[0]); i++) {
 		bool wanted = argc < 2;
 
