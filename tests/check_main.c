@@ -42,6 +42,7 @@ static const struct {
 	{ "view_broker", suite_view_broker },
 	{ "cli", suite_cli },
 	{ "sandbox", suite_sandbox },
+	{ "valgrind", suite_valgrind },
 	{ "sanitizers", suite_sanitizers },	/* last: sees every daemon's exit */
 };
 

@@ -1,5 +1,6 @@
-/* Runs last: sanitizer reports written by daemons (SANITIZE=1 builds log
- * them to $SBX_TEST_DIR/sanitizer.PID) fail the run. */
+/* The sanitizers suite runs last: sanitizer reports written by daemons
+ * (SANITIZE=1 builds log them to $SBX_TEST_DIR/sanitizer.PID) fail the
+ * run. The valgrind suite runs one daemon under valgrind. */
 #include "cmd.h"
 
 #include <dirent.h>
@@ -74,13 +75,25 @@ START_TEST(test_sanitizers_found_nothing_in_daemons)
 }
 END_TEST
 
+/* A suite of its own: it may run at the same time as others. */
+Suite *suite_valgrind(void)
+{
+	Suite *s = suite_create("valgrind");
+	TCase *tc = tcase_create("valgrind");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_sanitizers_valgrind_finds_nothing);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+/* Last, alone: it sees every daemon's exit. */
 Suite *suite_sanitizers(void)
 {
 	Suite *s = suite_create("sanitizers");
 	TCase *tc = tcase_create("sanitizers");
 
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_sanitizers_valgrind_finds_nothing);
 	tcase_add_test(tc, test_sanitizers_found_nothing_in_daemons);
 	suite_add_tcase(s, tc);
 	return s;
