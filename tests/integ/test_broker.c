@@ -279,7 +279,8 @@ START_TEST(test_broker_present_for_the_receipt)
 		" '{\"op\":\"present\",\"id\":6,\"run\":%s,\"paths\":[]}'",
 		run, run, real, run, run, run));
 	SAME(fields(r, "d[\"id\"], d[\"ok\"], d.get(\"tool\"), d.get(\"paths\"),"
-		    " (d.get(\"error\") or {}).get(\"code\"), (d.get(\"error\") or {}).get(\"message\")"),
+		    " (d.get(\"error\") or {}).get(\"code\"),"
+		    " (d.get(\"error\") or {}).get(\"message\")"),
 	     "1 True present_files ['/mnt/user-data/outputs/d'] None None\n"
 	     "2 True attach ['/mnt/user-data/outputs/d/r.md'] None None\n"
 	     "3 False None None path_refused Only files in /mnt/user-data/outputs can be presented:"
@@ -636,8 +637,9 @@ START_TEST(test_broker_one_off_commands_are_admitted_in_turn)
 	OK("cd tests/tools && (python3 bclient.py '%s' --all %s > '%s/a' &)", H,
 	   exec_req(NULL, held("A-up", "A")), d);
 	wait_for_text(fmt_cmd("%s/a", d), "A-up");
-	OK("cd tests/tools && ((python3 bclient.py '%s' --leave-after 0.3 %s; echo gone > '%s/c-gone') &)",
-	   H, exec_req(NULL, "echo C >> /mnt/user-data/workspace/order"), d);
+	OK("cd tests/tools && ((python3 bclient.py '%s' --leave-after 0.3 %s;"
+	   " echo gone > '%s/c-gone') &)", H,
+	   exec_req(NULL, "echo C >> /mnt/user-data/workspace/order"), d);
 	wait_for_lines(log, "waits for a turn", 1);
 	OK("cd tests/tools && (python3 bclient.py '%s' %s > '%s/b' &)", H,
 	   exec_req(NULL, "echo B >> /mnt/user-data/workspace/order"), d);
