@@ -164,9 +164,26 @@ static int load_blob(void *arg, const struct snap_file *f, char **data,
 	return 0;
 }
 
-/* Calls FN with the mount point of each view of USER's THREAD mounted
- * here (its fsname says whose); returns how many there are. */
-static int views_each(const char *user, const char *thread,
+/* False if the view at MOUNTPOINT says its store is in a home other
+ * than HOME. One that cannot say (another user's view) is taken: telling
+ * it fails with the reason. */
+static bool view_of_home(const char *mountpoint, const char *home)
+{
+	char theirs[PATH_MAX + 1];
+	struct stat a, b;
+	ssize_t n = getxattr(mountpoint, CONTROL_XATTR_HOME, theirs, sizeof(theirs) - 1);
+
+	if (n < 0)
+		return true;
+	theirs[n] = '\0';
+	return stat(theirs, &a) == 0 && stat(home, &b) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Calls FN with the mount point of each view of USER's THREAD in HOME
+ * mounted here (its fsname says whose, the view which home); returns how
+ * many there are. */
+static int views_each(const char *home, const char *user, const char *thread,
 		      void (*fn)(const char *mountpoint, void *arg), void *arg)
 {
 	_cleanup_(fclosep) FILE *f = fopen("/proc/self/mounts", "re");
@@ -180,6 +197,8 @@ static int views_each(const char *user, const char *thread,
 		snprintf(dir, sizeof(dir), "%.*s", (int)strcspn(line + strlen(want), " "),
 			 line + strlen(want));
 		mount_unescape(dir);
+		if (!view_of_home(dir, home))
+			continue;
 		n++;
 		if (fn)
 			fn(dir, arg);
@@ -199,13 +218,14 @@ static void view_tell_run(const char *mountpoint, void *arg)
 }
 
 /* Tells the mounted views of USER's THREAD about the runs open now. */
-static void views_update(struct store *s, const char *user, const char *thread)
+static void views_update(struct store *s, const char *home, const char *user,
+			 const char *thread)
 {
 	int64_t since = 0;
 
 	if (store_run_open_since(s, user, thread, &since) <= 0)
 		since = 0;
-	views_each(user, thread, view_tell_run, &since);
+	views_each(home, user, thread, view_tell_run, &since);
 }
 
 /* Waits until a mounted view's journal is in the store; a view that
@@ -278,7 +298,7 @@ static int run_begin(int argc, char **argv, const char *home)
 	/* Mounted views record pre-images from now on: a change made while
 	 * the scan runs is seen as it was before. */
 	struct scan scan = { .store = s };
-	views_each(a.user, a.thread, view_tell_run, &begun);
+	views_each(a.home, a.user, a.thread, view_tell_run, &begun);
 	r = take(&scan, &roots, a.user, a.thread,
 		 a.max_files > 0 ? (size_t)a.max_files : SNAPSHOT_MAX_FILES, &snap, &snap_id);
 	thread_roots_close(&roots);
@@ -287,7 +307,7 @@ static int run_begin(int argc, char **argv, const char *home)
 		r = store_run_begin(s, a.user, a.thread, snap_id, begun, &id);
 	}
 	if (r < 0)
-		views_update(s, a.user, a.thread);
+		views_update(s, a.home, a.user, a.thread);
 	store_close(s);
 	if (r < 0)
 		return 1;
@@ -386,7 +406,7 @@ static int run_end(int argc, char **argv, const char *home)
 	r = thread_roots_open("run end", a.home, run.user, run.thread, &roots);
 	if (r < 0)
 		goto done;
-	views_each(run.user, run.thread, view_sync, NULL);
+	views_each(a.home, run.user, run.thread, view_sync, NULL);
 	r = runlog_load(s, run.user, run.thread, run.begun_ns, now_ns(), &journal);
 	if (r < 0) {
 		fprintf(stderr, "sbx: run end: cannot read the journal: %s\n", strerror(-r));
@@ -436,7 +456,7 @@ static int run_end(int argc, char **argv, const char *home)
 		if (r < 0)
 			store_rollback(s);
 		if (r == 0) {
-			views_update(s, run.user, run.thread);
+			views_update(s, a.home, run.user, run.thread);
 			r = print_payload(&run, payload, a.format) ? -EIO : 0;
 			/* The reference makes this the run's error; here the run
 			 * is recorded all the same, and sbx receipt fails on it. */

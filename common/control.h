@@ -5,11 +5,14 @@
  *                                    record pre-images from now on
  *   getxattr M user.sbxfs.sync       returns "ok" once every journal
  *                                    event so far is in the store
+ *   getxattr M user.sbxfs.home       the home whose store the view writes
+ *                                    to: a run tells the views of its own
  */
 #ifndef SBX_CONTROL_H
 #define SBX_CONTROL_H
 
 #define CONTROL_XATTR_RUN "user.sbxfs.run"
 #define CONTROL_XATTR_SYNC "user.sbxfs.sync"
+#define CONTROL_XATTR_HOME "user.sbxfs.home"
 
 #endif

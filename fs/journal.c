@@ -24,6 +24,7 @@
 
 struct journal {
 	_Atomic int64_t run_since;	/* the open run's start, or 0 */
+	char *home;			/* whose store: CONTROL_XATTR_HOME */
 	struct {			/* the last caller's name */
 		pthread_mutex_t lock;
 		pid_t pid;
@@ -32,10 +33,15 @@ struct journal {
 	} caller;
 };
 
-struct journal *journal_new(void)
+struct journal *journal_new(const char *home)
 {
 	struct journal *j = calloc(1, sizeof(*j));
 
+	/* Absolute: sbx compares it with its own home from anywhere. */
+	if (j && !(j->home = realpath(home, NULL)) && !(j->home = strdup(home))) {
+		free(j);
+		return NULL;
+	}
 	if (j)
 		pthread_mutex_init(&j->caller.lock, NULL);
 	return j;
@@ -46,6 +52,7 @@ void journal_free(struct journal *j)
 	if (!j)
 		return;
 	pthread_mutex_destroy(&j->caller.lock);
+	free(j->home);
 	free(j);
 }
 
@@ -242,12 +249,18 @@ bool journal_control(struct view *v, fuse_req_t req, bool set,
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	bool run = !strcmp(name, CONTROL_XATTR_RUN);
+	bool home = !strcmp(name, CONTROL_XATTR_HOME);
 	char buf[32], *end;
 
-	if (!run && strcmp(name, CONTROL_XATTR_SYNC))
+	if (!run && !home && strcmp(name, CONTROL_XATTR_SYNC))
 		return false;
 	if (ctx->uid != 0 && ctx->uid != v->uid) {
 		*result = -EPERM;
+	} else if (home && !set) {
+		size_t len = strlen(v->journal->home);
+		*result = size && size < len ? -ERANGE : (ssize_t)len;
+		if (size >= len)
+			memcpy(out, v->journal->home, len);
 	} else if (run && set) {
 		long long since = -1;
 		if (size < sizeof(buf)) {

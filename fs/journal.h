@@ -30,8 +30,9 @@ struct view;
 struct inode;
 struct journal;
 
-/* A journal with no run open. NULL: out of memory. */
-struct journal *journal_new(void);
+/* A journal with no run open, for a view whose store is in HOME. NULL:
+ * out of memory. */
+struct journal *journal_new(const char *home);
 void journal_free(struct journal *j);
 
 /* Records OP on DIR/NAME (NAME NULL: DIR itself), and for "rename" and

@@ -697,7 +697,7 @@ int main(int argc, char **argv)
 		view_end(&v);
 		return 1;
 	}
-	v.journal = journal_new();
+	v.journal = journal_new(o.view.home);
 	if (!v.journal) {
 		log_error("cannot build the view: %s", strerror(ENOMEM));
 		view_end(&v);

@@ -272,11 +272,39 @@ START_TEST(test_runs_view_mounted_during_a_run)
 }
 END_TEST
 
+/* A run is told to the views of its own home only: a view of the same
+ * user and thread in another home records nothing for it. Before, sbx
+ * run told every view of the user and thread on the host. */
+START_TEST(test_runs_tell_only_the_views_of_their_home)
+{
+	struct tview other;
+
+	ck_assert_int_eq(tview_mount(&other, NULL, "alice", "runs", NULL), 0);
+	ck_assert_int_eq(write_file(hws_of(&other, "f"), "v1\n"), 0);
+	ck_assert_int_eq(write_file(hws_of(&V, "f"), "v1\n"), 0);
+	char *run = begin();
+	OK("cat '%s' > /dev/null && echo v2 > '%s'", ws_of(&other, "f"), ws_of(&other, "f"));
+	OK("cat '%s' > /dev/null && echo v2 > '%s'", ws_of(&V, "f"), ws_of(&V, "f"));
+	tview_sync(&other);
+	tview_sync(&V);
+	EQ_OUT("0\n", "sqlite3 '%s/sbx.db' \"SELECT count(*) FROM journal WHERE op IN"
+	       " ('capture', 'preimage')\"", other.home);
+	EQ_OUT("2\n", "sqlite3 '%s/sbx.db' \"SELECT count(*) FROM journal WHERE op IN"
+	       " ('capture', 'preimage')\"", V.home);
+	end(run);
+	tview_umount(&other);
+}
+END_TEST
+
 /* The run attributes of a view's top directory: for sbx run, from root
  * and the mounting user; anyone else is refused, nothing else accepted. */
 START_TEST(test_runs_control_attributes)
 {
 	EQ_OUT("ok", "getfattr --absolute-names --only-values -n user.sbxfs.sync '%s'", V.mnt);
+	char home[PATH_MAX];
+	ck_assert_ptr_nonnull(realpath(V.home, home));
+	EQ_OUT(home, "getfattr --absolute-names --only-values -n user.sbxfs.home '%s'", V.mnt);
+	ck_assert_int_eq(STATUS("setfattr -n user.sbxfs.home -v /tmp '%s' 2>/dev/null", V.mnt), 1);
 	ck_assert_int_eq(STATUS("setfattr -n user.sbxfs.run -v nonsense '%s' 2>/dev/null", V.mnt), 1);
 	ck_assert_int_eq(STATUS("setfattr -n user.sbxfs.sync -v 1 '%s' 2>/dev/null", V.mnt), 1);
 	ck_assert_int_eq(STATUS("setfattr -n user.other -v 1 '%s' 2>/dev/null", V.mnt), 1);
@@ -289,6 +317,8 @@ START_TEST(test_runs_control_attributes)
 	       " setfattr -n user.sbxfs.run -v 5 '%s' 2>/dev/null", shared.mnt), 1);
 	ck_assert_int_eq(STATUS("setpriv --reuid=65534 --regid=65534 --clear-groups"
 	       " getfattr -n user.sbxfs.sync '%s' 2>/dev/null", shared.mnt), 1);
+	ck_assert_int_eq(STATUS("setpriv --reuid=65534 --regid=65534 --clear-groups"
+	       " getfattr -n user.sbxfs.home '%s' 2>/dev/null", shared.mnt), 1);
 	tview_umount(&shared);
 }
 END_TEST
@@ -728,6 +758,7 @@ Suite *suite_view_runs(void)
 	tcase_add_test(tc, test_runs_without_changes_record_no_summary);
 	tcase_add_test(tc, test_runs_over_the_scan_limit);
 	tcase_add_test(tc, test_runs_preimages_beyond_the_scan_limit);
+	tcase_add_test(tc, test_runs_tell_only_the_views_of_their_home);
 	tcase_add_test(tc, test_runs_view_mounted_during_a_run);
 	tcase_add_test(tc, test_runs_control_attributes);
 	tcase_add_test(tc, test_runs_files_created_through_the_view_are_all_counted);
