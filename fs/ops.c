@@ -624,6 +624,296 @@ int ops_enable_creds_switch(void)
 	return 0;
 }
 
+/* Tells the inode table where the object now called DIR/NAME lives. */
+static void note_moved(struct view *v, struct inode *dir, int dfd,
+		       const char *name)
+{
+	struct stat st;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		inode_moved(v->inodes, dir->domain, st.st_dev, st.st_ino, dir,
+			    name);
+}
+
+/* After the view renamed FROM/NAME (attributes SRC before) to TO/NEWNAME
+ * (in directory fd TFD): its current mark stays current and is stored
+ * under the new path (the old path's row dropped unless SWAPPED: an
+ * exchange stores the other file's there). */
+static void gate_carry_moved(struct view *v, const struct stat *src,
+			     struct inode *from, const char *name,
+			     struct inode *to, int tfd, const char *newname,
+			     bool swapped)
+{
+	struct gate_ticket t;
+	struct stat after;
+	char path[PATH_MAX];
+
+	if (fstatat(tfd, newname, &after, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	gate_lock(v->gate, &t, src);
+	gate_unlock(&t, &after, false);
+	if (gate_dirty(v->gate, &after)) {
+		if (!swapped)
+			gate_forget_path(v->gate, view_path(v, from, name, path,
+							       sizeof(path)));
+		gate_persist(v->gate, &after, view_path(v, to, newname, path,
+							   sizeof(path)));
+	}
+}
+
+/* A change of names: mknod, mkdir, symlink and create make one, link adds
+ * one, unlink and rmdir remove one, rename moves one (and may replace or
+ * exchange another). The caller says what changes; name_change_begin()
+ * does what must come before the backing syscall, name_change_commit()
+ * or name_change_abort() what must come after it, always in this order:
+ *
+ *  1. the gate decides on the file the change replaces or removes (or,
+ *     for a link, on the file linked), and its gate lock is held to the
+ *     end: the decision and the change it allows are one step;
+ *  2. the journal takes the pre-images of the names that go or move, as
+ *     the gate saw them;
+ *  3. the host watch is told of the names to come and go (before the
+ *     syscall: a faster watch thread would take them for host changes);
+ *  4. a new entry is made with the caller's credentials and umask;
+ *  5. the directories' names are held (view_names_hold()), and the entry
+ *     the change removes or replaces is looked at under the hold, where
+ *     no publication can put another file in its place;
+ *     -- the caller's backing syscall --
+ *  6. still under the hold, the inode table learns what moved and which
+ *     file lost its name; then the hold and the credentials are let go;
+ *  7. the gate lock ends: a current mark stays current across the ctime
+ *     the change moved;
+ *  8. after a change, the quota gets back what it freed, the journal
+ *     records it, stored marks follow (a removed name's is dropped, a
+ *     moved file's goes to its new path); after a failure, the watch is
+ *     told the names did not change after all. */
+enum name_kind {
+	NAME_MAKE,	/* DIR/NAME is made, as the caller */
+	NAME_LINK,	/* DIR/NAME becomes a link to FILE */
+	NAME_REMOVE,	/* DIR/NAME goes (FLAGS: AT_REMOVEDIR for rmdir) */
+	NAME_RENAME,	/* DIR/NAME moves to TO/NEWNAME (FLAGS: renameat2's) */
+};
+
+struct name_change {
+	/* What changes, filled in by the caller: */
+	enum name_kind kind;
+	struct inode *dir;
+	int dfd;			/* DIR's fd */
+	const char *name;
+	struct inode *to;		/* NAME_RENAME */
+	int tfd;
+	const char *newname;
+	unsigned int flags;
+	struct inode *file;		/* NAME_LINK, with its O_PATH fd */
+	int file_fd;
+	const char *event;		/* the journal's, on commit; NULL: none */
+	/* NAME_MAKE: the umask to apply and the bits to strip (as_caller). */
+	struct as_caller caller;
+	/* The protocol's own: */
+	struct view *v;
+	fuse_req_t req;
+	struct gate_ticket t;
+	int gate_fd;			/* gate_begin_name()'s */
+	bool replaces;			/* the gate saw a rename's target */
+	bool gone;			/* the entry removed or replaced, */
+	struct stat victim;		/*   seen under the hold */
+	bool carry, carry_dst;		/* a rename's marks to carry across, */
+	struct stat src, dst;		/*   from the files' attributes before */
+};
+
+static bool name_exchange(const struct name_change *nc)
+{
+	return nc->kind == NAME_RENAME && (nc->flags & RENAME_EXCHANGE);
+}
+
+/* Step 1: the gate, by kind. T ends locked (or unlocked if there is no
+ * gate) unless it refuses. */
+static int name_change_gate(struct name_change *nc)
+{
+	struct view *v = nc->v;
+	fuse_req_t req = nc->req;
+	bool exchange = name_exchange(nc), exists;
+	struct stat st;
+	int r;
+
+	switch (nc->kind) {
+	case NAME_LINK:
+		/* A new link moves the file's ctime: carry a current mark. A
+		 * link into a version-control directory is gated (see
+		 * gate_vcs_entry). */
+		if (v->gate && stat_fd(nc->file_fd, &st) == 0)
+			return gate_begin(v, req, &nc->t, nc->file, NULL, &st,
+					  nc->file_fd,
+					  enters_vcs(v, nc->file, NULL, nc->dir)
+					  ? "link into a VCS directory" : NULL);
+		break;
+	case NAME_REMOVE:
+		return gate_begin_name(v, req, &nc->t, nc->dir, nc->dfd, nc->name,
+				       !gate_unlink(v->gate) ? NULL
+				       : nc->flags & AT_REMOVEDIR ? "rmdir" : "unlink",
+				       &exists, &nc->gate_fd);
+	case NAME_RENAME:
+		/* Replacing an existing file overwrites it: gated. The moved
+		 * file's ctime changes, so a current mark of it is carried
+		 * across; an exchange moves the other file too, and its mark
+		 * goes with it. */
+		nc->carry = v->gate && fstatat(nc->dfd, nc->name, &nc->src,
+					       AT_SYMLINK_NOFOLLOW) == 0;
+		nc->carry_dst = v->gate && exchange &&
+				fstatat(nc->tfd, nc->newname, &nc->dst,
+					AT_SYMLINK_NOFOLLOW) == 0;
+		/* An exchange replaces the content at both names: the source's
+		 * side is decided first, on its own (one gate lock at a time). */
+		if ((r = gate_vcs_entry(v, req, nc->dir, nc->dfd, nc->name, nc->to)) < 0 ||
+		    (exchange && (r = gate_vcs_entry(v, req, nc->to, nc->tfd,
+						     nc->newname, nc->dir)) < 0))
+			return r;
+		if (nc->flags & RENAME_NOREPLACE)
+			break;
+		if (exchange && (r = gate_name_ok(v, req, nc->dir, nc->dfd,
+						  nc->name, "exchange")) < 0)
+			return r;
+		return gate_begin_name(v, req, &nc->t, nc->to, nc->tfd, nc->newname,
+				       exchange ? "exchange" : "rename onto",
+				       &nc->replaces, &nc->gate_fd);
+	case NAME_MAKE:
+		break;
+	}
+	gate_lock(NULL, &nc->t, NULL);
+	return 0;
+}
+
+/* Step 2: the pre-images of the names that go or move. */
+static void name_change_preimages(struct name_change *nc)
+{
+	if (nc->kind == NAME_REMOVE && !(nc->flags & AT_REMOVEDIR))
+		journal_preimage_at(nc->v, nc->req, nc->dir, nc->dfd, nc->name,
+				    true);
+	if (nc->kind != NAME_RENAME)
+		return;
+	journal_preimage_at(nc->v, nc->req, nc->dir, nc->dfd, nc->name, false);
+	if (!(nc->flags & RENAME_NOREPLACE))
+		journal_preimage_at(nc->v, nc->req, nc->to, nc->tfd, nc->newname,
+				    !name_exchange(nc));
+}
+
+/* Steps 3 and 8: the names the change adds and removes, told to the host
+ * watch before it (EXPECT) or, if it failed, after it. */
+static void name_change_watch(struct name_change *nc, bool expect)
+{
+	void (*tell)(struct watch *, struct inode *, const char *, bool) =
+		expect ? watch_expect : watch_unexpect;
+	struct watch *w = nc->v->watch;
+
+	switch (nc->kind) {
+	case NAME_MAKE:
+	case NAME_LINK:
+		tell(w, nc->dir, nc->name, true);
+		break;
+	case NAME_REMOVE:
+		tell(w, nc->dir, nc->name, false);
+		break;
+	case NAME_RENAME:
+		tell(w, nc->dir, nc->name, false);
+		tell(w, nc->to, nc->newname, true);
+		if (name_exchange(nc)) {
+			tell(w, nc->to, nc->newname, false);
+			tell(w, nc->dir, nc->name, true);
+		}
+		break;
+	}
+}
+
+/* Begins the change NC describes (steps 1 to 5), by the caller of REQ.
+ * Returns 0, the caller then makes the syscall and ends with
+ * name_change_commit() or name_change_abort(); or -errno (a refusal),
+ * with nothing left to end. */
+static int name_change_begin(struct view *v, fuse_req_t req,
+			     struct name_change *nc)
+{
+	int r;
+
+	nc->v = v;
+	nc->req = req;
+	nc->caller = (struct as_caller){ false, 0, 0 };
+	nc->gate_fd = -1;
+	nc->replaces = nc->gone = nc->carry = nc->carry_dst = false;
+	r = name_change_gate(nc);
+	if (r < 0)
+		return r;
+	name_change_preimages(nc);
+	name_change_watch(nc, true);
+	if (nc->kind == NAME_MAKE)
+		nc->caller = caller_enter(v, req);
+	view_names_hold(v, nc->dir, nc->to);
+	if (nc->kind == NAME_REMOVE)
+		nc->gone = fstatat(nc->dfd, nc->name, &nc->victim,
+				   AT_SYMLINK_NOFOLLOW) == 0;
+	else if (nc->kind == NAME_RENAME &&
+		 !(nc->flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)))
+		nc->gone = fstatat(nc->tfd, nc->newname, &nc->victim,
+				   AT_SYMLINK_NOFOLLOW) == 0;
+	return 0;
+}
+
+/* Steps 6 and 7; DONE: the syscall succeeded. */
+static void name_change_end(struct name_change *nc, bool done)
+{
+	struct view *v = nc->v;
+	struct stat st;
+
+	if (done && nc->gone && S_ISREG(nc->victim.st_mode))
+		inode_note_unnamed(v->inodes, (nc->to ? nc->to : nc->dir)->domain,
+				   nc->victim.st_dev, nc->victim.st_ino);
+	if (done && nc->kind == NAME_RENAME) {
+		note_moved(v, nc->to, nc->tfd, nc->newname);
+		if (name_exchange(nc))
+			note_moved(v, nc->dir, nc->dfd, nc->name);
+	}
+	view_names_release(v, nc->dir, nc->to);
+	caller_leave(&nc->caller);
+	if (nc->kind == NAME_LINK)
+		gate_unlock(&nc->t, done && stat_fd(nc->file_fd, &st) == 0 ? &st : NULL,
+			    false);
+	else
+		gate_end_name(&nc->t, &nc->gate_fd);
+}
+
+/* Ends the change NC after its syscall succeeded. */
+static void name_change_commit(struct name_change *nc)
+{
+	struct view *v = nc->v;
+	char path[PATH_MAX];
+
+	name_change_end(nc, true);
+	if (nc->kind == NAME_REMOVE && nc->gone && v->quota)
+		view_release(v, nc->dir, &nc->victim);
+	else if (nc->kind == NAME_RENAME && nc->replaces && !name_exchange(nc))
+		view_release(v, nc->to, NULL);	/* the replaced file's space */
+	if (nc->event)
+		journal_note(v, nc->req, nc->event, nc->dir, nc->name, nc->to,
+			     nc->newname);
+	/* A removed file's stored mark names nothing now. */
+	if (nc->kind == NAME_REMOVE && !(nc->flags & AT_REMOVEDIR) &&
+	    v->gate && v->writer)
+		gate_forget_path(v->gate, view_path(v, nc->dir, nc->name, path,
+						    sizeof(path)));
+	if (nc->carry)
+		gate_carry_moved(v, &nc->src, nc->dir, nc->name, nc->to, nc->tfd,
+				 nc->newname, name_exchange(nc));
+	if (nc->carry_dst)
+		gate_carry_moved(v, &nc->dst, nc->to, nc->newname, nc->dir,
+				 nc->dfd, nc->name, true);
+}
+
+/* Ends the change NC after its syscall failed with R; returns R. */
+static int name_change_abort(struct name_change *nc, int r)
+{
+	name_change_end(nc, false);
+	name_change_watch(nc, false);
+	return r;
+}
+
 static void entry_init(struct view *v, struct inode *dir,
 		       struct fuse_entry_param *e)
 {
@@ -1091,31 +1381,30 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (r < 0)
 		return reply_status(req, r);
 
-	watch_expect(v->watch, dir, name, true);
-	struct as_caller c = caller_enter(v, req);
-	view_names_hold(v, dir, NULL);
+	struct name_change nc = {
+		.kind = NAME_MAKE, .dir = dir, .dfd = p.fd, .name = name,
+		.event = kind == MAKE_DIR ? NULL
+			 : kind == MAKE_SYMLINK ? "symlink" : "create",
+	};
+	r = name_change_begin(v, req, &nc);
+	if (r < 0)
+		return reply_status(req, r);
 	switch (kind) {
 	case MAKE_NODE:
-		r = mknodat(p.fd, name, mode & ~c.umask & ~c.strip, rdev);
+		r = mknodat(p.fd, name, mode & ~nc.caller.umask & ~nc.caller.strip,
+			    rdev);
 		break;
 	case MAKE_DIR:
-		r = mkdirat(p.fd, name, mode & ~c.umask);
+		r = mkdirat(p.fd, name, mode & ~nc.caller.umask);
 		break;
 	case MAKE_SYMLINK:
 		r = symlinkat(target, p.fd, name);
 		break;
 	}
-	r = r < 0 ? neg_errno() : 0;
-	view_names_release(v, dir, NULL);
-	caller_leave(&c);
-	if (r < 0) {
-		watch_unexpect(v->watch, dir, name, true);
-		return reply_status(req, r);
-	}
+	if (r < 0)
+		return reply_status(req, name_change_abort(&nc, neg_errno()));
+	name_change_commit(&nc);
 
-	if (kind != MAKE_DIR)
-		journal_note(v, req, kind == MAKE_SYMLINK ? "symlink" : "create", dir,
-			     name, NULL, NULL);
 	fd = confine_lookup(p.fd, name);
 	if (fd >= 0 && kind == MAKE_DIR && gate_unlink(v->gate)) {
 		struct stat st;
@@ -1163,38 +1452,18 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	_pinned_ p = pin(v, dir);
 	if (p.fd < 0)
 		return reply_status(req, p.fd);
-	struct gate_ticket t;
-	bool exists;
-	int fd;
-	r = gate_begin_name(v, req, &t, dir, p.fd, name,
-			    !gate_unlink(v->gate) ? NULL
-			    : flags & AT_REMOVEDIR ? "rmdir" : "unlink",
-			    &exists, &fd);
+	struct name_change nc = {
+		.kind = NAME_REMOVE, .dir = dir, .dfd = p.fd, .name = name,
+		.flags = (unsigned int)flags,
+		.event = flags & AT_REMOVEDIR ? NULL : "delete",
+	};
+	r = name_change_begin(v, req, &nc);
 	if (r < 0)
 		return reply_status(req, r);
-	if (!(flags & AT_REMOVEDIR))
-		journal_preimage_at(v, req, dir, p.fd, name, true);
-	struct stat gone;
-	bool there = fstatat(p.fd, name, &gone, AT_SYMLINK_NOFOLLOW) == 0;
-	watch_expect(v->watch, dir, name, false);
-	view_names_hold(v, dir, NULL);
-	r = unlinkat(p.fd, name, flags) < 0 ? neg_errno() : 0;
-	if (r == 0 && there && S_ISREG(gone.st_mode))
-		inode_note_unnamed(v->inodes, dir->domain, gone.st_dev, gone.st_ino);
-	view_names_release(v, dir, NULL);
-	gate_end_name(&t, &fd);
-	if (r == 0 && there && v->quota)
-		view_release(v, dir, &gone);
-	if (r < 0)
-		watch_unexpect(v->watch, dir, name, false);
-	else if (!(flags & AT_REMOVEDIR)) {
-		journal_note(v, req, "delete", dir, name, NULL, NULL);
-		if (v->gate && v->writer) {	/* its stored mark names nothing now */
-			char path[PATH_MAX];
-			gate_forget_path(v->gate, view_path(v, dir, name, path, sizeof(path)));
-		}
-	}
-	reply_status(req, r);
+	if (unlinkat(p.fd, name, flags) < 0)
+		return reply_status(req, name_change_abort(&nc, neg_errno()));
+	name_change_commit(&nc);
+	reply_status(req, 0);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -1205,43 +1474,6 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	remove_entry(req, parent, name, AT_REMOVEDIR);
-}
-
-/* Tells the inode table where the object now called DIR/NAME lives. */
-static void note_moved(struct view *v, struct inode *dir, int dfd,
-		       const char *name)
-{
-	struct stat st;
-
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		inode_moved(v->inodes, dir->domain, st.st_dev, st.st_ino, dir,
-			    name);
-}
-
-/* After the view renamed FROM/NAME (attributes SRC before) to TO/NEWNAME
- * (in directory fd TFD): its current mark stays current and is stored
- * under the new path (the old path's row dropped unless SWAPPED: an
- * exchange stores the other file's there). */
-static void gate_carry_moved(struct view *v, const struct stat *src,
-			     struct inode *from, const char *name,
-			     struct inode *to, int tfd, const char *newname,
-			     bool swapped)
-{
-	struct gate_ticket t;
-	struct stat after;
-	char path[PATH_MAX];
-
-	if (fstatat(tfd, newname, &after, AT_SYMLINK_NOFOLLOW) < 0)
-		return;
-	gate_lock(v->gate, &t, src);
-	gate_unlock(&t, &after, false);
-	if (gate_dirty(v->gate, &after)) {
-		if (!swapped)
-			gate_forget_path(v->gate, view_path(v, from, name, path,
-							       sizeof(path)));
-		gate_persist(v->gate, &after, view_path(v, to, newname, path,
-							   sizeof(path)));
-	}
 }
 
 static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
@@ -1269,70 +1501,17 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 	r = check_new_name(v, req, to, pt.fd, newname, "rename");
 	if (r < 0 && r != -EEXIST)
 		return r;
-	/* Replacing an existing file overwrites it: gated. The moved file's
-	 * ctime changes, so a current mark of it is carried across. */
-	struct gate_ticket t;
-	struct stat src, dst;
-	bool replaces = false;
-	_cleanup_(closep) int dfd = -1;
-	bool carry = v->gate && fstatat(pf.fd, name, &src, AT_SYMLINK_NOFOLLOW) == 0;
-	/* An exchange moves the other file too: its mark goes with it. */
-	bool carry_dst = v->gate && (flags & RENAME_EXCHANGE) &&
-			 fstatat(pt.fd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
-	bool exchange = flags & RENAME_EXCHANGE;
-	/* An exchange replaces the content at both names: the source's side
-	 * is decided first, on its own (one gate lock at a time). */
-	if ((r = gate_vcs_entry(v, req, from, pf.fd, name, to)) < 0 ||
-	    (exchange && (r = gate_vcs_entry(v, req, to, pt.fd, newname, from)) < 0))
+	struct name_change nc = {
+		.kind = NAME_RENAME, .dir = from, .dfd = pf.fd, .name = name,
+		.to = to, .tfd = pt.fd, .newname = newname, .flags = flags,
+		.event = flags & RENAME_EXCHANGE ? "exchange" : "rename",
+	};
+	r = name_change_begin(v, req, &nc);
+	if (r < 0)
 		return r;
-	if (flags & RENAME_NOREPLACE)
-		gate_lock(NULL, &t, NULL);
-	else if ((exchange && (r = gate_name_ok(v, req, from, pf.fd, name, "exchange")) < 0) ||
-		 (r = gate_begin_name(v, req, &t, to, pt.fd, newname,
-				      exchange ? "exchange" : "rename onto", &replaces,
-				      &dfd)) < 0)
-		return r;
-	journal_preimage_at(v, req, from, pf.fd, name, false);
-	if (!(flags & RENAME_NOREPLACE))
-		journal_preimage_at(v, req, to, pt.fd, newname, !exchange);
-	watch_expect(v->watch, from, name, false);
-	watch_expect(v->watch, to, newname, true);
-	if (exchange) {
-		watch_expect(v->watch, to, newname, false);
-		watch_expect(v->watch, from, name, true);
-	}
-	view_names_hold(v, from, to);
-	struct stat victim;
-	bool over = !(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)) &&
-		    fstatat(pt.fd, newname, &victim, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(victim.st_mode);
-	r = renameat2(pf.fd, name, pt.fd, newname, flags) < 0 ? neg_errno() : 0;
-	if (r == 0) {
-		if (over)
-			inode_note_unnamed(v->inodes, to->domain, victim.st_dev, victim.st_ino);
-		note_moved(v, to, pt.fd, newname);
-		if (exchange)
-			note_moved(v, from, pf.fd, name);
-	}
-	view_names_release(v, from, to);
-	gate_end_name(&t, &dfd);
-	if (r < 0) {
-		watch_unexpect(v->watch, from, name, false);
-		watch_unexpect(v->watch, to, newname, true);
-		if (exchange) {
-			watch_unexpect(v->watch, to, newname, false);
-			watch_unexpect(v->watch, from, name, true);
-		}
-		return r;
-	}
-	journal_note(v, req, exchange ? "exchange" : "rename", from, name, to,
-		     newname);
-	if (replaces && !exchange)
-		view_release(v, to, NULL);	/* the replaced file's space */
-	if (carry)
-		gate_carry_moved(v, &src, from, name, to, pt.fd, newname, exchange);
-	if (carry_dst)
-		gate_carry_moved(v, &dst, to, newname, from, pf.fd, name, true);
+	if (renameat2(pf.fd, name, pt.fd, newname, flags) < 0)
+		return name_change_abort(&nc, neg_errno());
+	name_change_commit(&nc);
 	return 0;
 }
 
@@ -1372,29 +1551,16 @@ static int do_link(struct view *v, fuse_req_t req, struct inode *ino,
 	/* linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the fd's proc
 	 * link names the same inode and works for everyone. */
 	confine_fd_path(ps.fd, path);
-	/* A new link moves the file's ctime: carry a current mark. A link
-	 * into a version-control directory is gated (see gate_vcs_entry). */
-	struct gate_ticket t;
-	struct stat st;
-	if (v->gate && stat_fd(ps.fd, &st) == 0) {
-		r = gate_begin(v, req, &t, ino, NULL, &st, ps.fd,
-			       enters_vcs(v, ino, NULL, dir) ? "link into a VCS directory" : NULL);
-		if (r < 0)
-			return r;
-	} else {
-		gate_lock(NULL, &t, NULL);
-	}
-	watch_expect(v->watch, dir, newname, true);
-	view_names_hold(v, dir, NULL);
-	r = linkat(AT_FDCWD, path, pd.fd, newname, AT_SYMLINK_FOLLOW) < 0
-		    ? neg_errno() : 0;
-	view_names_release(v, dir, NULL);
-	gate_unlock(&t, r == 0 && stat_fd(ps.fd, &st) == 0 ? &st : NULL, false);
-	if (r < 0) {
-		watch_unexpect(v->watch, dir, newname, true);
+	struct name_change nc = {
+		.kind = NAME_LINK, .dir = dir, .dfd = pd.fd, .name = newname,
+		.file = ino, .file_fd = ps.fd, .event = "create",
+	};
+	r = name_change_begin(v, req, &nc);
+	if (r < 0)
 		return r;
-	}
-	journal_note(v, req, "create", dir, newname, NULL, NULL);
+	if (linkat(AT_FDCWD, path, pd.fd, newname, AT_SYMLINK_FOLLOW) < 0)
+		return name_change_abort(&nc, neg_errno());
+	name_change_commit(&nc);
 	fd = fcntl(ps.fd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
 		return neg_errno();
@@ -1735,16 +1901,18 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 	if (r < 0 || (r = charge(v, req, dir, name, 0, 1, "create")) < 0)
 		return r;
 
-	watch_expect(v->watch, dir, name, true);
-	struct as_caller c = caller_enter(v, req);
-	view_names_hold(v, dir, NULL);
-	fd = confine_open_at(p.fd, name, flags, mode & ~c.umask & ~c.strip);
-	view_names_release(v, dir, NULL);
-	caller_leave(&c);
-	if (fd < 0) {
-		watch_unexpect(v->watch, dir, name, true);
-		return fd;
-	}
+	struct name_change nc = {
+		.kind = NAME_MAKE, .dir = dir, .dfd = p.fd, .name = name,
+		.event = "create",
+	};
+	r = name_change_begin(v, req, &nc);
+	if (r < 0)
+		return r;
+	fd = confine_open_at(p.fd, name, flags,
+			     mode & ~nc.caller.umask & ~nc.caller.strip);
+	if (fd < 0)
+		return name_change_abort(&nc, fd);
+	name_change_commit(&nc);
 	if (fstat(fd, &st) == 0)
 		gate_note_created(v->gate, &st);	/* new: no read needed */
 	int path_fd = confine_reopen(fd, O_PATH);
@@ -1760,7 +1928,6 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 	}
 	fh_of(fi)->stageable = false;
 	fh_of(fi)->journaled = true;
-	journal_note(v, req, "create", dir, name, NULL, NULL);
 	journal_created(v, node(v, e->ino));
 	fi->noflush = true;
 	inode_open_ref(v->inodes, node(v, e->ino), true);
