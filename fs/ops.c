@@ -9,6 +9,7 @@
 #include "cleanup.h"
 #include "confine.h"
 #include "gate.h"
+#include "gate_request.h"
 #include "inode.h"
 #include "log.h"
 #include "journal.h"
@@ -277,53 +278,6 @@ static uint64_t write_growth(int fd, off_t off, size_t len)
 	return end - st.st_size < (off_t)len ? (uint64_t)(end - st.st_size) : len;
 }
 
-static bool is_vcs_dir(const char *name)
-{
-	return !strcmp(name, ".git") || !strcmp(name, ".hg") ||
-	       !strcmp(name, ".svn");
-}
-
-/* Read-before-write: decides a content change of the file DIR/NAME (or
- * DIR itself, NAME NULL) whose attributes are ST, with T locked. A refusal
- * (or, in audit mode, a would-be refusal) is logged and audited. Returns
- * 0 or -EACCES; T stays locked either way.
- *
- * Files inside a version-control directory (.git, .hg, .svn) are not
- * gated: their tool rewrites them without reading them first (FETCH_HEAD,
- * ORIG_HEAD, logs) and guards them with its own lock files; nobody edits
- * them by hand. */
-static int gate_decide(struct view *v, fuse_req_t req, struct gate_ticket *t,
-		       struct inode *dir, const char *name,
-		       const struct stat *st, int fd, const char *op)
-{
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	char path[PATH_MAX], comm[COMM_MAX];
-	bool want = gate_wants_path(v->gate);
-
-	if (inode_within(v->inodes, dir, is_vcs_dir))
-		return 0;
-
-	if (want)
-		view_path(v, dir, name, path, sizeof(path));
-	if (gate_check(t, st, fd, want ? path : NULL) == GATE_OK)
-		return 0;
-	if (!want)
-		view_path(v, dir, name, path, sizeof(path));
-	proc_comm(ctx->pid, comm);
-	gate_report(v->gate, t, st, fd, path, op, ctx->pid, comm);
-	return gate_mode(v->gate) == GATE_AUDIT ? 0 : -EACCES;
-}
-
-/* Stores the mark of INO (attributes ST) if it moved since last stored. */
-static void gate_store(struct view *v, struct inode *ino, const struct stat *st)
-{
-	char path[PATH_MAX];
-
-	if (gate_dirty(v->gate, st))
-		gate_persist(v->gate, st,
-			     view_path(v, ino, NULL, path, sizeof(path)));
-}
-
 /* Checks a name about to be created in DIR (fd DFD). Returns 0, -EINVAL
  * for a refused name (logged), or -EEXIST if a refused name already exists
  * (nothing new would be created, so replacing it is not refused). */
@@ -352,103 +306,6 @@ static int check_new_name(struct view *v, fuse_req_t req, struct inode *dir,
 	return -EINVAL;
 }
 
-/* Locks T for the file DIR/NAME (attributes ST, FD any fd of it) and, if
- * OP is set, decides a content change OP of it; a refusal unlocks T. */
-static int gate_begin(struct view *v, fuse_req_t req, struct gate_ticket *t,
-		      struct inode *dir, const char *name,
-		      const struct stat *st, int fd, const char *op)
-{
-	int r = 0;
-
-	gate_lock(v->gate, t, st);
-	if (v->gate && op)
-		r = gate_decide(v, req, t, dir, name, st, fd, op);
-	if (r < 0)
-		gate_unlock(t, NULL, false);
-	return r;
-}
-
-/* The same for the entry DIR/NAME of directory fd DFD, about to be
- * replaced, removed or truncated. *EXISTS tells whether there is one (with
- * the gate off, it is not looked at). *FD receives an O_PATH fd of a
- * regular file: for the hash fallback, and for gate_end_name() to carry
- * the mark of a file that keeps other links. */
-static int gate_begin_name(struct view *v, fuse_req_t req,
-			   struct gate_ticket *t, struct inode *dir, int dfd,
-			   const char *name, const char *op, bool *exists,
-			   int *fd)
-{
-	struct stat st;
-	int r;
-
-	*exists = false;
-	*fd = -1;
-	gate_lock(NULL, t, NULL);
-	if (!v->gate || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return 0;
-	*exists = true;
-	if (S_ISREG(st.st_mode) && (op || st.st_nlink > 1))
-		*fd = confine_lookup(dfd, name);
-	r = gate_begin(v, req, t, dir, name, &st, *fd, op);
-	if (r < 0)
-		closep(fd);
-	return r;
-}
-
-/* Ends it after the name was replaced or removed: other hard links of the
- * file saw their ctime move, and a current mark stays current. */
-static void gate_end_name(struct gate_ticket *t, int *fd)
-{
-	struct stat after;
-
-	gate_unlock(t, *fd >= 0 && fstat(*fd, &after) == 0 ? &after : NULL,
-		    false);
-	closep(fd);
-}
-
-/* Decides a content change OP of the entry DIR/NAME (fd DFD) on its own:
- * locks, decides, unlocks. */
-static int gate_name_ok(struct view *v, fuse_req_t req, struct inode *dir,
-			int dfd, const char *name, const char *op)
-{
-	struct gate_ticket t;
-	_cleanup_(closep) int fd = -1;
-	bool exists;
-	int r = gate_begin_name(v, req, &t, dir, dfd, name, op, &exists, &fd);
-
-	if (r == 0)
-		gate_end_name(&t, &fd);
-	return r;
-}
-
-/* True if an entry of directory FROM named NAME (NULL: FROM itself)
- * arriving in directory TO enters a version-control directory from
- * outside one. */
-static bool enters_vcs(struct view *v, struct inode *from, const char *name,
-		       struct inode *to)
-{
-	return v->gate && !(name && is_vcs_dir(name)) &&
-	       inode_within(v->inodes, to, is_vcs_dir) &&
-	       !inode_within(v->inodes, from, is_vcs_dir);
-}
-
-/* Files in a version-control directory are not gated (gate_decide), so a
- * file moved there from outside would shed its gate: the move passes the
- * gate as if it replaced the file. A directory, whose files cannot all be
- * looked at, is refused with EXDEV (mv then copies it, and removing the
- * originals follows the unlink rule). */
-static int gate_vcs_entry(struct view *v, fuse_req_t req, struct inode *from,
-			  int ffd, const char *name, struct inode *to)
-{
-	struct stat st;
-
-	if (!enters_vcs(v, from, name, to) || fstatat(ffd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return 0;
-	if (S_ISDIR(st.st_mode))
-		return gate_mode(v->gate) == GATE_AUDIT ? 0 : -EXDEV;
-	return gate_name_ok(v, req, from, ffd, name, "move into a VCS directory");
-}
-
 /* A change through handle H of INO: H is authorized by its first change
  * and keeps the right until closed. The check and the change it allows
  * are atomic under T (gate_unlock ends both). */
@@ -456,16 +313,9 @@ static int handle_change_begin(struct view *v, fuse_req_t req,
 			       struct inode *ino, struct open_file *h, int fd,
 			       struct gate_ticket *t, const char *op)
 {
-	struct stat st;
-	int r;
+	int r = gate_file_begin(v, req, t, ino, fd, h->authorized ? NULL : op);
 
-	gate_lock(NULL, t, NULL);
-	if (!v->gate)
-		return 0;
-	if (fstat(fd, &st) < 0)
-		return neg_errno();
-	r = gate_begin(v, req, t, ino, NULL, &st, fd, h->authorized ? NULL : op);
-	if (r == 0)
+	if (r == 0 && v->gate)
 		h->authorized = true;
 	return r;
 }
@@ -635,32 +485,6 @@ static void note_moved(struct view *v, struct inode *dir, int dfd,
 			    name);
 }
 
-/* After the view renamed FROM/NAME (attributes SRC before) to TO/NEWNAME
- * (in directory fd TFD): its current mark stays current and is stored
- * under the new path (the old path's row dropped unless SWAPPED: an
- * exchange stores the other file's there). */
-static void gate_carry_moved(struct view *v, const struct stat *src,
-			     struct inode *from, const char *name,
-			     struct inode *to, int tfd, const char *newname,
-			     bool swapped)
-{
-	struct gate_ticket t;
-	struct stat after;
-	char path[PATH_MAX];
-
-	if (fstatat(tfd, newname, &after, AT_SYMLINK_NOFOLLOW) < 0)
-		return;
-	gate_lock(v->gate, &t, src);
-	gate_unlock(&t, &after, false);
-	if (gate_dirty(v->gate, &after)) {
-		if (!swapped)
-			gate_forget_path(v->gate, view_path(v, from, name, path,
-							       sizeof(path)));
-		gate_persist(v->gate, &after, view_path(v, to, newname, path,
-							   sizeof(path)));
-	}
-}
-
 /* A change of names: mknod, mkdir, symlink and create make one, link adds
  * one, unlink and rmdir remove one, rename moves one (and may replace or
  * exchange another). The caller says what changes; name_change_begin()
@@ -712,13 +536,9 @@ struct name_change {
 	/* The protocol's own: */
 	struct view *v;
 	fuse_req_t req;
-	struct gate_ticket t;
-	int gate_fd;			/* gate_begin_name()'s */
-	bool replaces;			/* the gate saw a rename's target */
+	struct gate_names g;
 	bool gone;			/* the entry removed or replaced, */
 	struct stat victim;		/*   seen under the hold */
-	bool carry, carry_dst;		/* a rename's marks to carry across, */
-	struct stat src, dst;		/*   from the files' attributes before */
 };
 
 static bool name_exchange(const struct name_change *nc)
@@ -726,60 +546,24 @@ static bool name_exchange(const struct name_change *nc)
 	return nc->kind == NAME_RENAME && (nc->flags & RENAME_EXCHANGE);
 }
 
-/* Step 1: the gate, by kind. T ends locked (or unlocked if there is no
- * gate) unless it refuses. */
+/* Step 1: the gate, by kind. */
 static int name_change_gate(struct name_change *nc)
 {
-	struct view *v = nc->v;
-	fuse_req_t req = nc->req;
-	bool exchange = name_exchange(nc), exists;
-	struct stat st;
-	int r;
-
 	switch (nc->kind) {
 	case NAME_LINK:
-		/* A new link moves the file's ctime: carry a current mark. A
-		 * link into a version-control directory is gated (see
-		 * gate_vcs_entry). */
-		if (v->gate && stat_fd(nc->file_fd, &st) == 0)
-			return gate_begin(v, req, &nc->t, nc->file, NULL, &st,
-					  nc->file_fd,
-					  enters_vcs(v, nc->file, NULL, nc->dir)
-					  ? "link into a VCS directory" : NULL);
-		break;
+		return gate_link_begin(nc->v, nc->req, &nc->g, nc->file,
+				       nc->file_fd, nc->dir);
 	case NAME_REMOVE:
-		return gate_begin_name(v, req, &nc->t, nc->dir, nc->dfd, nc->name,
-				       !gate_unlink(v->gate) ? NULL
-				       : nc->flags & AT_REMOVEDIR ? "rmdir" : "unlink",
-				       &exists, &nc->gate_fd);
+		return gate_remove_begin(nc->v, nc->req, &nc->g, nc->dir, nc->dfd,
+					 nc->name, nc->flags & AT_REMOVEDIR);
 	case NAME_RENAME:
-		/* Replacing an existing file overwrites it: gated. The moved
-		 * file's ctime changes, so a current mark of it is carried
-		 * across; an exchange moves the other file too, and its mark
-		 * goes with it. */
-		nc->carry = v->gate && fstatat(nc->dfd, nc->name, &nc->src,
-					       AT_SYMLINK_NOFOLLOW) == 0;
-		nc->carry_dst = v->gate && exchange &&
-				fstatat(nc->tfd, nc->newname, &nc->dst,
-					AT_SYMLINK_NOFOLLOW) == 0;
-		/* An exchange replaces the content at both names: the source's
-		 * side is decided first, on its own (one gate lock at a time). */
-		if ((r = gate_vcs_entry(v, req, nc->dir, nc->dfd, nc->name, nc->to)) < 0 ||
-		    (exchange && (r = gate_vcs_entry(v, req, nc->to, nc->tfd,
-						     nc->newname, nc->dir)) < 0))
-			return r;
-		if (nc->flags & RENAME_NOREPLACE)
-			break;
-		if (exchange && (r = gate_name_ok(v, req, nc->dir, nc->dfd,
-						  nc->name, "exchange")) < 0)
-			return r;
-		return gate_begin_name(v, req, &nc->t, nc->to, nc->tfd, nc->newname,
-				       exchange ? "exchange" : "rename onto",
-				       &nc->replaces, &nc->gate_fd);
+		return gate_rename_begin(nc->v, nc->req, &nc->g, nc->dir, nc->dfd,
+					 nc->name, nc->to, nc->tfd, nc->newname,
+					 nc->flags);
 	case NAME_MAKE:
 		break;
 	}
-	gate_lock(NULL, &nc->t, NULL);
+	gate_names_none(&nc->g);
 	return 0;
 }
 
@@ -836,8 +620,7 @@ static int name_change_begin(struct view *v, fuse_req_t req,
 	nc->v = v;
 	nc->req = req;
 	nc->caller = (struct as_caller){ false, 0, 0 };
-	nc->gate_fd = -1;
-	nc->replaces = nc->gone = nc->carry = nc->carry_dst = false;
+	nc->gone = false;
 	r = name_change_gate(nc);
 	if (r < 0)
 		return r;
@@ -860,7 +643,6 @@ static int name_change_begin(struct view *v, fuse_req_t req,
 static void name_change_end(struct name_change *nc, bool done)
 {
 	struct view *v = nc->v;
-	struct stat st;
 
 	if (done && nc->gone && S_ISREG(nc->victim.st_mode))
 		inode_note_unnamed(v->inodes, (nc->to ? nc->to : nc->dir)->domain,
@@ -872,38 +654,24 @@ static void name_change_end(struct name_change *nc, bool done)
 	}
 	view_names_release(v, nc->dir, nc->to);
 	caller_leave(&nc->caller);
-	if (nc->kind == NAME_LINK)
-		gate_unlock(&nc->t, done && stat_fd(nc->file_fd, &st) == 0 ? &st : NULL,
-			    false);
-	else
-		gate_end_name(&nc->t, &nc->gate_fd);
+	gate_names_end(&nc->g, done);
 }
 
 /* Ends the change NC after its syscall succeeded. */
 static void name_change_commit(struct name_change *nc)
 {
 	struct view *v = nc->v;
-	char path[PATH_MAX];
 
 	name_change_end(nc, true);
 	if (nc->kind == NAME_REMOVE && nc->gone && v->quota)
 		view_release(v, nc->dir, &nc->victim);
-	else if (nc->kind == NAME_RENAME && nc->replaces && !name_exchange(nc))
+	else if (nc->kind == NAME_RENAME && nc->g.replaces && !name_exchange(nc))
 		view_release(v, nc->to, NULL);	/* the replaced file's space */
 	if (nc->event)
 		journal_note(v, nc->req, nc->event, nc->dir, nc->name, nc->to,
 			     nc->newname);
-	/* A removed file's stored mark names nothing now. */
-	if (nc->kind == NAME_REMOVE && !(nc->flags & AT_REMOVEDIR) &&
-	    v->gate && v->writer)
-		gate_forget_path(v->gate, view_path(v, nc->dir, nc->name, path,
-						    sizeof(path)));
-	if (nc->carry)
-		gate_carry_moved(v, &nc->src, nc->dir, nc->name, nc->to, nc->tfd,
-				 nc->newname, name_exchange(nc));
-	if (nc->carry_dst)
-		gate_carry_moved(v, &nc->dst, nc->to, nc->newname, nc->dir,
-				 nc->dfd, nc->name, true);
+	gate_names_commit(v, &nc->g, nc->dir, nc->dfd, nc->name, nc->to,
+			  nc->tfd, nc->newname);
 }
 
 /* Ends the change NC after its syscall failed with R; returns R. */
@@ -1295,10 +1063,8 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 		bool content = valid & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME);
 		_io_ io = io_begin(v, ino, NULL, content);
 		int target = io.fd >= 0 ? io.fd : p.fd;
-		gate_lock(NULL, &t, NULL);
-		if (v->gate && (r = stat_fd(target, &st)) == 0)
-			r = gate_begin(v, req, &t, ino, NULL, &st, target,
-				       resize ? "truncate" : NULL);
+		r = gate_file_begin(v, req, &t, ino, target,
+				    resize ? "truncate" : NULL);
 		if (r < 0)
 			return r;
 		r = apply_setattr(v, req, p.fd, io.fd, attr, valid);
@@ -1781,16 +1547,10 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 	bool trunc_staged = trunc && (stageable || active >= 0);
 	if (trunc_staged)
 		flags &= ~O_TRUNC;
-	if (trunc && v->gate) {
-		r = stat_fd(content, &st);
-		if (r == 0)
-			r = gate_begin(v, req, &t, ino, NULL, &st, content,
-				       "open with O_TRUNC");
-		if (r < 0)
-			return r;
-	} else {
-		gate_lock(NULL, &t, NULL);
-	}
+	gate_lock(NULL, &t, NULL);
+	if (trunc && (r = gate_file_begin(v, req, &t, ino, content,
+					  "open with O_TRUNC")) < 0)
+		return r;
 	fd = confine_reopen(p.fd, flags);
 	int changed = fd;	/* where the truncation happened */
 	if (fd >= 0 && trunc_staged) {
