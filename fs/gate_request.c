@@ -13,6 +13,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* The attributes of the object FD refers to (an O_PATH fd: not followed). */
+static int fd_stat(int fd, struct stat *st)
+{
+	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0
+		       ? neg_errno() : 0;
+}
+
 static bool is_vcs_dir(const char *name)
 {
 	return !strcmp(name, ".git") || !strcmp(name, ".hg") ||
@@ -70,13 +77,13 @@ int gate_file_begin(struct view *v, fuse_req_t req, struct gate_ticket *t,
 		    struct inode *ino, int fd, const char *op)
 {
 	struct stat st;
+	int r;
 
 	gate_lock(NULL, t, NULL);
 	if (!v->gate)
 		return 0;
-	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
-		return neg_errno();
-	return gate_begin(v, req, t, ino, NULL, &st, fd, op);
+	r = fd_stat(fd, &st);
+	return r < 0 ? r : gate_begin(v, req, t, ino, NULL, &st, fd, op);
 }
 
 /* Like gate_begin(), for the entry DIR/NAME of directory fd DFD, about to
@@ -200,11 +207,12 @@ int gate_link_begin(struct view *v, fuse_req_t req, struct gate_names *g,
 	gate_names_none(g);
 	/* A new link moves the file's ctime: carry a current mark. A link
 	 * into a version-control directory is gated (see gate_vcs_entry). */
-	if (!v->gate || fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+	if (!v->gate || fd_stat(fd, &st) < 0)
 		return 0;
 	g->fd = fd;
 	return gate_begin(v, req, &g->t, file, NULL, &st, fd,
-			  enters_vcs(v, file, NULL, dir) ? "link into a VCS directory" : NULL);
+			  enters_vcs(v, file, NULL, dir)
+			  ? "link into a VCS directory" : NULL);
 }
 
 int gate_remove_begin(struct view *v, fuse_req_t req, struct gate_names *g,
@@ -212,9 +220,11 @@ int gate_remove_begin(struct view *v, fuse_req_t req, struct gate_names *g,
 {
 	bool exists;
 
-	*g = (struct gate_names){ .fd = -1, .fd_owned = true, .forget = !rmdir };
+	*g = (struct gate_names){ .fd = -1, .fd_owned = true,
+				  .forget = !rmdir };
 	return gate_begin_name(v, req, &g->t, dir, dfd, name,
-			       !gate_unlink(v->gate) ? NULL : rmdir ? "rmdir" : "unlink",
+			       !gate_unlink(v->gate) ? NULL
+			       : rmdir ? "rmdir" : "unlink",
 			       &exists, &g->fd);
 }
 
@@ -232,21 +242,24 @@ int gate_rename_begin(struct view *v, fuse_req_t req, struct gate_names *g,
 	/* Replacing an existing file overwrites it: gated. The moved file's
 	 * ctime changes, so a current mark of it is carried across; an
 	 * exchange moves the other file too, and its mark goes with it. */
-	g->carry = v->gate && fstatat(ffd, name, &g->src, AT_SYMLINK_NOFOLLOW) == 0;
+	g->carry = v->gate &&
+		   fstatat(ffd, name, &g->src, AT_SYMLINK_NOFOLLOW) == 0;
 	g->carry_dst = v->gate && exchange &&
 		       fstatat(tfd, newname, &g->dst, AT_SYMLINK_NOFOLLOW) == 0;
 	/* An exchange replaces the content at both names: the source's side
 	 * is decided first, on its own (one gate lock at a time). */
 	if ((r = gate_vcs_entry(v, req, from, ffd, name, to)) < 0 ||
-	    (exchange && (r = gate_vcs_entry(v, req, to, tfd, newname, from)) < 0))
+	    (exchange &&
+	     (r = gate_vcs_entry(v, req, to, tfd, newname, from)) < 0))
 		return r;
 	if (flags & RENAME_NOREPLACE)
 		return 0;
-	if (exchange && (r = gate_name_ok(v, req, from, ffd, name, "exchange")) < 0)
+	if (exchange &&
+	    (r = gate_name_ok(v, req, from, ffd, name, "exchange")) < 0)
 		return r;
 	return gate_begin_name(v, req, &g->t, to, tfd, newname,
-			       exchange ? "exchange" : "rename onto", &g->replaces,
-			       &g->fd);
+			       exchange ? "exchange" : "rename onto",
+			       &g->replaces, &g->fd);
 }
 
 void gate_names_end(struct gate_names *g, bool done)
@@ -258,8 +271,7 @@ void gate_names_end(struct gate_names *g, bool done)
 		return;
 	}
 	/* A link: the caller's fd, looked at if the link was made. */
-	gate_unlock(&g->t, done && g->fd >= 0 &&
-			   fstatat(g->fd, "", &after, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0
+	gate_unlock(&g->t, done && g->fd >= 0 && fd_stat(g->fd, &after) == 0
 			   ? &after : NULL, false);
 	g->fd = -1;
 }
@@ -272,11 +284,14 @@ void gate_names_commit(struct view *v, struct gate_names *g,
 
 	/* A removed file's stored mark names nothing now. */
 	if (g->forget && v->gate && v->writer)
-		gate_forget_path(v->gate, view_path(v, from, name, path, sizeof(path)));
+		gate_forget_path(v->gate, view_path(v, from, name, path,
+						    sizeof(path)));
 	if (g->carry)
-		gate_carry_moved(v, &g->src, from, name, to, tfd, newname, g->exchange);
+		gate_carry_moved(v, &g->src, from, name, to, tfd, newname,
+				 g->exchange);
 	if (g->carry_dst)
-		gate_carry_moved(v, &g->dst, to, newname, from, ffd, name, true);
+		gate_carry_moved(v, &g->dst, to, newname, from, ffd, name,
+				 true);
 }
 
 void gate_store(struct view *v, struct inode *ino, const struct stat *st)
