@@ -5,7 +5,7 @@
  * single name, resolved with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
  * RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV): no "..", no symlink (a symlink
  * is returned as itself, never followed), no /proc magic link, no mount
- * crossing. The *at() calls of ops.c take a dirfd and a name that passed
+ * crossing. The *at() calls of ops*.c take a dirfd and a name that passed
  * confine_name_ok(), and none of them follows a final symlink.
  *
  * The one deliberate use of a magic link is confine_reopen() and

@@ -532,8 +532,9 @@ static struct fuse_session *session_new(struct options *o, struct view *v)
 	 * and the rules for privileged changes (chown, set-id bits, others'
 	 * times) with each caller's own rights. A private view's callers are
 	 * the mounting user's: the daemon applies those rules itself
-	 * (ops.c), sparing the kernel's GETATTR of a directory after each of
-	 * its changes, which a delete-heavy workload pays 25-50% for. */
+	 * (ops_entry.c), sparing the kernel's GETATTR of a directory after
+	 * each of its changes, which a delete-heavy workload pays 25-50%
+	 * for. */
 	if (has_fuse_opt(o->fuse_opts, "allow_other") &&
 	    !has_fuse_opt(o->fuse_opts, "default_permissions") &&
 	    append_fuse_opt(o, "default_permissions") < 0)

@@ -1,0 +1,249 @@
+/* ops_change.c - the order of a change made through the view (ops_int.h):
+ * of a file's content through a handle (struct change), and of names
+ * (struct name_change). Each order is written once, here; a handler
+ * begins, makes its backing syscall, and ends.
+ */
+#include "ops_int.h"
+#include "journal.h"
+#include "stage.h"
+#include "watch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+/* A change through handle H of INO: H is authorized by its first change
+ * and keeps the right until closed. The check and the change it allows
+ * are atomic under T (gate_unlock ends both). */
+static int handle_change_begin(struct view *v, fuse_req_t req,
+			       struct inode *ino, struct open_file *h, int fd,
+			       struct gate_ticket *t, const char *op)
+{
+	int r = gate_file_begin(v, req, t, ino, fd, h->authorized ? NULL : op);
+
+	if (r == 0 && v->gate)
+		h->authorized = true;
+	return r;
+}
+
+int change_begin(struct view *v, fuse_req_t req, struct inode *ino,
+		 struct fuse_file_info *fi, struct change *c,
+		 const char *op)
+{
+	struct open_file *h = fh_of(fi);
+	int r, fd;
+
+	/* Its save was refused and kept as a copy: what it would write now
+	 * would have no file to go to that the thread reads back. */
+	if (handle_refused(h))
+		return -EACCES;
+	c->v = v;
+	c->req = req;
+	c->h = h;
+	if (!h->journaled)
+		journal_preimage(v, req, ino);
+	c->io = io_begin(v, ino, h, true);
+	/* The kernel writing back a shared writable mapping is never refused:
+	 * the process wrote that memory already, so a refusal could only lose
+	 * it; and a mapping's pages were read from the file (a READ, which
+	 * sets the mark) when the process first touched them. */
+	r = handle_change_begin(v, req, ino, h, c->io.fd, &c->t,
+				fi->writepage ? NULL : op);
+	if (r < 0) {
+		io_end(&c->io);
+		return r;
+	}
+	if (h->flushed && c->io.locked) {
+		h->flushed = false;	/* written again through a dup */
+		ino->flushed_writers--;
+	}
+	/* Set-id bits go with the change, under its gate lock: the gate must
+	 * not take their removal for a change on the host. */
+	fd = fi->writepage ? 0 : drop_privs(v, req, c->io.fd, false);
+	if (fd == 0)
+		fd = io_change_fd(&c->io, h);
+	if (fd < 0) {
+		gate_unlock(&c->t, NULL, true);
+		io_end(&c->io);
+	}
+	return fd;
+}
+
+/* Ends it with the change's result: a failure that means the data may not
+ * be there (no space, quota, I/O error) fails the whole save of a staged
+ * file, which then keeps its previous content. */
+void change_end(struct change *c, ssize_t result, bool changed)
+{
+	if (c->io.locked && (result == -ENOSPC || result == -EDQUOT || result == -EIO ||
+			     result == -EFBIG))
+		stage_failed(c->io.ino, (int)-result);	/* unlocked: no stage */
+	/* The change went to the file or its stage, and the thread has seen
+	 * what it wrote: the mark follows, and so does what saves start
+	 * from. */
+	struct stat after;
+	bool have_after = changed && fstat(c->io.fd, &after) == 0;
+	if (have_after && c->io.locked)
+		stage_note_change(c->io.ino, &after);
+	gate_unlock(&c->t, have_after ? &after : NULL, true);
+	if (changed && !c->h->journaled) {
+		c->h->journaled = true;
+		journal_note(c->v, c->req, "modify", c->io.ino, NULL, NULL, NULL);
+	}
+	io_end(&c->io);
+}
+
+/* Tells the inode table where the object now called DIR/NAME lives. */
+static void note_moved(struct view *v, struct inode *dir, int dfd,
+		       const char *name)
+{
+	struct stat st;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		inode_moved(v->inodes, dir->domain, st.st_dev, st.st_ino, dir,
+			    name);
+}
+
+static bool name_exchange(const struct name_change *nc)
+{
+	return nc->kind == NAME_RENAME && (nc->flags & RENAME_EXCHANGE);
+}
+
+/* Step 1: the gate, by kind. */
+static int name_change_gate(struct name_change *nc)
+{
+	switch (nc->kind) {
+	case NAME_LINK:
+		return gate_link_begin(nc->v, nc->req, &nc->g, nc->file,
+				       nc->file_fd, nc->dir);
+	case NAME_REMOVE:
+		return gate_remove_begin(nc->v, nc->req, &nc->g, nc->dir,
+					 nc->dfd, nc->name,
+					 nc->flags & AT_REMOVEDIR);
+	case NAME_RENAME:
+		return gate_rename_begin(nc->v, nc->req, &nc->g, nc->dir,
+					 nc->dfd, nc->name, nc->to, nc->tfd,
+					 nc->newname, nc->flags);
+	case NAME_MAKE:
+		break;
+	}
+	gate_names_none(&nc->g);
+	return 0;
+}
+
+/* Step 2: the pre-images of the names that go or move. */
+static void name_change_preimages(struct name_change *nc)
+{
+	if (nc->kind == NAME_REMOVE && !(nc->flags & AT_REMOVEDIR))
+		journal_preimage_at(nc->v, nc->req, nc->dir, nc->dfd, nc->name,
+				    true);
+	if (nc->kind != NAME_RENAME)
+		return;
+	journal_preimage_at(nc->v, nc->req, nc->dir, nc->dfd, nc->name, false);
+	if (!(nc->flags & RENAME_NOREPLACE))
+		journal_preimage_at(nc->v, nc->req, nc->to, nc->tfd,
+				    nc->newname, !name_exchange(nc));
+}
+
+/* Steps 3 and 8: the names the change adds and removes, told to the host
+ * watch before it (EXPECT) or, if it failed, after it. */
+static void name_change_watch(struct name_change *nc, bool expect)
+{
+	void (*tell)(struct watch *, struct inode *, const char *, bool) =
+		expect ? watch_expect : watch_unexpect;
+	struct watch *w = nc->v->watch;
+
+	switch (nc->kind) {
+	case NAME_MAKE:
+	case NAME_LINK:
+		tell(w, nc->dir, nc->name, true);
+		break;
+	case NAME_REMOVE:
+		tell(w, nc->dir, nc->name, false);
+		break;
+	case NAME_RENAME:
+		tell(w, nc->dir, nc->name, false);
+		tell(w, nc->to, nc->newname, true);
+		if (name_exchange(nc)) {
+			tell(w, nc->to, nc->newname, false);
+			tell(w, nc->dir, nc->name, true);
+		}
+		break;
+	}
+}
+
+/* Begins the change NC describes (steps 1 to 5), by the caller of REQ.
+ * Returns 0, the caller then makes the syscall and ends with
+ * name_change_commit() or name_change_abort(); or -errno (a refusal),
+ * with nothing left to end. */
+int name_change_begin(struct view *v, fuse_req_t req,
+		      struct name_change *nc)
+{
+	int r;
+
+	nc->v = v;
+	nc->req = req;
+	nc->caller = (struct as_caller){ false, 0, 0 };
+	nc->gone = false;
+	r = name_change_gate(nc);
+	if (r < 0)
+		return r;
+	name_change_preimages(nc);
+	name_change_watch(nc, true);
+	if (nc->kind == NAME_MAKE)
+		nc->caller = caller_enter(v, req);
+	view_names_hold(v, nc->dir, nc->to);
+	if (nc->kind == NAME_REMOVE)
+		nc->gone = fstatat(nc->dfd, nc->name, &nc->victim,
+				   AT_SYMLINK_NOFOLLOW) == 0;
+	else if (nc->kind == NAME_RENAME &&
+		 !(nc->flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)))
+		nc->gone = fstatat(nc->tfd, nc->newname, &nc->victim,
+				   AT_SYMLINK_NOFOLLOW) == 0;
+	return 0;
+}
+
+/* Steps 6 and 7; DONE: the syscall succeeded. */
+static void name_change_end(struct name_change *nc, bool done)
+{
+	struct view *v = nc->v;
+
+	if (done && nc->gone && S_ISREG(nc->victim.st_mode))
+		inode_note_unnamed(v->inodes,
+				   (nc->to ? nc->to : nc->dir)->domain,
+				   nc->victim.st_dev, nc->victim.st_ino);
+	if (done && nc->kind == NAME_RENAME) {
+		note_moved(v, nc->to, nc->tfd, nc->newname);
+		if (name_exchange(nc))
+			note_moved(v, nc->dir, nc->dfd, nc->name);
+	}
+	view_names_release(v, nc->dir, nc->to);
+	caller_leave(&nc->caller);
+	gate_names_end(&nc->g, done);
+}
+
+/* Ends the change NC after its syscall succeeded. */
+void name_change_commit(struct name_change *nc)
+{
+	struct view *v = nc->v;
+
+	name_change_end(nc, true);
+	if (nc->kind == NAME_REMOVE && nc->gone && v->quota)
+		view_release(v, nc->dir, &nc->victim);
+	else if (nc->kind == NAME_RENAME && nc->g.replaces &&
+		 !name_exchange(nc))
+		view_release(v, nc->to, NULL);	/* the replaced file's space */
+	if (nc->event)
+		journal_note(v, nc->req, nc->event, nc->dir, nc->name, nc->to,
+			     nc->newname);
+	gate_names_commit(v, &nc->g, nc->dir, nc->dfd, nc->name, nc->to,
+			  nc->tfd, nc->newname);
+}
+
+/* Ends the change NC after its syscall failed with R; returns R. */
+int name_change_abort(struct name_change *nc, int r)
+{
+	name_change_end(nc, false);
+	name_change_watch(nc, false);
+	return r;
+}

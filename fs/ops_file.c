@@ -1,0 +1,617 @@
+/* ops_file.c - requests on regular files and their handles: open,
+ * create, read, write, flush, release, fsync, fallocate, copy_file_range,
+ * lseek. A handle (struct open_file) owns the backing fd its open made.
+ * Content goes through io_begin() (the file's stage while it has one);
+ * a change through struct change (ops_change.c): stage lock, gate,
+ * backing fd, journal.
+ */
+#include "ops_int.h"
+#include "confine.h"
+#include "journal.h"
+#include "log.h"
+#include "proc.h"
+#include "stage.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+/* What a write of LEN bytes at OFF may allocate in FD: what it adds past
+ * the end (a hole before it takes no space). */
+static uint64_t write_growth(int fd, off_t off, size_t len)
+{
+	struct stat st;
+	off_t end = off + (off_t)len;
+
+	if (fstat(fd, &st) < 0)
+		return len;
+	if (end <= st.st_size)
+		return 0;
+	return end - st.st_size < (off_t)len ? (uint64_t)(end - st.st_size) : len;
+}
+
+/* Open flags for the backing file. With the writeback cache the kernel
+ * reads pages around partial writes and appends by itself. */
+static int backing_flags(struct view *v, int flags)
+{
+	if (v->writeback) {
+		if ((flags & O_ACCMODE) == O_WRONLY)
+			flags = (flags & ~O_ACCMODE) | O_RDWR;
+		flags &= ~O_APPEND;
+	}
+	/* O_DIRECT stays with the kernel (direct_io on the handle): the
+	 * request buffers libfuse hands us are not aligned for the backing
+	 * filesystem's O_DIRECT. */
+	return flags & ~(O_NOFOLLOW | O_DIRECT);
+}
+
+/* Wraps FD in a handle stored in FI; the fd is closed on failure. */
+static int fill_open_info(struct view *v, struct inode *ino,
+			  struct fuse_file_info *fi, int fd, bool writer,
+			  bool authorized)
+{
+	struct open_file *h = calloc(1, sizeof(*h));
+
+	if (!h) {
+		close(fd);
+		return -ENOMEM;
+	}
+	h->ino = ino;
+	h->fd = fd;
+	h->writer = writer;
+	h->authorized = authorized;
+	pthread_mutex_lock(&v->open_files_lock);
+	h->next = v->open_files;
+	if (h->next)
+		h->next->prev = h;
+	v->open_files = h;
+	pthread_mutex_unlock(&v->open_files_lock);
+	fi->fh = (uint64_t)(uintptr_t)h;
+	/* Page cache survives reopen; auto_inval_data drops it when the
+	 * attributes show the file changed. Under the strict gate every
+	 * change needs a fresh read, which must reach the daemon. */
+	fi->keep_cache = v->timeout > 0 && gate_mode(v->gate) != GATE_STRICT &&
+			 !atomic_exchange_explicit(&ino->stale_pages, false, memory_order_acq_rel);
+	fi->direct_io = (fi->flags & O_DIRECT) != 0;
+	fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
+	return 0;
+}
+
+static void handle_close(struct view *v, struct fuse_file_info *fi)
+{
+	struct open_file *h = fh_of(fi);
+
+	pthread_mutex_lock(&v->open_files_lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		v->open_files = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&v->open_files_lock);
+	close(h->fd);
+	free(h);
+}
+
+void ops_refuse_handles(struct view *v, const struct inode *ino)
+{
+	pthread_mutex_lock(&v->open_files_lock);
+	for (struct open_file *h = v->open_files; h; h = h->next)
+		if (h->ino == ino)
+			atomic_store_explicit(&h->refused, true, memory_order_release);
+	pthread_mutex_unlock(&v->open_files_lock);
+}
+
+void ops_close_all(struct view *v)
+{
+	/* An unmount under load can drop RELEASE requests still queued in
+	 * the kernel: their handles end here (their data was published at
+	 * the FLUSH that close() sent). */
+	while (v->open_files) {
+		struct open_file *h = v->open_files;
+		v->open_files = h->next;
+		close(h->fd);
+		free(h);
+	}
+}
+
+static bool opens_for_write(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+/* Write and search access of the caller to directory DFD. A root daemon
+ * checks as the caller: its fsuid, and without the capabilities that
+ * override permissions (unless the caller holds CAP_DAC_OVERRIDE itself),
+ * which it otherwise keeps across fsuid changes (capabilities are per
+ * thread, so this touches no other request). The caller's supplementary
+ * groups are not applied: the daemon's are. */
+static int caller_may_write_dir(struct view *v, fuse_req_t req, int dfd)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct saved[2], drop[2];
+	const uint32_t overrides = 1u << CAP_DAC_OVERRIDE |
+				   1u << CAP_DAC_READ_SEARCH | 1u << CAP_FOWNER;
+	bool dropped = false;
+	int r;
+
+	if (v->creds_switch) {
+		if (proc_capable(fuse_req_ctx(req)->pid, CAP_DAC_OVERRIDE))
+			return 0;
+		if (syscall(SYS_capget, &hdr, saved) == 0) {
+			memcpy(drop, saved, sizeof(drop));
+			drop[0].effective &= ~overrides;
+			dropped = syscall(SYS_capset, &hdr, drop) == 0;
+		}
+	}
+	struct as_caller c = caller_enter(v, req);
+	r = faccessat(dfd, ".", W_OK | X_OK, AT_EACCESS) < 0 ? neg_errno() : 0;
+	caller_leave(&c);
+	if (dropped)
+		syscall(SYS_capset, &hdr, saved);
+	return r;
+}
+
+/* Whether the changes of a write-open of INO (FD its O_PATH fd, ST its
+ * attributes) may be staged: 0 if so; 1 if staging could not make them
+ * as the local disk would, so they go in place; or -errno. Staging cannot
+ * replace a set-user-ID, set-group-ID or capability file (its
+ * replacement, written by the caller, would either lose the privilege or
+ * keep it on content the caller chose; a write in place drops it, as the
+ * kernel does for a caller without CAP_FSETID), nor a file in a directory
+ * the caller may not write (a replacement is a rename there; POSIX asks
+ * only for write access to the file). --staging=strict refuses those
+ * opens instead: EPERM, EACCES. */
+static int may_stage(struct view *v, fuse_req_t req, struct inode *ino,
+		     int fd, const struct stat *st)
+{
+	char path[CONFINE_FD_PATH_MAX], name[NAME_MAX + 1];
+	struct inode *parent;
+	const char *why = NULL;
+	int dfd, r;
+
+	confine_fd_path(fd, path);
+	if (st->st_mode & (S_ISUID | S_ISGID))
+		why = "it is set-user-ID or set-group-ID";
+	else if (getxattr(path, "security.capability", NULL, 0) >= 0)
+		why = "it carries a file capability (security.capability)";
+	if (why && stage_strict(v)) {
+		log_refusal(v, req, ino, NULL, "write-open", why);
+		return -EPERM;
+	}
+	if (why)
+		return 1;
+	dfd = inode_parent_fd_get(v->inodes, ino, &parent, name, sizeof(name));
+	if (dfd < 0)
+		return dfd;
+	r = caller_may_write_dir(v, req, dfd);
+	inode_unpin(v->inodes, parent);
+	if (r == -EACCES && !stage_strict(v))
+		return 1;
+	return r;
+}
+
+/* Opens the existing file INO as FI asks (open, or create of a name that
+ * exists). A handle that may write stages the file's changes (stage.h),
+ * unless it appends (appends go in place: a log appended to by several
+ * writers must not lose any of them to a whole-file replacement) or the
+ * file has other hard links (see docs/security-model.md). */
+static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
+			 struct fuse_file_info *fi)
+{
+	bool writer = opens_for_write(fi->flags), trunc = fi->flags & O_TRUNC;
+	int flags = backing_flags(v, fi->flags), fd, r;
+	struct gate_ticket t;
+	struct stat st;
+
+	if (ino->synth)
+		return -EISDIR;
+	if (writer && (r = view_may_modify(v, ino)) < 0)
+		return r;
+	_pinned_ p = pin(v, ino);
+	if (p.fd < 0)
+		return p.fd;
+	if (trunc)
+		journal_preimage(v, req, ino);
+	_io_ io = io_begin(v, ino, NULL, writer);
+	int content = io.fd >= 0 ? io.fd : p.fd;	/* the stage, or the file */
+	bool stageable = false;
+	if (writer && !(fi->flags & O_APPEND) && stage_possible(v, ino)) {
+		if ((r = stat_fd(p.fd, &st)) < 0)
+			return r;
+		stageable = st.st_nlink == 1;
+		if (stageable && (r = may_stage(v, req, ino, p.fd, &st)) < 0)
+			return r;
+		stageable = stageable && r == 0;
+		if (stageable)
+			stage_note_open(ino, &st);
+	}
+	/* O_TRUNC empties the stage, never the file itself. */
+	int active = io.locked ? stage_active_fd(ino) : -1;
+	bool trunc_staged = trunc && (stageable || active >= 0);
+	if (trunc_staged)
+		flags &= ~O_TRUNC;
+	gate_lock(NULL, &t, NULL);
+	if (trunc && (r = gate_file_begin(v, req, &t, ino, content,
+					  "open with O_TRUNC")) < 0)
+		return r;
+	fd = confine_reopen(p.fd, flags);
+	int changed = fd;	/* where the truncation happened */
+	if (fd >= 0 && trunc_staged) {
+		changed = active >= 0 ? (ftruncate(active, 0) < 0 ? neg_errno() : active)
+				      : stage_for_change(v, ino, fd, true);
+		if (changed < 0) {
+			close(fd);
+			fd = changed;
+		}
+	}
+	if (fd >= 0 && trunc && !trunc_staged && (r = drop_privs(v, req, fd, false)) < 0) {
+		close(fd);
+		fd = r;
+	}
+	gate_unlock(&t, fd >= 0 && fstat(changed, &st) == 0 ? &st : NULL, true);
+	if (fd < 0)
+		return fd;
+	r = fill_open_info(v, ino, fi, fd, writer, trunc);
+	if (r < 0)
+		return r;
+	fh_of(fi)->stageable = stageable;
+	fh_of(fi)->journaled = trunc;
+	if (trunc)
+		journal_note(v, req, "modify", ino, NULL, NULL, NULL);
+	/* Only a handle that stages has work to do at close(). */
+	fi->noflush = !stageable;
+	inode_open_ref(v->inodes, ino, writer);
+	return 0;
+}
+
+/* The kernel lets go of handle FI of INO: the last writer publishes the
+ * file's stage (which can no longer report an error: logged), the last
+ * handle drops it. */
+static void handle_release(struct view *v, struct inode *ino,
+			   struct fuse_file_info *fi)
+{
+	struct open_file *h = fh_of(fi);
+	char path[PATH_MAX];
+	uint32_t writers, opens;
+	struct stat st;
+	int r;
+
+	stage_lock(v, ino);
+	if (h->flushed)
+		ino->flushed_writers--;
+	opens = inode_open_count(v->inodes, ino, &writers);
+	if (h->writer && writers == 1 && (r = stage_publish(v, ino, false, 0)) < 0)
+		log_warn("the last change to '%s' was not saved: %s",
+			 view_path(v, ino, NULL, path, sizeof(path)),
+			 strerror(-r));
+	/* What this handle wrote is what the kernel cached: the host watch
+	 * must not take the write events for a host-side change. */
+	if (h->writer && !h->refused && fstat(stage_io_fd(ino, h->fd), &st) == 0) {
+		inode_note_attr(v->inodes, ino, &st);
+		gate_store(v, ino, &st);
+	}
+	if (opens == 1)
+		stage_drop(v, ino);
+	bool writer = h->writer;
+	handle_close(v, fi);
+	inode_open_unref(v->inodes, ino, writer);
+	stage_unlock(v, ino);
+}
+
+void op_open(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+{
+	struct view *v = req_view(req);
+	int r = skill_gate(v, req, node(v, id), NULL, "open");
+
+	if (r == 0)
+		r = open_existing(v, req, node(v, id), fi);
+
+	if (r < 0)
+		return reply_status(req, r);
+	if (fuse_reply_open(req, fi) != 0)
+		handle_release(v, node(v, id), fi);
+}
+
+static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
+		     const char *name, mode_t mode, struct fuse_file_info *fi,
+		     struct fuse_entry_param *e)
+{
+	int flags = backing_flags(v, fi->flags) | O_CREAT, r;
+	_cleanup_(closep) int fd = -1;
+	struct stat st;
+
+	r = view_may_modify(v, dir);
+	if (r < 0)
+		return r;
+	_pinned_ p = pin(v, dir);
+	if (p.fd < 0)
+		return p.fd;
+	r = check_new_name(v, req, dir, p.fd, name, "create");
+	if (r < 0 && r != -EEXIST)
+		return r;
+	/* An existing file is opened as by open(2), gate and stage included. */
+	if (!(flags & O_EXCL) && fstatat(p.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode)) {
+		int efd = confine_lookup(p.fd, name);
+		r = efd < 0 ? efd : entry_add(v, dir, name, efd, e);
+		if (r < 0)
+			return r;
+		r = open_existing(v, req, node(v, e->ino), fi);
+		if (r < 0)
+			inode_forget(v->inodes, node(v, e->ino), 1);
+		return r;
+	}
+	if (r < 0 || (r = charge(v, req, dir, name, 0, 1, "create")) < 0)
+		return r;
+
+	struct name_change nc = {
+		.kind = NAME_MAKE, .dir = dir, .dfd = p.fd, .name = name,
+		.event = "create",
+	};
+	r = name_change_begin(v, req, &nc);
+	if (r < 0)
+		return r;
+	fd = confine_open_at(p.fd, name, flags,
+			     mode & ~nc.caller.umask & ~nc.caller.strip);
+	if (fd < 0)
+		return name_change_abort(&nc, fd);
+	name_change_commit(&nc);
+	if (fstat(fd, &st) == 0)
+		gate_note_created(v->gate, &st);	/* new: no read needed */
+	int path_fd = confine_reopen(fd, O_PATH);
+	if (path_fd < 0)
+		return path_fd;
+	r = entry_add(v, dir, name, path_fd, e);
+	if (r < 0)
+		return r;
+	r = fill_open_info(v, node(v, e->ino), fi, TAKE_FD(fd), true, true);
+	if (r < 0) {
+		inode_forget(v->inodes, node(v, e->ino), 1);
+		return r;
+	}
+	fh_of(fi)->stageable = false;
+	fh_of(fi)->journaled = true;
+	journal_created(v, node(v, e->ino));
+	fi->noflush = true;
+	inode_open_ref(v->inodes, node(v, e->ino), true);
+	return 0;
+}
+
+void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       mode_t mode, struct fuse_file_info *fi)
+{
+	struct view *v = req_view(req);
+	struct fuse_entry_param e;
+	int r = do_create(v, req, node(v, parent), name, mode, fi, &e);
+
+	if (r < 0)
+		return reply_status(req, r);
+	if (fuse_reply_create(req, &e, fi) != 0) {
+		handle_release(v, node(v, e.ino), fi);
+		inode_forget(v->inodes, node(v, e.ino), 1);
+	}
+}
+
+/* A read of a version the thread has not read before (attributes ST):
+ * the mark is set before the reply goes out, so a write the caller sends
+ * as soon as it has the data finds it. */
+static void read_and_mark(struct view *v, fuse_req_t req, struct inode *ino,
+			  int fd, const struct stat *st, size_t size, off_t off)
+{
+	_cleanup_(freep) char *buf = malloc(size ? size : 1);
+	char path[PATH_MAX];
+	struct stat after;
+	ssize_t n;
+
+	if (!buf)
+		return reply_status(req, -ENOMEM);
+	n = pread(fd, buf, size, off);
+	if (n < 0)
+		return reply_status(req, neg_errno());
+	if (fstat(fd, &after) == 0)
+		gate_note_read(v->gate, st, &after, fd,
+			       view_path(v, ino, NULL, path, sizeof(path)));
+	fuse_reply_buf(req, buf, (size_t)n);
+}
+
+void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
+	     struct fuse_file_info *fi)
+{
+	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+	struct view *v = req_view(req);
+	struct stat st;
+	_io_ io = io_begin(v, node(v, id), fh_of(fi), false);
+
+	if (v->gate && fstat(io.fd, &st) == 0 && gate_read_is_news(v->gate, &st))
+		return read_and_mark(v, req, node(v, id), io.fd, &st, size, off);
+	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	buf.buf[0].fd = io.fd;
+	buf.buf[0].pos = off;
+	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+}
+
+void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in,
+		  off_t off, struct fuse_file_info *fi)
+{
+	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
+	struct view *v = req_view(req);
+	struct change c;
+	struct stat before;
+	bool keep_mtime;
+	ssize_t n;
+	int fd = change_begin(v, req, node(v, id), fi, &c, "write");
+
+	if (fd < 0)
+		return reply_status(req, fd);
+	int r = v->quota ? charge(v, req, node(v, id), NULL,
+				  write_growth(fd, off, fuse_buf_size(in)), 0, "write") : 0;
+	if (r < 0) {
+		change_end(&c, r, false);
+		return reply_status(req, r);
+	}
+	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	out.buf[0].fd = fd;
+	out.buf[0].pos = off;
+	/* With the writeback cache the kernel owns mtime: it sends a setattr
+	 * when its clock moved and none when it did not, so a flush of cached
+	 * pages must not stamp the backing file with the flush time. */
+	keep_mtime = v->writeback && fstat(fd, &before) == 0;
+	n = fuse_buf_copy(&out, in, 0);
+	if (keep_mtime && n > 0) {
+		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, before.st_mtim };
+		futimens(fd, ts);
+	}
+	change_end(&c, n, n > 0);
+	if (n < 0)
+		reply_status(req, (int)n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+/* close(2): the last writer's close publishes the file's stage, so
+ * close() returns whatever kept the save from happening. "Last" counts
+ * the writers closed before it as gone, though their RELEASE may still
+ * be on its way (the kernel sends it after close() returned). */
+void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+{
+	struct view *v = req_view(req);
+	struct inode *ino = node(v, id);
+	struct open_file *h = fh_of(fi);
+	uint32_t writers;
+	int r = 0, fd;
+
+	if (h->stageable) {
+		stage_lock(v, ino);
+		if (!h->flushed) {
+			h->flushed = true;
+			ino->flushed_writers++;
+		}
+		inode_open_count(v->inodes, ino, &writers);
+		if (writers <= ino->flushed_writers)
+			r = stage_publish(v, ino, false, fuse_req_ctx(req)->pid);
+		stage_unlock(v, ino);
+		if (r < 0)
+			return reply_status(req, r);
+	}
+	/* Closing a duplicate reports delayed write errors (NFS, quota) at
+	 * close() without closing the handle, which other fds may share. */
+	fd = dup(fd_of(fi));
+	if (fd < 0)
+		return reply_status(req, neg_errno());
+	reply_status(req, close(fd) < 0 ? neg_errno() : 0);
+}
+
+void op_release(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+{
+	struct view *v = req_view(req);
+
+	handle_release(v, node(v, id), fi);
+	fuse_reply_err(req, 0);
+}
+
+/* fsync(2) publishes the file's stage durably: the stage is flushed,
+ * renamed over the file, and the directory flushed. */
+void op_fsync(fuse_req_t req, fuse_ino_t id, int datasync,
+	      struct fuse_file_info *fi)
+{
+	struct view *v = req_view(req);
+	struct inode *ino = node(v, id);
+	_io_ io = io_begin(v, ino, fh_of(fi), false);
+	struct stat st;
+	int r;
+
+	if (io.locked && stage_active_fd(ino) >= 0)
+		r = stage_publish(v, ino, true, fuse_req_ctx(req)->pid);
+	else
+		r = (datasync ? fdatasync(io.fd) : fsync(io.fd)) < 0 ? neg_errno() : 0;
+	io.fd = io.locked ? stage_io_fd(ino, fd_of(fi)) : io.fd;
+	if (fh_of(fi)->writer && !handle_refused(fh_of(fi)) && fstat(io.fd, &st) == 0)
+		gate_store(v, ino, &st);
+	reply_status(req, r);
+}
+
+void op_fallocate(fuse_req_t req, fuse_ino_t id, int mode, off_t off,
+		  off_t len, struct fuse_file_info *fi)
+{
+	struct view *v = req_view(req);
+	struct change c;
+	int r, fd = change_begin(v, req, node(v, id), fi, &c, "fallocate");
+
+	if (fd < 0)
+		return reply_status(req, fd);
+	bool frees = mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE);
+	r = frees ? 0 : charge(v, req, node(v, id), NULL, (uint64_t)len, 0, "fallocate");
+	if (r == 0)
+		r = fallocate(fd, mode, off, len) < 0 ? neg_errno() : 0;
+	change_end(&c, r, r == 0);
+	reply_status(req, r);
+}
+
+void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
+			struct fuse_file_info *fi_in, fuse_ino_t id_out,
+			off_t off_out, struct fuse_file_info *fi_out,
+			size_t len, int flags)
+{
+	struct view *v = req_view(req);
+	struct stat in_before, in_after;
+	struct change c;
+	char path[PATH_MAX];
+	ssize_t n;
+
+	/* Where a stage is involved the kernel copies by reading and
+	 * writing (EOPNOTSUPP makes it fall back), which stages properly. */
+	if (fh_of(fi_out)->stageable || stage_any(node(v, id_in)))
+		return reply_status(req, -EOPNOTSUPP);
+	int fd = change_begin(v, req, node(v, id_out), fi_out, &c,
+			      "copy_file_range into");
+	if (fd < 0)
+		return reply_status(req, fd);
+	if (fd != fd_of(fi_out)) {
+		change_end(&c, 0, false);
+		return reply_status(req, -EOPNOTSUPP);
+	}
+	int r = charge(v, req, node(v, id_out), NULL, write_growth(fd, off_out, len), 0,
+		       "copy_file_range into");
+	if (r < 0) {
+		change_end(&c, r, false);
+		return reply_status(req, r);
+	}
+	bool mark_in = v->gate && fstat(fd_of(fi_in), &in_before) == 0;
+	n = copy_file_range(fd_of(fi_in), &off_in, fd, &off_out, len,
+			    (unsigned)flags);
+	int err = n < 0 ? neg_errno() : 0;
+	change_end(&c, n < 0 ? err : n, n > 0);
+	/* The source was read: mark it (before replying, as for a read). */
+	if (mark_in && n > 0 && fstat(fd_of(fi_in), &in_after) == 0 &&
+	    gate_read_is_news(v->gate, &in_before))
+		gate_note_read(v->gate, &in_before, &in_after, fd_of(fi_in),
+			       view_path(v, node(v, id_in), NULL, path,
+					    sizeof(path)));
+	if (n < 0)
+		reply_status(req, err);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+void op_lseek(fuse_req_t req, fuse_ino_t id, off_t off, int whence,
+	      struct fuse_file_info *fi)
+{
+	struct view *v = req_view(req);
+	_io_ io = io_begin(v, node(v, id), fh_of(fi), false);
+	off_t r = lseek(io.fd, off, whence);
+
+	if (r < 0)
+		reply_status(req, neg_errno());
+	else
+		fuse_reply_lseek(req, r);
+}
