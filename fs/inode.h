@@ -65,7 +65,7 @@ struct inode {
 	uint32_t opens;			/* open file/dir handles */
 	uint32_t writers;		/* of which may write */
 	/* Read without the table lock, relaxed: wd is written under it,
-	 * covered is set by ops.c. */
+	 * covered is set by ops_entry.c. */
 	_Atomic int wd;			/* inotify watch (dirs), <= 0 if none */
 	_Atomic bool covered;		/* a watch reports its changes */
 	/* Guarded by its stage lock (stage.h), but for stage_any(). */
@@ -73,7 +73,7 @@ struct inode {
 	struct file_version save_base;	/* the same: what its writers */
 	bool save_base_set;		/* started from; */
 	uint32_t flushed_writers;	/* and its handles closed since
-					 * their last change (ops.c) */
+					 * their last change (ops_file.c) */
 	_Atomic int64_t imaged;		/* the run its pre-image is for
 					 * (journal.h) */
 	_Atomic bool stale_pages;	/* a save was dropped, and the

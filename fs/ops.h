@@ -1,9 +1,12 @@
 /* ops.h - the FUSE low-level operations of the view.
  *
- * Each callback is thin: decode the request, find the inode, apply the
- * view's rules (synthetic and read-only directories, name rules), make the
- * backing syscall relative to a confined fd, reply. The session's userdata
- * is the struct view.
+ * Each callback reads top to bottom: decode the request, find the inode,
+ * apply the view's rules (synthetic and read-only directories, name
+ * rules), begin the change (the gate's decision, the journal's pre-image;
+ * ops_change.c), make the backing syscall relative to a confined fd, end
+ * the change, reply. What else may run on a request's thread (a stage's
+ * copy, a publication, a pre-image) is listed in docs/architecture.md, "A
+ * request". The session's userdata is the struct view.
  */
 #ifndef SBX_OPS_H
 #define SBX_OPS_H

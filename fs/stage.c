@@ -573,7 +573,7 @@ void stage_failed(struct inode *ino, int err)
 
 /* Drops an unpublished stage; the file keeps its content. The kernel's
  * page cache of the file may hold the dropped bytes: the next open drops
- * it (ops.c). */
+ * it (ops_file.c). */
 static void discard(struct view *v, struct inode *ino)
 {
 	struct stage *s = stage_of(ino);

@@ -2,7 +2,7 @@
  *
  * A change to an existing regular file through a handle that may stage
  * (opened for writing without O_APPEND, one link, staging on, and what
- * ops.c's may_stage() asks: not set-id, a directory the writer may write)
+ * ops_file.c's may_stage() asks: not set-id, a directory the writer may write)
  * goes to a private copy, the stage, made in a staging area on the same
  * filesystem as the file: an O_TMPFILE (no name, so a crash leaves nothing behind)
  * holding the original's owner, group, mode, ACLs and other xattrs, then

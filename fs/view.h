@@ -141,7 +141,7 @@ struct view {
 	struct watch *watch;		/* NULL: no host watch */
 	struct gate *gate;		/* read-before-write; NULL: off */
 	struct store_writer *writer;	/* the store's rows; NULL: none */
-	struct open_file *open_files;	/* ops.c: the handles, for the end */
+	struct open_file *open_files;	/* ops_file.c: the handles, for the end */
 	pthread_mutex_t open_files_lock;
 	struct journal *journal;	/* journal.h: the open run, callers */
 	struct stager *stager;		/* stage.h: locks, areas; NULL before
