@@ -43,7 +43,7 @@ SECCOMP_LIBS := $(shell $(PKG_CONFIG) --libs libseccomp 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
-           -DSBX_VERSION='"$(VERSION)"' -Icommon -Ifs -Istore -Icli -Iexec -Itests $(FUSE_CFLAGS) $(SANFLAGS) $(SANDEFS) -MMD -MP
+           -DSBX_VERSION='"$(VERSION)"' -I. $(FUSE_CFLAGS) $(SANFLAGS) $(SANDEFS) -MMD -MP
 # Every close() of ours is checked for double closes (common/fdcheck.c).
 LDFLAGS += $(SANFLAGS) -Wl,--wrap=close
 
@@ -112,7 +112,7 @@ $(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC) cli/run
 FUZZ_SECONDS ?= 20
 FUZZ_TARGETS := names paths classify config request
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
-                -Icommon -Ifs -Istore -Iexec $(FUZZ_CFLAGS_EXTRA) $(FUSE_CFLAGS)
+                -I. $(FUZZ_CFLAGS_EXTRA) $(FUSE_CFLAGS)
 FUZZ_SRC_names    := common/ids.c common/log.c common/quote.c fs/names.c fs/confine.c
 FUZZ_SRC_paths    := store/snapshot.c store/secrets.c exec/hostpath.c exec/guard.c
 FUZZ_SRC_classify := store/snapshot.c store/secrets.c exec/output.c exec/env.c
@@ -144,7 +144,11 @@ fuzz-deps:
 
 # Targets that install packages build in a second make: the pkg-config
 # flags above were computed before the packages were there.
-check: test-deps
+# No include goes up a layer (docs/architecture.md, "Layers").
+layers:
+	@tests/tools/layers
+
+check: test-deps layers
 	@$(MAKE) --no-print-directory all $(OBJ)/tests/check_sbxfs
 	@SBX_BIN=$(CURDIR)/$(BIN) tests/run-tests $(CURDIR)/$(OBJ)/tests/check_sbxfs
 
@@ -180,6 +184,6 @@ install: all
 clean:
 	rm -rf build bin
 
-.PHONY: all deps test-deps fuzz-deps libs test-libs check stress bench demo install clean fuzz
+.PHONY: all deps test-deps fuzz-deps libs test-libs check stress bench demo layers install clean fuzz
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,8 +1,8 @@
 /* args.c - how sbx commands read their arguments (args.h). */
 #include "args.h"
-#include "home.h"
-#include "ids.h"
-#include "log.h"
+#include "common/home.h"
+#include "common/ids.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <getopt.h>

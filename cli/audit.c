@@ -1,15 +1,15 @@
 /* audit.c - sbx audit: the writes the read-before-write gate refused (or,
  * in audit mode, would have refused) for one thread, oldest first. */
 #include "args.h"
-#include "cleanup.h"
 #include "cli.h"
-#include "diff.h"
-#include "hash.h"
 #include "lookup.h"
-#include "quote.h"
 #include "report.h"
-#include "snapshot.h"
-#include "store.h"
+#include "common/cleanup.h"
+#include "common/hash.h"
+#include "common/quote.h"
+#include "store/diff.h"
+#include "store/snapshot.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -4,14 +4,14 @@
  * is made, and a broker of the home keeps running undisturbed.
  */
 #include "args.h"
-#include "cgroup.h"
-#include "cleanup.h"
 #include "cli.h"
-#include "config.h"
-#include "filter.h"
-#include "identity.h"
-#include "sandbox.h"
-#include "units.h"
+#include "common/cleanup.h"
+#include "common/units.h"
+#include "exec/cgroup.h"
+#include "exec/config.h"
+#include "exec/filter.h"
+#include "exec/identity.h"
+#include "exec/sandbox.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,10 +1,10 @@
 /* exec.c - sbx broker and sbx exec: the exec broker and its client. */
 #include "args.h"
-#include "broker.h"
-#include "cleanup.h"
 #include "cli.h"
-#include "env.h"
-#include "ids.h"
+#include "common/cleanup.h"
+#include "common/ids.h"
+#include "exec/broker.h"
+#include "exec/env.h"
 
 #include <errno.h>
 #include <getopt.h>

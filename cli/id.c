@@ -1,7 +1,7 @@
 /* id.c - sbx id: the reference's id rules for clients. */
 #include "args.h"
 #include "cli.h"
-#include "ids.h"
+#include "common/ids.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* lookup.c - finding what an sbx command is about (lookup.h). */
-#include "cleanup.h"
-#include "home.h"
 #include "lookup.h"
-#include "store.h"
+#include "common/cleanup.h"
+#include "common/home.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <fcntl.h>

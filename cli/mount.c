@@ -1,9 +1,9 @@
 /* mount.c - sbx mount and sbx umount: a thread's view, by sbxfs, and its
  * unmounting, also of one whose daemon died. */
 #include "args.h"
-#include "cleanup.h"
 #include "cli.h"
-#include "spawn.h"
+#include "common/cleanup.h"
+#include "common/spawn.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -4,10 +4,10 @@
 #include "args.h"
 #include "cli.h"
 #include "lookup.h"
-#include "quote.h"
-#include "receipt.h"
 #include "report.h"
-#include "store.h"
+#include "common/quote.h"
+#include "store/receipt.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -1,9 +1,9 @@
 /* report.c - see report.h. */
 #include "report.h"
-#include "hash.h"
-#include "output.h"
-#include "quote.h"
-#include "receipt.h"
+#include "common/hash.h"
+#include "common/quote.h"
+#include "exec/output.h"
+#include "store/receipt.h"
 
 #include <errno.h>
 #include <stdlib.h>

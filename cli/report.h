@@ -4,7 +4,7 @@
 #ifndef SBX_REPORT_H
 #define SBX_REPORT_H
 
-#include "summary.h"
+#include "store/summary.h"
 
 #include <jansson.h>
 #include <stdbool.h>

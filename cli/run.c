@@ -3,20 +3,20 @@
  * when it ends (store/summary.h), with the text of every text file kept
  * by SHA-256 so the diffs need nothing else. */
 #include "args.h"
-#include "cleanup.h"
-#include "hash.h"
-#include "array.h"
 #include "cli.h"
-#include "control.h"
 #include "lookup.h"
 #include "progress.h"
-#include "receipt.h"
 #include "report.h"
 #include "runlog.h"
-#include "snapshot.h"
-#include "spawn.h"
-#include "store.h"
-#include "summary.h"
+#include "common/array.h"
+#include "common/cleanup.h"
+#include "common/control.h"
+#include "common/hash.h"
+#include "common/spawn.h"
+#include "store/receipt.h"
+#include "store/snapshot.h"
+#include "store/store.h"
+#include "store/summary.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -1,7 +1,7 @@
 /* runlog.c - see runlog.h. */
 #include "runlog.h"
-#include "array.h"
-#include "cleanup.h"
+#include "common/array.h"
+#include "common/cleanup.h"
 
 #include <errno.h>
 #include <fcntl.h>

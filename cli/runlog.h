@@ -18,9 +18,9 @@
 #ifndef SBX_RUNLOG_H
 #define SBX_RUNLOG_H
 
-#include "snapshot.h"
-#include "store.h"
-#include "summary.h"
+#include "store/snapshot.h"
+#include "store/store.h"
+#include "store/summary.h"
 
 struct runlog {
 	struct store_event *events;	/* copies, oldest first */

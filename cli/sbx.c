@@ -7,7 +7,7 @@
  */
 #include "args.h"
 #include "cli.h"
-#include "log.h"
+#include "common/log.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -2,14 +2,14 @@
  * reference rules (store/snapshot.h), record the result in the store and
  * print it. */
 #include "args.h"
-#include "cleanup.h"
 #include "cli.h"
-#include "hash.h"
 #include "lookup.h"
 #include "progress.h"
-#include "quote.h"
-#include "snapshot.h"
-#include "store.h"
+#include "common/cleanup.h"
+#include "common/hash.h"
+#include "common/quote.h"
+#include "store/snapshot.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <jansson.h>

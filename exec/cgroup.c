@@ -1,8 +1,8 @@
 /* cgroup.c - see cgroup.h. */
 #include "cgroup.h"
-#include "cleanup.h"
-#include "log.h"
-#include "units.h"
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/units.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -20,8 +20,8 @@
  * stops the parse; libinih reports its own syntax errors by line only.
  */
 #include "config.h"
-#include "cleanup.h"
-#include "ids.h"
+#include "common/cleanup.h"
+#include "common/ids.h"
 
 #include <ctype.h>
 #include <errno.h>

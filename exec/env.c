@@ -1,6 +1,6 @@
 /* env.c - see env.h. */
 #include "env.h"
-#include "utf8.h"
+#include "common/utf8.h"
 
 #include <ctype.h>
 #include <errno.h>

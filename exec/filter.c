@@ -1,6 +1,6 @@
 /* filter.c - see filter.h. */
 #include "filter.h"
-#include "cleanup.h"
+#include "common/cleanup.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -3,7 +3,7 @@
  * Python's shlex in POSIX mode with punctuation_chars and whitespace_split.
  */
 #include "guard.h"
-#include "cleanup.h"
+#include "common/cleanup.h"
 
 #include <ctype.h>
 #include <errno.h>

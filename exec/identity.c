@@ -1,7 +1,7 @@
 /* identity.c - see identity.h. */
 #include "identity.h"
-#include "cleanup.h"
-#include "home.h"
+#include "common/cleanup.h"
+#include "common/home.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* output.c - see output.h. */
 #include "output.h"
-#include "utf8.h"
+#include "common/utf8.h"
 
 #include <errno.h>
 #include <stdint.h>

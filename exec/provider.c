@@ -1,9 +1,9 @@
 /* provider.c - see provider.h. */
 #include "provider.h"
-#include "cleanup.h"
-#include "home.h"
-#include "log.h"
-#include "spawn.h"
+#include "common/cleanup.h"
+#include "common/home.h"
+#include "common/log.h"
+#include "common/spawn.h"
 
 #include <dirent.h>
 #include <errno.h>

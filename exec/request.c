@@ -1,8 +1,8 @@
 /* request.c - see request.h. */
 #include "request.h"
 #include "env.h"
-#include "ids.h"
-#include "receipt.h"
+#include "common/ids.h"
+#include "store/receipt.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* runner.c - see runner.h. */
 #include "runner.h"
-#include "clock.h"
-#include "cleanup.h"
+#include "common/cleanup.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>

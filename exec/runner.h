@@ -16,8 +16,8 @@
 #ifndef SBX_RUNNER_H
 #define SBX_RUNNER_H
 
-#include "launch.h"
 #include "cgroup.h"
+#include "launch.h"
 #include "output.h"
 
 #include <stdbool.h>

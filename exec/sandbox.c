@@ -1,10 +1,10 @@
 /* sandbox.c - see sandbox.h. */
 #include "sandbox.h"
-#include "cleanup.h"
 #include "env.h"
-#include "hostpath.h"
-#include "walk.h"
 #include "filter.h"
+#include "hostpath.h"
+#include "common/cleanup.h"
+#include "common/walk.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,9 +1,9 @@
 /* session.c - see session.h. */
 #include "session.h"
-#include "clock.h"
-#include "cleanup.h"
 #include "env.h"
-#include "log.h"
+#include "common/cleanup.h"
+#include "common/clock.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

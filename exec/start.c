@@ -1,8 +1,8 @@
 /* start.c - see start.h. */
 #include "start.h"
-#include "cleanup.h"
 #include "env.h"
 #include "output.h"
+#include "common/cleanup.h"
 
 #include <errno.h>
 #include <stdio.h>

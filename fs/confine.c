@@ -1,6 +1,6 @@
 /* confine.c - see confine.h. This is the only file that calls openat2. */
 #include "confine.h"
-#include "cleanup.h"
+#include "common/cleanup.h"
 
 #include <errno.h>
 #include <fcntl.h>

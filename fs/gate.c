@@ -1,14 +1,14 @@
 /* gate.c - see gate.h. */
 #include "gate.h"
-#include "hash.h"
-#include "array.h"
-#include "cleanup.h"
 #include "confine.h"
-#include "lockcheck.h"
-#include "log.h"
-#include "snapshot.h"
-#include "store.h"
-#include "writer.h"
+#include "common/array.h"
+#include "common/cleanup.h"
+#include "common/hash.h"
+#include "common/lockcheck.h"
+#include "common/log.h"
+#include "store/snapshot.h"
+#include "store/store.h"
+#include "store/writer.h"
 
 #include <errno.h>
 #include <fcntl.h>

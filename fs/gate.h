@@ -25,7 +25,7 @@
 #ifndef SBX_GATE_H
 #define SBX_GATE_H
 
-#include "store.h"
+#include "store/store.h"
 
 #include <pthread.h>
 #include <stdbool.h>

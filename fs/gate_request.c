@@ -1,10 +1,10 @@
 /* gate_request.c - see gate_request.h. */
 #include "gate_request.h"
-#include "cleanup.h"
 #include "confine.h"
 #include "inode.h"
-#include "proc.h"
 #include "view.h"
+#include "common/cleanup.h"
+#include "common/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /* inode.c - see inode.h. */
 #include "inode.h"
-#include "cleanup.h"
 #include "confine.h"
+#include "common/cleanup.h"
 
 #include <errno.h>
 #include <fcntl.h>

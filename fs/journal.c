@@ -1,14 +1,14 @@
 /* journal.c - see journal.h. */
 #include "journal.h"
-#include "cleanup.h"
 #include "confine.h"
 #include "gate.h"
 #include "inode.h"
-#include "log.h"
-#include "proc.h"
-#include "snapshot.h"
 #include "view.h"
-#include "writer.h"
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/proc.h"
+#include "store/snapshot.h"
+#include "store/writer.h"
 
 #include <errno.h>
 #include <sys/stat.h>

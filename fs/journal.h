@@ -19,8 +19,8 @@
 #ifndef SBX_JOURNAL_H
 #define SBX_JOURNAL_H
 
-#include "control.h"
 #include "ops.h"
+#include "common/control.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -5,21 +5,21 @@
  * -f it stays in the foreground. Failures before that point are reported
  * on stderr in one line and the exit status is 1 (2 for usage errors).
  */
-#include "cleanup.h"
-#include "home.h"
-#include "spawn.h"
-#include "ids.h"
-#include "log.h"
-#include "ops.h"
-#include "view.h"
-#include "watch.h"
 #include "channel.h"
 #include "gate.h"
 #include "journal.h"
-#include "stage.h"
-#include "store.h"
-#include "writer.h"
+#include "ops.h"
 #include "quota.h"
+#include "stage.h"
+#include "view.h"
+#include "watch.h"
+#include "common/cleanup.h"
+#include "common/home.h"
+#include "common/ids.h"
+#include "common/log.h"
+#include "common/spawn.h"
+#include "store/store.h"
+#include "store/writer.h"
 
 #include <errno.h>
 #include <fcntl.h>

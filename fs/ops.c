@@ -5,14 +5,14 @@
  * ops_file.c, ops_dir.c and ops_xattr.c, the orders of a change in
  * ops_change.c.
  */
-#include "ops_int.h"
 #include "channel.h"
 #include "confine.h"
-#include "log.h"
 #include "names.h"
-#include "proc.h"
-#include "stage.h"
+#include "ops_int.h"
 #include "skills.h"
+#include "stage.h"
+#include "common/log.h"
+#include "common/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,8 +3,8 @@
  * (struct name_change). Each order is written once, here; a handler
  * begins, makes its backing syscall, and ends.
  */
-#include "ops_int.h"
 #include "journal.h"
+#include "ops_int.h"
 #include "stage.h"
 #include "watch.h"
 

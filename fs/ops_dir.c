@@ -4,9 +4,9 @@
  * what the view hides (upload staging files, the staging area, disabled
  * skills).
  */
-#include "ops_int.h"
 #include "confine.h"
 #include "names.h"
+#include "ops_int.h"
 #include "stage.h"
 
 #include <dirent.h>

@@ -5,13 +5,13 @@
  * through struct name_change (ops_change.c), a truncation through a
  * handle through struct change.
  */
-#include "ops_int.h"
 #include "confine.h"
 #include "journal.h"
 #include "names.h"
-#include "proc.h"
+#include "ops_int.h"
 #include "stage.h"
 #include "watch.h"
+#include "common/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,12 +5,12 @@
  * a change through struct change (ops_change.c): stage lock, gate,
  * backing fd, journal.
  */
-#include "ops_int.h"
 #include "confine.h"
 #include "journal.h"
-#include "log.h"
-#include "proc.h"
+#include "ops_int.h"
 #include "stage.h"
+#include "common/log.h"
+#include "common/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

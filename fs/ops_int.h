@@ -16,12 +16,12 @@
 #ifndef SBX_OPS_INT_H
 #define SBX_OPS_INT_H
 
-#include "ops.h"
-#include "cleanup.h"
 #include "gate.h"
 #include "gate_request.h"
 #include "inode.h"
+#include "ops.h"
 #include "view.h"
+#include "common/cleanup.h"
 
 #include <fcntl.h>
 #include <stdatomic.h>

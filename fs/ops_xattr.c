@@ -2,9 +2,9 @@
  * removexattr; on the top directory, also the control attributes by
  * which sbx run tells the view about runs (journal_control()).
  */
-#include "ops_int.h"
 #include "confine.h"
 #include "journal.h"
+#include "ops_int.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,10 +1,10 @@
 /* quota.c - see quota.h. */
 #include "quota.h"
-#include "clock.h"
-#include "cleanup.h"
-#include "log.h"
-#include "units.h"
-#include "walk.h"
+#include "common/cleanup.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/units.h"
+#include "common/walk.h"
 
 #include <errno.h>
 #include <fcntl.h>

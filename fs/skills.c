@@ -1,7 +1,7 @@
 /* skills.c - see skills.h. */
 #include "skills.h"
-#include "cleanup.h"
-#include "log.h"
+#include "common/cleanup.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

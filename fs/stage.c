@@ -1,16 +1,16 @@
 /* stage.c - see stage.h. */
 #include "stage.h"
-#include "cleanup.h"
 #include "confine.h"
 #include "gate.h"
-#include "home.h"
 #include "inode.h"
-#include "lockcheck.h"
-#include "log.h"
 #include "ops.h"
-#include "proc.h"
 #include "view.h"
 #include "watch.h"
+#include "common/cleanup.h"
+#include "common/home.h"
+#include "common/lockcheck.h"
+#include "common/log.h"
+#include "common/proc.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -1,9 +1,9 @@
 /* view.c - see view.h. */
 #include "view.h"
-#include "quota.h"
-#include "cleanup.h"
 #include "confine.h"
-#include "log.h"
+#include "quota.h"
+#include "common/cleanup.h"
+#include "common/log.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -36,9 +36,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "home.h"
 #include "inode.h"
 #include "skills.h"
+#include "common/home.h"
 
 struct channel;
 struct fuse_session;

@@ -1,8 +1,8 @@
 /* watch.c - see watch.h. */
 #include "watch.h"
-#include "cleanup.h"
 #include "confine.h"
-#include "log.h"
+#include "common/cleanup.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* diff.c - see diff.h. */
 #include "diff.h"
-#include "array.h"
+#include "common/array.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -1,8 +1,8 @@
 /* receipt.c - see receipt.h. */
 #include "receipt.h"
-#include "cleanup.h"
 #include "store.h"
-#include "utf8.h"
+#include "common/cleanup.h"
+#include "common/utf8.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,9 +1,9 @@
 /* snapshot.c - see snapshot.h. */
 #include "snapshot.h"
-#include "array.h"
-#include "cleanup.h"
 #include "secrets.h"
-#include "utf8.h"
+#include "common/array.h"
+#include "common/cleanup.h"
+#include "common/utf8.h"
 
 #include <ctype.h>
 #include <dirent.h>

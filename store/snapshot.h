@@ -29,7 +29,7 @@
 #ifndef SBX_SNAPSHOT_H
 #define SBX_SNAPSHOT_H
 
-#include "hash.h"
+#include "common/hash.h"
 
 #include <stdbool.h>
 #include <stddef.h>

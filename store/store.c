@@ -1,9 +1,9 @@
 /* store.c - see store.h. */
 #include "store.h"
-#include "hash.h"
-#include "cleanup.h"
-#include "log.h"
 #include "snapshot.h"
+#include "common/cleanup.h"
+#include "common/hash.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -16,7 +16,7 @@
 #ifndef SBX_STORE_H
 #define SBX_STORE_H
 
-#include "hash.h"
+#include "common/hash.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,9 +1,9 @@
 /* summary.c - see summary.h. */
 #include "summary.h"
-#include "array.h"
-#include "cleanup.h"
 #include "diff.h"
 #include "secrets.h"
+#include "common/array.h"
+#include "common/cleanup.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* writer.c - see writer.h. */
 #include "writer.h"
-#include "hash.h"
-#include "log.h"
 #include "snapshot.h"
+#include "common/hash.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -14,7 +14,7 @@
 #define SBX_WRITER_H
 
 #include "store.h"
-#include "hash.h"
+#include "common/hash.h"
 
 struct store_writer;
 

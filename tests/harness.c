@@ -1,6 +1,6 @@
 /* harness.c - see harness.h. */
 #include "harness.h"
-#include "control.h"
+#include "common/control.h"
 
 #include <dirent.h>
 #include <errno.h>

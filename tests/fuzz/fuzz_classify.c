@@ -2,11 +2,11 @@
  * in a text (never read out of bounds), UTF-8
  * cleaning (always valid UTF-8 out), middle truncation (never over the
  * limit), the identity prefix (always one of three shapes). */
-#include "env.h"
 #include "fuzz.h"
-#include "output.h"
-#include "secrets.h"
-#include "snapshot.h"
+#include "exec/env.h"
+#include "exec/output.h"
+#include "store/secrets.h"
+#include "store/snapshot.h"
 
 static size_t chars(const char *s)
 {

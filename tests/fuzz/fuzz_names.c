@@ -1,9 +1,9 @@
 /* Name and id validation: never a crash, and what is accepted is safe as
  * one path component. */
-#include "confine.h"
 #include "fuzz.h"
-#include "ids.h"
-#include "names.h"
+#include "common/ids.h"
+#include "fs/confine.h"
+#include "fs/names.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,9 +1,9 @@
 /* Path handling: the snapshot's exclusion and sensitivity rules, and host
  * mode's path guard, rewriting and masking of paths. */
 #include "fuzz.h"
-#include "guard.h"
-#include "hostpath.h"
-#include "snapshot.h"
+#include "exec/guard.h"
+#include "exec/hostpath.h"
+#include "store/snapshot.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

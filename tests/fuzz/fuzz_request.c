@@ -1,8 +1,8 @@
 /* The broker's request parsing: any line is a request or an error reply,
  * never a crash; what passes has valid ids and fields. */
 #include "fuzz.h"
-#include "ids.h"
-#include "request.h"
+#include "common/ids.h"
+#include "exec/request.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

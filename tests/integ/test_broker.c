@@ -5,7 +5,7 @@
  * leases, parking and idle unmounts, a client that goes away, shutdown,
  * a broker killed and the next one, one broker per home, configuration
  * errors. */
-#include "cmd.h"
+#include "tests/cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * program's short name, sbx umount takes down views and nothing else, a
  * read of a home, user or thread that does not exist says so, and the
  * broker says where it serves. */
-#include "cmd.h"
+#include "tests/cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* Confinement: nothing done through a view touches or reveals anything
  * outside the thread's roots, even while a host process swaps directories
  * for symlinks under the daemon's feet. */
-#include "harness.h"
+#include "tests/harness.h"
 
 #include <errno.h>
 #include <fcntl.h>

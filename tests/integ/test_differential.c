@@ -5,7 +5,7 @@
  * directory and to a view; every result and errno and the final trees
  * must agree. A bounded number of seeds here; `make stress` runs many
  * more. Also the two bugs the first runs found, as plain tests. */
-#include "cmd.h"
+#include "tests/cmd.h"
 
 #include <stdio.h>
 #include <string.h>

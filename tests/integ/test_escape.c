@@ -3,7 +3,7 @@
  * saves are published, hard links across the boundary, and from inside
  * the exec sandbox: mounts, /proc, planted symlinks, another thread's
  * files, another user's id. Zero escapes. */
-#include "cmd.h"
+#include "tests/cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>

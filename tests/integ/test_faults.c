@@ -2,7 +2,7 @@
  * shim in the daemon, tests/tools/faultshim.c), the backing filesystem
  * remounted read-only, the daemon killed mid-save; the caller gets the
  * errno and nothing published is lost. */
-#include "cmd.h"
+#include "tests/cmd.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * (its own outputs, sed -i, builds, git), the four modes, --rbw-unlink,
  * marks across a restart, and racing handles. Host edits are made
  * directly in the backing directory, as a person would. */
-#include "cmd.h"
+#include "tests/cmd.h"
 
 #include <errno.h>
 #include <fcntl.h>

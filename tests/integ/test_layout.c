@@ -1,6 +1,6 @@
 /* The virtual tree: layout, synthetic and read-only directories, name
  * rules, uploads, isolation between threads, host-side coherence. */
-#include "harness.h"
+#include "tests/harness.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* Mounting and unmounting: every way out unmounts cleanly, a crashed
  * daemon's stale mount is recovered, and a daemon that cannot start says
  * why in one line. */
-#include "harness.h"
+#include "tests/harness.h"
 
 #include <dirent.h>
 #include <errno.h>

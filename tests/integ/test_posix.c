@@ -10,7 +10,7 @@
  *                drops to uid/gid 65534
  *   enospc       a view with an extra mount on a 1 MiB tmpfs
  */
-#include "harness.h"
+#include "tests/harness.h"
 
 #include <dirent.h>
 #include <errno.h>

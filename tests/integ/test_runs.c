@@ -2,7 +2,7 @@
  * the host, sbx run end and sbx changes; presentations and delivery
  * receipts (sbx present, sbx receipt), truncated scans, the diff budget,
  * runs without changes, and the errors. */
-#include "cmd.h"
+#include "tests/cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>

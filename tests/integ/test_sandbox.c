@@ -10,7 +10,7 @@
  * the docs promise, file ownership, the default tools with the network
  * on. The bombs are bounded in count and time, so that a sandbox without
  * limits does not take the machine down with the test. */
-#include "cmd.h"
+#include "tests/cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* The sanitizers suite runs last: sanitizer reports written by daemons
  * (SANITIZE=1 builds log them to $SBX_TEST_DIR/sanitizer.PID) fail the
  * run. The valgrind suite runs one daemon under valgrind. */
-#include "cmd.h"
+#include "tests/cmd.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* /mnt/skills as the reference lays it out: four read-only categories,
  * each from its own host directory, and disabled skills that are neither
  * listed nor readable, switched on and off without a remount. */
-#include "cmd.h"
+#include "tests/cmd.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* sbx snapshot on a thread used through a mounted view: what it records,
  * its JSON, its limit, and its errors. */
-#include "cmd.h"
+#include "tests/cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * the view see the writer's bytes; metadata survives; set-id and
  * capability files change in place; errors and crashes leave the previous
  * file intact; a name swapped for a symlink is never written through. */
-#include "cmd.h"
+#include "tests/cmd.h"
 
 #include <dirent.h>
 #include <errno.h>

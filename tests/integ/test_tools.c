@@ -3,7 +3,7 @@
  * test runs the real tool inside MOUNT/user-data/workspace and checks what
  * it produced, where useful against the same commands on a native
  * directory or against the host backing directory. */
-#include "cmd.h"
+#include "tests/cmd.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* The fd ownership rule (common/cleanup.h) and the double-close check
  * (common/fdcheck.c). */
-#include "harness.h"
-#include "cleanup.h"
+#include "common/cleanup.h"
+#include "tests/harness.h"
 
 #include <fcntl.h>
 #include <signal.h>

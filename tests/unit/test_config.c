@@ -2,9 +2,9 @@
  * set, every problem refused with "PATH:LINE: reason", and nothing that
  * libinih would let through quietly (split long lines, continuation lines,
  * bytes after a NUL, empty unknown sections). */
-#include "harness.h"
-#include "config.h"
-#include "units.h"
+#include "common/units.h"
+#include "exec/config.h"
+#include "tests/harness.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,8 +1,8 @@
 /* Unified diffs: the same text as Python's difflib for ordinary edits,
  * patches that patch(1) applies to get the new version back, the counts
  * of added and deleted lines, line splitting, and large edits. */
-#include "cmd.h"
-#include "diff.h"
+#include "store/diff.h"
+#include "tests/cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>

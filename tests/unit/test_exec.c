@@ -2,12 +2,12 @@
  * the identity prefix (hostile values), shell quoting, the output text
  * (streams, truncation, exit lines), UTF-8 cleaning, and the path
  * rewriting and masking of host mode. */
-#include "env.h"
-#include "harness.h"
-#include "output.h"
-#include "request.h"
-#include "guard.h"
-#include "hostpath.h"
+#include "exec/env.h"
+#include "exec/guard.h"
+#include "exec/hostpath.h"
+#include "exec/output.h"
+#include "exec/request.h"
+#include "tests/harness.h"
 
 #include <errno.h>
 #include <stdio.h>

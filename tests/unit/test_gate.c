@@ -1,10 +1,10 @@
 /* The gate's state machine on real files: which version a mark holds,
  * what each verdict is, how own changes move or carry marks in each
  * mode, the content-hash fallback, and marks loaded from the store. */
-#include "harness.h"
-#include "gate.h"
-#include "store.h"
-#include "writer.h"
+#include "fs/gate.h"
+#include "store/store.h"
+#include "store/writer.h"
+#include "tests/harness.h"
 
 #include <errno.h>
 #include <fcntl.h>

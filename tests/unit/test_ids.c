@@ -1,7 +1,7 @@
 /* User, thread and name id validation, and make_safe_user_id
  * (common/ids.c), as the reference has them. */
-#include "harness.h"
-#include "ids.h"
+#include "common/ids.h"
+#include "tests/harness.h"
 
 #include <errno.h>
 #include <string.h>

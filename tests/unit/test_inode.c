@@ -1,7 +1,7 @@
 /* The inode table (fs/inode.c): bounded fds, re-resolution, staleness. */
-#include "harness.h"
-#include "confine.h"
-#include "inode.h"
+#include "fs/confine.h"
+#include "fs/inode.h"
+#include "tests/harness.h"
 
 #include <errno.h>
 #include <fcntl.h>

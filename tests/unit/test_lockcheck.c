@@ -1,7 +1,7 @@
 /* The locking rules of common/lockcheck.h: a SANITIZE=1 build aborts on a
  * broken one, with a message naming it; a release build checks nothing. */
-#include "harness.h"
-#include "lockcheck.h"
+#include "common/lockcheck.h"
+#include "tests/harness.h"
 
 #include <signal.h>
 #include <string.h>

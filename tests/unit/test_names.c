@@ -1,6 +1,6 @@
 /* Portable-name and upload-staging rules (fs/names.c). */
-#include "harness.h"
-#include "names.h"
+#include "fs/names.h"
+#include "tests/harness.h"
 
 #include <errno.h>
 

@@ -1,8 +1,8 @@
 /* Path handling: --mount specs, the home layout, confined resolution. */
-#include "harness.h"
-#include "confine.h"
-#include "home.h"
-#include "view.h"
+#include "common/home.h"
+#include "fs/confine.h"
+#include "fs/view.h"
+#include "tests/harness.h"
 
 #include <errno.h>
 #include <stdio.h>

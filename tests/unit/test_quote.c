@@ -1,6 +1,6 @@
 /* Control characters made visible in text output (common/quote.c). */
-#include "harness.h"
-#include "quote.h"
+#include "common/quote.h"
+#include "tests/harness.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,8 +2,8 @@
  * when the run began, followed back through renames of files and of the
  * directories above them; the first word on a path wins; nothing is
  * trusted before the view's "capture" event. */
-#include "harness.h"
-#include "runlog.h"
+#include "cli/runlog.h"
+#include "tests/harness.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,10 +3,10 @@
  * large files), the walk order
  * and limit, symlinks, files vanishing mid-scan, and the round trip
  * through the store, including schema migrations from every version. */
-#include "harness.h"
-#include "secrets.h"
-#include "snapshot.h"
-#include "store.h"
+#include "store/secrets.h"
+#include "store/snapshot.h"
+#include "store/store.h"
+#include "tests/harness.h"
 
 #include <errno.h>
 #include <fcntl.h>

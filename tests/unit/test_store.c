@@ -1,11 +1,11 @@
 /* The store: schema creation and versioning, marks and audit rows, the
  * batching writer, several connections writing at once; the paths
  * presented during a run and the receipt's rules for them. */
-#include "harness.h"
-#include "receipt.h"
-#include "snapshot.h"
-#include "store.h"
-#include "writer.h"
+#include "store/receipt.h"
+#include "store/snapshot.h"
+#include "store/store.h"
+#include "store/writer.h"
+#include "tests/harness.h"
 
 #include <errno.h>
 #include <pthread.h>

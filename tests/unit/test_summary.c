@@ -1,8 +1,8 @@
 /* Change summaries from two snapshots: statuses, the same-file test,
  * diff reasons and their precedence, the diff budget, the listing limit,
  * and what a truncated snapshot can and cannot prove. */
-#include "harness.h"
-#include "summary.h"
+#include "store/summary.h"
+#include "tests/harness.h"
 
 #include <errno.h>
 #include <stdio.h>
