@@ -59,7 +59,8 @@ int main(int argc, char **argv)
 	int r = 0;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: editsave prep|rewrite DIR COUNT | patch FILE | append FILE COUNT\n");
+		fprintf(stderr,
+			"usage: editsave prep|rewrite DIR COUNT | patch FILE | append FILE COUNT\n");
 		return 2;
 	}
 	memset(block, 'e', sizeof(block));
@@ -80,7 +81,8 @@ int main(int argc, char **argv)
 		r = save(argv[2], O_RDWR, block, sizeof(block), st.st_size / 2);
 	} else if (!strcmp(argv[1], "append")) {
 		for (unsigned long i = 0; i < count && !r; i++)
-			r = save(argv[2], O_WRONLY | O_APPEND | O_CREAT, "a line of the log\n", 18, -1);
+			r = save(argv[2], O_WRONLY | O_APPEND | O_CREAT, "a line of the log\n", 18,
+				 -1);
 	} else {
 		fprintf(stderr, "editsave: unknown mode '%s'\n", argv[1]);
 		return 2;

@@ -73,8 +73,8 @@ int main(int argc, char **argv)
 		ssize_t n = pread(fd, buf, BLOCK, off);
 
 		if (n != BLOCK) {
-			fprintf(stderr, "randread: %s: pread at %jd: %s\n", argv[1],
-				(intmax_t)off, n < 0 ? strerror(errno) : "short read");
+			fprintf(stderr, "randread: %s: pread at %jd: %s\n", argv[1], (intmax_t)off,
+				n < 0 ? strerror(errno) : "short read");
 			return 1;
 		}
 	}

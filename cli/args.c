@@ -52,9 +52,8 @@ void getopt_begin(char **argv, const char *command)
 	optind = 1;
 }
 
-int thread_args_parse(const char *command, const char *usage, int argc,
-		      char **argv, const char *home, unsigned takes,
-		      struct thread_args *a)
+int thread_args_parse(const char *command, const char *usage, int argc, char **argv,
+		      const char *home, unsigned takes, struct thread_args *a)
 {
 	enum { OPT_USER = 256, OPT_THREAD, OPT_FORMAT, OPT_HOME, OPT_MAX, OPT_DIFF };
 	static const struct option longopts[] = {
@@ -65,11 +64,15 @@ int thread_args_parse(const char *command, const char *usage, int argc,
 		{ "max-files", required_argument, NULL, OPT_MAX },
 		{ "diff", no_argument, NULL, OPT_DIFF },
 		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		{ NULL, 0, NULL, 0 },
 	};
 	/* The options above that each bit of TAKES stands for; one table
 	 * serves every command, those it does not take are unknown to it. */
-	static const struct { int opt; unsigned bit; const char *name; } optional[] = {
+	static const struct {
+		int opt;
+		unsigned bit;
+		const char *name;
+	} optional[] = {
 		{ OPT_FORMAT, THREAD_ARGS_FORMAT, "--format" },
 		{ OPT_MAX, THREAD_ARGS_MAX_FILES, "--max-files" },
 		{ OPT_DIFF, THREAD_ARGS_DIFF, "--diff" },
@@ -103,8 +106,10 @@ int thread_args_parse(const char *command, const char *usage, int argc,
 			errno = 0;
 			a->max_files = strtol(optarg, &end, 10);
 			if (errno || *end || end == optarg || a->max_files < 1)
-				return usage_error(command, "--max-files takes a number of files (1 or more), not '%s'",
-						   optarg);
+				return usage_error(
+					command,
+					"--max-files takes a number of files (1 or more), not '%s'",
+					optarg);
 			break;
 		case OPT_DIFF:
 			a->diff = true;
@@ -138,19 +143,19 @@ int run_id_parse(const char *command, const char *arg, int64_t *run)
 
 	*run = strtoll(arg, &end, 10);
 	if (*end || end == arg || *run < 1)
-		return usage_error(command, "'%s' is not a run id (a number printed by sbx run begin)",
-				   arg);
+		return usage_error(command,
+				   "'%s' is not a run id (a number printed by sbx run begin)", arg);
 	return -1;
 }
 
-int run_args_parse(const char *command, const char *usage, int argc, char **argv,
-		   const char *home, bool html, struct run_args *a)
+int run_args_parse(const char *command, const char *usage, int argc, char **argv, const char *home,
+		   bool html, struct run_args *a)
 {
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'F' },
 		{ "home", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *format = "text";
 	int c, r;

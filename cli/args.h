@@ -23,8 +23,7 @@ int resolve_home(const char *command, const char *home, char *buf, size_t size);
 /* A usage error of COMMAND: "sbx: COMMAND: MESSAGE" (none if FMT is NULL,
  * when getopt said it already), then where its help is. Returns 2, the
  * exit status of usage errors. */
-int usage_error(const char *command, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Readies getopt_long(3) for a new parse of COMMAND's ARGV. getopt's own
  * messages begin with ARGV[0] (the bare word COMMAND here; a program's
@@ -37,23 +36,22 @@ void getopt_begin(char **argv, const char *command);
 struct thread_args {
 	const char *user, *thread;
 	bool json;
-	bool diff;		/* --diff */
-	long max_files;		/* -1 if not given */
-	char home[PATH_MAX];	/* resolved */
+	bool diff;	     /* --diff */
+	long max_files;	     /* -1 if not given */
+	char home[PATH_MAX]; /* resolved */
 };
 
 /* The options a command takes besides --user, --thread and --home. */
 enum {
-	THREAD_ARGS_MAX_FILES = 1,	/* --max-files N */
-	THREAD_ARGS_DIFF = 2,		/* --diff */
-	THREAD_ARGS_FORMAT = 4,		/* --format text|json */
+	THREAD_ARGS_MAX_FILES = 1, /* --max-files N */
+	THREAD_ARGS_DIFF = 2,	   /* --diff */
+	THREAD_ARGS_FORMAT = 4,	   /* --format text|json */
 };
 
 /* Parses ARGV into A. Returns -1 to go on, else the exit status to end
  * the command with (0 after --help, 2 for a usage error). */
-int thread_args_parse(const char *command, const char *usage, int argc,
-		      char **argv, const char *home, unsigned takes,
-		      struct thread_args *a);
+int thread_args_parse(const char *command, const char *usage, int argc, char **argv,
+		      const char *home, unsigned takes, struct thread_args *a);
 
 /* A run id RUN (a number printed by sbx run begin) of COMMAND: -1 to go
  * on, else 2 after a usage error. */
@@ -66,11 +64,11 @@ enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML };
 struct run_args {
 	int64_t run;
 	enum format format;
-	char home[PATH_MAX];	/* resolved */
+	char home[PATH_MAX]; /* resolved */
 };
 
 /* Parses ARGV into A. Returns -1 to go on, else the exit status. */
-int run_args_parse(const char *command, const char *usage, int argc, char **argv,
-		   const char *home, bool html, struct run_args *a);
+int run_args_parse(const char *command, const char *usage, int argc, char **argv, const char *home,
+		   bool html, struct run_args *a);
 
 #endif

@@ -51,8 +51,8 @@ static const char audit_usage[] =
 
 struct audit_out {
 	struct store *store;
-	bool diff, color;	/* text: --diff, on a terminal */
-	json_t *rows;		/* json */
+	bool diff, color; /* text: --diff, on a terminal */
+	json_t *rows;	  /* json */
 };
 
 static void iso_time(int64_t ns, char *buf, size_t size)
@@ -102,8 +102,8 @@ static void print_version(const char *label, const struct store_version *v)
 	char when[32], sha[SHA256_HEX + 1];
 
 	iso_time(v->mtime_ns, when, sizeof(when));
-	printf("    %-8s %lld bytes, modified %s, sha256 %.12s\n", label,
-	       (long long)v->size, when, v->hashed ? sha256_hex(v->sha256, sha) : "unknown");
+	printf("    %-8s %lld bytes, modified %s, sha256 %.12s\n", label, (long long)v->size, when,
+	       v->hashed ? sha256_hex(v->sha256, sha) : "unknown");
 }
 
 static int print_text(void *arg, const struct store_audit *a)
@@ -146,18 +146,16 @@ static int add_json(void *arg, const struct store_audit *a)
 	char when[32];
 
 	iso_time(a->at_ns, when, sizeof(when));
-	json_t *row = json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:b}",
-				"id", (json_int_t)a->id, "time", when,
-				"path", a->path, "op", a->op, "pid", (int)a->pid,
-				"command", a->comm, "reason", a->reason,
-				"mode", a->mode, "allowed", a->allowed);
+	json_t *row = json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:b}", "id",
+				(json_int_t)a->id, "time", when, "path", a->path, "op", a->op,
+				"pid", (int)a->pid, "command", a->comm, "reason", a->reason, "mode",
+				a->mode, "allowed", a->allowed);
 	if (row && a->base.known && a->current.known) {
 		const char *why = NULL;
 		_cleanup_(freep) char *d = change_diff(o->store, a, &why);
-		json_t *changed = json_pack("{s:o, s:o, s:o, s:o}",
-					    "base", version_json(&a->base),
-					    "current", version_json(&a->current),
-					    "diff", d && *d ? json_string(d) : json_null(),
+		json_t *changed = json_pack("{s:o, s:o, s:o, s:o}", "base", version_json(&a->base),
+					    "current", version_json(&a->current), "diff",
+					    d && *d ? json_string(d) : json_null(),
 					    "diff_unavailable_reason",
 					    d && *d ? json_null() : json_string(why));
 		if (!changed || json_object_set_new(row, "changed", changed) < 0) {

@@ -48,9 +48,9 @@ struct report {
 	bool all_active;
 };
 
-static __attribute__((format(printf, 5, 6)))
-void say(struct report *r, bool protection, const char *state, const char *what,
-	 const char *fmt, ...)
+static __attribute__((format(printf, 5, 6))) void say(struct report *r, bool protection,
+						      const char *state, const char *what,
+						      const char *fmt, ...)
 {
 	char text[1024];
 	va_list ap;
@@ -74,7 +74,8 @@ static void check_fuse(struct report *r)
 	struct stat st;
 
 	if (stat("/dev/fuse", &st) < 0 || !S_ISCHR(st.st_mode)) {
-		say(r, false, "no", "/dev/fuse", "missing: views cannot be mounted (modprobe fuse;"
+		say(r, false, "no", "/dev/fuse",
+		    "missing: views cannot be mounted (modprobe fuse;"
 		    " in a container, pass --device /dev/fuse)");
 		return;
 	}
@@ -95,9 +96,10 @@ static void check_fusermount(struct report *r)
 	for (size_t i = 0; i < 2; i++)
 		if (stat(places[i], &st) == 0) {
 			bool setuid = (st.st_mode & S_ISUID) && st.st_uid == 0;
-			say(r, false, setuid || geteuid() == 0 ? "ok" : "no", "fusermount3",
-			    "%s%s", places[i], setuid ? " (set-user-ID root)"
-			    : " is not set-user-ID root: users other than root cannot mount views");
+			say(r, false, setuid || geteuid() == 0 ? "ok" : "no", "fusermount3", "%s%s",
+			    places[i],
+			    setuid ? " (set-user-ID root)"
+				   : " is not set-user-ID root: users other than root cannot mount views");
 			return;
 		}
 	say(r, false, geteuid() == 0 ? "ok" : "no", "fusermount3", "not installed%s",
@@ -133,8 +135,10 @@ static void check_seccomp(struct report *r, size_t *refused)
 		return;
 	}
 	free(prog);
-	say(r, false, "ok", "seccomp", "a filter of %zu instructions: %zu calls refused, and"
-	    " namespaces, clone3, terminal injection and personalities", len / 8, *refused);
+	say(r, false, "ok", "seccomp",
+	    "a filter of %zu instructions: %zu calls refused, and"
+	    " namespaces, clone3, terminal injection and personalities",
+	    len / 8, *refused);
 }
 
 static void check_openat2(struct report *r)
@@ -176,10 +180,12 @@ static void check_reflinks(struct report *r, const char *home)
 	close(fa);
 	statfs(home, &sf);
 	if (ok)
-		say(r, false, "ok", "reflinks", "%s shares extents: a staged save costs no copy", home);
+		say(r, false, "ok", "reflinks", "%s shares extents: a staged save costs no copy",
+		    home);
 	else
-		say(r, false, "no", "reflinks", "%s (filesystem 0x%lx): %s: staged saves copy the file",
-		    home, (unsigned long)sf.f_type, strerror(e));
+		say(r, false, "no", "reflinks",
+		    "%s (filesystem 0x%lx): %s: staged saves copy the file", home,
+		    (unsigned long)sf.f_type, strerror(e));
 }
 
 static void check_inotify(struct report *r)
@@ -189,8 +195,8 @@ static void check_inotify(struct report *r)
 
 	say(r, false, instances >= 128 ? "ok" : "no", "inotify",
 	    "%ld watches and %ld instances per user: each view watches its directories with one"
-	    " instance%s", watches, instances,
-	    instances < 128 ? "; raise fs.inotify.max_user_instances" : "");
+	    " instance%s",
+	    watches, instances, instances < 128 ? "; raise fs.inotify.max_user_instances" : "");
 }
 
 struct limit_lines {
@@ -207,7 +213,10 @@ static void limit_line(void *arg, const char *limit, const char *how, const char
 	l->cgroup_v1 |= !strcmp(how, "cgroup v1");
 	snprintf(what, sizeof(what), "%s limit", !strcmp(limit, "pids") ? "process" : limit);
 	/* An rlimit holds, but less than a cgroup: said as such. */
-	say(l->r, true, !strcmp(how, "rlimit") ? "partial" : !strcmp(how, "none") ? "n/a" : "active",
+	say(l->r, true,
+	    !strcmp(how, "rlimit") ? "partial"
+	    : !strcmp(how, "none") ? "n/a"
+				   : "active",
 	    what, "%s: %s", how, text);
 }
 
@@ -221,33 +230,44 @@ static void protections(struct report *r, const struct config *c, const char *ho
 	if (!sb)
 		say(r, true, "inactive", "namespace sandbox", "%s", sb_err);
 	else if (!sandbox_runs)
-		say(r, true, "inactive", "namespace sandbox", "bubblewrap cannot make a sandbox"
+		say(r, true, "inactive", "namespace sandbox",
+		    "bubblewrap cannot make a sandbox"
 		    " here (see bubblewrap above)");
 	if (root)
-		say(r, true, sb ? "active" : "inactive", "no host root inside", "each sandbox runs"
+		say(r, true, sb ? "active" : "inactive", "no host root inside",
+		    "each sandbox runs"
 		    " as a host uid of its own (%u to %u), uid %d \"%s\" inside, no capability",
 		    (unsigned)c->sandbox_uid_base,
 		    (unsigned)(c->sandbox_uid_base + c->sandbox_uid_count - 1), SANDBOX_UID,
 		    SANDBOX_USER);
 	else
-		say(r, true, sb ? "active" : "inactive", "no host root inside", "sandboxes run as"
+		say(r, true, sb ? "active" : "inactive", "no host root inside",
+		    "sandboxes run as"
 		    " this user (uid %u), uid %d inside, no capability; they share the uid with"
 		    " each other and with you (run the broker as root for a uid per sandbox)",
 		    (unsigned)geteuid(), SANDBOX_UID);
-	say(r, true, "active", "caller's privileges in the view", "the kernel checks"
+	say(r, true, "active", "caller's privileges in the view",
+	    "the kernel checks"
 	    " permissions, chown, set-id bits and times with the caller's own capabilities"
 	    " (default_permissions on the broker's views); a sandbox may not set set-id bits");
-	say(r, true, sb ? "active" : "inactive", "kernel interfaces", "/proc/sys, sysrq-trigger,"
+	say(r, true, sb ? "active" : "inactive", "kernel interfaces",
+	    "/proc/sys, sysrq-trigger,"
 	    " irq, bus, fs read-only; kcore, keys, timer_list, sched_debug and the like masked;"
 	    " no /sys");
-	say(r, true, sb ? "active" : "inactive", "seccomp filter", "%zu calls refused (Docker's"
-	    " default profile's), no new namespaces", refused);
-	say(r, true, sb ? "active" : "inactive", "host secrets", "%zu paths of /etc that other"
+	say(r, true, sb ? "active" : "inactive", "seccomp filter",
+	    "%zu calls refused (Docker's"
+	    " default profile's), no new namespaces",
+	    refused);
+	say(r, true, sb ? "active" : "inactive", "host secrets",
+	    "%zu paths of /etc that other"
 	    " users may not read are masked; /root, /home, /run, /var and the store are not"
-	    " there", sb ? sandbox_masked(sb) : 0);
-	say(r, true, "active", "boundary hygiene", "descriptors closed (close_range), the"
+	    " there",
+	    sb ? sandbox_masked(sb) : 0);
+	say(r, true, "active", "boundary hygiene",
+	    "descriptors closed (close_range), the"
 	    " request's variables set inside only, no controlling terminal");
-	say(r, true, "active", "one view per thread", "views, locks, sessions, uids and"
+	say(r, true, "active", "one view per thread",
+	    "views, locks, sessions, uids and"
 	    " cgroups keyed by (user, thread) in full");
 	struct cgroups *cg = cgroups_new(&c->limits, home, true);
 	struct limit_lines lines = { r, false, false };
@@ -256,12 +276,14 @@ static void protections(struct report *r, const struct config *c, const char *ho
 	cgroups_free(cg);
 	if (c->limits.disk || c->limits.disk_inodes)
 		say(r, true, "active", "disk quota", "%s and %llu files per thread (EDQUOT)",
-		    c->limits.disk ? size_text(c->limits.disk, size, sizeof(size)) : "no byte limit",
+		    c->limits.disk ? size_text(c->limits.disk, size, sizeof(size))
+				   : "no byte limit",
 		    (unsigned long long)c->limits.disk_inodes);
 	else
 		say(r, true, "n/a", "disk quota", "disk = 0 and disk_inodes = 0 in sbx.conf");
 	if (c->allow_host_bash)
-		say(r, true, "partial", "host mode", "allowed (allow_host_bash = true): the path"
+		say(r, true, "partial", "host mode",
+		    "allowed (allow_host_bash = true): the path"
 		    " guard refuses plain host paths, but host mode is no boundary");
 	else
 		say(r, true, "n/a", "host mode", "off (allow_host_bash = false)");
@@ -274,7 +296,7 @@ int cmd_doctor(int argc, char **argv, const char *home)
 		{ "config", required_argument, NULL, 'c' },
 		{ "format", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		{ NULL, 0, NULL, 0 },
 	};
 	struct report r = { .all_active = true };
 	const char *config_path = NULL;
@@ -284,16 +306,23 @@ int cmd_doctor(int argc, char **argv, const char *home)
 	getopt_begin(argv, "doctor");
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'H': home = optarg; break;
-		case 'c': config_path = optarg; break;
+		case 'H':
+			home = optarg;
+			break;
+		case 'c':
+			config_path = optarg;
+			break;
 		case 'F':
 			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
-				return usage_error("doctor", "--format takes text or json, not '%s'",
-						   optarg);
+				return usage_error("doctor",
+						   "--format takes text or json, not '%s'", optarg);
 			r.json = !strcmp(optarg, "json");
 			break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: return usage_error("doctor", NULL);
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			return usage_error("doctor", NULL);
 		}
 	}
 	if (optind != argc)
@@ -331,15 +360,16 @@ int cmd_doctor(int argc, char **argv, const char *home)
 		say(&r, false, runs ? "ok" : "no", "bubblewrap", "%s%s%s%s", sandbox_bwrap(sb),
 		    runs ? " makes a sandbox as a sandbox uid" : ": ", runs ? "" : why,
 		    runs && sandbox_leaves_chroot(sb) ? " (leaving this chroot first, in the"
-		    " sandbox's own mount namespace)" : "");
+							" sandbox's own mount namespace)"
+						      : "");
 	}
 	say(&r, false, userns > 0 && (runs || !sb) ? "ok" : "no", "user namespaces",
-	    "user.max_user_namespaces = %ld%s", userns, userns > 0 && (runs || !sb) ? ""
-	    : ": bubblewrap needs one per sandbox");
+	    "user.max_user_namespaces = %ld%s", userns,
+	    userns > 0 && (runs || !sb) ? "" : ": bubblewrap needs one per sandbox");
 	struct cgroups *cg = cgroups_new(&cf.limits, h, true);
 	const char *v2 = cg ? cgroups_v2_why(cg) : "out of memory";
-	say(&r, false, v2 ? "no" : "ok", "cgroup v2 delegation", "%s", v2 ? v2
-	    : "the broker can make a group per sandbox with its own limits");
+	say(&r, false, v2 ? "no" : "ok", "cgroup v2 delegation", "%s",
+	    v2 ? v2 : "the broker can make a group per sandbox with its own limits");
 	cgroups_free(cg);
 	size_t refused;
 	check_seccomp(&r, &refused);
@@ -352,16 +382,17 @@ int cmd_doctor(int argc, char **argv, const char *home)
 	sandbox_free(sb);
 	config_free(&cf);
 	if (r.json) {
-		json_t *o = json_pack("{s:o, s:o, s:b}", "host", r.host, "protections", r.protections,
-				      "all_active", r.all_active);
+		json_t *o = json_pack("{s:o, s:o, s:b}", "host", r.host, "protections",
+				      r.protections, "all_active", r.all_active);
 		json_dumpf(o, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
 		putchar('\n');
 		json_decref(o);
 	} else {
 		json_decref(r.host);
 		json_decref(r.protections);
-		printf("\n%s\n", r.all_active ? "every protection is active"
-		       : "some protections are not active: see the reasons above");
+		printf("\n%s\n",
+		       r.all_active ? "every protection is active"
+				    : "some protections are not active: see the reasons above");
 	}
 	return r.all_active ? 0 : 1;
 }

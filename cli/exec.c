@@ -60,7 +60,8 @@ static int request(const char *command, const char *home, json_t *req)
 	int fd = broker_connect(home);
 
 	if (fd < 0) {
-		fprintf(stderr, "sbx: %s: no broker serves %s (%s); start one with: sbx broker --home %s\n",
+		fprintf(stderr,
+			"sbx: %s: no broker serves %s (%s); start one with: sbx broker --home %s\n",
 			command, home, strerror(-fd), home);
 		json_decref(req);
 		return -1;
@@ -102,7 +103,7 @@ static int broker_request(const char *home, const char *op)
 	FILE *f = fdopen(fd, "r");
 	json_auto_t *r = f ? reply(f) : NULL;
 	if (f)
-		fclose(f);	/* before a shutdown waits: the broker waits for it */
+		fclose(f); /* before a shutdown waits: the broker waits for it */
 	else
 		close(fd);
 	if (!json_is_true(json_object_get(r, "ok"))) {
@@ -110,8 +111,10 @@ static int broker_request(const char *home, const char *op)
 		return 1;
 	}
 	if (!strcmp(op, "shutdown") && broker_wait_stopped(home, SHUTDOWN_WAIT_S) < 0) {
-		fprintf(stderr, "sbx: broker: still running %d s after the shutdown request"
-			" (%s/run/broker.log says why)\n", SHUTDOWN_WAIT_S, home);
+		fprintf(stderr,
+			"sbx: broker: still running %d s after the shutdown request"
+			" (%s/run/broker.log says why)\n",
+			SHUTDOWN_WAIT_S, home);
 		return 1;
 	}
 	if (!strcmp(op, "status")) {
@@ -129,7 +132,7 @@ int cmd_broker(int argc, char **argv, const char *home)
 		{ "status", no_argument, NULL, 's' },
 		{ "shutdown", no_argument, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		{ NULL, 0, NULL, 0 },
 	};
 	struct broker_options o = { 0 };
 	const char *op = NULL;
@@ -139,14 +142,29 @@ int cmd_broker(int argc, char **argv, const char *home)
 	getopt_begin(argv, "broker");
 	while ((c = getopt_long(argc, argv, "fdh", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'H': home = optarg; break;
-		case 'c': o.config = optarg; break;
-		case 'f': o.foreground = true; break;
-		case 'd': o.debug = true; break;
-		case 's': op = "status"; break;
-		case 'x': op = "shutdown"; break;
-		case 'h': fputs(broker_usage, stdout); return 0;
-		default: return usage_error("broker", NULL);
+		case 'H':
+			home = optarg;
+			break;
+		case 'c':
+			o.config = optarg;
+			break;
+		case 'f':
+			o.foreground = true;
+			break;
+		case 'd':
+			o.debug = true;
+			break;
+		case 's':
+			op = "status";
+			break;
+		case 'x':
+			op = "shutdown";
+			break;
+		case 'h':
+			fputs(broker_usage, stdout);
+			return 0;
+		default:
+			return usage_error("broker", NULL);
 		}
 	}
 	if (optind != argc)
@@ -171,7 +189,7 @@ int cmd_exec(int argc, char **argv, const char *home)
 		{ "scope", required_argument, NULL, 's' },
 		{ "home", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *user = NULL, *thread = NULL, *who = NULL, *scope = NULL, *why;
 	json_auto_t *env = json_object();
@@ -183,30 +201,49 @@ int cmd_exec(int argc, char **argv, const char *home)
 	getopt_begin(argv, "exec");
 	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'u': user = optarg; break;
-		case 't': thread = optarg; break;
-		case 'C': who = optarg; break;
-		case 's': scope = optarg; break;
-		case 'X': host = true; break;
-		case 'H': home = optarg; break;
+		case 'u':
+			user = optarg;
+			break;
+		case 't':
+			thread = optarg;
+			break;
+		case 'C':
+			who = optarg;
+			break;
+		case 's':
+			scope = optarg;
+			break;
+		case 'X':
+			host = true;
+			break;
+		case 'H':
+			home = optarg;
+			break;
 		case 'T':
 			timeout = strtol(optarg, &end, 10);
 			if (*end || end == optarg || timeout < 1 || timeout > 86400)
-				return usage_error("exec", "--timeout takes whole seconds from 1 to 86400, not '%s'",
-						   optarg);
+				return usage_error(
+					"exec",
+					"--timeout takes whole seconds from 1 to 86400, not '%s'",
+					optarg);
 			break;
 		case 'e': {
 			char *eq = strchr(optarg, '=');
 			if (eq)
 				*eq = '\0';
 			if (!eq || !env_valid_name(optarg))
-				return usage_error("exec", "--env takes NAME=VALUE with a shell variable name, not '%s'",
-						   optarg);
+				return usage_error(
+					"exec",
+					"--env takes NAME=VALUE with a shell variable name, not '%s'",
+					optarg);
 			json_object_set_new(env, optarg, json_string(eq + 1));
 			break;
 		}
-		case 'h': fputs(exec_usage, stdout); return 0;
-		default: return usage_error("exec", NULL);
+		case 'h':
+			fputs(exec_usage, stdout);
+			return 0;
+		default:
+			return usage_error("exec", NULL);
 		}
 	}
 	if (!user || !thread || optind >= argc)
@@ -254,8 +291,10 @@ int cmd_exec(int argc, char **argv, const char *home)
 		}
 		const char *type = json_string_value(json_object_get(r, "type"));
 		if (type && !strcmp(type, "output")) {
-			FILE *to = !strcmp(json_string_value(json_object_get(r, "stream")), "stderr")
-				   ? stderr : stdout;
+			FILE *to = !strcmp(json_string_value(json_object_get(r, "stream")),
+					   "stderr")
+					   ? stderr
+					   : stdout;
 			fputs(json_string_value(json_object_get(r, "data")), to);
 			fflush(to);
 			continue;

@@ -23,7 +23,7 @@ int cmd_id(int argc, char **argv, const char *home)
 	char safe[USER_ID_MAX + 1];
 	const char *why;
 
-	(void)home;	/* ids need none */
+	(void)home; /* ids need none */
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		fputs(id_usage, stdout);
 		return 0;
@@ -31,8 +31,9 @@ int cmd_id(int argc, char **argv, const char *home)
 	if (argc == 3 && !strcmp(argv[1], "user")) {
 		int r = user_id_make_safe(argv[2], safe);
 		if (r < 0) {
-			fprintf(stderr, "sbx: id: %s\n", r == -EINVAL ? "the raw id is empty"
-				: "the id would be longer than 255 characters");
+			fprintf(stderr, "sbx: id: %s\n",
+				r == -EINVAL ? "the raw id is empty"
+					     : "the id would be longer than 255 characters");
 			return 1;
 		}
 		puts(safe);

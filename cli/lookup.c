@@ -10,8 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int thread_check(const char *command, const char *home, const char *user,
-		 const char *thread)
+int thread_check(const char *command, const char *home, const char *user, const char *thread)
 {
 	_cleanup_(closep) int homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	const char *missing = "home";
@@ -20,8 +19,8 @@ int thread_check(const char *command, const char *home, const char *user,
 	if (r == -ENOENT && !strcmp(missing, "home"))
 		fprintf(stderr, "sbx: %s: unknown home %s (no such directory)\n", command, home);
 	else if (r == -ENOENT && !strcmp(missing, "user"))
-		fprintf(stderr, "sbx: %s: unknown user %s (no %s/users/%s)\n", command, user,
-			home, user);
+		fprintf(stderr, "sbx: %s: unknown user %s (no %s/users/%s)\n", command, user, home,
+			user);
 	else if (r == -ENOENT)
 		fprintf(stderr, "sbx: %s: unknown thread %s/%s (no %s/users/%s/threads/%s)\n",
 			command, user, thread, home, user, thread);
@@ -31,8 +30,8 @@ int thread_check(const char *command, const char *home, const char *user,
 	return r;
 }
 
-int thread_roots_open(const char *command, const char *home, const char *user,
-		      const char *thread, struct thread_roots *roots)
+int thread_roots_open(const char *command, const char *home, const char *user, const char *thread,
+		      struct thread_roots *roots)
 {
 	_cleanup_(closep) int homefd = -1;
 
@@ -42,10 +41,10 @@ int thread_roots_open(const char *command, const char *home, const char *user,
 		return r;
 	homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	roots->ws = homefd < 0 ? neg_errno()
-		    : home_thread_dir_open(homefd, user, thread, THREAD_WORKSPACE);
+			       : home_thread_dir_open(homefd, user, thread, THREAD_WORKSPACE);
 	if (roots->ws < 0) {
-		fprintf(stderr, "sbx: %s: thread %s/%s has no workspace under %s: %s\n",
-			command, user, thread, home, strerror(-roots->ws));
+		fprintf(stderr, "sbx: %s: thread %s/%s has no workspace under %s: %s\n", command,
+			user, thread, home, strerror(-roots->ws));
 		return roots->ws;
 	}
 	roots->out = home_thread_dir_open(homefd, user, thread, THREAD_OUTPUTS);
@@ -58,8 +57,7 @@ void thread_roots_close(struct thread_roots *roots)
 	closep(&roots->out);
 }
 
-struct store *run_open(const char *command, const char *home, int64_t id,
-		       struct store_run *run)
+struct store *run_open(const char *command, const char *home, int64_t id, struct store_run *run)
 {
 	char err[PATH_MAX + 256];
 	struct store *s;
@@ -71,8 +69,9 @@ struct store *run_open(const char *command, const char *home, int64_t id,
 	}
 	r = store_run_get(s, id, run);
 	if (r < 0) {
-		fprintf(stderr, "sbx: %s: %s\n", command, r == -ENOENT
-			? "no such run (see the id sbx run begin printed)" : strerror(-r));
+		fprintf(stderr, "sbx: %s: %s\n", command,
+			r == -ENOENT ? "no such run (see the id sbx run begin printed)"
+				     : strerror(-r));
 		store_close(s);
 		return NULL;
 	}

@@ -12,8 +12,7 @@
 
 /* 0 if USER's THREAD exists under HOME; else -errno, with one line for
  * COMMAND naming what is unknown: the home, the user or the thread. */
-int thread_check(const char *command, const char *home, const char *user,
-		 const char *thread);
+int thread_check(const char *command, const char *home, const char *user, const char *thread);
 
 /* The backing directories a run or a snapshot scans: the thread's
  * workspace (required) and outputs (-1 if missing). */
@@ -23,8 +22,8 @@ struct thread_roots {
 
 /* Opens them for USER's THREAD under HOME; -errno with a message for
  * COMMAND if the thread is unknown (thread_check) or has no workspace. */
-int thread_roots_open(const char *command, const char *home, const char *user,
-		      const char *thread, struct thread_roots *roots);
+int thread_roots_open(const char *command, const char *home, const char *user, const char *thread,
+		      struct thread_roots *roots);
 void thread_roots_close(struct thread_roots *roots);
 
 struct store;
@@ -32,7 +31,6 @@ struct store_run;
 
 /* Opens HOME's store and reads run ID into RUN (store_run_free() it);
  * NULL, with the reason printed for COMMAND, if either fails. */
-struct store *run_open(const char *command, const char *home, int64_t id,
-		       struct store_run *run);
+struct store *run_open(const char *command, const char *home, int64_t id, struct store_run *run);
 
 #endif

@@ -51,9 +51,9 @@ int cmd_mount(int argc, char **argv, const char *home)
 int cmd_umount(int argc, char **argv, const char *home)
 {
 	static const struct option longopts[] = {
-		{ "home", required_argument, NULL, 'H' },	/* unmounting needs none */
+		{ "home", required_argument, NULL, 'H' }, /* unmounting needs none */
 		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		{ NULL, 0, NULL, 0 },
 	};
 	char type[64];
 	int c, r;
@@ -80,8 +80,9 @@ int cmd_umount(int argc, char **argv, const char *home)
 		return 1;
 	}
 	if (r < 0) {
-		fprintf(stderr, "sbx: umount: %s: %s\n", mp, r == -EINVAL
-			? "not a mount point (nothing is mounted there)" : strerror(-r));
+		fprintf(stderr, "sbx: umount: %s: %s\n", mp,
+			r == -EINVAL ? "not a mount point (nothing is mounted there)"
+				     : strerror(-r));
 		return 1;
 	}
 	r = view_unmount(mp, false);
@@ -89,7 +90,6 @@ int cmd_umount(int argc, char **argv, const char *home)
 		fprintf(stderr, "sbx: umount: %s: %s%s\n", mp, strerror(-r),
 			r == -EBUSY ? " (a process still uses it; close it or retry)" : "");
 	else if (r < 0)
-		fprintf(stderr, "sbx: umount: %s: fusermount3 failed (its message is above)\n",
-			mp);
+		fprintf(stderr, "sbx: umount: %s: fusermount3 failed (its message is above)\n", mp);
 	return r < 0 ? 1 : 0;
 }

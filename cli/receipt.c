@@ -58,7 +58,7 @@ int cmd_present(int argc, char **argv, const char *home)
 		{ "tool", required_argument, NULL, 'T' },
 		{ "home", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *tool = RECEIPT_TOOL_DEFAULT, *why;
 	char dir[PATH_MAX], err[PATH_MAX + 256], name[QUOTE_MAX];
@@ -101,11 +101,12 @@ int cmd_present(int argc, char **argv, const char *home)
 	} else if (r == -ENOENT) {
 		fprintf(stderr, "sbx: present: no such run (see the id sbx run begin printed)\n");
 	} else if (r == -EALREADY) {
-		fprintf(stderr, "sbx: present: run %lld has ended: its receipt is recorded"
-			" (sbx receipt %lld)\n", (long long)run, (long long)run);
+		fprintf(stderr,
+			"sbx: present: run %lld has ended: its receipt is recorded"
+			" (sbx receipt %lld)\n",
+			(long long)run, (long long)run);
 	} else if (r < 0) {
-		fprintf(stderr, "sbx: present: cannot record the presentation: %s\n",
-			strerror(-r));
+		fprintf(stderr, "sbx: present: cannot record the presentation: %s\n", strerror(-r));
 	}
 	return r < 0 ? 1 : 0;
 }
@@ -127,8 +128,10 @@ int cmd_receipt(int argc, char **argv, const char *home)
 	json_auto_t *receipt = run.receipt ? json_loads(run.receipt, 0, &jerr) : NULL;
 	r = 1;
 	if (!run.ended)
-		fprintf(stderr, "sbx: receipt: run %lld is still open: sbx run end %lld records"
-			" its receipt\n", (long long)a.run, (long long)a.run);
+		fprintf(stderr,
+			"sbx: receipt: run %lld is still open: sbx run end %lld records"
+			" its receipt\n",
+			(long long)a.run, (long long)a.run);
 	else if (!receipt)
 		fprintf(stderr, "sbx: receipt: run %lld has no readable receipt%s%s\n",
 			(long long)a.run, run.receipt ? ": " : "", run.receipt ? jerr.text : "");

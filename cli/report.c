@@ -57,7 +57,8 @@ static json_t *reason_or_null(const struct summary_diff *d)
 static json_t *changed_by(const struct change *c)
 {
 	return c->by_pid ? json_pack("{s:i, s:o}", "pid", (int)c->by_pid, "command",
-				     str_json(c->by_comm)) : json_null();
+				     str_json(c->by_comm))
+			 : json_null();
 }
 
 /* What is ours about a change: who made it, the rename it is half of
@@ -74,11 +75,13 @@ static json_t *file_sbx(const struct change *c)
 	if (r == 0 && c->renamed_from)
 		r = json_object_set_new(o, "renamed_from", str_json(c->renamed_from));
 	if (r == 0 && c->renamed_from)
-		r = json_object_set_new(o, "rename", json_pack(
-			"{s:o, s:b, s:o, s:i, s:i, s:b}", "diff", text_json(m->text, m->len),
-			"diff_truncated", m->truncated, "diff_unavailable_reason",
-			reason_or_null(m), "additions", m->additions, "deletions", m->deletions,
-			"content_unavailable", m->content_missing));
+		r = json_object_set_new(o, "rename",
+					json_pack("{s:o, s:b, s:o, s:i, s:i, s:b}", "diff",
+						  text_json(m->text, m->len), "diff_truncated",
+						  m->truncated, "diff_unavailable_reason",
+						  reason_or_null(m), "additions", m->additions,
+						  "deletions", m->deletions, "content_unavailable",
+						  m->content_missing));
 	if (r == 0 && c->diff.content_missing)
 		r = json_object_set_new(o, "content_unavailable", json_true());
 	if (r < 0) {
@@ -96,20 +99,16 @@ static json_t *file_json(const struct change *c)
 
 	return json_pack("{s:o, s:s, s:s, s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:b,"
 			 " s:o, s:i, s:i, s:b, s:o, s:o, s:o}",
-			 "path", str_json(c->path), "root", c->root, "status", c->status,
-			 "binary", f->binary, "sensitive", f->sensitive,
-			 "size_before", size_or_null(c->before),
-			 "size_after", size_or_null(c->after),
-			 "sha256_before", sha_or_null(c->before),
-			 "sha256_after", sha_or_null(c->after),
-			 "diff", text_json(c->diff.text, c->diff.len),
-			 "diff_truncated", c->diff.truncated,
-			 "diff_unavailable_reason", reason_or_null(&c->diff),
-			 "additions", c->diff.additions, "deletions", c->diff.deletions,
-			 "symlink", f->symlink,
-			 "symlink_target_before", target_or_null(c->before),
-			 "symlink_target_after", target_or_null(c->after),
-			 "sbx", file_sbx(c));
+			 "path", str_json(c->path), "root", c->root, "status", c->status, "binary",
+			 f->binary, "sensitive", f->sensitive, "size_before",
+			 size_or_null(c->before), "size_after", size_or_null(c->after),
+			 "sha256_before", sha_or_null(c->before), "sha256_after",
+			 sha_or_null(c->after), "diff", text_json(c->diff.text, c->diff.len),
+			 "diff_truncated", c->diff.truncated, "diff_unavailable_reason",
+			 reason_or_null(&c->diff), "additions", c->diff.additions, "deletions",
+			 c->diff.deletions, "symlink", f->symlink, "symlink_target_before",
+			 target_or_null(c->before), "symlink_target_after",
+			 target_or_null(c->after), "sbx", file_sbx(c));
 }
 
 json_t *report_summary(const struct summary *s, int64_t run, size_t end_scan_limit)
@@ -127,21 +126,17 @@ json_t *report_summary(const struct summary *s, int64_t run, size_t end_scan_lim
 		return NULL;
 	return json_pack("{s:i, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:b}, s:o,"
 			 " s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:b, s:I}}",
-			 "version", 1, "summary",
-			 "created", (json_int_t)s->created,
-			 "modified", (json_int_t)s->modified,
-			 "deleted", (json_int_t)s->deleted,
-			 "symlink_created", (json_int_t)s->symlink_created,
-			 "additions", (json_int_t)s->additions,
-			 "deletions", (json_int_t)s->deletions,
-			 "truncated", s->truncated, "files", files, "limits",
-			 "max_files", (json_int_t)s->limits.max_files,
-			 "max_scanned_files", (json_int_t)s->limits.max_scanned_files,
-			 "max_file_bytes_for_diff", (json_int_t)s->limits.max_file_bytes_for_diff,
-			 "max_total_diff_bytes", (json_int_t)s->limits.max_total_diff_bytes,
-			 "sbx", "run", (json_int_t)run, "files_total", (json_int_t)s->n,
-			 "renamed", (json_int_t)s->renamed, "complete", s->complete,
-			 "end_scan_limit", (json_int_t)end_scan_limit);
+			 "version", 1, "summary", "created", (json_int_t)s->created, "modified",
+			 (json_int_t)s->modified, "deleted", (json_int_t)s->deleted,
+			 "symlink_created", (json_int_t)s->symlink_created, "additions",
+			 (json_int_t)s->additions, "deletions", (json_int_t)s->deletions,
+			 "truncated", s->truncated, "files", files, "limits", "max_files",
+			 (json_int_t)s->limits.max_files, "max_scanned_files",
+			 (json_int_t)s->limits.max_scanned_files, "max_file_bytes_for_diff",
+			 (json_int_t)s->limits.max_file_bytes_for_diff, "max_total_diff_bytes",
+			 (json_int_t)s->limits.max_total_diff_bytes, "sbx", "run", (json_int_t)run,
+			 "files_total", (json_int_t)s->n, "renamed", (json_int_t)s->renamed,
+			 "complete", s->complete, "end_scan_limit", (json_int_t)end_scan_limit);
 }
 
 json_t *report_receipt_new(void)
@@ -154,7 +149,7 @@ static bool in_array(const json_t *a, const char *s)
 	size_t i;
 	const json_t *v;
 
-	json_array_foreach(a, i, v)
+	json_array_foreach (a, i, v)
 		if (!strcmp(json_string_value(v), s))
 			return true;
 	return false;
@@ -193,8 +188,7 @@ static json_t *produced_outputs(const struct summary *s)
 
 	for (size_t i = 0; out && i < s->n; i++) {
 		const struct change *c = &s->changes[i];
-		bool produced = !strcmp(c->root, "outputs") && c->after &&
-				!c->after->symlink &&
+		bool produced = !strcmp(c->root, "outputs") && c->after && !c->after->symlink &&
 				(!strcmp(c->status, "created") || !strcmp(c->status, "modified"));
 		if (produced && json_array_append_new(out, str_json(c->path)) < 0) {
 			json_decref(out);
@@ -210,7 +204,9 @@ int report_receipt_verify(json_t *r, const struct summary *s, bool pre_truncated
 	 * a verdict either way could be false (docs/changes.md). */
 	if (pre_truncated)
 		return json_object_set_new(r, "verification_skipped",
-					   json_string("truncated_pre_run_snapshot")) < 0 ? -ENOMEM : 0;
+					   json_string("truncated_pre_run_snapshot")) < 0
+			       ? -ENOMEM
+			       : 0;
 	json_t *produced = produced_outputs(s);
 	if (!produced)
 		return -ENOMEM;
@@ -224,10 +220,11 @@ int report_receipt_verify(json_t *r, const struct summary *s, bool pre_truncated
 	json_t *matched = json_array(), *p, *q;
 	size_t i, k;
 
-	json_array_foreach(produced, i, p) {
+	json_array_foreach (produced, i, p) {
 		bool covered = false;
-		json_array_foreach(presented, k, q)
-			covered = covered || receipt_covers(json_string_value(q), json_string_value(p));
+		json_array_foreach (presented, k, q)
+			covered = covered ||
+				  receipt_covers(json_string_value(q), json_string_value(p));
 		if (covered && matched)
 			json_array_append(matched, p);
 	}
@@ -239,8 +236,10 @@ int report_receipt_verify(json_t *r, const struct summary *s, bool pre_truncated
 	rc |= json_object_set_new(r, "presented_paths",
 				  presented ? json_copy(presented) : json_array());
 	rc |= json_object_set_new(r, "matched_paths", matched);
-	rc |= json_object_set_new(r, "stage", json_string(satisfied ? "presented"
-		: json_array_size(presented) ? "mismatched" : "not_started"));
+	rc |= json_object_set_new(r, "stage",
+				  json_string(satisfied			   ? "presented"
+					      : json_array_size(presented) ? "mismatched"
+									   : "not_started"));
 	rc |= json_object_set_new(r, "satisfied", json_boolean(satisfied));
 	return rc ? -ENOMEM : 0;
 }
@@ -266,7 +265,8 @@ void report_receipt_print(FILE *out, const json_t *r, long long run, const char 
 	if (json_object_get(r, "verification_skipped"))
 		fputs("delivery not verified: the pre-run snapshot was truncated"
 		      " (truncated_pre_run_snapshot), so outputs it did not see cannot"
-		      " be told from new ones\n", out);
+		      " be told from new ones\n",
+		      out);
 	else if (!stage)
 		fputs("no output created or modified: nothing to verify\n", out);
 	else if (!strcmp(stage, "presented"))
@@ -275,17 +275,18 @@ void report_receipt_print(FILE *out, const json_t *r, long long run, const char 
 	else
 		fprintf(out, "delivery %s: %zu produced output%s, %s\n",
 			!strcmp(stage, "mismatched") ? "mismatched" : "not started", np,
-			np == 1 ? "" : "s", !strcmp(stage, "mismatched")
-			? "none of them presented by present_files" : "nothing presented");
-	json_array_foreach(produced, i, v)
+			np == 1 ? "" : "s",
+			!strcmp(stage, "mismatched") ? "none of them presented by present_files"
+						     : "nothing presented");
+	json_array_foreach (produced, i, v)
 		fprintf(out, "  produced   %s%s\n",
 			quote_name(json_string_value(v), name, sizeof(name)),
 			in_array(matched, json_string_value(v)) ? "  (presented)" : "");
-	json_array_foreach(paths, i, v) {
-		fprintf(out, "  presented  %s  (by", quote_name(json_string_value(v), name,
-							 sizeof(name)));
+	json_array_foreach (paths, i, v) {
+		fprintf(out, "  presented  %s  (by",
+			quote_name(json_string_value(v), name, sizeof(name)));
 		const char *sep = " ";
-		json_object_foreach((json_t *)by_tool, tool, tp)
+		json_object_foreach ((json_t *)by_tool, tool, tp)
 			if (in_array(tp, json_string_value(v))) {
 				fprintf(out, "%s%s", sep, tool);
 				sep = ", ";
@@ -314,7 +315,7 @@ static const json_t *ours(const json_t *o)
  * entry "renamed", with the diff from the old content to the new. */
 struct entry {
 	const char *path, *status, *from, *why;
-	const json_t *diff;		/* the diff's JSON string */
+	const json_t *diff; /* the diff's JSON string */
 	long long additions, deletions;
 	const json_t *by;
 };
@@ -324,7 +325,7 @@ static bool is_listed(const json_t *files, const char *path)
 	size_t i;
 	const json_t *f;
 
-	json_array_foreach(files, i, f)
+	json_array_foreach (files, i, f)
 		if (!strcmp(str(f, "path"), path))
 			return true;
 	return false;
@@ -339,11 +340,13 @@ static bool entry_of(const json_t *files, const json_t *f, struct entry *e)
 
 	if (*str(x, "renamed_to") && is_listed(files, str(x, "renamed_to")))
 		return false;
-	*e = (struct entry){ .path = str(f, "path"), .status = str(f, "status"),
+	*e = (struct entry){ .path = str(f, "path"),
+			     .status = str(f, "status"),
 			     .from = str(x, "renamed_from"),
 			     .why = str(src, "diff_unavailable_reason"),
 			     .diff = json_object_get(src, "diff"),
-			     .additions = num(src, "additions"), .deletions = num(src, "deletions"),
+			     .additions = num(src, "additions"),
+			     .deletions = num(src, "deletions"),
 			     .by = json_object_get(x, "changed_by") };
 	if (json_is_true(json_object_get(d ? d : x, "content_unavailable")))
 		e->why = "content_unavailable";
@@ -363,22 +366,27 @@ static struct counts counts_of(const json_t *p)
 	long long renamed = num(ours(p), "renamed");
 
 	return (struct counts){ num(ours(p), "files_total") - renamed,
-				num(sum, "created") - renamed, num(sum, "modified"),
-				num(sum, "deleted") - renamed, renamed,
+				num(sum, "created") - renamed,
+				num(sum, "modified"),
+				num(sum, "deleted") - renamed,
+				renamed,
 				num(sum, "symlink_created") };
 }
 
 /* One line of a diff, colored like git's. */
 static void print_diff_line(FILE *out, const char *line, size_t len, bool color)
 {
-	const char *on = !color ? "" : line[0] == '+' ? "\033[32m" : line[0] == '-' ? "\033[31m"
-			 : line[0] == '@' ? "\033[36m" : "";
+	const char *on = !color		  ? ""
+			 : line[0] == '+' ? "\033[32m"
+			 : line[0] == '-' ? "\033[31m"
+			 : line[0] == '@' ? "\033[36m"
+					  : "";
 	bool header = len >= 3 && (!strncmp(line, "---", 3) || !strncmp(line, "+++", 3));
 
 	if (color && header)
 		on = "\033[1m";
 	fputs(on, out);
-	fput_visible(out, line, len);	/* the diff's bytes never drive the terminal */
+	fput_visible(out, line, len); /* the diff's bytes never drive the terminal */
 	fprintf(out, "%s\n", *on ? "\033[0m" : "");
 }
 
@@ -410,22 +418,23 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 	struct entry e;
 	size_t i, width = 0;
 
-	fprintf(out, "run %lld of %s: %lld file%s changed (%lld created, %lld modified, %lld deleted, %lld renamed, %lld symlinks), %lld insertion%s(+), %lld deletion%s(-)%s\n",
-		num(ours(p), "run"), who, n.files, n.files == 1 ? "" : "s", n.created,
-		n.modified, n.deleted, n.renamed, n.symlinks,
-		num(sum, "additions"), num(sum, "additions") == 1 ? "" : "s",
-		num(sum, "deletions"), num(sum, "deletions") == 1 ? "" : "s",
+	fprintf(out,
+		"run %lld of %s: %lld file%s changed (%lld created, %lld modified, %lld deleted, %lld renamed, %lld symlinks), %lld insertion%s(+), %lld deletion%s(-)%s\n",
+		num(ours(p), "run"), who, n.files, n.files == 1 ? "" : "s", n.created, n.modified,
+		n.deleted, n.renamed, n.symlinks, num(sum, "additions"),
+		num(sum, "additions") == 1 ? "" : "s", num(sum, "deletions"),
+		num(sum, "deletions") == 1 ? "" : "s",
 		!json_is_true(json_object_get(sum, "truncated")) ? ""
 		: json_is_true(json_object_get(ours(p), "complete"))
 			? "\n  (truncated: not every file or diff is shown; every change is counted)"
 			: "\n  (truncated: a scan was cut short, so changes may be missing; see docs/changes.md)");
-	char name[QUOTE_MAX];		/* each name quoted in turn */
-	json_array_foreach(files, i, f) {
+	char name[QUOTE_MAX]; /* each name quoted in turn */
+	json_array_foreach (files, i, f) {
 		size_t len = strlen(quote_name(str(f, "path"), name, sizeof(name)));
 		if (len > width)
 			width = len;
 	}
-	json_array_foreach(files, i, f) {
+	json_array_foreach (files, i, f) {
 		if (!entry_of(files, f, &e))
 			continue;
 		fprintf(out, " %-*s | %-15s ", (int)width, quote_name(e.path, name, sizeof(name)),
@@ -441,7 +450,8 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 			fputs(*e.why ? " (diff over the budget)" : "", out);
 		}
 		if (json_is_object(e.by))
-			fprintf(out, "  (by %s)", quote_name(str(e.by, "command"), name, sizeof(name)));
+			fprintf(out, "  (by %s)",
+				quote_name(str(e.by, "command"), name, sizeof(name)));
 		fputc('\n', out);
 		if (*e.from)
 			fprintf(out, " %-*s   (renamed from %s)\n", (int)width, "",
@@ -453,7 +463,7 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 	if ((long long)json_array_size(files) < num(ours(p), "files_total"))
 		fprintf(out, " ... and %lld more\n",
 			num(ours(p), "files_total") - (long long)json_array_size(files));
-	json_array_foreach(files, i, f) {
+	json_array_foreach (files, i, f) {
 		if (!entry_of(files, f, &e) || !json_string_length(e.diff))
 			continue;
 		fputc('\n', out);
@@ -462,14 +472,12 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 	}
 }
 
-void report_print_diff(FILE *out, const char *diff, size_t len, const char *path,
-		       bool color)
+void report_print_diff(FILE *out, const char *diff, size_t len, const char *path, bool color)
 {
 	const char *end = diff + len;
 
 	/* By length: a line may hold a NUL character. */
-	for (const char *l = print_diff_header(out, diff, path, color), *e; l < end;
-	     l = e + 1) {
+	for (const char *l = print_diff_header(out, diff, path, color), *e; l < end; l = e + 1) {
 		e = memchr(l, '\n', (size_t)(end - l));
 		if (!e)
 			e = end;
@@ -483,12 +491,23 @@ static void html_text(FILE *out, const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		switch (s[i]) {
-		case '&': fputs("&amp;", out); break;
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '"': fputs("&quot;", out); break;
-		case '\'': fputs("&#39;", out); break;
-		default: fputc(s[i], out);
+		case '&':
+			fputs("&amp;", out);
+			break;
+		case '<':
+			fputs("&lt;", out);
+			break;
+		case '>':
+			fputs("&gt;", out);
+			break;
+		case '"':
+			fputs("&quot;", out);
+			break;
+		case '\'':
+			fputs("&#39;", out);
+			break;
+		default:
+			fputc(s[i], out);
 		}
 	}
 }
@@ -501,12 +520,18 @@ static void html(FILE *out, const char *s)
 /* Why an entry shows metadata only, in words for the reader. */
 static const char *explain(const char *reason)
 {
-	static const struct { const char *reason, *text; } why[] = {
-		{ "symlink", "A symbolic link: its target is shown, never the content it points to." },
-		{ "sensitive", "The name (.env, *token*, *.pem, id_rsa, ...) or the content (a private key, an API token) looks like it holds a secret: its content is never kept or shown." },
-		{ "binary", "Binary content (by its extension, a NUL byte or invalid UTF-8) is not shown." },
+	static const struct {
+		const char *reason, *text;
+	} why[] = {
+		{ "symlink",
+		  "A symbolic link: its target is shown, never the content it points to." },
+		{ "sensitive",
+		  "The name (.env, *token*, *.pem, id_rsa, ...) or the content (a private key, an API token) looks like it holds a secret: its content is never kept or shown." },
+		{ "binary",
+		  "Binary content (by its extension, a NUL byte or invalid UTF-8) is not shown." },
 		{ "large", "Over 256 KiB: too large to diff, so the summary is marked truncated." },
-		{ "truncated", "The diff budget of this report (1 MiB) was used up by the files above; the line counts are still exact." },
+		{ "truncated",
+		  "The diff budget of this report (1 MiB) was used up by the files above; the line counts are still exact." },
 		{ "content_unavailable", "The content of one version could not be read back." },
 	};
 
@@ -526,7 +551,11 @@ static void html_diff(FILE *out, const char *d, size_t len)
 		if (!e)
 			e = end;
 		bool header = e - l >= 3 && (!strncmp(l, "---", 3) || !strncmp(l, "+++", 3));
-		const char *cls = header ? "h" : *l == '+' ? "a" : *l == '-' ? "d" : *l == '@' ? "k" : "c";
+		const char *cls = header      ? "h"
+				  : *l == '+' ? "a"
+				  : *l == '-' ? "d"
+				  : *l == '@' ? "k"
+					      : "c";
 		fprintf(out, "<span class=\"%s\">", cls);
 		html_text(out, l, (size_t)(e - l));
 		fputs("</span>", out);
@@ -550,7 +579,8 @@ void report_html(FILE *out, const json_t *p, const char *who)
 
 	snprintf(title, sizeof(title), "Changes of run %lld of %s", num(ours(p), "run"), who);
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-	      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n<title>", out);
+	      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n<title>",
+	      out);
 	html(out, title);
 	fputs("</title>\n<style>\n"
 	      "body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:70em;padding:0 1em;color:#1f2328}\n"
@@ -567,7 +597,8 @@ void report_html(FILE *out, const json_t *p, const char *who)
 	      "pre.diff span{display:block;min-height:1.2em}"
 	      " pre.diff .a{background:#e6ffec} pre.diff .d{background:#ffebe9}\n"
 	      "pre.diff .k{color:#0969da} pre.diff .h{font-weight:600}\n"
-	      "</style></head><body>\n<h1>", out);
+	      "</style></head><body>\n<h1>",
+	      out);
 	html(out, title);
 	fputs("</h1>\n<p>\n", out);
 	badge(out, "created", n.created, "created");
@@ -575,19 +606,20 @@ void report_html(FILE *out, const json_t *p, const char *who)
 	badge(out, "deleted", n.deleted, "deleted");
 	badge(out, "renamed", n.renamed, "renamed");
 	badge(out, "symlink_created", n.symlinks, "symlinks");
-	fprintf(out, "<span class=\"badge\"><span class=\"plus\">+%lld</span> "
+	fprintf(out,
+		"<span class=\"badge\"><span class=\"plus\">+%lld</span> "
 		"<span class=\"minus\">-%lld</span></span>\n",
 		num(sum, "additions"), num(sum, "deletions"));
 	if (json_is_true(json_object_get(sum, "truncated")))
 		fputs(json_is_true(json_object_get(ours(p), "complete"))
-		      ? "<span class=\"badge trunc\">truncated: not every file or diff is shown; every change is counted</span>\n"
-		      : "<span class=\"badge trunc\">truncated: a scan was cut short, so changes may be missing</span>\n",
+			      ? "<span class=\"badge trunc\">truncated: not every file or diff is shown; every change is counted</span>\n"
+			      : "<span class=\"badge trunc\">truncated: a scan was cut short, so changes may be missing</span>\n",
 		      out);
 	fputs("</p>\n", out);
 	if ((long long)json_array_size(files) < num(ours(p), "files_total"))
 		fprintf(out, "<p>%zu of %lld changed files are listed.</p>\n",
 			json_array_size(files), num(ours(p), "files_total"));
-	json_array_foreach(files, i, f) {
+	json_array_foreach (files, i, f) {
 		if (!entry_of(files, f, &e))
 			continue;
 		const char *slash = strrchr(e.path, '/');
@@ -601,15 +633,17 @@ void report_html(FILE *out, const json_t *p, const char *who)
 		}
 		fputs("<div class=\"file\"><div>", out);
 		html(out, slash ? slash + 1 : e.path);
-		fprintf(out, "<span class=\"status %s\">%s</span> <span class=\"plus\">+%lld</span>"
-			" <span class=\"minus\">-%lld</span>", e.status, e.status,
-			e.additions, e.deletions);
+		fprintf(out,
+			"<span class=\"status %s\">%s</span> <span class=\"plus\">+%lld</span>"
+			" <span class=\"minus\">-%lld</span>",
+			e.status, e.status, e.additions, e.deletions);
 		if (json_is_string(json_object_get(f, "symlink_target_after"))) {
 			fputs(" &rarr; ", out);
 			html(out, str(f, "symlink_target_after"));
 		}
 		if (*e.from || !strcmp(e.status, "renamed")) {
-			fputs(*e.from ? " <span class=\"by\">from " : " <span class=\"by\">to ", out);
+			fputs(*e.from ? " <span class=\"by\">from " : " <span class=\"by\">to ",
+			      out);
 			html(out, *e.from ? e.from : str(ours(f), "renamed_to"));
 			fputs("</span>", out);
 		}

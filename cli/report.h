@@ -40,8 +40,7 @@ void report_receipt_print(FILE *out, const json_t *receipt, long long run, const
 void report_print(FILE *out, const json_t *payload, const char *who, bool color);
 /* Prints DIFF (diff_unified()'s text for PATH, LEN bytes) for people: names quoted,
  * control characters made visible, colored like git's if COLOR. */
-void report_print_diff(FILE *out, const char *diff, size_t len, const char *path,
-		       bool color);
+void report_print_diff(FILE *out, const char *diff, size_t len, const char *path, bool color);
 
 /* Writes it as one self-contained HTML page (no scripts, no network):
  * summary badges, files grouped by directory, the diffs, and on every

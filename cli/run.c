@@ -72,22 +72,22 @@ static int64_t now_ns(void)
 
 struct text {
 	uint8_t sha256[SHA256_BYTES];
-	char *data;		/* NUL-terminated */
+	char *data; /* NUL-terminated */
 	size_t len;
 };
 
 struct scan {
 	struct store *store;
 	struct scan_progress progress;
-	unsigned kept;		/* contents in the open transaction */
+	unsigned kept; /* contents in the open transaction */
 	bool in_memory;
 	struct text *texts;
 	size_t ntexts, cap, bytes;
 	bool sorted;
 };
 
-static int keep_in_memory(struct scan *sc, const struct snap_file *f,
-			  const uint8_t *data, size_t len)
+static int keep_in_memory(struct scan *sc, const struct snap_file *f, const uint8_t *data,
+			  size_t len)
 {
 	if (array_grow(sc->texts, sc->ntexts, sc->cap) < 0)
 		return -ENOMEM;
@@ -106,8 +106,7 @@ static int keep_in_memory(struct scan *sc, const struct snap_file *f,
 
 /* Contents are written in transactions of 256, so a long scan never
  * keeps the store's write lock from the daemons for long. */
-static int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data,
-		     size_t len)
+static int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data, size_t len)
 {
 	struct scan *sc = arg;
 
@@ -137,12 +136,12 @@ static void show_progress(void *arg, size_t files)
 
 static int text_cmp(const void *a, const void *b)
 {
-	return memcmp(((const struct text *)a)->sha256, ((const struct text *)b)->sha256, SHA256_BYTES);
+	return memcmp(((const struct text *)a)->sha256, ((const struct text *)b)->sha256,
+		      SHA256_BYTES);
 }
 
 /* A file's content for a diff: from the end scan's texts, else the store. */
-static int load_blob(void *arg, const struct snap_file *f, char **data,
-		     size_t *len)
+static int load_blob(void *arg, const struct snap_file *f, char **data, size_t *len)
 {
 	struct scan *sc = arg;
 
@@ -176,8 +175,8 @@ static bool view_of_home(const char *mountpoint, const char *home)
 	if (n < 0)
 		return true;
 	theirs[n] = '\0';
-	return stat(theirs, &a) == 0 && stat(home, &b) == 0 &&
-	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	return stat(theirs, &a) == 0 && stat(home, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
 }
 
 /* Calls FN with the mount point of each view of USER's THREAD in HOME
@@ -218,8 +217,7 @@ static void view_tell_run(const char *mountpoint, void *arg)
 }
 
 /* Tells the mounted views of USER's THREAD about the runs open now. */
-static void views_update(struct store *s, const char *home, const char *user,
-			 const char *thread)
+static void views_update(struct store *s, const char *home, const char *user, const char *thread)
 {
 	int64_t since = 0;
 
@@ -259,8 +257,7 @@ static int take(struct scan *sc, const struct thread_roots *roots, const char *u
 	int r;
 
 	scan_progress_init(&sc->progress);
-	r = snapshot_take(roots->ws, roots->out, max, show_progress, keep_blob,
-			  sc, snap);
+	r = snapshot_take(roots->ws, roots->out, max, show_progress, keep_blob, sc, snap);
 	scan_progress_done(&sc->progress);
 	r = scan_end(sc, r);
 	if (r < 0) {
@@ -282,8 +279,8 @@ static int run_begin(int argc, char **argv, const char *home)
 	struct thread_roots roots;
 	struct store *s;
 	int64_t snap_id, id, begun = now_ns();
-	int r = thread_args_parse("run begin", run_usage, argc, argv, home,
-				  THREAD_ARGS_MAX_FILES, &a);
+	int r = thread_args_parse("run begin", run_usage, argc, argv, home, THREAD_ARGS_MAX_FILES,
+				  &a);
 
 	if (r >= 0)
 		return r;
@@ -357,8 +354,7 @@ static int print_payload(const struct store_run *r, json_t *p, enum format forma
 }
 
 /* The same for a summary as recorded (JSON text, or NULL). */
-static int print_summary(const struct store_run *r, const char *summary,
-			 enum format format)
+static int print_summary(const struct store_run *r, const char *summary, enum format format)
 {
 	json_error_t jerr;
 	json_auto_t *p = summary ? json_loads(summary, JSON_ALLOW_NUL, &jerr) : NULL;
@@ -392,7 +388,8 @@ static int run_end(int argc, char **argv, const char *home)
 		return 1;
 	scan.store = s;
 	if (run.ended) {
-		fprintf(stderr, "sbx: run end: run %lld has ended already (sbx changes %lld shows it)\n",
+		fprintf(stderr,
+			"sbx: run end: run %lld has ended already (sbx changes %lld shows it)\n",
 			(long long)a.run, (long long)a.run);
 		r = -EALREADY;
 		goto done;
@@ -423,16 +420,19 @@ static int run_end(int argc, char **argv, const char *home)
 	r = take(&scan, &roots, run.user, run.thread, end_max, &after, &after_id);
 	if (r < 0)
 		goto done;
-	r = scan_end(&scan, runlog_complete(&journal, &before, &after, roots.ws,
-					     roots.out, keep_blob, &scan));
+	r = scan_end(&scan, runlog_complete(&journal, &before, &after, roots.ws, roots.out,
+					    keep_blob, &scan));
 	if (r == 0)
-		r = summary_compare(&before, &after, &limits, journal.renames,
-				    journal.nrenames, load_blob, &scan, &sum);
+		r = summary_compare(&before, &after, &limits, journal.renames, journal.nrenames,
+				    load_blob, &scan, &sum);
 	if (r == 0) {
 		runlog_attribute(&journal, &sum);
-		json_auto_t *payload = summary_has_changes(&sum) ? report_summary(&sum, a.run, end_max) : NULL;
+		json_auto_t *payload = summary_has_changes(&sum)
+					       ? report_summary(&sum, a.run, end_max)
+					       : NULL;
 		json_auto_t *receipt = report_receipt_new();
-		char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+		char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER)
+				     : NULL;
 		char *rtext = NULL;
 
 		if (!receipt || (summary_has_changes(&sum) && !text))
@@ -508,7 +508,8 @@ int cmd_changes(int argc, char **argv, const char *home)
 	if (!s)
 		return 1;
 	if (!run.ended) {
-		fprintf(stderr, "sbx: changes: run %lld is still open (end it with sbx run end %lld)\n",
+		fprintf(stderr,
+			"sbx: changes: run %lld is still open (end it with sbx run end %lld)\n",
 			(long long)a.run, (long long)a.run);
 		r = 1;
 	} else {

@@ -60,8 +60,8 @@ static int event_row(void *arg, const struct store_event *e)
 	return 0;
 }
 
-int runlog_load(struct store *s, const char *user, const char *thread,
-		int64_t from_ns, int64_t to_ns, struct runlog *j)
+int runlog_load(struct store *s, const char *user, const char *thread, int64_t from_ns,
+		int64_t to_ns, struct runlog *j)
 {
 	memset(j, 0, sizeof(*j));
 	int r = store_journal_each(s, user, thread, from_ns, to_ns, event_row, j);
@@ -129,8 +129,7 @@ struct paths {
 	size_t n, cap;
 };
 
-static int paths_add(struct paths *ps, const char *path, size_t seq,
-		     const struct snap_file *pre)
+static int paths_add(struct paths *ps, const char *path, size_t seq, const struct snap_file *pre)
 {
 	if (strncmp(path, USER_DATA, strlen(USER_DATA)) || snapshot_path_excluded(path))
 		return 0;
@@ -192,8 +191,7 @@ static void paths_free(struct paths *ps)
 
 /* What the journal knows each path was when the run began (BEFORE), and
  * every path the views touched, under its name then and now (TOUCHED). */
-static int read_journal(const struct runlog *j, struct paths *before,
-			struct paths *touched)
+static int read_journal(const struct runlog *j, struct paths *before, struct paths *touched)
 {
 	_cleanup_(freep) struct move *moves = calloc(j->n ? j->n : 1, sizeof(*moves));
 	size_t nmoves = 0, capture = j->n;
@@ -215,7 +213,7 @@ static int read_journal(const struct runlog *j, struct paths *before,
 		const char *names[2] = { e->path, e->path2 };
 
 		while (m < nmoves && moves[m].at < i)
-			m++;		/* moves[0..m) came before event i */
+			m++; /* moves[0..m) came before event i */
 		for (int k = 0; k < 2 && r == 0; k++) {
 			if (!names[k] || !strcmp(e->op, "capture"))
 				continue;
@@ -257,7 +255,7 @@ void runlog_attribute(const struct runlog *j, struct summary *s)
 			continue;
 		if (paths_add(&latest, e->path, j->n - i, NULL) < 0 ||
 		    (e->path2 && paths_add(&latest, e->path2, j->n - i, NULL) < 0))
-			break;		/* out of memory: fewer callers named */
+			break; /* out of memory: fewer callers named */
 	}
 	paths_settle(&latest);
 	for (size_t i = 0; i < s->n; i++) {
@@ -274,8 +272,8 @@ void runlog_attribute(const struct runlog *j, struct summary *s)
 
 static const char *root_of(const char *path)
 {
-	return !strncmp(path, USER_DATA "outputs/", strlen(USER_DATA "outputs/"))
-	       ? "outputs" : "workspace";
+	return !strncmp(path, USER_DATA "outputs/", strlen(USER_DATA "outputs/")) ? "outputs"
+										  : "workspace";
 }
 
 /* F becomes what K says PATH was. */
@@ -306,8 +304,8 @@ static int index_paths(const struct snapshot *s, struct paths *ps)
 
 /* Reads virtual PATH from the roots into F: 0, -ENOENT if no file is
  * there, other -errno if it cannot be told. No symlink is followed. */
-static int look(int ws, int out, const char *path, snapshot_keep keep,
-		void *arg, struct snap_file *f)
+static int look(int ws, int out, const char *path, snapshot_keep keep, void *arg,
+		struct snap_file *f)
 {
 	const char *root = root_of(path);
 	const char *rel = path + strlen(USER_DATA) + strlen(root);
@@ -325,8 +323,8 @@ static int look(int ws, int out, const char *path, snapshot_keep keep,
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
 	struct open_how how = {
 		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			   RESOLVE_NO_XDEV,
 	};
 	_cleanup_(closep) int dfd = (int)syscall(SYS_openat2, rfd, dir, &how, sizeof(how));
 	if (dfd < 0)
@@ -349,9 +347,8 @@ static bool below_absent(const struct paths *known, const char *path)
 	return false;
 }
 
-int runlog_complete(const struct runlog *j, struct snapshot *before,
-		    struct snapshot *after, int ws, int out, snapshot_keep keep,
-		    void *arg)
+int runlog_complete(const struct runlog *j, struct snapshot *before, struct snapshot *after, int ws,
+		    int out, snapshot_keep keep, void *arg)
 {
 	struct paths known = { 0 }, touched = { 0 }, bidx = { 0 }, aidx = { 0 };
 	int r = read_journal(j, &known, &touched);

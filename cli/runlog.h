@@ -23,25 +23,24 @@
 #include "store/summary.h"
 
 struct runlog {
-	struct store_event *events;	/* copies, oldest first */
+	struct store_event *events; /* copies, oldest first */
 	size_t n, cap;
-	struct summary_rename *renames;	/* joined chains, for summary_compare() */
+	struct summary_rename *renames; /* joined chains, for summary_compare() */
 	size_t nrenames, rcap;
-	size_t made;			/* files and symlinks the views created */
+	size_t made; /* files and symlinks the views created */
 };
 
 /* Reads the events of USER's THREAD from FROM_NS to TO_NS. */
-int runlog_load(struct store *s, const char *user, const char *thread,
-		int64_t from_ns, int64_t to_ns, struct runlog *j);
+int runlog_load(struct store *s, const char *user, const char *thread, int64_t from_ns,
+		int64_t to_ns, struct runlog *j);
 void runlog_free(struct runlog *j);
 
 /* Completes BEFORE with what the journal knows each path was when the run
  * began, and, if AFTER was truncated, AFTER with the current state of
  * every path the views touched (read from the roots WS and OUT, directory
  * fds or -1; KEEP gets the text of each file read, as in a scan). */
-int runlog_complete(const struct runlog *j, struct snapshot *before,
-		    struct snapshot *after, int ws, int out, snapshot_keep keep,
-		    void *arg);
+int runlog_complete(const struct runlog *j, struct snapshot *before, struct snapshot *after, int ws,
+		    int out, snapshot_keep keep, void *arg);
 
 /* Names the process behind each change the views made (the latest one);
  * changes made on the host keep by_pid 0. */

@@ -70,10 +70,9 @@ static const struct command {
 };
 
 /* sbx --help: the commands' summaries between these two. */
-static const char usage_head[] =
-	"Usage: sbx COMMAND [options]\n"
-	"\n"
-	"Commands:\n";
+static const char usage_head[] = "Usage: sbx COMMAND [options]\n"
+				 "\n"
+				 "Commands:\n";
 
 static const char usage_tail[] =
 	"\n"

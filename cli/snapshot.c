@@ -49,18 +49,20 @@ static void show_progress(void *arg, size_t files)
 
 static const char *kind_of(const struct snap_file *f)
 {
-	return f->symlink ? "symlink" : f->sensitive ? "sensitive" : f->binary ? "binary"
-	       : f->large ? "large" : "text";
+	return f->symlink     ? "symlink"
+	       : f->sensitive ? "sensitive"
+	       : f->binary    ? "binary"
+	       : f->large     ? "large"
+			      : "text";
 }
 
-static void print_text(int64_t id, const char *user, const char *thread,
-		       const struct snapshot *s, double secs)
+static void print_text(int64_t id, const char *user, const char *thread, const struct snapshot *s,
+		       double secs)
 {
 	char sha[65], path[QUOTE_MAX], target[QUOTE_MAX];
 
-	printf("snapshot %lld of %s/%s: %zu files%s, %.1f MB hashed in %.2f s\n",
-	       (long long)id, user, thread, s->n,
-	       s->truncated ? " (truncated: more files than --max-files)" : "",
+	printf("snapshot %lld of %s/%s: %zu files%s, %.1f MB hashed in %.2f s\n", (long long)id,
+	       user, thread, s->n, s->truncated ? " (truncated: more files than --max-files)" : "",
 	       (double)s->bytes_hashed / 1e6, secs);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct snap_file *f = &s->files[i];
@@ -76,8 +78,8 @@ static void print_text(int64_t id, const char *user, const char *thread,
 
 static int print_json(int64_t id, const struct snapshot *s)
 {
-	json_auto_t *doc = json_pack("{s:I, s:b, s:[]}", "id", (json_int_t)id,
-				     "truncated", s->truncated, "files");
+	json_auto_t *doc = json_pack("{s:I, s:b, s:[]}", "id", (json_int_t)id, "truncated",
+				     s->truncated, "files");
 	json_t *files = doc ? json_object_get(doc, "files") : NULL;
 	char sha[65];
 
@@ -88,14 +90,12 @@ static int print_json(int64_t id, const struct snapshot *s)
 
 		if (f->hashed)
 			sha256_hex(f->sha256, sha);
-		json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:b, s:b, s:b, s:o}",
-				      "path", f->path, "root", f->root, "kind",
-				      f->symlink ? "symlink" : "file",
-				      "size", (json_int_t)f->size,
-				      "mtime_ns", (json_int_t)f->mtime_ns,
-				      "sha256", f->hashed ? json_string(sha) : json_null(),
-				      "binary", f->binary, "sensitive", f->sensitive,
-				      "large", f->large,
+		json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:b, s:b, s:b, s:o}", "path",
+				      f->path, "root", f->root, "kind",
+				      f->symlink ? "symlink" : "file", "size", (json_int_t)f->size,
+				      "mtime_ns", (json_int_t)f->mtime_ns, "sha256",
+				      f->hashed ? json_string(sha) : json_null(), "binary",
+				      f->binary, "sensitive", f->sensitive, "large", f->large,
 				      "target", f->symlink ? json_string(f->target) : json_null());
 		if (!o || json_array_append_new(files, o) < 0)
 			return -ENOMEM;

@@ -9,20 +9,20 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#define array_grow(a, n, cap)						\
-	({								\
-		int r_ = 0;						\
-		if ((size_t)(n) >= (size_t)(cap)) {			\
-			size_t c_ = (cap) ? (size_t)(cap) * 2 : 16;	\
+#define array_grow(a, n, cap)                                               \
+	({                                                                  \
+		int r_ = 0;                                                 \
+		if ((size_t)(n) >= (size_t)(cap)) {                         \
+			size_t c_ = (cap) ? (size_t)(cap)*2 : 16;           \
 			__typeof__(a) p_ = realloc((a), c_ * sizeof(*(a))); \
-			if (p_) {					\
-				(a) = p_;				\
-				(cap) = c_;				\
-			} else {					\
-				r_ = -ENOMEM;				\
-			}						\
-		}							\
-		r_;							\
+			if (p_) {                                           \
+				(a) = p_;                                   \
+				(cap) = c_;                                 \
+			} else {                                            \
+				r_ = -ENOMEM;                               \
+			}                                                   \
+		}                                                           \
+		r_;                                                         \
 	})
 
 #endif

@@ -48,8 +48,18 @@ static inline void fclosep(FILE **f)
 		fclose(*f);
 }
 
-#define TAKE_FD(fd) ({ int _t = (fd); (fd) = -1; _t; })
-#define TAKE_PTR(p) ({ __typeof__(p) _t = (p); (p) = NULL; _t; })
+#define TAKE_FD(fd)            \
+	({                     \
+		int _t = (fd); \
+		(fd) = -1;     \
+		_t;            \
+	})
+#define TAKE_PTR(p)                     \
+	({                              \
+		__typeof__(p) _t = (p); \
+		(p) = NULL;             \
+		_t;                     \
+	})
 
 /* -errno of the last failed libc call, never 0 (callers return it as an
  * error, so a missing errno must not turn into success). */

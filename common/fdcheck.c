@@ -42,7 +42,7 @@ int __wrap_close(int fd)
 {
 	int r = __real_close(fd);
 
-	if (r < 0 && errno == EBADF && fd >= 0) {	/* -1 is "none", not a number */
+	if (r < 0 && errno == EBADF && fd >= 0) { /* -1 is "none", not a number */
 		report_bad_close(fd);
 		errno = EBADF;
 	}

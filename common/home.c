@@ -71,8 +71,7 @@ int dir_ensure(int dirfd, const char *name, mode_t mode)
 	return fd >= 0 ? fd : neg_errno();
 }
 
-int dir_ensure_path(int dirfd, const char *const *components, size_t n,
-		    mode_t mode)
+int dir_ensure_path(int dirfd, const char *const *components, size_t n, mode_t mode)
 {
 	_cleanup_(closep) int cur = -1;
 
@@ -86,12 +85,13 @@ int dir_ensure_path(int dirfd, const char *const *components, size_t n,
 	return TAKE_FD(cur);
 }
 
-int home_thread_dirs(int homefd, const char *user, const char *thread,
-		     int fds[THREAD_NDIRS])
+int home_thread_dirs(int homefd, const char *user, const char *thread, int fds[THREAD_NDIRS])
 {
 	static const char *const leaf[THREAD_NDIRS] = {
-		[THREAD_WORKSPACE] = "workspace", [THREAD_UPLOADS] = "uploads",
-		[THREAD_OUTPUTS] = "outputs", [THREAD_ACP] = "acp-workspace",
+		[THREAD_WORKSPACE] = "workspace",
+		[THREAD_UPLOADS] = "uploads",
+		[THREAD_OUTPUTS] = "outputs",
+		[THREAD_ACP] = "acp-workspace",
 	};
 	const char *const path[] = { "users", user, "threads", thread };
 	_cleanup_(closep) int tfd = dir_ensure_path(homefd, path, 4, 0700);
@@ -118,8 +118,7 @@ int home_thread_dirs(int homefd, const char *user, const char *thread,
 /* Opens the existing directory DIRFD/COMPONENTS[0]/... (at most N of them,
  * a NULL ends them early), never following a symlink. Returns an O_PATH fd,
  * or -errno with *OPENED the number of components that were there. */
-static int dir_open_chain(int dirfd, const char *const *components, size_t n,
-			  size_t *opened)
+static int dir_open_chain(int dirfd, const char *const *components, size_t n, size_t *opened)
 {
 	_cleanup_(closep) int cur = -1;
 
@@ -142,8 +141,7 @@ int dir_chain_open(int dirfd, const char *const *components, size_t n, bool crea
 		      : dir_open_chain(dirfd, components, n, &opened);
 }
 
-int home_thread_dir_open(int homefd, const char *user, const char *thread,
-			 enum thread_dir which)
+int home_thread_dir_open(int homefd, const char *user, const char *thread, enum thread_dir which)
 {
 	static const char *const leaf[THREAD_NDIRS][2] = {
 		[THREAD_WORKSPACE] = { "user-data", "workspace" },
@@ -151,15 +149,14 @@ int home_thread_dir_open(int homefd, const char *user, const char *thread,
 		[THREAD_OUTPUTS] = { "user-data", "outputs" },
 		[THREAD_ACP] = { "acp-workspace", NULL },
 	};
-	const char *const path[] = { "users", user, "threads", thread,
-				     leaf[which][0], leaf[which][1] };
+	const char *const path[] = { "users", user,	      "threads",
+				     thread,  leaf[which][0], leaf[which][1] };
 	size_t opened;
 
 	return dir_open_chain(homefd, path, 6, &opened);
 }
 
-int home_thread_find(int homefd, const char *user, const char *thread,
-		     const char **missing)
+int home_thread_find(int homefd, const char *user, const char *thread, const char **missing)
 {
 	const char *const path[] = { "users", user, "threads", thread };
 	size_t opened;

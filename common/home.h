@@ -38,37 +38,27 @@ int dir_ensure(int dirfd, const char *name, mode_t mode);
 
 /* The same for the path COMPONENTS[0]/.../COMPONENTS[N-1] below DIRFD,
  * each created with MODE if missing. */
-int dir_ensure_path(int dirfd, const char *const *components, size_t n,
-		    mode_t mode);
+int dir_ensure_path(int dirfd, const char *const *components, size_t n, mode_t mode);
 
 /* DIRFD/COMPONENTS[0]/.../COMPONENTS[N-1] as an O_PATH fd, never
  * following a symlink; with CREATE each missing one is made (0700).
  * Returns the fd or -errno (-ENOENT: missing and not CREATE). */
 int dir_chain_open(int dirfd, const char *const *components, size_t n, bool create);
 
-enum thread_dir {
-	THREAD_WORKSPACE,
-	THREAD_UPLOADS,
-	THREAD_OUTPUTS,
-	THREAD_ACP,
-	THREAD_NDIRS
-};
+enum thread_dir { THREAD_WORKSPACE, THREAD_UPLOADS, THREAD_OUTPUTS, THREAD_ACP, THREAD_NDIRS };
 
 /* Creates what is missing of the thread's directories (mode 0700) and
  * returns an O_PATH fd for each in FDS. USER and THREAD must have passed
  * id_check(). Returns 0 or -errno; on failure no fd is left open. */
-int home_thread_dirs(int homefd, const char *user, const char *thread,
-		     int fds[THREAD_NDIRS]);
+int home_thread_dirs(int homefd, const char *user, const char *thread, int fds[THREAD_NDIRS]);
 
 /* Opens one existing directory of the thread (nothing is created; a
  * symlink on the way is refused). Returns an O_PATH fd or -errno. */
-int home_thread_dir_open(int homefd, const char *user, const char *thread,
-			 enum thread_dir which);
+int home_thread_dir_open(int homefd, const char *user, const char *thread, enum thread_dir which);
 
 /* Whether USER's THREAD is there under the home directory HOMEFD (nothing
  * is created; a symlink on the way is refused). Returns 0, or -errno with
  * *MISSING naming what is not there: "user" or "thread". */
-int home_thread_find(int homefd, const char *user, const char *thread,
-		     const char **missing);
+int home_thread_find(int homefd, const char *user, const char *thread, const char **missing);
 
 #endif

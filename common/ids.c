@@ -10,13 +10,13 @@
 
 static bool id_char_ok(unsigned char c, bool dot)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       (c >= '0' && c <= '9') || c == '_' || c == '-' || (dot && c == '.');
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '-' || (dot && c == '.');
 }
 
 /* ID: 1..MAX bytes of id_char_ok(DOT); TOO_LONG and ALLOWED say why not. */
-static int check(const char *id, size_t max, bool dot, const char *too_long,
-		 const char *allowed, const char **why)
+static int check(const char *id, size_t max, bool dot, const char *too_long, const char *allowed,
+		 const char **why)
 {
 	const char *dummy;
 	size_t n;
@@ -39,9 +39,9 @@ static int check(const char *id, size_t max, bool dot, const char *too_long,
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)id[i];
 		if (!id_char_ok(c, dot)) {
-			*why = c == '/' ? "it contains '/'"
+			*why = c == '/'		       ? "it contains '/'"
 			       : c < 0x20 || c == 0x7f ? "it contains a control character"
-			       : allowed;
+						       : allowed;
 			return -EINVAL;
 		}
 	}
@@ -70,8 +70,11 @@ int name_id_check(const char *id, const char **why)
  * Python decodes: one character each. */
 static size_t utf8_char_len(const unsigned char *s)
 {
-	size_t n = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3
-		   : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+	size_t n = s[0] < 0x80		   ? 1
+		   : (s[0] & 0xe0) == 0xc0 ? 2
+		   : (s[0] & 0xf0) == 0xe0 ? 3
+		   : (s[0] & 0xf8) == 0xf0 ? 4
+					   : 0;
 
 	if (n <= 1 || (n == 2 && s[0] < 0xc2) || (n == 4 && s[0] > 0xf4))
 		return 1;

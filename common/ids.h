@@ -21,7 +21,7 @@
 #define USER_ID_MAX 255
 #define THREAD_ID_MAX 64
 #define NAME_ID_MAX 128
-#define ID_MAX USER_ID_MAX		/* the longest: buffers of ID_MAX + 1 */
+#define ID_MAX USER_ID_MAX /* the longest: buffers of ID_MAX + 1 */
 
 /* Each returns 0 if ID is acceptable, else -EINVAL and sets *WHY (if not
  * NULL) to a static phrase that completes "invalid id: ...". */

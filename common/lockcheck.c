@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 static const char *const names[LOCK_CLASSES] = { "stage lock", "gate lock" };
-static const unsigned most[LOCK_CLASSES] = { 0, 1 };	/* 0: no limit */
+static const unsigned most[LOCK_CLASSES] = { 0, 1 }; /* 0: no limit */
 
 /* Per thread, so no lock of its own: what this thread holds. */
 static __thread unsigned held[LOCK_CLASSES];
@@ -47,5 +47,5 @@ void lock_check_assert_held(enum lock_class c, const char *func)
 	}
 }
 #else
-typedef int lockcheck_unused;	/* ISO C: no empty translation unit */
+typedef int lockcheck_unused; /* ISO C: no empty translation unit */
 #endif

@@ -17,8 +17,8 @@
 
 /* In the order a thread may take them. */
 enum lock_class {
-	LOCK_STAGE,	/* stage.c: one per file, striped */
-	LOCK_GATE,	/* gate.c: one per file, striped; at most one held */
+	LOCK_STAGE, /* stage.c: one per file, striped */
+	LOCK_GATE,  /* gate.c: one per file, striped; at most one held */
 	LOCK_CLASSES
 };
 
@@ -29,8 +29,14 @@ bool lock_check_held(enum lock_class c);
 /* Aborts unless the calling thread holds a lock of class C. */
 void lock_check_assert_held(enum lock_class c, const char *func);
 #else
-static inline void lock_check_take(enum lock_class c) { (void)c; }
-static inline void lock_check_drop(enum lock_class c) { (void)c; }
+static inline void lock_check_take(enum lock_class c)
+{
+	(void)c;
+}
+static inline void lock_check_drop(enum lock_class c)
+{
+	(void)c;
+}
 static inline void lock_check_assert_held(enum lock_class c, const char *func)
 {
 	(void)c;

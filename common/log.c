@@ -46,9 +46,9 @@ void log_msg(enum log_level level, const char *fmt, ...)
 		gettimeofday(&tv, NULL);
 		localtime_r(&tv.tv_sec, &tm);
 		n = strftime(line, sizeof(line), "%Y-%m-%d %H:%M:%S", &tm);
-		n += snprintf(line + n, sizeof(line) - n, ".%03ld %s[%d] %s: ",
-			      (long)tv.tv_usec / 1000, log_cfg.prog, (int)getpid(),
-			      names[level]);
+		n += snprintf(line + n, sizeof(line) - n,
+			      ".%03ld %s[%d] %s: ", (long)tv.tv_usec / 1000, log_cfg.prog,
+			      (int)getpid(), names[level]);
 	} else {
 		n = snprintf(line, sizeof(line), "%s: ", log_cfg.prog);
 	}

@@ -17,8 +17,7 @@ enum log_level { LOG_ERR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
  * level that is printed, and whether lines carry a timestamp. */
 void log_setup(const char *prog, FILE *stream, enum log_level max, bool stamped);
 bool log_enabled(enum log_level level);
-void log_msg(enum log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A usage error on stderr: "LABEL: message" (FMT with AP; nothing if FMT
  * is NULL, when getopt printed it), then "Try 'NAME --help'.". Returns 2,
@@ -26,8 +25,12 @@ void log_msg(enum log_level level, const char *fmt, ...)
 int usage_verror(const char *label, const char *name, const char *fmt, va_list ap);
 
 #define log_error(...) log_msg(LOG_ERR, __VA_ARGS__)
-#define log_warn(...)  log_msg(LOG_WARN, __VA_ARGS__)
-#define log_info(...)  log_msg(LOG_INFO, __VA_ARGS__)
-#define log_debug(...) do { if (log_enabled(LOG_DEBUG)) log_msg(LOG_DEBUG, __VA_ARGS__); } while (0)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_debug(...)                                   \
+	do {                                             \
+		if (log_enabled(LOG_DEBUG))              \
+			log_msg(LOG_DEBUG, __VA_ARGS__); \
+	} while (0)
 
 #endif

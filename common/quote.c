@@ -8,7 +8,20 @@
  * that is escaped as a whole) into OUT (5 bytes). Returns its length. */
 static size_t escape_byte(unsigned char c, char out[5])
 {
-	static const char named[] = "\a" "a" "\b" "b" "\t" "t" "\n" "n" "\v" "v" "\f" "f" "\r" "r";
+	static const char named[] = "\a"
+				    "a"
+				    "\b"
+				    "b"
+				    "\t"
+				    "t"
+				    "\n"
+				    "n"
+				    "\v"
+				    "v"
+				    "\f"
+				    "f"
+				    "\r"
+				    "r";
 
 	for (size_t i = 0; i + 1 < sizeof(named); i += 2)
 		if ((unsigned char)named[i] == c) {
@@ -26,8 +39,7 @@ static size_t escape_byte(unsigned char c, char out[5])
 /* How many bytes at S (N left) form the next unit, and whether it must be
  * escaped: a control character (TAB too unless KEEP_TAB), a C1 control,
  * a byte that is not UTF-8; with QUOTE also '"' and '\'. */
-static size_t next_unit(const unsigned char *s, size_t n, bool quote, bool keep_tab,
-			bool *escape)
+static size_t next_unit(const unsigned char *s, size_t n, bool quote, bool keep_tab, bool *escape)
 {
 	int len = utf8_seq(s, n);
 
@@ -39,7 +51,7 @@ static size_t next_unit(const unsigned char *s, size_t n, bool quote, bool keep_
 		*escape = (s[0] < 0x20 && !(keep_tab && s[0] == '\t')) || s[0] == 0x7f ||
 			  (quote && (s[0] == '"' || s[0] == '\\'));
 	else
-		*escape = len == 2 && s[0] == 0xc2 && s[1] < 0xa0;	/* U+0080-U+009F */
+		*escape = len == 2 && s[0] == 0xc2 && s[1] < 0xa0; /* U+0080-U+009F */
 	return (size_t)len;
 }
 

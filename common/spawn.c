@@ -22,7 +22,7 @@ int spawn_wait(const char *const argv[])
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		sigset_t none;	/* blocked signals survive exec: not ours to pass on */
+		sigset_t none; /* blocked signals survive exec: not ours to pass on */
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		execvp(argv[0], (char *const *)argv);
@@ -57,8 +57,8 @@ int view_unmount(const char *mp, bool lazy)
 
 	if (geteuid() == 0)
 		return umount2(mp, stale || lazy ? MNT_DETACH : 0) == 0 ? 0 : -errno;
-	const char *const fusermount[] = { "fusermount3", "-u", stale || lazy ? "-z" : "-q",
-					   mp, NULL };
+	const char *const fusermount[] = { "fusermount3", "-u", stale || lazy ? "-z" : "-q", mp,
+					   NULL };
 	int r = spawn_wait(fusermount);
 	return r == 0 ? 0 : r < 0 ? r : -EBUSY;
 }
@@ -132,8 +132,8 @@ static int mount_path(const char *mp, char out[PATH_MAX])
 	if (!strcmp(base, ".") || !strcmp(base, "..") || !strcmp(base, "/") ||
 	    !realpath(dir, parent))
 		return e;
-	if ((size_t)snprintf(out, PATH_MAX, "%s/%s", strcmp(parent, "/") ? parent : "",
-			     base) >= PATH_MAX)
+	if ((size_t)snprintf(out, PATH_MAX, "%s/%s", strcmp(parent, "/") ? parent : "", base) >=
+	    PATH_MAX)
 		return -ENAMETOOLONG;
 	return 0;
 }
@@ -146,6 +146,6 @@ int view_mounted_at(const char *mp, char *type, size_t size)
 	if (r < 0)
 		return r;
 	if (!mountinfo_find(path, type, size))
-		return -EINVAL;		/* as umount2(2) says it */
+		return -EINVAL; /* as umount2(2) says it */
 	return !strcmp(type, VIEW_FSTYPE);
 }

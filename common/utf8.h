@@ -12,8 +12,11 @@
 static inline int utf8_seq(const unsigned char *s, size_t n)
 {
 	unsigned char c = s[0];
-	size_t len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2
-		   : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+	size_t len = c < 0x80		      ? 1
+		     : c >= 0xc2 && c <= 0xdf ? 2
+		     : c >= 0xe0 && c <= 0xef ? 3
+		     : c >= 0xf0 && c <= 0xf4 ? 4
+					      : 0;
 
 	if (len == 0)
 		return 0;

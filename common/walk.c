@@ -7,8 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int dir_each(int dirfd,
-	     int (*fn)(void *arg, int dirfd, const char *name, const struct stat *st),
+int dir_each(int dirfd, int (*fn)(void *arg, int dirfd, const char *name, const struct stat *st),
 	     void *arg)
 {
 	_cleanup_(closedirp) DIR *d = fdopendir(dirfd);

@@ -9,8 +9,7 @@
  * its attributes, links not followed; one whose attributes cannot be read
  * is skipped. FN returns 0 to go on. Returns 0, FN's non-zero value, or
  * -errno if DIRFD cannot be read. */
-int dir_each(int dirfd,
-	     int (*fn)(void *arg, int dirfd, const char *name, const struct stat *st),
+int dir_each(int dirfd, int (*fn)(void *arg, int dirfd, const char *name, const struct stat *st),
 	     void *arg);
 
 #endif

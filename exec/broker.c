@@ -46,20 +46,20 @@ struct broker {
 	struct config config;
 	struct provider *provider;
 	struct session_pool *sessions;
-	struct sandbox *sandbox;	/* NULL: namespace mode cannot start */
-	char sandbox_err[512];		/* ... and why */
+	struct sandbox *sandbox; /* NULL: namespace mode cannot start */
+	char sandbox_err[512];	 /* ... and why */
 	struct cgroups *limits;
 	/* Written once the broker stops (a shutdown request, a signal),
 	 * never read: stop[0] stays readable for every waiter to poll. */
 	int stop[2];
 	pthread_mutex_t lock;
 	pthread_cond_t admitted;
-	unsigned clients;		/* connections being served */
+	unsigned clients; /* connections being served */
 	pthread_cond_t clients_gone;
-	struct slot {			/* one-off commands per sandbox */
+	struct slot { /* one-off commands per sandbox */
 		char user[ID_MAX + 1], thread[ID_MAX + 1];
 		unsigned running;
-	} *slots;
+	} * slots;
 	size_t nslots;
 };
 
@@ -67,14 +67,14 @@ struct client {
 	struct broker *b;
 	int fd;
 	uid_t uid;
-	int64_t accepted_ms;		/* CLOCK_MONOTONIC */
+	int64_t accepted_ms; /* CLOCK_MONOTONIC */
 	/* What the client has not taken yet: a command's output events
 	 * never wait for a client that reads slowly (its timeout would
 	 * wait with them); beyond OUTBOX_MAX they are dropped. */
 	char *outbox;
 	size_t outbox_len;
-	bool dropped;			/* output events were dropped */
-	bool gone;			/* a send failed or stalled */
+	bool dropped; /* output events were dropped */
+	bool gone;    /* a send failed or stalled */
 };
 
 /* Output events not yet taken by the client, at most. */
@@ -100,7 +100,7 @@ static void stop(struct broker *b)
 {
 	(void)!write(b->stop[1], "x", 1);
 	pthread_mutex_lock(&b->lock);
-	pthread_cond_broadcast(&b->admitted);	/* waiters give up at once */
+	pthread_cond_broadcast(&b->admitted); /* waiters give up at once */
 	pthread_mutex_unlock(&b->lock);
 }
 
@@ -121,8 +121,9 @@ static int flush_outbox(struct client *c, bool wait)
 			return -EAGAIN;
 		if (n <= 0) {
 			if (errno == EAGAIN)
-				log_warn("a client took no reply for %d s: its connection is closed",
-					 SEND_STALL_S);
+				log_warn(
+					"a client took no reply for %d s: its connection is closed",
+					SEND_STALL_S);
 			c->gone = true;
 			shutdown(c->fd, SHUT_RDWR);
 			break;
@@ -145,7 +146,7 @@ static int send_json(struct client *c, json_t *o, bool event)
 	if (!text)
 		return -ENOMEM;
 	size_t len = strlen(text);
-	text[len++] = '\n';	/* json_dumps leaves room: the NUL */
+	text[len++] = '\n'; /* json_dumps leaves room: the NUL */
 	if (event && c->outbox_len + len > OUTBOX_MAX && flush_outbox(c, false) == -EAGAIN &&
 	    c->outbox_len + len > OUTBOX_MAX) {
 		c->dropped = true;
@@ -176,8 +177,8 @@ static int send_error(struct client *c, json_t *id, const char *code, const char
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	json_t *o = json_pack("{s:b, s:{s:s, s:s}}", "ok", 0, "error", "code", code,
-			      "message", msg);
+	json_t *o = json_pack("{s:b, s:{s:s, s:s}}", "ok", 0, "error", "code", code, "message",
+			      msg);
 	if (o && id)
 		json_object_set(o, "id", id);
 	return o ? send_json(c, o, false) : -ENOMEM;
@@ -198,7 +199,8 @@ static int send_ok(struct client *c, json_t *id, json_t *fields)
 
 static int send_shutting_down(struct client *c, json_t *id)
 {
-	return send_error(c, id, "shutting_down", "the broker is shutting down: send the"
+	return send_error(c, id, "shutting_down",
+			  "the broker is shutting down: send the"
 			  " request again once a broker serves again");
 }
 
@@ -208,39 +210,38 @@ static void op_acquire(struct client *c, const struct request *q)
 {
 	char mount[PATH_MAX], sid[SANDBOX_ID_LEN + 1], err[PATH_MAX + 128];
 
-	if (provider_acquire(c->b->provider, q->user, q->thread, q->owner, mount,
-			     sizeof(mount), sid, err, sizeof(err)) < 0) {
+	if (provider_acquire(c->b->provider, q->user, q->thread, q->owner, mount, sizeof(mount),
+			     sid, err, sizeof(err)) < 0) {
 		send_error(c, q->id, "mount_failed", "%s", err);
 		return;
 	}
-	send_ok(c, q->id, json_pack("{s:s, s:s, s:s}", "sandbox", sid, "mount", mount,
-					"owner", q->owner));
+	send_ok(c, q->id,
+		json_pack("{s:s, s:s, s:s}", "sandbox", sid, "mount", mount, "owner", q->owner));
 }
 
 static void op_release(struct client *c, const struct request *q)
 {
 	int r = provider_release(c->b->provider, q->user, q->thread, q->owner);
 
-	if (r >= 0)		/* its scope's shell, once its command is done */
+	if (r >= 0) /* its scope's shell, once its command is done */
 		sessions_end_scope(c->b->sessions, q->user, q->thread, q->owner);
 	if (r < 0)
-		send_error(c, q->id, "no_lease", "%s holds no lease on %s/%s", q->owner,
-			   q->user, q->thread);
+		send_error(c, q->id, "no_lease", "%s holds no lease on %s/%s", q->owner, q->user,
+			   q->thread);
 	else
 		send_ok(c, q->id, json_pack("{s:b}", "parked", r == 1));
 }
 
-static void status_view(void *arg, const char *user, const char *thread,
-			const char *sid, const char *mount, uid_t uid, size_t leases,
-			size_t running, bool mounted)
+static void status_view(void *arg, const char *user, const char *thread, const char *sid,
+			const char *mount, uid_t uid, size_t leases, size_t running, bool mounted)
 {
-	json_array_append_new(arg, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:s}",
-					     "user", user, "thread", thread, "sandbox", sid,
-					     "mount", mount, "uid", (json_int_t)uid,
-					     "leases", (json_int_t)leases,
+	json_array_append_new(arg, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:s}", "user",
+					     user, "thread", thread, "sandbox", sid, "mount", mount,
+					     "uid", (json_int_t)uid, "leases", (json_int_t)leases,
 					     "running", (json_int_t)running, "state",
-					     !mounted ? "unmounted" : leases || running
-					     ? "active" : "parked"));
+					     !mounted		 ? "unmounted"
+					     : leases || running ? "active"
+								 : "parked"));
 }
 
 static void op_status(struct client *c, json_t *id)
@@ -249,8 +250,9 @@ static void op_status(struct client *c, json_t *id)
 
 	if (views)
 		provider_each(c->b->provider, status_view, views);
-	send_ok(c, id, json_pack("{s:o, s:i}", "views", views ? views : json_array(),
-				     "pid", (int)getpid()));
+	send_ok(c, id,
+		json_pack("{s:o, s:i}", "views", views ? views : json_array(), "pid",
+			  (int)getpid()));
 }
 
 /* ---- present ------------------------------------------------------------ */
@@ -298,8 +300,9 @@ static void op_present(struct client *c, const struct request *q)
 	if (r == 0) {
 		log_info("present: run %lld: %zu path%s by %s", q->run, q->npaths,
 			 q->npaths == 1 ? "" : "s", q->tool);
-		send_ok(c, q->id, json_pack("{s:I, s:s, s:O}", "run", (json_int_t)q->run,
-					    "tool", q->tool, "paths", paths));
+		send_ok(c, q->id,
+			json_pack("{s:I, s:s, s:O}", "run", (json_int_t)q->run, "tool", q->tool,
+				  "paths", paths));
 	} else if (r == -EINVAL) {
 		send_error(c, q->id, "path_refused", RECEIPT_REFUSED_FMT,
 			   shown(q->paths[bad], path));
@@ -345,7 +348,8 @@ static int admit(struct client *c, const char *user, const char *thread)
 	size_t at = (size_t)(s - b->slots);
 	if (s->running >= b->config.bash_max_sessions)
 		log_info("exec %s/%s: waits for a turn (%u one-off commands at once,"
-			 " bash_max_sessions)", user, thread, b->config.bash_max_sessions);
+			 " bash_max_sessions)",
+			 user, thread, b->config.bash_max_sessions);
 	while (b->slots[at].running >= b->config.bash_max_sessions) {
 		struct timespec until;
 		clock_gettime(CLOCK_REALTIME, &until);
@@ -355,7 +359,7 @@ static int admit(struct client *c, const char *user, const char *thread)
 			until.tv_nsec -= 1000000000;
 		}
 		pthread_cond_timedwait(&b->admitted, &b->lock, &until);
-		struct pollfd p = { c->fd, 0, 0 };	/* POLLHUP: it closed */
+		struct pollfd p = { c->fd, 0, 0 }; /* POLLHUP: it closed */
 		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) {
 			r = -ECANCELED;
 			break;
@@ -390,13 +394,12 @@ static void leave(struct broker *b, const char *user, const char *thread)
 struct stream_ctx {
 	struct client *c;
 	json_t *id;
-	char *pending[2];		/* not yet sent, per stream */
+	char *pending[2]; /* not yet sent, per stream */
 	size_t npending[2];
-	const struct hostpath_mask *mask;	/* host mode: host directories */
+	const struct hostpath_mask *mask; /* host mode: host directories */
 };
 
-static void send_chunk(struct stream_ctx *s, int i, const char *data, size_t len,
-		       bool all)
+static void send_chunk(struct stream_ctx *s, int i, const char *data, size_t len, bool all)
 {
 	size_t keep = 0;
 	_cleanup_(freep) char *text = utf8_clean(data, len, all ? NULL : &keep);
@@ -463,8 +466,8 @@ static void after_spawn(void *arg)
 }
 
 /* Runs a one-off command as SS describes it. */
-static int run_one_off(const struct start_spec *ss, struct run_spec *spec,
-		       struct run_result *res, char *err, size_t errlen)
+static int run_one_off(const struct start_spec *ss, struct run_spec *spec, struct run_result *res,
+		       char *err, size_t errlen)
 {
 	struct start st;
 	int r = start_prepare(&st, ss, err, errlen);
@@ -485,34 +488,37 @@ static int run_one_off(const struct start_spec *ss, struct run_spec *spec,
 }
 
 /* The reply to a command that ran: its text, status, and what ended it. */
-static void send_exit(struct client *c, json_t *id, const struct run_result *res,
-		      unsigned timeout, const struct hostpath_mask *mask)
+static void send_exit(struct client *c, json_t *id, const struct run_result *res, unsigned timeout,
+		      const struct hostpath_mask *mask)
 {
 	char notice[128];
 
 	if (res->stopped)
-		snprintf(notice, sizeof(notice), "The broker shut down while the command ran,"
+		snprintf(notice, sizeof(notice),
+			 "The broker shut down while the command ran,"
 			 " and stopped it.");
 	else
 		cgroups_notice(c->b->limits, res->killed, notice, sizeof(notice));
-	_cleanup_(freep) char *text = output_text(&res->out, &res->err, res->code,
-						  res->timed_out, timeout, notice,
-						  OUTPUT_MAX_CHARS);
+	_cleanup_(freep) char *text = output_text(&res->out, &res->err, res->code, res->timed_out,
+						  timeout, notice, OUTPUT_MAX_CHARS);
 	_cleanup_(freep) char *masked = text && mask ? hostpath_mask(text, mask) : NULL;
-	json_t *o = json_pack("{s:s, s:i, s:b, s:s, s:I, s:I}", "type", "exit",
-			      "code", res->code, "timed_out", res->timed_out, "output",
-			      masked ? masked : text ? text : "",
-			      "stdout_bytes", (json_int_t)res->out.total,
-			      "stderr_bytes", (json_int_t)res->err.total);
+	json_t *o = json_pack("{s:s, s:i, s:b, s:s, s:I, s:I}", "type", "exit", "code", res->code,
+			      "timed_out", res->timed_out, "output",
+			      masked ? masked
+			      : text ? text
+				     : "",
+			      "stdout_bytes", (json_int_t)res->out.total, "stderr_bytes",
+			      (json_int_t)res->err.total);
 	if (o && res->stopped)
 		json_object_set_new(o, "stopped", json_true());
-	if (o && c->dropped)	/* the output above has it all */
+	if (o && c->dropped) /* the output above has it all */
 		json_object_set_new(o, "events_dropped", json_true());
 	c->dropped = false;
 	if (o && res->killed)
-		json_object_set_new(o, "killed", json_pack("{s:s, s:s}", "limit",
-							  res->killed == LIMIT_MEMORY ? "memory"
-							  : "pids", "notice", notice));
+		json_object_set_new(o, "killed",
+				    json_pack("{s:s, s:s}", "limit",
+					      res->killed == LIMIT_MEMORY ? "memory" : "pids",
+					      "notice", notice));
 	send_ok(c, id, o);
 }
 
@@ -527,11 +533,13 @@ static void op_exec(struct client *c, const struct request *q)
 	bool host = q->host || cf->isolation == ISOLATION_HOST;
 
 	if (host && !cf->allow_host_bash) {
-		send_error(c, id, "host_bash_disabled",
-			   "host bash is disabled: it runs commands on this machine itself, with the "
-			   "broker's rights, and is not a secure boundary. Only on a fully trusted "
-			   "machine, set allow_host_bash = true in [broker] of %s/" CONFIG_FILE
-			   " and restart the broker.", b->home);
+		send_error(
+			c, id, "host_bash_disabled",
+			"host bash is disabled: it runs commands on this machine itself, with the "
+			"broker's rights, and is not a secure boundary. Only on a fully trusted "
+			"machine, set allow_host_bash = true in [broker] of %s/" CONFIG_FILE
+			" and restart the broker.",
+			b->home);
 		return;
 	}
 	if (!host && !b->sandbox) {
@@ -588,20 +596,32 @@ static void op_exec(struct client *c, const struct request *q)
 	snprintf(custom, sizeof(custom), "%s/users/%s/skills/custom", b->home, user);
 	snprintf(integ, sizeof(integ), "%s/integrations/skills", b->home);
 	const struct hostpath_mask mask[] = {
-		{ sv.mount, "/mnt" }, { thread_dir, "/mnt" },
-		{ pub, "/mnt/skills/public" }, { legacy, "/mnt/skills/legacy" },
-		{ custom, "/mnt/skills/custom" }, { integ, "/mnt/skills/integrations" },
+		{ sv.mount, "/mnt" },
+		{ thread_dir, "/mnt" },
+		{ pub, "/mnt/skills/public" },
+		{ legacy, "/mnt/skills/legacy" },
+		{ custom, "/mnt/skills/custom" },
+		{ integ, "/mnt/skills/integrations" },
 		{ NULL, NULL },
 	};
 	struct stream_ctx sx = { .c = c, .id = id, .mask = host ? mask : NULL };
 	struct start_spec ss = {
-		.sandbox = b->sandbox, .limits = b->limits, .user = user, .thread = thread,
+		.sandbox = b->sandbox,
+		.limits = b->limits,
+		.user = user,
+		.thread = thread,
 		.cmd = { sv.mount, names, full, cf->network, &sv.ident, q->env },
-		.base_env = environ, .host = host, .host_cwd = ws,
+		.base_env = environ,
+		.host = host,
+		.host_cwd = ws,
 	};
 	struct run_spec spec = {
-		.timeout_s = timeout, .on_output = on_output, .arg = &sx, .cancel_fd = c->fd,
-		.stop_fd = b->stop[0], .info_fd = -1,
+		.timeout_s = timeout,
+		.on_output = on_output,
+		.arg = &sx,
+		.cancel_fd = c->fd,
+		.stop_fd = b->stop[0],
+		.info_fd = -1,
 	};
 	struct run_result res;
 	err[0] = '\0';
@@ -609,8 +629,8 @@ static void op_exec(struct client *c, const struct request *q)
 		struct session_spec sp = { scope, &ss };
 		_cleanup_(freep) char *cmd = host ? hostpath_rewrite(full, sv.mount, names) : NULL;
 		r = host && !cmd ? -ENOMEM
-		    : session_run(b->sessions, &sp, host ? cmd : full, &spec, &res, err,
-				  sizeof(err));
+				 : session_run(b->sessions, &sp, host ? cmd : full, &spec, &res,
+					       err, sizeof(err));
 	} else {
 		r = run_one_off(&ss, &spec, &res, err, sizeof(err));
 		leave(b, user, thread);
@@ -631,10 +651,12 @@ static void op_exec(struct client *c, const struct request *q)
 		return;
 	}
 	log_info("exec %s/%s%s: exit %d%s", user, thread, host ? " (host)" : "", res.code,
-		 res.timed_out ? " (timed out)" : res.cancelled ? " (client gone)"
-		 : res.stopped ? " (stopped: shutting down)"
+		 res.timed_out		      ? " (timed out)"
+		 : res.cancelled	      ? " (client gone)"
+		 : res.stopped		      ? " (stopped: shutting down)"
 		 : res.killed == LIMIT_MEMORY ? " (out of memory)"
-		 : res.killed == LIMIT_PIDS ? " (process limit)" : "");
+		 : res.killed == LIMIT_PIDS   ? " (process limit)"
+					      : "");
 	if (!res.cancelled)
 		send_exit(c, id, &res, timeout, host ? mask : NULL);
 	run_result_free(&res);
@@ -695,7 +717,7 @@ static void *serve(void *arg)
 	struct broker *b = c->b;
 	_cleanup_(freep) char *buf = malloc(BROKER_LINE_MAX + 1);
 	size_t len = 0;
-	bool skipping = false;		/* the rest of an oversized line */
+	bool skipping = false; /* the rest of an oversized line */
 
 	while (buf) {
 		struct pollfd p[2] = { { c->fd, POLLIN, 0 }, { b->stop[0], POLLIN, 0 } };
@@ -709,7 +731,7 @@ static void *serve(void *arg)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			break;		/* stopping, and it sent nothing more */
+			break; /* stopping, and it sent nothing more */
 		if (!p[0].revents)
 			continue;
 		n = (int)read(c->fd, buf + len, BROKER_LINE_MAX + 1 - len);
@@ -730,7 +752,8 @@ static void *serve(void *arg)
 		if (len > BROKER_LINE_MAX) {
 			if (!skipping)
 				send_error(c, NULL, "too_large",
-					   "a request line is longer than %u bytes", BROKER_LINE_MAX);
+					   "a request line is longer than %u bytes",
+					   BROKER_LINE_MAX);
 			skipping = true;
 			len = 0;
 		}
@@ -760,8 +783,8 @@ static int accept_client(struct broker *b, int lfd)
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
 	    (cred.uid != geteuid() && cred.uid != 0)) {
 		struct client refused = { .b = b, .fd = fd };
-		send_error(&refused, NULL, "not_allowed", "only uid %u and root may use this broker",
-			   (unsigned)geteuid());
+		send_error(&refused, NULL, "not_allowed",
+			   "only uid %u and root may use this broker", (unsigned)geteuid());
 		free(refused.outbox);
 		log_warn("refused a client of uid %u", (unsigned)cred.uid);
 		close(fd);
@@ -826,9 +849,10 @@ static void log_protections(const struct broker *b)
 	const struct config *c = &b->config;
 
 	if (b->sandbox)
-		log_info("sandbox: %s, seccomp filter, %zu paths of /etc masked, %s", sandbox_bwrap(b->sandbox),
-			 sandbox_masked(b->sandbox), geteuid() == 0
-			 ? "a host uid of its own per sandbox" : "the broker's own uid (not root)");
+		log_info("sandbox: %s, seccomp filter, %zu paths of /etc masked, %s",
+			 sandbox_bwrap(b->sandbox), sandbox_masked(b->sandbox),
+			 geteuid() == 0 ? "a host uid of its own per sandbox"
+					: "the broker's own uid (not root)");
 	if (geteuid() == 0)
 		log_info("sandbox uids %u to %u", (unsigned)c->sandbox_uid_base,
 			 (unsigned)(c->sandbox_uid_base + c->sandbox_uid_count - 1));
@@ -841,8 +865,8 @@ static int socket_addr(const char *home, int dirfd, struct sockaddr_un *sa)
 {
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
-	if ((size_t)snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/run/" BROKER_SOCKET,
-			     home) < sizeof(sa->sun_path))
+	if ((size_t)snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/run/" BROKER_SOCKET, home) <
+	    sizeof(sa->sun_path))
 		return 0;
 	if (dirfd < 0)
 		return -ENAMETOOLONG;
@@ -932,11 +956,11 @@ static int listen_socket(const char *home, int dir)
 
 	if ((r = socket_addr(home, dir, &sa)) < 0)
 		return r;
-	unlinkat(dir, BROKER_SOCKET, 0);	/* ours: we hold the lock */
+	unlinkat(dir, BROKER_SOCKET, 0); /* ours: we hold the lock */
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	mode_t old = umask(0177);		/* the socket is 0600 */
+	mode_t old = umask(0177); /* the socket is 0600 */
 	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(old);
 	if (r < 0 || listen(fd, 64) < 0) {
@@ -964,7 +988,8 @@ static int serve_loop(struct broker *b, int lfd)
 	_cleanup_(closep) int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 
 	for (;;) {
-		struct pollfd p[3] = { { lfd, POLLIN, 0 }, { b->stop[0], POLLIN, 0 },
+		struct pollfd p[3] = { { lfd, POLLIN, 0 },
+				       { b->stop[0], POLLIN, 0 },
 				       { sfd, POLLIN, 0 } };
 		int n = poll(p, 3, 1000);
 		if (n < 0 && errno != EINTR)
@@ -992,7 +1017,7 @@ static int serve_loop(struct broker *b, int lfd)
 static int shut_down(struct broker *b, int dir, int lfd)
 {
 	stop(b);
-	unlinkat(dir, BROKER_SOCKET, 0);	/* connect() now fails */
+	unlinkat(dir, BROKER_SOCKET, 0); /* connect() now fails */
 	fcntl(lfd, F_SETFL, O_NONBLOCK);
 	while (accept_client(b, lfd) == 0) {
 		/* the backlog: each gets a reply */
@@ -1013,8 +1038,8 @@ static int shut_down(struct broker *b, int dir, int lfd)
 	pthread_mutex_unlock(&b->lock);
 	if (busy)
 		log_warn("stopping: %u connection%s still busy after %d s; exiting without"
-			 " tidying up (the next broker detaches the views)", busy,
-			 busy == 1 ? "" : "s", STOP_WAIT_S);
+			 " tidying up (the next broker detaches the views)",
+			 busy, busy == 1 ? "" : "s", STOP_WAIT_S);
 	return busy ? -ETIMEDOUT : 0;
 }
 
@@ -1059,7 +1084,7 @@ int broker_main(const struct broker_options *o)
 			close(ready[1]);
 			ssize_t n = read(ready[0], &c, 1);
 			if (n != 1 || c != '0')
-				return 1;	/* the child said why */
+				return 1; /* the child said why */
 			/* It detaches: say where it went, and who it is. */
 			printf("sbx: broker serving %s/run/" BROKER_SOCKET " (pid %d)\n", o->home,
 			       (int)pid);
@@ -1083,7 +1108,7 @@ int broker_main(const struct broker_options *o)
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (f) {
 			setvbuf(f, NULL, _IOLBF, 0);
-			dup2(fileno(f), 2);	/* sbxfs's messages land here too */
+			dup2(fileno(f), 2); /* sbxfs's messages land here too */
 			log_setup("sbx-broker", f, o->debug ? LOG_DEBUG : LOG_INFO, true);
 		}
 		if (null >= 0) {
@@ -1113,7 +1138,8 @@ int broker_main(const struct broker_options *o)
 	b.limits = cgroups_new(&b.config.limits, o->home, false);
 	b.provider = provider_new(o->home, &b.config);
 	b.sessions = b.limits ? sessions_new(b.config.max_shell_sessions,
-					       b.config.max_shell_sessions_total, b.limits) : NULL;
+					     b.config.max_shell_sessions_total, b.limits)
+			      : NULL;
 	if (!b.provider || !b.sessions)
 		goto fail;
 	log_protections(&b);
@@ -1126,7 +1152,7 @@ int broker_main(const struct broker_options *o)
 	}
 	r = serve_loop(&b, lfd);
 	if (shut_down(&b, dir, lfd) == 0) {
-		sessions_free(b.sessions);	/* their shells use the views */
+		sessions_free(b.sessions); /* their shells use the views */
 		provider_free(b.provider);
 		cgroups_free(b.limits);
 		sandbox_free(b.sandbox);

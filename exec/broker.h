@@ -20,8 +20,8 @@
 #define BROKER_LINE_MAX (1u << 20)
 
 struct broker_options {
-	const char *home;		/* resolved */
-	const char *config;		/* NULL: HOME/sbx.conf */
+	const char *home;   /* resolved */
+	const char *config; /* NULL: HOME/sbx.conf */
 	bool foreground;
 	bool debug;
 };

@@ -26,24 +26,24 @@ static const char *const ctl_name[NCTL] = { "pids", "memory", "cpu" };
 
 /* One cgroup hierarchy the broker uses. */
 struct hier {
-	int version;			/* 1 or 2 */
-	char base[PATH_MAX];		/* <the broker's cgroup>/sbx-<home> */
-	unsigned ctls;			/* 1 << enum ctl */
+	int version;	     /* 1 or 2 */
+	char base[PATH_MAX]; /* <the broker's cgroup>/sbx-<home> */
+	unsigned ctls;	     /* 1 << enum ctl */
 };
 
 struct cgroups {
 	struct config_limits c;
 	struct hier h[NCTL];
 	size_t nh;
-	int hier_of[NCTL];		/* index into h, -1: the fallback */
-	char why[NCTL][320];		/* what holds instead, and why */
-	char tag[24];			/* sbx-<home> */
-	bool probe;			/* only look (sbx doctor): make nothing */
-	char v2_why[400];		/* why the unified hierarchy is not used */
-	char v2_top[400];		/* used at its top instead of our cgroup: why */
-	pthread_mutex_t lock;		/* groups being made, the graves */
+	int hier_of[NCTL];    /* index into h, -1: the fallback */
+	char why[NCTL][320];  /* what holds instead, and why */
+	char tag[24];	      /* sbx-<home> */
+	bool probe;	      /* only look (sbx doctor): make nothing */
+	char v2_why[400];     /* why the unified hierarchy is not used */
+	char v2_top[400];     /* used at its top instead of our cgroup: why */
+	pthread_mutex_t lock; /* groups being made, the graves */
 	unsigned long next_leaf;
-	char **grave;			/* leaves to remove once empty */
+	char **grave; /* leaves to remove once empty */
 	size_t ngrave, grave_cap;
 };
 
@@ -67,10 +67,10 @@ static void bury(struct cgroups *l, const char *dir)
 
 struct cgroup_leaf {
 	struct cgroups *l;
-	char dir[NCTL][PATH_MAX];	/* per hierarchy: the leaf */
-	char group[NCTL][PATH_MAX];	/* per hierarchy: the sandbox */
-	int procs[NCTL];		/* the leaf's cgroup.procs, O_WRONLY */
-	int v2dir;			/* the unified leaf, for CLONE_INTO_CGROUP */
+	char dir[NCTL][PATH_MAX];   /* per hierarchy: the leaf */
+	char group[NCTL][PATH_MAX]; /* per hierarchy: the sandbox */
+	int procs[NCTL];	    /* the leaf's cgroup.procs, O_WRONLY */
+	int v2dir;		    /* the unified leaf, for CLONE_INTO_CGROUP */
 	uid_t uid;
 	bool separate;
 	long long pids_seen, oom_seen;
@@ -80,8 +80,7 @@ struct cgroup_leaf {
 
 /* snprintf for paths and messages here: cgroup paths are a few hundred
  * bytes (ids are at most 128), far below the PATH_MAX buffers. */
-static __attribute__((format(printf, 3, 4)))
-void fmt(char *buf, size_t size, const char *f, ...)
+static __attribute__((format(printf, 3, 4))) void fmt(char *buf, size_t size, const char *f, ...)
 {
 	va_list ap;
 
@@ -135,7 +134,8 @@ static long long read_number(const char *dir, const char *file, const char *key)
 	if (!key)
 		return strtoll(buf, NULL, 10);
 	size_t k = strlen(key);
-	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+	for (char *line = buf; line && *line;
+	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
 		if (!strncmp(line, key, k) && line[k] == ' ')
 			return strtoll(line + k + 1, NULL, 10);
 	return -1;
@@ -155,9 +155,9 @@ static bool has_word(const char *list, const char *word)
 /* ---- finding the hierarchies -------------------------------------------------- */
 
 struct mounts {
-	char v2[PATH_MAX];		/* "" if none */
+	char v2[PATH_MAX]; /* "" if none */
 	char v1[NCTL][PATH_MAX];
-	char v2_path[PATH_MAX];		/* our cgroup in each */
+	char v2_path[PATH_MAX]; /* our cgroup in each */
 	char v1_path[NCTL][PATH_MAX];
 };
 
@@ -249,8 +249,8 @@ static int others_in(const char *dir)
  * (ROOT: the hierarchy's root), enabling them on the way; with PROBE
  * only finds out whether it could. Returns 0, or -errno with a reason
  * in WHY. */
-static int setup_v2(const char *dir, bool root, const char *tag, unsigned ctls,
-		    bool probe, char *base, char *why, size_t whylen)
+static int setup_v2(const char *dir, bool root, const char *tag, unsigned ctls, bool probe,
+		    char *base, char *why, size_t whylen)
 {
 	char enable[64] = "", control[PATH_MAX + 32];
 	int r;
@@ -265,9 +265,11 @@ static int setup_v2(const char *dir, bool root, const char *tag, unsigned ctls,
 	 * (only the root can): the broker moves itself into a leaf of its
 	 * own, which it may only if it is alone there. */
 	if (!root && others_in(dir) > 0) {
-		fmt(why, whylen, "the broker's cgroup %s holds other processes, so it cannot"
+		fmt(why, whylen,
+		    "the broker's cgroup %s holds other processes, so it cannot"
 		    " delegate controllers (run the broker in a cgroup of its own, e.g. a"
-		    " systemd service with Delegate=yes)", dir);
+		    " systemd service with Delegate=yes)",
+		    dir);
 		return -EBUSY;
 	}
 	if (probe) {
@@ -291,15 +293,16 @@ static int setup_v2(const char *dir, bool root, const char *tag, unsigned ctls,
 		return r;
 	}
 	remove_tree(base, 2);
-	if ((r = make_dir(base)) < 0 || (r = write_at(base, "cgroup.subtree_control", enable)) < 0) {
+	if ((r = make_dir(base)) < 0 ||
+	    (r = write_at(base, "cgroup.subtree_control", enable)) < 0) {
 		fmt(why, whylen, "cannot make %s: %s", base, strerror(-r));
 		return r;
 	}
 	return 0;
 }
 
-static int setup_v1(const char *dir, const char *tag, bool probe, char *base,
-		    char *why, size_t whylen)
+static int setup_v1(const char *dir, const char *tag, bool probe, char *base, char *why,
+		    size_t whylen)
 {
 	fmt(base, PATH_MAX, "%s/%s", dir, tag);
 	if (probe) {
@@ -328,8 +331,7 @@ static unsigned wanted(const struct config_limits *c)
 
 /* The controllers of WANT that the unified hierarchy MOUNT offers at our
  * cgroup PATH (or at TOP, its root, if not NULL). */
-static unsigned v2_offered(const char *top, const char *mount, const char *path,
-			   unsigned want)
+static unsigned v2_offered(const char *top, const char *mount, const char *path, unsigned want)
 {
 	char file[2 * PATH_MAX + 32], offered[256] = "";
 	unsigned v2 = 0;
@@ -369,10 +371,13 @@ static void find_hierarchies(struct cgroups *l)
 		unsigned v2 = v2_offered(top ? m.v2 : NULL, m.v2, m.v2_path, want);
 		if (!v2) {
 			if (!top)
-				fmt(why, sizeof(why), "the unified hierarchy at %s offers none of"
-				    " pids, memory, cpu to the broker's cgroup", m.v2);
+				fmt(why, sizeof(why),
+				    "the unified hierarchy at %s offers none of"
+				    " pids, memory, cpu to the broker's cgroup",
+				    m.v2);
 			if (!top || !l->v2_why[0])
-				fmt(l->v2_why, sizeof(l->v2_why), "%s (they are in cgroup v1)", why);
+				fmt(l->v2_why, sizeof(l->v2_why), "%s (they are in cgroup v1)",
+				    why);
 			continue;
 		}
 		struct hier *h = &l->h[l->nh];
@@ -398,7 +403,8 @@ static void find_hierarchies(struct cgroups *l)
 	for (int c = 0; c < NCTL; c++) {
 		if (l->hier_of[c] >= 0 || !m.v1[c][0] || !(want & (1u << c)))
 			continue;
-		fmt(dir, sizeof(dir), "%s%s", m.v1[c], strcmp(m.v1_path[c], "/") ? m.v1_path[c] : "");
+		fmt(dir, sizeof(dir), "%s%s", m.v1[c],
+		    strcmp(m.v1_path[c], "/") ? m.v1_path[c] : "");
 		/* Controllers sharing a v1 hierarchy (cpu,cpuacct) share it here. */
 		int same = -1;
 		for (size_t i = 0; i < l->nh; i++)
@@ -421,8 +427,10 @@ static void find_hierarchies(struct cgroups *l)
 	}
 	for (int c = 0; c < NCTL; c++)
 		if (l->hier_of[c] < 0 && !l->why[c][0])
-			fmt(l->why[c], sizeof(l->why[c]), "no cgroup hierarchy of this host offers"
-				 " the %s controller", ctl_name[c]);
+			fmt(l->why[c], sizeof(l->why[c]),
+			    "no cgroup hierarchy of this host offers"
+			    " the %s controller",
+			    ctl_name[c]);
 }
 
 struct cgroups *cgroups_new(const struct config_limits *c, const char *home, bool probe)
@@ -438,8 +446,8 @@ struct cgroups *cgroups_new(const struct config_limits *c, const char *home, boo
 	for (int i = 0; i < NCTL; i++)
 		l->hier_of[i] = -1;
 	EVP_Digest(home, strlen(home), md, NULL, EVP_sha256(), NULL);
-	fmt(l->tag, sizeof(l->tag), "sbx-%02x%02x%02x%02x%02x%02x", md[0], md[1], md[2],
-		 md[3], md[4], md[5]);
+	fmt(l->tag, sizeof(l->tag), "sbx-%02x%02x%02x%02x%02x%02x", md[0], md[1], md[2], md[3],
+	    md[4], md[5]);
 	if (c->cgroups)
 		find_hierarchies(l);
 	else
@@ -447,7 +455,8 @@ struct cgroups *cgroups_new(const struct config_limits *c, const char *home, boo
 			fmt(l->why[i], sizeof(l->why[i]), "cgroups = off in sbx.conf");
 	if (l->v2_top[0] && !probe)
 		log_warn("cgroup v2: the broker's own cgroup cannot hold the sandboxes' (%s);"
-			 " they are made at the top of the hierarchy instead", l->v2_top);
+			 " they are made at the top of the hierarchy instead",
+			 l->v2_top);
 	return l;
 }
 
@@ -466,37 +475,38 @@ void cgroups_free(struct cgroups *l)
 
 const char *cgroups_v2_why(const struct cgroups *l)
 {
-	return l->nh && l->h[0].version == 2 ? NULL : l->v2_why[0] ? l->v2_why
-	       : "cgroups = off in sbx.conf";
+	return l->nh && l->h[0].version == 2 ? NULL
+	       : l->v2_why[0]		     ? l->v2_why
+					     : "cgroups = off in sbx.conf";
 }
 
 void cgroups_describe(const struct cgroups *l,
-		     void (*fn)(void *arg, const char *limit, const char *how,
-				const char *text),
-		     void *arg)
+		      void (*fn)(void *arg, const char *limit, const char *how, const char *text),
+		      void *arg)
 {
 	const struct config_limits *c = &l->c;
 	char text[512], size[32], swap[32];
 
 	for (int k = 0; k < NCTL; k++) {
 		int h = l->hier_of[k];
-		const char *how = h >= 0 ? (l->h[h].version == 2 ? "cgroup v2" : "cgroup v1") : "rlimit";
+		const char *how = h >= 0 ? (l->h[h].version == 2 ? "cgroup v2" : "cgroup v1")
+					 : "rlimit";
 		bool unset = (k == CTL_PIDS && !c->pids) || (k == CTL_MEMORY && !c->memory) ||
 			     (k == CTL_CPU && !c->cpu_milli && c->cpu_weight == 100);
 		switch (k) {
 		case CTL_PIDS:
 			fmt(text, sizeof(text), "at most %u processes and threads per sandbox",
-				 c->pids);
+			    c->pids);
 			break;
 		case CTL_MEMORY:
 			fmt(text, sizeof(text), "at most %s of memory per sandbox, %s of swap",
-				 size_text(c->memory, size, sizeof(size)),
-				 size_text(c->swap, swap, sizeof(swap)));
+			    size_text(c->memory, size, sizeof(size)),
+			    size_text(c->swap, swap, sizeof(swap)));
 			break;
 		default:
 			if (c->cpu_milli)
 				fmt(text, sizeof(text), "at most %u.%03u CPUs, weight %u",
-					 c->cpu_milli / 1000, c->cpu_milli % 1000, c->cpu_weight);
+				    c->cpu_milli / 1000, c->cpu_milli % 1000, c->cpu_weight);
 			else
 				fmt(text, sizeof(text), "weight %u, no quota", c->cpu_weight);
 		}
@@ -507,17 +517,22 @@ void cgroups_describe(const struct cgroups *l,
 			size_t n = strlen(text);
 			switch (k) {
 			case CTL_PIDS:
-				fmt(text + n, sizeof(text) - n, " by RLIMIT_NPROC on the sandbox's"
-					 " own uid (%s)", l->why[k]);
+				fmt(text + n, sizeof(text) - n,
+				    " by RLIMIT_NPROC on the sandbox's"
+				    " own uid (%s)",
+				    l->why[k]);
 				break;
 			case CTL_MEMORY:
-				fmt(text + n, sizeof(text) - n, " by RLIMIT_DATA per process: an"
-					 " allocation beyond it fails instead of being killed (%s)",
-					 l->why[k]);
+				fmt(text + n, sizeof(text) - n,
+				    " by RLIMIT_DATA per process: an"
+				    " allocation beyond it fails instead of being killed (%s)",
+				    l->why[k]);
 				break;
 			default:
-				fmt(text, sizeof(text), "nice %d for a weight below 100, no quota"
-					 " (%s)", c->cpu_weight < 100 ? 10 : 0, l->why[k]);
+				fmt(text, sizeof(text),
+				    "nice %d for a weight below 100, no quota"
+				    " (%s)",
+				    c->cpu_weight < 100 ? 10 : 0, l->why[k]);
 			}
 		}
 		fn(arg, ctl_name[k], how, text);
@@ -566,10 +581,12 @@ static int set_limits(const struct cgroups *l, const struct hier *h, const char 
 		} else {
 			fmt(v, sizeof(v), "%u", period);
 			r = write_at(g, "cpu.cfs_period_us", v);
-			fmt(v, sizeof(v), "%d", c->cpu_milli ? (int)(c->cpu_milli * (period / 1000)) : -1);
+			fmt(v, sizeof(v), "%d",
+			    c->cpu_milli ? (int)(c->cpu_milli * (period / 1000)) : -1);
 			if (r == 0)
 				r = write_at(g, "cpu.cfs_quota_us", v);
-			fmt(v, sizeof(v), "%u", c->cpu_weight * 1024 / 100 < 2 ? 2 : c->cpu_weight * 1024 / 100);
+			fmt(v, sizeof(v), "%u",
+			    c->cpu_weight * 1024 / 100 < 2 ? 2 : c->cpu_weight * 1024 / 100);
 			if (r == 0)
 				r = write_at(g, "cpu.shares", v);
 		}
@@ -588,8 +605,8 @@ static void enable_list(const struct hier *h, char *buf, size_t size)
 
 /* Makes the sandbox group of USER's THREAD in H (into G) and LEAF below
  * it, under L's lock. */
-static int make_leaf(struct cgroups *l, const struct hier *h, const char *user,
-		     const char *thread, unsigned long n, char *g, char *leaf)
+static int make_leaf(struct cgroups *l, const struct hier *h, const char *user, const char *thread,
+		     unsigned long n, char *g, char *leaf)
 {
 	char u[PATH_MAX], enable[64];
 	int r;
@@ -635,13 +652,13 @@ static long long oom_kills(const struct cgroup_leaf *leaf)
 
 	if (h < 0)
 		return 0;
-	return read_number(leaf->dir[h], leaf->l->h[h].version == 2 ? "memory.events"
-			   : "memory.oom_control", "oom_kill");
+	return read_number(leaf->dir[h],
+			   leaf->l->h[h].version == 2 ? "memory.events" : "memory.oom_control",
+			   "oom_kill");
 }
 
-int cgroup_leaf_new(struct cgroups *l, const char *user, const char *thread,
-		    uid_t uid, bool separate, struct cgroup_leaf **out,
-		    char *err, size_t errlen)
+int cgroup_leaf_new(struct cgroups *l, const char *user, const char *thread, uid_t uid,
+		    bool separate, struct cgroup_leaf **out, char *err, size_t errlen)
 {
 	struct cgroup_leaf *leaf = calloc(1, sizeof(*leaf));
 	int r = 0;
@@ -662,7 +679,7 @@ int cgroup_leaf_new(struct cgroups *l, const char *user, const char *thread,
 	for (size_t i = 0; i < l->nh && r == 0; i++)
 		if ((r = make_leaf(l, &l->h[i], user, thread, n, leaf->group[i], leaf->dir[i])) < 0)
 			fmt(err, errlen, "cannot make the cgroup %s: %s", leaf->dir[i],
-				 strerror(-r));
+			    strerror(-r));
 	pthread_mutex_unlock(&l->lock);
 	for (size_t i = 0; i < l->nh && r == 0; i++) {
 		char path[PATH_MAX + 16];
@@ -777,7 +794,7 @@ static void kill_cgroup(const char *dir, bool wait)
 		}
 		if (n == 0 || !wait)
 			return;
-		usleep(1000);	/* the kernel takes them out as they die */
+		usleep(1000); /* the kernel takes them out as they die */
 	}
 	log_warn("%s still holds processes after they were killed", dir);
 }
@@ -864,7 +881,7 @@ char *cgroups_notice(const struct cgroups *l, enum limit_hit hit, char *buf, siz
 
 	if (hit == LIMIT_MEMORY)
 		fmt(buf, size, "killed: out of memory (limit %s)",
-			 size_text(l->c.memory, mem, sizeof(mem)));
+		    size_text(l->c.memory, mem, sizeof(mem)));
 	else if (hit == LIMIT_PIDS)
 		fmt(buf, size, "killed: process limit %u reached", l->c.pids);
 	else

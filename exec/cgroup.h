@@ -52,16 +52,14 @@ const char *cgroups_v2_why(const struct cgroups *l);
  * ("cgroup v2", "cgroup v1", "rlimit", "none"), and a sentence saying
  * what holds, or why nothing does. */
 void cgroups_describe(const struct cgroups *l,
-		     void (*fn)(void *arg, const char *limit, const char *how,
-				const char *text),
-		     void *arg);
+		      void (*fn)(void *arg, const char *limit, const char *how, const char *text),
+		      void *arg);
 
 /* A leaf for one command or shell of USER's THREAD, which runs as host
  * uid UID (SEPARATE: a uid of its own). Returns 0 with *LEAF set, or
  * -errno with a reason in ERR. */
-int cgroup_leaf_new(struct cgroups *l, const char *user, const char *thread,
-		    uid_t uid, bool separate, struct cgroup_leaf **leaf,
-		    char *err, size_t errlen);
+int cgroup_leaf_new(struct cgroups *l, const char *user, const char *thread, uid_t uid,
+		    bool separate, struct cgroup_leaf **leaf, char *err, size_t errlen);
 /* Adds to LAUNCH what its process must do to live under the limits. The
  * descriptors stay LEAF's. */
 void cgroup_launch(const struct cgroup_leaf *leaf, struct launch *launch);
@@ -84,7 +82,6 @@ void cgroups_tick(struct cgroups *l);
 
 /* The line a killed command's output ends with: "killed: out of memory
  * (limit 256 MiB)", "killed: process limit 64 reached". */
-char *cgroups_notice(const struct cgroups *l, enum limit_hit hit, char *buf,
-		    size_t size);
+char *cgroups_notice(const struct cgroups *l, enum limit_hit hit, char *buf, size_t size);
 
 #endif

@@ -37,12 +37,12 @@
 struct parse {
 	FILE *f;
 	struct config *c;
-	unsigned lineno;		/* of the line last given to libinih */
-	unsigned fail_line;		/* of our first error, 0 if none */
-	int fail;			/* its -errno */
+	unsigned lineno;    /* of the line last given to libinih */
+	unsigned fail_line; /* of our first error, 0 if none */
+	int fail;	    /* its -errno */
 	char why[512];
-	int ioerr;			/* -errno of a failed read */
-	unsigned running_line, shell_line;	/* where max_* were last set */
+	int ioerr;			   /* -errno of a failed read */
+	unsigned running_line, shell_line; /* where max_* were last set */
 	unsigned mount_line[CONFIG_MAX_MOUNTS];
 };
 
@@ -61,8 +61,13 @@ void config_defaults(struct config *c)
 	c->sandbox_uid_base = 2000000000;
 	c->sandbox_uid_count = 65536;
 	c->limits = (struct config_limits){
-		.pids = 1024, .memory = 2ull << 30, .swap = 0, .cpu_milli = 0,
-		.cpu_weight = 100, .disk = 20ull << 30, .disk_inodes = 1000000,
+		.pids = 1024,
+		.memory = 2ull << 30,
+		.swap = 0,
+		.cpu_milli = 0,
+		.cpu_weight = 100,
+		.disk = 20ull << 30,
+		.disk_inodes = 1000000,
 		.cgroups = true,
 	};
 }
@@ -95,8 +100,8 @@ static const char *printable(char *buf, size_t size, const char *s, size_t len)
  * as long as the enclosing block), so a message may quote several. */
 #define Q(s) printable((char[200]){ 0 }, 200, (s), strlen(s))
 
-static __attribute__((format(printf, 3, 4)))
-int fail(struct parse *p, int err, const char *fmt, ...)
+static __attribute__((format(printf, 3, 4))) int fail(struct parse *p, int err, const char *fmt,
+						      ...)
 {
 	va_list ap;
 
@@ -165,7 +170,7 @@ static char *read_line(char *buf, int num, void *stream)
 		char q[200];
 
 		if (!end)
-			return buf;	/* libinih's syntax error */
+			return buf; /* libinih's syntax error */
 		len = (size_t)(end - buf - 1);
 		if (!((len == 6 && !strncmp(buf + 1, "broker", 6)) ||
 		      (len == 6 && !strncmp(buf + 1, "limits", 6)) ||
@@ -198,8 +203,8 @@ static int set_bool(struct parse *p, const char *key, const char *v, bool *out)
 			return 0;
 		}
 	}
-	return fail(p, -EINVAL, "%s must be true or false (yes/no, on/off, 1/0), not '%s'",
-		    key, Q(v));
+	return fail(p, -EINVAL, "%s must be true or false (yes/no, on/off, 1/0), not '%s'", key,
+		    Q(v));
 }
 
 /* Decimal digits (no sign, no blanks, no "1e3", no "0x10") up to MAX;
@@ -287,14 +292,14 @@ static int parse_milli(const char *s, unsigned max, unsigned *out)
 	return 0;
 }
 
-static int set_number(struct parse *p, const char *key, const char *v,
-		      const char *unit, unsigned max, unsigned *out)
+static int set_number(struct parse *p, const char *key, const char *v, const char *unit,
+		      unsigned max, unsigned *out)
 {
 	unsigned n;
 
 	if (parse_unsigned(v, max, &n) < 0 || n < 1)
-		return fail(p, -EINVAL, "%s must be a whole number%s from 1 to %u, not '%s'",
-			    key, unit, max, Q(v));
+		return fail(p, -EINVAL, "%s must be a whole number%s from 1 to %u, not '%s'", key,
+			    unit, max, Q(v));
 	*out = n;
 	return 0;
 }
@@ -355,8 +360,10 @@ static int set_broker(struct parse *p, const char *key, const char *v)
 static int set_size(struct parse *p, const char *key, const char *v, uint64_t *out)
 {
 	if (parse_size(v, out) < 0)
-		return fail(p, -EINVAL, "%s must be a size such as 0, 512M or 2G (at most 1 EiB),"
-			    " not '%s'", key, Q(v));
+		return fail(p, -EINVAL,
+			    "%s must be a size such as 0, 512M or 2G (at most 1 EiB),"
+			    " not '%s'",
+			    key, Q(v));
 	return 0;
 }
 
@@ -367,8 +374,10 @@ static int set_limits(struct parse *p, const char *key, const char *v)
 
 	if (!strcmp(key, "pids")) {
 		if (parse_unsigned(v, 4194304, &l->pids) < 0)
-			return fail(p, -EINVAL, "pids must be a whole number from 0 (no limit) to"
-				    " 4194304, not '%s'", Q(v));
+			return fail(p, -EINVAL,
+				    "pids must be a whole number from 0 (no limit) to"
+				    " 4194304, not '%s'",
+				    Q(v));
 		return 0;
 	}
 	if (!strcmp(key, "memory"))
@@ -379,15 +388,19 @@ static int set_limits(struct parse *p, const char *key, const char *v)
 		return set_size(p, key, v, &l->disk);
 	if (!strcmp(key, "disk_inodes")) {
 		if (parse_digits(v, 1ull << 40, &n, NULL) < 0)
-			return fail(p, -EINVAL, "disk_inodes must be a whole number (0: no limit),"
-				    " not '%s'", Q(v));
+			return fail(p, -EINVAL,
+				    "disk_inodes must be a whole number (0: no limit),"
+				    " not '%s'",
+				    Q(v));
 		l->disk_inodes = n;
 		return 0;
 	}
 	if (!strcmp(key, "cpu")) {
 		if (parse_milli(v, 1024000, &l->cpu_milli) < 0)
-			return fail(p, -EINVAL, "cpu must be a number of CPUs such as 1 or 0.5"
-				    " (0: no quota), not '%s'", Q(v));
+			return fail(p, -EINVAL,
+				    "cpu must be a number of CPUs such as 1 or 0.5"
+				    " (0: no quota), not '%s'",
+				    Q(v));
 		return 0;
 	}
 	if (!strcmp(key, "cpu_weight"))
@@ -421,8 +434,8 @@ static int add_mount(struct parse *p, const char *name, const char *v)
 			return fail(p, -EINVAL, "mount name '%s' is reserved", name);
 	for (size_t i = 0; i < c->nmounts; i++)
 		if (!strcmp(name, c->mounts[i].name))
-			return fail(p, -EINVAL, "mount '%s' is already defined on line %u",
-				    name, p->mount_line[i]);
+			return fail(p, -EINVAL, "mount '%s' is already defined on line %u", name,
+				    p->mount_line[i]);
 	if (c->nmounts == CONFIG_MAX_MOUNTS)
 		return fail(p, -EINVAL, "more than %d mounts", CONFIG_MAX_MOUNTS);
 	if (len >= 3 && !strcmp(v + len - 3, ":ro")) {
@@ -463,7 +476,7 @@ static int on_pair(void *user, const char *section, const char *name, const char
 	if (!*section)
 		fail(p, -EINVAL, "'%s' comes before any section ([broker], [limits] or [mounts])",
 		     Q(name));
-	else	/* read_line() refuses these already */
+	else /* read_line() refuses these already */
 		fail(p, -EINVAL, "unknown section [%s]", Q(section));
 	return 0;
 }
@@ -524,7 +537,7 @@ int config_load(const char *path, struct config *c, char *err, size_t errlen)
 		config_free(&t);
 		return p.ioerr;
 	}
-	if (r == -2) {	/* libinih built to allocate its line buffer */
+	if (r == -2) { /* libinih built to allocate its line buffer */
 		p.fail_line = p.lineno = 0;
 		fail(&p, -ENOMEM, "out of memory");
 	} else if (r > 0 && (!p.fail_line || (unsigned)r < p.fail_line)) {

@@ -52,35 +52,35 @@
 enum isolation { ISOLATION_NAMESPACE, ISOLATION_HOST };
 
 struct config_mount {
-	char *name;		/* NAME of /mnt/NAME: a valid id (ids.h) */
-	char *hostdir;		/* absolute */
+	char *name;    /* NAME of /mnt/NAME: a valid id (ids.h) */
+	char *hostdir; /* absolute */
 	bool ro;
 };
 
 struct config_limits {
-	unsigned pids;			/* 0: no limit */
-	uint64_t memory;		/* bytes; 0: no limit */
-	uint64_t swap;			/* bytes of swap beyond MEMORY */
-	unsigned cpu_milli;		/* thousandths of a CPU; 0: no quota */
-	unsigned cpu_weight;		/* 1..10000; 100: an equal share */
-	uint64_t disk;			/* bytes; 0: no quota */
-	uint64_t disk_inodes;		/* 0: no quota */
-	bool cgroups;			/* false: rlimits only */
+	unsigned pids;	      /* 0: no limit */
+	uint64_t memory;      /* bytes; 0: no limit */
+	uint64_t swap;	      /* bytes of swap beyond MEMORY */
+	unsigned cpu_milli;   /* thousandths of a CPU; 0: no quota */
+	unsigned cpu_weight;  /* 1..10000; 100: an equal share */
+	uint64_t disk;	      /* bytes; 0: no quota */
+	uint64_t disk_inodes; /* 0: no quota */
+	bool cgroups;	      /* false: rlimits only */
 };
 
 struct config {
 	enum isolation isolation;
 	bool allow_host_bash;
 	bool network;
-	unsigned timeout;		/* seconds, >= 1 */
-	unsigned idle_timeout;		/* seconds, >= 1 */
-	unsigned max_running;		/* >= 1 */
-	unsigned max_shell_sessions;	/* per sandbox, >= max_running + 1 */
-	unsigned max_shell_sessions_total;	/* >= 1 */
-	unsigned bash_max_sessions;	/* >= 1 */
-	char *bwrap;			/* absolute; NULL: found at start */
-	uid_t sandbox_uid_base;		/* >= 1 */
-	unsigned sandbox_uid_count;	/* >= 1, base + count <= 2^31 */
+	unsigned timeout;		   /* seconds, >= 1 */
+	unsigned idle_timeout;		   /* seconds, >= 1 */
+	unsigned max_running;		   /* >= 1 */
+	unsigned max_shell_sessions;	   /* per sandbox, >= max_running + 1 */
+	unsigned max_shell_sessions_total; /* >= 1 */
+	unsigned bash_max_sessions;	   /* >= 1 */
+	char *bwrap;			   /* absolute; NULL: found at start */
+	uid_t sandbox_uid_base;		   /* >= 1 */
+	unsigned sandbox_uid_count;	   /* >= 1, base + count <= 2^31 */
 	struct config_limits limits;
 	struct config_mount mounts[CONFIG_MAX_MOUNTS];
 	size_t nmounts;
@@ -88,7 +88,6 @@ struct config {
 
 /* The defaults above. */
 void config_defaults(struct config *c);
-
 
 /* Reads PATH into C (defaults first). Returns 0; -ENOENT (C holds the
  * defaults) if there is no such file; else -EINVAL (or -errno if it

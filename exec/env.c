@@ -15,10 +15,10 @@ static const char *const secret_words[] = {
 };
 
 static const char *const secret_names[] = {
-	"DATABASE_URL", "DATABASE_URI", "REDIS_URL", "MONGODB_URI", "MONGO_URL",
-	"AMQP_URL", "RABBITMQ_URL", "POSTGRES_URL", "POSTGRESQL_URL", "MYSQL_URL",
-	"CLICKHOUSE_URL", "CONNECTION_STRING", "CONN_STR", "GH_PAT", "GITHUB_PAT",
-	"MYSQL_PWD", "REDISCLI_AUTH", "REDIS_AUTH", "PGSERVICEFILE", "SSH_AUTH_SOCK",
+	"DATABASE_URL",	  "DATABASE_URI",      "REDIS_URL",    "MONGODB_URI",	 "MONGO_URL",
+	"AMQP_URL",	  "RABBITMQ_URL",      "POSTGRES_URL", "POSTGRESQL_URL", "MYSQL_URL",
+	"CLICKHOUSE_URL", "CONNECTION_STRING", "CONN_STR",     "GH_PAT",	 "GITHUB_PAT",
+	"MYSQL_PWD",	  "REDISCLI_AUTH",     "REDIS_AUTH",   "PGSERVICEFILE",	 "SSH_AUTH_SOCK",
 };
 
 bool env_secret_name(const char *name)
@@ -27,7 +27,7 @@ bool env_secret_name(const char *name)
 	size_t n = strlen(name);
 
 	if (n >= sizeof(upper))
-		return true;	/* nobody needs such a name; not worth the risk */
+		return true; /* nobody needs such a name; not worth the risk */
 	for (size_t i = 0; i <= n; i++)
 		upper[i] = (char)toupper((unsigned char)name[i]);
 	for (size_t i = 0; i < COUNT(secret_words); i++)

@@ -17,25 +17,68 @@
  * a container of Docker's default has none of these. */
 const char *const filter_refused[] = {
 	/* the kernel itself: modules, kexec, reboot, swap, accounting */
-	"init_module", "finit_module", "delete_module", "create_module",
-	"query_module", "get_kernel_syms", "kexec_load", "kexec_file_load",
-	"reboot", "swapon", "swapoff", "acct", "syslog",
+	"init_module",
+	"finit_module",
+	"delete_module",
+	"create_module",
+	"query_module",
+	"get_kernel_syms",
+	"kexec_load",
+	"kexec_file_load",
+	"reboot",
+	"swapon",
+	"swapoff",
+	"acct",
+	"syslog",
 	/* mounts and namespaces (clone and unshare: below) */
-	"mount", "umount", "umount2", "pivot_root", "chroot", "setns",
-	"open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
+	"mount",
+	"umount",
+	"umount2",
+	"pivot_root",
+	"chroot",
+	"setns",
+	"open_tree",
+	"move_mount",
+	"fsopen",
+	"fsconfig",
+	"fsmount",
+	"fspick",
 	"mount_setattr",
 	/* the kernel keyring: shared across the host, not namespaced */
-	"add_key", "keyctl", "request_key",
+	"add_key",
+	"keyctl",
+	"request_key",
 	/* tracing and raw kernel interfaces */
-	"bpf", "perf_event_open", "userfaultfd", "lookup_dcookie", "kcmp",
-	"fanotify_init", "io_uring_setup", "io_uring_enter", "io_uring_register",
+	"bpf",
+	"perf_event_open",
+	"userfaultfd",
+	"lookup_dcookie",
+	"kcmp",
+	"fanotify_init",
+	"io_uring_setup",
+	"io_uring_enter",
+	"io_uring_register",
 	/* file handles: open_by_handle_at walks past every mount (shocker) */
 	"open_by_handle_at",
 	/* time, host name, quotas, raw I/O, obsolete calls */
-	"settimeofday", "stime", "clock_settime", "clock_adjtime",
-	"sethostname", "setdomainname", "quotactl", "quotactl_fd", "iopl",
-	"ioperm", "nfsservctl", "uselib", "ustat", "sysfs", "_sysctl",
-	"vm86", "vm86old", "vhangup",
+	"settimeofday",
+	"stime",
+	"clock_settime",
+	"clock_adjtime",
+	"sethostname",
+	"setdomainname",
+	"quotactl",
+	"quotactl_fd",
+	"iopl",
+	"ioperm",
+	"nfsservctl",
+	"uselib",
+	"ustat",
+	"sysfs",
+	"_sysctl",
+	"vm86",
+	"vm86old",
+	"vhangup",
 	NULL,
 };
 
@@ -45,7 +88,7 @@ static int deny(scmp_filter_ctx ctx, int err, const char *name, unsigned n,
 	int nr = seccomp_syscall_resolve_name(name);
 
 	if (nr == __NR_SCMP_ERROR)
-		return 0;	/* no such call on this architecture */
+		return 0; /* no such call on this architecture */
 	int r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO((unsigned)err), nr, n, cmp);
 	/* A call some architectures of the filter lack is fine. */
 	return r == -EDOM || r == -EOPNOTSUPP ? 0 : r;
@@ -55,7 +98,7 @@ static int deny(scmp_filter_ctx ctx, int err, const char *name, unsigned n,
 static int deny_namespaces(scmp_filter_ctx ctx)
 {
 	static const unsigned long flags[] = {
-		CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER,
+		CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,    CLONE_NEWUSER,
 		CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP, 0x00000080 /* CLONE_NEWTIME */,
 	};
 	int r = 0;

@@ -135,7 +135,7 @@ static const char *find_url(const char *s, const char *from, size_t *len)
 		while (q > s && (isalnum((unsigned char)q[-1]) || strchr("+.-", q[-1])))
 			q--;
 		while (q < p && !isalpha((unsigned char)*q))
-			q++;		/* the scheme starts with a letter */
+			q++; /* the scheme starts with a letter */
 		if (q == p || (q > s && word_char(q[-1])))
 			continue;
 		size_t tail = strcspn(p + 3, PATH_END);
@@ -166,7 +166,8 @@ static bool under(const char *path, const char *root)
 /* True if PATH is one of the virtual roots, or below one. */
 static bool virtual_path(const char *path, const char *const *extra)
 {
-	static const char *const roots[] = { "/mnt/user-data", "/mnt/skills", "/mnt/acp-workspace" };
+	static const char *const roots[] = { "/mnt/user-data", "/mnt/skills",
+					     "/mnt/acp-workspace" };
 	char name[300];
 
 	if (has_dotdot(path))
@@ -209,7 +210,7 @@ static bool is_text(const char *path)
 		return false;
 	for (const char *p = path; *p; p++) {
 		if (*p == '}')
-			return false;	/* unbalanced */
+			return false; /* unbalanced */
 		if (*p != '{')
 			continue;
 		const char *end = strchr(p + 1, '}'), *q = p + 1;
@@ -230,8 +231,7 @@ static int compare(const void *a, const void *b)
 }
 
 /* The absolute-path scan of the raw COMMAND. */
-static int scan_paths(const char *command, const char *const *extra, char *why,
-		      size_t whylen)
+static int scan_paths(const char *command, const char *const *extra, char *why, size_t whylen)
 {
 	char *bad[64];
 	size_t nbad = 0, url_len = 0;
@@ -267,7 +267,8 @@ static int scan_paths(const char *command, const char *const *extra, char *why,
 	size_t len = (size_t)snprintf(why, whylen, "Unsafe absolute paths in command: ");
 	for (size_t i = 0; i < nbad; i++) {
 		if (len < whylen)
-			len += (size_t)snprintf(why + len, whylen - len, "%s%s", i ? ", " : "", bad[i]);
+			len += (size_t)snprintf(why + len, whylen - len, "%s%s", i ? ", " : "",
+						bad[i]);
 		free(bad[i]);
 	}
 	if (len < whylen)
@@ -305,22 +306,21 @@ static int check_cd(const char *cmd, const struct tokens *t, size_t i, size_t en
 	if (target && strcmp(target, "-") && !strchr("$`~", target[0]) &&
 	    (target[0] != '/' || virtual_path(target, extra)))
 		return 0;
-	snprintf(why, whylen, "Unsafe working directory change in command: %s%s%s" USE_VIRTUAL,
-		 cmd, target ? " " : "", target ? target : "");
+	snprintf(why, whylen, "Unsafe working directory change in command: %s%s%s" USE_VIRTUAL, cmd,
+		 target ? " " : "", target ? target : "");
 	return -EPERM;
 }
 
 /* The token rules: traversal, cd/pushd targets, a bare "/" for tools. */
-static int check_tokens(const struct tokens *t, const char *const *extra, char *why,
-			size_t whylen)
+static int check_tokens(const struct tokens *t, const char *const *extra, char *why, size_t whylen)
 {
 	static const char *const keywords[] = {
-		"!", "{", "case", "do", "elif", "else", "for", "if", "select", "then", "time",
-		"until", "while", "}", "done", "esac", "fi", NULL,
+		"!",	"{",	"case",	 "do",	  "elif", "else", "for",  "if", "select",
+		"then", "time", "until", "while", "}",	  "done", "esac", "fi", NULL,
 	};
 	static const char *const tools[] = {
-		"awk", "cat", "cp", "du", "find", "grep", "head", "less", "ln", "ls", "more",
-		"mv", "rm", "sed", "tail", "tar", NULL,
+		"awk", "cat",  "cp", "du", "find", "grep", "head", "less", "ln",
+		"ls",  "more", "mv", "rm", "sed",  "tail", "tar",  NULL,
 	};
 	size_t url_len;
 
@@ -335,7 +335,7 @@ static int check_tokens(const struct tokens *t, const char *const *extra, char *
 		const struct token *k = &t->v[i];
 		if (k->punct) {
 			if (strpbrk(k->text, "<>"))
-				i++;	/* a redirection: its target is no command */
+				i++; /* a redirection: its target is no command */
 			else
 				command_pos = true;
 			continue;
@@ -355,8 +355,8 @@ static int check_tokens(const struct tokens *t, const char *const *extra, char *
 		} else if (in_list(k->text, tools)) {
 			for (size_t a = i + 1; a < end; a++)
 				if (!t->v[a].punct && !strcmp(t->v[a].text, "/")) {
-					snprintf(why, whylen, "Unsafe absolute paths in command: /"
-						 USE_VIRTUAL);
+					snprintf(why, whylen,
+						 "Unsafe absolute paths in command: /" USE_VIRTUAL);
 					return -EPERM;
 				}
 		}
@@ -392,8 +392,7 @@ static bool cd_in_substitution(const char *s)
 	return false;
 }
 
-int guard_check(const char *command, const char *const *extra, char *why,
-		size_t whylen)
+int guard_check(const char *command, const char *const *extra, char *why, size_t whylen)
 {
 	const char *url = find_file_url(command);
 	struct tokens t = { 0 };
@@ -405,8 +404,8 @@ int guard_check(const char *command, const char *const *extra, char *why,
 		return -EPERM;
 	}
 	if (cd_in_substitution(command)) {
-		snprintf(why, whylen, "Unsafe working directory change in command substitution"
-			 USE_VIRTUAL);
+		snprintf(why, whylen,
+			 "Unsafe working directory change in command substitution" USE_VIRTUAL);
 		return -EPERM;
 	}
 	r = tokenize(command, &t);

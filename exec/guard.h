@@ -27,7 +27,6 @@
 
 /* 0 if COMMAND may run, else -EPERM with the reason in WHY. EXTRA: the
  * names of the extra mounts (NULL-terminated, may be NULL). */
-int guard_check(const char *command, const char *const *extra, char *why,
-		size_t whylen);
+int guard_check(const char *command, const char *const *extra, char *why, size_t whylen);
 
 #endif

@@ -13,14 +13,13 @@
  * "/mnt/skills"). */
 static bool name_char(char c)
 {
-	return c && c != '/' && c != ' ' && c != '\t' && c != '\n' && c != '\'' &&
-	       c != '"' && c != ';' && c != ':' && c != ')' && c != '|' && c != '&' &&
-	       c != '>' && c != '<' && c != '`' && c != '$' && c != '=';
+	return c && c != '/' && c != ' ' && c != '\t' && c != '\n' && c != '\'' && c != '"' &&
+	       c != ';' && c != ':' && c != ')' && c != '|' && c != '&' && c != '>' && c != '<' &&
+	       c != '`' && c != '$' && c != '=';
 }
 
 /* S with every whole-name occurrence of FROM[i] replaced by TO[i]. */
-static char *replace_all(const char *s, const char *const *from,
-			 const char *const *to, size_t n)
+static char *replace_all(const char *s, const char *const *from, const char *const *to, size_t n)
 {
 	char *out = NULL;
 	size_t len = 0;
@@ -49,8 +48,7 @@ static char *replace_all(const char *s, const char *const *from,
 	return out;
 }
 
-char *hostpath_rewrite(const char *command, const char *mount,
-		       const char *const *extra)
+char *hostpath_rewrite(const char *command, const char *mount, const char *const *extra)
 {
 	const char *names[MAX_NAMES] = { "user-data", "skills", "acp-workspace" };
 	char from[MAX_NAMES][PATH_MAX], to[MAX_NAMES][PATH_MAX];

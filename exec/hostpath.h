@@ -8,8 +8,7 @@
 /* COMMAND with the virtual paths (/mnt/user-data, /mnt/skills,
  * /mnt/acp-workspace, /mnt/NAME for each EXTRA name) made paths under
  * MOUNT (malloc'd), whole names only: "/mnt/skills2" stays. */
-char *hostpath_rewrite(const char *command, const char *mount,
-		       const char *const *extra);
+char *hostpath_rewrite(const char *command, const char *mount, const char *const *extra);
 
 /* One host directory and the virtual path it is shown as. */
 struct hostpath_mask {

@@ -35,8 +35,7 @@ static int lock_dir(const char *home)
 
 /* Where the search starts: a hash of the full key, so that two
  * threads whose 8-hex-digit names collide still start apart. */
-static unsigned first_slot(const char *home, const char *user, const char *thread,
-			   unsigned count)
+static unsigned first_slot(const char *home, const char *user, const char *thread, unsigned count)
 {
 	unsigned char md[32];
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
@@ -45,10 +44,10 @@ static unsigned first_slot(const char *home, const char *user, const char *threa
 	if (ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
 	    EVP_DigestUpdate(ctx, home, strlen(home) + 1) &&
 	    EVP_DigestUpdate(ctx, user, strlen(user) + 1) &&
-	    EVP_DigestUpdate(ctx, thread, strlen(thread) + 1) &&
-	    EVP_DigestFinal_ex(ctx, md, NULL))
-		slot = ((unsigned)md[0] << 24 | (unsigned)md[1] << 16 |
-			(unsigned)md[2] << 8 | md[3]) % count;
+	    EVP_DigestUpdate(ctx, thread, strlen(thread) + 1) && EVP_DigestFinal_ex(ctx, md, NULL))
+		slot = ((unsigned)md[0] << 24 | (unsigned)md[1] << 16 | (unsigned)md[2] << 8 |
+			md[3]) %
+		       count;
 	EVP_MD_CTX_free(ctx);
 	return slot;
 }
@@ -64,9 +63,8 @@ static bool id_named(uid_t id)
 	       (getgrgid_r((gid_t)id, &gr, buf, sizeof(buf), &gp) == 0 && gp);
 }
 
-int identity_take(const char *home, const char *user, const char *thread,
-		  uid_t base, unsigned count, struct identity *id,
-		  char *err, size_t errlen)
+int identity_take(const char *home, const char *user, const char *thread, uid_t base,
+		  unsigned count, struct identity *id, char *err, size_t errlen)
 {
 	id->lock = -1;
 	if (geteuid() != 0) {
@@ -77,7 +75,8 @@ int identity_take(const char *home, const char *user, const char *thread,
 	id->uid = (uid_t)-1;
 	_cleanup_(closep) int dir = lock_dir(home);
 	if (dir < 0) {
-		snprintf(err, errlen, "cannot make the sandbox uid locks in " HOST_LOCKS "/uids: %s",
+		snprintf(err, errlen,
+			 "cannot make the sandbox uid locks in " HOST_LOCKS "/uids: %s",
 			 strerror(-dir));
 		return dir;
 	}

@@ -28,15 +28,14 @@
 struct identity {
 	uid_t uid;
 	gid_t gid;
-	int lock;			/* held while the uid is ours; -1: none */
+	int lock; /* held while the uid is ours; -1: none */
 };
 
 /* Picks the host identity of USER's THREAD under HOME into ID. Returns 0,
  * or -errno with a one-line reason in ERR (-EAGAIN: every uid of the
  * range is taken). */
-int identity_take(const char *home, const char *user, const char *thread,
-		  uid_t base, unsigned count, struct identity *id,
-		  char *err, size_t errlen);
+int identity_take(const char *home, const char *user, const char *thread, uid_t base,
+		  unsigned count, struct identity *id, char *err, size_t errlen);
 /* Lets the uid go (ID may be unset: uid (uid_t)-1). */
 void identity_release(struct identity *id);
 

@@ -61,7 +61,7 @@ static void arrange_fds(int in, int out, int err, const struct launch *l)
 		if ((high[i] = fcntl(fd, F_DUPFD_CLOEXEC, 3 + LAUNCH_MAX_PASS)) < 0)
 			fail("descriptors", errno, 126);
 	}
-	report_fd = high[2];	/* stderr's own number may be taken next */
+	report_fd = high[2]; /* stderr's own number may be taken next */
 	for (size_t i = 0; i < 3 + npass; i++)
 		if (dup2(high[i], (int)i) < 0)
 			fail("descriptors", errno, 126);
@@ -70,7 +70,8 @@ static void arrange_fds(int in, int out, int err, const struct launch *l)
 	if (syscall(SYS_close_range, (unsigned)first, ~0u, 0) < 0) {
 		struct rlimit r;
 		int max = getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < 1u << 20
-			  ? (int)r.rlim_cur : 1 << 20;
+				  ? (int)r.rlim_cur
+				  : 1 << 20;
 		for (int fd = first; fd < max; fd++)
 			close(fd);
 	}
@@ -81,8 +82,16 @@ static void arrange_fds(int in, int out, int err, const struct launch *l)
  * C library refuses to touch the two real-time signals it keeps. */
 static void reset_signals(void)
 {
-	struct { void *handler; unsigned long flags; void *restorer; uint64_t mask; } dfl = {
-		SIG_DFL, 0, NULL, 0,
+	struct {
+		void *handler;
+		unsigned long flags;
+		void *restorer;
+		uint64_t mask;
+	} dfl = {
+		SIG_DFL,
+		0,
+		NULL,
+		0,
 	};
 	sigset_t none;
 
@@ -135,8 +144,8 @@ static void private_mounts(const struct launch *l)
 	}
 }
 
-static void child(char *const *argv, char *const *envp, const char *cwd,
-		  int in, int out, int err, const struct launch *l, bool born_in)
+static void child(char *const *argv, char *const *envp, const char *cwd, int in, int out, int err,
+		  const struct launch *l, bool born_in)
 {
 	/* Before the descriptors go: the cgroups' are among them. */
 	report_fd = err;
@@ -186,8 +195,8 @@ static pid_t fork_into(int dir)
 	return pid < 0 ? -errno : (pid_t)pid;
 }
 
-pid_t launch_spawn(char *const *argv, char *const *envp, const char *cwd,
-		   int in, int out, int err, const struct launch *l)
+pid_t launch_spawn(char *const *argv, char *const *envp, const char *cwd, int in, int out, int err,
+		   const struct launch *l)
 {
 	bool born_in = false;
 	pid_t pid = -ENOSYS;

@@ -39,8 +39,8 @@
 #define LAUNCH_FAILED "sbx: cannot start the command: "
 
 struct launch_bind {
-	const char *src;		/* a host path, reachable as root */
-	const char *dst;		/* absolute, below the scratch mount */
+	const char *src; /* a host path, reachable as root */
+	const char *dst; /* absolute, below the scratch mount */
 };
 
 struct launch {
@@ -48,11 +48,11 @@ struct launch {
 	size_t npass;
 	int cgroup_procs[LAUNCH_MAX_CGROUPS];
 	size_t ncgroups;
-	int cgroup_dir;			/* the unified hierarchy's leaf, for
+	int cgroup_dir;	     /* the unified hierarchy's leaf, for
 					 * clone3(CLONE_INTO_CGROUP), which
 					 * spares the write; -1: none */
-	const char *scratch;		/* NULL: no mount namespace */
-	bool leave_chroot;		/* the broker runs in a chroot: its tree
+	const char *scratch; /* NULL: no mount namespace */
+	bool leave_chroot;   /* the broker runs in a chroot: its tree
 					 * is made the namespace's root first */
 	struct launch_bind binds[LAUNCH_MAX_BINDS];
 	size_t nbinds;
@@ -61,8 +61,8 @@ struct launch {
 		struct rlimit lim;
 	} rlimits[LAUNCH_MAX_RLIMITS];
 	size_t nrlimits;
-	int nice;			/* 0: unchanged */
-	uid_t uid;			/* (uid_t)-1: unchanged */
+	int nice;  /* 0: unchanged */
+	uid_t uid; /* (uid_t)-1: unchanged */
 	gid_t gid;
 };
 
@@ -73,7 +73,7 @@ void launch_init(struct launch *l);
  * (NULL: unchanged), stdin IN (-1: /dev/null), stdout OUT, stderr ERR,
  * after the steps of L (NULL: steps 2-4 only). Returns the child's pid
  * or -errno. Safe to call from any thread. */
-pid_t launch_spawn(char *const *argv, char *const *envp, const char *cwd,
-		   int in, int out, int err, const struct launch *l);
+pid_t launch_spawn(char *const *argv, char *const *envp, const char *cwd, int in, int out, int err,
+		   const struct launch *l);
 
 #endif

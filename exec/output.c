@@ -40,7 +40,7 @@ void capture_free(struct capture *c)
 char *utf8_clean(const char *s, size_t n, size_t *keep)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	char *out = malloc(n * 3 + 1), *o = out;	/* U+FFFD is 3 bytes */
+	char *out = malloc(n * 3 + 1), *o = out; /* U+FFFD is 3 bytes */
 
 	if (keep)
 		*keep = 0;
@@ -53,7 +53,7 @@ char *utf8_clean(const char *s, size_t n, size_t *keep)
 			break;
 		}
 		if (len <= 0 || (len == 1 && u[i] == 0)) {
-			memcpy(o, "\xef\xbf\xbd", 3);	/* NUL too: it ends C strings */
+			memcpy(o, "\xef\xbf\xbd", 3); /* NUL too: it ends C strings */
 			o += 3;
 			i++;
 			continue;
@@ -136,8 +136,8 @@ char *output_middle_truncate(const char *s, size_t max)
 	size_t tail_start = offset_of(s, body_chars - tail);
 	char *out;
 
-	if (asprintf(&out, "%.*s%s%.*s%s", (int)head_end, s, notice,
-		     (int)(mark - tail_start), s + tail_start, tail_mark) < 0)
+	if (asprintf(&out, "%.*s%s%.*s%s", (int)head_end, s, notice, (int)(mark - tail_start),
+		     s + tail_start, tail_mark) < 0)
 		return NULL;
 	return out;
 }
@@ -151,13 +151,13 @@ static void put_stream(FILE *f, const struct capture *c)
 		fputs(text, f);
 	free(text);
 	if (c->total > c->len)
-		fprintf(f, "\n... [output truncated after %zu of %zu bytes; remaining output discarded] ...",
+		fprintf(f,
+			"\n... [output truncated after %zu of %zu bytes; remaining output discarded] ...",
 			c->len, c->total);
 }
 
-char *output_text(const struct capture *out, const struct capture *err,
-		  int code, bool timed_out, unsigned timeout_s, const char *notice,
-		  size_t max_chars)
+char *output_text(const struct capture *out, const struct capture *err, int code, bool timed_out,
+		  unsigned timeout_s, const char *notice, size_t max_chars)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -173,12 +173,12 @@ char *output_text(const struct capture *out, const struct capture *err,
 		put_stream(f, err);
 	}
 	if (timed_out)
-		fprintf(f, "%sCommand timed out after %u second%s and was terminated. To run a "
+		fprintf(f,
+			"%sCommand timed out after %u second%s and was terminated. To run a "
 			"long-lived process such as a web server, start it in the background "
 			"and redirect its output, e.g. `your-command > "
 			"/mnt/user-data/workspace/server.log 2>&1 &`.\nExit Code: 124",
-			out->total || err->total ? "\n" : "", timeout_s,
-			timeout_s == 1 ? "" : "s");
+			out->total || err->total ? "\n" : "", timeout_s, timeout_s == 1 ? "" : "s");
 	else if (notice && *notice)
 		fprintf(f, "%s%s\nExit Code: %d", out->total || err->total ? "\n" : "", notice,
 			code);

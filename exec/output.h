@@ -24,7 +24,7 @@
 struct capture {
 	char *data;
 	size_t len, cap;
-	size_t total;		/* every byte the stream produced */
+	size_t total; /* every byte the stream produced */
 };
 
 /* Keeps what fits under CAPTURE_LIMIT, counts the rest. -ENOMEM. */
@@ -34,9 +34,8 @@ void capture_free(struct capture *c);
 /* The text above (malloc'd, NUL-terminated) or NULL. CODE is the exit
  * status (negative: killed by that signal); NOTICE (NULL: none) says
  * what killed it. */
-char *output_text(const struct capture *out, const struct capture *err,
-		  int code, bool timed_out, unsigned timeout_s, const char *notice,
-		  size_t max_chars);
+char *output_text(const struct capture *out, const struct capture *err, int code, bool timed_out,
+		  unsigned timeout_s, const char *notice, size_t max_chars);
 
 /* N bytes of S as valid UTF-8 (malloc'd, NUL-terminated): invalid bytes
  * become U+FFFD. If KEEP is not NULL, an incomplete sequence at the very

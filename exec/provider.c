@@ -28,9 +28,9 @@ struct view {
 	struct identity ident;
 	char **owners;
 	size_t nowners;
-	size_t running;			/* commands in it now */
+	size_t running; /* commands in it now */
 	bool mounted;
-	time_t idle_since;		/* no lease, no command: parked */
+	time_t idle_since; /* no lease, no command: parked */
 };
 
 struct provider {
@@ -154,8 +154,8 @@ static int mount_view(struct provider *p, struct view *v, char *err, size_t errl
 	argv[n] = NULL;
 	r = spawn_wait(argv);
 	if (r != 0) {
-		snprintf(err, errlen, "sbxfs could not mount %s/%s (exit %d; see the log)",
-			 v->user, v->thread, r);
+		snprintf(err, errlen, "sbxfs could not mount %s/%s (exit %d; see the log)", v->user,
+			 v->thread, r);
 		return -EIO;
 	}
 	v->mounted = true;
@@ -198,8 +198,8 @@ static struct view *find(struct provider *p, const char *user, const char *threa
 	return NULL;
 }
 
-static struct view *find_or_add(struct provider *p, const char *user,
-				const char *thread, char *err, size_t errlen)
+static struct view *find_or_add(struct provider *p, const char *user, const char *thread, char *err,
+				size_t errlen)
 {
 	struct view *v = find(p, user, thread);
 
@@ -215,8 +215,8 @@ static struct view *find_or_add(struct provider *p, const char *user,
 	}
 	v->ident.lock = -1;
 	sandbox_id(thread, v->id);
-	if ((size_t)snprintf(v->mount, sizeof(v->mount), "%s/run/views/%s/%s", p->home,
-			     user, thread) >= sizeof(v->mount)) {
+	if ((size_t)snprintf(v->mount, sizeof(v->mount), "%s/run/views/%s/%s", p->home, user,
+			     thread) >= sizeof(v->mount)) {
 		snprintf(err, errlen, "the mount point under %s/run/views is too long", p->home);
 		view_free(v);
 		return NULL;
@@ -245,12 +245,14 @@ static void detach_stale(struct provider *p)
 		if (u->d_name[0] == '.')
 			continue;
 		char upath[PATH_MAX];
-		if ((size_t)snprintf(upath, sizeof(upath), "%s/%s", path, u->d_name) >= sizeof(upath))
+		if ((size_t)snprintf(upath, sizeof(upath), "%s/%s", path, u->d_name) >=
+		    sizeof(upath))
 			continue;
 		_cleanup_(closedirp) DIR *ids = opendir(upath);
 		while (ids && (e = readdir(ids))) {
 			char mp[PATH_MAX];
-			if ((size_t)snprintf(mp, sizeof(mp), "%s/%s", upath, e->d_name) >= sizeof(mp) ||
+			if ((size_t)snprintf(mp, sizeof(mp), "%s/%s", upath, e->d_name) >=
+				    sizeof(mp) ||
 			    e->d_name[0] == '.' || !is_mount_point(mp))
 				continue;
 			int r = view_unmount(mp, true);
@@ -298,8 +300,8 @@ static int ensure_mounted(struct provider *p, struct view *v, char *err, size_t 
 		/* statfs always reaches the daemon. */
 		if (statfs(v->mount, &sf) == 0)
 			return 0;
-		log_warn("the view of %s/%s does not answer (%s); mounting it again",
-			 v->user, v->thread, strerror(errno));
+		log_warn("the view of %s/%s does not answer (%s); mounting it again", v->user,
+			 v->thread, strerror(errno));
 	}
 	v->mounted = false;
 	return mount_view(p, v, err, errlen);
@@ -311,9 +313,9 @@ static void update_idle(struct view *v)
 		v->idle_since = time(NULL);
 }
 
-int provider_acquire(struct provider *p, const char *user, const char *thread,
-		     const char *owner, char *mount, size_t size,
-		     char id[SANDBOX_ID_LEN + 1], char *err, size_t errlen)
+int provider_acquire(struct provider *p, const char *user, const char *thread, const char *owner,
+		     char *mount, size_t size, char id[SANDBOX_ID_LEN + 1], char *err,
+		     size_t errlen)
 {
 	int r = -ENOMEM;
 
@@ -345,8 +347,7 @@ out:
 	return r;
 }
 
-int provider_release(struct provider *p, const char *user, const char *thread,
-		     const char *owner)
+int provider_release(struct provider *p, const char *user, const char *thread, const char *owner)
 {
 	int r = -ENOENT;
 
@@ -365,8 +366,8 @@ int provider_release(struct provider *p, const char *user, const char *thread,
 	return r;
 }
 
-int provider_use(struct provider *p, const char *user, const char *thread,
-		 struct sandbox_view *out, char *err, size_t errlen)
+int provider_use(struct provider *p, const char *user, const char *thread, struct sandbox_view *out,
+		 char *err, size_t errlen)
 {
 	int r = -ENOMEM;
 
@@ -409,14 +410,14 @@ void provider_tick(struct provider *p)
 }
 
 void provider_each(struct provider *p,
-		   void (*fn)(void *arg, const char *user, const char *thread,
-			      const char *id, const char *mount, uid_t uid, size_t leases,
-			      size_t running, bool mounted),
+		   void (*fn)(void *arg, const char *user, const char *thread, const char *id,
+			      const char *mount, uid_t uid, size_t leases, size_t running,
+			      bool mounted),
 		   void *arg)
 {
 	pthread_mutex_lock(&p->lock);
 	for (struct view *v = p->views; v; v = v->next)
-		fn(arg, v->user, v->thread, v->id, v->mount, v->ident.uid, v->nowners,
-		   v->running, v->mounted);
+		fn(arg, v->user, v->thread, v->id, v->mount, v->ident.uid, v->nowners, v->running,
+		   v->mounted);
 	pthread_mutex_unlock(&p->lock);
 }

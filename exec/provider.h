@@ -44,25 +44,24 @@ void sandbox_id(const char *thread, char id[SANDBOX_ID_LEN + 1]);
 /* Mounts USER's THREAD if needed and gives OWNER a lease on it. MOUNT
  * gets the mount point, ID the sandbox id. Returns 0 or -errno with a
  * reason in ERR. */
-int provider_acquire(struct provider *p, const char *user, const char *thread,
-		     const char *owner, char *mount, size_t size,
-		     char id[SANDBOX_ID_LEN + 1], char *err, size_t errlen);
+int provider_acquire(struct provider *p, const char *user, const char *thread, const char *owner,
+		     char *mount, size_t size, char id[SANDBOX_ID_LEN + 1], char *err,
+		     size_t errlen);
 /* Drops OWNER's lease: 1 if the view is now parked, 0 if others hold
  * it, -ENOENT if OWNER holds none. */
-int provider_release(struct provider *p, const char *user, const char *thread,
-		     const char *owner);
+int provider_release(struct provider *p, const char *user, const char *thread, const char *owner);
 
 /* Where a command of a sandbox runs. */
 struct sandbox_view {
 	char mount[PATH_MAX];
 	char id[SANDBOX_ID_LEN + 1];
-	struct identity ident;		/* a copy: the provider holds the lock */
+	struct identity ident; /* a copy: the provider holds the lock */
 };
 
 /* A command is about to run in USER's THREAD's view (mounted if needed,
  * never unmounted while the command runs), and has ended. */
-int provider_use(struct provider *p, const char *user, const char *thread,
-		 struct sandbox_view *out, char *err, size_t errlen);
+int provider_use(struct provider *p, const char *user, const char *thread, struct sandbox_view *out,
+		 char *err, size_t errlen);
 void provider_unuse(struct provider *p, const char *user, const char *thread);
 
 /* Unmounts views parked for longer than the idle timeout. */
@@ -70,9 +69,9 @@ void provider_tick(struct provider *p);
 
 /* Calls FN for each view the provider knows. */
 void provider_each(struct provider *p,
-		   void (*fn)(void *arg, const char *user, const char *thread,
-			      const char *id, const char *mount, uid_t uid, size_t leases,
-			      size_t running, bool mounted),
+		   void (*fn)(void *arg, const char *user, const char *thread, const char *id,
+			      const char *mount, uid_t uid, size_t leases, size_t running,
+			      bool mounted),
 		   void *arg);
 
 #endif

@@ -10,11 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(const char **code, const char *c, char *err, size_t errlen,
-		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int fail(const char **code, const char *c, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 
-static int fail(const char **code, const char *c, char *err, size_t errlen,
-		const char *fmt, ...)
+static int fail(const char **code, const char *c, char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -27,8 +26,8 @@ static int fail(const char **code, const char *c, char *err, size_t errlen,
 
 /* String field KEY of O: *OUT, or NULL if absent and not REQUIRED.
  * False (with the message in ERR) if it is not a string without NUL. */
-static bool str_field(json_t *o, const char *key, bool required, const char **out,
-		      char *err, size_t errlen)
+static bool str_field(json_t *o, const char *key, bool required, const char **out, char *err,
+		      size_t errlen)
 {
 	json_t *v = json_object_get(o, key);
 
@@ -55,8 +54,8 @@ static const struct {
 	const char *name;
 	enum request_op op;
 } ops[] = {
-	{ "ping", REQ_PING }, { "acquire", REQ_ACQUIRE }, { "release", REQ_RELEASE },
-	{ "exec", REQ_EXEC }, { "status", REQ_STATUS }, { "shutdown", REQ_SHUTDOWN },
+	{ "ping", REQ_PING },	    { "acquire", REQ_ACQUIRE }, { "release", REQ_RELEASE },
+	{ "exec", REQ_EXEC },	    { "status", REQ_STATUS },	{ "shutdown", REQ_SHUTDOWN },
 	{ "present", REQ_PRESENT },
 };
 
@@ -86,7 +85,7 @@ static int parse_present(struct request *r, const char **code, char *err, size_t
 	r->paths = calloc(json_array_size(paths), sizeof(*r->paths));
 	if (!r->paths)
 		return fail(code, "internal", err, errlen, "out of memory");
-	json_array_foreach(paths, i, p) {
+	json_array_foreach (paths, i, p) {
 		if (!json_is_string(p) || strlen(json_string_value(p)) != json_string_length(p))
 			return fail(code, "bad_request", err, errlen,
 				    "'paths' must be an array of strings without NUL");
@@ -95,8 +94,7 @@ static int parse_present(struct request *r, const char **code, char *err, size_t
 	return 0;
 }
 
-static int parse_env(json_t *env, struct request *r, const char **code, char *err,
-		     size_t errlen)
+static int parse_env(json_t *env, struct request *r, const char **code, char *err, size_t errlen)
 {
 	json_t *v;
 	const char *k;
@@ -108,7 +106,7 @@ static int parse_env(json_t *env, struct request *r, const char **code, char *er
 	r->env = calloc(json_object_size(env) + 1, sizeof(*r->env));
 	if (!r->env)
 		return fail(code, "internal", err, errlen, "out of memory");
-	json_object_foreach(env, k, v) {
+	json_object_foreach (env, k, v) {
 		if (!env_valid_name(k) || !json_is_string(v) ||
 		    strlen(json_string_value(v)) != json_string_length(v))
 			return fail(code, "bad_request", err, errlen,
@@ -132,10 +130,12 @@ static int parse_exec(struct request *r, const char **code, char *err, size_t er
 	if (!*r->command)
 		return fail(code, "bad_request", err, errlen, "'command' is empty");
 	if (r->scope && (!*r->scope || strlen(r->scope) > 256))
-		return fail(code, "bad_request", err, errlen, "'scope' must have 1 to 256 characters");
+		return fail(code, "bad_request", err, errlen,
+			    "'scope' must have 1 to 256 characters");
 	t = json_object_get(o, "timeout");
 	if (t && !json_is_null(t)) {
-		if (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > 86400)
+		if (!json_is_integer(t) || json_integer_value(t) < 1 ||
+		    json_integer_value(t) > 86400)
 			return fail(code, "bad_request", err, errlen,
 				    "'timeout' must be whole seconds from 1 to 86400");
 		r->timeout = (unsigned)json_integer_value(t);
@@ -154,8 +154,8 @@ static int parse_exec(struct request *r, const char **code, char *err, size_t er
 	return parse_env(json_object_get(o, "env"), r, code, err, errlen);
 }
 
-int request_parse(const char *line, size_t len, struct request *r,
-		  const char **code, char *err, size_t errlen)
+int request_parse(const char *line, size_t len, struct request *r, const char **code, char *err,
+		  size_t errlen)
 {
 	json_error_t jerr;
 	const char *op, *why;
@@ -175,12 +175,14 @@ int request_parse(const char *line, size_t len, struct request *r,
 	while (i < sizeof(ops) / sizeof(*ops) && strcmp(ops[i].name, op))
 		i++;
 	if (i == sizeof(ops) / sizeof(*ops))
-		return fail(code, "unknown_op", err, errlen, "unknown op '%.64s' (ping, acquire,"
-			    " release, exec, present, status, shutdown)", op);
+		return fail(code, "unknown_op", err, errlen,
+			    "unknown op '%.64s' (ping, acquire,"
+			    " release, exec, present, status, shutdown)",
+			    op);
 	r->op = ops[i].op;
 	if (r->op == REQ_PING || r->op == REQ_STATUS || r->op == REQ_SHUTDOWN)
 		return 0;
-	if (r->op == REQ_PRESENT)	/* the run names its thread */
+	if (r->op == REQ_PRESENT) /* the run names its thread */
 		return parse_present(r, code, err, errlen);
 	if (!str_field(r->root, "user", true, &r->user, err, errlen) ||
 	    !str_field(r->root, "thread", true, &r->thread, err, errlen))
@@ -194,7 +196,8 @@ int request_parse(const char *line, size_t len, struct request *r,
 	if (!str_field(r->root, "owner", true, &r->owner, err, errlen))
 		return bad_request(code);
 	if (!*r->owner || strlen(r->owner) > 256)
-		return fail(code, "bad_request", err, errlen, "'owner' must have 1 to 256 characters");
+		return fail(code, "bad_request", err, errlen,
+			    "'owner' must have 1 to 256 characters");
 	return 0;
 }
 

@@ -10,38 +10,43 @@
 #include <stddef.h>
 
 enum request_op {
-	REQ_PING, REQ_ACQUIRE, REQ_RELEASE, REQ_EXEC, REQ_STATUS, REQ_SHUTDOWN,
+	REQ_PING,
+	REQ_ACQUIRE,
+	REQ_RELEASE,
+	REQ_EXEC,
+	REQ_STATUS,
+	REQ_SHUTDOWN,
 	REQ_PRESENT,
 };
 
 struct request {
-	json_t *root;			/* owns every string below */
-	json_t *id;			/* echoed in replies, or NULL */
+	json_t *root; /* owns every string below */
+	json_t *id;   /* echoed in replies, or NULL */
 	enum request_op op;
-	const char *user, *thread;	/* ids (ids.h) */
-	const char *owner;		/* acquire, release: 1..256 characters */
-	const char *command;		/* exec */
-	const char *scope;		/* exec, or NULL */
-	unsigned timeout;		/* exec: seconds, 0: the default */
+	const char *user, *thread; /* ids (ids.h) */
+	const char *owner;	   /* acquire, release: 1..256 characters */
+	const char *command;	   /* exec */
+	const char *scope;	   /* exec, or NULL */
+	unsigned timeout;	   /* exec: seconds, 0: the default */
 	bool host;
-	const char *channel_user_id;	/* exec: may hold NUL; NULL if absent */
+	const char *channel_user_id; /* exec: may hold NUL; NULL if absent */
 	size_t channel_user_id_len;
-	char **env;			/* exec: "K=V" (malloc'd), NULL-terminated */
+	char **env; /* exec: "K=V" (malloc'd), NULL-terminated */
 	size_t nenv;
 	/* present: the run, its tool (up to RECEIPT_TOOL_MAX characters;
 	 * receipt.h's rule for names is the broker's to check) and 1 to
 	 * RECEIPT_PATHS_MAX paths. */
 	long long run;
 	const char *tool;
-	const char **paths;		/* malloc'd; the strings are root's */
+	const char **paths; /* malloc'd; the strings are root's */
 	size_t npaths;
 };
 
 /* Parses LINE (LEN bytes) into R. Returns 0, or -EINVAL with the error
  * code of the reply in *CODE (static) and its message in ERR; R->id is
  * set whenever the line was a JSON object. request_free() R either way. */
-int request_parse(const char *line, size_t len, struct request *r,
-		  const char **code, char *err, size_t errlen);
+int request_parse(const char *line, size_t len, struct request *r, const char **code, char *err,
+		  size_t errlen);
 void request_free(struct request *r);
 
 #endif

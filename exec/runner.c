@@ -64,8 +64,7 @@ int run_watch_step(struct run_watch *w, bool ready, enum limit_hit *hit)
 
 /* Reads what pipe FD has for stream STREAM; returns false at its end.
  * Until the sandbox is set up (STARTED), output is only captured. */
-static bool drain(const struct run_spec *s, struct run_result *r, int fd,
-		  int stream, bool started)
+static bool drain(const struct run_spec *s, struct run_result *r, int fd, int stream, bool started)
 {
 	char buf[65536];
 	ssize_t n = read(fd, buf, sizeof(buf));
@@ -137,15 +136,16 @@ int run_command(const struct run_spec *s, struct run_result *r)
 			{ open_out ? out[0] : -1, POLLIN, 0 },
 			{ open_err ? err[0] : -1, POLLIN, 0 },
 			{ exited ? -1 : pidfd, POLLIN, 0 },
-			{ exited ? -1 : s->cancel_fd, 0, 0 },	/* POLLHUP */
+			{ exited ? -1 : s->cancel_fd, 0, 0 }, /* POLLHUP */
 			{ exited ? -1 : run_watch_fd(&w), POLLIN, 0 },
 			{ exited ? -1 : s->stop_fd, POLLIN, 0 },
 		};
 		int64_t now = now_ms(), until = exited ? linger_until : deadline;
 		int wait_ms = until == INT64_MAX ? (exited || pidfd >= 0 ? -1 : 50)
-			      : until <= now ? 0 : (int)(until - now < 60000 ? until - now : 60000);
+			      : until <= now	 ? 0
+						 : (int)(until - now < 60000 ? until - now : 60000);
 		if (!exited && pidfd < 0 && (wait_ms < 0 || wait_ms > 50))
-			wait_ms = 50;	/* no pidfd (old kernel): look now and then */
+			wait_ms = 50; /* no pidfd (old kernel): look now and then */
 		if (!exited)
 			wait_ms = run_watch_wait(&w, wait_ms);
 		int n = poll(p, 6, wait_ms);

@@ -30,37 +30,37 @@
 #define RUN_STOPPED_CODE 143
 
 struct run_spec {
-	char *const *argv;		/* argv[0]: an absolute path */
-	char *const *envp;		/* exactly this environment */
-	const char *cwd;		/* NULL: the broker's */
-	const struct launch *launch;	/* NULL: descriptors and session only */
-	int info_fd;			/* bubblewrap's --info-fd (read end):
+	char *const *argv;	     /* argv[0]: an absolute path */
+	char *const *envp;	     /* exactly this environment */
+	const char *cwd;	     /* NULL: the broker's */
+	const struct launch *launch; /* NULL: descriptors and session only */
+	int info_fd;		     /* bubblewrap's --info-fd (read end):
 					 * closed unread means it failed to
 					 * set up; -1: none */
-	struct cgroup_leaf *leaf;	/* watched while it runs; NULL: none */
+	struct cgroup_leaf *leaf;    /* watched while it runs; NULL: none */
 	/* Called once the child is forked (to close the parent's copies
 	 * of what it was given); NULL: none. */
 	void (*after_spawn)(void *arg);
 	void *after_spawn_arg;
-	unsigned timeout_s;		/* 0: none */
+	unsigned timeout_s; /* 0: none */
 	/* Output as it arrives: STREAM 1 (stdout) or 2 (stderr). */
 	void (*on_output)(void *arg, int stream, const char *data, size_t len);
 	void *arg;
 	/* Hung up (POLLHUP: the client closed its connection): give up;
 	 * -1: none. Data or a half-close (SHUT_WR) are no reason to. */
 	int cancel_fd;
-	int stop_fd;			/* readable: the broker stops; -1 */
+	int stop_fd; /* readable: the broker stops; -1 */
 };
 
 struct run_result {
-	int code;			/* exit status; -N: killed by signal N;
+	int code; /* exit status; -N: killed by signal N;
 					 * 124: timed out; 137: a limit;
 					 * RUN_STOPPED_CODE: stopped */
 	bool timed_out, cancelled;
-	bool stopped;			/* killed: stop_fd became readable */
-	bool start_failed;		/* the sandbox never started: stderr
+	bool stopped;	       /* killed: stop_fd became readable */
+	bool start_failed;     /* the sandbox never started: stderr
 					 * says why */
-	enum limit_hit killed;		/* the limit it reached, if any */
+	enum limit_hit killed; /* the limit it reached, if any */
 	struct capture out, err;
 };
 
@@ -73,7 +73,7 @@ void run_result_free(struct run_result *r);
  * descriptor (INFO, -1: none) and LEAF's limits (NULL: none). */
 struct run_watch {
 	int info;
-	bool started;			/* bwrap reported the sandbox */
+	bool started; /* bwrap reported the sandbox */
 	struct cgroup_leaf *leaf;
 	int64_t next_check_ms;
 };

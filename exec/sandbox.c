@@ -30,14 +30,13 @@ struct sandbox {
 	char *passwd, *group;
 	char *etc_files[ETC_MASKS_MAX], *etc_dirs[ETC_MASKS_MAX];
 	size_t netc_files, netc_dirs;
-	bool chrooted;			/* sandboxes must leave the broker's
+	bool chrooted; /* sandboxes must leave the broker's
 					 * chroot first (sandbox_probe) */
 };
 
 /* ---- what the broker reads once ------------------------------------------ */
 
-static int find_bwrap(const struct config *c, char *buf, size_t size, char *err,
-		      size_t errlen)
+static int find_bwrap(const struct config *c, char *buf, size_t size, char *err, size_t errlen)
 {
 	static const char *const places[] = { "/usr/bin/bwrap", "/bin/bwrap",
 					      "/usr/local/bin/bwrap" };
@@ -56,7 +55,8 @@ static int find_bwrap(const struct config *c, char *buf, size_t size, char *err,
 			snprintf(buf, size, "%s", places[i]);
 			return 0;
 		}
-	snprintf(err, errlen, "bubblewrap is not installed: no bwrap in /usr/bin or /bin"
+	snprintf(err, errlen,
+		 "bubblewrap is not installed: no bwrap in /usr/bin or /bin"
 		 " (install the bubblewrap package, or set bwrap = PATH in [broker])");
 	return -ENOENT;
 }
@@ -74,7 +74,7 @@ static char *accounts(const char *path, const char *own)
 		return NULL;
 	while (in && fgets(line, sizeof(line), in)) {
 		char *p = strchr(line, ':');
-		p = p ? strchr(p + 1, ':') : NULL;	/* name:x:ID: */
+		p = p ? strchr(p + 1, ':') : NULL; /* name:x:ID: */
 		unsigned long id = p ? strtoul(p + 1, NULL, 10) : 1000;
 		if ((id < 1000 || id == 65534) && id != SANDBOX_UID &&
 		    strncmp(line, SANDBOX_USER ":", sizeof(SANDBOX_USER)))
@@ -106,7 +106,7 @@ static int scan_etc(void *arg, int dirfd, const char *name, const struct stat *s
 	    sizeof(e->path) - len)
 		goto out;
 	if (!strcmp(e->path, "/etc/passwd") || !strcmp(e->path, "/etc/group"))
-		goto out;	/* replaced */
+		goto out; /* replaced */
 	if (S_ISDIR(st->st_mode) && (st->st_mode & 05) != 05) {
 		if (s->netc_dirs < ETC_MASKS_MAX)
 			s->etc_dirs[s->netc_dirs++] = strdup(e->path);
@@ -139,7 +139,8 @@ struct sandbox *sandbox_new(const struct config *c, char *err, size_t errlen)
 		sandbox_free(s);
 		return NULL;
 	}
-	s->passwd = accounts("/etc/passwd", SANDBOX_USER ":x:1000:1000:sandbox agent:/tmp:/bin/bash\n");
+	s->passwd = accounts("/etc/passwd",
+			     SANDBOX_USER ":x:1000:1000:sandbox agent:/tmp:/bin/bash\n");
 	s->group = accounts("/etc/group", SANDBOX_USER ":x:1000:\n");
 	struct etc_scan scan = { s, "/etc", 0 };
 	int etc = open("/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -281,8 +282,8 @@ static void proc_paths(struct args *a)
 		"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs",
 	};
 	static const char *const files[] = {
-		"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
-		"/proc/latency_stats", "/proc/timer_stats",
+		"/proc/kcore",	     "/proc/keys",	    "/proc/timer_list",
+		"/proc/sched_debug", "/proc/latency_stats", "/proc/timer_stats",
 	};
 	static const char *const dirs[] = { "/proc/acpi", "/proc/asound", "/proc/scsi" };
 
@@ -320,16 +321,25 @@ static void fd_opt(struct args *a, const char *opt, int which, const char *dest)
 
 /* bubblewrap's options (given through FD_ARGS): everything but the
  * command. FROM is where the view's directories are bound from. */
-static char **bwrap_options(const struct sandbox *s, const struct sandbox_cmd *c,
-			    const char *from)
+static char **bwrap_options(const struct sandbox *s, const struct sandbox_cmd *c, const char *from)
 {
 	static const char *const system_dirs[] = {
 		"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 	};
 	static const char *const fixed[] = {
-		"--die-with-parent", "--new-session", "--unshare-user", "--uid", "1000",
-		"--gid", "1000", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-		"--unshare-cgroup-try", "--cap-drop", "ALL",
+		"--die-with-parent",
+		"--new-session",
+		"--unshare-user",
+		"--uid",
+		"1000",
+		"--gid",
+		"1000",
+		"--unshare-pid",
+		"--unshare-ipc",
+		"--unshare-uts",
+		"--unshare-cgroup-try",
+		"--cap-drop",
+		"ALL",
 	};
 	struct args a = { 0 };
 	char src[PATH_MAX], dst[PATH_MAX];
@@ -427,8 +437,8 @@ void sandbox_start_free(struct sandbox_start *st)
 	st->info = -1;
 }
 
-int sandbox_prepare(const struct sandbox *s, const struct sandbox_cmd *c,
-		    struct sandbox_start *st, char *err, size_t errlen)
+int sandbox_prepare(const struct sandbox *s, const struct sandbox_cmd *c, struct sandbox_start *st,
+		    char *err, size_t errlen)
 {
 	bool separate = identity_separate(c->id);
 	int info[2], r = 0;
@@ -481,7 +491,8 @@ int sandbox_prepare(const struct sandbox *s, const struct sandbox_cmd *c,
 			const char *name = view_dir(c, i);
 			snprintf(st->binds[i][0], PATH_MAX, "%s/%s", c->mount, name);
 			snprintf(st->binds[i][1], PATH_MAX, SCRATCH "/%s", name);
-			st->launch.binds[i] = (struct launch_bind){ st->binds[i][0], st->binds[i][1] };
+			st->launch.binds[i] = (struct launch_bind){ st->binds[i][0],
+								    st->binds[i][1] };
 			st->launch.nbinds++;
 		}
 	}
@@ -492,26 +503,35 @@ char **sandbox_argv_host(const struct sandbox_cmd *c)
 {
 	struct args a = { 0 };
 	_cleanup_(freep) char *exports = env_exports(c->env);
-	_cleanup_(freep) char *rewritten = c->command ? hostpath_rewrite(c->command, c->mount,
-									 c->extra) : NULL;
+	_cleanup_(freep) char *rewritten =
+		c->command ? hostpath_rewrite(c->command, c->mount, c->extra) : NULL;
 	_cleanup_(freep) char *cmd = NULL;
 
-	if (!exports || (c->command && (!rewritten ||
-					asprintf(&cmd, "%s%s", exports, rewritten) < 0)))
+	if (!exports ||
+	    (c->command && (!rewritten || asprintf(&cmd, "%s%s", exports, rewritten) < 0)))
 		return NULL;
 	add_shell(&a, cmd);
 	return done(&a);
 }
 
 /* One minimal sandbox as ID: 0, or -EPERM with what bwrap said in WHY. */
-static int try_sandbox(const struct sandbox *s, const struct identity *id,
-		       bool leave_chroot, char *why, size_t whylen)
+static int try_sandbox(const struct sandbox *s, const struct identity *id, bool leave_chroot,
+		       char *why, size_t whylen)
 {
 	char *argv[] = {
-		(char *)s->bwrap, "--unshare-user", "--uid", "1000", "--gid", "1000",
-		"--unshare-pid", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
-		"--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-		"--proc", "/proc", "--dev", "/dev", "--", "/bin/true", NULL,
+		(char *)s->bwrap, "--unshare-user",
+		"--uid",	  "1000",
+		"--gid",	  "1000",
+		"--unshare-pid",  "--ro-bind",
+		"/usr",		  "/usr",
+		"--symlink",	  "usr/bin",
+		"/bin",		  "--symlink",
+		"usr/lib",	  "/lib",
+		"--symlink",	  "usr/lib64",
+		"/lib64",	  "--proc",
+		"/proc",	  "--dev",
+		"/dev",		  "--",
+		"/bin/true",	  NULL,
 	};
 	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
 	struct launch l;

@@ -59,18 +59,17 @@ size_t sandbox_masked(const struct sandbox *s);
  * broker in a chroot, where no process may make a user namespace, finds
  * here that its sandboxes must leave the chroot first (in their own
  * mount namespace, launch.h), and they do from then on. */
-int sandbox_probe(struct sandbox *s, const struct identity *id, char *why,
-		  size_t whylen);
+int sandbox_probe(struct sandbox *s, const struct identity *id, char *why, size_t whylen);
 bool sandbox_leaves_chroot(const struct sandbox *s);
 
 struct sandbox_cmd {
-	const char *mount;		/* the view's mount point */
-	const char *const *extra;	/* extra mount NAMEs, NULL-terminated */
-	const char *command;		/* the shell command, prefix included;
+	const char *mount;	  /* the view's mount point */
+	const char *const *extra; /* extra mount NAMEs, NULL-terminated */
+	const char *command;	  /* the shell command, prefix included;
 					 * NULL: a shell reading stdin */
 	bool network;
-	const struct identity *id;	/* whom it runs as */
-	char *const *env;		/* its environment, "K=V", NULL-ended */
+	const struct identity *id; /* whom it runs as */
+	char *const *env;	   /* its environment, "K=V", NULL-ended */
 };
 
 #define SANDBOX_NFDS 5
@@ -78,11 +77,11 @@ struct sandbox_cmd {
 /* One start of bubblewrap, ready to be given to launch_spawn(). */
 struct sandbox_start {
 	char **argv;
-	char *envp[2];			/* bwrap's own: PATH */
-	struct launch launch;		/* the limits module adds its part */
-	int fds[SANDBOX_NFDS];		/* passed as 3...: options, seccomp,
+	char *envp[2];	       /* bwrap's own: PATH */
+	struct launch launch;  /* the limits module adds its part */
+	int fds[SANDBOX_NFDS]; /* passed as 3...: options, seccomp,
 					 * passwd, group, info (write end) */
-	int info;			/* read end: bwrap writes its child's
+	int info;	       /* read end: bwrap writes its child's
 					 * pid once the sandbox is set up, or
 					 * closes it having failed */
 	char binds[LAUNCH_MAX_BINDS][2][PATH_MAX];
@@ -90,8 +89,8 @@ struct sandbox_start {
 
 /* Prepares a start of C in S (sandbox_start_free()). Returns 0 or -errno
  * with a reason in ERR. */
-int sandbox_prepare(const struct sandbox *s, const struct sandbox_cmd *c,
-		    struct sandbox_start *st, char *err, size_t errlen);
+int sandbox_prepare(const struct sandbox *s, const struct sandbox_cmd *c, struct sandbox_start *st,
+		    char *err, size_t errlen);
 void sandbox_start_free(struct sandbox_start *st);
 
 /* The argv (sandbox_argv_free()) of host mode for C: the shell runs its

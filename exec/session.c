@@ -24,13 +24,13 @@ struct session {
 	struct session *next;
 	char *user, *thread, *scope;
 	bool host;
-	pid_t pid;			/* the shell (or bwrap), its own group */
+	pid_t pid; /* the shell (or bwrap), its own group */
 	int pidfd, in, out, err;
-	struct cgroup_leaf *leaf;	/* its cgroup leaf; NULL: none */
-	pthread_mutex_t run;		/* one command at a time, in order */
-	unsigned users;			/* commands holding or waiting for it */
+	struct cgroup_leaf *leaf; /* its cgroup leaf; NULL: none */
+	pthread_mutex_t run;	  /* one command at a time, in order */
+	unsigned users;		  /* commands holding or waiting for it */
 	bool dead;
-	uint64_t last_used;		/* the pool's use counter then (0: never) */
+	uint64_t last_used; /* the pool's use counter then (0: never) */
 };
 
 /* A shell to start. The fork happens on the pool's own thread: bwrap's
@@ -39,22 +39,22 @@ struct session {
  * must outlive it. */
 struct spawn {
 	const struct start *start;
-	int in, out, err;		/* the child's ends */
-	pid_t pid;			/* result: > 0, or -errno */
+	int in, out, err; /* the child's ends */
+	pid_t pid;	  /* result: > 0, or -errno */
 	bool done;
 };
 
 struct session_pool {
 	pthread_mutex_t lock;
 	struct session *list;
-	unsigned max, total_max, count;	/* per sandbox, in all; alive */
+	unsigned max, total_max, count; /* per sandbox, in all; alive */
 	uint64_t uses;			/* orders last_used */
 	pthread_t spawner;
 	pthread_cond_t wake, spawned;
-	pthread_cond_t put_back;	/* a session's users fell to 0 */
-	struct spawn *request;		/* for the spawner, under lock */
+	pthread_cond_t put_back; /* a session's users fell to 0 */
+	struct spawn *request;	 /* for the spawner, under lock */
 	bool stopping;
-	const struct cgroups *limits;	/* for notices */
+	const struct cgroups *limits; /* for notices */
 };
 
 static void *spawner_main(void *arg)
@@ -68,8 +68,8 @@ static void *spawner_main(void *arg)
 			continue;
 		}
 		struct spawn *sp = p->request;
-		sp->pid = launch_spawn(sp->start->argv, sp->start->envp, sp->start->cwd,
-				       sp->in, sp->out, sp->err, sp->start->launch);
+		sp->pid = launch_spawn(sp->start->argv, sp->start->envp, sp->start->cwd, sp->in,
+				       sp->out, sp->err, sp->start->launch);
 		p->request->done = true;
 		p->request = NULL;
 		pthread_cond_broadcast(&p->spawned);
@@ -206,7 +206,7 @@ static int start_shell(struct session_pool *pool, struct session *s,
 	struct start st;
 	int in[2], out[2], err[2], r;
 
-	ss.cmd.command = NULL;	/* a shell reading its commands */
+	ss.cmd.command = NULL; /* a shell reading its commands */
 	if ((r = start_prepare(&st, &ss, errmsg, errlen)) < 0)
 		return r;
 	if (pipe2(in, O_CLOEXEC) < 0) {
@@ -275,11 +275,13 @@ static bool evict_oldest(struct session_pool *p, const char *user, const char *t
 	*oldest = victim->next;
 	p->count--;
 	if (user)
-		log_info("session %s/%s scope %s: evicted (oldest idle of its sandbox; %u sessions per sandbox at most)",
-			 victim->user, victim->thread, victim->scope, p->max);
+		log_info(
+			"session %s/%s scope %s: evicted (oldest idle of its sandbox; %u sessions per sandbox at most)",
+			victim->user, victim->thread, victim->scope, p->max);
 	else
-		log_info("session %s/%s scope %s: evicted (oldest idle; %u sessions in all at most, max_shell_sessions_total)",
-			 victim->user, victim->thread, victim->scope, p->total_max);
+		log_info(
+			"session %s/%s scope %s: evicted (oldest idle; %u sessions in all at most, max_shell_sessions_total)",
+			victim->user, victim->thread, victim->scope, p->total_max);
 	session_free(victim);
 	return true;
 }
@@ -287,8 +289,8 @@ static bool evict_oldest(struct session_pool *p, const char *user, const char *t
 /* The session of SPEC, found or made, with one more user. -EBUSY if a
  * limit is reached and no session that would make room is idle (which
  * limit, in WHY). */
-static struct session *take(struct session_pool *p, const struct session_spec *spec,
-			    int *err, char *why, size_t whylen)
+static struct session *take(struct session_pool *p, const struct session_spec *spec, int *err,
+			    char *why, size_t whylen)
 {
 	const char *user = spec->start->user, *thread = spec->start->thread;
 	struct session *s;
@@ -303,15 +305,18 @@ static struct session *take(struct session_pool *p, const struct session_spec *s
 		mine += same_sandbox(o, user, thread);
 	if (!s && mine >= p->max && !evict_oldest(p, user, thread)) {
 		pthread_mutex_unlock(&p->lock);
-		snprintf(why, whylen, "every shell session of this sandbox is busy (max_shell_sessions = %u)",
+		snprintf(why, whylen,
+			 "every shell session of this sandbox is busy (max_shell_sessions = %u)",
 			 p->max);
 		*err = -EBUSY;
 		return NULL;
 	}
 	if (!s && p->count >= p->total_max && !evict_oldest(p, NULL, NULL)) {
 		pthread_mutex_unlock(&p->lock);
-		snprintf(why, whylen, "every shell session of the broker is busy (max_shell_sessions_total = %u)",
-			 p->total_max);
+		snprintf(
+			why, whylen,
+			"every shell session of the broker is busy (max_shell_sessions_total = %u)",
+			p->total_max);
 		*err = -EBUSY;
 		return NULL;
 	}
@@ -332,7 +337,7 @@ static struct session *take(struct session_pool *p, const struct session_spec *s
 		s->host = spec->start->host;
 		s->pid = -1;
 		s->in = s->out = s->err = s->pidfd = -1;
-		s->dead = true;		/* started on first use */
+		s->dead = true; /* started on first use */
 		pthread_mutex_init(&s->run, NULL);
 		s->next = p->list;
 		p->list = s;
@@ -363,7 +368,7 @@ enum { MARK_OUT, MARK_ERR };
 struct marks {
 	char text[2][80];
 	bool seen[2];
-	int rc;				/* from stdout's */
+	int rc; /* from stdout's */
 };
 
 /* What one pipe of a session command sent: its output, passed on as it
@@ -373,8 +378,8 @@ struct scan {
 	size_t len;
 };
 
-static void emit(const struct run_spec *run, struct capture *c, int stream,
-		 const char *data, size_t len)
+static void emit(const struct run_spec *run, struct capture *c, int stream, const char *data,
+		 size_t len)
 {
 	if (len == 0)
 		return;
@@ -384,8 +389,8 @@ static void emit(const struct run_spec *run, struct capture *c, int stream,
 }
 
 /* Passes on the first N bytes of SC's pending data. */
-static void scan_emit(struct scan *sc, const struct run_spec *run, struct capture *c,
-		      int stream, size_t n)
+static void scan_emit(struct scan *sc, const struct run_spec *run, struct capture *c, int stream,
+		      size_t n)
 {
 	if (n == 0)
 		return;
@@ -430,9 +435,9 @@ static int scan_add(struct scan *sc, struct marks *m, const char *data, size_t n
 		size_t off = (size_t)(hit - sc->pending), mlen = strlen(m->text[which]);
 		char *eol = memchr(hit + mlen, '\n', sc->len - off - mlen);
 		if (!eol)
-			return 0;	/* the rest of the marker line is coming */
+			return 0; /* the rest of the marker line is coming */
 		size_t line = (size_t)(eol - hit) + 1;
-		scan_emit(sc, run, c, stream, off);	/* the marker is first now */
+		scan_emit(sc, run, c, stream, off); /* the marker is first now */
 		m->seen[which] = true;
 		if (which == MARK_OUT)
 			m->rc = atoi(sc->pending + mlen);
@@ -449,8 +454,8 @@ static int scan_add(struct scan *sc, struct marks *m, const char *data, size_t n
 }
 
 /* Reads what FD has into SC; false once it is closed. */
-static bool read_into(int fd, struct scan *sc, struct marks *m,
-		      const struct run_spec *run, struct capture *c, int stream)
+static bool read_into(int fd, struct scan *sc, struct marks *m, const struct run_spec *run,
+		      struct capture *c, int stream)
 {
 	char buf[65536];
 	ssize_t n = read(fd, buf, sizeof(buf));
@@ -464,14 +469,15 @@ static bool read_into(int fd, struct scan *sc, struct marks *m,
  * exited, or the command is being killed): what is in FD now, without
  * blocking (at most 2 MiB: a background job may write on), and the
  * held-back tail. */
-static void drain_rest(int fd, struct scan *sc, struct marks *m,
-		       const struct run_spec *run, struct capture *c, int stream)
+static void drain_rest(int fd, struct scan *sc, struct marks *m, const struct run_spec *run,
+		       struct capture *c, int stream)
 {
 	char buf[65536];
 	ssize_t n;
 
 	for (int i = 0; i < 32 && !(m->seen[MARK_OUT] && m->seen[MARK_ERR]) &&
-	     (n = read(fd, buf, sizeof(buf))) > 0; i++)
+			(n = read(fd, buf, sizeof(buf))) > 0;
+	     i++)
 		scan_add(sc, m, buf, (size_t)n, run, c, stream);
 	scan_emit(sc, run, c, stream, sc->len);
 }
@@ -530,13 +536,14 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 	/* stderr's marker first: once stdout's is read, stderr's is in its
 	 * pipe already, unless the command sent the shell's stderr
 	 * elsewhere (exec 2>/dev/null). */
-	if (!quoted || asprintf(&script, "eval %s </dev/null\n__sbx_rc=$?\n"
+	if (!quoted || asprintf(&script,
+				"eval %s </dev/null\n__sbx_rc=$?\n"
 				"printf '__SBX_END_%s 0\\n' >&2\n"
-				"printf '__SBX_END_%s %%d\\n' \"$__sbx_rc\"\n", quoted,
-				token[MARK_ERR], token[MARK_OUT]) < 0)
+				"printf '__SBX_END_%s %%d\\n' \"$__sbx_rc\"\n",
+				quoted, token[MARK_ERR], token[MARK_OUT]) < 0)
 		return -ENOMEM;
 	if (!write_all(s->in, script, strlen(script)))
-		return -ESRCH;	/* the shell is gone */
+		return -ESRCH; /* the shell is gone */
 
 	int64_t deadline = run->timeout_s ? now_ms() + (int64_t)run->timeout_s * 1000 : INT64_MAX;
 	bool gone = false, err_open = true;
@@ -544,15 +551,14 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 	run_watch_init(&w, -1, s->leaf);
 	while (!m.seen[MARK_OUT] && !gone) {
 		struct pollfd p[5] = {
-			{ s->out, POLLIN, 0 },
-			{ err_open ? s->err : -1, POLLIN, 0 },
-			{ s->pidfd, POLLIN, 0 },
-			{ run->cancel_fd, 0, 0 },	/* POLLHUP */
+			{ s->out, POLLIN, 0 },	     { err_open ? s->err : -1, POLLIN, 0 },
+			{ s->pidfd, POLLIN, 0 },     { run->cancel_fd, 0, 0 }, /* POLLHUP */
 			{ run->stop_fd, POLLIN, 0 },
 		};
 		int64_t now = now_ms();
-		int wait = deadline == INT64_MAX ? 1000 : deadline <= now ? 0
-			   : (int)(deadline - now < 1000 ? deadline - now : 1000);
+		int wait = deadline == INT64_MAX ? 1000
+			   : deadline <= now	 ? 0
+					     : (int)(deadline - now < 1000 ? deadline - now : 1000);
 		if (poll(p, 5, run_watch_wait(&w, wait)) < 0 && errno != EINTR)
 			break;
 		/* Its stdout closed, the status cannot come: the session is
@@ -563,7 +569,7 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 		if (p[1].revents && !read_into(s->err, &err, &m, run, &r->err, 2))
 			err_open = false;
 		if (p[2].revents)
-			gone = true;	/* the shell exited: `exit` in the command */
+			gone = true; /* the shell exited: `exit` in the command */
 		if (p[3].revents & (POLLHUP | POLLERR)) {
 			r->cancelled = true;
 			break;
@@ -604,20 +610,21 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 		/* What the command did to its leaf is the command's. */
 		if (!ended && !r->killed && s->leaf)
 			r->killed = cgroup_check(s->leaf);
-		r->code = r->stopped ? RUN_STOPPED_CODE : r->timed_out ? 124 : r->killed ? 137
-			  : m.rc;
+		r->code = r->stopped	 ? RUN_STOPPED_CODE
+			  : r->timed_out ? 124
+			  : r->killed	 ? 137
+					 : m.rc;
 	}
 
 	if (gone || r->timed_out || r->cancelled || r->stopped || r->killed)
-		kill_session(s);	/* the next command gets a new one */
+		kill_session(s); /* the next command gets a new one */
 	free(out.pending);
 	free(err.pending);
 	return 0;
 }
 
-int session_run(struct session_pool *p, const struct session_spec *spec,
-		const char *command, const struct run_spec *run,
-		struct run_result *r, char *err, size_t errlen)
+int session_run(struct session_pool *p, const struct session_spec *spec, const char *command,
+		const struct run_spec *run, struct run_result *r, char *err, size_t errlen)
 {
 	int e = 0;
 	struct session *s = take(p, spec, &e, err, errlen);
@@ -641,8 +648,9 @@ int session_run(struct session_pool *p, const struct session_spec *spec,
 		}
 		if (s->dead) {
 			if (attempt == 0 && s->pid == -1 && s->last_used)
-				log_info("session %s/%s scope %s: session not found; recreating it once",
-					 s->user, s->thread, s->scope);
+				log_info(
+					"session %s/%s scope %s: session not found; recreating it once",
+					s->user, s->thread, s->scope);
 			if ((r_ = start_shell(p, s, spec, err, errlen)) < 0)
 				break;
 		}
@@ -656,8 +664,8 @@ int session_run(struct session_pool *p, const struct session_spec *spec,
 	return r_;
 }
 
-void sessions_end_scope(struct session_pool *p, const char *user,
-			const char *thread, const char *scope)
+void sessions_end_scope(struct session_pool *p, const char *user, const char *thread,
+			const char *scope)
 {
 	pthread_mutex_lock(&p->lock);
 	for (;;) {

@@ -48,9 +48,8 @@ struct session_spec {
  * describes it (the shell is the session's; timeout, output and cancel
  * are RUN's). Returns 0 with R filled, or -errno (the session could not
  * be started, with a reason in ERR; -EBUSY: every session is busy). */
-int session_run(struct session_pool *p, const struct session_spec *s,
-		const char *command, const struct run_spec *run,
-		struct run_result *r, char *err, size_t errlen);
+int session_run(struct session_pool *p, const struct session_spec *s, const char *command,
+		const struct run_spec *run, struct run_result *r, char *err, size_t errlen);
 
 /* Kills each idle session whose processes reached a limit of their
  * sandbox (a background job's fork bomb), for the broker's main loop. */
@@ -58,8 +57,8 @@ void sessions_tick(struct session_pool *p);
 
 /* Ends the session of USER's THREAD with SCOPE (and its host twin),
  * once its command in flight, if any, has finished. */
-void sessions_end_scope(struct session_pool *p, const char *user,
-			const char *thread, const char *scope);
+void sessions_end_scope(struct session_pool *p, const char *user, const char *thread,
+			const char *scope);
 
 /* Sessions alive now. */
 unsigned sessions_count(struct session_pool *p);

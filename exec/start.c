@@ -8,8 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int start_prepare(struct start *s, const struct start_spec *spec, char *err,
-		  size_t errlen)
+int start_prepare(struct start *s, const struct start_spec *spec, char *err, size_t errlen)
 {
 	size_t nenv = 0;
 	int r;
@@ -85,7 +84,7 @@ void start_free(struct start *s)
 {
 	cgroup_leaf_free(s->leaf);
 	s->leaf = NULL;
-	sandbox_start_free(&s->sb);	/* closes the info descriptor too */
+	sandbox_start_free(&s->sb); /* closes the info descriptor too */
 	s->info = -1;
 	sandbox_argv_free(s->host_argv);
 	s->host_argv = NULL;

@@ -16,10 +16,10 @@ struct start_spec {
 	const struct sandbox *sandbox;
 	struct cgroups *limits;
 	const char *user, *thread;
-	struct sandbox_cmd cmd;		/* its env: the request's variables */
-	char *const *base_env;		/* the broker's, secrets scrubbed */
+	struct sandbox_cmd cmd; /* its env: the request's variables */
+	char *const *base_env;	/* the broker's, secrets scrubbed */
 	bool host;
-	const char *host_cwd;		/* host mode: the working directory */
+	const char *host_cwd; /* host mode: the working directory */
 };
 
 struct start {
@@ -27,8 +27,8 @@ struct start {
 	char **envp;
 	const char *cwd;
 	const struct launch *launch;
-	int info;			/* -1: none */
-	struct cgroup_leaf *leaf;	/* NULL: none (host mode) */
+	int info;		  /* -1: none */
+	struct cgroup_leaf *leaf; /* NULL: none (host mode) */
 	/* owned */
 	struct sandbox_start sb;
 	struct launch host_launch;
@@ -37,8 +37,7 @@ struct start {
 
 /* Prepares S for SPEC. Returns 0, or -errno with a one-line reason in
  * ERR. */
-int start_prepare(struct start *s, const struct start_spec *spec, char *err,
-		  size_t errlen);
+int start_prepare(struct start *s, const struct start_spec *spec, char *err, size_t errlen);
 /* The child has its descriptors: the parent's copies are closed. */
 void start_spawned(struct start *s);
 /* Hands the leaf over (the caller frees it with cgroup_leaf_free()). */

@@ -20,10 +20,10 @@
 
 struct channel {
 #if !CHANNEL_NEGOTIATES
-	uint64_t init_unique;	/* the INIT request's, until its reply */
-	bool offered;		/* the kernel offers KILLPRIV_V2 */
+	uint64_t init_unique; /* the INIT request's, until its reply */
+	bool offered;	      /* the kernel offers KILLPRIV_V2 */
 #endif
-	bool killpriv;		/* negotiated: we drop set-id bits and caps */
+	bool killpriv; /* negotiated: we drop set-id bits and caps */
 };
 
 #if CHANNEL_NEGOTIATES
@@ -49,11 +49,11 @@ void channel_init(struct channel *c, struct fuse_conn_info *conn)
 
 static int channel_hooks(struct fuse_session *se)
 {
-	(void)se;	/* libfuse's own I/O does it all */
+	(void)se; /* libfuse's own I/O does it all */
 	return 0;
 }
 
-#else	/* libfuse < 3.17: on the wire */
+#else /* libfuse < 3.17: on the wire */
 
 static ssize_t channel_read(int fd, void *buf, size_t len, void *userdata)
 {
@@ -72,11 +72,10 @@ static ssize_t channel_read(int fd, void *buf, size_t len, void *userdata)
 		c->offered = init->flags & FUSE_HANDLE_KILLPRIV_V2;
 	}
 	errno = saved;
-	return n;	/* libfuse reads errno, as after read(2) */
+	return n; /* libfuse reads errno, as after read(2) */
 }
 
-static ssize_t channel_writev(int fd, struct iovec *iov, int count,
-			      void *userdata)
+static ssize_t channel_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	struct channel *c = ((struct view *)userdata)->channel;
 	const struct fuse_out_header *out = iov[0].iov_base;
@@ -94,7 +93,7 @@ static ssize_t channel_writev(int fd, struct iovec *iov, int count,
 		c->init_unique = 0;
 	}
 	n = writev(fd, iov, count);
-	return n;	/* libfuse reads errno, as after writev(2) */
+	return n; /* libfuse reads errno, as after writev(2) */
 }
 
 void channel_init(struct channel *c, struct fuse_conn_info *conn)
@@ -125,7 +124,7 @@ int channel_install(struct fuse_session *se, struct view *v)
 
 	if (!c)
 		return -ENOMEM;
-	v->channel = c;		/* before the hooks, which find it there */
+	v->channel = c; /* before the hooks, which find it there */
 	r = channel_hooks(se);
 	if (r < 0) {
 		v->channel = NULL;

@@ -12,13 +12,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define CONFINE_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | \
-			 RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
+#define CONFINE_RESOLVE \
+	(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 
 bool confine_name_ok(const char *name)
 {
-	return name && *name && !strchr(name, '/') && strcmp(name, ".") &&
-	       strcmp(name, "..");
+	return name && *name && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..");
 }
 
 /* The mount id of FD, or 0 if statx cannot tell. */
@@ -74,7 +73,7 @@ static int openat2_confined(int dirfd, const char *name, int flags, mode_t mode)
 		return openat_confined(dirfd, name, flags, mode);
 	do
 		fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
-	while (fd < 0 && errno == EAGAIN);	/* a rename raced the lookup */
+	while (fd < 0 && errno == EAGAIN); /* a rename raced the lookup */
 	if (fd < 0 && errno == ENOSYS) {
 		__atomic_store_n(&no_openat2, true, __ATOMIC_RELAXED);
 		return openat_confined(dirfd, name, flags, mode);
@@ -118,7 +117,7 @@ static int reopen_path(int fd)
 	nfd = (int)syscall(SYS_open_tree, fd, "", AT_EMPTY_PATH | O_CLOEXEC);
 	if (nfd >= 0)
 		return nfd;
-	if (errno == ENOSYS || errno == EPERM) {	/* EPERM: seccomp */
+	if (errno == ENOSYS || errno == EPERM) { /* EPERM: seccomp */
 		__atomic_store_n(&no_open_tree, true, __ATOMIC_RELAXED);
 		return -ENOSYS;
 	}

@@ -38,7 +38,7 @@ struct mark {
 	struct version ver;
 	int64_t at_ns;
 	bool hashed;
-	bool dirty;			/* not yet written to the store */
+	bool dirty; /* not yet written to the store */
 	uint8_t hash[SHA256_BYTES];
 };
 
@@ -71,9 +71,9 @@ struct gate {
 	struct store_writer *writer;
 	struct stripe stripes[STRIPES];
 
-	struct loaded_mark *loaded;	/* sorted by path; read-only */
+	struct loaded_mark *loaded; /* sorted by path; read-only */
 	size_t nloaded;
-	size_t unclaimed;		/* atomic */
+	size_t unclaimed; /* atomic */
 
 	pthread_t hasher;
 	bool hasher_running;
@@ -85,8 +85,10 @@ struct gate {
 };
 
 static const char *const mode_names[] = {
-	[GATE_ENFORCE] = "enforce", [GATE_STRICT] = "strict",
-	[GATE_AUDIT] = "audit", [GATE_OFF] = "off",
+	[GATE_ENFORCE] = "enforce",
+	[GATE_STRICT] = "strict",
+	[GATE_AUDIT] = "audit",
+	[GATE_OFF] = "off",
 };
 
 int gate_mode_parse(const char *s, enum gate_mode *out)
@@ -119,14 +121,13 @@ static int64_t now_ns(void)
 
 static struct version version_of(const struct stat *st)
 {
-	return (struct version){ st->st_ino, st->st_size, ts_ns(st->st_mtim),
-				 ts_ns(st->st_ctim) };
+	return (struct version){ st->st_ino, st->st_size, ts_ns(st->st_mtim), ts_ns(st->st_ctim) };
 }
 
 static bool version_eq(const struct version *a, const struct version *b)
 {
-	return a->ino == b->ino && a->size == b->size &&
-	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+	return a->ino == b->ino && a->size == b->size && a->mtime_ns == b->mtime_ns &&
+	       a->ctime_ns == b->ctime_ns;
 }
 
 static uint64_t id_hash(dev_t dev, ino_t ino)
@@ -180,7 +181,7 @@ static void stripe_grow(struct stripe *s)
 	struct mark **b = calloc(n, sizeof(*b));
 
 	if (!b)
-		return;		/* longer chains, still correct */
+		return; /* longer chains, still correct */
 	for (size_t i = 0; i < s->nbuckets; i++)
 		for (struct mark *m = s->buckets[i], *next; m; m = next) {
 			size_t k = (id_hash(m->dev, m->ver.ino) / STRIPES) % n;
@@ -228,13 +229,16 @@ static void mark_set(struct stripe *s, const struct stat *st, int64_t at_ns)
 	m->dirty = true;
 }
 
-static void to_store_mark(const struct mark *m, const char *path,
-			  struct store_mark *out)
+static void to_store_mark(const struct mark *m, const char *path, struct store_mark *out)
 {
 	*out = (struct store_mark){
-		.path = path, .ino = m->ver.ino, .size = m->ver.size,
-		.mtime_ns = m->ver.mtime_ns, .ctime_ns = m->ver.ctime_ns,
-		.at_ns = m->at_ns, .hashed = m->hashed,
+		.path = path,
+		.ino = m->ver.ino,
+		.size = m->ver.size,
+		.mtime_ns = m->ver.mtime_ns,
+		.ctime_ns = m->ver.ctime_ns,
+		.at_ns = m->at_ns,
+		.hashed = m->hashed,
 	};
 	memcpy(out->hash, m->hash, sizeof(out->hash));
 }
@@ -265,8 +269,8 @@ static bool hash_read(struct gate *g, const struct hash_job *job, uint8_t out[SH
 	struct stat st;
 
 	if (g->writer && fstat(job->fd, &st) == 0 &&
-	    snapshot_describe(job->fd, &st, job->path, NULL, store_writer_keep_text,
-			      g->writer, &f) == 0) {
+	    snapshot_describe(job->fd, &st, job->path, NULL, store_writer_keep_text, g->writer,
+			      &f) == 0) {
 		bool ok = f.hashed && f.size == job->ver.size;
 		memcpy(out, f.sha256, sizeof(f.sha256));
 		snap_file_free(&f);
@@ -298,8 +302,7 @@ static void *hasher_main(void *arg)
 
 		uint8_t hash[SHA256_BYTES];
 		struct stat st;
-		bool ok = !g->stopping && hash_read(g, job, hash) &&
-			  fstat(job->fd, &st) == 0;
+		bool ok = !g->stopping && hash_read(g, job, hash) && fstat(job->fd, &st) == 0;
 		struct version now = ok ? version_of(&st) : job->ver;
 		close(job->fd);
 		if (ok && version_eq(&now, &job->ver)) {
@@ -437,12 +440,10 @@ static int load_one(void *arg, const struct store_mark *m)
 
 static int loaded_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct loaded_mark *)a)->path,
-		      ((const struct loaded_mark *)b)->path);
+	return strcmp(((const struct loaded_mark *)a)->path, ((const struct loaded_mark *)b)->path);
 }
 
-int gate_load(struct gate *g, struct store *s, const char *user,
-	      const char *thread)
+int gate_load(struct gate *g, struct store *s, const char *user, const char *thread)
 {
 	struct load_ctx c = { g, 0 };
 	int r;
@@ -465,8 +466,8 @@ bool gate_wants_path(const struct gate *g)
 
 /* Adopts the mark an earlier daemon recorded for PATH, if it names the
  * same inode (stripe locked). */
-static struct mark *claim_loaded(struct gate *g, struct stripe *s,
-				 const struct stat *st, const char *path)
+static struct mark *claim_loaded(struct gate *g, struct stripe *s, const struct stat *st,
+				 const char *path)
 {
 	struct loaded_mark key = { .path = (char *)path }, *l;
 	struct mark *m;
@@ -481,8 +482,7 @@ static struct mark *claim_loaded(struct gate *g, struct stripe *s,
 	m = mark_get(s, st->st_dev, st->st_ino);
 	if (!m)
 		return NULL;
-	m->ver = (struct version){ l->m.ino, l->m.size, l->m.mtime_ns,
-				   l->m.ctime_ns };
+	m->ver = (struct version){ l->m.ino, l->m.size, l->m.mtime_ns, l->m.ctime_ns };
 	m->at_ns = l->m.at_ns;
 	m->hashed = l->m.hashed;
 	memcpy(m->hash, l->m.hash, sizeof(m->hash));
@@ -504,8 +504,7 @@ bool gate_read_is_news(struct gate *g, const struct stat *st)
 	return news;
 }
 
-static void queue_hash(struct gate *g, const struct stat *st, int fd,
-		       const char *path)
+static void queue_hash(struct gate *g, const struct stat *st, int fd, const char *path)
 {
 	struct hash_job *job;
 
@@ -539,8 +538,8 @@ static void queue_hash(struct gate *g, const struct stat *st, int fd,
 	}
 }
 
-void gate_note_read(struct gate *g, const struct stat *st,
-		    const struct stat *after, int fd, const char *path)
+void gate_note_read(struct gate *g, const struct stat *st, const struct stat *after, int fd,
+		    const char *path)
 {
 	struct version before, now;
 	struct store_mark sm;
@@ -551,7 +550,7 @@ void gate_note_read(struct gate *g, const struct stat *st,
 	before = version_of(st);
 	now = version_of(after);
 	if (!version_eq(&before, &now) || st->st_dev != after->st_dev)
-		return;		/* changed while read: which version was seen? */
+		return; /* changed while read: which version was seen? */
 	struct stripe *s = stripe_of(g, st->st_dev, st->st_ino);
 	stripe_lock(&s->lock);
 	struct mark *m = mark_get(s, st->st_dev, st->st_ino);
@@ -597,15 +596,13 @@ static bool same_content(const struct mark *m, const struct stat *st, int fd)
 	if (!m->hashed || m->ver.size != st->st_size || st->st_size > SNAPSHOT_HASH_MAX)
 		return false;
 	_cleanup_(closep) int rfd = confine_reopen(fd, O_RDONLY);
-	if (rfd < 0 || !hash_fd(rfd, st->st_size, hash) ||
-	    fstat(rfd, &again) < 0)
+	if (rfd < 0 || !hash_fd(rfd, st->st_size, hash) || fstat(rfd, &again) < 0)
 		return false;
 	struct version a = version_of(st), b = version_of(&again);
 	return version_eq(&a, &b) && !memcmp(hash, m->hash, sizeof(hash));
 }
 
-enum gate_verdict gate_check(struct gate_ticket *t, const struct stat *st,
-			     int fd, const char *path)
+enum gate_verdict gate_check(struct gate_ticket *t, const struct stat *st, int fd, const char *path)
 {
 	struct gate *g = t->g;
 
@@ -642,7 +639,9 @@ enum gate_verdict gate_check(struct gate_ticket *t, const struct stat *st,
 	t->read_at_ns = m ? m->at_ns : 0;
 	if (m) {
 		t->base = (struct store_version){
-			.known = true, .hashed = m->hashed, .size = m->ver.size,
+			.known = true,
+			.hashed = m->hashed,
+			.size = m->ver.size,
 			.mtime_ns = m->ver.mtime_ns,
 		};
 		memcpy(t->base.sha256, m->hash, sizeof(m->hash));
@@ -747,16 +746,21 @@ void gate_reason(const struct gate_ticket *t, char *buf, size_t size)
 }
 
 /* An audit row; BASE and CURRENT may be NULL (not known). */
-static void record(struct gate *g, const char *path, const char *op,
-		   const char *reason, bool allowed, pid_t pid, const char *comm,
-		   const struct store_version *base, const struct store_version *current)
+static void record(struct gate *g, const char *path, const char *op, const char *reason,
+		   bool allowed, pid_t pid, const char *comm, const struct store_version *base,
+		   const struct store_version *current)
 {
 	if (!g || !g->writer)
 		return;
 	struct store_audit a = {
-		.at_ns = now_ns(), .path = path, .op = op, .comm = comm,
-		.reason = reason, .mode = gate_mode_name(g->mode),
-		.pid = pid, .allowed = allowed,
+		.at_ns = now_ns(),
+		.path = path,
+		.op = op,
+		.comm = comm,
+		.reason = reason,
+		.mode = gate_mode_name(g->mode),
+		.pid = pid,
+		.allowed = allowed,
 	};
 	if (base)
 		a.base = *base;
@@ -767,16 +771,17 @@ static void record(struct gate *g, const char *path, const char *op,
 
 /* The version of the file ST (FD any fd of it, virtual PATH) a refusal
  * found, its text kept in the store as a snapshot would keep it. */
-static struct store_version describe_current(struct gate *g, const struct stat *st,
-					     int fd, const char *path)
+static struct store_version describe_current(struct gate *g, const struct stat *st, int fd,
+					     const char *path)
 {
-	struct store_version v = { .known = true, .size = st->st_size,
+	struct store_version v = { .known = true,
+				   .size = st->st_size,
 				   .mtime_ns = ts_ns(st->st_mtim) };
 	_cleanup_(closep) int rfd = confine_reopen(fd, O_RDONLY);
 	struct snap_file f;
 
-	if (rfd >= 0 && snapshot_describe(rfd, st, path, NULL, store_writer_keep_text,
-					  g->writer, &f) == 0) {
+	if (rfd >= 0 &&
+	    snapshot_describe(rfd, st, path, NULL, store_writer_keep_text, g->writer, &f) == 0) {
 		v.hashed = f.hashed;
 		memcpy(v.sha256, f.sha256, sizeof(f.sha256));
 		snap_file_free(&f);
@@ -784,9 +789,8 @@ static struct store_version describe_current(struct gate *g, const struct stat *
 	return v;
 }
 
-void gate_report(struct gate *g, const struct gate_ticket *t,
-		 const struct stat *st, int fd, const char *path,
-		 const char *op, pid_t pid, const char *comm)
+void gate_report(struct gate *g, const struct gate_ticket *t, const struct stat *st, int fd,
+		 const char *path, const char *op, pid_t pid, const char *comm)
 {
 	char reason[96];
 
@@ -794,9 +798,8 @@ void gate_report(struct gate *g, const struct gate_ticket *t,
 		return;
 	gate_reason(t, reason, sizeof(reason));
 	bool allowed = g->mode == GATE_AUDIT;
-	log_warn("%s %s of '%s': %s (pid %d, %s)",
-		 allowed ? "audit: would refuse" : "refused", op, path, reason,
-		 (int)pid, comm);
+	log_warn("%s %s of '%s': %s (pid %d, %s)", allowed ? "audit: would refuse" : "refused", op,
+		 path, reason, (int)pid, comm);
 	if (t->verdict != GATE_CHANGED || !g->writer) {
 		record(g, path, op, reason, allowed, pid, comm, NULL, NULL);
 		return;
@@ -805,8 +808,8 @@ void gate_report(struct gate *g, const struct gate_ticket *t,
 	record(g, path, op, reason, allowed, pid, comm, &t->base, &current);
 }
 
-void gate_record_refusal(struct gate *g, const char *path, const char *op,
-			 const char *reason, pid_t pid, const char *comm)
+void gate_record_refusal(struct gate *g, const char *path, const char *op, const char *reason,
+			 pid_t pid, const char *comm)
 {
 	record(g, path, op, reason, false, pid, comm, NULL, NULL);
 }

@@ -37,9 +37,9 @@ struct store;
 struct store_writer;
 
 enum gate_mode {
-	GATE_ENFORCE,	/* refuse; own writes move the mark */
-	GATE_STRICT,	/* refuse; every change needs a read of the version */
-	GATE_AUDIT,	/* allow, but record what enforce would refuse */
+	GATE_ENFORCE, /* refuse; own writes move the mark */
+	GATE_STRICT,  /* refuse; every change needs a read of the version */
+	GATE_AUDIT,   /* allow, but record what enforce would refuse */
 	GATE_OFF,
 };
 
@@ -51,16 +51,14 @@ struct gate;
 
 /* A gate in MODE (not GATE_OFF); UNLINK also gates unlink and rmdir.
  * Rows go to W (may be NULL: marks live in memory only). */
-struct gate *gate_new(enum gate_mode mode, bool unlink,
-		      struct store_writer *w);
+struct gate *gate_new(enum gate_mode mode, bool unlink, struct store_writer *w);
 void gate_free(struct gate *g);
 /* Sends rows to W from now on (after gate_load(), which uses W's store
  * connection before W's thread starts). */
 void gate_set_writer(struct gate *g, struct store_writer *w);
 /* Loads the marks an earlier daemon recorded for USER's THREAD, before the
  * writer that owns S starts. Returns the number loaded or -errno. */
-int gate_load(struct gate *g, struct store *s, const char *user,
-	      const char *thread);
+int gate_load(struct gate *g, struct store *s, const char *user, const char *thread);
 
 enum gate_mode gate_mode(const struct gate *g);
 bool gate_unlink(const struct gate *g);
@@ -74,13 +72,13 @@ bool gate_wants_path(const struct gate *g);
  * and queues a content hash of small files read through the readable
  * FD. PATH is the file's virtual path. */
 bool gate_read_is_news(struct gate *g, const struct stat *st);
-void gate_note_read(struct gate *g, const struct stat *st,
-		    const struct stat *after, int fd, const char *path);
+void gate_note_read(struct gate *g, const struct stat *st, const struct stat *after, int fd,
+		    const char *path);
 
 enum gate_verdict {
 	GATE_OK,
-	GATE_NEVER_READ,	/* no mark */
-	GATE_CHANGED,		/* the file changed since the mark's read */
+	GATE_NEVER_READ, /* no mark */
+	GATE_CHANGED,	 /* the file changed since the mark's read */
 };
 
 /* A change through the view to one file, from gate_lock() to
@@ -90,10 +88,10 @@ struct gate_ticket {
 	pthread_mutex_t *lock;
 	dev_t dev;
 	ino_t ino;
-	bool was_current;		/* the mark matched ST at gate_lock() */
-	enum gate_verdict verdict;	/* of gate_check() */
-	int64_t read_at_ns;		/* GATE_CHANGED: when it was read */
-	struct store_version base;	/* GATE_CHANGED: the version read */
+	bool was_current;	   /* the mark matched ST at gate_lock() */
+	enum gate_verdict verdict; /* of gate_check() */
+	int64_t read_at_ns;	   /* GATE_CHANGED: when it was read */
+	struct store_version base; /* GATE_CHANGED: the version read */
 };
 
 /* Takes the gate lock of the file whose current attributes are ST. */
@@ -104,15 +102,14 @@ void gate_lock(struct gate *g, struct gate_ticket *t, const struct stat *st);
  * file, a symlink or a special file always passes: nothing can be lost. A
  * directory (rmdir with --rbw-unlink) passes if it was ever listed or made
  * through the view. */
-enum gate_verdict gate_check(struct gate_ticket *t, const struct stat *st,
-			     int fd, const char *path);
+enum gate_verdict gate_check(struct gate_ticket *t, const struct stat *st, int fd,
+			     const char *path);
 /* Ends the change. AFTER: the attributes it left (NULL if it failed or the
  * file is gone from that name); they may be another file's, a stage that
  * took the change. CONTENT: it changed content (the mark moves to AFTER
  * in enforce and audit modes); otherwise it changed metadata only, and a
  * mark current before it stays current. */
-void gate_unlock(struct gate_ticket *t, const struct stat *after,
-		 bool content);
+void gate_unlock(struct gate_ticket *t, const struct stat *after, bool content);
 
 /* Records a new file made by the view as read (enforce and audit). */
 void gate_note_created(struct gate *g, const struct stat *st);
@@ -134,13 +131,12 @@ void gate_forget_path(struct gate *g, const char *path);
  * version read and the current one (attributes ST, FD any fd of it), and
  * the current one's text to the store, so "sbx audit --diff" can show the
  * change (the text of the version read went there when it was read). */
-void gate_report(struct gate *g, const struct gate_ticket *t,
-		 const struct stat *st, int fd, const char *path,
-		 const char *op, pid_t pid, const char *comm);
+void gate_report(struct gate *g, const struct gate_ticket *t, const struct stat *st, int fd,
+		 const char *path, const char *op, pid_t pid, const char *comm);
 /* Records a refusal the gate did not decide (a save over a file changed
  * on the host while open): to the audit table only; the caller logs. */
-void gate_record_refusal(struct gate *g, const char *path, const char *op,
-			 const char *reason, pid_t pid, const char *comm);
+void gate_record_refusal(struct gate *g, const char *path, const char *op, const char *reason,
+			 pid_t pid, const char *comm);
 /* "never read" or "changed since it was read at 2026-11-30T08:12:03Z". */
 void gate_reason(const struct gate_ticket *t, char *buf, size_t size);
 

@@ -16,14 +16,12 @@
 /* The attributes of the object FD refers to (an O_PATH fd: not followed). */
 static int fd_stat(int fd, struct stat *st)
 {
-	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0
-		       ? neg_errno() : 0;
+	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? neg_errno() : 0;
 }
 
 static bool is_vcs_dir(const char *name)
 {
-	return !strcmp(name, ".git") || !strcmp(name, ".hg") ||
-	       !strcmp(name, ".svn");
+	return !strcmp(name, ".git") || !strcmp(name, ".hg") || !strcmp(name, ".svn");
 }
 
 /* Read-before-write: decides a content change of the file DIR/NAME (or
@@ -35,9 +33,8 @@ static bool is_vcs_dir(const char *name)
  * gated: their tool rewrites them without reading them first (FETCH_HEAD,
  * ORIG_HEAD, logs) and guards them with its own lock files; nobody edits
  * them by hand. */
-static int gate_decide(struct view *v, fuse_req_t req, struct gate_ticket *t,
-		       struct inode *dir, const char *name,
-		       const struct stat *st, int fd, const char *op)
+static int gate_decide(struct view *v, fuse_req_t req, struct gate_ticket *t, struct inode *dir,
+		       const char *name, const struct stat *st, int fd, const char *op)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	char path[PATH_MAX], comm[COMM_MAX];
@@ -59,9 +56,8 @@ static int gate_decide(struct view *v, fuse_req_t req, struct gate_ticket *t,
 
 /* Locks T for the file DIR/NAME (attributes ST, FD any fd of it) and, if
  * OP is set, decides a content change OP of it; a refusal unlocks T. */
-static int gate_begin(struct view *v, fuse_req_t req, struct gate_ticket *t,
-		      struct inode *dir, const char *name,
-		      const struct stat *st, int fd, const char *op)
+static int gate_begin(struct view *v, fuse_req_t req, struct gate_ticket *t, struct inode *dir,
+		      const char *name, const struct stat *st, int fd, const char *op)
 {
 	int r = 0;
 
@@ -73,8 +69,8 @@ static int gate_begin(struct view *v, fuse_req_t req, struct gate_ticket *t,
 	return r;
 }
 
-int gate_file_begin(struct view *v, fuse_req_t req, struct gate_ticket *t,
-		    struct inode *ino, int fd, const char *op)
+int gate_file_begin(struct view *v, fuse_req_t req, struct gate_ticket *t, struct inode *ino,
+		    int fd, const char *op)
 {
 	struct stat st;
 	int r;
@@ -91,10 +87,8 @@ int gate_file_begin(struct view *v, fuse_req_t req, struct gate_ticket *t,
  * (with the gate off, it is not looked at). *FD receives an O_PATH fd of
  * a regular file: for the hash fallback, and for gate_end_name() to carry
  * the mark of a file that keeps other links. */
-static int gate_begin_name(struct view *v, fuse_req_t req,
-			   struct gate_ticket *t, struct inode *dir, int dfd,
-			   const char *name, const char *op, bool *exists,
-			   int *fd)
+static int gate_begin_name(struct view *v, fuse_req_t req, struct gate_ticket *t, struct inode *dir,
+			   int dfd, const char *name, const char *op, bool *exists, int *fd)
 {
 	struct stat st;
 	int r;
@@ -119,15 +113,14 @@ static void gate_end_name(struct gate_ticket *t, int *fd)
 {
 	struct stat after;
 
-	gate_unlock(t, *fd >= 0 && fstat(*fd, &after) == 0 ? &after : NULL,
-		    false);
+	gate_unlock(t, *fd >= 0 && fstat(*fd, &after) == 0 ? &after : NULL, false);
 	closep(fd);
 }
 
 /* Decides a content change OP of the entry DIR/NAME (fd DFD) on its own:
  * locks, decides, unlocks. */
-static int gate_name_ok(struct view *v, fuse_req_t req, struct inode *dir,
-			int dfd, const char *name, const char *op)
+static int gate_name_ok(struct view *v, fuse_req_t req, struct inode *dir, int dfd,
+			const char *name, const char *op)
 {
 	struct gate_ticket t;
 	_cleanup_(closep) int fd = -1;
@@ -142,11 +135,9 @@ static int gate_name_ok(struct view *v, fuse_req_t req, struct inode *dir,
 /* True if an entry of directory FROM named NAME (NULL: FROM itself)
  * arriving in directory TO enters a version-control directory from
  * outside one. */
-static bool enters_vcs(struct view *v, struct inode *from, const char *name,
-		       struct inode *to)
+static bool enters_vcs(struct view *v, struct inode *from, const char *name, struct inode *to)
 {
-	return v->gate && !(name && is_vcs_dir(name)) &&
-	       inode_within(v->inodes, to, is_vcs_dir) &&
+	return v->gate && !(name && is_vcs_dir(name)) && inode_within(v->inodes, to, is_vcs_dir) &&
 	       !inode_within(v->inodes, from, is_vcs_dir);
 }
 
@@ -155,8 +146,8 @@ static bool enters_vcs(struct view *v, struct inode *from, const char *name,
  * gate as if it replaced the file. A directory, whose files cannot all be
  * looked at, is refused with EXDEV (mv then copies it, and removing the
  * originals follows the unlink rule). */
-static int gate_vcs_entry(struct view *v, fuse_req_t req, struct inode *from,
-			  int ffd, const char *name, struct inode *to)
+static int gate_vcs_entry(struct view *v, fuse_req_t req, struct inode *from, int ffd,
+			  const char *name, struct inode *to)
 {
 	struct stat st;
 
@@ -171,9 +162,8 @@ static int gate_vcs_entry(struct view *v, fuse_req_t req, struct inode *from,
  * (in directory fd TFD): its current mark stays current and is stored
  * under the new path (the old path's row dropped unless SWAPPED: an
  * exchange stores the other file's there). */
-static void gate_carry_moved(struct view *v, const struct stat *src,
-			     struct inode *from, const char *name,
-			     struct inode *to, int tfd, const char *newname,
+static void gate_carry_moved(struct view *v, const struct stat *src, struct inode *from,
+			     const char *name, struct inode *to, int tfd, const char *newname,
 			     bool swapped)
 {
 	struct gate_ticket t;
@@ -186,10 +176,8 @@ static void gate_carry_moved(struct view *v, const struct stat *src,
 	gate_unlock(&t, &after, false);
 	if (gate_dirty(v->gate, &after)) {
 		if (!swapped)
-			gate_forget_path(v->gate, view_path(v, from, name, path,
-							       sizeof(path)));
-		gate_persist(v->gate, &after, view_path(v, to, newname, path,
-							   sizeof(path)));
+			gate_forget_path(v->gate, view_path(v, from, name, path, sizeof(path)));
+		gate_persist(v->gate, &after, view_path(v, to, newname, path, sizeof(path)));
 	}
 }
 
@@ -199,8 +187,8 @@ void gate_names_none(struct gate_names *g)
 	gate_lock(NULL, &g->t, NULL);
 }
 
-int gate_link_begin(struct view *v, fuse_req_t req, struct gate_names *g,
-		    struct inode *file, int fd, struct inode *dir)
+int gate_link_begin(struct view *v, fuse_req_t req, struct gate_names *g, struct inode *file,
+		    int fd, struct inode *dir)
 {
 	struct stat st;
 
@@ -211,26 +199,24 @@ int gate_link_begin(struct view *v, fuse_req_t req, struct gate_names *g,
 		return 0;
 	g->fd = fd;
 	return gate_begin(v, req, &g->t, file, NULL, &st, fd,
-			  enters_vcs(v, file, NULL, dir)
-			  ? "link into a VCS directory" : NULL);
+			  enters_vcs(v, file, NULL, dir) ? "link into a VCS directory" : NULL);
 }
 
-int gate_remove_begin(struct view *v, fuse_req_t req, struct gate_names *g,
-		      struct inode *dir, int dfd, const char *name, bool rmdir)
+int gate_remove_begin(struct view *v, fuse_req_t req, struct gate_names *g, struct inode *dir,
+		      int dfd, const char *name, bool rmdir)
 {
 	bool exists;
 
-	*g = (struct gate_names){ .fd = -1, .fd_owned = true,
-				  .forget = !rmdir };
+	*g = (struct gate_names){ .fd = -1, .fd_owned = true, .forget = !rmdir };
 	return gate_begin_name(v, req, &g->t, dir, dfd, name,
 			       !gate_unlink(v->gate) ? NULL
-			       : rmdir ? "rmdir" : "unlink",
+			       : rmdir		     ? "rmdir"
+						     : "unlink",
 			       &exists, &g->fd);
 }
 
-int gate_rename_begin(struct view *v, fuse_req_t req, struct gate_names *g,
-		      struct inode *from, int ffd, const char *name,
-		      struct inode *to, int tfd, const char *newname,
+int gate_rename_begin(struct view *v, fuse_req_t req, struct gate_names *g, struct inode *from,
+		      int ffd, const char *name, struct inode *to, int tfd, const char *newname,
 		      unsigned int flags)
 {
 	bool exchange = flags & RENAME_EXCHANGE;
@@ -242,24 +228,20 @@ int gate_rename_begin(struct view *v, fuse_req_t req, struct gate_names *g,
 	/* Replacing an existing file overwrites it: gated. The moved file's
 	 * ctime changes, so a current mark of it is carried across; an
 	 * exchange moves the other file too, and its mark goes with it. */
-	g->carry = v->gate &&
-		   fstatat(ffd, name, &g->src, AT_SYMLINK_NOFOLLOW) == 0;
+	g->carry = v->gate && fstatat(ffd, name, &g->src, AT_SYMLINK_NOFOLLOW) == 0;
 	g->carry_dst = v->gate && exchange &&
 		       fstatat(tfd, newname, &g->dst, AT_SYMLINK_NOFOLLOW) == 0;
 	/* An exchange replaces the content at both names: the source's side
 	 * is decided first, on its own (one gate lock at a time). */
 	if ((r = gate_vcs_entry(v, req, from, ffd, name, to)) < 0 ||
-	    (exchange &&
-	     (r = gate_vcs_entry(v, req, to, tfd, newname, from)) < 0))
+	    (exchange && (r = gate_vcs_entry(v, req, to, tfd, newname, from)) < 0))
 		return r;
 	if (flags & RENAME_NOREPLACE)
 		return 0;
-	if (exchange &&
-	    (r = gate_name_ok(v, req, from, ffd, name, "exchange")) < 0)
+	if (exchange && (r = gate_name_ok(v, req, from, ffd, name, "exchange")) < 0)
 		return r;
 	return gate_begin_name(v, req, &g->t, to, tfd, newname,
-			       exchange ? "exchange" : "rename onto",
-			       &g->replaces, &g->fd);
+			       exchange ? "exchange" : "rename onto", &g->replaces, &g->fd);
 }
 
 void gate_names_end(struct gate_names *g, bool done)
@@ -271,27 +253,23 @@ void gate_names_end(struct gate_names *g, bool done)
 		return;
 	}
 	/* A link: the caller's fd, looked at if the link was made. */
-	gate_unlock(&g->t, done && g->fd >= 0 && fd_stat(g->fd, &after) == 0
-			   ? &after : NULL, false);
+	gate_unlock(&g->t, done && g->fd >= 0 && fd_stat(g->fd, &after) == 0 ? &after : NULL,
+		    false);
 	g->fd = -1;
 }
 
-void gate_names_commit(struct view *v, struct gate_names *g,
-		       struct inode *from, int ffd, const char *name,
-		       struct inode *to, int tfd, const char *newname)
+void gate_names_commit(struct view *v, struct gate_names *g, struct inode *from, int ffd,
+		       const char *name, struct inode *to, int tfd, const char *newname)
 {
 	char path[PATH_MAX];
 
 	/* A removed file's stored mark names nothing now. */
 	if (g->forget && v->gate && v->writer)
-		gate_forget_path(v->gate, view_path(v, from, name, path,
-						    sizeof(path)));
+		gate_forget_path(v->gate, view_path(v, from, name, path, sizeof(path)));
 	if (g->carry)
-		gate_carry_moved(v, &g->src, from, name, to, tfd, newname,
-				 g->exchange);
+		gate_carry_moved(v, &g->src, from, name, to, tfd, newname, g->exchange);
 	if (g->carry_dst)
-		gate_carry_moved(v, &g->dst, to, newname, from, ffd, name,
-				 true);
+		gate_carry_moved(v, &g->dst, to, newname, from, ffd, name, true);
 }
 
 void gate_store(struct view *v, struct inode *ino, const struct stat *st)
@@ -299,6 +277,5 @@ void gate_store(struct view *v, struct inode *ino, const struct stat *st)
 	char path[PATH_MAX];
 
 	if (gate_dirty(v->gate, st))
-		gate_persist(v->gate, st,
-			     view_path(v, ino, NULL, path, sizeof(path)));
+		gate_persist(v->gate, st, view_path(v, ino, NULL, path, sizeof(path)));
 }

@@ -36,39 +36,38 @@ struct inode;
 /* Locks T for the file INO (FD any fd of it: an open file, its stage, or
  * its O_PATH fd) and, if OP is set, decides a content change OP of it
  * ("write", "truncate", ...). -errno if FD cannot be looked at. */
-int gate_file_begin(struct view *v, fuse_req_t req, struct gate_ticket *t,
-		    struct inode *ino, int fd, const char *op);
+int gate_file_begin(struct view *v, fuse_req_t req, struct gate_ticket *t, struct inode *ino,
+		    int fd, const char *op);
 
 /* The gate of one change of names, from one of the begins below (or
  * gate_names_none()) to gate_names_end(), and for a rename or a removal
  * gate_names_commit() once the change is made. */
 struct gate_names {
 	struct gate_ticket t;
-	int fd;			/* the file decided on, or -1 */
-	bool fd_owned;		/*   closed by gate_names_end() */
-	bool replaces;		/* a rename's target was there (gate on) */
-	bool forget;		/* a file's name is removed */
-	bool exchange;		/* a rename exchanges two names */
-	bool carry, carry_dst;	/* a rename's marks to carry across, */
-	struct stat src, dst;	/*   from the files' attributes before */
+	int fd;		       /* the file decided on, or -1 */
+	bool fd_owned;	       /*   closed by gate_names_end() */
+	bool replaces;	       /* a rename's target was there (gate on) */
+	bool forget;	       /* a file's name is removed */
+	bool exchange;	       /* a rename exchanges two names */
+	bool carry, carry_dst; /* a rename's marks to carry across, */
+	struct stat src, dst;  /*   from the files' attributes before */
 };
 
 /* A new name (mknod, mkdir, symlink, create): nothing to decide. */
 void gate_names_none(struct gate_names *g);
 /* DIR gets a new link to FILE (FD its O_PATH fd, kept by the caller). */
-int gate_link_begin(struct view *v, fuse_req_t req, struct gate_names *g,
-		    struct inode *file, int fd, struct inode *dir);
+int gate_link_begin(struct view *v, fuse_req_t req, struct gate_names *g, struct inode *file,
+		    int fd, struct inode *dir);
 /* DIR/NAME (directory fd DFD) is removed: unlink, or rmdir if RMDIR.
  * Decided only with --rbw-unlink. */
-int gate_remove_begin(struct view *v, fuse_req_t req, struct gate_names *g,
-		      struct inode *dir, int dfd, const char *name, bool rmdir);
+int gate_remove_begin(struct view *v, fuse_req_t req, struct gate_names *g, struct inode *dir,
+		      int dfd, const char *name, bool rmdir);
 /* FROM/NAME (fd FFD) moves to TO/NEWNAME (fd TFD) with renameat2 FLAGS:
  * replacing a file overwrites it, an exchange overwrites both, and a file
  * entering a version-control directory sheds its gate, so each of them is
  * decided. */
-int gate_rename_begin(struct view *v, fuse_req_t req, struct gate_names *g,
-		      struct inode *from, int ffd, const char *name,
-		      struct inode *to, int tfd, const char *newname,
+int gate_rename_begin(struct view *v, fuse_req_t req, struct gate_names *g, struct inode *from,
+		      int ffd, const char *name, struct inode *to, int tfd, const char *newname,
 		      unsigned int flags);
 /* Unlocks after the syscall (DONE: it succeeded): other hard links of the
  * file saw their ctime move, and a current mark stays current. */
@@ -76,9 +75,8 @@ void gate_names_end(struct gate_names *g, bool done);
 /* After the change, the stored marks follow the names: a removed file's
  * is dropped; a renamed file's current mark stays current and is stored
  * under its new path. The arguments are those of the begin. */
-void gate_names_commit(struct view *v, struct gate_names *g,
-		       struct inode *from, int ffd, const char *name,
-		       struct inode *to, int tfd, const char *newname);
+void gate_names_commit(struct view *v, struct gate_names *g, struct inode *from, int ffd,
+		       const char *name, struct inode *to, int tfd, const char *newname);
 
 /* Stores the mark of INO (attributes ST) if it moved since last stored
  * (a writer's close, an fsync). */

@@ -18,16 +18,19 @@
 struct inode_table {
 	pthread_mutex_t lock;
 	struct inode **buckets;
-	size_t nbuckets;		/* a power of two */
+	size_t nbuckets; /* a power of two */
 	size_t count;
 	size_t fds, fd_budget, evictions;
-	bool handles;			/* evicted inodes keep a file handle */
+	bool handles; /* evicted inodes keep a file handle */
 	/* open_by_handle_at() refuses an O_PATH mount fd (EBADF): one
 	 * directory opened for reading per filesystem serves instead. */
-	struct { dev_t dev; int fd; } anchors[8];
+	struct {
+		dev_t dev;
+		int fd;
+	} anchors[8];
 	size_t nanchors;
-	struct inode lru;		/* sentinel: lru.lru_next is the newest */
-	struct inode *watches[WATCH_BUCKETS];	/* by inotify wd */
+	struct inode lru;		      /* sentinel: lru.lru_next is the newest */
+	struct inode *watches[WATCH_BUCKETS]; /* by inotify wd */
 	void (*on_unwatch)(void *, int);
 	void *on_unwatch_arg;
 };
@@ -40,14 +43,12 @@ static size_t key_hash(uint16_t domain, dev_t dev, ino_t ino)
 	return (size_t)(h ^ (h >> 29));
 }
 
-static struct inode **bucket_of(struct inode_table *t, uint16_t domain,
-				dev_t dev, ino_t ino)
+static struct inode **bucket_of(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino)
 {
 	return &t->buckets[key_hash(domain, dev, ino) & (t->nbuckets - 1)];
 }
 
-static struct inode *hash_find(struct inode_table *t, uint16_t domain,
-			       dev_t dev, ino_t ino)
+static struct inode *hash_find(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino)
 {
 	for (struct inode *i = *bucket_of(t, domain, dev, ino); i; i = i->hnext)
 		if (i->ino == ino && i->dev == dev && i->domain == domain && !i->superseded)
@@ -61,7 +62,7 @@ static void hash_grow(struct inode_table *t)
 	struct inode **nb = calloc(n, sizeof(*nb));
 
 	if (!nb)
-		return;		/* a longer chain is slower, not wrong */
+		return; /* a longer chain is slower, not wrong */
 	for (size_t b = 0; b < t->nbuckets; b++) {
 		for (struct inode *i = t->buckets[b], *next; i; i = next) {
 			next = i->hnext;
@@ -102,8 +103,7 @@ static void stat_of_statx(const struct statx *x, struct stat *st)
 	st->st_ctim = (struct timespec){ x->stx_ctime.tv_sec, x->stx_ctime.tv_nsec };
 }
 
-int inode_statx(int dirfd, const char *name, int flags, struct stat *st,
-		struct timespec *born)
+int inode_statx(int dirfd, const char *name, int flags, struct stat *st, struct timespec *born)
 {
 	struct statx x;
 
@@ -171,9 +171,8 @@ static bool same_object(const struct inode *ino, int fd, const struct stat *st)
 		       fh->handle_bytes == ino->fh->handle_bytes &&
 		       !memcmp(fh->f_handle, ino->fh->f_handle, fh->handle_bytes);
 	}
-	return !ino->born_known ||
-	       (birth_of(fd, &born) && born.tv_sec == ino->born.tv_sec &&
-		born.tv_nsec == ino->born.tv_nsec);
+	return !ino->born_known || (birth_of(fd, &born) && born.tv_sec == ino->born.tv_sec &&
+				    born.tv_nsec == ino->born.tv_nsec);
 }
 
 static bool evictable(const struct inode *i)
@@ -242,7 +241,7 @@ static void set_parent(struct inode *ino, struct inode *parent, char *name)
 		parent->refs++;
 	free(ino->name);
 	ino->name = name;
-	ino->parent = parent;	/* the caller dropped the old parent's ref */
+	ino->parent = parent; /* the caller dropped the old parent's ref */
 }
 
 /* INO's watch, read under the table lock, which orders it: relaxed. */
@@ -340,8 +339,7 @@ static void hash_insert(struct inode_table *t, struct inode *ino)
 	*b = ino;
 }
 
-static struct inode *inode_alloc(struct inode_table *t, const struct stat *st,
-				 uint16_t domain)
+static struct inode *inode_alloc(struct inode_table *t, const struct stat *st, uint16_t domain)
 {
 	struct inode *ino = calloc(1, sizeof(*ino));
 
@@ -359,9 +357,8 @@ static struct inode *inode_alloc(struct inode_table *t, const struct stat *st,
 	return ino;
 }
 
-struct inode *inode_add_fixed(struct inode_table *t, struct inode *parent,
-			      const char *name, int fd, const struct stat *st,
-			      uint16_t domain, struct root *root,
+struct inode *inode_add_fixed(struct inode_table *t, struct inode *parent, const char *name, int fd,
+			      const struct stat *st, uint16_t domain, struct root *root,
 			      const struct synth *synth)
 {
 	char *copy = name ? strdup(name) : NULL;
@@ -374,7 +371,7 @@ struct inode *inode_add_fixed(struct inode_table *t, struct inode *parent,
 	if (ino) {
 		ino->root = root;
 		ino->synth = synth;
-		ino->refs = 1;		/* never released */
+		ino->refs = 1; /* never released */
 		set_parent(ino, parent, copy);
 		copy = NULL;
 		attach_fd(t, ino, fd);
@@ -384,9 +381,8 @@ struct inode *inode_add_fixed(struct inode_table *t, struct inode *parent,
 	return ino;
 }
 
-struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent,
-			       const char *name, int fd, const struct stat *st,
-			       const struct timespec *born)
+struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent, const char *name,
+			       int fd, const struct stat *st, const struct timespec *born)
 {
 	char *copy = strdup(name);
 	struct inode *ino, *old_parent = NULL;
@@ -553,7 +549,7 @@ int inode_fd_get(struct inode_table *t, struct inode *ino)
 		pthread_mutex_unlock(&t->lock);
 		return -EPERM;
 	}
-	ino->pins++;	/* keeps INO alive while we resolve unlocked */
+	ino->pins++; /* keeps INO alive while we resolve unlocked */
 	pthread_mutex_unlock(&t->lock);
 
 	fd = resolve_again(t, ino);
@@ -561,7 +557,7 @@ int inode_fd_get(struct inode_table *t, struct inode *ino)
 	pthread_mutex_lock(&t->lock);
 	if (fd >= 0) {
 		if (ino->fd >= 0)
-			close(fd);	/* another thread won the race */
+			close(fd); /* another thread won the race */
 		else {
 			attach_fd(t, ino, fd);
 			lru_trim(t);
@@ -589,7 +585,7 @@ void inode_open_ref(struct inode_table *t, struct inode *ino, bool writer)
 {
 	pthread_mutex_lock(&t->lock);
 	if (ino->opens++ == 0)
-		lru_unlink(ino);	/* an open handle keeps the fd */
+		lru_unlink(ino); /* an open handle keeps the fd */
 	ino->writers += writer;
 	pthread_mutex_unlock(&t->lock);
 }
@@ -604,8 +600,7 @@ void inode_open_unref(struct inode_table *t, struct inode *ino, bool writer)
 	pthread_mutex_unlock(&t->lock);
 }
 
-uint32_t inode_open_count(struct inode_table *t, struct inode *ino,
-			  uint32_t *writers)
+uint32_t inode_open_count(struct inode_table *t, struct inode *ino, uint32_t *writers)
 {
 	uint32_t n;
 
@@ -617,8 +612,7 @@ uint32_t inode_open_count(struct inode_table *t, struct inode *ino,
 	return n;
 }
 
-int inode_rekey(struct inode_table *t, struct inode *ino, int fd,
-		const struct stat *st)
+int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct stat *st)
 {
 	pthread_mutex_lock(&t->lock);
 	if (hash_find(t, ino->domain, st->st_dev, st->st_ino)) {
@@ -639,13 +633,13 @@ int inode_rekey(struct inode_table *t, struct inode *ino, int fd,
 		attach_fd(t, ino, fd);
 	}
 	note(ino, st);
-	ino->born_known = false;	/* the new object's, taken at eviction */
+	ino->born_known = false; /* the new object's, taken at eviction */
 	pthread_mutex_unlock(&t->lock);
 	return 0;
 }
 
-int inode_parent_fd_get(struct inode_table *t, struct inode *ino,
-			struct inode **parent, char *name, size_t size)
+int inode_parent_fd_get(struct inode_table *t, struct inode *ino, struct inode **parent, char *name,
+			size_t size)
 {
 	int fd;
 
@@ -656,15 +650,14 @@ int inode_parent_fd_get(struct inode_table *t, struct inode *ino,
 		return -ESTALE;
 	}
 	strcpy(name, ino->name);
-	(*parent)->pins++;	/* alive until inode_fd_get pins it too */
+	(*parent)->pins++; /* alive until inode_fd_get pins it too */
 	pthread_mutex_unlock(&t->lock);
 	fd = inode_fd_get(t, *parent);
 	inode_unpin(t, *parent);
 	return fd;
 }
 
-int inode_stat_evicted(struct inode_table *t, struct inode *ino,
-		       struct stat *st)
+int inode_stat_evicted(struct inode_table *t, struct inode *ino, struct stat *st)
 {
 	char name[NAME_MAX + 1];
 	struct inode *parent;
@@ -674,7 +667,7 @@ int inode_stat_evicted(struct inode_table *t, struct inode *ino,
 	ino_t nr;
 	int pfd, r;
 
-	pthread_mutex_lock(&t->lock);	/* what to expect, as of now */
+	pthread_mutex_lock(&t->lock); /* what to expect, as of now */
 	evicted = ino->fd < 0 && ino->born_known && !ino->synth;
 	dev = ino->dev;
 	nr = ino->ino;
@@ -693,8 +686,7 @@ int inode_stat_evicted(struct inode_table *t, struct inode *ino,
 	return 0;
 }
 
-struct inode *inode_find(struct inode_table *t, uint16_t domain, dev_t dev,
-			 ino_t ino)
+struct inode *inode_find(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino)
 {
 	struct inode *i;
 
@@ -706,8 +698,7 @@ struct inode *inode_find(struct inode_table *t, uint16_t domain, dev_t dev,
 	return i;
 }
 
-bool inode_is_named(struct inode_table *t, struct inode *ino,
-		    struct inode *dir, const char *name)
+bool inode_is_named(struct inode_table *t, struct inode *ino, struct inode *dir, const char *name)
 {
 	bool named;
 
@@ -717,24 +708,21 @@ bool inode_is_named(struct inode_table *t, struct inode *ino,
 	return named;
 }
 
-void inode_note_attr(struct inode_table *t, struct inode *ino,
-		     const struct stat *st)
+void inode_note_attr(struct inode_table *t, struct inode *ino, const struct stat *st)
 {
 	pthread_mutex_lock(&t->lock);
 	note(ino, st);
 	pthread_mutex_unlock(&t->lock);
 }
 
-struct inode *inode_find_changed(struct inode_table *t, uint16_t domain,
-				 const struct stat *st)
+struct inode *inode_find_changed(struct inode_table *t, uint16_t domain, const struct stat *st)
 {
 	struct inode *i;
 
 	pthread_mutex_lock(&t->lock);
 	i = hash_find(t, domain, st->st_dev, st->st_ino);
 	if (i && !i->writers &&
-	    (!ts_eq(i->seen_mtime, st->st_mtim) ||
-	     !ts_eq(i->seen_ctime, st->st_ctim) ||
+	    (!ts_eq(i->seen_mtime, st->st_mtim) || !ts_eq(i->seen_ctime, st->st_ctim) ||
 	     i->seen_size != st->st_size)) {
 		note(i, st);
 		i->pins++;
@@ -773,8 +761,7 @@ struct inode *inode_find_watch(struct inode_table *t, int wd)
 	return i;
 }
 
-void inode_table_on_unwatch(struct inode_table *t, void (*fn)(void *, int),
-			    void *arg)
+void inode_table_on_unwatch(struct inode_table *t, void (*fn)(void *, int), void *arg)
 {
 	pthread_mutex_lock(&t->lock);
 	t->on_unwatch = fn;
@@ -782,8 +769,7 @@ void inode_table_on_unwatch(struct inode_table *t, void (*fn)(void *, int),
 	pthread_mutex_unlock(&t->lock);
 }
 
-void inode_table_each(struct inode_table *t,
-		      void (*fn)(void *, struct inode *), void *arg)
+void inode_table_each(struct inode_table *t, void (*fn)(void *, struct inode *), void *arg)
 {
 	pthread_mutex_lock(&t->lock);
 	for (size_t b = 0; b < t->nbuckets; b++)
@@ -792,8 +778,7 @@ void inode_table_each(struct inode_table *t,
 	pthread_mutex_unlock(&t->lock);
 }
 
-void inode_note_unnamed(struct inode_table *t, uint16_t domain, dev_t dev,
-			ino_t ino)
+void inode_note_unnamed(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino)
 {
 	pthread_mutex_lock(&t->lock);
 	struct inode *i = hash_find(t, domain, dev, ino);
@@ -809,7 +794,7 @@ void inode_moved(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
 	struct inode *i, *old_parent;
 
 	if (!copy)
-		return;	/* the next lookup by the new name fixes it */
+		return; /* the next lookup by the new name fixes it */
 	pthread_mutex_lock(&t->lock);
 	i = hash_find(t, domain, dev, ino);
 	if (i && !i->root && !i->synth) {
@@ -837,8 +822,7 @@ struct root *inode_root(struct inode_table *t, struct inode *ino)
 	return root;
 }
 
-bool inode_within(struct inode_table *t, struct inode *ino,
-		  bool (*match)(const char *name))
+bool inode_within(struct inode_table *t, struct inode *ino, bool (*match)(const char *name))
 {
 	bool found = false;
 
@@ -849,9 +833,8 @@ bool inode_within(struct inode_table *t, struct inode *ino,
 	return found;
 }
 
-size_t inode_names_below(struct inode_table *t, struct inode *ino,
-			 const struct inode *top, const char *child,
-			 char (*names)[NAME_MAX + 1], size_t max)
+size_t inode_names_below(struct inode_table *t, struct inode *ino, const struct inode *top,
+			 const char *child, char (*names)[NAME_MAX + 1], size_t max)
 {
 	const char *parts[256];
 	size_t n = 0, depth;
@@ -868,8 +851,8 @@ size_t inode_names_below(struct inode_table *t, struct inode *ino,
 	return depth;
 }
 
-char *inode_path(struct inode_table *t, struct inode *ino, const char *child,
-		 char *buf, size_t size)
+char *inode_path(struct inode_table *t, struct inode *ino, const char *child, char *buf,
+		 size_t size)
 {
 	const char *parts[256];
 	size_t n = 0, len = 0;
@@ -881,8 +864,7 @@ char *inode_path(struct inode_table *t, struct inode *ino, const char *child,
 		parts[n++] = ino->name;
 	buf[0] = '\0';
 	while (n > 0 && len < size) {
-		int w = snprintf(buf + len, size - len, "%s%s", len ? "/" : "",
-				 parts[--n]);
+		int w = snprintf(buf + len, size - len, "%s%s", len ? "/" : "", parts[--n]);
 		if (w < 0)
 			break;
 		len += (size_t)w;

@@ -47,42 +47,42 @@ struct inode {
 	 * them, under the table lock, when a staged write is published. */
 	dev_t dev;
 	ino_t ino;
-	mode_t type;			/* S_IFMT bits */
-	uint16_t domain;		/* index into the view's domains */
-	struct root *root;		/* set on a root's top directory */
-	const struct synth *synth;	/* set on a synthetic directory */
+	mode_t type;		   /* S_IFMT bits */
+	uint16_t domain;	   /* index into the view's domains */
+	struct root *root;	   /* set on a root's top directory */
+	const struct synth *synth; /* set on a synthetic directory */
 
 	/* Guarded by the table lock. */
-	struct inode *parent;		/* where it was last seen (holds a ref) */
+	struct inode *parent; /* where it was last seen (holds a ref) */
 	char *name;
-	int fd;				/* O_PATH fd, or -1 while evicted */
-	struct file_handle *fh;		/* evicted: its handle (root daemon) */
-	bool superseded;		/* its inode number went to another
+	int fd;			/* O_PATH fd, or -1 while evicted */
+	struct file_handle *fh; /* evicted: its handle (root daemon) */
+	bool superseded;	/* its inode number went to another
 					 * object: never found again */
-	bool born_known;		/* evicted: the object's birth time */
+	bool born_known;	/* evicted: the object's birth time */
 	struct timespec born;
-	uint32_t pins;			/* requests using fd right now */
-	uint32_t opens;			/* open file/dir handles */
-	uint32_t writers;		/* of which may write */
+	uint32_t pins;	  /* requests using fd right now */
+	uint32_t opens;	  /* open file/dir handles */
+	uint32_t writers; /* of which may write */
 	/* Read without the table lock, relaxed: wd is written under it,
 	 * covered is set by ops_entry.c. */
-	_Atomic int wd;			/* inotify watch (dirs), <= 0 if none */
-	_Atomic bool covered;		/* a watch reports its changes */
+	_Atomic int wd;	      /* inotify watch (dirs), <= 0 if none */
+	_Atomic bool covered; /* a watch reports its changes */
 	/* Guarded by its stage lock (stage.h), but for stage_any(). */
 	struct stage *_Atomic stage;
-	struct file_version save_base;	/* the same: what its writers */
-	bool save_base_set;		/* started from; */
-	uint32_t flushed_writers;	/* and its handles closed since
+	struct file_version save_base;		/* the same: what its writers */
+	bool save_base_set;			/* started from; */
+	uint32_t flushed_writers;		/* and its handles closed since
 					 * their last change (ops_file.c) */
-	_Atomic int64_t imaged;		/* the run its pre-image is for
+	_Atomic int64_t imaged;			/* the run its pre-image is for
 					 * (journal.h) */
-	_Atomic bool stale_pages;	/* a save was dropped, and the
+	_Atomic bool stale_pages;		/* a save was dropped, and the
 					 * kernel may cache its bytes */
-	_Atomic bool unnamed;		/* the view itself removed a name of
+	_Atomic bool unnamed;			/* the view itself removed a name of
 					 * it (inode_note_unnamed) */
-	struct timespec seen_mtime, seen_ctime;	/* attributes last */
+	struct timespec seen_mtime, seen_ctime; /* attributes last */
 	off_t seen_size;			/* given to the kernel */
-	uint32_t refs;			/* children + fixed */
+	uint32_t refs;				/* children + fixed */
 	uint64_t nlookup;
 	struct inode *hnext, *wnext, *lru_prev, *lru_next;
 };
@@ -95,24 +95,21 @@ void inode_table_free(struct inode_table *t);
 
 /* Adds an inode that lives as long as the table: a synthetic directory
  * (FD < 0, SYNTH set) or a root's top directory (FD >= 0, ROOT set). */
-struct inode *inode_add_fixed(struct inode_table *t, struct inode *parent,
-			      const char *name, int fd, const struct stat *st,
-			      uint16_t domain, struct root *root,
+struct inode *inode_add_fixed(struct inode_table *t, struct inode *parent, const char *name, int fd,
+			      const struct stat *st, uint16_t domain, struct root *root,
 			      const struct synth *synth);
 
 /* Finds or adds the inode for the object just resolved as PARENT/NAME,
  * whose O_PATH fd is FD (ownership passes to the table), stat ST and
  * birth time BORN (NULL if unknown), and counts one kernel lookup.
  * Returns NULL (fd closed) only on -ENOMEM. */
-struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent,
-			       const char *name, int fd, const struct stat *st,
-			       const struct timespec *born);
+struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent, const char *name,
+			       int fd, const struct stat *st, const struct timespec *born);
 
 /* statx(2) of NAME under DIRFD (FLAGS: AT_EMPTY_PATH or 0; a final
  * symlink is not followed) into ST, and the birth time into BORN.
  * Returns 1, 0 if the filesystem keeps no birth time, or -errno. */
-int inode_statx(int dirfd, const char *name, int flags, struct stat *st,
-		struct timespec *born);
+int inode_statx(int dirfd, const char *name, int flags, struct stat *st, struct timespec *born);
 
 /* Counts one more kernel lookup of a fixed inode. */
 void inode_lookup_fixed(struct inode_table *t, struct inode *ino);
@@ -131,47 +128,40 @@ void inode_unpin(struct inode_table *t, struct inode *ino);
  * birth time agree; the birth time tells it from a later file given the
  * same inode number). Returns 0, or -EAGAIN if INO holds an fd or cannot
  * be told apart that way: inode_fd_get() then. */
-int inode_stat_evicted(struct inode_table *t, struct inode *ino,
-		       struct stat *st);
+int inode_stat_evicted(struct inode_table *t, struct inode *ino, struct stat *st);
 
 /* Pins the directory INO was last seen in and copies its name there into
  * NAME. Returns the directory's fd (unpin *PARENT after use) or -errno. */
-int inode_parent_fd_get(struct inode_table *t, struct inode *ino,
-			struct inode **parent, char *name, size_t size);
+int inode_parent_fd_get(struct inode_table *t, struct inode *ino, struct inode **parent, char *name,
+			size_t size);
 
 /* Finds the inode of (DOMAIN, DEV, INO), pinned, or NULL. */
-struct inode *inode_find(struct inode_table *t, uint16_t domain, dev_t dev,
-			 ino_t ino);
+struct inode *inode_find(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino);
 
 /* True if INO was last seen as DIR/NAME. */
-bool inode_is_named(struct inode_table *t, struct inode *ino,
-		    struct inode *dir, const char *name);
+bool inode_is_named(struct inode_table *t, struct inode *ino, struct inode *dir, const char *name);
 
 /* Open handles keep the inode's fd and the inode itself; WRITER marks a
  * handle that may modify the file. */
 void inode_open_ref(struct inode_table *t, struct inode *ino, bool writer);
 void inode_open_unref(struct inode_table *t, struct inode *ino, bool writer);
 /* Open handles of INO (and, in *WRITERS if not NULL, how many may write). */
-uint32_t inode_open_count(struct inode_table *t, struct inode *ino,
-			  uint32_t *writers);
+uint32_t inode_open_count(struct inode_table *t, struct inode *ino, uint32_t *writers);
 
 /* After a staged write was published: INO now designates the object whose
  * O_PATH fd is FD (owned) and attributes ST, the file now at its name.
  * Returns 0, or -EEXIST (FD closed) if the table already holds it. */
-int inode_rekey(struct inode_table *t, struct inode *ino, int fd,
-		const struct stat *st);
+int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct stat *st);
 
 /* Remembers the attributes the kernel was just given for INO. */
-void inode_note_attr(struct inode_table *t, struct inode *ino,
-		     const struct stat *st);
+void inode_note_attr(struct inode_table *t, struct inode *ino, const struct stat *st);
 
 /* The inode of the object ST describes (fresh from the backing file, in
  * DOMAIN), pinned, if ST differs from what the kernel was last given for
  * it and no handle of the view is writing it (its own writes are not news
  * to the kernel); ST is noted. NULL otherwise: one lock for the common
  * case of nothing new. */
-struct inode *inode_find_changed(struct inode_table *t, uint16_t domain,
-				 const struct stat *st);
+struct inode *inode_find_changed(struct inode_table *t, uint16_t domain, const struct stat *st);
 
 /* Directory watches: WD is INO's inotify watch (0 to forget it). */
 void inode_set_watch(struct inode_table *t, struct inode *ino, int wd);
@@ -179,19 +169,16 @@ void inode_set_watch(struct inode_table *t, struct inode *ino, int wd);
 struct inode *inode_find_watch(struct inode_table *t, int wd);
 /* Calls FN(ARG, WD) for the watch of every directory freed from now on,
  * with the table lock held (FN must not call back into the table). */
-void inode_table_on_unwatch(struct inode_table *t, void (*fn)(void *, int),
-			    void *arg);
+void inode_table_on_unwatch(struct inode_table *t, void (*fn)(void *, int), void *arg);
 
 /* Calls FN(ARG, INO) for every inode; FN must not call into the table. */
-void inode_table_each(struct inode_table *t,
-		      void (*fn)(void *, struct inode *), void *arg);
+void inode_table_each(struct inode_table *t, void (*fn)(void *, struct inode *), void *arg);
 
 /* The view itself is about to remove a name of the object (DOMAIN, DEV,
  * INO): an unlink, or a rename over it. Marks its inode, if the table
  * holds one: a save of it that finds another file at its name then knows
  * the thread, not the host, put it there (stage.h). */
-void inode_note_unnamed(struct inode_table *t, uint16_t domain, dev_t dev,
-			ino_t ino);
+void inode_note_unnamed(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino);
 
 /* After a rename through the view: the object (DOMAIN, DEV, INO) is now
  * NEWPARENT/NEWNAME. No-op if the table does not hold it. */
@@ -204,20 +191,18 @@ struct root *inode_root(struct inode_table *t, struct inode *ino);
 
 /* True if INO or a directory above it was last seen under a name that
  * MATCH accepts. */
-bool inode_within(struct inode_table *t, struct inode *ino,
-		  bool (*match)(const char *name));
+bool inode_within(struct inode_table *t, struct inode *ino, bool (*match)(const char *name));
 
 /* The depth of INO (then CHILD, if not NULL) below the directory TOP,
  * one of its ancestors (0 if INO is TOP, or TOP is not above it), and in
  * NAMES the first MAX names of the way down from TOP. */
-size_t inode_names_below(struct inode_table *t, struct inode *ino,
-			 const struct inode *top, const char *child,
-			 char (*names)[NAME_MAX + 1], size_t max);
+size_t inode_names_below(struct inode_table *t, struct inode *ino, const struct inode *top,
+			 const char *child, char (*names)[NAME_MAX + 1], size_t max);
 
 /* Writes INO's path below the mount point ("user-data/workspace/a/b"),
  * for log messages. Returns BUF. */
-char *inode_path(struct inode_table *t, struct inode *ino, const char *child,
-		 char *buf, size_t size);
+char *inode_path(struct inode_table *t, struct inode *ino, const char *child, char *buf,
+		 size_t size);
 
 /* Counters for tests and diagnostics. */
 struct inode_stats {

@@ -23,9 +23,9 @@
 #include <unistd.h>
 
 struct journal {
-	_Atomic int64_t run_since;	/* the open run's start, or 0 */
-	char *home;			/* whose store: CONTROL_XATTR_HOME */
-	struct {			/* the last caller's name */
+	_Atomic int64_t run_since; /* the open run's start, or 0 */
+	char *home;		   /* whose store: CONTROL_XATTR_HOME */
+	struct {		   /* the last caller's name */
 		pthread_mutex_t lock;
 		pid_t pid;
 		int64_t at_ns;
@@ -95,8 +95,7 @@ static void caller_name(struct view *v, pid_t pid, int64_t now, char comm[COMM_M
 
 /* An event by the caller of REQ (NULL: the daemon), now; its command
  * name goes to COMM. */
-static void caller(struct view *v, fuse_req_t req, struct store_event *e,
-		   char comm[COMM_MAX])
+static void caller(struct view *v, fuse_req_t req, struct store_event *e, char comm[COMM_MAX])
 {
 	struct timespec now;
 
@@ -111,9 +110,8 @@ static void caller(struct view *v, fuse_req_t req, struct store_event *e,
 }
 
 /* Queues one event by the caller of REQ (NULL: the daemon). */
-static void record(struct view *v, fuse_req_t req, const char *op,
-		   const char *path, const char *path2,
-		   const struct snap_file *pre)
+static void record(struct view *v, fuse_req_t req, const char *op, const char *path,
+		   const char *path2, const struct snap_file *pre)
 {
 	struct store_event e;
 	char comm[COMM_MAX];
@@ -126,9 +124,8 @@ static void record(struct view *v, fuse_req_t req, const char *op,
 	store_writer_event(v->writer, &e);
 }
 
-void journal_note(struct view *v, fuse_req_t req, const char *op,
-		  struct inode *dir, const char *name, struct inode *dir2,
-		  const char *name2)
+void journal_note(struct view *v, fuse_req_t req, const char *op, struct inode *dir,
+		  const char *name, struct inode *dir2, const char *name2)
 {
 	char path[PATH_MAX], path2[PATH_MAX];
 
@@ -144,8 +141,7 @@ void journal_note(struct view *v, fuse_req_t req, const char *op,
 
 /* The open run, or 0; where pre-images of DIR's entries are wanted, their
  * virtual path (NAME in DIR) in PATH. */
-static int64_t wanted(struct view *v, struct inode *dir, const char *name,
-		      char path[PATH_MAX])
+static int64_t wanted(struct view *v, struct inode *dir, const char *name, char path[PATH_MAX])
 {
 	int64_t run = open_run(v);
 
@@ -173,8 +169,10 @@ void journal_preimage(struct view *v, fuse_req_t req, struct inode *ino)
 	if (pfd < 0)
 		return;
 	_cleanup_(closep) int fd = confine_reopen(pfd, O_RDONLY | O_NONBLOCK);
-	int r = fd < 0 ? fd : fstat(fd, &st) < 0 ? -errno
-		: snapshot_describe(fd, &st, path, NULL, store_writer_keep_text, v->writer, &f);
+	int r = fd < 0		     ? fd
+		: fstat(fd, &st) < 0 ? -errno
+				     : snapshot_describe(fd, &st, path, NULL,
+							 store_writer_keep_text, v->writer, &f);
 	inode_unpin(v->inodes, ino);
 	if (r < 0) {
 		log_debug("no pre-image of %s: %s", path, strerror(-r));
@@ -192,8 +190,8 @@ void journal_created(struct view *v, struct inode *ino)
 		atomic_store_explicit(&ino->imaged, run, memory_order_release);
 }
 
-void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir,
-			 int dfd, const char *name, bool going)
+void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir, int dfd,
+			 const char *name, bool going)
 {
 	char path[PATH_MAX];
 	struct snap_file f;
@@ -204,10 +202,10 @@ void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir,
 	/* A file about to lose its name is read by the store writer from an
 	 * fd: the view cannot change it any more, and the remove does not
 	 * wait for the read (nor, on its last close, for the file's end). */
-	if (going && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st.st_mode) && st.st_nlink == 1) {
-		int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-				O_NOCTTY | O_CLOEXEC);
+	if (going && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_nlink == 1) {
+		int fd = openat(dfd, name,
+				O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
 			struct store_event e;
 			char comm[COMM_MAX];
@@ -221,15 +219,14 @@ void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir,
 			close(fd);
 	}
 	if (snapshot_file_at(dfd, name, path, store_writer_keep_text, v->writer, &f) < 0)
-		return;		/* nothing there, or a directory */
+		return; /* nothing there, or a directory */
 	record(v, req, "preimage", path, NULL, &f);
 	snap_file_free(&f);
 }
 
 void journal_run(struct view *v, fuse_req_t req, int64_t since)
 {
-	int64_t was = atomic_exchange_explicit(&v->journal->run_since, since,
-					       memory_order_acq_rel);
+	int64_t was = atomic_exchange_explicit(&v->journal->run_since, since, memory_order_acq_rel);
 
 	if (!v->writer || was == since)
 		return;
@@ -243,9 +240,8 @@ void journal_run(struct view *v, fuse_req_t req, int64_t since)
 	}
 }
 
-bool journal_control(struct view *v, fuse_req_t req, bool set,
-		     const char *name, const char *value, size_t size,
-		     char *out, ssize_t *result)
+bool journal_control(struct view *v, fuse_req_t req, bool set, const char *name, const char *value,
+		     size_t size, char *out, ssize_t *result)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	bool run = !strcmp(name, CONTROL_XATTR_RUN);

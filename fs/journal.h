@@ -37,17 +37,16 @@ void journal_free(struct journal *j);
 
 /* Records OP on DIR/NAME (NAME NULL: DIR itself), and for "rename" and
  * "exchange" its other name DIR2/NAME2, made by the caller of REQ. */
-void journal_note(struct view *v, fuse_req_t req, const char *op,
-		  struct inode *dir, const char *name, struct inode *dir2,
-		  const char *name2);
+void journal_note(struct view *v, fuse_req_t req, const char *op, struct inode *dir,
+		  const char *name, struct inode *dir2, const char *name2);
 
 /* Before the view first changes file INO, or removes, moves or replaces
  * the file or symlink DIR/NAME (directory fd DFD; GOING: the name is about
  * to be removed or replaced), while a run is open: records its pre-image.
  * Cheap when no run is open or INO's was taken already. */
 void journal_preimage(struct view *v, fuse_req_t req, struct inode *ino);
-void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir,
-			 int dfd, const char *name, bool going);
+void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir, int dfd,
+			 const char *name, bool going);
 
 /* INO is a file the view just created: it needs no pre-image (the
  * "create" event says the path was free). */
@@ -59,8 +58,7 @@ void journal_run(struct view *v, fuse_req_t req, int64_t since);
 
 /* The control attributes above: NAME is one of them (true), handled with
  * the result in *RESULT (a size, or -errno). */
-bool journal_control(struct view *v, fuse_req_t req, bool set,
-		     const char *name, const char *value, size_t size,
-		     char *out, ssize_t *result);
+bool journal_control(struct view *v, fuse_req_t req, bool set, const char *name, const char *value,
+		     size_t size, char *out, ssize_t *result);
 
 #endif

@@ -49,7 +49,7 @@ struct options {
 	char fuse_opts[4096];
 	bool foreground, debug, single_thread;
 	char home_buf[PATH_MAX];
-	char log_file[PATH_MAX + 64];	/* where the daemon logs, for messages */
+	char log_file[PATH_MAX + 64]; /* where the daemon logs, for messages */
 };
 
 /* What sbxfs calls itself in its help and errors: NAME "sbxfs", or "sbx
@@ -65,7 +65,7 @@ static void prog_setup(char **argv)
 	size_t n;
 
 	snprintf(prog.name, sizeof(prog.name), "%s", name && *name ? name : "sbxfs");
-	unsetenv(SBXFS_NAME_ENV);	/* the daemon's children are not sbx mount */
+	unsetenv(SBXFS_NAME_ENV); /* the daemon's children are not sbx mount */
 	n = strcspn(prog.name, " ");
 	if (prog.name[n])
 		snprintf(prog.label, sizeof(prog.label), "%.*s: %s", (int)n, prog.name,
@@ -151,8 +151,7 @@ static const char usage_text[] =
 	"  -h, --help                show this help\n"
 	"  -V, --version             show the version\n";
 
-static __attribute__((format(printf, 1, 2)))
-int usage_error(const char *fmt, ...)
+static __attribute__((format(printf, 1, 2))) int usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -165,8 +164,7 @@ int usage_error(const char *fmt, ...)
 static int append_fuse_opt(struct options *o, const char *opt)
 {
 	size_t n = strlen(o->fuse_opts);
-	int w = snprintf(o->fuse_opts + n, sizeof(o->fuse_opts) - n, "%s%s",
-			 n ? "," : "", opt);
+	int w = snprintf(o->fuse_opts + n, sizeof(o->fuse_opts) - n, "%s%s", n ? "," : "", opt);
 
 	return w < 0 || (size_t)w >= sizeof(o->fuse_opts) - n ? -E2BIG : 0;
 }
@@ -184,10 +182,26 @@ static bool has_fuse_opt(const char *opts, const char *name)
 /* Returns 0, or the exit status for a usage error / --help / --version. */
 static int parse_options(int argc, char **argv, struct options *o, bool *exit_now)
 {
-	enum { OPT_USER = 256, OPT_THREAD, OPT_HOME, OPT_SKILLS, OPT_MOUNT,
-	       OPT_PORTABLE, OPT_TIMEOUT, OPT_WRITEBACK, OPT_LOG, OPT_FD_BUDGET,
-	       OPT_HOST_WATCH, OPT_MAX_WATCHES, OPT_RBW, OPT_RBW_UNLINK,
-	       OPT_STAGING, OPT_MAP_OWNER, OPT_QUOTA_BYTES, OPT_QUOTA_INODES };
+	enum {
+		OPT_USER = 256,
+		OPT_THREAD,
+		OPT_HOME,
+		OPT_SKILLS,
+		OPT_MOUNT,
+		OPT_PORTABLE,
+		OPT_TIMEOUT,
+		OPT_WRITEBACK,
+		OPT_LOG,
+		OPT_FD_BUDGET,
+		OPT_HOST_WATCH,
+		OPT_MAX_WATCHES,
+		OPT_RBW,
+		OPT_RBW_UNLINK,
+		OPT_STAGING,
+		OPT_MAP_OWNER,
+		OPT_QUOTA_BYTES,
+		OPT_QUOTA_INODES
+	};
 	static const struct option longopts[] = {
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "thread", required_argument, NULL, OPT_THREAD },
@@ -211,7 +225,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		{ "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
-		{ 0 }
+		{ 0 },
 	};
 	const char *why;
 	char *end;
@@ -239,8 +253,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		case OPT_MOUNT:
 			if (o->view.nmounts == VIEW_MAX_MOUNTS)
 				return usage_error("at most 32 --mount options");
-			if (mount_spec_parse(optarg, &o->view.mounts[o->view.nmounts],
-					     &why) < 0)
+			if (mount_spec_parse(optarg, &o->view.mounts[o->view.nmounts], &why) < 0)
 				return usage_error("invalid --mount '%s': %s", optarg, why);
 			for (size_t i = 0; i < o->view.nmounts; i++)
 				if (!strcmp(o->view.mounts[i].name,
@@ -258,11 +271,11 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		case OPT_TIMEOUT:
 			errno = 0;
 			o->view.timeout_watched = strtod(optarg, &end);
-			if (errno || end == optarg || *end ||
-			    !(o->view.timeout_watched >= 0) ||
+			if (errno || end == optarg || *end || !(o->view.timeout_watched >= 0) ||
 			    o->view.timeout_watched > 86400)
-				return usage_error("--cache-timeout takes seconds from 0 to 86400, not '%s'",
-						   optarg);
+				return usage_error(
+					"--cache-timeout takes seconds from 0 to 86400, not '%s'",
+					optarg);
 			break;
 		case OPT_HOST_WATCH:
 			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
@@ -276,8 +289,9 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		case OPT_RBW: {
 			enum gate_mode mode;
 			if (gate_mode_parse(optarg, &mode) < 0)
-				return usage_error("--rbw takes enforce, strict, audit or off, not '%s'",
-						   optarg);
+				return usage_error(
+					"--rbw takes enforce, strict, audit or off, not '%s'",
+					optarg);
 			o->view.rbw = (int)mode;
 			break;
 		}
@@ -303,9 +317,10 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 			n = strtoul(optarg, &end, 10);
 			if (errno || end == optarg || *end || n < 1 || n > 1000000 ||
 			    optarg[0] == '-')
-				return usage_error(c == OPT_FD_BUDGET
-					? "--fd-budget takes a count from 1 to 1000000, not '%s'"
-					: "--max-watches takes a count from 1 to 1000000, not '%s'",
+				return usage_error(
+					c == OPT_FD_BUDGET
+						? "--fd-budget takes a count from 1 to 1000000, not '%s'"
+						: "--max-watches takes a count from 1 to 1000000, not '%s'",
 					optarg);
 			if (c == OPT_FD_BUDGET)
 				o->view.fd_budget = n;
@@ -323,8 +338,9 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 			if (errno || colon == optarg || *colon != ':' || end == colon + 1 || *end ||
 			    optarg[0] == '-' || colon[1] == '-' || uid == 0 || gid == 0 ||
 			    uid > 0x7fffffff || gid > 0x7fffffff)
-				return usage_error("--map-owner takes UID:GID, both from 1 to 2^31-1, not '%s'",
-						   optarg);
+				return usage_error(
+					"--map-owner takes UID:GID, both from 1 to 2^31-1, not '%s'",
+					optarg);
 			o->view.map_owner = true;
 			o->view.map_uid = (uid_t)uid;
 			o->view.map_gid = (gid_t)gid;
@@ -337,9 +353,11 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 			errno = 0;
 			n = strtoull(optarg, &end, 10);
 			if (errno || end == optarg || *end || optarg[0] == '-')
-				return usage_error(c == OPT_QUOTA_BYTES
-					? "--quota-bytes takes a number of bytes (0: none), not '%s'"
-					: "--quota-inodes takes a count (0: none), not '%s'", optarg);
+				return usage_error(
+					c == OPT_QUOTA_BYTES
+						? "--quota-bytes takes a number of bytes (0: none), not '%s'"
+						: "--quota-inodes takes a count (0: none), not '%s'",
+					optarg);
 			if (c == OPT_QUOTA_BYTES)
 				o->view.quota_bytes = n;
 			else
@@ -385,9 +403,9 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		return usage_error("--user and --thread are required");
 	/* With the writeback cache, writes reach the daemon long after the
 	 * write(2) returned: too late to refuse one. */
-	if (o->view.writeback &&
-	    (o->view.rbw == GATE_ENFORCE || o->view.rbw == GATE_STRICT))
-		return usage_error("--writeback needs --rbw audit or --rbw off: with the writeback cache a refused write would be lost after write(2) succeeded");
+	if (o->view.writeback && (o->view.rbw == GATE_ENFORCE || o->view.rbw == GATE_STRICT))
+		return usage_error(
+			"--writeback needs --rbw audit or --rbw off: with the writeback cache a refused write would be lost after write(2) succeeded");
 	if (user_id_check(o->view.user, &why) < 0)
 		return usage_error("invalid user id '%s': %s", o->view.user, why);
 	if (thread_id_check(o->view.thread, &why) < 0)
@@ -413,8 +431,9 @@ static bool have_program(const char *prog)
 		return true;
 	for (const char *p = path; p && *p;) {
 		size_t n = strcspn(p, ":");
-		if (n && snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, p, prog) <
-				 (int)sizeof(buf) && access(buf, X_OK) == 0)
+		if (n &&
+		    snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, p, prog) < (int)sizeof(buf) &&
+		    access(buf, X_OK) == 0)
 			return true;
 		p += n + (p[n] == ':');
 	}
@@ -436,17 +455,19 @@ static int check_mountpoint(const char *mp)
 		if (r < 0) {
 			pid_t pid = fork();
 			if (pid == 0) {
-				execlp("fusermount3", "fusermount3", "-u", "-z", mp,
-				       (char *)NULL);
+				execlp("fusermount3", "fusermount3", "-u", "-z", mp, (char *)NULL);
 				_exit(127);
 			}
 			int status = 0;
-			r = pid > 0 && waitpid(pid, &status, 0) == pid &&
-			    WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+			r = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+					    WEXITSTATUS(status) == 0
+				    ? 0
+				    : -1;
 		}
 		if (r < 0 || stat(mp, &st) < 0) {
-			log_error("%s is a stale mount whose daemon died and it could not be detached; run: fusermount3 -u -z %s",
-				  mp, mp);
+			log_error(
+				"%s is a stale mount whose daemon died and it could not be detached; run: fusermount3 -u -z %s",
+				mp, mp);
 			return -ENOTCONN;
 		}
 		log_info("detached the stale mount at %s (its daemon had died)", mp);
@@ -461,19 +482,21 @@ static int check_mountpoint(const char *mp)
 	}
 	snprintf(parent, sizeof(parent), "%s/..", mp);
 	if (stat(parent, &up) == 0 && up.st_dev != st.st_dev) {
-		log_error("%s is already a mount point; unmount it first (sbx umount %s)",
-			  mp, mp);
+		log_error("%s is already a mount point; unmount it first (sbx umount %s)", mp, mp);
 		return -EBUSY;
 	}
 	if (geteuid() != 0 && !have_program("fusermount3")) {
-		log_error("fusermount3 is missing: a user other than root mounts through it (install the fuse3 package)");
+		log_error(
+			"fusermount3 is missing: a user other than root mounts through it (install the fuse3 package)");
 		return -ENOENT;
 	}
 	if (access("/dev/fuse", R_OK | W_OK) < 0) {
 		int e = errno;
-		log_error("cannot open /dev/fuse: %s (%s)", strerror(e),
-			  e == EACCES ? "this user may not use it; Debian makes it mode 0666, or run as root"
-				      : "load the fuse module; in a container pass --device /dev/fuse");
+		log_error(
+			"cannot open /dev/fuse: %s (%s)", strerror(e),
+			e == EACCES
+				? "this user may not use it; Debian makes it mode 0666, or run as root"
+				: "load the fuse module; in a container pass --device /dev/fuse");
 		return -ENODEV;
 	}
 	return 0;
@@ -503,12 +526,10 @@ static int open_log(struct options *o)
 		logdir = homefd < 0 ? homefd : dir_ensure(homefd, "log", 0700);
 		if (logdir < 0)
 			return logdir;
-		snprintf(path, sizeof(path), "sbxfs-%s-%s.log", o->view.user,
-			 o->view.thread);
-		snprintf(o->log_file, sizeof(o->log_file), "%s/log/%s",
-			 o->view.home, path);
-		fd = openat(logdir, path, O_WRONLY | O_CREAT | O_APPEND |
-					   O_NOFOLLOW | O_CLOEXEC, 0600);
+		snprintf(path, sizeof(path), "sbxfs-%s-%s.log", o->view.user, o->view.thread);
+		snprintf(o->log_file, sizeof(o->log_file), "%s/log/%s", o->view.home, path);
+		fd = openat(logdir, path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+			    0600);
 	}
 	return fd >= 0 ? fd : neg_errno();
 }
@@ -524,8 +545,8 @@ static struct fuse_session *session_new(struct options *o, struct view *v)
 		argv[argc++] = "-d";
 	/* The type becomes fuse.sbxfs, by which sbx umount knows a view
 	 * (VIEW_FSTYPE); the source names the thread (sbx run finds views by it). */
-	snprintf(fsname, sizeof(fsname), "fsname=sbxfs:%s/%s,subtype=sbxfs",
-		 o->view.user, o->view.thread);
+	snprintf(fsname, sizeof(fsname), "fsname=sbxfs:%s/%s,subtype=sbxfs", o->view.user,
+		 o->view.thread);
 	if (append_fuse_opt(o, fsname) < 0)
 		return NULL;
 	/* Where other users come in, the kernel applies permission checks
@@ -543,9 +564,8 @@ static struct fuse_session *session_new(struct options *o, struct view *v)
 	argv[argc++] = "-o";
 	argv[argc++] = o->fuse_opts;
 	struct fuse_args args = FUSE_ARGS_INIT(argc, (char **)argv);
-	struct fuse_session *se = fuse_session_new(&args, &view_ops,
-						   sizeof(view_ops), v);
-	fuse_opt_free_args(&args);	/* libfuse may have copied into it */
+	struct fuse_session *se = fuse_session_new(&args, &view_ops, sizeof(view_ops), v);
+	fuse_opt_free_args(&args); /* libfuse may have copied into it */
 	return se;
 }
 
@@ -574,11 +594,11 @@ static void set_readahead(const struct stat *st, unsigned kb)
 	char path[128], val[32];
 	int fd, n;
 
-	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
-		 major(st->st_dev), minor(st->st_dev));
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st->st_dev),
+		 minor(st->st_dev));
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
-		return;		/* not root: the kernel default stays */
+		return; /* not root: the kernel default stays */
 	n = snprintf(val, sizeof(val), "%u", kb);
 	if (write(fd, val, (size_t)n) != n)
 		log_debug("cannot set %s: %s", path, strerror(errno));
@@ -627,8 +647,9 @@ static int services_start(const struct view_config *cfg, struct view *v)
 			return -ENOMEM;
 	}
 	if (store_open(cfg->home, &s, err, sizeof(err)) < 0) {
-		log_warn("no change journal; read marks and audit rows are kept in memory and this log only: %s",
-			 err);
+		log_warn(
+			"no change journal; read marks and audit rows are kept in memory and this log only: %s",
+			err);
 		return 0;
 	}
 	n = gate_load(v->gate, s, cfg->user, cfg->thread);
@@ -641,9 +662,10 @@ static int services_start(const struct view_config *cfg, struct view *v)
 		since = 0;
 	v->writer = store_writer_start(s, cfg->user, cfg->thread);
 	if (!v->writer)
-		log_warn("no change journal; read marks and audit rows are kept in memory and this log only: cannot start the store writer");
+		log_warn(
+			"no change journal; read marks and audit rows are kept in memory and this log only: cannot start the store writer");
 	gate_set_writer(v->gate, v->writer);
-	if (since)		/* a run was open before this mount */
+	if (since) /* a run was open before this mount */
 		journal_run(v, NULL, since);
 	return 0;
 }
@@ -654,7 +676,7 @@ static void view_end(struct view *v)
 	stage_close(v);
 	journal_free(v->journal);
 	v->journal = NULL;
-	channel_free(v->channel);	/* after the session: its hooks use it */
+	channel_free(v->channel); /* after the session: its hooks use it */
 	v->channel = NULL;
 	view_close(v);
 }
@@ -679,14 +701,13 @@ int main(int argc, char **argv)
 	if (o.foreground && o.log_path) {
 		FILE *f = fopen(o.log_path, "ae");
 		if (!f) {
-			log_error("cannot open the log file %s: %s", o.log_path,
-				  strerror(errno));
+			log_error("cannot open the log file %s: %s", o.log_path, strerror(errno));
 			return 1;
 		}
 		log_setup("sbxfs", f, o.debug ? LOG_DEBUG : LOG_INFO, true);
 	}
 	raise_fd_limit();
-	umask(0);	/* the kernel already applied the caller's umask */
+	umask(0); /* the kernel already applied the caller's umask */
 	if (check_mountpoint(o.mountpoint) < 0)
 		return 1;
 	if (view_open(&v, &o.view, err, sizeof(err)) < 0) {
@@ -707,16 +728,16 @@ int main(int argc, char **argv)
 	if (o.view.host_watch && o.view.timeout_watched > o.view.timeout) {
 		v.watch = watch_new(&v, o.view.max_watches, err, sizeof(err));
 		if (!v.watch) {
-			log_warn("host-side edits show up within %g s: %s",
-				 o.view.timeout, err);
+			log_warn("host-side edits show up within %g s: %s", o.view.timeout, err);
 			v.timeout_watched = v.timeout;
 		}
 	}
 	if (geteuid() == 0) {
 		r = ops_enable_creds_switch();
 		if (r < 0)
-			log_warn("new files will belong to root: cannot keep capabilities across fsuid changes: %s",
-				 strerror(-r));
+			log_warn(
+				"new files will belong to root: cannot keep capabilities across fsuid changes: %s",
+				strerror(-r));
 		v.creds_switch = r == 0;
 	}
 	if (!o.foreground) {
@@ -753,16 +774,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	v.session = se;
-	if (fuse_set_signal_handlers(se) != 0 ||
-	    fuse_session_mount(se, o.mountpoint) != 0) {
+	if (fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, o.mountpoint) != 0) {
 		log_error("cannot mount %s (see the message above)", o.mountpoint);
 		fuse_session_destroy(se);
 		view_end(&v);
 		return 1;
 	}
 	if ((r = channel_install(se, &v)) < 0)
-		log_warn("every write costs a second request (security.capability): cannot hook the FUSE channel: %s",
-			 strerror(-r));
+		log_warn(
+			"every write costs a second request (security.capability): cannot hook the FUSE channel: %s",
+			strerror(-r));
 	if (!o.foreground) {
 		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (devnull >= 0) {
@@ -794,8 +815,8 @@ int main(int argc, char **argv)
 		view_end(&v);
 		return 1;
 	}
-	log_info("mounted %s/%s at %s (read-before-write: %s%s)", o.view.user,
-		 o.view.thread, o.mountpoint, gate_mode_name((enum gate_mode)o.view.rbw),
+	log_info("mounted %s/%s at %s (read-before-write: %s%s)", o.view.user, o.view.thread,
+		 o.mountpoint, gate_mode_name((enum gate_mode)o.view.rbw),
 		 o.view.rbw_unlink ? ", unlink too" : "");
 	r = run_loop(&o, se);
 	watch_free(v.watch);

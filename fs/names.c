@@ -17,16 +17,14 @@ static bool is_superscript_digit(const char *s, size_t n)
 
 static bool is_device_stem(const char *s, size_t n)
 {
-	static const char *const plain[] = { "CON", "PRN", "AUX", "NUL",
-					     "CONIN$", "CONOUT$" };
+	static const char *const plain[] = { "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$" };
 
 	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
 		if (n == strlen(plain[i]) && !strncasecmp(s, plain[i], n))
 			return true;
 	if (n < 4 || (strncasecmp(s, "COM", 3) && strncasecmp(s, "LPT", 3)))
 		return false;
-	return (n == 4 && s[3] >= '0' && s[3] <= '9') ||
-	       is_superscript_digit(s + 3, n - 3);
+	return (n == 4 && s[3] >= '0' && s[3] <= '9') || is_superscript_digit(s + 3, n - 3);
 }
 
 int name_check_portable(const char *name, const char **why)
@@ -56,6 +54,5 @@ bool name_is_upload_staging(const char *name)
 		n--;
 	return n >= sizeof(prefix) - 1 + sizeof(suffix) - 1 &&
 	       !strncasecmp(name, prefix, sizeof(prefix) - 1) &&
-	       !strncasecmp(name + n - (sizeof(suffix) - 1), suffix,
-			    sizeof(suffix) - 1);
+	       !strncasecmp(name + n - (sizeof(suffix) - 1), suffix, sizeof(suffix) - 1);
 }

@@ -26,15 +26,14 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
-struct io io_begin(struct view *v, struct inode *ino,
-		   const struct open_file *h, bool change)
+struct io io_begin(struct view *v, struct inode *ino, const struct open_file *h, bool change)
 {
 	struct io io = { v, ino, h ? h->fd : -1, false };
 
 	if (S_ISREG(ino->type) && !handle_refused(h) &&
 	    (stage_any(ino) || (change && stage_possible(v, ino)))) {
 		stage_lock(v, ino);
-		if (handle_refused(h)) {	/* while we waited for the lock */
+		if (handle_refused(h)) { /* while we waited for the lock */
 			stage_unlock(v, ino);
 			return io;
 		}
@@ -71,24 +70,22 @@ bool in_uploads(struct view *v, struct inode *dir)
 }
 
 /* Logs a refused request with enough context to act on it. */
-void log_refusal(struct view *v, fuse_req_t req, struct inode *dir,
-		 const char *name, const char *op, const char *why)
+void log_refusal(struct view *v, fuse_req_t req, struct inode *dir, const char *name,
+		 const char *op, const char *why)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	char path[PATH_MAX], comm[COMM_MAX];
 
 	proc_comm(ctx->pid, comm);
 	log_warn("refused %s of '%s': %s (pid %d, %s)", op,
-		 inode_path(v->inodes, dir, name, path, sizeof(path)), why,
-		 (int)ctx->pid, comm);
+		 inode_path(v->inodes, dir, name, path, sizeof(path)), why, (int)ctx->pid, comm);
 }
 
 /* EACCES for DIR/NAME (NAME may be NULL) if it is or is in a disabled
  * skill, logged in the reference's words: nothing of such a skill is
  * served, whatever the kernel still holds of it (a cached name, an open
  * directory). */
-int skill_gate(struct view *v, fuse_req_t req, struct inode *dir,
-	       const char *name, const char *op)
+int skill_gate(struct view *v, fuse_req_t req, struct inode *dir, const char *name, const char *op)
 {
 	char skill[NAME_MAX + 1], why[sizeof(skill) + 128];
 	int r = view_skill_check(v, dir, name, skill, sizeof(skill));
@@ -102,8 +99,8 @@ int skill_gate(struct view *v, fuse_req_t req, struct inode *dir,
 
 /* Charges the thread's quota for a change of INO (or a new entry NAME of
  * it); a refusal is logged. */
-int charge(struct view *v, fuse_req_t req, struct inode *ino, const char *name,
-	   uint64_t bytes, uint64_t inodes, const char *op)
+int charge(struct view *v, fuse_req_t req, struct inode *ino, const char *name, uint64_t bytes,
+	   uint64_t inodes, const char *op)
 {
 	char why[128];
 	int r = view_charge(v, ino, bytes, inodes, why, sizeof(why));
@@ -116,8 +113,8 @@ int charge(struct view *v, fuse_req_t req, struct inode *ino, const char *name,
 /* Checks a name about to be created in DIR (fd DFD). Returns 0, -EINVAL
  * for a refused name (logged), or -EEXIST if a refused name already exists
  * (nothing new would be created, so replacing it is not refused). */
-int check_new_name(struct view *v, fuse_req_t req, struct inode *dir,
-		   int dfd, const char *name, const char *op)
+int check_new_name(struct view *v, fuse_req_t req, struct inode *dir, int dfd, const char *name,
+		   const char *op)
 {
 	const char *why = NULL;
 	struct stat st;
@@ -142,7 +139,7 @@ int check_new_name(struct view *v, fuse_req_t req, struct inode *dir,
 }
 
 static __thread bool thread_fs_unshared;
-static __thread mode_t thread_umask;	/* valid once unshared */
+static __thread mode_t thread_umask; /* valid once unshared */
 
 static bool unshare_thread_fs(void)
 {
@@ -169,7 +166,7 @@ struct as_caller caller_enter(struct view *v, fuse_req_t req)
 				umask(ctx->umask);
 			thread_umask = ctx->umask;
 		} else
-			c.umask = ctx->umask;	/* default ACLs then lose */
+			c.umask = ctx->umask; /* default ACLs then lose */
 	}
 	uid_t uid = mapped ? v->uid : ctx->uid;
 	gid_t gid = mapped ? v->gid : ctx->gid;
@@ -193,8 +190,7 @@ int ops_enable_creds_switch(void)
 {
 	int bits = prctl(PR_GET_SECUREBITS);
 
-	if (bits < 0 || prctl(PR_SET_SECUREBITS,
-			      bits | SECBIT_NO_SETUID_FIXUP) < 0)
+	if (bits < 0 || prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP) < 0)
 		return neg_errno();
 	return 0;
 }
@@ -238,7 +234,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* Locks are kept by the kernel (no getlk/setlk/flock callbacks),
 	 * which is exact for every process using the view. */
 	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
-	channel_init(v->channel, conn);		/* FUSE_HANDLE_KILLPRIV_V2 */
+	channel_init(v->channel, conn); /* FUSE_HANDLE_KILLPRIV_V2 */
 	if (v->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else

@@ -16,9 +16,8 @@
 /* A change through handle H of INO: H is authorized by its first change
  * and keeps the right until closed. The check and the change it allows
  * are atomic under T (gate_unlock ends both). */
-static int handle_change_begin(struct view *v, fuse_req_t req,
-			       struct inode *ino, struct open_file *h, int fd,
-			       struct gate_ticket *t, const char *op)
+static int handle_change_begin(struct view *v, fuse_req_t req, struct inode *ino,
+			       struct open_file *h, int fd, struct gate_ticket *t, const char *op)
 {
 	int r = gate_file_begin(v, req, t, ino, fd, h->authorized ? NULL : op);
 
@@ -27,9 +26,8 @@ static int handle_change_begin(struct view *v, fuse_req_t req,
 	return r;
 }
 
-int change_begin(struct view *v, fuse_req_t req, struct inode *ino,
-		 struct fuse_file_info *fi, struct change *c,
-		 const char *op)
+int change_begin(struct view *v, fuse_req_t req, struct inode *ino, struct fuse_file_info *fi,
+		 struct change *c, const char *op)
 {
 	struct open_file *h = fh_of(fi);
 	int r, fd;
@@ -48,14 +46,13 @@ int change_begin(struct view *v, fuse_req_t req, struct inode *ino,
 	 * the process wrote that memory already, so a refusal could only lose
 	 * it; and a mapping's pages were read from the file (a READ, which
 	 * sets the mark) when the process first touched them. */
-	r = handle_change_begin(v, req, ino, h, c->io.fd, &c->t,
-				fi->writepage ? NULL : op);
+	r = handle_change_begin(v, req, ino, h, c->io.fd, &c->t, fi->writepage ? NULL : op);
 	if (r < 0) {
 		io_end(&c->io);
 		return r;
 	}
 	if (h->flushed && c->io.locked) {
-		h->flushed = false;	/* written again through a dup */
+		h->flushed = false; /* written again through a dup */
 		ino->flushed_writers--;
 	}
 	/* Set-id bits go with the change, under its gate lock: the gate must
@@ -75,9 +72,9 @@ int change_begin(struct view *v, fuse_req_t req, struct inode *ino,
  * file, which then keeps its previous content. */
 void change_end(struct change *c, ssize_t result, bool changed)
 {
-	if (c->io.locked && (result == -ENOSPC || result == -EDQUOT || result == -EIO ||
-			     result == -EFBIG))
-		stage_failed(c->io.ino, (int)-result);	/* unlocked: no stage */
+	if (c->io.locked &&
+	    (result == -ENOSPC || result == -EDQUOT || result == -EIO || result == -EFBIG))
+		stage_failed(c->io.ino, (int)-result); /* unlocked: no stage */
 	/* The change went to the file or its stage, and the thread has seen
 	 * what it wrote: the mark follows, and so does what saves start
 	 * from. */
@@ -94,14 +91,12 @@ void change_end(struct change *c, ssize_t result, bool changed)
 }
 
 /* Tells the inode table where the object now called DIR/NAME lives. */
-static void note_moved(struct view *v, struct inode *dir, int dfd,
-		       const char *name)
+static void note_moved(struct view *v, struct inode *dir, int dfd, const char *name)
 {
 	struct stat st;
 
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		inode_moved(v->inodes, dir->domain, st.st_dev, st.st_ino, dir,
-			    name);
+		inode_moved(v->inodes, dir->domain, st.st_dev, st.st_ino, dir, name);
 }
 
 static bool name_exchange(const struct name_change *nc)
@@ -114,16 +109,13 @@ static int name_change_gate(struct name_change *nc)
 {
 	switch (nc->kind) {
 	case NAME_LINK:
-		return gate_link_begin(nc->v, nc->req, &nc->g, nc->file,
-				       nc->file_fd, nc->dir);
+		return gate_link_begin(nc->v, nc->req, &nc->g, nc->file, nc->file_fd, nc->dir);
 	case NAME_REMOVE:
-		return gate_remove_begin(nc->v, nc->req, &nc->g, nc->dir,
-					 nc->dfd, nc->name,
+		return gate_remove_begin(nc->v, nc->req, &nc->g, nc->dir, nc->dfd, nc->name,
 					 nc->flags & AT_REMOVEDIR);
 	case NAME_RENAME:
-		return gate_rename_begin(nc->v, nc->req, &nc->g, nc->dir,
-					 nc->dfd, nc->name, nc->to, nc->tfd,
-					 nc->newname, nc->flags);
+		return gate_rename_begin(nc->v, nc->req, &nc->g, nc->dir, nc->dfd, nc->name, nc->to,
+					 nc->tfd, nc->newname, nc->flags);
 	case NAME_MAKE:
 		break;
 	}
@@ -135,22 +127,21 @@ static int name_change_gate(struct name_change *nc)
 static void name_change_preimages(struct name_change *nc)
 {
 	if (nc->kind == NAME_REMOVE && !(nc->flags & AT_REMOVEDIR))
-		journal_preimage_at(nc->v, nc->req, nc->dir, nc->dfd, nc->name,
-				    true);
+		journal_preimage_at(nc->v, nc->req, nc->dir, nc->dfd, nc->name, true);
 	if (nc->kind != NAME_RENAME)
 		return;
 	journal_preimage_at(nc->v, nc->req, nc->dir, nc->dfd, nc->name, false);
 	if (!(nc->flags & RENAME_NOREPLACE))
-		journal_preimage_at(nc->v, nc->req, nc->to, nc->tfd,
-				    nc->newname, !name_exchange(nc));
+		journal_preimage_at(nc->v, nc->req, nc->to, nc->tfd, nc->newname,
+				    !name_exchange(nc));
 }
 
 /* Steps 3 and 8: the names the change adds and removes, told to the host
  * watch before it (EXPECT) or, if it failed, after it. */
 static void name_change_watch(struct name_change *nc, bool expect)
 {
-	void (*tell)(struct watch *, struct inode *, const char *, bool) =
-		expect ? watch_expect : watch_unexpect;
+	void (*tell)(struct watch *, struct inode *, const char *, bool) = expect ? watch_expect
+										  : watch_unexpect;
 	struct watch *w = nc->v->watch;
 
 	switch (nc->kind) {
@@ -176,8 +167,7 @@ static void name_change_watch(struct name_change *nc, bool expect)
  * Returns 0, the caller then makes the syscall and ends with
  * name_change_commit() or name_change_abort(); or -errno (a refusal),
  * with nothing left to end. */
-int name_change_begin(struct view *v, fuse_req_t req,
-		      struct name_change *nc)
+int name_change_begin(struct view *v, fuse_req_t req, struct name_change *nc)
 {
 	int r;
 
@@ -194,12 +184,9 @@ int name_change_begin(struct view *v, fuse_req_t req,
 		nc->caller = caller_enter(v, req);
 	view_names_hold(v, nc->dir, nc->to);
 	if (nc->kind == NAME_REMOVE)
-		nc->gone = fstatat(nc->dfd, nc->name, &nc->victim,
-				   AT_SYMLINK_NOFOLLOW) == 0;
-	else if (nc->kind == NAME_RENAME &&
-		 !(nc->flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)))
-		nc->gone = fstatat(nc->tfd, nc->newname, &nc->victim,
-				   AT_SYMLINK_NOFOLLOW) == 0;
+		nc->gone = fstatat(nc->dfd, nc->name, &nc->victim, AT_SYMLINK_NOFOLLOW) == 0;
+	else if (nc->kind == NAME_RENAME && !(nc->flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)))
+		nc->gone = fstatat(nc->tfd, nc->newname, &nc->victim, AT_SYMLINK_NOFOLLOW) == 0;
 	return 0;
 }
 
@@ -209,8 +196,7 @@ static void name_change_end(struct name_change *nc, bool done)
 	struct view *v = nc->v;
 
 	if (done && nc->gone && S_ISREG(nc->victim.st_mode))
-		inode_note_unnamed(v->inodes,
-				   (nc->to ? nc->to : nc->dir)->domain,
+		inode_note_unnamed(v->inodes, (nc->to ? nc->to : nc->dir)->domain,
 				   nc->victim.st_dev, nc->victim.st_ino);
 	if (done && nc->kind == NAME_RENAME) {
 		note_moved(v, nc->to, nc->tfd, nc->newname);
@@ -230,14 +216,11 @@ void name_change_commit(struct name_change *nc)
 	name_change_end(nc, true);
 	if (nc->kind == NAME_REMOVE && nc->gone && v->quota)
 		view_release(v, nc->dir, &nc->victim);
-	else if (nc->kind == NAME_RENAME && nc->g.replaces &&
-		 !name_exchange(nc))
-		view_release(v, nc->to, NULL);	/* the replaced file's space */
+	else if (nc->kind == NAME_RENAME && nc->g.replaces && !name_exchange(nc))
+		view_release(v, nc->to, NULL); /* the replaced file's space */
 	if (nc->event)
-		journal_note(v, nc->req, nc->event, nc->dir, nc->name, nc->to,
-			     nc->newname);
-	gate_names_commit(v, &nc->g, nc->dir, nc->dfd, nc->name, nc->to,
-			  nc->tfd, nc->newname);
+		journal_note(v, nc->req, nc->event, nc->dir, nc->name, nc->to, nc->newname);
+	gate_names_commit(v, &nc->g, nc->dir, nc->dfd, nc->name, nc->to, nc->tfd, nc->newname);
 }
 
 /* Ends the change NC after its syscall failed with R; returns R. */

@@ -24,7 +24,7 @@
 struct dir_handle {
 	DIR *dp;
 	off_t offset;		/* of the next entry readdir() returns */
-	struct dirent *pending;	/* read but not yet sent */
+	struct dirent *pending; /* read but not yet sent */
 	bool uploads;
 };
 
@@ -61,8 +61,7 @@ void op_opendir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 }
 
 /* Opens D's backing stream on first use. */
-static int dir_handle_open(struct view *v, struct inode *dir,
-			   struct dir_handle *d)
+static int dir_handle_open(struct view *v, struct inode *dir, struct dir_handle *d)
 {
 	int fd;
 
@@ -84,9 +83,8 @@ static int dir_handle_open(struct view *v, struct inode *dir,
 
 /* Emits one entry into BUF; returns its size, or 0 if it does not fit (an
  * entry looked up for readdirplus is then forgotten again). */
-static size_t emit_entry(struct view *v, fuse_req_t req, struct inode *dir,
-			 bool plus, const char *name, ino_t d_ino,
-			 unsigned char d_type, off_t next, char *buf,
+static size_t emit_entry(struct view *v, fuse_req_t req, struct inode *dir, bool plus,
+			 const char *name, ino_t d_ino, unsigned char d_type, off_t next, char *buf,
 			 size_t rem)
 {
 	struct fuse_entry_param e;
@@ -115,8 +113,8 @@ static size_t emit_entry(struct view *v, fuse_req_t req, struct inode *dir,
 	return n;
 }
 
-static int readdir_synth(struct view *v, fuse_req_t req, struct inode *dir,
-			 bool plus, off_t off, char *buf, size_t size)
+static int readdir_synth(struct view *v, fuse_req_t req, struct inode *dir, bool plus, off_t off,
+			 char *buf, size_t size)
 {
 	const struct synth *s = dir->synth;
 	size_t used = 0;
@@ -124,8 +122,8 @@ static int readdir_synth(struct view *v, fuse_req_t req, struct inode *dir,
 	for (off_t i = off; (size_t)i < s->n + 2; i++) {
 		const char *name = i == 0 ? "." : i == 1 ? ".." : s->entry[i - 2].name;
 		ino_t d_ino = i < 2 ? s->ino : s->entry[i - 2].inode->ino;
-		size_t n = emit_entry(v, req, dir, plus, name, d_ino, DT_DIR,
-				      i + 1, buf + used, size - used);
+		size_t n = emit_entry(v, req, dir, plus, name, d_ino, DT_DIR, i + 1, buf + used,
+				      size - used);
 
 		if (n > size - used)
 			break;
@@ -134,9 +132,8 @@ static int readdir_synth(struct view *v, fuse_req_t req, struct inode *dir,
 	return (int)used;
 }
 
-static int readdir_backing(struct view *v, fuse_req_t req, struct inode *dir,
-			   struct dir_handle *d, bool plus, off_t off,
-			   char *buf, size_t size)
+static int readdir_backing(struct view *v, fuse_req_t req, struct inode *dir, struct dir_handle *d,
+			   bool plus, off_t off, char *buf, size_t size)
 {
 	size_t used = 0;
 	bool skills = view_skill_holder(v, dir);
@@ -163,11 +160,9 @@ static int readdir_backing(struct view *v, fuse_req_t req, struct inode *dir,
 		struct dirent *de = d->pending;
 		if (!(d->uploads && name_is_upload_staging(de->d_name)) &&
 		    !stage_area_name(v, dir, de->d_name) &&
-		    !(skills && view_skill_check(v, dir, de->d_name, skill,
-						 sizeof(skill)) < 0)) {
-			size_t n = emit_entry(v, req, dir, plus, de->d_name,
-					      de->d_ino, de->d_type, de->d_off,
-					      buf + used, size - used);
+		    !(skills && view_skill_check(v, dir, de->d_name, skill, sizeof(skill)) < 0)) {
+			size_t n = emit_entry(v, req, dir, plus, de->d_name, de->d_ino, de->d_type,
+					      de->d_off, buf + used, size - used);
 			if (n > size - used)
 				break;
 			used += n;
@@ -189,8 +184,7 @@ static void dir_handle_close(struct dir_handle *d)
 #define _dir_once_ _cleanup_(dir_handle_close) struct dir_handle
 
 /* The open directory of FI, or ONCE if there is none. */
-static struct dir_handle *dir_of(const struct fuse_file_info *fi,
-				 struct dir_handle *once)
+static struct dir_handle *dir_of(const struct fuse_file_info *fi, struct dir_handle *once)
 {
 	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
 
@@ -211,8 +205,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 	if ((r = skill_gate(v, req, dir, NULL, "readdir")) < 0)
 		return reply_status(req, r);
 	r = dir->synth ? readdir_synth(v, req, dir, plus, off, buf, size)
-		       : readdir_backing(v, req, dir, dir_of(fi, &once), plus,
-					 off, buf, size);
+		       : readdir_backing(v, req, dir, dir_of(fi, &once), plus, off, buf, size);
 	if (r < 0)
 		return reply_status(req, r);
 	if (gate_unlink(v->gate) && !dir->synth) {
@@ -223,20 +216,18 @@ static void do_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 	fuse_reply_buf(req, buf, (size_t)r);
 }
 
-void op_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
-		struct fuse_file_info *fi)
+void op_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	do_readdir(req, id, size, off, fi, false);
 }
 
-void op_readdirplus(fuse_req_t req, fuse_ino_t id, size_t size,
-		    off_t off, struct fuse_file_info *fi)
+void op_readdirplus(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
+		    struct fuse_file_info *fi)
 {
 	do_readdir(req, id, size, off, fi, true);
 }
 
-void op_releasedir(fuse_req_t req, fuse_ino_t id,
-		   struct fuse_file_info *fi)
+void op_releasedir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
 	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
@@ -247,8 +238,7 @@ void op_releasedir(fuse_req_t req, fuse_ino_t id,
 	fuse_reply_err(req, 0);
 }
 
-void op_fsyncdir(fuse_req_t req, fuse_ino_t id, int datasync,
-		 struct fuse_file_info *fi)
+void op_fsyncdir(fuse_req_t req, fuse_ino_t id, int datasync, struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
 	struct inode *dir = node(v, id);
@@ -257,7 +247,7 @@ void op_fsyncdir(fuse_req_t req, fuse_ino_t id, int datasync,
 	int fd, r;
 
 	if (dir->synth)
-		return reply_status(req, 0);	/* nothing to persist */
+		return reply_status(req, 0); /* nothing to persist */
 	r = dir_handle_open(v, dir, d);
 	if (r == 0) {
 		fd = dirfd(d->dp);

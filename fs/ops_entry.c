@@ -29,14 +29,16 @@
 static double entry_timeout(struct view *v, struct inode *dir)
 {
 	return dir->synth || atomic_load_explicit(&dir->wd, memory_order_relaxed) > 0
-		       ? v->timeout_watched : v->timeout;
+		       ? v->timeout_watched
+		       : v->timeout;
 }
 
 static double attr_timeout(struct view *v, struct inode *ino)
 {
 	return ino->synth || atomic_load_explicit(&ino->covered, memory_order_relaxed) ||
 			       atomic_load_explicit(&ino->wd, memory_order_relaxed) > 0
-		       ? v->timeout_watched : v->timeout;
+		       ? v->timeout_watched
+		       : v->timeout;
 }
 
 /* The attributes of INO from the fd it holds (pinned for the call). */
@@ -71,8 +73,7 @@ static int inode_stat(struct view *v, struct inode *ino, struct stat *st)
 	return r;
 }
 
-void entry_init(struct view *v, struct inode *dir,
-		struct fuse_entry_param *e)
+void entry_init(struct view *v, struct inode *dir, struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof(*e));
 	e->entry_timeout = entry_timeout(v, dir);
@@ -80,8 +81,8 @@ void entry_init(struct view *v, struct inode *dir,
 }
 
 /* Adds the object at PATH_FD (O_PATH, owned) as DIR/NAME and fills E. */
-static int entry_attach(struct view *v, struct inode *dir, const char *name,
-			int path_fd, struct fuse_entry_param *e, struct inode **out)
+static int entry_attach(struct view *v, struct inode *dir, const char *name, int path_fd,
+			struct fuse_entry_param *e, struct inode **out)
 {
 	struct timespec born;
 	int r;
@@ -92,8 +93,7 @@ static int entry_attach(struct view *v, struct inode *dir, const char *name,
 		close(path_fd);
 		return r;
 	}
-	*out = inode_lookup_add(v->inodes, dir, name, path_fd, &e->attr,
-				r ? &born : NULL);
+	*out = inode_lookup_add(v->inodes, dir, name, path_fd, &e->attr, r ? &born : NULL);
 	return *out ? 0 : -ENOMEM;
 }
 
@@ -123,8 +123,8 @@ static int entry_finish(struct view *v, struct inode *dir, struct inode *ino,
 }
 
 /* Adds the object at PATH_FD (O_PATH, owned) as DIR/NAME and fills E. */
-int entry_add(struct view *v, struct inode *dir, const char *name,
-	      int path_fd, struct fuse_entry_param *e)
+int entry_add(struct view *v, struct inode *dir, const char *name, int path_fd,
+	      struct fuse_entry_param *e)
 {
 	struct inode *ino;
 	int r = entry_attach(v, dir, name, path_fd, e, &ino);
@@ -132,8 +132,7 @@ int entry_add(struct view *v, struct inode *dir, const char *name,
 	return r < 0 ? r : entry_finish(v, dir, ino, e);
 }
 
-int do_lookup(struct view *v, struct inode *dir, const char *name,
-	      struct fuse_entry_param *e)
+int do_lookup(struct view *v, struct inode *dir, const char *name, struct fuse_entry_param *e)
 {
 	if (dir->synth) {
 		for (size_t i = 0; i < dir->synth->n; i++) {
@@ -154,7 +153,7 @@ int do_lookup(struct view *v, struct inode *dir, const char *name,
 	if (!confine_name_ok(name) || stage_area_name(v, dir, name))
 		return -ENOENT;
 	if (name_is_upload_staging(name) && in_uploads(v, dir))
-		return -ENOENT;		/* the uploader's staging files */
+		return -ENOENT; /* the uploader's staging files */
 	_pinned_ p = pin(v, dir);
 	if (p.fd < 0)
 		return p.fd;
@@ -195,14 +194,12 @@ void op_forget(fuse_req_t req, fuse_ino_t id, uint64_t nlookup)
 	fuse_reply_none(req);
 }
 
-void op_forget_multi(fuse_req_t req, size_t count,
-		     struct fuse_forget_data *forgets)
+void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
 	struct view *v = req_view(req);
 
 	for (size_t i = 0; i < count; i++)
-		inode_forget(v->inodes, node(v, forgets[i].ino),
-			     forgets[i].nlookup);
+		inode_forget(v->inodes, node(v, forgets[i].ino), forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -235,8 +232,7 @@ void op_getattr(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 
 static int set_times(int pfd, int fh, const struct stat *attr, int valid)
 {
-	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT },
-				  { .tv_nsec = UTIME_OMIT } };
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
 	char path[CONFINE_FD_PATH_MAX];
 
 	if (valid & FUSE_SET_ATTR_ATIME_NOW)
@@ -259,16 +255,15 @@ static int set_times(int pfd, int fh, const struct stat *attr, int valid)
 }
 
 /* The backing calls of a setattr; ATTR receives the attributes after. */
-static int apply_setattr(struct view *v, fuse_req_t req, int pfd, int fh,
-			 struct stat *attr, int valid)
+static int apply_setattr(struct view *v, fuse_req_t req, int pfd, int fh, struct stat *attr,
+			 int valid)
 {
 	char path[CONFINE_FD_PATH_MAX];
 	int r;
 
 	confine_fd_path(pfd, path);
 	if (valid & FUSE_SET_ATTR_MODE) {
-		r = fh >= 0 ? fchmod(fh, attr->st_mode)
-			    : chmod(path, attr->st_mode);
+		r = fh >= 0 ? fchmod(fh, attr->st_mode) : chmod(path, attr->st_mode);
 		if (r < 0)
 			return neg_errno();
 	}
@@ -277,8 +272,7 @@ static int apply_setattr(struct view *v, fuse_req_t req, int pfd, int fh,
 		gid_t gid = valid & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1;
 
 		r = fh >= 0 ? fchown(fh, uid, gid)
-			    : fchownat(pfd, "", uid, gid,
-				       AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+			    : fchownat(pfd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 		if (r < 0)
 			return neg_errno();
 	}
@@ -286,26 +280,24 @@ static int apply_setattr(struct view *v, fuse_req_t req, int pfd, int fh,
 		r = drop_privs(v, req, fh >= 0 ? fh : pfd, fh < 0);
 		if (r < 0)
 			return r;
-		r = fh >= 0 ? ftruncate(fh, attr->st_size)
-			    : truncate(path, attr->st_size);
+		r = fh >= 0 ? ftruncate(fh, attr->st_size) : truncate(path, attr->st_size);
 		if (r < 0)
 			return neg_errno();
 	}
-	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
-		     FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)) {
+	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+		     FUSE_SET_ATTR_MTIME_NOW)) {
 		r = set_times(pfd, fh, attr, valid);
 		if (r < 0)
 			return r;
 	}
-	return fh >= 0 ? (fstat(fh, attr) < 0 ? neg_errno() : 0)
-		       : stat_fd(pfd, attr);
+	return fh >= 0 ? (fstat(fh, attr) < 0 ? neg_errno() : 0) : stat_fd(pfd, attr);
 }
 
 /* --map-owner: the sandbox's ids in a chown are the daemon's user's on
  * the host, and a set-id bit it asks for would be that user's (root's,
  * under a root broker): refused. */
-static int map_setattr(struct view *v, fuse_req_t req, struct inode *ino,
-		       struct stat *attr, int valid)
+static int map_setattr(struct view *v, fuse_req_t req, struct inode *ino, struct stat *attr,
+		       int valid)
 {
 	if (!v->map_owner)
 		return 0;
@@ -356,8 +348,8 @@ static int caller_may_setattr(struct view *v, fuse_req_t req, const struct stat 
 	return 0;
 }
 
-static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
-		      struct stat *attr, int valid, struct fuse_file_info *fi)
+static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino, struct stat *attr,
+		      int valid, struct fuse_file_info *fi)
 {
 	bool resize = valid & FUSE_SET_ATTR_SIZE;
 	struct gate_ticket t;
@@ -374,7 +366,8 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 	if (!v->default_permissions && v->creds_switch &&
 	    (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_MODE |
 		      FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) &&
-	    ((r = stat_fd(p.fd, &st)) < 0 || (r = caller_may_setattr(v, req, &st, attr, valid)) < 0))
+	    ((r = stat_fd(p.fd, &st)) < 0 ||
+	     (r = caller_may_setattr(v, req, &st, attr, valid)) < 0))
 		return r;
 	if (resize && fi && S_ISREG(ino->type)) {
 		/* ftruncate: a content change through the handle. */
@@ -393,8 +386,7 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 		bool content = valid & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME);
 		_io_ io = io_begin(v, ino, NULL, content);
 		int target = io.fd >= 0 ? io.fd : p.fd;
-		r = gate_file_begin(v, req, &t, ino, target,
-				    resize ? "truncate" : NULL);
+		r = gate_file_begin(v, req, &t, ino, target, resize ? "truncate" : NULL);
 		if (r < 0)
 			return r;
 		r = apply_setattr(v, req, p.fd, io.fd, attr, valid);
@@ -402,8 +394,7 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 			stage_note_change(ino, attr);
 		gate_unlock(&t, r == 0 ? attr : NULL, resize);
 		if (r == 0 && (resize || (valid & FUSE_SET_ATTR_MODE)))
-			journal_note(v, req, resize ? "modify" : "chmod", ino, NULL,
-				     NULL, NULL);
+			journal_note(v, req, resize ? "modify" : "chmod", ino, NULL, NULL, NULL);
 	}
 	if (r == 0) {
 		if (resize)
@@ -419,8 +410,8 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino,
 	return r;
 }
 
-void op_setattr(fuse_req_t req, fuse_ino_t id, struct stat *attr,
-		int valid, struct fuse_file_info *fi)
+void op_setattr(fuse_req_t req, fuse_ino_t id, struct stat *attr, int valid,
+		struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
 	int r = do_setattr(v, req, node(v, id), attr, valid, fi);
@@ -455,9 +446,8 @@ void op_readlink(fuse_req_t req, fuse_ino_t id)
 enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
 
 /* mknod, mkdir and symlink: the same checks, one backing call apart. */
-static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
-		       enum make_kind kind, mode_t mode, dev_t rdev,
-		       const char *target)
+static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, enum make_kind kind,
+		       mode_t mode, dev_t rdev, const char *target)
 {
 	static const char *const op_names[] = { "mknod", "mkdir", "symlink" };
 	struct view *v = req_view(req);
@@ -478,17 +468,20 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return reply_status(req, r);
 
 	struct name_change nc = {
-		.kind = NAME_MAKE, .dir = dir, .dfd = p.fd, .name = name,
-		.event = kind == MAKE_DIR ? NULL
-			 : kind == MAKE_SYMLINK ? "symlink" : "create",
+		.kind = NAME_MAKE,
+		.dir = dir,
+		.dfd = p.fd,
+		.name = name,
+		.event = kind == MAKE_DIR	? NULL
+			 : kind == MAKE_SYMLINK ? "symlink"
+						: "create",
 	};
 	r = name_change_begin(v, req, &nc);
 	if (r < 0)
 		return reply_status(req, r);
 	switch (kind) {
 	case MAKE_NODE:
-		r = mknodat(p.fd, name, mode & ~nc.caller.umask & ~nc.caller.strip,
-			    rdev);
+		r = mknodat(p.fd, name, mode & ~nc.caller.umask & ~nc.caller.strip, rdev);
 		break;
 	case MAKE_DIR:
 		r = mkdirat(p.fd, name, mode & ~nc.caller.umask);
@@ -514,26 +507,22 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		inode_forget(v->inodes, node(v, e.ino), 1);
 }
 
-void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-	      mode_t mode, dev_t rdev)
+void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	make_entry(req, parent, name, MAKE_NODE, mode, rdev, NULL);
 }
 
-void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-	      mode_t mode)
+void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	make_entry(req, parent, name, MAKE_DIR, mode, 0, NULL);
 }
 
-void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
-		const char *name)
+void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
 {
 	make_entry(req, parent, name, MAKE_SYMLINK, 0, 0, target);
 }
 
-static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
-			 int flags)
+static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, int flags)
 {
 	struct view *v = req_view(req);
 	struct inode *dir = node(v, parent);
@@ -549,7 +538,10 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (p.fd < 0)
 		return reply_status(req, p.fd);
 	struct name_change nc = {
-		.kind = NAME_REMOVE, .dir = dir, .dfd = p.fd, .name = name,
+		.kind = NAME_REMOVE,
+		.dir = dir,
+		.dfd = p.fd,
+		.name = name,
 		.flags = (unsigned int)flags,
 		.event = flags & AT_REMOVEDIR ? NULL : "delete",
 	};
@@ -572,9 +564,8 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	remove_entry(req, parent, name, AT_REMOVEDIR);
 }
 
-static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
-		     const char *name, struct inode *to, const char *newname,
-		     unsigned int flags)
+static int do_rename(struct view *v, fuse_req_t req, struct inode *from, const char *name,
+		     struct inode *to, const char *newname, unsigned int flags)
 {
 	int r = view_may_modify(v, from);
 
@@ -598,8 +589,14 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 	if (r < 0 && r != -EEXIST)
 		return r;
 	struct name_change nc = {
-		.kind = NAME_RENAME, .dir = from, .dfd = pf.fd, .name = name,
-		.to = to, .tfd = pt.fd, .newname = newname, .flags = flags,
+		.kind = NAME_RENAME,
+		.dir = from,
+		.dfd = pf.fd,
+		.name = name,
+		.to = to,
+		.tfd = pt.fd,
+		.newname = newname,
+		.flags = flags,
 		.event = flags & RENAME_EXCHANGE ? "exchange" : "rename",
 	};
 	r = name_change_begin(v, req, &nc);
@@ -611,19 +608,17 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from,
 	return 0;
 }
 
-void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-	       fuse_ino_t newparent, const char *newname,
-	       unsigned int flags)
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	       const char *newname, unsigned int flags)
 {
 	struct view *v = req_view(req);
 
-	reply_status(req, do_rename(v, req, node(v, parent), name,
-				    node(v, newparent), newname, flags));
+	reply_status(req,
+		     do_rename(v, req, node(v, parent), name, node(v, newparent), newname, flags));
 }
 
-static int do_link(struct view *v, fuse_req_t req, struct inode *ino,
-		   struct inode *dir, const char *newname,
-		   struct fuse_entry_param *e)
+static int do_link(struct view *v, fuse_req_t req, struct inode *ino, struct inode *dir,
+		   const char *newname, struct fuse_entry_param *e)
 {
 	char path[CONFINE_FD_PATH_MAX];
 	int r, fd;
@@ -648,8 +643,13 @@ static int do_link(struct view *v, fuse_req_t req, struct inode *ino,
 	 * link names the same inode and works for everyone. */
 	confine_fd_path(ps.fd, path);
 	struct name_change nc = {
-		.kind = NAME_LINK, .dir = dir, .dfd = pd.fd, .name = newname,
-		.file = ino, .file_fd = ps.fd, .event = "create",
+		.kind = NAME_LINK,
+		.dir = dir,
+		.dfd = pd.fd,
+		.name = newname,
+		.file = ino,
+		.file_fd = ps.fd,
+		.event = "create",
 	};
 	r = name_change_begin(v, req, &nc);
 	if (r < 0)
@@ -663,8 +663,7 @@ static int do_link(struct view *v, fuse_req_t req, struct inode *ino,
 	return entry_add(v, dir, newname, fd, e);
 }
 
-void op_link(fuse_req_t req, fuse_ino_t id, fuse_ino_t newparent,
-	     const char *newname)
+void op_link(fuse_req_t req, fuse_ino_t id, fuse_ino_t newparent, const char *newname)
 {
 	struct view *v = req_view(req);
 	struct fuse_entry_param e;

@@ -55,9 +55,8 @@ static int backing_flags(struct view *v, int flags)
 }
 
 /* Wraps FD in a handle stored in FI; the fd is closed on failure. */
-static int fill_open_info(struct view *v, struct inode *ino,
-			  struct fuse_file_info *fi, int fd, bool writer,
-			  bool authorized)
+static int fill_open_info(struct view *v, struct inode *ino, struct fuse_file_info *fi, int fd,
+			  bool writer, bool authorized)
 {
 	struct open_file *h = calloc(1, sizeof(*h));
 
@@ -139,8 +138,8 @@ static int caller_may_write_dir(struct view *v, fuse_req_t req, int dfd)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct saved[2], drop[2];
-	const uint32_t overrides = 1u << CAP_DAC_OVERRIDE |
-				   1u << CAP_DAC_READ_SEARCH | 1u << CAP_FOWNER;
+	const uint32_t overrides = 1u << CAP_DAC_OVERRIDE | 1u << CAP_DAC_READ_SEARCH |
+				   1u << CAP_FOWNER;
 	bool dropped = false;
 	int r;
 
@@ -171,8 +170,8 @@ static int caller_may_write_dir(struct view *v, fuse_req_t req, int dfd)
  * the caller may not write (a replacement is a rename there; POSIX asks
  * only for write access to the file). --staging=strict refuses those
  * opens instead: EPERM, EACCES. */
-static int may_stage(struct view *v, fuse_req_t req, struct inode *ino,
-		     int fd, const struct stat *st)
+static int may_stage(struct view *v, fuse_req_t req, struct inode *ino, int fd,
+		     const struct stat *st)
 {
 	char path[CONFINE_FD_PATH_MAX], name[NAME_MAX + 1];
 	struct inode *parent;
@@ -223,7 +222,7 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 	if (trunc)
 		journal_preimage(v, req, ino);
 	_io_ io = io_begin(v, ino, NULL, writer);
-	int content = io.fd >= 0 ? io.fd : p.fd;	/* the stage, or the file */
+	int content = io.fd >= 0 ? io.fd : p.fd; /* the stage, or the file */
 	bool stageable = false;
 	if (writer && !(fi->flags & O_APPEND) && stage_possible(v, ino)) {
 		if ((r = stat_fd(p.fd, &st)) < 0)
@@ -241,11 +240,10 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 	if (trunc_staged)
 		flags &= ~O_TRUNC;
 	gate_lock(NULL, &t, NULL);
-	if (trunc && (r = gate_file_begin(v, req, &t, ino, content,
-					  "open with O_TRUNC")) < 0)
+	if (trunc && (r = gate_file_begin(v, req, &t, ino, content, "open with O_TRUNC")) < 0)
 		return r;
 	fd = confine_reopen(p.fd, flags);
-	int changed = fd;	/* where the truncation happened */
+	int changed = fd; /* where the truncation happened */
 	if (fd >= 0 && trunc_staged) {
 		changed = active >= 0 ? (ftruncate(active, 0) < 0 ? neg_errno() : active)
 				      : stage_for_change(v, ino, fd, true);
@@ -277,8 +275,7 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 /* The kernel lets go of handle FI of INO: the last writer publishes the
  * file's stage (which can no longer report an error: logged), the last
  * handle drops it. */
-static void handle_release(struct view *v, struct inode *ino,
-			   struct fuse_file_info *fi)
+static void handle_release(struct view *v, struct inode *ino, struct fuse_file_info *fi)
 {
 	struct open_file *h = fh_of(fi);
 	char path[PATH_MAX];
@@ -292,8 +289,7 @@ static void handle_release(struct view *v, struct inode *ino,
 	opens = inode_open_count(v->inodes, ino, &writers);
 	if (h->writer && writers == 1 && (r = stage_publish(v, ino, false, 0)) < 0)
 		log_warn("the last change to '%s' was not saved: %s",
-			 view_path(v, ino, NULL, path, sizeof(path)),
-			 strerror(-r));
+			 view_path(v, ino, NULL, path, sizeof(path)), strerror(-r));
 	/* What this handle wrote is what the kernel cached: the host watch
 	 * must not take the write events for a host-side change. */
 	if (h->writer && !h->refused && fstat(stage_io_fd(ino, h->fd), &st) == 0) {
@@ -322,9 +318,8 @@ void op_open(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 		handle_release(v, node(v, id), fi);
 }
 
-static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
-		     const char *name, mode_t mode, struct fuse_file_info *fi,
-		     struct fuse_entry_param *e)
+static int do_create(struct view *v, fuse_req_t req, struct inode *dir, const char *name,
+		     mode_t mode, struct fuse_file_info *fi, struct fuse_entry_param *e)
 {
 	int flags = backing_flags(v, fi->flags) | O_CREAT, r;
 	_cleanup_(closep) int fd = -1;
@@ -355,19 +350,21 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 		return r;
 
 	struct name_change nc = {
-		.kind = NAME_MAKE, .dir = dir, .dfd = p.fd, .name = name,
+		.kind = NAME_MAKE,
+		.dir = dir,
+		.dfd = p.fd,
+		.name = name,
 		.event = "create",
 	};
 	r = name_change_begin(v, req, &nc);
 	if (r < 0)
 		return r;
-	fd = confine_open_at(p.fd, name, flags,
-			     mode & ~nc.caller.umask & ~nc.caller.strip);
+	fd = confine_open_at(p.fd, name, flags, mode & ~nc.caller.umask & ~nc.caller.strip);
 	if (fd < 0)
 		return name_change_abort(&nc, fd);
 	name_change_commit(&nc);
 	if (fstat(fd, &st) == 0)
-		gate_note_created(v->gate, &st);	/* new: no read needed */
+		gate_note_created(v->gate, &st); /* new: no read needed */
 	int path_fd = confine_reopen(fd, O_PATH);
 	if (path_fd < 0)
 		return path_fd;
@@ -387,8 +384,8 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir,
 	return 0;
 }
 
-void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-	       mode_t mode, struct fuse_file_info *fi)
+void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	       struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
 	struct fuse_entry_param e;
@@ -405,8 +402,8 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 /* A read of a version the thread has not read before (attributes ST):
  * the mark is set before the reply goes out, so a write the caller sends
  * as soon as it has the data finds it. */
-static void read_and_mark(struct view *v, fuse_req_t req, struct inode *ino,
-			  int fd, const struct stat *st, size_t size, off_t off)
+static void read_and_mark(struct view *v, fuse_req_t req, struct inode *ino, int fd,
+			  const struct stat *st, size_t size, off_t off)
 {
 	_cleanup_(freep) char *buf = malloc(size ? size : 1);
 	char path[PATH_MAX];
@@ -424,8 +421,7 @@ static void read_and_mark(struct view *v, fuse_req_t req, struct inode *ino,
 	fuse_reply_buf(req, buf, (size_t)n);
 }
 
-void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
-	     struct fuse_file_info *fi)
+void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
 	struct view *v = req_view(req);
@@ -440,8 +436,8 @@ void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 }
 
-void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in,
-		  off_t off, struct fuse_file_info *fi)
+void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in, off_t off,
+		  struct fuse_file_info *fi)
 {
 	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
 	struct view *v = req_view(req);
@@ -454,7 +450,8 @@ void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in,
 	if (fd < 0)
 		return reply_status(req, fd);
 	int r = v->quota ? charge(v, req, node(v, id), NULL,
-				  write_growth(fd, off, fuse_buf_size(in)), 0, "write") : 0;
+				  write_growth(fd, off, fuse_buf_size(in)), 0, "write")
+			 : 0;
 	if (r < 0) {
 		change_end(&c, r, false);
 		return reply_status(req, r);
@@ -521,8 +518,7 @@ void op_release(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 
 /* fsync(2) publishes the file's stage durably: the stage is flushed,
  * renamed over the file, and the directory flushed. */
-void op_fsync(fuse_req_t req, fuse_ino_t id, int datasync,
-	      struct fuse_file_info *fi)
+void op_fsync(fuse_req_t req, fuse_ino_t id, int datasync, struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
 	struct inode *ino = node(v, id);
@@ -540,8 +536,8 @@ void op_fsync(fuse_req_t req, fuse_ino_t id, int datasync,
 	reply_status(req, r);
 }
 
-void op_fallocate(fuse_req_t req, fuse_ino_t id, int mode, off_t off,
-		  off_t len, struct fuse_file_info *fi)
+void op_fallocate(fuse_req_t req, fuse_ino_t id, int mode, off_t off, off_t len,
+		  struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
 	struct change c;
@@ -558,9 +554,8 @@ void op_fallocate(fuse_req_t req, fuse_ino_t id, int mode, off_t off,
 }
 
 void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
-			struct fuse_file_info *fi_in, fuse_ino_t id_out,
-			off_t off_out, struct fuse_file_info *fi_out,
-			size_t len, int flags)
+			struct fuse_file_info *fi_in, fuse_ino_t id_out, off_t off_out,
+			struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	struct view *v = req_view(req);
 	struct stat in_before, in_after;
@@ -572,8 +567,7 @@ void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
 	 * writing (EOPNOTSUPP makes it fall back), which stages properly. */
 	if (fh_of(fi_out)->stageable || stage_any(node(v, id_in)))
 		return reply_status(req, -EOPNOTSUPP);
-	int fd = change_begin(v, req, node(v, id_out), fi_out, &c,
-			      "copy_file_range into");
+	int fd = change_begin(v, req, node(v, id_out), fi_out, &c, "copy_file_range into");
 	if (fd < 0)
 		return reply_status(req, fd);
 	if (fd != fd_of(fi_out)) {
@@ -587,24 +581,21 @@ void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
 		return reply_status(req, r);
 	}
 	bool mark_in = v->gate && fstat(fd_of(fi_in), &in_before) == 0;
-	n = copy_file_range(fd_of(fi_in), &off_in, fd, &off_out, len,
-			    (unsigned)flags);
+	n = copy_file_range(fd_of(fi_in), &off_in, fd, &off_out, len, (unsigned)flags);
 	int err = n < 0 ? neg_errno() : 0;
 	change_end(&c, n < 0 ? err : n, n > 0);
 	/* The source was read: mark it (before replying, as for a read). */
 	if (mark_in && n > 0 && fstat(fd_of(fi_in), &in_after) == 0 &&
 	    gate_read_is_news(v->gate, &in_before))
 		gate_note_read(v->gate, &in_before, &in_after, fd_of(fi_in),
-			       view_path(v, node(v, id_in), NULL, path,
-					    sizeof(path)));
+			       view_path(v, node(v, id_in), NULL, path, sizeof(path)));
 	if (n < 0)
 		reply_status(req, err);
 	else
 		fuse_reply_write(req, (size_t)n);
 }
 
-void op_lseek(fuse_req_t req, fuse_ino_t id, off_t off, int whence,
-	      struct fuse_file_info *fi)
+void op_lseek(fuse_req_t req, fuse_ino_t id, off_t off, int whence, struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
 	_io_ io = io_begin(v, node(v, id), fh_of(fi), false);

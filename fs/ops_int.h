@@ -77,16 +77,16 @@ static inline void unpin(struct pinned *p)
 
 /* An open regular file. */
 struct open_file {
-	struct open_file *prev, *next;	/* the view's open handles */
+	struct open_file *prev, *next; /* the view's open handles */
 	struct inode *ino;
 	int fd;
-	_Atomic bool refused;	/* a save through it was refused
+	_Atomic bool refused; /* a save through it was refused
 				 * (ops_refuse_handles): no more changes */
-	bool writer;		/* opened to modify (write access, O_TRUNC, create) */
-	bool authorized;	/* the gate let it modify; kept until close */
-	bool stageable;		/* its changes go to a stage (stage.h) */
-	bool journaled;		/* its change is in the journal already */
-	bool flushed;		/* stageable: closed (FLUSH) since its last
+	bool writer;	      /* opened to modify (write access, O_TRUNC, create) */
+	bool authorized;      /* the gate let it modify; kept until close */
+	bool stageable;	      /* its changes go to a stage (stage.h) */
+	bool journaled;	      /* its change is in the journal already */
+	bool flushed;	      /* stageable: closed (FLUSH) since its last
 				 * change; counted in inode->flushed_writers */
 };
 
@@ -102,8 +102,7 @@ static inline int fd_of(const struct fuse_file_info *fi)
 
 static inline int stat_fd(int fd, struct stat *st)
 {
-	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0
-		       ? neg_errno() : 0;
+	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? neg_errno() : 0;
 }
 
 static inline bool handle_refused(const struct open_file *h)
@@ -125,8 +124,7 @@ struct io {
 	bool locked;
 };
 
-struct io io_begin(struct view *v, struct inode *ino,
-		   const struct open_file *h, bool change);
+struct io io_begin(struct view *v, struct inode *ino, const struct open_file *h, bool change);
 void io_end(struct io *io);
 
 #define _io_ _cleanup_(io_end) struct io
@@ -142,23 +140,22 @@ int io_change_fd(struct io *io, struct open_file *h);
 bool in_uploads(struct view *v, struct inode *dir);
 
 /* Logs a refused request with enough context to act on it. */
-void log_refusal(struct view *v, fuse_req_t req, struct inode *dir,
-		 const char *name, const char *op, const char *why);
+void log_refusal(struct view *v, fuse_req_t req, struct inode *dir, const char *name,
+		 const char *op, const char *why);
 
 /* EACCES (logged) for DIR/NAME (NAME may be NULL) if it is or is in a
  * disabled skill. */
-int skill_gate(struct view *v, fuse_req_t req, struct inode *dir,
-	       const char *name, const char *op);
+int skill_gate(struct view *v, fuse_req_t req, struct inode *dir, const char *name, const char *op);
 
 /* Charges the thread's quota for a change of INO (or a new entry NAME of
  * it); a refusal is logged. */
-int charge(struct view *v, fuse_req_t req, struct inode *ino, const char *name,
-	   uint64_t bytes, uint64_t inodes, const char *op);
+int charge(struct view *v, fuse_req_t req, struct inode *ino, const char *name, uint64_t bytes,
+	   uint64_t inodes, const char *op);
 
 /* Checks a name about to be created in DIR (fd DFD): 0, -EINVAL for a
  * refused name (logged), or -EEXIST if a refused name already exists. */
-int check_new_name(struct view *v, fuse_req_t req, struct inode *dir,
-		   int dfd, const char *name, const char *op);
+int check_new_name(struct view *v, fuse_req_t req, struct inode *dir, int dfd, const char *name,
+		   const char *op);
 
 /* ---- as the caller (ops.c) ---- */
 
@@ -175,8 +172,8 @@ int check_new_name(struct view *v, fuse_req_t req, struct inode *dir,
  *    no set-id bits: on the host they belong to that user. */
 struct as_caller {
 	bool switched;
-	mode_t umask;	/* to apply by hand where the thread could not unshare */
-	mode_t strip;	/* bits a new file may not have */
+	mode_t umask; /* to apply by hand where the thread could not unshare */
+	mode_t strip; /* bits a new file may not have */
 };
 
 struct as_caller caller_enter(struct view *v, fuse_req_t req);
@@ -200,9 +197,8 @@ struct change {
 	struct open_file *h;
 };
 
-int change_begin(struct view *v, fuse_req_t req, struct inode *ino,
-		 struct fuse_file_info *fi, struct change *c,
-		 const char *op);
+int change_begin(struct view *v, fuse_req_t req, struct inode *ino, struct fuse_file_info *fi,
+		 struct change *c, const char *op);
 /* Ends it with the change's result (CHANGED: content changed). */
 void change_end(struct change *c, ssize_t result, bool changed);
 
@@ -235,119 +231,102 @@ void change_end(struct change *c, ssize_t result, bool changed);
  *     moved file's goes to its new path); after a failure, the watch is
  *     told the names did not change after all. */
 enum name_kind {
-	NAME_MAKE,	/* DIR/NAME is made, as the caller */
-	NAME_LINK,	/* DIR/NAME becomes a link to FILE */
-	NAME_REMOVE,	/* DIR/NAME goes (FLAGS: AT_REMOVEDIR for rmdir) */
-	NAME_RENAME,	/* DIR/NAME moves to TO/NEWNAME (FLAGS: renameat2's) */
+	NAME_MAKE,   /* DIR/NAME is made, as the caller */
+	NAME_LINK,   /* DIR/NAME becomes a link to FILE */
+	NAME_REMOVE, /* DIR/NAME goes (FLAGS: AT_REMOVEDIR for rmdir) */
+	NAME_RENAME, /* DIR/NAME moves to TO/NEWNAME (FLAGS: renameat2's) */
 };
 
 struct name_change {
 	/* What changes, filled in by the caller: */
 	enum name_kind kind;
 	struct inode *dir;
-	int dfd;			/* DIR's fd */
+	int dfd; /* DIR's fd */
 	const char *name;
-	struct inode *to;		/* NAME_RENAME */
+	struct inode *to; /* NAME_RENAME */
 	int tfd;
 	const char *newname;
 	unsigned int flags;
-	struct inode *file;		/* NAME_LINK, with its O_PATH fd */
+	struct inode *file; /* NAME_LINK, with its O_PATH fd */
 	int file_fd;
-	const char *event;		/* the journal's on commit, or NULL */
+	const char *event; /* the journal's on commit, or NULL */
 	/* NAME_MAKE: the umask to apply and the bits to strip (as_caller). */
 	struct as_caller caller;
 	/* The protocol's own: */
 	struct view *v;
 	fuse_req_t req;
 	struct gate_names g;
-	bool gone;			/* the entry removed or replaced, */
-	struct stat victim;		/*   seen under the hold */
+	bool gone;	    /* the entry removed or replaced, */
+	struct stat victim; /*   seen under the hold */
 };
 
 /* Begins the change NC describes: 0, or -errno (a refusal, nothing to
  * end). After the syscall, exactly one of commit or abort; abort returns
  * R, the syscall's -errno. */
-int name_change_begin(struct view *v, fuse_req_t req,
-		      struct name_change *nc);
+int name_change_begin(struct view *v, fuse_req_t req, struct name_change *nc);
 void name_change_commit(struct name_change *nc);
 int name_change_abort(struct name_change *nc, int r);
 
 /* ---- entries (ops_entry.c) ---- */
 
 /* Starts the reply E to a lookup in DIR: timeouts, nothing found. */
-void entry_init(struct view *v, struct inode *dir,
-		struct fuse_entry_param *e);
+void entry_init(struct view *v, struct inode *dir, struct fuse_entry_param *e);
 /* Adds the object at PATH_FD (O_PATH, owned) as DIR/NAME and fills E. */
-int entry_add(struct view *v, struct inode *dir, const char *name,
-	      int path_fd, struct fuse_entry_param *e);
-/* Looks NAME up in DIR for a reply E; -ENOENT for what the view hides. */
-int do_lookup(struct view *v, struct inode *dir, const char *name,
+int entry_add(struct view *v, struct inode *dir, const char *name, int path_fd,
 	      struct fuse_entry_param *e);
+/* Looks NAME up in DIR for a reply E; -ENOENT for what the view hides. */
+int do_lookup(struct view *v, struct inode *dir, const char *name, struct fuse_entry_param *e);
 
 /* ---- the handlers in view_ops ---- */
 
 /* ops_entry.c */
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void op_forget(fuse_req_t req, fuse_ino_t id, uint64_t nlookup);
-void op_forget_multi(fuse_req_t req, size_t count,
-		     struct fuse_forget_data *forgets);
+void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
 void op_getattr(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi);
-void op_setattr(fuse_req_t req, fuse_ino_t id, struct stat *attr,
-		int valid, struct fuse_file_info *fi);
+void op_setattr(fuse_req_t req, fuse_ino_t id, struct stat *attr, int valid,
+		struct fuse_file_info *fi);
 void op_readlink(fuse_req_t req, fuse_ino_t id);
-void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-	      mode_t mode, dev_t rdev);
-void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-	      mode_t mode);
-void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
-		const char *name);
+void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name);
 void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
 void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
-void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-	       fuse_ino_t newparent, const char *newname,
-	       unsigned int flags);
-void op_link(fuse_req_t req, fuse_ino_t id, fuse_ino_t newparent,
-	     const char *newname);
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	       const char *newname, unsigned int flags);
+void op_link(fuse_req_t req, fuse_ino_t id, fuse_ino_t newparent, const char *newname);
 
 /* ops_file.c */
 void op_open(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi);
-void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-	       mode_t mode, struct fuse_file_info *fi);
-void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
-	     struct fuse_file_info *fi);
-void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in,
-		  off_t off, struct fuse_file_info *fi);
+void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	       struct fuse_file_info *fi);
+void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off, struct fuse_file_info *fi);
+void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in, off_t off,
+		  struct fuse_file_info *fi);
 void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi);
 void op_release(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi);
-void op_fsync(fuse_req_t req, fuse_ino_t id, int datasync,
-	      struct fuse_file_info *fi);
-void op_fallocate(fuse_req_t req, fuse_ino_t id, int mode, off_t off,
-		  off_t len, struct fuse_file_info *fi);
+void op_fsync(fuse_req_t req, fuse_ino_t id, int datasync, struct fuse_file_info *fi);
+void op_fallocate(fuse_req_t req, fuse_ino_t id, int mode, off_t off, off_t len,
+		  struct fuse_file_info *fi);
 void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
-			struct fuse_file_info *fi_in, fuse_ino_t id_out,
-			off_t off_out, struct fuse_file_info *fi_out,
-			size_t len, int flags);
-void op_lseek(fuse_req_t req, fuse_ino_t id, off_t off, int whence,
-	      struct fuse_file_info *fi);
+			struct fuse_file_info *fi_in, fuse_ino_t id_out, off_t off_out,
+			struct fuse_file_info *fi_out, size_t len, int flags);
+void op_lseek(fuse_req_t req, fuse_ino_t id, off_t off, int whence, struct fuse_file_info *fi);
 
 /* ops_dir.c */
 void op_opendir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi);
-void op_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
-		struct fuse_file_info *fi);
-void op_readdirplus(fuse_req_t req, fuse_ino_t id, size_t size,
-		    off_t off, struct fuse_file_info *fi);
-void op_releasedir(fuse_req_t req, fuse_ino_t id,
-		   struct fuse_file_info *fi);
-void op_fsyncdir(fuse_req_t req, fuse_ino_t id, int datasync,
-		 struct fuse_file_info *fi);
+void op_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off, struct fuse_file_info *fi);
+void op_readdirplus(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
+		    struct fuse_file_info *fi);
+void op_releasedir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi);
+void op_fsyncdir(fuse_req_t req, fuse_ino_t id, int datasync, struct fuse_file_info *fi);
 void op_statfs(fuse_req_t req, fuse_ino_t id);
 
 /* ops_xattr.c */
-void op_getxattr(fuse_req_t req, fuse_ino_t id, const char *name,
-		 size_t size);
+void op_getxattr(fuse_req_t req, fuse_ino_t id, const char *name, size_t size);
 void op_listxattr(fuse_req_t req, fuse_ino_t id, size_t size);
-void op_setxattr(fuse_req_t req, fuse_ino_t id, const char *name,
-		 const char *value, size_t size, int flags);
+void op_setxattr(fuse_req_t req, fuse_ino_t id, const char *name, const char *value, size_t size,
+		 int flags);
 void op_removexattr(fuse_req_t req, fuse_ino_t id, const char *name);
 
 #endif

@@ -15,16 +15,15 @@
 
 enum xattr_op { XATTR_GET, XATTR_LIST, XATTR_SET, XATTR_REMOVE };
 
-static ssize_t xattr_call(enum xattr_op op, const char *path, bool nofollow,
-			  const char *name, void *value, size_t size, int flags)
+static ssize_t xattr_call(enum xattr_op op, const char *path, bool nofollow, const char *name,
+			  void *value, size_t size, int flags)
 {
 	switch (op) {
 	case XATTR_GET:
 		return nofollow ? lgetxattr(path, name, value, size)
 				: getxattr(path, name, value, size);
 	case XATTR_LIST:
-		return nofollow ? llistxattr(path, value, size)
-				: listxattr(path, value, size);
+		return nofollow ? llistxattr(path, value, size) : listxattr(path, value, size);
 	case XATTR_SET:
 		return nofollow ? lsetxattr(path, name, value, size, flags)
 				: setxattr(path, name, value, size, flags);
@@ -36,9 +35,8 @@ static ssize_t xattr_call(enum xattr_op op, const char *path, bool nofollow,
 /* One path for the four xattr calls. An inode is named by its fd's proc
  * link; a symlink cannot be (the link would be followed), so it is named
  * as PARENT/NAME through the parent's proc link, without following. */
-static ssize_t do_xattr(struct view *v, fuse_req_t req, struct inode *ino,
-			enum xattr_op op, const char *name, void *value,
-			size_t size, int flags)
+static ssize_t do_xattr(struct view *v, fuse_req_t req, struct inode *ino, enum xattr_op op,
+			const char *name, void *value, size_t size, int flags)
 {
 	char path[CONFINE_FD_PATH_MAX + NAME_MAX + 1], leaf[NAME_MAX + 1];
 	struct inode *parent = NULL;
@@ -84,8 +82,7 @@ static ssize_t do_xattr(struct view *v, fuse_req_t req, struct inode *ino,
 	gate_lock(carry ? v->gate : NULL, &t, &st);
 	r = xattr_call(op, path, false, name, value, size, flags);
 	r = r < 0 ? neg_errno() : r;
-	gate_unlock(&t, r >= 0 && carry && stat_fd(target, &st) == 0 ? &st : NULL,
-		    false);
+	gate_unlock(&t, r >= 0 && carry && stat_fd(target, &st) == 0 ? &st : NULL, false);
 	return r;
 }
 
@@ -95,13 +92,12 @@ static ssize_t do_xattr(struct view *v, fuse_req_t req, struct inode *ino,
  * is what makes this safe inside a request handler. */
 static void acl_changed(struct view *v, fuse_ino_t id, const char *name)
 {
-	if (v->writeback && v->session &&
-	    !strcmp(name, "system.posix_acl_access"))
+	if (v->writeback && v->session && !strcmp(name, "system.posix_acl_access"))
 		fuse_lowlevel_notify_inval_inode(v->session, id, -1, 0);
 }
 
-static void reply_xattr_value(fuse_req_t req, struct view *v, fuse_ino_t id,
-			      enum xattr_op op, const char *name, size_t size)
+static void reply_xattr_value(fuse_req_t req, struct view *v, fuse_ino_t id, enum xattr_op op,
+			      const char *name, size_t size)
 {
 	_cleanup_(freep) char *buf = size ? malloc(size) : NULL;
 	ssize_t r;
@@ -117,8 +113,7 @@ static void reply_xattr_value(fuse_req_t req, struct view *v, fuse_ino_t id,
 		fuse_reply_buf(req, buf, (size_t)r);
 }
 
-void op_getxattr(fuse_req_t req, fuse_ino_t id, const char *name,
-		 size_t size)
+void op_getxattr(fuse_req_t req, fuse_ino_t id, const char *name, size_t size)
 {
 	reply_xattr_value(req, req_view(req), id, XATTR_GET, name, size);
 }
@@ -128,12 +123,11 @@ void op_listxattr(fuse_req_t req, fuse_ino_t id, size_t size)
 	reply_xattr_value(req, req_view(req), id, XATTR_LIST, NULL, size);
 }
 
-void op_setxattr(fuse_req_t req, fuse_ino_t id, const char *name,
-		 const char *value, size_t size, int flags)
+void op_setxattr(fuse_req_t req, fuse_ino_t id, const char *name, const char *value, size_t size,
+		 int flags)
 {
 	struct view *v = req_view(req);
-	ssize_t r = do_xattr(v, req, node(v, id), XATTR_SET, name, (void *)value,
-			     size, flags);
+	ssize_t r = do_xattr(v, req, node(v, id), XATTR_SET, name, (void *)value, size, flags);
 
 	if (r == 0)
 		acl_changed(v, id, name);

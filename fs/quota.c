@@ -23,12 +23,12 @@
 
 struct quota {
 	pthread_mutex_t lock;
-	pthread_cond_t changed;		/* a scan ended */
+	pthread_cond_t changed; /* a scan ended */
 	uint64_t max_bytes, max_inodes;
-	uint64_t bytes, inodes;		/* the last scan, plus charges since */
-	uint64_t charged_bytes, charged_inodes;	/* ever: what a scan missed */
+	uint64_t bytes, inodes;			/* the last scan, plus charges since */
+	uint64_t charged_bytes, charged_inodes; /* ever: what a scan missed */
 	bool ready, scanning;
-	bool freed;			/* space went since the last scan */
+	bool freed; /* space went since the last scan */
 	int64_t scanned_ms;
 	int roots[QUOTA_MAX_ROOTS];
 	size_t nroots;
@@ -38,7 +38,10 @@ struct quota {
 
 /* Files with several links, counted once: an open-addressed set. */
 struct seen {
-	struct { dev_t dev; ino_t ino; } *v;
+	struct {
+		dev_t dev;
+		ino_t ino;
+	} * v;
 	size_t n, cap;
 };
 
@@ -48,7 +51,7 @@ static bool seen_before(struct seen *s, const struct stat *st)
 		size_t cap = s->cap ? 2 * s->cap : 256;
 		__typeof__(s->v) v = calloc(cap, sizeof(*v));
 		if (!v)
-			return false;	/* counted twice: an overestimate */
+			return false; /* counted twice: an overestimate */
 		for (size_t i = 0; i < s->cap; i++)
 			if (s->v[i].ino) {
 				size_t h = (s->v[i].ino * 2654435761u) & (cap - 1);
@@ -139,14 +142,13 @@ static void *first_scan(void *arg)
 
 	pthread_mutex_lock(&q->lock);
 	rescan_locked(q);
-	log_info("disk quota: %s in %llu files and directories so far", size_text(q->bytes, size,
-		 sizeof(size)), (unsigned long long)q->inodes);
+	log_info("disk quota: %s in %llu files and directories so far",
+		 size_text(q->bytes, size, sizeof(size)), (unsigned long long)q->inodes);
 	pthread_mutex_unlock(&q->lock);
 	return NULL;
 }
 
-struct quota *quota_new(uint64_t max_bytes, uint64_t max_inodes,
-			const int *roots, size_t nroots)
+struct quota *quota_new(uint64_t max_bytes, uint64_t max_inodes, const int *roots, size_t nroots)
 {
 	if (!max_bytes && !max_inodes)
 		return NULL;
@@ -159,7 +161,7 @@ struct quota *quota_new(uint64_t max_bytes, uint64_t max_inodes,
 	pthread_cond_init(&q->changed, NULL);
 	q->max_bytes = max_bytes;
 	q->max_inodes = max_inodes;
-	q->scanning = true;	/* until the first scan is done */
+	q->scanning = true; /* until the first scan is done */
 	for (size_t i = 0; i < nroots && q->nroots < QUOTA_MAX_ROOTS; i++)
 		if ((q->roots[q->nroots] = fcntl(roots[i], F_DUPFD_CLOEXEC, 3)) >= 0)
 			q->nroots++;
@@ -175,7 +177,7 @@ void quota_start(struct quota *q)
 		return;
 	}
 	pthread_mutex_lock(&q->lock);
-	rescan_locked(q);	/* no thread: scan here */
+	rescan_locked(q); /* no thread: scan here */
 	pthread_mutex_unlock(&q->lock);
 }
 
@@ -198,8 +200,7 @@ static bool over(const struct quota *q, uint64_t bytes, uint64_t inodes)
 	       (q->max_inodes && inodes && q->inodes + inodes > q->max_inodes);
 }
 
-int quota_charge(struct quota *q, uint64_t bytes, uint64_t inodes,
-		 char *why, size_t whylen)
+int quota_charge(struct quota *q, uint64_t bytes, uint64_t inodes, char *why, size_t whylen)
 {
 	char size[32];
 
@@ -221,8 +222,10 @@ int quota_charge(struct quota *q, uint64_t bytes, uint64_t inodes,
 			snprintf(why, whylen, "the thread's disk quota of %s is reached",
 				 size_text(q->max_bytes, size, sizeof(size)));
 		else
-			snprintf(why, whylen, "the thread's quota of %llu files and directories is"
-				 " reached", (unsigned long long)q->max_inodes);
+			snprintf(why, whylen,
+				 "the thread's quota of %llu files and directories is"
+				 " reached",
+				 (unsigned long long)q->max_inodes);
 		pthread_mutex_unlock(&q->lock);
 		return -EDQUOT;
 	}

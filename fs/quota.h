@@ -31,16 +31,14 @@ struct quota;
 /* A quota of MAX_BYTES and MAX_INODES (0: no limit on that one) over the
  * directories ROOTS (NROOTS O_PATH fds, duplicated). NULL if both are 0,
  * or for lack of memory (logged). */
-struct quota *quota_new(uint64_t max_bytes, uint64_t max_inodes,
-			const int *roots, size_t nroots);
+struct quota *quota_new(uint64_t max_bytes, uint64_t max_inodes, const int *roots, size_t nroots);
 /* Starts the first scan. */
 void quota_start(struct quota *q);
 void quota_free(struct quota *q);
 
 /* Charges BYTES and INODES. Returns 0, or -EDQUOT with the limit that
  * would be crossed in WHY ("the thread's 64 MiB"). Q may be NULL. */
-int quota_charge(struct quota *q, uint64_t bytes, uint64_t inodes,
-		 char *why, size_t whylen);
+int quota_charge(struct quota *q, uint64_t bytes, uint64_t inodes, char *why, size_t whylen);
 
 /* BYTES and INODES were freed (0, 0: some space may have been). Q may be
  * NULL. */

@@ -19,13 +19,13 @@
 struct scope_state {
 	int dirfd;
 	const char *file;
-	const char *key;	/* the object of names: root["skills"], or root */
+	const char *key; /* the object of names: root["skills"], or root */
 	pthread_mutex_t lock;
-	bool known;		/* parsed at least once */
-	bool present;		/* the file was there */
-	struct stat seen;	/* its identity then */
-	bool all;		/* unreadable: everything disabled */
-	char **names;		/* disabled, sorted */
+	bool known;	  /* parsed at least once */
+	bool present;	  /* the file was there */
+	struct stat seen; /* its identity then */
+	bool all;	  /* unreadable: everything disabled */
+	char **names;	  /* disabled, sorted */
 	size_t n;
 };
 
@@ -47,12 +47,9 @@ static void names_free(char **names, size_t n)
 
 static bool same_version(const struct stat *a, const struct stat *b)
 {
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
-	       a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
-	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
-	       a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
-	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
 /* The disabled names in the object OBJ, into NAMES (N of them): entries
@@ -66,9 +63,8 @@ static int collect_disabled(json_t *obj, char ***names, size_t *n)
 
 	if (!out)
 		return -ENOMEM;
-	json_object_foreach(obj, name, entry) {
-		if (!json_is_object(entry) ||
-		    !json_is_false(json_object_get(entry, "enabled")))
+	json_object_foreach (obj, name, entry) {
+		if (!json_is_object(entry) || !json_is_false(json_object_get(entry, "enabled")))
 			continue;
 		if (!(out[k] = strdup(name))) {
 			names_free(out, k);
@@ -114,7 +110,7 @@ static int parse(struct scope_state *sc, int fd, char *why, size_t whylen)
 	}
 	json_t *obj = sc->key ? json_object_get(root, sc->key) : root;
 	if (sc->key && json_is_object(root) && !obj)
-		obj = json_object();	/* no skills key: none disabled */
+		obj = json_object(); /* no skills key: none disabled */
 	else
 		json_incref(obj);
 	json_auto_t *held = obj;
@@ -150,39 +146,37 @@ static void refresh(struct scope_state *sc)
 	} else if (sc->known && sc->present && same_version(&st, &sc->seen)) {
 		return;
 	}
-	_cleanup_(closep) int fd = openat(sc->dirfd, sc->file,
-					  O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	_cleanup_(closep) int fd = openat(sc->dirfd, sc->file, O_RDONLY | O_NOCTTY | O_CLOEXEC);
 	r = fd < 0 ? neg_errno() : parse(sc, fd, why, sizeof(why));
 	if (r == -ENOENT)
-		return refresh(sc);	/* removed meanwhile */
+		return refresh(sc); /* removed meanwhile */
 	if (r < 0 && (!sc->known || !sc->all))
-		log_warn("skills: cannot use %s (%s): every skill it governs is disabled until it can be read",
-			 sc->file, *why ? why : strerror(-r));
+		log_warn(
+			"skills: cannot use %s (%s): every skill it governs is disabled until it can be read",
+			sc->file, *why ? why : strerror(-r));
 	sc->all = r < 0;
 	sc->present = true;
 	sc->known = true;
 	if (r < 0 && fd >= 0)
-		fstat(fd, &sc->seen);	/* not again until it changes */
+		fstat(fd, &sc->seen); /* not again until it changes */
 	else if (r < 0)
-		sc->present = false;	/* retried at every question */
+		sc->present = false; /* retried at every question */
 }
 
-bool skills_disabled(struct skills *s, enum skill_scope scope,
-		     const char *name)
+bool skills_disabled(struct skills *s, enum skill_scope scope, const char *name)
 {
 	struct scope_state *sc = &s->scope[scope];
 	bool found;
 
 	pthread_mutex_lock(&sc->lock);
 	refresh(sc);
-	found = sc->all || (sc->n && bsearch(&name, sc->names, sc->n,
-					     sizeof(*sc->names), cmp_names));
+	found = sc->all ||
+		(sc->n && bsearch(&name, sc->names, sc->n, sizeof(*sc->names), cmp_names));
 	pthread_mutex_unlock(&sc->lock);
 	return found;
 }
 
-int skills_state_dir(const struct skills *s, enum skill_scope scope,
-		     const char **file)
+int skills_state_dir(const struct skills *s, enum skill_scope scope, const char **file)
 {
 	*file = s->scope[scope].file;
 	return s->scope[scope].dirfd;
@@ -195,7 +189,8 @@ struct skills *skills_new(int homefd, int user_skills_fd)
 		[SKILL_SCOPE_USER] = "_skill_states.json",
 	};
 	const int dirs[SKILL_NSCOPES] = {
-		[SKILL_SCOPE_PUBLIC] = homefd, [SKILL_SCOPE_USER] = user_skills_fd,
+		[SKILL_SCOPE_PUBLIC] = homefd,
+		[SKILL_SCOPE_USER] = user_skills_fd,
 	};
 	struct skills *s = calloc(1, sizeof(*s));
 

@@ -27,7 +27,7 @@
 enum skill_scope { SKILL_SCOPE_PUBLIC, SKILL_SCOPE_USER, SKILL_NSCOPES };
 
 /* The reference's words for a disabled skill, with %s its name. */
-#define SKILL_DISABLED_FMT                                                     \
+#define SKILL_DISABLED_FMT                                                    \
 	"Skill '%s' is disabled. Access to its files is blocked. Enable the " \
 	"skill in settings before using it."
 
@@ -40,12 +40,10 @@ struct skills *skills_new(int homefd, int user_skills_fd);
 void skills_free(struct skills *s);
 
 /* True if skill NAME of SCOPE is disabled (or its state unreadable). */
-bool skills_disabled(struct skills *s, enum skill_scope scope,
-		     const char *name);
+bool skills_disabled(struct skills *s, enum skill_scope scope, const char *name);
 
 /* The directory holding SCOPE's file (O_PATH, owned by S) and the file's
  * name in it, for the host watch. */
-int skills_state_dir(const struct skills *s, enum skill_scope scope,
-		     const char **file);
+int skills_state_dir(const struct skills *s, enum skill_scope scope, const char **file);
 
 #endif

@@ -32,8 +32,8 @@
 
 /* The staging area of one read-write domain. */
 struct stage_area {
-	int fd;				/* O_PATH, or -1: changes go in place */
-	bool tmpfile;			/* it supports O_TMPFILE */
+	int fd;	      /* O_PATH, or -1: changes go in place */
+	bool tmpfile; /* it supports O_TMPFILE */
 	/* The root at whose top it was opened (STAGE_HIDDEN_NAME, hidden
 	 * from the view even where the area is not used); NULL: the
 	 * thread's own .stage, or none. */
@@ -43,20 +43,20 @@ struct stage_area {
 struct stager {
 	bool staging, strict;
 	pthread_mutex_t locks[STAGE_LOCKS];
-	struct stage_area areas[VIEW_MAX_ROOTS];	/* by domain */
+	struct stage_area areas[VIEW_MAX_ROOTS]; /* by domain */
 };
 
 enum stage_state {
-	STAGE_ACTIVE,		/* holds unpublished changes */
-	STAGE_PUBLISHED,	/* is the file at the name now */
-	STAGE_ORPHAN,		/* its name went away; never published */
+	STAGE_ACTIVE,	 /* holds unpublished changes */
+	STAGE_PUBLISHED, /* is the file at the name now */
+	STAGE_ORPHAN,	 /* its name went away; never published */
 };
 
 struct stage {
-	int fd;			/* read-write */
+	int fd; /* read-write */
 	enum stage_state state;
-	int error;		/* first failed change (ACTIVE): the save fails */
-	char name[40];		/* in the area, if not an O_TMPFILE */
+	int error;     /* first failed change (ACTIVE): the save fails */
+	char name[40]; /* in the area, if not an O_TMPFILE */
 	/* While the file is open, it keeps the inode number it had when it
 	 * was first staged: programs that hold a file open and compare its
 	 * fstat() with a stat() of its path (SQLite does, to detect a moved
@@ -64,7 +64,7 @@ struct stage {
 	 * that inode, so its number cannot be given to another file. */
 	ino_t shown_ino;
 	int pin;
-	struct file_version base;	/* what it may replace */
+	struct file_version base; /* what it may replace */
 };
 
 static struct file_version version_of(const struct stat *st)
@@ -78,8 +78,7 @@ static struct file_version version_of(const struct stat *st)
 static bool version_is(const struct file_version *v, const struct stat *st)
 {
 	return v->ino == st->st_ino && v->size == st->st_size &&
-	       v->mtime.tv_sec == st->st_mtim.tv_sec &&
-	       v->mtime.tv_nsec == st->st_mtim.tv_nsec;
+	       v->mtime.tv_sec == st->st_mtim.tv_sec && v->mtime.tv_nsec == st->st_mtim.tv_nsec;
 }
 
 /* ---- staging areas ------------------------------------------------------ */
@@ -105,7 +104,7 @@ static bool same_mount(int a, int b)
 	if (fstat(a, &sa) < 0 || fstat(b, &sb) < 0 || sa.st_dev != sb.st_dev)
 		return false;
 	if (mount_id(a, &ma) < 0 || mount_id(b, &mb) < 0)
-		return true;	/* no mount ids: the rename itself will tell */
+		return true; /* no mount ids: the rename itself will tell */
 	return ma == mb;
 }
 
@@ -132,11 +131,12 @@ static void sweep(int area, const char *where)
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		if (unlinkat(dirfd(d), de->d_name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0)
-			log_warn("cannot remove the leftover stage %s/%s: %s", where,
-				 de->d_name, strerror(errno));
+			log_warn("cannot remove the leftover stage %s/%s: %s", where, de->d_name,
+				 strerror(errno));
 		else
-			log_info("removed the leftover stage %s/%s (%jd bytes) of a save that was interrupted; the file it was for kept its previous content",
-				 where, de->d_name, (intmax_t)st.st_size);
+			log_info(
+				"removed the leftover stage %s/%s (%jd bytes) of a save that was interrupted; the file it was for kept its previous content",
+				where, de->d_name, (intmax_t)st.st_size);
 	}
 }
 
@@ -145,8 +145,8 @@ static void sweep(int area, const char *where)
  * top of R, per user and thread (one host directory may be mounted into
  * several threads' views). Made if CREATE, else only opened; once it
  * exists, A hides it. */
-static int hidden_area(struct stage_area *a, const struct root *r,
-		       const struct view_config *cfg, bool create)
+static int hidden_area(struct stage_area *a, const struct root *r, const struct view_config *cfg,
+		       bool create)
 {
 	const char *const path[] = { STAGE_HIDDEN_NAME, cfg->user, cfg->thread };
 	int fd = dir_chain_open(r->top->fd, path, 3, create);
@@ -187,8 +187,7 @@ static void stager_free(struct stager *sg)
 	free(sg);
 }
 
-int stage_setup(struct view *v, const struct view_config *cfg, char *err,
-		size_t errlen)
+int stage_setup(struct view *v, const struct view_config *cfg, char *err, size_t errlen)
 {
 	_cleanup_(closep) int own = -1;
 	struct stager *sg = calloc(1, sizeof(*sg));
@@ -207,7 +206,8 @@ int stage_setup(struct view *v, const struct view_config *cfg, char *err,
 	 * removes what an earlier mount that staged left there. */
 	own = thread_area(cfg, sg->staging);
 	if (own < 0 && sg->staging) {
-		snprintf(err, errlen, "cannot create the staging area %s/users/%s/threads/%s/.stage: %s",
+		snprintf(err, errlen,
+			 "cannot create the staging area %s/users/%s/threads/%s/.stage: %s",
 			 cfg->home, cfg->user, cfg->thread, strerror(-own));
 		stager_free(sg);
 		return own;
@@ -231,8 +231,9 @@ int stage_setup(struct view *v, const struct view_config *cfg, char *err,
 		if (area < 0 && !sg->staging)
 			continue;
 		if (area < 0 || !same_mount(area, first->top->fd)) {
-			log_warn("changes under %s are written in place, not staged: no staging area on its filesystem (%s)",
-				 first->host, area < 0 ? strerror(-area) : "another mount");
+			log_warn(
+				"changes under %s are written in place, not staged: no staging area on its filesystem (%s)",
+				first->host, area < 0 ? strerror(-area) : "another mount");
 			if (area >= 0)
 				close(area);
 			continue;
@@ -261,14 +262,13 @@ void stage_sweep(struct view *v, const struct view_config *cfg)
 			snprintf(where, sizeof(where), "the thread's .stage");
 		sweep(a->fd, where);
 		if (!sg->staging)
-			closep(&a->fd);	/* nothing goes there */
+			closep(&a->fd); /* nothing goes there */
 	}
 }
 
 bool stage_possible(struct view *v, struct inode *ino)
 {
-	return v->stager->staging && S_ISREG(ino->type) &&
-	       v->stager->areas[ino->domain].fd >= 0;
+	return v->stager->staging && S_ISREG(ino->type) && v->stager->areas[ino->domain].fd >= 0;
 }
 
 bool stage_strict(const struct view *v)
@@ -276,16 +276,14 @@ bool stage_strict(const struct view *v)
 	return v->stager->strict;
 }
 
-bool stage_area_name(const struct view *v, const struct inode *dir,
-		     const char *name)
+bool stage_area_name(const struct view *v, const struct inode *dir, const char *name)
 {
 	return dir->root && v->stager->areas[dir->domain].hidden == dir->root &&
 	       !strcmp(name, STAGE_HIDDEN_NAME);
 }
 
 /* The area of INO's domain (it has one: stage_possible()). */
-static const struct stage_area *area_of(const struct view *v,
-					const struct inode *ino)
+static const struct stage_area *area_of(const struct view *v, const struct inode *ino)
 {
 	return &v->stager->areas[ino->domain];
 }
@@ -361,7 +359,7 @@ void stage_attr(struct inode *ino, struct stat *st)
 		return;
 	st->st_ino = s->shown_ino;
 	if (s->state == STAGE_ACTIVE)
-		st->st_nlink = 1;	/* the file it will replace has one */
+		st->st_nlink = 1; /* the file it will replace has one */
 }
 
 /* ---- what a save may replace -------------------------------------------- */
@@ -387,7 +385,7 @@ void stage_note_open(struct inode *ino, const struct stat *st)
 void stage_note_change(struct inode *ino, const struct stat *st)
 {
 	assert_held(LOCK_STAGE);
-	stage_note_open(ino, st);	/* the same rule */
+	stage_note_open(ino, st); /* the same rule */
 }
 
 /* ---- making a stage ----------------------------------------------------- */
@@ -439,7 +437,7 @@ static int copy_metadata(int fd, int rfd, const struct stat *st)
 		if (n < 0)
 			return neg_errno();
 		if (same_xattr(fd, name, value, (size_t)n))
-			continue;	/* e.g. a security label the new file got */
+			continue; /* e.g. a security label the new file got */
 		if (fsetxattr(fd, name, value, (size_t)n, 0) < 0)
 			return neg_errno();
 	}
@@ -463,8 +461,7 @@ static int copy_content(int fd, int rfd)
 		if (n < 0)
 			break;
 	}
-	if (errno != EXDEV && errno != ENOSYS && errno != EINVAL &&
-	    errno != EOPNOTSUPP)
+	if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP)
 		return neg_errno();
 	while ((n = pread(rfd, buf, sizeof(buf), in)) > 0) {
 		for (ssize_t done = 0; done < n;) {
@@ -496,8 +493,7 @@ static int area_create(const struct stage_area *a, mode_t mode, char name[40])
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		return -EIO;
 	snprintf(name, 40, "stage-%016" PRIx64, r);
-	fd = openat(a->fd, name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW |
-		    O_CLOEXEC, mode);
+	fd = openat(a->fd, name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, mode);
 	return fd < 0 ? neg_errno() : fd;
 }
 
@@ -510,13 +506,13 @@ int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 	int fd, r;
 
 	if (old && old->state != STAGE_PUBLISHED)
-		return old->fd;		/* active, or an orphan: keep going */
+		return old->fd; /* active, or an orphan: keep going */
 	if (fstat(io_fd, &st) < 0)
 		return neg_errno();
 	/* The copy takes the file's space again until it is published. */
 	char why[128];
-	if (!empty && (r = view_charge(v, ino, (uint64_t)st.st_blocks * 512, 0, why,
-				       sizeof(why))) < 0) {
+	if (!empty &&
+	    (r = view_charge(v, ino, (uint64_t)st.st_blocks * 512, 0, why, sizeof(why))) < 0) {
 		log_warn("refused a save of a %lld-byte file: %s", (long long)st.st_size, why);
 		return r;
 	}
@@ -598,8 +594,7 @@ static int area_link(struct view *v, struct inode *ino)
 		return -EIO;
 	snprintf(s->name, sizeof(s->name), "publish-%016" PRIx64, r);
 	confine_fd_path(s->fd, path);
-	if (linkat(AT_FDCWD, path, area_of(v, ino)->fd, s->name,
-		   AT_SYMLINK_FOLLOW) < 0) {
+	if (linkat(AT_FDCWD, path, area_of(v, ino)->fd, s->name, AT_SYMLINK_FOLLOW) < 0) {
 		s->name[0] = '\0';
 		return neg_errno();
 	}
@@ -639,8 +634,8 @@ static void conflict_name(const char *name, unsigned n, char out[NAME_MAX + 1])
  * another). The stage is kept as a conflict copy next to the name in
  * PARENT (directory fd PFD, or -1: then it cannot be kept). Returns
  * -EACCES. */
-static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent,
-			 int pfd, const char *name, pid_t pid)
+static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent, int pfd,
+			 const char *name, pid_t pid)
 {
 	struct stage *s = stage_of(ino);
 	int area = area_of(v, ino)->fd;
@@ -662,7 +657,7 @@ static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent
 	if (r == 0) {
 		s->name[0] = '\0';
 		if (fstat(s->fd, &st) == 0)
-			gate_note_created(v->gate, &st);	/* the thread made it */
+			gate_note_created(v->gate, &st); /* the thread made it */
 		snprintf(reason, sizeof(reason),
 			 "changed on the host while open; the agent's version is kept as %s",
 			 view_path(v, parent, copy, kept, sizeof(kept)));
@@ -670,9 +665,10 @@ static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent
 		if (s->name[0])
 			unlinkat(area, s->name, 0);
 		s->name[0] = '\0';
-		snprintf(reason, sizeof(reason),
-			 "changed on the host while open; the agent's version could not be kept (%s)",
-			 strerror(-r));
+		snprintf(
+			reason, sizeof(reason),
+			"changed on the host while open; the agent's version could not be kept (%s)",
+			strerror(-r));
 	}
 	ops_refuse_handles(v, ino);
 	stage_free(ino);
@@ -692,9 +688,8 @@ static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent
  * the stage was taken. A file with no name left keeps them nowhere, as on
  * a local disk, unless a person's new file replaced it (not the thread's
  * own unlink or rename, inode_note_unnamed()): a conflict. */
-static int publish_in_place(struct view *v, struct inode *ino, bool durable,
-			    struct inode *parent, int pfd, const char *name,
-			    bool replaced, pid_t pid)
+static int publish_in_place(struct view *v, struct inode *ino, bool durable, struct inode *parent,
+			    int pfd, const char *name, bool replaced, pid_t pid)
 {
 	struct stage *s = stage_of(ino);
 	struct stat st, cur, after;
@@ -720,9 +715,9 @@ static int publish_in_place(struct view *v, struct inode *ino, bool durable,
 		gate_lock(v->gate, &t, &cur);
 		struct timespec ts[2] = { st.st_atim, st.st_mtim };
 		r = copy_content(fd, s->fd);
-		if (r == 0 && (ftruncate(fd, st.st_size) < 0 ||
-			       fchmod(fd, st.st_mode & 07777) < 0 || futimens(fd, ts) < 0 ||
-			       (durable && fsync(fd) < 0)))
+		if (r == 0 &&
+		    (ftruncate(fd, st.st_size) < 0 || fchmod(fd, st.st_mode & 07777) < 0 ||
+		     futimens(fd, ts) < 0 || (durable && fsync(fd) < 0)))
 			r = neg_errno();
 		gate_unlock(&t, r == 0 && fstat(fd, &after) == 0 ? &after : NULL, true);
 	}
@@ -761,8 +756,7 @@ int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
 	}
 	/* Every save gets a fresh mtime, an empty one too (the writeback
 	 * cache sets mtime itself, with its own clock). */
-	if ((!v->writeback && futimens(s->fd, ts) < 0) ||
-	    (durable && fsync(s->fd) < 0)) {
+	if ((!v->writeback && futimens(s->fd, ts) < 0) || (durable && fsync(s->fd) < 0)) {
 		r = neg_errno();
 		discard(v, ino);
 		return r;
@@ -795,8 +789,7 @@ int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
 	gate_lock(v->gate, &t, &before);
 	watch_expect(v->watch, parent, name, true);
 	view_names_lock(v, parent, true);
-	r = renameat(area_of(v, ino)->fd, s->name, pfd, name) < 0
-		    ? neg_errno() : 0;
+	r = renameat(area_of(v, ino)->fd, s->name, pfd, name) < 0 ? neg_errno() : 0;
 	if (r < 0) {
 		view_names_unlock(v, parent);
 		watch_unexpect(v->watch, parent, name, true);
@@ -807,7 +800,7 @@ int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
 	}
 	s->name[0] = '\0';
 	s->state = STAGE_PUBLISHED;
-	view_release(v, ino, NULL);	/* the replaced version's space */
+	view_release(v, ino, NULL); /* the replaced version's space */
 	bool have_after = fstat(s->fd, &after) == 0;
 	gate_unlock(&t, have_after ? &after : NULL, true);
 	/* The view's inode is the new file from now on. */
@@ -823,8 +816,7 @@ int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
 	view_names_unlock(v, parent);
 	if (durable && (r = fsync_dir(pfd)) < 0)
 		log_warn("published '%s' but could not fsync its directory: %s",
-			 inode_path(v->inodes, ino, NULL, vpath, sizeof(vpath)),
-			 strerror(-r));
+			 inode_path(v->inodes, ino, NULL, vpath, sizeof(vpath)), strerror(-r));
 	inode_unpin(v->inodes, parent);
 	return 0;
 }
@@ -859,7 +851,7 @@ static void drop_stage(void *arg, struct inode *ino)
 	r = pthread_mutex_trylock(lock);
 	assert(r == 0);
 	if (r != 0)
-		return;		/* with NDEBUG: leave it to the exit */
+		return; /* with NDEBUG: leave it to the exit */
 	lock_check_take(LOCK_STAGE);
 	stage_drop(v, ino);
 	pthread_mutex_unlock(lock);

@@ -60,8 +60,7 @@ struct view_config;
  * an area writes in place (logged). Unstaged (--staging=off), the areas
  * that exist are opened for the sweep only. Returns 0 or -errno with a
  * reason in ERR (v->stager is then NULL). */
-int stage_setup(struct view *v, const struct view_config *cfg, char *err,
-		size_t errlen);
+int stage_setup(struct view *v, const struct view_config *cfg, char *err, size_t errlen);
 /* Removes what an interrupted save left in the areas of CFG's thread,
  * logging each, whether this mount stages or not. */
 void stage_sweep(struct view *v, const struct view_config *cfg);
@@ -80,8 +79,7 @@ bool stage_possible(struct view *v, struct inode *ino);
 bool stage_strict(const struct view *v);
 /* True if NAME in DIR is a staging area (STAGE_HIDDEN_NAME at the top of
  * a --mount root): it is not part of the view. */
-bool stage_area_name(const struct view *v, const struct inode *dir,
-		     const char *name);
+bool stage_area_name(const struct view *v, const struct inode *dir, const char *name);
 
 void stage_lock(struct view *v, struct inode *ino);
 void stage_unlock(struct view *v, struct inode *ino);
@@ -111,8 +109,7 @@ void stage_note_change(struct inode *ino, const struct stat *st);
 /* (locked) Before a change through a handle that may stage: makes sure INO
  * has an unpublished stage, a copy of its current content (IO_FD) or
  * empty if EMPTY, and returns its fd; or -errno (nothing changed). */
-int stage_for_change(struct view *v, struct inode *ino, int io_fd,
-		     bool empty);
+int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty);
 
 /* (locked) A write, truncate or allocation on the stage failed with ERR:
  * the save fails with it, and the file stays as it was. */

@@ -20,8 +20,7 @@
 #define SYNTH_SKILLS_INO ((ino_t)UINT64_MAX - 3)
 #define SYNTH_DOMAIN UINT16_MAX
 
-static const char *const reserved_mount_names[] = { "user-data", "skills",
-						    "acp-workspace" };
+static const char *const reserved_mount_names[] = { "user-data", "skills", "acp-workspace" };
 
 int mount_spec_parse(const char *arg, struct mount_spec *out, const char **why)
 {
@@ -51,8 +50,8 @@ int mount_spec_parse(const char *arg, struct mount_spec *out, const char **why)
 	}
 	host = eq + 1;
 	hostlen = strlen(host);
-	if (hostlen > 3 && (!strcmp(host + hostlen - 3, ":ro") ||
-			    !strcmp(host + hostlen - 3, ":rw"))) {
+	if (hostlen > 3 &&
+	    (!strcmp(host + hostlen - 3, ":ro") || !strcmp(host + hostlen - 3, ":rw"))) {
 		out->read_only = host[hostlen - 1] == 'o';
 		hostlen -= 3;
 	}
@@ -102,7 +101,7 @@ static bool is_self_or_ancestor(int fd, dev_t dev, ino_t ino)
 		    (up.st_dev == st.st_dev && up.st_ino == st.st_ino)) {
 			if (next >= 0)
 				close(next);
-			return false;	/* reached "/" */
+			return false; /* reached "/" */
 		}
 		close(cur);
 		cur = next;
@@ -127,25 +126,23 @@ static uint16_t domain_for(struct view *v, const struct stat *st, bool ro)
 		for (size_t d = 0; d < v->ndomains; d++)
 			if (v->domains[d].devidx >= devidx)
 				devidx = (uint16_t)(v->domains[d].devidx + 1);
-	v->domains[v->ndomains] = (struct domain){ .dev = st->st_dev, .read_only = ro,
-						   .devidx = devidx };
+	v->domains[v->ndomains] =
+		(struct domain){ .dev = st->st_dev, .read_only = ro, .devidx = devidx };
 	return (uint16_t)v->ndomains++;
 }
 
-static struct inode *add_synth(struct view *v, struct inode *parent,
-			       const char *name, struct synth *s, ino_t ino)
+static struct inode *add_synth(struct view *v, struct inode *parent, const char *name,
+			       struct synth *s, ino_t ino)
 {
 	struct stat st = { .st_dev = 0, .st_ino = ino, .st_mode = S_IFDIR };
 
 	s->ino = ino;
-	return inode_add_fixed(v->inodes, parent, name, -1, &st, SYNTH_DOMAIN,
-			       NULL, s);
+	return inode_add_fixed(v->inodes, parent, name, -1, &st, SYNTH_DOMAIN, NULL, s);
 }
 
 /* Adds root NAME (fd FD, ownership taken) under synthetic directory S. */
-static int add_root(struct view *v, struct inode *parent, struct synth *s,
-		    const char *name, int fd, bool ro, bool uploads,
-		    const char *host, char *err, size_t errlen)
+static int add_root(struct view *v, struct inode *parent, struct synth *s, const char *name, int fd,
+		    bool ro, bool uploads, const char *host, char *err, size_t errlen)
 {
 	struct root *root = &v->roots[v->nroots];
 	struct stat st;
@@ -161,8 +158,7 @@ static int add_root(struct view *v, struct inode *parent, struct synth *s,
 		if (is_self_or_ancestor(fd, o->top->dev, o->top->ino) ||
 		    is_self_or_ancestor(o->top->fd, st.st_dev, st.st_ino)) {
 			close(fd);
-			return fail(err, errlen, -EINVAL,
-				    "%s (for %s) overlaps %s (for %s)", host,
+			return fail(err, errlen, -EINVAL, "%s (for %s) overlaps %s (for %s)", host,
 				    name, o->host, o->name);
 		}
 	}
@@ -171,8 +167,7 @@ static int add_root(struct view *v, struct inode *parent, struct synth *s,
 	root->read_only = ro;
 	root->uploads = uploads;
 	snprintf(root->host, sizeof(root->host), "%s", host);
-	root->top = inode_add_fixed(v->inodes, parent, name, fd, &st, dom, root,
-				    NULL);
+	root->top = inode_add_fixed(v->inodes, parent, name, fd, &st, dom, root, NULL);
 	if (!root->top) {
 		close(fd);
 		return fail(err, errlen, -ENOMEM, "cannot add %s", name);
@@ -203,8 +198,8 @@ static const struct category {
  * itself: they are no longer shown, say so once at mount. */
 static void note_old_skills(int homefd, const char *home)
 {
-	_cleanup_(closep) int fd = openat(homefd, "skills", O_RDONLY | O_DIRECTORY |
-					  O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_(closep) int fd = openat(homefd, "skills",
+					  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	_cleanup_(closedirp) DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *de;
 	size_t n = 0;
@@ -212,7 +207,7 @@ static void note_old_skills(int homefd, const char *home)
 
 	if (!d)
 		return;
-	fd = -1;	/* the stream owns it */
+	fd = -1; /* the stream owns it */
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
 		    !strcmp(de->d_name, "public") || !strcmp(de->d_name, "custom"))
@@ -221,15 +216,15 @@ static void note_old_skills(int homefd, const char *home)
 			snprintf(first, sizeof(first), "%s", de->d_name);
 	}
 	if (n)
-		log_warn("%s/skills holds %zu entr%s ('%s'%s) that no skill category shows: move public skills to %s/skills/public",
-			 home, n, n == 1 ? "y" : "ies", first, n > 1 ? ", ..." : "",
-			 home);
+		log_warn(
+			"%s/skills holds %zu entr%s ('%s'%s) that no skill category shows: move public skills to %s/skills/public",
+			home, n, n == 1 ? "y" : "ies", first, n > 1 ? ", ..." : "", home);
 }
 
 /* /mnt/skills: the root --skills DIR, or the categories (created 0755
  * where missing) in a read-only synthetic directory. */
-static int add_skills(struct view *v, const struct view_config *cfg,
-		      int homefd, char *err, size_t errlen)
+static int add_skills(struct view *v, const struct view_config *cfg, int homefd, char *err,
+		      size_t errlen)
 {
 	const char *user_skills[] = { "users", cfg->user, "skills" };
 	char host[PATH_MAX];
@@ -238,22 +233,19 @@ static int add_skills(struct view *v, const struct view_config *cfg,
 	if (cfg->skills) {
 		int fd = open(cfg->skills, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0)
-			return fail(err, errlen, neg_errno(), "cannot open skills %s",
-				    cfg->skills);
-		return add_root(v, v->top, &v->top_dir, "skills", fd, true,
-				false, cfg->skills, err, errlen);
+			return fail(err, errlen, neg_errno(), "cannot open skills %s", cfg->skills);
+		return add_root(v, v->top, &v->top_dir, "skills", fd, true, false, cfg->skills, err,
+				errlen);
 	}
-	v->skills_top = add_synth(v, v->top, "skills", &v->skills_dir,
-				  SYNTH_SKILLS_INO);
+	v->skills_top = add_synth(v, v->top, "skills", &v->skills_dir, SYNTH_SKILLS_INO);
 	if (!v->skills_top)
 		return fail(err, errlen, -ENOMEM, "cannot build the view");
 	v->skills_dir.read_only = true;
-	v->top_dir.entry[v->top_dir.n++] =
-		(struct synth_entry){ "skills", v->skills_top };
+	v->top_dir.entry[v->top_dir.n++] = (struct synth_entry){ "skills", v->skills_top };
 	_cleanup_(closep) int ufd = dir_ensure_path(homefd, user_skills, 3, 0755);
 	if (ufd < 0)
-		return fail(err, errlen, ufd, "cannot open %s/users/%s/skills",
-			    cfg->home, cfg->user);
+		return fail(err, errlen, ufd, "cannot open %s/users/%s/skills", cfg->home,
+			    cfg->user);
 	v->skills = skills_new(homefd, ufd);
 	if (!v->skills)
 		return fail(err, errlen, -ENOMEM, "cannot build the view");
@@ -271,8 +263,8 @@ static int add_skills(struct view *v, const struct view_config *cfg,
 		int fd = dir_ensure_path(homefd, path, c->n, 0755);
 		if (fd < 0)
 			return fail(err, errlen, fd, "cannot open skills %s", host);
-		r = add_root(v, v->skills_top, &v->skills_dir, c->name, fd, true,
-			     false, host, err, errlen);
+		r = add_root(v, v->skills_top, &v->skills_dir, c->name, fd, true, false, host, err,
+			     errlen);
 		if (r >= 0) {
 			struct root *root = &v->roots[v->nroots - 1];
 			root->skill_depth = c->depth;
@@ -283,8 +275,7 @@ static int add_skills(struct view *v, const struct view_config *cfg,
 	return r;
 }
 
-int view_skill_check(struct view *v, struct inode *dir, const char *name,
-		     char *skill, size_t size)
+int view_skill_check(struct view *v, struct inode *dir, const char *name, char *skill, size_t size)
 {
 	char names[2][NAME_MAX + 1];
 	const struct root *root;
@@ -293,7 +284,7 @@ int view_skill_check(struct view *v, struct inode *dir, const char *name,
 		return 0;
 	size_t depth = inode_names_below(v->inodes, dir, root->top, name, names, 2);
 	if (depth < root->skill_depth)
-		return 0;	/* above the skills: a category or a provider */
+		return 0; /* above the skills: a category or a provider */
 	const char *s = names[root->skill_depth - 1];
 	if (!skills_disabled(v->skills, root->skill_scope, s))
 		return 0;
@@ -307,8 +298,7 @@ bool view_skill_holder(struct view *v, struct inode *dir)
 
 	if (dir->synth || !(root = v->domains[dir->domain].skill_root))
 		return false;
-	return inode_names_below(v->inodes, dir, root->top, NULL, NULL, 0) + 1 ==
-	       root->skill_depth;
+	return inode_names_below(v->inodes, dir, root->top, NULL, NULL, 0) + 1 == root->skill_depth;
 }
 
 static size_t default_fd_budget(void)
@@ -322,12 +312,13 @@ static size_t default_fd_budget(void)
 	return rl.rlim_cur / 2 > 256 ? rl.rlim_cur / 2 : 256;
 }
 
-int view_open(struct view *v, const struct view_config *cfg, char *err,
-	      size_t errlen)
+int view_open(struct view *v, const struct view_config *cfg, char *err, size_t errlen)
 {
 	static const char *const thread_names[THREAD_NDIRS] = {
-		[THREAD_WORKSPACE] = "workspace", [THREAD_UPLOADS] = "uploads",
-		[THREAD_OUTPUTS] = "outputs", [THREAD_ACP] = "acp-workspace",
+		[THREAD_WORKSPACE] = "workspace",
+		[THREAD_UPLOADS] = "uploads",
+		[THREAD_OUTPUTS] = "outputs",
+		[THREAD_ACP] = "acp-workspace",
 	};
 	_cleanup_(closep) int homefd = -1;
 	int fds[THREAD_NDIRS], r;
@@ -354,14 +345,12 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 	r = home_thread_dirs(homefd, cfg->user, cfg->thread, fds);
 	if (r < 0)
 		return fail(err, errlen, r,
-			    "cannot create the directories of thread %s/%s under %s",
-			    cfg->user, cfg->thread, cfg->home);
-	v->inodes = inode_table_new(cfg->fd_budget ? cfg->fd_budget
-						   : default_fd_budget());
+			    "cannot create the directories of thread %s/%s under %s", cfg->user,
+			    cfg->thread, cfg->home);
+	v->inodes = inode_table_new(cfg->fd_budget ? cfg->fd_budget : default_fd_budget());
 	if (v->inodes) {
 		v->top = add_synth(v, NULL, NULL, &v->top_dir, SYNTH_TOP_INO);
-		v->user_data = v->top ? add_synth(v, v->top, "user-data",
-						  &v->user_data_dir,
+		v->user_data = v->top ? add_synth(v, v->top, "user-data", &v->user_data_dir,
 						  SYNTH_USER_DATA_INO)
 				      : NULL;
 	}
@@ -371,24 +360,21 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 		view_close(v);
 		return fail(err, errlen, -ENOMEM, "cannot build the view");
 	}
-	v->top_dir.entry[v->top_dir.n++] =
-		(struct synth_entry){ "user-data", v->user_data };
+	v->top_dir.entry[v->top_dir.n++] = (struct synth_entry){ "user-data", v->user_data };
 
 	r = 0;
 	for (int i = 0; i < THREAD_NDIRS; i++) {
-		snprintf(host, sizeof(host), "%s/users/%s/threads/%s/%s%s",
-			 cfg->home, cfg->user, cfg->thread,
-			 i == THREAD_ACP ? "" : "user-data/", thread_names[i]);
+		snprintf(host, sizeof(host), "%s/users/%s/threads/%s/%s%s", cfg->home, cfg->user,
+			 cfg->thread, i == THREAD_ACP ? "" : "user-data/", thread_names[i]);
 		if (r < 0) {
 			close(fds[i]);
 			continue;
 		}
 		r = i == THREAD_ACP
-			? add_root(v, v->top, &v->top_dir, thread_names[i],
-				   fds[i], false, false, host, err, errlen)
-			: add_root(v, v->user_data, &v->user_data_dir,
-				   thread_names[i], fds[i], false,
-				   i == THREAD_UPLOADS, host, err, errlen);
+			    ? add_root(v, v->top, &v->top_dir, thread_names[i], fds[i], false,
+				       false, host, err, errlen)
+			    : add_root(v, v->user_data, &v->user_data_dir, thread_names[i], fds[i],
+				       false, i == THREAD_UPLOADS, host, err, errlen);
 		if (r >= 0)
 			v->roots[v->nroots - 1].counted = true;
 	}
@@ -400,19 +386,17 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 
 		for (size_t j = 0; j < v->top_dir.n; j++)
 			if (!strcmp(v->top_dir.entry[j].name, m->name))
-				r = fail(err, errlen, -EEXIST,
-					 "/mnt/%s is given twice", m->name);
+				r = fail(err, errlen, -EEXIST, "/mnt/%s is given twice", m->name);
 		if (r < 0)
 			break;
 		fd = open(m->host, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0) {
-			r = fail(err, errlen, neg_errno(),
-				 "cannot open mount /mnt/%s=%s", m->name,
+			r = fail(err, errlen, neg_errno(), "cannot open mount /mnt/%s=%s", m->name,
 				 m->host);
 			break;
 		}
-		r = add_root(v, v->top, &v->top_dir, m->name, fd, m->read_only,
-			     false, m->host, err, errlen);
+		r = add_root(v, v->top, &v->top_dir, m->name, fd, m->read_only, false, m->host, err,
+			     errlen);
 	}
 	if (r < 0) {
 		view_close(v);
@@ -427,8 +411,8 @@ int view_open(struct view *v, const struct view_config *cfg, char *err,
 	return 0;
 }
 
-int view_charge(struct view *v, struct inode *ino, uint64_t bytes,
-		uint64_t inodes, char *why, size_t whylen)
+int view_charge(struct view *v, struct inode *ino, uint64_t bytes, uint64_t inodes, char *why,
+		size_t whylen)
 {
 	struct root *root;
 
@@ -492,14 +476,12 @@ void view_names_unlock(struct view *v, struct inode *dir)
 	pthread_rwlock_unlock(names_lock_of(v, dir));
 }
 
-char *view_path(struct view *v, struct inode *dir, const char *name,
-		char *buf, size_t size)
+char *view_path(struct view *v, struct inode *dir, const char *name, char *buf, size_t size)
 {
 	static const char prefix[] = "/mnt/";
 
 	snprintf(buf, size, "%s", prefix);
-	inode_path(v->inodes, dir, name, buf + sizeof(prefix) - 1,
-		   size - (sizeof(prefix) - 1));
+	inode_path(v->inodes, dir, name, buf + sizeof(prefix) - 1, size - (sizeof(prefix) - 1));
 	return buf;
 }
 
@@ -510,8 +492,7 @@ int view_may_modify(const struct view *v, const struct inode *dir)
 	return v->domains[dir->domain].read_only ? -EROFS : 0;
 }
 
-void view_synth_attr(const struct view *v, const struct inode *ino,
-		     struct stat *st)
+void view_synth_attr(const struct view *v, const struct inode *ino, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino->synth->ino;

@@ -63,35 +63,35 @@ struct mount_spec {
 int mount_spec_parse(const char *arg, struct mount_spec *out, const char **why);
 
 struct view_config {
-	const char *home;		/* $SBX_HOME */
-	const char *user, *thread;	/* checked with id_check() */
-	const char *skills;		/* one plain root; NULL: the categories */
+	const char *home;	   /* $SBX_HOME */
+	const char *user, *thread; /* checked with id_check() */
+	const char *skills;	   /* one plain root; NULL: the categories */
 	struct mount_spec mounts[VIEW_MAX_MOUNTS];
 	size_t nmounts;
-	double timeout;			/* kernel cache without host watch, s */
-	double timeout_watched;		/* ... with it */
+	double timeout;		/* kernel cache without host watch, s */
+	double timeout_watched; /* ... with it */
 	bool host_watch;
-	size_t max_watches;		/* 0: as many as inotify allows */
+	size_t max_watches; /* 0: as many as inotify allows */
 	bool portable_names;
 	bool writeback;
-	size_t fd_budget;		/* O_PATH fds kept open; 0 = derive */
-	int rbw;			/* enum gate_mode */
+	size_t fd_budget; /* O_PATH fds kept open; 0 = derive */
+	int rbw;	  /* enum gate_mode */
 	bool rbw_unlink;
-	bool staging;			/* atomic staged writes (stage.h) */
-	bool staging_strict;		/* refuse what cannot be staged */
-	bool map_owner;			/* --map-owner UID:GID */
+	bool staging;	     /* atomic staged writes (stage.h) */
+	bool staging_strict; /* refuse what cannot be staged */
+	bool map_owner;	     /* --map-owner UID:GID */
 	uid_t map_uid;
 	gid_t map_gid;
-	uint64_t quota_bytes;		/* --quota-bytes; 0: none */
-	uint64_t quota_inodes;		/* --quota-inodes; 0: none */
+	uint64_t quota_bytes;  /* --quota-bytes; 0: none */
+	uint64_t quota_inodes; /* --quota-inodes; 0: none */
 };
 
 struct root {
-	const char *name;		/* entry name in its synthetic parent */
-	char host[PATH_MAX];		/* for messages only, never for access */
+	const char *name;    /* entry name in its synthetic parent */
+	char host[PATH_MAX]; /* for messages only, never for access */
 	bool read_only;
 	bool uploads;
-	bool counted;			/* the thread's own: under its quota */
+	bool counted; /* the thread's own: under its quota */
 	/* A skill category: its skills are the directories this deep
 	 * (1; 2 for integrations/PROVIDER/SKILL), SKILL_SCOPE's file says
 	 * which are disabled. 0: not a category. */
@@ -107,7 +107,7 @@ struct synth_entry {
 
 struct synth {
 	ino_t ino;
-	bool read_only;			/* changes answer EROFS, not EPERM */
+	bool read_only; /* changes answer EROFS, not EPERM */
 	size_t n;
 	struct synth_entry entry[VIEW_MAX_ROOTS];
 };
@@ -115,20 +115,20 @@ struct synth {
 struct domain {
 	dev_t dev;
 	bool read_only;
-	uint16_t devidx;		/* distinct backing filesystems, 0 first */
-	const struct root *skill_root;	/* a skill category's (its own) */
+	uint16_t devidx;	       /* distinct backing filesystems, 0 first */
+	const struct root *skill_root; /* a skill category's (its own) */
 };
 
 struct view {
 	struct inode_table *inodes;
 	struct inode *top, *user_data, *skills_top;
 	struct synth top_dir, user_data_dir, skills_dir;
-	struct skills *skills;		/* the categories' state; NULL: none */
+	struct skills *skills; /* the categories' state; NULL: none */
 	struct root roots[VIEW_MAX_ROOTS];
 	size_t nroots;
 	struct domain domains[VIEW_MAX_ROOTS];
 	size_t ndomains;
-	uid_t uid;			/* the daemon's: owner of the synthetic
+	uid_t uid; /* the daemon's: owner of the synthetic
 					 * directories and of what it creates */
 	gid_t gid;
 	/* --map-owner: files of UID/GID are shown as MAP_UID/MAP_GID, and
@@ -136,33 +136,32 @@ struct view {
 	bool map_owner;
 	uid_t map_uid;
 	gid_t map_gid;
-	struct quota *quota;		/* quota.h; NULL: none */
+	struct quota *quota; /* quota.h; NULL: none */
 	struct timespec born;
-	struct watch *watch;		/* NULL: no host watch */
-	struct gate *gate;		/* read-before-write; NULL: off */
-	struct store_writer *writer;	/* the store's rows; NULL: none */
-	struct open_file *open_files;	/* ops_file.c: the handles, for the end */
+	struct watch *watch;	      /* NULL: no host watch */
+	struct gate *gate;	      /* read-before-write; NULL: off */
+	struct store_writer *writer;  /* the store's rows; NULL: none */
+	struct open_file *open_files; /* ops_file.c: the handles, for the end */
 	pthread_mutex_t open_files_lock;
-	struct journal *journal;	/* journal.h: the open run, callers */
-	struct stager *stager;		/* stage.h: locks, areas; NULL before
+	struct journal *journal;		      /* journal.h: the open run, callers */
+	struct stager *stager;			      /* stage.h: locks, areas; NULL before
 					 * stage_setup() */
-	pthread_rwlock_t name_locks[VIEW_NAME_LOCKS];	/* view_names_lock() */
-	struct fuse_session *session;	/* for notifications */
+	pthread_rwlock_t name_locks[VIEW_NAME_LOCKS]; /* view_names_lock() */
+	struct fuse_session *session;		      /* for notifications */
 	double timeout, timeout_watched;
 	bool portable_names;
 	bool writeback;
-	bool creds_switch;		/* root daemon: create as the caller */
-	bool default_permissions;	/* the kernel checks permissions and
+	bool creds_switch;	  /* root daemon: create as the caller */
+	bool default_permissions; /* the kernel checks permissions and
 					 * privileged changes (allow_other) */
-	bool caller_umask;		/* the kernel sends umasks (DONT_MASK) */
-	bool no_opendir;		/* directories are opened without us */
-	struct channel *channel;	/* channel.h: FUSE_HANDLE_KILLPRIV_V2 */
+	bool caller_umask;	  /* the kernel sends umasks (DONT_MASK) */
+	bool no_opendir;	  /* directories are opened without us */
+	struct channel *channel;  /* channel.h: FUSE_HANDLE_KILLPRIV_V2 */
 };
 
 /* Creates the thread's directories if missing, opens every root and builds
  * the tree. On failure returns -errno and writes a one-line reason to ERR. */
-int view_open(struct view *v, const struct view_config *cfg, char *err,
-	      size_t errlen);
+int view_open(struct view *v, const struct view_config *cfg, char *err, size_t errlen);
 /* Frees the tree and what view_open() made. What other modules attached
  * to the view (stage_setup(), journal_new(), channel_install()) is freed
  * by them, before. */
@@ -174,8 +173,7 @@ int view_may_modify(const struct view *v, const struct inode *dir);
 
 /* -EACCES, with the skill's name in SKILL, if DIR/NAME (NAME may be NULL)
  * is or is in a disabled skill; 0 otherwise (always for --skills DIR). */
-int view_skill_check(struct view *v, struct inode *dir, const char *name,
-		     char *skill, size_t size);
+int view_skill_check(struct view *v, struct inode *dir, const char *name, char *skill, size_t size);
 
 /* True if the entries of DIR are skills (a category, or a provider of
  * integrations): listings of it leave disabled ones out. */
@@ -200,22 +198,20 @@ void view_names_release(struct view *v, struct inode *a, struct inode *b);
 
 /* The path a thread's tools use for DIR/NAME (NAME may be NULL):
  * "/mnt/user-data/workspace/a.txt". Returns BUF. */
-char *view_path(struct view *v, struct inode *dir, const char *name,
-		char *buf, size_t size);
+char *view_path(struct view *v, struct inode *dir, const char *name, char *buf, size_t size);
 
 /* Charges BYTES and INODES to the thread's quota (quota.h) for a change
  * of INO (a file, or the directory of a new entry), if it is under one of
  * the thread's own roots. 0, or -EDQUOT with the reason in WHY. */
-int view_charge(struct view *v, struct inode *ino, uint64_t bytes,
-		uint64_t inodes, char *why, size_t whylen);
+int view_charge(struct view *v, struct inode *ino, uint64_t bytes, uint64_t inodes, char *why,
+		size_t whylen);
 
 /* Gives back to the quota what removing an entry of attributes ST (in the
  * directory INO) freed; ST NULL: a change that may have freed space. */
 void view_release(struct view *v, struct inode *ino, const struct stat *st);
 
 /* Fills ST for a synthetic directory. */
-void view_synth_attr(const struct view *v, const struct inode *ino,
-		     struct stat *st);
+void view_synth_attr(const struct view *v, const struct inode *ino, struct stat *st);
 
 /* The owner the view reports for one of the host: with --map-owner,
  * the daemon's user is shown as the sandbox's. */
@@ -238,8 +234,7 @@ static inline bool view_mapped_caller(const struct view *v, uid_t uid)
 
 /* Maps a backing stat to what the view reports (distinct st_ino across
  * backing filesystems, the owner). */
-static inline void view_map_attr(const struct view *v, const struct inode *ino,
-				 struct stat *st)
+static inline void view_map_attr(const struct view *v, const struct inode *ino, struct stat *st)
 {
 	st->st_ino ^= (ino_t)v->domains[ino->domain].devidx << 48;
 	view_map_owner(v, st);

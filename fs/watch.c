@@ -16,9 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | \
-		    IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_ONLYDIR | \
-		    IN_EXCL_UNLINK)
+#define WATCH_MASK                                                                     \
+	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY | IN_ATTRIB | \
+	 IN_CLOSE_WRITE | IN_ONLYDIR | IN_EXCL_UNLINK)
 
 /* An announced change of the view's own: (dir, name, add) expected COUNT
  * more times. Entries whose event never came are dropped after a while. */
@@ -32,20 +32,20 @@ struct expectation {
 };
 
 #define EXPECT_BUCKETS 1024
-#define EXPECT_TTL 10	/* seconds */
-#define WATCH_BATCH_NS 2000000	/* 2 ms */
+#define EXPECT_TTL 10	       /* seconds */
+#define WATCH_BATCH_NS 2000000 /* 2 ms */
 
 struct watch {
 	struct view *view;
-	pthread_mutex_t lock;	/* guards expect */
+	pthread_mutex_t lock; /* guards expect */
 	struct expectation *expect[EXPECT_BUCKETS];
 	size_t nexpect;
 	struct fuse_session *se;
-	int ifd;		/* inotify */
-	int stop;		/* eventfd: wakes the thread to exit */
+	int ifd;  /* inotify */
+	int stop; /* eventfd: wakes the thread to exit */
 	pthread_t thread;
 	bool running;
-	size_t watches, max_watches;	/* atomic; max 0: no limit of ours */
+	size_t watches, max_watches; /* atomic; max 0: no limit of ours */
 	bool limit_logged;
 	/* The directories of the disabled-skill files (skills.h), outside
 	 * the view: wd 0 if not watched. */
@@ -62,13 +62,12 @@ static size_t expect_hash(struct inode *dir, const char *name, bool add)
 	return h % EXPECT_BUCKETS;
 }
 
-static struct expectation **expect_find(struct watch *w, struct inode *dir,
-					const char *name, bool add)
+static struct expectation **expect_find(struct watch *w, struct inode *dir, const char *name,
+					bool add)
 {
 	struct expectation **p = &w->expect[expect_hash(dir, name, add)];
 
-	while (*p && ((*p)->dir != dir || (*p)->add != add ||
-		      strcmp((*p)->name, name)))
+	while (*p && ((*p)->dir != dir || (*p)->add != add || strcmp((*p)->name, name)))
 		p = &(*p)->next;
 	return p;
 }
@@ -100,8 +99,7 @@ static void expect_expire(struct watch *w)
 	}
 }
 
-void watch_expect(struct watch *w, struct inode *dir, const char *name,
-		  bool add)
+void watch_expect(struct watch *w, struct inode *dir, const char *name, bool add)
 {
 	struct expectation **p, *e;
 
@@ -126,8 +124,7 @@ void watch_expect(struct watch *w, struct inode *dir, const char *name,
 }
 
 /* Takes one expectation away; true if there was one. */
-static bool expect_take(struct watch *w, struct inode *dir, const char *name,
-			bool add)
+static bool expect_take(struct watch *w, struct inode *dir, const char *name, bool add)
 {
 	struct expectation **p, *e;
 	bool found;
@@ -145,8 +142,7 @@ static bool expect_take(struct watch *w, struct inode *dir, const char *name,
 	return found;
 }
 
-void watch_unexpect(struct watch *w, struct inode *dir, const char *name,
-		    bool add)
+void watch_unexpect(struct watch *w, struct inode *dir, const char *name, bool add)
 {
 	if (w && atomic_load_explicit(&dir->wd, memory_order_relaxed) > 0)
 		expect_take(w, dir, name, add);
@@ -167,8 +163,7 @@ void watch_dir(struct watch *w, struct inode *dir, int fd)
 
 	if (!w || atomic_load_explicit(&dir->wd, memory_order_relaxed) != 0)
 		return;
-	if (w->max_watches &&
-	    __atomic_load_n(&w->watches, __ATOMIC_RELAXED) >= w->max_watches) {
+	if (w->max_watches && __atomic_load_n(&w->watches, __ATOMIC_RELAXED) >= w->max_watches) {
 		wd = -1;
 		errno = ENOSPC;
 	} else {
@@ -177,10 +172,11 @@ void watch_dir(struct watch *w, struct inode *dir, int fd)
 	}
 	if (wd < 0) {
 		if (!__atomic_exchange_n(&w->limit_logged, true, __ATOMIC_RELAXED))
-			log_warn("cannot watch more directories (%s%s): host-side changes below them show up within %g s; raise %s",
-				 strerror(errno), w->max_watches ? ", --max-watches" : "",
-				 w->view->timeout,
-				 w->max_watches ? "--max-watches" : "fs.inotify.max_user_watches");
+			log_warn(
+				"cannot watch more directories (%s%s): host-side changes below them show up within %g s; raise %s",
+				strerror(errno), w->max_watches ? ", --max-watches" : "",
+				w->view->timeout,
+				w->max_watches ? "--max-watches" : "fs.inotify.max_user_watches");
 		wd = -1;
 	} else {
 		__atomic_fetch_add(&w->watches, 1, __ATOMIC_RELAXED);
@@ -200,7 +196,10 @@ struct inval_all {
 	struct watch *w;
 	bool skills_only;
 	size_t n;
-	struct { fuse_ino_t ino, parent; char *name; } *items;
+	struct {
+		fuse_ino_t ino, parent;
+		char *name;
+	} * items;
 	size_t cap;
 };
 
@@ -212,10 +211,8 @@ static void collect(void *arg, struct inode *ino)
 	    (a->skills_only && !a->w->view->domains[ino->domain].skill_root))
 		return;
 	a->items[a->n].ino = id_of(ino);
-	a->items[a->n].parent = ino->parent && !ino->parent->synth
-					? id_of(ino->parent) : 0;
-	a->items[a->n].name = ino->name && a->items[a->n].parent
-				      ? strdup(ino->name) : NULL;
+	a->items[a->n].parent = ino->parent && !ino->parent->synth ? id_of(ino->parent) : 0;
+	a->items[a->n].name = ino->name && a->items[a->n].parent ? strdup(ino->name) : NULL;
 	a->n++;
 }
 
@@ -232,8 +229,7 @@ static void invalidate_all(struct watch *w, bool skills_only)
 	inode_table_each(w->view->inodes, collect, &a);
 	for (size_t i = 0; i < a.n; i++) {
 		if (a.items[i].name)
-			fuse_lowlevel_notify_inval_entry(w->se, a.items[i].parent,
-							 a.items[i].name,
+			fuse_lowlevel_notify_inval_entry(w->se, a.items[i].parent, a.items[i].name,
 							 strlen(a.items[i].name));
 		fuse_lowlevel_notify_inval_inode(w->se, a.items[i].ino, 0, 0);
 		free(a.items[i].name);
@@ -242,25 +238,20 @@ static void invalidate_all(struct watch *w, bool skills_only)
 }
 
 /* A name in DIR appeared, vanished or changed on the backing side. */
-static void handle_event(struct watch *w, struct inode *dir,
-			 const struct inotify_event *e)
+static void handle_event(struct watch *w, struct inode *dir, const struct inotify_event *e)
 {
 	struct inode_table *t = w->view->inodes;
 	struct inode *child;
 	struct stat st;
 	int dfd, r;
 
-	if ((e->mask & (IN_DELETE | IN_MOVED_FROM)) &&
-	    !expect_take(w, dir, e->name, false)) {
-		fuse_lowlevel_notify_inval_entry(w->se, id_of(dir), e->name,
-						 strlen(e->name));
+	if ((e->mask & (IN_DELETE | IN_MOVED_FROM)) && !expect_take(w, dir, e->name, false)) {
+		fuse_lowlevel_notify_inval_entry(w->se, id_of(dir), e->name, strlen(e->name));
 		fuse_lowlevel_notify_inval_inode(w->se, id_of(dir), -1, 0);
 	}
-	if ((e->mask & (IN_CREATE | IN_MOVED_TO)) &&
-	    expect_take(w, dir, e->name, true))
+	if ((e->mask & (IN_CREATE | IN_MOVED_TO)) && expect_take(w, dir, e->name, true))
 		return;
-	if (!(e->mask & (IN_CREATE | IN_MOVED_TO | IN_MODIFY | IN_ATTRIB |
-			 IN_CLOSE_WRITE)))
+	if (!(e->mask & (IN_CREATE | IN_MOVED_TO | IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE)))
 		return;
 	dfd = inode_fd_get(t, dir);
 	if (dfd < 0)
@@ -268,17 +259,15 @@ static void handle_event(struct watch *w, struct inode *dir,
 	r = fstatat(dfd, e->name, &st, AT_SYMLINK_NOFOLLOW);
 	inode_unpin(t, dir);
 	if (r < 0)
-		return;		/* gone again; its delete event follows */
+		return; /* gone again; its delete event follows */
 	if (e->mask & (IN_CREATE | IN_MOVED_TO)) {
 		child = inode_find(t, dir->domain, st.st_dev, st.st_ino);
 		if (!child || !inode_is_named(t, child, dir, e->name)) {
-			fuse_lowlevel_notify_inval_entry(w->se, id_of(dir),
-							 e->name,
+			fuse_lowlevel_notify_inval_entry(w->se, id_of(dir), e->name,
 							 strlen(e->name));
 			fuse_lowlevel_notify_inval_inode(w->se, id_of(dir), -1, 0);
 			if (child)
-				inode_moved(t, dir->domain, st.st_dev,
-					    st.st_ino, dir, e->name);
+				inode_moved(t, dir->domain, st.st_dev, st.st_ino, dir, e->name);
 		}
 	} else {
 		child = inode_find_changed(t, dir->domain, &st);
@@ -292,8 +281,8 @@ static void handle_event(struct watch *w, struct inode *dir,
 /* An event that only says a name's content or attributes changed. */
 static bool attr_only(const struct inotify_event *e)
 {
-	return e->len && !(e->mask & ~(uint32_t)(IN_MODIFY | IN_ATTRIB |
-						 IN_CLOSE_WRITE | IN_ISDIR));
+	return e->len &&
+	       !(e->mask & ~(uint32_t)(IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_ISDIR));
 }
 
 /* True for an event of a disabled-skill file. */
@@ -320,13 +309,14 @@ static void process(struct watch *w, const char *buf, ssize_t len)
 		 * pairs: the attributes read for the first are already those
 		 * after the second, which was queued before this batch was
 		 * read. */
-		bool repeat = prev && attr_only(e) && attr_only(prev) &&
-			      e->wd == prev->wd && !strcmp(e->name, prev->name);
+		bool repeat = prev && attr_only(e) && attr_only(prev) && e->wd == prev->wd &&
+			      !strcmp(e->name, prev->name);
 		prev = e;
 		if (repeat)
 			continue;
 		if (e->mask & IN_Q_OVERFLOW) {
-			log_warn("host change events were lost (inotify queue overflow): invalidating all cached entries");
+			log_warn(
+				"host change events were lost (inotify queue overflow): invalidating all cached entries");
 			invalidate_all(w, false);
 			continue;
 		}
@@ -338,10 +328,9 @@ static void process(struct watch *w, const char *buf, ssize_t len)
 		if (!dir)
 			continue;
 		if (e->mask & IN_IGNORED) {
-			inode_set_watch(t, dir, -1);	/* the directory is gone */
+			inode_set_watch(t, dir, -1); /* the directory is gone */
 			__atomic_fetch_sub(&w->watches, 1, __ATOMIC_RELAXED);
-		}
-		else if (e->len == 0)
+		} else if (e->len == 0)
 			fuse_lowlevel_notify_inval_inode(w->se, id_of(dir), -1, 0);
 		else
 			handle_event(w, dir, e);
@@ -394,11 +383,12 @@ static void watch_skill_states(struct watch *w)
 		confine_fd_path(fd, path);
 		w->state_wd[i] = inotify_add_watch(w->ifd, path,
 						   IN_CREATE | IN_DELETE | IN_MOVED_FROM |
-						   IN_MOVED_TO | IN_CLOSE_WRITE | IN_MODIFY |
-						   IN_ATTRIB | IN_ONLYDIR);
+							   IN_MOVED_TO | IN_CLOSE_WRITE |
+							   IN_MODIFY | IN_ATTRIB | IN_ONLYDIR);
 		if (w->state_wd[i] < 0)
-			log_warn("cannot watch the disabled skills' file %s (%s): a listing the kernel holds may show a skill disabled since",
-				 w->state_file[i], strerror(errno));
+			log_warn(
+				"cannot watch the disabled skills' file %s (%s): a listing the kernel holds may show a skill disabled since",
+				w->state_file[i], strerror(errno));
 	}
 }
 
@@ -413,8 +403,7 @@ static void watch_roots(struct watch *w)
 	}
 }
 
-struct watch *watch_new(struct view *v, size_t max_watches, char *err,
-			size_t errlen)
+struct watch *watch_new(struct view *v, size_t max_watches, char *err, size_t errlen)
 {
 	struct watch *w = calloc(1, sizeof(*w));
 

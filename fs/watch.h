@@ -30,8 +30,7 @@ struct watch;
 /* Creates the watcher of view V and watches its roots; at most
  * MAX_WATCHES directories are watched (0: as many as inotify allows).
  * Returns NULL (with a one-line reason in ERR) if inotify is unavailable. */
-struct watch *watch_new(struct view *v, size_t max_watches, char *err,
-			size_t errlen);
+struct watch *watch_new(struct view *v, size_t max_watches, char *err, size_t errlen);
 
 /* Starts the event thread; notifications go to session SE. */
 int watch_start(struct watch *w, struct fuse_session *se);
@@ -46,9 +45,7 @@ void watch_dir(struct watch *w, struct inode *dir, int fd);
  * the event this causes is not news to the kernel. Call before the
  * backing syscall; call watch_unexpect() if the syscall failed. W may be
  * NULL (no host watch). */
-void watch_expect(struct watch *w, struct inode *dir, const char *name,
-		  bool add);
-void watch_unexpect(struct watch *w, struct inode *dir, const char *name,
-		    bool add);
+void watch_expect(struct watch *w, struct inode *dir, const char *name, bool add);
+void watch_unexpect(struct watch *w, struct inode *dir, const char *name, bool add);
 
 #endif

@@ -81,8 +81,7 @@ static int push(struct script *s, enum op op)
 /* Myers' O((N+M)D) algorithm over A[0..n) and B[0..m), appending the
  * middle part of the script in reverse order to REV. Returns 0, 1 if the
  * distance exceeds DIFF_MAX_EDITS, or -ENOMEM. */
-static int myers(const struct line *a, long n, const struct line *b, long m,
-		 struct script *rev)
+static int myers(const struct line *a, long n, const struct line *b, long m, struct script *rev)
 {
 	long max = n + m < DIFF_MAX_EDITS ? n + m : DIFF_MAX_EDITS;
 	long *v = calloc((size_t)(2 * max + 3), sizeof(*v));
@@ -94,7 +93,7 @@ static int myers(const struct line *a, long n, const struct line *b, long m,
 		r = -ENOMEM;
 		goto out;
 	}
-	long off = max + 1;	/* v[off + k] */
+	long off = max + 1; /* v[off + k] */
 	for (d = 0; d <= max && found < 0; d++) {
 		for (k = -d; k <= d; k += 2) {
 			if (k == -d || (k != d && v[off + k - 1] < v[off + k + 1]))
@@ -127,7 +126,7 @@ static int myers(const struct line *a, long n, const struct line *b, long m,
 	x = n;
 	y = m;
 	for (d = found; d > 0 && r == 0; d--) {
-		const long *pv = trace[d - 1];	/* v after step d - 1, k in [-(d-1), d-1] */
+		const long *pv = trace[d - 1]; /* v after step d - 1, k in [-(d-1), d-1] */
 		k = x - y;
 		long pk;
 		if (k == -d || (k != d && pv[k - 1 + (d - 1)] < pv[k + 1 + (d - 1)]))
@@ -161,8 +160,7 @@ out:
 
 /* The whole script: common head, the middle (Myers, or delete-all then
  * insert-all past DIFF_MAX_EDITS), common tail. */
-static int edit_script(const struct lines *a, const struct lines *b,
-		       struct script *out)
+static int edit_script(const struct lines *a, const struct lines *b, struct script *out)
 {
 	size_t head = 0, tail = 0;
 	struct script rev = { 0 };
@@ -244,8 +242,8 @@ static void put_range(struct buf *b, size_t start, size_t len)
 	put(b, tmp, strlen(tmp));
 }
 
-int diff_unified(const char *old, size_t oldlen, const char *new,
-		 size_t newlen, const char *path, struct diff *out)
+int diff_unified(const char *old, size_t oldlen, const char *new, size_t newlen, const char *path,
+		 struct diff *out)
 {
 	struct lines a = { 0 }, b = { 0 };
 	struct script s = { 0 };

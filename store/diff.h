@@ -18,14 +18,14 @@
 #define DIFF_MAX_EDITS 2000
 
 struct diff {
-	char *text;		/* "" when the versions have the same lines */
+	char *text; /* "" when the versions have the same lines */
 	size_t len;
 	int additions, deletions;
 };
 
 /* Diffs OLD (OLDLEN bytes) against NEW. Returns 0, or -ENOMEM. */
-int diff_unified(const char *old, size_t oldlen, const char *new,
-		 size_t newlen, const char *path, struct diff *out);
+int diff_unified(const char *old, size_t oldlen, const char *new, size_t newlen, const char *path,
+		 struct diff *out);
 void diff_free(struct diff *d);
 
 #endif

@@ -19,7 +19,8 @@ int receipt_tool_check(const char *name, const char **why)
 		*why = "a tool name has 1 to 128 characters";
 		return -EINVAL;
 	}
-	if (strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-") != n) {
+	if (strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-") !=
+	    n) {
 		*why = "a tool name is made of letters, digits and _ . : -";
 		return -EINVAL;
 	}
@@ -129,8 +130,8 @@ int receipt_present(struct store *s, const char *home, int64_t run, const char *
 		return rc;
 	if (r.ended)
 		err = -EALREADY;
-	else if (asprintf(&host, "%s/users/%s/threads/%s/user-data/outputs",
-			  real ? real : home, r.user, r.thread) < 0) {
+	else if (asprintf(&host, "%s/users/%s/threads/%s/user-data/outputs", real ? real : home,
+			  r.user, r.thread) < 0) {
 		host = NULL;
 		err = -ENOMEM;
 	}
@@ -157,8 +158,7 @@ int receipt_present(struct store *s, const char *home, int64_t run, const char *
 	}
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	rc = store_present(s, run, tool, norm, n,
-			   (int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
+	rc = store_present(s, run, tool, norm, n, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
 	for (size_t i = 0; rc == 0 && each && i < n; i++)
 		each(arg, norm[i]);
 	return rc;

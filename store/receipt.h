@@ -21,8 +21,7 @@ struct store;
 /* The reference's refusal, with the path as given. */
 #define RECEIPT_REFUSED_FMT "Only files in " RECEIPT_OUTPUTS " can be presented: %s"
 /* The run error of an output produced and none presented (reference). */
-#define RECEIPT_INCOMPLETE \
-	"Artifact delivery incomplete: no produced output artifact was presented"
+#define RECEIPT_INCOMPLETE "Artifact delivery incomplete: no produced output artifact was presented"
 
 /* 0 if NAME (1..RECEIPT_TOOL_MAX of [A-Za-z0-9_.:-]) may name a tool,
  * else -EINVAL with *WHY a static phrase. */

@@ -6,13 +6,13 @@
 
 /* Byte classes. */
 enum {
-	C_UPPER = 1,	/* A-Z 0-9: AWS key ids */
-	C_ALNUM = 2,	/* A-Z a-z 0-9 */
-	C_WORD = 4,	/* A-Z a-z 0-9 _ -: base64url, and what a token is cut from */
-	C_PAT = 8,	/* A-Z a-z 0-9 _ */
-	C_SLACK = 16,	/* A-Z a-z 0-9 - */
+	C_UPPER = 1,  /* A-Z 0-9: AWS key ids */
+	C_ALNUM = 2,  /* A-Z a-z 0-9 */
+	C_WORD = 4,   /* A-Z a-z 0-9 _ -: base64url, and what a token is cut from */
+	C_PAT = 8,    /* A-Z a-z 0-9 _ */
+	C_SLACK = 16, /* A-Z a-z 0-9 - */
 	C_DIGIT = 32,
-	C_LABEL = 64,	/* A-Z 0-9 space: a PEM label */
+	C_LABEL = 64, /* A-Z 0-9 space: a PEM label */
 };
 
 static const unsigned char cls[256] = {
@@ -82,8 +82,8 @@ static bool rule_at(const struct rule *r, const unsigned char *s, size_t n)
 	/* The body class of a fixed-length format is narrower than a word,
 	 * so "exactly" also means no word byte right after it. */
 	size_t body = span(s + k, n - k, r->body);
-	if (body < r->min || (r->exact && (body > r->min ||
-					   (k + body < n && (cls[s[k + body]] & C_ALNUM)))))
+	if (body < r->min ||
+	    (r->exact && (body > r->min || (k + body < n && (cls[s[k + body]] & C_ALNUM)))))
 		return false;
 	if (!r->digit)
 		return true;

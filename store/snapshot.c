@@ -18,8 +18,9 @@
 #include <unistd.h>
 
 static const char *const excluded_dirs[] = {
-	".git", ".hg", ".svn", ".cache", ".mcp", ".next", ".venv",
-	".browser-frames", ".tool-results", "__pycache__", "build", "dist",
+	".git",		 ".hg",		".svn",	 ".cache",
+	".mcp",		 ".next",	".venv", ".browser-frames",
+	".tool-results", "__pycache__", "build", "dist",
 	"node_modules",
 };
 
@@ -37,20 +38,18 @@ static const char *const excluded_dirs[] = {
  * design, and stays text), .netrc and curl's _netrc, .pgpass. Content
  * rules (secrets.h) catch keys and tokens under any other name. */
 static const char *const sensitive_words[] = {
-	"api_key", "apikey", "credential", "password", "private_key", "secret",
-	"token",
+	"api_key", "apikey", "credential", "password", "private_key", "secret", "token",
 };
 static const char *const sensitive_suffixes[] = { ".key", ".pem", ".env" };
 static const char *const sensitive_names[] = {
-	"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk",
-	".netrc", "_netrc", ".pgpass",
+	"id_rsa",	 "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk",
+	"id_ed25519_sk", ".netrc", "_netrc",   ".pgpass",
 };
 
 static const char *const binary_suffixes[] = {
-	".7z", ".avif", ".bmp", ".class", ".db", ".dll", ".dmg", ".doc",
-	".docx", ".exe", ".gif", ".gz", ".ico", ".jar", ".jpeg", ".jpg",
-	".mov", ".mp3", ".mp4", ".o", ".pdf", ".png", ".pyc", ".so", ".tar",
-	".webp", ".xls", ".xlsx", ".zip",
+	".7z",	".avif", ".bmp", ".class", ".db",   ".dll",  ".dmg", ".doc",  ".docx", ".exe",
+	".gif", ".gz",	 ".ico", ".jar",   ".jpeg", ".jpg",  ".mov", ".mp3",  ".mp4",  ".o",
+	".pdf", ".png",	 ".pyc", ".so",	   ".tar",  ".webp", ".xls", ".xlsx", ".zip",
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -109,7 +108,7 @@ bool snapshot_sensitive(const char *path)
 	for (size_t i = 0; i < COUNT(sensitive_words); i++)
 		if (strstr(lower, sensitive_words[i]))
 			return true;
-	for (const char *part = lower, *end; ; part = end + 1) {
+	for (const char *part = lower, *end;; part = end + 1) {
 		end = strchr(part, '/');
 		if (!end)
 			end = lower + n;
@@ -170,10 +169,10 @@ static ssize_t utf16_decode(const uint8_t *s, size_t n, bool final, char *out)
 		uint32_t u = UNIT(s + i);
 
 		if (u >= 0xdc00 && u <= 0xdfff)
-			return -EILSEQ;		/* a low surrogate alone */
+			return -EILSEQ; /* a low surrogate alone */
 		if (u >= 0xd800 && u <= 0xdbff) {
 			if (i + 3 >= n)
-				break;		/* its pair is cut off */
+				break; /* its pair is cut off */
 			uint32_t low = UNIT(s + i + 2);
 			if (low < 0xdc00 || low > 0xdfff)
 				return -EILSEQ;
@@ -261,8 +260,8 @@ bool snapshot_text_secret(const char *data, size_t len)
 /* Reads regular file FD into F: a sample decides text or binary, and a
  * file up to SNAPSHOT_HASH_MAX is hashed (its text handed to KEEP). A text
  * holding a credential becomes the stub a sensitive name gets. */
-static int read_content(int fd, const char *name, struct snap_file *f,
-			snapshot_keep keep, void *arg)
+static int read_content(int fd, const char *name, struct snap_file *f, snapshot_keep keep,
+			void *arg)
 {
 	/* Sized to the file, not to the limit (a 256 KiB buffer would be an
 	 * mmap and munmap per file), with a byte more to see it grow. */
@@ -335,9 +334,8 @@ static bool sensitive_virtual(const char *path)
 	return snapshot_sensitive(!strncmp(path, "/mnt/user-data/", 15) ? path + 15 : path);
 }
 
-int snapshot_describe(int fd, const struct stat *st, const char *path,
-		      const char *target, snapshot_keep keep, void *arg,
-		      struct snap_file *f)
+int snapshot_describe(int fd, const struct stat *st, const char *path, const char *target,
+		      snapshot_keep keep, void *arg, struct snap_file *f)
 {
 	const char *slash = strrchr(path, '/');
 	int r = 0;
@@ -371,8 +369,8 @@ void snap_file_free(struct snap_file *f)
 	f->path = f->target = NULL;
 }
 
-int snapshot_file_at(int dfd, const char *name, const char *path,
-		     snapshot_keep keep, void *arg, struct snap_file *f)
+int snapshot_file_at(int dfd, const char *name, const char *path, snapshot_keep keep, void *arg,
+		     struct snap_file *f)
 {
 	_cleanup_(closep) int fd = -1;
 	char target[PATH_MAX];
@@ -394,8 +392,7 @@ int snapshot_file_at(int dfd, const char *name, const char *path,
 	if (!sensitive_virtual(path)) {
 		/* Opened without following, and checked again: the name may
 		 * have been swapped since the stat. */
-		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-			    O_CLOEXEC | O_NOCTTY);
+		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 		if (fd < 0 || fstat(fd, &st) < 0)
 			return -errno;
 		if (!S_ISREG(st.st_mode))
@@ -412,8 +409,8 @@ struct walk {
 	snapshot_progress progress;
 	snapshot_keep keep;
 	void *arg;
-	int error;		/* from KEEP */
-	char path[PATH_MAX];	/* virtual path of the current directory */
+	int error;	     /* from KEEP */
+	char path[PATH_MAX]; /* virtual path of the current directory */
 	bool stop;
 };
 
@@ -428,8 +425,7 @@ static int name_cmp(const void *a, const void *b)
 }
 
 /* The walk's KEEP: its failure stops the walk. */
-static int walk_keep(void *arg, const struct snap_file *f, const uint8_t *data,
-		     size_t len)
+static int walk_keep(void *arg, const struct snap_file *f, const uint8_t *data, size_t len)
 {
 	struct walk *w = arg;
 
@@ -453,8 +449,7 @@ static void visit_file(struct walk *w, int dfd, const struct name *e)
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", w->path, e->name) >= sizeof(path))
 		return;
 	struct snap_file *f = snapshot_append(s);
-	r = f ? snapshot_file_at(dfd, e->name, path, w->keep ? walk_keep : NULL, w, f)
-	      : -ENOMEM;
+	r = f ? snapshot_file_at(dfd, e->name, path, w->keep ? walk_keep : NULL, w, f) : -ENOMEM;
 	if (r < 0 || w->error) {
 		/* Left out: it vanished while scanned or is unreadable; or the
 		 * walk stops (KEEP failed; out of memory: what we have,
@@ -481,7 +476,7 @@ static void visit_dir(struct walk *w, int dfd, const char *name)
 		return;
 	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return;		/* vanished, or not ours to read */
+		return; /* vanished, or not ours to read */
 	if ((size_t)snprintf(w->path + len, sizeof(w->path) - len, "/%s", name) <
 	    sizeof(w->path) - len)
 		walk_dir(w, fd);
@@ -511,7 +506,7 @@ static int walk_dir(struct walk *w, int dfd)
 		if ((r = array_grow(names, n, cap)) < 0)
 			break;
 		if (fstatat(dirfd(d), de->d_name, &names[n].st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;	/* vanished */
+			continue; /* vanished */
 		names[n].name = strdup(de->d_name);
 		if (!names[n].name) {
 			r = -ENOMEM;
@@ -535,15 +530,19 @@ static int walk_dir(struct walk *w, int dfd)
 	return r == -ENOMEM ? 0 : r;
 }
 
-int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files,
-		  snapshot_progress progress, snapshot_keep keep, void *arg,
-		  struct snapshot *out)
+int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files, snapshot_progress progress,
+		  snapshot_keep keep, void *arg, struct snapshot *out)
 {
-	const struct { int fd; const char *name; } roots[] = {
-		{ workspace_fd, "workspace" }, { outputs_fd, "outputs" },
+	const struct {
+		int fd;
+		const char *name;
+	} roots[] = {
+		{ workspace_fd, "workspace" },
+		{ outputs_fd, "outputs" },
 	};
-	struct walk w = { .s = out, .max = max_files, .progress = progress,
-			  .keep = keep, .arg = arg };
+	struct walk w = {
+		.s = out, .max = max_files, .progress = progress, .keep = keep, .arg = arg
+	};
 
 	memset(out, 0, sizeof(*out));
 	out->max_files = max_files;

@@ -42,23 +42,23 @@
 #define SNAPSHOT_SAMPLE 4096
 
 struct snap_file {
-	char *path;		/* virtual: "/mnt/user-data/workspace/a/b.txt" */
-	const char *root;	/* "workspace" or "outputs" */
+	char *path;	  /* virtual: "/mnt/user-data/workspace/a/b.txt" */
+	const char *root; /* "workspace" or "outputs" */
 	bool symlink;
-	char *target;		/* symlink's target, verbatim */
+	char *target; /* symlink's target, verbatim */
 	int64_t size, mtime_ns;
 	bool sensitive, binary, large;
 	bool hashed;
 	uint8_t sha256[SHA256_BYTES];
-	bool absent;		/* known not to exist (from the journal;
+	bool absent; /* known not to exist (from the journal;
 				 * never in a scan) */
 };
 
 struct snapshot {
 	struct snap_file *files;
 	size_t n, cap;
-	bool truncated;		/* more files existed than MAX_FILES */
-	size_t max_files;	/* the limit it was taken with (0: unknown) */
+	bool truncated;	  /* more files existed than MAX_FILES */
+	size_t max_files; /* the limit it was taken with (0: unknown) */
 	uint64_t bytes_hashed;
 };
 
@@ -66,15 +66,13 @@ struct snapshot {
 typedef void (*snapshot_progress)(void *arg, size_t files);
 /* Called with the content of every text file that was hashed (so a diff
  * can be made later); a non-zero return stops the scan with that error. */
-typedef int (*snapshot_keep)(void *arg, const struct snap_file *f,
-			     const uint8_t *data, size_t len);
+typedef int (*snapshot_keep)(void *arg, const struct snap_file *f, const uint8_t *data, size_t len);
 
 /* Scans the roots (fds of the backing directories; -1 to skip one) into
  * OUT, calling PROGRESS and KEEP (either may be NULL) with ARG. Returns 0,
  * or -errno if a root itself cannot be read or KEEP failed. */
-int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files,
-		  snapshot_progress progress, snapshot_keep keep, void *arg,
-		  struct snapshot *out);
+int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files, snapshot_progress progress,
+		  snapshot_keep keep, void *arg, struct snapshot *out);
 void snapshot_free(struct snapshot *s);
 /* A new entry at the end of S, zeroed (NULL: out of memory). */
 struct snap_file *snapshot_append(struct snapshot *s);
@@ -85,13 +83,12 @@ struct snap_file *snapshot_append(struct snapshot *s);
  * is sensitive, and KEEP gets the text of a hashed file. Returns 0
  * (snap_file_free() F), -ENOENT if ST is neither a regular file nor a
  * symlink, -errno if it cannot be read, or KEEP's non-zero return. */
-int snapshot_describe(int fd, const struct stat *st, const char *path,
-		      const char *target, snapshot_keep keep, void *arg,
-		      struct snap_file *f);
+int snapshot_describe(int fd, const struct stat *st, const char *path, const char *target,
+		      snapshot_keep keep, void *arg, struct snap_file *f);
 /* The same for the file NAME in directory DFD, never following a
  * symlink; -ENOENT if it does not exist. */
-int snapshot_file_at(int dfd, const char *name, const char *path,
-		     snapshot_keep keep, void *arg, struct snap_file *f);
+int snapshot_file_at(int dfd, const char *name, const char *path, snapshot_keep keep, void *arg,
+		     struct snap_file *f);
 void snap_file_free(struct snap_file *f);
 
 /* The classification rules, exposed for tests and for the journal. */

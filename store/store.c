@@ -105,12 +105,30 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 };
 
 enum stmt_id {
-	ST_MARK_PUT, ST_MARK_DROP, ST_MARKS_EACH, ST_AUDIT_ADD, ST_AUDIT_EACH,
-	ST_SNAP_ADD, ST_SNAP_FILE_ADD, ST_SNAP_GET, ST_SNAP_FILES,
-	ST_BLOB_PUT, ST_BLOB_GET, ST_RUN_ADD, ST_RUN_GET, ST_RUN_END,
-	ST_JOURNAL_ADD, ST_JOURNAL_EACH, ST_RUN_OPEN, ST_RUN_STATE, ST_PRESENT_ADD,
+	ST_MARK_PUT,
+	ST_MARK_DROP,
+	ST_MARKS_EACH,
+	ST_AUDIT_ADD,
+	ST_AUDIT_EACH,
+	ST_SNAP_ADD,
+	ST_SNAP_FILE_ADD,
+	ST_SNAP_GET,
+	ST_SNAP_FILES,
+	ST_BLOB_PUT,
+	ST_BLOB_GET,
+	ST_RUN_ADD,
+	ST_RUN_GET,
+	ST_RUN_END,
+	ST_JOURNAL_ADD,
+	ST_JOURNAL_EACH,
+	ST_RUN_OPEN,
+	ST_RUN_STATE,
+	ST_PRESENT_ADD,
 	ST_PRESENTED_EACH,
-	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_COUNT
+	ST_BEGIN,
+	ST_COMMIT,
+	ST_ROLLBACK,
+	ST_COUNT
 };
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -208,11 +226,9 @@ static int fail(struct store *s, int rc, const char *what)
 /* The cached statement ID, reset and ready for binding. */
 static sqlite3_stmt *stmt(struct store *s, enum stmt_id id)
 {
-	if (!s->stmt[id] &&
-	    sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
-			       &s->stmt[id], NULL) != SQLITE_OK) {
-		log_warn("store: cannot prepare '%s': %s", stmt_sql[id],
-			 sqlite3_errmsg(s->db));
+	if (!s->stmt[id] && sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+					       &s->stmt[id], NULL) != SQLITE_OK) {
+		log_warn("store: cannot prepare '%s': %s", stmt_sql[id], sqlite3_errmsg(s->db));
 		return NULL;
 	}
 	sqlite3_reset(s->stmt[id]);
@@ -222,8 +238,8 @@ static sqlite3_stmt *stmt(struct store *s, enum stmt_id id)
 
 /* Statement ID with its first two parameters bound to USER and THREAD,
  * as most are. */
-static sqlite3_stmt *thread_stmt(struct store *s, enum stmt_id id,
-				 const char *user, const char *thread)
+static sqlite3_stmt *thread_stmt(struct store *s, enum stmt_id id, const char *user,
+				 const char *thread)
 {
 	sqlite3_stmt *st = stmt(s, id);
 
@@ -302,13 +318,14 @@ static int migrate(struct store *s, int target, char *err, size_t errlen)
 	int v = store_schema_version(s), r;
 
 	if (v < 0) {
-		snprintf(err, errlen, "cannot read the schema version: %s",
-			 sqlite3_errmsg(s->db));
+		snprintf(err, errlen, "cannot read the schema version: %s", sqlite3_errmsg(s->db));
 		return -EIO;
 	}
 	if (v > STORE_SCHEMA_VERSION) {
-		snprintf(err, errlen, "the database has schema version %d; this sbx knows up to %d (a newer sbx wrote it)",
-			 v, STORE_SCHEMA_VERSION);
+		snprintf(
+			err, errlen,
+			"the database has schema version %d; this sbx knows up to %d (a newer sbx wrote it)",
+			v, STORE_SCHEMA_VERSION);
 		return -EPROTO;
 	}
 	for (; v < target; v++) {
@@ -323,8 +340,8 @@ static int migrate(struct store *s, int target, char *err, size_t errlen)
 		if (r == 0)
 			r = store_commit(s);
 		if (r < 0) {
-			snprintf(err, errlen, "cannot migrate the schema from version %d: %s",
-				 v, sqlite3_errmsg(s->db));
+			snprintf(err, errlen, "cannot migrate the schema from version %d: %s", v,
+				 sqlite3_errmsg(s->db));
 			store_rollback(s);
 			return r;
 		}
@@ -332,8 +349,7 @@ static int migrate(struct store *s, int target, char *err, size_t errlen)
 	return 0;
 }
 
-static int open_at(const char *path, int version, struct store **out,
-		   char *err, size_t errlen)
+static int open_at(const char *path, int version, struct store **out, char *err, size_t errlen)
 {
 	struct store *s = calloc(1, sizeof(*s));
 	int rc, r;
@@ -349,8 +365,9 @@ static int open_at(const char *path, int version, struct store **out,
 	if (fd >= 0)
 		close(fd);
 	rc = sqlite3_open_v2(path, &s->db,
-			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-			     SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, NULL);
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
+				     SQLITE_OPEN_EXRESCODE,
+			     NULL);
 	if (rc != SQLITE_OK) {
 		snprintf(err, errlen, "cannot open %s: %s", path,
 			 s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
@@ -360,9 +377,11 @@ static int open_at(const char *path, int version, struct store **out,
 	/* Daemons, the broker and the CLI share the file: readers never block
 	 * the writer (WAL), and a writer waits its turn rather than failing. */
 	sqlite3_busy_timeout(s->db, 10000);
-	r = exec_sql(s, "PRAGMA journal_mode = WAL;"
-			"PRAGMA synchronous = NORMAL;"
-			"PRAGMA foreign_keys = ON;", "configure");
+	r = exec_sql(s,
+		     "PRAGMA journal_mode = WAL;"
+		     "PRAGMA synchronous = NORMAL;"
+		     "PRAGMA foreign_keys = ON;",
+		     "configure");
 	if (r == 0)
 		r = migrate(s, version, err, errlen);
 	else
@@ -375,14 +394,12 @@ static int open_at(const char *path, int version, struct store **out,
 	return 0;
 }
 
-int store_open_path(const char *path, struct store **out, char *err,
-		    size_t errlen)
+int store_open_path(const char *path, struct store **out, char *err, size_t errlen)
 {
 	return open_at(path, STORE_SCHEMA_VERSION, out, err, errlen);
 }
 
-int store_open_version(const char *path, int version, struct store **out,
-		       char *err, size_t errlen)
+int store_open_version(const char *path, int version, struct store **out, char *err, size_t errlen)
 {
 	return open_at(path, version, out, err, errlen);
 }
@@ -427,8 +444,7 @@ int store_mark_put(struct store *s, const char *user, const char *thread,
 	return exec_stmt(s, st, "record a read mark");
 }
 
-int store_mark_drop(struct store *s, const char *user, const char *thread,
-		    const char *path)
+int store_mark_drop(struct store *s, const char *user, const char *thread, const char *path)
 {
 	_stmt_ st = thread_stmt(s, ST_MARK_DROP, user, thread);
 
@@ -566,8 +582,7 @@ static int audit_row(sqlite3_stmt *st, void *ctx)
 }
 
 int store_audit_each(struct store *s, const char *user, const char *thread,
-		     int (*fn)(void *arg, const struct store_audit *a),
-		     void *arg)
+		     int (*fn)(void *arg, const struct store_audit *a), void *arg)
 {
 	_stmt_ st = thread_stmt(s, ST_AUDIT_EACH, user, thread);
 	struct audit_ctx c = { user, thread, fn, arg };
@@ -614,8 +629,7 @@ static int col_file(sqlite3_stmt *st, int col, struct snap_file *f)
 }
 
 int store_snapshot_save(struct store *s, const char *user, const char *thread,
-			const struct snapshot *snap, size_t max_files,
-			int64_t at_ns, int64_t *id)
+			const struct snapshot *snap, size_t max_files, int64_t at_ns, int64_t *id)
 {
 	int r = store_begin(s);
 
@@ -716,8 +730,7 @@ int store_blob_put(struct store *s, const uint8_t sha256[SHA256_BYTES], const vo
 	return exec_stmt(s, st, "record a file's content");
 }
 
-int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **data,
-		   size_t *len)
+int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **data, size_t *len)
 {
 	_stmt_ st = stmt(s, ST_BLOB_GET);
 	int rc;
@@ -738,8 +751,8 @@ int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **d
 	return 0;
 }
 
-int store_run_begin(struct store *s, const char *user, const char *thread,
-		    int64_t before_snapshot, int64_t at_ns, int64_t *id)
+int store_run_begin(struct store *s, const char *user, const char *thread, int64_t before_snapshot,
+		    int64_t at_ns, int64_t *id)
 {
 	_stmt_ st = thread_stmt(s, ST_RUN_ADD, user, thread);
 	int r;
@@ -796,8 +809,8 @@ void store_run_free(struct store_run *r)
 	memset(r, 0, sizeof(*r));
 }
 
-int store_run_end(struct store *s, int64_t id, int64_t after_snapshot,
-		  int64_t at_ns, const char *summary, const char *receipt)
+int store_run_end(struct store *s, int64_t id, int64_t after_snapshot, int64_t at_ns,
+		  const char *summary, const char *receipt)
 {
 	_stmt_ st = stmt(s, ST_RUN_END);
 	int r;
@@ -866,8 +879,7 @@ static int journal_row(sqlite3_stmt *st, void *ctx)
 	return r;
 }
 
-int store_run_open_since(struct store *s, const char *user, const char *thread,
-			 int64_t *begun_ns)
+int store_run_open_since(struct store *s, const char *user, const char *thread, int64_t *begun_ns)
 {
 	_stmt_ st = thread_stmt(s, ST_RUN_OPEN, user, thread);
 	int r;
@@ -882,9 +894,8 @@ int store_run_open_since(struct store *s, const char *user, const char *thread,
 	return r == SQLITE_DONE ? 0 : fail(s, r, "look for an open run");
 }
 
-int store_journal_each(struct store *s, const char *user, const char *thread,
-		       int64_t from_ns, int64_t to_ns,
-		       int (*fn)(void *arg, const struct store_event *e), void *arg)
+int store_journal_each(struct store *s, const char *user, const char *thread, int64_t from_ns,
+		       int64_t to_ns, int (*fn)(void *arg, const struct store_event *e), void *arg)
 {
 	_stmt_ st = thread_stmt(s, ST_JOURNAL_EACH, user, thread);
 	struct journal_ctx c = { fn, arg };
@@ -912,8 +923,8 @@ static int run_state(struct store *s, int64_t run)
 	return sqlite3_column_int(st, 0) ? -EALREADY : 0;
 }
 
-int store_present(struct store *s, int64_t run, const char *tool,
-		  const char *const *paths, size_t n, int64_t at_ns)
+int store_present(struct store *s, int64_t run, const char *tool, const char *const *paths,
+		  size_t n, int64_t at_ns)
 {
 	int r = store_begin(s);
 
@@ -953,8 +964,7 @@ static int presented_row(sqlite3_stmt *st, void *ctx)
 }
 
 int store_presented_each(struct store *s, int64_t run,
-			 int (*fn)(void *arg, const char *tool, const char *path),
-			 void *arg)
+			 int (*fn)(void *arg, const char *tool, const char *path), void *arg)
 {
 	_stmt_ st = stmt(s, ST_PRESENTED_EACH);
 	struct presented_ctx c = { fn, arg };

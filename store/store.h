@@ -32,11 +32,9 @@ struct store;
  * schema. On failure returns -errno and writes a reason to ERR. */
 int store_open(const char *home, struct store **out, char *err, size_t errlen);
 /* The same for a database file PATH (tests). */
-int store_open_path(const char *path, struct store **out, char *err,
-		    size_t errlen);
+int store_open_path(const char *path, struct store **out, char *err, size_t errlen);
 /* The same, migrating only up to schema VERSION (tests of migrations). */
-int store_open_version(const char *path, int version, struct store **out,
-		       char *err, size_t errlen);
+int store_open_version(const char *path, int version, struct store **out, char *err, size_t errlen);
 void store_close(struct store *s);
 
 /* The schema version of the open database. */
@@ -53,15 +51,14 @@ struct store_mark {
 	const char *path;
 	uint64_t ino;
 	int64_t size, mtime_ns, ctime_ns;
-	int64_t at_ns;			/* when it was read (CLOCK_REALTIME) */
+	int64_t at_ns; /* when it was read (CLOCK_REALTIME) */
 	bool hashed;
-	uint8_t hash[SHA256_BYTES];		/* SHA-256 of that version's content */
+	uint8_t hash[SHA256_BYTES]; /* SHA-256 of that version's content */
 };
 
 int store_mark_put(struct store *s, const char *user, const char *thread,
 		   const struct store_mark *m);
-int store_mark_drop(struct store *s, const char *user, const char *thread,
-		    const char *path);
+int store_mark_drop(struct store *s, const char *user, const char *thread, const char *path);
 /* Calls FN for every mark of the thread; stops at FN's first non-zero
  * return, which becomes the result. */
 int store_marks_each(struct store *s, const char *user, const char *thread,
@@ -79,7 +76,7 @@ struct store_version {
 };
 
 struct store_audit {
-	int64_t id;			/* set by the store */
+	int64_t id; /* set by the store */
 	int64_t at_ns;
 	const char *user, *thread, *path, *op, *comm, *reason, *mode;
 	pid_t pid;
@@ -92,8 +89,7 @@ struct store_audit {
 int store_audit_add(struct store *s, const struct store_audit *a);
 /* Calls FN for each audit row of the thread, oldest first. */
 int store_audit_each(struct store *s, const char *user, const char *thread,
-		     int (*fn)(void *arg, const struct store_audit *a),
-		     void *arg);
+		     int (*fn)(void *arg, const struct store_audit *a), void *arg);
 
 struct snap_file;
 
@@ -107,23 +103,21 @@ struct store_event {
 	const char *op, *path, *path2;
 	pid_t pid;
 	const char *comm;
-	const struct snap_file *pre;	/* "preimage" only */
+	const struct snap_file *pre; /* "preimage" only */
 };
 
 int store_journal_add(struct store *s, const char *user, const char *thread,
 		      const struct store_event *e);
 /* Calls FN for the thread's events from FROM_NS to TO_NS, oldest first. */
-int store_journal_each(struct store *s, const char *user, const char *thread,
-		       int64_t from_ns, int64_t to_ns,
-		       int (*fn)(void *arg, const struct store_event *e), void *arg);
+int store_journal_each(struct store *s, const char *user, const char *thread, int64_t from_ns,
+		       int64_t to_ns, int (*fn)(void *arg, const struct store_event *e), void *arg);
 
 struct snapshot;
 
 /* Records SNAP (taken with MAX_FILES at AT_NS) for USER's THREAD in one
  * transaction; *ID receives its id. */
 int store_snapshot_save(struct store *s, const char *user, const char *thread,
-			const struct snapshot *snap, size_t max_files,
-			int64_t at_ns, int64_t *id);
+			const struct snapshot *snap, size_t max_files, int64_t at_ns, int64_t *id);
 /* Reads snapshot ID back into OUT (snapshot_free() it); -ENOENT if there
  * is none. */
 int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out);
@@ -132,8 +126,7 @@ int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out);
  * returns a malloc'd, NUL-terminated copy, or -ENOENT. */
 int store_blob_put(struct store *s, const uint8_t sha256[SHA256_BYTES], const void *data,
 		   size_t len);
-int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **data,
-		   size_t *len);
+int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **data, size_t *len);
 
 /* A run: the snapshot taken when it began, and when it ended, the snapshot
  * then, its summary (JSON, NULL when no change could be established) and
@@ -149,17 +142,16 @@ struct store_run {
 
 /* The start of the latest run of USER's THREAD that has not ended, in
  * *BEGUN_NS: returns 1, or 0 if every run has ended. */
-int store_run_open_since(struct store *s, const char *user, const char *thread,
-			 int64_t *begun_ns);
+int store_run_open_since(struct store *s, const char *user, const char *thread, int64_t *begun_ns);
 
-int store_run_begin(struct store *s, const char *user, const char *thread,
-		    int64_t before_snapshot, int64_t at_ns, int64_t *id);
+int store_run_begin(struct store *s, const char *user, const char *thread, int64_t before_snapshot,
+		    int64_t at_ns, int64_t *id);
 /* -ENOENT if there is no run ID. */
 int store_run_get(struct store *s, int64_t id, struct store_run *out);
 void store_run_free(struct store_run *r);
 /* -EALREADY if the run has ended already. */
-int store_run_end(struct store *s, int64_t id, int64_t after_snapshot,
-		  int64_t at_ns, const char *summary, const char *receipt);
+int store_run_end(struct store *s, int64_t id, int64_t after_snapshot, int64_t at_ns,
+		  const char *summary, const char *receipt);
 
 /* Records that TOOL presented PATHS (N, as receipt_path() makes them)
  * during the open run RUN, once per tool and path (a path presented
@@ -167,12 +159,11 @@ int store_run_end(struct store *s, int64_t id, int64_t after_snapshot,
  * RUN, -EALREADY if it has ended: run end reads the presentations and
  * ends the run in one transaction, so a presentation either counts in
  * the receipt or is refused. */
-int store_present(struct store *s, int64_t run, const char *tool,
-		  const char *const *paths, size_t n, int64_t at_ns);
+int store_present(struct store *s, int64_t run, const char *tool, const char *const *paths,
+		  size_t n, int64_t at_ns);
 /* Calls FN for each presentation of run RUN, in the order they were
  * made; stops at FN's first non-zero return, which becomes the result. */
 int store_presented_each(struct store *s, int64_t run,
-			 int (*fn)(void *arg, const char *tool, const char *path),
-			 void *arg);
+			 int (*fn)(void *arg, const char *tool, const char *path), void *arg);
 
 #endif

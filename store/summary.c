@@ -50,9 +50,10 @@ static const char *no_diff_reason(const struct snap_file *b, const struct snap_f
 	for (size_t r = 0; r < 4; r++)
 		for (size_t i = 0; i < 2; i++) {
 			const struct snap_file *f = side[i];
-			bool hit = f && (r == 0 ? f->symlink : r == 1 ? f->sensitive
+			bool hit = f && (r == 0	  ? f->symlink
+					 : r == 1 ? f->sensitive
 					 : r == 2 ? f->binary
-					 : f->large || (size_t)f->size > max_bytes);
+						  : f->large || (size_t)f->size > max_bytes);
 			if (hit)
 				return reasons[r];
 		}
@@ -61,8 +62,8 @@ static const char *no_diff_reason(const struct snap_file *b, const struct snap_f
 
 /* F's text as the reference decodes it, "" for an absent side. Returns 0,
  * 1 if its content is gone, 2 if it does not decode, or -ENOMEM. */
-static int side_text(const struct snap_file *f, summary_content content, void *arg,
-		     char **text, size_t *len)
+static int side_text(const struct snap_file *f, summary_content content, void *arg, char **text,
+		     size_t *len)
 {
 	_cleanup_(freep) char *raw = NULL;
 	size_t n = 0;
@@ -79,10 +80,9 @@ static int side_text(const struct snap_file *f, summary_content content, void *a
 }
 
 /* The text diff of B and A for PATH into D, within the budget *LEFT. */
-static int diff_versions(const char *path, const struct snap_file *b,
-			 const struct snap_file *a, const struct summary_limits *lim,
-			 summary_content content, void *arg, size_t *left,
-			 struct summary_diff *d)
+static int diff_versions(const char *path, const struct snap_file *b, const struct snap_file *a,
+			 const struct summary_limits *lim, summary_content content, void *arg,
+			 size_t *left, struct summary_diff *d)
 {
 	_cleanup_(freep) char *old = NULL;
 	_cleanup_(freep) char *new = NULL;
@@ -103,8 +103,10 @@ static int diff_versions(const char *path, const struct snap_file *b,
 		 * older view's pre-image, say): sensitive, as a scan finds it
 		 * now. */
 		d->unavailable = r == 2 ? "binary"
-				 : r == 0 && (secrets_find(old, oldlen) || secrets_find(new, newlen))
-				 ? "sensitive" : NULL;
+				 : r == 0 && (secrets_find(old, oldlen) ||
+					      secrets_find(new, newlen))
+					 ? "sensitive"
+					 : NULL;
 		d->content_missing = r == 1;
 	}
 	if (!d->unavailable && !d->content_missing) {
@@ -128,24 +130,22 @@ static int diff_versions(const char *path, const struct snap_file *b,
 	return d->text ? 0 : -ENOMEM;
 }
 
-static int add(struct summary *s, size_t *cap, const char *status,
-	       const struct snap_file *b, const struct snap_file *a)
+static int add(struct summary *s, size_t *cap, const char *status, const struct snap_file *b,
+	       const struct snap_file *a)
 {
 	if (array_grow(s->changes, s->n, *cap) < 0)
 		return -ENOMEM;
 	const struct snap_file *f = a ? a : b;
-	s->changes[s->n++] = (struct change){ .path = f->path, .root = f->root,
-					      .status = status, .before = b,
-					      .after = a };
+	s->changes[s->n++] = (struct change){
+		.path = f->path, .root = f->root, .status = status, .before = b, .after = a
+	};
 	return 0;
 }
 
-static struct change *find_status(struct summary *s, const char *path,
-				   const char *status)
+static struct change *find_status(struct summary *s, const char *path, const char *status)
 {
 	for (size_t i = 0; i < s->n; i++)
-		if (!strcmp(s->changes[i].path, path) &&
-		    !strcmp(s->changes[i].status, status))
+		if (!strcmp(s->changes[i].path, path) && !strcmp(s->changes[i].status, status))
 			return &s->changes[i];
 	return NULL;
 }
@@ -167,8 +167,7 @@ static void join(struct summary *s, const char *old, const char *new)
 
 /* Links the deletions and creations renames made: of a file, or of every
  * file below a renamed directory. */
-static void join_renames(struct summary *s, const struct summary_rename *r,
-			 size_t n)
+static void join_renames(struct summary *s, const struct summary_rename *r, size_t n)
 {
 	char moved[8192];
 
@@ -178,8 +177,8 @@ static void join_renames(struct summary *s, const struct summary_rename *r,
 		join(s, r[i].from, r[i].to);
 		for (size_t k = 0; k < s->n; k++) {
 			const char *p = s->changes[k].path;
-			if (strcmp(s->changes[k].status, "deleted") ||
-			    strncmp(p, r[i].from, len) || p[len] != '/')
+			if (strcmp(s->changes[k].status, "deleted") || strncmp(p, r[i].from, len) ||
+			    p[len] != '/')
 				continue;
 			if ((size_t)snprintf(moved, sizeof(moved), "%s%s", r[i].to, p + len) <
 			    sizeof(moved))
@@ -189,9 +188,8 @@ static void join_renames(struct summary *s, const struct summary_rename *r,
 }
 
 int summary_compare(const struct snapshot *before, const struct snapshot *after,
-		    const struct summary_limits *limits,
-		    const struct summary_rename *renames, size_t nrenames,
-		    summary_content content, void *arg, struct summary *out)
+		    const struct summary_limits *limits, const struct summary_rename *renames,
+		    size_t nrenames, summary_content content, void *arg, struct summary *out)
 {
 	const struct snap_file **b = sorted(before), **a = sorted(after);
 	size_t i = 0, j = 0, cap = 0, left;
@@ -204,8 +202,7 @@ int summary_compare(const struct snapshot *before, const struct snapshot *after,
 		goto done;
 	}
 	while (r == 0 && (i < before->n || j < after->n)) {
-		int cmp = i == before->n ? 1 : j == after->n ? -1
-			  : strcmp(b[i]->path, a[j]->path);
+		int cmp = i == before->n ? 1 : j == after->n ? -1 : strcmp(b[i]->path, a[j]->path);
 		/* A side missing from a truncated scan is unknown; one the
 		 * journal knows was absent is known to be absent. */
 		const struct snap_file *was = cmp <= 0 && !b[i]->absent ? b[i] : NULL;
@@ -215,13 +212,14 @@ int summary_compare(const struct snapshot *before, const struct snapshot *after,
 
 		if (was && is) {
 			if (!unchanged(was, is))
-				r = add(out, &cap, is->symlink && !was->symlink
-					? "symlink_created" : "modified", was, is);
+				r = add(out, &cap,
+					is->symlink && !was->symlink ? "symlink_created"
+								     : "modified",
+					was, is);
 		} else if (was && is_known) {
 			r = add(out, &cap, "deleted", was, NULL);
 		} else if (is && was_known) {
-			r = add(out, &cap, is->symlink ? "symlink_created" : "created",
-				NULL, is);
+			r = add(out, &cap, is->symlink ? "symlink_created" : "created", NULL, is);
 		}
 		i += cmp <= 0;
 		j += cmp >= 0;
@@ -234,16 +232,17 @@ int summary_compare(const struct snapshot *before, const struct snapshot *after,
 	for (size_t k = 0; k < out->n && r == 0; k++) {
 		struct change *c = &out->changes[k];
 
-		r = diff_versions(c->path, c->before, c->after, limits, content, arg,
-				  &left, &c->diff);
+		r = diff_versions(c->path, c->before, c->after, limits, content, arg, &left,
+				  &c->diff);
 		out->additions += c->diff.additions;
 		out->deletions += c->diff.deletions;
 		out->created += !strcmp(c->status, "created");
 		out->modified += !strcmp(c->status, "modified");
 		out->deleted += !strcmp(c->status, "deleted");
 		out->symlink_created += !strcmp(c->status, "symlink_created");
-		if (c->diff.truncated || (c->diff.unavailable &&
-		    (!strcmp(c->diff.unavailable, "large") || !strcmp(c->diff.unavailable, "truncated"))))
+		if (c->diff.truncated ||
+		    (c->diff.unavailable && (!strcmp(c->diff.unavailable, "large") ||
+					     !strcmp(c->diff.unavailable, "truncated"))))
 			out->truncated = true;
 	}
 	left = limits->max_total_diff_bytes;
@@ -251,8 +250,8 @@ int summary_compare(const struct snapshot *before, const struct snapshot *after,
 		struct change *c = &out->changes[k];
 
 		if (c->renamed_from)
-			r = diff_versions(c->path, c->origin, c->after, limits, content, arg,
-					  &left, &c->moved);
+			r = diff_versions(c->path, c->origin, c->after, limits, content, arg, &left,
+					  &c->moved);
 	}
 	out->listed = out->n < limits->max_files ? out->n : limits->max_files;
 	out->truncated |= before->truncated || after->truncated || out->n > limits->max_files;

@@ -25,19 +25,22 @@
 struct summary_limits {
 	size_t max_files;		/* listed (200) */
 	size_t max_scanned_files;	/* per snapshot (2,000) */
-	size_t max_file_bytes_for_diff;	/* per input (256 KiB) */
+	size_t max_file_bytes_for_diff; /* per input (256 KiB) */
 	size_t max_total_diff_bytes;	/* all diffs (1 MiB) */
 };
 
-#define SUMMARY_LIMITS_DEFAULT { 200, SNAPSHOT_MAX_FILES, 256 * 1024, 1024 * 1024 }
+#define SUMMARY_LIMITS_DEFAULT                                   \
+	{                                                        \
+		200, SNAPSHOT_MAX_FILES, 256 * 1024, 1024 * 1024 \
+	}
 
 /* A text diff of two versions, and why there is none. */
 struct summary_diff {
-	char *text;			/* "" when unavailable */
-	size_t len;			/* may hold NUL characters */
-	bool truncated;			/* over the total budget */
-	const char *unavailable;	/* why there is no diff, or NULL */
-	bool content_missing;		/* a version's text could not be read
+	char *text;		 /* "" when unavailable */
+	size_t len;		 /* may hold NUL characters */
+	bool truncated;		 /* over the total budget */
+	const char *unavailable; /* why there is no diff, or NULL */
+	bool content_missing;	 /* a version's text could not be read
 					 * back (the reference: no reason) */
 	int additions, deletions;
 };
@@ -47,36 +50,35 @@ struct summary_diff {
  * journal adds is ours: which two entries one rename connects (with the
  * diff from the old content to the new) and who made the change. */
 struct change {
-	const char *path, *root;	/* point into the snapshots */
-	const char *status;		/* "created", "modified", ... */
-	const char *renamed_from;	/* created by a rename: the old path */
-	const char *renamed_to;		/* deleted by a rename: the new path */
-	pid_t by_pid;			/* who, from the journal (0: unknown) */
+	const char *path, *root;  /* point into the snapshots */
+	const char *status;	  /* "created", "modified", ... */
+	const char *renamed_from; /* created by a rename: the old path */
+	const char *renamed_to;	  /* deleted by a rename: the new path */
+	pid_t by_pid;		  /* who, from the journal (0: unknown) */
 	const char *by_comm;
-	const struct snap_file *before, *after;	/* NULL where absent */
-	const struct snap_file *origin;	/* renamed_from's version before */
-	struct summary_diff diff;	/* before -> after (the reference's) */
-	struct summary_diff moved;	/* origin -> after (renamed_from) */
+	const struct snap_file *before, *after; /* NULL where absent */
+	const struct snap_file *origin;		/* renamed_from's version before */
+	struct summary_diff diff;		/* before -> after (the reference's) */
+	struct summary_diff moved;		/* origin -> after (renamed_from) */
 };
 
 struct summary {
-	struct change *changes;		/* every change, listed ones first */
+	struct change *changes; /* every change, listed ones first */
 	size_t n, listed;
 	size_t created, modified, deleted, symlink_created;
-	size_t renamed;			/* deletion + creation pairs joined */
+	size_t renamed; /* deletion + creation pairs joined */
 	long additions, deletions;
-	bool truncated;			/* the reference's rule: a snapshot
+	bool truncated; /* the reference's rule: a snapshot
 					 * or a diff cut short, a large file,
 					 * or more than max_files changes */
-	bool complete;			/* every change is counted: neither
+	bool complete;	/* every change is counted: neither
 					 * snapshot was cut short */
 	struct summary_limits limits;
 };
 
 /* Fetches the content of F (from BEFORE or AFTER) into *DATA (malloc'd,
  * *LEN bytes). Returns 0, or -errno if it is not available. */
-typedef int (*summary_content)(void *arg, const struct snap_file *f,
-			       char **data, size_t *len);
+typedef int (*summary_content)(void *arg, const struct snap_file *f, char **data, size_t *len);
 
 /* A rename the view's journal saw during the run. */
 struct summary_rename {
@@ -89,9 +91,8 @@ struct summary_rename {
  * budget of its own, so the reference's diffs are exactly its). Returns 0
  * or -ENOMEM. */
 int summary_compare(const struct snapshot *before, const struct snapshot *after,
-		    const struct summary_limits *limits,
-		    const struct summary_rename *renames, size_t n,
-		    summary_content content, void *arg, struct summary *out);
+		    const struct summary_limits *limits, const struct summary_rename *renames,
+		    size_t n, summary_content content, void *arg, struct summary *out);
 void summary_free(struct summary *s);
 
 /* True if the summary establishes any change (a summary is recorded only

@@ -23,17 +23,17 @@ enum row_kind { ROW_NONE, ROW_MARK_PUT, ROW_MARK_DROP, ROW_AUDIT, ROW_EVENT, ROW
 struct row {
 	struct row *next;
 	enum row_kind kind;
-	int fd;				/* ROW_EVENT: a pre-image to read, or -1 */
+	int fd; /* ROW_EVENT: a pre-image to read, or -1 */
 	union {
-		struct store_mark mark;		/* strings point into text[] */
+		struct store_mark mark; /* strings point into text[] */
 		struct store_audit audit;
 		struct {
 			struct store_event event;
-			struct snap_file pre;	/* event.pre points here */
+			struct snap_file pre; /* event.pre points here */
 		};
 		struct {
 			uint8_t sha256[SHA256_BYTES];
-			size_t len;		/* bytes in text[] */
+			size_t len; /* bytes in text[] */
 		} blob;
 	};
 	char text[];
@@ -46,9 +46,9 @@ struct store_writer {
 	pthread_mutex_t lock;
 	pthread_cond_t wake, done;
 	struct row *head, **tail;
-	uint64_t queued, written;	/* rows, for store_writer_sync() */
-	unsigned syncing;		/* callers waiting in store_writer_sync() */
-	unsigned fds;			/* rows holding a pre-image fd */
+	uint64_t queued, written; /* rows, for store_writer_sync() */
+	unsigned syncing;	  /* callers waiting in store_writer_sync() */
+	unsigned fds;		  /* rows holding a pre-image fd */
 	bool stopping;
 };
 
@@ -75,8 +75,7 @@ static void write_row(struct store_writer *w, const struct row *r)
 	}
 }
 
-static struct row *row_new(struct store_writer *w, enum row_kind kind,
-			   size_t text);
+static struct row *row_new(struct store_writer *w, enum row_kind kind, size_t text);
 
 /* The content of a pre-image read by the thread: a blob row, put before
  * the pre-image's own row (*LINK). */
@@ -85,14 +84,13 @@ struct blob_link {
 	struct row **link;
 };
 
-static int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data,
-		     size_t len)
+static int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data, size_t len)
 {
 	struct blob_link *b = arg;
 	struct row *r = row_new(b->w, ROW_BLOB, len);
 
 	if (!r)
-		return 0;	/* the pre-image without its text */
+		return 0; /* the pre-image without its text */
 	memcpy(r->blob.sha256, f->sha256, SHA256_BYTES);
 	r->blob.len = len;
 	memcpy(r->text, data, len);
@@ -116,17 +114,17 @@ static void read_preimages(struct store_writer *w, struct row **batch)
 			continue;
 		struct blob_link b = { w, link };
 		int e = fstat(r->fd, &st) < 0 ? -errno
-			: snapshot_describe(r->fd, &st, r->event.path, NULL, keep_blob, &b,
-					    &r->pre);
+					      : snapshot_describe(r->fd, &st, r->event.path, NULL,
+								  keep_blob, &b, &r->pre);
 		close(r->fd);
 		r->fd = -1;
 		closed++;
-		link = b.link;		/* past the blob rows put before it */
+		link = b.link; /* past the blob rows put before it */
 		if (e < 0) {
-			r->kind = ROW_NONE;	/* it vanished: no pre-image */
+			r->kind = ROW_NONE; /* it vanished: no pre-image */
 			continue;
 		}
-		free(r->pre.path);	/* the event's own path is the same */
+		free(r->pre.path); /* the event's own path is the same */
 		r->pre.path = (char *)r->event.path;
 		r->event.pre = &r->pre;
 	}
@@ -199,8 +197,7 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-struct store_writer *store_writer_start(struct store *s, const char *user,
-					const char *thread)
+struct store_writer *store_writer_start(struct store *s, const char *user, const char *thread)
 {
 	struct store_writer *w = calloc(1, sizeof(*w));
 
@@ -286,8 +283,7 @@ static void enqueue(struct store_writer *w, struct row *r)
 	pthread_mutex_unlock(&w->lock);
 }
 
-static struct row *row_new(struct store_writer *w, enum row_kind kind,
-			   size_t text)
+static struct row *row_new(struct store_writer *w, enum row_kind kind, size_t text)
 {
 	struct row *r = w ? malloc(sizeof(*r) + text) : NULL;
 
@@ -301,8 +297,7 @@ static struct row *row_new(struct store_writer *w, enum row_kind kind,
 	return r;
 }
 
-static void queue_mark(struct store_writer *w, enum row_kind kind,
-		       const struct store_mark *m)
+static void queue_mark(struct store_writer *w, enum row_kind kind, const struct store_mark *m)
 {
 	struct row *r = row_new(w, kind, strlen(m->path) + 1);
 	size_t at = 0;
@@ -328,8 +323,7 @@ void store_writer_mark_drop(struct store_writer *w, const char *path)
 
 void store_writer_audit(struct store_writer *w, const struct store_audit *a)
 {
-	const char *const *fields[] = { &a->path, &a->op, &a->comm, &a->reason,
-					&a->mode };
+	const char *const *fields[] = { &a->path, &a->op, &a->comm, &a->reason, &a->mode };
 	size_t text = 0, at = 0;
 	struct row *r;
 
@@ -382,13 +376,12 @@ void store_writer_event(struct store_writer *w, const struct store_event *e)
 		enqueue(w, r);
 }
 
-int store_writer_preimage_fd(struct store_writer *w, const struct store_event *e,
-			     int fd)
+int store_writer_preimage_fd(struct store_writer *w, const struct store_event *e, int fd)
 {
 	struct store_event bare = *e;
 	struct row *r;
 
-	bare.pre = NULL;	/* the thread reads it from FD */
+	bare.pre = NULL; /* the thread reads it from FD */
 	pthread_mutex_lock(&w->lock);
 	bool room = w->fds < MAX_PENDING_FDS;
 	w->fds += room;
@@ -406,8 +399,8 @@ int store_writer_preimage_fd(struct store_writer *w, const struct store_event *e
 	return 0;
 }
 
-void store_writer_blob(struct store_writer *w, const uint8_t sha256[SHA256_BYTES],
-		       const void *data, size_t len)
+void store_writer_blob(struct store_writer *w, const uint8_t sha256[SHA256_BYTES], const void *data,
+		       size_t len)
 {
 	struct row *r = row_new(w, ROW_BLOB, len);
 
@@ -419,8 +412,7 @@ void store_writer_blob(struct store_writer *w, const uint8_t sha256[SHA256_BYTES
 	enqueue(w, r);
 }
 
-int store_writer_keep_text(void *writer, const struct snap_file *f,
-			   const uint8_t *data, size_t len)
+int store_writer_keep_text(void *writer, const struct snap_file *f, const uint8_t *data, size_t len)
 {
 	store_writer_blob(writer, f->sha256, data, len);
 	return 0;

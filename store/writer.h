@@ -20,8 +20,7 @@ struct store_writer;
 
 /* Starts the thread for the rows of USER's THREAD. Returns NULL (S
  * closed) on failure. */
-struct store_writer *store_writer_start(struct store *s, const char *user,
-					const char *thread);
+struct store_writer *store_writer_start(struct store *s, const char *user, const char *thread);
 /* Writes what is queued, stops the thread, closes the store. */
 void store_writer_stop(struct store_writer *w);
 
@@ -34,16 +33,15 @@ void store_writer_event(struct store_writer *w, const struct store_event *e);
  * (a readable regular file; the thread closes it): the caller does not
  * wait for the read. Returns 0, or -EBUSY (too many such fds wait already;
  * FD is still the caller's) or -ENOMEM. */
-int store_writer_preimage_fd(struct store_writer *w, const struct store_event *e,
-			     int fd);
+int store_writer_preimage_fd(struct store_writer *w, const struct store_event *e, int fd);
 /* File content kept by SHA-256 (store_blob_put()), for a pre-image. */
-void store_writer_blob(struct store_writer *w, const uint8_t sha256[SHA256_BYTES],
-		       const void *data, size_t len);
+void store_writer_blob(struct store_writer *w, const uint8_t sha256[SHA256_BYTES], const void *data,
+		       size_t len);
 /* The same as a snapshot_keep callback (ARG: the writer): the text of a
  * file snapshot_describe() hashed. Returns 0. */
 struct snap_file;
-int store_writer_keep_text(void *writer, const struct snap_file *f,
-			   const uint8_t *data, size_t len);
+int store_writer_keep_text(void *writer, const struct snap_file *f, const uint8_t *data,
+			   size_t len);
 
 /* Waits until every row queued before the call is written (tests, and
  * sbxfs before it reports an unmount). */

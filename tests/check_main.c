@@ -43,7 +43,7 @@ static const struct {
 	{ "cli", suite_cli },
 	{ "sandbox", suite_sandbox },
 	{ "valgrind", suite_valgrind },
-	{ "sanitizers", suite_sanitizers },	/* last: sees every daemon's exit */
+	{ "sanitizers", suite_sanitizers }, /* last: sees every daemon's exit */
 };
 
 int main(int argc, char **argv)

@@ -35,51 +35,50 @@ void broker_stop(const char *home);
 char *text_diff(const char *got, const char *want);
 
 /* The two strings are equal; otherwise fail showing their diff. */
-#define SAME(got, want)							\
-	do {								\
-		const char *g_ = (got), *w_ = (want);			\
-		ck_assert_msg(!strcmp(g_, w_), "%s differs from %s:\n%s", \
-			      #got, #want, text_diff(g_, w_));		\
+#define SAME(got, want)                                                                \
+	do {                                                                           \
+		const char *g_ = (got), *w_ = (want);                                  \
+		ck_assert_msg(!strcmp(g_, w_), "%s differs from %s:\n%s", #got, #want, \
+			      text_diff(g_, w_));                                      \
 	} while (0)
 
-#define OK(...)								\
-	do {								\
-		char *cmd_ = fmt_cmd(__VA_ARGS__);			\
-		int st_ = sh("%s", cmd_);				\
-		ck_assert_msg(st_ == 0, "exit %d: %s", st_, cmd_);	\
-		free(cmd_);						\
+#define OK(...)                                                    \
+	do {                                                       \
+		char *cmd_ = fmt_cmd(__VA_ARGS__);                 \
+		int st_ = sh("%s", cmd_);                          \
+		ck_assert_msg(st_ == 0, "exit %d: %s", st_, cmd_); \
+		free(cmd_);                                        \
 	} while (0)
 
-#define OUT(...)							\
-	({								\
-		char *cmd_ = fmt_cmd(__VA_ARGS__);			\
-		int st_;						\
-		char *out_ = capture(cmd_, &st_);			\
+#define OUT(...)                                                                  \
+	({                                                                        \
+		char *cmd_ = fmt_cmd(__VA_ARGS__);                                \
+		int st_;                                                          \
+		char *out_ = capture(cmd_, &st_);                                 \
 		ck_assert_msg(st_ == 0, "exit %d: %s\n%.2000s", st_, cmd_, out_); \
-		free(cmd_);						\
-		out_;							\
+		free(cmd_);                                                       \
+		out_;                                                             \
 	})
 
 /* EQ_OUT(want, fmt, ...): the command exits 0 and prints exactly WANT. */
-#define EQ_OUT(want, ...)						\
-	do {								\
-		char *c_ = fmt_cmd(__VA_ARGS__);			\
-		int s_;							\
-		char *o_ = capture(c_, &s_);				\
-		const char *w_ = (want);				\
-		ck_assert_msg(s_ == 0 && !strcmp(o_, w_),		\
-			      "%s\nexit %d, output differs:\n%s", c_, s_, \
-			      text_diff(o_, w_));			\
-		free(c_);						\
-		free(o_);						\
+#define EQ_OUT(want, ...)                                                                         \
+	do {                                                                                      \
+		char *c_ = fmt_cmd(__VA_ARGS__);                                                  \
+		int s_;                                                                           \
+		char *o_ = capture(c_, &s_);                                                      \
+		const char *w_ = (want);                                                          \
+		ck_assert_msg(s_ == 0 && !strcmp(o_, w_), "%s\nexit %d, output differs:\n%s", c_, \
+			      s_, text_diff(o_, w_));                                             \
+		free(c_);                                                                         \
+		free(o_);                                                                         \
 	} while (0)
 
-#define STATUS(...)							\
-	({								\
-		char *cmd_ = fmt_cmd(__VA_ARGS__);			\
-		int st_ = sh("%s", cmd_);				\
-		free(cmd_);						\
-		st_;							\
+#define STATUS(...)                                \
+	({                                         \
+		char *cmd_ = fmt_cmd(__VA_ARGS__); \
+		int st_ = sh("%s", cmd_);          \
+		free(cmd_);                        \
+		st_;                               \
 	})
 
 #endif

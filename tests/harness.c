@@ -38,8 +38,8 @@ const char *test_bin(const char *prog)
 	return buf;
 }
 
-int tview_mount(struct tview *v, const char *home, const char *user,
-		const char *thread, const char *const *extra)
+int tview_mount(struct tview *v, const char *home, const char *user, const char *thread,
+		const char *const *extra)
 {
 	const char *argv[64];
 	int argc = 0, status;
@@ -86,8 +86,8 @@ void tview_sync(const struct tview *v)
 {
 	char ok[8];
 
-	ck_assert_msg(getxattr(v->mnt, CONTROL_XATTR_SYNC, ok, sizeof(ok)) == 2,
-		      "sync of %s: %s", v->mnt, strerror(errno));
+	ck_assert_msg(getxattr(v->mnt, CONTROL_XATTR_SYNC, ok, sizeof(ok)) == 2, "sync of %s: %s",
+		      v->mnt, strerror(errno));
 }
 
 void tview_umount(struct tview *v)
@@ -114,8 +114,7 @@ int tview_umount_wait(struct tview *v)
 	char log[PATH_MAX + 256];
 	int before;
 
-	snprintf(log, sizeof(log), "%s/log/sbxfs-%s-%s.log", v->home, v->user,
-		 v->thread);
+	snprintf(log, sizeof(log), "%s/log/sbxfs-%s-%s.log", v->home, v->user, v->thread);
 	before = exits_logged(log);
 	tview_umount(v);
 	for (int i = 0; i < 500; i++) {
@@ -147,11 +146,9 @@ char *vpath(const struct tview *v, const char *fmt, ...)
 	return p;
 }
 
-static void host_prefix(const struct tview *v, const char *below,
-			char *buf, size_t size)
+static void host_prefix(const struct tview *v, const char *below, char *buf, size_t size)
 {
-	snprintf(buf, size, "%s/users/%s/threads/%s%s", v->home, v->user,
-		 v->thread, below);
+	snprintf(buf, size, "%s/users/%s/threads/%s%s", v->home, v->user, v->thread, below);
 }
 
 char *hpath(const struct tview *v, const char *fmt, ...)

@@ -14,8 +14,8 @@
 #include <sys/types.h>
 
 struct tview {
-	char home[PATH_MAX];	/* $SBX_HOME of this view */
-	char mnt[PATH_MAX];	/* mount point */
+	char home[PATH_MAX]; /* $SBX_HOME of this view */
+	char mnt[PATH_MAX];  /* mount point */
 	char user[64], thread[64];
 	bool mounted;
 };
@@ -30,8 +30,8 @@ const char *test_bin(const char *prog);
 /* Mounts a view of USER/THREAD with home HOME (NULL: a fresh one) at a
  * fresh mount point; EXTRA are more sbxfs arguments (NULL-terminated, may
  * be NULL). Returns sbxfs's exit status (0 on success). */
-int tview_mount(struct tview *v, const char *home, const char *user,
-		const char *thread, const char *const *extra);
+int tview_mount(struct tview *v, const char *home, const char *user, const char *thread,
+		const char *const *extra);
 void tview_umount(struct tview *v);
 /* Until V's daemon has taken every content hash and stored every event
  * queued so far (the user.sbxfs.sync control): a sync point, not a
@@ -43,17 +43,13 @@ int tview_umount_wait(struct tview *v);
 
 /* "MNT/REL" and "HOME/users/U/threads/T/REL" (host backing path). Each
  * call returns a new heap string that the test may leak. */
-char *vpath(const struct tview *v, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-char *hpath(const struct tview *v, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+char *vpath(const struct tview *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+char *hpath(const struct tview *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The same below user-data/workspace: "MNT/user-data/workspace/REL" and
  * its host backing path. */
-char *ws_of(const struct tview *v, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-char *hws_of(const struct tview *v, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+char *ws_of(const struct tview *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+char *hws_of(const struct tview *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Runs "sh -c CMD" and returns its exit status (-1 if it did not exit). */
 int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -14,7 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (strchr(s, '/') || !strcmp(s, ".") || !strcmp(s, "..") || strlen(s) > NAME_ID_MAX))
 		abort();
 	if ((user_id_check(s, &why) == 0 || thread_id_check(s, &why) == 0) &&
-	    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != strlen(s))
+	    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+		    strlen(s))
 		abort();
 	char safe[USER_ID_MAX + 1];
 	if (user_id_make_safe(s, safe) == 0 && user_id_check(safe, &why) < 0)

@@ -10,7 +10,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *s = fuzz_string(data, size);
 	const char *extra[] = { "data", NULL };
 	const struct hostpath_mask mask[] = {
-		{ "/h/run/views/u/t", "/mnt" }, { "/h/users/u/threads/t", "/mnt" }, { NULL, NULL },
+		{ "/h/run/views/u/t", "/mnt" },
+		{ "/h/users/u/threads/t", "/mnt" },
+		{ NULL, NULL },
 	};
 	char why[512];
 

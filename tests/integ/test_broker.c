@@ -54,7 +54,7 @@ static char *raw(const char *reqs)
  * (one a line), a line each. */
 static char *json_of(const char *reply, const char *expr, bool lines)
 {
-	char *f = fmt_cmd("%s/reply.json", test_dir("reply"));	/* replies hold quotes */
+	char *f = fmt_cmd("%s/reply.json", test_dir("reply")); /* replies hold quotes */
 
 	ck_assert_int_eq(write_file(f, reply), 0);
 	return OUT("python3 tests/tools/jsonq.py %s'%s' '%s'", lines ? "--lines " : "", expr, f);
@@ -79,15 +79,16 @@ START_TEST(test_broker_exec_in_the_namespace_sandbox)
 	ck_assert_int_eq(st, 3);
 	/* Virtual paths are real inside; the bytes land in the thread. */
 	SAME(sbx_exec(&st, "-- \"python3 -c 'import pathlib, sys; p = pathlib.Path(sys.argv[1]);"
-		      " p.write_text(sys.argv[2]); print(p.read_text())'"
-		      " /mnt/user-data/workspace/x hi\""), "hi\n");
+			   " p.write_text(sys.argv[2]); print(p.read_text())'"
+			   " /mnt/user-data/workspace/x hi\""),
+	     "hi\n");
 	ck_assert_int_eq(st, 0);
 	SAME(read_file(fmt_cmd("%s/users/alice/threads/t1/user-data/workspace/x", H)), "hi");
 	/* The host is not there: no home, its own PIDs, no network,
 	 * skills read-only. */
 	SAME(sbx_exec(&st, "-- 'test -e /root || echo no-root; cat /proc/1/comm;"
-		      " tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d \\  ;"
-		      " touch /mnt/skills/x 2>/dev/null || echo ro'"),
+			   " tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d \\  ;"
+			   " touch /mnt/skills/x 2>/dev/null || echo ro'"),
 	     "no-root\nbwrap\nlo\nro\n");
 	/* Our own exit is the command's: 128+N for a signal. */
 	sbx_exec(&st, "-- 'kill -9 $$'");
@@ -108,7 +109,8 @@ START_TEST(test_broker_timeout_kills_the_whole_tree)
 	char *r = raw("'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",\"timeout\":1,"
 		      "\"command\":\"echo started; sleep 300\"}'");
 	SAME(field(r, "d[\"code\"], d[\"timed_out\"], d[\"output\"].startswith(\"started\\n\"),"
-		   " d[\"output\"].endswith(\"Exit Code: 124\")"), "124 True True True\n");
+		      " d[\"output\"].endswith(\"Exit Code: 124\")"),
+	     "124 True True True\n");
 }
 END_TEST
 
@@ -128,8 +130,9 @@ END_TEST
 START_TEST(test_broker_environment_is_scrubbed)
 {
 	int st;
-	char *cmd = fmt_cmd("OPENAI_API_KEY=k1 DATABASE_URL=d1 SAFE_VALUE=s1 '%s' broker --home '%s'",
-			    test_bin("sbx"), test_dir("x"));
+	char *cmd =
+		fmt_cmd("OPENAI_API_KEY=k1 DATABASE_URL=d1 SAFE_VALUE=s1 '%s' broker --home '%s'",
+			test_bin("sbx"), test_dir("x"));
 
 	/* The broker's environment is what commands inherit: restart it
 	 * with secrets in it. */
@@ -139,7 +142,7 @@ START_TEST(test_broker_environment_is_scrubbed)
 	OK("OPENAI_API_KEY=k1 DATABASE_URL=d1 SAFE_VALUE=s1 '%s' broker --home '%s' >/dev/null",
 	   test_bin("sbx"), H);
 	SAME(sbx_exec(&st, "--env GITHUB_TOKEN=explicit -- 'echo ${OPENAI_API_KEY:-none}"
-		      " ${DATABASE_URL:-none} $SAFE_VALUE $GITHUB_TOKEN'"),
+			   " ${DATABASE_URL:-none} $SAFE_VALUE $GITHUB_TOKEN'"),
 	     "none none s1 explicit\n");
 	int bad;
 	sbx_exec(&bad, "--env 1X=y -- true");
@@ -157,7 +160,8 @@ START_TEST(test_broker_identity_values)
 		char *f = fmt_cmd("%s/id", test_dir("id"));
 		ck_assert_int_eq(write_file(f, ok[i]), 0);
 		char *out = sbx_exec(&st, fmt_cmd("--channel-user-id \"$(cat '%s')\""
-						  " -- 'printf %%s \"$DEERFLOW_CHANNEL_USER_ID\"'", f));
+						  " -- 'printf %%s \"$DEERFLOW_CHANNEL_USER_ID\"'",
+						  f));
 		SAME(out, ok[i]);
 	}
 	ck_assert(!exists("/tmp/sbx-pwn"));
@@ -165,7 +169,8 @@ START_TEST(test_broker_identity_values)
 	 * empty, newline, NUL, over 256 characters: unset. */
 	teardown();
 	H = test_dir("bhome");
-	OK("DEERFLOW_CHANNEL_USER_ID=inherited '%s' broker --home '%s' >/dev/null", test_bin("sbx"), H);
+	OK("DEERFLOW_CHANNEL_USER_ID=inherited '%s' broker --home '%s' >/dev/null", test_bin("sbx"),
+	   H);
 	SAME(sbx_exec(&st, "-- 'echo ${DEERFLOW_CHANNEL_USER_ID-unset}'"), "inherited\n");
 	static const char one[] = "'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\","
 				  "\"channel_user_id\":\"%s\","
@@ -192,7 +197,7 @@ START_TEST(test_broker_host_mode_refused_unless_allowed)
 	start("[broker]\nallow_host_bash = true\n");
 	/* Virtual paths rewritten in, host paths masked out. */
 	SAME(sbx_exec(&st, "--host -- 'pwd; echo hi > /mnt/user-data/outputs/h.txt;"
-		      " cat /mnt/user-data/outputs/h.txt; readlink -f .'"),
+			   " cat /mnt/user-data/outputs/h.txt; readlink -f .'"),
 	     "/mnt/user-data/workspace\nhi\n/mnt/user-data/workspace\n");
 	ck_assert_int_eq(st, 0);
 	SAME(read_file(fmt_cmd("%s/users/alice/threads/t1/user-data/outputs/h.txt", H)), "hi\n");
@@ -208,7 +213,7 @@ START_TEST(test_broker_host_mode_refused_unless_allowed)
 	ck_assert_int_eq(st, 1);
 	ck_assert(!exists(fmt_cmd("%s/users/alice/threads/t1/user-data/outputs/p", H)));
 	SAME(sbx_exec(&st, "--host -- 'cat ../../x'"), "sbx: exec: Access denied: path traversal"
-	     " detected\n");
+						       " detected\n");
 	OK("ln -s '%s/skills/public/s' '%s/users/alice/threads/t1/user-data/workspace/sk'", H, H);
 	OK("ln -s '%s/skills/custom/s' '%s/users/alice/threads/t1/user-data/workspace/sl'", H, H);
 	OK("ln -s '%s/users/alice/skills/custom/s' '%s/users/alice/threads/t1/user-data/workspace/sc'",
@@ -223,15 +228,16 @@ END_TEST
 
 START_TEST(test_broker_protocol_errors)
 {
-	char *r = raw("'not json' '[1,2]' '{\"op\":7}' '{\"op\":\"fly\",\"id\":9}'"
-		      " '{\"op\":\"exec\",\"user\":\"../x\",\"thread\":\"t\",\"command\":\"true\"}'"
-		      " '{\"op\":\"exec\",\"user\":\"a\",\"thread\":\"t\"}'"
-		      " '{\"op\":\"exec\",\"user\":\"a\",\"thread\":\"t\",\"command\":\"true\",\"timeout\":0}'"
-		      " '{\"op\":\"exec\",\"user\":\"a\",\"thread\":\"t\",\"command\":\"true\",\"env\":{\"A\":1}}'"
-		      " '{\"op\":\"acquire\",\"user\":\"a\",\"thread\":\"t\"}'"
-		      " '{\"op\":\"release\",\"user\":\"a\",\"thread\":\"t\",\"owner\":\"nobody\"}'"
-		      " '{\"op\":\"ping\",\"id\":\"p\"}'"
-		      " '{\"op\":\"acquire\",\"user\":\"a\",\"thread\":\"a.b\",\"owner\":\"o\"}'");
+	char *r = raw(
+		"'not json' '[1,2]' '{\"op\":7}' '{\"op\":\"fly\",\"id\":9}'"
+		" '{\"op\":\"exec\",\"user\":\"../x\",\"thread\":\"t\",\"command\":\"true\"}'"
+		" '{\"op\":\"exec\",\"user\":\"a\",\"thread\":\"t\"}'"
+		" '{\"op\":\"exec\",\"user\":\"a\",\"thread\":\"t\",\"command\":\"true\",\"timeout\":0}'"
+		" '{\"op\":\"exec\",\"user\":\"a\",\"thread\":\"t\",\"command\":\"true\",\"env\":{\"A\":1}}'"
+		" '{\"op\":\"acquire\",\"user\":\"a\",\"thread\":\"t\"}'"
+		" '{\"op\":\"release\",\"user\":\"a\",\"thread\":\"t\",\"owner\":\"nobody\"}'"
+		" '{\"op\":\"ping\",\"id\":\"p\"}'"
+		" '{\"op\":\"acquire\",\"user\":\"a\",\"thread\":\"a.b\",\"owner\":\"o\"}'");
 	SAME(fields(r, "d.get(\"id\"), d[\"ok\"], (d.get(\"error\") or {}).get(\"code\")"),
 	     "None False bad_request\nNone False bad_request\nNone False bad_request\n"
 	     "9 False unknown_op\nNone False bad_request\nNone False bad_request\n"
@@ -260,11 +266,12 @@ START_TEST(test_broker_present_for_the_receipt)
 	char real[PATH_MAX];
 	int st;
 
-	sbx_exec(&st, "-- true");	/* the thread and its view */
+	sbx_exec(&st, "-- true"); /* the thread and its view */
 	ck_assert_int_eq(st, 0);
 	char *run = OUT("'%s' run begin --home '%s' --user alice --thread t1", b, H);
 	run[strcspn(run, "\n")] = '\0';
-	sbx_exec(&st, "-- 'mkdir /mnt/user-data/outputs/d && echo r > /mnt/user-data/outputs/d/r.md'");
+	sbx_exec(&st,
+		 "-- 'mkdir /mnt/user-data/outputs/d && echo r > /mnt/user-data/outputs/d/r.md'");
 	ck_assert_int_eq(st, 0);
 	ck_assert_ptr_nonnull(realpath(H, real));
 	char *r = raw(fmt_cmd(
@@ -279,8 +286,8 @@ START_TEST(test_broker_present_for_the_receipt)
 		" '{\"op\":\"present\",\"id\":6,\"run\":%s,\"paths\":[]}'",
 		run, run, real, run, run, run));
 	SAME(fields(r, "d[\"id\"], d[\"ok\"], d.get(\"tool\"), d.get(\"paths\"),"
-		    " (d.get(\"error\") or {}).get(\"code\"),"
-		    " (d.get(\"error\") or {}).get(\"message\")"),
+		       " (d.get(\"error\") or {}).get(\"code\"),"
+		       " (d.get(\"error\") or {}).get(\"message\")"),
 	     "1 True present_files ['/mnt/user-data/outputs/d'] None None\n"
 	     "2 True attach ['/mnt/user-data/outputs/d/r.md'] None None\n"
 	     "3 False None None path_refused Only files in /mnt/user-data/outputs can be presented:"
@@ -295,9 +302,10 @@ START_TEST(test_broker_present_for_the_receipt)
 	       " \"stage\": \"presented\"}\n",
 	       "'%s' receipt --home '%s' %s --format json | python3 tests/tools/jsonq.py"
 	       " 'json.dumps({k: d[k] for k in (\"presented\", \"paths\", \"by_tool\","
-	       " \"matched_paths\", \"stage\")})'", b, H, run);
-	r = raw(fmt_cmd("'{\"op\":\"present\",\"run\":%s,\"paths\":[\"/mnt/user-data/outputs/x\"]}'",
-			run));
+	       " \"matched_paths\", \"stage\")})'",
+	       b, H, run);
+	r = raw(fmt_cmd(
+		"'{\"op\":\"present\",\"run\":%s,\"paths\":[\"/mnt/user-data/outputs/x\"]}'", run));
 	ck_assert_msg(strstr(r, "\"run_ended\"") && strstr(r, "has ended"), "%s", r);
 }
 END_TEST
@@ -306,8 +314,11 @@ START_TEST(test_broker_only_its_uid_and_root)
 {
 	/* The socket is 0600 in a 0700 directory, and peers are checked. */
 	EQ_OUT("600\n", "stat -c %%a '%s/run/broker.sock'", H);
-	ck_assert_int_ne(STATUS("setpriv --reuid=65534 --regid=65534 --clear-groups"
-				" python3 tests/tools/bclient.py '%s' '{\"op\":\"ping\"}' 2>/dev/null", H), 0);
+	ck_assert_int_ne(
+		STATUS("setpriv --reuid=65534 --regid=65534 --clear-groups"
+		       " python3 tests/tools/bclient.py '%s' '{\"op\":\"ping\"}' 2>/dev/null",
+		       H),
+		0);
 }
 END_TEST
 
@@ -315,10 +326,11 @@ START_TEST(test_broker_leases_park_and_idle_unmount)
 {
 	teardown();
 	start("[broker]\nidle_timeout = 1\n");
-	char *r = raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"lead\"}'"
-		      " '{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"subagent:7\"}'"
-		      " '{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"lead\"}'");
-	r[strcspn(r, "\n")] = '\0';	/* the first reply */
+	char *r = raw(
+		"'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"lead\"}'"
+		" '{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"subagent:7\"}'"
+		" '{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"lead\"}'");
+	r[strcspn(r, "\n")] = '\0'; /* the first reply */
 	char *mnt = field(r, "d[\"mount\"], d[\"sandbox\"]");
 	/* The sandbox id: sha256(thread)[:8]. */
 	char *want = OUT("printf t1 | sha256sum | cut -c1-8");
@@ -328,7 +340,8 @@ START_TEST(test_broker_leases_park_and_idle_unmount)
 	r = raw("'{\"op\":\"release\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"subagent:7\"}'"
 		" '{\"op\":\"status\"}'");
 	ck_assert_msg(strstr(r, "\"parked\": false") && strstr(r, "\"leases\": 1") &&
-		      strstr(r, "\"state\": \"active\""), "%s", r);
+			      strstr(r, "\"state\": \"active\""),
+		      "%s", r);
 	/* Held: never unmounted while a lease is held. The witness that
 	 * the idle sweep ran with t1 as old as a view it unmounts: t2,
 	 * parked after every change to t1's leases, is unmounted by it
@@ -337,7 +350,8 @@ START_TEST(test_broker_leases_park_and_idle_unmount)
 	raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t2\",\"owner\":\"lead\"}'"
 	    " '{\"op\":\"release\",\"user\":\"alice\",\"thread\":\"t2\",\"owner\":\"lead\"}'");
 	OK("for i in $(seq 100); do grep -q ' %s/run/views/alice/t2 ' /proc/mounts || exit 0;"
-	   " sleep 0.1; done; exit 1", H);
+	   " sleep 0.1; done; exit 1",
+	   H);
 	SAME(field(raw("'{\"op\":\"status\"}'"),
 		   "tuple(sorted(v[\"thread\"] + \":\" + v[\"state\"] for v in d[\"views\"]))"),
 	     "t1:active t2:unmounted\n");
@@ -360,7 +374,8 @@ START_TEST(test_broker_a_client_going_away_disturbs_no_one)
 	OK("python3 tests/tools/bclient.py '%s' --leave-after 1 '{\"op\":\"exec\",\"user\":\"alice\","
 	   "\"thread\":\"t1\",\"command\":\"sleep 302\"}' &"
 	   " python3 tests/tools/bclient.py '%s' --leave-after 1 '{\"op\":\"exec\",\"user\":\"bob\","
-	   "\"thread\":\"t2\",\"command\":\"sleep 303\"}'", H, H);
+	   "\"thread\":\"t2\",\"command\":\"sleep 303\"}'",
+	   H, H);
 	SAME(sbx_exec(&st, "-- 'echo fine'"), "fine\n");
 	OK("for i in $(seq 50); do pgrep -f 'sleep 30[23]' >/dev/null || exit 0; sleep 0.1; done; exit 1");
 	SAME(sbx_exec(&st, "-- 'echo still'"), "still\n");
@@ -398,7 +413,8 @@ START_TEST(test_broker_shutdown_and_a_killed_broker)
 	/* Killed: its view stays behind... */
 	OK("kill -9 $(head -1 '%s/run/broker.lock')", H);
 	OK("for i in $(seq 50); do '%s' broker --home '%s' --status >/dev/null 2>&1 || exit 0;"
-	   " sleep 0.1; done; exit 1", test_bin("sbx"), H);
+	   " sleep 0.1; done; exit 1",
+	   test_bin("sbx"), H);
 	OK("grep -q ' %s ' /proc/mounts", mnt);
 	/* ...and the next broker is not stopped by it. */
 	OK("'%s' broker --home '%s' >/dev/null", test_bin("sbx"), H);
@@ -408,7 +424,7 @@ START_TEST(test_broker_shutdown_and_a_killed_broker)
 	OK("'%s' broker --home '%s' --shutdown", test_bin("sbx"), H);
 	OK("! grep -q ' %s/run/views/' /proc/mounts", H);
 	sbx_exec(&st, "-- true");
-	ck_assert_int_eq(st, 1);	/* no broker: said so */
+	ck_assert_int_eq(st, 1); /* no broker: said so */
 }
 END_TEST
 
@@ -423,7 +439,8 @@ static void wait_for_text(const char *file, const char *text)
 static void wait_for_lines(const char *file, const char *text, int n)
 {
 	OK("for i in $(seq 300); do [ \"$(grep -csF -- '%s' '%s')\" -ge %d ] && exit 0; sleep 0.1;"
-	   " done; exit 1", text, file, n);
+	   " done; exit 1",
+	   text, file, n);
 }
 
 /* A shutdown answers every request it has: a command running is stopped
@@ -461,7 +478,8 @@ START_TEST(test_broker_shutdown_answers_every_request)
 		SAME(field(OUT("grep '\"ok\"' '%s'", f),
 			   "d[\"code\"], d[\"stopped\"], d[\"output\"]"),
 		     fmt_cmd("143 True %c-up\n\nThe broker shut down while the command ran, and"
-			     " stopped it.\nExit Code: 143\n", "AB"[i]));
+			     " stopped it.\nExit Code: 143\n",
+			     "AB"[i]));
 	}
 	wait_for_text(fmt_cmd("%s/c", d), "\"ok\"");
 	SAME(field(OUT("grep '\"ok\"' '%s/c'", d), "d[\"error\"][\"code\"]"), "shutting_down\n");
@@ -469,12 +487,13 @@ START_TEST(test_broker_shutdown_answers_every_request)
 	SAME(sbx_exec(&st, "-- 'echo again'"), "again\n");
 	const char *e = fmt_cmd("%s/e", d);
 	OK("('%s' exec --home '%s' --user alice --thread t1 -- 'echo up; sleep 307';"
-	   " echo \"status $?\") > '%s' 2>&1 &", test_bin("sbx"), H, e);
+	   " echo \"status $?\") > '%s' 2>&1 &",
+	   test_bin("sbx"), H, e);
 	wait_for_text(e, "up");
 	OK("'%s' broker --home '%s' --shutdown", test_bin("sbx"), H);
 	wait_for_text(e, "status");
 	SAME(read_file(e), "up\nsbx: exec: the broker shut down while the command ran, and stopped"
-	     " it\nstatus 143\n");
+			   " it\nstatus 143\n");
 }
 END_TEST
 
@@ -495,15 +514,18 @@ START_TEST(test_broker_a_client_that_stops_reading)
 		   go, fmt_cmd(req, i ? "" : "\"scope\":\"flood\","), d, i);
 	const char *log = fmt_cmd("%s/run/broker.log", H);
 	OK("for i in $(seq 300); do [ $(grep -c 'exit 124 (timed out)' '%s') -ge 2 ] && exit 0;"
-	   " sleep 0.1; done; exit 1", log);
+	   " sleep 0.1; done; exit 1",
+	   log);
 	SAME(raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"flood\"}'"
 		 " '{\"op\":\"release\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"flood\"}'"
-		 " | tail -1 | cut -c1-11"), "{\"ok\": true\n");
+		 " | tail -1 | cut -c1-11"),
+	     "{\"ok\": true\n");
 	OK("touch '%s'", go);
 	for (int i = 0; i < 2; i++) {
 		const char *f = fmt_cmd("%s/%d", d, i);
 		wait_for_text(f, "\"ok\"");
-		SAME(field(OUT("grep '\"ok\"' '%s'", f), "d[\"code\"], d[\"events_dropped\"],"
+		SAME(field(OUT("grep '\"ok\"' '%s'", f),
+			   "d[\"code\"], d[\"events_dropped\"],"
 			   " d[\"output\"].startswith(\"1\\n2\\n3\\n\"), d[\"stdout_bytes\"] > 1 << 20"),
 		     "124 True True True\n");
 	}
@@ -534,7 +556,8 @@ START_TEST(test_broker_signals_stop_it_cleanly)
 		/* Until the process is gone (or a zombie nobody reaped yet). */
 		OK("p=$(head -1 '%s/run/broker.lock') && kill -%s $p && for i in $(seq 100); do"
 		   " grep -qs '^State:[[:space:]]*[^Z]' /proc/$p/status || exit 0; sleep 0.1; done;"
-		   " exit 1", H, sig[i]);
+		   " exit 1",
+		   H, sig[i]);
 		ck_assert_msg(strstr(read_file(fmt_cmd("%s/run/broker.log", H)), "info: stopped"),
 			      "SIG%s: %s", sig[i], read_file(fmt_cmd("%s/run/broker.log", H)));
 		OK("! grep -q ' %s/run/views/' /proc/mounts", H);
@@ -566,12 +589,15 @@ START_TEST(test_broker_one_per_home_and_bad_configuration)
 	ck_assert_int_eq(st, 1);
 	ck_assert_msg(strstr(out, "already runs"), "%s", out);
 	const char *bad = test_dir("badhome");
-	ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", bad), "[broker]\ntimeout = 10\ntimeout = soon\n"), 0);
+	ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", bad),
+				    "[broker]\ntimeout = 10\ntimeout = soon\n"),
+			 0);
 	out = capture(fmt_cmd("'%s' broker --home '%s' 2>&1", test_bin("sbx"), bad), &st);
 	ck_assert_int_eq(st, 1);
 	ck_assert_msg(strstr(out, "sbx.conf:3:"), "%s", out);
 	ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", bad),
-				    "[broker]\nmax_running = 10\nmax_shell_sessions = 10\n"), 0);
+				    "[broker]\nmax_running = 10\nmax_shell_sessions = 10\n"),
+			 0);
 	out = capture(fmt_cmd("'%s' broker --home '%s' 2>&1", test_bin("sbx"), bad), &st);
 	ck_assert_int_eq(st, 1);
 	ck_assert_msg(strstr(out, "max_shell_sessions"), "%s", out);
@@ -583,9 +609,9 @@ START_TEST(test_broker_output_limits)
 	char *r = raw("'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\","
 		      "\"command\":\"head -c 11534336 /dev/zero | tr \\\\\\\\0 x; exit 3\"}'");
 	SAME(field(r, "len(d[\"output\"]) <= 20000, d[\"stdout_bytes\"],"
-		   " \"middle truncated\" in d[\"output\"],"
-		   " \"output truncated after 10485760 of 11534336 bytes\" in d[\"output\"],"
-		   " d[\"output\"].endswith(\"\\nExit Code: 3\")"),
+		      " \"middle truncated\" in d[\"output\"],"
+		      " \"output truncated after 10485760 of 11534336 bytes\" in d[\"output\"],"
+		      " d[\"output\"].endswith(\"\\nExit Code: 3\")"),
 	     "True 11534336 True True True\n");
 }
 END_TEST
@@ -597,15 +623,16 @@ static void wait_for_commands(int n)
 	OK("cd tests/tools && for i in $(seq 200); do"
 	   " python3 bclient.py '%s' '{\"op\":\"status\"}' | python3 jsonq.py"
 	   " 'sum(v[\"running\"] for v in d[\"views\"] if v[\"thread\"] == \"t1\")' |"
-	   " grep -qx %d && exit 0; sleep 0.1; done; exit 1", H, n);
+	   " grep -qx %d && exit 0; sleep 0.1; done; exit 1",
+	   H, n);
 }
 
 /* An exec request of alice/t1 (in SCOPE if not NULL) running CMD. */
 static char *exec_req(const char *scope, const char *cmd)
 {
 	return fmt_cmd("'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",%s%s%s"
-		       "\"command\":\"%s\"}'", scope ? "\"scope\":\"" : "", scope ? scope : "",
-		       scope ? "\"," : "", cmd);
+		       "\"command\":\"%s\"}'",
+		       scope ? "\"scope\":\"" : "", scope ? scope : "", scope ? "\"," : "", cmd);
 }
 
 /* The command of a test's first request: says UP, then holds its turn
@@ -614,7 +641,8 @@ static char *exec_req(const char *scope, const char *cmd)
 static char *held(const char *up, const char *name)
 {
 	return fmt_cmd("echo %s; until [ -e /mnt/user-data/workspace/go ]; do sleep 0.05; done;"
-		       " echo %s >> /mnt/user-data/workspace/order", up, name);
+		       " echo %s >> /mnt/user-data/workspace/order",
+		       up, name);
 }
 
 /* Lets the held command go. */
@@ -638,8 +666,8 @@ START_TEST(test_broker_one_off_commands_are_admitted_in_turn)
 	   exec_req(NULL, held("A-up", "A")), d);
 	wait_for_text(fmt_cmd("%s/a", d), "A-up");
 	OK("cd tests/tools && ((python3 bclient.py '%s' --leave-after 0.3 %s;"
-	   " echo gone > '%s/c-gone') &)", H,
-	   exec_req(NULL, "echo C >> /mnt/user-data/workspace/order"), d);
+	   " echo gone > '%s/c-gone') &)",
+	   H, exec_req(NULL, "echo C >> /mnt/user-data/workspace/order"), d);
 	wait_for_lines(log, "waits for a turn", 1);
 	OK("cd tests/tools && (python3 bclient.py '%s' %s > '%s/b' &)", H,
 	   exec_req(NULL, "echo B >> /mnt/user-data/workspace/order"), d);
@@ -647,7 +675,8 @@ START_TEST(test_broker_one_off_commands_are_admitted_in_turn)
 	wait_for_text(fmt_cmd("%s/c-gone", d), "gone");
 	let_go();
 	wait_for_text(fmt_cmd("%s/b", d), "\"ok\"");
-	SAME(read_file(fmt_cmd("%s/users/alice/threads/t1/user-data/workspace/order", H)), "A\nB\n");
+	SAME(read_file(fmt_cmd("%s/users/alice/threads/t1/user-data/workspace/order", H)),
+	     "A\nB\n");
 }
 END_TEST
 
@@ -659,7 +688,8 @@ START_TEST(test_broker_sessions_keep_state_per_scope)
 	int st;
 
 	SAME(sbx_exec(&st, "--scope lead -- 'cd /mnt/user-data/outputs; export FOO=bar;"
-		      " sleep 60 >/dev/null 2>&1 & echo started'"), "started\n");
+			   " sleep 60 >/dev/null 2>&1 & echo started'"),
+	     "started\n");
 	SAME(sbx_exec(&st, "--scope lead -- 'pwd; echo $FOO; jobs | wc -l'"),
 	     "/mnt/user-data/outputs\nbar\n1\n");
 	SAME(sbx_exec(&st, "--scope subagent:1 -- 'pwd; echo ${FOO:-unset}'"),
@@ -711,7 +741,8 @@ START_TEST(test_broker_scoped_output_streams)
 	const char *outf = fmt_cmd("%s/stream.out", test_dir("stream"));
 
 	OK("'%s' exec --home '%s' --user alice --thread t1 --scope s -- 'echo first; sleep 5;"
-	   " echo second' > '%s' 2>&1 &", test_bin("sbx"), H, outf);
+	   " echo second' > '%s' 2>&1 &",
+	   test_bin("sbx"), H, outf);
 	char *got = NULL;
 	for (int i = 0; i < 400 && !(got && strstr(got, "first\n")); i++) {
 		free(got);
@@ -740,11 +771,12 @@ START_TEST(test_broker_scope_survives_its_shell_closing_a_stream)
 	int st;
 
 	SAME(OUT("%s 'export K=kept; exec 2>/dev/null; echo ok' 2>&1", x), "ok\n");
-	SAME(OUT("%s 'echo $K; echo hidden >&2' 2>&1", x), "kept\n");	/* stderr stays away */
+	SAME(OUT("%s 'echo $K; echo hidden >&2' 2>&1", x), "kept\n"); /* stderr stays away */
 	/* With the shell's stdout closed its status cannot come back: the
 	 * command ends at its timeout, and the scope gets a new shell. */
-	char *out = capture(fmt_cmd("%s 'exec >&-; echo gone >&2' 2>&1",
-				    in_scope("s3 --timeout 2")), &st);
+	char *out =
+		capture(fmt_cmd("%s 'exec >&-; echo gone >&2' 2>&1", in_scope("s3 --timeout 2")),
+			&st);
 	ck_assert_msg(st == 124 && strstr(out, "gone\n"), "exit %d: %s", st, out);
 	SAME(OUT("%s 'echo ${K:-new}' 2>&1", in_scope("s3")), "new\n");
 }
@@ -781,7 +813,7 @@ END_TEST
 START_TEST(test_broker_short_soak)
 {
 #ifdef __SANITIZE_ADDRESS__
-	const char *rss = "off";	/* its quarantine holds freed memory */
+	const char *rss = "off"; /* its quarantine holds freed memory */
 #else
 	const char *rss = "on";
 #endif
@@ -800,7 +832,8 @@ START_TEST(test_broker_sessions_order_and_concurrency)
 	   exec_req("a", held("A1-up", "A1")), d);
 	wait_for_text(fmt_cmd("%s/a1", d), "A1-up");
 	SAME(field(OUT("cd tests/tools && timeout 20 python3 bclient.py '%s' %s", H,
-		       exec_req("b", "echo B >> /mnt/user-data/workspace/order")), "d[\"code\"]"),
+		       exec_req("b", "echo B >> /mnt/user-data/workspace/order")),
+		   "d[\"code\"]"),
 	     "0\n");
 	OK("cd tests/tools && (python3 bclient.py '%s' %s > '%s/a2' &)", H,
 	   exec_req("a", "echo A2 >> /mnt/user-data/workspace/order"), d);
@@ -832,9 +865,11 @@ START_TEST(test_broker_session_limit_is_per_sandbox)
 	ck_assert(!strstr(read_file(fmt_cmd("%s/run/broker.log", H)), "evicted"));
 	/* A fourth shell in all: t2's, the oldest idle, makes room. */
 	SAME(OUT("'%s' exec --home '%s' --user bob --thread t1 --scope s9 -- 'echo bob' 2>&1",
-		 test_bin("sbx"), H), "bob\n");
-	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)),
-			 "session alice/t2 scope s1: evicted (oldest idle; 3 sessions in all at most"));
+		 test_bin("sbx"), H),
+	     "bob\n");
+	ck_assert(strstr(
+		read_file(fmt_cmd("%s/run/broker.log", H)),
+		"session alice/t2 scope s1: evicted (oldest idle; 3 sessions in all at most"));
 	SAME(sbx_exec(&st, "--scope s1 -- 'echo ${V:-none}'"), "1\n");
 	SAME(OUT("%s 'echo ${V:-none}' 2>&1", t2), "none\n");
 }
@@ -851,7 +886,7 @@ START_TEST(test_broker_sessions_eviction_and_release)
 	sbx_exec(&st, "--scope s1 -- 'export V=1'");
 	sbx_exec(&st, "--scope s2 -- 'export V=2'");
 	SAME(sbx_exec(&st, "--scope s2 -- 'echo ${V:-none}'"), "2\n");
-	SAME(sbx_exec(&st, "--scope s3 -- 'echo ${V:-none}'"), "none\n");	/* evicts s1 */
+	SAME(sbx_exec(&st, "--scope s3 -- 'echo ${V:-none}'"), "none\n"); /* evicts s1 */
 	SAME(sbx_exec(&st, "--scope s2 -- 'echo ${V:-none}'"), "2\n");
 	SAME(sbx_exec(&st, "--scope s1 -- 'echo ${V:-none}'"), "none\n");
 	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)), "evicted"));
@@ -870,10 +905,11 @@ START_TEST(test_broker_extra_mounts_and_network)
 
 	ck_assert_int_eq(write_file(fmt_cmd("%s/in.txt", data), "dataset\n"), 0);
 	teardown();
-	start(fmt_cmd("[broker]\nnetwork = on\n[mounts]\ndata = %s:ro\nscratch = %s\n",
-		      data, scratch));
+	start(fmt_cmd("[broker]\nnetwork = on\n[mounts]\ndata = %s:ro\nscratch = %s\n", data,
+		      scratch));
 	SAME(sbx_exec(&st, "-- 'cat /mnt/data/in.txt; touch /mnt/data/x 2>/dev/null || echo ro;"
-		      " echo out > /mnt/scratch/o.txt'"), "dataset\nro\n");
+			   " echo out > /mnt/scratch/o.txt'"),
+	     "dataset\nro\n");
 	SAME(read_file(fmt_cmd("%s/o.txt", scratch)), "out\n");
 	ck_assert(!exists(fmt_cmd("%s/x", data)));
 	char *host = OUT("tail -n +3 /proc/net/dev | wc -l");

@@ -47,10 +47,10 @@ static int lines(const char *s)
 }
 
 /* ERR is one line that begins with PREFIX and holds WHAT. */
-#define ONE_LINE(err, prefix, what)					\
+#define ONE_LINE(err, prefix, what)                                               \
 	ck_assert_msg(lines(err) == 1 && !strncmp(err, prefix, strlen(prefix)) && \
-		      strstr(err, what), "want one line '%s...%s...', got:\n%s",	\
-		      prefix, what, err)
+			      strstr(err, what),                                  \
+		      "want one line '%s...%s...', got:\n%s", prefix, what, err)
 
 START_TEST(test_cli_umount_refuses_what_is_not_a_view)
 {
@@ -64,7 +64,7 @@ START_TEST(test_cli_umount_refuses_what_is_not_a_view)
 		int w = write_file(fmt_cmd("%s/kept", fs), "data");
 		err = errors_of(fmt_cmd("'%s' umount '%s'", sbx, fs), &st);
 		bool still = mounted(fs) && exists(fmt_cmd("%s/kept", fs));
-		umount2(fs, MNT_DETACH);	/* before any assertion can fail */
+		umount2(fs, MNT_DETACH); /* before any assertion can fail */
 		ck_assert_int_eq(w, 0);
 		ck_assert_int_eq(st, 1);
 		ONE_LINE(err, "sbx: umount: ", "is a tmpfs mount, not an sbxfs view: left mounted");
@@ -104,31 +104,38 @@ START_TEST(test_cli_reads_of_unknown_threads_say_so)
 	int st;
 
 	err = errors_of(fmt_cmd("'%s' audit --home '%s/none' --user alice --thread cli", sbx,
-				V.home), &st);
+				V.home),
+			&st);
 	ck_assert_int_eq(st, 1);
 	ONE_LINE(err, "sbx: audit: ", "unknown home");
-	err = errors_of(fmt_cmd("'%s' audit --home '%s' --user bob --thread cli", sbx, V.home), &st);
+	err = errors_of(fmt_cmd("'%s' audit --home '%s' --user bob --thread cli", sbx, V.home),
+			&st);
 	ck_assert_int_eq(st, 1);
 	ONE_LINE(err, "sbx: audit: ", "unknown user bob");
 	err = errors_of(fmt_cmd("'%s' audit --home '%s' --user alice --thread nope --format json",
-				sbx, V.home), &st);
+				sbx, V.home),
+			&st);
 	ck_assert_int_eq(st, 1);
 	ONE_LINE(err, "sbx: audit: ", "unknown thread alice/nope");
-	EQ_OUT("", "'%s' audit --home '%s' --user alice --thread nope --format json 2>/dev/null"
-	       " || true", sbx, V.home);
+	EQ_OUT("",
+	       "'%s' audit --home '%s' --user alice --thread nope --format json 2>/dev/null"
+	       " || true",
+	       sbx, V.home);
 
 	/* A thread that is there and had nothing refused: as it always was. */
 	EQ_OUT("", "'%s' audit --home '%s' --user alice --thread cli 2>&1", sbx, V.home);
-	EQ_OUT("[]\n", "'%s' audit --home '%s' --user alice --thread cli --format json 2>&1",
-	       sbx, V.home);
+	EQ_OUT("[]\n", "'%s' audit --home '%s' --user alice --thread cli --format json 2>&1", sbx,
+	       V.home);
 
 	/* The commands that scan a thread say it the same way. */
 	err = errors_of(fmt_cmd("'%s' snapshot --home '%s' --user alice --thread nope", sbx,
-				V.home), &st);
+				V.home),
+			&st);
 	ck_assert_int_eq(st, 1);
 	ONE_LINE(err, "sbx: snapshot: ", "unknown thread alice/nope");
 	err = errors_of(fmt_cmd("'%s' run begin --home '%s/none' --user alice --thread cli", sbx,
-				V.home), &st);
+				V.home),
+			&st);
 	ck_assert_int_eq(st, 1);
 	ONE_LINE(err, "sbx: run begin: ", "unknown home");
 	ck_assert(!exists(fmt_cmd("%s/none", V.home)));
@@ -152,8 +159,8 @@ static char *formats(const char *text, const char *where, const char *stop)
 START_TEST(test_cli_every_command_has_help_and_short_named_errors)
 {
 	static const char *const commands[] = {
-		"mount", "umount", "audit", "snapshot", "run", "run begin", "run end",
-		"changes", "present", "receipt", "broker", "exec", "doctor", "id",
+		"mount",   "umount",  "audit",	 "snapshot", "run",  "run begin", "run end",
+		"changes", "present", "receipt", "broker",   "exec", "doctor",	  "id",
 	};
 	const char *sbx = strdup(test_bin("sbx"));
 	char *summary = OUT("'%s' --help", sbx), *err;
@@ -168,14 +175,15 @@ START_TEST(test_cli_every_command_has_help_and_short_named_errors)
 		const char *named = strstr(help, usage);
 
 		ck_assert_msg(!strncmp(help, "Usage: sbx ", 11) && named &&
-			      named < strstr(help, "\n\n"),
+				      named < strstr(help, "\n\n"),
 			      "sbx %s --help:\n%.600s", c, help);
 		if (!strchr(c, ' '))
 			EQ_OUT(help, "'%s' help %s", sbx, c);
 		err = errors_of(fmt_cmd("'%s' %s --bogus", sbx, c), &st);
 		ck_assert_int_eq(st, 2);
 		SAME(err, fmt_cmd("sbx: %s: unrecognized option '--bogus'\n"
-				  "Try 'sbx %s --help'.\n", c, c));
+				  "Try 'sbx %s --help'.\n",
+				  c, c));
 	}
 	EQ_OUT(summary, "'%s' help", sbx);
 	err = errors_of(fmt_cmd("'%s' help frobnicate", sbx), &st);
@@ -184,19 +192,18 @@ START_TEST(test_cli_every_command_has_help_and_short_named_errors)
 
 	/* The summary lists the --format values each command's usage does. */
 	static const char *const with_format[][2] = {
-		{ "  audit ", "Usage: sbx audit " }, { "  snapshot ", "Usage: sbx snapshot " },
-		{ "  run end ", "sbx run end " }, { "  changes ", "Usage: sbx changes " },
+		{ "  audit ", "Usage: sbx audit " },	 { "  snapshot ", "Usage: sbx snapshot " },
+		{ "  run end ", "sbx run end " },	 { "  changes ", "Usage: sbx changes " },
 		{ "  receipt ", "Usage: sbx receipt " }, { "  doctor ", "Usage: sbx doctor " },
 	};
 	for (size_t i = 0; i < sizeof(with_format) / sizeof(with_format[0]); i++) {
 		char *cmd = strndup(with_format[i][0] + 2, strlen(with_format[i][0]) - 3);
 		char *in_summary = formats(summary, with_format[i][0], "\n");
-		char *in_help = formats(OUT("'%s' %s --help", sbx, cmd), with_format[i][1],
-					"\n\n");
+		char *in_help = formats(OUT("'%s' %s --help", sbx, cmd), with_format[i][1], "\n\n");
 
 		ck_assert_msg(*in_summary && !strcmp(in_summary, in_help),
-			      "sbx %s: --format %s in sbx --help, %s in its own", cmd,
-			      in_summary, in_help);
+			      "sbx %s: --format %s in sbx --help, %s in its own", cmd, in_summary,
+			      in_help);
 	}
 	SAME(formats(summary, "  run end ", "\n"), "text|json|html");
 
@@ -219,8 +226,8 @@ START_TEST(test_cli_broker_says_where_it_serves)
 	char *pid = OUT("head -1 '%s/run/broker.lock'", home);
 
 	broker_stop(home);
-	SAME(out, fmt_cmd("sbx: broker serving %s/run/broker.sock (pid %s)\n", home,
-			  strtok(pid, "\n")));
+	SAME(out,
+	     fmt_cmd("sbx: broker serving %s/run/broker.sock (pid %s)\n", home, strtok(pid, "\n")));
 }
 END_TEST
 

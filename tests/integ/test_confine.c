@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 static struct tview V;
-static char escape_dir[PATH_MAX + 16];	/* where a followed symlink would land */
+static char escape_dir[PATH_MAX + 16]; /* where a followed symlink would land */
 
 /* Symlinks are followed by the caller's kernel in the caller's namespace
  * (for an agent, the sandbox where only the view exists); what must never
@@ -88,7 +88,7 @@ START_TEST(test_confine_directory_swapped_for_symlink_never_escapes)
 	int dfd, created = 0;
 
 	if (exists("/escape"))
-		return;		/* the caller-side target must not exist */
+		return; /* the caller-side target must not exist */
 	ck_assert_int_eq(mkdir(vpath(&V, "user-data/workspace/d"), 0755), 0);
 	dfd = open(vpath(&V, "user-data/workspace/d"), O_RDONLY | O_DIRECTORY);
 	ck_assert_int_ge(dfd, 0);
@@ -138,8 +138,7 @@ START_TEST(test_confine_planted_symlinks_are_not_followed_by_the_daemon)
 	ck_assert_int_eq(lstat(vpath(&V, "user-data/workspace/planted"), &st), 0);
 	ck_assert(S_ISLNK(st.st_mode));
 	/* Opening it without following is refused by the daemon's lookup. */
-	ck_assert_int_eq(open(vpath(&V, "user-data/workspace/planted"),
-			      O_RDONLY | O_NOFOLLOW), -1);
+	ck_assert_int_eq(open(vpath(&V, "user-data/workspace/planted"), O_RDONLY | O_NOFOLLOW), -1);
 	ck_assert_int_eq(errno, ELOOP);
 	/* Magic links come back as text too. */
 	ck_assert_int_eq(symlink("/proc/self/root", hpath(&V, "user-data/workspace/magic")), 0);

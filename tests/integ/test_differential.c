@@ -97,7 +97,8 @@ START_TEST(test_differential_exchange_keeps_read_marks)
 	OK("cd '%s' && echo one > a && echo two > b && cat a b > /dev/null &&"
 	   " python3 -c 'import ctypes; l=ctypes.CDLL(None, use_errno=True);"
 	   " assert l.renameat2(-100, b\"a\", -100, b\"b\", 2) == 0' &&"
-	   " echo three >> a && echo four >> b", vpath(&V, "user-data/workspace"));
+	   " echo three >> a && echo four >> b",
+	   vpath(&V, "user-data/workspace"));
 	EQ_OUT("two\nthree\n", "cat '%s'", vpath(&V, "user-data/workspace/a"));
 }
 END_TEST

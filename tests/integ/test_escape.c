@@ -35,10 +35,11 @@ START_TEST(test_escape_publication_never_follows_a_swapped_symlink)
 	 * meet the symlink, no file, or a file changed since it was read (a
 	 * close that finds the name swapped fails: EACCES, a conflict copy). */
 	char *saves = OUT("(cd '%s' && while [ ! -e .stop ]; do"
-	   " mv -f f f.away 2>/dev/null; ln -sfn '%s' f; sleep 0.002; rm -f f;"
-	   " mv -f f.away f 2>/dev/null; sleep 0.005; done) &"
-	   " python3 tests/tools/racesave.py '%s' '%s'; wait",
-	   hpath(&V, "user-data/workspace"), target, ws_of(&V, "f"), hws_of(&V, ".stop"));
+			  " mv -f f f.away 2>/dev/null; ln -sfn '%s' f; sleep 0.002; rm -f f;"
+			  " mv -f f.away f 2>/dev/null; sleep 0.005; done) &"
+			  " python3 tests/tools/racesave.py '%s' '%s'; wait",
+			  hpath(&V, "user-data/workspace"), target, ws_of(&V, "f"),
+			  hws_of(&V, ".stop"));
 	ck_assert_msg(atoi(saves) > 0, "no save happened during the race");
 	EQ_OUT("untouched\n", "cat '%s'", target);
 	OK("test ! -L '%s' || test \"$(readlink '%s')\" = '%s'", hws_of(&V, "f"), hws_of(&V, "f"),
@@ -60,7 +61,8 @@ START_TEST(test_escape_hard_links_stay_inside)
 	ck_assert(!exists(hws_of(&V, "in")));
 	/* skills are read-only; a link into them is refused too. */
 	ck_assert_int_ne(STATUS("ln '%s' '%s/x' 2>/dev/null", ws_of(&V, "mine"),
-				vpath(&V, "skills")), 0);
+				vpath(&V, "skills")),
+			 0);
 }
 END_TEST
 
@@ -78,23 +80,29 @@ START_TEST(test_escape_from_the_exec_sandbox)
 	   test_bin("sbx"), home);
 	OK("mkdir -p '%s/users/alice/threads/t1/user-data/workspace' && ln -s"
 	   " ../../../../../threads/t2/user-data/workspace/t2-marker"
-	   " '%s/users/alice/threads/t1/user-data/workspace/climb'", home, home);
+	   " '%s/users/alice/threads/t1/user-data/workspace/climb'",
+	   home, home);
 	char *out = OUT("%s 'cat climb 2>&1; find / -maxdepth 7 -name t2-marker"
-			" -not -path \"/proc/*\" 2>/dev/null; echo end'", sbx);
+			" -not -path \"/proc/*\" 2>/dev/null; echo end'",
+			sbx);
 	ck_assert_msg(!strstr(out, "secret") && strstr(out, "end"), "%s", out);
 	/* No mounts, no way to the host's root through /proc, no raw devices. */
 	out = OUT("%s 'mount --bind / /mnt/user-data/workspace 2>/dev/null && echo MOUNTED;"
 		  " ls /proc/1/root/root 2>/dev/null && echo HOSTROOT;"
-		  " ls /dev | tr \"\\n\" \" \"; echo; cat /proc/self/status | grep CapEff'", sbx);
+		  " ls /dev | tr \"\\n\" \" \"; echo; cat /proc/self/status | grep CapEff'",
+		  sbx);
 	ck_assert_msg(!strstr(out, "MOUNTED") && !strstr(out, "HOSTROOT") &&
-		      strstr(out, "CapEff:\t0000000000000000") && !strstr(out, " sda") &&
-		      !strstr(out, "fuse"), "%s", out);
+			      strstr(out, "CapEff:\t0000000000000000") && !strstr(out, " sda") &&
+			      !strstr(out, "fuse"),
+		      "%s", out);
 	/* The home, the store and the broker's socket are not there. */
 	out = OUT("%s 'ls %s/sbx.db %s/run 2>&1 | head -2; echo end'", sbx, home, home);
 	ck_assert_msg(strstr(out, "No such file") && !strstr(out, "broker.sock"), "%s", out);
 	/* Another user's id never becomes a path. */
 	ck_assert_int_ne(STATUS("'%s' exec --home '%s' --user ../alice --thread t1 -- true"
-				" 2>/dev/null", test_bin("sbx"), home), 0);
+				" 2>/dev/null",
+				test_bin("sbx"), home),
+			 0);
 	sh("'%s' broker --home '%s' --shutdown >/dev/null 2>&1", test_bin("sbx"), home);
 }
 END_TEST

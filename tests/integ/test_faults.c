@@ -45,9 +45,14 @@ START_TEST(test_faults_eio_keeps_the_published_file)
 	/* A write, a rewrite, a new file's first write: EIO, at the write
 	 * or at close(), and the file as it was. */
 	ck_assert_int_ne(STATUS("python3 -c 'import os; fd=os.open(\"%s\", os.O_WRONLY);"
-				" os.pwrite(fd, b\"X\", 2); os.close(fd)' 2>/dev/null", ws_of(&V, "f")), 0);
-	ck_assert_int_ne(STATUS("python3 -c 'import os; fd=os.open(\"%s\", os.O_WRONLY | os.O_TRUNC);"
-				" os.write(fd, b\"new\"); os.close(fd)' 2>/dev/null", ws_of(&V, "f")), 0);
+				" os.pwrite(fd, b\"X\", 2); os.close(fd)' 2>/dev/null",
+				ws_of(&V, "f")),
+			 0);
+	ck_assert_int_ne(
+		STATUS("python3 -c 'import os; fd=os.open(\"%s\", os.O_WRONLY | os.O_TRUNC);"
+		       " os.write(fd, b\"new\"); os.close(fd)' 2>/dev/null",
+		       ws_of(&V, "f")),
+		0);
 	ck_assert_int_ne(STATUS("echo data > '%s' 2>/dev/null", ws_of(&V, "new")), 0);
 	OK("rm '%s'", trigger);
 	EQ_OUT("old content\n", "cat '%s'", hws_of(&V, "f"));
@@ -92,8 +97,8 @@ START_TEST(test_faults_killed_mid_save)
 	const char *dir = test_dir("crash");
 
 	EQ_OUT("5 crashes: every file one whole version, no stage left, store intact\n",
-	       "python3 tests/tools/crashloop.py '%s' '%s/home' '%s/mnt' 5 1",
-	       test_bin("sbxfs"), dir, dir);
+	       "python3 tests/tools/crashloop.py '%s' '%s/home' '%s/mnt' 5 1", test_bin("sbxfs"),
+	       dir, dir);
 }
 END_TEST
 

@@ -97,8 +97,7 @@ static void read_until(const char *path, const char *want)
 /* The thread's audit log as text (the writer commits within ms). */
 static char *audit_text(void)
 {
-	return OUT("'%s' audit --home '%s' --user alice --thread gate",
-		   test_bin("sbx"), V.home);
+	return OUT("'%s' audit --home '%s' --user alice --thread gate", test_bin("sbx"), V.home);
 }
 
 static void wait_audit(const char *needle)
@@ -148,15 +147,17 @@ START_TEST(test_gate_shell_overwrites_of_unread_files_are_refused)
 	 * caller and the reason; JSON carries the same fields. */
 	wait_audit("rename onto /mnt/user-data/workspace/existing");
 	char *text = audit_text();
-	ck_assert_msg(strstr(text, "refused  open with O_TRUNC /mnt/user-data/workspace/existing") &&
-		      strstr(text, ", cp): never read") &&
-		      strstr(text, "write /mnt/user-data/workspace/existing") &&
-		      strstr(text, "truncate /mnt/user-data/workspace/existing"),
+	ck_assert_msg(strstr(text,
+			     "refused  open with O_TRUNC /mnt/user-data/workspace/existing") &&
+			      strstr(text, ", cp): never read") &&
+			      strstr(text, "write /mnt/user-data/workspace/existing") &&
+			      strstr(text, "truncate /mnt/user-data/workspace/existing"),
 		      "audit:\n%s", text);
 	EQ_OUT("5 refused never read /mnt/user-data/workspace/existing False\n",
 	       "'%s' audit --home '%s' --user alice --thread gate --format json |"
 	       " python3 tests/tools/jsonq.py 'len(d), \"refused\" if not d[0][\"allowed\"] else \"?\","
-	       " d[0][\"reason\"], d[0][\"path\"], d[-1][\"allowed\"]'", test_bin("sbx"), V.home);
+	       " d[0][\"reason\"], d[0][\"path\"], d[-1][\"allowed\"]'",
+	       test_bin("sbx"), V.home);
 }
 END_TEST
 
@@ -191,10 +192,14 @@ START_TEST(test_gate_rename_exchange_is_gated_on_both_names)
 	ck_assert_int_eq(write_file(host("f"), "person's v2\n"), 0);
 	ck_assert_int_eq(write_file(ws("new"), "agent\n"), 0);
 
-	ck_assert_int_eq(renameat2(AT_FDCWD, ws("new"), AT_FDCWD, ws("f"), RENAME_EXCHANGE) < 0 ?
-			 errno : 0, EACCES);
-	ck_assert_int_eq(renameat2(AT_FDCWD, ws("f"), AT_FDCWD, ws("new"), RENAME_EXCHANGE) < 0 ?
-			 errno : 0, EACCES);
+	ck_assert_int_eq(renameat2(AT_FDCWD, ws("new"), AT_FDCWD, ws("f"), RENAME_EXCHANGE) < 0
+				 ? errno
+				 : 0,
+			 EACCES);
+	ck_assert_int_eq(renameat2(AT_FDCWD, ws("f"), AT_FDCWD, ws("new"), RENAME_EXCHANGE) < 0
+				 ? errno
+				 : 0,
+			 EACCES);
 	ck_assert_str_eq(read_file(host("f")), "person's v2\n");
 	ck_assert_str_eq(read_file(host("new")), "agent\n");
 	wait_audit("exchange /mnt/user-data/workspace/f");
@@ -212,8 +217,8 @@ START_TEST(test_gate_new_files_own_outputs_and_empty_files_need_no_read)
 	/* A new file, rewritten and appended to by the thread itself. */
 	OK("echo one > '%s' && echo two > '%s'", ws("out.txt"), ws("out.txt"));
 	for (int i = 0; i < 50; i++)
-		ck_assert_int_eq(try_write(ws("log.txt"), O_WRONLY | O_CREAT | O_APPEND,
-					   "line\n"), 0);
+		ck_assert_int_eq(try_write(ws("log.txt"), O_WRONLY | O_CREAT | O_APPEND, "line\n"),
+				 0);
 	ck_assert_int_eq(strlen(read_file(host("log.txt"))), 250);
 	ck_assert_str_eq(read_file(host("out.txt")), "two\n");
 	/* An empty file holds nothing to lose. */
@@ -239,7 +244,7 @@ START_TEST(test_gate_identical_bytes_rewritten_on_the_host_still_count_as_read)
 {
 	ck_assert_int_eq(write_file(host("same"), "unchanged content\n"), 0);
 	read_until(ws("same"), "unchanged content\n");
-	tview_sync(&V);		/* the content hash is taken after the read */
+	tview_sync(&V); /* the content hash is taken after the read */
 	/* The host rewrites the same bytes: new mtime and ctime. */
 	ck_assert_int_eq(write_file(host("same"), "unchanged content\n"), 0);
 	ck_assert_int_eq(try_write(ws("same"), OVERWRITE, "agent\n"), 0);
@@ -252,7 +257,8 @@ START_TEST(test_gate_copy_file_range_source_counts_as_read)
 	ck_assert_int_eq(write_file(host("cfr"), "copied\n"), 0);
 	OK("python3 -c \"import os; s=os.open('%s',os.O_RDONLY);"
 	   " d=os.open('%s',os.O_WRONLY|os.O_CREAT,0o644);"
-	   " assert os.copy_file_range(s,d,100)==7\"", ws("cfr"), ws("cfr-copy"));
+	   " assert os.copy_file_range(s,d,100)==7\"",
+	   ws("cfr"), ws("cfr-copy"));
 	ck_assert_int_eq(try_write(ws("cfr"), OVERWRITE, "changed\n"), 0);
 }
 END_TEST
@@ -288,20 +294,24 @@ START_TEST(test_gate_git_checkout_and_pull_work)
 	OK("mkdir '%s' && cd '%s' && git init -q -b main && printf 'main\\n' > a.txt &&"
 	   " git add a.txt && git commit -q -m main && git checkout -q -b feature &&"
 	   " printf 'feature\\n' > a.txt && git commit -q -am feature &&"
-	   " git checkout -q main", r, r);
+	   " git checkout -q main",
+	   r, r);
 	ck_assert_str_eq(read_file(vpath(&V, WS "/repo/a.txt")), "main\n");
-	OK("cd '%s' && git checkout -q feature && git checkout -q main && git merge -q --ff-only feature", r);
+	OK("cd '%s' && git checkout -q feature && git checkout -q main && git merge -q --ff-only feature",
+	   r);
 	ck_assert_str_eq(read_file(vpath(&V, WS "/repo/a.txt")), "feature\n");
 
 	/* A clone made and pulled on the host (its .git files were never read
 	 * through the view), pulled and switched in the view. */
 	OK("cd '%s' && git init -q -b main && printf 'v1\\n' > f && git add f &&"
-	   " git commit -q -m v1", up);
-	OK("git clone -q '%s' '%s' && cd '%s' && git pull -q --ff-only", up,
-	   host("clone"), host("clone"));
+	   " git commit -q -m v1",
+	   up);
+	OK("git clone -q '%s' '%s' && cd '%s' && git pull -q --ff-only", up, host("clone"),
+	   host("clone"));
 	OK("cd '%s' && printf 'v2\\n' > f && git commit -q -am v2 &&"
 	   " git checkout -q -b other && printf 'other\\n' > f && git commit -q -am o &&"
-	   " git checkout -q main", up);
+	   " git checkout -q main",
+	   up);
 	OK("cd '%s' && git pull -q --ff-only", c);
 	ck_assert_str_eq(read_file(vpath(&V, WS "/clone/f")), "v2\n");
 	OK("cd '%s' && git checkout -q -b other origin/other", c);
@@ -325,7 +335,10 @@ START_TEST(test_gate_files_moved_into_git_keep_their_gate)
 	ck_assert_int_eq(rename(ws("f"), ws(".git/objects/x")) < 0 ? errno : 0, EACCES);
 	ck_assert_int_eq(link(ws("f"), ws(".git/y")) < 0 ? errno : 0, EACCES);
 	ck_assert_int_eq(renameat2(AT_FDCWD, ws("f"), AT_FDCWD, ws(".git/objects"),
-				   RENAME_EXCHANGE) < 0 ? errno : 0, EACCES);
+				   RENAME_EXCHANGE) < 0
+				 ? errno
+				 : 0,
+			 EACCES);
 	/* A directory cannot be looked at whole: EXDEV, and mv copies it. */
 	ck_assert_int_eq(rename(ws("tree"), ws(".git/tree")) < 0 ? errno : 0, EXDEV);
 	ck_assert_str_eq(read_file(host("f")), "person's v2\n");
@@ -337,7 +350,8 @@ START_TEST(test_gate_files_moved_into_git_keep_their_gate)
 	 * and of a whole .git stay free. */
 	read_until(ws("f"), "person's v2\n");
 	OK("mv '%s' '%s' && echo agent > '%s' && mv '%s' '%s/x2' && mv '%s' '%s'", ws("f"),
-	   ws(".git/x"), ws(".git/x"), ws(".git/x"), ws(".git/objects"), ws(".git"), ws("moved.git"));
+	   ws(".git/x"), ws(".git/x"), ws(".git/x"), ws(".git/objects"), ws(".git"),
+	   ws("moved.git"));
 	ck_assert_str_eq(read_file(host("moved.git/objects/x2")), "agent\n");
 }
 END_TEST
@@ -364,12 +378,13 @@ static void wait_mark_hashed(const char *name)
  * JSON output. */
 static char *last_change(void)
 {
-	return OUT("'%s' audit --home '%s' --user alice --thread gate --format json |"
-		   " python3 tests/tools/jsonq.py --run 'c = d[-1][\"changed\"];"
-		   " print(c[\"base\"][\"size\"], c[\"current\"][\"size\"]);"
-		   " print(c[\"base\"][\"sha256\"] is not None, c[\"current\"][\"sha256\"] is not None);"
-		   " print(c[\"diff\"]); print(c[\"diff_unavailable_reason\"])'",
-		   test_bin("sbx"), V.home);
+	return OUT(
+		"'%s' audit --home '%s' --user alice --thread gate --format json |"
+		" python3 tests/tools/jsonq.py --run 'c = d[-1][\"changed\"];"
+		" print(c[\"base\"][\"size\"], c[\"current\"][\"size\"]);"
+		" print(c[\"base\"][\"sha256\"] is not None, c[\"current\"][\"sha256\"] is not None);"
+		" print(c[\"diff\"]); print(c[\"diff_unavailable_reason\"])'",
+		test_bin("sbx"), V.home);
 }
 
 /* A refusal tells what the thread missed: the version it read and the
@@ -386,10 +401,11 @@ START_TEST(test_gate_refusal_tells_what_changed)
 	char *text = OUT("'%s' audit --home '%s' --user alice --thread gate --diff",
 			 test_bin("sbx"), V.home);
 	ck_assert_msg(strstr(text, "    read:    21 bytes, modified ") &&
-		      strstr(text, "    found:   23 bytes, modified ") &&
-		      strstr(text, "--- a/mnt/user-data/workspace/notes.txt\n"
-				   "+++ b/mnt/user-data/workspace/notes.txt\n"
-				   "@@ -1,3 +1,3 @@\n line 1\n-line 2\n+line two\n line 3\n"),
+			      strstr(text, "    found:   23 bytes, modified ") &&
+			      strstr(text,
+				     "--- a/mnt/user-data/workspace/notes.txt\n"
+				     "+++ b/mnt/user-data/workspace/notes.txt\n"
+				     "@@ -1,3 +1,3 @@\n line 1\n-line 2\n+line two\n line 3\n"),
 		      "sbx audit --diff:\n%s", text);
 	ck_assert_str_eq(last_change(),
 			 "21 23\nTrue True\n--- a/mnt/user-data/workspace/notes.txt\n"
@@ -403,7 +419,8 @@ START_TEST(test_gate_refusal_tells_what_changed)
 	OK("printf 'a\\000cd' > '%s'", host("blob.bin"));
 	ck_assert_int_eq(try_write(ws("blob.bin"), OVERWRITE, "agent\n"), EACCES);
 	wait_audit("open with O_TRUNC /mnt/user-data/workspace/blob.bin");
-	ck_assert_str_eq(last_change(), "3 4\nTrue True\nNone\nthe text of the version read"
+	ck_assert_str_eq(last_change(),
+			 "3 4\nTrue True\nNone\nthe text of the version read"
 			 " was not kept (binary, sensitive, over 256 KiB, or not hashed yet)\n");
 
 	/* Large: sizes and times only. */
@@ -412,13 +429,15 @@ START_TEST(test_gate_refusal_tells_what_changed)
 	OK("head -c 300001 /dev/zero | tr '\\0' y > '%s'", host("big.txt"));
 	ck_assert_int_eq(try_write(ws("big.txt"), OVERWRITE, "agent\n"), EACCES);
 	wait_audit("open with O_TRUNC /mnt/user-data/workspace/big.txt");
-	ck_assert_str_eq(last_change(), "300000 300001\nFalse False\nNone\nthe text of the"
+	ck_assert_str_eq(last_change(),
+			 "300000 300001\nFalse False\nNone\nthe text of the"
 			 " version read was not kept (binary, sensitive, over 256 KiB, or not"
 			 " hashed yet)\n");
 	text = OUT("'%s' audit --home '%s' --user alice --thread gate --diff | tail -3",
 		   test_bin("sbx"), V.home);
 	ck_assert_msg(strstr(text, "    read:    300000 bytes, modified ") &&
-		      strstr(text, ", sha256 unknown\n    found:   300001 bytes"), "%s", text);
+			      strstr(text, ", sha256 unknown\n    found:   300001 bytes"),
+		      "%s", text);
 }
 END_TEST
 
@@ -429,7 +448,8 @@ END_TEST
 START_TEST(test_gate_refusal_diffs_never_show_a_credential)
 {
 	/* Made up, and split so that a secret scanner does not flag it. */
-	const char *token = "gh" "p_0123456789abcdefghijABCDEFGHIJ012345";
+	const char *token = "gh"
+			    "p_0123456789abcdefghijABCDEFGHIJ012345";
 	char read[128], found[128];
 
 	snprintf(read, sizeof(read), "deploy with\n%s\nline 3\n", token);
@@ -444,14 +464,16 @@ START_TEST(test_gate_refusal_diffs_never_show_a_credential)
 				    test_bin("sbx"), V.home);
 	char *text = OUT("%s", audit), *json = OUT("%s --format json", audit);
 	ck_assert_msg(!strstr(text, "ghp_") && strstr(text, "(no diff: the text of the version read"
-						      " was not kept"), "%s", text);
+							    " was not kept"),
+		      "%s", text);
 	ck_assert_msg(!strstr(json, "ghp_"), "%s", json);
 
 	OK("python3 tests/tools/oldtexts.py '%s/sbx.db' '%s' '%s'", V.home, read, found);
 	text = OUT("%s", audit);
 	json = OUT("%s --format json", audit);
-	ck_assert_msg(!strstr(text, "ghp_") && strstr(text, "(no diff: sensitive: the name or the"
-						      " content looks like it holds a secret)"),
+	ck_assert_msg(!strstr(text, "ghp_") &&
+			      strstr(text, "(no diff: sensitive: the name or the"
+					   " content looks like it holds a secret)"),
 		      "%s", text);
 	ck_assert_msg(!strstr(json, "ghp_") && strstr(json, "\"diff\": null"), "%s", json);
 }
@@ -468,11 +490,14 @@ START_TEST(test_gate_audit_text_escapes_names)
 	 * command name holds an escape sequence. */
 	char *sh_esc = fmt_cmd("%s/sh\033[2J", test_dir("comm"));
 	OK("cp /bin/sh '%s'", sh_esc);
-	ck_assert_int_ne(STATUS("'%s' -c \"echo x > '%s'\" 2>/dev/null", sh_esc, ws("%s", forged)), 0);
-	wait_audit("refused  open with O_TRUNC \"/mnt/user-data/workspace/inj\\n2099-01-01T00:00:00Z");
+	ck_assert_int_ne(STATUS("'%s' -c \"echo x > '%s'\" 2>/dev/null", sh_esc, ws("%s", forged)),
+			 0);
+	wait_audit(
+		"refused  open with O_TRUNC \"/mnt/user-data/workspace/inj\\n2099-01-01T00:00:00Z");
 	char *text = audit_text();
 	ck_assert_msg(!strstr(text, "\n2099") && !strchr(text, '\033') &&
-		      strstr(text, "\"sh\\033[2J\"): never read\n"), "%s", text);
+			      strstr(text, "\"sh\\033[2J\"): never read\n"),
+		      "%s", text);
 	EQ_OUT("1\n", "'%s' audit --home '%s' --user alice --thread gate | wc -l", test_bin("sbx"),
 	       V.home);
 }
@@ -517,7 +542,8 @@ START_TEST(test_gate_a_handle_is_authorized_once)
 	ck_assert_int_eq(errno, EACCES);
 	ck_assert_str_eq(read_file(host("held")), "host\n");
 	wait_audit("save /mnt/user-data/workspace/held");
-	wait_audit("changed on the host while open; the agent's version is kept as /mnt/user-data/workspace/held.sbx-conflict-");
+	wait_audit(
+		"changed on the host while open; the agent's version is kept as /mnt/user-data/workspace/held.sbx-conflict-");
 }
 END_TEST
 
@@ -572,7 +598,7 @@ START_TEST(test_gate_off_allows_and_records_nothing)
 {
 	ck_assert_int_eq(write_file(host("a.txt"), "host\n"), 0);
 	ck_assert_int_eq(try_write(ws("a.txt"), OVERWRITE, "agent\n"), 0);
-	tview_sync(&V);		/* a row, had one been queued, is stored */
+	tview_sync(&V); /* a row, had one been queued, is stored */
 	ck_assert_str_eq(audit_text(), "");
 }
 END_TEST
@@ -594,8 +620,7 @@ START_TEST(test_gate_rbw_unlink_gates_unlink_and_rmdir)
 	ck_assert_int_eq(rmdir(ws("hostdir")), 0);
 
 	/* A tree the thread made itself goes without reading it first. */
-	OK("mkdir -p '%s/a/b' && echo x > '%s/a/b/f' && rm -rf '%s'", ws("t"),
-	   ws("t"), ws("t"));
+	OK("mkdir -p '%s/a/b' && echo x > '%s/a/b/f' && rm -rf '%s'", ws("t"), ws("t"), ws("t"));
 	ck_assert(!exists(host("t")));
 	wait_audit("unlink /mnt/user-data/workspace/victim");
 	wait_audit("rmdir /mnt/user-data/workspace/hostdir");

@@ -124,7 +124,8 @@ START_TEST(test_layout_read_only_roots_refuse_writes)
 	ck_assert_int_eq(errno, EROFS);
 	ck_assert_int_eq(chmod(vpath(&V, "ref/readme"), 0777), -1);
 	ck_assert_int_eq(errno, EROFS);
-	ck_assert_int_eq(rename(vpath(&V, "ref/readme"), vpath(&V, "user-data/workspace/stolen")), -1);
+	ck_assert_int_eq(rename(vpath(&V, "ref/readme"), vpath(&V, "user-data/workspace/stolen")),
+			 -1);
 	ck_assert_int_eq(errno, EROFS);
 	ck_assert_int_eq(link(vpath(&V, "ref/readme"), vpath(&V, "user-data/workspace/alias")), -1);
 	snprintf(p, sizeof(p), "%s/readme", extra_ro);
@@ -135,8 +136,8 @@ START_TEST(test_layout_read_only_roots_refuse_writes)
 END_TEST
 
 static const char *const device_names[] = {
-	"NUL", "nul.txt", "NUL .txt", "COM1 .log", "con.tar.gz", "LPT\xc2\xb9", "conin$",
-	"NUL:stream", "CON:", "aux:x.txt",	/* a device and a stream */
+	"NUL",	  "nul.txt",	"NUL .txt", "COM1 .log", "con.tar.gz", "LPT\xc2\xb9",
+	"conin$", "NUL:stream", "CON:",	    "aux:x.txt", /* a device and a stream */
 };
 
 START_TEST(test_layout_refuses_windows_device_names)
@@ -151,10 +152,12 @@ START_TEST(test_layout_refuses_windows_device_names)
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_int_eq(write_file(vpath(&V, "user-data/workspace/src-%d", _i), "x"), 0);
 	ck_assert_int_eq(rename(vpath(&V, "user-data/workspace/src-%d", _i),
-				vpath(&V, "user-data/workspace/%s", name)), -1);
+				vpath(&V, "user-data/workspace/%s", name)),
+			 -1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_int_eq(link(vpath(&V, "user-data/workspace/src-%d", _i),
-			      vpath(&V, "user-data/workspace/%s", name)), -1);
+			      vpath(&V, "user-data/workspace/%s", name)),
+			 -1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert(!exists(hpath(&V, "user-data/workspace/%s", name)));
 	ck_assert(!exists(hpath(&V, "user-data/outputs/%s", name)));
@@ -201,8 +204,14 @@ START_TEST(test_layout_uploads_hide_and_refuse_staging_names)
 }
 END_TEST
 
-static bool is_present(const char *p) { return exists(p); }
-static bool is_absent(const char *p) { return !exists(p); }
+static bool is_present(const char *p)
+{
+	return exists(p);
+}
+static bool is_absent(const char *p)
+{
+	return !exists(p);
+}
 static bool has_mode_600(const char *p)
 {
 	struct stat st;
@@ -254,7 +263,8 @@ START_TEST(test_layout_host_edits_reach_a_long_cache_at_once)
 	ck_assert(eventually(is_present, vpath(&V, "user-data/workspace/newdir/f")));
 
 	ck_assert_int_eq(rename(hpath(&V, "user-data/workspace/w.txt"),
-				hpath(&V, "user-data/workspace/w2.txt")), 0);
+				hpath(&V, "user-data/workspace/w2.txt")),
+			 0);
 	ck_assert(eventually(is_absent, vpath(&V, "user-data/workspace/w.txt")));
 	ck_assert(eventually(is_present, vpath(&V, "user-data/workspace/w2.txt")));
 
@@ -336,8 +346,7 @@ START_TEST(test_layout_threads_are_isolated)
 	ck_assert_str_eq(read_file(vpath(&other, "user-data/workspace/mine")), "alice-t2");
 	ck_assert_str_eq(read_file(vpath(&bob, "user-data/workspace/mine")), "bob-t1");
 	ck_assert(!exists(vpath(&bob, "user-data/workspace/hello.txt")) ||
-		  !exists(vpath(&V, "user-data/workspace/hello.txt")) ||
-		  strcmp(V.mnt, bob.mnt));
+		  !exists(vpath(&V, "user-data/workspace/hello.txt")) || strcmp(V.mnt, bob.mnt));
 	ck_assert_str_eq(list_dir(vpath(&bob, "user-data/workspace")), "mine");
 	tview_umount(&other);
 	tview_umount(&bob);
@@ -445,11 +454,12 @@ START_TEST(test_layout_hard_link_survives_unlink_of_the_name_it_was_known_by)
 	struct stat st;
 
 	if (geteuid() != 0)
-		return;		/* drop_caches */
+		return; /* drop_caches */
 	ck_assert_int_eq(tview_mount(&m, NULL, "u", "t", extra), 0);
 	ck_assert_int_eq(write_file(vpath(&m, "user-data/workspace/a"), "shared"), 0);
 	ck_assert_int_eq(link(vpath(&m, "user-data/workspace/a"),
-			      vpath(&m, "user-data/workspace/b")), 0);
+			      vpath(&m, "user-data/workspace/b")),
+			 0);
 	/* Make "a" the name the daemon last saw the file under. */
 	ck_assert_int_eq(sh("sync; echo 2 > /proc/sys/vm/drop_caches"), 0);
 	ck_assert_int_eq(stat(vpath(&m, "user-data/workspace/b"), &st), 0);

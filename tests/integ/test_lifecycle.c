@@ -142,7 +142,8 @@ START_TEST(test_lifecycle_sbx_mount_mounts)
 
 	/* sbxfs options may follow the mount point, --home the command. */
 	ck_assert_int_eq(sh("'%s' mount --home '%s' --user u --thread t '%s' --cache-timeout 5",
-			    test_bin("sbx"), home, mnt), 0);
+			    test_bin("sbx"), home, mnt),
+			 0);
 	ck_assert(is_mounted(mnt));
 	ck_assert_int_eq(stat(mnt, &st), 0);
 	snprintf(v.mnt, sizeof(v.mnt), "%s", mnt);
@@ -167,7 +168,8 @@ START_TEST(test_lifecycle_stale_mount_is_recovered)
 	ck_assert_int_eq(errno, ENOTCONN);
 	/* Mounting again at the same place detaches the dead mount. */
 	ck_assert_int_eq(sh("'%s' --home '%s' --user u --thread t '%s' 2>/dev/null",
-			    test_bin("sbxfs"), v.home, v.mnt), 0);
+			    test_bin("sbxfs"), v.home, v.mnt),
+			 0);
 	v.mounted = true;
 	ck_assert_str_eq(read_file(vpath(&v, "user-data/workspace/kept")), "data");
 	tview_umount(&v);
@@ -217,23 +219,26 @@ START_TEST(test_lifecycle_refuses_bad_ids_before_creating_anything)
 {
 	/* The reference's rules: no '.', a thread id at most 64 long (both
 	 * mounted before). */
-	static const char *const bad[] = { "../x", "a/b", ".", "''", "'a b'",
-					   "\"$(printf 'a\\nb')\"", "a.b" };
+	static const char *const bad[] = { "../x", "a/b",   ".",
+					   "''",   "'a b'", "\"$(printf 'a\\nb')\"",
+					   "a.b" };
 	const char *home = test_dir("home"), *mnt = test_dir("mnt");
 	char err[4096], args[PATH_MAX * 3];
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		snprintf(args, sizeof(args), "--home '%s/h' --user %s --thread t '%s'",
-			 home, bad[i], mnt);
+		snprintf(args, sizeof(args), "--home '%s/h' --user %s --thread t '%s'", home,
+			 bad[i], mnt);
 		ck_assert_int_eq(sbxfs_fails(err, sizeof(err), args), 2);
 		ck_assert_msg(strstr(err, "invalid user id"), "stderr: %s", err);
-		snprintf(args, sizeof(args), "--home '%s/h' --user u --thread %s '%s'",
-			 home, bad[i], mnt);
+		snprintf(args, sizeof(args), "--home '%s/h' --user u --thread %s '%s'", home,
+			 bad[i], mnt);
 		ck_assert_int_eq(sbxfs_fails(err, sizeof(err), args), 2);
 		ck_assert_msg(strstr(err, "invalid thread id"), "stderr: %s", err);
 	}
-	snprintf(args, sizeof(args), "--home '%s/h' --user u --thread \"$(printf 't%%.0s' $(seq 65))\""
-		 " '%s'", home, mnt);
+	snprintf(args, sizeof(args),
+		 "--home '%s/h' --user u --thread \"$(printf 't%%.0s' $(seq 65))\""
+		 " '%s'",
+		 home, mnt);
 	ck_assert_int_eq(sbxfs_fails(err, sizeof(err), args), 2);
 	ck_assert_msg(strstr(err, "longer than 64"), "stderr: %s", err);
 	char h[PATH_MAX + 4];
@@ -273,7 +278,7 @@ START_TEST(test_lifecycle_explains_unwritable_home)
 	char err[4096], args[PATH_MAX * 3];
 
 	if (geteuid() != 0)
-		return;		/* needs a read-only tmpfs */
+		return; /* needs a read-only tmpfs */
 	ck_assert_int_eq(mount("tmpfs", ro, "tmpfs", MS_RDONLY, "size=1m"), 0);
 	snprintf(args, sizeof(args), "--home '%s/home' --user u --thread t '%s'", ro, mnt);
 	int r = sbxfs_fails(err, sizeof(err), args);
@@ -291,8 +296,7 @@ START_TEST(test_lifecycle_explains_missing_dev_fuse)
 	if (geteuid() != 0 || sh("command -v unshare >/dev/null") != 0)
 		return;
 	/* A private mount namespace whose /dev has no fuse device. */
-	snprintf(args, sizeof(args),
-		 "--home '%s' --user u --thread t '%s'", home, mnt);
+	snprintf(args, sizeof(args), "--home '%s' --user u --thread t '%s'", home, mnt);
 	char out[PATH_MAX];
 	snprintf(out, sizeof(out), "%s/stderr", test_dir("err"));
 	int r = sh("unshare -m sh -c \"mount -t tmpfs tmpfs /dev && '%s' %s\" 2>'%s'",
@@ -311,13 +315,17 @@ START_TEST(test_lifecycle_help_and_usage_errors)
 	ck_assert_int_eq(sh("'%s' --user u /x 2>/dev/null", test_bin("sbxfs")), 2);
 	ck_assert_int_eq(sh("'%s' --bogus 2>/dev/null", test_bin("sbxfs")), 2);
 	ck_assert_int_eq(sh("'%s' --user u --thread t --mount /mnt/x=rel /x 2>/dev/null",
-			    test_bin("sbxfs")), 2);
+			    test_bin("sbxfs")),
+			 2);
 	ck_assert_int_eq(sh("'%s' --user u --thread t --cache-timeout -1 /x 2>/dev/null",
-			    test_bin("sbxfs")), 2);
-	ck_assert_int_eq(sh("'%s' --user u --thread t --mount /mnt/a=/tmp --mount /mnt/a=/var /x 2>/dev/null",
-			    test_bin("sbxfs")), 2);
-	ck_assert_int_eq(sh("'%s' --home '' --user u --thread t /x 2>/dev/null",
-			    test_bin("sbxfs")), 2);
+			    test_bin("sbxfs")),
+			 2);
+	ck_assert_int_eq(
+		sh("'%s' --user u --thread t --mount /mnt/a=/tmp --mount /mnt/a=/var /x 2>/dev/null",
+		   test_bin("sbxfs")),
+		2);
+	ck_assert_int_eq(sh("'%s' --home '' --user u --thread t /x 2>/dev/null", test_bin("sbxfs")),
+			 2);
 	ck_assert_int_eq(sh("'%s' --home 2>/dev/null", test_bin("sbx")), 2);
 	ck_assert_int_eq(sh("'%s' frobnicate 2>/dev/null", test_bin("sbx")), 2);
 	ck_assert_int_eq(sh("'%s' 2>/dev/null", test_bin("sbx")), 2);
@@ -330,9 +338,11 @@ START_TEST(test_lifecycle_mount_helper_translates_fstab_options)
 	struct tview v = { .mounted = true };
 
 	/* What mount(8) runs for "mount -t fuse.sbxfs u/t MNT -o ...". */
-	ck_assert_int_eq(sh("SBXFS='%s' mount-helpers/mount.sbxfs u/t '%s' "
-			    "-o defaults,nofail,home=%s,cache_timeout=2,portable_names=off,host_watch=off,rbw=off,noatime",
-			    test_bin("sbxfs"), mnt, home), 0);
+	ck_assert_int_eq(
+		sh("SBXFS='%s' mount-helpers/mount.sbxfs u/t '%s' "
+		   "-o defaults,nofail,home=%s,cache_timeout=2,portable_names=off,host_watch=off,rbw=off,noatime",
+		   test_bin("sbxfs"), mnt, home),
+		0);
 	snprintf(v.mnt, sizeof(v.mnt), "%s", mnt);
 	snprintf(v.home, sizeof(v.home), "%s", home);
 	snprintf(v.user, sizeof(v.user), "u");

@@ -40,8 +40,8 @@
 #define WS "user-data/workspace"
 #define NOBODY 65534
 
-static struct tview V;		/* the plain view */
-static char native_dir[PATH_MAX];	/* same filesystem as V's backing dirs */
+static struct tview V;		  /* the plain view */
+static char native_dir[PATH_MAX]; /* same filesystem as V's backing dirs */
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -53,32 +53,29 @@ static const char *ename(int e)
 }
 
 /* Asserts that EXPR returns -1 with errno E. */
-#define ck_assert_fails(expr, e)                                             \
-	do {                                                                 \
-		errno = 0;                                                   \
-		long r_ = (long)(expr);                                      \
-		int e_ = errno;                                              \
-		ck_assert_msg(r_ == -1 && e_ == (e),                         \
-			      "%s: returned %ld (%s), expected -1 (%s)",     \
-			      #expr, r_, ename(r_ == -1 ? e_ : 0),           \
-			      ename(e));                                     \
+#define ck_assert_fails(expr, e)                                                                \
+	do {                                                                                    \
+		errno = 0;                                                                      \
+		long r_ = (long)(expr);                                                         \
+		int e_ = errno;                                                                 \
+		ck_assert_msg(r_ == -1 && e_ == (e), "%s: returned %ld (%s), expected -1 (%s)", \
+			      #expr, r_, ename(r_ == -1 ? e_ : 0), ename(e));                   \
 	} while (0)
 
 /* Asserts that EXPR returns 0 (prints errno otherwise). */
-#define ck_assert_ok(expr)                                                   \
-	do {                                                                 \
-		errno = 0;                                                   \
-		long r_ = (long)(expr);                                      \
-		ck_assert_msg(r_ == 0, "%s: returned %ld (%s)", #expr, r_,   \
-			      ename(r_ < 0 ? errno : 0));                    \
+#define ck_assert_ok(expr)                                                 \
+	do {                                                               \
+		errno = 0;                                                 \
+		long r_ = (long)(expr);                                    \
+		ck_assert_msg(r_ == 0, "%s: returned %ld (%s)", #expr, r_, \
+			      ename(r_ < 0 ? errno : 0));                  \
 	} while (0)
 
 static char *join(const char *prefix, const char *fmt, va_list ap)
 {
 	char *rel, *out;
 
-	if (vasprintf(&rel, fmt, ap) < 0 ||
-	    asprintf(&out, "%s/%s", prefix, rel) < 0)
+	if (vasprintf(&rel, fmt, ap) < 0 || asprintf(&out, "%s/%s", prefix, rel) < 0)
 		abort();
 	free(rel);
 	return out;
@@ -177,13 +174,11 @@ static bool ts_after(struct timespec a, struct timespec b)
 	return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec > b.tv_nsec);
 }
 
-#define ck_assert_ts_eq(a, b)                                                \
-	ck_assert_msg(ts_eq(a, b), "%s = %lld.%09ld, %s = %lld.%09ld", #a,   \
-		      (long long)(a).tv_sec, (a).tv_nsec, #b,                \
-		      (long long)(b).tv_sec, (b).tv_nsec)
+#define ck_assert_ts_eq(a, b)                                                                     \
+	ck_assert_msg(ts_eq(a, b), "%s = %lld.%09ld, %s = %lld.%09ld", #a, (long long)(a).tv_sec, \
+		      (a).tv_nsec, #b, (long long)(b).tv_sec, (b).tv_nsec)
 
-static void set_times(const char *path, time_t atime, long ansec, time_t mtime,
-		      long mnsec)
+static void set_times(const char *path, time_t atime, long ansec, time_t mtime, long mnsec)
 {
 	struct timespec ts[2] = { { atime, ansec }, { mtime, mnsec } };
 
@@ -391,7 +386,7 @@ START_TEST(test_posix_mkdir_and_rmdir_change_the_host_tree)
 	ck_assert_ok(mkdir(ws("made"), 0777));
 	st = xlstat(hws("made"));
 	ck_assert(S_ISDIR(st.st_mode));
-	ck_assert_int_eq(st.st_mode & 07777, 0755);	/* umask 022 */
+	ck_assert_int_eq(st.st_mode & 07777, 0755); /* umask 022 */
 	st = xstat(ws("made"));
 	ck_assert(S_ISDIR(st.st_mode));
 	ck_assert_int_eq(st.st_mode & 07777, 0755);
@@ -417,7 +412,7 @@ START_TEST(test_posix_readdir_lists_every_entry_with_its_type_and_inode)
 		const char *name;
 		unsigned char type;
 	} want[] = {
-		{ ".", DT_DIR }, { "..", DT_DIR }, { "file", DT_REG },
+		{ ".", DT_DIR },   { "..", DT_DIR },   { "file", DT_REG },
 		{ "dir", DT_DIR }, { "link", DT_LNK }, { "fifo", DT_FIFO },
 	};
 	bool seen[6] = { false };
@@ -445,8 +440,8 @@ START_TEST(test_posix_readdir_lists_every_entry_with_its_type_and_inode)
 			      de->d_name, de->d_type, want[i].type);
 		if (i >= 2)
 			ck_assert_msg(de->d_ino == xlstat(hws("ls/%s", de->d_name)).st_ino,
-				      "'%s' has d_ino %ju, host st_ino differs",
-				      de->d_name, (uintmax_t)de->d_ino);
+				      "'%s' has d_ino %ju, host st_ino differs", de->d_name,
+				      (uintmax_t)de->d_ino);
 	}
 	closedir(d);
 	ck_assert_int_eq(n, 6);
@@ -485,8 +480,7 @@ START_TEST(test_posix_seekdir_returns_to_the_position_telldir_gave)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		ck_assert_int_eq(sscanf(de->d_name, "entry-%d", &i), 1);
-		ck_assert_msg(i >= 0 && i < N && !seen[i], "bad or repeated entry %s",
-			      de->d_name);
+		ck_assert_msg(i >= 0 && i < N && !seen[i], "bad or repeated entry %s", de->d_name);
 		seen[i] = true;
 	}
 	ck_assert_int_eq(n, N + 2);
@@ -525,12 +519,8 @@ END_TEST
 /* ---- symlinks --------------------------------------------------------- */
 
 static const char *const link_targets[] = {
-	"/etc/hostname",
-	"../../../outside/../x",
-	"does/not/exist",
-	"a//b/./c/",
-	"with space\tand tab",
-	"..",
+	"/etc/hostname", "../../../outside/../x", "does/not/exist",
+	"a//b/./c/",	 "with space\tand tab",	  "..",
 };
 
 START_TEST(test_posix_readlink_returns_the_target_verbatim)
@@ -722,15 +712,14 @@ START_TEST(test_posix_rename_noreplace_refuses_existing_target)
 {
 	put_text(ws("nr-src"), "source");
 	put_text(ws("nr-dst"), "target");
-	ck_assert_fails(renameat2(AT_FDCWD, ws("nr-src"), AT_FDCWD, ws("nr-dst"),
-				  RENAME_NOREPLACE), EEXIST);
+	ck_assert_fails(renameat2(AT_FDCWD, ws("nr-src"), AT_FDCWD, ws("nr-dst"), RENAME_NOREPLACE),
+			EEXIST);
 	assert_text(ws("nr-src"), "source");
 	assert_text(ws("nr-dst"), "target");
 	assert_text(hws("nr-src"), "source");
 	assert_text(hws("nr-dst"), "target");
 	/* To a free name it is a plain rename. */
-	ck_assert_ok(renameat2(AT_FDCWD, ws("nr-src"), AT_FDCWD, ws("nr-free"),
-			       RENAME_NOREPLACE));
+	ck_assert_ok(renameat2(AT_FDCWD, ws("nr-src"), AT_FDCWD, ws("nr-free"), RENAME_NOREPLACE));
 	assert_text(hws("nr-free"), "source");
 	ck_assert(!exists(hws("nr-src")));
 }
@@ -745,8 +734,7 @@ START_TEST(test_posix_rename_exchange_swaps_two_files)
 	put_text(ws("ex-dir/b"), "content of b");
 	ia = xstat(ws("ex-a")).st_ino;
 	ib = xstat(ws("ex-dir/b")).st_ino;
-	ck_assert_ok(renameat2(AT_FDCWD, ws("ex-a"), AT_FDCWD, ws("ex-dir/b"),
-			       RENAME_EXCHANGE));
+	ck_assert_ok(renameat2(AT_FDCWD, ws("ex-a"), AT_FDCWD, ws("ex-dir/b"), RENAME_EXCHANGE));
 	assert_text(ws("ex-a"), "content of b");
 	assert_text(ws("ex-dir/b"), "content of a");
 	assert_text(hws("ex-a"), "content of b");
@@ -754,8 +742,8 @@ START_TEST(test_posix_rename_exchange_swaps_two_files)
 	ck_assert_int_eq(xstat(ws("ex-a")).st_ino, ib);
 	ck_assert_int_eq(xstat(ws("ex-dir/b")).st_ino, ia);
 	/* Exchanging with a missing name fails and changes nothing. */
-	ck_assert_fails(renameat2(AT_FDCWD, ws("ex-a"), AT_FDCWD, ws("ex-none"),
-				  RENAME_EXCHANGE), ENOENT);
+	ck_assert_fails(renameat2(AT_FDCWD, ws("ex-a"), AT_FDCWD, ws("ex-none"), RENAME_EXCHANGE),
+			ENOENT);
 	assert_text(hws("ex-a"), "content of b");
 }
 END_TEST
@@ -866,16 +854,16 @@ START_TEST(test_posix_write_and_truncate_remove_a_file_capability_as_natively)
 
 	for (int i = 0; i < 2; i++) {
 		put_text(paths[i], "bin");
-		ck_assert_ok(setxattr(paths[i], "security.capability", file_cap,
-				      sizeof(file_cap), 0));
+		ck_assert_ok(
+			setxattr(paths[i], "security.capability", file_cap, sizeof(file_cap), 0));
 		ck_assert(has_file_cap(paths[i]));
 		int fd = open(paths[i], O_WRONLY | O_APPEND);
 		ck_assert_int_ge(fd, 0);
 		ck_assert_int_eq(write(fd, "!", 1), 1);
 		ck_assert_ok(close(fd));
 		ck_assert(!has_file_cap(paths[i]));
-		ck_assert_ok(setxattr(paths[i], "security.capability", file_cap,
-				      sizeof(file_cap), 0));
+		ck_assert_ok(
+			setxattr(paths[i], "security.capability", file_cap, sizeof(file_cap), 0));
 		ck_assert_ok(truncate(paths[i], 1));
 		ck_assert(!has_file_cap(paths[i]));
 	}
@@ -1244,9 +1232,8 @@ START_TEST(test_posix_punch_hole_makes_a_hole_seen_by_seek_hole_and_seek_data)
 	struct hole_result native = punch(nat("holes")), view = punch(ws("holes"));
 	static const char zeros[16];
 
-	ck_assert_msg(view.falloc_errno == native.falloc_errno,
-		      "punch hole: view %s, native %s", ename(view.falloc_errno),
-		      ename(native.falloc_errno));
+	ck_assert_msg(view.falloc_errno == native.falloc_errno, "punch hole: view %s, native %s",
+		      ename(view.falloc_errno), ename(native.falloc_errno));
 	ck_assert_int_eq(view.size, 3 * 65536);
 	ck_assert_int_eq(view.hole, native.hole);
 	ck_assert_int_eq(view.data, native.data);
@@ -1350,10 +1337,11 @@ static char *symlink_xattr_calls(const char *link)
 	e[2] = r[2] < 0 ? errno : 0;
 	r[3] = lgetxattr(link, "user.sbx", buf, sizeof(buf));
 	e[3] = r[3] < 0 ? errno : 0;
-	if (asprintf(&out, "llistxattr %zd %s, lgetxattr(trusted) %zd %s, "
+	if (asprintf(&out,
+		     "llistxattr %zd %s, lgetxattr(trusted) %zd %s, "
 		     "lsetxattr(trusted) %zd %s, lgetxattr(user) %zd %s",
-		     r[0], ename(e[0]), r[1], ename(e[1]), r[2], ename(e[2]),
-		     r[3], ename(e[3])) < 0)
+		     r[0], ename(e[0]), r[1], ename(e[1]), r[2], ename(e[2]), r[3],
+		     ename(e[3])) < 0)
 		abort();
 	return out;
 }
@@ -1378,11 +1366,9 @@ START_TEST(test_posix_missing_xattr_fails_with_enodata)
 	put_text(ws("xa-missing"), "x");
 	ck_assert_fails(getxattr(ws("xa-missing"), "user.none", buf, sizeof(buf)), ENODATA);
 	ck_assert_fails(removexattr(ws("xa-missing"), "user.none"), ENODATA);
-	ck_assert_fails(setxattr(ws("xa-missing"), "user.none", "v", 1, XATTR_REPLACE),
-			ENODATA);
+	ck_assert_fails(setxattr(ws("xa-missing"), "user.none", "v", 1, XATTR_REPLACE), ENODATA);
 	ck_assert_ok(setxattr(ws("xa-missing"), "user.once", "v", 1, XATTR_CREATE));
-	ck_assert_fails(setxattr(ws("xa-missing"), "user.once", "w", 1, XATTR_CREATE),
-			EEXIST);
+	ck_assert_fails(setxattr(ws("xa-missing"), "user.once", "w", 1, XATTR_CREATE), EEXIST);
 	ck_assert_int_eq(getxattr(hws("xa-missing"), "user.once", buf, sizeof(buf)), 1);
 	ck_assert_fails(getxattr(hws("xa-missing"), "user.none", buf, sizeof(buf)), ENODATA);
 }
@@ -1414,7 +1400,7 @@ START_TEST(test_posix_acl_set_with_setxattr_is_stored_on_the_host)
 		uint16_t tag, perm;
 		uint32_t id;
 	} __attribute__((packed)) e[] = {
-		{ 0x01, 6, UINT32_MAX }, { 0x02, 6, 4321 }, { 0x04, 4, UINT32_MAX },
+		{ 0x01, 6, UINT32_MAX }, { 0x02, 6, 4321 },	  { 0x04, 4, UINT32_MAX },
 		{ 0x10, 6, UINT32_MAX }, { 0x20, 4, UINT32_MAX },
 	};
 	char value[4 + sizeof(e)], got[256];
@@ -1423,18 +1409,17 @@ START_TEST(test_posix_acl_set_with_setxattr_is_stored_on_the_host)
 	memcpy(value, &version, 4);
 	memcpy(value + 4, e, sizeof(e));
 	put_text(ws("acl-raw"), "a");
-	ck_assert_ok(setxattr(ws("acl-raw"), "system.posix_acl_access", value,
-			      sizeof(value), 0));
-	ck_assert_int_eq(getxattr(hws("acl-raw"), "system.posix_acl_access", got,
-				  sizeof(got)), (ssize_t)sizeof(value));
+	ck_assert_ok(setxattr(ws("acl-raw"), "system.posix_acl_access", value, sizeof(value), 0));
+	ck_assert_int_eq(getxattr(hws("acl-raw"), "system.posix_acl_access", got, sizeof(got)),
+			 (ssize_t)sizeof(value));
 	ck_assert_mem_eq(got, value, sizeof(value));
-	ck_assert_ptr_nonnull(strstr(capture("getfacl -cnp '%s'", hws("acl-raw")),
-				     "user:4321:rw-"));
+	ck_assert_ptr_nonnull(
+		strstr(capture("getfacl -cnp '%s'", hws("acl-raw")), "user:4321:rw-"));
 	/* The mask is the group class of the mode. */
 	ck_assert_int_eq(xstat(hws("acl-raw")).st_mode & 0777, 0664);
 	ck_assert_ok(removexattr(ws("acl-raw"), "system.posix_acl_access"));
-	ck_assert_fails(getxattr(hws("acl-raw"), "system.posix_acl_access", got,
-				 sizeof(got)), ENODATA);
+	ck_assert_fails(getxattr(hws("acl-raw"), "system.posix_acl_access", got, sizeof(got)),
+			ENODATA);
 }
 END_TEST
 
@@ -1449,7 +1434,7 @@ START_TEST(test_posix_default_acl_is_inherited_as_natively)
 		char *f, *d;
 		ck_assert_int_ge(asprintf(&f, "%s/file", dirs[i]), 0);
 		ck_assert_int_ge(asprintf(&d, "%s/dir", dirs[i]), 0);
-		int fd = open(f, O_CREAT | O_WRONLY, 0666);	/* umask 022 */
+		int fd = open(f, O_CREAT | O_WRONLY, 0666); /* umask 022 */
 		ck_assert_int_ge(fd, 0);
 		ck_assert_ok(close(fd));
 		ck_assert_ok(mkdir(d, 0777));
@@ -1460,8 +1445,8 @@ START_TEST(test_posix_default_acl_is_inherited_as_natively)
 
 		ck_assert_ptr_nonnull(strstr(native, "user:1234:rwx"));
 		ck_assert_msg(!strcmp(host, native),
-			      "%s created through the view has ACL\n%s\nnatively\n%s",
-			      names[j], host, native);
+			      "%s created through the view has ACL\n%s\nnatively\n%s", names[j],
+			      host, native);
 		ck_assert_int_eq(xstat(hws("dacl/%s", names[j])).st_mode & 07777,
 				 xstat(nat("dacl/%s", names[j])).st_mode & 07777);
 	}
@@ -1505,9 +1490,8 @@ START_TEST(test_posix_fcntl_lock_held_by_one_process_blocks_another)
 		int e = in_child(child_setlk, paths[i]);
 		if (i == 0)
 			native_errno = e;
-		ck_assert_msg(e == native_errno && e == EAGAIN,
-			      "child's F_SETLK: %s (native %s)", ename(e),
-			      ename(native_errno));
+		ck_assert_msg(e == native_errno && e == EAGAIN, "child's F_SETLK: %s (native %s)",
+			      ename(e), ename(native_errno));
 		ck_assert_int_eq(in_child(child_getlk, paths[i]), 0);
 		fl.l_type = F_UNLCK;
 		ck_assert_ok(fcntl(fd, F_SETLK, &fl));
@@ -1676,8 +1660,8 @@ START_TEST(test_posix_o_direct_aligned_write_lands_on_the_host)
 	ck_assert_msg(fd >= 0, "open O_DIRECT: %s", ename(errno));
 	errno = 0;
 	ck_assert_msg(pwrite(fd, wbuf, 4096, 0) == 4096, "pwrite: %s", ename(errno));
-	ck_assert_msg(pwrite(fd, (char *)wbuf + 4096, 4096, 4096) == 4096,
-		      "pwrite at 4096: %s", ename(errno));
+	ck_assert_msg(pwrite(fd, (char *)wbuf + 4096, 4096, 4096) == 4096, "pwrite at 4096: %s",
+		      ename(errno));
 	ck_assert_msg(pread(fd, rbuf, 8192, 0) == 8192, "pread: %s", ename(errno));
 	ck_assert_mem_eq(rbuf, wbuf, 8192);
 	ck_assert_ok(close(fd));
@@ -1703,8 +1687,7 @@ START_TEST(test_posix_o_direct_aligned_read_returns_the_file_content)
 	errno = 0;
 	ck_assert_msg(pread(fd, rbuf, 8192, 0) == 8192, "pread: %s", ename(errno));
 	ck_assert_mem_eq(rbuf, data, 8192);
-	ck_assert_msg(pread(fd, rbuf, 4096, 4096) == 4096, "pread at 4096: %s",
-		      ename(errno));
+	ck_assert_msg(pread(fd, rbuf, 4096, 4096) == 4096, "pread at 4096: %s", ename(errno));
 	ck_assert_mem_eq(rbuf, data + 4096, 4096);
 	ck_assert_ok(close(fd));
 	free(rbuf);
@@ -1769,7 +1752,7 @@ START_TEST(test_posix_mknod_makes_a_device_node_for_root)
 	st = xlstat(hws("null"));
 	ck_assert(S_ISCHR(st.st_mode));
 	ck_assert_int_eq(st.st_rdev, makedev(1, 3));
-	ck_assert_int_eq(st.st_mode & 07777, 0644);	/* umask 022 */
+	ck_assert_int_eq(st.st_mode & 07777, 0644); /* umask 022 */
 	st = xlstat(ws("null"));
 	ck_assert(S_ISCHR(st.st_mode));
 	ck_assert_int_eq(st.st_rdev, makedev(1, 3));
@@ -1794,8 +1777,7 @@ START_TEST(test_posix_paths_longer_than_path_max_work_with_directory_fds)
 	dfd = open(ws("deep"), O_RDONLY | O_DIRECTORY);
 	ck_assert_int_ge(dfd, 0);
 	for (int i = 0; i < LEVELS; i++) {
-		ck_assert_msg(mkdirat(dfd, name, 0755) == 0, "mkdir level %d: %s", i,
-			      ename(errno));
+		ck_assert_msg(mkdirat(dfd, name, 0755) == 0, "mkdir level %d: %s", i, ename(errno));
 		int next = openat(dfd, name, O_RDONLY | O_DIRECTORY);
 		ck_assert_msg(next >= 0, "open level %d: %s", i, ename(errno));
 		close(dfd);
@@ -2084,8 +2066,7 @@ static const struct err_case {
 	{ "link to a directory", err_link_dir, EPERM },
 	{ "link onto an existing name", err_link_onto_existing, EEXIST },
 	{ "rename of a directory into itself", err_rename_dir_into_itself, EINVAL },
-	{ "rename of a directory over a non-empty one", err_rename_dir_over_non_empty,
-	  ENOTEMPTY },
+	{ "rename of a directory over a non-empty one", err_rename_dir_over_non_empty, ENOTEMPTY },
 	{ "rename of a file over a directory", err_rename_file_over_dir, EISDIR },
 	{ "rename of a directory over a file", err_rename_dir_over_file, ENOTDIR },
 	{ "rename of a missing name", err_rename_missing, ENOENT },
@@ -2116,10 +2097,10 @@ static void check_error_case(int i)
 	make_tree(vbase);
 	native = c->run(nbase);
 	view = c->run(vbase);
-	ck_assert_msg(native == c->expected, "%s: native gives %s, the test expects %s",
-		      c->what, ename(native), ename(c->expected));
-	ck_assert_msg(view == native, "%s: the view gives %s, native %s", c->what,
-		      ename(view), ename(native));
+	ck_assert_msg(native == c->expected, "%s: native gives %s, the test expects %s", c->what,
+		      ename(native), ename(c->expected));
+	ck_assert_msg(view == native, "%s: the view gives %s, native %s", c->what, ename(view),
+		      ename(native));
 	/* Nothing changed on the host. */
 	assert_text(hws("errors-%d/file", i), "content");
 	ck_assert(S_ISDIR(xlstat(hws("errors-%d/dir/sub", i)).st_mode));
@@ -2162,8 +2143,7 @@ static struct tview P;
 
 static void setup_allow_other(void)
 {
-	const char *extra[] = { "-o", "allow_other", "--rbw", "off", "--staging=off",
-				NULL };
+	const char *extra[] = { "-o", "allow_other", "--rbw", "off", "--staging=off", NULL };
 
 	umask(022);
 	snprintf(native_dir, sizeof(native_dir), "%s", test_dir("native"));
@@ -2179,11 +2159,10 @@ static void teardown_allow_other(void)
 	tview_umount(&P);
 }
 
-enum nobody_op { TRY_READ, TRY_WRITE, TRY_TRUNC, TRY_CREATE, TRY_MKDIR, TRY_UNLINK,
-		 TRY_APPEND };
+enum nobody_op { TRY_READ, TRY_WRITE, TRY_TRUNC, TRY_CREATE, TRY_MKDIR, TRY_UNLINK, TRY_APPEND };
 
 struct nobody_try {
-	int dirfd;		/* opened before dropping privileges */
+	int dirfd; /* opened before dropping privileges */
 	const char *name;
 	enum nobody_op op;
 };
@@ -2259,13 +2238,10 @@ START_TEST(test_posix_write_without_permission_fails_with_eacces)
 		enum nobody_op op;
 		int expected;
 	} tries[] = {
-		{ "root-file", TRY_READ, 0 },		/* it can reach the file */
-		{ "root-file", TRY_WRITE, EACCES },
-		{ "root-file", TRY_TRUNC, EACCES },
-		{ "root-ro", TRY_READ, EACCES },
-		{ "new-file", TRY_CREATE, EACCES },
-		{ "new-dir", TRY_MKDIR, EACCES },
-		{ "root-file", TRY_UNLINK, EACCES },
+		{ "root-file", TRY_READ, 0 }, /* it can reach the file */
+		{ "root-file", TRY_WRITE, EACCES }, { "root-file", TRY_TRUNC, EACCES },
+		{ "root-ro", TRY_READ, EACCES },    { "new-file", TRY_CREATE, EACCES },
+		{ "new-dir", TRY_MKDIR, EACCES },   { "root-file", TRY_UNLINK, EACCES },
 	};
 
 	for (int i = 0; i < 2; i++) {
@@ -2282,11 +2258,10 @@ START_TEST(test_posix_write_without_permission_fails_with_eacces)
 		int native = as_nobody(dirs[0], tries[j].name, tries[j].op);
 		int view = as_nobody(dirs[1], tries[j].name, tries[j].op);
 
-		ck_assert_msg(native == tries[j].expected,
-			      "try %zu natively: %s, expected %s", j, ename(native),
-			      ename(tries[j].expected));
-		ck_assert_msg(view == native, "try %zu on %s: the view gives %s, native %s",
-			      j, tries[j].name, ename(view), ename(native));
+		ck_assert_msg(native == tries[j].expected, "try %zu natively: %s, expected %s", j,
+			      ename(native), ename(tries[j].expected));
+		ck_assert_msg(view == native, "try %zu on %s: the view gives %s, native %s", j,
+			      tries[j].name, ename(view), ename(native));
 	}
 	assert_text(phws("acc/root-file"), "root's");
 	assert_text(phws("acc/root-ro"), "secret");
@@ -2359,14 +2334,25 @@ END_TEST
 /* Privileged changes follow the caller's own capabilities, on the view
  * as on a local disk: for a user (nobody) and for root without
  * capabilities (a process that dropped them, as the exec sandbox's do). */
-enum priv_op { P_CHOWN_ROOT, P_CHOWN_OTHER, P_CHGRP_OTHER, P_CHMOD, P_SETUID, P_SETGID,
-	       P_UTIMES, P_TOUCH, P_MKNOD, P_APPEND, NPRIV };
+enum priv_op {
+	P_CHOWN_ROOT,
+	P_CHOWN_OTHER,
+	P_CHGRP_OTHER,
+	P_CHMOD,
+	P_SETUID,
+	P_SETGID,
+	P_UTIMES,
+	P_TOUCH,
+	P_MKNOD,
+	P_APPEND,
+	NPRIV
+};
 
 struct priv_try {
 	int dirfd;
 	const char *name;
 	enum priv_op op;
-	bool root;		/* uid 0 without capabilities; else nobody */
+	bool root; /* uid 0 without capabilities; else nobody */
 };
 
 static int priv_try_fn(void *arg)
@@ -2431,8 +2417,9 @@ static int priv_try(const char *dir, const char *name, enum priv_op op, bool roo
 START_TEST(test_posix_privileged_changes_follow_the_callers_capabilities)
 {
 	static const char *const op_names[NPRIV] = {
-		"chown to root", "chown to another", "chgrp to another", "chmod", "chmod u+s",
-		"chmod g+s", "utimes", "touch", "mknod c 1 3", "append",
+		"chown to root", "chown to another", "chgrp to another", "chmod",
+		"chmod u+s",	 "chmod g+s",	     "utimes",		 "touch",
+		"mknod c 1 3",	 "append",
 	};
 	char *dirs[2] = { nat("priv"), pws("priv") };
 
@@ -2451,7 +2438,8 @@ START_TEST(test_posix_privileged_changes_follow_the_callers_capabilities)
 				if (op != P_MKNOD) {
 					put_text(f, "x");
 					/* Half the files are the caller's own, half another's. */
-					ck_assert_ok(chown(f, root ? 0 : NOBODY, root ? 0 : NOBODY));
+					ck_assert_ok(
+						chown(f, root ? 0 : NOBODY, root ? 0 : NOBODY));
 					ck_assert_ok(chmod(f, op == P_APPEND ? 06755 : 0644));
 					if (op == P_CHMOD || op == P_UTIMES)
 						ck_assert_ok(chown(f, 4000, 4000));
@@ -2478,7 +2466,7 @@ START_TEST(test_posix_privileged_changes_follow_the_callers_capabilities)
 	ck_assert_int_eq(priv_try(pws("priv"), "1-3", P_CHMOD, true), EPERM);
 	ck_assert_int_eq(priv_try(pws("priv"), "1-6", P_UTIMES, true), EPERM);
 	ck_assert_int_eq(priv_try(pws("priv"), "1-8x", P_MKNOD, true), EPERM);
-	ck_assert_int_eq(xstat(phws("priv/1-9")).st_mode & 07777, 0755);	/* write cleared */
+	ck_assert_int_eq(xstat(phws("priv/1-9")).st_mode & 07777, 0755); /* write cleared */
 }
 END_TEST
 
@@ -2546,8 +2534,7 @@ static void setup_small(void)
 	ck_assert_ok(mount("tmpfs", small_dir, "tmpfs", 0, "size=1m"));
 	small_mounted = true;
 	snprintf(spec, sizeof(spec), "/mnt/small=%s", small_dir);
-	const char *extra[] = { "--mount", spec, "--rbw", "off", "--staging=off",
-				NULL };
+	const char *extra[] = { "--mount", spec, "--rbw", "off", "--staging=off", NULL };
 	ck_assert_int_eq(tview_mount(&S, NULL, "alice", "full", extra), 0);
 }
 
@@ -2686,8 +2673,7 @@ static int write_try_fn(void *arg)
 /* As UID/GID: opens DIR/NAME with FLAGS, writes "x" at its start and
  * fstat()s it. Returns the errno of what failed, or 200 + the set-id
  * and sticky bits fstat() showed (200: none). */
-static int write_try(const char *dir, const char *name, int flags, uid_t uid,
-		     gid_t gid)
+static int write_try(const char *dir, const char *name, int flags, uid_t uid, gid_t gid)
 {
 	struct write_try t = { -1, name, flags, uid, gid };
 
@@ -2698,8 +2684,13 @@ static int write_try(const char *dir, const char *name, int flags, uid_t uid,
  * used to be refused, EPERM, as staging cannot make a set-id file). */
 START_TEST(test_posix_write_by_a_non_owner_clears_the_set_id_bits)
 {
-	static const struct { mode_t mode; int flags; } cases[] = {
-		{ 04777, O_WRONLY }, { 02777, O_RDWR }, { 06777, O_RDWR },
+	static const struct {
+		mode_t mode;
+		int flags;
+	} cases[] = {
+		{ 04777, O_WRONLY },
+		{ 02777, O_RDWR },
+		{ 06777, O_RDWR },
 	};
 	char *dirs[2] = { nat("setid"), pws("setid") };
 	char *files[2] = { nat("setid/f"), pws("setid/f") };
@@ -2732,9 +2723,16 @@ END_TEST
  * write access to the directory (staging needed it, to rename). */
 START_TEST(test_posix_write_open_allowed_by_the_mode_needs_no_directory_write)
 {
-	static const struct { mode_t mode; uid_t uid; gid_t gid; int flags; } cases[] = {
-		{ 0600, NOBODY, NOBODY, O_WRONLY }, { 0060, NOBODY - 1, NOBODY, O_RDWR },
-		{ 0006, NOBODY - 1, NOBODY - 1, O_WRONLY }, { 0277, NOBODY, NOBODY, O_WRONLY },
+	static const struct {
+		mode_t mode;
+		uid_t uid;
+		gid_t gid;
+		int flags;
+	} cases[] = {
+		{ 0600, NOBODY, NOBODY, O_WRONLY },
+		{ 0060, NOBODY - 1, NOBODY, O_RDWR },
+		{ 0006, NOBODY - 1, NOBODY - 1, O_WRONLY },
+		{ 0277, NOBODY, NOBODY, O_WRONLY },
 	};
 	char *dirs[2] = { nat("dir06"), pws("dir06") };
 	char *files[2] = { nat("dir06/f"), pws("dir06/f") };
@@ -2882,7 +2880,8 @@ Suite *suite_view_posix(void)
 
 	tcase_add_unchecked_fixture(defaults, setup_defaults, teardown_allow_other);
 	tcase_add_test(defaults, test_posix_write_by_a_non_owner_clears_the_set_id_bits);
-	tcase_add_test(defaults, test_posix_write_open_allowed_by_the_mode_needs_no_directory_write);
+	tcase_add_test(defaults,
+		       test_posix_write_open_allowed_by_the_mode_needs_no_directory_write);
 	tcase_add_test(defaults, test_posix_staging_strict_keeps_the_refusals);
 	suite_add_tcase(s, defaults);
 

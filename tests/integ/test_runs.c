@@ -38,8 +38,9 @@ static char *begin(void)
  * RUN` as d (tests/tools/jsonq.py). */
 static char *changes_py(const char *run, const char *py)
 {
-	return OUT("'%s' --home '%s' changes %s --format json | python3 tests/tools/jsonq.py --run '%s'",
-		   test_bin("sbx"), V.home, run, py);
+	return OUT(
+		"'%s' --home '%s' changes %s --format json | python3 tests/tools/jsonq.py --run '%s'",
+		test_bin("sbx"), V.home, run, py);
 }
 
 /* The receipt of RUN as `sbx receipt RUN --format json` prints it, one
@@ -50,7 +51,8 @@ static char *receipt(const char *run, int *status)
 
 	*status = STATUS("'%s' --home '%s' receipt %s --format json > '%s' 2>/dev/null",
 			 test_bin("sbx"), V.home, run, f);
-	return OUT("python3 tests/tools/jsonq.py 'json.dumps(d, separators=(\",\", \":\"))' '%s'", f);
+	return OUT("python3 tests/tools/jsonq.py 'json.dumps(d, separators=(\",\", \":\"))' '%s'",
+		   f);
 }
 
 /* What `sbx ARGS` writes on stderr, and its exit status in *STATUS. */
@@ -68,8 +70,9 @@ static void end(const char *run)
 	OK("'%s' --home '%s' run end %s > /dev/null 2>&1", test_bin("sbx"), V.home, run);
 }
 
-#define VERIFICATION "\"verification\":{\"source\":\"outputs_changed\"," \
-		     "\"requirement\":\"present_files_matches_produced_output\"}"
+#define VERIFICATION                                        \
+	"\"verification\":{\"source\":\"outputs_changed\"," \
+	"\"requirement\":\"present_files_matches_produced_output\"}"
 #define INCOMPLETE "Artifact delivery incomplete: no produced output artifact was presented"
 
 START_TEST(test_runs_report_view_and_host_changes)
@@ -80,17 +83,23 @@ START_TEST(test_runs_report_view_and_host_changes)
 	char *run = begin();
 	OK("cd '%s' && cat keep.txt > /dev/null && printf 'one\\n2\\nthree\\n' > keep.txt &&"
 	   " rm gone.txt && echo new > new.txt && ln -s keep.txt link &&"
-	   " echo report > ../outputs/report.md", ws);
+	   " echo report > ../outputs/report.md",
+	   ws);
 	ck_assert_int_eq(write_file(hpath(&V, "user-data/workspace/host.txt"), "by a person\n"), 0);
 	char cmd[64];
 	snprintf(cmd, sizeof(cmd), "run end %s", run);
 	char *text = sbx(cmd);
-	ck_assert_msg(strstr(text, "6 files changed (3 created, 1 modified, 1 deleted, 0 renamed, 1 symlinks)") &&
-		      strstr(text, "-two\n+2\n"), "%s", text);
-	SAME(changes_py(run, "s=d[\"summary\"]; print(d[\"available\"], s[\"created\"], s[\"modified\"],"
-			" s[\"deleted\"], s[\"symlink_created\"], s[\"additions\"], s[\"deletions\"], s[\"truncated\"]);"
-			" [print(f[\"path\"], f[\"status\"], f[\"additions\"], f[\"deletions\"],"
-			" f[\"diff_unavailable_reason\"]) for f in d[\"files\"]]"),
+	ck_assert_msg(
+		strstr(text,
+		       "6 files changed (3 created, 1 modified, 1 deleted, 0 renamed, 1 symlinks)") &&
+			strstr(text, "-two\n+2\n"),
+		"%s", text);
+	SAME(changes_py(
+		     run,
+		     "s=d[\"summary\"]; print(d[\"available\"], s[\"created\"], s[\"modified\"],"
+		     " s[\"deleted\"], s[\"symlink_created\"], s[\"additions\"], s[\"deletions\"], s[\"truncated\"]);"
+		     " [print(f[\"path\"], f[\"status\"], f[\"additions\"], f[\"deletions\"],"
+		     " f[\"diff_unavailable_reason\"]) for f in d[\"files\"]]"),
 	     "True 3 1 1 1 4 2 False\n"
 	     "/mnt/user-data/outputs/report.md created 1 0 None\n"
 	     "/mnt/user-data/workspace/gone.txt deleted 0 1 None\n"
@@ -100,15 +109,17 @@ START_TEST(test_runs_report_view_and_host_changes)
 	     "/mnt/user-data/workspace/new.txt created 1 0 None\n");
 	/* Made, not presented. */
 	int st;
-	SAME(receipt(run, &st), "{\"presented\":0,\"paths\":[],\"by_tool\":{}," VERIFICATION ","
+	SAME(receipt(run, &st),
+	     "{\"presented\":0,\"paths\":[],\"by_tool\":{}," VERIFICATION ","
 	     "\"produced_paths\":[\"/mnt/user-data/outputs/report.md\"],\"presented_paths\":[],"
 	     "\"matched_paths\":[],\"stage\":\"not_started\",\"satisfied\":false}\n");
 	ck_assert_int_eq(st, 1);
 	/* The same summary again, and no second end. */
 	snprintf(cmd, sizeof(cmd), "changes %s", run);
 	SAME(sbx(cmd), text);
-	ck_assert_int_eq(STATUS("'%s' --home '%s' run end %s 2>/dev/null", test_bin("sbx"),
-				V.home, run), 1);
+	ck_assert_int_eq(STATUS("'%s' --home '%s' run end %s 2>/dev/null", test_bin("sbx"), V.home,
+				run),
+			 1);
 }
 END_TEST
 
@@ -119,16 +130,19 @@ START_TEST(test_runs_text_report_escapes_control_characters)
 {
 	char *run = begin();
 	OK("cd '%s' && printf 'ok\\n\\033[2J\\033]0;title\\007cleared\\rhidden\\n' > esc.txt &&"
-	   " printf 'x\\n' > \"$(printf 'two\\nlines.txt')\"", vpath(&V, "user-data/workspace"));
+	   " printf 'x\\n' > \"$(printf 'two\\nlines.txt')\"",
+	   vpath(&V, "user-data/workspace"));
 	char cmd[64];
 	snprintf(cmd, sizeof(cmd), "run end %s", run);
 	char *text = sbx(cmd);
-	ck_assert_msg(!strchr(text, '\033') && !strchr(text, '\r') && !strchr(text, '\007') &&
-		      strstr(text, "+\\033[2J\\033]0;title\\acleared\n+hidden\n") &&
-		      strstr(text, " \"/mnt/user-data/workspace/two\\nlines.txt\" | created") &&
-		      strstr(text, "\n--- \"a/mnt/user-data/workspace/two\\nlines.txt\"\n"
-				   "+++ \"b/mnt/user-data/workspace/two\\nlines.txt\"\n@@ -0,0 +1 @@\n+x\n"),
-		      "%s", text);
+	ck_assert_msg(
+		!strchr(text, '\033') && !strchr(text, '\r') && !strchr(text, '\007') &&
+			strstr(text, "+\\033[2J\\033]0;title\\acleared\n+hidden\n") &&
+			strstr(text, " \"/mnt/user-data/workspace/two\\nlines.txt\" | created") &&
+			strstr(text,
+			       "\n--- \"a/mnt/user-data/workspace/two\\nlines.txt\"\n"
+			       "+++ \"b/mnt/user-data/workspace/two\\nlines.txt\"\n@@ -0,0 +1 @@\n+x\n"),
+		"%s", text);
 }
 END_TEST
 
@@ -141,14 +155,17 @@ START_TEST(test_runs_journal_renames_and_callers)
 	OK("cd '%s' && printf 'a\\nb\\n' > old.txt && echo x > m.txt", ws);
 	char *run = begin(), cmd[64];
 	OK("cd '%s' && mv old.txt mid.txt && mv mid.txt new.txt && cat m.txt > /dev/null &&"
-	   " echo y > m.txt", ws);
+	   " echo y > m.txt",
+	   ws);
 	ck_assert_int_eq(write_file(hpath(&V, "user-data/workspace/host.txt"), "h\n"), 0);
 	snprintf(cmd, sizeof(cmd), "run end %s", run);
 	sbx(cmd);
-	SAME(changes_py(run, "print(d[\"sbx\"][\"renamed\"]);"
-			" [print(f[\"path\"], f[\"status\"], f[\"sbx\"].get(\"renamed_from\"),"
-			" f[\"sbx\"].get(\"renamed_to\"), (f[\"sbx\"][\"changed_by\"] or {}).get(\"command\"))"
-			" for f in d[\"files\"]]"),
+	SAME(changes_py(
+		     run,
+		     "print(d[\"sbx\"][\"renamed\"]);"
+		     " [print(f[\"path\"], f[\"status\"], f[\"sbx\"].get(\"renamed_from\"),"
+		     " f[\"sbx\"].get(\"renamed_to\"), (f[\"sbx\"][\"changed_by\"] or {}).get(\"command\"))"
+		     " for f in d[\"files\"]]"),
 	     "1\n"
 	     "/mnt/user-data/workspace/host.txt created None None None\n"
 	     "/mnt/user-data/workspace/m.txt modified None None sh\n"
@@ -157,10 +174,12 @@ START_TEST(test_runs_journal_renames_and_callers)
 	/* People see one rename. */
 	snprintf(cmd, sizeof(cmd), "changes %s", run);
 	char *text = sbx(cmd);
-	ck_assert_msg(strstr(text, "3 files changed (1 created, 1 modified, 0 deleted, 1 renamed,") &&
-		      strstr(text, "new.txt  | renamed         0   (by mv)\n") &&
-		      strstr(text, "(renamed from /mnt/user-data/workspace/old.txt)\n") &&
-		      !strstr(text, "old.txt  |"), "%s", text);
+	ck_assert_msg(strstr(text,
+			     "3 files changed (1 created, 1 modified, 0 deleted, 1 renamed,") &&
+			      strstr(text, "new.txt  | renamed         0   (by mv)\n") &&
+			      strstr(text, "(renamed from /mnt/user-data/workspace/old.txt)\n") &&
+			      !strstr(text, "old.txt  |"),
+		      "%s", text);
 }
 END_TEST
 
@@ -195,16 +214,17 @@ START_TEST(test_runs_over_the_scan_limit)
 	snprintf(cmd, sizeof(cmd), "run end %s", run);
 	sbx(cmd);
 	SAME(changes_py(run, "print(d[\"summary\"][\"truncated\"], d[\"sbx\"][\"complete\"],"
-			" [(f[\"path\"], f[\"status\"]) for f in d[\"files\"]])"),
+			     " [(f[\"path\"], f[\"status\"]) for f in d[\"files\"]])"),
 	     "True False [('/mnt/user-data/outputs/o', 'created'),"
 	     " ('/mnt/user-data/workspace/f0000', 'modified')]\n");
 	int st;
 	SAME(receipt(run, &st), "{\"presented\":0,\"paths\":[],\"by_tool\":{},"
-	     "\"verification_skipped\":\"truncated_pre_run_snapshot\"}\n");
+				"\"verification_skipped\":\"truncated_pre_run_snapshot\"}\n");
 	ck_assert_int_eq(st, 0);
 	EQ_OUT("run 1 of alice/runs: delivery not verified: the pre-run snapshot was truncated"
 	       " (truncated_pre_run_snapshot), so outputs it did not see cannot be told from new"
-	       " ones\n", "'%s' --home '%s' receipt 1", test_bin("sbx"), V.home);
+	       " ones\n",
+	       "'%s' --home '%s' receipt 1", test_bin("sbx"), V.home);
 }
 END_TEST
 
@@ -222,10 +242,12 @@ static void preimage_scenario(char *run)
 	ck_assert_int_eq(write_file(hws_of(&V, "f09"), "by the host\n"), 0);
 	snprintf(cmd, sizeof(cmd), "run end %s", run);
 	sbx(cmd);
-	SAME(changes_py(run, "print(d[\"summary\"][\"truncated\"], d[\"sbx\"][\"complete\"]);"
-			" [print(f[\"path\"][25:], f[\"status\"], (f[\"sbx\"].get(\"renamed_from\") or \"-\")[25:],"
-			" x[\"additions\"], x[\"deletions\"], x[\"diff\"].splitlines()[-1:])"
-			" for f in d[\"files\"] for x in [f[\"sbx\"].get(\"rename\", f)]]"),
+	SAME(changes_py(
+		     run,
+		     "print(d[\"summary\"][\"truncated\"], d[\"sbx\"][\"complete\"]);"
+		     " [print(f[\"path\"][25:], f[\"status\"], (f[\"sbx\"].get(\"renamed_from\") or \"-\")[25:],"
+		     " x[\"additions\"], x[\"deletions\"], x[\"diff\"].splitlines()[-1:])"
+		     " for f in d[\"files\"] for x in [f[\"sbx\"].get(\"rename\", f)]]"),
 	     "True False\n"
 	     "d/x.txt deleted  0 1 ['-x']\n"
 	     "e/x.txt created d/x.txt 1 0 ['+more']\n"
@@ -239,7 +261,8 @@ static void preimage_scenario(char *run)
 static void many_files(void)
 {
 	OK("cd '%s' && for i in $(seq -w 1 12); do printf 'line\\n%%s\\n' $i > f$i; done &&"
-	   " mkdir d && echo x > d/x.txt", hpath(&V, "user-data/workspace"));
+	   " mkdir d && echo x > d/x.txt",
+	   hpath(&V, "user-data/workspace"));
 }
 
 START_TEST(test_runs_preimages_beyond_the_scan_limit)
@@ -250,8 +273,10 @@ START_TEST(test_runs_preimages_beyond_the_scan_limit)
 	preimage_scenario(run);
 	/* The view was told when the run ended: no more pre-images. */
 	OK("cat '%s' > /dev/null && echo again > '%s'", ws_of(&V, "f01"), ws_of(&V, "f01"));
-	EQ_OUT("0\n", "sqlite3 '%s/sbx.db' \"SELECT count(*) FROM journal WHERE op = 'preimage'"
-	       " AND path LIKE '%%/f01'\"", V.home);
+	EQ_OUT("0\n",
+	       "sqlite3 '%s/sbx.db' \"SELECT count(*) FROM journal WHERE op = 'preimage'"
+	       " AND path LIKE '%%/f01'\"",
+	       V.home);
 }
 END_TEST
 
@@ -287,10 +312,14 @@ START_TEST(test_runs_tell_only_the_views_of_their_home)
 	OK("cat '%s' > /dev/null && echo v2 > '%s'", ws_of(&V, "f"), ws_of(&V, "f"));
 	tview_sync(&other);
 	tview_sync(&V);
-	EQ_OUT("0\n", "sqlite3 '%s/sbx.db' \"SELECT count(*) FROM journal WHERE op IN"
-	       " ('capture', 'preimage')\"", other.home);
-	EQ_OUT("2\n", "sqlite3 '%s/sbx.db' \"SELECT count(*) FROM journal WHERE op IN"
-	       " ('capture', 'preimage')\"", V.home);
+	EQ_OUT("0\n",
+	       "sqlite3 '%s/sbx.db' \"SELECT count(*) FROM journal WHERE op IN"
+	       " ('capture', 'preimage')\"",
+	       other.home);
+	EQ_OUT("2\n",
+	       "sqlite3 '%s/sbx.db' \"SELECT count(*) FROM journal WHERE op IN"
+	       " ('capture', 'preimage')\"",
+	       V.home);
 	end(run);
 	tview_umount(&other);
 }
@@ -305,7 +334,8 @@ START_TEST(test_runs_control_attributes)
 	ck_assert_ptr_nonnull(realpath(V.home, home));
 	EQ_OUT(home, "getfattr --absolute-names --only-values -n user.sbxfs.home '%s'", V.mnt);
 	ck_assert_int_eq(STATUS("setfattr -n user.sbxfs.home -v /tmp '%s' 2>/dev/null", V.mnt), 1);
-	ck_assert_int_eq(STATUS("setfattr -n user.sbxfs.run -v nonsense '%s' 2>/dev/null", V.mnt), 1);
+	ck_assert_int_eq(STATUS("setfattr -n user.sbxfs.run -v nonsense '%s' 2>/dev/null", V.mnt),
+			 1);
 	ck_assert_int_eq(STATUS("setfattr -n user.sbxfs.sync -v 1 '%s' 2>/dev/null", V.mnt), 1);
 	ck_assert_int_eq(STATUS("setfattr -n user.other -v 1 '%s' 2>/dev/null", V.mnt), 1);
 	OK("setfattr -n user.sbxfs.run -v 0 '%s'", V.mnt);
@@ -314,11 +344,17 @@ START_TEST(test_runs_control_attributes)
 	const char *extra[] = { "-o", "allow_other", NULL };
 	ck_assert_int_eq(tview_mount(&shared, NULL, "alice", "shared", extra), 0);
 	ck_assert_int_eq(STATUS("setpriv --reuid=65534 --regid=65534 --clear-groups"
-	       " setfattr -n user.sbxfs.run -v 5 '%s' 2>/dev/null", shared.mnt), 1);
+				" setfattr -n user.sbxfs.run -v 5 '%s' 2>/dev/null",
+				shared.mnt),
+			 1);
 	ck_assert_int_eq(STATUS("setpriv --reuid=65534 --regid=65534 --clear-groups"
-	       " getfattr -n user.sbxfs.sync '%s' 2>/dev/null", shared.mnt), 1);
+				" getfattr -n user.sbxfs.sync '%s' 2>/dev/null",
+				shared.mnt),
+			 1);
 	ck_assert_int_eq(STATUS("setpriv --reuid=65534 --regid=65534 --clear-groups"
-	       " getfattr -n user.sbxfs.home '%s' 2>/dev/null", shared.mnt), 1);
+				" getfattr -n user.sbxfs.home '%s' 2>/dev/null",
+				shared.mnt),
+			 1);
 	tview_umount(&shared);
 }
 END_TEST
@@ -335,8 +371,10 @@ START_TEST(test_runs_files_created_through_the_view_are_all_counted)
 	   vpath(&V, "user-data/workspace"));
 	snprintf(cmd, sizeof(cmd), "run end %s", run);
 	sbx(cmd);
-	SAME(changes_py(run, "s=d[\"summary\"]; print(s[\"created\"], d[\"sbx\"][\"complete\"], s[\"truncated\"],"
-			" len(d[\"files\"]), d[\"sbx\"][\"files_total\"], d[\"limits\"][\"max_scanned_files\"])"),
+	SAME(changes_py(
+		     run,
+		     "s=d[\"summary\"]; print(s[\"created\"], d[\"sbx\"][\"complete\"], s[\"truncated\"],"
+		     " len(d[\"files\"]), d[\"sbx\"][\"files_total\"], d[\"limits\"][\"max_scanned_files\"])"),
 	     "2100 True True 200 2100 2000\n");
 	int st;
 	SAME(receipt(run, &st), "{\"presented\":0,\"paths\":[],\"by_tool\":{}}\n");
@@ -355,8 +393,10 @@ START_TEST(test_runs_diff_budget)
 	OK("cd '%s' && for i in 1 2 3 4 5 6; do yes new line $i | head -c 204800 > t$i; done", ws);
 	snprintf(cmd, sizeof(cmd), "run end %s", run);
 	sbx(cmd);
-	SAME(changes_py(run, "print(d[\"summary\"][\"truncated\"], [f[\"diff_truncated\"] for f in d[\"files\"]],"
-			" all(f[\"additions\"] > 0 for f in d[\"files\"]))"),
+	SAME(changes_py(
+		     run,
+		     "print(d[\"summary\"][\"truncated\"], [f[\"diff_truncated\"] for f in d[\"files\"]],"
+		     " all(f[\"additions\"] > 0 for f in d[\"files\"]))"),
 	     "True [False, False, True, True, True, True] True\n");
 }
 END_TEST
@@ -371,7 +411,8 @@ START_TEST(test_runs_end_whatever_the_content)
 	const char *ws = hpath(&V, "user-data/workspace");
 
 	OK("cd '%s' && printf 'one\\r\\ntwo\\r\\n' > crlf.txt && printf '\\357\\273\\277old\\n' > bom.txt &&"
-	   " printf '\\377\\376o\\0l\\0d\\0\\n\\0' > le.txt && printf '\\376\\377\\0o\\0l\\0d\\0\\n' > be.txt", ws);
+	   " printf '\\377\\376o\\0l\\0d\\0\\n\\0' > le.txt && printf '\\376\\377\\0o\\0l\\0d\\0\\n' > be.txt",
+	   ws);
 	char *run = begin(), cmd[64];
 	OK("cd '%s' && printf 'one\\r\\n2\\r\\n' > crlf.txt && printf '\\357\\273\\277new\\n' > bom.txt &&"
 	   " printf '\\377\\376n\\0e\\0w\\0\\n\\0' > le.txt && printf '\\376\\377\\0n\\0e\\0w\\0\\n' > be.txt &&"
@@ -381,13 +422,16 @@ START_TEST(test_runs_end_whatever_the_content)
 	   " printf 'a\\0b\\n' > nul.txt &&"
 	   " { head -c 4500 /dev/zero | tr '\\0' n; printf '\\0\\n'; } > late-nul.txt &&"
 	   " head -c 10485760 /dev/zero | tr '\\0' x > huge.txt &&"
-	   " echo x > \"$(printf 'bad\\377.txt')\"", ws);
+	   " echo x > \"$(printf 'bad\\377.txt')\"",
+	   ws);
 	snprintf(cmd, sizeof(cmd), "run end %s", run);
 	sbx(cmd);
-	SAME(changes_py(run, "[print(ascii(f[\"path\"][25:]), f[\"status\"], f[\"binary\"],"
-			" f[\"diff_unavailable_reason\"], f[\"diff\"].splitlines()[-1:] if len(f[\"diff\"]) < 200"
-			" else ascii(f[\"diff\"][-3:])) for f in d[\"files\"]];"
-			" print(d[\"summary\"][\"truncated\"], any(\"\\ufeff\" in f[\"diff\"] for f in d[\"files\"]))"),
+	SAME(changes_py(
+		     run,
+		     "[print(ascii(f[\"path\"][25:]), f[\"status\"], f[\"binary\"],"
+		     " f[\"diff_unavailable_reason\"], f[\"diff\"].splitlines()[-1:] if len(f[\"diff\"]) < 200"
+		     " else ascii(f[\"diff\"][-3:])) for f in d[\"files\"]];"
+		     " print(d[\"summary\"][\"truncated\"], any(\"\\ufeff\" in f[\"diff\"] for f in d[\"files\"]))"),
 	     "'bad\\ufffd.txt' created False None ['+x']\n"
 	     "'be.txt' modified False None ['+new']\n"
 	     "'bom.txt' modified False None ['+new']\n"
@@ -400,8 +444,10 @@ START_TEST(test_runs_end_whatever_the_content)
 	     "'le.txt' modified False None ['+new']\n"
 	     "'nul.txt' created True binary []\n"
 	     "True False\n");
-	EQ_OUT("1\n", "sqlite3 '%s/sbx.db' 'SELECT summary IS NOT NULL AND receipt IS NOT NULL"
-	       " FROM runs WHERE id = %s'", V.home, run);
+	EQ_OUT("1\n",
+	       "sqlite3 '%s/sbx.db' 'SELECT summary IS NOT NULL AND receipt IS NOT NULL"
+	       " FROM runs WHERE id = %s'",
+	       V.home, run);
 	EQ_OUT("11 files changed +7 -4\n7 4 0 0 7 4 True 11\n",
 	       "'%s' --home '%s' changes %s --format json | python3 tests/tools/refclient.py",
 	       test_bin("sbx"), V.home, run);
@@ -417,9 +463,16 @@ START_TEST(test_runs_reports_never_show_a_secret)
 {
 	/* Made up, and split so that a secret scanner does not flag this. */
 	static const char *const secrets[] = {
-		"sk" "-live-4f9aQ2mZ7xT1bV8nC3kL6pR0", "b3BlbnNzaC1rZXktdjEAAAAA",
-		"gh" "p_0123456789abcdefghijABCDEFGHIJ012345", "xo" "xb-123456789012-abcDEF",
-		"gh" "p_9876543210abcdefghijABCDEFGHIJ012345", "the token is gone",
+		"sk"
+		"-live-4f9aQ2mZ7xT1bV8nC3kL6pR0",
+		"b3BlbnNzaC1rZXktdjEAAAAA",
+		"gh"
+		"p_0123456789abcdefghijABCDEFGHIJ012345",
+		"xo"
+		"xb-123456789012-abcDEF",
+		"gh"
+		"p_9876543210abcdefghijABCDEFGHIJ012345",
+		"the token is gone",
 	};
 	const char *ws = vpath(&V, "user-data/workspace"), *dir = test_dir("secrets");
 	char cmd[96];
@@ -431,7 +484,8 @@ START_TEST(test_runs_reports_never_show_a_secret)
 	   " printf -- '-----BEGIN OPENSSH PRIVATE KEY-----\\n%s\\n-----END OPENSSH PRIVATE KEY-----\\n'"
 	   " > id_ed25519 && printf 'deploy with %s\\n' > notes.txt && printf 'hello\\n' > harmless.txt &&"
 	   " cat becomes.txt stops.txt > /dev/null && printf 'plain\\n%s\\n' > becomes.txt &&"
-	   " printf '%s\\n' > stops.txt", ws, secrets[0], secrets[1], secrets[2], secrets[3], secrets[5]);
+	   " printf '%s\\n' > stops.txt",
+	   ws, secrets[0], secrets[1], secrets[2], secrets[3], secrets[5]);
 	snprintf(cmd, sizeof(cmd), "run end %s > '%s/end.txt'", run, dir);
 	OK("'%s' --home '%s' %s", test_bin("sbx"), V.home, cmd);
 	const char *formats[] = { "text", "json", "html" };
@@ -443,9 +497,11 @@ START_TEST(test_runs_reports_never_show_a_secret)
 		char *hits = capture(fmt_cmd("grep -rF -e '%s' '%s'", secrets[i], dir), &st);
 		ck_assert_msg(st == 1, "a report shows %s:\n%.2000s", secrets[i], hits);
 	}
-	SAME(changes_py(run, "[print(f[\"path\"][25:], f[\"status\"], f[\"sensitive\"],"
-			" f[\"diff_unavailable_reason\"], f[\"sha256_after\"] is None, repr(f[\"diff\"][-7:]))"
-			" for f in d[\"files\"]]"),
+	SAME(changes_py(
+		     run,
+		     "[print(f[\"path\"][25:], f[\"status\"], f[\"sensitive\"],"
+		     " f[\"diff_unavailable_reason\"], f[\"sha256_after\"] is None, repr(f[\"diff\"][-7:]))"
+		     " for f in d[\"files\"]]"),
 	     "becomes.txt modified True sensitive True ''\n"
 	     "harmless.txt created False None False '\\n+hello'\n"
 	     "id_ed25519 created True sensitive True ''\n"
@@ -453,13 +509,18 @@ START_TEST(test_runs_reports_never_show_a_secret)
 	     "prod.env created True sensitive True ''\n"
 	     "stops.txt modified False sensitive False ''\n");
 	char *text = OUT("cat '%s/r.text'", dir);
-	ck_assert_msg(strstr(text, "/id_ed25519   | created         sensitive: metadata only") &&
-		      strstr(text, "/notes.txt    | created         sensitive: metadata only") &&
-		      strstr(text, "/prod.env     | created         sensitive: metadata only") &&
-		      strstr(text, "/stops.txt    | modified        sensitive: metadata only") &&
-		      strstr(text, "\n+hello\n"), "%s", text);
-	ck_assert_int_eq(STATUS("grep -c 'or the content (a private key, an API token) looks like it"
-				" holds a secret' '%s/r.html' | grep -qx 5", dir), 0);
+	ck_assert_msg(
+		strstr(text, "/id_ed25519   | created         sensitive: metadata only") &&
+			strstr(text, "/notes.txt    | created         sensitive: metadata only") &&
+			strstr(text, "/prod.env     | created         sensitive: metadata only") &&
+			strstr(text, "/stops.txt    | modified        sensitive: metadata only") &&
+			strstr(text, "\n+hello\n"),
+		"%s", text);
+	ck_assert_int_eq(
+		STATUS("grep -c 'or the content (a private key, an API token) looks like it"
+		       " holds a secret' '%s/r.html' | grep -qx 5",
+		       dir),
+		0);
 }
 END_TEST
 
@@ -472,15 +533,18 @@ START_TEST(test_runs_reference_client_reads_the_counts)
 	const char *ws = vpath(&V, "user-data/workspace");
 
 	OK("cd '%s' && printf 'one\\ntwo\\n' > keep.txt && echo x > gone.txt &&"
-	   " printf 'a\\nb\\n' > old.txt", ws);
+	   " printf 'a\\nb\\n' > old.txt",
+	   ws);
 	char *run = begin(), cmd[64];
 	OK("cd '%s' && cat keep.txt > /dev/null && printf 'one\\n2\\n' > keep.txt && rm gone.txt &&"
 	   " ln -s keep.txt link && mv old.txt renamed.txt && mkdir zz &&"
-	   " for i in $(seq -w 0 209); do echo $i > zz/n$i; done", ws);
+	   " for i in $(seq -w 0 209); do echo $i > zz/n$i; done",
+	   ws);
 	snprintf(cmd, sizeof(cmd), "run end %s", run);
 	sbx(cmd);
-	char *got = OUT("'%s' --home '%s' changes %s --format json | python3 tests/tools/refclient.py --files",
-			test_bin("sbx"), V.home, run);
+	char *got = OUT(
+		"'%s' --home '%s' changes %s --format json | python3 tests/tools/refclient.py --files",
+		test_bin("sbx"), V.home, run);
 	const char *want = "215 files changed +213 -4\n211 1 2 1 213 4 True 200\n"
 			   "deleted /mnt/user-data/workspace/gone.txt None\n"
 			   "modified /mnt/user-data/workspace/keep.txt None\n"
@@ -489,18 +553,23 @@ START_TEST(test_runs_reference_client_reads_the_counts)
 			   "created /mnt/user-data/workspace/renamed.txt None\n"
 			   "created /mnt/user-data/workspace/zz/n000 None\n";
 	ck_assert_msg(!strncmp(got, want, strlen(want)), "%.2000s", got);
-	SAME(changes_py(run, "x=d[\"sbx\"]; f={f[\"path\"][25:]: f for f in d[\"files\"]};"
-			" print(x[\"renamed\"], x[\"files_total\"], x[\"complete\"], x[\"end_scan_limit\"],"
-			" f[\"old.txt\"][\"sbx\"][\"renamed_to\"][25:], f[\"renamed.txt\"][\"sbx\"][\"renamed_from\"][25:],"
-			" f[\"renamed.txt\"][\"sbx\"][\"rename\"][\"diff\"], f[\"renamed.txt\"][\"additions\"])"),
+	SAME(changes_py(
+		     run,
+		     "x=d[\"sbx\"]; f={f[\"path\"][25:]: f for f in d[\"files\"]};"
+		     " print(x[\"renamed\"], x[\"files_total\"], x[\"complete\"], x[\"end_scan_limit\"],"
+		     " f[\"old.txt\"][\"sbx\"][\"renamed_to\"][25:], f[\"renamed.txt\"][\"sbx\"][\"renamed_from\"][25:],"
+		     " f[\"renamed.txt\"][\"sbx\"][\"rename\"][\"diff\"], f[\"renamed.txt\"][\"additions\"])"),
 	     "1 215 True 2211 renamed.txt old.txt  2\n");
 	/* The text report shows the rename once. */
 	snprintf(cmd, sizeof(cmd), "changes %s", run);
 	char *text = sbx(cmd);
-	ck_assert_msg(strstr(text, "run 1 of alice/runs: 214 files changed (210 created, 1 modified, 1 deleted,"
-			     " 1 renamed, 1 symlinks)") &&
-		      strstr(text, "(renamed from /mnt/user-data/workspace/old.txt)") &&
-		      !strstr(text, "old.txt     |") && strstr(text, " ... and 15 more\n"), "%.2000s", text);
+	ck_assert_msg(
+		strstr(text,
+		       "run 1 of alice/runs: 214 files changed (210 created, 1 modified, 1 deleted,"
+		       " 1 renamed, 1 symlinks)") &&
+			strstr(text, "(renamed from /mnt/user-data/workspace/old.txt)") &&
+			!strstr(text, "old.txt     |") && strstr(text, " ... and 15 more\n"),
+		"%.2000s", text);
 }
 END_TEST
 
@@ -515,24 +584,28 @@ START_TEST(test_runs_html_report_renders)
 	OK("cd '%s' && printf 'one\\ntwo\\n' > notes.txt", ws);
 	char *run = begin();
 	OK("cd '%s' && cat notes.txt > /dev/null && printf 'one\\n<b>two</b>\\n' > notes.txt &&"
-	   " echo s > secret_token.txt && printf 'PNG\\0' > pic.png", ws);
+	   " echo s > secret_token.txt && printf 'PNG\\0' > pic.png",
+	   ws);
 	snprintf(cmd, sizeof(cmd), "run end %s", run);
 	sbx(cmd);
-	OK("'%s' --home '%s' changes %s --format html > '%s/r.html'", test_bin("sbx"), V.home,
-	   run, dir);
+	OK("'%s' --home '%s' changes %s --format html > '%s/r.html'", test_bin("sbx"), V.home, run,
+	   dir);
 	/* Self-contained: nothing to fetch, nothing to run. */
 	ck_assert_int_ne(STATUS("grep -Eiq '<script|src=|href=|url\\(' '%s/r.html'", dir), 0);
 	/* The page as Chromium builds it: the list, an escaped diff line,
 	 * the reasons for the metadata-only entries. */
-	char *dom = OUT("cd '%s' && chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --dump-dom"
-			" file://%s/r.html 2>/dev/null", dir, dir);
+	char *dom = OUT(
+		"cd '%s' && chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --dump-dom"
+		" file://%s/r.html 2>/dev/null",
+		dir, dir);
 	ck_assert_msg(strstr(dom, "notes.txt") && strstr(dom, "secret_token.txt") &&
-		      strstr(dom, "pic.png") && strstr(dom, "+&lt;b&gt;two&lt;/b&gt;") &&
-		      strstr(dom, "never kept or shown") && strstr(dom, "is not shown"),
+			      strstr(dom, "pic.png") && strstr(dom, "+&lt;b&gt;two&lt;/b&gt;") &&
+			      strstr(dom, "never kept or shown") && strstr(dom, "is not shown"),
 		      "%.3000s", dom);
 	/* And a screenshot with content in it (a blank page is a few KB). */
 	OK("cd '%s' && chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --window-size=1000,900"
-	   " --screenshot='%s/shot.png' file://%s/r.html > /dev/null 2>&1", dir, dir, dir);
+	   " --screenshot='%s/shot.png' file://%s/r.html > /dev/null 2>&1",
+	   dir, dir, dir);
 	ck_assert_int_eq(STATUS("test \"$(stat -c %%s '%s/shot.png')\" -gt 20000", dir), 0);
 }
 END_TEST
@@ -546,15 +619,18 @@ START_TEST(test_runs_receipt_presented_output)
 	int st;
 
 	OK("echo report > '%s'", vpath(&V, "user-data/outputs/report.md"));
-	EQ_OUT("/mnt/user-data/outputs/report.md\n", "'%s' --home '%s' present %s"
-	       " /mnt/user-data/outputs/report.md", b, V.home, run);
+	EQ_OUT("/mnt/user-data/outputs/report.md\n",
+	       "'%s' --home '%s' present %s"
+	       " /mnt/user-data/outputs/report.md",
+	       b, V.home, run);
 	end(run);
-	const char *want = "{\"presented\":1,\"paths\":[\"/mnt/user-data/outputs/report.md\"],"
-			   "\"by_tool\":{\"present_files\":[\"/mnt/user-data/outputs/report.md\"]},"
-			   VERIFICATION ",\"produced_paths\":[\"/mnt/user-data/outputs/report.md\"],"
-			   "\"presented_paths\":[\"/mnt/user-data/outputs/report.md\"],"
-			   "\"matched_paths\":[\"/mnt/user-data/outputs/report.md\"],"
-			   "\"stage\":\"presented\",\"satisfied\":true}\n";
+	const char *want =
+		"{\"presented\":1,\"paths\":[\"/mnt/user-data/outputs/report.md\"],"
+		"\"by_tool\":{\"present_files\":[\"/mnt/user-data/outputs/report.md\"]}," VERIFICATION
+		",\"produced_paths\":[\"/mnt/user-data/outputs/report.md\"],"
+		"\"presented_paths\":[\"/mnt/user-data/outputs/report.md\"],"
+		"\"matched_paths\":[\"/mnt/user-data/outputs/report.md\"],"
+		"\"stage\":\"presented\",\"satisfied\":true}\n";
 	SAME(receipt(run, &st), want);
 	ck_assert_int_eq(st, 0);
 	EQ_OUT("run 1 of alice/runs: delivery presented: 1 of 1 produced output presented\n"
@@ -580,12 +656,15 @@ START_TEST(test_runs_receipt_directory_prefix_matches)
 	int st;
 
 	OK("cd '%s' && mkdir charts && echo a > charts/a.png && echo b > charts/b.png &&"
-	   " echo n > notes.md", vpath(&V, "user-data/outputs"));
-	EQ_OUT("/mnt/user-data/outputs/charts\n", "'%s' --home '%s' present %s"
-	       " \"$(realpath '%s')/charts/\"", test_bin("sbx"), V.home, run,
-	       hpath(&V, "user-data/outputs"));
+	   " echo n > notes.md",
+	   vpath(&V, "user-data/outputs"));
+	EQ_OUT("/mnt/user-data/outputs/charts\n",
+	       "'%s' --home '%s' present %s"
+	       " \"$(realpath '%s')/charts/\"",
+	       test_bin("sbx"), V.home, run, hpath(&V, "user-data/outputs"));
 	end(run);
-	SAME(receipt(run, &st), "{\"presented\":1,\"paths\":[\"/mnt/user-data/outputs/charts\"],"
+	SAME(receipt(run, &st),
+	     "{\"presented\":1,\"paths\":[\"/mnt/user-data/outputs/charts\"],"
 	     "\"by_tool\":{\"present_files\":[\"/mnt/user-data/outputs/charts\"]}," VERIFICATION ","
 	     "\"produced_paths\":[\"/mnt/user-data/outputs/charts/a.png\","
 	     "\"/mnt/user-data/outputs/charts/b.png\",\"/mnt/user-data/outputs/notes.md\"],"
@@ -615,12 +694,13 @@ START_TEST(test_runs_receipt_nothing_presented)
 	ck_assert_int_eq(st, 0);
 	SAME(errors(&st, fmt_cmd("receipt %s", run)), "sbx: receipt: " INCOMPLETE "\n");
 	ck_assert_int_eq(st, 1);
-	SAME(OUT("'%s' --home '%s' receipt %s 2>/dev/null || echo exit $?", test_bin("sbx"),
-		 V.home, run),
+	SAME(OUT("'%s' --home '%s' receipt %s 2>/dev/null || echo exit $?", test_bin("sbx"), V.home,
+		 run),
 	     "run 1 of alice/runs: delivery not started: 1 produced output, nothing presented\n"
 	     "  produced   /mnt/user-data/outputs/report.md\n"
 	     "exit 1\n");
-	SAME(receipt(run, &st), "{\"presented\":0,\"paths\":[],\"by_tool\":{}," VERIFICATION ","
+	SAME(receipt(run, &st),
+	     "{\"presented\":0,\"paths\":[],\"by_tool\":{}," VERIFICATION ","
 	     "\"produced_paths\":[\"/mnt/user-data/outputs/report.md\"],\"presented_paths\":[],"
 	     "\"matched_paths\":[],\"stage\":\"not_started\",\"satisfied\":false}\n");
 	ck_assert_int_eq(st, 1);
@@ -639,14 +719,18 @@ START_TEST(test_runs_receipt_mismatched)
 	OK("echo report > '%s'", vpath(&V, "user-data/outputs/report.md"));
 	EQ_OUT("/mnt/user-data/outputs/other.md\n/mnt/user-data/outputs/other.md\n",
 	       "'%s' --home '%s' present %s /mnt/user-data/outputs/other.md"
-	       " /mnt/user-data/outputs//other.md", b, V.home, run);
-	EQ_OUT("/mnt/user-data/outputs/report.md\n", "'%s' --home '%s' present %s --tool attach"
-	       " /mnt/user-data/outputs/report.md", b, V.home, run);
+	       " /mnt/user-data/outputs//other.md",
+	       b, V.home, run);
+	EQ_OUT("/mnt/user-data/outputs/report.md\n",
+	       "'%s' --home '%s' present %s --tool attach"
+	       " /mnt/user-data/outputs/report.md",
+	       b, V.home, run);
 	end(run);
-	SAME(receipt(run, &st), "{\"presented\":2,\"paths\":[\"/mnt/user-data/outputs/other.md\","
+	SAME(receipt(run, &st),
+	     "{\"presented\":2,\"paths\":[\"/mnt/user-data/outputs/other.md\","
 	     "\"/mnt/user-data/outputs/report.md\"],\"by_tool\":{\"present_files\":"
-	     "[\"/mnt/user-data/outputs/other.md\"],\"attach\":[\"/mnt/user-data/outputs/report.md\"]},"
-	     VERIFICATION ",\"produced_paths\":[\"/mnt/user-data/outputs/report.md\"],"
+	     "[\"/mnt/user-data/outputs/other.md\"],\"attach\":[\"/mnt/user-data/outputs/report.md\"]}," VERIFICATION
+	     ",\"produced_paths\":[\"/mnt/user-data/outputs/report.md\"],"
 	     "\"presented_paths\":[\"/mnt/user-data/outputs/other.md\"],\"matched_paths\":[],"
 	     "\"stage\":\"mismatched\",\"satisfied\":false}\n");
 	ck_assert_int_eq(st, 1);
@@ -674,7 +758,8 @@ START_TEST(test_runs_receipt_without_changed_outputs)
 	OK("'%s' --home '%s' present %s /mnt/user-data/outputs/link > /dev/null", test_bin("sbx"),
 	   V.home, run);
 	end(run);
-	SAME(receipt(run, &st), "{\"presented\":1,\"paths\":[\"/mnt/user-data/outputs/link\"],"
+	SAME(receipt(run, &st),
+	     "{\"presented\":1,\"paths\":[\"/mnt/user-data/outputs/link\"],"
 	     "\"by_tool\":{\"present_files\":[\"/mnt/user-data/outputs/link\"]}}\n");
 	ck_assert_int_eq(st, 0);
 	EQ_OUT("run 1 of alice/runs: no output created or modified: nothing to verify\n"
@@ -695,14 +780,16 @@ START_TEST(test_runs_present_and_receipt_errors)
 	ck_assert_int_eq(st, 1);
 	/* All or none: the first path is not recorded either. */
 	SAME(errors(&st, fmt_cmd("present %s /mnt/user-data/outputs/a"
-				 " /mnt/user-data/outputs/../uploads/x", run)),
+				 " /mnt/user-data/outputs/../uploads/x",
+				 run)),
 	     "sbx: present: Only files in /mnt/user-data/outputs can be presented:"
 	     " /mnt/user-data/outputs/../uploads/x\n");
 	ck_assert_int_eq(st, 1);
 	SAME(errors(&st, fmt_cmd("present %s '%s/users/alice/threads/other/user-data/outputs/a'",
 				 run, V.home)),
 	     fmt_cmd("sbx: present: Only files in /mnt/user-data/outputs can be presented:"
-		     " %s/users/alice/threads/other/user-data/outputs/a\n", V.home));
+		     " %s/users/alice/threads/other/user-data/outputs/a\n",
+		     V.home));
 	ck_assert_int_eq(st, 1);
 	SAME(errors(&st, fmt_cmd("present %s --tool 'two words' /mnt/user-data/outputs/a", run)),
 	     "sbx: present: --tool: a tool name is made of letters, digits and _ . : -\n"
@@ -717,14 +804,16 @@ START_TEST(test_runs_present_and_receipt_errors)
 	SAME(errors(&st, fmt_cmd("receipt %s", run)),
 	     "sbx: receipt: run 1 is still open: sbx run end 1 records its receipt\n");
 	ck_assert_int_eq(st, 1);
-	SAME(errors(&st, "receipt 99"), "sbx: receipt: no such run (see the id sbx run begin printed)\n");
+	SAME(errors(&st, "receipt 99"),
+	     "sbx: receipt: no such run (see the id sbx run begin printed)\n");
 	ck_assert_int_eq(st, 1);
 	SAME(errors(&st, fmt_cmd("receipt %s --format html", run)),
 	     "sbx: receipt: --format takes text or json, not 'html'\nTry 'sbx receipt --help'.\n");
 	ck_assert_int_eq(st, 2);
 	OK("echo r > '%s'", vpath(&V, "user-data/outputs/a"));
 	end(run);
-	SAME(receipt(run, &st), "{\"presented\":0,\"paths\":[],\"by_tool\":{}," VERIFICATION ","
+	SAME(receipt(run, &st),
+	     "{\"presented\":0,\"paths\":[],\"by_tool\":{}," VERIFICATION ","
 	     "\"produced_paths\":[\"/mnt/user-data/outputs/a\"],\"presented_paths\":[],"
 	     "\"matched_paths\":[],\"stage\":\"not_started\",\"satisfied\":false}\n");
 }
@@ -741,7 +830,8 @@ START_TEST(test_runs_errors)
 	ck_assert_int_eq(STATUS("'%s' --home '%s' run end 2>/dev/null", b, V.home), 2);
 	ck_assert_int_eq(STATUS("'%s' --home '%s' run stop 1 2>/dev/null", b, V.home), 2);
 	ck_assert_int_eq(STATUS("'%s' --home '%s' run begin --user alice --thread nope 2>/dev/null",
-				b, V.home), 1);
+				b, V.home),
+			 1);
 }
 END_TEST
 

@@ -24,7 +24,8 @@ static const char *H;
  * nothing else does (tests/tools/bomb.py, after add_tool(T, "bomb.py")). */
 #define FORK_BOMB "python3 bomb.py fork sbx-fork-bomb"
 /* The fork bomb is gone within 5 s. */
-#define BOMB_GONE "for i in $(seq 50); do pgrep -f sbx-fork-bom[b] >/dev/null || exit 0;" \
+#define BOMB_GONE                                                               \
+	"for i in $(seq 50); do pgrep -f sbx-fork-bom[b] >/dev/null || exit 0;" \
 	" sleep 0.1; done; exit 1"
 
 static void start(const char *conf)
@@ -57,8 +58,11 @@ static char *run_opts(const char *thread, const char *opts, int *status, const c
 	char *f = fmt_cmd("%s/cmd", test_dir("cmd"));
 
 	ck_assert_int_eq(write_file(f, cmd), 0);
-	return capture(fmt_cmd("'%s' exec --home '%s' --user alice --thread %s %s -- \"$(cat '%s')\""
-			       " 2>&1", test_bin("sbx"), H, thread, opts, f), status);
+	return capture(
+		fmt_cmd("'%s' exec --home '%s' --user alice --thread %s %s -- \"$(cat '%s')\""
+			" 2>&1",
+			test_bin("sbx"), H, thread, opts, f),
+		status);
 }
 
 static char *run(const char *thread, int *status, const char *cmd)
@@ -84,7 +88,8 @@ static char *workspace(const char *thread)
 /* Copies the test tool NAME (tests/tools) into THREAD's workspace. */
 static void add_tool(const char *thread, const char *name)
 {
-	OK("mkdir -p '%s' && cp 'tests/tools/%s' '%s/'", workspace(thread), name, workspace(thread));
+	OK("mkdir -p '%s' && cp 'tests/tools/%s' '%s/'", workspace(thread), name,
+	   workspace(thread));
 }
 
 /* Copies tests/tools/probe.py into THREAD's workspace. */
@@ -100,16 +105,21 @@ static void add_probe(const char *thread)
 START_TEST(test_sandbox_proc_sys_is_read_only)
 {
 	static const char *const knobs[] = {
-		"kernel/core_pattern", "fs/suid_dumpable", "kernel/panic", "vm/overcommit_memory",
+		"kernel/core_pattern",
+		"fs/suid_dumpable",
+		"kernel/panic",
+		"vm/overcommit_memory",
 	};
 
 	for (size_t i = 0; i < sizeof(knobs) / sizeof(*knobs); i++) {
-		char *out = run_ok("t1", fmt_cmd("v=$(cat /proc/sys/%s); { printf '%%s\\n' \"$v\" >"
-						 " /proc/sys/%s; } 2>/dev/null && echo WROTE; echo done",
-						 knobs[i], knobs[i]));
+		char *out = run_ok("t1",
+				   fmt_cmd("v=$(cat /proc/sys/%s); { printf '%%s\\n' \"$v\" >"
+					   " /proc/sys/%s; } 2>/dev/null && echo WROTE; echo done",
+					   knobs[i], knobs[i]));
 		SAME(out, "done\n");
 	}
-	SAME(run_ok("t1", "{ echo 4 > /proc/sys/vm/drop_caches; } 2>/dev/null && echo WROTE; echo done"),
+	SAME(run_ok("t1",
+		    "{ echo 4 > /proc/sys/vm/drop_caches; } 2>/dev/null && echo WROTE; echo done"),
 	     "done\n");
 	/* The mount itself is read-only, whoever the caller is. */
 	SAME(run_ok("t1", "grep -q ' /proc/sys ro,' /proc/self/mountinfo && echo ro"), "ro\n");
@@ -119,7 +129,8 @@ END_TEST
 /* /proc/sysrq-trigger cannot be written (an empty write: no action). */
 START_TEST(test_sandbox_sysrq_trigger_is_read_only)
 {
-	SAME(run_ok("t1", "{ : > /proc/sysrq-trigger; } 2>/dev/null && echo WROTE; echo done"), "done\n");
+	SAME(run_ok("t1", "{ : > /proc/sysrq-trigger; } 2>/dev/null && echo WROTE; echo done"),
+	     "done\n");
 }
 END_TEST
 
@@ -127,11 +138,14 @@ END_TEST
  * refused (the caller has no CAP_CHOWN), and so are set-id bits. */
 START_TEST(test_sandbox_no_set_id_files_on_the_host)
 {
-	char *out = run("t1", (int[]){ 0 }, "cp /usr/bin/id x; chown 4321:4321 x && echo CHOWNED;"
-			" chown 0:0 x && echo ROOTED; chmod 6755 x && echo SETID; chmod u+s x && echo"
-			" SETUID; chmod g+s x && echo SETGID; echo done");
+	char *out =
+		run("t1", (int[]){ 0 },
+		    "cp /usr/bin/id x; chown 4321:4321 x && echo CHOWNED;"
+		    " chown 0:0 x && echo ROOTED; chmod 6755 x && echo SETID; chmod u+s x && echo"
+		    " SETUID; chmod g+s x && echo SETGID; echo done");
 	ck_assert_msg(!strstr(out, "CHOWNED") && !strstr(out, "ROOTED") && !strstr(out, "SETID") &&
-		      !strstr(out, "SETUID") && strstr(out, "done"), "%s", out);
+			      !strstr(out, "SETUID") && strstr(out, "done"),
+		      "%s", out);
 	struct stat st;
 	ck_assert_int_eq(stat(fmt_cmd("%s/x", workspace("t1")), &st), 0);
 	ck_assert_msg(!(st.st_mode & (S_ISUID | S_ISGID)), "host file mode %o", st.st_mode);
@@ -143,7 +157,8 @@ END_TEST
  * the broker's user on the host, root here. */
 START_TEST(test_sandbox_chmod_setuid_as_the_agent)
 {
-	char *out = run("t1", (int[]){ 0 }, "echo '#!/bin/sh' > s; chmod 755 s; chmod u+s s 2>&1;"
+	char *out = run("t1", (int[]){ 0 },
+			"echo '#!/bin/sh' > s; chmod 755 s; chmod u+s s 2>&1;"
 			" stat -c %a s");
 	ck_assert_msg(strstr(out, "Operation not permitted") && strstr(out, "755"), "%s", out);
 	struct stat st;
@@ -156,7 +171,8 @@ END_TEST
 START_TEST(test_sandbox_no_device_nodes)
 {
 	SAME(run_ok("t1", "mknod null c 1 3 2>/dev/null && echo MADE; mknod /tmp/null c 1 3"
-		    " 2>/dev/null && echo MADE; mknod fifo p && echo fifo"), "fifo\n");
+			  " 2>/dev/null && echo MADE; mknod fifo p && echo fifo"),
+	     "fifo\n");
 	ck_assert(!exists(fmt_cmd("%s/null", workspace("t1"))));
 }
 END_TEST
@@ -164,16 +180,22 @@ END_TEST
 /* Nothing the sandbox can read reveals a host secret. */
 START_TEST(test_sandbox_host_secrets_stay_out)
 {
-	SAME(run_ok("t1", "head -c 100 /etc/shadow 2>/dev/null; head -c 100 /etc/gshadow 2>/dev/null;"
+	SAME(run_ok("t1",
+		    "head -c 100 /etc/shadow 2>/dev/null; head -c 100 /etc/gshadow 2>/dev/null;"
 		    " for d in /root /home /run /var /srv /boot /sys; do test -e $d && echo $d; done;"
-		    " echo end"), "end\n");
+		    " echo end"),
+	     "end\n");
 	/* Whatever of /etc the host keeps from other users reads as nothing. */
-	char *secret = OUT("find /etc -xdev -type f ! -perm -o=r 2>/dev/null | head -20 | tr '\\n' ' '");
+	char *secret =
+		OUT("find /etc -xdev -type f ! -perm -o=r 2>/dev/null | head -20 | tr '\\n' ' '");
 	SAME(run_ok("t1", fmt_cmd("for f in %s; do head -c 1 \"$f\" 2>/dev/null; done; echo end",
-				  secret)), "end\n");
+				  secret)),
+	     "end\n");
 	/* No socket of the host (docker.sock, the broker's own), no store. */
 	SAME(run_ok("t1", fmt_cmd("find / -xdev -type s 2>/dev/null | grep -v '^/tmp/';"
-				  " test -e '%s/sbx.db' && echo STORE; echo end", H)), "end\n");
+				  " test -e '%s/sbx.db' && echo STORE; echo end",
+				  H)),
+	     "end\n");
 }
 END_TEST
 
@@ -184,14 +206,18 @@ START_TEST(test_sandbox_request_env_stays_inside)
 	const char *marks = test_dir("marks");
 	char *mark = fmt_cmd("%s/pwned", marks);
 	OK("chmod 777 '%s'", marks);
-	run_ok("t1", fmt_cmd("printf '#include <stdio.h>\\n__attribute__((constructor)) static void"
-			     " c(void) { FILE *f = fopen(\"%s\", \"a\"); if (f) fputs(\"x\", f); }\\n' > p.c"
-			     " && cc -shared -fPIC -o p.so p.c", mark));
+	run_ok("t1",
+	       fmt_cmd("printf '#include <stdio.h>\\n__attribute__((constructor)) static void"
+		       " c(void) { FILE *f = fopen(\"%s\", \"a\"); if (f) fputs(\"x\", f); }\\n' > p.c"
+		       " && cc -shared -fPIC -o p.so p.c",
+		       mark));
 	char *so = fmt_cmd("%s/p.so", workspace("t1"));
 	int st;
-	char *out = run_opts("t1", fmt_cmd("--env LD_PRELOAD=%s --env LD_LIBRARY_PATH=%s"
-					   " --env PATH=%s:/usr/bin:/bin", so, workspace("t1"),
-					   workspace("t1")), &st, "echo ran");
+	char *out = run_opts("t1",
+			     fmt_cmd("--env LD_PRELOAD=%s --env LD_LIBRARY_PATH=%s"
+				     " --env PATH=%s:/usr/bin:/bin",
+				     so, workspace("t1"), workspace("t1")),
+			     &st, "echo ran");
 	ck_assert_msg(strstr(out, "ran"), "%s", out);
 	ck_assert_msg(!exists(mark), "the preloaded library ran outside the sandbox");
 	/* Inside, the variable is the command's. */
@@ -213,12 +239,13 @@ START_TEST(test_sandbox_no_inherited_descriptors)
 	     "0 1 2 3 \n");
 	SAME(read_file(file), "");
 	/* A session's shell neither. */
-	SAME(run_opts("t1", "--scope s", (int[]){ 0 }, "{ echo X >&8; } 2>/dev/null || echo closed"),
+	SAME(run_opts("t1", "--scope s", (int[]){ 0 },
+		      "{ echo X >&8; } 2>/dev/null || echo closed"),
 	     "closed\n");
 	/* No controlling terminal, no signal blocked or ignored by the
 	 * broker's own set-up. */
 	SAME(run_ok("t1", "tty; { : < /dev/tty; } 2>/dev/null || echo no-tty;"
-		    " grep -E 'SigBlk|SigIgn' /proc/self/status"),
+			  " grep -E 'SigBlk|SigIgn' /proc/self/status"),
 	     "not a tty\nno-tty\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
 }
 END_TEST
@@ -237,11 +264,14 @@ START_TEST(test_sandbox_colliding_ids_share_nothing)
 	ck_assert(!exists(fmt_cmd("%s/mine", workspace("t49091"))));
 	char *st = OUT("'%s' broker --home '%s' --status | python3 tests/tools/jsonq.py"
 		       " '(len(d[\"views\"]), len({v[\"mount\"] for v in d[\"views\"]}),"
-		       " *sorted({v[\"sandbox\"] for v in d[\"views\"]}))'", test_bin("sbx"), H);
+		       " *sorted({v[\"sandbox\"] for v in d[\"views\"]}))'",
+		       test_bin("sbx"), H);
 	SAME(st, "2 2 3b787b99\n");
 	/* Their host uids differ too. */
 	SAME(OUT("'%s' broker --home '%s' --status | python3 tests/tools/jsonq.py"
-		 " 'len({v[\"uid\"] for v in d[\"views\"]})'", test_bin("sbx"), H), "2\n");
+		 " 'len({v[\"uid\"] for v in d[\"views\"]})'",
+		 test_bin("sbx"), H),
+	     "2\n");
 }
 END_TEST
 
@@ -253,10 +283,12 @@ START_TEST(test_sandbox_no_ptrace_across_sandboxes)
 	ck_assert_msg(*pid, "no victim");
 	pid[strcspn(pid, "\n")] = '\0';
 	add_probe("t2");
-	SAME(run_ok("t2", fmt_cmd("pgrep -f 'sbx-victim-pro[c]'; kill -0 %s 2>&1 | sed 's/.* - //';"
-				  " python3 -c 'import ctypes,os; l=ctypes.CDLL(None,use_errno=True);"
-				  " print(l.ptrace(16, %s, 0, 0), os.strerror(ctypes.get_errno()))'",
-				  pid, pid)), "No such process\n-1 No such process\n");
+	SAME(run_ok("t2",
+		    fmt_cmd("pgrep -f 'sbx-victim-pro[c]'; kill -0 %s 2>&1 | sed 's/.* - //';"
+			    " python3 -c 'import ctypes,os; l=ctypes.CDLL(None,use_errno=True);"
+			    " print(l.ptrace(16, %s, 0, 0), os.strerror(ctypes.get_errno()))'",
+			    pid, pid)),
+	     "No such process\n-1 No such process\n");
 }
 END_TEST
 
@@ -266,24 +298,52 @@ END_TEST
 START_TEST(test_sandbox_refused_calls)
 {
 	static const char *const refused[] = {
-		"add_key", "keyctl", "request_key", "perf_event_open", "userfaultfd", "bpf",
-		"unshare_user", "unshare_mount", "mount", "umount", "pivot_root", "open_tree",
-		"fsopen", "kexec_load", "init_module", "finit_module", "delete_module", "reboot",
-		"swapon", "settimeofday", "clock_settime", "personality", "open_by_handle_at",
-		"tiocsti", "tioclinux", "io_uring_setup", "setns", "acct", "mknod_char", "quotactl",
+		"add_key",
+		"keyctl",
+		"request_key",
+		"perf_event_open",
+		"userfaultfd",
+		"bpf",
+		"unshare_user",
+		"unshare_mount",
+		"mount",
+		"umount",
+		"pivot_root",
+		"open_tree",
+		"fsopen",
+		"kexec_load",
+		"init_module",
+		"finit_module",
+		"delete_module",
+		"reboot",
+		"swapon",
+		"settimeofday",
+		"clock_settime",
+		"personality",
+		"open_by_handle_at",
+		"tiocsti",
+		"tioclinux",
+		"io_uring_setup",
+		"setns",
+		"acct",
+		"mknod_char",
+		"quotactl",
 	};
 	char want[2048] = "", names[2048] = "";
 
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
-		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s EPERM\n", refused[i]);
+		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s EPERM\n",
+			 refused[i]);
 		snprintf(names + strlen(names), sizeof(names) - strlen(names), " %s", refused[i]);
 	}
 	strcat(want, "clone3 ENOSYS\npersonality_query ok\n");
 	add_probe("t1");
 	SAME(run_ok("t1", fmt_cmd("python3 probe.py%s clone3 personality_query </dev/null", names)),
 	     want);
-	SAME(run_ok("t1", "grep -E 'NoNewPrivs|Seccomp:' /proc/self/status; unshare -U true 2>/dev/null"
-		    " || echo refused"), "NoNewPrivs:\t1\nSeccomp:\t2\nrefused\n");
+	SAME(run_ok("t1",
+		    "grep -E 'NoNewPrivs|Seccomp:' /proc/self/status; unshare -U true 2>/dev/null"
+		    " || echo refused"),
+	     "NoNewPrivs:\t1\nSeccomp:\t2\nrefused\n");
 }
 END_TEST
 
@@ -292,10 +352,12 @@ END_TEST
 START_TEST(test_sandbox_masked_proc_files)
 {
 	add_probe("t1");
-	SAME(run_ok("t1", "python3 probe.py add_key >/dev/null; for f in /proc/keys /proc/timer_list"
+	SAME(run_ok("t1",
+		    "python3 probe.py add_key >/dev/null; for f in /proc/keys /proc/timer_list"
 		    " /proc/kcore /proc/sched_debug /proc/latency_stats /proc/timer_stats; do"
 		    " test -e $f || continue; n=$(head -c 100 $f 2>/dev/null | wc -c);"
-		    " test $n = 0 || echo $f $n; done; echo end"), "end\n");
+		    " test $n = 0 || echo $f $n; done; echo end"),
+	     "end\n");
 }
 END_TEST
 
@@ -312,10 +374,12 @@ END_TEST
 /* No cgroupfs from a nested namespace, no cgroup limit file to write. */
 START_TEST(test_sandbox_no_cgroupfs)
 {
-	SAME(run_ok("t1", "mkdir -p /tmp/cg; unshare -UrmC sh -c 'mount -t cgroup2 none /tmp/cg && echo"
+	SAME(run_ok("t1",
+		    "mkdir -p /tmp/cg; unshare -UrmC sh -c 'mount -t cgroup2 none /tmp/cg && echo"
 		    " MOUNTED' 2>/dev/null; mount -t cgroup2 none /tmp/cg 2>/dev/null && echo MOUNTED;"
 		    " test -e /sys/fs/cgroup && echo SYS; for f in $(cat /proc/self/cgroup | cut -d: -f3);"
-		    " do :; done; echo end"), "end\n");
+		    " do :; done; echo end"),
+	     "end\n");
 }
 END_TEST
 
@@ -342,16 +406,17 @@ START_TEST(test_sandbox_identity_and_ownership)
 	/* From the sleep itself (argv[0] set by exec -a; the shell that
 	 * started it has the name in its command line too, and may be gone)
 	 * up to the broker; a process that vanishes mid-walk fails the test. */
-	char *ids = OUT("p=$(pgrep -f '^sbx-identity-proc' | head -1); [ -n \"$p\" ] || echo none;"
-			" while [ \"${p:-0}\" -gt 1 ]; do"
-			" c=$(cat /proc/$p/comm) || { echo vanished; break; }; case $c in sbx) break;; esac;"
-			" u=$(awk '/^Uid:/ {print $3}' /proc/$p/status);"
-			" e=$(awk '/^CapEff:/ {print $2}' /proc/$p/status);"
-			" n=$(readlink /proc/$p/ns/user);"
-			" if [ \"$u\" = 0 ] || { [ \"$n\" = \"$(readlink /proc/1/ns/user)\" ] &&"
-			" [ \"$e\" != 0000000000000000 ]; };"
-			" then echo \"$c $u $e\"; fi; p=$(awk '/^PPid:/ {print $2}' /proc/$p/status); done;"
-			" echo checked");
+	char *ids = OUT(
+		"p=$(pgrep -f '^sbx-identity-proc' | head -1); [ -n \"$p\" ] || echo none;"
+		" while [ \"${p:-0}\" -gt 1 ]; do"
+		" c=$(cat /proc/$p/comm) || { echo vanished; break; }; case $c in sbx) break;; esac;"
+		" u=$(awk '/^Uid:/ {print $3}' /proc/$p/status);"
+		" e=$(awk '/^CapEff:/ {print $2}' /proc/$p/status);"
+		" n=$(readlink /proc/$p/ns/user);"
+		" if [ \"$u\" = 0 ] || { [ \"$n\" = \"$(readlink /proc/1/ns/user)\" ] &&"
+		" [ \"$e\" != 0000000000000000 ]; };"
+		" then echo \"$c $u $e\"; fi; p=$(awk '/^PPid:/ {print $2}' /proc/$p/status); done;"
+		" echo checked");
 	SAME(ids, "checked\n");
 }
 END_TEST
@@ -360,11 +425,13 @@ END_TEST
 START_TEST(test_sandbox_default_tools_work)
 {
 	restart("[broker]\nnetwork = on\n");
-	SAME(run_ok("t1", "git init -q r && cd r && git -c user.name=a -c user.email=a@b commit -q"
+	SAME(run_ok("t1",
+		    "git init -q r && cd r && git -c user.name=a -c user.email=a@b commit -q"
 		    " --allow-empty -m x && git log --format=%s && python3 -c 'print(6*7)' &&"
 		    " printf 'int main(void){return 3;}\\n' > m.c && cc m.c -o m && { ./m; echo $?; } &&"
 		    " printf 'all:\\n\\t@echo made\\n' > Makefile && make && npm --version >/dev/null &&"
-		    " echo tools"), "x\n42\n3\nmade\ntools\n");
+		    " echo tools"),
+	     "x\n42\n3\nmade\ntools\n");
 }
 END_TEST
 
@@ -377,8 +444,8 @@ START_TEST(test_sandbox_fork_bomb_is_contained)
 	add_tool("t1", "bomb.py");
 	int st;
 	char *out = run("t1", &st, FORK_BOMB);
-	ck_assert_msg(st == 137 && strstr(out, "killed: process limit 64 reached"), "exit %d: %s", st,
-		      out);
+	ck_assert_msg(st == 137 && strstr(out, "killed: process limit 64 reached"), "exit %d: %s",
+		      st, out);
 	OK(BOMB_GONE);
 	SAME(run_ok("t2", "echo other"), "other\n");
 	SAME(run_ok("t1", "echo again"), "again\n");
@@ -393,7 +460,8 @@ START_TEST(test_sandbox_memory_bomb_is_contained)
 	add_tool("t1", "bomb.py");
 	char *out = run("t1", &st, "python3 bomb.py memory 1");
 	ck_assert_msg(st == 137 && strstr(out, "killed: out of memory (limit 256 MiB)") &&
-		      !strstr(out, "survived"), "exit %d: %s", st, out);
+			      !strstr(out, "survived"),
+		      "exit %d: %s", st, out);
 	SAME(run_ok("t2", "echo other"), "other\n");
 }
 END_TEST
@@ -404,7 +472,8 @@ START_TEST(test_sandbox_disk_quota)
 {
 	restart("[limits]\ndisk = 64M\ndisk_inodes = 100\n");
 	int st;
-	char *out = run("t1", &st, "head -c 2G /dev/zero > big; echo status $?; du -m big | cut -f1");
+	char *out = run("t1", &st,
+			"head -c 2G /dev/zero > big; echo status $?; du -m big | cut -f1");
 	ck_assert_msg(strstr(out, "Disk quota exceeded") && strstr(out, "status 1"), "%s", out);
 	struct stat sb;
 	ck_assert_int_eq(stat(fmt_cmd("%s/big", workspace("t1")), &sb), 0);
@@ -414,7 +483,8 @@ START_TEST(test_sandbox_disk_quota)
 			 "refused write of 'user-data/workspace/big': the thread's disk quota of"
 			 " 64 MiB is reached"));
 	SAME(run_ok("t1", "rm big; head -c 1M /dev/zero > small && echo ok"), "ok\n");
-	out = run("t1", &st, "for i in $(seq 150); do : > f$i || break; done; echo files $(ls | wc -l)");
+	out = run("t1", &st,
+		  "for i in $(seq 150); do : > f$i || break; done; echo files $(ls | wc -l)");
 	ck_assert_msg(strstr(out, "Disk quota exceeded") && strstr(out, "files "), "%s", out);
 	ck_assert_int_le(atoi(strstr(out, "files ") + 6), 100);
 }
@@ -431,12 +501,12 @@ START_TEST(test_sandbox_rlimit_fallback)
 	add_tool("t1", "bomb.py");
 	int st;
 	char *out = run("t1", &st, FORK_BOMB);
-	ck_assert_msg(st == 137 && strstr(out, "killed: process limit 64 reached"), "exit %d: %s", st,
-		      out);
+	ck_assert_msg(st == 137 && strstr(out, "killed: process limit 64 reached"), "exit %d: %s",
+		      st, out);
 	OK(BOMB_GONE);
 	out = run("t1", &st, "python3 bomb.py memory");
-	ck_assert_msg(st == 1 && strstr(out, "MemoryError") && !strstr(out, "survived"), "exit %d: %s",
-		      st, out);
+	ck_assert_msg(st == 1 && strstr(out, "MemoryError") && !strstr(out, "survived"),
+		      "exit %d: %s", st, out);
 }
 END_TEST
 
@@ -446,25 +516,42 @@ START_TEST(test_sandbox_doctor)
 	int st;
 	char *out = capture(fmt_cmd("'%s' doctor --home '%s'", test_bin("sbx"), H), &st);
 	static const char *const lines[] = {
-		"/dev/fuse:", "fusermount3:", "user namespaces:", "bubblewrap:",
-		"cgroup v2 delegation:", "seccomp:", "openat2:", "reflinks:", "inotify:",
-		"active   no host root inside:", "caller's privileges in the view:",
-		"kernel interfaces:", "seccomp filter:", "host secrets:", "boundary hygiene:",
-		"one view per thread:", "process limit:", "memory limit:", "disk quota:",
+		"/dev/fuse:",
+		"fusermount3:",
+		"user namespaces:",
+		"bubblewrap:",
+		"cgroup v2 delegation:",
+		"seccomp:",
+		"openat2:",
+		"reflinks:",
+		"inotify:",
+		"active   no host root inside:",
+		"caller's privileges in the view:",
+		"kernel interfaces:",
+		"seccomp filter:",
+		"host secrets:",
+		"boundary hygiene:",
+		"one view per thread:",
+		"process limit:",
+		"memory limit:",
+		"disk quota:",
 		"host mode:",
 	};
 	for (size_t i = 0; i < sizeof(lines) / sizeof(*lines); i++)
 		ck_assert_msg(strstr(out, lines[i]), "no '%s' in:\n%s", lines[i], out);
-	ck_assert_msg(st == 0 && strstr(out, "every protection is active"), "exit %d:\n%s", st, out);
+	ck_assert_msg(st == 0 && strstr(out, "every protection is active"), "exit %d:\n%s", st,
+		      out);
 	SAME(OUT("'%s' doctor --home '%s' --format json | python3 tests/tools/jsonq.py"
 		 " 'd[\"all_active\"], len(d[\"host\"]) >= 9,"
 		 " [p[\"state\"] for p in d[\"protections\"] if p[\"name\"] == \"seccomp filter\"]'",
-		 test_bin("sbx"), H), "True True ['active']\n");
+		 test_bin("sbx"), H),
+	     "True True ['active']\n");
 	/* A protection that does not hold is named, with why, and fails. */
 	ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", H), "[limits]\ncgroups = off\n"), 0);
 	out = capture(fmt_cmd("'%s' doctor --home '%s'", test_bin("sbx"), H), &st);
 	ck_assert_msg(st == 1 && strstr(out, "partial  process limit: rlimit") &&
-		      strstr(out, "cgroups = off in sbx.conf"), "exit %d:\n%s", st, out);
+			      strstr(out, "cgroups = off in sbx.conf"),
+		      "exit %d:\n%s", st, out);
 }
 END_TEST
 
@@ -478,7 +565,8 @@ START_TEST(test_sandbox_idle_session_bomb_is_ended)
 	run_opts("t1", "--scope s", &st, FORK_BOMB " >/dev/null 2>&1 &");
 	ck_assert_int_eq(st, 0);
 	OK("for i in $(seq 100); do grep -q 'scope s: killed: process limit 64 reached between"
-	   " commands; ended' '%s/run/broker.log' && exit 0; sleep 0.1; done; exit 1", H);
+	   " commands; ended' '%s/run/broker.log' && exit 0; sleep 0.1; done; exit 1",
+	   H);
 	OK(BOMB_GONE);
 	SAME(run_opts("t1", "--scope s", &st, "echo fresh"), "fresh\n");
 }
@@ -491,19 +579,23 @@ START_TEST(test_sandbox_failed_start_says_why)
 {
 	char *fake = fmt_cmd("%s/bwrap", test_dir("fake"));
 	ck_assert_int_eq(write_file(fake, "#!/bin/sh\necho 'bwrap: No permissions to creating new"
-				    " namespace, likely because the kernel does not allow"
-				    " non-privileged user namespaces.' >&2\nexit 1\n"), 0);
+					  " namespace, likely because the kernel does not allow"
+					  " non-privileged user namespaces.' >&2\nexit 1\n"),
+			 0);
 	OK("chmod 755 '%s' && chmod 755 \"$(dirname '%s')\"", fake, fake);
 	restart(fmt_cmd("[broker]\nbwrap = %s\n", fake));
 	int st;
-	SAME(run("t1", &st, "echo never"), "sbx: exec: cannot start the sandbox: bwrap: No permissions"
+	SAME(run("t1", &st, "echo never"),
+	     "sbx: exec: cannot start the sandbox: bwrap: No permissions"
 	     " to creating new namespace, likely because the kernel does not allow non-privileged"
 	     " user namespaces.\n");
 	ck_assert_int_eq(st, 1);
-	SAME(run_opts("t1", "--scope s", &st, "echo never"), "sbx: exec: cannot start the sandbox:"
+	SAME(run_opts("t1", "--scope s", &st, "echo never"),
+	     "sbx: exec: cannot start the sandbox:"
 	     " bwrap: No permissions to creating new namespace, likely because the kernel does not"
 	     " allow non-privileged user namespaces.\n");
-	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)), "namespace mode cannot start"
+	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)),
+			 "namespace mode cannot start"
 			 " sandboxes here: bwrap: No permissions"));
 }
 END_TEST
@@ -517,11 +609,13 @@ START_TEST(test_sandbox_missing_bubblewrap_is_named)
 	char *out = run("t1", &st, "true");
 	ck_assert_int_eq(st, 1);
 	SAME(out, "sbx: exec: bubblewrap: bwrap = /nonexistent/bwrap in [broker]: No such file or"
-	     " directory\n");
-	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)), "namespace mode cannot run"
+		  " directory\n");
+	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)),
+			 "namespace mode cannot run"
 			 " commands: bubblewrap: bwrap = /nonexistent/bwrap"));
 	out = capture(fmt_cmd("'%s' doctor --home '%s'", test_bin("sbx"), H), &st);
-	ck_assert_msg(st == 1 && strstr(out, "no       bubblewrap: bubblewrap: bwrap = /nonexistent"),
+	ck_assert_msg(st == 1 &&
+			      strstr(out, "no       bubblewrap: bubblewrap: bwrap = /nonexistent"),
 		      "%s", out);
 }
 END_TEST

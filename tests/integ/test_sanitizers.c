@@ -34,16 +34,26 @@ START_TEST(test_sanitizers_valgrind_finds_nothing)
 	ck_assert_int_eq(sh("mkdir -p '%s' && (valgrind -q --leak-check=full"
 			    " --errors-for-leak-kinds=definite,indirect --error-exitcode=99"
 			    " --log-file='%s' '%s/sbxfs' -f --home '%s' --user v --thread t '%s';"
-			    " echo $? > '%s/status') >/dev/null 2>&1 &", mnt, log, bin, home, mnt, dir), 0);
+			    " echo $? > '%s/status') >/dev/null 2>&1 &",
+			    mnt, log, bin, home, mnt, dir),
+			 0);
 	ck_assert_int_eq(sh("for i in $(seq 300); do grep -q ' %s fuse' /proc/mounts && exit 0;"
-			    " sleep 0.1; done; exit 1", mnt), 0);
-	ck_assert_int_eq(sh("cd '%s/user-data/workspace' && echo one > a && cat a > /dev/null &&"
-			    " echo two > a && mv a b && mkdir d && ln -s ../b d/l && setfattr -n user.x -v 1 b &&"
-			    " cat b d/l > /dev/null && rm -r d && : > c && echo new > c && rm c &&"
-			    " ls -la > /dev/null", mnt), 0);
+			    " sleep 0.1; done; exit 1",
+			    mnt),
+			 0);
+	ck_assert_int_eq(
+		sh("cd '%s/user-data/workspace' && echo one > a && cat a > /dev/null &&"
+		   " echo two > a && mv a b && mkdir d && ln -s ../b d/l && setfattr -n user.x -v 1 b &&"
+		   " cat b d/l > /dev/null && rm -r d && : > c && echo new > c && rm c &&"
+		   " ls -la > /dev/null",
+		   mnt),
+		0);
 	ck_assert_int_eq(sh("fusermount3 -u '%s'", mnt), 0);
-	ck_assert_int_eq(sh("for i in $(seq 300); do test -s '%s/status' && exit 0; sleep 0.1; done;"
-			    " exit 1", dir), 0);
+	ck_assert_int_eq(
+		sh("for i in $(seq 300); do test -s '%s/status' && exit 0; sleep 0.1; done;"
+		   " exit 1",
+		   dir),
+		0);
 	char *status = read_file(fmt_cmd("%s/status", dir)), *text = read_file(log);
 	ck_assert_msg(status && !strcmp(status, "0\n"), "valgrind exit %s:\n%s", status,
 		      text ? text : "(no log)");

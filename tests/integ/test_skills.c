@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 static struct tview V;
-static char H[PATH_MAX];	/* the home, filled before the mount */
+static char H[PATH_MAX]; /* the home, filled before the mount */
 
 /* HOME/REL, a heap string the test may leak. */
 static char *home_path(const char *rel)
@@ -119,7 +119,7 @@ START_TEST(test_skills_categories_come_from_their_host_dirs)
 	tview_umount(&b);
 	SAME(bob_custom, "");
 	SAME(bob_public, "pub\nshared\n");
-	ck_assert_int_eq(mode, 0755);	/* made for him, as the others */
+	ck_assert_int_eq(mode, 0755); /* made for him, as the others */
 }
 END_TEST
 
@@ -171,12 +171,15 @@ START_TEST(test_skills_disabling_and_enabling_need_no_remount)
 	ck_assert_int_eq(stat(sk("custom/mine"), &st), -1);
 	ck_assert_int_eq(errno, EACCES);
 	SAME(OUT("cd '%s' && find . -name SKILL.md | cut -c3- | sort; echo $?",
-		 vpath(&V, "skills/custom")), "shared/SKILL.md\n0\n");
+		 vpath(&V, "skills/custom")),
+	     "shared/SKILL.md\n0\n");
 	/* The kernel dropped the names it had: the lookup of the skill is
 	 * what is refused. */
-	ck_assert_ptr_nonnull(strstr(daemon_log(), "refused lookup of 'skills/custom/mine': Skill 'mine'"
-				     " is disabled. Access to its files is blocked. Enable the skill in"
-				     " settings before using it. (pid "));
+	ck_assert_ptr_nonnull(
+		strstr(daemon_log(),
+		       "refused lookup of 'skills/custom/mine': Skill 'mine'"
+		       " is disabled. Access to its files is blocked. Enable the skill in"
+		       " settings before using it. (pid "));
 	SAME(read_file(sk("custom/shared/SKILL.md")), "custom shared\n");
 
 	home_replace(USER_STATES, "{\"mine\": {\"enabled\": true}}");
@@ -194,18 +197,20 @@ END_TEST
 START_TEST(test_skills_each_file_governs_its_categories)
 {
 	/* The user's file: custom, legacy and integrations, by name. */
-	home_replace(USER_STATES, "{\"shared\": {\"enabled\": false},"
-				  " \"lark-cli\": {\"enabled\": false}, \"pub\": {\"enabled\": false}}");
+	home_replace(USER_STATES,
+		     "{\"shared\": {\"enabled\": false},"
+		     " \"lark-cli\": {\"enabled\": false}, \"pub\": {\"enabled\": false}}");
 	ck_assert(eventually(refused, sk("custom/shared/SKILL.md")));
 	ck_assert(refused(sk("legacy/shared/SKILL.md")));
 	ck_assert(refused(sk("integrations/lark/lark-cli/SKILL.md")));
-	ck_assert(is_listed(sk("integrations/lark")));	/* a provider, not a skill */
+	ck_assert(is_listed(sk("integrations/lark"))); /* a provider, not a skill */
 	ck_assert(is_unlisted(sk("integrations/lark/lark-cli")));
 	ck_assert(readable(sk("public/shared/SKILL.md")));
 	ck_assert(readable(sk("public/pub/SKILL.md")));
 	/* The shared file: public skills only. */
-	home_replace(PUBLIC_STATES, "{\"mcpServers\": {}, \"skills\": {\"pub\": {\"enabled\": false},"
-				    " \"mine\": {\"enabled\": false}}}");
+	home_replace(PUBLIC_STATES,
+		     "{\"mcpServers\": {}, \"skills\": {\"pub\": {\"enabled\": false},"
+		     " \"mine\": {\"enabled\": false}}}");
 	ck_assert(eventually(refused, sk("public/pub/SKILL.md")));
 	ck_assert(is_unlisted(sk("public/pub")));
 	ck_assert(readable(sk("custom/mine/SKILL.md")));
@@ -236,8 +241,10 @@ START_TEST(test_skills_symlink_does_not_escape_its_category)
 	 * and back into the view towards a disabled skill. */
 	char *secret = home_path("users/alice/skills/custom/mine/SKILL.md");
 	ck_assert_int_eq(symlink(secret, home_path("skills/public/pub/abs")), 0);
-	ck_assert_int_eq(symlink("../../custom/mine/SKILL.md", home_path("skills/public/pub/rel")), 0);
-	ck_assert_int_eq(symlink(home_path("skills/custom"), home_path("skills/public/pub/dir")), 0);
+	ck_assert_int_eq(symlink("../../custom/mine/SKILL.md", home_path("skills/public/pub/rel")),
+			 0);
+	ck_assert_int_eq(symlink(home_path("skills/custom"), home_path("skills/public/pub/dir")),
+			 0);
 	ck_assert(eventually(is_listed, sk("public/pub/dir")));
 	/* The daemon gives them as text, never follows them. */
 	n = readlink(sk("public/pub/abs"), buf, sizeof(buf) - 1);
@@ -273,7 +280,7 @@ START_TEST(test_skills_option_keeps_one_plain_root)
 	tview_umount(&p);
 	SAME(list, "SKILL.md\ncustom\n");
 	SAME(flat, "flat\n");
-	SAME(nested, "nested\n");	/* no categories, nothing disabled */
+	SAME(nested, "nested\n"); /* no categories, nothing disabled */
 	ck_assert_int_eq(w, -EROFS);
 }
 END_TEST

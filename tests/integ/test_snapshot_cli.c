@@ -24,7 +24,8 @@ static void teardown(void)
 static char *snapshot_py(const char *args, const char *py)
 {
 	return OUT("'%s' snapshot --home '%s' --user alice --thread snap %s --format json |"
-		   " python3 tests/tools/jsonq.py --run '%s'", test_bin("sbx"), V.home, args, py);
+		   " python3 tests/tools/jsonq.py --run '%s'",
+		   test_bin("sbx"), V.home, args, py);
 }
 
 START_TEST(test_snapshot_cli_records_the_thread_by_the_rules)
@@ -34,8 +35,8 @@ START_TEST(test_snapshot_cli_records_the_thread_by_the_rules)
 	   " ln -s src link && printf 'PNG' > logo.png && echo done > ../outputs/report.md",
 	   vpath(&V, "user-data/workspace"));
 	SAME(snapshot_py("", "print(d[\"truncated\"]);"
-			 " [print(f[\"path\"], f[\"kind\"], f[\"sensitive\"], f[\"binary\"],"
-			 " f[\"sha256\"] is not None) for f in d[\"files\"]]"),
+			     " [print(f[\"path\"], f[\"kind\"], f[\"sensitive\"], f[\"binary\"],"
+			     " f[\"sha256\"] is not None) for f in d[\"files\"]]"),
 	     "False\n"
 	     "/mnt/user-data/workspace/api_token.txt file True False False\n"
 	     "/mnt/user-data/workspace/link symlink False False False\n"
@@ -54,17 +55,25 @@ START_TEST(test_snapshot_cli_errors)
 	const char *sbx = test_bin("sbx");
 
 	ck_assert_int_eq(STATUS("'%s' snapshot --home '%s' --user alice --thread nope 2>/dev/null",
-				sbx, V.home), 1);
-	ck_assert_int_eq(STATUS("'%s' snapshot --home '%s' --user ../x --thread t 2>/dev/null",
-				sbx, V.home), 2);
-	ck_assert_int_eq(STATUS("'%s' snapshot --home '%s' --user alice 2>/dev/null", sbx,
-				V.home), 2);
+				sbx, V.home),
+			 1);
+	ck_assert_int_eq(STATUS("'%s' snapshot --home '%s' --user ../x --thread t 2>/dev/null", sbx,
+				V.home),
+			 2);
+	ck_assert_int_eq(STATUS("'%s' snapshot --home '%s' --user alice 2>/dev/null", sbx, V.home),
+			 2);
 	ck_assert_int_eq(STATUS("'%s' snapshot --home '%s' --user alice --thread snap"
-				" --max-files -3 2>/dev/null", sbx, V.home), 2);
+				" --max-files -3 2>/dev/null",
+				sbx, V.home),
+			 2);
 	ck_assert_int_eq(STATUS("'%s' snapshot --home '%s' --user alice --thread snap"
-				" --format xml 2>/dev/null", sbx, V.home), 2);
+				" --format xml 2>/dev/null",
+				sbx, V.home),
+			 2);
 	ck_assert_int_eq(STATUS("'%s' audit --home '%s' --user alice --thread snap"
-				" --max-files 3 2>/dev/null", sbx, V.home), 2);
+				" --max-files 3 2>/dev/null",
+				sbx, V.home),
+			 2);
 	EQ_OUT("1\n", "'%s' snapshot --help | grep -c 'sensitive-looking names'", sbx);
 }
 END_TEST

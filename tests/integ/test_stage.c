@@ -75,7 +75,7 @@ START_TEST(test_stage_host_sees_old_until_close_then_new)
 
 	put(fd, 0, "new");
 	ck_assert_str_eq(read_file(host("f")), "old content\n");
-	ck_assert_str_eq(read_file(ws("f")), "new");	/* read your writes */
+	ck_assert_str_eq(read_file(ws("f")), "new"); /* read your writes */
 	put(fd, 3, " content, longer\n");
 	ck_assert_str_eq(read_file(host("f")), "old content\n");
 	ck_assert_int_eq(close(fd), 0);
@@ -94,9 +94,9 @@ START_TEST(test_stage_partial_rewrite_keeps_the_rest)
 
 	put(fd, 4, "xy");
 	ck_assert_str_eq(read_file(host("p")), "0123456789");
-	ck_assert_int_eq(fsync(fd), 0);			/* fsync publishes */
+	ck_assert_int_eq(fsync(fd), 0); /* fsync publishes */
 	ck_assert_str_eq(read_file(host("p")), "0123xy6789");
-	put(fd, 0, "A");				/* and staging begins again */
+	put(fd, 0, "A"); /* and staging begins again */
 	ck_assert_str_eq(read_file(host("p")), "0123xy6789");
 	ck_assert_int_eq(close(fd), 0);
 	ck_assert_str_eq(read_file(host("p")), "A123xy6789");
@@ -113,7 +113,7 @@ START_TEST(test_stage_every_save_gets_a_fresh_mtime_even_empty)
 	ck_assert_int_gt(st_of(host("e")).st_mtime, 1000000000 + 700000000);
 
 	ck_assert_int_eq(sh("touch -d 2001-01-01 '%s'", host("e")), 0);
-	fd = open_rw(ws("e"), O_WRONLY | O_TRUNC);	/* saves nothing */
+	fd = open_rw(ws("e"), O_WRONLY | O_TRUNC); /* saves nothing */
 	ck_assert_int_eq(close(fd), 0);
 	ck_assert_int_eq(st_of(host("e")).st_size, 0);
 	ck_assert_int_gt(st_of(host("e")).st_mtime, 1000000000 + 700000000);
@@ -212,8 +212,10 @@ START_TEST(test_stage_mode_survives_any_earlier_create)
 			struct stat st = st_of(host("x"));
 			char val[8] = "";
 			ck_assert_msg((st.st_mode & 07777) == 0640 &&
-				      getxattr(host("x"), "user.tag", val, sizeof(val)) == 4,
-				      "after '%s' (round %d): mode %o", kinds[k], i, st.st_mode & 07777);
+					      getxattr(host("x"), "user.tag", val, sizeof(val)) ==
+						      4,
+				      "after '%s' (round %d): mode %o", kinds[k], i,
+				      st.st_mode & 07777);
 		}
 }
 END_TEST
@@ -230,7 +232,7 @@ START_TEST(test_stage_setid_and_capability_files_change_in_place)
 	ino_t ino = st_of(host("suid")).st_ino;
 	int fd = open_rw(ws("suid"), O_WRONLY);
 	put(fd, 10, "#");
-	ck_assert_str_eq(read_file(host("suid")), "#!/bin/sh\n#");	/* at once */
+	ck_assert_str_eq(read_file(host("suid")), "#!/bin/sh\n#"); /* at once */
 	ck_assert_int_eq(close(fd), 0);
 	ck_assert_int_eq(st_of(host("suid")).st_ino, ino);
 	ck_assert_int_eq(st_of(host("suid")).st_mode & 07777, 04755);
@@ -276,10 +278,10 @@ START_TEST(test_stage_two_writers_share_the_stage)
 		put(a, 0, "A");
 		put(b, 1, "B");
 		ck_assert_int_eq(close(a), 0);
-		ck_assert_str_eq(read_file(host("two")), "....\n");	/* b still open */
+		ck_assert_str_eq(read_file(host("two")), "....\n"); /* b still open */
 		ck_assert_int_eq(close(b), 0);
-		ck_assert_msg(!strcmp(read_file(host("two")), "AB..\n"), "round %d: '%s'",
-			      round, read_file(host("two")));
+		ck_assert_msg(!strcmp(read_file(host("two")), "AB..\n"), "round %d: '%s'", round,
+			      read_file(host("two")));
 	}
 }
 END_TEST
@@ -293,7 +295,7 @@ START_TEST(test_stage_shared_writable_mmap_is_published_at_munmap_and_close)
 	ck_assert_ptr_ne(p, MAP_FAILED);
 	memcpy(p, "MAP", 3);
 	ck_assert_int_eq(msync(p, 8, MS_SYNC), 0);
-	ck_assert_str_eq(read_file(host("map")), "MAPmmmmm");	/* msync = fsync */
+	ck_assert_str_eq(read_file(host("map")), "MAPmmmmm"); /* msync = fsync */
 	memcpy(p + 4, "PED", 3);
 	ck_assert_int_eq(munmap(p, 8), 0);
 	ck_assert_int_eq(close(fd), 0);
@@ -355,9 +357,9 @@ START_TEST(test_stage_host_edit_while_open_is_never_overwritten)
 	ck_assert_int_eq(write_file(host("renamed.tmp"), "v2 saved by rename\n"), 0);
 	ck_assert_int_eq(rename(host("renamed.tmp"), host("renamed")), 0);
 	put(fd, 1, "B");
-	ck_assert_int_eq(fsync(fd), -1);	/* fsync publishes: refused too */
+	ck_assert_int_eq(fsync(fd), -1); /* fsync publishes: refused too */
 	ck_assert_int_eq(errno, EACCES);
-	ck_assert_int_eq(close(fd), 0);		/* nothing left to save */
+	ck_assert_int_eq(close(fd), 0); /* nothing left to save */
 	ck_assert_str_eq(read_file(host("renamed")), "v2 saved by rename\n");
 	copy = conflict_copy("renamed");
 	ck_assert_msg(copy, "no copy of the agent's version");
@@ -546,8 +548,7 @@ START_TEST(test_stage_file_in_a_read_only_directory_changes_in_place)
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	tview_umount(&p);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		      "status %d", status);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
 	ck_assert_str_eq(read_file(f), "ROOT's\n");
 	ck_assert_int_eq(st_of(f).st_ino, ino);
 }
@@ -579,8 +580,8 @@ START_TEST(test_stage_no_space_keeps_the_previous_file)
 		n = pwrite(fd, chunk, sizeof(chunk), (off_t)i * sizeof(chunk));
 	int err = n < 0 ? errno : 0;
 	int cr = close(fd), cerr = errno;
-	ck_assert_msg(err == ENOSPC || (cr < 0 && cerr == ENOSPC),
-		      "write: %s, close: %d %s", strerror(err), cr, strerror(cerr));
+	ck_assert_msg(err == ENOSPC || (cr < 0 && cerr == ENOSPC), "write: %s, close: %d %s",
+		      strerror(err), cr, strerror(cerr));
 	SAME(OUT("sha256sum < '%s'", big), want);
 
 	/* The copy fits, the new content does not: the write that fills the
@@ -624,8 +625,7 @@ START_TEST(test_stage_a_killed_daemon_leaves_old_or_new)
 	mount_home(V.home);
 	ck_assert_str_eq(read_file(ws("k")), "before the crash\n");
 	ck_assert(!exists(hpath(&V, ".stage/stage-0123456789abcdef")));
-	ck_assert_msg(strstr(read_file(log), "removed the leftover stage"), "%s",
-		      read_file(log));
+	ck_assert_msg(strstr(read_file(log), "removed the leftover stage"), "%s", read_file(log));
 }
 END_TEST
 
@@ -658,9 +658,14 @@ START_TEST(test_stage_leftovers_are_swept_at_every_mount)
 	umount2(small, MNT_DETACH);
 	ck_assert_int_eq(r, 0);
 	ck_assert_msg(gone, "leftovers stayed");
-	ck_assert_msg(strstr(text, "removed the leftover stage the thread's .stage/stage-0123456789abcdef") &&
-		      strstr(text, fmt_cmd("removed the leftover stage %s/.sbxfs-stage/alice/swept/"
-					   "stage-fedcba9876543210", small)), "%s", text);
+	ck_assert_msg(
+		strstr(text,
+		       "removed the leftover stage the thread's .stage/stage-0123456789abcdef") &&
+			strstr(text,
+			       fmt_cmd("removed the leftover stage %s/.sbxfs-stage/alice/swept/"
+				       "stage-fedcba9876543210",
+				       small)),
+		"%s", text);
 }
 END_TEST
 
@@ -716,11 +721,12 @@ START_TEST(test_stage_concurrent_random_operations)
 
 	OK("mkdir '%s'", ws("shared"));
 	OK("pids=; for s in 1 2 3 4; do python3 %s '%s' $s 3 > /dev/null & pids=\"$pids $!\"; done;"
-	   " fail=0; for p in $pids; do wait $p || fail=1; done; exit $fail", stress,
-	   ws("shared"));
-	ck_assert_int_eq(sh("stat '%s' > /dev/null", ws("shared")), 0);	/* alive */
+	   " fail=0; for p in $pids; do wait $p || fail=1; done; exit $fail",
+	   stress, ws("shared"));
+	ck_assert_int_eq(sh("stat '%s' > /dev/null", ws("shared")), 0); /* alive */
 	ck_assert_int_eq(sh("test -z \"$(ls -A '%s')\"", hpath(&V, ".stage")), 0);
-	EQ_OUT("", "cd '%s' && for f in *; do cmp -s \"$f\" '%s'/\"$f\" || echo \"$f differs\"; done",
+	EQ_OUT("",
+	       "cd '%s' && for f in *; do cmp -s \"$f\" '%s'/\"$f\" || echo \"$f differs\"; done",
 	       ws("shared"), host("shared"));
 }
 END_TEST

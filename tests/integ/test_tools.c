@@ -68,7 +68,8 @@ static char *native_dir(const char *tag)
 static char *tree_listing_as(const char *dir, const char *mtime)
 {
 	return OUT("cd '%s' && find . -mindepth 1 \\( -type d -printf '%%P %%y %%m %%n - %s\\n' \\)"
-		   " -o -printf '%%P %%y %%m %%n %%s %s %%l\\n' | sort", dir, mtime, mtime);
+		   " -o -printf '%%P %%y %%m %%n %%s %s %%l\\n' | sort",
+		   dir, mtime, mtime);
 }
 
 static char *tree_listing(const char *dir)
@@ -87,7 +88,8 @@ static char *tree_listing_s(const char *dir)
 static char *stat_listing(const char *dir)
 {
 	return OUT("cd '%s' && find . -mindepth 1 -print0 | sort -z |"
-		   " xargs -0 stat -c '%%n %%a %%h %%F'", dir);
+		   " xargs -0 stat -c '%%n %%a %%h %%F'",
+		   dir);
 }
 
 /* A native source tree with the usual kinds of entries. */
@@ -111,7 +113,8 @@ static void make_source_tree(const char *s)
 	   "touch -d '2001-02-03 04:05:06.123456789' top.txt a/big.bin\n"
 	   "touch -h -d '2002-03-04 05:06:07.5' a/rel-link\n"
 	   "chmod 0700 a/b\n"
-	   "touch -d '2003-01-01 00:00:00.25' a/b/c a/b a empty-dir\n", s);
+	   "touch -d '2003-01-01 00:00:00.25' a/b/c a/b a empty-dir\n",
+	   s);
 }
 
 /* --- git ------------------------------------------------------------ */
@@ -123,7 +126,8 @@ START_TEST(test_tools_git_commit_and_status_track_edits)
 	ck_assert_int_eq(mkdir(r, 0755), 0);
 	OK("cd '%s' && git init -q -b main . && mkdir -p src &&"
 	   " printf 'one\\n' > a.txt && printf 'int x;\\n' > src/b.c &&"
-	   " git add -A && git commit -q -m init", r);
+	   " git add -A && git commit -q -m init",
+	   r);
 	EQ_OUT("", "cd '%s' && git status --porcelain", r);
 	EQ_OUT("a.txt\nsrc/b.c\n", "cd '%s' && git ls-files", r);
 
@@ -139,7 +143,8 @@ START_TEST(test_tools_git_commit_and_status_track_edits)
 	/* The objects reached the host and the repository is sound. */
 	ck_assert(exists(hws("git-basic/.git/HEAD")));
 	EQ_OUT("", "cd '%s' && git fsck --strict --no-dangling --no-progress 2>&1", r);
-	EQ_OUT(OUT("git -C '%s' rev-parse HEAD", hws("git-basic")), "cd '%s' && git rev-parse HEAD", r);
+	EQ_OUT(OUT("git -C '%s' rev-parse HEAD", hws("git-basic")), "cd '%s' && git rev-parse HEAD",
+	       r);
 	OK("rm -rf '%s'", r);
 	ck_assert(!exists(hws("git-basic")));
 }
@@ -154,7 +159,8 @@ START_TEST(test_tools_git_checkout_switches_branch_content)
 	   " printf 'shared\\n' > s.txt && git add -A && git commit -q -m main &&"
 	   " git checkout -q -b feature && printf 'feature\\n' > a.txt &&"
 	   " mkdir -p only && printf 'f\\n' > only/f.txt && chmod +x s.txt &&"
-	   " git add -A && git commit -q -m feature", r);
+	   " git add -A && git commit -q -m feature",
+	   r);
 
 	OK("cd '%s' && git checkout -q main", r);
 	ck_assert_str_eq(read_file(ws("git-branch/a.txt")), "main\n");
@@ -188,7 +194,8 @@ START_TEST(test_tools_git_clone_within_view)
 	ck_assert_int_eq(mkdir(o, 0755), 0);
 	OK("cd '%s' && git init -q -b main . && for i in 1 2 3 4 5; do"
 	   " printf 'v%%s\\n' $i > f.txt && mkdir -p d$i && printf x > d$i/x &&"
-	   " git add -A && git commit -q -m c$i || exit 1; done", o);
+	   " git add -A && git commit -q -m c$i || exit 1; done",
+	   o);
 
 	/* A local clone hard-links the objects; --no-local goes through the
 	 * pack protocol. */
@@ -204,7 +211,8 @@ START_TEST(test_tools_git_clone_within_view)
 
 	/* Work in the clone, push back, repack and collect garbage. */
 	OK("cd '%s' && printf 'from clone\\n' > g.txt && git add g.txt &&"
-	   " git commit -q -m clone && git push -q origin HEAD:refs/heads/from-clone", c);
+	   " git commit -q -m clone && git push -q origin HEAD:refs/heads/from-clone",
+	   c);
 	EQ_OUT("from clone\n", "git -C '%s' show from-clone:g.txt", o);
 	OK("git -C '%s' gc -q --aggressive --prune=now && git -C '%s' repack -adq", o, c2);
 	EQ_OUT("from clone\n", "git -C '%s' show from-clone:g.txt", o);
@@ -224,9 +232,11 @@ START_TEST(test_tools_git_clone_from_native_repo)
 	make_source_tree(n);
 	OK("cd '%s' && git init -q -b main . && git add -A && git commit -q -m tree &&"
 	   " git checkout -q -b topic && printf 'topic\\n' > t.txt && git add t.txt &&"
-	   " git commit -q -m topic && git checkout -q main", n);
+	   " git commit -q -m topic && git checkout -q main",
+	   n);
 	OK("git clone -q '%s' '%s'", n, c);
-	EQ_OUT(OUT("git -C '%s' rev-parse HEAD topic", n), "git -C '%s' rev-parse HEAD origin/topic", c);
+	EQ_OUT(OUT("git -C '%s' rev-parse HEAD topic", n),
+	       "git -C '%s' rev-parse HEAD origin/topic", c);
 	EQ_OUT(OUT("git -C '%s' ls-files -s", n), "git -C '%s' ls-files -s", c);
 	/* git keeps no empty directories. */
 	OK("diff -r --no-dereference -x .git -x empty-dir '%s' '%s'", n, c);
@@ -265,7 +275,8 @@ START_TEST(test_tools_tar_round_trip_preserves_tree)
 	/* Modes, link counts, sizes, nanosecond mtimes, link targets: as a
 	 * native extraction of the same archive. */
 	SAME(tree_listing(x), tree_listing(ref));
-	EQ_OUT("600 1\n644 2\n", "stat -c '%%a %%h' '%s' '%s'", ws("tar-x/secret"), ws("tar-x/top.txt"));
+	EQ_OUT("600 1\n644 2\n", "stat -c '%%a %%h' '%s' '%s'", ws("tar-x/secret"),
+	       ws("tar-x/top.txt"));
 	EQ_OUT("ran\n", "cd '%s' && ./a/run.sh", x);
 
 	/* Archive the view again: the same members as the original. */
@@ -328,10 +339,13 @@ START_TEST(test_tools_rsync_is_incremental_and_round_trips)
 	 * of it (read-before-write): rsync's delta transfer reads the old
 	 * file; a whole-file copy (rsync's default between local paths)
 	 * would be refused. */
-	OK("printf 'changed\\n' > '%s/a/b/c/deep.txt' && touch -d '2010-01-01' '%s/a/b/c/deep.txt'", s, s);
-	char *items = OUT("rsync -aH --no-whole-file --itemize-changes '%s/' '%s/' | grep -v '^\\.d'", s, d);
-	ck_assert_msg(strstr(items, "a/b/c/deep.txt") && !strstr(items, "top.txt"),
-		      "itemized: %s", items);
+	OK("printf 'changed\\n' > '%s/a/b/c/deep.txt' && touch -d '2010-01-01' '%s/a/b/c/deep.txt'",
+	   s, s);
+	char *items =
+		OUT("rsync -aH --no-whole-file --itemize-changes '%s/' '%s/' | grep -v '^\\.d'", s,
+		    d);
+	ck_assert_msg(strstr(items, "a/b/c/deep.txt") && !strstr(items, "top.txt"), "itemized: %s",
+		      items);
 	ck_assert_str_eq(read_file(ws("rsync/deep-alias")), "changed\n");
 
 	/* View -> native: a clean round trip, and again nothing to do. */
@@ -352,7 +366,8 @@ static char *xattr_listing(const char *dir)
 {
 	return OUT("cd '%s' && find . -mindepth 1 ! -type l | sort | while read -r f; do"
 		   " printf '%%s:' \"$f\"; getfattr --absolute-names -d -m '^user\\.' \"$f\" |"
-		   " grep -v '^#' | sort | tr '\\n' ' '; echo; done", dir);
+		   " grep -v '^#' | sort | tr '\\n' ' '; echo; done",
+		   dir);
 }
 
 START_TEST(test_tools_rsync_X_copies_user_xattrs)
@@ -368,14 +383,16 @@ START_TEST(test_tools_rsync_X_copies_user_xattrs)
 		unlink(ws("xattr-probe"));
 		return;
 	}
-	EQ_OUT("1", "getfattr --absolute-names --only-values -n user.probe '%s'", ws("xattr-probe"));
+	EQ_OUT("1", "getfattr --absolute-names --only-values -n user.probe '%s'",
+	       ws("xattr-probe"));
 	unlink(ws("xattr-probe"));
 
 	make_source_tree(s);
 	OK("cd '%s' && setfattr -n user.tag -v one top.txt &&"
 	   " setfattr -n user.mime -v text/plain a/b/c/deep.txt &&"
 	   " setfattr -n user.bin -v 0x00ff10 a/big.bin && setfattr -n user.dir -v yes a/b &&"
-	   " setfattr -n user.empty secret", s);
+	   " setfattr -n user.empty secret",
+	   s);
 	char *want = xattr_listing(s);
 	ck_assert_ptr_nonnull(strstr(want, "user.tag=\"one\""));
 
@@ -387,7 +404,8 @@ START_TEST(test_tools_rsync_X_copies_user_xattrs)
 	/* A changed xattr alone is transferred. */
 	OK("setfattr -n user.tag -v two '%s/top.txt'", s);
 	ck_assert_str_ne(OUT("rsync -aHX --itemize-changes '%s/' '%s/'", s, d), "");
-	EQ_OUT("two", "getfattr --absolute-names --only-values -n user.tag '%s'", ws("rsync-x/top.txt"));
+	EQ_OUT("two", "getfattr --absolute-names --only-values -n user.tag '%s'",
+	       ws("rsync-x/top.txt"));
 
 	OK("rsync -aHX '%s/' '%s/'", d, back);
 	SAME(xattr_listing(back), xattr_listing(s));
@@ -408,9 +426,11 @@ START_TEST(test_tools_xattr_tools_walk_symlinks)
 		const char *dir = i ? d : n;
 
 		OK("cd '%s' && printf x > f && ln -s f l && ln -s nowhere dangling && mkdir sub &&"
-		   " ln -s ../f sub/up", dir);
+		   " ln -s ../f sub/up",
+		   dir);
 		out[i] = OUT("cd '%s' && getfattr -h -R -d -m - . 2>&1; echo \"exit $?\";"
-			     " tar --xattrs -cf /dev/null . 2>&1; echo \"exit $?\"", dir);
+			     " tar --xattrs -cf /dev/null . 2>&1; echo \"exit $?\"",
+			     dir);
 	}
 	SAME(out[0], "exit 0\nexit 0\n");
 	SAME(out[1], out[0]);
@@ -426,26 +446,33 @@ START_TEST(test_tools_make_builds_and_rebuilds_only_what_changed)
 
 	ck_assert_int_eq(mkdir(p, 0755), 0);
 	ck_assert_int_eq(write_file(ws("cproj/util.h"),
-				    "int add(int a, int b);\nconst char *greeting(void);\n"), 0);
+				    "int add(int a, int b);\nconst char *greeting(void);\n"),
+			 0);
 	ck_assert_int_eq(write_file(ws("cproj/main.c"),
 				    "#include <stdio.h>\n#include \"util.h\"\n"
 				    "int main(void)\n{\n"
 				    "\tprintf(\"%s %d\\n\", greeting(), add(40, 2));\n"
-				    "\treturn 0;\n}\n"), 0);
-	ck_assert_int_eq(write_file(ws("cproj/util.c"),
-				    "#include \"util.h\"\nint add(int a, int b) { return a + b; }\n"), 0);
+				    "\treturn 0;\n}\n"),
+			 0);
+	ck_assert_int_eq(
+		write_file(ws("cproj/util.c"),
+			   "#include \"util.h\"\nint add(int a, int b) { return a + b; }\n"),
+		0);
 	ck_assert_int_eq(write_file(ws("cproj/greet.c"),
 				    "#include \"util.h\"\n"
-				    "const char *greeting(void) { return \"hello view\"; }\n"), 0);
+				    "const char *greeting(void) { return \"hello view\"; }\n"),
+			 0);
 	ck_assert_int_eq(write_file(ws("cproj/Makefile"),
 				    "CFLAGS = -O1 -Wall -Werror\n"
 				    "OBJS = main.o util.o greet.o\n"
 				    "app: $(OBJS)\n\t$(CC) -o $@ $(OBJS)\n"
 				    "%.o: %.c util.h\n\t$(CC) $(CFLAGS) -c -o $@ $<\n"
-				    "clean:\n\trm -f app $(OBJS)\n"), 0);
+				    "clean:\n\trm -f app $(OBJS)\n"),
+			 0);
 
 	char *first = OUT("cd '%s' && make 2>&1", p);
-	ck_assert_msg(strstr(first, "main.c") && strstr(first, "util.c") && strstr(first, "greet.c"),
+	ck_assert_msg(strstr(first, "main.c") && strstr(first, "util.c") &&
+			      strstr(first, "greet.c"),
 		      "first build: %s", first);
 	EQ_OUT("hello view 42\n", "cd '%s' && ./app", p);
 	EQ_OUT("hello view 42\n", "'%s'", hws("cproj/app"));
@@ -464,13 +491,16 @@ START_TEST(test_tools_make_builds_and_rebuilds_only_what_changed)
 	ck_assert_int_eq(STATUS("cd '%s' && make -q", p), 1);
 	char *third = OUT("cd '%s' && make 2>&1", p);
 	ck_assert_msg(strstr(third, "-c -o util.o util.c") && !strstr(third, "main.c") &&
-		      !strstr(third, "greet.c") && strstr(third, "-o app"), "after touch: %s", third);
+			      !strstr(third, "greet.c") && strstr(third, "-o app"),
+		      "after touch: %s", third);
 	EQ_OUT(main_t, "stat -c %%y '%s'", ws("cproj/main.o"));
 	EQ_OUT(greet_t, "stat -c %%y '%s'", ws("cproj/greet.o"));
 
 	/* An edit through the view, a parallel rebuild from clean. */
-	ck_assert_int_eq(write_file(ws("cproj/util.c"),
-				    "#include \"util.h\"\nint add(int a, int b) { return a * b; }\n"), 0);
+	ck_assert_int_eq(
+		write_file(ws("cproj/util.c"),
+			   "#include \"util.h\"\nint add(int a, int b) { return a * b; }\n"),
+		0);
 	EQ_OUT("hello view 80\n", "cd '%s' && make -s && ./app", p);
 	OK("cd '%s' && make -s clean && make -s -j4", p);
 	EQ_OUT("hello view 80\n", "cd '%s' && ./app", p);
@@ -495,13 +525,16 @@ static void two_writers(const char *db, const char *setup, int n)
 		ck_assert_ptr_nonnull(f);
 		fprintf(f, ".timeout 5000\n%s\n", setup);
 		for (int i = 0; i < n; i++)
-			fprintf(f, "BEGIN IMMEDIATE; INSERT INTO t(who, n, pad)"
-				" VALUES(%d, %d, randomblob(300)); COMMIT;\n", w, i);
+			fprintf(f,
+				"BEGIN IMMEDIATE; INSERT INTO t(who, n, pad)"
+				" VALUES(%d, %d, randomblob(300)); COMMIT;\n",
+				w, i);
 		fclose(f);
 	}
 	OK("sqlite3 -bail '%s' < '%s/w0.sql' > /dev/null & p0=$!;"
 	   " sqlite3 -bail '%s' < '%s/w1.sql' > /dev/null & p1=$!;"
-	   " wait $p0; s0=$?; wait $p1; s1=$?; [ $s0 -eq 0 ] && [ $s1 -eq 0 ]", db, dir, db, dir);
+	   " wait $p0; s0=$?; wait $p1; s1=$?; [ $s0 -eq 0 ] && [ $s1 -eq 0 ]",
+	   db, dir, db, dir);
 	OK("rm -rf '%s'", dir);
 }
 
@@ -511,7 +544,8 @@ START_TEST(test_tools_sqlite_transactions_and_concurrent_writers)
 
 	OK("sqlite3 '%s' \"CREATE TABLE t(id INTEGER PRIMARY KEY, who INT, n INT, pad BLOB);"
 	   " BEGIN; WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 1000)"
-	   " INSERT INTO t(who, n, pad) SELECT 9, i, randomblob(100) FROM c; COMMIT;\"", db);
+	   " INSERT INTO t(who, n, pad) SELECT 9, i, randomblob(100) FROM c; COMMIT;\"",
+	   db);
 	EQ_OUT("1000|500500\n", "sqlite3 '%s' 'SELECT count(*), sum(n) FROM t'", db);
 	/* A rolled-back transaction leaves nothing. */
 	OK("sqlite3 '%s' 'BEGIN; DELETE FROM t; ROLLBACK;'", db);
@@ -532,20 +566,26 @@ START_TEST(test_tools_sqlite_wal_mode_works)
 {
 	char *db = ws("wal.db");
 
-	EQ_OUT("wal\n", "sqlite3 '%s' 'PRAGMA journal_mode=WAL;"
-	       " CREATE TABLE t(id INTEGER PRIMARY KEY, who INT, n INT, pad BLOB)'", db);
+	EQ_OUT("wal\n",
+	       "sqlite3 '%s' 'PRAGMA journal_mode=WAL;"
+	       " CREATE TABLE t(id INTEGER PRIMARY KEY, who INT, n INT, pad BLOB)'",
+	       db);
 	/* While a connection is open, the -wal and -shm files exist. */
-	EQ_OUT("1\nboth\n", "sqlite3 '%s' \"INSERT INTO t(who, n) VALUES(7, 0); SELECT count(*) FROM t;\""
-	       " \".shell test -e '%s-wal' && test -e '%s-shm' && echo both\" | sort", db, db, db);
+	EQ_OUT("1\nboth\n",
+	       "sqlite3 '%s' \"INSERT INTO t(who, n) VALUES(7, 0); SELECT count(*) FROM t;\""
+	       " \".shell test -e '%s-wal' && test -e '%s-shm' && echo both\" | sort",
+	       db, db, db);
 	two_writers(db, "", 150);
 	/* Readers in other processes while a writer commits. */
 	OK("( i=0; while [ $i -lt 20 ]; do sqlite3 -bail '%s' '.timeout 5000' 'SELECT count(*) FROM t'"
 	   " > /dev/null || exit 1; i=$((i + 1)); done ) & r=$!;"
 	   " i=1; while [ $i -le 30 ]; do sqlite3 -bail '%s' '.timeout 5000'"
-	   " \"INSERT INTO t(who, n) VALUES(7, $i)\" || exit 1; i=$((i + 1)); done; wait $r", db, db);
+	   " \"INSERT INTO t(who, n) VALUES(7, $i)\" || exit 1; i=$((i + 1)); done; wait $r",
+	   db, db);
 	EQ_OUT("wal\n0|150|11175\n1|150|11175\n7|31|465\nok\n",
 	       "sqlite3 '%s' 'PRAGMA journal_mode; SELECT who, count(*), sum(n) FROM t GROUP BY who;"
-	       " PRAGMA integrity_check'", db);
+	       " PRAGMA integrity_check'",
+	       db);
 	EQ_OUT("0|0|0\n", "sqlite3 '%s' 'PRAGMA wal_checkpoint(TRUNCATE)'", db);
 	EQ_OUT("ok\n331\n", "sqlite3 '%s' 'PRAGMA integrity_check; SELECT count(*) FROM t'",
 	       hws("wal.db"));
@@ -560,20 +600,24 @@ START_TEST(test_tools_sqlite_with_mmap_io)
 	EQ_OUT("268435456\n268435456\n",
 	       "sqlite3 '%s' \"%s CREATE TABLE m(id INTEGER PRIMARY KEY, b BLOB);"
 	       " WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 3000)"
-	       " INSERT INTO m(b) SELECT zeroblob(700) FROM c; PRAGMA mmap_size;\"", db, mm);
+	       " INSERT INTO m(b) SELECT zeroblob(700) FROM c; PRAGMA mmap_size;\"",
+	       db, mm);
 	/* Another mmap reader, a writer, and a reader again. */
 	EQ_OUT("268435456\n3000|2100000\n",
 	       "sqlite3 '%s' '%s SELECT count(*), sum(length(b)) FROM m'", db, mm);
-	OK("sqlite3 '%s' '%s UPDATE m SET b = randomblob(900) WHERE id %% 3 = 0' > /dev/null", db, mm);
+	OK("sqlite3 '%s' '%s UPDATE m SET b = randomblob(900) WHERE id %% 3 = 0' > /dev/null", db,
+	   mm);
 	EQ_OUT("268435456\n3000|2300000\nok\n",
-	       "sqlite3 '%s' '%s SELECT count(*), sum(length(b)) FROM m; PRAGMA integrity_check'", db, mm);
+	       "sqlite3 '%s' '%s SELECT count(*), sum(length(b)) FROM m; PRAGMA integrity_check'",
+	       db, mm);
 
 	/* Concurrent writers that read through their mappings. */
 	OK("sqlite3 '%s' 'CREATE TABLE t(id INTEGER PRIMARY KEY, who INT, n INT, pad BLOB)'", db);
 	two_writers(db, "PRAGMA mmap_size=268435456;", 100);
 	EQ_OUT("268435456\n0|100|4950\n1|100|4950\n2300000\nok\n",
 	       "sqlite3 '%s' '%s SELECT who, count(*), sum(n) FROM t GROUP BY who;"
-	       " SELECT sum(length(b)) FROM m; PRAGMA integrity_check'", db, mm);
+	       " SELECT sum(length(b)) FROM m; PRAGMA integrity_check'",
+	       db, mm);
 	EQ_OUT("ok\n", "sqlite3 '%s' 'PRAGMA integrity_check'", hws("mmap.db"));
 }
 END_TEST
@@ -588,13 +632,16 @@ START_TEST(test_tools_python_venv_works)
 	ck_assert(exists(ws("venv/pyvenv.cfg")));
 	ck_assert(exists(hws("venv/bin/activate")));
 	EQ_OUT(fmt_cmd("%s\n", venv), "'%s/bin/python' -c 'import sys; print(sys.prefix)'", venv);
-	EQ_OUT("True\n", ". '%s/bin/activate' &&"
-	       " python -c 'import sys; print(sys.prefix != sys.base_prefix)'", venv);
+	EQ_OUT("True\n",
+	       ". '%s/bin/activate' &&"
+	       " python -c 'import sys; print(sys.prefix != sys.base_prefix)'",
+	       venv);
 
 	/* A module in the venv's site-packages imports, and is byte-compiled
 	 * into __pycache__. */
 	char *site = OUT("'%s/bin/python' -c"
-			 " 'import site; print(site.getsitepackages()[0], end=\"\")'", venv);
+			 " 'import site; print(site.getsitepackages()[0], end=\"\")'",
+			 venv);
 	ck_assert_ptr_nonnull(strstr(site, venv));
 	char mod[PATH_MAX * 2];
 	snprintf(mod, sizeof(mod), "%s/viewmod.py", site);
@@ -652,9 +699,10 @@ START_TEST(test_tools_mmap_writes_are_seen_by_other_processes)
 	snprintf(script, sizeof(script), "%s/mm.py", dir);
 	ck_assert_int_eq(write_file(script, mmap_script), 0);
 	EQ_OUT("read before msync: hello-mmap\n"
-			 "mapped by another: hello-mmap\n"
-			 "holder saw zeros: True\n"
-			 "holder then saw: pwrit 0\n", "/usr/bin/python3 '%s' '%s'", script, file);
+	       "mapped by another: hello-mmap\n"
+	       "holder saw zeros: True\n"
+	       "holder then saw: pwrit 0\n",
+	       "/usr/bin/python3 '%s' '%s'", script, file);
 	/* The bytes are in the backing file, and nowhere else. */
 	EQ_OUT("hello-mmap\n", "od -An -c -j 40000 -N 10 '%s' | tr -d ' '", hws("mapped.bin"));
 	EQ_OUT("pwrit\n", "od -An -c -j 100 -N 5 '%s' | tr -d ' '", hws("mapped.bin"));
@@ -670,26 +718,25 @@ END_TEST
  * file next to it, fsync, copy the mode, rename over, fsync the directory
  * (VS Code, emacs, vim with backupcopy=no). "backup": rename the original
  * to NAME~, write a new file, copy the mode, remove the backup. */
-static const char editor_script[] =
-	"import os, shutil, sys\n"
-	"path, text, how = sys.argv[1], sys.argv[2], sys.argv[3]\n"
-	"d, base = os.path.split(path)\n"
-	"if how == 'rename':\n"
-	"    tmp = os.path.join(d, '.' + base + '.swp')\n"
-	"    with open(tmp, 'w') as f:\n"
-	"        f.write(text); f.flush(); os.fsync(f.fileno())\n"
-	"    shutil.copymode(path, tmp)\n"
-	"    os.rename(tmp, path)\n"
-	"else:\n"
-	"    bak = path + '~'\n"
-	"    os.rename(path, bak)\n"
-	"    with open(path, 'w') as f:\n"
-	"        f.write(text); f.flush(); os.fsync(f.fileno())\n"
-	"    shutil.copymode(bak, path)\n"
-	"    os.unlink(bak)\n"
-	"dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)\n"
-	"os.fsync(dfd)\n"
-	"os.close(dfd)\n";
+static const char editor_script[] = "import os, shutil, sys\n"
+				    "path, text, how = sys.argv[1], sys.argv[2], sys.argv[3]\n"
+				    "d, base = os.path.split(path)\n"
+				    "if how == 'rename':\n"
+				    "    tmp = os.path.join(d, '.' + base + '.swp')\n"
+				    "    with open(tmp, 'w') as f:\n"
+				    "        f.write(text); f.flush(); os.fsync(f.fileno())\n"
+				    "    shutil.copymode(path, tmp)\n"
+				    "    os.rename(tmp, path)\n"
+				    "else:\n"
+				    "    bak = path + '~'\n"
+				    "    os.rename(path, bak)\n"
+				    "    with open(path, 'w') as f:\n"
+				    "        f.write(text); f.flush(); os.fsync(f.fileno())\n"
+				    "    shutil.copymode(bak, path)\n"
+				    "    os.unlink(bak)\n"
+				    "dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)\n"
+				    "os.fsync(dfd)\n"
+				    "os.close(dfd)\n";
 
 START_TEST(test_tools_editor_saves_keep_content_and_mode)
 {
@@ -730,9 +777,11 @@ START_TEST(test_tools_editor_saves_keep_content_and_mode)
 
 	/* vim itself, in both write strategies. */
 	if (STATUS("command -v vim >/dev/null") == 0) {
-		OK("vim -Es -u NONE -i NONE -c 'set backupcopy=no' -c '%%s/again/by vim/' -c wq '%s'", f);
+		OK("vim -Es -u NONE -i NONE -c 'set backupcopy=no' -c '%%s/again/by vim/' -c wq '%s'",
+		   f);
 		ck_assert_str_eq(read_file(f), "saved by sed by vim\n");
-		OK("vim -Es -u NONE -i NONE -c 'set backupcopy=yes' -c '%%s/by vim/in place/' -c wq '%s'", f);
+		OK("vim -Es -u NONE -i NONE -c 'set backupcopy=yes' -c '%%s/by vim/in place/' -c wq '%s'",
+		   f);
 		ck_assert_str_eq(read_file(f), "saved by sed in place\n");
 		EQ_OUT("640\n", "stat -c %%a '%s'", f);
 		ck_assert_str_eq(read_file(hws("notes.txt")), "saved by sed in place\n");
@@ -760,8 +809,10 @@ START_TEST(test_tools_find_du_ls_match_host)
 	make_source_tree(s);
 	OK("cp -a '%s' '%s'", s, ws("walk"));
 	OK("cd '%s' && mkdir -p made/in/view && printf abc > made/in/view/f && ln -s f made/in/view/l &&"
-	   " chmod 0751 made/in && head -c 100000 /dev/zero > made/zeros && printf more >> made/zeros", w);
-	EQ_OUT("walk/a/dirlink\nwalk/a/rel-link\nwalk/dangling\n", "cd '%s' && find walk -type l | sort", w);
+	   " chmod 0751 made/in && head -c 100000 /dev/zero > made/zeros && printf more >> made/zeros",
+	   w);
+	EQ_OUT("walk/a/dirlink\nwalk/a/rel-link\nwalk/dangling\n",
+	       "cd '%s' && find walk -type l | sort", w);
 
 	/* The whole workspace (what the earlier tests left too), each walker
 	 * in the view against the host; every difference is reported. */
@@ -772,8 +823,8 @@ START_TEST(test_tools_find_du_ls_match_host)
 		if (strcmp(got, want) && (!report || strlen(report) < 2500)) {
 			char *d = text_diff(got, want), *r;
 
-			if (asprintf(&r, "%s\n[%s]\n%.1200s", report ? report : "",
-				     walkers[i], d) < 0)
+			if (asprintf(&r, "%s\n[%s]\n%.1200s", report ? report : "", walkers[i], d) <
+			    0)
 				abort();
 			report = r;
 		}

@@ -20,8 +20,7 @@ static int faulty(int fd)
 	const char *trigger = getenv("SBX_FAULT_EIO");
 	struct stat st;
 
-	return trigger && access(trigger, F_OK) == 0 && fstat(fd, &st) == 0 &&
-	       S_ISREG(st.st_mode);
+	return trigger && access(trigger, F_OK) == 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
@@ -30,10 +29,10 @@ typedef ssize_t (*pwritev_fn)(int, const struct iovec *, int, off_t);
 typedef ssize_t (*cfr_fn)(int, off_t *, int, off_t *, size_t, unsigned);
 
 /* The real function NAME, found once. */
-#define NEXT(name, type) \
+#define NEXT(name, type)  \
 	static type next; \
-	if (!next) \
-		next = (type)dlsym(RTLD_NEXT, name)
+	if (!next)        \
+	next = (type)dlsym(RTLD_NEXT, name)
 
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
@@ -69,8 +68,7 @@ ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off)
 	return pwritev(fd, iov, cnt, off);
 }
 
-ssize_t copy_file_range(int in, off_t *oin, int out, off_t *oout, size_t n,
-			unsigned flags)
+ssize_t copy_file_range(int in, off_t *oin, int out, off_t *oout, size_t n, unsigned flags)
 {
 	NEXT("copy_file_range", cfr_fn);
 	if (faulty(out))

@@ -18,7 +18,7 @@ START_TEST(test_cleanup_closep_marks_the_fd_closed)
 	ck_assert_int_ge(fd, 0);
 	closep(&fd);
 	ck_assert_int_eq(fd, -1);
-	closep(&fd);		/* nothing: -1 is "none" */
+	closep(&fd); /* nothing: -1 is "none" */
 	ck_assert_int_eq(fd, -1);
 }
 END_TEST
@@ -47,8 +47,9 @@ START_TEST(test_cleanup_a_double_close_is_reported)
 	int st;
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert_msg(n > 0 && strstr(buf, "sbx: BUG: close(") &&
-		      strstr(buf, ") of a descriptor that is not open (closed twice?)\n") &&
-		      !strstr(buf, "close(-1)"), "stderr: %s", buf);
+			      strstr(buf, ") of a descriptor that is not open (closed twice?)\n") &&
+			      !strstr(buf, "close(-1)"),
+		      "stderr: %s", buf);
 #ifdef SBX_ABORT_ON_BAD_CLOSE
 	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
 #else

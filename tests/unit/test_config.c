@@ -35,8 +35,7 @@ static void write_bytes(const char *path, const char *data, size_t len)
 }
 
 /* Writes CONTENT to a fresh sbx.conf and loads it; *PATH is its name. */
-static int load(const char *content, struct config *c, char *err, size_t errlen,
-		char **path)
+static int load(const char *content, struct config *c, char *err, size_t errlen, char **path)
 {
 	*path = conf_path();
 	ck_assert_int_eq(write_file(*path, content), 0);
@@ -96,8 +95,9 @@ START_TEST(test_config_empty_file_is_the_defaults)
 
 	ck_assert_int_eq(load("", &c, err, sizeof(err), &path), 0);
 	assert_defaults(&c);
-	ck_assert_int_eq(load("; nothing\n# here\n\n[broker]\n[mounts]\n", &c, err,
-			      sizeof(err), &path), 0);
+	ck_assert_int_eq(load("; nothing\n# here\n\n[broker]\n[mounts]\n", &c, err, sizeof(err),
+			      &path),
+			 0);
 	assert_defaults(&c);
 	config_free(&c);
 }
@@ -108,7 +108,10 @@ END_TEST
  * an explicit value keeps its check (test_config_refuses_with_file_and_line). */
 START_TEST(test_config_raises_max_shell_sessions_for_max_running)
 {
-	static const struct { const char *text; unsigned running, shells; } cases[] = {
+	static const struct {
+		const char *text;
+		unsigned running, shells;
+	} cases[] = {
 		{ "[broker]\nmax_running = 10\n", 10, 11 },
 		{ "[broker]\nmax_running = 9\n", 9, 10 },
 		{ "[broker]\nmax_running = 2\n", 2, 10 },
@@ -142,12 +145,12 @@ START_TEST(test_config_reads_every_key)
 		     "max_running = 1000\n"
 		     "max_shell_sessions = 1000   ; inline comment\n"
 		     "bash_max_sessions = 10000\n"
-		     "max_running = 7\n"		/* later wins */
+		     "max_running = 7\n" /* later wins */
 		     "\n"
 		     "[mounts]\n"
 		     "data = /srv/data\n"
 		     "ref = /srv/ref:ro\n"
-		     "  odd.name_1-x=/a;b c\n"		/* ';' not after a blank: kept */
+		     "  odd.name_1-x=/a;b c\n" /* ';' not after a blank: kept */
 		     "[broker]\n"
 		     "timeout = 45\n",
 		     &c, err, sizeof(err), &path);
@@ -173,7 +176,7 @@ START_TEST(test_config_reads_every_key)
 	ck_assert(!c.mounts[2].ro);
 	config_free(&c);
 	ck_assert_uint_eq(c.nmounts, 0);
-	config_free(&c);	/* twice is harmless */
+	config_free(&c); /* twice is harmless */
 }
 END_TEST
 
@@ -205,8 +208,8 @@ START_TEST(test_config_limits_and_sandbox_ids)
 	ck_assert_str_eq(size_text(3u << 29, size, sizeof(size)), "1.5 GiB");
 	ck_assert_str_eq(size_text(512, size, sizeof(size)), "512 bytes");
 	/* 0 is no limit, and plain bytes are bytes. */
-	r = load("[limits]\nmemory = 0\npids = 0\ndisk = 1000\ncpu = 0.25\n", &c, err,
-		 sizeof(err), &path);
+	r = load("[limits]\nmemory = 0\npids = 0\ndisk = 1000\ncpu = 0.25\n", &c, err, sizeof(err),
+		 &path);
 	ck_assert_msg(r == 0, "%d %s", r, err);
 	ck_assert_uint_eq(c.limits.memory, 0);
 	ck_assert_uint_eq(c.limits.pids, 0);
@@ -239,8 +242,8 @@ START_TEST(test_config_crlf_and_bom)
 {
 	struct config c;
 	char err[512], *path;
-	int r = load("\xEF\xBB\xBF[broker]\r\ntimeout = 7\r\n[mounts]\r\nx = /x:ro\r\n",
-		     &c, err, sizeof(err), &path);
+	int r = load("\xEF\xBB\xBF[broker]\r\ntimeout = 7\r\n[mounts]\r\nx = /x:ro\r\n", &c, err,
+		     sizeof(err), &path);
 
 	ck_assert_msg(r == 0, "%d %s", r, err);
 	ck_assert_uint_eq(c.timeout, 7);
@@ -254,9 +257,9 @@ static const struct {
 	const char *text;
 	bool value;
 } bools[] = {
-	{ "true", true }, { "TRUE", true }, { "Yes", true }, { "on", true }, { "ON", true },
-	{ "1", true }, { "false", false }, { "False", false }, { "no", false },
-	{ "NO", false }, { "off", false }, { "Off", false }, { "0", false },
+	{ "true", true }, { "TRUE", true },   { "Yes", true },	  { "on", true },  { "ON", true },
+	{ "1", true },	  { "false", false }, { "False", false }, { "no", false }, { "NO", false },
+	{ "off", false }, { "Off", false },   { "0", false },
 };
 
 START_TEST(test_config_booleans)
@@ -266,10 +269,12 @@ START_TEST(test_config_booleans)
 	int r;
 
 	/* Each from the opposite of its value, so a no-op would fail. */
-	ck_assert_int_ge(asprintf(&text, "[broker]\nallow_host_bash = %s\nnetwork = %s\n"
-					 "network = %s\n",
-				  bools[_i].value ? "no" : "yes",
-				  bools[_i].value ? "off" : "on", bools[_i].text), 0);
+	ck_assert_int_ge(asprintf(&text,
+				  "[broker]\nallow_host_bash = %s\nnetwork = %s\n"
+				  "network = %s\n",
+				  bools[_i].value ? "no" : "yes", bools[_i].value ? "off" : "on",
+				  bools[_i].text),
+			 0);
 	r = load(text, &c, err, sizeof(err), &path);
 	ck_assert_msg(r == 0, "%d %s", r, err);
 	ck_assert(c.network == bools[_i].value);
@@ -330,7 +335,8 @@ static const struct {
 	{ "[mounts]\n[]\n", ":2: unknown section []" },
 	{ "[ broker ]\ntimeout = 5\n", ":1: unknown section [ broker ]" },
 	{ "[broker] timeout = 5\n", ":1: unexpected 'timeout = 5' after [broker]" },
-	{ "timeout = 5\n[broker]\n", ":1: 'timeout' comes before any section ([broker], [limits] or [mounts])" },
+	{ "timeout = 5\n[broker]\n",
+	  ":1: 'timeout' comes before any section ([broker], [limits] or [mounts])" },
 	{ "[broker]\njunk\n", ":2: expected name = value, not 'junk'" },
 	{ "[broker]\n\tjunk here ; = 5\n", ":2: expected name = value, not 'junk here ; = 5'" },
 	{ "[broker\ntimeout = 5\n", ":1: '[broker' lacks a closing ']'" },
@@ -398,7 +404,7 @@ START_TEST(test_config_refuses_with_file_and_line)
 	snprintf(want, sizeof(want), "%s%s", path, bad[_i].err);
 	ck_assert_msg(r == -EINVAL, "%d for %s", r, bad[_i].text);
 	ck_assert_str_eq(err, want);
-	assert_defaults(&c);	/* nothing half-read */
+	assert_defaults(&c); /* nothing half-read */
 	config_free(&c);
 }
 END_TEST
@@ -422,8 +428,8 @@ START_TEST(test_config_mounts_up_to_the_limit)
 
 	snprintf(text + n, sizeof(text) - n, "one-more = /srv/x\n");
 	ck_assert_int_eq(load(text, &c, err, sizeof(err), &path), -EINVAL);
-	snprintf(want, sizeof(want), "%s:%d: more than %d mounts", path,
-		 CONFIG_MAX_MOUNTS + 2, CONFIG_MAX_MOUNTS);
+	snprintf(want, sizeof(want), "%s:%d: more than %d mounts", path, CONFIG_MAX_MOUNTS + 2,
+		 CONFIG_MAX_MOUNTS);
 	ck_assert_str_eq(err, want);
 	ck_assert_uint_eq(c.nmounts, 0);
 	config_free(&c);
@@ -503,7 +509,8 @@ END_TEST
  * never a crash, and an error message fit for a terminal. */
 START_TEST(test_config_survives_junk)
 {
-	static const char alphabet[] = "[]=:;# \t\r\n\n\n/.-_abkmorstu019\0\x01\x1b\x7f\x80\xef\xbb\xbf\xff";
+	static const char alphabet[] =
+		"[]=:;# \t\r\n\n\n/.-_abkmorstu019\0\x01\x1b\x7f\x80\xef\xbb\xbf\xff";
 	char err[512], *path = conf_path(), data[3000];
 	unsigned seed = 12345;
 	struct config c;

@@ -17,18 +17,20 @@ static char *difflib(const char *a, const char *b, const char *path)
 	snprintf(fb, sizeof(fb), "%s/b", dir);
 	ck_assert_int_eq(write_file(fa, a), 0);
 	ck_assert_int_eq(write_file(fb, b), 0);
-	return OUT("python3 -c 'import difflib,sys; a=open(sys.argv[1],newline=\"\").read();"
-		   " b=open(sys.argv[2],newline=\"\").read();"
-		   " sys.stdout.write(\"\\n\".join(difflib.unified_diff(a.splitlines(), b.splitlines(),"
-		   " fromfile=\"a\"+sys.argv[3], tofile=\"b\"+sys.argv[3], lineterm=\"\")))' '%s' '%s' '%s'",
-		   fa, fb, path);
+	return OUT(
+		"python3 -c 'import difflib,sys; a=open(sys.argv[1],newline=\"\").read();"
+		" b=open(sys.argv[2],newline=\"\").read();"
+		" sys.stdout.write(\"\\n\".join(difflib.unified_diff(a.splitlines(), b.splitlines(),"
+		" fromfile=\"a\"+sys.argv[3], tofile=\"b\"+sys.argv[3], lineterm=\"\")))' '%s' '%s' '%s'",
+		fa, fb, path);
 }
 
 static struct diff mine(const char *a, const char *b)
 {
 	struct diff d;
 
-	ck_assert_int_eq(diff_unified(a, strlen(a), b, strlen(b), "/mnt/user-data/workspace/f", &d), 0);
+	ck_assert_int_eq(diff_unified(a, strlen(a), b, strlen(b), "/mnt/user-data/workspace/f", &d),
+			 0);
 	return d;
 }
 
@@ -42,15 +44,15 @@ static void same_as_difflib(const char *a, const char *b)
 
 START_TEST(test_diff_matches_difflib_for_ordinary_edits)
 {
-	same_as_difflib("a\nb\nc\n", "a\nb\nc\n");			/* none */
-	same_as_difflib("a\nb\nc\n", "a\nB\nc\n");			/* one line */
-	same_as_difflib("", "new\nfile\n");				/* created */
-	same_as_difflib("gone\n", "");					/* emptied */
+	same_as_difflib("a\nb\nc\n", "a\nb\nc\n"); /* none */
+	same_as_difflib("a\nb\nc\n", "a\nB\nc\n"); /* one line */
+	same_as_difflib("", "new\nfile\n");	   /* created */
+	same_as_difflib("gone\n", "");		   /* emptied */
 	same_as_difflib("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n14\n15\n16\n",
 			"1\nTWO\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n14\nFIFTEEN\n16\n");
 	same_as_difflib("1\n2\n3\n4\n5\n6\n7\n8\n9\n", "1\nx\n3\n4\n5\n6\n7\ny\n9\n");
 	same_as_difflib("head\nmid\ntail\n", "head\nadded 1\nadded 2\nmid\ntail\n");
-	same_as_difflib("a\r\nb\r\n", "a\r\nc\r\n");			/* CRLF */
+	same_as_difflib("a\r\nb\r\n", "a\r\nc\r\n"); /* CRLF */
 	same_as_difflib("no newline at end", "no newline at the end");
 }
 END_TEST
@@ -88,10 +90,11 @@ START_TEST(test_diff_patches_apply)
 			int r = (seed >> 16) % 10;
 			la += (size_t)snprintf(a + la, cap - la, "line %d\n", i % 13);
 			if (r == 0)
-				continue;				/* deleted */
+				continue; /* deleted */
 			if (r == 1)
 				lb += (size_t)snprintf(b + lb, cap - lb, "inserted %d\n", i);
-			lb += (size_t)snprintf(b + lb, cap - lb, r == 2 ? "changed %d\n" : "line %d\n",
+			lb += (size_t)snprintf(b + lb, cap - lb,
+					       r == 2 ? "changed %d\n" : "line %d\n",
 					       r == 2 ? i : i % 13);
 		}
 		struct diff d;
@@ -103,9 +106,10 @@ START_TEST(test_diff_patches_apply)
 		snprintf(path, sizeof(path), "%s/d.patch", dir);
 		ck_assert_int_eq(write_file(path, d.text), 0);
 		OK("cd '%s' && echo >> d.patch && patch -s -o out old d.patch && cmp out new", dir);
-		EQ_OUT("", "cd '%s' && test \"$(tail -n +3 d.patch | grep -c '^+')\" = %d &&"
-		       " test \"$(tail -n +3 d.patch | grep -c '^-')\" = %d", dir, d.additions,
-		       d.deletions);
+		EQ_OUT("",
+		       "cd '%s' && test \"$(tail -n +3 d.patch | grep -c '^+')\" = %d &&"
+		       " test \"$(tail -n +3 d.patch | grep -c '^-')\" = %d",
+		       dir, d.additions, d.deletions);
 		diff_free(&d);
 	}
 	free(a);

@@ -44,8 +44,7 @@ END_TEST
 
 START_TEST(test_exec_env_build_scrubs_and_keeps_explicit)
 {
-	char *base[] = { "PATH=/usr/bin", "AWS_SECRET_ACCESS_KEY=x", "MY_TOKEN=t",
-			 "LANG=C", NULL };
+	char *base[] = { "PATH=/usr/bin", "AWS_SECRET_ACCESS_KEY=x", "MY_TOKEN=t", "LANG=C", NULL };
 	char *extra[] = { "MY_TOKEN=explicit", "LANG=fr" };
 	char **env = env_build(base, extra, 2);
 
@@ -95,7 +94,9 @@ START_TEST(test_exec_identity_prefix_hostile_values)
 	ck_assert(!strncmp(prefix_of(wide, 512), "export ", 7));
 	/* What the shell makes of a quoted hostile value: the value itself. */
 	char *p = prefix_of("x'; touch /tmp/pwned-sbx; '$(id)", 32), cmd[512];
-	snprintf(cmd, sizeof(cmd), "%s test \"$DEERFLOW_CHANNEL_USER_ID\" = \"x'; touch /tmp/pwned-sbx; '\\$(id)\"", p);
+	snprintf(cmd, sizeof(cmd),
+		 "%s test \"$DEERFLOW_CHANNEL_USER_ID\" = \"x'; touch /tmp/pwned-sbx; '\\$(id)\"",
+		 p);
 	ck_assert_int_eq(sh("%s", cmd), 0);
 	ck_assert(!exists("/tmp/pwned-sbx"));
 }
@@ -105,7 +106,8 @@ START_TEST(test_exec_output_text_formats)
 {
 	struct capture out = { 0 }, err = { 0 };
 
-	ck_assert_str_eq(output_text(&out, &err, 0, false, 600, NULL, OUTPUT_MAX_CHARS), "(no output)");
+	ck_assert_str_eq(output_text(&out, &err, 0, false, 600, NULL, OUTPUT_MAX_CHARS),
+			 "(no output)");
 	ck_assert_str_eq(output_text(&out, &err, 2, false, 600, NULL, OUTPUT_MAX_CHARS),
 			 "\nExit Code: 2");
 	capture_add(&err, "oops\n", 5);
@@ -140,7 +142,7 @@ START_TEST(test_exec_capture_limit_and_middle_truncation)
 	/* Characters, not bytes; and exactly at the limit nothing is cut. */
 	char *s = malloc(30001);
 	for (int i = 0; i < 10000; i++)
-		memcpy(s + 3 * i, "\xe2\x82\xac", 3);	/* a euro sign */
+		memcpy(s + 3 * i, "\xe2\x82\xac", 3); /* a euro sign */
 	s[30000] = '\0';
 	ck_assert_str_eq(output_middle_truncate(s, 10000), s);
 	char *cut = output_middle_truncate(s, 100);
@@ -162,7 +164,8 @@ START_TEST(test_exec_utf8_clean)
 	size_t keep;
 
 	ck_assert_str_eq(utf8_clean("a\xffz", 3, NULL), "a\xef\xbf\xbdz");
-	ck_assert_str_eq(utf8_clean("a\0b", 3, NULL), "a\xef\xbf\xbd" "b");
+	ck_assert_str_eq(utf8_clean("a\0b", 3, NULL), "a\xef\xbf\xbd"
+						      "b");
 	/* A character cut by the end of a chunk waits for the next one. */
 	ck_assert_str_eq(utf8_clean("ab\xe2\x82", 4, &keep), "ab");
 	ck_assert_uint_eq(keep, 2);
@@ -174,18 +177,21 @@ START_TEST(test_exec_host_paths_rewritten_and_masked)
 {
 	const char *extra[] = { "data", NULL };
 	const struct hostpath_mask mask[] = {
-		{ "/h/run/views/u/t", "/mnt" }, { "/h/users/u/threads/t", "/mnt" },
-		{ "/h/skills", "/mnt/skills" }, { NULL, NULL },
+		{ "/h/run/views/u/t", "/mnt" },
+		{ "/h/users/u/threads/t", "/mnt" },
+		{ "/h/skills", "/mnt/skills" },
+		{ NULL, NULL },
 	};
 
 	ck_assert_str_eq(hostpath_rewrite("cat /mnt/user-data/workspace/a /mnt/skills/x"
-					 " /mnt/skills2 /mnt/data/y '/mnt/acp-workspace'",
-					 "/M", extra),
+					  " /mnt/skills2 /mnt/data/y '/mnt/acp-workspace'",
+					  "/M", extra),
 			 "cat /M/user-data/workspace/a /M/skills/x /mnt/skills2 /M/data/y"
 			 " '/M/acp-workspace'");
 	ck_assert_str_eq(hostpath_mask("at /h/run/views/u/t/user-data/workspace and"
 				       " /h/users/u/threads/t/user-data/outputs/r.md;"
-				       " /h/run/views/u/t2 /h/skills/s/SKILL.md", mask),
+				       " /h/run/views/u/t2 /h/skills/s/SKILL.md",
+				       mask),
 			 "at /mnt/user-data/workspace and /mnt/user-data/outputs/r.md;"
 			 " /h/run/views/u/t2 /mnt/skills/s/SKILL.md");
 }
@@ -205,18 +211,24 @@ START_TEST(test_exec_request_parsing)
 {
 	struct request q;
 
-	ck_assert_str_eq(parse_code("{\"op\":\"exec\",\"id\":7,\"user\":\"u\",\"thread\":\"t\","
-				    "\"command\":\"ls\",\"timeout\":5,\"env\":{\"A\":\"1\"},"
-				    "\"channel_user_id\":\"a\\u0000b\",\"scope\":\"s\",\"host\":false}", &q), "ok");
+	ck_assert_str_eq(
+		parse_code("{\"op\":\"exec\",\"id\":7,\"user\":\"u\",\"thread\":\"t\","
+			   "\"command\":\"ls\",\"timeout\":5,\"env\":{\"A\":\"1\"},"
+			   "\"channel_user_id\":\"a\\u0000b\",\"scope\":\"s\",\"host\":false}",
+			   &q),
+		"ok");
 	ck_assert_int_eq(q.op, REQ_EXEC);
 	ck_assert_int_eq(json_integer_value(q.id), 7);
 	ck_assert_uint_eq(q.timeout, 5);
 	ck_assert_str_eq(q.env[0], "A=1");
-	ck_assert_uint_eq(q.channel_user_id_len, 3);	/* the NUL kept, for a refusal */
+	ck_assert_uint_eq(q.channel_user_id_len, 3); /* the NUL kept, for a refusal */
 	ck_assert_str_eq(q.scope, "s");
 	request_free(&q);
 	static const char *const bad[] = {
-		"", "[]", "{\"op\":1}", "{\"op\":\"exec\"}",
+		"",
+		"[]",
+		"{\"op\":1}",
+		"{\"op\":\"exec\"}",
 		"{\"op\":\"exec\",\"user\":\"u\\u0000x\",\"thread\":\"t\",\"command\":\"ls\"}",
 		"{\"op\":\"exec\",\"user\":\"..\",\"thread\":\"t\",\"command\":\"ls\"}",
 		"{\"op\":\"exec\",\"user\":\"u\",\"thread\":\"t\",\"command\":\"\"}",
@@ -243,7 +255,9 @@ START_TEST(test_exec_request_parsing)
 	/* present names no thread: its run does; the paths are checked
 	 * against the run's thread by the broker. */
 	ck_assert_str_eq(parse_code("{\"op\":\"present\",\"run\":4,\"paths\":[\"/etc/x\","
-				    "\"/mnt/user-data/outputs/a\"]}", &q), "ok");
+				    "\"/mnt/user-data/outputs/a\"]}",
+				    &q),
+			 "ok");
 	ck_assert_int_eq(q.op, REQ_PRESENT);
 	ck_assert_int_eq(q.run, 4);
 	ck_assert_str_eq(q.tool, "present_files");
@@ -251,7 +265,9 @@ START_TEST(test_exec_request_parsing)
 	ck_assert_str_eq(q.paths[1], "/mnt/user-data/outputs/a");
 	request_free(&q);
 	ck_assert_str_eq(parse_code("{\"op\":\"present\",\"run\":4,\"tool\":\"mcp:show\","
-				    "\"paths\":[\"/mnt/user-data/outputs/a\"]}", &q), "ok");
+				    "\"paths\":[\"/mnt/user-data/outputs/a\"]}",
+				    &q),
+			 "ok");
 	ck_assert_str_eq(q.tool, "mcp:show");
 	request_free(&q);
 	ck_assert_str_eq(parse_code("{\"op\":\"fly\",\"id\":\"x\"}", &q), "unknown_op");
@@ -262,7 +278,7 @@ END_TEST
 
 /* Host mode's path guard, case by case against the reference's rules. */
 static const struct {
-	const char *command, *why;	/* why NULL: allowed */
+	const char *command, *why; /* why NULL: allowed */
 } guard_cases[] = {
 	{ "ls -la /mnt/user-data/workspace && cat /mnt/skills/x/SKILL.md", NULL },
 	{ "cp /mnt/user-data/uploads/a /mnt/user-data/outputs/ /mnt/acp-workspace", NULL },
@@ -272,43 +288,44 @@ static const struct {
 	{ "echo $((10/2)) $((a / b)); python3 -c 'print(7/2)'", NULL },
 	{ "echo '/端口/x'", NULL },
 	{ "cd subdir && cd /mnt/user-data/outputs && pushd -L /mnt/skills", NULL },
-	{ "cat /mnt/data/in.txt", NULL },	/* an extra mount */
+	{ "cat /mnt/data/in.txt", NULL }, /* an extra mount */
 	{ "grep -r x .; ls", NULL },
 	{ "cat /etc/passwd", "Unsafe absolute paths in command: /etc/passwd. Use paths under"
-	  " /mnt/user-data" },
-	{ "cat /root/x /etc/passwd; head /etc/passwd", "Unsafe absolute paths in command:"
+			     " /mnt/user-data" },
+	{ "cat /root/x /etc/passwd; head /etc/passwd",
+	  "Unsafe absolute paths in command:"
 	  " /etc/passwd, /root/x. Use paths under /mnt/user-data" },
 	{ "cat /etc/{passwd,shadow}", "Unsafe absolute paths in command: /etc/{passwd,shadow}."
-	  " Use paths under /mnt/user-data" },
+				      " Use paths under /mnt/user-data" },
 	{ "echo ${HOME}/x /opt/${V}", "Unsafe absolute paths in command: /opt/${V}, /x. Use"
-	  " paths under /mnt/user-data" },
+				      " paths under /mnt/user-data" },
 	{ "cat /mnt/skills2/x", "Unsafe absolute paths in command: /mnt/skills2/x. Use paths"
-	  " under /mnt/user-data" },
+				" under /mnt/user-data" },
 	{ "./script.sh", "Unsafe absolute paths in command: /script.sh. Use paths under"
-	  " /mnt/user-data" },	/* the reference's own quirk */
+			 " /mnt/user-data" }, /* the reference's own quirk */
 	{ "cat ../x", "Access denied: path traversal detected" },
 	{ "tool --input=../x", "Access denied: path traversal detected" },
 	{ "cat sub/../../x", "Access denied: path traversal detected" },
 	{ "ls /mnt/user-data/../../etc", "Access denied: path traversal detected" },
 	{ "cd ..", "Access denied: path traversal detected" },
 	{ "cd /etc && ls", "Unsafe working directory change in command: cd /etc. Use paths"
-	  " under /mnt/user-data" },
+			   " under /mnt/user-data" },
 	{ "cd", "Unsafe working directory change in command: cd. Use paths under /mnt/user-data" },
 	{ "cd ~/x", "Unsafe working directory change in command: cd ~/x. Use paths under"
-	  " /mnt/user-data" },
+		    " /mnt/user-data" },
 	{ "X=1 cd $HOME", "Unsafe working directory change in command: cd $HOME. Use paths under"
-	  " /mnt/user-data" },
+			  " /mnt/user-data" },
 	{ "pushd -", "Unsafe working directory change in command: pushd -. Use paths under"
-	  " /mnt/user-data" },
+		     " /mnt/user-data" },
 	{ "ls /", "Unsafe absolute paths in command: /. Use paths under /mnt/user-data" },
 	{ "true && find / -name x", "Unsafe absolute paths in command: /. Use paths under"
-	  " /mnt/user-data" },
+				    " /mnt/user-data" },
 	{ "cat FILE:///etc/passwd", "Unsafe file:// URL in command: FILE:///etc/passwd. Use paths"
-	  " under /mnt/user-data" },
+				    " under /mnt/user-data" },
 	{ "echo $(cd /tmp; ls)", "Unsafe working directory change in command substitution. Use"
-	  " paths under /mnt/user-data" },
+				 " paths under /mnt/user-data" },
 	{ "echo 'unterminated /etc/x", "Unsafe absolute paths in command: /etc/x. Use paths under"
-	  " /mnt/user-data" },
+				       " /mnt/user-data" },
 };
 
 START_TEST(test_exec_host_mode_path_guard)

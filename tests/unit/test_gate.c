@@ -98,7 +98,7 @@ START_TEST(test_gate_unread_then_read_then_changed)
 	ck_assert_int_eq(verdict(g, f), GATE_NEVER_READ);
 	read_as_view(g, f);
 	ck_assert_int_eq(verdict(g, f), GATE_OK);
-	ck_assert_int_eq(write_file(f, "other\n"), 0);	/* a host edit */
+	ck_assert_int_eq(write_file(f, "other\n"), 0); /* a host edit */
 	ck_assert_int_eq(verdict(g, f), GATE_CHANGED);
 	read_as_view(g, f);
 	ck_assert_int_eq(verdict(g, f), GATE_OK);
@@ -126,7 +126,8 @@ START_TEST(test_gate_reasons_name_the_refusal)
 	ck_assert_int_eq(gate_check(&t, &st, -1, NULL), GATE_CHANGED);
 	gate_reason(&t, reason, sizeof(reason));
 	ck_assert_msg(!strncmp(reason, "changed since it was read at 20", 31) &&
-		      reason[strlen(reason) - 1] == 'Z', "%s", reason);
+			      reason[strlen(reason) - 1] == 'Z',
+		      "%s", reason);
 	gate_unlock(&t, NULL, true);
 	gate_free(g);
 }
@@ -158,7 +159,7 @@ START_TEST(test_gate_empty_files_and_specials_always_pass)
 	ck_assert_int_eq(mkdir(d, 0755), 0);
 	ck_assert_int_eq(verdict(g, e), GATE_OK);
 	ck_assert_int_eq(verdict(g, l), GATE_OK);
-	ck_assert_int_eq(verdict(g, d), GATE_OK);	/* without --rbw-unlink */
+	ck_assert_int_eq(verdict(g, d), GATE_OK); /* without --rbw-unlink */
 	gate_free(g);
 
 	/* With --rbw-unlink a directory must have been listed. */
@@ -225,11 +226,11 @@ START_TEST(test_gate_same_bytes_with_new_metadata_pass_by_hash)
 
 	read_as_view(g, f);
 	gate_settle(g);
-	usleep(20000);		/* past the timestamp granularity */
+	usleep(20000); /* past the timestamp granularity */
 	ck_assert_int_eq(write_file(f, "same bytes\n"), 0);
 	ck_assert_int_eq(verdict(g, f), GATE_OK);
 	usleep(20000);
-	ck_assert_int_eq(write_file(f, "SAME bytes\n"), 0);	/* same size */
+	ck_assert_int_eq(write_file(f, "SAME bytes\n"), 0); /* same size */
 	ck_assert_int_eq(verdict(g, f), GATE_CHANGED);
 	gate_free(g);
 }

@@ -7,8 +7,9 @@
 #include <string.h>
 
 static const char *const bad[] = {
-	"", ".", "..", "../x", "a/b", "/abs", "a\nb", "tab\there", "nul\x7f",
-	"sp ace", "quo'te", "dollar$", "semi;colon", "\xc3\xa9t\xc3\xa9", "a\\b",
+	"",	     ".",	"..",	  "../x",   "a/b",     "/abs",	     "a\nb",
+	"tab\there", "nul\x7f", "sp ace", "quo'te", "dollar$", "semi;colon", "\xc3\xa9t\xc3\xa9",
+	"a\\b",
 };
 
 START_TEST(test_ids_refuses_unsafe_ids)
@@ -80,7 +81,7 @@ START_TEST(test_ids_make_safe_user_id)
 	memset(raw, 'a', sizeof(raw));
 	raw[USER_ID_MAX] = '\0';
 	ck_assert_int_eq(user_id_make_safe(raw, out), 0);
-	raw[USER_ID_MAX - 1] = '.';	/* then 17 more: too long */
+	raw[USER_ID_MAX - 1] = '.'; /* then 17 more: too long */
 	ck_assert_int_eq(user_id_make_safe(raw, out), -ENAMETOOLONG);
 }
 END_TEST
@@ -90,8 +91,7 @@ Suite *suite_unit_ids(void)
 	Suite *s = suite_create("unit_ids");
 	TCase *tc = tcase_create("ids");
 
-	tcase_add_loop_test(tc, test_ids_refuses_unsafe_ids, 0,
-			    sizeof(bad) / sizeof(bad[0]));
+	tcase_add_loop_test(tc, test_ids_refuses_unsafe_ids, 0, sizeof(bad) / sizeof(bad[0]));
 	tcase_add_test(tc, test_ids_as_the_reference);
 	tcase_add_test(tc, test_ids_names);
 	tcase_add_test(tc, test_ids_make_safe_user_id);

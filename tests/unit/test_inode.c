@@ -30,8 +30,7 @@ static void fixture_init(struct fixture *f, size_t budget, int nfiles)
 	f->t = inode_table_new(budget);
 	fd = open(f->dir, O_PATH | O_DIRECTORY);
 	ck_assert_int_eq(fstat(fd, &st), 0);
-	f->top = inode_add_fixed(f->t, NULL, "top", fd, &st, 0,
-				 (struct root *)1, NULL);
+	f->top = inode_add_fixed(f->t, NULL, "top", fd, &st, 0, (struct root *)1, NULL);
 	ck_assert_ptr_nonnull(f->top);
 }
 
@@ -81,7 +80,7 @@ START_TEST(test_inode_reports_stale_after_host_replacement)
 
 	fixture_init(&f, 1, 2);
 	a = look(&f, "f0");
-	pad = look(&f, "f1");	/* evicts f0's fd */
+	pad = look(&f, "f1"); /* evicts f0's fd */
 	ck_assert_int_lt(a->fd, 0);
 	snprintf(p, sizeof(p), "%s/f0", f.dir);
 	/* Held open so the filesystem cannot reuse its inode number. */
@@ -117,10 +116,10 @@ START_TEST(test_inode_root_finds_an_evicted_inode_renamed_on_the_host)
 	struct stat st;
 
 	if (geteuid() != 0)
-		return;		/* file handles need CAP_DAC_READ_SEARCH */
+		return; /* file handles need CAP_DAC_READ_SEARCH */
 	fixture_init(&f, 1, 2);
 	a = look(&f, "f0");
-	pad = look(&f, "f1");	/* evicts f0's fd */
+	pad = look(&f, "f1"); /* evicts f0's fd */
 	ck_assert_int_lt(a->fd, 0);
 	ck_assert_ptr_nonnull(a->fh);
 	/* Moved behind the table's back: its name no longer finds it. */
@@ -150,10 +149,10 @@ START_TEST(test_inode_stat_of_an_evicted_inode_takes_no_fd)
 	a = look(&f, "f0");
 	/* Held: there is nothing to take by name. */
 	ck_assert_int_eq(inode_stat_evicted(f.t, a, &st), -EAGAIN);
-	pad = look(&f, "f1");	/* evicts f0's fd */
+	pad = look(&f, "f1"); /* evicts f0's fd */
 	ck_assert_int_lt(a->fd, 0);
 	if (!a->born_known)
-		return;		/* no birth times on this filesystem */
+		return; /* no birth times on this filesystem */
 	snprintf(p, sizeof(p), "%s/f0", f.dir);
 	ck_assert_int_eq(write_file(p, "longer now"), 0);
 	inode_table_stats(f.t, &before);
@@ -183,17 +182,17 @@ START_TEST(test_inode_rekeyed_is_known_by_its_new_birth_time)
 	fixture_init(&f, 1, 2);
 	a = look(&f, "f0");
 	if (!a->born_known)
-		return;		/* no birth times on this filesystem */
+		return; /* no birth times on this filesystem */
 	snprintf(from, sizeof(from), "%s/stage", f.dir);
 	snprintf(to, sizeof(to), "%s/f0", f.dir);
-	usleep(10000);		/* a birth time of its own */
+	usleep(10000); /* a birth time of its own */
 	ck_assert_int_eq(write_file(from, "saved"), 0);
 	ck_assert_int_eq(rename(from, to), 0);
 	int fd = confine_lookup(f.top->fd, "f0");
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(fstat(fd, &st), 0);
 	ck_assert_int_eq(inode_rekey(f.t, a, fd, &st), 0);
-	pad = look(&f, "f1");	/* evicts f0's fd */
+	pad = look(&f, "f1"); /* evicts f0's fd */
 	ck_assert_int_lt(a->fd, 0);
 	ck_assert_int_eq(inode_stat_evicted(f.t, a, &st), 0);
 	ck_assert_int_eq(st.st_size, 5);

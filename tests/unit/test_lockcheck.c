@@ -24,12 +24,23 @@ static char *run_steps(const enum step *steps, bool *aborted)
 		dup2(pipefd[1], STDERR_FILENO);
 		for (; *steps != END; steps++) {
 			switch (*steps) {
-			case TAKE_STAGE: lock_check_take(LOCK_STAGE); break;
-			case TAKE_GATE: lock_check_take(LOCK_GATE); break;
-			case DROP_STAGE: lock_check_drop(LOCK_STAGE); break;
-			case DROP_GATE: lock_check_drop(LOCK_GATE); break;
-			case ASSERT_STAGE: assert_held(LOCK_STAGE); break;
-			case END: break;
+			case TAKE_STAGE:
+				lock_check_take(LOCK_STAGE);
+				break;
+			case TAKE_GATE:
+				lock_check_take(LOCK_GATE);
+				break;
+			case DROP_STAGE:
+				lock_check_drop(LOCK_STAGE);
+				break;
+			case DROP_GATE:
+				lock_check_drop(LOCK_GATE);
+				break;
+			case ASSERT_STAGE:
+				assert_held(LOCK_STAGE);
+				break;
+			case END:
+				break;
 			}
 		}
 		_exit(0);
@@ -57,15 +68,16 @@ START_TEST(test_lockcheck_finds_broken_rules)
 {
 	/* The documented order, then nothing held: fine. */
 	const enum step fine[] = { TAKE_STAGE, ASSERT_STAGE, TAKE_GATE, DROP_GATE,
-				   DROP_STAGE, TAKE_GATE, DROP_GATE, END };
+				   DROP_STAGE, TAKE_GATE,    DROP_GATE, END };
 	bool aborted;
 	char *err = run_steps(fine, &aborted);
 	ck_assert_msg(!aborted, "%s", err);
 
 	assert_broken((const enum step[]){ TAKE_GATE, TAKE_GATE, END },
 		      "lock rule broken: more held at once than allowed (gate lock)");
-	assert_broken((const enum step[]){ TAKE_GATE, TAKE_STAGE, END },
-		      "lock rule broken: taken while a lock that comes after it is held (stage lock)");
+	assert_broken(
+		(const enum step[]){ TAKE_GATE, TAKE_STAGE, END },
+		"lock rule broken: taken while a lock that comes after it is held (stage lock)");
 	assert_broken((const enum step[]){ DROP_GATE, END },
 		      "lock rule broken: dropped but not held (gate lock)");
 	assert_broken((const enum step[]){ TAKE_STAGE, DROP_STAGE, ASSERT_STAGE, END },

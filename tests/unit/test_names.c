@@ -5,16 +5,19 @@
 #include <errno.h>
 
 static const char *const refused[] = {
-	"CON", "con", "Con.txt", "PRN", "aux.tar.gz", "NUL", "nul.", "NUL .txt",
-	"COM1 .log", "COM0", "com9.c", "LPT1", "lpt9.txt", "COM\xc2\xb9",
-	"lpt\xc2\xb2.txt", "LPT\xc2\xb3", "CONIN$", "conout$.x", "NUL  ",
-	"AUX.", "Com5", "NUL:stream", "CON:", "aux:x.txt", "com1 :x", "Prn:",
+	"CON",	       "con",	     "Con.txt",	  "PRN",	 "aux.tar.gz",
+	"NUL",	       "nul.",	     "NUL .txt",  "COM1 .log",	 "COM0",
+	"com9.c",      "LPT1",	     "lpt9.txt",  "COM\xc2\xb9", "lpt\xc2\xb2.txt",
+	"LPT\xc2\xb3", "CONIN$",     "conout$.x", "NUL  ",	 "AUX.",
+	"Com5",	       "NUL:stream", "CON:",	  "aux:x.txt",	 "com1 :x",
+	"Prn:",
 };
 
 static const char *const allowed[] = {
-	"report .txt", "CONSOLE", "nul_file", "COM10", "LPT", "COM", "xCON",
-	"CON_", "a.NUL", ".CON", "COM\xc2\xb4", "LPT\xc2\xb9\xc2\xb9",
-	"conin", "normal.txt", "NULL", "com1x", "a:NUL", "CONSOLE:x", "note:con",
+	"report .txt", "CONSOLE",    "nul_file", "COM10", "LPT",	 "COM",
+	"xCON",	       "CON_",	     "a.NUL",	 ".CON",  "COM\xc2\xb4", "LPT\xc2\xb9\xc2\xb9",
+	"conin",       "normal.txt", "NULL",	 "com1x", "a:NUL",	 "CONSOLE:x",
+	"note:con",
 };
 
 START_TEST(test_names_refuses_windows_device_names)
@@ -28,8 +31,7 @@ END_TEST
 
 START_TEST(test_names_allows_ordinary_names)
 {
-	ck_assert_msg(name_check_portable(allowed[_i], NULL) == 0,
-		      "'%s' was refused", allowed[_i]);
+	ck_assert_msg(name_check_portable(allowed[_i], NULL) == 0, "'%s' was refused", allowed[_i]);
 }
 END_TEST
 

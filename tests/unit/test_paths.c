@@ -31,9 +31,9 @@ START_TEST(test_mount_spec_parses_name_host_and_mode)
 END_TEST
 
 static const char *const bad_specs[] = {
-	"/mnt/=/x", "/mnt/a/b=/x", "/mnt/..=/x", "/mnt/.=/x", "/opt/a=/x",
-	"/mnt/a", "/mnt/a=relative", "/mnt/a=", "/mnt/a=:ro",
-	"/mnt/user-data=/x", "/mnt/skills=/x", "/mnt/acp-workspace=/x", "mnt/a=/x",
+	"/mnt/=/x",	  "/mnt/a/b=/x",	   "/mnt/..=/x", "/mnt/.=/x",  "/opt/a=/x",
+	"/mnt/a",	  "/mnt/a=relative",	   "/mnt/a=",	 "/mnt/a=:ro", "/mnt/user-data=/x",
+	"/mnt/skills=/x", "/mnt/acp-workspace=/x", "mnt/a=/x",
 };
 
 START_TEST(test_mount_spec_refuses_bad_specs)

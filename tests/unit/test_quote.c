@@ -16,7 +16,9 @@ static const struct {
 	{ "cr\rover", "\"cr\\rover\"" },
 	{ "tab\there", "\"tab\\there\"" },
 	{ "q\"uote\\back", "\"q\\\"uote\\\\back\"" },
-	{ "c1\xc2\x9b" "2J", "\"c1\\302\\2332J\"" },	/* U+009B, CSI */
+	{ "c1\xc2\x9b"
+	  "2J",
+	  "\"c1\\302\\2332J\"" }, /* U+009B, CSI */
 	{ "bad\xff\xc3", "\"bad\\377\\303\"" },
 	{ "del\x7f", "\"del\\177\"" },
 	{ "nbsp\xc2\xa0ok", "nbsp\xc2\xa0ok" },
@@ -35,7 +37,8 @@ START_TEST(test_quote_cut_short_visibly)
 	char buf[16];
 
 	ck_assert_str_eq(quote_name("abcdefghijklmnop\n", buf, sizeof(buf)), "\"abcdefghij...\"");
-	ck_assert_str_eq(quote_name("\n\n\n\n\n\n\n\n", buf, sizeof(buf)), "\"\\n\\n\\n\\n\\n...\"");
+	ck_assert_str_eq(quote_name("\n\n\n\n\n\n\n\n", buf, sizeof(buf)),
+			 "\"\\n\\n\\n\\n\\n...\"");
 	ck_assert_int_lt(strlen(buf), sizeof(buf));
 	/* Not inside a UTF-8 sequence. */
 	ck_assert_int_eq(visible_text("ab\xc3\xa9", 4, buf, 4), 2);

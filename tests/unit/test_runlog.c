@@ -15,7 +15,10 @@ static struct snap_file pre_b = { .path = W "b", .size = 1 };
 static struct snap_file pre_x = { .path = W "dir2/x", .size = 2 };
 static struct snap_file pre_l = { .path = W "l", .symlink = true, .target = (char *)"t" };
 
-#define EV(o, p, q, pre_) { .op = o, .path = p, .path2 = q, .comm = "sh", .pre = pre_ }
+#define EV(o, p, q, pre_)                                                 \
+	{                                                                 \
+		.op = o, .path = p, .path2 = q, .comm = "sh", .pre = pre_ \
+	}
 
 static const struct snap_file *find(const struct snapshot *s, const char *path)
 {
@@ -39,20 +42,20 @@ static void complete(const struct store_event *ev, size_t n, struct snapshot *b)
 START_TEST(test_runlog_names_when_the_run_began)
 {
 	const struct store_event ev[] = {
-		EV("modify", W "early", NULL, NULL),	/* before capture: ignored */
+		EV("modify", W "early", NULL, NULL), /* before capture: ignored */
 		EV("create", W "early2", NULL, NULL),
 		EV("capture", "/mnt/user-data", NULL, NULL),
 		EV("preimage", W "a", NULL, &pre_a),
-		EV("rename", W "a", W "b", NULL),	/* b replaced? no pre: was free */
-		EV("preimage", W "b", NULL, &pre_b),	/* a's file again: a known */
+		EV("rename", W "a", W "b", NULL),    /* b replaced? no pre: was free */
+		EV("preimage", W "b", NULL, &pre_b), /* a's file again: a known */
 		EV("create", W "n", NULL, NULL),
 		EV("rename", W "dir", W "dir2", NULL),
-		EV("preimage", W "dir2/x", NULL, &pre_x),	/* was dir/x */
-		EV("create", W "a", NULL, NULL),	/* a known already */
+		EV("preimage", W "dir2/x", NULL, &pre_x), /* was dir/x */
+		EV("create", W "a", NULL, NULL),	  /* a known already */
 		EV("preimage", W "l", NULL, &pre_l),
 		EV("exchange", W "l", W "m", NULL),
-		EV("preimage", W "m", NULL, &pre_b),	/* was l: known */
-		EV("preimage", W ".git/index", NULL, &pre_b),	/* excluded */
+		EV("preimage", W "m", NULL, &pre_b),	      /* was l: known */
+		EV("preimage", W ".git/index", NULL, &pre_b), /* excluded */
 	};
 	struct snapshot b;
 

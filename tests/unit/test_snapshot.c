@@ -62,9 +62,17 @@ static const struct snap_file *find(const struct snapshot *s, const char *path)
 
 START_TEST(test_snapshot_sensitive_names_on_any_component)
 {
-	const char *yes[] = { "password.txt", "api_key.txt", "apikey", "private_key.json",
-			      ".env", ".env.local", "a/secrets/notes.md", "TOKEN.md",
-			      "deploy/server.PEM", "ssh/id.key", "my-credentials/x" };
+	const char *yes[] = { "password.txt",
+			      "api_key.txt",
+			      "apikey",
+			      "private_key.json",
+			      ".env",
+			      ".env.local",
+			      "a/secrets/notes.md",
+			      "TOKEN.md",
+			      "deploy/server.PEM",
+			      "ssh/id.key",
+			      "my-credentials/x" };
 	const char *no[] = { "report.txt", "env", "a/.envrc", "keys.txt", "notes/pem" };
 
 	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++)
@@ -78,11 +86,23 @@ END_TEST
  * halves), .netrc, _netrc, .pgpass. */
 START_TEST(test_snapshot_sensitive_names_beyond_the_reference)
 {
-	const char *yes[] = { "prod.env", "config/Staging.ENV", ".env.", "id_rsa", "id_dsa",
-			      "id_ecdsa", "home/.ssh/ID_ED25519", "id_ecdsa_sk", "id_ed25519_sk",
-			      ".netrc", "_netrc", ".pgpass", ".git-credentials" };
-	const char *no[] = { "id_rsa.pub", ".ssh/id_ed25519.pub", "id_rsa_notes.md", "environment.txt",
-			     "env.md", "netrc", "pgpass.md", ".npmrc", "known_hosts" };
+	const char *yes[] = { "prod.env",
+			      "config/Staging.ENV",
+			      ".env.",
+			      "id_rsa",
+			      "id_dsa",
+			      "id_ecdsa",
+			      "home/.ssh/ID_ED25519",
+			      "id_ecdsa_sk",
+			      "id_ed25519_sk",
+			      ".netrc",
+			      "_netrc",
+			      ".pgpass",
+			      ".git-credentials" };
+	const char *no[] = {
+		"id_rsa.pub", ".ssh/id_ed25519.pub", "id_rsa_notes.md", "environment.txt", "env.md",
+		"netrc",      "pgpass.md",	     ".npmrc",		"known_hosts"
+	};
 
 	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++)
 		ck_assert_msg(snapshot_sensitive(yes[i]), "%s", yes[i]);
@@ -96,57 +116,155 @@ END_TEST
  * so that a secret scanner does not flag this file. */
 START_TEST(test_secrets_each_kind_and_its_near_miss)
 {
-	static const struct { const char *text, *kind; } cases[] = {
-		{ "x\n-----BEGIN RSA " "PRIVATE KEY-----\nMIIE\n", "private_key" },
-		{ "-----BEGIN OPENSSH " "PRIVATE KEY-----\nb3Blbn", "private_key" },
-		{ "-----BEGIN EC " "PRIVATE KEY-----", "private_key" },
-		{ "-----BEGIN DSA " "PRIVATE KEY-----", "private_key" },
-		{ "-----BEGIN " "PRIVATE KEY-----", "private_key" },
-		{ "-----BEGIN ENCRYPTED " "PRIVATE KEY-----", "private_key" },
-		{ "-----BEGIN PGP " "PRIVATE KEY BLOCK-----", "private_key" },
+	static const struct {
+		const char *text, *kind;
+	} cases[] = {
+		{ "x\n-----BEGIN RSA "
+		  "PRIVATE KEY-----\nMIIE\n",
+		  "private_key" },
+		{ "-----BEGIN OPENSSH "
+		  "PRIVATE KEY-----\nb3Blbn",
+		  "private_key" },
+		{ "-----BEGIN EC "
+		  "PRIVATE KEY-----",
+		  "private_key" },
+		{ "-----BEGIN DSA "
+		  "PRIVATE KEY-----",
+		  "private_key" },
+		{ "-----BEGIN "
+		  "PRIVATE KEY-----",
+		  "private_key" },
+		{ "-----BEGIN ENCRYPTED "
+		  "PRIVATE KEY-----",
+		  "private_key" },
+		{ "-----BEGIN PGP "
+		  "PRIVATE KEY BLOCK-----",
+		  "private_key" },
 		{ "-----BEGIN PUBLIC KEY-----\n", NULL },
-		{ "-----BEGIN RSA " "PRIVATE KEY\n", NULL },
-		{ "aws_access_key_id = AK" "IAIOSFODNN7EXAMPLE\n", "aws_access_key_id" },
-		{ "\"AS" "IAY34FZKBOKMUTVV7A\"", "aws_access_key_id" },
-		{ "AK" "IAIOSFODNN7EXAMPL\n", NULL },		/* 15 */
-		{ "AK" "IAIOSFODNN7EXAMPLEX\n", NULL },		/* 17 */
-		{ "AK" "IAIOSFODNN7EXAMPLEx\n", NULL },		/* a lowercase byte goes on */
-		{ "token: gh" "p_0123456789abcdefghijABCDEFGHIJ012345", "github_token" },
-		{ "gh" "o_0123456789abcdefghijABCDEFGHIJ012345", "github_token" },
-		{ "gh" "u_0123456789abcdefghijABCDEFGHIJ012345", "github_token" },
-		{ "gh" "s_0123456789abcdefghijABCDEFGHIJ012345", "github_token" },
-		{ "gh" "r_0123456789abcdefghijABCDEFGHIJ012345", "github_token" },
-		{ "https://x:github" "_pat_11ABCDEFG0123456789_abcdefghij@github.com", "github_token" },
-		{ "gh" "p_0123456789abcdefghijABCDEFGHIJ01234", NULL },	/* 35 */
-		{ "xgh" "p_0123456789abcdefghijABCDEFGHIJ012345", NULL },	/* inside a word */
-		{ "github" "_pat_11ABCDEFG0123456789_a", NULL },		/* 21 */
-		{ "GITLAB=gl" "pat-xY3z_aBcDeFgHiJkLmNo", "gitlab_token" },
-		{ "gl" "pat-xY3z_aBcDeFgHiJkLmN", NULL },		/* 19 */
-		{ "xo" "xb-123456789012-abcDEF", "slack_token" },
-		{ "xo" "xp-1234-5678-90abcd", "slack_token" },
-		{ "xo" "xc-123456789012-abcDEF", NULL },		/* not a kind we know */
-		{ "xo" "xb-1234-5678-90ab", NULL },			/* 14 */
-		{ "API_KEY=sk" "-live-4f9aQ2mZ7xT1bV8nC3kL6pR0", "openai_key" },
-		{ "sk" "-proj-Ab3dEf6hIj9kLm2nOp5qRs8t", "openai_key" },
-		{ "sk" "-ant-api03-Zx9Yw8Vu7Ts6Rq5P", "openai_key" },
-		{ "sk" "-live-4f9aQ2mZ7xT1bV", NULL },		/* 19 */
-		{ "pip install sk" "-learn-the-basics-of-machine-learning", NULL },	/* no digit */
-		{ "/dev/disk" "-by-id-0123456789abcdefghijk", NULL },	/* not a word's start */
-		{ "STRIPE=sk" "_live_51HabcDEFghiJKLmno", "stripe_key" },
-		{ "rk" "_live_51HabcDEFghiJKLmno", "stripe_key" },
-		{ "sk" "_live_51HabcDEFghiJKL", NULL },			/* 15 */
-		{ "sk" "_test_51HabcDEFghiJKLmnopqrstu", NULL },	/* test mode */
-		{ "key=AI" "zaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", "google_api_key" },
-		{ "AI" "zaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6", NULL },	/* 34 */
-		{ "AI" "zaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7", NULL },	/* 36 */
-		{ "//registry.npmjs.org/:_authToken=np" "m_0123456789abcdefghijABCDEFGHIJ012345", "npm_token" },
-		{ "np" "m_0123456789abcdefghijABCDEFGHIJ012", NULL },	/* 35 */
-		{ "Authorization: Bearer ey" "JhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
-		  "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "jwt" },
-		{ "ey" "JhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.", NULL },	/* unsigned */
-		{ "ey" "JhbGciOiJIUzI1NiJ9.abJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w", NULL },
-		{ "ey" "JhbGciOiJIUzI1NiJ9", NULL },
-		{ "ey" "JhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w", NULL },	/* 19 */
+		{ "-----BEGIN RSA "
+		  "PRIVATE KEY\n",
+		  NULL },
+		{ "aws_access_key_id = AK"
+		  "IAIOSFODNN7EXAMPLE\n",
+		  "aws_access_key_id" },
+		{ "\"AS"
+		  "IAY34FZKBOKMUTVV7A\"",
+		  "aws_access_key_id" },
+		{ "AK"
+		  "IAIOSFODNN7EXAMPL\n",
+		  NULL }, /* 15 */
+		{ "AK"
+		  "IAIOSFODNN7EXAMPLEX\n",
+		  NULL }, /* 17 */
+		{ "AK"
+		  "IAIOSFODNN7EXAMPLEx\n",
+		  NULL }, /* a lowercase byte goes on */
+		{ "token: gh"
+		  "p_0123456789abcdefghijABCDEFGHIJ012345",
+		  "github_token" },
+		{ "gh"
+		  "o_0123456789abcdefghijABCDEFGHIJ012345",
+		  "github_token" },
+		{ "gh"
+		  "u_0123456789abcdefghijABCDEFGHIJ012345",
+		  "github_token" },
+		{ "gh"
+		  "s_0123456789abcdefghijABCDEFGHIJ012345",
+		  "github_token" },
+		{ "gh"
+		  "r_0123456789abcdefghijABCDEFGHIJ012345",
+		  "github_token" },
+		{ "https://x:github"
+		  "_pat_11ABCDEFG0123456789_abcdefghij@github.com",
+		  "github_token" },
+		{ "gh"
+		  "p_0123456789abcdefghijABCDEFGHIJ01234",
+		  NULL }, /* 35 */
+		{ "xgh"
+		  "p_0123456789abcdefghijABCDEFGHIJ012345",
+		  NULL }, /* inside a word */
+		{ "github"
+		  "_pat_11ABCDEFG0123456789_a",
+		  NULL }, /* 21 */
+		{ "GITLAB=gl"
+		  "pat-xY3z_aBcDeFgHiJkLmNo",
+		  "gitlab_token" },
+		{ "gl"
+		  "pat-xY3z_aBcDeFgHiJkLmN",
+		  NULL }, /* 19 */
+		{ "xo"
+		  "xb-123456789012-abcDEF",
+		  "slack_token" },
+		{ "xo"
+		  "xp-1234-5678-90abcd",
+		  "slack_token" },
+		{ "xo"
+		  "xc-123456789012-abcDEF",
+		  NULL }, /* not a kind we know */
+		{ "xo"
+		  "xb-1234-5678-90ab",
+		  NULL }, /* 14 */
+		{ "API_KEY=sk"
+		  "-live-4f9aQ2mZ7xT1bV8nC3kL6pR0",
+		  "openai_key" },
+		{ "sk"
+		  "-proj-Ab3dEf6hIj9kLm2nOp5qRs8t",
+		  "openai_key" },
+		{ "sk"
+		  "-ant-api03-Zx9Yw8Vu7Ts6Rq5P",
+		  "openai_key" },
+		{ "sk"
+		  "-live-4f9aQ2mZ7xT1bV",
+		  NULL }, /* 19 */
+		{ "pip install sk"
+		  "-learn-the-basics-of-machine-learning",
+		  NULL }, /* no digit */
+		{ "/dev/disk"
+		  "-by-id-0123456789abcdefghijk",
+		  NULL }, /* not a word's start */
+		{ "STRIPE=sk"
+		  "_live_51HabcDEFghiJKLmno",
+		  "stripe_key" },
+		{ "rk"
+		  "_live_51HabcDEFghiJKLmno",
+		  "stripe_key" },
+		{ "sk"
+		  "_live_51HabcDEFghiJKL",
+		  NULL }, /* 15 */
+		{ "sk"
+		  "_test_51HabcDEFghiJKLmnopqrstu",
+		  NULL }, /* test mode */
+		{ "key=AI"
+		  "zaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
+		  "google_api_key" },
+		{ "AI"
+		  "zaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6",
+		  NULL }, /* 34 */
+		{ "AI"
+		  "zaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7",
+		  NULL }, /* 36 */
+		{ "//registry.npmjs.org/:_authToken=np"
+		  "m_0123456789abcdefghijABCDEFGHIJ012345",
+		  "npm_token" },
+		{ "np"
+		  "m_0123456789abcdefghijABCDEFGHIJ012",
+		  NULL }, /* 35 */
+		{ "Authorization: Bearer ey"
+		  "JhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+		  "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+		  "jwt" },
+		{ "ey"
+		  "JhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.",
+		  NULL }, /* unsigned */
+		{ "ey"
+		  "JhbGciOiJIUzI1NiJ9.abJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w",
+		  NULL },
+		{ "ey"
+		  "JhbGciOiJIUzI1NiJ9",
+		  NULL },
+		{ "ey"
+		  "JhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w",
+		  NULL }, /* 19 */
 		{ "the key of the secret is a token, not a password", NULL },
 	};
 
@@ -160,14 +278,21 @@ START_TEST(test_secrets_each_kind_and_its_near_miss)
 	char longer[4096];
 	memset(longer, 'w', sizeof(longer));
 	for (size_t at = 0; at < 200; at++) {
-		memcpy(longer + 1000 + at, " AK" "IAIOSFODNN7EXAMPLE ", 22);
+		memcpy(longer + 1000 + at,
+		       " AK"
+		       "IAIOSFODNN7EXAMPLE ",
+		       22);
 		ck_assert_msg(secrets_find(longer, sizeof(longer)), "at %zu", at);
 		memset(longer + 1000 + at, 'w', 22);
 	}
-	memcpy(longer + 1000, "wAK" "IAIOSFODNN7EXAMPLE ", 22);
+	memcpy(longer + 1000,
+	       "wAK"
+	       "IAIOSFODNN7EXAMPLE ",
+	       22);
 	ck_assert_ptr_null(secrets_find(longer, sizeof(longer)));
 	/* A token at the very end of the text, and cut by it. */
-	const char *end = "x gh" "p_0123456789abcdefghijABCDEFGHIJ012345";
+	const char *end = "x gh"
+			  "p_0123456789abcdefghijABCDEFGHIJ012345";
 	ck_assert_ptr_nonnull(secrets_find(end, strlen(end)));
 	ck_assert_ptr_null(secrets_find(end, strlen(end) - 1));
 }
@@ -189,14 +314,33 @@ static int record_kept(void *arg, const struct snap_file *f, const uint8_t *data
 START_TEST(test_snapshot_credentials_in_the_content_are_sensitive)
 {
 	static char late[100 * 1024], big[SNAPSHOT_HASH_MAX + 100];
-	static const char token[] = "gh" "p_0123456789abcdefghijABCDEFGHIJ012345";
-	static const char utf16[] = "\xff\xfe" "g\0h\0p\0_\0" "0\0" "1\0" "2\0" "3\0" "4\0" "5\0"
-		"6\0" "7\0" "8\0" "9\0" "a\0b\0c\0d\0e\0f\0g\0h\0i\0j\0A\0B\0C\0D\0E\0F\0G\0H\0"
-		"I\0J\0" "0\0" "1\0" "2\0" "3\0" "4\0" "5\0";
+	static const char token[] = "gh"
+				    "p_0123456789abcdefghijABCDEFGHIJ012345";
+	static const char utf16[] = "\xff\xfe"
+				    "g\0h\0p\0_\0"
+				    "0\0"
+				    "1\0"
+				    "2\0"
+				    "3\0"
+				    "4\0"
+				    "5\0"
+				    "6\0"
+				    "7\0"
+				    "8\0"
+				    "9\0"
+				    "a\0b\0c\0d\0e\0f\0g\0h\0i\0j\0A\0B\0C\0D\0E\0F\0G\0H\0"
+				    "I\0J\0"
+				    "0\0"
+				    "1\0"
+				    "2\0"
+				    "3\0"
+				    "4\0"
+				    "5\0";
 	char kept[1024] = "";
 	struct snapshot s;
 
-	static const char key[] = "\n-----BEGIN OPENSSH " "PRIVATE KEY-----\n";
+	static const char key[] = "\n-----BEGIN OPENSSH "
+				  "PRIVATE KEY-----\n";
 	char notes[128], blob[64] = { 0 };
 
 	put_text("ws/harmless.txt", "nothing to see\n");
@@ -225,11 +369,12 @@ START_TEST(test_snapshot_credentials_in_the_content_are_sensitive)
 		char path[128];
 		snprintf(path, sizeof(path), "/mnt/user-data/workspace/%s", stubs[i]);
 		const struct snap_file *f = find(&s, path);
-		ck_assert_msg(f->sensitive && !f->hashed && !f->binary && !f->large, "%s", stubs[i]);
+		ck_assert_msg(f->sensitive && !f->hashed && !f->binary && !f->large, "%s",
+			      stubs[i]);
 	}
 	ck_assert_int_eq(find(&s, "/mnt/user-data/workspace/late.txt")->size, sizeof(late));
 	const struct snap_file *f = find(&s, "/mnt/user-data/workspace/big-late.txt");
-	ck_assert(f->large && !f->sensitive);		/* past its sample: large, not shown */
+	ck_assert(f->large && !f->sensitive); /* past its sample: large, not shown */
 	f = find(&s, "/mnt/user-data/workspace/blob.dat");
 	ck_assert(f->binary && !f->sensitive && f->hashed);
 	f = find(&s, "/mnt/user-data/workspace/harmless.txt");
@@ -247,7 +392,7 @@ START_TEST(test_snapshot_binary_by_name)
 	ck_assert(snapshot_binary_name("x.tar"));
 	ck_assert(!snapshot_binary_name("x.tar.txt"));
 	ck_assert(!snapshot_binary_name("Makefile"));
-	ck_assert(!snapshot_binary_name(".gz"));	/* a dot file, no suffix */
+	ck_assert(!snapshot_binary_name(".gz")); /* a dot file, no suffix */
 	ck_assert(snapshot_excluded_dir("node_modules"));
 	ck_assert(snapshot_excluded_dir(".mcp"));
 	ck_assert(!snapshot_excluded_dir("src"));
@@ -264,7 +409,7 @@ START_TEST(test_snapshot_text_or_binary_by_content)
 {
 	static const uint8_t utf16[] = { 0xff, 0xfe, 'h', 0, 'i', 0, '\n', 0 };
 	static const uint8_t utf16_lone[] = { 0xff, 0xfe, 0x00, 0xdc, 'x', 0 };
-	static const uint8_t cut[] = { 'a', 0xe2, 0x82 };	/* € cut short */
+	static const uint8_t cut[] = { 'a', 0xe2, 0x82 }; /* € cut short */
 	static const uint8_t euro[] = { 0xe2, 0x82, 0xac };
 	static const uint8_t nul[] = { 'a', 0, 'b' };
 	static const uint8_t bad[] = { 'a', 0xff, 'b' };
@@ -317,8 +462,8 @@ START_TEST(test_snapshot_walk_rules)
 	ck_assert(!s.truncated);
 	/* Files of a directory by name, then its subdirectories; workspace
 	 * before outputs; excluded directories nowhere. */
-	const char *order[] = { ".env", "a.txt", "b.txt", "big.txt", "boundary.txt",
-				"edge.txt", "img.png", "nul.dat", "to-etc", "sub/c.txt" };
+	const char *order[] = { ".env",	    "a.txt",   "b.txt",	  "big.txt", "boundary.txt",
+				"edge.txt", "img.png", "nul.dat", "to-etc",  "sub/c.txt" };
 	ck_assert_int_eq(s.n, 11);
 	for (size_t i = 0; i < 10; i++) {
 		char want[256];
@@ -368,7 +513,7 @@ START_TEST(test_snapshot_text_decodes_whole)
 	struct snapshot s;
 
 	memset(cut, 'x', sizeof(cut));
-	memcpy(cut + sizeof(cut) - 2, "\xe2\x82", 2);	/* € without its last byte */
+	memcpy(cut + sizeof(cut) - 2, "\xe2\x82", 2); /* € without its last byte */
 	memset(late, 'l', sizeof(late));
 	late[4500] = (char)0xff;
 	memset(nul, 'n', sizeof(nul));
@@ -393,7 +538,10 @@ START_TEST(test_snapshot_text_decodes_whole)
 	/* The text a diff gets: no BOM, UTF-16 as UTF-8 (a pair too). */
 	char *t;
 	size_t n;
-	ck_assert_int_eq(snapshot_text_decode("\xef\xbb\xbf" "bom text\n", 12, &t, &n), 0);
+	ck_assert_int_eq(snapshot_text_decode("\xef\xbb\xbf"
+					      "bom text\n",
+					      12, &t, &n),
+			 0);
 	ck_assert_str_eq(t, "bom text\n");
 	free(t);
 	ck_assert_int_eq(snapshot_text_decode(le, sizeof(le) - 1, &t, &n), 0);
@@ -403,7 +551,7 @@ START_TEST(test_snapshot_text_decodes_whole)
 	ck_assert_str_eq(t, "hi\n");
 	free(t);
 	ck_assert_int_eq(snapshot_text_decode("\xff\xfe\x3d\xd8\x00\xde\xac\x20", 8, &t, &n), 0);
-	ck_assert_str_eq(t, "\xf0\x9f\x98\x80\xe2\x82\xac");	/* U+1F600 U+20AC */
+	ck_assert_str_eq(t, "\xf0\x9f\x98\x80\xe2\x82\xac"); /* U+1F600 U+20AC */
 	free(t);
 	ck_assert_int_eq(snapshot_text_decode("a\0b", 3, &t, &n), 0);
 	ck_assert_int_eq(n, 3);
@@ -527,29 +675,40 @@ START_TEST(test_store_migrates_from_every_earlier_version)
 			ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
 		}
 		store_close(s);
-		if (v >= 3)	/* an ended run with a receipt of before presentations */
-			ck_assert_int_eq(sh("sqlite3 '%s' \"INSERT INTO runs (user, thread, begun_ns,"
-					    " ended_ns, before_snapshot, receipt) VALUES ('u', 't', 1, 2, 1,"
-					    " '{\\\"run\\\":1,\\\"produced_outputs\\\":[\\\"/mnt/user-data/outputs/r.md\\\"],"
-					    "\\\"verdict\\\":\\\"delivered\\\"}')\"", db), 0);
-		if (v >= 4)	/* a journal row of that version's shape */
+		if (v >= 3) /* an ended run with a receipt of before presentations */
+			ck_assert_int_eq(
+				sh("sqlite3 '%s' \"INSERT INTO runs (user, thread, begun_ns,"
+				   " ended_ns, before_snapshot, receipt) VALUES ('u', 't', 1, 2, 1,"
+				   " '{\\\"run\\\":1,\\\"produced_outputs\\\":[\\\"/mnt/user-data/outputs/r.md\\\"],"
+				   "\\\"verdict\\\":\\\"delivered\\\"}')\"",
+				   db),
+				0);
+		if (v >= 4) /* a journal row of that version's shape */
 			ck_assert_int_eq(sh("sqlite3 '%s' \"INSERT INTO journal (user, thread,"
 					    " at_ns, op, path, pid, comm) VALUES ('u', 't', 1,"
-					    " 'create', '/mnt/x', 1, 'sh')\"", db), 0);
+					    " 'create', '/mnt/x', 1, 'sh')\"",
+					    db),
+					 0);
 		ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), 0);
 		ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
 		if (v >= 1)
-			ck_assert_int_eq(sh("test \"$(sqlite3 '%s' 'SELECT ino FROM marks')\" = 7", db), 0);
+			ck_assert_int_eq(sh("test \"$(sqlite3 '%s' 'SELECT ino FROM marks')\" = 7",
+					    db),
+					 0);
 		if (v >= 4)
-			ck_assert_int_eq(store_journal_each(s, "u", "t", 0, 2, count_event, &events), 0);
-		if (v >= 3) {	/* nothing was presented: it could not be */
+			ck_assert_int_eq(store_journal_each(s, "u", "t", 0, 2, count_event,
+							    &events),
+					 0);
+		if (v >= 3) { /* nothing was presented: it could not be */
 			struct store_run run;
 			ck_assert_int_eq(store_run_get(s, 1, &run), 0);
-			ck_assert_str_eq(run.receipt, "{\"presented\":0,\"paths\":[],\"by_tool\":{},"
-					 "\"verification\":{\"source\":\"outputs_changed\",\"requirement\":"
-					 "\"present_files_matches_produced_output\"},\"produced_paths\":"
-					 "[\"/mnt/user-data/outputs/r.md\"],\"presented_paths\":[],"
-					 "\"matched_paths\":[],\"stage\":\"not_started\",\"satisfied\":false}");
+			ck_assert_str_eq(
+				run.receipt,
+				"{\"presented\":0,\"paths\":[],\"by_tool\":{},"
+				"\"verification\":{\"source\":\"outputs_changed\",\"requirement\":"
+				"\"present_files_matches_produced_output\"},\"produced_paths\":"
+				"[\"/mnt/user-data/outputs/r.md\"],\"presented_paths\":[],"
+				"\"matched_paths\":[],\"stage\":\"not_started\",\"satisfied\":false}");
 			store_run_free(&run);
 			const char *p[] = { "/mnt/user-data/outputs/r.md" };
 			ck_assert_int_eq(store_present(s, 1, "present_files", p, 1, 3), -EALREADY);

@@ -42,7 +42,7 @@ START_TEST(test_store_creates_the_current_schema_in_wal_mode)
 
 	ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
 	store_close(s);
-	s = open_db();		/* reopening migrates nothing */
+	s = open_db(); /* reopening migrates nothing */
 	ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
 	store_close(s);
 	ck_assert_int_eq(sh("test \"$(sqlite3 '%s' 'PRAGMA journal_mode')\" = wal", db), 0);
@@ -88,9 +88,14 @@ static int collect_mark(void *arg, const struct store_mark *m)
 START_TEST(test_store_marks_round_trip_and_replace)
 {
 	struct store *s = open_db();
-	struct store_mark m = { .path = "/mnt/user-data/workspace/a", .ino = 42,
-				.size = 7, .mtime_ns = 1, .ctime_ns = 2,
-				.at_ns = 3, .hashed = true }, got = { 0 };
+	struct store_mark m = { .path = "/mnt/user-data/workspace/a",
+				.ino = 42,
+				.size = 7,
+				.mtime_ns = 1,
+				.ctime_ns = 2,
+				.at_ns = 3,
+				.hashed = true },
+			  got = { 0 };
 
 	memset(m.hash, 0xab, sizeof(m.hash));
 	ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
@@ -112,9 +117,14 @@ END_TEST
 START_TEST(test_store_audit_rows_per_thread_in_order)
 {
 	struct store *s = open_db();
-	struct store_audit a = { .at_ns = 1, .user = "u", .thread = "t",
-				 .path = "/mnt/x", .op = "write", .comm = "sh",
-				 .reason = "never read", .mode = "enforce",
+	struct store_audit a = { .at_ns = 1,
+				 .user = "u",
+				 .thread = "t",
+				 .path = "/mnt/x",
+				 .op = "write",
+				 .comm = "sh",
+				 .reason = "never read",
+				 .mode = "enforce",
 				 .pid = 1 };
 	int n = 0;
 
@@ -138,8 +148,11 @@ static void *write_many(void *arg)
 	char path[64];
 
 	for (int i = 0; i < 300; i++) {
-		struct store_audit a = { .path = path, .op = "write", .comm = "c",
-					 .reason = "never read", .mode = "enforce" };
+		struct store_audit a = { .path = path,
+					 .op = "write",
+					 .comm = "c",
+					 .reason = "never read",
+					 .mode = "enforce" };
 		snprintf(path, sizeof(path), "/mnt/%d", i);
 		store_writer_audit(w, &a);
 		if (i % 50 == 0)
@@ -176,8 +189,8 @@ END_TEST
 START_TEST(test_store_writer_flushes_on_stop)
 {
 	struct store_writer *w = store_writer_start(open_db(), "u", "t");
-	struct store_mark m = { .path = "/mnt/user-data/workspace/a", .ino = 9,
-				.size = 1 }, got = { 0 };
+	struct store_mark m = { .path = "/mnt/user-data/workspace/a", .ino = 9, .size = 1 },
+			  got = { 0 };
 
 	store_writer_mark_put(w, &m);
 	store_writer_stop(w);
@@ -194,7 +207,7 @@ END_TEST
 START_TEST(test_store_receipt_paths)
 {
 	static const struct {
-		const char *in, *out;	/* out NULL: refused */
+		const char *in, *out; /* out NULL: refused */
 	} cases[] = {
 		{ "/mnt/user-data/outputs/report.md", "/mnt/user-data/outputs/report.md" },
 		{ "//mnt//user-data/./outputs/d/", "/mnt/user-data/outputs/d" },
@@ -203,7 +216,8 @@ START_TEST(test_store_receipt_paths)
 		{ "/mnt/user-data/outputs/", "/mnt/user-data/outputs/." },
 		{ "/h/users/u/threads/t/user-data/outputs/x.md", "/mnt/user-data/outputs/x.md" },
 		{ "/h//users/u/threads/t/user-data/outputs", "/mnt/user-data/outputs/." },
-		{ "/mnt/user-data/outputs/caf\xc3\xa9.md", "/mnt/user-data/outputs/caf\xc3\xa9.md" },
+		{ "/mnt/user-data/outputs/caf\xc3\xa9.md",
+		  "/mnt/user-data/outputs/caf\xc3\xa9.md" },
 		{ "/mnt/user-data/outputs/../workspace/x", NULL },
 		{ "/mnt/user-data/outputs/a/../b", NULL },
 		{ "/mnt/user-data/outputsx/a", NULL },
@@ -211,7 +225,7 @@ START_TEST(test_store_receipt_paths)
 		{ "/mnt/user-data/uploads/a", NULL },
 		{ "/mnt/user-data", NULL },
 		{ "/etc/passwd", NULL },
-		{ "h/users/u/threads/t/user-data/outputs/x", NULL },	/* relative host path */
+		{ "h/users/u/threads/t/user-data/outputs/x", NULL }, /* relative host path */
 		{ "/h/users/u/threads/t2/user-data/outputs/x", NULL },
 		{ "outputs/x", NULL },
 		{ "", NULL },
@@ -245,7 +259,7 @@ START_TEST(test_store_receipt_covers)
 	ck_assert(receipt_covers("/mnt/user-data/outputs", o));
 	ck_assert(!receipt_covers("/mnt/user-data/outputs/chart", o));
 	ck_assert(!receipt_covers("/mnt/user-data/outputs/charts/a.png.bak", o));
-	ck_assert(!receipt_covers("/mnt/user-data/outputs/.", o));	/* as the reference */
+	ck_assert(!receipt_covers("/mnt/user-data/outputs/.", o)); /* as the reference */
 	ck_assert(!receipt_covers("", o));
 	ck_assert(receipt_tool_check("present_files", NULL) == 0);
 	const char *why;
@@ -282,9 +296,9 @@ START_TEST(test_store_presentations)
 	ck_assert_int_eq(store_present(s, other, "present_files", two + 1, 1, 13), 0);
 	ck_assert_int_eq(store_presented_each(s, run, collect_presented, got), 0);
 	ck_assert_str_eq(got, "present_files /mnt/user-data/outputs/a\n"
-		      "present_files /mnt/user-data/outputs/b\n"
-		      "present_files /mnt/user-data/outputs/c\n"
-		      "other /mnt/user-data/outputs/b\n");
+			      "present_files /mnt/user-data/outputs/b\n"
+			      "present_files /mnt/user-data/outputs/c\n"
+			      "other /mnt/user-data/outputs/b\n");
 	ck_assert_int_eq(store_present(s, run + 100, "present_files", one, 1, 14), -ENOENT);
 	ck_assert_int_eq(store_run_end(s, run, snap_id, 20, NULL, "{}"), 0);
 	ck_assert_int_eq(store_present(s, run, "present_files", one, 1, 21), -EALREADY);

@@ -37,7 +37,8 @@ static void build(struct snapshot *s, const struct fake *f, size_t n, bool trunc
 			x->hashed = true;
 			/* Not SHA-256, but equal for equal texts: enough here. */
 			memcpy(x->sha256, f[i].text,
-			       strlen(f[i].text) < sizeof(x->sha256) ? strlen(f[i].text) : sizeof(x->sha256));
+			       strlen(f[i].text) < sizeof(x->sha256) ? strlen(f[i].text)
+								     : sizeof(x->sha256));
 		}
 	}
 }
@@ -66,13 +67,17 @@ static const struct change *find(const struct summary *s, const char *path)
 START_TEST(test_summary_statuses_and_counts)
 {
 	const struct fake before[] = {
-		{ .path = W "del.txt", .text = "bye\n" }, { .path = W "mod.txt", .text = "a\nb\n" },
-		{ .path = W "same.txt", .text = "same\n" }, { .path = W "tolink", .text = "file\n" },
+		{ .path = W "del.txt", .text = "bye\n" },
+		{ .path = W "mod.txt", .text = "a\nb\n" },
+		{ .path = W "same.txt", .text = "same\n" },
+		{ .path = W "tolink", .text = "file\n" },
 		{ .path = W "touched", .text = NULL, .size = 5, .mtime = 1, .binary = true },
 	};
 	const struct fake after[] = {
-		{ .path = W "link", .text = "target", .symlink = true }, { .path = W "mod.txt", .text = "a\nc\nd\n" },
-		{ .path = W "new.txt", .text = "hi\n" }, { .path = W "same.txt", .text = "same\n" },
+		{ .path = W "link", .text = "target", .symlink = true },
+		{ .path = W "mod.txt", .text = "a\nc\nd\n" },
+		{ .path = W "new.txt", .text = "hi\n" },
+		{ .path = W "same.txt", .text = "same\n" },
 		{ .path = W "tolink", .text = "elsewhere", .symlink = true },
 		{ .path = W "touched", .text = NULL, .size = 5, .mtime = 2, .binary = true },
 	};
@@ -89,7 +94,7 @@ START_TEST(test_summary_statuses_and_counts)
 	ck_assert_str_eq(find(&s, W "mod.txt")->status, "modified");
 	ck_assert_str_eq(find(&s, W "link")->status, "symlink_created");
 	ck_assert_str_eq(find(&s, W "tolink")->status, "symlink_created");
-	ck_assert_str_eq(find(&s, W "touched")->status, "modified");	/* mtime moved */
+	ck_assert_str_eq(find(&s, W "touched")->status, "modified"); /* mtime moved */
 	ck_assert_ptr_null(find(&s, W "same.txt"));
 	ck_assert_int_eq(s.created, 1);
 	ck_assert_int_eq(s.deleted, 1);
@@ -129,7 +134,7 @@ START_TEST(test_summary_reason_precedence_and_large)
 	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
 	ck_assert_str_eq(find(&s, W "a")->diff.unavailable, "symlink");
 	ck_assert_str_eq(find(&s, W "b")->diff.unavailable, "large");
-	ck_assert(s.truncated);		/* a large file's change is not shown */
+	ck_assert(s.truncated); /* a large file's change is not shown */
 	summary_free(&s);
 	snapshot_free(&b);
 	snapshot_free(&a);
@@ -142,7 +147,9 @@ END_TEST
 START_TEST(test_summary_kept_texts_holding_a_credential_are_not_diffed)
 {
 	/* A made-up AWS key id, split for secret scanners. */
-#define KEY "id=AK" "IAIOSFODNN7EXAMPLE\n"
+#define KEY     \
+	"id=AK" \
+	"IAIOSFODNN7EXAMPLE\n"
 	const struct fake before[] = { { .path = W "gone.txt", .text = KEY },
 				       { .path = W "mod.txt", .text = "a\n" },
 				       { .path = W "old.txt", .text = KEY } };
@@ -177,7 +184,8 @@ END_TEST
 
 START_TEST(test_summary_diff_budget_and_listing_limit)
 {
-	struct summary_limits lim = { .max_files = 3, .max_scanned_files = 2000,
+	struct summary_limits lim = { .max_files = 3,
+				      .max_scanned_files = 2000,
 				      .max_file_bytes_for_diff = 256 * 1024,
 				      .max_total_diff_bytes = 200 };
 	struct fake after[5];
@@ -195,7 +203,7 @@ START_TEST(test_summary_diff_budget_and_listing_limit)
 	ck_assert_int_eq(s.n, 5);
 	ck_assert_int_eq(s.listed, 3);
 	ck_assert_int_eq(s.created, 5);
-	ck_assert_int_eq(s.additions, 5);		/* counted, shown or not */
+	ck_assert_int_eq(s.additions, 5); /* counted, shown or not */
 	ck_assert(s.truncated);
 	/* Each diff is 85 bytes: two fit in 200, the rest are cut. */
 	ck_assert(!s.changes[1].diff.truncated && *s.changes[1].diff.text);
@@ -226,8 +234,10 @@ END_TEST
  * both still counts. */
 START_TEST(test_summary_truncated_snapshots_report_only_what_both_saw)
 {
-	const struct fake before[] = { { .path = W "both", .text = "1\n" }, { .path = W "only-before", .text = "x\n" } };
-	const struct fake after[] = { { .path = W "both", .text = "2\n" }, { .path = W "only-after", .text = "y\n" } };
+	const struct fake before[] = { { .path = W "both", .text = "1\n" },
+				       { .path = W "only-before", .text = "x\n" } };
+	const struct fake after[] = { { .path = W "both", .text = "2\n" },
+				      { .path = W "only-after", .text = "y\n" } };
 	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
 	struct snapshot b, a;
 	struct summary s;
@@ -269,11 +279,13 @@ END_TEST
 START_TEST(test_summary_absent_entries_are_known)
 {
 	const struct fake before[] = {
-		{ .path = W "made", .text = "" }, { .path = W "gone", .text = "g\n" },
+		{ .path = W "made", .text = "" },
+		{ .path = W "gone", .text = "g\n" },
 		{ .path = W "never", .text = "" },
 	};
 	const struct fake after[] = {
-		{ .path = W "made", .text = "m\n" }, { .path = W "gone", .text = "" },
+		{ .path = W "made", .text = "m\n" },
+		{ .path = W "gone", .text = "" },
 		{ .path = W "never", .text = "" },
 	};
 	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
@@ -308,8 +320,7 @@ START_TEST(test_summary_renames_link_a_deletion_and_a_creation)
 				       { .path = W "x", .text = "x\n" } };
 	const struct fake after[] = { { .path = W "b.txt", .text = "1\n3\n" },
 				      { .path = W "y", .text = "x\n" } };
-	const struct summary_rename r[] = { { W "a.txt", W "b.txt" },
-					    { W "nope", W "y" } };
+	const struct summary_rename r[] = { { W "a.txt", W "b.txt" }, { W "nope", W "y" } };
 	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
 	struct snapshot b, a;
 	struct summary s;
@@ -337,7 +348,7 @@ START_TEST(test_summary_renames_link_a_deletion_and_a_creation)
 	ck_assert_int_eq(s.renamed, 1);
 	ck_assert_int_eq(s.created, 2);
 	ck_assert_int_eq(s.deleted, 2);
-	ck_assert_int_eq(s.additions, 2 + 1);		/* the reference's diffs */
+	ck_assert_int_eq(s.additions, 2 + 1); /* the reference's diffs */
 	ck_assert_int_eq(s.deletions, 2 + 1);
 	summary_free(&s);
 	snapshot_free(&b);
@@ -366,7 +377,7 @@ START_TEST(test_summary_a_renamed_directory_renames_its_files)
 	ck_assert_str_eq(find(&s, W "lib/a.c")->renamed_from, W "src/a.c");
 	ck_assert_str_eq(find(&s, W "lib/sub/b.c")->renamed_from, W "src/sub/b.c");
 	ck_assert_str_eq(find(&s, W "src/sub/b.c")->renamed_to, W "lib/sub/b.c");
-	ck_assert_str_eq(find(&s, W "lib/a.c")->moved.text, "");	/* same content */
+	ck_assert_str_eq(find(&s, W "lib/a.c")->moved.text, ""); /* same content */
 	ck_assert_int_eq(s.renamed, 2);
 	summary_free(&s);
 	snapshot_free(&b);
