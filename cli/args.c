@@ -189,3 +189,35 @@ int run_args_parse(const char *command, const char *usage, int argc, char **argv
 				   html ? "text, json or html" : "text or json", format);
 	return resolve_home(command, home, a->home, sizeof(a->home)) < 0 ? 2 : -1;
 }
+
+/* Matches "--home DIR" (consuming two arguments) or "--home=DIR" at
+ * ARGV[*I]; stores DIR in *HOME. Returns 1 if matched, 0 if not, -1 if
+ * the value is missing. */
+int take_home(int argc, char **argv, int *i, const char **home)
+{
+	if (!strncmp(argv[*i], "--home=", 7)) {
+		*home = argv[*i] + 7;
+		return 1;
+	}
+	if (strcmp(argv[*i], "--home"))
+		return 0;
+	if (*i + 1 >= argc)
+		return -1;
+	*home = argv[++*i];
+	return 1;
+}
+
+int take_leading_home(const char *command, int *argc, char ***argv, const char **home)
+{
+	int i = 1, r;
+
+	while (i < *argc && (r = take_home(*argc, *argv, &i, home)) != 0) {
+		if (r < 0)
+			return usage_error(command, "--home needs a directory");
+		i++;
+	}
+	(*argv)[i - 1] = (*argv)[0];
+	*argv += i - 1;
+	*argc -= i - 1;
+	return -1;
+}

@@ -25,6 +25,17 @@ int resolve_home(const char *command, const char *home, char *buf, size_t size);
  * exit status of usage errors. */
 int usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Matches "--home DIR" (consuming two arguments) or "--home=DIR" at
+ * ARGV[*I]; stores DIR in *HOME. Returns 1 if matched, 0 if not, -1 if
+ * the value is missing. */
+int take_home(int argc, char **argv, int *i, const char **home);
+
+/* For a command whose first argument is a word (run begin, id user):
+ * takes the --home options right after the command's name into *HOME
+ * and drops them from *ARGC and *ARGV (the name stays first). Returns -1 to
+ * go on, else 2 after a usage error. */
+int take_leading_home(const char *command, int *argc, char ***argv, const char **home);
+
 /* Readies getopt_long(3) for a new parse of COMMAND's ARGV. getopt's own
  * messages begin with ARGV[0] (the bare word COMMAND here; a program's
  * full path); this makes it "sbx: COMMAND", as every other message. */

@@ -23,6 +23,10 @@ int cmd_id(int argc, char **argv, const char *home)
 	char safe[USER_ID_MAX + 1];
 	const char *why;
 
+	int r = take_leading_home("id", &argc, &argv, &home);
+
+	if (r >= 0)
+		return r;
 	(void)home; /* ids need none */
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		fputs(id_usage, stdout);

@@ -483,6 +483,10 @@ done:
 
 int cmd_run(int argc, char **argv, const char *home)
 {
+	int r = take_leading_home("run", &argc, &argv, &home);
+
+	if (r >= 0)
+		return r;
 	if (argc >= 2 && !strcmp(argv[1], "begin"))
 		return run_begin(argc - 1, argv + 1, home);
 	if (argc >= 2 && !strcmp(argv[1], "end"))

@@ -116,23 +116,6 @@ static int cmd_help(int argc, char **argv, const char *home)
 	return c->run(2, args, home);
 }
 
-/* Matches "--home DIR" (consuming two arguments) or "--home=DIR" at
- * ARGV[*I]; stores DIR in *HOME. Returns 1 if matched, 0 if not, -1 if
- * the value is missing. */
-static int take_home(int argc, char **argv, int *i, const char **home)
-{
-	if (!strncmp(argv[*i], "--home=", 7)) {
-		*home = argv[*i] + 7;
-		return 1;
-	}
-	if (strcmp(argv[*i], "--home"))
-		return 0;
-	if (*i + 1 >= argc)
-		return -1;
-	*home = argv[++*i];
-	return 1;
-}
-
 int main(int argc, char **argv)
 {
 	const struct command *cmd;

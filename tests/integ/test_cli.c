@@ -179,6 +179,8 @@ START_TEST(test_cli_every_command_has_help_and_short_named_errors)
 			      "sbx %s --help:\n%.600s", c, help);
 		if (!strchr(c, ' '))
 			EQ_OUT(help, "'%s' help %s", sbx, c);
+		/* --home before or after the command, as sbx --help says. */
+		EQ_OUT(help, "'%s' %s --home /nonexistent --help", sbx, c);
 		err = errors_of(fmt_cmd("'%s' %s --bogus", sbx, c), &st);
 		ck_assert_int_eq(st, 2);
 		SAME(err, fmt_cmd("sbx: %s: unrecognized option '--bogus'\n"
