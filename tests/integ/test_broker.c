@@ -65,15 +65,20 @@ static char *field(const char *reply, const char *expr)
 	return json_of(reply, expr, false);
 }
 
-/* True once no process's command line matches PATTERN (pgrep -f), within
- * 5 s: a killed process is gone a moment after its SIGKILL, and the
- * broker replies once it has sent it (cgroup.kill is asynchronous). */
-static bool gone(const char *pattern)
+/* The processes whose command line matches PATTERN (pgrep -af). */
+static char *running(const char *pattern)
 {
-	return STATUS("for i in $(seq 50); do pgrep -f '%s' >/dev/null || exit 0; sleep 0.1;"
-		      " done; exit 1",
-		      pattern) == 0;
+	return OUT("pgrep -af '%s' || true", pattern);
 }
+
+/* Asserts that no process's command line matches PATTERN within 5 s: a
+ * killed process is gone a moment after its SIGKILL, and the broker
+ * replies once it has sent it (cgroup.kill is asynchronous). */
+#define ASSERT_GONE(pattern)                                                              \
+	ck_assert_msg(STATUS("for i in $(seq 50); do pgrep -f '%s' >/dev/null || exit 0;" \
+			     " sleep 0.1; done; exit 1",                                  \
+			     pattern) == 0,                                               \
+		      "still running after 5 s:\n%s", running(pattern))
 
 static char *fields(const char *replies, const char *expr)
 {
@@ -114,7 +119,7 @@ START_TEST(test_broker_timeout_kills_the_whole_tree)
 	ck_assert_int_eq(st, 124);
 	ck_assert_msg(strstr(out, "timed out"), "%s", out);
 	ck_assert_msg(!strstr(out, "never"), "%s", out);
-	ck_assert(gone("sleep 30[01]"));
+	ASSERT_GONE("sleep 30[01]");
 	/* The text a tool gets says so, and the code. */
 	char *r = raw("'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",\"timeout\":1,"
 		      "\"command\":\"echo started; sleep 300\"}'");
@@ -387,7 +392,7 @@ START_TEST(test_broker_a_client_going_away_disturbs_no_one)
 	   "\"thread\":\"t2\",\"command\":\"sleep 303\"}'",
 	   H, H);
 	SAME(sbx_exec(&st, "-- 'echo fine'"), "fine\n");
-	ck_assert(gone("sleep 30[23]"));
+	ASSERT_GONE("sleep 30[23]");
 	SAME(sbx_exec(&st, "-- 'echo still'"), "still\n");
 }
 END_TEST
@@ -480,7 +485,7 @@ START_TEST(test_broker_shutdown_answers_every_request)
 
 	OK("'%s' broker --home '%s' --shutdown", test_bin("sbx"), H);
 	OK("! grep ' %s/run/views/' /proc/mounts", H);
-	ck_assert(gone("^sleep 30[456]"));
+	ASSERT_GONE("^sleep 30[456]");
 	start(NULL);
 	for (int i = 0; i < 2; i++) {
 		const char *f = fmt_cmd("%s/%c", d, "ab"[i]);
@@ -714,10 +719,10 @@ START_TEST(test_broker_sessions_keep_state_per_scope)
 	ck_assert_int_eq(st, 7);
 	SAME(sbx_exec(&st, "--scope lead -- 'pwd; echo ${FOO:-new}'"),
 	     "/mnt/user-data/workspace\nnew\n");
-	sbx_exec(&st, "--scope lead --timeout 1 -- 'export FOO=x; sleep 30'");
+	sbx_exec(&st, "--scope lead --timeout 1 -- 'export FOO=x; sleep 29.5'");
 	ck_assert_int_eq(st, 124);
 	SAME(sbx_exec(&st, "--scope lead -- 'echo ${FOO:-fresh}'"), "fresh\n");
-	ck_assert(gone("sleep 30$"));
+	ASSERT_GONE("^sleep 29[.]5$");
 }
 END_TEST
 
