@@ -149,14 +149,18 @@ int run_id_parse(const char *command, const char *arg, int64_t *run)
 }
 
 int run_args_parse(const char *command, const char *usage, int argc, char **argv, const char *home,
-		   bool html, struct run_args *a)
+		   unsigned takes, struct run_args *a)
 {
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'F' },
 		{ "home", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "partial", no_argument, NULL, 'p' },
+		{ "force", no_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const bool html = takes & RUN_ARGS_HTML, undo = takes & RUN_ARGS_UNDO;
 	const char *format = "text";
 	int c, r;
 
@@ -167,6 +171,10 @@ int run_args_parse(const char *command, const char *usage, int argc, char **argv
 			format = optarg;
 		else if (c == 'H')
 			home = optarg;
+		else if (undo && (c == 'n' || c == 'p' || c == 'f'))
+			*(c == 'n' ? &a->dry_run : c == 'p' ? &a->partial : &a->force) = true;
+		else if (c == 'n' || c == 'p' || c == 'f')
+			return usage_error(command, "unrecognized option '%s'", argv[optind - 1]);
 		else if (c == 'h') {
 			fputs(usage, stdout);
 			return 0;
@@ -176,6 +184,8 @@ int run_args_parse(const char *command, const char *usage, int argc, char **argv
 	}
 	if (optind != argc - 1)
 		return usage_error(command, "expected one RUN id");
+	if (a->partial && a->force)
+		return usage_error(command, "--partial and --force exclude each other");
 	if ((r = run_id_parse(command, argv[optind], &a->run)) >= 0)
 		return r;
 	if (!strcmp(format, "text"))

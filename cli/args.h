@@ -69,17 +69,22 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
 int run_id_parse(const char *command, const char *arg, int64_t *run);
 
 /* The options of a command about one run: RUN [--format text|json, and
- * html if HTML] [--home DIR] [-h|--help]. */
+ * html if it TAKES RUN_ARGS_HTML] [--dry-run --partial --force if it takes
+ * RUN_ARGS_UNDO] [--home DIR] [-h|--help]. */
 enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML };
+
+#define RUN_ARGS_HTML 1u
+#define RUN_ARGS_UNDO 2u
 
 struct run_args {
 	int64_t run;
 	enum format format;
+	bool dry_run, partial, force;
 	char home[PATH_MAX]; /* resolved */
 };
 
 /* Parses ARGV into A. Returns -1 to go on, else the exit status. */
 int run_args_parse(const char *command, const char *usage, int argc, char **argv, const char *home,
-		   bool html, struct run_args *a);
+		   unsigned takes, struct run_args *a);
 
 #endif

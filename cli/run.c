@@ -7,11 +7,14 @@
 #include "lookup.h"
 #include "progress.h"
 #include "report.h"
+#include "rewind.h"
 #include "runlog.h"
 #include "common/array.h"
 #include "common/cleanup.h"
 #include "common/control.h"
 #include "common/hash.h"
+#include "common/home.h"
+#include "common/quote.h"
 #include "common/spawn.h"
 #include "store/receipt.h"
 #include "store/snapshot.h"
@@ -19,6 +22,7 @@
 #include "store/summary.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +34,8 @@
 static const char run_usage[] =
 	"Usage: sbx run begin --user ID --thread ID [--max-files N] [--home DIR]\n"
 	"       sbx run end RUN [--format text|json|html] [--home DIR]\n"
+	"       sbx run undo RUN [--dry-run] [--partial | --force] [--home DIR]\n"
+	"       sbx run keep RUN [--home DIR]\n"
 	"\n"
 	"begin  tells the thread's mounted views, which from then on record each\n"
 	"       file's pre-image before they first change it; snapshots the\n"
@@ -42,6 +48,36 @@ static const char run_usage[] =
 	"       records the run's change summary and delivery receipt, and\n"
 	"       prints the summary (see sbx changes). Changes made on the host\n"
 	"       count as much as changes through a view.\n";
+
+/* The command name an undo's own journal rows carry. */
+#define UNDO_COMM "sbx-undo"
+
+static const char run_undo_usage[] =
+	"Usage: sbx run undo RUN [--dry-run] [--partial | --force] [--format text|json]\n"
+	"                        [--home DIR]\n"
+	"\n"
+	"Brings every path run RUN changed under the thread's workspace and\n"
+	"outputs through a view back to what it was when the run began: files\n"
+	"get their content and attributes back, deleted files, symlinks and\n"
+	"directories come back, created ones go, renames are reversed. An open\n"
+	"run is ended first. The undo is itself a run: its summary is printed\n"
+	"(as --format says), and undoing it redoes RUN.\n"
+	"  --dry-run  print what would be done (and the conflicts); change nothing\n"
+	"  --partial  leave the paths changed after the run alone, undo the rest\n"
+	"  --force    undo the paths changed after the run too\n"
+	"A path changed after the run (on the host, by a later run, by the agent\n"
+	"after the run ended) is a conflict: without --partial or --force\n"
+	"nothing is undone and every conflict is listed. An undo stopped short\n"
+	"(killed, a crash) is completed by running the same command again.\n"
+	"Exit status: 0 when all is undone, 1 otherwise (conflicts, a step that\n"
+	"failed: each is said), 2 for a usage error.\n";
+
+static const char run_keep_usage[] =
+	"Usage: sbx run keep RUN [--home DIR]\n"
+	"\n"
+	"Keeps what ended run RUN did: drops the pre-images the views kept for\n"
+	"undoing it (the disk space they held is free again); RUN can no longer\n"
+	"be undone.\n";
 
 static const char changes_usage[] =
 	"Usage: sbx changes RUN [--format text|json|html] [--home DIR]\n"
@@ -132,6 +168,11 @@ static void scan_free(struct scan *sc)
 static void show_progress(void *arg, size_t files)
 {
 	scan_progress_show(&((struct scan *)arg)->progress, files);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 static int text_cmp(const void *a, const void *b)
@@ -367,44 +408,106 @@ static int print_summary(const struct store_run *r, const char *summary, enum fo
 	return print_payload(r, p, format);
 }
 
-static int run_end(int argc, char **argv, const char *home)
+/* A snapshot of the paths NAMES (N, sorted, each once) as they are now,
+ * texts kept by SC: a scan of just those (what undo changes). */
+static int describe_paths(struct scan *sc, const struct thread_roots *roots, char *const *names,
+			  size_t n, struct snapshot *snap)
+{
+	int r = 0;
+
+	memset(snap, 0, sizeof(*snap));
+	snap->max_files = n;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		struct snap_file *f = snapshot_append(snap);
+		r = f ? runlog_describe(roots->ws, roots->out, names[i], keep_blob, sc, f)
+		      : -ENOMEM;
+		if (r == -ENOENT) {
+			snap_file_free(f);
+			snap->n--;
+			r = 0;
+		}
+	}
+	r = scan_end(sc, r);
+	if (r < 0)
+		snapshot_free(snap);
+	return r;
+}
+
+static void names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* The paths of undo U: those its first snapshot describes and those its
+ * journal J names, sorted, each once. */
+static int undo_names(const struct snapshot *before, const struct runlog *j, char ***out, size_t *n)
+{
+	char **names;
+	size_t k = 0, m;
+	int r = runlog_names(j, &names, &m);
+
+	if (r < 0)
+		return r;
+	char **all = calloc(m + before->n + 1, sizeof(*all));
+	if (!all) {
+		names_free(names, m);
+		return -ENOMEM;
+	}
+	memcpy(all, names, m * sizeof(*all));
+	free(names);
+	for (size_t i = 0; i < before->n && r == 0; i++)
+		if (!(all[m + i] = strdup(before->files[i].path)))
+			r = -ENOMEM;
+	if (r < 0) {
+		names_free(all, m + before->n);
+		return r;
+	}
+	m += before->n;
+	qsort(all, m, sizeof(*all), name_cmp);
+	for (size_t i = 0; i < m; i++) {
+		if (k && !strcmp(all[k - 1], all[i]))
+			free(all[i]);
+		else
+			all[k++] = all[i];
+	}
+	*out = all;
+	*n = k;
+	return 0;
+}
+
+/* Ends RUN (open) of store S in HOME: snapshots again, compares,
+ * completed by the views' journal (an undo's run, whose own journal has
+ * every change it made, looks at those paths alone), records the summary
+ * and receipt, and prints the summary as FORMAT if PRINT. Returns 0, or
+ * -errno (said on stderr). */
+static int run_finish(struct store *s, const char *home, struct store_run *run, enum format format,
+		      bool print)
 {
 	struct runlog journal = { 0 };
 	struct summary_limits limits = SUMMARY_LIMITS_DEFAULT;
 	struct snapshot before = { 0 }, after = { 0 };
 	struct thread_roots roots = { -1, -1 };
 	struct scan scan = { .in_memory = true };
-	struct store_run run;
-	struct run_args a;
 	struct summary sum;
 	int64_t after_id;
 	size_t end_max;
-	int r = run_args_parse("run end", run_usage, argc, argv, home, true, &a);
+	bool journal_only = run->undoes != 0;
+	int r;
 
-	if (r >= 0)
-		return r;
-	struct store *s = run_open("run end", a.home, a.run, &run);
-	if (!s)
-		return 1;
 	scan.store = s;
-	if (run.ended) {
-		fprintf(stderr,
-			"sbx: run end: run %lld has ended already (sbx changes %lld shows it)\n",
-			(long long)a.run, (long long)a.run);
-		r = -EALREADY;
-		goto done;
-	}
-	r = store_snapshot_load(s, run.before_snapshot, &before);
+	r = store_snapshot_load(s, run->before_snapshot, &before);
 	if (r < 0) {
 		fprintf(stderr, "sbx: run end: cannot read the run's first snapshot: %s\n",
 			strerror(-r));
 		goto done;
 	}
-	r = thread_roots_open("run end", a.home, run.user, run.thread, &roots);
+	r = thread_roots_open("run end", home, run->user, run->thread, &roots);
 	if (r < 0)
 		goto done;
-	views_each(a.home, run.user, run.thread, view_sync, NULL);
-	r = runlog_load(s, run.user, run.thread, run.begun_ns, now_ns(), &journal);
+	views_each(home, run->user, run->thread, view_sync, NULL);
+	r = runlog_load(s, run->user, run->thread, run->begun_ns, now_ns(), &journal);
 	if (r < 0) {
 		fprintf(stderr, "sbx: run end: cannot read the journal: %s\n", strerror(-r));
 		goto done;
@@ -415,20 +518,33 @@ static int run_end(int argc, char **argv, const char *home)
 	 * reported are the run's as configured (run begin --max-files). */
 	end_max = (before.n > limits.max_scanned_files ? before.n : limits.max_scanned_files) +
 		  journal.made;
-	if (before.max_files)
+	if (before.max_files && !journal_only)
 		limits.max_scanned_files = before.max_files;
-	r = take(&scan, &roots, run.user, run.thread, end_max, &after, &after_id);
-	if (r < 0)
-		goto done;
-	r = scan_end(&scan, runlog_complete(&journal, &before, &after, roots.ws, roots.out,
-					    keep_blob, &scan));
+	if (journal_only) {
+		/* An undo's run changed only the paths it described when it
+		 * began and those its journal names: those are scanned. */
+		char **names = NULL;
+		size_t n = 0;
+		r = undo_names(&before, &journal, &names, &n);
+		if (r == 0)
+			r = describe_paths(&scan, &roots, names, n, &after);
+		names_free(names, n);
+		if (r == 0)
+			r = store_snapshot_save(s, run->user, run->thread, &after, n, now_ns(),
+						&after_id);
+	} else {
+		r = take(&scan, &roots, run->user, run->thread, end_max, &after, &after_id);
+		if (r == 0)
+			r = scan_end(&scan, runlog_complete(&journal, &before, &after, roots.ws,
+							    roots.out, keep_blob, &scan));
+	}
 	if (r == 0)
 		r = summary_compare(&before, &after, &limits, journal.renames, journal.nrenames,
 				    load_blob, &scan, &sum);
 	if (r == 0) {
 		runlog_attribute(&journal, &sum);
 		json_auto_t *payload = summary_has_changes(&sum)
-					       ? report_summary(&sum, a.run, end_max)
+					       ? report_summary(&sum, run->id, end_max)
 					       : NULL;
 		json_auto_t *receipt = report_receipt_new();
 		char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER)
@@ -444,25 +560,25 @@ static int run_end(int argc, char **argv, const char *home)
 		if (r == 0)
 			r = store_begin(s);
 		if (r == 0)
-			r = store_presented_each(s, a.run, report_receipt_add, receipt);
+			r = store_presented_each(s, run->id, report_receipt_add, receipt);
 		if (r == 0)
 			r = report_receipt_verify(receipt, &sum, before.truncated);
 		if (r == 0 && !(rtext = json_dumps(receipt, JSON_COMPACT | JSON_PRESERVE_ORDER)))
 			r = -ENOMEM;
 		if (r == 0)
-			r = store_run_end(s, a.run, after_id, now_ns(), text, rtext);
+			r = store_run_end(s, run->id, after_id, now_ns(), text, rtext);
 		if (r == 0)
 			r = store_commit(s);
 		if (r < 0)
 			store_rollback(s);
 		if (r == 0) {
-			views_update(s, a.home, run.user, run.thread);
-			r = print_payload(&run, payload, a.format) ? -EIO : 0;
+			views_update(s, home, run->user, run->thread);
+			r = print && print_payload(run, payload, format) ? -EIO : 0;
 			/* The reference makes this the run's error; here the run
 			 * is recorded all the same, and sbx receipt fails on it. */
 			if (report_receipt_incomplete(receipt))
 				fprintf(stderr, "sbx: run end: run %lld: %s (sbx receipt %lld)\n",
-					(long long)a.run, RECEIPT_INCOMPLETE, (long long)a.run);
+					(long long)run->id, RECEIPT_INCOMPLETE, (long long)run->id);
 		}
 		free(text);
 		free(rtext);
@@ -476,6 +592,314 @@ done:
 	runlog_free(&journal);
 	scan_free(&scan);
 	thread_roots_close(&roots);
+	return r;
+}
+
+static int run_end(int argc, char **argv, const char *home)
+{
+	struct store_run run;
+	struct run_args a;
+	int r = run_args_parse("run end", run_usage, argc, argv, home, RUN_ARGS_HTML, &a);
+
+	if (r >= 0)
+		return r;
+	struct store *s = run_open("run end", a.home, a.run, &run);
+	if (!s)
+		return 1;
+	if (run.ended) {
+		fprintf(stderr,
+			"sbx: run end: run %lld has ended already (sbx changes %lld shows it)\n",
+			(long long)a.run, (long long)a.run);
+		r = -EALREADY;
+	} else {
+		r = run_finish(s, a.home, &run, a.format, true);
+	}
+	store_run_free(&run);
+	store_close(s);
+	return r == 0 ? 0 : 1;
+}
+
+/* ---- undo ---------------------------------------------------------------- */
+
+/* Lists the conflicts of RW on stderr. */
+static void say_conflicts(struct rewind *rw, int n, const struct run_args *a)
+{
+	char q[QUOTE_MAX];
+
+	fprintf(stderr, "sbx: run undo: %d path%s changed after run %lld:\n", n, n == 1 ? "" : "s",
+		(long long)a->run);
+	for (int i = 0; i < n; i++) {
+		const struct rewind_conflict *c = rewind_conflict_at(rw, (size_t)i);
+		fprintf(stderr, "  %s: %s\n", quote_name(c->path, q, sizeof(q)), c->what);
+	}
+	if (a->dry_run)
+		fprintf(stderr, "sbx: run undo: they would be left alone with --partial, undone "
+				"with --force\n");
+	else if (a->partial)
+		fprintf(stderr, "sbx: run undo: --partial: they are left as they are\n");
+	else if (a->force)
+		fprintf(stderr, "sbx: run undo: --force: they are undone too\n");
+	else
+		fprintf(stderr, "sbx: run undo: nothing was undone: --partial undoes the rest, "
+				"--force everything\n");
+}
+
+/* The steps skipped for --partial (an undo's "skip" file: one event
+ * number a line), written on a first attempt, read on a second. */
+static int skips_save(int dir, const struct rewind *rw, size_t n)
+{
+	_cleanup_(closep) int fd =
+		openat(dir, "skip", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	_cleanup_(fclosep) FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+
+	if (!f)
+		return -errno;
+	fd = -1; /* the FILE owns it */
+	for (size_t i = 0; i < n; i++)
+		if (rewind_skipped(rw, i))
+			fprintf(f, "%zu\n", i);
+	return fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -errno;
+}
+
+static int skips_load(int dir, struct rewind *rw)
+{
+	_cleanup_(closep) int fd = openat(dir, "skip", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_(fclosep) FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+	size_t seq;
+
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	fd = -1;
+	while (fscanf(f, "%zu", &seq) == 1)
+		rewind_skip(rw, seq);
+	return 0;
+}
+
+struct journal_to {
+	struct store *s;
+	const struct store_run *run;
+};
+
+static int put_event(void *arg, const struct store_event *e)
+{
+	struct journal_to *t = arg;
+
+	return store_journal_add(t->s, t->run->user, t->run->thread, e);
+}
+
+static int find_recorded(void *arg, const struct store_event *e)
+{
+	if (!strcmp(e->op, "capture") && !strcmp(e->comm, UNDO_COMM))
+		*(bool *)arg = true;
+	return 0;
+}
+
+/* Records the journal of undo U (once: a second attempt after a crash
+ * may find it recorded already). */
+static int record_undo(struct store *s, struct rewind *rw, const struct store_run *u)
+{
+	struct journal_to t = { s, u };
+	bool recorded = false;
+	int r = store_journal_each(s, u->user, u->thread, u->begun_ns, u->begun_ns, find_recorded,
+				   &recorded);
+
+	if (r < 0 || recorded)
+		return r;
+	if ((r = store_begin(s)) < 0)
+		return r;
+	r = rewind_events(rw, u->begun_ns, getpid(), UNDO_COMM, put_event, &t);
+	if (r == 0)
+		r = store_commit(s);
+	else
+		store_rollback(s);
+	return r;
+}
+
+/* Begins the run that undoes RUN (its events: LOG) in U, with its
+ * directory of pre-images; its first snapshot describes every path RUN's
+ * events name, the paths undo may change. */
+static int undo_begin(struct store *s, int homefd, const struct store_run *run,
+		      const struct runlog *log, const struct thread_roots *roots,
+		      struct store_run *u)
+{
+	struct scan sc = { .store = s };
+	struct snapshot before;
+	int64_t snap, id, begun = now_ns();
+	char **names;
+	size_t n;
+	int r = runlog_names(log, &names, &n);
+
+	if (r < 0)
+		return r;
+	r = describe_paths(&sc, roots, names, n, &before);
+	names_free(names, n);
+	if (r == 0) {
+		r = store_snapshot_save(s, run->user, run->thread, &before, n, begun, &snap);
+		snapshot_free(&before);
+	}
+
+	if (r == 0)
+		r = store_run_begin_undo(s, run->user, run->thread, snap, begun, run->id, &id);
+	if (r == 0)
+		r = store_run_get(s, id, u);
+	if (r == 0) {
+		int dir = home_undo_dir(homefd, run->user, run->thread, begun, true);
+		r = dir < 0 ? dir : 0;
+		closep(&dir);
+	}
+	return r;
+}
+
+static int run_undo(int argc, char **argv, const char *home)
+{
+	struct runlog log = { 0 };
+	struct thread_roots roots = { -1, -1 };
+	struct store_run run, u = { 0 };
+	struct rewind *rw = NULL;
+	struct run_args a;
+	int64_t undo_id = 0;
+	int r = run_args_parse("run undo", run_undo_usage, argc, argv, home, RUN_ARGS_UNDO, &a);
+	_cleanup_(closep) int homefd = -1, from = -1, to = -1, log_fd = -1;
+
+	if (r >= 0)
+		return r;
+	struct store *s = run_open("run undo", a.home, a.run, &run);
+	if (!s)
+		return 1;
+	homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	r = homefd < 0 ? -errno : store_run_undone_by(s, a.run, &undo_id);
+	if (r == 1 && (r = store_run_get(s, undo_id, &u)) == 0 && u.ended) {
+		fprintf(stderr,
+			"sbx: run undo: run %lld was undone by run %lld (sbx run undo %lld "
+			"redoes it)\n",
+			(long long)a.run, (long long)undo_id, (long long)undo_id);
+		r = -EALREADY;
+		goto done;
+	}
+	bool resume = r == 0 && undo_id;
+	if (r == 0 && run.kept) {
+		fprintf(stderr,
+			"sbx: run undo: run %lld can no longer be undone: its pre-images were "
+			"dropped (sbx run keep, or the retention in docs/changes.md)\n",
+			(long long)a.run);
+		r = -ESTALE;
+		goto done;
+	}
+	/* An open run ends first: its summary says what the undo undoes. */
+	if (r == 0 && !run.ended && !a.dry_run) {
+		r = run_finish(s, a.home, &run, FORMAT_TEXT, false);
+		store_run_free(&run);
+		if (r == 0)
+			r = store_run_get(s, a.run, &run);
+	}
+	if (r == 0)
+		r = thread_roots_open("run undo", a.home, run.user, run.thread, &roots);
+	if (r < 0)
+		goto done;
+	int64_t ended = run.ended ? run.ended_ns : now_ns();
+	from = home_undo_dir(homefd, run.user, run.thread, run.begun_ns, false);
+	r = runlog_load(s, run.user, run.thread, run.begun_ns, ended, &log);
+	if (r == 0)
+		r = rewind_new(&log, ended, roots.ws, roots.out, from, &rw);
+	if (r < 0) {
+		fprintf(stderr, "sbx: run undo: cannot read the journal of run %lld: %s\n",
+			(long long)a.run, strerror(-r));
+		goto done;
+	}
+	if (!resume) {
+		int n = rewind_check(rw);
+		if (n < 0) {
+			r = n;
+			fprintf(stderr, "sbx: run undo: cannot check the paths: %s\n",
+				strerror(-r));
+			goto done;
+		}
+		if (n > 0)
+			say_conflicts(rw, n, &a);
+		if (n > 0 && a.partial)
+			rewind_skip_conflicts(rw);
+		if (a.dry_run) {
+			rewind_print_plan(rw, stdout);
+			r = n > 0 && !a.partial && !a.force ? -EEXIST : 0;
+			goto done;
+		}
+		if (n > 0 && !a.partial && !a.force) {
+			r = -EEXIST;
+			goto done;
+		}
+		r = undo_begin(s, homefd, &run, &log, &roots, &u);
+	} else if (a.dry_run) {
+		fprintf(stderr,
+			"sbx: run undo: run %lld is being undone by run %lld, which "
+			"stopped short; sbx run undo %lld completes it\n",
+			(long long)a.run, (long long)undo_id, (long long)a.run);
+		r = -EINPROGRESS;
+		goto done;
+	}
+	if (r == 0)
+		r = (to = home_undo_dir(homefd, u.user, u.thread, u.begun_ns, !resume)) < 0 ? to
+											    : 0;
+	if (r == 0)
+		r = resume ? skips_load(to, rw) : skips_save(to, rw, log.n);
+	if (r == 0 &&
+	    (log_fd = openat(to, "steps", O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+			     0600)) < 0)
+		r = -errno;
+	if (r < 0) {
+		fprintf(stderr, "sbx: run undo: cannot begin: %s\n", strerror(-r));
+		goto done;
+	}
+	int failed = rewind_apply(rw, to, log_fd);
+	if (failed < 0) {
+		r = failed;
+		fprintf(stderr, "sbx: run undo: its log: %s\n", strerror(-r));
+		goto done;
+	}
+	if ((r = record_undo(s, rw, &u)) == 0)
+		r = run_finish(s, a.home, &u, a.format, true);
+	if (r < 0)
+		goto done;
+	struct rewind_counts c;
+	rewind_counts(rw, &c);
+	fprintf(stderr,
+		"sbx: run undo: run %lld undone by run %lld: %zu put back, %zu removed, %zu "
+		"renamed back, %zu directories made again, %zu attributes restored%s%s\n",
+		(long long)a.run, (long long)u.id, c.restored, c.removed, c.renamed, c.made,
+		c.attrs, c.failed ? "; failed: " : "", c.failed ? "see above" : "");
+	/* What is left of the run's pre-images serves nothing any more. */
+	rewind_drop(homefd, run.user, run.thread, run.begun_ns);
+	r = failed ? -EIO : 0;
+done:
+	rewind_free(rw);
+	runlog_free(&log);
+	thread_roots_close(&roots);
+	store_run_free(&u);
+	store_run_free(&run);
+	store_close(s);
+	return r == 0 ? 0 : 1;
+}
+
+static int run_keep(int argc, char **argv, const char *home)
+{
+	struct store_run run;
+	struct run_args a;
+	int r = run_args_parse("run keep", run_keep_usage, argc, argv, home, 0, &a);
+
+	if (r >= 0)
+		return r;
+	struct store *s = run_open("run keep", a.home, a.run, &run);
+	if (!s)
+		return 1;
+	_cleanup_(closep) int homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (!run.ended) {
+		fprintf(stderr,
+			"sbx: run keep: run %lld is still open (end it with sbx run end %lld)\n",
+			(long long)a.run, (long long)a.run);
+		r = -EBUSY;
+	} else if ((r = homefd < 0 ? -errno : store_run_keep(s, a.run)) < 0 ||
+		   (r = rewind_drop(homefd, run.user, run.thread, run.begun_ns)) < 0) {
+		fprintf(stderr, "sbx: run keep: %s\n", strerror(-r));
+	}
 	store_run_free(&run);
 	store_close(s);
 	return r == 0 ? 0 : 1;
@@ -491,20 +915,24 @@ int cmd_run(int argc, char **argv, const char *home)
 		return run_begin(argc - 1, argv + 1, home);
 	if (argc >= 2 && !strcmp(argv[1], "end"))
 		return run_end(argc - 1, argv + 1, home);
+	if (argc >= 2 && !strcmp(argv[1], "undo"))
+		return run_undo(argc - 1, argv + 1, home);
+	if (argc >= 2 && !strcmp(argv[1], "keep"))
+		return run_keep(argc - 1, argv + 1, home);
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		fputs(run_usage, stdout);
 		return 0;
 	}
 	if (argc >= 2 && argv[1][0] == '-')
 		return usage_error("run", "unrecognized option '%s'", argv[1]);
-	return usage_error("run", "expected begin or end");
+	return usage_error("run", "expected begin, end, undo or keep");
 }
 
 int cmd_changes(int argc, char **argv, const char *home)
 {
 	struct store_run run;
 	struct run_args a;
-	int r = run_args_parse("changes", changes_usage, argc, argv, home, true, &a);
+	int r = run_args_parse("changes", changes_usage, argc, argv, home, RUN_ARGS_HTML, &a);
 
 	if (r >= 0)
 		return r;

@@ -32,6 +32,10 @@ static int event_row(void *arg, const struct store_event *e)
 	c->path = strdup(e->path);
 	c->path2 = dup_or_null(e->path2);
 	c->comm = strdup(e->comm);
+	c->object = dup_or_null(e->object);
+	c->meta = NULL;
+	if (e->meta && (c->meta = malloc(e->meta_len ? e->meta_len : 1)))
+		memcpy((uint8_t *)c->meta, e->meta, e->meta_len);
 	c->pre = NULL;
 	if (e->pre) {
 		struct snap_file *p = malloc(sizeof(*p));
@@ -44,6 +48,7 @@ static int event_row(void *arg, const struct store_event *e)
 	}
 	j->n++;
 	if (!c->op || !c->path || !c->comm || (e->path2 && !c->path2) ||
+	    (e->object && !c->object) || (e->meta && !c->meta) ||
 	    (e->pre && (!c->pre || (e->pre->target && !c->pre->target))))
 		return -ENOMEM;
 	j->made += !strcmp(e->op, "create") || !strcmp(e->op, "symlink");
@@ -78,6 +83,8 @@ void runlog_free(struct runlog *j)
 		free((char *)e->path);
 		free((char *)e->path2);
 		free((char *)e->comm);
+		free((char *)e->object);
+		free((uint8_t *)e->meta);
 		if (e->pre)
 			free(e->pre->target);
 		free((struct snap_file *)e->pre);
@@ -96,8 +103,7 @@ struct move {
 	size_t at;
 };
 
-/* If P is Q or below it: P with Q replaced by R, in OUT. */
-static bool rebase(const char *p, const char *q, const char *r, char *out)
+bool runlog_rebase(const char *p, const char *q, const char *r, char out[PATH_MAX])
 {
 	size_t n = strlen(q);
 
@@ -112,7 +118,7 @@ static void through(const struct move *m, bool forward, char *p)
 	const char *a = forward ? m->from : m->to, *b = forward ? m->to : m->from;
 	char moved[PATH_MAX];
 
-	if (rebase(p, a, b, moved) || (m->swap && rebase(p, b, a, moved)))
+	if (runlog_rebase(p, a, b, moved) || (m->swap && runlog_rebase(p, b, a, moved)))
 		memcpy(p, moved, strlen(moved) + 1);
 }
 
@@ -128,6 +134,17 @@ struct paths {
 	struct known *v;
 	size_t n, cap;
 };
+
+/* Adds PATH, excluded by the scans or not (a name undo touches). */
+static int paths_add_any(struct paths *ps, const char *path)
+{
+	if (strncmp(path, USER_DATA, strlen(USER_DATA)))
+		return 0;
+	if (array_grow(ps->v, ps->n, ps->cap) < 0)
+		return -ENOMEM;
+	ps->v[ps->n] = (struct known){ strdup(path), 0, NULL };
+	return ps->v[ps->n++].path ? 0 : -ENOMEM;
+}
 
 static int paths_add(struct paths *ps, const char *path, size_t seq, const struct snap_file *pre)
 {
@@ -302,34 +319,41 @@ static int index_paths(const struct snapshot *s, struct paths *ps)
 	return 0;
 }
 
-/* Reads virtual PATH from the roots into F: 0, -ENOENT if no file is
- * there, other -errno if it cannot be told. No symlink is followed. */
-static int look(int ws, int out, const char *path, snapshot_keep keep, void *arg,
-		struct snap_file *f)
+int runlog_parent(int ws, int out, const char *path, const char **leaf)
 {
 	const char *root = root_of(path);
 	const char *rel = path + strlen(USER_DATA) + strlen(root);
-	int rfd = !strcmp(root, "outputs") ? out : ws;
+	int rfd = !strcmp(root, "outputs") ? out : ws, dfd;
 	char dir[PATH_MAX];
 	const char *slash;
 
-	if (rfd < 0)
+	if (strncmp(path, USER_DATA, strlen(USER_DATA)) || rfd < 0 || (*rel && *rel != '/'))
 		return -ENOENT;
-	if (*rel++ != '/' || !*rel)
-		return -ENOENT;
-	slash = strrchr(rel, '/');
-	if (!slash)
-		return snapshot_file_at(rfd, rel, path, keep, arg, f);
+	slash = *rel ? strrchr(++rel, '/') : NULL;
+	*leaf = slash ? slash + 1 : *rel ? rel : ".";
+	if (!slash) {
+		dfd = fcntl(rfd, F_DUPFD_CLOEXEC, 0);
+		return dfd < 0 ? -errno : dfd;
+	}
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
 	struct open_how how = {
 		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
 			   RESOLVE_NO_XDEV,
 	};
-	_cleanup_(closep) int dfd = (int)syscall(SYS_openat2, rfd, dir, &how, sizeof(how));
+	dfd = (int)syscall(SYS_openat2, rfd, dir, &how, sizeof(how));
 	if (dfd < 0)
 		return errno == ENOTDIR || errno == ELOOP ? -ENOENT : -errno;
-	return snapshot_file_at(dfd, slash + 1, path, keep, arg, f);
+	return dfd;
+}
+
+int runlog_describe(int ws, int out, const char *path, snapshot_keep keep, void *arg,
+		    struct snap_file *f)
+{
+	const char *leaf;
+	_cleanup_(closep) int dfd = runlog_parent(ws, out, path, &leaf);
+
+	return dfd < 0 ? dfd : snapshot_file_at(dfd, leaf, path, keep, arg, f);
 }
 
 /* True if a directory above PATH is known to have been absent. */
@@ -369,7 +393,7 @@ int runlog_complete(const struct runlog *j, struct snapshot *before, struct snap
 		struct snap_file f;
 		if (paths_find(&aidx, touched.v[i].path))
 			continue;
-		int e = look(ws, out, touched.v[i].path, keep, arg, &f);
+		int e = runlog_describe(ws, out, touched.v[i].path, keep, arg, &f);
 		if (e == -ENOMEM || e > 0) {
 			r = e > 0 ? -EIO : e;
 		} else if (e == 0 || e == -ENOENT) {
@@ -413,5 +437,32 @@ int runlog_complete(const struct runlog *j, struct snapshot *before, struct snap
 	paths_free(&touched);
 	paths_free(&bidx);
 	paths_free(&aidx);
+	return r;
+}
+
+int runlog_names(const struct runlog *j, char ***names, size_t *n)
+{
+	struct paths ps = { 0 };
+	int r = 0;
+
+	for (size_t i = 0; i < j->n && r == 0; i++) {
+		const struct store_event *e = &j->events[i];
+		if (!strcmp(e->op, "capture"))
+			continue;
+		r = paths_add_any(&ps, e->path);
+		if (r == 0 && e->path2)
+			r = paths_add_any(&ps, e->path2);
+	}
+	paths_settle(&ps);
+	*names = NULL;
+	*n = 0;
+	if (r == 0 && !(*names = calloc(ps.n + 1, sizeof(**names))))
+		r = -ENOMEM;
+	for (size_t i = 0; i < ps.n; i++)
+		if (r == 0)
+			(*names)[(*n)++] = ps.v[i].path;
+		else
+			free(ps.v[i].path);
+	free(ps.v);
 	return r;
 }

@@ -22,6 +22,9 @@
 #include "store/store.h"
 #include "store/summary.h"
 
+#include <limits.h>
+#include <stdbool.h>
+
 struct runlog {
 	struct store_event *events; /* copies, oldest first */
 	size_t n, cap;
@@ -45,5 +48,25 @@ int runlog_complete(const struct runlog *j, struct snapshot *before, struct snap
 /* Names the process behind each change the views made (the latest one);
  * changes made on the host keep by_pid 0. */
 void runlog_attribute(const struct runlog *j, struct summary *s);
+
+/* The directory that holds virtual PATH ("/mnt/user-data/workspace/...")
+ * below the roots WS and OUT (directory fds, or -1), resolved without
+ * following a symlink or leaving the root: an O_PATH fd (the caller's),
+ * PATH's last component in *LEAF ("." for a root itself); -ENOENT if
+ * there is none. */
+int runlog_parent(int ws, int out, const char *path, const char **leaf);
+
+/* Reads virtual PATH from the roots WS and OUT into F (as a scan would,
+ * KEEP with ARG getting its text): 0, -ENOENT if no file or symlink is
+ * there, other -errno if it cannot be told. No symlink is followed. */
+int runlog_describe(int ws, int out, const char *path, snapshot_keep keep, void *arg,
+		    struct snap_file *f);
+
+/* Every path J's events name (the scans' exclusions included), sorted,
+ * each once: *NAMES (N of them, each malloc'd, the array too). */
+int runlog_names(const struct runlog *j, char ***names, size_t *n);
+
+/* If P is Q or below it: true, with P's Q replaced by R in OUT. */
+bool runlog_rebase(const char *p, const char *q, const char *r, char out[PATH_MAX]);
 
 #endif

@@ -156,6 +156,15 @@ int home_thread_dir_open(int homefd, const char *user, const char *thread, enum 
 	return dir_open_chain(homefd, path, 6, &opened);
 }
 
+int home_undo_dir(int homefd, const char *user, const char *thread, int64_t begun_ns, bool create)
+{
+	char stamp[24];
+
+	snprintf(stamp, sizeof(stamp), "%lld", (long long)begun_ns);
+	const char *const path[] = { "users", user, "threads", thread, UNDO_DIR, stamp };
+	return dir_chain_open(homefd, path, 6, create);
+}
+
 int home_thread_find(int homefd, const char *user, const char *thread, const char **missing)
 {
 	const char *const path[] = { "users", user, "threads", thread };

@@ -2,6 +2,7 @@
  *
  *   $SBX_HOME/users/<user>/threads/<thread>/user-data/{workspace,uploads,outputs}
  *   $SBX_HOME/users/<user>/threads/<thread>/acp-workspace
+ *   $SBX_HOME/users/<user>/threads/<thread>/.undo/<run start>   undo's pre-images
  *   $SBX_HOME/skills/public          skills shared by everyone  (/mnt/skills/public)
  *   $SBX_HOME/skills/custom          shared legacy skills       (/mnt/skills/legacy)
  *   $SBX_HOME/users/<user>/skills/custom   the user's own      (/mnt/skills/custom)
@@ -20,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Writes the home to use into BUF: $SBX_HOME if set, else /var/lib/sbxfs
@@ -44,6 +46,15 @@ int dir_ensure_path(int dirfd, const char *const *components, size_t n, mode_t m
  * following a symlink; with CREATE each missing one is made (0700).
  * Returns the fd or -errno (-ENOENT: missing and not CREATE). */
 int dir_chain_open(int dirfd, const char *const *components, size_t n, bool create);
+
+/* Below a thread's directory, outside every view: the pre-images undo
+ * needs, one directory per run (named by its start, ns). */
+#define UNDO_DIR ".undo"
+
+/* The directory of pre-images of USER's THREAD's run begun at BEGUN_NS
+ * under the home directory HOMEFD, as an O_PATH fd; CREATE: made (0700,
+ * with what is missing above it) if it is not there. */
+int home_undo_dir(int homefd, const char *user, const char *thread, int64_t begun_ns, bool create);
 
 enum thread_dir { THREAD_WORKSPACE, THREAD_UPLOADS, THREAD_OUTPUTS, THREAD_ACP, THREAD_NDIRS };
 

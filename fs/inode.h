@@ -76,6 +76,8 @@ struct inode {
 					 * their last change (ops_file.c) */
 	_Atomic int64_t imaged;			/* the run its pre-image is for
 					 * (journal.h) */
+	_Atomic int64_t kept;			/* the run its content is kept for,
+					 * or that made it (journal.h) */
 	_Atomic bool stale_pages;		/* a save was dropped, and the
 					 * kernel may cache its bytes */
 	_Atomic bool unnamed;			/* the view itself removed a name of

@@ -5,12 +5,15 @@
 #include "inode.h"
 #include "view.h"
 #include "common/cleanup.h"
+#include "common/fileops.h"
+#include "common/home.h"
 #include "common/log.h"
 #include "common/proc.h"
 #include "store/snapshot.h"
 #include "store/writer.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -25,7 +28,14 @@
 struct journal {
 	_Atomic int64_t run_since; /* the open run's start, or 0 */
 	char *home;		   /* whose store: CONTROL_XATTR_HOME */
-	struct {		   /* the last caller's name */
+	char *user, *thread;
+	struct {		       /* the open run's directory of pre-images */
+		pthread_rwlock_t lock; /* read: using fd; write: changing it */
+		int fd;		       /* O_PATH, or -1 */
+		uint64_t stamp;	       /* this daemon's, in every object name */
+		_Atomic uint32_t seq;
+	} keep;
+	struct { /* the last caller's name */
 		pthread_mutex_t lock;
 		pid_t pid;
 		int64_t at_ns;
@@ -33,17 +43,30 @@ struct journal {
 	} caller;
 };
 
-struct journal *journal_new(const char *home)
+struct journal *journal_new(const char *home, const char *user, const char *thread)
 {
 	struct journal *j = calloc(1, sizeof(*j));
+	struct timespec now;
 
+	if (!j)
+		return NULL;
 	/* Absolute: sbx compares it with its own home from anywhere. */
-	if (j && !(j->home = realpath(home, NULL)) && !(j->home = strdup(home))) {
+	if (!(j->home = realpath(home, NULL)))
+		j->home = strdup(home);
+	j->user = strdup(user);
+	j->thread = strdup(thread);
+	if (!j->home || !j->user || !j->thread) {
+		free(j->home);
+		free(j->user);
+		free(j->thread);
 		free(j);
 		return NULL;
 	}
-	if (j)
-		pthread_mutex_init(&j->caller.lock, NULL);
+	pthread_mutex_init(&j->caller.lock, NULL);
+	pthread_rwlock_init(&j->keep.lock, NULL);
+	j->keep.fd = -1;
+	clock_gettime(CLOCK_REALTIME, &now);
+	j->keep.stamp = (uint64_t)now.tv_sec * 1000000000 + (uint64_t)now.tv_nsec;
 	return j;
 }
 
@@ -51,8 +74,13 @@ void journal_free(struct journal *j)
 {
 	if (!j)
 		return;
+	if (j->keep.fd >= 0)
+		close(j->keep.fd);
+	pthread_rwlock_destroy(&j->keep.lock);
 	pthread_mutex_destroy(&j->caller.lock);
 	free(j->home);
+	free(j->user);
+	free(j->thread);
 	free(j);
 }
 
@@ -93,20 +121,26 @@ static void caller_name(struct view *v, pid_t pid, int64_t now, char comm[COMM_M
 	pthread_mutex_unlock(&j->caller.lock);
 }
 
-/* An event by the caller of REQ (NULL: the daemon), now; its command
- * name goes to COMM. */
-static void caller(struct view *v, fuse_req_t req, struct store_event *e, char comm[COMM_MAX])
+/* An event by the caller of REQ (NULL: process PID, or the daemon if
+ * 0), now; its command name goes to COMM. */
+static void caller_of(struct view *v, fuse_req_t req, pid_t pid, struct store_event *e,
+		      char comm[COMM_MAX])
 {
 	struct timespec now;
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	memset(e, 0, sizeof(*e));
 	e->at_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-	e->pid = req ? fuse_req_ctx(req)->pid : getpid();
+	e->pid = req ? fuse_req_ctx(req)->pid : pid ? pid : getpid();
 	e->comm = comm;
 	strcpy(comm, "sbxfs");
-	if (req)
+	if (req || pid)
 		caller_name(v, e->pid, e->at_ns, comm);
+}
+
+static void caller(struct view *v, fuse_req_t req, struct store_event *e, char comm[COMM_MAX])
+{
+	caller_of(v, req, 0, e, comm);
 }
 
 /* Queues one event by the caller of REQ (NULL: the daemon). */
@@ -186,8 +220,211 @@ void journal_created(struct view *v, struct inode *ino)
 {
 	int64_t run = open_run(v);
 
-	if (run)
+	if (run) {
 		atomic_store_explicit(&ino->imaged, run, memory_order_release);
+		atomic_store_explicit(&ino->kept, run, memory_order_release);
+	}
+}
+
+/* ---- what undo keeps ------------------------------------------------------ */
+
+/* The open run, if DIR's entries are journaled, with the virtual path of
+ * DIR/NAME in PATH; 0 otherwise. Unlike pre-images, every path counts:
+ * undo puts back .git as much as the files it tracks. */
+static int64_t keeping(struct view *v, struct inode *dir, const char *name, char path[PATH_MAX])
+{
+	int64_t run = open_run(v);
+
+	if (!run || !v->writer || !journaled(v, dir))
+		return 0;
+	view_path(v, dir, name, path, PATH_MAX);
+	return run;
+}
+
+/* Queues a "keep" event for PATH: OBJECT or META (LEN bytes). */
+static void record_keep(struct view *v, fuse_req_t req, pid_t pid, const char *path,
+			const char *object, const uint8_t *meta, size_t len)
+{
+	struct store_event e;
+	char comm[COMM_MAX];
+
+	caller_of(v, req, pid, &e, comm);
+	e.op = "keep";
+	e.path = path;
+	e.object = object;
+	e.meta = meta;
+	e.meta_len = len;
+	store_writer_event(v->writer, &e);
+}
+
+/* A fresh object name in the run's directory. */
+static void object_name(struct journal *j, char name[40])
+{
+	uint32_t seq = atomic_fetch_add_explicit(&j->keep.seq, 1, memory_order_relaxed);
+
+	snprintf(name, 40, "%016" PRIx64 "-%08" PRIx32, j->keep.stamp, seq);
+}
+
+/* Puts a copy of the file read through RFD (attributes ST) into the run's
+ * directory (write-locked by the caller's read lock) as NAME. */
+static int keep_copy(int keepfd, int rfd, const struct stat *st, const char *name)
+{
+	char proc[32];
+	int fd = openat(keepfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600), r;
+	bool named = fd < 0 && errno == EOPNOTSUPP;
+
+	if (named)
+		fd = openat(keepfd, name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return neg_errno();
+	r = file_copy_content(fd, rfd);
+	if (r == 0)
+		r = file_copy_metadata(fd, rfd, st);
+	struct timespec ts[2] = { st->st_atim, st->st_mtim };
+	if (r == 0 && futimens(fd, ts) < 0)
+		r = neg_errno();
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (r == 0 && !named && linkat(AT_FDCWD, proc, keepfd, name, AT_SYMLINK_FOLLOW) < 0)
+		r = neg_errno();
+	if (r < 0 && named)
+		unlinkat(keepfd, name, 0);
+	close(fd);
+	return r;
+}
+
+void journal_keep_content(struct view *v, fuse_req_t req, pid_t pid, struct inode *ino, int fd)
+{
+	struct journal *j = v->journal;
+	char path[PATH_MAX], name[40];
+	struct stat st;
+	int64_t run = open_run(v);
+	int r;
+
+	if (!run || !S_ISREG(ino->type) ||
+	    atomic_load_explicit(&ino->kept, memory_order_acquire) == run ||
+	    keeping(v, ino, NULL, path) != run)
+		return;
+	/* A stage is another file: the one at the name stays as it was. */
+	if (fstat(fd, &st) < 0 || st.st_ino != ino->ino || st.st_dev != ino->dev ||
+	    atomic_exchange_explicit(&ino->kept, run, memory_order_acq_rel) == run)
+		return;
+	_cleanup_(closep) int rfd = confine_reopen(fd, O_RDONLY | O_NONBLOCK);
+	pthread_rwlock_rdlock(&j->keep.lock);
+	object_name(j, name);
+	r = rfd < 0 ? rfd : j->keep.fd < 0 ? -ENOENT : keep_copy(j->keep.fd, rfd, &st, name);
+	pthread_rwlock_unlock(&j->keep.lock);
+	if (r < 0) {
+		log_warn("cannot keep '%s' for undo: %s", path, strerror(-r));
+		return;
+	}
+	record_keep(v, req, pid, path, name, NULL, 0);
+}
+
+/* Queues DIR/NAME's attributes (through DFD), or of FD itself. */
+static void keep_meta(struct view *v, fuse_req_t req, pid_t pid, int dfd, const char *name,
+		      const char *path)
+{
+	_cleanup_(freep) uint8_t *blob = NULL;
+	struct meta m;
+	size_t len;
+	int r = meta_read(dfd, name, &m);
+
+	if (r == 0) {
+		r = meta_encode(&m, &blob, &len);
+		meta_free(&m);
+	}
+	if (r < 0) {
+		log_warn("cannot keep the attributes of '%s' for undo: %s", path, strerror(-r));
+		return;
+	}
+	record_keep(v, req, pid, path, NULL, blob, len);
+}
+
+void journal_keep_going(struct view *v, fuse_req_t req, pid_t pid, struct inode *dir, int dfd,
+			const char *name)
+{
+	struct journal *j = v->journal;
+	char path[PATH_MAX], object[40];
+	struct stat st;
+	int r;
+
+	if (!keeping(v, dir, name, path) || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	if (S_ISDIR(st.st_mode))
+		return keep_meta(v, req, pid, dfd, name, path);
+	pthread_rwlock_rdlock(&j->keep.lock);
+	object_name(j, object);
+	if (j->keep.fd < 0) {
+		r = -ENOENT;
+	} else if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+		/* Its other names may change it yet: a copy is what it was. */
+		_cleanup_(closep) int rfd = openat(dfd, name,
+						   O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		r = rfd < 0 ? neg_errno() : keep_copy(j->keep.fd, rfd, &st, object);
+	} else {
+		r = linkat(dfd, name, j->keep.fd, object, 0) < 0 ? neg_errno() : 0;
+	}
+	pthread_rwlock_unlock(&j->keep.lock);
+	if (r < 0) {
+		log_warn("cannot keep '%s' for undo: %s", path, strerror(-r));
+		return;
+	}
+	record_keep(v, req, pid, path, object, NULL, 0);
+}
+
+void journal_keep_dir(struct view *v, fuse_req_t req, struct inode *dir, int dfd)
+{
+	char path[PATH_MAX];
+	int64_t run = open_run(v);
+
+	if (!run || atomic_load_explicit(&dir->kept, memory_order_acquire) == run ||
+	    keeping(v, dir, NULL, path) != run ||
+	    atomic_exchange_explicit(&dir->kept, run, memory_order_acq_rel) == run)
+		return;
+	keep_meta(v, req, 0, dfd, NULL, path);
+}
+
+void journal_keep_attrs(struct view *v, fuse_req_t req, struct inode *ino, int fd)
+{
+	char path[PATH_MAX];
+	int64_t run = keeping(v, ino, NULL, path);
+
+	/* A file made in the run, or whose whole self is kept already, goes
+	 * back as a whole. */
+	if (run && atomic_load_explicit(&ino->kept, memory_order_acquire) != run)
+		keep_meta(v, req, 0, fd, NULL, path);
+}
+
+void journal_published(struct view *v, struct inode *ino)
+{
+	int64_t run = open_run(v);
+
+	if (run)
+		atomic_store_explicit(&ino->kept, run, memory_order_release);
+}
+
+/* Opens (creating) the directory of pre-images of the run begun at SINCE
+ * (0: none) and makes it the one kept into. */
+static void keep_dir_set(struct view *v, int64_t since)
+{
+	struct journal *j = v->journal;
+	int fd = -1;
+
+	if (since) {
+		_cleanup_(closep) int home = home_open(j->home);
+		fd = home < 0 ? home : home_undo_dir(home, j->user, j->thread, since, true);
+		if (fd < 0)
+			log_warn("undo cannot keep this run's pre-images: %s/users/%s/threads/%s/"
+				 "%s/%lld: %s",
+				 j->home, j->user, j->thread, UNDO_DIR, (long long)since,
+				 strerror(-fd));
+	}
+	pthread_rwlock_wrlock(&j->keep.lock);
+	int old = j->keep.fd;
+	j->keep.fd = fd < 0 ? -1 : fd;
+	pthread_rwlock_unlock(&j->keep.lock);
+	if (old >= 0)
+		close(old);
 }
 
 void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir, int dfd,
@@ -230,6 +467,7 @@ void journal_run(struct view *v, fuse_req_t req, int64_t since)
 
 	if (!v->writer || was == since)
 		return;
+	keep_dir_set(v, since);
 	if (since) {
 		/* Marks where pre-images begin: sbx run trusts the journal's
 		 * account of what existed before only from here on. */

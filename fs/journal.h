@@ -30,9 +30,9 @@ struct view;
 struct inode;
 struct journal;
 
-/* A journal with no run open, for a view whose store is in HOME. NULL:
- * out of memory. */
-struct journal *journal_new(const char *home);
+/* A journal with no run open, for USER's THREAD in HOME (its store, its
+ * directory of pre-images). NULL: out of memory. */
+struct journal *journal_new(const char *home, const char *user, const char *thread);
 void journal_free(struct journal *j);
 
 /* Records OP on DIR/NAME (NAME NULL: DIR itself), and for "rename" and
@@ -51,6 +51,28 @@ void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir, int 
 /* INO is a file the view just created: it needs no pre-image (the
  * "create" event says the path was free). */
 void journal_created(struct view *v, struct inode *ino);
+
+/* What undo needs (docs/changes.md, "Undo"), while a run is open, each a
+ * "keep" event kept in the run's directory of pre-images
+ * ($SBX_HOME/users/U/threads/T/.undo/BEGUN_NS, outside every view). The
+ * caller is REQ's, or process PID's where REQ is NULL.
+ *
+ * Before file INO's content changes in place through FD (the file itself,
+ * not a stage): a copy of it with its attributes (a reflink where the
+ * filesystem can), once per file and run. */
+void journal_keep_content(struct view *v, fuse_req_t req, pid_t pid, struct inode *ino, int fd);
+/* Before DIR/NAME (directory fd DFD) loses its name (removed, renamed
+ * over, replaced by a publication): the object itself, by a hard link (a
+ * copy if it has other links), or a directory's attributes. */
+void journal_keep_going(struct view *v, fuse_req_t req, pid_t pid, struct inode *dir, int dfd,
+			const char *name);
+/* Before the first entry of directory DIR (fd DFD) is made, removed or
+ * renamed: its attributes (so its times come back too), once per run. */
+void journal_keep_dir(struct view *v, fuse_req_t req, struct inode *dir, int dfd);
+/* Before INO (any fd FD of it) gets other attributes: those it has. */
+void journal_keep_attrs(struct view *v, fuse_req_t req, struct inode *ino, int fd);
+/* INO is the new file a publication made: its content needs no keeping. */
+void journal_published(struct view *v, struct inode *ino);
 
 /* Pre-images are taken for the run opened at SINCE (0: none), announced
  * by the caller of REQ (NULL: the daemon itself, at mount). */

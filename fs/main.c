@@ -719,7 +719,7 @@ int main(int argc, char **argv)
 		view_end(&v);
 		return 1;
 	}
-	v.journal = journal_new(o.view.home);
+	v.journal = journal_new(o.view.home, o.view.user, o.view.thread);
 	if (!v.journal) {
 		log_error("cannot build the view: %s", strerror(ENOMEM));
 		view_end(&v);

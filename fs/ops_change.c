@@ -60,6 +60,8 @@ int change_begin(struct view *v, fuse_req_t req, struct inode *ino, struct fuse_
 	fd = fi->writepage ? 0 : drop_privs(v, req, c->io.fd, false);
 	if (fd == 0)
 		fd = io_change_fd(&c->io, h);
+	if (fd >= 0)
+		journal_keep_content(v, req, 0, ino, fd); /* under the file's gate lock */
 	if (fd < 0) {
 		gate_unlock(&c->t, NULL, true);
 		io_end(&c->io);
@@ -123,17 +125,26 @@ static int name_change_gate(struct name_change *nc)
 	return 0;
 }
 
-/* Step 2: the pre-images of the names that go or move. */
+/* Step 2: the pre-images of the names that go or move, and what undo
+ * keeps of the objects that lose their names. */
 static void name_change_preimages(struct name_change *nc)
 {
-	if (nc->kind == NAME_REMOVE && !(nc->flags & AT_REMOVEDIR))
-		journal_preimage_at(nc->v, nc->req, nc->dir, nc->dfd, nc->name, true);
+	journal_keep_dir(nc->v, nc->req, nc->dir, nc->dfd);
+	if (nc->to && nc->to != nc->dir)
+		journal_keep_dir(nc->v, nc->req, nc->to, nc->tfd);
+	if (nc->kind == NAME_REMOVE) {
+		if (!(nc->flags & AT_REMOVEDIR))
+			journal_preimage_at(nc->v, nc->req, nc->dir, nc->dfd, nc->name, true);
+		journal_keep_going(nc->v, nc->req, 0, nc->dir, nc->dfd, nc->name);
+	}
 	if (nc->kind != NAME_RENAME)
 		return;
 	journal_preimage_at(nc->v, nc->req, nc->dir, nc->dfd, nc->name, false);
 	if (!(nc->flags & RENAME_NOREPLACE))
 		journal_preimage_at(nc->v, nc->req, nc->to, nc->tfd, nc->newname,
 				    !name_exchange(nc));
+	if (!(nc->flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)))
+		journal_keep_going(nc->v, nc->req, 0, nc->to, nc->tfd, nc->newname);
 }
 
 /* Steps 3 and 8: the names the change adds and removes, told to the host

@@ -389,6 +389,12 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino, struct 
 		r = gate_file_begin(v, req, &t, ino, target, resize ? "truncate" : NULL);
 		if (r < 0)
 			return r;
+		/* Undo keeps what the file was: its content where it changes in
+		 * place, else (a stage takes the change) its attributes. */
+		if (resize && io.fd < 0)
+			journal_keep_content(v, req, 0, ino, p.fd);
+		else if (io.fd < 0)
+			journal_keep_attrs(v, req, ino, p.fd);
 		r = apply_setattr(v, req, p.fd, io.fd, attr, valid);
 		if (r == 0 && content && io.locked)
 			stage_note_change(ino, attr);
@@ -472,7 +478,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, enum
 		.dir = dir,
 		.dfd = p.fd,
 		.name = name,
-		.event = kind == MAKE_DIR	? NULL
+		.event = kind == MAKE_DIR	? "mkdir"
 			 : kind == MAKE_SYMLINK ? "symlink"
 						: "create",
 	};
@@ -503,6 +509,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, enum
 	r = fd < 0 ? fd : entry_add(v, dir, name, fd, &e);
 	if (r < 0)
 		return reply_status(req, r);
+	journal_created(v, node(v, e.ino));
 	if (fuse_reply_entry(req, &e) != 0)
 		inode_forget(v->inodes, node(v, e.ino), 1);
 }
@@ -543,7 +550,7 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 		.dfd = p.fd,
 		.name = name,
 		.flags = (unsigned int)flags,
-		.event = flags & AT_REMOVEDIR ? NULL : "delete",
+		.event = flags & AT_REMOVEDIR ? "rmdir" : "delete",
 	};
 	r = name_change_begin(v, req, &nc);
 	if (r < 0)

@@ -242,6 +242,8 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 	gate_lock(NULL, &t, NULL);
 	if (trunc && (r = gate_file_begin(v, req, &t, ino, content, "open with O_TRUNC")) < 0)
 		return r;
+	if (trunc && !trunc_staged)
+		journal_keep_content(v, req, 0, ino, p.fd);
 	fd = confine_reopen(p.fd, flags);
 	int changed = fd; /* where the truncation happened */
 	if (fd >= 0 && trunc_staged) {

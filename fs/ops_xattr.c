@@ -80,6 +80,8 @@ static ssize_t do_xattr(struct view *v, fuse_req_t req, struct inode *ino, enum 
 	bool carry = v->gate && (op == XATTR_SET || op == XATTR_REMOVE) &&
 		     stat_fd(target, &st) == 0;
 	gate_lock(carry ? v->gate : NULL, &t, &st);
+	if ((op == XATTR_SET || op == XATTR_REMOVE) && target == p.fd)
+		journal_keep_attrs(v, req, ino, p.fd);
 	r = xattr_call(op, path, false, name, value, size, flags);
 	r = r < 0 ? neg_errno() : r;
 	gate_unlock(&t, r >= 0 && carry && stat_fd(target, &st) == 0 ? &st : NULL, false);

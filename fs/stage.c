@@ -3,10 +3,12 @@
 #include "confine.h"
 #include "gate.h"
 #include "inode.h"
+#include "journal.h"
 #include "ops.h"
 #include "view.h"
 #include "watch.h"
 #include "common/cleanup.h"
+#include "common/fileops.h"
 #include "common/home.h"
 #include "common/lockcheck.h"
 #include "common/log.h"
@@ -390,92 +392,6 @@ void stage_note_change(struct inode *ino, const struct stat *st)
 
 /* ---- making a stage ----------------------------------------------------- */
 
-/* True if FD already has extended attribute NAME with VALUE (LEN bytes). */
-static bool same_xattr(int fd, const char *name, const void *value, size_t len)
-{
-	char cur[256];
-	ssize_t n = len <= sizeof(cur) ? fgetxattr(fd, name, cur, sizeof(cur)) : -1;
-
-	return n == (ssize_t)len && !memcmp(cur, value, len);
-}
-
-/* Gives the new file FD the owner, group, mode and extended attributes
- * (POSIX ACLs among them) of the file read through RFD, attributes ST. */
-static int copy_metadata(int fd, int rfd, const struct stat *st)
-{
-	_cleanup_(freep) char *names = NULL, *value = NULL;
-	ssize_t n, len;
-
-	if ((st->st_uid != geteuid() || st->st_gid != getegid()) &&
-	    fchown(fd, st->st_uid, st->st_gid) < 0)
-		return neg_errno();
-	/* Always: the mode it was made with went through the worker
-	 * thread's umask, which is whatever the last caller's was (sed -i
-	 * sets 077 for its temporary file). */
-	if (fchmod(fd, st->st_mode & 07777) < 0)
-		return neg_errno();
-	len = flistxattr(rfd, NULL, 0);
-	if (len < 0)
-		return errno == ENOTSUP ? 0 : neg_errno();
-	if (len == 0)
-		return 0;
-	names = malloc((size_t)len);
-	if (!names)
-		return -ENOMEM;
-	len = flistxattr(rfd, names, (size_t)len);
-	if (len < 0)
-		return neg_errno();
-	for (char *name = names; name < names + len; name += strlen(name) + 1) {
-		n = fgetxattr(rfd, name, NULL, 0);
-		if (n < 0)
-			return neg_errno();
-		free(value);
-		value = malloc(n ? (size_t)n : 1);
-		if (!value)
-			return -ENOMEM;
-		n = fgetxattr(rfd, name, value, (size_t)n);
-		if (n < 0)
-			return neg_errno();
-		if (same_xattr(fd, name, value, (size_t)n))
-			continue; /* e.g. a security label the new file got */
-		if (fsetxattr(fd, name, value, (size_t)n, 0) < 0)
-			return neg_errno();
-	}
-	return 0;
-}
-
-/* Copies all of RFD into FD: a reflink where the filesystem shares
- * blocks, else copy_file_range, else read and write. */
-static int copy_content(int fd, int rfd)
-{
-	char buf[65536];
-	off_t in = 0, out = 0;
-	ssize_t n;
-
-	if (ioctl(fd, FICLONE, rfd) == 0)
-		return 0;
-	for (;;) {
-		n = copy_file_range(rfd, &in, fd, &out, 1 << 30, 0);
-		if (n == 0)
-			return 0;
-		if (n < 0)
-			break;
-	}
-	if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP)
-		return neg_errno();
-	while ((n = pread(rfd, buf, sizeof(buf), in)) > 0) {
-		for (ssize_t done = 0; done < n;) {
-			ssize_t w = pwrite(fd, buf + done, (size_t)(n - done), out);
-			if (w < 0)
-				return neg_errno();
-			done += w;
-			out += w;
-		}
-		in += n;
-	}
-	return n < 0 ? neg_errno() : 0;
-}
-
 /* A new file in the area with permission bits MODE: unnamed if the
  * filesystem has O_TMPFILE, else under a random name written into NAME.
  * (The area is 0700: nobody else reaches it whatever MODE says.) */
@@ -528,9 +444,9 @@ int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 		free(s);
 		return fd;
 	}
-	r = copy_metadata(fd, rfd, &st);
+	r = file_copy_metadata(fd, rfd, &st);
 	if (r == 0 && !empty)
-		r = copy_content(fd, rfd);
+		r = file_copy_content(fd, rfd);
 	if (r < 0) {
 		close(fd);
 		if (s->name[0])
@@ -712,9 +628,10 @@ static int publish_in_place(struct view *v, struct inode *ino, bool durable, str
 	inode_unpin(v->inodes, ino);
 	int r = fd < 0 ? fd : fstat(s->fd, &st) < 0 ? neg_errno() : 0;
 	if (r == 0) {
+		journal_keep_content(v, NULL, pid, ino, fd);
 		gate_lock(v->gate, &t, &cur);
 		struct timespec ts[2] = { st.st_atim, st.st_mtim };
-		r = copy_content(fd, s->fd);
+		r = file_copy_content(fd, s->fd);
 		if (r == 0 &&
 		    (ftruncate(fd, st.st_size) < 0 || fchmod(fd, st.st_mode & 07777) < 0 ||
 		     futimens(fd, ts) < 0 || (durable && fsync(fd) < 0)))
@@ -789,6 +706,7 @@ int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
 	gate_lock(v->gate, &t, &before);
 	watch_expect(v->watch, parent, name, true);
 	view_names_lock(v, parent, true);
+	journal_keep_going(v, NULL, pid, parent, pfd, name);
 	r = renameat(area_of(v, ino)->fd, s->name, pfd, name) < 0 ? neg_errno() : 0;
 	if (r < 0) {
 		view_names_unlock(v, parent);
@@ -800,6 +718,7 @@ int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
 	}
 	s->name[0] = '\0';
 	s->state = STAGE_PUBLISHED;
+	journal_published(v, ino);
 	view_release(v, ino, NULL); /* the replaced version's space */
 	bool have_after = fstat(s->fd, &after) == 0;
 	gate_unlock(&t, have_after ? &after : NULL, true);

@@ -1,5 +1,6 @@
 /* store.c - see store.h. */
 #include "store.h"
+#include "common/array.h"
 #include "snapshot.h"
 #include "common/cleanup.h"
 #include "common/hash.h"
@@ -102,6 +103,15 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"  END"
 	" WHERE receipt IS NOT NULL AND json_valid(receipt)"
 	"  AND json_type(receipt, '$.presented') IS NULL;",
+	/* 7 -> 8: undo (op "keep": the object a view kept of PATH before it
+	 * replaced or removed it, in the run's directory of pre-images, or
+	 * the attributes it had); the run an undo undid; runs whose
+	 * pre-images were dropped. */
+	"ALTER TABLE journal ADD COLUMN object TEXT;"
+	"ALTER TABLE journal ADD COLUMN meta BLOB;"
+	"ALTER TABLE runs ADD COLUMN undoes INTEGER REFERENCES runs (id);"
+	"ALTER TABLE runs ADD COLUMN kept INTEGER NOT NULL DEFAULT 0;"
+	"CREATE INDEX runs_by_undone ON runs (undoes);",
 };
 
 enum stmt_id {
@@ -123,6 +133,10 @@ enum stmt_id {
 	ST_JOURNAL_EACH,
 	ST_RUN_OPEN,
 	ST_RUN_STATE,
+	ST_RUN_UNDO_ADD,
+	ST_RUN_UNDONE_BY,
+	ST_RUN_KEEP,
+	ST_RUNS_EACH,
 	ST_PRESENT_ADD,
 	ST_PRESENTED_EACH,
 	ST_BEGIN,
@@ -160,20 +174,26 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_RUN_ADD] = "INSERT INTO runs (user, thread, begun_ns, before_snapshot)"
 		       " VALUES (?, ?, ?, ?)",
 	[ST_RUN_GET] = "SELECT user, thread, begun_ns, ended_ns, before_snapshot,"
-		       " after_snapshot, summary, receipt FROM runs WHERE id = ?",
+		       " after_snapshot, summary, receipt, undoes, kept FROM runs WHERE id = ?",
 	[ST_RUN_END] = "UPDATE runs SET ended_ns = ?, after_snapshot = ?, summary = ?,"
 		       " receipt = ? WHERE id = ? AND ended_ns IS NULL",
 	[ST_JOURNAL_ADD] = "INSERT INTO journal (user, thread, at_ns, op, path, path2,"
 			   " pid, comm, symlink, target, size, mtime_ns, sha256,"
-			   " sensitive, binary, large)"
-			   " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			   " sensitive, binary, large, object, meta)"
+			   " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[ST_JOURNAL_EACH] = "SELECT at_ns, op, path, path2, pid, comm, symlink, target,"
-			    " size, mtime_ns, sha256, sensitive, binary, large FROM journal"
+			    " size, mtime_ns, sha256, sensitive, binary, large, object, meta"
+			    " FROM journal"
 			    " WHERE user = ? AND thread = ? AND at_ns >= ? AND at_ns <= ?"
 			    " ORDER BY id",
 	[ST_RUN_OPEN] = "SELECT begun_ns FROM runs WHERE user = ? AND thread = ?"
 			" AND ended_ns IS NULL ORDER BY begun_ns DESC LIMIT 1",
 	[ST_RUN_STATE] = "SELECT ended_ns IS NOT NULL FROM runs WHERE id = ?",
+	[ST_RUN_UNDO_ADD] = "INSERT INTO runs (user, thread, begun_ns, before_snapshot, undoes)"
+			    " VALUES (?, ?, ?, ?, ?)",
+	[ST_RUN_UNDONE_BY] = "SELECT id FROM runs WHERE undoes = ? ORDER BY id DESC LIMIT 1",
+	[ST_RUN_KEEP] = "UPDATE runs SET kept = 1 WHERE id = ?",
+	[ST_RUNS_EACH] = "SELECT id FROM runs WHERE user = ? AND thread = ? ORDER BY id",
 	[ST_PRESENT_ADD] = "INSERT OR IGNORE INTO presentations (run, at_ns, tool, path)"
 			   " VALUES (?, ?, ?, ?)",
 	[ST_PRESENTED_EACH] = "SELECT tool, path FROM presentations WHERE run = ? ORDER BY id",
@@ -754,13 +774,21 @@ int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **d
 int store_run_begin(struct store *s, const char *user, const char *thread, int64_t before_snapshot,
 		    int64_t at_ns, int64_t *id)
 {
-	_stmt_ st = thread_stmt(s, ST_RUN_ADD, user, thread);
+	return store_run_begin_undo(s, user, thread, before_snapshot, at_ns, 0, id);
+}
+
+int store_run_begin_undo(struct store *s, const char *user, const char *thread,
+			 int64_t before_snapshot, int64_t at_ns, int64_t undoes, int64_t *id)
+{
+	_stmt_ st = thread_stmt(s, undoes ? ST_RUN_UNDO_ADD : ST_RUN_ADD, user, thread);
 	int r;
 
 	if (!st)
 		return -ENOMEM;
 	sqlite3_bind_int64(st, 3, at_ns);
 	sqlite3_bind_int64(st, 4, before_snapshot);
+	if (undoes)
+		sqlite3_bind_int64(st, 5, undoes);
 	r = exec_stmt(s, st, "record a run");
 	*id = sqlite3_last_insert_rowid(s->db);
 	return r;
@@ -793,6 +821,8 @@ int store_run_get(struct store *s, int64_t id, struct store_run *out)
 	out->after_snapshot = sqlite3_column_int64(st, 5);
 	out->summary = dup_col(st, 6);
 	out->receipt = dup_col(st, 7);
+	out->undoes = sqlite3_column_int64(st, 8);
+	out->kept = sqlite3_column_int(st, 9) != 0;
 	if (!out->user || !out->thread) {
 		store_run_free(out);
 		return -ENOMEM;
@@ -845,6 +875,10 @@ int store_journal_add(struct store *s, const char *user, const char *thread,
 	sqlite3_bind_text(st, 8, e->comm, -1, SQLITE_STATIC);
 	if (e->pre)
 		bind_file(st, 9, e->pre);
+	if (e->object)
+		sqlite3_bind_text(st, 17, e->object, -1, SQLITE_STATIC);
+	if (e->meta)
+		sqlite3_bind_blob(st, 18, e->meta, (int)e->meta_len, SQLITE_STATIC);
 	return exec_stmt(s, st, "record a journal row");
 }
 
@@ -864,6 +898,9 @@ static int journal_row(sqlite3_stmt *st, void *ctx)
 		.path2 = sqlite3_column_type(st, 3) == SQLITE_NULL ? NULL : col_text(st, 3),
 		.pid = (pid_t)sqlite3_column_int(st, 4),
 		.comm = col_text(st, 5),
+		.object = sqlite3_column_type(st, 14) == SQLITE_NULL ? NULL : col_text(st, 14),
+		.meta = sqlite3_column_blob(st, 15),
+		.meta_len = (size_t)sqlite3_column_bytes(st, 15),
 	};
 	int r = 0;
 
@@ -973,4 +1010,69 @@ int store_presented_each(struct store *s, int64_t run,
 		return -ENOMEM;
 	sqlite3_bind_int64(st, 1, run);
 	return each_row(s, st, "read the presentations", presented_row, &c);
+}
+
+int store_run_undone_by(struct store *s, int64_t run, int64_t *undo)
+{
+	_stmt_ st = stmt(s, ST_RUN_UNDONE_BY);
+	int rc;
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_int64(st, 1, run);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*undo = sqlite3_column_int64(st, 0);
+		return 1;
+	}
+	return rc == SQLITE_DONE ? 0 : fail(s, rc, "look for the undo of a run");
+}
+
+int store_run_keep(struct store *s, int64_t run)
+{
+	_stmt_ st = stmt(s, ST_RUN_KEEP);
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_int64(st, 1, run);
+	return exec_stmt(s, st, "mark a run kept");
+}
+
+struct runs_ctx {
+	int64_t *ids;
+	size_t n, cap;
+};
+
+static int run_id_row(sqlite3_stmt *st, void *ctx)
+{
+	struct runs_ctx *c = ctx;
+
+	if (array_grow(c->ids, c->n, c->cap) < 0)
+		return -ENOMEM;
+	c->ids[c->n++] = sqlite3_column_int64(st, 0);
+	return 0;
+}
+
+int store_runs_each(struct store *s, const char *user, const char *thread,
+		    int (*fn)(void *arg, const struct store_run *r), void *arg)
+{
+	struct runs_ctx c = { 0 };
+	int r;
+
+	{
+		_stmt_ st = thread_stmt(s, ST_RUNS_EACH, user, thread);
+		if (!st)
+			return -ENOMEM;
+		r = each_row(s, st, "list the runs", run_id_row, &c);
+	}
+	/* Each run read after the listing is done: FN may use the store. */
+	for (size_t i = 0; r == 0 && i < c.n; i++) {
+		struct store_run run;
+		if ((r = store_run_get(s, c.ids[i], &run)) == 0) {
+			r = fn(arg, &run);
+			store_run_free(&run);
+		}
+	}
+	free(c.ids);
+	return r;
 }

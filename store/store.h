@@ -24,7 +24,7 @@
 #include <sys/types.h>
 
 #define STORE_FILE "sbx.db"
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 8
 
 struct store;
 
@@ -93,17 +93,26 @@ int store_audit_each(struct store *s, const char *user, const char *thread,
 
 struct snap_file;
 
-/* One change the view made under workspace or outputs: op is "create",
- * "symlink", "modify", "chmod", "delete", "rename" (PATH to PATH2) or
- * "exchange" (PATH and PATH2 swapped). While a run is open, the view also
- * records "capture" (it records pre-images from then on) and "preimage":
- * PRE describes PATH just before the view first changed it. */
+/* One change the view made under workspace or outputs: op is "create"
+ * (also of a hard link or a device), "mkdir", "symlink", "modify",
+ * "chmod" (any attribute set), "xattr" (an extended attribute set or
+ * removed), "delete", "rmdir", "rename" (PATH to PATH2) or "exchange"
+ * (PATH and PATH2 swapped). While a run is open, the view also records
+ * "capture" (it records pre-images from then on), "preimage": PRE
+ * describes PATH just before the view first changed it, and "keep": what
+ * undo needs to put PATH back as it was just before the next event,
+ * OBJECT (the file or symlink itself, or a copy, by its name in the
+ * run's directory of pre-images) or META (attributes, fileops.h: of a
+ * directory about to be removed, or of an object about to get others). */
 struct store_event {
 	int64_t at_ns;
 	const char *op, *path, *path2;
 	pid_t pid;
 	const char *comm;
 	const struct snap_file *pre; /* "preimage" only */
+	const char *object;	     /* "keep" only, or NULL */
+	const uint8_t *meta;	     /* "keep" only, or NULL */
+	size_t meta_len;
 };
 
 int store_journal_add(struct store *s, const char *user, const char *thread,
@@ -138,6 +147,8 @@ struct store_run {
 	bool ended;
 	int64_t before_snapshot, after_snapshot;
 	char *summary, *receipt;
+	int64_t undoes; /* the run this one undid (sbx run undo), or 0 */
+	bool kept;	/* its pre-images were dropped: it cannot be undone */
 };
 
 /* The start of the latest run of USER's THREAD that has not ended, in
@@ -146,6 +157,17 @@ int store_run_open_since(struct store *s, const char *user, const char *thread, 
 
 int store_run_begin(struct store *s, const char *user, const char *thread, int64_t before_snapshot,
 		    int64_t at_ns, int64_t *id);
+/* The same for a run that undoes run UNDOES. */
+int store_run_begin_undo(struct store *s, const char *user, const char *thread,
+			 int64_t before_snapshot, int64_t at_ns, int64_t undoes, int64_t *id);
+/* The latest run that undoes RUN, in *UNDO: returns 1, or 0 if none. */
+int store_run_undone_by(struct store *s, int64_t run, int64_t *undo);
+/* Marks RUN as one whose pre-images were dropped. */
+int store_run_keep(struct store *s, int64_t run);
+/* Calls FN for each run of USER's THREAD, oldest first; stops at FN's
+ * first non-zero return, which becomes the result. */
+int store_runs_each(struct store *s, const char *user, const char *thread,
+		    int (*fn)(void *arg, const struct store_run *r), void *arg);
 /* -ENOENT if there is no run ID. */
 int store_run_get(struct store *s, int64_t id, struct store_run *out);
 void store_run_free(struct store_run *r);

@@ -349,7 +349,8 @@ static struct row *event_row(struct store_writer *w, const struct store_event *e
 	const char *target = e->pre ? e->pre->target : NULL;
 	size_t at = 0, text = strlen(e->op) + strlen(e->path) + strlen(e->comm) + 3 +
 			      (e->path2 ? strlen(e->path2) + 1 : 0) +
-			      (target ? strlen(target) + 1 : 0);
+			      (target ? strlen(target) + 1 : 0) +
+			      (e->object ? strlen(e->object) + 1 : 0) + (e->meta ? e->meta_len : 0);
 	struct row *r = row_new(w, ROW_EVENT, text);
 
 	if (!r)
@@ -359,6 +360,13 @@ static struct row *event_row(struct store_writer *w, const struct store_event *e
 	r->event.path = put_text(r, &at, e->path);
 	r->event.path2 = e->path2 ? put_text(r, &at, e->path2) : NULL;
 	r->event.comm = put_text(r, &at, e->comm);
+	r->event.object = e->object ? put_text(r, &at, e->object) : NULL;
+	if (e->meta) {
+		/* Bytes, not a string: copied by length. */
+		memcpy(r->text + at, e->meta, e->meta_len);
+		r->event.meta = (const uint8_t *)r->text + at;
+		at += e->meta_len;
+	}
 	if (e->pre) {
 		r->pre = *e->pre;
 		r->pre.path = (char *)r->event.path;

@@ -1,0 +1,913 @@
+/* rewind.c - see rewind.h. */
+#include "rewind.h"
+#include "common/array.h"
+#include "common/cleanup.h"
+#include "common/fileops.h"
+#include "common/home.h"
+#include "common/quote.h"
+#include "common/walk.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The steps, by the word the log gives each. */
+enum step_kind {
+	STEP_RESTORE,  /* an object kept by the run over what is there (kept) */
+	STEP_PUT,      /* an object kept by the run on a free name */
+	STEP_TAKE,     /* what the run made goes (kept) */
+	STEP_RMDIR,    /* a directory the run made goes (its attributes kept) */
+	STEP_MOVE,     /* a rename reversed */
+	STEP_EXCHANGE, /* an exchange reversed */
+	STEP_ATTR,     /* attributes the run changed back (the others kept) */
+	STEP_MKDIR,    /* a directory the run removed made again */
+	STEP_FAIL,     /* the step before it failed: with its errno */
+	STEP_KINDS
+};
+
+static const char *const step_words[STEP_KINDS] = {
+	"restore", "put", "take", "rmdir", "move", "exchange", "attr", "mkdir", "fail",
+};
+
+/* One log line: step SEQ (the index of the event it undoes). */
+struct logged {
+	size_t seq;
+	enum step_kind kind;
+	int64_t at_ns;
+	char object[40]; /* what it kept in the undo's directory, or "" */
+	uint64_t ino;	 /* STEP_EXCHANGE: the inode that was at path2 */
+	uint8_t *meta;	 /* STEP_RMDIR, STEP_ATTR: the attributes it replaced */
+	size_t meta_len;
+	int err; /* STEP_FAIL */
+};
+
+struct rewind {
+	const struct runlog *log;
+	int64_t ended_ns;
+	int ws, out, from;
+	struct rewind_conflict *conflicts;
+	size_t nconflicts, ccap;
+	char **finals; /* the conflicting paths (sorted), owned */
+	bool *skip;    /* per event */
+	struct logged *steps;
+	size_t nsteps, scap;
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static bool op_is(const struct store_event *e, const char *op)
+{
+	return !strcmp(e->op, op);
+}
+
+int rewind_new(const struct runlog *log, int64_t ended_ns, int ws, int out, int from,
+	       struct rewind **out_rw)
+{
+	struct rewind *rw = calloc(1, sizeof(*rw));
+
+	if (!rw || !(rw->skip = calloc(log->n ? log->n : 1, sizeof(*rw->skip)))) {
+		free(rw);
+		return -ENOMEM;
+	}
+	rw->log = log;
+	rw->ended_ns = ended_ns;
+	rw->ws = ws;
+	rw->out = out;
+	rw->from = from;
+	*out_rw = rw;
+	return 0;
+}
+
+void rewind_free(struct rewind *rw)
+{
+	if (!rw)
+		return;
+	for (size_t i = 0; i < rw->nconflicts; i++)
+		free((char *)rw->conflicts[i].path);
+	free(rw->conflicts);
+	for (size_t i = 0; i < rw->nsteps; i++)
+		free(rw->steps[i].meta);
+	free(rw->steps);
+	free(rw->skip);
+	free(rw);
+}
+
+/* ---- conflicts ------------------------------------------------------------ */
+
+/* What the run left at a path (its name at the run's end): the effect of
+ * the last event on it. */
+struct effect {
+	char *path;
+	size_t at;
+	bool exists;
+};
+
+struct effects {
+	struct effect *v;
+	size_t n, cap;
+};
+
+static int effect_cmp(const void *a, const void *b)
+{
+	const struct effect *x = a, *y = b;
+	int c = strcmp(x->path, y->path);
+
+	return c ? c : x->at < y->at ? -1 : x->at > y->at;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* True if some name in NAMES (sorted) is below directory DIR. */
+static bool has_below(char *const *names, size_t n, const char *dir)
+{
+	char key[PATH_MAX];
+	size_t lo = 0, hi = n;
+
+	snprintf(key, sizeof(key), "%s/", dir);
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (strcmp(names[mid], key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && !strncmp(names[lo], key, strlen(key));
+}
+
+/* The renames and exchanges of directories: those that move other names
+ * the run touched (a file's rename names both its paths itself). */
+static size_t *dir_moves(const struct runlog *log, size_t *count)
+{
+	size_t nnames = 0, n = 0;
+	char **names = calloc(2 * log->n + 1, sizeof(*names));
+	size_t *moves = calloc(log->n + 1, sizeof(*moves));
+
+	if (!names || !moves) {
+		free(names);
+		free(moves);
+		return NULL;
+	}
+	for (size_t i = 0; i < log->n; i++) {
+		names[nnames++] = (char *)log->events[i].path;
+		if (log->events[i].path2)
+			names[nnames++] = (char *)log->events[i].path2;
+	}
+	qsort(names, nnames, sizeof(*names), str_cmp);
+	for (size_t i = 0; i < log->n; i++) {
+		const struct store_event *e = &log->events[i];
+		bool swap = op_is(e, "exchange");
+		if ((swap || op_is(e, "rename")) && e->path2 &&
+		    (has_below(names, nnames, e->path) ||
+		     (swap && has_below(names, nnames, e->path2))))
+			moves[n++] = i;
+	}
+	free(names);
+	*count = n;
+	return moves;
+}
+
+/* NAME (named by event AT) as it was called when the run ended: moved on
+ * through the directory moves after AT. */
+static void final_name(const struct runlog *log, const size_t *moves, size_t nmoves, size_t at,
+		       const char *name, char out[PATH_MAX])
+{
+	char moved[PATH_MAX];
+
+	snprintf(out, PATH_MAX, "%s", name);
+	for (size_t m = 0; m < nmoves; m++) {
+		const struct store_event *e = &log->events[moves[m]];
+		if (moves[m] <= at)
+			continue;
+		if (runlog_rebase(out, e->path, e->path2, moved) ||
+		    (op_is(e, "exchange") && runlog_rebase(out, e->path2, e->path, moved)))
+			memcpy(out, moved, strlen(moved) + 1);
+	}
+}
+
+static int effect_add(struct effects *fx, const char *path, size_t at, bool exists)
+{
+	if (array_grow(fx->v, fx->n, fx->cap) < 0)
+		return -ENOMEM;
+	fx->v[fx->n] = (struct effect){ strdup(path), at, exists };
+	return fx->v[fx->n++].path ? 0 : -ENOMEM;
+}
+
+/* What event E (the AT-th) leaves at each of its names. */
+static int effects_of(const struct rewind *rw, const size_t *moves, size_t nmoves, size_t at,
+		      struct effects *fx)
+{
+	const struct store_event *e = &rw->log->events[at];
+	char name[PATH_MAX];
+	int r;
+
+	if (op_is(e, "capture") || op_is(e, "preimage") || op_is(e, "keep"))
+		return 0;
+	final_name(rw->log, moves, nmoves, at, e->path, name);
+	bool gone = op_is(e, "delete") || op_is(e, "rmdir") || op_is(e, "rename");
+	if ((r = effect_add(fx, name, at, !gone)) < 0 || !e->path2)
+		return r;
+	final_name(rw->log, moves, nmoves, at, e->path2, name);
+	return effect_add(fx, name, at, true);
+}
+
+/* The state of virtual PATH now: 1 there (attributes in ST), 0 absent. */
+static int path_stat(const struct rewind *rw, const char *path, struct stat *st)
+{
+	const char *leaf;
+	_cleanup_(closep) int dfd = runlog_parent(rw->ws, rw->out, path, &leaf);
+
+	if (dfd < 0)
+		return dfd == -ENOENT ? 0 : dfd;
+	if (fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) == 0)
+		return 1;
+	return errno == ENOENT ? 0 : -errno;
+}
+
+static int conflict_add(struct rewind *rw, const char *path, const char *what)
+{
+	if (array_grow(rw->conflicts, rw->nconflicts, rw->ccap) < 0)
+		return -ENOMEM;
+	rw->conflicts[rw->nconflicts] = (struct rewind_conflict){ strdup(path), what };
+	return rw->conflicts[rw->nconflicts++].path ? 0 : -ENOMEM;
+}
+
+int rewind_check(struct rewind *rw)
+{
+	struct effects fx = { 0 };
+	size_t nmoves;
+	int r = 0;
+	_cleanup_(freep) size_t *moves = dir_moves(rw->log, &nmoves);
+
+	if (!moves)
+		return -ENOMEM;
+	for (size_t i = 0; i < rw->log->n && r == 0; i++)
+		r = effects_of(rw, moves, nmoves, i, &fx);
+	if (fx.n)
+		qsort(fx.v, fx.n, sizeof(*fx.v), effect_cmp);
+	for (size_t i = 0; i < fx.n && r >= 0; i++) {
+		struct stat st;
+		if (i + 1 < fx.n && !strcmp(fx.v[i].path, fx.v[i + 1].path))
+			continue; /* only the last word on a path counts */
+		int there = path_stat(rw, fx.v[i].path, &st);
+		const char *what = NULL;
+		if (there < 0)
+			what = "cannot be read now";
+		else if (fx.v[i].exists && !there)
+			what = "removed after the run";
+		else if (!fx.v[i].exists && there)
+			what = "created after the run";
+		else if (there && (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec >
+					  rw->ended_ns)
+			what = "changed after the run";
+		if (what)
+			r = conflict_add(rw, fx.v[i].path, what);
+	}
+	for (size_t i = 0; i < fx.n; i++)
+		free(fx.v[i].path);
+	free(fx.v);
+	return r < 0 ? r : (int)rw->nconflicts;
+}
+
+const struct rewind_conflict *rewind_conflict_at(const struct rewind *rw, size_t i)
+{
+	return i < rw->nconflicts ? &rw->conflicts[i] : NULL;
+}
+
+/* True if PATH is a conflicting path or below one. */
+static bool conflicting(const struct rewind *rw, const char *path)
+{
+	char p[PATH_MAX];
+
+	for (size_t i = 0; i < rw->nconflicts; i++)
+		if (runlog_rebase(path, rw->conflicts[i].path, rw->conflicts[i].path, p))
+			return true;
+	return false;
+}
+
+void rewind_skip_conflicts(struct rewind *rw)
+{
+	size_t nmoves;
+	char name[PATH_MAX];
+	_cleanup_(freep) size_t *moves = dir_moves(rw->log, &nmoves);
+
+	for (size_t i = 0; moves && i < rw->log->n; i++) {
+		const struct store_event *e = &rw->log->events[i];
+		final_name(rw->log, moves, nmoves, i, e->path, name);
+		rw->skip[i] = conflicting(rw, name);
+		if (e->path2 && !rw->skip[i]) {
+			final_name(rw->log, moves, nmoves, i, e->path2, name);
+			rw->skip[i] = conflicting(rw, name);
+		}
+	}
+}
+
+void rewind_skip(struct rewind *rw, size_t seq)
+{
+	if (seq < rw->log->n)
+		rw->skip[seq] = true;
+}
+
+bool rewind_skipped(const struct rewind *rw, size_t seq)
+{
+	return seq < rw->log->n && rw->skip[seq];
+}
+
+/* ---- the log -------------------------------------------------------------- */
+
+static void hex(char *out, const uint8_t *data, size_t len)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = digits[data[i] >> 4];
+		out[2 * i + 1] = digits[data[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+static int unhex(const char *in, size_t len, uint8_t *out)
+{
+	for (size_t i = 0; i < len / 2; i++) {
+		int v = 0;
+		for (int k = 0; k < 2; k++) {
+			char c = in[2 * i + k];
+			int d = c >= '0' && c <= '9'   ? c - '0'
+				: c >= 'a' && c <= 'f' ? c - 'a' + 10
+						       : -1;
+			if (d < 0)
+				return -EINVAL;
+			v = v * 16 + d;
+		}
+		out[i] = (uint8_t)v;
+	}
+	return len % 2 ? -EINVAL : 0;
+}
+
+/* Appends L to the log LOG_FD in one write, and to RW's steps. */
+static int log_step(struct rewind *rw, int log_fd, const struct logged *l)
+{
+	size_t cap = 128 + sizeof(l->object) + 2 * l->meta_len;
+	_cleanup_(freep) char *line = malloc(cap), *meta = malloc(2 * l->meta_len + 2);
+	struct logged *kept;
+
+	if (!line || !meta || array_grow(rw->steps, rw->nsteps, rw->scap) < 0)
+		return -ENOMEM;
+	if (l->meta)
+		hex(meta, l->meta, l->meta_len);
+	int n = snprintf(line, cap, "%zu %s %lld %s %llu %s %d\n", l->seq, step_words[l->kind],
+			 (long long)l->at_ns, l->object[0] ? l->object : "-",
+			 (unsigned long long)l->ino, l->meta ? meta : "-", l->err);
+	if (write(log_fd, line, (size_t)n) != n)
+		return errno ? -errno : -EIO;
+	kept = &rw->steps[rw->nsteps];
+	*kept = *l;
+	kept->meta = NULL;
+	if (l->meta && !(kept->meta = malloc(l->meta_len ? l->meta_len : 1)))
+		return -ENOMEM;
+	if (l->meta)
+		memcpy(kept->meta, l->meta, l->meta_len);
+	rw->nsteps++;
+	return 0;
+}
+
+/* Reads what a first attempt logged into RW's steps. A line cut short
+ * (a crash in its write) never had its step taken: it is ignored. */
+static int log_read(struct rewind *rw, int log_fd)
+{
+	_cleanup_(fclosep) FILE *f = fdopen(dup(log_fd), "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int r = 0;
+
+	if (!f)
+		return -errno;
+	while (r == 0 && (n = getline(&line, &cap, f)) > 0) {
+		struct logged l = { 0 };
+		char word[16], object[64];
+		unsigned long long ino;
+		long long at;
+		int used = 0;
+		if (line[n - 1] != '\n')
+			break;
+		if (sscanf(line, "%zu %15s %lld %63s %llu %n", &l.seq, word, &at, object, &ino,
+			   &used) != 5 ||
+		    l.seq >= rw->log->n) {
+			r = -EINVAL;
+			break;
+		}
+		for (l.kind = 0; l.kind < STEP_KINDS && strcmp(word, step_words[l.kind]); l.kind++)
+			;
+		char *meta = line + used, *end = strchr(meta, ' ');
+		if (l.kind == STEP_KINDS || !end || strlen(object) >= sizeof(l.object)) {
+			r = -EINVAL;
+			break;
+		}
+		l.at_ns = at;
+		l.ino = ino;
+		l.err = atoi(end + 1);
+		if (strcmp(object, "-"))
+			memcpy(l.object, object, strlen(object) + 1);
+		if (strncmp(meta, "- ", 2)) {
+			l.meta_len = (size_t)(end - meta) / 2;
+			if (!(l.meta = malloc(l.meta_len + 1)))
+				r = -ENOMEM;
+			else if ((r = unhex(meta, (size_t)(end - meta), l.meta)) == 0)
+				r = array_grow(rw->steps, rw->nsteps, rw->scap);
+			if (r < 0) {
+				free(l.meta);
+				break;
+			}
+		} else if ((r = array_grow(rw->steps, rw->nsteps, rw->scap)) < 0) {
+			break;
+		}
+		rw->steps[rw->nsteps++] = l;
+	}
+	free(line);
+	return r;
+}
+
+/* True if step I of the log failed (its next line says so). */
+static bool step_failed(const struct rewind *rw, size_t i)
+{
+	return i + 1 < rw->nsteps && rw->steps[i + 1].kind == STEP_FAIL &&
+	       rw->steps[i + 1].seq == rw->steps[i].seq;
+}
+
+/* ---- the steps ------------------------------------------------------------ */
+
+/* A fresh name for an object kept by the undo. */
+static int object_name(char name[40])
+{
+	uint64_t r;
+
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		return -EIO;
+	snprintf(name, 40, "undo-%016" PRIx64, r);
+	return 0;
+}
+
+/* The directory of virtual PATH and its leaf. */
+struct place {
+	int dfd;
+	const char *leaf;
+};
+
+static int place_open(const struct rewind *rw, const char *path, struct place *p)
+{
+	p->dfd = runlog_parent(rw->ws, rw->out, path, &p->leaf);
+	return p->dfd < 0 ? p->dfd : 0;
+}
+
+static void place_close(struct place *p)
+{
+	closep(&p->dfd);
+}
+
+#define _place_ _cleanup_(place_close) struct place
+
+static int neg(void)
+{
+	return errno ? -errno : -EIO;
+}
+
+/* A step begins: logged before anything is done, unless it is the one a
+ * first attempt was in (WAS), which resumes as logged. */
+static int begin(struct rewind *rw, int log_fd, struct logged *l, const struct logged *was)
+{
+	if (was) {
+		*l = *was;
+		return 0;
+	}
+	l->at_ns = now_ns();
+	return log_step(rw, log_fd, l);
+}
+
+/* The object the run kept (OBJECT in its directory) back at PATH: over
+ * what is there (kept in TO), or on a free name. */
+static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, const char *path,
+			    const char *object, const struct logged *was)
+{
+	struct logged l = { .seq = seq };
+	struct stat src, cur;
+	_place_ p = { -1, NULL };
+	int r;
+
+	if ((r = place_open(rw, path, &p)) < 0)
+		return r;
+	if (rw->from < 0 || fstatat(rw->from, object, &src, AT_SYMLINK_NOFOLLOW) < 0)
+		return was ? 0 : -ENOENT; /* a first attempt moved it here */
+	bool there = fstatat(p.dfd, p.leaf, &cur, AT_SYMLINK_NOFOLLOW) == 0;
+	if (there && cur.st_dev == src.st_dev && cur.st_ino == src.st_ino) {
+		/* Kept before a change that did not happen (it failed). */
+		unlinkat(rw->from, object, 0);
+		return 0;
+	}
+	if (there && S_ISDIR(cur.st_mode))
+		return -EISDIR;
+	l.kind = there ? STEP_RESTORE : STEP_PUT;
+	if (!was && there && (r = object_name(l.object)) < 0)
+		return r;
+	if ((r = begin(rw, log_fd, &l, was)) < 0)
+		return r;
+	if (l.kind == STEP_PUT)
+		return renameat2(rw->from, object, p.dfd, p.leaf, RENAME_NOREPLACE) < 0 ? neg() : 1;
+	if (linkat(p.dfd, p.leaf, to, l.object, 0) < 0 && !(was && errno == EEXIST))
+		return neg();
+	return renameat(rw->from, object, p.dfd, p.leaf) < 0 ? neg() : 1;
+}
+
+/* Attributes the run kept (META) back on PATH, or the directory it
+ * removed made again. */
+static int step_keep_meta(struct rewind *rw, int log_fd, size_t seq, const char *path,
+			  const uint8_t *blob, size_t len, const struct logged *was)
+{
+	struct logged l = { .seq = seq };
+	struct meta m, cur;
+	struct stat st;
+	_place_ p = { -1, NULL };
+	int r;
+
+	if ((r = place_open(rw, path, &p)) < 0)
+		return r;
+	if ((r = meta_decode(blob, len, &m)) < 0)
+		return r;
+	bool there = fstatat(p.dfd, p.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	if (!there && !S_ISDIR(m.mode)) {
+		meta_free(&m);
+		return -ENOENT;
+	}
+	l.kind = there ? STEP_ATTR : STEP_MKDIR;
+	if (there && !was && (r = meta_read(p.dfd, p.leaf, &cur)) == 0) {
+		r = meta_encode(&cur, &l.meta, &l.meta_len);
+		meta_free(&cur);
+	}
+	if (r == 0)
+		r = begin(rw, log_fd, &l, was);
+	if (!was)
+		free(l.meta);
+	if (r == 0 && !there && mkdirat(p.dfd, p.leaf, 0700) < 0 && errno != EEXIST)
+		r = neg();
+	if (r == 0)
+		r = meta_apply(p.dfd, p.leaf, &m);
+	meta_free(&m);
+	return r < 0 ? r : 1;
+}
+
+/* What the run made at PATH goes: into TO, or a directory removed. */
+static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const char *path,
+		     const struct logged *was)
+{
+	struct logged l = { .seq = seq };
+	struct meta cur;
+	struct stat st;
+	_place_ p = { -1, NULL };
+	int r;
+
+	if ((r = place_open(rw, path, &p)) < 0)
+		return r == -ENOENT ? 0 : r;
+	if (fstatat(p.dfd, p.leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : neg(); /* gone already */
+	if (was && was->kind == STEP_TAKE &&
+	    fstatat(to, was->object, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return 1;
+	if (S_ISDIR(st.st_mode)) {
+		l.kind = STEP_RMDIR;
+		if (!was && (r = meta_read(p.dfd, p.leaf, &cur)) == 0) {
+			r = meta_encode(&cur, &l.meta, &l.meta_len);
+			meta_free(&cur);
+		}
+		if (r == 0)
+			r = begin(rw, log_fd, &l, was);
+		if (!was)
+			free(l.meta);
+		return r < 0 ? r : unlinkat(p.dfd, p.leaf, AT_REMOVEDIR) < 0 ? neg() : 1;
+	}
+	l.kind = STEP_TAKE;
+	if ((!was && (r = object_name(l.object)) < 0) || (r = begin(rw, log_fd, &l, was)) < 0)
+		return r;
+	return renameat2(p.dfd, p.leaf, to, l.object, RENAME_NOREPLACE) < 0 ? neg() : 1;
+}
+
+/* A rename FROM -> TO reversed; or an exchange (SWAP) done again. */
+static int step_move(struct rewind *rw, int log_fd, size_t seq, const char *from, const char *to,
+		     bool swap, const struct logged *was)
+{
+	struct logged l = { .seq = seq, .kind = swap ? STEP_EXCHANGE : STEP_MOVE };
+	_place_ a = { -1, NULL };
+	_place_ b = { -1, NULL };
+	struct stat sa, sb;
+	int r;
+
+	if ((r = place_open(rw, from, &a)) < 0 || (r = place_open(rw, to, &b)) < 0)
+		return r;
+	bool at_from = fstatat(a.dfd, a.leaf, &sa, AT_SYMLINK_NOFOLLOW) == 0;
+	bool at_to = fstatat(b.dfd, b.leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+	if (was && (swap ? at_from && sa.st_ino == was->ino : at_from && !at_to))
+		return 1; /* a first attempt took it */
+	if (!at_to)
+		return -ENOENT;
+	if (swap && !at_from)
+		return -ENOENT;
+	if (!swap && at_from)
+		return -EEXIST;
+	l.ino = sb.st_ino;
+	if ((r = begin(rw, log_fd, &l, was)) < 0)
+		return r;
+	return renameat2(b.dfd, b.leaf, a.dfd, a.leaf, swap ? RENAME_EXCHANGE : RENAME_NOREPLACE) <
+			       0
+		       ? neg()
+		       : 1;
+}
+
+/* Undoes event SEQ; WAS: the step a first attempt logged for it last.
+ * Returns 1 if a step was taken, 0 if there was nothing to do. */
+static int step(struct rewind *rw, int to, int log_fd, size_t seq, const struct logged *was)
+{
+	const struct store_event *e = &rw->log->events[seq];
+
+	if (op_is(e, "keep") && e->object)
+		return step_keep_object(rw, to, log_fd, seq, e->path, e->object, was);
+	if (op_is(e, "keep") && e->meta)
+		return step_keep_meta(rw, log_fd, seq, e->path, e->meta, e->meta_len, was);
+	if (op_is(e, "create") || op_is(e, "mkdir") || op_is(e, "symlink"))
+		return step_take(rw, to, log_fd, seq, e->path, was);
+	if ((op_is(e, "rename") || op_is(e, "exchange")) && e->path2)
+		return step_move(rw, log_fd, seq, e->path, e->path2, op_is(e, "exchange"), was);
+	return 0; /* its keep, if any, undoes it */
+}
+
+/* The directories whose attributes came back get their times again,
+ * last: the steps after theirs (a file put back by a rename, where the
+ * run had written in place) moved them. In the order of the log, so the
+ * earliest word of the run on each wins. */
+static void dir_times(struct rewind *rw)
+{
+	for (size_t i = 0; i < rw->nsteps; i++) {
+		const struct logged *l = &rw->steps[i];
+		const struct store_event *e = &rw->log->events[l->seq];
+		_place_ p = { -1, NULL };
+		struct meta m;
+		if ((l->kind != STEP_ATTR && l->kind != STEP_MKDIR) || step_failed(rw, i) ||
+		    !e->meta || meta_decode(e->meta, e->meta_len, &m) < 0)
+			continue;
+		struct timespec ts[2] = {
+			{ .tv_sec = m.atime_ns / 1000000000, .tv_nsec = m.atime_ns % 1000000000 },
+			{ .tv_sec = m.mtime_ns / 1000000000, .tv_nsec = m.mtime_ns % 1000000000 },
+		};
+		if (S_ISDIR(m.mode) && place_open(rw, e->path, &p) == 0)
+			utimensat(p.dfd, p.leaf, ts, AT_SYMLINK_NOFOLLOW);
+		meta_free(&m);
+	}
+}
+
+static const char *describe(const struct store_event *e)
+{
+	if (op_is(e, "keep"))
+		return e->object ? "put back" : "restore the attributes or directory";
+	if (op_is(e, "create") || op_is(e, "symlink"))
+		return "remove";
+	if (op_is(e, "mkdir"))
+		return "remove the directory";
+	if (op_is(e, "rename"))
+		return "rename back";
+	if (op_is(e, "exchange"))
+		return "exchange back";
+	return NULL;
+}
+
+int rewind_apply(struct rewind *rw, int to, int log_fd)
+{
+	size_t resume = SIZE_MAX, failed = 0;
+	const struct logged *was = NULL;
+	char b[QUOTE_MAX], b2[QUOTE_MAX];
+	int r = log_read(rw, log_fd);
+
+	if (r < 0)
+		return r;
+	if (rw->nsteps) {
+		const struct logged *last = &rw->steps[rw->nsteps - 1];
+		resume = last->seq;
+		was = last->kind == STEP_FAIL ? NULL : last;
+	}
+	for (size_t i = rw->log->n; i-- > 0;) {
+		const struct store_event *e = &rw->log->events[i];
+		if (resume != SIZE_MAX && (i > resume || (i == resume && !was)))
+			continue; /* a first attempt did it */
+		if (rw->skip[i])
+			continue;
+		r = step(rw, to, log_fd, i, i == resume ? was : NULL);
+		if (r >= 0)
+			continue;
+		struct logged l = { .seq = i, .kind = STEP_FAIL, .at_ns = now_ns(), .err = -r };
+		fprintf(stderr, "sbx: run undo: cannot %s %s%s%s: %s\n", describe(e),
+			quote_name(e->path2 ? e->path2 : e->path, b, sizeof(b)),
+			e->path2 ? " -> " : "", e->path2 ? quote_name(e->path, b2, sizeof(b2)) : "",
+			strerror(-r));
+		failed++;
+		if ((r = log_step(rw, log_fd, &l)) < 0)
+			return r;
+	}
+	dir_times(rw);
+	return (int)failed;
+}
+
+void rewind_counts(const struct rewind *rw, struct rewind_counts *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < rw->nsteps; i++) {
+		enum step_kind k = rw->steps[i].kind;
+		if (k == STEP_FAIL)
+			c->failed++;
+		else if (step_failed(rw, i))
+			continue;
+		else if (k == STEP_RESTORE || k == STEP_PUT)
+			c->restored++;
+		else if (k == STEP_TAKE || k == STEP_RMDIR)
+			c->removed++;
+		else if (k == STEP_MOVE || k == STEP_EXCHANGE)
+			c->renamed++;
+		else if (k == STEP_MKDIR)
+			c->made++;
+		else if (k == STEP_ATTR)
+			c->attrs++;
+	}
+}
+
+void rewind_print_plan(struct rewind *rw, FILE *f)
+{
+	char b[QUOTE_MAX], b2[QUOTE_MAX];
+
+	for (size_t i = rw->log->n; i-- > 0;) {
+		const struct store_event *e = &rw->log->events[i];
+		const char *what = describe(e);
+		if (!what || rw->skip[i])
+			continue;
+		if (e->path2)
+			fprintf(f, "%s %s -> %s\n", what, quote_name(e->path2, b, sizeof(b)),
+				quote_name(e->path, b2, sizeof(b2)));
+		else
+			fprintf(f, "%s %s\n", what, quote_name(e->path, b, sizeof(b)));
+	}
+}
+
+/* ---- the undo's own journal ----------------------------------------------- */
+
+struct emit {
+	int (*fn)(void *arg, const struct store_event *e);
+	void *arg;
+	pid_t pid;
+	const char *comm;
+};
+
+static int emit(const struct emit *em, int64_t at, const char *op, const char *path,
+		const char *path2, const struct snap_file *pre, const char *object,
+		const uint8_t *meta, size_t meta_len)
+{
+	struct store_event e = {
+		.at_ns = at,
+		.op = op,
+		.path = path,
+		.path2 = path2,
+		.pid = em->pid,
+		.comm = em->comm,
+		.pre = pre,
+		.object = object,
+		.meta = meta,
+		.meta_len = meta_len,
+	};
+
+	return em->fn(em->arg, &e);
+}
+
+/* What the undo kept of PATH: OBJECT in its directory. */
+static int emit_kept(const struct emit *em, const struct logged *l, const char *path)
+{
+	return emit(em, l->at_ns, "keep", path, NULL, NULL, l->object, NULL, 0);
+}
+
+int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *comm,
+		  int (*fn)(void *arg, const struct store_event *e), void *arg)
+{
+	struct emit em = { fn, arg, pid, comm };
+	int r = emit(&em, begun_ns, "capture", "/mnt/user-data", NULL, NULL, NULL, NULL, 0);
+
+	for (size_t i = 0; i < rw->nsteps && r == 0; i++) {
+		const struct logged *l = &rw->steps[i];
+		const struct store_event *e = &rw->log->events[l->seq];
+		struct stat st;
+		if (step_failed(rw, i))
+			continue; /* nothing changed */
+		switch (l->kind) {
+		case STEP_RESTORE:
+			if ((r = emit_kept(&em, l, e->path)) == 0)
+				r = emit(&em, l->at_ns, "modify", e->path, NULL, NULL, NULL, NULL,
+					 0);
+			break;
+		case STEP_PUT: {
+			bool link = path_stat(rw, e->path, &st) == 1 && S_ISLNK(st.st_mode);
+			r = emit(&em, l->at_ns, link ? "symlink" : "create", e->path, NULL, NULL,
+				 NULL, NULL, 0);
+			break;
+		}
+		case STEP_TAKE:
+			if ((r = emit_kept(&em, l, e->path)) == 0)
+				r = emit(&em, l->at_ns, "delete", e->path, NULL, NULL, NULL, NULL,
+					 0);
+			break;
+		case STEP_RMDIR:
+			r = emit(&em, l->at_ns, "keep", e->path, NULL, NULL, NULL, l->meta,
+				 l->meta_len);
+			if (r == 0)
+				r = emit(&em, l->at_ns, "rmdir", e->path, NULL, NULL, NULL, NULL,
+					 0);
+			break;
+		case STEP_MOVE:
+			r = emit(&em, l->at_ns, "rename", e->path2, e->path, NULL, NULL, NULL, 0);
+			break;
+		case STEP_EXCHANGE:
+			r = emit(&em, l->at_ns, "exchange", e->path2, e->path, NULL, NULL, NULL, 0);
+			break;
+		case STEP_ATTR:
+			r = emit(&em, l->at_ns, "keep", e->path, NULL, NULL, NULL, l->meta,
+				 l->meta_len);
+			if (r == 0)
+				r = emit(&em, l->at_ns, "chmod", e->path, NULL, NULL, NULL, NULL,
+					 0);
+			break;
+		case STEP_MKDIR:
+			r = emit(&em, l->at_ns, "mkdir", e->path, NULL, NULL, NULL, NULL, 0);
+			break;
+		case STEP_FAIL:
+		case STEP_KINDS:
+			break;
+		}
+	}
+	return r;
+}
+
+/* ---- a run's directory of pre-images -------------------------------------- */
+
+static int add_bytes(void *arg, int dirfd, const char *name, const struct stat *st)
+{
+	(void)dirfd;
+	(void)name;
+	*(int64_t *)arg += (int64_t)st->st_blocks * 512;
+	return 0;
+}
+
+int64_t rewind_bytes(int homefd, const char *user, const char *thread, int64_t begun_ns)
+{
+	_cleanup_(closep) int dir = home_undo_dir(homefd, user, thread, begun_ns, false);
+	int64_t bytes = 0;
+	char path[32];
+
+	if (dir < 0)
+		return dir;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", dir);
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = dir_each(fd, add_bytes, &bytes);
+	return r < 0 ? r : bytes;
+}
+
+static int unlink_entry(void *arg, int dirfd, const char *name, const struct stat *st)
+{
+	(void)arg;
+	return unlinkat(dirfd, name, S_ISDIR(st->st_mode) ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
+}
+
+int rewind_drop(int homefd, const char *user, const char *thread, int64_t begun_ns)
+{
+	const char *const chain[] = { "users", user, "threads", thread, UNDO_DIR };
+	_cleanup_(closep) int parent = dir_chain_open(homefd, chain, 5, false);
+	char stamp[24];
+
+	if (parent < 0)
+		return parent == -ENOENT ? 0 : parent;
+	snprintf(stamp, sizeof(stamp), "%lld", (long long)begun_ns);
+	int fd = openat(parent, stamp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	int r = dir_each(fd, unlink_entry, NULL);
+	if (r == 0 && unlinkat(parent, stamp, AT_REMOVEDIR) < 0)
+		r = -errno;
+	return r;
+}

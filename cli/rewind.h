@@ -1,0 +1,86 @@
+/* rewind.h - undoing a run (sbx run undo; docs/changes.md, "Undo").
+ *
+ * A run's journal is walked backwards, each event undone by one step on
+ * the thread's directories, each step one atomic call or two (a rename, a
+ * link then a rename, a mkdir): a file's content comes back from the
+ * object the view kept before changing it ("keep" events), created paths
+ * go (into the undo's own directory of pre-images, so a redo can bring
+ * them back), renames are reversed, directories made again.
+ *
+ * Every step is logged before it is taken: a second undo after a crash
+ * reads the log, completes the step it was in and goes on, so every path
+ * is at any moment as before the undo or as after it. The undo's own
+ * journal (what it replaced, removed, renamed: itself undoable) is made
+ * from that log once the steps are done.
+ *
+ * Paths are resolved below the thread's roots without following a
+ * symlink: what an agent planted there cannot redirect a step.
+ */
+#ifndef SBX_REWIND_H
+#define SBX_REWIND_H
+
+#include "runlog.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+struct rewind;
+
+/* What undoing run TARGET (its events: LOG) would clobber: a path the run
+ * left one way that is another way now. */
+struct rewind_conflict {
+	const char *path;
+	const char *what; /* "changed", "removed", "created" after the run */
+};
+
+/* Prepares undoing the events of LOG (a run that ended at ENDED_NS) on
+ * the roots WS and OUT (directory fds, OUT may be -1), with the objects
+ * the views kept in directory FROM (-1 if there is none). The fds stay
+ * the caller's. */
+int rewind_new(const struct runlog *log, int64_t ended_ns, int ws, int out, int from,
+	       struct rewind **out_rw);
+void rewind_free(struct rewind *rw);
+
+/* Finds the conflicts; returns how many (see rewind_conflict_at). */
+int rewind_check(struct rewind *rw);
+const struct rewind_conflict *rewind_conflict_at(const struct rewind *rw, size_t i);
+
+/* Skips every step on a conflicting path (sbx run undo --partial). */
+void rewind_skip_conflicts(struct rewind *rw);
+/* Skips the step of event SEQ; whether it is skipped. */
+void rewind_skip(struct rewind *rw, size_t seq);
+bool rewind_skipped(const struct rewind *rw, size_t seq);
+
+/* Writes what the steps would do to F, one line each; changes nothing. */
+void rewind_print_plan(struct rewind *rw, FILE *f);
+
+/* Takes the steps, keeping what they replace or remove in directory TO
+ * and logging each in the file LOG_FD (opened for appending, empty on a
+ * first attempt; on a second one, what the first logged is read and
+ * completed). Returns the number of steps that failed (each reported on
+ * stderr), or -errno if the log cannot be read or written. */
+int rewind_apply(struct rewind *rw, int to, int log_fd);
+
+/* How many steps restored content, removed, renamed, made a directory or
+ * set attributes (after rewind_apply). */
+struct rewind_counts {
+	size_t restored, removed, renamed, made, attrs, failed;
+};
+void rewind_counts(const struct rewind *rw, struct rewind_counts *c);
+
+/* The undo's own events, from its steps (after rewind_apply), for the
+ * store: FN is called with each, in order (a "capture" first, at
+ * BEGUN_NS, then per step its "keep" and its change: what undoing the
+ * undo needs), with PID and COMM as the caller. */
+int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *comm,
+		  int (*fn)(void *arg, const struct store_event *e), void *arg);
+
+/* The bytes that USER's THREAD's run begun at BEGUN_NS holds in its
+ * directory of pre-images under the home HOMEFD, or -errno (-ENOENT: it
+ * has none). */
+int64_t rewind_bytes(int homefd, const char *user, const char *thread, int64_t begun_ns);
+
+/* Removes that directory with what it holds (0 if there is none). */
+int rewind_drop(int homefd, const char *user, const char *thread, int64_t begun_ns);
+
+#endif

@@ -1,0 +1,47 @@
+/* fileops.h - what a copy of a file and a record of its attributes need:
+ * shared by the view's stages, its undo pre-images and sbx run undo.
+ *
+ * A file's attributes ("meta") are its owner, group, mode, times and
+ * extended attributes (POSIX ACLs among them), recorded as one opaque
+ * blob the store keeps and meta_apply() gives back.
+ */
+#ifndef SBX_FILEOPS_H
+#define SBX_FILEOPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+/* Gives the new file FD the owner, group, mode and extended attributes
+ * of the file read through RFD, attributes ST. */
+int file_copy_metadata(int fd, int rfd, const struct stat *st);
+
+/* Copies all of RFD into FD: a reflink where the filesystem shares
+ * blocks, else copy_file_range, else read and write. */
+int file_copy_content(int fd, int rfd);
+
+struct meta {
+	mode_t mode; /* type and permission bits */
+	uid_t uid;
+	gid_t gid;
+	int64_t atime_ns, mtime_ns;
+	char *xattrs; /* name NUL, 4-byte little-endian length, value; ... */
+	size_t xattrs_len;
+};
+
+/* Reads the attributes of NAME in DIRFD (NULL or "": DIRFD itself), a
+ * symlink not followed (a symlink's extended attributes are not read). */
+int meta_read(int dirfd, const char *name, struct meta *m);
+void meta_free(struct meta *m);
+
+/* M as one blob (malloc'd, *LEN bytes), and back (-EINVAL if it is not
+ * one). */
+int meta_encode(const struct meta *m, uint8_t **out, size_t *len);
+int meta_decode(const uint8_t *blob, size_t len, struct meta *m);
+
+/* Gives NAME in DIRFD (NULL or "": DIRFD itself) the attributes M:
+ * owner, mode, extended attributes (those it has and M lacks removed),
+ * then times. Not followed if a symlink (only its owner and times). */
+int meta_apply(int dirfd, const char *name, const struct meta *m);
+
+#endif
