@@ -55,15 +55,6 @@ struct audit_out {
 	json_t *rows;	  /* json */
 };
 
-static void iso_time(int64_t ns, char *buf, size_t size)
-{
-	time_t sec = (time_t)(ns / 1000000000);
-	struct tm tm;
-
-	gmtime_r(&sec, &tm);
-	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* The unified diff of the version A's thread read to the one it found,
  * if the store kept both texts (malloc'd); else NULL and *WHY says why. */
 static char *change_diff(struct store *s, const struct store_audit *a, const char **why)
@@ -101,7 +92,7 @@ static void print_version(const char *label, const struct store_version *v)
 {
 	char when[32], sha[SHA256_HEX + 1];
 
-	iso_time(v->mtime_ns, when, sizeof(when));
+	report_time(v->mtime_ns, when, sizeof(when));
 	printf("    %-8s %lld bytes, modified %s, sha256 %.12s\n", label, (long long)v->size, when,
 	       v->hashed ? sha256_hex(v->sha256, sha) : "unknown");
 }
@@ -111,7 +102,7 @@ static int print_text(void *arg, const struct store_audit *a)
 	struct audit_out *o = arg;
 	char when[32], path[QUOTE_MAX], comm[QUOTE_MAX];
 
-	iso_time(a->at_ns, when, sizeof(when));
+	report_time(a->at_ns, when, sizeof(when));
 	printf("%s  %-7s  %s %s  (pid %d, %s): ", when, a->allowed ? "audit" : "refused", a->op,
 	       quote_name(a->path, path, sizeof(path)), (int)a->pid,
 	       quote_name(a->comm, comm, sizeof(comm)));
@@ -134,7 +125,7 @@ static json_t *version_json(const struct store_version *v)
 {
 	char when[32], sha[SHA256_HEX + 1];
 
-	iso_time(v->mtime_ns, when, sizeof(when));
+	report_time(v->mtime_ns, when, sizeof(when));
 	return json_pack("{s:I, s:s, s:I, s:o}", "size", (json_int_t)v->size, "mtime", when,
 			 "mtime_ns", (json_int_t)v->mtime_ns, "sha256",
 			 v->hashed ? json_string(sha256_hex(v->sha256, sha)) : json_null());
@@ -145,7 +136,7 @@ static int add_json(void *arg, const struct store_audit *a)
 	struct audit_out *o = arg;
 	char when[32];
 
-	iso_time(a->at_ns, when, sizeof(when));
+	report_time(a->at_ns, when, sizeof(when));
 	json_t *row = json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:b}", "id",
 				(json_int_t)a->id, "time", when, "path", a->path, "op", a->op,
 				"pid", (int)a->pid, "command", a->comm, "reason", a->reason, "mode",

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* A string from the file system (a name, a link's target, a diff naming
  * a file, a command name) as JSON: bytes that are not UTF-8 become U+FFFD,
@@ -663,4 +664,13 @@ void report_html(FILE *out, const json_t *p, const char *who)
 		fputs("</div>\n", out);
 	}
 	fputs("</body></html>\n", out);
+}
+
+void report_time(int64_t ns, char *buf, size_t size)
+{
+	time_t sec = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	gmtime_r(&sec, &tm);
+	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }

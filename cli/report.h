@@ -47,4 +47,7 @@ void report_print_diff(FILE *out, const char *diff, size_t len, const char *path
  * metadata-only entry an explanation of why. */
 void report_html(FILE *out, const json_t *payload, const char *who);
 
+/* The time NS (CLOCK_REALTIME) as ISO 8601 UTC, to the second. */
+void report_time(int64_t ns, char *buf, size_t size);
+
 #endif

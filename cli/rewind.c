@@ -5,6 +5,7 @@
 #include "common/fileops.h"
 #include "common/home.h"
 #include "common/quote.h"
+#include "common/units.h"
 #include "common/walk.h"
 
 #include <errno.h>
@@ -910,4 +911,84 @@ int rewind_drop(int homefd, const char *user, const char *thread, int64_t begun_
 	if (r == 0 && unlinkat(parent, stamp, AT_REMOVEDIR) < 0)
 		r = -errno;
 	return r;
+}
+
+int rewind_state(struct store *s, int homefd, const struct store_run *run, struct rewind_state *st)
+{
+	int r = store_run_undone_by(s, run->id, &st->undone_by);
+	struct store_run u = { 0 };
+
+	if (r < 0)
+		return r;
+	if (r == 1 && (r = store_run_get(s, st->undone_by, &u)) < 0)
+		return r;
+	bool undone = r == 0 && st->undone_by && u.ended;
+	store_run_free(&u);
+	st->bytes_held = rewind_bytes(homefd, run->user, run->thread, run->begun_ns);
+	if (st->bytes_held < 0 && st->bytes_held != -ENOENT)
+		return (int)st->bytes_held;
+	bool held = st->bytes_held >= 0;
+	if (!held)
+		st->bytes_held = 0;
+	st->undo = undone ? "undone" : run->kept ? "kept" : held ? "undoable" : "none";
+	return 0;
+}
+
+/* A run that retention may drop: ended, undoable, and what it holds. */
+struct held {
+	int64_t id, begun_ns, ended_ns, bytes;
+	bool open;
+};
+
+struct holds {
+	struct held *v;
+	size_t n, cap;
+	int homefd;
+};
+
+static int hold_row(void *arg, const struct store_run *run)
+{
+	struct holds *h = arg;
+	int64_t bytes;
+
+	if (run->kept ||
+	    (bytes = rewind_bytes(h->homefd, run->user, run->thread, run->begun_ns)) < 0)
+		return 0;
+	if (array_grow(h->v, h->n, h->cap) < 0)
+		return -ENOMEM;
+	h->v[h->n++] = (struct held){ run->id, run->begun_ns, run->ended_ns, bytes, !run->ended };
+	return 0;
+}
+
+int rewind_retain(struct store *s, int homefd, const char *user, const char *thread,
+		  int64_t max_age_ns, int64_t budget, int64_t now_ns, const char *command)
+{
+	struct holds h = { .homefd = homefd };
+	int64_t total = 0;
+	int r = store_runs_each(s, user, thread, hold_row, &h), dropped = 0;
+	char size[32];
+
+	for (size_t i = 0; i < h.n; i++)
+		total += h.v[i].bytes;
+	/* Oldest first: the runs are listed by id. */
+	for (size_t i = 0; i < h.n && r >= 0; i++) {
+		const struct held *x = &h.v[i];
+		bool old = max_age_ns && x->ended_ns < now_ns - max_age_ns;
+		bool over = budget && total > budget;
+		if (x->open || (!old && !over))
+			continue;
+		if ((r = rewind_drop(homefd, user, thread, x->begun_ns)) < 0 ||
+		    (r = store_run_keep(s, x->id)) < 0)
+			break;
+		total -= x->bytes;
+		dropped++;
+		fprintf(stderr,
+			"sbx: %s: run %lld can no longer be undone: its pre-images (%s) were "
+			"dropped, %s\n",
+			command, (long long)x->id,
+			size_text((uint64_t)x->bytes, size, sizeof(size)),
+			old ? "older than [undo] max_age_days" : "over the thread's [undo] budget");
+	}
+	free(h.v);
+	return r < 0 ? r : dropped;
 }

@@ -83,4 +83,20 @@ int64_t rewind_bytes(int homefd, const char *user, const char *thread, int64_t b
 /* Removes that directory with what it holds (0 if there is none). */
 int rewind_drop(int homefd, const char *user, const char *thread, int64_t begun_ns);
 
+/* Whether a run can be undone, and what it holds for that. */
+struct rewind_state {
+	const char *undo;   /* "undoable", "undone", "kept", "none" (no pre-images) */
+	int64_t undone_by;  /* "undone": by that run */
+	int64_t bytes_held; /* in its directory of pre-images */
+};
+int rewind_state(struct store *s, int homefd, const struct store_run *run, struct rewind_state *st);
+
+/* The retention of USER's THREAD's pre-images: an ended run's are dropped
+ * once it ended more than MAX_AGE_NS ago (0: never for its age), then the
+ * oldest ended runs' until all of the thread's hold at most BUDGET bytes
+ * (0: no bound). Each run dropped is marked kept and said on stderr for
+ * COMMAND. Returns how many were dropped, or -errno. */
+int rewind_retain(struct store *s, int homefd, const char *user, const char *thread,
+		  int64_t max_age_ns, int64_t budget, int64_t now_ns, const char *command);
+
 #endif

@@ -16,6 +16,7 @@
 #include "common/home.h"
 #include "common/quote.h"
 #include "common/spawn.h"
+#include "exec/config.h"
 #include "store/receipt.h"
 #include "store/snapshot.h"
 #include "store/store.h"
@@ -595,6 +596,30 @@ done:
 	return r;
 }
 
+/* Drops the pre-images of USER's THREAD that [undo] in HOME's sbx.conf
+ * no longer keeps (docs/changes.md, "Retention"). */
+static void retain(struct store *s, const char *home, const char *user, const char *thread,
+		   const char *command)
+{
+	char path[PATH_MAX], err[PATH_MAX + 256];
+	struct config c;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%s", home, CONFIG_FILE);
+	if ((r = config_load(path, &c, err, sizeof(err))) < 0 && r != -ENOENT) {
+		fprintf(stderr, "sbx: %s: %s: pre-images kept as they are\n", command, err);
+		return;
+	}
+	_cleanup_(closep) int homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	r = homefd < 0 ? -errno
+		       : rewind_retain(s, homefd, user, thread,
+				       (int64_t)c.undo.max_age_days * 86400 * 1000000000,
+				       (int64_t)c.undo.budget, now_ns(), command);
+	if (r < 0)
+		fprintf(stderr, "sbx: %s: cannot drop old pre-images: %s\n", command, strerror(-r));
+	config_free(&c);
+}
+
 static int run_end(int argc, char **argv, const char *home)
 {
 	struct store_run run;
@@ -614,6 +639,8 @@ static int run_end(int argc, char **argv, const char *home)
 	} else {
 		r = run_finish(s, a.home, &run, a.format, true);
 	}
+	if (r == 0)
+		retain(s, a.home, run.user, run.thread, "run end");
 	store_run_free(&run);
 	store_close(s);
 	return r == 0 ? 0 : 1;
@@ -642,6 +669,27 @@ static void say_conflicts(struct rewind *rw, int n, const struct run_args *a)
 	else
 		fprintf(stderr, "sbx: run undo: nothing was undone: --partial undoes the rest, "
 				"--force everything\n");
+}
+
+/* Says that RUN was undone by UNDO, and which run to undo to undo RUN's
+ * changes again: the last of the chain of undos, if it redid them. */
+static void say_undone(struct store *s, int64_t run, int64_t undo)
+{
+	int64_t last = undo, next;
+	size_t undos = 1;
+
+	while (store_run_undone_by(s, last, &next) == 1) {
+		last = next;
+		undos++;
+	}
+	fprintf(stderr, "sbx: run undo: run %lld was undone by run %lld", (long long)run,
+		(long long)undo);
+	if (undos % 2)
+		fprintf(stderr, " (sbx run undo %lld redoes it)\n", (long long)last);
+	else
+		fprintf(stderr,
+			", whose undo %lld brought it back: sbx run undo %lld undoes it again\n",
+			(long long)last, (long long)last);
 }
 
 /* The steps skipped for --partial (an undo's "skip" file: one event
@@ -769,10 +817,7 @@ static int run_undo(int argc, char **argv, const char *home)
 	homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	r = homefd < 0 ? -errno : store_run_undone_by(s, a.run, &undo_id);
 	if (r == 1 && (r = store_run_get(s, undo_id, &u)) == 0 && u.ended) {
-		fprintf(stderr,
-			"sbx: run undo: run %lld was undone by run %lld (sbx run undo %lld "
-			"redoes it)\n",
-			(long long)a.run, (long long)undo_id, (long long)undo_id);
+		say_undone(s, a.run, undo_id);
 		r = -EALREADY;
 		goto done;
 	}
@@ -863,11 +908,12 @@ static int run_undo(int argc, char **argv, const char *home)
 	rewind_counts(rw, &c);
 	fprintf(stderr,
 		"sbx: run undo: run %lld undone by run %lld: %zu put back, %zu removed, %zu "
-		"renamed back, %zu directories made again, %zu attributes restored%s%s\n",
+		"renamed back, %zu made again, %zu with attributes restored%s\n",
 		(long long)a.run, (long long)u.id, c.restored, c.removed, c.renamed, c.made,
-		c.attrs, c.failed ? "; failed: " : "", c.failed ? "see above" : "");
+		c.attrs, c.failed ? "; some steps failed (above)" : "");
 	/* What is left of the run's pre-images serves nothing any more. */
 	rewind_drop(homefd, run.user, run.thread, run.begun_ns);
+	retain(s, a.home, run.user, run.thread, "run undo");
 	r = failed ? -EIO : 0;
 done:
 	rewind_free(rw);

@@ -41,7 +41,13 @@ static const struct command {
 	  "  run begin --user ID --thread ID [--max-files N]\n"
 	  "                     start a run (a snapshot); prints its id\n"
 	  "  run end RUN [--format text|json|html]\n"
-	  "                     end it: record and print what it changed\n" },
+	  "                     end it: record and print what it changed\n"
+	  "  run undo RUN [--dry-run] [--partial | --force]\n"
+	  "                     bring back what a run changed (itself a run)\n"
+	  "  run keep RUN       drop a run's pre-images: it can no longer be undone\n" },
+	{ "runs", cmd_runs,
+	  "  runs --user ID --thread ID [--format text|json]\n"
+	  "                     a thread's runs: undoable or not, space held\n" },
 	{ "changes", cmd_changes,
 	  "  changes RUN [--format text|json|html]\n"
 	  "                     print what an ended run changed\n" },

@@ -70,6 +70,8 @@ void config_defaults(struct config *c)
 		.disk_inodes = 1000000,
 		.cgroups = true,
 	};
+	c->undo.max_age_days = 7;
+	c->undo.budget = 1ull << 30;
 }
 
 void config_free(struct config *c)
@@ -174,7 +176,8 @@ static char *read_line(char *buf, int num, void *stream)
 		len = (size_t)(end - buf - 1);
 		if (!((len == 6 && !strncmp(buf + 1, "broker", 6)) ||
 		      (len == 6 && !strncmp(buf + 1, "limits", 6)) ||
-		      (len == 6 && !strncmp(buf + 1, "mounts", 6)))) {
+		      (len == 6 && !strncmp(buf + 1, "mounts", 6)) ||
+		      (len == 4 && !strncmp(buf + 1, "undo", 4)))) {
 			fail(p, -EINVAL, "unknown section [%s]",
 			     printable(q, sizeof(q), buf + 1, len));
 			return NULL;
@@ -417,6 +420,21 @@ static int set_limits(struct parse *p, const char *key, const char *v)
 	return fail(p, -EINVAL, "unknown key '%s' in [limits]", Q(key));
 }
 
+static int set_undo(struct parse *p, const char *key, const char *v)
+{
+	if (!strcmp(key, "max_age_days")) {
+		if (parse_unsigned(v, 36500, &p->c->undo.max_age_days) < 0)
+			return fail(p, -EINVAL,
+				    "max_age_days must be a whole number from 0 (no age limit)"
+				    " to 36500, not '%s'",
+				    Q(v));
+		return 0;
+	}
+	if (!strcmp(key, "budget"))
+		return set_size(p, key, v, &p->c->undo.budget);
+	return fail(p, -EINVAL, "unknown key '%s' in [undo]", Q(key));
+}
+
 static int add_mount(struct parse *p, const char *name, const char *v)
 {
 	/* The view's own roots: a mount of that name would hide one. */
@@ -471,10 +489,13 @@ static int on_pair(void *user, const char *section, const char *name, const char
 		return set_broker(p, name, value) == 0;
 	if (!strcmp(section, "limits"))
 		return set_limits(p, name, value) == 0;
+	if (!strcmp(section, "undo"))
+		return set_undo(p, name, value) == 0;
 	if (!strcmp(section, "mounts"))
 		return add_mount(p, name, value) == 0;
 	if (!*section)
-		fail(p, -EINVAL, "'%s' comes before any section ([broker], [limits] or [mounts])",
+		fail(p, -EINVAL,
+		     "'%s' comes before any section ([broker], [limits], [mounts] or [undo])",
 		     Q(name));
 	else /* read_line() refuses these already */
 		fail(p, -EINVAL, "unknown section [%s]", Q(section));

@@ -30,6 +30,12 @@
  *   [mounts]
  *   NAME = HOSTDIR[:ro]          an extra mount at /mnt/NAME, repeatable
  *
+ *   [undo]                       what sbx run undo needs, per thread
+ *   max_age_days = 7             an ended run's pre-images are dropped after
+ *                                this many days; 0: kept until the budget
+ *   budget = 1G                  bytes of pre-images a thread keeps, oldest
+ *                                runs' dropped first beyond it; 0: no bound
+ *
  * Booleans take true/false, yes/no, on/off, 1/0 (any case). A key given
  * twice keeps its last value; a mount NAME may appear once. Lines are at
  * most 197 bytes (libinih's buffer); leading blanks are ignored, so there
@@ -84,6 +90,10 @@ struct config {
 	struct config_limits limits;
 	struct config_mount mounts[CONFIG_MAX_MOUNTS];
 	size_t nmounts;
+	struct {
+		unsigned max_age_days; /* 0: no age limit */
+		uint64_t budget;       /* bytes per thread; 0: no bound */
+	} undo;
 };
 
 /* The defaults above. */

@@ -336,7 +336,7 @@ static const struct {
 	{ "[ broker ]\ntimeout = 5\n", ":1: unknown section [ broker ]" },
 	{ "[broker] timeout = 5\n", ":1: unexpected 'timeout = 5' after [broker]" },
 	{ "timeout = 5\n[broker]\n",
-	  ":1: 'timeout' comes before any section ([broker], [limits] or [mounts])" },
+	  ":1: 'timeout' comes before any section ([broker], [limits], [mounts] or [undo])" },
 	{ "[broker]\njunk\n", ":2: expected name = value, not 'junk'" },
 	{ "[broker]\n\tjunk here ; = 5\n", ":2: expected name = value, not 'junk here ; = 5'" },
 	{ "[broker\ntimeout = 5\n", ":1: '[broker' lacks a closing ']'" },
