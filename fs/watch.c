@@ -20,13 +20,17 @@
 	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY | IN_ATTRIB | \
 	 IN_CLOSE_WRITE | IN_ONLYDIR | IN_EXCL_UNLINK)
 
-/* An announced change of the view's own: (dir, name, add) expected COUNT
- * more times. Entries whose event never came are dropped after a while. */
+/* An announced change of the view's own: (dir, name, add) expected once
+ * more. Once, however many changes were announced: the kernel merges an
+ * event into the one before it when they are alike (two renames onto the
+ * same name, from a directory it does not watch, in a row), so counting
+ * them would leave one expected that never comes, and it would hide the
+ * next change made on the host. Entries whose event never came are
+ * dropped after a while. */
 struct expectation {
 	struct expectation *next;
 	struct inode *dir;
 	bool add;
-	unsigned count;
 	time_t since;
 	char name[];
 };
@@ -108,12 +112,11 @@ void watch_expect(struct watch *w, struct inode *dir, const char *name, bool add
 	pthread_mutex_lock(&w->lock);
 	p = expect_find(w, dir, name, add);
 	if (*p) {
-		(*p)->count++;
+		(*p)->since = now_s();
 	} else if ((e = malloc(sizeof(*e) + strlen(name) + 1))) {
 		e->next = NULL;
 		e->dir = dir;
 		e->add = add;
-		e->count = 1;
 		e->since = now_s();
 		strcpy(e->name, name);
 		*p = e;
@@ -133,7 +136,7 @@ static bool expect_take(struct watch *w, struct inode *dir, const char *name, bo
 	p = expect_find(w, dir, name, add);
 	e = *p;
 	found = e != NULL;
-	if (e && --e->count == 0) {
+	if (e) {
 		*p = e->next;
 		free(e);
 		w->nexpect--;
