@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int resolve_home(const char *command, const char *home, char *buf, size_t size)
 {
@@ -52,10 +53,65 @@ void getopt_begin(char **argv, const char *command)
 	optind = 1;
 }
 
+int time_parse(const char *s, int64_t *ns)
+{
+	struct tm tm = { 0 };
+	const char *rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	int64_t frac = 0, scale = 1000000000;
+
+	if (!rest)
+		return -EINVAL;
+	if (*rest == '.')
+		for (rest++; *rest >= '0' && *rest <= '9'; rest++)
+			if (scale > 1) {
+				scale /= 10;
+				frac += (*rest - '0') * scale;
+			}
+	if (strcmp(rest, "Z"))
+		return -EINVAL;
+	time_t sec = timegm(&tm);
+	if (sec == (time_t)-1 || sec < 0)
+		return -EINVAL;
+	*ns = (int64_t)sec * 1000000000 + frac;
+	return 0;
+}
+
+/* A virtual path a thread's journal can name: below workspace or
+ * outputs, no empty, "." or ".." component. */
+static bool virtual_path_ok(const char *p)
+{
+	static const char *const roots[] = { "/mnt/user-data/workspace", "/mnt/user-data/outputs" };
+	const char *rest = NULL;
+
+	for (size_t i = 0; i < 2 && !rest; i++)
+		if (!strncmp(p, roots[i], strlen(roots[i])))
+			rest = p + strlen(roots[i]);
+	if (!rest || (*rest && *rest != '/') || strlen(p) >= PATH_MAX)
+		return false;
+	while (*rest == '/') {
+		const char *c = rest + 1, *end = strchrnul(c, '/');
+		size_t n = (size_t)(end - c);
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		rest = end;
+	}
+	return true;
+}
+
 int thread_args_parse(const char *command, const char *usage, int argc, char **argv,
 		      const char *home, unsigned takes, struct thread_args *a)
 {
-	enum { OPT_USER = 256, OPT_THREAD, OPT_FORMAT, OPT_HOME, OPT_MAX, OPT_DIFF };
+	enum {
+		OPT_USER = 256,
+		OPT_THREAD,
+		OPT_FORMAT,
+		OPT_HOME,
+		OPT_MAX,
+		OPT_DIFF,
+		OPT_BEFORE,
+		OPT_AT,
+		OPT_DRY,
+	};
 	static const struct option longopts[] = {
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "thread", required_argument, NULL, OPT_THREAD },
@@ -63,6 +119,9 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
 		{ "home", required_argument, NULL, OPT_HOME },
 		{ "max-files", required_argument, NULL, OPT_MAX },
 		{ "diff", no_argument, NULL, OPT_DIFF },
+		{ "before", required_argument, NULL, OPT_BEFORE },
+		{ "at", required_argument, NULL, OPT_AT },
+		{ "dry-run", no_argument, NULL, OPT_DRY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -76,6 +135,9 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
 		{ OPT_FORMAT, THREAD_ARGS_FORMAT, "--format" },
 		{ OPT_MAX, THREAD_ARGS_MAX_FILES, "--max-files" },
 		{ OPT_DIFF, THREAD_ARGS_DIFF, "--diff" },
+		{ OPT_BEFORE, THREAD_ARGS_WHEN, "--before" },
+		{ OPT_AT, THREAD_ARGS_WHEN, "--at" },
+		{ OPT_DRY, THREAD_ARGS_WHEN, "--dry-run" },
 	};
 	const char *why, *format = "text";
 	char *end;
@@ -114,6 +176,20 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
 		case OPT_DIFF:
 			a->diff = true;
 			break;
+		case OPT_BEFORE:
+			if ((c = run_id_parse(command, optarg, &a->before)) >= 0)
+				return c;
+			break;
+		case OPT_AT:
+			if (time_parse(optarg, &a->at_ns) < 0)
+				return usage_error(command,
+						   "--at takes a time such as 2026-12-01T19:30:00Z "
+						   "(UTC, fractions of a second allowed), not '%s'",
+						   optarg);
+			break;
+		case OPT_DRY:
+			a->dry_run = true;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -121,10 +197,21 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
 			return usage_error(command, NULL);
 		}
 	}
+	if ((takes & THREAD_ARGS_PATH) && optind < argc)
+		a->path = argv[optind++];
 	if (optind < argc)
 		return usage_error(command, "unexpected argument '%s'", argv[optind]);
 	if (!a->user || !a->thread)
 		return usage_error(command, "--user and --thread are required");
+	if ((takes & THREAD_ARGS_PATH) && !a->path)
+		return usage_error(command, "expected a PATH (/mnt/user-data/workspace/...)");
+	if (a->path && !virtual_path_ok(a->path))
+		return usage_error(command,
+				   "'%s' is not a path under /mnt/user-data/workspace or "
+				   "/mnt/user-data/outputs",
+				   a->path);
+	if ((takes & THREAD_ARGS_WHEN) && !a->before == !a->at_ns)
+		return usage_error(command, "expected one of --before RUN and --at TIME");
 	if (user_id_check(a->user, &why) < 0)
 		return usage_error(command, "invalid user id '%s': %s", a->user, why);
 	if (thread_id_check(a->thread, &why) < 0)

@@ -49,6 +49,10 @@ struct thread_args {
 	bool json;
 	bool diff;	     /* --diff */
 	long max_files;	     /* -1 if not given */
+	const char *path;    /* THREAD_ARGS_PATH: a virtual path */
+	int64_t before;	     /* --before RUN, or 0 */
+	int64_t at_ns;	     /* --at TIME, or 0 */
+	bool dry_run;	     /* --dry-run */
 	char home[PATH_MAX]; /* resolved */
 };
 
@@ -57,6 +61,8 @@ enum {
 	THREAD_ARGS_MAX_FILES = 1, /* --max-files N */
 	THREAD_ARGS_DIFF = 2,	   /* --diff */
 	THREAD_ARGS_FORMAT = 4,	   /* --format text|json */
+	THREAD_ARGS_PATH = 8,	   /* one PATH under /mnt/user-data/{workspace,outputs} */
+	THREAD_ARGS_WHEN = 16,	   /* --before RUN or --at TIME (one of them), --dry-run */
 };
 
 /* Parses ARGV into A. Returns -1 to go on, else the exit status to end
@@ -67,6 +73,10 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
 /* A run id RUN (a number printed by sbx run begin) of COMMAND: -1 to go
  * on, else 2 after a usage error. */
 int run_id_parse(const char *command, const char *arg, int64_t *run);
+
+/* A time YYYY-MM-DDTHH:MM:SS[.FRACTION]Z (UTC) as ns since the epoch;
+ * -EINVAL if S is not one. */
+int time_parse(const char *s, int64_t *ns);
 
 /* The options of a command about one run: RUN [--format text|json, and
  * html if it TAKES RUN_ARGS_HTML] [--dry-run --partial --force if it takes

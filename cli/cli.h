@@ -21,6 +21,8 @@ int cmd_snapshot(int argc, char **argv, const char *home);
 int cmd_run(int argc, char **argv, const char *home);
 int cmd_changes(int argc, char **argv, const char *home);
 int cmd_runs(int argc, char **argv, const char *home);
+int cmd_restore(int argc, char **argv, const char *home);
+int cmd_log(int argc, char **argv, const char *home);
 int cmd_present(int argc, char **argv, const char *home);
 int cmd_receipt(int argc, char **argv, const char *home);
 int cmd_broker(int argc, char **argv, const char *home);

@@ -2,6 +2,7 @@
 #include "rewind.h"
 #include "common/array.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/fileops.h"
 #include "common/home.h"
 #include "common/quote.h"
@@ -59,15 +60,10 @@ struct rewind {
 	bool *skip;    /* per event */
 	struct logged *steps;
 	size_t nsteps, scap;
+	int more[REWIND_SOURCES]; /* other directories of objects */
+	size_t nmore;
+	bool copy; /* objects are copied, not moved */
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static bool op_is(const struct store_event *e, const char *op)
 {
@@ -104,6 +100,30 @@ void rewind_free(struct rewind *rw)
 	free(rw->steps);
 	free(rw->skip);
 	free(rw);
+}
+
+int rewind_add_source(struct rewind *rw, int fd)
+{
+	if (rw->nmore == REWIND_SOURCES)
+		return -E2BIG;
+	rw->more[rw->nmore++] = fd;
+	return 0;
+}
+
+void rewind_copy(struct rewind *rw)
+{
+	rw->copy = true;
+}
+
+/* The directory holding OBJECT (its attributes in ST), or -1. */
+static int source_of(const struct rewind *rw, const char *object, struct stat *st)
+{
+	if (rw->from >= 0 && fstatat(rw->from, object, st, AT_SYMLINK_NOFOLLOW) == 0)
+		return rw->from;
+	for (size_t i = 0; i < rw->nmore; i++)
+		if (fstatat(rw->more[i], object, st, AT_SYMLINK_NOFOLLOW) == 0)
+			return rw->more[i];
+	return -1;
 }
 
 /* ---- conflicts ------------------------------------------------------------ */
@@ -329,6 +349,13 @@ bool rewind_skipped(const struct rewind *rw, size_t seq)
 	return seq < rw->log->n && rw->skip[seq];
 }
 
+bool rewind_has_object(const struct rewind *rw, const char *object)
+{
+	struct stat st;
+
+	return source_of(rw, object, &st) >= 0;
+}
+
 /* ---- the log -------------------------------------------------------------- */
 
 static void hex(char *out, const uint8_t *data, size_t len)
@@ -496,8 +523,43 @@ static int begin(struct rewind *rw, int log_fd, struct logged *l, const struct l
 		*l = *was;
 		return 0;
 	}
-	l->at_ns = now_ns();
+	l->at_ns = realtime_ns();
 	return log_step(rw, log_fd, l);
+}
+
+/* A copy of OBJECT in directory FROM as NAME in TO: a file with its
+ * content (reflinked where the filesystem can) and attributes, or a
+ * symlink to the same target. */
+static int copy_object(int from, const char *object, int to, const char *name)
+{
+	char target[PATH_MAX + 1];
+	struct meta m;
+	struct stat st;
+	int r = meta_read(from, object, &m);
+
+	if (r < 0)
+		return r;
+	if (S_ISLNK(m.mode)) {
+		ssize_t n = readlinkat(from, object, target, sizeof(target) - 1);
+		if (n < 0 || (target[n] = '\0', symlinkat(target, to, name) < 0))
+			r = neg();
+	} else {
+		_cleanup_(closep) int rfd = openat(from, object,
+						   O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		_cleanup_(closep) int fd =
+			openat(to, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+			       0600);
+		if (rfd < 0 || fd < 0 || fstat(rfd, &st) < 0)
+			r = neg();
+		else
+			r = file_copy_content(fd, rfd);
+	}
+	if (r == 0)
+		r = meta_apply(to, name, &m); /* its times too */
+	if (r < 0)
+		unlinkat(to, name, 0);
+	meta_free(&m);
+	return r;
 }
 
 /* The object the run kept (OBJECT in its directory) back at PATH: over
@@ -508,16 +570,18 @@ static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, c
 	struct logged l = { .seq = seq };
 	struct stat src, cur;
 	_place_ p = { -1, NULL };
-	int r;
+	char copy[40];
+	int r, from;
 
 	if ((r = place_open(rw, path, &p)) < 0)
 		return r;
-	if (rw->from < 0 || fstatat(rw->from, object, &src, AT_SYMLINK_NOFOLLOW) < 0)
+	if ((from = source_of(rw, object, &src)) < 0)
 		return was ? 0 : -ENOENT; /* a first attempt moved it here */
 	bool there = fstatat(p.dfd, p.leaf, &cur, AT_SYMLINK_NOFOLLOW) == 0;
 	if (there && cur.st_dev == src.st_dev && cur.st_ino == src.st_ino) {
 		/* Kept before a change that did not happen (it failed). */
-		unlinkat(rw->from, object, 0);
+		if (!rw->copy)
+			unlinkat(from, object, 0);
 		return 0;
 	}
 	if (there && S_ISDIR(cur.st_mode))
@@ -525,13 +589,21 @@ static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, c
 	l.kind = there ? STEP_RESTORE : STEP_PUT;
 	if (!was && there && (r = object_name(l.object)) < 0)
 		return r;
+	/* A copy, made where the views never look, is what moves. */
+	if (rw->copy &&
+	    ((r = object_name(copy)) < 0 || (r = copy_object(from, object, to, copy)) < 0))
+		return r;
+	if (rw->copy) {
+		from = to;
+		object = copy;
+	}
 	if ((r = begin(rw, log_fd, &l, was)) < 0)
 		return r;
 	if (l.kind == STEP_PUT)
-		return renameat2(rw->from, object, p.dfd, p.leaf, RENAME_NOREPLACE) < 0 ? neg() : 1;
+		return renameat2(from, object, p.dfd, p.leaf, RENAME_NOREPLACE) < 0 ? neg() : 1;
 	if (linkat(p.dfd, p.leaf, to, l.object, 0) < 0 && !(was && errno == EEXIST))
 		return neg();
-	return renameat(rw->from, object, p.dfd, p.leaf) < 0 ? neg() : 1;
+	return renameat(from, object, p.dfd, p.leaf) < 0 ? neg() : 1;
 }
 
 /* Attributes the run kept (META) back on PATH, or the directory it
@@ -716,7 +788,9 @@ int rewind_apply(struct rewind *rw, int to, int log_fd)
 		r = step(rw, to, log_fd, i, i == resume ? was : NULL);
 		if (r >= 0)
 			continue;
-		struct logged l = { .seq = i, .kind = STEP_FAIL, .at_ns = now_ns(), .err = -r };
+		struct logged l = {
+			.seq = i, .kind = STEP_FAIL, .at_ns = realtime_ns(), .err = -r
+		};
 		fprintf(stderr, "sbx: run undo: cannot %s %s%s%s: %s\n", describe(e),
 			quote_name(e->path2 ? e->path2 : e->path, b, sizeof(b)),
 			e->path2 ? " -> " : "", e->path2 ? quote_name(e->path, b2, sizeof(b2)) : "",

@@ -41,6 +41,17 @@ int rewind_new(const struct runlog *log, int64_t ended_ns, int ws, int out, int 
 	       struct rewind **out_rw);
 void rewind_free(struct rewind *rw);
 
+/* Objects are also looked up in directory FD (the caller's), at most
+ * REWIND_SOURCES of them: steps over several runs. */
+#define REWIND_SOURCES 64
+int rewind_add_source(struct rewind *rw, int fd);
+/* The steps copy objects instead of moving them: the runs keep their
+ * pre-images (sbx restore). */
+void rewind_copy(struct rewind *rw);
+
+/* Whether OBJECT is in one of the directories of objects. */
+bool rewind_has_object(const struct rewind *rw, const char *object);
+
 /* Finds the conflicts; returns how many (see rewind_conflict_at). */
 int rewind_check(struct rewind *rw);
 const struct rewind_conflict *rewind_conflict_at(const struct rewind *rw, size_t i);

@@ -29,6 +29,8 @@ static const char runs_usage[] =
 	"  none        no view recorded pre-images for it\n"
 	"A run that undid another says which (\"undo of N\").\n";
 
+static const char *const run_kinds[] = { "run", "undo", "restore" };
+
 struct listing {
 	struct store *s;
 	int homefd;
@@ -60,9 +62,9 @@ static int list_row(void *arg, const struct store_run *run)
 		return r;
 	if (l->json) {
 		json_t *row =
-			json_pack("{s:I, s:I, s:o, s:o, s:o, s:s, s:o, s:I}", "run",
-				  (json_int_t)run->id, "begun_ns", (json_int_t)run->begun_ns,
-				  "ended_ns",
+			json_pack("{s:I, s:s, s:I, s:o, s:o, s:o, s:s, s:o, s:I}", "run",
+				  (json_int_t)run->id, "kind", run_kinds[run->kind], "begun_ns",
+				  (json_int_t)run->begun_ns, "ended_ns",
 				  run->ended ? json_integer(run->ended_ns) : json_null(), "undoes",
 				  run->undoes ? json_integer(run->undoes) : json_null(),
 				  "files_changed", files >= 0 ? json_integer(files) : json_null(),
@@ -79,10 +81,10 @@ static int list_row(void *arg, const struct store_run *run)
 	else
 		snprintf(ended, sizeof(ended), "(open)");
 	snprintf(changed, sizeof(changed), files >= 0 ? "%lld" : "-", files);
-	if (run->undoes)
+	if (run->kind == RUN_UNDO)
 		snprintf(kind, sizeof(kind), "undo of %lld", (long long)run->undoes);
 	else
-		snprintf(kind, sizeof(kind), "run");
+		snprintf(kind, sizeof(kind), run->kind == RUN_RESTORE ? "restore" : "run");
 	if (!strcmp(st.undo, "undone"))
 		snprintf(undo, sizeof(undo), "undone by %lld", (long long)st.undone_by);
 	else

@@ -48,6 +48,12 @@ static const struct command {
 	{ "runs", cmd_runs,
 	  "  runs --user ID --thread ID [--format text|json]\n"
 	  "                     a thread's runs: undoable or not, space held\n" },
+	{ "restore", cmd_restore,
+	  "  restore --user ID --thread ID PATH (--before RUN | --at TIME) [--dry-run]\n"
+	  "                     bring one file or directory back as it was\n" },
+	{ "log", cmd_log,
+	  "  log --user ID --thread ID PATH [--format text|json]\n"
+	  "                     the changes and kept versions of a path\n" },
 	{ "changes", cmd_changes,
 	  "  changes RUN [--format text|json|html]\n"
 	  "                     print what an ended run changed\n" },

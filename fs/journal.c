@@ -395,6 +395,15 @@ void journal_keep_attrs(struct view *v, fuse_req_t req, struct inode *ino, int f
 		keep_meta(v, req, 0, fd, NULL, path);
 }
 
+void journal_keep_replaced(struct view *v, pid_t pid, struct inode *ino, struct inode *dir, int dfd,
+			   const char *name)
+{
+	int64_t run = open_run(v);
+
+	if (run && atomic_load_explicit(&ino->kept, memory_order_acquire) != run)
+		journal_keep_going(v, NULL, pid, dir, dfd, name);
+}
+
 void journal_published(struct view *v, struct inode *ino)
 {
 	int64_t run = open_run(v);

@@ -71,6 +71,11 @@ void journal_keep_going(struct view *v, fuse_req_t req, pid_t pid, struct inode 
 void journal_keep_dir(struct view *v, fuse_req_t req, struct inode *dir, int dfd);
 /* Before INO (any fd FD of it) gets other attributes: those it has. */
 void journal_keep_attrs(struct view *v, fuse_req_t req, struct inode *ino, int fd);
+/* Before a publication replaces file INO at DIR/NAME with its stage: the
+ * file, unless what it was when the run began is kept already (a file
+ * the run made or published before, or one kept by a copy). */
+void journal_keep_replaced(struct view *v, pid_t pid, struct inode *ino, struct inode *dir, int dfd,
+			   const char *name);
 /* INO is the new file a publication made: its content needs no keeping. */
 void journal_published(struct view *v, struct inode *ino);
 

@@ -706,7 +706,7 @@ int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
 	gate_lock(v->gate, &t, &before);
 	watch_expect(v->watch, parent, name, true);
 	view_names_lock(v, parent, true);
-	journal_keep_going(v, NULL, pid, parent, pfd, name);
+	journal_keep_replaced(v, pid, ino, parent, pfd, name);
 	r = renameat(area_of(v, ino)->fd, s->name, pfd, name) < 0 ? neg_errno() : 0;
 	if (r < 0) {
 		view_names_unlock(v, parent);

@@ -105,10 +105,12 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"  AND json_type(receipt, '$.presented') IS NULL;",
 	/* 7 -> 8: undo (op "keep": the object a view kept of PATH before it
 	 * replaced or removed it, in the run's directory of pre-images, or
-	 * the attributes it had); the run an undo undid; runs whose
-	 * pre-images were dropped. */
+	 * the attributes it had); what made a run (0 an agent, 1 sbx run
+	 * undo, 2 sbx restore); the run an undo undid; runs whose pre-images
+	 * were dropped. */
 	"ALTER TABLE journal ADD COLUMN object TEXT;"
 	"ALTER TABLE journal ADD COLUMN meta BLOB;"
+	"ALTER TABLE runs ADD COLUMN kind INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE runs ADD COLUMN undoes INTEGER REFERENCES runs (id);"
 	"ALTER TABLE runs ADD COLUMN kept INTEGER NOT NULL DEFAULT 0;"
 	"CREATE INDEX runs_by_undone ON runs (undoes);",
@@ -173,8 +175,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_BLOB_GET] = "SELECT data FROM blobs WHERE sha256 = ?",
 	[ST_RUN_ADD] = "INSERT INTO runs (user, thread, begun_ns, before_snapshot)"
 		       " VALUES (?, ?, ?, ?)",
-	[ST_RUN_GET] = "SELECT user, thread, begun_ns, ended_ns, before_snapshot,"
-		       " after_snapshot, summary, receipt, undoes, kept FROM runs WHERE id = ?",
+	[ST_RUN_GET] =
+		"SELECT user, thread, begun_ns, ended_ns, before_snapshot,"
+		" after_snapshot, summary, receipt, kind, undoes, kept FROM runs WHERE id = ?",
 	[ST_RUN_END] = "UPDATE runs SET ended_ns = ?, after_snapshot = ?, summary = ?,"
 		       " receipt = ? WHERE id = ? AND ended_ns IS NULL",
 	[ST_JOURNAL_ADD] = "INSERT INTO journal (user, thread, at_ns, op, path, path2,"
@@ -189,8 +192,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_RUN_OPEN] = "SELECT begun_ns FROM runs WHERE user = ? AND thread = ?"
 			" AND ended_ns IS NULL ORDER BY begun_ns DESC LIMIT 1",
 	[ST_RUN_STATE] = "SELECT ended_ns IS NOT NULL FROM runs WHERE id = ?",
-	[ST_RUN_UNDO_ADD] = "INSERT INTO runs (user, thread, begun_ns, before_snapshot, undoes)"
-			    " VALUES (?, ?, ?, ?, ?)",
+	[ST_RUN_UNDO_ADD] = "INSERT INTO runs (user, thread, begun_ns, before_snapshot, kind,"
+			    " undoes) VALUES (?, ?, ?, ?, ?, ?)",
 	[ST_RUN_UNDONE_BY] = "SELECT id FROM runs WHERE undoes = ? ORDER BY id DESC LIMIT 1",
 	[ST_RUN_KEEP] = "UPDATE runs SET kept = 1 WHERE id = ?",
 	[ST_RUNS_EACH] = "SELECT id FROM runs WHERE user = ? AND thread = ? ORDER BY id",
@@ -774,21 +777,24 @@ int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **d
 int store_run_begin(struct store *s, const char *user, const char *thread, int64_t before_snapshot,
 		    int64_t at_ns, int64_t *id)
 {
-	return store_run_begin_undo(s, user, thread, before_snapshot, at_ns, 0, id);
+	return store_run_begin_as(s, user, thread, before_snapshot, at_ns, RUN_AGENT, 0, id);
 }
 
-int store_run_begin_undo(struct store *s, const char *user, const char *thread,
-			 int64_t before_snapshot, int64_t at_ns, int64_t undoes, int64_t *id)
+int store_run_begin_as(struct store *s, const char *user, const char *thread,
+		       int64_t before_snapshot, int64_t at_ns, enum run_kind kind, int64_t undoes,
+		       int64_t *id)
 {
-	_stmt_ st = thread_stmt(s, undoes ? ST_RUN_UNDO_ADD : ST_RUN_ADD, user, thread);
+	_stmt_ st = thread_stmt(s, kind != RUN_AGENT ? ST_RUN_UNDO_ADD : ST_RUN_ADD, user, thread);
 	int r;
 
 	if (!st)
 		return -ENOMEM;
 	sqlite3_bind_int64(st, 3, at_ns);
 	sqlite3_bind_int64(st, 4, before_snapshot);
+	if (kind != RUN_AGENT)
+		sqlite3_bind_int(st, 5, (int)kind);
 	if (undoes)
-		sqlite3_bind_int64(st, 5, undoes);
+		sqlite3_bind_int64(st, 6, undoes);
 	r = exec_stmt(s, st, "record a run");
 	*id = sqlite3_last_insert_rowid(s->db);
 	return r;
@@ -821,8 +827,9 @@ int store_run_get(struct store *s, int64_t id, struct store_run *out)
 	out->after_snapshot = sqlite3_column_int64(st, 5);
 	out->summary = dup_col(st, 6);
 	out->receipt = dup_col(st, 7);
-	out->undoes = sqlite3_column_int64(st, 8);
-	out->kept = sqlite3_column_int(st, 9) != 0;
+	out->kind = (enum run_kind)sqlite3_column_int(st, 8);
+	out->undoes = sqlite3_column_int64(st, 9);
+	out->kept = sqlite3_column_int(st, 10) != 0;
 	if (!out->user || !out->thread) {
 		store_run_free(out);
 		return -ENOMEM;

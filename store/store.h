@@ -137,6 +137,11 @@ int store_blob_put(struct store *s, const uint8_t sha256[SHA256_BYTES], const vo
 		   size_t len);
 int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **data, size_t *len);
 
+/* What made a run: an agent's (sbx run begin), or the sbx command's own
+ * changes (sbx run undo, sbx restore), whose journal names every path
+ * they changed. */
+enum run_kind { RUN_AGENT, RUN_UNDO, RUN_RESTORE };
+
 /* A run: the snapshot taken when it began, and when it ended, the snapshot
  * then, its summary (JSON, NULL when no change could be established) and
  * its delivery receipt (JSON). */
@@ -147,7 +152,8 @@ struct store_run {
 	bool ended;
 	int64_t before_snapshot, after_snapshot;
 	char *summary, *receipt;
-	int64_t undoes; /* the run this one undid (sbx run undo), or 0 */
+	enum run_kind kind;
+	int64_t undoes; /* RUN_UNDO: the run it undid */
 	bool kept;	/* its pre-images were dropped: it cannot be undone */
 };
 
@@ -157,9 +163,10 @@ int store_run_open_since(struct store *s, const char *user, const char *thread, 
 
 int store_run_begin(struct store *s, const char *user, const char *thread, int64_t before_snapshot,
 		    int64_t at_ns, int64_t *id);
-/* The same for a run that undoes run UNDOES. */
-int store_run_begin_undo(struct store *s, const char *user, const char *thread,
-			 int64_t before_snapshot, int64_t at_ns, int64_t undoes, int64_t *id);
+/* The same for a run of KIND; one that undoes run UNDOES (RUN_UNDO). */
+int store_run_begin_as(struct store *s, const char *user, const char *thread,
+		       int64_t before_snapshot, int64_t at_ns, enum run_kind kind, int64_t undoes,
+		       int64_t *id);
 /* The latest run that undoes RUN, in *UNDO: returns 1, or 0 if none. */
 int store_run_undone_by(struct store *s, int64_t run, int64_t *undo);
 /* Marks RUN as one whose pre-images were dropped. */

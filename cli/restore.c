@@ -1,0 +1,436 @@
+/* restore.c - sbx restore: one file or directory as it was before a run
+ * (or at a time), from the pre-images the views kept; sbx log: what the
+ * journal knows of a path, its versions among it. */
+#include "args.h"
+#include "cli.h"
+#include "lookup.h"
+#include "report.h"
+#include "rewind.h"
+#include "runend.h"
+#include "runlog.h"
+#include "common/array.h"
+#include "common/cleanup.h"
+#include "common/clock.h"
+#include "common/hash.h"
+#include "common/home.h"
+#include "common/quote.h"
+#include "common/units.h"
+#include "store/snapshot.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char restore_usage[] =
+	"Usage: sbx restore --user ID --thread ID PATH (--before RUN | --at TIME)\n"
+	"                   [--dry-run] [--format text|json] [--home DIR]\n"
+	"\n"
+	"Brings PATH (a file, symlink or directory under /mnt/user-data/workspace\n"
+	"or /mnt/user-data/outputs, as the thread sees it) back to what it was\n"
+	"when run RUN began, or at TIME (UTC, 2026-12-01T19:30:00Z), from the\n"
+	"pre-images the views kept: every change the journal records of PATH or\n"
+	"below it since then is taken back, whichever run (or none) made it. The\n"
+	"runs keep their pre-images (they can still be undone); the restore is\n"
+	"itself a run, whose summary is printed and which sbx run undo undoes.\n"
+	"A change no pre-image covers (made while no run was open, or with its\n"
+	"pre-image dropped) makes the restore refuse, naming it: nothing is done.\n"
+	"  --dry-run  print what would be done; change nothing\n";
+
+static const char log_usage[] =
+	"Usage: sbx log --user ID --thread ID PATH [--format text|json] [--home DIR]\n"
+	"\n"
+	"Lists what the journal knows of PATH, oldest first: every change made\n"
+	"to it through a view (time, run, what, process), and each version a\n"
+	"view kept before changing it (size, SHA-256 of up to 256 KiB; sbx\n"
+	"restore --before RUN brings it back while its run keeps it), then\n"
+	"what is there now.\n";
+
+/* ---- the runs of a thread -------------------------------------------------- */
+
+struct run_window {
+	int64_t id, begun_ns, ended_ns; /* ended_ns 0: open */
+	int dir;			/* its directory of pre-images, or -1 */
+};
+
+struct windows {
+	struct run_window *v;
+	size_t n, cap;
+	int homefd;
+};
+
+static int window_row(void *arg, const struct store_run *run)
+{
+	struct windows *w = arg;
+
+	if (array_grow(w->v, w->n, w->cap) < 0)
+		return -ENOMEM;
+	int dir = run->kept
+			  ? -1
+			  : home_undo_dir(w->homefd, run->user, run->thread, run->begun_ns, false);
+	w->v[w->n++] = (struct run_window){ run->id, run->begun_ns, run->ended ? run->ended_ns : 0,
+					    dir < 0 ? -1 : dir };
+	return 0;
+}
+
+static void windows_free(struct windows *w)
+{
+	for (size_t i = 0; i < w->n; i++)
+		closep(&w->v[i].dir);
+	free(w->v);
+}
+
+/* The run open at AT_NS (the latest begun by then), or NULL. */
+static const struct run_window *window_at(const struct windows *w, int64_t at_ns)
+{
+	for (size_t i = w->n; i-- > 0;)
+		if (w->v[i].begun_ns <= at_ns && (!w->v[i].ended_ns || w->v[i].ended_ns >= at_ns))
+			return &w->v[i];
+	return NULL;
+}
+
+/* ---- sbx restore ----------------------------------------------------------- */
+
+/* True if virtual path P is ROOT or below it. */
+static bool below(const char *p, const char *root)
+{
+	size_t n = strlen(root);
+
+	return !strncmp(p, root, n) && (!p[n] || p[n] == '/');
+}
+
+/* The events of ALL that name PATH or what is below it, in SUB (shallow
+ * copies: ALL owns their strings). */
+static int events_of(const struct runlog *all, const char *path, struct runlog *sub)
+{
+	memset(sub, 0, sizeof(*sub));
+	for (size_t i = 0; i < all->n; i++) {
+		const struct store_event *e = &all->events[i];
+		if (!strcmp(e->op, "capture") || !strcmp(e->op, "preimage") ||
+		    !(below(e->path, path) || (e->path2 && below(e->path2, path))))
+			continue;
+		if (array_grow(sub->events, sub->n, sub->cap) < 0)
+			return -ENOMEM;
+		sub->events[sub->n++] = *e;
+	}
+	return 0;
+}
+
+struct names {
+	char **v;
+	size_t n, cap;
+};
+
+static bool names_has(const struct names *ns, const char *name)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		if (!strcmp(ns->v[i], name))
+			return true;
+	return false;
+}
+
+static int names_add(struct names *ns, const char *name)
+{
+	if (names_has(ns, name))
+		return 0;
+	if (array_grow(ns->v, ns->n, ns->cap) < 0)
+		return -ENOMEM;
+	return (ns->v[ns->n++] = strdup(name)) ? 0 : -ENOMEM;
+}
+
+static void say_gap(const struct store_event *e, const char *why)
+{
+	char q[QUOTE_MAX], when[32];
+
+	report_time(e->at_ns, when, sizeof(when));
+	fprintf(stderr, "  %s: %s at %s by %s (pid %d): %s\n", quote_name(e->path, q, sizeof(q)),
+		e->op, when, e->comm, (int)e->pid, why);
+}
+
+/* The changes of SUB whose state before them no pre-image tells, each
+ * said (with SAY) for the first on its path: one made while no run was
+ * open (the views keep nothing then) and no pre-image of the path came
+ * before it, or a "keep" whose object is gone. Within a run the views
+ * keep each path before its first change (a staged save's, once it is
+ * published: after its "modify" event). Returns how many, or -errno. */
+static int gaps(const struct runlog *sub, const struct windows *w, const struct rewind *rw,
+		bool say)
+{
+	struct names covered = { 0 };
+	int r = 0, n = 0;
+
+	for (size_t i = 0; i < sub->n && r == 0; i++) {
+		const struct store_event *e = &sub->events[i];
+		const char *why = NULL;
+		bool changes = !strcmp(e->op, "modify") || !strcmp(e->op, "chmod") ||
+			       !strcmp(e->op, "xattr") || !strcmp(e->op, "delete") ||
+			       !strcmp(e->op, "rmdir");
+		if (names_has(&covered, e->path))
+			continue;
+		if (!strcmp(e->op, "keep") && e->object && !rewind_has_object(rw, e->object))
+			why = "its pre-image was dropped";
+		else if (changes && !window_at(w, e->at_ns))
+			why = "made while no run was open: nothing kept what was there before";
+		else if (!changes && strcmp(e->op, "keep") && strcmp(e->op, "create") &&
+			 strcmp(e->op, "mkdir") && strcmp(e->op, "symlink"))
+			continue; /* a rename: the names follow it */
+		if (why) {
+			if (say)
+				say_gap(e, why);
+			n++;
+		}
+		r = names_add(&covered, e->path);
+	}
+	for (size_t i = 0; i < covered.n; i++)
+		free(covered.v[i]);
+	free(covered.v);
+	return r < 0 ? r : n;
+}
+
+int cmd_restore(int argc, char **argv, const char *home)
+{
+	char err[PATH_MAX + 256], q[QUOTE_MAX];
+	struct thread_args a;
+	struct thread_roots roots = { -1, -1 };
+	struct runlog all = { 0 }, sub = { 0 };
+	struct windows w = { 0 };
+	struct store_run run = { 0 }, u = { 0 };
+	struct rewind *rw = NULL;
+	struct store *s = NULL;
+	int r = thread_args_parse("restore", restore_usage, argc, argv, home,
+				  THREAD_ARGS_PATH | THREAD_ARGS_WHEN | THREAD_ARGS_FORMAT, &a);
+	_cleanup_(closep) int homefd = -1, to = -1, log_fd = -1;
+
+	if (r >= 0)
+		return r;
+	if (thread_roots_open("restore", a.home, a.user, a.thread, &roots) < 0)
+		return 1;
+	if (store_open(a.home, &s, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sbx: restore: %s\n", err);
+		thread_roots_close(&roots);
+		return 1;
+	}
+	int64_t from = a.at_ns;
+	if (a.before) {
+		r = store_run_get(s, a.before, &run);
+		if (r == 0 && (strcmp(run.user, a.user) || strcmp(run.thread, a.thread)))
+			r = -ENOENT;
+		if (r < 0) {
+			fprintf(stderr, "sbx: restore: no run %lld of %s/%s\n", (long long)a.before,
+				a.user, a.thread);
+			goto done;
+		}
+		from = run.begun_ns;
+	}
+	w.homefd = homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	r = homefd < 0 ? -errno : store_runs_each(s, a.user, a.thread, window_row, &w);
+	if (r == 0)
+		r = runlog_load(s, a.user, a.thread, from, realtime_ns(), &all);
+	if (r == 0)
+		r = events_of(&all, a.path, &sub);
+	if (r == 0)
+		r = rewind_new(&sub, realtime_ns(), roots.ws, roots.out, -1, &rw);
+	for (size_t i = 0; r == 0 && i < w.n; i++)
+		if (w.v[i].dir >= 0 && (!w.v[i].ended_ns || w.v[i].ended_ns >= from))
+			r = rewind_add_source(rw, w.v[i].dir);
+	if (r < 0) {
+		fprintf(stderr, "sbx: restore: cannot read the journal: %s\n", strerror(-r));
+		goto done;
+	}
+	const char *qp = quote_name(a.path, q, sizeof(q));
+	if (!sub.n) {
+		printf("%s is as it was: the journal has no change of it since then\n", qp);
+		goto done;
+	}
+	rewind_copy(rw);
+	int ngaps = gaps(&sub, &w, rw, false);
+	if (ngaps < 0) {
+		r = ngaps;
+		fprintf(stderr, "sbx: restore: %s\n", strerror(-r));
+		goto done;
+	}
+	if (ngaps > 0) {
+		fprintf(stderr,
+			"sbx: restore: cannot bring back %s as it was: %d change%s of it "
+			"cannot be taken back:\n",
+			qp, ngaps, ngaps == 1 ? "" : "s");
+		gaps(&sub, &w, rw, true);
+		fprintf(stderr, "sbx: restore: nothing was changed\n");
+		r = -ENODATA;
+		goto done;
+	}
+	if (a.dry_run) {
+		rewind_print_plan(rw, stdout);
+		goto done;
+	}
+	r = run_begin_own(s, homefd, a.user, a.thread, RUN_RESTORE, 0, &sub, &roots, &u);
+	if (r == 0)
+		r = (to = home_undo_dir(homefd, a.user, a.thread, u.begun_ns, false)) < 0 ? to : 0;
+	if (r == 0 &&
+	    (log_fd = openat(to, "steps", O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+			     0600)) < 0)
+		r = -errno;
+	if (r < 0) {
+		fprintf(stderr, "sbx: restore: cannot begin: %s\n", strerror(-r));
+		goto done;
+	}
+	int failed = rewind_apply(rw, to, log_fd);
+	r = failed < 0 ? failed : run_record_own(s, rw, &u);
+	if (r == 0)
+		r = run_finish(s, a.home, &u, a.json ? FORMAT_JSON : FORMAT_TEXT, true);
+	if (r == 0 && failed)
+		r = -EIO;
+	if (r < 0 && r != -EIO)
+		fprintf(stderr, "sbx: restore: %s\n", strerror(-r));
+done:
+	rewind_free(rw);
+	free(sub.events);
+	runlog_free(&all);
+	windows_free(&w);
+	store_run_free(&u);
+	store_run_free(&run);
+	thread_roots_close(&roots);
+	store_close(s);
+	return r < 0 ? 1 : 0;
+}
+
+/* ---- sbx log --------------------------------------------------------------- */
+
+/* The version a "keep" event E kept, from its run's directory W: 0 and F,
+ * or -ENOENT if it is gone (dropped, or moved back by an undo). */
+static int kept_version(const struct run_window *w, const struct store_event *e,
+			struct snap_file *f)
+{
+	if (!w || w->dir < 0 || !e->object)
+		return -ENOENT;
+	return snapshot_file_at(w->dir, e->object, e->path, NULL, NULL, f);
+}
+
+static json_t *version_json(const struct snap_file *f)
+{
+	char hex[SHA256_HEX + 1];
+
+	return json_pack("{s:I, s:o, s:o}", "size", (json_int_t)f->size, "sha256",
+			 f->hashed ? json_string(sha256_hex(f->sha256, hex)) : json_null(),
+			 "symlink_target", f->target ? json_string(f->target) : json_null());
+}
+
+static void version_text(const struct snap_file *f, char *buf, size_t size)
+{
+	char hex[SHA256_HEX + 1], units[32];
+
+	if (f->symlink)
+		snprintf(buf, size, "symlink to %s", f->target ? f->target : "?");
+	else
+		snprintf(buf, size, "%s, sha256 %.16s",
+			 size_text((uint64_t)f->size, units, sizeof(units)),
+			 f->hashed ? sha256_hex(f->sha256, hex) : "(over 256 KiB: not hashed)");
+}
+
+int cmd_log(int argc, char **argv, const char *home)
+{
+	char err[PATH_MAX + 256], when[32], q[QUOTE_MAX], q2[QUOTE_MAX], what[2 * QUOTE_MAX + 8];
+	struct thread_args a;
+	struct thread_roots roots = { -1, -1 };
+	struct runlog all = { 0 };
+	struct windows w = { 0 };
+	struct store *s = NULL;
+	struct snap_file f;
+	int r = thread_args_parse("log", log_usage, argc, argv, home,
+				  THREAD_ARGS_PATH | THREAD_ARGS_FORMAT, &a);
+	json_auto_t *rows = NULL;
+
+	if (r >= 0)
+		return r;
+	if (thread_roots_open("log", a.home, a.user, a.thread, &roots) < 0)
+		return 1;
+	if (store_open(a.home, &s, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sbx: log: %s\n", err);
+		thread_roots_close(&roots);
+		return 1;
+	}
+	w.homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	r = w.homefd < 0 ? -errno : store_runs_each(s, a.user, a.thread, window_row, &w);
+	if (r == 0)
+		r = runlog_load(s, a.user, a.thread, 0, INT64_MAX, &all);
+	if (r == 0 && a.json && !(rows = json_array()))
+		r = -ENOMEM;
+	for (size_t i = 0; r == 0 && i < all.n; i++) {
+		const struct store_event *e = &all.events[i];
+		if (!strcmp(e->op, "capture") || !strcmp(e->op, "preimage") ||
+		    (strcmp(e->path, a.path) && (!e->path2 || strcmp(e->path2, a.path))))
+			continue;
+		if (!strcmp(e->op, "keep") && !e->object)
+			continue; /* attributes: no version of the content */
+		const struct run_window *rw = window_at(&w, e->at_ns);
+		bool version = !strcmp(e->op, "keep");
+		int have = version ? kept_version(rw, e, &f) : -ENOENT;
+		if (a.json) {
+			json_t *row = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:i, s:s}", "at_ns",
+						(json_int_t)e->at_ns, "time",
+						(report_time(e->at_ns, when, sizeof(when)), when),
+						"op", version ? "version" : e->op, "path", e->path,
+						"path2",
+						e->path2 ? json_string(e->path2) : json_null(),
+						"run", rw ? json_integer(rw->id) : json_null(),
+						"pid", (int)e->pid, "command", e->comm);
+			if (row && version)
+				json_object_set_new(row, "version",
+						    have == 0 ? version_json(&f) : json_null());
+			r = row && json_array_append_new(rows, row) == 0 ? 0 : -ENOMEM;
+		} else {
+			report_time(e->at_ns, when, sizeof(when));
+			if (version && have == 0)
+				version_text(&f, what, sizeof(what));
+			else if (version)
+				snprintf(what, sizeof(what), "(no longer kept)");
+			else if (e->path2)
+				snprintf(what, sizeof(what), "%s -> %s",
+					 quote_name(e->path, q, sizeof(q)),
+					 quote_name(e->path2, q2, sizeof(q2)));
+			else
+				what[0] = '\0';
+			char runs[32] = "-";
+			if (rw)
+				snprintf(runs, sizeof(runs), "run %lld", (long long)rw->id);
+			printf("%s  %-9s %-8s %s%s(pid %d, %s)\n", when, runs,
+			       version ? "version" : e->op, what, what[0] ? "  " : "", (int)e->pid,
+			       e->comm);
+		}
+		if (have == 0)
+			snap_file_free(&f);
+	}
+	if (r == 0) {
+		int now = runlog_describe(roots.ws, roots.out, a.path, NULL, NULL, &f);
+		if (a.json) {
+			json_auto_t *doc = json_pack("{s:s, s:o, s:o}", "path", a.path, "events",
+						     json_incref(rows), "now",
+						     now == 0 ? version_json(&f) : json_null());
+			if (!doc ||
+			    json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
+				r = -ENOMEM;
+			else
+				putchar('\n');
+		} else if (now == 0) {
+			version_text(&f, what, sizeof(what));
+			printf("now                   %s\n", what);
+		} else {
+			printf("now                   %s\n",
+			       now == -ENOENT ? "(no file or symlink there)" : strerror(-now));
+		}
+		if (now == 0)
+			snap_file_free(&f);
+	}
+	if (r < 0)
+		fprintf(stderr, "sbx: log: %s\n", strerror(-r));
+	runlog_free(&all);
+	windows_free(&w);
+	closep(&w.homefd);
+	thread_roots_close(&roots);
+	store_close(s);
+	return r < 0 ? 1 : 0;
+}

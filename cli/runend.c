@@ -1,0 +1,613 @@
+/* runend.c - see runend.h. */
+#include "runend.h"
+#include "progress.h"
+#include "report.h"
+#include "rewind.h"
+#include "common/array.h"
+#include "common/cleanup.h"
+#include "common/clock.h"
+#include "common/control.h"
+#include "common/hash.h"
+#include "common/home.h"
+#include "common/spawn.h"
+#include "exec/config.h"
+#include "store/receipt.h"
+#include "store/snapshot.h"
+#include "store/summary.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+/* A run's scan: contents go to the store, progress to the terminal.
+ * The end scan keeps its texts in memory instead (up to TEXTS_MAX bytes):
+ * they serve this run's diffs only, and the store records the summary. */
+#define TEXTS_MAX (64u << 20)
+
+struct text {
+	uint8_t sha256[SHA256_BYTES];
+	char *data; /* NUL-terminated */
+	size_t len;
+};
+
+struct scan {
+	struct store *store;
+	struct scan_progress progress;
+	unsigned kept; /* contents in the open transaction */
+	bool in_memory;
+	struct text *texts;
+	size_t ntexts, cap, bytes;
+	bool sorted;
+};
+
+static int keep_in_memory(struct scan *sc, const struct snap_file *f, const uint8_t *data,
+			  size_t len)
+{
+	if (array_grow(sc->texts, sc->ntexts, sc->cap) < 0)
+		return -ENOMEM;
+	struct text *t = &sc->texts[sc->ntexts];
+	if (!(t->data = malloc(len + 1)))
+		return -ENOMEM;
+	memcpy(t->sha256, f->sha256, SHA256_BYTES);
+	memcpy(t->data, data, len);
+	t->data[len] = '\0';
+	t->len = len;
+	sc->ntexts++;
+	sc->bytes += len;
+	sc->sorted = false;
+	return 0;
+}
+
+/* Contents are written in transactions of 256, so a long scan never
+ * keeps the store's write lock from the daemons for long. */
+static int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data, size_t len)
+{
+	struct scan *sc = arg;
+
+	if (sc->in_memory && sc->bytes + len <= TEXTS_MAX)
+		return keep_in_memory(sc, f, data, len);
+	int r = sc->kept == 0 ? store_begin(sc->store) : 0;
+	if (r == 0)
+		r = store_blob_put(sc->store, f->sha256, data, len);
+	if (r == 0 && ++sc->kept == 256) {
+		sc->kept = 0;
+		r = store_commit(sc->store);
+	}
+	return r;
+}
+
+static void scan_free(struct scan *sc)
+{
+	for (size_t i = 0; i < sc->ntexts; i++)
+		free(sc->texts[i].data);
+	free(sc->texts);
+}
+
+static void show_progress(void *arg, size_t files)
+{
+	scan_progress_show(&((struct scan *)arg)->progress, files);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int text_cmp(const void *a, const void *b)
+{
+	return memcmp(((const struct text *)a)->sha256, ((const struct text *)b)->sha256,
+		      SHA256_BYTES);
+}
+
+/* A file's content for a diff: from the end scan's texts, else the store. */
+static int load_blob(void *arg, const struct snap_file *f, char **data, size_t *len)
+{
+	struct scan *sc = arg;
+
+	if (!f->hashed)
+		return -ENOENT;
+	if (!sc->sorted && sc->ntexts) {
+		qsort(sc->texts, sc->ntexts, sizeof(*sc->texts), text_cmp);
+		sc->sorted = true;
+	}
+	struct text key, *t;
+	memcpy(key.sha256, f->sha256, SHA256_BYTES);
+	t = sc->ntexts ? bsearch(&key, sc->texts, sc->ntexts, sizeof(key), text_cmp) : NULL;
+	if (!t)
+		return store_blob_get(sc->store, f->sha256, data, len);
+	if (!(*data = malloc(t->len + 1)))
+		return -ENOMEM;
+	memcpy(*data, t->data, t->len + 1);
+	*len = t->len;
+	return 0;
+}
+
+/* False if the view at MOUNTPOINT says its store is in a home other
+ * than HOME. One that cannot say (another user's view) is taken: telling
+ * it fails with the reason. */
+static bool view_of_home(const char *mountpoint, const char *home)
+{
+	char theirs[PATH_MAX + 1];
+	struct stat a, b;
+	ssize_t n = getxattr(mountpoint, CONTROL_XATTR_HOME, theirs, sizeof(theirs) - 1);
+
+	if (n < 0)
+		return true;
+	theirs[n] = '\0';
+	return stat(theirs, &a) == 0 && stat(home, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* Calls FN with the mount point of each view of USER's THREAD in HOME
+ * mounted here (its fsname says whose, the view which home); returns how
+ * many there are. */
+int views_each(const char *home, const char *user, const char *thread,
+	       void (*fn)(const char *mountpoint, void *arg), void *arg)
+{
+	_cleanup_(fclosep) FILE *f = fopen("/proc/self/mounts", "re");
+	char line[4096], want[600], dir[4096];
+	int n = 0;
+
+	snprintf(want, sizeof(want), "sbxfs:%s/%s ", user, thread);
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, want, strlen(want)))
+			continue;
+		snprintf(dir, sizeof(dir), "%.*s", (int)strcspn(line + strlen(want), " "),
+			 line + strlen(want));
+		mount_unescape(dir);
+		if (!view_of_home(dir, home))
+			continue;
+		n++;
+		if (fn)
+			fn(dir, arg);
+	}
+	return n;
+}
+
+/* Tells a mounted view which run is open (journal.h). */
+static void view_tell_run(const char *mountpoint, void *arg)
+{
+	char value[32];
+	int n = snprintf(value, sizeof(value), "%lld", (long long)*(int64_t *)arg);
+
+	if (setxattr(mountpoint, CONTROL_XATTR_RUN, value, (size_t)n, 0) < 0)
+		fprintf(stderr, "sbx: run: the view at %s records no pre-images for this run: %s\n",
+			mountpoint, strerror(errno));
+}
+
+/* Tells the mounted views of USER's THREAD about the runs open now. */
+void views_update(struct store *s, const char *home, const char *user, const char *thread)
+{
+	int64_t since = 0;
+
+	if (store_run_open_since(s, user, thread, &since) <= 0)
+		since = 0;
+	views_each(home, user, thread, view_tell_run, &since);
+}
+
+/* Waits until a mounted view's journal is in the store; a view that
+ * cannot say so gets the few milliseconds its writer takes. */
+static void view_sync(const char *mountpoint, void *arg)
+{
+	char ok[2];
+
+	(void)arg;
+	if (getxattr(mountpoint, CONTROL_XATTR_SYNC, ok, sizeof(ok)) < 0)
+		usleep(25000);
+}
+
+/* Ends a scan's batches of contents: commits, or rolls back after R. */
+static int scan_end(struct scan *sc, int r)
+{
+	if (r == 0 && sc->kept)
+		r = store_commit(sc->store);
+	if (r < 0 && sc->kept)
+		store_rollback(sc->store);
+	sc->kept = 0;
+	return r;
+}
+
+/* Snapshots the thread in ROOTS with at most MAX files into the store,
+ * contents kept by SC. */
+static int take(struct scan *sc, const struct thread_roots *roots, const char *user,
+		const char *thread, size_t max, struct snapshot *snap, int64_t *id)
+{
+	struct store *s = sc->store;
+	int r;
+
+	scan_progress_init(&sc->progress);
+	r = snapshot_take(roots->ws, roots->out, max, show_progress, keep_blob, sc, snap);
+	scan_progress_done(&sc->progress);
+	r = scan_end(sc, r);
+	if (r < 0) {
+		fprintf(stderr, "sbx: run: cannot snapshot %s/%s: %s\n", user, thread,
+			strerror(-r));
+		return r;
+	}
+	r = store_snapshot_save(s, user, thread, snap, max, realtime_ns(), id);
+	if (r < 0)
+		fprintf(stderr, "sbx: run: cannot record the snapshot: %s\n", strerror(-r));
+	return r;
+}
+
+/* Prints run R's summary P (NULL if it has none) as asked. */
+static int print_payload(const struct store_run *r, json_t *p, enum format format)
+{
+	char who[300];
+
+	snprintf(who, sizeof(who), "%s/%s", r->user, r->thread);
+	if (!p && format == FORMAT_HTML) {
+		/* An empty report, still a whole page. */
+		json_auto_t *empty = json_pack("{s:{}, s:[], s:{s:I, s:i}}", "summary", "files",
+					       "sbx", "run", (json_int_t)r->id, "files_total", 0);
+		if (!empty)
+			return 1;
+		report_html(stdout, empty, who);
+		return 0;
+	}
+	if (!p) {
+		if (format == FORMAT_JSON)
+			printf("{\"available\": false, \"version\": 1, \"summary\": "
+			       "{\"created\": 0, \"modified\": 0, \"deleted\": 0, \"symlink_created\": 0,"
+			       " \"additions\": 0, \"deletions\": 0, \"truncated\": false},"
+			       " \"files\": [], \"limits\": {}, \"sbx\": {\"run\": %lld}}\n",
+			       (long long)r->id);
+		else
+			printf("run %lld of %s/%s: no change could be established\n",
+			       (long long)r->id, r->user, r->thread);
+		return 0;
+	}
+	if (format == FORMAT_JSON) {
+		json_object_set_new(p, "available", json_true());
+		if (json_dumpf(p, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
+			return 1;
+		putchar('\n');
+		return 0;
+	}
+	if (format == FORMAT_HTML)
+		report_html(stdout, p, who);
+	else
+		report_print(stdout, p, who, isatty(STDOUT_FILENO));
+	return 0;
+}
+
+/* The same for a summary as recorded (JSON text, or NULL). */
+int run_print_summary(const struct store_run *r, const char *summary, enum format format)
+{
+	json_error_t jerr;
+	json_auto_t *p = summary ? json_loads(summary, JSON_ALLOW_NUL, &jerr) : NULL;
+
+	if (summary && !p) {
+		fprintf(stderr, "sbx: the summary of run %lld is not valid JSON: %s\n",
+			(long long)r->id, jerr.text);
+		return 1;
+	}
+	return print_payload(r, p, format);
+}
+
+/* A snapshot of the paths NAMES (N, sorted, each once) as they are now,
+ * texts kept by SC: a scan of just those (what undo changes). */
+static int describe_paths(struct scan *sc, const struct thread_roots *roots, char *const *names,
+			  size_t n, struct snapshot *snap)
+{
+	int r = 0;
+
+	memset(snap, 0, sizeof(*snap));
+	snap->max_files = n;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		struct snap_file *f = snapshot_append(snap);
+		r = f ? runlog_describe(roots->ws, roots->out, names[i], keep_blob, sc, f)
+		      : -ENOMEM;
+		if (r == -ENOENT) {
+			snap_file_free(f);
+			snap->n--;
+			r = 0;
+		}
+	}
+	r = scan_end(sc, r);
+	if (r < 0)
+		snapshot_free(snap);
+	return r;
+}
+
+void run_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* The paths of undo U: those its first snapshot describes and those its
+ * journal J names, sorted, each once. */
+static int undo_names(const struct snapshot *before, const struct runlog *j, char ***out, size_t *n)
+{
+	char **names;
+	size_t k = 0, m;
+	int r = runlog_names(j, &names, &m);
+
+	if (r < 0)
+		return r;
+	char **all = calloc(m + before->n + 1, sizeof(*all));
+	if (!all) {
+		run_names_free(names, m);
+		return -ENOMEM;
+	}
+	memcpy(all, names, m * sizeof(*all));
+	free(names);
+	for (size_t i = 0; i < before->n && r == 0; i++)
+		if (!(all[m + i] = strdup(before->files[i].path)))
+			r = -ENOMEM;
+	if (r < 0) {
+		run_names_free(all, m + before->n);
+		return r;
+	}
+	m += before->n;
+	qsort(all, m, sizeof(*all), name_cmp);
+	for (size_t i = 0; i < m; i++) {
+		if (k && !strcmp(all[k - 1], all[i]))
+			free(all[i]);
+		else
+			all[k++] = all[i];
+	}
+	*out = all;
+	*n = k;
+	return 0;
+}
+
+/* Ends RUN (open) of store S in HOME: snapshots again, compares,
+ * completed by the views' journal (an undo's run, whose own journal has
+ * every change it made, looks at those paths alone), records the summary
+ * and receipt, and prints the summary as FORMAT if PRINT. Returns 0, or
+ * -errno (said on stderr). */
+int run_finish(struct store *s, const char *home, struct store_run *run, enum format format,
+	       bool print)
+{
+	struct runlog journal = { 0 };
+	struct summary_limits limits = SUMMARY_LIMITS_DEFAULT;
+	struct snapshot before = { 0 }, after = { 0 };
+	struct thread_roots roots = { -1, -1 };
+	struct scan scan = { .in_memory = true };
+	struct summary sum;
+	int64_t after_id;
+	size_t end_max;
+	bool journal_only = run->kind != RUN_AGENT;
+	int r;
+
+	scan.store = s;
+	r = store_snapshot_load(s, run->before_snapshot, &before);
+	if (r < 0) {
+		fprintf(stderr, "sbx: run end: cannot read the run's first snapshot: %s\n",
+			strerror(-r));
+		goto done;
+	}
+	r = thread_roots_open("run end", home, run->user, run->thread, &roots);
+	if (r < 0)
+		goto done;
+	views_each(home, run->user, run->thread, view_sync, NULL);
+	r = runlog_load(s, run->user, run->thread, run->begun_ns, realtime_ns(), &journal);
+	if (r < 0) {
+		fprintf(stderr, "sbx: run end: cannot read the journal: %s\n", strerror(-r));
+		goto done;
+	}
+	/* The thread is known to hold as many files as it did, plus those
+	 * the views created: the second scan may see that many, so a run
+	 * that only added files through a view is scanned whole. The limits
+	 * reported are the run's as configured (run begin --max-files). */
+	end_max = (before.n > limits.max_scanned_files ? before.n : limits.max_scanned_files) +
+		  journal.made;
+	if (before.max_files && !journal_only)
+		limits.max_scanned_files = before.max_files;
+	if (journal_only) {
+		/* An undo's run changed only the paths it described when it
+		 * began and those its journal names: those are scanned. */
+		char **names = NULL;
+		size_t n = 0;
+		r = undo_names(&before, &journal, &names, &n);
+		if (r == 0)
+			r = describe_paths(&scan, &roots, names, n, &after);
+		run_names_free(names, n);
+		if (r == 0)
+			r = store_snapshot_save(s, run->user, run->thread, &after, n, realtime_ns(),
+						&after_id);
+	} else {
+		r = take(&scan, &roots, run->user, run->thread, end_max, &after, &after_id);
+		if (r == 0)
+			r = scan_end(&scan, runlog_complete(&journal, &before, &after, roots.ws,
+							    roots.out, keep_blob, &scan));
+	}
+	if (r == 0)
+		r = summary_compare(&before, &after, &limits, journal.renames, journal.nrenames,
+				    load_blob, &scan, &sum);
+	if (r == 0) {
+		runlog_attribute(&journal, &sum);
+		json_auto_t *payload = summary_has_changes(&sum)
+					       ? report_summary(&sum, run->id, end_max)
+					       : NULL;
+		json_auto_t *receipt = report_receipt_new();
+		char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER)
+				     : NULL;
+		char *rtext = NULL;
+
+		if (!receipt || (summary_has_changes(&sum) && !text))
+			r = -ENOMEM;
+		/* The presentations are read and the run ended in one write
+		 * transaction: a presentation made meanwhile waits for it, then
+		 * finds the run ended and is refused, so the receipt has every
+		 * presentation that succeeded. */
+		if (r == 0)
+			r = store_begin(s);
+		if (r == 0)
+			r = store_presented_each(s, run->id, report_receipt_add, receipt);
+		if (r == 0)
+			r = report_receipt_verify(receipt, &sum, before.truncated);
+		if (r == 0 && !(rtext = json_dumps(receipt, JSON_COMPACT | JSON_PRESERVE_ORDER)))
+			r = -ENOMEM;
+		if (r == 0)
+			r = store_run_end(s, run->id, after_id, realtime_ns(), text, rtext);
+		if (r == 0)
+			r = store_commit(s);
+		if (r < 0)
+			store_rollback(s);
+		if (r == 0) {
+			views_update(s, home, run->user, run->thread);
+			r = print && print_payload(run, payload, format) ? -EIO : 0;
+			/* The reference makes this the run's error; here the run
+			 * is recorded all the same, and sbx receipt fails on it. */
+			if (report_receipt_incomplete(receipt))
+				fprintf(stderr, "sbx: run end: run %lld: %s (sbx receipt %lld)\n",
+					(long long)run->id, RECEIPT_INCOMPLETE, (long long)run->id);
+		}
+		free(text);
+		free(rtext);
+		summary_free(&sum);
+	}
+	if (r < 0)
+		fprintf(stderr, "sbx: run end: cannot record the summary: %s\n", strerror(-r));
+done:
+	snapshot_free(&before);
+	snapshot_free(&after);
+	runlog_free(&journal);
+	scan_free(&scan);
+	thread_roots_close(&roots);
+	return r;
+}
+
+/* Drops the pre-images of USER's THREAD that [undo] in HOME's sbx.conf
+ * no longer keeps (docs/changes.md, "Retention"). */
+void run_retain(struct store *s, const char *home, const char *user, const char *thread,
+		const char *command)
+{
+	char path[PATH_MAX], err[PATH_MAX + 256];
+	struct config c;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%s", home, CONFIG_FILE);
+	if ((r = config_load(path, &c, err, sizeof(err))) < 0 && r != -ENOENT) {
+		fprintf(stderr, "sbx: %s: %s: pre-images kept as they are\n", command, err);
+		return;
+	}
+	_cleanup_(closep) int homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	r = homefd < 0 ? -errno
+		       : rewind_retain(s, homefd, user, thread,
+				       (int64_t)c.undo.max_age_days * 86400 * 1000000000,
+				       (int64_t)c.undo.budget, realtime_ns(), command);
+	if (r < 0)
+		fprintf(stderr, "sbx: %s: cannot drop old pre-images: %s\n", command, strerror(-r));
+	config_free(&c);
+}
+
+void views_tell_run(const char *home, const char *user, const char *thread, int64_t since)
+{
+	views_each(home, user, thread, view_tell_run, &since);
+}
+
+int run_snapshot(struct store *s, const struct thread_roots *roots, const char *user,
+		 const char *thread, size_t max, int64_t *id)
+{
+	struct scan scan = { .store = s };
+	struct snapshot snap;
+	int r = take(&scan, roots, user, thread, max, &snap, id);
+
+	if (r == 0)
+		snapshot_free(&snap);
+	scan_free(&scan);
+	return r;
+}
+
+int run_snapshot_paths(struct store *s, const struct thread_roots *roots, const char *user,
+		       const char *thread, char *const *names, size_t n, int64_t at, int64_t *id)
+{
+	struct scan scan = { .store = s };
+	struct snapshot snap;
+	int r = describe_paths(&scan, roots, names, n, &snap);
+
+	if (r == 0) {
+		r = store_snapshot_save(s, user, thread, &snap, n, at, id);
+		snapshot_free(&snap);
+	}
+	scan_free(&scan);
+	return r;
+}
+
+/* ---- runs the sbx command makes itself ------------------------------------ */
+
+/* The command name their journal rows carry, by kind. */
+static const char *own_comm(const struct store_run *u)
+{
+	return u->kind == RUN_RESTORE ? "sbx-restore" : "sbx-undo";
+}
+
+struct journal_to {
+	struct store *s;
+	const struct store_run *run;
+};
+
+static int put_event(void *arg, const struct store_event *e)
+{
+	struct journal_to *t = arg;
+
+	return store_journal_add(t->s, t->run->user, t->run->thread, e);
+}
+
+struct recorded {
+	const char *comm;
+	bool found;
+};
+
+static int find_recorded(void *arg, const struct store_event *e)
+{
+	struct recorded *rec = arg;
+
+	if (!strcmp(e->op, "capture") && !strcmp(e->comm, rec->comm))
+		rec->found = true;
+	return 0;
+}
+
+int run_record_own(struct store *s, struct rewind *rw, const struct store_run *u)
+{
+	struct journal_to t = { s, u };
+	struct recorded rec = { own_comm(u), false };
+	int r = store_journal_each(s, u->user, u->thread, u->begun_ns, u->begun_ns, find_recorded,
+				   &rec);
+
+	if (r < 0 || rec.found)
+		return r;
+	if ((r = store_begin(s)) < 0)
+		return r;
+	r = rewind_events(rw, u->begun_ns, getpid(), own_comm(u), put_event, &t);
+	if (r == 0)
+		r = store_commit(s);
+	else
+		store_rollback(s);
+	return r;
+}
+
+int run_begin_own(struct store *s, int homefd, const char *user, const char *thread,
+		  enum run_kind kind, int64_t undoes, const struct runlog *log,
+		  const struct thread_roots *roots, struct store_run *u)
+{
+	int64_t snap, id, begun = realtime_ns();
+	char **names;
+	size_t n;
+	int r = runlog_names(log, &names, &n);
+
+	if (r < 0)
+		return r;
+	r = run_snapshot_paths(s, roots, user, thread, names, n, begun, &snap);
+	run_names_free(names, n);
+	if (r == 0)
+		r = store_run_begin_as(s, user, thread, snap, begun, kind, undoes, &id);
+	if (r == 0)
+		r = store_run_get(s, id, u);
+	if (r == 0) {
+		int dir = home_undo_dir(homefd, user, thread, begun, true);
+		r = dir < 0 ? dir : 0;
+		closep(&dir);
+	}
+	return r;
+}

@@ -1,0 +1,64 @@
+/* runend.h - what the commands that make runs share: telling the mounted
+ * views, snapshots, ending a run with its summary and receipt, and the
+ * retention of pre-images (run begin and end, undo, restore). */
+#ifndef SBX_RUNEND_H
+#define SBX_RUNEND_H
+
+#include "args.h"
+#include "lookup.h"
+#include "rewind.h"
+#include "runlog.h"
+#include "store/store.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Calls FN with the mount point of each view of USER's THREAD in HOME
+ * mounted here; returns how many there are. */
+int views_each(const char *home, const char *user, const char *thread,
+	       void (*fn)(const char *mountpoint, void *arg), void *arg);
+/* Tells them the run begun at SINCE is open (0: none). */
+void views_tell_run(const char *home, const char *user, const char *thread, int64_t since);
+/* Tells them about the runs open now, as the store says. */
+void views_update(struct store *s, const char *home, const char *user, const char *thread);
+
+/* Snapshots the thread (at most MAX files, a scan with progress on a
+ * terminal) into the store: its id in *ID. Errors are said. */
+int run_snapshot(struct store *s, const struct thread_roots *roots, const char *user,
+		 const char *thread, size_t max, int64_t *id);
+/* The same for exactly the paths NAMES (N, sorted, each once), at AT. */
+int run_snapshot_paths(struct store *s, const struct thread_roots *roots, const char *user,
+		       const char *thread, char *const *names, size_t n, int64_t at, int64_t *id);
+void run_names_free(char **names, size_t n);
+
+/* Ends RUN (open) of store S in HOME: snapshots again, compares,
+ * completed by the views' journal (a run the sbx command made itself, an
+ * undo or a restore, looks at the paths its journal and first snapshot
+ * name, no others), records the summary and receipt, and prints the
+ * summary as FORMAT if PRINT. Returns 0, or -errno (said on stderr). */
+int run_finish(struct store *s, const char *home, struct store_run *run, enum format format,
+	       bool print);
+
+/* Prints a summary as recorded (JSON text, NULL if there is none) of run
+ * R as FORMAT; 0, or 1 after an error (said). */
+int run_print_summary(const struct store_run *r, const char *summary, enum format format);
+
+/* Drops the pre-images of USER's THREAD that [undo] in HOME's sbx.conf
+ * no longer keeps (docs/changes.md, "Retention"), said for COMMAND. */
+void run_retain(struct store *s, const char *home, const char *user, const char *thread,
+		const char *command);
+
+/* Begins a run of KIND the sbx command makes itself (an undo of run
+ * UNDOES, a restore) of USER's THREAD, whose changes will be the steps
+ * undoing LOG's events: its first snapshot describes every path LOG
+ * names (those the steps may change), its directory of pre-images is
+ * made. The run in U (store_run_free() it). */
+int run_begin_own(struct store *s, int homefd, const char *user, const char *thread,
+		  enum run_kind kind, int64_t undoes, const struct runlog *log,
+		  const struct thread_roots *roots, struct store_run *u);
+/* Records the journal of such a run U from the steps RW took (once: a
+ * second attempt after a crash may find it recorded already). */
+int run_record_own(struct store *s, struct rewind *rw, const struct store_run *u);
+
+#endif
