@@ -55,7 +55,16 @@ void getopt_begin(char **argv, const char *command)
 int thread_args_parse(const char *command, const char *usage, int argc, char **argv,
 		      const char *home, unsigned takes, struct thread_args *a)
 {
-	enum { OPT_USER = 256, OPT_THREAD, OPT_FORMAT, OPT_HOME, OPT_MAX, OPT_DIFF };
+	enum {
+		OPT_USER = 256,
+		OPT_THREAD,
+		OPT_FORMAT,
+		OPT_HOME,
+		OPT_MAX,
+		OPT_DIFF,
+		OPT_SINCE,
+		OPT_ONCE,
+	};
 	static const struct option longopts[] = {
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "thread", required_argument, NULL, OPT_THREAD },
@@ -63,6 +72,8 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
 		{ "home", required_argument, NULL, OPT_HOME },
 		{ "max-files", required_argument, NULL, OPT_MAX },
 		{ "diff", no_argument, NULL, OPT_DIFF },
+		{ "since", required_argument, NULL, OPT_SINCE },
+		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -76,6 +87,8 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
 		{ OPT_FORMAT, THREAD_ARGS_FORMAT, "--format" },
 		{ OPT_MAX, THREAD_ARGS_MAX_FILES, "--max-files" },
 		{ OPT_DIFF, THREAD_ARGS_DIFF, "--diff" },
+		{ OPT_SINCE, THREAD_ARGS_SINCE, "--since" },
+		{ OPT_ONCE, THREAD_ARGS_ONCE, "--once" },
 	};
 	const char *why, *format = "text";
 	char *end;
@@ -83,6 +96,7 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
 
 	memset(a, 0, sizeof(*a));
 	a->max_files = -1;
+	a->since = -1;
 	getopt_begin(argv, command);
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		for (size_t i = 0; i < sizeof(optional) / sizeof(optional[0]); i++)
@@ -113,6 +127,19 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
 			break;
 		case OPT_DIFF:
 			a->diff = true;
+			break;
+		case OPT_SINCE:
+			errno = 0;
+			a->since = strtoll(optarg, &end, 10);
+			if (errno || *end || end == optarg || a->since < 0 ||
+			    !(*optarg >= '0' && *optarg <= '9'))
+				return usage_error(command,
+						   "--since takes a cursor (a number from 0, as"
+						   " sbx watch prints them), not '%s'",
+						   optarg);
+			break;
+		case OPT_ONCE:
+			a->once = true;
 			break;
 		case 'h':
 			fputs(usage, stdout);

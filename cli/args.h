@@ -43,12 +43,15 @@ void getopt_begin(char **argv, const char *command);
 
 /* The options of a command about one thread: --user ID --thread ID
  * (required, validated), --home DIR, -h/--help (prints USAGE), and
- * --format text|json, --max-files N, --diff where a command takes them. */
+ * --format text|json, --max-files N, --diff, --since CURSOR, --once where
+ * a command takes them. */
 struct thread_args {
 	const char *user, *thread;
 	bool json;
 	bool diff;	     /* --diff */
 	long max_files;	     /* -1 if not given */
+	int64_t since;	     /* --since: a cursor (0 or more); -1 if not given */
+	bool once;	     /* --once */
 	char home[PATH_MAX]; /* resolved */
 };
 
@@ -57,6 +60,8 @@ enum {
 	THREAD_ARGS_MAX_FILES = 1, /* --max-files N */
 	THREAD_ARGS_DIFF = 2,	   /* --diff */
 	THREAD_ARGS_FORMAT = 4,	   /* --format text|json */
+	THREAD_ARGS_SINCE = 8,	   /* --since CURSOR */
+	THREAD_ARGS_ONCE = 16,	   /* --once */
 };
 
 /* Parses ARGV into A. Returns -1 to go on, else the exit status to end

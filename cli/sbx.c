@@ -42,6 +42,9 @@ static const struct command {
 	  "                     start a run (a snapshot); prints its id\n"
 	  "  run end RUN [--format text|json|html]\n"
 	  "                     end it: record and print what it changed\n" },
+	{ "watch", cmd_watch,
+	  "  watch --user ID --thread ID [--since CURSOR] [--format text|json] [--once]\n"
+	  "                     print the thread's changes as its views make them\n" },
 	{ "changes", cmd_changes,
 	  "  changes RUN [--format text|json|html]\n"
 	  "                     print what an ended run changed\n" },
