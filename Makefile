@@ -164,6 +164,7 @@ bench: deps
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/run-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/snapshot-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/journal-bench
+	@SBX_BIN=$(CURDIR)/$(BIN) bench/watch-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/broker-bench
 
 # The style is .clang-format's (clang-format 14, Debian 12's); CI checks
