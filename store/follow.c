@@ -58,14 +58,20 @@ int follow_open(const char *home, const char *user, const char *thread, int64_t 
 	 * always seen. The home's entries are the database's files and a
 	 * few directories, whose own contents are not reported here. */
 	f->inotify = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (f->inotify < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM)) {
-		log_warn("follow: no inotify instance (%s; fs.inotify.max_user_instances):"
-			 " new changes show within the fallback timeout only",
-			 strerror(errno));
-	} else if (f->inotify < 0 ||
-		   inotify_add_watch(f->inotify, home, IN_MODIFY | IN_CREATE | IN_MOVED_TO) < 0) {
+	r = f->inotify < 0 ? -errno : 0;
+	if (r == 0 && inotify_add_watch(f->inotify, home, IN_MODIFY | IN_CREATE | IN_MOVED_TO) < 0)
 		r = -errno;
-		snprintf(err, errlen, "cannot watch %s: %s", home, strerror(errno));
+	if (r == -EMFILE || r == -ENFILE || r == -ENOMEM || r == -ENOSPC) {
+		/* Out of instances or watches (fs.inotify.max_user_*):
+		 * slower, not broken. */
+		log_warn("follow: cannot watch %s (%s): new changes show within the fallback"
+			 " timeout only",
+			 home, strerror(-r));
+		if (f->inotify >= 0)
+			close(f->inotify);
+		f->inotify = -1;
+	} else if (r < 0) {
+		snprintf(err, errlen, "cannot watch %s: %s", home, strerror(-r));
 		follow_close(f);
 		return r;
 	}
