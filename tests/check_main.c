@@ -26,7 +26,6 @@ static const struct {
 	{ "unit_runlog", suite_unit_runlog },
 	{ "unit_config", suite_unit_config },
 	{ "unit_exec", suite_unit_exec },
-	{ "unit_follow", suite_unit_follow },
 	{ "view_layout", suite_view_layout },
 	{ "view_posix", suite_view_posix },
 	{ "view_confine", suite_view_confine },
