@@ -146,7 +146,14 @@ static struct store *open_fhome(void)
 static void add_row(struct store *s, const char *thread, int64_t at, const char *op,
 		    const char *path, const char *path2)
 {
-	struct store_event e = { at, op, path, path2, 42, "tool", NULL };
+	struct store_event e = {
+		.at_ns = at,
+		.op = op,
+		.path = path,
+		.path2 = path2,
+		.pid = 42,
+		.comm = "tool",
+	};
 
 	ck_assert_int_eq(store_journal_add(s, "u", thread, &e), 0);
 }
