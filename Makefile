@@ -51,10 +51,11 @@ LDFLAGS += $(SANFLAGS) -Wl,--wrap=close
 
 COMMON_SRC := common/fdcheck.c common/lockcheck.c common/log.c common/quote.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c common/fileops.c
 STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/secrets.c store/diff.c \
-              store/summary.c store/receipt.c
+              store/summary.c store/receipt.c store/follow.c
 EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
-              exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c
+              exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c \
+              exec/watch.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/skills.c fs/view.c fs/ops.c fs/ops_change.c \
               fs/ops_entry.c fs/ops_file.c fs/ops_dir.c fs/ops_xattr.c fs/watch.c fs/channel.c \
               fs/gate.c fs/gate_request.c fs/stage.c fs/journal.c fs/quota.c
@@ -163,6 +164,7 @@ bench: deps
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/run-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/snapshot-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/journal-bench
+	@SBX_BIN=$(CURDIR)/$(BIN) bench/watch-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/broker-bench
 
 # The style is .clang-format's (clang-format 14, Debian 12's); CI checks

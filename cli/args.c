@@ -111,6 +111,8 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
 		OPT_BEFORE,
 		OPT_AT,
 		OPT_DRY,
+		OPT_SINCE,
+		OPT_ONCE,
 	};
 	static const struct option longopts[] = {
 		{ "user", required_argument, NULL, OPT_USER },
@@ -122,6 +124,8 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
 		{ "before", required_argument, NULL, OPT_BEFORE },
 		{ "at", required_argument, NULL, OPT_AT },
 		{ "dry-run", no_argument, NULL, OPT_DRY },
+		{ "since", required_argument, NULL, OPT_SINCE },
+		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -138,6 +142,8 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
 		{ OPT_BEFORE, THREAD_ARGS_WHEN, "--before" },
 		{ OPT_AT, THREAD_ARGS_WHEN, "--at" },
 		{ OPT_DRY, THREAD_ARGS_WHEN, "--dry-run" },
+		{ OPT_SINCE, THREAD_ARGS_SINCE, "--since" },
+		{ OPT_ONCE, THREAD_ARGS_ONCE, "--once" },
 	};
 	const char *why, *format = "text";
 	char *end;
@@ -145,6 +151,7 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
 
 	memset(a, 0, sizeof(*a));
 	a->max_files = -1;
+	a->since = -1;
 	getopt_begin(argv, command);
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		for (size_t i = 0; i < sizeof(optional) / sizeof(optional[0]); i++)
@@ -189,6 +196,19 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
 			break;
 		case OPT_DRY:
 			a->dry_run = true;
+			break;
+		case OPT_SINCE:
+			errno = 0;
+			a->since = strtoll(optarg, &end, 10);
+			if (errno || *end || end == optarg || a->since < 0 ||
+			    !(*optarg >= '0' && *optarg <= '9'))
+				return usage_error(command,
+						   "--since takes a cursor (a number from 0, as"
+						   " sbx watch prints them), not '%s'",
+						   optarg);
+			break;
+		case OPT_ONCE:
+			a->once = true;
 			break;
 		case 'h':
 			fputs(usage, stdout);

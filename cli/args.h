@@ -43,7 +43,8 @@ void getopt_begin(char **argv, const char *command);
 
 /* The options of a command about one thread: --user ID --thread ID
  * (required, validated), --home DIR, -h/--help (prints USAGE), and
- * --format text|json, --max-files N, --diff where a command takes them. */
+ * --format text|json, --max-files N, --diff, --since CURSOR, --once where
+ * a command takes them. */
 struct thread_args {
 	const char *user, *thread;
 	bool json;
@@ -53,6 +54,8 @@ struct thread_args {
 	int64_t before;	     /* --before RUN, or 0 */
 	int64_t at_ns;	     /* --at TIME, or 0 */
 	bool dry_run;	     /* --dry-run */
+	int64_t since;	     /* --since: a cursor (0 or more); -1 if not given */
+	bool once;	     /* --once */
 	char home[PATH_MAX]; /* resolved */
 };
 
@@ -63,6 +66,8 @@ enum {
 	THREAD_ARGS_FORMAT = 4,	   /* --format text|json */
 	THREAD_ARGS_PATH = 8,	   /* one PATH under /mnt/user-data/{workspace,outputs} */
 	THREAD_ARGS_WHEN = 16,	   /* --before RUN or --at TIME (one of them), --dry-run */
+	THREAD_ARGS_SINCE = 32,	   /* --since CURSOR */
+	THREAD_ARGS_ONCE = 64,	   /* --once */
 };
 
 /* Parses ARGV into A. Returns -1 to go on, else the exit status to end

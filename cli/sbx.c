@@ -64,6 +64,9 @@ static const struct command {
 	  "  receipt RUN [--format text|json]\n"
 	  "                     an ended run's delivery receipt; fails if it\n"
 	  "                     produced outputs and presented none\n" },
+	{ "watch", cmd_watch,
+	  "  watch --user ID --thread ID [--since CURSOR] [--format text|json] [--once]\n"
+	  "                     print the thread's changes as its views make them\n" },
 	{ "broker", cmd_broker,
 	  "  broker [--config FILE] [-f] [-d] [--status|--shutdown]\n"
 	  "                     the exec broker: views on demand, commands in them\n" },

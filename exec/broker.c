@@ -12,11 +12,13 @@
 #include "sandbox.h"
 #include "session.h"
 #include "start.h"
+#include "watch.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/home.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "store/follow.h"
 #include "store/receipt.h"
 #include "store/store.h"
 
@@ -134,35 +136,68 @@ static int flush_outbox(struct client *c, bool wait)
 	return c->gone ? -EPIPE : 0;
 }
 
-/* Sends O (consumed) as one line. An output EVENT never waits: what the
- * socket does not take waits in the outbox, or is dropped once that
- * holds OUTBOX_MAX. Anything else waits for what is ahead of it.
- * Returns 0 or -errno (client gone). */
-static int send_json(struct client *c, json_t *o, bool event)
+/* O (consumed) as one line of text (malloc'd), its length in *LEN. */
+static char *json_line(json_t *o, size_t *len)
 {
 	char *text = json_dumps(o, JSON_COMPACT);
 
 	json_decref(o);
 	if (!text)
-		return -ENOMEM;
-	size_t len = strlen(text);
-	text[len++] = '\n'; /* json_dumps leaves room: the NUL */
-	if (event && c->outbox_len + len > OUTBOX_MAX && flush_outbox(c, false) == -EAGAIN &&
-	    c->outbox_len + len > OUTBOX_MAX) {
-		c->dropped = true;
-		free(text);
-		return 0;
-	}
+		return NULL;
+	*len = strlen(text);
+	text[(*len)++] = '\n'; /* json_dumps leaves room: the NUL */
+	return text;
+}
+
+/* Appends TEXT (LEN bytes, freed) to C's outbox: 0, or -errno. */
+static int outbox_put(struct client *c, char *text, size_t len)
+{
 	char *box = c->gone ? NULL : realloc(c->outbox, c->outbox_len + len);
+
 	if (box) {
 		c->outbox = box;
 		memcpy(box + c->outbox_len, text, len);
 		c->outbox_len += len;
 	}
 	free(text);
-	if (!box)
-		return c->gone ? -EPIPE : -ENOMEM;
-	int r = flush_outbox(c, !event);
+	return box ? 0 : c->gone ? -EPIPE : -ENOMEM;
+}
+
+/* Sends O (consumed) as one line. An output EVENT never waits: what the
+ * socket does not take waits in the outbox, or is dropped once that
+ * holds OUTBOX_MAX. Anything else waits for what is ahead of it.
+ * Returns 0 or -errno (client gone). */
+static int send_json(struct client *c, json_t *o, bool event)
+{
+	size_t len;
+	char *text = json_line(o, &len);
+
+	if (!text)
+		return -ENOMEM;
+	if (event && c->outbox_len + len > OUTBOX_MAX && flush_outbox(c, false) == -EAGAIN &&
+	    c->outbox_len + len > OUTBOX_MAX) {
+		c->dropped = true;
+		free(text);
+		return 0;
+	}
+	int r = outbox_put(c, text, len);
+	if (r < 0)
+		return r;
+	r = flush_outbox(c, !event);
+	return r == -EAGAIN ? 0 : r;
+}
+
+/* Sends O (consumed) as one line without waiting and without dropping
+ * it: the caller keeps the outbox bounded (a watch reads no more of the
+ * journal while it is full). Returns 0 or -errno (-EPIPE: client gone). */
+static int send_queued(struct client *c, json_t *o)
+{
+	size_t len;
+	char *text = json_line(o, &len);
+	int r = text ? outbox_put(c, text, len) : -ENOMEM;
+
+	if (r == 0)
+		r = flush_outbox(c, false);
 	return r == -EAGAIN ? 0 : r;
 }
 
@@ -316,6 +351,149 @@ static void op_present(struct client *c, const struct request *q)
 			   strerror(-r));
 	}
 	json_decref(paths);
+}
+
+/* ---- watch -------------------------------------------------------------- */
+
+/* Events per read of the journal. While the outbox holds WATCH_OUTBOX_MAX
+ * the journal is not read: a client that reads slowly holds back its own
+ * watch (the journal keeps what it has not taken yet), never the broker,
+ * and loses nothing. */
+#define WATCH_BATCH 64
+#define WATCH_OUTBOX_MAX (OUTBOX_MAX / 2)
+/* A read even when no write of the store was seen (follow.h). */
+#define WATCH_FALLBACK_MS 1000
+
+struct watch_ctx {
+	struct client *c;
+	json_t *id;
+	unsigned long long sent;
+};
+
+static int send_event(void *arg, const struct follow_event *e)
+{
+	struct watch_ctx *w = arg;
+	json_t *o = json_pack("{s:s}", "type", "event"), *ev = watch_event_json(e);
+	int r = o && ev && json_object_update(o, ev) == 0 ? 0 : -ENOMEM;
+
+	json_decref(ev);
+	if (r < 0) {
+		json_decref(o);
+		return r;
+	}
+	if (w->id)
+		json_object_set(o, "id", w->id);
+	r = send_queued(w->c, o);
+	if (r == 0)
+		w->sent++;
+	return r;
+}
+
+/* Why a watch ended. */
+enum watch_end { WATCH_GONE, WATCH_STOPPED, WATCH_NEXT_REQUEST, WATCH_FAILED };
+
+/* Streams the changes of a thread's journal (store/follow.h) until the
+ * client closes its connection (no reply), sends another request (a
+ * final reply with the cursor, then that request is served) or the
+ * broker stops (the same, with "stopped"). A client that half-closes
+ * still gets its events. */
+static void op_watch(struct client *c, const struct request *q)
+{
+	struct broker *b = c->b;
+	char err[PATH_MAX + 256];
+	const char *missing = "home";
+	_cleanup_(closep) int homefd = open(b->home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int r = homefd < 0 ? neg_errno() : home_thread_find(homefd, q->user, q->thread, &missing);
+
+	if (r == -ENOENT && strcmp(missing, "home")) {
+		if (!strcmp(missing, "user"))
+			send_error(c, q->id, "no_such_thread", "unknown user %s (no %s/users/%s)",
+				   q->user, b->home, q->user);
+		else
+			send_error(c, q->id, "no_such_thread",
+				   "unknown thread %s/%s (no %s/users/%s/threads/%s)", q->user,
+				   q->thread, b->home, q->user, q->thread);
+		return;
+	}
+	struct follow *f = NULL;
+	if (r < 0 || follow_open(b->home, q->user, q->thread, q->since, &f, err, sizeof(err)) < 0) {
+		send_error(c, q->id, "internal", "%s", r < 0 ? "cannot look up the thread" : err);
+		return;
+	}
+	struct watch_ctx w = { c, q->id, 0 };
+	json_t *start = json_pack("{s:s, s:I}", "type", "watching", "cursor",
+				  (json_int_t)follow_cursor(f));
+	if (start && q->id)
+		json_object_set(start, "id", q->id);
+	r = start ? send_queued(c, start) : -ENOMEM;
+	enum watch_end end = r == -EPIPE ? WATCH_GONE : WATCH_FAILED;
+	bool more = false, half_closed = false;
+	while (r == 0) {
+		if (c->outbox_len < WATCH_OUTBOX_MAX) {
+			int n = follow_read(f, WATCH_BATCH, send_event, &w);
+			if (n < 0) {
+				r = n;
+				end = n == -EPIPE ? WATCH_GONE : WATCH_FAILED;
+				break;
+			}
+			more = n == WATCH_BATCH;
+		}
+		/* The client: POLLHUP once it has closed; POLLIN for a
+		 * next request (or EOF: a half-close, then no more POLLIN);
+		 * POLLOUT while the outbox holds something. */
+		struct pollfd p[3] = {
+			{ c->fd, (half_closed ? 0 : POLLIN) | (c->outbox_len ? POLLOUT : 0), 0 },
+			{ b->stop[0], POLLIN, 0 },
+			{ follow_fd(f), POLLIN, 0 },
+		};
+		bool now = more && c->outbox_len < WATCH_OUTBOX_MAX;
+		int n = poll(p, 3, now ? 0 : follow_timeout(f, WATCH_FALLBACK_MS));
+		if (n < 0 && errno != EINTR) {
+			r = -errno;
+			break;
+		}
+		if (p[1].revents) {
+			end = WATCH_STOPPED;
+			break;
+		}
+		if (p[0].revents & (POLLHUP | POLLERR)) {
+			end = WATCH_GONE;
+			break;
+		}
+		if (p[0].revents & POLLIN) {
+			char x;
+			ssize_t k = recv(c->fd, &x, 1, MSG_PEEK | MSG_DONTWAIT);
+			if (k > 0) {
+				end = WATCH_NEXT_REQUEST;
+				break;
+			}
+			half_closed = k == 0;
+		}
+		if ((p[0].revents & POLLOUT) && flush_outbox(c, false) == -EPIPE) {
+			end = WATCH_GONE;
+			break;
+		}
+		r = follow_wait(f, 0);
+		r = r == -EINTR || r > 0 ? 0 : r;
+	}
+	int64_t cursor = follow_cursor(f);
+	follow_close(f);
+	log_info("watch %s/%s: %llu event%s up to cursor %lld, %s", q->user, q->thread, w.sent,
+		 w.sent == 1 ? "" : "s", (long long)cursor,
+		 end == WATCH_GONE	     ? "the client went away"
+		 : end == WATCH_STOPPED	     ? "the broker stops"
+		 : end == WATCH_NEXT_REQUEST ? "a next request came"
+					     : strerror(-r));
+	if (end == WATCH_GONE)
+		return;
+	if (end == WATCH_FAILED) {
+		send_error(c, q->id, "internal", "cannot read the journal: %s", strerror(-r));
+		return;
+	}
+	json_t *o = json_pack("{s:I}", "cursor", (json_int_t)cursor);
+	if (o && end == WATCH_STOPPED)
+		json_object_set_new(o, "stopped", json_true());
+	send_ok(c, q->id, o);
 }
 
 /* ---- exec --------------------------------------------------------------- */
@@ -695,6 +873,9 @@ static void dispatch(struct client *c, const char *line, size_t len)
 		break;
 	case REQ_PRESENT:
 		op_present(c, &q);
+		break;
+	case REQ_WATCH:
+		op_watch(c, &q);
 		break;
 	case REQ_STATUS:
 		op_status(c, q.id);

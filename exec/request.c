@@ -56,7 +56,7 @@ static const struct {
 } ops[] = {
 	{ "ping", REQ_PING },	    { "acquire", REQ_ACQUIRE }, { "release", REQ_RELEASE },
 	{ "exec", REQ_EXEC },	    { "status", REQ_STATUS },	{ "shutdown", REQ_SHUTDOWN },
-	{ "present", REQ_PRESENT },
+	{ "present", REQ_PRESENT }, { "watch", REQ_WATCH },
 };
 
 /* A run's presentation (docs/protocol.md): which paths are acceptable is
@@ -91,6 +91,21 @@ static int parse_present(struct request *r, const char **code, char *err, size_t
 				    "'paths' must be an array of strings without NUL");
 		r->paths[r->npaths++] = json_string_value(p);
 	}
+	return 0;
+}
+
+/* A watch (docs/protocol.md): where to start. */
+static int parse_watch(struct request *r, const char **code, char *err, size_t errlen)
+{
+	json_t *since = json_object_get(r->root, "since");
+
+	r->since = -1;
+	if (!since || json_is_null(since))
+		return 0;
+	if (!json_is_integer(since) || json_integer_value(since) < 0)
+		return fail(code, "bad_request", err, errlen,
+			    "'since' must be a cursor (an integer from 0, as events carry them)");
+	r->since = json_integer_value(since);
 	return 0;
 }
 
@@ -177,7 +192,7 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 	if (i == sizeof(ops) / sizeof(*ops))
 		return fail(code, "unknown_op", err, errlen,
 			    "unknown op '%.64s' (ping, acquire,"
-			    " release, exec, present, status, shutdown)",
+			    " release, exec, present, status, shutdown, watch)",
 			    op);
 	r->op = ops[i].op;
 	if (r->op == REQ_PING || r->op == REQ_STATUS || r->op == REQ_SHUTDOWN)
@@ -193,6 +208,8 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 		return fail(code, "bad_request", err, errlen, "invalid thread id: %s", why);
 	if (r->op == REQ_EXEC)
 		return parse_exec(r, code, err, errlen);
+	if (r->op == REQ_WATCH)
+		return parse_watch(r, code, err, errlen);
 	if (!str_field(r->root, "owner", true, &r->owner, err, errlen))
 		return bad_request(code);
 	if (!*r->owner || strlen(r->owner) > 256)

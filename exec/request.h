@@ -17,6 +17,7 @@ enum request_op {
 	REQ_STATUS,
 	REQ_SHUTDOWN,
 	REQ_PRESENT,
+	REQ_WATCH,
 };
 
 struct request {
@@ -40,6 +41,7 @@ struct request {
 	const char *tool;
 	const char **paths; /* malloc'd; the strings are root's */
 	size_t npaths;
+	long long since; /* watch: a cursor (0 or more), -1 if absent */
 };
 
 /* Parses LINE (LEN bytes) into R. Returns 0, or -EINVAL with the error

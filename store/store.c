@@ -113,6 +113,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"ALTER TABLE runs ADD COLUMN kind INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE runs ADD COLUMN undoes INTEGER REFERENCES runs (id);"
 	"ALTER TABLE runs ADD COLUMN kept INTEGER NOT NULL DEFAULT 0;"
+	"CREATE INDEX journal_by_thread_id ON journal (user, thread, id);"
 	"CREATE INDEX runs_by_undone ON runs (undoes);",
 };
 
@@ -139,6 +140,8 @@ enum stmt_id {
 	ST_RUN_UNDONE_BY,
 	ST_RUN_KEEP,
 	ST_RUNS_EACH,
+	ST_JOURNAL_LAST,
+	ST_JOURNAL_AFTER,
 	ST_PRESENT_ADD,
 	ST_PRESENTED_EACH,
 	ST_BEGIN,
@@ -197,6 +200,19 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_RUN_UNDONE_BY] = "SELECT id FROM runs WHERE undoes = ? ORDER BY id DESC LIMIT 1",
 	[ST_RUN_KEEP] = "UPDATE runs SET kept = 1 WHERE id = ?",
 	[ST_RUNS_EACH] = "SELECT id FROM runs WHERE user = ? AND thread = ? ORDER BY id",
+	[ST_JOURNAL_LAST] = "SELECT max(id) FROM journal",
+	/* By journal_by_thread_id (user, thread, id): the id range is what
+	 * was written since the last call, a few rows. The run is the
+	 * thread's latest begun at or before the row and not ended before
+	 * it (runs_by_thread, newest first). */
+	[ST_JOURNAL_AFTER] = "SELECT j.at_ns, j.op, j.path, j.path2, j.pid, j.comm, j.symlink,"
+			     " j.target, j.size, j.mtime_ns, j.sha256, j.sensitive, j.binary,"
+			     " j.large, j.id, (SELECT r.id FROM runs r WHERE r.user = j.user"
+			     "  AND r.thread = j.thread AND r.begun_ns <= j.at_ns"
+			     "  AND (r.ended_ns IS NULL OR r.ended_ns >= j.at_ns)"
+			     "  ORDER BY r.id DESC LIMIT 1)"
+			     " FROM journal j WHERE j.user = ? AND j.thread = ?"
+			     " AND j.id > ? AND j.id <= ? ORDER BY j.id LIMIT ?",
 	[ST_PRESENT_ADD] = "INSERT OR IGNORE INTO presentations (run, at_ns, tool, path)"
 			   " VALUES (?, ?, ?, ?)",
 	[ST_PRESENTED_EACH] = "SELECT tool, path FROM presentations WHERE run = ? ORDER BY id",
@@ -1082,4 +1098,81 @@ int store_runs_each(struct store *s, const char *user, const char *thread,
 	}
 	free(c.ids);
 	return r;
+}
+
+int store_journal_last_id(struct store *s, int64_t *id)
+{
+	_stmt_ st = stmt(s, ST_JOURNAL_LAST);
+	int rc;
+
+	if (!st)
+		return -ENOMEM;
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW)
+		return fail(s, rc, "read the journal's end");
+	*id = sqlite3_column_int64(st, 0); /* NULL (no row): 0 */
+	return 0;
+}
+
+struct after_ctx {
+	int (*fn)(void *arg, const struct store_event *e, int64_t id, int64_t run);
+	void *arg;
+	int64_t last; /* the id of the last row given to FN */
+	int n;
+};
+
+static int after_row(sqlite3_stmt *st, void *ctx)
+{
+	struct after_ctx *c = ctx;
+	struct snap_file pre = { 0 };
+	struct store_event e = {
+		.at_ns = sqlite3_column_int64(st, 0),
+		.op = col_text(st, 1),
+		.path = col_text(st, 2),
+		.path2 = sqlite3_column_type(st, 3) == SQLITE_NULL ? NULL : col_text(st, 3),
+		.pid = (pid_t)sqlite3_column_int(st, 4),
+		.comm = col_text(st, 5),
+	};
+	int r = 0;
+
+	/* As store_journal_each() gives it. */
+	if (!strcmp(e.op, "preimage")) {
+		pre.path = (char *)e.path;
+		pre.root = root_name(e.path + (strncmp(e.path, "/mnt/user-data/", 15) ? 0 : 15));
+		e.pre = &pre;
+		r = col_file(st, 6, &pre);
+	}
+	c->last = sqlite3_column_int64(st, 14);
+	if (r == 0)
+		r = c->fn(c->arg, &e, c->last, sqlite3_column_int64(st, 15));
+	free(pre.target);
+	c->n++;
+	return r;
+}
+
+int store_journal_after(struct store *s, const char *user, const char *thread, int64_t after_id,
+			int limit, int64_t *scanned,
+			int (*fn)(void *arg, const struct store_event *e, int64_t id, int64_t run),
+			void *arg)
+{
+	struct after_ctx c = { fn, arg, after_id, 0 };
+	int64_t end;
+	/* The end first: every row up to it is committed (one writer at a
+	 * time takes the next id), so the read below misses none of them
+	 * and the next one can start after END. */
+	int r = store_journal_last_id(s, &end);
+
+	if (r < 0)
+		return r;
+	_stmt_ st = thread_stmt(s, ST_JOURNAL_AFTER, user, thread);
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_int64(st, 3, after_id);
+	sqlite3_bind_int64(st, 4, end);
+	sqlite3_bind_int(st, 5, limit);
+	r = each_row(s, st, "read the journal", after_row, &c);
+	if (r != 0)
+		return r;
+	*scanned = c.n < limit ? (end > after_id ? end : after_id) : c.last;
+	return c.n;
 }

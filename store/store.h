@@ -121,6 +121,24 @@ int store_journal_add(struct store *s, const char *user, const char *thread,
 int store_journal_each(struct store *s, const char *user, const char *thread, int64_t from_ns,
 		       int64_t to_ns, int (*fn)(void *arg, const struct store_event *e), void *arg);
 
+/* The id of the journal's last row, of any thread, in *ID (0 if it has
+ * none). Rows are numbered in the order they are written, across the
+ * home's threads, and never renumbered: an id is a cursor (follow.h). */
+int store_journal_last_id(struct store *s, int64_t *id);
+/* Calls FN for USER's THREAD's rows among the journal's rows with an id
+ * above AFTER_ID, up to its last row, oldest first, at most LIMIT (> 0)
+ * of them; with each, its id and the id of the thread's run open at its
+ * time (0: none). *SCANNED receives the id up to which the journal was
+ * read: the last row's (of any thread) if fewer than LIMIT matched, else
+ * the LIMIT-th match's. A follower's next call starts there, so it never
+ * reads another thread's rows twice. FN returns 0 to go on, or a
+ * negative value to stop, which is returned. Returns the number of rows
+ * given to FN, or -errno. */
+int store_journal_after(struct store *s, const char *user, const char *thread, int64_t after_id,
+			int limit, int64_t *scanned,
+			int (*fn)(void *arg, const struct store_event *e, int64_t id, int64_t run),
+			void *arg);
+
 struct snapshot;
 
 /* Records SNAP (taken with MAX_FILES at AT_NS) for USER's THREAD in one

@@ -40,6 +40,7 @@ static const struct {
 	{ "view_escape", suite_view_escape },
 	{ "view_skills", suite_view_skills },
 	{ "view_broker", suite_view_broker },
+	{ "view_watch", suite_view_watch },
 	{ "cli", suite_cli },
 	{ "sandbox", suite_sandbox },
 	{ "valgrind", suite_valgrind },

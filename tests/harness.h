@@ -102,6 +102,7 @@ Suite *suite_unit_summary(void);
 Suite *suite_unit_runlog(void);
 Suite *suite_unit_exec(void);
 Suite *suite_unit_config(void);
+Suite *suite_view_watch(void);
 Suite *suite_valgrind(void);
 Suite *suite_sanitizers(void);
 

@@ -159,8 +159,9 @@ static char *formats(const char *text, const char *where, const char *stop)
 START_TEST(test_cli_every_command_has_help_and_short_named_errors)
 {
 	static const char *const commands[] = {
-		"mount",   "umount",  "audit",	 "snapshot", "run",  "run begin", "run end",
-		"changes", "present", "receipt", "broker",   "exec", "doctor",	  "id",
+		"mount",     "umount",	"audit",   "snapshot", "run",
+		"run begin", "run end", "changes", "present",  "receipt",
+		"broker",    "exec",	"doctor",  "id",       "watch",
 	};
 	const char *sbx = strdup(test_bin("sbx"));
 	char *summary = OUT("'%s' --help", sbx), *err;
@@ -197,6 +198,7 @@ START_TEST(test_cli_every_command_has_help_and_short_named_errors)
 		{ "  audit ", "Usage: sbx audit " },	 { "  snapshot ", "Usage: sbx snapshot " },
 		{ "  run end ", "sbx run end " },	 { "  changes ", "Usage: sbx changes " },
 		{ "  receipt ", "Usage: sbx receipt " }, { "  doctor ", "Usage: sbx doctor " },
+		{ "  watch ", "Usage: sbx watch " },
 	};
 	for (size_t i = 0; i < sizeof(with_format) / sizeof(with_format[0]); i++) {
 		char *cmd = strndup(with_format[i][0] + 2, strlen(with_format[i][0]) - 3);
