@@ -200,6 +200,7 @@ int cmd_restore(int argc, char **argv, const char *home)
 	struct windows w = { 0 };
 	struct store_run run = { 0 }, u = { 0 };
 	struct rewind *rw = NULL;
+	struct run_texts *texts = NULL;
 	struct store *s = NULL;
 	int r = thread_args_parse("restore", restore_usage, argc, argv, home,
 				  THREAD_ARGS_PATH | THREAD_ARGS_WHEN | THREAD_ARGS_FORMAT, &a);
@@ -267,7 +268,7 @@ int cmd_restore(int argc, char **argv, const char *home)
 		rewind_print_plan(rw, stdout);
 		goto done;
 	}
-	r = run_begin_own(s, homefd, a.user, a.thread, RUN_RESTORE, 0, &sub, &roots, &u);
+	r = run_begin_own(s, homefd, a.user, a.thread, RUN_RESTORE, 0, &sub, &roots, &u, &texts);
 	if (r == 0)
 		r = (to = home_undo_dir(homefd, a.user, a.thread, u.begun_ns, false)) < 0 ? to : 0;
 	if (r == 0 &&
@@ -281,12 +282,13 @@ int cmd_restore(int argc, char **argv, const char *home)
 	int failed = rewind_apply(rw, to, log_fd);
 	r = failed < 0 ? failed : run_record_own(s, rw, &u);
 	if (r == 0)
-		r = run_finish(s, a.home, &u, a.json ? FORMAT_JSON : FORMAT_TEXT, true);
+		r = run_finish(s, a.home, &u, a.json ? FORMAT_JSON : FORMAT_TEXT, true, texts);
 	if (r == 0 && failed)
 		r = -EIO;
 	if (r < 0 && r != -EIO)
 		fprintf(stderr, "sbx: restore: %s\n", strerror(-r));
 done:
+	run_texts_free(texts);
 	rewind_free(rw);
 	free(sub.events);
 	runlog_free(&all);

@@ -63,12 +63,20 @@ struct rewind {
 	int more[REWIND_SOURCES]; /* other directories of objects */
 	size_t nmore;
 	bool copy; /* objects are copied, not moved */
+	struct {   /* the last two parent directories steps used */
+		char path[PATH_MAX];
+		int fd;
+		unsigned long used;
+	} dirs[2];
+	unsigned long uses;
 };
 
 static bool op_is(const struct store_event *e, const char *op)
 {
 	return !strcmp(e->op, op);
 }
+
+static void dirs_forget(struct rewind *rw);
 
 int rewind_new(const struct runlog *log, int64_t ended_ns, int ws, int out, int from,
 	       struct rewind **out_rw)
@@ -79,6 +87,7 @@ int rewind_new(const struct runlog *log, int64_t ended_ns, int ws, int out, int 
 		free(rw);
 		return -ENOMEM;
 	}
+	rw->dirs[0].fd = rw->dirs[1].fd = -1;
 	rw->log = log;
 	rw->ended_ns = ended_ns;
 	rw->ws = ws;
@@ -98,6 +107,7 @@ void rewind_free(struct rewind *rw)
 	for (size_t i = 0; i < rw->nsteps; i++)
 		free(rw->steps[i].meta);
 	free(rw->steps);
+	dirs_forget(rw);
 	free(rw->skip);
 	free(rw);
 }
@@ -230,6 +240,13 @@ static int effect_add(struct effects *fx, const char *path, size_t at, bool exis
 }
 
 /* What event E (the AT-th) leaves at each of its names. */
+/* The directory of virtual PATH and its leaf; DFD is one of RW's cached
+ * directories (a step names at most two), not the place's own. */
+struct place {
+	int dfd;
+	const char *leaf;
+};
+
 static int effects_of(const struct rewind *rw, const size_t *moves, size_t nmoves, size_t at,
 		      struct effects *fx)
 {
@@ -248,14 +265,16 @@ static int effects_of(const struct rewind *rw, const size_t *moves, size_t nmove
 }
 
 /* The state of virtual PATH now: 1 there (attributes in ST), 0 absent. */
-static int path_stat(const struct rewind *rw, const char *path, struct stat *st)
-{
-	const char *leaf;
-	_cleanup_(closep) int dfd = runlog_parent(rw->ws, rw->out, path, &leaf);
+static int place_open(struct rewind *rw, const char *path, struct place *p);
 
-	if (dfd < 0)
-		return dfd == -ENOENT ? 0 : dfd;
-	if (fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) == 0)
+static int path_stat(struct rewind *rw, const char *path, struct stat *st)
+{
+	struct place p;
+	int r = place_open(rw, path, &p);
+
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
+	if (fstatat(p.dfd, p.leaf, st, AT_SYMLINK_NOFOLLOW) == 0)
 		return 1;
 	return errno == ENOENT ? 0 : -errno;
 }
@@ -491,21 +510,43 @@ static int object_name(char name[40])
 	return 0;
 }
 
-/* The directory of virtual PATH and its leaf. */
-struct place {
-	int dfd;
-	const char *leaf;
-};
-
-static int place_open(const struct rewind *rw, const char *path, struct place *p)
+/* Forgets the cached directories: a step moved or removed one. */
+static void dirs_forget(struct rewind *rw)
 {
-	p->dfd = runlog_parent(rw->ws, rw->out, path, &p->leaf);
-	return p->dfd < 0 ? p->dfd : 0;
+	for (int i = 0; i < 2; i++) {
+		closep(&rw->dirs[i].fd);
+		rw->dirs[i].path[0] = '\0';
+	}
+}
+
+static int place_open(struct rewind *rw, const char *path, struct place *p)
+{
+	const char *slash = strrchr(path, '/');
+	size_t len = slash ? (size_t)(slash - path) : 0;
+
+	p->leaf = slash ? slash + 1 : path;
+	for (int i = 0; i < 2; i++)
+		if (rw->dirs[i].fd >= 0 && strlen(rw->dirs[i].path) == len &&
+		    !strncmp(rw->dirs[i].path, path, len)) {
+			rw->dirs[i].used = ++rw->uses;
+			p->dfd = rw->dirs[i].fd;
+			return 0;
+		}
+	int fd = runlog_parent(rw->ws, rw->out, path, &p->leaf);
+	if (fd < 0)
+		return fd;
+	/* The one used longer ago goes: the other may be a live place's. */
+	int k = rw->dirs[0].used <= rw->dirs[1].used ? 0 : 1;
+	closep(&rw->dirs[k].fd);
+	rw->dirs[k].fd = p->dfd = fd;
+	rw->dirs[k].used = ++rw->uses;
+	snprintf(rw->dirs[k].path, sizeof(rw->dirs[k].path), "%.*s", (int)len, path);
+	return 0;
 }
 
 static void place_close(struct place *p)
 {
-	closep(&p->dfd);
+	p->dfd = -1; /* the cache's */
 }
 
 #define _place_ _cleanup_(place_close) struct place
@@ -670,7 +711,10 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 			r = begin(rw, log_fd, &l, was);
 		if (!was)
 			free(l.meta);
-		return r < 0 ? r : unlinkat(p.dfd, p.leaf, AT_REMOVEDIR) < 0 ? neg() : 1;
+		if (r == 0 && unlinkat(p.dfd, p.leaf, AT_REMOVEDIR) < 0)
+			r = neg();
+		dirs_forget(rw);
+		return r < 0 ? r : 1;
 	}
 	l.kind = STEP_TAKE;
 	if ((!was && (r = object_name(l.object)) < 0) || (r = begin(rw, log_fd, &l, was)) < 0)
@@ -703,10 +747,13 @@ static int step_move(struct rewind *rw, int log_fd, size_t seq, const char *from
 	l.ino = sb.st_ino;
 	if ((r = begin(rw, log_fd, &l, was)) < 0)
 		return r;
-	return renameat2(b.dfd, b.leaf, a.dfd, a.leaf, swap ? RENAME_EXCHANGE : RENAME_NOREPLACE) <
-			       0
-		       ? neg()
-		       : 1;
+	r = renameat2(b.dfd, b.leaf, a.dfd, a.leaf, swap ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0
+		    ? neg()
+		    : 1;
+	/* A directory moved: the cached ones may be below it. */
+	if (S_ISDIR(sb.st_mode) || (swap && S_ISDIR(sa.st_mode)))
+		dirs_forget(rw);
+	return r;
 }
 
 /* Undoes event SEQ; WAS: the step a first attempt logged for it last.

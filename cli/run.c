@@ -138,7 +138,7 @@ static int run_end(int argc, char **argv, const char *home)
 			(long long)a.run, (long long)a.run);
 		r = -EALREADY;
 	} else {
-		r = run_finish(s, a.home, &run, a.format, true);
+		r = run_finish(s, a.home, &run, a.format, true, NULL);
 	}
 	if (r == 0)
 		run_retain(s, a.home, run.user, run.thread, "run end");
@@ -230,6 +230,7 @@ static int run_undo(int argc, char **argv, const char *home)
 	struct thread_roots roots = { -1, -1 };
 	struct store_run run, u = { 0 };
 	struct rewind *rw = NULL;
+	struct run_texts *texts = NULL;
 	struct run_args a;
 	int64_t undo_id = 0;
 	int r = run_args_parse("run undo", run_undo_usage, argc, argv, home, RUN_ARGS_UNDO, &a);
@@ -258,7 +259,7 @@ static int run_undo(int argc, char **argv, const char *home)
 	}
 	/* An open run ends first: its summary says what the undo undoes. */
 	if (r == 0 && !run.ended && !a.dry_run) {
-		r = run_finish(s, a.home, &run, FORMAT_TEXT, false);
+		r = run_finish(s, a.home, &run, FORMAT_TEXT, false, NULL);
 		store_run_free(&run);
 		if (r == 0)
 			r = store_run_get(s, a.run, &run);
@@ -299,7 +300,7 @@ static int run_undo(int argc, char **argv, const char *home)
 			goto done;
 		}
 		r = run_begin_own(s, homefd, run.user, run.thread, RUN_UNDO, run.id, &log, &roots,
-				  &u);
+				  &u, &texts);
 	} else if (a.dry_run) {
 		fprintf(stderr,
 			"sbx: run undo: run %lld is being undone by run %lld, which "
@@ -328,7 +329,7 @@ static int run_undo(int argc, char **argv, const char *home)
 		goto done;
 	}
 	if ((r = run_record_own(s, rw, &u)) == 0)
-		r = run_finish(s, a.home, &u, a.format, true);
+		r = run_finish(s, a.home, &u, a.format, true, texts);
 	if (r < 0)
 		goto done;
 	struct rewind_counts c;
@@ -343,6 +344,7 @@ static int run_undo(int argc, char **argv, const char *home)
 	run_retain(s, a.home, run.user, run.thread, "run undo");
 	r = failed ? -EIO : 0;
 done:
+	run_texts_free(texts);
 	rewind_free(rw);
 	runlog_free(&log);
 	thread_roots_close(&roots);

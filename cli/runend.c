@@ -45,6 +45,43 @@ struct scan {
 	bool sorted;
 };
 
+/* The texts a snapshot of the sbx command's own run read, kept for the
+ * run's end in the same process (struct scan, in memory). */
+struct run_texts {
+	struct scan scan;
+	struct ident { /* each file the snapshot described, by identity */
+		dev_t dev;
+		ino_t ino;
+		int64_t size, mtime_ns;
+		size_t at; /* its index in the snapshot */
+	} * ids;
+	size_t nids, idcap;
+};
+
+static int ident_cmp(const void *a, const void *b)
+{
+	const struct ident *x = a, *y = b;
+
+	return x->dev != y->dev	  ? (x->dev < y->dev ? -1 : 1)
+	       : x->ino != y->ino ? (x->ino < y->ino ? -1 : 1)
+				  : 0;
+}
+
+/* The file of KNOWN (sorted) that ST is, unchanged, or NULL. */
+static const struct ident *ident_find(const struct run_texts *known, const struct stat *st)
+{
+	struct ident key = { .dev = st->st_dev, .ino = st->st_ino };
+	const struct ident *id = known && known->nids ? bsearch(&key, known->ids, known->nids,
+								sizeof(key), ident_cmp)
+						      : NULL;
+
+	return id && id->size == st->st_size &&
+			       id->mtime_ns == (int64_t)st->st_mtim.tv_sec * 1000000000 +
+						       st->st_mtim.tv_nsec
+		       ? id
+		       : NULL;
+}
+
 static int keep_in_memory(struct scan *sc, const struct snap_file *f, const uint8_t *data,
 			  size_t len)
 {
@@ -290,25 +327,77 @@ int run_print_summary(const struct store_run *r, const char *summary, enum forma
 	return print_payload(r, p, format);
 }
 
-/* A snapshot of the paths NAMES (N, sorted, each once) as they are now,
- * texts kept by SC: a scan of just those (what undo changes). */
-static int describe_paths(struct scan *sc, const struct thread_roots *roots, char *const *names,
-			  size_t n, struct snapshot *snap)
+/* F (for PATH) as the description D of the same file at another path. */
+static int describe_as(const struct snap_file *d, const char *path, struct snap_file *f)
 {
+	*f = *d;
+	f->path = strdup(path);
+	f->root = !strncmp(path, "/mnt/user-data/outputs/", 23) ? "outputs" : "workspace";
+	f->target = d->target ? strdup(d->target) : NULL;
+	return f->path && (!d->target || f->target) ? 0 : -ENOMEM;
+}
+
+/* A snapshot of the paths NAMES (N, sorted, each once) as they are now,
+ * texts kept by SC: a scan of just those (what an undo or a restore
+ * changes). A file KNOWN (with KNOWN_SNAP) described, unchanged (renamed
+ * or not), is not read again; COLLECT (may be NULL) records the identity
+ * of each file described. */
+static int describe_known(struct scan *sc, const struct thread_roots *roots, char *const *names,
+			  size_t n, struct snapshot *snap, const struct run_texts *known,
+			  const struct snapshot *known_snap, struct run_texts *collect)
+{
+	_cleanup_(closep) int dfd = -1;
+	size_t dirlen = 0; /* names[i] up to its last '/', of DFD */
+	const char *dir = NULL, *leaf;
 	int r = 0;
 
 	memset(snap, 0, sizeof(*snap));
 	snap->max_files = n;
 	for (size_t i = 0; i < n && r == 0; i++) {
+		const char *slash = strrchr(names[i], '/');
+		size_t len = slash ? (size_t)(slash - names[i]) : 0;
+		/* The names are sorted: a directory's come together, and its
+		 * fd serves them all. */
+		if (!dir || len != dirlen || strncmp(names[i], dir, len)) {
+			closep(&dfd);
+			dfd = runlog_parent(roots->ws, roots->out, names[i], &leaf);
+			dir = names[i];
+			dirlen = len;
+		}
+		leaf = slash ? slash + 1 : names[i];
 		struct snap_file *f = snapshot_append(snap);
-		r = f ? runlog_describe(roots->ws, roots->out, names[i], keep_blob, sc, f)
-		      : -ENOMEM;
+		struct stat st;
+		const struct ident *id = NULL;
+		if (!f)
+			r = -ENOMEM;
+		else if (dfd < 0)
+			r = dfd;
+		else if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			r = -errno;
+		else if (S_ISREG(st.st_mode) && (id = ident_find(known, &st)) &&
+			 !known_snap->files[id->at].sensitive && !snapshot_path_sensitive(names[i]))
+			r = describe_as(&known_snap->files[id->at], names[i], f);
+		else
+			r = snapshot_file_at(dfd, leaf, names[i], keep_blob, sc, f);
 		if (r == -ENOENT) {
 			snap_file_free(f);
 			snap->n--;
 			r = 0;
+		} else if (r == 0 && collect && S_ISREG(st.st_mode)) {
+			if (array_grow(collect->ids, collect->nids, collect->idcap) < 0)
+				r = -ENOMEM;
+			else
+				collect->ids[collect->nids++] = (struct ident){
+					st.st_dev,
+					st.st_ino,
+					st.st_size,
+					(int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+					snap->n - 1,
+				};
 		}
 	}
+	if (r == 0 && collect && collect->nids)
+		qsort(collect->ids, collect->nids, sizeof(*collect->ids), ident_cmp);
 	r = scan_end(sc, r);
 	if (r < 0)
 		snapshot_free(snap);
@@ -365,7 +454,7 @@ static int undo_names(const struct snapshot *before, const struct runlog *j, cha
  * and receipt, and prints the summary as FORMAT if PRINT. Returns 0, or
  * -errno (said on stderr). */
 int run_finish(struct store *s, const char *home, struct store_run *run, enum format format,
-	       bool print)
+	       bool print, struct run_texts *texts)
 {
 	struct runlog journal = { 0 };
 	struct summary_limits limits = SUMMARY_LIMITS_DEFAULT;
@@ -379,6 +468,15 @@ int run_finish(struct store *s, const char *home, struct store_run *run, enum fo
 	int r;
 
 	scan.store = s;
+	if (texts) {
+		/* Those of the first snapshot serve the diffs too. */
+		scan.texts = texts->scan.texts;
+		scan.ntexts = texts->scan.ntexts;
+		scan.cap = texts->scan.cap;
+		scan.bytes = texts->scan.bytes;
+		texts->scan.texts = NULL;
+		texts->scan.ntexts = texts->scan.cap = texts->scan.bytes = 0;
+	}
 	r = store_snapshot_load(s, run->before_snapshot, &before);
 	if (r < 0) {
 		fprintf(stderr, "sbx: run end: cannot read the run's first snapshot: %s\n",
@@ -409,7 +507,7 @@ int run_finish(struct store *s, const char *home, struct store_run *run, enum fo
 		size_t n = 0;
 		r = undo_names(&before, &journal, &names, &n);
 		if (r == 0)
-			r = describe_paths(&scan, &roots, names, n, &after);
+			r = describe_known(&scan, &roots, names, n, &after, texts, &before, NULL);
 		run_names_free(names, n);
 		if (r == 0)
 			r = store_snapshot_save(s, run->user, run->thread, &after, n, realtime_ns(),
@@ -519,18 +617,38 @@ int run_snapshot(struct store *s, const struct thread_roots *roots, const char *
 	return r;
 }
 
-int run_snapshot_paths(struct store *s, const struct thread_roots *roots, const char *user,
-		       const char *thread, char *const *names, size_t n, int64_t at, int64_t *id)
+void run_texts_free(struct run_texts *t)
 {
-	struct scan scan = { .store = s };
-	struct snapshot snap;
-	int r = describe_paths(&scan, roots, names, n, &snap);
+	if (t) {
+		scan_free(&t->scan);
+		free(t->ids);
+		free(t);
+	}
+}
 
+/* A snapshot of exactly the paths NAMES (N, sorted, each once), at AT,
+ * into the store: its id in *ID, the texts it read in *TEXTS. */
+static int snapshot_paths(struct store *s, const struct thread_roots *roots, const char *user,
+			  const char *thread, char *const *names, size_t n, int64_t at, int64_t *id,
+			  struct run_texts **texts)
+{
+	struct run_texts *t = calloc(1, sizeof(*t));
+	struct snapshot snap;
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	t->scan = (struct scan){ .store = s, .in_memory = true };
+	r = describe_known(&t->scan, roots, names, n, &snap, NULL, NULL, t);
 	if (r == 0) {
 		r = store_snapshot_save(s, user, thread, &snap, n, at, id);
 		snapshot_free(&snap);
 	}
-	scan_free(&scan);
+	if (r < 0) {
+		run_texts_free(t);
+		t = NULL;
+	}
+	*texts = t;
 	return r;
 }
 
@@ -589,7 +707,7 @@ int run_record_own(struct store *s, struct rewind *rw, const struct store_run *u
 
 int run_begin_own(struct store *s, int homefd, const char *user, const char *thread,
 		  enum run_kind kind, int64_t undoes, const struct runlog *log,
-		  const struct thread_roots *roots, struct store_run *u)
+		  const struct thread_roots *roots, struct store_run *u, struct run_texts **texts)
 {
 	int64_t snap, id, begun = realtime_ns();
 	char **names;
@@ -598,7 +716,7 @@ int run_begin_own(struct store *s, int homefd, const char *user, const char *thr
 
 	if (r < 0)
 		return r;
-	r = run_snapshot_paths(s, roots, user, thread, names, n, begun, &snap);
+	r = snapshot_paths(s, roots, user, thread, names, n, begun, &snap, texts);
 	run_names_free(names, n);
 	if (r == 0)
 		r = store_run_begin_as(s, user, thread, snap, begun, kind, undoes, &id);

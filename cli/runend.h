@@ -27,18 +27,23 @@ void views_update(struct store *s, const char *home, const char *user, const cha
  * terminal) into the store: its id in *ID. Errors are said. */
 int run_snapshot(struct store *s, const struct thread_roots *roots, const char *user,
 		 const char *thread, size_t max, int64_t *id);
-/* The same for exactly the paths NAMES (N, sorted, each once), at AT. */
-int run_snapshot_paths(struct store *s, const struct thread_roots *roots, const char *user,
-		       const char *thread, char *const *names, size_t n, int64_t at, int64_t *id);
 void run_names_free(char **names, size_t n);
+
+/* The texts the first snapshot of a run the sbx command makes itself
+ * read (run_begin_own), for its end in the same process. */
+struct run_texts;
+void run_texts_free(struct run_texts *t);
 
 /* Ends RUN (open) of store S in HOME: snapshots again, compares,
  * completed by the views' journal (a run the sbx command made itself, an
  * undo or a restore, looks at the paths its journal and first snapshot
  * name, no others), records the summary and receipt, and prints the
- * summary as FORMAT if PRINT. Returns 0, or -errno (said on stderr). */
+ * summary as FORMAT if PRINT. TEXTS (may be NULL; emptied): what its
+ * first snapshot read, for the diffs; without them (a second attempt
+ * after a crash) those come from the store, where kept. Returns 0, or
+ * -errno (said on stderr). */
 int run_finish(struct store *s, const char *home, struct store_run *run, enum format format,
-	       bool print);
+	       bool print, struct run_texts *texts);
 
 /* Prints a summary as recorded (JSON text, NULL if there is none) of run
  * R as FORMAT; 0, or 1 after an error (said). */
@@ -53,10 +58,11 @@ void run_retain(struct store *s, const char *home, const char *user, const char 
  * UNDOES, a restore) of USER's THREAD, whose changes will be the steps
  * undoing LOG's events: its first snapshot describes every path LOG
  * names (those the steps may change), its directory of pre-images is
- * made. The run in U (store_run_free() it). */
+ * made. The run in U (store_run_free() it), the texts its snapshot read
+ * in *TEXTS (run_texts_free() them; for run_finish()). */
 int run_begin_own(struct store *s, int homefd, const char *user, const char *thread,
 		  enum run_kind kind, int64_t undoes, const struct runlog *log,
-		  const struct thread_roots *roots, struct store_run *u);
+		  const struct thread_roots *roots, struct store_run *u, struct run_texts **texts);
 /* Records the journal of such a run U from the steps RW took (once: a
  * second attempt after a crash may find it recorded already). */
 int run_record_own(struct store *s, struct rewind *rw, const struct store_run *u);

@@ -30,6 +30,7 @@ struct runlog {
 	size_t n, cap;
 	struct summary_rename *renames; /* joined chains, for summary_compare() */
 	size_t nrenames, rcap;
+	size_t *by_to, nslots, used; /* an index of renames by where they lead */
 	size_t made; /* files and symlinks the views created */
 };
 

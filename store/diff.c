@@ -57,6 +57,20 @@ static int split(const char *text, size_t len, struct lines *out)
 	return 0;
 }
 
+size_t diff_lines(const char *text, size_t len)
+{
+	size_t n = 0;
+
+	/* split()'s rule: a line ends at "\n", "\r\n" or "\r", or at the end. */
+	for (size_t i = 0; i < len; i++, n++) {
+		while (i < len && text[i] != '\n' && text[i] != '\r')
+			i++;
+		if (i + 1 < len && text[i] == '\r' && text[i + 1] == '\n')
+			i++;
+	}
+	return n;
+}
+
 static bool same(const struct line *a, const struct line *b)
 {
 	return a->hash == b->hash && a->len == b->len && !memcmp(a->s, b->s, a->len);
@@ -159,7 +173,7 @@ out:
 }
 
 /* The whole script: common head, the middle (Myers, or delete-all then
- * insert-all past DIFF_MAX_EDITS), common tail. */
+ * insert-all past DIFF_MAX_EDITS or when a side is empty), common tail. */
 static int edit_script(const struct lines *a, const struct lines *b, struct script *out)
 {
 	size_t head = 0, tail = 0;
@@ -174,8 +188,10 @@ static int edit_script(const struct lines *a, const struct lines *b, struct scri
 	long n = (long)(a->n - head - tail), m = (long)(b->n - head - tail);
 	for (size_t i = 0; i < head && r == 0; i++)
 		r = push(out, OP_EQUAL);
+	/* A middle with one side empty is all one kind: Myers would still
+	 * walk its D = n + m steps, each wider than the one before. */
 	if (r == 0)
-		r = myers(a->v + head, n, b->v + head, m, &rev);
+		r = n == 0 || m == 0 ? 1 : myers(a->v + head, n, b->v + head, m, &rev);
 	if (r == 1) {
 		r = 0;
 		for (long i = 0; i < n && r == 0; i++)

@@ -28,4 +28,8 @@ int diff_unified(const char *old, size_t oldlen, const char *new, size_t newlen,
 		 struct diff *out);
 void diff_free(struct diff *d);
 
+/* The lines of TEXT (LEN bytes) as diff_unified() counts them: what a
+ * diff against nothing adds or deletes. */
+size_t diff_lines(const char *text, size_t len);
+
 #endif

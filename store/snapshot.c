@@ -329,7 +329,7 @@ static const char *root_of(const char *path)
 	return !strncmp(path, "/mnt/user-data/outputs/", 23) ? "outputs" : "workspace";
 }
 
-static bool sensitive_virtual(const char *path)
+bool snapshot_path_sensitive(const char *path)
 {
 	return snapshot_sensitive(!strncmp(path, "/mnt/user-data/", 15) ? path + 15 : path);
 }
@@ -349,7 +349,7 @@ int snapshot_describe(int fd, const struct stat *st, const char *path, const cha
 	f->root = root_of(path);
 	f->size = st->st_size;
 	f->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-	f->sensitive = sensitive_virtual(path);
+	f->sensitive = snapshot_path_sensitive(path);
 	if (S_ISLNK(st->st_mode)) {
 		f->symlink = true;
 		f->target = strdup(target);
@@ -389,7 +389,7 @@ int snapshot_file_at(int dfd, const char *name, const char *path, snapshot_keep 
 	}
 	if (!S_ISREG(st.st_mode))
 		return -ENOENT;
-	if (!sensitive_virtual(path)) {
+	if (!snapshot_path_sensitive(path)) {
 		/* Opened without following, and checked again: the name may
 		 * have been swapped since the stat. */
 		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);

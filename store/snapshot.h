@@ -95,6 +95,9 @@ void snap_file_free(struct snap_file *f);
 bool snapshot_excluded_dir(const char *name);
 /* True if a directory on virtual PATH is excluded: a scan never sees it. */
 bool snapshot_path_excluded(const char *path);
+/* True if virtual PATH is sensitive by its name alone (docs/changes.md):
+ * its content is never read. */
+bool snapshot_path_sensitive(const char *path);
 /* True if PATH or any of its components looks like it holds a secret. */
 bool snapshot_sensitive(const char *path);
 bool snapshot_binary_name(const char *name);

@@ -109,7 +109,15 @@ static int diff_versions(const char *path, const struct snap_file *b, const stru
 					 : NULL;
 		d->content_missing = r == 1;
 	}
-	if (!d->unavailable && !d->content_missing) {
+	if (!d->unavailable && !d->content_missing && !*left && (!oldlen || !newlen) &&
+	    oldlen != newlen) {
+		/* Past the budget a diff against nothing is only counted: its
+		 * text (every line) could not be kept anyway. */
+		d->additions = (int)diff_lines(new, newlen);
+		d->deletions = (int)diff_lines(old, oldlen);
+		d->truncated = true;
+		d->unavailable = "truncated";
+	} else if (!d->unavailable && !d->content_missing) {
 		r = diff_unified(old, oldlen, new, newlen, path, &u);
 		if (r < 0)
 			return r;
@@ -142,12 +150,30 @@ static int add(struct summary *s, size_t *cap, const char *status, const struct 
 	return 0;
 }
 
+/* The first change whose path is not before PATH: the changes are in
+ * the order of their paths (summary_compare() merges sorted lists). */
+static size_t first_from(const struct summary *s, const char *path)
+{
+	size_t lo = 0, hi = s->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(s->changes[mid].path, path) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static struct change *find_status(struct summary *s, const char *path, const char *status)
 {
-	for (size_t i = 0; i < s->n; i++)
-		if (!strcmp(s->changes[i].path, path) && !strcmp(s->changes[i].status, status))
-			return &s->changes[i];
-	return NULL;
+	size_t i = first_from(s, path);
+
+	return i < s->n && !strcmp(s->changes[i].path, path) &&
+			       !strcmp(s->changes[i].status, status)
+		       ? &s->changes[i]
+		       : NULL;
 }
 
 /* Links the deletion of OLD and the creation of NEW as one rename; the
@@ -169,19 +195,21 @@ static void join(struct summary *s, const char *old, const char *new)
  * file below a renamed directory. */
 static void join_renames(struct summary *s, const struct summary_rename *r, size_t n)
 {
-	char moved[8192];
+	char moved[8192], below[8192];
 
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(r[i].from);
 
 		join(s, r[i].from, r[i].to);
-		for (size_t k = 0; k < s->n; k++) {
+		/* What is below FROM is one run of the sorted changes. */
+		if ((size_t)snprintf(below, sizeof(below), "%s/", r[i].from) >= sizeof(below))
+			continue;
+		for (size_t k = first_from(s, below);
+		     k < s->n && !strncmp(s->changes[k].path, below, len + 1); k++) {
 			const char *p = s->changes[k].path;
-			if (strcmp(s->changes[k].status, "deleted") || strncmp(p, r[i].from, len) ||
-			    p[len] != '/')
-				continue;
-			if ((size_t)snprintf(moved, sizeof(moved), "%s%s", r[i].to, p + len) <
-			    sizeof(moved))
+			if (!strcmp(s->changes[k].status, "deleted") &&
+			    (size_t)snprintf(moved, sizeof(moved), "%s%s", r[i].to, p + len) <
+				    sizeof(moved))
 				join(s, p, moved);
 		}
 	}

@@ -74,6 +74,26 @@ END_TEST
 
 /* Many random edits of a long text: patch(1) turns old into new with
  * our diff, and the counts are those of the +/- lines. */
+START_TEST(test_diff_lines_counts_what_a_diff_against_nothing_adds)
+{
+	static const char *const texts[] = {
+		"", "a", "a\n", "a\nb", "\n\n", "\r\n", "a\r\nb\rc\n", "\r\r\n\n", "x\n\ny",
+	};
+	struct diff d;
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		size_t len = strlen(texts[i]);
+		ck_assert_int_eq(diff_unified("", 0, texts[i], len, "p", &d), 0);
+		ck_assert_msg((int)diff_lines(texts[i], len) == d.additions, "%zu: %zu, not %d", i,
+			      diff_lines(texts[i], len), d.additions);
+		diff_free(&d);
+		ck_assert_int_eq(diff_unified(texts[i], len, "", 0, "p", &d), 0);
+		ck_assert_int_eq((int)diff_lines(texts[i], len), d.deletions);
+		diff_free(&d);
+	}
+}
+END_TEST
+
 START_TEST(test_diff_patches_apply)
 {
 	char *dir = strdup(test_dir("patch"));
@@ -147,6 +167,7 @@ Suite *suite_unit_diff(void)
 	tcase_add_test(tc, test_diff_matches_difflib_for_ordinary_edits);
 	tcase_add_test(tc, test_diff_counts_lines_not_headers);
 	tcase_add_test(tc, test_diff_patches_apply);
+	tcase_add_test(tc, test_diff_lines_counts_what_a_diff_against_nothing_adds);
 	tcase_add_test(tc, test_diff_of_completely_different_long_texts);
 	suite_add_tcase(s, tc);
 	return s;
