@@ -31,7 +31,7 @@ struct runlog {
 	struct summary_rename *renames; /* joined chains, for summary_compare() */
 	size_t nrenames, rcap;
 	size_t *by_to, nslots, used; /* an index of renames by where they lead */
-	size_t made; /* files and symlinks the views created */
+	size_t made;		     /* files and symlinks the views created */
 };
 
 /* Reads the events of USER's THREAD from FROM_NS to TO_NS. */
