@@ -800,7 +800,7 @@ static void dir_times(struct rewind *rw)
 static const char *describe(const struct store_event *e)
 {
 	if (op_is(e, "keep"))
-		return e->object ? "put back" : "restore the attributes or directory";
+		return e->object ? "put back" : "restore the directory or the attributes of";
 	if (op_is(e, "create") || op_is(e, "symlink"))
 		return "remove";
 	if (op_is(e, "mkdir"))

@@ -348,10 +348,15 @@ void runlog_attribute(const struct runlog *j, struct summary *s)
 
 /* ---- completing the snapshots ------------------------------------------- */
 
+/* The root virtual PATH is in: outputs if it is that root or below it. */
 static const char *root_of(const char *path)
 {
-	return !strncmp(path, USER_DATA "outputs/", strlen(USER_DATA "outputs/")) ? "outputs"
-										  : "workspace";
+	const char *rest = path + strlen(USER_DATA "outputs");
+
+	return !strncmp(path, USER_DATA "outputs", strlen(USER_DATA "outputs")) &&
+			       (*rest == '/' || !*rest)
+		       ? "outputs"
+		       : "workspace";
 }
 
 /* F becomes what K says PATH was. */
