@@ -10,6 +10,7 @@
 #include "common/hash.h"
 #include "common/home.h"
 #include "common/spawn.h"
+#include "common/walk.h"
 #include "exec/config.h"
 #include "store/receipt.h"
 #include "store/snapshot.h"
@@ -56,6 +57,8 @@ struct run_texts {
 		size_t at; /* its index in the snapshot */
 	} * ids;
 	size_t nids, idcap;
+	char **names; /* every path the snapshot looked at */
+	size_t nnames;
 };
 
 static int ident_cmp(const void *a, const void *b)
@@ -413,15 +416,16 @@ void run_names_free(char **names, size_t n)
 
 /* The paths of undo U: those its first snapshot describes and those its
  * journal J names, sorted, each once. */
-static int undo_names(const struct snapshot *before, const struct runlog *j, char ***out, size_t *n)
+static int undo_names(const struct snapshot *before, const struct runlog *j,
+		      const struct run_texts *texts, char ***out, size_t *n)
 {
 	char **names;
-	size_t k = 0, m;
+	size_t k = 0, m, more = texts ? texts->nnames : 0;
 	int r = runlog_names(j, &names, &m);
 
 	if (r < 0)
 		return r;
-	char **all = calloc(m + before->n + 1, sizeof(*all));
+	char **all = calloc(m + before->n + more + 1, sizeof(*all));
 	if (!all) {
 		run_names_free(names, m);
 		return -ENOMEM;
@@ -431,11 +435,16 @@ static int undo_names(const struct snapshot *before, const struct runlog *j, cha
 	for (size_t i = 0; i < before->n && r == 0; i++)
 		if (!(all[m + i] = strdup(before->files[i].path)))
 			r = -ENOMEM;
+	/* And those it looked at that held nothing then (a directory's
+	 * files, where its rename takes them back). */
+	for (size_t i = 0; i < more && r == 0; i++)
+		if (!(all[m + before->n + i] = strdup(texts->names[i])))
+			r = -ENOMEM;
 	if (r < 0) {
-		run_names_free(all, m + before->n);
+		run_names_free(all, m + before->n + more);
 		return r;
 	}
-	m += before->n;
+	m += before->n + more;
 	qsort(all, m, sizeof(*all), name_cmp);
 	for (size_t i = 0; i < m; i++) {
 		if (k && !strcmp(all[k - 1], all[i]))
@@ -505,7 +514,7 @@ int run_finish(struct store *s, const char *home, struct store_run *run, enum fo
 		 * began and those its journal names: those are scanned. */
 		char **names = NULL;
 		size_t n = 0;
-		r = undo_names(&before, &journal, &names, &n);
+		r = undo_names(&before, &journal, texts, &names, &n);
 		if (r == 0)
 			r = describe_known(&scan, &roots, names, n, &after, texts, &before, NULL);
 		run_names_free(names, n);
@@ -622,6 +631,7 @@ void run_texts_free(struct run_texts *t)
 	if (t) {
 		scan_free(&t->scan);
 		free(t->ids);
+		run_names_free(t->names, t->nnames);
 		free(t);
 	}
 }
@@ -705,6 +715,101 @@ int run_record_own(struct store *s, struct rewind *rw, const struct store_run *u
 	return r;
 }
 
+/* A list of paths being gathered: NAMES (N of CAP), each malloc'd. */
+struct gathered {
+	char **names;
+	size_t n, cap;
+	const char *from, *to; /* a directory's names at TO are added at FROM too */
+};
+
+static int gather(struct gathered *g, const char *path)
+{
+	if (array_grow(g->names, g->n, g->cap) < 0)
+		return -ENOMEM;
+	return (g->names[g->n++] = strdup(path)) ? 0 : -ENOMEM;
+}
+
+/* Adds the files and symlinks below directory DFD (whose virtual path is
+ * PATH) and the same names below G->from. */
+static int gather_below(struct gathered *g, int dfd, const char *path);
+
+struct below {
+	struct gathered *g;
+	const char *path;
+};
+
+static int gather_entry(void *arg, int dirfd, const char *name, const struct stat *st)
+{
+	struct below *b = arg;
+	char path[PATH_MAX], other[PATH_MAX];
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", b->path, name) >= sizeof(path))
+		return 0;
+	if (S_ISDIR(st->st_mode)) {
+		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		return fd < 0 ? 0 : gather_below(b->g, fd, path);
+	}
+	int r = gather(b->g, path);
+	if (r == 0 && runlog_rebase(path, b->g->to, b->g->from, other))
+		r = gather(b->g, other);
+	return r;
+}
+
+static int gather_below(struct gathered *g, int dfd, const char *path)
+{
+	struct below b = { g, path };
+	int r = dir_each(dfd, gather_entry, &b);
+
+	return r == -ENOENT || r == -ENOTDIR ? 0 : r;
+}
+
+static int name_cmp(const void *a, const void *b);
+
+/* LOG's names, and below each directory one of its renames moved, the
+ * names it holds now, under both of the rename's names: an undo moves
+ * them back, and its summary must describe them. Sorted, each once. */
+static int own_names(const struct runlog *log, const struct thread_roots *roots, char ***out,
+		     size_t *n)
+{
+	struct gathered g = { 0 };
+	int r = runlog_names(log, &g.names, &g.n);
+
+	g.cap = g.n;
+	for (size_t i = 0; i < log->n && r == 0; i++) {
+		const struct store_event *e = &log->events[i];
+		if (!e->path2 || (strcmp(e->op, "rename") && strcmp(e->op, "exchange")))
+			continue;
+		for (int side = 0; side < 2 && r == 0; side++) {
+			g.to = side ? e->path : e->path2;
+			g.from = side ? e->path2 : e->path;
+			const char *leaf;
+			_cleanup_(closep) int pfd = runlog_parent(roots->ws, roots->out, g.to,
+								  &leaf);
+			int fd = pfd < 0 ? -1
+					 : openat(pfd, leaf,
+						  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd >= 0)
+				r = gather_below(&g, fd, g.to);
+		}
+	}
+	if (r < 0) {
+		run_names_free(g.names, g.n);
+		return r;
+	}
+	size_t k = 0;
+	if (g.n)
+		qsort(g.names, g.n, sizeof(*g.names), name_cmp);
+	for (size_t i = 0; i < g.n; i++) {
+		if (k && !strcmp(g.names[k - 1], g.names[i]))
+			free(g.names[i]);
+		else
+			g.names[k++] = g.names[i];
+	}
+	*out = g.names;
+	*n = k;
+	return 0;
+}
+
 int run_begin_own(struct store *s, int homefd, const char *user, const char *thread,
 		  enum run_kind kind, int64_t undoes, const struct runlog *log,
 		  const struct thread_roots *roots, struct store_run *u, struct run_texts **texts)
@@ -712,12 +817,17 @@ int run_begin_own(struct store *s, int homefd, const char *user, const char *thr
 	int64_t snap, id, begun = realtime_ns();
 	char **names;
 	size_t n;
-	int r = runlog_names(log, &names, &n);
+	int r = own_names(log, roots, &names, &n);
 
 	if (r < 0)
 		return r;
 	r = snapshot_paths(s, roots, user, thread, names, n, begun, &snap, texts);
-	run_names_free(names, n);
+	if (r == 0) {
+		(*texts)->names = names; /* for the end: its paths */
+		(*texts)->nnames = n;
+	} else {
+		run_names_free(names, n);
+	}
 	if (r == 0)
 		r = store_run_begin_as(s, user, thread, snap, begun, kind, undoes, &id);
 	if (r == 0)
