@@ -204,7 +204,7 @@ int cmd_restore(int argc, char **argv, const char *home)
 	struct store *s = NULL;
 	int r = thread_args_parse("restore", restore_usage, argc, argv, home,
 				  THREAD_ARGS_PATH | THREAD_ARGS_WHEN | THREAD_ARGS_FORMAT, &a);
-	_cleanup_(closep) int homefd = -1, to = -1, log_fd = -1;
+	_cleanup_(closep) int homefd = -1;
 
 	if (r >= 0)
 		return r;
@@ -269,24 +269,14 @@ int cmd_restore(int argc, char **argv, const char *home)
 		goto done;
 	}
 	r = run_begin_own(s, homefd, a.user, a.thread, RUN_RESTORE, 0, &sub, &roots, &u, &texts);
-	if (r == 0)
-		r = (to = home_undo_dir(homefd, a.user, a.thread, u.begun_ns, false)) < 0 ? to : 0;
-	if (r == 0 &&
-	    (log_fd = openat(to, "steps", O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-			     0600)) < 0)
-		r = -errno;
 	if (r < 0) {
 		fprintf(stderr, "sbx: restore: cannot begin: %s\n", strerror(-r));
 		goto done;
 	}
-	int failed = rewind_apply(rw, to, log_fd);
-	r = failed < 0 ? failed : run_record_own(s, rw, &u);
-	if (r == 0)
-		r = run_finish(s, a.home, &u, a.json ? FORMAT_JSON : FORMAT_TEXT, true, texts);
-	if (r == 0 && failed)
-		r = -EIO;
-	if (r < 0 && r != -EIO)
-		fprintf(stderr, "sbx: restore: %s\n", strerror(-r));
+	r = run_own_steps(s, a.home, homefd, &u, rw, a.json ? FORMAT_JSON : FORMAT_TEXT, texts,
+			  NULL, NULL, "restore");
+	if (r > 0)
+		r = -EIO; /* steps failed: said */
 done:
 	run_texts_free(texts);
 	rewind_free(rw);

@@ -924,6 +924,15 @@ static int emit_kept(const struct emit *em, const struct logged *l, const char *
 	return emit(em, l->at_ns, "keep", path, NULL, NULL, l->object, NULL, 0);
 }
 
+/* The attributes the undo kept of PATH, then the change OP it made. */
+static int emit_meta(const struct emit *em, const struct logged *l, const char *path,
+		     const char *op)
+{
+	int r = emit(em, l->at_ns, "keep", path, NULL, NULL, NULL, l->meta, l->meta_len);
+
+	return r ? r : emit(em, l->at_ns, op, path, NULL, NULL, NULL, NULL, 0);
+}
+
 int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *comm,
 		  int (*fn)(void *arg, const struct store_event *e), void *arg)
 {
@@ -954,11 +963,7 @@ int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *co
 					 0);
 			break;
 		case STEP_RMDIR:
-			r = emit(&em, l->at_ns, "keep", e->path, NULL, NULL, NULL, l->meta,
-				 l->meta_len);
-			if (r == 0)
-				r = emit(&em, l->at_ns, "rmdir", e->path, NULL, NULL, NULL, NULL,
-					 0);
+			r = emit_meta(&em, l, e->path, "rmdir");
 			break;
 		case STEP_MOVE:
 			r = emit(&em, l->at_ns, "rename", e->path2, e->path, NULL, NULL, NULL, 0);
@@ -967,11 +972,7 @@ int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *co
 			r = emit(&em, l->at_ns, "exchange", e->path2, e->path, NULL, NULL, NULL, 0);
 			break;
 		case STEP_ATTR:
-			r = emit(&em, l->at_ns, "keep", e->path, NULL, NULL, NULL, l->meta,
-				 l->meta_len);
-			if (r == 0)
-				r = emit(&em, l->at_ns, "chmod", e->path, NULL, NULL, NULL, NULL,
-					 0);
+			r = emit_meta(&em, l, e->path, "chmod");
 			break;
 		case STEP_MKDIR:
 			r = emit(&em, l->at_ns, "mkdir", e->path, NULL, NULL, NULL, NULL, 0);

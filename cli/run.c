@@ -172,6 +172,15 @@ static void say_conflicts(struct rewind *rw, int n, const struct run_args *a)
 				"--force everything\n");
 }
 
+/* The skips of an undo: saved on a first attempt, loaded on a second. */
+struct skips {
+	struct rewind *rw;
+	bool resume;
+	size_t n;
+};
+
+static int skips_prepare(void *arg, int dir);
+
 /* Says that RUN was undone by UNDO, and which run to undo to undo RUN's
  * changes again: the last of the chain of undos, if it redid them. */
 static void say_undone(struct store *s, int64_t run, int64_t undo)
@@ -210,6 +219,15 @@ static int skips_save(int dir, const struct rewind *rw, size_t n)
 	return fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -errno;
 }
 
+static int skips_load(int dir, struct rewind *rw);
+
+static int skips_prepare(void *arg, int dir)
+{
+	struct skips *sk = arg;
+
+	return sk->resume ? skips_load(dir, sk->rw) : skips_save(dir, sk->rw, sk->n);
+}
+
 static int skips_load(int dir, struct rewind *rw)
 {
 	_cleanup_(closep) int fd = openat(dir, "skip", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -234,7 +252,7 @@ static int run_undo(int argc, char **argv, const char *home)
 	struct run_args a;
 	int64_t undo_id = 0;
 	int r = run_args_parse("run undo", run_undo_usage, argc, argv, home, RUN_ARGS_UNDO, &a);
-	_cleanup_(closep) int homefd = -1, from = -1, to = -1, log_fd = -1;
+	_cleanup_(closep) int homefd = -1, from = -1;
 
 	if (r >= 0)
 		return r;
@@ -309,28 +327,14 @@ static int run_undo(int argc, char **argv, const char *home)
 		r = -EINPROGRESS;
 		goto done;
 	}
-	if (r == 0)
-		r = (to = home_undo_dir(homefd, u.user, u.thread, u.begun_ns, !resume)) < 0 ? to
-											    : 0;
-	if (r == 0)
-		r = resume ? skips_load(to, rw) : skips_save(to, rw, log.n);
-	if (r == 0 &&
-	    (log_fd = openat(to, "steps", O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-			     0600)) < 0)
-		r = -errno;
 	if (r < 0) {
 		fprintf(stderr, "sbx: run undo: cannot begin: %s\n", strerror(-r));
 		goto done;
 	}
-	int failed = rewind_apply(rw, to, log_fd);
-	if (failed < 0) {
-		r = failed;
-		fprintf(stderr, "sbx: run undo: its log: %s\n", strerror(-r));
-		goto done;
-	}
-	if ((r = run_record_own(s, rw, &u)) == 0)
-		r = run_finish(s, a.home, &u, a.format, true, texts);
-	if (r < 0)
+	struct skips sk = { rw, resume, log.n };
+	int failed = run_own_steps(s, a.home, homefd, &u, rw, a.format, texts, skips_prepare, &sk,
+				   "run undo");
+	if ((r = failed < 0 ? failed : 0) < 0)
 		goto done;
 	struct rewind_counts c;
 	rewind_counts(rw, &c);

@@ -839,3 +839,31 @@ int run_begin_own(struct store *s, int homefd, const char *user, const char *thr
 	}
 	return r;
 }
+
+int run_own_steps(struct store *s, const char *home, int homefd, struct store_run *u,
+		  struct rewind *rw, enum format format, struct run_texts *texts,
+		  int (*prepare)(void *arg, int dir), void *arg, const char *command)
+{
+	_cleanup_(closep) int to = home_undo_dir(homefd, u->user, u->thread, u->begun_ns, false);
+	_cleanup_(closep) int log_fd = -1;
+	int r = to < 0 ? to : prepare ? prepare(arg, to) : 0;
+
+	if (r == 0 &&
+	    (log_fd = openat(to, "steps", O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+			     0600)) < 0)
+		r = -errno;
+	if (r < 0) {
+		fprintf(stderr, "sbx: %s: cannot begin: %s\n", command, strerror(-r));
+		return r;
+	}
+	int failed = rewind_apply(rw, to, log_fd);
+	if (failed < 0) {
+		fprintf(stderr, "sbx: %s: its log: %s\n", command, strerror(-failed));
+		return failed;
+	}
+	if ((r = run_record_own(s, rw, u)) < 0)
+		fprintf(stderr, "sbx: %s: cannot record its journal: %s\n", command, strerror(-r));
+	if (r == 0)
+		r = run_finish(s, home, u, format, true, texts);
+	return r < 0 ? r : failed;
+}

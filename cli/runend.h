@@ -67,4 +67,13 @@ int run_begin_own(struct store *s, int homefd, const char *user, const char *thr
  * second attempt after a crash may find it recorded already). */
 int run_record_own(struct store *s, struct rewind *rw, const struct store_run *u);
 
+/* Takes the steps of RW as the run U (begun by run_begin_own(), or a
+ * first attempt's to complete), in U's directory of pre-images, after
+ * PREPARE (may be NULL) with that directory; records U's journal and ends
+ * it (run_finish(), TEXTS and FORMAT as there). Returns how many steps
+ * failed (each said), or -errno (said, for COMMAND). */
+int run_own_steps(struct store *s, const char *home, int homefd, struct store_run *u,
+		  struct rewind *rw, enum format format, struct run_texts *texts,
+		  int (*prepare)(void *arg, int dir), void *arg, const char *command);
+
 #endif

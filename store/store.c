@@ -207,7 +207,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 	 * it (runs_by_thread, newest first). */
 	[ST_JOURNAL_AFTER] = "SELECT j.at_ns, j.op, j.path, j.path2, j.pid, j.comm, j.symlink,"
 			     " j.target, j.size, j.mtime_ns, j.sha256, j.sensitive, j.binary,"
-			     " j.large, j.id, (SELECT r.id FROM runs r WHERE r.user = j.user"
+			     " j.large, j.object, j.meta, j.id,"
+			     " (SELECT r.id FROM runs r WHERE r.user = j.user"
 			     "  AND r.thread = j.thread AND r.begun_ns <= j.at_ns"
 			     "  AND (r.ended_ns IS NULL OR r.ended_ns >= j.at_ns)"
 			     "  ORDER BY r.id DESC LIMIT 1)"
@@ -910,9 +911,10 @@ struct journal_ctx {
 	void *arg;
 };
 
-static int journal_row(sqlite3_stmt *st, void *ctx)
+/* The event of row ST (ST_JOURNAL_EACH's columns, which
+ * ST_JOURNAL_AFTER's begin with) to FN, a pre-image with it. */
+static int event_of(sqlite3_stmt *st, int (*fn)(void *arg, const struct store_event *e), void *arg)
 {
-	struct journal_ctx *c = ctx;
 	struct snap_file pre = { 0 };
 	struct store_event e = {
 		.at_ns = sqlite3_column_int64(st, 0),
@@ -934,9 +936,16 @@ static int journal_row(sqlite3_stmt *st, void *ctx)
 		r = col_file(st, 6, &pre);
 	}
 	if (r == 0)
-		r = c->fn(c->arg, &e);
+		r = fn(arg, &e);
 	free(pre.target);
 	return r;
+}
+
+static int journal_row(sqlite3_stmt *st, void *ctx)
+{
+	struct journal_ctx *c = ctx;
+
+	return event_of(st, c->fn, c->arg);
 }
 
 int store_run_open_since(struct store *s, const char *user, const char *thread, int64_t *begun_ns)
@@ -1118,36 +1127,26 @@ struct after_ctx {
 	int (*fn)(void *arg, const struct store_event *e, int64_t id, int64_t run);
 	void *arg;
 	int64_t last; /* the id of the last row given to FN */
+	int64_t run;  /* its run */
 	int n;
 };
+
+/* Hands an event to the watcher's FN with the row's id and run. */
+static int after_event(void *ctx, const struct store_event *e)
+{
+	struct after_ctx *c = ctx;
+
+	return c->fn(c->arg, e, c->last, c->run);
+}
 
 static int after_row(sqlite3_stmt *st, void *ctx)
 {
 	struct after_ctx *c = ctx;
-	struct snap_file pre = { 0 };
-	struct store_event e = {
-		.at_ns = sqlite3_column_int64(st, 0),
-		.op = col_text(st, 1),
-		.path = col_text(st, 2),
-		.path2 = sqlite3_column_type(st, 3) == SQLITE_NULL ? NULL : col_text(st, 3),
-		.pid = (pid_t)sqlite3_column_int(st, 4),
-		.comm = col_text(st, 5),
-	};
-	int r = 0;
 
-	/* As store_journal_each() gives it. */
-	if (!strcmp(e.op, "preimage")) {
-		pre.path = (char *)e.path;
-		pre.root = root_name(e.path + (strncmp(e.path, "/mnt/user-data/", 15) ? 0 : 15));
-		e.pre = &pre;
-		r = col_file(st, 6, &pre);
-	}
-	c->last = sqlite3_column_int64(st, 14);
-	if (r == 0)
-		r = c->fn(c->arg, &e, c->last, sqlite3_column_int64(st, 15));
-	free(pre.target);
+	c->last = sqlite3_column_int64(st, 16);
+	c->run = sqlite3_column_int64(st, 17);
 	c->n++;
-	return r;
+	return event_of(st, after_event, c);
 }
 
 int store_journal_after(struct store *s, const char *user, const char *thread, int64_t after_id,
@@ -1155,7 +1154,7 @@ int store_journal_after(struct store *s, const char *user, const char *thread, i
 			int (*fn)(void *arg, const struct store_event *e, int64_t id, int64_t run),
 			void *arg)
 {
-	struct after_ctx c = { fn, arg, after_id, 0 };
+	struct after_ctx c = { fn, arg, after_id, 0, 0 };
 	int64_t end;
 	/* The end first: every row up to it is committed (one writer at a
 	 * time takes the next id), so the read below misses none of them
