@@ -603,6 +603,27 @@ static int copy_object(int from, const char *object, int to, const char *name)
 	return r;
 }
 
+/* begin() for a step that replaces the attributes of what is at P (may
+ * be NULL: nothing is there): those are logged, for the undo's undo. */
+static int begin_keeping(struct rewind *rw, int log_fd, struct logged *l, const struct logged *was,
+			 const struct place *p)
+{
+	struct meta cur;
+	int r = 0;
+
+	if (!was && p && (r = meta_read(p->dfd, p->leaf, &cur)) == 0) {
+		r = meta_encode(&cur, &l->meta, &l->meta_len);
+		meta_free(&cur);
+	}
+	if (r == 0)
+		r = begin(rw, log_fd, l, was);
+	if (!was) {
+		free(l->meta);
+		l->meta = NULL;
+	}
+	return r;
+}
+
 /* The object the run kept (OBJECT in its directory) back at PATH: over
  * what is there (kept in TO), or on a free name. */
 static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, const char *path,
@@ -653,7 +674,7 @@ static int step_keep_meta(struct rewind *rw, int log_fd, size_t seq, const char 
 			  const uint8_t *blob, size_t len, const struct logged *was)
 {
 	struct logged l = { .seq = seq };
-	struct meta m, cur;
+	struct meta m;
 	struct stat st;
 	_place_ p = { -1, NULL };
 	int r;
@@ -668,14 +689,7 @@ static int step_keep_meta(struct rewind *rw, int log_fd, size_t seq, const char 
 		return -ENOENT;
 	}
 	l.kind = there ? STEP_ATTR : STEP_MKDIR;
-	if (there && !was && (r = meta_read(p.dfd, p.leaf, &cur)) == 0) {
-		r = meta_encode(&cur, &l.meta, &l.meta_len);
-		meta_free(&cur);
-	}
-	if (r == 0)
-		r = begin(rw, log_fd, &l, was);
-	if (!was)
-		free(l.meta);
+	r = begin_keeping(rw, log_fd, &l, was, there ? &p : NULL);
 	if (r == 0 && !there && mkdirat(p.dfd, p.leaf, 0700) < 0 && errno != EEXIST)
 		r = neg();
 	if (r == 0)
@@ -689,7 +703,6 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 		     const struct logged *was)
 {
 	struct logged l = { .seq = seq };
-	struct meta cur;
 	struct stat st;
 	_place_ p = { -1, NULL };
 	int r;
@@ -703,14 +716,7 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 		return 1;
 	if (S_ISDIR(st.st_mode)) {
 		l.kind = STEP_RMDIR;
-		if (!was && (r = meta_read(p.dfd, p.leaf, &cur)) == 0) {
-			r = meta_encode(&cur, &l.meta, &l.meta_len);
-			meta_free(&cur);
-		}
-		if (r == 0)
-			r = begin(rw, log_fd, &l, was);
-		if (!was)
-			free(l.meta);
+		r = begin_keeping(rw, log_fd, &l, was, &p);
 		if (r == 0 && unlinkat(p.dfd, p.leaf, AT_REMOVEDIR) < 0)
 			r = neg();
 		dirs_forget(rw);
