@@ -30,12 +30,17 @@ enum step_kind {
 	STEP_EXCHANGE, /* an exchange reversed */
 	STEP_ATTR,     /* attributes the run changed back (the others kept) */
 	STEP_MKDIR,    /* a directory the run removed made again */
+	STEP_SWAP,     /* a rename over a file reversed: the kept file exchanged
+			* back over the name, the renamed one to its old name */
+	STEP_DIR,      /* not a step: the attributes of the directory PATH
+			* before the undo first changed its entries */
 	STEP_FAIL,     /* the step before it failed: with its errno */
 	STEP_KINDS
 };
 
 static const char *const step_words[STEP_KINDS] = {
-	"restore", "put", "take", "rmdir", "move", "exchange", "attr", "mkdir", "fail",
+	"restore", "put",   "take", "rmdir", "move", "exchange",
+	"attr",	   "mkdir", "swap", "dir",   "fail",
 };
 
 /* One log line: step SEQ (the index of the event it undoes). */
@@ -45,9 +50,10 @@ struct logged {
 	int64_t at_ns;
 	char object[40]; /* what it kept in the undo's directory, or "" */
 	uint64_t ino;	 /* STEP_EXCHANGE: the inode that was at path2 */
-	uint8_t *meta;	 /* STEP_RMDIR, STEP_ATTR: the attributes it replaced */
+	uint8_t *meta;	 /* STEP_RMDIR, STEP_ATTR, STEP_DIR: the attributes it replaced */
 	size_t meta_len;
-	int err; /* STEP_FAIL */
+	int err;    /* STEP_FAIL */
+	char *path; /* STEP_DIR: the directory */
 };
 
 struct rewind {
@@ -58,12 +64,15 @@ struct rewind {
 	size_t nconflicts, ccap;
 	char **finals; /* the conflicting paths (sorted), owned */
 	bool *skip;    /* per event */
+	bool *done;    /* per event: another's step took it (STEP_SWAP) */
 	struct logged *steps;
 	size_t nsteps, scap;
 	int more[REWIND_SOURCES]; /* other directories of objects */
 	size_t nmore;
-	bool copy; /* objects are copied, not moved */
-	struct {   /* the last two parent directories steps used */
+	bool copy;	/* objects are copied, not moved */
+	char **touched; /* the directories whose attributes are logged (sorted) */
+	size_t ntouched, tcap;
+	struct { /* the last two parent directories steps used */
 		char path[PATH_MAX];
 		int fd;
 		unsigned long used;
@@ -83,7 +92,10 @@ int rewind_new(const struct runlog *log, int64_t ended_ns, int ws, int out, int 
 {
 	struct rewind *rw = calloc(1, sizeof(*rw));
 
-	if (!rw || !(rw->skip = calloc(log->n ? log->n : 1, sizeof(*rw->skip)))) {
+	if (!rw || !(rw->skip = calloc(log->n ? log->n : 1, sizeof(*rw->skip))) ||
+	    !(rw->done = calloc(log->n ? log->n : 1, sizeof(*rw->done)))) {
+		if (rw)
+			free(rw->skip);
 		free(rw);
 		return -ENOMEM;
 	}
@@ -104,9 +116,15 @@ void rewind_free(struct rewind *rw)
 	for (size_t i = 0; i < rw->nconflicts; i++)
 		free((char *)rw->conflicts[i].path);
 	free(rw->conflicts);
-	for (size_t i = 0; i < rw->nsteps; i++)
+	for (size_t i = 0; i < rw->nsteps; i++) {
 		free(rw->steps[i].meta);
+		free(rw->steps[i].path);
+	}
 	free(rw->steps);
+	free(rw->done);
+	for (size_t i = 0; i < rw->ntouched; i++)
+		free(rw->touched[i]);
+	free(rw->touched);
 	dirs_forget(rw);
 	free(rw->skip);
 	free(rw);
@@ -409,84 +427,124 @@ static int unhex(const char *in, size_t len, uint8_t *out)
 /* Appends L to the log LOG_FD in one write, and to RW's steps. */
 static int log_step(struct rewind *rw, int log_fd, const struct logged *l)
 {
-	size_t cap = 128 + sizeof(l->object) + 2 * l->meta_len;
-	_cleanup_(freep) char *line = malloc(cap), *meta = malloc(2 * l->meta_len + 2);
+	size_t plen = l->path ? strlen(l->path) : 0;
+	size_t cap = 128 + sizeof(l->object) + 2 * l->meta_len + 2 * plen;
+	_cleanup_(freep) char *line = malloc(cap), *meta = malloc(2 * l->meta_len + 2),
+			      *path = malloc(2 * plen + 2);
 	struct logged *kept;
 
-	if (!line || !meta || array_grow(rw->steps, rw->nsteps, rw->scap) < 0)
+	if (!line || !meta || !path || array_grow(rw->steps, rw->nsteps, rw->scap) < 0)
 		return -ENOMEM;
 	if (l->meta)
 		hex(meta, l->meta, l->meta_len);
-	int n = snprintf(line, cap, "%zu %s %lld %s %llu %s %d\n", l->seq, step_words[l->kind],
+	if (l->path)
+		hex(path, (const uint8_t *)l->path, plen);
+	int n = snprintf(line, cap, "%zu %s %lld %s %llu %s %d %s\n", l->seq, step_words[l->kind],
 			 (long long)l->at_ns, l->object[0] ? l->object : "-",
-			 (unsigned long long)l->ino, l->meta ? meta : "-", l->err);
+			 (unsigned long long)l->ino, l->meta ? meta : "-", l->err,
+			 l->path ? path : "-");
 	if (write(log_fd, line, (size_t)n) != n)
 		return errno ? -errno : -EIO;
 	kept = &rw->steps[rw->nsteps];
 	*kept = *l;
 	kept->meta = NULL;
-	if (l->meta && !(kept->meta = malloc(l->meta_len ? l->meta_len : 1)))
+	kept->path = NULL;
+	if ((l->meta && !(kept->meta = malloc(l->meta_len ? l->meta_len : 1))) ||
+	    (l->path && !(kept->path = strdup(l->path)))) {
+		free(kept->meta);
 		return -ENOMEM;
+	}
 	if (l->meta)
 		memcpy(kept->meta, l->meta, l->meta_len);
 	rw->nsteps++;
 	return 0;
 }
 
+/* The bytes of hex field F ("-": none) into *OUT (malloc'd, NUL ended,
+ * *LEN bytes). */
+static int field_unhex(const char *f, uint8_t **out, size_t *len)
+{
+	size_t n = strlen(f);
+
+	*out = NULL;
+	*len = 0;
+	if (!strcmp(f, "-"))
+		return 0;
+	if (!(*out = malloc(n / 2 + 1)))
+		return -ENOMEM;
+	int r = unhex(f, n, *out);
+	if (r < 0) {
+		free(*out);
+		*out = NULL;
+		return r;
+	}
+	(*out)[n / 2] = '\0';
+	*len = n / 2;
+	return 0;
+}
+
+/* One log line LINE (its fields separated by blanks) into L. */
+static int log_parse(const struct rewind *rw, char *line, struct logged *l)
+{
+	char *field[8], *save = NULL;
+	size_t n = 0, plen;
+	int r;
+
+	memset(l, 0, sizeof(*l));
+	for (char *t = strtok_r(line, " \n", &save); t && n < 8; t = strtok_r(NULL, " \n", &save))
+		field[n++] = t;
+	if (n != 8)
+		return -EINVAL;
+	l->seq = strtoull(field[0], NULL, 10);
+	for (l->kind = 0; l->kind < STEP_KINDS && strcmp(field[1], step_words[l->kind]); l->kind++)
+		;
+	if (l->seq >= rw->log->n || l->kind == STEP_KINDS || strlen(field[3]) >= sizeof(l->object))
+		return -EINVAL;
+	l->at_ns = strtoll(field[2], NULL, 10);
+	if (strcmp(field[3], "-"))
+		memcpy(l->object, field[3], strlen(field[3]) + 1);
+	l->ino = strtoull(field[4], NULL, 10);
+	l->err = atoi(field[6]);
+	if ((r = field_unhex(field[5], &l->meta, &l->meta_len)) < 0)
+		return r;
+	if ((r = field_unhex(field[7], (uint8_t **)&l->path, &plen)) < 0) {
+		free(l->meta);
+		return r;
+	}
+	return 0;
+}
+
 /* Reads what a first attempt logged into RW's steps. A line cut short
- * (a crash in its write) never had its step taken: it is ignored. */
+ * (a crash in its write) never had its step taken: it is cut off, so
+ * that what is logged next starts a line of its own. */
 static int log_read(struct rewind *rw, int log_fd)
 {
 	_cleanup_(fclosep) FILE *f = fdopen(dup(log_fd), "r");
 	char *line = NULL;
 	size_t cap = 0;
+	off_t whole = 0; /* the bytes of complete lines */
 	ssize_t n;
 	int r = 0;
 
 	if (!f)
 		return -errno;
 	while (r == 0 && (n = getline(&line, &cap, f)) > 0) {
-		struct logged l = { 0 };
-		char word[16], object[64];
-		unsigned long long ino;
-		long long at;
-		int used = 0;
+		struct logged l;
 		if (line[n - 1] != '\n')
 			break;
-		if (sscanf(line, "%zu %15s %lld %63s %llu %n", &l.seq, word, &at, object, &ino,
-			   &used) != 5 ||
-		    l.seq >= rw->log->n) {
-			r = -EINVAL;
-			break;
+		whole += n;
+		if ((r = log_parse(rw, line, &l)) == 0 &&
+		    (r = array_grow(rw->steps, rw->nsteps, rw->scap)) < 0) {
+			free(l.meta);
+			free(l.path);
 		}
-		for (l.kind = 0; l.kind < STEP_KINDS && strcmp(word, step_words[l.kind]); l.kind++)
-			;
-		char *meta = line + used, *end = strchr(meta, ' ');
-		if (l.kind == STEP_KINDS || !end || strlen(object) >= sizeof(l.object)) {
-			r = -EINVAL;
-			break;
-		}
-		l.at_ns = at;
-		l.ino = ino;
-		l.err = atoi(end + 1);
-		if (strcmp(object, "-"))
-			memcpy(l.object, object, strlen(object) + 1);
-		if (strncmp(meta, "- ", 2)) {
-			l.meta_len = (size_t)(end - meta) / 2;
-			if (!(l.meta = malloc(l.meta_len + 1)))
-				r = -ENOMEM;
-			else if ((r = unhex(meta, (size_t)(end - meta), l.meta)) == 0)
-				r = array_grow(rw->steps, rw->nsteps, rw->scap);
-			if (r < 0) {
-				free(l.meta);
-				break;
-			}
-		} else if ((r = array_grow(rw->steps, rw->nsteps, rw->scap)) < 0) {
-			break;
-		}
-		rw->steps[rw->nsteps++] = l;
+		if (r == 0)
+			rw->steps[rw->nsteps++] = l;
 	}
 	free(line);
+	struct stat st;
+	if (r == 0 && fstat(log_fd, &st) == 0 && st.st_size > whole && ftruncate(log_fd, whole) < 0)
+		r = -errno;
 	return r;
 }
 
@@ -603,6 +661,75 @@ static int copy_object(int from, const char *object, int to, const char *name)
 	return r;
 }
 
+/* Where DIR would go in RW's sorted list of touched directories; true if
+ * it is there. */
+static bool touched_at(const struct rewind *rw, const char *dir, size_t *at)
+{
+	size_t lo = 0, hi = rw->ntouched;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(rw->touched[mid], dir);
+		if (!c) {
+			*at = mid;
+			return true;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*at = lo;
+	return false;
+}
+
+static int touched_add(struct rewind *rw, const char *dir)
+{
+	size_t at;
+
+	if (touched_at(rw, dir, &at))
+		return 0;
+	if (array_grow(rw->touched, rw->ntouched, rw->tcap) < 0)
+		return -ENOMEM;
+	char *copy = strdup(dir);
+	if (!copy)
+		return -ENOMEM;
+	memmove(rw->touched + at + 1, rw->touched + at, (rw->ntouched - at) * sizeof(char *));
+	rw->touched[at] = copy;
+	rw->ntouched++;
+	return 0;
+}
+
+/* Before the undo first changes an entry of the directory holding virtual
+ * PATH: logs that directory's attributes (STEP_DIR), so that its times go
+ * back to them at the end (the run's own word on them wins) and the
+ * undo's undo finds them. */
+static int touch_dir(struct rewind *rw, int log_fd, size_t seq, const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct logged l = { .seq = seq, .kind = STEP_DIR, .at_ns = realtime_ns() };
+	struct place p;
+	struct meta m;
+	size_t at;
+	int r;
+
+	if (!slash || (size_t)(slash - path) >= sizeof(dir))
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (touched_at(rw, dir, &at) || !strcmp(dir, "/mnt/user-data"))
+		return 0;
+	if ((r = place_open(rw, dir, &p)) < 0 || (r = meta_read(p.dfd, p.leaf, &m)) < 0)
+		return r;
+	r = meta_encode(&m, &l.meta, &l.meta_len);
+	meta_free(&m);
+	l.path = dir;
+	if (r == 0)
+		r = log_step(rw, log_fd, &l);
+	free(l.meta);
+	return r < 0 ? r : touched_add(rw, dir);
+}
+
 /* begin() for a step that replaces the attributes of what is at P (may
  * be NULL: nothing is there): those are logged, for the undo's undo. */
 static int begin_keeping(struct rewind *rw, int log_fd, struct logged *l, const struct logged *was,
@@ -635,7 +762,7 @@ static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, c
 	char copy[40];
 	int r, from;
 
-	if ((r = place_open(rw, path, &p)) < 0)
+	if ((r = touch_dir(rw, log_fd, seq, path)) < 0 || (r = place_open(rw, path, &p)) < 0)
 		return r;
 	if ((from = source_of(rw, object, &src)) < 0)
 		return was ? 0 : -ENOENT; /* a first attempt moved it here */
@@ -679,7 +806,7 @@ static int step_keep_meta(struct rewind *rw, int log_fd, size_t seq, const char 
 	_place_ p = { -1, NULL };
 	int r;
 
-	if ((r = place_open(rw, path, &p)) < 0)
+	if ((r = touch_dir(rw, log_fd, seq, path)) < 0 || (r = place_open(rw, path, &p)) < 0)
 		return r;
 	if ((r = meta_decode(blob, len, &m)) < 0)
 		return r;
@@ -707,6 +834,8 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 	_place_ p = { -1, NULL };
 	int r;
 
+	if ((r = touch_dir(rw, log_fd, seq, path)) < 0 && r != -ENOENT)
+		return r;
 	if ((r = place_open(rw, path, &p)) < 0)
 		return r == -ENOENT ? 0 : r;
 	if (fstatat(p.dfd, p.leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -738,7 +867,9 @@ static int step_move(struct rewind *rw, int log_fd, size_t seq, const char *from
 	struct stat sa, sb;
 	int r;
 
-	if ((r = place_open(rw, from, &a)) < 0 || (r = place_open(rw, to, &b)) < 0)
+	if ((r = touch_dir(rw, log_fd, seq, from)) < 0 ||
+	    (r = touch_dir(rw, log_fd, seq, to)) < 0 || (r = place_open(rw, from, &a)) < 0 ||
+	    (r = place_open(rw, to, &b)) < 0)
 		return r;
 	bool at_from = fstatat(a.dfd, a.leaf, &sa, AT_SYMLINK_NOFOLLOW) == 0;
 	bool at_to = fstatat(b.dfd, b.leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0;
@@ -762,12 +893,87 @@ static int step_move(struct rewind *rw, int log_fd, size_t seq, const char *from
 	return r;
 }
 
+/* The event that kept the file rename event SEQ replaced at its target:
+ * the nearest "keep" of that name with an object before it, if no other
+ * event on that name comes between; SIZE_MAX if there is none. */
+static size_t victim_keep(const struct rewind *rw, size_t seq)
+{
+	const char *to = rw->log->events[seq].path2;
+
+	for (size_t j = seq, n = 0; j-- > 0 && n < 64; n++) {
+		const struct store_event *e = &rw->log->events[j];
+		if (op_is(e, "preimage") || op_is(e, "capture") ||
+		    (strcmp(e->path, to) && (!e->path2 || strcmp(e->path2, to))))
+			continue;
+		return op_is(e, "keep") && e->object && !strcmp(e->path, to) ? j : SIZE_MAX;
+	}
+	return SIZE_MAX;
+}
+
+/* A rename FROM -> TO over a file the run kept (OBJECT) reversed in one
+ * step for TO: the kept file is exchanged back over TO, then the renamed
+ * one, now in the objects' directory, goes back to FROM. TO is never
+ * absent. */
+static int step_swap(struct rewind *rw, int to_dir, int log_fd, size_t seq, const char *from,
+		     const char *to, const char *object, const struct logged *was)
+{
+	struct logged l = { .seq = seq, .kind = STEP_SWAP };
+	_place_ a = { -1, NULL };
+	_place_ b = { -1, NULL };
+	struct stat src, sa, sb;
+	char copy[40];
+	int r, dir;
+
+	if ((r = touch_dir(rw, log_fd, seq, from)) < 0 ||
+	    (r = touch_dir(rw, log_fd, seq, to)) < 0 || (r = place_open(rw, from, &a)) < 0 ||
+	    (r = place_open(rw, to, &b)) < 0)
+		return r;
+	bool at_from = fstatat(a.dfd, a.leaf, &sa, AT_SYMLINK_NOFOLLOW) == 0;
+	bool at_to = fstatat(b.dfd, b.leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+	if (was && at_to && sb.st_ino == was->ino) {
+		/* Exchanged by a first attempt: the renamed file waits in the
+		 * objects' directory, unless it is back already. */
+		if (at_from || (dir = source_of(rw, was->object, &src)) < 0)
+			return 1;
+		return renameat2(dir, was->object, a.dfd, a.leaf, RENAME_NOREPLACE) < 0 ? neg() : 1;
+	}
+	if ((dir = source_of(rw, object, &src)) < 0)
+		return -ENOENT;
+	if (!at_to)
+		return -ENOENT;
+	if (at_from)
+		return -EEXIST;
+	if (S_ISDIR(sb.st_mode))
+		return -EISDIR;
+	if (rw->copy) {
+		if ((r = object_name(copy)) < 0 ||
+		    (r = copy_object(dir, object, to_dir, copy)) < 0 ||
+		    fstatat(to_dir, copy, &src, AT_SYMLINK_NOFOLLOW) < 0)
+			return r < 0 ? r : neg();
+		dir = to_dir;
+		object = copy;
+	}
+	l.ino = src.st_ino;
+	snprintf(l.object, sizeof(l.object), "%s", object);
+	if ((r = begin(rw, log_fd, &l, was)) < 0)
+		return r;
+	if (renameat2(dir, object, b.dfd, b.leaf, RENAME_EXCHANGE) < 0)
+		return neg();
+	return renameat2(dir, object, a.dfd, a.leaf, RENAME_NOREPLACE) < 0 ? neg() : 1;
+}
+
 /* Undoes event SEQ; WAS: the step a first attempt logged for it last.
  * Returns 1 if a step was taken, 0 if there was nothing to do. */
 static int step(struct rewind *rw, int to, int log_fd, size_t seq, const struct logged *was)
 {
 	const struct store_event *e = &rw->log->events[seq];
 
+	if (op_is(e, "rename") && e->path2) {
+		size_t victim = victim_keep(rw, seq);
+		if (victim != SIZE_MAX && rw->done[victim])
+			return step_swap(rw, to, log_fd, seq, e->path, e->path2,
+					 rw->log->events[victim].object, was);
+	}
 	if (op_is(e, "keep") && e->object)
 		return step_keep_object(rw, to, log_fd, seq, e->path, e->object, was);
 	if (op_is(e, "keep") && e->meta)
@@ -827,16 +1033,32 @@ int rewind_apply(struct rewind *rw, int to, int log_fd)
 
 	if (r < 0)
 		return r;
+	bool again = false; /* the step at RESUME is to be taken (anew, or WAS) */
+	/* A rename over a kept file takes its keep's step too (step_swap),
+	 * also where a first attempt took it. */
+	for (size_t i = 0; i < rw->log->n; i++) {
+		const struct store_event *e = &rw->log->events[i];
+		size_t v = op_is(e, "rename") && e->path2 && !rw->skip[i] ? victim_keep(rw, i)
+									  : SIZE_MAX;
+		if (v != SIZE_MAX && !rw->skip[v])
+			rw->done[v] = true;
+	}
+	for (size_t i = 0; i < rw->nsteps && r == 0; i++)
+		if (rw->steps[i].kind == STEP_DIR)
+			r = touched_add(rw, rw->steps[i].path);
+	if (r < 0)
+		return r;
 	if (rw->nsteps) {
 		const struct logged *last = &rw->steps[rw->nsteps - 1];
 		resume = last->seq;
-		was = last->kind == STEP_FAIL ? NULL : last;
+		was = last->kind == STEP_FAIL || last->kind == STEP_DIR ? NULL : last;
+		again = last->kind != STEP_FAIL;
 	}
 	for (size_t i = rw->log->n; i-- > 0;) {
 		const struct store_event *e = &rw->log->events[i];
-		if (resume != SIZE_MAX && (i > resume || (i == resume && !was)))
+		if (resume != SIZE_MAX && (i > resume || (i == resume && !again)))
 			continue; /* a first attempt did it */
-		if (rw->skip[i])
+		if (rw->skip[i] || rw->done[i])
 			continue;
 		r = step(rw, to, log_fd, i, i == resume ? was : NULL);
 		if (r >= 0)
@@ -851,6 +1073,22 @@ int rewind_apply(struct rewind *rw, int to, int log_fd)
 		failed++;
 		if ((r = log_step(rw, log_fd, &l)) < 0)
 			return r;
+	}
+	/* The directories the run left alone get the times they had before
+	 * the undo, those it changed the ones it kept (dir_times()). */
+	for (size_t i = 0; i < rw->nsteps; i++) {
+		const struct logged *l = &rw->steps[i];
+		struct meta m;
+		struct place p;
+		if (l->kind != STEP_DIR || meta_decode(l->meta, l->meta_len, &m) < 0)
+			continue;
+		struct timespec ts[2] = {
+			{ .tv_sec = m.atime_ns / 1000000000, .tv_nsec = m.atime_ns % 1000000000 },
+			{ .tv_sec = m.mtime_ns / 1000000000, .tv_nsec = m.mtime_ns % 1000000000 },
+		};
+		if (place_open(rw, l->path, &p) == 0)
+			utimensat(p.dfd, p.leaf, ts, AT_SYMLINK_NOFOLLOW);
+		meta_free(&m);
 	}
 	dir_times(rw);
 	return (int)failed;
@@ -869,7 +1107,7 @@ void rewind_counts(const struct rewind *rw, struct rewind_counts *c)
 			c->restored++;
 		else if (k == STEP_TAKE || k == STEP_RMDIR)
 			c->removed++;
-		else if (k == STEP_MOVE || k == STEP_EXCHANGE)
+		else if (k == STEP_MOVE || k == STEP_EXCHANGE || k == STEP_SWAP)
 			c->renamed++;
 		else if (k == STEP_MKDIR)
 			c->made++;
@@ -973,6 +1211,17 @@ int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *co
 			break;
 		case STEP_MOVE:
 			r = emit(&em, l->at_ns, "rename", e->path2, e->path, NULL, NULL, NULL, 0);
+			break;
+		case STEP_SWAP:
+			/* The renamed file went back, the kept one came back. */
+			r = emit(&em, l->at_ns, "rename", e->path2, e->path, NULL, NULL, NULL, 0);
+			if (r == 0)
+				r = emit(&em, l->at_ns, "create", e->path2, NULL, NULL, NULL, NULL,
+					 0);
+			break;
+		case STEP_DIR:
+			r = emit(&em, l->at_ns, "keep", l->path, NULL, NULL, NULL, l->meta,
+				 l->meta_len);
 			break;
 		case STEP_EXCHANGE:
 			r = emit(&em, l->at_ns, "exchange", e->path2, e->path, NULL, NULL, NULL, 0);
