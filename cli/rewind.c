@@ -22,25 +22,29 @@
 
 /* The steps, by the word the log gives each. */
 enum step_kind {
-	STEP_RESTORE,  /* an object kept by the run over what is there (kept) */
-	STEP_PUT,      /* an object kept by the run on a free name */
-	STEP_TAKE,     /* what the run made goes (kept) */
-	STEP_RMDIR,    /* a directory the run made goes (its attributes kept) */
-	STEP_MOVE,     /* a rename reversed */
-	STEP_EXCHANGE, /* an exchange reversed */
-	STEP_ATTR,     /* attributes the run changed back (the others kept) */
-	STEP_MKDIR,    /* a directory the run removed made again */
-	STEP_SWAP,     /* a rename over a file reversed: the kept file exchanged
+	STEP_RESTORE,	/* an object kept by the run over what is there (kept) */
+	STEP_PUT,	/* an object kept by the run on a free name */
+	STEP_TAKE,	/* what the run made goes (kept) */
+	STEP_RMDIR,	/* a directory the run made goes (its attributes kept) */
+	STEP_MOVE,	/* a rename reversed */
+	STEP_EXCHANGE,	/* an exchange reversed */
+	STEP_ATTR,	/* attributes the run changed back (the others kept) */
+	STEP_MKDIR,	/* a directory the run removed made again */
+	STEP_SWAP,	/* a rename over a file reversed: the kept file exchanged
 			* back over the name, the renamed one to its old name */
-	STEP_DIR,      /* not a step: the attributes of the directory PATH
+	STEP_SWAP_KEEP, /* the same where the run made the renamed file: it goes
+			 * into the undo's directory (kept) */
+	STEP_DIR,	/* not a step: the attributes of the directory PATH
 			* before the undo first changed its entries */
-	STEP_FAIL,     /* the step before it failed: with its errno */
+	STEP_FAIL,	/* the step before it failed: with its errno */
 	STEP_KINDS
 };
 
 static const char *const step_words[STEP_KINDS] = {
-	"restore", "put",   "take", "rmdir", "move", "exchange",
-	"attr",	   "mkdir", "swap", "dir",   "fail",
+	[STEP_RESTORE] = "restore",    [STEP_PUT] = "put",     [STEP_TAKE] = "take",
+	[STEP_RMDIR] = "rmdir",	       [STEP_MOVE] = "move",   [STEP_EXCHANGE] = "exchange",
+	[STEP_ATTR] = "attr",	       [STEP_MKDIR] = "mkdir", [STEP_SWAP] = "swap",
+	[STEP_SWAP_KEEP] = "swapkeep", [STEP_DIR] = "dir",     [STEP_FAIL] = "fail",
 };
 
 /* One log line: step SEQ (the index of the event it undoes). */
@@ -582,6 +586,13 @@ static int place_open(struct rewind *rw, const char *path, struct place *p)
 	const char *slash = strrchr(path, '/');
 	size_t len = slash ? (size_t)(slash - path) : 0;
 
+	/* A root itself is "." of its fd: never cached, as the parent of
+	 * both roots is one name. */
+	if (!strcmp(path, "/mnt/user-data/workspace") || !strcmp(path, "/mnt/user-data/outputs")) {
+		p->dfd = !strcmp(path, "/mnt/user-data/workspace") ? rw->ws : rw->out;
+		p->leaf = ".";
+		return p->dfd < 0 ? -ENOENT : 0;
+	}
 	p->leaf = slash ? slash + 1 : path;
 	for (int i = 0; i < 2; i++)
 		if (rw->dirs[i].fd >= 0 && strlen(rw->dirs[i].path) == len &&
@@ -910,14 +921,35 @@ static size_t victim_keep(const struct rewind *rw, size_t seq)
 	return SIZE_MAX;
 }
 
+/* The event that made FROM, the name rename event SEQ moves: the
+ * nearest one on that name before it if it is its "create" (changes of
+ * its content or attributes may come between); SIZE_MAX otherwise. */
+static size_t maker(const struct rewind *rw, size_t seq)
+{
+	const char *from = rw->log->events[seq].path;
+
+	for (size_t j = seq, n = 0; j-- > 0 && n < 64; n++) {
+		const struct store_event *e = &rw->log->events[j];
+		if (op_is(e, "preimage") || op_is(e, "capture") ||
+		    (strcmp(e->path, from) && (!e->path2 || strcmp(e->path2, from))))
+			continue;
+		if (op_is(e, "modify") || op_is(e, "chmod") || op_is(e, "xattr") ||
+		    (op_is(e, "keep") && !e->object))
+			continue;
+		return op_is(e, "create") && !e->path2 ? j : SIZE_MAX;
+	}
+	return SIZE_MAX;
+}
+
 /* A rename FROM -> TO over a file the run kept (OBJECT) reversed in one
  * step for TO: the kept file is exchanged back over TO, then the renamed
- * one, now in the objects' directory, goes back to FROM. TO is never
- * absent. */
+ * one, now in the objects' directory, goes back to FROM, or (DROP: the
+ * run made it) into the undo's directory TO_DIR. TO is never absent, and
+ * a FROM the run made never comes back. */
 static int step_swap(struct rewind *rw, int to_dir, int log_fd, size_t seq, const char *from,
-		     const char *to, const char *object, const struct logged *was)
+		     const char *to, const char *object, bool drop, const struct logged *was)
 {
-	struct logged l = { .seq = seq, .kind = STEP_SWAP };
+	struct logged l = { .seq = seq, .kind = drop ? STEP_SWAP_KEEP : STEP_SWAP };
 	_place_ a = { -1, NULL };
 	_place_ b = { -1, NULL };
 	struct stat src, sa, sb;
@@ -932,7 +964,12 @@ static int step_swap(struct rewind *rw, int to_dir, int log_fd, size_t seq, cons
 	bool at_to = fstatat(b.dfd, b.leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0;
 	if (was && at_to && sb.st_ino == was->ino) {
 		/* Exchanged by a first attempt: the renamed file waits in the
-		 * objects' directory, unless it is back already. */
+		 * objects' directory, unless it went on already. */
+		if (drop)
+			return (dir = source_of(rw, object, &src)) < 0 ? 1
+			       : renameat2(dir, object, to_dir, was->object, RENAME_NOREPLACE) < 0
+				       ? neg()
+				       : 1;
 		if (at_from || (dir = source_of(rw, was->object, &src)) < 0)
 			return 1;
 		return renameat2(dir, was->object, a.dfd, a.leaf, RENAME_NOREPLACE) < 0 ? neg() : 1;
@@ -954,11 +991,16 @@ static int step_swap(struct rewind *rw, int to_dir, int log_fd, size_t seq, cons
 		object = copy;
 	}
 	l.ino = src.st_ino;
-	snprintf(l.object, sizeof(l.object), "%s", object);
+	if (!drop)
+		snprintf(l.object, sizeof(l.object), "%s", object);
+	else if (!was && (r = object_name(l.object)) < 0)
+		return r;
 	if ((r = begin(rw, log_fd, &l, was)) < 0)
 		return r;
 	if (renameat2(dir, object, b.dfd, b.leaf, RENAME_EXCHANGE) < 0)
 		return neg();
+	if (drop)
+		return renameat2(dir, object, to_dir, l.object, RENAME_NOREPLACE) < 0 ? neg() : 1;
 	return renameat2(dir, object, a.dfd, a.leaf, RENAME_NOREPLACE) < 0 ? neg() : 1;
 }
 
@@ -969,10 +1011,11 @@ static int step(struct rewind *rw, int to, int log_fd, size_t seq, const struct 
 	const struct store_event *e = &rw->log->events[seq];
 
 	if (op_is(e, "rename") && e->path2) {
-		size_t victim = victim_keep(rw, seq);
+		size_t victim = victim_keep(rw, seq), made = maker(rw, seq);
 		if (victim != SIZE_MAX && rw->done[victim])
 			return step_swap(rw, to, log_fd, seq, e->path, e->path2,
-					 rw->log->events[victim].object, was);
+					 rw->log->events[victim].object,
+					 made != SIZE_MAX && rw->done[made], was);
 	}
 	if (op_is(e, "keep") && e->object)
 		return step_keep_object(rw, to, log_fd, seq, e->path, e->object, was);
@@ -1040,8 +1083,13 @@ int rewind_apply(struct rewind *rw, int to, int log_fd)
 		const struct store_event *e = &rw->log->events[i];
 		size_t v = op_is(e, "rename") && e->path2 && !rw->skip[i] ? victim_keep(rw, i)
 									  : SIZE_MAX;
-		if (v != SIZE_MAX && !rw->skip[v])
-			rw->done[v] = true;
+		if (v == SIZE_MAX || rw->skip[v])
+			continue;
+		rw->done[v] = true;
+		/* What the run made and renamed over the file never comes back. */
+		size_t m = maker(rw, i);
+		if (m != SIZE_MAX && !rw->skip[m])
+			rw->done[m] = true;
 	}
 	for (size_t i = 0; i < rw->nsteps && r == 0; i++)
 		if (rw->steps[i].kind == STEP_DIR)
@@ -1103,7 +1151,7 @@ void rewind_counts(const struct rewind *rw, struct rewind_counts *c)
 			c->failed++;
 		else if (step_failed(rw, i))
 			continue;
-		else if (k == STEP_RESTORE || k == STEP_PUT)
+		else if (k == STEP_RESTORE || k == STEP_PUT || k == STEP_SWAP_KEEP)
 			c->restored++;
 		else if (k == STEP_TAKE || k == STEP_RMDIR)
 			c->removed++;
@@ -1217,6 +1265,13 @@ int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *co
 			r = emit(&em, l->at_ns, "rename", e->path2, e->path, NULL, NULL, NULL, 0);
 			if (r == 0)
 				r = emit(&em, l->at_ns, "create", e->path2, NULL, NULL, NULL, NULL,
+					 0);
+			break;
+		case STEP_SWAP_KEEP:
+			/* The kept file came back over the name; what was there
+			 * is kept by the undo. */
+			if ((r = emit_kept(&em, l, e->path2)) == 0)
+				r = emit(&em, l->at_ns, "modify", e->path2, NULL, NULL, NULL, NULL,
 					 0);
 			break;
 		case STEP_DIR:

@@ -844,7 +844,9 @@ int run_own_steps(struct store *s, const char *home, int homefd, struct store_ru
 		  struct rewind *rw, enum format format, struct run_texts *texts,
 		  int (*prepare)(void *arg, int dir), void *arg, const char *command)
 {
-	_cleanup_(closep) int to = home_undo_dir(homefd, u->user, u->thread, u->begun_ns, false);
+	/* Made if missing: a first attempt may have been killed before it
+	 * made it. */
+	_cleanup_(closep) int to = home_undo_dir(homefd, u->user, u->thread, u->begun_ns, true);
 	_cleanup_(closep) int log_fd = -1;
 	int r = to < 0 ? to : prepare ? prepare(arg, to) : 0;
 
