@@ -1164,6 +1164,15 @@ void rewind_counts(const struct rewind *rw, struct rewind_counts *c)
 	}
 }
 
+size_t rewind_steps(const struct rewind *rw)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < rw->log->n; i++)
+		n += describe(&rw->log->events[i]) != NULL;
+	return n;
+}
+
 void rewind_print_plan(struct rewind *rw, FILE *f)
 {
 	char b[QUOTE_MAX], b2[QUOTE_MAX];

@@ -62,6 +62,10 @@ void rewind_skip_conflicts(struct rewind *rw);
 void rewind_skip(struct rewind *rw, size_t seq);
 bool rewind_skipped(const struct rewind *rw, size_t seq);
 
+/* How many events have a step (0: the run changed nothing through a
+ * view that undo could take back). */
+size_t rewind_steps(const struct rewind *rw);
+
 /* Writes what the steps would do to F, one line each; changes nothing. */
 void rewind_print_plan(struct rewind *rw, FILE *f);
 

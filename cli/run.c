@@ -149,6 +149,54 @@ static int run_end(int argc, char **argv, const char *home)
 
 /* ---- undo ---------------------------------------------------------------- */
 
+static int strcmp_indirect(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* True if PATH, or a directory above it, is among the N sorted NAMES. */
+static bool named(char **names, size_t n, const char *path)
+{
+	char p[PATH_MAX], *slash;
+	const char *key = p;
+
+	snprintf(p, sizeof(p), "%s", path);
+	do {
+		if (bsearch(&key, names, n, sizeof(*names), strcmp_indirect))
+			return true;
+	} while ((slash = strrchr(p, '/')) && (*slash = '\0', slash > p));
+	return false;
+}
+
+/* Says which changes in the summary of RUN no view saw (made on the
+ * host): undo cannot take them back. Returns how many. */
+static size_t say_unseen(const struct store_run *run, const struct runlog *log)
+{
+	json_auto_t *p = run->summary ? json_loads(run->summary, JSON_ALLOW_NUL, NULL) : NULL;
+	json_t *files = json_object_get(p, "files"), *f;
+	char **names = NULL, q[QUOTE_MAX];
+	size_t n = 0, unseen = 0, i;
+
+	if (!json_is_array(files) || runlog_names(log, &names, &n) < 0)
+		return 0;
+	json_array_foreach (files, i, f) {
+		const char *path = json_string_value(json_object_get(f, "path"));
+		if (!path || named(names, n, path))
+			continue;
+		if (unseen++ < 20)
+			fprintf(stderr,
+				"sbx: run undo: %s was changed on the host during run %lld: no view "
+				"kept it, it stays as it is\n",
+				quote_name(path, q, sizeof(q)), (long long)run->id);
+	}
+	if (unseen > 20)
+		fprintf(stderr, "sbx: run undo: ... and %zu more such paths\n", unseen - 20);
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return unseen;
+}
+
 /* Lists the conflicts of RW on stderr. */
 static void say_conflicts(struct rewind *rw, int n, const struct run_args *a)
 {
@@ -296,6 +344,14 @@ static int run_undo(int argc, char **argv, const char *home)
 			(long long)a.run, strerror(-r));
 		goto done;
 	}
+	size_t unseen = resume ? 0 : say_unseen(&run, &log);
+	if (!resume && !rewind_steps(rw)) {
+		fprintf(stderr,
+			"sbx: run undo: run %lld made no change through a view: nothing to undo\n",
+			(long long)a.run);
+		r = -ENODATA;
+		goto done;
+	}
 	if (!resume) {
 		int n = rewind_check(rw);
 		if (n < 0) {
@@ -343,10 +399,13 @@ static int run_undo(int argc, char **argv, const char *home)
 		"renamed back, %zu made again, %zu with attributes restored%s\n",
 		(long long)a.run, (long long)u.id, c.restored, c.removed, c.renamed, c.made,
 		c.attrs, c.failed ? "; some steps failed (above)" : "");
-	/* What is left of the run's pre-images serves nothing any more. */
-	rewind_drop(homefd, run.user, run.thread, run.begun_ns);
+	/* What is left of the run's pre-images serves nothing any more, once
+	 * every step was taken (else they are what can still bring a path
+	 * back: sbx restore). */
+	if (!failed)
+		rewind_drop(homefd, run.user, run.thread, run.begun_ns);
 	run_retain(s, a.home, run.user, run.thread, "run undo");
-	r = failed ? -EIO : 0;
+	r = failed || unseen ? -EIO : 0;
 done:
 	run_texts_free(texts);
 	rewind_free(rw);

@@ -414,6 +414,37 @@ void run_names_free(char **names, size_t n)
 	free(names);
 }
 
+/* A list of paths being gathered: NAMES (N of CAP), each malloc'd. */
+struct gathered {
+	char **names;
+	size_t n, cap;
+	const char *from, *to; /* a directory's names at TO are added at FROM too */
+};
+
+static int gather(struct gathered *g, const char *path)
+{
+	if (array_grow(g->names, g->n, g->cap) < 0)
+		return -ENOMEM;
+	return (g->names[g->n++] = strdup(path)) ? 0 : -ENOMEM;
+}
+
+/* Sorts the N paths of V and drops the repeated ones (freed); how many
+ * are left. */
+static size_t names_settle(char **v, size_t n)
+{
+	size_t k = 0;
+
+	if (n)
+		qsort(v, n, sizeof(*v), name_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (k && !strcmp(v[k - 1], v[i]))
+			free(v[i]);
+		else
+			v[k++] = v[i];
+	}
+	return k;
+}
+
 /* The paths of undo U: those its first snapshot describes and those its
  * journal J names, sorted, each once. */
 static int undo_names(const struct snapshot *before, const struct runlog *j,
@@ -445,15 +476,34 @@ static int undo_names(const struct snapshot *before, const struct runlog *j,
 		return r;
 	}
 	m += before->n + more;
-	qsort(all, m, sizeof(*all), name_cmp);
-	for (size_t i = 0; i < m; i++) {
-		if (k && !strcmp(all[k - 1], all[i]))
-			free(all[i]);
-		else
-			all[k++] = all[i];
+	k = names_settle(all, m);
+	/* What a rename of a directory by the undo took along is where the
+	 * rename put it now. */
+	struct gathered g = { all, k, k, NULL, NULL };
+	for (size_t i = 0; i < j->n && r == 0; i++) {
+		const struct store_event *e = &j->events[i];
+		char below[PATH_MAX], moved[PATH_MAX];
+		if (strcmp(e->op, "rename") || !e->path2 ||
+		    (size_t)snprintf(below, sizeof(below), "%s/", e->path) >= sizeof(below))
+			continue;
+		size_t lo = 0, hi = k;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (strcmp(g.names[mid], below) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < k && !strncmp(g.names[lo], below, strlen(below)) && r == 0; lo++)
+			if (runlog_rebase(g.names[lo], e->path, e->path2, moved))
+				r = gather(&g, moved);
 	}
-	*out = all;
-	*n = k;
+	if (r < 0) {
+		run_names_free(g.names, g.n);
+		return r;
+	}
+	*out = g.names;
+	*n = names_settle(g.names, g.n);
 	return 0;
 }
 
@@ -496,7 +546,12 @@ int run_finish(struct store *s, const char *home, struct store_run *run, enum fo
 	if (r < 0)
 		goto done;
 	views_each(home, run->user, run->thread, view_sync, NULL);
-	r = runlog_load(s, run->user, run->thread, run->begun_ns, realtime_ns(), &journal);
+	/* The run's window closes here: what it changed is what the journal
+	 * has by now, and undo takes a change after it for someone else's
+	 * (a file's ctime is the kernel's coarse clock: this leaves the end
+	 * scan's time between them). */
+	int64_t closes = realtime_ns();
+	r = runlog_load(s, run->user, run->thread, run->begun_ns, closes, &journal);
 	if (r < 0) {
 		fprintf(stderr, "sbx: run end: cannot read the journal: %s\n", strerror(-r));
 		goto done;
@@ -555,7 +610,7 @@ int run_finish(struct store *s, const char *home, struct store_run *run, enum fo
 		if (r == 0 && !(rtext = json_dumps(receipt, JSON_COMPACT | JSON_PRESERVE_ORDER)))
 			r = -ENOMEM;
 		if (r == 0)
-			r = store_run_end(s, run->id, after_id, realtime_ns(), text, rtext);
+			r = store_run_end(s, run->id, after_id, closes, text, rtext);
 		if (r == 0)
 			r = store_commit(s);
 		if (r < 0)
@@ -715,20 +770,6 @@ int run_record_own(struct store *s, struct rewind *rw, const struct store_run *u
 	return r;
 }
 
-/* A list of paths being gathered: NAMES (N of CAP), each malloc'd. */
-struct gathered {
-	char **names;
-	size_t n, cap;
-	const char *from, *to; /* a directory's names at TO are added at FROM too */
-};
-
-static int gather(struct gathered *g, const char *path)
-{
-	if (array_grow(g->names, g->n, g->cap) < 0)
-		return -ENOMEM;
-	return (g->names[g->n++] = strdup(path)) ? 0 : -ENOMEM;
-}
-
 /* Adds the files and symlinks below directory DFD (whose virtual path is
  * PATH) and the same names below G->from. */
 static int gather_below(struct gathered *g, int dfd, const char *path);
@@ -763,8 +804,6 @@ static int gather_below(struct gathered *g, int dfd, const char *path)
 	return r == -ENOENT || r == -ENOTDIR ? 0 : r;
 }
 
-static int name_cmp(const void *a, const void *b);
-
 /* LOG's names, and below each directory one of its renames moved, the
  * names it holds now, under both of the rename's names: an undo moves
  * them back, and its summary must describe them. Sorted, each once. */
@@ -796,17 +835,8 @@ static int own_names(const struct runlog *log, const struct thread_roots *roots,
 		run_names_free(g.names, g.n);
 		return r;
 	}
-	size_t k = 0;
-	if (g.n)
-		qsort(g.names, g.n, sizeof(*g.names), name_cmp);
-	for (size_t i = 0; i < g.n; i++) {
-		if (k && !strcmp(g.names[k - 1], g.names[i]))
-			free(g.names[i]);
-		else
-			g.names[k++] = g.names[i];
-	}
 	*out = g.names;
-	*n = k;
+	*n = names_settle(g.names, g.n);
 	return 0;
 }
 

@@ -372,7 +372,8 @@ void journal_keep_going(struct view *v, fuse_req_t req, pid_t pid, struct inode 
 	record_keep(v, req, pid, path, object, NULL, 0);
 }
 
-void journal_keep_dir(struct view *v, fuse_req_t req, struct inode *dir, int dfd)
+/* journal_keep_dir() for the caller of REQ, or process PID. */
+static void keep_dir(struct view *v, fuse_req_t req, pid_t pid, struct inode *dir, int dfd)
 {
 	char path[PATH_MAX];
 	int64_t run = open_run(v);
@@ -381,7 +382,12 @@ void journal_keep_dir(struct view *v, fuse_req_t req, struct inode *dir, int dfd
 	    keeping(v, dir, NULL, path) != run ||
 	    atomic_exchange_explicit(&dir->kept, run, memory_order_acq_rel) == run)
 		return;
-	keep_meta(v, req, 0, dfd, NULL, path);
+	keep_meta(v, req, pid, dfd, NULL, path);
+}
+
+void journal_keep_dir(struct view *v, fuse_req_t req, struct inode *dir, int dfd)
+{
+	keep_dir(v, req, 0, dir, dfd);
 }
 
 void journal_keep_attrs(struct view *v, fuse_req_t req, struct inode *ino, int fd)
@@ -400,6 +406,8 @@ void journal_keep_replaced(struct view *v, pid_t pid, struct inode *ino, struct 
 {
 	int64_t run = open_run(v);
 
+	/* Its rename moves the directory's times: those go first. */
+	keep_dir(v, NULL, pid, dir, dfd);
 	if (run && atomic_load_explicit(&ino->kept, memory_order_acquire) != run)
 		journal_keep_going(v, NULL, pid, dir, dfd, name);
 }
