@@ -34,6 +34,8 @@ enum step_kind {
 			* back over the name, the renamed one to its old name */
 	STEP_SWAP_KEEP, /* the same where the run made the renamed file: it goes
 			 * into the undo's directory (kept) */
+	STEP_INPLACE,	/* a kept file's content and attributes written back into
+			 * a file with other names (kept: copied, first) */
 	STEP_DIR,	/* not a step: the attributes of the directory PATH
 			* before the undo first changed its entries */
 	STEP_FAIL,	/* the step before it failed: with its errno */
@@ -41,10 +43,11 @@ enum step_kind {
 };
 
 static const char *const step_words[STEP_KINDS] = {
-	[STEP_RESTORE] = "restore",    [STEP_PUT] = "put",     [STEP_TAKE] = "take",
-	[STEP_RMDIR] = "rmdir",	       [STEP_MOVE] = "move",   [STEP_EXCHANGE] = "exchange",
-	[STEP_ATTR] = "attr",	       [STEP_MKDIR] = "mkdir", [STEP_SWAP] = "swap",
-	[STEP_SWAP_KEEP] = "swapkeep", [STEP_DIR] = "dir",     [STEP_FAIL] = "fail",
+	[STEP_RESTORE] = "restore",    [STEP_PUT] = "put",	   [STEP_TAKE] = "take",
+	[STEP_RMDIR] = "rmdir",	       [STEP_MOVE] = "move",	   [STEP_EXCHANGE] = "exchange",
+	[STEP_ATTR] = "attr",	       [STEP_MKDIR] = "mkdir",	   [STEP_SWAP] = "swap",
+	[STEP_SWAP_KEEP] = "swapkeep", [STEP_INPLACE] = "inplace", [STEP_DIR] = "dir",
+	[STEP_FAIL] = "fail",
 };
 
 /* One log line: step SEQ (the index of the event it undoes). */
@@ -762,6 +765,40 @@ static int begin_keeping(struct rewind *rw, int log_fd, struct logged *l, const 
 	return r;
 }
 
+static int copy_object(int from, const char *object, int to, const char *name);
+
+/* The kept file OBJECT (in directory FROM) written back into the file at
+ * P, which has other names: a rename over it would leave them the run's
+ * version. What is there is copied into TO first, for the undo's undo.
+ * Not atomic for P (a crash mid-copy leaves it part written; the second
+ * attempt writes it whole). */
+static int step_in_place(struct rewind *rw, int to, int log_fd, size_t seq, const struct place *p,
+			 int from, const char *object, const struct logged *was)
+{
+	struct logged l = { .seq = seq, .kind = STEP_INPLACE };
+	struct stat st;
+	struct meta m;
+	int r;
+
+	if (!was && (r = object_name(l.object)) < 0)
+		return r;
+	if ((r = begin(rw, log_fd, &l, was)) < 0)
+		return r;
+	if (fstatat(to, l.object, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+	    (r = copy_object(p->dfd, p->leaf, to, l.object)) < 0)
+		return r;
+	_cleanup_(closep) int rfd = openat(from, object, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_(closep) int wfd =
+		openat(p->dfd, p->leaf, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (rfd < 0 || wfd < 0)
+		return neg();
+	if ((r = file_copy_content(wfd, rfd)) < 0 || (r = meta_read(from, object, &m)) < 0)
+		return r;
+	r = meta_apply(p->dfd, p->leaf, &m);
+	meta_free(&m);
+	return r < 0 ? r : 1;
+}
+
 /* The object the run kept (OBJECT in its directory) back at PATH: over
  * what is there (kept in TO), or on a free name. */
 static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, const char *path,
@@ -786,6 +823,8 @@ static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, c
 	}
 	if (there && S_ISDIR(cur.st_mode))
 		return -EISDIR;
+	if (there && S_ISREG(cur.st_mode) && cur.st_nlink > 1 && S_ISREG(src.st_mode))
+		return step_in_place(rw, to, log_fd, seq, &p, from, object, was);
 	l.kind = there ? STEP_RESTORE : STEP_PUT;
 	if (!was && there && (r = object_name(l.object)) < 0)
 		return r;
@@ -1151,7 +1190,8 @@ void rewind_counts(const struct rewind *rw, struct rewind_counts *c)
 			c->failed++;
 		else if (step_failed(rw, i))
 			continue;
-		else if (k == STEP_RESTORE || k == STEP_PUT || k == STEP_SWAP_KEEP)
+		else if (k == STEP_RESTORE || k == STEP_PUT || k == STEP_SWAP_KEEP ||
+			 k == STEP_INPLACE)
 			c->restored++;
 		else if (k == STEP_TAKE || k == STEP_RMDIR)
 			c->removed++;
@@ -1276,6 +1316,7 @@ int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *co
 				r = emit(&em, l->at_ns, "create", e->path2, NULL, NULL, NULL, NULL,
 					 0);
 			break;
+		case STEP_INPLACE:
 		case STEP_SWAP_KEEP:
 			/* The kept file came back over the name; what was there
 			 * is kept by the undo. */

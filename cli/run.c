@@ -349,7 +349,7 @@ static int run_undo(int argc, char **argv, const char *home)
 		fprintf(stderr,
 			"sbx: run undo: run %lld made no change through a view: nothing to undo\n",
 			(long long)a.run);
-		r = -ENODATA;
+		r = unseen ? -EIO : 0;
 		goto done;
 	}
 	if (!resume) {

@@ -356,12 +356,10 @@ void journal_keep_going(struct view *v, fuse_req_t req, pid_t pid, struct inode 
 	object_name(j, object);
 	if (j->keep.fd < 0) {
 		r = -ENOENT;
-	} else if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
-		/* Its other names may change it yet: a copy is what it was. */
-		_cleanup_(closep) int rfd = openat(dfd, name,
-						   O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		r = rfd < 0 ? neg_errno() : keep_copy(j->keep.fd, rfd, &st, object);
 	} else {
+		/* A file with other names too: the same inode, so that its
+		 * names are one file again once undone (what they change of
+		 * it meanwhile is kept, and undone first). */
 		r = linkat(dfd, name, j->keep.fd, object, 0) < 0 ? neg_errno() : 0;
 	}
 	pthread_rwlock_unlock(&j->keep.lock);

@@ -62,8 +62,9 @@ void journal_created(struct view *v, struct inode *ino);
  * filesystem can), once per file and run. */
 void journal_keep_content(struct view *v, fuse_req_t req, pid_t pid, struct inode *ino, int fd);
 /* Before DIR/NAME (directory fd DFD) loses its name (removed, renamed
- * over, replaced by a publication): the object itself, by a hard link (a
- * copy if it has other links), or a directory's attributes. */
+ * over, replaced by a publication): the object itself, by a hard link
+ * (the same inode also for a file with other names: what they change of
+ * it is kept on its own), or a directory's attributes. */
 void journal_keep_going(struct view *v, fuse_req_t req, pid_t pid, struct inode *dir, int dfd,
 			const char *name);
 /* Before the first entry of directory DIR (fd DFD) is made, removed or
