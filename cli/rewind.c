@@ -184,75 +184,93 @@ static int effect_cmp(const void *a, const void *b)
 	return c ? c : x->at < y->at ? -1 : x->at > y->at;
 }
 
-static int str_cmp(const void *a, const void *b)
+/* A rename or exchange seen from one of its names: what was at FROM
+ * went to TO at event AT. */
+struct move {
+	const char *from, *to;
+	size_t at;
+};
+
+struct moves {
+	struct move *v;
+	size_t n;
+};
+
+static int move_cmp(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	const struct move *x = a, *y = b;
+	int c = strcmp(x->from, y->from);
+
+	return c ? c : x->at < y->at ? -1 : x->at > y->at;
 }
 
-/* True if some name in NAMES (sorted) is below directory DIR. */
-static bool has_below(char *const *names, size_t n, const char *dir)
+/* LOG's renames and exchanges by their names (an exchange under both),
+ * in the order of their names, then of time. */
+static int moves_index(const struct runlog *log, struct moves *m)
 {
-	char key[PATH_MAX];
-	size_t lo = 0, hi = n;
+	m->n = 0;
+	if (!(m->v = calloc(2 * log->n + 1, sizeof(*m->v))))
+		return -ENOMEM;
+	for (size_t i = 0; i < log->n; i++) {
+		const struct store_event *e = &log->events[i];
+		bool swap = op_is(e, "exchange");
+		if (!e->path2 || (!swap && !op_is(e, "rename")))
+			continue;
+		m->v[m->n++] = (struct move){ e->path, e->path2, i };
+		if (swap)
+			m->v[m->n++] = (struct move){ e->path2, e->path, i };
+	}
+	if (m->n)
+		qsort(m->v, m->n, sizeof(*m->v), move_cmp);
+	return 0;
+}
 
-	snprintf(key, sizeof(key), "%s/", dir);
+/* The first move of exactly FROM after event AT, or NULL. */
+static const struct move *move_after(const struct moves *m, const char *from, size_t at)
+{
+	size_t lo = 0, hi = m->n;
+
 	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (strcmp(names[mid], key) < 0)
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(m->v[mid].from, from);
+		if (c < 0 || (c == 0 && m->v[mid].at <= at))
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < n && !strncmp(names[lo], key, strlen(key));
+	return lo < m->n && !strcmp(m->v[lo].from, from) ? &m->v[lo] : NULL;
 }
 
-/* The renames and exchanges of directories: those that move other names
- * the run touched (a file's rename names both its paths itself). */
-static size_t *dir_moves(const struct runlog *log, size_t *count)
+/* Where NAME (as event AT named it) is when the run ended: moved on by
+ * each later move of a directory above it, and if OBJECT (something is
+ * there at AT, not a name left empty) of the name itself. */
+static void final_name(const struct moves *m, size_t at, const char *name, bool object,
+		       char out[PATH_MAX])
 {
-	size_t nnames = 0, n = 0;
-	char **names = calloc(2 * log->n + 1, sizeof(*names));
-	size_t *moves = calloc(log->n + 1, sizeof(*moves));
-
-	if (!names || !moves) {
-		free(names);
-		free(moves);
-		return NULL;
-	}
-	for (size_t i = 0; i < log->n; i++) {
-		names[nnames++] = (char *)log->events[i].path;
-		if (log->events[i].path2)
-			names[nnames++] = (char *)log->events[i].path2;
-	}
-	qsort(names, nnames, sizeof(*names), str_cmp);
-	for (size_t i = 0; i < log->n; i++) {
-		const struct store_event *e = &log->events[i];
-		bool swap = op_is(e, "exchange");
-		if ((swap || op_is(e, "rename")) && e->path2 &&
-		    (has_below(names, nnames, e->path) ||
-		     (swap && has_below(names, nnames, e->path2))))
-			moves[n++] = i;
-	}
-	free(names);
-	*count = n;
-	return moves;
-}
-
-/* NAME (named by event AT) as it was called when the run ended: moved on
- * through the directory moves after AT. */
-static void final_name(const struct runlog *log, const size_t *moves, size_t nmoves, size_t at,
-		       const char *name, char out[PATH_MAX])
-{
-	char moved[PATH_MAX];
+	char prefix[PATH_MAX], moved[PATH_MAX];
 
 	snprintf(out, PATH_MAX, "%s", name);
-	for (size_t m = 0; m < nmoves; m++) {
-		const struct store_event *e = &log->events[moves[m]];
-		if (moves[m] <= at)
-			continue;
-		if (runlog_rebase(out, e->path, e->path2, moved) ||
-		    (op_is(e, "exchange") && runlog_rebase(out, e->path2, e->path, moved)))
-			memcpy(out, moved, strlen(moved) + 1);
+	for (int hops = 0; hops < 10000; hops++) {
+		const struct move *best = NULL;
+		size_t len = 0;
+		snprintf(prefix, sizeof(prefix), "%s", out);
+		for (bool self = true;; self = false) {
+			const struct move *mv = self && !object ? NULL : move_after(m, prefix, at);
+			if (mv && (!best || mv->at < best->at)) {
+				best = mv;
+				len = strlen(prefix);
+			}
+			char *slash = strrchr(prefix, '/');
+			if (!slash || slash - prefix <= (ptrdiff_t)strlen("/mnt/user-data"))
+				break;
+			*slash = '\0';
+		}
+		if (!best || (size_t)snprintf(moved, sizeof(moved), "%s%s", best->to, out + len) >=
+				     sizeof(moved))
+			return;
+		memcpy(out, moved, strlen(moved) + 1);
+		at = best->at;
+		object = true; /* what moved is something */
 	}
 }
 
@@ -272,7 +290,7 @@ struct place {
 	const char *leaf;
 };
 
-static int effects_of(const struct rewind *rw, const size_t *moves, size_t nmoves, size_t at,
+static int effects_of(const struct rewind *rw, const struct moves *moves, size_t at,
 		      struct effects *fx)
 {
 	const struct store_event *e = &rw->log->events[at];
@@ -281,11 +299,11 @@ static int effects_of(const struct rewind *rw, const size_t *moves, size_t nmove
 
 	if (op_is(e, "capture") || op_is(e, "preimage") || op_is(e, "keep"))
 		return 0;
-	final_name(rw->log, moves, nmoves, at, e->path, name);
 	bool gone = op_is(e, "delete") || op_is(e, "rmdir") || op_is(e, "rename");
+	final_name(moves, at, e->path, !gone, name);
 	if ((r = effect_add(fx, name, at, !gone)) < 0 || !e->path2)
 		return r;
-	final_name(rw->log, moves, nmoves, at, e->path2, name);
+	final_name(moves, at, e->path2, true, name);
 	return effect_add(fx, name, at, true);
 }
 
@@ -315,14 +333,12 @@ static int conflict_add(struct rewind *rw, const char *path, const char *what)
 int rewind_check(struct rewind *rw)
 {
 	struct effects fx = { 0 };
-	size_t nmoves;
-	int r = 0;
-	_cleanup_(freep) size_t *moves = dir_moves(rw->log, &nmoves);
+	struct moves moves;
+	int r = moves_index(rw->log, &moves);
 
-	if (!moves)
-		return -ENOMEM;
 	for (size_t i = 0; i < rw->log->n && r == 0; i++)
-		r = effects_of(rw, moves, nmoves, i, &fx);
+		r = effects_of(rw, &moves, i, &fx);
+	free(moves.v);
 	if (fx.n)
 		qsort(fx.v, fx.n, sizeof(*fx.v), effect_cmp);
 	for (size_t i = 0; i < fx.n && r >= 0; i++) {
@@ -367,19 +383,22 @@ static bool conflicting(const struct rewind *rw, const char *path)
 
 void rewind_skip_conflicts(struct rewind *rw)
 {
-	size_t nmoves;
+	struct moves moves;
 	char name[PATH_MAX];
-	_cleanup_(freep) size_t *moves = dir_moves(rw->log, &nmoves);
 
-	for (size_t i = 0; moves && i < rw->log->n; i++) {
+	if (moves_index(rw->log, &moves) < 0)
+		return;
+	for (size_t i = 0; i < rw->log->n; i++) {
 		const struct store_event *e = &rw->log->events[i];
-		final_name(rw->log, moves, nmoves, i, e->path, name);
+		bool gone = op_is(e, "delete") || op_is(e, "rmdir") || op_is(e, "rename");
+		final_name(&moves, i, e->path, !gone, name);
 		rw->skip[i] = conflicting(rw, name);
 		if (e->path2 && !rw->skip[i]) {
-			final_name(rw->log, moves, nmoves, i, e->path2, name);
+			final_name(&moves, i, e->path2, true, name);
 			rw->skip[i] = conflicting(rw, name);
 		}
 	}
+	free(moves.v);
 }
 
 void rewind_skip(struct rewind *rw, size_t seq)
@@ -1317,13 +1336,14 @@ int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *co
 					 0);
 			break;
 		case STEP_INPLACE:
-		case STEP_SWAP_KEEP:
+		case STEP_SWAP_KEEP: {
 			/* The kept file came back over the name; what was there
 			 * is kept by the undo. */
-			if ((r = emit_kept(&em, l, e->path2)) == 0)
-				r = emit(&em, l->at_ns, "modify", e->path2, NULL, NULL, NULL, NULL,
-					 0);
+			const char *at = l->kind == STEP_INPLACE ? e->path : e->path2;
+			if ((r = emit_kept(&em, l, at)) == 0)
+				r = emit(&em, l->at_ns, "modify", at, NULL, NULL, NULL, NULL, 0);
 			break;
+		}
 		case STEP_DIR:
 			r = emit(&em, l->at_ns, "keep", l->path, NULL, NULL, NULL, l->meta,
 				 l->meta_len);
