@@ -225,6 +225,23 @@ static int moves_index(const struct runlog *log, struct moves *m)
 	return 0;
 }
 
+/* The same for the moves the undo makes, in its order: a rename P -> Q
+ * of event K takes what is at Q back to P at undo time N - 1 - K. */
+static int moves_undone(const struct runlog *log, struct moves *m)
+{
+	int r = moves_index(log, m);
+
+	for (size_t i = 0; r == 0 && i < m->n; i++) {
+		const char *from = m->v[i].from;
+		m->v[i].from = m->v[i].to;
+		m->v[i].to = from;
+		m->v[i].at = log->n - 1 - m->v[i].at;
+	}
+	if (r == 0 && m->n)
+		qsort(m->v, m->n, sizeof(*m->v), move_cmp);
+	return r;
+}
+
 /* The first move of exactly FROM after event AT, or NULL. */
 static const struct move *move_after(const struct moves *m, const char *from, size_t at)
 {
@@ -752,8 +769,11 @@ static int touch_dir(struct rewind *rw, int log_fd, size_t seq, const char *path
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
 	if (touched_at(rw, dir, &at) || !strcmp(dir, "/mnt/user-data"))
 		return 0;
+	struct stat st;
 	if ((r = place_open(rw, dir, &p)) < 0 || (r = meta_read(p.dfd, p.leaf, &m)) < 0)
 		return r;
+	if (fstatat(p.dfd, p.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		l.ino = st.st_ino;
 	r = meta_encode(&m, &l.meta, &l.meta_len);
 	meta_free(&m);
 	l.path = dir;
@@ -885,6 +905,7 @@ static int step_keep_meta(struct rewind *rw, int log_fd, size_t seq, const char 
 		return -ENOENT;
 	}
 	l.kind = there ? STEP_ATTR : STEP_MKDIR;
+	l.ino = there ? st.st_ino : 0; /* a new directory's: any */
 	r = begin_keeping(rw, log_fd, &l, was, there ? &p : NULL);
 	if (r == 0 && !there && mkdirat(p.dfd, p.leaf, 0700) < 0 && errno != EEXIST)
 		r = neg();
@@ -1090,24 +1111,52 @@ static int step(struct rewind *rw, int to, int log_fd, size_t seq, const struct 
  * last: the steps after theirs (a file put back by a rename, where the
  * run had written in place) moved them. In the order of the log, so the
  * earliest word of the run on each wins. */
+/* Gives the directory that step SEQ found at PATH (inode INO, 0: any)
+ * the times of BLOB, where the undo's later steps (the renames of the
+ * events before SEQ, reversed) left it. */
+static void times_back(struct rewind *rw, const struct moves *undone, size_t seq, const char *path,
+		       uint64_t ino, const uint8_t *blob, size_t len)
+{
+	char where[PATH_MAX];
+	struct place p;
+	struct stat st;
+	struct meta m;
+
+	if (meta_decode(blob, len, &m) < 0)
+		return;
+	struct timespec ts[2] = {
+		{ .tv_sec = m.atime_ns / 1000000000, .tv_nsec = m.atime_ns % 1000000000 },
+		{ .tv_sec = m.mtime_ns / 1000000000, .tv_nsec = m.mtime_ns % 1000000000 },
+	};
+	final_name(undone, rw->log->n - 1 - seq, path, true, where);
+	if (S_ISDIR(m.mode) && place_open(rw, where, &p) == 0 &&
+	    fstatat(p.dfd, p.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+	    (!ino || st.st_ino == ino))
+		utimensat(p.dfd, p.leaf, ts, AT_SYMLINK_NOFOLLOW);
+	meta_free(&m);
+}
+
 static void dir_times(struct rewind *rw)
 {
+	struct moves undone;
+
+	if (moves_undone(rw->log, &undone) < 0)
+		return;
+	/* The directories the run left alone get the times they had before
+	 * the undo, those it changed the ones it kept, after. */
+	for (size_t i = 0; i < rw->nsteps; i++) {
+		const struct logged *l = &rw->steps[i];
+		if (l->kind == STEP_DIR && l->meta)
+			times_back(rw, &undone, l->seq, l->path, l->ino, l->meta, l->meta_len);
+	}
 	for (size_t i = 0; i < rw->nsteps; i++) {
 		const struct logged *l = &rw->steps[i];
 		const struct store_event *e = &rw->log->events[l->seq];
-		_place_ p = { -1, NULL };
-		struct meta m;
-		if ((l->kind != STEP_ATTR && l->kind != STEP_MKDIR) || step_failed(rw, i) ||
-		    !e->meta || meta_decode(e->meta, e->meta_len, &m) < 0)
-			continue;
-		struct timespec ts[2] = {
-			{ .tv_sec = m.atime_ns / 1000000000, .tv_nsec = m.atime_ns % 1000000000 },
-			{ .tv_sec = m.mtime_ns / 1000000000, .tv_nsec = m.mtime_ns % 1000000000 },
-		};
-		if (S_ISDIR(m.mode) && place_open(rw, e->path, &p) == 0)
-			utimensat(p.dfd, p.leaf, ts, AT_SYMLINK_NOFOLLOW);
-		meta_free(&m);
+		if ((l->kind == STEP_ATTR || l->kind == STEP_MKDIR) && !step_failed(rw, i) &&
+		    e->meta)
+			times_back(rw, &undone, l->seq, e->path, l->ino, e->meta, e->meta_len);
 	}
+	free(undone.v);
 }
 
 static const char *describe(const struct store_event *e)
@@ -1179,22 +1228,6 @@ int rewind_apply(struct rewind *rw, int to, int log_fd)
 		failed++;
 		if ((r = log_step(rw, log_fd, &l)) < 0)
 			return r;
-	}
-	/* The directories the run left alone get the times they had before
-	 * the undo, those it changed the ones it kept (dir_times()). */
-	for (size_t i = 0; i < rw->nsteps; i++) {
-		const struct logged *l = &rw->steps[i];
-		struct meta m;
-		struct place p;
-		if (l->kind != STEP_DIR || meta_decode(l->meta, l->meta_len, &m) < 0)
-			continue;
-		struct timespec ts[2] = {
-			{ .tv_sec = m.atime_ns / 1000000000, .tv_nsec = m.atime_ns % 1000000000 },
-			{ .tv_sec = m.mtime_ns / 1000000000, .tv_nsec = m.mtime_ns % 1000000000 },
-		};
-		if (place_open(rw, l->path, &p) == 0)
-			utimensat(p.dfd, p.leaf, ts, AT_SYMLINK_NOFOLLOW);
-		meta_free(&m);
 	}
 	dir_times(rw);
 	return (int)failed;
