@@ -87,6 +87,7 @@ Suite *suite_view_gate(void);
 Suite *suite_view_stage(void);
 Suite *suite_view_snapshot(void);
 Suite *suite_view_runs(void);
+Suite *suite_view_undo(void);
 Suite *suite_view_broker(void);
 Suite *suite_cli(void);
 Suite *suite_view_differential(void);

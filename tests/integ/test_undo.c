@@ -1,0 +1,958 @@
+/* Undoing a run (sbx run undo, sbx run keep; cli/rewind.h): a tree made
+ * through a view, its fingerprint (tests/tools/treeprint.py: every path
+ * under the thread's workspace and outputs with its type, mode, owner,
+ * size, content, xattrs and ACLs, link count, times), a run that damages
+ * it through the view, the undo: the fingerprint must be the one before,
+ * exactly. Then conflicts, redo, keep, crashes (SIGKILL at a log line,
+ * and at every change an undo makes), what a mounted view shows, the
+ * errors, and a symlink planted to lead the undo out of the thread.
+ *
+ * A test marked DEFECT shows a defect found while writing these tests;
+ * it fails until the defect is fixed (the comment says what it is).
+ */
+#include "tests/cmd.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct tview V;
+
+/* The gate would refuse the damage a test does without reading first;
+ * undo is not about the gate. */
+static const char *const rbw_off[] = { "--rbw", "off", NULL };
+
+/* Mounts V (HOME: NULL for a fresh one, or V's own for a remount). */
+static void mount_view(const char *home, const char *const *extra)
+{
+	ck_assert_int_eq(tview_mount(&V, home, "alice", "undo", extra), 0);
+}
+
+/* The view again, with the same home and options: it knows nothing of
+ * what was before (a test's next step must not depend on how soon the
+ * view notices what an undo did on the host). */
+static void remount(const char *const *extra)
+{
+	tview_umount(&V);
+	mount_view(V.home, extra);
+}
+
+static void setup(void)
+{
+	tool_env();
+	mount_view(NULL, rbw_off);
+}
+
+static void teardown(void)
+{
+	tview_umount(&V);
+}
+
+/* Runs the shell commands FMT in the workspace, through the view. */
+#define IN_VIEW(fmt, ...) OK("cd '%s' && " fmt, vpath(&V, "user-data/workspace"), ##__VA_ARGS__)
+/* The same on the backing side (a person on the host). */
+#define ON_HOST(fmt, ...) OK("cd '%s' && " fmt, hpath(&V, "user-data/workspace"), ##__VA_ARGS__)
+
+/* `sbx ARGS`: its standard output; its standard error in *ERR (if ERR),
+ * its exit status in *STATUS. */
+static char *sbx_st(int *status, char **err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static char *sbx_st(int *status, char **err, const char *fmt, ...)
+{
+	const char *errf = fmt_cmd("%s/stderr", test_dir("sbx"));
+	char *args, *cmd, *out;
+	va_list ap;
+
+	va_start(ap, fmt);
+	ck_assert_int_ge(vasprintf(&args, fmt, ap), 0);
+	va_end(ap);
+	cmd = fmt_cmd("'%s' --home '%s' %s 2>'%s'", test_bin("sbx"), V.home, args, errf);
+	out = capture(cmd, status);
+	if (err) {
+		*err = read_file(errf);
+		ck_assert_ptr_nonnull(*err);
+	}
+	free(cmd);
+	free(args);
+	return out;
+}
+
+/* `sbx ARGS`, which must succeed: its standard output. */
+#define SBX(...)                                                                               \
+	({                                                                                     \
+		int st_;                                                                       \
+		char *err_, *out_ = sbx_st(&st_, &err_, __VA_ARGS__);                          \
+		ck_assert_msg(st_ == 0, "sbx %s: exit %d\n%.3000s", fmt_cmd(__VA_ARGS__), st_, \
+			      err_);                                                           \
+		out_;                                                                          \
+	})
+
+static char *begin(void)
+{
+	char *id = SBX("run begin --user alice --thread undo");
+
+	id[strcspn(id, "\n")] = '\0';
+	return id;
+}
+
+static void end(const char *run)
+{
+	SBX("run end %s", run);
+}
+
+/* Undoes RUN, which must succeed: the id of the undo's own run (its
+ * summary's first line is "run U of alice/undo: ..."). */
+static char *undo(const char *run)
+{
+	char *out = SBX("run undo %s", run), *id = malloc(32);
+
+	ck_assert_msg(sscanf(out, "run %31s of ", id) == 1, "undo printed: %s", out);
+	return id;
+}
+
+/* The fingerprint of the thread's workspace and outputs (treeprint.py
+ * OPTS): "" leaves directory times out, DIRS has them. */
+#define DIRS "--dir-mtimes"
+static char *print_tree(const char *opts)
+{
+	return OUT("python3 tests/tools/treeprint.py %s '%s' '%s'", opts,
+		   hpath(&V, "user-data/workspace"), hpath(&V, "user-data/outputs"));
+}
+
+/* The same into a file (for treeprint.py --between): its path. */
+static const char *print_to(const char *tag)
+{
+	const char *f = fmt_cmd("%s/print", test_dir(tag));
+
+	ck_assert_int_eq(write_file(f, print_tree("")), 0);
+	return f;
+}
+
+/* Every path is now as in print BEFORE or as in print AFTER, by its
+ * name, type and content (attributes are set by several calls each: a
+ * kill can come between two of them): "" if so, else the paths. */
+static char *neither(const char *before, const char *after)
+{
+	int st;
+	char *cmd = fmt_cmd("python3 tests/tools/treeprint.py --between '%s' '%s'"
+			    " --fields type,size,sha256,target '%s' '%s'",
+			    before, after, hpath(&V, "user-data/workspace"),
+			    hpath(&V, "user-data/outputs"));
+
+	return capture(cmd, &st);
+}
+
+/* The whole case: SETUP (shell, in the workspace, through the view),
+ * its fingerprint, a run doing DAMAGE (the same), its end and its undo:
+ * the fingerprint, directory times too, is the one before. */
+static void undo_case(const char *setup_sh, const char *damage_sh)
+{
+	IN_VIEW("%s", setup_sh);
+	char *before = print_tree(DIRS), *run = begin();
+	IN_VIEW("%s", damage_sh);
+	end(run);
+	ck_assert_str_ne(print_tree(DIRS), before);
+	undo(run);
+	SAME(print_tree(DIRS), before);
+}
+
+/* The directory of pre-images of RUN (begun_ns from the store). */
+static char *undo_dir(const char *run)
+{
+	char *ns = OUT("sqlite3 '%s/sbx.db' 'SELECT begun_ns FROM runs WHERE id = %s'", V.home,
+		       run);
+
+	ns[strcspn(ns, "\n")] = '\0';
+	return hpath(&V, ".undo/%s", ns);
+}
+
+/* ---- what undo brings back --------------------------------------------- */
+
+/* Symlinks of every kind, xattrs, ACLs on a file and a directory (a
+ * default ACL too), names with spaces, a newline, a leading dash, UTF-8,
+ * 255 bytes, empty directories, five levels, modes (outputs: below). */
+#define TREE                                                                              \
+	"mkdir -p t/a/b/c/d/e t/empty t/x/empty2 && echo deep > t/a/b/c/d/e/f &&"         \
+	" echo one > t/a/one && ln -s a/one t/rel && ln -s /etc/hostname t/abs &&"        \
+	" ln -s nowhere t/dangling && echo x > t/xa && setfattr -n user.one -v 1 t/xa &&" \
+	" setfattr -n user.two -v 0x00ff t/xa && echo acl > t/acl &&"                     \
+	" setfacl -m u:1234:rw t/acl && mkdir t/acldir &&"                                \
+	" setfacl -m u:1234:rwx,d:u:1234:rx t/acldir && echo in > t/acldir/in &&"         \
+	" echo s > 't/with space' && echo n > \"t/$(printf 'new\\nline')\" &&"            \
+	" echo d > t/-dash && echo u > 't/\xc3\xa9 \xc3\xbc \xe2\x9c\x93' &&"             \
+	" echo l > t/$(head -c 255 /dev/zero | tr '\\0' n) &&"                            \
+	" chmod 750 t/a/b && chmod 600 t/a/one && chmod 1777 t/x"
+
+START_TEST(test_undo_rm_rf_of_a_tree)
+{
+	undo_case(TREE, "rm -rf t");
+	/* What the tree holds, to know the case is the one meant. */
+	EQ_OUT("1\n", "getfacl -cp '%s' 2>/dev/null | grep -c '^default:user:1234:r-x'",
+	       hpath(&V, "user-data/workspace/t/acldir"));
+	EQ_OUT("l\n", "cat '%s'/t/$(head -c 255 /dev/zero | tr '\\0' n)",
+	       hpath(&V, "user-data/workspace"));
+}
+END_TEST
+
+/* sed -i writes a temporary file and renames it over each. */
+START_TEST(test_undo_sed_i_over_1000_files)
+{
+	undo_case("mkdir s && for i in $(seq 1000); do echo \"line $i\" > s/f$i; done",
+		  "sed -i 's/line/LINE/' s/f*");
+	EQ_OUT("line 7\n", "cat '%s'", hpath(&V, "user-data/workspace/s/f7"));
+}
+END_TEST
+
+START_TEST(test_undo_git_checkout)
+{
+	IN_VIEW("mkdir r && cd r && git init -q -b main && echo 1 > one && echo 2 > two &&"
+		" echo 3 > three && mkdir sub && echo s > sub/s && git add . && git commit -qm one &&"
+		" git checkout -qb b && git rm -q two && git mv three four && echo new > b.txt &&"
+		" echo changed > one && git add . && git commit -qm b && git checkout -q main");
+	char *before = print_tree(""), *before_dirs = print_tree(DIRS), *run = begin();
+	IN_VIEW("cd r && git checkout -q b");
+	EQ_OUT("b\n", "cd '%s' && git rev-parse --abbrev-ref HEAD",
+	       vpath(&V, "user-data/workspace/r"));
+	end(run);
+	undo(run);
+	SAME(print_tree(""), before);
+	EQ_OUT("main\n", "cd '%s' && git rev-parse --abbrev-ref HEAD",
+	       hpath(&V, "user-data/workspace/r"));
+	/* git status may refresh the index (a change): the prints first. */
+	char *after_dirs = print_tree(DIRS);
+	EQ_OUT("", "cd '%s' && git status --porcelain", hpath(&V, "user-data/workspace/r"));
+	/* DEFECT (parent times): .git/logs/HEAD, appended to in place, is
+	 * put back by a rename, which moves .git/logs's mtime; the run kept
+	 * no attributes of .git/logs (no entry of it changed), so nothing
+	 * sets them back. */
+	SAME(after_dirs, before_dirs);
+}
+END_TEST
+
+START_TEST(test_undo_renames)
+{
+	undo_case("mkdir -p dir1/sub && echo 1 > dir1/a && echo 2 > dir1/sub/b && echo A > a &&"
+		  " echo B > b && chmod 640 b",
+		  "mv dir1 dir2 && mv a b");
+}
+END_TEST
+
+/* RENAME_EXCHANGE of A and B (python, in the workspace). */
+#define EXCHANGE(a, b)                                                      \
+	"python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True);" \
+	" assert l.renameat2(-100, b\"" a "\", -100, b\"" b "\", 2) == 0'"
+
+/* DEFECT (directory times set on something else; found by undorand,
+ * seeds 61 and 87): dir_times() sets the times a step put back on a
+ * directory again at the end, at the path of the run's event; by then
+ * the undo's later steps have put something else there: the file f
+ * (rm f; mkdir f; rmdir f), the file a (exchanged with d, then d's
+ * attributes changed under the name a). They get a directory's mtime. */
+START_TEST(test_undo_directory_times_go_to_the_directory)
+{
+	undo_case("echo x > f && echo y > a && mkdir d && touch -d 2001-01-01 d",
+		  "rm f && mkdir f && rmdir f && " EXCHANGE("a", "d") " && chmod 700 a");
+}
+END_TEST
+
+/* DEFECT (false conflicts; found by undorand, seeds 151 and 1144):
+ * rewind_check() follows a name through the later renames of directories
+ * to the name it has at the end, but dir_moves() counts a rename as one
+ * only if the run's events name a path below its source: c, the name f's
+ * directory got by the exchange, has none, so f/a is looked for at c/a
+ * ("removed after the run"). And a name below a directory a later rename
+ * replaced (f/a, then mv -T d f) is looked for where the moved directory
+ * has its own a ("created after the run"). Either refuses the undo. */
+START_TEST(test_undo_after_directories_moved_and_replaced)
+{
+	undo_case("mkdir f d && echo a > d/a",
+		  "echo n > f/a && mkdir c && " EXCHANGE("f", "c") " && mv c d/b");
+	undo_case("mkdir g e && echo a > e/a", "mkdir g/a && rmdir g/a && mv -T e g");
+}
+END_TEST
+
+/* DEFECT (hard links broken): a name of a file with two goes (rm, or
+ * sed -i's rename over it): journal_keep_going() keeps a copy, not the
+ * file (its other name may change it yet), and undo puts the copy back:
+ * two files where there was one with two names (nlink 1 each). */
+START_TEST(test_undo_keeps_hard_links)
+{
+	undo_case("echo a > a && ln a b && echo c > c && ln c d", "rm a && sed -i s/c/C/ c");
+}
+END_TEST
+
+/* DEFECT (a hard-linked file changed in place): the view keeps a copy
+ * under one of its names (the one view_path() gives, here b), and undo
+ * renames the copy over that name: the other keeps the run's content,
+ * and the two names are two files. */
+START_TEST(test_undo_in_place_change_of_a_hard_link)
+{
+	undo_case("echo a > a && ln a b", "echo more >> a");
+	EQ_OUT("a\n", "cat '%s'", hpath(&V, "user-data/workspace/a"));
+}
+END_TEST
+
+/* DEFECT (a link the run made): undo takes the new name b into its own
+ * directory of pre-images (for a redo) by a rename: that is still a link
+ * of a, whose link count stays 2. */
+START_TEST(test_undo_of_a_new_hard_link)
+{
+	undo_case("echo a > a", "ln a b");
+}
+END_TEST
+
+/* DEFECT (the name of a file after one of its links went): after
+ * `ln c other && rm other` the view journals the changes to c under the
+ * name other (the inode's name in the view's table is the removed one),
+ * so undo finds a conflict ("other: removed after the run") and undoes
+ * nothing; with --force it would make other and leave c as the run
+ * left it. The run's summary says other too. */
+START_TEST(test_undo_after_a_hard_link_came_and_went)
+{
+	undo_case("echo x > c", "ln c other && rm other && chmod 600 c && echo more >> c");
+}
+END_TEST
+
+/* make: objects and a binary made, a previous build's outputs cleaned. */
+START_TEST(test_undo_a_build)
+{
+	undo_case("printf 'int main(void) { return 0; }\\n' > hello.c &&"
+		  " printf 'hello: hello.o\\n\\tcc -o hello hello.o\\nhello.o: hello.c\\n"
+		  "\\tcc -c hello.c\\nclean:\\n\\trm -f hello hello.o\\n' > Makefile &&"
+		  " make -s && mkdir lib && cp Makefile hello.c lib/ && touch hello.c",
+		  "make -s && make -s clean -C lib && make -s -C lib && make -s clean && make -s");
+}
+END_TEST
+
+#define IN_PLACE_TREE                                                               \
+	"mkdir d && echo a > d/ap && echo b > d/tr && printf 0123456789 > d/mid &&" \
+	" echo c > d/cm && echo o > d/co && echo t > d/td && echo x > d/xa &&"      \
+	" echo r > d/xr && setfattr -n user.a -v 1 d/xa && setfattr -n user.r -v 2 d/xr"
+#define IN_PLACE_DAMAGE                                                                     \
+	"echo more >> d/ap && : > d/tr && python3 -c \"f = open('d/mid', 'r+'); f.seek(4);" \
+	" f.write('XY'); f.close()\" && chmod 700 d/cm && chown 1234:1234 d/co &&"          \
+	" touch -d '2001-02-03 04:05:06' d/td && setfattr -n user.new -v 1 d/xa &&"         \
+	" setfattr -x user.r d/xr"
+
+/* Appends, truncations, writes in the middle, chmod, chown, times, xattrs
+ * set and removed: each file comes back with its content and attributes. */
+static void in_place(void)
+{
+	IN_VIEW(IN_PLACE_TREE);
+	char *before = print_tree(""), *before_dirs = print_tree(DIRS), *run = begin();
+	IN_VIEW(IN_PLACE_DAMAGE);
+	end(run);
+	undo(run);
+	SAME(print_tree(""), before);
+	/* DEFECT (parent times): a file changed in place is put back by a
+	 * rename, which moves its directory's mtime; the run kept no
+	 * attributes of d (no entry of d changed through a name change; a
+	 * stage's publication, a rename too, keeps none either), so d's
+	 * mtime stays the undo's. */
+	SAME(print_tree(DIRS), before_dirs);
+}
+
+START_TEST(test_undo_in_place_changes)
+{
+	in_place();
+}
+END_TEST
+
+/* The same with every change made in the file itself, not a stage. */
+START_TEST(test_undo_in_place_changes_unstaged)
+{
+	const char *const extra[] = { "--rbw", "off", "--staging=off", NULL };
+
+	remount(extra);
+	in_place();
+}
+END_TEST
+
+/* DEFECT (the outputs root): a run that makes a file in outputs/ makes
+ * the view keep the attributes of outputs itself, "/mnt/user-data/outputs";
+ * runlog_parent() takes that path for one below the workspace (root_of()
+ * knows "outputs/..." only) and reads past its end, so undo cannot set
+ * them back and exits 1 ("cannot restore the attributes or directory
+ * /mnt/user-data/outputs"): every run that writes an output. */
+START_TEST(test_undo_an_output)
+{
+	undo_case("echo old > ../outputs/kept",
+		  "echo r > ../outputs/report.md && rm ../outputs/kept");
+}
+END_TEST
+
+/* An open run is ended first, then undone. */
+START_TEST(test_undo_of_an_open_run)
+{
+	IN_VIEW("mkdir d && echo 1 > d/a && echo 2 > b");
+	char *before = print_tree(DIRS), *run = begin();
+	IN_VIEW("rm -rf d && echo 3 >> b && echo c > c");
+	undo(run);
+	SAME(print_tree(DIRS), before);
+	char *changes = SBX("changes %s", run);
+	ck_assert_msg(strstr(changes, "3 files changed (1 created, 1 modified, 1 deleted"), "%s",
+		      changes);
+}
+END_TEST
+
+/* ---- conflicts ------------------------------------------------------------ */
+
+/* The lines of print TEXT whose path is (KEEP) or is not (!KEEP) one of
+ * PATHS (NULL-terminated). */
+static char *lines_of(const char *text, const char *const *paths, bool keep)
+{
+	char *out = calloc(1, strlen(text) + 1), *o = out;
+
+	for (const char *l = text; *l;) {
+		const char *nl = strchr(l, '\n'), *tab = strchr(l, '\t');
+		size_t len = nl ? (size_t)(nl - l + 1) : strlen(l);
+		bool named = false;
+		for (size_t i = 0; paths[i] && tab; i++)
+			named |= strlen(paths[i]) == (size_t)(tab - l) &&
+				 !strncmp(l, paths[i], (size_t)(tab - l));
+		if (named == keep) {
+			memcpy(o, l, len);
+			o += len;
+		}
+		l += len;
+	}
+	return out;
+}
+
+/* A run that modifies mod, creates created, deletes del (and changes
+ * other paths); then on the host, mod edited, created deleted, del made
+ * again: three conflicts. */
+static char *conflicting_run(char **before)
+{
+	IN_VIEW("echo 1 > mod && echo 2 > del && echo 3 > other && mkdir d && echo 4 > d/gone");
+	*before = print_tree("");
+	char *run = begin();
+	IN_VIEW("echo x >> mod && rm del && echo c > created && echo y >> other && rm -r d &&"
+		" echo n > new");
+	end(run);
+	ON_HOST("echo host >> mod && rm created && echo host > del");
+	return run;
+}
+
+static const char *const three[] = { "workspace/mod", "workspace/del", "workspace/created", NULL };
+
+#define CONFLICTS                                                     \
+	"sbx: run undo: 3 paths changed after run %s:\n"              \
+	"  /mnt/user-data/workspace/created: removed after the run\n" \
+	"  /mnt/user-data/workspace/del: created after the run\n"     \
+	"  /mnt/user-data/workspace/mod: changed after the run\n"
+
+/* DEFECT (conflicts missed): rewind_check() takes a path for changed
+ * after the run if its ctime is later than the run's end (CLOCK_REALTIME
+ * when sbx run end recorded it). A file's ctime comes from the kernel's
+ * coarse clock, up to a tick (ms) behind: the host's edit of mod, made
+ * right after sbx run end returned, often has an earlier ctime, is not a
+ * conflict, and the undo would overwrite it (this test fails most of
+ * the time, not always). */
+START_TEST(test_undo_refuses_conflicts)
+{
+	char *before, *err, *run = conflicting_run(&before), *host = print_tree(DIRS);
+	int st;
+
+	sbx_st(&st, &err, "run undo %s", run);
+	ck_assert_int_eq(st, 1);
+	SAME(err, fmt_cmd(CONFLICTS "sbx: run undo: nothing was undone: --partial undoes the rest,"
+				    " --force everything\n",
+			  run));
+	SAME(print_tree(DIRS), host);
+	/* --dry-run: the plan, the same conflicts, nothing changed. */
+	char *plan = sbx_st(&st, &err, "run undo %s --dry-run", run);
+	ck_assert_int_eq(st, 1);
+	SAME(err, fmt_cmd(CONFLICTS "sbx: run undo: they would be left alone with --partial,"
+				    " undone with --force\n",
+			  run));
+	ck_assert_msg(strstr(plan, "put back /mnt/user-data/workspace/del\n") &&
+			      strstr(plan, "remove /mnt/user-data/workspace/new\n") &&
+			      strstr(plan, "put back /mnt/user-data/workspace/d/gone\n") &&
+			      strstr(plan, "restore the attributes or directory"
+					   " /mnt/user-data/workspace/d\n"),
+		      "%s", plan);
+	SAME(print_tree(DIRS), host);
+	/* --partial: the rest is undone, the three stay as the host left
+	 * them. */
+	sbx_st(&st, &err, "run undo %s --partial", run);
+	ck_assert_msg(st == 0, "exit %d: %s", st, err);
+	ck_assert_msg(strstr(err, "sbx: run undo: --partial: they are left as they are\n"), "%s",
+		      err);
+	char *now = print_tree("");
+	SAME(lines_of(now, three, true), lines_of(host, three, true));
+	SAME(lines_of(now, three, false), lines_of(before, three, false));
+}
+END_TEST
+
+/* --force undoes the conflicting paths too. */
+START_TEST(test_undo_force_undoes_conflicts)
+{
+	char *before, *err, *run = conflicting_run(&before);
+	int st;
+
+	sbx_st(&st, &err, "run undo %s --force", run);
+	ck_assert_msg(st == 0, "exit %d: %s", st, err);
+	ck_assert_msg(strstr(err, "sbx: run undo: --force: they are undone too\n"), "%s", err);
+	SAME(print_tree(""), before);
+}
+END_TEST
+
+/* ---- redo, keep ------------------------------------------------------------ */
+
+/* The undo is a run: undoing it brings back the state after the first
+ * run; the first cannot be undone twice. */
+START_TEST(test_undo_redo)
+{
+	IN_VIEW("mkdir d && echo 1 > d/a && echo 2 > d/b && echo x > keep && echo r > rm.txt");
+	char *before = print_tree(DIRS), *run = begin();
+	IN_VIEW("mv d d2 && echo 3 > d2/c && rm d2/a && echo y >> keep && mkdir n && echo z > n/z &&"
+		" rm rm.txt && chmod 600 keep");
+	end(run);
+	char *after = print_tree(""), *after_dirs = print_tree(DIRS), *u = undo(run);
+	SAME(print_tree(DIRS), before);
+	undo(u);
+	SAME(print_tree(""), after);
+	/* Undone once: refused, with the way to redo. */
+	int st;
+	char *err;
+	sbx_st(&st, &err, "run undo %s", run);
+	ck_assert_int_eq(st, 1);
+	SAME(err,
+	     fmt_cmd("sbx: run undo: run %s was undone by run %s (sbx run undo %s redoes it)\n",
+		     run, u, u));
+	/* DEFECT (redo times): the undo's journal keeps, for each directory
+	 * whose attributes it puts back (the workspace, d2) or that it
+	 * removes (n), the attributes read when that step is taken; by then
+	 * the undo's later steps have changed the directory, so that mtime
+	 * is the undo's, not the one after the run, and the redo sets it. */
+	SAME(print_tree(DIRS), after_dirs);
+}
+END_TEST
+
+/* The undo's summary says what came back, below a directory it renamed
+ * back too: the mirror of the run's. */
+START_TEST(test_undo_summary_names_what_came_back)
+{
+	IN_VIEW("mkdir d && echo 1 > d/a && echo 2 > d/b");
+	char *run = begin();
+	IN_VIEW("mv d d2 && rm d2/a && echo 3 > d2/c");
+	end(run);
+	const char *py = "[print(f[\"path\"][25:], f[\"status\"], (f[\"sbx\"].get(\"renamed_from\")"
+			 " or \"-\")[25:]) for f in d[\"files\"]]";
+	SAME(OUT("'%s' --home '%s' changes %s --format json | python3 tests/tools/jsonq.py --run '%s'",
+		 test_bin("sbx"), V.home, run, py),
+	     "d/a deleted \nd/b deleted \nd2/b created d/b\nd2/c created \n");
+	char *u = undo(run);
+	/* DEFECT (undo summary): the undo's first snapshot describes the
+	 * paths the run's events name (d, d2, d2/a, d2/c), its last the
+	 * paths the undo's events name: d/a, d/b and d2/b are in neither,
+	 * so the summary leaves out what came back below d (it says "1
+	 * file changed": d2/c deleted). */
+	SAME(OUT("'%s' --home '%s' changes %s --format json | python3 tests/tools/jsonq.py --run '%s'",
+		 test_bin("sbx"), V.home, u, py),
+	     "d/a created \nd/b created d2/b\nd2/b deleted \nd2/c deleted \n");
+}
+END_TEST
+
+START_TEST(test_undo_keep_drops_the_preimages)
+{
+	IN_VIEW("echo 1 > a && echo 2 > b");
+	char *run = begin();
+	IN_VIEW("echo x >> a && rm b");
+	int st;
+	char *err;
+	sbx_st(&st, &err, "run keep %s", run);
+	ck_assert_int_eq(st, 1);
+	SAME(err, fmt_cmd("sbx: run keep: run %s is still open (end it with sbx run end %s)\n", run,
+			  run));
+	end(run);
+	char *dir = undo_dir(run);
+	ck_assert_msg(exists(dir), "%s", dir);
+	SBX("run keep %s", run);
+	ck_assert_msg(!exists(dir), "%s", dir);
+	char *after = print_tree(DIRS);
+	sbx_st(&st, &err, "run undo %s", run);
+	ck_assert_int_eq(st, 1);
+	SAME(err, fmt_cmd("sbx: run undo: run %s can no longer be undone: its pre-images were"
+			  " dropped (sbx run keep, or the retention in docs/changes.md)\n",
+			  run));
+	SAME(print_tree(DIRS), after);
+}
+END_TEST
+
+/* ---- crashes ---------------------------------------------------------------- */
+
+/* 2,000 files in 20 directories: 1,000 appended to, 500 deleted, 500
+ * created. */
+#define MANY_TREE                                                                         \
+	"for d in $(seq 20); do mkdir d$d; for f in $(seq 100); do echo \"file $d $f\" >" \
+	" d$d/f$f; done; done"
+#define MANY_DAMAGE                                                                    \
+	"for d in $(seq 20); do for f in $(seq 50); do echo more >> d$d/f$f; done;"    \
+	" for f in $(seq 51 75); do rm d$d/f$f; done; for f in $(seq 25); do echo n >" \
+	" d$d/new$f; done; done"
+
+/* The undo's own log of steps (the directory of its run, the one undoing
+ * RUN). */
+static char *steps_of(const char *run)
+{
+	char *ns = OUT("sqlite3 '%s/sbx.db' 'SELECT begun_ns FROM runs WHERE undoes = %s'", V.home,
+		       run);
+
+	ns[strcspn(ns, "\n")] = '\0';
+	return hpath(&V, ".undo/%s/steps", ns);
+}
+
+/* `sbx run undo RUN` killed (SIGKILL) once its log has LINES lines (the
+ * log LOG, that of an undo being completed, if not NULL): how many it
+ * had. */
+static int kill_undo(const char *run, int lines, const char *log)
+{
+	char *said = OUT("python3 tests/tools/undokill.py '%s' '%s' alice undo %s %d %s",
+			 test_bin("sbx"), V.home, run, lines, log ? fmt_cmd("'%s'", log) : "");
+	int at = -1;
+
+	ck_assert_msg(sscanf(said, "killed at %d lines", &at) == 1, "%s", said);
+	return at;
+}
+
+/* Killed after 1, 50, 500 logged steps, and once every step is logged:
+ * each path is as before the undo or as after it; a second undo
+ * completes it. */
+START_TEST(test_undo_killed_midway)
+{
+	IN_VIEW(MANY_TREE);
+	const char *before_f = print_to("before");
+	char *before = print_tree(DIRS);
+	int points[] = { 1, 50, 500, 0 };
+
+	for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
+		char *run = begin();
+		IN_VIEW(MANY_DAMAGE);
+		end(run);
+		const char *after_f = print_to("after");
+		/* 0: all of them (one step per line of the plan here). */
+		int lines = points[i] ? points[i]
+				      : atoi(OUT("'%s' --home '%s' run undo %s --dry-run | wc -l",
+						 test_bin("sbx"), V.home, run));
+		ck_assert_int_ge(kill_undo(run, lines, NULL), lines);
+		SAME(neither(before_f, after_f), "");
+		undo(run);
+		SAME(print_tree(DIRS), before);
+		remount(rbw_off);
+	}
+}
+END_TEST
+
+/* DEFECT (torn log line): rewind.c reads a log line cut short by a crash
+ * (no newline) as never taken, and ignores it, but leaves it in the log:
+ * the next attempt appends after it, the two make one line, and a third
+ * attempt refuses the log ("its log: Invalid argument") for good. */
+START_TEST(test_undo_killed_in_a_log_write)
+{
+	IN_VIEW("mkdir d && for f in $(seq 300); do echo $f > d/f$f; done");
+	char *before = print_tree(DIRS), *run = begin();
+	IN_VIEW("for f in $(seq 300); do echo more >> d/f$f; done");
+	end(run);
+	int at = kill_undo(run, 50, NULL);
+	/* What a write cut short leaves: the start of the next line. */
+	OK("printf '%%d resto' %d >> '%s'", 300 - at, steps_of(run));
+	kill_undo(run, at + 50, steps_of(run));
+	undo(run);
+	SAME(print_tree(DIRS), before);
+}
+END_TEST
+
+/* The shim that kills sbx at its Nth change (tests/tools/killshim.c). */
+static const char *killshim(void)
+{
+	const char *so = fmt_cmd("%s/killshim.so", test_dir("shim"));
+
+	OK("cc -shared -fPIC -o '%s' tests/tools/killshim.c -ldl", so);
+	return so;
+}
+
+/* For every N: a fresh tree SETUP, a run doing DAMAGE, `sbx run undo`
+ * killed just before its Nth change to a file or directory (a link, a
+ * rename, an unlink, a mkdir, an attribute), until it runs through.
+ * Appends to the returned text, for each N: the paths that are neither
+ * as before the undo nor as after it (if PER_PATH), and whether a second
+ * undo did not complete it exactly (if COMPLETES). */
+static char *kill_everywhere(const char *setup_sh, const char *damage_sh, bool per_path,
+			     bool completes)
+{
+	const char *shim = killshim();
+	char *report = strdup("");
+	int n;
+
+	for (n = 1; n < 200; n++) {
+		/* A fresh tree in a fresh view: an undo that stopped short
+		 * leaves the last one as it is. */
+		tview_umount(&V);
+		OK("cd '%s' && rm -rf -- * .[!.]* ../outputs/*", hpath(&V, "user-data/workspace"));
+		remount(rbw_off);
+		IN_VIEW("%s", setup_sh);
+		const char *before_f = per_path ? print_to("before") : NULL;
+		char *before = completes ? print_tree(DIRS) : NULL, *run = begin();
+		IN_VIEW("%s", damage_sh);
+		end(run);
+		const char *after_f = per_path ? print_to("after") : NULL;
+		int st = STATUS("SBX_KILL_AT=%d LD_PRELOAD='%s' '%s' --home '%s' run undo %s"
+				" >/dev/null 2>&1",
+				n, shim, test_bin("sbx"), V.home, run);
+		if (st == 0)
+			break;
+		ck_assert_int_eq(st, 128 + SIGKILL);
+		char *bad = per_path ? neither(before_f, after_f) : "", *err;
+		if (*bad)
+			report = fmt_cmd("%skilled at change %d: neither before nor after:\n%s",
+					 report, n, bad);
+		if (!completes)
+			continue;
+		sbx_st(&st, &err, "run undo %s", run);
+		if (st != 0 && !strstr(err, "was undone by run"))
+			report = fmt_cmd("%skilled at change %d: the second undo: exit %d: %s",
+					 report, n, st, err);
+		else if (strcmp(print_tree(DIRS), before))
+			report = fmt_cmd(
+				"%skilled at change %d: the second undo: not as before:\n%s",
+				report, n, text_diff(print_tree(DIRS), before));
+	}
+	ck_assert_msg(n > 10 && n < 200, "%d changes", n);
+	return report;
+}
+
+/* DEFECT (killed before the undo's directory is made): undo_begin
+ * records the undo's run, then makes its directory (.undo/<its start>);
+ * killed in between (the first changes this sweep hits: the mkdirat of
+ * each component), the second attempt finds the run, opens the
+ * directory without creating it and fails ("cannot begin: No such file
+ * or directory") for good. */
+START_TEST(test_undo_killed_at_every_change)
+{
+	SAME(kill_everywhere("mkdir d && echo b > d/b && echo m > m && echo a > a && mkdir e &&"
+			     " echo k > e/k && setfattr -n user.x -v 1 m",
+			     "rm -rf d && echo n > n && chmod 600 m && echo more >> a &&"
+			     " setfattr -x user.x m && mkdir e/new && echo x > e/new/x && mv e e2",
+			     false, true),
+	     "");
+}
+END_TEST
+
+/* DEFECT (not atomic per path): rewind.h promises every path is at any
+ * moment as before the undo or as after it; an event is undone by one
+ * step, but a path can take two: sed -i renamed its temporary file over
+ * f, and undo renames f back to the temporary name, then puts f's old
+ * object back: killed between the two, f is absent. And e/new, made in
+ * e before the run renamed e to e2, shows up under e once the rename is
+ * reversed, until the steps that remove it: at neither end of the undo
+ * is there an e/new. */
+START_TEST(test_undo_killed_in_a_rename_over)
+{
+	SAME(kill_everywhere("echo a > f && mkdir e", "sed -i s/a/x/ f && mkdir e/new && mv e e2",
+			     true, false),
+	     "");
+}
+END_TEST
+
+/* ---- what the views show -------------------------------------------------- */
+
+#define VIEW_TREE \
+	"echo old > f && mkdir d && echo k > d/k && cat f d/k > /dev/null && ls > /dev/null"
+#define VIEW_DAMAGE "echo new > f && rm -rf d && echo c > c && cat f > /dev/null && ls > /dev/null"
+
+static void view_shows_undone(void)
+{
+	EQ_OUT("old\n", "cat '%s'", vpath(&V, "user-data/workspace/f"));
+	EQ_OUT("d\nf\n", "ls '%s'", vpath(&V, "user-data/workspace"));
+	EQ_OUT("k\n", "cat '%s'", vpath(&V, "user-data/workspace/d/k"));
+}
+
+/* DEFECT (view watch): an undo done while the view is mounted shows
+ * through it at once. It does not, for seconds to minutes: the undo's
+ * rename of f's old object over f is a host change, and the view's host
+ * watch drops its IN_MOVED_TO, taking it for the view's own publication
+ * of f (an expectation left by the earlier `echo new > f`; fs/watch.c,
+ * fs/stage.c). The same without any undo: see the report. */
+START_TEST(test_undo_shows_through_a_mounted_view)
+{
+	IN_VIEW(VIEW_TREE);
+	char *run = begin();
+	IN_VIEW(VIEW_DAMAGE);
+	end(run);
+	undo(run);
+	view_shows_undone();
+}
+END_TEST
+
+START_TEST(test_undo_of_an_unmounted_thread)
+{
+	IN_VIEW(VIEW_TREE);
+	char *before = print_tree(DIRS), *run = begin();
+	IN_VIEW(VIEW_DAMAGE);
+	end(run);
+	tview_umount(&V);
+	undo(run);
+	mount_view(V.home, rbw_off);
+	view_shows_undone();
+	/* DEFECT (parent times): `echo new > f` published f's stage by a
+	 * rename into the workspace, which moved its mtime, before
+	 * `rm -rf d` made the view keep the workspace's attributes: what was
+	 * kept, and what undo sets back, is the mtime after the publication. */
+	SAME(print_tree(DIRS), before);
+}
+END_TEST
+
+/* ---- errors ------------------------------------------------------------------ */
+
+START_TEST(test_undo_errors)
+{
+	int st;
+	char *err;
+
+	sbx_st(&st, &err, "run undo 999");
+	ck_assert_int_eq(st, 1);
+	SAME(err, "sbx: run undo: no such run (see the id sbx run begin printed)\n");
+	sbx_st(&st, &err, "run undo 1 --partial --force");
+	ck_assert_int_eq(st, 2);
+	SAME(err, "sbx: run undo: --partial and --force exclude each other\n"
+		  "Try 'sbx run undo --help'.\n");
+	sbx_st(&st, &err, "run undo");
+	ck_assert_int_eq(st, 2);
+	SAME(err, "sbx: run undo: expected one RUN id\nTry 'sbx run undo --help'.\n");
+	sbx_st(&st, &err, "run keep 999");
+	ck_assert_int_eq(st, 1);
+	sbx_st(&st, &err, "run keep 1 --dry-run");
+	ck_assert_int_eq(st, 2);
+}
+END_TEST
+
+/* DEFECT (host changes): a run begun with no view mounted, whose changes
+ * were all made on the host, has no pre-image: undo can bring nothing
+ * back. It says nothing of it and exits 0 ("0 put back, 0 removed"),
+ * which the usage says means "all is undone", and records the run as
+ * undone; the deleted file stays lost. It should say which changed
+ * paths it cannot undo and exit 1 (the same for host changes within a
+ * run made through a view). */
+START_TEST(test_undo_of_host_changes_only)
+{
+	tview_umount(&V);
+	ON_HOST("echo a > a && echo b > b");
+	char *run = begin();
+	ON_HOST("echo x >> a && rm b && echo c > c");
+	end(run);
+	char *after = print_tree(DIRS), *err;
+	int st;
+	sbx_st(&st, &err, "run undo %s", run);
+	SAME(print_tree(DIRS), after);
+	ck_assert_msg(st == 1 && strstr(err, "/mnt/user-data/workspace/b"), "exit %d: %s", st, err);
+}
+END_TEST
+
+/* ---- a planted symlink ------------------------------------------------------- */
+
+/* After the run, on the host, the directory the run deleted files from
+ * becomes a symlink to a directory outside the thread: the undo writes
+ * nothing there, and says what it could not put back. */
+START_TEST(test_undo_does_not_follow_a_planted_symlink)
+{
+	const char *outside = test_dir("outside");
+
+	IN_VIEW("mkdir d && echo 1 > d/f1 && echo 2 > d/f2 && echo 3 > d/f3");
+	char *run = begin();
+	IN_VIEW("rm d/f1 d/f2");
+	end(run);
+	ON_HOST("rm -rf d && ln -s '%s' d", outside);
+	int st;
+	char *err;
+	sbx_st(&st, &err, "run undo %s", run);
+	EQ_OUT("", "ls -A '%s'", outside);
+	ck_assert_msg(
+		st == 1 &&
+			strstr(err,
+			       "sbx: run undo: cannot put back"
+			       " /mnt/user-data/workspace/d/f1: No such file or directory\n") &&
+			strstr(err, "sbx: run undo: cannot put back"
+				    " /mnt/user-data/workspace/d/f2: No such file or directory\n"),
+		"exit %d: %s", st, err);
+	EQ_OUT(fmt_cmd("%s\n", outside), "readlink '%s'", hpath(&V, "user-data/workspace/d"));
+	/* DEFECT (failed steps lose their pre-images): run_undo drops the
+	 * run's directory of pre-images after the steps whatever happened,
+	 * so f1 and f2, which no step could put back, are gone for good: no
+	 * second attempt (refused: undone already) can have them. */
+	ck_assert_msg(exists(fmt_cmd("%s", undo_dir(run))),
+		      "the pre-images of d/f1, d/f2 are gone");
+}
+END_TEST
+
+/* The same symlink made through the view during the run, and one planted
+ * where the run deleted a file: nothing is written outside either. */
+START_TEST(test_undo_takes_a_symlink_away)
+{
+	const char *outside = test_dir("outside");
+
+	IN_VIEW("mkdir e && echo 1 > e/f1 && echo x > x");
+	char *before = print_tree(DIRS), *run = begin();
+	IN_VIEW("rm -r e && ln -s '%s' e && rm x", outside);
+	end(run);
+	ON_HOST("ln -s '%s/x' x", outside);
+	int st;
+	char *err;
+	sbx_st(&st, &err, "run undo %s", run);
+	ck_assert_int_eq(st, 1);
+	ck_assert_msg(strstr(err, "  /mnt/user-data/workspace/x: created after the run\n"), "%s",
+		      err);
+	SBX("run undo %s --force", run);
+	EQ_OUT("", "ls -A '%s'", outside);
+	SAME(print_tree(DIRS), before);
+}
+END_TEST
+
+Suite *suite_view_undo(void)
+{
+	Suite *s = suite_create("view_undo");
+	TCase *tc = tcase_create("undo");
+	TCase *crash = tcase_create("crash");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_undo_rm_rf_of_a_tree);
+	tcase_add_test(tc, test_undo_sed_i_over_1000_files);
+	tcase_add_test(tc, test_undo_git_checkout);
+	tcase_add_test(tc, test_undo_renames);
+	tcase_add_test(tc, test_undo_directory_times_go_to_the_directory);
+	tcase_add_test(tc, test_undo_after_directories_moved_and_replaced);
+	tcase_add_test(tc, test_undo_keeps_hard_links);
+	tcase_add_test(tc, test_undo_in_place_change_of_a_hard_link);
+	tcase_add_test(tc, test_undo_of_a_new_hard_link);
+	tcase_add_test(tc, test_undo_after_a_hard_link_came_and_went);
+	tcase_add_test(tc, test_undo_a_build);
+	tcase_add_test(tc, test_undo_in_place_changes);
+	tcase_add_test(tc, test_undo_in_place_changes_unstaged);
+	tcase_add_test(tc, test_undo_an_output);
+	tcase_add_test(tc, test_undo_of_an_open_run);
+	tcase_add_test(tc, test_undo_refuses_conflicts);
+	tcase_add_test(tc, test_undo_force_undoes_conflicts);
+	tcase_add_test(tc, test_undo_redo);
+	tcase_add_test(tc, test_undo_summary_names_what_came_back);
+	tcase_add_test(tc, test_undo_keep_drops_the_preimages);
+	tcase_add_test(tc, test_undo_shows_through_a_mounted_view);
+	tcase_add_test(tc, test_undo_of_an_unmounted_thread);
+	tcase_add_test(tc, test_undo_errors);
+	tcase_add_test(tc, test_undo_of_host_changes_only);
+	tcase_add_test(tc, test_undo_does_not_follow_a_planted_symlink);
+	tcase_add_test(tc, test_undo_takes_a_symlink_away);
+	suite_add_tcase(s, tc);
+	tcase_add_checked_fixture(crash, setup, teardown);
+	tcase_set_timeout(crash, 240);
+	tcase_add_test(crash, test_undo_killed_midway);
+	tcase_add_test(crash, test_undo_killed_in_a_log_write);
+	tcase_add_test(crash, test_undo_killed_at_every_change);
+	tcase_add_test(crash, test_undo_killed_in_a_rename_over);
+	suite_add_tcase(s, crash);
+	return s;
+}

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""undorand.py - differential undo: after a random sequence of operations
+inside a run, `sbx run undo` must bring the tree back exactly (content,
+types, modes, owners, times, xattrs, links).
+
+    undorand.py SBX HOME USER THREAD MNT [--seeds A-B | --seed N] [--ops K]
+                [--pre K] [--batch N] [--no-dir-mtimes]
+                [--no-links] [--survey]
+
+MNT is the mount point of a view of USER's THREAD in HOME. For each seed
+S a directory u-S of the view's workspace gets an initial tree (fsrand's
+operation sequence of seed S, --pre operations, default 60), then inside
+one run (sbx run begin ... end) the sequence of seed S + 1000000 (--ops
+operations, default 100: creates, writes, appends, truncations, renames
+of files and directories incl. RENAME_NOREPLACE and RENAME_EXCHANGE,
+links, unlinks, mkdir, rmdir, symlinks, chmod, times, xattrs, fallocate;
+tests/tools/fsrand.py), then sbx run undo. Every u-S on the backing side
+must print as it did before the run (tests/tools/treeprint.py, with
+directory times, unless --no-dir-mtimes). --batch seeds (default 20)
+share a run. --no-links leaves hard links out (and
+directory times and links are what undo got wrong first: these options
+look past those to the rest). --survey goes on after a failing seed and
+lists every seed that fails alone, without shortening.
+
+Prints "N seeds, K operations each: undone exactly" and exits 0; else,
+for the first seed that differs, the difference and a shortest sequence
+of run operations that still shows it (with its initial tree's), and
+exits 1.
+"""
+import importlib.util, os, shutil, subprocess, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+fsrand = load("fsrand")
+treeprint = load("treeprint")
+
+
+class Env:
+    dir_mtimes = True
+
+    def __init__(self, sbx, home, user, thread, mnt):
+        self.sbx, self.home, self.user, self.thread = sbx, home, user, thread
+        self.ws = os.path.join(mnt, "user-data", "workspace")
+        self.back = os.path.join(home, "users", user, "threads", thread, "user-data", "workspace")
+
+    def cmd(self, *args):
+        p = subprocess.run([self.sbx, "--home", self.home] + list(args),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+    def print_of(self, name):
+        out = []
+        treeprint.walk(os.path.join(self.back, name), self.dir_mtimes, set(), out)
+        return "".join("%s\t%s\n" % (treeprint.esc(r), t) for r, t in sorted(out))
+
+
+def apply_all(d, ops):
+    here = os.getcwd()
+    os.chdir(d)
+    try:
+        for kind, args in ops:
+            fsrand.apply(kind, args)
+    finally:
+        os.chdir(here)
+
+
+def trial(env, cases):
+    """CASES: (name, pre ops, run ops). Makes each tree, runs all the run
+    ops in one run, undoes it. Returns (failure text or None, {name:
+    difference}) - the failure is one of the run as a whole."""
+    before = {}
+    for name, pre, _ in cases:
+        d = os.path.join(env.ws, name)
+        if os.path.lexists(d):
+            shutil.rmtree(d)
+        os.mkdir(d)
+        apply_all(d, pre)
+        before[name] = env.print_of(name)
+    st, out, err = env.cmd("run", "begin", "--user", env.user, "--thread", env.thread)
+    if st:
+        return "run begin: exit %d: %s" % (st, err), {}
+    run = out.strip()
+    for name, _, ops in cases:
+        apply_all(os.path.join(env.ws, name), ops)
+    st, out, err = env.cmd("run", "end", run)
+    if st:
+        return "run end %s: exit %d: %s" % (run, st, err), {}
+    st, out, err = env.cmd("run", "undo", run)
+    if st:
+        return "run undo %s: exit %d: %s" % (run, st, err.strip()), {}
+    undo = out.split()[1] if out.startswith("run ") else None
+    if undo:
+        env.cmd("run", "keep", undo)  # its pre-images serve no redo here
+    diffs = {}
+    for name, _, _ in cases:
+        now = env.print_of(name)
+        if now != before[name]:
+            b, n = before[name].splitlines(), now.splitlines()
+            diffs[name] = ["- " + x for x in b if x not in n] + ["+ " + x for x in n if x not in b]
+    return None, diffs
+
+
+def fails(env, name, pre, ops):
+    bad, diffs = trial(env, [(name, pre, ops)])
+    return bad or diffs.get(name)
+
+
+def shrink(env, name, pre, ops):
+    """A shortest prefix of OPS that still fails, then without each
+    operation it does not need."""
+    lo, hi = 0, len(ops)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fails(env, name, pre, ops[:mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    ops = ops[:hi]
+    i = len(ops) - 1
+    while i >= 0:
+        fewer = ops[:i] + ops[i + 1:]
+        if fails(env, name, pre, fewer):
+            ops = fewer
+        i -= 1
+    return ops
+
+
+def text(what):
+    return "\n  ".join(what[:20]) if isinstance(what, list) else str(what)
+
+
+def show(ops):
+    return "\n".join("  %s %r" % (k, tuple(x if not isinstance(x, bytes) else "<%d bytes>" % len(x)
+                                            for x in a)) for k, a in ops)
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 5 or args[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if args and args[0] in ("-h", "--help") else 2
+    env = Env(*args[:5])
+    seeds, count, pre, batch, links, survey = range(1, 11), 100, 60, 20, True, None
+    i = 5
+    while i < len(args):
+        if args[i] == "--seeds":
+            a, b = args[i + 1].split("-")
+            seeds = range(int(a), int(b) + 1)
+        elif args[i] == "--seed":
+            seeds = [int(args[i + 1])]
+        elif args[i] == "--ops":
+            count = int(args[i + 1])
+        elif args[i] == "--pre":
+            pre = int(args[i + 1])
+        elif args[i] == "--batch":
+            batch = int(args[i + 1])
+        elif args[i] == "--survey":
+            survey = []
+            i -= 1
+        elif args[i] == "--no-links":
+            links = False
+            i -= 1
+        elif args[i] == "--no-dir-mtimes":
+            env.dir_mtimes = False
+            i -= 1
+        else:
+            print("undorand: unknown option %s" % args[i], file=sys.stderr)
+            return 2
+        i += 2
+    seeds = list(seeds)
+    def case(s):
+        keep = lambda ops: [o for o in ops if links or o[0] != "link"]
+        return ("u-%d" % s, keep(fsrand.make_ops(s, pre, False)),
+                keep(fsrand.make_ops(s + 1000000, count, False)))
+
+    for at in range(0, len(seeds), batch):
+        cases = [case(s) for s in seeds[at:at + batch]]
+        bad, diffs = trial(env, cases)
+        if bad or diffs:
+            # The first seed that fails alone, then its shortest run.
+            for name, p, ops in cases:
+                what = (bad or name in diffs) and fails(env, name, p, ops)
+                if not what:
+                    continue
+                if survey is not None:
+                    survey.append(name[2:])
+                    print("undorand: seed %s: %s" % (name[2:], text(what)[:300]))
+                    continue
+                print("undorand: seed %s: not undone exactly:\n  %s" % (name[2:], text(what)))
+                least = shrink(env, name, p, ops)
+                print("its initial tree: fsrand seed %s, %d operations; a shortest run that"
+                      " fails (%d operations):\n%s" % (name[2:], pre, len(least), show(least)))
+                print("which leaves:\n  %s" % text(fails(env, name, p, least)))
+                return 1
+            if survey is not None:
+                continue
+            print("undorand: seeds %s-%s: %s; no seed fails alone"
+                  % (cases[0][0][2:], cases[-1][0][2:], text(bad or sum(diffs.values(), []))))
+            return 1
+        for name, _, _ in cases:
+            shutil.rmtree(os.path.join(env.ws, name), ignore_errors=True)
+    if survey:
+        print("%d of %d seeds fail: %s" % (len(survey), len(seeds), " ".join(survey)))
+        return 1
+    print("%d seeds, %d operations each: undone exactly" % (len(seeds), count))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
