@@ -862,7 +862,10 @@ static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, c
 	}
 	if (there && S_ISDIR(cur.st_mode))
 		return -EISDIR;
-	if (there && S_ISREG(cur.st_mode) && cur.st_nlink > 1 && S_ISREG(src.st_mode))
+	/* A second attempt goes on as the first began (after its link, the
+	 * file has two names: that is no reason to change course). */
+	if (was ? was->kind == STEP_INPLACE
+		: there && S_ISREG(cur.st_mode) && cur.st_nlink > 1 && S_ISREG(src.st_mode))
 		return step_in_place(rw, to, log_fd, seq, &p, from, object, was);
 	l.kind = there ? STEP_RESTORE : STEP_PUT;
 	if (!was && there && (r = object_name(l.object)) < 0)
