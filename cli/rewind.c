@@ -986,21 +986,34 @@ static int step_move(struct rewind *rw, int log_fd, size_t seq, const char *from
 	return r;
 }
 
-/* The event that kept the file rename event SEQ replaced at its target:
- * the nearest "keep" of that name with an object before it, if no other
- * event on that name comes between; SIZE_MAX if there is none. */
-static size_t victim_keep(const struct rewind *rw, size_t seq)
+/* The nearest event before SEQ that names NAME (a run's own rows left
+ * aside, and with CONTENT, changes of its content or attributes), or
+ * SIZE_MAX; at most 64 back. */
+static size_t last_on(const struct rewind *rw, size_t seq, const char *name, bool content)
 {
-	const char *to = rw->log->events[seq].path2;
-
 	for (size_t j = seq, n = 0; j-- > 0 && n < 64; n++) {
 		const struct store_event *e = &rw->log->events[j];
 		if (op_is(e, "preimage") || op_is(e, "capture") ||
-		    (strcmp(e->path, to) && (!e->path2 || strcmp(e->path2, to))))
+		    (strcmp(e->path, name) && (!e->path2 || strcmp(e->path2, name))))
 			continue;
-		return op_is(e, "keep") && e->object && !strcmp(e->path, to) ? j : SIZE_MAX;
+		if (content && (op_is(e, "modify") || op_is(e, "chmod") || op_is(e, "xattr") ||
+				(op_is(e, "keep") && !e->object)))
+			continue;
+		return j;
 	}
 	return SIZE_MAX;
+}
+
+/* The event that kept the file rename event SEQ replaced at its target:
+ * the nearest event on that name, if it is a "keep" of it with an
+ * object; SIZE_MAX otherwise. */
+static size_t victim_keep(const struct rewind *rw, size_t seq)
+{
+	const char *to = rw->log->events[seq].path2;
+	size_t j = last_on(rw, seq, to, false);
+	const struct store_event *e = j == SIZE_MAX ? NULL : &rw->log->events[j];
+
+	return e && op_is(e, "keep") && e->object && !strcmp(e->path, to) ? j : SIZE_MAX;
 }
 
 /* The event that made FROM, the name rename event SEQ moves: the
@@ -1008,19 +1021,10 @@ static size_t victim_keep(const struct rewind *rw, size_t seq)
  * its content or attributes may come between); SIZE_MAX otherwise. */
 static size_t maker(const struct rewind *rw, size_t seq)
 {
-	const char *from = rw->log->events[seq].path;
+	size_t j = last_on(rw, seq, rw->log->events[seq].path, true);
+	const struct store_event *e = j == SIZE_MAX ? NULL : &rw->log->events[j];
 
-	for (size_t j = seq, n = 0; j-- > 0 && n < 64; n++) {
-		const struct store_event *e = &rw->log->events[j];
-		if (op_is(e, "preimage") || op_is(e, "capture") ||
-		    (strcmp(e->path, from) && (!e->path2 || strcmp(e->path2, from))))
-			continue;
-		if (op_is(e, "modify") || op_is(e, "chmod") || op_is(e, "xattr") ||
-		    (op_is(e, "keep") && !e->object))
-			continue;
-		return op_is(e, "create") && !e->path2 ? j : SIZE_MAX;
-	}
-	return SIZE_MAX;
+	return e && op_is(e, "create") && !e->path2 ? j : SIZE_MAX;
 }
 
 /* A rename FROM -> TO over a file the run kept (OBJECT) reversed in one
