@@ -547,10 +547,11 @@ int run_finish(struct store *s, const char *home, struct store_run *run, enum fo
 		goto done;
 	views_each(home, run->user, run->thread, view_sync, NULL);
 	/* The run's window closes here: what it changed is what the journal
-	 * has by now, and undo takes a change after it for someone else's
-	 * (a file's ctime is the kernel's coarse clock: this leaves the end
-	 * scan's time between them). */
+	 * has by now, and undo takes a change after it for someone else's.
+	 * A file's ctime comes from the kernel's coarse clock, up to a tick
+	 * behind this one: the wait makes any later change's ctime later. */
 	int64_t closes = realtime_ns();
+	realtime_coarse_pass(closes);
 	r = runlog_load(s, run->user, run->thread, run->begun_ns, closes, &journal);
 	if (r < 0) {
 		fprintf(stderr, "sbx: run end: cannot read the journal: %s\n", strerror(-r));

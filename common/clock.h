@@ -23,4 +23,19 @@ static inline int64_t realtime_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Waits (a tick at most: a few ms) until the kernel's coarse wall clock,
+ * the one file times are taken from, is past NS: a change made after
+ * this returns has a ctime after NS, however soon it comes. */
+static inline void realtime_coarse_pass(int64_t ns)
+{
+	struct timespec ts, nap = { 0, 1000000 };
+
+	for (int i = 0; i < 100; i++) {
+		clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+		if ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec > ns)
+			return;
+		nanosleep(&nap, NULL);
+	}
+}
+
 #endif
