@@ -950,6 +950,24 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 	return renameat2(p.dfd, p.leaf, to, l.object, RENAME_NOREPLACE) < 0 ? neg() : 1;
 }
 
+/* The two places of a move FROM -> TO, their directories' attributes
+ * logged first (touch_dir()); whether each holds something (its
+ * attributes in SA, SB). */
+static int places_of_move(struct rewind *rw, int log_fd, size_t seq, const char *from,
+			  const char *to, struct place *a, struct place *b, struct stat *sa,
+			  struct stat *sb, bool *at_from, bool *at_to)
+{
+	int r;
+
+	if ((r = touch_dir(rw, log_fd, seq, from)) < 0 ||
+	    (r = touch_dir(rw, log_fd, seq, to)) < 0 || (r = place_open(rw, from, a)) < 0 ||
+	    (r = place_open(rw, to, b)) < 0)
+		return r;
+	*at_from = fstatat(a->dfd, a->leaf, sa, AT_SYMLINK_NOFOLLOW) == 0;
+	*at_to = fstatat(b->dfd, b->leaf, sb, AT_SYMLINK_NOFOLLOW) == 0;
+	return 0;
+}
+
 /* A rename FROM -> TO reversed; or an exchange (SWAP) done again. */
 static int step_move(struct rewind *rw, int log_fd, size_t seq, const char *from, const char *to,
 		     bool swap, const struct logged *was)
@@ -960,12 +978,9 @@ static int step_move(struct rewind *rw, int log_fd, size_t seq, const char *from
 	struct stat sa, sb;
 	int r;
 
-	if ((r = touch_dir(rw, log_fd, seq, from)) < 0 ||
-	    (r = touch_dir(rw, log_fd, seq, to)) < 0 || (r = place_open(rw, from, &a)) < 0 ||
-	    (r = place_open(rw, to, &b)) < 0)
+	bool at_from, at_to;
+	if ((r = places_of_move(rw, log_fd, seq, from, to, &a, &b, &sa, &sb, &at_from, &at_to)) < 0)
 		return r;
-	bool at_from = fstatat(a.dfd, a.leaf, &sa, AT_SYMLINK_NOFOLLOW) == 0;
-	bool at_to = fstatat(b.dfd, b.leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0;
 	if (was && (swap ? at_from && sa.st_ino == was->ino : at_from && !at_to))
 		return 1; /* a first attempt took it */
 	if (!at_to)
@@ -1042,12 +1057,9 @@ static int step_swap(struct rewind *rw, int to_dir, int log_fd, size_t seq, cons
 	char copy[40];
 	int r, dir;
 
-	if ((r = touch_dir(rw, log_fd, seq, from)) < 0 ||
-	    (r = touch_dir(rw, log_fd, seq, to)) < 0 || (r = place_open(rw, from, &a)) < 0 ||
-	    (r = place_open(rw, to, &b)) < 0)
+	bool at_from, at_to;
+	if ((r = places_of_move(rw, log_fd, seq, from, to, &a, &b, &sa, &sb, &at_from, &at_to)) < 0)
 		return r;
-	bool at_from = fstatat(a.dfd, a.leaf, &sa, AT_SYMLINK_NOFOLLOW) == 0;
-	bool at_to = fstatat(b.dfd, b.leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0;
 	if (was && at_to && sb.st_ino == was->ino) {
 		/* Exchanged by a first attempt: the renamed file waits in the
 		 * objects' directory, unless it went on already. */

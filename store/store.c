@@ -136,7 +136,7 @@ enum stmt_id {
 	ST_JOURNAL_EACH,
 	ST_RUN_OPEN,
 	ST_RUN_STATE,
-	ST_RUN_UNDO_ADD,
+	ST_RUN_ADD_AS,
 	ST_RUN_UNDONE_BY,
 	ST_RUN_KEEP,
 	ST_RUNS_EACH,
@@ -195,8 +195,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_RUN_OPEN] = "SELECT begun_ns FROM runs WHERE user = ? AND thread = ?"
 			" AND ended_ns IS NULL ORDER BY begun_ns DESC LIMIT 1",
 	[ST_RUN_STATE] = "SELECT ended_ns IS NOT NULL FROM runs WHERE id = ?",
-	[ST_RUN_UNDO_ADD] = "INSERT INTO runs (user, thread, begun_ns, before_snapshot, kind,"
-			    " undoes) VALUES (?, ?, ?, ?, ?, ?)",
+	[ST_RUN_ADD_AS] = "INSERT INTO runs (user, thread, begun_ns, before_snapshot, kind,"
+			  " undoes) VALUES (?, ?, ?, ?, ?, ?)",
 	[ST_RUN_UNDONE_BY] = "SELECT id FROM runs WHERE undoes = ? ORDER BY id DESC LIMIT 1",
 	[ST_RUN_KEEP] = "UPDATE runs SET kept = 1 WHERE id = ?",
 	[ST_RUNS_EACH] = "SELECT id FROM runs WHERE user = ? AND thread = ? ORDER BY id",
@@ -801,7 +801,7 @@ int store_run_begin_as(struct store *s, const char *user, const char *thread,
 		       int64_t before_snapshot, int64_t at_ns, enum run_kind kind, int64_t undoes,
 		       int64_t *id)
 {
-	_stmt_ st = thread_stmt(s, kind != RUN_AGENT ? ST_RUN_UNDO_ADD : ST_RUN_ADD, user, thread);
+	_stmt_ st = thread_stmt(s, kind != RUN_AGENT ? ST_RUN_ADD_AS : ST_RUN_ADD, user, thread);
 	int r;
 
 	if (!st)
