@@ -63,6 +63,11 @@ struct logged {
 	char *path; /* STEP_DIR: the directory */
 };
 
+struct touched {
+	char *path;
+	uint64_t ino;
+};
+
 struct rewind {
 	const struct runlog *log;
 	int64_t ended_ns;
@@ -77,7 +82,7 @@ struct rewind {
 	int more[REWIND_SOURCES]; /* other directories of objects */
 	size_t nmore;
 	bool copy;	/* objects are copied, not moved */
-	char **touched; /* the directories whose attributes are logged (sorted) */
+	struct touched *touched; /* the directories whose attributes are logged */
 	size_t ntouched, tcap;
 	struct { /* the last two parent directories steps used */
 		char path[PATH_MAX];
@@ -130,7 +135,7 @@ void rewind_free(struct rewind *rw)
 	free(rw->steps);
 	free(rw->done);
 	for (size_t i = 0; i < rw->ntouched; i++)
-		free(rw->touched[i]);
+		free(rw->touched[i].path);
 	free(rw->touched);
 	dirs_forget(rw);
 	free(rw->skip);
@@ -194,6 +199,8 @@ struct move {
 struct moves {
 	struct move *v;
 	size_t n;
+	struct move *over; /* the renames by their target: FROM is the target */
+	size_t nover;
 };
 
 static int move_cmp(const void *a, const void *b)
@@ -204,13 +211,24 @@ static int move_cmp(const void *a, const void *b)
 	return c ? c : x->at < y->at ? -1 : x->at > y->at;
 }
 
+static void moves_free(struct moves *m)
+{
+	free(m->v);
+	free(m->over);
+}
+
 /* LOG's renames and exchanges by their names (an exchange under both),
- * in the order of their names, then of time. */
+ * in the order of their names, then of time; and its renames by their
+ * targets. */
 static int moves_index(const struct runlog *log, struct moves *m)
 {
-	m->n = 0;
-	if (!(m->v = calloc(2 * log->n + 1, sizeof(*m->v))))
+	m->n = m->nover = 0;
+	m->v = calloc(2 * log->n + 1, sizeof(*m->v));
+	m->over = calloc(log->n + 1, sizeof(*m->over));
+	if (!m->v || !m->over) {
+		moves_free(m);
 		return -ENOMEM;
+	}
 	for (size_t i = 0; i < log->n; i++) {
 		const struct store_event *e = &log->events[i];
 		bool swap = op_is(e, "exchange");
@@ -219,76 +237,99 @@ static int moves_index(const struct runlog *log, struct moves *m)
 		m->v[m->n++] = (struct move){ e->path, e->path2, i };
 		if (swap)
 			m->v[m->n++] = (struct move){ e->path2, e->path, i };
+		else
+			m->over[m->nover++] = (struct move){ e->path2, e->path, i };
 	}
 	if (m->n)
 		qsort(m->v, m->n, sizeof(*m->v), move_cmp);
+	if (m->nover)
+		qsort(m->over, m->nover, sizeof(*m->over), move_cmp);
 	return 0;
 }
 
 /* The same for the moves the undo makes, in its order: a rename P -> Q
  * of event K takes what is at Q back to P at undo time N - 1 - K. */
+static void moves_reverse(struct move *v, size_t n, size_t events)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *from = v[i].from;
+		v[i].from = v[i].to;
+		v[i].to = from;
+		v[i].at = events - 1 - v[i].at;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), move_cmp);
+}
+
 static int moves_undone(const struct runlog *log, struct moves *m)
 {
 	int r = moves_index(log, m);
 
-	for (size_t i = 0; r == 0 && i < m->n; i++) {
-		const char *from = m->v[i].from;
-		m->v[i].from = m->v[i].to;
-		m->v[i].to = from;
-		m->v[i].at = log->n - 1 - m->v[i].at;
+	if (r == 0) {
+		moves_reverse(m->v, m->n, log->n);
+		moves_reverse(m->over, m->nover, log->n);
 	}
-	if (r == 0 && m->n)
-		qsort(m->v, m->n, sizeof(*m->v), move_cmp);
 	return r;
 }
 
-/* The first move of exactly FROM after event AT, or NULL. */
-static const struct move *move_after(const struct moves *m, const char *from, size_t at)
+/* The first of V's N moves of exactly FROM after event AT, or NULL. */
+static const struct move *move_after(const struct move *v, size_t n, const char *from, size_t at)
 {
-	size_t lo = 0, hi = m->n;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(m->v[mid].from, from);
-		if (c < 0 || (c == 0 && m->v[mid].at <= at))
+		int c = strcmp(v[mid].from, from);
+		if (c < 0 || (c == 0 && v[mid].at <= at))
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < m->n && !strcmp(m->v[lo].from, from) ? &m->v[lo] : NULL;
+	return lo < n && !strcmp(v[lo].from, from) ? &v[lo] : NULL;
 }
 
 /* Where NAME (as event AT named it) is when the run ended: moved on by
  * each later move of a directory above it, and if OBJECT (something is
- * there at AT, not a name left empty) of the name itself. */
-static void final_name(const struct moves *m, size_t at, const char *name, bool object,
+ * there at AT, not a name left empty) of the name itself. False if a
+ * later rename put something in its place, or a directory above it (over
+ * an empty one, or where there was none): nothing event AT did is seen
+ * there any more. */
+static bool final_name(const struct moves *m, size_t at, const char *name, bool object,
 		       char out[PATH_MAX])
 {
 	char prefix[PATH_MAX], moved[PATH_MAX];
 
 	snprintf(out, PATH_MAX, "%s", name);
 	for (int hops = 0; hops < 10000; hops++) {
-		const struct move *best = NULL;
+		const struct move *best = NULL, *over = NULL;
 		size_t len = 0;
 		snprintf(prefix, sizeof(prefix), "%s", out);
 		for (bool self = true;; self = false) {
-			const struct move *mv = self && !object ? NULL : move_after(m, prefix, at);
+			const struct move *mv = self && !object
+							? NULL
+							: move_after(m->v, m->n, prefix, at);
 			if (mv && (!best || mv->at < best->at)) {
 				best = mv;
 				len = strlen(prefix);
 			}
+			mv = move_after(m->over, m->nover, prefix, at);
+			if (mv && (!over || mv->at < over->at))
+				over = mv;
 			char *slash = strrchr(prefix, '/');
 			if (!slash || slash - prefix <= (ptrdiff_t)strlen("/mnt/user-data"))
 				break;
 			*slash = '\0';
 		}
+		if (over && (!best || over->at < best->at))
+			return false;
 		if (!best || (size_t)snprintf(moved, sizeof(moved), "%s%s", best->to, out + len) >=
 				     sizeof(moved))
-			return;
+			return true;
 		memcpy(out, moved, strlen(moved) + 1);
 		at = best->at;
 		object = true; /* what moved is something */
 	}
+	return true;
 }
 
 static int effect_add(struct effects *fx, const char *path, size_t at, bool exists)
@@ -312,15 +353,16 @@ static int effects_of(const struct rewind *rw, const struct moves *moves, size_t
 {
 	const struct store_event *e = &rw->log->events[at];
 	char name[PATH_MAX];
-	int r;
+	int r = 0;
 
 	if (op_is(e, "capture") || op_is(e, "preimage") || op_is(e, "keep"))
 		return 0;
 	bool gone = op_is(e, "delete") || op_is(e, "rmdir") || op_is(e, "rename");
-	final_name(moves, at, e->path, !gone, name);
-	if ((r = effect_add(fx, name, at, !gone)) < 0 || !e->path2)
+	if (final_name(moves, at, e->path, !gone, name) &&
+	    (r = effect_add(fx, name, at, !gone)) < 0)
 		return r;
-	final_name(moves, at, e->path2, true, name);
+	if (!e->path2 || !final_name(moves, at, e->path2, true, name))
+		return 0;
 	return effect_add(fx, name, at, true);
 }
 
@@ -355,7 +397,7 @@ int rewind_check(struct rewind *rw)
 
 	for (size_t i = 0; i < rw->log->n && r == 0; i++)
 		r = effects_of(rw, &moves, i, &fx);
-	free(moves.v);
+	moves_free(&moves);
 	if (fx.n)
 		qsort(fx.v, fx.n, sizeof(*fx.v), effect_cmp);
 	for (size_t i = 0; i < fx.n && r >= 0; i++) {
@@ -408,6 +450,8 @@ void rewind_skip_conflicts(struct rewind *rw)
 	for (size_t i = 0; i < rw->log->n; i++) {
 		const struct store_event *e = &rw->log->events[i];
 		bool gone = op_is(e, "delete") || op_is(e, "rmdir") || op_is(e, "rename");
+		/* Where a later rename put something else, the name the
+		 * event's has until then (a step on it must not run). */
 		final_name(&moves, i, e->path, !gone, name);
 		rw->skip[i] = conflicting(rw, name);
 		if (e->path2 && !rw->skip[i]) {
@@ -415,7 +459,7 @@ void rewind_skip_conflicts(struct rewind *rw)
 			rw->skip[i] = conflicting(rw, name);
 		}
 	}
-	free(moves.v);
+	moves_free(&moves);
 }
 
 void rewind_skip(struct rewind *rw, size_t seq)
@@ -711,15 +755,19 @@ static int copy_object(int from, const char *object, int to, const char *name)
 	return r;
 }
 
-/* Where DIR would go in RW's sorted list of touched directories; true if
- * it is there. */
-static bool touched_at(const struct rewind *rw, const char *dir, size_t *at)
+/* Where directory DIR, inode INO, would go in RW's list of touched ones
+ * (sorted by name, then inode: one name may be two directories in turn);
+ * true if it is there. */
+static bool touched_at(const struct rewind *rw, const char *dir, uint64_t ino, size_t *at)
 {
 	size_t lo = 0, hi = rw->ntouched;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(rw->touched[mid], dir);
+		const struct touched *t = &rw->touched[mid];
+		int c = strcmp(t->path, dir);
+		if (!c)
+			c = t->ino < ino ? -1 : t->ino > ino;
 		if (!c) {
 			*at = mid;
 			return true;
@@ -733,19 +781,19 @@ static bool touched_at(const struct rewind *rw, const char *dir, size_t *at)
 	return false;
 }
 
-static int touched_add(struct rewind *rw, const char *dir)
+static int touched_add(struct rewind *rw, const char *dir, uint64_t ino)
 {
 	size_t at;
 
-	if (touched_at(rw, dir, &at))
+	if (touched_at(rw, dir, ino, &at))
 		return 0;
 	if (array_grow(rw->touched, rw->ntouched, rw->tcap) < 0)
 		return -ENOMEM;
 	char *copy = strdup(dir);
 	if (!copy)
 		return -ENOMEM;
-	memmove(rw->touched + at + 1, rw->touched + at, (rw->ntouched - at) * sizeof(char *));
-	rw->touched[at] = copy;
+	memmove(rw->touched + at + 1, rw->touched + at, (rw->ntouched - at) * sizeof(*rw->touched));
+	rw->touched[at] = (struct touched){ copy, ino };
 	rw->ntouched++;
 	return 0;
 }
@@ -767,20 +815,25 @@ static int touch_dir(struct rewind *rw, int log_fd, size_t seq, const char *path
 	if (!slash || (size_t)(slash - path) >= sizeof(dir))
 		return 0;
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	if (touched_at(rw, dir, &at) || !strcmp(dir, "/mnt/user-data"))
+	if (!strcmp(dir, "/mnt/user-data"))
 		return 0;
 	struct stat st;
-	if ((r = place_open(rw, dir, &p)) < 0 || (r = meta_read(p.dfd, p.leaf, &m)) < 0)
+	if ((r = place_open(rw, dir, &p)) < 0)
 		return r;
-	if (fstatat(p.dfd, p.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		l.ino = st.st_ino;
+	if (fstatat(p.dfd, p.leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return neg();
+	l.ino = st.st_ino;
+	if (touched_at(rw, dir, l.ino, &at))
+		return 0;
+	if ((r = meta_read(p.dfd, p.leaf, &m)) < 0)
+		return r;
 	r = meta_encode(&m, &l.meta, &l.meta_len);
 	meta_free(&m);
 	l.path = dir;
 	if (r == 0)
 		r = log_step(rw, log_fd, &l);
 	free(l.meta);
-	return r < 0 ? r : touched_add(rw, dir);
+	return r < 0 ? r : touched_add(rw, dir, l.ino);
 }
 
 /* begin() for a step that replaces the attributes of what is at P (may
@@ -1001,13 +1054,27 @@ static int step_move(struct rewind *rw, int log_fd, size_t seq, const char *from
 	return r;
 }
 
+/* True if event E moves a directory above NAME: before it, NAME was
+ * something else. */
+static bool moves_above(const struct store_event *e, const char *name)
+{
+	size_t n = strlen(e->path), n2 = e->path2 ? strlen(e->path2) : 0;
+
+	return e->path2 && (op_is(e, "rename") || op_is(e, "exchange")) &&
+	       ((!strncmp(name, e->path, n) && name[n] == '/') ||
+		(!strncmp(name, e->path2, n2) && name[n2] == '/'));
+}
+
 /* The nearest event before SEQ that names NAME (a run's own rows left
  * aside, and with CONTENT, changes of its content or attributes), or
- * SIZE_MAX; at most 64 back. */
+ * SIZE_MAX; at most 64 back, and never past a move of a directory
+ * above NAME. */
 static size_t last_on(const struct rewind *rw, size_t seq, const char *name, bool content)
 {
 	for (size_t j = seq, n = 0; j-- > 0 && n < 64; n++) {
 		const struct store_event *e = &rw->log->events[j];
+		if (moves_above(e, name))
+			return SIZE_MAX;
 		if (op_is(e, "preimage") || op_is(e, "capture") ||
 		    (strcmp(e->path, name) && (!e->path2 || strcmp(e->path2, name))))
 			continue;
@@ -1147,8 +1214,8 @@ static void times_back(struct rewind *rw, const struct moves *undone, size_t seq
 		{ .tv_sec = m.atime_ns / 1000000000, .tv_nsec = m.atime_ns % 1000000000 },
 		{ .tv_sec = m.mtime_ns / 1000000000, .tv_nsec = m.mtime_ns % 1000000000 },
 	};
-	final_name(undone, rw->log->n - 1 - seq, path, true, where);
-	if (S_ISDIR(m.mode) && place_open(rw, where, &p) == 0 &&
+	if (final_name(undone, rw->log->n - 1 - seq, path, true, where) && S_ISDIR(m.mode) &&
+	    place_open(rw, where, &p) == 0 &&
 	    fstatat(p.dfd, p.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
 	    (!ino || st.st_ino == ino))
 		utimensat(p.dfd, p.leaf, ts, AT_SYMLINK_NOFOLLOW);
@@ -1175,7 +1242,7 @@ static void dir_times(struct rewind *rw)
 		    e->meta)
 			times_back(rw, &undone, l->seq, e->path, l->ino, e->meta, e->meta_len);
 	}
-	free(undone.v);
+	moves_free(&undone);
 }
 
 static const char *describe(const struct store_event *e)
@@ -1219,7 +1286,7 @@ int rewind_apply(struct rewind *rw, int to, int log_fd)
 	}
 	for (size_t i = 0; i < rw->nsteps && r == 0; i++)
 		if (rw->steps[i].kind == STEP_DIR)
-			r = touched_add(rw, rw->steps[i].path);
+			r = touched_add(rw, rw->steps[i].path, rw->steps[i].ino);
 	if (r < 0)
 		return r;
 	if (rw->nsteps) {
