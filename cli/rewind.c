@@ -81,7 +81,7 @@ struct rewind {
 	size_t nsteps, scap;
 	int more[REWIND_SOURCES]; /* other directories of objects */
 	size_t nmore;
-	bool copy;	/* objects are copied, not moved */
+	bool copy;		 /* objects are copied, not moved */
 	struct touched *touched; /* the directories whose attributes are logged */
 	size_t ntouched, tcap;
 	struct { /* the last two parent directories steps used */
