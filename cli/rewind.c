@@ -60,7 +60,7 @@ struct logged {
 	uint8_t *meta;	 /* STEP_RMDIR, STEP_ATTR, STEP_DIR: the attributes it replaced */
 	size_t meta_len;
 	int err;    /* STEP_FAIL */
-	char *path; /* STEP_DIR: the directory */
+	char *path; /* STEP_DIR: the directory; a step taken early: its path */
 };
 
 struct touched {
@@ -77,6 +77,9 @@ struct rewind {
 	char **finals; /* the conflicting paths (sorted), owned */
 	bool *skip;    /* per event */
 	bool *done;    /* per event: another's step took it (STEP_SWAP) */
+	size_t *order; /* the events in the order their steps go (steps_order()) */
+	size_t *pos;   /* per event: its place in ORDER */
+	char **early;  /* per event: the path of a step taken early, or NULL */
 	struct logged *steps;
 	size_t nsteps, scap;
 	int more[REWIND_SOURCES]; /* other directories of objects */
@@ -134,6 +137,11 @@ void rewind_free(struct rewind *rw)
 	}
 	free(rw->steps);
 	free(rw->done);
+	for (size_t i = 0; rw->early && i < rw->log->n; i++)
+		free(rw->early[i]);
+	free(rw->early);
+	free(rw->order);
+	free(rw->pos);
 	for (size_t i = 0; i < rw->ntouched; i++)
 		free(rw->touched[i].path);
 	free(rw->touched);
@@ -248,26 +256,26 @@ static int moves_index(const struct runlog *log, struct moves *m)
 }
 
 /* The same for the moves the undo makes, in its order: a rename P -> Q
- * of event K takes what is at Q back to P at undo time N - 1 - K. */
-static void moves_reverse(struct move *v, size_t n, size_t events)
+ * of event K takes what is at Q back to P at undo time RW->pos[K]. */
+static void moves_reverse(struct move *v, size_t n, const size_t *pos)
 {
 	for (size_t i = 0; i < n; i++) {
 		const char *from = v[i].from;
 		v[i].from = v[i].to;
 		v[i].to = from;
-		v[i].at = events - 1 - v[i].at;
+		v[i].at = pos[v[i].at];
 	}
 	if (n)
 		qsort(v, n, sizeof(*v), move_cmp);
 }
 
-static int moves_undone(const struct runlog *log, struct moves *m)
+static int moves_undone(const struct rewind *rw, struct moves *m)
 {
-	int r = moves_index(log, m);
+	int r = moves_index(rw->log, m);
 
 	if (r == 0) {
-		moves_reverse(m->v, m->n, log->n);
-		moves_reverse(m->over, m->nover, log->n);
+		moves_reverse(m->v, m->n, rw->pos);
+		moves_reverse(m->over, m->nover, rw->pos);
 	}
 	return r;
 }
@@ -294,11 +302,12 @@ static const struct move *move_after(const struct move *v, size_t n, const char 
  * later rename put something in its place, or a directory above it (over
  * an empty one, or where there was none): nothing event AT did is seen
  * there any more. */
-static bool final_name(const struct moves *m, size_t at, const char *name, bool object,
-		       char out[PATH_MAX])
+static bool final_name_at(const struct moves *m, size_t at, const char *name, bool object,
+			  char out[PATH_MAX], size_t *last)
 {
 	char prefix[PATH_MAX], moved[PATH_MAX];
 
+	*last = SIZE_MAX;
 	snprintf(out, PATH_MAX, "%s", name);
 	for (int hops = 0; hops < 10000; hops++) {
 		const struct move *best = NULL, *over = NULL;
@@ -326,10 +335,20 @@ static bool final_name(const struct moves *m, size_t at, const char *name, bool 
 				     sizeof(moved))
 			return true;
 		memcpy(out, moved, strlen(moved) + 1);
-		at = best->at;
+		at = *last = best->at;
 		object = true; /* what moved is something */
 	}
 	return true;
+}
+
+/* final_name_at(), the last move that renamed NAME (SIZE_MAX: none) left
+ * out. */
+static bool final_name(const struct moves *m, size_t at, const char *name, bool object,
+		       char out[PATH_MAX])
+{
+	size_t last;
+
+	return final_name_at(m, at, name, object, out, &last);
 }
 
 static int effect_add(struct effects *fx, const char *path, size_t at, bool exists)
@@ -991,6 +1010,7 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 		return 1;
 	if (S_ISDIR(st.st_mode)) {
 		l.kind = STEP_RMDIR;
+		l.path = rw->early[seq];
 		r = begin_keeping(rw, log_fd, &l, was, &p);
 		if (r == 0 && unlinkat(p.dfd, p.leaf, AT_REMOVEDIR) < 0)
 			r = neg();
@@ -998,6 +1018,7 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 		return r < 0 ? r : 1;
 	}
 	l.kind = STEP_TAKE;
+	l.path = rw->early[seq];
 	if ((!was && (r = object_name(l.object)) < 0) || (r = begin(rw, log_fd, &l, was)) < 0)
 		return r;
 	return renameat2(p.dfd, p.leaf, to, l.object, RENAME_NOREPLACE) < 0 ? neg() : 1;
@@ -1187,7 +1208,8 @@ static int step(struct rewind *rw, int to, int log_fd, size_t seq, const struct 
 	if (op_is(e, "keep") && e->meta)
 		return step_keep_meta(rw, log_fd, seq, e->path, e->meta, e->meta_len, was);
 	if (op_is(e, "create") || op_is(e, "mkdir") || op_is(e, "symlink"))
-		return step_take(rw, to, log_fd, seq, e->path, was);
+		return step_take(rw, to, log_fd, seq, rw->early[seq] ? rw->early[seq] : e->path,
+				 was);
 	if ((op_is(e, "rename") || op_is(e, "exchange")) && e->path2)
 		return step_move(rw, log_fd, seq, e->path, e->path2, op_is(e, "exchange"), was);
 	return 0; /* its keep, if any, undoes it */
@@ -1214,7 +1236,7 @@ static void times_back(struct rewind *rw, const struct moves *undone, size_t seq
 		{ .tv_sec = m.atime_ns / 1000000000, .tv_nsec = m.atime_ns % 1000000000 },
 		{ .tv_sec = m.mtime_ns / 1000000000, .tv_nsec = m.mtime_ns % 1000000000 },
 	};
-	if (final_name(undone, rw->log->n - 1 - seq, path, true, where) && S_ISDIR(m.mode) &&
+	if (final_name(undone, rw->pos[seq], path, true, where) && S_ISDIR(m.mode) &&
 	    place_open(rw, where, &p) == 0 &&
 	    fstatat(p.dfd, p.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
 	    (!ino || st.st_ino == ino))
@@ -1226,7 +1248,7 @@ static void dir_times(struct rewind *rw)
 {
 	struct moves undone;
 
-	if (moves_undone(rw->log, &undone) < 0)
+	if (moves_undone(rw, &undone) < 0)
 		return;
 	/* The directories the run left alone get the times they had before
 	 * the undo, those it changed the ones it kept, after. */
@@ -1260,6 +1282,141 @@ static const char *describe(const struct store_event *e)
 	return NULL;
 }
 
+/* A final name of an event, for steps_order(). */
+struct named {
+	char *name;
+	size_t at;
+};
+
+static int named_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct named *)a)->name, ((const struct named *)b)->name);
+}
+
+/* True if an event but AT names NAME or below it at the end (V sorted). */
+static bool named_by_another(const struct named *v, size_t n, const char *name, size_t at)
+{
+	size_t lo = 0, hi = n, len = strlen(name);
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(v[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < n && !strncmp(v[lo].name, name, len); lo++)
+		if ((v[lo].name[len] == '\0' || v[lo].name[len] == '/') && v[lo].at != at)
+			return true;
+		else if (v[lo].name[len] > '/')
+			break; /* past NAME/... in the order of names */
+	return false;
+}
+
+/* The events a step takes early (RW->early), at their names at the end:
+ * a file, symlink or directory the run made in a directory it then moved
+ * (mkdir e/new; mv e e2), and no other step names (writes and chmods of
+ * what the run made have none). */
+static int steps_early(struct rewind *rw, const struct moves *moves, size_t *last)
+{
+	const struct runlog *log = rw->log;
+	struct named *v = calloc(2 * log->n + 1, sizeof(*v));
+	char name[PATH_MAX];
+	size_t n = 0;
+	int r = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < log->n && r == 0; i++) {
+		const struct store_event *e = &log->events[i];
+		bool gone = op_is(e, "delete") || op_is(e, "rmdir") || op_is(e, "rename");
+		if (op_is(e, "modify") || op_is(e, "chmod") || op_is(e, "capture") ||
+		    op_is(e, "preimage"))
+			continue; /* no step of its own: its keep's, if any */
+		for (int k = 0; k < (e->path2 ? 2 : 1) && r == 0; k++) {
+			final_name(moves, i, k ? e->path2 : e->path, k || !gone, name);
+			if (!(v[n].name = strdup(name)))
+				r = -ENOMEM;
+			else
+				v[n++].at = i;
+		}
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), named_cmp);
+	for (size_t i = 0; i < log->n && r == 0; i++) {
+		const struct store_event *e = &log->events[i];
+		if (e->path2 || rw->skip[i] || rw->done[i] ||
+		    !(op_is(e, "create") || op_is(e, "mkdir") || op_is(e, "symlink")))
+			continue;
+		if (!final_name_at(moves, i, e->path, true, name, &last[i]) ||
+		    last[i] == SIZE_MAX || rw->skip[last[i]] || named_by_another(v, n, name, i)) {
+			last[i] = SIZE_MAX;
+			continue;
+		}
+		if (!(rw->early[i] = strdup(name)))
+			r = -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+	return r;
+}
+
+/* The order of the steps (RW->order, RW->pos): the log's, backwards, but
+ * a step taken early goes just before the step that undoes the last move
+ * of a directory above it, so that what the run made there never shows
+ * under a name it had at neither end (e/new while the undo runs). */
+static int steps_order(struct rewind *rw)
+{
+	const struct runlog *log = rw->log;
+	size_t n = log->n, k = 0, *last = calloc(n + 1, sizeof(*last));
+	struct moves moves = { 0 };
+	int r;
+
+	if (rw->order) {
+		free(last);
+		return 0; /* set already */
+	}
+	rw->order = calloc(n + 1, sizeof(*rw->order));
+	rw->pos = calloc(n + 1, sizeof(*rw->pos));
+	rw->early = calloc(n + 1, sizeof(*rw->early));
+	if (!last || !rw->order || !rw->pos || !rw->early) {
+		free(last);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		last[i] = SIZE_MAX;
+	if ((r = moves_index(log, &moves)) == 0 && moves.n)
+		r = steps_early(rw, &moves, last);
+	moves_free(&moves);
+	/* Each move's early steps, latest first (LAST becomes the head of a
+	 * list per move, NEXT its links: RW->pos until it is set). */
+	size_t *head = last, *next = rw->pos;
+	for (size_t i = 0; i < n; i++)
+		next[i] = SIZE_MAX;
+	for (size_t j = 0; j < n && r == 0; j++)
+		if (rw->early[j]) {
+			size_t m = last[j];
+			last[j] = SIZE_MAX;
+			next[j] = head[m];
+			head[m] = j;
+		}
+	for (size_t i = n; i-- > 0 && r == 0;) {
+		for (size_t j = head[i]; j != SIZE_MAX; j = next[j])
+			rw->order[k++] = j;
+		if (!rw->early[i])
+			rw->order[k++] = i;
+	}
+	for (size_t p = 0; p < k; p++)
+		rw->pos[rw->order[p]] = p;
+	free(last);
+	if (r < 0) {
+		free(rw->order);
+		rw->order = NULL; /* none */
+	}
+	return r;
+}
+
 int rewind_apply(struct rewind *rw, int to, int log_fd)
 {
 	size_t resume = SIZE_MAX, failed = 0;
@@ -1287,21 +1444,22 @@ int rewind_apply(struct rewind *rw, int to, int log_fd)
 	for (size_t i = 0; i < rw->nsteps && r == 0; i++)
 		if (rw->steps[i].kind == STEP_DIR)
 			r = touched_add(rw, rw->steps[i].path, rw->steps[i].ino);
-	if (r < 0)
+	if (r < 0 || (r = steps_order(rw)) < 0)
 		return r;
 	if (rw->nsteps) {
 		const struct logged *last = &rw->steps[rw->nsteps - 1];
-		resume = last->seq;
+		resume = rw->pos[last->seq];
 		was = last->kind == STEP_FAIL || last->kind == STEP_DIR ? NULL : last;
 		again = last->kind != STEP_FAIL;
 	}
-	for (size_t i = rw->log->n; i-- > 0;) {
+	for (size_t p = 0; p < rw->log->n; p++) {
+		size_t i = rw->order[p];
 		const struct store_event *e = &rw->log->events[i];
-		if (resume != SIZE_MAX && (i > resume || (i == resume && !again)))
+		if (resume != SIZE_MAX && (p < resume || (p == resume && !again)))
 			continue; /* a first attempt did it */
 		if (rw->skip[i] || rw->done[i])
 			continue;
-		r = step(rw, to, log_fd, i, i == resume ? was : NULL);
+		r = step(rw, to, log_fd, i, p == resume ? was : NULL);
 		if (r >= 0)
 			continue;
 		struct logged l = {
@@ -1354,8 +1512,10 @@ size_t rewind_steps(const struct rewind *rw)
 void rewind_print_plan(struct rewind *rw, FILE *f)
 {
 	char b[QUOTE_MAX], b2[QUOTE_MAX];
+	bool ordered = steps_order(rw) == 0;
 
-	for (size_t i = rw->log->n; i-- > 0;) {
+	for (size_t p = 0; p < rw->log->n; p++) {
+		size_t i = ordered ? rw->order[p] : rw->log->n - 1 - p;
 		const struct store_event *e = &rw->log->events[i];
 		const char *what = describe(e);
 		if (!what || rw->skip[i])
@@ -1364,7 +1524,9 @@ void rewind_print_plan(struct rewind *rw, FILE *f)
 			fprintf(f, "%s %s -> %s\n", what, quote_name(e->path2, b, sizeof(b)),
 				quote_name(e->path, b2, sizeof(b2)));
 		else
-			fprintf(f, "%s %s\n", what, quote_name(e->path, b, sizeof(b)));
+			fprintf(f, "%s %s\n", what,
+				quote_name(ordered && rw->early[i] ? rw->early[i] : e->path, b,
+					   sizeof(b)));
 	}
 }
 
@@ -1437,12 +1599,12 @@ int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *co
 			break;
 		}
 		case STEP_TAKE:
-			if ((r = emit_kept(&em, l, e->path)) == 0)
-				r = emit(&em, l->at_ns, "delete", e->path, NULL, NULL, NULL, NULL,
-					 0);
+			if ((r = emit_kept(&em, l, l->path ? l->path : e->path)) == 0)
+				r = emit(&em, l->at_ns, "delete", l->path ? l->path : e->path, NULL,
+					 NULL, NULL, NULL, 0);
 			break;
 		case STEP_RMDIR:
-			r = emit_meta(&em, l, e->path, "rmdir");
+			r = emit_meta(&em, l, l->path ? l->path : e->path, "rmdir");
 			break;
 		case STEP_MOVE:
 			r = emit(&em, l->at_ns, "rename", e->path2, e->path, NULL, NULL, NULL, 0);
