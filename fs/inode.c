@@ -885,6 +885,17 @@ void inode_moved(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
 	i = hash_find(t, domain, dev, ino);
 	if (i && !i->root && !i->synth) {
 		old_parent = i->parent;
+		if (i->alt_parent == newparent && !strcmp(i->alt_name, newname) && old_parent) {
+			/* Its other name is the one it has now (a rename of
+			 * one link over another, or a late word from the
+			 * watch): the one it had is the other now, if it
+			 * still is one (inode_name_gone looks). */
+			free(i->alt_name);
+			i->alt_name = i->name;
+			i->alt_parent = old_parent;
+			i->name = NULL;
+			old_parent = newparent; /* the alt's ref, now the name's */
+		}
 		set_parent(i, newparent, copy);
 		copy = NULL;
 		if (old_parent) {
