@@ -117,17 +117,15 @@ START_TEST(test_differential_exchange_keeps_read_marks)
 END_TEST
 
 /* The tree exactly as before, as the issue asks: content, mode, owner,
- * xattrs, links, file times. Without hard links (undo does not yet keep
- * a file whose name it takes one of several, nor follow one whose name
- * the view still knows by a removed one) and without directory times (a
- * directory a rename replaced does not get its own back yet): both in
- * test_undo.c's "later" cases. */
+ * xattrs, links, file times. Without directory times (a directory a
+ * rename replaced does not get its own back yet: test_undo.c's "later"
+ * cases). */
 START_TEST(test_differential_undo)
 {
 	const char *extra[] = { "--rbw", "off", NULL };
 
 	mount_with(extra);
-	undorand(1, 250, "--no-links --no-dir-mtimes");
+	undorand(1, 250, "--no-dir-mtimes");
 }
 END_TEST
 
@@ -137,7 +135,7 @@ START_TEST(test_differential_undo_in_place)
 	const char *extra[] = { "--rbw", "off", "--staging=off", NULL };
 
 	mount_with(extra);
-	undorand(251, 400, "--no-links --no-dir-mtimes");
+	undorand(251, 400, "--no-dir-mtimes");
 }
 END_TEST
 
