@@ -990,6 +990,25 @@ static int step_keep_meta(struct rewind *rw, int log_fd, size_t seq, const char 
 	return r < 0 ? r : 1;
 }
 
+/* The name LEAF (in DFD) of a file that has others goes: a rename would
+ * keep it a name of the file they name (its link count would stay), so
+ * a copy is kept as OBJECT in TO, for the undo's undo, and the name is
+ * unlinked. The copy is made under a name of its own and renamed, so
+ * that OBJECT is whole or absent; a second attempt makes it again. */
+static int take_linked(int dfd, const char *leaf, int to, const char *object)
+{
+	char part[48];
+	int r;
+
+	snprintf(part, sizeof(part), "%s.part", object);
+	unlinkat(to, part, 0);
+	if ((r = copy_object(dfd, leaf, to, part)) < 0)
+		return r;
+	if (renameat(to, part, to, object) < 0 || unlinkat(dfd, leaf, 0) < 0)
+		return neg();
+	return 1;
+}
+
 /* What the run made at PATH goes: into TO, or a directory removed. */
 static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const char *path,
 		     const struct logged *was)
@@ -1005,8 +1024,13 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 		return r == -ENOENT ? 0 : r;
 	if (fstatat(p.dfd, p.leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : neg(); /* gone already */
-	if (was && was->kind == STEP_TAKE &&
-	    fstatat(to, was->object, &st, AT_SYMLINK_NOFOLLOW) == 0)
+	/* The name of a file that has others is copied, then unlinked: a
+	 * first attempt that logged it (INO) and stopped before the unlink
+	 * left it there. */
+	struct stat kept;
+	bool linked = !S_ISDIR(st.st_mode) && st.st_nlink > 1;
+	if (was && was->kind == STEP_TAKE && (!was->ino || st.st_ino != was->ino) &&
+	    fstatat(to, was->object, &kept, AT_SYMLINK_NOFOLLOW) == 0)
 		return 1;
 	if (S_ISDIR(st.st_mode)) {
 		l.kind = STEP_RMDIR;
@@ -1019,9 +1043,12 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 	}
 	l.kind = STEP_TAKE;
 	l.path = rw->early[seq];
+	l.ino = linked ? st.st_ino : 0;
 	if ((!was && (r = object_name(l.object)) < 0) || (r = begin(rw, log_fd, &l, was)) < 0)
 		return r;
-	return renameat2(p.dfd, p.leaf, to, l.object, RENAME_NOREPLACE) < 0 ? neg() : 1;
+	if (!l.ino) /* as logged: a second attempt goes on the same way */
+		return renameat2(p.dfd, p.leaf, to, l.object, RENAME_NOREPLACE) < 0 ? neg() : 1;
+	return take_linked(p.dfd, p.leaf, to, l.object);
 }
 
 /* The two places of a move FROM -> TO, their directories' attributes

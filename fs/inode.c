@@ -265,8 +265,17 @@ static void watch_unlink(struct inode_table *t, struct inode *ino)
  * Called with the lock held. */
 static void release_if_unused(struct inode_table *t, struct inode *ino)
 {
+	/* A file's other directory: released once the walk up from the file
+	 * is over (until then its ref keeps it from being freed twice). Only
+	 * a file has one, and only the first inode of the walk is a file. */
+	struct inode *alt = NULL;
+
 	while (ino && !ino->nlookup && !ino->refs && !ino->opens && !ino->pins) {
 		struct inode *parent = ino->parent;
+
+		if (ino->alt_parent)
+			alt = ino->alt_parent;
+		free(ino->alt_name);
 
 		if (wd_of(ino) > 0) {
 			watch_unlink(t, ino);
@@ -287,6 +296,24 @@ static void release_if_unused(struct inode_table *t, struct inode *ino)
 		if (parent)
 			parent->refs--;
 		ino = parent;
+	}
+	if (alt) {
+		alt->refs--;
+		release_if_unused(t, alt);
+	}
+}
+
+/* Forgets INO's other name. Called with the lock held. */
+static void alt_drop(struct inode_table *t, struct inode *ino)
+{
+	struct inode *alt = ino->alt_parent;
+
+	free(ino->alt_name);
+	ino->alt_name = NULL;
+	ino->alt_parent = NULL;
+	if (alt) {
+		alt->refs--;
+		release_if_unused(t, alt);
 	}
 }
 
@@ -320,6 +347,7 @@ void inode_table_free(struct inode_table *t)
 			if (i->fd >= 0)
 				close(i->fd);
 			free(i->name);
+			free(i->alt_name);
 			free(i->fh);
 			free(i);
 		}
@@ -416,6 +444,18 @@ struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent, cons
 		/* Remember the newest name: after a host-side rename or for
 		 * a hard link, it is the one that resolves now. */
 		old_parent = ino->parent;
+		if (old_parent && !S_ISDIR(st->st_mode) && st->st_nlink > 1 &&
+		    (old_parent != parent || strcmp(ino->name, name))) {
+			/* Another name of it (a hard link): the previous one
+			 * is kept, with its parent's ref, for when this one
+			 * goes; the one kept before goes instead. */
+			struct inode *gone = ino->alt_parent;
+			free(ino->alt_name);
+			ino->alt_parent = old_parent;
+			ino->alt_name = ino->name;
+			ino->name = NULL;
+			old_parent = gone;
+		}
 		set_parent(ino, parent, copy);
 		copy = NULL;
 	}
@@ -787,6 +827,52 @@ void inode_note_unnamed(struct inode_table *t, uint16_t domain, dev_t dev, ino_t
 	pthread_mutex_unlock(&t->lock);
 }
 
+void inode_name_gone(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
+		     struct inode *dir, const char *name)
+{
+	struct inode *i, *alt;
+	char *alt_name;
+	struct stat st;
+
+	pthread_mutex_lock(&t->lock);
+	i = hash_find(t, domain, dev, ino);
+	if (!i || i->parent != dir || !i->name || strcmp(i->name, name) || !i->alt_parent ||
+	    !(alt_name = strdup(i->alt_name))) {
+		pthread_mutex_unlock(&t->lock);
+		return; /* not its name in the table, or no other known */
+	}
+	alt = i->alt_parent;
+	alt->pins++; /* alive until inode_fd_get pins it too */
+	pthread_mutex_unlock(&t->lock);
+	/* Looked at unlocked: the other name may have gone too (on the host,
+	 * say), and then it is no better than the one the table holds. */
+	int pfd = inode_fd_get(t, alt);
+	bool there = pfd >= 0 && fstatat(pfd, alt_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		     st.st_dev == dev && st.st_ino == ino;
+	if (pfd >= 0)
+		inode_unpin(t, alt);
+	pthread_mutex_lock(&t->lock);
+	/* Unless another request moved it meanwhile: the alt's ref becomes
+	 * the name's, the gone name's parent loses one. */
+	i = hash_find(t, domain, dev, ino);
+	if (there && i && i->parent == dir && i->name && !strcmp(i->name, name) &&
+	    i->alt_parent == alt && !strcmp(i->alt_name, alt_name)) {
+		free(i->name);
+		i->name = i->alt_name;
+		i->parent = alt;
+		i->alt_name = NULL;
+		i->alt_parent = NULL;
+		dir->refs--;
+		release_if_unused(t, dir);
+	} else if (!there && i && i->alt_parent == alt) {
+		alt_drop(t, i);
+	}
+	alt->pins--;
+	release_if_unused(t, alt);
+	pthread_mutex_unlock(&t->lock);
+	free(alt_name);
+}
+
 void inode_moved(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
 		 struct inode *newparent, const char *newname)
 {
@@ -799,6 +885,17 @@ void inode_moved(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
 	i = hash_find(t, domain, dev, ino);
 	if (i && !i->root && !i->synth) {
 		old_parent = i->parent;
+		if (i->alt_parent == newparent && !strcmp(i->alt_name, newname) && old_parent) {
+			/* Its other name is the one it has now (a rename of
+			 * one link over another, or a late word from the
+			 * watch): the one it had is the other now, if it
+			 * still is one (inode_name_gone looks). */
+			free(i->alt_name);
+			i->alt_name = i->name;
+			i->alt_parent = old_parent;
+			i->name = NULL;
+			old_parent = newparent; /* the alt's ref, now the name's */
+		}
 		set_parent(i, newparent, copy);
 		copy = NULL;
 		if (old_parent) {

@@ -55,6 +55,11 @@ struct inode {
 	/* Guarded by the table lock. */
 	struct inode *parent; /* where it was last seen (holds a ref) */
 	char *name;
+	/* A file with several names: the one it was seen under before
+	 * (holds a ref), its name again if the newest goes through the
+	 * view (inode_name_gone); NULL if none is known. */
+	struct inode *alt_parent;
+	char *alt_name;
 	int fd;			/* O_PATH fd, or -1 while evicted */
 	struct file_handle *fh; /* evicted: its handle (root daemon) */
 	bool superseded;	/* its inode number went to another
@@ -181,6 +186,14 @@ void inode_table_each(struct inode_table *t, void (*fn)(void *, struct inode *),
  * holds one: a save of it that finds another file at its name then knows
  * the thread, not the host, put it there (stage.h). */
 void inode_note_unnamed(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino);
+
+/* The name DIR/NAME of the object (DOMAIN, DEV, INO), which has other
+ * names, went through the view (an unlink, a rename over it). If the
+ * table knows the object by that name, it falls back to the other name
+ * it saw it under, if that one still designates it: the object's later
+ * changes are journaled, and its fd found again, by a name it has. */
+void inode_name_gone(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
+		     struct inode *dir, const char *name);
 
 /* After a rename through the view: the object (DOMAIN, DEV, INO) is now
  * NEWPARENT/NEWNAME. No-op if the table does not hold it. */

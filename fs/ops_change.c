@@ -206,9 +206,14 @@ static void name_change_end(struct name_change *nc, bool done)
 {
 	struct view *v = nc->v;
 
+	struct inode *at = nc->kind == NAME_RENAME ? nc->to : nc->dir;
 	if (done && nc->gone && S_ISREG(nc->victim.st_mode))
-		inode_note_unnamed(v->inodes, (nc->to ? nc->to : nc->dir)->domain,
-				   nc->victim.st_dev, nc->victim.st_ino);
+		inode_note_unnamed(v->inodes, at->domain, nc->victim.st_dev, nc->victim.st_ino);
+	/* A file that keeps other names: the table must not know it by the
+	 * one that went (its changes would be journaled under it). */
+	if (done && nc->gone && !S_ISDIR(nc->victim.st_mode) && nc->victim.st_nlink > 1)
+		inode_name_gone(v->inodes, at->domain, nc->victim.st_dev, nc->victim.st_ino, at,
+				nc->kind == NAME_RENAME ? nc->newname : nc->name);
 	if (done && nc->kind == NAME_RENAME) {
 		note_moved(v, nc->to, nc->tfd, nc->newname);
 		if (name_exchange(nc))

@@ -117,16 +117,13 @@ START_TEST(test_differential_exchange_keeps_read_marks)
 END_TEST
 
 /* The tree exactly as before, as the issue asks: content, mode, owner,
- * xattrs, links, the times of files and directories. Without hard links
- * (undo does not yet keep a file whose name it takes one of several, nor
- * follow one whose name the view still knows by a removed one: in
- * test_undo.c's "later" cases). */
+ * xattrs, links, the times of files and directories. */
 START_TEST(test_differential_undo)
 {
 	const char *extra[] = { "--rbw", "off", NULL };
 
 	mount_with(extra);
-	undorand(1, 250, "--no-links");
+	undorand(1, 250, "");
 }
 END_TEST
 
@@ -136,7 +133,7 @@ START_TEST(test_differential_undo_in_place)
 	const char *extra[] = { "--rbw", "off", "--staging=off", NULL };
 
 	mount_with(extra);
-	undorand(251, 400, "--no-links");
+	undorand(251, 400, "");
 }
 END_TEST
 

@@ -291,20 +291,20 @@ START_TEST(test_undo_directories_that_took_each_others_names)
 }
 END_TEST
 
-/* DEFECT (hard links broken): a name of a file with two goes (rm, or
- * sed -i's rename over it): journal_keep_going() keeps a copy, not the
- * file (its other name may change it yet), and undo puts the copy back:
- * two files where there was one with two names (nlink 1 each). */
+/* DEFECT (hard links broken), fixed: a name of a file with two goes (rm,
+ * or sed -i's rename over it): journal_keep_going() kept a copy, not the
+ * file, and undo put the copy back: two files where there was one with
+ * two names (nlink 1 each). It keeps a link of the file now. */
 START_TEST(test_undo_keeps_hard_links)
 {
 	undo_case("echo a > a && ln a b && echo c > c && ln c d", "rm a && sed -i s/c/C/ c");
 }
 END_TEST
 
-/* DEFECT (a hard-linked file changed in place): the view keeps a copy
- * under one of its names (the one view_path() gives, here b), and undo
- * renames the copy over that name: the other keeps the run's content,
- * and the two names are two files. */
+/* A file with two names changed in place: the view keeps a copy under
+ * the name its table gives (b, the newest), undo writes it back into the
+ * file (STEP_INPLACE), and a, which the scans saw change too, is that
+ * file's other name, not a change made on the host. */
 START_TEST(test_undo_in_place_change_of_a_hard_link)
 {
 	undo_case("echo a > a && ln a b", "echo more >> a");
@@ -312,24 +312,37 @@ START_TEST(test_undo_in_place_change_of_a_hard_link)
 }
 END_TEST
 
-/* DEFECT (a link the run made): undo takes the new name b into its own
- * directory of pre-images (for a redo) by a rename: that is still a link
- * of a, whose link count stays 2. */
+/* A link the run made goes: undo keeps a copy of it for a redo and
+ * unlinks the name (a rename into its directory would keep it a link of
+ * a). The redo puts the copy back: b has the content, not a's inode. */
 START_TEST(test_undo_of_a_new_hard_link)
 {
 	undo_case("echo a > a", "ln a b");
+	IN_VIEW("echo c > c");
+	char *run = begin();
+	IN_VIEW("ln c d");
+	end(run);
+	char *u = undo(run);
+	EQ_OUT("1\n", "stat -c %%h '%s'", hpath(&V, "user-data/workspace/c"));
+	undo(u);
+	EQ_OUT("c\n", "cat '%s'", hpath(&V, "user-data/workspace/d"));
 }
 END_TEST
 
-/* DEFECT (the name of a file after one of its links went): after
- * `ln c other && rm other` the view journals the changes to c under the
- * name other (the inode's name in the view's table is the removed one),
- * so undo finds a conflict ("other: removed after the run") and undoes
- * nothing; with --force it would make other and leave c as the run
- * left it. The run's summary says other too. */
+/* After `ln c other && rm other`, the view's table falls back to the name
+ * it knew c by: the later changes are journaled under c (the run's own
+ * events name other only for its link and its removal). */
 START_TEST(test_undo_after_a_hard_link_came_and_went)
 {
 	undo_case("echo x > c", "ln c other && rm other && chmod 600 c && echo more >> c");
+	char *run = begin();
+	IN_VIEW("ln c other && rm other && chmod 644 c && echo again >> c");
+	end(run);
+	EQ_OUT("create other\ndelete other\nchmod c\nmodify c\n",
+	       "sqlite3 '%s/sbx.db' \"SELECT op, substr(path, 26) FROM journal WHERE op IN"
+	       " ('create', 'delete', 'chmod', 'modify') AND at_ns >= (SELECT begun_ns FROM runs"
+	       " WHERE id = %s) ORDER BY id\" | tr '|' ' '",
+	       V.home, run);
 }
 END_TEST
 
@@ -951,6 +964,9 @@ Suite *suite_view_undo(void)
 	tcase_add_test(tc, test_undo_renames);
 	tcase_add_test(tc, test_undo_directory_times_go_to_the_directory);
 	tcase_add_test(tc, test_undo_keeps_hard_links);
+	tcase_add_test(tc, test_undo_in_place_change_of_a_hard_link);
+	tcase_add_test(tc, test_undo_of_a_new_hard_link);
+	tcase_add_test(tc, test_undo_after_a_hard_link_came_and_went);
 	tcase_add_test(tc, test_undo_a_build);
 	tcase_add_test(tc, test_undo_in_place_changes);
 	tcase_add_test(tc, test_undo_in_place_changes_unstaged);
@@ -978,16 +994,5 @@ Suite *suite_view_undo(void)
 	tcase_add_test(crash, test_undo_killed_in_a_log_write);
 
 	suite_add_tcase(s, crash);
-	/* Not yet (issue 18 stays open on them; SBX_UNDO_OPEN=1 runs them):
-	 * a file with other names that undo takes, one the view still knows
-	 * by a removed name, one changed in place. */
-	TCase *later = tcase_create("later");
-	tcase_add_checked_fixture(later, setup, teardown);
-	tcase_set_timeout(later, 300);
-	tcase_add_test(later, test_undo_in_place_change_of_a_hard_link);
-	tcase_add_test(later, test_undo_of_a_new_hard_link);
-	tcase_add_test(later, test_undo_after_a_hard_link_came_and_went);
-	if (getenv("SBX_UNDO_OPEN"))
-		suite_add_tcase(s, later);
 	return s;
 }

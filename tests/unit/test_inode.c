@@ -223,6 +223,45 @@ START_TEST(test_inode_follows_renames_through_the_view)
 }
 END_TEST
 
+/* A file seen under two names: when the newest goes through the view,
+ * the table knows it by the other again (its fd is found by it); when
+ * that one went too, it stays as it was. */
+START_TEST(test_inode_falls_back_to_another_name_of_a_file)
+{
+	struct fixture f;
+	struct inode *a, *pad;
+	char p0[PATH_MAX + 8], p1[PATH_MAX + 8], p2[PATH_MAX + 8], path[PATH_MAX];
+
+	fixture_init(&f, 1, 2);
+	snprintf(p0, sizeof(p0), "%s/f0", f.dir);
+	snprintf(p1, sizeof(p1), "%s/link", f.dir);
+	snprintf(p2, sizeof(p2), "%s/link2", f.dir);
+	ck_assert_ptr_eq(look(&f, "f0"), (a = look(&f, "f0")));
+	ck_assert_int_eq(link(p0, p1), 0);
+	ck_assert_ptr_eq(look(&f, "link"), a);
+	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/link");
+	ck_assert_int_eq(unlink(p1), 0);
+	inode_name_gone(f.t, 0, a->dev, a->ino, f.top, "link");
+	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/f0");
+	pad = look(&f, "f1"); /* evicts a's fd: found again by f0 */
+	ck_assert_int_lt(a->fd, 0);
+	ck_assert_int_ge(inode_fd_get(f.t, a), 0);
+	inode_unpin(f.t, a);
+	/* The other name gone as well: nothing better is known. */
+	ck_assert_int_eq(link(p0, p2), 0);
+	ck_assert_ptr_eq(look(&f, "link2"), a);
+	ck_assert_int_eq(unlink(p0), 0);
+	ck_assert_int_eq(link(p2, p1), 0);
+	ck_assert_int_eq(unlink(p2), 0);
+	inode_name_gone(f.t, 0, a->dev, a->ino, f.top, "link2");
+	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/link2");
+	ck_assert_ptr_null(a->alt_name);
+	(void)pad;
+	inode_forget(f.t, a, 4);
+	inode_table_free(f.t);
+}
+END_TEST
+
 START_TEST(test_inode_forget_frees_and_lookups_count)
 {
 	struct fixture f;
@@ -291,6 +330,7 @@ Suite *suite_unit_inode(void)
 	tcase_add_test(tc, test_inode_stat_of_an_evicted_inode_takes_no_fd);
 	tcase_add_test(tc, test_inode_rekeyed_is_known_by_its_new_birth_time);
 	tcase_add_test(tc, test_inode_follows_renames_through_the_view);
+	tcase_add_test(tc, test_inode_falls_back_to_another_name_of_a_file);
 	tcase_add_test(tc, test_inode_forget_frees_and_lookups_count);
 	tcase_add_test(tc, test_inode_open_handles_keep_their_fd_beyond_the_budget);
 	suite_add_tcase(s, tc);
