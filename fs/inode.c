@@ -448,13 +448,24 @@ struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent, cons
 		    (old_parent != parent || strcmp(ino->name, name))) {
 			/* Another name of it (a hard link): the previous one
 			 * is kept, with its parent's ref, for when this one
-			 * goes; the one kept before goes instead. */
-			struct inode *gone = ino->alt_parent;
-			free(ino->alt_name);
-			ino->alt_parent = old_parent;
-			ino->alt_name = ino->name;
-			ino->name = NULL;
-			old_parent = gone;
+			 * goes; unless one is kept already: the oldest known
+			 * is the likeliest to stay (ln f g; ln f h; rm h g),
+			 * and one removed through the view is forgotten
+			 * (inode_name_gone). */
+			if (ino->alt_parent == parent && !strcmp(ino->alt_name, name)) {
+				/* Seen again under its other name: the two
+				 * trade places (the alt's ref is the name's). */
+				free(ino->alt_name);
+				ino->alt_name = ino->name;
+				ino->name = NULL;
+				ino->alt_parent = old_parent;
+				old_parent = parent;
+			} else if (!ino->alt_parent) {
+				ino->alt_parent = old_parent;
+				ino->alt_name = ino->name;
+				ino->name = NULL;
+				old_parent = NULL;
+			}
 		}
 		set_parent(ino, parent, copy);
 		copy = NULL;
@@ -836,6 +847,11 @@ void inode_name_gone(struct inode_table *t, uint16_t domain, dev_t dev, ino_t in
 
 	pthread_mutex_lock(&t->lock);
 	i = hash_find(t, domain, dev, ino);
+	if (i && i->alt_parent == dir && !strcmp(i->alt_name, name)) {
+		alt_drop(t, i); /* its other name went */
+		pthread_mutex_unlock(&t->lock);
+		return;
+	}
 	if (!i || i->parent != dir || !i->name || strcmp(i->name, name) || !i->alt_parent ||
 	    !(alt_name = strdup(i->alt_name))) {
 		pthread_mutex_unlock(&t->lock);
@@ -874,7 +890,8 @@ void inode_name_gone(struct inode_table *t, uint16_t domain, dev_t dev, ino_t in
 }
 
 void inode_moved(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
-		 struct inode *newparent, const char *newname)
+		 struct inode *oldparent, const char *oldname, struct inode *newparent,
+		 const char *newname)
 {
 	char *copy = strdup(newname);
 	struct inode *i, *old_parent;
@@ -883,7 +900,17 @@ void inode_moved(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
 		return; /* the next lookup by the new name fixes it */
 	pthread_mutex_lock(&t->lock);
 	i = hash_find(t, domain, dev, ino);
-	if (i && !i->root && !i->synth) {
+	if (i && oldparent && i->alt_parent == oldparent && !strcmp(i->alt_name, oldname) &&
+	    (i->parent != oldparent || !i->name || strcmp(i->name, oldname))) {
+		/* Its other name moved, not the one the table knows it by. */
+		newparent->refs++;
+		free(i->alt_name);
+		i->alt_name = copy;
+		copy = NULL;
+		i->alt_parent = newparent;
+		oldparent->refs--;
+		release_if_unused(t, oldparent);
+	} else if (i && !i->root && !i->synth) {
 		old_parent = i->parent;
 		if (i->alt_parent == newparent && !strcmp(i->alt_name, newname) && old_parent) {
 			/* Its other name is the one it has now (a rename of

@@ -55,9 +55,9 @@ struct inode {
 	/* Guarded by the table lock. */
 	struct inode *parent; /* where it was last seen (holds a ref) */
 	char *name;
-	/* A file with several names: the one it was seen under before
-	 * (holds a ref), its name again if the newest goes through the
-	 * view (inode_name_gone); NULL if none is known. */
+	/* A file with several names: the first other name it was seen
+	 * under (holds a ref), its name again if the newest goes through
+	 * the view (inode_name_gone); NULL if none is known. */
 	struct inode *alt_parent;
 	char *alt_name;
 	int fd;			/* O_PATH fd, or -1 while evicted */
@@ -191,14 +191,18 @@ void inode_note_unnamed(struct inode_table *t, uint16_t domain, dev_t dev, ino_t
  * names, went through the view (an unlink, a rename over it). If the
  * table knows the object by that name, it falls back to the other name
  * it saw it under, if that one still designates it: the object's later
- * changes are journaled, and its fd found again, by a name it has. */
+ * changes are journaled, and its fd found again, by a name it has. If
+ * it is the other name the table keeps, that one is forgotten. */
 void inode_name_gone(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
 		     struct inode *dir, const char *name);
 
-/* After a rename through the view: the object (DOMAIN, DEV, INO) is now
- * NEWPARENT/NEWNAME. No-op if the table does not hold it. */
+/* After a rename through the view: the object (DOMAIN, DEV, INO), which
+ * was OLDPARENT/OLDNAME (NULL: not known), is now NEWPARENT/NEWNAME. If
+ * the old name was the other one the table keeps for a file with several
+ * names, only that one moves. No-op if the table does not hold it. */
 void inode_moved(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
-		 struct inode *newparent, const char *newname);
+		 struct inode *oldparent, const char *oldname, struct inode *newparent,
+		 const char *newname);
 
 /* The root directory INO is under (walks parents), or NULL for a
  * synthetic directory. */

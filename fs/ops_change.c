@@ -92,13 +92,16 @@ void change_end(struct change *c, ssize_t result, bool changed)
 	io_end(&c->io);
 }
 
-/* Tells the inode table where the object now called DIR/NAME lives. */
-static void note_moved(struct view *v, struct inode *dir, int dfd, const char *name)
+/* Tells the inode table where the object now called DIR/NAME, which was
+ * FROM/FROM_NAME, lives. */
+static void note_moved(struct view *v, struct inode *from, const char *from_name, struct inode *dir,
+		       int dfd, const char *name)
 {
 	struct stat st;
 
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		inode_moved(v->inodes, dir->domain, st.st_dev, st.st_ino, dir, name);
+		inode_moved(v->inodes, dir->domain, st.st_dev, st.st_ino, from, from_name, dir,
+			    name);
 }
 
 static bool name_exchange(const struct name_change *nc)
@@ -215,9 +218,9 @@ static void name_change_end(struct name_change *nc, bool done)
 		inode_name_gone(v->inodes, at->domain, nc->victim.st_dev, nc->victim.st_ino, at,
 				nc->kind == NAME_RENAME ? nc->newname : nc->name);
 	if (done && nc->kind == NAME_RENAME) {
-		note_moved(v, nc->to, nc->tfd, nc->newname);
+		note_moved(v, nc->dir, nc->name, nc->to, nc->tfd, nc->newname);
 		if (name_exchange(nc))
-			note_moved(v, nc->dir, nc->dfd, nc->name);
+			note_moved(v, nc->to, nc->newname, nc->dir, nc->dfd, nc->name);
 	}
 	view_names_release(v, nc->dir, nc->to);
 	caller_leave(&nc->caller);

@@ -212,7 +212,7 @@ START_TEST(test_inode_follows_renames_through_the_view)
 	snprintf(from, sizeof(from), "%s/f0", f.dir);
 	snprintf(to, sizeof(to), "%s/moved", f.dir);
 	ck_assert_int_eq(rename(from, to), 0);
-	inode_moved(f.t, 0, a->dev, a->ino, f.top, "moved");
+	inode_moved(f.t, 0, a->dev, a->ino, NULL, NULL, f.top, "moved");
 	pad = look(&f, "f1");
 	ck_assert_int_lt(a->fd, 0);
 	int fd = inode_fd_get(f.t, a);
@@ -258,6 +258,39 @@ START_TEST(test_inode_falls_back_to_another_name_of_a_file)
 	ck_assert_ptr_null(a->alt_name);
 	(void)pad;
 	inode_forget(f.t, a, 4);
+	inode_table_free(f.t);
+}
+END_TEST
+
+/* A third name: the first other one stays the fallback; seen again under
+ * it, the two trade places; one removed through the view is forgotten. */
+START_TEST(test_inode_keeps_the_first_other_name_of_a_file)
+{
+	struct fixture f;
+	struct inode *a;
+	char p0[PATH_MAX + 8], p1[PATH_MAX + 8], p2[PATH_MAX + 8], path[PATH_MAX];
+
+	fixture_init(&f, 4, 2);
+	snprintf(p0, sizeof(p0), "%s/f0", f.dir);
+	snprintf(p1, sizeof(p1), "%s/g", f.dir);
+	snprintf(p2, sizeof(p2), "%s/h", f.dir);
+	a = look(&f, "f0");
+	ck_assert_int_eq(link(p0, p1), 0);
+	ck_assert_int_eq(link(p0, p2), 0);
+	ck_assert_ptr_eq(look(&f, "g"), a);
+	ck_assert_ptr_eq(look(&f, "h"), a);
+	ck_assert_str_eq(a->alt_name, "f0");
+	ck_assert_ptr_eq(look(&f, "f0"), a); /* its other name: they trade */
+	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/f0");
+	ck_assert_str_eq(a->alt_name, "h");
+	ck_assert_int_eq(unlink(p2), 0);
+	inode_name_gone(f.t, 0, a->dev, a->ino, f.top, "h"); /* the other one */
+	ck_assert_ptr_null(a->alt_name);
+	ck_assert_ptr_eq(look(&f, "g"), a);
+	ck_assert_int_eq(unlink(p1), 0);
+	inode_name_gone(f.t, 0, a->dev, a->ino, f.top, "g");
+	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/f0");
+	inode_forget(f.t, a, 5);
 	inode_table_free(f.t);
 }
 END_TEST
@@ -331,6 +364,7 @@ Suite *suite_unit_inode(void)
 	tcase_add_test(tc, test_inode_rekeyed_is_known_by_its_new_birth_time);
 	tcase_add_test(tc, test_inode_follows_renames_through_the_view);
 	tcase_add_test(tc, test_inode_falls_back_to_another_name_of_a_file);
+	tcase_add_test(tc, test_inode_keeps_the_first_other_name_of_a_file);
 	tcase_add_test(tc, test_inode_forget_frees_and_lookups_count);
 	tcase_add_test(tc, test_inode_open_handles_keep_their_fd_beyond_the_budget);
 	suite_add_tcase(s, tc);
