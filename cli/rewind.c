@@ -1396,20 +1396,19 @@ static int steps_early(struct rewind *rw, const struct moves *moves, size_t *las
 static int steps_order(struct rewind *rw)
 {
 	const struct runlog *log = rw->log;
-	size_t n = log->n, k = 0, *last = calloc(n + 1, sizeof(*last));
+	size_t n = log->n, k = 0, *last;
 	struct moves moves = { 0 };
 	int r;
 
-	if (rw->order) {
-		free(last);
+	if (rw->order)
 		return 0; /* set already */
-	}
+	last = calloc(n + 1, sizeof(*last));
 	rw->order = calloc(n + 1, sizeof(*rw->order));
 	rw->pos = calloc(n + 1, sizeof(*rw->pos));
 	rw->early = calloc(n + 1, sizeof(*rw->early));
 	if (!last || !rw->order || !rw->pos || !rw->early) {
-		free(last);
-		return -ENOMEM;
+		r = -ENOMEM;
+		goto out;
 	}
 	for (size_t i = 0; i < n; i++)
 		last[i] = SIZE_MAX;
@@ -1436,10 +1435,15 @@ static int steps_order(struct rewind *rw)
 	}
 	for (size_t p = 0; p < k; p++)
 		rw->pos[rw->order[p]] = p;
+out:
 	free(last);
-	if (r < 0) {
+	if (r < 0) { /* none: a next call starts again */
+		for (size_t i = 0; rw->early && i < n; i++)
+			free(rw->early[i]);
+		free(rw->early);
 		free(rw->order);
-		rw->order = NULL; /* none */
+		rw->early = NULL;
+		rw->order = NULL;
 	}
 	return r;
 }
