@@ -299,7 +299,7 @@ static int kept_version(const struct run_window *w, const struct store_event *e,
 {
 	if (!w || w->dir < 0 || !e->object)
 		return -ENOENT;
-	return snapshot_file_at(w->dir, e->object, e->path, NULL, NULL, f);
+	return snapshot_file_at(w->dir, e->object, NULL, e->path, NULL, NULL, f);
 }
 
 static json_t *version_json(const struct snap_file *f)

@@ -93,6 +93,8 @@ struct rewind {
 		unsigned long used;
 	} dirs[2];
 	unsigned long uses;
+	char last_touched[PATH_MAX]; /* the directory touch_dir() saw last, or "" */
+	uint64_t next_name;	     /* object_name()'s */
 };
 
 static bool op_is(const struct store_event *e, const char *op)
@@ -664,13 +666,14 @@ static bool step_failed(const struct rewind *rw, size_t i)
 /* ---- the steps ------------------------------------------------------------ */
 
 /* A fresh name for an object kept by the undo. */
-static int object_name(char name[40])
+/* A new name in the undo's directory: one random number a run of steps,
+ * counted on from there (another attempt draws another). */
+static int object_name(struct rewind *rw, char name[40])
 {
-	uint64_t r;
-
-	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+	if (!rw->next_name && getrandom(&rw->next_name, sizeof(rw->next_name), 0) !=
+				      sizeof(rw->next_name))
 		return -EIO;
-	snprintf(name, 40, "undo-%016" PRIx64, r);
+	snprintf(name, 40, "undo-%016" PRIx64, rw->next_name++);
 	return 0;
 }
 
@@ -681,6 +684,7 @@ static void dirs_forget(struct rewind *rw)
 		closep(&rw->dirs[i].fd);
 		rw->dirs[i].path[0] = '\0';
 	}
+	rw->last_touched[0] = '\0';
 }
 
 static int place_open(struct rewind *rw, const char *path, struct place *p)
@@ -834,7 +838,9 @@ static int touch_dir(struct rewind *rw, int log_fd, size_t seq, const char *path
 	if (!slash || (size_t)(slash - path) >= sizeof(dir))
 		return 0;
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	if (!strcmp(dir, "/mnt/user-data"))
+	/* The directory of the last step, not moved since (dirs_forget()):
+	 * the same one, touched already. */
+	if (!strcmp(dir, "/mnt/user-data") || !strcmp(dir, rw->last_touched))
 		return 0;
 	struct stat st;
 	if ((r = place_open(rw, dir, &p)) < 0)
@@ -842,17 +848,21 @@ static int touch_dir(struct rewind *rw, int log_fd, size_t seq, const char *path
 	if (fstatat(p.dfd, p.leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return neg();
 	l.ino = st.st_ino;
-	if (touched_at(rw, dir, l.ino, &at))
-		return 0;
-	if ((r = meta_read(p.dfd, p.leaf, &m)) < 0)
-		return r;
-	r = meta_encode(&m, &l.meta, &l.meta_len);
-	meta_free(&m);
-	l.path = dir;
+	if (!touched_at(rw, dir, l.ino, &at)) {
+		if ((r = meta_read(p.dfd, p.leaf, &m)) < 0)
+			return r;
+		r = meta_encode(&m, &l.meta, &l.meta_len);
+		meta_free(&m);
+		l.path = dir;
+		if (r == 0)
+			r = log_step(rw, log_fd, &l);
+		free(l.meta);
+		if (r == 0)
+			r = touched_add(rw, dir, l.ino);
+	}
 	if (r == 0)
-		r = log_step(rw, log_fd, &l);
-	free(l.meta);
-	return r < 0 ? r : touched_add(rw, dir, l.ino);
+		memcpy(rw->last_touched, dir, sizeof(dir));
+	return r;
 }
 
 /* begin() for a step that replaces the attributes of what is at P (may
@@ -891,7 +901,7 @@ static int step_in_place(struct rewind *rw, int to, int log_fd, size_t seq, cons
 	struct meta m;
 	int r;
 
-	if (!was && (r = object_name(l.object)) < 0)
+	if (!was && (r = object_name(rw, l.object)) < 0)
 		return r;
 	if ((r = begin(rw, log_fd, &l, was)) < 0)
 		return r;
@@ -940,11 +950,11 @@ static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, c
 		: there && S_ISREG(cur.st_mode) && cur.st_nlink > 1 && S_ISREG(src.st_mode))
 		return step_in_place(rw, to, log_fd, seq, &p, from, object, was);
 	l.kind = there ? STEP_RESTORE : STEP_PUT;
-	if (!was && there && (r = object_name(l.object)) < 0)
+	if (!was && there && (r = object_name(rw, l.object)) < 0)
 		return r;
 	/* A copy, made where the views never look, is what moves. */
 	if (rw->copy &&
-	    ((r = object_name(copy)) < 0 || (r = copy_object(from, object, to, copy)) < 0))
+	    ((r = object_name(rw, copy)) < 0 || (r = copy_object(from, object, to, copy)) < 0))
 		return r;
 	if (rw->copy) {
 		from = to;
@@ -1044,7 +1054,7 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 	l.kind = STEP_TAKE;
 	l.path = rw->early[seq];
 	l.ino = linked ? st.st_ino : 0;
-	if ((!was && (r = object_name(l.object)) < 0) || (r = begin(rw, log_fd, &l, was)) < 0)
+	if ((!was && (r = object_name(rw, l.object)) < 0) || (r = begin(rw, log_fd, &l, was)) < 0)
 		return r;
 	if (!l.ino) /* as logged: a second attempt goes on the same way */
 		return renameat2(p.dfd, p.leaf, to, l.object, RENAME_NOREPLACE) < 0 ? neg() : 1;
@@ -1196,7 +1206,7 @@ static int step_swap(struct rewind *rw, int to_dir, int log_fd, size_t seq, cons
 	if (S_ISDIR(sb.st_mode))
 		return -EISDIR;
 	if (rw->copy) {
-		if ((r = object_name(copy)) < 0 ||
+		if ((r = object_name(rw, copy)) < 0 ||
 		    (r = copy_object(dir, object, to_dir, copy)) < 0 ||
 		    fstatat(to_dir, copy, &src, AT_SYMLINK_NOFOLLOW) < 0)
 			return r < 0 ? r : neg();
@@ -1206,7 +1216,7 @@ static int step_swap(struct rewind *rw, int to_dir, int log_fd, size_t seq, cons
 	l.ino = src.st_ino;
 	if (!drop)
 		snprintf(l.object, sizeof(l.object), "%s", object);
-	else if (!was && (r = object_name(l.object)) < 0)
+	else if (!was && (r = object_name(rw, l.object)) < 0)
 		return r;
 	if ((r = begin(rw, log_fd, &l, was)) < 0)
 		return r;
@@ -1493,6 +1503,7 @@ int rewind_apply(struct rewind *rw, int to, int log_fd)
 		r = step(rw, to, log_fd, i, p == resume ? was : NULL);
 		if (r >= 0)
 			continue;
+		rw->last_touched[0] = '\0'; /* it may have stopped half way */
 		struct logged l = {
 			.seq = i, .kind = STEP_FAIL, .at_ns = realtime_ns(), .err = -r
 		};

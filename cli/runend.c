@@ -349,25 +349,15 @@ static int describe_known(struct scan *sc, const struct thread_roots *roots, cha
 			  size_t n, struct snapshot *snap, const struct run_texts *known,
 			  const struct snapshot *known_snap, struct run_texts *collect)
 {
-	_cleanup_(closep) int dfd = -1;
-	size_t dirlen = 0; /* names[i] up to its last '/', of DFD */
-	const char *dir = NULL, *leaf;
+	struct parent_cache dir = PARENT_CACHE_INIT;
 	int r = 0;
 
 	memset(snap, 0, sizeof(*snap));
 	snap->max_files = n;
 	for (size_t i = 0; i < n && r == 0; i++) {
-		const char *slash = strrchr(names[i], '/');
-		size_t len = slash ? (size_t)(slash - names[i]) : 0;
-		/* The names are sorted: a directory's come together, and its
-		 * fd serves them all. */
-		if (!dir || len != dirlen || strncmp(names[i], dir, len)) {
-			closep(&dfd);
-			dfd = runlog_parent(roots->ws, roots->out, names[i], &leaf);
-			dir = names[i];
-			dirlen = len;
-		}
-		leaf = slash ? slash + 1 : names[i];
+		const char *leaf;
+		/* The names are sorted: a directory's come together. */
+		int dfd = runlog_parent_cached(&dir, roots->ws, roots->out, names[i], &leaf);
 		struct snap_file *f = snapshot_append(snap);
 		struct stat st;
 		const struct ident *id = NULL;
@@ -381,7 +371,7 @@ static int describe_known(struct scan *sc, const struct thread_roots *roots, cha
 			 !known_snap->files[id->at].sensitive && !snapshot_path_sensitive(names[i]))
 			r = describe_as(&known_snap->files[id->at], names[i], f);
 		else
-			r = snapshot_file_at(dfd, leaf, names[i], keep_blob, sc, f);
+			r = snapshot_file_at(dfd, leaf, &st, names[i], keep_blob, sc, f);
 		if (r == -ENOENT) {
 			snap_file_free(f);
 			snap->n--;
@@ -399,6 +389,7 @@ static int describe_known(struct scan *sc, const struct thread_roots *roots, cha
 				};
 		}
 	}
+	parent_cache_drop(&dir);
 	if (r == 0 && collect && collect->nids)
 		qsort(collect->ids, collect->nids, sizeof(*collect->ids), ident_cmp);
 	r = scan_end(sc, r);
@@ -812,6 +803,7 @@ static int own_names(const struct runlog *log, const struct thread_roots *roots,
 		     size_t *n)
 {
 	struct gathered g = { 0 };
+	struct parent_cache dir = PARENT_CACHE_INIT;
 	int r = runlog_names(log, &g.names, &g.n);
 
 	g.cap = g.n;
@@ -823,8 +815,7 @@ static int own_names(const struct runlog *log, const struct thread_roots *roots,
 			g.to = side ? e->path : e->path2;
 			g.from = side ? e->path2 : e->path;
 			const char *leaf;
-			_cleanup_(closep) int pfd = runlog_parent(roots->ws, roots->out, g.to,
-								  &leaf);
+			int pfd = runlog_parent_cached(&dir, roots->ws, roots->out, g.to, &leaf);
 			int fd = pfd < 0 ? -1
 					 : openat(pfd, leaf,
 						  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -832,6 +823,7 @@ static int own_names(const struct runlog *log, const struct thread_roots *roots,
 				r = gather_below(&g, fd, g.to);
 		}
 	}
+	parent_cache_drop(&dir);
 	if (r < 0) {
 		run_names_free(g.names, g.n);
 		return r;

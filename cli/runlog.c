@@ -413,13 +413,43 @@ int runlog_parent(int ws, int out, const char *path, const char **leaf)
 	return dfd;
 }
 
+void parent_cache_drop(struct parent_cache *c)
+{
+	closep(&c->fd);
+	c->len = 0;
+}
+
+int runlog_parent_cached(struct parent_cache *c, int ws, int out, const char *path,
+			 const char **leaf)
+{
+	const char *slash = strrchr(path, '/');
+	size_t len = slash ? (size_t)(slash - path) : 0;
+
+	if (c->len && len == c->len && !strncmp(path, c->dir, len)) {
+		*leaf = slash + 1;
+		return c->fd;
+	}
+	parent_cache_drop(c);
+	c->fd = runlog_parent(ws, out, path, leaf);
+	if (c->fd < 0)
+		return c->fd;
+	/* Only a directory below a root serves the next path by its name:
+	 * the parent of a root is every root's. */
+	if (*leaf == slash + 1 && len < sizeof(c->dir) &&
+	    len >= strlen(USER_DATA) + strlen(root_of(path))) {
+		memcpy(c->dir, path, len);
+		c->len = len;
+	}
+	return c->fd;
+}
+
 int runlog_describe(int ws, int out, const char *path, snapshot_keep keep, void *arg,
 		    struct snap_file *f)
 {
 	const char *leaf;
 	_cleanup_(closep) int dfd = runlog_parent(ws, out, path, &leaf);
 
-	return dfd < 0 ? dfd : snapshot_file_at(dfd, leaf, path, keep, arg, f);
+	return dfd < 0 ? dfd : snapshot_file_at(dfd, leaf, NULL, path, keep, arg, f);
 }
 
 /* True if a directory above PATH is known to have been absent. */

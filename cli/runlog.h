@@ -57,6 +57,22 @@ void runlog_attribute(const struct runlog *j, struct summary *s);
  * there is none. */
 int runlog_parent(int ws, int out, const char *path, const char **leaf);
 
+/* runlog_parent() for paths taken in an order that keeps a directory's
+ * together (sorted, say): the directory of the last one stays open for
+ * those that follow. The fd returned is the cache's; -errno as there. */
+struct parent_cache {
+	char dir[PATH_MAX]; /* the virtual path of FD's directory, LEN bytes */
+	size_t len;	    /* 0: FD serves no other path */
+	int fd;		    /* -1: none */
+};
+#define PARENT_CACHE_INIT \
+	{                 \
+		.fd = -1  \
+	}
+int runlog_parent_cached(struct parent_cache *c, int ws, int out, const char *path,
+			 const char **leaf);
+void parent_cache_drop(struct parent_cache *c);
+
 /* Reads virtual PATH from the roots WS and OUT into F (as a scan would,
  * KEEP with ARG getting its text): 0, -ENOENT if no file or symlink is
  * there, other -errno if it cannot be told. No symlink is followed. */

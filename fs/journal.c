@@ -470,7 +470,7 @@ void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir, int 
 		if (fd >= 0)
 			close(fd);
 	}
-	if (snapshot_file_at(dfd, name, path, store_writer_keep_text, v->writer, &f) < 0)
+	if (snapshot_file_at(dfd, name, NULL, path, store_writer_keep_text, v->writer, &f) < 0)
 		return; /* nothing there, or a directory */
 	record(v, req, "preimage", path, NULL, &f);
 	snap_file_free(&f);

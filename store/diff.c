@@ -172,12 +172,130 @@ out:
 	return r;
 }
 
-/* The whole script: common head, the middle (Myers, or delete-all then
- * insert-all past DIFF_MAX_EDITS or when a side is empty), common tail. */
+/* The hashes of some lines, by open addressing. Only ever a filter: a
+ * line it holds by a collision is compared, never dropped. */
+struct hashes {
+	uint64_t *slot; /* 0: free (a hash is kept with its low bit set) */
+	size_t mask;
+};
+
+static size_t slot_of(const struct hashes *h, uint64_t key)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & h->mask;
+}
+
+static int hashes_make(struct hashes *h, const struct line *v, size_t n)
+{
+	size_t cap = 16;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	if (!(h->slot = calloc(cap, sizeof(*h->slot))))
+		return -ENOMEM;
+	h->mask = cap - 1;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t key = v[i].hash | 1;
+		size_t j = slot_of(h, key);
+		while (h->slot[j] && h->slot[j] != key)
+			j = (j + 1) & h->mask;
+		h->slot[j] = key;
+	}
+	return 0;
+}
+
+static bool hashes_have(const struct hashes *h, uint64_t hash)
+{
+	uint64_t key = hash | 1;
+
+	for (size_t j = slot_of(h, key); h->slot[j]; j = (j + 1) & h->mask)
+		if (h->slot[j] == key)
+			return true;
+	return false;
+}
+
+/* Copies to OUT those of the N lines of V whose hash OTHER has, their
+ * indices to AT; returns how many. */
+static size_t matchable(const struct line *v, size_t n, const struct hashes *other,
+			struct line *out, size_t *at)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (hashes_have(other, v[i].hash)) {
+			out[k] = v[i];
+			at[k++] = i;
+		}
+	return k;
+}
+
+/* Appends DEL deletions, then INS insertions: a run of changes. */
+static int push_changes(struct script *s, size_t del, size_t ins)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < del && r == 0; i++)
+		r = push(s, OP_DELETE);
+	for (size_t i = 0; i < ins && r == 0; i++)
+		r = push(s, OP_INSERT);
+	return r;
+}
+
+/* The script of A[0..n) against B[0..m) (the middle, past the common
+ * head and tail) appended to OUT. A line with no equal on the other side
+ * is in no common subsequence, so Myers runs on the others alone, as
+ * xdiff does: the same distance, found at once where every line changed.
+ * Only the pairs it matches matter: between two, each run of changes is
+ * put as its deletions, then its insertions, as difflib puts them. Past
+ * DIFF_MAX_EDITS the middle is one run. */
+static int middle(const struct line *a, size_t n, const struct line *b, size_t m,
+		  struct script *out)
+{
+	struct hashes ha = { 0 }, hb = { 0 };
+	struct line *ra = malloc((n + m + 1) * sizeof(*ra)), *rb = ra ? ra + n : NULL;
+	size_t *at = malloc((n + m + 1) * sizeof(*at)), *bt = at ? at + n : NULL;
+	struct script rev = { 0 };
+	size_t rn = 0, rm = 0;
+	int r = ra && at ? 0 : -ENOMEM;
+
+	if (r == 0 && n && m && (r = hashes_make(&ha, a, n)) == 0 &&
+	    (r = hashes_make(&hb, b, m)) == 0) {
+		rn = matchable(a, n, &hb, ra, at);
+		rm = matchable(b, m, &ha, rb, bt);
+	}
+	if (r == 0 && rn && rm)
+		r = myers(ra, (long)rn, rb, (long)rm, &rev);
+	if (r == 0) {
+		size_t x = 0, y = 0, i = 0, j = 0; /* in A and B; in RA and RB */
+		for (size_t k = rev.n; k > 0 && r == 0; k--) {
+			if (rev.ops[k - 1] == OP_DELETE) {
+				i++;
+			} else if (rev.ops[k - 1] == OP_INSERT) {
+				j++;
+			} else {
+				r = push_changes(out, at[i] - x, bt[j] - y);
+				if (r == 0)
+					r = push(out, OP_EQUAL);
+				x = at[i++] + 1;
+				y = bt[j++] + 1;
+			}
+		}
+		if (r == 0)
+			r = push_changes(out, n - x, m - y);
+	} else if (r == 1) {
+		r = push_changes(out, n, m);
+	}
+	free(rev.ops);
+	free(at);
+	free(ra);
+	free(ha.slot);
+	free(hb.slot);
+	return r;
+}
+
+/* The whole script: common head, the middle, common tail. */
 static int edit_script(const struct lines *a, const struct lines *b, struct script *out)
 {
 	size_t head = 0, tail = 0;
-	struct script rev = { 0 };
 	int r = 0;
 
 	while (head < a->n && head < b->n && same(&a->v[head], &b->v[head]))
@@ -185,26 +303,12 @@ static int edit_script(const struct lines *a, const struct lines *b, struct scri
 	while (tail < a->n - head && tail < b->n - head &&
 	       same(&a->v[a->n - 1 - tail], &b->v[b->n - 1 - tail]))
 		tail++;
-	long n = (long)(a->n - head - tail), m = (long)(b->n - head - tail);
 	for (size_t i = 0; i < head && r == 0; i++)
 		r = push(out, OP_EQUAL);
-	/* A middle with one side empty is all one kind: Myers would still
-	 * walk its D = n + m steps, each wider than the one before. */
 	if (r == 0)
-		r = n == 0 || m == 0 ? 1 : myers(a->v + head, n, b->v + head, m, &rev);
-	if (r == 1) {
-		r = 0;
-		for (long i = 0; i < n && r == 0; i++)
-			r = push(out, OP_DELETE);
-		for (long i = 0; i < m && r == 0; i++)
-			r = push(out, OP_INSERT);
-	} else {
-		for (size_t i = rev.n; i > 0 && r == 0; i--)
-			r = push(out, rev.ops[i - 1]);
-	}
+		r = middle(a->v + head, a->n - head - tail, b->v + head, b->n - head - tail, out);
 	for (size_t i = 0; i < tail && r == 0; i++)
 		r = push(out, OP_EQUAL);
-	free(rev.ops);
 	return r;
 }
 
@@ -213,13 +317,18 @@ static int edit_script(const struct lines *a, const struct lines *b, struct scri
 struct buf {
 	char *s;
 	size_t len, cap;
-	bool failed;
+	size_t max; /* past it, nothing more is kept (OVER) */
+	bool failed, over;
 };
 
 static void put(struct buf *b, const char *s, size_t n)
 {
-	if (b->failed)
+	if (b->failed || b->over)
 		return;
+	if (b->len + n > b->max) {
+		b->over = true;
+		return;
+	}
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap : 256;
 		while (b->len + n + 1 > cap)
@@ -261,9 +370,15 @@ static void put_range(struct buf *b, size_t start, size_t len)
 int diff_unified(const char *old, size_t oldlen, const char *new, size_t newlen, const char *path,
 		 struct diff *out)
 {
+	return diff_unified_within(old, oldlen, new, newlen, path, SIZE_MAX, out);
+}
+
+int diff_unified_within(const char *old, size_t oldlen, const char *new, size_t newlen,
+			const char *path, size_t max, struct diff *out)
+{
 	struct lines a = { 0 }, b = { 0 };
 	struct script s = { 0 };
-	struct buf o = { 0 };
+	struct buf o = { .max = max };
 	int r;
 
 	memset(out, 0, sizeof(*out));
@@ -353,6 +468,11 @@ done:
 		free(o.s);
 		memset(out, 0, sizeof(*out));
 		return r;
+	}
+	if (o.over) {
+		free(o.s);
+		out->over = true;
+		return 0;
 	}
 	out->text = o.s ? o.s : strdup("");
 	out->len = o.len;

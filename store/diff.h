@@ -2,7 +2,9 @@
  *
  * Lines are split as Python's str.splitlines() splits them on "\n",
  * "\r\n" and "\r" (the reference summaries are made that way), compared
- * with Myers' algorithm after the common head and tail are set aside, and
+ * with Myers' algorithm after the common head and tail and the lines
+ * with no equal on the other side are set aside (a minimal diff still;
+ * each run of changes its deletions first, as difflib has them), and
  * printed as a unified diff with three lines of context, headers
  * "--- a/PATH" and "+++ b/PATH", lines joined by "\n" without line
  * terminators (difflib's lineterm=""). When the two versions differ in
@@ -12,6 +14,7 @@
 #ifndef SBX_DIFF_H
 #define SBX_DIFF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define DIFF_CONTEXT 3
@@ -21,11 +24,16 @@ struct diff {
 	char *text; /* "" when the versions have the same lines */
 	size_t len;
 	int additions, deletions;
+	bool over; /* diff_unified_within(): longer than its MAX, TEXT NULL */
 };
 
 /* Diffs OLD (OLDLEN bytes) against NEW. Returns 0, or -ENOMEM. */
 int diff_unified(const char *old, size_t oldlen, const char *new, size_t newlen, const char *path,
 		 struct diff *out);
+/* The same, the text kept only if it is at most MAX bytes long: the
+ * counts of a diff too long to show, without the cost of its text. */
+int diff_unified_within(const char *old, size_t oldlen, const char *new, size_t newlen,
+			const char *path, size_t max, struct diff *out);
 void diff_free(struct diff *d);
 
 /* The lines of TEXT (LEN bytes) as diff_unified() counts them: what a

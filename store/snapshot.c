@@ -282,6 +282,11 @@ static int read_content(int fd, const char *name, struct snap_file *f, snapshot_
 				return -errno;
 			}
 			got += (size_t)n;
+			/* Short of the byte more, at the size its stat gave: the
+			 * end (a file reads short only there), without the read
+			 * that would say so. */
+			if (small && got == (size_t)f->size)
+				break;
 		}
 		if (got < want || !small || want == cap)
 			break;
@@ -369,8 +374,8 @@ void snap_file_free(struct snap_file *f)
 	f->path = f->target = NULL;
 }
 
-int snapshot_file_at(int dfd, const char *name, const char *path, snapshot_keep keep, void *arg,
-		     struct snap_file *f)
+int snapshot_file_at(int dfd, const char *name, const struct stat *known, const char *path,
+		     snapshot_keep keep, void *arg, struct snap_file *f)
 {
 	_cleanup_(closep) int fd = -1;
 	char target[PATH_MAX];
@@ -378,7 +383,9 @@ int snapshot_file_at(int dfd, const char *name, const char *path, snapshot_keep 
 	ssize_t n;
 
 	memset(f, 0, sizeof(*f));
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (known)
+		st = *known;
+	else if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
 	if (S_ISLNK(st.st_mode)) {
 		n = readlinkat(dfd, name, target, sizeof(target) - 1);
@@ -449,7 +456,8 @@ static void visit_file(struct walk *w, int dfd, const struct name *e)
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", w->path, e->name) >= sizeof(path))
 		return;
 	struct snap_file *f = snapshot_append(s);
-	r = f ? snapshot_file_at(dfd, e->name, path, w->keep ? walk_keep : NULL, w, f) : -ENOMEM;
+	r = f ? snapshot_file_at(dfd, e->name, &e->st, path, w->keep ? walk_keep : NULL, w, f)
+	      : -ENOMEM;
 	if (r < 0 || w->error) {
 		/* Left out: it vanished while scanned or is unreadable; or the
 		 * walk stops (KEEP failed; out of memory: what we have,

@@ -86,9 +86,10 @@ struct snap_file *snapshot_append(struct snapshot *s);
 int snapshot_describe(int fd, const struct stat *st, const char *path, const char *target,
 		      snapshot_keep keep, void *arg, struct snap_file *f);
 /* The same for the file NAME in directory DFD, never following a
- * symlink; -ENOENT if it does not exist. */
-int snapshot_file_at(int dfd, const char *name, const char *path, snapshot_keep keep, void *arg,
-		     struct snap_file *f);
+ * symlink; -ENOENT if it does not exist. ST: what an lstat of it just
+ * found, or NULL to stat it here. */
+int snapshot_file_at(int dfd, const char *name, const struct stat *st, const char *path,
+		     snapshot_keep keep, void *arg, struct snap_file *f);
 void snap_file_free(struct snap_file *f);
 
 /* The classification rules, exposed for tests and for the journal. */

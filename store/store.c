@@ -420,7 +420,11 @@ static int open_at(const char *path, int version, struct store **out, char *err,
 	r = exec_sql(s,
 		     "PRAGMA journal_mode = WAL;"
 		     "PRAGMA synchronous = NORMAL;"
-		     "PRAGMA foreign_keys = ON;",
+		     "PRAGMA foreign_keys = ON;"
+		     /* An undo or a summary of 10,000 files reads and sorts
+		      * tens of MiB: in memory, not a page at a time. */
+		     "PRAGMA cache_size = -32768;"
+		     "PRAGMA temp_store = MEMORY;",
 		     "configure");
 	if (r == 0)
 		r = migrate(s, version, err, errlen);

@@ -91,6 +91,13 @@ static int diff_versions(const char *path, const struct snap_file *b, const stru
 	int r;
 
 	d->unavailable = no_diff_reason(b, a, lim->max_file_bytes_for_diff);
+	if (!d->unavailable && b && a && b->hashed && a->hashed &&
+	    !memcmp(b->sha256, a->sha256, sizeof(b->sha256))) {
+		/* The same content (a file renamed): no line differs, and
+		 * neither text need be read. */
+		d->text = strdup("");
+		return d->text ? 0 : -ENOMEM;
+	}
 	if (!d->unavailable) {
 		r = side_text(b, content, arg, &old, &oldlen);
 		if (r == 0)
@@ -118,13 +125,12 @@ static int diff_versions(const char *path, const struct snap_file *b, const stru
 		d->truncated = true;
 		d->unavailable = "truncated";
 	} else if (!d->unavailable && !d->content_missing) {
-		r = diff_unified(old, oldlen, new, newlen, path, &u);
+		r = diff_unified_within(old, oldlen, new, newlen, path, *left, &u);
 		if (r < 0)
 			return r;
 		d->additions = u.additions;
 		d->deletions = u.deletions;
-		if (u.len > *left) {
-			diff_free(&u);
+		if (u.over) {
 			d->truncated = true;
 			d->unavailable = "truncated";
 		} else {

@@ -54,6 +54,66 @@ START_TEST(test_diff_matches_difflib_for_ordinary_edits)
 	same_as_difflib("head\nmid\ntail\n", "head\nadded 1\nadded 2\nmid\ntail\n");
 	same_as_difflib("a\r\nb\r\n", "a\r\nc\r\n"); /* CRLF */
 	same_as_difflib("no newline at end", "no newline at the end");
+	/* Blocks replaced whole: each run's deletions come first. */
+	same_as_difflib("keep\na\nb\nc\nkeep 2\n", "keep\nx\ny\nz\nkeep 2\n");
+	same_as_difflib("a\nb\nc\nd\ne\nf\n", "A\nB\nC\nD\nE\nF\n");
+	same_as_difflib("1\n2\nsame\n3\n4\n", "one\ntwo\nsame\nthree\nfour\n");
+}
+END_TEST
+
+/* The length of the longest common subsequence of the lines of A and B
+ * (NA and NB of them, each at most 64 bytes), by dynamic programming. */
+static int lcs(char lines_a[][64], int na, char lines_b[][64], int nb)
+{
+	int *t = calloc((size_t)(na + 1) * (size_t)(nb + 1), sizeof(*t));
+
+	for (int i = na - 1; i >= 0; i--)
+		for (int j = nb - 1; j >= 0; j--)
+			t[i * (nb + 1) + j] = !strcmp(lines_a[i], lines_b[j])
+						      ? 1 + t[(i + 1) * (nb + 1) + j + 1]
+						      : (t[(i + 1) * (nb + 1) + j] >
+									 t[i * (nb + 1) + j + 1]
+								 ? t[(i + 1) * (nb + 1) + j]
+								 : t[i * (nb + 1) + j + 1]);
+	int n = t[0];
+	free(t);
+	return n;
+}
+
+/* Lines that recur and lines unique to one side, mixed: the diff is
+ * still minimal (as many changed lines as the longest common subsequence
+ * leaves), though the unique ones are set aside before Myers runs. */
+START_TEST(test_diff_is_minimal)
+{
+	static char la[400][64], lb[400][64];
+	char *a = malloc(400 * 64), *b = malloc(400 * 64);
+	unsigned seed = 777;
+
+	for (int round = 0; round < 200; round++) {
+		int na = 1 + round % 97, nb = 1 + (round * 7) % 89;
+		size_t pa = 0, pb = 0;
+		for (int i = 0; i < na + nb; i++) {
+			seed = seed * 1103515245 + 12345;
+			int v = (int)((seed >> 16) % 40);
+			/* Below 10 a line both sides may have, else one side's own. */
+			if (i < na)
+				snprintf(la[i], 64, v < 10 ? "common %d" : "old %d %d", v, i);
+			else
+				snprintf(lb[i - na], 64, v < 10 ? "common %d" : "new %d %d", v, i);
+		}
+		for (int i = 0; i < na; i++)
+			pa += (size_t)snprintf(a + pa, 400 * 64 - pa, "%s\n", la[i]);
+		for (int i = 0; i < nb; i++)
+			pb += (size_t)snprintf(b + pb, 400 * 64 - pb, "%s\n", lb[i]);
+		struct diff d;
+		ck_assert_int_eq(diff_unified(a, pa, b, pb, "/f", &d), 0);
+		int common = lcs(la, na, lb, nb);
+		ck_assert_int_eq(d.deletions, na - common);
+		ck_assert_int_eq(d.additions, nb - common);
+		diff_free(&d);
+	}
+	free(a);
+	free(b);
 }
 END_TEST
 
@@ -167,6 +227,7 @@ Suite *suite_unit_diff(void)
 	tcase_add_test(tc, test_diff_matches_difflib_for_ordinary_edits);
 	tcase_add_test(tc, test_diff_counts_lines_not_headers);
 	tcase_add_test(tc, test_diff_patches_apply);
+	tcase_add_test(tc, test_diff_is_minimal);
 	tcase_add_test(tc, test_diff_lines_counts_what_a_diff_against_nothing_adds);
 	tcase_add_test(tc, test_diff_of_completely_different_long_texts);
 	suite_add_tcase(s, tc);
