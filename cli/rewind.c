@@ -670,8 +670,8 @@ static bool step_failed(const struct rewind *rw, size_t i)
  * counted on from there (another attempt draws another). */
 static int object_name(struct rewind *rw, char name[40])
 {
-	if (!rw->next_name && getrandom(&rw->next_name, sizeof(rw->next_name), 0) !=
-				      sizeof(rw->next_name))
+	if (!rw->next_name &&
+	    getrandom(&rw->next_name, sizeof(rw->next_name), 0) != sizeof(rw->next_name))
 		return -EIO;
 	snprintf(name, 40, "undo-%016" PRIx64, rw->next_name++);
 	return 0;
