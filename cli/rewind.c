@@ -665,9 +665,8 @@ static bool step_failed(const struct rewind *rw, size_t i)
 
 /* ---- the steps ------------------------------------------------------------ */
 
-/* A fresh name for an object kept by the undo. */
-/* A new name in the undo's directory: one random number a run of steps,
- * counted on from there (another attempt draws another). */
+/* A fresh name for an object kept by the undo: one random number for a
+ * run of steps, counted on from there (another attempt draws another). */
 static int object_name(struct rewind *rw, char name[40])
 {
 	if (!rw->next_name &&
