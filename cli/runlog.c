@@ -431,12 +431,12 @@ int runlog_parent_cached(struct parent_cache *c, int ws, int out, const char *pa
 	}
 	parent_cache_drop(c);
 	c->fd = runlog_parent(ws, out, path, leaf);
-	if (c->fd < 0)
-		return c->fd;
-	/* Only a directory below a root serves the next path by its name:
-	 * the parent of a root is every root's. */
-	if (*leaf == slash + 1 && len < sizeof(c->dir) &&
+	/* Only a directory below a root serves the next path by its name
+	 * (the parent of a root is every root's); one that is not there
+	 * stays so, as nothing changes while a cache is used. */
+	if ((c->fd >= 0 ? *leaf == slash + 1 : slash && c->fd == -ENOENT) && len < sizeof(c->dir) &&
 	    len >= strlen(USER_DATA) + strlen(root_of(path))) {
+		*leaf = slash + 1;
 		memcpy(c->dir, path, len);
 		c->len = len;
 	}

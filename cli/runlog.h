@@ -58,8 +58,9 @@ void runlog_attribute(const struct runlog *j, struct summary *s);
 int runlog_parent(int ws, int out, const char *path, const char **leaf);
 
 /* runlog_parent() for paths taken in an order that keeps a directory's
- * together (sorted, say): the directory of the last one stays open for
- * those that follow. The fd returned is the cache's; -errno as there. */
+ * together (sorted, say), while nothing changes them: the directory of
+ * the last one stays open (or known missing) for those that follow. The
+ * fd returned is the cache's; -errno as there. */
 struct parent_cache {
 	char dir[PATH_MAX]; /* the virtual path of FD's directory, LEN bytes */
 	size_t len;	    /* 0: FD serves no other path */
