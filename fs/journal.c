@@ -370,6 +370,34 @@ void journal_keep_going(struct view *v, fuse_req_t req, pid_t pid, struct inode 
 	record_keep(v, req, pid, path, object, NULL, 0);
 }
 
+int journal_remove_kept(struct view *v, fuse_req_t req, struct inode *dir, int dfd,
+			const char *name, const struct stat *victim)
+{
+	struct journal *j = v->journal;
+	char path[PATH_MAX], object[40];
+	bool keep = victim && !S_ISDIR(victim->st_mode) && keeping(v, dir, name, path);
+	int kept = -ENOENT;
+
+	if (keep) {
+		pthread_rwlock_rdlock(&j->keep.lock);
+		object_name(j, object);
+		if (j->keep.fd >= 0)
+			kept = renameat2(dfd, name, j->keep.fd, object, RENAME_NOREPLACE) < 0
+				       ? neg_errno()
+				       : 0;
+		pthread_rwlock_unlock(&j->keep.lock);
+		if (kept == 0) {
+			record_keep(v, req, 0, path, object, NULL, 0);
+			return 0;
+		}
+	}
+	if (unlinkat(dfd, name, 0) < 0)
+		return neg_errno();
+	if (keep)
+		log_warn("cannot keep '%s' for undo: %s", path, strerror(-kept));
+	return 0;
+}
+
 /* journal_keep_dir() for the caller of REQ, or process PID. */
 static void keep_dir(struct view *v, fuse_req_t req, pid_t pid, struct inode *dir, int dfd)
 {

@@ -61,12 +61,21 @@ void journal_created(struct view *v, struct inode *ino);
  * not a stage): a copy of it with its attributes (a reflink where the
  * filesystem can), once per file and run. */
 void journal_keep_content(struct view *v, fuse_req_t req, pid_t pid, struct inode *ino, int fd);
-/* Before DIR/NAME (directory fd DFD) loses its name (removed, renamed
- * over, replaced by a publication): the object itself, by a hard link
+/* Before DIR/NAME (directory fd DFD) loses its name (renamed over,
+ * replaced by a publication, a directory removed; a file's removal is
+ * journal_remove_kept()'s): the object itself, by a hard link
  * (the same inode also for a file with other names: what they change of
  * it is kept on its own), or a directory's attributes. */
 void journal_keep_going(struct view *v, fuse_req_t req, pid_t pid, struct inode *dir, int dfd,
 			const char *name);
+/* Removes DIR/NAME (directory fd DFD; VICTIM: what a stat found there,
+ * or NULL), as unlinkat() would: 0 or -errno. While a run is open and
+ * NAME is no directory, by a rename into the run's directory of
+ * pre-images (one call where a link and an unlink would be two; no
+ * inode freed), said to the journal as kept; by an unlinkat() if that
+ * rename fails (said in the log if the removal succeeds unkept). */
+int journal_remove_kept(struct view *v, fuse_req_t req, struct inode *dir, int dfd,
+			const char *name, const struct stat *victim);
 /* Before the first entry of directory DIR (fd DFD) is made, removed or
  * renamed: its attributes (so its times come back too), once per run. */
 void journal_keep_dir(struct view *v, fuse_req_t req, struct inode *dir, int dfd);

@@ -136,9 +136,11 @@ static void name_change_preimages(struct name_change *nc)
 	if (nc->to && nc->to != nc->dir)
 		journal_keep_dir(nc->v, nc->req, nc->to, nc->tfd);
 	if (nc->kind == NAME_REMOVE) {
+		/* A file's removal keeps it itself (journal_remove_kept). */
 		if (!(nc->flags & AT_REMOVEDIR))
 			journal_preimage_at(nc->v, nc->req, nc->dir, nc->dfd, nc->name, true);
-		journal_keep_going(nc->v, nc->req, 0, nc->dir, nc->dfd, nc->name);
+		else
+			journal_keep_going(nc->v, nc->req, 0, nc->dir, nc->dfd, nc->name);
 	}
 	if (nc->kind != NAME_RENAME)
 		return;

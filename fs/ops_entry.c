@@ -555,8 +555,12 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 	r = name_change_begin(v, req, &nc);
 	if (r < 0)
 		return reply_status(req, r);
-	if (unlinkat(p.fd, name, flags) < 0)
-		return reply_status(req, name_change_abort(&nc, neg_errno()));
+	if (flags & AT_REMOVEDIR)
+		r = unlinkat(p.fd, name, flags) < 0 ? neg_errno() : 0;
+	else
+		r = journal_remove_kept(v, req, dir, p.fd, name, nc.gone ? &nc.victim : NULL);
+	if (r < 0)
+		return reply_status(req, name_change_abort(&nc, r));
 	name_change_commit(&nc);
 	reply_status(req, 0);
 }
