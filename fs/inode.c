@@ -889,7 +889,7 @@ void inode_name_gone(struct inode_table *t, uint16_t domain, dev_t dev, ino_t in
 	free(alt_name);
 }
 
-void inode_moved(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
+void inode_moved(struct inode_table *t, uint16_t domain, const struct stat *st,
 		 struct inode *oldparent, const char *oldname, struct inode *newparent,
 		 const char *newname)
 {
@@ -899,7 +899,7 @@ void inode_moved(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
 	if (!copy)
 		return; /* the next lookup by the new name fixes it */
 	pthread_mutex_lock(&t->lock);
-	i = hash_find(t, domain, dev, ino);
+	i = hash_find(t, domain, st->st_dev, st->st_ino);
 	if (i && oldparent && i->alt_parent == oldparent && !strcmp(i->alt_name, oldname) &&
 	    (i->parent != oldparent || !i->name || strcmp(i->name, oldname))) {
 		/* Its other name moved, not the one the table knows it by. */
@@ -910,7 +910,11 @@ void inode_moved(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
 		i->alt_parent = newparent;
 		oldparent->refs--;
 		release_if_unused(t, oldparent);
-	} else if (i && !i->root && !i->synth) {
+	} else if (i && !i->root && !i->synth &&
+		   (!oldparent || S_ISDIR(st->st_mode) || st->st_nlink < 2 ||
+		    (i->parent == oldparent && i->name && !strcmp(i->name, oldname)))) {
+		/* (A third name of a file moved: the one the table knows
+		 * still names it.) */
 		old_parent = i->parent;
 		if (i->alt_parent == newparent && !strcmp(i->alt_name, newname) && old_parent) {
 			/* Its other name is the one it has now (a rename of

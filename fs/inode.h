@@ -196,11 +196,12 @@ void inode_note_unnamed(struct inode_table *t, uint16_t domain, dev_t dev, ino_t
 void inode_name_gone(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
 		     struct inode *dir, const char *name);
 
-/* After a rename through the view: the object (DOMAIN, DEV, INO), which
- * was OLDPARENT/OLDNAME (NULL: not known), is now NEWPARENT/NEWNAME. If
- * the old name was the other one the table keeps for a file with several
- * names, only that one moves. No-op if the table does not hold it. */
-void inode_moved(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
+/* After a rename through the view: the object (DOMAIN, ST: what a stat
+ * of it found), which was OLDPARENT/OLDNAME (NULL: not known), is now
+ * NEWPARENT/NEWNAME. If the old name was the other one the table keeps
+ * for a file with several names, only that one moves; if it was neither
+ * (a third), nothing does. No-op if the table does not hold it. */
+void inode_moved(struct inode_table *t, uint16_t domain, const struct stat *st,
 		 struct inode *oldparent, const char *oldname, struct inode *newparent,
 		 const char *newname);
 

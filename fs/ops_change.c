@@ -100,8 +100,7 @@ static void note_moved(struct view *v, struct inode *from, const char *from_name
 	struct stat st;
 
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		inode_moved(v->inodes, dir->domain, st.st_dev, st.st_ino, from, from_name, dir,
-			    name);
+		inode_moved(v->inodes, dir->domain, &st, from, from_name, dir, name);
 }
 
 static bool name_exchange(const struct name_change *nc)

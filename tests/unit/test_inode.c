@@ -212,7 +212,9 @@ START_TEST(test_inode_follows_renames_through_the_view)
 	snprintf(from, sizeof(from), "%s/f0", f.dir);
 	snprintf(to, sizeof(to), "%s/moved", f.dir);
 	ck_assert_int_eq(rename(from, to), 0);
-	inode_moved(f.t, 0, a->dev, a->ino, NULL, NULL, f.top, "moved");
+	struct stat st;
+	ck_assert_int_eq(lstat(to, &st), 0);
+	inode_moved(f.t, 0, &st, NULL, NULL, f.top, "moved");
 	pad = look(&f, "f1");
 	ck_assert_int_lt(a->fd, 0);
 	int fd = inode_fd_get(f.t, a);
@@ -295,6 +297,42 @@ START_TEST(test_inode_keeps_the_first_other_name_of_a_file)
 }
 END_TEST
 
+/* A rename of a name the table does not know a file by (its third) is
+ * not a move of the name it knows: that one still names it, and the
+ * renamed one may go (seed 1318 of undorand, where the file's changes
+ * were then journaled under a removed name). */
+START_TEST(test_inode_rename_of_an_unknown_other_name_keeps_the_known_one)
+{
+	struct fixture f;
+	struct inode *a;
+	char p0[PATH_MAX + 8], p1[PATH_MAX + 8], p2[PATH_MAX + 8], p3[PATH_MAX + 8];
+	char path[PATH_MAX];
+	struct stat st;
+
+	fixture_init(&f, 4, 2);
+	snprintf(p0, sizeof(p0), "%s/f0", f.dir);
+	snprintf(p1, sizeof(p1), "%s/g", f.dir);
+	snprintf(p2, sizeof(p2), "%s/h", f.dir);
+	snprintf(p3, sizeof(p3), "%s/k", f.dir);
+	a = look(&f, "f0");
+	ck_assert_int_eq(link(p0, p1), 0);
+	ck_assert_int_eq(link(p0, p2), 0);
+	ck_assert_ptr_eq(look(&f, "g"), a); /* g, and f0 the other */
+	ck_assert_int_eq(unlink(p0), 0);
+	inode_name_gone(f.t, 0, a->dev, a->ino, f.top, "f0");
+	ck_assert_ptr_null(a->alt_name);
+	ck_assert_int_eq(rename(p2, p3), 0); /* h, unknown to the table */
+	ck_assert_int_eq(lstat(p3, &st), 0);
+	inode_moved(f.t, 0, &st, f.top, "h", f.top, "k");
+	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/g");
+	ck_assert_int_eq(unlink(p3), 0);
+	inode_name_gone(f.t, 0, a->dev, a->ino, f.top, "k");
+	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/g");
+	inode_forget(f.t, a, 2);
+	inode_table_free(f.t);
+}
+END_TEST
+
 START_TEST(test_inode_forget_frees_and_lookups_count)
 {
 	struct fixture f;
@@ -365,6 +403,7 @@ Suite *suite_unit_inode(void)
 	tcase_add_test(tc, test_inode_follows_renames_through_the_view);
 	tcase_add_test(tc, test_inode_falls_back_to_another_name_of_a_file);
 	tcase_add_test(tc, test_inode_keeps_the_first_other_name_of_a_file);
+	tcase_add_test(tc, test_inode_rename_of_an_unknown_other_name_keeps_the_known_one);
 	tcase_add_test(tc, test_inode_forget_frees_and_lookups_count);
 	tcase_add_test(tc, test_inode_open_handles_keep_their_fd_beyond_the_budget);
 	suite_add_tcase(s, tc);
