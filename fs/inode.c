@@ -268,14 +268,17 @@ static void release_if_unused(struct inode_table *t, struct inode *ino)
 	/* A file's other directory: released once the walk up from the file
 	 * is over (until then its ref keeps it from being freed twice). Only
 	 * a file has one, and only the first inode of the walk is a file. */
-	struct inode *alt = NULL;
+	struct inode *alt[INODE_ALT_NAMES];
+	int nalt = 0;
 
 	while (ino && !ino->nlookup && !ino->refs && !ino->opens && !ino->pins) {
 		struct inode *parent = ino->parent;
 
-		if (ino->alt_parent)
-			alt = ino->alt_parent;
-		free(ino->alt_name);
+		for (int k = 0; k < INODE_ALT_NAMES && ino->alt[k].parent; k++) {
+			if (nalt < INODE_ALT_NAMES)
+				alt[nalt++] = ino->alt[k].parent;
+			free(ino->alt[k].name);
+		}
 
 		if (wd_of(ino) > 0) {
 			watch_unlink(t, ino);
@@ -297,24 +300,57 @@ static void release_if_unused(struct inode_table *t, struct inode *ino)
 			parent->refs--;
 		ino = parent;
 	}
-	if (alt) {
-		alt->refs--;
-		release_if_unused(t, alt);
+	for (int k = 0; k < nalt; k++) {
+		alt[k]->refs--;
+		release_if_unused(t, alt[k]);
 	}
 }
 
-/* Forgets INO's other name. Called with the lock held. */
-static void alt_drop(struct inode_table *t, struct inode *ino)
-{
-	struct inode *alt = ino->alt_parent;
+/* The other names of a file (struct inode's alt), under the lock. */
 
-	free(ino->alt_name);
-	ino->alt_name = NULL;
-	ino->alt_parent = NULL;
-	if (alt) {
-		alt->refs--;
-		release_if_unused(t, alt);
-	}
+/* The slot of PARENT/NAME among INO's other names, or -1. */
+static int alt_find(const struct inode *ino, const struct inode *parent, const char *name)
+{
+	for (int k = 0; k < INODE_ALT_NAMES && ino->alt[k].parent; k++)
+		if (ino->alt[k].parent == parent && !strcmp(ino->alt[k].name, name))
+			return k;
+	return -1;
+}
+
+/* Takes slot K out (the others keep their order): its parent, whose ref
+ * becomes the caller's, and its name in *NAME (the caller's). */
+static struct inode *alt_take(struct inode *ino, int k, char **name)
+{
+	struct inode *parent = ino->alt[k].parent;
+
+	*name = ino->alt[k].name;
+	memmove(&ino->alt[k], &ino->alt[k + 1],
+		(size_t)(INODE_ALT_NAMES - 1 - k) * sizeof(*ino->alt));
+	ino->alt[INODE_ALT_NAMES - 1] = (struct inode_alt){ NULL, NULL };
+	return parent;
+}
+
+/* Adds PARENT/NAME as the newest other name, taking NAME and a ref of
+ * PARENT; false (nothing taken) if every slot is used. */
+static bool alt_add(struct inode *ino, struct inode *parent, char *name)
+{
+	for (int k = 0; k < INODE_ALT_NAMES; k++)
+		if (!ino->alt[k].parent) {
+			ino->alt[k] = (struct inode_alt){ parent, name };
+			return true;
+		}
+	return false;
+}
+
+/* Forgets INO's other name in slot K. */
+static void alt_drop(struct inode_table *t, struct inode *ino, int k)
+{
+	char *name;
+	struct inode *parent = alt_take(ino, k, &name);
+
+	free(name);
+	parent->refs--;
+	release_if_unused(t, parent);
 }
 
 struct inode_table *inode_table_new(size_t fd_budget)
@@ -347,7 +383,8 @@ void inode_table_free(struct inode_table *t)
 			if (i->fd >= 0)
 				close(i->fd);
 			free(i->name);
-			free(i->alt_name);
+			for (int k = 0; k < INODE_ALT_NAMES; k++)
+				free(i->alt[k].name);
 			free(i->fh);
 			free(i);
 		}
@@ -448,21 +485,21 @@ struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent, cons
 		    (old_parent != parent || strcmp(ino->name, name))) {
 			/* Another name of it (a hard link): the previous one
 			 * is kept, with its parent's ref, for when this one
-			 * goes; unless one is kept already: the oldest known
-			 * is the likeliest to stay (ln f g; ln f h; rm h g),
+			 * goes; unless every slot is used: the oldest known
+			 * are the likeliest to stay (ln f g; ln f h; rm h g),
 			 * and one removed through the view is forgotten
 			 * (inode_name_gone). */
-			if (ino->alt_parent == parent && !strcmp(ino->alt_name, name)) {
-				/* Seen again under its other name: the two
-				 * trade places (the alt's ref is the name's). */
-				free(ino->alt_name);
-				ino->alt_name = ino->name;
+			int k = alt_find(ino, parent, name);
+			if (k >= 0) {
+				/* Seen again under another name it has: the
+				 * two trade places (the alt's ref is the
+				 * name's). */
+				char *same;
+				old_parent = alt_take(ino, k, &same);
+				free(same);
+				alt_add(ino, ino->parent, ino->name);
 				ino->name = NULL;
-				ino->alt_parent = old_parent;
-				old_parent = parent;
-			} else if (!ino->alt_parent) {
-				ino->alt_parent = old_parent;
-				ino->alt_name = ino->name;
+			} else if (alt_add(ino, old_parent, ino->name)) {
 				ino->name = NULL;
 				old_parent = NULL;
 			}
@@ -841,52 +878,60 @@ void inode_note_unnamed(struct inode_table *t, uint16_t domain, dev_t dev, ino_t
 void inode_name_gone(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
 		     struct inode *dir, const char *name)
 {
-	struct inode *i, *alt;
-	char *alt_name;
-	struct stat st;
+	struct inode *i;
+	int k;
 
 	pthread_mutex_lock(&t->lock);
 	i = hash_find(t, domain, dev, ino);
-	if (i && i->alt_parent == dir && !strcmp(i->alt_name, name)) {
-		alt_drop(t, i); /* its other name went */
+	if (i && (k = alt_find(i, dir, name)) >= 0) {
+		alt_drop(t, i, k); /* one of its other names went */
 		pthread_mutex_unlock(&t->lock);
 		return;
 	}
-	if (!i || i->parent != dir || !i->name || strcmp(i->name, name) || !i->alt_parent ||
-	    !(alt_name = strdup(i->alt_name))) {
+	/* Its name went: the oldest other name that still names it becomes
+	 * its name, those that no longer do are forgotten. */
+	for (int tries = 0; tries < INODE_ALT_NAMES && i && i->parent == dir && i->name &&
+			    !strcmp(i->name, name) && i->alt[0].parent;
+	     tries++) {
+		struct inode *alt = i->alt[0].parent;
+		char *alt_name = strdup(i->alt[0].name);
+		struct stat st;
+
+		if (!alt_name)
+			break;
+		alt->pins++; /* alive until inode_fd_get pins it too */
 		pthread_mutex_unlock(&t->lock);
-		return; /* not its name in the table, or no other known */
+		/* Looked at unlocked: the other name may have gone too (on
+		 * the host, say), and then it is no better than the one the
+		 * table holds. */
+		int pfd = inode_fd_get(t, alt);
+		bool there = pfd >= 0 && fstatat(pfd, alt_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			     st.st_dev == dev && st.st_ino == ino;
+		if (pfd >= 0)
+			inode_unpin(t, alt);
+		pthread_mutex_lock(&t->lock);
+		/* Unless another request moved it meanwhile: the alt's ref
+		 * becomes the name's, the gone name's parent loses one. */
+		i = hash_find(t, domain, dev, ino);
+		k = i ? alt_find(i, alt, alt_name) : -1;
+		if (there && k >= 0 && i->parent == dir && i->name && !strcmp(i->name, name)) {
+			char *promoted;
+			alt_take(i, k, &promoted);
+			free(i->name);
+			i->name = promoted;
+			i->parent = alt;
+			dir->refs--;
+			release_if_unused(t, dir);
+		} else if (!there && k >= 0) {
+			alt_drop(t, i, k);
+		}
+		alt->pins--;
+		release_if_unused(t, alt);
+		free(alt_name);
+		if (there)
+			break;
 	}
-	alt = i->alt_parent;
-	alt->pins++; /* alive until inode_fd_get pins it too */
 	pthread_mutex_unlock(&t->lock);
-	/* Looked at unlocked: the other name may have gone too (on the host,
-	 * say), and then it is no better than the one the table holds. */
-	int pfd = inode_fd_get(t, alt);
-	bool there = pfd >= 0 && fstatat(pfd, alt_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		     st.st_dev == dev && st.st_ino == ino;
-	if (pfd >= 0)
-		inode_unpin(t, alt);
-	pthread_mutex_lock(&t->lock);
-	/* Unless another request moved it meanwhile: the alt's ref becomes
-	 * the name's, the gone name's parent loses one. */
-	i = hash_find(t, domain, dev, ino);
-	if (there && i && i->parent == dir && i->name && !strcmp(i->name, name) &&
-	    i->alt_parent == alt && !strcmp(i->alt_name, alt_name)) {
-		free(i->name);
-		i->name = i->alt_name;
-		i->parent = alt;
-		i->alt_name = NULL;
-		i->alt_parent = NULL;
-		dir->refs--;
-		release_if_unused(t, dir);
-	} else if (!there && i && i->alt_parent == alt) {
-		alt_drop(t, i);
-	}
-	alt->pins--;
-	release_if_unused(t, alt);
-	pthread_mutex_unlock(&t->lock);
-	free(alt_name);
 }
 
 void inode_moved(struct inode_table *t, uint16_t domain, const struct stat *st,
@@ -900,32 +945,33 @@ void inode_moved(struct inode_table *t, uint16_t domain, const struct stat *st,
 		return; /* the next lookup by the new name fixes it */
 	pthread_mutex_lock(&t->lock);
 	i = hash_find(t, domain, st->st_dev, st->st_ino);
-	if (i && oldparent && i->alt_parent == oldparent && !strcmp(i->alt_name, oldname) &&
-	    (i->parent != oldparent || !i->name || strcmp(i->name, oldname))) {
-		/* Its other name moved, not the one the table knows it by. */
+	bool named = i && oldparent && i->parent == oldparent && i->name &&
+		     !strcmp(i->name, oldname);
+	int k = i && oldparent && !named ? alt_find(i, oldparent, oldname) : -1;
+	if (k >= 0) {
+		/* One of its other names moved, not the one the table knows
+		 * it by. */
 		newparent->refs++;
-		free(i->alt_name);
-		i->alt_name = copy;
+		free(i->alt[k].name);
+		i->alt[k] = (struct inode_alt){ newparent, copy };
 		copy = NULL;
-		i->alt_parent = newparent;
 		oldparent->refs--;
 		release_if_unused(t, oldparent);
 	} else if (i && !i->root && !i->synth &&
-		   (!oldparent || S_ISDIR(st->st_mode) || st->st_nlink < 2 ||
-		    (i->parent == oldparent && i->name && !strcmp(i->name, oldname)))) {
-		/* (A third name of a file moved: the one the table knows
-		 * still names it.) */
+		   (!oldparent || S_ISDIR(st->st_mode) || st->st_nlink < 2 || named)) {
+		/* (A name of a file the table does not know moved: the ones
+		 * it knows still name it.) */
 		old_parent = i->parent;
-		if (i->alt_parent == newparent && !strcmp(i->alt_name, newname) && old_parent) {
-			/* Its other name is the one it has now (a rename of
-			 * one link over another, or a late word from the
-			 * watch): the one it had is the other now, if it
-			 * still is one (inode_name_gone looks). */
-			free(i->alt_name);
-			i->alt_name = i->name;
-			i->alt_parent = old_parent;
+		if (old_parent && (k = alt_find(i, newparent, newname)) >= 0) {
+			/* Another name it has is the one it has now (a rename
+			 * of one link over another, or a late word from the
+			 * watch): the one it had is another now, if it still
+			 * is one (inode_name_gone looks). */
+			char *same;
+			old_parent = alt_take(i, k, &same); /* its ref, now the name's */
+			free(same);
+			alt_add(i, i->parent, i->name);
 			i->name = NULL;
-			old_parent = newparent; /* the alt's ref, now the name's */
 		}
 		set_parent(i, newparent, copy);
 		copy = NULL;

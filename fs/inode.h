@@ -42,6 +42,10 @@ struct file_version {
 	struct timespec mtime;
 };
 
+/* How many other names of a file the table keeps (a file with more
+ * loses the newest ones it was seen under). */
+#define INODE_ALT_NAMES 3
+
 struct inode {
 	/* Immutable after creation, but for (dev, ino): inode_rekey() moves
 	 * them, under the table lock, when a staged write is published. */
@@ -55,11 +59,14 @@ struct inode {
 	/* Guarded by the table lock. */
 	struct inode *parent; /* where it was last seen (holds a ref) */
 	char *name;
-	/* A file with several names: the first other name it was seen
-	 * under (holds a ref), its name again if the newest goes through
-	 * the view (inode_name_gone); NULL if none is known. */
-	struct inode *alt_parent;
-	char *alt_name;
+	/* A file with several names: other names it was seen under, the
+	 * oldest first (each holds a ref on its parent); the first that
+	 * still names it becomes its name if that one goes through the
+	 * view (inode_name_gone). Unused slots have a NULL parent. */
+	struct inode_alt {
+		struct inode *parent;
+		char *name;
+	} alt[INODE_ALT_NAMES];
 	int fd;			/* O_PATH fd, or -1 while evicted */
 	struct file_handle *fh; /* evicted: its handle (root daemon) */
 	bool superseded;	/* its inode number went to another
