@@ -264,21 +264,30 @@ START_TEST(test_inode_falls_back_to_another_name_of_a_file)
 }
 END_TEST
 
+/* A file of F's directory (made anew) with three names: f0, looked up,
+ * and g and h, not yet; their paths in P. */
+static struct inode *three_names(struct fixture *f, char p[3][PATH_MAX + 8])
+{
+	const char *names[] = { "f0", "g", "h" };
+	struct inode *a;
+
+	fixture_init(f, 4, 2);
+	for (int i = 0; i < 3; i++)
+		snprintf(p[i], PATH_MAX + 8, "%s/%s", f->dir, names[i]);
+	a = look(f, "f0");
+	ck_assert_int_eq(link(p[0], p[1]), 0);
+	ck_assert_int_eq(link(p[0], p[2]), 0);
+	return a;
+}
+
 /* A third name: the first other one stays the fallback; seen again under
  * it, the two trade places; one removed through the view is forgotten. */
 START_TEST(test_inode_keeps_the_first_other_name_of_a_file)
 {
 	struct fixture f;
-	struct inode *a;
-	char p0[PATH_MAX + 8], p1[PATH_MAX + 8], p2[PATH_MAX + 8], path[PATH_MAX];
+	char p[3][PATH_MAX + 8], path[PATH_MAX];
+	struct inode *a = three_names(&f, p);
 
-	fixture_init(&f, 4, 2);
-	snprintf(p0, sizeof(p0), "%s/f0", f.dir);
-	snprintf(p1, sizeof(p1), "%s/g", f.dir);
-	snprintf(p2, sizeof(p2), "%s/h", f.dir);
-	a = look(&f, "f0");
-	ck_assert_int_eq(link(p0, p1), 0);
-	ck_assert_int_eq(link(p0, p2), 0);
 	ck_assert_ptr_eq(look(&f, "g"), a);
 	ck_assert_ptr_eq(look(&f, "h"), a);
 	ck_assert_str_eq(a->alt[0].name, "f0"); /* the oldest first */
@@ -287,12 +296,12 @@ START_TEST(test_inode_keeps_the_first_other_name_of_a_file)
 	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/f0");
 	ck_assert_str_eq(a->alt[0].name, "g");
 	ck_assert_str_eq(a->alt[1].name, "h");
-	ck_assert_int_eq(unlink(p2), 0);
+	ck_assert_int_eq(unlink(p[2]), 0);
 	inode_name_gone(f.t, 0, a->dev, a->ino, f.top, "h"); /* another one */
 	ck_assert_str_eq(a->alt[0].name, "g");
 	ck_assert_ptr_null(a->alt[1].name);
 	ck_assert_ptr_eq(look(&f, "g"), a);
-	ck_assert_int_eq(unlink(p1), 0);
+	ck_assert_int_eq(unlink(p[1]), 0);
 	inode_name_gone(f.t, 0, a->dev, a->ino, f.top, "g");
 	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/f0");
 	inode_forget(f.t, a, 5);
@@ -307,28 +316,20 @@ END_TEST
 START_TEST(test_inode_rename_of_an_unknown_other_name_keeps_the_known_one)
 {
 	struct fixture f;
-	struct inode *a;
-	char p0[PATH_MAX + 8], p1[PATH_MAX + 8], p2[PATH_MAX + 8], p3[PATH_MAX + 8];
-	char path[PATH_MAX];
+	char p[3][PATH_MAX + 8], k[PATH_MAX + 8], path[PATH_MAX];
+	struct inode *a = three_names(&f, p);
 	struct stat st;
 
-	fixture_init(&f, 4, 2);
-	snprintf(p0, sizeof(p0), "%s/f0", f.dir);
-	snprintf(p1, sizeof(p1), "%s/g", f.dir);
-	snprintf(p2, sizeof(p2), "%s/h", f.dir);
-	snprintf(p3, sizeof(p3), "%s/k", f.dir);
-	a = look(&f, "f0");
-	ck_assert_int_eq(link(p0, p1), 0);
-	ck_assert_int_eq(link(p0, p2), 0);
+	snprintf(k, sizeof(k), "%s/k", f.dir);
 	ck_assert_ptr_eq(look(&f, "g"), a); /* g, and f0 the other */
-	ck_assert_int_eq(unlink(p0), 0);
+	ck_assert_int_eq(unlink(p[0]), 0);
 	inode_name_gone(f.t, 0, a->dev, a->ino, f.top, "f0");
 	ck_assert_ptr_null(a->alt[0].name);
-	ck_assert_int_eq(rename(p2, p3), 0); /* h, unknown to the table */
-	ck_assert_int_eq(lstat(p3, &st), 0);
+	ck_assert_int_eq(rename(p[2], k), 0); /* h, unknown to the table */
+	ck_assert_int_eq(lstat(k, &st), 0);
 	inode_moved(f.t, 0, &st, f.top, "h", f.top, "k");
 	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/g");
-	ck_assert_int_eq(unlink(p3), 0);
+	ck_assert_int_eq(unlink(k), 0);
 	inode_name_gone(f.t, 0, a->dev, a->ino, f.top, "k");
 	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/g");
 	inode_forget(f.t, a, 2);
@@ -342,22 +343,15 @@ END_TEST
 START_TEST(test_inode_keeps_three_names_looked_up_in_turn)
 {
 	struct fixture f;
-	struct inode *a;
-	char p0[PATH_MAX + 8], p1[PATH_MAX + 8], p2[PATH_MAX + 8], path[PATH_MAX];
+	char p[3][PATH_MAX + 8], path[PATH_MAX];
+	struct inode *a = three_names(&f, p);
 
-	fixture_init(&f, 4, 2);
-	snprintf(p0, sizeof(p0), "%s/f0", f.dir);
-	snprintf(p1, sizeof(p1), "%s/g", f.dir);
-	snprintf(p2, sizeof(p2), "%s/h", f.dir);
-	a = look(&f, "f0");
-	ck_assert_int_eq(link(p0, p1), 0);
-	ck_assert_int_eq(link(p0, p2), 0);
 	const char *turns[] = { "g", "h", "f0", "g", "h", "g" };
 	for (size_t i = 0; i < sizeof(turns) / sizeof(*turns); i++)
 		ck_assert_ptr_eq(look(&f, turns[i]), a);
-	ck_assert_int_eq(unlink(p1), 0);
+	ck_assert_int_eq(unlink(p[1]), 0);
 	inode_name_gone(f.t, 0, a->dev, a->ino, f.top, "g");
-	ck_assert_int_eq(unlink(p2), 0);
+	ck_assert_int_eq(unlink(p[2]), 0);
 	inode_name_gone(f.t, 0, a->dev, a->ino, f.top, "h");
 	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/f0");
 	inode_forget(f.t, a, 7);
