@@ -280,8 +280,9 @@ static struct inode *three_names(struct fixture *f, char p[3][PATH_MAX + 8])
 	return a;
 }
 
-/* A third name: the first other one stays the fallback; seen again under
- * it, the two trade places; one removed through the view is forgotten. */
+/* Other names, the oldest first, are the fallbacks; seen again under
+ * one, it trades places with the name; one removed through the view is
+ * forgotten. */
 START_TEST(test_inode_keeps_the_first_other_name_of_a_file)
 {
 	struct fixture f;
@@ -311,8 +312,8 @@ END_TEST
 
 /* A rename of a name the table does not know a file by (its third) is
  * not a move of the name it knows: that one still names it, and the
- * renamed one may go (seed 1318 of undorand, where the file's changes
- * were then journaled under a removed name). */
+ * renamed one may go (the file's changes would then be journaled under
+ * a removed name). */
 START_TEST(test_inode_rename_of_an_unknown_other_name_keeps_the_known_one)
 {
 	struct fixture f;
