@@ -962,7 +962,7 @@ void inode_moved(struct inode_table *t, uint16_t domain, const struct stat *st,
 		/* (A name of a file the table does not know moved: the ones
 		 * it knows still name it.) */
 		old_parent = i->parent;
-		if (old_parent && (k = alt_find(i, newparent, newname)) >= 0) {
+		if (old_parent && i->name && (k = alt_find(i, newparent, newname)) >= 0) {
 			/* Another name it has is the one it has now (a rename
 			 * of one link over another, or a late word from the
 			 * watch): the one it had is another now, if it still
