@@ -421,9 +421,9 @@ static int open_at(const char *path, int version, struct store **out, char *err,
 		     "PRAGMA journal_mode = WAL;"
 		     "PRAGMA synchronous = NORMAL;"
 		     "PRAGMA foreign_keys = ON;"
-		     /* An undo or a summary of 10,000 files reads and sorts
-		      * tens of MiB: in memory, not a page at a time. */
-		     "PRAGMA cache_size = -32768;"
+		     /* The journal's reads sort (ORDER BY id): in memory, not
+		      * in a temporary file. The page cache stays SQLite's
+		      * default: the daemons keep their store open for days. */
 		     "PRAGMA temp_store = MEMORY;",
 		     "configure");
 	if (r == 0)
