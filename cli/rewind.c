@@ -390,20 +390,11 @@ static int effects_of(const struct rewind *rw, const struct moves *moves, size_t
 /* The state of virtual PATH now: 1 there (attributes in ST), 0 absent. */
 static int place_open(struct rewind *rw, const char *path, struct place *p);
 
-/* 1 and ST if something is at PATH, 0 if not. MISSING (may be NULL): a
- * directory known not to be there, or "", updated (while nothing
- * changes, the paths of a directory taken together). */
-static int path_stat(struct rewind *rw, const char *path, struct stat *st, char missing[PATH_MAX])
+static int path_stat(struct rewind *rw, const char *path, struct stat *st)
 {
-	const char *slash = strrchr(path, '/');
-	size_t len = slash ? (size_t)(slash - path) : 0;
 	struct place p;
-
-	if (missing && *missing && !strncmp(path, missing, len) && !missing[len])
-		return 0;
 	int r = place_open(rw, path, &p);
-	if (r == -ENOENT && missing && len < PATH_MAX)
-		snprintf(missing, PATH_MAX, "%.*s", (int)len, path);
+
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
 	if (fstatat(p.dfd, p.leaf, st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -430,12 +421,20 @@ int rewind_check(struct rewind *rw)
 	moves_free(&moves);
 	if (fx.n)
 		qsort(fx.v, fx.n, sizeof(*fx.v), effect_cmp);
-	char missing[PATH_MAX] = "";
+	/* Sorted by path: a directory's come together (one fd, or one
+	 * lookup that finds it missing, for them all). */
+	struct parent_cache dir = PARENT_CACHE_INIT;
 	for (size_t i = 0; i < fx.n && r >= 0; i++) {
 		struct stat st;
+		const char *leaf;
 		if (i + 1 < fx.n && !strcmp(fx.v[i].path, fx.v[i + 1].path))
 			continue; /* only the last word on a path counts */
-		int there = path_stat(rw, fx.v[i].path, &st, missing);
+		int dfd = runlog_parent_cached(&dir, rw->ws, rw->out, fx.v[i].path, &leaf);
+		int there = dfd == -ENOENT					? 0
+			    : dfd < 0						? dfd
+			    : fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 ? 1
+			    : errno == ENOENT					? 0
+										: -errno;
 		const char *what = NULL;
 		if (there < 0)
 			what = "cannot be read now";
@@ -451,6 +450,7 @@ int rewind_check(struct rewind *rw)
 	}
 	for (size_t i = 0; i < fx.n; i++)
 		free(fx.v[i].path);
+	parent_cache_drop(&dir);
 	free(fx.v);
 	return r < 0 ? r : (int)rw->nconflicts;
 }
@@ -1644,7 +1644,7 @@ int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *co
 					 0);
 			break;
 		case STEP_PUT: {
-			bool link = path_stat(rw, e->path, &st, NULL) == 1 && S_ISLNK(st.st_mode);
+			bool link = path_stat(rw, e->path, &st) == 1 && S_ISLNK(st.st_mode);
 			r = emit(&em, l->at_ns, link ? "symlink" : "create", e->path, NULL, NULL,
 				 NULL, NULL, 0);
 			break;
