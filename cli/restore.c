@@ -268,7 +268,8 @@ int cmd_restore(int argc, char **argv, const char *home)
 		rewind_print_plan(rw, stdout);
 		goto done;
 	}
-	r = run_begin_own(s, homefd, a.user, a.thread, RUN_RESTORE, 0, &sub, &roots, &u, &texts);
+	r = run_begin_own(s, homefd, a.user, a.thread, RUN_RESTORE, 0, &sub, &roots, NULL, &u,
+			  &texts);
 	if (r < 0) {
 		fprintf(stderr, "sbx: restore: cannot begin: %s\n", strerror(-r));
 		goto done;

@@ -61,6 +61,7 @@ struct logged {
 	size_t meta_len;
 	int err;    /* STEP_FAIL */
 	char *path; /* STEP_DIR: the directory; a step taken early: its path */
+	enum { PUT_UNKNOWN, PUT_FILE, PUT_SYMLINK } put; /* STEP_PUT, this attempt's */
 };
 
 struct touched {
@@ -95,6 +96,8 @@ struct rewind {
 	unsigned long uses;
 	char last_touched[PATH_MAX]; /* the directory touch_dir() saw last, or "" */
 	uint64_t next_name;	     /* object_name()'s */
+	struct seen *seen;	     /* what rewind_check() found, by path */
+	size_t nseen;
 };
 
 static bool op_is(const struct store_event *e, const char *op)
@@ -103,6 +106,22 @@ static bool op_is(const struct store_event *e, const char *op)
 }
 
 static void dirs_forget(struct rewind *rw);
+
+/* A path as rewind_check() found it (the thread as the run left it). */
+struct seen {
+	char *path;
+	bool there;
+	struct stat st;
+};
+
+static void seen_forget(struct rewind *rw)
+{
+	for (size_t i = 0; i < rw->nseen; i++)
+		free(rw->seen[i].path);
+	free(rw->seen);
+	rw->seen = NULL;
+	rw->nseen = 0;
+}
 
 int rewind_new(const struct runlog *log, int64_t ended_ns, int ws, int out, int from,
 	       struct rewind **out_rw)
@@ -148,6 +167,7 @@ void rewind_free(struct rewind *rw)
 		free(rw->touched[i].path);
 	free(rw->touched);
 	dirs_forget(rw);
+	seen_forget(rw);
 	free(rw->skip);
 	free(rw);
 }
@@ -424,6 +444,9 @@ int rewind_check(struct rewind *rw)
 	/* Sorted by path: a directory's come together (one fd, or one
 	 * lookup that finds it missing, for them all). */
 	struct parent_cache dir = PARENT_CACHE_INIT;
+	seen_forget(rw);
+	if (fx.n && !(rw->seen = malloc(fx.n * sizeof(*rw->seen))))
+		r = -ENOMEM;
 	for (size_t i = 0; i < fx.n && r >= 0; i++) {
 		struct stat st;
 		const char *leaf;
@@ -447,12 +470,34 @@ int rewind_check(struct rewind *rw)
 			what = "changed after the run";
 		if (what)
 			r = conflict_add(rw, fx.v[i].path, what);
+		if (there >= 0) { /* the path goes to the record */
+			rw->seen[rw->nseen++] = (struct seen){ fx.v[i].path, there, st };
+			fx.v[i].path = NULL;
+		}
 	}
 	for (size_t i = 0; i < fx.n; i++)
 		free(fx.v[i].path);
 	parent_cache_drop(&dir);
 	free(fx.v);
 	return r < 0 ? r : (int)rw->nconflicts;
+}
+
+static int seen_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct seen *)elem)->path);
+}
+
+int rewind_seen(const struct rewind *rw, const char *path, struct stat *st)
+{
+	const struct seen *x = rw && rw->nseen
+				       ? bsearch(path, rw->seen, rw->nseen, sizeof(*x), seen_cmp)
+				       : NULL;
+
+	if (!x)
+		return -ENOENT;
+	if (x->there)
+		*st = x->st;
+	return x->there;
 }
 
 const struct rewind_conflict *rewind_conflict_at(const struct rewind *rw, size_t i)
@@ -959,6 +1004,7 @@ static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, c
 		: there && S_ISREG(cur.st_mode) && cur.st_nlink > 1 && S_ISREG(src.st_mode))
 		return step_in_place(rw, to, log_fd, seq, &p, from, object, was);
 	l.kind = there ? STEP_RESTORE : STEP_PUT;
+	l.put = S_ISLNK(src.st_mode) ? PUT_SYMLINK : PUT_FILE;
 	if (!was && there && (r = object_name(rw, l.object)) < 0)
 		return r;
 	/* A copy, made where the views never look, is what moves. */
@@ -1474,6 +1520,7 @@ int rewind_apply(struct rewind *rw, int to, int log_fd)
 	char b[QUOTE_MAX], b2[QUOTE_MAX];
 	int r = log_read(rw, log_fd);
 
+	seen_forget(rw); /* the steps change what it saw */
 	if (r < 0)
 		return r;
 	bool again = false; /* the step at RESUME is to be taken (anew, or WAS) */
@@ -1644,7 +1691,9 @@ int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *co
 					 0);
 			break;
 		case STEP_PUT: {
-			bool link = path_stat(rw, e->path, &st) == 1 && S_ISLNK(st.st_mode);
+			bool link = l->put ? l->put == PUT_SYMLINK
+					   : path_stat(rw, e->path, &st) == 1 &&
+						     S_ISLNK(st.st_mode);
 			r = emit(&em, l->at_ns, link ? "symlink" : "create", e->path, NULL, NULL,
 				 NULL, NULL, 0);
 			break;

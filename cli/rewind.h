@@ -23,6 +23,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 struct rewind;
 
@@ -55,6 +56,12 @@ bool rewind_has_object(const struct rewind *rw, const char *object);
 /* Finds the conflicts; returns how many (see rewind_conflict_at). */
 int rewind_check(struct rewind *rw);
 const struct rewind_conflict *rewind_conflict_at(const struct rewind *rw, size_t i);
+
+/* How rewind_check() found virtual PATH, until rewind_apply() begins (so
+ * that what describes the thread before the steps need not look again):
+ * 1 there (its attributes in ST), 0 absent, -ENOENT if it did not look
+ * (RW may be NULL). */
+int rewind_seen(const struct rewind *rw, const char *path, struct stat *st);
 
 /* Skips every step on a conflicting path (sbx run undo --partial). */
 void rewind_skip_conflicts(struct rewind *rw);

@@ -439,7 +439,7 @@ static int run_undo(int argc, char **argv, const char *home)
 			goto done;
 		}
 		r = run_begin_own(s, homefd, run.user, run.thread, RUN_UNDO, run.id, &log, &roots,
-				  &u, &texts);
+				  rw, &u, &texts);
 	} else if (a.dry_run) {
 		fprintf(stderr,
 			"sbx: run undo: run %lld is being undone by run %lld, which "

@@ -347,7 +347,8 @@ static int describe_as(const struct snap_file *d, const char *path, struct snap_
  * of each file described. */
 static int describe_known(struct scan *sc, const struct thread_roots *roots, char *const *names,
 			  size_t n, struct snapshot *snap, const struct run_texts *known,
-			  const struct snapshot *known_snap, struct run_texts *collect)
+			  const struct snapshot *known_snap, struct run_texts *collect,
+			  const struct rewind *seen)
 {
 	struct parent_cache dir = PARENT_CACHE_INIT;
 	int r = 0;
@@ -361,17 +362,26 @@ static int describe_known(struct scan *sc, const struct thread_roots *roots, cha
 		struct snap_file *f = snapshot_append(snap);
 		struct stat st;
 		const struct ident *id = NULL;
+		/* What the undo's check found is taken as it found it: absent,
+		 * or a file, opened as it was and checked again by the open
+		 * (what has become a symlink is looked at again). */
+		int was = rewind_seen(seen, names[i], &st);
 		if (!f)
 			r = -ENOMEM;
 		else if (dfd < 0)
 			r = dfd;
-		else if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		else if (was == 0)
+			r = -ENOENT;
+		else if ((was < 0 || !S_ISREG(st.st_mode)) &&
+			 fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			r = -errno;
 		else if (S_ISREG(st.st_mode) && (id = ident_find(known, &st)) &&
 			 !known_snap->files[id->at].sensitive && !snapshot_path_sensitive(names[i]))
 			r = describe_as(&known_snap->files[id->at], names[i], f);
-		else
-			r = snapshot_file_at(dfd, leaf, &st, names[i], keep_blob, sc, f);
+		else if ((r = snapshot_file_at(dfd, leaf, &st, names[i], keep_blob, sc, f)) ==
+				 -ELOOP &&
+			 was == 1)
+			r = snapshot_file_at(dfd, leaf, NULL, names[i], keep_blob, sc, f);
 		if (r == -ENOENT) {
 			snap_file_free(f);
 			snap->n--;
@@ -563,7 +573,8 @@ int run_finish(struct store *s, const char *home, struct store_run *run, enum fo
 		size_t n = 0;
 		r = undo_names(&before, &journal, texts, &names, &n);
 		if (r == 0)
-			r = describe_known(&scan, &roots, names, n, &after, texts, &before, NULL);
+			r = describe_known(&scan, &roots, names, n, &after, texts, &before, NULL,
+					   NULL);
 		run_names_free(names, n);
 		if (r == 0)
 			r = store_snapshot_save(s, run->user, run->thread, &after, n, realtime_ns(),
@@ -686,8 +697,8 @@ void run_texts_free(struct run_texts *t)
 /* A snapshot of exactly the paths NAMES (N, sorted, each once), at AT,
  * into the store: its id in *ID, the texts it read in *TEXTS. */
 static int snapshot_paths(struct store *s, const struct thread_roots *roots, const char *user,
-			  const char *thread, char *const *names, size_t n, int64_t at, int64_t *id,
-			  struct run_texts **texts)
+			  const char *thread, char *const *names, size_t n, int64_t at,
+			  const struct rewind *seen, int64_t *id, struct run_texts **texts)
 {
 	struct run_texts *t = calloc(1, sizeof(*t));
 	struct snapshot snap;
@@ -696,7 +707,7 @@ static int snapshot_paths(struct store *s, const struct thread_roots *roots, con
 	if (!t)
 		return -ENOMEM;
 	t->scan = (struct scan){ .store = s, .in_memory = true };
-	r = describe_known(&t->scan, roots, names, n, &snap, NULL, NULL, t);
+	r = describe_known(&t->scan, roots, names, n, &snap, NULL, NULL, t, seen);
 	if (r == 0) {
 		r = store_snapshot_save(s, user, thread, &snap, n, at, id);
 		snapshot_free(&snap);
@@ -799,8 +810,8 @@ static int gather_below(struct gathered *g, int dfd, const char *path)
 /* LOG's names, and below each directory one of its renames moved, the
  * names it holds now, under both of the rename's names: an undo moves
  * them back, and its summary must describe them. Sorted, each once. */
-static int own_names(const struct runlog *log, const struct thread_roots *roots, char ***out,
-		     size_t *n)
+static int own_names(const struct runlog *log, const struct thread_roots *roots,
+		     const struct rewind *seen, char ***out, size_t *n)
 {
 	struct gathered g = { 0 };
 	struct parent_cache dir = PARENT_CACHE_INIT;
@@ -815,6 +826,10 @@ static int own_names(const struct runlog *log, const struct thread_roots *roots,
 			g.to = side ? e->path : e->path2;
 			g.from = side ? e->path2 : e->path;
 			const char *leaf;
+			struct stat st;
+			int was = rewind_seen(seen, g.to, &st);
+			if (was == 0 || (was == 1 && !S_ISDIR(st.st_mode)))
+				continue; /* no directory, as the undo's check found it */
 			int pfd = runlog_parent_cached(&dir, roots->ws, roots->out, g.to, &leaf);
 			int fd = pfd < 0 ? -1
 					 : openat(pfd, leaf,
@@ -835,16 +850,17 @@ static int own_names(const struct runlog *log, const struct thread_roots *roots,
 
 int run_begin_own(struct store *s, int homefd, const char *user, const char *thread,
 		  enum run_kind kind, int64_t undoes, const struct runlog *log,
-		  const struct thread_roots *roots, struct store_run *u, struct run_texts **texts)
+		  const struct thread_roots *roots, const struct rewind *seen, struct store_run *u,
+		  struct run_texts **texts)
 {
 	int64_t snap, id, begun = realtime_ns();
 	char **names;
 	size_t n;
-	int r = own_names(log, roots, &names, &n);
+	int r = own_names(log, roots, seen, &names, &n);
 
 	if (r < 0)
 		return r;
-	r = snapshot_paths(s, roots, user, thread, names, n, begun, &snap, texts);
+	r = snapshot_paths(s, roots, user, thread, names, n, begun, seen, &snap, texts);
 	if (r == 0) {
 		(*texts)->names = names; /* for the end: its paths */
 		(*texts)->nnames = n;

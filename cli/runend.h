@@ -57,12 +57,14 @@ void run_retain(struct store *s, const char *home, const char *user, const char 
 /* Begins a run of KIND the sbx command makes itself (an undo of run
  * UNDOES, a restore) of USER's THREAD, whose changes will be the steps
  * undoing LOG's events: its first snapshot describes every path LOG
- * names (those the steps may change), its directory of pre-images is
- * made. The run in U (store_run_free() it), the texts its snapshot read
+ * names (those the steps may change; as rewind_check() of SEEN found
+ * them, where it looked: SEEN may be NULL), its directory of pre-images
+ * is made. The run in U (store_run_free() it), the texts its snapshot read
  * in *TEXTS (run_texts_free() them; for run_finish()). */
 int run_begin_own(struct store *s, int homefd, const char *user, const char *thread,
 		  enum run_kind kind, int64_t undoes, const struct runlog *log,
-		  const struct thread_roots *roots, struct store_run *u, struct run_texts **texts);
+		  const struct thread_roots *roots, const struct rewind *seen, struct store_run *u,
+		  struct run_texts **texts);
 /* Records the journal of such a run U from the steps RW took (once: a
  * second attempt after a crash may find it recorded already). */
 int run_record_own(struct store *s, struct rewind *rw, const struct store_run *u);
