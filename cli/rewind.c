@@ -1796,6 +1796,20 @@ int rewind_drop(int homefd, const char *user, const char *thread, int64_t begun_
 	return r;
 }
 
+/* What RUN's directory of pre-images holds (-errno as rewind_bytes()):
+ * an ended run's as recorded, or measured once and recorded (STORE may
+ * be NULL: not). Nothing adds to an ended run's directory; what takes
+ * from it (an undo) forgets the figure first. */
+static int64_t run_held(struct store *s, int homefd, const struct store_run *run)
+{
+	if (run->ended && !run->kept && run->held_bytes >= 0)
+		return run->held_bytes;
+	int64_t bytes = rewind_bytes(homefd, run->user, run->thread, run->begun_ns);
+	if (s && run->ended && bytes >= 0)
+		store_run_held(s, run->id, bytes); /* else measured again next time */
+	return bytes;
+}
+
 int rewind_state(struct store *s, int homefd, const struct store_run *run, struct rewind_state *st)
 {
 	int r = store_run_undone_by(s, run->id, &st->undone_by);
@@ -1807,7 +1821,7 @@ int rewind_state(struct store *s, int homefd, const struct store_run *run, struc
 		return r;
 	bool undone = r == 0 && st->undone_by && u.ended;
 	store_run_free(&u);
-	st->bytes_held = rewind_bytes(homefd, run->user, run->thread, run->begun_ns);
+	st->bytes_held = run_held(NULL, homefd, run);
 	if (st->bytes_held < 0 && st->bytes_held != -ENOENT)
 		return (int)st->bytes_held;
 	bool held = st->bytes_held >= 0;
@@ -1827,6 +1841,7 @@ struct holds {
 	struct held *v;
 	size_t n, cap;
 	int homefd;
+	struct store *store;
 };
 
 static int hold_row(void *arg, const struct store_run *run)
@@ -1834,8 +1849,7 @@ static int hold_row(void *arg, const struct store_run *run)
 	struct holds *h = arg;
 	int64_t bytes;
 
-	if (run->kept ||
-	    (bytes = rewind_bytes(h->homefd, run->user, run->thread, run->begun_ns)) < 0)
+	if (run->kept || (bytes = run_held(h->store, h->homefd, run)) < 0)
 		return 0;
 	if (array_grow(h->v, h->n, h->cap) < 0)
 		return -ENOMEM;
@@ -1846,7 +1860,7 @@ static int hold_row(void *arg, const struct store_run *run)
 int rewind_retain(struct store *s, int homefd, const char *user, const char *thread,
 		  int64_t max_age_ns, int64_t budget, int64_t now_ns, const char *command)
 {
-	struct holds h = { .homefd = homefd };
+	struct holds h = { .homefd = homefd, .store = s };
 	int64_t total = 0;
 	int r = store_runs_each(s, user, thread, hold_row, &h), dropped = 0;
 	char size[32];
@@ -1860,7 +1874,10 @@ int rewind_retain(struct store *s, int homefd, const char *user, const char *thr
 		bool over = budget && total > budget;
 		if (x->open || (!old && !over))
 			continue;
-		if ((r = rewind_drop(homefd, user, thread, x->begun_ns)) < 0 ||
+		/* Its figure goes first: a crash before it is marked kept
+		 * leaves it measured again (none), not the size of nothing. */
+		if ((r = store_run_held(s, x->id, -1)) < 0 ||
+		    (r = rewind_drop(homefd, user, thread, x->begun_ns)) < 0 ||
 		    (r = store_run_keep(s, x->id)) < 0)
 			break;
 		total -= x->bytes;

@@ -452,6 +452,12 @@ static int run_undo(int argc, char **argv, const char *home)
 		fprintf(stderr, "sbx: run undo: cannot begin: %s\n", strerror(-r));
 		goto done;
 	}
+	/* The steps take objects from the run's directory: what it holds is
+	 * measured again when retention next looks. */
+	if ((r = store_run_held(s, a.run, -1)) < 0) {
+		fprintf(stderr, "sbx: run undo: cannot begin: %s\n", strerror(-r));
+		goto done;
+	}
 	struct skips sk = { rw, resume, log.n };
 	int failed = run_own_steps(s, a.home, homefd, &u, rw, a.format, texts, skips_prepare, &sk,
 				   "run undo");

@@ -115,6 +115,10 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"ALTER TABLE runs ADD COLUMN kept INTEGER NOT NULL DEFAULT 0;"
 	"CREATE INDEX journal_by_thread_id ON journal (user, thread, id);"
 	"CREATE INDEX runs_by_undone ON runs (undoes);",
+	/* 8 -> 9: the bytes an ended run's pre-images take, once measured
+	 * (NULL: not yet, or changed since), so retention need not measure
+	 * every held run after each run. */
+	"ALTER TABLE runs ADD COLUMN held_bytes INTEGER;",
 };
 
 enum stmt_id {
@@ -139,6 +143,7 @@ enum stmt_id {
 	ST_RUN_ADD_AS,
 	ST_RUN_UNDONE_BY,
 	ST_RUN_KEEP,
+	ST_RUN_HELD,
 	ST_RUNS_EACH,
 	ST_JOURNAL_LAST,
 	ST_JOURNAL_AFTER,
@@ -178,9 +183,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_BLOB_GET] = "SELECT data FROM blobs WHERE sha256 = ?",
 	[ST_RUN_ADD] = "INSERT INTO runs (user, thread, begun_ns, before_snapshot)"
 		       " VALUES (?, ?, ?, ?)",
-	[ST_RUN_GET] =
-		"SELECT user, thread, begun_ns, ended_ns, before_snapshot,"
-		" after_snapshot, summary, receipt, kind, undoes, kept FROM runs WHERE id = ?",
+	[ST_RUN_GET] = "SELECT user, thread, begun_ns, ended_ns, before_snapshot,"
+		       " after_snapshot, summary, receipt, kind, undoes, kept, held_bytes"
+		       " FROM runs WHERE id = ?",
 	[ST_RUN_END] = "UPDATE runs SET ended_ns = ?, after_snapshot = ?, summary = ?,"
 		       " receipt = ? WHERE id = ? AND ended_ns IS NULL",
 	[ST_JOURNAL_ADD] = "INSERT INTO journal (user, thread, at_ns, op, path, path2,"
@@ -199,6 +204,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 			  " undoes) VALUES (?, ?, ?, ?, ?, ?)",
 	[ST_RUN_UNDONE_BY] = "SELECT id FROM runs WHERE undoes = ? ORDER BY id DESC LIMIT 1",
 	[ST_RUN_KEEP] = "UPDATE runs SET kept = 1 WHERE id = ?",
+	[ST_RUN_HELD] = "UPDATE runs SET held_bytes = ? WHERE id = ?",
 	[ST_RUNS_EACH] = "SELECT id FROM runs WHERE user = ? AND thread = ? ORDER BY id",
 	[ST_JOURNAL_LAST] = "SELECT max(id) FROM journal",
 	/* By journal_by_thread_id (user, thread, id): the id range is what
@@ -851,6 +857,8 @@ int store_run_get(struct store *s, int64_t id, struct store_run *out)
 	out->kind = (enum run_kind)sqlite3_column_int(st, 8);
 	out->undoes = sqlite3_column_int64(st, 9);
 	out->kept = sqlite3_column_int(st, 10) != 0;
+	out->held_bytes = sqlite3_column_type(st, 11) == SQLITE_NULL ? -1
+								     : sqlite3_column_int64(st, 11);
 	if (!out->user || !out->thread) {
 		store_run_free(out);
 		return -ENOMEM;
@@ -1072,6 +1080,20 @@ int store_run_keep(struct store *s, int64_t run)
 		return -ENOMEM;
 	sqlite3_bind_int64(st, 1, run);
 	return exec_stmt(s, st, "mark a run kept");
+}
+
+int store_run_held(struct store *s, int64_t run, int64_t bytes)
+{
+	_stmt_ st = stmt(s, ST_RUN_HELD);
+
+	if (!st)
+		return -ENOMEM;
+	if (bytes < 0)
+		sqlite3_bind_null(st, 1);
+	else
+		sqlite3_bind_int64(st, 1, bytes);
+	sqlite3_bind_int64(st, 2, run);
+	return exec_stmt(s, st, "record what a run holds");
 }
 
 struct runs_ctx {

@@ -24,7 +24,7 @@
 #include <sys/types.h>
 
 #define STORE_FILE "sbx.db"
-#define STORE_SCHEMA_VERSION 8
+#define STORE_SCHEMA_VERSION 9
 
 struct store;
 
@@ -171,8 +171,9 @@ struct store_run {
 	int64_t before_snapshot, after_snapshot;
 	char *summary, *receipt;
 	enum run_kind kind;
-	int64_t undoes; /* RUN_UNDO: the run it undid */
-	bool kept;	/* its pre-images were dropped: it cannot be undone */
+	int64_t undoes;	    /* RUN_UNDO: the run it undid */
+	bool kept;	    /* its pre-images were dropped: it cannot be undone */
+	int64_t held_bytes; /* what they take, as last measured (-1: unknown) */
 };
 
 /* The start of the latest run of USER's THREAD that has not ended, in
@@ -189,6 +190,9 @@ int store_run_begin_as(struct store *s, const char *user, const char *thread,
 int store_run_undone_by(struct store *s, int64_t run, int64_t *undo);
 /* Marks RUN as one whose pre-images were dropped. */
 int store_run_keep(struct store *s, int64_t run);
+/* Records what RUN's pre-images take (BYTES), or that it is not known
+ * (-1: they changed). */
+int store_run_held(struct store *s, int64_t run, int64_t bytes);
 /* Calls FN for each run of USER's THREAD, oldest first; stops at FN's
  * first non-zero return, which becomes the result. */
 int store_runs_each(struct store *s, const char *user, const char *thread,

@@ -641,6 +641,84 @@ START_TEST(test_undo_keep_drops_the_preimages)
 }
 END_TEST
 
+/* What `sbx runs --json` says run RUN holds (bytes_held) and whether it
+ * can be undone (its "undo" into UNDO, 16 bytes). */
+static long long held_by(const char *run, char *undo)
+{
+	char *rows = SBX("runs --user alice --thread undo --format json");
+	char *q = OUT("printf '%%s' '%s' | python3 -c 'import json, sys; r = [x for x in"
+		      " json.load(sys.stdin)[\"runs\"] if x[\"run\"] == %s][0];"
+		      " print(r[\"bytes_held\"], r[\"undo\"])'",
+		      rows, run);
+	long long bytes = -1;
+
+	ck_assert_msg(sscanf(q, "%lld %15s", &bytes, undo) == 2, "%s", q);
+	return bytes;
+}
+
+/* Retention ([undo] in sbx.conf): beyond the thread's budget the oldest
+ * ended run's pre-images go when a run ends, said; one that ended more
+ * than max_age_days ago goes too. What an undo whose step failed leaves
+ * of a run is what it holds after (measured again: an ended run's figure
+ * is kept in the store, so retention need not measure every run each
+ * time). */
+START_TEST(test_undo_retention_budget_and_age)
+{
+	char undo_of[16];
+	int st;
+	char *err;
+
+	ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", V.home),
+				    "[undo]\nbudget = 56K\nmax_age_days = 1\n"),
+			 0);
+	/* 16 KiB each: the file replaced by a staged save is what is kept. */
+	IN_VIEW("for f in a b c d; do head -c 16384 /dev/zero | tr '\\0' $f > $f; done");
+	char *one = begin();
+	IN_VIEW("echo 1 > a");
+	end(one);
+	ck_assert_int_eq(held_by(one, undo_of), 16384);
+	ck_assert_str_eq(undo_of, "undoable");
+	/* 16 and 16 KiB fit, 32 more do not: the first goes. */
+	char *two = begin();
+	IN_VIEW("echo 2 > b");
+	end(two);
+	char *three = begin();
+	IN_VIEW("echo 3 > c && echo 3 > d");
+	sbx_st(&st, &err, "run end %s", three);
+	ck_assert_msg(st == 0, "%s", err);
+	ck_assert_msg(strstr(err, fmt_cmd("sbx: run end: run %s can no longer be undone: its"
+					  " pre-images (16 KiB) were dropped, over the thread's"
+					  " [undo] budget\n",
+					  one)),
+		      "%s", err);
+	ck_assert_int_eq(held_by(one, undo_of), 0);
+	ck_assert_str_eq(undo_of, "kept");
+	ck_assert_int_eq(held_by(two, undo_of), 16384);
+	ck_assert_int_eq(held_by(three, undo_of), 32768);
+	/* c made a directory on the host: undone by --force, its step fails
+	 * (d comes back), so run three holds c's pre-image alone. */
+	ON_HOST("rm c && mkdir c");
+	sbx_st(&st, &err, "run undo %s --force", three);
+	ck_assert_msg(st == 1 && strstr(err, "sbx: run undo: cannot put back"
+					     " /mnt/user-data/workspace/c: Is a directory\n"),
+		      "exit %d: %s", st, err);
+	ck_assert_int_eq(held_by(three, undo_of), 16384);
+	/* Two days old: dropped at the next run's end, for its age. */
+	OK("sqlite3 '%s/sbx.db' 'UPDATE runs SET ended_ns = ended_ns - 2 * 86400000000000"
+	   " WHERE id = %s'",
+	   V.home, two);
+	char *four = begin();
+	sbx_st(&st, &err, "run end %s", four);
+	ck_assert_msg(strstr(err, fmt_cmd("sbx: run end: run %s can no longer be undone: its"
+					  " pre-images (16 KiB) were dropped, older than [undo]"
+					  " max_age_days\n",
+					  two)),
+		      "%s", err);
+	ck_assert_int_eq(held_by(two, undo_of), 0);
+	ck_assert_str_eq(undo_of, "kept");
+}
+END_TEST
+
 /* ---- crashes ---------------------------------------------------------------- */
 
 /* 2,000 files in 20 directories: 1,000 appended to, 500 deleted, 500
@@ -1001,6 +1079,7 @@ Suite *suite_view_undo(void)
 	tcase_add_test(tc, test_undo_redo);
 	tcase_add_test(tc, test_undo_summary_names_what_came_back);
 	tcase_add_test(tc, test_undo_keep_drops_the_preimages);
+	tcase_add_test(tc, test_undo_retention_budget_and_age);
 	tcase_add_test(tc, test_undo_shows_through_a_mounted_view);
 	tcase_add_test(tc, test_undo_of_an_unmounted_thread);
 	tcase_add_test(tc, test_undo_errors);

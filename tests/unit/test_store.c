@@ -309,6 +309,32 @@ START_TEST(test_store_presentations)
 }
 END_TEST
 
+/* What a run's pre-images hold: unknown (-1) until recorded, then as
+ * recorded, and unknown again once forgotten. */
+START_TEST(test_store_run_held_bytes)
+{
+	struct store *s = open_db();
+	struct snapshot snap = { 0 };
+	struct store_run r;
+	int64_t snap_id, run;
+
+	ck_assert_int_eq(store_snapshot_save(s, "u", "t", &snap, 10, 1, &snap_id), 0);
+	ck_assert_int_eq(store_run_begin(s, "u", "t", snap_id, 1, &run), 0);
+	ck_assert_int_eq(store_run_get(s, run, &r), 0);
+	ck_assert_int_eq(r.held_bytes, -1);
+	store_run_free(&r);
+	ck_assert_int_eq(store_run_held(s, run, 8192), 0);
+	ck_assert_int_eq(store_run_get(s, run, &r), 0);
+	ck_assert_int_eq(r.held_bytes, 8192);
+	store_run_free(&r);
+	ck_assert_int_eq(store_run_held(s, run, -1), 0);
+	ck_assert_int_eq(store_run_get(s, run, &r), 0);
+	ck_assert_int_eq(r.held_bytes, -1);
+	store_run_free(&r);
+	store_close(s);
+}
+END_TEST
+
 Suite *suite_unit_store(void)
 {
 	Suite *s = suite_create("unit_store");
@@ -325,6 +351,7 @@ Suite *suite_unit_store(void)
 	tcase_add_test(tc, test_store_receipt_paths);
 	tcase_add_test(tc, test_store_receipt_covers);
 	tcase_add_test(tc, test_store_presentations);
+	tcase_add_test(tc, test_store_run_held_bytes);
 	suite_add_tcase(s, tc);
 	return s;
 }
