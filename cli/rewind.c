@@ -471,7 +471,8 @@ int rewind_check(struct rewind *rw)
 		if (what)
 			r = conflict_add(rw, fx.v[i].path, what);
 		if (there >= 0) { /* the path goes to the record */
-			rw->seen[rw->nseen++] = (struct seen){ fx.v[i].path, there, st };
+			rw->seen[rw->nseen++] = (struct seen){ fx.v[i].path, there,
+							       there ? st : (struct stat){ 0 } };
 			fx.v[i].path = NULL;
 		}
 	}

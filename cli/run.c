@@ -448,13 +448,11 @@ static int run_undo(int argc, char **argv, const char *home)
 		r = -EINPROGRESS;
 		goto done;
 	}
-	if (r < 0) {
-		fprintf(stderr, "sbx: run undo: cannot begin: %s\n", strerror(-r));
-		goto done;
-	}
 	/* The steps take objects from the run's directory: what it holds is
 	 * measured again when retention next looks. */
-	if ((r = store_run_held(s, a.run, -1)) < 0) {
+	if (r == 0)
+		r = store_run_held(s, a.run, -1);
+	if (r < 0) {
 		fprintf(stderr, "sbx: run undo: cannot begin: %s\n", strerror(-r));
 		goto done;
 	}

@@ -656,6 +656,13 @@ static long long held_by(const char *run, char *undo)
 	return bytes;
 }
 
+/* ERR (of sbx run end) says that retention dropped RUN's 16 KiB for WHY. */
+#define DROPPED(err, run, why)                                                                \
+	ck_assert_msg(strstr(err, fmt_cmd("sbx: run end: run %s can no longer be undone: its" \
+					  " pre-images (16 KiB) were dropped, " why "\n",     \
+					  run)),                                              \
+		      "%s", err)
+
 /* Retention ([undo] in sbx.conf): beyond the thread's budget the oldest
  * ended run's pre-images go when a run ends, said; one that ended more
  * than max_age_days ago goes too. What an undo whose step failed leaves
@@ -686,11 +693,7 @@ START_TEST(test_undo_retention_budget_and_age)
 	IN_VIEW("echo 3 > c && echo 3 > d");
 	sbx_st(&st, &err, "run end %s", three);
 	ck_assert_msg(st == 0, "%s", err);
-	ck_assert_msg(strstr(err, fmt_cmd("sbx: run end: run %s can no longer be undone: its"
-					  " pre-images (16 KiB) were dropped, over the thread's"
-					  " [undo] budget\n",
-					  one)),
-		      "%s", err);
+	DROPPED(err, one, "over the thread's [undo] budget");
 	ck_assert_int_eq(held_by(one, undo_of), 0);
 	ck_assert_str_eq(undo_of, "kept");
 	ck_assert_int_eq(held_by(two, undo_of), 16384);
@@ -709,11 +712,7 @@ START_TEST(test_undo_retention_budget_and_age)
 	   V.home, two);
 	char *four = begin();
 	sbx_st(&st, &err, "run end %s", four);
-	ck_assert_msg(strstr(err, fmt_cmd("sbx: run end: run %s can no longer be undone: its"
-					  " pre-images (16 KiB) were dropped, older than [undo]"
-					  " max_age_days\n",
-					  two)),
-		      "%s", err);
+	DROPPED(err, two, "older than [undo] max_age_days");
 	ck_assert_int_eq(held_by(two, undo_of), 0);
 	ck_assert_str_eq(undo_of, "kept");
 }
