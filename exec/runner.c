@@ -22,12 +22,76 @@
 /* How often a leaf's limits are read while its command runs. */
 #define CHECK_MS 100
 
-void run_watch_init(struct run_watch *w, int info, struct cgroup_leaf *leaf)
+int run_sandbox_init(const char *info, size_t len, pid_t bwrap)
+{
+	char text[512], stat[512];
+	size_t n = len < sizeof(text) - 1 ? len : sizeof(text) - 1;
+	const char *at;
+	char *end;
+
+	memcpy(text, info, n);
+	text[n] = '\0';
+	if (!(at = strstr(text, "\"child-pid\"")) || !(at = strchr(at, ':')))
+		return -1;
+	long child = strtol(at + 1, &end, 10);
+	if (end == at + 1 || child <= 1 || child > INT32_MAX)
+		return -1;
+	int fd = (int)syscall(SYS_pidfd_open, (pid_t)child, 0);
+	if (fd < 0)
+		return -1;
+	/* Its parent is bwrap, and it still lives once that is read: the
+	 * number was not another process's when it was read. */
+	snprintf(text, sizeof(text), "/proc/%ld/stat", child);
+	_cleanup_(closep) int sfd = open(text, O_RDONLY | O_CLOEXEC);
+	ssize_t got = sfd < 0 ? -1 : read(sfd, stat, sizeof(stat) - 1);
+	const char *paren = got > 0 ? (stat[got] = '\0', strrchr(stat, ')')) : NULL;
+	int ppid = 0;
+	if (!paren || sscanf(paren, ") %*c %d", &ppid) != 1 || ppid != bwrap ||
+	    syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) < 0) {
+		closep(&fd);
+		return -1;
+	}
+	return fd;
+}
+
+void run_kill_tree(struct cgroup_leaf *leaf, int init, pid_t pid)
+{
+	if (leaf)
+		cgroup_kill(leaf);
+	if (init >= 0)
+		syscall(SYS_pidfd_send_signal, init, SIGKILL, NULL, 0);
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+}
+
+void run_watch_init(struct run_watch *w, int info, pid_t bwrap, struct cgroup_leaf *leaf)
 {
 	w->info = info;
+	w->bwrap = bwrap;
 	w->started = info < 0;
+	w->init = -1;
 	w->leaf = leaf;
 	w->next_check_ms = now_ms() + CHECK_MS;
+}
+
+void run_watch_end(struct run_watch *w)
+{
+	closep(&w->init);
+	w->init = -1;
+}
+
+/* Reads bwrap's report of the sandbox if it has come: 0 (or not yet), or
+ * 1 if the descriptor was closed unwritten (it failed to set up). */
+static int take_info(struct run_watch *w)
+{
+	char buf[256];
+	ssize_t n = w->started ? 1 : read(w->info, buf, sizeof(buf));
+
+	if (n > 0 && !w->started) {
+		w->started = true;
+		w->init = run_sandbox_init(buf, (size_t)n, w->bwrap);
+	}
+	return n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN) ? 1 : 0;
 }
 
 int run_watch_fd(const struct run_watch *w)
@@ -46,14 +110,8 @@ int run_watch_wait(const struct run_watch *w, int wait_ms)
 
 int run_watch_step(struct run_watch *w, bool ready, enum limit_hit *hit)
 {
-	if (ready && !w->started) {
-		char buf[256];
-		ssize_t n = read(w->info, buf, sizeof(buf));
-		if (n > 0)
-			w->started = true;
-		else if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
-			return 1;
-	}
+	if (ready && take_info(w))
+		return 1;
 	if (w->leaf && now_ms() >= w->next_check_ms) {
 		w->next_check_ms = now_ms() + CHECK_MS;
 		if ((*hit = cgroup_check(w->leaf)) != LIMIT_NONE)
@@ -90,13 +148,15 @@ static void release_held(const struct run_spec *s, const struct run_result *r)
 		s->on_output(s->arg, 2, r->err.data, r->err.len);
 }
 
-/* Kills the command (its group, and its leaf) and reaps it. */
-static void kill_command(const struct run_spec *s, pid_t pid, int *status)
+/* Kills the command's tree and reaps it. A report of its sandbox not yet
+ * read is read first: the sandbox may not die with bwrap yet. */
+static void kill_command(const struct run_spec *s, struct run_watch *w, pid_t pid, int *status)
 {
-	if (s->leaf)
-		cgroup_kill(s->leaf);
-	kill(-pid, SIGKILL);
-	kill(pid, SIGKILL);
+	struct pollfd p = { w->info, POLLIN, 0 };
+
+	if (!w->started && poll(&p, 1, 0) > 0)
+		take_info(w);
+	run_kill_tree(s->leaf, w->init, pid);
 	waitpid(pid, status, 0);
 }
 
@@ -124,7 +184,7 @@ int run_command(const struct run_spec *s, struct run_result *r)
 		return pid;
 	}
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	run_watch_init(&w, s->info_fd, s->leaf);
+	run_watch_init(&w, s->info_fd, pid, s->leaf);
 
 	int64_t deadline = s->timeout_s ? now_ms() + (int64_t)s->timeout_s * 1000 : INT64_MAX;
 	int64_t linger_until = INT64_MAX;
@@ -174,7 +234,7 @@ int run_command(const struct run_spec *s, struct run_result *r)
 				 (WIFEXITED(status) && WEXITSTATUS(status) == 137);
 		if (gone && s->leaf && !r->start_failed &&
 		    (r->killed = cgroup_check_ended(s->leaf, sigkilled)) != LIMIT_NONE)
-			kill_command(s, pid, &status);
+			kill_command(s, &w, pid, &status);
 		if (gone) {
 			exited = true;
 			/* Others of its group may hold the pipes: take what
@@ -184,7 +244,7 @@ int run_command(const struct run_spec *s, struct run_result *r)
 		}
 		bool cancel = p[3].revents & (POLLHUP | POLLERR), stop = p[5].revents != 0;
 		if (cancel || stop || now >= deadline || event == 2) {
-			kill_command(s, pid, &status);
+			kill_command(s, &w, pid, &status);
 			exited = true;
 			r->cancelled = cancel;
 			r->stopped = stop && !cancel;
@@ -194,8 +254,12 @@ int run_command(const struct run_spec *s, struct run_result *r)
 		}
 	}
 	/* Whatever of the group is left after a timeout, a limit or cancel. */
-	if (r->timed_out || r->cancelled || r->stopped || r->killed)
+	if (r->timed_out || r->cancelled || r->stopped || r->killed) {
+		if (w.init >= 0)
+			syscall(SYS_pidfd_send_signal, w.init, SIGKILL, NULL, 0);
 		kill(-pid, SIGKILL);
+	}
+	run_watch_end(&w);
 	closep(&out[0]);
 	closep(&err[0]);
 	if (r->stopped)

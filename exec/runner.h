@@ -5,8 +5,9 @@
  * gives up, or the broker stops.
  *
  * The command gets a session of its own, so its process group can be
- * killed as one (under bubblewrap, killing bwrap ends its PID namespace
- * and everything in it; a leaf is killed through its cgroup). It is over
+ * killed as one (under bubblewrap, the sandbox's first process is
+ * killed too, which ends its PID namespace and everything in it; a leaf
+ * is killed through its cgroup). It is over
  * when its first process exits: a background job that keeps the output
  * pipes open does not hold it (what it writes in the next 200 ms is
  * still taken). Under bubblewrap, output reaches on_output only once the
@@ -69,16 +70,35 @@ struct run_result {
 int run_command(const struct run_spec *s, struct run_result *r);
 void run_result_free(struct run_result *r);
 
+/* The first process of bwrap's sandbox (PID 1 of its namespace) as a
+ * pidfd, from what bwrap (process BWRAP) wrote on its info descriptor
+ * (INFO, LEN bytes): -1 if it is not said, or is not bwrap's child (its
+ * number may be another's by now). bwrap says it before that process
+ * has bound its life to bwrap's (PR_SET_PDEATHSIG, set only once the
+ * sandbox is set up): a sandbox whose bwrap is killed before then lives
+ * on, unless it is killed itself. */
+int run_sandbox_init(const char *info, size_t len, pid_t bwrap);
+
+/* Kills a command's whole tree: its cgroup LEAF (NULL: none), its
+ * sandbox's first process INIT (a pidfd, -1: none; its namespace goes
+ * with it), the group of PID, and PID. Does not reap. */
+void run_kill_tree(struct cgroup_leaf *leaf, int init, pid_t pid);
+
 /* Watches what a running command does that is not output: bwrap's info
- * descriptor (INFO, -1: none) and LEAF's limits (NULL: none). */
+ * descriptor (INFO, -1: none; BWRAP: its process) and LEAF's limits
+ * (NULL: none). */
 struct run_watch {
 	int info;
+	pid_t bwrap;
 	bool started; /* bwrap reported the sandbox */
+	int init;     /* the sandbox's first process (pidfd), or -1 */
 	struct cgroup_leaf *leaf;
 	int64_t next_check_ms;
 };
 
-void run_watch_init(struct run_watch *w, int info, struct cgroup_leaf *leaf);
+void run_watch_init(struct run_watch *w, int info, pid_t bwrap, struct cgroup_leaf *leaf);
+/* Closes what W holds. */
+void run_watch_end(struct run_watch *w);
 /* The descriptor to poll for W (-1: none) and how long a poll may wait
  * at most (ms, -1: no bound). */
 int run_watch_fd(const struct run_watch *w);

@@ -26,6 +26,7 @@ struct session {
 	bool host;
 	pid_t pid; /* the shell (or bwrap), its own group */
 	int pidfd, in, out, err;
+	int init;		  /* its sandbox's first process (pidfd), or -1 */
 	struct cgroup_leaf *leaf; /* its cgroup leaf; NULL: none */
 	pthread_mutex_t run;	  /* one command at a time, in order */
 	unsigned users;		  /* commands holding or waiting for it */
@@ -119,16 +120,13 @@ struct session_pool *sessions_new(unsigned per_sandbox, unsigned total,
 static void kill_session(struct session *s)
 {
 	if (s->pid > 0) {
-		if (s->leaf)
-			cgroup_kill(s->leaf);
-		kill(-s->pid, SIGKILL);
-		kill(s->pid, SIGKILL);
+		run_kill_tree(s->leaf, s->init, s->pid);
 		waitpid(s->pid, NULL, 0);
 		s->pid = -1;
 	}
 	cgroup_leaf_free(s->leaf);
 	s->leaf = NULL;
-	int *fds[] = { &s->in, &s->out, &s->err, &s->pidfd };
+	int *fds[] = { &s->in, &s->out, &s->err, &s->pidfd, &s->init };
 	for (size_t i = 0; i < sizeof(fds) / sizeof(*fds); i++) {
 		closep(fds[i]);
 		*fds[i] = -1;
@@ -175,24 +173,31 @@ unsigned sessions_count(struct session_pool *p)
 	return n;
 }
 
-/* Waits for bwrap to report the sandbox set up: its info descriptor INFO
- * written to its end (read whole: bwrap dies of SIGPIPE if a later write
- * finds it closed), or closed unwritten, having failed; ERR then gets
- * what bwrap said on stderr (the pipe ERRFD). Returns 0 or -EIO. */
-static int wait_started(int info, int errfd, char *err, size_t errlen)
+/* Waits for bwrap (process BWRAP) to report the sandbox set up: its info
+ * descriptor INFO written to its end (read whole: bwrap dies of SIGPIPE
+ * if a later write finds it closed), or closed unwritten, having failed;
+ * ERR then gets what bwrap said on stderr (the pipe ERRFD). Returns 0,
+ * *INIT the sandbox's first process (run_sandbox_init()), or -EIO. */
+static int wait_started(int info, pid_t bwrap, int *init, int errfd, char *err, size_t errlen)
 {
 	struct pollfd p = { info, POLLIN, 0 };
-	char buf[512];
+	char buf[512], rest[512];
 	size_t got = 0;
 	ssize_t n = 1;
 
+	*init = -1;
 	if (info < 0)
 		return 0;
-	while (n > 0 && poll(&p, 1, 30000) > 0)
-		if ((n = read(info, buf, sizeof(buf))) > 0)
-			got += (size_t)n;
-	if (got)
+	while (n > 0 && poll(&p, 1, 30000) > 0) {
+		bool room = got < sizeof(buf);
+		if ((n = read(info, room ? buf + got : rest,
+			      room ? sizeof(buf) - got : sizeof(rest))) > 0)
+			got += room ? (size_t)n : 0;
+	}
+	if (got) {
+		*init = run_sandbox_init(buf, got, bwrap);
 		return 0;
+	}
 	n = read(errfd, buf, sizeof(buf));
 	start_failure(buf, n > 0 ? (size_t)n : 0, err, errlen);
 	return -EIO;
@@ -226,9 +231,9 @@ static int start_shell(struct session_pool *pool, struct session *s,
 	close(in[0]);
 	close(out[1]);
 	close(err[1]);
-	if (pid > 0 && (r = wait_started(st.info, err[0], errmsg, errlen)) < 0) {
-		kill(-pid, SIGKILL);
-		kill(pid, SIGKILL);
+	int init = -1;
+	if (pid > 0 && (r = wait_started(st.info, pid, &init, err[0], errmsg, errlen)) < 0) {
+		run_kill_tree(NULL, -1, pid);
 		waitpid(pid, NULL, 0);
 		pid = r;
 	}
@@ -246,6 +251,7 @@ static int start_shell(struct session_pool *pool, struct session *s,
 	s->out = out[0];
 	s->err = err[0];
 	s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	s->init = init;
 	fcntl(s->out, F_SETFL, O_NONBLOCK);
 	fcntl(s->err, F_SETFL, O_NONBLOCK);
 	s->dead = false;
@@ -336,7 +342,7 @@ static struct session *take(struct session_pool *p, const struct session_spec *s
 		}
 		s->host = spec->start->host;
 		s->pid = -1;
-		s->in = s->out = s->err = s->pidfd = -1;
+		s->in = s->out = s->err = s->pidfd = s->init = -1;
 		s->dead = true; /* started on first use */
 		pthread_mutex_init(&s->run, NULL);
 		s->next = p->list;
@@ -503,8 +509,7 @@ static bool reap(struct session *s, int *status)
 	pid_t w = waitpid(s->pid, status, WNOHANG);
 
 	if (w == 0) {
-		kill(-s->pid, SIGKILL);
-		kill(s->pid, SIGKILL);
+		run_kill_tree(NULL, s->init, s->pid);
 		w = waitpid(s->pid, status, 0);
 	}
 	if (w != s->pid)
@@ -548,7 +553,7 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 	int64_t deadline = run->timeout_s ? now_ms() + (int64_t)run->timeout_s * 1000 : INT64_MAX;
 	bool gone = false, err_open = true;
 	struct run_watch w;
-	run_watch_init(&w, -1, s->leaf);
+	run_watch_init(&w, -1, 0, s->leaf);
 	while (!m.seen[MARK_OUT] && !gone) {
 		struct pollfd p[5] = {
 			{ s->out, POLLIN, 0 },	     { err_open ? s->err : -1, POLLIN, 0 },

@@ -65,10 +65,16 @@ static char *field(const char *reply, const char *expr)
 	return json_of(reply, expr, false);
 }
 
-/* The processes whose command line matches PATTERN (pgrep -af). */
+/* The processes whose command line matches PATTERN, with what tells why
+ * one outlived its kill: its state and wait channel, its PID namespace
+ * and its parent. */
 static char *running(const char *pattern)
 {
-	return OUT("pgrep -af '%s' || true", pattern);
+	return OUT("for p in $(pgrep -f '%s'); do"
+		   " ps -o pid=,ppid=,pgid=,sid=,stat=,wchan:24=,args= -p $p;"
+		   " grep NSpid /proc/$p/status; readlink /proc/$p/ns/pid;"
+		   " ps -o args= -p $(ps -o ppid= -p $p); done; true",
+		   pattern);
 }
 
 /* Asserts that no process's command line matches PATTERN within 5 s: a

@@ -1,18 +1,24 @@
 /* What a broker command runs with and returns: the environment scrub,
  * the identity prefix (hostile values), shell quoting, the output text
  * (streams, truncation, exit lines), UTF-8 cleaning, and the path
- * rewriting and masking of host mode. */
+ * rewriting and masking of host mode, and a killed command's tree. */
 #include "exec/env.h"
 #include "exec/guard.h"
 #include "exec/hostpath.h"
 #include "exec/output.h"
 #include "exec/request.h"
+#include "exec/runner.h"
 #include "tests/harness.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static size_t utf8_len(const char *s)
 {
@@ -328,6 +334,58 @@ static const struct {
 				       " /mnt/user-data" },
 };
 
+/* bwrap says which process is its sandbox's first (--info-fd) before
+ * that process binds its life to bwrap's (PR_SET_PDEATHSIG, set only
+ * once the sandbox is set up): a command killed in that window must take
+ * it too. A stand-in for bwrap starts a process that outlives it (in a
+ * session of its own), says so as bwrap does, and times out. */
+START_TEST(test_exec_kill_takes_the_sandbox_bwrap_reported)
+{
+	int info[2];
+	struct launch l;
+	struct run_result r;
+
+	ck_assert_int_eq(pipe2(info, O_CLOEXEC), 0);
+	launch_init(&l);
+	l.pass[l.npass++] = info[1];
+	char *const argv[] = { "/bin/sh", "-c",
+			       "setsid sleep 300 & echo $!;"
+			       " printf '{\\n    \"child-pid\": %d\\n}\\n' $! >&3;"
+			       " exec 3>&-; sleep 301",
+			       NULL };
+	char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
+	struct run_spec spec = { .argv = argv,
+				 .envp = envp,
+				 .launch = &l,
+				 .info_fd = info[0],
+				 .timeout_s = 1,
+				 .cancel_fd = -1,
+				 .stop_fd = -1 };
+	ck_assert_int_eq(run_command(&spec, &r), 0);
+	close(info[0]);
+	close(info[1]);
+	ck_assert(r.timed_out);
+	ck_assert_ptr_nonnull(r.out.data);
+	pid_t child = (pid_t)atoi(r.out.data);
+	ck_assert_int_gt(child, 1);
+	/* SIGKILL is sent: the process ends a moment later (a pidfd of it
+	 * becomes readable; none can be had of one already gone). */
+	int fd = (int)syscall(SYS_pidfd_open, child, 0);
+	struct pollfd p = { fd, POLLIN, 0 };
+	bool lives = fd >= 0 && poll(&p, 1, 5000) == 0;
+	char cmdline[64];
+	snprintf(cmdline, sizeof(cmdline), "/proc/%d/cmdline", (int)child);
+	char *cmd = lives ? read_file(cmdline) : NULL;
+	if (cmd && !strcmp(cmd, "sleep"))
+		syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0); /* ours */
+	free(cmd);
+	if (fd >= 0)
+		close(fd);
+	ck_assert_msg(!lives, "the reported process %d outlived the kill", (int)child);
+	run_result_free(&r);
+}
+END_TEST
+
 START_TEST(test_exec_host_mode_path_guard)
 {
 	const char *extra[] = { "data", NULL };
@@ -356,6 +414,7 @@ Suite *suite_unit_exec(void)
 	tcase_add_test(tc, test_exec_utf8_clean);
 	tcase_add_test(tc, test_exec_host_paths_rewritten_and_masked);
 	tcase_add_test(tc, test_exec_request_parsing);
+	tcase_add_test(tc, test_exec_kill_takes_the_sandbox_bwrap_reported);
 	tcase_add_loop_test(tc, test_exec_host_mode_path_guard, 0,
 			    sizeof(guard_cases) / sizeof(*guard_cases));
 	suite_add_tcase(s, tc);
