@@ -54,14 +54,18 @@ int run_sandbox_init(const char *info, size_t len, pid_t bwrap)
 	return fd;
 }
 
-void run_kill_tree(struct cgroup_leaf *leaf, int init, pid_t pid)
+void run_kill_tree(struct cgroup_leaf *leaf, int init, pid_t pid, int pidfd)
 {
 	if (leaf)
 		cgroup_kill(leaf);
 	if (init >= 0)
 		syscall(SYS_pidfd_send_signal, init, SIGKILL, NULL, 0);
 	kill(-pid, SIGKILL);
-	kill(pid, SIGKILL);
+	/* By its pidfd where there is one: PID may be reaped by now. */
+	if (pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	else
+		kill(pid, SIGKILL);
 }
 
 void run_watch_init(struct run_watch *w, int info, pid_t bwrap, struct cgroup_leaf *leaf)
@@ -150,13 +154,14 @@ static void release_held(const struct run_spec *s, const struct run_result *r)
 
 /* Kills the command's tree and reaps it. A report of its sandbox not yet
  * read is read first: the sandbox may not die with bwrap yet. */
-static void kill_command(const struct run_spec *s, struct run_watch *w, pid_t pid, int *status)
+static void kill_command(const struct run_spec *s, struct run_watch *w, pid_t pid, int pidfd,
+			 int *status)
 {
 	struct pollfd p = { w->info, POLLIN, 0 };
 
 	if (!w->started && poll(&p, 1, 0) > 0)
 		take_info(w);
-	run_kill_tree(s->leaf, w->init, pid);
+	run_kill_tree(s->leaf, w->init, pid, pidfd);
 	waitpid(pid, status, 0);
 }
 
@@ -234,7 +239,7 @@ int run_command(const struct run_spec *s, struct run_result *r)
 				 (WIFEXITED(status) && WEXITSTATUS(status) == 137);
 		if (gone && s->leaf && !r->start_failed &&
 		    (r->killed = cgroup_check_ended(s->leaf, sigkilled)) != LIMIT_NONE)
-			kill_command(s, &w, pid, &status);
+			kill_command(s, &w, pid, pidfd, &status);
 		if (gone) {
 			exited = true;
 			/* Others of its group may hold the pipes: take what
@@ -244,7 +249,7 @@ int run_command(const struct run_spec *s, struct run_result *r)
 		}
 		bool cancel = p[3].revents & (POLLHUP | POLLERR), stop = p[5].revents != 0;
 		if (cancel || stop || now >= deadline || event == 2) {
-			kill_command(s, &w, pid, &status);
+			kill_command(s, &w, pid, pidfd, &status);
 			exited = true;
 			r->cancelled = cancel;
 			r->stopped = stop && !cancel;
@@ -254,11 +259,8 @@ int run_command(const struct run_spec *s, struct run_result *r)
 		}
 	}
 	/* Whatever of the group is left after a timeout, a limit or cancel. */
-	if (r->timed_out || r->cancelled || r->stopped || r->killed) {
-		if (w.init >= 0)
-			syscall(SYS_pidfd_send_signal, w.init, SIGKILL, NULL, 0);
-		kill(-pid, SIGKILL);
-	}
+	if (r->timed_out || r->cancelled || r->stopped || r->killed)
+		run_kill_tree(NULL, w.init, pid, pidfd);
 	run_watch_end(&w);
 	closep(&out[0]);
 	closep(&err[0]);

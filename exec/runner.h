@@ -81,8 +81,9 @@ int run_sandbox_init(const char *info, size_t len, pid_t bwrap);
 
 /* Kills a command's whole tree: its cgroup LEAF (NULL: none), its
  * sandbox's first process INIT (a pidfd, -1: none; its namespace goes
- * with it), the group of PID, and PID. Does not reap. */
-void run_kill_tree(struct cgroup_leaf *leaf, int init, pid_t pid);
+ * with it), the group of PID, and PID (by PIDFD, its pidfd; -1: none).
+ * Does not reap. */
+void run_kill_tree(struct cgroup_leaf *leaf, int init, pid_t pid, int pidfd);
 
 /* Watches what a running command does that is not output: bwrap's info
  * descriptor (INFO, -1: none; BWRAP: its process) and LEAF's limits

@@ -120,7 +120,7 @@ struct session_pool *sessions_new(unsigned per_sandbox, unsigned total,
 static void kill_session(struct session *s)
 {
 	if (s->pid > 0) {
-		run_kill_tree(s->leaf, s->init, s->pid);
+		run_kill_tree(s->leaf, s->init, s->pid, s->pidfd);
 		waitpid(s->pid, NULL, 0);
 		s->pid = -1;
 	}
@@ -233,7 +233,7 @@ static int start_shell(struct session_pool *pool, struct session *s,
 	close(err[1]);
 	int init = -1;
 	if (pid > 0 && (r = wait_started(st.info, pid, &init, err[0], errmsg, errlen)) < 0) {
-		run_kill_tree(NULL, -1, pid);
+		run_kill_tree(NULL, -1, pid, -1);
 		waitpid(pid, NULL, 0);
 		pid = r;
 	}
@@ -509,7 +509,7 @@ static bool reap(struct session *s, int *status)
 	pid_t w = waitpid(s->pid, status, WNOHANG);
 
 	if (w == 0) {
-		run_kill_tree(NULL, s->init, s->pid);
+		run_kill_tree(NULL, s->init, s->pid, s->pidfd);
 		w = waitpid(s->pid, status, 0);
 	}
 	if (w != s->pid)
