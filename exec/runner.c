@@ -98,6 +98,15 @@ static int take_info(struct run_watch *w)
 	return n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN) ? 1 : 0;
 }
 
+/* Takes bwrap's report if it is there now; true if its descriptor was
+ * closed unwritten instead (bwrap failed to set up the sandbox). */
+static bool report_closed(struct run_watch *w)
+{
+	struct pollfd p = { w->info, POLLIN, 0 };
+
+	return !w->started && poll(&p, 1, 0) == 1 && take_info(w) == 1;
+}
+
 int run_watch_fd(const struct run_watch *w)
 {
 	return w->started ? -1 : w->info;
@@ -229,9 +238,14 @@ int run_command(const struct run_spec *s, struct run_result *r)
 		enum limit_hit hit = LIMIT_NONE;
 		bool was_started = w.started;
 		int event = run_watch_step(&w, p[4].revents != 0, &hit);
+		bool gone = waitpid(pid, &status, WNOHANG) == pid;
+		/* It may have exited after the poll: its report is looked at
+		 * once more, or a sandbox that never started would pass for a
+		 * command that failed, its reason held back. */
+		if (gone && event != 1 && report_closed(&w))
+			event = 1;
 		if (w.started && !was_started)
 			release_held(s, r);
-		bool gone = waitpid(pid, &status, WNOHANG) == pid;
 		if (event == 1 && gone)
 			r->start_failed = true;
 		/* A limit's kill may end the command before the next look. */

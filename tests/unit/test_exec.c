@@ -386,6 +386,51 @@ START_TEST(test_exec_kill_takes_the_sandbox_bwrap_reported)
 }
 END_TEST
 
+/* A bwrap that fails to set up says why on stderr, then exits with its
+ * report descriptor unwritten: a start failure, its reason kept, however
+ * its exit falls between the runner's poll (woken by the reason) and its
+ * reap. The old runner looked at the descriptor only where the poll had
+ * seen it closed, and took some of these for a command that failed, its
+ * reason held back with its output (CI: an empty reply). */
+static void close_fd(void *arg)
+{
+	close(*(int *)arg);
+	*(int *)arg = -1;
+}
+
+START_TEST(test_exec_failed_setup_is_a_start_failure_every_time)
+{
+	char *const argv[] = { "/bin/sh", "-c", "echo 'bwrap: cannot set up' >&2; exit 1", NULL };
+	char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
+	int missed = 0;
+
+	for (int i = 0; i < 300; i++) {
+		int info[2];
+		struct launch l;
+		struct run_result r;
+		ck_assert_int_eq(pipe2(info, O_CLOEXEC), 0);
+		launch_init(&l);
+		l.pass[l.npass++] = info[1];
+		struct run_spec spec = { .argv = argv,
+					 .envp = envp,
+					 .launch = &l,
+					 .info_fd = info[0],
+					 .timeout_s = 10,
+					 .cancel_fd = -1,
+					 .stop_fd = -1,
+					 .after_spawn = close_fd, /* as the broker does */
+					 .after_spawn_arg = &info[1] };
+		ck_assert_int_eq(run_command(&spec, &r), 0);
+		close(info[0]);
+		missed += !r.start_failed;
+		ck_assert_msg(r.err.len == 21 && !memcmp(r.err.data, "bwrap: cannot set up\n", 21),
+			      "stderr: %.*s", (int)r.err.len, r.err.data);
+		run_result_free(&r);
+	}
+	ck_assert_msg(missed == 0, "%d of 300 failed set-ups taken for a command's exit", missed);
+}
+END_TEST
+
 START_TEST(test_exec_host_mode_path_guard)
 {
 	const char *extra[] = { "data", NULL };
@@ -415,6 +460,7 @@ Suite *suite_unit_exec(void)
 	tcase_add_test(tc, test_exec_host_paths_rewritten_and_masked);
 	tcase_add_test(tc, test_exec_request_parsing);
 	tcase_add_test(tc, test_exec_kill_takes_the_sandbox_bwrap_reported);
+	tcase_add_test(tc, test_exec_failed_setup_is_a_start_failure_every_time);
 	tcase_add_loop_test(tc, test_exec_host_mode_path_guard, 0,
 			    sizeof(guard_cases) / sizeof(*guard_cases));
 	suite_add_tcase(s, tc);
