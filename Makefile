@@ -58,7 +58,7 @@ EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.
               exec/watch.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/skills.c fs/view.c fs/ops.c fs/ops_change.c \
               fs/ops_entry.c fs/ops_file.c fs/ops_dir.c fs/ops_xattr.c fs/watch.c fs/channel.c \
-              fs/gate.c fs/gate_request.c fs/stage.c fs/journal.c fs/quota.c
+              fs/gate.c fs/gate_request.c fs/stage.c fs/journal.c fs/runmarks.c fs/quota.c
 # sbx: every file of cli/ (the table of commands in cli/sbx.c, the commands).
 CLI_SRC    := $(wildcard cli/*.c)
 TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \

@@ -176,7 +176,8 @@ static int gaps(const struct runlog *sub, const struct windows *w, const struct 
 		else if (changes && !window_at(w, e->at_ns))
 			why = "made while no run was open: nothing kept what was there before";
 		else if (!changes && strcmp(e->op, "keep") && strcmp(e->op, "create") &&
-			 strcmp(e->op, "mkdir") && strcmp(e->op, "symlink"))
+			 strcmp(e->op, "link") && strcmp(e->op, "mkdir") &&
+			 strcmp(e->op, "symlink"))
 			continue; /* a rename: the names follow it */
 		if (why) {
 			if (say)

@@ -1300,7 +1300,7 @@ static int step(struct rewind *rw, int to, int log_fd, size_t seq, const struct 
 		return step_keep_object(rw, to, log_fd, seq, e->path, e->object, was);
 	if (op_is(e, "keep") && e->meta)
 		return step_keep_meta(rw, log_fd, seq, e->path, e->meta, e->meta_len, was);
-	if (op_is(e, "create") || op_is(e, "mkdir") || op_is(e, "symlink"))
+	if (op_is(e, "create") || op_is(e, "link") || op_is(e, "mkdir") || op_is(e, "symlink"))
 		return step_take(rw, to, log_fd, seq, rw->early[seq] ? rw->early[seq] : e->path,
 				 was);
 	if ((op_is(e, "rename") || op_is(e, "exchange")) && e->path2)
@@ -1364,7 +1364,7 @@ static const char *describe(const struct store_event *e)
 {
 	if (op_is(e, "keep"))
 		return e->object ? "put back" : "restore the directory or the attributes of";
-	if (op_is(e, "create") || op_is(e, "symlink"))
+	if (op_is(e, "create") || op_is(e, "link") || op_is(e, "symlink"))
 		return "remove";
 	if (op_is(e, "mkdir"))
 		return "remove the directory";
@@ -1439,7 +1439,8 @@ static int steps_early(struct rewind *rw, const struct moves *moves, size_t *las
 	for (size_t i = 0; i < log->n && r == 0; i++) {
 		const struct store_event *e = &log->events[i];
 		if (e->path2 || rw->skip[i] || rw->done[i] ||
-		    !(op_is(e, "create") || op_is(e, "mkdir") || op_is(e, "symlink")))
+		    !(op_is(e, "create") || op_is(e, "link") || op_is(e, "mkdir") ||
+		      op_is(e, "symlink")))
 			continue;
 		if (!final_name_at(moves, i, e->path, true, name, &last[i]) ||
 		    last[i] == SIZE_MAX || rw->skip[last[i]] || named_by_another(v, n, name, i)) {

@@ -108,7 +108,7 @@ static int event_row(void *arg, const struct store_event *e)
 	    (e->object && !c->object) || (e->meta && !c->meta) ||
 	    (e->pre && (!c->pre || (e->pre->target && !c->pre->target))))
 		return -ENOMEM;
-	j->made += !strcmp(e->op, "create") || !strcmp(e->op, "symlink");
+	j->made += !strcmp(e->op, "create") || !strcmp(e->op, "link") || !strcmp(e->op, "symlink");
 	if (strcmp(e->op, "rename") || !c->path2)
 		return 0;
 	/* A chain a -> b -> c is one rename a -> c. */
@@ -307,8 +307,8 @@ static int read_journal(const struct runlog *j, struct paths *before, struct pat
 			continue;
 		/* The name the path had when the run began. */
 		const char *subject = !strcmp(e->op, "rename") ? e->path2 : e->path;
-		bool absent = !strcmp(e->op, "create") || !strcmp(e->op, "symlink") ||
-			      !strcmp(e->op, "rename");
+		bool absent = !strcmp(e->op, "create") || !strcmp(e->op, "link") ||
+			      !strcmp(e->op, "symlink") || !strcmp(e->op, "rename");
 		if (!absent && !e->pre)
 			continue;
 		snprintf(p, sizeof(p), "%s", subject);

@@ -700,6 +700,18 @@ uint32_t inode_open_count(struct inode_table *t, struct inode *ino, uint32_t *wr
 	return n;
 }
 
+bool inode_identity(struct inode_table *t, const struct inode *ino, dev_t *dev, ino_t *num,
+		    struct timespec *born)
+{
+	pthread_mutex_lock(&t->lock);
+	*dev = ino->dev;
+	*num = ino->ino;
+	*born = ino->born;
+	bool known = ino->born_known;
+	pthread_mutex_unlock(&t->lock);
+	return known;
+}
+
 int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct stat *st)
 {
 	pthread_mutex_lock(&t->lock);

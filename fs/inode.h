@@ -162,6 +162,11 @@ void inode_open_unref(struct inode_table *t, struct inode *ino, bool writer);
 /* Open handles of INO (and, in *WRITERS if not NULL, how many may write). */
 uint32_t inode_open_count(struct inode_table *t, struct inode *ino, uint32_t *writers);
 
+/* The object INO designates now: its (st_dev, st_ino), and its birth time
+ * if known (*BORN). Returns whether it is. */
+bool inode_identity(struct inode_table *t, const struct inode *ino, dev_t *dev, ino_t *num,
+		    struct timespec *born);
+
 /* After a staged write was published: INO now designates the object whose
  * O_PATH fd is FD (owned) and attributes ST, the file now at its name.
  * Returns 0, or -EEXIST (FD closed) if the table already holds it. */

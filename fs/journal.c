@@ -3,6 +3,7 @@
 #include "confine.h"
 #include "gate.h"
 #include "inode.h"
+#include "runmarks.h"
 #include "view.h"
 #include "common/cleanup.h"
 #include "common/fileops.h"
@@ -35,7 +36,8 @@ struct journal {
 		uint64_t stamp;	       /* this daemon's, in every object name */
 		_Atomic uint32_t seq;
 	} keep;
-	struct { /* the last caller's name */
+	struct runmarks *marks; /* what the open run's objects had done */
+	struct {		/* the last caller's name */
 		pthread_mutex_t lock;
 		pid_t pid;
 		int64_t at_ns;
@@ -55,7 +57,9 @@ struct journal *journal_new(const char *home, const char *user, const char *thre
 		j->home = strdup(home);
 	j->user = strdup(user);
 	j->thread = strdup(thread);
-	if (!j->home || !j->user || !j->thread) {
+	j->marks = runmarks_new();
+	if (!j->home || !j->user || !j->thread || !j->marks) {
+		runmarks_free(j->marks);
 		free(j->home);
 		free(j->user);
 		free(j->thread);
@@ -78,6 +82,7 @@ void journal_free(struct journal *j)
 		close(j->keep.fd);
 	pthread_rwlock_destroy(&j->keep.lock);
 	pthread_mutex_destroy(&j->caller.lock);
+	runmarks_free(j->marks);
 	free(j->home);
 	free(j->user);
 	free(j->thread);
@@ -88,6 +93,23 @@ void journal_free(struct journal *j)
 static int64_t open_run(struct view *v)
 {
 	return atomic_load_explicit(&v->journal->run_since, memory_order_acquire);
+}
+
+/* Whether INO has MARK (every mark of it) for RUN; FIELD, INO's imaged or
+ * kept, caches it, as the marks outlive INO (runmarks.h). With SET, it
+ * has from now on. */
+static bool marked(struct view *v, struct inode *ino, _Atomic int64_t *field, int64_t run,
+		   unsigned mark, bool set)
+{
+	struct runmark_object o;
+
+	if (atomic_load_explicit(field, memory_order_acquire) == run)
+		return true;
+	o.born_known = inode_identity(v->inodes, ino, &o.dev, &o.ino, &o.born);
+	bool had = runmarks_test(v->journal->marks, run, &o, mark, set);
+	if (had || set)
+		atomic_store_explicit(field, run, memory_order_release);
+	return had;
 }
 
 /* True if INO (a directory, or a file) is under user-data/workspace or
@@ -197,7 +219,7 @@ void journal_preimage(struct view *v, fuse_req_t req, struct inode *ino)
 	if (!run || !S_ISREG(ino->type) ||
 	    atomic_load_explicit(&ino->imaged, memory_order_acquire) == run ||
 	    wanted(v, ino, NULL, path) != run ||
-	    atomic_exchange_explicit(&ino->imaged, run, memory_order_acq_rel) == run)
+	    marked(v, ino, &ino->imaged, run, RUNMARK_IMAGED, true))
 		return;
 	int pfd = inode_fd_get(v->inodes, ino);
 	if (pfd < 0)
@@ -221,8 +243,8 @@ void journal_created(struct view *v, struct inode *ino)
 	int64_t run = open_run(v);
 
 	if (run) {
+		marked(v, ino, &ino->kept, run, RUNMARK_IMAGED | RUNMARK_KEPT, true);
 		atomic_store_explicit(&ino->imaged, run, memory_order_release);
-		atomic_store_explicit(&ino->kept, run, memory_order_release);
 	}
 }
 
@@ -306,7 +328,7 @@ void journal_keep_content(struct view *v, fuse_req_t req, pid_t pid, struct inod
 		return;
 	/* A stage is another file: the one at the name stays as it was. */
 	if (fstat(fd, &st) < 0 || st.st_ino != ino->ino || st.st_dev != ino->dev ||
-	    atomic_exchange_explicit(&ino->kept, run, memory_order_acq_rel) == run)
+	    marked(v, ino, &ino->kept, run, RUNMARK_KEPT, true))
 		return;
 	_cleanup_(closep) int rfd = confine_reopen(fd, O_RDONLY | O_NONBLOCK);
 	pthread_rwlock_rdlock(&j->keep.lock);
@@ -406,7 +428,7 @@ static void keep_dir(struct view *v, fuse_req_t req, pid_t pid, struct inode *di
 
 	if (!run || atomic_load_explicit(&dir->kept, memory_order_acquire) == run ||
 	    keeping(v, dir, NULL, path) != run ||
-	    atomic_exchange_explicit(&dir->kept, run, memory_order_acq_rel) == run)
+	    marked(v, dir, &dir->kept, run, RUNMARK_KEPT, true))
 		return;
 	keep_meta(v, req, pid, dfd, NULL, path);
 }
@@ -423,7 +445,7 @@ void journal_keep_attrs(struct view *v, fuse_req_t req, struct inode *ino, int f
 
 	/* A file made in the run, or whose whole self is kept already, goes
 	 * back as a whole. */
-	if (run && atomic_load_explicit(&ino->kept, memory_order_acquire) != run)
+	if (run && !marked(v, ino, &ino->kept, run, RUNMARK_KEPT, false))
 		keep_meta(v, req, 0, fd, NULL, path);
 }
 
@@ -434,7 +456,7 @@ void journal_keep_replaced(struct view *v, pid_t pid, struct inode *ino, struct 
 
 	/* Its rename moves the directory's times: those go first. */
 	keep_dir(v, NULL, pid, dir, dfd);
-	if (run && atomic_load_explicit(&ino->kept, memory_order_acquire) != run)
+	if (run && !marked(v, ino, &ino->kept, run, RUNMARK_KEPT, false))
 		journal_keep_going(v, NULL, pid, dir, dfd, name);
 }
 
@@ -443,7 +465,7 @@ void journal_published(struct view *v, struct inode *ino)
 	int64_t run = open_run(v);
 
 	if (run)
-		atomic_store_explicit(&ino->kept, run, memory_order_release);
+		marked(v, ino, &ino->kept, run, RUNMARK_KEPT, true);
 }
 
 /* Opens (creating) the directory of pre-images of the run begun at SINCE

@@ -660,7 +660,7 @@ static int do_link(struct view *v, fuse_req_t req, struct inode *ino, struct ino
 		.name = newname,
 		.file = ino,
 		.file_fd = ps.fd,
-		.event = "create",
+		.event = "link",
 	};
 	r = name_change_begin(v, req, &nc);
 	if (r < 0)

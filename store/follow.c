@@ -34,7 +34,7 @@ static bool shown(const char *op)
 {
 	static const char *const ops[] = {
 		"create", "modify",  "delete", "rename", "exchange",
-		"chmod",  "symlink", "mkdir",  "rmdir",
+		"chmod",  "symlink", "link",   "mkdir",	 "rmdir",
 	};
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)

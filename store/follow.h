@@ -13,7 +13,7 @@
  * between.
  *
  * Only changes are followed: create, modify, delete, rename, exchange,
- * chmod, symlink (store.h). The journal's internal rows (a run's
+ * chmod, symlink, link, mkdir, rmdir (store.h). The journal's internal rows (a run's
  * "capture" and "preimage", and any other op) are skipped: a whitelist,
  * so that a new kind of internal row is never shown by mistake.
  *

@@ -94,7 +94,8 @@ int store_audit_each(struct store *s, const char *user, const char *thread,
 struct snap_file;
 
 /* One change the view made under workspace or outputs: op is "create"
- * (also of a hard link or a device), "mkdir", "symlink", "modify",
+ * (also of a device), "link" (PATH made another name of an existing file:
+ * a hard link), "mkdir", "symlink", "modify",
  * "chmod" (any attribute set), "xattr" (an extended attribute set or
  * removed), "delete", "rmdir", "rename" (PATH to PATH2) or "exchange"
  * (PATH and PATH2 swapped). While a run is open, the view also records

@@ -436,6 +436,8 @@ START_TEST(test_watch_streams_each_change_as_it_happens)
 	SAME(next_event(&w, &last), fmt_cmd("symlink " WS "l (self, " ACTOR "%s", in_run));
 	ck_assert_int_eq(mkdir(ws_of(&V, "d"), 0755), 0);
 	SAME(next_event(&w, &last), fmt_cmd("mkdir " WS "d (self, " ACTOR "%s", in_run));
+	ck_assert_int_eq(link(ws_of(&V, "b.txt"), ws_of(&V, "d/hard")), 0);
+	SAME(next_event(&w, &last), fmt_cmd("link " WS "d/hard (self, " ACTOR "%s", in_run));
 	ck_assert_int_eq(renameat2(AT_FDCWD, ws_of(&V, "b.txt"), AT_FDCWD, ws_of(&V, "keep.txt"),
 				   RENAME_EXCHANGE),
 			 0);
@@ -476,7 +478,7 @@ START_TEST(test_watch_streams_each_change_as_it_happens)
 	int lines = 0;
 	for (char *p = text; (p = strchr(p, '\n')); p++)
 		lines++;
-	ck_assert_int_eq(lines, 11);
+	ck_assert_int_eq(lines, 12);
 	const char *first = fmt_cmd("%lld ", base + 1);
 	ck_assert_msg(!strncmp(text, first, strlen(first)), "%s", text);
 	/* Nothing more came. */

@@ -1,6 +1,8 @@
-/* The inode table (fs/inode.c): bounded fds, re-resolution, staleness. */
+/* The inode table (fs/inode.c): bounded fds, re-resolution, staleness;
+ * and what outlives an inode, the open run's marks (fs/runmarks.c). */
 #include "fs/confine.h"
 #include "fs/inode.h"
+#include "fs/runmarks.h"
 #include "tests/harness.h"
 
 #include <errno.h>
@@ -417,6 +419,65 @@ START_TEST(test_inode_open_handles_keep_their_fd_beyond_the_budget)
 }
 END_TEST
 
+/* ---- runmarks: what the open run did to an object, by the object ---- */
+
+static struct runmark_object object(ino_t ino, long born_ns)
+{
+	return (struct runmark_object){ .dev = 7,
+					.ino = ino,
+					.born_known = born_ns >= 0,
+					.born = { 100, born_ns < 0 ? 0 : born_ns } };
+}
+
+START_TEST(test_runmarks_are_kept_per_object_and_run)
+{
+	struct runmarks *m = runmarks_new();
+	struct runmark_object a = object(10, 1), b = object(11, 1);
+
+	ck_assert_ptr_nonnull(m);
+	ck_assert(!runmarks_test(m, 5, &a, RUNMARK_IMAGED, false)); /* a test sets nothing */
+	ck_assert(!runmarks_test(m, 5, &a, RUNMARK_IMAGED, true));
+	ck_assert(runmarks_test(m, 5, &a, RUNMARK_IMAGED, true));
+	ck_assert(!runmarks_test(m, 5, &a, RUNMARK_KEPT, false)); /* marks are apart */
+	ck_assert(!runmarks_test(m, 5, &a, RUNMARK_IMAGED | RUNMARK_KEPT, false));
+	ck_assert(!runmarks_test(m, 5, &b, RUNMARK_IMAGED, false));
+	/* The number's new object (another birth time) has none; unknown
+	 * birth times match. */
+	struct runmark_object reborn = object(10, 2), unknown = object(10, -1);
+	ck_assert(runmarks_test(m, 5, &unknown, RUNMARK_IMAGED, false));
+	ck_assert(!runmarks_test(m, 5, &reborn, RUNMARK_IMAGED, true));
+	ck_assert(!runmarks_test(m, 5, &a, RUNMARK_IMAGED, false));
+	ck_assert(runmarks_test(m, 5, &reborn, RUNMARK_IMAGED, false));
+	/* A later run begins anew; a late call of the earlier one marks
+	 * nothing and clears nothing. */
+	ck_assert(!runmarks_test(m, 6, &reborn, RUNMARK_IMAGED, true));
+	ck_assert(!runmarks_test(m, 5, &b, RUNMARK_KEPT, true));
+	ck_assert(!runmarks_test(m, 6, &b, RUNMARK_KEPT, false));
+	ck_assert(runmarks_test(m, 6, &reborn, RUNMARK_IMAGED, false));
+	runmarks_free(m);
+}
+END_TEST
+
+/* Enough objects to grow the table several times, their numbers close
+ * together (as a filesystem gives them): every one is found again. */
+START_TEST(test_runmarks_hold_many_objects)
+{
+	struct runmarks *m = runmarks_new();
+
+	for (ino_t i = 0; i < 20000; i++) {
+		struct runmark_object o = object(1000 + i, (long)i);
+		ck_assert(!runmarks_test(m, 1, &o, RUNMARK_KEPT, true));
+	}
+	for (ino_t i = 0; i < 20000; i++) {
+		struct runmark_object o = object(1000 + i, (long)i), other = o;
+		other.dev = 8;
+		ck_assert(runmarks_test(m, 1, &o, RUNMARK_KEPT, false));
+		ck_assert(!runmarks_test(m, 1, &other, RUNMARK_KEPT, false));
+	}
+	runmarks_free(m);
+}
+END_TEST
+
 Suite *suite_unit_inode(void)
 {
 	Suite *s = suite_create("unit_inode");
@@ -434,6 +495,8 @@ Suite *suite_unit_inode(void)
 	tcase_add_test(tc, test_inode_keeps_three_names_looked_up_in_turn);
 	tcase_add_test(tc, test_inode_forget_frees_and_lookups_count);
 	tcase_add_test(tc, test_inode_open_handles_keep_their_fd_beyond_the_budget);
+	tcase_add_test(tc, test_runmarks_are_kept_per_object_and_run);
+	tcase_add_test(tc, test_runmarks_hold_many_objects);
 	suite_add_tcase(s, tc);
 	return s;
 }
