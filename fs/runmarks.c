@@ -4,6 +4,7 @@
  * run (later runs have larger ids: a run's id is when it began). */
 #include "runmarks.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -61,7 +62,7 @@ static int grow(struct runmarks *m)
 	struct entry *old = m->v, *v = calloc(cap, sizeof(*v));
 
 	if (!v)
-		return -1;
+		return -ENOMEM;
 	m->v = v;
 	m->cap = cap;
 	for (size_t i = 0; i < cap / 2 && old; i++)
