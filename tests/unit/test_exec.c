@@ -334,6 +334,37 @@ static const struct {
 				       " /mnt/user-data" },
 };
 
+static void close_fd(void *arg)
+{
+	close(*(int *)arg);
+	*(int *)arg = -1;
+}
+
+/* Runs SCRIPT (sh) as a stand-in for bwrap, its report descriptor
+ * (--info-fd) its fd 3, for TIMEOUT_S seconds at most, into *R. */
+static void run_stand_in(const char *script, unsigned timeout_s, struct run_result *r)
+{
+	char *const argv[] = { "/bin/sh", "-c", (char *)script, NULL };
+	char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
+	int info[2];
+	struct launch l;
+
+	ck_assert_int_eq(pipe2(info, O_CLOEXEC), 0);
+	launch_init(&l);
+	l.pass[l.npass++] = info[1];
+	struct run_spec spec = { .argv = argv,
+				 .envp = envp,
+				 .launch = &l,
+				 .info_fd = info[0],
+				 .timeout_s = timeout_s,
+				 .cancel_fd = -1,
+				 .stop_fd = -1,
+				 .after_spawn = close_fd, /* as the broker does */
+				 .after_spawn_arg = &info[1] };
+	ck_assert_int_eq(run_command(&spec, r), 0);
+	close(info[0]);
+}
+
 /* bwrap says which process is its sandbox's first (--info-fd) before
  * that process binds its life to bwrap's (PR_SET_PDEATHSIG, set only
  * once the sandbox is set up): a command killed in that window must take
@@ -341,29 +372,12 @@ static const struct {
  * session of its own), says so as bwrap does, and times out. */
 START_TEST(test_exec_kill_takes_the_sandbox_bwrap_reported)
 {
-	int info[2];
-	struct launch l;
 	struct run_result r;
 
-	ck_assert_int_eq(pipe2(info, O_CLOEXEC), 0);
-	launch_init(&l);
-	l.pass[l.npass++] = info[1];
-	char *const argv[] = { "/bin/sh", "-c",
-			       "setsid sleep 300 & echo $!;"
-			       " printf '{\\n    \"child-pid\": %d\\n}\\n' $! >&3;"
-			       " exec 3>&-; sleep 301",
-			       NULL };
-	char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
-	struct run_spec spec = { .argv = argv,
-				 .envp = envp,
-				 .launch = &l,
-				 .info_fd = info[0],
-				 .timeout_s = 1,
-				 .cancel_fd = -1,
-				 .stop_fd = -1 };
-	ck_assert_int_eq(run_command(&spec, &r), 0);
-	close(info[0]);
-	close(info[1]);
+	run_stand_in("setsid sleep 300 & echo $!;"
+		     " printf '{\\n    \"child-pid\": %d\\n}\\n' $! >&3;"
+		     " exec 3>&-; sleep 301",
+		     1, &r);
 	ck_assert(r.timed_out);
 	ck_assert_ptr_nonnull(r.out.data);
 	pid_t child = (pid_t)atoi(r.out.data);
@@ -392,36 +406,13 @@ END_TEST
  * reap. The old runner looked at the descriptor only where the poll had
  * seen it closed, and took some of these for a command that failed, its
  * reason held back with its output (CI: an empty reply). */
-static void close_fd(void *arg)
-{
-	close(*(int *)arg);
-	*(int *)arg = -1;
-}
-
 START_TEST(test_exec_failed_setup_is_a_start_failure_every_time)
 {
-	char *const argv[] = { "/bin/sh", "-c", "echo 'bwrap: cannot set up' >&2; exit 1", NULL };
-	char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
 	int missed = 0;
 
 	for (int i = 0; i < 300; i++) {
-		int info[2];
-		struct launch l;
 		struct run_result r;
-		ck_assert_int_eq(pipe2(info, O_CLOEXEC), 0);
-		launch_init(&l);
-		l.pass[l.npass++] = info[1];
-		struct run_spec spec = { .argv = argv,
-					 .envp = envp,
-					 .launch = &l,
-					 .info_fd = info[0],
-					 .timeout_s = 10,
-					 .cancel_fd = -1,
-					 .stop_fd = -1,
-					 .after_spawn = close_fd, /* as the broker does */
-					 .after_spawn_arg = &info[1] };
-		ck_assert_int_eq(run_command(&spec, &r), 0);
-		close(info[0]);
+		run_stand_in("echo 'bwrap: cannot set up' >&2; exit 1", 10, &r);
 		missed += !r.start_failed;
 		ck_assert_msg(r.err.len == 21 && !memcmp(r.err.data, "bwrap: cannot set up\n", 21),
 			      "stderr: %.*s", (int)r.err.len, r.err.data);
