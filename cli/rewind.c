@@ -1386,8 +1386,10 @@ static int named_cmp(const void *a, const void *b)
 	return strcmp(((const struct named *)a)->name, ((const struct named *)b)->name);
 }
 
-/* True if an event but AT names NAME or below it at the end (V sorted). */
-static bool named_by_another(const struct named *v, size_t n, const char *name, size_t at)
+/* True if an event but AT names NAME or below it at the end (V sorted),
+ * other than one taken early (EARLY: per event, its path or NULL). */
+static bool named_by_another(const struct named *v, size_t n, const char *name, size_t at,
+			     char *const *early)
 {
 	size_t lo = 0, hi = n, len = strlen(name);
 
@@ -1399,7 +1401,8 @@ static bool named_by_another(const struct named *v, size_t n, const char *name, 
 			hi = mid;
 	}
 	for (; lo < n && !strncmp(v[lo].name, name, len); lo++)
-		if ((v[lo].name[len] == '\0' || v[lo].name[len] == '/') && v[lo].at != at)
+		if ((v[lo].name[len] == '\0' || v[lo].name[len] == '/') && v[lo].at != at &&
+		    !early[v[lo].at])
 			return true;
 		else if (v[lo].name[len] > '/')
 			break; /* past NAME/... in the order of names */
@@ -1409,7 +1412,9 @@ static bool named_by_another(const struct named *v, size_t n, const char *name, 
 /* The events a step takes early (RW->early), at their names at the end:
  * a file, symlink or directory the run made in a directory it then moved
  * (mkdir e/new; mv e e2), and no other step names (writes and chmods of
- * what the run made have none). */
+ * what the run made have none) but those taken early themselves: a
+ * directory with what the run made in it (mkdir e/new; echo > e/new/f),
+ * which comes later in the log, so its step goes first. */
 static int steps_early(struct rewind *rw, const struct moves *moves, size_t *last)
 {
 	const struct runlog *log = rw->log;
@@ -1436,14 +1441,16 @@ static int steps_early(struct rewind *rw, const struct moves *moves, size_t *las
 	}
 	if (n)
 		qsort(v, n, sizeof(*v), named_cmp);
-	for (size_t i = 0; i < log->n && r == 0; i++) {
+	/* Latest first: what is in a directory is decided before it. */
+	for (size_t i = log->n; i-- > 0 && r == 0;) {
 		const struct store_event *e = &log->events[i];
 		if (e->path2 || rw->skip[i] || rw->done[i] ||
 		    !(op_is(e, "create") || op_is(e, "link") || op_is(e, "mkdir") ||
 		      op_is(e, "symlink")))
 			continue;
 		if (!final_name_at(moves, i, e->path, true, name, &last[i]) ||
-		    last[i] == SIZE_MAX || rw->skip[last[i]] || named_by_another(v, n, name, i)) {
+		    last[i] == SIZE_MAX || rw->skip[last[i]] ||
+		    named_by_another(v, n, name, i, rw->early)) {
 			last[i] = SIZE_MAX;
 			continue;
 		}

@@ -937,12 +937,15 @@ END_TEST
  * object back: killed between the two, f is absent. And e/new, made in
  * e before the run renamed e to e2, showed up under e once the rename was
  * reversed, until the step that removed it: at neither end of the undo
- * is there an e/new (now it goes first, as e2/new: steps_order()). */
+ * is there an e/new (now it goes first, as e2/new: steps_order()); nor
+ * e/sub, e/sub/deep, made with what they hold before the rename (they
+ * showed under e until their steps: now they go first, deepest first). */
 START_TEST(test_undo_killed_in_a_rename_over)
 {
 	SAME(kill_everywhere("echo a > f && mkdir e",
 			     "sed -i s/a/x/ f && mkdir e/new && echo n > e/g && ln -s g e/l &&"
-			     " mv e e2",
+			     " mkdir -p e/sub/deep && echo y > e/sub/y && ln -s y e/sub/l &&"
+			     " echo z > e/sub/deep/z && mv e e2",
 			     true, false),
 	     "");
 }
