@@ -37,8 +37,12 @@ static const char restore_usage[] =
 	"below it since then is taken back, whichever run (or none) made it. The\n"
 	"runs keep their pre-images (they can still be undone); the restore is\n"
 	"itself a run, whose summary is printed and which sbx run undo undoes.\n"
-	"A change no pre-image covers (made while no run was open, or with its\n"
-	"pre-image dropped) makes the restore refuse, naming it: nothing is done.\n"
+	"A change no pre-image covers makes the restore refuse, naming it, and\n"
+	"nothing is done: one made while no run was open, one whose run was kept\n"
+	"or undone in part, and for a TIME inside a run, a change the run made\n"
+	"after TIME to what it had changed before (a view keeps a file once a\n"
+	"run, before the run first changes it). A run and the undo that took it\n"
+	"back whole are gone past.\n"
 	"  --dry-run  print what would be done; change nothing\n";
 
 static const char log_usage[] =
@@ -55,6 +59,8 @@ static const char log_usage[] =
 struct run_window {
 	int64_t id, begun_ns, ended_ns; /* ended_ns 0: open */
 	int dir;			/* its directory of pre-images, or -1 */
+	int64_t undoes;			/* a whole undo (store_run.clean): its run */
+	bool cancelled;			/* it and its whole undo changed nothing */
 };
 
 struct windows {
@@ -72,9 +78,32 @@ static int window_row(void *arg, const struct store_run *run)
 	int dir = run->kept
 			  ? -1
 			  : home_undo_dir(w->homefd, run->user, run->thread, run->begun_ns, false);
-	w->v[w->n++] = (struct run_window){ run->id, run->begun_ns, run->ended ? run->ended_ns : 0,
-					    dir < 0 ? -1 : dir };
+	w->v[w->n++] = (struct run_window){ run->id,
+					    run->begun_ns,
+					    run->ended ? run->ended_ns : 0,
+					    dir < 0 ? -1 : dir,
+					    run->clean && run->ended ? run->undoes : 0,
+					    false };
 	return 0;
+}
+
+/* Pairs off, among the runs begun from FROM_NS on, each with the whole
+ * undo that took it back, oldest first (a run, its undo, the redo: the
+ * redo stays): together they changed nothing, and the objects the run
+ * kept went back into place with the undo, so a restore must go past
+ * both rather than through them. */
+static void windows_cancel(struct windows *w, int64_t from_ns)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		struct run_window *u = &w->v[i];
+		if (!u->undoes || u->cancelled)
+			continue;
+		for (size_t j = 0; j < i; j++) {
+			struct run_window *t = &w->v[j];
+			if (t->id == u->undoes && !t->cancelled && t->begun_ns >= from_ns)
+				t->cancelled = u->cancelled = true;
+		}
+	}
 }
 
 static void windows_free(struct windows *w)
@@ -103,15 +132,19 @@ static bool below(const char *p, const char *root)
 	return !strncmp(p, root, n) && (!p[n] || p[n] == '/');
 }
 
-/* The events of ALL that name PATH or what is below it, in SUB (shallow
- * copies: ALL owns their strings). */
-static int events_of(const struct runlog *all, const char *path, struct runlog *sub)
+/* The events of ALL that name PATH or what is below it, but for those
+ * of the runs W cancelled, in SUB (shallow copies: ALL owns their
+ * strings). */
+static int events_of(const struct runlog *all, const char *path, const struct windows *w,
+		     struct runlog *sub)
 {
 	memset(sub, 0, sizeof(*sub));
 	for (size_t i = 0; i < all->n; i++) {
 		const struct store_event *e = &all->events[i];
+		const struct run_window *in;
 		if (!strcmp(e->op, "capture") || !strcmp(e->op, "preimage") ||
-		    !(below(e->path, path) || (e->path2 && below(e->path2, path))))
+		    !(below(e->path, path) || (e->path2 && below(e->path2, path))) ||
+		    ((in = window_at(w, e->at_ns)) && in->cancelled))
 			continue;
 		if (array_grow(sub->events, sub->n, sub->cap) < 0)
 			return -ENOMEM;
@@ -142,53 +175,167 @@ static int names_add(struct names *ns, const char *name)
 	return (ns->v[ns->n++] = strdup(name)) ? 0 : -ENOMEM;
 }
 
+/* Drops NAME, not what is below it. */
+static void names_forget(struct names *ns, const char *name)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		if (!strcmp(ns->v[i], name)) {
+			free(ns->v[i]);
+			ns->v[i] = ns->v[--ns->n];
+			return;
+		}
+}
+
+/* Drops the names that are (IN) or are not (!IN) ROOT or below it. */
+static void names_drop_where(struct names *ns, const char *root, bool in)
+{
+	for (size_t i = ns->n; i-- > 0;)
+		if (below(ns->v[i], root) == in) {
+			free(ns->v[i]);
+			ns->v[i] = ns->v[--ns->n];
+		}
+}
+
+static void names_drop(struct names *ns, const char *name)
+{
+	names_drop_where(ns, name, true);
+}
+
+/* Renames FROM and what is below it to TO (what was at TO goes); with
+ * SWAP, exchanges the two. */
+static int names_move(struct names *ns, const char *from, const char *to, bool swap)
+{
+	size_t nf = strlen(from), nt = strlen(to);
+
+	if (!swap)
+		names_drop(ns, to);
+	for (size_t i = 0; i < ns->n; i++) {
+		const char *p = ns->v[i];
+		bool at_from = below(p, from), at_to = swap && below(p, to);
+		if (!at_from && !at_to)
+			continue;
+		char *moved;
+		if (asprintf(&moved, "%s%s", at_from ? to : from, p + (at_from ? nf : nt)) < 0)
+			return -ENOMEM;
+		free(ns->v[i]);
+		ns->v[i] = moved;
+	}
+	return 0;
+}
+
+static void names_free(struct names *ns)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		free(ns->v[i]);
+	free(ns->v);
+}
+
+/* True if event E made what is at its path (absent before it). */
+static bool made(const struct store_event *e)
+{
+	return !strcmp(e->op, "create") || !strcmp(e->op, "link") || !strcmp(e->op, "mkdir") ||
+	       !strcmp(e->op, "symlink");
+}
+
 static void say_gap(const struct store_event *e, const char *why)
 {
 	char q[QUOTE_MAX], when[32];
 
 	report_time(e->at_ns, when, sizeof(when));
+	/* A "keep" comes just before the change it keeps for. */
 	fprintf(stderr, "  %s: %s at %s by %s (pid %d): %s\n", quote_name(e->path, q, sizeof(q)),
-		e->op, when, e->comm, (int)e->pid, why);
+		strcmp(e->op, "keep") ? e->op : "change", when, e->comm, (int)e->pid, why);
 }
 
-/* The changes of SUB whose state before them no pre-image tells, each
- * said (with SAY) for the first on its path: one made while no run was
- * open (the views keep nothing then) and no pre-image of the path came
- * before it, or a "keep" whose object is gone. Within a run the views
- * keep each path before its first change (a staged save's, once it is
- * published: after its "modify" event). Returns how many, or -errno. */
+/* The changes of SUB that cannot be taken back, each said (with SAY),
+ * once a path: a "keep" whose object is gone (every step needs its own),
+ * and a change made while no run was open (the views keep nothing then)
+ * with no earlier word on its path: a pre-image (a "keep": within a run
+ * the views keep a path before they change it, a staged save's once it
+ * is published, after its "modify") or its making. Returns how many, or
+ * -errno. */
 static int gaps(const struct runlog *sub, const struct windows *w, const struct rewind *rw,
 		bool say)
 {
-	struct names covered = { 0 };
+	struct names decided = { 0 }, said = { 0 };
 	int r = 0, n = 0;
 
 	for (size_t i = 0; i < sub->n && r == 0; i++) {
 		const struct store_event *e = &sub->events[i];
-		const char *why = NULL;
+		const struct run_window *in = window_at(w, e->at_ns);
+		bool keep = !strcmp(e->op, "keep") && e->object;
 		bool changes = !strcmp(e->op, "modify") || !strcmp(e->op, "chmod") ||
 			       !strcmp(e->op, "xattr") || !strcmp(e->op, "delete") ||
 			       !strcmp(e->op, "rmdir");
-		if (names_has(&covered, e->path))
-			continue;
-		if (!strcmp(e->op, "keep") && e->object && !rewind_has_object(rw, e->object))
-			why = "its pre-image was dropped";
-		else if (changes && !window_at(w, e->at_ns))
-			why = "made while no run was open: nothing kept what was there before";
-		else if (!changes && strcmp(e->op, "keep") && strcmp(e->op, "create") &&
-			 strcmp(e->op, "link") && strcmp(e->op, "mkdir") &&
-			 strcmp(e->op, "symlink"))
-			continue; /* a rename: the names follow it */
-		if (why) {
+		char why[128];
+		if (keep && !rewind_has_object(rw, e->object))
+			snprintf(why, sizeof(why),
+				 "its pre-image is gone (run %lld was kept, undone in part, or"
+				 " aged out)",
+				 in ? (long long)in->id : 0LL);
+		else if (names_has(&decided, e->path) || (!keep && !made(e) && !(changes && !in)))
+			continue; /* decided, or a rename (the names follow it), or
+				   * a change whose pre-image comes with it */
+		else if (changes)
+			snprintf(why, sizeof(why),
+				 "made while no run was open: nothing kept what was there before");
+		else
+			why[0] = '\0';
+		if (why[0] && !names_has(&said, e->path)) {
 			if (say)
 				say_gap(e, why);
 			n++;
+			r = names_add(&said, e->path);
 		}
-		r = names_add(&covered, e->path);
+		if (r == 0)
+			r = names_add(&decided, e->path);
 	}
-	for (size_t i = 0; i < covered.n; i++)
-		free(covered.v[i]);
-	free(covered.v);
+	names_free(&decided);
+	names_free(&said);
+	return r < 0 ? r : n;
+}
+
+/* The changes, after FROM, that run W (open at FROM, begun before it;
+ * its events: WLOG) made to what it had made or changed before FROM and
+ * was under PATH then, each said (with SAY): a view keeps what a file or
+ * directory was before a run first changes it, once per run, so what the
+ * run made of it by FROM is kept nowhere. Names are followed through
+ * renames, of directories above them too. Returns how many, or -errno. */
+static int gaps_within(const struct runlog *wlog, const struct run_window *w, int64_t from,
+		       const char *path, bool say)
+{
+	struct names had = { 0 }; /* what W made or changed, by name */
+	bool after = false;
+	char why[160];
+	int r = 0, n = 0;
+
+	for (size_t i = 0; i < wlog->n && r == 0; i++) {
+		const struct store_event *e = &wlog->events[i];
+		bool changes = !strcmp(e->op, "modify") || !strcmp(e->op, "chmod");
+		if (!after && e->at_ns >= from) {
+			after = true; /* what was elsewhere at FROM is not restored */
+			names_drop_where(&had, path, false);
+		}
+		if (e->path2 && (!strcmp(e->op, "rename") || !strcmp(e->op, "exchange"))) {
+			r = names_move(&had, e->path, e->path2, !strcmp(e->op, "exchange"));
+		} else if (!strcmp(e->op, "delete") || !strcmp(e->op, "rmdir")) {
+			names_drop(&had, e->path); /* kept whole as it went */
+		} else if (!after) {
+			if (changes || made(e) || (!strcmp(e->op, "keep") && e->object))
+				r = names_add(&had, e->path);
+		} else if (changes && names_has(&had, e->path)) {
+			if (say) {
+				snprintf(why, sizeof(why),
+					 "run %lld had changed it before then, and a view keeps"
+					 " what a file was before a run first changes it, once",
+					 (long long)w->id);
+				say_gap(e, why);
+			}
+			names_forget(&had, e->path); /* one word for it */
+			n++;
+		}
+	}
+	names_free(&had);
 	return r < 0 ? r : n;
 }
 
@@ -197,7 +344,7 @@ int cmd_restore(int argc, char **argv, const char *home)
 	char err[PATH_MAX + 256], q[QUOTE_MAX];
 	struct thread_args a;
 	struct thread_roots roots = { -1, -1 };
-	struct runlog all = { 0 }, sub = { 0 };
+	struct runlog all = { 0 }, sub = { 0 }, within = { 0 };
 	struct windows w = { 0 };
 	struct store_run run = { 0 }, u = { 0 };
 	struct rewind *rw = NULL;
@@ -232,8 +379,9 @@ int cmd_restore(int argc, char **argv, const char *home)
 	r = homefd < 0 ? -errno : store_runs_each(s, a.user, a.thread, window_row, &w);
 	if (r == 0)
 		r = runlog_load(s, a.user, a.thread, from, realtime_ns(), &all);
+	windows_cancel(&w, from);
 	if (r == 0)
-		r = events_of(&all, a.path, &sub);
+		r = events_of(&all, a.path, &w, &sub);
 	if (r == 0)
 		r = rewind_new(&sub, realtime_ns(), roots.ws, roots.out, -1, &rw);
 	for (size_t i = 0; r == 0 && i < w.n; i++)
@@ -249,18 +397,30 @@ int cmd_restore(int argc, char **argv, const char *home)
 		goto done;
 	}
 	rewind_copy(rw);
-	int ngaps = gaps(&sub, &w, rw, false);
-	if (ngaps < 0) {
-		r = ngaps;
+	/* A moment inside a run: what the run had changed by then. */
+	const struct run_window *in = window_at(&w, from);
+	if (in && in->begun_ns < from &&
+	    (r = runlog_load(s, a.user, a.thread, in->begun_ns,
+			     in->ended_ns ? in->ended_ns : realtime_ns(), &within)) < 0) {
+		fprintf(stderr, "sbx: restore: cannot read the journal: %s\n", strerror(-r));
+		goto done;
+	}
+	int ngaps = gaps(&sub, &w, rw, false), nwithin = 0;
+	if (ngaps >= 0 && within.n)
+		nwithin = gaps_within(&within, in, from, a.path, false);
+	if (ngaps < 0 || nwithin < 0) {
+		r = ngaps < 0 ? ngaps : nwithin;
 		fprintf(stderr, "sbx: restore: %s\n", strerror(-r));
 		goto done;
 	}
-	if (ngaps > 0) {
+	if (ngaps + nwithin > 0) {
 		fprintf(stderr,
 			"sbx: restore: cannot bring back %s as it was: %d change%s of it "
 			"cannot be taken back:\n",
-			qp, ngaps, ngaps == 1 ? "" : "s");
+			qp, ngaps + nwithin, ngaps + nwithin == 1 ? "" : "s");
 		gaps(&sub, &w, rw, true);
+		if (nwithin)
+			gaps_within(&within, in, from, a.path, true);
 		fprintf(stderr, "sbx: restore: nothing was changed\n");
 		r = -ENODATA;
 		goto done;
@@ -284,6 +444,7 @@ done:
 	rewind_free(rw);
 	free(sub.events);
 	runlog_free(&all);
+	runlog_free(&within);
 	windows_free(&w);
 	store_run_free(&u);
 	store_run_free(&run);

@@ -36,6 +36,9 @@ enum step_kind {
 			 * into the undo's directory (kept) */
 	STEP_INPLACE,	/* a kept file's content and attributes written back into
 			 * a file with other names (kept: copied, first) */
+	STEP_OVER,	/* a rename reversed over what the run made at its old
+			 * name after it (kept: linked, first): mv f f.bak;
+			 * echo new > f */
 	STEP_DIR,	/* not a step: the attributes of the directory PATH
 			* before the undo first changed its entries */
 	STEP_FAIL,	/* the step before it failed: with its errno */
@@ -47,7 +50,7 @@ static const char *const step_words[STEP_KINDS] = {
 	[STEP_RMDIR] = "rmdir",	       [STEP_MOVE] = "move",	   [STEP_EXCHANGE] = "exchange",
 	[STEP_ATTR] = "attr",	       [STEP_MKDIR] = "mkdir",	   [STEP_SWAP] = "swap",
 	[STEP_SWAP_KEEP] = "swapkeep", [STEP_INPLACE] = "inplace", [STEP_DIR] = "dir",
-	[STEP_FAIL] = "fail",
+	[STEP_FAIL] = "fail",	       [STEP_OVER] = "over",
 };
 
 /* One log line: step SEQ (the index of the event it undoes). */
@@ -56,11 +59,13 @@ struct logged {
 	enum step_kind kind;
 	int64_t at_ns;
 	char object[40]; /* what it kept in the undo's directory, or "" */
-	uint64_t ino;	 /* STEP_EXCHANGE: the inode that was at path2 */
+	uint64_t ino;	 /* STEP_EXCHANGE: the inode that was at path2;
+			  * STEP_OVER: the one renamed back */
 	uint8_t *meta;	 /* STEP_RMDIR, STEP_ATTR, STEP_DIR: the attributes it replaced */
 	size_t meta_len;
 	int err;    /* STEP_FAIL */
-	char *path; /* STEP_DIR: the directory; a step taken early: its path */
+	char *path; /* STEP_DIR: the directory; a step taken early: its path;
+		     * STEP_OVER: the name renamed back from */
 	enum { PUT_UNKNOWN, PUT_FILE, PUT_SYMLINK } put; /* STEP_PUT, this attempt's */
 };
 
@@ -77,7 +82,8 @@ struct rewind {
 	size_t nconflicts, ccap;
 	char **finals; /* the conflicting paths (sorted), owned */
 	bool *skip;    /* per event */
-	bool *done;    /* per event: another's step took it (STEP_SWAP) */
+	bool *done;    /* per event: another's step took it (STEP_SWAP, STEP_OVER) */
+	size_t *over;  /* per event: the rename its step reverses too, or SIZE_MAX */
 	size_t *order; /* the events in the order their steps go (steps_order()) */
 	size_t *pos;   /* per event: its place in ORDER */
 	char **early;  /* per event: the path of a step taken early, or NULL */
@@ -158,6 +164,7 @@ void rewind_free(struct rewind *rw)
 	}
 	free(rw->steps);
 	free(rw->done);
+	free(rw->over);
 	for (size_t i = 0; rw->early && i < rw->log->n; i++)
 		free(rw->early[i]);
 	free(rw->early);
@@ -1283,6 +1290,80 @@ static int step_swap(struct rewind *rw, int to_dir, int log_fd, size_t seq, cons
 	return renameat2(dir, object, a.dfd, a.leaf, RENAME_NOREPLACE) < 0 ? neg() : 1;
 }
 
+/* What the run made at PATH (event SEQ) goes, and the rename that freed
+ * the name before (event R: PATH -> FROM) is reversed, in one step: what
+ * is at PATH is linked into TO, then FROM is renamed over it, so neither
+ * name is ever at neither end (mv f f.bak; echo new > f: f is never
+ * absent). Where that cannot be (a directory at either name, or a file
+ * with other names, whose link would be seen), the two steps go apart. */
+static int step_over(struct rewind *rw, int to, int log_fd, size_t seq, size_t r_seq,
+		     const struct logged *was)
+{
+	const char *path = rw->log->events[seq].path, *from = rw->log->events[r_seq].path2;
+	struct logged l = { .seq = seq, .kind = STEP_OVER, .path = (char *)from };
+	_place_ a = { -1, NULL };
+	_place_ b = { -1, NULL };
+	struct stat sa, sb;
+	bool at_from, at_path;
+	int r;
+
+	if ((r = places_of_move(rw, log_fd, seq, from, path, &a, &b, &sa, &sb, &at_from,
+				&at_path)) < 0)
+		return r;
+	if (was && was->kind == STEP_OVER && at_path && sb.st_ino == was->ino)
+		return 1; /* a first attempt took it */
+	if (!was && (!at_from || !at_path || S_ISDIR(sa.st_mode) || S_ISDIR(sb.st_mode) ||
+		     sb.st_nlink > 1)) {
+		rw->over[seq] = SIZE_MAX;
+		rw->done[r_seq] = false;
+		return step_take(rw, to, log_fd, seq, path, NULL);
+	}
+	if (!at_from)
+		return -ENOENT;
+	l.ino = sa.st_ino;
+	if ((!was && (r = object_name(rw, l.object)) < 0) || (r = begin(rw, log_fd, &l, was)) < 0)
+		return r;
+	if (linkat(b.dfd, b.leaf, to, l.object, 0) < 0 && !(was && errno == EEXIST))
+		return neg();
+	return renameat(a.dfd, a.leaf, b.dfd, b.leaf) < 0 ? neg() : 1;
+}
+
+/* Pairs each step that removes what the run made (not taken early) with
+ * the rename that freed its name just before (RW->over), where nothing
+ * in between names either name and the rename is onto a free one; the
+ * rename's own step is then not taken. A first attempt that took the
+ * removal alone (the pair could not be) is followed. */
+static int overs_pair(struct rewind *rw)
+{
+	const struct runlog *log = rw->log;
+
+	if (!rw->over && !(rw->over = malloc((log->n ? log->n : 1) * sizeof(*rw->over))))
+		return -ENOMEM;
+	for (size_t i = 0; i < log->n; i++)
+		rw->over[i] = SIZE_MAX;
+	for (size_t i = 0; i < log->n; i++) {
+		const struct store_event *e = &log->events[i];
+		if (e->path2 || rw->skip[i] || rw->done[i] || (rw->early && rw->early[i]) ||
+		    !(op_is(e, "create") || op_is(e, "link") || op_is(e, "symlink")))
+			continue;
+		size_t r = last_on(rw, i, e->path, false);
+		const struct store_event *re = r == SIZE_MAX ? NULL : &log->events[r];
+		if (!re || !op_is(re, "rename") || !re->path2 || strcmp(re->path, e->path) ||
+		    rw->skip[r] || rw->done[r] || last_on(rw, i, re->path2, false) != r ||
+		    victim_keep(rw, r) != SIZE_MAX)
+			continue;
+		bool apart = false;
+		for (size_t k = 0; k < rw->nsteps; k++)
+			apart |= rw->steps[k].seq == i && rw->steps[k].kind != STEP_OVER &&
+				 rw->steps[k].kind != STEP_FAIL && rw->steps[k].kind != STEP_DIR;
+		if (apart)
+			continue;
+		rw->over[i] = r;
+		rw->done[r] = true;
+	}
+	return 0;
+}
+
 /* Undoes event SEQ; WAS: the step a first attempt logged for it last.
  * Returns 1 if a step was taken, 0 if there was nothing to do. */
 static int step(struct rewind *rw, int to, int log_fd, size_t seq, const struct logged *was)
@@ -1300,6 +1381,8 @@ static int step(struct rewind *rw, int to, int log_fd, size_t seq, const struct 
 		return step_keep_object(rw, to, log_fd, seq, e->path, e->object, was);
 	if (op_is(e, "keep") && e->meta)
 		return step_keep_meta(rw, log_fd, seq, e->path, e->meta, e->meta_len, was);
+	if (rw->over[seq] != SIZE_MAX)
+		return step_over(rw, to, log_fd, seq, rw->over[seq], was);
 	if (op_is(e, "create") || op_is(e, "link") || op_is(e, "mkdir") || op_is(e, "symlink"))
 		return step_take(rw, to, log_fd, seq, rw->early[seq] ? rw->early[seq] : e->path,
 				 was);
@@ -1522,7 +1605,7 @@ out:
 	return r;
 }
 
-int rewind_apply(struct rewind *rw, int to, int log_fd)
+int rewind_apply(struct rewind *rw, int to, int log_fd, const char *command)
 {
 	size_t resume = SIZE_MAX, failed = 0;
 	const struct logged *was = NULL;
@@ -1550,7 +1633,7 @@ int rewind_apply(struct rewind *rw, int to, int log_fd)
 	for (size_t i = 0; i < rw->nsteps && r == 0; i++)
 		if (rw->steps[i].kind == STEP_DIR)
 			r = touched_add(rw, rw->steps[i].path, rw->steps[i].ino);
-	if (r < 0 || (r = steps_order(rw)) < 0)
+	if (r < 0 || (r = steps_order(rw)) < 0 || (r = overs_pair(rw)) < 0)
 		return r;
 	if (rw->nsteps) {
 		const struct logged *last = &rw->steps[rw->nsteps - 1];
@@ -1572,7 +1655,7 @@ int rewind_apply(struct rewind *rw, int to, int log_fd)
 		struct logged l = {
 			.seq = i, .kind = STEP_FAIL, .at_ns = realtime_ns(), .err = -r
 		};
-		fprintf(stderr, "sbx: run undo: cannot %s %s%s%s: %s\n", describe(e),
+		fprintf(stderr, "sbx: %s: cannot %s %s%s%s: %s\n", command, describe(e),
 			quote_name(e->path2 ? e->path2 : e->path, b, sizeof(b)),
 			e->path2 ? " -> " : "", e->path2 ? quote_name(e->path, b2, sizeof(b2)) : "",
 			strerror(-r));
@@ -1600,6 +1683,8 @@ void rewind_counts(const struct rewind *rw, struct rewind_counts *c)
 			c->removed++;
 		else if (k == STEP_MOVE || k == STEP_EXCHANGE || k == STEP_SWAP)
 			c->renamed++;
+		else if (k == STEP_OVER)
+			c->renamed++, c->removed++;
 		else if (k == STEP_MKDIR)
 			c->made++;
 		else if (k == STEP_ATTR)
@@ -1737,6 +1822,12 @@ int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *co
 		case STEP_DIR:
 			r = emit(&em, l->at_ns, "keep", l->path, NULL, NULL, NULL, l->meta,
 				 l->meta_len);
+			break;
+		case STEP_OVER:
+			/* What the run made went (kept), renamed over. */
+			if ((r = emit_kept(&em, l, e->path)) == 0)
+				r = emit(&em, l->at_ns, "rename", l->path, e->path, NULL, NULL,
+					 NULL, 0);
 			break;
 		case STEP_EXCHANGE:
 			r = emit(&em, l->at_ns, "exchange", e->path2, e->path, NULL, NULL, NULL, 0);

@@ -80,8 +80,9 @@ void rewind_print_plan(struct rewind *rw, FILE *f);
  * and logging each in the file LOG_FD (opened for appending, empty on a
  * first attempt; on a second one, what the first logged is read and
  * completed). Returns the number of steps that failed (each reported on
- * stderr), or -errno if the log cannot be read or written. */
-int rewind_apply(struct rewind *rw, int to, int log_fd);
+ * stderr, as "sbx: COMMAND: ..."), or -errno if the log cannot be read or
+ * written. */
+int rewind_apply(struct rewind *rw, int to, int log_fd, const char *command);
 
 /* How many steps restored content, removed, renamed, made a directory or
  * set attributes (after rewind_apply). */

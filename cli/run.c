@@ -440,6 +440,10 @@ static int run_undo(int argc, char **argv, const char *home)
 		}
 		r = run_begin_own(s, homefd, run.user, run.thread, RUN_UNDO, run.id, &log, &roots,
 				  rw, &u, &texts);
+		/* With no conflict, it takes back every change (unless a step
+		 * fails: said below), also if a second attempt completes it. */
+		if (r == 0 && n == 0)
+			r = store_run_clean(s, u.id, true);
 	} else if (a.dry_run) {
 		fprintf(stderr,
 			"sbx: run undo: run %lld is being undone by run %lld, which "
@@ -459,7 +463,7 @@ static int run_undo(int argc, char **argv, const char *home)
 	struct skips sk = { rw, resume, log.n };
 	int failed = run_own_steps(s, a.home, homefd, &u, rw, a.format, texts, skips_prepare, &sk,
 				   "run undo");
-	if ((r = failed < 0 ? failed : 0) < 0)
+	if ((r = failed < 0 ? failed : failed > 0 ? store_run_clean(s, u.id, false) : 0) < 0)
 		goto done;
 	struct rewind_counts c;
 	rewind_counts(rw, &c);

@@ -897,7 +897,7 @@ int run_own_steps(struct store *s, const char *home, int homefd, struct store_ru
 		fprintf(stderr, "sbx: %s: cannot begin: %s\n", command, strerror(-r));
 		return r;
 	}
-	int failed = rewind_apply(rw, to, log_fd);
+	int failed = rewind_apply(rw, to, log_fd, command);
 	if (failed < 0) {
 		fprintf(stderr, "sbx: %s: its log: %s\n", command, strerror(-failed));
 		return failed;

@@ -119,6 +119,10 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	 * (NULL: not yet, or changed since), so retention need not measure
 	 * every held run after each run. */
 	"ALTER TABLE runs ADD COLUMN held_bytes INTEGER;",
+	/* 9 -> 10: an undo that took back every change of the run it undid
+	 * (no conflict left or forced, no step failed): the two together
+	 * changed nothing, and a restore goes past both (sbx restore). */
+	"ALTER TABLE runs ADD COLUMN clean INTEGER NOT NULL DEFAULT 0;",
 };
 
 enum stmt_id {
@@ -144,6 +148,7 @@ enum stmt_id {
 	ST_RUN_UNDONE_BY,
 	ST_RUN_KEEP,
 	ST_RUN_HELD,
+	ST_RUN_CLEAN,
 	ST_RUNS_EACH,
 	ST_JOURNAL_LAST,
 	ST_JOURNAL_AFTER,
@@ -184,8 +189,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_RUN_ADD] = "INSERT INTO runs (user, thread, begun_ns, before_snapshot)"
 		       " VALUES (?, ?, ?, ?)",
 	[ST_RUN_GET] = "SELECT user, thread, begun_ns, ended_ns, before_snapshot,"
-		       " after_snapshot, summary, receipt, kind, undoes, kept, held_bytes"
-		       " FROM runs WHERE id = ?",
+		       " after_snapshot, summary, receipt, kind, undoes, kept, held_bytes,"
+		       " clean FROM runs WHERE id = ?",
 	[ST_RUN_END] = "UPDATE runs SET ended_ns = ?, after_snapshot = ?, summary = ?,"
 		       " receipt = ? WHERE id = ? AND ended_ns IS NULL",
 	[ST_JOURNAL_ADD] = "INSERT INTO journal (user, thread, at_ns, op, path, path2,"
@@ -205,6 +210,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_RUN_UNDONE_BY] = "SELECT id FROM runs WHERE undoes = ? ORDER BY id DESC LIMIT 1",
 	[ST_RUN_KEEP] = "UPDATE runs SET kept = 1 WHERE id = ?",
 	[ST_RUN_HELD] = "UPDATE runs SET held_bytes = ? WHERE id = ?",
+	[ST_RUN_CLEAN] = "UPDATE runs SET clean = ? WHERE id = ?",
 	[ST_RUNS_EACH] = "SELECT id FROM runs WHERE user = ? AND thread = ? ORDER BY id",
 	[ST_JOURNAL_LAST] = "SELECT max(id) FROM journal",
 	/* By journal_by_thread_id (user, thread, id): the id range is what
@@ -859,6 +865,7 @@ int store_run_get(struct store *s, int64_t id, struct store_run *out)
 	out->kept = sqlite3_column_int(st, 10) != 0;
 	out->held_bytes = sqlite3_column_type(st, 11) == SQLITE_NULL ? -1
 								     : sqlite3_column_int64(st, 11);
+	out->clean = sqlite3_column_int(st, 12) != 0;
 	if (!out->user || !out->thread) {
 		store_run_free(out);
 		return -ENOMEM;
@@ -1094,6 +1101,17 @@ int store_run_held(struct store *s, int64_t run, int64_t bytes)
 		sqlite3_bind_int64(st, 1, bytes);
 	sqlite3_bind_int64(st, 2, run);
 	return exec_stmt(s, st, "record what a run holds");
+}
+
+int store_run_clean(struct store *s, int64_t run, bool clean)
+{
+	_stmt_ st = stmt(s, ST_RUN_CLEAN);
+
+	if (!st)
+		return -ENOMEM;
+	sqlite3_bind_int(st, 1, clean);
+	sqlite3_bind_int64(st, 2, run);
+	return exec_stmt(s, st, "record whether an undo was whole");
 }
 
 struct runs_ctx {

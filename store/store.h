@@ -24,7 +24,7 @@
 #include <sys/types.h>
 
 #define STORE_FILE "sbx.db"
-#define STORE_SCHEMA_VERSION 9
+#define STORE_SCHEMA_VERSION 10
 
 struct store;
 
@@ -175,6 +175,7 @@ struct store_run {
 	int64_t undoes;	    /* RUN_UNDO: the run it undid */
 	bool kept;	    /* its pre-images were dropped: it cannot be undone */
 	int64_t held_bytes; /* what they take, as last measured (-1: unknown) */
+	bool clean;	    /* RUN_UNDO: it took back every change of UNDOES */
 };
 
 /* The start of the latest run of USER's THREAD that has not ended, in
@@ -191,6 +192,9 @@ int store_run_begin_as(struct store *s, const char *user, const char *thread,
 int store_run_undone_by(struct store *s, int64_t run, int64_t *undo);
 /* Marks RUN as one whose pre-images were dropped. */
 int store_run_keep(struct store *s, int64_t run);
+/* Records whether undo RUN took back every change of the run it undoes:
+ * no conflict left alone or forced, no step failed. */
+int store_run_clean(struct store *s, int64_t run, bool clean);
 /* Records what RUN's pre-images take (BYTES), or that it is not known
  * (-1: they changed). */
 int store_run_held(struct store *s, int64_t run, int64_t bytes);

@@ -335,6 +335,33 @@ START_TEST(test_store_run_held_bytes)
 }
 END_TEST
 
+/* An undo is whole only once said so, and can be said not to be. */
+START_TEST(test_store_run_clean)
+{
+	struct store *s = open_db();
+	struct snapshot snap = { 0 };
+	struct store_run r;
+	int64_t snap_id, run, undo;
+
+	ck_assert_int_eq(store_snapshot_save(s, "u", "t", &snap, 10, 1, &snap_id), 0);
+	ck_assert_int_eq(store_run_begin(s, "u", "t", snap_id, 1, &run), 0);
+	ck_assert_int_eq(store_run_begin_as(s, "u", "t", snap_id, 2, RUN_UNDO, run, &undo), 0);
+	ck_assert_int_eq(store_run_get(s, undo, &r), 0);
+	ck_assert(!r.clean);
+	ck_assert_int_eq(r.undoes, run);
+	store_run_free(&r);
+	ck_assert_int_eq(store_run_clean(s, undo, true), 0);
+	ck_assert_int_eq(store_run_get(s, undo, &r), 0);
+	ck_assert(r.clean);
+	store_run_free(&r);
+	ck_assert_int_eq(store_run_clean(s, undo, false), 0);
+	ck_assert_int_eq(store_run_get(s, undo, &r), 0);
+	ck_assert(!r.clean);
+	store_run_free(&r);
+	store_close(s);
+}
+END_TEST
+
 Suite *suite_unit_store(void)
 {
 	Suite *s = suite_create("unit_store");
@@ -352,6 +379,7 @@ Suite *suite_unit_store(void)
 	tcase_add_test(tc, test_store_receipt_covers);
 	tcase_add_test(tc, test_store_presentations);
 	tcase_add_test(tc, test_store_run_held_bytes);
+	tcase_add_test(tc, test_store_run_clean);
 	suite_add_tcase(s, tc);
 	return s;
 }
