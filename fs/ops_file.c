@@ -101,13 +101,19 @@ static void handle_close(struct view *v, struct fuse_file_info *fi)
 	free(h);
 }
 
-void ops_refuse_handles(struct view *v, const struct inode *ino)
+void ops_refuse_handles(struct view *v, struct inode *ino)
 {
 	pthread_mutex_lock(&v->open_files_lock);
 	for (struct open_file *h = v->open_files; h; h = h->next)
 		if (h->ino == ino)
 			atomic_store_explicit(&h->refused, true, memory_order_release);
 	pthread_mutex_unlock(&v->open_files_lock);
+	/* What the kernel holds of the file's attributes may be the stage's
+	 * (its size): not to be read once this request is answered, whether
+	 * or not the host watch has told of the person's save yet. Attributes
+	 * only (offset -1): no page or inode lock is taken, safe here. */
+	if (v->session)
+		fuse_lowlevel_notify_inval_inode(v->session, node_id(v, ino), -1, 0);
 }
 
 void ops_close_all(struct view *v)

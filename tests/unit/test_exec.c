@@ -369,14 +369,16 @@ static void run_stand_in(const char *script, unsigned timeout_s, struct run_resu
  * that process binds its life to bwrap's (PR_SET_PDEATHSIG, set only
  * once the sandbox is set up): a command killed in that window must take
  * it too. A stand-in for bwrap starts a process that outlives it (in a
- * session of its own), says so as bwrap does, and times out. */
+ * session of its own), says so as bwrap does, and times out. (Its sleeps
+ * are of lengths no other test uses: view_broker, running beside it,
+ * looks for its own sleeps of 300-303 s left by a kill, by name.) */
 START_TEST(test_exec_kill_takes_the_sandbox_bwrap_reported)
 {
 	struct run_result r;
 
-	run_stand_in("setsid sleep 300 & echo $!;"
+	run_stand_in("setsid sleep 317 & echo $!;"
 		     " printf '{\\n    \"child-pid\": %d\\n}\\n' $! >&3;"
-		     " exec 3>&-; sleep 301",
+		     " exec 3>&-; sleep 318",
 		     1, &r);
 	ck_assert(r.timed_out);
 	ck_assert_ptr_nonnull(r.out.data);
