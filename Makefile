@@ -37,7 +37,8 @@ OBJ        := build/$(VARIANT)
 FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags fuse3 2>/dev/null)
 FUSE_LIBS   := $(shell $(PKG_CONFIG) --libs fuse3 2>/dev/null)
 CHECK_LIBS  := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
-STORE_LIBS  := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null)
+STORE_LIBS  := $(shell $(PKG_CONFIG) --libs sqlite3 libpq 2>/dev/null)
+PQ_CFLAGS   := $(shell $(PKG_CONFIG) --cflags libpq 2>/dev/null)
 CRYPTO_LIBS := $(shell $(PKG_CONFIG) --libs libcrypto 2>/dev/null)
 JSON_LIBS   := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null)
 INIH_LIBS   := $(shell $(PKG_CONFIG) --libs inih 2>/dev/null)
@@ -45,12 +46,12 @@ SECCOMP_LIBS := $(shell $(PKG_CONFIG) --libs libseccomp 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
-           -DSBX_VERSION='"$(VERSION)"' -I. $(FUSE_CFLAGS) $(SANFLAGS) $(SANDEFS) -MMD -MP
+           -DSBX_VERSION='"$(VERSION)"' -I. $(FUSE_CFLAGS) $(PQ_CFLAGS) $(SANFLAGS) $(SANDEFS) -MMD -MP
 # Every close() of ours is checked for double closes (common/fdcheck.c).
 LDFLAGS += $(SANFLAGS) -Wl,--wrap=close
 
 COMMON_SRC := common/fdcheck.c common/lockcheck.c common/log.c common/quote.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c common/fileops.c
-STORE_SRC  := store/store.c store/writer.c store/snapshot.c store/secrets.c store/diff.c \
+STORE_SRC  := store/store.c store/where.c store/db.c store/db_sqlite.c store/db_pg.c store/writer.c store/snapshot.c store/secrets.c store/diff.c \
               store/summary.c store/receipt.c store/follow.c
 EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
@@ -73,7 +74,7 @@ all: $(BIN)/sbxfs $(BIN)/sbx
 
 # A library pkg-config cannot find stops the build with its name, not
 # with a compiler error about a missing header.
-BUILD_LIBS := fuse3 sqlite3 libcrypto jansson inih libseccomp
+BUILD_LIBS := fuse3 sqlite3 libpq libcrypto jansson inih libseccomp
 define need_libs
 	@command -v $(PKG_CONFIG) >/dev/null || { echo "make: $(PKG_CONFIG) is not installed; on Debian, make deps (or make check) installs what the build needs" >&2; exit 1; }
 	@missing=; for l in $(1); do $(PKG_CONFIG) --exists $$l || missing="$$missing $$l"; done; \
@@ -100,7 +101,7 @@ $(STORE_LIB): $(call obj,$(STORE_SRC))
 
 $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC)) $(STORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) -lpthread
 
 $(BIN)/sbx: $(call obj,$(CLI_SRC) exec/broker.c $(EXEC_SRC) $(COMMON_SRC)) $(STORE_LIB)
 	@mkdir -p $(dir $@)
@@ -119,7 +120,7 @@ FUZZ_CFLAGS  := -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefi
 FUZZ_SRC_names    := common/ids.c common/log.c common/quote.c fs/names.c fs/confine.c
 FUZZ_SRC_paths    := store/snapshot.c store/secrets.c exec/hostpath.c exec/guard.c
 FUZZ_SRC_classify := store/snapshot.c store/secrets.c exec/output.c exec/env.c
-FUZZ_SRC_config   := exec/config.c common/ids.c
+FUZZ_SRC_config   := exec/config.c common/ids.c store/where.c
 FUZZ_SRC_request  := exec/request.c exec/env.c common/ids.c
 
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(wildcard */*.h common/*.c fs/*.c store/*.c exec/*.c)

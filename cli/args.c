@@ -1,5 +1,6 @@
 /* args.c - how sbx commands read their arguments (args.h). */
 #include "args.h"
+#include "store/store.h"
 #include "common/home.h"
 #include "common/ids.h"
 #include "common/log.h"
@@ -322,6 +323,44 @@ int take_home(int argc, char **argv, int *i, const char **home)
 		return -1;
 	*home = argv[++*i];
 	return 1;
+}
+
+static int store_usage(const char *why)
+{
+	fprintf(stderr, "sbx: %s\nTry 'sbx --help'.\n", why);
+	return 2;
+}
+
+int take_store(int *argc, char **argv)
+{
+	int out = 1;
+
+	for (int i = 1; i < *argc; i++) {
+		const char *v = NULL;
+		if (!strcmp(argv[i], "--")) {
+			while (i < *argc)
+				argv[out++] = argv[i++];
+			break;
+		}
+		if (!strncmp(argv[i], "--store=", 8))
+			v = argv[i] + 8;
+		else if (!strcmp(argv[i], "--store") && i + 1 < *argc)
+			v = argv[++i];
+		else if (!strcmp(argv[i], "--store"))
+			return store_usage("--store needs a store (sqlite or a postgresql:// URL)");
+		if (!v) {
+			argv[out++] = argv[i];
+			continue;
+		}
+		if (!store_target_ok(v) || strlen(v) >= STORE_TARGET_MAX)
+			return store_usage("--store takes sqlite, a postgresql:// URL or a libpq "
+					   "keyword string");
+		if (setenv(STORE_ENV, v, 1) < 0)
+			return store_usage(strerror(errno));
+	}
+	argv[out] = NULL;
+	*argc = out;
+	return -1;
 }
 
 int take_leading_home(const char *command, int *argc, char ***argv, const char **home)

@@ -25,6 +25,12 @@ int resolve_home(const char *command, const char *home, char *buf, size_t size);
  * exit status of usage errors. */
 int usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Takes every --store STORE (or --store=STORE) out of ARGV, before a
+ * "--": the last one names the store of this program and of those it
+ * starts ($SBX_STORE, store.h). Returns -1 to go on, else the exit
+ * status of a usage error (said). */
+int take_store(int *argc, char **argv);
+
 /* Matches "--home DIR" (consuming two arguments) or "--home=DIR" at
  * ARGV[*I]; stores DIR in *HOME. Returns 1 if matched, 0 if not, -1 if
  * the value is missing. */

@@ -161,7 +161,7 @@ static int add_json(void *arg, const struct store_audit *a)
 
 int cmd_audit(int argc, char **argv, const char *home)
 {
-	char db[PATH_MAX + 16], err[PATH_MAX + 256];
+	char err[PATH_MAX + 256];
 	struct thread_args a;
 	struct store *s;
 	int r = thread_args_parse("audit", audit_usage, argc, argv, home,
@@ -172,13 +172,12 @@ int cmd_audit(int argc, char **argv, const char *home)
 	if (thread_check("audit", a.home, a.user, a.thread) < 0)
 		return 1;
 	/* No store yet: nothing was ever refused under this home. */
-	snprintf(db, sizeof(db), "%s/%s", a.home, STORE_FILE);
-	if (access(db, F_OK) < 0 && errno == ENOENT) {
+	if ((r = store_open_existing(a.home, &s, err, sizeof(err))) == -ENOENT) {
 		if (a.json)
 			puts("[]");
 		return 0;
 	}
-	if (store_open(a.home, &s, err, sizeof(err)) < 0) {
+	if (r < 0) {
 		fprintf(stderr, "sbx: audit: %s\n", err);
 		return 1;
 	}

@@ -74,6 +74,9 @@ static const struct command {
 	  "  exec --user ID --thread ID [--timeout SEC] [--env K=V]...\n"
 	  "       [--channel-user-id ID] [--host] [--scope ID] -- COMMAND\n"
 	  "                     run a command in the thread's view, in a sandbox\n" },
+	{ "store", cmd_store,
+	  "  store check|migrate\n"
+	  "                     where the home's records are, their schema brought forward\n" },
 	{ "doctor", cmd_doctor,
 	  "  doctor [--config FILE] [--format text|json]\n"
 	  "                     what this host allows, which sandbox protections hold\n" },
@@ -94,6 +97,9 @@ static const char usage_tail[] =
 	"Options for every command (before or after it):\n"
 	"  --home DIR         $SBX_HOME (default: $SBX_HOME, else /var/lib/sbxfs for\n"
 	"                     root, else $XDG_DATA_HOME/sbxfs or ~/.local/share/sbxfs)\n"
+	"  --store STORE      where the home's records are: sqlite (HOME/sbx.db) or a\n"
+	"                     PostgreSQL server (postgresql://..., or host=... dbname=...);\n"
+	"                     default: $SBX_STORE, else store in HOME/sbx.conf, else sqlite\n"
 	"  -h, --help         show this help (sbx COMMAND --help: a command's)\n"
 	"  -V, --version      show the version\n";
 
@@ -138,6 +144,9 @@ int main(int argc, char **argv)
 	int i = 1;
 
 	log_setup("sbx", NULL, LOG_INFO, false);
+	int st = take_store(&argc, argv);
+	if (st >= 0)
+		return st;
 	while (i < argc && argv[i][0] == '-') {
 		int h;
 

@@ -20,6 +20,7 @@
  * stops the parse; libinih reports its own syntax errors by line only.
  */
 #include "config.h"
+#include "store/store.h"
 #include "common/cleanup.h"
 #include "common/ids.h"
 
@@ -493,6 +494,15 @@ static int on_pair(void *user, const char *section, const char *name, const char
 		return set_undo(p, name, value) == 0;
 	if (!strcmp(section, "mounts"))
 		return add_mount(p, name, value) == 0;
+	/* The store is the home's, read by every program (store_where()):
+	 * checked here as well, so that sbx doctor names it. */
+	if (!*section && !strcmp(name, "store")) {
+		if (store_target_ok(value) && strlen(value) < STORE_TARGET_MAX)
+			return 1;
+		fail(p, -EINVAL,
+		     "store: expected sqlite, a postgresql:// URL or a libpq keyword string");
+		return 0;
+	}
 	if (!*section)
 		fail(p, -EINVAL,
 		     "'%s' comes before any section ([broker], [limits], [mounts] or [undo])",

@@ -15,10 +15,29 @@ static const char *const secret_words[] = {
 };
 
 static const char *const secret_names[] = {
-	"DATABASE_URL",	  "DATABASE_URI",      "REDIS_URL",    "MONGODB_URI",	 "MONGO_URL",
-	"AMQP_URL",	  "RABBITMQ_URL",      "POSTGRES_URL", "POSTGRESQL_URL", "MYSQL_URL",
-	"CLICKHOUSE_URL", "CONNECTION_STRING", "CONN_STR",     "GH_PAT",	 "GITHUB_PAT",
-	"MYSQL_PWD",	  "REDISCLI_AUTH",     "REDIS_AUTH",   "PGSERVICEFILE",	 "SSH_AUTH_SOCK",
+	"DATABASE_URL",
+	"DATABASE_URI",
+	"REDIS_URL",
+	"MONGODB_URI",
+	"MONGO_URL",
+	"AMQP_URL",
+	"RABBITMQ_URL",
+	"POSTGRES_URL",
+	"POSTGRESQL_URL",
+	"MYSQL_URL",
+	"CLICKHOUSE_URL",
+	"CONNECTION_STRING",
+	"CONN_STR",
+	"GH_PAT",
+	"GITHUB_PAT",
+	"MYSQL_PWD",
+	"REDISCLI_AUTH",
+	"REDIS_AUTH",
+	"PGSERVICEFILE",
+	"SSH_AUTH_SOCK",
+	/* The store of sbx's own programs: a PostgreSQL URL may hold a
+	 * password, and a command has no business with the records. */
+	"SBX_STORE",
 };
 
 bool env_secret_name(const char *name)

@@ -93,6 +93,10 @@ static const char usage_text[] =
 	"  --home DIR                $SBX_HOME (default: $SBX_HOME, else /var/lib/sbxfs\n"
 	"                            for root, else $XDG_DATA_HOME/sbxfs or\n"
 	"                            ~/.local/share/sbxfs)\n"
+	"  --store STORE             where the home's records are: sqlite ($SBX_HOME/\n"
+	"                            sbx.db) or a PostgreSQL server (postgresql://...,\n"
+	"                            or host=... dbname=...); default: $SBX_STORE,\n"
+	"                            else store in $SBX_HOME/sbx.conf, else sqlite\n"
 	"  --skills DIR              one plain skills root instead of the categories\n"
 	"                            (default: $SBX_HOME/skills/public, .../users/\n"
 	"                            USER/skills/custom, skills/custom as legacy,\n"
@@ -200,7 +204,8 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		OPT_STAGING,
 		OPT_MAP_OWNER,
 		OPT_QUOTA_BYTES,
-		OPT_QUOTA_INODES
+		OPT_QUOTA_INODES,
+		OPT_STORE
 	};
 	static const struct option longopts[] = {
 		{ "user", required_argument, NULL, OPT_USER },
@@ -221,6 +226,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		{ "map-owner", required_argument, NULL, OPT_MAP_OWNER },
 		{ "quota-bytes", required_argument, NULL, OPT_QUOTA_BYTES },
 		{ "quota-inodes", required_argument, NULL, OPT_QUOTA_INODES },
+		{ "store", required_argument, NULL, OPT_STORE },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
@@ -246,6 +252,14 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 			break;
 		case OPT_HOME:
 			o->view.home = optarg;
+			break;
+		case OPT_STORE:
+			/* The environment carries it: store_open() reads it, and
+			 * so would anything this daemon started. */
+			if (!store_target_ok(optarg) || strlen(optarg) >= STORE_TARGET_MAX ||
+			    setenv(STORE_ENV, optarg, 1) < 0)
+				return usage_error(
+					"--store takes sqlite, a postgresql:// URL or a libpq keyword string");
 			break;
 		case OPT_SKILLS:
 			o->view.skills = optarg;

@@ -24,6 +24,8 @@ struct follow {
 	struct store *store;
 	char *user, *thread;
 	int inotify;	    /* -1: none could be had; the caller's timeout only */
+	bool listens;	    /* PostgreSQL: the store's notifications wake it */
+	bool heard;	    /* one came while rows were read: the fd will not say so */
 	int64_t cursor;	    /* the last event given out, or where it started */
 	int64_t scanned;    /* the journal is read up to this id (any thread) */
 	int64_t recheck_ms; /* CLOCK_MONOTONIC: a read is due then; 0: none */
@@ -43,6 +45,8 @@ static bool shown(const char *op)
 	return false;
 }
 
+static int watch_files(struct follow *f, const char *home, char *err, size_t errlen);
+
 int follow_open(const char *home, const char *user, const char *thread, int64_t since,
 		struct follow **out, char *err, size_t errlen)
 {
@@ -50,14 +54,46 @@ int follow_open(const char *home, const char *user, const char *thread, int64_t 
 	int r;
 
 	*out = NULL;
+	if (f)
+		f->inotify = -1;
 	if (!f || !(f->user = strdup(user)) || !(f->thread = strdup(thread))) {
 		snprintf(err, errlen, "out of memory");
 		follow_close(f);
 		return -ENOMEM;
 	}
-	/* Watched before the end is read: a commit after the read is then
-	 * always seen. The home's entries are the database's files and a
-	 * few directories, whose own contents are not reported here. */
+	if ((r = store_open(home, &f->store, err, errlen)) < 0) {
+		follow_close(f);
+		return r;
+	}
+	/* Listened to or watched before the end is read: a commit after the
+	 * read is then always heard of. */
+	r = store_journal_listen(f->store);
+	if (r >= 0)
+		f->listens = true;
+	else if (r != -ENOTSUP) {
+		snprintf(err, errlen, "cannot listen for the journal: %s", strerror(-r));
+		follow_close(f);
+		return r;
+	} else if ((r = watch_files(f, home, err, errlen)) < 0) {
+		follow_close(f);
+		return r;
+	}
+	if (since < 0 && (r = store_journal_last_id(f->store, &since)) < 0) {
+		snprintf(err, errlen, "cannot read the journal: %s", strerror(-r));
+		follow_close(f);
+		return r;
+	}
+	f->cursor = f->scanned = since;
+	*out = f;
+	return 0;
+}
+
+/* SQLite: the home's entries are the database's files and a few
+ * directories, whose own contents are not reported here. */
+static int watch_files(struct follow *f, const char *home, char *err, size_t errlen)
+{
+	int r;
+
 	f->inotify = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	r = f->inotify < 0 ? -errno : 0;
 	if (r == 0 && inotify_add_watch(f->inotify, home, IN_MODIFY | IN_CREATE | IN_MOVED_TO) < 0)
@@ -73,18 +109,8 @@ int follow_open(const char *home, const char *user, const char *thread, int64_t 
 		f->inotify = -1;
 	} else if (r < 0) {
 		snprintf(err, errlen, "cannot watch %s: %s", home, strerror(-r));
-		follow_close(f);
 		return r;
 	}
-	r = store_open(home, &f->store, err, errlen);
-	if (r == 0 && since < 0 && (r = store_journal_last_id(f->store, &since)) < 0)
-		snprintf(err, errlen, "cannot read the journal: %s", strerror(-r));
-	if (r < 0) {
-		follow_close(f);
-		return r;
-	}
-	f->cursor = f->scanned = since;
-	*out = f;
 	return 0;
 }
 
@@ -107,11 +133,14 @@ int64_t follow_cursor(const struct follow *f)
 
 int follow_fd(const struct follow *f)
 {
-	return f->inotify;
+	/* The store's connection's, which may be a new one. */
+	return f->listens ? store_journal_listen(f->store) : f->inotify;
 }
 
 int follow_timeout(const struct follow *f, int timeout_ms)
 {
+	if (f->heard)
+		return 0;
 	if (!f->recheck_ms)
 		return timeout_ms;
 	int64_t left = f->recheck_ms - now_ms();
@@ -149,12 +178,19 @@ static int drain(struct follow *f)
 
 int follow_wait(struct follow *f, int timeout_ms)
 {
-	struct pollfd p = { f->inotify, POLLIN, 0 };
-	int n = poll(&p, 1, follow_timeout(f, timeout_ms));
+	struct pollfd p = { follow_fd(f), POLLIN, 0 };
+	int n, r;
 
-	if (n < 0)
+	if (f->heard) {
+		f->heard = false;
+		return 1;
+	}
+	if ((n = poll(&p, 1, follow_timeout(f, timeout_ms))) < 0)
 		return -errno;
-	int r = n > 0 ? drain(f) : 0;
+	/* A notification comes after its commit: nothing to read again. */
+	if (f->listens)
+		return n > 0 ? store_journal_heard(f->store) : 0;
+	r = n > 0 ? drain(f) : 0;
 	if (r < 0)
 		return r;
 	if (r > 0) {
@@ -218,5 +254,9 @@ int follow_read(struct follow *f, int limit, int (*fn)(void *arg, const struct f
 		if (n < want)
 			break;
 	}
+	/* A notification that came while the rows were read was taken in
+	 * by the connection: its fd will not tell of it. */
+	if (f->listens && store_journal_heard(f->store) > 0)
+		f->heard = true;
 	return c.given;
 }

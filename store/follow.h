@@ -3,14 +3,16 @@
  * "Watching changes live").
  *
  * The view daemons' writers (writer.h) commit the journal in small
- * transactions; in WAL mode each commit writes HOME/sbx.db-wal. A follower
- * sleeps on inotify until that file (or sbx.db itself) is written, then
- * reads the rows after its cursor: it never polls the tree, and an idle
- * follower wakes once per fallback timeout of its caller's choosing. The
- * watch is on the home directory, for those two names, so it outlives the
- * WAL file being deleted and created again (a checkpoint when the last
- * connection closes), with nothing to re-establish and no window in
- * between.
+ * transactions. On SQLite each commit writes HOME/sbx.db-wal (WAL mode):
+ * a follower sleeps on inotify until that file (or sbx.db itself) is
+ * written, then reads the rows after its cursor. The watch is on the
+ * home directory, for those two names, so it outlives the WAL file being
+ * deleted and created again (a checkpoint when the last connection
+ * closes), with nothing to re-establish and no window in between. On
+ * PostgreSQL the follower LISTENs: each commit of journal rows sends a
+ * notification (a trigger of the schema's), whichever host made it.
+ * Either way it never polls the tree, and an idle follower wakes once
+ * per fallback timeout of its caller's choosing.
  *
  * Only changes are followed: create, modify, delete, rename, exchange,
  * chmod, symlink, link, mkdir, rmdir (store.h). The journal's internal rows (a run's
@@ -21,7 +23,7 @@
  * follower started after cursor C (follow_open's SINCE) gets every event
  * after C exactly once, across restarts of the views and of the follower.
  *
- * A struct follow owns a store connection and an inotify fd: use it from
+ * A struct follow owns a store connection (and on SQLite an inotify fd): use it from
  * one thread at a time. A caller that multiplexes (the broker) polls
  * follow_fd() with follow_timeout(), then calls follow_wait(F, 0) and
  * follow_read().
@@ -60,7 +62,8 @@ int64_t follow_cursor(const struct follow *f);
 int follow_fd(const struct follow *f);
 
 /* How long a poll(2) may wait for follow_fd(): TIMEOUT_MS (-1: forever),
- * or less while a second read after a change is due (follow_wait). */
+ * or less while a second read after a change is due (follow_wait), 0
+ * while one is due already (a notification came during a read). */
 int follow_timeout(const struct follow *f, int timeout_ms);
 
 /* Waits at most TIMEOUT_MS (0: only looks) for the store to change.

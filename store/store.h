@@ -24,15 +24,47 @@
 #include <sys/types.h>
 
 #define STORE_FILE "sbx.db"
+/* The environment variable that names the store of every program of a
+ * home (--store sets it, so that the programs they start agree). */
+#define STORE_ENV "SBX_STORE"
+#define STORE_TARGET_MAX 4160 /* a path (PATH_MAX) and more */
 #define STORE_SCHEMA_VERSION 10
 
 struct store;
 
-/* Opens (creating if missing) HOME/sbx.db and migrates it to the current
- * schema. On failure returns -errno and writes a reason to ERR. */
+/* Where HOME's records are kept (docs/configuration.md, "The store"):
+ * $SBX_STORE if it is set and not empty, else `store` in HOME/sbx.conf,
+ * else the SQLite file HOME/sbx.db; "sqlite" in either also means that
+ * file. Into TARGET (SIZE bytes): the file's path or the PostgreSQL
+ * URI or keyword string. -EINVAL (with ERR saying where) for a value
+ * that is neither. */
+int store_where(const char *home, char *target, size_t size, char *err, size_t errlen);
+/* store_open() of a store that exists: -ENOENT (ERR untouched) where
+ * HOME's is an SQLite file not made yet, rather than making it. */
+int store_open_existing(const char *home, struct store **out, char *err, size_t errlen);
+/* Connects to TARGET without changing it: its schema version in
+ * *VERSION (0: none yet), which engine in *POSTGRES. -errno and ERR if
+ * it cannot be reached. */
+int store_probe(const char *target, int *version, bool *postgres, char *err, size_t errlen);
+/* TARGET as it may be shown (logs, sbx store check): a password in it
+ * (user:PASSWORD@ in a URI, password=... in a keyword string) as "***". */
+void store_target_shown(const char *target, char *out, size_t size);
+
+/* Whether VALUE may be a store's: "sqlite", or a PostgreSQL server. */
+bool store_target_ok(const char *value);
+
+/* Opens the store of HOME (store_where()), creating its schema if
+ * missing and migrating it to the current one. On failure returns
+ * -errno and writes a reason to ERR. */
 int store_open(const char *home, struct store **out, char *err, size_t errlen);
 /* The same for a database file PATH (tests). */
 int store_open_path(const char *path, struct store **out, char *err, size_t errlen);
+/* True if TARGET names a PostgreSQL server: a postgresql:// or
+ * postgres:// URI, or a libpq keyword string ("host=/run/pg dbname=sbx"). */
+bool store_target_is_postgres(const char *target);
+/* The same for TARGET: a PostgreSQL server, or the path of an SQLite
+ * file. */
+int store_open_target(const char *target, struct store **out, char *err, size_t errlen);
 /* The same, migrating only up to schema VERSION (tests of migrations). */
 int store_open_version(const char *path, int version, struct store **out, char *err, size_t errlen);
 void store_close(struct store *s);
@@ -121,6 +153,14 @@ int store_journal_add(struct store *s, const char *user, const char *thread,
 /* Calls FN for the thread's events from FROM_NS to TO_NS, oldest first. */
 int store_journal_each(struct store *s, const char *user, const char *thread, int64_t from_ns,
 		       int64_t to_ns, int (*fn)(void *arg, const struct store_event *e), void *arg);
+
+/* A descriptor that polls readable when the journal may have grown
+ * (PostgreSQL: a notification at each commit of journal rows), or
+ * -ENOTSUP (SQLite: watch its files instead, follow.c); and what came:
+ * 1 if the journal grew, 0 if not, or -errno. */
+#define STORE_JOURNAL_CHANNEL "sbx_journal"
+int store_journal_listen(struct store *s);
+int store_journal_heard(struct store *s);
 
 /* The id of the journal's last row, of any thread, in *ID (0 if it has
  * none). Rows are numbered in the order they are written, across the

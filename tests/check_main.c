@@ -72,7 +72,15 @@ int main(int argc, char **argv)
 	}
 	if (!sr)
 		return 2;
+	/* The store's suites again on PostgreSQL: one server for them all. */
+	if (pg_mode() && pg_server_start() < 0) {
+		fputs("check_sbxfs: cannot start a PostgreSQL server (SBX_TEST_STORE=postgresql)\n",
+		      stderr);
+		return EXIT_FAILURE;
+	}
 	srunner_run_all(sr, CK_NORMAL);
+	if (pg_mode())
+		pg_server_down();
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;

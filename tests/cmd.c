@@ -68,8 +68,9 @@ const char *broker_start(const char *tag, const char *conf)
 {
 	const char *home = test_dir(tag);
 
+	test_home_store(home);
 	if (conf)
-		ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", home), conf), 0);
+		ck_assert_int_eq(append_file(fmt_cmd("%s/sbx.conf", home), conf), 0);
 	OK("'%s' broker --home '%s' >/dev/null", test_bin("sbx"), home);
 	return home;
 }

@@ -50,6 +50,8 @@ int tview_mount(struct tview *v, const char *home, const char *user, const char 
 
 	/* HOME may be V's own home (a remount). */
 	snprintf(homebuf, sizeof(homebuf), "%s", home ? home : test_dir("home"));
+	if (!home)
+		test_home_store(homebuf);
 	memset(v, 0, sizeof(*v));
 	snprintf(v->home, sizeof(v->home), "%s", homebuf);
 	snprintf(v->mnt, sizeof(v->mnt), "%s", test_dir("mnt"));
@@ -205,9 +207,10 @@ int sh(const char *fmt, ...)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-int write_file(const char *path, const char *content)
+/* CONTENT into PATH, opened with FLAGS (and O_WRONLY | O_CREAT). */
+static int put_file(const char *path, const char *content, int flags)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0644);
 	size_t len = strlen(content);
 
 	if (fd < 0)
@@ -217,6 +220,16 @@ int write_file(const char *path, const char *content)
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
 	return r;
+}
+
+int write_file(const char *path, const char *content)
+{
+	return put_file(path, content, O_TRUNC);
+}
+
+int append_file(const char *path, const char *content)
+{
+	return put_file(path, content, O_APPEND);
 }
 
 char *read_file(const char *path)
@@ -277,4 +290,73 @@ bool is_listed(const char *arg)
 bool is_unlisted(const char *arg)
 {
 	return !is_listed(arg);
+}
+
+/* ---- PostgreSQL --------------------------------------------------------- */
+
+static char pg_dir[PATH_MAX];
+static unsigned pg_users; /* of the server: the last one stops it */
+
+int pg_server_start(void)
+{
+	const char *base = getenv("SBX_TEST_DIR");
+
+	if (pg_users++)
+		return 0;
+	/* Not test_dir(): no Check assertion outside a test (main). */
+	snprintf(pg_dir, sizeof(pg_dir), "%s/pg.%d", base ? base : "/tmp", (int)getpid());
+	if (sh("tests/tools/pgserver start '%s' > /dev/null", pg_dir) == 0)
+		return 0;
+	pg_users--;
+	pg_dir[0] = '\0';
+	return -1;
+}
+
+void pg_server_up(void)
+{
+	ck_assert_msg(pg_server_start() == 0, "cannot start a PostgreSQL server");
+}
+
+void pg_server_down(void)
+{
+	if (!pg_users || --pg_users)
+		return;
+	sh("tests/tools/pgserver stop '%s'", pg_dir);
+	pg_dir[0] = '\0';
+}
+
+bool pg_mode(void)
+{
+	const char *mode = getenv("SBX_TEST_STORE");
+
+	return mode && !strcmp(mode, "postgresql");
+}
+
+void test_home_store(const char *home)
+{
+	char conf[PATH_MAX], line[2 * PATH_MAX];
+
+	if (!pg_mode())
+		return;
+	snprintf(conf, sizeof(conf), "%s/sbx.conf", home);
+	snprintf(line, sizeof(line), "store = %s\n", pg_database());
+	ck_assert_int_eq(write_file(conf, line), 0);
+}
+
+void pg_server_restart(void)
+{
+	ck_assert_int_eq(sh("tests/tools/pgserver restart '%s'", pg_dir), 0);
+}
+
+const char *pg_database(void)
+{
+	static unsigned seq;
+	static char conninfo[PATH_MAX + 64];
+	char name[32];
+
+	ck_assert_msg(pg_dir[0], "no PostgreSQL server: pg_server_up() first");
+	snprintf(name, sizeof(name), "t%d_%u", (int)getpid(), seq++);
+	ck_assert_int_eq(sh("tests/tools/pgserver db '%s' %s > /dev/null", pg_dir, name), 0);
+	snprintf(conninfo, sizeof(conninfo), "host=%s port=5432 user=sbx dbname=%s", pg_dir, name);
+	return conninfo;
 }

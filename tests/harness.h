@@ -56,6 +56,7 @@ int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Writes/reads a whole small file; read returns a heap string or NULL. */
 int write_file(const char *path, const char *content);
+int append_file(const char *path, const char *content);
 char *read_file(const char *path);
 bool exists(const char *path);
 
@@ -69,6 +70,25 @@ bool eventually(bool (*check)(const char *), const char *arg);
 /* ARG is "DIR/NAME": true if NAME is (is not) in the listing of DIR. */
 bool is_listed(const char *arg);
 bool is_unlisted(const char *arg);
+
+/* A throw-away PostgreSQL server (tests/tools/pgserver): pg_server_up()
+ * starts one for the test process (an unchecked fixture: in the parent,
+ * before its tests fork), pg_server_down() stops it; run-tests stops any
+ * left behind. pg_database() makes a fresh database on it for the
+ * calling test and returns its conninfo. */
+void pg_server_up(void);
+/* The same outside a test (main): 0, or -1 (pgserver said why). */
+int pg_server_start(void);
+void pg_server_down(void);
+const char *pg_database(void);
+/* Restarts the server: its clients lose their connections. */
+void pg_server_restart(void);
+/* Whether the integration tests run on PostgreSQL (SBX_TEST_STORE=
+ * postgresql: run-tests' second pass of the store's suites); then
+ * test_home_store() gives the new home HOME a database of its own (its
+ * sbx.conf names it), and does nothing otherwise. */
+bool pg_mode(void);
+void test_home_store(const char *home);
 
 /* Suites. */
 Suite *suite_unit_names(void);

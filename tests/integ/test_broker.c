@@ -160,11 +160,12 @@ START_TEST(test_broker_environment_is_scrubbed)
 	teardown();
 	free(cmd);
 	H = test_dir("bhome");
-	OK("OPENAI_API_KEY=k1 DATABASE_URL=d1 SAFE_VALUE=s1 '%s' broker --home '%s' >/dev/null",
+	OK("OPENAI_API_KEY=k1 DATABASE_URL=d1 SAFE_VALUE=s1 SBX_STORE=sqlite '%s' broker"
+	   " --home '%s' >/dev/null",
 	   test_bin("sbx"), H);
 	SAME(sbx_exec(&st, "--env GITHUB_TOKEN=explicit -- 'echo ${OPENAI_API_KEY:-none}"
-			   " ${DATABASE_URL:-none} $SAFE_VALUE $GITHUB_TOKEN'"),
-	     "none none s1 explicit\n");
+			   " ${DATABASE_URL:-none} ${SBX_STORE:-none} $SAFE_VALUE $GITHUB_TOKEN'"),
+	     "none none none s1 explicit\n");
 	int bad;
 	sbx_exec(&bad, "--env 1X=y -- true");
 	ck_assert_int_eq(bad, 2);

@@ -3,6 +3,7 @@
  * program's short name, sbx umount takes down views and nothing else, a
  * read of a home, user or thread that does not exist says so, and the
  * broker says where it serves. */
+#include "store/store.h"
 #include "tests/cmd.h"
 
 #include <stdio.h>
@@ -159,9 +160,9 @@ static char *formats(const char *text, const char *where, const char *stop)
 START_TEST(test_cli_every_command_has_help_and_short_named_errors)
 {
 	static const char *const commands[] = {
-		"mount",     "umount",	"audit",   "snapshot", "run",
-		"run begin", "run end", "changes", "present",  "receipt",
-		"broker",    "exec",	"doctor",  "id",       "watch",
+		"mount",   "umount",  "audit",	 "snapshot", "run",   "run begin", "run end",
+		"changes", "present", "receipt", "broker",   "exec",  "doctor",	   "id",
+		"watch",   "runs",    "restore", "log",	     "store",
 	};
 	const char *sbx = strdup(test_bin("sbx"));
 	char *summary = OUT("'%s' --help", sbx), *err;
@@ -223,6 +224,50 @@ START_TEST(test_cli_every_command_has_help_and_short_named_errors)
 }
 END_TEST
 
+/* sbx store check|migrate: where the records are, the schema against
+ * this sbx's, brought forward; a store that cannot be used is said, its
+ * password hidden. */
+START_TEST(test_cli_store_check_and_migrate)
+{
+	const char *home = test_dir("store"), *sbx = strdup(test_bin("sbx"));
+	int st;
+
+	SAME(OUT("'%s' store check --home '%s'", sbx, home),
+	     fmt_cmd("store: sqlite %s/sbx.db\nschema: version 0; this sbx: %d\n"
+		     "empty: made at the first use (or sbx store migrate)\n",
+		     home, STORE_SCHEMA_VERSION));
+	SAME(OUT("'%s' store migrate --home '%s'", sbx, home),
+	     fmt_cmd("store: sqlite %s/sbx.db\nschema: version 0; this sbx: %d\n"
+		     "migrated: version 0 to %d\n",
+		     home, STORE_SCHEMA_VERSION, STORE_SCHEMA_VERSION));
+	ck_assert_msg(strstr(OUT("'%s' --home '%s' store migrate", sbx, home), "nothing to do\n"),
+		      "migrated twice");
+	OK("sqlite3 '%s/sbx.db' 'PRAGMA user_version = 99'", home);
+	char *err = errors_of(fmt_cmd("'%s' store check --home '%s'", sbx, home), &st);
+	ck_assert_int_eq(st, 1);
+	SAME(err, "sbx: store: a newer sbx wrote it: this one refuses it\n");
+	OK("echo 'store = mysql://x' > '%s/sbx.conf'", home);
+	err = errors_of(fmt_cmd("'%s' store check --home '%s'", sbx, home), &st);
+	ck_assert_int_eq(st, 1);
+	SAME(err, fmt_cmd("sbx: store: store in %s/sbx.conf: expected sqlite, a postgresql:// URL"
+			  " or a libpq keyword string\n",
+			  home));
+	err = errors_of(fmt_cmd("'%s' store check --home '%s'"
+				" --store 'postgresql://me:s3cret@/sbx?host=/nonexistent'",
+				sbx, home),
+			&st);
+	ck_assert_int_eq(st, 1);
+	ck_assert_msg(strstr(err, "sbx: store: postgresql://me:***@/sbx?host=/nonexistent:"
+				  " cannot connect to PostgreSQL: ") &&
+			      !strstr(err, "s3cret"),
+		      "%s", err);
+	err = errors_of(fmt_cmd("'%s' --store bogus store check --home '%s'", sbx, home), &st);
+	ck_assert_int_eq(st, 2);
+	SAME(err, "sbx: --store takes sqlite, a postgresql:// URL or a libpq keyword string\n"
+		  "Try 'sbx --help'.\n");
+}
+END_TEST
+
 START_TEST(test_cli_broker_says_where_it_serves)
 {
 	const char *home = test_dir("bhome");
@@ -247,6 +292,7 @@ Suite *suite_cli(void)
 	tcase_add_test(tc, test_cli_reads_of_unknown_threads_say_so);
 	tcase_add_test(tc, test_cli_every_command_has_help_and_short_named_errors);
 	tcase_add_test(tc, test_cli_broker_says_where_it_serves);
+	tcase_add_test(tc, test_cli_store_check_and_migrate);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -361,7 +361,7 @@ END_TEST
 static void wait_mark_hashed(const char *name)
 {
 	for (int i = 0; i < 200; i++) {
-		char *n = OUT("sqlite3 '%s/sbx.db' \"SELECT count(*) FROM marks WHERE"
+		char *n = OUT("tests/tools/sbxsql '%s' \"SELECT count(*) FROM marks WHERE"
 			      " path = '/mnt/user-data/workspace/%s' AND hash IS NOT NULL\"",
 			      V.home, name);
 		bool done = !strcmp(n, "1\n");
@@ -468,6 +468,10 @@ START_TEST(test_gate_refusal_diffs_never_show_a_credential)
 		      "%s", text);
 	ck_assert_msg(!strstr(json, "ghp_"), "%s", json);
 
+	/* Rows an older view wrote (with the texts of every refusal) are in
+	 * SQLite files only: PostgreSQL stores began with schema 10. */
+	if (pg_mode())
+		return;
 	OK("python3 tests/tools/oldtexts.py '%s/sbx.db' '%s' '%s'", V.home, read, found);
 	text = OUT("%s", audit);
 	json = OUT("%s --format json", audit);

@@ -192,7 +192,9 @@ START_TEST(test_runs_without_changes_record_no_summary)
 	SAME(OUT("'%s' --home '%s' %s | python3 tests/tools/jsonq.py 'd[\"available\"], d[\"files\"]'",
 		 test_bin("sbx"), V.home, cmd),
 	     "False []\n");
-	EQ_OUT("1\n", "sqlite3 '%s/sbx.db' 'SELECT summary IS NULL FROM runs WHERE id = %s'",
+	EQ_OUT("1\n",
+	       "tests/tools/sbxsql '%s' 'SELECT CASE WHEN summary IS NULL THEN 1 ELSE 0 END"
+	       " FROM runs WHERE id = %s'",
 	       V.home, run);
 	int st;
 	SAME(receipt(run, &st), "{\"presented\":0,\"paths\":[],\"by_tool\":{}}\n");
@@ -274,7 +276,7 @@ START_TEST(test_runs_preimages_beyond_the_scan_limit)
 	/* The view was told when the run ended: no more pre-images. */
 	OK("cat '%s' > /dev/null && echo again > '%s'", ws_of(&V, "f01"), ws_of(&V, "f01"));
 	EQ_OUT("0\n",
-	       "sqlite3 '%s/sbx.db' \"SELECT count(*) FROM journal WHERE op = 'preimage'"
+	       "tests/tools/sbxsql '%s' \"SELECT count(*) FROM journal WHERE op = 'preimage'"
 	       " AND path LIKE '%%/f01'\"",
 	       V.home);
 }
@@ -313,11 +315,11 @@ START_TEST(test_runs_tell_only_the_views_of_their_home)
 	tview_sync(&other);
 	tview_sync(&V);
 	EQ_OUT("0\n",
-	       "sqlite3 '%s/sbx.db' \"SELECT count(*) FROM journal WHERE op IN"
+	       "tests/tools/sbxsql '%s' \"SELECT count(*) FROM journal WHERE op IN"
 	       " ('capture', 'preimage')\"",
 	       other.home);
 	EQ_OUT("2\n",
-	       "sqlite3 '%s/sbx.db' \"SELECT count(*) FROM journal WHERE op IN"
+	       "tests/tools/sbxsql '%s' \"SELECT count(*) FROM journal WHERE op IN"
 	       " ('capture', 'preimage')\"",
 	       V.home);
 	end(run);
@@ -445,8 +447,8 @@ START_TEST(test_runs_end_whatever_the_content)
 	     "'nul.txt' created True binary []\n"
 	     "True False\n");
 	EQ_OUT("1\n",
-	       "sqlite3 '%s/sbx.db' 'SELECT summary IS NOT NULL AND receipt IS NOT NULL"
-	       " FROM runs WHERE id = %s'",
+	       "tests/tools/sbxsql '%s' 'SELECT CASE WHEN summary IS NOT NULL AND receipt IS NOT"
+	       " NULL THEN 1 ELSE 0 END FROM runs WHERE id = %s'",
 	       V.home, run);
 	EQ_OUT("11 files changed +7 -4\n7 4 0 0 7 4 True 11\n",
 	       "'%s' --home '%s' changes %s --format json | python3 tests/tools/refclient.py",

@@ -46,7 +46,7 @@ START_TEST(test_snapshot_cli_records_the_thread_by_the_rules)
 	SAME(snapshot_py("--max-files 2", "print(d[\"truncated\"], len(d[\"files\"]))"),
 	     "True 2\n");
 	/* Each run is recorded. */
-	EQ_OUT("2\n", "sqlite3 '%s/sbx.db' 'SELECT count(*) FROM snapshots'", V.home);
+	EQ_OUT("2\n", "tests/tools/sbxsql '%s' 'SELECT count(*) FROM snapshots'", V.home);
 }
 END_TEST
 

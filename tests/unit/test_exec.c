@@ -38,6 +38,7 @@ START_TEST(test_exec_secret_names)
 	ck_assert(env_secret_name("DATABASE_URL"));
 	ck_assert(env_secret_name("redis_url"));
 	ck_assert(env_secret_name("SSH_AUTH_SOCK"));
+	ck_assert(env_secret_name("SBX_STORE"));
 	ck_assert(!env_secret_name("PATH"));
 	ck_assert(!env_secret_name("HOME"));
 	ck_assert(!env_secret_name("LANG"));

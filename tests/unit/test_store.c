@@ -1,10 +1,13 @@
 /* The store: schema creation and versioning, marks and audit rows, the
  * batching writer, several connections writing at once; the paths
- * presented during a run and the receipt's rules for them. */
+ * presented during a run and the receipt's rules for them. What a store
+ * does is tested on both engines: an SQLite file (tcase "store") and a
+ * throw-away PostgreSQL server (tcase "postgresql", tests/tools/pgserver). */
 #include "store/receipt.h"
 #include "store/snapshot.h"
 #include "store/store.h"
 #include "store/writer.h"
+#include "tests/cmd.h"
 #include "tests/harness.h"
 
 #include <errno.h>
@@ -12,12 +15,21 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
-static char db[PATH_MAX];
+static char db[PATH_MAX];	   /* the SQLite file's path */
+static char target[PATH_MAX + 64]; /* what open_db() opens */
 
 static void setup(void)
 {
 	snprintf(db, sizeof(db), "%s/sbx.db", test_dir("store"));
+	snprintf(target, sizeof(target), "%s", db);
+}
+
+/* A fresh database on the suite's server. */
+static void setup_pg(void)
+{
+	snprintf(target, sizeof(target), "%s", pg_database());
 }
 
 static struct store *open_db(void)
@@ -25,7 +37,7 @@ static struct store *open_db(void)
 	char err[512];
 	struct store *s;
 
-	ck_assert_msg(store_open_path(db, &s, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(store_open_target(target, &s, err, sizeof(err)) == 0, "%s", err);
 	return s;
 }
 
@@ -50,14 +62,33 @@ START_TEST(test_store_creates_the_current_schema_in_wal_mode)
 }
 END_TEST
 
+/* PostgreSQL: the schema is made whole at once, and reopening migrates
+ * nothing. */
+START_TEST(test_store_creates_the_current_schema)
+{
+	struct store *s = open_db();
+
+	ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
+	store_close(s);
+	s = open_db();
+	ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
+	store_close(s);
+}
+END_TEST
+
 START_TEST(test_store_refuses_a_newer_schema)
 {
 	char err[512];
 	struct store *s = open_db();
 
 	store_close(s);
-	ck_assert_int_eq(sh("sqlite3 '%s' 'PRAGMA user_version = 99'", db), 0);
-	ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), -EPROTO);
+	if (store_target_is_postgres(target))
+		ck_assert_int_eq(sh("psql -q -X '%s' -c 'UPDATE sbx_schema SET version = 99'",
+				    target),
+				 0);
+	else
+		ck_assert_int_eq(sh("sqlite3 '%s' 'PRAGMA user_version = 99'", db), 0);
+	ck_assert_int_eq(store_open_target(target, &s, err, sizeof(err)), -EPROTO);
 	ck_assert_ptr_null(s);
 	ck_assert_msg(strstr(err, "schema version 99"), "%s", err);
 }
@@ -362,6 +393,93 @@ START_TEST(test_store_run_clean)
 }
 END_TEST
 
+/* A lost connection (the server restarted) is made again at the next
+ * request, statements prepared again on it. */
+START_TEST(test_store_reconnects)
+{
+	struct store *s = open_db();
+	struct store_mark m = { .path = "/mnt/user-data/workspace/a", .ino = 1, .size = 1 },
+			  got = { 0 };
+
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
+	pg_server_restart();
+	m.ino = 2;
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
+	ck_assert_int_eq(store_marks_each(s, "u", "t", collect_mark, &got), 0);
+	ck_assert_int_eq(got.ino, 2);
+	store_close(s);
+}
+END_TEST
+
+/* A database that checks its text as UTF-8 would refuse a record of a
+ * file name that is not: refused at open, saying how to make one. */
+START_TEST(test_store_refuses_a_utf8_database)
+{
+	char err[512], conninfo[PATH_MAX + 64];
+	struct store *s;
+
+	ck_assert_int_eq(sh("psql -q -X '%s' -c \"CREATE DATABASE utf8_%d ENCODING 'UTF8'"
+			    " LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0\"",
+			    target, (int)getpid()),
+			 0);
+	snprintf(conninfo, sizeof(conninfo), "%s", target);
+	snprintf(strstr(conninfo, "dbname=") + 7, 32, "utf8_%d", (int)getpid());
+	ck_assert_int_eq(store_open_target(conninfo, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_null(s);
+	ck_assert_msg(strstr(err, "the database's encoding is UTF8") &&
+			      strstr(err, "ENCODING 'SQL_ASCII'"),
+		      "%s", err);
+}
+END_TEST
+
+/* Where a home's records are: $SBX_STORE, else sbx.conf's store, else
+ * HOME/sbx.db; a value that names neither engine is refused, saying
+ * where it was. */
+START_TEST(test_store_where)
+{
+	char home[PATH_MAX], got[STORE_TARGET_MAX], err[512];
+
+	snprintf(home, sizeof(home), "%s", test_dir("where"));
+	unsetenv(STORE_ENV);
+	ck_assert_int_eq(store_where(home, got, sizeof(got), err, sizeof(err)), 0);
+	ck_assert_str_eq(got, fmt_cmd("%s/sbx.db", home));
+	ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", home),
+				    "; a comment\nstore = host=/run/pg dbname=sbx\n[undo]\n"
+				    "budget = 1G\n"),
+			 0);
+	ck_assert_int_eq(store_where(home, got, sizeof(got), err, sizeof(err)), 0);
+	ck_assert_str_eq(got, "host=/run/pg dbname=sbx");
+	setenv(STORE_ENV, "sqlite", 1);
+	ck_assert_int_eq(store_where(home, got, sizeof(got), err, sizeof(err)), 0);
+	ck_assert_str_eq(got, fmt_cmd("%s/sbx.db", home));
+	setenv(STORE_ENV, "postgresql:///x", 1);
+	ck_assert_int_eq(store_where(home, got, sizeof(got), err, sizeof(err)), 0);
+	ck_assert_str_eq(got, "postgresql:///x");
+	unsetenv(STORE_ENV);
+	ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", home), "store = mysql\n"), 0);
+	ck_assert_int_eq(store_where(home, got, sizeof(got), err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, fmt_cmd("store in %s/sbx.conf: expected sqlite", home)), "%s",
+		      err);
+	setenv(STORE_ENV, "/a/path", 1);
+	ck_assert_int_eq(store_where(home, got, sizeof(got), err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "store in SBX_STORE: expected sqlite"), "%s", err);
+	unsetenv(STORE_ENV);
+}
+END_TEST
+
+/* What a store does, whichever engine holds it. */
+static void store_tests(TCase *tc)
+{
+	tcase_add_test(tc, test_store_refuses_a_newer_schema);
+	tcase_add_test(tc, test_store_marks_round_trip_and_replace);
+	tcase_add_test(tc, test_store_audit_rows_per_thread_in_order);
+	tcase_add_test(tc, test_store_writers_share_the_file);
+	tcase_add_test(tc, test_store_writer_flushes_on_stop);
+	tcase_add_test(tc, test_store_presentations);
+	tcase_add_test(tc, test_store_run_held_bytes);
+	tcase_add_test(tc, test_store_run_clean);
+}
+
 Suite *suite_unit_store(void)
 {
 	Suite *s = suite_create("unit_store");
@@ -369,17 +487,20 @@ Suite *suite_unit_store(void)
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_store_creates_the_current_schema_in_wal_mode);
-	tcase_add_test(tc, test_store_refuses_a_newer_schema);
 	tcase_add_test(tc, test_store_refuses_a_file_that_is_not_a_database);
-	tcase_add_test(tc, test_store_marks_round_trip_and_replace);
-	tcase_add_test(tc, test_store_audit_rows_per_thread_in_order);
-	tcase_add_test(tc, test_store_writers_share_the_file);
-	tcase_add_test(tc, test_store_writer_flushes_on_stop);
 	tcase_add_test(tc, test_store_receipt_paths);
 	tcase_add_test(tc, test_store_receipt_covers);
-	tcase_add_test(tc, test_store_presentations);
-	tcase_add_test(tc, test_store_run_held_bytes);
-	tcase_add_test(tc, test_store_run_clean);
+	tcase_add_test(tc, test_store_where);
+	store_tests(tc);
 	suite_add_tcase(s, tc);
+	/* The same on PostgreSQL. */
+	TCase *pg = tcase_create("postgresql");
+	tcase_add_unchecked_fixture(pg, pg_server_up, pg_server_down);
+	tcase_add_checked_fixture(pg, setup_pg, NULL);
+	tcase_add_test(pg, test_store_creates_the_current_schema);
+	tcase_add_test(pg, test_store_reconnects);
+	tcase_add_test(pg, test_store_refuses_a_utf8_database);
+	store_tests(pg);
+	suite_add_tcase(s, pg);
 	return s;
 }

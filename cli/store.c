@@ -1,0 +1,86 @@
+/* store.c - sbx store: where a home's records are kept, whether they can
+ * be used, and their schema brought forward (docs/configuration.md, "The
+ * store"). */
+#include "args.h"
+#include "cli.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char store_usage[] =
+	"Usage: sbx store check|migrate [--home DIR] [--store STORE]\n"
+	"\n"
+	"  check    say where the home's records are kept (sqlite: HOME/sbx.db, or\n"
+	"           a PostgreSQL server, its password hidden), whether the store\n"
+	"           answers, and its schema version against this sbx's; exit 1 if\n"
+	"           it cannot be used as it is (unreachable, refused, newer)\n"
+	"  migrate  bring the store's schema to this sbx's version (made if it\n"
+	"           has none); every program does so when it opens the store,\n"
+	"           this does it ahead, and says from which version\n"
+	"The store is --store, else $SBX_STORE, else store in HOME/sbx.conf,\n"
+	"else sqlite.\n";
+
+int cmd_store(int argc, char **argv, const char *home)
+{
+	char buf[PATH_MAX], target[STORE_TARGET_MAX], shown[STORE_TARGET_MAX], err[1024];
+	const char *what = NULL;
+	int r, version;
+	bool postgres;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(store_usage, stdout);
+			return 0;
+		}
+		if ((r = take_home(argc, argv, &i, &home)) < 0)
+			return usage_error("store", "--home needs a directory");
+		if (r)
+			continue;
+		if (argv[i][0] == '-')
+			return usage_error("store", "unrecognized option '%s'", argv[i]);
+		if (what || (strcmp(argv[i], "check") && strcmp(argv[i], "migrate")))
+			return usage_error("store", "expected check or migrate, not '%s'", argv[i]);
+		what = argv[i];
+	}
+	if (!what)
+		return usage_error("store", "expected check or migrate");
+	bool migrate = !strcmp(what, "migrate");
+	if (resolve_home("store", home, buf, sizeof(buf)) < 0)
+		return 2;
+	if ((r = store_where(buf, target, sizeof(target), err, sizeof(err))) < 0) {
+		fprintf(stderr, "sbx: store: %s\n", err);
+		return 1;
+	}
+	store_target_shown(target, shown, sizeof(shown));
+	if ((r = store_probe(target, &version, &postgres, err, sizeof(err))) < 0) {
+		fprintf(stderr, "sbx: store: %s: %s\n", shown, err);
+		return 1;
+	}
+	printf("store: %s %s\n", postgres ? "postgresql" : "sqlite", shown);
+	printf("schema: version %d; this sbx: %d\n", version, STORE_SCHEMA_VERSION);
+	if (version > STORE_SCHEMA_VERSION) {
+		fprintf(stderr, "sbx: store: a newer sbx wrote it: this one refuses it\n");
+		return 1;
+	}
+	if (!migrate) {
+		if (version < STORE_SCHEMA_VERSION)
+			printf("%s\n",
+			       version ? "sbx store migrate (or any program) brings it forward"
+				       : "empty: made at the first use (or sbx store migrate)");
+		return 0;
+	}
+	struct store *s;
+	if (store_open_target(target, &s, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sbx: store: %s: %s\n", shown, err);
+		return 1;
+	}
+	int now = store_schema_version(s);
+	store_close(s);
+	if (now == version)
+		printf("nothing to do\n");
+	else
+		printf("migrated: version %d to %d\n", version, now);
+	return 0;
+}

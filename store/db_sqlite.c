@@ -1,0 +1,299 @@
+/* db_sqlite.c - the SQLite engine of db.h: one file per home, shared by
+ * every view daemon, the broker and the sbx command at once: WAL mode
+ * (readers never block the writer), a busy timeout (a writer waits its
+ * turn rather than failing), BEGIN IMMEDIATE for writers (the lock up
+ * front, not half way), the schema's version in PRAGMA user_version. */
+#include "db_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct lite {
+	struct db base;
+	sqlite3 *db;
+};
+
+struct lite_stmt {
+	struct db_stmt base;
+	sqlite3_stmt *st;
+	int rc;		 /* the last step's result, SQLITE_OK before the first */
+	int64_t changes; /* of the last run */
+};
+
+static struct lite *lite_of(const struct db *db)
+{
+	return (struct lite *)db;
+}
+
+static struct lite_stmt *stmt_of(struct db_stmt *st)
+{
+	return (struct lite_stmt *)st;
+}
+
+/* SQLite result codes as errno values. */
+static int lite_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_DONE:
+	case SQLITE_ROW:
+		return 0;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_CANTOPEN:
+		return -ENOENT;
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+		return -EACCES;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return -EUCLEAN;
+	default:
+		return -EIO;
+	}
+}
+
+static int lite_fail(int rc)
+{
+	int r = lite_errno(rc);
+
+	return r ? r : -EIO;
+}
+
+static void lite_close(struct db *db)
+{
+	sqlite3_close(lite_of(db)->db);
+	free(db);
+}
+
+static const char *lite_errmsg(const struct db *db)
+{
+	return sqlite3_errmsg(lite_of(db)->db);
+}
+
+static int lite_exec(struct db *db, const char *sql)
+{
+	int rc = sqlite3_exec(lite_of(db)->db, sql, NULL, NULL, NULL);
+
+	return rc == SQLITE_OK ? 0 : lite_fail(rc);
+}
+
+static int lite_version(struct db *db)
+{
+	sqlite3_stmt *st;
+	int v = -EIO;
+
+	if (sqlite3_prepare_v2(lite_of(db)->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static int lite_set_version(struct db *db, int v)
+{
+	char sql[64];
+
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v);
+	return lite_exec(db, sql);
+}
+
+static int lite_begin_write(struct db *db)
+{
+	return lite_exec(db, "BEGIN IMMEDIATE");
+}
+
+static int lite_commit(struct db *db)
+{
+	return lite_exec(db, "COMMIT");
+}
+
+static bool lite_in_transaction(const struct db *db)
+{
+	return !sqlite3_get_autocommit(lite_of(db)->db);
+}
+
+static void lite_rollback(struct db *db)
+{
+	if (lite_in_transaction(db))
+		lite_exec(db, "ROLLBACK");
+}
+
+static int lite_prepare(struct db *db, const char *sql, struct db_stmt **out)
+{
+	struct lite_stmt *s = calloc(1, sizeof(*s));
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	rc = sqlite3_prepare_v3(lite_of(db)->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s->st, NULL);
+	if (rc != SQLITE_OK) {
+		free(s);
+		return lite_fail(rc);
+	}
+	s->base.db = db;
+	*out = &s->base;
+	return 0;
+}
+
+static void lite_finalize(struct db_stmt *st)
+{
+	sqlite3_finalize(stmt_of(st)->st);
+	free(st);
+}
+
+static void lite_reset(struct db_stmt *st)
+{
+	struct lite_stmt *s = stmt_of(st);
+
+	sqlite3_reset(s->st);
+	sqlite3_clear_bindings(s->st);
+	s->rc = SQLITE_OK;
+}
+
+static void lite_bind_int64(struct db_stmt *st, int i, int64_t v)
+{
+	sqlite3_bind_int64(stmt_of(st)->st, i, v);
+}
+
+static void lite_bind_text(struct db_stmt *st, int i, const char *v)
+{
+	sqlite3_bind_text(stmt_of(st)->st, i, v, -1, SQLITE_STATIC);
+}
+
+static void lite_bind_blob(struct db_stmt *st, int i, const void *p, size_t len)
+{
+	sqlite3_bind_blob64(stmt_of(st)->st, i, len ? p : "", len, SQLITE_STATIC);
+}
+
+static void lite_bind_null(struct db_stmt *st, int i)
+{
+	sqlite3_bind_null(stmt_of(st)->st, i);
+}
+
+static int lite_step(struct db_stmt *st)
+{
+	struct lite_stmt *s = stmt_of(st);
+
+	if (s->rc == SQLITE_DONE)
+		return 0;
+	s->rc = sqlite3_step(s->st);
+	if (s->rc == SQLITE_ROW)
+		return 1;
+	if (s->rc != SQLITE_DONE)
+		return lite_fail(s->rc);
+	s->changes = sqlite3_changes64(sqlite3_db_handle(s->st));
+	return 0;
+}
+
+static int64_t lite_changes(struct db_stmt *st)
+{
+	return stmt_of(st)->changes;
+}
+
+static bool lite_col_null(struct db_stmt *st, int i)
+{
+	return sqlite3_column_type(stmt_of(st)->st, i) == SQLITE_NULL;
+}
+
+static int64_t lite_col_int64(struct db_stmt *st, int i)
+{
+	return sqlite3_column_int64(stmt_of(st)->st, i);
+}
+
+static const char *lite_col_text(struct db_stmt *st, int i)
+{
+	const char *t = (const char *)sqlite3_column_text(stmt_of(st)->st, i);
+
+	return t ? t : "";
+}
+
+static const void *lite_col_blob(struct db_stmt *st, int i, size_t *len)
+{
+	sqlite3_stmt *s = stmt_of(st)->st;
+	const void *p = sqlite3_column_blob(s, i);
+
+	*len = p ? (size_t)sqlite3_column_bytes(s, i) : 0;
+	return p;
+}
+
+static const struct db_ops lite_ops = {
+	.engine = DB_SQLITE,
+	.close = lite_close,
+	.errmsg = lite_errmsg,
+	.exec = lite_exec,
+	.version = lite_version,
+	.set_version = lite_set_version,
+	.begin_write = lite_begin_write,
+	.commit = lite_commit,
+	.rollback = lite_rollback,
+	.in_transaction = lite_in_transaction,
+	.prepare = lite_prepare,
+	.finalize = lite_finalize,
+	.reset = lite_reset,
+	.bind_int64 = lite_bind_int64,
+	.bind_text = lite_bind_text,
+	.bind_blob = lite_bind_blob,
+	.bind_null = lite_bind_null,
+	.step = lite_step,
+	.changes = lite_changes,
+	.col_null = lite_col_null,
+	.col_int64 = lite_col_int64,
+	.col_text = lite_col_text,
+	.col_blob = lite_col_blob,
+};
+
+int db_sqlite_open(const char *path, struct db **out, char *err, size_t errlen)
+{
+	struct lite *l = calloc(1, sizeof(*l));
+	int rc, r;
+
+	if (!l) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	l->base.ops = &lite_ops;
+	/* Private to the home's owner, whatever the umask (SQLite gives its
+	 * -wal and -shm files the database's mode). */
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	rc = sqlite3_open_v2(path, &l->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
+				     SQLITE_OPEN_EXRESCODE,
+			     NULL);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "cannot open %s: %s", path,
+			 l->db ? sqlite3_errmsg(l->db) : sqlite3_errstr(rc));
+		lite_close(&l->base);
+		return lite_fail(rc);
+	}
+	sqlite3_busy_timeout(l->db, 10000);
+	r = lite_exec(&l->base, "PRAGMA journal_mode = WAL;"
+				"PRAGMA synchronous = NORMAL;"
+				"PRAGMA foreign_keys = ON;"
+				/* The journal's reads sort (ORDER BY id): in memory,
+				 * not in a temporary file. The page cache stays
+				 * SQLite's default: the daemons keep their store
+				 * open for days. */
+				"PRAGMA temp_store = MEMORY;");
+	if (r < 0) {
+		snprintf(err, errlen, "cannot use %s: %s", path, sqlite3_errmsg(l->db));
+		lite_close(&l->base);
+		return r;
+	}
+	*out = &l->base;
+	return 0;
+}
