@@ -12,6 +12,7 @@
 #include "exec/filter.h"
 #include "exec/identity.h"
 #include "exec/sandbox.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +36,8 @@ static const char usage[] =
 	"\n"
 	"Says what this host allows the exec broker - /dev/fuse, fusermount3,\n"
 	"user namespaces, bubblewrap, cgroup delegation, seccomp, openat2,\n"
-	"reflinks on the home's filesystem, inotify limits - and lists each\n"
+	"reflinks on the home's filesystem, inotify limits, the home's store\n"
+	"and whether the home is on a filesystem other hosts share - and lists each\n"
 	"protection of the sandbox as active or not, with the reason for any\n"
 	"that is not. Exits 0 when every protection is active, 1 otherwise.\n"
 	"  --config FILE   the broker's configuration (default HOME/sbx.conf)\n"
@@ -186,6 +188,64 @@ static void check_reflinks(struct report *r, const char *home)
 		say(r, false, "no", "reflinks",
 		    "%s (filesystem 0x%lx): %s: staged saves copy the file", home,
 		    (unsigned long)sf.f_type, strerror(e));
+}
+
+/* Where the home's records are, and whether they can be used as they
+ * are (sbx store check says more). */
+static void check_store(struct report *r, const char *home)
+{
+	char target[STORE_TARGET_MAX], shown[STORE_TARGET_MAX], err[1024];
+	int version;
+	bool postgres;
+
+	if (store_where(home, target, sizeof(target), err, sizeof(err)) < 0) {
+		say(r, false, "no", "store", "%s", err);
+		return;
+	}
+	store_target_shown(target, shown, sizeof(shown));
+	if (store_probe(target, &version, &postgres, err, sizeof(err)) < 0)
+		say(r, false, "no", "store", "%s: %s", shown, err);
+	else if (version > STORE_SCHEMA_VERSION)
+		say(r, false, "no", "store", "%s: schema version %d, newer than this sbx's %d",
+		    shown, version, STORE_SCHEMA_VERSION);
+	else
+		say(r, false, "ok", "store", "%s %s: schema version %d (this sbx: %d)",
+		    postgres ? "postgresql" : "sqlite", shown, version, STORE_SCHEMA_VERSION);
+}
+
+/* A home on a filesystem other hosts change too (NFS, SMB, a cluster
+ * filesystem, FUSE): inotify sees this host's changes only, so a view's
+ * long caches would not learn of another host's (docs/configuration.md,
+ * "Several hosts: the shared home"). */
+static void check_shared(struct report *r, const char *home)
+{
+	static const struct {
+		unsigned long magic;
+		const char *name;
+	} shared[] = {
+		{ 0x6969, "NFS" },	 { 0xff534d42, "CIFS" },   { 0xfe534d42, "SMB2" },
+		{ 0x65735546, "FUSE" },	 { 0x00c36400, "Ceph" },   { 0x01161970, "GFS2" },
+		{ 0x7461636f, "OCFS2" }, { 0x0bd00bd0, "Lustre" }, { 0x47504653, "GPFS" },
+		{ 0x5346414f, "AFS" },
+	};
+	struct statfs sf;
+
+	if (statfs(home, &sf) < 0) {
+		say(r, false, "no", "shared home", "cannot look at %s: %s", home, strerror(errno));
+		return;
+	}
+	for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++)
+		if ((unsigned long)sf.f_type == shared[i].magic) {
+			say(r, false, "no", "shared home",
+			    "%s is on %s: inotify does not see what other hosts change there,"
+			    " so views must not cache long (mount them with --cache-timeout 1:"
+			    " another host's edits then show within 1 s)",
+			    home, shared[i].name);
+			return;
+		}
+	say(r, false, "ok", "shared home",
+	    "%s is on a local filesystem (0x%lx): inotify sees every change made to it", home,
+	    (unsigned long)sf.f_type);
 }
 
 static void check_inotify(struct report *r)
@@ -376,6 +436,8 @@ int cmd_doctor(int argc, char **argv, const char *home)
 	check_openat2(&r);
 	check_reflinks(&r, h);
 	check_inotify(&r);
+	check_store(&r, h);
+	check_shared(&r, h);
 	if (!r.json)
 		printf("\nprotections of the exec sandbox:\n");
 	protections(&r, &cf, h, sb, sb_err, runs, refused);

@@ -525,6 +525,8 @@ START_TEST(test_sandbox_doctor)
 		"openat2:",
 		"reflinks:",
 		"inotify:",
+		"ok       store: sqlite ",
+		"ok       shared home: ",
 		"active   no host root inside:",
 		"caller's privileges in the view:",
 		"kernel interfaces:",
@@ -546,6 +548,15 @@ START_TEST(test_sandbox_doctor)
 		 " [p[\"state\"] for p in d[\"protections\"] if p[\"name\"] == \"seccomp filter\"]'",
 		 test_bin("sbx"), H),
 	     "True True ['active']\n");
+	/* A store that cannot be reached is said, its password hidden. */
+	ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", H),
+				    "store = host=/nonexistent password=s3cret dbname=x\n"),
+			 0);
+	out = capture(fmt_cmd("'%s' doctor --home '%s'", test_bin("sbx"), H), &st);
+	ck_assert_msg(strstr(out, "no       store: host=/nonexistent password=*** dbname=x:"
+				  " cannot connect to PostgreSQL: ") &&
+			      !strstr(out, "s3cret"),
+		      "%s", out);
 	/* A protection that does not hold is named, with why, and fails. */
 	ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", H), "[limits]\ncgroups = off\n"), 0);
 	out = capture(fmt_cmd("'%s' doctor --home '%s'", test_bin("sbx"), H), &st);
