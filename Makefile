@@ -51,7 +51,7 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 LDFLAGS += $(SANFLAGS) -Wl,--wrap=close
 
 COMMON_SRC := common/fdcheck.c common/lockcheck.c common/log.c common/quote.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c common/fileops.c
-STORE_SRC  := store/store.c store/where.c store/db.c store/db_sqlite.c store/db_pg.c store/writer.c store/snapshot.c store/secrets.c store/diff.c \
+STORE_SRC  := store/store.c store/where.c store/lease.c store/db.c store/db_sqlite.c store/db_pg.c store/writer.c store/snapshot.c store/secrets.c store/diff.c \
               store/summary.c store/receipt.c store/follow.c
 EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
@@ -59,7 +59,8 @@ EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.
               exec/watch.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/skills.c fs/view.c fs/ops.c fs/ops_change.c \
               fs/ops_entry.c fs/ops_file.c fs/ops_dir.c fs/ops_xattr.c fs/watch.c fs/channel.c \
-              fs/gate.c fs/gate_request.c fs/stage.c fs/journal.c fs/runmarks.c fs/quota.c
+              fs/gate.c fs/gate_request.c fs/stage.c fs/journal.c fs/runmarks.c fs/quota.c \
+              fs/owner.c
 # sbx: every file of cli/ (the table of commands in cli/sbx.c, the commands).
 CLI_SRC    := $(wildcard cli/*.c)
 TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \

@@ -22,6 +22,7 @@ int cmd_run(int argc, char **argv, const char *home);
 int cmd_changes(int argc, char **argv, const char *home);
 int cmd_runs(int argc, char **argv, const char *home);
 int cmd_store(int argc, char **argv, const char *home);
+int cmd_hosts(int argc, char **argv, const char *home);
 int cmd_restore(int argc, char **argv, const char *home);
 int cmd_log(int argc, char **argv, const char *home);
 int cmd_present(int argc, char **argv, const char *home);

@@ -229,7 +229,13 @@ static void check_shared(struct report *r, const char *home)
 		{ 0x5346414f, "AFS" },
 	};
 	struct statfs sf;
+	char users[PATH_MAX + 8];
 
+	/* The threads' files: HOME/users, where several hosts mount what
+	 * they share (docs/configuration.md, "Several hosts"). */
+	snprintf(users, sizeof(users), "%s/users", home);
+	if (access(users, F_OK) == 0)
+		home = users;
 	if (statfs(home, &sf) < 0) {
 		say(r, false, "no", "shared home", "cannot look at %s: %s", home, strerror(errno));
 		return;
@@ -255,8 +261,10 @@ static void check_inotify(struct report *r)
 
 	say(r, false, instances >= 128 ? "ok" : "no", "inotify",
 	    "%ld watches and %ld instances per user: each view watches its directories with one"
-	    " instance%s",
-	    watches, instances, instances < 128 ? "; raise fs.inotify.max_user_instances" : "");
+	    " instance, so at most %ld views of one user see host edits at once; the others"
+	    " show them within 1 s (their kernel caches last 1 s, not an hour). For more:"
+	    " sysctl fs.inotify.max_user_instances=N (views + 10)",
+	    watches, instances, instances);
 }
 
 struct limit_lines {

@@ -1,5 +1,6 @@
 /* lookup.c - finding what an sbx command is about (lookup.h). */
 #include "lookup.h"
+#include "store/lease.h"
 #include "common/cleanup.h"
 #include "common/home.h"
 #include "store/store.h"
@@ -57,7 +58,20 @@ void thread_roots_close(struct thread_roots *roots)
 	closep(&roots->out);
 }
 
-struct store *run_open(const char *command, const char *home, int64_t id, struct store_run *run)
+int thread_fence(const char *command, const char *home, struct store *s, const char *user,
+		 const char *thread)
+{
+	char err[PATH_MAX + 256];
+	int r = store_fence_home(s, home, user, thread, err, sizeof(err));
+
+	if (r < 0)
+		fprintf(stderr, "sbx: %s: %s%s\n", command, err,
+			r == -EBUSY ? ": run this there (sbx hosts)" : "");
+	return r;
+}
+
+struct store *run_open(const char *command, const char *home, int64_t id, bool write,
+		       struct store_run *run)
 {
 	char err[PATH_MAX + 256];
 	struct store *s;
@@ -72,6 +86,11 @@ struct store *run_open(const char *command, const char *home, int64_t id, struct
 		fprintf(stderr, "sbx: %s: %s\n", command,
 			r == -ENOENT ? "no such run (see the id sbx run begin printed)"
 				     : strerror(-r));
+		store_close(s);
+		return NULL;
+	}
+	if (write && thread_fence(command, home, s, run->user, run->thread) < 0) {
+		store_run_free(run);
 		store_close(s);
 		return NULL;
 	}

@@ -8,6 +8,7 @@
 #ifndef SBX_LOOKUP_H
 #define SBX_LOOKUP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* 0 if USER's THREAD exists under HOME; else -errno, with one line for
@@ -30,7 +31,15 @@ struct store;
 struct store_run;
 
 /* Opens HOME's store and reads run ID into RUN (store_run_free() it);
- * NULL, with the reason printed for COMMAND, if either fails. */
-struct store *run_open(const char *command, const char *home, int64_t id, struct store_run *run);
+ * NULL, with the reason printed for COMMAND, if either fails. To WRITE,
+ * the store is fenced (store/lease.h): NULL if another host holds the
+ * run's thread. */
+struct store *run_open(const char *command, const char *home, int64_t id, bool write,
+		       struct store_run *run);
+/* Fences S for writes of USER's THREAD from this host (store/lease.h,
+ * store_fence_home()): 0, or -errno with the reason printed for
+ * COMMAND (another host holds the thread). */
+int thread_fence(const char *command, const char *home, struct store *s, const char *user,
+		 const char *thread);
 
 #endif

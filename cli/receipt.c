@@ -105,6 +105,11 @@ int cmd_present(int argc, char **argv, const char *home)
 			"sbx: present: run %lld has ended: its receipt is recorded"
 			" (sbx receipt %lld)\n",
 			(long long)run, (long long)run);
+	} else if (r == -EBUSY) {
+		fprintf(stderr,
+			"sbx: present: run %lld's thread is mounted on another host:"
+			" present it there (sbx hosts)\n",
+			(long long)run);
 	} else if (r < 0) {
 		fprintf(stderr, "sbx: present: cannot record the presentation: %s\n", strerror(-r));
 	}
@@ -121,7 +126,7 @@ int cmd_receipt(int argc, char **argv, const char *home)
 
 	if (r >= 0)
 		return r;
-	struct store *s = run_open("receipt", a.home, a.run, &run);
+	struct store *s = run_open("receipt", a.home, a.run, false, &run);
 	if (!s)
 		return 1;
 	store_close(s);

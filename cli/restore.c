@@ -363,6 +363,11 @@ int cmd_restore(int argc, char **argv, const char *home)
 		thread_roots_close(&roots);
 		return 1;
 	}
+	if (thread_fence("restore", a.home, s, a.user, a.thread) < 0) {
+		store_close(s);
+		thread_roots_close(&roots);
+		return 1;
+	}
 	int64_t from = a.at_ns;
 	if (a.before) {
 		r = store_run_get(s, a.before, &run);

@@ -104,6 +104,11 @@ static int run_begin(int argc, char **argv, const char *home)
 		thread_roots_close(&roots);
 		return 1;
 	}
+	if (thread_fence("run begin", a.home, s, a.user, a.thread) < 0) {
+		store_close(s);
+		thread_roots_close(&roots);
+		return 1;
+	}
 	/* Mounted views record pre-images from now on: a change made while
 	 * the scan runs is seen as it was before. */
 	views_tell_run(a.home, a.user, a.thread, begun);
@@ -129,7 +134,7 @@ static int run_end(int argc, char **argv, const char *home)
 
 	if (r >= 0)
 		return r;
-	struct store *s = run_open("run end", a.home, a.run, &run);
+	struct store *s = run_open("run end", a.home, a.run, true, &run);
 	if (!s)
 		return 1;
 	if (run.ended) {
@@ -369,7 +374,7 @@ static int run_undo(int argc, char **argv, const char *home)
 
 	if (r >= 0)
 		return r;
-	struct store *s = run_open("run undo", a.home, a.run, &run);
+	struct store *s = run_open("run undo", a.home, a.run, true, &run);
 	if (!s)
 		return 1;
 	homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -498,7 +503,7 @@ static int run_keep(int argc, char **argv, const char *home)
 
 	if (r >= 0)
 		return r;
-	struct store *s = run_open("run keep", a.home, a.run, &run);
+	struct store *s = run_open("run keep", a.home, a.run, true, &run);
 	if (!s)
 		return 1;
 	_cleanup_(closep) int homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -547,7 +552,7 @@ int cmd_changes(int argc, char **argv, const char *home)
 
 	if (r >= 0)
 		return r;
-	struct store *s = run_open("changes", a.home, a.run, &run);
+	struct store *s = run_open("changes", a.home, a.run, false, &run);
 	if (!s)
 		return 1;
 	if (!run.ended) {

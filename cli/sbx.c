@@ -77,6 +77,9 @@ static const struct command {
 	{ "store", cmd_store,
 	  "  store check|migrate\n"
 	  "                     where the home's records are, their schema brought forward\n" },
+	{ "hosts", cmd_hosts,
+	  "  hosts [--all] [--format text|json] [--max-views N]\n"
+	  "                     which host owns which thread, since when, until when\n" },
 	{ "doctor", cmd_doctor,
 	  "  doctor [--config FILE] [--format text|json]\n"
 	  "                     what this host allows, which sandbox protections hold\n" },

@@ -140,6 +140,11 @@ int cmd_snapshot(int argc, char **argv, const char *home)
 		snapshot_free(&snap);
 		return 1;
 	}
+	if (thread_fence("snapshot", a.home, s, a.user, a.thread) < 0) {
+		store_close(s);
+		snapshot_free(&snap);
+		return 1;
+	}
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	r = store_snapshot_save(s, a.user, a.thread, &snap, max,

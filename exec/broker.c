@@ -346,6 +346,9 @@ static void op_present(struct client *c, const struct request *q)
 	} else if (r == -EALREADY) {
 		send_error(c, q->id, "run_ended", "run %lld has ended: its receipt is recorded",
 			   q->run);
+	} else if (r == -EBUSY) {
+		send_error(c, q->id, "owned_elsewhere",
+			   "run %lld's thread is mounted on another host", q->run);
 	} else {
 		send_error(c, q->id, "internal", "cannot record the presentation: %s",
 			   strerror(-r));

@@ -20,6 +20,7 @@
  * stops the parse; libinih reports its own syntax errors by line only.
  */
 #include "config.h"
+#include "store/lease.h"
 #include "store/store.h"
 #include "common/cleanup.h"
 #include "common/ids.h"
@@ -502,6 +503,17 @@ static int on_pair(void *user, const char *section, const char *name, const char
 		fail(p, -EINVAL,
 		     "store: expected sqlite, a postgresql:// URL or a libpq keyword string");
 		return 0;
+	}
+	if (!*section) {
+		char why[160];
+		struct lease_config lease = { 0 };
+		int r = lease_config_pair(&lease, name, value, why, sizeof(why));
+		if (r == 0)
+			return 1;
+		if (r == -EINVAL) {
+			fail(p, r, "%s", why);
+			return 0;
+		}
 	}
 	if (!*section)
 		fail(p, -EINVAL,

@@ -4,6 +4,7 @@
 #include "common/home.h"
 #include "common/log.h"
 #include "common/spawn.h"
+#include "store/lease.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -84,6 +85,32 @@ static int lock_view(const struct provider *p, const struct view *v)
 	return fd;
 }
 
+/* Why sbxfs refused to mount V (LEASE_EXIT_REFUSED): another host holds
+ * the thread, or a capacity limit (its own line in the log says which). */
+static void refused(struct provider *p, const struct view *v, char *err, size_t errlen)
+{
+	struct store *s;
+	struct lease l;
+	char why[PATH_MAX + 256];
+
+	if (store_open(p->home, &s, why, sizeof(why)) == 0) {
+		int r = store_lease_get(s, v->user, v->thread, &l);
+		store_close(s);
+		if (r == 0 && lease_live(&l)) {
+			snprintf(err, errlen,
+				 "%s/%s is mounted on host %s (its lease expires in %.1f s unless"
+				 " renewed)",
+				 v->user, v->thread, l.host,
+				 (double)(l.expires_ns - l.now_ns) / 1e9);
+			return;
+		}
+	}
+	snprintf(err, errlen,
+		 "sbxfs refused to mount %s/%s: a capacity limit is reached, or another host"
+		 " holds it (the broker's log says which)",
+		 v->user, v->thread);
+}
+
 /* Mounts V (under its lock): a stale mount is detached first. */
 static int mount_view(struct provider *p, struct view *v, char *err, size_t errlen)
 {
@@ -153,6 +180,10 @@ static int mount_view(struct provider *p, struct view *v, char *err, size_t errl
 	argv[n++] = v->mount;
 	argv[n] = NULL;
 	r = spawn_wait(argv);
+	if (r == LEASE_EXIT_REFUSED) {
+		refused(p, v, err, errlen);
+		return -EBUSY;
+	}
 	if (r != 0) {
 		snprintf(err, errlen, "sbxfs could not mount %s/%s (exit %d; see the log)", v->user,
 			 v->thread, r);

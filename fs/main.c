@@ -9,6 +9,7 @@
 #include "gate.h"
 #include "journal.h"
 #include "ops.h"
+#include "owner.h"
 #include "quota.h"
 #include "stage.h"
 #include "view.h"
@@ -48,6 +49,8 @@ struct options {
 	const char *log_path;
 	char fuse_opts[4096];
 	bool foreground, debug, single_thread;
+	const char *host;      /* --host: the lease's host id */
+	int64_t lease_wait_ms; /* --lease-wait */
 	char home_buf[PATH_MAX];
 	char log_file[PATH_MAX + 64]; /* where the daemon logs, for messages */
 };
@@ -97,6 +100,12 @@ static const char usage_text[] =
 	"                            sbx.db) or a PostgreSQL server (postgresql://...,\n"
 	"                            or host=... dbname=...); default: $SBX_STORE,\n"
 	"                            else store in $SBX_HOME/sbx.conf, else sqlite\n"
+	"  --host NAME               this host's id in the thread's lease (default:\n"
+	"                            $SBX_HOST, else host = in sbx.conf, else the\n"
+	"                            host name): a thread is mounted on one host at\n"
+	"                            a time\n"
+	"  --lease-wait SEC          while another host holds the thread's lease,\n"
+	"                            wait up to SEC for it to end (default: 0)\n"
 	"  --skills DIR              one plain skills root instead of the categories\n"
 	"                            (default: $SBX_HOME/skills/public, .../users/\n"
 	"                            USER/skills/custom, skills/custom as legacy,\n"
@@ -205,7 +214,9 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		OPT_MAP_OWNER,
 		OPT_QUOTA_BYTES,
 		OPT_QUOTA_INODES,
-		OPT_STORE
+		OPT_STORE,
+		OPT_HOST,
+		OPT_LEASE_WAIT
 	};
 	static const struct option longopts[] = {
 		{ "user", required_argument, NULL, OPT_USER },
@@ -227,6 +238,8 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		{ "quota-bytes", required_argument, NULL, OPT_QUOTA_BYTES },
 		{ "quota-inodes", required_argument, NULL, OPT_QUOTA_INODES },
 		{ "store", required_argument, NULL, OPT_STORE },
+		{ "host", required_argument, NULL, OPT_HOST },
+		{ "lease-wait", required_argument, NULL, OPT_LEASE_WAIT },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
@@ -261,6 +274,24 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 				return usage_error(
 					"--store takes sqlite, a postgresql:// URL or a libpq keyword string");
 			break;
+		case OPT_HOST:
+			if (!lease_host_ok(optarg))
+				return usage_error(
+					"--host takes 1 to 64 letters, digits, '.', '_' or"
+					" '-', not '%s'",
+					optarg);
+			o->host = optarg;
+			break;
+		case OPT_LEASE_WAIT: {
+			errno = 0;
+			double sec = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(sec >= 0) || sec > 86400)
+				return usage_error(
+					"--lease-wait takes seconds from 0 to 86400, not '%s'",
+					optarg);
+			o->lease_wait_ms = (int64_t)(sec * 1000);
+			break;
+		}
 		case OPT_SKILLS:
 			o->view.skills = optarg;
 			break;
@@ -641,12 +672,21 @@ static int wait_ready(int ready, pid_t child, const char *mp, const char *log)
 	return 1;
 }
 
+/* The lease is lost (owner.h): the loop ends as by SIGTERM (the loop's
+ * threads take it), and main() unmounts. */
+static void lease_lost(void *arg, const char *why)
+{
+	(void)arg;
+	(void)why;
+	kill(getpid(), SIGTERM);
+}
+
 /* The store writer (journal, marks, audit rows) and the read-before-write
  * gate, with its marks from earlier mounts. Without a usable store the
  * view still works: no journal, marks in memory, refusals in the log only.
  * Runs after the fork: the gate and the writer have threads, SQLite
  * connections do not cross fork(). Returns 0 or -ENOMEM. */
-static int services_start(const struct view_config *cfg, struct view *v)
+static int services_start(const struct view_config *cfg, struct view *v, struct owner *owner)
 {
 	char err[PATH_MAX + 256];
 	struct store *s;
@@ -674,7 +714,14 @@ static int services_start(const struct view_config *cfg, struct view *v)
 	int64_t since = 0;
 	if (store_run_open_since(s, cfg->user, cfg->thread, &since) < 0)
 		since = 0;
+	if ((n = owner_fence(owner, s)) < 0) {
+		log_warn("no change journal: cannot fence the store with the lease: %s",
+			 strerror(-n));
+		store_close(s);
+		return 0;
+	}
 	v->writer = store_writer_start(s, cfg->user, cfg->thread);
+	store_writer_on_fenced(v->writer, owner_lose, owner);
 	if (!v->writer)
 		log_warn(
 			"no change journal; read marks and audit rows are kept in memory and this log only: cannot start the store writer");
@@ -700,6 +747,7 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	struct view v;
 	struct fuse_session *se;
+	struct owner *owner = NULL;
 	char err[PATH_MAX + 256];
 	int pipefd[2] = { -1, -1 }, r, logfd = -1;
 	bool exit_now;
@@ -754,6 +802,14 @@ int main(int argc, char **argv)
 				strerror(-r));
 		v.creds_switch = r == 0;
 	}
+	/* Before the mount: a thread another host holds is not mounted. */
+	if ((r = owner_acquire(o.view.home, o.view.user, o.view.thread, o.host, o.lease_wait_ms,
+			       &owner, err, sizeof(err))) < 0) {
+		log_error("%s", err);
+		watch_free(v.watch);
+		view_end(&v);
+		return r == -EBUSY || r == -EUSERS ? LEASE_EXIT_REFUSED : 1;
+	}
 	if (!o.foreground) {
 		logfd = open_log(&o);
 		if (logfd < 0) {
@@ -773,6 +829,7 @@ int main(int argc, char **argv)
 		if (pid > 0) {
 			close(pipefd[1]);
 			r = wait_ready(pipefd[0], pid, o.mountpoint, o.log_file);
+			owner_free(owner, false); /* the child's now */
 			watch_free(v.watch);
 			view_end(&v);
 			return r;
@@ -784,12 +841,14 @@ int main(int argc, char **argv)
 	se = session_new(&o, &v);
 	if (!se) {
 		log_error("invalid FUSE options '%s'", o.fuse_opts);
+		owner_free(owner, true);
 		view_end(&v);
 		return 1;
 	}
 	v.session = se;
 	if (fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, o.mountpoint) != 0) {
 		log_error("cannot mount %s (see the message above)", o.mountpoint);
+		owner_free(owner, true);
 		fuse_session_destroy(se);
 		view_end(&v);
 		return 1;
@@ -822,8 +881,11 @@ int main(int argc, char **argv)
 	/* No request is served before the loop runs, so the gate may start
 	 * this late: its messages then go to the log. */
 	stage_sweep(&v, &o.view);
-	if (services_start(&o.view, &v) < 0) {
-		log_error("cannot start the read-before-write gate: out of memory");
+	if ((r = owner_start(owner, lease_lost, NULL, err, sizeof(err))) < 0 ||
+	    services_start(&o.view, &v, owner) < 0) {
+		log_error("%s",
+			  r < 0 ? err : "cannot start the read-before-write gate: out of memory");
+		owner_free(owner, true);
 		fuse_session_unmount(se);
 		fuse_session_destroy(se);
 		view_end(&v);
@@ -833,19 +895,28 @@ int main(int argc, char **argv)
 		 o.mountpoint, gate_mode_name((enum gate_mode)o.view.rbw),
 		 o.view.rbw_unlink ? ", unlink too" : "");
 	r = run_loop(&o, se);
+	if (owner_lost(owner)) /* at once: the store may not answer the rest */
+		fuse_session_unmount(se);
 	watch_free(v.watch);
 	v.watch = NULL;
 	gate_free(v.gate);
 	v.gate = NULL;
 	store_writer_stop(v.writer);
 	v.writer = NULL;
+	char lost[320] = "";
+	if (owner_lost(owner))
+		snprintf(lost, sizeof(lost), "%s", owner_lost(owner));
+	owner_free(owner, true); /* after the writer's last rows */
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
 	ops_close_all(&v);
 	view_end(&v);
 	/* libfuse reports the signal that ended the loop as its result. */
-	bool clean = r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP;
-	log_info("unmounted %s (%s)", o.mountpoint, clean ? "clean" : "loop error");
+	bool clean = !lost[0] && (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP);
+	if (lost[0])
+		log_error("unmounted %s: it lost its thread's lease (%s)", o.mountpoint, lost);
+	else
+		log_info("unmounted %s (%s)", o.mountpoint, clean ? "clean" : "loop error");
 	return clean ? 0 : 1;
 }

@@ -266,8 +266,13 @@ int db_sqlite_open(const char *path, struct db **out, char *err, size_t errlen)
 	}
 	l->base.ops = &lite_ops;
 	/* Private to the home's owner, whatever the umask (SQLite gives its
-	 * -wal and -shm files the database's mode). */
-	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	 * -wal and -shm files the database's mode). Only where it is made:
+	 * closing a descriptor of a file drops every POSIX lock the process
+	 * holds on it, and another connection of this process may hold
+	 * SQLite's (a daemon's writer and its lease's heartbeat): a process
+	 * that closes a database then believes itself its last user,
+	 * and deletes the -wal file the others still write to. */
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd >= 0)
 		close(fd);
 	rc = sqlite3_open_v2(path, &l->db,

@@ -1,5 +1,6 @@
 /* receipt.c - see receipt.h. */
 #include "receipt.h"
+#include "lease.h"
 #include "store.h"
 #include "common/cleanup.h"
 #include "common/utf8.h"
@@ -128,8 +129,12 @@ int receipt_present(struct store *s, const char *home, int64_t run, const char *
 	int rc = store_run_get(s, run, &r);
 	if (rc < 0)
 		return rc;
+	char fence_err[256];
 	if (r.ended)
 		err = -EALREADY;
+	else if ((rc = store_fence_home(s, home, r.user, r.thread, fence_err, sizeof(fence_err))) <
+		 0)
+		err = rc; /* another host holds the thread: -EBUSY */
 	else if (asprintf(&host, "%s/users/%s/threads/%s/user-data/outputs", real ? real : home,
 			  r.user, r.thread) < 0) {
 		host = NULL;

@@ -43,7 +43,7 @@ bool receipt_covers(const char *presented, const char *produced);
 /* Records PATHS (N of them, as given) as presented by TOOL during the
  * open run RUN of the store S under HOME, now. Either all are
  * recorded or none. Returns 0; -ENOENT (no run RUN), -EALREADY (it has
- * ended), -EINVAL (PATHS[*BAD] may not be presented, or TOOL is no tool
+ * ended), -EBUSY (another host holds the run's thread: lease.h), -EINVAL (PATHS[*BAD] may not be presented, or TOOL is no tool
  * name: *BAD = N), or -errno. Once they are recorded, EACH (if not
  * NULL) is called with every path as recorded. */
 int receipt_present(struct store *s, const char *home, int64_t run, const char *tool,

@@ -1,6 +1,6 @@
 /* store.c - see store.h. */
 #include "store.h"
-#include "db.h"
+#include "store_int.h"
 #include "common/array.h"
 #include "snapshot.h"
 #include "common/cleanup.h"
@@ -123,10 +123,21 @@ static const char *const lite_migrations[STORE_SCHEMA_VERSION] = {
 	 * (no conflict left or forced, no step failed): the two together
 	 * changed nothing, and a restore goes past both (sbx restore). */
 	"ALTER TABLE runs ADD COLUMN clean INTEGER NOT NULL DEFAULT 0;",
+	/* 10 -> 11: leases (lease.h): which host owns a thread, until when,
+	 * with which fencing token; the deployment's capacity limits. */
+	"CREATE TABLE leases ("
+	"  \"user\" TEXT NOT NULL, thread TEXT NOT NULL, host TEXT NOT NULL,"
+	"  token INTEGER NOT NULL, pid INTEGER NOT NULL, acquired_ns INTEGER NOT NULL,"
+	"  renewed_ns INTEGER NOT NULL, expires_ns INTEGER NOT NULL,"
+	"  PRIMARY KEY (\"user\", thread));"
+	"CREATE INDEX leases_by_host ON leases (host, expires_ns);"
+	"CREATE TABLE limits (name TEXT PRIMARY KEY, value INTEGER NOT NULL,"
+	"  host TEXT NOT NULL, at_ns INTEGER NOT NULL);",
 };
 
 /* PostgreSQL's: its first step makes the schema of version 10 whole (the
- * engine came then); each later version gets a step in both lists. */
+ * engine came then; versions 1 to 9 have no step of their own); each
+ * later version gets a step in both lists. */
 static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 	"CREATE TABLE marks ("
 	"  \"user\" TEXT NOT NULL, thread TEXT NOT NULL, path TEXT NOT NULL,"
@@ -190,6 +201,14 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 	"  $$BEGIN PERFORM pg_notify('" STORE_JOURNAL_CHANNEL "', ''); RETURN NULL; END$$;"
 	"CREATE TRIGGER journal_grew AFTER INSERT ON journal"
 	"  FOR EACH STATEMENT EXECUTE FUNCTION sbx_journal_grew();",
+	[10] = "CREATE TABLE leases ("
+	       "  \"user\" TEXT NOT NULL, thread TEXT NOT NULL, host TEXT NOT NULL,"
+	       "  token BIGINT NOT NULL, pid INTEGER NOT NULL, acquired_ns BIGINT NOT NULL,"
+	       "  renewed_ns BIGINT NOT NULL, expires_ns BIGINT NOT NULL,"
+	       "  PRIMARY KEY (\"user\", thread));"
+	       "CREATE INDEX leases_by_host ON leases (host, expires_ns);"
+	       "CREATE TABLE limits (name TEXT PRIMARY KEY, value BIGINT NOT NULL,"
+	       "  host TEXT NOT NULL, at_ns BIGINT NOT NULL);",
 };
 
 enum stmt_id {
@@ -302,7 +321,24 @@ static const char *const stmt_sql[ST_COUNT] = {
 struct store {
 	struct db *db;
 	struct db_stmt *stmt[ST_COUNT];
+	struct lease_fence *fence; /* lease.h, store_fence() */
 };
+
+struct db *store_db(struct store *s)
+{
+	return s->db;
+}
+
+struct lease_fence *store_get_fence(struct store *s)
+{
+	return s->fence;
+}
+
+void store_set_fence(struct store *s, struct lease_fence *f)
+{
+	lease_fence_free(s->fence);
+	s->fence = f;
+}
 
 static int fail(struct store *s, int r, const char *what)
 {
@@ -345,16 +381,37 @@ static void stmt_done(struct db_stmt **st)
 
 #define _stmt_ _cleanup_(stmt_done) struct db_stmt *
 
-/* Runs statement ST to completion. */
+/* A fenced store's write made alone is made in a turn of its own, which
+ * checks the fence first (store_begin()): *OWN says whether it took one,
+ * for write_done() to end. */
+static int write_turn(struct store *s, bool *own)
+{
+	*own = s->fence && !db_in_transaction(s->db);
+	return *own ? store_begin(s) : 0;
+}
+
+static int write_done(struct store *s, bool own, int r)
+{
+	if (own && r >= 0)
+		r = store_commit(s);
+	if (own && r < 0)
+		store_rollback(s);
+	return r;
+}
+
+/* Runs statement ST, a write, to completion. */
 static int exec_stmt(struct store *s, struct db_stmt *st, const char *what)
 {
+	bool own;
 	int r;
 
 	if (!st)
 		return -ENOMEM;
+	if ((r = write_turn(s, &own)) < 0)
+		return r;
 	while ((r = db_step(st)) > 0)
 		;
-	return r < 0 ? fail(s, r, what) : 0;
+	return write_done(s, own, r < 0 ? fail(s, r, what) : 0);
 }
 
 /* Runs statement ST for its one row: 0 with the row to read, -ENOENT if
@@ -372,11 +429,20 @@ static int one_row(struct store *s, struct db_stmt *st, const char *what)
 /* Runs the INSERT ... RETURNING id ST: the new row's id in *ID. */
 static int insert_id(struct store *s, struct db_stmt *st, const char *what, int64_t *id)
 {
-	int r = one_row(s, st, what);
+	bool own;
+	int r = st ? write_turn(s, &own) : -ENOMEM;
 
-	if (r == 0)
+	if (r < 0)
+		return r;
+	if ((r = one_row(s, st, what)) == 0) {
 		*id = db_col_int64(st, 0);
-	return r == -ENOENT ? fail(s, -EIO, what) : r;
+		while ((r = db_step(st)) > 0) /* to its end, before a commit */
+			;
+		r = r < 0 ? fail(s, r, what) : 0;
+	} else if (r == -ENOENT) {
+		r = fail(s, -EIO, what);
+	}
+	return write_done(s, own, r);
 }
 
 int store_journal_listen(struct store *s)
@@ -398,7 +464,11 @@ int store_begin(struct store *s)
 {
 	int r = db_begin_write(s->db);
 
-	return r < 0 ? fail(s, r, "begin") : 0;
+	if (r < 0)
+		return fail(s, r, "begin");
+	if (s->fence && (r = lease_fence_check(s, s->fence)) < 0)
+		db_rollback(s->db);
+	return r;
 }
 
 int store_commit(struct store *s)
@@ -539,6 +609,7 @@ void store_close(struct store *s)
 		return;
 	for (int i = 0; i < ST_COUNT; i++)
 		db_finalize(s->stmt[i]);
+	lease_fence_free(s->fence);
 	db_close(s->db);
 	free(s);
 }

@@ -50,6 +50,9 @@ struct store_writer {
 	unsigned syncing;	  /* callers waiting in store_writer_sync() */
 	unsigned fds;		  /* rows holding a pre-image fd */
 	bool stopping;
+	bool fenced; /* the store refused its rows: they are dropped */
+	void (*on_fenced)(void *arg, const char *why);
+	void *on_fenced_arg;
 };
 
 static void write_row(struct store_writer *w, const struct row *r)
@@ -135,12 +138,42 @@ static void read_preimages(struct store_writer *w, struct row **batch)
 	}
 }
 
+static void free_rows(struct row *batch)
+{
+	while (batch) {
+		struct row *next = batch->next;
+		free(batch);
+		batch = next;
+	}
+}
+
 /* Writes BATCH in one transaction (row by row if that fails, so one bad
  * row does not lose the others) and frees it. */
 static void write_batch(struct store_writer *w, struct row *batch)
 {
 	read_preimages(w, &batch);
-	bool txn = store_begin(w->store) == 0;
+	int begun = w->fenced ? -ESTALE : store_begin(w->store);
+	if (begun == -ESTALE) {
+		size_t n = 0;
+		for (struct row *r = batch; r; r = r->next)
+			n++;
+		if (!w->fenced) {
+			w->fenced = true;
+			log_error("store: the thread's lease is no longer this view's: its rows"
+				  " are refused (%zu in this batch), and every later one",
+				  n);
+			pthread_mutex_lock(&w->lock);
+			void (*fn)(void *, const char *) = w->on_fenced;
+			void *arg = w->on_fenced_arg;
+			pthread_mutex_unlock(&w->lock);
+			if (fn)
+				fn(arg, "the store refused the view's rows: another host holds"
+					" the thread's lease");
+		}
+		free_rows(batch);
+		return;
+	}
+	bool txn = begun == 0;
 
 	for (struct row *r = batch; r; r = r->next)
 		write_row(w, r);
@@ -150,11 +183,7 @@ static void write_batch(struct store_writer *w, struct row *batch)
 		for (struct row *r = batch; r; r = r->next)
 			write_row(w, r);
 	}
-	while (batch) {
-		struct row *next = batch->next;
-		free(batch);
-		batch = next;
-	}
+	free_rows(batch);
 }
 
 static void *writer_main(void *arg)
@@ -424,4 +453,15 @@ int store_writer_keep_text(void *writer, const struct snap_file *f, const uint8_
 {
 	store_writer_blob(writer, f->sha256, data, len);
 	return 0;
+}
+
+void store_writer_on_fenced(struct store_writer *w, void (*fn)(void *arg, const char *why),
+			    void *arg)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->on_fenced = fn;
+	w->on_fenced_arg = arg;
+	pthread_mutex_unlock(&w->lock);
 }

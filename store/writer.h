@@ -43,6 +43,12 @@ struct snap_file;
 int store_writer_keep_text(void *writer, const struct snap_file *f, const uint8_t *data,
 			   size_t len);
 
+/* FN(ARG, WHY) is called (once, from the writer's thread) when the store
+ * refuses a batch for its fence (lease.h: another host took the thread
+ * over); that batch and every later row are dropped. */
+void store_writer_on_fenced(struct store_writer *w, void (*fn)(void *arg, const char *why),
+			    void *arg);
+
 /* Waits until every row queued before the call is written (tests, and
  * sbxfs before it reports an unmount). */
 void store_writer_sync(struct store_writer *w);

@@ -42,6 +42,7 @@ static const struct {
 	{ "view_skills", suite_view_skills },
 	{ "view_broker", suite_view_broker },
 	{ "view_watch", suite_view_watch },
+	{ "view_hosts", suite_view_hosts },
 	{ "cli", suite_cli },
 	{ "sandbox", suite_sandbox },
 	{ "valgrind", suite_valgrind },

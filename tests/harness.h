@@ -83,6 +83,9 @@ void pg_server_down(void);
 const char *pg_database(void);
 /* Restarts the server: its clients lose their connections. */
 void pg_server_restart(void);
+/* Sends signal SIG ("STOP", "CONT") to the server and its backends: a
+ * server that does not answer at all, then answers again. */
+void pg_server_signal(const char *sig);
 /* Whether the integration tests run on PostgreSQL (SBX_TEST_STORE=
  * postgresql: run-tests' second pass of the store's suites); then
  * test_home_store() gives the new home HOME a database of its own (its
@@ -124,6 +127,7 @@ Suite *suite_unit_runlog(void);
 Suite *suite_unit_exec(void);
 Suite *suite_unit_config(void);
 Suite *suite_view_watch(void);
+Suite *suite_view_hosts(void);
 Suite *suite_valgrind(void);
 Suite *suite_sanitizers(void);
 

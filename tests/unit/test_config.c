@@ -337,6 +337,13 @@ static const struct {
 	{ "[broker] timeout = 5\n", ":1: unexpected 'timeout = 5' after [broker]" },
 	{ "timeout = 5\n[broker]\n",
 	  ":1: 'timeout' comes before any section ([broker], [limits], [mounts] or [undo])" },
+	/* The home's leases (store/lease.h): top-level keys, checked too. */
+	{ "host = a b\n", ":1: host: expected 1 to 64 letters, digits, '.', '_' or '-'" },
+	{ "lease = 0\n", ":1: lease: expected seconds from 0.3 to 3600" },
+	{ "store = sqlite\nmax-views = lots\n",
+	  ":2: max-views: expected a count from 0 (no limit) to 1000000" },
+	{ "max-views-per-host = -1\n",
+	  ":1: max-views-per-host: expected a count from 0 (no limit) to 1000000" },
 	{ "[broker]\njunk\n", ":2: expected name = value, not 'junk'" },
 	{ "[broker]\n\tjunk here ; = 5\n", ":2: expected name = value, not 'junk here ; = 5'" },
 	{ "[broker\ntimeout = 5\n", ":1: '[broker' lacks a closing ']'" },

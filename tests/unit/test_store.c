@@ -3,6 +3,7 @@
  * presented during a run and the receipt's rules for them. What a store
  * does is tested on both engines: an SQLite file (tcase "store") and a
  * throw-away PostgreSQL server (tcase "postgresql", tests/tools/pgserver). */
+#include "store/lease.h"
 #include "store/receipt.h"
 #include "store/snapshot.h"
 #include "store/store.h"
@@ -11,10 +12,13 @@
 #include "tests/harness.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <time.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char db[PATH_MAX];	   /* the SQLite file's path */
@@ -467,6 +471,279 @@ START_TEST(test_store_where)
 }
 END_TEST
 
+static int count_marks(void *arg, const struct store_mark *m)
+{
+	(void)m;
+	++*(int *)arg;
+	return 0;
+}
+
+/* Two connections of one process to one SQLite file (a view's writer
+ * and its lease's heartbeat), opened one after the other: another
+ * process that opens and closes the store then must not take itself
+ * for its last user and delete the -wal file the first one writes to
+ * (opening the second once closed a descriptor of the file, which drops
+ * every POSIX lock the process held on it: writes made after were lost). */
+START_TEST(test_store_second_connection_keeps_the_first_s_locks)
+{
+	struct store *first = open_db(), *second = open_db();
+	struct store_mark m = { .path = "/mnt/user-data/workspace/a", .ino = 1, .size = 1 };
+	int n = 0;
+
+	ck_assert_int_eq(store_mark_put(first, "u", "t", &m), 0);
+	ck_assert_int_eq(sh("sqlite3 '%s' 'SELECT count(*) FROM marks' > /dev/null", target), 0);
+	m.path = "/mnt/user-data/workspace/b";
+	ck_assert_int_eq(store_mark_put(first, "u", "t", &m), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct store *s = open_db();
+		store_marks_each(s, "u", "t", count_marks, &n);
+		_exit(n);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(WEXITSTATUS(status), 2);
+	store_close(second);
+	store_close(first);
+}
+END_TEST
+
+/* ---- leases (store/lease.h) --------------------------------------------- */
+
+/* Waits until USER's THREAD's lease is no longer live, by the store's
+ * clock (an expiry is a matter of time: the condition is polled). */
+static void wait_expired(struct store *s, const char *user, const char *thread)
+{
+	struct lease l;
+	struct timespec nap = { 0, 5 * 1000000 };
+
+	for (int i = 0; i < 2000; i++) {
+		ck_assert_int_eq(store_lease_get(s, user, thread, &l), 0);
+		if (!lease_live(&l))
+			return;
+		nanosleep(&nap, NULL);
+	}
+	ck_abort_msg("the lease of %s/%s never expired", user, thread);
+}
+
+static int64_t take(struct store *s, const char *thread, const char *host, int64_t ttl_ms,
+		    const struct lease_limits *lim, int want)
+{
+	char err[512] = "";
+	int64_t token = -1;
+	struct lease before;
+	int r = store_lease_acquire(s, "u", thread, host, 4242, ttl_ms, lim, &token, &before, err,
+				    sizeof(err));
+
+	ck_assert_msg(r == want, "acquire %s by %s: %d (%s), want %d", thread, host, r, err, want);
+	return r == 0 ? token : r;
+}
+
+/* A host takes a thread; the same host shares it; another is refused,
+ * told who holds it, and takes it over once it expired, with a greater
+ * token; the one before can neither renew nor give it back; a lease
+ * given back passes at once, the token still growing. */
+START_TEST(test_lease_is_one_host_s_at_a_time)
+{
+	struct store *s = open_db();
+	struct lease l, holder;
+	char err[512];
+	int64_t token;
+
+	ck_assert_int_eq(store_lease_get(s, "u", "t", &l), -ENOENT);
+	ck_assert_int_eq(take(s, "t", "a", 60000, NULL, 0), 1);
+	ck_assert_int_eq(take(s, "t", "a", 60000, NULL, 0), 1);
+	ck_assert_int_eq(store_lease_acquire(s, "u", "t", "b", 1, 200, NULL, &token, &holder, err,
+					     sizeof(err)),
+			 -EBUSY);
+	ck_assert_str_eq(holder.host, "a");
+	ck_assert_int_eq(holder.pid, 4242);
+	ck_assert_msg(strstr(err, "u/t is mounted on host a"), "%s", err);
+	/* a renews for a short while only, then stops (a crash) */
+	ck_assert_int_eq(store_lease_renew(s, "u", "t", "a", 1, 7, 50), 0);
+	wait_expired(s, "u", "t");
+	ck_assert_int_eq(take(s, "t", "b", 60000, NULL, 0), 2);
+	ck_assert_int_eq(store_lease_renew(s, "u", "t", "a", 1, 7, 60000), -ESTALE);
+	ck_assert_int_eq(store_lease_release(s, "u", "t", "a", 1), -ESTALE);
+	ck_assert_int_eq(store_lease_get(s, "u", "t", &l), 0);
+	ck_assert_str_eq(l.host, "b");
+	ck_assert_int_eq(l.token, 2);
+	ck_assert(lease_live(&l));
+	ck_assert_int_eq(store_lease_renew(s, "u", "t", "b", 2, 7, 60000), 0);
+	ck_assert_int_eq(store_lease_release(s, "u", "t", "b", 2), 0);
+	ck_assert_int_eq(store_lease_get(s, "u", "t", &l), 0);
+	ck_assert(!lease_live(&l));
+	ck_assert_int_eq(take(s, "t", "a", 60000, NULL, 0), 3);
+	/* another thread is another lease */
+	ck_assert_int_eq(take(s, "t2", "b", 60000, NULL, 0), 1);
+	store_close(s);
+}
+END_TEST
+
+static int count_leases(void *arg, const char *user, const char *thread, const struct lease *l)
+{
+	(void)user;
+	(void)thread;
+	*(int *)arg += lease_live(l) ? 100 : 1;
+	return 0;
+}
+
+static void fenced_cb(void *arg, const char *why)
+{
+	(void)why;
+	__atomic_store_n((int *)arg, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A store fenced with a lease writes while it holds; once another host
+ * took the thread over, every write is refused (-ESTALE): marks, audit
+ * and journal rows, runs; a writer drops its batch and says so once. */
+START_TEST(test_lease_fences_a_taken_over_writer)
+{
+	struct store *s = open_db(), *old = open_db(), *w_store = open_db(), *other = open_db();
+	struct store_mark m = { .path = "/mnt/user-data/workspace/a", .ino = 1, .size = 1 },
+			  got = { 0 };
+	struct store_event e = {
+		.at_ns = 1, .op = "create", .path = "/mnt/user-data/workspace/a", .comm = "sh"
+	};
+	struct store_audit au = { .at_ns = 1,
+				  .user = "u",
+				  .thread = "t",
+				  .path = "/x",
+				  .op = "write",
+				  .comm = "sh",
+				  .reason = "r",
+				  .mode = "enforce" };
+	char err[512];
+	int64_t id, token = take(s, "t", "a", 60000, NULL, 0);
+	int fenced = 0;
+
+	ck_assert_int_eq(store_fence(old, "u", "t", "a", token), 0);
+	ck_assert_int_eq(store_fence(w_store, "u", "t", "a", token), 0);
+	struct store_writer *w = store_writer_start(w_store, "u", "t");
+	store_writer_on_fenced(w, fenced_cb, &fenced);
+	ck_assert_int_eq(store_mark_put(old, "u", "t", &m), 0);
+	ck_assert_int_eq(store_journal_add(old, "u", "t", &e), 0);
+	ck_assert_int_eq(store_begin(old), 0);
+	ck_assert_int_eq(store_audit_add(old, &au), 0);
+	ck_assert_int_eq(store_commit(old), 0);
+	/* a stops renewing; b takes the thread over */
+	ck_assert_int_eq(store_lease_renew(s, "u", "t", "a", token, 7, 1), 0);
+	wait_expired(s, "u", "t");
+	int64_t next = take(s, "t", "b", 60000, NULL, 0);
+	ck_assert_int_gt(next, token);
+	m.ino = 2;
+	ck_assert_int_eq(store_mark_put(old, "u", "t", &m), -ESTALE);
+	ck_assert_int_eq(store_journal_add(old, "u", "t", &e), -ESTALE);
+	ck_assert_int_eq(store_audit_add(old, &au), -ESTALE);
+	ck_assert_int_eq(store_begin(old), -ESTALE);
+	ck_assert_int_eq(store_run_begin(old, "u", "t", 0, 2, &id), -ESTALE);
+	store_writer_mark_put(w, &m);
+	store_writer_sync(w);
+	ck_assert_int_eq(__atomic_load_n(&fenced, __ATOMIC_SEQ_CST), 1);
+	store_writer_stop(w);
+	ck_assert_int_eq(store_marks_each(s, "u", "t", collect_mark, &got), 0);
+	ck_assert_int_eq(got.ino, 1); /* only a's write from before */
+	/* writers without a lease of their own: as this host, or refused */
+	ck_assert_int_eq(store_fence_host(other, "u", "t", "a", err, sizeof(err)), -EBUSY);
+	ck_assert_msg(strstr(err, "mounted on host b"), "%s", err);
+	ck_assert_int_eq(store_fence_host(other, "u", "t", "b", err, sizeof(err)), 0);
+	ck_assert_int_eq(store_mark_put(other, "u", "t", &m), 0);
+	ck_assert_int_eq(store_fence_host(other, "u", "fresh", "c", err, sizeof(err)), 0);
+	ck_assert_int_eq(store_mark_put(other, "u", "fresh", &m), 0);
+	take(s, "fresh", "d", 60000, NULL, 0); /* a new holder: c's view is gone */
+	ck_assert_int_eq(store_mark_put(other, "u", "fresh", &m), -ESTALE);
+	int n = 0;
+	ck_assert_int_eq(store_leases_each(s, count_leases, &n), 0);
+	ck_assert_int_eq(n, 200); /* t (b) and fresh (d), both live */
+	store_close(other);
+	store_close(old);
+	store_close(s);
+}
+END_TEST
+
+/* Views per host and of the deployment, counted from live leases when
+ * one is taken: the one past the limit is refused saying which; a host
+ * that says another deployment limit than the store's is refused; a
+ * lease given back frees its place. */
+START_TEST(test_lease_capacity_limits)
+{
+	struct store *s = open_db();
+	struct lease_limits per_host = { .views_per_host = 1 }, two = { .views = 2 },
+			    three = { .views = 3 };
+	char err[512], by[LEASE_HOST_MAX];
+	int64_t token, views;
+
+	ck_assert_int_eq(take(s, "t1", "a", 60000, &per_host, 0), 1);
+	ck_assert_int_eq(take(s, "t1", "a", 60000, &per_host, 0), 1); /* its own: not counted */
+	ck_assert_int_eq(store_lease_acquire(s, "u", "t2", "a", 1, 60000, &per_host, &token, NULL,
+					     err, sizeof(err)),
+			 -EUSERS);
+	ck_assert_msg(strstr(err, "host a has 1 views mounted (max-views-per-host = 1)"), "%s",
+		      err);
+	ck_assert_int_eq(take(s, "t2", "b", 60000, &two, 0), 1);
+	ck_assert_int_eq(store_lease_limit(s, &views, by), 0);
+	ck_assert_int_eq(views, 2);
+	ck_assert_str_eq(by, "b");
+	ck_assert_int_eq(store_lease_acquire(s, "u", "t3", "c", 1, 60000, &two, &token, NULL, err,
+					     sizeof(err)),
+			 -EUSERS);
+	ck_assert_msg(strstr(err, "the deployment has 2 views mounted (max-views = 2)"), "%s", err);
+	/* a host without a limit of its own is held to the deployment's */
+	take(s, "t3", "c", 60000, NULL, -EUSERS);
+	ck_assert_int_eq(store_lease_acquire(s, "u", "t3", "c", 1, 60000, &three, &token, NULL, err,
+					     sizeof(err)),
+			 -EPROTO);
+	ck_assert_msg(strstr(err,
+			     "this host says max-views = 3, the store has 2 (recorded by host b)"),
+		      "%s", err);
+	ck_assert_int_eq(store_lease_release(s, "u", "t1", "a", 1), 0);
+	ck_assert_int_eq(take(s, "t3", "c", 60000, &two, 0), 1);
+	ck_assert_int_eq(store_lease_set_limit(s, 3, "c"), 0);
+	ck_assert_int_eq(take(s, "t4", "d", 60000, &three, 0), 1);
+	ck_assert_int_eq(store_lease_set_limit(s, 0, "c"), 0);
+	ck_assert_int_eq(store_lease_limit(s, &views, by), 0);
+	ck_assert_int_eq(views, 0);
+	store_close(s);
+}
+END_TEST
+
+/* The top-level keys of sbx.conf a home's leases take, $SBX_HOST over
+ * host =, and what each refuses. */
+START_TEST(test_lease_config)
+{
+	const char *home = test_dir("leaseconf");
+	struct lease_config lc;
+	char path[PATH_MAX], err[PATH_MAX + 256];
+
+	unsetenv(LEASE_HOST_ENV);
+	ck_assert_int_eq(lease_config(home, &lc, err, sizeof(err)), 0);
+	ck_assert_int_eq(lc.ttl_ms, LEASE_TTL_DEFAULT_MS);
+	ck_assert(lease_host_ok(lc.host));
+	snprintf(path, sizeof(path), "%s/sbx.conf", home);
+	write_file(path, "host = web-1\nlease = 2.5\nmax-views-per-host = 7\nmax-views = 90\n"
+			 "[undo]\nhost = not-this\n");
+	ck_assert_int_eq(lease_config(home, &lc, err, sizeof(err)), 0);
+	ck_assert_str_eq(lc.host, "web-1");
+	ck_assert_int_eq(lc.ttl_ms, 2500);
+	ck_assert_int_eq(lc.lim.views_per_host, 7);
+	ck_assert_int_eq(lc.lim.views, 90);
+	setenv(LEASE_HOST_ENV, "other.host", 1);
+	ck_assert_int_eq(lease_config(home, &lc, err, sizeof(err)), 0);
+	ck_assert_str_eq(lc.host, "other.host");
+	setenv(LEASE_HOST_ENV, "no spaces", 1);
+	ck_assert_int_eq(lease_config(home, &lc, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "no host id"), "%s", err);
+	unsetenv(LEASE_HOST_ENV);
+	static const char *const bad[] = { "host = -x\n", "lease = 0.1\n", "lease = soon\n",
+					   "max-views = -1\n", "max-views-per-host = 2000000\n" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		write_file(path, bad[i]);
+		ck_assert_msg(lease_config(home, &lc, err, sizeof(err)) == -EINVAL, "%s", bad[i]);
+		ck_assert_msg(strstr(err, "sbx.conf: "), "%s", err);
+	}
+}
+END_TEST
+
 /* What a store does, whichever engine holds it. */
 static void store_tests(TCase *tc)
 {
@@ -478,6 +755,9 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_store_presentations);
 	tcase_add_test(tc, test_store_run_held_bytes);
 	tcase_add_test(tc, test_store_run_clean);
+	tcase_add_test(tc, test_lease_is_one_host_s_at_a_time);
+	tcase_add_test(tc, test_lease_fences_a_taken_over_writer);
+	tcase_add_test(tc, test_lease_capacity_limits);
 }
 
 Suite *suite_unit_store(void)
@@ -488,9 +768,11 @@ Suite *suite_unit_store(void)
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_store_creates_the_current_schema_in_wal_mode);
 	tcase_add_test(tc, test_store_refuses_a_file_that_is_not_a_database);
+	tcase_add_test(tc, test_store_second_connection_keeps_the_first_s_locks);
 	tcase_add_test(tc, test_store_receipt_paths);
 	tcase_add_test(tc, test_store_receipt_covers);
 	tcase_add_test(tc, test_store_where);
+	tcase_add_test(tc, test_lease_config);
 	store_tests(tc);
 	suite_add_tcase(s, tc);
 	/* The same on PostgreSQL. */

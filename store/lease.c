@@ -1,0 +1,595 @@
+/* lease.c - see lease.h. Every change is made in a writer's turn
+ * (store_begin()), so an acquire reads, counts and writes with no other
+ * writer between: two hosts never both take one thread, nor the last
+ * place. */
+#include "lease.h"
+#include "store_int.h"
+#include "common/cleanup.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LIMIT_VIEWS "max-views"
+
+bool lease_host_ok(const char *host)
+{
+	size_t n = strlen(host);
+
+	if (n == 0 || n >= LEASE_HOST_MAX || host[0] == '.' || host[0] == '-')
+		return false;
+	return strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+	       n;
+}
+
+int lease_host(char *buf, size_t size)
+{
+	const char *env = getenv(LEASE_HOST_ENV);
+	char name[256];
+
+	if (env && *env) {
+		snprintf(name, sizeof(name), "%s", env);
+	} else if (gethostname(name, sizeof(name)) < 0) {
+		return -errno;
+	}
+	name[sizeof(name) - 1] = '\0';
+	if (!lease_host_ok(name) || strlen(name) >= size)
+		return -EINVAL;
+	snprintf(buf, size, "%s", name);
+	return 0;
+}
+
+int lease_config_pair(struct lease_config *c, const char *name, const char *value, char *err,
+		      size_t errlen)
+{
+	char *end;
+
+	if (!strcmp(name, "host")) {
+		if (!lease_host_ok(value)) {
+			snprintf(err, errlen,
+				 "host: expected 1 to 64 letters, digits, '.', '_' or '-'");
+			return -EINVAL;
+		}
+		snprintf(c->host, sizeof(c->host), "%s", value);
+		return 0;
+	}
+	if (!strcmp(name, "lease")) {
+		errno = 0;
+		double sec = strtod(value, &end);
+		if (errno || end == value || *end || !(sec >= 0.3 && sec <= 3600)) {
+			snprintf(err, errlen, "lease: expected seconds from 0.3 to 3600");
+			return -EINVAL;
+		}
+		c->ttl_ms = (int64_t)(sec * 1000);
+		return 0;
+	}
+	int64_t *limit = !strcmp(name, "max-views-per-host") ? &c->lim.views_per_host
+			 : !strcmp(name, LIMIT_VIEWS)	     ? &c->lim.views
+							     : NULL;
+	if (!limit)
+		return -ENOENT;
+	errno = 0;
+	long long n = strtoll(value, &end, 10);
+	if (errno || end == value || *end || n < 0 || n > 1000000) {
+		snprintf(err, errlen, "%s: expected a count from 0 (no limit) to 1000000", name);
+		return -EINVAL;
+	}
+	*limit = n;
+	return 0;
+}
+
+struct conf_parse {
+	struct lease_config *c;
+	char *err;
+	size_t errlen;
+	int r;
+};
+
+static int on_pair(void *arg, const char *section, const char *name, const char *value)
+{
+	struct conf_parse *p = arg;
+	char why[128];
+
+	if (*section || p->r < 0)
+		return 1;
+	int r = lease_config_pair(p->c, name, value, why, sizeof(why));
+	if (r == -EINVAL) {
+		p->r = r;
+		snprintf(p->err, p->errlen, "%s", why);
+	}
+	return 1;
+}
+
+int lease_config(const char *home, struct lease_config *out, char *err, size_t errlen)
+{
+	char conf[PATH_MAX + 16];
+	struct conf_parse p = { out, err, errlen, 0 };
+
+	*out = (struct lease_config){ .ttl_ms = LEASE_TTL_DEFAULT_MS };
+	snprintf(conf, sizeof(conf), "%s/sbx.conf", home);
+	FILE *fp = fopen(conf, "re");
+	if (fp) {
+		ini_parse_file(fp, on_pair, &p); /* syntax: exec/config.c's to say */
+		fclose(fp);
+	}
+	if (p.r < 0) {
+		char why[256];
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "%s: %s", conf, why);
+		return p.r;
+	}
+	const char *env = getenv(LEASE_HOST_ENV);
+	if ((env && *env) || !out->host[0]) {
+		if (lease_host(out->host, sizeof(out->host)) < 0) {
+			snprintf(err, errlen,
+				 "no host id: $%s or the host name is not 1 to 64 letters, digits,"
+				 " '.', '_' or '-' (set host = in %s)",
+				 LEASE_HOST_ENV, conf);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static void stmt_freep(struct db_stmt **st)
+{
+	db_finalize(*st);
+}
+
+#define _lease_stmt_ _cleanup_(stmt_freep) struct db_stmt *
+
+/* SQL, prepared on S's connection into *ST. */
+static int prepare(struct store *s, const char *sql, struct db_stmt **st)
+{
+	int r = db_prepare(store_db(s), sql, st);
+
+	if (r < 0)
+		log_warn("store: cannot prepare '%s': %s", sql, db_errmsg(store_db(s)));
+	return r;
+}
+
+static int failed(struct store *s, int r, const char *what)
+{
+	log_warn("store: %s: %s", what, db_errmsg(store_db(s)));
+	return r < 0 ? r : -EIO;
+}
+
+/* The store's clock: PostgreSQL's (hosts' clocks need not agree), or
+ * this host's for an SQLite file, which only this host opens. */
+static int store_now(struct store *s, int64_t *now)
+{
+	struct timespec ts;
+
+	if (db_engine(store_db(s)) == DB_SQLITE) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		*now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		return 0;
+	}
+	_lease_stmt_ st = NULL;
+	int r = prepare(s, "SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000000 AS BIGINT)",
+			&st);
+	if (r == 0 && (r = db_step(st)) > 0) {
+		*now = db_col_int64(st, 0) * 1000;
+		return 0;
+	}
+	return failed(s, r, "read the store's clock");
+}
+
+/* USER's THREAD's lease into OUT (its now_ns left to the caller): 0, or
+ * -ENOENT. */
+static int lease_read(struct store *s, const char *user, const char *thread, struct lease *out)
+{
+	_lease_stmt_ st = NULL;
+	int r = prepare(s,
+			"SELECT host, token, pid, acquired_ns, renewed_ns, expires_ns FROM leases"
+			" WHERE \"user\" = ? AND thread = ?",
+			&st);
+
+	if (r < 0)
+		return r;
+	db_bind_text(st, 1, user);
+	db_bind_text(st, 2, thread);
+	if ((r = db_step(st)) <= 0)
+		return r == 0 ? -ENOENT : failed(s, r, "read a lease");
+	snprintf(out->host, sizeof(out->host), "%s", db_col_text(st, 0));
+	out->token = db_col_int64(st, 1);
+	out->pid = (pid_t)db_col_int64(st, 2);
+	out->acquired_ns = db_col_int64(st, 3);
+	out->renewed_ns = db_col_int64(st, 4);
+	out->expires_ns = db_col_int64(st, 5);
+	return 0;
+}
+
+/* Runs SQL (a write or a count) with text parameters TEXTS (NTEXT of
+ * them) then integers INTS (NINT): the count in *COUNT if not NULL,
+ * else the rows it changed. */
+static int run(struct store *s, const char *sql, const char *const *texts, int ntext,
+	       const int64_t *ints, int nint, int64_t *count, const char *what)
+{
+	_lease_stmt_ st = NULL;
+	int r = prepare(s, sql, &st);
+
+	if (r < 0)
+		return r;
+	for (int i = 0; i < ntext; i++)
+		db_bind_text(st, i + 1, texts[i]);
+	for (int i = 0; i < nint; i++)
+		db_bind_int64(st, ntext + i + 1, ints[i]);
+	if ((r = db_step(st)) < 0)
+		return failed(s, r, what);
+	if (!count)
+		return (int)db_changes(st);
+	*count = r > 0 ? db_col_int64(st, 0) : 0;
+	return 0;
+}
+
+/* The deployment's limit of views in *VIEWS (0: none): the one recorded
+ * in the store, recorded from WANT if there is none. -EPROTO (ERR says
+ * why) if WANT is set and the store's is another. */
+static int deployment_views(struct store *s, const char *host, int64_t want, int64_t now,
+			    int64_t *views, char *err, size_t errlen)
+{
+	char by[LEASE_HOST_MAX];
+	int r = store_lease_limit(s, views, by);
+
+	if (r < 0)
+		return r;
+	if (*views) {
+		if (want && want != *views) {
+			snprintf(err, errlen,
+				 "capacity: this host says max-views = %lld, the store has %lld"
+				 " (recorded by host %s): the hosts of a deployment must agree"
+				 " (sbx hosts --max-views changes it)",
+				 (long long)want, (long long)*views, by);
+			return -EPROTO;
+		}
+		return 0;
+	}
+	*views = want;
+	if (!want)
+		return 0;
+	_lease_stmt_ put = NULL;
+	if ((r = prepare(s, "INSERT INTO limits (name, value, host, at_ns) VALUES (?, ?, ?, ?)",
+			 &put)) < 0)
+		return r;
+	db_bind_text(put, 1, LIMIT_VIEWS);
+	db_bind_int64(put, 2, want);
+	db_bind_text(put, 3, host);
+	db_bind_int64(put, 4, now);
+	return (r = db_step(put)) < 0 ? failed(s, r, "record the deployment's limits") : 0;
+}
+
+/* Whether USER's THREAD may take one more place under LIM: 0, -EUSERS
+ * or -EPROTO with ERR saying which limit, -errno. */
+static int capacity(struct store *s, const char *user, const char *thread, const char *host,
+		    const struct lease_limits *lim, int64_t now, char *err, size_t errlen)
+{
+	int64_t views, n;
+	int r = deployment_views(s, host, lim->views, now, &views, err, errlen);
+
+	if (r < 0)
+		return r;
+	if (lim->views_per_host) {
+		const char *t[] = { host, user, thread };
+		r = run(s,
+			"SELECT count(*) FROM leases WHERE host = ? AND NOT (\"user\" = ? AND thread = ?)"
+			" AND expires_ns > ?",
+			t, 3, &now, 1, &n, "count a host's leases");
+		if (r < 0)
+			return r;
+		if (n >= lim->views_per_host) {
+			snprintf(
+				err, errlen,
+				"capacity: host %s has %lld views mounted (max-views-per-host = %lld)",
+				host, (long long)n, (long long)lim->views_per_host);
+			return -EUSERS;
+		}
+	}
+	if (views) {
+		const char *t[] = { user, thread };
+		r = run(s,
+			"SELECT count(*) FROM leases WHERE NOT (\"user\" = ? AND thread = ?)"
+			" AND expires_ns > ?",
+			t, 2, &now, 1, &n, "count the deployment's leases");
+		if (r < 0)
+			return r;
+		if (n >= views) {
+			snprintf(
+				err, errlen,
+				"capacity: the deployment has %lld views mounted (max-views = %lld)",
+				(long long)n, (long long)views);
+			return -EUSERS;
+		}
+	}
+	return 0;
+}
+
+static int acquire(struct store *s, const char *user, const char *thread, const char *host,
+		   pid_t pid, int64_t ttl_ms, const struct lease_limits *lim, int64_t *token,
+		   struct lease *holder, char *err, size_t errlen)
+{
+	struct lease l = { 0 };
+	int64_t now;
+	int r = store_now(s, &now);
+
+	if (r < 0)
+		return r;
+	if ((r = lease_read(s, user, thread, &l)) < 0 && r != -ENOENT)
+		return r;
+	l.now_ns = now;
+	bool had = r == 0, mine = had && !strcmp(l.host, host);
+	if (had && lease_live(&l) && !mine) {
+		if (holder)
+			*holder = l;
+		snprintf(err, errlen,
+			 "%s/%s is mounted on host %s (pid %d there; its lease expires in %.1f s)",
+			 user, thread, l.host, (int)l.pid, (double)(l.expires_ns - now) / 1e9);
+		return -EBUSY;
+	}
+	if ((r = capacity(s, user, thread, host, lim, now, err, errlen)) < 0)
+		return r;
+	/* This host's live lease is shared; any other passes on. */
+	bool keep = mine && lease_live(&l);
+	*token = keep ? l.token : (had ? l.token : 0) + 1;
+	const char *t[] = { user, thread, host };
+	const int64_t i[] = { *token, pid, keep ? l.acquired_ns : now, now,
+			      now + ttl_ms * 1000000 };
+	r = run(s,
+		"INSERT INTO leases (\"user\", thread, host, token, pid, acquired_ns, renewed_ns,"
+		" expires_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (\"user\", thread) DO UPDATE"
+		" SET host = excluded.host, token = excluded.token, pid = excluded.pid,"
+		" acquired_ns = excluded.acquired_ns, renewed_ns = excluded.renewed_ns,"
+		" expires_ns = excluded.expires_ns",
+		t, 3, i, 5, NULL, "record a lease");
+	if (holder)
+		*holder = l; /* the one before, if HAD */
+	return r < 0 ? r : 0;
+}
+
+int store_lease_acquire(struct store *s, const char *user, const char *thread, const char *host,
+			pid_t pid, int64_t ttl_ms, const struct lease_limits *lim, int64_t *token,
+			struct lease *holder, char *err, size_t errlen)
+{
+	static const struct lease_limits none;
+	struct lease mine;
+	int r = store_begin(s);
+
+	if (!holder)
+		holder = &mine;
+	holder->token = 0; /* set by acquire() when another host holds it */
+	if (r == 0)
+		r = acquire(s, user, thread, host, pid, ttl_ms, lim ? lim : &none, token, holder,
+			    err, errlen);
+	if (r == 0)
+		r = store_commit(s);
+	if (r < 0) {
+		store_rollback(s);
+		/* -EBUSY is another host's lease only: the database's own
+		 * lock (SQLite's, past its busy timeout) is a store that
+		 * cannot be asked now. */
+		if (r == -EBUSY && !(holder->token && lease_live(holder)))
+			r = -EAGAIN;
+		if (r != -EBUSY && r != -EUSERS && r != -EPROTO)
+			snprintf(err, errlen, "the store cannot take the lease of %s/%s: %s", user,
+				 thread, db_errmsg(store_db(s)));
+	}
+	return r;
+}
+
+/* Sets HOST's lease with TOKEN to expire TTL_MS from now (renew, for
+ * PID) or now (release, TTL_MS < 0; PID 0: the holder's stays). */
+static int extend(struct store *s, const char *user, const char *thread, const char *host,
+		  int64_t token, pid_t pid, int64_t ttl_ms)
+{
+	int64_t now;
+	int r = store_begin(s);
+
+	if (r == 0)
+		r = store_now(s, &now);
+	_lease_stmt_ st = NULL;
+	if (r == 0 && (r = prepare(s,
+				   "UPDATE leases SET renewed_ns = ?, expires_ns = ?,"
+				   " pid = CASE WHEN ? > 0 THEN ? ELSE pid END"
+				   " WHERE \"user\" = ? AND thread = ? AND host = ? AND token = ?",
+				   &st)) == 0) {
+		db_bind_int64(st, 1, now);
+		db_bind_int64(st, 2, ttl_ms < 0 ? now : now + ttl_ms * 1000000);
+		db_bind_int64(st, 3, pid);
+		db_bind_int64(st, 4, pid);
+		db_bind_text(st, 5, user);
+		db_bind_text(st, 6, thread);
+		db_bind_text(st, 7, host);
+		db_bind_int64(st, 8, token);
+		r = db_step(st);
+		r = r < 0 ? failed(s, r, "renew a lease") : db_changes(st) ? 0 : -ESTALE;
+	}
+	if (r == 0)
+		r = store_commit(s);
+	if (r < 0)
+		store_rollback(s);
+	return r;
+}
+
+int store_lease_renew(struct store *s, const char *user, const char *thread, const char *host,
+		      int64_t token, pid_t pid, int64_t ttl_ms)
+{
+	return extend(s, user, thread, host, token, pid, ttl_ms);
+}
+
+int store_lease_release(struct store *s, const char *user, const char *thread, const char *host,
+			int64_t token)
+{
+	return extend(s, user, thread, host, token, 0, -1);
+}
+
+int store_lease_get(struct store *s, const char *user, const char *thread, struct lease *out)
+{
+	int r = store_now(s, &out->now_ns);
+
+	return r < 0 ? r : lease_read(s, user, thread, out);
+}
+
+int store_leases_each(struct store *s,
+		      int (*fn)(void *arg, const char *user, const char *thread,
+				const struct lease *l),
+		      void *arg)
+{
+	_lease_stmt_ st = NULL;
+	struct lease l;
+	int64_t now;
+	int r = store_now(s, &now);
+
+	if (r < 0 ||
+	    (r = prepare(s,
+			 "SELECT \"user\", thread, host, token, pid, acquired_ns, renewed_ns,"
+			 " expires_ns FROM leases ORDER BY host, \"user\", thread",
+			 &st)) < 0)
+		return r;
+	while ((r = db_step(st)) > 0) {
+		snprintf(l.host, sizeof(l.host), "%s", db_col_text(st, 2));
+		l.token = db_col_int64(st, 3);
+		l.pid = (pid_t)db_col_int64(st, 4);
+		l.acquired_ns = db_col_int64(st, 5);
+		l.renewed_ns = db_col_int64(st, 6);
+		l.expires_ns = db_col_int64(st, 7);
+		l.now_ns = now;
+		if ((r = fn(arg, db_col_text(st, 0), db_col_text(st, 1), &l)) != 0)
+			return r;
+	}
+	return r < 0 ? failed(s, r, "read the leases") : 0;
+}
+
+struct lease_fence {
+	char *user, *thread, *host;
+	int64_t token;
+	struct db_stmt *check; /* prepared once: it runs with every batch */
+};
+
+void lease_fence_free(struct lease_fence *f)
+{
+	if (!f)
+		return;
+	db_finalize(f->check);
+	free(f->user);
+	free(f->thread);
+	free(f->host);
+	free(f);
+}
+
+int store_fence(struct store *s, const char *user, const char *thread, const char *host,
+		int64_t token)
+{
+	struct lease_fence *f = calloc(1, sizeof(*f));
+
+	if (!f || !(f->user = strdup(user)) || !(f->thread = strdup(thread)) ||
+	    !(f->host = strdup(host))) {
+		lease_fence_free(f);
+		return -ENOMEM;
+	}
+	f->token = token;
+	int r = prepare(s, "SELECT host, token FROM leases WHERE \"user\" = ? AND thread = ?",
+			&f->check);
+	if (r < 0) {
+		lease_fence_free(f);
+		return r;
+	}
+	store_set_fence(s, f);
+	return 0;
+}
+
+int lease_fence_check(struct store *s, struct lease_fence *f)
+{
+	db_reset(f->check);
+	db_bind_text(f->check, 1, f->user);
+	db_bind_text(f->check, 2, f->thread);
+	int r = db_step(f->check);
+
+	if (r < 0)
+		return failed(s, r, "check the lease");
+	if (r == 0 ? f->token == 0
+		   : db_col_int64(f->check, 1) == f->token &&
+			     !strcmp(db_col_text(f->check, 0), f->host))
+		r = 0;
+	else
+		r = -ESTALE;
+	db_reset(f->check);
+	return r;
+}
+
+int store_fence_host(struct store *s, const char *user, const char *thread, const char *host,
+		     char *err, size_t errlen)
+{
+	struct lease l = { 0 };
+	int r = store_lease_get(s, user, thread, &l);
+
+	if (r == -ENOENT)
+		return store_fence(s, user, thread, "", 0);
+	if (r < 0) {
+		snprintf(err, errlen, "the store cannot say who owns %s/%s: %s", user, thread,
+			 db_errmsg(store_db(s)));
+		return r;
+	}
+	if (lease_live(&l) && strcmp(l.host, host)) {
+		snprintf(err, errlen, "%s/%s is mounted on host %s, not this one (%s)", user,
+			 thread, l.host, host);
+		return -EBUSY;
+	}
+	return store_fence(s, user, thread, l.host, l.token);
+}
+
+int store_fence_home(struct store *s, const char *home, const char *user, const char *thread,
+		     char *err, size_t errlen)
+{
+	struct lease_config lc;
+	int r = lease_config(home, &lc, err, errlen);
+
+	return r < 0 ? r : store_fence_host(s, user, thread, lc.host, err, errlen);
+}
+
+int store_lease_limit(struct store *s, int64_t *views, char *host)
+{
+	_lease_stmt_ st = NULL;
+	int r = prepare(s, "SELECT value, host FROM limits WHERE name = ?", &st);
+
+	*views = 0;
+	host[0] = '\0';
+	if (r < 0)
+		return r;
+	db_bind_text(st, 1, LIMIT_VIEWS);
+	if ((r = db_step(st)) < 0)
+		return failed(s, r, "read the deployment's limits");
+	if (r > 0) {
+		*views = db_col_int64(st, 0);
+		snprintf(host, LEASE_HOST_MAX, "%s", db_col_text(st, 1));
+	}
+	return 0;
+}
+
+int store_lease_set_limit(struct store *s, int64_t views, const char *host)
+{
+	int64_t now;
+	int r = store_begin(s);
+
+	if (r == 0)
+		r = store_now(s, &now);
+	if (r == 0) {
+		const char *t[] = { LIMIT_VIEWS };
+		r = run(s, "DELETE FROM limits WHERE name = ?", t, 1, NULL, 0, NULL,
+			"change the deployment's limits");
+	}
+	if (r >= 0 && views) {
+		char err[1];
+		r = deployment_views(s, host, views, now, &views, err, sizeof(err));
+	}
+	if (r >= 0)
+		r = store_commit(s);
+	if (r < 0)
+		store_rollback(s);
+	return r < 0 ? r : 0;
+}

@@ -1,0 +1,360 @@
+/* Several hosts on one store (store/lease.h, fs/owner.h): views of one
+ * home mounted as two hosts (--host a, --host b) share its store and its
+ * backing directory, as hosts of a deployment share a PostgreSQL server
+ * and a filesystem. A thread is mounted on one host at a time; another
+ * takes it over once the holder's lease expired (a crash, a partition:
+ * SIGKILL, SIGSTOP), and a holder that comes back after that is fenced:
+ * the store refuses its rows and it unmounts. Run on both engines
+ * (run-tests: view_hosts@postgresql). */
+#include "tests/cmd.h"
+#include "tests/harness.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A home whose leases last LEASE seconds (renewed every third of it),
+ * with sbx.conf's EXTRA lines. */
+static const char *hosts_home(const char *lease, const char *extra)
+{
+	const char *home = test_dir("home");
+	char *conf = fmt_cmd("%s/sbx.conf", home);
+
+	test_home_store(home);
+	ck_assert_int_eq(append_file(conf, fmt_cmd("lease = %s\n%s", lease, extra ? extra : "")),
+			 0);
+	return home;
+}
+
+/* Mounts USER/THREAD of HOME as host HOST; sbxfs's exit status. */
+static int mount_as(struct tview *v, const char *home, const char *thread, const char *host,
+		    const char *wait)
+{
+	const char *extra[] = { "--host", host, wait ? "--lease-wait" : NULL, wait, NULL };
+
+	return tview_mount(v, home, "u", thread, extra);
+}
+
+/* The pid of the daemon serving V (the lease row's: it took it). */
+static pid_t daemon_of(const struct tview *v)
+{
+	char *out = OUT("tests/tools/sbxsql '%s' \"SELECT pid FROM leases WHERE thread = '%s'\"",
+			v->home, v->thread);
+	pid_t pid = (pid_t)atoi(out);
+
+	ck_assert_int_gt(pid, 1);
+	return pid;
+}
+
+static bool is_mounted(const char *mnt)
+{
+	char *line = fmt_cmd("grep -q ' %s ' /proc/mounts", mnt);
+	bool r = sh("%s", line) == 0;
+
+	free(line);
+	return r;
+}
+
+static bool is_not_mounted(const char *mnt)
+{
+	return !is_mounted(mnt);
+}
+
+/* The journal's paths of THREAD, in the order written, a line each. */
+static char *journal_paths(const char *home, const char *thread)
+{
+	return OUT("tests/tools/sbxsql '%s' \"SELECT path FROM journal WHERE thread = '%s'"
+		   " AND op = 'create' ORDER BY id\" | sed 's|.*/||'",
+		   home, thread);
+}
+
+/* ARG is "HOME|THREAD|NAME": true once the journal has a create of NAME. */
+static bool journal_has(const char *arg)
+{
+	char home[PATH_MAX], thread[64], name[64];
+
+	if (sscanf(arg, "%4095[^|]|%63[^|]|%63s", home, thread, name) != 3)
+		return false;
+	char *cmd = fmt_cmd("tests/tools/sbxsql '%s' \"SELECT count(*) FROM journal WHERE thread ="
+			    " '%s' AND path LIKE '%%/%s'\"",
+			    home, thread, name);
+	int st;
+	char *out = capture(cmd, &st);
+	bool r = st == 0 && atoi(out) > 0;
+
+	free(cmd);
+	free(out);
+	return r;
+}
+
+/* One host at a time: another is refused (exit 75, naming the holder)
+ * and sbx run begin there too; the holder's other view shares its
+ * lease; given back at the unmount, the thread passes at once, with a
+ * greater token; sbx hosts says who holds what. */
+START_TEST(test_hosts_one_at_a_time)
+{
+	const char *home = hosts_home("2", NULL), *sbx = fmt_cmd("%s", test_bin("sbx"));
+	struct tview a, a2, b;
+	int st;
+
+	ck_assert_int_eq(mount_as(&a, home, "t", "a", NULL), 0);
+	char *err = fmt_cmd("%s/err", test_dir("out"));
+	char *out = capture(fmt_cmd("'%s' --home '%s' --user u --thread t --host b '%s' 2>'%s'",
+				    test_bin("sbxfs"), home, test_dir("mnt"), err),
+			    &st);
+	ck_assert_int_eq(st, 75);
+	ck_assert_msg(strstr(read_file(err), "u/t is mounted on host a (pid "), "%s",
+		      read_file(err));
+	out = capture(fmt_cmd("SBX_HOST=b '%s' --home '%s' run begin --user u --thread t 2>&1", sbx,
+			      home),
+		      &st);
+	ck_assert_msg(st == 1, "exit %d: %s", st, out);
+	ck_assert_msg(strstr(out, "u/t is mounted on host a, not this one (b)"), "%s", out);
+	ck_assert_int_eq(mount_as(&a2, home, "t", "a", NULL), 0); /* a's own: shared */
+	out = OUT("'%s' hosts --home '%s' | awk 'NR <= 2 { print $1, $2, $3, $4; next } 1'", sbx,
+		  home);
+	SAME(out, "HOST USER/THREAD TOKEN STATE\n"
+		  "a u/t 1 live\n"
+		  "1 live lease; max-views: none\n");
+	tview_umount(&a2);
+	ck_assert_int_eq(tview_umount_wait(&a), 0);
+	ck_assert_int_eq(mount_as(&b, home, "t", "b", NULL), 0);
+	out = OUT(
+		"'%s' hosts --home '%s' --format json | python3 tests/tools/jsonq.py"
+		" --run 'l = d[\"leases\"][0]; print(l[\"host\"], l[\"token\"], l[\"state\"], d[\"live\"])'",
+		sbx, home);
+	SAME(out, "b 2 live 1\n");
+	OK("echo b > '%s'", ws_of(&b, "made-by-b"));
+	tview_umount(&b);
+}
+END_TEST
+
+/* A host crashes while its command writes (kill -9 of the view and the
+ * writer): the other host waits for the lease to expire and takes the
+ * thread over; in the journal every row of the dead owner comes before
+ * the new owner's first one. */
+START_TEST(test_hosts_take_over_after_a_crash)
+{
+	const char *home = hosts_home("2", NULL);
+	struct tview a, b;
+
+	ck_assert_int_eq(mount_as(&a, home, "t", "a", NULL), 0);
+	pid_t daemon = daemon_of(&a), writer = fork();
+	if (writer == 0) {
+		for (int i = 0;; i++) {
+			char *p = ws_of(&a, "a-%d", i);
+			if (write_file(p, "a\n") < 0)
+				_exit(0);
+			free(p);
+		}
+	}
+	ck_assert_int_gt(writer, 0);
+	ck_assert(eventually(journal_has, fmt_cmd("%s|t|a-5", home)));
+	kill(writer, SIGKILL);
+	kill(daemon, SIGKILL);
+	waitpid(writer, NULL, 0);
+	ck_assert_int_eq(mount_as(&b, home, "t", "b", "10"), 0);
+	OK("echo b > '%s' && echo b > '%s'", ws_of(&b, "b-1"), ws_of(&b, "b-2"));
+	tview_sync(&b);
+	char *paths = journal_paths(home, "t");
+	char *b1 = strstr(paths, "b-1\n");
+	ck_assert_msg(b1 && !strstr(b1, "a-"), "a's rows after b's:\n%s", paths);
+	ck_assert_msg(!strncmp(paths, "a-0\n", 4), "a's rows are missing:\n%s", paths);
+	tview_umount(&b);
+	umount2(a.mnt, MNT_DETACH);
+}
+END_TEST
+
+/* A partition (the holder's daemon stopped: no heartbeat): the other
+ * host takes the thread over once the lease expired; the stale holder,
+ * back, unmounts, saying why; what it still did meanwhile reaches no
+ * journal row. */
+START_TEST(test_hosts_stale_owner_is_fenced)
+{
+	const char *home = hosts_home("2", NULL);
+	struct tview a, b;
+
+	ck_assert_int_eq(mount_as(&a, home, "t", "a", NULL), 0);
+	OK("echo a > '%s'", ws_of(&a, "a-before"));
+	tview_sync(&a);
+	pid_t daemon = daemon_of(&a);
+	ck_assert_int_eq(kill(daemon, SIGSTOP), 0);
+	ck_assert_int_eq(mount_as(&b, home, "t", "b", "10"), 0);
+	OK("echo b > '%s'", ws_of(&b, "b-after"));
+	tview_sync(&b);
+	ck_assert_int_eq(kill(daemon, SIGCONT), 0);
+	/* It may still serve this, or be gone: either way no row of it. */
+	sh("echo a > '%s' 2>/dev/null", ws_of(&a, "a-late"));
+	ck_assert(eventually(is_not_mounted, a.mnt));
+	char *log = read_file(fmt_cmd("%s/log/sbxfs-u-t.log", home));
+	/* Back, it learns it first from its watchdog (its clock ran past
+	 * the lease) or from its heartbeat (the store names the new owner). */
+	ck_assert_msg(strstr(log, "lost the lease of u/t: host b took it over (token 2; this"
+				  " view's was 1); unmounting") ||
+			      strstr(log,
+				     "lost the lease of u/t: the store has not renewed it for"),
+		      "%s", log);
+	ck_assert_msg(strstr(log, "it lost its thread's lease"), "%s", log);
+	tview_sync(&b);
+	SAME(journal_paths(home, "t"), "a-before\nb-after\n");
+	tview_umount(&b);
+}
+END_TEST
+
+/* Capacity: a host past max-views-per-host is refused (exit 75, saying
+ * which limit) until one of its views is unmounted; a store that cannot
+ * be asked refuses every mount (fail closed). */
+START_TEST(test_hosts_capacity_and_fail_closed)
+{
+	const char *home = hosts_home("5", "max-views-per-host = 1\n");
+	struct tview a, a2;
+	int st;
+
+	ck_assert_int_eq(mount_as(&a, home, "t1", "a", NULL), 0);
+	char *err = fmt_cmd("%s/err", test_dir("out"));
+	capture(fmt_cmd("'%s' --home '%s' --user u --thread t2 --host a '%s' 2>'%s'",
+			test_bin("sbxfs"), home, test_dir("mnt"), err),
+		&st);
+	ck_assert_int_eq(st, 75);
+	ck_assert_msg(strstr(read_file(err),
+			     "capacity: host a has 1 views mounted (max-views-per-host = 1)"),
+		      "%s", read_file(err));
+	tview_umount(&a);
+	ck_assert_int_eq(mount_as(&a2, home, "t2", "a", NULL), 0);
+	tview_umount(&a2);
+	capture(fmt_cmd("'%s' --home '%s' --user u --thread t3 --host a"
+			" --store 'host=%s/nowhere dbname=sbx' '%s' 2>'%s'",
+			test_bin("sbxfs"), home, test_dir("nosocket"), test_dir("mnt"), err),
+		&st);
+	ck_assert_int_eq(st, 1);
+	ck_assert_msg(strstr(read_file(err), "cannot take the lease of u/t3"), "%s",
+		      read_file(err));
+}
+END_TEST
+
+/* An sbx exec of SCRIPT in USER u's THREAD through the broker of HOME:
+ * its exit status, its output (with stderr) in *OUT if not NULL. */
+static int exec_in(const char *home, const char *thread, const char *script, char **out)
+{
+	int st;
+	char *text = capture(fmt_cmd("'%s' exec --home '%s' --user u --thread %s -- '%s' 2>&1",
+				     test_bin("sbx"), home, thread, script),
+			     &st);
+
+	if (out)
+		*out = text;
+	else
+		free(text);
+	return st;
+}
+
+static const char *host_b; /* for b_runs() */
+
+static bool b_runs(const char *script)
+{
+	return exec_in(host_b, "t", script, NULL) == 0;
+}
+
+/* Two hosts as a deployment has them: a home each (its own run/, log/,
+ * sbx.conf and broker), one PostgreSQL store, and the threads' files
+ * shared (B's users/ is A's, bind-mounted: the NFS export of a real
+ * deployment). A's broker runs a command writing into thread t; B's is
+ * refused the thread, naming A; A dies (kill -9 of its broker, its view
+ * and the command); B's next request is served once A's lease expired,
+ * and the journal has no row of A's after B's first. */
+START_TEST(test_hosts_two_brokers_one_store)
+{
+	if (!pg_mode() || geteuid() != 0) {
+		fprintf(stderr, "two brokers: needs the PostgreSQL pass and root (bind mount)\n");
+		return;
+	}
+	const char *ha = test_dir("hosta"), *hb = test_dir("hostb");
+	test_home_store(ha);
+	char *store = OUT("sed -n 's/^store *= *//p' '%s/sbx.conf'", ha);
+	ck_assert_int_eq(append_file(fmt_cmd("%s/sbx.conf", ha), "host = a\nlease = 2\n"), 0);
+	ck_assert_int_eq(write_file(fmt_cmd("%s/sbx.conf", hb),
+				    fmt_cmd("store = %shost = b\nlease = 2\n", store)),
+			 0);
+	OK("mkdir -p '%s/users' '%s/users' && mount --bind '%s/users' '%s/users'", ha, hb, ha, hb);
+	OK("'%s' broker --home '%s' >/dev/null", test_bin("sbx"), ha);
+	OK("'%s' broker --home '%s' >/dev/null", test_bin("sbx"), hb);
+	pid_t client = fork();
+	if (client == 0) {
+		exec_in(ha, "t",
+			"i=0; while echo a > /mnt/user-data/workspace/a-$i; do i=$((i+1));"
+			" sleep 0.01; done",
+			NULL);
+		_exit(0);
+	}
+	ck_assert(eventually(journal_has, fmt_cmd("%s|t|a-3", ha)));
+	char *out;
+	ck_assert_int_ne(exec_in(hb, "t", "true", &out), 0);
+	ck_assert_msg(strstr(out, "u/t is mounted on host a"), "%s", out);
+	/* Host A dies: its broker, its view, its command. */
+	pid_t broker = (pid_t)atoi(read_file(fmt_cmd("%s/run/broker.lock", ha)));
+	pid_t daemon = (pid_t)atoi(
+		OUT("tests/tools/sbxsql '%s' \"SELECT pid FROM leases WHERE thread = 't'\"", ha));
+	ck_assert_int_gt(broker, 1);
+	ck_assert_int_gt(daemon, 1);
+	kill(broker, SIGKILL);
+	kill(daemon, SIGKILL);
+	waitpid(client, NULL, 0); /* its writes fail: the loop ends */
+	host_b = hb;
+	ck_assert(eventually(b_runs, "echo b > /mnt/user-data/workspace/b-1"));
+	ck_assert(eventually(journal_has, fmt_cmd("%s|t|b-1", ha)));
+	char *paths = journal_paths(ha, "t"), *b1 = strstr(paths, "b-1\n");
+	ck_assert_msg(b1 && !strstr(b1, "a-"), "a's rows after b's:\n%s", paths);
+	ck_assert_msg(!strncmp(paths, "a-0\n", 4), "a's rows are missing:\n%s", paths);
+	char *hosts = OUT("'%s' hosts --home '%s' | awk 'NR == 2 { print $1, $2, $3, $4 }'",
+			  test_bin("sbx"), hb);
+	SAME(hosts, "b u/t 2 live\n");
+	broker_stop(hb);
+	sh("umount -l '%s/users'", hb);
+}
+END_TEST
+
+/* A store that does not answer at all (its server stopped: a network
+ * that drops everything looks the same): the view's renewal waits in
+ * its request, and the view still ends before its lease expires, then
+ * refuses nothing it no longer may. */
+START_TEST(test_hosts_unanswered_store_ends_the_view)
+{
+	if (!pg_mode()) {
+		fprintf(stderr, "unanswered store: needs the PostgreSQL pass\n");
+		return;
+	}
+	const char *home = hosts_home("2", NULL);
+	struct tview a;
+
+	ck_assert_int_eq(mount_as(&a, home, "t", "a", NULL), 0);
+	pg_server_signal("STOP");
+	bool ended = eventually(is_not_mounted, a.mnt);
+	pg_server_signal("CONT");
+	ck_assert_msg(ended, "the view outlived its lease");
+	char *log = read_file(fmt_cmd("%s/log/sbxfs-u-t.log", home));
+	ck_assert_msg(strstr(log, "lost the lease of u/t: the store has not renewed it for"), "%s",
+		      log);
+}
+END_TEST
+
+Suite *suite_view_hosts(void)
+{
+	Suite *s = suite_create("view_hosts");
+	TCase *tc = tcase_create("hosts");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_hosts_one_at_a_time);
+	tcase_add_test(tc, test_hosts_take_over_after_a_crash);
+	tcase_add_test(tc, test_hosts_stale_owner_is_fenced);
+	tcase_add_test(tc, test_hosts_capacity_and_fail_closed);
+	tcase_add_test(tc, test_hosts_two_brokers_one_store);
+	tcase_add_test(tc, test_hosts_unanswered_store_ends_the_view);
+	suite_add_tcase(s, tc);
+	return s;
+}
