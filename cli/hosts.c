@@ -58,12 +58,13 @@ static int show(void *arg, const char *user, const char *thread, const struct le
 	if (!ls->all && !lease_live(l))
 		return 0;
 	if (ls->json) {
-		json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:i, s:s, s:I, s:I, s:I}", "host",
+		json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:i, s:I, s:s, s:I, s:I, s:I}", "host",
 				      l->host, "user", user, "thread", thread, "token",
-				      (json_int_t)l->token, "pid", (int)l->pid, "state",
-				      state_of(l), "held_ms", ms(l->now_ns - l->acquired_ns),
-				      "renewed_ms_ago", ms(l->now_ns - l->renewed_ns),
-				      "expires_in_ms", ms(l->expires_ns - l->now_ns));
+				      (json_int_t)l->token, "pid", (int)l->pid, "views",
+				      (json_int_t)l->holders, "state", state_of(l), "held_ms",
+				      ms(l->now_ns - l->acquired_ns), "renewed_ms_ago",
+				      ms(l->now_ns - l->renewed_ns), "expires_in_ms",
+				      ms(l->expires_ns - l->now_ns));
 		return o ? json_array_append_new(ls->rows, o) : -ENOMEM;
 	}
 	if (!ls->shown++)

@@ -24,9 +24,11 @@
 struct pg {
 	struct db base;
 	PGconn *conn;
-	unsigned next_name;  /* of prepared statements */
-	unsigned generation; /* of the connection: one more at each reconnection */
-	char listening[64];  /* the channel it LISTENs on, or "" */
+	unsigned next_name;   /* of prepared statements */
+	unsigned generation;  /* of the connection: one more at each reconnection */
+	char listening[64];   /* the channel it LISTENs on, or "" */
+	struct pg_stmt *idle; /* finalized statements, kept for the same SQL */
+	int nidle;
 	char err[512];
 };
 
@@ -44,7 +46,14 @@ struct pg_stmt {
 	unsigned char **blobs; /* the current row's decoded BYTEA columns */
 	size_t *blob_lens;
 	int nblobs;
+	struct pg_stmt *next; /* on the connection's idle list */
 };
+
+/* Finalized statements kept prepared, for their SQL to be prepared
+ * again without a round trip (and without a name left on the server
+ * for each: a statement finalized inside a transaction could not be
+ * deallocated there). */
+#define IDLE_MAX 64
 
 static struct pg *pg_of(const struct db *db)
 {
@@ -128,9 +137,18 @@ static int reconnect(struct pg *p)
 	return 0;
 }
 
+static void stmt_free(struct pg_stmt *s);
+
 static void pg_close(struct db *db)
 {
-	PQfinish(pg_of(db)->conn);
+	struct pg *p = pg_of(db);
+
+	while (p->idle) {
+		struct pg_stmt *s = p->idle;
+		p->idle = s->next;
+		stmt_free(s);
+	}
+	PQfinish(p->conn);
 	free(db);
 }
 
@@ -274,30 +292,60 @@ static void stmt_free(struct pg_stmt *s)
 	free(s);
 }
 
+/* Keeps S for its SQL to be prepared again; past IDLE_MAX, the least
+ * recently used is forgotten on the server, if it can be now (not in a
+ * failed transaction, whose commands the server refuses). */
 static void pg_finalize(struct db_stmt *st)
 {
 	struct pg_stmt *s = stmt_of(st);
 	struct pg *p = pg_of(st->db);
-	char sql[48];
 
 	pg_reset(st);
-	/* The server forgets it with the connection anyway. */
-	if (PQstatus(p->conn) == CONNECTION_OK && !pg_in_transaction(st->db) &&
-	    s->generation == p->generation) {
-		snprintf(sql, sizeof(sql), "DEALLOCATE %s", s->name);
+	s->next = p->idle;
+	p->idle = s;
+	if (++p->nidle <= IDLE_MAX || PQtransactionStatus(p->conn) == PQTRANS_INERROR)
+		return;
+	struct pg_stmt **last = &p->idle;
+	while ((*last)->next)
+		last = &(*last)->next;
+	struct pg_stmt *old = *last;
+	*last = NULL;
+	p->nidle--;
+	if (PQstatus(p->conn) == CONNECTION_OK && old->generation == p->generation) {
+		char sql[48];
+		snprintf(sql, sizeof(sql), "DEALLOCATE %s", old->name);
 		PQclear(PQexec(p->conn, sql));
 	}
-	stmt_free(s);
+	stmt_free(old);
+}
+
+/* The idle statement of SQL (numbered), taken off the list, or NULL. */
+static struct pg_stmt *take_idle(struct pg *p, const char *sql)
+{
+	for (struct pg_stmt **at = &p->idle; *at; at = &(*at)->next)
+		if (!strcmp((*at)->sql, sql)) {
+			struct pg_stmt *s = *at;
+			*at = s->next;
+			s->next = NULL;
+			p->nidle--;
+			return s;
+		}
+	return NULL;
 }
 
 static int pg_prepare(struct db *db, const char *sql, struct db_stmt **out)
 {
 	struct pg *p = pg_of(db);
-	struct pg_stmt *s = calloc(1, sizeof(*s));
 	int n, r = -ENOMEM;
 	char *text = numbered(sql, &n);
+	struct pg_stmt *s = text ? take_idle(p, text) : NULL;
 
-	if (!s || !text)
+	if (s) { /* prepared on a connection lost since: again at its run */
+		free(text);
+		*out = &s->base;
+		return 0;
+	}
+	if (!text || !(s = calloc(1, sizeof(*s))))
 		goto fail;
 	s->base.db = db;
 	s->nparams = n;

@@ -187,8 +187,8 @@ static int lease_read(struct store *s, const char *user, const char *thread, str
 {
 	_lease_stmt_ st = NULL;
 	int r = prepare(s,
-			"SELECT host, token, pid, acquired_ns, renewed_ns, expires_ns FROM leases"
-			" WHERE \"user\" = ? AND thread = ?",
+			"SELECT host, token, pid, acquired_ns, renewed_ns, expires_ns, holders"
+			" FROM leases WHERE \"user\" = ? AND thread = ?",
 			&st);
 
 	if (r < 0)
@@ -203,6 +203,7 @@ static int lease_read(struct store *s, const char *user, const char *thread, str
 	out->acquired_ns = db_col_int64(st, 3);
 	out->renewed_ns = db_col_int64(st, 4);
 	out->expires_ns = db_col_int64(st, 5);
+	out->holders = db_col_int64(st, 6);
 	return 0;
 }
 
@@ -338,15 +339,20 @@ static int acquire(struct store *s, const char *user, const char *thread, const 
 	bool keep = mine && lease_live(&l);
 	*token = keep ? l.token : (had ? l.token : 0) + 1;
 	const char *t[] = { user, thread, host };
-	const int64_t i[] = { *token, pid, keep ? l.acquired_ns : now, now,
-			      now + ttl_ms * 1000000 };
+	const int64_t i[] = { *token,
+			      pid,
+			      keep ? l.acquired_ns : now,
+			      now,
+			      now + ttl_ms * 1000000,
+			      keep ? l.holders + 1 : 1 };
 	r = run(s,
 		"INSERT INTO leases (\"user\", thread, host, token, pid, acquired_ns, renewed_ns,"
-		" expires_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (\"user\", thread) DO UPDATE"
+		" expires_ns, holders) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		" ON CONFLICT (\"user\", thread) DO UPDATE"
 		" SET host = excluded.host, token = excluded.token, pid = excluded.pid,"
 		" acquired_ns = excluded.acquired_ns, renewed_ns = excluded.renewed_ns,"
-		" expires_ns = excluded.expires_ns",
-		t, 3, i, 5, NULL, "record a lease");
+		" expires_ns = excluded.expires_ns, holders = excluded.holders",
+		t, 3, i, 6, NULL, "record a lease");
 	if (holder)
 		*holder = l; /* the one before, if HAD */
 	return r < 0 ? r : 0;
@@ -382,32 +388,31 @@ int store_lease_acquire(struct store *s, const char *user, const char *thread, c
 	return r;
 }
 
-/* Sets HOST's lease with TOKEN to expire TTL_MS from now (renew, for
- * PID) or now (release, TTL_MS < 0; PID 0: the holder's stays). */
-static int extend(struct store *s, const char *user, const char *thread, const char *host,
-		  int64_t token, pid_t pid, int64_t ttl_ms)
+/* Runs SQL, an UPDATE of HOST's lease with TOKEN, in a writer's turn;
+ * its first three parameters are the store's clock now, that plus
+ * TTL_MS (now if TTL_MS < 0) and THIRD. -ESTALE if the lease is no
+ * longer that. */
+static int update_lease(struct store *s, const char *sql, const char *user, const char *thread,
+			const char *host, int64_t token, int64_t ttl_ms, int64_t third)
 {
 	int64_t now;
 	int r = store_begin(s);
 
 	if (r == 0)
 		r = store_now(s, &now);
-	_lease_stmt_ st = NULL;
-	if (r == 0 && (r = prepare(s,
-				   "UPDATE leases SET renewed_ns = ?, expires_ns = ?,"
-				   " pid = CASE WHEN ? > 0 THEN ? ELSE pid END"
-				   " WHERE \"user\" = ? AND thread = ? AND host = ? AND token = ?",
-				   &st)) == 0) {
-		db_bind_int64(st, 1, now);
-		db_bind_int64(st, 2, ttl_ms < 0 ? now : now + ttl_ms * 1000000);
-		db_bind_int64(st, 3, pid);
-		db_bind_int64(st, 4, pid);
-		db_bind_text(st, 5, user);
-		db_bind_text(st, 6, thread);
-		db_bind_text(st, 7, host);
-		db_bind_int64(st, 8, token);
-		r = db_step(st);
-		r = r < 0 ? failed(s, r, "renew a lease") : db_changes(st) ? 0 : -ESTALE;
+	if (r == 0) {
+		const char *t[] = { user, thread, host };
+		_lease_stmt_ st = NULL;
+		if ((r = prepare(s, sql, &st)) == 0) {
+			db_bind_int64(st, 1, now);
+			db_bind_int64(st, 2, ttl_ms < 0 ? now : now + ttl_ms * 1000000);
+			db_bind_int64(st, 3, third);
+			for (int i = 0; i < 3; i++)
+				db_bind_text(st, 4 + i, t[i]);
+			db_bind_int64(st, 7, token);
+			r = db_step(st);
+			r = r < 0 ? failed(s, r, "update a lease") : db_changes(st) ? 0 : -ESTALE;
+		}
 	}
 	if (r == 0)
 		r = store_commit(s);
@@ -419,13 +424,23 @@ static int extend(struct store *s, const char *user, const char *thread, const c
 int store_lease_renew(struct store *s, const char *user, const char *thread, const char *host,
 		      int64_t token, pid_t pid, int64_t ttl_ms)
 {
-	return extend(s, user, thread, host, token, pid, ttl_ms);
+	return update_lease(s,
+			    "UPDATE leases SET renewed_ns = ?, expires_ns = ?, pid = ?"
+			    " WHERE \"user\" = ? AND thread = ? AND host = ? AND token = ?",
+			    user, thread, host, token, ttl_ms, pid);
 }
 
 int store_lease_release(struct store *s, const char *user, const char *thread, const char *host,
 			int64_t token)
 {
-	return extend(s, user, thread, host, token, 0, -1);
+	/* The last view's share ends it; another's only counts it off. */
+	return update_lease(s,
+			    "UPDATE leases SET"
+			    " renewed_ns = CASE WHEN holders > 1 THEN renewed_ns ELSE ? END,"
+			    " expires_ns = CASE WHEN holders > 1 THEN expires_ns ELSE ? END,"
+			    " holders = CASE WHEN holders > 1 THEN holders - ? ELSE 0 END"
+			    " WHERE \"user\" = ? AND thread = ? AND host = ? AND token = ?",
+			    user, thread, host, token, -1, 1);
 }
 
 int store_lease_get(struct store *s, const char *user, const char *thread, struct lease *out)
@@ -448,7 +463,7 @@ int store_leases_each(struct store *s,
 	if (r < 0 ||
 	    (r = prepare(s,
 			 "SELECT \"user\", thread, host, token, pid, acquired_ns, renewed_ns,"
-			 " expires_ns FROM leases ORDER BY host, \"user\", thread",
+			 " expires_ns, holders FROM leases ORDER BY host, \"user\", thread",
 			 &st)) < 0)
 		return r;
 	while ((r = db_step(st)) > 0) {
@@ -458,6 +473,7 @@ int store_leases_each(struct store *s,
 		l.acquired_ns = db_col_int64(st, 5);
 		l.renewed_ns = db_col_int64(st, 6);
 		l.expires_ns = db_col_int64(st, 7);
+		l.holders = db_col_int64(st, 8);
 		l.now_ns = now;
 		if ((r = fn(arg, db_col_text(st, 0), db_col_text(st, 1), &l)) != 0)
 			return r;

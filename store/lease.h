@@ -50,7 +50,8 @@ bool lease_host_ok(const char *host);
 struct lease {
 	char host[LEASE_HOST_MAX];
 	int64_t token;
-	pid_t pid; /* of the process that took it on HOST */
+	pid_t pid;	 /* of the process that took it on HOST */
+	int64_t holders; /* views of HOST that share it */
 	int64_t acquired_ns, renewed_ns, expires_ns;
 	int64_t now_ns; /* the store's clock when it was read */
 };
@@ -86,8 +87,9 @@ int lease_config_pair(struct lease_config *c, const char *name, const char *valu
  * *TOKEN, the lease it had before in *HOLDER (if not NULL; token 0: it
  * had none). HOST's own live lease is shared (its token, renewed); one
  * that expired, was released or another host's that expired passes with
- * a new token. -EBUSY while another host's is live (*HOLDER says whose); -EUSERS if LIM would be exceeded, -EPROTO if LIM.views
- * is not the deployment's: both with ERR saying which. Other errors:
+ * a new token. -EBUSY while another host's is live (*HOLDER says
+ * whose); -EUSERS if LIM would be exceeded, -EPROTO if LIM.views is not
+ * the deployment's: both with ERR saying which. Other errors:
  * the store could not be asked (fail closed). */
 int store_lease_acquire(struct store *s, const char *user, const char *thread, const char *host,
 			pid_t pid, int64_t ttl_ms, const struct lease_limits *lim, int64_t *token,
@@ -97,8 +99,9 @@ int store_lease_acquire(struct store *s, const char *user, const char *thread, c
  * over). */
 int store_lease_renew(struct store *s, const char *user, const char *thread, const char *host,
 		      int64_t token, pid_t pid, int64_t ttl_ms);
-/* Ends HOST's lease of token TOKEN now (the token stays, for the next
- * holder to go past). -ESTALE if it is no longer that. */
+/* Gives back one of HOST's views' share of its lease of token TOKEN;
+ * the last one ends it now (the token stays, for the next holder to go
+ * past). -ESTALE if it is no longer that. */
 int store_lease_release(struct store *s, const char *user, const char *thread, const char *host,
 			int64_t token);
 /* The lease of USER's THREAD, live or not; -ENOENT if it never had one. */

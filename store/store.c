@@ -133,6 +133,9 @@ static const char *const lite_migrations[STORE_SCHEMA_VERSION] = {
 	"CREATE INDEX leases_by_host ON leases (host, expires_ns);"
 	"CREATE TABLE limits (name TEXT PRIMARY KEY, value INTEGER NOT NULL,"
 	"  host TEXT NOT NULL, at_ns INTEGER NOT NULL);",
+	/* 11 -> 12: how many views of the holding host share a lease: the
+	 * last one's unmount gives it back, not the first one's. */
+	"ALTER TABLE leases ADD COLUMN holders INTEGER NOT NULL DEFAULT 1;",
 };
 
 /* PostgreSQL's: its first step makes the schema of version 10 whole (the
@@ -209,6 +212,7 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 	       "CREATE INDEX leases_by_host ON leases (host, expires_ns);"
 	       "CREATE TABLE limits (name TEXT PRIMARY KEY, value BIGINT NOT NULL,"
 	       "  host TEXT NOT NULL, at_ns BIGINT NOT NULL);",
+	[11] = "ALTER TABLE leases ADD COLUMN holders INTEGER NOT NULL DEFAULT 1;",
 };
 
 enum stmt_id {

@@ -28,7 +28,7 @@
  * home (--store sets it, so that the programs they start agree). */
 #define STORE_ENV "SBX_STORE"
 #define STORE_TARGET_MAX 4160 /* a path (PATH_MAX) and more */
-#define STORE_SCHEMA_VERSION 11
+#define STORE_SCHEMA_VERSION 12
 
 struct store;
 

@@ -122,7 +122,13 @@ START_TEST(test_hosts_one_at_a_time)
 	SAME(out, "HOST USER/THREAD TOKEN STATE\n"
 		  "a u/t 1 live\n"
 		  "1 live lease; max-views: none\n");
-	tview_umount(&a2);
+	out = OUT("'%s' hosts --home '%s' --format json | python3 tests/tools/jsonq.py"
+		  " --run 'print(d[\"leases\"][0][\"views\"])'",
+		  sbx, home);
+	SAME(out, "2\n");
+	/* both gone: the last one's unmount gives the lease back */
+	ck_assert_int_eq(tview_umount_wait(&a2), 0);
+	ck_assert_int_eq(mount_as(&b, home, "t", "b", NULL), 75);
 	ck_assert_int_eq(tview_umount_wait(&a), 0);
 	ck_assert_int_eq(mount_as(&b, home, "t", "b", NULL), 0);
 	out = OUT(

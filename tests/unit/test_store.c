@@ -7,6 +7,7 @@
 #include "store/receipt.h"
 #include "store/snapshot.h"
 #include "store/store.h"
+#include "store/store_int.h"
 #include "store/writer.h"
 #include "tests/cmd.h"
 #include "tests/harness.h"
@@ -580,6 +581,56 @@ START_TEST(test_lease_is_one_host_s_at_a_time)
 }
 END_TEST
 
+/* Views of one host share its lease: the first one's unmount counts
+ * itself off, the last one's gives it back (another host could take the
+ * thread from under a view still mounted otherwise). */
+START_TEST(test_lease_is_given_back_by_the_last_of_a_host_s_views)
+{
+	struct store *s = open_db();
+	struct lease l;
+
+	ck_assert_int_eq(take(s, "t", "a", 60000, NULL, 0), 1);
+	ck_assert_int_eq(take(s, "t", "a", 60000, NULL, 0), 1);
+	ck_assert_int_eq(store_lease_get(s, "u", "t", &l), 0);
+	ck_assert_int_eq(l.holders, 2);
+	ck_assert_int_eq(store_lease_release(s, "u", "t", "a", 1), 0);
+	ck_assert_int_eq(store_lease_get(s, "u", "t", &l), 0);
+	ck_assert_msg(lease_live(&l), "the first of two views gave the lease back");
+	ck_assert_int_eq(take(s, "t", "b", 60000, NULL, -EBUSY), -EBUSY);
+	ck_assert_int_eq(store_lease_release(s, "u", "t", "a", 1), 0);
+	ck_assert_int_eq(store_lease_get(s, "u", "t", &l), 0);
+	ck_assert(!lease_live(&l));
+	ck_assert_int_eq(l.holders, 0);
+	/* taken again: one holder, whatever came before */
+	ck_assert_int_eq(take(s, "t", "b", 60000, NULL, 0), 2);
+	ck_assert_int_eq(store_lease_get(s, "u", "t", &l), 0);
+	ck_assert_int_eq(l.holders, 1);
+	store_close(s);
+}
+END_TEST
+
+/* PostgreSQL: a statement prepared again and again (a lease's heartbeat,
+ * inside a writer's turn each time) is one on the server, not one more
+ * each time. */
+START_TEST(test_store_prepares_a_statement_once_per_connection)
+{
+	struct store *s = open_db();
+	struct db_stmt *st;
+
+	ck_assert_int_eq(take(s, "t", "a", 60000, NULL, 0), 1);
+	for (int i = 0; i < 50; i++)
+		ck_assert_int_eq(store_lease_renew(s, "u", "t", "a", 1, 7, 60000), 0);
+	ck_assert_int_eq(db_prepare(store_db(s), "SELECT count(*) FROM pg_prepared_statements",
+				    &st),
+			 0);
+	ck_assert_int_eq(db_step(st), 1);
+	int64_t n = db_col_int64(st, 0);
+	db_finalize(st);
+	ck_assert_msg(n < 20, "%lld statements prepared on the server", (long long)n);
+	store_close(s);
+}
+END_TEST
+
 static int count_leases(void *arg, const char *user, const char *thread, const struct lease *l)
 {
 	(void)user;
@@ -696,6 +747,8 @@ START_TEST(test_lease_capacity_limits)
 	ck_assert_msg(strstr(err,
 			     "this host says max-views = 3, the store has 2 (recorded by host b)"),
 		      "%s", err);
+	/* t1's two views gone, its place is free */
+	ck_assert_int_eq(store_lease_release(s, "u", "t1", "a", 1), 0);
 	ck_assert_int_eq(store_lease_release(s, "u", "t1", "a", 1), 0);
 	ck_assert_int_eq(take(s, "t3", "c", 60000, &two, 0), 1);
 	ck_assert_int_eq(store_lease_set_limit(s, 3, "c"), 0);
@@ -756,6 +809,7 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_store_run_held_bytes);
 	tcase_add_test(tc, test_store_run_clean);
 	tcase_add_test(tc, test_lease_is_one_host_s_at_a_time);
+	tcase_add_test(tc, test_lease_is_given_back_by_the_last_of_a_host_s_views);
 	tcase_add_test(tc, test_lease_fences_a_taken_over_writer);
 	tcase_add_test(tc, test_lease_capacity_limits);
 }
@@ -782,6 +836,7 @@ Suite *suite_unit_store(void)
 	tcase_add_test(pg, test_store_creates_the_current_schema);
 	tcase_add_test(pg, test_store_reconnects);
 	tcase_add_test(pg, test_store_refuses_a_utf8_database);
+	tcase_add_test(pg, test_store_prepares_a_statement_once_per_connection);
 	store_tests(pg);
 	suite_add_tcase(s, pg);
 	return s;
