@@ -85,15 +85,14 @@ static const struct ident *ident_find(const struct run_texts *known, const struc
 		       : NULL;
 }
 
-static int keep_in_memory(struct scan *sc, const struct snap_file *f, const uint8_t *data,
-			  size_t len)
+static int keep_in_memory(struct scan *sc, const uint8_t *sha256, const void *data, size_t len)
 {
 	if (array_grow(sc->texts, sc->ntexts, sc->cap) < 0)
 		return -ENOMEM;
 	struct text *t = &sc->texts[sc->ntexts];
 	if (!(t->data = malloc(len + 1)))
 		return -ENOMEM;
-	memcpy(t->sha256, f->sha256, SHA256_BYTES);
+	memcpy(t->sha256, sha256, SHA256_BYTES);
 	memcpy(t->data, data, len);
 	t->data[len] = '\0';
 	t->len = len;
@@ -110,7 +109,7 @@ static int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data, 
 	struct scan *sc = arg;
 
 	if (sc->in_memory && sc->bytes + len <= TEXTS_MAX)
-		return keep_in_memory(sc, f, data, len);
+		return keep_in_memory(sc, f->sha256, data, len);
 	int r = sc->kept == 0 ? store_begin(sc->store) : 0;
 	if (r == 0)
 		r = store_blob_put(sc->store, f->sha256, data, len);
@@ -165,6 +164,45 @@ static int load_blob(void *arg, const struct snap_file *f, char **data, size_t *
 	memcpy(*data, t->data, t->len + 1);
 	*len = t->len;
 	return 0;
+}
+
+static int keep_fetched(void *arg, const uint8_t *sha256, const void *data, size_t len)
+{
+	struct scan *sc = arg;
+
+	return sc->bytes + len <= TEXTS_MAX ? keep_in_memory(sc, sha256, data, len) : 0;
+}
+
+static int sha_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, SHA256_BYTES);
+}
+
+/* Fetches at once the texts the diffs will want from the store: those of
+ * BEFORE whose content AFTER no longer has (changed, deleted). Others
+ * are fetched one at a time if a diff asks (load_blob()). */
+static int prefetch_texts(struct scan *sc, const struct snapshot *before,
+			  const struct snapshot *after)
+{
+	_cleanup_(freep) uint8_t(*have)[SHA256_BYTES] = malloc((after->n + 1) * SHA256_BYTES);
+	_cleanup_(freep) uint8_t(*want)[SHA256_BYTES] = malloc((before->n + 1) * SHA256_BYTES);
+	size_t nhave = 0, nwant = 0;
+
+	if (!have || !want)
+		return -ENOMEM;
+	for (size_t i = 0; i < after->n; i++)
+		if (after->files[i].hashed)
+			memcpy(have[nhave++], after->files[i].sha256, SHA256_BYTES);
+	qsort(have, nhave, SHA256_BYTES, sha_cmp);
+	for (size_t i = 0; i < before->n; i++) {
+		const struct snap_file *f = &before->files[i];
+		if (f->hashed && !f->binary &&
+		    !bsearch(f->sha256, have, nhave, SHA256_BYTES, sha_cmp))
+			memcpy(want[nwant++], f->sha256, SHA256_BYTES);
+	}
+	return nwant ? store_blobs_each(sc->store, (const uint8_t(*)[SHA256_BYTES])want, nwant,
+					keep_fetched, sc)
+		     : 0;
 }
 
 /* False if the view at MOUNTPOINT says its store is in a home other
@@ -253,15 +291,16 @@ static int scan_end(struct scan *sc, int r)
 }
 
 /* Snapshots the thread in ROOTS with at most MAX files into the store,
- * contents kept by SC. */
+ * contents kept by SC; files unchanged since KNOWN (or NULL) not read. */
 static int take(struct scan *sc, const struct thread_roots *roots, const char *user,
-		const char *thread, size_t max, struct snapshot *snap, int64_t *id)
+		const char *thread, size_t max, const struct snapshot *known, struct snapshot *snap,
+		int64_t *id)
 {
 	struct store *s = sc->store;
 	int r;
 
 	scan_progress_init(&sc->progress);
-	r = snapshot_take(roots->ws, roots->out, max, show_progress, keep_blob, sc, snap);
+	r = snapshot_take(roots->ws, roots->out, max, known, show_progress, keep_blob, sc, snap);
 	scan_progress_done(&sc->progress);
 	r = scan_end(sc, r);
 	if (r < 0) {
@@ -580,11 +619,14 @@ int run_finish(struct store *s, const char *home, struct store_run *run, enum fo
 			r = store_snapshot_save(s, run->user, run->thread, &after, n, realtime_ns(),
 						&after_id);
 	} else {
-		r = take(&scan, &roots, run->user, run->thread, end_max, &after, &after_id);
+		r = take(&scan, &roots, run->user, run->thread, end_max, &before, &after,
+			 &after_id);
 		if (r == 0)
 			r = scan_end(&scan, runlog_complete(&journal, &before, &after, roots.ws,
 							    roots.out, keep_blob, &scan));
 	}
+	if (r == 0)
+		r = prefetch_texts(&scan, &before, &after);
 	if (r == 0)
 		r = summary_compare(&before, &after, &limits, journal.renames, journal.nrenames,
 				    load_blob, &scan, &sum);
@@ -676,7 +718,7 @@ int run_snapshot(struct store *s, const struct thread_roots *roots, const char *
 {
 	struct scan scan = { .store = s };
 	struct snapshot snap;
-	int r = take(&scan, roots, user, thread, max, &snap, id);
+	int r = take(&scan, roots, user, thread, max, NULL, &snap, id);
 
 	if (r == 0)
 		snapshot_free(&snap);

@@ -126,7 +126,7 @@ int cmd_snapshot(int argc, char **argv, const char *home)
 		return 1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	scan_progress_init(&prog);
-	r = snapshot_take(roots.ws, roots.out, max, show_progress, NULL, &prog, &snap);
+	r = snapshot_take(roots.ws, roots.out, max, NULL, show_progress, NULL, &prog, &snap);
 	thread_roots_close(&roots);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	scan_progress_done(&prog);

@@ -15,12 +15,18 @@ static inline int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* TS in nanoseconds: a file time, or one of the clocks'. */
+static inline int64_t timespec_ns(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
 static inline int64_t realtime_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return timespec_ns(&ts);
 }
 
 /* Waits (a tick at most: a few ms) until the kernel's coarse wall clock,
@@ -32,7 +38,7 @@ static inline void realtime_coarse_pass(int64_t ns)
 
 	for (int i = 0; i < 100; i++) {
 		clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-		if ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec > ns)
+		if (timespec_ns(&ts) > ns)
 			return;
 		nanosleep(&nap, NULL);
 	}

@@ -1,5 +1,6 @@
 /* fileops.c - see fileops.h. */
 #include "fileops.h"
+#include "clock.h"
 #include "cleanup.h"
 
 #include <errno.h>
@@ -116,11 +117,6 @@ static void proc_path(int fd, char buf[32])
 	snprintf(buf, 32, "/proc/self/fd/%d", fd);
 }
 
-static int64_t ns_of(const struct timespec *ts)
-{
-	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
-}
-
 /* Appends NAME and its VALUE (LEN bytes) to M's blob of attributes. */
 static int xattr_append(struct meta *m, const char *name, const char *value, uint32_t len)
 {
@@ -208,8 +204,8 @@ int meta_read(int dirfd, const char *name, struct meta *m)
 	m->mode = st.st_mode;
 	m->uid = st.st_uid;
 	m->gid = st.st_gid;
-	m->atime_ns = ns_of(&st.st_atim);
-	m->mtime_ns = ns_of(&st.st_mtim);
+	m->atime_ns = timespec_ns(&st.st_atim);
+	m->mtime_ns = timespec_ns(&st.st_mtim);
 	if (S_ISLNK(st.st_mode))
 		return 0;
 	proc_path(fd, path);

@@ -3,6 +3,7 @@
 #include "secrets.h"
 #include "common/array.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/utf8.h"
 
 #include <ctype.h>
@@ -353,7 +354,9 @@ int snapshot_describe(int fd, const struct stat *st, const char *path, const cha
 		return -ENOMEM;
 	f->root = root_of(path);
 	f->size = st->st_size;
-	f->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	f->mtime_ns = timespec_ns(&st->st_mtim);
+	f->ino = (uint64_t)st->st_ino;
+	f->ctime_ns = timespec_ns(&st->st_ctim);
 	f->sensitive = snapshot_path_sensitive(path);
 	if (S_ISLNK(st->st_mode)) {
 		f->symlink = true;
@@ -412,6 +415,9 @@ int snapshot_file_at(int dfd, const char *name, const struct stat *known, const 
 
 struct walk {
 	struct snapshot *s;
+	const struct snap_file **known; /* an earlier scan's files, by path */
+	size_t nknown;
+	int64_t settled_before; /* a ctime before it is settled (realtime ns) */
 	size_t max;
 	snapshot_progress progress;
 	snapshot_keep keep;
@@ -440,6 +446,42 @@ static int walk_keep(void *arg, const struct snap_file *f, const uint8_t *data, 
 	return w->error;
 }
 
+static int known_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const struct snap_file *const *)a)->path,
+		      (*(const struct snap_file *const *)b)->path);
+}
+
+/* The file W's earlier scan recorded at PATH, if ST shows it unchanged
+ * since (see snapshot.h), else NULL. */
+static const struct snap_file *known_unchanged(const struct walk *w, const char *path,
+					       const struct stat *st)
+{
+	struct snap_file key = { .path = (char *)path };
+	const struct snap_file *pk = &key, **at;
+
+	if (!w->nknown || !S_ISREG(st->st_mode))
+		return NULL;
+	at = bsearch(&pk, w->known, w->nknown, sizeof(*w->known), known_cmp);
+	if (!at)
+		return NULL;
+	const struct snap_file *k = *at;
+	return k->settled && !k->symlink && k->ino == (uint64_t)st->st_ino &&
+			       k->ctime_ns == timespec_ns(&st->st_ctim) &&
+			       k->mtime_ns == timespec_ns(&st->st_mtim) && k->size == st->st_size
+		       ? k
+		       : NULL;
+}
+
+/* F, described as KNOWN was: the same content. */
+static int describe_as_known(struct snap_file *f, const struct snap_file *known)
+{
+	*f = *known;
+	f->target = NULL;
+	f->path = strdup(known->path);
+	return f->path ? 0 : -ENOMEM;
+}
+
 /* Records NAME (attributes ST) of directory DFD, or stops the walk at the
  * limit. */
 static void visit_file(struct walk *w, int dfd, const struct name *e)
@@ -456,8 +498,10 @@ static void visit_file(struct walk *w, int dfd, const struct name *e)
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", w->path, e->name) >= sizeof(path))
 		return;
 	struct snap_file *f = snapshot_append(s);
-	r = f ? snapshot_file_at(dfd, e->name, &e->st, path, w->keep ? walk_keep : NULL, w, f)
-	      : -ENOMEM;
+	const struct snap_file *k = f ? known_unchanged(w, path, &e->st) : NULL;
+	r = !f	? -ENOMEM
+	    : k ? describe_as_known(f, k)
+		: snapshot_file_at(dfd, e->name, &e->st, path, w->keep ? walk_keep : NULL, w, f);
 	if (r < 0 || w->error) {
 		/* Left out: it vanished while scanned or is unreadable; or the
 		 * walk stops (KEEP failed; out of memory: what we have,
@@ -467,7 +511,9 @@ static void visit_file(struct walk *w, int dfd, const struct name *e)
 		s->truncated |= r == -ENOMEM;
 		return;
 	}
-	if (f->hashed)
+	/* Changed too near the scan, it is read again the next time. */
+	f->settled = f->ctime_ns < w->settled_before;
+	if (f->hashed && !k)
 		s->bytes_hashed += (uint64_t)f->size;
 	if (w->progress && s->n % 256 == 0)
 		w->progress(w->arg, s->n);
@@ -538,8 +584,8 @@ static int walk_dir(struct walk *w, int dfd)
 	return r == -ENOMEM ? 0 : r;
 }
 
-int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files, snapshot_progress progress,
-		  snapshot_keep keep, void *arg, struct snapshot *out)
+int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files, const struct snapshot *known,
+		  snapshot_progress progress, snapshot_keep keep, void *arg, struct snapshot *out)
 {
 	const struct {
 		int fd;
@@ -551,9 +597,19 @@ int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files, snapshot_p
 	struct walk w = {
 		.s = out, .max = max_files, .progress = progress, .keep = keep, .arg = arg
 	};
-
+	w.settled_before = realtime_ns() - SNAPSHOT_SETTLE_NS;
 	memset(out, 0, sizeof(*out));
 	out->max_files = max_files;
+	_cleanup_(freep) const struct snap_file **index = NULL;
+	if (known && known->n) {
+		if (!(index = malloc(known->n * sizeof(*index))))
+			return -ENOMEM;
+		for (size_t i = 0; i < known->n; i++)
+			if (!known->files[i].absent)
+				index[w.nknown++] = &known->files[i];
+		qsort(index, w.nknown, sizeof(*index), known_cmp);
+		w.known = index;
+	}
 	for (size_t i = 0; i < COUNT(roots) && !w.stop; i++) {
 		if (roots[i].fd < 0)
 			continue;

@@ -25,6 +25,13 @@
  *
  * Every directory is opened relative to its parent with O_NOFOLLOW, so a
  * symlink swapped in during the walk cannot lead it outside the roots.
+ *
+ * A scan given an earlier one (KNOWN) does not read again a file whose
+ * inode, size, mtime and ctime are those KNOWN recorded, provided that
+ * ctime was settled: a second (SNAPSHOT_SETTLE_NS) or more before the
+ * earlier scan began. A write since changes the ctime, which users
+ * cannot set; the margin covers the coarse clock file times come from
+ * (git's index does the same against "racy" files).
  */
 #ifndef SBX_SNAPSHOT_H
 #define SBX_SNAPSHOT_H
@@ -40,6 +47,7 @@
 #define SNAPSHOT_MAX_FILES 2000
 #define SNAPSHOT_HASH_MAX (256 * 1024)
 #define SNAPSHOT_SAMPLE 4096
+#define SNAPSHOT_SETTLE_NS 1000000000LL
 
 struct snap_file {
 	char *path;	  /* virtual: "/mnt/user-data/workspace/a/b.txt" */
@@ -52,6 +60,9 @@ struct snap_file {
 	uint8_t sha256[SHA256_BYTES];
 	bool absent; /* known not to exist (from the journal;
 				 * never in a scan) */
+	uint64_t ino;
+	int64_t ctime_ns; /* as the stat that described it found them */
+	bool settled;	  /* a scan found its ctime settled (see above) */
 };
 
 struct snapshot {
@@ -69,10 +80,12 @@ typedef void (*snapshot_progress)(void *arg, size_t files);
 typedef int (*snapshot_keep)(void *arg, const struct snap_file *f, const uint8_t *data, size_t len);
 
 /* Scans the roots (fds of the backing directories; -1 to skip one) into
- * OUT, calling PROGRESS and KEEP (either may be NULL) with ARG. Returns 0,
+ * OUT, calling PROGRESS and KEEP (either may be NULL) with ARG; a file
+ * KNOWN (an earlier scan of the same roots, or NULL) holds unchanged is
+ * described from it, not read (KEEP is not called for it). Returns 0,
  * or -errno if a root itself cannot be read or KEEP failed. */
-int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files, snapshot_progress progress,
-		  snapshot_keep keep, void *arg, struct snapshot *out);
+int snapshot_take(int workspace_fd, int outputs_fd, size_t max_files, const struct snapshot *known,
+		  snapshot_progress progress, snapshot_keep keep, void *arg, struct snapshot *out);
 void snapshot_free(struct snapshot *s);
 /* A new entry at the end of S, zeroed (NULL: out of memory). */
 struct snap_file *snapshot_append(struct snapshot *s);

@@ -134,8 +134,12 @@ static const char *const lite_migrations[STORE_SCHEMA_VERSION] = {
 	"CREATE TABLE limits (name TEXT PRIMARY KEY, value INTEGER NOT NULL,"
 	"  host TEXT NOT NULL, at_ns INTEGER NOT NULL);",
 	/* 11 -> 12: how many views of the holding host share a lease: the
-	 * last one's unmount gives it back, not the first one's. */
-	"ALTER TABLE leases ADD COLUMN holders INTEGER NOT NULL DEFAULT 1;",
+	 * last one's unmount gives it back, not the first one's. A snapshot
+	 * file's inode and settled ctime (0: not settled): the next scan
+	 * need not read it again while they stay (snapshot.h). */
+	"ALTER TABLE leases ADD COLUMN holders INTEGER NOT NULL DEFAULT 1;"
+	"ALTER TABLE snapshot_files ADD COLUMN ino INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE snapshot_files ADD COLUMN ctime_ns INTEGER NOT NULL DEFAULT 0;",
 };
 
 /* PostgreSQL's: its first step makes the schema of version 10 whole (the
@@ -212,8 +216,31 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 	       "CREATE INDEX leases_by_host ON leases (host, expires_ns);"
 	       "CREATE TABLE limits (name TEXT PRIMARY KEY, value BIGINT NOT NULL,"
 	       "  host TEXT NOT NULL, at_ns BIGINT NOT NULL);",
-	[11] = "ALTER TABLE leases ADD COLUMN holders INTEGER NOT NULL DEFAULT 1;",
+	[11] = "ALTER TABLE leases ADD COLUMN holders INTEGER NOT NULL DEFAULT 1;"
+	       "ALTER TABLE snapshot_files ADD COLUMN ino BIGINT NOT NULL DEFAULT 0;"
+	       "ALTER TABLE snapshot_files ADD COLUMN ctime_ns BIGINT NOT NULL DEFAULT 0;",
 };
+
+/* A snapshot's files go in SNAP_BATCH rows a statement: a round trip
+ * each on PostgreSQL, and fewer steps on SQLite (its default limit of
+ * parameters, 32,766, is far above this 896). */
+#define SNAP_FILES_INSERT                                                               \
+	"INSERT INTO snapshot_files (snapshot, seq, path, root, symlink, target, size," \
+	" mtime_ns, sha256, sensitive, \"binary\", large, ino, ctime_ns) VALUES "
+#define SNAP_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#define SNAP_ROW_PARAMS 14
+#define SNAP_ROWS_2 SNAP_ROW ", " SNAP_ROW
+#define SNAP_ROWS_4 SNAP_ROWS_2 ", " SNAP_ROWS_2
+#define SNAP_ROWS_8 SNAP_ROWS_4 ", " SNAP_ROWS_4
+#define SNAP_ROWS_16 SNAP_ROWS_8 ", " SNAP_ROWS_8
+#define SNAP_ROWS_32 SNAP_ROWS_16 ", " SNAP_ROWS_16
+#define SNAP_ROWS_64 SNAP_ROWS_32 ", " SNAP_ROWS_32
+#define SNAP_BATCH 64
+#define BLOB_PARAMS_4 "?, ?, ?, ?"
+#define BLOB_PARAMS_16 BLOB_PARAMS_4 ", " BLOB_PARAMS_4 ", " BLOB_PARAMS_4 ", " BLOB_PARAMS_4
+#define BLOB_PARAMS_32 BLOB_PARAMS_16 ", " BLOB_PARAMS_16
+#define BLOB_PARAMS_128 BLOB_PARAMS_32 ", " BLOB_PARAMS_32 ", " BLOB_PARAMS_32 ", " BLOB_PARAMS_32
+#define BLOB_BATCH 128
 
 enum stmt_id {
 	ST_MARK_PUT,
@@ -223,10 +250,12 @@ enum stmt_id {
 	ST_AUDIT_EACH,
 	ST_SNAP_ADD,
 	ST_SNAP_FILE_ADD,
+	ST_SNAP_FILES_ADD,
 	ST_SNAP_GET,
 	ST_SNAP_FILES,
 	ST_BLOB_PUT,
 	ST_BLOB_GET,
+	ST_BLOBS_GET,
 	ST_RUN_ADD,
 	ST_RUN_GET,
 	ST_RUN_END,
@@ -269,15 +298,15 @@ static const char *const stmt_sql[ST_COUNT] = {
 			  " FROM audit WHERE \"user\" = ? AND thread = ? ORDER BY id",
 	[ST_SNAP_ADD] = "INSERT INTO snapshots (\"user\", thread, at_ns, files,"
 			" truncated, max_files) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-	[ST_SNAP_FILE_ADD] = "INSERT INTO snapshot_files (snapshot, seq, path, root,"
-			     " symlink, target, size, mtime_ns, sha256, sensitive,"
-			     " \"binary\", large) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[ST_SNAP_FILE_ADD] = SNAP_FILES_INSERT SNAP_ROW,
+	[ST_SNAP_FILES_ADD] = SNAP_FILES_INSERT SNAP_ROWS_64,
 	[ST_SNAP_GET] = "SELECT truncated, max_files FROM snapshots WHERE id = ?",
 	[ST_SNAP_FILES] = "SELECT path, root, symlink, target, size, mtime_ns,"
-			  " sha256, sensitive, \"binary\", large FROM snapshot_files"
+			  " sha256, sensitive, \"binary\", large, ino, ctime_ns FROM snapshot_files"
 			  " WHERE snapshot = ? ORDER BY seq",
 	[ST_BLOB_PUT] = "INSERT INTO blobs (sha256, data) VALUES (?, ?) ON CONFLICT DO NOTHING",
 	[ST_BLOB_GET] = "SELECT data FROM blobs WHERE sha256 = ?",
+	[ST_BLOBS_GET] = "SELECT sha256, data FROM blobs WHERE sha256 IN (" BLOB_PARAMS_128 ")",
 	[ST_RUN_ADD] = "INSERT INTO runs (\"user\", thread, begun_ns, before_snapshot, kind,"
 		       " undoes) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
 	[ST_RUN_GET] = "SELECT \"user\", thread, begun_ns, ended_ns, before_snapshot,"
@@ -840,20 +869,26 @@ int store_snapshot_save(struct store *s, const char *user, const char *thread,
 		db_bind_int64(st, 6, (int64_t)max_files);
 		r = insert_id(s, st, "record a snapshot", id);
 	}
-	for (size_t i = 0; i < snap->n && r == 0; i++) {
-		const struct snap_file *f = &snap->files[i];
-		_stmt_ st = stmt(s, ST_SNAP_FILE_ADD);
+	for (size_t i = 0; i < snap->n && r == 0;) {
+		size_t rows = snap->n - i >= SNAP_BATCH ? SNAP_BATCH : 1;
+		_stmt_ st = stmt(s, rows > 1 ? ST_SNAP_FILES_ADD : ST_SNAP_FILE_ADD);
 
 		if (!st) {
 			r = -ENOMEM;
 			break;
 		}
-		db_bind_int64(st, 1, *id);
-		db_bind_int64(st, 2, (int64_t)i);
-		db_bind_text(st, 3, f->path);
-		db_bind_text(st, 4, f->root);
-		bind_file(st, 5, f);
-		r = exec_stmt(s, st, "record a snapshot file");
+		for (size_t j = 0; j < rows; j++, i++) {
+			const struct snap_file *f = &snap->files[i];
+			int at = (int)j * SNAP_ROW_PARAMS;
+			db_bind_int64(st, at + 1, *id);
+			db_bind_int64(st, at + 2, (int64_t)i);
+			db_bind_text(st, at + 3, f->path);
+			db_bind_text(st, at + 4, f->root);
+			bind_file(st, at + 5, f);
+			db_bind_int64(st, at + 13, f->settled ? (int64_t)f->ino : 0);
+			db_bind_int64(st, at + 14, f->settled ? f->ctime_ns : 0);
+		}
+		r = exec_stmt(s, st, "record a snapshot's files");
 	}
 	if (r == 0)
 		r = store_commit(s);
@@ -876,6 +911,9 @@ static int snap_file_row(struct db_stmt *st, void *ctx)
 		return -ENOMEM;
 	f->path = strdup(col_text(st, 0));
 	f->root = root_name(col_text(st, 1));
+	f->ino = (uint64_t)db_col_int64(st, 10);
+	f->ctime_ns = db_col_int64(st, 11);
+	f->settled = f->ctime_ns != 0;
 	if (!f->path || col_file(st, 2, f) < 0) {
 		snap_file_free(f);
 		snap->n--;
@@ -939,6 +977,36 @@ int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **d
 		memcpy(*data, p, *len);
 	(*data)[*len] = '\0';
 	return 0;
+}
+
+int store_blobs_each(struct store *s, const uint8_t (*sha256s)[SHA256_BYTES], size_t n,
+		     int (*fn)(void *arg, const uint8_t *sha256, const void *data, size_t len),
+		     void *arg)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < n && r == 0; i += BLOB_BATCH) {
+		_stmt_ st = stmt(s, ST_BLOBS_GET);
+		int rc = 0;
+
+		if (!st)
+			return -ENOMEM;
+		/* A short last batch asks for its last one again: IN takes
+		 * it once. */
+		for (size_t j = 0; j < BLOB_BATCH; j++)
+			db_bind_blob(st, (int)j + 1, sha256s[i + j < n ? i + j : n - 1],
+				     SHA256_BYTES);
+		while (r == 0 && (rc = db_step(st)) > 0) {
+			uint8_t sha[SHA256_BYTES];
+			size_t len;
+			const void *p = db_col_blob(st, 1, &len);
+			if (col_sha256(st, 0, sha))
+				r = fn(arg, sha, p, len);
+		}
+		if (r == 0 && rc < 0)
+			r = fail(s, rc, "read files' contents");
+	}
+	return r;
 }
 
 int store_run_begin(struct store *s, const char *user, const char *thread, int64_t before_snapshot,

@@ -195,6 +195,13 @@ int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out);
 int store_blob_put(struct store *s, const uint8_t sha256[SHA256_BYTES], const void *data,
 		   size_t len);
 int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **data, size_t *len);
+/* Calls FN with the content of each of the N SHA256S the store has (in
+ * no order; those it has not are skipped), asking for a batch at a time:
+ * one round trip per batch, not per blob. Stops at FN's first non-zero
+ * return, which becomes the result. */
+int store_blobs_each(struct store *s, const uint8_t (*sha256s)[SHA256_BYTES], size_t n,
+		     int (*fn)(void *arg, const uint8_t *sha256, const void *data, size_t len),
+		     void *arg);
 
 /* What made a run: an agent's (sbx run begin), or the sbx command's own
  * changes (sbx run undo, sbx restore), whose journal names every path

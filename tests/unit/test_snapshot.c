@@ -6,6 +6,7 @@
 #include "store/secrets.h"
 #include "store/snapshot.h"
 #include "store/store.h"
+#include "common/clock.h"
 #include "tests/harness.h"
 
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static char dir[PATH_MAX];
@@ -362,7 +364,7 @@ START_TEST(test_snapshot_credentials_in_the_content_are_sensitive)
 	put("ws/blob.dat", blob, sizeof(blob));
 
 	int ws = open_sub("ws");
-	ck_assert_int_eq(snapshot_take(ws, -1, 100, NULL, record_kept, kept, &s), 0);
+	ck_assert_int_eq(snapshot_take(ws, -1, 100, NULL, NULL, record_kept, kept, &s), 0);
 	ck_assert_str_eq(kept, "harmless.txt ");
 	const char *stubs[] = { "notes.txt", "late.txt", "big-key.txt", "utf16.txt" };
 	for (size_t i = 0; i < sizeof(stubs) / sizeof(*stubs); i++) {
@@ -458,7 +460,7 @@ START_TEST(test_snapshot_walk_rules)
 	free(sample);
 
 	int ws = open_sub("ws"), out = open_sub("out");
-	ck_assert_int_eq(snapshot_take(ws, out, 100, NULL, NULL, NULL, &s), 0);
+	ck_assert_int_eq(snapshot_take(ws, out, 100, NULL, NULL, NULL, NULL, &s), 0);
 	ck_assert(!s.truncated);
 	/* Files of a directory by name, then its subdirectories; workspace
 	 * before outputs; excluded directories nowhere. */
@@ -525,7 +527,7 @@ START_TEST(test_snapshot_text_decodes_whole)
 	put("ws/be.txt", be, sizeof(be) - 1);
 	put("ws/odd.txt", le, sizeof(le) - 2);
 	int ws = open_sub("ws");
-	ck_assert_int_eq(snapshot_take(ws, -1, 100, NULL, NULL, NULL, &s), 0);
+	ck_assert_int_eq(snapshot_take(ws, -1, 100, NULL, NULL, NULL, NULL, &s), 0);
 	ck_assert(find(&s, "/mnt/user-data/workspace/cut.txt")->binary);
 	ck_assert(find(&s, "/mnt/user-data/workspace/late.txt")->binary);
 	ck_assert(!find(&s, "/mnt/user-data/workspace/nul.txt")->binary);
@@ -572,12 +574,12 @@ START_TEST(test_snapshot_limit_truncates_and_skips_later_roots)
 	}
 	put_text("out/o", "x");
 	int ws = open_sub("ws"), out = open_sub("out");
-	ck_assert_int_eq(snapshot_take(ws, out, 3, NULL, NULL, NULL, &s), 0);
+	ck_assert_int_eq(snapshot_take(ws, out, 3, NULL, NULL, NULL, NULL, &s), 0);
 	ck_assert(s.truncated);
 	ck_assert_int_eq(s.n, 3);
 	snapshot_free(&s);
 	/* Exactly at the limit is complete. */
-	ck_assert_int_eq(snapshot_take(ws, out, 6, NULL, NULL, NULL, &s), 0);
+	ck_assert_int_eq(snapshot_take(ws, out, 6, NULL, NULL, NULL, NULL, &s), 0);
 	ck_assert(!s.truncated);
 	ck_assert_int_eq(s.n, 6);
 	snapshot_free(&s);
@@ -606,7 +608,7 @@ START_TEST(test_snapshot_a_file_vanishing_mid_scan_is_left_out)
 	}
 	snprintf(victim, sizeof(victim), "%s/ws/f299", dir);
 	int ws = open_sub("ws");
-	ck_assert_int_eq(snapshot_take(ws, -1, 1000, remove_last, NULL, victim, &s), 0);
+	ck_assert_int_eq(snapshot_take(ws, -1, 1000, NULL, remove_last, NULL, victim, &s), 0);
 	ck_assert_int_eq(s.n, 299);
 	ck_assert(!s.truncated);
 	ck_assert_ptr_null(find(&s, "/mnt/user-data/workspace/f299"));
@@ -627,7 +629,7 @@ START_TEST(test_snapshot_round_trips_through_the_store)
 	put_text("ws/.env", "x");
 	ck_assert_int_eq(symlink("a.txt", strcat(strcpy(db, dir), "/ws/l")), 0);
 	int ws = open_sub("ws");
-	ck_assert_int_eq(snapshot_take(ws, -1, 10, NULL, NULL, NULL, &s), 0);
+	ck_assert_int_eq(snapshot_take(ws, -1, 10, NULL, NULL, NULL, NULL, &s), 0);
 	snprintf(db, sizeof(db), "%s/sbx.db", dir);
 	ck_assert_int_eq(store_open_path(db, &st, err, sizeof(err)), 0);
 	ck_assert_int_eq(store_snapshot_save(st, "u", "t", &s, 10, 1, &id), 0);
@@ -643,6 +645,78 @@ START_TEST(test_snapshot_round_trips_through_the_store)
 	ck_assert_str_eq(find(&back, "/mnt/user-data/workspace/l")->target, "a.txt");
 	ck_assert_int_eq(store_snapshot_load(st, id + 100, &back), -ENOENT);
 	snapshot_free(&s);
+	store_close(st);
+	close(ws);
+}
+END_TEST
+
+/* A scan given an earlier one (here back from the store, 70 files: a
+ * batch of rows and single ones) reads again only what changed since:
+ * a rewrite that kept size and mtime (its ctime moved), and a file whose
+ * ctime was not yet settled when the earlier scan saw it; the others are
+ * described from it, settled still. */
+START_TEST(test_snapshot_reads_again_only_what_changed_since_a_known_one)
+{
+	char db[PATH_MAX * 2], err[512], kept[4096] = "", name[64];
+	struct snapshot first, known, second, third;
+	struct store *st;
+	struct stat sb;
+	int64_t id;
+
+	for (int i = 0; i < 68; i++) {
+		snprintf(name, sizeof(name), "ws/f%02d.txt", i);
+		put_text(name, "same\n");
+	}
+	put_text("ws/kept-size.txt", "one\n");
+	snprintf(db, sizeof(db), "%s/ws/kept-size.txt", dir);
+	ck_assert_int_eq(stat(db, &sb), 0);
+	/* the files' ctimes settle: the clock passes a second after them */
+	struct timespec nap = { 0, 10 * 1000000 };
+	while (realtime_ns() <= timespec_ns(&sb.st_ctim) + SNAPSHOT_SETTLE_NS)
+		nanosleep(&nap, NULL);
+	put_text("ws/late.txt", "late\n"); /* not settled at the first scan */
+	int ws = open_sub("ws");
+	ck_assert_int_eq(snapshot_take(ws, -1, 100, NULL, NULL, record_kept, kept, &first), 0);
+	ck_assert_int_eq(first.n, 70);
+	ck_assert(find(&first, "/mnt/user-data/workspace/f00.txt")->settled);
+	ck_assert(!find(&first, "/mnt/user-data/workspace/late.txt")->settled);
+	snprintf(db, sizeof(db), "%s/sbx.db", dir);
+	ck_assert_int_eq(store_open_path(db, &st, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_snapshot_save(st, "u", "t", &first, 100, 1, &id), 0);
+	ck_assert_int_eq(store_snapshot_load(st, id, &known), 0);
+	ck_assert_int_eq(known.n, 70);
+	for (size_t i = 0; i < known.n; i++) {
+		ck_assert_int_eq(known.files[i].settled, first.files[i].settled);
+		ck_assert(!known.files[i].settled ||
+			  (known.files[i].ino == first.files[i].ino &&
+			   known.files[i].ctime_ns == first.files[i].ctime_ns));
+	}
+
+	/* rewritten in place, its size and mtime put back */
+	snprintf(db, sizeof(db), "%s/ws/kept-size.txt", dir);
+	ck_assert_int_eq(stat(db, &sb), 0);
+	put_text("ws/kept-size.txt", "two\n");
+	struct timespec times[2] = { sb.st_atim, sb.st_mtim };
+	ck_assert_int_eq(utimensat(AT_FDCWD, db, times, 0), 0);
+	kept[0] = '\0';
+	ck_assert_int_eq(snapshot_take(ws, -1, 100, &known, NULL, record_kept, kept, &second), 0);
+	ck_assert_str_eq(kept, "kept-size.txt late.txt ");
+	const struct snap_file *a = find(&known, "/mnt/user-data/workspace/kept-size.txt"),
+			       *b = find(&second, "/mnt/user-data/workspace/kept-size.txt");
+	ck_assert(b->hashed && memcmp(a->sha256, b->sha256, SHA256_BYTES));
+	ck_assert(!b->settled);
+	a = find(&known, "/mnt/user-data/workspace/f67.txt");
+	b = find(&second, "/mnt/user-data/workspace/f67.txt");
+	ck_assert(b->settled && b->hashed && !memcmp(a->sha256, b->sha256, SHA256_BYTES));
+	ck_assert_int_eq(second.n, 70);
+	/* what the second scan did not find settled is read the next time */
+	kept[0] = '\0';
+	ck_assert_int_eq(snapshot_take(ws, -1, 100, &second, NULL, record_kept, kept, &third), 0);
+	ck_assert_str_eq(kept, "kept-size.txt late.txt ");
+	snapshot_free(&first);
+	snapshot_free(&known);
+	snapshot_free(&second);
+	snapshot_free(&third);
 	store_close(st);
 	close(ws);
 }
@@ -746,6 +820,7 @@ Suite *suite_unit_snapshot(void)
 	tcase_add_test(tc, test_snapshot_limit_truncates_and_skips_later_roots);
 	tcase_add_test(tc, test_snapshot_a_file_vanishing_mid_scan_is_left_out);
 	tcase_add_test(tc, test_snapshot_round_trips_through_the_store);
+	tcase_add_test(tc, test_snapshot_reads_again_only_what_changed_since_a_known_one);
 	tcase_add_test(tc, test_store_migrates_from_every_earlier_version);
 	suite_add_tcase(s, tc);
 	return s;
