@@ -261,9 +261,9 @@ static void check_inotify(struct report *r)
 
 	say(r, false, instances >= 128 ? "ok" : "no", "inotify",
 	    "%ld watches and %ld instances per user: each view watches its directories with one"
-	    " instance, so at most %ld views of one user see host edits at once; the others"
-	    " show them within 1 s (their kernel caches last 1 s, not an hour). For more:"
-	    " sysctl fs.inotify.max_user_instances=N (views + 10)",
+	    " instance, so at most %ld views of one user can be mounted (one more is refused,"
+	    " saying so; --host-watch=off mounts it with host edits showing within 1 s). For"
+	    " more: sysctl fs.inotify.max_user_instances=N (views + 10)",
 	    watches, instances, instances);
 }
 

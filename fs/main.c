@@ -120,8 +120,9 @@ static const char usage_text[] =
 	"                            made on the host are pushed to the kernel at\n"
 	"                            once by the host watch\n"
 	"  --host-watch=on|off       watch the backing directories for host-side\n"
-	"                            edits (default: on); with off, or where the\n"
-	"                            inotify limit is reached, host edits show up\n"
+	"                            edits (default: on; a view that cannot, the\n"
+	"                            user's inotify instances all taken, is not\n"
+	"                            mounted); with off host edits show up\n"
 	"                            within min(1, --cache-timeout) seconds\n"
 	"  --rbw MODE                read-before-write gate: enforce (default) refuses\n"
 	"                            (EACCES) to overwrite, truncate or replace an\n"
@@ -614,6 +615,25 @@ static struct fuse_session *session_new(struct options *o, struct view *v)
 	return se;
 }
 
+/* Into HINT, why the watch could not be had (ERROR, from watch_new())
+ * and the fix, if it is the user's limit of inotify instances (one a
+ * view); else "". */
+static void watch_limit_hint(int error, char *hint, size_t size)
+{
+	long max = 0;
+	FILE *f = error == EMFILE ? fopen("/proc/sys/fs/inotify/max_user_instances", "re") : NULL;
+
+	hint[0] = '\0';
+	if (f && fscanf(f, "%ld", &max) == 1 && max > 0)
+		snprintf(hint, size,
+			 " (each view takes one of the user's %ld inotify instances,"
+			 " fs.inotify.max_user_instances): raise the limit, e.g. sysctl"
+			 " fs.inotify.max_user_instances=%ld",
+			 max, max < 1024 ? 2048 : max * 2);
+	if (f)
+		fclose(f);
+}
+
 static int run_loop(struct options *o, struct fuse_session *se)
 {
 	struct fuse_loop_config *cfg;
@@ -787,12 +807,18 @@ int main(int argc, char **argv)
 		view_end(&v);
 		return 1;
 	}
-	if (o.view.host_watch && o.view.timeout_watched > o.view.timeout) {
-		v.watch = watch_new(&v, o.view.max_watches, err, sizeof(err));
-		if (!v.watch) {
-			log_warn("host-side edits show up within %g s: %s", o.view.timeout, err);
-			v.timeout_watched = v.timeout;
-		}
+	/* A view that cannot watch would show host edits up to a second
+	 * late, or later than its cache promised: it says so and is not
+	 * mounted, rather than mounted to keep less than it says. */
+	if (o.view.host_watch && o.view.timeout_watched > o.view.timeout &&
+	    !(v.watch = watch_new(&v, o.view.max_watches, err, sizeof(err)))) {
+		char hint[256];
+		watch_limit_hint(errno, hint, sizeof(hint));
+		log_error("cannot watch the backing directories for host edits: %s%s; or mount"
+			  " with --host-watch=off (host edits then show up within %g s)",
+			  err, hint, o.view.timeout);
+		view_end(&v);
+		return 1;
 	}
 	if (geteuid() == 0) {
 		r = ops_enable_creds_switch();

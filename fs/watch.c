@@ -373,7 +373,10 @@ static void *watch_thread(void *arg)
 }
 
 /* Watches the directories of the disabled-skill files (not the files:
- * an editor's save replaces them). */
+ * an editor's save replaces them). Not for IN_MODIFY: a save is seen
+ * at its close or rename, and the shared file's directory is the home,
+ * where the store's write-ahead log is written at every lease renewal
+ * of every view (each would wake every view otherwise). */
 static void watch_skill_states(struct watch *w)
 {
 	char path[CONFINE_FD_PATH_MAX];
@@ -387,7 +390,7 @@ static void watch_skill_states(struct watch *w)
 		w->state_wd[i] = inotify_add_watch(w->ifd, path,
 						   IN_CREATE | IN_DELETE | IN_MOVED_FROM |
 							   IN_MOVED_TO | IN_CLOSE_WRITE |
-							   IN_MODIFY | IN_ATTRIB | IN_ONLYDIR);
+							   IN_ATTRIB | IN_ONLYDIR);
 		if (w->state_wd[i] < 0)
 			log_warn(
 				"cannot watch the disabled skills' file %s (%s): a listing the kernel holds may show a skill disabled since",
@@ -417,15 +420,17 @@ struct watch *watch_new(struct view *v, size_t max_watches, char *err, size_t er
 	w->view = v;
 	w->max_watches = max_watches;
 	pthread_mutex_init(&w->lock, NULL);
-	w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	w->stop = eventfd(0, EFD_CLOEXEC);
-	if (w->ifd < 0 || w->stop < 0) {
-		snprintf(err, errlen, "inotify: %s", strerror(errno));
+	int e = (w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 ? errno : 0;
+	if ((w->stop = eventfd(0, EFD_CLOEXEC)) < 0 && !e)
+		e = errno;
+	if (e) {
+		snprintf(err, errlen, "%s: %s", w->ifd < 0 ? "inotify" : "eventfd", strerror(e));
 		if (w->ifd >= 0)
 			close(w->ifd);
 		if (w->stop >= 0)
 			close(w->stop);
 		free(w);
+		errno = e;
 		return NULL;
 	}
 	inode_table_on_unwatch(v->inodes, forget_wd, w);

@@ -29,7 +29,8 @@ struct watch;
 
 /* Creates the watcher of view V and watches its roots; at most
  * MAX_WATCHES directories are watched (0: as many as inotify allows).
- * Returns NULL (with a one-line reason in ERR) if inotify is unavailable. */
+ * Returns NULL (with a one-line reason in ERR, and errno: EMFILE when
+ * the user's inotify instances are all taken) if inotify is unavailable. */
 struct watch *watch_new(struct view *v, size_t max_watches, char *err, size_t errlen);
 
 /* Starts the event thread; notifications go to session SE. */

@@ -339,19 +339,18 @@ static int acquire(struct store *s, const char *user, const char *thread, const 
 	bool keep = mine && lease_live(&l);
 	*token = keep ? l.token : (had ? l.token : 0) + 1;
 	const char *t[] = { user, thread, host };
-	const int64_t i[] = { *token,
-			      pid,
-			      keep ? l.acquired_ns : now,
-			      now,
-			      now + ttl_ms * 1000000,
-			      keep ? l.holders + 1 : 1 };
+	/* One more holder of a shared lease, counted on the row as it is
+	 * now: a release, outside the writer's turn, may have come since. */
+	const int64_t i[] = { *token, pid, keep ? l.acquired_ns : now, now, now + ttl_ms * 1000000,
+			      keep };
 	r = run(s,
 		"INSERT INTO leases (\"user\", thread, host, token, pid, acquired_ns, renewed_ns,"
-		" expires_ns, holders) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		" expires_ns, holders) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)"
 		" ON CONFLICT (\"user\", thread) DO UPDATE"
 		" SET host = excluded.host, token = excluded.token, pid = excluded.pid,"
 		" acquired_ns = excluded.acquired_ns, renewed_ns = excluded.renewed_ns,"
-		" expires_ns = excluded.expires_ns, holders = excluded.holders",
+		" expires_ns = excluded.expires_ns,"
+		" holders = CASE WHEN ? > 0 THEN leases.holders + 1 ELSE 1 END",
 		t, 3, i, 6, NULL, "record a lease");
 	if (holder)
 		*holder = l; /* the one before, if HAD */
@@ -388,16 +387,21 @@ int store_lease_acquire(struct store *s, const char *user, const char *thread, c
 	return r;
 }
 
-/* Runs SQL, an UPDATE of HOST's lease with TOKEN, in a writer's turn;
- * its first three parameters are the store's clock now, that plus
- * TTL_MS (now if TTL_MS < 0) and THIRD. -ESTALE if the lease is no
- * longer that. */
+/* Runs SQL, an UPDATE of HOST's lease with TOKEN; its first three
+ * parameters are the store's clock now, that plus TTL_MS (now if TTL_MS
+ * < 0) and THIRD. -ESTALE if the lease is no longer that. Not in a
+ * writer's turn: a renewal must not wait behind the journal's writers
+ * (hundreds of views renew), and it changes no token, so no writer's
+ * fence check can come out otherwise for it; a takeover, which does,
+ * takes the writer's turn (store_lease_acquire()). */
 static int update_lease(struct store *s, const char *sql, const char *user, const char *thread,
 			const char *host, int64_t token, int64_t ttl_ms, int64_t third)
 {
 	int64_t now;
-	int r = store_begin(s);
+	int r = db_begin_rows(store_db(s));
 
+	if (r < 0)
+		r = failed(s, r, "begin");
 	if (r == 0)
 		r = store_now(s, &now);
 	if (r == 0) {

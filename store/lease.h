@@ -12,6 +12,13 @@
  * token): ownership is per host, one view per thread per host is the
  * broker's own rule (exec/provider.h).
  *
+ * A lease is taken in a writer's turn (the turn every fenced write
+ * takes too, so a takeover comes between two of the old holder's
+ * turns, never inside one); renewed and given back outside it (a
+ * renewal changes no token, and must not queue behind the journal's
+ * writers: hundreds of views renew). The last of a host's views to
+ * give the lease back ends it.
+ *
  * Expiry is judged by the store's clock (PostgreSQL's, so hosts' clocks
  * need not agree; SQLite's store is one host's). A connection can be
  * fenced (store_fence()): from then on each of its writes is made in a

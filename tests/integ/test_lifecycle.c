@@ -307,6 +307,37 @@ START_TEST(test_lifecycle_explains_missing_dev_fuse)
 }
 END_TEST
 
+/* A view that cannot watch the backing directories for host edits (the
+ * user's inotify instances all taken: each view takes one) is not
+ * mounted: it says why and what to do, rather than mount and show host
+ * edits up to a second late. The instances run out in a user namespace
+ * of the test's own (its limit set to 0), so nothing else is short. */
+START_TEST(test_lifecycle_refuses_a_view_it_cannot_watch)
+{
+	const char *home = test_dir("home"), *mnt = test_dir("mnt");
+	char err[PATH_MAX];
+
+	if (geteuid() != 0 || sh("unshare --user --map-root-user true 2>/dev/null") != 0)
+		return;
+	snprintf(err, sizeof(err), "%s/stderr", test_dir("err"));
+	int r = sh("unshare --user --map-root-user sh -c 'echo 0 >"
+		   " /proc/sys/user/max_inotify_instances && exec \"$0\" \"$@\"'"
+		   " '%s' --home '%s' --user u --thread t '%s' 2>'%s'",
+		   test_bin("sbxfs"), home, mnt, err);
+	char *text = read_file(err);
+	ck_assert_int_eq(r, 1);
+	ck_assert_msg(text && count_lines(text) == 1 &&
+			      strstr(text,
+				     "cannot watch the backing directories for host edits:"
+				     " inotify: Too many open files (each view takes one of the"
+				     " user's ") &&
+			      strstr(text, "sysctl fs.inotify.max_user_instances=") &&
+			      strstr(text, "--host-watch=off"),
+		      "%s", text);
+	ck_assert(!is_mounted(mnt));
+}
+END_TEST
+
 START_TEST(test_lifecycle_help_and_usage_errors)
 {
 	ck_assert_int_eq(sh("'%s' --help | grep -q -- '--mount'", test_bin("sbxfs")), 0);
@@ -375,6 +406,7 @@ Suite *suite_view_lifecycle(void)
 	tcase_add_test(tc, test_lifecycle_explains_unusable_mount_points);
 	tcase_add_test(tc, test_lifecycle_explains_unwritable_home);
 	tcase_add_test(tc, test_lifecycle_explains_missing_dev_fuse);
+	tcase_add_test(tc, test_lifecycle_refuses_a_view_it_cannot_watch);
 	tcase_add_test(tc, test_lifecycle_help_and_usage_errors);
 	tcase_add_test(tc, test_lifecycle_mount_helper_translates_fstab_options);
 	suite_add_tcase(s, tc);

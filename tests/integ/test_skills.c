@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct tview V;
@@ -219,6 +220,41 @@ START_TEST(test_skills_each_file_governs_its_categories)
 }
 END_TEST
 
+/* Wake-ups of the view's watch thread so far (its voluntary context
+ * switches: each wake-up is one or two). */
+static long watch_wakeups(void)
+{
+	return atol(OUT("p=$(pgrep -f -- ' %s$' | head -1); for t in /proc/$p/task/*; do"
+			" [ \"$(cat $t/comm)\" = sbxfs-watch ] &&"
+			" awk '/^voluntary_ctxt_switches/ { print $2 }' $t/status; done; true",
+			V.mnt));
+}
+
+/* The shared file is in the home, beside files written all the time (the
+ * store's write-ahead log: every view's lease renewals): their writes do
+ * not wake the view, an in-place save of the file still counts. */
+START_TEST(test_skills_other_writes_in_the_home_do_not_wake_the_view)
+{
+	ck_assert_int_eq(write_file(home_path(PUBLIC_STATES),
+				    "{\"skills\": {\"pub\": {\"enabled\": false}}}"),
+			 0);
+	ck_assert(eventually(refused, sk("public/pub/SKILL.md")));
+	int fd = open(home_path("sbx.db-wal-like"), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert(readable(sk("public/shared/SKILL.md"))); /* the create's event is past */
+	long before = watch_wakeups();
+	for (int i = 0; i < 40; i++) {
+		ck_assert_int_eq(write(fd, "x", 1), 1);
+		/* apart: no batch of the watch can take two */
+		nanosleep(&(struct timespec){ .tv_nsec = 5 * 1000000 }, NULL);
+	}
+	long after = watch_wakeups();
+	close(fd);
+	ck_assert_msg(before > 0 && after - before <= 4, "40 writes woke the view %ld times",
+		      after - before);
+}
+END_TEST
+
 START_TEST(test_skills_unreadable_state_fails_closed)
 {
 	home_replace(USER_STATES, "{\"mine\": ");
@@ -297,6 +333,7 @@ Suite *suite_view_skills(void)
 	tcase_add_test(tc, test_skills_disabling_and_enabling_need_no_remount);
 	tcase_add_test(tc, test_skills_each_file_governs_its_categories);
 	tcase_add_test(tc, test_skills_unreadable_state_fails_closed);
+	tcase_add_test(tc, test_skills_other_writes_in_the_home_do_not_wake_the_view);
 	tcase_add_test(tc, test_skills_symlink_does_not_escape_its_category);
 	tcase_add_test(tc, test_skills_option_keeps_one_plain_root);
 	suite_add_tcase(s, tc);

@@ -631,6 +631,34 @@ START_TEST(test_store_prepares_a_statement_once_per_connection)
 }
 END_TEST
 
+/* PostgreSQL: a renewal does not wait for a writer's turn (hundreds of
+ * views renew while the journal's writers take theirs): it completes
+ * while another connection holds the turn. */
+START_TEST(test_lease_renewal_does_not_wait_for_a_writer_s_turn)
+{
+	struct store *writer = open_db(), *s = open_db();
+
+	ck_assert_int_eq(take(s, "t", "a", 60000, NULL, 0), 1);
+	ck_assert_int_eq(store_begin(writer), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		alarm(2); /* a renewal that waits is killed */
+		struct store *mine = open_db();
+		_exit(store_lease_renew(mine, "u", "t", "a", 1, 7, 60000) == 0 &&
+				      store_lease_release(mine, "u", "t", "a", 1) == 0
+			      ? 0
+			      : 1);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	store_rollback(writer);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the renewal waited for the writer (status %#x)", status);
+	store_close(writer);
+	store_close(s);
+}
+END_TEST
+
 static int count_leases(void *arg, const char *user, const char *thread, const struct lease *l)
 {
 	(void)user;
@@ -837,6 +865,7 @@ Suite *suite_unit_store(void)
 	tcase_add_test(pg, test_store_reconnects);
 	tcase_add_test(pg, test_store_refuses_a_utf8_database);
 	tcase_add_test(pg, test_store_prepares_a_statement_once_per_connection);
+	tcase_add_test(pg, test_lease_renewal_does_not_wait_for_a_writer_s_turn);
 	store_tests(pg);
 	suite_add_tcase(s, pg);
 	return s;
