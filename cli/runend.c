@@ -93,7 +93,8 @@ static int keep_in_memory(struct scan *sc, const uint8_t *sha256, const void *da
 	if (!(t->data = malloc(len + 1)))
 		return -ENOMEM;
 	memcpy(t->sha256, sha256, SHA256_BYTES);
-	memcpy(t->data, data, len);
+	if (len) /* an empty one's DATA may be NULL */
+		memcpy(t->data, data, len);
 	t->data[len] = '\0';
 	t->len = len;
 	sc->ntexts++;
