@@ -47,11 +47,6 @@ int db_begin_write(struct db *db)
 	return db->ops->begin_write(db);
 }
 
-int db_begin_rows(struct db *db)
-{
-	return db->ops->begin_rows(db);
-}
-
 int db_commit(struct db *db)
 {
 	return db->ops->commit(db);

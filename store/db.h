@@ -50,11 +50,6 @@ int db_set_version(struct db *db, int v);
  * transaction-scoped advisory lock), so ids given out in a transaction
  * are committed in their order. */
 int db_begin_write(struct db *db);
-/* A transaction whose rows need no order among writers (a lease's
- * renewal changes its own row only): PostgreSQL takes no writer's lock
- * for it, so that it never queues behind the journal's writers; SQLite
- * has one write lock all the same. */
-int db_begin_rows(struct db *db);
 int db_commit(struct db *db);
 void db_rollback(struct db *db); /* a no-op outside a transaction */
 bool db_in_transaction(const struct db *db);

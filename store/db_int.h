@@ -13,7 +13,6 @@ struct db_ops {
 	int (*version)(struct db *db);
 	int (*set_version)(struct db *db, int v);
 	int (*begin_write)(struct db *db);
-	int (*begin_rows)(struct db *db);
 	int (*commit)(struct db *db);
 	void (*rollback)(struct db *db);
 	bool (*in_transaction)(const struct db *db);

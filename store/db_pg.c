@@ -209,11 +209,6 @@ static int pg_begin_write(struct db *db)
 	return pg_exec(db, "BEGIN; SELECT pg_advisory_xact_lock(" WRITER_LOCK ")");
 }
 
-static int pg_begin_rows(struct db *db)
-{
-	return pg_exec(db, "BEGIN");
-}
-
 static int pg_commit(struct db *db)
 {
 	return pg_exec(db, "COMMIT");
@@ -564,7 +559,6 @@ static const struct db_ops pg_ops = {
 	.version = pg_version,
 	.set_version = pg_set_version,
 	.begin_write = pg_begin_write,
-	.begin_rows = pg_begin_rows,
 	.commit = pg_commit,
 	.rollback = pg_rollback,
 	.in_transaction = pg_in_transaction,

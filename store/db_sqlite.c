@@ -237,7 +237,6 @@ static const struct db_ops lite_ops = {
 	.version = lite_version,
 	.set_version = lite_set_version,
 	.begin_write = lite_begin_write,
-	.begin_rows = lite_begin_write,
 	.commit = lite_commit,
 	.rollback = lite_rollback,
 	.in_transaction = lite_in_transaction,

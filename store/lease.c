@@ -387,64 +387,61 @@ int store_lease_acquire(struct store *s, const char *user, const char *thread, c
 	return r;
 }
 
-/* Runs SQL, an UPDATE of HOST's lease with TOKEN; its first three
- * parameters are the store's clock now, that plus TTL_MS (now if TTL_MS
- * < 0) and THIRD. -ESTALE if the lease is no longer that. Not in a
- * writer's turn: a renewal must not wait behind the journal's writers
- * (hundreds of views renew), and it changes no token, so no writer's
- * fence check can come out otherwise for it; a takeover, which does,
- * takes the writer's turn (store_lease_acquire()). */
-static int update_lease(struct store *s, const char *sql, const char *user, const char *thread,
-			const char *host, int64_t token, int64_t ttl_ms, int64_t third)
+/* The store's clock, in SQL (ns): PostgreSQL's, which the hosts share;
+ * this host's for SQLite (to the ms), as store_now() says. */
+#define CLOCK_PG "(CAST(extract(epoch FROM statement_timestamp()) * 1000000 AS BIGINT) * 1000)"
+#define CLOCK_LITE "(CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) * 1000000)"
+#define RENEW_SQL(clock)                                                                \
+	"UPDATE leases SET renewed_ns = " clock ", expires_ns = " clock " + ?, pid = ?" \
+	" WHERE \"user\" = ? AND thread = ? AND host = ? AND token = ?"
+/* The last view's share ends it; another's only counts it off. */
+#define RELEASE_SQL(clock)                                                                 \
+	"UPDATE leases SET renewed_ns = CASE WHEN holders > 1 THEN renewed_ns ELSE " clock \
+	" END, expires_ns = CASE WHEN holders > 1 THEN expires_ns ELSE " clock " END,"     \
+	" holders = CASE WHEN holders > 1 THEN holders - 1 ELSE 0 END"                     \
+	" WHERE \"user\" = ? AND thread = ? AND host = ? AND token = ?"
+
+/* Runs SQL (PG's or LITE's, by S's engine), one UPDATE of HOST's lease
+ * with TOKEN whose parameters are the NLEAD integers LEAD, then USER,
+ * THREAD, HOST and TOKEN. -ESTALE if the lease is no longer that. One
+ * statement, one round trip: hundreds of views renew a second. Not in a
+ * writer's turn: a renewal must not wait behind the journal's writers,
+ * and it changes no token, so no writer's fence check can come out
+ * otherwise for it; a takeover, which does, takes the writer's turn
+ * (store_lease_acquire()). */
+static int update_lease(struct store *s, const char *pg, const char *lite, const int64_t *lead,
+			int nlead, const char *user, const char *thread, const char *host,
+			int64_t token)
 {
-	int64_t now;
-	int r = db_begin_rows(store_db(s));
+	const char *t[] = { user, thread, host };
+	_lease_stmt_ st = NULL;
+	int r = prepare(s, db_engine(store_db(s)) == DB_POSTGRES ? pg : lite, &st);
 
 	if (r < 0)
-		r = failed(s, r, "begin");
-	if (r == 0)
-		r = store_now(s, &now);
-	if (r == 0) {
-		const char *t[] = { user, thread, host };
-		_lease_stmt_ st = NULL;
-		if ((r = prepare(s, sql, &st)) == 0) {
-			db_bind_int64(st, 1, now);
-			db_bind_int64(st, 2, ttl_ms < 0 ? now : now + ttl_ms * 1000000);
-			db_bind_int64(st, 3, third);
-			for (int i = 0; i < 3; i++)
-				db_bind_text(st, 4 + i, t[i]);
-			db_bind_int64(st, 7, token);
-			r = db_step(st);
-			r = r < 0 ? failed(s, r, "update a lease") : db_changes(st) ? 0 : -ESTALE;
-		}
-	}
-	if (r == 0)
-		r = store_commit(s);
-	if (r < 0)
-		store_rollback(s);
-	return r;
+		return r;
+	for (int i = 0; i < nlead; i++)
+		db_bind_int64(st, i + 1, lead[i]);
+	for (int i = 0; i < 3; i++)
+		db_bind_text(st, nlead + i + 1, t[i]);
+	db_bind_int64(st, nlead + 4, token);
+	r = db_step(st);
+	return r < 0 ? failed(s, r, "update a lease") : db_changes(st) ? 0 : -ESTALE;
 }
 
 int store_lease_renew(struct store *s, const char *user, const char *thread, const char *host,
 		      int64_t token, pid_t pid, int64_t ttl_ms)
 {
-	return update_lease(s,
-			    "UPDATE leases SET renewed_ns = ?, expires_ns = ?, pid = ?"
-			    " WHERE \"user\" = ? AND thread = ? AND host = ? AND token = ?",
-			    user, thread, host, token, ttl_ms, pid);
+	const int64_t lead[] = { ttl_ms * 1000000, pid };
+
+	return update_lease(s, RENEW_SQL(CLOCK_PG), RENEW_SQL(CLOCK_LITE), lead, 2, user, thread,
+			    host, token);
 }
 
 int store_lease_release(struct store *s, const char *user, const char *thread, const char *host,
 			int64_t token)
 {
-	/* The last view's share ends it; another's only counts it off. */
-	return update_lease(s,
-			    "UPDATE leases SET"
-			    " renewed_ns = CASE WHEN holders > 1 THEN renewed_ns ELSE ? END,"
-			    " expires_ns = CASE WHEN holders > 1 THEN expires_ns ELSE ? END,"
-			    " holders = CASE WHEN holders > 1 THEN holders - ? ELSE 0 END"
-			    " WHERE \"user\" = ? AND thread = ? AND host = ? AND token = ?",
-			    user, thread, host, token, -1, 1);
+	return update_lease(s, RELEASE_SQL(CLOCK_PG), RELEASE_SQL(CLOCK_LITE), NULL, 0, user,
+			    thread, host, token);
 }
 
 int store_lease_get(struct store *s, const char *user, const char *thread, struct lease *out)
