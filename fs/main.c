@@ -764,7 +764,9 @@ static void view_end(struct view *v)
 
 int main(int argc, char **argv)
 {
-	struct options o = { 0 };
+	/* From the heap, zeroed as it is used: on the stack its room for
+	 * every --mount would be a daemon's resident memory (1,000 views). */
+	_cleanup_(freep) struct options *o = calloc(1, sizeof(*o));
 	struct view v;
 	struct fuse_session *se;
 	struct owner *owner = NULL;
@@ -775,33 +777,37 @@ int main(int argc, char **argv)
 	prog_setup(argv);
 	/* Until it detaches, sbxfs speaks as the command that was typed. */
 	log_setup(prog.label, NULL, LOG_INFO, false);
-	r = parse_options(argc, argv, &o, &exit_now);
+	if (!o) {
+		log_error("%s", strerror(ENOMEM));
+		return 1;
+	}
+	r = parse_options(argc, argv, o, &exit_now);
 	if (r || exit_now)
 		return r;
-	if (o.debug)
+	if (o->debug)
 		log_setup("sbxfs", NULL, LOG_DEBUG, true);
-	if (o.foreground && o.log_path) {
-		FILE *f = fopen(o.log_path, "ae");
+	if (o->foreground && o->log_path) {
+		FILE *f = fopen(o->log_path, "ae");
 		if (!f) {
-			log_error("cannot open the log file %s: %s", o.log_path, strerror(errno));
+			log_error("cannot open the log file %s: %s", o->log_path, strerror(errno));
 			return 1;
 		}
-		log_setup("sbxfs", f, o.debug ? LOG_DEBUG : LOG_INFO, true);
+		log_setup("sbxfs", f, o->debug ? LOG_DEBUG : LOG_INFO, true);
 	}
 	raise_fd_limit();
 	umask(0); /* the kernel already applied the caller's umask */
-	if (check_mountpoint(o.mountpoint) < 0)
+	if (check_mountpoint(o->mountpoint) < 0)
 		return 1;
-	if (view_open(&v, &o.view, err, sizeof(err)) < 0) {
+	if (view_open(&v, &o->view, err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		return 1;
 	}
-	if (stage_setup(&v, &o.view, err, sizeof(err)) < 0) {
+	if (stage_setup(&v, &o->view, err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		view_end(&v);
 		return 1;
 	}
-	v.journal = journal_new(o.view.home, o.view.user, o.view.thread);
+	v.journal = journal_new(o->view.home, o->view.user, o->view.thread);
 	if (!v.journal) {
 		log_error("cannot build the view: %s", strerror(ENOMEM));
 		view_end(&v);
@@ -810,13 +816,13 @@ int main(int argc, char **argv)
 	/* A view that cannot watch would show host edits up to a second
 	 * late, or later than its cache promised: it says so and is not
 	 * mounted, rather than mounted to keep less than it says. */
-	if (o.view.host_watch && o.view.timeout_watched > o.view.timeout &&
-	    !(v.watch = watch_new(&v, o.view.max_watches, err, sizeof(err)))) {
+	if (o->view.host_watch && o->view.timeout_watched > o->view.timeout &&
+	    !(v.watch = watch_new(&v, o->view.max_watches, err, sizeof(err)))) {
 		char hint[256];
 		watch_limit_hint(errno, hint, sizeof(hint));
 		log_error("cannot watch the backing directories for host edits: %s%s; or mount"
 			  " with --host-watch=off (host edits then show up within %g s)",
-			  err, hint, o.view.timeout);
+			  err, hint, o->view.timeout);
 		view_end(&v);
 		return 1;
 	}
@@ -829,15 +835,15 @@ int main(int argc, char **argv)
 		v.creds_switch = r == 0;
 	}
 	/* Before the mount: a thread another host holds is not mounted. */
-	if ((r = owner_acquire(o.view.home, o.view.user, o.view.thread, o.host, o.lease_wait_ms,
-			       &owner, err, sizeof(err))) < 0) {
+	if ((r = owner_acquire(o->view.home, o->view.user, o->view.thread, o->host,
+			       o->lease_wait_ms, &owner, err, sizeof(err))) < 0) {
 		log_error("%s", err);
 		watch_free(v.watch);
 		view_end(&v);
 		return r == -EBUSY || r == -EUSERS ? LEASE_EXIT_REFUSED : 1;
 	}
-	if (!o.foreground) {
-		logfd = open_log(&o);
+	if (!o->foreground) {
+		logfd = open_log(o);
 		if (logfd < 0) {
 			log_error("cannot open the log file: %s", strerror(-logfd));
 			view_end(&v);
@@ -854,7 +860,7 @@ int main(int argc, char **argv)
 		}
 		if (pid > 0) {
 			close(pipefd[1]);
-			r = wait_ready(pipefd[0], pid, o.mountpoint, o.log_file);
+			r = wait_ready(pipefd[0], pid, o->mountpoint, o->log_file);
 			owner_free(owner, false); /* the child's now */
 			watch_free(v.watch);
 			view_end(&v);
@@ -864,16 +870,16 @@ int main(int argc, char **argv)
 		setsid();
 	}
 
-	se = session_new(&o, &v);
+	se = session_new(o, &v);
 	if (!se) {
-		log_error("invalid FUSE options '%s'", o.fuse_opts);
+		log_error("invalid FUSE options '%s'", o->fuse_opts);
 		owner_free(owner, true);
 		view_end(&v);
 		return 1;
 	}
 	v.session = se;
-	if (fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, o.mountpoint) != 0) {
-		log_error("cannot mount %s (see the message above)", o.mountpoint);
+	if (fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, o->mountpoint) != 0) {
+		log_error("cannot mount %s (see the message above)", o->mountpoint);
 		owner_free(owner, true);
 		fuse_session_destroy(se);
 		view_end(&v);
@@ -883,7 +889,7 @@ int main(int argc, char **argv)
 		log_warn(
 			"every write costs a second request (security.capability): cannot hook the FUSE channel: %s",
 			strerror(-r));
-	if (!o.foreground) {
+	if (!o->foreground) {
 		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (devnull >= 0) {
 			dup2(devnull, STDIN_FILENO);
@@ -899,16 +905,16 @@ int main(int argc, char **argv)
 	}
 	if (v.watch && (r = watch_start(v.watch, se)) < 0) {
 		log_warn("host-side edits show up within %g s: cannot start the watch thread: %s",
-			 o.view.timeout, strerror(-r));
+			 o->view.timeout, strerror(-r));
 		watch_free(v.watch);
 		v.watch = NULL;
 		v.timeout_watched = v.timeout;
 	}
 	/* No request is served before the loop runs, so the gate may start
 	 * this late: its messages then go to the log. */
-	stage_sweep(&v, &o.view);
+	stage_sweep(&v, &o->view);
 	if ((r = owner_start(owner, lease_lost, NULL, err, sizeof(err))) < 0 ||
-	    services_start(&o.view, &v, owner) < 0) {
+	    services_start(&o->view, &v, owner) < 0) {
 		log_error("%s",
 			  r < 0 ? err : "cannot start the read-before-write gate: out of memory");
 		owner_free(owner, true);
@@ -917,10 +923,10 @@ int main(int argc, char **argv)
 		view_end(&v);
 		return 1;
 	}
-	log_info("mounted %s/%s at %s (read-before-write: %s%s)", o.view.user, o.view.thread,
-		 o.mountpoint, gate_mode_name((enum gate_mode)o.view.rbw),
-		 o.view.rbw_unlink ? ", unlink too" : "");
-	r = run_loop(&o, se);
+	log_info("mounted %s/%s at %s (read-before-write: %s%s)", o->view.user, o->view.thread,
+		 o->mountpoint, gate_mode_name((enum gate_mode)o->view.rbw),
+		 o->view.rbw_unlink ? ", unlink too" : "");
+	r = run_loop(o, se);
 	if (owner_lost(owner)) /* at once: the store may not answer the rest */
 		fuse_session_unmount(se);
 	watch_free(v.watch);
@@ -941,8 +947,8 @@ int main(int argc, char **argv)
 	/* libfuse reports the signal that ended the loop as its result. */
 	bool clean = !lost[0] && (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP);
 	if (lost[0])
-		log_error("unmounted %s: it lost its thread's lease (%s)", o.mountpoint, lost);
+		log_error("unmounted %s: it lost its thread's lease (%s)", o->mountpoint, lost);
 	else
-		log_info("unmounted %s (%s)", o.mountpoint, clean ? "clean" : "loop error");
+		log_info("unmounted %s (%s)", o->mountpoint, clean ? "clean" : "loop error");
 	return clean ? 0 : 1;
 }

@@ -166,9 +166,12 @@ static int add_root(struct view *v, struct inode *parent, struct synth *s, const
 	root->name = name;
 	root->read_only = ro;
 	root->uploads = uploads;
-	snprintf(root->host, sizeof(root->host), "%s", host);
-	root->top = inode_add_fixed(v->inodes, parent, name, fd, &st, dom, root, NULL);
+	root->host = strdup(host);
+	root->top = root->host ? inode_add_fixed(v->inodes, parent, name, fd, &st, dom, root, NULL)
+			       : NULL;
 	if (!root->top) {
+		free(root->host);
+		root->host = NULL;
 		close(fd);
 		return fail(err, errlen, -ENOMEM, "cannot add %s", name);
 	}
@@ -434,6 +437,10 @@ void view_release(struct view *v, struct inode *ino, const struct stat *st)
 
 void view_close(struct view *v)
 {
+	for (size_t i = 0; i < v->nroots; i++) {
+		free(v->roots[i].host);
+		v->roots[i].host = NULL;
+	}
 	inode_table_free(v->inodes);
 	v->inodes = NULL;
 	skills_free(v->skills);

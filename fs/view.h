@@ -87,8 +87,8 @@ struct view_config {
 };
 
 struct root {
-	const char *name;    /* entry name in its synthetic parent */
-	char host[PATH_MAX]; /* for messages only, never for access */
+	const char *name; /* entry name in its synthetic parent */
+	char *host;	  /* for messages only, never for access (the view's) */
 	bool read_only;
 	bool uploads;
 	bool counted; /* the thread's own: under its quota */
