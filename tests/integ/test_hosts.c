@@ -177,6 +177,16 @@ START_TEST(test_hosts_take_over_after_a_crash)
 }
 END_TEST
 
+/* True once the log at PATH says its view unmounted for its lease. */
+static bool says_it_lost_its_lease(const char *path)
+{
+	char *log = read_file(path);
+	bool r = log && strstr(log, "it lost its thread's lease");
+
+	free(log);
+	return r;
+}
+
 /* A partition (the holder's daemon stopped: no heartbeat): the other
  * host takes the thread over once the lease expired; the stale holder,
  * back, unmounts, saying why; what it still did meanwhile reaches no
@@ -198,7 +208,10 @@ START_TEST(test_hosts_stale_owner_is_fenced)
 	/* It may still serve this, or be gone: either way no row of it. */
 	sh("echo a > '%s' 2>/dev/null", ws_of(&a, "a-late"));
 	ck_assert(eventually(is_not_mounted, a.mnt));
-	char *log = read_file(fmt_cmd("%s/log/sbxfs-u-t.log", home));
+	/* its last line comes after the unmount */
+	char *path = fmt_cmd("%s/log/sbxfs-u-t.log", home);
+	ck_assert(eventually(says_it_lost_its_lease, path));
+	char *log = read_file(path);
 	/* Back, it learns it first from its watchdog (its clock ran past
 	 * the lease) or from its heartbeat (the store names the new owner). */
 	ck_assert_msg(strstr(log, "lost the lease of u/t: host b took it over (token 2; this"
