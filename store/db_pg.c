@@ -10,10 +10,10 @@
  * committed before the next writer takes any (a follower reading the
  * journal by id never skips a row that commits late). */
 #include "db_int.h"
+#include "libpq.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +23,7 @@
 
 struct pg {
 	struct db base;
+	const struct libpq *pq; /* libpq's functions */
 	PGconn *conn;
 	unsigned next_name;   /* of prepared statements */
 	unsigned generation;  /* of the connection: one more at each reconnection */
@@ -67,7 +68,7 @@ static struct pg_stmt *stmt_of(struct db_stmt *st)
 
 static void say(struct pg *p, const char *what)
 {
-	const char *msg = PQerrorMessage(p->conn);
+	const char *msg = p->pq->PQerrorMessage(p->conn);
 	size_t n = strlen(msg);
 
 	while (n && msg[n - 1] == '\n')
@@ -77,9 +78,9 @@ static void say(struct pg *p, const char *what)
 }
 
 /* A failed result's SQLSTATE as an errno value. */
-static int pg_errno(const PGresult *res)
+static int pg_errno(const struct pg *p, const PGresult *res)
 {
-	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *state = res ? p->pq->PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 
 	if (!state)
 		return -ECONNRESET; /* no answer: the connection */
@@ -104,16 +105,16 @@ static int pg_errno(const PGresult *res)
  * else -errno with the reason said (RES freed). */
 static int checked(struct pg *p, PGresult *res, bool keep)
 {
-	ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+	ExecStatusType st = res ? p->pq->PQresultStatus(res) : PGRES_FATAL_ERROR;
 
 	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
 		if (!keep)
-			PQclear(res);
+			p->pq->PQclear(res);
 		return 0;
 	}
-	int r = pg_errno(res);
+	int r = pg_errno(p, res);
 	say(p, NULL);
-	PQclear(res);
+	p->pq->PQclear(res);
 	return r;
 }
 
@@ -123,8 +124,8 @@ static int checked(struct pg *p, PGresult *res, bool keep)
  * done again. 0 if it did. */
 static int reconnect(struct pg *p)
 {
-	PQreset(p->conn);
-	if (PQstatus(p->conn) != CONNECTION_OK) {
+	p->pq->PQreset(p->conn);
+	if (p->pq->PQstatus(p->conn) != CONNECTION_OK) {
 		say(p, "lost the connection to PostgreSQL");
 		return -ECONNRESET;
 	}
@@ -132,7 +133,7 @@ static int reconnect(struct pg *p)
 	if (p->listening[0]) {
 		char sql[96];
 		snprintf(sql, sizeof(sql), "LISTEN \"%s\"", p->listening);
-		PQclear(PQexec(p->conn, sql));
+		p->pq->PQclear(p->pq->PQexec(p->conn, sql));
 	}
 	return 0;
 }
@@ -148,7 +149,7 @@ static void pg_close(struct db *db)
 		p->idle = s->next;
 		stmt_free(s);
 	}
-	PQfinish(p->conn);
+	p->pq->PQfinish(p->conn);
 	free(db);
 }
 
@@ -163,33 +164,33 @@ static int pg_exec(struct db *db, const char *sql)
 {
 	struct pg *p = pg_of(db);
 	bool in_tx = pg_in_transaction(db);
-	int r = checked(p, PQexec(p->conn, sql), false);
+	int r = checked(p, p->pq->PQexec(p->conn, sql), false);
 
 	/* Outside a transaction a command lost with its connection is
 	 * taken again, once; inside one, the transaction is lost with it. */
 	if (r == -ECONNRESET && !in_tx && reconnect(p) == 0)
-		r = checked(p, PQexec(p->conn, sql), false);
+		r = checked(p, p->pq->PQexec(p->conn, sql), false);
 	return r;
 }
 
 static int pg_version(struct db *db)
 {
 	struct pg *p = pg_of(db);
-	PGresult *res = PQexec(p->conn, "SELECT to_regclass('sbx_schema') IS NOT NULL");
+	PGresult *res = p->pq->PQexec(p->conn, "SELECT to_regclass('sbx_schema') IS NOT NULL");
 	int r = checked(p, res, true), v = 0;
 
 	if (r < 0)
 		return r;
-	bool exists = PQntuples(res) == 1 && !strcmp(PQgetvalue(res, 0, 0), "t");
-	PQclear(res);
+	bool exists = p->pq->PQntuples(res) == 1 && !strcmp(p->pq->PQgetvalue(res, 0, 0), "t");
+	p->pq->PQclear(res);
 	if (!exists)
 		return 0;
-	res = PQexec(p->conn, "SELECT max(version) FROM sbx_schema");
+	res = p->pq->PQexec(p->conn, "SELECT max(version) FROM sbx_schema");
 	if ((r = checked(p, res, true)) < 0)
 		return r;
-	if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
-		v = atoi(PQgetvalue(res, 0, 0));
-	PQclear(res);
+	if (p->pq->PQntuples(res) == 1 && !p->pq->PQgetisnull(res, 0, 0))
+		v = atoi(p->pq->PQgetvalue(res, 0, 0));
+	p->pq->PQclear(res);
 	return v;
 }
 
@@ -216,15 +217,18 @@ static int pg_commit(struct db *db)
 
 static bool pg_in_transaction(const struct db *db)
 {
-	PGTransactionStatusType t = PQtransactionStatus(pg_of(db)->conn);
+	const struct pg *p = pg_of(db);
+	PGTransactionStatusType t = p->pq->PQtransactionStatus(p->conn);
 
 	return t == PQTRANS_INTRANS || t == PQTRANS_INERROR || t == PQTRANS_ACTIVE;
 }
 
 static void pg_rollback(struct db *db)
 {
+	struct pg *p = pg_of(db);
+
 	if (pg_in_transaction(db))
-		PQclear(PQexec(pg_of(db)->conn, "ROLLBACK"));
+		p->pq->PQclear(p->pq->PQexec(p->conn, "ROLLBACK"));
 }
 
 /* SQL with `?` numbered as $1, $2... (not inside quotes): a copy, and the
@@ -255,13 +259,14 @@ static char *numbered(const char *sql, int *n)
 static void drop_row(struct pg_stmt *s)
 {
 	for (int i = 0; i < s->nblobs; i++) {
-		PQfreemem(s->blobs[i]);
+		pg_of(s->base.db)->pq->PQfreemem(s->blobs[i]);
 		s->blobs[i] = NULL;
 	}
 }
 
 static void pg_reset(struct db_stmt *st)
 {
+	const struct libpq *pq = pg_of(st->db)->pq;
 	struct pg_stmt *s = stmt_of(st);
 
 	drop_row(s);
@@ -270,7 +275,7 @@ static void pg_reset(struct db_stmt *st)
 	s->blobs = NULL;
 	s->blob_lens = NULL;
 	s->nblobs = 0;
-	PQclear(s->res);
+	pq->PQclear(s->res);
 	s->res = NULL;
 	s->row = -1;
 	for (int i = 0; i < s->nparams; i++) {
@@ -303,7 +308,7 @@ static void pg_finalize(struct db_stmt *st)
 	pg_reset(st);
 	s->next = p->idle;
 	p->idle = s;
-	if (++p->nidle <= IDLE_MAX || PQtransactionStatus(p->conn) == PQTRANS_INERROR)
+	if (++p->nidle <= IDLE_MAX || p->pq->PQtransactionStatus(p->conn) == PQTRANS_INERROR)
 		return;
 	struct pg_stmt **last = &p->idle;
 	while ((*last)->next)
@@ -311,10 +316,10 @@ static void pg_finalize(struct db_stmt *st)
 	struct pg_stmt *old = *last;
 	*last = NULL;
 	p->nidle--;
-	if (PQstatus(p->conn) == CONNECTION_OK && old->generation == p->generation) {
+	if (p->pq->PQstatus(p->conn) == CONNECTION_OK && old->generation == p->generation) {
 		char sql[48];
 		snprintf(sql, sizeof(sql), "DEALLOCATE %s", old->name);
-		PQclear(PQexec(p->conn, sql));
+		p->pq->PQclear(p->pq->PQexec(p->conn, sql));
 	}
 	stmt_free(old);
 }
@@ -360,7 +365,7 @@ static int pg_prepare(struct db *db, const char *sql, struct db_stmt **out)
 	s->sql = text;
 	text = NULL;
 	s->generation = p->generation;
-	if ((r = checked(p, PQprepare(p->conn, s->name, s->sql, n, NULL), false)) < 0)
+	if ((r = checked(p, p->pq->PQprepare(p->conn, s->name, s->sql, n, NULL), false)) < 0)
 		goto fail;
 	*out = &s->base;
 	return 0;
@@ -421,13 +426,14 @@ static void pg_bind_null(struct db_stmt *st, int i)
 static PGresult *run(struct pg *p, struct pg_stmt *s)
 {
 	if (s->generation != p->generation) {
-		PGresult *res = PQprepare(p->conn, s->name, s->sql, s->nparams, NULL);
-		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		PGresult *res = p->pq->PQprepare(p->conn, s->name, s->sql, s->nparams, NULL);
+		if (p->pq->PQresultStatus(res) != PGRES_COMMAND_OK)
 			return res; /* the failure, to say */
-		PQclear(res);
+		p->pq->PQclear(res);
 		s->generation = p->generation;
 	}
-	return PQexecPrepared(p->conn, s->name, s->nparams, s->values, s->lengths, s->formats, 0);
+	return p->pq->PQexecPrepared(p->conn, s->name, s->nparams, s->values, s->lengths,
+				     s->formats, 0);
 }
 
 static int pg_step(struct db_stmt *st)
@@ -444,7 +450,7 @@ static int pg_step(struct db_stmt *st)
 		if (r < 0)
 			return r;
 		s->res = res;
-		s->nblobs = PQnfields(res);
+		s->nblobs = p->pq->PQnfields(res);
 		s->blobs = calloc((size_t)s->nblobs + 1, sizeof(*s->blobs));
 		s->blob_lens = calloc((size_t)s->nblobs + 1, sizeof(*s->blob_lens));
 		if (!s->blobs || !s->blob_lens) {
@@ -454,8 +460,8 @@ static int pg_step(struct db_stmt *st)
 		}
 	}
 	drop_row(s);
-	if (s->row + 1 >= PQntuples(s->res)) {
-		s->row = PQntuples(s->res);
+	if (s->row + 1 >= p->pq->PQntuples(s->res)) {
+		s->row = p->pq->PQntuples(s->res);
 		return 0;
 	}
 	s->row++;
@@ -464,25 +470,28 @@ static int pg_step(struct db_stmt *st)
 
 static int64_t pg_changes(struct db_stmt *st)
 {
+	const struct libpq *pq = pg_of(st->db)->pq;
 	struct pg_stmt *s = stmt_of(st);
-	const char *n = s->res ? PQcmdTuples(s->res) : "";
+	const char *n = s->res ? pq->PQcmdTuples(s->res) : "";
 
 	return *n ? strtoll(n, NULL, 10) : 0;
 }
 
 static bool pg_col_null(struct db_stmt *st, int i)
 {
+	const struct libpq *pq = pg_of(st->db)->pq;
 	struct pg_stmt *s = stmt_of(st);
 
-	return !s->res || s->row < 0 || s->row >= PQntuples(s->res) || i >= PQnfields(s->res) ||
-	       PQgetisnull(s->res, s->row, i);
+	return !s->res || s->row < 0 || s->row >= pq->PQntuples(s->res) ||
+	       i >= pq->PQnfields(s->res) || pq->PQgetisnull(s->res, s->row, i);
 }
 
 static const char *pg_col_text(struct db_stmt *st, int i)
 {
+	const struct libpq *pq = pg_of(st->db)->pq;
 	struct pg_stmt *s = stmt_of(st);
 
-	return pg_col_null(st, i) ? "" : PQgetvalue(s->res, s->row, i);
+	return pg_col_null(st, i) ? "" : pq->PQgetvalue(s->res, s->row, i);
 }
 
 static int64_t pg_col_int64(struct db_stmt *st, int i)
@@ -495,14 +504,16 @@ static int64_t pg_col_int64(struct db_stmt *st, int i)
 
 static const void *pg_col_blob(struct db_stmt *st, int i, size_t *len)
 {
+	const struct libpq *pq = pg_of(st->db)->pq;
 	struct pg_stmt *s = stmt_of(st);
 
 	*len = 0;
 	if (pg_col_null(st, i) || i >= s->nblobs)
 		return NULL;
 	if (!s->blobs[i]) {
-		s->blobs[i] = PQunescapeBytea((const unsigned char *)PQgetvalue(s->res, s->row, i),
-					      &s->blob_lens[i]);
+		s->blobs[i] = pq->PQunescapeBytea((const unsigned char *)pq->PQgetvalue(s->res,
+											s->row, i),
+						  &s->blob_lens[i]);
 		if (!s->blobs[i])
 			return NULL;
 	}
@@ -513,24 +524,25 @@ static const void *pg_col_blob(struct db_stmt *st, int i, size_t *len)
 static int pg_listen(struct db *db, const char *channel)
 {
 	struct pg *p = pg_of(db);
-	char *quoted = PQescapeIdentifier(p->conn, channel, strlen(channel));
+	char *quoted = p->pq->PQescapeIdentifier(p->conn, channel, strlen(channel));
 	char sql[160];
 	int r;
 
 	if (!strcmp(p->listening, channel)) {
-		PQfreemem(quoted);
-		return PQsocket(p->conn); /* the connection's now: a new one after a reconnection */
+		p->pq->PQfreemem(quoted);
+		return p->pq->PQsocket(
+			p->conn); /* the connection's now: a new one after a reconnection */
 	}
 	if (!quoted) {
 		say(p, NULL);
 		return -ENOMEM;
 	}
 	snprintf(sql, sizeof(sql), "LISTEN %s", quoted);
-	PQfreemem(quoted);
+	p->pq->PQfreemem(quoted);
 	if ((r = pg_exec(db, sql)) < 0)
 		return r;
 	snprintf(p->listening, sizeof(p->listening), "%s", channel);
-	return PQsocket(p->conn);
+	return p->pq->PQsocket(p->conn);
 }
 
 static int pg_heard(struct db *db)
@@ -539,14 +551,14 @@ static int pg_heard(struct db *db)
 	PGnotify *n;
 	int heard = 0;
 
-	if (!PQconsumeInput(p->conn) || PQstatus(p->conn) == CONNECTION_BAD) {
+	if (!p->pq->PQconsumeInput(p->conn) || p->pq->PQstatus(p->conn) == CONNECTION_BAD) {
 		say(p, NULL);
 		/* Heard of as a change: the caller reads, on the new one. */
 		return reconnect(p) == 0 ? 1 : -ECONNRESET;
 	}
-	while ((n = PQnotifies(p->conn))) {
+	while ((n = p->pq->PQnotifies(p->conn))) {
 		heard = 1;
-		PQfreemem(n);
+		p->pq->PQfreemem(n);
 	}
 	return heard;
 }
@@ -596,9 +608,13 @@ int db_pg_open(const char *conninfo, struct db **out, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	p->base.ops = &pg_ops;
-	p->conn = PQconnectdb(conninfo);
-	if (!p->conn || PQstatus(p->conn) != CONNECTION_OK) {
-		const char *msg = p->conn ? PQerrorMessage(p->conn) : "out of memory";
+	if (!(p->pq = libpq_load(err, errlen))) {
+		free(p);
+		return -ENOPKG;
+	}
+	p->conn = p->pq->PQconnectdb(conninfo);
+	if (!p->conn || p->pq->PQstatus(p->conn) != CONNECTION_OK) {
+		const char *msg = p->conn ? p->pq->PQerrorMessage(p->conn) : "out of memory";
 		size_t n = strlen(msg);
 		while (n && msg[n - 1] == '\n')
 			n--;
@@ -609,11 +625,11 @@ int db_pg_open(const char *conninfo, struct db **out, char *err, size_t errlen)
 		pg_close(&p->base);
 		return -ECONNREFUSED;
 	}
-	PQsetNoticeProcessor(p->conn, quiet, NULL);
+	p->pq->PQsetNoticeProcessor(p->conn, quiet, NULL);
 	/* File names, link targets and command names are bytes (any but
 	 * NUL), as they are in SQLite's TEXT: a database that checks its
 	 * text as UTF-8 would refuse a record of one that is not. */
-	const char *enc = PQparameterStatus(p->conn, "server_encoding");
+	const char *enc = p->pq->PQparameterStatus(p->conn, "server_encoding");
 	if (!enc || strcmp(enc, "SQL_ASCII")) {
 		snprintf(err, errlen,
 			 "the database's encoding is %s: sbx keeps file names as bytes; create "

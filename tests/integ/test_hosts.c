@@ -362,6 +362,28 @@ START_TEST(test_hosts_unanswered_store_ends_the_view)
 }
 END_TEST
 
+/* libpq is loaded for a PostgreSQL store only: a view on SQLite maps
+ * neither it nor the libraries it needs (Kerberos, LDAP, TLS). */
+START_TEST(test_hosts_libpq_only_for_a_postgresql_store)
+{
+	const char *home = hosts_home("10", NULL);
+	struct tview v;
+
+	ck_assert_int_eq(mount_as(&v, home, "t", "a", NULL), 0);
+	int pid = (int)daemon_of(&v);
+	bool libpq = sh("grep -q /libpq.so /proc/%d/maps", pid) == 0;
+	bool krb5 = sh("grep -q /libkrb5 /proc/%d/maps", pid) == 0;
+	ck_assert_msg(libpq == pg_mode() && krb5 == pg_mode(), "libpq %s, krb5 %s on %s",
+		      libpq ? "mapped" : "not mapped", krb5 ? "mapped" : "not mapped",
+		      pg_mode() ? "PostgreSQL" : "SQLite");
+	/* An sbx command on SQLite does not need it either. */
+	if (!pg_mode())
+		ck_assert_int_ne(sh("readelf -d '%s' | grep -q libpq", test_bin("sbx")), 0);
+	/* And one on PostgreSQL loads it, and works. */
+	ck_assert_int_eq(sh("'%s' --home '%s' hosts > /dev/null", test_bin("sbx"), home), 0);
+}
+END_TEST
+
 Suite *suite_view_hosts(void)
 {
 	Suite *s = suite_create("view_hosts");
@@ -374,6 +396,7 @@ Suite *suite_view_hosts(void)
 	tcase_add_test(tc, test_hosts_capacity_and_fail_closed);
 	tcase_add_test(tc, test_hosts_two_brokers_one_store);
 	tcase_add_test(tc, test_hosts_unanswered_store_ends_the_view);
+	tcase_add_test(tc, test_hosts_libpq_only_for_a_postgresql_store);
 	suite_add_tcase(s, tc);
 	return s;
 }
