@@ -292,10 +292,11 @@ static int scan_end(struct scan *sc, int r)
 }
 
 /* Snapshots the thread in ROOTS with at most MAX files into the store,
- * contents kept by SC; files unchanged since KNOWN (or NULL) not read. */
+ * contents kept by SC; files unchanged since KNOWN (snapshot KNOWN_ID,
+ * or NULL) not read, and the snapshot kept as its differences from it. */
 static int take(struct scan *sc, const struct thread_roots *roots, const char *user,
-		const char *thread, size_t max, const struct snapshot *known, struct snapshot *snap,
-		int64_t *id)
+		const char *thread, size_t max, int64_t known_id, const struct snapshot *known,
+		struct snapshot *snap, int64_t *id)
 {
 	struct store *s = sc->store;
 	int r;
@@ -309,7 +310,8 @@ static int take(struct scan *sc, const struct thread_roots *roots, const char *u
 			strerror(-r));
 		return r;
 	}
-	r = store_snapshot_save(s, user, thread, snap, max, realtime_ns(), id);
+	r = store_snapshot_save_since(s, user, thread, snap, max, realtime_ns(), known_id, known,
+				      id);
 	if (r < 0)
 		fprintf(stderr, "sbx: run: cannot record the snapshot: %s\n", strerror(-r));
 	return r;
@@ -588,16 +590,19 @@ int run_finish(struct store *s, const char *home, struct store_run *run, enum fo
 		goto done;
 	views_each(home, run->user, run->thread, view_sync, NULL);
 	/* The run's window closes here: what it changed is what the journal
-	 * has by now, and undo takes a change after it for someone else's.
-	 * A file's ctime comes from the kernel's coarse clock, up to a tick
-	 * behind this one: the wait makes any later change's ctime later. */
+	 * has by now, and undo takes a change after it for someone else's. */
 	int64_t closes = realtime_ns();
-	realtime_coarse_pass(closes);
 	r = runlog_load(s, run->user, run->thread, run->begun_ns, closes, &journal);
 	if (r < 0) {
 		fprintf(stderr, "sbx: run end: cannot read the journal: %s\n", strerror(-r));
 		goto done;
 	}
+	/* A file's ctime comes from the kernel's coarse clock, up to a tick
+	 * behind this one: the scan begins once that clock is past CLOSES,
+	 * so a change it sees after the window has a later ctime. (Waited
+	 * for here, not before the journal's load: that load is a tick's
+	 * time or more, so there is seldom anything left to wait.) */
+	realtime_coarse_pass(closes);
 	/* The thread is known to hold as many files as it did, plus those
 	 * the views created: the second scan may see that many, so a run
 	 * that only added files through a view is scanned whole. The limits
@@ -620,8 +625,8 @@ int run_finish(struct store *s, const char *home, struct store_run *run, enum fo
 			r = store_snapshot_save(s, run->user, run->thread, &after, n, realtime_ns(),
 						&after_id);
 	} else {
-		r = take(&scan, &roots, run->user, run->thread, end_max, &before, &after,
-			 &after_id);
+		r = take(&scan, &roots, run->user, run->thread, end_max, run->before_snapshot,
+			 &before, &after, &after_id);
 		if (r == 0)
 			r = scan_end(&scan, runlog_complete(&journal, &before, &after, roots.ws,
 							    roots.out, keep_blob, &scan));
@@ -719,7 +724,7 @@ int run_snapshot(struct store *s, const struct thread_roots *roots, const char *
 {
 	struct scan scan = { .store = s };
 	struct snapshot snap;
-	int r = take(&scan, roots, user, thread, max, NULL, &snap, id);
+	int r = take(&scan, roots, user, thread, max, 0, NULL, &snap, id);
 
 	if (r == 0)
 		snapshot_free(&snap);

@@ -71,6 +71,8 @@ struct snapshot {
 	bool truncated;	  /* more files existed than MAX_FILES */
 	size_t max_files; /* the limit it was taken with (0: unknown) */
 	uint64_t bytes_hashed;
+	int64_t base; /* as loaded: kept as its differences from snapshot
+		       * BASE (0: kept whole) */
 };
 
 /* Called now and then during a scan with the files recorded so far. */

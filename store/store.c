@@ -140,6 +140,11 @@ static const char *const lite_migrations[STORE_SCHEMA_VERSION] = {
 	"ALTER TABLE leases ADD COLUMN holders INTEGER NOT NULL DEFAULT 1;"
 	"ALTER TABLE snapshot_files ADD COLUMN ino INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE snapshot_files ADD COLUMN ctime_ns INTEGER NOT NULL DEFAULT 0;",
+	/* 12 -> 13: a snapshot kept as its differences from another, whole
+	 * one (BASE): its rows are the files that differ, each at its place
+	 * (seq), and those gone; a run's end scan, against its first. */
+	"ALTER TABLE snapshots ADD COLUMN base INTEGER;"
+	"ALTER TABLE snapshot_files ADD COLUMN gone INTEGER NOT NULL DEFAULT 0;",
 };
 
 /* PostgreSQL's: its first step makes the schema of version 10 whole (the
@@ -219,16 +224,18 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 	[11] = "ALTER TABLE leases ADD COLUMN holders INTEGER NOT NULL DEFAULT 1;"
 	       "ALTER TABLE snapshot_files ADD COLUMN ino BIGINT NOT NULL DEFAULT 0;"
 	       "ALTER TABLE snapshot_files ADD COLUMN ctime_ns BIGINT NOT NULL DEFAULT 0;",
+	[12] = "ALTER TABLE snapshots ADD COLUMN base BIGINT;"
+	       "ALTER TABLE snapshot_files ADD COLUMN gone INTEGER NOT NULL DEFAULT 0;",
 };
 
 /* A snapshot's files go in SNAP_BATCH rows a statement: a round trip
  * each on PostgreSQL, and fewer steps on SQLite (its default limit of
- * parameters, 32,766, is far above this 896). */
+ * parameters, 32,766, is far above this 960). */
 #define SNAP_FILES_INSERT                                                               \
 	"INSERT INTO snapshot_files (snapshot, seq, path, root, symlink, target, size," \
-	" mtime_ns, sha256, sensitive, \"binary\", large, ino, ctime_ns) VALUES "
-#define SNAP_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-#define SNAP_ROW_PARAMS 14
+	" mtime_ns, sha256, sensitive, \"binary\", large, ino, ctime_ns, gone) VALUES "
+#define SNAP_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#define SNAP_ROW_PARAMS 15
 #define SNAP_ROWS_2 SNAP_ROW ", " SNAP_ROW
 #define SNAP_ROWS_4 SNAP_ROWS_2 ", " SNAP_ROWS_2
 #define SNAP_ROWS_8 SNAP_ROWS_4 ", " SNAP_ROWS_4
@@ -297,13 +304,14 @@ static const char *const stmt_sql[ST_COUNT] = {
 			  " cur_size, cur_mtime_ns, cur_sha256"
 			  " FROM audit WHERE \"user\" = ? AND thread = ? ORDER BY id",
 	[ST_SNAP_ADD] = "INSERT INTO snapshots (\"user\", thread, at_ns, files,"
-			" truncated, max_files) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+			" truncated, max_files, base) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
 	[ST_SNAP_FILE_ADD] = SNAP_FILES_INSERT SNAP_ROW,
 	[ST_SNAP_FILES_ADD] = SNAP_FILES_INSERT SNAP_ROWS_64,
-	[ST_SNAP_GET] = "SELECT truncated, max_files FROM snapshots WHERE id = ?",
-	[ST_SNAP_FILES] = "SELECT path, root, symlink, target, size, mtime_ns,"
-			  " sha256, sensitive, \"binary\", large, ino, ctime_ns FROM snapshot_files"
-			  " WHERE snapshot = ? ORDER BY seq",
+	[ST_SNAP_GET] = "SELECT truncated, max_files, base, files FROM snapshots WHERE id = ?",
+	[ST_SNAP_FILES] =
+		"SELECT path, root, symlink, target, size, mtime_ns, sha256,"
+		" sensitive, \"binary\", large, ino, ctime_ns, seq, gone FROM snapshot_files"
+		" WHERE snapshot = ? ORDER BY seq",
 	[ST_BLOB_PUT] = "INSERT INTO blobs (sha256, data) VALUES (?, ?) ON CONFLICT DO NOTHING",
 	[ST_BLOB_GET] = "SELECT data FROM blobs WHERE sha256 = ?",
 	[ST_BLOBS_GET] = "SELECT sha256, data FROM blobs WHERE sha256 IN (" BLOB_PARAMS_128 ")",
@@ -850,12 +858,105 @@ static int col_file(struct db_stmt *st, int col, struct snap_file *f)
 	return f->symlink && !f->target ? -ENOMEM : 0;
 }
 
-int store_snapshot_save(struct store *s, const char *user, const char *thread,
-			const struct snapshot *snap, size_t max_files, int64_t at_ns, int64_t *id)
+static const char *root_name(const char *root)
 {
-	int r = store_begin(s);
+	return !strncmp(root, "outputs", 7) ? "outputs" : "workspace";
+}
 
-	if (r < 0)
+/* A row of a snapshot's files: F at place SEQ, or F of the base gone. */
+struct snap_row {
+	const struct snap_file *f;
+	int64_t seq;
+	bool gone;
+};
+
+static int path_ptr_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const struct snap_file *const *)a)->path,
+		      (*(const struct snap_file *const *)b)->path);
+}
+
+/* The file of SORTED (N, by path) named PATH, or NULL. */
+static const struct snap_file *by_path(const struct snap_file *const *sorted, size_t n,
+				       const char *path)
+{
+	struct snap_file key = { .path = (char *)path }, *k = &key;
+	const struct snap_file *const *hit = bsearch(&k, sorted, n, sizeof(*sorted), path_ptr_cmp);
+
+	return hit ? *hit : NULL;
+}
+
+/* What a row of F stores: its inode and ctime only if settled. */
+static int64_t stored_ino(const struct snap_file *f)
+{
+	return f->settled ? (int64_t)f->ino : 0;
+}
+
+static int64_t stored_ctime(const struct snap_file *f)
+{
+	return f->settled ? f->ctime_ns : 0;
+}
+
+/* Whether F's row would store what B's does (all but its place). */
+static bool snap_row_same(const struct snap_file *f, const struct snap_file *b)
+{
+	return !strcmp(root_name(f->root), root_name(b->root)) && f->symlink == b->symlink &&
+	       !strcmp(f->target ? f->target : "", b->target ? b->target : "") &&
+	       (f->target != NULL) == (b->target != NULL) && f->size == b->size &&
+	       f->mtime_ns == b->mtime_ns && f->hashed == b->hashed &&
+	       (!f->hashed || !memcmp(f->sha256, b->sha256, SHA256_BYTES)) &&
+	       f->sensitive == b->sensitive && f->binary == b->binary && f->large == b->large &&
+	       stored_ino(f) == stored_ino(b) && stored_ctime(f) == stored_ctime(b);
+}
+
+/* The rows that keep SNAP: all its files, or against BASE (whole) those
+ * that differ from it and those of it gone. *ROWS is malloc'd. */
+static int snap_rows(const struct snapshot *snap, const struct snapshot *base,
+		     struct snap_row **rows, size_t *n)
+{
+	_cleanup_(freep) const struct snap_file **sorted = NULL;
+	_cleanup_(freep) bool *kept = NULL;
+	size_t nb = base ? base->n : 0;
+
+	*n = 0;
+	*rows = malloc((snap->n + nb + 1) * sizeof(**rows));
+	if (!*rows)
+		return -ENOMEM;
+	if (base) {
+		sorted = malloc((nb + 1) * sizeof(*sorted));
+		kept = calloc(nb + 1, sizeof(*kept));
+		if (!sorted || !kept)
+			return -ENOMEM;
+		for (size_t i = 0; i < nb; i++)
+			sorted[i] = &base->files[i];
+		qsort(sorted, nb, sizeof(*sorted), path_ptr_cmp);
+	}
+	for (size_t i = 0; i < snap->n; i++) {
+		const struct snap_file *f = &snap->files[i];
+		const struct snap_file *b = base ? by_path(sorted, nb, f->path) : NULL;
+		if (b)
+			kept[b - base->files] = true;
+		if (!b || !snap_row_same(f, b))
+			(*rows)[(*n)++] = (struct snap_row){ f, (int64_t)i, false };
+	}
+	for (size_t i = 0; i < nb; i++)
+		if (!kept[i])
+			(*rows)[(*n)++] = (struct snap_row){ &base->files[i], -1, true };
+	return 0;
+}
+
+int store_snapshot_save_since(struct store *s, const char *user, const char *thread,
+			      const struct snapshot *snap, size_t max_files, int64_t at_ns,
+			      int64_t base_id, const struct snapshot *base, int64_t *id)
+{
+	_cleanup_(freep) struct snap_row *rows = NULL;
+	size_t n;
+	/* A base is whole: loading one never takes more than two. */
+	if (!base || base->base)
+		base_id = 0, base = NULL;
+	int r = snap_rows(snap, base, &rows, &n);
+
+	if (r < 0 || (r = store_begin(s)) < 0)
 		return r;
 	{
 		_stmt_ st = thread_stmt(s, ST_SNAP_ADD, user, thread);
@@ -867,26 +968,31 @@ int store_snapshot_save(struct store *s, const char *user, const char *thread,
 		db_bind_int64(st, 4, (int64_t)snap->n);
 		db_bind_int64(st, 5, snap->truncated);
 		db_bind_int64(st, 6, (int64_t)max_files);
+		if (base_id)
+			db_bind_int64(st, 7, base_id);
+		else
+			db_bind_null(st, 7);
 		r = insert_id(s, st, "record a snapshot", id);
 	}
-	for (size_t i = 0; i < snap->n && r == 0;) {
-		size_t rows = snap->n - i >= SNAP_BATCH ? SNAP_BATCH : 1;
-		_stmt_ st = stmt(s, rows > 1 ? ST_SNAP_FILES_ADD : ST_SNAP_FILE_ADD);
+	for (size_t i = 0; i < n && r == 0;) {
+		size_t batch = n - i >= SNAP_BATCH ? SNAP_BATCH : 1;
+		_stmt_ st = stmt(s, batch > 1 ? ST_SNAP_FILES_ADD : ST_SNAP_FILE_ADD);
 
 		if (!st) {
 			r = -ENOMEM;
 			break;
 		}
-		for (size_t j = 0; j < rows; j++, i++) {
-			const struct snap_file *f = &snap->files[i];
+		for (size_t j = 0; j < batch; j++, i++) {
+			const struct snap_file *f = rows[i].f;
 			int at = (int)j * SNAP_ROW_PARAMS;
 			db_bind_int64(st, at + 1, *id);
-			db_bind_int64(st, at + 2, (int64_t)i);
+			db_bind_int64(st, at + 2, rows[i].seq);
 			db_bind_text(st, at + 3, f->path);
 			db_bind_text(st, at + 4, f->root);
 			bind_file(st, at + 5, f);
-			db_bind_int64(st, at + 13, f->settled ? (int64_t)f->ino : 0);
-			db_bind_int64(st, at + 14, f->settled ? f->ctime_ns : 0);
+			db_bind_int64(st, at + 13, stored_ino(f));
+			db_bind_int64(st, at + 14, stored_ctime(f));
+			db_bind_int64(st, at + 15, rows[i].gone);
 		}
 		r = exec_stmt(s, st, "record a snapshot's files");
 	}
@@ -897,16 +1003,39 @@ int store_snapshot_save(struct store *s, const char *user, const char *thread,
 	return r;
 }
 
-static const char *root_name(const char *root)
+int store_snapshot_save(struct store *s, const char *user, const char *thread,
+			const struct snapshot *snap, size_t max_files, int64_t at_ns, int64_t *id)
 {
-	return !strncmp(root, "outputs", 7) ? "outputs" : "workspace";
+	return store_snapshot_save_since(s, user, thread, snap, max_files, at_ns, 0, NULL, id);
 }
+
+/* Where a row read of a snapshot kept against a base goes: its place
+ * (seq), or gone. */
+struct snap_place {
+	int64_t seq;
+	bool gone;
+};
+
+/* A snapshot's rows as read: into SNAP, and with PLACED their places. */
+struct snap_read {
+	struct snapshot *snap;
+	bool placed;
+	struct snap_place *at;
+	size_t cap;
+};
 
 static int snap_file_row(struct db_stmt *st, void *ctx)
 {
-	struct snapshot *snap = ctx;
-	struct snap_file *f = snapshot_append(snap);
+	struct snap_read *rd = ctx;
+	struct snapshot *snap = rd->snap;
+	size_t i = snap->n;
 
+	if (rd->placed) {
+		if (array_grow(rd->at, i, rd->cap) < 0)
+			return -ENOMEM;
+		rd->at[i] = (struct snap_place){ db_col_int64(st, 12), db_col_int64(st, 13) != 0 };
+	}
+	struct snap_file *f = snapshot_append(snap);
 	if (!f)
 		return -ENOMEM;
 	f->path = strdup(col_text(st, 0));
@@ -922,11 +1051,63 @@ static int snap_file_row(struct db_stmt *st, void *ctx)
 	return 0;
 }
 
-int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out)
+/* Moves the whole snapshot of N files into OUT from BASE (whole) and
+ * DIFF (its rows against BASE, read into RD): DIFF's files at their
+ * places, BASE's others in their order in the rest (a scan's order is
+ * the same for the files both have). */
+static int snap_merge(struct snapshot *base, struct snapshot *diff, const struct snap_read *rd,
+		      size_t n, struct snapshot *out)
 {
+	_cleanup_(freep) const struct snap_file **sorted = malloc((diff->n + 1) * sizeof(*sorted));
+	_cleanup_(freep) bool *taken = calloc(n + 1, sizeof(*taken));
+	_cleanup_(freep) bool *differs = calloc(base->n + 1, sizeof(*differs));
+
+	if (!sorted || !taken || !differs || !(out->files = calloc(n + 1, sizeof(*out->files))))
+		return -ENOMEM;
+	out->cap = n + 1;
+	out->n = n; /* its places empty until filled: freed alike on an error */
+	for (size_t i = 0; i < diff->n; i++)
+		sorted[i] = &diff->files[i];
+	qsort(sorted, diff->n, sizeof(*sorted), path_ptr_cmp);
+	for (size_t i = 0; i < base->n; i++) /* changed or gone: DIFF says */
+		differs[i] = by_path(sorted, diff->n, base->files[i].path) != NULL;
+	for (size_t i = 0; i < diff->n; i++) {
+		int64_t seq = rd->at[i].seq;
+		if (rd->at[i].gone)
+			continue;
+		if (seq < 0 || (size_t)seq >= n || taken[seq])
+			return -EIO;
+		out->files[seq] = diff->files[i];
+		taken[seq] = true;
+		memset(&diff->files[i], 0, sizeof(diff->files[i])); /* moved */
+	}
+	size_t at = 0;
+	for (size_t i = 0; i < base->n; i++) {
+		if (differs[i])
+			continue;
+		while (at < n && taken[at])
+			at++;
+		if (at == n)
+			return -EIO;
+		out->files[at] = base->files[i];
+		taken[at] = true;
+		memset(&base->files[i], 0, sizeof(base->files[i]));
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!taken[i])
+			return -EIO;
+	return 0;
+}
+
+/* Reads snapshot ID into OUT (memset already): whole, or against its
+ * base, which DEPTH allows to be read (one level: a base is whole). */
+static int snap_load(struct store *s, int64_t id, struct snapshot *out, int depth)
+{
+	struct snapshot base = { 0 }, diff = { 0 };
+	struct snap_read rd = { .snap = out };
+	size_t n = 0;
 	int r;
 
-	memset(out, 0, sizeof(*out));
 	{
 		_stmt_ st = stmt(s, ST_SNAP_GET);
 		if (!st)
@@ -936,12 +1117,39 @@ int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out)
 			return r;
 		out->truncated = db_col_int64(st, 0) != 0;
 		out->max_files = (size_t)db_col_int64(st, 1);
+		out->base = db_col_null(st, 2) ? 0 : db_col_int64(st, 2);
+		n = (size_t)db_col_int64(st, 3);
+	}
+	if (out->base) {
+		if (depth > 0 || (r = snap_load(s, out->base, &base, depth + 1)) < 0) {
+			log_error("store: snapshot %lld: its base %lld cannot be read: %s",
+				  (long long)id, (long long)out->base,
+				  depth > 0 ? "it is not whole" : strerror(-r));
+			return depth > 0 ? -EIO : r;
+		}
+		rd.snap = &diff;
+		rd.placed = true;
 	}
 	_stmt_ st = stmt(s, ST_SNAP_FILES);
-	if (!st)
-		return -ENOMEM;
-	db_bind_int64(st, 1, id);
-	r = each_row(s, st, "read a snapshot", snap_file_row, out);
+	r = st ? 0 : -ENOMEM;
+	if (r == 0) {
+		db_bind_int64(st, 1, id);
+		r = each_row(s, st, "read a snapshot", snap_file_row, &rd);
+	}
+	if (r >= 0 && out->base && (r = snap_merge(&base, &diff, &rd, n, out)) == -EIO)
+		log_error("store: snapshot %lld does not fit its base %lld", (long long)id,
+			  (long long)out->base);
+	snapshot_free(&base);
+	snapshot_free(&diff);
+	free(rd.at);
+	return r < 0 ? r : 0;
+}
+
+int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out)
+{
+	memset(out, 0, sizeof(*out));
+	int r = snap_load(s, id, out, 0);
+
 	if (r < 0)
 		snapshot_free(out);
 	return r;

@@ -28,7 +28,7 @@
  * home (--store sets it, so that the programs they start agree). */
 #define STORE_ENV "SBX_STORE"
 #define STORE_TARGET_MAX 4160 /* a path (PATH_MAX) and more */
-#define STORE_SCHEMA_VERSION 12
+#define STORE_SCHEMA_VERSION 13
 
 struct store;
 
@@ -186,8 +186,16 @@ struct snapshot;
  * transaction; *ID receives its id. */
 int store_snapshot_save(struct store *s, const char *user, const char *thread,
 			const struct snapshot *snap, size_t max_files, int64_t at_ns, int64_t *id);
-/* Reads snapshot ID back into OUT (snapshot_free() it); -ENOENT if there
- * is none. */
+/* The same, kept as its differences from BASE, snapshot BASE_ID as
+ * loaded: the files that differ, each at its place, and those gone
+ * (whole if BASE is NULL or itself kept so: a load reads two at most).
+ * A run's end scan is mostly its first. */
+int store_snapshot_save_since(struct store *s, const char *user, const char *thread,
+			      const struct snapshot *snap, size_t max_files, int64_t at_ns,
+			      int64_t base_id, const struct snapshot *base, int64_t *id);
+/* Reads snapshot ID back into OUT (snapshot_free() it), whole however
+ * it is kept; -ENOENT if there is none, -EIO if it does not fit its
+ * base. */
 int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out);
 
 /* File contents by SHA-256, kept once (for the diffs of runs). get

@@ -7,6 +7,7 @@
 #include "store/snapshot.h"
 #include "store/store.h"
 #include "common/clock.h"
+#include "tests/cmd.h"
 #include "tests/harness.h"
 
 #include <errno.h>
@@ -722,6 +723,122 @@ START_TEST(test_snapshot_reads_again_only_what_changed_since_a_known_one)
 }
 END_TEST
 
+/* Asserts that B is A, file by file, in the same order. */
+static void assert_same_snapshot(const struct snapshot *a, const struct snapshot *b)
+{
+	ck_assert_int_eq(b->n, a->n);
+	for (size_t i = 0; i < a->n; i++) {
+		const struct snap_file *x = &a->files[i], *y = &b->files[i];
+		ck_assert_str_eq(y->path, x->path);
+		ck_assert_str_eq(y->root, x->root);
+		ck_assert_int_eq(y->symlink, x->symlink);
+		ck_assert_str_eq(y->target ? y->target : "-", x->target ? x->target : "-");
+		ck_assert_int_eq(y->size, x->size);
+		ck_assert_int_eq(y->mtime_ns, x->mtime_ns);
+		ck_assert_int_eq(y->hashed, x->hashed);
+		ck_assert(!x->hashed || !memcmp(y->sha256, x->sha256, SHA256_BYTES));
+		ck_assert_int_eq(y->sensitive, x->sensitive);
+		ck_assert_int_eq(y->settled, x->settled);
+		ck_assert(!x->settled || (y->ino == x->ino && y->ctime_ns == x->ctime_ns));
+	}
+}
+
+/* Rows of snapshot ID in the store DB (and how many say a file is gone). */
+static int snapshot_rows(const char *db, int64_t id, int *gone)
+{
+	char *out = OUT("sqlite3 '%s' 'SELECT count(*), total(gone) FROM snapshot_files"
+			" WHERE snapshot = %lld'",
+			db, (long long)id);
+	int n = -1;
+	double g = -1;
+
+	ck_assert_int_eq(sscanf(out, "%d|%lf", &n, &g), 2);
+	*gone = (int)g;
+	return n;
+}
+
+/* A run's end snapshot is kept as its differences from its first: the
+ * files that differ, each at its place in the walk, and those gone; read
+ * back, it is the whole snapshot, in order. A base must be whole: one
+ * saved against a snapshot kept so is kept whole. */
+START_TEST(test_snapshot_kept_as_its_differences_from_a_base)
+{
+	char db[PATH_MAX * 2], err[512], name[PATH_MAX * 2];
+	struct snapshot first, known, second, back, third;
+	struct store *st;
+	int64_t id0, id1, id2;
+	int gone;
+
+	for (int i = 0; i < 80; i++) {
+		snprintf(name, sizeof(name), "ws/%s/f%02d.txt", i % 2 ? "d" : "e", i);
+		put_text(name, "same\n");
+	}
+	put_text("ws/top.txt", "top\n");
+	/* settled, all: the next scan describes them from the first */
+	struct stat sb;
+	snprintf(name, sizeof(name), "%s/ws/top.txt", dir);
+	ck_assert_int_eq(stat(name, &sb), 0);
+	struct timespec nap = { 0, 10 * 1000000 };
+	while (realtime_ns() <= timespec_ns(&sb.st_ctim) + SNAPSHOT_SETTLE_NS)
+		nanosleep(&nap, NULL);
+	int ws = open_sub("ws");
+	ck_assert_int_eq(snapshot_take(ws, -1, 100, NULL, NULL, NULL, NULL, &first), 0);
+	snprintf(db, sizeof(db), "%s/sbx.db", dir);
+	ck_assert_int_eq(store_open_path(db, &st, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_snapshot_save(st, "u", "t", &first, 100, 1, &id0), 0);
+	ck_assert_int_eq(store_snapshot_load(st, id0, &known), 0);
+	ck_assert_int_eq(known.base, 0);
+	ck_assert_int_eq(snapshot_rows(db, id0, &gone), 81);
+
+	put_text("ws/d/f01.txt", "changed\n");		      /* changed */
+	put_text("ws/d/a-new.txt", "new\n");		      /* new, first of its directory */
+	put_text("ws/e/f99.txt", "new\n");		      /* new, last of its directory */
+	snprintf(name, sizeof(name), "%s/ws/e/f10.txt", dir); /* gone */
+	ck_assert_int_eq(unlink(name), 0);
+	snprintf(name, sizeof(name), "%s/ws/top.txt", dir); /* gone, the first file of all */
+	ck_assert_int_eq(unlink(name), 0);
+	ck_assert_int_eq(snapshot_take(ws, -1, 100, &known, NULL, NULL, NULL, &second), 0);
+	ck_assert_int_eq(second.n, 81);
+	ck_assert_int_eq(store_snapshot_save_since(st, "u", "t", &second, 100, 2, id0, &known,
+						   &id1),
+			 0);
+	/* the settled files unchanged are not written again */
+	int rows = snapshot_rows(db, id1, &gone);
+	ck_assert_int_eq(gone, 2);
+	char *dump = OUT("sqlite3 '%s' 'SELECT seq, path, gone, ino, ctime_ns FROM snapshot_files"
+			 " WHERE snapshot = %lld'",
+			 db, (long long)id1);
+	ck_assert_msg(rows == 5, "%d rows for 3 files written and 2 gone: %s", rows, dump);
+	ck_assert_int_eq(store_snapshot_load(st, id1, &back), 0);
+	ck_assert_int_eq(back.base, id0);
+	assert_same_snapshot(&second, &back);
+
+	/* a base kept as differences is not one: the next is kept whole */
+	ck_assert_int_eq(snapshot_take(ws, -1, 100, &back, NULL, NULL, NULL, &third), 0);
+	ck_assert_int_eq(store_snapshot_save_since(st, "u", "t", &third, 100, 3, id1, &back, &id2),
+			 0);
+	ck_assert_int_eq(snapshot_rows(db, id2, &gone), 81);
+	snapshot_free(&back);
+	ck_assert_int_eq(store_snapshot_load(st, id2, &back), 0);
+	ck_assert_int_eq(back.base, 0);
+	assert_same_snapshot(&third, &back);
+
+	/* a snapshot that does not fit its base is refused, not made up */
+	ck_assert_int_eq(sh("sqlite3 '%s' 'DELETE FROM snapshot_files WHERE snapshot = %lld"
+			    " AND path LIKE \"%%/a-new.txt\"'",
+			    db, (long long)id1),
+			 0);
+	snapshot_free(&back);
+	ck_assert_int_eq(store_snapshot_load(st, id1, &back), -EIO);
+	snapshot_free(&first);
+	snapshot_free(&known);
+	snapshot_free(&second);
+	snapshot_free(&third);
+	store_close(st);
+	close(ws);
+}
+END_TEST
+
 /* A database of every earlier schema version migrates to the current one
  * and keeps its rows. */
 static int count_event(void *arg, const struct store_event *e)
@@ -821,6 +938,7 @@ Suite *suite_unit_snapshot(void)
 	tcase_add_test(tc, test_snapshot_a_file_vanishing_mid_scan_is_left_out);
 	tcase_add_test(tc, test_snapshot_round_trips_through_the_store);
 	tcase_add_test(tc, test_snapshot_reads_again_only_what_changed_since_a_known_one);
+	tcase_add_test(tc, test_snapshot_kept_as_its_differences_from_a_base);
 	tcase_add_test(tc, test_store_migrates_from_every_earlier_version);
 	suite_add_tcase(s, tc);
 	return s;
