@@ -316,6 +316,11 @@ const char *owner_host(const struct owner *o)
 	return o->host;
 }
 
+int64_t owner_lease_ms(const struct owner *o)
+{
+	return o->ttl_ms;
+}
+
 int64_t owner_token(const struct owner *o)
 {
 	return o->token;

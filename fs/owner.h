@@ -42,6 +42,8 @@ const char *owner_lost(struct owner *o);
 /* The host and the token the view holds. */
 const char *owner_host(const struct owner *o);
 int64_t owner_token(const struct owner *o);
+/* How long the lease lasts unrenewed (the home's `lease`), in ms. */
+int64_t owner_lease_ms(const struct owner *o);
 /* Stops the heartbeat; with RELEASE, gives the lease back (unless it was
  * lost). The parent of a daemon that forked frees without: its child
  * holds the lease now. */

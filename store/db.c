@@ -62,6 +62,12 @@ bool db_in_transaction(const struct db *db)
 	return db->ops->in_transaction(db);
 }
 
+void db_rest(struct db *db)
+{
+	if (db->ops->rest)
+		db->ops->rest(db);
+}
+
 int db_listen(struct db *db, const char *channel)
 {
 	return db->ops->listen ? db->ops->listen(db, channel) : -ENOTSUP;

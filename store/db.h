@@ -53,6 +53,11 @@ int db_begin_write(struct db *db);
 int db_commit(struct db *db);
 void db_rollback(struct db *db); /* a no-op outside a transaction */
 bool db_in_transaction(const struct db *db);
+/* Lets the connection go until a call needs it again (PostgreSQL: it is
+ * closed, and made again by the next call that needs it: an idle view's
+ * writer then holds no server process); nothing on SQLite, inside a
+ * transaction, or on a connection that LISTENs. */
+void db_rest(struct db *db);
 
 /* Notifications (PostgreSQL's LISTEN): db_listen() returns a descriptor
  * that polls readable when one may have come on CHANNEL, or -ENOTSUP

@@ -16,6 +16,7 @@ struct db_ops {
 	int (*commit)(struct db *db);
 	void (*rollback)(struct db *db);
 	bool (*in_transaction)(const struct db *db);
+	void (*rest)(struct db *db); /* or NULL */
 	int (*listen)(struct db *db, const char *channel);
 	int (*heard)(struct db *db);
 	int (*prepare)(struct db *db, const char *sql, struct db_stmt **out);

@@ -24,11 +24,12 @@
 struct pg {
 	struct db base;
 	const struct libpq *pq; /* libpq's functions */
-	PGconn *conn;
-	unsigned next_name;   /* of prepared statements */
-	unsigned generation;  /* of the connection: one more at each reconnection */
-	char listening[64];   /* the channel it LISTENs on, or "" */
-	struct pg_stmt *idle; /* finalized statements, kept for the same SQL */
+	PGconn *conn;		/* NULL while it rests (db_rest()) */
+	char *conninfo;		/* to connect again */
+	unsigned next_name;	/* of prepared statements */
+	unsigned generation;	/* of the connection: one more at each reconnection */
+	char listening[64];	/* the channel it LISTENs on, or "" */
+	struct pg_stmt *idle;	/* finalized statements, kept for the same SQL */
 	int nidle;
 	char err[512];
 };
@@ -122,8 +123,12 @@ static int checked(struct pg *p, PGresult *res, bool keep)
  * restarted, a network blip; libpq may still call it good), makes a new
  * one, on which no statement is prepared yet and no LISTEN holds until
  * done again. 0 if it did. */
+static int awake(struct pg *p);
+
 static int reconnect(struct pg *p)
 {
+	if (!p->conn)
+		return awake(p);
 	p->pq->PQreset(p->conn);
 	if (p->pq->PQstatus(p->conn) != CONNECTION_OK) {
 		say(p, "lost the connection to PostgreSQL");
@@ -150,6 +155,7 @@ static void pg_close(struct db *db)
 		stmt_free(s);
 	}
 	p->pq->PQfinish(p->conn);
+	free(p->conninfo);
 	free(db);
 }
 
@@ -164,8 +170,11 @@ static int pg_exec(struct db *db, const char *sql)
 {
 	struct pg *p = pg_of(db);
 	bool in_tx = pg_in_transaction(db);
-	int r = checked(p, p->pq->PQexec(p->conn, sql), false);
+	int r = awake(p);
 
+	if (r < 0)
+		return r;
+	r = checked(p, p->pq->PQexec(p->conn, sql), false);
 	/* Outside a transaction a command lost with its connection is
 	 * taken again, once; inside one, the transaction is lost with it. */
 	if (r == -ECONNRESET && !in_tx && reconnect(p) == 0)
@@ -176,10 +185,12 @@ static int pg_exec(struct db *db, const char *sql)
 static int pg_version(struct db *db)
 {
 	struct pg *p = pg_of(db);
-	PGresult *res = p->pq->PQexec(p->conn, "SELECT to_regclass('sbx_schema') IS NOT NULL");
-	int r = checked(p, res, true), v = 0;
+	int r = awake(p), v = 0;
 
 	if (r < 0)
+		return r;
+	PGresult *res = p->pq->PQexec(p->conn, "SELECT to_regclass('sbx_schema') IS NOT NULL");
+	if ((r = checked(p, res, true)) < 0)
 		return r;
 	bool exists = p->pq->PQntuples(res) == 1 && !strcmp(p->pq->PQgetvalue(res, 0, 0), "t");
 	p->pq->PQclear(res);
@@ -364,6 +375,8 @@ static int pg_prepare(struct db *db, const char *sql, struct db_stmt **out)
 	snprintf(s->name, sizeof(s->name), "s%u", p->next_name++);
 	s->sql = text;
 	text = NULL;
+	if ((r = awake(p)) < 0)
+		goto fail;
 	s->generation = p->generation;
 	if ((r = checked(p, p->pq->PQprepare(p->conn, s->name, s->sql, n, NULL), false)) < 0)
 		goto fail;
@@ -444,6 +457,8 @@ static int pg_step(struct db_stmt *st)
 
 	if (!s->res) {
 		bool in_tx = pg_in_transaction(st->db);
+		if ((r = awake(p)) < 0)
+			return r;
 		PGresult *res = run(p, s);
 		if ((r = checked(p, res, true)) == -ECONNRESET && !in_tx && reconnect(p) == 0)
 			r = checked(p, res = run(p, s), true);
@@ -524,9 +539,12 @@ static const void *pg_col_blob(struct db_stmt *st, int i, size_t *len)
 static int pg_listen(struct db *db, const char *channel)
 {
 	struct pg *p = pg_of(db);
-	char *quoted = p->pq->PQescapeIdentifier(p->conn, channel, strlen(channel));
 	char sql[160];
-	int r;
+	int r = awake(p);
+
+	if (r < 0)
+		return r;
+	char *quoted = p->pq->PQescapeIdentifier(p->conn, channel, strlen(channel));
 
 	if (!strcmp(p->listening, channel)) {
 		p->pq->PQfreemem(quoted);
@@ -551,6 +569,8 @@ static int pg_heard(struct db *db)
 	PGnotify *n;
 	int heard = 0;
 
+	if (!p->conn)
+		return 0;
 	if (!p->pq->PQconsumeInput(p->conn) || p->pq->PQstatus(p->conn) == CONNECTION_BAD) {
 		say(p, NULL);
 		/* Heard of as a change: the caller reads, on the new one. */
@@ -563,6 +583,8 @@ static int pg_heard(struct db *db)
 	return heard;
 }
 
+static void pg_rest(struct db *db);
+
 static const struct db_ops pg_ops = {
 	.engine = DB_POSTGRES,
 	.close = pg_close,
@@ -574,6 +596,7 @@ static const struct db_ops pg_ops = {
 	.commit = pg_commit,
 	.rollback = pg_rollback,
 	.in_transaction = pg_in_transaction,
+	.rest = pg_rest,
 	.listen = pg_listen,
 	.heard = pg_heard,
 	.prepare = pg_prepare,
@@ -599,20 +622,11 @@ static void quiet(void *arg, const char *message)
 	(void)message;
 }
 
-int db_pg_open(const char *conninfo, struct db **out, char *err, size_t errlen)
+/* Connects P (p->conninfo): 0, or -ECONNREFUSED with libpq's reason
+ * in ERR, on one line. */
+static int connect_now(struct pg *p, char *err, size_t errlen)
 {
-	struct pg *p = calloc(1, sizeof(*p));
-
-	if (!p) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	p->base.ops = &pg_ops;
-	if (!(p->pq = libpq_load(err, errlen))) {
-		free(p);
-		return -ENOPKG;
-	}
-	p->conn = p->pq->PQconnectdb(conninfo);
+	p->conn = p->pq->PQconnectdb(p->conninfo);
 	if (!p->conn || p->pq->PQstatus(p->conn) != CONNECTION_OK) {
 		const char *msg = p->conn ? p->pq->PQerrorMessage(p->conn) : "out of memory";
 		size_t n = strlen(msg);
@@ -622,10 +636,56 @@ int db_pg_open(const char *conninfo, struct db **out, char *err, size_t errlen)
 		for (char *c = err; *c; c++) /* libpq's lines, as one */
 			if (*c == '\n' || *c == '\t')
 				*c = ' ';
-		pg_close(&p->base);
+		p->pq->PQfinish(p->conn);
+		p->conn = NULL;
 		return -ECONNREFUSED;
 	}
 	p->pq->PQsetNoticeProcessor(p->conn, quiet, NULL);
+	return 0;
+}
+
+/* Connects P again if it rests: a new connection, on which statements
+ * are prepared again at their next run. */
+static int awake(struct pg *p)
+{
+	if (p->conn)
+		return 0;
+	int r = connect_now(p, p->err, sizeof(p->err));
+	if (r == 0)
+		p->generation++;
+	return r;
+}
+
+static void pg_rest(struct db *db)
+{
+	struct pg *p = pg_of(db);
+
+	if (!p->conn || pg_in_transaction(db) || p->listening[0])
+		return;
+	p->pq->PQfinish(p->conn);
+	p->conn = NULL;
+}
+
+int db_pg_open(const char *conninfo, struct db **out, char *err, size_t errlen)
+{
+	struct pg *p = calloc(1, sizeof(*p));
+
+	if (!p || !(p->conninfo = strdup(conninfo))) {
+		free(p);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	p->base.ops = &pg_ops;
+	if (!(p->pq = libpq_load(err, errlen))) {
+		free(p->conninfo);
+		free(p);
+		return -ENOPKG;
+	}
+	int r = connect_now(p, err, errlen);
+	if (r < 0) {
+		pg_close(&p->base);
+		return r;
+	}
 	/* File names, link targets and command names are bytes (any but
 	 * NUL), as they are in SQLite's TEXT: a database that checks its
 	 * text as UTF-8 would refuse a record of one that is not. */

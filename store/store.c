@@ -655,6 +655,11 @@ void store_close(struct store *s)
 	free(s);
 }
 
+void store_rest(struct store *s)
+{
+	db_rest(s->db);
+}
+
 int store_mark_put(struct store *s, const char *user, const char *thread,
 		   const struct store_mark *m)
 {

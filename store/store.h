@@ -68,6 +68,9 @@ int store_open_target(const char *target, struct store **out, char *err, size_t 
 /* The same, migrating only up to schema VERSION (tests of migrations). */
 int store_open_version(const char *path, int version, struct store **out, char *err, size_t errlen);
 void store_close(struct store *s);
+/* Lets S's connection go while it has nothing to do (db.h, db_rest()):
+ * on PostgreSQL the next call connects again. */
+void store_rest(struct store *s);
 
 /* The schema version of the open database. */
 int store_schema_version(struct store *s);

@@ -50,7 +50,8 @@ struct store_writer {
 	unsigned syncing;	  /* callers waiting in store_writer_sync() */
 	unsigned fds;		  /* rows holding a pre-image fd */
 	bool stopping;
-	bool fenced; /* the store refused its rows: they are dropped */
+	bool fenced;	 /* the store refused its rows: they are dropped */
+	int64_t rest_ms; /* idle this long, the connection goes (0: never) */
 	void (*on_fenced)(void *arg, const char *why);
 	void *on_fenced_arg;
 };
@@ -186,27 +187,54 @@ static void write_batch(struct store_writer *w, struct row *batch)
 	free_rows(batch);
 }
 
+/* NS from now, on the clock of the writer's condition variables. */
+static struct timespec deadline_in(int64_t ns)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	ns += t.tv_nsec;
+	t.tv_sec += (time_t)(ns / 1000000000);
+	t.tv_nsec = (long)(ns % 1000000000);
+	return t;
+}
+
+/* Waits (W locked) for a row or the stop; once idle for rest_ms, lets
+ * the store's connection go (store_rest()) until the next batch. */
+static void wait_for_rows(struct store_writer *w, bool *rested)
+{
+	while (!w->head && !w->stopping) {
+		if (*rested || !w->rest_ms) {
+			pthread_cond_wait(&w->wake, &w->lock);
+			continue;
+		}
+		struct timespec until = deadline_in(w->rest_ms * 1000000);
+		if (pthread_cond_timedwait(&w->wake, &w->lock, &until) == ETIMEDOUT && !w->head &&
+		    !w->stopping) {
+			pthread_mutex_unlock(&w->lock);
+			store_rest(w->store);
+			pthread_mutex_lock(&w->lock);
+			*rested = true;
+		}
+	}
+}
+
 static void *writer_main(void *arg)
 {
 	struct store_writer *w = arg;
+	bool rested = false;
 
 	pthread_setname_np(pthread_self(), "sbxfs-store");
 
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
-		while (!w->head && !w->stopping)
-			pthread_cond_wait(&w->wake, &w->lock);
+		wait_for_rows(w, &rested);
 		if (!w->head)
 			break;
+		rested = false;
 		if (!w->stopping && !w->syncing) {
-			struct timespec until;
+			struct timespec until = deadline_in(GATHER_NS);
 
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_nsec += GATHER_NS;
-			if (until.tv_nsec >= 1000000000) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000;
-			}
 			/* Woken early only by store_writer_sync() or _stop(). */
 			while (!w->stopping && !w->syncing &&
 			       pthread_cond_timedwait(&w->wake, &w->lock, &until) == 0)
@@ -252,6 +280,16 @@ fail:
 	}
 	store_close(s);
 	return NULL;
+}
+
+void store_writer_rest_after(struct store_writer *w, int64_t ms)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->rest_ms = ms;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
 }
 
 void store_writer_stop(struct store_writer *w)

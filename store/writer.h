@@ -21,6 +21,10 @@ struct store_writer;
 /* Starts the thread for the rows of USER's THREAD. Returns NULL (S
  * closed) on failure. */
 struct store_writer *store_writer_start(struct store *s, const char *user, const char *thread);
+/* Once the queue has been empty for MS (0: never, the default), the
+ * thread lets the store's connection go until its next batch
+ * (store_rest(): a PostgreSQL server process an idle view need not hold). */
+void store_writer_rest_after(struct store_writer *w, int64_t ms);
 /* Writes what is queued, stops the thread, closes the store. */
 void store_writer_stop(struct store_writer *w);
 

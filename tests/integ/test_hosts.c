@@ -362,6 +362,54 @@ START_TEST(test_hosts_unanswered_store_ends_the_view)
 }
 END_TEST
 
+/* ARG is "HOME|N": true once HOME's database has N client connections
+ * besides the one asking. */
+static bool connections_are(const char *arg)
+{
+	char home[PATH_MAX];
+	int n, st;
+
+	if (sscanf(arg, "%4095[^|]|%d", home, &n) != 2)
+		return false;
+	char *cmd = fmt_cmd("tests/tools/sbxsql '%s' \"SELECT count(*) FROM pg_stat_activity WHERE"
+			    " datname = current_database() AND pid <> pg_backend_pid()\"",
+			    home);
+	char *out = capture(cmd, &st);
+	bool r = st == 0 && atoi(out) == n;
+
+	free(cmd);
+	free(out);
+	return r;
+}
+
+/* An idle view's writer gives its PostgreSQL connection back after
+ * three leases' time and connects again for its next rows: an idle view
+ * holds one server process (its heartbeat's), a busy one two. */
+START_TEST(test_hosts_an_idle_view_holds_one_connection)
+{
+	if (!pg_mode()) {
+		fprintf(stderr, "idle connection: needs the PostgreSQL pass\n");
+		return;
+	}
+	const char *home = hosts_home("1", NULL);
+	struct tview v;
+
+	ck_assert_int_eq(mount_as(&v, home, "t", "a", NULL), 0);
+	ck_assert_msg(eventually(connections_are, fmt_cmd("%s|1", home)),
+		      "the idle view still holds its writer's connection");
+	ck_assert_int_eq(write_file(ws_of(&v, "after-rest"), "x\n"), 0);
+	tview_sync(&v);
+	EQ_OUT("1\n",
+	       "tests/tools/sbxsql '%s' \"SELECT count(*) FROM journal WHERE path LIKE"
+	       " '%%/after-rest' AND op = 'create'\"",
+	       home);
+	ck_assert(connections_are(fmt_cmd("%s|2", home)));
+	ck_assert_msg(eventually(connections_are, fmt_cmd("%s|1", home)),
+		      "the view kept its writer's connection after its rows");
+	ck_assert_int_eq(tview_umount_wait(&v), 0);
+}
+END_TEST
+
 /* libpq is loaded for a PostgreSQL store only: a view on SQLite maps
  * neither it nor the libraries it needs (Kerberos, LDAP, TLS). */
 START_TEST(test_hosts_libpq_only_for_a_postgresql_store)
@@ -397,6 +445,7 @@ Suite *suite_view_hosts(void)
 	tcase_add_test(tc, test_hosts_two_brokers_one_store);
 	tcase_add_test(tc, test_hosts_unanswered_store_ends_the_view);
 	tcase_add_test(tc, test_hosts_libpq_only_for_a_postgresql_store);
+	tcase_add_test(tc, test_hosts_an_idle_view_holds_one_connection);
 	suite_add_tcase(s, tc);
 	return s;
 }
