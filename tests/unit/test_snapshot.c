@@ -651,6 +651,16 @@ START_TEST(test_snapshot_round_trips_through_the_store)
 }
 END_TEST
 
+/* Until a file whose status is SB counts as settled (snapshot.h): the
+ * clock a second past its ctime. */
+static void wait_settled(const struct stat *sb)
+{
+	struct timespec nap = { 0, 10 * 1000000 };
+
+	while (realtime_ns() <= timespec_ns(&sb->st_ctim) + SNAPSHOT_SETTLE_NS)
+		nanosleep(&nap, NULL);
+}
+
 /* A scan given an earlier one (here back from the store, 70 files: a
  * batch of rows and single ones) reads again only what changed since:
  * a rewrite that kept size and mtime (its ctime moved), and a file whose
@@ -672,9 +682,7 @@ START_TEST(test_snapshot_reads_again_only_what_changed_since_a_known_one)
 	snprintf(db, sizeof(db), "%s/ws/kept-size.txt", dir);
 	ck_assert_int_eq(stat(db, &sb), 0);
 	/* the files' ctimes settle: the clock passes a second after them */
-	struct timespec nap = { 0, 10 * 1000000 };
-	while (realtime_ns() <= timespec_ns(&sb.st_ctim) + SNAPSHOT_SETTLE_NS)
-		nanosleep(&nap, NULL);
+	wait_settled(&sb);
 	put_text("ws/late.txt", "late\n"); /* not settled at the first scan */
 	int ws = open_sub("ws");
 	ck_assert_int_eq(snapshot_take(ws, -1, 100, NULL, NULL, record_kept, kept, &first), 0);
@@ -778,9 +786,7 @@ START_TEST(test_snapshot_kept_as_its_differences_from_a_base)
 	struct stat sb;
 	snprintf(name, sizeof(name), "%s/ws/top.txt", dir);
 	ck_assert_int_eq(stat(name, &sb), 0);
-	struct timespec nap = { 0, 10 * 1000000 };
-	while (realtime_ns() <= timespec_ns(&sb.st_ctim) + SNAPSHOT_SETTLE_NS)
-		nanosleep(&nap, NULL);
+	wait_settled(&sb);
 	int ws = open_sub("ws");
 	ck_assert_int_eq(snapshot_take(ws, -1, 100, NULL, NULL, NULL, NULL, &first), 0);
 	snprintf(db, sizeof(db), "%s/sbx.db", dir);
