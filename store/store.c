@@ -311,7 +311,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_SNAP_FILES] =
 		"SELECT path, root, symlink, target, size, mtime_ns, sha256,"
 		" sensitive, \"binary\", large, ino, ctime_ns, seq, gone FROM snapshot_files"
-		" WHERE snapshot = ? ORDER BY seq",
+		" WHERE snapshot = ?",
 	[ST_BLOB_PUT] = "INSERT INTO blobs (sha256, data) VALUES (?, ?) ON CONFLICT DO NOTHING",
 	[ST_BLOB_GET] = "SELECT data FROM blobs WHERE sha256 = ?",
 	[ST_BLOBS_GET] = "SELECT sha256, data FROM blobs WHERE sha256 IN (" BLOB_PARAMS_128 ")",
@@ -1014,17 +1014,16 @@ int store_snapshot_save(struct store *s, const char *user, const char *thread,
 	return store_snapshot_save_since(s, user, thread, snap, max_files, at_ns, 0, NULL, id);
 }
 
-/* Where a row read of a snapshot kept against a base goes: its place
- * (seq), or gone. */
+/* Where a row read goes: its place (seq), or gone (of a snapshot kept
+ * against a base). */
 struct snap_place {
 	int64_t seq;
 	bool gone;
 };
 
-/* A snapshot's rows as read: into SNAP, and with PLACED their places. */
+/* A snapshot's rows as read: into SNAP, and their places. */
 struct snap_read {
 	struct snapshot *snap;
-	bool placed;
 	struct snap_place *at;
 	size_t cap;
 };
@@ -1035,11 +1034,9 @@ static int snap_file_row(struct db_stmt *st, void *ctx)
 	struct snapshot *snap = rd->snap;
 	size_t i = snap->n;
 
-	if (rd->placed) {
-		if (array_grow(rd->at, i, rd->cap) < 0)
-			return -ENOMEM;
-		rd->at[i] = (struct snap_place){ db_col_int64(st, 12), db_col_int64(st, 13) != 0 };
-	}
+	if (array_grow(rd->at, i, rd->cap) < 0)
+		return -ENOMEM;
+	rd->at[i] = (struct snap_place){ db_col_int64(st, 12), db_col_int64(st, 13) != 0 };
 	struct snap_file *f = snapshot_append(snap);
 	if (!f)
 		return -ENOMEM;
@@ -1056,10 +1053,10 @@ static int snap_file_row(struct db_stmt *st, void *ctx)
 	return 0;
 }
 
-/* Moves the whole snapshot of N files into OUT from BASE (whole) and
- * DIFF (its rows against BASE, read into RD): DIFF's files at their
- * places, BASE's others in their order in the rest (a scan's order is
- * the same for the files both have). */
+/* Moves the whole snapshot of N files into OUT from BASE (whole, or
+ * empty for a snapshot kept whole) and DIFF (its rows, read into RD, in
+ * any order): DIFF's files at their places, BASE's others in their order
+ * in the rest (a scan's order is the same for the files both have). */
 static int snap_merge(struct snapshot *base, struct snapshot *diff, const struct snap_read *rd,
 		      size_t n, struct snapshot *out)
 {
@@ -1071,9 +1068,10 @@ static int snap_merge(struct snapshot *base, struct snapshot *diff, const struct
 		return -ENOMEM;
 	out->cap = n + 1;
 	out->n = n; /* its places empty until filled: freed alike on an error */
-	for (size_t i = 0; i < diff->n; i++)
+	for (size_t i = 0; i < diff->n && base->n; i++)
 		sorted[i] = &diff->files[i];
-	qsort(sorted, diff->n, sizeof(*sorted), path_ptr_cmp);
+	if (base->n)
+		qsort(sorted, diff->n, sizeof(*sorted), path_ptr_cmp);
 	for (size_t i = 0; i < base->n; i++) /* changed or gone: DIFF says */
 		differs[i] = by_path(sorted, diff->n, base->files[i].path) != NULL;
 	for (size_t i = 0; i < diff->n; i++) {
@@ -1108,8 +1106,8 @@ static int snap_merge(struct snapshot *base, struct snapshot *diff, const struct
  * base, which DEPTH allows to be read (one level: a base is whole). */
 static int snap_load(struct store *s, int64_t id, struct snapshot *out, int depth)
 {
-	struct snapshot base = { 0 }, diff = { 0 };
-	struct snap_read rd = { .snap = out };
+	struct snapshot base = { 0 }, rows = { 0 };
+	struct snap_read rd = { .snap = &rows };
 	size_t n = 0;
 	int r;
 
@@ -1132,8 +1130,6 @@ static int snap_load(struct store *s, int64_t id, struct snapshot *out, int dept
 				  depth > 0 ? "it is not whole" : strerror(-r));
 			return depth > 0 ? -EIO : r;
 		}
-		rd.snap = &diff;
-		rd.placed = true;
 	}
 	_stmt_ st = stmt(s, ST_SNAP_FILES);
 	r = st ? 0 : -ENOMEM;
@@ -1141,11 +1137,13 @@ static int snap_load(struct store *s, int64_t id, struct snapshot *out, int dept
 		db_bind_int64(st, 1, id);
 		r = each_row(s, st, "read a snapshot", snap_file_row, &rd);
 	}
-	if (r >= 0 && out->base && (r = snap_merge(&base, &diff, &rd, n, out)) == -EIO)
-		log_error("store: snapshot %lld does not fit its base %lld", (long long)id,
-			  (long long)out->base);
+	/* Each row to its place: no sort on the server. */
+	if (r >= 0 && (r = snap_merge(&base, &rows, &rd, n, out)) == -EIO)
+		log_error("store: snapshot %lld does not fit %s%lld", (long long)id,
+			  out->base ? "its base " : "its count of files, ",
+			  (long long)(out->base ? out->base : (int64_t)n));
 	snapshot_free(&base);
-	snapshot_free(&diff);
+	snapshot_free(&rows);
 	free(rd.at);
 	return r < 0 ? r : 0;
 }

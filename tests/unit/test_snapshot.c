@@ -836,6 +836,13 @@ START_TEST(test_snapshot_kept_as_its_differences_from_a_base)
 			 0);
 	snapshot_free(&back);
 	ck_assert_int_eq(store_snapshot_load(st, id1, &back), -EIO);
+	/* nor one kept whole that lacks a row (rows come back in any order,
+	 * each put at its place) */
+	ck_assert_int_eq(sh("sqlite3 '%s' 'DELETE FROM snapshot_files WHERE snapshot = %lld"
+			    " AND seq = 40'",
+			    db, (long long)id0),
+			 0);
+	ck_assert_int_eq(store_snapshot_load(st, id0, &back), -EIO);
 	snapshot_free(&first);
 	snapshot_free(&known);
 	snapshot_free(&second);
