@@ -1128,6 +1128,7 @@ static int snap_load(struct store *s, int64_t id, struct snapshot *out, int dept
 			log_error("store: snapshot %lld: its base %lld cannot be read: %s",
 				  (long long)id, (long long)out->base,
 				  depth > 0 ? "it is not whole" : strerror(-r));
+			snapshot_free(&base);
 			return depth > 0 ? -EIO : r;
 		}
 	}
