@@ -381,7 +381,7 @@ int cmd_restore(int argc, char **argv, const char *home)
 		from = run.begun_ns;
 	}
 	w.homefd = homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	r = homefd < 0 ? -errno : store_runs_each(s, a.user, a.thread, window_row, &w);
+	r = homefd < 0 ? -errno : store_runs_each(s, a.user, a.thread, false, window_row, &w);
 	if (r == 0)
 		r = runlog_load(s, a.user, a.thread, from, realtime_ns(), &all);
 	windows_cancel(&w, from);
@@ -514,7 +514,7 @@ int cmd_log(int argc, char **argv, const char *home)
 		return 1;
 	}
 	w.homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	r = w.homefd < 0 ? -errno : store_runs_each(s, a.user, a.thread, window_row, &w);
+	r = w.homefd < 0 ? -errno : store_runs_each(s, a.user, a.thread, false, window_row, &w);
 	if (r == 0)
 		r = runlog_load(s, a.user, a.thread, 0, INT64_MAX, &all);
 	if (r == 0 && a.json && !(rows = json_array()))

@@ -1962,7 +1962,7 @@ int rewind_retain(struct store *s, int homefd, const char *user, const char *thr
 {
 	struct holds h = { .homefd = homefd, .store = s };
 	int64_t total = 0;
-	int r = store_runs_each(s, user, thread, hold_row, &h), dropped = 0;
+	int r = store_runs_each(s, user, thread, false, hold_row, &h), dropped = 0;
 	char size[32];
 
 	for (size_t i = 0; i < h.n; i++)

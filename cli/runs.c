@@ -117,7 +117,7 @@ int cmd_runs(int argc, char **argv, const char *home)
 		       "KIND", "UNDO", "HELD");
 	r = l.homefd < 0	? -errno
 	    : a.json && !l.rows ? -ENOMEM
-				: store_runs_each(l.s, a.user, a.thread, list_row, &l);
+				: store_runs_each(l.s, a.user, a.thread, true, list_row, &l);
 	if (r == 0 && a.json) {
 		json_auto_t *doc = json_pack("{s:s, s:s, s:O}", "user", a.user, "thread", a.thread,
 					     "runs", l.rows);

@@ -189,7 +189,12 @@ static int pg_version(struct db *db)
 
 	if (r < 0)
 		return r;
-	PGresult *res = p->pq->PQexec(p->conn, "SELECT to_regclass('sbx_schema') IS NOT NULL");
+	/* Looked up in the catalog as of this statement (not by to_regclass(),
+	 * whose cache may not have heard yet of a table another process made
+	 * while this one waited for the writers' lock). */
+	PGresult *res = p->pq->PQexec(p->conn, "SELECT EXISTS (SELECT FROM pg_catalog.pg_tables"
+					       " WHERE schemaname = current_schema()"
+					       " AND tablename = 'sbx_schema')");
 	if ((r = checked(p, res, true)) < 0)
 		return r;
 	bool exists = p->pq->PQntuples(res) == 1 && !strcmp(p->pq->PQgetvalue(res, 0, 0), "t");

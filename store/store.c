@@ -248,6 +248,12 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 #define BLOB_PARAMS_32 BLOB_PARAMS_16 ", " BLOB_PARAMS_16
 #define BLOB_PARAMS_128 BLOB_PARAMS_32 ", " BLOB_PARAMS_32 ", " BLOB_PARAMS_32 ", " BLOB_PARAMS_32
 #define BLOB_BATCH 128
+/* A run's columns but its texts (summary, receipt), which come after
+ * them where they are wanted: a summary may be megabytes. */
+#define RUN_COLUMNS                                                                        \
+	"id, \"user\", thread, begun_ns, ended_ns, before_snapshot, after_snapshot, kind," \
+	" undoes, kept, held_bytes, clean"
+#define RUN_TEXTS 12 /* the column of the summary, where it is read */
 
 enum stmt_id {
 	ST_MARK_PUT,
@@ -275,6 +281,7 @@ enum stmt_id {
 	ST_RUN_HELD,
 	ST_RUN_CLEAN,
 	ST_RUNS_EACH,
+	ST_RUNS_EACH_TEXTS,
 	ST_JOURNAL_LAST,
 	ST_JOURNAL_AFTER,
 	ST_PRESENT_ADD,
@@ -317,9 +324,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_BLOBS_GET] = "SELECT sha256, data FROM blobs WHERE sha256 IN (" BLOB_PARAMS_128 ")",
 	[ST_RUN_ADD] = "INSERT INTO runs (\"user\", thread, begun_ns, before_snapshot, kind,"
 		       " undoes) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-	[ST_RUN_GET] = "SELECT \"user\", thread, begun_ns, ended_ns, before_snapshot,"
-		       " after_snapshot, summary, receipt, kind, undoes, kept, held_bytes,"
-		       " clean FROM runs WHERE id = ?",
+	[ST_RUN_GET] = "SELECT " RUN_COLUMNS ", summary, receipt FROM runs WHERE id = ?",
 	[ST_RUN_END] = "UPDATE runs SET ended_ns = ?, after_snapshot = ?, summary = ?,"
 		       " receipt = ? WHERE id = ? AND ended_ns IS NULL",
 	[ST_JOURNAL_ADD] = "INSERT INTO journal (\"user\", thread, at_ns, op, path, path2,"
@@ -339,7 +344,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_RUN_KEEP] = "UPDATE runs SET kept = 1 WHERE id = ?",
 	[ST_RUN_HELD] = "UPDATE runs SET held_bytes = ? WHERE id = ?",
 	[ST_RUN_CLEAN] = "UPDATE runs SET clean = ? WHERE id = ?",
-	[ST_RUNS_EACH] = "SELECT id FROM runs WHERE \"user\" = ? AND thread = ? ORDER BY id",
+	[ST_RUNS_EACH] = "SELECT " RUN_COLUMNS " FROM runs WHERE \"user\" = ? AND thread = ?"
+			 " ORDER BY id",
+	[ST_RUNS_EACH_TEXTS] = "SELECT " RUN_COLUMNS ", summary, receipt FROM runs"
+			       " WHERE \"user\" = ? AND thread = ? ORDER BY id",
 	[ST_JOURNAL_LAST] = "SELECT max(id) FROM journal",
 	/* By journal_by_thread_id (user, thread, id): the id range is what
 	 * was written since the last call, a few rows. The run is the
@@ -524,6 +532,34 @@ void store_rollback(struct store *s)
 	db_rollback(s->db);
 }
 
+/* Takes the schema from version *V one step towards TARGET, in a
+ * writer's turn; *V becomes the version after it. */
+static int migrate_step(struct store *s, const char *const *steps, int target, int *v)
+{
+	int r = store_begin(s);
+
+	if (r < 0)
+		return r;
+	/* Read again in the turn: another process may have taken the
+	 * schema forward since (a second host's first command). */
+	if ((r = *v = store_schema_version(s)) < 0 || *v >= target) {
+		store_rollback(s);
+		return r < 0 ? r : 0;
+	}
+	/* A step may take several versions at once (PostgreSQL's first
+	 * makes the schema of its time whole): those it covers have none. */
+	int to = *v + 1;
+	while (to < target && !steps[to])
+		to++;
+	if ((r = db_exec(s->db, steps[*v])) < 0 || (r = db_set_version(s->db, to)) < 0 ||
+	    (r = store_commit(s)) < 0) {
+		store_rollback(s);
+		return r;
+	}
+	*v = to;
+	return 0;
+}
+
 /* Brings the schema to version TARGET, one transaction per step so a
  * failure leaves a consistent earlier version. */
 static int migrate(struct store *s, int target, char *err, size_t errlen)
@@ -543,26 +579,12 @@ static int migrate(struct store *s, int target, char *err, size_t errlen)
 		return -EPROTO;
 	}
 	while (v < target) {
-		/* A step may take several versions at once (PostgreSQL's
-		 * first makes the schema of its time whole): those it covers
-		 * have none. */
-		int to = v + 1;
-		while (to < target && !steps[to])
-			to++;
-		r = store_begin(s);
-		if (r == 0)
-			r = db_exec(s->db, steps[v]);
-		if (r == 0)
-			r = db_set_version(s->db, to);
-		if (r == 0)
-			r = store_commit(s);
-		if (r < 0) {
-			snprintf(err, errlen, "cannot migrate the schema from version %d: %s", v,
+		int from = v;
+		if ((r = migrate_step(s, steps, target, &v)) < 0) {
+			snprintf(err, errlen, "cannot migrate the schema from version %d: %s", from,
 				 db_errmsg(s->db));
-			store_rollback(s);
 			return r;
 		}
-		v = to;
 	}
 	return 0;
 }
@@ -1248,6 +1270,34 @@ static char *dup_col(struct db_stmt *st, int i)
 	return db_col_null(st, i) ? NULL : strdup(col_text(st, i));
 }
 
+/* The run in ST's row (RUN_COLUMNS, then its texts if TEXTS) into OUT. */
+static int run_row(struct db_stmt *st, bool texts, struct store_run *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->id = db_col_int64(st, 0);
+	out->user = dup_col(st, 1);
+	out->thread = dup_col(st, 2);
+	out->begun_ns = db_col_int64(st, 3);
+	out->ended = !db_col_null(st, 4);
+	out->ended_ns = db_col_int64(st, 4);
+	out->before_snapshot = db_col_int64(st, 5);
+	out->after_snapshot = db_col_int64(st, 6);
+	out->kind = (enum run_kind)db_col_int64(st, 7);
+	out->undoes = db_col_int64(st, 8);
+	out->kept = db_col_int64(st, 9) != 0;
+	out->held_bytes = db_col_null(st, 10) ? -1 : db_col_int64(st, 10);
+	out->clean = db_col_int64(st, 11) != 0;
+	if (texts) {
+		out->summary = dup_col(st, RUN_TEXTS);
+		out->receipt = dup_col(st, RUN_TEXTS + 1);
+	}
+	if (!out->user || !out->thread) {
+		store_run_free(out);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int store_run_get(struct store *s, int64_t id, struct store_run *out)
 {
 	_stmt_ st = stmt(s, ST_RUN_GET);
@@ -1259,26 +1309,7 @@ int store_run_get(struct store *s, int64_t id, struct store_run *out)
 	db_bind_int64(st, 1, id);
 	if ((rc = one_row(s, st, "read a run")) < 0)
 		return rc;
-	out->id = id;
-	out->user = dup_col(st, 0);
-	out->thread = dup_col(st, 1);
-	out->begun_ns = db_col_int64(st, 2);
-	out->ended = !db_col_null(st, 3);
-	out->ended_ns = db_col_int64(st, 3);
-	out->before_snapshot = db_col_int64(st, 4);
-	out->after_snapshot = db_col_int64(st, 5);
-	out->summary = dup_col(st, 6);
-	out->receipt = dup_col(st, 7);
-	out->kind = (enum run_kind)db_col_int64(st, 8);
-	out->undoes = db_col_int64(st, 9);
-	out->kept = db_col_int64(st, 10) != 0;
-	out->held_bytes = db_col_null(st, 11) ? -1 : db_col_int64(st, 11);
-	out->clean = db_col_int64(st, 12) != 0;
-	if (!out->user || !out->thread) {
-		store_run_free(out);
-		return -ENOMEM;
-	}
-	return 0;
+	return run_row(st, true, out);
 }
 
 void store_run_free(struct store_run *r)
@@ -1542,41 +1573,41 @@ int store_run_clean(struct store *s, int64_t run, bool clean)
 }
 
 struct runs_ctx {
-	int64_t *ids;
+	struct store_run *v;
 	size_t n, cap;
+	bool texts;
 };
 
-static int run_id_row(struct db_stmt *st, void *ctx)
+static int runs_row(struct db_stmt *st, void *ctx)
 {
 	struct runs_ctx *c = ctx;
 
-	if (array_grow(c->ids, c->n, c->cap) < 0)
+	if (array_grow(c->v, c->n, c->cap) < 0)
 		return -ENOMEM;
-	c->ids[c->n++] = db_col_int64(st, 0);
-	return 0;
+	int r = run_row(st, c->texts, &c->v[c->n]);
+	if (r == 0)
+		c->n++;
+	return r;
 }
 
-int store_runs_each(struct store *s, const char *user, const char *thread,
+int store_runs_each(struct store *s, const char *user, const char *thread, bool texts,
 		    int (*fn)(void *arg, const struct store_run *r), void *arg)
 {
-	struct runs_ctx c = { 0 };
+	struct runs_ctx c = { .texts = texts };
 	int r;
 
 	{
-		_stmt_ st = thread_stmt(s, ST_RUNS_EACH, user, thread);
+		_stmt_ st = thread_stmt(s, texts ? ST_RUNS_EACH_TEXTS : ST_RUNS_EACH, user, thread);
 		if (!st)
 			return -ENOMEM;
-		r = each_row(s, st, "list the runs", run_id_row, &c);
+		r = each_row(s, st, "list the runs", runs_row, &c);
 	}
-	/* Each run read after the listing is done: FN may use the store. */
-	for (size_t i = 0; r == 0 && i < c.n; i++) {
-		struct store_run run;
-		if ((r = store_run_get(s, c.ids[i], &run)) == 0) {
-			r = fn(arg, &run);
-			store_run_free(&run);
-		}
-	}
-	free(c.ids);
+	/* FN is called once the listing is done: it may use the store. */
+	for (size_t i = 0; r == 0 && i < c.n; i++)
+		r = fn(arg, &c.v[i]);
+	for (size_t i = 0; i < c.n; i++)
+		store_run_free(&c.v[i]);
+	free(c.v);
 	return r;
 }
 

@@ -257,8 +257,9 @@ int store_run_clean(struct store *s, int64_t run, bool clean);
  * (-1: they changed). */
 int store_run_held(struct store *s, int64_t run, int64_t bytes);
 /* Calls FN for each run of USER's THREAD, oldest first; stops at FN's
- * first non-zero return, which becomes the result. */
-int store_runs_each(struct store *s, const char *user, const char *thread,
+ * first non-zero return, which becomes the result. The runs are read in
+ * one query; their summaries and receipts only if TEXTS (else NULL). */
+int store_runs_each(struct store *s, const char *user, const char *thread, bool texts,
 		    int (*fn)(void *arg, const struct store_run *r), void *arg);
 /* -ENOENT if there is no run ID. */
 int store_run_get(struct store *s, int64_t id, struct store_run *out);

@@ -110,6 +110,46 @@ START_TEST(test_store_refuses_a_file_that_is_not_a_database)
 }
 END_TEST
 
+/* Several processes using a new store at the same moment (two hosts'
+ * first commands, or the first after an upgrade): each migration step
+ * is taken by one of them, the others find it taken, every open works. */
+START_TEST(test_store_made_by_several_at_once)
+{
+	enum { OPENERS = 6 };
+	int go[2];
+	pid_t pid[OPENERS];
+
+	ck_assert_int_eq(pipe(go), 0);
+	for (int i = 0; i < OPENERS; i++) {
+		ck_assert_int_ge(pid[i] = fork(), 0);
+		if (pid[i] == 0) {
+			char err[512], c;
+			struct store *s;
+
+			close(go[1]);
+			/* All start once the parent closes its end: a barrier. */
+			if (read(go[0], &c, 1) != 0)
+				_exit(3);
+			if (store_open_target(target, &s, err, sizeof(err)) < 0) {
+				fprintf(stderr, "opener %d: %s\n", i, err);
+				_exit(1);
+			}
+			int v = store_schema_version(s);
+			store_close(s);
+			_exit(v == STORE_SCHEMA_VERSION ? 0 : 2);
+		}
+	}
+	close(go[0]);
+	close(go[1]);
+	for (int i = 0; i < OPENERS; i++) {
+		int status;
+		ck_assert_int_eq(waitpid(pid[i], &status, 0), pid[i]);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "opener %d of a new store failed (status %#x)", i, status);
+	}
+}
+END_TEST
+
 static int collect_mark(void *arg, const struct store_mark *m)
 {
 	struct store_mark *out = arg;
@@ -367,6 +407,76 @@ START_TEST(test_store_run_held_bytes)
 	ck_assert_int_eq(store_run_get(s, run, &r), 0);
 	ck_assert_int_eq(r.held_bytes, -1);
 	store_run_free(&r);
+	store_close(s);
+}
+END_TEST
+
+struct listed {
+	struct store_run v[4];
+	int n;
+};
+
+static int list_run(void *arg, const struct store_run *r)
+{
+	struct listed *l = arg;
+
+	ck_assert_int_lt(l->n, 4);
+	struct store_run *c = &l->v[l->n++];
+	*c = *r;
+	c->user = strdup(r->user);
+	c->thread = strdup(r->thread);
+	c->summary = r->summary ? strdup(r->summary) : NULL;
+	c->receipt = r->receipt ? strdup(r->receipt) : NULL;
+	return 0;
+}
+
+/* A thread's runs listed in one query, oldest first, each as read alone;
+ * their summaries and receipts (megabytes, maybe) only where asked. */
+START_TEST(test_store_runs_listed_with_or_without_their_texts)
+{
+	struct store *s = open_db();
+	struct snapshot snap = { 0 };
+	int64_t snap_id, run[2], other;
+
+	ck_assert_int_eq(store_snapshot_save(s, "u", "t", &snap, 10, 1, &snap_id), 0);
+	ck_assert_int_eq(store_run_begin(s, "u", "t", snap_id, 1, &run[0]), 0);
+	ck_assert_int_eq(store_run_end(s, run[0], snap_id, 2, "{\"summary\":1}", "{\"r\":1}"), 0);
+	ck_assert_int_eq(store_run_held(s, run[0], 4096), 0);
+	ck_assert_int_eq(store_run_begin(s, "u", "other", snap_id, 3, &other), 0);
+	ck_assert_int_eq(store_run_begin_as(s, "u", "t", snap_id, 4, RUN_UNDO, run[0], &run[1]), 0);
+	for (int texts = 0; texts <= 1; texts++) {
+		struct listed l = { .n = 0 };
+		ck_assert_int_eq(store_runs_each(s, "u", "t", texts, list_run, &l), 0);
+		ck_assert_int_eq(l.n, 2);
+		for (int i = 0; i < 2; i++) {
+			struct store_run one, *got = &l.v[i];
+			ck_assert_int_eq(store_run_get(s, run[i], &one), 0);
+			ck_assert_int_eq(got->id, one.id);
+			ck_assert_str_eq(got->user, one.user);
+			ck_assert_str_eq(got->thread, one.thread);
+			ck_assert_int_eq(got->begun_ns, one.begun_ns);
+			ck_assert_int_eq(got->ended, one.ended);
+			ck_assert_int_eq(got->ended_ns, one.ended_ns);
+			ck_assert_int_eq(got->before_snapshot, one.before_snapshot);
+			ck_assert_int_eq(got->after_snapshot, one.after_snapshot);
+			ck_assert_int_eq(got->kind, one.kind);
+			ck_assert_int_eq(got->undoes, one.undoes);
+			ck_assert_int_eq(got->kept, one.kept);
+			ck_assert_int_eq(got->held_bytes, one.held_bytes);
+			ck_assert_int_eq(got->clean, one.clean);
+			if (texts && one.summary) {
+				ck_assert_str_eq(got->summary, one.summary);
+				ck_assert_str_eq(got->receipt, one.receipt);
+			} else {
+				ck_assert_ptr_null(got->summary);
+				ck_assert_ptr_null(got->receipt);
+			}
+			ck_assert_int_eq(got->held_bytes, i == 0 ? 4096 : -1);
+			ck_assert_int_eq(got->kind, i == 0 ? RUN_AGENT : RUN_UNDO);
+			store_run_free(&one);
+			store_run_free(got);
+		}
+	}
 	store_close(s);
 }
 END_TEST
@@ -829,6 +939,7 @@ END_TEST
 static void store_tests(TCase *tc)
 {
 	tcase_add_test(tc, test_store_refuses_a_newer_schema);
+	tcase_add_test(tc, test_store_made_by_several_at_once);
 	tcase_add_test(tc, test_store_marks_round_trip_and_replace);
 	tcase_add_test(tc, test_store_audit_rows_per_thread_in_order);
 	tcase_add_test(tc, test_store_writers_share_the_file);
@@ -836,6 +947,7 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_store_presentations);
 	tcase_add_test(tc, test_store_run_held_bytes);
 	tcase_add_test(tc, test_store_run_clean);
+	tcase_add_test(tc, test_store_runs_listed_with_or_without_their_texts);
 	tcase_add_test(tc, test_lease_is_one_host_s_at_a_time);
 	tcase_add_test(tc, test_lease_is_given_back_by_the_last_of_a_host_s_views);
 	tcase_add_test(tc, test_lease_fences_a_taken_over_writer);
