@@ -155,9 +155,15 @@ fuzz-deps:
 layers:
 	@tests/tools/layers
 
+# Sanitized code runs two to three times slower, and each test's
+# timeout (Check's, tests/run-tests) stretches with it.
+ifeq ($(SANITIZE),1)
+CHECK_ENV := CK_TIMEOUT_MULTIPLIER=3
+endif
+
 check: test-deps layers
 	@$(MAKE) --no-print-directory all $(OBJ)/tests/check_sbxfs
-	@SBX_BIN=$(CURDIR)/$(BIN) tests/run-tests $(CURDIR)/$(OBJ)/tests/check_sbxfs
+	@$(CHECK_ENV) SBX_BIN=$(CURDIR)/$(BIN) tests/run-tests $(CURDIR)/$(OBJ)/tests/check_sbxfs
 
 stress: test-deps
 	@$(MAKE) --no-print-directory all

@@ -6,6 +6,7 @@
 #include "lookup.h"
 #include "progress.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/quote.h"
 #include "store/snapshot.h"
@@ -145,10 +146,7 @@ int cmd_snapshot(int argc, char **argv, const char *home)
 		snapshot_free(&snap);
 		return 1;
 	}
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	r = store_snapshot_save(s, a.user, a.thread, &snap, max,
-				(int64_t)now.tv_sec * 1000000000 + now.tv_nsec, &id);
+	r = store_snapshot_save(s, a.user, a.thread, &snap, max, realtime_ns(), &id);
 	store_close(s);
 	if (r < 0) {
 		fprintf(stderr, "sbx: snapshot: cannot record the snapshot: %s\n", strerror(-r));

@@ -29,6 +29,19 @@ static inline int64_t realtime_ns(void)
 	return timespec_ns(&ts);
 }
 
+/* NS from now on CLOCK, as the absolute time a timed wait takes (a
+ * condition variable's of that clock, pthread_timedjoin_np()'s realtime). */
+static inline struct timespec deadline_in(clockid_t clock, int64_t ns)
+{
+	struct timespec t;
+
+	clock_gettime(clock, &t);
+	ns += t.tv_nsec;
+	t.tv_sec += (time_t)(ns / 1000000000);
+	t.tv_nsec = (long)(ns % 1000000000);
+	return t;
+}
+
 /* Waits (a tick at most: a few ms) until the kernel's coarse wall clock,
  * the one file times are taken from, is past NS: a change made after
  * this returns has a ctime after NS, however soon it comes. */

@@ -532,13 +532,7 @@ static int admit(struct client *c, const char *user, const char *thread)
 			 " bash_max_sessions)",
 			 user, thread, b->config.bash_max_sessions);
 	while (b->slots[at].running >= b->config.bash_max_sessions) {
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 100000000;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
+		struct timespec until = deadline_in(CLOCK_REALTIME, 100000000);
 		pthread_cond_timedwait(&b->admitted, &b->lock, &until);
 		struct pollfd p = { c->fd, 0, 0 }; /* POLLHUP: it closed */
 		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) {
@@ -1208,10 +1202,8 @@ static int shut_down(struct broker *b, int dir, int lfd)
 	}
 	close(lfd);
 
-	struct timespec until;
+	struct timespec until = deadline_in(CLOCK_REALTIME, STOP_WAIT_S * 1000000000LL);
 	int e = 0;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += STOP_WAIT_S;
 	pthread_mutex_lock(&b->lock);
 	if (b->clients)
 		log_info("stopping: %u connection%s to finish (commands running are stopped)",

@@ -3,6 +3,7 @@
 #include "confine.h"
 #include "common/array.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/lockcheck.h"
 #include "common/log.h"
@@ -106,22 +107,10 @@ const char *gate_mode_name(enum gate_mode mode)
 	return mode_names[mode];
 }
 
-static int64_t ts_ns(struct timespec ts)
-{
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts_ns(ts);
-}
-
 static struct version version_of(const struct stat *st)
 {
-	return (struct version){ st->st_ino, st->st_size, ts_ns(st->st_mtim), ts_ns(st->st_ctim) };
+	return (struct version){ st->st_ino, st->st_size, timespec_ns(&st->st_mtim),
+				 timespec_ns(&st->st_ctim) };
 }
 
 static bool version_eq(const struct version *a, const struct version *b)
@@ -556,7 +545,7 @@ void gate_note_read(struct gate *g, const struct stat *st, const struct stat *af
 	struct mark *m = mark_get(s, st->st_dev, st->st_ino);
 	if (m && !version_eq(&m->ver, &now)) {
 		m->ver = now;
-		m->at_ns = now_ns();
+		m->at_ns = realtime_ns();
 		m->hashed = false;
 		m->dirty = false;
 		to_store_mark(m, path, &sm);
@@ -659,14 +648,14 @@ void gate_unlock(struct gate_ticket *t, const struct stat *after, bool content)
 	bool same = after && after->st_dev == t->dev && after->st_ino == t->ino;
 
 	if (same && moves)
-		mark_set(stripe_of(g, t->dev, t->ino), after, now_ns());
+		mark_set(stripe_of(g, t->dev, t->ino), after, realtime_ns());
 	stripe_unlock(t->lock);
 	if (after && !same && moves) {
 		/* The change made a new file (a stage): its mark. */
 		struct stripe *s = stripe_of(g, after->st_dev, after->st_ino);
 
 		stripe_lock(&s->lock);
-		mark_set(s, after, now_ns());
+		mark_set(s, after, realtime_ns());
 		stripe_unlock(&s->lock);
 	}
 }
@@ -688,7 +677,7 @@ void gate_note_listed(struct gate *g, const struct stat *st)
 	struct stripe *s = stripe_of(g, st->st_dev, st->st_ino);
 	stripe_lock(&s->lock);
 	if (!mark_find(s, st->st_dev, st->st_ino))
-		mark_set(s, st, now_ns());
+		mark_set(s, st, realtime_ns());
 	stripe_unlock(&s->lock);
 }
 
@@ -753,7 +742,7 @@ static void record(struct gate *g, const char *path, const char *op, const char 
 	if (!g || !g->writer)
 		return;
 	struct store_audit a = {
-		.at_ns = now_ns(),
+		.at_ns = realtime_ns(),
 		.path = path,
 		.op = op,
 		.comm = comm,
@@ -776,7 +765,7 @@ static struct store_version describe_current(struct gate *g, const struct stat *
 {
 	struct store_version v = { .known = true,
 				   .size = st->st_size,
-				   .mtime_ns = ts_ns(st->st_mtim) };
+				   .mtime_ns = timespec_ns(&st->st_mtim) };
 	_cleanup_(closep) int rfd = confine_reopen(fd, O_RDONLY);
 	struct snap_file f;
 

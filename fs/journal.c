@@ -6,6 +6,7 @@
 #include "runmarks.h"
 #include "view.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/fileops.h"
 #include "common/home.h"
 #include "common/log.h"
@@ -48,7 +49,6 @@ struct journal {
 struct journal *journal_new(const char *home, const char *user, const char *thread)
 {
 	struct journal *j = calloc(1, sizeof(*j));
-	struct timespec now;
 
 	if (!j)
 		return NULL;
@@ -69,8 +69,7 @@ struct journal *journal_new(const char *home, const char *user, const char *thre
 	pthread_mutex_init(&j->caller.lock, NULL);
 	pthread_rwlock_init(&j->keep.lock, NULL);
 	j->keep.fd = -1;
-	clock_gettime(CLOCK_REALTIME, &now);
-	j->keep.stamp = (uint64_t)now.tv_sec * 1000000000 + (uint64_t)now.tv_nsec;
+	j->keep.stamp = (uint64_t)realtime_ns();
 	return j;
 }
 
@@ -148,11 +147,8 @@ static void caller_name(struct view *v, pid_t pid, int64_t now, char comm[COMM_M
 static void caller_of(struct view *v, fuse_req_t req, pid_t pid, struct store_event *e,
 		      char comm[COMM_MAX])
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
 	memset(e, 0, sizeof(*e));
-	e->at_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	e->at_ns = realtime_ns();
 	e->pid = req ? fuse_req_ctx(req)->pid : pid ? pid : getpid();
 	e->comm = comm;
 	strcpy(comm, "sbxfs");

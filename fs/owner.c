@@ -1,5 +1,6 @@
 /* owner.c - see owner.h. */
 #include "owner.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -30,30 +31,15 @@ struct owner {
 	void *arg;
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits on O's condition until monotonic UNTIL_MS, owner_free() or a
  * renewal (the waiter looks again): true if owner_free() came. Called
  * with O's lock held. */
 static bool wait_until(struct owner *o, int64_t until_ms)
 {
-	struct timespec ts;
+	int64_t left = until_ms - now_ms();
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	int64_t left = until_ms - mono_ms();
 	if (left > 0) {
-		ts.tv_sec += left / 1000;
-		ts.tv_nsec += (left % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		struct timespec ts = deadline_in(CLOCK_MONOTONIC, left * 1000000);
 		pthread_cond_timedwait(&o->wake, &o->lock, &ts);
 	}
 	return o->stopping;
@@ -107,9 +93,9 @@ static void *heartbeat_main(void *arg)
 	block_signals();
 	pthread_setname_np(pthread_self(), "sbxfs-lease");
 	pthread_mutex_lock(&o->lock);
-	while (!wait_until(o, mono_ms() + (failing ? every / 3 : every))) {
+	while (!wait_until(o, now_ms() + (failing ? every / 3 : every))) {
 		pthread_mutex_unlock(&o->lock);
-		int64_t start = mono_ms();
+		int64_t start = now_ms();
 		int r = store_lease_renew(o->store, o->user, o->thread, o->host, o->token, getpid(),
 					  o->ttl_ms);
 		if (r == -ESTALE) {
@@ -150,13 +136,13 @@ static void *watchdog_main(void *arg)
 	pthread_mutex_lock(&o->lock);
 	while (!o->stopping) {
 		int64_t until = o->deadline - margin, renewed = o->deadline - o->ttl_ms;
-		if (mono_ms() < until) {
+		if (now_ms() < until) {
 			wait_until(o, until);
 			continue;
 		}
 		pthread_mutex_unlock(&o->lock);
 		snprintf(why, sizeof(why), "the store has not renewed it for %.1f s",
-			 (double)(mono_ms() - renewed) / 1000);
+			 (double)(now_ms() - renewed) / 1000);
 		owner_lose(o, why);
 		return NULL;
 	}
@@ -213,10 +199,10 @@ int owner_acquire(const char *home, const char *user, const char *thread, const 
 		owner_free_fields(o);
 		return r;
 	}
-	int64_t give_up = mono_ms() + wait_ms;
+	int64_t give_up = now_ms() + wait_ms;
 	while ((r = store_lease_acquire(s, user, thread, o->host, getpid(), o->ttl_ms, &lc.lim,
 					&o->token, &o->before, err, errlen)) == -EBUSY &&
-	       mono_ms() < give_up) {
+	       now_ms() < give_up) {
 		/* Until the holder's lease would expire, or a release: look
 		 * again every 100 ms. */
 		struct timespec nap = { 0, 100 * 1000000 };
@@ -236,16 +222,13 @@ int owner_acquire(const char *home, const char *user, const char *thread, const 
  * after a second (it is left to the process's exit). */
 static bool stop_threads(struct owner *o, bool watchdog)
 {
-	struct timespec until;
-
 	pthread_mutex_lock(&o->lock);
 	o->stopping = true;
 	pthread_cond_broadcast(&o->wake);
 	pthread_mutex_unlock(&o->lock);
 	if (watchdog && o->shared)
 		pthread_join(o->watchdog, NULL);
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 1;
+	struct timespec until = deadline_in(CLOCK_REALTIME, 1000000000);
 	if (pthread_timedjoin_np(o->heartbeat, NULL, &until) != 0) {
 		log_warn("the lease's heartbeat still waits on the store; leaving it");
 		return false;
@@ -256,7 +239,7 @@ static bool stop_threads(struct owner *o, bool watchdog)
 int owner_start(struct owner *o, void (*on_lost)(void *arg, const char *why), void *arg, char *err,
 		size_t errlen)
 {
-	int64_t start = mono_ms();
+	int64_t start = now_ms();
 	int r = store_open(o->home, &o->store, err, errlen);
 
 	if (r < 0)

@@ -5,6 +5,7 @@
 #include "lease.h"
 #include "store_int.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -164,11 +165,8 @@ static int failed(struct store *s, int r, const char *what)
  * this host's for an SQLite file, which only this host opens. */
 static int store_now(struct store *s, int64_t *now)
 {
-	struct timespec ts;
-
 	if (db_engine(store_db(s)) == DB_SQLITE) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		*now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		*now = realtime_ns();
 		return 0;
 	}
 	_lease_stmt_ st = NULL;

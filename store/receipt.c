@@ -3,6 +3,7 @@
 #include "lease.h"
 #include "store.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/utf8.h"
 
 #include <errno.h>
@@ -161,9 +162,7 @@ int receipt_present(struct store *s, const char *home, int64_t run, const char *
 		norm[i] = buf + at;
 		at += room;
 	}
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	rc = store_present(s, run, tool, norm, n, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
+	rc = store_present(s, run, tool, norm, n, realtime_ns());
 	for (size_t i = 0; rc == 0 && each && i < n; i++)
 		each(arg, norm[i]);
 	return rc;

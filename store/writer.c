@@ -1,6 +1,7 @@
 /* writer.c - see writer.h. */
 #include "writer.h"
 #include "snapshot.h"
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
 
@@ -187,18 +188,6 @@ static void write_batch(struct store_writer *w, struct row *batch)
 	free_rows(batch);
 }
 
-/* NS from now, on the clock of the writer's condition variables. */
-static struct timespec deadline_in(int64_t ns)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	ns += t.tv_nsec;
-	t.tv_sec += (time_t)(ns / 1000000000);
-	t.tv_nsec = (long)(ns % 1000000000);
-	return t;
-}
-
 /* Waits (W locked) for a row or the stop; once idle for rest_ms, lets
  * the store's connection go (store_rest()) until the next batch. */
 static void wait_for_rows(struct store_writer *w, bool *rested)
@@ -208,7 +197,7 @@ static void wait_for_rows(struct store_writer *w, bool *rested)
 			pthread_cond_wait(&w->wake, &w->lock);
 			continue;
 		}
-		struct timespec until = deadline_in(w->rest_ms * 1000000);
+		struct timespec until = deadline_in(CLOCK_REALTIME, w->rest_ms * 1000000);
 		if (pthread_cond_timedwait(&w->wake, &w->lock, &until) == ETIMEDOUT && !w->head &&
 		    !w->stopping) {
 			pthread_mutex_unlock(&w->lock);
@@ -233,7 +222,7 @@ static void *writer_main(void *arg)
 			break;
 		rested = false;
 		if (!w->stopping && !w->syncing) {
-			struct timespec until = deadline_in(GATHER_NS);
+			struct timespec until = deadline_in(CLOCK_REALTIME, GATHER_NS);
 
 			/* Woken early only by store_writer_sync() or _stop(). */
 			while (!w->stopping && !w->syncing &&

@@ -75,21 +75,32 @@ static char *journal_paths(const char *home, const char *thread)
 }
 
 /* ARG is "HOME|THREAD|NAME": true once the journal has a create of NAME. */
+/* What SQL (a count) says in HOME's store; -1 if it cannot be read. */
+static long sql_count(const char *home, const char *sql)
+{
+	char *cmd = fmt_cmd("tests/tools/sbxsql '%s' \"%s\"", home, sql);
+	int st;
+	char *out = capture(cmd, &st);
+	long n = st == 0 && out[0] ? atol(out) : -1;
+
+	free(cmd);
+	free(out);
+	return n;
+}
+
+/* "HOME|THREAD|NAME": whether the journal has a row of a file NAME. */
 static bool journal_has(const char *arg)
 {
 	char home[PATH_MAX], thread[64], name[64];
 
 	if (sscanf(arg, "%4095[^|]|%63[^|]|%63s", home, thread, name) != 3)
 		return false;
-	char *cmd = fmt_cmd("tests/tools/sbxsql '%s' \"SELECT count(*) FROM journal WHERE thread ="
-			    " '%s' AND path LIKE '%%/%s'\"",
-			    home, thread, name);
-	int st;
-	char *out = capture(cmd, &st);
-	bool r = st == 0 && atoi(out) > 0;
+	char *sql =
+		fmt_cmd("SELECT count(*) FROM journal WHERE thread = '%s' AND path LIKE '%%/%s'",
+			thread, name);
+	bool r = sql_count(home, sql) > 0;
 
-	free(cmd);
-	free(out);
+	free(sql);
 	return r;
 }
 
@@ -364,22 +375,16 @@ END_TEST
 
 /* ARG is "HOME|N": true once HOME's database has N client connections
  * besides the one asking. */
+/* "HOME|N": whether N connections other than this query's are open to
+ * HOME's database. */
 static bool connections_are(const char *arg)
 {
 	char home[PATH_MAX];
-	int n, st;
+	int n;
 
-	if (sscanf(arg, "%4095[^|]|%d", home, &n) != 2)
-		return false;
-	char *cmd = fmt_cmd("tests/tools/sbxsql '%s' \"SELECT count(*) FROM pg_stat_activity WHERE"
-			    " datname = current_database() AND pid <> pg_backend_pid()\"",
-			    home);
-	char *out = capture(cmd, &st);
-	bool r = st == 0 && atoi(out) == n;
-
-	free(cmd);
-	free(out);
-	return r;
+	return sscanf(arg, "%4095[^|]|%d", home, &n) == 2 &&
+	       sql_count(home, "SELECT count(*) FROM pg_stat_activity WHERE datname ="
+			       " current_database() AND pid <> pg_backend_pid()") == n;
 }
 
 /* An idle view's writer gives its PostgreSQL connection back after
