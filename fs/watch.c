@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -51,9 +52,11 @@ struct watch {
 	bool running;
 	size_t watches, max_watches; /* atomic; max 0: no limit of ours */
 	bool limit_logged;
-	/* The directories of the disabled-skill files (skills.h), outside
-	 * the view: wd 0 if not watched. */
-	int state_wd[SKILL_NSCOPES];
+	/* The disabled-skill files (skills.h), outside the view: each file
+	 * (its saves in place) and its directory, for its name alone (made,
+	 * removed, renamed over); wd -1 where not watched. */
+	int state_dir_wd[SKILL_NSCOPES], state_file_wd[SKILL_NSCOPES];
+	int state_dirfd[SKILL_NSCOPES]; /* the skills' */
 	const char *state_file[SKILL_NSCOPES];
 };
 
@@ -288,12 +291,25 @@ static bool attr_only(const struct inotify_event *e)
 	       !(e->mask & ~(uint32_t)(IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_ISDIR));
 }
 
-/* True for an event of a disabled-skill file. */
-static bool is_state_event(const struct watch *w, const struct inotify_event *e)
+static void watch_state_file(struct watch *w, int i);
+
+/* True for an event of a disabled-skill file: its own, or its
+ * directory's about its name (a new file there is watched in its turn). */
+static bool is_state_event(struct watch *w, const struct inotify_event *e)
 {
-	for (int i = 0; i < SKILL_NSCOPES; i++)
-		if (w->state_wd[i] > 0 && e->wd == w->state_wd[i])
-			return e->len && !strcmp(e->name, w->state_file[i]);
+	for (int i = 0; i < SKILL_NSCOPES; i++) {
+		if (w->state_file_wd[i] >= 0 && e->wd == w->state_file_wd[i]) {
+			if (e->mask & IN_IGNORED) /* removed or replaced */
+				w->state_file_wd[i] = -1;
+			return true;
+		}
+		if (w->state_dir_wd[i] >= 0 && e->wd == w->state_dir_wd[i] && e->len &&
+		    !strcmp(e->name, w->state_file[i])) {
+			if (e->mask & (IN_CREATE | IN_MOVED_TO))
+				watch_state_file(w, i);
+			return true;
+		}
+	}
 	return false;
 }
 
@@ -372,29 +388,50 @@ static void *watch_thread(void *arg)
 	return NULL;
 }
 
-/* Watches the directories of the disabled-skill files (not the files:
- * an editor's save replaces them). Not for IN_MODIFY: a save is seen
- * at its close or rename, and the shared file's directory is the home,
- * where the store's write-ahead log is written at every lease renewal
- * of every view (each would wake every view otherwise). */
+/* Watches disabled-skill file I itself, if it is there: its saves in
+ * place, not the other files of its directory, which is the home for
+ * the shared one: every command's close of the store's files there
+ * would wake every view otherwise. */
+static void watch_state_file(struct watch *w, int i)
+{
+	char dir[CONFINE_FD_PATH_MAX], path[CONFINE_FD_PATH_MAX + NAME_MAX + 2];
+
+	confine_fd_path(w->state_dirfd[i], dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, w->state_file[i]);
+	w->state_file_wd[i] = inotify_add_watch(w->ifd, path,
+						IN_CLOSE_WRITE | IN_ATTRIB | IN_DONT_FOLLOW);
+	if (w->state_file_wd[i] < 0 && errno != ENOENT)
+		log_warn("cannot watch the disabled skills' file %s (%s): a listing the kernel"
+			 " holds may show a skill disabled since",
+			 w->state_file[i], strerror(errno));
+}
+
+/* Watches each disabled-skill file and, for its name's comings and
+ * goings, its directory: not for writes and closes there (an editor's
+ * save in place is seen on the file; the shared file's directory is the
+ * home, where the store's files are written and closed all the time).
+ * IN_MASK_ADD: the directory may be one the view watches too. */
 static void watch_skill_states(struct watch *w)
 {
 	char path[CONFINE_FD_PATH_MAX];
 
+	for (int i = 0; i < SKILL_NSCOPES; i++)
+		w->state_dir_wd[i] = w->state_file_wd[i] = -1;
 	if (!w->view->skills)
 		return;
 	for (int i = 0; i < SKILL_NSCOPES; i++) {
-		int fd = skills_state_dir(w->view->skills, i, &w->state_file[i]);
-
-		confine_fd_path(fd, path);
-		w->state_wd[i] = inotify_add_watch(w->ifd, path,
-						   IN_CREATE | IN_DELETE | IN_MOVED_FROM |
-							   IN_MOVED_TO | IN_CLOSE_WRITE |
-							   IN_ATTRIB | IN_ONLYDIR);
-		if (w->state_wd[i] < 0)
+		w->state_dirfd[i] = skills_state_dir(w->view->skills, i, &w->state_file[i]);
+		confine_fd_path(w->state_dirfd[i], path);
+		w->state_dir_wd[i] = inotify_add_watch(w->ifd, path,
+						       IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+							       IN_MOVED_TO | IN_ONLYDIR |
+							       IN_MASK_ADD);
+		if (w->state_dir_wd[i] < 0)
 			log_warn(
 				"cannot watch the disabled skills' file %s (%s): a listing the kernel holds may show a skill disabled since",
 				w->state_file[i], strerror(errno));
+		else
+			watch_state_file(w, i);
 	}
 }
 

@@ -255,6 +255,50 @@ START_TEST(test_skills_other_writes_in_the_home_do_not_wake_the_view)
 }
 END_TEST
 
+/* Every command that opens the store closes its files in the home (the
+ * database, its write-ahead log): those closes do not wake the view
+ * either (with a thousand views, each close woke them all), an edit of
+ * the file saved in place or by a rename over it still does. */
+START_TEST(test_skills_the_store_s_closes_in_the_home_do_not_wake_the_view)
+{
+	const char *other = home_path("sbx.db-like");
+
+	ck_assert_int_eq(write_file(other, "x"), 0);
+	ck_assert(readable(sk("public/pub/SKILL.md"))); /* the create's event is past */
+	long before = watch_wakeups();
+	for (int i = 0; i < 40; i++) {
+		int fd = open(other, O_WRONLY | O_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+		/* apart: no batch of the watch can take two */
+		nanosleep(&(struct timespec){ .tv_nsec = 5 * 1000000 }, NULL);
+	}
+	long after = watch_wakeups();
+	ck_assert_msg(before > 0 && after - before <= 4, "40 closes woke the view %ld times",
+		      after - before);
+	/* Saved in place (opened, truncated, written, closed). */
+	ck_assert_int_eq(write_file(home_path(PUBLIC_STATES),
+				    "{\"skills\": {\"pub\": {\"enabled\": false}}}"),
+			 0);
+	ck_assert(eventually(refused, sk("public/pub/SKILL.md")));
+	/* Replaced by a rename, then saved in place again: the new file is
+	 * the one watched. */
+	home_replace(PUBLIC_STATES, "{\"skills\": {}}");
+	ck_assert(eventually(readable, sk("public/pub/SKILL.md")));
+	ck_assert_int_eq(write_file(home_path(PUBLIC_STATES),
+				    "{\"skills\": {\"pub\": {\"enabled\": false}}}"),
+			 0);
+	ck_assert(eventually(refused, sk("public/pub/SKILL.md")));
+	/* Removed, then made again in place. */
+	ck_assert_int_eq(unlink(home_path(PUBLIC_STATES)), 0);
+	ck_assert(eventually(readable, sk("public/pub/SKILL.md")));
+	ck_assert_int_eq(write_file(home_path(PUBLIC_STATES),
+				    "{\"skills\": {\"pub\": {\"enabled\": false}}}"),
+			 0);
+	ck_assert(eventually(refused, sk("public/pub/SKILL.md")));
+}
+END_TEST
+
 START_TEST(test_skills_unreadable_state_fails_closed)
 {
 	home_replace(USER_STATES, "{\"mine\": ");
@@ -334,6 +378,7 @@ Suite *suite_view_skills(void)
 	tcase_add_test(tc, test_skills_each_file_governs_its_categories);
 	tcase_add_test(tc, test_skills_unreadable_state_fails_closed);
 	tcase_add_test(tc, test_skills_other_writes_in_the_home_do_not_wake_the_view);
+	tcase_add_test(tc, test_skills_the_store_s_closes_in_the_home_do_not_wake_the_view);
 	tcase_add_test(tc, test_skills_symlink_does_not_escape_its_category);
 	tcase_add_test(tc, test_skills_option_keeps_one_plain_root);
 	suite_add_tcase(s, tc);
