@@ -228,8 +228,9 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 	       "ALTER TABLE snapshot_files ADD COLUMN gone INTEGER NOT NULL DEFAULT 0;",
 };
 
-/* A snapshot's files go in SNAP_BATCH rows a statement: a round trip
- * each on PostgreSQL, and fewer steps on SQLite (its default limit of
+/* A snapshot's files go in 64 rows a statement (2^SNAP_BATCH_LOG2), the
+ * rest in statements of 32, 16, ... 1 (at most six): a round trip each on
+ * PostgreSQL, and fewer steps on SQLite (its default limit of
  * parameters, 32,766, is far above this 960). */
 #define SNAP_FILES_INSERT                                                               \
 	"INSERT INTO snapshot_files (snapshot, seq, path, root, symlink, target, size," \
@@ -242,7 +243,7 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 #define SNAP_ROWS_16 SNAP_ROWS_8 ", " SNAP_ROWS_8
 #define SNAP_ROWS_32 SNAP_ROWS_16 ", " SNAP_ROWS_16
 #define SNAP_ROWS_64 SNAP_ROWS_32 ", " SNAP_ROWS_32
-#define SNAP_BATCH 64
+#define SNAP_BATCH_LOG2 6
 #define BLOB_PARAMS_4 "?, ?, ?, ?"
 #define BLOB_PARAMS_16 BLOB_PARAMS_4 ", " BLOB_PARAMS_4 ", " BLOB_PARAMS_4 ", " BLOB_PARAMS_4
 #define BLOB_PARAMS_32 BLOB_PARAMS_16 ", " BLOB_PARAMS_16
@@ -262,8 +263,13 @@ enum stmt_id {
 	ST_AUDIT_ADD,
 	ST_AUDIT_EACH,
 	ST_SNAP_ADD,
-	ST_SNAP_FILE_ADD,
-	ST_SNAP_FILES_ADD,
+	ST_SNAP_FILES_1, /* then those of 2, 4, ... 64 rows, in order */
+	ST_SNAP_FILES_2,
+	ST_SNAP_FILES_4,
+	ST_SNAP_FILES_8,
+	ST_SNAP_FILES_16,
+	ST_SNAP_FILES_32,
+	ST_SNAP_FILES_64,
 	ST_SNAP_GET,
 	ST_SNAP_FILES,
 	ST_BLOB_PUT,
@@ -312,8 +318,13 @@ static const char *const stmt_sql[ST_COUNT] = {
 			  " FROM audit WHERE \"user\" = ? AND thread = ? ORDER BY id",
 	[ST_SNAP_ADD] = "INSERT INTO snapshots (\"user\", thread, at_ns, files,"
 			" truncated, max_files, base) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-	[ST_SNAP_FILE_ADD] = SNAP_FILES_INSERT SNAP_ROW,
-	[ST_SNAP_FILES_ADD] = SNAP_FILES_INSERT SNAP_ROWS_64,
+	[ST_SNAP_FILES_1] = SNAP_FILES_INSERT SNAP_ROW,
+	[ST_SNAP_FILES_2] = SNAP_FILES_INSERT SNAP_ROWS_2,
+	[ST_SNAP_FILES_4] = SNAP_FILES_INSERT SNAP_ROWS_4,
+	[ST_SNAP_FILES_8] = SNAP_FILES_INSERT SNAP_ROWS_8,
+	[ST_SNAP_FILES_16] = SNAP_FILES_INSERT SNAP_ROWS_16,
+	[ST_SNAP_FILES_32] = SNAP_FILES_INSERT SNAP_ROWS_32,
+	[ST_SNAP_FILES_64] = SNAP_FILES_INSERT SNAP_ROWS_64,
 	[ST_SNAP_GET] = "SELECT truncated, max_files, base, files FROM snapshots WHERE id = ?",
 	[ST_SNAP_FILES] =
 		"SELECT path, root, symlink, target, size, mtime_ns, sha256,"
@@ -1002,8 +1013,11 @@ int store_snapshot_save_since(struct store *s, const char *user, const char *thr
 		r = insert_id(s, st, "record a snapshot", id);
 	}
 	for (size_t i = 0; i < n && r == 0;) {
-		size_t batch = n - i >= SNAP_BATCH ? SNAP_BATCH : 1;
-		_stmt_ st = stmt(s, batch > 1 ? ST_SNAP_FILES_ADD : ST_SNAP_FILE_ADD);
+		unsigned k = 0; /* a batch of 2^k rows: the most there are */
+		while (k < SNAP_BATCH_LOG2 && (size_t)2 << k <= n - i)
+			k++;
+		size_t batch = (size_t)1 << k;
+		_stmt_ st = stmt(s, ST_SNAP_FILES_1 + k);
 
 		if (!st) {
 			r = -ENOMEM;
