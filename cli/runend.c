@@ -39,7 +39,8 @@ struct text {
 struct scan {
 	struct store *store;
 	struct scan_progress progress;
-	unsigned kept; /* contents in the open transaction */
+	struct store_blob *pending; /* contents to put in the store: copies */
+	size_t npending, pcap, pbytes;
 	bool in_memory;
 	struct text *texts;
 	size_t ntexts, cap, bytes;
@@ -103,26 +104,55 @@ static int keep_in_memory(struct scan *sc, const uint8_t *sha256, const void *da
 	return 0;
 }
 
-/* Contents are written in transactions of 256, so a long scan never
- * keeps the store's write lock from the daemons for long. */
+/* Contents go to the store PUT_BATCH (or PUT_BYTES) at a time, each
+ * batch a few statements in a write transaction of its own: a long scan
+ * never keeps the store's write lock from the daemons for long. */
+#define PUT_BATCH 256
+#define PUT_BYTES (4 << 20)
+
+/* Puts the contents waiting in SC if WRITE (else drops them). */
+static int put_pending(struct scan *sc, bool write)
+{
+	int r = 0;
+
+	if (write && sc->npending && (r = store_begin(sc->store)) == 0) {
+		r = store_blobs_put(sc->store, sc->pending, sc->npending);
+		if (r == 0)
+			r = store_commit(sc->store);
+		if (r < 0)
+			store_rollback(sc->store);
+	}
+	for (size_t i = 0; i < sc->npending; i++)
+		free((void *)sc->pending[i].data);
+	sc->npending = sc->pbytes = 0;
+	return r;
+}
+
 static int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data, size_t len)
 {
 	struct scan *sc = arg;
 
 	if (sc->in_memory && sc->bytes + len <= TEXTS_MAX)
 		return keep_in_memory(sc, f->sha256, data, len);
-	int r = sc->kept == 0 ? store_begin(sc->store) : 0;
-	if (r == 0)
-		r = store_blob_put(sc->store, f->sha256, data, len);
-	if (r == 0 && ++sc->kept == 256) {
-		sc->kept = 0;
-		r = store_commit(sc->store);
-	}
-	return r;
+	if (array_grow(sc->pending, sc->npending, sc->pcap) < 0)
+		return -ENOMEM;
+	void *copy = malloc(len ? len : 1);
+	if (!copy)
+		return -ENOMEM;
+	if (len) /* an empty one's DATA may be NULL */
+		memcpy(copy, data, len);
+	struct store_blob *b = &sc->pending[sc->npending++];
+	memcpy(b->sha256, f->sha256, SHA256_BYTES);
+	b->data = copy;
+	b->len = len;
+	sc->pbytes += len;
+	return sc->npending == PUT_BATCH || sc->pbytes >= PUT_BYTES ? put_pending(sc, true) : 0;
 }
 
 static void scan_free(struct scan *sc)
 {
+	put_pending(sc, false);
+	free(sc->pending);
 	for (size_t i = 0; i < sc->ntexts; i++)
 		free(sc->texts[i].data);
 	free(sc->texts);
@@ -281,14 +311,13 @@ static void view_sync(const char *mountpoint, void *arg)
 }
 
 /* Ends a scan's batches of contents: commits, or rolls back after R. */
+/* The scan's end, R its result so far: what it kept waiting is put in
+ * the store if it went well. */
 static int scan_end(struct scan *sc, int r)
 {
-	if (r == 0 && sc->kept)
-		r = store_commit(sc->store);
-	if (r < 0 && sc->kept)
-		store_rollback(sc->store);
-	sc->kept = 0;
-	return r;
+	int put = put_pending(sc, r == 0);
+
+	return r < 0 ? r : put;
 }
 
 /* Snapshots the thread in ROOTS with at most MAX files into the store,

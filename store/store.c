@@ -228,7 +228,7 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 	       "ALTER TABLE snapshot_files ADD COLUMN gone INTEGER NOT NULL DEFAULT 0;",
 };
 
-/* A snapshot's files go in 64 rows a statement (2^SNAP_BATCH_LOG2), the
+/* A snapshot's files go in 64 rows a statement (2^BATCH_LOG2), the
  * rest in statements of 32, 16, ... 1 (at most six): a round trip each on
  * PostgreSQL, and fewer steps on SQLite (its default limit of
  * parameters, 32,766, is far above this 960). */
@@ -243,7 +243,17 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 #define SNAP_ROWS_16 SNAP_ROWS_8 ", " SNAP_ROWS_8
 #define SNAP_ROWS_32 SNAP_ROWS_16 ", " SNAP_ROWS_16
 #define SNAP_ROWS_64 SNAP_ROWS_32 ", " SNAP_ROWS_32
-#define SNAP_BATCH_LOG2 6
+#define BATCH_LOG2 6
+/* Contents put the same way: 64 a statement, the rest in 32, 16, ... 1. */
+#define BLOBS_INSERT "INSERT INTO blobs (sha256, data) VALUES "
+#define BLOB_ROW "(?, ?)"
+#define BLOB_ROWS_2 BLOB_ROW ", " BLOB_ROW
+#define BLOB_ROWS_4 BLOB_ROWS_2 ", " BLOB_ROWS_2
+#define BLOB_ROWS_8 BLOB_ROWS_4 ", " BLOB_ROWS_4
+#define BLOB_ROWS_16 BLOB_ROWS_8 ", " BLOB_ROWS_8
+#define BLOB_ROWS_32 BLOB_ROWS_16 ", " BLOB_ROWS_16
+#define BLOB_ROWS_64 BLOB_ROWS_32 ", " BLOB_ROWS_32
+#define ON_CONFLICT " ON CONFLICT DO NOTHING"
 #define BLOB_PARAMS_4 "?, ?, ?, ?"
 #define BLOB_PARAMS_16 BLOB_PARAMS_4 ", " BLOB_PARAMS_4 ", " BLOB_PARAMS_4 ", " BLOB_PARAMS_4
 #define BLOB_PARAMS_32 BLOB_PARAMS_16 ", " BLOB_PARAMS_16
@@ -272,7 +282,13 @@ enum stmt_id {
 	ST_SNAP_FILES_64,
 	ST_SNAP_GET,
 	ST_SNAP_FILES,
-	ST_BLOB_PUT,
+	ST_BLOBS_PUT_1, /* then those of 2, 4, ... 64 */
+	ST_BLOBS_PUT_2,
+	ST_BLOBS_PUT_4,
+	ST_BLOBS_PUT_8,
+	ST_BLOBS_PUT_16,
+	ST_BLOBS_PUT_32,
+	ST_BLOBS_PUT_64,
 	ST_BLOB_GET,
 	ST_BLOBS_GET,
 	ST_RUN_ADD,
@@ -330,7 +346,13 @@ static const char *const stmt_sql[ST_COUNT] = {
 		"SELECT path, root, symlink, target, size, mtime_ns, sha256,"
 		" sensitive, \"binary\", large, ino, ctime_ns, seq, gone FROM snapshot_files"
 		" WHERE snapshot = ?",
-	[ST_BLOB_PUT] = "INSERT INTO blobs (sha256, data) VALUES (?, ?) ON CONFLICT DO NOTHING",
+	[ST_BLOBS_PUT_1] = BLOBS_INSERT BLOB_ROW ON_CONFLICT,
+	[ST_BLOBS_PUT_2] = BLOBS_INSERT BLOB_ROWS_2 ON_CONFLICT,
+	[ST_BLOBS_PUT_4] = BLOBS_INSERT BLOB_ROWS_4 ON_CONFLICT,
+	[ST_BLOBS_PUT_8] = BLOBS_INSERT BLOB_ROWS_8 ON_CONFLICT,
+	[ST_BLOBS_PUT_16] = BLOBS_INSERT BLOB_ROWS_16 ON_CONFLICT,
+	[ST_BLOBS_PUT_32] = BLOBS_INSERT BLOB_ROWS_32 ON_CONFLICT,
+	[ST_BLOBS_PUT_64] = BLOBS_INSERT BLOB_ROWS_64 ON_CONFLICT,
 	[ST_BLOB_GET] = "SELECT data FROM blobs WHERE sha256 = ?",
 	[ST_BLOBS_GET] = "SELECT sha256, data FROM blobs WHERE sha256 IN (" BLOB_PARAMS_128 ")",
 	[ST_RUN_ADD] = "INSERT INTO runs (\"user\", thread, begun_ns, before_snapshot, kind,"
@@ -723,6 +745,17 @@ int store_mark_drop(struct store *s, const char *user, const char *thread, const
 
 /* Steps a SELECT, calling ROW for each row; stops at ROW's first non-zero
  * return. */
+/* Rows go in statements of 2^k of them (ST_SNAP_FILES_1 + k, ...): the
+ * largest there are of the LEFT to put, at most 2^BATCH_LOG2. */
+static unsigned batch_log2(size_t left)
+{
+	unsigned k = 0;
+
+	while (k < BATCH_LOG2 && (size_t)2 << k <= left)
+		k++;
+	return k;
+}
+
 static int each_row(struct store *s, struct db_stmt *st, const char *what,
 		    int (*row)(struct db_stmt *st, void *ctx), void *ctx)
 {
@@ -1013,9 +1046,7 @@ int store_snapshot_save_since(struct store *s, const char *user, const char *thr
 		r = insert_id(s, st, "record a snapshot", id);
 	}
 	for (size_t i = 0; i < n && r == 0;) {
-		unsigned k = 0; /* a batch of 2^k rows: the most there are */
-		while (k < SNAP_BATCH_LOG2 && (size_t)2 << k <= n - i)
-			k++;
+		unsigned k = batch_log2(n - i);
 		size_t batch = (size_t)1 << k;
 		_stmt_ st = stmt(s, ST_SNAP_FILES_1 + k);
 
@@ -1195,16 +1226,32 @@ int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out)
 	return r;
 }
 
+int store_blobs_put(struct store *s, const struct store_blob *v, size_t n)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < n && r == 0;) {
+		unsigned k = batch_log2(n - i);
+		_stmt_ st = stmt(s, ST_BLOBS_PUT_1 + k);
+
+		if (!st)
+			return -ENOMEM;
+		for (size_t j = 0; j < (size_t)1 << k; j++, i++) {
+			db_bind_blob(st, 2 * (int)j + 1, v[i].sha256, SHA256_BYTES);
+			db_bind_blob(st, 2 * (int)j + 2, v[i].len ? v[i].data : "", v[i].len);
+		}
+		r = exec_stmt(s, st, "record files' contents");
+	}
+	return r;
+}
+
 int store_blob_put(struct store *s, const uint8_t sha256[SHA256_BYTES], const void *data,
 		   size_t len)
 {
-	_stmt_ st = stmt(s, ST_BLOB_PUT);
+	struct store_blob one = { .data = data, .len = len };
 
-	if (!st)
-		return -ENOMEM;
-	db_bind_blob(st, 1, sha256, 32);
-	db_bind_blob(st, 2, len ? data : "", len);
-	return exec_stmt(s, st, "record a file's content");
+	memcpy(one.sha256, sha256, SHA256_BYTES);
+	return store_blobs_put(s, &one, 1);
 }
 
 int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **data, size_t *len)

@@ -205,6 +205,14 @@ int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out);
  * returns a malloc'd, NUL-terminated copy, or -ENOENT. */
 int store_blob_put(struct store *s, const uint8_t sha256[SHA256_BYTES], const void *data,
 		   size_t len);
+/* The same for N contents (the same one twice is kept once), up to 64 a
+ * statement: a round trip each on PostgreSQL, not one a content. */
+struct store_blob {
+	uint8_t sha256[SHA256_BYTES];
+	const void *data;
+	size_t len;
+};
+int store_blobs_put(struct store *s, const struct store_blob *v, size_t n);
 int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **data, size_t *len);
 /* Calls FN with the content of each of the N SHA256S the store has (in
  * no order; those it has not are skipped), asking for a batch at a time:

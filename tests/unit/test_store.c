@@ -481,6 +481,74 @@ START_TEST(test_store_runs_listed_with_or_without_their_texts)
 }
 END_TEST
 
+enum { BLOBS = 150 };
+
+struct got_blobs {
+	int n;
+	int seen[BLOBS];
+};
+
+static int got_blob(void *arg, const uint8_t *sha256, const void *data, size_t len)
+{
+	struct got_blobs *g = arg;
+	int i = sha256[0] | sha256[1] << 8;
+	char want[32];
+
+	ck_assert_int_lt(i, BLOBS);
+	snprintf(want, sizeof(want), "content %d", i);
+	ck_assert_uint_eq(len, i ? strlen(want) : 0);
+	ck_assert(!len || !memcmp(data, want, len));
+	g->seen[i]++;
+	g->n++;
+	return 0;
+}
+
+/* Contents put many at a time (statements of 64, then 32, ... 1): each
+ * kept once, also one given twice in a call (in one statement, in two)
+ * or again in a later call; the empty one too. */
+START_TEST(test_store_blobs_put_in_batches)
+{
+	struct store *s = open_db();
+	struct store_blob v[BLOBS + 3];
+	char text[BLOBS][32];
+	uint8_t keys[BLOBS][SHA256_BYTES];
+	struct got_blobs g = { 0 };
+	char *data;
+	size_t len;
+
+	for (int i = 0; i < BLOBS; i++) {
+		memset(keys[i], 0xab, SHA256_BYTES);
+		keys[i][0] = (uint8_t)(i & 0xff);
+		keys[i][1] = (uint8_t)(i >> 8);
+		snprintf(text[i], sizeof(text[i]), "content %d", i);
+		memcpy(v[i].sha256, keys[i], SHA256_BYTES);
+		v[i].data = i ? text[i] : NULL;
+		v[i].len = i ? strlen(text[i]) : 0;
+	}
+	v[BLOBS] = v[3];
+	v[BLOBS + 1] = v[100];
+	v[BLOBS + 2] = v[149];
+	ck_assert_int_eq(store_begin(s), 0);
+	ck_assert_int_eq(store_blobs_put(s, v, 70), 0); /* 64, 4, 2 */
+	/* 60 to 69 again, and 3, 100 and 149 twice: 93 = 64, 16, 8, 4, 1 */
+	ck_assert_int_eq(store_blobs_put(s, v + 60, BLOBS + 3 - 60), 0);
+	ck_assert_int_eq(store_commit(s), 0);
+	ck_assert_int_eq(store_blobs_each(s, (const uint8_t(*)[SHA256_BYTES])keys, BLOBS, got_blob,
+					  &g),
+			 0);
+	ck_assert_int_eq(g.n, BLOBS);
+	for (int i = 0; i < BLOBS; i++)
+		ck_assert_msg(g.seen[i] == 1, "content %d read %d times", i, g.seen[i]);
+	ck_assert_int_eq(store_blob_get(s, keys[0], &data, &len), 0);
+	ck_assert_uint_eq(len, 0);
+	free(data);
+	ck_assert_int_eq(store_blob_get(s, keys[149], &data, &len), 0);
+	ck_assert_str_eq(data, "content 149");
+	free(data);
+	store_close(s);
+}
+END_TEST
+
 /* An undo is whole only once said so, and can be said not to be. */
 START_TEST(test_store_run_clean)
 {
@@ -948,6 +1016,7 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_store_run_held_bytes);
 	tcase_add_test(tc, test_store_run_clean);
 	tcase_add_test(tc, test_store_runs_listed_with_or_without_their_texts);
+	tcase_add_test(tc, test_store_blobs_put_in_batches);
 	tcase_add_test(tc, test_lease_is_one_host_s_at_a_time);
 	tcase_add_test(tc, test_lease_is_given_back_by_the_last_of_a_host_s_views);
 	tcase_add_test(tc, test_lease_fences_a_taken_over_writer);
