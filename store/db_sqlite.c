@@ -4,13 +4,18 @@
  * turn rather than failing), BEGIN IMMEDIATE for writers (the lock up
  * front, not half way), the schema's version in PRAGMA user_version. */
 #include "db_int.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
+
+/* How long a statement waits for another connection's lock. */
+#define BUSY_TIMEOUT_MS 10000
 
 struct lite {
 	struct db base;
@@ -285,15 +290,24 @@ int db_sqlite_open(const char *path, struct db **out, char *err, size_t errlen)
 		lite_close(&l->base);
 		return lite_fail(rc);
 	}
-	sqlite3_busy_timeout(l->db, 10000);
-	r = lite_exec(&l->base, "PRAGMA journal_mode = WAL;"
-				"PRAGMA synchronous = NORMAL;"
-				"PRAGMA foreign_keys = ON;"
-				/* The journal's reads sort (ORDER BY id): in memory,
-				 * not in a temporary file. The page cache stays
-				 * SQLite's default: the daemons keep their store
-				 * open for days. */
-				"PRAGMA temp_store = MEMORY;");
+	sqlite3_busy_timeout(l->db, BUSY_TIMEOUT_MS);
+	/* Making a new file WAL takes it exclusively. Two connections doing
+	 * so at once may each hold what the other waits for, and SQLite then
+	 * answers busy at once rather than wait (no busy handler where it
+	 * could deadlock): tried again, the file is WAL by then. */
+	for (int64_t until = now_ms() + BUSY_TIMEOUT_MS;;) {
+		r = lite_exec(&l->base, "PRAGMA journal_mode = WAL;"
+					"PRAGMA synchronous = NORMAL;"
+					"PRAGMA foreign_keys = ON;"
+					/* The journal's reads sort (ORDER BY id): in
+					 * memory, not in a temporary file. The page
+					 * cache stays SQLite's default: the daemons
+					 * keep their store open for days. */
+					"PRAGMA temp_store = MEMORY;");
+		if (r != -EBUSY || now_ms() >= until)
+			break;
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	}
 	if (r < 0) {
 		snprintf(err, errlen, "cannot use %s: %s", path, sqlite3_errmsg(l->db));
 		lite_close(&l->base);

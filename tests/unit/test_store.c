@@ -110,17 +110,14 @@ START_TEST(test_store_refuses_a_file_that_is_not_a_database)
 }
 END_TEST
 
-/* Several processes using a new store at the same moment (two hosts'
- * first commands, or the first after an upgrade): each migration step
- * is taken by one of them, the others find it taken, every open works. */
-START_TEST(test_store_made_by_several_at_once)
+/* N processes released together (by a pipe's close) open the store. */
+static void opened_at_once(int n)
 {
-	enum { OPENERS = 6 };
 	int go[2];
-	pid_t pid[OPENERS];
+	pid_t pid[n];
 
 	ck_assert_int_eq(pipe(go), 0);
-	for (int i = 0; i < OPENERS; i++) {
+	for (int i = 0; i < n; i++) {
 		ck_assert_int_ge(pid[i] = fork(), 0);
 		if (pid[i] == 0) {
 			char err[512], c;
@@ -141,11 +138,28 @@ START_TEST(test_store_made_by_several_at_once)
 	}
 	close(go[0]);
 	close(go[1]);
-	for (int i = 0; i < OPENERS; i++) {
+	for (int i = 0; i < n; i++) {
 		int status;
 		ck_assert_int_eq(waitpid(pid[i], &status, 0), pid[i]);
 		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 			      "opener %d of a new store failed (status %#x)", i, status);
+	}
+}
+
+/* Several processes using a new store at the same moment (two hosts'
+ * first commands, or the first after an upgrade): each migration step
+ * is taken by one of them, the others find it taken, every open works.
+ * Several rounds, each on a new store: the race is a matter of timing. */
+START_TEST(test_store_made_by_several_at_once)
+{
+	enum { OPENERS = 12, ROUNDS = 10 };
+
+	for (int round = 0; round < ROUNDS; round++) {
+		if (store_target_is_postgres(target))
+			setup_pg(); /* a new database */
+		else
+			snprintf(target, sizeof(target), "%s/sbx-%d.db", test_dir("store"), round);
+		opened_at_once(OPENERS);
 	}
 }
 END_TEST
