@@ -310,7 +310,6 @@ static void view_sync(const char *mountpoint, void *arg)
 		usleep(25000);
 }
 
-/* Ends a scan's batches of contents: commits, or rolls back after R. */
 /* The scan's end, R its result so far: what it kept waiting is put in
  * the store if it went well. */
 static int scan_end(struct scan *sc, int r)

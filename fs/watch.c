@@ -388,6 +388,13 @@ static void *watch_thread(void *arg)
 	return NULL;
 }
 
+static void state_watch_failed(const struct watch *w, int i)
+{
+	log_warn("cannot watch the disabled skills' file %s (%s): a listing the kernel holds may"
+		 " show a skill disabled since",
+		 w->state_file[i], strerror(errno));
+}
+
 /* Watches disabled-skill file I itself, if it is there: its saves in
  * place, not the other files of its directory, which is the home for
  * the shared one: every command's close of the store's files there
@@ -401,9 +408,7 @@ static void watch_state_file(struct watch *w, int i)
 	w->state_file_wd[i] = inotify_add_watch(w->ifd, path,
 						IN_CLOSE_WRITE | IN_ATTRIB | IN_DONT_FOLLOW);
 	if (w->state_file_wd[i] < 0 && errno != ENOENT)
-		log_warn("cannot watch the disabled skills' file %s (%s): a listing the kernel"
-			 " holds may show a skill disabled since",
-			 w->state_file[i], strerror(errno));
+		state_watch_failed(w, i);
 }
 
 /* Watches each disabled-skill file and, for its name's comings and
@@ -427,9 +432,7 @@ static void watch_skill_states(struct watch *w)
 							       IN_MOVED_TO | IN_ONLYDIR |
 							       IN_MASK_ADD);
 		if (w->state_dir_wd[i] < 0)
-			log_warn(
-				"cannot watch the disabled skills' file %s (%s): a listing the kernel holds may show a skill disabled since",
-				w->state_file[i], strerror(errno));
+			state_watch_failed(w, i);
 		else
 			watch_state_file(w, i);
 	}
