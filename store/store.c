@@ -228,37 +228,32 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 	       "ALTER TABLE snapshot_files ADD COLUMN gone INTEGER NOT NULL DEFAULT 0;",
 };
 
-/* A snapshot's files go in 64 rows a statement (2^BATCH_LOG2), the
- * rest in statements of 32, 16, ... 1 (at most six): a round trip each on
+/* ROW 2^k times, comma-separated: a statement's rows or parameters. */
+#define ROWS_1(r) r
+#define ROWS_2(r) r ", " r
+#define ROWS_4(r) ROWS_2(r) ", " ROWS_2(r)
+#define ROWS_8(r) ROWS_4(r) ", " ROWS_4(r)
+#define ROWS_16(r) ROWS_8(r) ", " ROWS_8(r)
+#define ROWS_32(r) ROWS_16(r) ", " ROWS_16(r)
+#define ROWS_64(r) ROWS_32(r) ", " ROWS_32(r)
+#define ROWS_128(r) ROWS_64(r) ", " ROWS_64(r)
+/* Many rows are written 64 a statement (2^BATCH_LOG2), the rest in
+ * statements of 32, 16, ... 1 (at most six): a round trip each on
  * PostgreSQL, and fewer steps on SQLite (its default limit of
- * parameters, 32,766, is far above this 960). */
+ * parameters, 32,766, is far above a snapshot's 960). The statements
+ * FIRST (of one row) to FIRST + BATCH_LOG2, for HEAD ROW... TAIL: */
+#define BATCH_LOG2 6
+#define BATCHED_SQL(first, head, row, tail)                                         \
+	[first] = head ROWS_1(row) tail, [first + 1] = head ROWS_2(row) tail,       \
+	[first + 2] = head ROWS_4(row) tail, [first + 3] = head ROWS_8(row) tail,   \
+	[first + 4] = head ROWS_16(row) tail, [first + 5] = head ROWS_32(row) tail, \
+	[first + 6] = head ROWS_64(row) tail
 #define SNAP_FILES_INSERT                                                               \
 	"INSERT INTO snapshot_files (snapshot, seq, path, root, symlink, target, size," \
 	" mtime_ns, sha256, sensitive, \"binary\", large, ino, ctime_ns, gone) VALUES "
 #define SNAP_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 #define SNAP_ROW_PARAMS 15
-#define SNAP_ROWS_2 SNAP_ROW ", " SNAP_ROW
-#define SNAP_ROWS_4 SNAP_ROWS_2 ", " SNAP_ROWS_2
-#define SNAP_ROWS_8 SNAP_ROWS_4 ", " SNAP_ROWS_4
-#define SNAP_ROWS_16 SNAP_ROWS_8 ", " SNAP_ROWS_8
-#define SNAP_ROWS_32 SNAP_ROWS_16 ", " SNAP_ROWS_16
-#define SNAP_ROWS_64 SNAP_ROWS_32 ", " SNAP_ROWS_32
-#define BATCH_LOG2 6
-/* Contents put the same way: 64 a statement, the rest in 32, 16, ... 1. */
-#define BLOBS_INSERT "INSERT INTO blobs (sha256, data) VALUES "
-#define BLOB_ROW "(?, ?)"
-#define BLOB_ROWS_2 BLOB_ROW ", " BLOB_ROW
-#define BLOB_ROWS_4 BLOB_ROWS_2 ", " BLOB_ROWS_2
-#define BLOB_ROWS_8 BLOB_ROWS_4 ", " BLOB_ROWS_4
-#define BLOB_ROWS_16 BLOB_ROWS_8 ", " BLOB_ROWS_8
-#define BLOB_ROWS_32 BLOB_ROWS_16 ", " BLOB_ROWS_16
-#define BLOB_ROWS_64 BLOB_ROWS_32 ", " BLOB_ROWS_32
-#define ON_CONFLICT " ON CONFLICT DO NOTHING"
-#define BLOB_PARAMS_4 "?, ?, ?, ?"
-#define BLOB_PARAMS_16 BLOB_PARAMS_4 ", " BLOB_PARAMS_4 ", " BLOB_PARAMS_4 ", " BLOB_PARAMS_4
-#define BLOB_PARAMS_32 BLOB_PARAMS_16 ", " BLOB_PARAMS_16
-#define BLOB_PARAMS_128 BLOB_PARAMS_32 ", " BLOB_PARAMS_32 ", " BLOB_PARAMS_32 ", " BLOB_PARAMS_32
-#define BLOB_BATCH 128
+#define BLOB_BATCH 128 /* contents asked for in one request */
 /* A run's columns but its texts (summary, receipt), which come after
  * them where they are wanted: a summary may be megabytes. */
 #define RUN_COLUMNS                                                                        \
@@ -334,27 +329,16 @@ static const char *const stmt_sql[ST_COUNT] = {
 			  " FROM audit WHERE \"user\" = ? AND thread = ? ORDER BY id",
 	[ST_SNAP_ADD] = "INSERT INTO snapshots (\"user\", thread, at_ns, files,"
 			" truncated, max_files, base) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-	[ST_SNAP_FILES_1] = SNAP_FILES_INSERT SNAP_ROW,
-	[ST_SNAP_FILES_2] = SNAP_FILES_INSERT SNAP_ROWS_2,
-	[ST_SNAP_FILES_4] = SNAP_FILES_INSERT SNAP_ROWS_4,
-	[ST_SNAP_FILES_8] = SNAP_FILES_INSERT SNAP_ROWS_8,
-	[ST_SNAP_FILES_16] = SNAP_FILES_INSERT SNAP_ROWS_16,
-	[ST_SNAP_FILES_32] = SNAP_FILES_INSERT SNAP_ROWS_32,
-	[ST_SNAP_FILES_64] = SNAP_FILES_INSERT SNAP_ROWS_64,
+	BATCHED_SQL(ST_SNAP_FILES_1, SNAP_FILES_INSERT, SNAP_ROW, ""),
 	[ST_SNAP_GET] = "SELECT truncated, max_files, base, files FROM snapshots WHERE id = ?",
 	[ST_SNAP_FILES] =
 		"SELECT path, root, symlink, target, size, mtime_ns, sha256,"
 		" sensitive, \"binary\", large, ino, ctime_ns, seq, gone FROM snapshot_files"
 		" WHERE snapshot = ?",
-	[ST_BLOBS_PUT_1] = BLOBS_INSERT BLOB_ROW ON_CONFLICT,
-	[ST_BLOBS_PUT_2] = BLOBS_INSERT BLOB_ROWS_2 ON_CONFLICT,
-	[ST_BLOBS_PUT_4] = BLOBS_INSERT BLOB_ROWS_4 ON_CONFLICT,
-	[ST_BLOBS_PUT_8] = BLOBS_INSERT BLOB_ROWS_8 ON_CONFLICT,
-	[ST_BLOBS_PUT_16] = BLOBS_INSERT BLOB_ROWS_16 ON_CONFLICT,
-	[ST_BLOBS_PUT_32] = BLOBS_INSERT BLOB_ROWS_32 ON_CONFLICT,
-	[ST_BLOBS_PUT_64] = BLOBS_INSERT BLOB_ROWS_64 ON_CONFLICT,
+	BATCHED_SQL(ST_BLOBS_PUT_1, "INSERT INTO blobs (sha256, data) VALUES ", "(?, ?)",
+		    " ON CONFLICT DO NOTHING"),
 	[ST_BLOB_GET] = "SELECT data FROM blobs WHERE sha256 = ?",
-	[ST_BLOBS_GET] = "SELECT sha256, data FROM blobs WHERE sha256 IN (" BLOB_PARAMS_128 ")",
+	[ST_BLOBS_GET] = "SELECT sha256, data FROM blobs WHERE sha256 IN (" ROWS_128("?") ")",
 	[ST_RUN_ADD] = "INSERT INTO runs (\"user\", thread, begun_ns, before_snapshot, kind,"
 		       " undoes) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
 	[ST_RUN_GET] = "SELECT " RUN_COLUMNS ", summary, receipt FROM runs WHERE id = ?",
