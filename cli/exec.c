@@ -1,6 +1,7 @@
 /* exec.c - sbx broker and sbx exec: the exec broker and its client. */
 #include "args.h"
 #include "cli.h"
+#include "runend.h"
 #include "common/cleanup.h"
 #include "common/ids.h"
 #include "exec/broker.h"
@@ -20,7 +21,8 @@ static const char broker_usage[] =
 	"       sbx broker --status | --shutdown [--home DIR]\n"
 	"\n"
 	"The exec broker of a home: mounts thread views on demand and runs\n"
-	"commands in them (sbx exec), serving JSON lines on HOME/run/broker.sock\n"
+	"commands in them (sbx exec), begins and ends runs as sbx run does,\n"
+	"with a store it keeps open, serving JSON lines on HOME/run/broker.sock\n"
 	"(docs/protocol.md). Returns once it serves, printing\n"
 	"'sbx: broker serving HOME/run/broker.sock (pid N)'; logs to\n"
 	"HOME/run/broker.log.\n"
@@ -124,6 +126,14 @@ static int broker_request(const char *home, const char *op)
 	return 0;
 }
 
+/* The broker's run_end: sbx run end's, its changes as JSON. */
+static int broker_run_end(struct store *s, const char *home, int64_t run, json_t **changes)
+{
+	return run_end_in(s, home, run, FORMAT_JSON, changes);
+}
+
+static const struct broker_runs broker_runs = { run_begin_in, broker_run_end };
+
 int cmd_broker(int argc, char **argv, const char *home)
 {
 	static const struct option longopts[] = {
@@ -134,7 +144,7 @@ int cmd_broker(int argc, char **argv, const char *home)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct broker_options o = { 0 };
+	struct broker_options o = { .runs = &broker_runs };
 	const char *op = NULL;
 	char h[PATH_MAX];
 	int c;

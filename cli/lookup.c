@@ -70,27 +70,33 @@ int thread_fence(const char *command, const char *home, struct store *s, const c
 	return r;
 }
 
+int run_get(const char *command, const char *home, struct store *s, int64_t id, bool write,
+	    struct store_run *run)
+{
+	int r = store_run_get(s, id, run);
+
+	if (r < 0) {
+		fprintf(stderr, "sbx: %s: %s\n", command,
+			r == -ENOENT ? "no such run (see the id sbx run begin printed)"
+				     : strerror(-r));
+		return r;
+	}
+	if (write && (r = thread_fence(command, home, s, run->user, run->thread)) < 0)
+		store_run_free(run);
+	return r;
+}
+
 struct store *run_open(const char *command, const char *home, int64_t id, bool write,
 		       struct store_run *run)
 {
 	char err[PATH_MAX + 256];
 	struct store *s;
-	int r;
 
 	if (store_open(home, &s, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sbx: %s: %s\n", command, err);
 		return NULL;
 	}
-	r = store_run_get(s, id, run);
-	if (r < 0) {
-		fprintf(stderr, "sbx: %s: %s\n", command,
-			r == -ENOENT ? "no such run (see the id sbx run begin printed)"
-				     : strerror(-r));
-		store_close(s);
-		return NULL;
-	}
-	if (write && thread_fence(command, home, s, run->user, run->thread) < 0) {
-		store_run_free(run);
+	if (run_get(command, home, s, id, write, run) < 0) {
 		store_close(s);
 		return NULL;
 	}

@@ -36,6 +36,9 @@ struct store_run;
  * run's thread. */
 struct store *run_open(const char *command, const char *home, int64_t id, bool write,
 		       struct store_run *run);
+/* The same in store S, open already: 0, or -errno (said). */
+int run_get(const char *command, const char *home, struct store *s, int64_t id, bool write,
+	    struct store_run *run);
 /* Fences S for writes of USER's THREAD from this host (store/lease.h,
  * store_fence_home()): 0, or -errno with the reason printed for
  * COMMAND (another host holds the thread). */

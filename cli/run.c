@@ -88,37 +88,22 @@ static int run_begin(int argc, char **argv, const char *home)
 {
 	char err[PATH_MAX + 256];
 	struct thread_args a;
-	struct thread_roots roots;
 	struct store *s;
-	int64_t snap_id, id, begun = realtime_ns();
+	int64_t id;
 	int r = thread_args_parse("run begin", run_usage, argc, argv, home, THREAD_ARGS_MAX_FILES,
 				  &a);
 
 	if (r >= 0)
 		return r;
 	/* The thread first: an unknown one gets no store made for it. */
-	if (thread_roots_open("run begin", a.home, a.user, a.thread, &roots) < 0)
+	if (thread_check("run begin", a.home, a.user, a.thread) < 0)
 		return 1;
 	if (store_open(a.home, &s, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sbx: run begin: %s\n", err);
-		thread_roots_close(&roots);
 		return 1;
 	}
-	if (thread_fence("run begin", a.home, s, a.user, a.thread) < 0) {
-		store_close(s);
-		thread_roots_close(&roots);
-		return 1;
-	}
-	/* Mounted views record pre-images from now on: a change made while
-	 * the scan runs is seen as it was before. */
-	views_tell_run(a.home, a.user, a.thread, begun);
-	r = run_snapshot(s, &roots, a.user, a.thread,
-			 a.max_files > 0 ? (size_t)a.max_files : SNAPSHOT_MAX_FILES, &snap_id);
-	thread_roots_close(&roots);
-	if (r == 0)
-		r = store_run_begin(s, a.user, a.thread, snap_id, begun, &id);
-	if (r < 0)
-		views_update(s, a.home, a.user, a.thread);
+	r = run_begin_in(s, a.home, a.user, a.thread,
+			 a.max_files > 0 ? (size_t)a.max_files : SNAPSHOT_MAX_FILES, &id);
 	store_close(s);
 	if (r < 0)
 		return 1;
@@ -128,26 +113,18 @@ static int run_begin(int argc, char **argv, const char *home)
 
 static int run_end(int argc, char **argv, const char *home)
 {
-	struct store_run run;
+	char err[PATH_MAX + 256];
 	struct run_args a;
+	struct store *s;
 	int r = run_args_parse("run end", run_usage, argc, argv, home, RUN_ARGS_HTML, &a);
 
 	if (r >= 0)
 		return r;
-	struct store *s = run_open("run end", a.home, a.run, true, &run);
-	if (!s)
+	if (store_open(a.home, &s, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sbx: run end: %s\n", err);
 		return 1;
-	if (run.ended) {
-		fprintf(stderr,
-			"sbx: run end: run %lld has ended already (sbx changes %lld shows it)\n",
-			(long long)a.run, (long long)a.run);
-		r = -EALREADY;
-	} else {
-		r = run_finish(s, a.home, &run, a.format, true, NULL);
 	}
-	if (r == 0)
-		run_retain(s, a.home, run.user, run.thread, "run end");
-	store_run_free(&run);
+	r = run_end_in(s, a.home, a.run, a.format, NULL);
 	store_close(s);
 	return r == 0 ? 0 : 1;
 }
@@ -395,7 +372,7 @@ static int run_undo(int argc, char **argv, const char *home)
 	}
 	/* An open run ends first: its summary says what the undo undoes. */
 	if (r == 0 && !run.ended && !a.dry_run) {
-		r = run_finish(s, a.home, &run, FORMAT_TEXT, false, NULL);
+		r = run_finish(s, a.home, &run, FORMAT_TEXT, false, NULL, NULL);
 		store_run_free(&run);
 		if (r == 0)
 			r = store_run_get(s, a.run, &run);

@@ -345,6 +345,18 @@ static int take(struct scan *sc, const struct thread_roots *roots, const char *u
 	return r;
 }
 
+/* What sbx run end --format json prints of run R's summary P (NULL if
+ * it has none; marked available): a new reference, NULL without memory. */
+static json_t *run_document(const struct store_run *r, json_t *p)
+{
+	if (p)
+		return json_object_set_new(p, "available", json_true()) ? NULL : json_incref(p);
+	return json_pack("{s:b, s:i, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:b}, s:[], s:{}, s:{s:I}}",
+			 "available", 0, "version", 1, "summary", "created", 0, "modified", 0,
+			 "deleted", 0, "symlink_created", 0, "additions", 0, "deletions", 0,
+			 "truncated", 0, "files", "limits", "sbx", "run", (json_int_t)r->id);
+}
+
 /* Prints run R's summary P (NULL if it has none) as asked. */
 static int print_payload(const struct store_run *r, json_t *p, enum format format)
 {
@@ -360,26 +372,17 @@ static int print_payload(const struct store_run *r, json_t *p, enum format forma
 		report_html(stdout, empty, who);
 		return 0;
 	}
-	if (!p) {
-		if (format == FORMAT_JSON)
-			printf("{\"available\": false, \"version\": 1, \"summary\": "
-			       "{\"created\": 0, \"modified\": 0, \"deleted\": 0, \"symlink_created\": 0,"
-			       " \"additions\": 0, \"deletions\": 0, \"truncated\": false},"
-			       " \"files\": [], \"limits\": {}, \"sbx\": {\"run\": %lld}}\n",
-			       (long long)r->id);
-		else
-			printf("run %lld of %s/%s: no change could be established\n",
-			       (long long)r->id, r->user, r->thread);
-		return 0;
-	}
 	if (format == FORMAT_JSON) {
-		json_object_set_new(p, "available", json_true());
-		if (json_dumpf(p, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
+		json_auto_t *d = run_document(r, p);
+		if (!d || json_dumpf(d, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
 			return 1;
 		putchar('\n');
 		return 0;
 	}
-	if (format == FORMAT_HTML)
+	if (!p)
+		printf("run %lld of %s/%s: no change could be established\n", (long long)r->id,
+		       r->user, r->thread);
+	else if (format == FORMAT_HTML)
 		report_html(stdout, p, who);
 	else
 		report_print(stdout, p, who, isatty(STDOUT_FILENO));
@@ -581,10 +584,10 @@ static int undo_names(const struct snapshot *before, const struct runlog *j,
 /* Ends RUN (open) of store S in HOME: snapshots again, compares,
  * completed by the views' journal (an undo's run, whose own journal has
  * every change it made, looks at those paths alone), records the summary
- * and receipt, and prints the summary as FORMAT if PRINT. Returns 0, or
- * -errno (said on stderr). */
+ * and receipt, and prints the summary as FORMAT if PRINT, or gives its
+ * document in *DOCUMENT. Returns 0, or -errno (said on stderr). */
 int run_finish(struct store *s, const char *home, struct store_run *run, enum format format,
-	       bool print, struct run_texts *texts)
+	       bool print, struct run_texts *texts, json_t **document)
 {
 	struct runlog journal = { 0 };
 	struct summary_limits limits = SUMMARY_LIMITS_DEFAULT;
@@ -696,7 +699,10 @@ int run_finish(struct store *s, const char *home, struct store_run *run, enum fo
 			store_rollback(s);
 		if (r == 0) {
 			views_update(s, home, run->user, run->thread);
-			r = print && print_payload(run, payload, format) ? -EIO : 0;
+			if (document && !(*document = run_document(run, payload)))
+				r = -ENOMEM;
+			if (r == 0 && print && print_payload(run, payload, format))
+				r = -EIO;
 			/* The reference makes this the run's error; here the run
 			 * is recorded all the same, and sbx receipt fails on it. */
 			if (report_receipt_incomplete(receipt))
@@ -740,6 +746,51 @@ void run_retain(struct store *s, const char *home, const char *user, const char 
 	if (r < 0)
 		fprintf(stderr, "sbx: %s: cannot drop old pre-images: %s\n", command, strerror(-r));
 	config_free(&c);
+}
+
+int run_begin_in(struct store *s, const char *home, const char *user, const char *thread,
+		 size_t max, int64_t *id)
+{
+	struct thread_roots roots;
+	int64_t snap_id, begun = realtime_ns();
+	int r = thread_roots_open("run begin", home, user, thread, &roots);
+
+	if (r < 0)
+		return r;
+	r = thread_fence("run begin", home, s, user, thread);
+	if (r == 0) {
+		/* Mounted views record pre-images from now on: a change made
+		 * while the scan runs is seen as it was before. */
+		views_tell_run(home, user, thread, begun);
+		r = run_snapshot(s, &roots, user, thread, max, &snap_id);
+		if (r == 0)
+			r = store_run_begin(s, user, thread, snap_id, begun, id);
+		if (r < 0)
+			views_update(s, home, user, thread);
+	}
+	thread_roots_close(&roots);
+	return r;
+}
+
+int run_end_in(struct store *s, const char *home, int64_t id, enum format format, json_t **document)
+{
+	struct store_run run;
+	int r = run_get("run end", home, s, id, true, &run);
+
+	if (r < 0)
+		return r;
+	if (run.ended) {
+		fprintf(stderr,
+			"sbx: run end: run %lld has ended already (sbx changes %lld shows it)\n",
+			(long long)id, (long long)id);
+		r = -EALREADY;
+	} else {
+		r = run_finish(s, home, &run, format, !document, NULL, document);
+	}
+	if (r == 0)
+		run_retain(s, home, run.user, run.thread, "run end");
+	store_run_free(&run);
+	return r;
 }
 
 void views_tell_run(const char *home, const char *user, const char *thread, int64_t since)
@@ -981,6 +1032,6 @@ int run_own_steps(struct store *s, const char *home, int homefd, struct store_ru
 	if ((r = run_record_own(s, rw, u)) < 0)
 		fprintf(stderr, "sbx: %s: cannot record its journal: %s\n", command, strerror(-r));
 	if (r == 0)
-		r = run_finish(s, home, u, format, true, texts);
+		r = run_finish(s, home, u, format, true, texts, NULL);
 	return r < 0 ? r : failed;
 }

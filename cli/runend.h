@@ -10,6 +10,7 @@
 #include "runlog.h"
 #include "store/store.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,12 +39,27 @@ void run_texts_free(struct run_texts *t);
  * completed by the views' journal (a run the sbx command made itself, an
  * undo or a restore, looks at the paths its journal and first snapshot
  * name, no others), records the summary and receipt, and prints the
- * summary as FORMAT if PRINT. TEXTS (may be NULL; emptied): what its
- * first snapshot read, for the diffs; without them (a second attempt
- * after a crash) those come from the store, where kept. Returns 0, or
- * -errno (said on stderr). */
+ * summary as FORMAT if PRINT, or gives it in *DOCUMENT (unless NULL:
+ * what sbx run end --format json prints, a new reference). TEXTS (may
+ * be NULL; emptied): what its first snapshot read, for the diffs;
+ * without them (a second attempt after a crash) those come from the
+ * store, where kept. Returns 0, or -errno (said on stderr). */
 int run_finish(struct store *s, const char *home, struct store_run *run, enum format format,
-	       bool print, struct run_texts *texts);
+	       bool print, struct run_texts *texts, json_t **document);
+
+/* sbx run begin in store S, open already: begins a run of USER's THREAD
+ * of HOME (a first snapshot of at most MAX files), its id in *ID; the
+ * views are told. 0, or -errno (said): -ENOENT if the thread is unknown,
+ * -EBUSY if another host holds it. */
+int run_begin_in(struct store *s, const char *home, const char *user, const char *thread,
+		 size_t max, int64_t *id);
+/* sbx run end in S: ends run ID (run_finish(), printed as FORMAT, or its
+ * document in *DOCUMENT if that is not NULL), then the retention of its
+ * thread's pre-images. 0, or -errno (said): -ENOENT if there is no such
+ * run, -EALREADY if it has ended, -EBUSY if another host holds its
+ * thread. */
+int run_end_in(struct store *s, const char *home, int64_t id, enum format format,
+	       json_t **document);
 
 /* Prints a summary as recorded (JSON text, NULL if there is none) of run
  * R as FORMAT; 0, or 1 after an error (said). */

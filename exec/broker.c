@@ -19,7 +19,9 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "store/follow.h"
+#include "store/lease.h"
 #include "store/receipt.h"
+#include "store/snapshot.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -58,7 +60,9 @@ struct broker {
 	pthread_cond_t admitted;
 	unsigned clients; /* connections being served */
 	pthread_cond_t clients_gone;
-	struct slot { /* one-off commands per sandbox */
+	const struct broker_runs *runs;
+	struct store *kept; /* a store open between requests (under lock), or NULL */
+	struct slot {	    /* one-off commands per sandbox */
 		char user[ID_MAX + 1], thread[ID_MAX + 1];
 		unsigned running;
 	} * slots;
@@ -290,6 +294,93 @@ static void op_status(struct client *c, json_t *id)
 			  (int)getpid()));
 }
 
+/* ---- the store ---------------------------------------------------------- */
+
+/* A store for one request: the one kept open, or a new one. A request
+ * that opened its own store would pay, on PostgreSQL, for a connection,
+ * a server process and the schema's check: more than most requests. */
+static int store_take(struct broker *b, struct store **s, char *err, size_t errlen)
+{
+	pthread_mutex_lock(&b->lock);
+	*s = b->kept;
+	b->kept = NULL;
+	pthread_mutex_unlock(&b->lock);
+	return *s ? 0 : store_open(b->home, s, err, errlen);
+}
+
+/* Gives S back: kept for the next request, unless one is kept already. */
+static void store_give(struct broker *b, struct store *s)
+{
+	store_unfence(s); /* each request fences it for its own thread */
+	pthread_mutex_lock(&b->lock);
+	if (!b->kept) {
+		b->kept = s;
+		s = NULL;
+	}
+	pthread_mutex_unlock(&b->lock);
+	if (s)
+		store_close(s);
+}
+
+/* The error reply of a request about run RUN (0: a thread's) that failed
+ * with -errno R, doing WHAT. */
+static void send_run_error(struct client *c, const struct request *q, int r, const char *what)
+{
+	if (r == -ENOENT && q->run)
+		send_error(c, q->id, "no_such_run", "no run %lld", q->run);
+	else if (r == -ENOENT)
+		send_error(c, q->id, "no_such_thread", "no thread %s/%s in %s", q->user, q->thread,
+			   c->b->home);
+	else if (r == -EALREADY)
+		send_error(c, q->id, "run_ended", "run %lld has ended: its receipt is recorded",
+			   q->run);
+	else if (r == -EBUSY)
+		send_error(c, q->id, "owned_elsewhere",
+			   "the run's thread is mounted on another host (sbx hosts)");
+	else
+		send_error(c, q->id, "internal", "cannot %s: %s (the broker's log says more)", what,
+			   strerror(-r));
+}
+
+/* ---- runs --------------------------------------------------------------- */
+
+static void op_run(struct client *c, const struct request *q)
+{
+	struct broker *b = c->b;
+	char err[PATH_MAX + 256];
+	struct store *s;
+	json_t *changes = NULL;
+	int64_t run = q->run;
+	int r;
+
+	if (!b->runs) {
+		send_error(c, q->id, "unsupported", "this broker does not make runs");
+		return;
+	}
+	if (store_take(b, &s, err, sizeof(err)) < 0) {
+		send_error(c, q->id, "internal", "%s", err);
+		return;
+	}
+	if (q->op == REQ_RUN_BEGIN)
+		r = b->runs->begin(s, b->home, q->user, q->thread,
+				   q->max_files ? (size_t)q->max_files : SNAPSHOT_MAX_FILES, &run);
+	else
+		r = b->runs->end(s, b->home, q->run, &changes);
+	store_give(b, s);
+	if (r < 0) {
+		send_run_error(c, q, r, q->op == REQ_RUN_BEGIN ? "begin the run" : "end the run");
+		return;
+	}
+	if (q->op == REQ_RUN_BEGIN) {
+		log_info("run %lld of %s/%s begun", (long long)run, q->user, q->thread);
+		send_ok(c, q->id, json_pack("{s:I}", "run", (json_int_t)run));
+	} else {
+		log_info("run %lld ended", (long long)run);
+		send_ok(c, q->id,
+			json_pack("{s:I, s:o}", "run", (json_int_t)run, "changes", changes));
+	}
+}
+
 /* ---- present ------------------------------------------------------------ */
 
 static void append_path(void *arg, const char *path)
@@ -324,14 +415,14 @@ static void op_present(struct client *c, const struct request *q)
 		json_decref(paths);
 		return;
 	}
-	if (!paths || store_open(c->b->home, &s, err, sizeof(err)) < 0) {
+	if (!paths || store_take(c->b, &s, err, sizeof(err)) < 0) {
 		send_error(c, q->id, "internal", "%s", paths ? err : "out of memory");
 		json_decref(paths);
 		return;
 	}
 	int r = receipt_present(s, c->b->home, q->run, q->tool, q->paths, q->npaths, &bad,
 				append_path, paths);
-	store_close(s);
+	store_give(c->b, s);
 	if (r == 0) {
 		log_info("present: run %lld: %zu path%s by %s", q->run, q->npaths,
 			 q->npaths == 1 ? "" : "s", q->tool);
@@ -341,17 +432,8 @@ static void op_present(struct client *c, const struct request *q)
 	} else if (r == -EINVAL) {
 		send_error(c, q->id, "path_refused", RECEIPT_REFUSED_FMT,
 			   shown(q->paths[bad], path));
-	} else if (r == -ENOENT) {
-		send_error(c, q->id, "no_such_run", "no run %lld", q->run);
-	} else if (r == -EALREADY) {
-		send_error(c, q->id, "run_ended", "run %lld has ended: its receipt is recorded",
-			   q->run);
-	} else if (r == -EBUSY) {
-		send_error(c, q->id, "owned_elsewhere",
-			   "run %lld's thread is mounted on another host", q->run);
 	} else {
-		send_error(c, q->id, "internal", "cannot record the presentation: %s",
-			   strerror(-r));
+		send_run_error(c, q, r, "record the presentation");
 	}
 	json_decref(paths);
 }
@@ -871,6 +953,10 @@ static void dispatch(struct client *c, const char *line, size_t len)
 	case REQ_PRESENT:
 		op_present(c, &q);
 		break;
+	case REQ_RUN_BEGIN:
+	case REQ_RUN_END:
+		op_run(c, &q);
+		break;
 	case REQ_WATCH:
 		op_watch(c, &q);
 		break;
@@ -1233,6 +1319,7 @@ int broker_main(const struct broker_options *o)
 	 * instead. */
 	mallopt(M_MMAP_THRESHOLD, 1 << 20);
 	snprintf(b.home, sizeof(b.home), "%s", o->home);
+	b.runs = o->runs;
 	if (o->config)
 		snprintf(path, sizeof(path), "%s", o->config);
 	else
@@ -1332,6 +1419,8 @@ int broker_main(const struct broker_options *o)
 		provider_free(b.provider);
 		cgroups_free(b.limits);
 		sandbox_free(b.sandbox);
+		if (b.kept)
+			store_close(b.kept);
 	}
 	log_info("stopped");
 	config_free(&b.config);

@@ -56,21 +56,31 @@ static const struct {
 } ops[] = {
 	{ "ping", REQ_PING },	    { "acquire", REQ_ACQUIRE }, { "release", REQ_RELEASE },
 	{ "exec", REQ_EXEC },	    { "status", REQ_STATUS },	{ "shutdown", REQ_SHUTDOWN },
-	{ "present", REQ_PRESENT }, { "watch", REQ_WATCH },
+	{ "present", REQ_PRESENT }, { "watch", REQ_WATCH },	{ "run_begin", REQ_RUN_BEGIN },
+	{ "run_end", REQ_RUN_END },
 };
 
-/* A run's presentation (docs/protocol.md): which paths are acceptable is
- * the broker's to say, once it knows the run's thread. */
-static int parse_present(struct request *r, const char **code, char *err, size_t errlen)
+/* The run a request names (present, run_end). */
+static int parse_run(struct request *r, const char **code, char *err, size_t errlen)
 {
-	json_t *o = r->root, *run = json_object_get(o, "run");
-	json_t *paths = json_object_get(o, "paths"), *p;
-	size_t i;
+	json_t *run = json_object_get(r->root, "run");
 
 	if (!json_is_integer(run) || json_integer_value(run) < 1)
 		return fail(code, "bad_request", err, errlen,
 			    "'run' must be a run id (a number from sbx run begin)");
 	r->run = json_integer_value(run);
+	return 0;
+}
+
+/* A run's presentation (docs/protocol.md): which paths are acceptable is
+ * the broker's to say, once it knows the run's thread. */
+static int parse_present(struct request *r, const char **code, char *err, size_t errlen)
+{
+	json_t *o = r->root, *paths = json_object_get(o, "paths"), *p;
+	size_t i;
+
+	if (parse_run(r, code, err, errlen) < 0)
+		return -EINVAL;
 	if (!str_field(o, "tool", false, &r->tool, err, errlen))
 		return bad_request(code);
 	if (!r->tool)
@@ -91,6 +101,23 @@ static int parse_present(struct request *r, const char **code, char *err, size_t
 				    "'paths' must be an array of strings without NUL");
 		r->paths[r->npaths++] = json_string_value(p);
 	}
+	return 0;
+}
+
+/* A run's beginning (docs/protocol.md): how many files its first
+ * snapshot may hold. */
+static int parse_run_begin(struct request *r, const char **code, char *err, size_t errlen)
+{
+	json_t *max = json_object_get(r->root, "max_files");
+
+	if (!max || json_is_null(max))
+		return 0;
+	if (!json_is_integer(max) || json_integer_value(max) < 1 ||
+	    json_integer_value(max) > REQUEST_MAX_FILES)
+		return fail(code, "bad_request", err, errlen,
+			    "'max_files' must be a number of files from 1 to %d",
+			    REQUEST_MAX_FILES);
+	r->max_files = (long)json_integer_value(max);
 	return 0;
 }
 
@@ -191,14 +218,16 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 		i++;
 	if (i == sizeof(ops) / sizeof(*ops))
 		return fail(code, "unknown_op", err, errlen,
-			    "unknown op '%.64s' (ping, acquire,"
-			    " release, exec, present, status, shutdown, watch)",
+			    "unknown op '%.64s' (ping, acquire, release, exec, present,"
+			    " run_begin, run_end, status, shutdown, watch)",
 			    op);
 	r->op = ops[i].op;
 	if (r->op == REQ_PING || r->op == REQ_STATUS || r->op == REQ_SHUTDOWN)
 		return 0;
 	if (r->op == REQ_PRESENT) /* the run names its thread */
 		return parse_present(r, code, err, errlen);
+	if (r->op == REQ_RUN_END)
+		return parse_run(r, code, err, errlen);
 	if (!str_field(r->root, "user", true, &r->user, err, errlen) ||
 	    !str_field(r->root, "thread", true, &r->thread, err, errlen))
 		return bad_request(code);
@@ -210,6 +239,8 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 		return parse_exec(r, code, err, errlen);
 	if (r->op == REQ_WATCH)
 		return parse_watch(r, code, err, errlen);
+	if (r->op == REQ_RUN_BEGIN)
+		return parse_run_begin(r, code, err, errlen);
 	if (!str_field(r->root, "owner", true, &r->owner, err, errlen))
 		return bad_request(code);
 	if (!*r->owner || strlen(r->owner) > 256)

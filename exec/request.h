@@ -9,6 +9,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The most files a run_begin may ask its first snapshot to hold. */
+#define REQUEST_MAX_FILES 1000000
+
 enum request_op {
 	REQ_PING,
 	REQ_ACQUIRE,
@@ -18,6 +21,8 @@ enum request_op {
 	REQ_SHUTDOWN,
 	REQ_PRESENT,
 	REQ_WATCH,
+	REQ_RUN_BEGIN,
+	REQ_RUN_END,
 };
 
 struct request {
@@ -34,7 +39,7 @@ struct request {
 	size_t channel_user_id_len;
 	char **env; /* exec: "K=V" (malloc'd), NULL-terminated */
 	size_t nenv;
-	/* present: the run, its tool (up to RECEIPT_TOOL_MAX characters;
+	/* present, run_end: the run; present: its tool (up to RECEIPT_TOOL_MAX characters;
 	 * receipt.h's rule for names is the broker's to check) and 1 to
 	 * RECEIPT_PATHS_MAX paths. */
 	long long run;
@@ -42,6 +47,7 @@ struct request {
 	const char **paths; /* malloc'd; the strings are root's */
 	size_t npaths;
 	long long since; /* watch: a cursor (0 or more), -1 if absent */
+	long max_files;	 /* run_begin: 1 to REQUEST_MAX_FILES, 0 if absent */
 };
 
 /* Parses LINE (LEN bytes) into R. Returns 0, or -EINVAL with the error

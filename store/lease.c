@@ -518,6 +518,11 @@ int store_fence(struct store *s, const char *user, const char *thread, const cha
 	return 0;
 }
 
+void store_unfence(struct store *s)
+{
+	store_set_fence(s, NULL);
+}
+
 int lease_fence_check(struct store *s, struct lease_fence *f)
 {
 	db_reset(f->check);

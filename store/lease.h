@@ -142,4 +142,8 @@ int store_fence_host(struct store *s, const char *user, const char *thread, cons
 int store_fence_home(struct store *s, const char *home, const char *user, const char *thread,
 		     char *err, size_t errlen);
 
+/* S's writes no longer checked (a store kept open for the writes of
+ * several threads, each fenced again before it writes). */
+void store_unfence(struct store *s);
+
 #endif

@@ -13,12 +13,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int r = request_parse((const char *)data, size, &q, &code, err, sizeof(err));
 
 	if (r == 0 && q.op != REQ_PING && q.op != REQ_STATUS && q.op != REQ_SHUTDOWN &&
-	    q.op != REQ_PRESENT &&
+	    q.op != REQ_PRESENT && q.op != REQ_RUN_END &&
 	    (user_id_check(q.user, &why) < 0 || thread_id_check(q.thread, &why) < 0))
 		abort();
 	if (r == 0 && q.op == REQ_EXEC && (!q.command || !*q.command))
 		abort();
 	if (r == 0 && q.op == REQ_PRESENT && (q.run < 1 || !q.tool || !*q.tool || !q.npaths))
+		abort();
+	if (r == 0 && q.op == REQ_RUN_END && q.run < 1)
+		abort();
+	if (r == 0 && q.op == REQ_RUN_BEGIN && (q.max_files < 0 || q.max_files > REQUEST_MAX_FILES))
 		abort();
 	if (r < 0 && (!code || !*err))
 		abort();

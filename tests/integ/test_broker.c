@@ -332,6 +332,85 @@ START_TEST(test_broker_present_for_the_receipt)
 }
 END_TEST
 
+/* The agent's framework begins and ends runs through the broker as with
+ * sbx run begin and end (the same summary), with the store the broker
+ * keeps open; errors by code; several ended at once, each with its own
+ * store. */
+START_TEST(test_broker_runs_begun_and_ended)
+{
+	const char *b = test_bin("sbx");
+	int st;
+
+	sbx_exec(&st, "-- 'echo old > /mnt/user-data/workspace/a.txt'");
+	ck_assert_int_eq(st, 0);
+	char *r = raw("'{\"op\":\"run_begin\",\"id\":1,\"user\":\"alice\",\"thread\":\"t1\"}'"
+		      " '{\"op\":\"run_begin\",\"id\":2,\"user\":\"alice\",\"thread\":\"nope\"}'"
+		      " '{\"op\":\"run_begin\",\"id\":3,\"user\":\"alice\",\"thread\":\"t1\","
+		      "\"max_files\":0}'"
+		      " '{\"op\":\"run_end\",\"id\":4,\"run\":99}'"
+		      " '{\"op\":\"run_end\",\"id\":5}'");
+	SAME(fields(r,
+		    "d[\"id\"], d[\"ok\"], d.get(\"run\"), (d.get(\"error\") or {}).get(\"code\"),"
+		    " (d.get(\"error\") or {}).get(\"message\")"),
+	     fmt_cmd("1 True 1 None None\n"
+		     "2 False None no_such_thread no thread alice/nope in %s\n"
+		     "3 False None bad_request 'max_files' must be a number of files from 1 to"
+		     " 1000000\n"
+		     "4 False None no_such_run no run 99\n"
+		     "5 False None bad_request 'run' must be a run id (a number from sbx run begin)\n",
+		     H));
+	sbx_exec(&st, "-- 'echo new > /mnt/user-data/workspace/a.txt;"
+		      " echo made > /mnt/user-data/outputs/b.md'");
+	ck_assert_int_eq(st, 0);
+	r = raw("'{\"op\":\"run_end\",\"id\":6,\"run\":1}'"
+		" '{\"op\":\"run_end\",\"id\":7,\"run\":1}'");
+	SAME(fields(r,
+		    "d[\"id\"], d[\"ok\"], d.get(\"run\"), (d.get(\"error\") or {}).get(\"code\"),"
+		    " d[\"changes\"][\"available\"] if d[\"ok\"] else None,"
+		    " [(f[\"path\"], f[\"status\"]) for f in d[\"changes\"][\"files\"]]"
+		    " if d[\"ok\"] else None"),
+	     "6 True 1 None True [('/mnt/user-data/outputs/b.md', 'created'),"
+	     " ('/mnt/user-data/workspace/a.txt', 'modified')]\n"
+	     "7 False None run_ended None None\n");
+	/* The same changes as sbx changes reads them back. */
+	SAME(fields(r,
+		    "json.dumps(d[\"changes\"][\"files\"], sort_keys=True) if d[\"ok\"] else \"-\""),
+	     fmt_cmd("%s-\n", OUT("'%s' changes --home '%s' 1 --format json |"
+				  " python3 tests/tools/jsonq.py"
+				  " 'json.dumps(d[\"files\"], sort_keys=True)'",
+				  b, H)));
+	/* A run with no change, ended through the broker: the document sbx
+	 * run end prints for it. */
+	r = raw("'{\"op\":\"run_begin\",\"user\":\"alice\",\"thread\":\"t1\"}'");
+	SAME(field(r, "d[\"run\"]"), "2\n");
+	r = raw("'{\"op\":\"run_end\",\"run\":2}'");
+	SAME(field(r, "d[\"changes\"][\"available\"], d[\"changes\"][\"summary\"][\"modified\"],"
+		      " d[\"changes\"][\"files\"], d[\"changes\"][\"sbx\"][\"run\"]"),
+	     "False 0 [] 2\n");
+	/* The store stays open in the broker between requests (SQLite: its
+	 * file among the broker's descriptors). */
+	if (exists(fmt_cmd("%s/sbx.db", H))) {
+		char *pid = field(raw("'{\"op\":\"status\"}'"), "d[\"pid\"]");
+		pid[strcspn(pid, "\n")] = '\0';
+		ck_assert_int_eq(STATUS("ls -l /proc/%s/fd | grep -q '%s/sbx.db$'", pid, H), 0);
+	}
+	/* Four runs ended at once, from four clients: one gets the kept
+	 * store, the others open their own. */
+	for (int i = 3; i <= 6; i++)
+		SAME(field(raw("'{\"op\":\"run_begin\",\"user\":\"alice\",\"thread\":\"t1\"}'"),
+			   "d[\"run\"]"),
+		     fmt_cmd("%d\n", i));
+	sbx_exec(&st, "-- 'echo newer > /mnt/user-data/workspace/a.txt'");
+	ck_assert_int_eq(st, 0);
+	SAME(OUT("for i in 3 4 5 6; do python3 tests/tools/bclient.py '%s'"
+		 " \"{\\\"op\\\":\\\"run_end\\\",\\\"run\\\":$i}\" > '%s'/end.$i & done; wait;"
+		 " cat '%s'/end.3 '%s'/end.4 '%s'/end.5 '%s'/end.6 | python3 tests/tools/jsonq.py"
+		 " --lines 'd[\"ok\"], d[\"run\"], len(d[\"changes\"][\"files\"])' /dev/stdin",
+		 H, H, H, H, H, H),
+	     "True 3 1\nTrue 4 1\nTrue 5 1\nTrue 6 1\n");
+}
+END_TEST
+
 START_TEST(test_broker_only_its_uid_and_root)
 {
 	/* The socket is 0600 in a 0700 directory, and peers are checked. */
@@ -954,6 +1033,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_host_mode_refused_unless_allowed);
 	tcase_add_test(tc, test_broker_protocol_errors);
 	tcase_add_test(tc, test_broker_present_for_the_receipt);
+	tcase_add_test(tc, test_broker_runs_begun_and_ended);
 	tcase_add_test(tc, test_broker_only_its_uid_and_root);
 	tcase_add_test(tc, test_broker_leases_park_and_idle_unmount);
 	tcase_add_test(tc, test_broker_a_client_going_away_disturbs_no_one);

@@ -254,6 +254,14 @@ START_TEST(test_exec_request_parsing)
 		"{\"op\":\"present\",\"run\":1,\"paths\":[\"/mnt/a\\u0000b\"]}",
 		"{\"op\":\"present\",\"run\":1,\"paths\":[\"/x\"],\"tool\":\"\"}",
 		"{\"op\":\"present\",\"run\":1,\"paths\":[\"/x\"],\"tool\":3}",
+		"{\"op\":\"run_begin\",\"user\":\"u\"}",
+		"{\"op\":\"run_begin\",\"user\":\"u\",\"thread\":\"../t\"}",
+		"{\"op\":\"run_begin\",\"user\":\"u\",\"thread\":\"t\",\"max_files\":0}",
+		"{\"op\":\"run_begin\",\"user\":\"u\",\"thread\":\"t\",\"max_files\":1000001}",
+		"{\"op\":\"run_begin\",\"user\":\"u\",\"thread\":\"t\",\"max_files\":\"9\"}",
+		"{\"op\":\"run_end\"}",
+		"{\"op\":\"run_end\",\"run\":-3}",
+		"{\"op\":\"run_end\",\"run\":2.5}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		ck_assert_msg(!strcmp(parse_code(bad[i], &q), "bad_request"), "%s", bad[i]);
@@ -276,6 +284,24 @@ START_TEST(test_exec_request_parsing)
 				    &q),
 			 "ok");
 	ck_assert_str_eq(q.tool, "mcp:show");
+	request_free(&q);
+	/* run_begin names a thread (its first snapshot at most max_files);
+	 * run_end a run. */
+	ck_assert_str_eq(parse_code("{\"op\":\"run_begin\",\"user\":\"u\",\"thread\":\"t\"}", &q),
+			 "ok");
+	ck_assert_int_eq(q.op, REQ_RUN_BEGIN);
+	ck_assert_str_eq(q.thread, "t");
+	ck_assert_int_eq(q.max_files, 0);
+	request_free(&q);
+	ck_assert_str_eq(parse_code("{\"op\":\"run_begin\",\"user\":\"u\",\"thread\":\"t\","
+				    "\"max_files\":1000000}",
+				    &q),
+			 "ok");
+	ck_assert_int_eq(q.max_files, 1000000);
+	request_free(&q);
+	ck_assert_str_eq(parse_code("{\"op\":\"run_end\",\"run\":7}", &q), "ok");
+	ck_assert_int_eq(q.op, REQ_RUN_END);
+	ck_assert_int_eq(q.run, 7);
 	request_free(&q);
 	ck_assert_str_eq(parse_code("{\"op\":\"fly\",\"id\":\"x\"}", &q), "unknown_op");
 	ck_assert_str_eq(json_string_value(q.id), "x");
