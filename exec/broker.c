@@ -353,10 +353,6 @@ static void op_run(struct client *c, const struct request *q)
 	int64_t run = q->run;
 	int r;
 
-	if (!b->runs) {
-		send_error(c, q->id, "unsupported", "this broker does not make runs");
-		return;
-	}
 	if (store_take(b, &s, err, sizeof(err)) < 0) {
 		send_error(c, q->id, "internal", "%s", err);
 		return;

@@ -43,7 +43,7 @@ struct broker_options {
 	const char *config; /* NULL: HOME/sbx.conf */
 	bool foreground;
 	bool debug;
-	const struct broker_runs *runs; /* NULL: run_begin and run_end are refused */
+	const struct broker_runs *runs; /* required */
 };
 
 /* Runs the broker until SIGTERM, SIGINT or a shutdown request; returns
