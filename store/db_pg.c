@@ -354,6 +354,16 @@ static struct pg_stmt *take_idle(struct pg *p, const char *sql)
 	return NULL;
 }
 
+/* Prepares S on the connection as it is now. */
+static int prepare_now(struct pg *p, struct pg_stmt *s)
+{
+	int r = checked(p, p->pq->PQprepare(p->conn, s->name, s->sql, s->nparams, NULL), false);
+
+	if (r == 0)
+		s->generation = p->generation;
+	return r;
+}
+
 static int pg_prepare(struct db *db, const char *sql, struct db_stmt **out)
 {
 	struct pg *p = pg_of(db);
@@ -382,8 +392,12 @@ static int pg_prepare(struct db *db, const char *sql, struct db_stmt **out)
 	text = NULL;
 	if ((r = awake(p)) < 0)
 		goto fail;
-	s->generation = p->generation;
-	if ((r = checked(p, p->pq->PQprepare(p->conn, s->name, s->sql, n, NULL), false)) < 0)
+	/* A connection lost since its last use is made again here as at a
+	 * step (else no statement new to it could ever be prepared). */
+	bool in_tx = pg_in_transaction(db);
+	if ((r = prepare_now(p, s)) == -ECONNRESET && !in_tx && reconnect(p) == 0)
+		r = prepare_now(p, s);
+	if (r < 0)
 		goto fail;
 	*out = &s->base;
 	return 0;

@@ -387,6 +387,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 struct store {
 	struct db *db;
 	struct db_stmt *stmt[ST_COUNT];
+	int stmt_err;		   /* why stmt() last returned NULL (-errno) */
 	struct lease_fence *fence; /* lease.h, store_fence() */
 };
 
@@ -412,17 +413,26 @@ static int fail(struct store *s, int r, const char *what)
 	return r < 0 ? r : -EIO;
 }
 
-/* The cached statement ID, reset and ready for binding. */
+/* The cached statement ID, reset and ready for binding; NULL if it
+ * cannot be prepared, stmt_failed() saying why. */
 static struct db_stmt *stmt(struct store *s, enum stmt_id id)
 {
 	int r;
 
 	if (!s->stmt[id] && (r = db_prepare(s->db, stmt_sql[id], &s->stmt[id])) < 0) {
 		log_warn("store: cannot prepare '%s': %s", stmt_sql[id], db_errmsg(s->db));
+		s->stmt_err = r;
 		return NULL;
 	}
 	db_reset(s->stmt[id]);
 	return s->stmt[id];
+}
+
+/* Why stmt() last returned NULL: the engine's error (the connection
+ * lost, a table missing), not always memory. */
+static int stmt_failed(const struct store *s)
+{
+	return s->stmt_err < 0 ? s->stmt_err : -ENOMEM;
 }
 
 /* Statement ID with its first two parameters bound to USER and THREAD,
@@ -472,7 +482,7 @@ static int exec_stmt(struct store *s, struct db_stmt *st, const char *what)
 	int r;
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	if ((r = write_turn(s, &own)) < 0)
 		return r;
 	while ((r = db_step(st)) > 0)
@@ -487,7 +497,7 @@ static int one_row(struct store *s, struct db_stmt *st, const char *what)
 	int r;
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	r = db_step(st);
 	return r > 0 ? 0 : r == 0 ? -ENOENT : fail(s, r, what);
 }
@@ -496,7 +506,7 @@ static int one_row(struct store *s, struct db_stmt *st, const char *what)
 static int insert_id(struct store *s, struct db_stmt *st, const char *what, int64_t *id)
 {
 	bool own;
-	int r = st ? write_turn(s, &own) : -ENOMEM;
+	int r = st ? write_turn(s, &own) : stmt_failed(s);
 
 	if (r < 0)
 		return r;
@@ -705,7 +715,7 @@ int store_mark_put(struct store *s, const char *user, const char *thread,
 	_stmt_ st = thread_stmt(s, ST_MARK_PUT, user, thread);
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	db_bind_text(st, 3, m->path);
 	db_bind_int64(st, 4, (int64_t)m->ino);
 	db_bind_int64(st, 5, m->size);
@@ -722,7 +732,7 @@ int store_mark_drop(struct store *s, const char *user, const char *thread, const
 	_stmt_ st = thread_stmt(s, ST_MARK_DROP, user, thread);
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	db_bind_text(st, 3, path);
 	return exec_stmt(s, st, "drop a read mark");
 }
@@ -796,7 +806,7 @@ int store_marks_each(struct store *s, const char *user, const char *thread,
 	struct marks_ctx c = { fn, arg };
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	return each_row(s, st, "read the read marks", mark_row, &c);
 }
 
@@ -826,7 +836,7 @@ int store_audit_add(struct store *s, const struct store_audit *a)
 	_stmt_ st = stmt(s, ST_AUDIT_ADD);
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	db_bind_int64(st, 1, a->at_ns);
 	db_bind_text(st, 2, a->user);
 	db_bind_text(st, 3, a->thread);
@@ -877,7 +887,7 @@ int store_audit_each(struct store *s, const char *user, const char *thread,
 	struct audit_ctx c = { user, thread, fn, arg };
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	return each_row(s, st, "read the audit log", audit_row, &c);
 }
 
@@ -1017,7 +1027,7 @@ int store_snapshot_save_since(struct store *s, const char *user, const char *thr
 		_stmt_ st = thread_stmt(s, ST_SNAP_ADD, user, thread);
 		if (!st) {
 			store_rollback(s);
-			return -ENOMEM;
+			return stmt_failed(s);
 		}
 		db_bind_int64(st, 3, at_ns);
 		db_bind_int64(st, 4, (int64_t)snap->n);
@@ -1035,7 +1045,7 @@ int store_snapshot_save_since(struct store *s, const char *user, const char *thr
 		_stmt_ st = stmt(s, ST_SNAP_FILES_1 + k);
 
 		if (!st) {
-			r = -ENOMEM;
+			r = stmt_failed(s);
 			break;
 		}
 		for (size_t j = 0; j < batch; j++, i++) {
@@ -1165,7 +1175,7 @@ static int snap_load(struct store *s, int64_t id, struct snapshot *out, int dept
 	{
 		_stmt_ st = stmt(s, ST_SNAP_GET);
 		if (!st)
-			return -ENOMEM;
+			return stmt_failed(s);
 		db_bind_int64(st, 1, id);
 		if ((r = one_row(s, st, "read a snapshot")) < 0)
 			return r;
@@ -1184,7 +1194,7 @@ static int snap_load(struct store *s, int64_t id, struct snapshot *out, int dept
 		}
 	}
 	_stmt_ st = stmt(s, ST_SNAP_FILES);
-	r = st ? 0 : -ENOMEM;
+	r = st ? 0 : stmt_failed(s);
 	if (r == 0) {
 		db_bind_int64(st, 1, id);
 		r = each_row(s, st, "read a snapshot", snap_file_row, &rd);
@@ -1219,7 +1229,7 @@ int store_blobs_put(struct store *s, const struct store_blob *v, size_t n)
 		_stmt_ st = stmt(s, ST_BLOBS_PUT_1 + k);
 
 		if (!st)
-			return -ENOMEM;
+			return stmt_failed(s);
 		for (size_t j = 0; j < (size_t)1 << k; j++, i++) {
 			db_bind_blob(st, 2 * (int)j + 1, v[i].sha256, SHA256_BYTES);
 			db_bind_blob(st, 2 * (int)j + 2, v[i].len ? v[i].data : "", v[i].len);
@@ -1244,7 +1254,7 @@ int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **d
 	int r;
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	db_bind_blob(st, 1, sha256, 32);
 	if ((r = one_row(s, st, "read a file's content")) < 0)
 		return r;
@@ -1269,7 +1279,7 @@ int store_blobs_each(struct store *s, const uint8_t (*sha256s)[SHA256_BYTES], si
 		int rc = 0;
 
 		if (!st)
-			return -ENOMEM;
+			return stmt_failed(s);
 		/* A short last batch asks for its last one again: IN takes
 		 * it once. */
 		for (size_t j = 0; j < BLOB_BATCH; j++)
@@ -1301,7 +1311,7 @@ int store_run_begin_as(struct store *s, const char *user, const char *thread,
 	_stmt_ st = thread_stmt(s, ST_RUN_ADD, user, thread);
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	db_bind_int64(st, 3, at_ns);
 	db_bind_int64(st, 4, before_snapshot);
 	db_bind_int64(st, 5, (int)kind);
@@ -1350,7 +1360,7 @@ int store_run_get(struct store *s, int64_t id, struct store_run *out)
 
 	memset(out, 0, sizeof(*out));
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	db_bind_int64(st, 1, id);
 	if ((rc = one_row(s, st, "read a run")) < 0)
 		return rc;
@@ -1373,7 +1383,7 @@ int store_run_end(struct store *s, int64_t id, int64_t after_snapshot, int64_t a
 	int r;
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	db_bind_int64(st, 1, at_ns);
 	db_bind_int64(st, 2, after_snapshot);
 	if (summary)
@@ -1392,7 +1402,7 @@ static int journal_add(struct store *s, const char *user, const char *thread,
 	_stmt_ st = thread_stmt(s, ST_JOURNAL_ADD, user, thread);
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	db_bind_int64(st, 3, e->at_ns);
 	db_bind_text(st, 4, e->op);
 	db_bind_text(st, 5, e->path);
@@ -1477,7 +1487,7 @@ int store_run_open_since(struct store *s, const char *user, const char *thread, 
 	int r;
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	r = db_step(st);
 	if (r > 0) {
 		*begun_ns = db_col_int64(st, 0);
@@ -1493,7 +1503,7 @@ int store_journal_each(struct store *s, const char *user, const char *thread, in
 	struct journal_ctx c = { fn, arg };
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	db_bind_int64(st, 3, from_ns);
 	db_bind_int64(st, 4, to_ns);
 	return each_row(s, st, "read the journal", journal_row, &c);
@@ -1507,7 +1517,7 @@ static int run_state(struct store *s, int64_t run)
 	int rc;
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	db_bind_int64(st, 1, run);
 	if ((rc = one_row(s, st, "read a run")) < 0)
 		return rc;
@@ -1526,7 +1536,7 @@ int store_present(struct store *s, int64_t run, const char *tool, const char *co
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		_stmt_ st = stmt(s, ST_PRESENT_ADD);
 		if (!st) {
-			r = -ENOMEM;
+			r = stmt_failed(s);
 			break;
 		}
 		db_bind_int64(st, 1, run);
@@ -1561,7 +1571,7 @@ int store_presented_each(struct store *s, int64_t run,
 	struct presented_ctx c = { fn, arg };
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	db_bind_int64(st, 1, run);
 	return each_row(s, st, "read the presentations", presented_row, &c);
 }
@@ -1572,7 +1582,7 @@ int store_run_undone_by(struct store *s, int64_t run, int64_t *undo)
 	int rc;
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	db_bind_int64(st, 1, run);
 	rc = db_step(st);
 	if (rc > 0) {
@@ -1587,7 +1597,7 @@ int store_run_keep(struct store *s, int64_t run)
 	_stmt_ st = stmt(s, ST_RUN_KEEP);
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	db_bind_int64(st, 1, run);
 	return exec_stmt(s, st, "mark a run kept");
 }
@@ -1597,7 +1607,7 @@ int store_run_held(struct store *s, int64_t run, int64_t bytes)
 	_stmt_ st = stmt(s, ST_RUN_HELD);
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	if (bytes < 0)
 		db_bind_null(st, 1);
 	else
@@ -1611,7 +1621,7 @@ int store_run_clean(struct store *s, int64_t run, bool clean)
 	_stmt_ st = stmt(s, ST_RUN_CLEAN);
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	db_bind_int64(st, 1, clean);
 	db_bind_int64(st, 2, run);
 	return exec_stmt(s, st, "record whether an undo was whole");
@@ -1644,7 +1654,7 @@ int store_runs_each(struct store *s, const char *user, const char *thread, bool 
 	{
 		_stmt_ st = thread_stmt(s, texts ? ST_RUNS_EACH_TEXTS : ST_RUNS_EACH, user, thread);
 		if (!st)
-			return -ENOMEM;
+			return stmt_failed(s);
 		r = each_row(s, st, "list the runs", runs_row, &c);
 	}
 	/* FN is called once the listing is done: it may use the store. */
@@ -1662,7 +1672,7 @@ int store_journal_last_id(struct store *s, int64_t *id)
 	int rc;
 
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	if ((rc = one_row(s, st, "read the journal's end")) < 0)
 		return rc;
 	*id = db_col_int64(st, 0); /* NULL (no row): 0 */
@@ -1711,7 +1721,7 @@ int store_journal_after(struct store *s, const char *user, const char *thread, i
 		return r;
 	_stmt_ st = thread_stmt(s, ST_JOURNAL_AFTER, user, thread);
 	if (!st)
-		return -ENOMEM;
+		return stmt_failed(s);
 	db_bind_int64(st, 3, after_id);
 	db_bind_int64(st, 4, end);
 	db_bind_int64(st, 5, limit);

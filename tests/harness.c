@@ -348,6 +348,12 @@ void pg_server_restart(void)
 	ck_assert_int_eq(sh("tests/tools/pgserver restart '%s'", pg_dir), 0);
 }
 
+void pg_server_stop(void)
+{
+	ck_assert_msg(pg_dir[0], "no PostgreSQL server: pg_server_up() first");
+	ck_assert_int_eq(sh("tests/tools/pgserver stop '%s'", pg_dir), 0);
+}
+
 void pg_server_signal(const char *sig)
 {
 	ck_assert_msg(pg_dir[0], "no PostgreSQL server: pg_server_up() first");

@@ -83,6 +83,8 @@ void pg_server_down(void);
 const char *pg_database(void);
 /* Restarts the server: its clients lose their connections. */
 void pg_server_restart(void);
+/* Stops it (immediately) until pg_server_restart(). */
+void pg_server_stop(void);
 /* Sends signal SIG ("STOP", "CONT") to the server and its backends: a
  * server that does not answer at all, then answers again. */
 void pg_server_signal(const char *sig);

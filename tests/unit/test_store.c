@@ -671,6 +671,45 @@ static int count_marks(void *arg, const struct store_mark *m)
 	return 0;
 }
 
+/* A statement that cannot be prepared (its table was dropped from
+ * outside) fails with the engine's error, and not as if memory had run
+ * out (which it said). */
+START_TEST(test_store_a_statement_that_cannot_be_prepared)
+{
+	struct store *s = open_db();
+	struct store_mark m = { .path = "/mnt/user-data/workspace/a", .ino = 1, .size = 1 };
+	int n = 0;
+
+	ck_assert_int_eq(sh(store_target_is_postgres(target)
+				    ? "psql -q -X '%s' -c 'DROP TABLE marks'"
+				    : "sqlite3 '%s' 'DROP TABLE marks'",
+			    target),
+			 0);
+	ck_assert_int_eq(store_marks_each(s, "u", "t", count_marks, &n), -EIO);
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &m), -EIO);
+	store_close(s);
+}
+END_TEST
+
+/* A statement first prepared once the server has gone fails as the
+ * connection failed, not as if memory had run out (which it said). */
+START_TEST(test_store_a_statement_prepared_without_a_server)
+{
+	struct store *s = open_db();
+	struct store_mark m = { .path = "/mnt/user-data/workspace/a", .ino = 1, .size = 1 };
+	int n = 0;
+
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
+	pg_server_stop();
+	int r = store_marks_each(s, "u", "t", count_marks, &n);
+	pg_server_restart(); /* first: the next tests need it */
+	ck_assert_int_eq(r, -ECONNRESET);
+	ck_assert_int_eq(store_marks_each(s, "u", "t", count_marks, &n), 0);
+	ck_assert_int_eq(n, 1);
+	store_close(s);
+}
+END_TEST
+
 /* Two connections of one process to one SQLite file (a view's writer
  * and its lease's heartbeat), opened one after the other: another
  * process that opens and closes the store then must not take itself
@@ -1031,6 +1070,7 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_store_run_clean);
 	tcase_add_test(tc, test_store_runs_listed_with_or_without_their_texts);
 	tcase_add_test(tc, test_store_blobs_put_in_batches);
+	tcase_add_test(tc, test_store_a_statement_that_cannot_be_prepared);
 	tcase_add_test(tc, test_lease_is_one_host_s_at_a_time);
 	tcase_add_test(tc, test_lease_is_given_back_by_the_last_of_a_host_s_views);
 	tcase_add_test(tc, test_lease_fences_a_taken_over_writer);
@@ -1058,6 +1098,7 @@ Suite *suite_unit_store(void)
 	tcase_add_checked_fixture(pg, setup_pg, NULL);
 	tcase_add_test(pg, test_store_creates_the_current_schema);
 	tcase_add_test(pg, test_store_reconnects);
+	tcase_add_test(pg, test_store_a_statement_prepared_without_a_server);
 	tcase_add_test(pg, test_store_refuses_a_utf8_database);
 	tcase_add_test(pg, test_store_prepares_a_statement_once_per_connection);
 	tcase_add_test(pg, test_lease_renewal_does_not_wait_for_a_writer_s_turn);
