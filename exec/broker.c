@@ -311,7 +311,8 @@ static int store_take(struct broker *b, struct store **s, char *err, size_t errl
 /* Gives S back: kept for the next request, unless one is kept already. */
 static void store_give(struct broker *b, struct store *s)
 {
-	store_unfence(s); /* each request fences it for its own thread */
+	store_rollback(s); /* what a request left in a turn it did not end */
+	store_unfence(s);  /* each request fences it for its own thread */
 	pthread_mutex_lock(&b->lock);
 	if (!b->kept) {
 		b->kept = s;
