@@ -240,7 +240,8 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 /* Many rows are written 64 a statement (2^BATCH_LOG2), the rest in
  * statements of 32, 16, ... 1 (at most six): a round trip each on
  * PostgreSQL, and fewer steps on SQLite (its default limit of
- * parameters, 32,766, is far above a snapshot's 960). The statements
+ * parameters, 32,766, is far above a snapshot's 960 or a journal's
+ * 1,152). The statements
  * FIRST (of one row) to FIRST + BATCH_LOG2, for HEAD ROW... TAIL: */
 #define BATCH_LOG2 6
 #define BATCHED_SQL(first, head, row, tail)                                         \
@@ -253,6 +254,12 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 	" mtime_ns, sha256, sensitive, \"binary\", large, ino, ctime_ns, gone) VALUES "
 #define SNAP_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 #define SNAP_ROW_PARAMS 15
+#define JOURNAL_INSERT                                                              \
+	"INSERT INTO journal (\"user\", thread, at_ns, op, path, path2, pid, comm," \
+	" symlink, target, size, mtime_ns, sha256, sensitive, \"binary\", large,"   \
+	" object, meta) VALUES "
+#define JOURNAL_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#define JOURNAL_ROW_PARAMS 18
 #define BLOB_BATCH 128 /* contents asked for in one request */
 /* A run's columns but its texts (summary, receipt), which come after
  * them where they are wanted: a summary may be megabytes. */
@@ -289,7 +296,13 @@ enum stmt_id {
 	ST_RUN_ADD,
 	ST_RUN_GET,
 	ST_RUN_END,
-	ST_JOURNAL_ADD,
+	ST_JOURNAL_ADD_1, /* then those of 2, 4, ... 64 */
+	ST_JOURNAL_ADD_2,
+	ST_JOURNAL_ADD_4,
+	ST_JOURNAL_ADD_8,
+	ST_JOURNAL_ADD_16,
+	ST_JOURNAL_ADD_32,
+	ST_JOURNAL_ADD_64,
 	ST_JOURNAL_EACH,
 	ST_RUN_OPEN,
 	ST_RUN_STATE,
@@ -344,10 +357,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_RUN_GET] = "SELECT " RUN_COLUMNS ", summary, receipt FROM runs WHERE id = ?",
 	[ST_RUN_END] = "UPDATE runs SET ended_ns = ?, after_snapshot = ?, summary = ?,"
 		       " receipt = ? WHERE id = ? AND ended_ns IS NULL",
-	[ST_JOURNAL_ADD] = "INSERT INTO journal (\"user\", thread, at_ns, op, path, path2,"
-			   " pid, comm, symlink, target, size, mtime_ns, sha256,"
-			   " sensitive, \"binary\", large, object, meta)"
-			   " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	BATCHED_SQL(ST_JOURNAL_ADD_1, JOURNAL_INSERT, JOURNAL_ROW, ""),
 	[ST_JOURNAL_EACH] = "SELECT at_ns, op, path, path2, pid, comm, symlink, target,"
 			    " size, mtime_ns, sha256, sensitive, \"binary\", large, object, meta"
 			    " FROM journal"
@@ -750,6 +760,27 @@ static unsigned batch_log2(size_t left)
 	return k;
 }
 
+/* Writes N rows in statements of many (FIRST + batch_log2() of those
+ * left), BIND(ARG, ST, J, I) binding row I as the J-th of its statement. */
+static int exec_batched(struct store *s, enum stmt_id first, size_t n,
+			void (*bind)(void *arg, struct db_stmt *st, int j, size_t i), void *arg,
+			const char *what)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < n && r == 0;) {
+		unsigned k = batch_log2(n - i);
+		_stmt_ st = stmt(s, first + k);
+
+		if (!st)
+			return stmt_failed(s);
+		for (int j = 0; j < 1 << k; j++, i++)
+			bind(arg, st, j, i);
+		r = exec_stmt(s, st, what);
+	}
+	return r;
+}
+
 static int each_row(struct store *s, struct db_stmt *st, const char *what,
 		    int (*row)(struct db_stmt *st, void *ctx), void *ctx)
 {
@@ -962,6 +993,27 @@ static int64_t stored_ctime(const struct snap_file *f)
 	return f->settled ? f->ctime_ns : 0;
 }
 
+struct snap_rows_bind {
+	const struct snap_row *rows;
+	int64_t id; /* the snapshot's */
+};
+
+static void bind_snap_row(void *arg, struct db_stmt *st, int j, size_t i)
+{
+	const struct snap_rows_bind *b = arg;
+	const struct snap_file *f = b->rows[i].f;
+	int at = j * SNAP_ROW_PARAMS;
+
+	db_bind_int64(st, at + 1, b->id);
+	db_bind_int64(st, at + 2, b->rows[i].seq);
+	db_bind_text(st, at + 3, f->path);
+	db_bind_text(st, at + 4, f->root);
+	bind_file(st, at + 5, f);
+	db_bind_int64(st, at + 13, stored_ino(f));
+	db_bind_int64(st, at + 14, stored_ctime(f));
+	db_bind_int64(st, at + 15, b->rows[i].gone);
+}
+
 /* Whether F's row would store what B's does (all but its place). */
 static bool snap_row_same(const struct snap_file *f, const struct snap_file *b)
 {
@@ -1039,28 +1091,10 @@ int store_snapshot_save_since(struct store *s, const char *user, const char *thr
 			db_bind_null(st, 7);
 		r = insert_id(s, st, "record a snapshot", id);
 	}
-	for (size_t i = 0; i < n && r == 0;) {
-		unsigned k = batch_log2(n - i);
-		size_t batch = (size_t)1 << k;
-		_stmt_ st = stmt(s, ST_SNAP_FILES_1 + k);
-
-		if (!st) {
-			r = stmt_failed(s);
-			break;
-		}
-		for (size_t j = 0; j < batch; j++, i++) {
-			const struct snap_file *f = rows[i].f;
-			int at = (int)j * SNAP_ROW_PARAMS;
-			db_bind_int64(st, at + 1, *id);
-			db_bind_int64(st, at + 2, rows[i].seq);
-			db_bind_text(st, at + 3, f->path);
-			db_bind_text(st, at + 4, f->root);
-			bind_file(st, at + 5, f);
-			db_bind_int64(st, at + 13, stored_ino(f));
-			db_bind_int64(st, at + 14, stored_ctime(f));
-			db_bind_int64(st, at + 15, rows[i].gone);
-		}
-		r = exec_stmt(s, st, "record a snapshot's files");
+	if (r == 0) {
+		struct snap_rows_bind b = { rows, *id };
+		r = exec_batched(s, ST_SNAP_FILES_1, n, bind_snap_row, &b,
+				 "record a snapshot's files");
 	}
 	if (r == 0)
 		r = store_commit(s);
@@ -1220,23 +1254,18 @@ int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out)
 	return r;
 }
 
+static void bind_blob_row(void *arg, struct db_stmt *st, int j, size_t i)
+{
+	const struct store_blob *v = arg;
+
+	db_bind_blob(st, 2 * j + 1, v[i].sha256, SHA256_BYTES);
+	db_bind_blob(st, 2 * j + 2, v[i].len ? v[i].data : "", v[i].len);
+}
+
 int store_blobs_put(struct store *s, const struct store_blob *v, size_t n)
 {
-	int r = 0;
-
-	for (size_t i = 0; i < n && r == 0;) {
-		unsigned k = batch_log2(n - i);
-		_stmt_ st = stmt(s, ST_BLOBS_PUT_1 + k);
-
-		if (!st)
-			return stmt_failed(s);
-		for (size_t j = 0; j < (size_t)1 << k; j++, i++) {
-			db_bind_blob(st, 2 * (int)j + 1, v[i].sha256, SHA256_BYTES);
-			db_bind_blob(st, 2 * (int)j + 2, v[i].len ? v[i].data : "", v[i].len);
-		}
-		r = exec_stmt(s, st, "record files' contents");
-	}
-	return r;
+	return exec_batched(s, ST_BLOBS_PUT_1, n, bind_blob_row, (void *)v,
+			    "record files' contents");
 }
 
 int store_blob_put(struct store *s, const uint8_t sha256[SHA256_BYTES], const void *data,
@@ -1396,45 +1425,65 @@ int store_run_end(struct store *s, int64_t id, int64_t after_snapshot, int64_t a
 	return r;
 }
 
-static int journal_add(struct store *s, const char *user, const char *thread,
-		       const struct store_event *e)
-{
-	_stmt_ st = thread_stmt(s, ST_JOURNAL_ADD, user, thread);
+struct events_bind {
+	const char *user, *thread;
+	const struct store_event *const *v;
+};
 
-	if (!st)
-		return stmt_failed(s);
-	db_bind_int64(st, 3, e->at_ns);
-	db_bind_text(st, 4, e->op);
-	db_bind_text(st, 5, e->path);
+/* Binds event I as the J-th row of ST. */
+static void bind_event(void *arg, struct db_stmt *st, int j, size_t i)
+{
+	const struct events_bind *b = arg;
+	const struct store_event *e = b->v[i];
+	int at = j * JOURNAL_ROW_PARAMS;
+
+	db_bind_text(st, at + 1, b->user);
+	db_bind_text(st, at + 2, b->thread);
+	db_bind_int64(st, at + 3, e->at_ns);
+	db_bind_text(st, at + 4, e->op);
+	db_bind_text(st, at + 5, e->path);
 	if (e->path2)
-		db_bind_text(st, 6, e->path2);
-	db_bind_int64(st, 7, (int)e->pid);
-	db_bind_text(st, 8, e->comm);
+		db_bind_text(st, at + 6, e->path2);
+	db_bind_int64(st, at + 7, (int)e->pid);
+	db_bind_text(st, at + 8, e->comm);
 	if (e->pre)
-		bind_file(st, 9, e->pre);
+		bind_file(st, at + 9, e->pre);
 	if (e->object)
-		db_bind_text(st, 17, e->object);
+		db_bind_text(st, at + 17, e->object);
 	if (e->meta)
-		db_bind_blob(st, 18, e->meta, (int)e->meta_len);
-	return exec_stmt(s, st, "record a journal row");
+		db_bind_blob(st, at + 18, e->meta, (int)e->meta_len);
 }
 
-int store_journal_add(struct store *s, const char *user, const char *thread,
-		      const struct store_event *e)
+static int journal_add(struct store *s, const char *user, const char *thread,
+		       const struct store_event *const *v, size_t n)
+{
+	struct events_bind b = { user, thread, v };
+
+	return exec_batched(s, ST_JOURNAL_ADD_1, n, bind_event, &b, "record journal rows");
+}
+
+int store_journal_add_many(struct store *s, const char *user, const char *thread,
+			   const struct store_event *const *v, size_t n)
 {
 	/* A row's id is taken in a writer's turn (db_begin_write), so that
 	 * ids are committed in their order: a follower reading up to the
 	 * last id never skips one that commits later. */
 	if (db_in_transaction(s->db))
-		return journal_add(s, user, thread, e);
+		return journal_add(s, user, thread, v, n);
 	int r = store_begin(s);
 	if (r == 0)
-		r = journal_add(s, user, thread, e);
+		r = journal_add(s, user, thread, v, n);
 	if (r == 0)
 		r = store_commit(s);
 	if (r < 0)
 		store_rollback(s);
 	return r;
+}
+
+int store_journal_add(struct store *s, const char *user, const char *thread,
+		      const struct store_event *e)
+{
+	return store_journal_add_many(s, user, thread, &e, 1);
 }
 
 struct journal_ctx {

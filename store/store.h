@@ -153,6 +153,10 @@ struct store_event {
 
 int store_journal_add(struct store *s, const char *user, const char *thread,
 		      const struct store_event *e);
+/* The N events V[0..N-1], in their order (ids growing with it), in
+ * statements of up to 64 rows: a round trip each on PostgreSQL. */
+int store_journal_add_many(struct store *s, const char *user, const char *thread,
+			   const struct store_event *const *v, size_t n);
 /* Calls FN for the thread's events from FROM_NS to TO_NS, oldest first. */
 int store_journal_each(struct store *s, const char *user, const char *thread, int64_t from_ns,
 		       int64_t to_ns, int (*fn)(void *arg, const struct store_event *e), void *arg);

@@ -57,27 +57,23 @@ struct store_writer {
 	void *on_fenced_arg;
 };
 
-static void write_row(struct store_writer *w, const struct row *r)
+static int write_row(struct store_writer *w, const struct row *r)
 {
 	switch (r->kind) {
 	case ROW_NONE:
 		break;
 	case ROW_MARK_PUT:
-		store_mark_put(w->store, w->user, w->thread, &r->mark);
-		break;
+		return store_mark_put(w->store, w->user, w->thread, &r->mark);
 	case ROW_MARK_DROP:
-		store_mark_drop(w->store, w->user, w->thread, r->mark.path);
-		break;
+		return store_mark_drop(w->store, w->user, w->thread, r->mark.path);
 	case ROW_AUDIT:
-		store_audit_add(w->store, &r->audit);
-		break;
+		return store_audit_add(w->store, &r->audit);
 	case ROW_EVENT:
-		store_journal_add(w->store, w->user, w->thread, &r->event);
-		break;
+		return store_journal_add(w->store, w->user, w->thread, &r->event);
 	case ROW_BLOB:
-		store_blob_put(w->store, r->blob.sha256, r->text, r->blob.len);
-		break;
+		return store_blob_put(w->store, r->blob.sha256, r->text, r->blob.len);
 	}
+	return 0;
 }
 
 static struct row *row_new(struct store_writer *w, enum row_kind kind, size_t text);
@@ -149,6 +145,32 @@ static void free_rows(struct row *batch)
 	}
 }
 
+/* Events written by one call, at most (statements of 64 rows). */
+#define EVENTS_AT_ONCE 256
+
+/* Writes BATCH's rows in their order, each run of events in statements
+ * of many rows (on PostgreSQL a statement is a round trip, and a row
+ * alone costs the server a statement's work); false if one failed. */
+static bool write_rows(struct store_writer *w, struct row *batch)
+{
+	const struct store_event *events[EVENTS_AT_ONCE];
+	size_t n = 0;
+	bool ok = true;
+
+	for (struct row *r = batch; r; r = r->next) {
+		if (r->kind == ROW_EVENT)
+			events[n++] = &r->event;
+		if (r->kind == ROW_EVENT && n < EVENTS_AT_ONCE && r->next)
+			continue;
+		if (n && store_journal_add_many(w->store, w->user, w->thread, events, n) < 0)
+			ok = false;
+		n = 0;
+		if (r->kind != ROW_EVENT && write_row(w, r) < 0)
+			ok = false;
+	}
+	return ok;
+}
+
 /* Writes BATCH in one transaction (row by row if that fails, so one bad
  * row does not lose the others) and frees it. */
 static void write_batch(struct store_writer *w, struct row *batch)
@@ -175,11 +197,10 @@ static void write_batch(struct store_writer *w, struct row *batch)
 		free_rows(batch);
 		return;
 	}
-	bool txn = begun == 0;
+	bool txn = begun == 0, written = write_rows(w, batch);
 
-	for (struct row *r = batch; r; r = r->next)
-		write_row(w, r);
-	if (txn && store_commit(w->store) < 0) {
+	/* A statement of many rows that failed took its good rows with it. */
+	if (txn && (!written || store_commit(w->store) < 0)) {
 		store_rollback(w->store);
 		log_warn("store: a batch of rows was not written; retrying one by one");
 		for (struct row *r = batch; r; r = r->next)

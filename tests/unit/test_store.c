@@ -563,6 +563,118 @@ START_TEST(test_store_blobs_put_in_batches)
 }
 END_TEST
 
+#define EVENTS 150
+
+/* Event I of the journal tests: every third a pre-image (a symlink's
+ * every sixth), else every fifth keeps an object, else every fourth a
+ * rename; the rest writes. */
+static void event_at(int i, struct store_event *e, struct snap_file *pre, char path[64],
+		     char path2[64], uint8_t meta[4])
+{
+	bool preimage = i % 3 == 0, keep = !preimage && i % 5 == 0;
+	bool rename = !preimage && !keep && i % 4 == 0;
+
+	snprintf(path, 64, "/mnt/user-data/workspace/f%d", i);
+	snprintf(path2, 64, "/mnt/user-data/workspace/g%d", i);
+	memset(pre, 0, sizeof(*pre));
+	pre->path = path;
+	pre->size = i;
+	pre->mtime_ns = 1000 + i;
+	pre->symlink = i % 6 == 0;
+	pre->target = pre->symlink ? path2 : NULL;
+	pre->hashed = !pre->symlink;
+	memset(pre->sha256, i, sizeof(pre->sha256));
+	memset(meta, i, 4);
+	*e = (struct store_event){ .at_ns = 5000 + i,
+				   .op = preimage ? "preimage"
+					 : keep	  ? "keep"
+					 : rename ? "rename"
+						  : "write",
+				   .path = path,
+				   .path2 = rename ? path2 : NULL,
+				   .pid = 100 + i,
+				   .comm = "tool",
+				   .pre = preimage ? pre : NULL,
+				   .object = keep ? "obj" : NULL,
+				   .meta = keep ? meta : NULL,
+				   .meta_len = keep ? 4 : 0 };
+}
+
+struct got_events {
+	int n;
+	bool wrong;
+	char why[256];
+};
+
+static int check_event(void *arg, const struct store_event *e)
+{
+	struct got_events *g = arg;
+	struct store_event want;
+	struct snap_file pre;
+	char path[64], path2[64];
+	uint8_t meta[4];
+
+	event_at(g->n, &want, &pre, path, path2, meta);
+	bool same = e->at_ns == want.at_ns && !strcmp(e->op, want.op) &&
+		    !strcmp(e->path, want.path) && !e->path2 == !want.path2 &&
+		    (!e->path2 || !strcmp(e->path2, want.path2)) && e->pid == want.pid &&
+		    !strcmp(e->comm, "tool") && !e->pre == !want.pre &&
+		    !e->object == !want.object && e->meta_len == want.meta_len &&
+		    (!e->meta || !memcmp(e->meta, meta, 4));
+	if (same && e->pre)
+		same = e->pre->size == pre.size && e->pre->mtime_ns == pre.mtime_ns &&
+		       e->pre->symlink == pre.symlink && e->pre->hashed == pre.hashed &&
+		       (!pre.hashed || !memcmp(e->pre->sha256, pre.sha256, SHA256_BYTES)) &&
+		       (!pre.symlink || !strcmp(e->pre->target, path2));
+	if (!same && !g->wrong)
+		snprintf(g->why, sizeof(g->why), "event %d read back as %s %s at %lld", g->n, e->op,
+			 e->path, (long long)e->at_ns);
+	g->wrong |= !same;
+	g->n++;
+	return 0;
+}
+
+/* Journal rows many a statement (64, then 32, ... 1), in their order,
+ * each read back as written, field by field; and the same through the
+ * view daemon's writer, whose batches put runs of events so. */
+START_TEST(test_store_journal_rows_written_many_at_once)
+{
+	struct store *s = open_db();
+	struct store_event ev[EVENTS];
+	const struct store_event *v[EVENTS];
+	struct snap_file pre[EVENTS];
+	char path[EVENTS][64], path2[EVENTS][64];
+	uint8_t meta[EVENTS][4];
+	struct got_events g = { 0 };
+
+	for (int i = 0; i < EVENTS; i++) {
+		event_at(i, &ev[i], &pre[i], path[i], path2[i], meta[i]);
+		v[i] = &ev[i];
+	}
+	ck_assert_int_eq(store_journal_add_many(s, "u", "t", v, 71), 0); /* 64, 4, 2, 1 */
+	ck_assert_int_eq(store_journal_add_many(s, "u", "t", v + 71, EVENTS - 71), 0);
+	ck_assert_int_eq(store_journal_each(s, "u", "t", 0, INT64_MAX, check_event, &g), 0);
+	ck_assert_msg(!g.wrong, "%s", g.why);
+	ck_assert_int_eq(g.n, EVENTS);
+	/* The writer (which closes its store): the same events, a mark
+	 * among them. */
+	struct store_writer *w = store_writer_start(open_db(), "u", "w");
+	struct store_mark m = { .path = "/mnt/user-data/workspace/a", .ino = 1, .size = 1 };
+	for (int i = 0; i < EVENTS; i++) {
+		if (i == 100)
+			store_writer_mark_put(w, &m);
+		store_writer_event(w, &ev[i]);
+	}
+	store_writer_sync(w);
+	store_writer_stop(w);
+	g = (struct got_events){ 0 };
+	ck_assert_int_eq(store_journal_each(s, "u", "w", 0, INT64_MAX, check_event, &g), 0);
+	ck_assert_msg(!g.wrong, "%s", g.why);
+	ck_assert_int_eq(g.n, EVENTS);
+	store_close(s);
+}
+END_TEST
+
 /* An undo is whole only once said so, and can be said not to be. */
 START_TEST(test_store_run_clean)
 {
@@ -1070,6 +1182,7 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_store_run_clean);
 	tcase_add_test(tc, test_store_runs_listed_with_or_without_their_texts);
 	tcase_add_test(tc, test_store_blobs_put_in_batches);
+	tcase_add_test(tc, test_store_journal_rows_written_many_at_once);
 	tcase_add_test(tc, test_store_a_statement_that_cannot_be_prepared);
 	tcase_add_test(tc, test_lease_is_one_host_s_at_a_time);
 	tcase_add_test(tc, test_lease_is_given_back_by_the_last_of_a_host_s_views);
