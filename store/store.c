@@ -608,13 +608,6 @@ static int migrate(struct store *s, int target, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read the schema version: %s", db_errmsg(s->db));
 		return -EIO;
 	}
-	if (v > STORE_SCHEMA_VERSION) {
-		snprintf(
-			err, errlen,
-			"the database has schema version %d; this sbx knows up to %d (a newer sbx wrote it)",
-			v, STORE_SCHEMA_VERSION);
-		return -EPROTO;
-	}
 	while (v < target) {
 		int from = v;
 		if ((r = migrate_step(s, steps, target, &v)) < 0) {
@@ -622,6 +615,15 @@ static int migrate(struct store *s, int target, char *err, size_t errlen)
 				 db_errmsg(s->db));
 			return r;
 		}
+	}
+	/* After the steps: each read the version again, and a newer sbx may
+	 * have taken the schema past this one's meanwhile. */
+	if (v > STORE_SCHEMA_VERSION) {
+		snprintf(
+			err, errlen,
+			"the database has schema version %d; this sbx knows up to %d (a newer sbx wrote it)",
+			v, STORE_SCHEMA_VERSION);
+		return -EPROTO;
 	}
 	return 0;
 }

@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -161,6 +162,74 @@ START_TEST(test_store_made_by_several_at_once)
 			snprintf(target, sizeof(target), "%s/sbx-%d.db", test_dir("store"), round);
 		opened_at_once(OPENERS);
 	}
+}
+END_TEST
+
+/* Whether process PID waits in a sleep (SQLite's busy handler: it waits
+ * for the write lock), as /proc/PID/syscall says. */
+static bool sleeping_in_syscall(pid_t pid)
+{
+	char path[64], buf[64] = "";
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	int nr = atoi(buf);
+	return nr == SYS_nanosleep || nr == SYS_clock_nanosleep;
+}
+
+/* An older store that a newer sbx takes past this one's schema while
+ * this one waits to migrate it (it read the old version first): refused
+ * as a newer schema is, not used (it opened as if nothing happened). */
+START_TEST(test_store_taken_past_this_sbx_while_it_migrates)
+{
+	char err[512];
+	struct store *s;
+	int held[2], commit[2], status;
+
+	ck_assert_int_eq(store_open_version(db, 5, &s, err, sizeof(err)), 0);
+	store_close(s);
+	/* The newer sbx, a process of its own (SQLite's locks are not to
+	 * cross a fork): the write lock, its version not yet committed. */
+	ck_assert_int_eq(pipe(held), 0);
+	ck_assert_int_eq(pipe(commit), 0);
+	pid_t newer = fork();
+	ck_assert_int_ge(newer, 0);
+	if (newer == 0) {
+		sqlite3 *other;
+		char c;
+		if (sqlite3_open(db, &other) != SQLITE_OK ||
+		    sqlite3_exec(other, "BEGIN IMMEDIATE; PRAGMA user_version = 99", NULL, NULL,
+				 NULL) != SQLITE_OK ||
+		    write(held[1], "x", 1) != 1 || read(commit[0], &c, 1) != 1)
+			_exit(1);
+		_exit(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : 2);
+	}
+	char c;
+	ck_assert_int_eq(read(held[0], &c, 1), 1);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int r = store_open_path(db, &s, err, sizeof(err));
+		if (r == 0)
+			store_close(s);
+		_exit(r == -EPROTO && strstr(err, "schema version 99") ? 0 : 1);
+	}
+	/* It read version 5, and waits for the lock to take its step. */
+	for (int i = 0; i < 10000 && !sleeping_in_syscall(pid); i++)
+		usleep(1000);
+	bool waited = sleeping_in_syscall(pid);
+	ck_assert_int_eq(write(commit[1], "x", 1), 1);
+	ck_assert_int_eq(waitpid(newer, &status, 0), newer);
+	ck_assert_int_eq(status, 0);
+	ck_assert_msg(waited, "the opener never waited for the lock");
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the opener used a schema newer than its own (status %#x)", status);
 }
 END_TEST
 
@@ -1198,6 +1267,7 @@ Suite *suite_unit_store(void)
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_store_creates_the_current_schema_in_wal_mode);
 	tcase_add_test(tc, test_store_refuses_a_file_that_is_not_a_database);
+	tcase_add_test(tc, test_store_taken_past_this_sbx_while_it_migrates);
 	tcase_add_test(tc, test_store_second_connection_keeps_the_first_s_locks);
 	tcase_add_test(tc, test_store_receipt_paths);
 	tcase_add_test(tc, test_store_receipt_covers);
