@@ -12,7 +12,6 @@
 #include "common/clock.h"
 #include "common/home.h"
 #include "common/quote.h"
-#include "store/snapshot.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -102,8 +101,8 @@ static int run_begin(int argc, char **argv, const char *home)
 		fprintf(stderr, "sbx: run begin: %s\n", err);
 		return 1;
 	}
-	r = run_begin_in(s, a.home, a.user, a.thread,
-			 a.max_files > 0 ? (size_t)a.max_files : SNAPSHOT_MAX_FILES, &id);
+	r = run_begin_in(s, a.home, a.user, a.thread, a.max_files > 0 ? (size_t)a.max_files : 0,
+			 &id);
 	store_close(s);
 	if (r < 0)
 		return 1;

@@ -755,6 +755,8 @@ int run_begin_in(struct store *s, const char *home, const char *user, const char
 	int64_t snap_id, begun = realtime_ns();
 	int r = thread_roots_open("run begin", home, user, thread, &roots);
 
+	if (!max)
+		max = SNAPSHOT_MAX_FILES;
 	if (r < 0)
 		return r;
 	r = thread_fence("run begin", home, s, user, thread);

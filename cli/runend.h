@@ -48,7 +48,8 @@ int run_finish(struct store *s, const char *home, struct store_run *run, enum fo
 	       bool print, struct run_texts *texts, json_t **document);
 
 /* sbx run begin in store S, open already: begins a run of USER's THREAD
- * of HOME (a first snapshot of at most MAX files), its id in *ID; the
+ * of HOME (a first snapshot of at most MAX files, 0: SNAPSHOT_MAX_FILES),
+ * its id in *ID; the
  * views are told. 0, or -errno (said): -ENOENT if the thread is unknown,
  * -EBUSY if another host holds it. */
 int run_begin_in(struct store *s, const char *home, const char *user, const char *thread,

@@ -21,7 +21,6 @@
 #include "store/follow.h"
 #include "store/lease.h"
 #include "store/receipt.h"
-#include "store/snapshot.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -359,8 +358,7 @@ static void op_run(struct client *c, const struct request *q)
 		return;
 	}
 	if (q->op == REQ_RUN_BEGIN)
-		r = b->runs->begin(s, b->home, q->user, q->thread,
-				   q->max_files ? (size_t)q->max_files : SNAPSHOT_MAX_FILES, &run);
+		r = b->runs->begin(s, b->home, q->user, q->thread, (size_t)q->max_files, &run);
 	else
 		r = b->runs->end(s, b->home, q->run, &changes);
 	store_give(b, s);

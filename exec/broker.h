@@ -30,7 +30,8 @@ struct store;
  * connection, no schema check per run), says what failed on stderr (the
  * broker's log) and returns 0 or -errno: -ENOENT (no such thread, no
  * such run), -EALREADY (the run has ended), -EBUSY (another host holds
- * the thread). END gives the run's changes as sbx run end --format json
+ * the thread). BEGIN's first snapshot holds at most MAX_FILES files (0:
+ * the default, as sbx run begin's). END gives the run's changes as sbx run end --format json
  * prints them, in *CHANGES (a new reference). */
 struct broker_runs {
 	int (*begin)(struct store *s, const char *home, const char *user, const char *thread,

@@ -439,10 +439,10 @@ static struct db_stmt *stmt(struct store *s, enum stmt_id id)
 }
 
 /* Why stmt() last returned NULL: the engine's error (the connection
- * lost, a table missing), not always memory. */
+ * lost, a table missing), not always memory; never 0. */
 static int stmt_failed(const struct store *s)
 {
-	return s->stmt_err < 0 ? s->stmt_err : -ENOMEM;
+	return s->stmt_err < 0 ? s->stmt_err : -EIO;
 }
 
 /* Statement ID with its first two parameters bound to USER and THREAD,
