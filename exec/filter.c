@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdint.h>
+#include <sys/socket.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +57,16 @@ const char *const filter_refused[] = {
 	"lookup_dcookie",
 	"kcmp",
 	"fanotify_init",
+	/* another process's descriptors, or its memory's placement: Docker
+	 * asks CAP_SYS_PTRACE and CAP_SYS_NICE for them */
+	"pidfd_getfd",
+	"process_madvise",
+	"get_mempolicy",
+	"set_mempolicy",
+	"set_mempolicy_home_node",
+	"mbind",
+	"move_pages",
+	"migrate_pages",
 	"io_uring_setup",
 	"io_uring_enter",
 	"io_uring_register",
@@ -113,6 +125,30 @@ static int deny_namespaces(scmp_filter_ctx ctx)
 	return r;
 }
 
+/* socket: only the families of Flatpak's list (AF_UNSPEC, AF_UNIX,
+ * AF_INET, AF_INET6, AF_NETLINK); others fail with EAFNOSUPPORT, as on a
+ * kernel without them. AF_VSOCK is not namespaced (on a VM it is the
+ * hypervisor's channel), AF_ALG is kernel crypto with a record of
+ * exploits. A family is an int: a value with a bit above the 32nd set
+ * falls in the last range and is refused too. On i386 libseccomp turns
+ * these rules into a refusal of socketcall's SOCKET operation as a whole
+ * (its arguments are in memory, where no filter reads them); 32-bit
+ * programs make sockets with the socket call itself (Linux 4.3 on). */
+static int deny_socket_families(scmp_filter_ctx ctx)
+{
+	const uint32_t allowed = 1u << AF_UNSPEC | 1u << AF_UNIX | 1u << AF_INET | 1u << AF_INET6 |
+				 1u << AF_NETLINK;
+	struct scmp_arg_cmp above = SCMP_A0(SCMP_CMP_GT, AF_NETLINK);
+	int r = deny(ctx, EAFNOSUPPORT, "socket", 1, &above);
+
+	for (unsigned family = 0; family < AF_NETLINK && r == 0; family++) {
+		struct scmp_arg_cmp a0 = SCMP_A0(SCMP_CMP_EQ, family);
+		if (!(allowed & 1u << family))
+			r = deny(ctx, EAFNOSUPPORT, "socket", 1, &a0);
+	}
+	return r;
+}
+
 /* personality: only what Docker allows (PER_LINUX, PER_LINUX32, with or
  * without UNAME26, and the 0xffffffff query). A rule compares an argument
  * once, so the refused set is spelled as patterns of two bits: for each
@@ -162,6 +198,8 @@ static int build(scmp_filter_ctx ctx)
 	struct scmp_arg_cmp linux_ = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX);
 	if ((r = deny(ctx, EPERM, "ioctl", 1, &sti)) < 0 ||
 	    (r = deny(ctx, EPERM, "ioctl", 1, &linux_)) < 0)
+		return r;
+	if ((r = deny_socket_families(ctx)) < 0)
 		return r;
 	return deny_personalities(ctx);
 }

@@ -328,6 +328,14 @@ START_TEST(test_sandbox_refused_calls)
 		"acct",
 		"mknod_char",
 		"quotactl",
+		"pidfd_getfd",
+		"process_madvise",
+		"get_mempolicy",
+		"set_mempolicy",
+		"set_mempolicy_home_node",
+		"mbind",
+		"move_pages",
+		"migrate_pages",
 	};
 	char want[2048] = "", names[2048] = "";
 
@@ -344,6 +352,21 @@ START_TEST(test_sandbox_refused_calls)
 		    "grep -E 'NoNewPrivs|Seccomp:' /proc/self/status; unshare -U true 2>/dev/null"
 		    " || echo refused"),
 	     "NoNewPrivs:\t1\nSeccomp:\t2\nrefused\n");
+}
+END_TEST
+
+/* Sockets of Flatpak's families only: AF_VSOCK (not namespaced: the
+ * hypervisor's channel) and AF_ALG are not there, through the 64-bit
+ * call, the i386 one (int 0x80 from a 64-bit process), or i386's
+ * socketcall, whose arguments no filter reads. */
+START_TEST(test_sandbox_socket_families)
+{
+	add_probe("t1");
+	SAME(run_ok("t1", "python3 probe.py socket_vsock socket_alg socket_unix socket_inet"
+			  " i386_socket_vsock i386_socket_unix i386_socketcall_vsock"),
+	     "socket_vsock EAFNOSUPPORT\nsocket_alg EAFNOSUPPORT\nsocket_unix ok\n"
+	     "socket_inet ok\ni386_socket_vsock EAFNOSUPPORT\ni386_socket_unix ok\n"
+	     "i386_socketcall_vsock EAFNOSUPPORT\n");
 }
 END_TEST
 
@@ -649,6 +672,7 @@ Suite *suite_sandbox(void)
 	tcase_add_test(tc, test_sandbox_colliding_ids_share_nothing);
 	tcase_add_test(tc, test_sandbox_no_ptrace_across_sandboxes);
 	tcase_add_test(tc, test_sandbox_refused_calls);
+	tcase_add_test(tc, test_sandbox_socket_families);
 	tcase_add_test(tc, test_sandbox_masked_proc_files);
 	tcase_add_test(tc, test_sandbox_proc_shows_no_host_paths);
 	tcase_add_test(tc, test_sandbox_no_cgroupfs);

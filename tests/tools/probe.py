@@ -23,6 +23,9 @@ NR = {
     "ioctl": 16, "clone3": 435, "io_uring_setup": 425, "setns": 308, "acct": 163,
     "open_tree": 428, "fsopen": 430, "move_mount": 429, "mknodat": 259,
     "name_to_handle_at": 303, "lookup_dcookie": 212, "quotactl": 179,
+    "socket": 41, "pidfd_open": 434, "pidfd_getfd": 438, "process_madvise": 440,
+    "get_mempolicy": 239, "set_mempolicy": 238, "set_mempolicy_home_node": 450,
+    "mbind": 237, "move_pages": 279, "migrate_pages": 256,
 }
 CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000
 
@@ -42,6 +45,40 @@ def perf_event_open():
     ctypes.c_uint64.from_buffer(attr, 8).value = 0        # PERF_COUNT_SW_CPU_CLOCK
     ctypes.c_uint64.from_buffer(attr, 40).value = 1 << 5  # exclude_kernel
     return call("perf_event_open", ctypes.byref(attr), 0, -1, -1, 0)
+
+
+def own_pidfd():
+    return call("pidfd_open", os.getpid(), 0)[0]
+
+
+def i386_call(nr, *args):
+    """The 32-bit system call NR made with int 0x80 from this 64-bit
+    process, as any program may: the filter's i386 rules apply. ARGS are
+    ints or bytes (copied below 4 GiB, where a 32-bit pointer reaches)."""
+    import mmap
+    MAP_32BIT = 0x40
+    low = mmap.mmap(-1, 4096, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_32BIT,
+                    mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(low))
+    # long f(nr, a, b, c): eax=nr ebx=a ecx=b edx=c; int 0x80; sign-extend
+    code = bytes.fromhex("53 89f8 89f3 4989d1 89ca 4489c9 cd80 5b 4863c0 c3")
+    low[0:len(code)] = code
+    conv, at = [], 2048
+    for a in args:
+        if isinstance(a, bytes):
+            low[at:at + len(a)] = a
+            conv.append(base + at)
+            at += 256
+        else:
+            conv.append(a)
+    f = ctypes.CFUNCTYPE(ctypes.c_long, *[ctypes.c_long] * 4)(base)
+    r = f(nr, *(conv + [0] * (3 - len(conv))))
+    return r, -r if r < 0 else 0
+
+
+def i386_socketcall_socket(family, kind):
+    import struct
+    return i386_call(102, 1, struct.pack("<3I", family, kind, 0))   # SYS_SOCKET
 
 
 def probes():
@@ -79,6 +116,23 @@ def probes():
         "mknod_char": lambda: call("mknodat", -100, b"/tmp/sbxprobe-null",
                                    0o20666, os.makedev(1, 3)),
         "quotactl": lambda: call("quotactl", 0, None, 0, None),
+        # AF_VSOCK (SOCK_STREAM), AF_ALG (SOCK_SEQPACKET), AF_UNIX and AF_INET
+        "socket_vsock": lambda: call("socket", 40, 1, 0),
+        "socket_alg": lambda: call("socket", 38, 5, 0),
+        "socket_unix": lambda: call("socket", 1, 1, 0),
+        "socket_inet": lambda: call("socket", 2, 2, 0),
+        "i386_socket_vsock": lambda: i386_call(359, 40, 1, 0),
+        "i386_socket_unix": lambda: i386_call(359, 1, 1, 0),
+        "i386_socketcall_vsock": lambda: i386_socketcall_socket(40, 1),
+        # a copy of its own stdin, advice on none of its own pages
+        "pidfd_getfd": lambda: call("pidfd_getfd", own_pidfd(), 0, 0),
+        "process_madvise": lambda: call("process_madvise", own_pidfd(), None, 0, 20, 0),
+        "get_mempolicy": lambda: call("get_mempolicy", None, None, 0, None, 0),
+        "set_mempolicy": lambda: call("set_mempolicy", 0, None, 0),     # MPOL_DEFAULT
+        "set_mempolicy_home_node": lambda: call("set_mempolicy_home_node", 0, 0, 0, 0),
+        "mbind": lambda: call("mbind", None, 0, 0, None, 0, 0),
+        "move_pages": lambda: call("move_pages", 0, 0, None, None, None, 0),
+        "migrate_pages": lambda: call("migrate_pages", 0, 0, None, None),
     }
 
 
