@@ -2,7 +2,9 @@
 #include "proc.h"
 #include "cleanup.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +82,32 @@ bool proc_in_group(pid_t pid, gid_t gid)
 		if (end == p)
 			break;
 		if ((gid_t)v == gid)
+			return true;
+	}
+	return false;
+}
+
+bool proc_writes_ino(pid_t pid, ino_t ino)
+{
+	char path[64], buf[512];
+	struct dirent *de;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo", (int)pid);
+	_cleanup_(closedirp) DIR *d = opendir(path);
+	if (!d)
+		return false;
+	while ((de = readdir(d))) {
+		_cleanup_(closep) int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+		unsigned flags;
+		uintmax_t fino;
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		const char *f = strstr(buf, "flags:"), *i = strstr(buf, "\nino:");
+		if (f && i && sscanf(f, "flags: %o", &flags) == 1 &&
+		    sscanf(i, "\nino: %ju", &fino) == 1 && fino == (uintmax_t)ino &&
+		    (flags & O_ACCMODE) != O_RDONLY)
 			return true;
 	}
 	return false;

@@ -22,4 +22,10 @@ bool proc_capable(pid_t pid, int cap);
  * supplementary groups (the kernel's in_group_p()). */
 bool proc_in_group(pid_t pid, gid_t gid);
 
+/* True if process PID has a descriptor open for writing on a file whose
+ * inode number is INO, on any filesystem (/proc/PID/fdinfo: nothing is
+ * opened or stat()ed through the descriptors). False if it has none or
+ * cannot be read. */
+bool proc_writes_ino(pid_t pid, ino_t ino);
+
 #endif

@@ -23,13 +23,13 @@ struct view;
 
 int ops_enable_creds_switch(void);
 
-/* A save of INO was refused and its stage kept as a copy (stage.c): the
- * handles open on INO read the file from now on, not a stage, and every
- * change through them fails with EACCES; the kernel's attributes of INO
- * are dropped. Called with INO's stage lock held, before the stage is
- * dropped. */
+/* A save of INO was refused and its stage kept as a copy, or it failed
+ * (stage.c): the handles open on INO read the file from now on, not a
+ * stage, and every change through them fails with ERR (EACCES, ENOSPC...);
+ * the kernel's attributes of INO are dropped. Called with INO's stage
+ * lock held, before the stage is dropped. */
 struct inode;
-void ops_refuse_handles(struct view *v, struct inode *ino);
+void ops_refuse_handles(struct view *v, struct inode *ino, int err);
 
 /* After the loop: closes the handles the kernel never released. */
 void ops_close_all(struct view *v);

@@ -32,10 +32,11 @@ int change_begin(struct view *v, fuse_req_t req, struct inode *ino, struct fuse_
 	struct open_file *h = fh_of(fi);
 	int r, fd;
 
-	/* Its save was refused and kept as a copy: what it would write now
-	 * would have no file to go to that the thread reads back. */
+	/* Its save was refused and kept as a copy, or failed: what it would
+	 * write now would have no file to go to that the thread reads back,
+	 * or would land on the previous content, past what was lost. */
 	if (handle_refused(h))
-		return -EACCES;
+		return -atomic_load_explicit(&h->refused, memory_order_acquire);
 	c->v = v;
 	c->req = req;
 	c->h = h;

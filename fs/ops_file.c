@@ -101,12 +101,12 @@ static void handle_close(struct view *v, struct fuse_file_info *fi)
 	free(h);
 }
 
-void ops_refuse_handles(struct view *v, struct inode *ino)
+void ops_refuse_handles(struct view *v, struct inode *ino, int err)
 {
 	pthread_mutex_lock(&v->open_files_lock);
 	for (struct open_file *h = v->open_files; h; h = h->next)
 		if (h->ino == ino)
-			atomic_store_explicit(&h->refused, true, memory_order_release);
+			atomic_store_explicit(&h->refused, err, memory_order_release);
 	pthread_mutex_unlock(&v->open_files_lock);
 	/* What the kernel holds of the file's attributes may be the stage's
 	 * (its size): not to be read once this request is answered, whether
@@ -253,8 +253,7 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 	fd = confine_reopen(p.fd, flags);
 	int changed = fd; /* where the truncation happened */
 	if (fd >= 0 && trunc_staged) {
-		changed = active >= 0 ? (ftruncate(active, 0) < 0 ? neg_errno() : active)
-				      : stage_for_change(v, ino, fd, true);
+		changed = stage_for_change(v, ino, fd, true);
 		if (changed < 0) {
 			close(fd);
 			fd = changed;
@@ -300,7 +299,7 @@ static void handle_release(struct view *v, struct inode *ino, struct fuse_file_i
 			 view_path(v, ino, NULL, path, sizeof(path)), strerror(-r));
 	/* What this handle wrote is what the kernel cached: the host watch
 	 * must not take the write events for a host-side change. */
-	if (h->writer && !h->refused && fstat(stage_io_fd(ino, h->fd), &st) == 0) {
+	if (h->writer && !handle_refused(h) && fstat(stage_io_fd(ino, h->fd), &st) == 0) {
 		inode_note_attr(v->inodes, ino, &st);
 		gate_store(v, ino, &st);
 	}
@@ -486,7 +485,9 @@ void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in, off_t o
 /* close(2): the last writer's close publishes the file's stage, so
  * close() returns whatever kept the save from happening. "Last" counts
  * the writers closed before it as gone, though their RELEASE may still
- * be on its way (the kernel sends it after close() returned). */
+ * be on its way (the kernel sends it after close() returned). A stage an
+ * O_TRUNC emptied, while the closing process still writes it through a
+ * duplicate, waits (stage_close_defers(): a shell's redirection). */
 void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
@@ -502,8 +503,9 @@ void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 			ino->flushed_writers++;
 		}
 		inode_open_count(v->inodes, ino, &writers);
-		if (writers <= ino->flushed_writers)
-			r = stage_publish(v, ino, false, fuse_req_ctx(req)->pid);
+		pid_t pid = fuse_req_ctx(req)->pid;
+		if (writers <= ino->flushed_writers && !stage_close_defers(v, ino, pid))
+			r = stage_publish(v, ino, false, pid);
 		stage_unlock(v, ino);
 		if (r < 0)
 			return reply_status(req, r);

@@ -80,13 +80,14 @@ struct open_file {
 	struct open_file *prev, *next; /* the view's open handles */
 	struct inode *ino;
 	int fd;
-	_Atomic bool refused; /* a save through it was refused
-				 * (ops_refuse_handles): no more changes */
-	bool writer;	      /* opened to modify (write access, O_TRUNC, create) */
-	bool authorized;      /* the gate let it modify; kept until close */
-	bool stageable;	      /* its changes go to a stage (stage.h) */
-	bool journaled;	      /* its change is in the journal already */
-	bool flushed;	      /* stageable: closed (FLUSH) since its last
+	_Atomic int refused; /* a save through it was refused or failed
+			       * (ops_refuse_handles): no more changes,
+			       * this errno */
+	bool writer;	     /* opened to modify (write access, O_TRUNC, create) */
+	bool authorized;     /* the gate let it modify; kept until close */
+	bool stageable;	     /* its changes go to a stage (stage.h) */
+	bool journaled;	     /* its change is in the journal already */
+	bool flushed;	     /* stageable: closed (FLUSH) since its last
 				 * change; counted in inode->flushed_writers */
 };
 
@@ -107,7 +108,7 @@ static inline int stat_fd(int fd, struct stat *st)
 
 static inline bool handle_refused(const struct open_file *h)
 {
-	return h && atomic_load_explicit(&h->refused, memory_order_acquire);
+	return h && atomic_load_explicit(&h->refused, memory_order_acquire) != 0;
 }
 
 /* ---- the content of a request (ops.c) ---- */

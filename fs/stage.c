@@ -57,7 +57,10 @@ enum stage_state {
 struct stage {
 	int fd; /* read-write */
 	enum stage_state state;
-	int error;     /* first failed change (ACTIVE): the save fails */
+	int error; /* first failed change (ACTIVE): the save fails */
+	/* ACTIVE: changed through a handle since it was made or emptied by
+	 * an O_TRUNC (stage_close_defers()). */
+	bool changed;
 	char name[40]; /* in the area, if not an O_TMPFILE */
 	/* While the file is open, it keeps the inode number it had when it
 	 * was first staged: programs that hold a file open and compare its
@@ -421,8 +424,12 @@ int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 	struct stat st;
 	int fd, r;
 
-	if (old && old->state != STAGE_PUBLISHED)
-		return old->fd; /* active, or an orphan: keep going */
+	if (old && old->state != STAGE_PUBLISHED) { /* active, or an orphan: keep going */
+		if (empty && ftruncate(old->fd, 0) < 0)
+			return neg_errno();
+		old->changed = !empty;
+		return old->fd;
+	}
 	if (fstat(io_fd, &st) < 0)
 		return neg_errno();
 	/* The copy takes the file's space again until it is published. */
@@ -456,6 +463,7 @@ int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 	}
 	s->fd = fd;
 	s->state = STAGE_ACTIVE;
+	s->changed = !empty;
 	/* A file that is not what the writers started from (a mapping's
 	 * pages written back after a host save) is refused at publication. */
 	s->base = ino->save_base_set ? ino->save_base : version_of(&st);
@@ -470,6 +478,15 @@ int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 	stage_free(ino);
 	atomic_store_explicit(&ino->stage, s, memory_order_release);
 	return fd;
+}
+
+bool stage_close_defers(const struct view *v, struct inode *ino, pid_t pid)
+{
+	assert_held(LOCK_STAGE);
+	struct stage *s = stage_of(ino);
+
+	return s && s->state == STAGE_ACTIVE && !s->changed && !s->error &&
+	       proc_writes_ino(pid, view_ino(v, ino, s->shown_ino));
 }
 
 void stage_failed(struct inode *ino, int err)
@@ -586,7 +603,7 @@ static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent
 			"changed on the host while open; the agent's version could not be kept (%s)",
 			strerror(-r));
 	}
-	ops_refuse_handles(v, ino);
+	ops_refuse_handles(v, ino, EACCES);
 	stage_free(ino);
 	atomic_store_explicit(&ino->stale_pages, true, memory_order_release);
 	proc_comm(pid, comm);
@@ -665,9 +682,13 @@ int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
 		return 0;
 	if (s->error) {
 		r = -s->error;
-		log_warn("a save of '%s' failed (%s); the file keeps its previous content",
+		log_warn("a save of '%s' failed (%s); the file keeps its previous content, and"
+			 " its open handles make no more changes",
 			 inode_path(v->inodes, ino, NULL, vpath, sizeof(vpath)),
 			 strerror(s->error));
+		/* What they would write now would land on the previous
+		 * content, past what was lost: a mix of both. */
+		ops_refuse_handles(v, ino, s->error);
 		discard(v, ino);
 		return r;
 	}

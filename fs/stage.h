@@ -107,9 +107,20 @@ void stage_note_open(struct inode *ino, const struct stat *st);
 void stage_note_change(struct inode *ino, const struct stat *st);
 
 /* (locked) Before a change through a handle that may stage: makes sure INO
- * has an unpublished stage, a copy of its current content (IO_FD) or
- * empty if EMPTY, and returns its fd; or -errno (nothing changed). */
+ * has an unpublished stage, a copy of its current content (IO_FD), and
+ * returns its fd; or -errno (nothing changed). With EMPTY (an O_TRUNC)
+ * the stage is made or left empty instead. */
 int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty);
+
+/* (locked) True if a close (FLUSH) by process PID of the last writing
+ * handle of INO is not the end of its save: the stage was emptied by an
+ * O_TRUNC, nothing changed it since, and PID still has a descriptor
+ * writing the file (a duplicate of the handle, as the only writer).
+ * A shell opens a redirection's file, gives the descriptor to the
+ * command as a duplicate and closes the first before the command
+ * writes: that close must not replace the file with nothing (on a full
+ * disk, for good). The last release, or an fsync, publishes it. */
+bool stage_close_defers(const struct view *v, struct inode *ino, pid_t pid);
 
 /* (locked) A write, truncate or allocation on the stage failed with ERR:
  * the save fails with it, and the file stays as it was. */
@@ -119,7 +130,9 @@ void stage_failed(struct inode *ino, int err);
  * DURABLE the stage and the directory fsynced around the rename. Returns
  * 0 or -errno: the previous file is then intact and the stage dropped,
  * or, -EACCES, kept as a conflict copy (see above; PID is the process
- * the refusal is audited for, 0 if unknown). */
+ * the refusal is audited for, 0 if unknown). A save that failed (a
+ * change failed with ENOSPC, EDQUOT, EIO, EFBIG) returns that error, and
+ * the file's open handles refuse further changes with it. */
 int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid);
 
 /* (locked) INO's last handle went away: drops the stage (an unpublished

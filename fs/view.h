@@ -232,11 +232,18 @@ static inline bool view_mapped_caller(const struct view *v, uid_t uid)
 	return v->map_owner && uid == v->map_uid && uid != v->uid;
 }
 
-/* Maps a backing stat to what the view reports (distinct st_ino across
- * backing filesystems, the owner). */
+/* The inode number the view reports for backing inode number BACKING of
+ * INO's filesystem: distinct across backing filesystems. */
+static inline ino_t view_ino(const struct view *v, const struct inode *ino, ino_t backing)
+{
+	return backing ^ (ino_t)v->domains[ino->domain].devidx << 48;
+}
+
+/* Maps a backing stat to what the view reports (its inode number, the
+ * owner). */
 static inline void view_map_attr(const struct view *v, const struct inode *ino, struct stat *st)
 {
-	st->st_ino ^= (ino_t)v->domains[ino->domain].devidx << 48;
+	st->st_ino = view_ino(v, ino, st->st_ino);
 	view_map_owner(v, st);
 }
 

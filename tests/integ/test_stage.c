@@ -607,6 +607,94 @@ START_TEST(test_stage_no_space_keeps_the_previous_file)
 }
 END_TEST
 
+/* The saves agents' tools make, in DIR (a view's directory; HDIR the
+ * same on the host) once a change there fails with WHY: each fails, and
+ * keep.txt keeps its bytes on the host and through the view. A shell
+ * redirect duplicates its descriptor and closes the first before the
+ * command writes: that close must not publish the empty stage of the
+ * O_TRUNC. An append goes in place: what it could not write is lost, the
+ * previous bytes are not. */
+static void saves_fail_and_keep(const struct tview *v, const char *dir, const char *hdir,
+				const char *why)
+{
+	static const char *const saves[] = {
+		"seq 1 2000 > keep.txt",
+		"exec 3>keep.txt; seq 1 2000 >&3",
+		"exec 3>keep.txt && seq 1 2000 >&3 && exec 3>&-",
+		"seq 1 2000 | dd of=keep.txt conv=notrunc status=none",
+		"python3 -c \"open('keep.txt', 'w').write('x' * 9000)\"",
+		"python3 -c \"import os; f = os.open('keep.txt', os.O_WRONLY | os.O_TRUNC);"
+		" g = os.dup(f); os.close(f); os.write(g, b'x' * 9000)\"",
+		"seq 1 2000 > keep.txt.new && mv keep.txt.new keep.txt",
+	};
+	char *keep = fmt_cmd("%s/keep.txt", hdir), *vkeep = fmt_cmd("%s/keep.txt", dir);
+	char *want = read_file(keep);
+	int status;
+
+	for (size_t i = 0; i < sizeof(saves) / sizeof(*saves); i++) {
+		char *out = capture(fmt_cmd("cd '%s' && { %s; } 2>&1", dir, saves[i]), &status);
+		ck_assert_msg(status != 0 && strstr(out, why), "'%s' gave %d: %s", saves[i], status,
+			      out);
+		SAME(read_file(keep), want);
+		SAME(read_file(vkeep), want);
+	}
+	ck_assert_int_ne(sh("cd '%s' && seq 1 2000 >> keep.txt 2>/dev/null", dir), 0);
+	char *now = read_file(keep);
+	ck_assert_msg(!strncmp(now, want, strlen(want)), "%zu bytes, not a prefix", strlen(now));
+	char *log = read_file(hpath(v, "../../../../log/sbxfs-%s-%s.log", v->user, v->thread));
+	ck_assert_msg(strstr(log, "keep.txt' failed") && strstr(log, "keeps its previous content"),
+		      "%s", log);
+
+	/* A handle whose save failed makes no more changes: with the space
+	 * back, what it wrote would land on the previous content. */
+	want = read_file(keep);
+	char *out = capture(fmt_cmd("cd '%s' && { exec 3>keep.txt; seq 1 2000 >&3; rm fill;"
+				    " echo more >&3; } 2>&1",
+				    dir),
+			    &status);
+	ck_assert_msg(status != 0 && strstr(out, why), "%d: %s", status, out);
+	SAME(read_file(keep), want);
+}
+
+/* The issue's case: a shell redirect on a full disk emptied the file
+ * (the first close published the O_TRUNC's empty stage). */
+START_TEST(test_stage_full_disk_saves_keep_the_file)
+{
+	char *small = strdup(test_dir("small"));
+	char spec[PATH_MAX + 16];
+	struct tview s;
+
+	ck_assert_int_eq(mount("tmpfs", small, "tmpfs", 0, "size=2m"), 0);
+	snprintf(spec, sizeof(spec), "/mnt/small=%s", small);
+	const char *extra[] = { "--mount", spec, "--rbw", "off", NULL };
+	ck_assert_int_eq(tview_mount(&s, NULL, "alice", "fullsave", extra), 0);
+	ck_assert_int_eq(sh("seq 1 2000 > '%s/keep.txt'", small), 0);
+	ck_assert_int_ne(sh("head -c 3M /dev/zero > '%s/fill' 2>/dev/null", small), 0);
+	saves_fail_and_keep(&s, vpath(&s, "small"), small, "No space left on device");
+	tview_umount(&s);
+	umount2(small, MNT_DETACH);
+}
+END_TEST
+
+/* The same past the thread's disk quota (EDQUOT). */
+START_TEST(test_stage_saves_past_the_quota_keep_the_file)
+{
+	struct tview q;
+	const char *extra[] = { "--quota-bytes", "1048576", "--rbw", "off", NULL };
+
+	ck_assert_int_eq(tview_mount(&q, NULL, "alice", "quotasave", extra), 0);
+	ck_assert_int_eq(sh("seq 1 2000 > '%s'", ws_of(&q, "keep.txt")), 0);
+	ck_assert_int_ne(sh("head -c 2M /dev/zero > '%s' 2>/dev/null", ws_of(&q, "fill")), 0);
+	/* to the last few bytes */
+	ck_assert_int_ne(sh("dd if=/dev/zero of='%s' bs=64 oflag=append conv=notrunc status=none"
+			    " 2>/dev/null",
+			    ws_of(&q, "fill")),
+			 0);
+	saves_fail_and_keep(&q, ws_of(&q, "%s", ""), hws_of(&q, "%s", ""), "Disk quota exceeded");
+	tview_umount(&q);
+}
+END_TEST
+
 /* SIGKILL of the daemon in the middle of a rewrite: after a remount the
  * file is the old one, and leftovers of named stages are swept. */
 START_TEST(test_stage_a_killed_daemon_leaves_old_or_new)
@@ -739,6 +827,8 @@ Suite *suite_view_stage(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_stage_host_sees_old_until_close_then_new);
+	tcase_add_test(tc, test_stage_full_disk_saves_keep_the_file);
+	tcase_add_test(tc, test_stage_saves_past_the_quota_keep_the_file);
 	tcase_add_test(tc, test_stage_partial_rewrite_keeps_the_rest);
 	tcase_add_test(tc, test_stage_every_save_gets_a_fresh_mtime_even_empty);
 	tcase_add_test(tc, test_stage_other_readers_through_the_view_see_the_writer);
