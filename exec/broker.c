@@ -1368,6 +1368,10 @@ int broker_main(const struct broker_options *o)
 			setvbuf(f, NULL, _IOLBF, 0);
 			dup2(fileno(f), 2); /* sbxfs's messages land here too */
 			log_setup("sbx-broker", f, o->debug ? LOG_DEBUG : LOG_INFO, true);
+			snprintf(path, sizeof(path), "%s/run", o->home);
+			int run = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (run >= 0)
+				log_set_file(run, "broker.log", LOG_FILE_MAX);
 		}
 		if (null >= 0) {
 			dup2(null, 0);

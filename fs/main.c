@@ -562,26 +562,43 @@ static void raise_fd_limit(void)
 	}
 }
 
-static int open_log(struct options *o)
+/* Opens the daemon's log: --log, else $SBX_HOME/log/sbxfs-USER-THREAD.log.
+ * Its directory goes to *DIR (O_PATH, -1 if it cannot be had) and its
+ * name to NAME, for log_set_file(). Returns the fd or -errno. */
+static int open_log(struct options *o, int *dir, char name[static NAME_MAX + 1])
 {
-	char path[PATH_MAX];
-	_cleanup_(closep) int homefd = -1, logdir = -1;
+	_cleanup_(closep) int homefd = -1;
 	int fd;
 
+	*dir = -1;
 	if (o->log_path) {
 		snprintf(o->log_file, sizeof(o->log_file), "%s", o->log_path);
 		fd = open(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		const char *slash = strrchr(o->log_path, '/');
+		char *parent = slash ? strndup(o->log_path, (size_t)(slash - o->log_path) + 1)
+				     : strdup(".");
+		if (parent && fd >= 0)
+			*dir = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		free(parent);
+		snprintf(name, NAME_MAX + 1, "%s", slash ? slash + 1 : o->log_path);
 	} else {
 		homefd = home_open(o->view.home);
-		logdir = homefd < 0 ? homefd : dir_ensure(homefd, "log", 0700);
-		if (logdir < 0)
-			return logdir;
-		snprintf(path, sizeof(path), "sbxfs-%s-%s.log", o->view.user, o->view.thread);
-		snprintf(o->log_file, sizeof(o->log_file), "%s/log/%s", o->view.home, path);
-		fd = openat(logdir, path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+		*dir = homefd < 0 ? homefd : dir_ensure(homefd, "log", 0700);
+		if (*dir < 0)
+			return *dir;
+		snprintf(name, NAME_MAX + 1, "sbxfs-%s-%s.log", o->view.user, o->view.thread);
+		snprintf(o->log_file, sizeof(o->log_file), "%s/log/%s", o->view.home, name);
+		fd = openat(*dir, name, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
 			    0600);
 	}
-	return fd >= 0 ? fd : neg_errno();
+	if (fd < 0) {
+		int r = neg_errno();
+		if (*dir >= 0)
+			close(*dir);
+		*dir = -1;
+		return r;
+	}
+	return fd;
 }
 
 static struct fuse_session *session_new(struct options *o, struct view *v)
@@ -779,7 +796,8 @@ int main(int argc, char **argv)
 	struct fuse_session *se;
 	struct owner *owner = NULL;
 	char err[PATH_MAX + 256];
-	int pipefd[2] = { -1, -1 }, r, logfd = -1;
+	int pipefd[2] = { -1, -1 }, r, logfd = -1, logdir = -1;
+	char logname[NAME_MAX + 1];
 	bool exit_now;
 
 	prog_setup(argv);
@@ -795,12 +813,16 @@ int main(int argc, char **argv)
 	if (o->debug)
 		log_setup("sbxfs", NULL, LOG_DEBUG, true);
 	if (o->foreground && o->log_path) {
-		FILE *f = fopen(o->log_path, "ae");
+		int fd = open_log(o, &logdir, logname);
+		FILE *f = fd < 0 ? NULL : fdopen(fd, "a");
 		if (!f) {
-			log_error("cannot open the log file %s: %s", o->log_path, strerror(errno));
+			log_error("cannot open the log file %s: %s", o->log_path,
+				  strerror(fd < 0 ? -fd : errno));
 			return 1;
 		}
 		log_setup("sbxfs", f, o->debug ? LOG_DEBUG : LOG_INFO, true);
+		if (logdir >= 0)
+			log_set_file(logdir, logname, LOG_FILE_MAX);
 	}
 	raise_fd_limit();
 	umask(0); /* the kernel already applied the caller's umask */
@@ -851,7 +873,7 @@ int main(int argc, char **argv)
 		return r == -EBUSY || r == -EUSERS ? LEASE_EXIT_REFUSED : 1;
 	}
 	if (!o->foreground) {
-		logfd = open_log(o);
+		logfd = open_log(o, &logdir, logname);
 		if (logfd < 0) {
 			log_error("cannot open the log file: %s", strerror(-logfd));
 			view_end(&v);
@@ -907,6 +929,8 @@ int main(int argc, char **argv)
 		dup2(logfd, STDERR_FILENO);
 		close(logfd);
 		log_setup("sbxfs", NULL, LOG_INFO, true);
+		if (logdir >= 0)
+			log_set_file(logdir, logname, LOG_FILE_MAX);
 		if (write(pipefd[1], "M", 1) != 1)
 			log_warn("could not signal readiness");
 		close(pipefd[1]);
@@ -954,6 +978,7 @@ int main(int argc, char **argv)
 	view_end(&v);
 	/* libfuse reports the signal that ended the loop as its result. */
 	bool clean = !lost[0] && (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP);
+	log_flush_repeats(); /* what was held back, before the last line */
 	if (lost[0])
 		log_error("unmounted %s: it lost its thread's lease (%s)", o->mountpoint, lost);
 	else

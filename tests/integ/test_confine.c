@@ -1,7 +1,8 @@
 /* Confinement: nothing done through a view touches or reveals anything
  * outside the thread's roots, even while a host process swaps directories
  * for symlinks under the daemon's feet. */
-#include "tests/harness.h"
+#include "common/log.h"
+#include "tests/cmd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -233,6 +234,29 @@ START_TEST(test_confine_many_files_beyond_the_fd_budget_stay_reachable)
 }
 END_TEST
 
+/* An agent looping on a refused name does not grow the daemon's log
+ * without bound: of 3,000 refused creates at most LOG_BURST are logged,
+ * the rest told as one count (here by the unmount, before its line). */
+START_TEST(test_confine_refusal_flood_is_counted_not_logged)
+{
+	char *log = hpath(&V, "../../../../log/sbxfs-u-t.log");
+
+	OK("cd '%s' && python3 -c \"import os\nfor i in range(3000):\n try: os.open('CON',"
+	   " os.O_CREAT | os.O_WRONLY)\n except OSError: pass\"",
+	   vpath(&V, "user-data/workspace"));
+	ck_assert_int_eq(tview_umount_wait(&V), 0);
+	char *text = read_file(log);
+	int lines = 0;
+	for (const char *p = text; (p = strstr(p, "refused create of")); p++)
+		lines++;
+	ck_assert_msg(lines <= LOG_BURST + 1, "%d lines", lines);
+	ck_assert_msg(strstr(text, fmt_cmd("and %d more like this in ", 3000 - LOG_BURST)), "%s",
+		      text + strlen(text) - 400);
+	ck_assert_msg(strstr(text, "reserved device name (pid ") < strstr(text, "info: unmounted"),
+		      "the count after the unmount's line");
+}
+END_TEST
+
 Suite *suite_view_confine(void)
 {
 	Suite *s = suite_create("view_confine");
@@ -247,6 +271,7 @@ Suite *suite_view_confine(void)
 	tcase_add_test(tc, test_confine_renames_and_links_cannot_leave_the_view);
 	tcase_add_test(tc, test_confine_dotdot_of_a_root_is_the_synthetic_parent);
 	tcase_add_test(tc, test_confine_many_files_beyond_the_fd_budget_stay_reachable);
+	tcase_add_test(tc, test_confine_refusal_flood_is_counted_not_logged);
 	suite_add_tcase(s, tc);
 	return s;
 }
