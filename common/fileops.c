@@ -70,24 +70,24 @@ int file_copy_metadata(int fd, int rfd, const struct stat *st)
 
 /* Copies all of RFD into FD: a reflink where the filesystem shares
  * blocks, else copy_file_range, else read and write. */
-int file_copy_content(int fd, int rfd)
+/* Copies bytes [AT, END) of RFD to the same place in FD: copy_file_range,
+ * else (another filesystem, an old kernel) read and write. */
+static int copy_range(int fd, int rfd, off_t at, off_t end)
 {
 	char buf[65536];
-	off_t in = 0, out = 0;
-	ssize_t n;
+	off_t in = at, out = at;
+	ssize_t n = 1;
 
-	if (ioctl(fd, FICLONE, rfd) == 0)
+	while (in < end && (n = copy_file_range(rfd, &in, fd, &out, (size_t)(end - in), 0)) > 0)
+		;
+	if (in >= end || n == 0)
 		return 0;
-	for (;;) {
-		n = copy_file_range(rfd, &in, fd, &out, 1 << 30, 0);
-		if (n == 0)
-			return 0;
-		if (n < 0)
-			break;
-	}
 	if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP)
 		return neg_errno();
-	while ((n = pread(rfd, buf, sizeof(buf), in)) > 0) {
+	while (in < end &&
+	       (n = pread(rfd, buf,
+			  (size_t)(end - in < (off_t)sizeof(buf) ? end - in : (off_t)sizeof(buf)),
+			  in)) > 0) {
 		for (ssize_t done = 0; done < n;) {
 			ssize_t w = pwrite(fd, buf + done, (size_t)(n - done), out);
 			if (w < 0)
@@ -98,6 +98,34 @@ int file_copy_content(int fd, int rfd)
 		in += n;
 	}
 	return n < 0 ? neg_errno() : 0;
+}
+
+int file_copy_content(int fd, int rfd)
+{
+	struct stat st;
+	int r = 0;
+
+	if (ioctl(fd, FICLONE, rfd) == 0)
+		return 0;
+	if (fstat(rfd, &st) < 0 || ftruncate(fd, 0) < 0)
+		return neg_errno();
+	/* Data ranges only: a hole copied as zeros would take the space it
+	 * does not take in the original (a file grown by truncate). */
+	for (off_t at = 0; at < st.st_size && r == 0;) {
+		off_t data = lseek(rfd, at, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break; /* a hole to the end */
+		if (data < 0)
+			data = at; /* no SEEK_DATA here: all of it is data */
+		off_t hole = lseek(rfd, data, SEEK_HOLE);
+		if (hole < 0 || hole > st.st_size)
+			hole = st.st_size;
+		r = copy_range(fd, rfd, data, hole);
+		at = hole;
+	}
+	if (r == 0 && ftruncate(fd, st.st_size) < 0)
+		r = neg_errno();
+	return r;
 }
 
 /* ---- attributes ---------------------------------------------------------- */

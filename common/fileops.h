@@ -16,8 +16,9 @@
  * of the file read through RFD, attributes ST. */
 int file_copy_metadata(int fd, int rfd, const struct stat *st);
 
-/* Copies all of RFD into FD: a reflink where the filesystem shares
- * blocks, else copy_file_range, else read and write. */
+/* Replaces FD's content with RFD's: a reflink where the filesystem
+ * shares blocks, else RFD's data ranges (holes stay holes) by
+ * copy_file_range, else by read and write. */
 int file_copy_content(int fd, int rfd);
 
 struct meta {

@@ -165,6 +165,12 @@ int home_undo_dir(int homefd, const char *user, const char *thread, int64_t begu
 	return dir_chain_open(homefd, path, 6, create);
 }
 
+int home_undo_top(int homefd, const char *user, const char *thread)
+{
+	const char *const path[] = { "users", user, "threads", thread, UNDO_DIR };
+	return dir_chain_open(homefd, path, 5, true);
+}
+
 int home_thread_find(int homefd, const char *user, const char *thread, const char **missing)
 {
 	const char *const path[] = { "users", user, "threads", thread };

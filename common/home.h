@@ -55,6 +55,8 @@ int dir_chain_open(int dirfd, const char *const *components, size_t n, bool crea
  * under the home directory HOMEFD, as an O_PATH fd; CREATE: made (0700,
  * with what is missing above it) if it is not there. */
 int home_undo_dir(int homefd, const char *user, const char *thread, int64_t begun_ns, bool create);
+/* The directory above those, made if missing, as an O_PATH fd. */
+int home_undo_top(int homefd, const char *user, const char *thread);
 
 enum thread_dir { THREAD_WORKSPACE, THREAD_UPLOADS, THREAD_OUTPUTS, THREAD_ACP, THREAD_NDIRS };
 

@@ -335,6 +335,9 @@ void journal_keep_content(struct view *v, fuse_req_t req, pid_t pid, struct inod
 		log_warn("cannot keep '%s' for undo: %s", path, strerror(-r));
 		return;
 	}
+	/* The copy takes the file's space again (counted by the quota's
+	 * scans too, which read the pre-images). */
+	view_took(v, (uint64_t)st.st_blocks * 512);
 	record_keep(v, req, pid, path, name, NULL, 0);
 }
 
@@ -406,7 +409,7 @@ int journal_remove_kept(struct view *v, fuse_req_t req, struct inode *dir, int d
 		pthread_rwlock_unlock(&j->keep.lock);
 		if (kept == 0) {
 			record_keep(v, req, 0, path, object, NULL, 0);
-			return 0;
+			return 1;
 		}
 	}
 	if (unlinkat(dfd, name, 0) < 0)

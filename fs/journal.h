@@ -72,8 +72,8 @@ void journal_keep_going(struct view *v, fuse_req_t req, pid_t pid, struct inode 
  * or NULL), as unlinkat() would: 0 or -errno. While a run is open and
  * NAME is no directory, by a rename into the run's directory of
  * pre-images (one call where a link and an unlink would be two; no
- * inode freed), said to the journal as kept; by an unlinkat() if that
- * rename fails (said in the log if the removal succeeds unkept). */
+ * inode freed), said to the journal as kept: 1; by an unlinkat() if that
+ * rename fails (said in the log if the removal succeeds unkept): 0. */
 int journal_remove_kept(struct view *v, fuse_req_t req, struct inode *dir, int dfd,
 			const char *name, const struct stat *victim);
 /* Before the first entry of directory DIR (fd DFD) is made, removed or

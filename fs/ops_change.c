@@ -235,7 +235,7 @@ void name_change_commit(struct name_change *nc)
 	struct view *v = nc->v;
 
 	name_change_end(nc, true);
-	if (nc->kind == NAME_REMOVE && nc->gone && v->quota)
+	if (nc->kind == NAME_REMOVE && nc->gone && !nc->kept && v->quota)
 		view_release(v, nc->dir, &nc->victim);
 	else if (nc->kind == NAME_RENAME && nc->g.replaces && !name_exchange(nc))
 		view_release(v, nc->to, NULL); /* the replaced file's space */

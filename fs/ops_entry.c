@@ -559,6 +559,7 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 		r = unlinkat(p.fd, name, flags) < 0 ? neg_errno() : 0;
 	else
 		r = journal_remove_kept(v, req, dir, p.fd, name, nc.gone ? &nc.victim : NULL);
+	nc.kept = r == 1;
 	if (r < 0)
 		return reply_status(req, name_change_abort(&nc, r));
 	name_change_commit(&nc);

@@ -26,17 +26,31 @@
 #include <unistd.h>
 
 /* What a write of LEN bytes at OFF may allocate in FD: what it adds past
- * the end (a hole before it takes no space). */
+ * the end, and the holes it fills inside (a file grown by truncate, or
+ * written at scattered offsets, holds holes that take no space until
+ * written). Holes are looked for only in a file that has some. */
 static uint64_t write_growth(int fd, off_t off, size_t len)
 {
 	struct stat st;
-	off_t end = off + (off_t)len;
+	off_t end = off + (off_t)len, inside = 0;
 
 	if (fstat(fd, &st) < 0)
 		return len;
-	if (end <= st.st_size)
-		return 0;
-	return end - st.st_size < (off_t)len ? (uint64_t)(end - st.st_size) : len;
+	off_t past = end > st.st_size ? end - (off > st.st_size ? off : st.st_size) : 0;
+	off_t last = end < st.st_size ? end : st.st_size;
+	if (off >= last || (uint64_t)st.st_blocks * 512 >= (uint64_t)st.st_size)
+		return (uint64_t)past;
+	/* Each hole in [off, last): from a hole's start to the next data. */
+	for (off_t at = off; at < last;) {
+		off_t hole = lseek(fd, at, SEEK_HOLE);
+		if (hole < 0 || hole >= last)
+			break;
+		off_t data = lseek(fd, hole, SEEK_DATA);
+		off_t stop = data < 0 || data > last ? last : data;
+		inside += stop - hole;
+		at = stop;
+	}
+	return (uint64_t)(inside + past);
 }
 
 /* Open flags for the backing file. With the writeback cache the kernel

@@ -259,6 +259,8 @@ struct name_change {
 	struct gate_names g;
 	bool gone;	    /* the entry removed or replaced, */
 	struct stat victim; /*   seen under the hold */
+	bool kept;	    /* removed into the run's pre-images: its space
+			     * stays taken */
 };
 
 /* Begins the change NC describes: 0, or -errno (a refusal, nothing to

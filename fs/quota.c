@@ -19,7 +19,6 @@
 
 #define QUOTA_MAX_ROOTS 8
 #define RESCAN_MS 1000
-#define DEPTH_MAX 4096
 
 struct quota {
 	pthread_mutex_t lock;
@@ -73,47 +72,144 @@ static bool seen_before(struct seen *s, const struct stat *st)
 	return false;
 }
 
+/* A directory on the way down: who it is, to come back up to it by
+ * "..", and its subdirectories not entered yet. One descriptor is open
+ * at a time, so any depth can be scanned (recursion or a descriptor a
+ * level stopped at a few thousand). */
+struct level {
+	dev_t dev;
+	ino_t ino;
+	char **subdirs;
+	size_t n, cap, next;
+};
+
 struct tally {
 	struct seen seen;
 	uint64_t bytes, inodes;
-	int depth;
+	struct level *at; /* the directory being read */
+	int error;
 };
 
-/* Counts one entry, and what it holds if it is a directory. */
+static void level_free(struct level *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->subdirs[i]);
+	free(l->subdirs);
+}
+
+/* Counts one entry, and lists it if it is a directory. */
 static int count_entry(void *arg, int dirfd, const char *name, const struct stat *st)
 {
 	struct tally *t = arg;
+	struct level *l = t->at;
 
+	(void)dirfd;
 	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1 && seen_before(&t->seen, st))
 		return 0;
 	t->bytes += (uint64_t)st->st_blocks * 512;
 	t->inodes++;
-	if (S_ISDIR(st->st_mode) && t->depth < DEPTH_MAX) {
-		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0) {
-			t->depth++;
-			dir_each(fd, count_entry, t);
-			t->depth--;
-		}
+	if (!S_ISDIR(st->st_mode))
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		char **v = realloc(l->subdirs, cap * sizeof(*v));
+		if (!v)
+			return t->error = -ENOMEM;
+		l->subdirs = v;
+		l->cap = cap;
 	}
+	if (!(l->subdirs[l->n] = strdup(name)))
+		return t->error = -ENOMEM;
+	l->n++;
 	return 0;
 }
 
-static void scan(const struct quota *q, uint64_t *bytes, uint64_t *inodes)
+/* Reads directory FD as a new level on top of the N of LEVELS (grown as
+ * needed): its entries counted, its subdirectories listed. */
+static int enter(struct tally *t, struct level **levels, size_t *n, size_t *cap, int fd)
+{
+	struct stat st;
+
+	if (*n == *cap) {
+		size_t c = *cap ? 2 * *cap : 64;
+		struct level *v = realloc(*levels, c * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		*levels = v;
+		*cap = c;
+	}
+	int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0); /* dir_each takes it */
+	if (copy < 0 || fstat(fd, &st) < 0) {
+		int r = -errno;
+		if (copy >= 0)
+			close(copy);
+		return r;
+	}
+	t->at = &(*levels)[(*n)++];
+	*t->at = (struct level){ .dev = st.st_dev, .ino = st.st_ino };
+	dir_each(copy, count_entry, t);
+	return t->error;
+}
+
+/* Counts all below directory ROOT (a readable fd, taken), depth first.
+ * Returns 0, or -errno if the count is short: out of memory, or a
+ * directory on the way moved away meanwhile ("..", on the way back,
+ * not where it came from). */
+static int scan_root(struct tally *t, int root)
+{
+	struct level *levels = NULL;
+	size_t n = 0, cap = 0;
+	int cur = root, r = enter(t, &levels, &n, &cap, cur);
+
+	while (r == 0 && n > 0) {
+		struct level *top = &levels[n - 1];
+		if (top->next < top->n) {
+			const char *name = top->subdirs[top->next++];
+			int fd = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0)
+				continue; /* gone since it was listed */
+			r = enter(t, &levels, &n, &cap, fd);
+			close(cur);
+			cur = fd;
+			continue;
+		}
+		level_free(top);
+		if (--n == 0)
+			break;
+		struct stat st;
+		int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (up < 0 || fstat(up, &st) < 0 || st.st_dev != levels[n - 1].dev ||
+		    st.st_ino != levels[n - 1].ino)
+			r = -ESTALE;
+		close(cur);
+		cur = up;
+	}
+	while (n > 0)
+		level_free(&levels[--n]);
+	free(levels);
+	if (cur >= 0)
+		close(cur);
+	return r;
+}
+
+/* Counts the roots. Returns 0, or -errno if the count may be short. */
+static int scan(const struct quota *q, uint64_t *bytes, uint64_t *inodes)
 {
 	struct tally t = { 0 };
+	int r = 0;
 
-	for (size_t i = 0; i < q->nroots; i++) {
+	for (size_t i = 0; i < q->nroots && r == 0; i++) {
 		char path[64];
 		/* A readable fd of the root from our O_PATH one. */
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", q->roots[i]);
 		int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd >= 0)
-			dir_each(fd, count_entry, &t);
+			r = scan_root(&t, fd);
 	}
 	free(t.seen.v);
 	*bytes = t.bytes;
 	*inodes = t.inodes;
+	return r;
 }
 
 /* Scans with the lock dropped meanwhile; what was charged during the
@@ -124,10 +220,17 @@ static void rescan_locked(struct quota *q)
 
 	q->scanning = true;
 	pthread_mutex_unlock(&q->lock);
-	scan(q, &bytes, &inodes);
+	int r = scan(q, &bytes, &inodes);
 	pthread_mutex_lock(&q->lock);
-	q->bytes = bytes + (q->charged_bytes - cb);
-	q->inodes = inodes + (q->charged_inodes - ci);
+	bytes += q->charged_bytes - cb;
+	inodes += q->charged_inodes - ci;
+	/* A short count only ever raises the figure. */
+	if (r < 0)
+		log_warn("disk quota: the scan of the thread's files was cut short (%s);"
+			 " usage is taken as at least what it counted",
+			 strerror(-r));
+	q->bytes = r < 0 && q->bytes > bytes ? q->bytes : bytes;
+	q->inodes = r < 0 && q->inodes > inodes ? q->inodes : inodes;
 	q->scanning = false;
 	q->ready = true;
 	q->freed = false;
@@ -235,6 +338,16 @@ int quota_charge(struct quota *q, uint64_t bytes, uint64_t inodes, char *why, si
 	q->charged_inodes += inodes;
 	pthread_mutex_unlock(&q->lock);
 	return 0;
+}
+
+void quota_took(struct quota *q, uint64_t bytes)
+{
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->lock);
+	q->bytes += bytes;
+	q->charged_bytes += bytes;
+	pthread_mutex_unlock(&q->lock);
 }
 
 void quota_release(struct quota *q, uint64_t bytes, uint64_t inodes)

@@ -405,11 +405,17 @@ int view_open(struct view *v, const struct view_config *cfg, char *err, size_t e
 		view_close(v);
 		return r;
 	}
-	int counted[VIEW_MAX_ROOTS];
+	int counted[VIEW_MAX_ROOTS + 1];
 	size_t n = 0;
 	for (size_t i = 0; i < v->nroots; i++)
 		if (v->roots[i].counted)
 			counted[n++] = v->roots[i].top->fd;
+	/* Undo's pre-images are the thread's files too: what a run removed
+	 * or changed in place stays on the disk until the run is gone. */
+	_cleanup_(closep) int undo = -1;
+	if ((cfg->quota_bytes || cfg->quota_inodes) &&
+	    (undo = home_undo_top(homefd, cfg->user, cfg->thread)) >= 0)
+		counted[n++] = undo;
 	v->quota = quota_new(cfg->quota_bytes, cfg->quota_inodes, counted, n);
 	return 0;
 }
@@ -422,6 +428,11 @@ int view_charge(struct view *v, struct inode *ino, uint64_t bytes, uint64_t inod
 	if (!v->quota || !(root = inode_root(v->inodes, ino)) || !root->counted)
 		return 0;
 	return quota_charge(v->quota, bytes, inodes, why, whylen);
+}
+
+void view_took(struct view *v, uint64_t bytes)
+{
+	quota_took(v->quota, bytes);
 }
 
 void view_release(struct view *v, struct inode *ino, const struct stat *st)

@@ -206,6 +206,10 @@ char *view_path(struct view *v, struct inode *dir, const char *name, char *buf, 
 int view_charge(struct view *v, struct inode *ino, uint64_t bytes, uint64_t inodes, char *why,
 		size_t whylen);
 
+/* BYTES of the thread's went to a copy undo keeps (its pre-images count
+ * against the quota: quota_took()). */
+void view_took(struct view *v, uint64_t bytes);
+
 /* Gives back to the quota what removing an entry of attributes ST (in the
  * directory INO) freed; ST NULL: a change that may have freed space. */
 void view_release(struct view *v, struct inode *ino, const struct stat *st);

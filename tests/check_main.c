@@ -34,6 +34,7 @@ static const struct {
 	{ "view_tools", suite_view_tools },
 	{ "view_gate", suite_view_gate },
 	{ "view_stage", suite_view_stage },
+	{ "view_quota", suite_view_quota },
 	{ "view_snapshot", suite_view_snapshot },
 	{ "view_runs", suite_view_runs },
 	{ "view_undo", suite_view_undo },

@@ -111,6 +111,7 @@ Suite *suite_view_lifecycle(void);
 Suite *suite_view_tools(void);
 Suite *suite_view_gate(void);
 Suite *suite_view_stage(void);
+Suite *suite_view_quota(void);
 Suite *suite_view_snapshot(void);
 Suite *suite_view_runs(void);
 Suite *suite_view_undo(void);
