@@ -27,7 +27,9 @@ struct db;
 struct db_stmt;
 
 /* Connects to TARGET with ENGINE: the path of an SQLite file (created
- * 0600 if missing, WAL mode), or a PostgreSQL URI or keyword string
+ * 0600 if missing, WAL mode; an existing one that is empty, not a
+ * database or another program's is refused: -EUCLEAN, -EMEDIUMTYPE), or
+ * a PostgreSQL URI or keyword string
  * ("postgresql:///sbx?host=/run/pg", "host=/run/pg dbname=sbx"). On
  * failure returns -errno and writes a one-line reason to ERR. */
 int db_open(enum db_engine engine, const char *target, struct db **out, char *err, size_t errlen);

@@ -268,6 +268,39 @@ START_TEST(test_cli_store_check_and_migrate)
 }
 END_TEST
 
+/* A home whose sbx.db is empty (0 bytes: a store that lost its content)
+ * or another program's database: every command refuses it, naming the
+ * file and what to do, and leaves it as it was; none makes a new store
+ * in its place. */
+START_TEST(test_cli_an_empty_or_foreign_store_file_is_refused)
+{
+	const char *home = test_dir("empty"), *sbx = strdup(test_bin("sbx"));
+	char *mnt = strdup(test_dir("emptymnt")), *err;
+	int st;
+
+	OK(": > '%s/sbx.db'", home);
+	static const char *const commands[] = { "store check", "store migrate", "mount" };
+	for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++) {
+		err = errors_of(fmt_cmd("'%s' %s --home '%s' %s", sbx, commands[i], home,
+					strcmp(commands[i], "mount")
+						? ""
+						: fmt_cmd("--user alice --thread t '%s'", mnt)),
+				&st);
+		ck_assert_msg(st == 1 &&
+				      strstr(err, fmt_cmd("%s/sbx.db is empty (0 bytes)", home)) &&
+				      strstr(err, "sbx store backup"),
+			      "%s: exit %d: %s", commands[i], st, err);
+	}
+	ck_assert(!mounted(mnt));
+	OK("test -f '%s/sbx.db' && ! test -s '%s/sbx.db'", home, home);
+
+	OK("rm '%s/sbx.db' && sqlite3 '%s/sbx.db' 'CREATE TABLE notes (x)'", home, home);
+	err = errors_of(fmt_cmd("'%s' store migrate --home '%s'", sbx, home), &st);
+	ck_assert_msg(st == 1 && strstr(err, "is not an sbx store"), "exit %d: %s", st, err);
+	EQ_OUT("notes\n", "sqlite3 '%s/sbx.db' .tables", home);
+}
+END_TEST
+
 START_TEST(test_cli_broker_says_where_it_serves)
 {
 	const char *home = test_dir("bhome");
@@ -293,6 +326,7 @@ Suite *suite_cli(void)
 	tcase_add_test(tc, test_cli_every_command_has_help_and_short_named_errors);
 	tcase_add_test(tc, test_cli_broker_says_where_it_serves);
 	tcase_add_test(tc, test_cli_store_check_and_migrate);
+	tcase_add_test(tc, test_cli_an_empty_or_foreign_store_file_is_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -106,8 +106,68 @@ START_TEST(test_store_refuses_a_file_that_is_not_a_database)
 	struct store *s;
 
 	ck_assert_int_eq(write_file(db, "this is not SQLite, just a text file long enough\n"), 0);
-	ck_assert_int_lt(store_open_path(db, &s, err, sizeof(err)), 0);
-	ck_assert_msg(strstr(err, db), "%s", err);
+	ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), -EUCLEAN);
+	ck_assert_msg(strstr(err, db) && strstr(err, "not an SQLite database") &&
+			      strstr(err, "sbx store backup"),
+		      "%s", err);
+}
+END_TEST
+
+/* An existing file of 0 bytes is not a new store: it may be one that
+ * lost its content, and taking it for new would lose every run's
+ * history without a word. Refused, naming the file; left as it was. */
+START_TEST(test_store_refuses_an_empty_file)
+{
+	char err[512];
+	struct store *s;
+
+	ck_assert_int_eq(write_file(db, ""), 0);
+	ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), -EUCLEAN);
+	ck_assert_ptr_null(s);
+	ck_assert_msg(strstr(err, db) && strstr(err, "is empty (0 bytes)") &&
+			      strstr(err, "sbx store backup"),
+		      "%s", err);
+	ck_assert_int_eq(sh("test -f '%s' && ! test -s '%s' && ! test -e '%s-wal'", db, db, db), 0);
+}
+END_TEST
+
+/* Another program's SQLite database is not taken for a store (its
+ * tables left alone, not made WAL). */
+START_TEST(test_store_refuses_another_program_s_database)
+{
+	char err[512];
+	struct store *s;
+
+	ck_assert_int_eq(sh("sqlite3 '%s' 'CREATE TABLE notes (x); INSERT INTO notes VALUES (1)'",
+			    db),
+			 0);
+	ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), -EMEDIUMTYPE);
+	ck_assert_msg(strstr(err, db) && strstr(err, "not an sbx store"), "%s", err);
+	ck_assert_int_eq(sh("test \"$(sqlite3 '%s' 'PRAGMA journal_mode; SELECT count(*) FROM"
+			    " sqlite_master')\" = \"$(printf 'delete\\n1')\"",
+			    db),
+			 0);
+	/* Nor one that says whose it is. */
+	ck_assert_int_eq(sh("rm '%s' && sqlite3 '%s' 'PRAGMA application_id = 42'", db, db), 0);
+	ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), -EMEDIUMTYPE);
+	ck_assert_msg(strstr(err, "application id 42"), "%s", err);
+}
+END_TEST
+
+/* A store made before stores were marked as sbx's (no application id)
+ * still opens, and is marked at its next migration. */
+START_TEST(test_store_made_before_the_application_id_still_opens)
+{
+	char err[512];
+	struct store *s;
+
+	ck_assert_int_eq(store_open_version(db, 5, &s, err, sizeof(err)), 0);
+	store_close(s);
+	ck_assert_int_eq(sh("sqlite3 '%s' 'PRAGMA application_id = 0'", db), 0);
+	s = open_db();
+	ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
+	store_close(s);
+	ck_assert_int_ne(sh("test \"$(sqlite3 '%s' 'PRAGMA application_id')\" = 0", db), 0);
 }
 END_TEST
 
@@ -1267,6 +1327,9 @@ Suite *suite_unit_store(void)
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_store_creates_the_current_schema_in_wal_mode);
 	tcase_add_test(tc, test_store_refuses_a_file_that_is_not_a_database);
+	tcase_add_test(tc, test_store_refuses_an_empty_file);
+	tcase_add_test(tc, test_store_refuses_another_program_s_database);
+	tcase_add_test(tc, test_store_made_before_the_application_id_still_opens);
 	tcase_add_test(tc, test_store_taken_past_this_sbx_while_it_migrates);
 	tcase_add_test(tc, test_store_second_connection_keeps_the_first_s_locks);
 	tcase_add_test(tc, test_store_receipt_paths);
