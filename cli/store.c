@@ -14,13 +14,53 @@ static const char store_usage[] =
 	"\n"
 	"  check    say where the home's records are kept (sqlite: HOME/sbx.db, or\n"
 	"           a PostgreSQL server, its password hidden), whether the store\n"
-	"           answers, and its schema version against this sbx's; exit 1 if\n"
-	"           it cannot be used as it is (unreachable, refused, newer)\n"
+	"           answers, its schema version against this sbx's, and whether it\n"
+	"           is sound: SQLite's integrity_check and foreign_key_check, or on\n"
+	"           PostgreSQL amcheck where the database has it (it says what it\n"
+	"           checked); each problem found and how to recover; exit 1 if it\n"
+	"           cannot be used as it is (unreachable, refused, newer, damaged)\n"
 	"  migrate  bring the store's schema to this sbx's version (made if it\n"
 	"           has none); every program does so when it opens the store,\n"
 	"           this does it ahead, and says from which version\n"
 	"The store is --store, else $SBX_STORE, else store in HOME/sbx.conf,\n"
 	"else sqlite.\n";
+
+static void damaged(void *arg, const char *line)
+{
+	(void)arg;
+	fprintf(stderr, "sbx: store: damaged: %s\n", line);
+}
+
+/* The integrity of the store at TARGET (SHOWN): 0 if sound, else 1 with
+ * each problem and how to recover said. */
+static int check_integrity(const char *target, const char *shown, bool postgres)
+{
+	char checked[1024], err[1024];
+	int n = store_check(target, damaged, NULL, checked, sizeof(checked), err, sizeof(err));
+
+	if (n < 0) {
+		fprintf(stderr, "sbx: store: %s: %s\n", shown, err);
+		return 1;
+	}
+	if (n == 0) {
+		printf("integrity: ok (%s)\n", checked);
+		return 0;
+	}
+	fprintf(stderr, "sbx: store: %d problem%s found (%s)\n", n, n == 1 ? "" : "s", checked);
+	if (postgres)
+		fprintf(stderr,
+			"sbx: store: to recover: restore the database from a copy (pg_dump's,"
+			" with pg_restore), or rebuild a damaged index (REINDEX INDEX"
+			" name); then sbx store check again\n");
+	else
+		fprintf(stderr,
+			"sbx: store: to recover: stop the home's views and brokers (sbx umount),"
+			" then put a copy made before the damage in its place (sbx store backup"
+			" makes one), or salvage what can be read: sqlite3 %s .recover | sqlite3"
+			" %s.recovered, and move that in its place; then sbx store check again\n",
+			target, target);
+	return 1;
+}
 
 int cmd_store(int argc, char **argv, const char *home)
 {
@@ -69,7 +109,7 @@ int cmd_store(int argc, char **argv, const char *home)
 			printf("%s\n",
 			       version ? "sbx store migrate (or any program) brings it forward"
 				       : "empty: made at the first use (or sbx store migrate)");
-		return 0;
+		return version ? check_integrity(target, shown, postgres) : 0;
 	}
 	struct store *s;
 	if (store_open_target(target, &s, err, sizeof(err)) < 0) {

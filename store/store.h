@@ -50,6 +50,16 @@ int store_probe(const char *target, int *version, bool *postgres, char *err, siz
  * (user:PASSWORD@ in a URI, password=... in a keyword string) as "***". */
 void store_target_shown(const char *target, char *out, size_t size);
 
+/* Checks the store at TARGET without changing it (sbx store check): on
+ * SQLite every page, b-tree, index, constraint and reference
+ * (integrity_check, foreign_key_check); on PostgreSQL every btree index
+ * and table page where the database has amcheck. PROBLEM(ARG, LINE) is
+ * called for each problem found; CHECKED says what was checked (on
+ * PostgreSQL without amcheck: what was not). Returns the number of
+ * problems, or -errno with ERR if the store could not be checked. */
+int store_check(const char *target, void (*problem)(void *arg, const char *line), void *arg,
+		char *checked, size_t checkedlen, char *err, size_t errlen);
+
 /* Whether VALUE may be a store's: "sqlite", or a PostgreSQL server. */
 bool store_target_ok(const char *value);
 

@@ -301,6 +301,33 @@ START_TEST(test_cli_an_empty_or_foreign_store_file_is_refused)
 }
 END_TEST
 
+/* A home with real rows, one page of its store damaged (a bad sector
+ * under the journal's rows): sbx store check, which said OK, names the
+ * damage and how to recover, and exits 1. */
+START_TEST(test_cli_store_check_finds_a_damaged_page)
+{
+	const char *sbx = test_bin("sbx");
+	int st;
+
+	OK("echo a > '%s' && mkdir '%s' && mv '%s' '%s'", ws_of(&V, "a"), ws_of(&V, "d"),
+	   ws_of(&V, "a"), ws_of(&V, "d/b"));
+	tview_sync(&V);
+	tview_umount(&V);
+	char *out = OUT("'%s' store check --home '%s'", sbx, V.home);
+	ck_assert_msg(strstr(out,
+			     "\nintegrity: ok (SQLite's integrity_check and foreign_key_check"),
+		      "%s", out);
+	OK("python3 tests/tools/corruptpage.py '%s/sbx.db' journal >/dev/null", V.home);
+	char *err = errors_of(fmt_cmd("'%s' store check --home '%s'", sbx, V.home), &st);
+	ck_assert_int_eq(st, 1);
+	ck_assert_msg(!strncmp(err, "sbx: store: damaged: Page ", 26) &&
+			      strstr(err, "problems found (SQLite's integrity_check") &&
+			      strstr(err, fmt_cmd("sqlite3 %s/sbx.db .recover", V.home)) &&
+			      strstr(err, "sbx store backup"),
+		      "%s", err);
+}
+END_TEST
+
 START_TEST(test_cli_broker_says_where_it_serves)
 {
 	const char *home = test_dir("bhome");
@@ -327,6 +354,7 @@ Suite *suite_cli(void)
 	tcase_add_test(tc, test_cli_broker_says_where_it_serves);
 	tcase_add_test(tc, test_cli_store_check_and_migrate);
 	tcase_add_test(tc, test_cli_an_empty_or_foreign_store_file_is_refused);
+	tcase_add_test(tc, test_cli_store_check_finds_a_damaged_page);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -804,6 +804,99 @@ START_TEST(test_store_journal_rows_written_many_at_once)
 }
 END_TEST
 
+/* A store's problems as store_check() says them, one line each. */
+struct problems {
+	int n;
+	char first[512];
+};
+
+static void note_problem(void *arg, const char *line)
+{
+	struct problems *p = arg;
+
+	if (!p->n++)
+		snprintf(p->first, sizeof(p->first), "%s", line);
+}
+
+/* A few journal rows of USER/THREAD "u"/"t", in a store S. */
+static void some_rows(struct store *s)
+{
+	struct store_event ev[8];
+	const struct store_event *v[8];
+	struct snap_file pre[8];
+	char path[8][64], path2[8][64];
+	uint8_t meta[8][4];
+
+	for (int i = 0; i < 8; i++) {
+		event_at(i, &ev[i], &pre[i], path[i], path2[i], meta[i]);
+		v[i] = &ev[i];
+	}
+	ck_assert_int_eq(store_journal_add_many(s, "u", "t", v, 8), 0);
+}
+
+/* SQLite: a page of the journal's b-tree overwritten (a bad sector) is
+ * found and said, where reading the store's version saw nothing; and a
+ * reference to a row that is not there. */
+START_TEST(test_store_check_finds_a_damaged_page)
+{
+	char checked[512], err[512];
+	struct problems p = { 0 };
+	struct store *s = open_db();
+
+	some_rows(s);
+	store_close(s);
+	ck_assert_int_eq(store_check(target, note_problem, &p, checked, sizeof(checked), err,
+				     sizeof(err)),
+			 0);
+	ck_assert_msg(strstr(checked, "integrity_check") && strstr(checked, "foreign_key_check"),
+		      "%s", checked);
+	ck_assert_int_eq(sh("python3 tests/tools/corruptpage.py '%s' journal >/dev/null", db), 0);
+	int n = store_check(target, note_problem, &p, checked, sizeof(checked), err, sizeof(err));
+	ck_assert_msg(n > 0 && n == p.n, "%d problems (%d said): %s", n, p.n, err);
+	ck_assert_msg(!strncmp(p.first, "Page ", 5), "%s", p.first);
+
+	ck_assert_int_eq(sh("rm '%s'*", db), 0);
+	store_close(open_db());
+	ck_assert_int_eq(sh("sqlite3 '%s' \"INSERT INTO snapshot_files (snapshot, seq, path, root,"
+			    " symlink, size, mtime_ns, sensitive, binary, large)"
+			    " VALUES (7, 0, 'a', 'workspace', 0, 0, 0, 0, 0, 0)\"",
+			    db),
+			 0);
+	p = (struct problems){ 0 };
+	ck_assert_int_eq(store_check(target, note_problem, &p, checked, sizeof(checked), err,
+				     sizeof(err)),
+			 1);
+	ck_assert_str_eq(p.first,
+			 "table snapshot_files: row refers to a row of snapshots that is not"
+			 " there");
+}
+END_TEST
+
+/* PostgreSQL: what is checked is said truthfully: without amcheck, not
+ * the pages; with it, every index against its table and every table's
+ * pages. */
+START_TEST(test_store_check_says_what_it_checked)
+{
+	char checked[512], err[512];
+	struct problems p = { 0 };
+	struct store *s = open_db();
+
+	some_rows(s);
+	store_close(s);
+	ck_assert_int_eq(store_check(target, note_problem, &p, checked, sizeof(checked), err,
+				     sizeof(err)),
+			 0);
+	ck_assert_msg(strstr(checked, "not the tables' or indexes' pages: the database has no"
+				      " amcheck"),
+		      "%s", checked);
+	ck_assert_int_eq(sh("psql -q -X '%s' -c 'CREATE EXTENSION amcheck'", target), 0);
+	int n = store_check(target, note_problem, &p, checked, sizeof(checked), err, sizeof(err));
+	ck_assert_msg(n == 0, "%d: %s %s", n, err, p.first);
+	ck_assert_msg(strstr(checked, "bt_index_check") && strstr(checked, "verify_heapam"), "%s",
+		      checked);
+}
+END_TEST
+
 /* An undo is whole only once said so, and can be said not to be. */
 START_TEST(test_store_run_clean)
 {
@@ -1330,6 +1423,7 @@ Suite *suite_unit_store(void)
 	tcase_add_test(tc, test_store_refuses_an_empty_file);
 	tcase_add_test(tc, test_store_refuses_another_program_s_database);
 	tcase_add_test(tc, test_store_made_before_the_application_id_still_opens);
+	tcase_add_test(tc, test_store_check_finds_a_damaged_page);
 	tcase_add_test(tc, test_store_taken_past_this_sbx_while_it_migrates);
 	tcase_add_test(tc, test_store_second_connection_keeps_the_first_s_locks);
 	tcase_add_test(tc, test_store_receipt_paths);
@@ -1348,6 +1442,7 @@ Suite *suite_unit_store(void)
 	tcase_add_test(pg, test_store_refuses_a_utf8_database);
 	tcase_add_test(pg, test_store_prepares_a_statement_once_per_connection);
 	tcase_add_test(pg, test_lease_renewal_does_not_wait_for_a_writer_s_turn);
+	tcase_add_test(pg, test_store_check_says_what_it_checked);
 	store_tests(pg);
 	suite_add_tcase(s, pg);
 	return s;
