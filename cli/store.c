@@ -1,6 +1,6 @@
 /* store.c - sbx store: where a home's records are kept, whether they can
- * be used, and their schema brought forward (docs/configuration.md, "The
- * store"). */
+ * be used and are sound, their schema brought forward, a copy of them
+ * (docs/configuration.md, "The store"). */
 #include "args.h"
 #include "cli.h"
 #include "store/store.h"
@@ -8,9 +8,23 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+
+/* S in single quotes for a shell, a quote in it as '\''. */
+static void shell_quote(FILE *out, const char *s)
+{
+	fputc('\'', out);
+	for (; *s; s++)
+		if (*s == '\'')
+			fputs("'\\''", out);
+		else
+			fputc(*s, out);
+	fputc('\'', out);
+}
 
 static const char store_usage[] =
 	"Usage: sbx store check|migrate [--home DIR] [--store STORE]\n"
+	"       sbx store backup [--force] FILE [--home DIR] [--store STORE]\n"
 	"\n"
 	"  check    say where the home's records are kept (sqlite: HOME/sbx.db, or\n"
 	"           a PostgreSQL server, its password hidden), whether the store\n"
@@ -22,6 +36,10 @@ static const char store_usage[] =
 	"  migrate  bring the store's schema to this sbx's version (made if it\n"
 	"           has none); every program does so when it opens the store,\n"
 	"           this does it ahead, and says from which version\n"
+	"  backup   copy the store, consistent while views write (SQLite's online\n"
+	"           backup), to the new file FILE: made beside it, put in place\n"
+	"           whole; --force replaces an existing FILE. A PostgreSQL store is\n"
+	"           pg_dump's to copy: this prints the command\n"
 	"The store is --store, else $SBX_STORE, else store in HOME/sbx.conf,\n"
 	"else sqlite.\n";
 
@@ -62,12 +80,40 @@ static int check_integrity(const char *target, const char *shown, bool postgres)
 	return 1;
 }
 
+/* sbx store backup: a copy of the SQLite store at TARGET in FILE; for
+ * a PostgreSQL store, the pg_dump command that makes one. */
+static int backup(const char *target, const char *file, bool force)
+{
+	char err[PATH_MAX + 256], conn[STORE_TARGET_MAX];
+	struct stat st;
+
+	if (store_target_is_postgres(target)) {
+		store_target_public(target, conn, sizeof(conn));
+		fprintf(stderr,
+			"sbx: store: a PostgreSQL store is copied by pg_dump (consistent while"
+			" views write; the password from ~/.pgpass or PGPASSWORD):\n"
+			"pg_dump --format=custom --file=");
+		shell_quote(stderr, file);
+		fputs(" ", stderr);
+		shell_quote(stderr, conn);
+		fputs("\n", stderr);
+		return 1;
+	}
+	if (store_backup(target, file, force, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sbx: store: %s\n", err);
+		return 1;
+	}
+	printf("copied %s to %s (%lld bytes)\n", target, file,
+	       stat(file, &st) == 0 ? (long long)st.st_size : 0LL);
+	return 0;
+}
+
 int cmd_store(int argc, char **argv, const char *home)
 {
 	char buf[PATH_MAX], target[STORE_TARGET_MAX], shown[STORE_TARGET_MAX], err[1024];
-	const char *what = NULL;
+	const char *what = NULL, *file = NULL;
+	bool postgres, force = false;
 	int r, version;
-	bool postgres;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -78,14 +124,26 @@ int cmd_store(int argc, char **argv, const char *home)
 			return usage_error("store", "--home needs a directory");
 		if (r)
 			continue;
-		if (argv[i][0] == '-')
+		if (!strcmp(argv[i], "--force"))
+			force = true;
+		else if (argv[i][0] == '-')
 			return usage_error("store", "unrecognized option '%s'", argv[i]);
-		if (what || (strcmp(argv[i], "check") && strcmp(argv[i], "migrate")))
-			return usage_error("store", "expected check or migrate, not '%s'", argv[i]);
-		what = argv[i];
+		else if (!what && (!strcmp(argv[i], "check") || !strcmp(argv[i], "migrate") ||
+				   !strcmp(argv[i], "backup")))
+			what = argv[i];
+		else if (what && !strcmp(what, "backup") && !file)
+			file = argv[i];
+		else
+			return usage_error("store",
+					   "expected check, migrate or backup FILE, not '%s'",
+					   argv[i]);
 	}
 	if (!what)
-		return usage_error("store", "expected check or migrate");
+		return usage_error("store", "expected check, migrate or backup FILE");
+	if (!strcmp(what, "backup") && !file)
+		return usage_error("store", "backup needs the FILE to copy the store to");
+	if (force && !file)
+		return usage_error("store", "--force is backup's");
 	bool migrate = !strcmp(what, "migrate");
 	if (resolve_home("store", home, buf, sizeof(buf)) < 0)
 		return 2;
@@ -93,6 +151,8 @@ int cmd_store(int argc, char **argv, const char *home)
 		fprintf(stderr, "sbx: store: %s\n", err);
 		return 1;
 	}
+	if (file)
+		return backup(target, file, force);
 	store_target_shown(target, shown, sizeof(shown));
 	if ((r = store_probe(target, &version, &postgres, err, sizeof(err))) < 0) {
 		fprintf(stderr, "sbx: store: %s: %s\n", shown, err);

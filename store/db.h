@@ -47,6 +47,11 @@ int db_exec(struct db *db, const char *sql);
 int db_version(struct db *db);
 int db_set_version(struct db *db, int v);
 
+/* Copies the database into the file DEST (made, empty), consistent as
+ * of one moment while others write (SQLite's online backup); -ENOTSUP on
+ * PostgreSQL. -errno with the reason in ERR. */
+int db_backup(struct db *db, const char *dest, char *err, size_t errlen);
+
 /* Transactions. A writer's begins with db_begin_write(): writers take
  * their turn one at a time (SQLite: BEGIN IMMEDIATE; PostgreSQL: a
  * transaction-scoped advisory lock), so ids given out in a transaction

@@ -151,6 +151,33 @@ static void lite_rollback(struct db *db)
 		lite_exec(db, "ROLLBACK");
 }
 
+/* All pages in one step: one read transaction, so the copy is the
+ * database as of one commit, while writers go on (WAL). */
+static int lite_backup(struct db *db, const char *dest, char *err, size_t errlen)
+{
+	sqlite3 *to = NULL;
+	sqlite3_backup *b = NULL;
+	int rc = sqlite3_open_v2(dest, &to, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+
+	if (rc == SQLITE_OK && !(b = sqlite3_backup_init(to, "main", lite_of(db)->db, "main")))
+		rc = sqlite3_errcode(to);
+	if (b) {
+		/* Busy only while another connection holds what a reader
+		 * needs (a WAL recovery): tried again within the timeout. */
+		for (int64_t until = now_ms() + BUSY_TIMEOUT_MS;
+		     ((rc = sqlite3_backup_step(b, -1)) == SQLITE_BUSY || rc == SQLITE_LOCKED) &&
+		     now_ms() < until;)
+			sqlite3_sleep(10);
+		int done = sqlite3_backup_finish(b);
+		rc = rc == SQLITE_DONE ? done : rc;
+	}
+	if (rc == SQLITE_OK && (rc = sqlite3_close(to)) == SQLITE_OK)
+		return 0;
+	snprintf(err, errlen, "%s", to ? sqlite3_errmsg(to) : sqlite3_errstr(rc));
+	sqlite3_close(to);
+	return lite_fail(rc);
+}
+
 static int lite_prepare(struct db *db, const char *sql, struct db_stmt **out)
 {
 	struct lite_stmt *s = calloc(1, sizeof(*s));
@@ -260,6 +287,7 @@ static const struct db_ops lite_ops = {
 	.commit = lite_commit,
 	.rollback = lite_rollback,
 	.in_transaction = lite_in_transaction,
+	.backup = lite_backup,
 	.prepare = lite_prepare,
 	.finalize = lite_finalize,
 	.reset = lite_reset,

@@ -328,6 +328,51 @@ START_TEST(test_cli_store_check_finds_a_damaged_page)
 }
 END_TEST
 
+/* sbx store backup while a view writes: the copy is a sound store with
+ * the rows of one moment, which a home opens; an existing file is not
+ * replaced without --force. A PostgreSQL store: the pg_dump command,
+ * without its password. */
+START_TEST(test_cli_store_backup_while_a_view_writes)
+{
+	const char *sbx = strdup(test_bin("sbx")), *copy = strdup(test_dir("copy")),
+		   *other = test_dir("copied");
+	int st;
+
+	OK("for i in $(seq 300); do echo $i > '%s/f'$i; done & "
+	   "while [ ! -e '%s/f50' ]; do :; done; '%s' store backup '%s/sbx.db' --home '%s' && wait",
+	   ws_of(&V, "."), ws_of(&V, "."), sbx, copy, V.home);
+	tview_sync(&V);
+	char *n =
+		OUT("sqlite3 '%s/sbx.db' \"PRAGMA integrity_check; SELECT count(*) FROM journal\"",
+		    copy);
+	int rows = atoi(strchr(n, '\n') + 1);
+	ck_assert_msg(!strncmp(n, "ok\n", 3) && rows >= 50,
+		      "the copy: %s (%d rows; 50 files were written before it)", n, rows);
+	OK("cp '%s/sbx.db' '%s/sbx.db'", copy, other);
+	ck_assert_msg(strstr(OUT("'%s' store check --home '%s'", sbx, other), "\nintegrity: ok ("),
+		      "the copy does not open as a store");
+	char *err =
+		errors_of(fmt_cmd("'%s' store backup '%s/sbx.db' --home '%s'", sbx, copy, V.home),
+			  &st);
+	ck_assert_int_eq(st, 1);
+	SAME(err,
+	     fmt_cmd("sbx: store: %s/sbx.db exists: not replaced (--force replaces it)\n", copy));
+	OK("'%s' store backup --force '%s/sbx.db' --home '%s' >/dev/null", sbx, copy, V.home);
+	EQ_OUT("300\n", "sqlite3 '%s/sbx.db' \"SELECT count(*) FROM journal WHERE op = 'create'\"",
+	       copy);
+	EQ_OUT("sbx.db\n", "ls -A '%s'", copy);
+	err = errors_of(fmt_cmd("'%s' store backup x.dump --home '%s'"
+				" --store 'postgresql://me:s3cret@/sbx?host=/run/pg'",
+				sbx, V.home),
+			&st);
+	ck_assert_int_eq(st, 1);
+	SAME(err,
+	     "sbx: store: a PostgreSQL store is copied by pg_dump (consistent while views write;"
+	     " the password from ~/.pgpass or PGPASSWORD):\n"
+	     "pg_dump --format=custom --file='x.dump' 'postgresql://me@/sbx?host=/run/pg'\n");
+}
+END_TEST
+
 START_TEST(test_cli_broker_says_where_it_serves)
 {
 	const char *home = test_dir("bhome");
@@ -355,6 +400,7 @@ Suite *suite_cli(void)
 	tcase_add_test(tc, test_cli_store_check_and_migrate);
 	tcase_add_test(tc, test_cli_an_empty_or_foreign_store_file_is_refused);
 	tcase_add_test(tc, test_cli_store_check_finds_a_damaged_page);
+	tcase_add_test(tc, test_cli_store_backup_while_a_view_writes);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -897,6 +897,50 @@ START_TEST(test_store_check_says_what_it_checked)
 }
 END_TEST
 
+/* The journal rows of "u"/"t" in the SQLite store PATH. */
+static int rows_in(const char *path)
+{
+	char err[512];
+	struct store *s;
+	struct got_events g = { 0 };
+
+	ck_assert_msg(store_open_path(path, &s, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(store_journal_each(s, "u", "t", 0, INT64_MAX, check_event, &g), 0);
+	ck_assert_msg(!g.wrong, "%s", g.why);
+	store_close(s);
+	return g.n;
+}
+
+/* A copy of a store in use (its rows still in the WAL) is a store with
+ * those rows; an existing file is replaced only when asked, and nothing
+ * is left beside it. A PostgreSQL store is pg_dump's to copy. */
+START_TEST(test_store_backup_is_a_whole_copy)
+{
+	char copy[PATH_MAX + 16], err[512];
+	struct store *s = open_db();
+
+	if (store_target_is_postgres(target)) {
+		ck_assert_int_eq(store_backup(target, "x", false, err, sizeof(err)), -ENOTSUP);
+		ck_assert_msg(strstr(err, "pg_dump"), "%s", err);
+		store_close(s);
+		return;
+	}
+	snprintf(copy, sizeof(copy), "%s.copy", db);
+	some_rows(s);
+	ck_assert_int_eq(sh("test -s '%s-wal'", db), 0);
+	ck_assert_msg(store_backup(target, copy, false, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(rows_in(copy), 8);
+	ck_assert_int_eq(store_backup(target, copy, false, err, sizeof(err)), -EEXIST);
+	ck_assert_msg(strstr(err, "--force"), "%s", err);
+	store_close(s);
+	ck_assert_int_eq(rows_in(copy), 8);
+	ck_assert_msg(store_backup(target, copy, true, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(sh("test \"$(ls '%s'* | wc -l)\" = 1", copy), 0);
+	ck_assert_int_eq(store_backup(target, "/nonexistent/copy", false, err, sizeof(err)),
+			 -ENOENT);
+}
+END_TEST
+
 /* An undo is whole only once said so, and can be said not to be. */
 START_TEST(test_store_run_clean)
 {
@@ -995,6 +1039,35 @@ START_TEST(test_store_where)
 	ck_assert_int_eq(store_where(home, got, sizeof(got), err, sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "store in SBX_STORE: expected sqlite"), "%s", err);
 	unsetenv(STORE_ENV);
+}
+END_TEST
+
+/* A store's name shown (its passwords hidden) and given to a command
+ * (its passwords gone: libpq finds them in ~/.pgpass). */
+START_TEST(test_store_target_without_its_password)
+{
+	static const char *const cases[][3] = {
+		{ "postgresql://me:s3@db1/sbx", "postgresql://me:***@db1/sbx",
+		  "postgresql://me@db1/sbx" },
+		{ "host=/run/pg password=s3 dbname=sbx", "host=/run/pg password=*** dbname=sbx",
+		  "host=/run/pg dbname=sbx" },
+		{ "dbname=sbx password=s3", "dbname=sbx password=***", "dbname=sbx" },
+		{ "postgresql://me:s3@/sbx?host=/x&password=s3",
+		  "postgresql://me:***@/sbx?host=/x&password=***", "postgresql://me@/sbx?host=/x" },
+		{ "postgresql:///sbx?password=s3&host=/x", "postgresql:///sbx?password=***&host=/x",
+		  "postgresql:///sbx?host=/x" },
+		{ "postgresql:///sbx?password=s3", "postgresql:///sbx?password=***",
+		  "postgresql:///sbx" },
+		{ "/home/sbx.db", "/home/sbx.db", "/home/sbx.db" },
+	};
+	char got[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		store_target_shown(cases[i][0], got, sizeof(got));
+		ck_assert_str_eq(got, cases[i][1]);
+		store_target_public(cases[i][0], got, sizeof(got));
+		ck_assert_str_eq(got, cases[i][2]);
+	}
 }
 END_TEST
 
@@ -1406,6 +1479,7 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_store_blobs_put_in_batches);
 	tcase_add_test(tc, test_store_journal_rows_written_many_at_once);
 	tcase_add_test(tc, test_store_a_statement_that_cannot_be_prepared);
+	tcase_add_test(tc, test_store_backup_is_a_whole_copy);
 	tcase_add_test(tc, test_lease_is_one_host_s_at_a_time);
 	tcase_add_test(tc, test_lease_is_given_back_by_the_last_of_a_host_s_views);
 	tcase_add_test(tc, test_lease_fences_a_taken_over_writer);
@@ -1429,6 +1503,7 @@ Suite *suite_unit_store(void)
 	tcase_add_test(tc, test_store_receipt_paths);
 	tcase_add_test(tc, test_store_receipt_covers);
 	tcase_add_test(tc, test_store_where);
+	tcase_add_test(tc, test_store_target_without_its_password);
 	tcase_add_test(tc, test_lease_config);
 	store_tests(tc);
 	suite_add_tcase(s, tc);
