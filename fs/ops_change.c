@@ -36,6 +36,10 @@ int change_begin(struct view *v, fuse_req_t req, struct inode *ino, struct fuse_
 	 * would have no file to go to that the thread reads back. */
 	if (handle_refused(h))
 		return -EACCES;
+	/* Writes through a descriptor opened before the store failed; not
+	 * a mapping's write-back, which only loses what was written. */
+	if (!fi->writepage && view_changes_refused(v))
+		return -EROFS;
 	c->v = v;
 	c->req = req;
 	c->h = h;

@@ -941,6 +941,44 @@ START_TEST(test_store_backup_is_a_whole_copy)
 }
 END_TEST
 
+static void note_failure(void *arg, const char *why)
+{
+	struct problems *p = arg;
+
+	note_problem(p, why);
+}
+
+/* A writer whose store fails mid-way (a damaged page under the journal)
+ * does not drop rows in silence: it says so, once, through its hook
+ * (the view then refuses changes), and writes nothing more. */
+START_TEST(test_store_writer_fails_closed)
+{
+	struct problems p = { 0 };
+	struct store *s = open_db();
+	struct store_event ev;
+	struct snap_file pre;
+	char path[64], path2[64];
+	uint8_t meta[4];
+
+	some_rows(s);
+	store_close(s);
+	ck_assert_int_eq(sh("python3 tests/tools/corruptpage.py '%s' journal >/dev/null", db), 0);
+	struct store_writer *w = store_writer_start(open_db(), "u", "t");
+	store_writer_on_failed(w, note_failure, &p);
+	event_at(8, &ev, &pre, path, path2, meta);
+	store_writer_event(w, &ev);
+	store_writer_sync(w);
+	ck_assert_int_eq(p.n, 1);
+	ck_assert_msg(strstr(p.first, "the store cannot record the view's changes (1 row of a batch"
+				      " not written: Structure needs cleaning)"),
+		      "%s", p.first);
+	store_writer_event(w, &ev);
+	store_writer_sync(w);
+	store_writer_stop(w);
+	ck_assert_int_eq(p.n, 1);
+}
+END_TEST
+
 /* An undo is whole only once said so, and can be said not to be. */
 START_TEST(test_store_run_clean)
 {
@@ -1498,6 +1536,7 @@ Suite *suite_unit_store(void)
 	tcase_add_test(tc, test_store_refuses_another_program_s_database);
 	tcase_add_test(tc, test_store_made_before_the_application_id_still_opens);
 	tcase_add_test(tc, test_store_check_finds_a_damaged_page);
+	tcase_add_test(tc, test_store_writer_fails_closed);
 	tcase_add_test(tc, test_store_taken_past_this_sbx_while_it_migrates);
 	tcase_add_test(tc, test_store_second_connection_keeps_the_first_s_locks);
 	tcase_add_test(tc, test_store_receipt_paths);
