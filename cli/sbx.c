@@ -75,8 +75,9 @@ static const struct command {
 	  "       [--channel-user-id ID] [--host] [--scope ID] -- COMMAND\n"
 	  "                     run a command in the thread's view, in a sandbox\n" },
 	{ "store", cmd_store,
-	  "  store check|migrate\n"
-	  "                     where the home's records are, their schema brought forward\n" },
+	  "  store check|migrate | store backup [--force] FILE\n"
+	  "                     where the home's records are, whether they are sound,\n"
+	  "                     their schema brought forward, a copy of them\n" },
 	{ "hosts", cmd_hosts,
 	  "  hosts [--all] [--format text|json] [--max-views N]\n"
 	  "                     which host owns which thread, since when, until when\n" },

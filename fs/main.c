@@ -763,6 +763,7 @@ static int services_start(const struct view_config *cfg, struct view *v, struct 
 	}
 	v->writer = store_writer_start(s, cfg->user, cfg->thread);
 	store_writer_on_fenced(v->writer, owner_lose, owner);
+	store_writer_on_failed(v->writer, view_refuse_changes, v);
 	/* An idle view's writer gives its PostgreSQL connection back after
 	 * three leases' time (the heartbeat keeps its own): 1,000 idle views
 	 * then hold 1,000 server processes, not 2,000. */

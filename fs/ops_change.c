@@ -37,6 +37,10 @@ int change_begin(struct view *v, fuse_req_t req, struct inode *ino, struct fuse_
 	 * or would land on the previous content, past what was lost. */
 	if (handle_refused(h))
 		return -atomic_load_explicit(&h->refused, memory_order_acquire);
+	/* Writes through a descriptor opened before the store failed; not
+	 * a mapping's write-back, which only loses what was written. */
+	if (!fi->writepage && view_changes_refused(v))
+		return -EROFS;
 	c->v = v;
 	c->req = req;
 	c->h = h;

@@ -507,7 +507,23 @@ int view_may_modify(const struct view *v, const struct inode *dir)
 {
 	if (dir->synth)
 		return dir->synth->read_only ? -EROFS : -EPERM;
-	return v->domains[dir->domain].read_only ? -EROFS : 0;
+	return v->domains[dir->domain].read_only || view_changes_refused(v) ? -EROFS : 0;
+}
+
+void view_refuse_changes(void *arg, const char *why)
+{
+	struct view *v = arg;
+
+	__atomic_store_n(&v->changes_refused, true, __ATOMIC_RELEASE);
+	log_error("refusing every change from now on (Read-only file system); reads go on: %s."
+		  " The changes not recorded are listed above. Check the store (sbx store"
+		  " check), recover it (sbx store --help), then mount the view again",
+		  why);
+}
+
+bool view_changes_refused(const struct view *v)
+{
+	return __atomic_load_n(&v->changes_refused, __ATOMIC_ACQUIRE);
 }
 
 void view_synth_attr(const struct view *v, const struct inode *ino, struct stat *st)

@@ -157,6 +157,7 @@ struct view {
 	bool caller_umask;	  /* the kernel sends umasks (DONT_MASK) */
 	bool no_opendir;	  /* directories are opened without us */
 	struct channel *channel;  /* channel.h: FUSE_HANDLE_KILLPRIV_V2 */
+	bool changes_refused;	  /* view_refuse_changes(); read atomically */
 };
 
 /* Creates the thread's directories if missing, opens every root and builds
@@ -168,8 +169,17 @@ int view_open(struct view *v, const struct view_config *cfg, char *err, size_t e
 void view_close(struct view *v);
 
 /* 0 if entries of directory DIR may be changed, -EPERM for a synthetic
- * directory, -EROFS under a read-only root. */
+ * directory, -EROFS under a read-only root or once the view refuses
+ * changes. */
 int view_may_modify(const struct view *v, const struct inode *dir);
+/* The store can no longer record the view's changes (V: a struct view;
+ * the store writer's store_writer_on_failed() hook, WHY its reason):
+ * from now on every change through the view fails with EROFS, reads go
+ * on, and the log says why and what to do. Fail closed: a change the
+ * journal does not hold could not be told by sbx run end nor undone. */
+void view_refuse_changes(void *v, const char *why);
+/* Whether the view refuses changes. */
+bool view_changes_refused(const struct view *v);
 
 /* -EACCES, with the skill's name in SKILL, if DIR/NAME (NAME may be NULL)
  * is or is in a disabled skill; 0 otherwise (always for --skills DIR). */

@@ -3,6 +3,7 @@
 #include "db_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 
 int db_open(enum db_engine engine, const char *target, struct db **out, char *err, size_t errlen)
 {
@@ -76,6 +77,14 @@ int db_listen(struct db *db, const char *channel)
 int db_heard(struct db *db)
 {
 	return db->ops->heard ? db->ops->heard(db) : 0;
+}
+
+int db_backup(struct db *db, const char *dest, char *err, size_t errlen)
+{
+	if (db->ops->backup)
+		return db->ops->backup(db, dest, err, errlen);
+	snprintf(err, errlen, "this engine makes no copy");
+	return -ENOTSUP;
 }
 
 int db_prepare(struct db *db, const char *sql, struct db_stmt **out)

@@ -27,7 +27,9 @@ struct db;
 struct db_stmt;
 
 /* Connects to TARGET with ENGINE: the path of an SQLite file (created
- * 0600 if missing, WAL mode), or a PostgreSQL URI or keyword string
+ * 0600 if missing, WAL mode; an existing one that is empty, not a
+ * database or another program's is refused: -EUCLEAN, -EMEDIUMTYPE), or
+ * a PostgreSQL URI or keyword string
  * ("postgresql:///sbx?host=/run/pg", "host=/run/pg dbname=sbx"). On
  * failure returns -errno and writes a one-line reason to ERR. */
 int db_open(enum db_engine engine, const char *target, struct db **out, char *err, size_t errlen);
@@ -44,6 +46,11 @@ int db_exec(struct db *db, const char *sql);
  * records V (inside the caller's transaction). */
 int db_version(struct db *db);
 int db_set_version(struct db *db, int v);
+
+/* Copies the database into the file DEST (made, empty), consistent as
+ * of one moment while others write (SQLite's online backup); -ENOTSUP on
+ * PostgreSQL. -errno with the reason in ERR. */
+int db_backup(struct db *db, const char *dest, char *err, size_t errlen);
 
 /* Transactions. A writer's begins with db_begin_write(): writers take
  * their turn one at a time (SQLite: BEGIN IMMEDIATE; PostgreSQL: a

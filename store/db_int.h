@@ -19,6 +19,7 @@ struct db_ops {
 	void (*rest)(struct db *db); /* or NULL */
 	int (*listen)(struct db *db, const char *channel);
 	int (*heard)(struct db *db);
+	int (*backup)(struct db *db, const char *dest, char *err, size_t errlen); /* or NULL */
 	int (*prepare)(struct db *db, const char *sql, struct db_stmt **out);
 	void (*finalize)(struct db_stmt *st);
 	void (*reset)(struct db_stmt *st);

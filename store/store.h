@@ -49,6 +49,28 @@ int store_probe(const char *target, int *version, bool *postgres, char *err, siz
 /* TARGET as it may be shown (logs, sbx store check): a password in it
  * (user:PASSWORD@ in a URI, password=... in a keyword string) as "***". */
 void store_target_shown(const char *target, char *out, size_t size);
+/* TARGET without its password, for a command to be given (pg_dump):
+ * libpq then finds it in ~/.pgpass or $PGPASSWORD. */
+void store_target_public(const char *target, char *out, size_t size);
+
+/* Checks the store at TARGET without changing it (sbx store check): on
+ * SQLite every page, b-tree, index, constraint and reference
+ * (integrity_check, foreign_key_check); on PostgreSQL every btree index
+ * and table page where the database has amcheck. PROBLEM(ARG, LINE) is
+ * called for each problem found; CHECKED says what was checked (on
+ * PostgreSQL without amcheck: what was not). Returns the number of
+ * problems, or -errno with ERR if the store could not be checked. */
+int store_check(const char *target, void (*problem)(void *arg, const char *line), void *arg,
+		char *checked, size_t checkedlen, char *err, size_t errlen);
+
+/* A consistent copy of the SQLite store at TARGET in the new file FILE
+ * (sbx store backup), made while its programs write: SQLite's online
+ * backup, one read transaction for every page. Made beside FILE under a
+ * name of its own and put in place whole (FILE is never a half copy); an
+ * existing FILE is replaced only with FORCE (else -EEXIST). -ENOTSUP for
+ * a PostgreSQL store (pg_dump copies it), -ENOENT where no store is
+ * made yet; -errno with ERR. */
+int store_backup(const char *target, const char *file, bool force, char *err, size_t errlen);
 
 /* Whether VALUE may be a store's: "sqlite", or a PostgreSQL server. */
 bool store_target_ok(const char *value);

@@ -34,22 +34,50 @@ bool store_target_is_postgres(const char *target)
 	       (target[0] != '/' && strchr(target, '=') != NULL);
 }
 
-void store_target_shown(const char *target, char *out, size_t size)
+/* TARGET with its passwords (user:PASSWORD@ in a URI, password=VALUE in
+ * a keyword string or a URI's query) replaced by MASK, or dropped with
+ * their key where MASK is NULL. */
+static void without_password(const char *target, const char *mask, char *out, size_t size)
 {
-	const char *at = NULL, *colon = NULL, *pw = strstr(target, "password=");
+	const char *at = NULL, *colon = NULL;
+	char buf[STORE_TARGET_MAX];
+	bool uri = !strncmp(target, "postgres", 8) && strstr(target, "://");
+	/* A URI's parameters end at '&' (one in a value is %26). */
+	const char *ends = uri ? " \t&" : " \t";
 
-	if (!strncmp(target, "postgres", 8) && strstr(target, "://")) {
+	if (uri) {
 		const char *auth = strstr(target, "://") + 3;
 		at = strchr(auth, '@');
 		colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
 	}
 	if (colon) /* postgresql://user:PASSWORD@host */
-		snprintf(out, size, "%.*s:***%s", (int)(colon - target), target, at);
-	else if (pw) { /* password=VALUE, to the next blank */
-		const char *end = pw + 9 + strcspn(pw + 9, " \t");
-		snprintf(out, size, "%.*s***%s", (int)(pw + 9 - target), target, end);
+		snprintf(buf, sizeof(buf), "%.*s%s%s%s", (int)(colon - target), target,
+			 mask ? ":" : "", mask ? mask : "", at);
+	else
+		snprintf(buf, sizeof(buf), "%s", target);
+	const char *pw = strstr(buf, "password=");
+	if (pw && mask) /* password=VALUE, to the parameter's end */
+		snprintf(out, size, "%.*s%s%s", (int)(pw + 9 - buf), buf, mask,
+			 pw + 9 + strcspn(pw + 9, ends));
+	else if (pw) { /* the pair and one separator go */
+		const char *end = pw + 9 + strcspn(pw + 9, ends);
+		if (*end)
+			end++;
+		else if (pw > buf && strchr(" \t&?", pw[-1]))
+			pw--;
+		snprintf(out, size, "%.*s%s", (int)(pw - buf), buf, end);
 	} else
-		snprintf(out, size, "%s", target);
+		snprintf(out, size, "%s", buf);
+}
+
+void store_target_shown(const char *target, char *out, size_t size)
+{
+	without_password(target, "***", out, size);
+}
+
+void store_target_public(const char *target, char *out, size_t size)
+{
+	without_password(target, NULL, out, size);
 }
 
 bool store_target_ok(const char *value)

@@ -52,9 +52,12 @@ struct store_writer {
 	unsigned fds;		  /* rows holding a pre-image fd */
 	bool stopping;
 	bool fenced;	 /* the store refused its rows: they are dropped */
+	bool failed;	 /* a row could not be written: every later one is dropped */
 	int64_t rest_ms; /* idle this long, the connection goes (0: never) */
 	void (*on_fenced)(void *arg, const char *why);
 	void *on_fenced_arg;
+	void (*on_failed)(void *arg, const char *why);
+	void *on_failed_arg;
 };
 
 static int write_row(struct store_writer *w, const struct row *r)
@@ -150,25 +153,49 @@ static void free_rows(struct row *batch)
 
 /* Writes BATCH's rows in their order, each run of events in statements
  * of many rows (on PostgreSQL a statement is a round trip, and a row
- * alone costs the server a statement's work); false if one failed. */
-static bool write_rows(struct store_writer *w, struct row *batch)
+ * alone costs the server a statement's work); -errno if one failed. */
+static int write_rows(struct store_writer *w, struct row *batch)
 {
 	const struct store_event *events[EVENTS_AT_ONCE];
 	size_t n = 0;
-	bool ok = true;
+	int r = 0, e;
 
-	for (struct row *r = batch; r; r = r->next) {
-		if (r->kind == ROW_EVENT)
-			events[n++] = &r->event;
-		if (r->kind == ROW_EVENT && n < EVENTS_AT_ONCE && r->next)
+	for (struct row *row = batch; row; row = row->next) {
+		if (row->kind == ROW_EVENT)
+			events[n++] = &row->event;
+		if (row->kind == ROW_EVENT && n < EVENTS_AT_ONCE && row->next)
 			continue;
-		if (n && store_journal_add_many(w->store, w->user, w->thread, events, n) < 0)
-			ok = false;
+		if (n && (e = store_journal_add_many(w->store, w->user, w->thread, events, n)) < 0)
+			r = e;
 		n = 0;
-		if (r->kind != ROW_EVENT && write_row(w, r) < 0)
-			ok = false;
+		if (row->kind != ROW_EVENT && (e = write_row(w, row)) < 0)
+			r = e;
 	}
-	return ok;
+	return r;
+}
+
+/* Rows of BATCH were not written, for WHY: the record is broken from
+ * here on (a journal with a hole cannot be undone through), so the view
+ * is told to take no more changes, and every later row is dropped. */
+static void write_failed(struct store_writer *w, const struct row *batch, int lost, int why)
+{
+	char msg[512];
+	int shown = 0;
+
+	for (const struct row *r = batch; r && shown < 20; r = r->next)
+		if (r->kind == ROW_EVENT && ++shown)
+			log_error("store: not recorded: %s %s", r->event.op, r->event.path);
+	snprintf(msg, sizeof(msg),
+		 "the store cannot record the view's changes (%d row%s of a batch not written: %s)",
+		 lost, lost == 1 ? "" : "s", strerror(-why));
+	log_error("%s", msg);
+	w->failed = true;
+	pthread_mutex_lock(&w->lock);
+	void (*fn)(void *, const char *) = w->on_failed;
+	void *arg = w->on_failed_arg;
+	pthread_mutex_unlock(&w->lock);
+	if (fn)
+		fn(arg, msg);
 }
 
 /* Writes BATCH in one transaction (row by row if that fails, so one bad
@@ -176,6 +203,10 @@ static bool write_rows(struct store_writer *w, struct row *batch)
 static void write_batch(struct store_writer *w, struct row *batch)
 {
 	read_preimages(w, &batch);
+	if (w->failed) {
+		free_rows(batch); /* said once, by write_failed() */
+		return;
+	}
 	int begun = w->fenced ? -ESTALE : store_begin(w->store);
 	if (begun == -ESTALE) {
 		size_t n = 0;
@@ -197,14 +228,23 @@ static void write_batch(struct store_writer *w, struct row *batch)
 		free_rows(batch);
 		return;
 	}
-	bool txn = begun == 0, written = write_rows(w, batch);
-
-	/* A statement of many rows that failed took its good rows with it. */
-	if (txn && (!written || store_commit(w->store) < 0)) {
-		store_rollback(w->store);
-		log_warn("store: a batch of rows was not written; retrying one by one");
-		for (struct row *r = batch; r; r = r->next)
-			write_row(w, r);
+	int r = begun;
+	bool txn = begun == 0;
+	if (txn && (r = write_rows(w, batch)) == 0)
+		r = store_commit(w->store);
+	/* A statement of many rows that failed took its good rows with it:
+	 * they are tried again one by one, outside a transaction. */
+	if (r < 0) {
+		int lost = 0, e;
+		if (txn)
+			store_rollback(w->store);
+		log_warn("store: a batch of rows was not written (%s); retrying one by one",
+			 strerror(-r));
+		for (struct row *row = batch; row; row = row->next)
+			if ((e = write_row(w, row)) < 0 && ++lost)
+				r = e;
+		if (lost)
+			write_failed(w, batch, lost, r);
 	}
 	free_rows(batch);
 }
@@ -501,6 +541,17 @@ int store_writer_keep_text(void *writer, const struct snap_file *f, const uint8_
 {
 	store_writer_blob(writer, f->sha256, data, len);
 	return 0;
+}
+
+void store_writer_on_failed(struct store_writer *w, void (*fn)(void *arg, const char *why),
+			    void *arg)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->on_failed = fn;
+	w->on_failed_arg = arg;
+	pthread_mutex_unlock(&w->lock);
 }
 
 void store_writer_on_fenced(struct store_writer *w, void (*fn)(void *arg, const char *why),

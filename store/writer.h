@@ -4,9 +4,12 @@
  * Handlers only copy a row into a queue (no SQLite, no disk I/O on the
  * FUSE request path). The thread wakes on the first row, waits a few
  * milliseconds for more, and writes whatever has gathered in one
- * transaction (group commit). A row that cannot be written is logged and
- * dropped: marks are an optimisation that a stale or missing row can only
- * make stricter, and every audit row is also in the daemon's log.
+ * transaction (group commit). A batch that fails is tried again row by
+ * row; a row that still cannot be written (a damaged store, a disk full,
+ * a server gone) fails the writer closed: the record has a hole from
+ * there on, so it is said (each change not recorded, in the log), the
+ * view is told to take no more changes (store_writer_on_failed()), and
+ * every later row is dropped.
  *
  * The writer owns the store connection it is given.
  */
@@ -51,6 +54,11 @@ int store_writer_keep_text(void *writer, const struct snap_file *f, const uint8_
  * refuses a batch for its fence (lease.h: another host took the thread
  * over); that batch and every later row are dropped. */
 void store_writer_on_fenced(struct store_writer *w, void (*fn)(void *arg, const char *why),
+			    void *arg);
+
+/* FN(ARG, WHY) is called (once, from the writer's thread) when rows
+ * could not be written: WHY says how many and the store's error. */
+void store_writer_on_failed(struct store_writer *w, void (*fn)(void *arg, const char *why),
 			    void *arg);
 
 /* Waits until every row queued before the call is written (tests, and

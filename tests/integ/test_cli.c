@@ -268,6 +268,111 @@ START_TEST(test_cli_store_check_and_migrate)
 }
 END_TEST
 
+/* A home whose sbx.db is empty (0 bytes: a store that lost its content)
+ * or another program's database: every command refuses it, naming the
+ * file and what to do, and leaves it as it was; none makes a new store
+ * in its place. */
+START_TEST(test_cli_an_empty_or_foreign_store_file_is_refused)
+{
+	const char *home = test_dir("empty"), *sbx = strdup(test_bin("sbx"));
+	char *mnt = strdup(test_dir("emptymnt")), *err;
+	int st;
+
+	OK(": > '%s/sbx.db'", home);
+	static const char *const commands[] = { "store check", "store migrate", "mount" };
+	for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++) {
+		err = errors_of(fmt_cmd("'%s' %s --home '%s' %s", sbx, commands[i], home,
+					strcmp(commands[i], "mount")
+						? ""
+						: fmt_cmd("--user alice --thread t '%s'", mnt)),
+				&st);
+		ck_assert_msg(st == 1 &&
+				      strstr(err, fmt_cmd("%s/sbx.db is empty (0 bytes)", home)) &&
+				      strstr(err, "sbx store backup"),
+			      "%s: exit %d: %s", commands[i], st, err);
+	}
+	ck_assert(!mounted(mnt));
+	OK("test -f '%s/sbx.db' && ! test -s '%s/sbx.db'", home, home);
+
+	OK("rm '%s/sbx.db' && sqlite3 '%s/sbx.db' 'CREATE TABLE notes (x)'", home, home);
+	err = errors_of(fmt_cmd("'%s' store migrate --home '%s'", sbx, home), &st);
+	ck_assert_msg(st == 1 && strstr(err, "is not an sbx store"), "exit %d: %s", st, err);
+	EQ_OUT("notes\n", "sqlite3 '%s/sbx.db' .tables", home);
+}
+END_TEST
+
+/* A home with real rows, one page of its store damaged (a bad sector
+ * under the journal's rows): sbx store check, which said OK, names the
+ * damage and how to recover, and exits 1. */
+START_TEST(test_cli_store_check_finds_a_damaged_page)
+{
+	const char *sbx = test_bin("sbx");
+	int st;
+
+	OK("echo a > '%s' && mkdir '%s' && mv '%s' '%s'", ws_of(&V, "a"), ws_of(&V, "d"),
+	   ws_of(&V, "a"), ws_of(&V, "d/b"));
+	tview_sync(&V);
+	tview_umount(&V);
+	char *out = OUT("'%s' store check --home '%s'", sbx, V.home);
+	ck_assert_msg(strstr(out,
+			     "\nintegrity: ok (SQLite's integrity_check and foreign_key_check"),
+		      "%s", out);
+	OK("python3 tests/tools/corruptpage.py '%s/sbx.db' journal >/dev/null", V.home);
+	char *err = errors_of(fmt_cmd("'%s' store check --home '%s'", sbx, V.home), &st);
+	ck_assert_int_eq(st, 1);
+	ck_assert_msg(!strncmp(err, "sbx: store: damaged: Page ", 26) &&
+			      strstr(err, "problems found (SQLite's integrity_check") &&
+			      strstr(err, fmt_cmd("sqlite3 %s/sbx.db .recover", V.home)) &&
+			      strstr(err, "sbx store backup"),
+		      "%s", err);
+}
+END_TEST
+
+/* sbx store backup while a view writes: the copy is a sound store with
+ * the rows of one moment, which a home opens; an existing file is not
+ * replaced without --force. A PostgreSQL store: the pg_dump command,
+ * without its password. */
+START_TEST(test_cli_store_backup_while_a_view_writes)
+{
+	const char *sbx = strdup(test_bin("sbx")), *copy = strdup(test_dir("copy")),
+		   *other = test_dir("copied");
+	int st;
+
+	OK("for i in $(seq 300); do echo $i > '%s/f'$i; done & "
+	   "while [ ! -e '%s/f50' ]; do :; done; '%s' store backup '%s/sbx.db' --home '%s' && wait",
+	   ws_of(&V, "."), ws_of(&V, "."), sbx, copy, V.home);
+	tview_sync(&V);
+	char *n =
+		OUT("sqlite3 '%s/sbx.db' \"PRAGMA integrity_check; SELECT count(*) FROM journal\"",
+		    copy);
+	int rows = atoi(strchr(n, '\n') + 1);
+	ck_assert_msg(!strncmp(n, "ok\n", 3) && rows >= 50,
+		      "the copy: %s (%d rows; 50 files were written before it)", n, rows);
+	OK("cp '%s/sbx.db' '%s/sbx.db'", copy, other);
+	ck_assert_msg(strstr(OUT("'%s' store check --home '%s'", sbx, other), "\nintegrity: ok ("),
+		      "the copy does not open as a store");
+	char *err =
+		errors_of(fmt_cmd("'%s' store backup '%s/sbx.db' --home '%s'", sbx, copy, V.home),
+			  &st);
+	ck_assert_int_eq(st, 1);
+	SAME(err,
+	     fmt_cmd("sbx: store: %s/sbx.db exists: not replaced (--force replaces it)\n", copy));
+	OK("'%s' store backup --force '%s/sbx.db' --home '%s' >/dev/null", sbx, copy, V.home);
+	EQ_OUT("300\n", "sqlite3 '%s/sbx.db' \"SELECT count(*) FROM journal WHERE op = 'create'\"",
+	       copy);
+	EQ_OUT("sbx.db\n", "ls -A '%s'", copy);
+	err = errors_of(fmt_cmd("'%s' store backup x.dump --home '%s'"
+				" --store 'postgresql://me:s3cret@/sbx?host=/run/pg'",
+				sbx, V.home),
+			&st);
+	ck_assert_int_eq(st, 1);
+	SAME(err,
+	     "sbx: store: a PostgreSQL store is copied by pg_dump (consistent while views write;"
+	     " the password from ~/.pgpass or PGPASSWORD):\n"
+	     "pg_dump --format=custom --file='x.dump' 'postgresql://me@/sbx?host=/run/pg'\n");
+}
+END_TEST
+
 START_TEST(test_cli_broker_says_where_it_serves)
 {
 	const char *home = test_dir("bhome");
@@ -293,6 +398,9 @@ Suite *suite_cli(void)
 	tcase_add_test(tc, test_cli_every_command_has_help_and_short_named_errors);
 	tcase_add_test(tc, test_cli_broker_says_where_it_serves);
 	tcase_add_test(tc, test_cli_store_check_and_migrate);
+	tcase_add_test(tc, test_cli_an_empty_or_foreign_store_file_is_refused);
+	tcase_add_test(tc, test_cli_store_check_finds_a_damaged_page);
+	tcase_add_test(tc, test_cli_store_backup_while_a_view_writes);
 	suite_add_tcase(s, tc);
 	return s;
 }

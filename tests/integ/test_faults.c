@@ -88,6 +88,34 @@ START_TEST(test_faults_backing_remounted_read_only)
 }
 END_TEST
 
+/* The store breaks under a mounted view (a damaged page under the
+ * journal's rows): the change whose row cannot be written is the last
+ * one the view takes; then every change fails with EROFS, reads go on,
+ * and the log says why, which change was not recorded and what to do. */
+START_TEST(test_faults_a_view_whose_store_breaks_refuses_changes)
+{
+	ck_assert_int_eq(tview_mount(&V, NULL, "alice", "faults", NULL), 0);
+	OK("echo kept > '%s'", ws_of(&V, "f"));
+	tview_sync(&V);
+	OK("python3 tests/tools/corruptpage.py '%s/sbx.db' journal >/dev/null", V.home);
+	OK("echo last > '%s'", ws_of(&V, "g"));
+	tview_sync(&V); /* the writer has tried its row */
+	char *out = OUT("echo new > '%s' 2>&1; echo rc=$?; mkdir '%s' 2>&1; echo rc=$?;"
+			" echo more >> '%s' 2>&1; echo rc=$?",
+			ws_of(&V, "h"), ws_of(&V, "d"), ws_of(&V, "f"));
+	ck_assert_msg(strstr(out, "Read-only file system") && !strstr(out, "rc=0"), "%s", out);
+	EQ_OUT("kept\nlast\n", "cat '%s' '%s'", ws_of(&V, "f"), ws_of(&V, "g"));
+	EQ_OUT("f\ng\n", "ls '%s'", hws_of(&V, "."));
+	char *log = read_file(fmt_cmd("%s/log/sbxfs-alice-faults.log", V.home));
+	ck_assert_msg(log && strstr(log, "not recorded: create /mnt/user-data/workspace/g") &&
+			      strstr(log, "the store cannot record the view's changes") &&
+			      strstr(log, "Structure needs cleaning") &&
+			      strstr(log, "refusing every change from now on") &&
+			      strstr(log, "sbx store check"),
+		      "%s", log ? log : "no log");
+}
+END_TEST
+
 /* The daemon killed with SIGKILL in the middle of saves, five times:
  * every file is one whole version, the next mount sweeps every stage,
  * the store is intact (tests/tools/crashloop.py; make stress runs it
@@ -110,6 +138,7 @@ Suite *suite_view_faults(void)
 	tcase_add_checked_fixture(tc, NULL, teardown);
 	tcase_add_test(tc, test_faults_eio_keeps_the_published_file);
 	tcase_add_test(tc, test_faults_backing_remounted_read_only);
+	tcase_add_test(tc, test_faults_a_view_whose_store_breaks_refuses_changes);
 	tcase_add_test(tc, test_faults_killed_mid_save);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,6 +1,6 @@
 /* faultshim.c - an LD_PRELOAD shim for the view daemon in fault tests:
  * while the file named by $SBX_FAULT_EIO exists, every write to a
- * regular file fails with EIO (the daemon's writes come through pwrite,
+ * regular file but the store's fails with EIO (the daemon's writes come through pwrite,
  * pwritev, write and copy_file_range; libfuse's buffer copy uses them).
  *
  *   cc -shared -fPIC -o faultshim.so faultshim.c -ldl
@@ -8,19 +8,39 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* True if FD is a regular file and the fault is switched on. */
+/* True if FD is the store's (sbx.db and its -wal, -journal): its
+ * failures are another test's (a view whose store fails refuses every
+ * change, test_faults_a_view_whose_store_breaks_refuses_changes). */
+static int store_file(int fd)
+{
+	char link[64], path[4096];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0)
+		return 0;
+	path[n] = '\0';
+	return strstr(path, "/sbx.db") != NULL;
+}
+
+/* True if FD is a regular file but the store's and the fault is
+ * switched on. */
 static int faulty(int fd)
 {
 	const char *trigger = getenv("SBX_FAULT_EIO");
 	struct stat st;
 
-	return trigger && access(trigger, F_OK) == 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	return trigger && access(trigger, F_OK) == 0 && fstat(fd, &st) == 0 &&
+	       S_ISREG(st.st_mode) && !store_file(fd);
 }
 
 typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);

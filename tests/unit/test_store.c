@@ -106,8 +106,68 @@ START_TEST(test_store_refuses_a_file_that_is_not_a_database)
 	struct store *s;
 
 	ck_assert_int_eq(write_file(db, "this is not SQLite, just a text file long enough\n"), 0);
-	ck_assert_int_lt(store_open_path(db, &s, err, sizeof(err)), 0);
-	ck_assert_msg(strstr(err, db), "%s", err);
+	ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), -EUCLEAN);
+	ck_assert_msg(strstr(err, db) && strstr(err, "not an SQLite database") &&
+			      strstr(err, "sbx store backup"),
+		      "%s", err);
+}
+END_TEST
+
+/* An existing file of 0 bytes is not a new store: it may be one that
+ * lost its content, and taking it for new would lose every run's
+ * history without a word. Refused, naming the file; left as it was. */
+START_TEST(test_store_refuses_an_empty_file)
+{
+	char err[512];
+	struct store *s;
+
+	ck_assert_int_eq(write_file(db, ""), 0);
+	ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), -EUCLEAN);
+	ck_assert_ptr_null(s);
+	ck_assert_msg(strstr(err, db) && strstr(err, "is empty (0 bytes)") &&
+			      strstr(err, "sbx store backup"),
+		      "%s", err);
+	ck_assert_int_eq(sh("test -f '%s' && ! test -s '%s' && ! test -e '%s-wal'", db, db, db), 0);
+}
+END_TEST
+
+/* Another program's SQLite database is not taken for a store (its
+ * tables left alone, not made WAL). */
+START_TEST(test_store_refuses_another_program_s_database)
+{
+	char err[512];
+	struct store *s;
+
+	ck_assert_int_eq(sh("sqlite3 '%s' 'CREATE TABLE notes (x); INSERT INTO notes VALUES (1)'",
+			    db),
+			 0);
+	ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), -EMEDIUMTYPE);
+	ck_assert_msg(strstr(err, db) && strstr(err, "not an sbx store"), "%s", err);
+	ck_assert_int_eq(sh("test \"$(sqlite3 '%s' 'PRAGMA journal_mode; SELECT count(*) FROM"
+			    " sqlite_master')\" = \"$(printf 'delete\\n1')\"",
+			    db),
+			 0);
+	/* Nor one that says whose it is. */
+	ck_assert_int_eq(sh("rm '%s' && sqlite3 '%s' 'PRAGMA application_id = 42'", db, db), 0);
+	ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), -EMEDIUMTYPE);
+	ck_assert_msg(strstr(err, "application id 42"), "%s", err);
+}
+END_TEST
+
+/* A store made before stores were marked as sbx's (no application id)
+ * still opens, and is marked at its next migration. */
+START_TEST(test_store_made_before_the_application_id_still_opens)
+{
+	char err[512];
+	struct store *s;
+
+	ck_assert_int_eq(store_open_version(db, 5, &s, err, sizeof(err)), 0);
+	store_close(s);
+	ck_assert_int_eq(sh("sqlite3 '%s' 'PRAGMA application_id = 0'", db), 0);
+	s = open_db();
+	ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
+	store_close(s);
+	ck_assert_int_ne(sh("test \"$(sqlite3 '%s' 'PRAGMA application_id')\" = 0", db), 0);
 }
 END_TEST
 
@@ -744,6 +804,181 @@ START_TEST(test_store_journal_rows_written_many_at_once)
 }
 END_TEST
 
+/* A store's problems as store_check() says them, one line each. */
+struct problems {
+	int n;
+	char first[512];
+};
+
+static void note_problem(void *arg, const char *line)
+{
+	struct problems *p = arg;
+
+	if (!p->n++)
+		snprintf(p->first, sizeof(p->first), "%s", line);
+}
+
+/* A few journal rows of USER/THREAD "u"/"t", in a store S. */
+static void some_rows(struct store *s)
+{
+	struct store_event ev[8];
+	const struct store_event *v[8];
+	struct snap_file pre[8];
+	char path[8][64], path2[8][64];
+	uint8_t meta[8][4];
+
+	for (int i = 0; i < 8; i++) {
+		event_at(i, &ev[i], &pre[i], path[i], path2[i], meta[i]);
+		v[i] = &ev[i];
+	}
+	ck_assert_int_eq(store_journal_add_many(s, "u", "t", v, 8), 0);
+}
+
+/* SQLite: a page of the journal's b-tree overwritten (a bad sector) is
+ * found and said, where reading the store's version saw nothing; and a
+ * reference to a row that is not there. */
+START_TEST(test_store_check_finds_a_damaged_page)
+{
+	char checked[512], err[512];
+	struct problems p = { 0 };
+	struct store *s = open_db();
+
+	some_rows(s);
+	store_close(s);
+	ck_assert_int_eq(store_check(target, note_problem, &p, checked, sizeof(checked), err,
+				     sizeof(err)),
+			 0);
+	ck_assert_msg(strstr(checked, "integrity_check") && strstr(checked, "foreign_key_check"),
+		      "%s", checked);
+	ck_assert_int_eq(sh("python3 tests/tools/corruptpage.py '%s' journal >/dev/null", db), 0);
+	int n = store_check(target, note_problem, &p, checked, sizeof(checked), err, sizeof(err));
+	ck_assert_msg(n > 0 && n == p.n, "%d problems (%d said): %s", n, p.n, err);
+	ck_assert_msg(!strncmp(p.first, "Page ", 5), "%s", p.first);
+
+	ck_assert_int_eq(sh("rm '%s'*", db), 0);
+	store_close(open_db());
+	ck_assert_int_eq(sh("sqlite3 '%s' \"INSERT INTO snapshot_files (snapshot, seq, path, root,"
+			    " symlink, size, mtime_ns, sensitive, binary, large)"
+			    " VALUES (7, 0, 'a', 'workspace', 0, 0, 0, 0, 0, 0)\"",
+			    db),
+			 0);
+	p = (struct problems){ 0 };
+	ck_assert_int_eq(store_check(target, note_problem, &p, checked, sizeof(checked), err,
+				     sizeof(err)),
+			 1);
+	ck_assert_str_eq(p.first,
+			 "table snapshot_files: row refers to a row of snapshots that is not"
+			 " there");
+}
+END_TEST
+
+/* PostgreSQL: what is checked is said truthfully: without amcheck, not
+ * the pages; with it, every index against its table and every table's
+ * pages. */
+START_TEST(test_store_check_says_what_it_checked)
+{
+	char checked[512], err[512];
+	struct problems p = { 0 };
+	struct store *s = open_db();
+
+	some_rows(s);
+	store_close(s);
+	ck_assert_int_eq(store_check(target, note_problem, &p, checked, sizeof(checked), err,
+				     sizeof(err)),
+			 0);
+	ck_assert_msg(strstr(checked, "not the tables' or indexes' pages: the database has no"
+				      " amcheck"),
+		      "%s", checked);
+	ck_assert_int_eq(sh("psql -q -X '%s' -c 'CREATE EXTENSION amcheck'", target), 0);
+	int n = store_check(target, note_problem, &p, checked, sizeof(checked), err, sizeof(err));
+	ck_assert_msg(n == 0, "%d: %s %s", n, err, p.first);
+	ck_assert_msg(strstr(checked, "bt_index_check") && strstr(checked, "verify_heapam"), "%s",
+		      checked);
+}
+END_TEST
+
+/* The journal rows of "u"/"t" in the SQLite store PATH. */
+static int rows_in(const char *path)
+{
+	char err[512];
+	struct store *s;
+	struct got_events g = { 0 };
+
+	ck_assert_msg(store_open_path(path, &s, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(store_journal_each(s, "u", "t", 0, INT64_MAX, check_event, &g), 0);
+	ck_assert_msg(!g.wrong, "%s", g.why);
+	store_close(s);
+	return g.n;
+}
+
+/* A copy of a store in use (its rows still in the WAL) is a store with
+ * those rows; an existing file is replaced only when asked, and nothing
+ * is left beside it. A PostgreSQL store is pg_dump's to copy. */
+START_TEST(test_store_backup_is_a_whole_copy)
+{
+	char copy[PATH_MAX + 16], err[512];
+	struct store *s = open_db();
+
+	if (store_target_is_postgres(target)) {
+		ck_assert_int_eq(store_backup(target, "x", false, err, sizeof(err)), -ENOTSUP);
+		ck_assert_msg(strstr(err, "pg_dump"), "%s", err);
+		store_close(s);
+		return;
+	}
+	snprintf(copy, sizeof(copy), "%s.copy", db);
+	some_rows(s);
+	ck_assert_int_eq(sh("test -s '%s-wal'", db), 0);
+	ck_assert_msg(store_backup(target, copy, false, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(rows_in(copy), 8);
+	ck_assert_int_eq(store_backup(target, copy, false, err, sizeof(err)), -EEXIST);
+	ck_assert_msg(strstr(err, "--force"), "%s", err);
+	store_close(s);
+	ck_assert_int_eq(rows_in(copy), 8);
+	ck_assert_msg(store_backup(target, copy, true, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(sh("test \"$(ls '%s'* | wc -l)\" = 1", copy), 0);
+	ck_assert_int_eq(store_backup(target, "/nonexistent/copy", false, err, sizeof(err)),
+			 -ENOENT);
+}
+END_TEST
+
+static void note_failure(void *arg, const char *why)
+{
+	struct problems *p = arg;
+
+	note_problem(p, why);
+}
+
+/* A writer whose store fails mid-way (a damaged page under the journal)
+ * does not drop rows in silence: it says so, once, through its hook
+ * (the view then refuses changes), and writes nothing more. */
+START_TEST(test_store_writer_fails_closed)
+{
+	struct problems p = { 0 };
+	struct store *s = open_db();
+	struct store_event ev;
+	struct snap_file pre;
+	char path[64], path2[64];
+	uint8_t meta[4];
+
+	some_rows(s);
+	store_close(s);
+	ck_assert_int_eq(sh("python3 tests/tools/corruptpage.py '%s' journal >/dev/null", db), 0);
+	struct store_writer *w = store_writer_start(open_db(), "u", "t");
+	store_writer_on_failed(w, note_failure, &p);
+	event_at(8, &ev, &pre, path, path2, meta);
+	store_writer_event(w, &ev);
+	store_writer_sync(w);
+	ck_assert_int_eq(p.n, 1);
+	ck_assert_msg(strstr(p.first, "the store cannot record the view's changes (1 row of a batch"
+				      " not written: Structure needs cleaning)"),
+		      "%s", p.first);
+	store_writer_event(w, &ev);
+	store_writer_sync(w);
+	store_writer_stop(w);
+	ck_assert_int_eq(p.n, 1);
+}
+END_TEST
+
 /* An undo is whole only once said so, and can be said not to be. */
 START_TEST(test_store_run_clean)
 {
@@ -842,6 +1077,35 @@ START_TEST(test_store_where)
 	ck_assert_int_eq(store_where(home, got, sizeof(got), err, sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "store in SBX_STORE: expected sqlite"), "%s", err);
 	unsetenv(STORE_ENV);
+}
+END_TEST
+
+/* A store's name shown (its passwords hidden) and given to a command
+ * (its passwords gone: libpq finds them in ~/.pgpass). */
+START_TEST(test_store_target_without_its_password)
+{
+	static const char *const cases[][3] = {
+		{ "postgresql://me:s3@db1/sbx", "postgresql://me:***@db1/sbx",
+		  "postgresql://me@db1/sbx" },
+		{ "host=/run/pg password=s3 dbname=sbx", "host=/run/pg password=*** dbname=sbx",
+		  "host=/run/pg dbname=sbx" },
+		{ "dbname=sbx password=s3", "dbname=sbx password=***", "dbname=sbx" },
+		{ "postgresql://me:s3@/sbx?host=/x&password=s3",
+		  "postgresql://me:***@/sbx?host=/x&password=***", "postgresql://me@/sbx?host=/x" },
+		{ "postgresql:///sbx?password=s3&host=/x", "postgresql:///sbx?password=***&host=/x",
+		  "postgresql:///sbx?host=/x" },
+		{ "postgresql:///sbx?password=s3", "postgresql:///sbx?password=***",
+		  "postgresql:///sbx" },
+		{ "/home/sbx.db", "/home/sbx.db", "/home/sbx.db" },
+	};
+	char got[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		store_target_shown(cases[i][0], got, sizeof(got));
+		ck_assert_str_eq(got, cases[i][1]);
+		store_target_public(cases[i][0], got, sizeof(got));
+		ck_assert_str_eq(got, cases[i][2]);
+	}
 }
 END_TEST
 
@@ -1253,6 +1517,7 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_store_blobs_put_in_batches);
 	tcase_add_test(tc, test_store_journal_rows_written_many_at_once);
 	tcase_add_test(tc, test_store_a_statement_that_cannot_be_prepared);
+	tcase_add_test(tc, test_store_backup_is_a_whole_copy);
 	tcase_add_test(tc, test_lease_is_one_host_s_at_a_time);
 	tcase_add_test(tc, test_lease_is_given_back_by_the_last_of_a_host_s_views);
 	tcase_add_test(tc, test_lease_fences_a_taken_over_writer);
@@ -1267,11 +1532,17 @@ Suite *suite_unit_store(void)
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_store_creates_the_current_schema_in_wal_mode);
 	tcase_add_test(tc, test_store_refuses_a_file_that_is_not_a_database);
+	tcase_add_test(tc, test_store_refuses_an_empty_file);
+	tcase_add_test(tc, test_store_refuses_another_program_s_database);
+	tcase_add_test(tc, test_store_made_before_the_application_id_still_opens);
+	tcase_add_test(tc, test_store_check_finds_a_damaged_page);
+	tcase_add_test(tc, test_store_writer_fails_closed);
 	tcase_add_test(tc, test_store_taken_past_this_sbx_while_it_migrates);
 	tcase_add_test(tc, test_store_second_connection_keeps_the_first_s_locks);
 	tcase_add_test(tc, test_store_receipt_paths);
 	tcase_add_test(tc, test_store_receipt_covers);
 	tcase_add_test(tc, test_store_where);
+	tcase_add_test(tc, test_store_target_without_its_password);
 	tcase_add_test(tc, test_lease_config);
 	store_tests(tc);
 	suite_add_tcase(s, tc);
@@ -1285,6 +1556,7 @@ Suite *suite_unit_store(void)
 	tcase_add_test(pg, test_store_refuses_a_utf8_database);
 	tcase_add_test(pg, test_store_prepares_a_statement_once_per_connection);
 	tcase_add_test(pg, test_lease_renewal_does_not_wait_for_a_writer_s_turn);
+	tcase_add_test(pg, test_store_check_says_what_it_checked);
 	store_tests(pg);
 	suite_add_tcase(s, pg);
 	return s;
