@@ -864,6 +864,7 @@ static void op_exec(struct client *c, const struct request *q)
 		.thread = thread,
 		.cmd = { sv.mount, names, full, cf->network, &sv.ident, q->env },
 		.base_env = environ,
+		.env_pass = cf->env_pass,
 		.host = host,
 		.host_cwd = ws,
 	};

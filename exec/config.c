@@ -20,6 +20,7 @@
  * stops the parse; libinih reports its own syntax errors by line only.
  */
 #include "config.h"
+#include "env.h"
 #include "store/lease.h"
 #include "store/store.h"
 #include "common/cleanup.h"
@@ -86,6 +87,9 @@ void config_free(struct config *c)
 		c->mounts[i].name = c->mounts[i].hostdir = NULL;
 	}
 	c->nmounts = 0;
+	for (size_t i = 0; i < c->nenv_pass; i++)
+		free(TAKE_PTR(c->env_pass[i]));
+	c->nenv_pass = 0;
 }
 
 /* S (LEN bytes) fit for a message: a file full of junk must not put
@@ -309,6 +313,39 @@ static int set_number(struct parse *p, const char *key, const char *v, const cha
 	return 0;
 }
 
+/* env_pass: the names of V (blank-separated) added to the list, each
+ * once. A list rather than one value, so that no line length limits it. */
+static int add_env_pass(struct parse *p, const char *v)
+{
+	struct config *c = p->c;
+	_cleanup_(freep) char *names = strdup(v);
+	char *save = NULL;
+
+	if (!names)
+		return fail(p, -ENOMEM, "out of memory");
+	if (!names[strspn(names, " \t")])
+		return fail(p, -EINVAL, "env_pass must name one or more variables");
+	for (char *n = strtok_r(names, " \t", &save); n; n = strtok_r(NULL, " \t", &save)) {
+		bool known = false;
+		if (!env_valid_name(n))
+			return fail(p, -EINVAL,
+				    "env_pass: '%s' is not a variable name (letters, digits and"
+				    " '_', not starting with a digit)",
+				    Q(n));
+		for (size_t i = 0; i < c->nenv_pass && !known; i++)
+			known = !strcmp(c->env_pass[i], n);
+		if (known)
+			continue;
+		if (c->nenv_pass == CONFIG_MAX_ENV_PASS)
+			return fail(p, -EINVAL, "env_pass: more than %d names",
+				    CONFIG_MAX_ENV_PASS);
+		if (!(c->env_pass[c->nenv_pass] = strdup(n)))
+			return fail(p, -ENOMEM, "out of memory");
+		c->nenv_pass++;
+	}
+	return 0;
+}
+
 static int set_broker(struct parse *p, const char *key, const char *v)
 {
 	struct config *c = p->c;
@@ -359,6 +396,8 @@ static int set_broker(struct parse *p, const char *key, const char *v)
 	}
 	if (!strcmp(key, "sandbox_uid_count"))
 		return set_number(p, key, v, "", 1u << 24, &c->sandbox_uid_count);
+	if (!strcmp(key, "env_pass"))
+		return add_env_pass(p, v);
 	return fail(p, -EINVAL, "unknown key '%s' in [broker]", Q(key));
 }
 

@@ -15,6 +15,9 @@
  *   bwrap = /usr/bin/bwrap       bubblewrap (default: found on /usr/bin:/bin)
  *   sandbox_uid_base = 2000000000  a root broker runs each sandbox as its
  *   sandbox_uid_count = 65536      own host uid (and gid) from this range
+ *   env_pass = NAME...           variables of the broker's environment its
+ *                                commands get too (env.h has the fixed set);
+ *                                a list: each line adds its names
  *
  *   [limits]                     per sandbox (a thread), docs/configuration.md
  *   pids = 1024                  processes and threads; 0: no limit
@@ -37,12 +40,13 @@
  *                                runs' dropped first beyond it; 0: no bound
  *
  * Booleans take true/false, yes/no, on/off, 1/0 (any case). A key given
- * twice keeps its last value; a mount NAME may appear once. Lines are at
- * most 197 bytes (libinih's buffer); leading blanks are ignored, so there
- * are no continuation lines; ';' or '#' starts a comment line, and " ;"
- * a comment after a value. A missing file is the defaults. Any other
- * problem (unknown section or key, a bad value, a syntax error, a line too
- * long, a NUL byte) fails config_load() with "FILE:LINE: what is wrong".
+ * twice keeps its last value, but env_pass's lines add up; a mount NAME
+ * may appear once. Lines are at most 197 bytes (libinih's buffer);
+ * leading blanks are ignored, so there are no continuation lines; ';' or
+ * '#' starts a comment line, and " ;" a comment after a value. A missing
+ * file is the defaults. Any other problem (unknown section or key, a bad
+ * value, a syntax error, a line too long, a NUL byte) fails config_load()
+ * with "FILE:LINE: what is wrong".
  */
 #ifndef SBX_CONFIG_H
 #define SBX_CONFIG_H
@@ -54,6 +58,7 @@
 
 #define CONFIG_FILE "sbx.conf"
 #define CONFIG_MAX_MOUNTS 16
+#define CONFIG_MAX_ENV_PASS 64
 
 enum isolation { ISOLATION_NAMESPACE, ISOLATION_HOST };
 
@@ -90,6 +95,8 @@ struct config {
 	struct config_limits limits;
 	struct config_mount mounts[CONFIG_MAX_MOUNTS];
 	size_t nmounts;
+	char *env_pass[CONFIG_MAX_ENV_PASS + 1]; /* POSIX names, NULL-ended */
+	size_t nenv_pass;
 	struct {
 		unsigned max_age_days; /* 0: no age limit */
 		uint64_t budget;       /* bytes per thread; 0: no bound */

@@ -1,5 +1,7 @@
 /* env.c - see env.h. */
 #include "env.h"
+#include "identity.h"
+#include "common/cleanup.h"
 #include "common/utf8.h"
 
 #include <ctype.h>
@@ -10,53 +12,23 @@
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const secret_words[] = {
-	"KEY", "SECRET", "TOKEN", "PASS", "CREDENTIAL", "DSN",
+/* The sandbox describes itself: the broker's home, user and PATH are
+ * host paths and names it does not have. */
+static const char *const sandbox_own[] = {
+	"PATH=" ENV_SANDBOX_PATH,
+	"HOME=" SANDBOX_HOME,
+	"USER=" SANDBOX_USER,
+	"LOGNAME=" SANDBOX_USER,
 };
 
-static const char *const secret_names[] = {
-	"DATABASE_URL",
-	"DATABASE_URI",
-	"REDIS_URL",
-	"MONGODB_URI",
-	"MONGO_URL",
-	"AMQP_URL",
-	"RABBITMQ_URL",
-	"POSTGRES_URL",
-	"POSTGRESQL_URL",
-	"MYSQL_URL",
-	"CLICKHOUSE_URL",
-	"CONNECTION_STRING",
-	"CONN_STR",
-	"GH_PAT",
-	"GITHUB_PAT",
-	"MYSQL_PWD",
-	"REDISCLI_AUTH",
-	"REDIS_AUTH",
-	"PGSERVICEFILE",
-	"SSH_AUTH_SOCK",
-	/* The store of sbx's own programs: a PostgreSQL URL may hold a
-	 * password, and a command has no business with the records. */
-	"SBX_STORE",
+/* On the host, the command runs as the broker's user, in its home. */
+static const char *const host_kept[] = { "PATH", "HOME", "USER", "LOGNAME" };
+
+/* Either way: the locale, the terminal, the time zone; the reference's
+ * identity variables. NAME, or PREFIX* for every name starting so. */
+static const char *const kept[] = {
+	"LANG", "LC_*", "TERM", "TZ", "DEERFLOW_CHANNEL_USER_ID", "DEERFLOW_USER_ID",
 };
-
-bool env_secret_name(const char *name)
-{
-	char upper[256];
-	size_t n = strlen(name);
-
-	if (n >= sizeof(upper))
-		return true; /* nobody needs such a name; not worth the risk */
-	for (size_t i = 0; i <= n; i++)
-		upper[i] = (char)toupper((unsigned char)name[i]);
-	for (size_t i = 0; i < COUNT(secret_words); i++)
-		if (strstr(upper, secret_words[i]))
-			return true;
-	for (size_t i = 0; i < COUNT(secret_names); i++)
-		if (!strcmp(upper, secret_names[i]))
-			return true;
-	return false;
-}
 
 bool env_valid_name(const char *name)
 {
@@ -76,44 +48,73 @@ static size_t name_len(const char *kv)
 	return eq ? (size_t)(eq - kv) : strlen(kv);
 }
 
-static bool named_in(const char *kv, char *const *list, size_t n)
+static bool same_name(const char *a, const char *b)
 {
-	size_t len = name_len(kv);
+	size_t len = name_len(a);
 
+	return name_len(b) == len && !strncmp(a, b, len);
+}
+
+/* Whether the name of "K=V" is PATTERN: NAME, or PREFIX* for every name
+ * starting so. */
+static bool name_matches(const char *kv, const char *pattern)
+{
+	size_t len = strlen(pattern);
+
+	if (len && pattern[len - 1] == '*')
+		return name_len(kv) >= len - 1 && !strncmp(kv, pattern, len - 1);
+	return same_name(kv, pattern);
+}
+
+static bool named_in(const char *kv, const char *const *list, size_t n)
+{
 	for (size_t i = 0; i < n; i++)
-		if (name_len(list[i]) == len && !strncmp(kv, list[i], len))
+		if (name_matches(kv, list[i]))
 			return true;
 	return false;
 }
 
-char **env_build(char *const *base, char *const *extra, size_t n)
+/* Sets "K=V" (a copy) in ENV of *N entries, over one of the same name. */
+static int put(char **env, size_t *n, const char *kv)
 {
-	size_t nbase = 0, k = 0;
+	char *copy = strdup(kv);
+	size_t i = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	while (i < *n && !same_name(env[i], kv))
+		i++;
+	if (i == *n)
+		(*n)++;
+	free(env[i]);
+	env[i] = copy;
+	return 0;
+}
+
+char **env_build(char *const *base, bool host, char *const *pass, char *const *extra, size_t n)
+{
+	size_t nbase = 0, npass = 0, k = 0;
+	int r = 0;
 
 	while (base && base[nbase])
 		nbase++;
-	char **env = calloc(nbase + n + 1, sizeof(*env));
+	while (pass && pass[npass])
+		npass++;
+	/* One entry a name: at most the sandbox's own, BASE's and EXTRA's. */
+	_cleanup_(env_freep) char **env = calloc(COUNT(sandbox_own) + nbase + n + 1, sizeof(*env));
 	if (!env)
 		return NULL;
-	for (size_t i = 0; i < nbase; i++) {
-		char name[256];
-		size_t len = name_len(base[i]);
-		if (len >= sizeof(name))
-			continue;
-		memcpy(name, base[i], len);
-		name[len] = '\0';
-		if (env_secret_name(name) || named_in(base[i], extra, n))
-			continue;
-		if (!(env[k++] = strdup(base[i])))
-			goto fail;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (!(env[k++] = strdup(extra[i])))
-			goto fail;
-	return env;
-fail:
-	env_free(env);
-	return NULL;
+	for (size_t i = 0; !host && i < COUNT(sandbox_own) && r == 0; i++)
+		r = put(env, &k, sandbox_own[i]);
+	for (size_t i = 0; i < nbase && r == 0; i++)
+		if (strchr(base[i], '=') &&
+		    ((host && named_in(base[i], host_kept, COUNT(host_kept))) ||
+		     named_in(base[i], kept, COUNT(kept)) ||
+		     named_in(base[i], (const char *const *)pass, npass)))
+			r = put(env, &k, base[i]);
+	for (size_t i = 0; i < n && r == 0; i++)
+		r = put(env, &k, extra[i]);
+	return r == 0 ? TAKE_PTR(env) : NULL;
 }
 
 void env_free(char **env)

@@ -1,10 +1,10 @@
 /* env.h - what a command runs with: its environment and identity.
  *
- * The broker's own environment is passed on minus secret-looking names
- * (the reference's scrub: upper-cased names matching *KEY* *SECRET*
- * *TOKEN* *PASS* *CREDENTIAL* *DSN*, and DATABASE_URL, REDIS_URL and the
- * like); variables a request passes explicitly are kept whatever their
- * names. Names must be POSIX shell names.
+ * A command's environment is built, not filtered: no variable of the
+ * broker's reaches it unless it is named here or by sbx.conf's env_pass
+ * (a denylist of secret-looking names would let through every secret
+ * under a name it does not know). Variables a request passes explicitly
+ * are kept whatever their names. Names must be POSIX shell names.
  */
 #ifndef SBX_ENV_H
 #define SBX_ENV_H
@@ -14,17 +14,35 @@
 
 #define IDENTITY_MAX 256
 
-/* True if NAME looks like it holds a secret. */
-bool env_secret_name(const char *name);
+/* PATH in the namespace sandbox (Docker's default): its /usr, /bin and
+ * /sbin are the host's, but the broker's PATH may name directories the
+ * sandbox does not have (homes, /opt), which would only show host paths. */
+#define ENV_SANDBOX_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 /* True if NAME is a POSIX shell variable name. */
 bool env_valid_name(const char *name);
 
-/* A NULL-terminated environment: BASE (NULL-terminated, "K=V") without
- * secret-looking names, then the N explicit "K=V" entries of EXTRA
- * (which replace BASE's of the same name). Returns a malloc'd array of
- * malloc'd strings (env_free()), or NULL (out of memory). */
-char **env_build(char *const *base, char *const *extra, size_t n);
+/* A command's NULL-terminated environment, from these in turn, each
+ * replacing an earlier variable of the same name:
+ *  - in the sandbox (HOST false), its own PATH (ENV_SANDBOX_PATH), HOME
+ *    (/tmp), USER and LOGNAME (agent); on the host, the broker's PATH,
+ *    HOME, USER and LOGNAME, those of the user the command runs as;
+ *  - the broker's LANG, LC_*, TERM, TZ, and the reference's identity
+ *    variables DEERFLOW_CHANNEL_USER_ID and DEERFLOW_USER_ID (which a
+ *    command inherits there too; a request's channel_user_id sets or
+ *    unsets the first in the command itself, identity_prefix());
+ *  - the broker's values of the names of PASS (NULL-terminated, may be
+ *    NULL: sbx.conf's env_pass), where it has them;
+ *  - the N "K=V" of EXTRA: explicit, whatever their names.
+ * BASE is the broker's environment (NULL-terminated, "K=V"). Returns a
+ * malloc'd array of malloc'd strings (env_free()), or NULL (out of
+ * memory). */
+char **env_build(char *const *base, bool host, char *const *pass, char *const *extra, size_t n);
 void env_free(char **env);
+static inline void env_freep(char ***env)
+{
+	env_free(*env);
+}
 
 /* The prefix that tells a command who is acting (IM sender ID), in
  * *PREFIX (malloc'd): "export DEERFLOW_CHANNEL_USER_ID=<quoted>; " for a

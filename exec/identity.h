@@ -24,6 +24,7 @@
 
 #define SANDBOX_UID 1000
 #define SANDBOX_USER "agent"
+#define SANDBOX_HOME "/tmp" /* its home: its private tmpfs */
 
 struct identity {
 	uid_t uid;

@@ -94,8 +94,24 @@ struct etc_scan {
 	int depth;
 };
 
-/* Records what of /etc others may not read: files masked with /dev/null,
- * directories with an empty tmpfs; not descended into. */
+/* Whether /etc/NAME holds the host's accounts other than in the
+ * replaced passwd and group: their backups (vipw's passwd-, group-; any
+ * passwd.bak), the shadow files and sub-id ranges, which name host users
+ * and are often readable by all. */
+static bool account_file(const char *name)
+{
+	static const char *const prefixes[] = { "passwd",  "group",  "shadow",
+						"gshadow", "subuid", "subgid" };
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(*prefixes); i++)
+		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
+			return true;
+	return false;
+}
+
+/* Records what of /etc others may not read, and the account files:
+ * files masked with /dev/null, directories with an empty tmpfs; not
+ * descended into. */
 static int scan_etc(void *arg, int dirfd, const char *name, const struct stat *st)
 {
 	struct etc_scan *e = arg;
@@ -117,7 +133,8 @@ static int scan_etc(void *arg, int dirfd, const char *name, const struct stat *s
 			dir_each(fd, scan_etc, e);
 			e->depth--;
 		}
-	} else if (S_ISREG(st->st_mode) && !(st->st_mode & S_IROTH)) {
+	} else if (S_ISREG(st->st_mode) &&
+		   (!(st->st_mode & S_IROTH) || (e->depth == 0 && account_file(name)))) {
 		if (s->netc_files < ETC_MASKS_MAX)
 			s->etc_files[s->netc_files++] = strdup(e->path);
 	}
@@ -128,6 +145,8 @@ out:
 
 struct sandbox *sandbox_new(const struct config *c, char *err, size_t errlen)
 {
+	static const char agent[] = SANDBOX_USER ":x:1000:1000:sandbox agent:" SANDBOX_HOME
+						 ":/bin/bash\n";
 	struct sandbox *s = calloc(1, sizeof(*s));
 
 	if (!s) {
@@ -139,8 +158,7 @@ struct sandbox *sandbox_new(const struct config *c, char *err, size_t errlen)
 		sandbox_free(s);
 		return NULL;
 	}
-	s->passwd = accounts("/etc/passwd",
-			     SANDBOX_USER ":x:1000:1000:sandbox agent:/tmp:/bin/bash\n");
+	s->passwd = accounts("/etc/passwd", agent);
 	s->group = accounts("/etc/group", SANDBOX_USER ":x:1000:\n");
 	struct etc_scan scan = { s, "/etc", 0 };
 	int etc = open("/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -6,8 +6,9 @@
  * sees:
  *   /usr, /etc and the /bin, /lib... links, read-only; of /etc, whatever
  *     other users of the host may not read (shadow, gshadow, SSH host
- *     keys, sudoers...) is masked, and /etc/passwd and /etc/group are
- *     the host's system accounts plus "agent";
+ *     keys, sudoers...) is masked, and so are the other files that list
+ *     the host's accounts (passwd-, group-, subuid...); /etc/passwd and
+ *     /etc/group are the host's system accounts plus "agent";
  *   a fresh /proc (its own PID namespace) with /proc/sys, sysrq-trigger,
  *     irq, bus and fs read-only and kcore, keys, timer_list, sched_debug,
  *     latency_stats, timer_stats, acpi, asound and scsi masked; no /sys;

@@ -22,10 +22,10 @@ int start_prepare(struct start *s, const struct start_spec *spec, char *err, siz
 		nenv++;
 	if (spec->host) {
 		/* The request's variables are exported by the shell: the
-		 * exec of the shell itself gets the broker's, scrubbed. */
+		 * exec of the shell itself gets none of them. */
 		launch_init(&s->host_launch);
 		s->host_argv = sandbox_argv_host(&spec->cmd);
-		s->env = env_build(spec->base_env, NULL, 0);
+		s->env = env_build(spec->base_env, true, spec->env_pass, NULL, 0);
 		if (!s->host_argv || !s->env) {
 			snprintf(err, errlen, "out of memory");
 			start_free(s);
@@ -37,17 +37,7 @@ int start_prepare(struct start *s, const struct start_spec *spec, char *err, siz
 		s->launch = &s->host_launch;
 		return 0;
 	}
-	/* Inside: the broker's variables (scrubbed), the sandbox's own
-	 * user and home, then the request's (later ones win). */
-	static const char *const own[] = { "HOME=/tmp", "USER=" SANDBOX_USER,
-					   "LOGNAME=" SANDBOX_USER };
-	const size_t nown = sizeof(own) / sizeof(*own);
-	_cleanup_(freep) char **extra = calloc(nown + nenv + 1, sizeof(*extra));
-	for (size_t i = 0; extra && i < nown; i++)
-		extra[i] = (char *)own[i];
-	for (size_t i = 0; extra && i < nenv; i++)
-		extra[nown + i] = spec->cmd.env[i];
-	if (!extra || !(s->env = env_build(spec->base_env, extra, nown + nenv))) {
+	if (!(s->env = env_build(spec->base_env, false, spec->env_pass, spec->cmd.env, nenv))) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}

@@ -17,7 +17,8 @@ struct start_spec {
 	struct cgroups *limits;
 	const char *user, *thread;
 	struct sandbox_cmd cmd; /* its env: the request's variables */
-	char *const *base_env;	/* the broker's, secrets scrubbed */
+	char *const *base_env;	/* the broker's environment (env_build()) */
+	char *const *env_pass;	/* sbx.conf's env_pass; may be NULL */
 	bool host;
 	const char *host_cwd; /* host mode: the working directory */
 };

@@ -1,6 +1,6 @@
 /* The exec broker with real views: sbx exec in a namespace sandbox
  * (output, status, virtual paths, timeouts that kill the whole tree,
- * background jobs, the environment scrub, identity values), host mode
+ * background jobs, the environment built, identity values), host mode
  * (refused, then allowed), the protocol's errors, peer credentials,
  * leases, parking and idle unmounts, a client that goes away, shutdown,
  * a broker killed and the next one, one broker per home, configuration
@@ -148,24 +148,31 @@ START_TEST(test_broker_background_jobs_do_not_hold_a_command)
 }
 END_TEST
 
-START_TEST(test_broker_environment_is_scrubbed)
+/* The broker's environment is not its commands': they get the fixed set
+ * (exec/env.h), what sbx.conf's env_pass names and the request's
+ * variables, in the sandbox and on the host alike. */
+START_TEST(test_broker_environment_is_built)
 {
+	const char *show = "'echo ${OPENAI_API_KEY:-none} ${DATABASE_URL:-none} ${SBX_STORE:-none}"
+			   " ${SBX_HOME:-none} ${SAFE_VALUE:-none} $PASSED $GITHUB_TOKEN'";
 	int st;
-	char *cmd =
-		fmt_cmd("OPENAI_API_KEY=k1 DATABASE_URL=d1 SAFE_VALUE=s1 '%s' broker --home '%s'",
-			test_bin("sbx"), test_dir("x"));
 
-	/* The broker's environment is what commands inherit: restart it
-	 * with secrets in it. */
+	/* Restart it with secrets and more in its environment. */
 	teardown();
-	free(cmd);
 	H = test_dir("bhome");
-	OK("OPENAI_API_KEY=k1 DATABASE_URL=d1 SAFE_VALUE=s1 SBX_STORE=sqlite '%s' broker"
-	   " --home '%s' >/dev/null",
-	   test_bin("sbx"), H);
-	SAME(sbx_exec(&st, "--env GITHUB_TOKEN=explicit -- 'echo ${OPENAI_API_KEY:-none}"
-			   " ${DATABASE_URL:-none} ${SBX_STORE:-none} $SAFE_VALUE $GITHUB_TOKEN'"),
-	     "none none none s1 explicit\n");
+	ck_assert_int_eq(append_file(fmt_cmd("%s/sbx.conf", H),
+				     "[broker]\nallow_host_bash = true\nenv_pass = PASSED\n"),
+			 0);
+	OK("OPENAI_API_KEY=k1 DATABASE_URL=d1 SAFE_VALUE=s1 PASSED=p1 SBX_STORE=sqlite"
+	   " SBX_HOME='%s' '%s' broker --home '%s' >/dev/null",
+	   H, test_bin("sbx"), H);
+	SAME(sbx_exec(&st, fmt_cmd("--env GITHUB_TOKEN=explicit -- %s", show)),
+	     "none none none none none p1 explicit\n");
+	SAME(sbx_exec(&st, fmt_cmd("--host --env GITHUB_TOKEN=explicit -- %s", show)),
+	     "none none none none none p1 explicit\n");
+	/* On the host the command runs as the broker's user, in its home. */
+	SAME(sbx_exec(&st, "--host -- 'echo $HOME ${USER-unset}'"),
+	     fmt_cmd("%s %s\n", getenv("HOME"), getenv("USER") ? getenv("USER") : "unset"));
 	int bad;
 	sbx_exec(&bad, "--env 1X=y -- true");
 	ck_assert_int_eq(bad, 2);
@@ -1028,7 +1035,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_exec_in_the_namespace_sandbox);
 	tcase_add_test(tc, test_broker_timeout_kills_the_whole_tree);
 	tcase_add_test(tc, test_broker_background_jobs_do_not_hold_a_command);
-	tcase_add_test(tc, test_broker_environment_is_scrubbed);
+	tcase_add_test(tc, test_broker_environment_is_built);
 	tcase_add_test(tc, test_broker_identity_values);
 	tcase_add_test(tc, test_broker_host_mode_refused_unless_allowed);
 	tcase_add_test(tc, test_broker_protocol_errors);

@@ -227,6 +227,80 @@ START_TEST(test_sandbox_request_env_stays_inside)
 }
 END_TEST
 
+/* Secrets under names no denylist knows, SBX_HOME (a host path) and any
+ * other variable of the broker's stay out of a command's environment,
+ * one-off or in a session: it is built from a fixed set, sbx.conf's
+ * env_pass and the request's variables. */
+START_TEST(test_sandbox_environment_is_built_not_filtered)
+{
+	static const char *const leaks[] = {
+		"SQLALCHEMY_DATABASE_URI",
+		"CELERY_BROKER_URL",
+		"AZURE_STORAGE_CONNECTION_STRING",
+		"HTTPS_PROXY",
+		"NPM_CONFIG__AUTH",
+		"SLACK_WEBHOOK_URL",
+		"SBX_HOME",
+		"SBX_TEST_HARMLESS",
+		"pw-",
+	};
+	const char *secrets =
+		"SQLALCHEMY_DATABASE_URI=postgresql://app:pw-sqla@db/app"
+		" CELERY_BROKER_URL=redis://:pw-celery@redis:6379/0"
+		" AZURE_STORAGE_CONNECTION_STRING='AccountName=a;AccountKey=pw-azure'"
+		" HTTPS_PROXY=http://u:pw-proxy@proxy:3128 NPM_CONFIG__AUTH=pw-npm"
+		" SLACK_WEBHOOK_URL=https://hooks.slack.com/services/pw-slack"
+		" SBX_TEST_HARMLESS=1 SBX_TEST_PASSED=passed LANG=C.UTF-8 TERM=xterm-sbx";
+	/* The shell's own environment as bubblewrap gave it, with the PWD
+	 * of its --chdir (the locale categories aside: the test's caller
+	 * may set any of them). */
+	const char *given = "tr '\\0' '\\n' < /proc/$$/environ | grep -v '^LC_' | sort";
+
+	teardown();
+	H = test_dir("shome");
+	OK("env %s SBX_HOME='%s' '%s' broker --home '%s' >/dev/null", secrets, H, test_bin("sbx"),
+	   H);
+	for (int session = 0; session < 2; session++) {
+		char *out = run_opts("t1", session ? "--scope s" : "", (int[]){ 0 },
+				     "tr '\\0' '\\n' < /proc/self/environ; echo ---; env");
+		for (size_t i = 0; i < sizeof(leaks) / sizeof(*leaks); i++)
+			ck_assert_msg(!strstr(out, leaks[i]), "%s reached the command:\n%s",
+				      leaks[i], out);
+		ck_assert_msg(!strstr(out, H), "the home reached the command:\n%s", out);
+	}
+	SAME(run_ok("t1", given),
+	     "HOME=/tmp\nLANG=C.UTF-8\nLOGNAME=agent\n"
+	     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+	     "PWD=/mnt/user-data/workspace\nTERM=xterm-sbx\nTZ=UTC\nUSER=agent\n");
+	/* What sbx.conf names is passed; what the request gives is kept,
+	 * whatever its name. */
+	broker_stop(H);
+	ck_assert_int_eq(append_file(fmt_cmd("%s/sbx.conf", H),
+				     "[broker]\nenv_pass = SBX_TEST_PASSED NOT_SET_ANYWHERE\n"),
+			 0);
+	OK("env %s '%s' broker --home '%s' >/dev/null", secrets, test_bin("sbx"), H);
+	SAME(run_opts("t1", "--env API_TOKEN=explicit --env PATH=/usr/bin:/bin", (int[]){ 0 },
+		      given),
+	     "API_TOKEN=explicit\nHOME=/tmp\nLANG=C.UTF-8\nLOGNAME=agent\nPATH=/usr/bin:/bin\n"
+	     "PWD=/mnt/user-data/workspace\nSBX_TEST_PASSED=passed\nTERM=xterm-sbx\nTZ=UTC\nUSER=agent\n");
+	SAME(run_opts("t1", "--scope s", (int[]){ 0 }, "echo $SBX_TEST_PASSED"), "passed\n");
+}
+END_TEST
+
+/* The backups of the host's account files (vipw's passwd- and group-)
+ * and its sub-id ranges list no host account: whatever of them can be
+ * read inside is in the sandbox's own /etc/passwd and /etc/group. (A
+ * host without such files cannot fail this.) */
+START_TEST(test_sandbox_account_backups_list_no_host_user)
+{
+	SAME(run_ok("t1", "for f in /etc/passwd- /etc/group- /etc/shadow- /etc/gshadow-"
+			  " /etc/subuid /etc/subgid /etc/subuid- /etc/subgid-; do"
+			  " cat $f 2>/dev/null; done | grep -vxF -f /etc/passwd -f /etc/group;"
+			  " echo end"),
+	     "end\n");
+}
+END_TEST
+
 /* The broker's own descriptors do not reach a command. */
 START_TEST(test_sandbox_no_inherited_descriptors)
 {
@@ -668,6 +742,8 @@ Suite *suite_sandbox(void)
 	tcase_add_test(tc, test_sandbox_no_device_nodes);
 	tcase_add_test(tc, test_sandbox_host_secrets_stay_out);
 	tcase_add_test(tc, test_sandbox_request_env_stays_inside);
+	tcase_add_test(tc, test_sandbox_environment_is_built_not_filtered);
+	tcase_add_test(tc, test_sandbox_account_backups_list_no_host_user);
 	tcase_add_test(tc, test_sandbox_no_inherited_descriptors);
 	tcase_add_test(tc, test_sandbox_colliding_ids_share_nothing);
 	tcase_add_test(tc, test_sandbox_no_ptrace_across_sandboxes);

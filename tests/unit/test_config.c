@@ -64,6 +64,8 @@ static void assert_defaults(const struct config *c)
 	ck_assert_uint_eq(c->limits.disk_inodes, 1000000);
 	ck_assert(c->limits.cgroups);
 	ck_assert_uint_eq(c->nmounts, 0);
+	ck_assert_uint_eq(c->nenv_pass, 0);
+	ck_assert_ptr_null(c->env_pass[0]);
 }
 
 START_TEST(test_config_defaults)
@@ -177,6 +179,49 @@ START_TEST(test_config_reads_every_key)
 	config_free(&c);
 	ck_assert_uint_eq(c.nmounts, 0);
 	config_free(&c); /* twice is harmless */
+}
+END_TEST
+
+/* env_pass lists names: its lines add up, a name twice is kept once. */
+START_TEST(test_config_env_pass_adds_up)
+{
+	struct config c;
+	char err[512], *path;
+	int r = load("[broker]\n"
+		     "env_pass = HTTP_PROXY \tNO_PROXY\n"
+		     "timeout = 5\n"
+		     "env_pass = pip_index_url HTTP_PROXY   ; a comment\n",
+		     &c, err, sizeof(err), &path);
+
+	ck_assert_msg(r == 0, "%d %s", r, err);
+	ck_assert_uint_eq(c.nenv_pass, 3);
+	ck_assert_str_eq(c.env_pass[0], "HTTP_PROXY");
+	ck_assert_str_eq(c.env_pass[1], "NO_PROXY");
+	ck_assert_str_eq(c.env_pass[2], "pip_index_url");
+	ck_assert_ptr_null(c.env_pass[3]);
+	config_free(&c);
+	ck_assert_uint_eq(c.nenv_pass, 0);
+	ck_assert_ptr_null(c.env_pass[0]);
+
+	/* Up to CONFIG_MAX_ENV_PASS names, 8 a line. */
+	char text[4096], want[600];
+	size_t n = snprintf(text, sizeof(text), "[broker]");
+	for (int i = 0; i < CONFIG_MAX_ENV_PASS; i++)
+		n += snprintf(text + n, sizeof(text) - n, "%sV%d",
+			      i % 8 ? " " : "\nenv_pass = ", i);
+	snprintf(text + n, sizeof(text) - n, "\n");
+	ck_assert_int_eq(load(text, &c, err, sizeof(err), &path), 0);
+	ck_assert_uint_eq(c.nenv_pass, CONFIG_MAX_ENV_PASS);
+	ck_assert_str_eq(c.env_pass[CONFIG_MAX_ENV_PASS - 1], "V63");
+	ck_assert_ptr_null(c.env_pass[CONFIG_MAX_ENV_PASS]);
+	config_free(&c);
+	snprintf(text + n, sizeof(text) - n, "\nenv_pass = V1 ONE_MORE\n");
+	ck_assert_int_eq(load(text, &c, err, sizeof(err), &path), -EINVAL);
+	snprintf(want, sizeof(want), "%s:%d: env_pass: more than %d names", path,
+		 CONFIG_MAX_ENV_PASS / 8 + 2, CONFIG_MAX_ENV_PASS);
+	ck_assert_str_eq(err, want);
+	ck_assert_uint_eq(c.nenv_pass, 0);
+	config_free(&c);
 }
 END_TEST
 
@@ -378,6 +423,17 @@ static const struct {
 	{ "[mounts]\nacp-workspace = /srv:ro\n", ":2: mount name 'acp-workspace' is reserved" },
 	{ "[mounts]\ndata = /a\nref = /b\n[broker]\n[mounts]\ndata = /c:ro\n",
 	  ":6: mount 'data' is already defined on line 2" },
+	/* env_pass. */
+	{ "[broker]\nenv_pass =\n", ":2: env_pass must name one or more variables" },
+	{ "[broker]\nenv_pass = A 1B\n",
+	  ":2: env_pass: '1B' is not a variable name (letters, digits and '_', not starting with a"
+	  " digit)" },
+	{ "[broker]\nenv_pass = LC_*\n",
+	  ":2: env_pass: 'LC_*' is not a variable name (letters, digits and '_', not starting with a"
+	  " digit)" },
+	{ "[broker]\nenv_pass = A=B\n",
+	  ":2: env_pass: 'A=B' is not a variable name (letters, digits and '_', not starting with a"
+	  " digit)" },
 	/* Limits and sandbox ids. */
 	{ "[limits]\nmemory = lots\n",
 	  ":2: memory must be a size such as 0, 512M or 2G (at most 1 EiB), not 'lots'" },
@@ -585,6 +641,7 @@ Suite *suite_unit_config(void)
 	tcase_add_test(tc, test_config_empty_file_is_the_defaults);
 	tcase_add_test(tc, test_config_raises_max_shell_sessions_for_max_running);
 	tcase_add_test(tc, test_config_reads_every_key);
+	tcase_add_test(tc, test_config_env_pass_adds_up);
 	tcase_add_test(tc, test_config_limits_and_sandbox_ids);
 	tcase_add_test(tc, test_config_indented_lines_are_plain_lines);
 	tcase_add_test(tc, test_config_crlf_and_bom);

@@ -1,4 +1,4 @@
-/* What a broker command runs with and returns: the environment scrub,
+/* What a broker command runs with and returns: the environment built,
  * the identity prefix (hostile values), shell quoting, the output text
  * (streams, truncation, exit lines), UTF-8 cleaning, and the path
  * rewriting and masking of host mode, and a killed command's tree. */
@@ -29,38 +29,113 @@ static size_t utf8_len(const char *s)
 	return n;
 }
 
-START_TEST(test_exec_secret_names)
+START_TEST(test_exec_valid_names)
 {
-	ck_assert(env_secret_name("OPENAI_API_KEY"));
-	ck_assert(env_secret_name("github_token"));
-	ck_assert(env_secret_name("DB_PASSWORD"));
-	ck_assert(env_secret_name("SENTRY_DSN"));
-	ck_assert(env_secret_name("DATABASE_URL"));
-	ck_assert(env_secret_name("redis_url"));
-	ck_assert(env_secret_name("SSH_AUTH_SOCK"));
-	ck_assert(env_secret_name("SBX_STORE"));
-	ck_assert(!env_secret_name("PATH"));
-	ck_assert(!env_secret_name("HOME"));
-	ck_assert(!env_secret_name("LANG"));
 	ck_assert(env_valid_name("A_1"));
+	ck_assert(env_valid_name("_a"));
 	ck_assert(!env_valid_name("1A"));
 	ck_assert(!env_valid_name("A-B"));
+	ck_assert(!env_valid_name("A=B"));
 	ck_assert(!env_valid_name(""));
 }
 END_TEST
 
-START_TEST(test_exec_env_build_scrubs_and_keeps_explicit)
+/* The broker's environment in the tests below: secrets under names no
+ * denylist knows, a host path in SBX_HOME, a harmless name, and the
+ * fixed set. */
+static char *broker_env[] = {
+	"SQLALCHEMY_DATABASE_URI=postgresql://app:pw@db/app",
+	"CELERY_BROKER_URL=redis://:pw@redis:6379/0",
+	"AZURE_STORAGE_CONNECTION_STRING=AccountName=a;AccountKey=pw",
+	"HTTPS_PROXY=http://u:pw@proxy:3128",
+	"NPM_CONFIG__AUTH=dTpwdw==",
+	"SLACK_WEBHOOK_URL=https://hooks.slack.com/services/T/B/pw",
+	"SBX_HOME=/var/lib/sbxfs",
+	"HARMLESS=1",
+	"PATH=/root/.cargo/bin:/usr/bin:/bin",
+	"HOME=/root",
+	"USER=root",
+	"LOGNAME=root",
+	"LANG=C.UTF-8",
+	"LC_ALL=C",
+	"LC_TIME=en_GB.UTF-8",
+	"LCX=1",
+	"TERM=xterm",
+	"TZ=UTC",
+	"DEERFLOW_CHANNEL_USER_ID=U1",
+	"DEERFLOW_USER_ID=alice",
+	"NOEQUALS",
+	NULL,
+};
+
+/* "K=V" lines of ENV, freed. */
+static char *joined(char **env)
 {
-	char *base[] = { "PATH=/usr/bin", "AWS_SECRET_ACCESS_KEY=x", "MY_TOKEN=t", "LANG=C", NULL };
-	char *extra[] = { "MY_TOKEN=explicit", "LANG=fr" };
-	char **env = env_build(base, extra, 2);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
 
 	ck_assert_ptr_nonnull(env);
-	ck_assert_str_eq(env[0], "PATH=/usr/bin");
-	ck_assert_str_eq(env[1], "MY_TOKEN=explicit");
-	ck_assert_str_eq(env[2], "LANG=fr");
-	ck_assert_ptr_null(env[3]);
+	ck_assert_ptr_nonnull(f);
+	for (size_t i = 0; env[i]; i++)
+		fprintf(f, "%s\n", env[i]);
+	ck_assert_int_eq(fclose(f), 0);
 	env_free(env);
+	return out;
+}
+
+/* Only the fixed set reaches a command from the broker's environment;
+ * in the sandbox, its own PATH, home and user replace the broker's. */
+START_TEST(test_exec_env_build_is_an_allowlist)
+{
+	static const char fixed[] = "LANG=C.UTF-8\nLC_ALL=C\nLC_TIME=en_GB.UTF-8\nTERM=xterm\n"
+				    "TZ=UTC\nDEERFLOW_CHANNEL_USER_ID=U1\nDEERFLOW_USER_ID=alice\n";
+	char *got = joined(env_build(broker_env, false, NULL, NULL, 0));
+	char *want = NULL;
+
+	ck_assert_int_ge(asprintf(&want,
+				  "PATH=" ENV_SANDBOX_PATH
+				  "\nHOME=/tmp\nUSER=agent\nLOGNAME=agent\n%s",
+				  fixed),
+			 0);
+	ck_assert_str_eq(got, want);
+	free(got);
+	free(want);
+	got = joined(env_build(broker_env, true, NULL, NULL, 0));
+	ck_assert_int_ge(asprintf(&want,
+				  "PATH=/root/.cargo/bin:/usr/bin:/bin\nHOME=/root\nUSER=root\n"
+				  "LOGNAME=root\n%s",
+				  fixed),
+			 0);
+	ck_assert_str_eq(got, want);
+	free(got);
+	free(want);
+	got = joined(env_build(NULL, false, NULL, NULL, 0));
+	ck_assert_str_eq(got, "PATH=" ENV_SANDBOX_PATH "\nHOME=/tmp\nUSER=agent\nLOGNAME=agent\n");
+	free(got);
+}
+END_TEST
+
+/* sbx.conf's names take the broker's values (over the sandbox's own);
+ * the request's variables are kept whatever their names, over all. */
+START_TEST(test_exec_env_build_adds_what_is_named)
+{
+	char *pass[] = { "HTTPS_PROXY", "PATH", "NOT_SET", "NOEQUALS", NULL };
+	char *extra[] = { "API_TOKEN=explicit", "LANG=fr_FR.UTF-8", "HOME=/mnt/user-data" };
+	char *got = joined(env_build(broker_env, false, pass, extra, 3));
+
+	ck_assert_str_eq(got,
+			 "PATH=/root/.cargo/bin:/usr/bin:/bin\nHOME=/mnt/user-data\n"
+			 "USER=agent\nLOGNAME=agent\nHTTPS_PROXY=http://u:pw@proxy:3128\n"
+			 "LANG=fr_FR.UTF-8\nLC_ALL=C\nLC_TIME=en_GB.UTF-8\nTERM=xterm\nTZ=UTC\n"
+			 "DEERFLOW_CHANNEL_USER_ID=U1\nDEERFLOW_USER_ID=alice\n"
+			 "API_TOKEN=explicit\n");
+	free(got);
+	got = joined(env_build(broker_env, true, pass, NULL, 0));
+	ck_assert_msg(strstr(got, "HTTPS_PROXY=http://u:pw@proxy:3128\n") &&
+			      !strstr(got, "SBX_HOME"),
+		      "%s", got);
+	free(got);
 }
 END_TEST
 
@@ -471,8 +546,9 @@ Suite *suite_unit_exec(void)
 	Suite *s = suite_create("unit_exec");
 	TCase *tc = tcase_create("exec");
 
-	tcase_add_test(tc, test_exec_secret_names);
-	tcase_add_test(tc, test_exec_env_build_scrubs_and_keeps_explicit);
+	tcase_add_test(tc, test_exec_valid_names);
+	tcase_add_test(tc, test_exec_env_build_is_an_allowlist);
+	tcase_add_test(tc, test_exec_env_build_adds_what_is_named);
 	tcase_add_test(tc, test_exec_identity_prefix_hostile_values);
 	tcase_add_test(tc, test_exec_output_text_formats);
 	tcase_add_test(tc, test_exec_capture_limit_and_middle_truncation);
