@@ -165,7 +165,23 @@ static void root_entry(const char *at, const struct launch_bind *b)
 			fail(b->dst, errno, 126);
 		return;
 	}
-	make_dirs(path, strlen(at));
+	struct stat st;
+	if (stat(b->src, &st) < 0)
+		fail(b->src, errno, 126);
+	if (S_ISDIR(st.st_mode)) {
+		make_dirs(path, strlen(at));
+	} else {
+		/* A file's mount point is a file. */
+		char *slash = strrchr(path, '/');
+		*slash = '\0';
+		if (slash > path + strlen(at))
+			make_dirs(path, strlen(at));
+		*slash = '/';
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0)
+			fail(b->dst, errno, 126);
+		close(fd);
+	}
 	if (mount(b->src, path, NULL, MS_BIND | (b->kind == LAUNCH_TREE ? MS_REC : 0), NULL) < 0)
 		fail(b->src, errno, 126);
 }
@@ -188,7 +204,7 @@ static void private_mounts(const struct launch *l)
 	for (size_t i = 0; i < l->nbinds; i++)
 		root_entry(l->root_at, &l->binds[i]);
 	join(path, l->root_at, "/tmp");
-	if (mkdir(path, 0755) < 0)
+	if (mkdir(path, 0755) < 0 && errno != EEXIST) /* a bwrap below /tmp made it */
 		fail(path, errno, 126);
 	join(path, l->root_at, "/proc");
 	if (mkdir(path, 0755) < 0 ||

@@ -47,12 +47,13 @@
 
 /* One entry of the namespace's root. */
 struct launch_bind {
-	const char *src; /* a host path, reachable as root; LAUNCH_LINK: the
-			  * link's target */
+	const char *src; /* a host directory or file, reachable as root;
+			  * LAUNCH_LINK: the link's target */
 	const char *dst; /* absolute, in the new root */
 	enum {
 		LAUNCH_TREE, /* SRC bound with the mounts below it */
-		LAUNCH_FLAT, /* SRC's mount alone (/dev, not its pts or shm) */
+		LAUNCH_FLAT, /* SRC's mount alone (/dev, not its pts or shm;
+			      * a file) */
 		LAUNCH_LINK, /* a symlink to SRC */
 	} kind;
 };

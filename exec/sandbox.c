@@ -22,8 +22,8 @@
 #define VIEW_AT "/mnt"
 #define ETC_MASKS_MAX 256
 #define SYSTEM_DIRS 8
-_Static_assert(SYSTEM_DIRS + 1 + SANDBOX_VIEW_DIRS <= LAUNCH_MAX_BINDS,
-	       "the launch's root: the system directories, /dev and the view's");
+_Static_assert(SYSTEM_DIRS + 2 + SANDBOX_VIEW_DIRS <= LAUNCH_MAX_BINDS,
+	       "the launch's root: the system directories, bwrap, /dev and the view's");
 
 /* The descriptors bubblewrap gets, in this order, from 3 up. */
 enum { FD_ARGS, FD_SECCOMP, FD_PASSWD, FD_GROUP, FD_INFO };
@@ -348,6 +348,14 @@ static void launch_root(const struct sandbox *s, struct launch *l, bool leave_ch
 								  LAUNCH_TREE };
 	/* bubblewrap's /dev takes the host's device nodes, not its mounts. */
 	l->binds[l->nbinds++] = (struct launch_bind){ "/dev", "/dev", LAUNCH_FLAT };
+	/* A bwrap of [broker] outside them (/opt/...): the file alone. */
+	bool system = false;
+	for (size_t i = 0; i < s->nsys && !system; i++) {
+		size_t len = strlen(s->sys[i].path);
+		system = !strncmp(s->bwrap, s->sys[i].path, len) && s->bwrap[len] == '/';
+	}
+	if (!system)
+		l->binds[l->nbinds++] = (struct launch_bind){ s->bwrap, s->bwrap, LAUNCH_FLAT };
 }
 
 /* bubblewrap's options (given through FD_ARGS): everything but the
