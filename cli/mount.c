@@ -19,6 +19,9 @@ static const char umount_usage[] =
 	"Unmounts the view at MOUNTPOINT; its daemon then exits. A stale mount\n"
 	"(\"Transport endpoint is not connected\" after the daemon died) is\n"
 	"detached. Anything else mounted there (not an sbxfs view) is refused.\n"
+	"A view that sandboxes still use (a broker's shell sessions or commands\n"
+	"of its thread, or any other mount namespace that binds it) is refused\n"
+	"too, naming their processes: unmounted, it would live on in them.\n"
 	"Uses umount2(2) as root, fusermount3 otherwise.\n";
 
 /* sbxfs does the mounting, its options and help included: sbx mount is
@@ -45,6 +48,31 @@ int cmd_mount(int argc, char **argv, const char *home)
 	execv(exe, args);
 	execvp("sbxfs", args);
 	fprintf(stderr, "sbx: mount: cannot run sbxfs: %s\n", strerror(errno));
+	return 1;
+}
+
+/* 1 with a message naming them if other mount namespaces hold the view
+ * at MP: their binds would keep its connection, and its daemon, alive
+ * after the unmount, which would then return 0 for nothing. Not ending
+ * them is deliberate: a shell session's state and its jobs are the
+ * agent's, as a host process's are when umount says busy. */
+static int refuse_if_held(const char *mp)
+{
+	struct view_holder h[8];
+	int n = view_holders(mp, h, sizeof(h) / sizeof(*h));
+
+	if (n <= 0)
+		return 0;
+	fprintf(stderr,
+		"sbx: umount: %s: in use by %d other mount namespace%s (a broker's sandboxes of"
+		" its thread, or processes that bound it):",
+		mp, n, n == 1 ? "" : "s");
+	for (int i = 0; i < n && i < (int)(sizeof(h) / sizeof(*h)); i++)
+		fprintf(stderr, "%s pid %d (%s)", i ? "," : "", (int)h[i].pid, h[i].comm);
+	fprintf(stderr,
+		"%s; end them first (a shell session: `exit` in its scope, or the broker's"
+		" shutdown): left mounted\n",
+		n > 8 ? ", ..." : "");
 	return 1;
 }
 
@@ -85,6 +113,8 @@ int cmd_umount(int argc, char **argv, const char *home)
 				     : strerror(-r));
 		return 1;
 	}
+	if ((r = refuse_if_held(mp)) != 0)
+		return r;
 	r = view_unmount(mp, false);
 	if (r < 0 && geteuid() == 0)
 		fprintf(stderr, "sbx: umount: %s: %s%s\n", mp, strerror(-r),

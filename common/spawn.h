@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* The environment variable by which sbx mount tells sbxfs its name
  * ("sbx mount") for help and errors; sbxfs does not pass it on. */
@@ -39,5 +40,20 @@ bool is_mount_point(const char *mp);
  * type is then in TYPE (SIZE bytes); -EINVAL if MP is no mount point,
  * other -errno if MP cannot be resolved. */
 int view_mounted_at(const char *mp, char *type, size_t size);
+
+/* A process of another mount namespace that holds the view. */
+struct view_holder {
+	pid_t pid;
+	char comm[16];
+};
+
+/* The mount namespaces other than ours that hold the view at MP (a
+ * sandbox's binds of its directories, a copy that gets no unmount by
+ * propagation): while one does, the view's FUSE connection outlives
+ * an unmount at MP, and its daemon with it. Each is named in H (at most
+ * MAX) by its first process. Returns how many there are, or -errno
+ * (-EINVAL: MP is no mount point). Namespaces of processes the caller
+ * may not inspect are not seen. */
+int view_holders(const char *mp, struct view_holder *h, size_t max);
 
 #endif

@@ -1241,6 +1241,13 @@ static void stop_signals(sigset_t *mask)
 	sigaddset(mask, SIGHUP);
 }
 
+/* Whether USER's THREAD has shell sessions: they bind its view, which
+ * is then not idle (provider_tick). */
+static bool has_sessions(void *pool, const char *user, const char *thread)
+{
+	return sessions_of(pool, user, thread) > 0;
+}
+
 static int serve_loop(struct broker *b, int lfd)
 {
 	sigset_t mask;
@@ -1264,7 +1271,7 @@ static int serve_loop(struct broker *b, int lfd)
 		}
 		if (p[0].revents)
 			accept_client(b, lfd);
-		provider_tick(b->provider);
+		provider_tick(b->provider, has_sessions, b->sessions);
 		sessions_tick(b->sessions);
 		cgroups_tick(b->limits);
 	}

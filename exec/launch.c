@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/mount.h>
 #include <linux/sched.h>
 #include <sched.h>
@@ -125,23 +126,94 @@ static void leave_chroot(void)
 	close(tree);
 }
 
+/* AT followed by PATH, in BUF (PATH_MAX bytes). */
+static void join(char *buf, const char *at, const char *path)
+{
+	size_t a = strlen(at), p = strlen(path);
+
+	if (a + p >= PATH_MAX)
+		fail(path, ENAMETOOLONG, 126);
+	memcpy(buf, at, a);
+	memcpy(buf + a, path, p + 1);
+}
+
+/* PATH's directories below its first FROM bytes (which exist), PATH
+ * itself included, as mkdir -p makes them. */
+static void make_dirs(char *path, size_t from)
+{
+	for (char *p = path + from + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			fail(path, errno, 126);
+		*p = c;
+		if (!c)
+			return;
+	}
+}
+
+/* B made in the root being built at AT. */
+static void root_entry(const char *at, const struct launch_bind *b)
+{
+	char path[PATH_MAX];
+
+	join(path, at, b->dst);
+	if (b->kind == LAUNCH_LINK) {
+		if (symlink(b->src, path) < 0)
+			fail(b->dst, errno, 126);
+		return;
+	}
+	struct stat st;
+	if (stat(b->src, &st) < 0)
+		fail(b->src, errno, 126);
+	if (S_ISDIR(st.st_mode)) {
+		make_dirs(path, strlen(at));
+	} else {
+		/* A file's mount point is a file. */
+		char *slash = strrchr(path, '/');
+		*slash = '\0';
+		if (slash > path + strlen(at))
+			make_dirs(path, strlen(at));
+		*slash = '/';
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0)
+			fail(b->dst, errno, 126);
+		close(fd);
+	}
+	if (mount(b->src, path, NULL, MS_BIND | (b->kind == LAUNCH_TREE ? MS_REC : 0), NULL) < 0)
+		fail(b->src, errno, 126);
+}
+
+/* A copy of the host's mount table would keep every mount of it alive
+ * for the sandbox's life, a view unmounted on the host among them, and,
+ * as a slave, receive the host's later mounts: the namespace gets a root
+ * of its own instead, and the copy is detached. */
 static void private_mounts(const struct launch *l)
 {
-	if (unshare(CLONE_NEWNS) < 0)
-		fail("a mount namespace", errno, 126);
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+	char path[PATH_MAX];
+
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		fail("a mount namespace", errno, 126);
 	if (l->leave_chroot)
 		leave_chroot();
-	if (mount("sbx", l->scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	if (mount("sbx", l->root_at, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		  "mode=0755,size=64k") < 0)
-		fail(l->scratch, errno, 126);
-	for (size_t i = 0; i < l->nbinds; i++) {
-		if (mkdir(l->binds[i].dst, 0755) < 0 && errno != EEXIST)
-			fail(l->binds[i].dst, errno, 126);
-		if (mount(l->binds[i].src, l->binds[i].dst, NULL, MS_BIND | MS_REC, NULL) < 0)
-			fail(l->binds[i].src, errno, 126);
-	}
+		fail(l->root_at, errno, 126);
+	for (size_t i = 0; i < l->nbinds; i++)
+		root_entry(l->root_at, &l->binds[i]);
+	join(path, l->root_at, "/tmp");
+	if (mkdir(path, 0755) < 0 && errno != EEXIST) /* a bwrap below /tmp made it */
+		fail(path, errno, 126);
+	join(path, l->root_at, "/proc");
+	if (mkdir(path, 0755) < 0 ||
+	    mount("proc", path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		fail(path, errno, 126);
+	/* The old root ends up on top of the new one, and goes. */
+	if (chdir(l->root_at) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
+	    umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+		fail("the sandbox's root", errno, 126);
 }
 
 static void child(char *const *argv, char *const *envp, const char *cwd, int in, int out, int err,
@@ -157,7 +229,7 @@ static void child(char *const *argv, char *const *envp, const char *cwd, int in,
 	setsid();
 	if (!l)
 		goto exec;
-	if (l->scratch)
+	if (l->root_at)
 		private_mounts(l);
 	for (size_t i = 0; i < l->nrlimits; i++)
 		if (setrlimit((__rlimit_resource_t)l->rlimits[i].resource, &l->rlimits[i].lim) < 0)

@@ -11,12 +11,19 @@
  *  3. every other descriptor is closed (close_range), whatever the broker
  *     inherited or opened; signals as a new process has them;
  *  4. a session of its own: no controlling terminal;
- *  5. with SCRATCH: a private mount namespace (as root) where a tmpfs is
- *     mounted on SCRATCH and each BINDS[i].src bound at BINDS[i].dst
- *     below it, so that an unprivileged bubblewrap can bind directories
- *     it could not reach on the host; with LEAVE_CHROOT, first a copy of
- *     the broker's chroot mounted on the root of that namespace and made
- *     the root, for bubblewrap may not make a user namespace in a chroot;
+ *  5. with ROOT_AT: a private mount namespace (as root) whose root is a
+ *     new tmpfs holding BINDS and nothing else of the host's mount table:
+ *     built on the host's directory ROOT_AT (each BINDS[i] made at its
+ *     DST, a fresh /proc, an empty /tmp where bubblewrap builds its own),
+ *     then made the root, the host's tree detached. No mount propagates
+ *     into it or out of it. So an unprivileged bubblewrap can bind
+ *     directories it could not reach on the host, and the namespace,
+ *     which lives as long as the sandbox, keeps no other mount alive: a
+ *     FUSE view unmounted on the host would otherwise live on in it, its
+ *     daemon never told to exit. With LEAVE_CHROOT, first a copy of the
+ *     broker's chroot is mounted on the root of that namespace and made
+ *     the root, for bubblewrap may not make a user namespace in a chroot
+ *     (nor pivot_root leave one);
  *  6. the rlimits and the nice value;
  *  7. with UID: no supplementary groups, then that gid and uid, real,
  *     effective and saved;
@@ -33,14 +40,22 @@
 #include <sys/types.h>
 
 #define LAUNCH_MAX_PASS 8
-#define LAUNCH_MAX_BINDS 24
+#define LAUNCH_MAX_BINDS 32
 #define LAUNCH_MAX_CGROUPS 3
 #define LAUNCH_MAX_RLIMITS 4
 #define LAUNCH_FAILED "sbx: cannot start the command: "
 
+/* One entry of the namespace's root. */
 struct launch_bind {
-	const char *src; /* a host path, reachable as root */
-	const char *dst; /* absolute, below the scratch mount */
+	const char *src; /* a host directory or file, reachable as root;
+			  * LAUNCH_LINK: the link's target */
+	const char *dst; /* absolute, in the new root */
+	enum {
+		LAUNCH_TREE, /* SRC bound with the mounts below it */
+		LAUNCH_FLAT, /* SRC's mount alone (/dev, not its pts or shm;
+			      * a file) */
+		LAUNCH_LINK, /* a symlink to SRC */
+	} kind;
 };
 
 struct launch {
@@ -51,7 +66,7 @@ struct launch {
 	int cgroup_dir;	     /* the unified hierarchy's leaf, for
 					 * clone3(CLONE_INTO_CGROUP), which
 					 * spares the write; -1: none */
-	const char *scratch; /* NULL: no mount namespace */
+	const char *root_at; /* NULL: no mount namespace */
 	bool leave_chroot;   /* the broker runs in a chroot: its tree
 					 * is made the namespace's root first */
 	struct launch_bind binds[LAUNCH_MAX_BINDS];

@@ -425,14 +425,16 @@ void provider_unuse(struct provider *p, const char *user, const char *thread)
 	pthread_mutex_unlock(&p->lock);
 }
 
-void provider_tick(struct provider *p)
+void provider_tick(struct provider *p,
+		   bool (*busy)(void *arg, const char *user, const char *thread), void *arg)
 {
 	time_t now = time(NULL);
 
 	pthread_mutex_lock(&p->lock);
 	for (struct view *v = p->views; v; v = v->next)
 		if (v->mounted && v->nowners == 0 && v->running == 0 &&
-		    now - v->idle_since >= (time_t)p->config->idle_timeout) {
+		    now - v->idle_since >= (time_t)p->config->idle_timeout &&
+		    !busy(arg, v->user, v->thread)) {
 			log_info("%s/%s idle for %u s", v->user, v->thread,
 				 p->config->idle_timeout);
 			unmount_view(p, v, false);

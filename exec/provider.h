@@ -11,8 +11,8 @@
  * a root broker mounts it for that uid (allow_other, --map-owner), with
  * the disk quota of [limits]. acquire(owner)
  * is idempotent per owner; release(owner) drops that owner's lease; a
- * view with no lease and no command running is parked (kept mounted,
- * warm) and unmounted after idle_timeout seconds. A mount left behind by
+ * view with no lease, no command running and no shell session is parked
+ * (kept mounted, warm) and unmounted after idle_timeout seconds. A mount left behind by
  * a broker that died is found at start-up and detached.
  *
  * All functions are thread-safe.
@@ -64,8 +64,11 @@ int provider_use(struct provider *p, const char *user, const char *thread, struc
 		 char *err, size_t errlen);
 void provider_unuse(struct provider *p, const char *user, const char *thread);
 
-/* Unmounts views parked for longer than the idle timeout. */
-void provider_tick(struct provider *p);
+/* Unmounts views parked for longer than the idle timeout, but those
+ * BUSY(ARG, USER, THREAD) says sandboxes still bind (shell sessions):
+ * unmounted, a view would live on in their mount namespaces. */
+void provider_tick(struct provider *p,
+		   bool (*busy)(void *arg, const char *user, const char *thread), void *arg);
 
 /* Calls FN for each view the provider knows. */
 void provider_each(struct provider *p,

@@ -16,9 +16,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Where a root broker's launch binds the view for bubblewrap (launch.h). */
-#define SCRATCH "/mnt"
+/* Where a root broker's launch builds the sandbox's root on the host,
+ * and where in that root it binds the view for bubblewrap (launch.h). */
+#define ROOT_AT "/mnt"
+#define VIEW_AT "/mnt"
 #define ETC_MASKS_MAX 256
+#define SYSTEM_DIRS 8
+_Static_assert(SYSTEM_DIRS + 2 + SANDBOX_VIEW_DIRS <= LAUNCH_MAX_BINDS,
+	       "the launch's root: the system directories, bwrap, /dev and the view's");
 
 /* The descriptors bubblewrap gets, in this order, from 3 up. */
 enum { FD_ARGS, FD_SECCOMP, FD_PASSWD, FD_GROUP, FD_INFO };
@@ -30,6 +35,11 @@ struct sandbox {
 	char *passwd, *group;
 	char *etc_files[ETC_MASKS_MAX], *etc_dirs[ETC_MASKS_MAX];
 	size_t netc_files, netc_dirs;
+	struct {
+		const char *path;
+		char target[PATH_MAX]; /* a link's; "": a directory */
+	} sys[SYSTEM_DIRS];	       /* those the host has */
+	size_t nsys;
 	bool chrooted; /* sandboxes must leave the broker's
 					 * chroot first (sandbox_probe) */
 };
@@ -143,6 +153,27 @@ out:
 	return 0;
 }
 
+/* The host's system directories the sandbox shows: each a link (kept a
+ * link) or a directory (bound read-only). */
+static void scan_system(struct sandbox *s)
+{
+	static const char *const dirs[SYSTEM_DIRS] = {
+		"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+	};
+	struct stat st;
+
+	for (size_t i = 0; i < SYSTEM_DIRS; i++) {
+		if (lstat(dirs[i], &st) < 0 || !(S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)))
+			continue;
+		char *t = s->sys[s->nsys].target;
+		ssize_t n = S_ISLNK(st.st_mode) ? readlink(dirs[i], t, PATH_MAX - 1) : 0;
+		if (n < 0)
+			continue;
+		t[n] = '\0';
+		s->sys[s->nsys++].path = dirs[i];
+	}
+}
+
 struct sandbox *sandbox_new(const struct config *c, char *err, size_t errlen)
 {
 	static const char agent[] = SANDBOX_USER ":x:1000:1000:sandbox agent:" SANDBOX_HOME
@@ -160,6 +191,7 @@ struct sandbox *sandbox_new(const struct config *c, char *err, size_t errlen)
 	}
 	s->passwd = accounts("/etc/passwd", agent);
 	s->group = accounts("/etc/group", SANDBOX_USER ":x:1000:\n");
+	scan_system(s);
 	struct etc_scan scan = { s, "/etc", 0 };
 	int etc = open("/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (etc >= 0)
@@ -269,23 +301,6 @@ static void add_shell(struct args *a, const char *command)
 		add(a, "-s");
 }
 
-/* A host system directory: the same link, or a read-only bind. */
-static void system_dir(struct args *a, const char *dir)
-{
-	char target[PATH_MAX];
-	struct stat st;
-	ssize_t n;
-
-	if (lstat(dir, &st) < 0)
-		return;
-	if (S_ISLNK(st.st_mode) && (n = readlink(dir, target, sizeof(target) - 1)) > 0) {
-		target[n] = '\0';
-		add3(a, "--symlink", target, dir);
-	} else if (S_ISDIR(st.st_mode)) {
-		add3(a, "--ro-bind", dir, dir);
-	}
-}
-
 /* An empty, read-only directory over DIR. */
 static void mask_dir(struct args *a, const char *dir)
 {
@@ -337,13 +352,34 @@ static void fd_opt(struct args *a, const char *opt, int which, const char *dest)
 		add2(a, opt, n);
 }
 
+/* The root a root broker's launch makes for bubblewrap (launch.h): what
+ * bubblewrap binds from, the view's directories aside (the caller's). */
+static void launch_root(const struct sandbox *s, struct launch *l, bool leave_chroot)
+{
+	l->root_at = ROOT_AT;
+	l->leave_chroot = leave_chroot;
+	for (size_t i = 0; i < s->nsys; i++)
+		l->binds[l->nbinds++] =
+			*s->sys[i].target ? (struct launch_bind){ s->sys[i].target, s->sys[i].path,
+								  LAUNCH_LINK }
+					  : (struct launch_bind){ s->sys[i].path, s->sys[i].path,
+								  LAUNCH_TREE };
+	/* bubblewrap's /dev takes the host's device nodes, not its mounts. */
+	l->binds[l->nbinds++] = (struct launch_bind){ "/dev", "/dev", LAUNCH_FLAT };
+	/* A bwrap of [broker] outside them (/opt/...): the file alone. */
+	bool system = false;
+	for (size_t i = 0; i < s->nsys && !system; i++) {
+		size_t len = strlen(s->sys[i].path);
+		system = !strncmp(s->bwrap, s->sys[i].path, len) && s->bwrap[len] == '/';
+	}
+	if (!system)
+		l->binds[l->nbinds++] = (struct launch_bind){ s->bwrap, s->bwrap, LAUNCH_FLAT };
+}
+
 /* bubblewrap's options (given through FD_ARGS): everything but the
  * command. FROM is where the view's directories are bound from. */
 static char **bwrap_options(const struct sandbox *s, const struct sandbox_cmd *c, const char *from)
 {
-	static const char *const system_dirs[] = {
-		"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-	};
 	static const char *const fixed[] = {
 		"--die-with-parent",
 		"--new-session",
@@ -366,8 +402,11 @@ static char **bwrap_options(const struct sandbox *s, const struct sandbox_cmd *c
 		add(&a, fixed[i]);
 	if (!c->network)
 		add(&a, "--unshare-net");
-	for (size_t i = 0; i < sizeof(system_dirs) / sizeof(*system_dirs); i++)
-		system_dir(&a, system_dirs[i]);
+	for (size_t i = 0; i < s->nsys; i++)
+		if (*s->sys[i].target)
+			add3(&a, "--symlink", s->sys[i].target, s->sys[i].path);
+		else
+			add3(&a, "--ro-bind", s->sys[i].path, s->sys[i].path);
 	for (size_t i = 0; i < s->netc_files; i++)
 		add3(&a, "--ro-bind", "/dev/null", s->etc_files[i]);
 	for (size_t i = 0; i < s->netc_dirs; i++)
@@ -469,7 +508,7 @@ int sandbox_prepare(const struct sandbox *s, const struct sandbox_cmd *c, struct
 	st->envp[0] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
 	st->envp[1] = NULL;
 
-	char **opts = bwrap_options(s, c, separate ? SCRATCH : c->mount);
+	char **opts = bwrap_options(s, c, separate ? VIEW_AT : c->mount);
 	struct args a = { 0 };
 	add(&a, s->bwrap);
 	add2(&a, "--args", "3");
@@ -503,15 +542,14 @@ int sandbox_prepare(const struct sandbox *s, const struct sandbox_cmd *c, struct
 	if (separate) {
 		st->launch.uid = c->id->uid;
 		st->launch.gid = c->id->gid;
-		st->launch.scratch = SCRATCH;
-		st->launch.leave_chroot = s->chrooted;
-		for (size_t i = 0; i < LAUNCH_MAX_BINDS && view_dir(c, i); i++) {
+		launch_root(s, &st->launch, s->chrooted);
+		for (size_t i = 0; i < SANDBOX_VIEW_DIRS && view_dir(c, i); i++) {
 			const char *name = view_dir(c, i);
 			snprintf(st->binds[i][0], PATH_MAX, "%s/%s", c->mount, name);
-			snprintf(st->binds[i][1], PATH_MAX, SCRATCH "/%s", name);
-			st->launch.binds[i] = (struct launch_bind){ st->binds[i][0],
-								    st->binds[i][1] };
-			st->launch.nbinds++;
+			snprintf(st->binds[i][1], PATH_MAX, VIEW_AT "/%s", name);
+			st->launch.binds[st->launch.nbinds++] = (struct launch_bind){
+				st->binds[i][0], st->binds[i][1], LAUNCH_TREE
+			};
 		}
 	}
 	return 0;
@@ -561,8 +599,8 @@ static int try_sandbox(const struct sandbox *s, const struct identity *id, bool 
 		l.gid = id->gid;
 		/* The private mount namespace, as for a command, where the
 		 * chroot is left; no view to bind. */
-		l.scratch = leave_chroot ? SCRATCH : NULL;
-		l.leave_chroot = leave_chroot;
+		if (leave_chroot)
+			launch_root(s, &l, true);
 	}
 	if (pipe2(err, O_CLOEXEC) < 0) {
 		snprintf(why, whylen, "pipe: %s", strerror(errno));

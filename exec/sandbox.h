@@ -23,9 +23,10 @@
  * come through a descriptor, so /proc/1/cmdline shows none of them.
  *
  * A root broker's bubblewrap runs as the sandbox's uid and could not
- * reach the view under $SBX_HOME (0700): the launch binds the view's
- * directories under a tmpfs on /mnt in a private mount namespace first
- * (launch.h), and bubblewrap binds them from there.
+ * reach the view under $SBX_HOME (0700): the launch first makes a mount
+ * namespace whose root holds the system directories above, /dev, a
+ * fresh /proc and the view's directories under /mnt, and nothing else
+ * of the host's mount table (launch.h); bubblewrap binds from there.
  *
  * host mode: the host's shell as the broker's user, working directory the
  * view's workspace, virtual paths rewritten (hostpath.h), the request's
@@ -74,6 +75,8 @@ struct sandbox_cmd {
 };
 
 #define SANDBOX_NFDS 5
+/* user-data, skills, acp-workspace and the extra mounts */
+#define SANDBOX_VIEW_DIRS (3 + CONFIG_MAX_MOUNTS)
 
 /* One start of bubblewrap, ready to be given to launch_spawn(). */
 struct sandbox_start {
@@ -85,7 +88,7 @@ struct sandbox_start {
 	int info;	       /* read end: bwrap writes its child's
 					 * pid once the sandbox is set up, or
 					 * closes it having failed */
-	char binds[LAUNCH_MAX_BINDS][2][PATH_MAX];
+	char binds[SANDBOX_VIEW_DIRS][2][PATH_MAX];
 };
 
 /* Prepares a start of C in S (sandbox_start_free()). Returns 0 or -errno

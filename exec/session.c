@@ -165,6 +165,17 @@ void sessions_free(struct session_pool *p)
 	free(p);
 }
 
+unsigned sessions_of(struct session_pool *p, const char *user, const char *thread)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&p->lock);
+	for (struct session *s = p->list; s; s = s->next)
+		n += !s->dead && !s->host && !strcmp(s->user, user) && !strcmp(s->thread, thread);
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
 unsigned sessions_count(struct session_pool *p)
 {
 	pthread_mutex_lock(&p->lock);
@@ -705,7 +716,15 @@ void sessions_tick(struct session_pool *p)
 	for (struct session *s = p->list; s; s = s->next) {
 		/* users == 0: no command holds it, and none can take it while
 		 * the pool's lock is ours. */
-		if (s->users || s->dead || !s->leaf)
+		if (s->users || s->dead)
+			continue;
+		/* A shell that ended (an `exit`) holds its view no more. */
+		if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
+			s->pid = -1;
+			kill_session(s);
+			continue;
+		}
+		if (!s->leaf)
 			continue;
 		enum limit_hit hit = cgroup_check(s->leaf);
 		if (hit == LIMIT_NONE)

@@ -52,13 +52,17 @@ int session_run(struct session_pool *p, const struct session_spec *s, const char
 		const struct run_spec *run, struct run_result *r, char *err, size_t errlen);
 
 /* Kills each idle session whose processes reached a limit of their
- * sandbox (a background job's fork bomb), for the broker's main loop. */
+ * sandbox (a background job's fork bomb), and reaps each whose shell
+ * ended, for the broker's main loop. */
 void sessions_tick(struct session_pool *p);
 
 /* Ends the session of USER's THREAD with SCOPE (and its host twin),
  * once its command in flight, if any, has finished. */
 void sessions_end_scope(struct session_pool *p, const char *user, const char *thread,
 			const char *scope);
+
+/* Sandboxed sessions of USER's THREAD alive now: each binds the view. */
+unsigned sessions_of(struct session_pool *p, const char *user, const char *thread);
 
 /* Sessions alive now. */
 unsigned sessions_count(struct session_pool *p);

@@ -41,6 +41,12 @@ const char *test_bin(const char *prog)
 int tview_mount(struct tview *v, const char *home, const char *user, const char *thread,
 		const char *const *extra)
 {
+	return tview_mount_at(v, test_dir("mnt"), home, user, thread, extra);
+}
+
+int tview_mount_at(struct tview *v, const char *mnt, const char *home, const char *user,
+		   const char *thread, const char *const *extra)
+{
 	const char *argv[64];
 	int argc = 0, status;
 	char sbxfs[PATH_MAX];
@@ -54,7 +60,7 @@ int tview_mount(struct tview *v, const char *home, const char *user, const char 
 		test_home_store(homebuf);
 	memset(v, 0, sizeof(*v));
 	snprintf(v->home, sizeof(v->home), "%s", homebuf);
-	snprintf(v->mnt, sizeof(v->mnt), "%s", test_dir("mnt"));
+	snprintf(v->mnt, sizeof(v->mnt), "%s", mnt);
 	snprintf(v->user, sizeof(v->user), "%s", user);
 	snprintf(v->thread, sizeof(v->thread), "%s", thread);
 	snprintf(sbxfs, sizeof(sbxfs), "%s", test_bin("sbxfs"));
@@ -270,6 +276,20 @@ bool eventually(bool (*check)(const char *), const char *arg)
 			return check(arg);
 		usleep(5000);
 	}
+}
+
+bool has_exited_pid(const char *arg)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%s/stat", arg);
+	char *stat = read_file(path);
+	/* "PID (COMM) STATE ...": COMM may hold anything, ')' too */
+	char *end = stat ? strrchr(stat, ')') : NULL;
+	bool r = !end || end[1] != ' ' || end[2] == 'Z';
+
+	free(stat);
+	return r;
 }
 
 bool is_listed(const char *arg)

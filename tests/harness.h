@@ -32,6 +32,9 @@ const char *test_bin(const char *prog);
  * be NULL). Returns sbxfs's exit status (0 on success). */
 int tview_mount(struct tview *v, const char *home, const char *user, const char *thread,
 		const char *const *extra);
+/* The same at the directory MNT. */
+int tview_mount_at(struct tview *v, const char *mnt, const char *home, const char *user,
+		   const char *thread, const char *const *extra);
 void tview_umount(struct tview *v);
 /* Until V's daemon has taken every content hash and stored every event
  * queued so far (the user.sbxfs.sync control): a sync point, not a
@@ -67,6 +70,9 @@ bool exists(const char *path);
  * to prove the host watch made it show. */
 #define EVENTUALLY_S 10
 bool eventually(bool (*check)(const char *), const char *arg);
+/* ARG is "PID": true once that process has exited (gone, or a zombie:
+ * a daemon's parent may not reap it). */
+bool has_exited_pid(const char *arg);
 /* ARG is "DIR/NAME": true if NAME is (is not) in the listing of DIR. */
 bool is_listed(const char *arg);
 bool is_unlisted(const char *arg);

@@ -475,6 +475,72 @@ START_TEST(test_broker_leases_park_and_idle_unmount)
 }
 END_TEST
 
+/* The pid of the daemon of alice's THREAD (its lease row). */
+static int daemon_pid(const char *thread)
+{
+	int pid = atoi(OUT("tests/tools/sbxsql '%s' \"SELECT pid FROM leases WHERE thread = '%s'\"",
+			   H, thread));
+
+	ck_assert_int_gt(pid, 1);
+	return pid;
+}
+
+/* sbx umount of a view its own thread's sandboxes still use is refused,
+ * naming their processes (they bind it: unmounted, it would live on in
+ * them, its daemon too), and the session goes on; once the session has
+ * ended, the unmount goes through and the daemon exits; the next command
+ * mounts the view again. */
+START_TEST(test_broker_umount_of_a_view_its_session_uses_is_refused)
+{
+	int st;
+	char *mnt = fmt_cmd("%s/run/views/alice/t1", H);
+
+	SAME(sbx_exec(&st, "--scope s -- 'cd /mnt/user-data/outputs; echo up'"), "up\n");
+	int daemon = daemon_pid("t1");
+	char *out = capture(fmt_cmd("'%s' umount '%s' 2>&1", test_bin("sbx"), mnt), &st);
+	ck_assert_msg(st == 1, "exit %d: %s", st, out);
+	ck_assert_msg(strstr(out,
+			     fmt_cmd("sbx: umount: %s: in use by 2 other mount namespaces", mnt)) &&
+			      strstr(out, " (bwrap), pid ") && strstr(out, "left mounted\n"),
+		      "%s", out);
+	OK("grep -q ' %s fuse' /proc/mounts", mnt);
+	SAME(sbx_exec(&st, "--scope s -- pwd"), "/mnt/user-data/outputs\n");
+	ck_assert_int_eq(daemon_pid("t1"), daemon);
+	/* Ended, the session holds it no more (its processes go a moment
+	 * after the reply). */
+	sbx_exec(&st, "--scope s -- exit");
+	OK("for i in $(seq 100); do '%s' umount '%s' 2>/dev/null && exit 0; sleep 0.1; done; exit 1",
+	   test_bin("sbx"), mnt);
+	ck_assert_msg(eventually(has_exited_pid, fmt_cmd("%d", daemon)), "daemon %d still runs",
+		      daemon);
+	SAME(sbx_exec(&st, "--scope s -- pwd"), "/mnt/user-data/workspace\n");
+}
+END_TEST
+
+/* A parked view whose thread has a shell session is not idle: the
+ * session binds it, and an idle unmount would leave it, and its daemon,
+ * alive in the session's namespaces while the broker mounted a second
+ * one. Witness that the idle sweep ran: t2, parked after t1's session
+ * began, is unmounted by it. */
+START_TEST(test_broker_a_session_keeps_its_view_from_the_idle_unmount)
+{
+	int st;
+
+	teardown();
+	start("[broker]\nidle_timeout = 1\n");
+	SAME(sbx_exec(&st, "--scope s -- 'echo up'"), "up\n");
+	int daemon = daemon_pid("t1");
+	raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t2\",\"owner\":\"lead\"}'"
+	    " '{\"op\":\"release\",\"user\":\"alice\",\"thread\":\"t2\",\"owner\":\"lead\"}'");
+	OK("for i in $(seq 100); do grep -q ' %s/run/views/alice/t2 ' /proc/mounts || exit 0;"
+	   " sleep 0.1; done; exit 1",
+	   H);
+	OK("grep -q ' %s/run/views/alice/t1 fuse' /proc/mounts", H);
+	SAME(sbx_exec(&st, "--scope s -- 'echo still'"), "still\n");
+	ck_assert_int_eq(daemon_pid("t1"), daemon);
+}
+END_TEST
+
 START_TEST(test_broker_a_client_going_away_disturbs_no_one)
 {
 	int st;
@@ -1064,5 +1130,12 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_a_client_that_stops_reading);
 	tcase_add_test(tc, test_broker_extra_mounts_and_network);
 	suite_add_tcase(s, tc);
+	/* What its sessions' sandboxes hold of the view. */
+	TCase *held = tcase_create("held");
+	tcase_set_timeout(held, 60);
+	tcase_add_checked_fixture(held, setup, teardown);
+	tcase_add_test(held, test_broker_umount_of_a_view_its_session_uses_is_refused);
+	tcase_add_test(held, test_broker_a_session_keeps_its_view_from_the_idle_unmount);
+	suite_add_tcase(s, held);
 	return s;
 }

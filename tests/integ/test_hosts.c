@@ -437,6 +437,89 @@ START_TEST(test_hosts_libpq_only_for_a_postgresql_store)
 }
 END_TEST
 
+/* Unmounts V with sbx umount, which must succeed; then its daemon DAEMON
+ * must exit (it gave its lease back on its way out). */
+static void umount_ends_its_daemon(struct tview *v, pid_t daemon)
+{
+	EQ_OUT("", "'%s' umount '%s' 2>&1", test_bin("sbx"), v->mnt);
+	v->mounted = false;
+	ck_assert_msg(eventually(has_exited_pid, fmt_cmd("%d", (int)daemon)),
+		      "the daemon of %s/%s (pid %d) still runs after its unmount", v->user,
+		      v->thread, (int)daemon);
+}
+
+static const char *session_broker; /* the broker home of the test below */
+
+static void session_teardown(void)
+{
+	if (session_broker)
+		broker_stop(session_broker);
+}
+
+/* A broker's sandbox pins no other view: while a shell session of
+ * alice/t1 lives, views of other threads (of another home, mounted
+ * before the session and after it, the latter below a shared mount as
+ * systemd makes them, and of the broker's own home) are not in its
+ * mount namespaces (bubblewrap's and the one the launch makes for it
+ * hold no FUSE mount but the session's view), and sbx umount of each
+ * ends its daemon, whose lease is then free for another host. */
+START_TEST(test_hosts_a_sandbox_pins_no_other_view)
+{
+	const char *home = hosts_home("10", NULL), *sbx = fmt_cmd("%s", test_bin("sbx"));
+	struct tview before, after, own, again;
+
+	const char *shared = test_dir("shared"), *const as_a[] = { "--host", "a", NULL };
+	OK("mount --bind '%s' '%s' && mount --make-shared '%s' && mkdir '%s/mnt'", shared, shared,
+	   shared, shared);
+	session_broker = broker_start("bhome", NULL);
+	const char *bh = session_broker;
+	ck_assert_int_eq(mount_as(&before, home, "b1", "a", NULL), 0);
+	ck_assert_int_eq(tview_mount(&own, bh, "u", "b3", NULL), 0);
+	EQ_OUT("up\n", "'%s' exec --home '%s' --user alice --thread t1 --scope s -- 'echo up'", sbx,
+	       bh);
+	ck_assert_int_eq(tview_mount_at(&after, fmt_cmd("%s/mnt", shared), home, "u", "b2", as_a),
+			 0);
+	pid_t d_before = daemon_of(&before), d_after = daemon_of(&after), d_own = daemon_of(&own);
+
+	/* Every process of the sandbox (its host uid), in whatever mount
+	 * namespace: no FUSE mount but the session's view. */
+	char *uid =
+		OUT("python3 tests/tools/bclient.py '%s' '{\"op\":\"status\"}' |"
+		    " python3 tests/tools/jsonq.py --run"
+		    " 'print([v[\"uid\"] for v in d[\"views\"] if v[\"thread\"] == \"t1\"][0])'",
+		    bh);
+	char *dev = OUT("awk '$5 == \"%s/run/views/alice/t1\" { print $3 }' /proc/self/mountinfo",
+			bh);
+	ck_assert_msg(strlen(dev) > 1, "the session's view is not mounted");
+	char *seen = OUT("for p in $(pgrep -u %.*s); do"
+			 " awk -v d=%.*s '/ - fuse/ && $3 != d { print FILENAME \": \" $0 }"
+			 " $3 == d { n++ } END { if (n) print \"ns \" n }' /proc/$p/mountinfo;"
+			 " done | sort | uniq",
+			 (int)strcspn(uid, "\n"), uid, (int)strcspn(dev, "\n"), dev);
+	ck_assert_msg(!strstr(seen, "/mountinfo: "), "other FUSE mounts in the sandbox:\n%s", seen);
+	/* bubblewrap's namespace binds three directories of the view, the
+	 * launch's as many: the check above saw both. */
+	ck_assert_msg(strstr(seen, "ns 3\n"), "no process of the sandbox seen:\n%s", seen);
+
+	umount_ends_its_daemon(&before, d_before);
+	umount_ends_its_daemon(&after, d_after);
+	umount_ends_its_daemon(&own, d_own);
+	EQ_OUT("0\n",
+	       "'%s' hosts --home '%s' --format json | python3 tests/tools/jsonq.py 'd[\"live\"]'",
+	       sbx, home);
+	ck_assert_int_eq(mount_as(&again, home, "b1", "b", NULL), 0);
+	tview_umount(&again);
+	ck_assert_int_eq(mount_as(&again, home, "b2", "b", NULL), 0);
+	tview_umount(&again);
+	ck_assert_int_eq(mount_as(&again, bh, "b3", "b", NULL), 0);
+	tview_umount(&again);
+	/* The session lived on throughout. */
+	EQ_OUT("up\n", "'%s' exec --home '%s' --user alice --thread t1 --scope s -- 'echo up'", sbx,
+	       bh);
+	OK("umount '%s'", shared);
+}
+END_TEST
+
 Suite *suite_view_hosts(void)
 {
 	Suite *s = suite_create("view_hosts");
@@ -452,5 +535,10 @@ Suite *suite_view_hosts(void)
 	tcase_add_test(tc, test_hosts_libpq_only_for_a_postgresql_store);
 	tcase_add_test(tc, test_hosts_an_idle_view_holds_one_connection);
 	suite_add_tcase(s, tc);
+	TCase *sb = tcase_create("sandboxes");
+	tcase_set_timeout(sb, 60);
+	tcase_add_checked_fixture(sb, NULL, session_teardown);
+	tcase_add_test(sb, test_hosts_a_sandbox_pins_no_other_view);
+	suite_add_tcase(s, sb);
 	return s;
 }
