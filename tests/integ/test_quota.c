@@ -52,8 +52,8 @@ static int host_mib(void)
 START_TEST(test_quota_writes_into_a_sparse_file_are_charged)
 {
 	char *out = output(fmt_cmd("cd '%s' && truncate -s 200M f && dd if=/dev/zero of=f bs=1M"
-				    " count=100 conv=notrunc status=none 2>&1",
-				    ws_of(&Q, "%s", "")));
+				   " count=100 conv=notrunc status=none 2>&1",
+				   ws_of(&Q, "%s", "")));
 	ck_assert_msg(strstr(out, "Disk quota exceeded"), "%s", out);
 	ck_assert_int_le(host_mib(), QUOTA_MIB + 1);
 
@@ -61,9 +61,9 @@ START_TEST(test_quota_writes_into_a_sparse_file_are_charged)
 	 * writes of the kernel's. */
 	OK("rm '%s'", ws_of(&Q, "f"));
 	output(fmt_cmd("cd '%s' && python3 -c \"import mmap\nf = open('m', 'w+b')\n"
-			"f.truncate(200 << 20)\nm = mmap.mmap(f.fileno(), 200 << 20)\n"
-			"for i in range(0, 100 << 20, 4096): m[i] = 1\nm.flush()\" 2>&1",
-			ws_of(&Q, "%s", "")));
+		       "f.truncate(200 << 20)\nm = mmap.mmap(f.fileno(), 200 << 20)\n"
+		       "for i in range(0, 100 << 20, 4096): m[i] = 1\nm.flush()\" 2>&1",
+		       ws_of(&Q, "%s", "")));
 	ck_assert_int_le(host_mib(), QUOTA_MIB + 1);
 }
 END_TEST
@@ -105,8 +105,8 @@ START_TEST(test_quota_counts_undo_s_pre_images)
 {
 	OUT("'%s' run begin --home '%s' --user u --thread t", test_bin("sbx"), Q.home);
 	char *out = output(fmt_cmd("cd '%s' && for i in 1 2 3 4 5 6 7 8; do"
-				    " head -c 30M /dev/zero > f$i && rm f$i || break; done 2>&1",
-				    ws_of(&Q, "%s", "")));
+				   " head -c 30M /dev/zero > f$i && rm f$i || break; done 2>&1",
+				   ws_of(&Q, "%s", "")));
 	ck_assert_msg(strstr(out, "Disk quota exceeded"), "%s", out);
 	ck_assert_int_le(host_mib(), QUOTA_MIB + 1);
 }
