@@ -255,7 +255,8 @@ START_TEST(test_hosts_capacity_and_fail_closed)
 	ck_assert_msg(strstr(read_file(err),
 			     "capacity: host a has 1 views mounted (max-views-per-host = 1)"),
 		      "%s", read_file(err));
-	tview_umount(&a);
+	/* Its lease goes with its daemon, after the unmount returned. */
+	ck_assert_int_eq(tview_umount_wait(&a), 0);
 	ck_assert_int_eq(mount_as(&a2, home, "t2", "a", NULL), 0);
 	tview_umount(&a2);
 	capture(fmt_cmd("'%s' --home '%s' --user u --thread t3 --host a"
