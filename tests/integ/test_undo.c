@@ -641,6 +641,53 @@ START_TEST(test_undo_redo)
 }
 END_TEST
 
+/* RUN undone, then its undo undone (a redo: the tree is AFTER, without
+ * directory times), then the redo undone (BEFORE, with them). */
+static void redo_case(const char *setup_sh, const char *damage_sh)
+{
+	IN_VIEW("%s", setup_sh);
+	char *before = print_tree(DIRS), *run = begin();
+	IN_VIEW("%s", damage_sh);
+	end(run);
+	char *after = print_tree("");
+	char *u = undo(run);
+	SAME(print_tree(DIRS), before);
+	char *v = undo(u);
+	SAME(print_tree(""), after);
+	undo(v);
+	SAME(print_tree(DIRS), before);
+}
+
+/* DEFECT (issue 35: redo not exact): a file changed through a name the
+ * run linked to it (the view journals the change under that name, g):
+ * the undo wrote the old content back into the file, then took g (a
+ * copy kept, g unlinked); the redo put the copy back as a file of its
+ * own, then the run's content over it, so f kept the old content and
+ * the old mode. The undo now logs another name of the file (f, found
+ * in g's directory) with what it took, and the redo links g to it
+ * again: one file, the run's content and mode. */
+START_TEST(test_undo_redo_of_a_change_through_a_new_link)
+{
+	redo_case("mkdir 1 && echo original > 1/f", "cd 1 && ln f g && echo changed > f");
+	redo_case("mkdir 2 && echo original > 2/f", "cd 2 && ln f g && chmod 755 f");
+}
+END_TEST
+
+/* DEFECT (issue 35: the undo of a redo split a hard link): a and b,
+ * linked before the run, which wrote a in place and removed b. The redo
+ * removed b again by a copy (the undo had put it back), so the redo's
+ * undo put that copy back: b a file of its own, a with the run's
+ * "RUNginal". Only a name the run linked is taken by a copy; b is kept
+ * as the view keeps it, the same file. */
+START_TEST(test_undo_of_a_redo_keeps_hard_links)
+{
+	redo_case("echo original > a && ln a b",
+		  "printf RUN | dd of=a conv=notrunc status=none && rm b");
+	EQ_OUT("2 original\n", "stat -c %%h '%s' | tr '\\n' ' '; cat '%s'",
+	       hpath(&V, "user-data/workspace/a"), hpath(&V, "user-data/workspace/b"));
+}
+END_TEST
+
 /* The undo's summary says what came back, below a directory it renamed
  * back too: the mirror of the run's. */
 START_TEST(test_undo_summary_names_what_came_back)
@@ -1463,6 +1510,8 @@ Suite *suite_view_undo(void)
 	tcase_add_checked_fixture(exact, setup, teardown);
 	tcase_set_timeout(exact, 120);
 	tcase_add_test(exact, test_undo_shows_a_file_written_back_through_another_name);
+	tcase_add_test(exact, test_undo_redo_of_a_change_through_a_new_link);
+	tcase_add_test(exact, test_undo_of_a_redo_keeps_hard_links);
 	suite_add_tcase(s, exact);
 	tcase_add_checked_fixture(crash, setup, teardown);
 	/* The kills test the steps on the files, not the store: not again
