@@ -739,6 +739,10 @@ static bool step_failed(const struct rewind *rw, size_t i)
 
 /* ---- the steps ------------------------------------------------------------ */
 
+/* The start of every object name an undo gives (a view's are
+ * STAMP-SEQ). */
+#define UNDO_OBJECT "undo-"
+
 /* A fresh name for an object kept by the undo: one random number for a
  * run of steps, counted on from there (another attempt draws another). */
 static int object_name(struct rewind *rw, char name[40])
@@ -746,7 +750,7 @@ static int object_name(struct rewind *rw, char name[40])
 	if (!rw->next_name &&
 	    getrandom(&rw->next_name, sizeof(rw->next_name), 0) != sizeof(rw->next_name))
 		return -EIO;
-	snprintf(name, 40, "undo-%016" PRIx64, rw->next_name++);
+	snprintf(name, 40, UNDO_OBJECT "%016" PRIx64, rw->next_name++);
 	return 0;
 }
 
@@ -1048,13 +1052,20 @@ static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, c
 	}
 	if (there && S_ISDIR(cur.st_mode))
 		return -EISDIR;
-	if (link && S_ISREG(src.st_mode) && (was ? was->kind == STEP_PUT && was->link : !there) &&
+	if (link && strcmp(link, path) && S_ISREG(src.st_mode) &&
+	    (was ? was->kind == STEP_PUT && was->link : !there) &&
 	    (r = step_relink(rw, log_fd, seq, &p, link, &src, was)) != 0)
 		return r;
 	/* A second attempt goes on as the first began (after its link, the
-	 * file has two names: that is no reason to change course). */
+	 * file has two names: that is no reason to change course). What an
+	 * undo kept (a redo's) says itself whether it was written in place
+	 * (LINK is PATH): a file it replaced by a rename may have other
+	 * names now, the redo's links. */
+	bool inplace = !strncmp(object, UNDO_OBJECT, strlen(UNDO_OBJECT))
+			       ? link && !strcmp(link, path)
+			       : cur.st_nlink > 1;
 	if (was ? was->kind == STEP_INPLACE
-		: there && S_ISREG(cur.st_mode) && cur.st_nlink > 1 && S_ISREG(src.st_mode))
+		: there && S_ISREG(cur.st_mode) && inplace && S_ISREG(src.st_mode))
 		return step_in_place(rw, to, log_fd, seq, &p, from, object, was);
 	l.kind = there ? STEP_RESTORE : STEP_PUT;
 	l.put = S_ISLNK(src.st_mode) ? PUT_SYMLINK : PUT_FILE;
@@ -1917,7 +1928,11 @@ int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *co
 			/* The kept file came back over the name; what was there
 			 * is kept by the undo. */
 			const char *at = l->kind == STEP_INPLACE ? e->path : e->path2;
-			if ((r = emit_kept(&em, l, at)) == 0)
+			/* path2 = path: written back in place, as its redo is
+			 * (step_keep_object()). */
+			if ((r = emit(&em, l->at_ns, "keep", at,
+				      l->kind == STEP_INPLACE ? at : NULL, NULL, l->object, NULL,
+				      0)) == 0)
 				r = emit(&em, l->at_ns, "modify", at, NULL, NULL, NULL, NULL, 0);
 			break;
 		}

@@ -670,6 +670,11 @@ START_TEST(test_undo_redo_of_a_change_through_a_new_link)
 {
 	redo_case("mkdir 1 && echo original > 1/f", "cd 1 && ln f g && echo changed > f");
 	redo_case("mkdir 2 && echo original > 2/f", "cd 2 && ln f g && chmod 755 f");
+	/* Undorand seed 418: a, linked to b again by the redo, is replaced
+	 * by a rename (d/e), not written in place: what an undo kept says
+	 * which. */
+	redo_case("mkdir -p 3/d && echo old > 3/a",
+		  "cd 3 && ln a b && : > d/e && chmod 755 d/e && mv d/e a");
 }
 END_TEST
 
