@@ -9,6 +9,7 @@
 #include "common/units.h"
 #include "common/walk.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -66,6 +67,8 @@ struct logged {
 	int err;    /* STEP_FAIL */
 	char *path; /* STEP_DIR: the directory; a step taken early: its path;
 		     * STEP_OVER: the name renamed back from */
+	char *link; /* STEP_TAKE of a name of a file with others, STEP_PUT of
+		     * such a name again: another of the file's names */
 	enum { PUT_UNKNOWN, PUT_FILE, PUT_SYMLINK } put; /* STEP_PUT, this attempt's */
 };
 
@@ -161,6 +164,7 @@ void rewind_free(struct rewind *rw)
 	for (size_t i = 0; i < rw->nsteps; i++) {
 		free(rw->steps[i].meta);
 		free(rw->steps[i].path);
+		free(rw->steps[i].link);
 	}
 	free(rw->steps);
 	free(rw->done);
@@ -598,31 +602,35 @@ static int unhex(const char *in, size_t len, uint8_t *out)
 /* Appends L to the log LOG_FD in one write, and to RW's steps. */
 static int log_step(struct rewind *rw, int log_fd, const struct logged *l)
 {
-	size_t plen = l->path ? strlen(l->path) : 0;
-	size_t cap = 128 + sizeof(l->object) + 2 * l->meta_len + 2 * plen;
+	size_t plen = l->path ? strlen(l->path) : 0, llen = l->link ? strlen(l->link) : 0;
+	size_t cap = 128 + sizeof(l->object) + 2 * l->meta_len + 2 * plen + 2 * llen;
 	_cleanup_(freep) char *line = malloc(cap), *meta = malloc(2 * l->meta_len + 2),
-			      *path = malloc(2 * plen + 2);
+			      *path = malloc(2 * plen + 2), *link = malloc(2 * llen + 2);
 	struct logged *kept;
 
-	if (!line || !meta || !path || array_grow(rw->steps, rw->nsteps, rw->scap) < 0)
+	if (!line || !meta || !path || !link || array_grow(rw->steps, rw->nsteps, rw->scap) < 0)
 		return -ENOMEM;
 	if (l->meta)
 		hex(meta, l->meta, l->meta_len);
 	if (l->path)
 		hex(path, (const uint8_t *)l->path, plen);
-	int n = snprintf(line, cap, "%zu %s %lld %s %llu %s %d %s\n", l->seq, step_words[l->kind],
-			 (long long)l->at_ns, l->object[0] ? l->object : "-",
+	if (l->link)
+		hex(link, (const uint8_t *)l->link, llen);
+	int n = snprintf(line, cap, "%zu %s %lld %s %llu %s %d %s %s\n", l->seq,
+			 step_words[l->kind], (long long)l->at_ns, l->object[0] ? l->object : "-",
 			 (unsigned long long)l->ino, l->meta ? meta : "-", l->err,
-			 l->path ? path : "-");
+			 l->path ? path : "-", l->link ? link : "-");
 	if (write(log_fd, line, (size_t)n) != n)
 		return errno ? -errno : -EIO;
 	kept = &rw->steps[rw->nsteps];
 	*kept = *l;
 	kept->meta = NULL;
-	kept->path = NULL;
+	kept->path = kept->link = NULL;
 	if ((l->meta && !(kept->meta = malloc(l->meta_len ? l->meta_len : 1))) ||
-	    (l->path && !(kept->path = strdup(l->path)))) {
+	    (l->path && !(kept->path = strdup(l->path))) ||
+	    (l->link && !(kept->link = strdup(l->link)))) {
 		free(kept->meta);
+		free(kept->path);
 		return -ENOMEM;
 	}
 	if (l->meta)
@@ -657,14 +665,14 @@ static int field_unhex(const char *f, uint8_t **out, size_t *len)
 /* One log line LINE (its fields separated by blanks) into L. */
 static int log_parse(const struct rewind *rw, char *line, struct logged *l)
 {
-	char *field[8], *save = NULL;
+	char *field[9], *save = NULL;
 	size_t n = 0, plen;
 	int r;
 
 	memset(l, 0, sizeof(*l));
-	for (char *t = strtok_r(line, " \n", &save); t && n < 8; t = strtok_r(NULL, " \n", &save))
+	for (char *t = strtok_r(line, " \n", &save); t && n < 9; t = strtok_r(NULL, " \n", &save))
 		field[n++] = t;
-	if (n != 8)
+	if (n != 8 && n != 9) /* 8: a log of before the link field */
 		return -EINVAL;
 	l->seq = strtoull(field[0], NULL, 10);
 	for (l->kind = 0; l->kind < STEP_KINDS && strcmp(field[1], step_words[l->kind]); l->kind++)
@@ -678,8 +686,10 @@ static int log_parse(const struct rewind *rw, char *line, struct logged *l)
 	l->err = atoi(field[6]);
 	if ((r = field_unhex(field[5], &l->meta, &l->meta_len)) < 0)
 		return r;
-	if ((r = field_unhex(field[7], (uint8_t **)&l->path, &plen)) < 0) {
+	if ((r = field_unhex(field[7], (uint8_t **)&l->path, &plen)) < 0 ||
+	    (n == 9 && (r = field_unhex(field[8], (uint8_t **)&l->link, &plen)) < 0)) {
 		free(l->meta);
+		free(l->path);
 		return r;
 	}
 	return 0;
@@ -708,6 +718,7 @@ static int log_read(struct rewind *rw, int log_fd)
 		    (r = array_grow(rw->steps, rw->nsteps, rw->scap)) < 0) {
 			free(l.meta);
 			free(l.path);
+			free(l.link);
 		}
 		if (r == 0)
 			rw->steps[rw->nsteps++] = l;
@@ -728,6 +739,10 @@ static bool step_failed(const struct rewind *rw, size_t i)
 
 /* ---- the steps ------------------------------------------------------------ */
 
+/* The start of every object name an undo gives (a view's are
+ * STAMP-SEQ). */
+#define UNDO_OBJECT "undo-"
+
 /* A fresh name for an object kept by the undo: one random number for a
  * run of steps, counted on from there (another attempt draws another). */
 static int object_name(struct rewind *rw, char name[40])
@@ -735,7 +750,7 @@ static int object_name(struct rewind *rw, char name[40])
 	if (!rw->next_name &&
 	    getrandom(&rw->next_name, sizeof(rw->next_name), 0) != sizeof(rw->next_name))
 		return -EIO;
-	snprintf(name, 40, "undo-%016" PRIx64, rw->next_name++);
+	snprintf(name, 40, UNDO_OBJECT "%016" PRIx64, rw->next_name++);
 	return 0;
 }
 
@@ -982,10 +997,41 @@ static int step_in_place(struct rewind *rw, int to, int log_fd, size_t seq, cons
 	return r < 0 ? r : 1;
 }
 
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* An undo took the name at P from a file with other names (keeping a
+ * copy, OBJECT's attributes SRC): P becomes a name of the file at LINK,
+ * one of those, again, as the steps before this one put back what the
+ * undo found there. 0 if LINK is not that file (nothing done: the copy
+ * goes back instead). */
+static int step_relink(struct rewind *rw, int log_fd, size_t seq, const struct place *p,
+		       const char *link, const struct stat *src, const struct logged *was)
+{
+	struct logged l = { .seq = seq, .kind = STEP_PUT, .put = PUT_FILE, .link = (char *)link };
+	struct stat o, cur;
+	const char *leaf;
+	_cleanup_(closep) int dfd = runlog_parent(rw->ws, rw->out, link, &leaf);
+	int r;
+
+	if (dfd < 0 || fstatat(dfd, leaf, &o, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(o.st_mode) ||
+	    (!was && (o.st_size != src->st_size || o.st_mode != src->st_mode)))
+		return was ? -ENOENT : 0;
+	if (was && fstatat(p->dfd, p->leaf, &cur, AT_SYMLINK_NOFOLLOW) == 0 && same_file(&cur, &o))
+		return 1; /* a first attempt linked it */
+	if ((r = begin(rw, log_fd, &l, was)) < 0)
+		return r;
+	return linkat(dfd, leaf, p->dfd, p->leaf, 0) < 0 ? neg() : 1;
+}
+
 /* The object the run kept (OBJECT in its directory) back at PATH: over
- * what is there (kept in TO), or on a free name. */
+ * what is there (kept in TO), or on a free name; as a name of the file
+ * at LINK (not NULL: the run was an undo that took PATH from it), if
+ * that is still the file. */
 static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, const char *path,
-			    const char *object, const struct logged *was)
+			    const char *object, const char *link, const struct logged *was)
 {
 	struct logged l = { .seq = seq };
 	struct stat src, cur;
@@ -1006,10 +1052,20 @@ static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, c
 	}
 	if (there && S_ISDIR(cur.st_mode))
 		return -EISDIR;
+	if (link && strcmp(link, path) && S_ISREG(src.st_mode) &&
+	    (was ? was->kind == STEP_PUT && was->link : !there) &&
+	    (r = step_relink(rw, log_fd, seq, &p, link, &src, was)) != 0)
+		return r;
 	/* A second attempt goes on as the first began (after its link, the
-	 * file has two names: that is no reason to change course). */
+	 * file has two names: that is no reason to change course). What an
+	 * undo kept (a redo's) says itself whether it was written in place
+	 * (LINK is PATH): a file it replaced by a rename may have other
+	 * names now, the redo's links. */
+	bool inplace = !strncmp(object, UNDO_OBJECT, strlen(UNDO_OBJECT))
+			       ? link && !strcmp(link, path)
+			       : cur.st_nlink > 1;
 	if (was ? was->kind == STEP_INPLACE
-		: there && S_ISREG(cur.st_mode) && cur.st_nlink > 1 && S_ISREG(src.st_mode))
+		: there && S_ISREG(cur.st_mode) && inplace && S_ISREG(src.st_mode))
 		return step_in_place(rw, to, log_fd, seq, &p, from, object, was);
 	l.kind = there ? STEP_RESTORE : STEP_PUT;
 	l.put = S_ISLNK(src.st_mode) ? PUT_SYMLINK : PUT_FILE;
@@ -1082,6 +1138,45 @@ static int take_linked(int dfd, const char *leaf, int to, const char *object)
 	return 1;
 }
 
+/* Another name, now, of the file at P (virtual PATH, attributes ST),
+ * which has others: an entry of its directory, or a path of one of the
+ * last 512 events of the run. NULL if none is there (or out of memory):
+ * a redo then puts back a copy, a file of its own (docs/changes.md). */
+static char *other_name(const struct rewind *rw, const struct place *p, const char *path,
+			const struct stat *st)
+{
+	int fd = openat(p->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_(closedirp) DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	size_t dir = strlen(path) - strlen(p->leaf);
+	char name[PATH_MAX];
+	struct dirent *de;
+	struct stat o;
+
+	if (fd >= 0 && !d)
+		close(fd);
+	while (d && (de = readdir(d)))
+		if (de->d_ino == st->st_ino && strcmp(de->d_name, p->leaf) &&
+		    fstatat(p->dfd, de->d_name, &o, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    same_file(&o, st) &&
+		    (size_t)snprintf(name, sizeof(name), "%.*s%s", (int)dir, path, de->d_name) <
+			    sizeof(name))
+			return strdup(name);
+	for (size_t i = rw->log->n, n = 0; i-- > 0 && n < 512; n++) {
+		const struct store_event *e = &rw->log->events[i];
+		const char *names[2] = { e->path, e->path2 };
+		for (int k = 0; k < 2 && !op_is(e, "capture"); k++) {
+			const char *leaf;
+			if (!names[k] || !strcmp(names[k], path))
+				continue;
+			_cleanup_(closep) int dfd = runlog_parent(rw->ws, rw->out, names[k], &leaf);
+			if (dfd >= 0 && fstatat(dfd, leaf, &o, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    same_file(&o, st))
+				return strdup(names[k]);
+		}
+	}
+	return NULL;
+}
+
 /* What the run made at PATH goes: into TO, or a directory removed. */
 static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const char *path,
 		     const struct logged *was)
@@ -1097,11 +1192,14 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 		return r == -ENOENT ? 0 : r;
 	if (fstatat(p.dfd, p.leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : neg(); /* gone already */
-	/* The name of a file that has others is copied, then unlinked: a
-	 * first attempt that logged it (INO) and stopped before the unlink
-	 * left it there. */
+	/* A name the run gave a file that has others (a link) is copied,
+	 * then unlinked: a first attempt that logged it (INO) and stopped
+	 * before the unlink left it there. A name it put back, a redo's, is
+	 * the file itself again, kept as the view keeps a removed one: its
+	 * undo puts back the same file, its link seen meanwhile. */
 	struct stat kept;
-	bool linked = !S_ISDIR(st.st_mode) && st.st_nlink > 1;
+	bool linked = !S_ISDIR(st.st_mode) && st.st_nlink > 1 &&
+		      op_is(&rw->log->events[seq], "link");
 	if (was && was->kind == STEP_TAKE && (!was->ino || st.st_ino != was->ino) &&
 	    fstatat(to, was->object, &kept, AT_SYMLINK_NOFOLLOW) == 0)
 		return 1;
@@ -1117,6 +1215,9 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 	l.kind = STEP_TAKE;
 	l.path = rw->early[seq];
 	l.ino = linked ? st.st_ino : 0;
+	/* For the redo, which makes it a name of that file again. */
+	_cleanup_(freep) char *link = linked && !was ? other_name(rw, &p, path, &st) : NULL;
+	l.link = link;
 	if ((!was && (r = object_name(rw, l.object)) < 0) || (r = begin(rw, log_fd, &l, was)) < 0)
 		return r;
 	if (!l.ino) /* as logged: a second attempt goes on the same way */
@@ -1196,8 +1297,11 @@ static size_t last_on(const struct rewind *rw, size_t seq, const char *name, boo
 		const struct store_event *e = &rw->log->events[j];
 		if (moves_above(e, name))
 			return SIZE_MAX;
+		/* A keep's other name (an undo's take of a link) is not
+		 * changed by it. */
 		if (op_is(e, "preimage") || op_is(e, "capture") ||
-		    (strcmp(e->path, name) && (!e->path2 || strcmp(e->path2, name))))
+		    (strcmp(e->path, name) &&
+		     (!e->path2 || strcmp(e->path2, name) || op_is(e, "keep"))))
 			continue;
 		if (content && (op_is(e, "modify") || op_is(e, "chmod") || op_is(e, "xattr") ||
 				(op_is(e, "keep") && !e->object)))
@@ -1378,7 +1482,7 @@ static int step(struct rewind *rw, int to, int log_fd, size_t seq, const struct 
 					 made != SIZE_MAX && rw->done[made], was);
 	}
 	if (op_is(e, "keep") && e->object)
-		return step_keep_object(rw, to, log_fd, seq, e->path, e->object, was);
+		return step_keep_object(rw, to, log_fd, seq, e->path, e->object, e->path2, was);
 	if (op_is(e, "keep") && e->meta)
 		return step_keep_meta(rw, log_fd, seq, e->path, e->meta, e->meta_len, was);
 	if (rw->over[seq] != SIZE_MAX)
@@ -1788,15 +1892,24 @@ int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *co
 			bool link = l->put ? l->put == PUT_SYMLINK
 					   : path_stat(rw, e->path, &st) == 1 &&
 						     S_ISLNK(st.st_mode);
-			r = emit(&em, l->at_ns, link ? "symlink" : "create", e->path, NULL, NULL,
-				 NULL, NULL, 0);
+			/* Made a name of another file again: a link, which its
+			 * undo takes as the run's links. */
+			r = emit(&em, l->at_ns,
+				 l->link ? "link"
+				 : link	 ? "symlink"
+					 : "create",
+				 e->path, NULL, NULL, NULL, NULL, 0);
 			break;
 		}
-		case STEP_TAKE:
-			if ((r = emit_kept(&em, l, l->path ? l->path : e->path)) == 0)
-				r = emit(&em, l->at_ns, "delete", l->path ? l->path : e->path, NULL,
-					 NULL, NULL, NULL, 0);
+		case STEP_TAKE: {
+			/* A name of a file with others keeps one of those
+			 * (path2): its redo makes it a name of that file. */
+			const char *at = l->path ? l->path : e->path;
+			if ((r = emit(&em, l->at_ns, "keep", at, l->link, NULL, l->object, NULL,
+				      0)) == 0)
+				r = emit(&em, l->at_ns, "delete", at, NULL, NULL, NULL, NULL, 0);
 			break;
+		}
 		case STEP_RMDIR:
 			r = emit_meta(&em, l, l->path ? l->path : e->path, "rmdir");
 			break;
@@ -1815,7 +1928,11 @@ int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *co
 			/* The kept file came back over the name; what was there
 			 * is kept by the undo. */
 			const char *at = l->kind == STEP_INPLACE ? e->path : e->path2;
-			if ((r = emit_kept(&em, l, at)) == 0)
+			/* path2 = path: written back in place, as its redo is
+			 * (step_keep_object()). */
+			if ((r = emit(&em, l->at_ns, "keep", at,
+				      l->kind == STEP_INPLACE ? at : NULL, NULL, l->object, NULL,
+				      0)) == 0)
 				r = emit(&em, l->at_ns, "modify", at, NULL, NULL, NULL, NULL, 0);
 			break;
 		}

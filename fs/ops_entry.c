@@ -33,8 +33,15 @@ static double entry_timeout(struct view *v, struct inode *dir)
 		       : v->timeout;
 }
 
-static double attr_timeout(struct view *v, struct inode *ino)
+/* How long the kernel may trust the attributes ST of INO. A file with
+ * other names is covered by no watch: a change through another name is
+ * reported to that name's directory alone, which the view may not watch,
+ * or no longer know when it reads the event (an undo writes a file's
+ * content back through a name it then removes). */
+static double attr_timeout(struct view *v, struct inode *ino, const struct stat *st)
 {
+	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1)
+		return v->timeout;
 	return ino->synth || atomic_load_explicit(&ino->covered, memory_order_relaxed) ||
 			       atomic_load_explicit(&ino->wd, memory_order_relaxed) > 0
 		       ? v->timeout_watched
@@ -116,7 +123,7 @@ static int entry_finish(struct view *v, struct inode *dir, struct inode *ino,
 			watch_dir(v->watch, ino, p.fd);
 	}
 	inode_note_attr(v->inodes, ino, &e->attr);
-	e->attr_timeout = attr_timeout(v, ino);
+	e->attr_timeout = attr_timeout(v, ino, &e->attr);
 	view_map_attr(v, ino, &e->attr);
 	e->ino = node_id(v, ino);
 	return 0;
@@ -227,7 +234,7 @@ void op_getattr(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	if (r < 0)
 		reply_status(req, r);
 	else
-		fuse_reply_attr(req, &st, attr_timeout(v, ino));
+		fuse_reply_attr(req, &st, attr_timeout(v, ino, &st));
 }
 
 static int set_times(int pfd, int fh, const struct stat *attr, int valid)
@@ -425,7 +432,7 @@ void op_setattr(fuse_req_t req, fuse_ino_t id, struct stat *attr, int valid,
 	if (r < 0)
 		reply_status(req, r);
 	else
-		fuse_reply_attr(req, attr, attr_timeout(v, node(v, id)));
+		fuse_reply_attr(req, attr, attr_timeout(v, node(v, id), attr));
 }
 
 void op_readlink(fuse_req_t req, fuse_ino_t id)

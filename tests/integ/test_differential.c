@@ -8,7 +8,7 @@
  *
  * Undo (tests/tools/undorand.py): a random tree, a run of random
  * operations through the view, sbx run undo: the tree must be exactly
- * as before the run. */
+ * as before the run; with --redo, its redo and the redo's undo too. */
 #include "tests/cmd.h"
 
 #include <stdio.h>
@@ -137,6 +137,18 @@ START_TEST(test_differential_undo_in_place)
 }
 END_TEST
 
+/* Issue 35, item 8: the undo undone (a redo: the run's result, hard
+ * links too), and the redo undone (the tree before the run). A few
+ * seeds here, make stress runs more. */
+START_TEST(test_differential_redo)
+{
+	const char *extra[] = { "--rbw", "off", NULL };
+
+	mount_with(extra);
+	undorand(401, 440, "--redo");
+}
+END_TEST
+
 Suite *suite_view_differential(void)
 {
 	Suite *s = suite_create("view_differential");
@@ -152,6 +164,7 @@ Suite *suite_view_differential(void)
 	tcase_add_test(tc, test_differential_exchange_keeps_read_marks);
 	tcase_add_test(tc, test_differential_undo);
 	tcase_add_test(tc, test_differential_undo_in_place);
+	tcase_add_test(tc, test_differential_redo);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -5,7 +5,7 @@ types, modes, owners, times, xattrs, links).
 
     undorand.py SBX HOME USER THREAD MNT [--seeds A-B | --seed N] [--ops K]
                 [--pre K] [--batch N] [--no-dir-mtimes]
-                [--no-links] [--survey]
+                [--no-links] [--redo] [--survey]
 
 MNT is the mount point of a view of USER's THREAD in HOME. For each seed
 S a directory u-S of the view's workspace gets an initial tree (fsrand's
@@ -16,7 +16,10 @@ of files and directories incl. RENAME_NOREPLACE and RENAME_EXCHANGE,
 links, unlinks, mkdir, rmdir, symlinks, chmod, times, xattrs, fallocate;
 tests/tools/fsrand.py), then sbx run undo. Every u-S on the backing side
 must print as it did before the run (tests/tools/treeprint.py, with
-directory times, unless --no-dir-mtimes). --batch seeds (default 20)
+directory times, unless --no-dir-mtimes). With --redo, the undo is
+undone in its turn (a redo: every u-S must print as it did at the run's
+end, directory times left out) and so is the redo (as before the run
+again). --batch seeds (default 20)
 share a run. --no-links leaves hard links out (and
 directory times and links are what undo got wrong first: these options
 look past those to the rest). --survey goes on after a failing seed and
@@ -45,6 +48,7 @@ treeprint = load("treeprint")
 
 class Env:
     dir_mtimes = True
+    redo = False
 
     def __init__(self, sbx, home, user, thread, mnt):
         self.sbx, self.home, self.user, self.thread = sbx, home, user, thread
@@ -56,9 +60,10 @@ class Env:
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
 
-    def print_of(self, name):
+    def print_of(self, name, dir_mtimes=None):
         out = []
-        treeprint.walk(os.path.join(self.back, name), self.dir_mtimes, set(), out)
+        treeprint.walk(os.path.join(self.back, name),
+                       self.dir_mtimes if dir_mtimes is None else dir_mtimes, set(), out)
         return "".join("%s\t%s\n" % (treeprint.esc(r), t) for r, t in sorted(out))
 
 
@@ -93,18 +98,33 @@ def trial(env, cases):
     st, out, err = env.cmd("run", "end", run)
     if st:
         return "run end %s: exit %d: %s" % (run, st, err), {}
-    st, out, err = env.cmd("run", "undo", run)
-    if st:
-        return "run undo %s: exit %d: %s" % (run, st, err.strip()), {}
-    undo = out.split()[1] if out.startswith("run ") else None
-    if undo:
-        env.cmd("run", "keep", undo)  # its pre-images serve no redo here
+    after = {name: env.print_of(name, False) for name, _, _ in cases} if env.redo else {}
     diffs = {}
-    for name, _, _ in cases:
-        now = env.print_of(name)
-        if now != before[name]:
-            b, n = before[name].splitlines(), now.splitlines()
-            diffs[name] = ["- " + x for x in b if x not in n] + ["+ " + x for x in n if x not in b]
+
+    def compare(what, want, dir_mtimes=None):
+        for name, _, _ in cases:
+            now = env.print_of(name, dir_mtimes)
+            if now != want[name] and name not in diffs:
+                b, n = want[name].splitlines(), now.splitlines()
+                diffs[name] = [what] + ["- " + x for x in b if x not in n] + \
+                    ["+ " + x for x in n if x not in b]
+
+    # The run undone, then (--redo) the undo undone: the run's result;
+    # then that undone: the tree before the run.
+    stages = [("undo", before, None)]
+    if env.redo:
+        stages += [("redo", after, False), ("undo of the redo", before, None)]
+    for what, want, dir_mtimes in stages:
+        st, out, err = env.cmd("run", "undo", run)
+        if st:
+            return "%s: run undo %s: exit %d: %s" % (what, run, st, err.strip()), diffs
+        undo = out.split()[1] if out.startswith("run ") else None
+        compare(what + ":", want, dir_mtimes)
+        if diffs or not undo:
+            break
+        run = undo
+    if undo and not env.redo:
+        env.cmd("run", "keep", undo)  # its pre-images serve no redo here
     return None, diffs
 
 
@@ -167,6 +187,9 @@ def main():
             i -= 1
         elif args[i] == "--no-links":
             links = False
+            i -= 1
+        elif args[i] == "--redo":
+            env.redo = True
             i -= 1
         elif args[i] == "--no-dir-mtimes":
             env.dir_mtimes = False
