@@ -58,8 +58,9 @@ static ssize_t do_xattr(struct view *v, fuse_req_t req, struct inode *ino, enum 
 	/* What the filesystem may allocate for it: on ext4 a whole block of
 	 * the inode's (st_blocks counts it; the next scan sees one shared by
 	 * several attributes). */
-	uint64_t need = (strlen(name) + size + 4095) / 4096 * 4096;
-	if (op == XATTR_SET && (r = charge(v, req, ino, NULL, need, 0, "setxattr")) < 0)
+	if (op == XATTR_SET &&
+	    (r = charge(v, req, ino, NULL, (strlen(name) + size + 4095) / 4096 * 4096, 0,
+			"setxattr")) < 0)
 		return r;
 	if (S_ISLNK(ino->type)) {
 		fd = inode_parent_fd_get(v->inodes, ino, &parent, leaf, sizeof(leaf));
