@@ -665,8 +665,8 @@ int run_finish(struct store *s, const char *home, struct store_run *run, enum fo
 	if (r == 0)
 		r = prefetch_texts(&scan, &before, &after);
 	if (r == 0)
-		r = summary_compare(&before, &after, &limits, journal.renames, journal.nrenames,
-				    load_blob, &scan, &sum);
+		r = summary_compare(&before, &after, &limits, journal.lineage, load_blob, &scan,
+				    &sum);
 	if (r == 0) {
 		runlog_attribute(&journal, &sum);
 		json_auto_t *payload = summary_has_changes(&sum)

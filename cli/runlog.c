@@ -20,60 +20,17 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-/* The renames by where they lead (open addressing, linear probing):
- * slots hold an index into renames, CHAIN_FREE or CHAIN_DEAD. */
-#define CHAIN_FREE SIZE_MAX
-#define CHAIN_DEAD (SIZE_MAX - 1)
-
-static size_t path_hash(const char *p)
+/* E told to L: where each file was when the run began follows what moved
+ * it, and what freed a name for something new. */
+static int follow(struct lineage *l, const struct store_event *e)
 {
-	size_t h = 14695981039346656037ull;
-
-	while (*p)
-		h = (h ^ (unsigned char)*p++) * 1099511628211ull;
-	return h;
-}
-
-/* The slot of the rename that leads to PATH, or the free one it would
- * take. */
-static size_t *chain_find(struct runlog *j, const char *path)
-{
-	static size_t none = CHAIN_FREE;
-
-	if (!j->nslots)
-		return &none;
-	for (size_t k = path_hash(path) & (j->nslots - 1);; k = (k + 1) & (j->nslots - 1)) {
-		size_t *s = &j->by_to[k];
-		if (*s == CHAIN_FREE || (*s != CHAIN_DEAD && !strcmp(j->renames[*s].to, path)))
-			return s;
-	}
-}
-
-static int chain_put(struct runlog *j, size_t i)
-{
-	/* Under half full, dead slots counted: grown (and cleaned) before. */
-	if (2 * (j->used + 1) > j->nslots) {
-		size_t n = j->nslots ? 2 * j->nslots : 64, *old = j->by_to, oldn = j->nslots;
-		while (2 * (j->nrenames + 1) > n)
-			n *= 2;
-		if (!(j->by_to = malloc(n * sizeof(*j->by_to)))) {
-			j->by_to = old;
-			return -ENOMEM;
-		}
-		memset(j->by_to, 0xff, n * sizeof(*j->by_to)); /* CHAIN_FREE */
-		j->nslots = n;
-		j->used = 0;
-		for (size_t k = 0; k < oldn; k++)
-			if (old[k] < CHAIN_DEAD) {
-				*chain_find(j, j->renames[old[k]].to) = old[k];
-				j->used++;
-			}
-		free(old);
-	}
-	size_t *s = chain_find(j, j->renames[i].to);
-	if (*s == CHAIN_FREE)
-		j->used++;
-	*s = i;
+	if (!strcmp(e->op, "rename") && e->path2)
+		return lineage_rename(l, e->path, e->path2);
+	if (!strcmp(e->op, "exchange") && e->path2)
+		return lineage_exchange(l, e->path, e->path2);
+	if (!strcmp(e->op, "create") || !strcmp(e->op, "link") || !strcmp(e->op, "symlink") ||
+	    !strcmp(e->op, "mkdir") || !strcmp(e->op, "delete") || !strcmp(e->op, "rmdir"))
+		return lineage_new_at(l, e->path);
 	return 0;
 }
 
@@ -109,26 +66,15 @@ static int event_row(void *arg, const struct store_event *e)
 	    (e->pre && (!c->pre || (e->pre->target && !c->pre->target))))
 		return -ENOMEM;
 	j->made += !strcmp(e->op, "create") || !strcmp(e->op, "link") || !strcmp(e->op, "symlink");
-	if (strcmp(e->op, "rename") || !c->path2)
-		return 0;
-	/* A chain a -> b -> c is one rename a -> c. */
-	size_t *slot = chain_find(j, c->path);
-	if (*slot < CHAIN_DEAD) {
-		size_t i = *slot;
-		*slot = CHAIN_DEAD;
-		j->renames[i].to = c->path2;
-		return chain_put(j, i);
-	}
-	if (array_grow(j->renames, j->nrenames, j->rcap) < 0)
-		return -ENOMEM;
-	j->renames[j->nrenames++] = (struct summary_rename){ c->path, c->path2 };
-	return chain_put(j, j->nrenames - 1);
+	return follow(j->lineage, e);
 }
 
 int runlog_load(struct store *s, const char *user, const char *thread, int64_t from_ns,
 		int64_t to_ns, struct runlog *j)
 {
 	memset(j, 0, sizeof(*j));
+	if (!(j->lineage = lineage_new()))
+		return -ENOMEM;
 	int r = store_journal_each(s, user, thread, from_ns, to_ns, event_row, j);
 	if (r < 0)
 		runlog_free(j);
@@ -150,8 +96,7 @@ void runlog_free(struct runlog *j)
 		free((struct snap_file *)e->pre);
 	}
 	free(j->events);
-	free(j->renames);
-	free(j->by_to);
+	lineage_free(j->lineage);
 	memset(j, 0, sizeof(*j));
 }
 

@@ -4,8 +4,10 @@
  * journal adds what a scan cannot see, and where a scan stopped short,
  * what it missed of the views' own changes:
  *
- *   - renames (a -> b -> c joined as a -> c) and which process made each
- *     change;
+ *   - renames: where each file was when the run began, followed
+ *     through renames of it and of the directories above it, exchanges,
+ *     and names freed and used again (store/lineage.h); and which
+ *     process made each change;
  *   - from the "capture" event on (the view was told a run is open), what
  *     each path was before the run: the pre-image recorded before the
  *     view first changed, removed or replaced it, or "absent" where the
@@ -28,10 +30,8 @@
 struct runlog {
 	struct store_event *events; /* copies, oldest first */
 	size_t n, cap;
-	struct summary_rename *renames; /* joined chains, for summary_compare() */
-	size_t nrenames, rcap;
-	size_t *by_to, nslots, used; /* an index of renames by where they lead */
-	size_t made;		     /* files and symlinks the views created */
+	struct lineage *lineage; /* the names' changes, for summary_compare() */
+	size_t made;		 /* files and symlinks the views created */
 };
 
 /* Reads the events of USER's THREAD from FROM_NS to TO_NS. */

@@ -204,6 +204,47 @@ static char *renames_of(const char *run)
 	return fmt_cmd("%s%s\n", files, strchr(text, '(') ? strchr(text, '(') : text);
 }
 
+/* Issue 35: a file renamed out of a directory that was renamed first is
+ * one rename from its name when the run began (it showed a deletion and
+ * a creation). */
+START_TEST(test_runs_rename_through_a_renamed_directory)
+{
+	const char *ws = vpath(&V, "user-data/workspace");
+
+	OK("cd '%s' && mkdir d sub && echo f > d/f.txt && echo k > d/k.txt", ws);
+	char *run = begin();
+	OK("cd '%s' && mv d e && mv e/f.txt sub/f.txt", ws);
+	SAME(renames_of(run),
+	     "d/f.txt deleted +0-1 - sub/f.txt\n"
+	     "d/k.txt deleted +0-1 - e/k.txt\n"
+	     "e/k.txt created +1-0 d/k.txt -\n"
+	     "sub/f.txt created +1-0 d/f.txt -\n"
+	     "(0 created, 0 modified, 0 deleted, 2 renamed, 0 symlinks), 2 insertions(+),"
+	     " 2 deletions(-)\n");
+}
+END_TEST
+
+/* Issue 35: RENAME_EXCHANGE of a directory and a file: the file moved to
+ * the directory's name and what the directory held to the file's. */
+START_TEST(test_runs_exchange_of_a_directory_and_a_file)
+{
+	const char *ws = vpath(&V, "user-data/workspace");
+
+	OK("cd '%s' && mkdir d && echo x > d/x && echo f > f", ws);
+	char *run = begin();
+	OK("cd '%s' && python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True);"
+	   " assert l.renameat2(-100, b\"d\", -100, b\"f\", 2) == 0'",
+	   ws);
+	SAME(renames_of(run),
+	     "d created +1-0 f -\n"
+	     "d/x deleted +0-1 - f/x\n"
+	     "f deleted +0-1 - d\n"
+	     "f/x created +1-0 d/x -\n"
+	     "(0 created, 0 modified, 0 deleted, 2 renamed, 0 symlinks), 2 insertions(+),"
+	     " 2 deletions(-)\n");
+}
+END_TEST
+
 /* Issue 35: a file with two names, changed through one, then replaced
  * by a rename at the other: both names changed (the second was missed,
  * its pre-image read after the change through the first); or removed at
@@ -893,6 +934,8 @@ Suite *suite_view_runs(void)
 	tcase_add_test(tc, test_runs_report_view_and_host_changes);
 	tcase_add_test(tc, test_runs_text_report_escapes_control_characters);
 	tcase_add_test(tc, test_runs_journal_renames_and_callers);
+	tcase_add_test(tc, test_runs_rename_through_a_renamed_directory);
+	tcase_add_test(tc, test_runs_exchange_of_a_directory_and_a_file);
 	tcase_add_test(tc, test_runs_hard_link_replaced_by_rename_is_modified);
 	tcase_add_test(tc, test_runs_without_changes_record_no_summary);
 	tcase_add_test(tc, test_runs_over_the_scan_limit);
