@@ -118,13 +118,13 @@ bool runlog_rebase(const char *p, const char *q, const char *r, char out[PATH_MA
 	return snprintf(out, PATH_MAX, "%s%s", r, p + n) < PATH_MAX;
 }
 
-/* Where what P names went through move M (forward), or came from. */
-static void through(const struct move *m, bool forward, char *p)
+/* Where what P names went through move M. */
+static void through(const struct move *m, char *p)
 {
-	const char *a = forward ? m->from : m->to, *b = forward ? m->to : m->from;
 	char moved[PATH_MAX];
 
-	if (runlog_rebase(p, a, b, moved) || (m->swap && runlog_rebase(p, b, a, moved)))
+	if (runlog_rebase(p, m->from, m->to, moved) ||
+	    (m->swap && runlog_rebase(p, m->to, m->from, moved)))
 		memcpy(p, moved, strlen(moved) + 1);
 }
 
@@ -217,11 +217,12 @@ static void paths_free(struct paths *ps)
 static int read_journal(const struct runlog *j, struct paths *before, struct paths *touched)
 {
 	_cleanup_(freep) struct move *moves = calloc(j->n ? j->n : 1, sizeof(*moves));
+	_cleanup_(lineage_freep) struct lineage *l = lineage_new();
 	size_t nmoves = 0, capture = j->n;
 	char p[PATH_MAX];
 	int r = 0;
 
-	if (!moves)
+	if (!moves || !l)
 		return -ENOMEM;
 	for (size_t i = 0; i < j->n; i++) {
 		const struct store_event *e = &j->events[i];
@@ -244,22 +245,22 @@ static int read_journal(const struct runlog *j, struct paths *before, struct pat
 			snprintf(p, sizeof(p), "%s", names[k]);
 			for (size_t f = m; f < nmoves; f++)
 				if (moves[f].at > i)
-					through(&moves[f], true, p);
+					through(&moves[f], p);
 			if (r == 0)
 				r = paths_add(touched, p, 0, NULL);
 		}
-		if (i < capture || r < 0)
-			continue;
-		/* The name the path had when the run began. */
+		/* The name the path had when the run began: none if the run
+		 * made what it names, or freed the name for something new
+		 * (mv d e; mkdir d: d/f.txt says nothing of the d/f.txt that
+		 * was). */
 		const char *subject = !strcmp(e->op, "rename") ? e->path2 : e->path;
 		bool absent = !strcmp(e->op, "create") || !strcmp(e->op, "link") ||
 			      !strcmp(e->op, "symlink") || !strcmp(e->op, "rename");
-		if (!absent && !e->pre)
-			continue;
-		snprintf(p, sizeof(p), "%s", subject);
-		for (size_t b = m; b > 0; b--)
-			through(&moves[b - 1], false, p);
-		r = paths_add(before, p, i, absent ? NULL : e->pre);
+		if (r == 0 && i >= capture && (absent || e->pre) &&
+		    lineage_origin(l, subject, p) > 0)
+			r = paths_add(before, p, i, absent ? NULL : e->pre);
+		if (r == 0)
+			r = follow(l, e);
 	}
 	paths_settle(before);
 	paths_settle(touched);

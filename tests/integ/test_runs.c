@@ -270,6 +270,25 @@ START_TEST(test_runs_hard_link_replaced_by_rename_is_modified)
 }
 END_TEST
 
+/* Issue 35: a directory renamed away and made again: its files moved
+ * (renamed), and the new ones at the old names are what they are next
+ * to the files there when the run began (it showed 4 created). */
+START_TEST(test_runs_directory_renamed_and_made_again)
+{
+	const char *ws = vpath(&V, "user-data/workspace");
+
+	OK("cd '%s' && mkdir d && echo same > d/f.txt && echo keep > d/g.txt", ws);
+	char *run = begin();
+	OK("cd '%s' && mv d e && mkdir d && echo same > d/f.txt && echo other > d/g.txt", ws);
+	SAME(renames_of(run),
+	     "d/g.txt modified +1-1 - -\n"
+	     "e/f.txt created +1-0 d/f.txt -\n"
+	     "e/g.txt created +1-0 d/g.txt -\n"
+	     "(0 created, 1 modified, 0 deleted, 2 renamed, 0 symlinks), 3 insertions(+),"
+	     " 1 deletion(-)\n");
+}
+END_TEST
+
 START_TEST(test_runs_without_changes_record_no_summary)
 {
 	OK("echo a > '%s'", vpath(&V, "user-data/workspace/a"));
@@ -937,6 +956,7 @@ Suite *suite_view_runs(void)
 	tcase_add_test(tc, test_runs_rename_through_a_renamed_directory);
 	tcase_add_test(tc, test_runs_exchange_of_a_directory_and_a_file);
 	tcase_add_test(tc, test_runs_hard_link_replaced_by_rename_is_modified);
+	tcase_add_test(tc, test_runs_directory_renamed_and_made_again);
 	tcase_add_test(tc, test_runs_without_changes_record_no_summary);
 	tcase_add_test(tc, test_runs_over_the_scan_limit);
 	tcase_add_test(tc, test_runs_preimages_beyond_the_scan_limit);
