@@ -66,15 +66,13 @@ static int event_row(void *arg, const struct store_event *e)
 	    (e->pre && (!c->pre || (e->pre->target && !c->pre->target))))
 		return -ENOMEM;
 	j->made += !strcmp(e->op, "create") || !strcmp(e->op, "link") || !strcmp(e->op, "symlink");
-	return follow(j->lineage, e);
+	return 0;
 }
 
 int runlog_load(struct store *s, const char *user, const char *thread, int64_t from_ns,
 		int64_t to_ns, struct runlog *j)
 {
 	memset(j, 0, sizeof(*j));
-	if (!(j->lineage = lineage_new()))
-		return -ENOMEM;
 	int r = store_journal_each(s, user, thread, from_ns, to_ns, event_row, j);
 	if (r < 0)
 		runlog_free(j);
@@ -96,7 +94,6 @@ void runlog_free(struct runlog *j)
 		free((struct snap_file *)e->pre);
 	}
 	free(j->events);
-	lineage_free(j->lineage);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -217,7 +214,10 @@ static void paths_free(struct paths *ps)
 static int read_journal(const struct runlog *j, struct paths *before, struct paths *touched)
 {
 	_cleanup_(freep) struct move *moves = calloc(j->n ? j->n : 1, sizeof(*moves));
-	_cleanup_(lineage_freep) struct lineage *l = lineage_new();
+	/* Every name a file is renamed over counts as one the run began
+	 * with: where it held nothing, the rename's own word (absent) came
+	 * first. */
+	_cleanup_(lineage_freep) struct lineage *l = lineage_new(NULL, NULL);
 	size_t nmoves = 0, capture = j->n;
 	char p[PATH_MAX];
 	int r = 0;
@@ -479,6 +479,39 @@ int runlog_complete(const struct runlog *j, struct snapshot *before, struct snap
 	paths_free(&touched);
 	paths_free(&bidx);
 	paths_free(&aidx);
+	return r;
+}
+
+/* The names a snapshot has, for a lineage: lineage_exists. */
+struct snapshot_names {
+	const struct snapshot *s;
+	struct paths index;
+};
+
+static bool began_with(void *arg, const char *path)
+{
+	const struct snapshot_names *n = arg;
+	const struct known *k = paths_find(&n->index, path);
+
+	return k && !n->s->files[k->seq].absent;
+}
+
+int runlog_lineage(const struct runlog *j, const struct snapshot *before, struct lineage **out)
+{
+	struct snapshot_names names = { before, { 0 } };
+	int r = index_paths(before, &names.index);
+	struct lineage *l = r == 0 ? lineage_new(began_with, &names) : NULL;
+
+	if (r == 0 && !l)
+		r = -ENOMEM;
+	for (size_t i = 0; i < j->n && r == 0; i++)
+		r = follow(l, &j->events[i]);
+	paths_free(&names.index);
+	if (r < 0) {
+		lineage_free(l);
+		l = NULL;
+	}
+	*out = l;
 	return r;
 }
 

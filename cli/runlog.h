@@ -30,8 +30,7 @@
 struct runlog {
 	struct store_event *events; /* copies, oldest first */
 	size_t n, cap;
-	struct lineage *lineage; /* the names' changes, for summary_compare() */
-	size_t made;		 /* files and symlinks the views created */
+	size_t made; /* files and symlinks the views created */
 };
 
 /* Reads the events of USER's THREAD from FROM_NS to TO_NS. */
@@ -45,6 +44,12 @@ void runlog_free(struct runlog *j);
  * fds or -1; KEEP gets the text of each file read, as in a scan). */
 int runlog_complete(const struct runlog *j, struct snapshot *before, struct snapshot *after, int ws,
 		    int out, snapshot_keep keep, void *arg);
+
+/* Where each file was when the run began, from J's changes of names, for
+ * summary_compare(): *OUT (lineage_free() it), a file made and renamed
+ * over a name continuing only what BEFORE (completed: runlog_complete())
+ * has there. 0 or -ENOMEM. */
+int runlog_lineage(const struct runlog *j, const struct snapshot *before, struct lineage **out);
 
 /* Names the process behind each change the views made (the latest one);
  * changes made on the host keep by_pid 0. */

@@ -5,6 +5,7 @@
  * takes what is below it along without a look at any of it. */
 #include "lineage.h"
 #include "common/array.h"
+#include "common/cleanup.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -29,6 +30,8 @@ struct lineage {
 	size_t n, cap;
 	struct slot *slots;
 	size_t nslots, used;
+	lineage_exists exists;
+	void *arg;
 };
 
 static size_t slot_hash(size_t parent, const char *name, size_t len)
@@ -138,12 +141,16 @@ static struct slot *entry(const struct lineage *l, const char *path)
 	return s;
 }
 
-struct lineage *lineage_new(void)
+struct lineage *lineage_new(lineage_exists exists, void *arg)
 {
 	struct lineage *l = calloc(1, sizeof(*l));
 	size_t root;
 	char *origin = strdup("");
 
+	if (l) {
+		l->exists = exists;
+		l->arg = arg;
+	}
 	if (l && origin && add_node(l, origin, true, &root) == 0)
 		return l;
 	if (!l)
@@ -165,6 +172,13 @@ void lineage_free(struct lineage *l)
 	free(l);
 }
 
+/* Whether N is what a name held when the run began: one that no change
+ * reached below a directory as it was may have held nothing. */
+static bool began_with(const struct lineage *l, const struct node *n)
+{
+	return n->origin && (!l->exists || l->exists(l->arg, n->origin));
+}
+
 int lineage_rename(struct lineage *l, const char *from, const char *to)
 {
 	size_t freed;
@@ -179,9 +193,10 @@ int lineage_rename(struct lineage *l, const char *from, const char *to)
 	if (!s || !t)
 		return 0; /* the root: not a rename the view makes */
 	struct node *moved = &l->nodes[s->node], *old = &l->nodes[t->node];
-	if (!moved->origin) { /* a save: the file made goes on as the one it replaces */
-		moved->origin = old->origin;
-		old->origin = NULL;
+	if (!began_with(l, moved) && began_with(l, old)) {
+		/* A save: the file made goes on as the one it replaces. */
+		free(moved->origin);
+		moved->origin = TAKE_PTR(old->origin);
 	}
 	t->node = s->node;
 	s->node = freed;

@@ -8,7 +8,7 @@
  * leaves at a name is new, whatever name it takes later. One exception
  * keeps one file what people call one file: a file made during the run
  * and renamed over another (an editor's save, `sed -i`) continues the
- * file it replaced.
+ * file it replaced, if that was one the run began with.
  *
  * A name no change reached is its own: the lineage holds only the names
  * the changes named, and the directories above them, so its cost follows
@@ -18,11 +18,16 @@
 #define SBX_LINEAGE_H
 
 #include <limits.h>
+#include <stdbool.h>
 
 struct lineage;
 
-/* NULL: out of memory. */
-struct lineage *lineage_new(void);
+/* Whether a name held a file or symlink when the run began (the first
+ * snapshot's knowledge): a save continues only what was there. */
+typedef bool (*lineage_exists)(void *arg, const char *origin);
+
+/* NULL: out of memory. EXISTS (with ARG) NULL: every name held one. */
+struct lineage *lineage_new(lineage_exists exists, void *arg);
 void lineage_free(struct lineage *l);
 static inline void lineage_freep(struct lineage **l)
 {

@@ -157,7 +157,7 @@ START_TEST(test_summary_kept_texts_holding_a_credential_are_not_diffed)
 	const struct fake after[] = { { .path = W "mod.txt", .text = "a\n" KEY },
 				      { .path = W "new.txt", .text = "clean\n" } };
 #undef KEY
-	struct lineage *r = lineage_new();
+	struct lineage *r = lineage_new(NULL, NULL);
 	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
 	struct snapshot b, a;
 	struct summary s;
@@ -323,7 +323,7 @@ START_TEST(test_summary_renames_link_a_deletion_and_a_creation)
 				       { .path = W "x", .text = "x\n" } };
 	const struct fake after[] = { { .path = W "b.txt", .text = "1\n3\n" },
 				      { .path = W "y", .text = "x\n" } };
-	struct lineage *r = lineage_new();
+	struct lineage *r = lineage_new(NULL, NULL);
 	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
 	struct snapshot b, a;
 	struct summary s;
@@ -371,7 +371,7 @@ START_TEST(test_summary_a_renamed_directory_renames_its_files)
 	const struct fake after[] = { { .path = W "lib/a.c", .text = "a\n" },
 				      { .path = W "lib/sub/b.c", .text = "b\n" },
 				      { .path = W "srcx/c.c", .text = "c\n" } };
-	struct lineage *r = lineage_new();
+	struct lineage *r = lineage_new(NULL, NULL);
 	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
 	struct snapshot b, a;
 	struct summary s;
@@ -405,7 +405,7 @@ static const char *origin_of(const struct lineage *l, const char *path)
  * an exchange, a name freed and used again, a save by rename. */
 START_TEST(test_summary_lineage_follows_objects)
 {
-	struct lineage *l = lineage_new();
+	struct lineage *l = lineage_new(NULL, NULL);
 
 	ck_assert_ptr_nonnull(l);
 	ck_assert_str_eq(origin_of(l, W "a/b"), W "a/b"); /* untouched: its own */
@@ -442,6 +442,30 @@ START_TEST(test_summary_lineage_follows_objects)
 }
 END_TEST
 
+static bool began_with_e(void *arg, const char *origin)
+{
+	(void)arg;
+	return !strcmp(origin, W "e");
+}
+
+/* Found by sumrand (seed 188): a file made and renamed onto a free name
+ * (d/b) took that name for a file the run began with, and so did not
+ * go on as the file it was later renamed over (c, e's file). */
+START_TEST(test_summary_lineage_saves_continue_only_files_there)
+{
+	struct lineage *l = lineage_new(began_with_e, NULL);
+
+	ck_assert_int_eq(lineage_exchange(l, W "e", W "d/e"), 0);
+	ck_assert_int_eq(lineage_new_at(l, W "s.tmp"), 0);
+	ck_assert_int_eq(lineage_rename(l, W "s.tmp", W "d/b"), 0);
+	ck_assert_str_eq(origin_of(l, W "d/b"), "");
+	ck_assert_int_eq(lineage_rename(l, W "d/e", W "c"), 0);
+	ck_assert_int_eq(lineage_rename(l, W "d/b", W "c"), 0);
+	ck_assert_str_eq(origin_of(l, W "c"), W "e");
+	lineage_free(l);
+}
+END_TEST
+
 /* A directory renamed away and made again (mv d e; mkdir d; ...): its
  * files are renamed, and the files made at their old names are what they
  * are next to the old ones (d/f.txt unchanged, d/g.txt modified), not
@@ -454,7 +478,7 @@ START_TEST(test_summary_a_rename_whose_old_path_is_made_again)
 				      { .path = W "d/g.txt", .text = "other\n" },
 				      { .path = W "e/f.txt", .text = "same\n" },
 				      { .path = W "e/g.txt", .text = "keep\n" } };
-	struct lineage *r = lineage_new();
+	struct lineage *r = lineage_new(NULL, NULL);
 	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
 	struct snapshot b, a;
 	struct summary s;
@@ -520,6 +544,7 @@ Suite *suite_unit_summary(void)
 	tcase_add_test(tc, test_summary_absent_entries_are_known);
 	tcase_add_test(tc, test_summary_renames_link_a_deletion_and_a_creation);
 	tcase_add_test(tc, test_summary_lineage_follows_objects);
+	tcase_add_test(tc, test_summary_lineage_saves_continue_only_files_there);
 	tcase_add_test(tc, test_summary_a_rename_whose_old_path_is_made_again);
 	tcase_add_test(tc, test_summary_diffs_decoded_text);
 	tcase_add_test(tc, test_summary_a_renamed_directory_renames_its_files);
