@@ -126,7 +126,7 @@ json_t *report_summary(const struct summary *s, int64_t run, size_t end_scan_lim
 	if (!files)
 		return NULL;
 	return json_pack("{s:i, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:b}, s:o,"
-			 " s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:b, s:I}}",
+			 " s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:b, s:I}}",
 			 "version", 1, "summary", "created", (json_int_t)s->created, "modified",
 			 (json_int_t)s->modified, "deleted", (json_int_t)s->deleted,
 			 "symlink_created", (json_int_t)s->symlink_created, "additions",
@@ -137,7 +137,8 @@ json_t *report_summary(const struct summary *s, int64_t run, size_t end_scan_lim
 			 (json_int_t)s->limits.max_file_bytes_for_diff, "max_total_diff_bytes",
 			 (json_int_t)s->limits.max_total_diff_bytes, "sbx", "run", (json_int_t)run,
 			 "files_total", (json_int_t)s->n, "renamed", (json_int_t)s->renamed,
-			 "complete", s->complete, "end_scan_limit", (json_int_t)end_scan_limit);
+			 "renamed_replaced", (json_int_t)s->renamed_replaced, "complete",
+			 s->complete, "end_scan_limit", (json_int_t)end_scan_limit);
 }
 
 json_t *report_receipt_new(void)
@@ -356,7 +357,9 @@ static bool entry_of(const json_t *files, const json_t *f, struct entry *e)
 	return true;
 }
 
-/* The counts people read: a rename once, not as a deletion and a creation. */
+/* The counts people read: a rename once, not as a deletion and a creation
+ * (nor as a creation where its old path has a file again: that file is
+ * counted as itself). */
 struct counts {
 	long long files, created, modified, deleted, renamed, symlinks;
 };
@@ -365,11 +368,12 @@ static struct counts counts_of(const json_t *p)
 {
 	const json_t *sum = json_object_get(p, "summary");
 	long long renamed = num(ours(p), "renamed");
+	long long joined = renamed - num(ours(p), "renamed_replaced"); /* two entries as one */
 
-	return (struct counts){ num(ours(p), "files_total") - renamed,
+	return (struct counts){ num(ours(p), "files_total") - joined,
 				num(sum, "created") - renamed,
 				num(sum, "modified"),
-				num(sum, "deleted") - renamed,
+				num(sum, "deleted") - joined,
 				renamed,
 				num(sum, "symlink_created") };
 }

@@ -590,6 +590,7 @@ int run_finish(struct store *s, const char *home, struct store_run *run, enum fo
 	       bool print, struct run_texts *texts, json_t **document)
 {
 	struct runlog journal = { 0 };
+	_cleanup_(lineage_freep) struct lineage *moves = NULL;
 	struct summary_limits limits = SUMMARY_LIMITS_DEFAULT;
 	struct snapshot before = { 0 }, after = { 0 };
 	struct thread_roots roots = { -1, -1 };
@@ -665,8 +666,9 @@ int run_finish(struct store *s, const char *home, struct store_run *run, enum fo
 	if (r == 0)
 		r = prefetch_texts(&scan, &before, &after);
 	if (r == 0)
-		r = summary_compare(&before, &after, &limits, journal.renames, journal.nrenames,
-				    load_blob, &scan, &sum);
+		r = runlog_lineage(&journal, &before, &moves);
+	if (r == 0)
+		r = summary_compare(&before, &after, &limits, moves, load_blob, &scan, &sum);
 	if (r == 0) {
 		runlog_attribute(&journal, &sum);
 		json_auto_t *payload = summary_has_changes(&sum)

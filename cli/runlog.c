@@ -20,60 +20,17 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-/* The renames by where they lead (open addressing, linear probing):
- * slots hold an index into renames, CHAIN_FREE or CHAIN_DEAD. */
-#define CHAIN_FREE SIZE_MAX
-#define CHAIN_DEAD (SIZE_MAX - 1)
-
-static size_t path_hash(const char *p)
+/* E told to L: where each file was when the run began follows what moved
+ * it, and what freed a name for something new. */
+static int follow(struct lineage *l, const struct store_event *e)
 {
-	size_t h = 14695981039346656037ull;
-
-	while (*p)
-		h = (h ^ (unsigned char)*p++) * 1099511628211ull;
-	return h;
-}
-
-/* The slot of the rename that leads to PATH, or the free one it would
- * take. */
-static size_t *chain_find(struct runlog *j, const char *path)
-{
-	static size_t none = CHAIN_FREE;
-
-	if (!j->nslots)
-		return &none;
-	for (size_t k = path_hash(path) & (j->nslots - 1);; k = (k + 1) & (j->nslots - 1)) {
-		size_t *s = &j->by_to[k];
-		if (*s == CHAIN_FREE || (*s != CHAIN_DEAD && !strcmp(j->renames[*s].to, path)))
-			return s;
-	}
-}
-
-static int chain_put(struct runlog *j, size_t i)
-{
-	/* Under half full, dead slots counted: grown (and cleaned) before. */
-	if (2 * (j->used + 1) > j->nslots) {
-		size_t n = j->nslots ? 2 * j->nslots : 64, *old = j->by_to, oldn = j->nslots;
-		while (2 * (j->nrenames + 1) > n)
-			n *= 2;
-		if (!(j->by_to = malloc(n * sizeof(*j->by_to)))) {
-			j->by_to = old;
-			return -ENOMEM;
-		}
-		memset(j->by_to, 0xff, n * sizeof(*j->by_to)); /* CHAIN_FREE */
-		j->nslots = n;
-		j->used = 0;
-		for (size_t k = 0; k < oldn; k++)
-			if (old[k] < CHAIN_DEAD) {
-				*chain_find(j, j->renames[old[k]].to) = old[k];
-				j->used++;
-			}
-		free(old);
-	}
-	size_t *s = chain_find(j, j->renames[i].to);
-	if (*s == CHAIN_FREE)
-		j->used++;
-	*s = i;
+	if (!strcmp(e->op, "rename") && e->path2)
+		return lineage_rename(l, e->path, e->path2);
+	if (!strcmp(e->op, "exchange") && e->path2)
+		return lineage_exchange(l, e->path, e->path2);
+	if (!strcmp(e->op, "create") || !strcmp(e->op, "link") || !strcmp(e->op, "symlink") ||
+	    !strcmp(e->op, "mkdir") || !strcmp(e->op, "delete") || !strcmp(e->op, "rmdir"))
+		return lineage_new_at(l, e->path);
 	return 0;
 }
 
@@ -109,20 +66,7 @@ static int event_row(void *arg, const struct store_event *e)
 	    (e->pre && (!c->pre || (e->pre->target && !c->pre->target))))
 		return -ENOMEM;
 	j->made += !strcmp(e->op, "create") || !strcmp(e->op, "link") || !strcmp(e->op, "symlink");
-	if (strcmp(e->op, "rename") || !c->path2)
-		return 0;
-	/* A chain a -> b -> c is one rename a -> c. */
-	size_t *slot = chain_find(j, c->path);
-	if (*slot < CHAIN_DEAD) {
-		size_t i = *slot;
-		*slot = CHAIN_DEAD;
-		j->renames[i].to = c->path2;
-		return chain_put(j, i);
-	}
-	if (array_grow(j->renames, j->nrenames, j->rcap) < 0)
-		return -ENOMEM;
-	j->renames[j->nrenames++] = (struct summary_rename){ c->path, c->path2 };
-	return chain_put(j, j->nrenames - 1);
+	return 0;
 }
 
 int runlog_load(struct store *s, const char *user, const char *thread, int64_t from_ns,
@@ -150,8 +94,6 @@ void runlog_free(struct runlog *j)
 		free((struct snap_file *)e->pre);
 	}
 	free(j->events);
-	free(j->renames);
-	free(j->by_to);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -173,13 +115,13 @@ bool runlog_rebase(const char *p, const char *q, const char *r, char out[PATH_MA
 	return snprintf(out, PATH_MAX, "%s%s", r, p + n) < PATH_MAX;
 }
 
-/* Where what P names went through move M (forward), or came from. */
-static void through(const struct move *m, bool forward, char *p)
+/* Where what P names went through move M. */
+static void through(const struct move *m, char *p)
 {
-	const char *a = forward ? m->from : m->to, *b = forward ? m->to : m->from;
 	char moved[PATH_MAX];
 
-	if (runlog_rebase(p, a, b, moved) || (m->swap && runlog_rebase(p, b, a, moved)))
+	if (runlog_rebase(p, m->from, m->to, moved) ||
+	    (m->swap && runlog_rebase(p, m->to, m->from, moved)))
 		memcpy(p, moved, strlen(moved) + 1);
 }
 
@@ -272,11 +214,15 @@ static void paths_free(struct paths *ps)
 static int read_journal(const struct runlog *j, struct paths *before, struct paths *touched)
 {
 	_cleanup_(freep) struct move *moves = calloc(j->n ? j->n : 1, sizeof(*moves));
+	/* Every name a file is renamed over counts as one the run began
+	 * with: where it held nothing, the rename's own word (absent) came
+	 * first. */
+	_cleanup_(lineage_freep) struct lineage *l = lineage_new(NULL, NULL);
 	size_t nmoves = 0, capture = j->n;
 	char p[PATH_MAX];
 	int r = 0;
 
-	if (!moves)
+	if (!moves || !l)
 		return -ENOMEM;
 	for (size_t i = 0; i < j->n; i++) {
 		const struct store_event *e = &j->events[i];
@@ -299,22 +245,22 @@ static int read_journal(const struct runlog *j, struct paths *before, struct pat
 			snprintf(p, sizeof(p), "%s", names[k]);
 			for (size_t f = m; f < nmoves; f++)
 				if (moves[f].at > i)
-					through(&moves[f], true, p);
+					through(&moves[f], p);
 			if (r == 0)
 				r = paths_add(touched, p, 0, NULL);
 		}
-		if (i < capture || r < 0)
-			continue;
-		/* The name the path had when the run began. */
+		/* The name the path had when the run began: none if the run
+		 * made what it names, or freed the name for something new
+		 * (mv d e; mkdir d: d/f.txt says nothing of the d/f.txt that
+		 * was). */
 		const char *subject = !strcmp(e->op, "rename") ? e->path2 : e->path;
 		bool absent = !strcmp(e->op, "create") || !strcmp(e->op, "link") ||
 			      !strcmp(e->op, "symlink") || !strcmp(e->op, "rename");
-		if (!absent && !e->pre)
-			continue;
-		snprintf(p, sizeof(p), "%s", subject);
-		for (size_t b = m; b > 0; b--)
-			through(&moves[b - 1], false, p);
-		r = paths_add(before, p, i, absent ? NULL : e->pre);
+		if (r == 0 && i >= capture && (absent || e->pre) &&
+		    lineage_origin(l, subject, p) > 0)
+			r = paths_add(before, p, i, absent ? NULL : e->pre);
+		if (r == 0)
+			r = follow(l, e);
 	}
 	paths_settle(before);
 	paths_settle(touched);
@@ -533,6 +479,39 @@ int runlog_complete(const struct runlog *j, struct snapshot *before, struct snap
 	paths_free(&touched);
 	paths_free(&bidx);
 	paths_free(&aidx);
+	return r;
+}
+
+/* The names a snapshot has, for a lineage: lineage_exists. */
+struct snapshot_names {
+	const struct snapshot *s;
+	struct paths index;
+};
+
+static bool began_with(void *arg, const char *path)
+{
+	const struct snapshot_names *n = arg;
+	const struct known *k = paths_find(&n->index, path);
+
+	return k && !n->s->files[k->seq].absent;
+}
+
+int runlog_lineage(const struct runlog *j, const struct snapshot *before, struct lineage **out)
+{
+	struct snapshot_names names = { before, { 0 } };
+	int r = index_paths(before, &names.index);
+	struct lineage *l = r == 0 ? lineage_new(began_with, &names) : NULL;
+
+	if (r == 0 && !l)
+		r = -ENOMEM;
+	for (size_t i = 0; i < j->n && r == 0; i++)
+		r = follow(l, &j->events[i]);
+	paths_free(&names.index);
+	if (r < 0) {
+		lineage_free(l);
+		l = NULL;
+	}
+	*out = l;
 	return r;
 }
 

@@ -4,8 +4,10 @@
  * journal adds what a scan cannot see, and where a scan stopped short,
  * what it missed of the views' own changes:
  *
- *   - renames (a -> b -> c joined as a -> c) and which process made each
- *     change;
+ *   - renames: where each file was when the run began, followed
+ *     through renames of it and of the directories above it, exchanges,
+ *     and names freed and used again (store/lineage.h); and which
+ *     process made each change;
  *   - from the "capture" event on (the view was told a run is open), what
  *     each path was before the run: the pre-image recorded before the
  *     view first changed, removed or replaced it, or "absent" where the
@@ -28,10 +30,7 @@
 struct runlog {
 	struct store_event *events; /* copies, oldest first */
 	size_t n, cap;
-	struct summary_rename *renames; /* joined chains, for summary_compare() */
-	size_t nrenames, rcap;
-	size_t *by_to, nslots, used; /* an index of renames by where they lead */
-	size_t made;		     /* files and symlinks the views created */
+	size_t made; /* files and symlinks the views created */
 };
 
 /* Reads the events of USER's THREAD from FROM_NS to TO_NS. */
@@ -45,6 +44,12 @@ void runlog_free(struct runlog *j);
  * fds or -1; KEEP gets the text of each file read, as in a scan). */
 int runlog_complete(const struct runlog *j, struct snapshot *before, struct snapshot *after, int ws,
 		    int out, snapshot_keep keep, void *arg);
+
+/* Where each file was when the run began, from J's changes of names, for
+ * summary_compare(): *OUT (lineage_free() it), a file made and renamed
+ * over a name continuing only what BEFORE (completed: runlog_complete())
+ * has there. 0 or -ENOMEM. */
+int runlog_lineage(const struct runlog *j, const struct snapshot *before, struct lineage **out);
 
 /* Names the process behind each change the views made (the latest one);
  * changes made on the host keep by_pid 0. */

@@ -231,6 +231,11 @@ void journal_preimage(struct view *v, fuse_req_t req, struct inode *ino)
 		return;
 	}
 	record(v, req, "preimage", path, NULL, &f);
+	if (st.st_nlink > 1) {
+		struct runmark_object o;
+		o.born_known = inode_identity(v->inodes, ino, &o.dev, &o.ino, &o.born);
+		runmarks_set_image(v->journal->marks, run, &o, &f);
+	}
 	snap_file_free(&f);
 }
 
@@ -491,6 +496,31 @@ static void keep_dir_set(struct view *v, int64_t since)
 		close(old);
 }
 
+/* True if DFD/NAME (virtual PATH) is a file with other names whose
+ * content the run changed through one of them already: *F is then the
+ * pre-image taken before that change (no path or target to free), as
+ * PATH's name rules take it. What the file holds now is the run's. */
+static bool image_of_other_name(struct view *v, int dfd, const char *name, const char *path,
+				struct snap_file *f)
+{
+	struct runmark_object o;
+	struct stat st;
+	int r = inode_statx(dfd, name, 0, &st, &o.born);
+
+	if (r < 0 || !S_ISREG(st.st_mode) || st.st_nlink < 2)
+		return false;
+	o.born_known = r > 0;
+	o.dev = st.st_dev;
+	o.ino = st.st_ino;
+	if (!runmarks_get_image(v->journal->marks, open_run(v), &o, f))
+		return false;
+	if (snapshot_path_sensitive(path)) {
+		f->sensitive = true; /* never hashed under this name */
+		f->hashed = false;
+	}
+	return true;
+}
+
 void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir, int dfd,
 			 const char *name, bool going)
 {
@@ -518,6 +548,10 @@ void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir, int 
 		}
 		if (fd >= 0)
 			close(fd);
+	}
+	if (image_of_other_name(v, dfd, name, path, &f)) {
+		record(v, req, "preimage", path, NULL, &f);
+		return;
 	}
 	if (snapshot_file_at(dfd, name, NULL, path, store_writer_keep_text, v->writer, &f) < 0)
 		return; /* nothing there, or a directory */

@@ -12,6 +12,7 @@ struct entry {
 	struct runmark_object o;
 	bool used;
 	unsigned marks;
+	struct snap_file *image; /* runmarks_set_image()'s, or NULL */
 };
 
 struct runmarks {
@@ -30,12 +31,22 @@ struct runmarks *runmarks_new(void)
 	return m;
 }
 
+/* Forgets every entry (a new run's marks begin anew). */
+static void clear(struct runmarks *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		free(m->v[i].image);
+	free(m->v);
+	m->v = NULL;
+	m->cap = m->n = 0;
+}
+
 void runmarks_free(struct runmarks *m)
 {
 	if (!m)
 		return;
 	pthread_mutex_destroy(&m->lock);
-	free(m->v);
+	clear(m);
 	free(m);
 }
 
@@ -80,32 +91,27 @@ static bool same_object(const struct entry *e, const struct runmark_object *o)
 	       (e->o.born.tv_sec == o->born.tv_sec && e->o.born.tv_nsec == o->born.tv_nsec);
 }
 
-bool runmarks_test(struct runmarks *m, int64_t run, const struct runmark_object *o, unsigned marks,
-		   bool set)
+/* O's entry for RUN, under M's lock, made if SET (a new object's replacing
+ * a former one of its number); NULL if there is none (or no memory), or
+ * RUN is over. */
+static struct entry *entry_of(struct runmarks *m, int64_t run, const struct runmark_object *o,
+			      bool set)
 {
-	bool had = false;
-
-	pthread_mutex_lock(&m->lock);
-	if (run < m->run) { /* a request of an earlier run, late */
-		pthread_mutex_unlock(&m->lock);
-		return false;
-	}
+	if (run < m->run) /* a request of an earlier run, late */
+		return NULL;
 	if (run > m->run) {
-		free(m->v);
-		m->v = NULL;
-		m->cap = m->n = 0;
+		clear(m);
 		m->run = run;
 	}
 	struct entry *e = m->v ? find(m, o) : NULL;
 	if (e && e->used && !same_object(e, o)) {
-		if (set) /* the number's new object */
-			*e = (struct entry){ .o = *o, .used = true };
-		else
-			e = NULL;
+		if (!set)
+			return NULL;
+		free(e->image); /* the number's new object */
+		*e = (struct entry){ .o = *o, .used = true };
 	} else if (e && e->used) {
 		if (!e->o.born_known)
 			e->o = *o;
-		had = (e->marks & marks) == marks;
 	} else if (set && (2 * (m->n + 1) <= m->cap || grow(m) == 0)) {
 		e = find(m, o);
 		*e = (struct entry){ .o = *o, .used = true };
@@ -113,8 +119,48 @@ bool runmarks_test(struct runmarks *m, int64_t run, const struct runmark_object 
 	} else {
 		e = NULL;
 	}
-	if (set && e)
+	return e;
+}
+
+bool runmarks_test(struct runmarks *m, int64_t run, const struct runmark_object *o, unsigned marks,
+		   bool set)
+{
+	pthread_mutex_lock(&m->lock);
+	struct entry *e = entry_of(m, run, o, false);
+	bool had = e && (e->marks & marks) == marks;
+	if (set && (e || (e = entry_of(m, run, o, true))))
 		e->marks |= marks;
+	pthread_mutex_unlock(&m->lock);
+	return had;
+}
+
+void runmarks_set_image(struct runmarks *m, int64_t run, const struct runmark_object *o,
+			const struct snap_file *image)
+{
+	struct snap_file *copy = malloc(sizeof(*copy));
+
+	if (!copy)
+		return;
+	*copy = *image;
+	copy->path = copy->target = NULL;
+	pthread_mutex_lock(&m->lock);
+	struct entry *e = entry_of(m, run, o, true);
+	if (e && !e->image) {
+		e->image = copy;
+		copy = NULL;
+	}
+	pthread_mutex_unlock(&m->lock);
+	free(copy);
+}
+
+bool runmarks_get_image(struct runmarks *m, int64_t run, const struct runmark_object *o,
+			struct snap_file *image)
+{
+	pthread_mutex_lock(&m->lock);
+	struct entry *e = entry_of(m, run, o, false);
+	bool had = e && e->image;
+	if (had)
+		*image = *e->image;
 	pthread_mutex_unlock(&m->lock);
 	return had;
 }

@@ -18,6 +18,8 @@
 #ifndef SBX_RUNMARKS_H
 #define SBX_RUNMARKS_H
 
+#include "store/snapshot.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -45,5 +47,17 @@ void runmarks_free(struct runmarks *m);
  * from now on. */
 bool runmarks_test(struct runmarks *m, int64_t run, const struct runmark_object *o, unsigned marks,
 		   bool set);
+
+/* The pre-image of a file with other names, as the journal recorded it
+ * before the run first changed it: a later pre-image taken under another
+ * of its names (that name renamed over or removed) must say the same, not
+ * what the run made of it through the first. Object O's, for RUN: SET
+ * keeps a copy of IMAGE's attributes (no path, no target: a regular
+ * file); GET copies them into *IMAGE, true if there are. Out of memory,
+ * nothing is kept. */
+void runmarks_set_image(struct runmarks *m, int64_t run, const struct runmark_object *o,
+			const struct snap_file *image);
+bool runmarks_get_image(struct runmarks *m, int64_t run, const struct runmark_object *o,
+			struct snap_file *image);
 
 #endif

@@ -6,6 +6,7 @@
 #include "common/cleanup.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,48 +183,52 @@ static struct change *find_status(struct summary *s, const char *path, const cha
 		       : NULL;
 }
 
-/* Links the deletion of OLD and the creation of NEW as one rename; the
- * reference's view of them, two changes, stays as it is. */
-static void join(struct summary *s, const char *old, const char *new)
+/* The version of PATH in B (N files, sorted), or NULL if it had none. */
+static const struct snap_file *version_of(const struct snap_file **b, size_t n, const char *path)
 {
-	struct change *gone = find_status(s, old, "deleted");
-	struct change *made = find_status(s, new, "created");
+	size_t lo = 0, hi = n;
 
-	if (!gone || !made || gone->renamed_to || made->renamed_from)
-		return;
-	gone->renamed_to = made->path;
-	made->renamed_from = gone->path;
-	made->origin = gone->before;
-	s->renamed++;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(b[mid]->path, path);
+		if (!c)
+			return b[mid]->absent ? NULL : b[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }
 
-/* Links the deletions and creations renames made: of a file, or of every
- * file below a renamed directory. */
-static void join_renames(struct summary *s, const struct summary_rename *r, size_t n)
+/* Links each creation to the name its file had when the run began, if
+ * that is another that BEFORE (its N files, sorted) has; the reference's
+ * view of them, two changes, stays as it is. */
+static void join_renames(struct summary *s, const struct lineage *l, const struct snap_file **b,
+			 size_t n)
 {
-	char moved[8192], below[8192];
+	char old[PATH_MAX];
 
-	for (size_t i = 0; i < n; i++) {
-		size_t len = strlen(r[i].from);
-
-		join(s, r[i].from, r[i].to);
-		/* What is below FROM is one run of the sorted changes. */
-		if ((size_t)snprintf(below, sizeof(below), "%s/", r[i].from) >= sizeof(below))
+	for (size_t k = 0; k < s->n && l; k++) {
+		struct change *made = &s->changes[k];
+		const struct snap_file *origin;
+		if (strcmp(made->status, "created") || lineage_origin(l, made->path, old) <= 0 ||
+		    !strcmp(old, made->path) || !(origin = version_of(b, n, old)))
 			continue;
-		for (size_t k = first_from(s, below);
-		     k < s->n && !strncmp(s->changes[k].path, below, len + 1); k++) {
-			const char *p = s->changes[k].path;
-			if (!strcmp(s->changes[k].status, "deleted") &&
-			    (size_t)snprintf(moved, sizeof(moved), "%s%s", r[i].to, p + len) <
-				    sizeof(moved))
-				join(s, p, moved);
-		}
+		made->renamed_from = origin->path;
+		made->origin = origin;
+		s->renamed++;
+		struct change *gone = find_status(s, origin->path, "deleted");
+		if (gone)
+			gone->renamed_to = made->path;
+		else
+			s->renamed_replaced++;
 	}
 }
 
 int summary_compare(const struct snapshot *before, const struct snapshot *after,
-		    const struct summary_limits *limits, const struct summary_rename *renames,
-		    size_t nrenames, summary_content content, void *arg, struct summary *out)
+		    const struct summary_limits *limits, const struct lineage *lineage,
+		    summary_content content, void *arg, struct summary *out)
 {
 	const struct snap_file **b = sorted(before), **a = sorted(after);
 	size_t i = 0, j = 0, cap = 0, left;
@@ -259,7 +264,7 @@ int summary_compare(const struct snapshot *before, const struct snapshot *after,
 		j += cmp >= 0;
 	}
 	if (r == 0)
-		join_renames(out, renames, nrenames);
+		join_renames(out, lineage, b, before->n);
 	/* The reference's diffs in its order and budget; the renames' own
 	 * diffs after them, in a budget of the same size. */
 	left = limits->max_total_diff_bytes;

@@ -15,6 +15,7 @@
 #ifndef SBX_SUMMARY_H
 #define SBX_SUMMARY_H
 
+#include "lineage.h"
 #include "snapshot.h"
 
 #include <stdbool.h>
@@ -48,7 +49,8 @@ struct summary_diff {
 /* One change, as the reference sees it: a rename is a deletion of the old
  * path and a creation of the new one, each with its own diff. What the
  * journal adds is ours: which two entries one rename connects (with the
- * diff from the old content to the new) and who made the change. */
+ * diff from the old content to the new; the old path is no deletion
+ * where a file is there again at the end) and who made the change. */
 struct change {
 	const char *path, *root;  /* point into the snapshots */
 	const char *status;	  /* "created", "modified", ... */
@@ -66,7 +68,9 @@ struct summary {
 	struct change *changes; /* every change, listed ones first */
 	size_t n, listed;
 	size_t created, modified, deleted, symlink_created;
-	size_t renamed; /* deletion + creation pairs joined */
+	size_t renamed;		 /* creations linked to their old names */
+	size_t renamed_replaced; /* of them, whose old name is not deleted
+				  * (a file is there again) */
 	long additions, deletions;
 	bool truncated; /* the reference's rule: a snapshot
 					 * or a diff cut short, a large file,
@@ -80,19 +84,15 @@ struct summary {
  * *LEN bytes). Returns 0, or -errno if it is not available. */
 typedef int (*summary_content)(void *arg, const struct snap_file *f, char **data, size_t *len);
 
-/* A rename the view's journal saw during the run. */
-struct summary_rename {
-	const char *from, *to;
-};
-
-/* Compares BEFORE with AFTER into OUT. A path deleted and a path created
- * that RENAMES (N of them) connect stay two changes, linked (renamed_to,
- * renamed_from), the created one with a diff of its own (moved, within a
- * budget of its own, so the reference's diffs are exactly its). Returns 0
- * or -ENOMEM. */
+/* Compares BEFORE with AFTER into OUT. A path created whose file LINEAGE
+ * (the run's changes of names, or NULL) says had another name when the
+ * run began, a name BEFORE has, is linked to it (renamed_from), with a
+ * diff of its own (moved, within a budget of its own, so the reference's
+ * diffs are exactly its); and that name's deletion, if it is deleted, to
+ * it (renamed_to). Returns 0 or -ENOMEM. */
 int summary_compare(const struct snapshot *before, const struct snapshot *after,
-		    const struct summary_limits *limits, const struct summary_rename *renames,
-		    size_t n, summary_content content, void *arg, struct summary *out);
+		    const struct summary_limits *limits, const struct lineage *lineage,
+		    summary_content content, void *arg, struct summary *out);
 void summary_free(struct summary *s);
 
 /* True if the summary establishes any change (a summary is recorded only

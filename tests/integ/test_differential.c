@@ -8,7 +8,13 @@
  *
  * Undo (tests/tools/undorand.py): a random tree, a run of random
  * operations through the view, sbx run undo: the tree must be exactly
- * as before the run; with --redo, its redo and the redo's undo too. */
+ * as before the run; with --redo, its redo and the redo's undo too.
+ *
+ * Summaries (tests/tools/sumrand.py): a random tree, a run of random
+ * operations through the view: its summary must list exactly what
+ * differs between the trees, and link each rename (through renamed
+ * directories, exchanges, names freed and used again, hard links) to the
+ * name its file had when the run began, as a model of the names says. */
 #include "tests/cmd.h"
 
 #include <stdio.h>
@@ -42,6 +48,14 @@ static void undorand(int first, int last, const char *opts)
 	EQ_OUT(fmt_cmd("%d seeds, 100 operations each: undone exactly\n", last - first + 1),
 	       "python3 tests/tools/undorand.py '%s' '%s' alice diff '%s' --seeds %d-%d %s",
 	       test_bin("sbx"), V.home, V.mnt, first, last, opts);
+}
+
+/* sumrand over seeds FIRST..LAST through the mounted view. */
+static void sumrand(int first, int last)
+{
+	EQ_OUT(fmt_cmd("%d seeds, 100 operations each: summaries exact\n", last - first + 1),
+	       "python3 tests/tools/sumrand.py '%s' '%s' alice diff '%s' --seeds %d-%d",
+	       test_bin("sbx"), V.home, V.mnt, first, last);
 }
 
 START_TEST(test_differential_gate_off)
@@ -149,6 +163,26 @@ START_TEST(test_differential_redo)
 }
 END_TEST
 
+/* Saves that stage a copy and publish it by a rename. */
+START_TEST(test_differential_summary)
+{
+	const char *extra[] = { "--rbw", "off", NULL };
+
+	mount_with(extra);
+	sumrand(1, 60);
+}
+END_TEST
+
+/* Every change in the file itself: hard links changed in place. */
+START_TEST(test_differential_summary_in_place)
+{
+	const char *extra[] = { "--rbw", "off", "--staging=off", NULL };
+
+	mount_with(extra);
+	sumrand(61, 120);
+}
+END_TEST
+
 Suite *suite_view_differential(void)
 {
 	Suite *s = suite_create("view_differential");
@@ -165,6 +199,8 @@ Suite *suite_view_differential(void)
 	tcase_add_test(tc, test_differential_undo);
 	tcase_add_test(tc, test_differential_undo_in_place);
 	tcase_add_test(tc, test_differential_redo);
+	tcase_add_test(tc, test_differential_summary);
+	tcase_add_test(tc, test_differential_summary_in_place);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -183,6 +183,112 @@ START_TEST(test_runs_journal_renames_and_callers)
 }
 END_TEST
 
+/* RUN's changed files, a line each: the path below the workspace, its
+ * status, lines added and removed, and where a rename links it, from and to ("-": nowhere); then
+ * the counts people read (the text report's first line, from "(" on). */
+static char *renames_of(const char *run)
+{
+	char cmd[64];
+
+	snprintf(cmd, sizeof(cmd), "run end %s", run);
+	sbx(cmd);
+	char *files = changes_py(
+		run, "w = lambda p: p[25:] if p else \"-\"\n"
+		     "for f in d[\"files\"]:\n"
+		     "    x = f[\"sbx\"]\n"
+		     "    print(w(f[\"path\"]), f[\"status\"], \"+%d-%d\" % (f[\"additions\"],"
+		     " f[\"deletions\"]), w(x.get(\"renamed_from\")), w(x.get(\"renamed_to\")))");
+	snprintf(cmd, sizeof(cmd), "changes %s", run);
+	char *text = sbx(cmd);
+	text[strcspn(text, "\n")] = '\0';
+	return fmt_cmd("%s%s\n", files, strchr(text, '(') ? strchr(text, '(') : text);
+}
+
+/* Issue 35: a file renamed out of a directory that was renamed first is
+ * one rename from its name when the run began (it showed a deletion and
+ * a creation). */
+START_TEST(test_runs_rename_through_a_renamed_directory)
+{
+	const char *ws = vpath(&V, "user-data/workspace");
+
+	OK("cd '%s' && mkdir d sub && echo f > d/f.txt && echo k > d/k.txt", ws);
+	char *run = begin();
+	OK("cd '%s' && mv d e && mv e/f.txt sub/f.txt", ws);
+	SAME(renames_of(run),
+	     "d/f.txt deleted +0-1 - sub/f.txt\n"
+	     "d/k.txt deleted +0-1 - e/k.txt\n"
+	     "e/k.txt created +1-0 d/k.txt -\n"
+	     "sub/f.txt created +1-0 d/f.txt -\n"
+	     "(0 created, 0 modified, 0 deleted, 2 renamed, 0 symlinks), 2 insertions(+),"
+	     " 2 deletions(-)\n");
+}
+END_TEST
+
+/* Issue 35: RENAME_EXCHANGE of a directory and a file: the file moved to
+ * the directory's name and what the directory held to the file's. */
+START_TEST(test_runs_exchange_of_a_directory_and_a_file)
+{
+	const char *ws = vpath(&V, "user-data/workspace");
+
+	OK("cd '%s' && mkdir d && echo x > d/x && echo f > f", ws);
+	char *run = begin();
+	OK("cd '%s' && python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True);"
+	   " assert l.renameat2(-100, b\"d\", -100, b\"f\", 2) == 0'",
+	   ws);
+	SAME(renames_of(run),
+	     "d created +1-0 f -\n"
+	     "d/x deleted +0-1 - f/x\n"
+	     "f deleted +0-1 - d\n"
+	     "f/x created +1-0 d/x -\n"
+	     "(0 created, 0 modified, 0 deleted, 2 renamed, 0 symlinks), 2 insertions(+),"
+	     " 2 deletions(-)\n");
+}
+END_TEST
+
+/* Issue 35: a file with two names, changed through one, then replaced
+ * by a rename at the other: both names changed (the second was missed,
+ * its pre-image read after the change through the first); or removed at
+ * the other: what it held when the run began is deleted (not the change
+ * too). */
+START_TEST(test_runs_hard_link_replaced_by_rename_is_modified)
+{
+	const char *ws = vpath(&V, "user-data/workspace");
+
+	OK("cd '%s' && printf orig > x.py && ln x.py y.hl && echo one > a.txt && ln a.txt b.txt",
+	   ws);
+	char *run = begin();
+	OK("cd '%s' && cat x.py y.hl b.txt > /dev/null && printf changed > y.hl &&"
+	   " printf changed > x.tmp && mv x.tmp x.py && echo two >> b.txt && rm a.txt",
+	   ws);
+	SAME(renames_of(run),
+	     "a.txt deleted +0-1 - -\n"
+	     "b.txt modified +1-0 - -\n"
+	     "x.py modified +1-1 - -\n"
+	     "y.hl modified +1-1 - -\n"
+	     "(0 created, 3 modified, 1 deleted, 0 renamed, 0 symlinks), 3 insertions(+),"
+	     " 3 deletions(-)\n");
+}
+END_TEST
+
+/* Issue 35: a directory renamed away and made again: its files moved
+ * (renamed), and the new ones at the old names are what they are next
+ * to the files there when the run began (it showed 4 created). */
+START_TEST(test_runs_directory_renamed_and_made_again)
+{
+	const char *ws = vpath(&V, "user-data/workspace");
+
+	OK("cd '%s' && mkdir d && echo same > d/f.txt && echo keep > d/g.txt", ws);
+	char *run = begin();
+	OK("cd '%s' && mv d e && mkdir d && echo same > d/f.txt && echo other > d/g.txt", ws);
+	SAME(renames_of(run),
+	     "d/g.txt modified +1-1 - -\n"
+	     "e/f.txt created +1-0 d/f.txt -\n"
+	     "e/g.txt created +1-0 d/g.txt -\n"
+	     "(0 created, 1 modified, 0 deleted, 2 renamed, 0 symlinks), 3 insertions(+),"
+	     " 1 deletion(-)\n");
+}
+END_TEST
+
 START_TEST(test_runs_without_changes_record_no_summary)
 {
 	OK("echo a > '%s'", vpath(&V, "user-data/workspace/a"));
@@ -847,6 +953,10 @@ Suite *suite_view_runs(void)
 	tcase_add_test(tc, test_runs_report_view_and_host_changes);
 	tcase_add_test(tc, test_runs_text_report_escapes_control_characters);
 	tcase_add_test(tc, test_runs_journal_renames_and_callers);
+	tcase_add_test(tc, test_runs_rename_through_a_renamed_directory);
+	tcase_add_test(tc, test_runs_exchange_of_a_directory_and_a_file);
+	tcase_add_test(tc, test_runs_hard_link_replaced_by_rename_is_modified);
+	tcase_add_test(tc, test_runs_directory_renamed_and_made_again);
 	tcase_add_test(tc, test_runs_without_changes_record_no_summary);
 	tcase_add_test(tc, test_runs_over_the_scan_limit);
 	tcase_add_test(tc, test_runs_preimages_beyond_the_scan_limit);

@@ -5,6 +5,7 @@
 #include "tests/harness.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +88,7 @@ START_TEST(test_summary_statuses_and_counts)
 
 	build(&b, before, 5, false);
 	build(&a, after, 6, false);
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, content, NULL, &s), 0);
 	ck_assert_int_eq(s.n, 6);
 	ck_assert_str_eq(find(&s, W "del.txt")->status, "deleted");
 	ck_assert_str_eq(find(&s, W "new.txt")->status, "created");
@@ -131,7 +132,7 @@ START_TEST(test_summary_reason_precedence_and_large)
 
 	build(&b, before, 2, false);
 	build(&a, after, 2, false);
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, content, NULL, &s), 0);
 	ck_assert_str_eq(find(&s, W "a")->diff.unavailable, "symlink");
 	ck_assert_str_eq(find(&s, W "b")->diff.unavailable, "large");
 	ck_assert(s.truncated); /* a large file's change is not shown */
@@ -155,15 +156,16 @@ START_TEST(test_summary_kept_texts_holding_a_credential_are_not_diffed)
 				       { .path = W "old.txt", .text = KEY } };
 	const struct fake after[] = { { .path = W "mod.txt", .text = "a\n" KEY },
 				      { .path = W "new.txt", .text = "clean\n" } };
-	const struct summary_rename r[] = { { W "old.txt", W "new.txt" } };
 #undef KEY
+	struct lineage *r = lineage_new(NULL, NULL);
 	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
 	struct snapshot b, a;
 	struct summary s;
 
+	ck_assert_int_eq(lineage_rename(r, W "old.txt", W "new.txt"), 0);
 	build(&b, before, 3, false);
 	build(&a, after, 2, false);
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, r, 1, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, r, content, NULL, &s), 0);
 	const char *paths[] = { W "gone.txt", W "mod.txt", W "old.txt" };
 	for (size_t i = 0; i < 3; i++) {
 		const struct change *c = find(&s, paths[i]);
@@ -177,6 +179,7 @@ START_TEST(test_summary_kept_texts_holding_a_credential_are_not_diffed)
 	ck_assert_str_eq(made->moved.unavailable, "sensitive");
 	ck_assert_str_eq(made->moved.text, "");
 	summary_free(&s);
+	lineage_free(r);
 	snapshot_free(&b);
 	snapshot_free(&a);
 }
@@ -199,7 +202,7 @@ START_TEST(test_summary_diff_budget_and_listing_limit)
 	}
 	build(&b, NULL, 0, false);
 	build(&a, after, 5, false);
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, content, NULL, &s), 0);
 	ck_assert_int_eq(s.n, 5);
 	ck_assert_int_eq(s.listed, 3);
 	ck_assert_int_eq(s.created, 5);
@@ -215,14 +218,14 @@ START_TEST(test_summary_diff_budget_and_listing_limit)
 	/* The listing limit alone truncates, as the reference's rule has it;
 	 * every change is still counted (complete). */
 	lim.max_total_diff_bytes = 1024 * 1024;
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, content, NULL, &s), 0);
 	ck_assert_int_eq(s.listed, 3);
 	ck_assert(s.truncated);
 	ck_assert(s.complete);
 	summary_free(&s);
 	/* Exactly max_files changes: all listed, not truncated. */
 	lim.max_files = 5;
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, content, NULL, &s), 0);
 	ck_assert(!s.truncated);
 	summary_free(&s);
 	snapshot_free(&b);
@@ -244,7 +247,7 @@ START_TEST(test_summary_truncated_snapshots_report_only_what_both_saw)
 
 	build(&b, before, 2, true);
 	build(&a, after, 2, true);
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, content, NULL, &s), 0);
 	ck_assert_int_eq(s.n, 1);
 	ck_assert_str_eq(s.changes[0].path, W "both");
 	ck_assert(s.truncated);
@@ -254,7 +257,7 @@ START_TEST(test_summary_truncated_snapshots_report_only_what_both_saw)
 	/* Only the later one truncated: creations still show, deletions not. */
 	build(&a, after, 2, true);
 	b.truncated = false;
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, content, NULL, &s), 0);
 	ck_assert_int_eq(s.n, 2);
 	ck_assert_str_eq(find(&s, W "only-after")->status, "created");
 	ck_assert_ptr_null(find(&s, W "only-before"));
@@ -265,7 +268,7 @@ START_TEST(test_summary_truncated_snapshots_report_only_what_both_saw)
 	/* Nothing at all: no change can be established. */
 	build(&b, before, 2, false);
 	build(&a, before, 2, false);
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, content, NULL, &s), 0);
 	ck_assert(!summary_has_changes(&s));
 	summary_free(&s);
 	snapshot_free(&b);
@@ -296,7 +299,7 @@ START_TEST(test_summary_absent_entries_are_known)
 	build(&a, after, 3, true);
 	b.files[0].absent = b.files[2].absent = true;
 	a.files[1].absent = a.files[2].absent = true;
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, content, NULL, &s), 0);
 	ck_assert_int_eq(s.n, 2);
 	ck_assert_str_eq(find(&s, W "made")->status, "created");
 	ck_assert_ptr_null(find(&s, W "made")->before);
@@ -320,14 +323,16 @@ START_TEST(test_summary_renames_link_a_deletion_and_a_creation)
 				       { .path = W "x", .text = "x\n" } };
 	const struct fake after[] = { { .path = W "b.txt", .text = "1\n3\n" },
 				      { .path = W "y", .text = "x\n" } };
-	const struct summary_rename r[] = { { W "a.txt", W "b.txt" }, { W "nope", W "y" } };
+	struct lineage *r = lineage_new(NULL, NULL);
 	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
 	struct snapshot b, a;
 	struct summary s;
 
+	ck_assert_int_eq(lineage_rename(r, W "a.txt", W "b.txt"), 0);
+	ck_assert_int_eq(lineage_rename(r, W "nope", W "y"), 0);
 	build(&b, before, 2, false);
 	build(&a, after, 2, false);
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, r, 2, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, r, content, NULL, &s), 0);
 	ck_assert_int_eq(s.n, 4);
 	const struct change *made = find(&s, W "b.txt"), *gone = find(&s, W "a.txt");
 	ck_assert_str_eq(made->status, "created");
@@ -351,6 +356,7 @@ START_TEST(test_summary_renames_link_a_deletion_and_a_creation)
 	ck_assert_int_eq(s.additions, 2 + 1); /* the reference's diffs */
 	ck_assert_int_eq(s.deletions, 2 + 1);
 	summary_free(&s);
+	lineage_free(r);
 	snapshot_free(&b);
 	snapshot_free(&a);
 }
@@ -365,14 +371,15 @@ START_TEST(test_summary_a_renamed_directory_renames_its_files)
 	const struct fake after[] = { { .path = W "lib/a.c", .text = "a\n" },
 				      { .path = W "lib/sub/b.c", .text = "b\n" },
 				      { .path = W "srcx/c.c", .text = "c\n" } };
-	const struct summary_rename r[] = { { W "src", W "lib" } };
+	struct lineage *r = lineage_new(NULL, NULL);
 	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
 	struct snapshot b, a;
 	struct summary s;
 
+	ck_assert_int_eq(lineage_rename(r, W "src", W "lib"), 0);
 	build(&b, before, 3, false);
 	build(&a, after, 3, false);
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, r, 1, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, r, content, NULL, &s), 0);
 	ck_assert_int_eq(s.n, 4);
 	ck_assert_str_eq(find(&s, W "lib/a.c")->renamed_from, W "src/a.c");
 	ck_assert_str_eq(find(&s, W "lib/sub/b.c")->renamed_from, W "src/sub/b.c");
@@ -380,6 +387,119 @@ START_TEST(test_summary_a_renamed_directory_renames_its_files)
 	ck_assert_str_eq(find(&s, W "lib/a.c")->moved.text, ""); /* same content */
 	ck_assert_int_eq(s.renamed, 2);
 	summary_free(&s);
+	lineage_free(r);
+	snapshot_free(&b);
+	snapshot_free(&a);
+}
+END_TEST
+
+/* ORIGIN of PATH in L, "" if the run made it. */
+static const char *origin_of(const struct lineage *l, const char *path)
+{
+	static char out[PATH_MAX];
+
+	return lineage_origin(l, path, out) > 0 ? out : "";
+}
+
+/* Names followed as the objects they name: through a renamed directory,
+ * an exchange, a name freed and used again, a save by rename. */
+START_TEST(test_summary_lineage_follows_objects)
+{
+	struct lineage *l = lineage_new(NULL, NULL);
+
+	ck_assert_ptr_nonnull(l);
+	ck_assert_str_eq(origin_of(l, W "a/b"), W "a/b"); /* untouched: its own */
+	/* mv d e; mv e/f sub/f; mkdir d; echo > d/f */
+	ck_assert_int_eq(lineage_rename(l, W "d", W "e"), 0);
+	ck_assert_int_eq(lineage_rename(l, W "e/f", W "sub/f"), 0);
+	ck_assert_int_eq(lineage_new_at(l, W "d"), 0);
+	ck_assert_int_eq(lineage_new_at(l, W "d/f"), 0);
+	ck_assert_str_eq(origin_of(l, W "sub/f"), W "d/f");
+	ck_assert_str_eq(origin_of(l, W "e/k/deeper"), W "d/k/deeper");
+	ck_assert_str_eq(origin_of(l, W "e/f"), ""); /* freed by the move */
+	ck_assert_str_eq(origin_of(l, W "d/f"), "");
+	ck_assert_str_eq(origin_of(l, W "d/g"), ""); /* below a new d */
+	ck_assert_str_eq(origin_of(l, W "sub/other"), W "sub/other");
+	/* RENAME_EXCHANGE of a directory and a file. */
+	ck_assert_int_eq(lineage_exchange(l, W "x", W "y"), 0);
+	ck_assert_str_eq(origin_of(l, W "x"), W "y");
+	ck_assert_str_eq(origin_of(l, W "y/z"), W "x/z");
+	/* A removal frees the name for good, whatever moves it later. */
+	ck_assert_int_eq(lineage_new_at(l, W "m/gone"), 0);
+	ck_assert_int_eq(lineage_rename(l, W "m", W "n"), 0);
+	ck_assert_str_eq(origin_of(l, W "n/gone"), "");
+	ck_assert_str_eq(origin_of(l, W "n/kept"), W "m/kept");
+	/* mv a b; sed -i b (a file made, renamed over b): still a's. */
+	ck_assert_int_eq(lineage_rename(l, W "a", W "b"), 0);
+	ck_assert_int_eq(lineage_new_at(l, W "b.tmp"), 0);
+	ck_assert_int_eq(lineage_rename(l, W "b.tmp", W "b"), 0);
+	ck_assert_str_eq(origin_of(l, W "b"), W "a");
+	ck_assert_str_eq(origin_of(l, W "b.tmp"), "");
+	/* mv c b: c's now, a's gone. */
+	ck_assert_int_eq(lineage_rename(l, W "c", W "b"), 0);
+	ck_assert_str_eq(origin_of(l, W "b"), W "c");
+	lineage_free(l);
+}
+END_TEST
+
+static bool began_with_e(void *arg, const char *origin)
+{
+	(void)arg;
+	return !strcmp(origin, W "e");
+}
+
+/* Found by sumrand (seed 188): a file made and renamed onto a free name
+ * (d/b) took that name for a file the run began with, and so did not
+ * go on as the file it was later renamed over (c, e's file). */
+START_TEST(test_summary_lineage_saves_continue_only_files_there)
+{
+	struct lineage *l = lineage_new(began_with_e, NULL);
+
+	ck_assert_int_eq(lineage_exchange(l, W "e", W "d/e"), 0);
+	ck_assert_int_eq(lineage_new_at(l, W "s.tmp"), 0);
+	ck_assert_int_eq(lineage_rename(l, W "s.tmp", W "d/b"), 0);
+	ck_assert_str_eq(origin_of(l, W "d/b"), "");
+	ck_assert_int_eq(lineage_rename(l, W "d/e", W "c"), 0);
+	ck_assert_int_eq(lineage_rename(l, W "d/b", W "c"), 0);
+	ck_assert_str_eq(origin_of(l, W "c"), W "e");
+	lineage_free(l);
+}
+END_TEST
+
+/* A directory renamed away and made again (mv d e; mkdir d; ...): its
+ * files are renamed, and the files made at their old names are what they
+ * are next to the old ones (d/f.txt unchanged, d/g.txt modified), not
+ * created; the two renames count no deletion. */
+START_TEST(test_summary_a_rename_whose_old_path_is_made_again)
+{
+	const struct fake before[] = { { .path = W "d/f.txt", .text = "same\n" },
+				       { .path = W "d/g.txt", .text = "keep\n" } };
+	const struct fake after[] = { { .path = W "d/f.txt", .text = "same\n" },
+				      { .path = W "d/g.txt", .text = "other\n" },
+				      { .path = W "e/f.txt", .text = "same\n" },
+				      { .path = W "e/g.txt", .text = "keep\n" } };
+	struct lineage *r = lineage_new(NULL, NULL);
+	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
+	struct snapshot b, a;
+	struct summary s;
+
+	ck_assert_int_eq(lineage_rename(r, W "d", W "e"), 0);
+	ck_assert_int_eq(lineage_new_at(r, W "d"), 0);
+	ck_assert_int_eq(lineage_new_at(r, W "d/f.txt"), 0);
+	ck_assert_int_eq(lineage_new_at(r, W "d/g.txt"), 0);
+	build(&b, before, 2, false);
+	build(&a, after, 4, false);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, r, content, NULL, &s), 0);
+	ck_assert_int_eq(s.n, 3);
+	ck_assert_str_eq(find(&s, W "d/g.txt")->status, "modified");
+	ck_assert_ptr_null(find(&s, W "d/g.txt")->renamed_to);
+	ck_assert_str_eq(find(&s, W "e/f.txt")->renamed_from, W "d/f.txt");
+	ck_assert_str_eq(find(&s, W "e/g.txt")->renamed_from, W "d/g.txt");
+	ck_assert_str_eq(find(&s, W "e/g.txt")->moved.text, "");
+	ck_assert_int_eq(s.renamed, 2);
+	ck_assert_int_eq(s.renamed_replaced, 2);
+	summary_free(&s);
+	lineage_free(r);
 	snapshot_free(&b);
 	snapshot_free(&a);
 }
@@ -401,7 +521,7 @@ START_TEST(test_summary_diffs_decoded_text)
 
 	build(&b, before, 2, false);
 	build(&a, after, 2, false);
-	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, 0, content, NULL, &s), 0);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, NULL, content, NULL, &s), 0);
 	ck_assert_ptr_nonnull(strstr(find(&s, W "bom")->diff.text, "@@\n-old\n+new"));
 	ck_assert_str_eq(find(&s, W "cut")->diff.unavailable, "binary");
 	ck_assert_str_eq(find(&s, W "cut")->diff.text, "");
@@ -423,6 +543,9 @@ Suite *suite_unit_summary(void)
 	tcase_add_test(tc, test_summary_truncated_snapshots_report_only_what_both_saw);
 	tcase_add_test(tc, test_summary_absent_entries_are_known);
 	tcase_add_test(tc, test_summary_renames_link_a_deletion_and_a_creation);
+	tcase_add_test(tc, test_summary_lineage_follows_objects);
+	tcase_add_test(tc, test_summary_lineage_saves_continue_only_files_there);
+	tcase_add_test(tc, test_summary_a_rename_whose_old_path_is_made_again);
 	tcase_add_test(tc, test_summary_diffs_decoded_text);
 	tcase_add_test(tc, test_summary_a_renamed_directory_renames_its_files);
 	suite_add_tcase(s, tc);
