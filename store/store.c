@@ -10,10 +10,22 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* An audit row stands for every refusal with its key (audit_key(): the
+ * path, operation, reason, mode and versions, not the process): how many
+ * (times) and the last one's time; the first one's is at_ns. Rows made
+ * before have no key and stay one each. INT is the engine's 64-bit
+ * integer, BYTES its byte string. */
+#define AUDIT_SAME_SQL(INT, BYTES)                                       \
+	"ALTER TABLE audit ADD COLUMN times " INT " NOT NULL DEFAULT 1;" \
+	"ALTER TABLE audit ADD COLUMN last_ns " INT ";"                  \
+	"ALTER TABLE audit ADD COLUMN same_key " BYTES ";"               \
+	"CREATE UNIQUE INDEX audit_same ON audit (\"user\", thread, same_key);"
 
 /* Migrations: entry N takes the schema from version N to N + 1. Never edit
  * one that has shipped; append a new one. */
@@ -145,6 +157,8 @@ static const char *const lite_migrations[STORE_SCHEMA_VERSION] = {
 	 * (seq), and those gone; a run's end scan, against its first. */
 	"ALTER TABLE snapshots ADD COLUMN base INTEGER;"
 	"ALTER TABLE snapshot_files ADD COLUMN gone INTEGER NOT NULL DEFAULT 0;",
+	/* 13 -> 14: the same refusal repeated is one audit row (AUDIT_SAME). */
+	AUDIT_SAME_SQL("INTEGER", "BLOB"),
 };
 
 /* PostgreSQL's: its first step makes the schema of version 10 whole (the
@@ -226,6 +240,7 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 	       "ALTER TABLE snapshot_files ADD COLUMN ctime_ns BIGINT NOT NULL DEFAULT 0;",
 	[12] = "ALTER TABLE snapshots ADD COLUMN base BIGINT;"
 	       "ALTER TABLE snapshot_files ADD COLUMN gone INTEGER NOT NULL DEFAULT 0;",
+	[13] = AUDIT_SAME_SQL("BIGINT", "BYTEA"),
 };
 
 /* ROW 2^k times, comma-separated: a statement's rows or parameters. */
@@ -332,13 +347,19 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_MARK_DROP] = "DELETE FROM marks WHERE \"user\" = ? AND thread = ? AND path = ?",
 	[ST_MARKS_EACH] = "SELECT path, ino, size, mtime_ns, ctime_ns, at_ns, hash"
 			  " FROM marks WHERE \"user\" = ? AND thread = ?",
+	/* A refusal seen before counts in its row: the first one's
+	 * process and time stay, the last one's time is added. */
 	[ST_AUDIT_ADD] = "INSERT INTO audit (at_ns, \"user\", thread, path, op, pid,"
 			 " comm, reason, mode, allowed, base_size, base_mtime_ns,"
-			 " base_sha256, cur_size, cur_mtime_ns, cur_sha256)"
-			 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			 " base_sha256, cur_size, cur_mtime_ns, cur_sha256, same_key, last_ns)"
+			 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+			 " ON CONFLICT (\"user\", thread, same_key) DO UPDATE SET"
+			 " times = audit.times + 1,"
+			 " last_ns = CASE WHEN excluded.last_ns > audit.last_ns"
+			 "  THEN excluded.last_ns ELSE audit.last_ns END",
 	[ST_AUDIT_EACH] = "SELECT id, at_ns, path, op, pid, comm, reason, mode,"
 			  " allowed, base_size, base_mtime_ns, base_sha256,"
-			  " cur_size, cur_mtime_ns, cur_sha256"
+			  " cur_size, cur_mtime_ns, cur_sha256, times, last_ns"
 			  " FROM audit WHERE \"user\" = ? AND thread = ? ORDER BY id",
 	[ST_SNAP_ADD] = "INSERT INTO snapshots (\"user\", thread, at_ns, files,"
 			" truncated, max_files, base) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -864,12 +885,49 @@ static struct store_version col_version(struct db_stmt *st, int col)
 	return v;
 }
 
+/* Folds version V into the key being hashed in CTX. */
+static void key_version(EVP_MD_CTX *ctx, const struct store_version *v)
+{
+	int64_t n[2] = { v->known ? v->size : -1, v->known ? v->mtime_ns : -1 };
+	uint8_t none[SHA256_BYTES] = { 0 };
+
+	EVP_DigestUpdate(ctx, n, sizeof(n));
+	EVP_DigestUpdate(ctx, v->known && v->hashed ? v->sha256 : none, SHA256_BYTES);
+}
+
+/* What makes two refusals of a thread the same one, as a SHA-256 in KEY:
+ * the path, operation, reason, mode and the versions, not the process (a
+ * shell loop is a new one each time, and a process may name itself
+ * anything: the count would not be bounded). */
+static int audit_key(const struct store_audit *a, uint8_t key[SHA256_BYTES])
+{
+	const char *const text[] = { a->path, a->op, a->reason, a->mode };
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	uint8_t allowed = a->allowed;
+	int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+
+	for (size_t i = 0; ok && i < sizeof(text) / sizeof(*text); i++)
+		ok = EVP_DigestUpdate(ctx, text[i], strlen(text[i]) + 1) == 1;
+	if (ok) {
+		EVP_DigestUpdate(ctx, &allowed, 1);
+		key_version(ctx, &a->base);
+		key_version(ctx, &a->current);
+		ok = EVP_DigestFinal_ex(ctx, key, NULL) == 1;
+	}
+	EVP_MD_CTX_free(ctx);
+	return ok ? 0 : -ENOMEM;
+}
+
 int store_audit_add(struct store *s, const struct store_audit *a)
 {
 	_stmt_ st = stmt(s, ST_AUDIT_ADD);
+	uint8_t key[SHA256_BYTES];
+	int r;
 
 	if (!st)
 		return stmt_failed(s);
+	if ((r = audit_key(a, key)) < 0)
+		return r;
 	db_bind_int64(st, 1, a->at_ns);
 	db_bind_text(st, 2, a->user);
 	db_bind_text(st, 3, a->thread);
@@ -882,6 +940,8 @@ int store_audit_add(struct store *s, const struct store_audit *a)
 	db_bind_int64(st, 10, a->allowed);
 	bind_version(st, 11, &a->base);
 	bind_version(st, 14, &a->current);
+	db_bind_blob(st, 17, key, sizeof(key));
+	db_bind_int64(st, 18, a->at_ns);
 	return exec_stmt(s, st, "record an audit row");
 }
 
@@ -908,8 +968,10 @@ static int audit_row(struct db_stmt *st, void *ctx)
 		.allowed = db_col_int64(st, 8) != 0,
 		.base = col_version(st, 9),
 		.current = col_version(st, 12),
+		.times = db_col_int64(st, 15),
 	};
 
+	a.last_ns = db_col_null(st, 16) ? a.at_ns : db_col_int64(st, 16);
 	return c->fn(c->arg, &a);
 }
 

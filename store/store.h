@@ -28,7 +28,7 @@
  * home (--store sets it, so that the programs they start agree). */
 #define STORE_ENV "SBX_STORE"
 #define STORE_TARGET_MAX 4160 /* a path (PATH_MAX) and more */
-#define STORE_SCHEMA_VERSION 13
+#define STORE_SCHEMA_VERSION 14
 
 struct store;
 
@@ -121,8 +121,6 @@ int store_mark_drop(struct store *s, const char *user, const char *thread, const
 int store_marks_each(struct store *s, const char *user, const char *thread,
 		     int (*fn)(void *arg, const struct store_mark *m), void *arg);
 
-/* One audit row: a modification the gate refused, or would have refused
- * (ALLOWED, in audit mode). */
 /* A version of a file as an audit row tells it: KNOWN if the row has it;
  * the content's SHA-256 if HASHED (the blobs table may hold that
  * content). */
@@ -132,9 +130,15 @@ struct store_version {
 	uint8_t sha256[SHA256_BYTES];
 };
 
+/* One audit row: a modification the gate refused, or would have refused
+ * (ALLOWED, in audit mode). The same refusal again (the same path,
+ * operation, reason, mode and versions, whichever process) is not another
+ * row: its row counts it (TIMES) and keeps the latest's time (LAST_NS);
+ * AT_NS, PID and COMM stay the first's. */
 struct store_audit {
 	int64_t id; /* set by the store */
 	int64_t at_ns;
+	int64_t times, last_ns; /* set by the store */
 	const char *user, *thread, *path, *op, *comm, *reason, *mode;
 	pid_t pid;
 	bool allowed;
@@ -144,7 +148,8 @@ struct store_audit {
 };
 
 int store_audit_add(struct store *s, const struct store_audit *a);
-/* Calls FN for each audit row of the thread, oldest first. */
+/* Calls FN for each audit row of the thread, oldest first (by its first
+ * refusal). */
 int store_audit_each(struct store *s, const char *user, const char *thread,
 		     int (*fn)(void *arg, const struct store_audit *a), void *arg);
 

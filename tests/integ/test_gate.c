@@ -144,19 +144,42 @@ START_TEST(test_gate_shell_overwrites_of_unread_files_are_refused)
 	ck_assert(exists(host("src")));
 
 	/* Each refusal is audited with the operation, the virtual path, the
-	 * caller and the reason; JSON carries the same fields. */
+	 * caller and the reason; JSON carries the same fields. The shell's
+	 * and cp's O_TRUNC opens are the same refusal: one row, counted. */
 	wait_audit("rename onto /mnt/user-data/workspace/existing");
 	char *text = audit_text();
 	ck_assert_msg(strstr(text,
 			     "refused  open with O_TRUNC /mnt/user-data/workspace/existing") &&
-			      strstr(text, ", cp): never read") &&
+			      strstr(text, ", sh): never read  [2 times, last ") &&
 			      strstr(text, "write /mnt/user-data/workspace/existing") &&
 			      strstr(text, "truncate /mnt/user-data/workspace/existing"),
 		      "audit:\n%s", text);
-	EQ_OUT("5 refused never read /mnt/user-data/workspace/existing False\n",
+	EQ_OUT("4 refused never read /mnt/user-data/workspace/existing 2 1 False\n",
 	       "'%s' audit --home '%s' --user alice --thread gate --format json |"
 	       " python3 tests/tools/jsonq.py 'len(d), \"refused\" if not d[0][\"allowed\"] else \"?\","
-	       " d[0][\"reason\"], d[0][\"path\"], d[-1][\"allowed\"]'",
+	       " d[0][\"reason\"], d[0][\"path\"], d[0][\"count\"], d[1][\"count\"],"
+	       " d[-1][\"allowed\"]'",
+	       test_bin("sbx"), V.home);
+}
+END_TEST
+
+/* A refusal repeated by a loop (a new process each time) is one audit
+ * row that counts them, in text and JSON, not a row each. */
+START_TEST(test_gate_repeated_refusals_are_one_audit_row_with_a_count)
+{
+	ck_assert_int_eq(write_file(host("log.txt"), "the host's\n"), 0);
+	ck_assert_int_eq(
+		STATUS("for i in $(seq 200); do /bin/echo x >> '%s'; done 2>/dev/null; exit 0",
+		       ws("log.txt")),
+		0);
+	ck_assert_str_eq(read_file(host("log.txt")), "the host's\n");
+	wait_audit("[200 times, last ");
+	EQ_OUT("1\n", "'%s' audit --home '%s' --user alice --thread gate | wc -l", test_bin("sbx"),
+	       V.home);
+	EQ_OUT("1 200 write True\n",
+	       "'%s' audit --home '%s' --user alice --thread gate --format json |"
+	       " python3 tests/tools/jsonq.py 'len(d), d[0][\"count\"], d[0][\"op\"],"
+	       " d[0][\"last_time\"] >= d[0][\"time\"]'",
 	       test_bin("sbx"), V.home);
 }
 END_TEST
@@ -648,6 +671,7 @@ Suite *suite_view_gate(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_gate_overwrite_after_a_host_edit_is_refused_until_reread);
 	tcase_add_test(tc, test_gate_shell_overwrites_of_unread_files_are_refused);
+	tcase_add_test(tc, test_gate_repeated_refusals_are_one_audit_row_with_a_count);
 	tcase_add_test(tc, test_gate_a_refused_rename_closes_each_descriptor_once);
 	tcase_add_test(tc, test_gate_rename_exchange_is_gated_on_both_names);
 	tcase_add_test(tc, test_gate_new_files_own_outputs_and_empty_files_need_no_read);

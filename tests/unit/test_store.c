@@ -54,6 +54,12 @@ static int count_rows(void *arg, const struct store_audit *a)
 	return 0;
 }
 
+static int count_refusals(void *arg, const struct store_audit *a)
+{
+	*(int *)arg += (int)a->times;
+	return 0;
+}
+
 START_TEST(test_store_creates_the_current_schema_in_wal_mode)
 {
 	struct store *s = open_db();
@@ -359,8 +365,78 @@ START_TEST(test_store_audit_rows_per_thread_in_order)
 }
 END_TEST
 
+struct audit_rows {
+	struct {
+		int64_t at_ns, times, last_ns;
+		pid_t pid;
+		char path[32];
+	} v[8];
+	int n;
+};
+
+static int keep_audit_row(void *arg, const struct store_audit *a)
+{
+	struct audit_rows *rows = arg;
+
+	ck_assert_int_lt(rows->n, 8);
+	rows->v[rows->n].at_ns = a->at_ns;
+	rows->v[rows->n].times = a->times;
+	rows->v[rows->n].last_ns = a->last_ns;
+	rows->v[rows->n].pid = a->pid;
+	snprintf(rows->v[rows->n].path, sizeof(rows->v[0].path), "%s", a->path);
+	rows->n++;
+	return 0;
+}
+
+/* The same refusal again, by any process, is counted in its row (the
+ * first one's time and process stay, the last one's time is added); a
+ * refusal that differs in its path, operation, mode or versions is a row
+ * of its own. */
+START_TEST(test_store_audit_repeats_are_one_row_with_a_count)
+{
+	struct store *s = open_db();
+	struct store_audit a = { .user = "u",
+				 .thread = "t",
+				 .path = "/mnt/x",
+				 .op = "append",
+				 .comm = "sh",
+				 .reason = "never read",
+				 .mode = "enforce" };
+	struct audit_rows rows = { 0 };
+
+	for (int i = 1; i <= 1000; i++) {
+		a.at_ns = i;
+		a.pid = i; /* a shell loop: a new process each time */
+		ck_assert_int_eq(store_audit_add(s, &a), 0);
+	}
+	a.path = "/mnt/y";
+	ck_assert_int_eq(store_audit_add(s, &a), 0);
+	a.path = "/mnt/x";
+	a.current = (struct store_version){ .known = true, .size = 3, .mtime_ns = 9 };
+	ck_assert_int_eq(store_audit_add(s, &a), 0);
+	ck_assert_int_eq(store_audit_add(s, &a), 0);
+	a.allowed = true;
+	a.mode = "audit";
+	ck_assert_int_eq(store_audit_add(s, &a), 0);
+	ck_assert_int_eq(store_audit_each(s, "u", "t", keep_audit_row, &rows), 0);
+	ck_assert_int_eq(rows.n, 4);
+	ck_assert_str_eq(rows.v[0].path, "/mnt/x");
+	ck_assert_int_eq(rows.v[0].times, 1000);
+	ck_assert_int_eq(rows.v[0].at_ns, 1);
+	ck_assert_int_eq(rows.v[0].pid, 1);
+	ck_assert_int_eq(rows.v[0].last_ns, 1000);
+	ck_assert_str_eq(rows.v[1].path, "/mnt/y");
+	ck_assert_int_eq(rows.v[1].times, 1);
+	ck_assert_int_eq(rows.v[1].last_ns, rows.v[1].at_ns);
+	ck_assert_int_eq(rows.v[2].times, 2);
+	ck_assert_int_eq(rows.v[3].times, 1);
+	store_close(s);
+}
+END_TEST
+
 /* Writers on several connections at once never fail with "database is
- * locked": each waits its turn. */
+ * locked": each waits its turn (and two threads' writers refusing the
+ * same paths count each refusal). */
 static void *write_many(void *arg)
 {
 	struct store_writer *w = arg;
@@ -398,8 +474,8 @@ START_TEST(test_store_writers_share_the_file)
 	for (int i = 0; i < 4; i++)
 		store_writer_stop(w[i]);
 	struct store *s = open_db();
-	ck_assert_int_eq(store_audit_each(s, "u", "a", count_rows, &n), 0);
-	ck_assert_int_eq(store_audit_each(s, "u", "b", count_rows, &n), 0);
+	ck_assert_int_eq(store_audit_each(s, "u", "a", count_refusals, &n), 0);
+	ck_assert_int_eq(store_audit_each(s, "u", "b", count_refusals, &n), 0);
 	ck_assert_int_eq(n, 1200);
 	store_close(s);
 }
@@ -1508,6 +1584,7 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_store_made_by_several_at_once);
 	tcase_add_test(tc, test_store_marks_round_trip_and_replace);
 	tcase_add_test(tc, test_store_audit_rows_per_thread_in_order);
+	tcase_add_test(tc, test_store_audit_repeats_are_one_row_with_a_count);
 	tcase_add_test(tc, test_store_writers_share_the_file);
 	tcase_add_test(tc, test_store_writer_flushes_on_stop);
 	tcase_add_test(tc, test_store_presentations);
