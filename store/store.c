@@ -4,6 +4,7 @@
 #include "common/array.h"
 #include "snapshot.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
 
@@ -26,6 +27,20 @@
 	"ALTER TABLE audit ADD COLUMN last_ns " INT ";"                  \
 	"ALTER TABLE audit ADD COLUMN same_key " BYTES ";"               \
 	"CREATE UNIQUE INDEX audit_same ON audit (\"user\", thread, same_key);"
+
+/* What refers to a content (blobs, by SHA-256): a read mark (the text
+ * read, for a refusal's diff), a snapshot's file, a pre-image, an audit
+ * row's two versions. Each indexed where it is not NULL, so that a
+ * content's referrers are a few lookups (store_blobs_collect());
+ * blob_puts holds until when a content put is left alone, referred to or
+ * not (a scan's texts go before its snapshot: store_blobs_put_for()). */
+#define BLOB_REFS_SQL                                                                      \
+	"CREATE INDEX marks_by_hash ON marks (hash) WHERE hash IS NOT NULL;"               \
+	"CREATE INDEX snapshot_files_by_sha256 ON snapshot_files (sha256)"                 \
+	" WHERE sha256 IS NOT NULL;"                                                       \
+	"CREATE INDEX journal_by_sha256 ON journal (sha256) WHERE sha256 IS NOT NULL;"     \
+	"CREATE INDEX audit_by_base ON audit (base_sha256) WHERE base_sha256 IS NOT NULL;" \
+	"CREATE INDEX audit_by_cur ON audit (cur_sha256) WHERE cur_sha256 IS NOT NULL;"
 
 /* Migrations: entry N takes the schema from version N to N + 1. Never edit
  * one that has shipped; append a new one. */
@@ -159,6 +174,9 @@ static const char *const lite_migrations[STORE_SCHEMA_VERSION] = {
 	"ALTER TABLE snapshot_files ADD COLUMN gone INTEGER NOT NULL DEFAULT 0;",
 	/* 13 -> 14: the same refusal repeated is one audit row (AUDIT_SAME). */
 	AUDIT_SAME_SQL("INTEGER", "BLOB"),
+	/* 14 -> 15: contents nothing refers to are collected (BLOB_REFS). */
+	"CREATE TABLE blob_puts (sha256 BLOB PRIMARY KEY, until_ns INTEGER NOT NULL)"
+	" WITHOUT ROWID;" BLOB_REFS_SQL,
 };
 
 /* PostgreSQL's: its first step makes the schema of version 10 whole (the
@@ -241,6 +259,7 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 	[12] = "ALTER TABLE snapshots ADD COLUMN base BIGINT;"
 	       "ALTER TABLE snapshot_files ADD COLUMN gone INTEGER NOT NULL DEFAULT 0;",
 	[13] = AUDIT_SAME_SQL("BIGINT", "BYTEA"),
+	[14] = "CREATE TABLE blob_puts (sha256 BYTEA PRIMARY KEY, until_ns BIGINT NOT NULL);" BLOB_REFS_SQL,
 };
 
 /* ROW 2^k times, comma-separated: a statement's rows or parameters. */
@@ -306,8 +325,18 @@ enum stmt_id {
 	ST_BLOBS_PUT_16,
 	ST_BLOBS_PUT_32,
 	ST_BLOBS_PUT_64,
+	ST_BLOB_PUTS_1, /* then those of 2, 4, ... 64 */
+	ST_BLOB_PUTS_2,
+	ST_BLOB_PUTS_4,
+	ST_BLOB_PUTS_8,
+	ST_BLOB_PUTS_16,
+	ST_BLOB_PUTS_32,
+	ST_BLOB_PUTS_64,
 	ST_BLOB_GET,
 	ST_BLOBS_GET,
+	ST_BLOB_PUTS_OLD,
+	ST_BLOBS_AFTER,
+	ST_BLOBS_COLLECT,
 	ST_RUN_ADD,
 	ST_RUN_GET,
 	ST_RUN_END,
@@ -371,7 +400,24 @@ static const char *const stmt_sql[ST_COUNT] = {
 		" WHERE snapshot = ?",
 	BATCHED_SQL(ST_BLOBS_PUT_1, "INSERT INTO blobs (sha256, data) VALUES ", "(?, ?)",
 		    " ON CONFLICT DO NOTHING"),
+	BATCHED_SQL(ST_BLOB_PUTS_1, "INSERT INTO blob_puts (sha256, until_ns) VALUES ", "(?, ?)",
+		    " ON CONFLICT (sha256) DO UPDATE SET until_ns = CASE"
+		    " WHEN excluded.until_ns > blob_puts.until_ns THEN excluded.until_ns"
+		    " ELSE blob_puts.until_ns END"),
 	[ST_BLOB_GET] = "SELECT data FROM blobs WHERE sha256 = ?",
+	[ST_BLOB_PUTS_OLD] = "DELETE FROM blob_puts WHERE until_ns < ?",
+	/* The end of a sweep's step: the N-th content after the last one
+	 * (none: the step goes to the end). */
+	[ST_BLOBS_AFTER] = "SELECT sha256 FROM blobs WHERE sha256 > ?"
+			   " ORDER BY sha256 LIMIT 1 OFFSET ?",
+	[ST_BLOBS_COLLECT] =
+		"DELETE FROM blobs WHERE sha256 > ? AND sha256 <= ?"
+		" AND NOT EXISTS (SELECT 1 FROM blob_puts p WHERE p.sha256 = blobs.sha256)"
+		" AND NOT EXISTS (SELECT 1 FROM marks m WHERE m.hash = blobs.sha256)"
+		" AND NOT EXISTS (SELECT 1 FROM snapshot_files f WHERE f.sha256 = blobs.sha256)"
+		" AND NOT EXISTS (SELECT 1 FROM journal j WHERE j.sha256 = blobs.sha256)"
+		" AND NOT EXISTS (SELECT 1 FROM audit a WHERE a.base_sha256 = blobs.sha256)"
+		" AND NOT EXISTS (SELECT 1 FROM audit a WHERE a.cur_sha256 = blobs.sha256)",
 	[ST_BLOBS_GET] = "SELECT sha256, data FROM blobs WHERE sha256 IN (" ROWS_128("?") ")",
 	[ST_RUN_ADD] = "INSERT INTO runs (\"user\", thread, begun_ns, before_snapshot, kind,"
 		       " undoes) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
@@ -818,6 +864,11 @@ static int each_row(struct store *s, struct db_stmt *st, const char *what,
 static const char *col_text(struct db_stmt *st, int i)
 {
 	return db_col_text(st, i);
+}
+
+static int sha256_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, SHA256_BYTES);
 }
 
 /* Column I into the SHA-256 OUT if it holds one: whether it did. */
@@ -1326,10 +1377,120 @@ static void bind_blob_row(void *arg, struct db_stmt *st, int j, size_t i)
 	db_bind_blob(st, 2 * j + 2, v[i].len ? v[i].data : "", v[i].len);
 }
 
+struct blob_puts_bind {
+	const uint8_t (*sha256s)[SHA256_BYTES];
+	int64_t until_ns;
+};
+
+static void bind_blob_put(void *arg, struct db_stmt *st, int j, size_t i)
+{
+	const struct blob_puts_bind *b = arg;
+
+	db_bind_blob(st, 2 * j + 1, b->sha256s[i], SHA256_BYTES);
+	db_bind_int64(st, 2 * j + 2, b->until_ns);
+}
+
+/* Records that the N contents V are left alone for HOLD_NS from now,
+ * each once (an upsert may not touch a row twice in one statement). */
+static int blob_puts(struct store *s, const struct store_blob *v, size_t n, int64_t hold_ns)
+{
+	_cleanup_(freep) uint8_t(*sha)[SHA256_BYTES] = malloc((n + 1) * SHA256_BYTES);
+	size_t m = 0;
+
+	if (!sha)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		memcpy(sha[i], v[i].sha256, SHA256_BYTES);
+	qsort(sha, n, SHA256_BYTES, sha256_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!m || memcmp(sha[m - 1], sha[i], SHA256_BYTES))
+			memcpy(sha[m++], sha[i], SHA256_BYTES);
+	struct blob_puts_bind b = { (const uint8_t(*)[SHA256_BYTES])sha, realtime_ns() + hold_ns };
+	return exec_batched(s, ST_BLOB_PUTS_1, m, bind_blob_put, &b,
+			    "record when contents were put");
+}
+
 int store_blobs_put(struct store *s, const struct store_blob *v, size_t n)
 {
-	return exec_batched(s, ST_BLOBS_PUT_1, n, bind_blob_row, (void *)v,
-			    "record files' contents");
+	return store_blobs_put_for(s, v, n, STORE_BLOB_HOLD_NS);
+}
+
+int store_blobs_put_for(struct store *s, const struct store_blob *v, size_t n, int64_t hold_ns)
+{
+	bool own;
+	int r = write_turn(s, &own);
+
+	if (r == 0)
+		r = exec_batched(s, ST_BLOBS_PUT_1, n, bind_blob_row, (void *)v,
+				 "record files' contents");
+	if (r == 0)
+		r = blob_puts(s, v, n, hold_ns);
+	return write_done(s, own, r);
+}
+
+/* The content after AFTER (LEN bytes: 0 for the first) that ends a step
+ * of N into END; false if fewer than N are left (the step goes to the
+ * end). */
+static int sweep_end(struct store *s, const uint8_t *after, size_t len, size_t n,
+		     uint8_t end[SHA256_BYTES])
+{
+	_stmt_ st = stmt(s, ST_BLOBS_AFTER);
+	int r;
+
+	if (!st)
+		return stmt_failed(s);
+	db_bind_blob(st, 1, len ? (const void *)after : "", len);
+	db_bind_int64(st, 2, (int64_t)n - 1);
+	if ((r = one_row(s, st, "read the contents")) < 0)
+		return r == -ENOENT ? 0 : r;
+	return col_sha256(st, 0, end) ? 1 : -EIO;
+}
+
+static int blobs_collect(struct store *s, int64_t now_ns, struct store_sweep *sw, size_t n)
+{
+	/* Past every SHA-256: 33 bytes compare above any 32. */
+	static const uint8_t last[SHA256_BYTES + 1] = {
+		[0 ... SHA256_BYTES] = 0xff,
+	};
+	uint8_t end[SHA256_BYTES];
+	int r, more;
+
+	{
+		_stmt_ st = stmt(s, ST_BLOB_PUTS_OLD);
+		if (!st)
+			return stmt_failed(s);
+		db_bind_int64(st, 1, now_ns);
+		if ((r = exec_stmt(s, st, "forget when contents were put")) < 0)
+			return r;
+	}
+	if ((more = sweep_end(s, sw->after, sw->len, n, end)) < 0)
+		return more;
+	_stmt_ st = stmt(s, ST_BLOBS_COLLECT);
+	if (!st)
+		return stmt_failed(s);
+	db_bind_blob(st, 1, sw->len ? (const void *)sw->after : "", sw->len);
+	db_bind_blob(st, 2, more ? end : last, more ? SHA256_BYTES : sizeof(last));
+	if ((r = exec_stmt(s, st, "collect contents")) < 0)
+		return r;
+	memcpy(sw->after, end, SHA256_BYTES);
+	sw->len = more ? SHA256_BYTES : 0; /* at the end: the next starts again */
+	return (int)db_changes(st);
+}
+
+int store_blobs_collect(struct store *s, int64_t now_ns, struct store_sweep *sw, size_t n)
+{
+	bool own = !db_in_transaction(s->db);
+	int r = own ? store_begin(s) : 0;
+
+	if (r == 0)
+		r = blobs_collect(s, now_ns, sw, n ? n : 1);
+	if (own && r >= 0) {
+		int c = store_commit(s);
+		r = c < 0 ? c : r;
+	}
+	if (own && r < 0)
+		store_rollback(s);
+	return r;
 }
 
 int store_blob_put(struct store *s, const uint8_t sha256[SHA256_BYTES], const void *data,

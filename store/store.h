@@ -28,7 +28,7 @@
  * home (--store sets it, so that the programs they start agree). */
 #define STORE_ENV "SBX_STORE"
 #define STORE_TARGET_MAX 4160 /* a path (PATH_MAX) and more */
-#define STORE_SCHEMA_VERSION 14
+#define STORE_SCHEMA_VERSION 15
 
 struct store;
 
@@ -252,6 +252,25 @@ int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **d
 int store_blobs_each(struct store *s, const uint8_t (*sha256s)[SHA256_BYTES], size_t n,
 		     int (*fn)(void *arg, const uint8_t *sha256, const void *data, size_t len),
 		     void *arg);
+
+/* A content put is not collected for this long, referred to or not: a
+ * scan puts its texts before the snapshot that refers to them. */
+#define STORE_BLOB_HOLD_NS (600LL * 1000000000)
+/* store_blobs_put() holding them for HOLD_NS instead: the view's writer
+ * puts a text a batch before the mark that refers to it. */
+int store_blobs_put_for(struct store *s, const struct store_blob *v, size_t n, int64_t hold_ns);
+/* A sweep's place among the contents: zeroed, it starts at the first. */
+struct store_sweep {
+	uint8_t after[SHA256_BYTES];
+	size_t len; /* 0: from the first */
+};
+/* Deletes, among the N contents after SW's place (then moved past them,
+ * back to the first at the end), those nothing refers to (a read mark, a
+ * snapshot's file, a pre-image, an audit row) and not held at NOW_NS
+ * (store_blobs_put_for()): a step of a sweep that goes round.
+ * In a transaction of its own unless one is open. Returns how many it
+ * deleted, or -errno. */
+int store_blobs_collect(struct store *s, int64_t now_ns, struct store_sweep *sw, size_t n);
 
 /* What made a run: an agent's (sbx run begin), or the sbx command's own
  * changes (sbx run undo, sbx restore), whose journal names every path

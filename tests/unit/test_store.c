@@ -3,6 +3,7 @@
  * presented during a run and the receipt's rules for them. What a store
  * does is tested on both engines: an SQLite file (tcase "store") and a
  * throw-away PostgreSQL server (tcase "postgresql", tests/tools/pgserver). */
+#include "common/clock.h"
 #include "store/lease.h"
 #include "store/receipt.h"
 #include "store/snapshot.h"
@@ -600,6 +601,106 @@ START_TEST(test_store_presentations)
 	got[0] = '\0';
 	ck_assert_int_eq(store_presented_each(s, other, collect_presented, got), 0);
 	ck_assert_str_eq(got, "present_files /mnt/user-data/outputs/c\n");
+	store_close(s);
+}
+END_TEST
+
+/* Content I's SHA-256 (a made-up one) and whether the store has it. */
+static const uint8_t *content_sha(int i)
+{
+	static uint8_t sha[16][SHA256_BYTES];
+
+	memset(sha[i], 0x10 * i + 1, SHA256_BYTES);
+	return sha[i];
+}
+
+static bool has_content(struct store *s, int i)
+{
+	char *data = NULL;
+	size_t len;
+	int r = store_blob_get(s, content_sha(i), &data, &len);
+
+	free(data);
+	ck_assert_msg(r == 0 || r == -ENOENT, "%d", r);
+	return r == 0;
+}
+
+/* A content nothing refers to any more (a mark moved on, or nothing ever)
+ * is collected once its hold is over (STORE_BLOB_HOLD_NS by default); one a mark, an
+ * audit row, a pre-image or a snapshot refers to stays; a sweep of steps
+ * goes round all of them. */
+START_TEST(test_store_contents_nothing_refers_to_are_collected)
+{
+	struct store *s = open_db();
+	struct store_sweep sw = { 0 };
+	enum { MARKED, AUDITED, PREIMAGE, SNAPSHOT, NOTHING, MARK_MOVED, N };
+
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(store_blob_put(s, content_sha(i), "text", 4), 0);
+	struct store_mark m = { .path = "/mnt/user-data/workspace/a", .ino = 1, .hashed = true };
+	memcpy(m.hash, content_sha(MARK_MOVED), SHA256_BYTES);
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
+	memcpy(m.hash, content_sha(MARKED), SHA256_BYTES);
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
+	struct store_audit a = { .user = "u",
+				 .thread = "t",
+				 .path = "/mnt/x",
+				 .op = "write",
+				 .comm = "sh",
+				 .reason = "changed",
+				 .mode = "enforce" };
+	a.current = (struct store_version){ .known = true, .hashed = true };
+	memcpy(a.current.sha256, content_sha(AUDITED), SHA256_BYTES);
+	ck_assert_int_eq(store_audit_add(s, &a), 0);
+	struct snap_file pre = { .path = "/mnt/user-data/workspace/b",
+				 .root = "workspace",
+				 .hashed = true };
+	memcpy(pre.sha256, content_sha(PREIMAGE), SHA256_BYTES);
+	struct store_event e = {
+		.at_ns = 1, .op = "preimage", .path = pre.path, .comm = "sh", .pre = &pre
+	};
+	ck_assert_int_eq(store_journal_add(s, "u", "t", &e), 0);
+	struct snapshot snap = { 0 };
+	struct snap_file *f = snapshot_append(&snap);
+	ck_assert_ptr_nonnull(f);
+	*f = (struct snap_file){ .path = strdup("/mnt/user-data/workspace/c"),
+				 .root = "workspace",
+				 .hashed = true };
+	memcpy(f->sha256, content_sha(SNAPSHOT), SHA256_BYTES);
+	int64_t snap_id;
+	ck_assert_int_eq(store_snapshot_save(s, "u", "t", &snap, 10, 1, &snap_id), 0);
+	snapshot_free(&snap);
+
+	/* Just put: nothing goes, referred to or not. */
+	ck_assert_int_eq(store_blobs_collect(s, realtime_ns(), &sw, 100), 0);
+	for (int i = 0; i < N; i++)
+		ck_assert(has_content(s, i));
+	int64_t later = realtime_ns() + STORE_BLOB_HOLD_NS + 1000000000;
+	ck_assert_int_eq(store_blobs_collect(s, later, &sw, 100), 2);
+	for (int i = 0; i < N; i++)
+		ck_assert_msg(has_content(s, i) == (i != NOTHING && i != MARK_MOVED), "%d", i);
+	/* Put again, a content is held again; a shorter hold does not cut
+	 * a longer one short. */
+	ck_assert_int_eq(store_blob_put(s, content_sha(NOTHING), "text", 4), 0);
+	struct store_blob b = { .data = "text", .len = 4 };
+	memcpy(b.sha256, content_sha(NOTHING), SHA256_BYTES);
+	ck_assert_int_eq(store_blobs_put_for(s, &b, 1, 1), 0);
+	ck_assert_int_eq(store_blobs_collect(s, realtime_ns() + 1000000000, &sw, 100), 0);
+	ck_assert(has_content(s, NOTHING));
+	/* Steps of two go round the contents: the rest of the sweep, then
+	 * from the first again. */
+	for (int i = N; i < 12; i++)
+		ck_assert_int_eq(store_blob_put(s, content_sha(i), "text", 4), 0);
+	int gone = 0, r;
+	for (int step = 0; step < 8; step++) {
+		ck_assert_int_ge(r = store_blobs_collect(s, later + 1, &sw, 2), 0);
+		ck_assert_int_le(r, 2);
+		gone += r;
+	}
+	ck_assert_int_eq(gone, 12 - N + 1);
+	for (int i = 0; i < 12; i++)
+		ck_assert_msg(has_content(s, i) == (i < N && i != NOTHING && i != MARK_MOVED), "%d",
+			      i);
 	store_close(s);
 }
 END_TEST
@@ -1592,6 +1693,7 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_store_run_clean);
 	tcase_add_test(tc, test_store_runs_listed_with_or_without_their_texts);
 	tcase_add_test(tc, test_store_blobs_put_in_batches);
+	tcase_add_test(tc, test_store_contents_nothing_refers_to_are_collected);
 	tcase_add_test(tc, test_store_journal_rows_written_many_at_once);
 	tcase_add_test(tc, test_store_a_statement_that_cannot_be_prepared);
 	tcase_add_test(tc, test_store_backup_is_a_whole_copy);
