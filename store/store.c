@@ -1,6 +1,7 @@
 /* store.c - see store.h. */
 #include "store.h"
 #include "store_int.h"
+#include "compact.h"
 #include "common/array.h"
 #include "snapshot.h"
 #include "common/cleanup.h"
@@ -348,6 +349,16 @@ enum stmt_id {
 	ST_JOURNAL_ADD_32,
 	ST_JOURNAL_ADD_64,
 	ST_JOURNAL_EACH,
+	ST_JOURNAL_KEEP_FROM,
+	ST_JOURNAL_RECENT,
+	ST_JOURNAL_WINDOW,
+	ST_JOURNAL_DROP_1, /* then those of 2, 4, ... 64 */
+	ST_JOURNAL_DROP_2,
+	ST_JOURNAL_DROP_4,
+	ST_JOURNAL_DROP_8,
+	ST_JOURNAL_DROP_16,
+	ST_JOURNAL_DROP_32,
+	ST_JOURNAL_DROP_64,
 	ST_RUN_OPEN,
 	ST_RUN_STATE,
 	ST_RUN_UNDONE_BY,
@@ -430,6 +441,17 @@ static const char *const stmt_sql[ST_COUNT] = {
 			    " FROM journal"
 			    " WHERE \"user\" = ? AND thread = ? AND at_ns >= ? AND at_ns <= ?"
 			    " ORDER BY id",
+	/* What compaction leaves: the thread's last rows (by
+	 * journal_by_thread_id), those of its last seconds (by
+	 * journal_by_thread). */
+	[ST_JOURNAL_KEEP_FROM] = "SELECT id FROM journal WHERE \"user\" = ? AND thread = ?"
+				 " ORDER BY id DESC LIMIT 1 OFFSET ?",
+	[ST_JOURNAL_RECENT] = "SELECT min(id) FROM journal WHERE \"user\" = ? AND thread = ?"
+			      " AND at_ns >= ?",
+	[ST_JOURNAL_WINDOW] = "SELECT id, at_ns, op, path, path2 FROM journal"
+			      " WHERE \"user\" = ? AND thread = ? AND id > ? AND id <= ?"
+			      " ORDER BY id DESC LIMIT ?",
+	BATCHED_SQL(ST_JOURNAL_DROP_1, "DELETE FROM journal WHERE id IN (", "?", ")"),
 	[ST_RUN_OPEN] = "SELECT begun_ns FROM runs WHERE \"user\" = ? AND thread = ?"
 			" AND ended_ns IS NULL ORDER BY begun_ns DESC LIMIT 1",
 	[ST_RUN_STATE] = "SELECT CASE WHEN ended_ns IS NULL THEN 0 ELSE 1 END FROM runs"
@@ -2004,4 +2026,159 @@ int store_journal_after(struct store *s, const char *user, const char *thread, i
 		return r;
 	*scanned = c.n < limit ? (end > after_id ? end : after_id) : c.last;
 	return c.n;
+}
+
+/* ---- journal compaction (compact.h has the rules) ------------------------ */
+
+struct spans {
+	struct run_span *v;
+	size_t n, cap;
+};
+
+static int span_row(void *arg, const struct store_run *run)
+{
+	struct spans *sp = arg;
+
+	if (array_grow(sp->v, sp->n, sp->cap) < 0)
+		return -ENOMEM;
+	sp->v[sp->n++] = (struct run_span){ run->begun_ns, run->ended ? run->ended_ns : INT64_MAX };
+	return 0;
+}
+
+struct window {
+	struct compact_row *v;
+	size_t n, cap;
+};
+
+static void window_free(struct window *w)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		free(w->v[i].op);
+		free(w->v[i].path);
+		free(w->v[i].path2);
+	}
+	free(w->v);
+}
+
+static int window_row(struct db_stmt *st, void *ctx)
+{
+	struct window *w = ctx;
+
+	if (array_grow(w->v, w->n, w->cap) < 0)
+		return -ENOMEM;
+	struct compact_row *r = &w->v[w->n++];
+	*r = (struct compact_row){ .id = db_col_int64(st, 0), .at_ns = db_col_int64(st, 1) };
+	r->op = strdup(col_text(st, 2));
+	r->path = strdup(col_text(st, 3));
+	r->path2 = db_col_null(st, 4) ? NULL : strdup(col_text(st, 4));
+	return r->op && r->path && (r->path2 || db_col_null(st, 4)) ? 0 : -ENOMEM;
+}
+
+/* The id of the one row of thread statement ID (parameter 3: ARG) in
+ * *OUT: 1, or 0 if it has none (or NULL). */
+static int thread_id_of(struct store *s, enum stmt_id id, const char *user, const char *thread,
+			int64_t arg, int64_t *out)
+{
+	_stmt_ st = thread_stmt(s, id, user, thread);
+	int r;
+
+	if (!st)
+		return stmt_failed(s);
+	db_bind_int64(st, 3, arg);
+	if ((r = one_row(s, st, "read the journal")) < 0)
+		return r == -ENOENT ? 0 : r;
+	if (db_col_null(st, 0))
+		return 0;
+	*out = db_col_int64(st, 0);
+	return 1;
+}
+
+/* The id up to which USER's THREAD's rows may be compacted at NOW_NS
+ * into *TO: 1, or 0 if none may. */
+static int journal_horizon(struct store *s, const char *user, const char *thread, int64_t now_ns,
+			   int64_t *to)
+{
+	int64_t recent;
+	int r = thread_id_of(s, ST_JOURNAL_KEEP_FROM, user, thread, STORE_JOURNAL_KEEP_ROWS, to);
+
+	if (r <= 0)
+		return r;
+	if ((r = thread_id_of(s, ST_JOURNAL_RECENT, user, thread, now_ns - STORE_JOURNAL_KEEP_NS,
+			      &recent)) < 0)
+		return r;
+	if (r && recent <= *to)
+		*to = recent - 1;
+	return 1;
+}
+
+static void bind_drop(void *arg, struct db_stmt *st, int j, size_t i)
+{
+	db_bind_int64(st, j + 1, ((const int64_t *)arg)[i]);
+}
+
+static int journal_compact(struct store *s, const char *user, const char *thread, int64_t now_ns,
+			   int64_t *upto)
+{
+	struct spans runs = { 0 };
+	struct window w = { 0 };
+	_cleanup_(freep) int64_t *drop = NULL;
+	int64_t to;
+	int r = journal_horizon(s, user, thread, now_ns, &to), n = 0;
+
+	if (r <= 0 || to <= *upto)
+		return r < 0 ? r : 0;
+	if ((r = store_runs_each(s, user, thread, false, span_row, &runs)) < 0)
+		goto out;
+	{
+		_stmt_ st = thread_stmt(s, ST_JOURNAL_WINDOW, user, thread);
+		if (!st) {
+			r = stmt_failed(s);
+			goto out;
+		}
+		db_bind_int64(st, 3, *upto);
+		db_bind_int64(st, 4, to);
+		db_bind_int64(st, 5, STORE_JOURNAL_COMPACT_MAX);
+		if ((r = each_row(s, st, "read the journal", window_row, &w)) < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < w.n / 2; i++) { /* read newest first: in order */
+		struct compact_row t = w.v[i];
+		w.v[i] = w.v[w.n - 1 - i];
+		w.v[w.n - 1 - i] = t;
+	}
+	if ((r = journal_churn(w.v, w.n, runs.v, runs.n)) <= 0)
+		goto out;
+	if (!(drop = malloc((size_t)r * sizeof(*drop)))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < w.n; i++)
+		if (w.v[i].drop)
+			drop[n++] = w.v[i].id;
+	r = exec_batched(s, ST_JOURNAL_DROP_1, (size_t)n, bind_drop, drop, "drop journal rows");
+	r = r < 0 ? r : n;
+out:
+	if (r >= 0)
+		*upto = to;
+	free(runs.v);
+	window_free(&w);
+	return r;
+}
+
+int store_journal_compact(struct store *s, const char *user, const char *thread, int64_t now_ns,
+			  int64_t *upto)
+{
+	/* In a writer's turn: a run begun meanwhile is seen, or begins
+	 * after every row this drops. */
+	int r = store_begin(s);
+
+	if (r < 0)
+		return r;
+	if ((r = journal_compact(s, user, thread, now_ns, upto)) >= 0) {
+		int c = store_commit(s);
+		r = c < 0 ? c : r;
+	}
+	if (r < 0)
+		store_rollback(s);
+	return r;
 }

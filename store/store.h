@@ -188,6 +188,20 @@ int store_journal_add_many(struct store *s, const char *user, const char *thread
 int store_journal_each(struct store *s, const char *user, const char *thread, int64_t from_ns,
 		       int64_t to_ns, int (*fn)(void *arg, const struct store_event *e), void *arg);
 
+/* What compaction never touches: a thread's last STORE_JOURNAL_KEEP_ROWS
+ * rows and those of its last STORE_JOURNAL_KEEP_NS (a watcher within that
+ * of the end misses nothing); what one call reads at most. */
+#define STORE_JOURNAL_KEEP_ROWS 10000
+#define STORE_JOURNAL_KEEP_NS (1LL * 1000000000)
+#define STORE_JOURNAL_COMPACT_MAX 65536
+/* Drops USER's THREAD's journal rows that no run, undo or restore needs
+ * (compact.h: churn and repeats made while no run was open) among those
+ * after *UPTO and before what compaction never touches at NOW_NS (at
+ * most STORE_JOURNAL_COMPACT_MAX, the latest), in a writer's turn;
+ * *UPTO moves past them. Returns how many it dropped, or -errno. */
+int store_journal_compact(struct store *s, const char *user, const char *thread, int64_t now_ns,
+			  int64_t *upto);
+
 /* A descriptor that polls readable when the journal may have grown
  * (PostgreSQL: a notification at each commit of journal rows), or
  * -ENOTSUP (SQLite: watch its files instead, follow.c); and what came:

@@ -25,6 +25,10 @@
 #define COLLECT_EVERY 256
 #define WRITER_BLOB_HOLD_NS (1LL * 1000000000)
 #define COLLECT_STEP 1024
+/* After this many journal rows, the thread compacts the thread's journal
+ * (store_journal_compact()): the rows since the last time, less those
+ * it never touches. */
+#define COMPACT_EVERY 4096
 
 enum row_kind { ROW_NONE, ROW_MARK_PUT, ROW_MARK_DROP, ROW_AUDIT, ROW_EVENT, ROW_BLOB };
 
@@ -63,6 +67,8 @@ struct store_writer {
 	int64_t rest_ms;	/* idle this long, the connection goes (0: never) */
 	unsigned since_collect; /* rows that may leave a content unreferred to */
 	struct store_sweep sweep;
+	unsigned since_compact; /* journal rows */
+	int64_t compacted;	/* the id up to which the journal was compacted */
 	void (*on_fenced)(void *arg, const char *why);
 	void *on_fenced_arg;
 	void (*on_failed)(void *arg, const char *why);
@@ -153,20 +159,34 @@ static void read_preimages(struct store_writer *w, struct row **batch)
 	}
 }
 
-/* Counts BATCH's rows that may leave a content nothing refers to, and
- * once there are COLLECT_EVERY, collects a step of the contents: on this
- * thread, between batches, never on a request's path. */
-static void collect_contents(struct store_writer *w, const struct row *batch)
+/* Counts BATCH's rows that may leave a content nothing refers to and its
+ * journal rows, and once there are enough, collects a step of the
+ * contents, compacts the journal: on this thread, between batches, never
+ * on a request's path. */
+static void tidy(struct store_writer *w, const struct row *batch)
 {
-	for (const struct row *r = batch; r; r = r->next)
-		w->since_collect += r->kind == ROW_MARK_PUT || r->kind == ROW_MARK_DROP ||
-				    r->kind == ROW_BLOB;
-	if (w->since_collect < COLLECT_EVERY || w->failed || w->fenced)
+	int r;
+
+	for (const struct row *row = batch; row; row = row->next) {
+		w->since_collect += row->kind == ROW_MARK_PUT || row->kind == ROW_MARK_DROP ||
+				    row->kind == ROW_BLOB;
+		w->since_compact += row->kind == ROW_EVENT;
+	}
+	if (w->failed || w->fenced)
 		return;
-	w->since_collect = 0;
-	int r = store_blobs_collect(w->store, realtime_ns(), &w->sweep, COLLECT_STEP);
-	if (r < 0)
-		log_warn("store: contents not collected: %s", strerror(-r));
+	if (w->since_compact >= COMPACT_EVERY) {
+		w->since_compact = 0;
+		r = store_journal_compact(w->store, w->user, w->thread, realtime_ns(),
+					  &w->compacted);
+		if (r < 0)
+			log_warn("store: the journal was not compacted: %s", strerror(-r));
+	}
+	if (w->since_collect >= COLLECT_EVERY) {
+		w->since_collect = 0;
+		r = store_blobs_collect(w->store, realtime_ns(), &w->sweep, COLLECT_STEP);
+		if (r < 0)
+			log_warn("store: contents not collected: %s", strerror(-r));
+	}
 }
 
 static void free_rows(struct row *batch)
@@ -276,7 +296,7 @@ static void write_batch(struct store_writer *w, struct row *batch)
 		if (lost)
 			write_failed(w, batch, lost, r);
 	}
-	collect_contents(w, batch);
+	tidy(w, batch);
 	free_rows(batch);
 }
 

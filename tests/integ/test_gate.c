@@ -184,6 +184,35 @@ START_TEST(test_gate_repeated_refusals_are_one_audit_row_with_a_count)
 }
 END_TEST
 
+/* An agent looping with no run open grows the store by a bound, not by
+ * each iteration: 30,000 create/delete pairs (60,000 changes) leave
+ * fewer than 30,000 journal rows (what compaction never touches: the
+ * last 10,000, those of the last second, at most 4,096 since it last
+ * ran), and 5,000 refused appends one audit row. */
+START_TEST(test_gate_loops_with_no_run_open_grow_the_store_by_a_bound)
+{
+	ck_assert_int_eq(write_file(host("unread.log"), "the host's\n"), 0);
+	for (int i = 0; i < 30000; i++) {
+		int fd = open(ws("tmp"), O_WRONLY | O_CREAT | O_EXCL, 0644);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(close(fd), 0);
+		ck_assert_int_eq(unlink(ws("tmp")), 0);
+	}
+	for (int i = 0; i < 5000; i++)
+		ck_assert_int_eq(try_write(ws("unread.log"), O_WRONLY | O_APPEND, "x"), EACCES);
+	ck_assert_str_eq(read_file(host("unread.log")), "the host's\n");
+	tview_sync(&V);
+	EQ_OUT("1 5000\n",
+	       "'%s' audit --home '%s' --user alice --thread gate --format json |"
+	       " python3 tests/tools/jsonq.py 'len(d), d[0][\"count\"]'",
+	       test_bin("sbx"), V.home);
+	char *rows =
+		OUT("'%s' watch --home '%s' --user alice --thread gate --since 0 --once | wc -l",
+		    test_bin("sbx"), V.home);
+	ck_assert_msg(atoi(rows) < 30000, "%d journal rows are left of 60,000", atoi(rows));
+}
+END_TEST
+
 /* A refused rename closes each descriptor it opened once: the gate's
  * O_PATH fd of the destination was closed by the refusal and again by
  * the rename's cleanup (in the threaded loop the second close can hit
@@ -689,6 +718,12 @@ Suite *suite_view_gate(void)
 	tcase_add_test(tc, test_gate_marks_survive_a_restart_but_never_authorize_a_changed_file);
 	tcase_add_test(tc, test_gate_writeback_needs_a_mode_that_cannot_refuse);
 	tcase_add_test(tc, test_gate_unlink_is_free_by_default);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("bound");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc, test_gate_loops_with_no_run_open_grow_the_store_by_a_bound);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("strict");

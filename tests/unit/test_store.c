@@ -705,6 +705,91 @@ START_TEST(test_store_contents_nothing_refers_to_are_collected)
 }
 END_TEST
 
+static int count_events(void *arg, const struct store_event *e)
+{
+	(void)e;
+	++*(int *)arg;
+	return 0;
+}
+
+/* Adds event OP of PATH (and PATH2) at AT_NS to u/t. */
+static void add_event(struct store *s, const char *thread, int64_t at_ns, const char *op,
+		      const char *path, const char *path2)
+{
+	struct store_event e = {
+		.at_ns = at_ns, .op = op, .path = path, .path2 = path2, .pid = 1, .comm = "sh"
+	};
+
+	ck_assert_int_eq(store_journal_add(s, "u", thread, &e), 0);
+}
+
+#define W "/mnt/user-data/workspace/"
+
+/* With no run open, a path made and removed again is churn, and so is a
+ * change repeated: their rows go. A run's rows stay, and so do a rename
+ * and what it named, a thread's last STORE_JOURNAL_KEEP_ROWS rows and
+ * another thread's. */
+START_TEST(test_store_journal_churn_with_no_run_open_is_compacted)
+{
+	struct store *s = open_db();
+	struct snapshot snap = { 0 };
+	int64_t at = 1, snap_id, run, upto = 0;
+	int kept = 0, other = 0;
+
+	ck_assert_int_eq(store_begin(s), 0); /* one commit: quicker */
+	for (int i = 0; i < 3000; i++) {     /* 9,000 rows of churn */
+		add_event(s, "t", at++, "create", W "tmp", NULL);
+		add_event(s, "t", at++, "modify", W "tmp", NULL);
+		add_event(s, "t", at++, "delete", W "tmp", NULL);
+	}
+	add_event(s, "t", at++, "create", W "keep", NULL);
+	for (int i = 0; i < 100; i++) /* 99 repeats */
+		add_event(s, "t", at++, "modify", W "keep", NULL);
+	add_event(s, "t", at++, "mkdir", W "d", NULL); /* 2 */
+	add_event(s, "t", at++, "rmdir", W "d", NULL);
+	add_event(s, "t", at++, "mkdir", W "e", NULL); /* kept: e/f named */
+	add_event(s, "t", at++, "create", W "e/f", NULL);
+	add_event(s, "t", at++, "rmdir", W "e", NULL);
+	add_event(s, "t", at++, "create", W "a", NULL); /* kept: renamed */
+	add_event(s, "t", at++, "rename", W "a", W "b");
+	add_event(s, "t", at++, "delete", W "b", NULL);
+	add_event(s, "other", at++, "create", W "tmp", NULL);
+	add_event(s, "other", at++, "delete", W "tmp", NULL);
+	ck_assert_int_eq(store_commit(s), 0);
+	/* A run's churn is its own: undo and its summary read it. */
+	ck_assert_int_eq(store_snapshot_save(s, "u", "t", &snap, 10, at, &snap_id), 0);
+	ck_assert_int_eq(store_run_begin(s, "u", "t", snap_id, at++, &run), 0);
+	add_event(s, "t", at++, "create", W "r", NULL);
+	add_event(s, "t", at++, "delete", W "r", NULL);
+	ck_assert_int_eq(store_run_end(s, run, snap_id, at++, NULL, "{}"), 0);
+	ck_assert_int_eq(store_begin(s), 0);
+	for (int i = 0; i < STORE_JOURNAL_KEEP_ROWS; i++) { /* never touched */
+		char p[64];
+		snprintf(p, sizeof(p), W "n%d", i % 2);
+		add_event(s, "t", at++, i % 2 ? "create" : "delete", p, NULL);
+	}
+	ck_assert_int_eq(store_commit(s), 0);
+
+	ck_assert_int_eq(store_journal_compact(s, "u", "t", at + STORE_JOURNAL_KEEP_NS, &upto),
+			 9000 + 99 + 2);
+	ck_assert_int_eq(store_journal_each(s, "u", "t", 0, INT64_MAX, count_events, &kept), 0);
+	ck_assert_int_eq(kept, 1 + 1 + 3 + 3 + 2 + STORE_JOURNAL_KEEP_ROWS);
+	ck_assert_int_eq(store_journal_each(s, "u", "other", 0, INT64_MAX, count_events, &other),
+			 0);
+	ck_assert_int_eq(other, 2);
+	/* Done once: the next call starts where it ended. */
+	ck_assert_int_eq(store_journal_compact(s, "u", "t", at + STORE_JOURNAL_KEEP_NS, &upto), 0);
+	/* The rows of the last second are never touched. */
+	int64_t horizon = 0;
+	ck_assert_int_eq(store_begin(s), 0);
+	for (int i = 0; i < 2 * STORE_JOURNAL_KEEP_ROWS; i++)
+		add_event(s, "t", at + i, i % 2 ? "delete" : "create", W "late", NULL);
+	ck_assert_int_eq(store_commit(s), 0);
+	ck_assert_int_eq(store_journal_compact(s, "u", "t", at, &horizon), 0);
+	store_close(s);
+}
+END_TEST
+
 /* What a run's pre-images hold: unknown (-1) until recorded, then as
  * recorded, and unknown again once forgotten. */
 START_TEST(test_store_run_held_bytes)
@@ -1695,6 +1780,7 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_store_blobs_put_in_batches);
 	tcase_add_test(tc, test_store_contents_nothing_refers_to_are_collected);
 	tcase_add_test(tc, test_store_journal_rows_written_many_at_once);
+	tcase_add_test(tc, test_store_journal_churn_with_no_run_open_is_compacted);
 	tcase_add_test(tc, test_store_a_statement_that_cannot_be_prepared);
 	tcase_add_test(tc, test_store_backup_is_a_whole_copy);
 	tcase_add_test(tc, test_lease_is_one_host_s_at_a_time);
