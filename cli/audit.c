@@ -25,7 +25,10 @@ static const char audit_usage[] =
 	"\n"
 	"Lists the modifications the read-before-write gate refused in the\n"
 	"thread's views (EACCES), oldest first: time, operation, virtual path,\n"
-	"the calling process, and why. Rows marked 'audit' were allowed (the\n"
+	"the calling process, and why. The same refusal repeated (the same\n"
+	"operation, path, reason and versions, by any process) is one row:\n"
+	"the first one's time and process, then how many and the last time,\n"
+	"as '[N times, last TIME]'. Rows marked 'audit' were allowed (the\n"
 	"view ran with --rbw audit) and show what enforce would have refused.\n"
 	"Saves refused because a person saved the file on the host while it\n"
 	"was open are listed too (operation 'save'). Nothing is printed ([] in\n"
@@ -44,7 +47,8 @@ static const char audit_usage[] =
 	"                  read -> found\n"
 	"  --format text   one line per refusal (default)\n"
 	"  --format json   a JSON array of objects: id, time, path, op, pid,\n"
-	"                  command, reason, mode, allowed, and for a file\n"
+	"                  command, reason, mode, allowed, count, last_time\n"
+	"                  (time and pid are the first's), and for a file\n"
 	"                  changed since it was read \"changed\": {base,\n"
 	"                  current: {size, mtime, mtime_ns, sha256}, diff,\n"
 	"                  diff_unavailable_reason}\n";
@@ -107,6 +111,10 @@ static int print_text(void *arg, const struct store_audit *a)
 	       quote_name(a->path, path, sizeof(path)), (int)a->pid,
 	       quote_name(a->comm, comm, sizeof(comm)));
 	fput_visible(stdout, a->reason, strlen(a->reason));
+	if (a->times > 1) {
+		report_time(a->last_ns, when, sizeof(when));
+		printf("  [%lld times, last %s]", (long long)a->times, when);
+	}
 	putchar('\n');
 	if (!o->diff || !a->base.known || !a->current.known)
 		return 0;
@@ -134,13 +142,15 @@ static json_t *version_json(const struct store_version *v)
 static int add_json(void *arg, const struct store_audit *a)
 {
 	struct audit_out *o = arg;
-	char when[32];
+	char when[32], last[32];
 
 	report_time(a->at_ns, when, sizeof(when));
-	json_t *row = json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:b}", "id",
+	report_time(a->last_ns, last, sizeof(last));
+	json_t *row = json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:b, s:I, s:s}", "id",
 				(json_int_t)a->id, "time", when, "path", a->path, "op", a->op,
 				"pid", (int)a->pid, "command", a->comm, "reason", a->reason, "mode",
-				a->mode, "allowed", a->allowed);
+				a->mode, "allowed", a->allowed, "count", (json_int_t)a->times,
+				"last_time", last);
 	if (row && a->base.known && a->current.known) {
 		const char *why = NULL;
 		_cleanup_(freep) char *d = change_diff(o->store, a, &why);

@@ -1,19 +1,47 @@
 /* store.c - see store.h. */
 #include "store.h"
 #include "store_int.h"
+#include "compact.h"
 #include "common/array.h"
 #include "snapshot.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* An audit row stands for every refusal with its key (audit_key(): the
+ * path, operation, reason, mode and versions, not the process): how many
+ * (times) and the last one's time; the first one's is at_ns. Rows made
+ * before have no key and stay one each. INT is the engine's 64-bit
+ * integer, BYTES its byte string. */
+#define AUDIT_SAME_SQL(INT, BYTES)                                       \
+	"ALTER TABLE audit ADD COLUMN times " INT " NOT NULL DEFAULT 1;" \
+	"ALTER TABLE audit ADD COLUMN last_ns " INT ";"                  \
+	"ALTER TABLE audit ADD COLUMN same_key " BYTES ";"               \
+	"CREATE UNIQUE INDEX audit_same ON audit (\"user\", thread, same_key);"
+
+/* What refers to a content (blobs, by SHA-256): a read mark (the text
+ * read, for a refusal's diff), a snapshot's file, a pre-image, an audit
+ * row's two versions. Each indexed where it is not NULL, so that a
+ * content's referrers are a few lookups (store_blobs_collect());
+ * blob_puts holds until when a content put is left alone, referred to or
+ * not (a scan's texts go before its snapshot: store_blobs_put_for()). */
+#define BLOB_REFS_SQL                                                                      \
+	"CREATE INDEX marks_by_hash ON marks (hash) WHERE hash IS NOT NULL;"               \
+	"CREATE INDEX snapshot_files_by_sha256 ON snapshot_files (sha256)"                 \
+	" WHERE sha256 IS NOT NULL;"                                                       \
+	"CREATE INDEX journal_by_sha256 ON journal (sha256) WHERE sha256 IS NOT NULL;"     \
+	"CREATE INDEX audit_by_base ON audit (base_sha256) WHERE base_sha256 IS NOT NULL;" \
+	"CREATE INDEX audit_by_cur ON audit (cur_sha256) WHERE cur_sha256 IS NOT NULL;"
 
 /* Migrations: entry N takes the schema from version N to N + 1. Never edit
  * one that has shipped; append a new one. */
@@ -145,6 +173,11 @@ static const char *const lite_migrations[STORE_SCHEMA_VERSION] = {
 	 * (seq), and those gone; a run's end scan, against its first. */
 	"ALTER TABLE snapshots ADD COLUMN base INTEGER;"
 	"ALTER TABLE snapshot_files ADD COLUMN gone INTEGER NOT NULL DEFAULT 0;",
+	/* 13 -> 14: the same refusal repeated is one audit row (AUDIT_SAME). */
+	AUDIT_SAME_SQL("INTEGER", "BLOB"),
+	/* 14 -> 15: contents nothing refers to are collected (BLOB_REFS). */
+	"CREATE TABLE blob_puts (sha256 BLOB PRIMARY KEY, until_ns INTEGER NOT NULL)"
+	" WITHOUT ROWID;" BLOB_REFS_SQL,
 };
 
 /* PostgreSQL's: its first step makes the schema of version 10 whole (the
@@ -226,6 +259,8 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 	       "ALTER TABLE snapshot_files ADD COLUMN ctime_ns BIGINT NOT NULL DEFAULT 0;",
 	[12] = "ALTER TABLE snapshots ADD COLUMN base BIGINT;"
 	       "ALTER TABLE snapshot_files ADD COLUMN gone INTEGER NOT NULL DEFAULT 0;",
+	[13] = AUDIT_SAME_SQL("BIGINT", "BYTEA"),
+	[14] = "CREATE TABLE blob_puts (sha256 BYTEA PRIMARY KEY, until_ns BIGINT NOT NULL);" BLOB_REFS_SQL,
 };
 
 /* ROW 2^k times, comma-separated: a statement's rows or parameters. */
@@ -291,8 +326,18 @@ enum stmt_id {
 	ST_BLOBS_PUT_16,
 	ST_BLOBS_PUT_32,
 	ST_BLOBS_PUT_64,
+	ST_BLOB_PUTS_1, /* then those of 2, 4, ... 64 */
+	ST_BLOB_PUTS_2,
+	ST_BLOB_PUTS_4,
+	ST_BLOB_PUTS_8,
+	ST_BLOB_PUTS_16,
+	ST_BLOB_PUTS_32,
+	ST_BLOB_PUTS_64,
 	ST_BLOB_GET,
 	ST_BLOBS_GET,
+	ST_BLOB_PUTS_OLD,
+	ST_BLOBS_AFTER,
+	ST_BLOBS_COLLECT,
 	ST_RUN_ADD,
 	ST_RUN_GET,
 	ST_RUN_END,
@@ -304,6 +349,16 @@ enum stmt_id {
 	ST_JOURNAL_ADD_32,
 	ST_JOURNAL_ADD_64,
 	ST_JOURNAL_EACH,
+	ST_JOURNAL_KEEP_FROM,
+	ST_JOURNAL_RECENT,
+	ST_JOURNAL_WINDOW,
+	ST_JOURNAL_DROP_1, /* then those of 2, 4, ... 64 */
+	ST_JOURNAL_DROP_2,
+	ST_JOURNAL_DROP_4,
+	ST_JOURNAL_DROP_8,
+	ST_JOURNAL_DROP_16,
+	ST_JOURNAL_DROP_32,
+	ST_JOURNAL_DROP_64,
 	ST_RUN_OPEN,
 	ST_RUN_STATE,
 	ST_RUN_UNDONE_BY,
@@ -332,13 +387,19 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_MARK_DROP] = "DELETE FROM marks WHERE \"user\" = ? AND thread = ? AND path = ?",
 	[ST_MARKS_EACH] = "SELECT path, ino, size, mtime_ns, ctime_ns, at_ns, hash"
 			  " FROM marks WHERE \"user\" = ? AND thread = ?",
+	/* A refusal seen before counts in its row: the first one's
+	 * process and time stay, the last one's time is added. */
 	[ST_AUDIT_ADD] = "INSERT INTO audit (at_ns, \"user\", thread, path, op, pid,"
 			 " comm, reason, mode, allowed, base_size, base_mtime_ns,"
-			 " base_sha256, cur_size, cur_mtime_ns, cur_sha256)"
-			 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			 " base_sha256, cur_size, cur_mtime_ns, cur_sha256, same_key, last_ns)"
+			 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+			 " ON CONFLICT (\"user\", thread, same_key) DO UPDATE SET"
+			 " times = audit.times + 1,"
+			 " last_ns = CASE WHEN excluded.last_ns > audit.last_ns"
+			 "  THEN excluded.last_ns ELSE audit.last_ns END",
 	[ST_AUDIT_EACH] = "SELECT id, at_ns, path, op, pid, comm, reason, mode,"
 			  " allowed, base_size, base_mtime_ns, base_sha256,"
-			  " cur_size, cur_mtime_ns, cur_sha256"
+			  " cur_size, cur_mtime_ns, cur_sha256, times, last_ns"
 			  " FROM audit WHERE \"user\" = ? AND thread = ? ORDER BY id",
 	[ST_SNAP_ADD] = "INSERT INTO snapshots (\"user\", thread, at_ns, files,"
 			" truncated, max_files, base) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -350,7 +411,24 @@ static const char *const stmt_sql[ST_COUNT] = {
 		" WHERE snapshot = ?",
 	BATCHED_SQL(ST_BLOBS_PUT_1, "INSERT INTO blobs (sha256, data) VALUES ", "(?, ?)",
 		    " ON CONFLICT DO NOTHING"),
+	BATCHED_SQL(ST_BLOB_PUTS_1, "INSERT INTO blob_puts (sha256, until_ns) VALUES ", "(?, ?)",
+		    " ON CONFLICT (sha256) DO UPDATE SET until_ns = CASE"
+		    " WHEN excluded.until_ns > blob_puts.until_ns THEN excluded.until_ns"
+		    " ELSE blob_puts.until_ns END"),
 	[ST_BLOB_GET] = "SELECT data FROM blobs WHERE sha256 = ?",
+	[ST_BLOB_PUTS_OLD] = "DELETE FROM blob_puts WHERE until_ns < ?",
+	/* The end of a sweep's step: the N-th content after the last one
+	 * (none: the step goes to the end). */
+	[ST_BLOBS_AFTER] = "SELECT sha256 FROM blobs WHERE sha256 > ?"
+			   " ORDER BY sha256 LIMIT 1 OFFSET ?",
+	[ST_BLOBS_COLLECT] =
+		"DELETE FROM blobs WHERE sha256 > ? AND sha256 <= ?"
+		" AND NOT EXISTS (SELECT 1 FROM blob_puts p WHERE p.sha256 = blobs.sha256)"
+		" AND NOT EXISTS (SELECT 1 FROM marks m WHERE m.hash = blobs.sha256)"
+		" AND NOT EXISTS (SELECT 1 FROM snapshot_files f WHERE f.sha256 = blobs.sha256)"
+		" AND NOT EXISTS (SELECT 1 FROM journal j WHERE j.sha256 = blobs.sha256)"
+		" AND NOT EXISTS (SELECT 1 FROM audit a WHERE a.base_sha256 = blobs.sha256)"
+		" AND NOT EXISTS (SELECT 1 FROM audit a WHERE a.cur_sha256 = blobs.sha256)",
 	[ST_BLOBS_GET] = "SELECT sha256, data FROM blobs WHERE sha256 IN (" ROWS_128("?") ")",
 	[ST_RUN_ADD] = "INSERT INTO runs (\"user\", thread, begun_ns, before_snapshot, kind,"
 		       " undoes) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
@@ -363,6 +441,17 @@ static const char *const stmt_sql[ST_COUNT] = {
 			    " FROM journal"
 			    " WHERE \"user\" = ? AND thread = ? AND at_ns >= ? AND at_ns <= ?"
 			    " ORDER BY id",
+	/* What compaction leaves: the thread's last rows (by
+	 * journal_by_thread_id), those of its last seconds (by
+	 * journal_by_thread). */
+	[ST_JOURNAL_KEEP_FROM] = "SELECT id FROM journal WHERE \"user\" = ? AND thread = ?"
+				 " ORDER BY id DESC LIMIT 1 OFFSET ?",
+	[ST_JOURNAL_RECENT] = "SELECT min(id) FROM journal WHERE \"user\" = ? AND thread = ?"
+			      " AND at_ns >= ?",
+	[ST_JOURNAL_WINDOW] = "SELECT id, at_ns, op, path, path2 FROM journal"
+			      " WHERE \"user\" = ? AND thread = ? AND id > ? AND id <= ?"
+			      " ORDER BY id DESC LIMIT ?",
+	BATCHED_SQL(ST_JOURNAL_DROP_1, "DELETE FROM journal WHERE id IN (", "?", ")"),
 	[ST_RUN_OPEN] = "SELECT begun_ns FROM runs WHERE \"user\" = ? AND thread = ?"
 			" AND ended_ns IS NULL ORDER BY begun_ns DESC LIMIT 1",
 	[ST_RUN_STATE] = "SELECT CASE WHEN ended_ns IS NULL THEN 0 ELSE 1 END FROM runs"
@@ -799,6 +888,11 @@ static const char *col_text(struct db_stmt *st, int i)
 	return db_col_text(st, i);
 }
 
+static int sha256_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, SHA256_BYTES);
+}
+
 /* Column I into the SHA-256 OUT if it holds one: whether it did. */
 static bool col_sha256(struct db_stmt *st, int i, uint8_t out[SHA256_BYTES])
 {
@@ -864,12 +958,49 @@ static struct store_version col_version(struct db_stmt *st, int col)
 	return v;
 }
 
+/* Folds version V into the key being hashed in CTX. */
+static void key_version(EVP_MD_CTX *ctx, const struct store_version *v)
+{
+	int64_t n[2] = { v->known ? v->size : -1, v->known ? v->mtime_ns : -1 };
+	uint8_t none[SHA256_BYTES] = { 0 };
+
+	EVP_DigestUpdate(ctx, n, sizeof(n));
+	EVP_DigestUpdate(ctx, v->known && v->hashed ? v->sha256 : none, SHA256_BYTES);
+}
+
+/* What makes two refusals of a thread the same one, as a SHA-256 in KEY:
+ * the path, operation, reason, mode and the versions, not the process (a
+ * shell loop is a new one each time, and a process may name itself
+ * anything: the count would not be bounded). */
+static int audit_key(const struct store_audit *a, uint8_t key[SHA256_BYTES])
+{
+	const char *const text[] = { a->path, a->op, a->reason, a->mode };
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	uint8_t allowed = a->allowed;
+	int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+
+	for (size_t i = 0; ok && i < sizeof(text) / sizeof(*text); i++)
+		ok = EVP_DigestUpdate(ctx, text[i], strlen(text[i]) + 1) == 1;
+	if (ok) {
+		EVP_DigestUpdate(ctx, &allowed, 1);
+		key_version(ctx, &a->base);
+		key_version(ctx, &a->current);
+		ok = EVP_DigestFinal_ex(ctx, key, NULL) == 1;
+	}
+	EVP_MD_CTX_free(ctx);
+	return ok ? 0 : -ENOMEM;
+}
+
 int store_audit_add(struct store *s, const struct store_audit *a)
 {
 	_stmt_ st = stmt(s, ST_AUDIT_ADD);
+	uint8_t key[SHA256_BYTES];
+	int r;
 
 	if (!st)
 		return stmt_failed(s);
+	if ((r = audit_key(a, key)) < 0)
+		return r;
 	db_bind_int64(st, 1, a->at_ns);
 	db_bind_text(st, 2, a->user);
 	db_bind_text(st, 3, a->thread);
@@ -882,6 +1013,8 @@ int store_audit_add(struct store *s, const struct store_audit *a)
 	db_bind_int64(st, 10, a->allowed);
 	bind_version(st, 11, &a->base);
 	bind_version(st, 14, &a->current);
+	db_bind_blob(st, 17, key, sizeof(key));
+	db_bind_int64(st, 18, a->at_ns);
 	return exec_stmt(s, st, "record an audit row");
 }
 
@@ -908,8 +1041,10 @@ static int audit_row(struct db_stmt *st, void *ctx)
 		.allowed = db_col_int64(st, 8) != 0,
 		.base = col_version(st, 9),
 		.current = col_version(st, 12),
+		.times = db_col_int64(st, 15),
 	};
 
+	a.last_ns = db_col_null(st, 16) ? a.at_ns : db_col_int64(st, 16);
 	return c->fn(c->arg, &a);
 }
 
@@ -1264,10 +1399,120 @@ static void bind_blob_row(void *arg, struct db_stmt *st, int j, size_t i)
 	db_bind_blob(st, 2 * j + 2, v[i].len ? v[i].data : "", v[i].len);
 }
 
+struct blob_puts_bind {
+	const uint8_t (*sha256s)[SHA256_BYTES];
+	int64_t until_ns;
+};
+
+static void bind_blob_put(void *arg, struct db_stmt *st, int j, size_t i)
+{
+	const struct blob_puts_bind *b = arg;
+
+	db_bind_blob(st, 2 * j + 1, b->sha256s[i], SHA256_BYTES);
+	db_bind_int64(st, 2 * j + 2, b->until_ns);
+}
+
+/* Records that the N contents V are left alone for HOLD_NS from now,
+ * each once (an upsert may not touch a row twice in one statement). */
+static int blob_puts(struct store *s, const struct store_blob *v, size_t n, int64_t hold_ns)
+{
+	_cleanup_(freep) uint8_t(*sha)[SHA256_BYTES] = malloc((n + 1) * SHA256_BYTES);
+	size_t m = 0;
+
+	if (!sha)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		memcpy(sha[i], v[i].sha256, SHA256_BYTES);
+	qsort(sha, n, SHA256_BYTES, sha256_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!m || memcmp(sha[m - 1], sha[i], SHA256_BYTES))
+			memcpy(sha[m++], sha[i], SHA256_BYTES);
+	struct blob_puts_bind b = { (const uint8_t(*)[SHA256_BYTES])sha, realtime_ns() + hold_ns };
+	return exec_batched(s, ST_BLOB_PUTS_1, m, bind_blob_put, &b,
+			    "record when contents were put");
+}
+
 int store_blobs_put(struct store *s, const struct store_blob *v, size_t n)
 {
-	return exec_batched(s, ST_BLOBS_PUT_1, n, bind_blob_row, (void *)v,
-			    "record files' contents");
+	return store_blobs_put_for(s, v, n, STORE_BLOB_HOLD_NS);
+}
+
+int store_blobs_put_for(struct store *s, const struct store_blob *v, size_t n, int64_t hold_ns)
+{
+	bool own;
+	int r = write_turn(s, &own);
+
+	if (r == 0)
+		r = exec_batched(s, ST_BLOBS_PUT_1, n, bind_blob_row, (void *)v,
+				 "record files' contents");
+	if (r == 0)
+		r = blob_puts(s, v, n, hold_ns);
+	return write_done(s, own, r);
+}
+
+/* The content after AFTER (LEN bytes: 0 for the first) that ends a step
+ * of N into END; false if fewer than N are left (the step goes to the
+ * end). */
+static int sweep_end(struct store *s, const uint8_t *after, size_t len, size_t n,
+		     uint8_t end[SHA256_BYTES])
+{
+	_stmt_ st = stmt(s, ST_BLOBS_AFTER);
+	int r;
+
+	if (!st)
+		return stmt_failed(s);
+	db_bind_blob(st, 1, len ? (const void *)after : "", len);
+	db_bind_int64(st, 2, (int64_t)n - 1);
+	if ((r = one_row(s, st, "read the contents")) < 0)
+		return r == -ENOENT ? 0 : r;
+	return col_sha256(st, 0, end) ? 1 : -EIO;
+}
+
+static int blobs_collect(struct store *s, int64_t now_ns, struct store_sweep *sw, size_t n)
+{
+	/* Past every SHA-256: 33 bytes compare above any 32. */
+	static const uint8_t last[SHA256_BYTES + 1] = {
+		[0 ... SHA256_BYTES] = 0xff,
+	};
+	uint8_t end[SHA256_BYTES];
+	int r, more;
+
+	{
+		_stmt_ st = stmt(s, ST_BLOB_PUTS_OLD);
+		if (!st)
+			return stmt_failed(s);
+		db_bind_int64(st, 1, now_ns);
+		if ((r = exec_stmt(s, st, "forget when contents were put")) < 0)
+			return r;
+	}
+	if ((more = sweep_end(s, sw->after, sw->len, n, end)) < 0)
+		return more;
+	_stmt_ st = stmt(s, ST_BLOBS_COLLECT);
+	if (!st)
+		return stmt_failed(s);
+	db_bind_blob(st, 1, sw->len ? (const void *)sw->after : "", sw->len);
+	db_bind_blob(st, 2, more ? end : last, more ? SHA256_BYTES : sizeof(last));
+	if ((r = exec_stmt(s, st, "collect contents")) < 0)
+		return r;
+	memcpy(sw->after, end, SHA256_BYTES);
+	sw->len = more ? SHA256_BYTES : 0; /* at the end: the next starts again */
+	return (int)db_changes(st);
+}
+
+int store_blobs_collect(struct store *s, int64_t now_ns, struct store_sweep *sw, size_t n)
+{
+	bool own = !db_in_transaction(s->db);
+	int r = own ? store_begin(s) : 0;
+
+	if (r == 0)
+		r = blobs_collect(s, now_ns, sw, n ? n : 1);
+	if (own && r >= 0) {
+		int c = store_commit(s);
+		r = c < 0 ? c : r;
+	}
+	if (own && r < 0)
+		store_rollback(s);
+	return r;
 }
 
 int store_blob_put(struct store *s, const uint8_t sha256[SHA256_BYTES], const void *data,
@@ -1781,4 +2026,159 @@ int store_journal_after(struct store *s, const char *user, const char *thread, i
 		return r;
 	*scanned = c.n < limit ? (end > after_id ? end : after_id) : c.last;
 	return c.n;
+}
+
+/* ---- journal compaction (compact.h has the rules) ------------------------ */
+
+struct spans {
+	struct run_span *v;
+	size_t n, cap;
+};
+
+static int span_row(void *arg, const struct store_run *run)
+{
+	struct spans *sp = arg;
+
+	if (array_grow(sp->v, sp->n, sp->cap) < 0)
+		return -ENOMEM;
+	sp->v[sp->n++] = (struct run_span){ run->begun_ns, run->ended ? run->ended_ns : INT64_MAX };
+	return 0;
+}
+
+struct window {
+	struct compact_row *v;
+	size_t n, cap;
+};
+
+static void window_free(struct window *w)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		free(w->v[i].op);
+		free(w->v[i].path);
+		free(w->v[i].path2);
+	}
+	free(w->v);
+}
+
+static int window_row(struct db_stmt *st, void *ctx)
+{
+	struct window *w = ctx;
+
+	if (array_grow(w->v, w->n, w->cap) < 0)
+		return -ENOMEM;
+	struct compact_row *r = &w->v[w->n++];
+	*r = (struct compact_row){ .id = db_col_int64(st, 0), .at_ns = db_col_int64(st, 1) };
+	r->op = strdup(col_text(st, 2));
+	r->path = strdup(col_text(st, 3));
+	r->path2 = db_col_null(st, 4) ? NULL : strdup(col_text(st, 4));
+	return r->op && r->path && (r->path2 || db_col_null(st, 4)) ? 0 : -ENOMEM;
+}
+
+/* The id of the one row of thread statement ID (parameter 3: ARG) in
+ * *OUT: 1, or 0 if it has none (or NULL). */
+static int thread_id_of(struct store *s, enum stmt_id id, const char *user, const char *thread,
+			int64_t arg, int64_t *out)
+{
+	_stmt_ st = thread_stmt(s, id, user, thread);
+	int r;
+
+	if (!st)
+		return stmt_failed(s);
+	db_bind_int64(st, 3, arg);
+	if ((r = one_row(s, st, "read the journal")) < 0)
+		return r == -ENOENT ? 0 : r;
+	if (db_col_null(st, 0))
+		return 0;
+	*out = db_col_int64(st, 0);
+	return 1;
+}
+
+/* The id up to which USER's THREAD's rows may be compacted at NOW_NS
+ * into *TO: 1, or 0 if none may. */
+static int journal_horizon(struct store *s, const char *user, const char *thread, int64_t now_ns,
+			   int64_t *to)
+{
+	int64_t recent;
+	int r = thread_id_of(s, ST_JOURNAL_KEEP_FROM, user, thread, STORE_JOURNAL_KEEP_ROWS, to);
+
+	if (r <= 0)
+		return r;
+	if ((r = thread_id_of(s, ST_JOURNAL_RECENT, user, thread, now_ns - STORE_JOURNAL_KEEP_NS,
+			      &recent)) < 0)
+		return r;
+	if (r && recent <= *to)
+		*to = recent - 1;
+	return 1;
+}
+
+static void bind_drop(void *arg, struct db_stmt *st, int j, size_t i)
+{
+	db_bind_int64(st, j + 1, ((const int64_t *)arg)[i]);
+}
+
+static int journal_compact(struct store *s, const char *user, const char *thread, int64_t now_ns,
+			   int64_t *upto)
+{
+	struct spans runs = { 0 };
+	struct window w = { 0 };
+	_cleanup_(freep) int64_t *drop = NULL;
+	int64_t to;
+	int r = journal_horizon(s, user, thread, now_ns, &to), n = 0;
+
+	if (r <= 0 || to <= *upto)
+		return r < 0 ? r : 0;
+	if ((r = store_runs_each(s, user, thread, false, span_row, &runs)) < 0)
+		goto out;
+	{
+		_stmt_ st = thread_stmt(s, ST_JOURNAL_WINDOW, user, thread);
+		if (!st) {
+			r = stmt_failed(s);
+			goto out;
+		}
+		db_bind_int64(st, 3, *upto);
+		db_bind_int64(st, 4, to);
+		db_bind_int64(st, 5, STORE_JOURNAL_COMPACT_MAX);
+		if ((r = each_row(s, st, "read the journal", window_row, &w)) < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < w.n / 2; i++) { /* read newest first: in order */
+		struct compact_row t = w.v[i];
+		w.v[i] = w.v[w.n - 1 - i];
+		w.v[w.n - 1 - i] = t;
+	}
+	if ((r = journal_churn(w.v, w.n, runs.v, runs.n)) <= 0)
+		goto out;
+	if (!(drop = malloc((size_t)r * sizeof(*drop)))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < w.n; i++)
+		if (w.v[i].drop)
+			drop[n++] = w.v[i].id;
+	r = exec_batched(s, ST_JOURNAL_DROP_1, (size_t)n, bind_drop, drop, "drop journal rows");
+	r = r < 0 ? r : n;
+out:
+	if (r >= 0)
+		*upto = to;
+	free(runs.v);
+	window_free(&w);
+	return r;
+}
+
+int store_journal_compact(struct store *s, const char *user, const char *thread, int64_t now_ns,
+			  int64_t *upto)
+{
+	/* In a writer's turn: a run begun meanwhile is seen, or begins
+	 * after every row this drops. */
+	int r = store_begin(s);
+
+	if (r < 0)
+		return r;
+	if ((r = journal_compact(s, user, thread, now_ns, upto)) >= 0) {
+		int c = store_commit(s);
+		r = c < 0 ? c : r;
+	}
+	if (r < 0)
+		store_rollback(s);
+	return r;
 }

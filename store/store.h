@@ -28,7 +28,7 @@
  * home (--store sets it, so that the programs they start agree). */
 #define STORE_ENV "SBX_STORE"
 #define STORE_TARGET_MAX 4160 /* a path (PATH_MAX) and more */
-#define STORE_SCHEMA_VERSION 13
+#define STORE_SCHEMA_VERSION 15
 
 struct store;
 
@@ -121,8 +121,6 @@ int store_mark_drop(struct store *s, const char *user, const char *thread, const
 int store_marks_each(struct store *s, const char *user, const char *thread,
 		     int (*fn)(void *arg, const struct store_mark *m), void *arg);
 
-/* One audit row: a modification the gate refused, or would have refused
- * (ALLOWED, in audit mode). */
 /* A version of a file as an audit row tells it: KNOWN if the row has it;
  * the content's SHA-256 if HASHED (the blobs table may hold that
  * content). */
@@ -132,9 +130,15 @@ struct store_version {
 	uint8_t sha256[SHA256_BYTES];
 };
 
+/* One audit row: a modification the gate refused, or would have refused
+ * (ALLOWED, in audit mode). The same refusal again (the same path,
+ * operation, reason, mode and versions, whichever process) is not another
+ * row: its row counts it (TIMES) and keeps the latest's time (LAST_NS);
+ * AT_NS, PID and COMM stay the first's. */
 struct store_audit {
 	int64_t id; /* set by the store */
 	int64_t at_ns;
+	int64_t times, last_ns; /* set by the store */
 	const char *user, *thread, *path, *op, *comm, *reason, *mode;
 	pid_t pid;
 	bool allowed;
@@ -144,7 +148,8 @@ struct store_audit {
 };
 
 int store_audit_add(struct store *s, const struct store_audit *a);
-/* Calls FN for each audit row of the thread, oldest first. */
+/* Calls FN for each audit row of the thread, oldest first (by its first
+ * refusal). */
 int store_audit_each(struct store *s, const char *user, const char *thread,
 		     int (*fn)(void *arg, const struct store_audit *a), void *arg);
 
@@ -182,6 +187,20 @@ int store_journal_add_many(struct store *s, const char *user, const char *thread
 /* Calls FN for the thread's events from FROM_NS to TO_NS, oldest first. */
 int store_journal_each(struct store *s, const char *user, const char *thread, int64_t from_ns,
 		       int64_t to_ns, int (*fn)(void *arg, const struct store_event *e), void *arg);
+
+/* What compaction never touches: a thread's last STORE_JOURNAL_KEEP_ROWS
+ * rows and those of its last STORE_JOURNAL_KEEP_NS (a watcher within that
+ * of the end misses nothing); what one call reads at most. */
+#define STORE_JOURNAL_KEEP_ROWS 10000
+#define STORE_JOURNAL_KEEP_NS (1LL * 1000000000)
+#define STORE_JOURNAL_COMPACT_MAX 65536
+/* Drops USER's THREAD's journal rows that no run, undo or restore needs
+ * (compact.h: churn and repeats made while no run was open) among those
+ * after *UPTO and before what compaction never touches at NOW_NS (at
+ * most STORE_JOURNAL_COMPACT_MAX, the latest), in a writer's turn;
+ * *UPTO moves past them. Returns how many it dropped, or -errno. */
+int store_journal_compact(struct store *s, const char *user, const char *thread, int64_t now_ns,
+			  int64_t *upto);
 
 /* A descriptor that polls readable when the journal may have grown
  * (PostgreSQL: a notification at each commit of journal rows), or
@@ -247,6 +266,25 @@ int store_blob_get(struct store *s, const uint8_t sha256[SHA256_BYTES], char **d
 int store_blobs_each(struct store *s, const uint8_t (*sha256s)[SHA256_BYTES], size_t n,
 		     int (*fn)(void *arg, const uint8_t *sha256, const void *data, size_t len),
 		     void *arg);
+
+/* A content put is not collected for this long, referred to or not: a
+ * scan puts its texts before the snapshot that refers to them. */
+#define STORE_BLOB_HOLD_NS (600LL * 1000000000)
+/* store_blobs_put() holding them for HOLD_NS instead: the view's writer
+ * puts a text a batch before the mark that refers to it. */
+int store_blobs_put_for(struct store *s, const struct store_blob *v, size_t n, int64_t hold_ns);
+/* A sweep's place among the contents: zeroed, it starts at the first. */
+struct store_sweep {
+	uint8_t after[SHA256_BYTES];
+	size_t len; /* 0: from the first */
+};
+/* Deletes, among the N contents after SW's place (then moved past them,
+ * back to the first at the end), those nothing refers to (a read mark, a
+ * snapshot's file, a pre-image, an audit row) and not held at NOW_NS
+ * (store_blobs_put_for()): a step of a sweep that goes round.
+ * In a transaction of its own unless one is open. Returns how many it
+ * deleted, or -errno. */
+int store_blobs_collect(struct store *s, int64_t now_ns, struct store_sweep *sw, size_t n);
 
 /* What made a run: an agent's (sbx run begin), or the sbx command's own
  * changes (sbx run undo, sbx restore), whose journal names every path

@@ -18,6 +18,17 @@
 /* Pre-images waiting to be read hold an fd each; beyond this many the
  * caller reads its own (store_writer_preimage_fd()). */
 #define MAX_PENDING_FDS 256
+/* After this many rows that may leave a content unreferred to (a mark
+ * moved on or dropped, a content put), the thread takes a step of the
+ * contents' sweep (store_blobs_collect()) of COLLECT_STEP: four looked at
+ * for each such row, so the sweep goes round faster than they come. */
+#define COLLECT_EVERY 256
+#define WRITER_BLOB_HOLD_NS (1LL * 1000000000)
+#define COLLECT_STEP 1024
+/* After this many journal rows, the thread compacts the thread's journal
+ * (store_journal_compact()): the rows since the last time, less those
+ * it never touches. */
+#define COMPACT_EVERY 4096
 
 enum row_kind { ROW_NONE, ROW_MARK_PUT, ROW_MARK_DROP, ROW_AUDIT, ROW_EVENT, ROW_BLOB };
 
@@ -51,9 +62,13 @@ struct store_writer {
 	unsigned syncing;	  /* callers waiting in store_writer_sync() */
 	unsigned fds;		  /* rows holding a pre-image fd */
 	bool stopping;
-	bool fenced;	 /* the store refused its rows: they are dropped */
-	bool failed;	 /* a row could not be written: every later one is dropped */
-	int64_t rest_ms; /* idle this long, the connection goes (0: never) */
+	bool fenced;		/* the store refused its rows: they are dropped */
+	bool failed;		/* a row could not be written: every later one is dropped */
+	int64_t rest_ms;	/* idle this long, the connection goes (0: never) */
+	unsigned since_collect; /* rows that may leave a content unreferred to */
+	struct store_sweep sweep;
+	unsigned since_compact; /* journal rows */
+	int64_t compacted;	/* the id up to which the journal was compacted */
 	void (*on_fenced)(void *arg, const char *why);
 	void *on_fenced_arg;
 	void (*on_failed)(void *arg, const char *why);
@@ -73,8 +88,13 @@ static int write_row(struct store_writer *w, const struct row *r)
 		return store_audit_add(w->store, &r->audit);
 	case ROW_EVENT:
 		return store_journal_add(w->store, w->user, w->thread, &r->event);
-	case ROW_BLOB:
-		return store_blob_put(w->store, r->blob.sha256, r->text, r->blob.len);
+	case ROW_BLOB: {
+		struct store_blob b = { .data = r->text, .len = r->blob.len };
+		memcpy(b.sha256, r->blob.sha256, SHA256_BYTES);
+		/* Its mark comes in this batch or the next: a read text
+		 * the thread reads on from is collected a second later. */
+		return store_blobs_put_for(w->store, &b, 1, WRITER_BLOB_HOLD_NS);
+	}
 	}
 	return 0;
 }
@@ -136,6 +156,36 @@ static void read_preimages(struct store_writer *w, struct row **batch)
 		pthread_mutex_lock(&w->lock);
 		w->fds -= closed;
 		pthread_mutex_unlock(&w->lock);
+	}
+}
+
+/* Counts BATCH's rows that may leave a content nothing refers to and its
+ * journal rows, and once there are enough, collects a step of the
+ * contents, compacts the journal: on this thread, between batches, never
+ * on a request's path. */
+static void tidy(struct store_writer *w, const struct row *batch)
+{
+	int r;
+
+	for (const struct row *row = batch; row; row = row->next) {
+		w->since_collect += row->kind == ROW_MARK_PUT || row->kind == ROW_MARK_DROP ||
+				    row->kind == ROW_BLOB;
+		w->since_compact += row->kind == ROW_EVENT;
+	}
+	if (w->failed || w->fenced)
+		return;
+	if (w->since_compact >= COMPACT_EVERY) {
+		w->since_compact = 0;
+		r = store_journal_compact(w->store, w->user, w->thread, realtime_ns(),
+					  &w->compacted);
+		if (r < 0)
+			log_warn("store: the journal was not compacted: %s", strerror(-r));
+	}
+	if (w->since_collect >= COLLECT_EVERY) {
+		w->since_collect = 0;
+		r = store_blobs_collect(w->store, realtime_ns(), &w->sweep, COLLECT_STEP);
+		if (r < 0)
+			log_warn("store: contents not collected: %s", strerror(-r));
 	}
 }
 
@@ -246,6 +296,7 @@ static void write_batch(struct store_writer *w, struct row *batch)
 		if (lost)
 			write_failed(w, batch, lost, r);
 	}
+	tidy(w, batch);
 	free_rows(batch);
 }
 

@@ -144,20 +144,72 @@ START_TEST(test_gate_shell_overwrites_of_unread_files_are_refused)
 	ck_assert(exists(host("src")));
 
 	/* Each refusal is audited with the operation, the virtual path, the
-	 * caller and the reason; JSON carries the same fields. */
+	 * caller and the reason; JSON carries the same fields. The shell's
+	 * and cp's O_TRUNC opens are the same refusal: one row, counted. */
 	wait_audit("rename onto /mnt/user-data/workspace/existing");
 	char *text = audit_text();
 	ck_assert_msg(strstr(text,
 			     "refused  open with O_TRUNC /mnt/user-data/workspace/existing") &&
-			      strstr(text, ", cp): never read") &&
+			      strstr(text, ", sh): never read  [2 times, last ") &&
 			      strstr(text, "write /mnt/user-data/workspace/existing") &&
 			      strstr(text, "truncate /mnt/user-data/workspace/existing"),
 		      "audit:\n%s", text);
-	EQ_OUT("5 refused never read /mnt/user-data/workspace/existing False\n",
+	EQ_OUT("4 refused never read /mnt/user-data/workspace/existing 2 1 False\n",
 	       "'%s' audit --home '%s' --user alice --thread gate --format json |"
 	       " python3 tests/tools/jsonq.py 'len(d), \"refused\" if not d[0][\"allowed\"] else \"?\","
-	       " d[0][\"reason\"], d[0][\"path\"], d[-1][\"allowed\"]'",
+	       " d[0][\"reason\"], d[0][\"path\"], d[0][\"count\"], d[1][\"count\"],"
+	       " d[-1][\"allowed\"]'",
 	       test_bin("sbx"), V.home);
+}
+END_TEST
+
+/* A refusal repeated by a loop (a new process each time) is one audit
+ * row that counts them, in text and JSON, not a row each. */
+START_TEST(test_gate_repeated_refusals_are_one_audit_row_with_a_count)
+{
+	ck_assert_int_eq(write_file(host("log.txt"), "the host's\n"), 0);
+	ck_assert_int_eq(
+		STATUS("for i in $(seq 200); do /bin/echo x >> '%s'; done 2>/dev/null; exit 0",
+		       ws("log.txt")),
+		0);
+	ck_assert_str_eq(read_file(host("log.txt")), "the host's\n");
+	wait_audit("[200 times, last ");
+	EQ_OUT("1\n", "'%s' audit --home '%s' --user alice --thread gate | wc -l", test_bin("sbx"),
+	       V.home);
+	EQ_OUT("1 200 write True\n",
+	       "'%s' audit --home '%s' --user alice --thread gate --format json |"
+	       " python3 tests/tools/jsonq.py 'len(d), d[0][\"count\"], d[0][\"op\"],"
+	       " d[0][\"last_time\"] >= d[0][\"time\"]'",
+	       test_bin("sbx"), V.home);
+}
+END_TEST
+
+/* An agent looping with no run open grows the store by a bound, not by
+ * each iteration: 30,000 create/delete pairs (60,000 changes) leave
+ * fewer than 30,000 journal rows (what compaction never touches: the
+ * last 10,000, those of the last second, at most 4,096 since it last
+ * ran), and 5,000 refused appends one audit row. */
+START_TEST(test_gate_loops_with_no_run_open_grow_the_store_by_a_bound)
+{
+	ck_assert_int_eq(write_file(host("unread.log"), "the host's\n"), 0);
+	for (int i = 0; i < 30000; i++) {
+		int fd = open(ws("tmp"), O_WRONLY | O_CREAT | O_EXCL, 0644);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(close(fd), 0);
+		ck_assert_int_eq(unlink(ws("tmp")), 0);
+	}
+	for (int i = 0; i < 5000; i++)
+		ck_assert_int_eq(try_write(ws("unread.log"), O_WRONLY | O_APPEND, "x"), EACCES);
+	ck_assert_str_eq(read_file(host("unread.log")), "the host's\n");
+	tview_sync(&V);
+	EQ_OUT("1 5000\n",
+	       "'%s' audit --home '%s' --user alice --thread gate --format json |"
+	       " python3 tests/tools/jsonq.py 'len(d), d[0][\"count\"]'",
+	       test_bin("sbx"), V.home);
+	char *rows =
+		OUT("'%s' watch --home '%s' --user alice --thread gate --since 0 --once | wc -l",
+		    test_bin("sbx"), V.home);
+	ck_assert_msg(atoi(rows) < 30000, "%d journal rows are left of 60,000", atoi(rows));
 }
 END_TEST
 
@@ -648,6 +700,7 @@ Suite *suite_view_gate(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_gate_overwrite_after_a_host_edit_is_refused_until_reread);
 	tcase_add_test(tc, test_gate_shell_overwrites_of_unread_files_are_refused);
+	tcase_add_test(tc, test_gate_repeated_refusals_are_one_audit_row_with_a_count);
 	tcase_add_test(tc, test_gate_a_refused_rename_closes_each_descriptor_once);
 	tcase_add_test(tc, test_gate_rename_exchange_is_gated_on_both_names);
 	tcase_add_test(tc, test_gate_new_files_own_outputs_and_empty_files_need_no_read);
@@ -665,6 +718,12 @@ Suite *suite_view_gate(void)
 	tcase_add_test(tc, test_gate_marks_survive_a_restart_but_never_authorize_a_changed_file);
 	tcase_add_test(tc, test_gate_writeback_needs_a_mode_that_cannot_refuse);
 	tcase_add_test(tc, test_gate_unlink_is_free_by_default);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("bound");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc, test_gate_loops_with_no_run_open_grow_the_store_by_a_bound);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("strict");

@@ -862,6 +862,13 @@ static int count_event(void *arg, const struct store_event *e)
 	return 0;
 }
 
+static int sum_times(void *arg, const struct store_audit *a)
+{
+	ck_assert_int_eq(a->last_ns, a->at_ns);
+	*(int64_t *)arg += a->times;
+	return 0;
+}
+
 START_TEST(test_store_migrates_from_every_earlier_version)
 {
 	char err[512];
@@ -895,12 +902,25 @@ START_TEST(test_store_migrates_from_every_earlier_version)
 					    " 'create', '/mnt/x', 1, 'sh')\"",
 					    db),
 					 0);
+		if (v >= 1) /* an audit row of version 1's shape */
+			ck_assert_int_eq(
+				sh("sqlite3 '%s' \"INSERT INTO audit (at_ns, user, thread,"
+				   " path, op, pid, comm, reason, mode, allowed) VALUES (5,"
+				   " 'u', 't', '/mnt/x', 'write', 1, 'sh', 'never read',"
+				   " 'enforce', 0)\"",
+				   db),
+				0);
 		ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), 0);
 		ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
 		if (v >= 1)
 			ck_assert_int_eq(sh("test \"$(sqlite3 '%s' 'SELECT ino FROM marks')\" = 7",
 					    db),
 					 0);
+		if (v >= 1) { /* Version 14: a row of before is one refusal. */
+			int64_t times = 0;
+			ck_assert_int_eq(store_audit_each(s, "u", "t", sum_times, &times), 0);
+			ck_assert_int_eq(times, 1);
+		}
 		if (v >= 4)
 			ck_assert_int_eq(store_journal_each(s, "u", "t", 0, 2, count_event,
 							    &events),

@@ -3,6 +3,7 @@
  * presented during a run and the receipt's rules for them. What a store
  * does is tested on both engines: an SQLite file (tcase "store") and a
  * throw-away PostgreSQL server (tcase "postgresql", tests/tools/pgserver). */
+#include "common/clock.h"
 #include "store/lease.h"
 #include "store/receipt.h"
 #include "store/snapshot.h"
@@ -51,6 +52,12 @@ static int count_rows(void *arg, const struct store_audit *a)
 {
 	(void)a;
 	++*(int *)arg;
+	return 0;
+}
+
+static int count_refusals(void *arg, const struct store_audit *a)
+{
+	*(int *)arg += (int)a->times;
 	return 0;
 }
 
@@ -359,8 +366,78 @@ START_TEST(test_store_audit_rows_per_thread_in_order)
 }
 END_TEST
 
+struct audit_rows {
+	struct {
+		int64_t at_ns, times, last_ns;
+		pid_t pid;
+		char path[32];
+	} v[8];
+	int n;
+};
+
+static int keep_audit_row(void *arg, const struct store_audit *a)
+{
+	struct audit_rows *rows = arg;
+
+	ck_assert_int_lt(rows->n, 8);
+	rows->v[rows->n].at_ns = a->at_ns;
+	rows->v[rows->n].times = a->times;
+	rows->v[rows->n].last_ns = a->last_ns;
+	rows->v[rows->n].pid = a->pid;
+	snprintf(rows->v[rows->n].path, sizeof(rows->v[0].path), "%s", a->path);
+	rows->n++;
+	return 0;
+}
+
+/* The same refusal again, by any process, is counted in its row (the
+ * first one's time and process stay, the last one's time is added); a
+ * refusal that differs in its path, operation, mode or versions is a row
+ * of its own. */
+START_TEST(test_store_audit_repeats_are_one_row_with_a_count)
+{
+	struct store *s = open_db();
+	struct store_audit a = { .user = "u",
+				 .thread = "t",
+				 .path = "/mnt/x",
+				 .op = "append",
+				 .comm = "sh",
+				 .reason = "never read",
+				 .mode = "enforce" };
+	struct audit_rows rows = { 0 };
+
+	for (int i = 1; i <= 1000; i++) {
+		a.at_ns = i;
+		a.pid = i; /* a shell loop: a new process each time */
+		ck_assert_int_eq(store_audit_add(s, &a), 0);
+	}
+	a.path = "/mnt/y";
+	ck_assert_int_eq(store_audit_add(s, &a), 0);
+	a.path = "/mnt/x";
+	a.current = (struct store_version){ .known = true, .size = 3, .mtime_ns = 9 };
+	ck_assert_int_eq(store_audit_add(s, &a), 0);
+	ck_assert_int_eq(store_audit_add(s, &a), 0);
+	a.allowed = true;
+	a.mode = "audit";
+	ck_assert_int_eq(store_audit_add(s, &a), 0);
+	ck_assert_int_eq(store_audit_each(s, "u", "t", keep_audit_row, &rows), 0);
+	ck_assert_int_eq(rows.n, 4);
+	ck_assert_str_eq(rows.v[0].path, "/mnt/x");
+	ck_assert_int_eq(rows.v[0].times, 1000);
+	ck_assert_int_eq(rows.v[0].at_ns, 1);
+	ck_assert_int_eq(rows.v[0].pid, 1);
+	ck_assert_int_eq(rows.v[0].last_ns, 1000);
+	ck_assert_str_eq(rows.v[1].path, "/mnt/y");
+	ck_assert_int_eq(rows.v[1].times, 1);
+	ck_assert_int_eq(rows.v[1].last_ns, rows.v[1].at_ns);
+	ck_assert_int_eq(rows.v[2].times, 2);
+	ck_assert_int_eq(rows.v[3].times, 1);
+	store_close(s);
+}
+END_TEST
+
 /* Writers on several connections at once never fail with "database is
- * locked": each waits its turn. */
+ * locked": each waits its turn (and two threads' writers refusing the
+ * same paths count each refusal). */
 static void *write_many(void *arg)
 {
 	struct store_writer *w = arg;
@@ -398,8 +475,8 @@ START_TEST(test_store_writers_share_the_file)
 	for (int i = 0; i < 4; i++)
 		store_writer_stop(w[i]);
 	struct store *s = open_db();
-	ck_assert_int_eq(store_audit_each(s, "u", "a", count_rows, &n), 0);
-	ck_assert_int_eq(store_audit_each(s, "u", "b", count_rows, &n), 0);
+	ck_assert_int_eq(store_audit_each(s, "u", "a", count_refusals, &n), 0);
+	ck_assert_int_eq(store_audit_each(s, "u", "b", count_refusals, &n), 0);
 	ck_assert_int_eq(n, 1200);
 	store_close(s);
 }
@@ -524,6 +601,191 @@ START_TEST(test_store_presentations)
 	got[0] = '\0';
 	ck_assert_int_eq(store_presented_each(s, other, collect_presented, got), 0);
 	ck_assert_str_eq(got, "present_files /mnt/user-data/outputs/c\n");
+	store_close(s);
+}
+END_TEST
+
+/* Content I's SHA-256 (a made-up one) and whether the store has it. */
+static const uint8_t *content_sha(int i)
+{
+	static uint8_t sha[16][SHA256_BYTES];
+
+	memset(sha[i], 0x10 * i + 1, SHA256_BYTES);
+	return sha[i];
+}
+
+static bool has_content(struct store *s, int i)
+{
+	char *data = NULL;
+	size_t len;
+	int r = store_blob_get(s, content_sha(i), &data, &len);
+
+	free(data);
+	ck_assert_msg(r == 0 || r == -ENOENT, "%d", r);
+	return r == 0;
+}
+
+/* A content nothing refers to any more (a mark moved on, or nothing ever)
+ * is collected once its hold is over (STORE_BLOB_HOLD_NS by default); one a mark, an
+ * audit row, a pre-image or a snapshot refers to stays; a sweep of steps
+ * goes round all of them. */
+START_TEST(test_store_contents_nothing_refers_to_are_collected)
+{
+	struct store *s = open_db();
+	struct store_sweep sw = { 0 };
+	enum { MARKED, AUDITED, PREIMAGE, SNAPSHOT, NOTHING, MARK_MOVED, N };
+
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(store_blob_put(s, content_sha(i), "text", 4), 0);
+	struct store_mark m = { .path = "/mnt/user-data/workspace/a", .ino = 1, .hashed = true };
+	memcpy(m.hash, content_sha(MARK_MOVED), SHA256_BYTES);
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
+	memcpy(m.hash, content_sha(MARKED), SHA256_BYTES);
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
+	struct store_audit a = { .user = "u",
+				 .thread = "t",
+				 .path = "/mnt/x",
+				 .op = "write",
+				 .comm = "sh",
+				 .reason = "changed",
+				 .mode = "enforce" };
+	a.current = (struct store_version){ .known = true, .hashed = true };
+	memcpy(a.current.sha256, content_sha(AUDITED), SHA256_BYTES);
+	ck_assert_int_eq(store_audit_add(s, &a), 0);
+	struct snap_file pre = { .path = "/mnt/user-data/workspace/b",
+				 .root = "workspace",
+				 .hashed = true };
+	memcpy(pre.sha256, content_sha(PREIMAGE), SHA256_BYTES);
+	struct store_event e = {
+		.at_ns = 1, .op = "preimage", .path = pre.path, .comm = "sh", .pre = &pre
+	};
+	ck_assert_int_eq(store_journal_add(s, "u", "t", &e), 0);
+	struct snapshot snap = { 0 };
+	struct snap_file *f = snapshot_append(&snap);
+	ck_assert_ptr_nonnull(f);
+	*f = (struct snap_file){ .path = strdup("/mnt/user-data/workspace/c"),
+				 .root = "workspace",
+				 .hashed = true };
+	memcpy(f->sha256, content_sha(SNAPSHOT), SHA256_BYTES);
+	int64_t snap_id;
+	ck_assert_int_eq(store_snapshot_save(s, "u", "t", &snap, 10, 1, &snap_id), 0);
+	snapshot_free(&snap);
+
+	/* Just put: nothing goes, referred to or not. */
+	ck_assert_int_eq(store_blobs_collect(s, realtime_ns(), &sw, 100), 0);
+	for (int i = 0; i < N; i++)
+		ck_assert(has_content(s, i));
+	int64_t later = realtime_ns() + STORE_BLOB_HOLD_NS + 1000000000;
+	ck_assert_int_eq(store_blobs_collect(s, later, &sw, 100), 2);
+	for (int i = 0; i < N; i++)
+		ck_assert_msg(has_content(s, i) == (i != NOTHING && i != MARK_MOVED), "%d", i);
+	/* Put again, a content is held again; a shorter hold does not cut
+	 * a longer one short. */
+	ck_assert_int_eq(store_blob_put(s, content_sha(NOTHING), "text", 4), 0);
+	struct store_blob b = { .data = "text", .len = 4 };
+	memcpy(b.sha256, content_sha(NOTHING), SHA256_BYTES);
+	ck_assert_int_eq(store_blobs_put_for(s, &b, 1, 1), 0);
+	ck_assert_int_eq(store_blobs_collect(s, realtime_ns() + 1000000000, &sw, 100), 0);
+	ck_assert(has_content(s, NOTHING));
+	/* Steps of two go round the contents: the rest of the sweep, then
+	 * from the first again. */
+	for (int i = N; i < 12; i++)
+		ck_assert_int_eq(store_blob_put(s, content_sha(i), "text", 4), 0);
+	int gone = 0, r;
+	for (int step = 0; step < 8; step++) {
+		ck_assert_int_ge(r = store_blobs_collect(s, later + 1, &sw, 2), 0);
+		ck_assert_int_le(r, 2);
+		gone += r;
+	}
+	ck_assert_int_eq(gone, 12 - N + 1);
+	for (int i = 0; i < 12; i++)
+		ck_assert_msg(has_content(s, i) == (i < N && i != NOTHING && i != MARK_MOVED), "%d",
+			      i);
+	store_close(s);
+}
+END_TEST
+
+static int count_events(void *arg, const struct store_event *e)
+{
+	(void)e;
+	++*(int *)arg;
+	return 0;
+}
+
+/* Adds event OP of PATH (and PATH2) at AT_NS to u/t. */
+static void add_event(struct store *s, const char *thread, int64_t at_ns, const char *op,
+		      const char *path, const char *path2)
+{
+	struct store_event e = {
+		.at_ns = at_ns, .op = op, .path = path, .path2 = path2, .pid = 1, .comm = "sh"
+	};
+
+	ck_assert_int_eq(store_journal_add(s, "u", thread, &e), 0);
+}
+
+#define W "/mnt/user-data/workspace/"
+
+/* With no run open, a path made and removed again is churn, and so is a
+ * change repeated: their rows go. A run's rows stay, and so do a rename
+ * and what it named, a thread's last STORE_JOURNAL_KEEP_ROWS rows and
+ * another thread's. */
+START_TEST(test_store_journal_churn_with_no_run_open_is_compacted)
+{
+	struct store *s = open_db();
+	struct snapshot snap = { 0 };
+	int64_t at = 1, snap_id, run, upto = 0;
+	int kept = 0, other = 0;
+
+	ck_assert_int_eq(store_begin(s), 0); /* one commit: quicker */
+	for (int i = 0; i < 3000; i++) {     /* 9,000 rows of churn */
+		add_event(s, "t", at++, "create", W "tmp", NULL);
+		add_event(s, "t", at++, "modify", W "tmp", NULL);
+		add_event(s, "t", at++, "delete", W "tmp", NULL);
+	}
+	add_event(s, "t", at++, "create", W "keep", NULL);
+	for (int i = 0; i < 100; i++) /* 99 repeats */
+		add_event(s, "t", at++, "modify", W "keep", NULL);
+	add_event(s, "t", at++, "mkdir", W "d", NULL); /* 2 */
+	add_event(s, "t", at++, "rmdir", W "d", NULL);
+	add_event(s, "t", at++, "mkdir", W "e", NULL); /* kept: e/f named */
+	add_event(s, "t", at++, "create", W "e/f", NULL);
+	add_event(s, "t", at++, "rmdir", W "e", NULL);
+	add_event(s, "t", at++, "create", W "a", NULL); /* kept: renamed */
+	add_event(s, "t", at++, "rename", W "a", W "b");
+	add_event(s, "t", at++, "delete", W "b", NULL);
+	add_event(s, "other", at++, "create", W "tmp", NULL);
+	add_event(s, "other", at++, "delete", W "tmp", NULL);
+	ck_assert_int_eq(store_commit(s), 0);
+	/* A run's churn is its own: undo and its summary read it. */
+	ck_assert_int_eq(store_snapshot_save(s, "u", "t", &snap, 10, at, &snap_id), 0);
+	ck_assert_int_eq(store_run_begin(s, "u", "t", snap_id, at++, &run), 0);
+	add_event(s, "t", at++, "create", W "r", NULL);
+	add_event(s, "t", at++, "delete", W "r", NULL);
+	ck_assert_int_eq(store_run_end(s, run, snap_id, at++, NULL, "{}"), 0);
+	ck_assert_int_eq(store_begin(s), 0);
+	for (int i = 0; i < STORE_JOURNAL_KEEP_ROWS; i++) { /* never touched */
+		char p[64];
+		snprintf(p, sizeof(p), W "n%d", i % 2);
+		add_event(s, "t", at++, i % 2 ? "create" : "delete", p, NULL);
+	}
+	ck_assert_int_eq(store_commit(s), 0);
+
+	ck_assert_int_eq(store_journal_compact(s, "u", "t", at + STORE_JOURNAL_KEEP_NS, &upto),
+			 9000 + 99 + 2);
+	ck_assert_int_eq(store_journal_each(s, "u", "t", 0, INT64_MAX, count_events, &kept), 0);
+	ck_assert_int_eq(kept, 1 + 1 + 3 + 3 + 2 + STORE_JOURNAL_KEEP_ROWS);
+	ck_assert_int_eq(store_journal_each(s, "u", "other", 0, INT64_MAX, count_events, &other),
+			 0);
+	ck_assert_int_eq(other, 2);
+	/* Done once: the next call starts where it ended. */
+	ck_assert_int_eq(store_journal_compact(s, "u", "t", at + STORE_JOURNAL_KEEP_NS, &upto), 0);
+	/* The rows of the last second are never touched. */
+	int64_t horizon = 0;
+	ck_assert_int_eq(store_begin(s), 0);
+	for (int i = 0; i < 2 * STORE_JOURNAL_KEEP_ROWS; i++)
+		add_event(s, "t", at + i, i % 2 ? "delete" : "create", W "late", NULL);
+	ck_assert_int_eq(store_commit(s), 0);
+	ck_assert_int_eq(store_journal_compact(s, "u", "t", at, &horizon), 0);
 	store_close(s);
 }
 END_TEST
@@ -1508,6 +1770,7 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_store_made_by_several_at_once);
 	tcase_add_test(tc, test_store_marks_round_trip_and_replace);
 	tcase_add_test(tc, test_store_audit_rows_per_thread_in_order);
+	tcase_add_test(tc, test_store_audit_repeats_are_one_row_with_a_count);
 	tcase_add_test(tc, test_store_writers_share_the_file);
 	tcase_add_test(tc, test_store_writer_flushes_on_stop);
 	tcase_add_test(tc, test_store_presentations);
@@ -1515,7 +1778,9 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_store_run_clean);
 	tcase_add_test(tc, test_store_runs_listed_with_or_without_their_texts);
 	tcase_add_test(tc, test_store_blobs_put_in_batches);
+	tcase_add_test(tc, test_store_contents_nothing_refers_to_are_collected);
 	tcase_add_test(tc, test_store_journal_rows_written_many_at_once);
+	tcase_add_test(tc, test_store_journal_churn_with_no_run_open_is_compacted);
 	tcase_add_test(tc, test_store_a_statement_that_cannot_be_prepared);
 	tcase_add_test(tc, test_store_backup_is_a_whole_copy);
 	tcase_add_test(tc, test_lease_is_one_host_s_at_a_time);
