@@ -1032,6 +1032,23 @@ START_TEST(test_undo_killed_in_a_rename_back_over)
 }
 END_TEST
 
+/* DEFECT (not atomic per path; issue 35, item 8): a save over a name a
+ * rename had just taken (mv a b; echo SAVE > b) went back in two steps:
+ * the save's kept file (a's) was put back over b, then the rename was
+ * reversed (b's old file exchanged back, a's renamed to a): killed
+ * between them, a was absent and b held a's bytes, at neither end. The
+ * same onto a free name (c -> n), with the renamed file removed (d ->
+ * e), and appended to in place (f -> g). Now one step each. */
+START_TEST(test_undo_killed_in_a_save_over_a_renamed_name)
+{
+	static const char setup_sh[] = "for x in a b c d e f g; do echo $x$x$x$x > $x; done";
+	static const char damage_sh[] = "mv a b && echo SAVE > b && mv c n && echo SAVE > n &&"
+					" mv d e && rm e && mv f g && echo more >> g";
+	SAME(kill_everywhere(setup_sh, damage_sh, true, true), "");
+	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, true), "");
+}
+END_TEST
+
 /* ---- sbx restore, sbx log --------------------------------------------------- */
 
 #define WS "/mnt/user-data/workspace/"
@@ -1526,6 +1543,7 @@ Suite *suite_view_undo(void)
 	tcase_add_test(crash, test_undo_killed_midway);
 	tcase_add_test(crash, test_undo_killed_in_a_rename_over);
 	tcase_add_test(crash, test_undo_killed_in_a_rename_back_over);
+	tcase_add_test(crash, test_undo_killed_in_a_save_over_a_renamed_name);
 	tcase_add_test(crash, test_undo_killed_at_every_change);
 	tcase_add_test(crash, test_undo_killed_in_a_log_write);
 
