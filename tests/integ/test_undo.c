@@ -904,15 +904,6 @@ START_TEST(test_undo_killed_in_a_log_write)
 }
 END_TEST
 
-/* The shim that kills sbx at its Nth change (tests/tools/killshim.c). */
-static const char *killshim(void)
-{
-	const char *so = fmt_cmd("%s/killshim.so", test_dir("shim"));
-
-	OK("cc -shared -fPIC -o '%s' tests/tools/killshim.c -ldl", so);
-	return so;
-}
-
 /* For every N: a fresh tree SETUP, a run doing DAMAGE, `sbx run undo`
  * killed just before its Nth change to a file or directory (a link, a
  * rename, an unlink, a mkdir, an attribute), until it runs through.
