@@ -40,6 +40,9 @@ enum step_kind {
 	STEP_OVER,	/* a rename reversed over what the run made at its old
 			 * name after it (kept: linked, first): mv f f.bak;
 			 * echo new > f */
+	STEP_MOVE_KEPT, /* a rename reversed where the run then replaced or
+			 * removed what it renamed, the kept file going back
+			 * to the old name (PATH): mv a b; echo new > b */
 	STEP_DIR,	/* not a step: the attributes of the directory PATH
 			* before the undo first changed its entries */
 	STEP_FAIL,	/* the step before it failed: with its errno */
@@ -51,7 +54,7 @@ static const char *const step_words[STEP_KINDS] = {
 	[STEP_RMDIR] = "rmdir",	       [STEP_MOVE] = "move",	   [STEP_EXCHANGE] = "exchange",
 	[STEP_ATTR] = "attr",	       [STEP_MKDIR] = "mkdir",	   [STEP_SWAP] = "swap",
 	[STEP_SWAP_KEEP] = "swapkeep", [STEP_INPLACE] = "inplace", [STEP_DIR] = "dir",
-	[STEP_FAIL] = "fail",	       [STEP_OVER] = "over",
+	[STEP_FAIL] = "fail",	       [STEP_OVER] = "over",	   [STEP_MOVE_KEPT] = "movekept",
 };
 
 /* One log line: step SEQ (the index of the event it undoes). */
@@ -61,12 +64,14 @@ struct logged {
 	int64_t at_ns;
 	char object[40]; /* what it kept in the undo's directory, or "" */
 	uint64_t ino;	 /* STEP_EXCHANGE: the inode that was at path2;
-			  * STEP_OVER: the one renamed back */
+			  * STEP_OVER: the one renamed back; STEP_MOVE_KEPT:
+			  * the kept one put back at the new name (0: none) */
 	uint8_t *meta;	 /* STEP_RMDIR, STEP_ATTR, STEP_DIR: the attributes it replaced */
 	size_t meta_len;
 	int err;    /* STEP_FAIL */
 	char *path; /* STEP_DIR: the directory; a step taken early: its path;
-		     * STEP_OVER: the name renamed back from */
+		     * STEP_OVER: the name renamed back from; STEP_MOVE_KEPT:
+		     * the old name */
 	char *link; /* STEP_TAKE of a name of a file with others, STEP_PUT of
 		     * such a name again: another of the file's names */
 	enum { PUT_UNKNOWN, PUT_FILE, PUT_SYMLINK } put; /* STEP_PUT, this attempt's */
@@ -1432,6 +1437,116 @@ static int step_over(struct rewind *rw, int to, int log_fd, size_t seq, size_t r
 	return renameat(a.dfd, a.leaf, b.dfd, b.leaf) < 0 ? neg() : 1;
 }
 
+/* A rename FROM -> PATH (event R_SEQ) whose file the run then replaced or
+ * removed at PATH, keeping it (event SEQ: mv a b; echo new > b), reversed
+ * in one step with the keep's: what is at PATH is linked into TO, then
+ * the file the rename replaced there (its keep) renamed over it (or,
+ * none, what is there moved into TO), then the kept file renamed to
+ * FROM. Each name changes once, so that none is ever at neither end
+ * (taken apart, PATH would hold FROM's file in between). Where that
+ * cannot be (a directory or a file with other names at PATH, whose
+ * content goes back in place), the two steps go apart. Each call of a
+ * second attempt is taken again unless its source is gone or (a copy)
+ * its target is there. */
+static int step_move_kept(struct rewind *rw, int to, int log_fd, size_t seq, size_t r_seq,
+			  const struct logged *was)
+{
+	const struct store_event *e = &rw->log->events[seq];
+	const char *from = rw->log->events[r_seq].path, *object = e->object;
+	size_t v = victim_keep(rw, r_seq);
+	const char *old = v == SIZE_MAX ? NULL : rw->log->events[v].object;
+	struct logged l = { .seq = seq, .kind = STEP_MOVE_KEPT, .path = (char *)from };
+	_place_ a = { -1, NULL };
+	_place_ b = { -1, NULL };
+	struct stat sa, sb, src, so;
+	bool at_from, at_path;
+	char copy[40], old_copy[40];
+	int r;
+
+	if ((r = places_of_move(rw, log_fd, seq, from, e->path, &a, &b, &sa, &sb, &at_from,
+				&at_path)) < 0)
+		return r;
+	int dir = source_of(rw, object, &src), odir = old ? source_of(rw, old, &so) : -1;
+	if (!was &&
+	    (dir < 0 || (old && odir < 0) || at_from ||
+	     (at_path && (S_ISDIR(sb.st_mode) || sb.st_nlink > 1 || same_file(&sb, &src))))) {
+		rw->over[seq] = SIZE_MAX;
+		rw->done[r_seq] = false;
+		return step_keep_object(rw, to, log_fd, seq, e->path, object, e->path2, NULL);
+	}
+	if (!was) {
+		l.ino = old ? so.st_ino : 0;
+		if (at_path && (r = object_name(rw, l.object)) < 0)
+			return r;
+	}
+	/* A copy, made where the views never look, is what moves. */
+	if (rw->copy && odir >= 0) {
+		if ((r = object_name(rw, old_copy)) < 0 ||
+		    (r = copy_object(odir, old, to, old_copy)) < 0)
+			return r;
+		odir = to;
+		old = old_copy;
+	}
+	if (rw->copy && dir >= 0) {
+		if ((r = object_name(rw, copy)) < 0 || (r = copy_object(dir, object, to, copy)) < 0)
+			return r;
+		dir = to;
+		object = copy;
+	}
+	if ((r = begin(rw, log_fd, &l, was)) < 0)
+		return r;
+	if (l.ino && odir >= 0) {
+		if (l.object[0] && linkat(b.dfd, b.leaf, to, l.object, 0) < 0 &&
+		    !(was && errno == EEXIST))
+			return neg();
+		if (renameat2(odir, old, b.dfd, b.leaf, l.object[0] ? 0 : RENAME_NOREPLACE) < 0) {
+			if (!was || errno != EEXIST)
+				return neg();
+			unlinkat(odir, old, 0); /* a copy, put there by a first attempt */
+		}
+	} else if (!l.ino && l.object[0] && at_path &&
+		   renameat2(b.dfd, b.leaf, to, l.object, RENAME_NOREPLACE) < 0)
+		return neg();
+	if (dir >= 0 && renameat2(dir, object, a.dfd, a.leaf, RENAME_NOREPLACE) < 0) {
+		if (!was || errno != EEXIST)
+			return neg();
+		unlinkat(dir, object, 0); /* the same */
+	}
+	return 1;
+}
+
+/* The rename the keep event I of a replaced or removed file undoes too
+ * (step_move_kept()): the nearest event on its name before it, past
+ * changes of its content, if that renamed a file the run did not make
+ * onto that name, from a name no event names since. SIZE_MAX if none. */
+static size_t renamed_then_kept(const struct rewind *rw, size_t i)
+{
+	const struct store_event *e = &rw->log->events[i];
+	size_t r = i;
+
+	if (!op_is(e, "keep") || !e->object || e->path2)
+		return SIZE_MAX; /* path2: an undo's keep, which says how it goes back */
+	do
+		r = last_on(rw, r, e->path, false);
+	while (r != SIZE_MAX && op_is(&rw->log->events[r], "modify"));
+	const struct store_event *re = r == SIZE_MAX ? NULL : &rw->log->events[r];
+	if (!re || !op_is(re, "rename") || !re->path2 || strcmp(re->path2, e->path) ||
+	    last_on(rw, i, re->path, false) != r || maker(rw, r) != SIZE_MAX)
+		return SIZE_MAX;
+	return r;
+}
+
+/* True if a first attempt logged a step for event I other than one of
+ * kind KIND: it took I's step apart from the pair that KIND joins. */
+static bool taken_apart(const struct rewind *rw, size_t i, enum step_kind kind)
+{
+	for (size_t k = 0; k < rw->nsteps; k++)
+		if (rw->steps[k].seq == i && rw->steps[k].kind != kind &&
+		    rw->steps[k].kind != STEP_FAIL && rw->steps[k].kind != STEP_DIR)
+			return true;
+	return false;
+}
+
 /* Pairs each step that removes what the run made (not taken early) with
  * the rename that freed its name just before (RW->over), where nothing
  * in between names either name and the rename is onto a free one; the
@@ -1454,13 +1569,18 @@ static int overs_pair(struct rewind *rw)
 		const struct store_event *re = r == SIZE_MAX ? NULL : &log->events[r];
 		if (!re || !op_is(re, "rename") || !re->path2 || strcmp(re->path, e->path) ||
 		    rw->skip[r] || rw->done[r] || last_on(rw, i, re->path2, false) != r ||
-		    victim_keep(rw, r) != SIZE_MAX)
+		    victim_keep(rw, r) != SIZE_MAX || taken_apart(rw, i, STEP_OVER))
 			continue;
-		bool apart = false;
-		for (size_t k = 0; k < rw->nsteps; k++)
-			apart |= rw->steps[k].seq == i && rw->steps[k].kind != STEP_OVER &&
-				 rw->steps[k].kind != STEP_FAIL && rw->steps[k].kind != STEP_DIR;
-		if (apart)
+		rw->over[i] = r;
+		rw->done[r] = true;
+	}
+	/* And each keep of a file the run renamed, then replaced or removed
+	 * at its new name, with that rename (step_move_kept()). */
+	for (size_t i = 0; i < log->n; i++) {
+		size_t r = rw->skip[i] || rw->done[i] ? SIZE_MAX : renamed_then_kept(rw, i);
+		size_t v = r == SIZE_MAX ? SIZE_MAX : victim_keep(rw, r);
+		if (r == SIZE_MAX || rw->skip[r] || rw->done[r] || (v != SIZE_MAX && rw->skip[v]) ||
+		    taken_apart(rw, i, STEP_MOVE_KEPT))
 			continue;
 		rw->over[i] = r;
 		rw->done[r] = true;
@@ -1481,6 +1601,8 @@ static int step(struct rewind *rw, int to, int log_fd, size_t seq, const struct 
 					 rw->log->events[victim].object,
 					 made != SIZE_MAX && rw->done[made], was);
 	}
+	if (op_is(e, "keep") && e->object && rw->over[seq] != SIZE_MAX)
+		return step_move_kept(rw, to, log_fd, seq, rw->over[seq], was);
 	if (op_is(e, "keep") && e->object)
 		return step_keep_object(rw, to, log_fd, seq, e->path, e->object, e->path2, was);
 	if (op_is(e, "keep") && e->meta)
@@ -1789,7 +1911,11 @@ void rewind_counts(const struct rewind *rw, struct rewind_counts *c)
 			c->renamed++;
 		else if (k == STEP_OVER)
 			c->renamed++, c->removed++;
-		else if (k == STEP_MKDIR)
+		else if (k == STEP_MOVE_KEPT) {
+			c->renamed++;
+			c->restored += rw->steps[i].ino != 0;
+			c->removed += !rw->steps[i].ino && rw->steps[i].object[0];
+		} else if (k == STEP_MKDIR)
 			c->made++;
 		else if (k == STEP_ATTR)
 			c->attrs++;
@@ -1853,6 +1979,14 @@ static int emit(const struct emit *em, int64_t at, const char *op, const char *p
 	};
 
 	return em->fn(em->arg, &e);
+}
+
+/* The event of an object the undo put at PATH (where it is now). */
+static const char *made_op(struct rewind *rw, const char *path)
+{
+	struct stat st;
+
+	return path_stat(rw, path, &st) == 1 && S_ISLNK(st.st_mode) ? "symlink" : "create";
 }
 
 /* What the undo kept of PATH: OBJECT in its directory. */
@@ -1945,6 +2079,21 @@ int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *co
 			if ((r = emit_kept(&em, l, e->path)) == 0)
 				r = emit(&em, l->at_ns, "rename", l->path, e->path, NULL, NULL,
 					 NULL, 0);
+			break;
+		case STEP_MOVE_KEPT:
+			/* What was at the new name went (kept), its old file came
+			 * back, the renamed one came back at the old name: one
+			 * change of each name, which the redo takes back in one
+			 * step each (not a rename, whose redo would be two). */
+			if (l->object[0] && (r = emit_kept(&em, l, e->path)) == 0)
+				r = emit(&em, l->at_ns, l->ino ? "modify" : "delete", e->path, NULL,
+					 NULL, NULL, NULL, 0);
+			else if (!l->object[0] && l->ino)
+				r = emit(&em, l->at_ns, made_op(rw, e->path), e->path, NULL, NULL,
+					 NULL, NULL, 0);
+			if (r == 0)
+				r = emit(&em, l->at_ns, made_op(rw, l->path), l->path, NULL, NULL,
+					 NULL, NULL, 0);
 			break;
 		case STEP_EXCHANGE:
 			r = emit(&em, l->at_ns, "exchange", e->path2, e->path, NULL, NULL, NULL, 0);

@@ -149,67 +149,6 @@ static bool named(char **names, size_t n, const char *path)
 	return false;
 }
 
-/* Whether virtual PATH below ROOTS is now a file with other names (hard
- * links), its attributes in ST. */
-static bool linked_at(const struct thread_roots *roots, const char *path, struct stat *st)
-{
-	const char *leaf;
-	_cleanup_(closep) int dfd = runlog_parent(roots->ws, roots->out, path, &leaf);
-
-	return dfd >= 0 && fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       !S_ISDIR(st->st_mode) && st->st_nlink > 1;
-}
-
-/* The files with several names among the paths the journal names, by
- * (st_dev, st_ino), sorted: read once, when a path the journal does not
- * name has other names. */
-struct file_id {
-	dev_t dev;
-	ino_t ino;
-};
-
-struct linked {
-	struct file_id *v;
-	size_t n;
-	bool read;
-};
-
-static int linked_cmp(const void *a, const void *b)
-{
-	const struct file_id *x = a, *y = b;
-
-	return x->dev != y->dev	  ? (x->dev < y->dev ? -1 : 1)
-	       : x->ino != y->ino ? (x->ino < y->ino ? -1 : 1)
-				  : 0;
-}
-
-/* Whether PATH, which the journal does not name, is another name of a
- * file it names among NAMES (N): a file with several names that the run
- * changed in place is journaled under one of them, and the scans see the
- * change under each. */
-static bool linked_to_named(const struct thread_roots *roots, char **names, size_t n,
-			    struct linked *l, const char *path)
-{
-	struct stat st;
-
-	if (!linked_at(roots, path, &st))
-		return false;
-	if (!l->read) {
-		l->read = true;
-		if (!(l->v = calloc(n + 1, sizeof(*l->v))))
-			return false;
-		for (size_t i = 0; i < n; i++) {
-			struct stat o;
-			if (linked_at(roots, names[i], &o)) {
-				l->v[l->n++] = (struct file_id){ o.st_dev, o.st_ino };
-			}
-		}
-		qsort(l->v, l->n, sizeof(*l->v), linked_cmp);
-	}
-	struct file_id key = { st.st_dev, st.st_ino };
-	return l->v && bsearch(&key, l->v, l->n, sizeof(*l->v), linked_cmp);
-}
-
 /* Says which changes in the summary of RUN no view saw (made on the
  * host): undo cannot take them back. Returns how many. */
 static size_t say_unseen(const struct store_run *run, const struct runlog *log,
@@ -219,14 +158,16 @@ static size_t say_unseen(const struct store_run *run, const struct runlog *log,
 	json_t *files = json_object_get(p, "files"), *f;
 	char **names = NULL, q[QUOTE_MAX];
 	size_t n = 0, unseen = 0, i;
-	struct linked linked = { 0 };
+	struct runlog_links links = { 0 };
 
 	if (!json_is_array(files) || runlog_names(log, &names, &n) < 0)
 		return 0;
 	json_array_foreach (files, i, f) {
 		const char *path = json_string_value(json_object_get(f, "path"));
+		/* Another name of a file changed through one the journal names
+		 * (where that is now) was changed by the view. */
 		if (!path || named(names, n, path) ||
-		    linked_to_named(roots, names, n, &linked, path))
+		    runlog_linked_event(log, &links, roots->ws, roots->out, path) != SIZE_MAX)
 			continue;
 		if (unseen++ < 20)
 			fprintf(stderr,
@@ -239,7 +180,7 @@ static size_t say_unseen(const struct store_run *run, const struct runlog *log,
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
-	free(linked.v);
+	runlog_links_free(&links);
 	return unseen;
 }
 

@@ -670,7 +670,7 @@ int run_finish(struct store *s, const char *home, struct store_run *run, enum fo
 	if (r == 0)
 		r = summary_compare(&before, &after, &limits, moves, load_blob, &scan, &sum);
 	if (r == 0) {
-		runlog_attribute(&journal, &sum);
+		runlog_attribute(&journal, roots.ws, roots.out, &sum);
 		json_auto_t *payload = summary_has_changes(&sum)
 					       ? report_summary(&sum, run->id, end_max)
 					       : NULL;

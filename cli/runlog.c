@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -125,6 +126,31 @@ static void through(const struct move *m, char *p)
 		memcpy(p, moved, strlen(moved) + 1);
 }
 
+/* J's renames and exchanges, in order (*N of them); NULL: no memory. */
+static struct move *moves_of(const struct runlog *j, size_t *n)
+{
+	struct move *moves = calloc(j->n ? j->n : 1, sizeof(*moves));
+
+	*n = 0;
+	for (size_t i = 0; moves && i < j->n; i++) {
+		const struct store_event *e = &j->events[i];
+		bool swap = !strcmp(e->op, "exchange");
+		if ((swap || !strcmp(e->op, "rename")) && e->path2)
+			moves[(*n)++] = (struct move){ e->path, e->path2, swap, i };
+	}
+	return moves;
+}
+
+/* P, a name event AT gave, becomes its name at the run's end: moved on
+ * by each later move of it or of a directory above it (MOVES[FROM..N)
+ * hold them all). */
+static void at_end(const struct move *moves, size_t n, size_t from, size_t at, char *p)
+{
+	for (size_t f = from; f < n; f++)
+		if (moves[f].at > at)
+			through(&moves[f], p);
+}
+
 /* A path's state when the run began: PRE, or absent (NULL). SEQ orders
  * what the journal said about it; the first word wins. */
 struct known {
@@ -213,25 +239,19 @@ static void paths_free(struct paths *ps)
  * every path the views touched, under its name then and now (TOUCHED). */
 static int read_journal(const struct runlog *j, struct paths *before, struct paths *touched)
 {
-	_cleanup_(freep) struct move *moves = calloc(j->n ? j->n : 1, sizeof(*moves));
+	size_t nmoves, capture = 0;
+	_cleanup_(freep) struct move *moves = moves_of(j, &nmoves);
 	/* Every name a file is renamed over counts as one the run began
 	 * with: where it held nothing, the rename's own word (absent) came
 	 * first. */
 	_cleanup_(lineage_freep) struct lineage *l = lineage_new(NULL, NULL);
-	size_t nmoves = 0, capture = j->n;
 	char p[PATH_MAX];
 	int r = 0;
 
 	if (!moves || !l)
 		return -ENOMEM;
-	for (size_t i = 0; i < j->n; i++) {
-		const struct store_event *e = &j->events[i];
-		bool swap = !strcmp(e->op, "exchange");
-		if ((swap || !strcmp(e->op, "rename")) && e->path2)
-			moves[nmoves++] = (struct move){ e->path, e->path2, swap, i };
-		if (capture == j->n && !strcmp(e->op, "capture"))
-			capture = i;
-	}
+	while (capture < j->n && strcmp(j->events[capture].op, "capture"))
+		capture++;
 	for (size_t i = 0, m = 0; i < j->n && r == 0; i++) {
 		const struct store_event *e = &j->events[i];
 		const char *names[2] = { e->path, e->path2 };
@@ -243,9 +263,7 @@ static int read_journal(const struct runlog *j, struct paths *before, struct pat
 				continue;
 			r = paths_add(touched, names[k], 0, NULL);
 			snprintf(p, sizeof(p), "%s", names[k]);
-			for (size_t f = m; f < nmoves; f++)
-				if (moves[f].at > i)
-					through(&moves[f], p);
+			at_end(moves, nmoves, m, i, p);
 			if (r == 0)
 				r = paths_add(touched, p, 0, NULL);
 		}
@@ -267,8 +285,111 @@ static int read_journal(const struct runlog *j, struct paths *before, struct pat
 	return r;
 }
 
-void runlog_attribute(const struct runlog *j, struct summary *s)
+/* ---- files with several names -------------------------------------------- */
+
+struct runlog_link {
+	dev_t dev;
+	ino_t ino;
+	size_t at; /* the latest event that changed it */
+};
+
+static int link_cmp(const void *a, const void *b)
 {
+	const struct runlog_link *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x->at > y->at ? -1 : x->at < y->at; /* the latest first */
+}
+
+/* The file at virtual PATH below WS and OUT, if it has several names:
+ * its attributes in ST. */
+static bool linked_at(struct parent_cache *c, int ws, int out, const char *path, struct stat *st)
+{
+	const char *leaf;
+	int dfd = runlog_parent_cached(c, ws, out, path, &leaf);
+
+	return dfd >= 0 && fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(st->st_mode) && st->st_nlink > 1;
+}
+
+/* Reads L: each name the changes in place (content, mode, xattrs) are
+ * journaled under, where it is at the run's end, stat'ed once. */
+static int links_read(const struct runlog *j, struct runlog_links *l, int ws, int out)
+{
+	struct paths names = { 0 };
+	struct parent_cache dir = PARENT_CACHE_INIT;
+	size_t nmoves;
+	_cleanup_(freep) struct move *moves = moves_of(j, &nmoves);
+	char p[PATH_MAX];
+	int r = moves ? 0 : -ENOMEM;
+
+	for (size_t i = 0, m = 0; i < j->n && r == 0; i++) {
+		const char *op = j->events[i].op;
+		while (m < nmoves && moves[m].at < i)
+			m++;
+		if (strcmp(op, "modify") && strcmp(op, "chmod") && strcmp(op, "xattr"))
+			continue;
+		snprintf(p, sizeof(p), "%s", j->events[i].path);
+		at_end(moves, nmoves, m, i, p);
+		r = paths_add(&names, p, j->n - i, NULL); /* the latest word first */
+	}
+	paths_settle(&names);
+	if (r == 0 && !(l->v = calloc(names.n + 1, sizeof(*l->v))))
+		r = -ENOMEM;
+	for (size_t i = 0; i < names.n && r == 0; i++) {
+		struct stat st;
+		if (linked_at(&dir, ws, out, names.v[i].path, &st))
+			l->v[l->n++] = (struct runlog_link){ st.st_dev, st.st_ino,
+							     j->n - names.v[i].seq };
+	}
+	parent_cache_drop(&dir);
+	paths_free(&names);
+	if (l->n)
+		qsort(l->v, l->n, sizeof(*l->v), link_cmp);
+	return r;
+}
+
+size_t runlog_linked_event(const struct runlog *j, struct runlog_links *l, int ws, int out,
+			   const char *path)
+{
+	struct parent_cache dir = PARENT_CACHE_INIT;
+	struct stat st;
+	bool linked = linked_at(&dir, ws, out, path, &st);
+
+	parent_cache_drop(&dir);
+	if (!linked)
+		return SIZE_MAX;
+	if (!l->read) {
+		l->read = true;
+		if (links_read(j, l, ws, out) < 0)
+			l->n = 0; /* out of memory: none known */
+	}
+	/* The first of the file's entries is its latest event. */
+	size_t lo = 0, hi = l->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct runlog_link *x = &l->v[mid];
+		if (x->dev < st.st_dev || (x->dev == st.st_dev && x->ino < st.st_ino))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < l->n && l->v[lo].dev == st.st_dev && l->v[lo].ino == st.st_ino ? l->v[lo].at
+										   : SIZE_MAX;
+}
+
+void runlog_links_free(struct runlog_links *l)
+{
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+void runlog_attribute(const struct runlog *j, int ws, int out, struct summary *s)
+{
+	struct runlog_links links = { 0 };
 	struct paths latest = { 0 };
 
 	/* Each path's latest event: the first word once the events are
@@ -284,11 +405,18 @@ void runlog_attribute(const struct runlog *j, struct summary *s)
 	paths_settle(&latest);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct known *k = paths_find(&latest, s->changes[i].path);
-		if (k) {
-			s->changes[i].by_pid = j->events[j->n - k->seq].pid;
-			s->changes[i].by_comm = j->events[j->n - k->seq].comm;
+		/* One no event names may be a name of a file changed through
+		 * another (a stat each: those alone, host changes too). */
+		size_t at = k ? j->n - k->seq
+			    : s->changes[i].after
+				    ? runlog_linked_event(j, &links, ws, out, s->changes[i].path)
+				    : SIZE_MAX;
+		if (at != SIZE_MAX) {
+			s->changes[i].by_pid = j->events[at].pid;
+			s->changes[i].by_comm = j->events[at].comm;
 		}
 	}
+	runlog_links_free(&links);
 	paths_free(&latest);
 }
 

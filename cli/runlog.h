@@ -51,9 +51,30 @@ int runlog_complete(const struct runlog *j, struct snapshot *before, struct snap
  * has there. 0 or -ENOMEM. */
 int runlog_lineage(const struct runlog *j, const struct snapshot *before, struct lineage **out);
 
-/* Names the process behind each change the views made (the latest one);
+/* Names the process behind each change the views made (the latest one):
+ * of a path no event names, that of a change made in place through
+ * another name of its file (hard links), read from the roots WS and OUT;
  * changes made on the host keep by_pid 0. */
-void runlog_attribute(const struct runlog *j, struct summary *s);
+void runlog_attribute(const struct runlog *j, int ws, int out, struct summary *s);
+
+/* The files with several names the views changed in place (content,
+ * mode, xattrs): such a change is journaled under one of the names, and
+ * the scans see it under each. Known by the names the journal gives,
+ * followed through later renames of them and of the directories above
+ * them to where they are at the run's end, read from the roots at the
+ * first question. */
+struct runlog_links {
+	struct runlog_link *v;
+	size_t n;
+	bool read;
+};
+
+/* The latest event of J (its index) that changed the file at virtual
+ * PATH below the roots WS and OUT, under any of its names, if PATH has
+ * others; SIZE_MAX if none did. */
+size_t runlog_linked_event(const struct runlog *j, struct runlog_links *l, int ws, int out,
+			   const char *path);
+void runlog_links_free(struct runlog_links *l);
 
 /* The directory that holds virtual PATH ("/mnt/user-data/workspace/...")
  * below the roots WS and OUT (directory fds, or -1), resolved without

@@ -93,3 +93,11 @@ void tool_env(void)
 	setenv("GIT_COMMITTER_NAME", "Tools Test", 1);
 	setenv("GIT_COMMITTER_EMAIL", "tools@example.com", 1);
 }
+
+const char *killshim(void)
+{
+	const char *so = fmt_cmd("%s/killshim.so", test_dir("shim"));
+
+	OK("cc -shared -fPIC -o '%s' tests/tools/killshim.c -ldl", so);
+	return so;
+}

@@ -31,6 +31,10 @@ const char *broker_start(const char *tag, const char *conf);
 /* Shuts the broker of HOME down, quietly: it may be gone already. */
 void broker_stop(const char *home);
 
+/* The shim that kills sbx at its Nth change (tests/tools/killshim.c),
+ * built into the test's scratch directory: its path. */
+const char *killshim(void);
+
 /* "diff -u" of two texts, at most about 3 KB of it. */
 char *text_diff(const char *got, const char *want);
 

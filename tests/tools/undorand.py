@@ -5,7 +5,7 @@ types, modes, owners, times, xattrs, links).
 
     undorand.py SBX HOME USER THREAD MNT [--seeds A-B | --seed N] [--ops K]
                 [--pre K] [--batch N] [--no-dir-mtimes]
-                [--no-links] [--redo] [--survey]
+                [--no-links] [--redo] [--survey] [--kill SHIM [--points K]]
 
 MNT is the mount point of a view of USER's THREAD in HOME. For each seed
 S a directory u-S of the view's workspace gets an initial tree (fsrand's
@@ -25,12 +25,21 @@ directory times and links are what undo got wrong first: these options
 look past those to the rest). --survey goes on after a failing seed and
 lists every seed that fails alone, without shortening.
 
+--kill SHIM (tests/tools/killshim.c, built) kills the undo of each seed's
+run (a run of its own) just before its Nth change to a file or
+directory, for each N the undo reaches (--points K: K of them, drawn
+from the seed), each time from a fresh tree and run: every path must
+then be as before the run or as after it (type, size, content, symlink
+target: attributes are set by several calls each), and a second undo
+must bring the tree back exactly. No shortening: the seed and the kill
+point are printed.
+
 Prints "N seeds, K operations each: undone exactly" and exits 0; else,
 for the first seed that differs, the difference and a shortest sequence
 of run operations that still shows it (with its initial tree's), and
 exits 1.
 """
-import importlib.util, os, shutil, subprocess, sys
+import importlib.util, os, random, shutil, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -55,9 +64,10 @@ class Env:
         self.ws = os.path.join(mnt, "user-data", "workspace")
         self.back = os.path.join(home, "users", user, "threads", thread, "user-data", "workspace")
 
-    def cmd(self, *args):
+    def cmd(self, *args, env=None):
         p = subprocess.run([self.sbx, "--home", self.home] + list(args),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env=dict(os.environ, **env) if env else None)
         return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
 
     def print_of(self, name, dir_mtimes=None):
@@ -77,18 +87,22 @@ def apply_all(d, ops):
         os.chdir(here)
 
 
+def make_tree(env, name, pre):
+    """A fresh directory NAME of the view's workspace with PRE applied:
+    its print."""
+    d = os.path.join(env.ws, name)
+    if os.path.lexists(d):
+        shutil.rmtree(d)
+    os.mkdir(d)
+    apply_all(d, pre)
+    return env.print_of(name)
+
+
 def trial(env, cases):
     """CASES: (name, pre ops, run ops). Makes each tree, runs all the run
     ops in one run, undoes it. Returns (failure text or None, {name:
     difference}) - the failure is one of the run as a whole."""
-    before = {}
-    for name, pre, _ in cases:
-        d = os.path.join(env.ws, name)
-        if os.path.lexists(d):
-            shutil.rmtree(d)
-        os.mkdir(d)
-        apply_all(d, pre)
-        before[name] = env.print_of(name)
+    before = {name: make_tree(env, name, pre) for name, pre, _ in cases}
     st, out, err = env.cmd("run", "begin", "--user", env.user, "--thread", env.thread)
     if st:
         return "run begin: exit %d: %s" % (st, err), {}
@@ -128,13 +142,77 @@ def trial(env, cases):
     return None, diffs
 
 
+# What a kill may leave half set: a path's attributes take several calls.
+KILL_FIELDS = {"type", "size", "sha256", "target"}
+
+
+def killed_undo(env, shim, name, pre, ops, at):
+    """The tree NAME made of PRE, a run doing OPS, its undo killed just
+    before its change AT (killshim.c), then a second undo; with AT 0 the
+    undo is not killed, its changes counted. Returns (that count,
+    failure texts)."""
+    before = make_tree(env, name, pre)
+    ends = [env.print_of(name, False)]
+    st, out, err = env.cmd("run", "begin", "--user", env.user, "--thread", env.thread)
+    if st:
+        return 0, ["run begin: exit %d: %s" % (st, err)]
+    run = out.strip()
+    apply_all(os.path.join(env.ws, name), ops)
+    st, out, err = env.cmd("run", "end", run)
+    if st:
+        return 0, ["run end %s: exit %d: %s" % (run, st, err)]
+    ends.append(env.print_of(name, False))
+    with tempfile.NamedTemporaryFile("r") as count:
+        shimmed = {"LD_PRELOAD": shim, "SBX_KILL_COUNT": count.name,
+                   # Under SANITIZE=1 the shim comes before ASan's runtime.
+                   "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") +
+                   ":verify_asan_link_order=0"}
+        if at:
+            shimmed["SBX_KILL_AT"] = str(at)
+        st, out, err = env.cmd("run", "undo", run, env=shimmed)
+        changes = int(count.read() or 0)
+    what, bad = "killed at change %d: " % at if at else "", []
+    if at and st == -9:
+        neither = treeprint.between(ends[0], ends[1], KILL_FIELDS, env.print_of(name, False))
+        if neither:
+            bad.append(what + "neither before nor after the undo:\n    " +
+                       "\n    ".join(neither))
+        what += "the second undo: "
+        st, out, err = env.cmd("run", "undo", run)
+        if st and "was undone by run" in err:
+            st, out = 0, None  # killed once the undo was recorded
+    if st:
+        return changes, bad + [what + "exit %d: %s" % (st, err.strip()[:300])]
+    now = env.print_of(name)
+    if now != before:
+        b, n = before.splitlines(), now.splitlines()
+        bad.append(what + "not as before the run:\n    " +
+                   "\n    ".join(["- " + x for x in b if x not in n] +
+                                  ["+ " + x for x in n if x not in b]))
+    if out:
+        env.cmd("run", "keep", out.split()[1])  # its pre-images serve no redo here
+    return changes, bad
+
+
+def kill_seed(env, shim, points, name, pre, ops):
+    """Each kill point of the undo of seed NAME's run (POINTS of them,
+    None: all): failure texts."""
+    changes, bad = killed_undo(env, shim, name, pre, ops, 0)
+    every = list(range(1, changes + 1))
+    if points is not None and points < changes:
+        every = sorted(random.Random(name).sample(every, points))
+    for at in every:
+        bad += killed_undo(env, shim, name, pre, ops, at)[1]
+    return bad
+
+
 def fails(env, name, pre, ops):
     bad, diffs = trial(env, [(name, pre, ops)])
     return bad or diffs.get(name)
 
 
-def shrink(env, name, pre, ops):
-    """A shortest prefix of OPS that still fails, then without each
+def shrink(env, name, pre, ops, fails=fails):
+    """A shortest prefix of OPS that still FAILS, then without each
     operation it does not need."""
     lo, hi = 0, len(ops)
     while lo < hi:
@@ -169,6 +247,7 @@ def main():
         return 0 if args and args[0] in ("-h", "--help") else 2
     env = Env(*args[:5])
     seeds, count, pre, batch, links, survey = range(1, 11), 100, 60, 20, True, None
+    shim, points = None, None
     i = 5
     while i < len(args):
         if args[i] == "--seeds":
@@ -191,6 +270,10 @@ def main():
         elif args[i] == "--redo":
             env.redo = True
             i -= 1
+        elif args[i] == "--kill":
+            shim = os.path.abspath(args[i + 1])
+        elif args[i] == "--points":
+            points = int(args[i + 1])
         elif args[i] == "--no-dir-mtimes":
             env.dir_mtimes = False
             i -= 1
@@ -204,6 +287,28 @@ def main():
         return ("u-%d" % s, keep(fsrand.make_ops(s, pre, False)),
                 keep(fsrand.make_ops(s + 1000000, count, False)))
 
+    if shim:
+        for s in seeds:
+            bad = kill_seed(env, shim, points, *case(s))
+            shutil.rmtree(os.path.join(env.ws, "u-%d" % s), ignore_errors=True)
+            if bad and survey is not None:
+                survey.append(str(s))
+                print("undorand: seed %d: killed undo: %s" % (s, bad[0][:300]))
+            elif bad:
+                print("undorand: seed %d: killed undo:\n  %s" % (s, "\n  ".join(bad)[:3000]))
+                name, p, ops = case(s)
+                kills = lambda env, name, pre, ops: kill_seed(env, shim, points, name, pre, ops)
+                least = shrink(env, name, p, ops, kills)
+                print("its initial tree: fsrand seed %d, %d operations; a shortest run that"
+                      " fails (%d operations):\n%s" % (s, pre, len(least), show(least)))
+                print("which leaves:\n  %s" % "\n  ".join(kills(env, name, p, least))[:3000])
+                return 1
+        if survey:
+            print("%d of %d seeds fail: %s" % (len(survey), len(seeds), " ".join(survey)))
+            return 1
+        print("%d seeds, %d operations each: every kill point at one end, completed"
+              % (len(seeds), count))
+        return 0
     for at in range(0, len(seeds), batch):
         cases = [case(s) for s in seeds[at:at + batch]]
         bad, diffs = trial(env, cases)
