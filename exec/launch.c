@@ -8,6 +8,7 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -110,6 +111,72 @@ static void reset_signals(void)
  * way out of a chroot, as root: a chroot to a directory below, with the
  * working directory left above it, lets ".." walk up to the top. The
  * sandbox still sees the chroot's files and nothing else. */
+/* Unescapes mountinfo's octal escapes (\040 for a space) of S in place. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++, o++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*o = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* Detaches every mount of the namespace below its root, read from
+ * /proc/self/mountinfo at the namespace's root: the copy of the host's
+ * table outside the chroot, views of other threads among it, would
+ * otherwise stay in the namespace, out of the sandbox's sight but
+ * keeping each of them mounted, as long as the sandbox lives. After
+ * fork: no allocation. */
+static void detach_outside(void)
+{
+	static char buf[1 << 20];
+	ssize_t n = 0, r = 0;
+	/* Private first: a detach must not propagate to the host's mounts
+	 * (the unshare made only the chroot's tree private). */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		fail("a mount namespace", errno, 126);
+	int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+
+	while (fd >= 0 && n < (ssize_t)sizeof(buf) - 1 &&
+	       (r = read(fd, buf + n, sizeof(buf) - 1 - (size_t)n)) > 0)
+		n += r;
+	if (fd < 0 || r < 0 || n >= (ssize_t)sizeof(buf) - 1)
+		fail("/proc/self/mountinfo", fd < 0 || r < 0 ? errno : EFBIG, 126);
+	close(fd);
+	buf[n] = '\0';
+	/* Its first line is the root's ("ID PARENT MAJ:MIN ROOT MOUNTPOINT
+	 * ..."): its children are the top of the rest. */
+	unsigned long root = strtoul(buf, NULL, 10);
+	for (char *line = buf, *next; *line; line = next) {
+		next = strchr(line, '\n');
+		next = next ? (*next = '\0', next + 1) : line + strlen(line);
+		char *end, *field = line;
+		unsigned long parent;
+		strtoul(field, &end, 10);
+		parent = strtoul(end, &end, 10);
+		/* skip MAJ:MIN and ROOT; the mount point is the fifth field */
+		for (int i = 0; i < 2 && end; i++)
+			end = strchr(end + 1, ' ');
+		if (!end || parent != root)
+			continue;
+		char *at = end + 1, *space = strchr(at, ' ');
+		if (!space)
+			continue;
+		*space = '\0';
+		unescape(at);
+		if (strcmp(at, "/") && umount2(at, MNT_DETACH) < 0 && errno != EINVAL &&
+		    errno != ENOENT)
+			fail(at, errno, 126);
+	}
+}
+
 static void leave_chroot(void)
 {
 	int tree = (int)syscall(SYS_open_tree, AT_FDCWD, "/",
@@ -119,8 +186,10 @@ static void leave_chroot(void)
 		fail("the broker's chroot", errno, 126);
 	for (int i = 0; i < 256 && chdir("..") == 0; i++)
 		;
-	if (chroot(".") < 0 ||
-	    syscall(SYS_move_mount, tree, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+	if (chroot(".") < 0)
+		fail("the broker's chroot", errno, 126);
+	detach_outside();
+	if (syscall(SYS_move_mount, tree, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
 	    fchdir(tree) < 0 || chroot(".") < 0 || chdir("/") < 0)
 		fail("the broker's chroot", errno, 126);
 	close(tree);
