@@ -45,18 +45,12 @@ def load(name):
 
 
 fsrand = load("fsrand")
+undorand = load("undorand")
 
 
-class Env:
-    def __init__(self, sbx, home, user, thread, mnt):
-        self.sbx, self.home, self.user, self.thread = sbx, home, user, thread
-        self.ws = os.path.join(mnt, "user-data", "workspace")
-        self.back = os.path.join(home, "users", user, "threads", thread, "user-data", "workspace")
-
-    def cmd(self, *args):
-        p = subprocess.run([self.sbx, "--home", self.home] + list(args),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+# The environment, the shrinking of a failing run and its printing are
+# undorand's.
+Env = undorand.Env
 
 
 # Names nested three deep, parents first: renames of directories with
@@ -284,33 +278,6 @@ def fails(env, name, pre, ops):
     return bad or diffs.get(name)
 
 
-def shrink(env, name, pre, ops):
-    """A shortest prefix of OPS that still fails, then without each
-    operation it does not need."""
-    lo, hi = 0, len(ops)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if fails(env, name, pre, ops[:mid]):
-            hi = mid
-        else:
-            lo = mid + 1
-    ops = ops[:hi]
-    for i in range(len(ops) - 1, -1, -1):
-        fewer = ops[:i] + ops[i + 1:]
-        if fails(env, name, pre, fewer):
-            ops = fewer
-    return ops
-
-
-def text(what):
-    return "\n  ".join(what[:20]) if isinstance(what, list) else str(what)
-
-
-def show(ops):
-    return "\n".join("  %s %r" % (k, tuple(x if not isinstance(x, bytes) else "<%d bytes>" % len(x)
-                                            for x in a)) for k, a in ops)
-
-
 def main():
     args = sys.argv[1:]
     if len(args) < 5 or args[0] in ("-h", "--help"):
@@ -344,14 +311,14 @@ def main():
                 if not what:
                     continue
                 print("sumrand: seed %s: the summary differs from the model:\n  %s"
-                      % (name[2:], text(what)))
-                least = shrink(env, name, p, ops)
+                      % (name[2:], undorand.text(what)))
+                least = undorand.shrink(env, name, p, ops, fails=fails)
                 print("its initial tree: %s; a shortest run that differs (%d operations):\n%s"
-                      % (show(p), len(least), show(least)))
-                print("which gives:\n  %s" % text(fails(env, name, p, least)))
+                      % (undorand.show(p), len(least), undorand.show(least)))
+                print("which gives:\n  %s" % undorand.text(fails(env, name, p, least)))
                 return 1
             print("sumrand: seeds %s-%s: %s; no seed differs alone"
-                  % (cases[0][0][2:], cases[-1][0][2:], text(bad or sum(diffs.values(), []))))
+                  % (cases[0][0][2:], cases[-1][0][2:], undorand.text(bad or sum(diffs.values(), []))))
             return 1
         for name, _, _ in cases:
             shutil.rmtree(os.path.join(env.ws, name), ignore_errors=True)
