@@ -249,17 +249,36 @@ static bool hash_fd(int fd, int64_t size, uint8_t out[SHA256_BYTES])
 	return EVP_Digest(buf, got, out, NULL, EVP_sha256(), NULL) == 1;
 }
 
-/* The hash of what JOB read, with its text kept in the store where a
- * change summary would keep it (not sensitive, not binary, up to 256
- * KiB): a refusal can then show the change from it. */
-static bool hash_read(struct gate *g, const struct hash_job *job, uint8_t out[SHA256_BYTES])
+/* The text of a read (malloc'd), kept with its mark. */
+struct read_text {
+	void *data;
+	size_t len;
+};
+
+static int keep_read_text(void *arg, const struct snap_file *f, const uint8_t *data, size_t len)
+{
+	struct read_text *t = arg;
+
+	(void)f;
+	free(t->data);
+	t->data = malloc(len ? len : 1);
+	t->len = t->data ? len : 0;
+	if (t->data)
+		memcpy(t->data, data, len);
+	return 0;
+}
+
+/* The hash of what JOB read, with its text in *TEXT where a change
+ * summary would keep it (not sensitive, not binary, up to 256 KiB): kept
+ * with the mark, a refusal can then show the change from it. */
+static bool hash_read(struct gate *g, const struct hash_job *job, uint8_t out[SHA256_BYTES],
+		      struct read_text *text)
 {
 	struct snap_file f;
 	struct stat st;
 
 	if (g->writer && fstat(job->fd, &st) == 0 &&
-	    snapshot_describe(job->fd, &st, job->path, NULL, store_writer_keep_text, g->writer,
-			      &f) == 0) {
+	    snapshot_describe(job->fd, &st, job->path, NULL, keep_read_text, text, &f) == 0) {
 		bool ok = f.hashed && f.size == job->ver.size;
 		memcpy(out, f.sha256, sizeof(f.sha256));
 		snap_file_free(&f);
@@ -291,7 +310,9 @@ static void *hasher_main(void *arg)
 
 		uint8_t hash[SHA256_BYTES];
 		struct stat st;
-		bool ok = !g->stopping && hash_read(g, job, hash) && fstat(job->fd, &st) == 0;
+		struct read_text text = { 0 };
+		bool ok = !g->stopping && hash_read(g, job, hash, &text) &&
+			  fstat(job->fd, &st) == 0;
 		struct version now = ok ? version_of(&st) : job->ver;
 		close(job->fd);
 		if (ok && version_eq(&now, &job->ver)) {
@@ -309,9 +330,12 @@ static void *hasher_main(void *arg)
 				put = g->writer != NULL;
 			}
 			stripe_unlock(&s->lock);
-			if (put)
+			if (put && text.data)
+				store_writer_mark_put_text(g->writer, &sm, text.data, text.len);
+			else if (put)
 				store_writer_mark_put(g->writer, &sm);
 		}
+		free(text.data);
 		free(job);
 		pthread_mutex_lock(&g->hlock);
 		g->hashing = false;

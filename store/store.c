@@ -306,6 +306,8 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 enum stmt_id {
 	ST_MARK_PUT,
 	ST_MARK_DROP,
+	ST_MARK_HASH,
+	ST_BLOB_FORGET,
 	ST_MARKS_EACH,
 	ST_AUDIT_ADD,
 	ST_AUDIT_EACH,
@@ -374,6 +376,15 @@ enum stmt_id {
 	ST_COUNT
 };
 
+/* A content that nothing refers to (BLOB_REFS_SQL) and no put holds. */
+#define BLOB_UNREFERRED                                                                  \
+	" AND NOT EXISTS (SELECT 1 FROM blob_puts p WHERE p.sha256 = blobs.sha256)"      \
+	" AND NOT EXISTS (SELECT 1 FROM marks m WHERE m.hash = blobs.sha256)"            \
+	" AND NOT EXISTS (SELECT 1 FROM snapshot_files f WHERE f.sha256 = blobs.sha256)" \
+	" AND NOT EXISTS (SELECT 1 FROM journal j WHERE j.sha256 = blobs.sha256)"        \
+	" AND NOT EXISTS (SELECT 1 FROM audit a WHERE a.base_sha256 = blobs.sha256)"     \
+	" AND NOT EXISTS (SELECT 1 FROM audit a WHERE a.cur_sha256 = blobs.sha256)"
+
 /* One SQL for both engines (db.h): "user" and "binary" are keywords of
  * PostgreSQL's, quoted; ids come back by RETURNING. */
 static const char *const stmt_sql[ST_COUNT] = {
@@ -385,6 +396,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 		" size = excluded.size, mtime_ns = excluded.mtime_ns,"
 		" ctime_ns = excluded.ctime_ns, at_ns = excluded.at_ns, hash = excluded.hash",
 	[ST_MARK_DROP] = "DELETE FROM marks WHERE \"user\" = ? AND thread = ? AND path = ?",
+	[ST_MARK_HASH] = "SELECT hash FROM marks WHERE \"user\" = ? AND thread = ? AND path = ?",
 	[ST_MARKS_EACH] = "SELECT path, ino, size, mtime_ns, ctime_ns, at_ns, hash"
 			  " FROM marks WHERE \"user\" = ? AND thread = ?",
 	/* A refusal seen before counts in its row: the first one's
@@ -421,14 +433,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 	 * (none: the step goes to the end). */
 	[ST_BLOBS_AFTER] = "SELECT sha256 FROM blobs WHERE sha256 > ?"
 			   " ORDER BY sha256 LIMIT 1 OFFSET ?",
-	[ST_BLOBS_COLLECT] =
-		"DELETE FROM blobs WHERE sha256 > ? AND sha256 <= ?"
-		" AND NOT EXISTS (SELECT 1 FROM blob_puts p WHERE p.sha256 = blobs.sha256)"
-		" AND NOT EXISTS (SELECT 1 FROM marks m WHERE m.hash = blobs.sha256)"
-		" AND NOT EXISTS (SELECT 1 FROM snapshot_files f WHERE f.sha256 = blobs.sha256)"
-		" AND NOT EXISTS (SELECT 1 FROM journal j WHERE j.sha256 = blobs.sha256)"
-		" AND NOT EXISTS (SELECT 1 FROM audit a WHERE a.base_sha256 = blobs.sha256)"
-		" AND NOT EXISTS (SELECT 1 FROM audit a WHERE a.cur_sha256 = blobs.sha256)",
+	[ST_BLOBS_COLLECT] = "DELETE FROM blobs WHERE sha256 > ? AND sha256 <= ?" BLOB_UNREFERRED,
+	[ST_BLOB_FORGET] = "DELETE FROM blobs WHERE sha256 = ?" BLOB_UNREFERRED,
 	[ST_BLOBS_GET] = "SELECT sha256, data FROM blobs WHERE sha256 IN (" ROWS_128("?") ")",
 	[ST_RUN_ADD] = "INSERT INTO runs (\"user\", thread, begun_ns, before_snapshot, kind,"
 		       " undoes) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
@@ -810,6 +816,64 @@ void store_rest(struct store *s)
 	db_rest(s->db);
 }
 
+/* Column I into the SHA-256 OUT if it holds one: whether it did. */
+static bool col_sha256(struct db_stmt *st, int i, uint8_t out[SHA256_BYTES])
+{
+	size_t len;
+	const void *p = db_col_blob(st, i, &len);
+
+	if (len != SHA256_BYTES)
+		return false;
+	memcpy(out, p, SHA256_BYTES);
+	return true;
+}
+
+/* The hash of PATH's mark into OUT: 1, or 0 if it has none (or no mark). */
+static int mark_hash(struct store *s, const char *user, const char *thread, const char *path,
+		     uint8_t out[SHA256_BYTES])
+{
+	_stmt_ st = thread_stmt(s, ST_MARK_HASH, user, thread);
+	int r;
+
+	if (!st)
+		return stmt_failed(s);
+	db_bind_text(st, 3, path);
+	if ((r = one_row(s, st, "read a read mark")) < 0)
+		return r == -ENOENT ? 0 : r;
+	return col_sha256(st, 0, out);
+}
+
+/* Deletes content SHA256 if nothing refers to it and no put holds it. */
+static int blob_forget(struct store *s, const uint8_t sha256[SHA256_BYTES])
+{
+	_stmt_ st = stmt(s, ST_BLOB_FORGET);
+
+	if (!st)
+		return stmt_failed(s);
+	db_bind_blob(st, 1, sha256, SHA256_BYTES);
+	return exec_stmt(s, st, "collect a read text");
+}
+
+/* Runs mark statement ST (bound) in a transaction with the collection
+ * of the text PATH's mark referred to before, if the new mark (HASH, or
+ * none) does not: a file the host rewrites and the view reads in a loop
+ * keeps one text, not one a read until the sweep comes round. */
+static int mark_change(struct store *s, const char *user, const char *thread, const char *path,
+		       struct db_stmt *st, const uint8_t *hash, const char *what)
+{
+	uint8_t old[SHA256_BYTES];
+	bool own;
+	int r = write_turn(s, &own), had = 0;
+
+	if (r == 0)
+		r = had = mark_hash(s, user, thread, path, old);
+	if (r >= 0)
+		r = exec_stmt(s, st, what);
+	if (r == 0 && had > 0 && (!hash || memcmp(hash, old, SHA256_BYTES)))
+		r = blob_forget(s, old);
+	return write_done(s, own, r);
+}
+
 int store_mark_put(struct store *s, const char *user, const char *thread,
 		   const struct store_mark *m)
 {
@@ -825,7 +889,8 @@ int store_mark_put(struct store *s, const char *user, const char *thread,
 	db_bind_int64(st, 8, m->at_ns);
 	if (m->hashed)
 		db_bind_blob(st, 9, m->hash, sizeof(m->hash));
-	return exec_stmt(s, st, "record a read mark");
+	return mark_change(s, user, thread, m->path, st, m->hashed ? m->hash : NULL,
+			   "record a read mark");
 }
 
 int store_mark_drop(struct store *s, const char *user, const char *thread, const char *path)
@@ -835,7 +900,7 @@ int store_mark_drop(struct store *s, const char *user, const char *thread, const
 	if (!st)
 		return stmt_failed(s);
 	db_bind_text(st, 3, path);
-	return exec_stmt(s, st, "drop a read mark");
+	return mark_change(s, user, thread, path, st, NULL, "drop a read mark");
 }
 
 /* Steps a SELECT, calling ROW for each row; stops at ROW's first non-zero
@@ -891,18 +956,6 @@ static const char *col_text(struct db_stmt *st, int i)
 static int sha256_cmp(const void *a, const void *b)
 {
 	return memcmp(a, b, SHA256_BYTES);
-}
-
-/* Column I into the SHA-256 OUT if it holds one: whether it did. */
-static bool col_sha256(struct db_stmt *st, int i, uint8_t out[SHA256_BYTES])
-{
-	size_t len;
-	const void *p = db_col_blob(st, i, &len);
-
-	if (len != SHA256_BYTES)
-		return false;
-	memcpy(out, p, SHA256_BYTES);
-	return true;
 }
 
 struct marks_ctx {
@@ -1445,7 +1498,7 @@ int store_blobs_put_for(struct store *s, const struct store_blob *v, size_t n, i
 	if (r == 0)
 		r = exec_batched(s, ST_BLOBS_PUT_1, n, bind_blob_row, (void *)v,
 				 "record files' contents");
-	if (r == 0)
+	if (r == 0 && hold_ns > 0)
 		r = blob_puts(s, v, n, hold_ns);
 	return write_done(s, own, r);
 }

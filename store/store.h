@@ -270,8 +270,11 @@ int store_blobs_each(struct store *s, const uint8_t (*sha256s)[SHA256_BYTES], si
 /* A content put is not collected for this long, referred to or not: a
  * scan puts its texts before the snapshot that refers to them. */
 #define STORE_BLOB_HOLD_NS (600LL * 1000000000)
-/* store_blobs_put() holding them for HOLD_NS instead: the view's writer
- * puts a text a batch before the mark that refers to it. */
+/* store_blobs_put() holding them for HOLD_NS instead (0: not at all,
+ * for a content whose referrer is written in the same transaction): the
+ * view's writer may put a pre-image's text a batch before its row.
+ * A read mark that moves on from a content, or is dropped, collects it
+ * at once if nothing else refers to it and no put holds it. */
 int store_blobs_put_for(struct store *s, const struct store_blob *v, size_t n, int64_t hold_ns);
 /* A sweep's place among the contents: zeroed, it starts at the first. */
 struct store_sweep {

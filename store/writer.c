@@ -23,8 +23,11 @@
  * contents' sweep (store_blobs_collect()) of COLLECT_STEP: four looked at
  * for each such row, so the sweep goes round faster than they come. */
 #define COLLECT_EVERY 256
-#define WRITER_BLOB_HOLD_NS (1LL * 1000000000)
 #define COLLECT_STEP 1024
+/* A pre-image's text may be put a batch before its row: it is held that
+ * long. A read mark's text is queued with its mark, in one batch, and
+ * needs no hold (store_writer_mark_put_text()). */
+#define WRITER_BLOB_HOLD_NS (1LL * 1000000000)
 /* After this many journal rows, the thread compacts the thread's journal
  * (store_journal_compact()): the rows since the last time, less those
  * it never touches. */
@@ -45,7 +48,8 @@ struct row {
 		};
 		struct {
 			uint8_t sha256[SHA256_BYTES];
-			size_t len; /* bytes in text[] */
+			size_t len;	 /* bytes in text[] */
+			int64_t hold_ns; /* store_blobs_put_for() */
 		} blob;
 	};
 	char text[];
@@ -91,9 +95,7 @@ static int write_row(struct store_writer *w, const struct row *r)
 	case ROW_BLOB: {
 		struct store_blob b = { .data = r->text, .len = r->blob.len };
 		memcpy(b.sha256, r->blob.sha256, SHA256_BYTES);
-		/* Its mark comes in this batch or the next: a read text
-		 * the thread reads on from is collected a second later. */
-		return store_blobs_put_for(w->store, &b, 1, WRITER_BLOB_HOLD_NS);
+		return store_blobs_put_for(w->store, &b, 1, r->blob.hold_ns);
 	}
 	}
 	return 0;
@@ -117,6 +119,7 @@ static int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data, 
 		return 0; /* the pre-image without its text */
 	memcpy(r->blob.sha256, f->sha256, SHA256_BYTES);
 	r->blob.len = len;
+	r->blob.hold_ns = 0; /* its row is in the same batch */
 	memcpy(r->text, data, len);
 	r->next = *b->link;
 	*b->link = r;
@@ -436,19 +439,25 @@ static const char *put_text(struct row *r, size_t *at, const char *s)
 	return dst;
 }
 
-static void enqueue(struct store_writer *w, struct row *r)
+/* Queues the N rows chained from FIRST to LAST: in one batch. */
+static void enqueue_rows(struct store_writer *w, struct row *first, struct row *last, unsigned n)
 {
 	pthread_mutex_lock(&w->lock);
 	/* Only the first row of a batch wakes the thread: the rows that
 	 * follow while it gathers must not cut the gathering short. */
-	bool first = !w->head;
-	r->next = NULL;
-	*w->tail = r;
-	w->tail = &r->next;
-	w->queued++;
-	if (first)
+	bool wake = !w->head;
+	last->next = NULL;
+	*w->tail = first;
+	w->tail = &last->next;
+	w->queued += n;
+	if (wake)
 		pthread_cond_signal(&w->wake);
 	pthread_mutex_unlock(&w->lock);
+}
+
+static void enqueue(struct store_writer *w, struct row *r)
+{
+	enqueue_rows(w, r, r, 1);
 }
 
 static struct row *row_new(struct store_writer *w, enum row_kind kind, size_t text)
@@ -465,28 +474,63 @@ static struct row *row_new(struct store_writer *w, enum row_kind kind, size_t te
 	return r;
 }
 
-static void queue_mark(struct store_writer *w, enum row_kind kind, const struct store_mark *m)
+static struct row *mark_row(struct store_writer *w, enum row_kind kind, const struct store_mark *m)
 {
 	struct row *r = row_new(w, kind, strlen(m->path) + 1);
 	size_t at = 0;
 
 	if (!r)
-		return;
+		return NULL;
 	r->mark = *m;
 	r->mark.path = put_text(r, &at, m->path);
-	enqueue(w, r);
+	return r;
+}
+
+/* A content row: held for HOLD_NS once written (store_blobs_put_for()). */
+static struct row *blob_row(struct store_writer *w, const uint8_t sha256[SHA256_BYTES],
+			    const void *data, size_t len, int64_t hold_ns)
+{
+	struct row *r = row_new(w, ROW_BLOB, len);
+
+	if (!r)
+		return NULL;
+	memcpy(r->blob.sha256, sha256, SHA256_BYTES);
+	r->blob.len = len;
+	r->blob.hold_ns = hold_ns;
+	memcpy(r->text, data, len);
+	return r;
 }
 
 void store_writer_mark_put(struct store_writer *w, const struct store_mark *m)
 {
-	queue_mark(w, ROW_MARK_PUT, m);
+	struct row *r = mark_row(w, ROW_MARK_PUT, m);
+
+	if (r)
+		enqueue(w, r);
+}
+
+void store_writer_mark_put_text(struct store_writer *w, const struct store_mark *m,
+				const void *text, size_t len)
+{
+	struct row *r = mark_row(w, ROW_MARK_PUT, m);
+	struct row *t = r && m->hashed ? blob_row(w, m->hash, text, len, 0) : NULL;
+
+	if (!t) {
+		if (r)
+			enqueue(w, r); /* the mark without its text */
+		return;
+	}
+	t->next = r;
+	enqueue_rows(w, t, r, 2);
 }
 
 void store_writer_mark_drop(struct store_writer *w, const char *path)
 {
 	struct store_mark m = { .path = path };
+	struct row *r = mark_row(w, ROW_MARK_DROP, &m);
 
-	queue_mark(w, ROW_MARK_DROP, &m);
+	if (r)
+		enqueue(w, r);
 }
 
 void store_writer_audit(struct store_writer *w, const struct store_audit *a)
@@ -578,14 +622,10 @@ int store_writer_preimage_fd(struct store_writer *w, const struct store_event *e
 void store_writer_blob(struct store_writer *w, const uint8_t sha256[SHA256_BYTES], const void *data,
 		       size_t len)
 {
-	struct row *r = row_new(w, ROW_BLOB, len);
+	struct row *r = blob_row(w, sha256, data, len, WRITER_BLOB_HOLD_NS);
 
-	if (!r)
-		return;
-	memcpy(r->blob.sha256, sha256, SHA256_BYTES);
-	r->blob.len = len;
-	memcpy(r->text, data, len);
-	enqueue(w, r);
+	if (r)
+		enqueue(w, r);
 }
 
 int store_writer_keep_text(void *writer, const struct snap_file *f, const uint8_t *data, size_t len)

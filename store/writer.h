@@ -33,6 +33,11 @@ void store_writer_stop(struct store_writer *w);
 
 /* Queue a row; copies every string. Never blocks on the database. */
 void store_writer_mark_put(struct store_writer *w, const struct store_mark *m);
+/* M with the text of the content it names (M->hash), written in one
+ * batch: the text needs no hold, and the one M's path named before goes
+ * at once if nothing else refers to it (store_mark_put()). */
+void store_writer_mark_put_text(struct store_writer *w, const struct store_mark *m,
+				const void *text, size_t len);
 void store_writer_mark_drop(struct store_writer *w, const char *path);
 void store_writer_audit(struct store_writer *w, const struct store_audit *a);
 void store_writer_event(struct store_writer *w, const struct store_event *e);

@@ -625,6 +625,48 @@ static bool has_content(struct store *s, int i)
 	return r == 0;
 }
 
+/* A read mark that moves on from a content, or is dropped, takes it
+ * along at once when it was put with no hold and nothing else refers to
+ * it; one another mark refers to, or a put holds, stays. */
+START_TEST(test_store_a_mark_moving_on_collects_its_text)
+{
+	struct store *s = open_db();
+	enum { FIRST, SECOND, SHARED, HELD, N };
+
+	for (int i = 0; i < N; i++) {
+		struct store_blob b = { .data = "text", .len = 4 };
+		memcpy(b.sha256, content_sha(i), SHA256_BYTES);
+		ck_assert_int_eq(store_blobs_put_for(s, &b, 1, i == HELD ? STORE_BLOB_HOLD_NS : 0),
+				 0);
+	}
+	struct store_mark m = { .path = "/mnt/user-data/workspace/a", .ino = 1, .hashed = true };
+	struct store_mark other = { .path = "/mnt/user-data/workspace/b",
+				    .ino = 2,
+				    .hashed = true };
+	memcpy(other.hash, content_sha(SHARED), SHA256_BYTES);
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &other), 0);
+	const int moves[] = { FIRST, SECOND, SHARED, HELD };
+	for (size_t i = 0; i < sizeof(moves) / sizeof(*moves); i++) {
+		memcpy(m.hash, content_sha(moves[i]), SHA256_BYTES);
+		ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
+		ck_assert(has_content(s, moves[i]));
+	}
+	/* The same content again: not a move. */
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
+	ck_assert(has_content(s, HELD));
+	ck_assert(!has_content(s, FIRST) && !has_content(s, SECOND));
+	ck_assert(has_content(s, SHARED)); /* b's mark refers to it */
+	ck_assert_int_eq(store_mark_drop(s, "u", "t", m.path), 0);
+	ck_assert(has_content(s, HELD));
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &other), 0); /* same */
+	ck_assert(has_content(s, SHARED));
+	other.hashed = false; /* read again, not hashed yet */
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &other), 0);
+	ck_assert(!has_content(s, SHARED));
+	store_close(s);
+}
+END_TEST
+
 /* A content nothing refers to any more (a mark moved on, or nothing ever)
  * is collected once its hold is over (STORE_BLOB_HOLD_NS by default); one a mark, an
  * audit row, a pre-image or a snapshot refers to stays; a sweep of steps
@@ -1779,6 +1821,7 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_store_runs_listed_with_or_without_their_texts);
 	tcase_add_test(tc, test_store_blobs_put_in_batches);
 	tcase_add_test(tc, test_store_contents_nothing_refers_to_are_collected);
+	tcase_add_test(tc, test_store_a_mark_moving_on_collects_its_text);
 	tcase_add_test(tc, test_store_journal_rows_written_many_at_once);
 	tcase_add_test(tc, test_store_journal_churn_with_no_run_open_is_compacted);
 	tcase_add_test(tc, test_store_a_statement_that_cannot_be_prepared);
