@@ -120,9 +120,13 @@ void gate_note_listed(struct gate *g, const struct stat *st);
 
 /* True if the file's mark changed since it was last stored; then
  * gate_persist() writes it to the store under PATH (after a writer's
- * close, an fsync, a rename). Directory marks stay in memory. */
+ * close, an fsync, a rename), and with FD (any fd of the file, or -1)
+ * has its content hashed in the background if the thread wrote that
+ * version itself (up to SNAPSHOT_HASH_MAX, no text kept): a later host
+ * change of its times only is then compared by content. Directory marks
+ * stay in memory. */
 bool gate_dirty(struct gate *g, const struct stat *st);
-void gate_persist(struct gate *g, const struct stat *st, const char *path);
+void gate_persist(struct gate *g, const struct stat *st, int fd, const char *path);
 /* Forgets the stored mark of PATH (the name is gone). */
 void gate_forget_path(struct gate *g, const char *path);
 

@@ -177,7 +177,7 @@ static void gate_carry_moved(struct view *v, const struct stat *src, struct inod
 	if (gate_dirty(v->gate, &after)) {
 		if (!swapped)
 			gate_forget_path(v->gate, view_path(v, from, name, path, sizeof(path)));
-		gate_persist(v->gate, &after, view_path(v, to, newname, path, sizeof(path)));
+		gate_persist(v->gate, &after, -1, view_path(v, to, newname, path, sizeof(path)));
 	}
 }
 
@@ -272,10 +272,10 @@ void gate_names_commit(struct view *v, struct gate_names *g, struct inode *from,
 		gate_carry_moved(v, &g->dst, to, newname, from, ffd, name, true);
 }
 
-void gate_store(struct view *v, struct inode *ino, const struct stat *st)
+void gate_store(struct view *v, struct inode *ino, int fd, const struct stat *st)
 {
 	char path[PATH_MAX];
 
 	if (gate_dirty(v->gate, st))
-		gate_persist(v->gate, st, view_path(v, ino, NULL, path, sizeof(path)));
+		gate_persist(v->gate, st, fd, view_path(v, ino, NULL, path, sizeof(path)));
 }

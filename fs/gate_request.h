@@ -78,8 +78,8 @@ void gate_names_end(struct gate_names *g, bool done);
 void gate_names_commit(struct view *v, struct gate_names *g, struct inode *from, int ffd,
 		       const char *name, struct inode *to, int tfd, const char *newname);
 
-/* Stores the mark of INO (attributes ST) if it moved since last stored
- * (a writer's close, an fsync). */
-void gate_store(struct view *v, struct inode *ino, const struct stat *st);
+/* Stores the mark of INO (attributes ST, FD a descriptor of it) if it
+ * moved since last stored (a writer's close, an fsync): gate_persist(). */
+void gate_store(struct view *v, struct inode *ino, int fd, const struct stat *st);
 
 #endif

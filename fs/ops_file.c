@@ -313,9 +313,10 @@ static void handle_release(struct view *v, struct inode *ino, struct fuse_file_i
 			 view_path(v, ino, NULL, path, sizeof(path)), strerror(-r));
 	/* What this handle wrote is what the kernel cached: the host watch
 	 * must not take the write events for a host-side change. */
-	if (h->writer && !handle_refused(h) && fstat(stage_io_fd(ino, h->fd), &st) == 0) {
+	int wfd = stage_io_fd(ino, h->fd);
+	if (h->writer && !handle_refused(h) && fstat(wfd, &st) == 0) {
 		inode_note_attr(v->inodes, ino, &st);
-		gate_store(v, ino, &st);
+		gate_store(v, ino, wfd, &st);
 	}
 	if (opens == 1)
 		stage_drop(v, ino);
@@ -556,7 +557,7 @@ void op_fsync(fuse_req_t req, fuse_ino_t id, int datasync, struct fuse_file_info
 		r = (datasync ? fdatasync(io.fd) : fsync(io.fd)) < 0 ? neg_errno() : 0;
 	io.fd = io.locked ? stage_io_fd(ino, fd_of(fi)) : io.fd;
 	if (fh_of(fi)->writer && !handle_refused(fh_of(fi)) && fstat(io.fd, &st) == 0)
-		gate_store(v, ino, &st);
+		gate_store(v, ino, io.fd, &st);
 	reply_status(req, r);
 }
 

@@ -333,6 +333,36 @@ START_TEST(test_gate_identical_bytes_rewritten_on_the_host_still_count_as_read)
 }
 END_TEST
 
+/* The agent's own write is a version it knows: a host touch, or a save of
+ * the same bytes, after it is not a change (the content is compared once
+ * only the times moved); other bytes of the same size still are. */
+START_TEST(test_gate_own_writes_survive_a_touch_and_a_same_bytes_save)
+{
+	ck_assert_int_eq(write_file(ws("mine"), "the agent's\n"), 0);
+	ck_assert_str_eq(read_file(ws("mine")), "the agent's\n");
+	ck_assert_int_eq(write_file(host("edited"), "v1\n"), 0);
+	read_until(ws("edited"), "v1\n");
+	ck_assert_int_eq(try_write(ws("edited"), OVERWRITE, "v2\n"), 0);
+	tview_sync(&V);
+	wait_mark_hashed("mine");
+	wait_mark_hashed("edited");
+
+	OK("touch -d '+1 minute' '%s'", host("mine"));
+	ck_assert_int_eq(write_file(host("edited"), "v2\n"), 0);
+	ck_assert_int_eq(try_write(ws("mine"), O_WRONLY | O_APPEND, "more\n"), 0);
+	ck_assert_int_eq(try_write(ws("edited"), O_WRONLY | O_APPEND, "v3\n"), 0);
+	ck_assert_str_eq(read_file(host("mine")), "the agent's\nmore\n");
+	ck_assert_str_eq(read_file(host("edited")), "v2\nv3\n");
+
+	/* Other bytes of the same size: refused. */
+	tview_sync(&V);
+	wait_mark_hashed("mine");
+	ck_assert_int_eq(write_file(host("mine"), "THE AGENT'S\nMORE\n"), 0);
+	ck_assert_int_eq(try_write(ws("mine"), O_WRONLY | O_APPEND, "x"), EACCES);
+	ck_assert_str_eq(read_file(host("mine")), "THE AGENT'S\nMORE\n");
+}
+END_TEST
+
 START_TEST(test_gate_copy_file_range_source_counts_as_read)
 {
 	ck_assert_int_eq(write_file(host("cfr"), "copied\n"), 0);
@@ -735,6 +765,7 @@ Suite *suite_view_gate(void)
 	tcase_add_test(tc, test_gate_new_files_own_outputs_and_empty_files_need_no_read);
 	tcase_add_test(tc, test_gate_sed_i_and_editor_saves_work_on_read_files);
 	tcase_add_test(tc, test_gate_identical_bytes_rewritten_on_the_host_still_count_as_read);
+	tcase_add_test(tc, test_gate_own_writes_survive_a_touch_and_a_same_bytes_save);
 	tcase_add_test(tc, test_gate_copy_file_range_source_counts_as_read);
 	tcase_add_test(tc, test_gate_c_project_builds_twice);
 	tcase_add_test(tc, test_gate_git_checkout_and_pull_work);
