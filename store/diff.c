@@ -29,7 +29,47 @@ static uint64_t fnv1a(const char *s, size_t n)
 	return h;
 }
 
-/* Splits TEXT at "\n", "\r\n" and "\r", without the terminators. */
+/* The length of the line break at TEXT[I] (LEN bytes in all), 0 if none
+ * is there: Python's str.splitlines() breaks, in UTF-8 ("\r\n" is one;
+ * U+0085, U+2028 and U+2029 are two and three bytes). */
+static size_t line_break(const char *text, size_t len, size_t i)
+{
+	const unsigned char *t = (const unsigned char *)text;
+
+	switch (t[i]) {
+	case '\r':
+		return i + 1 < len && t[i + 1] == '\n' ? 2 : 1;
+	case '\n':
+	case '\v':
+	case '\f':
+	case 0x1c:
+	case 0x1d:
+	case 0x1e:
+		return 1;
+	case 0xc2:
+		return i + 1 < len && t[i + 1] == 0x85 ? 2 : 0;
+	case 0xe2:
+		return i + 2 < len && t[i + 1] == 0x80 && (t[i + 2] == 0xa8 || t[i + 2] == 0xa9)
+			       ? 3
+			       : 0;
+	default:
+		return 0;
+	}
+}
+
+/* The line of TEXT that starts at I: where it ends (its break left out);
+ * *NEXT where the next one starts. */
+static size_t line_at(const char *text, size_t len, size_t i, size_t *next)
+{
+	size_t b = 0;
+
+	while (i < len && !(b = line_break(text, len, i)))
+		i++;
+	*next = i + b;
+	return i;
+}
+
+/* Splits TEXT into lines as str.splitlines() does, without the breaks. */
 static int split(const char *text, size_t len, struct lines *out)
 {
 	size_t cap = 64;
@@ -38,21 +78,16 @@ static int split(const char *text, size_t len, struct lines *out)
 	out->v = malloc(cap * sizeof(*out->v));
 	if (!out->v)
 		return -ENOMEM;
-	for (size_t i = 0; i < len;) {
-		size_t j = i;
+	for (size_t i = 0, next; i < len; i = next) {
+		size_t end = line_at(text, len, i, &next);
 
-		while (j < len && text[j] != '\n' && text[j] != '\r')
-			j++;
 		if (out->n == cap) {
 			struct line *v = realloc(out->v, (cap *= 2) * sizeof(*v));
 			if (!v)
 				return -ENOMEM;
 			out->v = v;
 		}
-		out->v[out->n++] = (struct line){ text + i, j - i, fnv1a(text + i, j - i) };
-		if (j < len && text[j] == '\r' && j + 1 < len && text[j + 1] == '\n')
-			j++;
-		i = j + 1;
+		out->v[out->n++] = (struct line){ text + i, end - i, fnv1a(text + i, end - i) };
 	}
 	return 0;
 }
@@ -61,13 +96,8 @@ size_t diff_lines(const char *text, size_t len)
 {
 	size_t n = 0;
 
-	/* split()'s rule: a line ends at "\n", "\r\n" or "\r", or at the end. */
-	for (size_t i = 0; i < len; i++, n++) {
-		while (i < len && text[i] != '\n' && text[i] != '\r')
-			i++;
-		if (i + 1 < len && text[i] == '\r' && text[i + 1] == '\n')
-			i++;
-	}
+	for (size_t i = 0; i < len; n++)
+		line_at(text, len, i, &i);
 	return n;
 }
 

@@ -1,7 +1,9 @@
 /* diff.h - unified diffs of text files, for change summaries.
  *
- * Lines are split as Python's str.splitlines() splits them on "\n",
- * "\r\n" and "\r" (the reference summaries are made that way), compared
+ * Lines are split as Python's str.splitlines() splits them (the
+ * reference summaries are made that way): at "\n", "\r\n", "\r", "\v",
+ * "\f", "\x1c", "\x1d", "\x1e" and, in UTF-8, U+0085, U+2028 and
+ * U+2029; compared
  * with Myers' algorithm after the common head and tail and the lines
  * with no equal on the other side are set aside (a minimal diff still;
  * each run of changes its deletions first, as difflib has them), and

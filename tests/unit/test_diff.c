@@ -18,8 +18,9 @@ static char *difflib(const char *a, const char *b, const char *path)
 	ck_assert_int_eq(write_file(fa, a), 0);
 	ck_assert_int_eq(write_file(fb, b), 0);
 	return OUT(
-		"python3 -c 'import difflib,sys; a=open(sys.argv[1],newline=\"\").read();"
-		" b=open(sys.argv[2],newline=\"\").read();"
+		"python3 -c 'import difflib,sys; a=open(sys.argv[1],newline=\"\",encoding=\"utf-8\").read();"
+		" b=open(sys.argv[2],newline=\"\",encoding=\"utf-8\").read();"
+		" sys.stdout.reconfigure(encoding=\"utf-8\");"
 		" sys.stdout.write(\"\\n\".join(difflib.unified_diff(a.splitlines(), b.splitlines(),"
 		" fromfile=\"a\"+sys.argv[3], tofile=\"b\"+sys.argv[3], lineterm=\"\")))' '%s' '%s' '%s'",
 		fa, fb, path);
@@ -58,6 +59,32 @@ START_TEST(test_diff_matches_difflib_for_ordinary_edits)
 	same_as_difflib("keep\na\nb\nc\nkeep 2\n", "keep\nx\ny\nz\nkeep 2\n");
 	same_as_difflib("a\nb\nc\nd\ne\nf\n", "A\nB\nC\nD\nE\nF\n");
 	same_as_difflib("1\n2\nsame\n3\n4\n", "one\ntwo\nsame\nthree\nfour\n");
+}
+END_TEST
+
+/* Every break str.splitlines() knows: a form feed, a vertical tab, the
+ * file, group and record separators, and in UTF-8 U+0085, U+2028 and
+ * U+2029 (a form feed in a file made sbx say "@@ -1,2 +1,2 @@" where the
+ * reference says "@@ -1,3 +1,3 @@"). Bytes that only begin such a
+ * character break nothing. */
+START_TEST(test_diff_splits_lines_as_splitlines_does)
+{
+	same_as_difflib("a\n\fb\nc\n", "a\n\fB\nc\n");
+	same_as_difflib("page 1\fpage 2\fpage 3\n", "page 1\fpage two\fpage 3\n");
+	same_as_difflib("a\vb\x1c"
+			"c\x1d"
+			"d\x1e"
+			"e",
+			"a\vB\x1c"
+			"c\x1d"
+			"D\x1e"
+			"e");
+	same_as_difflib("one\u2028two\u2029three\xc2\x85"
+			"four\n",
+			"one\u2028TWO\u2029three\xc2\x85"
+			"FOUR\n");
+	same_as_difflib("caf\u00e9\u2027x\n", "caf\u00e9\u2027y\n"); /* no break */
+	same_as_difflib("\r\f\r\n\v\n", "\r\f\n\v\n");
 }
 END_TEST
 
@@ -137,7 +164,19 @@ END_TEST
 START_TEST(test_diff_lines_counts_what_a_diff_against_nothing_adds)
 {
 	static const char *const texts[] = {
-		"", "a", "a\n", "a\nb", "\n\n", "\r\n", "a\r\nb\rc\n", "\r\r\n\n", "x\n\ny",
+		"",
+		"a",
+		"a\n",
+		"a\nb",
+		"\n\n",
+		"\r\n",
+		"a\r\nb\rc\n",
+		"\r\r\n\n",
+		"x\n\ny",
+		"a\fb\vc",
+		"\u2028\u2029\xc2\x85",
+		"\xc2",
+		"x\xe2\x80",
 	};
 	struct diff d;
 
@@ -225,6 +264,7 @@ Suite *suite_unit_diff(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_diff_matches_difflib_for_ordinary_edits);
+	tcase_add_test(tc, test_diff_splits_lines_as_splitlines_does);
 	tcase_add_test(tc, test_diff_counts_lines_not_headers);
 	tcase_add_test(tc, test_diff_patches_apply);
 	tcase_add_test(tc, test_diff_is_minimal);
