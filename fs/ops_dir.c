@@ -158,9 +158,12 @@ static int readdir_backing(struct view *v, fuse_req_t req, struct inode *dir, st
 			}
 		}
 		struct dirent *de = d->pending;
+		/* "." and ".." are never a skill's: a listing with neither,
+		 * empty, is one the kernel keeps past every invalidation. */
 		if (!(d->uploads && name_is_upload_staging(de->d_name)) &&
 		    !stage_area_name(v, dir, de->d_name) &&
-		    !(skills && view_skill_check(v, dir, de->d_name, skill, sizeof(skill)) < 0)) {
+		    !(skills && confine_name_ok(de->d_name) &&
+		      view_skill_check(v, dir, de->d_name, skill, sizeof(skill)) < 0)) {
 			size_t n = emit_entry(v, req, dir, plus, de->d_name, de->d_ino, de->d_type,
 					      de->d_off, buf + used, size - used);
 			if (n > size - used)

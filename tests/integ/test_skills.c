@@ -311,6 +311,36 @@ START_TEST(test_skills_unreadable_state_fails_closed)
 }
 END_TEST
 
+/* Where a state file that failed to parse is fixed, the listings come
+ * back: a category listed while all its skills were disabled was empty,
+ * not even "." and "..", and the kernel keeps an empty cached listing
+ * that no invalidation of its pages can drop (ls of skills/public stayed
+ * empty until a remount). Fixed in place or by a rename, each file. */
+START_TEST(test_skills_listings_come_back_once_the_state_is_fixed)
+{
+	static const char *const fixes[][3] = {
+		{ PUBLIC_STATES, "public/pub", "{\"skills\": {}}" },
+		{ USER_STATES, "custom/mine", "{}" },
+	};
+
+	for (int replace = 0; replace < 2; replace++)
+		for (size_t i = 0; i < sizeof(fixes) / sizeof(*fixes); i++) {
+			void (*save)(const char *, const char *) = replace ? home_replace
+									   : home_file;
+			char *dir = fmt_cmd("%s", sk(fixes[i][1]));
+			char *category = fmt_cmd("%.*s", (int)(strrchr(dir, '/') - dir), dir);
+
+			ck_assert(eventually(is_listed, dir));
+			save(fixes[i][0], "{\"skills\": ");
+			ck_assert(eventually(is_unlisted, dir));
+			SAME(OUT("ls -a '%s' | head -2", category), ".\n..\n");
+			save(fixes[i][0], fixes[i][2]);
+			ck_assert_msg(eventually(is_listed, dir), "%s not listed again (%s, %s)",
+				      dir, fixes[i][0], replace ? "renamed over" : "in place");
+		}
+}
+END_TEST
+
 START_TEST(test_skills_symlink_does_not_escape_its_category)
 {
 	char buf[PATH_MAX];
@@ -377,6 +407,7 @@ Suite *suite_view_skills(void)
 	tcase_add_test(tc, test_skills_disabling_and_enabling_need_no_remount);
 	tcase_add_test(tc, test_skills_each_file_governs_its_categories);
 	tcase_add_test(tc, test_skills_unreadable_state_fails_closed);
+	tcase_add_test(tc, test_skills_listings_come_back_once_the_state_is_fixed);
 	tcase_add_test(tc, test_skills_other_writes_in_the_home_do_not_wake_the_view);
 	tcase_add_test(tc, test_skills_the_store_s_closes_in_the_home_do_not_wake_the_view);
 	tcase_add_test(tc, test_skills_symlink_does_not_escape_its_category);
