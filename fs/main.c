@@ -119,6 +119,9 @@ static const char usage_text[] =
 	"                            with :ro (repeatable)\n"
 	"  --portable-names=on|off   refuse Windows device names such as NUL.txt\n"
 	"                            for new entries (default: on)\n"
+	"  --acp-workspace=ro|rw     MOUNTPOINT/acp-workspace read-only, as the\n"
+	"                            reference has it for the agent (default), or\n"
+	"                            writable: a view for the ACP agent itself\n"
 	"  --cache-timeout SEC       how long the kernel may cache names,\n"
 	"                            attributes and pages (default: 3600); edits\n"
 	"                            made on the host are pushed to the kernel at\n"
@@ -207,6 +210,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		OPT_SKILLS,
 		OPT_MOUNT,
 		OPT_PORTABLE,
+		OPT_ACP,
 		OPT_TIMEOUT,
 		OPT_WRITEBACK,
 		OPT_LOG,
@@ -230,6 +234,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		{ "skills", required_argument, NULL, OPT_SKILLS },
 		{ "mount", required_argument, NULL, OPT_MOUNT },
 		{ "portable-names", required_argument, NULL, OPT_PORTABLE },
+		{ "acp-workspace", required_argument, NULL, OPT_ACP },
 		{ "cache-timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "host-watch", required_argument, NULL, OPT_HOST_WATCH },
 		{ "max-watches", required_argument, NULL, OPT_MAX_WATCHES },
@@ -317,6 +322,12 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 				return usage_error("--portable-names takes on or off, not '%s'",
 						   optarg);
 			o->view.portable_names = !strcmp(optarg, "on");
+			break;
+		case OPT_ACP:
+			if (strcmp(optarg, "ro") && strcmp(optarg, "rw"))
+				return usage_error("--acp-workspace takes ro or rw, not '%s'",
+						   optarg);
+			o->view.acp_writable = !strcmp(optarg, "rw");
 			break;
 		case OPT_TIMEOUT:
 			errno = 0;

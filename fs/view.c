@@ -374,8 +374,8 @@ int view_open(struct view *v, const struct view_config *cfg, char *err, size_t e
 			continue;
 		}
 		r = i == THREAD_ACP
-			    ? add_root(v, v->top, &v->top_dir, thread_names[i], fds[i], false,
-				       false, host, err, errlen)
+			    ? add_root(v, v->top, &v->top_dir, thread_names[i], fds[i],
+				       !cfg->acp_writable, false, host, err, errlen)
 			    : add_root(v, v->user_data, &v->user_data_dir, thread_names[i], fds[i],
 				       false, i == THREAD_UPLOADS, host, err, errlen);
 		if (r >= 0)

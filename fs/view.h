@@ -9,7 +9,8 @@
  *     public, custom,        roots (read-only), the skill categories:
  *     legacy, integrations   see view_open(); with --skills DIR, M/skills
  *                            is that one read-only root instead
- *   M/acp-workspace          root  (read-write)
+ *   M/acp-workspace          root  (read-only; read-write with
+ *                            --acp-workspace=rw, the ACP agent's view)
  *   M/NAME                   root  per --mount /mnt/NAME=HOSTDIR[:ro]
  *
  * Entries of synthetic directories cannot be created, removed or renamed
@@ -73,6 +74,7 @@ struct view_config {
 	bool host_watch;
 	size_t max_watches; /* 0: as many as inotify allows */
 	bool portable_names;
+	bool acp_writable; /* --acp-workspace=rw: the ACP agent's own view */
 	bool writeback;
 	size_t fd_budget; /* O_PATH fds kept open; 0 = derive */
 	int rbw;	  /* enum gate_mode */

@@ -77,12 +77,40 @@ START_TEST(test_layout_write_lands_in_thread_directory)
 {
 	ck_assert_int_eq(write_file(vpath(&V, "user-data/workspace/hello.txt"), "hi\n"), 0);
 	ck_assert_str_eq(read_file(hpath(&V, "user-data/workspace/hello.txt")), "hi\n");
-	ck_assert_int_eq(write_file(vpath(&V, "acp-workspace/a"), "acp"), 0);
-	ck_assert_str_eq(read_file(hpath(&V, "acp-workspace/a")), "acp");
 	ck_assert_int_eq(write_file(vpath(&V, "data/x"), "extra"), 0);
 	char p[PATH_MAX + 8];
 	snprintf(p, sizeof(p), "%s/x", extra_rw);
 	ck_assert_str_eq(read_file(p), "extra");
+}
+END_TEST
+
+/* /mnt/acp-workspace is the ACP agent's: read-only to this one, as the
+ * reference's tools have it ("Write access to ACP workspace is not
+ * allowed"), unless the view is the ACP agent's own (--acp-workspace=rw).
+ * It was writable. */
+START_TEST(test_layout_acp_workspace_is_read_only_unless_asked)
+{
+	char *host = hpath(&V, "acp-workspace/result.md");
+
+	ck_assert_int_eq(write_file(host, "the ACP agent's\n"), 0);
+	ck_assert_str_eq(read_file(vpath(&V, "acp-workspace/result.md")), "the ACP agent's\n");
+	ck_assert_int_eq(write_file(vpath(&V, "acp-workspace/a"), "acp"), -EROFS);
+	ck_assert_int_eq(write_file(vpath(&V, "acp-workspace/result.md"), "agent"), -EROFS);
+	ck_assert_int_eq(mkdir(vpath(&V, "acp-workspace/d"), 0755) < 0 ? errno : 0, EROFS);
+	ck_assert_int_eq(unlink(vpath(&V, "acp-workspace/result.md")) < 0 ? errno : 0, EROFS);
+	ck_assert_str_eq(read_file(host), "the ACP agent's\n");
+	ck_assert(!exists(hpath(&V, "acp-workspace/a")));
+
+	struct tview acp;
+	const char *rw[] = { "--acp-workspace=rw", NULL };
+	ck_assert_int_eq(tview_mount(&acp, NULL, "alice", "acp", rw), 0);
+	ck_assert_int_eq(write_file(vpath(&acp, "acp-workspace/a"), "acp"), 0);
+	ck_assert_str_eq(read_file(hpath(&acp, "acp-workspace/a")), "acp");
+	tview_umount(&acp);
+	EQ_OUT("sbxfs: --acp-workspace takes ro or rw, not 'yes'\n2\n",
+	       "'%s' --user a --thread b --acp-workspace=yes /nonexistent 2>&1 | head -1;"
+	       " '%s' --user a --thread b --acp-workspace=yes /nonexistent 2>/dev/null; echo $?",
+	       test_bin("sbxfs"), test_bin("sbxfs"));
 }
 END_TEST
 
@@ -514,6 +542,7 @@ Suite *suite_view_layout(void)
 	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_layout_shows_the_virtual_paths);
 	tcase_add_test(tc, test_layout_write_lands_in_thread_directory);
+	tcase_add_test(tc, test_layout_acp_workspace_is_read_only_unless_asked);
 	tcase_add_test(tc, test_layout_synthetic_dirs_refuse_changes);
 	tcase_add_test(tc, test_layout_read_only_roots_refuse_writes);
 	tcase_add_loop_test(tc, test_layout_refuses_windows_device_names, 0,
