@@ -10,6 +10,7 @@
 #include "common/hash.h"
 #include "common/home.h"
 #include "common/spawn.h"
+#include "common/viewreg.h"
 #include "common/walk.h"
 #include "exec/config.h"
 #include "store/receipt.h"
@@ -19,9 +20,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -236,57 +240,94 @@ static int prefetch_texts(struct scan *sc, const struct snapshot *before,
 		     : 0;
 }
 
-/* False if the view at MOUNTPOINT says its store is in a home other
- * than HOME. One that cannot say (another user's view) is taken: telling
- * it fails with the reason. */
-static bool view_of_home(const char *mountpoint, const char *home)
-{
-	char theirs[PATH_MAX + 1];
-	struct stat a, b;
-	ssize_t n = getxattr(mountpoint, CONTROL_XATTR_HOME, theirs, sizeof(theirs) - 1);
+/* How long a view may take to answer: a daemon stopped (SIGSTOP, a
+ * debugger) holds every call into its mount, uninterruptibly but for
+ * SIGKILL. Telling a run is one request; a sync waits for the view's
+ * writer to store what it has queued. */
+#define VIEW_TELL_MS 2000
+#define VIEW_SYNC_MS 10000
 
-	if (n < 0)
-		return true;
-	theirs[n] = '\0';
-	return stat(theirs, &a) == 0 && stat(home, &b) == 0 && a.st_dev == b.st_dev &&
-	       a.st_ino == b.st_ino;
+/* Runs CALL(MOUNTPOINT, ARG), a call into a view, in a child process:
+ * its result (0 or -errno), or -ETIMEDOUT once MS have passed (the child
+ * is killed; the call is abandoned). */
+static int view_call(const char *mountpoint, int (*call)(const char *mountpoint, void *arg),
+		     void *arg, int ms)
+{
+	int fds[2], r = 0;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	fflush(NULL); /* nothing buffered is written twice */
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		r = call(mountpoint, arg);
+		_exit(write(fds[1], &r, sizeof(r)) == sizeof(r) ? 0 : 1);
+	}
+	close(fds[1]);
+	_cleanup_(closep) int rfd = fds[0];
+	if (pid < 0)
+		return -errno;
+	struct pollfd p = { .fd = rfd, .events = POLLIN };
+	int ready;
+	while ((ready = poll(&p, 1, ms)) < 0 && errno == EINTR)
+		;
+	if (ready <= 0 || read(rfd, &r, sizeof(r)) != sizeof(r)) {
+		kill(pid, SIGKILL);
+		r = ready == 0 ? -ETIMEDOUT : -EIO;
+	}
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return r;
+}
+
+struct view_fn {
+	void (*fn)(const char *mountpoint, void *arg);
+	void *arg;
+};
+
+static void view_found(const char *mountpoint, void *arg)
+{
+	struct view_fn *f = arg;
+
+	if (f->fn)
+		f->fn(mountpoint, f->arg);
 }
 
 /* Calls FN with the mount point of each view of USER's THREAD in HOME
- * mounted here (its fsname says whose, the view which home); returns how
- * many there are. */
+ * mounted here, as the home's run/views entries name them
+ * (common/viewreg.h): views of other homes are never called into. */
 int views_each(const char *home, const char *user, const char *thread,
 	       void (*fn)(const char *mountpoint, void *arg), void *arg)
 {
-	_cleanup_(fclosep) FILE *f = fopen("/proc/self/mounts", "re");
-	char line[4096], want[600], dir[4096];
-	int n = 0;
+	_cleanup_(closep) int homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct view_fn f = { fn, arg };
 
-	snprintf(want, sizeof(want), "sbxfs:%s/%s ", user, thread);
-	while (f && fgets(line, sizeof(line), f)) {
-		if (strncmp(line, want, strlen(want)))
-			continue;
-		snprintf(dir, sizeof(dir), "%.*s", (int)strcspn(line + strlen(want), " "),
-			 line + strlen(want));
-		mount_unescape(dir);
-		if (!view_of_home(dir, home))
-			continue;
-		n++;
-		if (fn)
-			fn(dir, arg);
-	}
-	return n;
+	return homefd < 0 ? 0 : viewreg_each(homefd, user, thread, view_found, &f);
+}
+
+static int set_run(const char *mountpoint, void *arg)
+{
+	char value[32];
+	int n = snprintf(value, sizeof(value), "%lld", (long long)*(int64_t *)arg);
+
+	return setxattr(mountpoint, CONTROL_XATTR_RUN, value, (size_t)n, 0) < 0 ? -errno : 0;
 }
 
 /* Tells a mounted view which run is open (journal.h). */
 static void view_tell_run(const char *mountpoint, void *arg)
 {
-	char value[32];
-	int n = snprintf(value, sizeof(value), "%lld", (long long)*(int64_t *)arg);
+	int r = view_call(mountpoint, set_run, arg, VIEW_TELL_MS);
 
-	if (setxattr(mountpoint, CONTROL_XATTR_RUN, value, (size_t)n, 0) < 0)
+	if (r == -ETIMEDOUT)
+		fprintf(stderr,
+			"sbx: run: the view at %s did not answer within %d s (its daemon"
+			" stopped?): what is changed through it is not recorded for this"
+			" run's undo\n",
+			mountpoint, VIEW_TELL_MS / 1000);
+	else if (r < 0)
 		fprintf(stderr, "sbx: run: the view at %s records no pre-images for this run: %s\n",
-			mountpoint, strerror(errno));
+			mountpoint, strerror(-r));
 }
 
 /* Tells the mounted views of USER's THREAD about the runs open now. */
@@ -299,15 +340,29 @@ void views_update(struct store *s, const char *home, const char *user, const cha
 	views_each(home, user, thread, view_tell_run, &since);
 }
 
-/* Waits until a mounted view's journal is in the store; a view that
- * cannot say so gets the few milliseconds its writer takes. */
-static void view_sync(const char *mountpoint, void *arg)
+static int get_sync(const char *mountpoint, void *arg)
 {
 	char ok[2];
 
 	(void)arg;
-	if (getxattr(mountpoint, CONTROL_XATTR_SYNC, ok, sizeof(ok)) < 0)
+	return getxattr(mountpoint, CONTROL_XATTR_SYNC, ok, sizeof(ok)) < 0 ? -errno : 0;
+}
+
+/* Waits until a mounted view's journal is in the store; a view that
+ * cannot say so (another user's) gets the few milliseconds its writer
+ * takes. */
+static void view_sync(const char *mountpoint, void *arg)
+{
+	int r = view_call(mountpoint, get_sync, arg, VIEW_SYNC_MS);
+
+	if (r < 0 && r != -ETIMEDOUT)
 		usleep(25000);
+	if (r == -ETIMEDOUT)
+		fprintf(stderr,
+			"sbx: run end: the view at %s did not answer within %d s (its daemon"
+			" stopped?): changes it has not stored yet are missing from the"
+			" summary\n",
+			mountpoint, VIEW_SYNC_MS / 1000);
 }
 
 /* The scan's end, R its result so far: what it kept waiting is put in

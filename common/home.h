@@ -9,7 +9,8 @@
  *   $SBX_HOME/integrations/skills    integrations' skills       (/mnt/skills/integrations)
  *   $SBX_HOME/extensions_config.json, $SBX_HOME/users/<user>/skills/_skill_states.json
  *                                    disabled skills (fs/skills.h)
- *   $SBX_HOME/run                    sockets, lock and pid files
+ *   $SBX_HOME/run                    sockets, lock and pid files; run/mounted:
+ *                                    the mounted views (common/viewreg.h)
  *   $SBX_HOME/log                    daemon logs
  *
  * Every directory below the home is created and opened relative to its

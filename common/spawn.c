@@ -107,10 +107,7 @@ static bool mount_line_split(char *line, struct mount_line *m)
 	return m->type != NULL;
 }
 
-/* The topmost mount at the absolute path MP in /proc/self/mountinfo:
- * true if there is one, with its filesystem type in TYPE (SIZE bytes)
- * and, if DEV is not NULL, its device (MAJOR:MINOR, DEVSIZE bytes). */
-static bool mountinfo_find(const char *mp, char *type, size_t size, char *dev, size_t devsize)
+bool mountinfo_find(const char *mp, char *type, size_t size, char *dev, size_t devsize)
 {
 	_cleanup_(fclosep) FILE *f = fopen("/proc/self/mountinfo", "re");
 	char line[8192];

@@ -29,6 +29,12 @@ int view_unmount(const char *mp, bool lazy);
  * tables, in place. */
 void mount_unescape(char *s);
 
+/* The topmost mount at the absolute path MP as /proc/self/mountinfo
+ * spells it (nothing is resolved, so no mount is called into): true if
+ * there is one, with its filesystem type in TYPE (SIZE bytes) and, if DEV
+ * is not NULL, its device (MAJOR:MINOR, DEVSIZE bytes). */
+bool mountinfo_find(const char *mp, char *type, size_t size, char *dev, size_t devsize);
+
 /* True if MP is a mount point right now (/proc/self/mountinfo). */
 bool is_mount_point(const char *mp);
 

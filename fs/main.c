@@ -19,6 +19,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/spawn.h"
+#include "common/viewreg.h"
 #include "store/store.h"
 #include "store/writer.h"
 
@@ -920,6 +921,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	v.session = se;
+	/* As the mount table will spell it: resolved now, while it is
+	 * still a plain directory (resolved once mounted, it would call
+	 * into the view itself). */
+	char canonical[PATH_MAX];
+	if (!realpath(o->mountpoint, canonical))
+		snprintf(canonical, sizeof(canonical), "%s", o->mountpoint);
 	if (fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, o->mountpoint) != 0) {
 		log_error("cannot mount %s (see the message above)", o->mountpoint);
 		owner_free(owner, true);
@@ -970,6 +977,10 @@ int main(int argc, char **argv)
 	log_info("mounted %s/%s at %s (read-before-write: %s%s)", o->view.user, o->view.thread,
 		 o->mountpoint, gate_mode_name((enum gate_mode)o->view.rbw),
 		 o->view.rbw_unlink ? ", unlink too" : "");
+	_cleanup_(closep) int homefd = home_open(o->view.home);
+	if (homefd < 0 || (r = viewreg_add(homefd, o->view.user, o->view.thread, canonical)) < 0)
+		log_warn("sbx run cannot find this view (run/mounted): %s",
+			 strerror(homefd < 0 ? -homefd : -r));
 	r = run_loop(o, se);
 	if (owner_lost(owner)) /* at once: the store may not answer the rest */
 		fuse_session_unmount(se);
@@ -984,6 +995,8 @@ int main(int argc, char **argv)
 		snprintf(lost, sizeof(lost), "%s", owner_lost(owner));
 	owner_free(owner, true); /* after the writer's last rows */
 	fuse_session_unmount(se);
+	if (homefd >= 0)
+		viewreg_remove(homefd, o->view.user, o->view.thread);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
 	ops_close_all(&v);

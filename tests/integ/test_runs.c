@@ -4,6 +4,7 @@
  * runs without changes, and the errors. */
 #include "tests/cmd.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,6 +431,78 @@ START_TEST(test_runs_tell_only_the_views_of_their_home)
 	       V.home);
 	end(run);
 	tview_umount(&other);
+}
+END_TEST
+
+/* The pid of the daemon of view T (its lease row). */
+static int daemon_of(const struct tview *t)
+{
+	int pid = atoi(OUT("tests/tools/sbxsql '%s' \"SELECT pid FROM leases WHERE thread = '%s'\"",
+			   t->home, t->thread));
+
+	ck_assert_int_gt(pid, 1);
+	return pid;
+}
+
+/* What `sbx run ARGS` (in V's home, at most 20 s) writes on stderr; its
+ * standard output in *OUT, its status in *STATUS. */
+static char *run_errors(int *status, char **out, const char *args)
+{
+	const char *dir = test_dir("run-errors");
+	char *err =
+		OUT("timeout 20 '%s' --home '%s' run %s > '%s/out' 2> '%s/err'; echo $? > '%s/rc';"
+		    " cat '%s/err'",
+		    test_bin("sbx"), V.home, args, dir, dir, dir, dir);
+
+	char *rc = read_file(fmt_cmd("%s/rc", dir));
+
+	/* No assertion here: a caller resumes the daemons it stopped first. */
+	*status = rc ? atoi(rc) : -1;
+	*out = read_file(fmt_cmd("%s/out", dir));
+	if (*out)
+		(*out)[strcspn(*out, "\n")] = '\0';
+	return err;
+}
+
+/* sbx run reaches the views of its own home only, each with a deadline.
+ * A view of the same user and thread in another home whose daemon was
+ * killed made run begin and end warn ("records no pre-images for this
+ * run: Transport endpoint is not connected"); one whose daemon is
+ * stopped made them wait for ever, in getxattr. A view of this home that
+ * does not answer in time is named, with what it means for the run. */
+START_TEST(test_runs_reach_their_home_s_views_only_with_a_deadline)
+{
+	struct tview killed, stopped;
+	char *run, *err;
+	int st;
+
+	ck_assert_int_eq(tview_mount(&killed, NULL, "alice", "runs", NULL), 0);
+	ck_assert_int_eq(tview_mount(&stopped, NULL, "alice", "runs", NULL), 0);
+	ck_assert_int_eq(kill(daemon_of(&killed), SIGKILL), 0);
+	int other = daemon_of(&stopped), st2;
+	char *err2, *run2;
+	ck_assert_int_eq(kill(other, SIGSTOP), 0);
+	err = run_errors(&st, &run, "begin --user alice --thread runs");
+	err2 = run_errors(&st2, &run2, fmt_cmd("end %s", run ? run : "0"));
+	ck_assert_int_eq(kill(other, SIGCONT), 0);
+	SAME(err, "");
+	ck_assert_int_eq(st, 0);
+	SAME(err2, "");
+	ck_assert_int_eq(st2, 0);
+
+	/* This home's view, stopped: run begin goes on without it. */
+	int ours = daemon_of(&V);
+	ck_assert_int_eq(kill(ours, SIGSTOP), 0);
+	err = run_errors(&st, &run, "begin --user alice --thread runs");
+	ck_assert_int_eq(kill(ours, SIGCONT), 0);
+	ck_assert_int_eq(st, 0);
+	SAME(err,
+	     fmt_cmd("sbx: run: the view at %s did not answer within 2 s (its daemon stopped?):"
+		     " what is changed through it is not recorded for this run's undo\n",
+		     V.mnt));
+	end(run);
+	tview_umount(&stopped);
+	tview_umount(&killed);
 }
 END_TEST
 
@@ -961,6 +1034,7 @@ Suite *suite_view_runs(void)
 	tcase_add_test(tc, test_runs_over_the_scan_limit);
 	tcase_add_test(tc, test_runs_preimages_beyond_the_scan_limit);
 	tcase_add_test(tc, test_runs_tell_only_the_views_of_their_home);
+	tcase_add_test(tc, test_runs_reach_their_home_s_views_only_with_a_deadline);
 	tcase_add_test(tc, test_runs_view_mounted_during_a_run);
 	tcase_add_test(tc, test_runs_control_attributes);
 	tcase_add_test(tc, test_runs_files_created_through_the_view_are_all_counted);
