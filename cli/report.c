@@ -126,7 +126,7 @@ json_t *report_summary(const struct summary *s, int64_t run, size_t end_scan_lim
 	if (!files)
 		return NULL;
 	return json_pack("{s:i, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:b}, s:o,"
-			 " s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:b, s:I}}",
+			 " s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I}}",
 			 "version", 1, "summary", "created", (json_int_t)s->created, "modified",
 			 (json_int_t)s->modified, "deleted", (json_int_t)s->deleted,
 			 "symlink_created", (json_int_t)s->symlink_created, "additions",
@@ -137,8 +137,10 @@ json_t *report_summary(const struct summary *s, int64_t run, size_t end_scan_lim
 			 (json_int_t)s->limits.max_file_bytes_for_diff, "max_total_diff_bytes",
 			 (json_int_t)s->limits.max_total_diff_bytes, "sbx", "run", (json_int_t)run,
 			 "files_total", (json_int_t)s->n, "renamed", (json_int_t)s->renamed,
-			 "renamed_replaced", (json_int_t)s->renamed_replaced, "complete",
-			 s->complete, "end_scan_limit", (json_int_t)end_scan_limit);
+			 "renamed_replaced", (json_int_t)s->renamed_replaced, "renamed_modified",
+			 (json_int_t)s->renamed_modified, "renamed_symlink_created",
+			 (json_int_t)s->renamed_symlink_created, "complete", s->complete,
+			 "end_scan_limit", (json_int_t)end_scan_limit);
 }
 
 json_t *report_receipt_new(void)
@@ -317,10 +319,14 @@ static const json_t *ours(const json_t *o)
  * entry "renamed", with the diff from the old content to the new. */
 struct entry {
 	const char *path, *status, *from, *why;
+	bool replaced;	    /* renamed over what the path held when the run began */
 	const json_t *diff; /* the diff's JSON string */
 	long long additions, deletions;
 	const json_t *by;
 };
+
+/* What follows the old name of a rename that replaced a file. */
+#define REPLACED(e) ((e).replaced ? ", replacing what was there" : "")
 
 static bool is_listed(const json_t *files, const char *path)
 {
@@ -345,6 +351,8 @@ static bool entry_of(const json_t *files, const json_t *f, struct entry *e)
 	*e = (struct entry){ .path = str(f, "path"),
 			     .status = str(f, "status"),
 			     .from = str(x, "renamed_from"),
+			     .replaced = *str(x, "renamed_from") &&
+					 json_is_integer(json_object_get(f, "size_before")),
 			     .why = str(src, "diff_unavailable_reason"),
 			     .diff = json_object_get(src, "diff"),
 			     .additions = num(src, "additions"),
@@ -358,8 +366,8 @@ static bool entry_of(const json_t *files, const json_t *f, struct entry *e)
 }
 
 /* The counts people read: a rename once, not as a deletion and a creation
- * (nor as a creation where its old path has a file again: that file is
- * counted as itself). */
+ * or modification (nor as a creation where its old path has a file
+ * again: that file is counted as itself). */
 struct counts {
 	long long files, created, modified, deleted, renamed, symlinks;
 };
@@ -369,13 +377,15 @@ static struct counts counts_of(const json_t *p)
 	const json_t *sum = json_object_get(p, "summary");
 	long long renamed = num(ours(p), "renamed");
 	long long joined = renamed - num(ours(p), "renamed_replaced"); /* two entries as one */
+	long long over = num(ours(p), "renamed_modified");
+	long long links = num(ours(p), "renamed_symlink_created");
 
 	return (struct counts){ num(ours(p), "files_total") - joined,
-				num(sum, "created") - renamed,
-				num(sum, "modified"),
+				num(sum, "created") - (renamed - over - links),
+				num(sum, "modified") - over,
 				num(sum, "deleted") - joined,
 				renamed,
-				num(sum, "symlink_created") };
+				num(sum, "symlink_created") - links };
 }
 
 /* One line of a diff, colored like git's. */
@@ -459,8 +469,8 @@ void report_print(FILE *out, const json_t *p, const char *who, bool color)
 				quote_name(str(e.by, "command"), name, sizeof(name)));
 		fputc('\n', out);
 		if (*e.from)
-			fprintf(out, " %-*s   (renamed from %s)\n", (int)width, "",
-				quote_name(e.from, name, sizeof(name)));
+			fprintf(out, " %-*s   (renamed from %s%s)\n", (int)width, "",
+				quote_name(e.from, name, sizeof(name)), REPLACED(e));
 		else if (!strcmp(e.status, "renamed"))
 			fprintf(out, " %-*s   (renamed to %s)\n", (int)width, "",
 				quote_name(str(ours(f), "renamed_to"), name, sizeof(name)));
@@ -650,7 +660,7 @@ void report_html(FILE *out, const json_t *p, const char *who)
 			fputs(*e.from ? " <span class=\"by\">from " : " <span class=\"by\">to ",
 			      out);
 			html(out, *e.from ? e.from : str(ours(f), "renamed_to"));
-			fputs("</span>", out);
+			fprintf(out, "%s</span>", REPLACED(e));
 		}
 		if (json_is_object(e.by)) {
 			fputs(" <span class=\"by\">by ", out);

@@ -30,8 +30,10 @@ struct db_stmt;
  * 0600 if missing, WAL mode; an existing one that is empty, not a
  * database or another program's is refused: -EUCLEAN, -EMEDIUMTYPE), or
  * a PostgreSQL URI or keyword string
- * ("postgresql:///sbx?host=/run/pg", "host=/run/pg dbname=sbx"). On
- * failure returns -errno and writes a one-line reason to ERR. */
+ * ("postgresql:///sbx?host=/run/pg", "host=/run/pg dbname=sbx"; a
+ * database whose schema holds other tables and no sbx_schema is another
+ * program's, refused: -EMEDIUMTYPE). On failure returns -errno and
+ * writes a one-line reason to ERR. */
 int db_open(enum db_engine engine, const char *target, struct db **out, char *err, size_t errlen);
 void db_close(struct db *db);
 

@@ -4,11 +4,12 @@
  * (blobs), rows come back as text (BYTEA in its hex form, decoded here).
  * The database's encoding must be SQL_ASCII: names are bytes, as they
  * are in SQLite's TEXT and on Linux.
- * The schema's version is the one row of sbx_schema. Writers take their
- * turn by a transaction-scoped advisory lock, as SQLite's writers take
- * its one write lock: ids handed out in one writer's transaction are
- * committed before the next writer takes any (a follower reading the
- * journal by id never skips a row that commits late). */
+ * The schema's version is the one row of sbx_schema, whose presence marks
+ * the database as a store (pg_take()). Writers take their turn by a
+ * transaction-scoped advisory lock, as SQLite's writers take its one
+ * write lock: ids handed out in one writer's transaction are committed
+ * before the next writer takes any (a follower reading the journal by id
+ * never skips a row that commits late). */
 #include "db_int.h"
 #include "libpq.h"
 
@@ -685,6 +686,51 @@ static void pg_rest(struct db *db)
 	p->conn = NULL;
 }
 
+/* Whether the database P is connected to is the store, or may become it:
+ * never another program's, beside whose tables sbx would make its own.
+ * The store's mark is its sbx_schema table, in the schema sbx uses (the
+ * first of the search path); without it, that schema must hold no table
+ * or view but an extension's (pg_stat_statements'), as a database made
+ * for sbx does. Tables of other schemas are not sbx's concern. */
+static int pg_take(struct pg *p, char *err, size_t errlen)
+{
+	PGresult *res = p->pq->PQexec(
+		p->conn,
+		"WITH t AS (SELECT c.relname FROM pg_catalog.pg_class c"
+		" WHERE c.relnamespace = (SELECT oid FROM pg_catalog.pg_namespace"
+		" WHERE nspname = current_schema())"
+		" AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"
+		" AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d"
+		" WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objid = c.oid"
+		" AND d.deptype = 'e'))"
+		" SELECT current_database(), current_schema(),"
+		" EXISTS (SELECT FROM t WHERE relname = 'sbx_schema'), (SELECT count(*) FROM t),"
+		" (SELECT string_agg(relname, ', ') FROM"
+		" (SELECT relname FROM t ORDER BY relname LIMIT 3) f)");
+	int r = checked(p, res, true);
+
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read the database's tables: %s", p->err);
+		return r;
+	}
+	const char *marked = p->pq->PQgetvalue(res, 0, 2);
+	long long others = strtoll(p->pq->PQgetvalue(res, 0, 3), NULL, 10);
+	if (*marked == 't' || !others) {
+		p->pq->PQclear(res);
+		return 0;
+	}
+	snprintf(err, errlen,
+		 "the PostgreSQL database \"%s\" is not an sbx store: its schema \"%s\" holds %lld"
+		 " %s (%s%s) and no sbx_schema: not taken for one; point the store at a database"
+		 " of its own, empty (docs/configuration.md, \"The store\"), or, if it was the"
+		 " store, restore it from its dump",
+		 p->pq->PQgetvalue(res, 0, 0), p->pq->PQgetvalue(res, 0, 1), others,
+		 others == 1 ? "table or view" : "tables or views", p->pq->PQgetvalue(res, 0, 4),
+		 others > 3 ? ", ..." : "");
+	p->pq->PQclear(res);
+	return -EMEDIUMTYPE;
+}
+
 int db_pg_open(const char *conninfo, struct db **out, char *err, size_t errlen)
 {
 	struct pg *p = calloc(1, sizeof(*p));
@@ -717,6 +763,10 @@ int db_pg_open(const char *conninfo, struct db **out, char *err, size_t errlen)
 			 enc ? enc : "unknown");
 		pg_close(&p->base);
 		return -EINVAL;
+	}
+	if ((r = pg_take(p, err, errlen)) < 0) {
+		pg_close(&p->base);
+		return r;
 	}
 	*out = &p->base;
 	return 0;

@@ -201,9 +201,11 @@ static const struct snap_file *version_of(const struct snap_file **b, size_t n, 
 	return NULL;
 }
 
-/* Links each creation to the name its file had when the run began, if
- * that is another that BEFORE (its N files, sorted) has; the reference's
- * view of them, two changes, stays as it is. */
+/* Links each path there at the end to the name its file or symlink had
+ * when the run began, if that is another that BEFORE (its N files,
+ * sorted) has: a creation, a symlink made, and a modification too, where
+ * a rename replaced what the path held (mv a b over b, an exchange of two
+ * files). The reference's view of them stays as it is. */
 static void join_renames(struct summary *s, const struct lineage *l, const struct snap_file **b,
 			 size_t n)
 {
@@ -212,12 +214,14 @@ static void join_renames(struct summary *s, const struct lineage *l, const struc
 	for (size_t k = 0; k < s->n && l; k++) {
 		struct change *made = &s->changes[k];
 		const struct snap_file *origin;
-		if (strcmp(made->status, "created") || lineage_origin(l, made->path, old) <= 0 ||
+		if (!made->after || lineage_origin(l, made->path, old) <= 0 ||
 		    !strcmp(old, made->path) || !(origin = version_of(b, n, old)))
 			continue;
 		made->renamed_from = origin->path;
 		made->origin = origin;
 		s->renamed++;
+		s->renamed_modified += !strcmp(made->status, "modified");
+		s->renamed_symlink_created += !strcmp(made->status, "symlink_created");
 		struct change *gone = find_status(s, origin->path, "deleted");
 		if (gone)
 			gone->renamed_to = made->path;

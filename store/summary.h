@@ -47,14 +47,15 @@ struct summary_diff {
 };
 
 /* One change, as the reference sees it: a rename is a deletion of the old
- * path and a creation of the new one, each with its own diff. What the
- * journal adds is ours: which two entries one rename connects (with the
- * diff from the old content to the new; the old path is no deletion
+ * path and a creation of the new one (a modification where the new path
+ * held a file, which the rename replaced), each with its own diff. What
+ * the journal adds is ours: which two entries one rename connects (with
+ * the diff from the old content to the new; the old path is no deletion
  * where a file is there again at the end) and who made the change. */
 struct change {
 	const char *path, *root;  /* point into the snapshots */
 	const char *status;	  /* "created", "modified", ... */
-	const char *renamed_from; /* created by a rename: the old path */
+	const char *renamed_from; /* made by a rename: the old path */
 	const char *renamed_to;	  /* deleted by a rename: the new path */
 	pid_t by_pid;		  /* who, from the journal (0: unknown) */
 	const char *by_comm;
@@ -68,9 +69,12 @@ struct summary {
 	struct change *changes; /* every change, listed ones first */
 	size_t n, listed;
 	size_t created, modified, deleted, symlink_created;
-	size_t renamed;		 /* creations linked to their old names */
-	size_t renamed_replaced; /* of them, whose old name is not deleted
+	size_t renamed;			/* changes linked to their old names */
+	size_t renamed_replaced;	/* of them, whose old name is not deleted
 				  * (a file is there again) */
+	size_t renamed_modified;	/* of them, "modified": over a file or
+				  * symlink the new name held */
+	size_t renamed_symlink_created; /* of them, "symlink_created" */
 	long additions, deletions;
 	bool truncated; /* the reference's rule: a snapshot
 					 * or a diff cut short, a large file,
@@ -84,12 +88,13 @@ struct summary {
  * *LEN bytes). Returns 0, or -errno if it is not available. */
 typedef int (*summary_content)(void *arg, const struct snap_file *f, char **data, size_t *len);
 
-/* Compares BEFORE with AFTER into OUT. A path created whose file LINEAGE
- * (the run's changes of names, or NULL) says had another name when the
- * run began, a name BEFORE has, is linked to it (renamed_from), with a
- * diff of its own (moved, within a budget of its own, so the reference's
- * diffs are exactly its); and that name's deletion, if it is deleted, to
- * it (renamed_to). Returns 0 or -ENOMEM. */
+/* Compares BEFORE with AFTER into OUT. A path created, modified or made a
+ * symlink whose file or symlink LINEAGE (the run's changes of names, or
+ * NULL) says had another name when the run began, a name BEFORE has, is
+ * linked to it (renamed_from), with a diff of its own (moved, within a
+ * budget of its own, so the reference's diffs are exactly its); and that
+ * name's deletion, if it is deleted, to it (renamed_to). Returns 0 or
+ * -ENOMEM. */
 int summary_compare(const struct snapshot *before, const struct snapshot *after,
 		    const struct summary_limits *limits, const struct lineage *lineage,
 		    summary_content content, void *arg, struct summary *out);

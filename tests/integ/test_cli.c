@@ -301,6 +301,43 @@ START_TEST(test_cli_an_empty_or_foreign_store_file_is_refused)
 }
 END_TEST
 
+/* The same of a PostgreSQL database that holds another program's tables
+ * and no sbx schema: refused by every command, naming the database and
+ * its tables, which stay as they were (it was taken for an empty store
+ * and sbx's tables made beside them). */
+START_TEST(test_cli_a_foreign_postgresql_database_is_refused)
+{
+	const char *home = test_dir("pgforeign"), *sbx = strdup(test_bin("sbx"));
+	char *mnt = strdup(test_dir("pgforeignmnt")), *err;
+	int st;
+
+	pg_server_up();
+	char *db = strdup(pg_database());
+	OK("psql -q -X '%s' -c 'CREATE TABLE notes (x int)'", db);
+	static const char *const commands[] = { "store check", "store migrate", "mount" };
+	for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++) {
+		err = errors_of(fmt_cmd("'%s' %s --home '%s' --store '%s' %s", sbx, commands[i],
+					home, db,
+					strcmp(commands[i], "mount")
+						? ""
+						: fmt_cmd("--user alice --thread t '%s'", mnt)),
+				&st);
+		ck_assert_msg(st == 1 &&
+				      strstr(err, fmt_cmd("the PostgreSQL database \"%s\" is not an"
+							  " sbx store",
+							  strstr(db, "dbname=") + 7)) &&
+				      strstr(err, "1 table or view (notes)"),
+			      "%s: exit %d: %s", commands[i], st, err);
+	}
+	ck_assert(!mounted(mnt));
+	EQ_OUT("notes\n",
+	       "psql -q -X -A -t '%s' -c \"SELECT tablename FROM pg_tables WHERE schemaname ="
+	       " 'public'\"",
+	       db);
+	pg_server_down();
+}
+END_TEST
+
 /* A home with real rows, one page of its store damaged (a bad sector
  * under the journal's rows): sbx store check, which said OK, names the
  * damage and how to recover, and exits 1. */
@@ -403,6 +440,7 @@ Suite *suite_cli(void)
 	tcase_add_test(tc, test_cli_broker_says_where_it_serves);
 	tcase_add_test(tc, test_cli_store_check_and_migrate);
 	tcase_add_test(tc, test_cli_an_empty_or_foreign_store_file_is_refused);
+	tcase_add_test(tc, test_cli_a_foreign_postgresql_database_is_refused);
 	tcase_add_test(tc, test_cli_store_check_finds_a_damaged_page);
 	tcase_add_test(tc, test_cli_store_backup_while_a_view_writes);
 	suite_add_tcase(s, tc);

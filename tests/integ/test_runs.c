@@ -246,6 +246,76 @@ START_TEST(test_runs_exchange_of_a_directory_and_a_file)
 }
 END_TEST
 
+/* RENAME_EXCHANGE of two files: each is renamed over the other's name
+ * (it showed two files modified, each with the other's content). */
+START_TEST(test_runs_exchange_of_two_files_is_two_renames)
+{
+	const char *ws = vpath(&V, "user-data/workspace");
+
+	OK("cd '%s' && echo one > a && printf 'two\\n2\\n' > b", ws);
+	char *run = begin();
+	OK("cd '%s' && python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True);"
+	   " assert l.renameat2(-100, b\"a\", -100, b\"b\", 2) == 0'",
+	   ws);
+	SAME(renames_of(run),
+	     "a modified +2-1 b -\n"
+	     "b modified +1-2 a -\n"
+	     "(0 created, 0 modified, 0 deleted, 2 renamed, 0 symlinks), 3 insertions(+),"
+	     " 3 deletions(-)\n");
+}
+END_TEST
+
+/* mv a.txt b.txt over an existing b.txt: one rename, which replaced what
+ * b.txt held (it showed b.txt modified and a.txt deleted). */
+START_TEST(test_runs_rename_over_an_existing_file)
+{
+	const char *ws = vpath(&V, "user-data/workspace");
+
+	OK("cd '%s' && printf 'new\\nkept\\n' > a.txt && echo old > b.txt", ws);
+	char *run = begin(), cmd[64];
+	OK("cd '%s' && echo more >> a.txt && mv a.txt b.txt", ws);
+	SAME(renames_of(run),
+	     "a.txt deleted +0-2 - b.txt\n"
+	     "b.txt modified +3-1 a.txt -\n"
+	     "(0 created, 0 modified, 0 deleted, 1 renamed, 0 symlinks), 3 insertions(+),"
+	     " 3 deletions(-)\n");
+	snprintf(cmd, sizeof(cmd), "changes %s", run);
+	char *text = sbx(cmd);
+	ck_assert_msg(strstr(text, "1 file changed (") &&
+			      strstr(text, "b.txt | renamed         1 +  (by mv)\n") &&
+			      strstr(text, "(renamed from /mnt/user-data/workspace/a.txt,"
+					   " replacing what was there)\n") &&
+			      strstr(text, "\n kept\n+more\n") && !strstr(text, "a.txt |"),
+		      "%s", text);
+}
+END_TEST
+
+/* Symlinks renamed: to a free name, over a file, over a symlink; and a
+ * file renamed over a symlink (each showed a deletion and a creation, or
+ * a modification). */
+START_TEST(test_runs_renamed_symlinks)
+{
+	const char *ws = vpath(&V, "user-data/workspace");
+
+	OK("cd '%s' && ln -s t1 l && ln -s t2 m && echo f > f && ln -s t3 s && ln -s t4 o &&"
+	   " echo g > g && ln -s t5 p",
+	   ws);
+	char *run = begin();
+	OK("cd '%s' && mv l l2 && mv m f && mv s o && mv g p", ws);
+	SAME(renames_of(run),
+	     "f symlink_created +0-0 m -\n"
+	     "g deleted +0-1 - p\n"
+	     "l deleted +0-0 - l2\n"
+	     "l2 symlink_created +0-0 l -\n"
+	     "m deleted +0-0 - f\n"
+	     "o modified +0-0 s -\n"
+	     "p modified +0-0 g -\n"
+	     "s deleted +0-0 - o\n"
+	     "(0 created, 0 modified, 0 deleted, 4 renamed, 0 symlinks), 0 insertions(+),"
+	     " 1 deletion(-)\n");
+}
+END_TEST
+
 /* Issue 35: a file with two names, changed through one, then replaced
  * by a rename at the other: both names changed (the second was missed,
  * its pre-image read after the change through the first); or removed at
@@ -1028,6 +1098,9 @@ Suite *suite_view_runs(void)
 	tcase_add_test(tc, test_runs_journal_renames_and_callers);
 	tcase_add_test(tc, test_runs_rename_through_a_renamed_directory);
 	tcase_add_test(tc, test_runs_exchange_of_a_directory_and_a_file);
+	tcase_add_test(tc, test_runs_exchange_of_two_files_is_two_renames);
+	tcase_add_test(tc, test_runs_rename_over_an_existing_file);
+	tcase_add_test(tc, test_runs_renamed_symlinks);
 	tcase_add_test(tc, test_runs_hard_link_replaced_by_rename_is_modified);
 	tcase_add_test(tc, test_runs_directory_renamed_and_made_again);
 	tcase_add_test(tc, test_runs_without_changes_record_no_summary);

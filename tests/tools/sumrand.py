@@ -7,8 +7,8 @@ of what each name holds.
                [--batch N]
 
 MNT is the mount point of a view of USER's THREAD in HOME. For each seed
-S a directory s-S of the view's workspace gets a tree of directories and
-text files three deep (seed S), then inside one run (sbx run begin ...
+S a directory s-S of the view's workspace gets a tree of directories,
+text files and symlinks three deep (seed S), then inside one run (sbx run begin ...
 end) the operations of seed S + 2000000 (--ops, default 100), most of
 them changes of names: renames of files and directories into and out of
 each other, with RENAME_NOREPLACE and RENAME_EXCHANGE, saves (a file
@@ -23,9 +23,14 @@ creation or a hard link holds something new, and a file made during the
 run and renamed over another continues it. The summary (sbx changes
 --format json) must list exactly the files whose content, type or
 existence differ between the trees before and after the run, each with
-its status, and link a created file to the name its object had when the
-run began (renamed_from; renamed_to on that name if it is deleted) when
-and only when the model says it was renamed from a file that name held.
+its status, and link a file or symlink there at the end (created,
+modified or symlink_created: a rename to a free name, over another file,
+an exchange of two) to the name its object had when the run began
+(renamed_from; renamed_to on that name if it is deleted) when and only
+when the model says it was renamed from a file or symlink that name
+held; and the counts of those links (sbx.renamed, renamed_replaced,
+renamed_modified, renamed_symlink_created) must be those of the files
+listed.
 
 Prints "N seeds, K operations each: summaries exact" and exits 0; else,
 for the first seed that differs, the differences and a shortest run
@@ -65,7 +70,8 @@ def text_of(rnd, name):
 
 def make_tree(seed):
     """The operations that make seed SEED's tree before the run: most
-    names a directory or a file of a text of its own."""
+    names a directory or a file of a text of its own, some a symlink
+    (to another name, which may be a directory)."""
     rnd = random.Random(seed)
     ops = []
     for n in NAMES:
@@ -74,6 +80,8 @@ def make_tree(seed):
             ops.append(("mkdir", (n,)))
         elif r < 0.9:
             ops += [("create", (n, 0o644)), ("write", (n, 0, text_of(rnd, n)))]
+        elif r < 0.96:
+            ops.append(("symlink", (rnd.choice(NAMES), n)))
     return ops
 
 
@@ -183,11 +191,24 @@ def expected(before, after, model):
         want[p] = [status, None, None]
     for p, (status, _, _) in list(want.items()):
         o = model.origin.get(p)
-        if status == "created" and o and o != p and o in b:
+        if status != "deleted" and o and o != p and o in b:
             want[p][1] = o
             if o in want and want[o][0] == "deleted":
                 want[o][2] = p
     return {p: tuple(v) for p, v in want.items()}
+
+
+def counts(payload):
+    """How the payload's counts of renames differ from its files (all
+    listed), or None."""
+    files = [f for f in payload.get("files", []) if f["sbx"].get("renamed_from")]
+    deleted = {f["path"] for f in payload.get("files", []) if f["status"] == "deleted"}
+    want = {"renamed": len(files),
+            "renamed_replaced": sum(f["sbx"]["renamed_from"] not in deleted for f in files),
+            "renamed_modified": sum(f["status"] == "modified" for f in files),
+            "renamed_symlink_created": sum(f["status"] == "symlink_created" for f in files)}
+    got = {k: payload.get("sbx", {}).get(k) for k in want}
+    return None if got == want else "counts %s, of the files %s" % (got, want)
 
 
 def reported(payload, name):
@@ -260,6 +281,8 @@ def trial(env, cases):
     listed, total = len(payload.get("files", [])), payload.get("sbx", {}).get("files_total", 0)
     if total > listed:
         return "run %s: %d changed files, %d listed: a smaller --batch" % (run, total, listed), {}
+    if counts(payload):
+        return "run %s: %s" % (run, counts(payload)), {}
     diffs = {}
     for name, _, _ in cases:
         want = expected(befores[name], tree(os.path.join(env.back, name)), models[name])

@@ -1349,6 +1349,45 @@ START_TEST(test_store_refuses_a_utf8_database)
 }
 END_TEST
 
+/* A PostgreSQL database that holds another program's tables and no sbx
+ * schema is not taken for a store: refused, naming the database and what
+ * it holds, and left as it was. A database with no table of its own in
+ * the schema sbx uses (an extension's view, another schema's tables) is
+ * empty for sbx, and one that is a store with other tables beside it
+ * stays one. */
+START_TEST(test_store_refuses_another_program_s_postgresql_database)
+{
+	char err[512];
+	struct store *s;
+
+	ck_assert_int_eq(sh("psql -q -X '%s' -c 'CREATE TABLE notes (x int); CREATE VIEW"
+			    " recent AS SELECT x FROM notes; INSERT INTO notes VALUES (1)'",
+			    target),
+			 0);
+	ck_assert_int_eq(store_open_target(target, &s, err, sizeof(err)), -EMEDIUMTYPE);
+	ck_assert_ptr_null(s);
+	const char *dbname = strstr(target, "dbname=") + 7;
+	ck_assert_msg(strstr(err, fmt_cmd("database \"%s\"", dbname)) &&
+			      strstr(err, "not an sbx store") &&
+			      strstr(err, "2 tables or views (notes, recent)"),
+		      "%s", err);
+	EQ_OUT("notes\nrecent\n",
+	       "psql -q -X -A -t '%s' -c \"SELECT relname FROM pg_class WHERE relnamespace ="
+	       " 'public'::regnamespace AND relkind IN ('r', 'v') ORDER BY 1\"",
+	       target);
+	/* Its tables in a schema of their own: the one sbx uses is empty. */
+	ck_assert_int_eq(sh("psql -q -X '%s' -c 'CREATE SCHEMA app; ALTER TABLE notes SET SCHEMA"
+			    " app; ALTER VIEW recent SET SCHEMA app; CREATE EXTENSION"
+			    " pg_stat_statements'",
+			    target),
+			 0);
+	store_close(open_db());
+	/* A store with another table beside it is still the store. */
+	ck_assert_int_eq(sh("psql -q -X '%s' -c 'CREATE TABLE public.notes (x int)'", target), 0);
+	store_close(open_db());
+}
+END_TEST
+
 /* Where a home's records are: $SBX_STORE, else sbx.conf's store, else
  * HOME/sbx.db; a value that names neither engine is refused, saying
  * where it was. */
@@ -1862,6 +1901,7 @@ Suite *suite_unit_store(void)
 	tcase_add_test(pg, test_store_reconnects);
 	tcase_add_test(pg, test_store_a_statement_prepared_without_a_server);
 	tcase_add_test(pg, test_store_refuses_a_utf8_database);
+	tcase_add_test(pg, test_store_refuses_another_program_s_postgresql_database);
 	tcase_add_test(pg, test_store_prepares_a_statement_once_per_connection);
 	tcase_add_test(pg, test_lease_renewal_does_not_wait_for_a_writer_s_turn);
 	tcase_add_test(pg, test_store_check_says_what_it_checked);

@@ -505,6 +505,52 @@ START_TEST(test_summary_a_rename_whose_old_path_is_made_again)
 }
 END_TEST
 
+/* Renames onto a name that held a file (an exchange of two files, mv x y
+ * over y) and of a symlink are linked too, each counted by the status the
+ * reference gives it. */
+START_TEST(test_summary_renames_over_files_and_of_symlinks)
+{
+	const struct fake before[] = { { .path = W "a", .text = "1\n" },
+				       { .path = W "b", .text = "2\n" },
+				       { .path = W "l", .text = "t", .symlink = true },
+				       { .path = W "x", .text = "x\n" },
+				       { .path = W "y", .text = "y\n" } };
+	const struct fake after[] = { { .path = W "a", .text = "2\n" },
+				      { .path = W "b", .text = "1\n" },
+				      { .path = W "m", .text = "t", .symlink = true },
+				      { .path = W "y", .text = "x\n" } };
+	struct lineage *r = lineage_new(NULL, NULL);
+	struct summary_limits lim = SUMMARY_LIMITS_DEFAULT;
+	struct snapshot b, a;
+	struct summary s;
+
+	ck_assert_int_eq(lineage_exchange(r, W "a", W "b"), 0);
+	ck_assert_int_eq(lineage_rename(r, W "x", W "y"), 0);
+	ck_assert_int_eq(lineage_rename(r, W "l", W "m"), 0);
+	build(&b, before, 5, false);
+	build(&a, after, 4, false);
+	ck_assert_int_eq(summary_compare(&b, &a, &lim, r, content, NULL, &s), 0);
+	ck_assert_int_eq(s.n, 6);
+	ck_assert_str_eq(find(&s, W "a")->renamed_from, W "b");
+	ck_assert_str_eq(find(&s, W "b")->renamed_from, W "a");
+	ck_assert_str_eq(find(&s, W "b")->status, "modified");
+	ck_assert_str_eq(find(&s, W "b")->moved.text, ""); /* a's content, moved */
+	ck_assert_str_eq(find(&s, W "y")->renamed_from, W "x");
+	ck_assert_str_eq(find(&s, W "x")->renamed_to, W "y");
+	ck_assert_str_eq(find(&s, W "m")->status, "symlink_created");
+	ck_assert_str_eq(find(&s, W "m")->renamed_from, W "l");
+	ck_assert_str_eq(find(&s, W "l")->renamed_to, W "m");
+	ck_assert_int_eq(s.renamed, 4);
+	ck_assert_int_eq(s.renamed_replaced, 2); /* a and b are still there */
+	ck_assert_int_eq(s.renamed_modified, 3);
+	ck_assert_int_eq(s.renamed_symlink_created, 1);
+	summary_free(&s);
+	lineage_free(r);
+	snapshot_free(&b);
+	snapshot_free(&a);
+}
+END_TEST
+
 /* Contents are diffed as the reference decodes them: a UTF-8 BOM is no
  * character, and a kept text that does not decode (kept by an older
  * version of the rules) is binary: no diff, no failure. (UTF-16: the
@@ -546,6 +592,7 @@ Suite *suite_unit_summary(void)
 	tcase_add_test(tc, test_summary_lineage_follows_objects);
 	tcase_add_test(tc, test_summary_lineage_saves_continue_only_files_there);
 	tcase_add_test(tc, test_summary_a_rename_whose_old_path_is_made_again);
+	tcase_add_test(tc, test_summary_renames_over_files_and_of_symlinks);
 	tcase_add_test(tc, test_summary_diffs_decoded_text);
 	tcase_add_test(tc, test_summary_a_renamed_directory_renames_its_files);
 	suite_add_tcase(s, tc);
