@@ -1,12 +1,12 @@
-/* lease.c - see lease.h. Every change is made in a writer's turn
- * (store_begin()), so an acquire reads, counts and writes with no other
- * writer between: two hosts never both take one thread, nor the last
- * place. */
+/* lease.c - see lease.h. Every change but a renewal or a release is
+ * made in a writer's turn (store_begin()), so an acquire reads, counts
+ * and writes with no other writer between: two hosts never both take one
+ * thread, nor the last place. A fence is installed on the store as its
+ * guard (store_int.h): the store's core checks it in each writer's turn
+ * and knows nothing of leases. */
 #include "lease.h"
 #include "store_int.h"
-#include "common/cleanup.h"
 #include "common/clock.h"
-#include "common/log.h"
 
 #include <errno.h>
 #include <ini.h>
@@ -18,6 +18,54 @@
 #include <unistd.h>
 
 #define LIMIT_VIEWS "max-views"
+
+/* The store's clock, in SQL (ns): PostgreSQL's, which the hosts share;
+ * this host's for SQLite (to the ms), as store_now() says. */
+#define CLOCK_PG "(CAST(extract(epoch FROM statement_timestamp()) * 1000000 AS BIGINT) * 1000)"
+#define CLOCK_LITE "(CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) * 1000000)"
+#define RENEW_SQL(clock)                                                                \
+	"UPDATE leases SET renewed_ns = " clock ", expires_ns = " clock " + ?, pid = ?" \
+	" WHERE \"user\" = ? AND thread = ? AND host = ? AND token = ?"
+/* The last view's share ends it; another's only counts it off. */
+#define RELEASE_SQL(clock)                                                                 \
+	"UPDATE leases SET renewed_ns = CASE WHEN holders > 1 THEN renewed_ns ELSE " clock \
+	" END, expires_ns = CASE WHEN holders > 1 THEN expires_ns ELSE " clock " END,"     \
+	" holders = CASE WHEN holders > 1 THEN holders - 1 ELSE 0 END"                     \
+	" WHERE \"user\" = ? AND thread = ? AND host = ? AND token = ?"
+
+static const char clock_pg_sql[] =
+	"SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000000 AS BIGINT)";
+static const char lease_get_sql[] =
+	"SELECT host, token, pid, acquired_ns, renewed_ns, expires_ns, holders"
+	" FROM leases WHERE \"user\" = ? AND thread = ?";
+static const char leases_each_sql[] =
+	"SELECT \"user\", thread, host, token, pid, acquired_ns, renewed_ns,"
+	" expires_ns, holders FROM leases ORDER BY host, \"user\", thread";
+/* One more holder of a shared lease (the last parameter: whether this
+ * host's live lease is kept), counted on the row as it is now: a
+ * release, outside the writer's turn, may have come since. */
+static const char lease_put_sql[] =
+	"INSERT INTO leases (\"user\", thread, host, token, pid, acquired_ns, renewed_ns,"
+	" expires_ns, holders) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)"
+	" ON CONFLICT (\"user\", thread) DO UPDATE"
+	" SET host = excluded.host, token = excluded.token, pid = excluded.pid,"
+	" acquired_ns = excluded.acquired_ns, renewed_ns = excluded.renewed_ns,"
+	" expires_ns = excluded.expires_ns,"
+	" holders = CASE WHEN ? > 0 THEN leases.holders + 1 ELSE 1 END";
+static const char renew_pg_sql[] = RENEW_SQL(CLOCK_PG);
+static const char renew_lite_sql[] = RENEW_SQL(CLOCK_LITE);
+static const char release_pg_sql[] = RELEASE_SQL(CLOCK_PG);
+static const char release_lite_sql[] = RELEASE_SQL(CLOCK_LITE);
+static const char host_leases_sql[] =
+	"SELECT count(*) FROM leases WHERE host = ? AND NOT (\"user\" = ? AND thread = ?)"
+	" AND expires_ns > ?";
+static const char all_leases_sql[] =
+	"SELECT count(*) FROM leases WHERE NOT (\"user\" = ? AND thread = ?) AND expires_ns > ?";
+static const char fence_sql[] = "SELECT host, token FROM leases WHERE \"user\" = ? AND thread = ?";
+static const char limit_get_sql[] = "SELECT value, host FROM limits WHERE name = ?";
+static const char limit_put_sql[] =
+	"INSERT INTO limits (name, value, host, at_ns) VALUES (?, ?, ?, ?)";
+static const char limit_drop_sql[] = "DELETE FROM limits WHERE name = ?";
 
 bool lease_host_ok(const char *host)
 {
@@ -138,29 +186,6 @@ int lease_config(const char *home, struct lease_config *out, char *err, size_t e
 	return 0;
 }
 
-static void stmt_freep(struct db_stmt **st)
-{
-	db_finalize(*st);
-}
-
-#define _lease_stmt_ _cleanup_(stmt_freep) struct db_stmt *
-
-/* SQL, prepared on S's connection into *ST. */
-static int prepare(struct store *s, const char *sql, struct db_stmt **st)
-{
-	int r = db_prepare(store_db(s), sql, st);
-
-	if (r < 0)
-		log_warn("store: cannot prepare '%s': %s", sql, db_errmsg(store_db(s)));
-	return r;
-}
-
-static int failed(struct store *s, int r, const char *what)
-{
-	log_warn("store: %s: %s", what, db_errmsg(store_db(s)));
-	return r < 0 ? r : -EIO;
-}
-
 /* The store's clock: PostgreSQL's (hosts' clocks need not agree), or
  * this host's for an SQLite file, which only this host opens. */
 static int store_now(struct store *s, int64_t *now)
@@ -169,32 +194,26 @@ static int store_now(struct store *s, int64_t *now)
 		*now = realtime_ns();
 		return 0;
 	}
-	_lease_stmt_ st = NULL;
-	int r = prepare(s, "SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000000 AS BIGINT)",
-			&st);
+	_stmt_ st = store_stmt(s, clock_pg_sql);
+	int r = st ? 0 : store_stmt_failed(s);
 	if (r == 0 && (r = db_step(st)) > 0) {
 		*now = db_col_int64(st, 0) * 1000;
 		return 0;
 	}
-	return failed(s, r, "read the store's clock");
+	return store_fail(s, r, "read the store's clock");
 }
 
 /* USER's THREAD's lease into OUT (its now_ns left to the caller): 0, or
  * -ENOENT. */
 static int lease_read(struct store *s, const char *user, const char *thread, struct lease *out)
 {
-	_lease_stmt_ st = NULL;
-	int r = prepare(s,
-			"SELECT host, token, pid, acquired_ns, renewed_ns, expires_ns, holders"
-			" FROM leases WHERE \"user\" = ? AND thread = ?",
-			&st);
+	_stmt_ st = store_thread_stmt(s, lease_get_sql, user, thread);
+	int r;
 
-	if (r < 0)
-		return r;
-	db_bind_text(st, 1, user);
-	db_bind_text(st, 2, thread);
+	if (!st)
+		return store_stmt_failed(s);
 	if ((r = db_step(st)) <= 0)
-		return r == 0 ? -ENOENT : failed(s, r, "read a lease");
+		return r == 0 ? -ENOENT : store_fail(s, r, "read a lease");
 	snprintf(out->host, sizeof(out->host), "%s", db_col_text(st, 0));
 	out->token = db_col_int64(st, 1);
 	out->pid = (pid_t)db_col_int64(st, 2);
@@ -211,17 +230,17 @@ static int lease_read(struct store *s, const char *user, const char *thread, str
 static int run(struct store *s, const char *sql, const char *const *texts, int ntext,
 	       const int64_t *ints, int nint, int64_t *count, const char *what)
 {
-	_lease_stmt_ st = NULL;
-	int r = prepare(s, sql, &st);
+	_stmt_ st = store_stmt(s, sql);
+	int r;
 
-	if (r < 0)
-		return r;
+	if (!st)
+		return store_stmt_failed(s);
 	for (int i = 0; i < ntext; i++)
 		db_bind_text(st, i + 1, texts[i]);
 	for (int i = 0; i < nint; i++)
 		db_bind_int64(st, ntext + i + 1, ints[i]);
 	if ((r = db_step(st)) < 0)
-		return failed(s, r, what);
+		return store_fail(s, r, what);
 	if (!count)
 		return (int)db_changes(st);
 	*count = r > 0 ? db_col_int64(st, 0) : 0;
@@ -253,15 +272,14 @@ static int deployment_views(struct store *s, const char *host, int64_t want, int
 	*views = want;
 	if (!want)
 		return 0;
-	_lease_stmt_ put = NULL;
-	if ((r = prepare(s, "INSERT INTO limits (name, value, host, at_ns) VALUES (?, ?, ?, ?)",
-			 &put)) < 0)
-		return r;
+	_stmt_ put = store_stmt(s, limit_put_sql);
+	if (!put)
+		return store_stmt_failed(s);
 	db_bind_text(put, 1, LIMIT_VIEWS);
 	db_bind_int64(put, 2, want);
 	db_bind_text(put, 3, host);
 	db_bind_int64(put, 4, now);
-	return (r = db_step(put)) < 0 ? failed(s, r, "record the deployment's limits") : 0;
+	return (r = db_step(put)) < 0 ? store_fail(s, r, "record the deployment's limits") : 0;
 }
 
 /* Whether USER's THREAD may take one more place under LIM: 0, -EUSERS
@@ -276,10 +294,7 @@ static int capacity(struct store *s, const char *user, const char *thread, const
 		return r;
 	if (lim->views_per_host) {
 		const char *t[] = { host, user, thread };
-		r = run(s,
-			"SELECT count(*) FROM leases WHERE host = ? AND NOT (\"user\" = ? AND thread = ?)"
-			" AND expires_ns > ?",
-			t, 3, &now, 1, &n, "count a host's leases");
+		r = run(s, host_leases_sql, t, 3, &now, 1, &n, "count a host's leases");
 		if (r < 0)
 			return r;
 		if (n >= lim->views_per_host) {
@@ -292,10 +307,7 @@ static int capacity(struct store *s, const char *user, const char *thread, const
 	}
 	if (views) {
 		const char *t[] = { user, thread };
-		r = run(s,
-			"SELECT count(*) FROM leases WHERE NOT (\"user\" = ? AND thread = ?)"
-			" AND expires_ns > ?",
-			t, 2, &now, 1, &n, "count the deployment's leases");
+		r = run(s, all_leases_sql, t, 2, &now, 1, &n, "count the deployment's leases");
 		if (r < 0)
 			return r;
 		if (n >= views) {
@@ -337,19 +349,9 @@ static int acquire(struct store *s, const char *user, const char *thread, const 
 	bool keep = mine && lease_live(&l);
 	*token = keep ? l.token : (had ? l.token : 0) + 1;
 	const char *t[] = { user, thread, host };
-	/* One more holder of a shared lease, counted on the row as it is
-	 * now: a release, outside the writer's turn, may have come since. */
 	const int64_t i[] = { *token, pid, keep ? l.acquired_ns : now, now, now + ttl_ms * 1000000,
 			      keep };
-	r = run(s,
-		"INSERT INTO leases (\"user\", thread, host, token, pid, acquired_ns, renewed_ns,"
-		" expires_ns, holders) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)"
-		" ON CONFLICT (\"user\", thread) DO UPDATE"
-		" SET host = excluded.host, token = excluded.token, pid = excluded.pid,"
-		" acquired_ns = excluded.acquired_ns, renewed_ns = excluded.renewed_ns,"
-		" expires_ns = excluded.expires_ns,"
-		" holders = CASE WHEN ? > 0 THEN leases.holders + 1 ELSE 1 END",
-		t, 3, i, 6, NULL, "record a lease");
+	r = run(s, lease_put_sql, t, 3, i, 6, NULL, "record a lease");
 	if (holder)
 		*holder = l; /* the one before, if HAD */
 	return r < 0 ? r : 0;
@@ -385,20 +387,6 @@ int store_lease_acquire(struct store *s, const char *user, const char *thread, c
 	return r;
 }
 
-/* The store's clock, in SQL (ns): PostgreSQL's, which the hosts share;
- * this host's for SQLite (to the ms), as store_now() says. */
-#define CLOCK_PG "(CAST(extract(epoch FROM statement_timestamp()) * 1000000 AS BIGINT) * 1000)"
-#define CLOCK_LITE "(CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) * 1000000)"
-#define RENEW_SQL(clock)                                                                \
-	"UPDATE leases SET renewed_ns = " clock ", expires_ns = " clock " + ?, pid = ?" \
-	" WHERE \"user\" = ? AND thread = ? AND host = ? AND token = ?"
-/* The last view's share ends it; another's only counts it off. */
-#define RELEASE_SQL(clock)                                                                 \
-	"UPDATE leases SET renewed_ns = CASE WHEN holders > 1 THEN renewed_ns ELSE " clock \
-	" END, expires_ns = CASE WHEN holders > 1 THEN expires_ns ELSE " clock " END,"     \
-	" holders = CASE WHEN holders > 1 THEN holders - 1 ELSE 0 END"                     \
-	" WHERE \"user\" = ? AND thread = ? AND host = ? AND token = ?"
-
 /* Runs SQL (PG's or LITE's, by S's engine), one UPDATE of HOST's lease
  * with TOKEN whose parameters are the NLEAD integers LEAD, then USER,
  * THREAD, HOST and TOKEN. -ESTALE if the lease is no longer that. One
@@ -412,18 +400,18 @@ static int update_lease(struct store *s, const char *pg, const char *lite, const
 			int64_t token)
 {
 	const char *t[] = { user, thread, host };
-	_lease_stmt_ st = NULL;
-	int r = prepare(s, db_engine(store_db(s)) == DB_POSTGRES ? pg : lite, &st);
+	_stmt_ st = store_stmt(s, db_engine(store_db(s)) == DB_POSTGRES ? pg : lite);
+	int r;
 
-	if (r < 0)
-		return r;
+	if (!st)
+		return store_stmt_failed(s);
 	for (int i = 0; i < nlead; i++)
 		db_bind_int64(st, i + 1, lead[i]);
 	for (int i = 0; i < 3; i++)
 		db_bind_text(st, nlead + i + 1, t[i]);
 	db_bind_int64(st, nlead + 4, token);
 	r = db_step(st);
-	return r < 0 ? failed(s, r, "update a lease") : db_changes(st) ? 0 : -ESTALE;
+	return r < 0 ? store_fail(s, r, "update a lease") : db_changes(st) ? 0 : -ESTALE;
 }
 
 int store_lease_renew(struct store *s, const char *user, const char *thread, const char *host,
@@ -431,15 +419,14 @@ int store_lease_renew(struct store *s, const char *user, const char *thread, con
 {
 	const int64_t lead[] = { ttl_ms * 1000000, pid };
 
-	return update_lease(s, RENEW_SQL(CLOCK_PG), RENEW_SQL(CLOCK_LITE), lead, 2, user, thread,
-			    host, token);
+	return update_lease(s, renew_pg_sql, renew_lite_sql, lead, 2, user, thread, host, token);
 }
 
 int store_lease_release(struct store *s, const char *user, const char *thread, const char *host,
 			int64_t token)
 {
-	return update_lease(s, RELEASE_SQL(CLOCK_PG), RELEASE_SQL(CLOCK_LITE), NULL, 0, user,
-			    thread, host, token);
+	return update_lease(s, release_pg_sql, release_lite_sql, NULL, 0, user, thread, host,
+			    token);
 }
 
 int store_lease_get(struct store *s, const char *user, const char *thread, struct lease *out)
@@ -454,17 +441,15 @@ int store_leases_each(struct store *s,
 				const struct lease *l),
 		      void *arg)
 {
-	_lease_stmt_ st = NULL;
 	struct lease l;
 	int64_t now;
 	int r = store_now(s, &now);
 
-	if (r < 0 ||
-	    (r = prepare(s,
-			 "SELECT \"user\", thread, host, token, pid, acquired_ns, renewed_ns,"
-			 " expires_ns, holders FROM leases ORDER BY host, \"user\", thread",
-			 &st)) < 0)
+	if (r < 0)
 		return r;
+	_stmt_ st = store_stmt(s, leases_each_sql);
+	if (!st)
+		return store_stmt_failed(s);
 	while ((r = db_step(st)) > 0) {
 		snprintf(l.host, sizeof(l.host), "%s", db_col_text(st, 2));
 		l.token = db_col_int64(st, 3);
@@ -477,24 +462,47 @@ int store_leases_each(struct store *s,
 		if ((r = fn(arg, db_col_text(st, 0), db_col_text(st, 1), &l)) != 0)
 			return r;
 	}
-	return r < 0 ? failed(s, r, "read the leases") : 0;
+	return r < 0 ? store_fail(s, r, "read the leases") : 0;
 }
 
+/* A fence: the lease a fenced store's writes need, installed as its
+ * guard. */
 struct lease_fence {
 	char *user, *thread, *host;
 	int64_t token;
-	struct db_stmt *check; /* prepared once: it runs with every batch */
 };
 
-void lease_fence_free(struct lease_fence *f)
+static void fence_free(void *arg)
 {
+	struct lease_fence *f = arg;
+
 	if (!f)
 		return;
-	db_finalize(f->check);
 	free(f->user);
 	free(f->thread);
 	free(f->host);
 	free(f);
+}
+
+/* 0 if F's lease still has its token, -ESTALE if not, or -errno if the
+ * store could not say: S's guard, checked inside each writer's turn. */
+static int fence_check(struct store *s, void *arg)
+{
+	struct lease_fence *f = arg;
+	_stmt_ st = store_thread_stmt(s, fence_sql, f->user, f->thread);
+
+	if (!st)
+		return store_stmt_failed(s);
+	int r = db_step(st);
+
+	if (r < 0)
+		return store_fail(s, r, "check the lease");
+	if (r == 0 ? f->token == 0
+		   : db_col_int64(st, 1) == f->token && !strcmp(db_col_text(st, 0), f->host))
+		r = 0;
+	else
+		r = -ESTALE;
+	return r;
 }
 
 int store_fence(struct store *s, const char *user, const char *thread, const char *host,
@@ -504,42 +512,22 @@ int store_fence(struct store *s, const char *user, const char *thread, const cha
 
 	if (!f || !(f->user = strdup(user)) || !(f->thread = strdup(thread)) ||
 	    !(f->host = strdup(host))) {
-		lease_fence_free(f);
+		fence_free(f);
 		return -ENOMEM;
 	}
 	f->token = token;
-	int r = prepare(s, "SELECT host, token FROM leases WHERE \"user\" = ? AND thread = ?",
-			&f->check);
-	if (r < 0) {
-		lease_fence_free(f);
-		return r;
+	/* Prepared now, so a store that cannot check is not fenced. */
+	if (!store_stmt(s, fence_sql)) {
+		fence_free(f);
+		return store_stmt_failed(s);
 	}
-	store_set_fence(s, f);
+	store_guard(s, &(struct store_guard){ fence_check, fence_free, f });
 	return 0;
 }
 
 void store_unfence(struct store *s)
 {
-	store_set_fence(s, NULL);
-}
-
-int lease_fence_check(struct store *s, struct lease_fence *f)
-{
-	db_reset(f->check);
-	db_bind_text(f->check, 1, f->user);
-	db_bind_text(f->check, 2, f->thread);
-	int r = db_step(f->check);
-
-	if (r < 0)
-		return failed(s, r, "check the lease");
-	if (r == 0 ? f->token == 0
-		   : db_col_int64(f->check, 1) == f->token &&
-			     !strcmp(db_col_text(f->check, 0), f->host))
-		r = 0;
-	else
-		r = -ESTALE;
-	db_reset(f->check);
-	return r;
+	store_guard(s, NULL);
 }
 
 int store_fence_host(struct store *s, const char *user, const char *thread, const char *host,
@@ -574,16 +562,16 @@ int store_fence_home(struct store *s, const char *home, const char *user, const 
 
 int store_lease_limit(struct store *s, int64_t *views, char *host)
 {
-	_lease_stmt_ st = NULL;
-	int r = prepare(s, "SELECT value, host FROM limits WHERE name = ?", &st);
+	_stmt_ st = store_stmt(s, limit_get_sql);
+	int r;
 
 	*views = 0;
 	host[0] = '\0';
-	if (r < 0)
-		return r;
+	if (!st)
+		return store_stmt_failed(s);
 	db_bind_text(st, 1, LIMIT_VIEWS);
 	if ((r = db_step(st)) < 0)
-		return failed(s, r, "read the deployment's limits");
+		return store_fail(s, r, "read the deployment's limits");
 	if (r > 0) {
 		*views = db_col_int64(st, 0);
 		snprintf(host, LEASE_HOST_MAX, "%s", db_col_text(st, 1));
@@ -600,8 +588,7 @@ int store_lease_set_limit(struct store *s, int64_t views, const char *host)
 		r = store_now(s, &now);
 	if (r == 0) {
 		const char *t[] = { LIMIT_VIEWS };
-		r = run(s, "DELETE FROM limits WHERE name = ?", t, 1, NULL, 0, NULL,
-			"change the deployment's limits");
+		r = run(s, limit_drop_sql, t, 1, NULL, 0, NULL, "change the deployment's limits");
 	}
 	if (r >= 0 && views) {
 		char err[1];
