@@ -1,14 +1,18 @@
-/* store.h - the store: one SQLite database per $SBX_HOME ($SBX_HOME/sbx.db).
+/* store.h - the store: a home's records (read marks, audit rows,
+ * snapshots and file contents, runs and presentations, the journal;
+ * leases in lease.h), in the SQLite file $SBX_HOME/sbx.db or in a
+ * PostgreSQL database the hosts of a deployment share (store_where()).
  *
  * Shared by every view daemon of the home, the broker and the sbx command,
- * at the same time: WAL mode, a busy timeout, and short write transactions
- * (BEGIN IMMEDIATE, so a writer waits for the lock up front instead of
- * failing halfway). The schema is versioned with PRAGMA user_version and
- * migrated forward on open; a database newer than this program is refused.
+ * at the same time: short write transactions, each a writer's turn taken
+ * up front, so a writer waits for it instead of failing halfway (SQLite:
+ * WAL mode, a busy timeout, BEGIN IMMEDIATE; PostgreSQL: an advisory
+ * lock). The schema is versioned (STORE_SCHEMA_VERSION) and migrated
+ * forward on open; a database newer than this program is refused.
  *
  * A struct store is one connection: use it from one thread at a time. The
  * view daemon gives its connection to a writer thread (writer.h) so that
- * SQLite never runs on the FUSE request path.
+ * the store is never used on the FUSE request path.
  *
  * Functions return 0 (or a count) on success and -errno on failure, with a
  * one-line reason in the log.
