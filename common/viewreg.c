@@ -59,7 +59,8 @@ void viewreg_remove(int homefd, const char *user, const char *thread)
 {
 	char name[24];
 	_cleanup_(closep) int dir = entries_dir(homefd, user, thread, false);
-	_cleanup_(closep) int rdir = dir < 0 ? -1 : openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_(closep) int rdir = dir < 0 ? -1
+					     : openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	snprintf(name, sizeof(name), "%d", (int)getpid());
 	if (rdir >= 0)

@@ -176,14 +176,6 @@ unsigned sessions_of(struct session_pool *p, const char *user, const char *threa
 	return n;
 }
 
-unsigned sessions_count(struct session_pool *p)
-{
-	pthread_mutex_lock(&p->lock);
-	unsigned n = p->count;
-	pthread_mutex_unlock(&p->lock);
-	return n;
-}
-
 /* Waits for bwrap (process BWRAP) to report the sandbox set up: its info
  * descriptor INFO written to its end (read whole: bwrap dies of SIGPIPE
  * if a later write finds it closed), or closed unwritten, having failed;

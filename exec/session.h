@@ -64,7 +64,4 @@ void sessions_end_scope(struct session_pool *p, const char *user, const char *th
 /* Sandboxed sessions of USER's THREAD alive now: each binds the view. */
 unsigned sessions_of(struct session_pool *p, const char *user, const char *thread);
 
-/* Sessions alive now. */
-unsigned sessions_count(struct session_pool *p);
-
 #endif

@@ -294,19 +294,9 @@ const char *owner_lost(struct owner *o)
 	return why;
 }
 
-const char *owner_host(const struct owner *o)
-{
-	return o->host;
-}
-
 int64_t owner_lease_ms(const struct owner *o)
 {
 	return o->ttl_ms;
-}
-
-int64_t owner_token(const struct owner *o)
-{
-	return o->token;
 }
 
 void owner_free(struct owner *o, bool release)

@@ -39,9 +39,6 @@ int owner_fence(struct owner *o, struct store *s);
 void owner_lose(void *o, const char *why);
 /* Why the lease was lost, or NULL if it holds. */
 const char *owner_lost(struct owner *o);
-/* The host and the token the view holds. */
-const char *owner_host(const struct owner *o);
-int64_t owner_token(const struct owner *o);
 /* How long the lease lasts unrenewed (the home's `lease`), in ms. */
 int64_t owner_lease_ms(const struct owner *o);
 /* Stops the heartbeat; with RELEASE, gives the lease back (unless it was

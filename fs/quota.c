@@ -360,11 +360,3 @@ void quota_release(struct quota *q, uint64_t bytes, uint64_t inodes)
 	q->freed = true;
 	pthread_mutex_unlock(&q->lock);
 }
-
-void quota_usage(struct quota *q, uint64_t *bytes, uint64_t *inodes)
-{
-	pthread_mutex_lock(&q->lock);
-	*bytes = q->bytes;
-	*inodes = q->inodes;
-	pthread_mutex_unlock(&q->lock);
-}

@@ -51,7 +51,4 @@ void quota_took(struct quota *q, uint64_t bytes);
  * NULL. */
 void quota_release(struct quota *q, uint64_t bytes, uint64_t inodes);
 
-/* What the last scan found plus what was charged since. */
-void quota_usage(struct quota *q, uint64_t *bytes, uint64_t *inodes);
-
 #endif
