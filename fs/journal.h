@@ -1,9 +1,10 @@
 /* journal.h - the view's change journal: every create, content change,
- * mode change, delete, rename and symlink made through the view under
- * user-data/workspace and user-data/outputs, with its time and caller,
- * queued to the store writer (never written on the request path). Runs
- * read it to name renames and the process behind each change
- * (docs/changes.md). Uploads, skills and other roots are not journaled.
+ * mode change, delete, rename, exchange, symlink, hard link, mkdir and
+ * rmdir made through the view under user-data/workspace and
+ * user-data/outputs, with its time and caller, queued to the store
+ * writer (never written on the request path). Runs read it to name
+ * renames and the process behind each change (docs/changes.md).
+ * Uploads, skills and other roots are not journaled.
  *
  * While a run of the thread is open, the first change the view makes to
  * an existing file is preceded by its pre-image: the file as a snapshot
