@@ -217,6 +217,17 @@ void inode_moved(struct inode_table *t, uint16_t domain, const struct stat *st,
 		 struct inode *oldparent, const char *oldname, struct inode *newparent,
 		 const char *newname);
 
+/* The host watch saw the object INO (pinned; ST: a stat of it) appear as
+ * DIR/NAME, a name the table does not know it by. A directory, or a file
+ * with one name, was renamed there: that is its name now. A file with
+ * several names whose name in the table still designates it got another
+ * one (a link, made on the host, or put back by an undo and maybe about
+ * to go again): the new one becomes an other name, the known one stays
+ * (the file's changes through the view are journaled under it). Else
+ * (one of its names was renamed there) the new one is its name. */
+void inode_seen_as(struct inode_table *t, struct inode *ino, const struct stat *st,
+		   struct inode *dir, const char *name);
+
 /* The root directory INO is under (walks parents), or NULL for a
  * synthetic directory. */
 struct root *inode_root(struct inode_table *t, struct inode *ino);

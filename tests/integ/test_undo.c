@@ -329,6 +329,16 @@ START_TEST(test_undo_of_a_new_hard_link)
 }
 END_TEST
 
+/* The journal's rows of RUN (op and path below the workspace) for ops
+ * OPS ("'link', 'delete'"), one "op path" a line. */
+static char *run_rows(const char *run, const char *ops)
+{
+	return OUT("tests/tools/sbxsql '%s' \"SELECT op, substr(path, 26) FROM journal WHERE op IN"
+		   " (%s) AND at_ns >= (SELECT begun_ns FROM runs WHERE id = %s) ORDER BY id\" |"
+		   " tr '|' ' '",
+		   V.home, ops, run);
+}
+
 /* After `ln c other && rm other`, the view's table falls back to the name
  * it knew c by: the later changes are journaled under c (the run's own
  * events name other only for its link and its removal). */
@@ -338,11 +348,31 @@ START_TEST(test_undo_after_a_hard_link_came_and_went)
 	char *run = begin();
 	IN_VIEW("ln c other && rm other && chmod 644 c && echo again >> c");
 	end(run);
-	EQ_OUT("link other\ndelete other\nchmod c\nmodify c\n",
-	       "tests/tools/sbxsql '%s' \"SELECT op, substr(path, 26) FROM journal WHERE op IN"
-	       " ('create', 'link', 'delete', 'chmod', 'modify') AND at_ns >= (SELECT begun_ns FROM runs"
-	       " WHERE id = %s) ORDER BY id\" | tr '|' ' '",
-	       V.home, run);
+	SAME(run_rows(run, "'create', 'link', 'delete', 'chmod', 'modify'"),
+	     "link other\ndelete other\nchmod c\nmodify c\n");
+}
+END_TEST
+
+/* DEFECT (the test above failed 1 time in 20 under load): the undo before
+ * it puts the removed link back (the kept name moved to other) and takes
+ * it away again, on the host. When the host watch looked at other between
+ * the two, the view's table took other for c's new name and forgot c: the
+ * run's chmod and append of c were journaled under other, a name gone.
+ * Here the watch is made to look then: the name the host makes last shows
+ * through the view (which cached its absence) only once the watch has
+ * handled the events before it. The same for a link made on the host. */
+START_TEST(test_undo_after_a_hard_link_came_and_went_on_the_host)
+{
+	const char *aside = test_dir("aside");
+
+	IN_VIEW("echo x > c && echo y > d && ! test -e seen");
+	ON_HOST("ln c '%s/k' && mv '%s/k' other && ln d other2 && touch seen", aside, aside);
+	ck_assert(eventually(exists, vpath(&V, "user-data/workspace/seen")));
+	ON_HOST("rm other other2");
+	char *run = begin();
+	IN_VIEW("chmod 600 c && echo more >> d");
+	end(run);
+	SAME(run_rows(run, "'chmod', 'modify'"), "chmod c\nmodify d\n");
 }
 END_TEST
 
@@ -1519,6 +1549,7 @@ Suite *suite_view_undo(void)
 	tcase_add_test(tc, test_undo_in_place_change_of_a_hard_link);
 	tcase_add_test(tc, test_undo_of_a_new_hard_link);
 	tcase_add_test(tc, test_undo_after_a_hard_link_came_and_went);
+	tcase_add_test(tc, test_undo_after_a_hard_link_came_and_went_on_the_host);
 	tcase_add_test(tc, test_undo_of_a_file_that_had_three_names);
 	tcase_add_test(tc, test_undo_of_a_link_renamed_over_a_kept_file);
 	tcase_add_test(tc, test_undo_after_the_kernel_forgot_what_the_run_made);
