@@ -739,9 +739,9 @@ int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
 	}
 	s->name[0] = '\0';
 	s->state = STAGE_PUBLISHED;
-	journal_published(v, ino);
-	view_release(v, ino, NULL); /* the replaced version's space */
 	bool have_after = fstat(s->fd, &after) == 0;
+	journal_published(v, ino, have_after ? &after : NULL);
+	view_release(v, ino, NULL); /* the replaced version's space */
 	gate_unlock(&t, have_after ? &after : NULL, true);
 	/* The view's inode is the new file from now on. */
 	int path_fd = have_after ? confine_reopen(s->fd, O_PATH) : -1;

@@ -435,6 +435,29 @@ static void forgotten(void)
 	SAME(print_tree(DIRS), before);
 }
 
+/* A file the run made through the view and removed at the name it made
+ * it under (with no other name, never renamed; saved again or not), and a
+ * symlink so made, are unlinked, not kept: the run began and ended without
+ * them, so its undo has nothing to bring back, and the undo's undo
+ * neither. What the run renamed (r, removed as k) or linked (l, of j,
+ * which stays) before removing it is kept, and so is a file older than
+ * the run: k, l, old. The undo and the redo are exact. */
+START_TEST(test_undo_keeps_nothing_of_a_file_the_run_made_and_removed)
+{
+	IN_VIEW("echo old > old");
+	char *before = print_tree(DIRS), *run = begin();
+	IN_VIEW("echo n > n && rm n && echo s > s && echo t > s && rm s && ln -s x sl && rm sl &&"
+		" echo r > r && mv r k && rm k && echo j > j && ln j l && rm l && rm old");
+	end(run);
+	char *after = print_tree(DIRS);
+	EQ_OUT("3\n", "ls '%s' | wc -l", undo_dir(run));
+	char *u = undo(run);
+	SAME(print_tree(DIRS), before);
+	undo(u);
+	SAME(print_tree(DIRS), after);
+}
+END_TEST
+
 START_TEST(test_undo_after_the_kernel_forgot_what_the_run_made)
 {
 	const char *const extra[] = { "--rbw", "off", "--staging=off", NULL };
@@ -1215,9 +1238,9 @@ START_TEST(test_restore_at_refuses_what_a_run_kept_once)
 {
 	IN_VIEW("echo v1 > f && mkdir e && echo 1 > e/x && echo m > m");
 	char *r = begin();
-	IN_VIEW("echo v2 > f && echo 2 > e/x && mv e e2 && echo m2 > m");
+	IN_VIEW("echo v2 > f && echo 2 > e/x && mv e e2 && echo m2 > m && echo made > made");
 	char *t = now_utc();
-	IN_VIEW("echo v3 > f && echo 3 > e2/x && chmod 600 m");
+	IN_VIEW("echo v3 > f && echo 3 > e2/x && chmod 600 m && rm made");
 	end(r);
 	static const char *const cases[][2] = { { "f", "f: modify" },
 						{ "e2", "e2/x: modify" },
@@ -1231,6 +1254,13 @@ START_TEST(test_restore_at_refuses_what_a_run_kept_once)
 				strstr(err, "nothing was changed"),
 			"%s", err);
 	}
+	/* A file the run made and then removed: kept nowhere either. */
+	char *err = restore_refused(WS "made --at %s", t);
+	ck_assert_msg(strstr(err, "  " WS "made: delete at ") &&
+			      strstr(err, fmt_cmd("run %s had made it before then, and a view keeps"
+						  " nothing of a file a run made and removed",
+						  r)),
+		      "%s", err);
 }
 END_TEST
 
@@ -1552,6 +1582,7 @@ Suite *suite_view_undo(void)
 	tcase_add_test(tc, test_undo_after_a_hard_link_came_and_went_on_the_host);
 	tcase_add_test(tc, test_undo_of_a_file_that_had_three_names);
 	tcase_add_test(tc, test_undo_of_a_link_renamed_over_a_kept_file);
+	tcase_add_test(tc, test_undo_keeps_nothing_of_a_file_the_run_made_and_removed);
 	tcase_add_test(tc, test_undo_after_the_kernel_forgot_what_the_run_made);
 	tcase_add_test(tc, test_undo_a_build);
 	tcase_add_test(tc, test_undo_in_place_changes);
