@@ -319,10 +319,13 @@ static int gaps_within(const struct runlog *wlog, const struct run_window *w, in
 		bool changes = !strcmp(e->op, "modify") || !strcmp(e->op, "chmod");
 		bool keep = !strcmp(e->op, "keep") && e->object;
 		bool unkept = !strcmp(e->op, "delete") && !names_has(&kept, e->path);
-		if (keep)
+		if (keep) {
 			r = names_add(&kept, e->path);
-		else
+		} else {
 			names_forget(&kept, e->path);
+			if (e->path2)
+				names_forget(&kept, e->path2);
+		}
 		if (!after && e->at_ns >= from) {
 			after = true; /* what was elsewhere at FROM is not restored */
 			names_drop_where(&had, path, false);

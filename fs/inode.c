@@ -712,7 +712,8 @@ bool inode_identity(struct inode_table *t, const struct inode *ino, dev_t *dev, 
 	return known;
 }
 
-int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct stat *st)
+int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct stat *st,
+		const struct timespec *born)
 {
 	pthread_mutex_lock(&t->lock);
 	if (hash_find(t, ino->domain, st->st_dev, st->st_ino)) {
@@ -733,7 +734,10 @@ int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct s
 		attach_fd(t, ino, fd);
 	}
 	note(ino, st);
-	ino->born_known = false; /* the new object's, taken at eviction */
+	/* The new object's (else taken at eviction). */
+	ino->born_known = born != NULL;
+	if (born)
+		ino->born = *born;
 	pthread_mutex_unlock(&t->lock);
 	return 0;
 }

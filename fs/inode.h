@@ -168,9 +168,11 @@ bool inode_identity(struct inode_table *t, const struct inode *ino, dev_t *dev, 
 		    struct timespec *born);
 
 /* After a staged write was published: INO now designates the object whose
- * O_PATH fd is FD (owned) and attributes ST, the file now at its name.
- * Returns 0, or -EEXIST (FD closed) if the table already holds it. */
-int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct stat *st);
+ * O_PATH fd is FD (owned), attributes ST and birth time BORN (NULL if not
+ * known: then taken at eviction), the file now at its name. Returns 0,
+ * or -EEXIST (FD closed) if the table already holds it. */
+int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct stat *st,
+		const struct timespec *born);
 
 /* Remembers the attributes the kernel was just given for INO. */
 void inode_note_attr(struct inode_table *t, struct inode *ino, const struct stat *st);

@@ -404,31 +404,37 @@ static bool own_object(struct view *v, int64_t run, const struct runmark_object 
 	       !runmarks_test(v->journal->marks, run, o, RUNMARK_RENAMED, false);
 }
 
-/* True if VICTIM, a name of which in DIR goes, is the open run RUN's own
- * file or symlink: made by the run through the view, never renamed, with
- * no other name. The run began without it and ends without it, at the
- * name it made it under: undo has nothing to bring back, and a redo, the
- * undo of that undo, nothing either (docs/changes.md, "What the view
- * keeps"). Its marks are found by the table's inode of it (which the
- * kernel's lookup of the name made), whose birth time tells it from an
- * older object of its number; with none, it is kept. */
-static bool own_file(struct view *v, struct inode *dir, const struct stat *victim, int64_t run)
+/* The object ST describes, born at *BORN (NULL: not known). */
+static struct runmark_object object_of(const struct stat *st, const struct timespec *born)
 {
-	struct runmark_object o;
+	return (struct runmark_object){ .dev = st->st_dev,
+					.ino = st->st_ino,
+					.born_known = born != NULL,
+					.born = born ? *born : (struct timespec){ 0 } };
+}
 
-	if (victim->st_nlink != 1 || S_ISDIR(victim->st_mode))
+/* True if NAME in DFD, about to go, is the open run RUN's own file or
+ * symlink: made by the run through the view, never renamed, with no
+ * other name. The run began without it and ends without it, at the name
+ * it made it under: undo has nothing to bring back, and a redo, the undo
+ * of that undo, nothing either (docs/changes.md, "What the view keeps").
+ * Only where its birth time is known: the number of a file the run made
+ * and removed unkept goes to the next new file, which a mark of the
+ * number alone would take for it. */
+static bool own_file(struct view *v, int dfd, const char *name, int64_t run)
+{
+	struct stat st;
+	struct timespec born;
+
+	if (inode_statx(dfd, name, 0, &st, &born) <= 0 || st.st_nlink != 1 || S_ISDIR(st.st_mode))
 		return false;
-	struct inode *ino = inode_find(v->inodes, dir->domain, victim->st_dev, victim->st_ino);
-	if (!ino)
-		return false;
-	o.born_known = inode_identity(v->inodes, ino, &o.dev, &o.ino, &o.born);
-	inode_unpin(v->inodes, ino);
+	struct runmark_object o = object_of(&st, &born);
 	return own_object(v, run, &o);
 }
 
-void journal_renamed(struct view *v, const struct stat *st)
+void journal_renamed(struct view *v, const struct stat *st, const struct timespec *born)
 {
-	struct runmark_object o = { .dev = st->st_dev, .ino = st->st_ino };
+	struct runmark_object o = object_of(st, born);
 	int64_t run = open_run(v);
 
 	/* Only a file the run made needs the word (its removal is kept). */
@@ -443,7 +449,7 @@ int journal_remove_kept(struct view *v, fuse_req_t req, struct inode *dir, int d
 	struct journal *j = v->journal;
 	char path[PATH_MAX], object[40];
 	int64_t run = victim && !S_ISDIR(victim->st_mode) ? keeping(v, dir, name, path) : 0;
-	bool keep = run && !own_file(v, dir, victim, run);
+	bool keep = run && !own_file(v, dfd, name, run);
 	int kept = -ENOENT;
 
 	if (keep) {
@@ -506,7 +512,8 @@ void journal_keep_replaced(struct view *v, pid_t pid, struct inode *ino, struct 
 		journal_keep_going(v, NULL, pid, dir, dfd, name);
 }
 
-void journal_published(struct view *v, struct inode *ino, const struct stat *after)
+void journal_published(struct view *v, struct inode *ino, const struct stat *after,
+		       const struct timespec *born)
 {
 	struct runmark_object o;
 	int64_t run = open_run(v);
@@ -517,11 +524,10 @@ void journal_published(struct view *v, struct inode *ino, const struct stat *aft
 	bool own = own_object(v, run, &o);
 	marked(v, ino, &ino->kept, run, RUNMARK_KEPT, true);
 	/* The run's own file saved again is still its own. */
-	if (own && after)
-		runmarks_test(v->journal->marks, run,
-			      &(struct runmark_object){ .dev = after->st_dev,
-							.ino = after->st_ino },
-			      RUNMARK_MADE, true);
+	if (own && after && born) {
+		struct runmark_object made = object_of(after, born);
+		runmarks_test(v->journal->marks, run, &made, RUNMARK_MADE, true);
+	}
 }
 
 /* Opens (creating) the directory of pre-images of the run begun at SINCE

@@ -89,15 +89,18 @@ void journal_keep_attrs(struct view *v, fuse_req_t req, struct inode *ino, int f
  * the run made or published before, or one kept by a copy). */
 void journal_keep_replaced(struct view *v, pid_t pid, struct inode *ino, struct inode *dir, int dfd,
 			   const char *name);
-/* The object a stat of which is ST was just renamed through the view: if
- * the open run made it, its removal is kept from now on (the rename's
- * undo needs it at its new name). */
-void journal_renamed(struct view *v, const struct stat *st);
-/* A publication just made a new file (attributes AFTER, NULL if unknown)
- * of INO, whose identity is still the replaced file's: its content needs
- * no keeping, and if the run made the replaced one (and never renamed
- * it), the new one is as much the run's own (journal_remove_kept()). */
-void journal_published(struct view *v, struct inode *ino, const struct stat *after);
+/* The object a stat of which is ST (born at *BORN, NULL if not known)
+ * was just renamed through the view: if the open run made it, its
+ * removal is kept from now on (the rename's undo needs it at its new
+ * name). */
+void journal_renamed(struct view *v, const struct stat *st, const struct timespec *born);
+/* A publication just made a new file (attributes AFTER, birth time BORN;
+ * each NULL if not known) of INO, whose identity is still the replaced
+ * file's: its content needs no keeping, and if the run made the replaced
+ * one (and never renamed it), the new one is as much the run's own
+ * (journal_remove_kept()). */
+void journal_published(struct view *v, struct inode *ino, const struct stat *after,
+		       const struct timespec *born);
 
 /* Pre-images are taken for the run opened at SINCE (0: none), announced
  * by the caller of REQ (NULL: the daemon itself, at mount). */

@@ -103,10 +103,12 @@ static void note_moved(struct view *v, struct inode *from, const char *from_name
 		       int dfd, const char *name)
 {
 	struct stat st;
+	struct timespec born;
+	int r = inode_statx(dfd, name, 0, &st, &born);
 
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	if (r >= 0) {
 		inode_moved(v->inodes, dir->domain, &st, from, from_name, dir, name);
-		journal_renamed(v, &st);
+		journal_renamed(v, &st, r ? &born : NULL);
 	}
 }
 

@@ -455,6 +455,24 @@ START_TEST(test_undo_keeps_nothing_of_a_file_the_run_made_and_removed)
 	SAME(print_tree(DIRS), before);
 	undo(u);
 	SAME(print_tree(DIRS), after);
+	/* Undorand, seed 59: the run's own b saved again (a new file),
+	 * exchanged with d/a, saved again there (whose new file may take the
+	 * number the first b had, a mark of which must not count for it),
+	 * then removed: kept, as a file the run renamed is ("cannot exchange
+	 * back .../d/a -> .../b", exit 1, when it was not). */
+	IN_VIEW("mkdir 2");
+	before = print_tree(DIRS);
+	run = begin();
+	const char *save = "printf x | dd of=b conv=notrunc status=none";
+	IN_VIEW("cd 2 && mkdir d && echo b > b && mkdir d/a && %s && %s && fallocate -l 8192 d/a &&"
+		" rm d/a",
+		save, EXCHANGE("b", "d/a"));
+	end(run);
+	after = print_tree(DIRS);
+	u = undo(run);
+	SAME(print_tree(DIRS), before);
+	undo(u);
+	SAME(print_tree(DIRS), after);
 }
 END_TEST
 

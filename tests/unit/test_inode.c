@@ -193,7 +193,7 @@ START_TEST(test_inode_rekeyed_is_known_by_its_new_birth_time)
 	int fd = confine_lookup(f.top->fd, "f0");
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(fstat(fd, &st), 0);
-	ck_assert_int_eq(inode_rekey(f.t, a, fd, &st), 0);
+	ck_assert_int_eq(inode_rekey(f.t, a, fd, &st, NULL), 0);
 	pad = look(&f, "f1"); /* evicts f0's fd */
 	ck_assert_int_lt(a->fd, 0);
 	ck_assert_int_eq(inode_stat_evicted(f.t, a, &st), 0);
