@@ -268,15 +268,17 @@ int run_args_parse(const char *command, const char *usage, int argc, char **argv
 		{ "force", no_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const bool html = takes & RUN_ARGS_HTML, undo = takes & RUN_ARGS_UNDO;
+	const bool html = (takes & RUN_ARGS_HTML) == RUN_ARGS_HTML, undo = takes & RUN_ARGS_UNDO;
 	const char *format = "text";
 	int c, r;
 
 	memset(a, 0, sizeof(*a));
 	getopt_begin(argv, command);
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		if (c == 'F')
+		if (c == 'F' && (takes & RUN_ARGS_FORMAT))
 			format = optarg;
+		else if (c == 'F')
+			return usage_error(command, "unrecognized option '--format'");
 		else if (c == 'H')
 			home = optarg;
 		else if (undo && (c == 'n' || c == 'p' || c == 'f'))

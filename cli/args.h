@@ -89,13 +89,15 @@ int run_id_parse(const char *command, const char *arg, int64_t *run);
  * -EINVAL if S is not one. */
 int time_parse(const char *s, int64_t *ns);
 
-/* The options of a command about one run: RUN [--format text|json, and
- * html if it TAKES RUN_ARGS_HTML] [--dry-run --partial --force if it takes
- * RUN_ARGS_UNDO] [--home DIR] [-h|--help]. */
+/* The options of a command about one run: RUN [--format text|json if it
+ * TAKES RUN_ARGS_FORMAT, and html too if RUN_ARGS_HTML] [--dry-run
+ * --partial --force if it takes RUN_ARGS_UNDO] [--home DIR] [-h|--help];
+ * those it does not take are unknown to it. */
 enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML };
 
-#define RUN_ARGS_HTML 1u
-#define RUN_ARGS_UNDO 2u
+#define RUN_ARGS_FORMAT 1u
+#define RUN_ARGS_HTML (2u | RUN_ARGS_FORMAT)
+#define RUN_ARGS_UNDO 4u
 
 struct run_args {
 	int64_t run;

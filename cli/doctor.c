@@ -37,12 +37,28 @@ static const char usage[] =
 	"Says what this host allows the exec broker - /dev/fuse, fusermount3,\n"
 	"user namespaces, bubblewrap, cgroup delegation, seccomp, openat2,\n"
 	"reflinks on the home's filesystem, inotify limits, the home's store\n"
-	"and whether the home is on a filesystem other hosts share - and lists each\n"
-	"protection of the sandbox as active or not, with the reason for any\n"
-	"that is not. Exits 0 when every protection is active, 1 otherwise.\n"
+	"and whether the home is on a filesystem other hosts share - each ok or\n"
+	"no, and lists each protection of the sandbox as active, partial (it\n"
+	"holds, less than it could), inactive or n/a (not asked for), with the\n"
+	"reason. Exits 0 when every protection is active or n/a, 1 otherwise.\n"
 	"  --config FILE   the broker's configuration (default HOME/sbx.conf)\n"
 	"  --format text   a line per check (default)\n"
 	"  --format json   one object: {\"host\": [...], \"protections\": [...]}\n";
+
+/* What a line says: a host check holds (ok) or not (no); a protection
+ * holds (active), holds less than it could (partial: an rlimit for a
+ * cgroup, host mode allowed), does not (inactive), or is not asked for
+ * (n/a). sbx.1 lists these. */
+enum state { OK, NO, ACTIVE, PARTIAL, INACTIVE, NOT_ASKED };
+
+static const char *const state_names[] = {
+	[OK] = "ok",
+	[NO] = "no",
+	[ACTIVE] = "active",
+	[PARTIAL] = "partial",
+	[INACTIVE] = "inactive",
+	[NOT_ASKED] = "n/a",
+};
 
 struct report {
 	bool json;
@@ -50,25 +66,25 @@ struct report {
 	bool all_active;
 };
 
-static __attribute__((format(printf, 5, 6))) void say(struct report *r, bool protection,
-						      const char *state, const char *what,
-						      const char *fmt, ...)
+static __attribute__((format(printf, 4, 5))) void say(struct report *r, enum state state,
+						      const char *what, const char *fmt, ...)
 {
+	bool protection = state >= ACTIVE;
 	char text[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	if (protection && strcmp(state, "active") && strcmp(state, "n/a"))
+	if (protection && state != ACTIVE && state != NOT_ASKED)
 		r->all_active = false;
 	if (r->json) {
 		json_array_append_new(protection ? r->protections : r->host,
-				      json_pack("{s:s, s:s, s:s}", "name", what, "state", state,
-						"detail", text));
+				      json_pack("{s:s, s:s, s:s}", "name", what, "state",
+						state_names[state], "detail", text));
 		return;
 	}
-	printf("  %-8s %s: %s\n", state, what, text);
+	printf("  %-8s %s: %s\n", state_names[state], what, text);
 }
 
 static void check_fuse(struct report *r)
@@ -76,18 +92,18 @@ static void check_fuse(struct report *r)
 	struct stat st;
 
 	if (stat("/dev/fuse", &st) < 0 || !S_ISCHR(st.st_mode)) {
-		say(r, false, "no", "/dev/fuse",
+		say(r, NO, "/dev/fuse",
 		    "missing: views cannot be mounted (modprobe fuse;"
 		    " in a container, pass --device /dev/fuse)");
 		return;
 	}
 	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
-		say(r, false, "no", "/dev/fuse", "cannot be opened: %s", strerror(errno));
+		say(r, NO, "/dev/fuse", "cannot be opened: %s", strerror(errno));
 		return;
 	}
 	close(fd);
-	say(r, false, "ok", "/dev/fuse", "a character device this user may open");
+	say(r, OK, "/dev/fuse", "a character device this user may open");
 }
 
 static void check_fusermount(struct report *r)
@@ -98,13 +114,12 @@ static void check_fusermount(struct report *r)
 	for (size_t i = 0; i < 2; i++)
 		if (stat(places[i], &st) == 0) {
 			bool setuid = (st.st_mode & S_ISUID) && st.st_uid == 0;
-			say(r, false, setuid || geteuid() == 0 ? "ok" : "no", "fusermount3", "%s%s",
-			    places[i],
+			say(r, setuid || geteuid() == 0 ? OK : NO, "fusermount3", "%s%s", places[i],
 			    setuid ? " (set-user-ID root)"
 				   : " is not set-user-ID root: users other than root cannot mount views");
 			return;
 		}
-	say(r, false, geteuid() == 0 ? "ok" : "no", "fusermount3", "not installed%s",
+	say(r, geteuid() == 0 ? OK : NO, "fusermount3", "not installed%s",
 	    geteuid() == 0 ? " (root mounts without it)" : ": install fuse3 to mount views");
 }
 
@@ -129,15 +144,15 @@ static void check_seccomp(struct report *r, size_t *refused)
 	while (filter_refused[*refused])
 		(*refused)++;
 	if (prctl(PR_GET_SECCOMP) < 0 && errno == EINVAL) {
-		say(r, false, "no", "seccomp", "this kernel has no seccomp");
+		say(r, NO, "seccomp", "this kernel has no seccomp");
 		return;
 	}
 	if (filter_program(&prog, &len, err, sizeof(err)) < 0) {
-		say(r, false, "no", "seccomp", "%s", err);
+		say(r, NO, "seccomp", "%s", err);
 		return;
 	}
 	free(prog);
-	say(r, false, "ok", "seccomp",
+	say(r, OK, "seccomp",
 	    "a filter of %zu instructions: %zu calls refused, and"
 	    " namespaces, clone3, terminal injection and personalities",
 	    len / 8, *refused);
@@ -150,9 +165,9 @@ static void check_openat2(struct report *r)
 
 	if (fd >= 0) {
 		close(fd);
-		say(r, false, "ok", "openat2", "RESOLVE_BENEATH confines every lookup of the view");
+		say(r, OK, "openat2", "RESOLVE_BENEATH confines every lookup of the view");
 	} else {
-		say(r, false, "no", "openat2", "%s: the view checks each name by hand instead",
+		say(r, NO, "openat2", "%s: the view checks each name by hand instead",
 		    strerror(errno));
 	}
 }
@@ -167,7 +182,7 @@ static void check_reflinks(struct report *r, const char *home)
 	snprintf(a, sizeof(a), "%s/.sbx-doctor-XXXXXX", home);
 	int fa = mkstemp(a);
 	if (fa < 0) {
-		say(r, false, "no", "reflinks", "cannot try in %s: %s", home, strerror(errno));
+		say(r, NO, "reflinks", "cannot try in %s: %s", home, strerror(errno));
 		return;
 	}
 	snprintf(b, sizeof(b), "%s.b", a);
@@ -182,12 +197,10 @@ static void check_reflinks(struct report *r, const char *home)
 	close(fa);
 	statfs(home, &sf);
 	if (ok)
-		say(r, false, "ok", "reflinks", "%s shares extents: a staged save costs no copy",
-		    home);
+		say(r, OK, "reflinks", "%s shares extents: a staged save costs no copy", home);
 	else
-		say(r, false, "no", "reflinks",
-		    "%s (filesystem 0x%lx): %s: staged saves copy the file", home,
-		    (unsigned long)sf.f_type, strerror(e));
+		say(r, NO, "reflinks", "%s (filesystem 0x%lx): %s: staged saves copy the file",
+		    home, (unsigned long)sf.f_type, strerror(e));
 }
 
 /* Where the home's records are, and whether they can be used as they
@@ -199,17 +212,17 @@ static void check_store(struct report *r, const char *home)
 	bool postgres;
 
 	if (store_where(home, target, sizeof(target), err, sizeof(err)) < 0) {
-		say(r, false, "no", "store", "%s", err);
+		say(r, NO, "store", "%s", err);
 		return;
 	}
 	store_target_shown(target, shown, sizeof(shown));
 	if (store_probe(target, &version, &postgres, err, sizeof(err)) < 0)
-		say(r, false, "no", "store", "%s: %s", shown, err);
+		say(r, NO, "store", "%s: %s", shown, err);
 	else if (version > STORE_SCHEMA_VERSION)
-		say(r, false, "no", "store", "%s: schema version %d, newer than this sbx's %d",
-		    shown, version, STORE_SCHEMA_VERSION);
+		say(r, NO, "store", "%s: schema version %d, newer than this sbx's %d", shown,
+		    version, STORE_SCHEMA_VERSION);
 	else
-		say(r, false, "ok", "store", "%s %s: schema version %d (this sbx: %d)",
+		say(r, OK, "store", "%s %s: schema version %d (this sbx: %d)",
 		    postgres ? "postgresql" : "sqlite", shown, version, STORE_SCHEMA_VERSION);
 }
 
@@ -237,19 +250,19 @@ static void check_shared(struct report *r, const char *home)
 	if (access(users, F_OK) == 0)
 		home = users;
 	if (statfs(home, &sf) < 0) {
-		say(r, false, "no", "shared home", "cannot look at %s: %s", home, strerror(errno));
+		say(r, NO, "shared home", "cannot look at %s: %s", home, strerror(errno));
 		return;
 	}
 	for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++)
 		if ((unsigned long)sf.f_type == shared[i].magic) {
-			say(r, false, "no", "shared home",
+			say(r, NO, "shared home",
 			    "%s is on %s: inotify does not see what other hosts change there,"
 			    " so views must not cache long (mount them with --cache-timeout 1:"
 			    " another host's edits then show within 1 s)",
 			    home, shared[i].name);
 			return;
 		}
-	say(r, false, "ok", "shared home",
+	say(r, OK, "shared home",
 	    "%s is on a local filesystem (0x%lx): inotify sees every change made to it", home,
 	    (unsigned long)sf.f_type);
 }
@@ -259,7 +272,7 @@ static void check_inotify(struct report *r)
 	long watches = read_long("/proc/sys/fs/inotify/max_user_watches");
 	long instances = read_long("/proc/sys/fs/inotify/max_user_instances");
 
-	say(r, false, instances >= 128 ? "ok" : "no", "inotify",
+	say(r, instances >= 128 ? OK : NO, "inotify",
 	    "%ld watches and %ld instances per user: each view watches its directories with one"
 	    " instance, so at most %ld views of one user can be mounted (one more is refused,"
 	    " saying so; --host-watch=off mounts it with host edits showing within 1 s). For"
@@ -281,10 +294,10 @@ static void limit_line(void *arg, const char *limit, const char *how, const char
 	l->cgroup_v1 |= !strcmp(how, "cgroup v1");
 	snprintf(what, sizeof(what), "%s limit", !strcmp(limit, "pids") ? "process" : limit);
 	/* An rlimit holds, but less than a cgroup: said as such. */
-	say(l->r, true,
-	    !strcmp(how, "rlimit") ? "partial"
-	    : !strcmp(how, "none") ? "n/a"
-				   : "active",
+	say(l->r,
+	    !strcmp(how, "rlimit") ? PARTIAL
+	    : !strcmp(how, "none") ? NOT_ASKED
+				   : ACTIVE,
 	    what, "%s: %s", how, text);
 }
 
@@ -296,45 +309,45 @@ static void protections(struct report *r, const struct config *c, const char *ho
 	char size[32];
 
 	if (!sb)
-		say(r, true, "inactive", "namespace sandbox", "%s", sb_err);
+		say(r, INACTIVE, "namespace sandbox", "%s", sb_err);
 	else if (!sandbox_runs)
-		say(r, true, "inactive", "namespace sandbox",
+		say(r, INACTIVE, "namespace sandbox",
 		    "bubblewrap cannot make a sandbox"
 		    " here (see bubblewrap above)");
 	if (root)
-		say(r, true, sb ? "active" : "inactive", "no host root inside",
+		say(r, sb ? ACTIVE : INACTIVE, "no host root inside",
 		    "each sandbox runs"
 		    " as a host uid of its own (%u to %u), uid %d \"%s\" inside, no capability",
 		    (unsigned)c->sandbox_uid_base,
 		    (unsigned)(c->sandbox_uid_base + c->sandbox_uid_count - 1), SANDBOX_UID,
 		    SANDBOX_USER);
 	else
-		say(r, true, sb ? "active" : "inactive", "no host root inside",
+		say(r, sb ? ACTIVE : INACTIVE, "no host root inside",
 		    "sandboxes run as"
 		    " this user (uid %u), uid %d inside, no capability; they share the uid with"
 		    " each other and with you (run the broker as root for a uid per sandbox)",
 		    (unsigned)geteuid(), SANDBOX_UID);
-	say(r, true, "active", "caller's privileges in the view",
+	say(r, ACTIVE, "caller's privileges in the view",
 	    "the kernel checks"
 	    " permissions, chown, set-id bits and times with the caller's own capabilities"
 	    " (default_permissions on the broker's views); a sandbox may not set set-id bits");
-	say(r, true, sb ? "active" : "inactive", "kernel interfaces",
+	say(r, sb ? ACTIVE : INACTIVE, "kernel interfaces",
 	    "/proc/sys, sysrq-trigger,"
 	    " irq, bus, fs read-only; kcore, keys, timer_list, sched_debug and the like masked;"
 	    " no /sys");
-	say(r, true, sb ? "active" : "inactive", "seccomp filter",
+	say(r, sb ? ACTIVE : INACTIVE, "seccomp filter",
 	    "%zu calls refused (Docker's"
 	    " default profile's), no new namespaces",
 	    refused);
-	say(r, true, sb ? "active" : "inactive", "host secrets",
+	say(r, sb ? ACTIVE : INACTIVE, "host secrets",
 	    "%zu paths of /etc that other"
 	    " users may not read are masked; /root, /home, /run, /var and the store are not"
 	    " there",
 	    sb ? sandbox_masked(sb) : 0);
-	say(r, true, "active", "boundary hygiene",
+	say(r, ACTIVE, "boundary hygiene",
 	    "descriptors closed (close_range), the"
 	    " request's variables set inside only, no controlling terminal");
-	say(r, true, "active", "one view per thread",
+	say(r, ACTIVE, "one view per thread",
 	    "views, locks, sessions, uids and"
 	    " cgroups keyed by (user, thread) in full");
 	struct cgroups *cg = cgroups_new(&c->limits, home, true);
@@ -343,18 +356,18 @@ static void protections(struct report *r, const struct config *c, const char *ho
 		cgroups_describe(cg, limit_line, &lines);
 	cgroups_free(cg);
 	if (c->limits.disk || c->limits.disk_inodes)
-		say(r, true, "active", "disk quota", "%s and %llu files per thread (EDQUOT)",
+		say(r, ACTIVE, "disk quota", "%s and %llu files per thread (EDQUOT)",
 		    c->limits.disk ? size_text(c->limits.disk, size, sizeof(size))
 				   : "no byte limit",
 		    (unsigned long long)c->limits.disk_inodes);
 	else
-		say(r, true, "n/a", "disk quota", "disk = 0 and disk_inodes = 0 in sbx.conf");
+		say(r, NOT_ASKED, "disk quota", "disk = 0 and disk_inodes = 0 in sbx.conf");
 	if (c->allow_host_bash)
-		say(r, true, "partial", "host mode",
+		say(r, PARTIAL, "host mode",
 		    "allowed (allow_host_bash = true): the path"
 		    " guard refuses plain host paths, but host mode is no boundary");
 	else
-		say(r, true, "n/a", "host mode", "off (allow_host_bash = false)");
+		say(r, NOT_ASKED, "host mode", "off (allow_host_bash = false)");
 }
 
 int cmd_doctor(int argc, char **argv, const char *home)
@@ -416,7 +429,7 @@ int cmd_doctor(int argc, char **argv, const char *home)
 	struct sandbox *sb = sandbox_new(&cf, sb_err, sizeof(sb_err));
 	bool runs = false;
 	if (!sb) {
-		say(&r, false, "no", "bubblewrap", "%s", sb_err);
+		say(&r, NO, "bubblewrap", "%s", sb_err);
 	} else {
 		struct identity id;
 		char why[512];
@@ -425,18 +438,18 @@ int cmd_doctor(int argc, char **argv, const char *home)
 		runs = taken && sandbox_probe(sb, &id, why, sizeof(why)) == 0;
 		if (taken)
 			identity_release(&id);
-		say(&r, false, runs ? "ok" : "no", "bubblewrap", "%s%s%s%s", sandbox_bwrap(sb),
+		say(&r, runs ? OK : NO, "bubblewrap", "%s%s%s%s", sandbox_bwrap(sb),
 		    runs ? " makes a sandbox as a sandbox uid" : ": ", runs ? "" : why,
 		    runs && sandbox_leaves_chroot(sb) ? " (leaving this chroot first, in the"
 							" sandbox's own mount namespace)"
 						      : "");
 	}
-	say(&r, false, userns > 0 && (runs || !sb) ? "ok" : "no", "user namespaces",
+	say(&r, userns > 0 && (runs || !sb) ? OK : NO, "user namespaces",
 	    "user.max_user_namespaces = %ld%s", userns,
 	    userns > 0 && (runs || !sb) ? "" : ": bubblewrap needs one per sandbox");
 	struct cgroups *cg = cgroups_new(&cf.limits, h, true);
 	const char *v2 = cg ? cgroups_v2_why(cg) : "out of memory";
-	say(&r, false, v2 ? "no" : "ok", "cgroup v2 delegation", "%s",
+	say(&r, v2 ? NO : OK, "cgroup v2 delegation", "%s",
 	    v2 ? v2 : "the broker can make a group per sandbox with its own limits");
 	cgroups_free(cg);
 	size_t refused;

@@ -18,7 +18,7 @@
 
 static const char broker_usage[] =
 	"Usage: sbx broker [--home DIR] [--config FILE] [-f] [-d]\n"
-	"       sbx broker --status | --shutdown [--home DIR]\n"
+	"       sbx broker --status|--shutdown [--home DIR]\n"
 	"\n"
 	"The exec broker of a home: mounts thread views on demand and runs\n"
 	"commands in them (sbx exec), begins and ends runs as sbx run does,\n"
@@ -146,7 +146,10 @@ int cmd_broker(int argc, char **argv, const char *home)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct broker_options o = { .runs = &broker_runs };
-	const char *op = NULL;
+	/* A request to a running broker (--status, --shutdown) and the
+	 * options of starting one are different commands: given together,
+	 * which one was meant is not ours to guess. */
+	const char *op = NULL, *start_opt = NULL;
 	char h[PATH_MAX];
 	int c;
 
@@ -158,19 +161,25 @@ int cmd_broker(int argc, char **argv, const char *home)
 			break;
 		case 'c':
 			o.config = optarg;
+			start_opt = start_opt ? start_opt : "--config";
 			break;
 		case 'f':
 			o.foreground = true;
+			start_opt = start_opt ? start_opt : "-f";
 			break;
 		case 'd':
 			o.debug = true;
+			start_opt = start_opt ? start_opt : "-d";
 			break;
 		case 's':
-			op = "status";
+		case 'x': {
+			const char *given = c == 's' ? "--status" : "--shutdown";
+			if (op && strcmp(op, given + 2))
+				return usage_error("broker", "--%s and %s exclude each other", op,
+						   given);
+			op = given + 2;
 			break;
-		case 'x':
-			op = "shutdown";
-			break;
+		}
 		case 'h':
 			fputs(broker_usage, stdout);
 			return 0;
@@ -180,6 +189,10 @@ int cmd_broker(int argc, char **argv, const char *home)
 	}
 	if (optind != argc)
 		return usage_error("broker", "unexpected argument '%s'", argv[optind]);
+	if (op && start_opt)
+		return usage_error("broker",
+				   "--%s and %s exclude each other (%s is for starting a broker)",
+				   op, start_opt, start_opt);
 	if (resolve_home("broker", home, h, sizeof(h)) < 0)
 		return 2;
 	if (op)

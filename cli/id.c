@@ -8,32 +8,45 @@
 #include <string.h>
 
 static const char id_usage[] =
-	"Usage: sbx id user RAW\n"
+	"Usage: sbx id user [--] RAW\n"
 	"       sbx id check user|thread ID\n"
 	"\n"
 	"user RAW     print the user id the reference's make_safe_user_id makes of\n"
 	"             RAW: each character outside [A-Za-z0-9_-] becomes '-', and if\n"
-	"             any did, '-' and 16 hex digits of RAW's SHA-256 follow\n"
+	"             any did, '-' and 16 hex digits of RAW's SHA-256 follow; a RAW\n"
+	"             that begins with '-' goes after --\n"
 	"check KIND ID\n"
-	"             exit 0 if ID is a valid user id ([A-Za-z0-9_-], 1 to 255) or\n"
-	"             thread id ([A-Za-z0-9_-], 1 to 64); else say why, exit 1\n";
+	"             exit 0 if ID is a valid user id (1 to 255 of [A-Za-z0-9_-]) or\n"
+	"             thread id (1 to 64 of [A-Za-z0-9_-]); else say why, exit 1\n";
 
 int cmd_id(int argc, char **argv, const char *home)
 {
 	char safe[USER_ID_MAX + 1];
-	const char *why;
+	const char *why, *word[3];
+	bool words_only = false;
+	int n = 0, h;
 
-	int r = take_leading_home("id", &argc, &argv, &home);
-
-	if (r >= 0)
-		return r;
-	(void)home; /* ids need none */
-	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		fputs(id_usage, stdout);
-		return 0;
+	/* Options anywhere, as every command takes them; after "--" only
+	 * words (a raw id may begin with '-'). */
+	for (int i = 1; i < argc; i++) {
+		if (words_only || argv[i][0] != '-' || !argv[i][1]) {
+			if (n < 3)
+				word[n] = argv[i];
+			n++;
+		} else if (!strcmp(argv[i], "--")) {
+			words_only = true;
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(id_usage, stdout);
+			return 0;
+		} else if ((h = take_home(argc, argv, &i, &home)) < 0) {
+			return usage_error("id", "--home needs a directory");
+		} else if (!h) {
+			return usage_error("id", "unrecognized option '%s'", argv[i]);
+		}
 	}
-	if (argc == 3 && !strcmp(argv[1], "user")) {
-		int r = user_id_make_safe(argv[2], safe);
+	(void)home; /* ids need none */
+	if (n == 2 && !strcmp(word[0], "user")) {
+		int r = user_id_make_safe(word[1], safe);
 		if (r < 0) {
 			fprintf(stderr, "sbx: id: %s\n",
 				r == -EINVAL ? "the raw id is empty"
@@ -43,15 +56,13 @@ int cmd_id(int argc, char **argv, const char *home)
 		puts(safe);
 		return 0;
 	}
-	if (argc == 4 && !strcmp(argv[1], "check") &&
-	    (!strcmp(argv[2], "user") || !strcmp(argv[2], "thread"))) {
-		bool user = !strcmp(argv[2], "user");
-		if ((user ? user_id_check : thread_id_check)(argv[3], &why) == 0)
+	if (n == 3 && !strcmp(word[0], "check") &&
+	    (!strcmp(word[1], "user") || !strcmp(word[1], "thread"))) {
+		bool user = !strcmp(word[1], "user");
+		if ((user ? user_id_check : thread_id_check)(word[2], &why) == 0)
 			return 0;
-		fprintf(stderr, "sbx: id: invalid %s id: %s\n", argv[2], why);
+		fprintf(stderr, "sbx: id: invalid %s id: %s\n", word[1], why);
 		return 1;
 	}
-	if (argc >= 2 && argv[1][0] == '-')
-		return usage_error("id", "unrecognized option '%s'", argv[1]);
 	return usage_error("id", "expected 'user RAW' or 'check user|thread ID'");
 }

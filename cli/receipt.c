@@ -122,7 +122,7 @@ int cmd_receipt(int argc, char **argv, const char *home)
 	struct run_args a;
 	json_error_t jerr;
 	char who[300];
-	int r = run_args_parse("receipt", receipt_usage, argc, argv, home, 0, &a);
+	int r = run_args_parse("receipt", receipt_usage, argc, argv, home, RUN_ARGS_FORMAT, &a);
 
 	if (r >= 0)
 		return r;

@@ -41,8 +41,9 @@ static const char restore_usage[] =
 	"nothing is done: one made while no run was open, one whose run was kept\n"
 	"or undone in part, and for a TIME inside a run, a change the run made\n"
 	"after TIME to what it had changed before (a view keeps a file once a\n"
-	"run, before the run first changes it). A run and the undo that took it\n"
-	"back whole are gone past.\n"
+	"run, before the run first changes it), or its removal of a file it had\n"
+	"made (a view keeps nothing of a file a run made and removed). A run and\n"
+	"the undo that took it back whole are gone past.\n"
 	"  --dry-run  print what would be done; change nothing\n";
 
 static const char log_usage[] =
@@ -299,12 +300,16 @@ static int gaps(const struct runlog *sub, const struct windows *w, const struct 
  * its events: WLOG) made to what it had made or changed before FROM and
  * was under PATH then, each said (with SAY): a view keeps what a file or
  * directory was before a run first changes it, once per run, so what the
- * run made of it by FROM is kept nowhere. Names are followed through
- * renames, of directories above them too. Returns how many, or -errno. */
+ * run made of it by FROM is kept nowhere; nor a file the run made and
+ * removed, at the name it made it under (its removal keeps nothing: a
+ * "delete" with no "keep" of its name before it). Names are followed
+ * through renames, of directories above them too. Returns how many, or
+ * -errno. */
 static int gaps_within(const struct runlog *wlog, const struct run_window *w, int64_t from,
 		       const char *path, bool say)
 {
-	struct names had = { 0 }; /* what W made or changed, by name */
+	struct names had = { 0 };  /* what W made or changed, by name */
+	struct names kept = { 0 }; /* names whose last word is a kept object */
 	bool after = false;
 	char why[160];
 	int r = 0, n = 0;
@@ -312,12 +317,31 @@ static int gaps_within(const struct runlog *wlog, const struct run_window *w, in
 	for (size_t i = 0; i < wlog->n && r == 0; i++) {
 		const struct store_event *e = &wlog->events[i];
 		bool changes = !strcmp(e->op, "modify") || !strcmp(e->op, "chmod");
+		bool keep = !strcmp(e->op, "keep") && e->object;
+		bool unkept = !strcmp(e->op, "delete") && !names_has(&kept, e->path);
+		if (keep) {
+			r = names_add(&kept, e->path);
+		} else {
+			names_forget(&kept, e->path);
+			if (e->path2)
+				names_forget(&kept, e->path2);
+		}
 		if (!after && e->at_ns >= from) {
 			after = true; /* what was elsewhere at FROM is not restored */
 			names_drop_where(&had, path, false);
 		}
 		if (e->path2 && (!strcmp(e->op, "rename") || !strcmp(e->op, "exchange"))) {
 			r = names_move(&had, e->path, e->path2, !strcmp(e->op, "exchange"));
+		} else if (after && unkept && names_has(&had, e->path)) {
+			if (say) {
+				snprintf(why, sizeof(why),
+					 "run %lld had made it before then, and a view keeps"
+					 " nothing of a file a run made and removed",
+					 (long long)w->id);
+				say_gap(e, why);
+			}
+			names_forget(&had, e->path);
+			n++;
 		} else if (!strcmp(e->op, "delete") || !strcmp(e->op, "rmdir")) {
 			names_drop(&had, e->path); /* kept whole as it went */
 		} else if (!after) {
@@ -336,6 +360,7 @@ static int gaps_within(const struct runlog *wlog, const struct run_window *w, in
 		}
 	}
 	names_free(&had);
+	names_free(&kept);
 	return r < 0 ? r : n;
 }
 

@@ -27,7 +27,8 @@
 static const char run_usage[] =
 	"Usage: sbx run begin --user ID --thread ID [--max-files N] [--home DIR]\n"
 	"       sbx run end RUN [--format text|json|html] [--home DIR]\n"
-	"       sbx run undo RUN [--dry-run] [--partial | --force] [--home DIR]\n"
+	"       sbx run undo RUN [--dry-run] [--partial | --force] [--format text|json]\n"
+	"                        [--home DIR]\n"
 	"       sbx run keep RUN [--home DIR]\n"
 	"\n"
 	"begin  tells the thread's mounted views, which from then on record each\n"
@@ -286,7 +287,8 @@ static int run_undo(int argc, char **argv, const char *home)
 	struct run_texts *texts = NULL;
 	struct run_args a;
 	int64_t undo_id = 0;
-	int r = run_args_parse("run undo", run_undo_usage, argc, argv, home, RUN_ARGS_UNDO, &a);
+	int r = run_args_parse("run undo", run_undo_usage, argc, argv, home,
+			       RUN_ARGS_UNDO | RUN_ARGS_FORMAT, &a);
 	_cleanup_(closep) int homefd = -1, from = -1;
 
 	if (r >= 0)

@@ -42,7 +42,7 @@ static const struct command {
 	  "                     start a run (a snapshot); prints its id\n"
 	  "  run end RUN [--format text|json|html]\n"
 	  "                     end it: record and print what it changed\n"
-	  "  run undo RUN [--dry-run] [--partial | --force]\n"
+	  "  run undo RUN [--dry-run] [--partial | --force] [--format text|json]\n"
 	  "                     bring back what a run changed (itself a run)\n"
 	  "  run keep RUN       drop a run's pre-images: it can no longer be undone\n" },
 	{ "runs", cmd_runs,
@@ -50,6 +50,7 @@ static const struct command {
 	  "                     a thread's runs: undoable or not, space held\n" },
 	{ "restore", cmd_restore,
 	  "  restore --user ID --thread ID PATH (--before RUN | --at TIME) [--dry-run]\n"
+	  "          [--format text|json]\n"
 	  "                     bring one file or directory back as it was\n" },
 	{ "log", cmd_log,
 	  "  log --user ID --thread ID PATH [--format text|json]\n"
@@ -68,7 +69,7 @@ static const struct command {
 	  "  watch --user ID --thread ID [--since CURSOR] [--format text|json] [--once]\n"
 	  "                     print the thread's changes as its views make them\n" },
 	{ "broker", cmd_broker,
-	  "  broker [--config FILE] [-f] [-d] [--status|--shutdown]\n"
+	  "  broker [--config FILE] [-f] [-d] | broker --status|--shutdown\n"
 	  "                     the exec broker: views on demand, commands in them\n" },
 	{ "exec", cmd_exec,
 	  "  exec --user ID --thread ID [--timeout SEC] [--env K=V]...\n"
@@ -88,7 +89,8 @@ static const struct command {
 	  "  id user RAW | id check user|thread ID\n"
 	  "                     the reference's id rules: make_safe_user_id, checks\n" },
 	{ "help", cmd_help,
-	  "  help [COMMAND]     this help, or a command's (as sbx COMMAND --help)\n" },
+	  "  help [COMMAND [SUBCOMMAND]]\n"
+	  "                     this help, or a command's, as its --help prints it\n" },
 };
 
 /* sbx --help: the commands' summaries between these two. */
@@ -105,6 +107,8 @@ static const char usage_tail[] =
 	"                     PostgreSQL server (postgresql://..., or host=... dbname=...);\n"
 	"                     default: $SBX_STORE, else store in HOME/sbx.conf, else sqlite\n"
 	"  -h, --help         show this help (sbx COMMAND --help: a command's)\n"
+	"\n"
+	"Options of sbx alone (before any command):\n"
 	"  -V, --version      show the version\n";
 
 static void usage_print(FILE *out)
@@ -123,22 +127,43 @@ static const struct command *command_find(const char *name)
 	return NULL;
 }
 
-/* sbx help [COMMAND]: the same as sbx --help or sbx COMMAND --help. */
+static const char help_usage[] =
+	"Usage: sbx help [COMMAND [SUBCOMMAND]] [--home DIR]\n"
+	"\n"
+	"Prints the summary of the commands, as sbx --help does, or the help of\n"
+	"COMMAND or of its SUBCOMMAND, as sbx COMMAND [SUBCOMMAND] --help does.\n";
+
+/* sbx help [COMMAND [SUBCOMMAND]]: sbx --help, or what sbx COMMAND
+ * [SUBCOMMAND] --help prints (a SUBCOMMAND is COMMAND's to judge). */
 static int cmd_help(int argc, char **argv, const char *home)
 {
-	const struct command *c = argc == 2 ? command_find(argv[1]) : NULL;
+	char *word[2];
+	int n = 0, h;
 
-	if (argc > 2)
-		return usage_error("help", "expected at most one COMMAND");
-	if (argc == 1 || (c && c->run == cmd_help) || !strcmp(argv[1], "--help") ||
-	    !strcmp(argv[1], "-h")) {
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(help_usage, stdout);
+			return 0;
+		}
+		if ((h = take_home(argc, argv, &i, &home)) < 0)
+			return usage_error("help", "--home needs a directory");
+		if (h)
+			continue;
+		if (argv[i][0] == '-')
+			return usage_error("help", "unrecognized option '%s'", argv[i]);
+		if (n == 2)
+			return usage_error("help", "expected at most a COMMAND and a SUBCOMMAND");
+		word[n++] = argv[i];
+	}
+	if (!n) {
 		usage_print(stdout);
 		return 0;
 	}
+	const struct command *c = command_find(word[0]);
 	if (!c)
-		return usage_error("help", "unknown command '%s'", argv[1]);
-	char *args[] = { argv[1], "--help", NULL };
-	return c->run(2, args, home);
+		return usage_error("help", "unknown command '%s'", word[0]);
+	char *args[] = { word[0], n == 2 ? word[1] : "--help", n == 2 ? "--help" : NULL, NULL };
+	return c->run(n + 1, args, home);
 }
 
 int main(int argc, char **argv)

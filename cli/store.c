@@ -124,7 +124,8 @@ int cmd_store(int argc, char **argv, const char *home)
 			return usage_error("store", "--home needs a directory");
 		if (r)
 			continue;
-		if (!strcmp(argv[i], "--force"))
+		/* --force is backup's: check and migrate do not know it. */
+		if (!strcmp(argv[i], "--force") && (!what || !strcmp(what, "backup")))
 			force = true;
 		else if (argv[i][0] == '-')
 			return usage_error("store", "unrecognized option '%s'", argv[i]);

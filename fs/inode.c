@@ -712,7 +712,8 @@ bool inode_identity(struct inode_table *t, const struct inode *ino, dev_t *dev, 
 	return known;
 }
 
-int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct stat *st)
+int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct stat *st,
+		const struct timespec *born)
 {
 	pthread_mutex_lock(&t->lock);
 	if (hash_find(t, ino->domain, st->st_dev, st->st_ino)) {
@@ -733,7 +734,10 @@ int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct s
 		attach_fd(t, ino, fd);
 	}
 	note(ino, st);
-	ino->born_known = false; /* the new object's, taken at eviction */
+	/* The new object's (else taken at eviction). */
+	ino->born_known = born != NULL;
+	if (born)
+		ino->born = *born;
 	pthread_mutex_unlock(&t->lock);
 	return 0;
 }
@@ -887,6 +891,26 @@ void inode_note_unnamed(struct inode_table *t, uint16_t domain, dev_t dev, ino_t
 	pthread_mutex_unlock(&t->lock);
 }
 
+/* True if DIR/NAME designates the object (DEV, INO) now. Called with the
+ * lock held, which it drops while it looks (a stat is I/O, and
+ * inode_fd_get() takes the lock): the caller keeps DIR alive (a pin) and
+ * NAME is its own copy; what it read of the table before may be stale
+ * after. */
+static bool names_now(struct inode_table *t, struct inode *dir, const char *name, dev_t dev,
+		      ino_t ino)
+{
+	struct stat st;
+
+	pthread_mutex_unlock(&t->lock);
+	int pfd = inode_fd_get(t, dir);
+	bool there = pfd >= 0 && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		     st.st_dev == dev && st.st_ino == ino;
+	if (pfd >= 0)
+		inode_unpin(t, dir);
+	pthread_mutex_lock(&t->lock);
+	return there;
+}
+
 void inode_name_gone(struct inode_table *t, uint16_t domain, dev_t dev, ino_t ino,
 		     struct inode *dir, const char *name)
 {
@@ -907,21 +931,13 @@ void inode_name_gone(struct inode_table *t, uint16_t domain, dev_t dev, ino_t in
 	     tries++) {
 		struct inode *alt = i->alt[0].parent;
 		char *alt_name = strdup(i->alt[0].name);
-		struct stat st;
 
 		if (!alt_name)
 			break;
-		alt->pins++; /* alive until inode_fd_get pins it too */
-		pthread_mutex_unlock(&t->lock);
-		/* Looked at unlocked: the other name may have gone too (on
-		 * the host, say), and then it is no better than the one the
-		 * table holds. */
-		int pfd = inode_fd_get(t, alt);
-		bool there = pfd >= 0 && fstatat(pfd, alt_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			     st.st_dev == dev && st.st_ino == ino;
-		if (pfd >= 0)
-			inode_unpin(t, alt);
-		pthread_mutex_lock(&t->lock);
+		alt->pins++; /* alive while it is looked at */
+		/* The other name may have gone too (on the host, say), and
+		 * then it is no better than the one the table holds. */
+		bool there = names_now(t, alt, alt_name, dev, ino);
 		/* Unless another request moved it meanwhile: the alt's ref
 		 * becomes the name's, the gone name's parent loses one. */
 		i = hash_find(t, domain, dev, ino);
@@ -946,35 +962,31 @@ void inode_name_gone(struct inode_table *t, uint16_t domain, dev_t dev, ino_t in
 	pthread_mutex_unlock(&t->lock);
 }
 
-void inode_moved(struct inode_table *t, uint16_t domain, const struct stat *st,
-		 struct inode *oldparent, const char *oldname, struct inode *newparent,
-		 const char *newname)
+/* inode_moved() of I, with the lock held; *COPY (NEWNAME's) is taken if
+ * the table keeps it (then NULL). */
+static void moved(struct inode_table *t, struct inode *i, const struct stat *st,
+		  struct inode *oldparent, const char *oldname, struct inode *newparent,
+		  char **copy)
 {
-	char *copy = strdup(newname);
-	struct inode *i, *old_parent;
+	struct inode *old_parent;
+	bool named = oldparent && i->parent == oldparent && i->name && !strcmp(i->name, oldname);
+	int k = oldparent && !named ? alt_find(i, oldparent, oldname) : -1;
 
-	if (!copy)
-		return; /* the next lookup by the new name fixes it */
-	pthread_mutex_lock(&t->lock);
-	i = hash_find(t, domain, st->st_dev, st->st_ino);
-	bool named = i && oldparent && i->parent == oldparent && i->name &&
-		     !strcmp(i->name, oldname);
-	int k = i && oldparent && !named ? alt_find(i, oldparent, oldname) : -1;
 	if (k >= 0) {
 		/* One of its other names moved, not the one the table knows
 		 * it by. */
 		newparent->refs++;
 		free(i->alt[k].name);
-		i->alt[k] = (struct inode_alt){ newparent, copy };
-		copy = NULL;
+		i->alt[k] = (struct inode_alt){ newparent, *copy };
+		*copy = NULL;
 		oldparent->refs--;
 		release_if_unused(t, oldparent);
-	} else if (i && !i->root && !i->synth &&
+	} else if (!i->root && !i->synth &&
 		   (!oldparent || S_ISDIR(st->st_mode) || st->st_nlink < 2 || named)) {
 		/* (A name of a file the table does not know moved: the ones
 		 * it knows still name it.) */
 		old_parent = i->parent;
-		if (old_parent && i->name && (k = alt_find(i, newparent, newname)) >= 0) {
+		if (old_parent && i->name && (k = alt_find(i, newparent, *copy)) >= 0) {
 			/* Another name it has is the one it has now (a rename
 			 * of one link over another, or a late word from the
 			 * watch): the one it had is another now, if it still
@@ -985,15 +997,67 @@ void inode_moved(struct inode_table *t, uint16_t domain, const struct stat *st,
 			alt_add(i, i->parent, i->name);
 			i->name = NULL;
 		}
-		set_parent(i, newparent, copy);
-		copy = NULL;
+		set_parent(i, newparent, *copy);
+		*copy = NULL;
 		if (old_parent) {
 			old_parent->refs--;
 			release_if_unused(t, old_parent);
 		}
 	}
+}
+
+void inode_moved(struct inode_table *t, uint16_t domain, const struct stat *st,
+		 struct inode *oldparent, const char *oldname, struct inode *newparent,
+		 const char *newname)
+{
+	char *copy = strdup(newname);
+	struct inode *i;
+
+	if (!copy)
+		return; /* the next lookup by the new name fixes it */
+	pthread_mutex_lock(&t->lock);
+	i = hash_find(t, domain, st->st_dev, st->st_ino);
+	if (i)
+		moved(t, i, st, oldparent, oldname, newparent, &copy);
 	pthread_mutex_unlock(&t->lock);
 	free(copy);
+}
+
+void inode_seen_as(struct inode_table *t, struct inode *ino, const struct stat *st,
+		   struct inode *dir, const char *name)
+{
+	char *copy = strdup(name), *known = NULL;
+
+	if (!copy)
+		return;
+	pthread_mutex_lock(&t->lock);
+	struct inode *at = ino->parent;
+	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1 && at && ino->name &&
+	    (known = strdup(ino->name))) {
+		/* Another name of a file that has several: a link made on
+		 * the host, or a rename of one of its names. Only where the
+		 * name the table holds no longer names it is it the latter;
+		 * a name that came and went (undo puts a removed link back
+		 * and takes it away again) must not take the place of one
+		 * that stays. */
+		at->pins++; /* alive while it is looked at */
+		bool stays = names_now(t, at, known, st->st_dev, st->st_ino);
+		if (stays && ino->parent == at && ino->name && !strcmp(ino->name, known) &&
+		    !(at == dir && !strcmp(known, name)) && alt_find(ino, dir, name) < 0 &&
+		    alt_add(ino, dir, copy)) {
+			dir->refs++;
+			copy = NULL;
+		}
+		at->pins--;
+		release_if_unused(t, at);
+		if (!stays)
+			moved(t, ino, st, NULL, NULL, dir, &copy);
+	} else {
+		moved(t, ino, st, NULL, NULL, dir, &copy);
+	}
+	pthread_mutex_unlock(&t->lock);
+	free(copy);
+	free(known);
 }
 
 struct root *inode_root(struct inode_table *t, struct inode *ino)

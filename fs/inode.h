@@ -168,9 +168,11 @@ bool inode_identity(struct inode_table *t, const struct inode *ino, dev_t *dev, 
 		    struct timespec *born);
 
 /* After a staged write was published: INO now designates the object whose
- * O_PATH fd is FD (owned) and attributes ST, the file now at its name.
- * Returns 0, or -EEXIST (FD closed) if the table already holds it. */
-int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct stat *st);
+ * O_PATH fd is FD (owned), attributes ST and birth time BORN (NULL if not
+ * known: then taken at eviction), the file now at its name. Returns 0,
+ * or -EEXIST (FD closed) if the table already holds it. */
+int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct stat *st,
+		const struct timespec *born);
 
 /* Remembers the attributes the kernel was just given for INO. */
 void inode_note_attr(struct inode_table *t, struct inode *ino, const struct stat *st);
@@ -216,6 +218,17 @@ void inode_name_gone(struct inode_table *t, uint16_t domain, dev_t dev, ino_t in
 void inode_moved(struct inode_table *t, uint16_t domain, const struct stat *st,
 		 struct inode *oldparent, const char *oldname, struct inode *newparent,
 		 const char *newname);
+
+/* The host watch saw the object INO (pinned; ST: a stat of it) appear as
+ * DIR/NAME, a name the table does not know it by. A directory, or a file
+ * with one name, was renamed there: that is its name now. A file with
+ * several names whose name in the table still designates it got another
+ * one (a link, made on the host, or put back by an undo and maybe about
+ * to go again): the new one becomes an other name, the known one stays
+ * (the file's changes through the view are journaled under it). Else
+ * (one of its names was renamed there) the new one is its name. */
+void inode_seen_as(struct inode_table *t, struct inode *ino, const struct stat *st,
+		   struct inode *dir, const char *name);
 
 /* The root directory INO is under (walks parents), or NULL for a
  * synthetic directory. */

@@ -244,7 +244,7 @@ void journal_created(struct view *v, struct inode *ino)
 	int64_t run = open_run(v);
 
 	if (run) {
-		marked(v, ino, &ino->kept, run, RUNMARK_IMAGED | RUNMARK_KEPT, true);
+		marked(v, ino, &ino->kept, run, RUNMARK_IMAGED | RUNMARK_KEPT | RUNMARK_MADE, true);
 		atomic_store_explicit(&ino->imaged, run, memory_order_release);
 	}
 }
@@ -396,12 +396,60 @@ void journal_keep_going(struct view *v, fuse_req_t req, pid_t pid, struct inode 
 	record_keep(v, req, pid, path, object, NULL, 0);
 }
 
+/* Whether object O is one the open run RUN made through the view and
+ * never renamed (or a save of one such). */
+static bool own_object(struct view *v, int64_t run, const struct runmark_object *o)
+{
+	return runmarks_test(v->journal->marks, run, o, RUNMARK_MADE, false) &&
+	       !runmarks_test(v->journal->marks, run, o, RUNMARK_RENAMED, false);
+}
+
+/* The object ST describes, born at *BORN (NULL: not known). */
+static struct runmark_object object_of(const struct stat *st, const struct timespec *born)
+{
+	return (struct runmark_object){ .dev = st->st_dev,
+					.ino = st->st_ino,
+					.born_known = born != NULL,
+					.born = born ? *born : (struct timespec){ 0 } };
+}
+
+/* True if NAME in DFD, about to go, is the open run RUN's own file or
+ * symlink: made by the run through the view, never renamed, with no
+ * other name. The run began without it and ends without it, at the name
+ * it made it under: undo has nothing to bring back, and a redo, the undo
+ * of that undo, nothing either (docs/changes.md, "What the view keeps").
+ * Only where its birth time is known: the number of a file the run made
+ * and removed unkept goes to the next new file, which a mark of the
+ * number alone would take for it. */
+static bool own_file(struct view *v, int dfd, const char *name, int64_t run)
+{
+	struct stat st;
+	struct timespec born;
+
+	if (inode_statx(dfd, name, 0, &st, &born) <= 0 || st.st_nlink != 1 || S_ISDIR(st.st_mode))
+		return false;
+	struct runmark_object o = object_of(&st, &born);
+	return own_object(v, run, &o);
+}
+
+void journal_renamed(struct view *v, const struct stat *st, const struct timespec *born)
+{
+	struct runmark_object o = object_of(st, born);
+	int64_t run = open_run(v);
+
+	/* Only a file the run made needs the word (its removal is kept). */
+	if (run && !S_ISDIR(st->st_mode) &&
+	    runmarks_test(v->journal->marks, run, &o, RUNMARK_MADE, false))
+		runmarks_test(v->journal->marks, run, &o, RUNMARK_RENAMED, true);
+}
+
 int journal_remove_kept(struct view *v, fuse_req_t req, struct inode *dir, int dfd,
 			const char *name, const struct stat *victim)
 {
 	struct journal *j = v->journal;
 	char path[PATH_MAX], object[40];
-	bool keep = victim && !S_ISDIR(victim->st_mode) && keeping(v, dir, name, path);
+	int64_t run = victim && !S_ISDIR(victim->st_mode) ? keeping(v, dir, name, path) : 0;
+	bool keep = run && !own_file(v, dfd, name, run);
 	int kept = -ENOENT;
 
 	if (keep) {
@@ -464,12 +512,22 @@ void journal_keep_replaced(struct view *v, pid_t pid, struct inode *ino, struct 
 		journal_keep_going(v, NULL, pid, dir, dfd, name);
 }
 
-void journal_published(struct view *v, struct inode *ino)
+void journal_published(struct view *v, struct inode *ino, const struct stat *after,
+		       const struct timespec *born)
 {
+	struct runmark_object o;
 	int64_t run = open_run(v);
 
-	if (run)
-		marked(v, ino, &ino->kept, run, RUNMARK_KEPT, true);
+	if (!run)
+		return;
+	o.born_known = inode_identity(v->inodes, ino, &o.dev, &o.ino, &o.born);
+	bool own = own_object(v, run, &o);
+	marked(v, ino, &ino->kept, run, RUNMARK_KEPT, true);
+	/* The run's own file saved again is still its own. */
+	if (own && after && born) {
+		struct runmark_object made = object_of(after, born);
+		runmarks_test(v->journal->marks, run, &made, RUNMARK_MADE, true);
+	}
 }
 
 /* Opens (creating) the directory of pre-images of the run begun at SINCE

@@ -1,9 +1,10 @@
 /* journal.h - the view's change journal: every create, content change,
- * mode change, delete, rename and symlink made through the view under
- * user-data/workspace and user-data/outputs, with its time and caller,
- * queued to the store writer (never written on the request path). Runs
- * read it to name renames and the process behind each change
- * (docs/changes.md). Uploads, skills and other roots are not journaled.
+ * mode change, delete, rename, exchange, symlink, hard link, mkdir and
+ * rmdir made through the view under user-data/workspace and
+ * user-data/outputs, with its time and caller, queued to the store
+ * writer (never written on the request path). Runs read it to name
+ * renames and the process behind each change (docs/changes.md).
+ * Uploads, skills and other roots are not journaled.
  *
  * While a run of the thread is open, the first change the view makes to
  * an existing file is preceded by its pre-image: the file as a snapshot
@@ -73,7 +74,10 @@ void journal_keep_going(struct view *v, fuse_req_t req, pid_t pid, struct inode 
  * NAME is no directory, by a rename into the run's directory of
  * pre-images (one call where a link and an unlink would be two; no
  * inode freed), said to the journal as kept: 1; by an unlinkat() if that
- * rename fails (said in the log if the removal succeeds unkept): 0. */
+ * rename fails (said in the log if the removal succeeds unkept): 0. Not
+ * kept either (0): a file or symlink the run made through the view at
+ * NAME, never renamed and with no other name (undo needs nothing of it:
+ * the run began and ends without it). */
 int journal_remove_kept(struct view *v, fuse_req_t req, struct inode *dir, int dfd,
 			const char *name, const struct stat *victim);
 /* Before the first entry of directory DIR (fd DFD) is made, removed or
@@ -86,8 +90,18 @@ void journal_keep_attrs(struct view *v, fuse_req_t req, struct inode *ino, int f
  * the run made or published before, or one kept by a copy). */
 void journal_keep_replaced(struct view *v, pid_t pid, struct inode *ino, struct inode *dir, int dfd,
 			   const char *name);
-/* INO is the new file a publication made: its content needs no keeping. */
-void journal_published(struct view *v, struct inode *ino);
+/* The object a stat of which is ST (born at *BORN, NULL if not known)
+ * was just renamed through the view: if the open run made it, its
+ * removal is kept from now on (the rename's undo needs it at its new
+ * name). */
+void journal_renamed(struct view *v, const struct stat *st, const struct timespec *born);
+/* A publication just made a new file (attributes AFTER, birth time BORN;
+ * each NULL if not known) of INO, whose identity is still the replaced
+ * file's: its content needs no keeping, and if the run made the replaced
+ * one (and never renamed it), the new one is as much the run's own
+ * (journal_remove_kept()). */
+void journal_published(struct view *v, struct inode *ino, const struct stat *after,
+		       const struct timespec *born);
 
 /* Pre-images are taken for the run opened at SINCE (0: none), announced
  * by the caller of REQ (NULL: the daemon itself, at mount). */

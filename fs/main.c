@@ -96,8 +96,8 @@ static const char usage_text[] =
 	"answers; unmount with 'sbx umount MOUNTPOINT' or 'fusermount3 -u'.\n"
 	"\n"
 	"Options:\n"
-	"  --user ID                 user id (required; [A-Za-z0-9._-], 1-128 chars)\n"
-	"  --thread ID               thread id (required; same rules)\n"
+	"  --user ID                 user id (required): 1 to 255 of [A-Za-z0-9_-]\n"
+	"  --thread ID               thread id (required): 1 to 64 of [A-Za-z0-9_-]\n"
 	"  --home DIR                $SBX_HOME (default: $SBX_HOME, else /var/lib/sbxfs\n"
 	"                            for root, else $XDG_DATA_HOME/sbxfs or\n"
 	"                            ~/.local/share/sbxfs)\n"
@@ -544,7 +544,23 @@ static int check_mountpoint(const char *mp)
 	}
 	snprintf(parent, sizeof(parent), "%s/..", mp);
 	if (stat(parent, &up) == 0 && up.st_dev != st.st_dev) {
-		log_error("%s is already a mount point; unmount it first (sbx umount %s)", mp, mp);
+		char type[64];
+		/* sbx umount takes down views only: for anything else, say
+		 * what is there and what does unmount it. */
+		int r = view_mounted_at(mp, type, sizeof(type));
+		if (r > 0)
+			log_error(
+				"%s is already a mount point, a view: unmount it first (sbx umount %s)",
+				mp, mp);
+		else if (r == 0)
+			log_error(
+				"%s is already a mount point, a %s mount, not an sbxfs view: unmount"
+				" it with umount(8), or choose another mount point",
+				mp, type);
+		else
+			log_error("%s is already a mount point: unmount it first, or choose another"
+				  " mount point",
+				  mp);
 		return -EBUSY;
 	}
 	if (geteuid() != 0 && !have_program("fusermount3")) {

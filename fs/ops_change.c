@@ -97,15 +97,19 @@ void change_end(struct change *c, ssize_t result, bool changed)
 	io_end(&c->io);
 }
 
-/* Tells the inode table where the object now called DIR/NAME, which was
- * FROM/FROM_NAME, lives. */
+/* Tells the inode table, and the journal, where the object now called
+ * DIR/NAME, which was FROM/FROM_NAME, lives. */
 static void note_moved(struct view *v, struct inode *from, const char *from_name, struct inode *dir,
 		       int dfd, const char *name)
 {
 	struct stat st;
+	struct timespec born;
+	int r = inode_statx(dfd, name, 0, &st, &born);
 
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+	if (r >= 0) {
 		inode_moved(v->inodes, dir->domain, &st, from, from_name, dir, name);
+		journal_renamed(v, &st, r ? &born : NULL);
+	}
 }
 
 static bool name_exchange(const struct name_change *nc)

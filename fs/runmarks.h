@@ -1,6 +1,6 @@
 /* runmarks.h - what the view has done for the open run to each object it
  * changed: its pre-image taken, its content (or a directory's attributes)
- * kept, or made by the run (journal.h). Held by object, not by the
+ * kept, made or renamed by the run (journal.h). Held by object, not by the
  * view's inode: the kernel forgets inodes it no longer caches (memory
  * pressure), and the inode the view makes when it finds the object again
  * starts blank. Without this, the next change of a file the run made kept
@@ -26,9 +26,11 @@
 #include <time.h>
 
 enum {
-	RUNMARK_IMAGED = 1, /* its pre-image is in the journal */
-	RUNMARK_KEPT = 2,   /* what it was when the run began is kept, or
-			     * the run made it */
+	RUNMARK_IMAGED = 1,  /* its pre-image is in the journal */
+	RUNMARK_KEPT = 2,    /* what it was when the run began is kept, or
+			      * the run made it */
+	RUNMARK_MADE = 4,    /* the run made it through the view */
+	RUNMARK_RENAMED = 8, /* the run renamed it through the view */
 };
 
 struct runmark_object {

@@ -739,15 +739,18 @@ int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
 	}
 	s->name[0] = '\0';
 	s->state = STAGE_PUBLISHED;
-	journal_published(v, ino);
+	struct timespec born;
+	int known = inode_statx(s->fd, "", AT_EMPTY_PATH, &after, &born);
+	bool have_after = known >= 0;
+	journal_published(v, ino, have_after ? &after : NULL, known > 0 ? &born : NULL);
 	view_release(v, ino, NULL); /* the replaced version's space */
-	bool have_after = fstat(s->fd, &after) == 0;
 	gate_unlock(&t, have_after ? &after : NULL, true);
 	/* The view's inode is the new file from now on. */
 	int path_fd = have_after ? confine_reopen(s->fd, O_PATH) : -1;
 	if (have_after)
 		ino->save_base = version_of(&after);
-	if (path_fd >= 0 && (r = inode_rekey(v->inodes, ino, path_fd, &after)) == 0)
+	if (path_fd >= 0 &&
+	    (r = inode_rekey(v->inodes, ino, path_fd, &after, known > 0 ? &born : NULL)) == 0)
 		inode_note_attr(v->inodes, ino, &after);
 	else
 		log_warn("published '%s', but the view could not follow it to its new inode: %s",

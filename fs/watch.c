@@ -273,7 +273,7 @@ static void handle_event(struct watch *w, struct inode *dir, const struct inotif
 							 strlen(e->name));
 			fuse_lowlevel_notify_inval_inode(w->se, id_of(dir), -1, 0);
 			if (child)
-				inode_moved(t, dir->domain, &st, NULL, NULL, dir, e->name);
+				inode_seen_as(t, child, &st, dir, e->name);
 		}
 	} else {
 		child = inode_find_changed(t, dir->domain, &st);

@@ -179,8 +179,7 @@ START_TEST(test_cli_every_command_has_help_and_short_named_errors)
 		ck_assert_msg(!strncmp(help, "Usage: sbx ", 11) && named &&
 				      named < strstr(help, "\n\n"),
 			      "sbx %s --help:\n%.600s", c, help);
-		if (!strchr(c, ' '))
-			EQ_OUT(help, "'%s' help %s", sbx, c);
+		EQ_OUT(help, "'%s' help %s", sbx, c);
 		/* --home before or after the command, as sbx --help says. */
 		EQ_OUT(help, "'%s' %s --home /nonexistent --help", sbx, c);
 		err = errors_of(fmt_cmd("'%s' %s --bogus", sbx, c), &st);
@@ -414,6 +413,218 @@ START_TEST(test_cli_store_backup_while_a_view_writes)
 }
 END_TEST
 
+/* The commands and subcommands sbx --help lists (its lines that begin
+ * with two spaces and a command, "|" between alternatives): each as
+ * "COMMAND" or "COMMAND SUBCOMMAND" in OUT, at most MAX. */
+static size_t listed_commands(const char *summary, char out[][64], size_t max)
+{
+	const char *p = strstr(summary, "Commands:\n"), *end = p ? strstr(p, "\n\n") : NULL;
+	size_t n = 0;
+
+	ck_assert_msg(p && end, "%s", summary);
+	for (p = strchr(p, '\n') + 1; p < end; p = strchr(p, '\n') + 1) {
+		if (strncmp(p, "  ", 2) || p[2] < 'a' || p[2] > 'z')
+			continue;
+		/* The usage, before the description (two spaces). */
+		char *usage = strndup(p + 2, strcspn(p + 2, "\n")), *cut = strstr(usage, "  ");
+		if (cut)
+			*cut = '\0';
+		for (char *part = usage, *next; part; part = next) {
+			next = strstr(part, " | ");
+			while (next && (next[3] < 'a' || next[3] > 'z'))
+				next = strstr(next + 3, " | ");
+			if (next) {
+				*next = '\0';
+				next += 3;
+			}
+			char cmd[32] = "", sub[64] = "";
+			sscanf(part, "%31s %63s", cmd, sub);
+			if (!*sub || strspn(sub, "abcdefghijklmnopqrstuvwxyz|") != strlen(sub)) {
+				ck_assert(n < max);
+				snprintf(out[n++], 64, "%s", cmd);
+				continue;
+			}
+			for (char *w = strtok(sub, "|"); w; w = strtok(NULL, "|")) {
+				ck_assert(n < max);
+				snprintf(out[n++], 64, "%s %s", cmd, w);
+			}
+		}
+		free(usage);
+	}
+	return n;
+}
+
+/* sbx help COMMAND [SUBCOMMAND] prints what sbx COMMAND [SUBCOMMAND]
+ * --help does, for everything sbx --help lists. */
+START_TEST(test_cli_help_of_every_listed_command_and_subcommand)
+{
+	const char *sbx = strdup(test_bin("sbx"));
+	char listed[64][64], *err;
+	size_t n = listed_commands(OUT("'%s' --help", sbx), listed, 64), subs = 0;
+	int st;
+
+	for (size_t i = 0; i < n; i++) {
+		char *help = OUT("'%s' %s --help", sbx, listed[i]);
+		ck_assert_msg(!strncmp(help, "Usage: sbx ", 11), "sbx %s --help:\n%.300s",
+			      listed[i], help);
+		EQ_OUT(help, "'%s' help %s", sbx, listed[i]);
+		subs += strchr(listed[i], ' ') != NULL;
+	}
+	/* run begin|end|undo|keep, store check|migrate|backup, id user|check. */
+	ck_assert_msg(subs == 9, "%zu subcommands found in sbx --help", subs);
+	/* A subcommand is its command's to judge, as without help. */
+	err = errors_of(fmt_cmd("'%s' help run frob", sbx), &st);
+	ck_assert_int_eq(st, 2);
+	SAME(err, "sbx: run: expected begin, end, undo or keep\nTry 'sbx run --help'.\n");
+	/* sbx id user --help is help, not the id made of "--help". */
+	ck_assert(strstr(OUT("'%s' id user --help", sbx), "Usage: sbx id user"));
+	EQ_OUT("--help\n", "'%s' id user -- --help", sbx);
+}
+END_TEST
+
+/* The id rules the helps state are those common/ids.c applies: a user
+ * 1 to 255 of [A-Za-z0-9_-], a thread 1 to 64 of them. */
+START_TEST(test_cli_helps_state_the_id_rules_that_apply)
+{
+	const char *sbx = strdup(test_bin("sbx")), *sbxfs = strdup(test_bin("sbxfs")),
+		   *home = strdup(test_dir("idhome"));
+	char u[257], t[66];
+
+	memset(u, 'u', 256);
+	u[256] = '\0';
+	memset(t, 't', 65);
+	t[65] = '\0';
+	/* sbxfs refuses 256 and 65 characters and '.' (usage errors, 2), and
+	 * takes 255 and 64 (then fails on the missing mount point, 1). */
+	ck_assert_int_eq(STATUS("'%s' --home '%s' --user %s --thread t /nonexistent 2>/dev/null",
+				sbxfs, home, u),
+			 2);
+	ck_assert_int_eq(STATUS("'%s' --home '%s' --user u --thread %s /nonexistent 2>/dev/null",
+				sbxfs, home, t),
+			 2);
+	ck_assert_int_eq(STATUS("'%s' --home '%s' --user u.v --thread t /nonexistent 2>/dev/null",
+				sbxfs, home),
+			 2);
+	u[255] = t[64] = '\0';
+	ck_assert_int_eq(STATUS("'%s' --home '%s' --user %s --thread %s /nonexistent 2>/dev/null",
+				sbxfs, home, u, t),
+			 1);
+	char *helps[] = { fmt_cmd("'%s' --help", sbxfs), fmt_cmd("'%s' mount --help", sbx) };
+	for (size_t i = 0; i < 2; i++) {
+		char *help = OUT("%s", helps[i]);
+		ck_assert_msg(strstr(help,
+				     "--user ID                 user id (required): 1 to 255 of"
+				     " [A-Za-z0-9_-]\n") &&
+				      strstr(help,
+					     "--thread ID               thread id (required): 1 to"
+					     " 64 of [A-Za-z0-9_-]\n"),
+			      "%.1600s", help);
+	}
+	char *id = OUT("'%s' id --help", sbx);
+	ck_assert_msg(strstr(id, "user id (1 to 255 of [A-Za-z0-9_-])") &&
+			      strstr(id, "thread id (1 to 64 of [A-Za-z0-9_-])"),
+		      "%s", id);
+}
+END_TEST
+
+/* --status and --shutdown are requests to a running broker, the other
+ * options start one: given together they are a usage error naming both,
+ * and the broker is not asked anything. */
+START_TEST(test_cli_broker_refuses_options_that_exclude_each_other)
+{
+	const char *sbx = strdup(test_bin("sbx")), *home = strdup(broker_start("bconflict", NULL));
+	static const char *const given[][2] = {
+		{ "--status --shutdown", "--status and --shutdown exclude each other" },
+		{ "--shutdown --status", "--shutdown and --status exclude each other" },
+		{ "--shutdown -f", "--shutdown and -f exclude each other (-f is for starting a"
+				   " broker)" },
+		{ "-d --status",
+		  "--status and -d exclude each other (-d is for starting a broker)" },
+		{ "--config /dev/null --shutdown", "--shutdown and --config exclude each other"
+						   " (--config is for starting a broker)" },
+	};
+	int st;
+
+	for (size_t i = 0; i < sizeof(given) / sizeof(*given); i++) {
+		char *err = errors_of(fmt_cmd("'%s' broker --home '%s' %s", sbx, home, given[i][0]),
+				      &st);
+		int serves = STATUS("'%s' broker --home '%s' --status >/dev/null", sbx, home);
+		ck_assert_msg(st == 2 && serves == 0,
+			      "sbx broker %s: exit %d, then --status %d: %s", given[i][0], st,
+			      serves, err);
+		SAME(err, fmt_cmd("sbx: broker: %s\nTry 'sbx broker --help'.\n", given[i][1]));
+	}
+	broker_stop(home);
+}
+END_TEST
+
+/* A mount point that something else is mounted on: the message says
+ * what, and the advice works (sbx umount takes views down, nothing else). */
+START_TEST(test_cli_mount_on_a_mount_point_says_what_unmounts_it)
+{
+	const char *sbx = strdup(test_bin("sbx")), *home = strdup(test_dir("mphome"));
+	char *fs = strdup(test_dir("mptmpfs")), *err;
+	int st;
+
+	if (geteuid() == 0) {
+		ck_assert_int_eq(mount("tmpfs", fs, "tmpfs", 0, "size=1m"), 0);
+		err = errors_of(fmt_cmd("'%s' mount --home '%s' --user alice --thread t '%s'", sbx,
+					home, fs),
+				&st);
+		umount2(fs, MNT_DETACH); /* before any assertion can fail */
+		ck_assert_int_eq(st, 1);
+		ONE_LINE(
+			err, "sbx: mount: ",
+			"is already a mount point, a tmpfs mount, not an sbxfs view: unmount it with"
+			" umount(8), or choose another mount point");
+		ck_assert_msg(!strstr(err, "sbx umount"), "%s", err);
+	}
+	/* A view there: sbx umount is what takes it down. */
+	err = errors_of(fmt_cmd("'%s' mount --home '%s' --user alice --thread other '%s'", sbx,
+				V.home, V.mnt),
+			&st);
+	ck_assert_int_eq(st, 1);
+	ONE_LINE(err, "sbx: mount: ",
+		 fmt_cmd("is already a mount point, a view: unmount it first (sbx umount %s)",
+			 V.mnt));
+}
+END_TEST
+
+/* Runs tests/tools/helptruth.py CHECK on the programs under test: it
+ * must find no difference (those it found are the failure's message). */
+static void helptruth(const char *check)
+{
+	const char *sbx = test_bin("sbx");
+	char *dir = strndup(sbx, (size_t)(strrchr(sbx, '/') - sbx));
+	int st;
+	char *out = capture(fmt_cmd("python3 tests/tools/helptruth.py %s '%s' 2>&1", check, dir),
+			    &st);
+
+	ck_assert_msg(st == 0, "helptruth.py %s: exit %d\n%.3000s", check, st, out);
+}
+
+/* Each option a parser takes is in the command's --help, its man page and
+ * configuration.md's table, and nothing else is (tests/tools/helptruth.py). */
+START_TEST(test_cli_help_and_docs_name_the_options_the_parsers_take)
+{
+	helptruth("options");
+}
+END_TEST
+
+/* The states sbx doctor prints are those sbx.1 and its --help list. */
+START_TEST(test_cli_doctor_states_are_the_documented_ones)
+{
+	helptruth("doctor");
+}
+END_TEST
+
+/* The ops sbx watch can print are those the docs list. */
+START_TEST(test_cli_watch_ops_are_the_documented_ones)
+{
+	helptruth("watch");
+}
+END_TEST
+
 START_TEST(test_cli_broker_says_where_it_serves)
 {
 	const char *home = test_dir("bhome");
@@ -438,6 +649,13 @@ Suite *suite_cli(void)
 	tcase_add_test(tc, test_cli_reads_of_unknown_threads_say_so);
 	tcase_add_test(tc, test_cli_every_command_has_help_and_short_named_errors);
 	tcase_add_test(tc, test_cli_broker_says_where_it_serves);
+	tcase_add_test(tc, test_cli_help_of_every_listed_command_and_subcommand);
+	tcase_add_test(tc, test_cli_helps_state_the_id_rules_that_apply);
+	tcase_add_test(tc, test_cli_broker_refuses_options_that_exclude_each_other);
+	tcase_add_test(tc, test_cli_mount_on_a_mount_point_says_what_unmounts_it);
+	tcase_add_test(tc, test_cli_help_and_docs_name_the_options_the_parsers_take);
+	tcase_add_test(tc, test_cli_doctor_states_are_the_documented_ones);
+	tcase_add_test(tc, test_cli_watch_ops_are_the_documented_ones);
 	tcase_add_test(tc, test_cli_store_check_and_migrate);
 	tcase_add_test(tc, test_cli_an_empty_or_foreign_store_file_is_refused);
 	tcase_add_test(tc, test_cli_a_foreign_postgresql_database_is_refused);

@@ -99,16 +99,39 @@ START_TEST(test_quota_charges_extended_attributes)
 }
 END_TEST
 
-/* While a run is open, a removed file stays as undo's pre-image: its
- * space stays taken, and counts. */
-START_TEST(test_quota_counts_undo_s_pre_images)
+static void run_begin(void)
 {
 	OUT("'%s' run begin --home '%s' --user u --thread t", test_bin("sbx"), Q.home);
-	char *out = output(fmt_cmd("cd '%s' && for i in 1 2 3 4 5 6 7 8; do"
-				   " head -c 30M /dev/zero > f$i && rm f$i || break; done 2>&1",
+}
+
+/* While a run is open, a removed file stays as undo's pre-image: its
+ * space stays taken, and counts; so does one the run made and renamed
+ * before removing it (undo brings it back to reverse the rename). */
+START_TEST(test_quota_counts_undo_s_pre_images)
+{
+	OK("head -c 30M /dev/zero > '%s'", ws_of(&Q, "old"));
+	run_begin();
+	char *out = output(fmt_cmd("cd '%s' && rm old && head -c 30M /dev/zero 2>&1 > f",
 				   ws_of(&Q, "%s", "")));
 	ck_assert_msg(strstr(out, "Disk quota exceeded"), "%s", out);
 	ck_assert_int_le(host_mib(), QUOTA_MIB + 1);
+	OK("cd '%s' && rm -f f && head -c 10M /dev/zero > t && mv t u && rm u",
+	   ws_of(&Q, "%s", ""));
+	out = output(fmt_cmd("cd '%s' && head -c 10M /dev/zero 2>&1 > f", ws_of(&Q, "%s", "")));
+	ck_assert_msg(strstr(out, "Disk quota exceeded"), "%s", out);
+	ck_assert_int_le(host_mib(), QUOTA_MIB + 1);
+}
+END_TEST
+
+/* But a file the run made and removed (at the name it made it under,
+ * with no other name) is not kept: undo needs nothing of it, and its
+ * space is free again. */
+START_TEST(test_quota_a_file_the_run_made_and_removed_is_not_kept)
+{
+	run_begin();
+	OK("cd '%s' && for i in 1 2 3 4 5 6 7 8; do head -c 30M /dev/zero > f$i && rm f$i; done",
+	   ws_of(&Q, "%s", ""));
+	ck_assert_int_le(host_mib(), 1);
 }
 END_TEST
 
@@ -123,6 +146,7 @@ Suite *suite_view_quota(void)
 	tcase_add_test(tc, test_quota_counts_files_at_any_depth);
 	tcase_add_test(tc, test_quota_charges_extended_attributes);
 	tcase_add_test(tc, test_quota_counts_undo_s_pre_images);
+	tcase_add_test(tc, test_quota_a_file_the_run_made_and_removed_is_not_kept);
 	suite_add_tcase(s, tc);
 	return s;
 }

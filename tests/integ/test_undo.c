@@ -329,6 +329,16 @@ START_TEST(test_undo_of_a_new_hard_link)
 }
 END_TEST
 
+/* The journal's rows of RUN (op and path below the workspace) for ops
+ * OPS ("'link', 'delete'"), one "op path" a line. */
+static char *run_rows(const char *run, const char *ops)
+{
+	return OUT("tests/tools/sbxsql '%s' \"SELECT op, substr(path, 26) FROM journal WHERE op IN"
+		   " (%s) AND at_ns >= (SELECT begun_ns FROM runs WHERE id = %s) ORDER BY id\" |"
+		   " tr '|' ' '",
+		   V.home, ops, run);
+}
+
 /* After `ln c other && rm other`, the view's table falls back to the name
  * it knew c by: the later changes are journaled under c (the run's own
  * events name other only for its link and its removal). */
@@ -338,11 +348,31 @@ START_TEST(test_undo_after_a_hard_link_came_and_went)
 	char *run = begin();
 	IN_VIEW("ln c other && rm other && chmod 644 c && echo again >> c");
 	end(run);
-	EQ_OUT("link other\ndelete other\nchmod c\nmodify c\n",
-	       "tests/tools/sbxsql '%s' \"SELECT op, substr(path, 26) FROM journal WHERE op IN"
-	       " ('create', 'link', 'delete', 'chmod', 'modify') AND at_ns >= (SELECT begun_ns FROM runs"
-	       " WHERE id = %s) ORDER BY id\" | tr '|' ' '",
-	       V.home, run);
+	SAME(run_rows(run, "'create', 'link', 'delete', 'chmod', 'modify'"),
+	     "link other\ndelete other\nchmod c\nmodify c\n");
+}
+END_TEST
+
+/* DEFECT (the test above failed 1 time in 20 under load): the undo before
+ * it puts the removed link back (the kept name moved to other) and takes
+ * it away again, on the host. When the host watch looked at other between
+ * the two, the view's table took other for c's new name and forgot c: the
+ * run's chmod and append of c were journaled under other, a name gone.
+ * Here the watch is made to look then: the name the host makes last shows
+ * through the view (which cached its absence) only once the watch has
+ * handled the events before it. The same for a link made on the host. */
+START_TEST(test_undo_after_a_hard_link_came_and_went_on_the_host)
+{
+	const char *aside = test_dir("aside");
+
+	IN_VIEW("echo x > c && echo y > d && ! test -e seen");
+	ON_HOST("ln c '%s/k' && mv '%s/k' other && ln d other2 && touch seen", aside, aside);
+	ck_assert(eventually(exists, vpath(&V, "user-data/workspace/seen")));
+	ON_HOST("rm other other2");
+	char *run = begin();
+	IN_VIEW("chmod 600 c && echo more >> d");
+	end(run);
+	SAME(run_rows(run, "'chmod', 'modify'"), "chmod c\nmodify d\n");
 }
 END_TEST
 
@@ -404,6 +434,47 @@ static void forgotten(void)
 	undo(run);
 	SAME(print_tree(DIRS), before);
 }
+
+/* A file the run made through the view and removed at the name it made
+ * it under (with no other name, never renamed; saved again or not), and a
+ * symlink so made, are unlinked, not kept: the run began and ended without
+ * them, so its undo has nothing to bring back, and the undo's undo
+ * neither. What the run renamed (r, removed as k) or linked (l, of j,
+ * which stays) before removing it is kept, and so is a file older than
+ * the run: k, l, old. The undo and the redo are exact. */
+START_TEST(test_undo_keeps_nothing_of_a_file_the_run_made_and_removed)
+{
+	IN_VIEW("echo old > old");
+	char *before = print_tree(DIRS), *run = begin();
+	IN_VIEW("echo n > n && rm n && echo s > s && echo t > s && rm s && ln -s x sl && rm sl &&"
+		" echo r > r && mv r k && rm k && echo j > j && ln j l && rm l && rm old");
+	end(run);
+	char *after = print_tree(DIRS);
+	EQ_OUT("3\n", "ls '%s' | wc -l", undo_dir(run));
+	char *u = undo(run);
+	SAME(print_tree(DIRS), before);
+	undo(u);
+	SAME(print_tree(DIRS), after);
+	/* Undorand, seed 59: the run's own b saved again (a new file),
+	 * exchanged with d/a, saved again there (whose new file may take the
+	 * number the first b had, a mark of which must not count for it),
+	 * then removed: kept, as a file the run renamed is ("cannot exchange
+	 * back .../d/a -> .../b", exit 1, when it was not). */
+	IN_VIEW("mkdir 2");
+	before = print_tree(DIRS);
+	run = begin();
+	const char *save = "printf x | dd of=b conv=notrunc status=none";
+	IN_VIEW("cd 2 && mkdir d && echo b > b && mkdir d/a && %s && %s && fallocate -l 8192 d/a &&"
+		" rm d/a",
+		save, EXCHANGE("b", "d/a"));
+	end(run);
+	after = print_tree(DIRS);
+	u = undo(run);
+	SAME(print_tree(DIRS), before);
+	undo(u);
+	SAME(print_tree(DIRS), after);
+}
+END_TEST
 
 START_TEST(test_undo_after_the_kernel_forgot_what_the_run_made)
 {
@@ -1185,9 +1256,9 @@ START_TEST(test_restore_at_refuses_what_a_run_kept_once)
 {
 	IN_VIEW("echo v1 > f && mkdir e && echo 1 > e/x && echo m > m");
 	char *r = begin();
-	IN_VIEW("echo v2 > f && echo 2 > e/x && mv e e2 && echo m2 > m");
+	IN_VIEW("echo v2 > f && echo 2 > e/x && mv e e2 && echo m2 > m && echo made > made");
 	char *t = now_utc();
-	IN_VIEW("echo v3 > f && echo 3 > e2/x && chmod 600 m");
+	IN_VIEW("echo v3 > f && echo 3 > e2/x && chmod 600 m && rm made");
 	end(r);
 	static const char *const cases[][2] = { { "f", "f: modify" },
 						{ "e2", "e2/x: modify" },
@@ -1201,6 +1272,13 @@ START_TEST(test_restore_at_refuses_what_a_run_kept_once)
 				strstr(err, "nothing was changed"),
 			"%s", err);
 	}
+	/* A file the run made and then removed: kept nowhere either. */
+	char *err = restore_refused(WS "made --at %s", t);
+	ck_assert_msg(strstr(err, "  " WS "made: delete at ") &&
+			      strstr(err, fmt_cmd("run %s had made it before then, and a view keeps"
+						  " nothing of a file a run made and removed",
+						  r)),
+		      "%s", err);
 }
 END_TEST
 
@@ -1519,8 +1597,10 @@ Suite *suite_view_undo(void)
 	tcase_add_test(tc, test_undo_in_place_change_of_a_hard_link);
 	tcase_add_test(tc, test_undo_of_a_new_hard_link);
 	tcase_add_test(tc, test_undo_after_a_hard_link_came_and_went);
+	tcase_add_test(tc, test_undo_after_a_hard_link_came_and_went_on_the_host);
 	tcase_add_test(tc, test_undo_of_a_file_that_had_three_names);
 	tcase_add_test(tc, test_undo_of_a_link_renamed_over_a_kept_file);
+	tcase_add_test(tc, test_undo_keeps_nothing_of_a_file_the_run_made_and_removed);
 	tcase_add_test(tc, test_undo_after_the_kernel_forgot_what_the_run_made);
 	tcase_add_test(tc, test_undo_a_build);
 	tcase_add_test(tc, test_undo_in_place_changes);

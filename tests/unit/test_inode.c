@@ -193,7 +193,7 @@ START_TEST(test_inode_rekeyed_is_known_by_its_new_birth_time)
 	int fd = confine_lookup(f.top->fd, "f0");
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(fstat(fd, &st), 0);
-	ck_assert_int_eq(inode_rekey(f.t, a, fd, &st), 0);
+	ck_assert_int_eq(inode_rekey(f.t, a, fd, &st, NULL), 0);
 	pad = look(&f, "f1"); /* evicts f0's fd */
 	ck_assert_int_lt(a->fd, 0);
 	ck_assert_int_eq(inode_stat_evicted(f.t, a, &st), 0);
@@ -336,6 +336,43 @@ START_TEST(test_inode_rename_of_an_unknown_other_name_keeps_the_known_one)
 	inode_name_gone(f.t, 0, a->dev, a->ino, f.top, "k");
 	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/g");
 	inode_forget(f.t, a, 2);
+	inode_table_free(f.t);
+}
+END_TEST
+
+/* Names the host watch saw appear (inode_seen_as): one that came on the
+ * host while the name the table knows stays (a link, or a link undo puts
+ * back and takes away again) is another name, and the known one stays
+ * when it goes (then a removal of the known name through the view finds
+ * it gone); a rename of the known name moves it. */
+START_TEST(test_inode_a_name_seen_on_the_host_keeps_the_one_that_stays)
+{
+	struct fixture f;
+	char p[3][PATH_MAX + 8], k[PATH_MAX + 8], path[PATH_MAX];
+	struct inode *a = three_names(&f, p);
+	struct stat st;
+
+	snprintf(k, sizeof(k), "%s/k", f.dir);
+	ck_assert_int_eq(lstat(p[1], &st), 0);
+	inode_seen_as(f.t, a, &st, f.top, "g");
+	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/f0");
+	ck_assert_str_eq(a->alt[0].name, "g");
+	inode_seen_as(f.t, a, &st, f.top, "g"); /* again: known */
+	ck_assert_ptr_null(a->alt[1].name);
+	ck_assert_int_eq(unlink(p[1]), 0);
+	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/f0");
+	/* The known name renamed on the host: the new one is its name. */
+	ck_assert_int_eq(rename(p[0], k), 0);
+	ck_assert_int_eq(lstat(k, &st), 0);
+	inode_seen_as(f.t, a, &st, f.top, "k");
+	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/k");
+	/* Its one name (h went): the same. */
+	ck_assert_int_eq(unlink(p[2]), 0);
+	ck_assert_int_eq(rename(k, p[0]), 0);
+	ck_assert_int_eq(lstat(p[0], &st), 0);
+	inode_seen_as(f.t, a, &st, f.top, "f0");
+	ck_assert_str_eq(inode_path(f.t, a, NULL, path, sizeof(path)), "top/f0");
+	inode_forget(f.t, a, 1);
 	inode_table_free(f.t);
 }
 END_TEST
@@ -493,6 +530,7 @@ Suite *suite_unit_inode(void)
 	tcase_add_test(tc, test_inode_keeps_the_first_other_name_of_a_file);
 	tcase_add_test(tc, test_inode_rename_of_an_unknown_other_name_keeps_the_known_one);
 	tcase_add_test(tc, test_inode_keeps_three_names_looked_up_in_turn);
+	tcase_add_test(tc, test_inode_a_name_seen_on_the_host_keeps_the_one_that_stays);
 	tcase_add_test(tc, test_inode_forget_frees_and_lookups_count);
 	tcase_add_test(tc, test_inode_open_handles_keep_their_fd_beyond_the_budget);
 	tcase_add_test(tc, test_runmarks_are_kept_per_object_and_run);
