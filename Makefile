@@ -59,6 +59,9 @@ EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
               exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c \
               exec/watch.c
+# The broker itself (broker_int.h): only sbx runs it; the tests reach it
+# through bin/sbx.
+BROKER_SRC := exec/broker.c exec/transport.c exec/broker_ops.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/skills.c fs/view.c fs/ops.c fs/ops_change.c \
               fs/ops_entry.c fs/ops_file.c fs/ops_dir.c fs/ops_xattr.c fs/watch.c fs/channel.c \
               fs/gate.c fs/gate_request.c fs/stage.c fs/journal.c fs/runmarks.c fs/quota.c \
@@ -106,7 +109,7 @@ $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC)) $(STORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) -lpthread
 
-$(BIN)/sbx: $(call obj,$(CLI_SRC) exec/broker.c $(EXEC_SRC) $(COMMON_SRC)) $(STORE_LIB)
+$(BIN)/sbx: $(call obj,$(CLI_SRC) $(BROKER_SRC) $(EXEC_SRC) $(COMMON_SRC)) $(STORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) $(SECCOMP_LIBS) -lpthread
 

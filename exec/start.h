@@ -1,7 +1,7 @@
 /* start.h - everything one command or shell session needs to start, in
  * either mode: the program and its arguments, its environment, the
  * launch steps (launch.h), bubblewrap's info descriptor, and its cgroup
- * leaf (limits.h). One-off commands (broker.c) and sessions (session.c)
+ * leaf (limits.h). One-off commands (broker_ops.c) and sessions (session.c)
  * start the same way.
  */
 #ifndef SBX_START_H

@@ -1,0 +1,897 @@
+/* broker_ops.c - see broker_ops.h. */
+#include "broker_ops.h"
+#include "cgroup.h"
+#include "config.h"
+#include "env.h"
+#include "guard.h"
+#include "hostpath.h"
+#include "output.h"
+#include "provider.h"
+#include "request.h"
+#include "runner.h"
+#include "sandbox.h"
+#include "session.h"
+#include "start.h"
+#include "transport.h"
+#include "watch.h"
+#include "common/cleanup.h"
+#include "common/clock.h"
+#include "common/home.h"
+#include "common/ids.h"
+#include "common/log.h"
+#include "store/follow.h"
+#include "store/lease.h"
+#include "store/receipt.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* ---- acquire, release, status ------------------------------------------- */
+
+static void op_acquire(struct client *c, const struct request *q)
+{
+	char mount[PATH_MAX], sid[SANDBOX_ID_LEN + 1], err[PATH_MAX + 128];
+
+	if (provider_acquire(c->b->provider, q->user, q->thread, q->owner, mount, sizeof(mount),
+			     sid, err, sizeof(err)) < 0) {
+		send_error(c, q->id, "mount_failed", "%s", err);
+		return;
+	}
+	send_ok(c, q->id,
+		json_pack("{s:s, s:s, s:s}", "sandbox", sid, "mount", mount, "owner", q->owner));
+}
+
+static void op_release(struct client *c, const struct request *q)
+{
+	int r = provider_release(c->b->provider, q->user, q->thread, q->owner);
+
+	if (r >= 0) /* its scope's shell, once its command is done */
+		sessions_end_scope(c->b->sessions, q->user, q->thread, q->owner);
+	if (r < 0)
+		send_error(c, q->id, "no_lease", "%s holds no lease on %s/%s", q->owner, q->user,
+			   q->thread);
+	else
+		send_ok(c, q->id, json_pack("{s:b}", "parked", r == 1));
+}
+
+static void status_view(void *arg, const char *user, const char *thread, const char *sid,
+			const char *mount, uid_t uid, size_t leases, size_t running, bool mounted)
+{
+	json_array_append_new(arg, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:s}", "user",
+					     user, "thread", thread, "sandbox", sid, "mount", mount,
+					     "uid", (json_int_t)uid, "leases", (json_int_t)leases,
+					     "running", (json_int_t)running, "state",
+					     !mounted		 ? "unmounted"
+					     : leases || running ? "active"
+								 : "parked"));
+}
+
+static void op_status(struct client *c, json_t *id)
+{
+	json_t *views = json_array();
+
+	if (views)
+		provider_each(c->b->provider, status_view, views);
+	send_ok(c, id,
+		json_pack("{s:o, s:i}", "views", views ? views : json_array(), "pid",
+			  (int)getpid()));
+}
+
+/* ---- the store ---------------------------------------------------------- */
+
+/* A store for one request: the one kept open, or a new one. A request
+ * that opened its own store would pay, on PostgreSQL, for a connection,
+ * a server process and the schema's check: more than most requests. */
+static int store_take(struct broker *b, struct store **s, char *err, size_t errlen)
+{
+	pthread_mutex_lock(&b->lock);
+	*s = b->kept;
+	b->kept = NULL;
+	pthread_mutex_unlock(&b->lock);
+	return *s ? 0 : store_open(b->home, s, err, errlen);
+}
+
+/* Gives S back: kept for the next request, unless one is kept already. */
+static void store_give(struct broker *b, struct store *s)
+{
+	store_rollback(s); /* what a request left in a turn it did not end */
+	store_unfence(s);  /* each request fences it for its own thread */
+	pthread_mutex_lock(&b->lock);
+	if (!b->kept) {
+		b->kept = s;
+		s = NULL;
+	}
+	pthread_mutex_unlock(&b->lock);
+	if (s)
+		store_close(s);
+}
+
+/* The error reply of a request about run RUN (0: a thread's) that failed
+ * with -errno R, doing WHAT. */
+static void send_run_error(struct client *c, const struct request *q, int r, const char *what)
+{
+	if (r == -ENOENT && q->run)
+		send_error(c, q->id, "no_such_run", "no run %lld", q->run);
+	else if (r == -ENOENT)
+		send_error(c, q->id, "no_such_thread", "no thread %s/%s in %s", q->user, q->thread,
+			   c->b->home);
+	else if (r == -EALREADY)
+		send_error(c, q->id, "run_ended", "run %lld has ended: its receipt is recorded",
+			   q->run);
+	else if (r == -EBUSY)
+		send_error(c, q->id, "owned_elsewhere",
+			   "the run's thread is mounted on another host (sbx hosts)");
+	else
+		send_error(c, q->id, "internal", "cannot %s: %s (the broker's log says more)", what,
+			   strerror(-r));
+}
+
+/* ---- runs --------------------------------------------------------------- */
+
+static void op_run(struct client *c, const struct request *q)
+{
+	struct broker *b = c->b;
+	char err[PATH_MAX + 256];
+	struct store *s;
+	json_t *changes = NULL;
+	int64_t run = q->run;
+	int r;
+
+	if (store_take(b, &s, err, sizeof(err)) < 0) {
+		send_error(c, q->id, "internal", "%s", err);
+		return;
+	}
+	if (q->op == REQ_RUN_BEGIN)
+		r = b->runs->begin(s, b->home, q->user, q->thread, (size_t)q->max_files, &run);
+	else
+		r = b->runs->end(s, b->home, q->run, &changes);
+	store_give(b, s);
+	if (r < 0) {
+		send_run_error(c, q, r, q->op == REQ_RUN_BEGIN ? "begin the run" : "end the run");
+		return;
+	}
+	if (q->op == REQ_RUN_BEGIN) {
+		log_info("run %lld of %s/%s begun", (long long)run, q->user, q->thread);
+		send_ok(c, q->id, json_pack("{s:I}", "run", (json_int_t)run));
+	} else {
+		log_info("run %lld ended", (long long)run);
+		send_ok(c, q->id,
+			json_pack("{s:I, s:o}", "run", (json_int_t)run, "changes", changes));
+	}
+}
+
+/* ---- present ------------------------------------------------------------ */
+
+static void append_path(void *arg, const char *path)
+{
+	json_array_append_new(arg, json_string(path));
+}
+
+/* PATH as a message shows it: at most 256 bytes, then "...", never half
+ * a character (jansson refuses a message that is not UTF-8). */
+static const char *shown(const char *path, char buf[264])
+{
+	size_t n = strlen(path);
+
+	if (n > 256)
+		for (n = 256; n && ((unsigned char)path[n] & 0xc0) == 0x80; n--)
+			;
+	snprintf(buf, 264, "%.*s%s", (int)n, path, path[n] ? "..." : "");
+	return buf;
+}
+
+/* Records the paths an agent presented during a run, as sbx present. */
+static void op_present(struct client *c, const struct request *q)
+{
+	char err[PATH_MAX + 256], path[264];
+	struct store *s;
+	const char *why;
+	size_t bad;
+	json_t *paths = json_array();
+
+	if (receipt_tool_check(q->tool, &why) < 0) {
+		send_error(c, q->id, "bad_request", "'tool': %s", why);
+		json_decref(paths);
+		return;
+	}
+	if (!paths || store_take(c->b, &s, err, sizeof(err)) < 0) {
+		send_error(c, q->id, "internal", "%s", paths ? err : "out of memory");
+		json_decref(paths);
+		return;
+	}
+	int r = receipt_present(s, c->b->home, q->run, q->tool, q->paths, q->npaths, &bad,
+				append_path, paths);
+	store_give(c->b, s);
+	if (r == 0) {
+		log_info("present: run %lld: %zu path%s by %s", q->run, q->npaths,
+			 q->npaths == 1 ? "" : "s", q->tool);
+		send_ok(c, q->id,
+			json_pack("{s:I, s:s, s:O}", "run", (json_int_t)q->run, "tool", q->tool,
+				  "paths", paths));
+	} else if (r == -EINVAL) {
+		send_error(c, q->id, "path_refused", RECEIPT_REFUSED_FMT,
+			   shown(q->paths[bad], path));
+	} else {
+		send_run_error(c, q, r, "record the presentation");
+	}
+	json_decref(paths);
+}
+
+/* ---- watch -------------------------------------------------------------- */
+
+/* Events per read of the journal. While the outbox holds WATCH_OUTBOX_MAX
+ * the journal is not read: a client that reads slowly holds back its own
+ * watch (the journal keeps what it has not taken yet), never the broker,
+ * and loses nothing. */
+#define WATCH_BATCH 64
+#define WATCH_OUTBOX_MAX (OUTBOX_MAX / 2)
+/* A read even when no write of the store was seen (follow.h). */
+#define WATCH_FALLBACK_MS 1000
+
+struct watch_ctx {
+	struct client *c;
+	json_t *id;
+	unsigned long long sent;
+};
+
+static int send_event(void *arg, const struct follow_event *e)
+{
+	struct watch_ctx *w = arg;
+	json_t *o = json_pack("{s:s}", "type", "event"), *ev = watch_event_json(e);
+	int r = o && ev && json_object_update(o, ev) == 0 ? 0 : -ENOMEM;
+
+	json_decref(ev);
+	if (r < 0) {
+		json_decref(o);
+		return r;
+	}
+	if (w->id)
+		json_object_set(o, "id", w->id);
+	r = send_queued(w->c, o);
+	if (r == 0)
+		w->sent++;
+	return r;
+}
+
+/* Why a watch ended. */
+enum watch_end { WATCH_GONE, WATCH_STOPPED, WATCH_NEXT_REQUEST, WATCH_FAILED };
+
+/* Q's thread's journal, followed from Q's cursor, in *F. Returns 0, or
+ * -errno once the error reply is sent (no_such_thread: no such user or
+ * thread in the home). */
+static int watch_open(struct client *c, const struct request *q, struct follow **f)
+{
+	struct broker *b = c->b;
+	char err[PATH_MAX + 256];
+	const char *missing = "home";
+	_cleanup_(closep) int homefd = open(b->home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int r = homefd < 0 ? neg_errno() : home_thread_find(homefd, q->user, q->thread, &missing);
+
+	if (r == -ENOENT && strcmp(missing, "home")) {
+		if (!strcmp(missing, "user"))
+			send_error(c, q->id, "no_such_thread", "unknown user %s (no %s/users/%s)",
+				   q->user, b->home, q->user);
+		else
+			send_error(c, q->id, "no_such_thread",
+				   "unknown thread %s/%s (no %s/users/%s/threads/%s)", q->user,
+				   q->thread, b->home, q->user, q->thread);
+		return r;
+	}
+	if (r < 0) {
+		send_error(c, q->id, "internal", "cannot look up the thread");
+		return r;
+	}
+	*f = NULL;
+	r = follow_open(b->home, q->user, q->thread, q->since, f, err, sizeof(err));
+	if (r < 0)
+		send_error(c, q->id, "internal", "%s", err);
+	return r;
+}
+
+/* Sends W's client the start of its watch (the cursor), then F's events
+ * as they come, until the client goes away, sends its next request, the
+ * broker stops, or something fails (the error in *ERR). Returns which. */
+static enum watch_end watch_stream(struct watch_ctx *w, struct follow *f, int *err)
+{
+	struct client *c = w->c;
+	struct broker *b = c->b;
+	json_t *start = json_pack("{s:s, s:I}", "type", "watching", "cursor",
+				  (json_int_t)follow_cursor(f));
+	if (start && w->id)
+		json_object_set(start, "id", w->id);
+	int r = start ? send_queued(c, start) : -ENOMEM;
+	enum watch_end end = r == -EPIPE ? WATCH_GONE : WATCH_FAILED;
+	bool more = false, half_closed = false;
+	while (r == 0) {
+		if (c->outbox_len < WATCH_OUTBOX_MAX) {
+			int n = follow_read(f, WATCH_BATCH, send_event, w);
+			if (n < 0) {
+				r = n;
+				end = n == -EPIPE ? WATCH_GONE : WATCH_FAILED;
+				break;
+			}
+			more = n == WATCH_BATCH;
+		}
+		/* The client: POLLHUP once it has closed; POLLIN for a
+		 * next request (or EOF: a half-close, then no more POLLIN);
+		 * POLLOUT while the outbox holds something. */
+		struct pollfd p[3] = {
+			{ c->fd, (half_closed ? 0 : POLLIN) | (c->outbox_len ? POLLOUT : 0), 0 },
+			{ b->stop[0], POLLIN, 0 },
+			{ follow_fd(f), POLLIN, 0 },
+		};
+		bool now = more && c->outbox_len < WATCH_OUTBOX_MAX;
+		int n = poll(p, 3, now ? 0 : follow_timeout(f, WATCH_FALLBACK_MS));
+		if (n < 0 && errno != EINTR) {
+			r = -errno;
+			break;
+		}
+		if (p[1].revents) {
+			end = WATCH_STOPPED;
+			break;
+		}
+		if (p[0].revents & (POLLHUP | POLLERR)) {
+			end = WATCH_GONE;
+			break;
+		}
+		if (p[0].revents & POLLIN) {
+			char x;
+			ssize_t k = recv(c->fd, &x, 1, MSG_PEEK | MSG_DONTWAIT);
+			if (k > 0) {
+				end = WATCH_NEXT_REQUEST;
+				break;
+			}
+			half_closed = k == 0;
+		}
+		if ((p[0].revents & POLLOUT) && flush_outbox(c, false) == -EPIPE) {
+			end = WATCH_GONE;
+			break;
+		}
+		r = follow_wait(f, 0);
+		r = r == -EINTR || r > 0 ? 0 : r;
+	}
+	*err = r;
+	return end;
+}
+
+/* Streams the changes of a thread's journal (store/follow.h) until the
+ * client closes its connection (no reply), sends another request (a
+ * final reply with the cursor, then that request is served) or the
+ * broker stops (the same, with "stopped"). A client that half-closes
+ * still gets its events. */
+static void op_watch(struct client *c, const struct request *q)
+{
+	struct follow *f;
+	int r;
+
+	if (watch_open(c, q, &f) < 0)
+		return;
+	struct watch_ctx w = { c, q->id, 0 };
+	enum watch_end end = watch_stream(&w, f, &r);
+	int64_t cursor = follow_cursor(f);
+	follow_close(f);
+	log_info("watch %s/%s: %llu event%s up to cursor %lld, %s", q->user, q->thread, w.sent,
+		 w.sent == 1 ? "" : "s", (long long)cursor,
+		 end == WATCH_GONE	     ? "the client went away"
+		 : end == WATCH_STOPPED	     ? "the broker stops"
+		 : end == WATCH_NEXT_REQUEST ? "a next request came"
+					     : strerror(-r));
+	if (end == WATCH_GONE)
+		return;
+	if (end == WATCH_FAILED) {
+		send_error(c, q->id, "internal", "cannot read the journal: %s", strerror(-r));
+		return;
+	}
+	json_t *o = json_pack("{s:I}", "cursor", (json_int_t)cursor);
+	if (o && end == WATCH_STOPPED)
+		json_object_set_new(o, "stopped", json_true());
+	send_ok(c, q->id, o);
+}
+
+/* ---- exec: turns, output, the exit -------------------------------------- */
+
+/* A place among the one-off commands of USER's THREAD (bash_max_sessions
+ * at once); waits, but gives up when the client goes away (-ECANCELED)
+ * or the broker stops (-ESHUTDOWN). */
+static int admit(struct client *c, const char *user, const char *thread)
+{
+	struct broker *b = c->b;
+	struct slot *s = NULL;
+	int r = 0;
+
+	pthread_mutex_lock(&b->lock);
+	for (size_t i = 0; i < b->nslots && !s; i++)
+		if (!strcmp(b->slots[i].user, user) && !strcmp(b->slots[i].thread, thread))
+			s = &b->slots[i];
+	if (!s) {
+		struct slot *v = realloc(b->slots, (b->nslots + 1) * sizeof(*v));
+		if (!v) {
+			pthread_mutex_unlock(&b->lock);
+			return -ENOMEM;
+		}
+		b->slots = v;
+		s = &b->slots[b->nslots++];
+		memset(s, 0, sizeof(*s));
+		snprintf(s->user, sizeof(s->user), "%s", user);
+		snprintf(s->thread, sizeof(s->thread), "%s", thread);
+	}
+	size_t at = (size_t)(s - b->slots);
+	if (s->running >= b->config.bash_max_sessions)
+		log_info("exec %s/%s: waits for a turn (%u one-off commands at once,"
+			 " bash_max_sessions)",
+			 user, thread, b->config.bash_max_sessions);
+	while (b->slots[at].running >= b->config.bash_max_sessions) {
+		struct timespec until = deadline_in(CLOCK_REALTIME, 100000000);
+		pthread_cond_timedwait(&b->admitted, &b->lock, &until);
+		struct pollfd p = { c->fd, 0, 0 }; /* POLLHUP: it closed */
+		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) {
+			r = -ECANCELED;
+			break;
+		}
+		if (broker_stopping(b)) {
+			r = -ESHUTDOWN;
+			break;
+		}
+	}
+	if (r == 0)
+		b->slots[at].running++;
+	pthread_mutex_unlock(&b->lock);
+	return r;
+}
+
+static void leave(struct broker *b, const char *user, const char *thread)
+{
+	pthread_mutex_lock(&b->lock);
+	for (size_t i = 0; i < b->nslots; i++)
+		if (!strcmp(b->slots[i].user, user) && !strcmp(b->slots[i].thread, thread) &&
+		    b->slots[i].running)
+			b->slots[i].running--;
+	pthread_cond_broadcast(&b->admitted);
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* Output on its way to the client, as valid UTF-8 chunks: a character
+ * cut by a read waits for the rest; in host mode whole lines, so that a
+ * host path is never split before it is masked. */
+#define HOLD_MAX 65536
+
+struct stream_ctx {
+	struct client *c;
+	json_t *id;
+	char *pending[2]; /* not yet sent, per stream */
+	size_t npending[2];
+	const struct hostpath_mask *mask; /* host mode: host directories */
+};
+
+static void send_chunk(struct stream_ctx *s, int i, const char *data, size_t len, bool all)
+{
+	size_t keep = 0;
+	_cleanup_(freep) char *text = utf8_clean(data, len, all ? NULL : &keep);
+
+	if (!text || !*text)
+		return;
+	_cleanup_(freep) char *masked = s->mask ? hostpath_mask(text, s->mask) : NULL;
+	json_t *o = json_pack("{s:s, s:s, s:s}", "type", "output", "stream",
+			      i == 0 ? "stdout" : "stderr", "data", masked ? masked : text);
+	if (o && s->id)
+		json_object_set(o, "id", s->id);
+	if (o)
+		send_json(s->c, o, true);
+	/* What utf8_clean() left (a cut character) stays pending. */
+	memmove(s->pending[i], data + len - keep, keep);
+	s->npending[i] = keep;
+}
+
+static void on_output(void *arg, int stream, const char *data, size_t len)
+{
+	struct stream_ctx *s = arg;
+	int i = stream - 1;
+	char *p = realloc(s->pending[i], s->npending[i] + len);
+
+	if (!p)
+		return;
+	s->pending[i] = p;
+	memcpy(p + s->npending[i], data, len);
+	s->npending[i] += len;
+	size_t upto = s->npending[i];
+	if (s->mask && upto <= HOLD_MAX) {
+		char *nl = memrchr(p, '\n', upto);
+		if (!nl)
+			return;
+		upto = (size_t)(nl - p) + 1;
+	}
+	size_t rest = s->npending[i] - upto;
+	_cleanup_(freep) char *tail = rest ? malloc(rest) : NULL;
+	if (rest && !tail)
+		return;
+	if (rest)
+		memcpy(tail, p + upto, rest);
+	send_chunk(s, i, p, upto, false);
+	/* Pending now: a cut character, then the unfinished line. */
+	if (rest) {
+		memcpy(s->pending[i] + s->npending[i], tail, rest);
+		s->npending[i] += rest;
+	}
+}
+
+/* Sends what is still pending and lets go of the buffers. */
+static void stream_flush(struct stream_ctx *s)
+{
+	for (int i = 0; i < 2; i++) {
+		if (s->npending[i])
+			send_chunk(s, i, s->pending[i], s->npending[i], true);
+		free(s->pending[i]);
+	}
+}
+
+static void after_spawn(void *arg)
+{
+	start_spawned(arg);
+}
+
+/* Runs a one-off command as SS describes it. */
+static int run_one_off(const struct start_spec *ss, struct run_spec *spec, struct run_result *res,
+		       char *err, size_t errlen)
+{
+	struct start st;
+	int r = start_prepare(&st, ss, err, errlen);
+
+	if (r < 0)
+		return r;
+	spec->argv = st.argv;
+	spec->envp = st.envp;
+	spec->cwd = st.cwd;
+	spec->launch = st.launch;
+	spec->info_fd = st.info;
+	spec->leaf = st.leaf;
+	spec->after_spawn = after_spawn;
+	spec->after_spawn_arg = &st;
+	r = run_command(spec, res);
+	start_free(&st);
+	return r;
+}
+
+/* The reply to a command that ran: its text, status, and what ended it. */
+static void send_exit(struct client *c, json_t *id, const struct run_result *res, unsigned timeout,
+		      const struct hostpath_mask *mask)
+{
+	char notice[128];
+
+	if (res->stopped)
+		snprintf(notice, sizeof(notice),
+			 "The broker shut down while the command ran,"
+			 " and stopped it.");
+	else
+		cgroups_notice(c->b->limits, res->killed, notice, sizeof(notice));
+	_cleanup_(freep) char *text = output_text(&res->out, &res->err, res->code, res->timed_out,
+						  timeout, notice, OUTPUT_MAX_CHARS);
+	_cleanup_(freep) char *masked = text && mask ? hostpath_mask(text, mask) : NULL;
+	json_t *o = json_pack("{s:s, s:i, s:b, s:s, s:I, s:I}", "type", "exit", "code", res->code,
+			      "timed_out", res->timed_out, "output",
+			      masked ? masked
+			      : text ? text
+				     : "",
+			      "stdout_bytes", (json_int_t)res->out.total, "stderr_bytes",
+			      (json_int_t)res->err.total);
+	if (o && res->stopped)
+		json_object_set_new(o, "stopped", json_true());
+	if (o && c->dropped) /* the output above has it all */
+		json_object_set_new(o, "events_dropped", json_true());
+	c->dropped = false;
+	if (o && res->killed)
+		json_object_set_new(o, "killed",
+				    json_pack("{s:s, s:s}", "limit",
+					      res->killed == LIMIT_MEMORY ? "memory" : "pids",
+					      "notice", notice));
+	send_ok(c, id, o);
+}
+
+/* ---- exec: one command, step by step ------------------------------------ */
+
+/* Host mode's masks: the host directories a command's output may name,
+ * each shown as its virtual path. */
+struct host_masks {
+	char thread_dir[PATH_MAX + 2 * ID_MAX + 32];
+	char pub[PATH_MAX + 16], legacy[PATH_MAX + 16], custom[PATH_MAX + ID_MAX + 32],
+		integ[PATH_MAX + 32];
+	struct hostpath_mask list[7];
+};
+
+/* The masks of USER's THREAD of HOME, whose view is mounted on MOUNT, in
+ * M: its list, which ends with a NULL from. */
+static const struct hostpath_mask *host_masks_build(struct host_masks *m, const char *home,
+						    const char *user, const char *thread,
+						    const char *mount)
+{
+	snprintf(m->thread_dir, sizeof(m->thread_dir), "%s/users/%s/threads/%s", home, user,
+		 thread);
+	/* The skill categories' host directories (fs/view.c), each shown
+	 * as its own virtual path. */
+	snprintf(m->pub, sizeof(m->pub), "%s/skills/public", home);
+	snprintf(m->legacy, sizeof(m->legacy), "%s/skills/custom", home);
+	snprintf(m->custom, sizeof(m->custom), "%s/users/%s/skills/custom", home, user);
+	snprintf(m->integ, sizeof(m->integ), "%s/integrations/skills", home);
+	const struct hostpath_mask list[] = {
+		{ mount, "/mnt" },
+		{ m->thread_dir, "/mnt" },
+		{ m->pub, "/mnt/skills/public" },
+		{ m->legacy, "/mnt/skills/legacy" },
+		{ m->custom, "/mnt/skills/custom" },
+		{ m->integ, "/mnt/skills/integrations" },
+		{ NULL, NULL },
+	};
+	_Static_assert(sizeof(list) == sizeof(m->list), "host_masks: the list's length");
+	memcpy(m->list, list, sizeof(list));
+	return m->list;
+}
+
+/* One exec request on its way through op_exec's steps. */
+struct exec_job {
+	struct client *c;
+	const struct request *q;
+	bool host;				  /* host mode: asked for, or isolation = host */
+	bool in_session;			  /* in its scope's shell, else a one-off command */
+	unsigned timeout;			  /* seconds */
+	const char *names[CONFIG_MAX_MOUNTS + 1]; /* the extra mounts', NULL-ended */
+	char *command;				  /* the identity prefix, then Q's (malloc'd) */
+	struct sandbox_view sv;			  /* its view, from exec_enter() on */
+	char err[PATH_MAX + 512];		  /* why it could not run, or "" */
+};
+
+static void exec_job_free(struct exec_job *j)
+{
+	free(j->command);
+}
+
+/* J's mode and its command with the identity prefix. Returns 0, or
+ * -errno once the refusal is sent: host bash disabled (-EPERM), no
+ * sandbox for namespace mode (-EOPNOTSUPP), a path host mode's guard
+ * refuses (-EPERM), no memory. */
+static int exec_prepare(struct exec_job *j)
+{
+	struct broker *b = j->c->b;
+	const struct config *cf = &b->config;
+	const struct request *q = j->q;
+	char why[1024];
+
+	j->host = q->host || cf->isolation == ISOLATION_HOST;
+	/* Explicit variables mean a one-off command: a session's shell
+	 * would keep them for the scope's later commands. */
+	j->in_session = q->scope && q->nenv == 0;
+	j->timeout = q->timeout ? q->timeout : cf->timeout;
+	if (j->host && !cf->allow_host_bash) {
+		send_error(
+			j->c, q->id, "host_bash_disabled",
+			"host bash is disabled: it runs commands on this machine itself, with the "
+			"broker's rights, and is not a secure boundary. Only on a fully trusted "
+			"machine, set allow_host_bash = true in [broker] of %s/" CONFIG_FILE
+			" and restart the broker.",
+			b->home);
+		return -EPERM;
+	}
+	if (!j->host && !b->sandbox) {
+		send_error(j->c, q->id, "start_failed", "%s", b->sandbox_err);
+		return -EOPNOTSUPP;
+	}
+	for (size_t i = 0; i < cf->nmounts; i++)
+		j->names[i] = cf->mounts[i].name;
+	j->names[cf->nmounts] = NULL;
+	/* Host mode's best-effort guard (not a boundary: guard.h). */
+	if (j->host && guard_check(q->command, j->names, why, sizeof(why)) < 0) {
+		send_error(j->c, q->id, "path_refused", "%s", why);
+		return -EPERM;
+	}
+	_cleanup_(freep) char *prefix = NULL;
+	if (identity_prefix(q->channel_user_id, q->channel_user_id_len, &prefix) < 0 ||
+	    asprintf(&j->command, "%s%s", prefix, q->command) < 0) {
+		j->command = NULL;
+		send_error(j->c, q->id, "internal", "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* J's turn and its view: a place among its sandbox's one-off commands
+ * (a command of a session needs none), then the view, mounted if
+ * needed. Returns 0, or -errno once the reply is sent (none to a client
+ * that went away while it waited). exec_leave() gives both back. */
+static int exec_enter(struct exec_job *j)
+{
+	struct broker *b = j->c->b;
+	const struct request *q = j->q;
+	int r = j->in_session ? 0 : admit(j->c, q->user, q->thread);
+
+	if (r == -ESHUTDOWN) {
+		send_shutting_down(j->c, q->id);
+		return r;
+	}
+	if (r < 0) {
+		if (r != -ECANCELED)
+			send_error(j->c, q->id, "internal", "%s", strerror(-r));
+		return r;
+	}
+	r = provider_use(b->provider, q->user, q->thread, &j->sv, j->err, sizeof(j->err));
+	if (r < 0) {
+		if (!j->in_session)
+			leave(b, q->user, q->thread);
+		send_error(j->c, q->id, "mount_failed", "%s", j->err);
+	}
+	return r;
+}
+
+static void exec_leave(struct exec_job *j)
+{
+	struct broker *b = j->c->b;
+
+	if (!j->in_session)
+		leave(b, j->q->user, j->q->thread);
+	provider_unuse(b->provider, j->q->user, j->q->thread);
+}
+
+/* Runs J's command in its view, in its scope's shell or on its own, its
+ * output streamed through OUT. Returns 0 with RES filled, or -errno (and
+ * why in J's err, if the sandbox or the session said): -EIO when the
+ * sandbox never started, -EBUSY when no session is to be had. */
+static int exec_run(struct exec_job *j, struct stream_ctx *out, struct run_result *res)
+{
+	struct broker *b = j->c->b;
+	const struct config *cf = &b->config;
+	const struct request *q = j->q;
+	char ws[PATH_MAX + 32];
+	int r;
+
+	snprintf(ws, sizeof(ws), "%s/user-data/workspace", j->sv.mount);
+	struct start_spec ss = {
+		.sandbox = b->sandbox,
+		.limits = b->limits,
+		.user = q->user,
+		.thread = q->thread,
+		.cmd = { j->sv.mount, j->names, j->command, cf->network, &j->sv.ident, q->env },
+		.base_env = environ,
+		.env_pass = cf->env_pass,
+		.host = j->host,
+		.host_cwd = ws,
+	};
+	struct run_spec spec = {
+		.timeout_s = j->timeout,
+		.on_output = on_output,
+		.arg = out,
+		.cancel_fd = j->c->fd,
+		.stop_fd = b->stop[0],
+		.info_fd = -1,
+	};
+	j->err[0] = '\0';
+	if (j->in_session) {
+		struct session_spec sp = { q->scope, &ss };
+		_cleanup_(freep) char *cmd =
+			j->host ? hostpath_rewrite(j->command, j->sv.mount, j->names) : NULL;
+		r = j->host && !cmd ? -ENOMEM
+				    : session_run(b->sessions, &sp, j->host ? cmd : j->command,
+						  &spec, res, j->err, sizeof(j->err));
+	} else {
+		r = run_one_off(&ss, &spec, res, j->err, sizeof(j->err));
+	}
+	if (r == 0 && res->start_failed) {
+		/* bwrap said why on stderr, before any command ran (and the
+		 * runner held it back from the client). */
+		start_failure(res->err.data, res->err.len, j->err, sizeof(j->err));
+		run_result_free(res);
+		r = -EIO;
+	}
+	return r;
+}
+
+/* The end of J's command, which ran (R 0: RES) or not (R -errno): its
+ * exit, or why it could not run; logged either way. A command its client
+ * gave up on (RES cancelled) gets no exit. MASK: host mode's, or NULL. */
+static void exec_reply(struct exec_job *j, int r, struct run_result *res,
+		       const struct hostpath_mask *mask)
+{
+	const struct request *q = j->q;
+
+	if (r < 0) {
+		log_warn("exec %s/%s: %s", q->user, q->thread, *j->err ? j->err : strerror(-r));
+		send_error(j->c, q->id, r == -EBUSY ? "session_limit" : "start_failed", "%s",
+			   *j->err ? j->err : strerror(-r));
+		return;
+	}
+	log_info("exec %s/%s%s: exit %d%s", q->user, q->thread, j->host ? " (host)" : "", res->code,
+		 res->timed_out		       ? " (timed out)"
+		 : res->cancelled	       ? " (client gone)"
+		 : res->stopped		       ? " (stopped: shutting down)"
+		 : res->killed == LIMIT_MEMORY ? " (out of memory)"
+		 : res->killed == LIMIT_PIDS   ? " (process limit)"
+					       : "");
+	if (!res->cancelled)
+		send_exit(j->c, q->id, res, j->timeout, mask);
+	run_result_free(res);
+}
+
+/* Runs a command (docs/protocol.md, exec) and streams its output: the
+ * refusals first, then its turn and its view, then the command. */
+static void op_exec(struct client *c, const struct request *q)
+{
+	_cleanup_(exec_job_free) struct exec_job j = { .c = c, .q = q };
+	struct host_masks masks;
+	struct run_result res;
+
+	if (exec_prepare(&j) < 0 || exec_enter(&j) < 0)
+		return;
+	struct stream_ctx out = {
+		.c = c,
+		.id = q->id,
+		.mask = j.host ? host_masks_build(&masks, c->b->home, q->user, q->thread,
+						  j.sv.mount)
+			       : NULL,
+	};
+	int r = exec_run(&j, &out, &res);
+	exec_leave(&j);
+	stream_flush(&out);
+	exec_reply(&j, r, &res, out.mask);
+}
+
+/* ---- a request ---------------------------------------------------------- */
+
+void broker_dispatch(struct client *c, const char *line, size_t len)
+{
+	struct request q;
+	const char *code;
+	char err[512];
+
+	if (request_parse(line, len, &q, &code, err, sizeof(err)) < 0) {
+		send_error(c, q.id, code, "%s", err);
+		request_free(&q);
+		return;
+	}
+	if (broker_stopping(c->b) && q.op != REQ_SHUTDOWN) {
+		send_shutting_down(c, q.id);
+		request_free(&q);
+		return;
+	}
+	switch (q.op) {
+	case REQ_PING:
+		send_ok(c, q.id, json_pack("{s:s}", "version", SBX_VERSION));
+		break;
+	case REQ_ACQUIRE:
+		op_acquire(c, &q);
+		break;
+	case REQ_RELEASE:
+		op_release(c, &q);
+		break;
+	case REQ_EXEC:
+		op_exec(c, &q);
+		break;
+	case REQ_PRESENT:
+		op_present(c, &q);
+		break;
+	case REQ_RUN_BEGIN:
+	case REQ_RUN_END:
+		op_run(c, &q);
+		break;
+	case REQ_WATCH:
+		op_watch(c, &q);
+		break;
+	case REQ_STATUS:
+		op_status(c, q.id);
+		break;
+	case REQ_SHUTDOWN:
+		log_info("shutdown requested (uid %u)", (unsigned)c->uid);
+		send_ok(c, q.id, NULL);
+		broker_stop(c->b);
+		break;
+	}
+	request_free(&q);
+}
