@@ -187,8 +187,8 @@ END_TEST
  * of its changes (tests/tools/killshim.c), from a fresh tree and run
  * each time: every path is at one end, and a second undo brings the
  * tree back exactly. Six kill points of five seeds here; make stress
- * takes every kill point of more (some of which show the kills still
- * open: a path put back in a version the run made, then replaced). */
+ * takes every kill point of more (a few of which meet the exceptions
+ * docs/changes.md names: docs/reliability.md lists them). */
 START_TEST(test_differential_undo_killed)
 {
 	const char *extra[] = { "--rbw", "off", NULL };
