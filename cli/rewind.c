@@ -46,6 +46,10 @@ enum step_kind {
 	STEP_DIR,	/* not a step: the attributes of the directory PATH
 			* before the undo first changed its entries */
 	STEP_FAIL,	/* the step before it failed: with its errno */
+	STEP_SHADOW,	/* not a step: PATH's shadow begins (OBJECT its name,
+			 * ERR its state, INO the file linked); see "shadows" */
+	STEP_PUBLISH,	/* not a step: PATH gets what its shadow holds (INO:
+			 * that inode, 0: nothing) */
 	STEP_KINDS
 };
 
@@ -55,6 +59,7 @@ static const char *const step_words[STEP_KINDS] = {
 	[STEP_ATTR] = "attr",	       [STEP_MKDIR] = "mkdir",	   [STEP_SWAP] = "swap",
 	[STEP_SWAP_KEEP] = "swapkeep", [STEP_INPLACE] = "inplace", [STEP_DIR] = "dir",
 	[STEP_FAIL] = "fail",	       [STEP_OVER] = "over",	   [STEP_MOVE_KEPT] = "movekept",
+	[STEP_SHADOW] = "shadow",      [STEP_PUBLISH] = "publish",
 };
 
 /* One log line: step SEQ (the index of the event it undoes). */
@@ -112,7 +117,136 @@ struct rewind {
 	uint64_t next_name;	     /* object_name()'s */
 	struct seen *seen;	     /* what rewind_check() found, by path */
 	size_t nseen;
+	struct shadow *shadows; /* by path, then window (shadows_plan()) */
+	size_t nshadows;
+	size_t *by_first, *by_last; /* their indexes, by where their windows end */
+	int to;			    /* rewind_apply()'s directory, where the shadows are */
 };
+
+/* ---- shadows -------------------------------------------------------------- *
+ *
+ * A path that the steps change more than once (write c; rm c: c's saved
+ * version put back, then its old one over it) would show, between two of
+ * them, what it held at neither end of the undo. From the first of those
+ * steps to the last (its window, which no step on what is at a directory
+ * above it crosses), the steps change its shadow instead, a name in the
+ * undo's directory that begins as the path is (the file there linked, an
+ * empty directory copied, or nothing), and the paths below it are below
+ * the shadow; then the path gets what the shadow holds in one call (its
+ * publication). Until then it is as before the undo, from then on as
+ * after it. So a directory the run renamed goes back whole, with what it
+ * holds as before the run: into the shadow of its old name, its files
+ * put back there, then to that name (echo more >> e/k; mv e e2); or, the
+ * steps below it first (mv d e; rm e/f), into the shadow of the name it
+ * leaves, then out of it to its old name (SHADOW_TRANSIT). Each
+ * beginning and publication is logged before it is made, so a second
+ * attempt knows where every shadow is. */
+enum shadow_state {
+	SHADOW_UNBEGUN,
+	SHADOW_REAL,	/* the steps change the path itself: a directory with
+			* entries was there (not SHADOW_MOVED), or none above it */
+	SHADOW_ABSENT,	/* begun with nothing at the path */
+	SHADOW_LINKED,	/* begun with the file there linked as the shadow */
+	SHADOW_DIR,	/* begun with the empty directory there copied */
+	SHADOW_MOVED,	/* begun with a directory with entries there, which the
+			* window's first step renames away (to AWAY): the path
+			* keeps it until published, then it goes there */
+	SHADOW_TRANSIT, /* begun with the directory there moved into the
+			 * shadow: steps below it, then the window's last step
+			 * renames it away (mv d e; rm e/f) */
+	SHADOW_PUBLISHED,
+};
+
+struct shadow {
+	char *path;
+	size_t first, last;	 /* the positions (RW->order) of the window's ends */
+	enum shadow_state state; /* and how it began: */
+	enum shadow_state begun; /* SHADOW_REAL to SHADOW_TRANSIT */
+	uint64_t ino;		 /* what was at the path (SHADOW_LINKED: the file
+				  * linked, which the path names too until published:
+				  * its count has one more) */
+	const char *away;	 /* the other name of a window that begins with a
+				  * rename back of a directory at the path, if nothing
+				  * else in the window touches it, or NULL */
+	bool transit;		 /* a window of steps below the path, then one that
+				  * renames what is there away (SHADOW_TRANSIT) */
+	uint64_t target;	 /* published: what the path got (0: nothing) */
+	bool again;		 /* its line ends the log: what it logged is made again */
+	char name[32];		 /* in the undo's directory */
+};
+
+static const char *shadow_leaf(const struct shadow *s)
+{
+	return s->name;
+}
+
+static bool shadow_is_active(const struct shadow *s)
+{
+	return s->state == SHADOW_ABSENT || s->state == SHADOW_LINKED || s->state == SHADOW_DIR ||
+	       s->state == SHADOW_MOVED || s->state == SHADOW_TRANSIT;
+}
+
+static void shadows_free(struct rewind *rw)
+{
+	for (size_t i = 0; i < rw->nshadows; i++)
+		free(rw->shadows[i].path);
+	free(rw->shadows);
+	free(rw->by_first);
+	free(rw->by_last);
+	rw->shadows = NULL;
+	rw->by_first = rw->by_last = NULL;
+	rw->nshadows = 0;
+}
+
+/* The shadow of PATH in its window, or NULL. */
+static const struct shadow *shadow_active(const struct rewind *rw, const char *path)
+{
+	size_t lo = 0, hi = rw->nshadows;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(rw->shadows[mid].path, path) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < rw->nshadows && !strcmp(rw->shadows[lo].path, path); lo++)
+		if (shadow_is_active(&rw->shadows[lo]))
+			return &rw->shadows[lo];
+	return NULL;
+}
+
+/* The directory that holds virtual PATH now (an fd, the caller's; PATH's
+ * last component there in *LEAF), seen through the shadows in their
+ * window: PATH's own (if SELF), or that of a directory above it, which
+ * holds what is below it. -ENOENT if there is none. */
+static int shadow_parent(const struct rewind *rw, const char *path, bool self, const char **leaf)
+{
+	const struct shadow *s = self ? shadow_active(rw, path) : NULL;
+	char up[PATH_MAX], dir[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (s) {
+		*leaf = shadow_leaf(s);
+		int fd = fcntl(rw->to, F_DUPFD_CLOEXEC, 0);
+		return fd < 0 ? -errno : fd;
+	}
+	if (!rw->nshadows || len >= sizeof(up))
+		return runlog_parent(rw->ws, rw->out, path, leaf);
+	memcpy(up, path, len + 1);
+	for (char *slash; (slash = strrchr(up, '/')) && slash > up;) {
+		*slash = '\0';
+		if (!(s = shadow_active(rw, up)))
+			continue;
+		const char *rel = path + (slash - up) + 1, *last = strrchr(rel, '/');
+		*leaf = last ? last + 1 : rel;
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/%.*s", shadow_leaf(s),
+				     last ? (int)(last - rel) : 0, rel) >= sizeof(dir))
+			return -ENAMETOOLONG;
+		return runlog_dir_beneath(rw->to, dir);
+	}
+	return runlog_parent(rw->ws, rw->out, path, leaf);
+}
 
 static bool op_is(const struct store_event *e, const char *op)
 {
@@ -149,7 +283,7 @@ int rewind_new(const struct runlog *log, int64_t ended_ns, int ws, int out, int 
 		free(rw);
 		return -ENOMEM;
 	}
-	rw->dirs[0].fd = rw->dirs[1].fd = -1;
+	rw->dirs[0].fd = rw->dirs[1].fd = rw->to = -1;
 	rw->log = log;
 	rw->ended_ns = ended_ns;
 	rw->ws = ws;
@@ -184,6 +318,7 @@ void rewind_free(struct rewind *rw)
 	free(rw->touched);
 	dirs_forget(rw);
 	seen_forget(rw);
+	shadows_free(rw);
 	free(rw->skip);
 	free(rw);
 }
@@ -403,6 +538,7 @@ static int effect_add(struct effects *fx, const char *path, size_t at, bool exis
 struct place {
 	int dfd;
 	const char *leaf;
+	bool shadow; /* LEAF is the shadow of the path, in the undo's directory */
 };
 
 static int effects_of(const struct rewind *rw, const struct moves *moves, size_t at,
@@ -769,11 +905,20 @@ static void dirs_forget(struct rewind *rw)
 	rw->last_touched[0] = '\0';
 }
 
+static const struct shadow *shadow_active(const struct rewind *rw, const char *path);
+
 static int place_open(struct rewind *rw, const char *path, struct place *p)
 {
 	const char *slash = strrchr(path, '/');
 	size_t len = slash ? (size_t)(slash - path) : 0;
+	const struct shadow *s = shadow_active(rw, path);
 
+	p->shadow = s != NULL;
+	if (s) {
+		p->dfd = rw->to;
+		p->leaf = shadow_leaf(s);
+		return 0;
+	}
 	/* A root itself is "." of its fd: never cached, as the parent of
 	 * both roots is one name. */
 	if (!strcmp(path, "/mnt/user-data/workspace") || !strcmp(path, "/mnt/user-data/outputs")) {
@@ -789,7 +934,7 @@ static int place_open(struct rewind *rw, const char *path, struct place *p)
 			p->dfd = rw->dirs[i].fd;
 			return 0;
 		}
-	int fd = runlog_parent(rw->ws, rw->out, path, &p->leaf);
+	int fd = shadow_parent(rw, path, false, &p->leaf);
 	if (fd < 0)
 		return fd;
 	/* The one used longer ago goes: the other may be a live place's. */
@@ -799,6 +944,19 @@ static int place_open(struct rewind *rw, const char *path, struct place *p)
 	rw->dirs[k].used = ++rw->uses;
 	snprintf(rw->dirs[k].path, sizeof(rw->dirs[k].path), "%.*s", (int)len, path);
 	return 0;
+}
+
+/* fstatat() of what is at P: true if something is (ST its attributes,
+ * its link count without the links shadows added), else false (errno). */
+static bool place_stat(const struct rewind *rw, const struct place *p, struct stat *st)
+{
+	if (fstatat(p->dfd, p->leaf, st, AT_SYMLINK_NOFOLLOW) < 0)
+		return false;
+	for (size_t i = 0; i < rw->nshadows; i++)
+		if (rw->shadows[i].state == SHADOW_LINKED && rw->shadows[i].ino == st->st_ino &&
+		    st->st_nlink > 1)
+			st->st_nlink--;
+	return true;
 }
 
 static void place_close(struct place *p)
@@ -1018,7 +1176,7 @@ static int step_relink(struct rewind *rw, int log_fd, size_t seq, const struct p
 	struct logged l = { .seq = seq, .kind = STEP_PUT, .put = PUT_FILE, .link = (char *)link };
 	struct stat o, cur;
 	const char *leaf;
-	_cleanup_(closep) int dfd = runlog_parent(rw->ws, rw->out, link, &leaf);
+	_cleanup_(closep) int dfd = shadow_parent(rw, link, true, &leaf);
 	int r;
 
 	if (dfd < 0 || fstatat(dfd, leaf, &o, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(o.st_mode) ||
@@ -1040,7 +1198,7 @@ static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, c
 {
 	struct logged l = { .seq = seq };
 	struct stat src, cur;
-	_place_ p = { -1, NULL };
+	_place_ p = { -1, NULL, false };
 	char copy[40];
 	int r, from;
 
@@ -1048,7 +1206,7 @@ static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, c
 		return r;
 	if ((from = source_of(rw, object, &src)) < 0)
 		return was ? 0 : -ENOENT; /* a first attempt moved it here */
-	bool there = fstatat(p.dfd, p.leaf, &cur, AT_SYMLINK_NOFOLLOW) == 0;
+	bool there = place_stat(rw, &p, &cur);
 	if (there && cur.st_dev == src.st_dev && cur.st_ino == src.st_ino) {
 		/* Kept before a change that did not happen (it failed). */
 		if (!rw->copy)
@@ -1101,7 +1259,7 @@ static int step_keep_meta(struct rewind *rw, int log_fd, size_t seq, const char 
 	struct logged l = { .seq = seq };
 	struct meta m;
 	struct stat st;
-	_place_ p = { -1, NULL };
+	_place_ p = { -1, NULL, false };
 	int r;
 
 	if ((r = touch_dir(rw, log_fd, seq, path)) < 0 || (r = place_open(rw, path, &p)) < 0)
@@ -1147,12 +1305,18 @@ static int take_linked(int dfd, const char *leaf, int to, const char *object)
  * which has others: an entry of its directory, or a path of one of the
  * last 512 events of the run. NULL if none is there (or out of memory):
  * a redo then puts back a copy, a file of its own (docs/changes.md). */
-static char *other_name(const struct rewind *rw, const struct place *p, const char *path,
+static char *other_name(struct rewind *rw, const struct place *p, const char *path,
 			const struct stat *st)
 {
-	int fd = openat(p->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	const char *leaf = p->leaf;
+	/* A shadow's directory is the path's (where its own name, until
+	 * published, is none of the others). */
+	_cleanup_(closep) int real = p->shadow ? shadow_parent(rw, path, false, &leaf) : -1;
+	int fd = p->shadow && real < 0 ? -1
+				       : openat(p->shadow ? real : p->dfd, ".",
+						O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	_cleanup_(closedirp) DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	size_t dir = strlen(path) - strlen(p->leaf);
+	size_t dir = strlen(path) - strlen(leaf);
 	char name[PATH_MAX];
 	struct dirent *de;
 	struct stat o;
@@ -1160,8 +1324,8 @@ static char *other_name(const struct rewind *rw, const struct place *p, const ch
 	if (fd >= 0 && !d)
 		close(fd);
 	while (d && (de = readdir(d)))
-		if (de->d_ino == st->st_ino && strcmp(de->d_name, p->leaf) &&
-		    fstatat(p->dfd, de->d_name, &o, AT_SYMLINK_NOFOLLOW) == 0 &&
+		if (de->d_ino == st->st_ino && strcmp(de->d_name, leaf) &&
+		    fstatat(dirfd(d), de->d_name, &o, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    same_file(&o, st) &&
 		    (size_t)snprintf(name, sizeof(name), "%.*s%s", (int)dir, path, de->d_name) <
 			    sizeof(name))
@@ -1170,10 +1334,9 @@ static char *other_name(const struct rewind *rw, const struct place *p, const ch
 		const struct store_event *e = &rw->log->events[i];
 		const char *names[2] = { e->path, e->path2 };
 		for (int k = 0; k < 2 && !op_is(e, "capture"); k++) {
-			const char *leaf;
 			if (!names[k] || !strcmp(names[k], path))
 				continue;
-			_cleanup_(closep) int dfd = runlog_parent(rw->ws, rw->out, names[k], &leaf);
+			_cleanup_(closep) int dfd = shadow_parent(rw, names[k], true, &leaf);
 			if (dfd >= 0 && fstatat(dfd, leaf, &o, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    same_file(&o, st))
 				return strdup(names[k]);
@@ -1188,14 +1351,14 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 {
 	struct logged l = { .seq = seq };
 	struct stat st;
-	_place_ p = { -1, NULL };
+	_place_ p = { -1, NULL, false };
 	int r;
 
 	if ((r = touch_dir(rw, log_fd, seq, path)) < 0 && r != -ENOENT)
 		return r;
 	if ((r = place_open(rw, path, &p)) < 0)
 		return r == -ENOENT ? 0 : r;
-	if (fstatat(p.dfd, p.leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (!place_stat(rw, &p, &st))
 		return errno == ENOENT ? 0 : neg(); /* gone already */
 	/* A name the run gave a file that has others (a link) is copied,
 	 * then unlinked: a first attempt that logged it (INO) and stopped
@@ -1243,8 +1406,8 @@ static int places_of_move(struct rewind *rw, int log_fd, size_t seq, const char 
 	    (r = touch_dir(rw, log_fd, seq, to)) < 0 || (r = place_open(rw, from, a)) < 0 ||
 	    (r = place_open(rw, to, b)) < 0)
 		return r;
-	*at_from = fstatat(a->dfd, a->leaf, sa, AT_SYMLINK_NOFOLLOW) == 0;
-	*at_to = fstatat(b->dfd, b->leaf, sb, AT_SYMLINK_NOFOLLOW) == 0;
+	*at_from = place_stat(rw, a, sa);
+	*at_to = place_stat(rw, b, sb);
 	return 0;
 }
 
@@ -1253,8 +1416,8 @@ static int step_move(struct rewind *rw, int log_fd, size_t seq, const char *from
 		     bool swap, const struct logged *was)
 {
 	struct logged l = { .seq = seq, .kind = swap ? STEP_EXCHANGE : STEP_MOVE };
-	_place_ a = { -1, NULL };
-	_place_ b = { -1, NULL };
+	_place_ a = { -1, NULL, false };
+	_place_ b = { -1, NULL, false };
 	struct stat sa, sb;
 	int r;
 
@@ -1348,8 +1511,8 @@ static int step_swap(struct rewind *rw, int to_dir, int log_fd, size_t seq, cons
 		     const char *to, const char *object, bool drop, const struct logged *was)
 {
 	struct logged l = { .seq = seq, .kind = drop ? STEP_SWAP_KEEP : STEP_SWAP };
-	_place_ a = { -1, NULL };
-	_place_ b = { -1, NULL };
+	_place_ a = { -1, NULL, false };
+	_place_ b = { -1, NULL, false };
 	struct stat src, sa, sb;
 	char copy[40];
 	int r, dir;
@@ -1410,8 +1573,8 @@ static int step_over(struct rewind *rw, int to, int log_fd, size_t seq, size_t r
 {
 	const char *path = rw->log->events[seq].path, *from = rw->log->events[r_seq].path2;
 	struct logged l = { .seq = seq, .kind = STEP_OVER, .path = (char *)from };
-	_place_ a = { -1, NULL };
-	_place_ b = { -1, NULL };
+	_place_ a = { -1, NULL, false };
+	_place_ b = { -1, NULL, false };
 	struct stat sa, sb;
 	bool at_from, at_path;
 	int r;
@@ -1456,8 +1619,8 @@ static int step_move_kept(struct rewind *rw, int to, int log_fd, size_t seq, siz
 	size_t v = victim_keep(rw, r_seq);
 	const char *old = v == SIZE_MAX ? NULL : rw->log->events[v].object;
 	struct logged l = { .seq = seq, .kind = STEP_MOVE_KEPT, .path = (char *)from };
-	_place_ a = { -1, NULL };
-	_place_ b = { -1, NULL };
+	_place_ a = { -1, NULL, false };
+	_place_ b = { -1, NULL, false };
 	struct stat sa, sb, src, so;
 	bool at_from, at_path;
 	char copy[40], old_copy[40];
@@ -1542,7 +1705,8 @@ static bool taken_apart(const struct rewind *rw, size_t i, enum step_kind kind)
 {
 	for (size_t k = 0; k < rw->nsteps; k++)
 		if (rw->steps[k].seq == i && rw->steps[k].kind != kind &&
-		    rw->steps[k].kind != STEP_FAIL && rw->steps[k].kind != STEP_DIR)
+		    rw->steps[k].kind != STEP_FAIL && rw->steps[k].kind != STEP_DIR &&
+		    rw->steps[k].kind != STEP_SHADOW && rw->steps[k].kind != STEP_PUBLISH)
 			return true;
 	return false;
 }
@@ -1588,12 +1752,30 @@ static int overs_pair(struct rewind *rw)
 	return 0;
 }
 
+/* The rename back of the directory at the path of shadow S (SHADOW_MOVED:
+ * event SEQ's step), logged: the publication of the shadow makes it. */
+static int step_moved(struct rewind *rw, int log_fd, size_t seq, const struct shadow *s,
+		      const struct logged *was)
+{
+	const struct store_event *e = &rw->log->events[seq];
+	struct logged l = { .seq = seq, .kind = STEP_MOVE, .ino = s->ino };
+	int r;
+
+	if ((r = touch_dir(rw, log_fd, seq, e->path)) < 0 ||
+	    (r = touch_dir(rw, log_fd, seq, e->path2)) < 0 || (r = begin(rw, log_fd, &l, was)) < 0)
+		return r;
+	return 1;
+}
+
 /* Undoes event SEQ; WAS: the step a first attempt logged for it last.
  * Returns 1 if a step was taken, 0 if there was nothing to do. */
 static int step(struct rewind *rw, int to, int log_fd, size_t seq, const struct logged *was)
 {
 	const struct store_event *e = &rw->log->events[seq];
+	const struct shadow *s = e->path2 ? shadow_active(rw, e->path2) : NULL;
 
+	if (s && s->state == SHADOW_MOVED && rw->order[s->first] == seq)
+		return step_moved(rw, log_fd, seq, s, was);
 	if (op_is(e, "rename") && e->path2) {
 		size_t victim = victim_keep(rw, seq), made = maker(rw, seq);
 		if (victim != SIZE_MAX && rw->done[victim])
@@ -1831,11 +2013,624 @@ out:
 	return r;
 }
 
+/* ---- shadows: their windows, beginnings and publications ------------------- */
+
+/* A name the step at position POS may change: what is there (CONTENT),
+ * or only its attributes; a directory's attributes (META: the directory
+ * is made again if missing, which changes nothing below it). */
+struct touch {
+	const char *name;
+	size_t pos;
+	bool content, meta;
+};
+
+static int touch_cmp(const void *a, const void *b)
+{
+	const struct touch *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Whether the attributes BLOB (LEN bytes) are a directory's. */
+static bool meta_is_dir(const uint8_t *blob, size_t len)
+{
+	struct meta m;
+
+	if (meta_decode(blob, len, &m) < 0)
+		return false;
+	bool dir = S_ISDIR(m.mode);
+	meta_free(&m);
+	return dir;
+}
+
+/* The names the step of event I may change, at most 3 into NAMES (and
+ * whether their content, into CONTENT); how many. A step that may go in
+ * one with another (step_over(), step_move_kept()) names the other's
+ * names too, taken together or apart: the same on every attempt. */
+static size_t step_names(const struct rewind *rw, size_t i, const char *names[3], bool content[3])
+{
+	const struct store_event *e = &rw->log->events[i];
+	size_t n = 0, r;
+
+	content[0] = content[1] = content[2] = true;
+	if (rw->skip[i])
+		return 0;
+	if ((op_is(e, "rename") || op_is(e, "exchange")) && e->path2) {
+		names[n++] = e->path;
+		names[n++] = e->path2;
+	} else if (op_is(e, "keep") && e->object) {
+		if (rw->done[i]) /* the rename's step_swap() */
+			return 0;
+		names[n++] = e->path;
+		if ((r = renamed_then_kept(rw, i)) != SIZE_MAX)
+			names[n++] = rw->log->events[r].path;
+	} else if (op_is(e, "keep") && e->meta) {
+		names[n] = e->path; /* a directory may be made again */
+		content[n++] = meta_is_dir(e->meta, e->meta_len);
+	} else if ((op_is(e, "create") || op_is(e, "link") || op_is(e, "mkdir") ||
+		    op_is(e, "symlink")) &&
+		   !rw->done[i]) {
+		names[n++] = rw->early && rw->early[i] ? rw->early[i] : e->path;
+		r = e->path2 ? SIZE_MAX : last_on(rw, i, e->path, false);
+		const struct store_event *re = r == SIZE_MAX ? NULL : &rw->log->events[r];
+		if (re && op_is(re, "rename") && re->path2 && !strcmp(re->path, e->path))
+			names[n++] = re->path2;
+	}
+	return n;
+}
+
+/* The first of V's N touches (sorted) of NAME or after it. */
+static size_t touch_lower(const struct touch *v, size_t n, const char *name)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(v[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int shadow_add(struct rewind *rw, size_t *cap, const char *path, size_t first, size_t last,
+		      const char *away, bool transit)
+{
+	struct shadow *s;
+
+	if (array_grow(rw->shadows, rw->nshadows, *cap) < 0)
+		return -ENOMEM;
+	s = &rw->shadows[rw->nshadows];
+	*s = (struct shadow){
+		.path = strdup(path), .first = first, .last = last, .away = away, .transit = transit
+	};
+	if (!s->path)
+		return -ENOMEM;
+	snprintf(s->name, sizeof(s->name), "shadow-%zu", rw->nshadows++);
+	return 0;
+}
+
+/* True if no touch of V (N, sorted) after position A up to B is of NAME,
+ * of a path below it, or of what is at a directory above it. */
+static bool untouched(const struct touch *v, size_t n, const char *name, size_t a, size_t b)
+{
+	char up[PATH_MAX];
+	size_t len = strlen(name), k;
+
+	if (len + 2 > sizeof(up))
+		return false;
+	for (k = touch_lower(v, n, name); k < n && !strcmp(v[k].name, name); k++)
+		if (v[k].pos > a && v[k].pos <= b)
+			return false;
+	snprintf(up, sizeof(up), "%s/", name);
+	for (k = touch_lower(v, n, up); k < n && !strncmp(v[k].name, up, len + 1); k++)
+		if (v[k].pos > a && v[k].pos <= b)
+			return false;
+	up[len] = '\0';
+	for (char *slash; (slash = strrchr(up, '/')) && slash > up;) {
+		*slash = '\0';
+		for (k = touch_lower(v, n, up); k < n && !strcmp(v[k].name, up); k++)
+			if (v[k].content && !v[k].meta && v[k].pos > a && v[k].pos <= b)
+				return false;
+	}
+	return true;
+}
+
+/* The other name of rename event I, if its step renames what is at
+ * NAME there (step_move()), and nothing else from position A to B
+ * touches it (a shadow of NAME may then leave a directory at NAME until
+ * published, and rename it there then: SHADOW_MOVED); else NULL. */
+static const char *away_of(const struct rewind *rw, const struct touch *v, size_t n, size_t i,
+			   const char *name, size_t a, size_t b)
+{
+	const struct store_event *e = &rw->log->events[i];
+
+	return op_is(e, "rename") && e->path2 && !strcmp(e->path2, name) &&
+			       untouched(v, n, e->path, a, b)
+		       ? e->path
+		       : NULL;
+}
+
+/* What a window of a name sees: one of its own touches (OWN, META as
+ * the touch's), one of a path below it, or a change of what is at a
+ * directory above it, which ends the window. */
+struct seen_touch {
+	size_t pos;
+	enum { SEEN_OWN, SEEN_BELOW, SEEN_ABOVE } what;
+	bool meta;
+};
+
+static int seen_cmp_pos(const void *a, const void *b)
+{
+	const struct seen_touch *x = a, *y = b;
+
+	return x->pos < y->pos ? -1 : x->pos > y->pos ? 1 : (int)y->what - (int)x->what;
+}
+
+/* The touches that the windows of the name of V[G..END) (V's N, sorted)
+ * see, by position, into *W (grown, *CAP): how many, or -ENOMEM. */
+static ssize_t touches_seen(const struct touch *v, size_t n, size_t g, size_t end,
+			    struct seen_touch **w, size_t *cap)
+{
+	const char *name = v[g].name;
+	size_t len = strlen(name), m = 0;
+	char up[PATH_MAX];
+
+	if (len + 2 > sizeof(up))
+		return 0;
+#define SEEN_ADD(p, k, mt)                                         \
+	do {                                                       \
+		if (array_grow(*w, m, *cap) < 0)                   \
+			return -ENOMEM;                            \
+		(*w)[m++] = (struct seen_touch){ (p), (k), (mt) }; \
+	} while (0)
+	for (size_t k = g; k < end; k++)
+		if (v[k].content)
+			SEEN_ADD(v[k].pos, SEEN_OWN, v[k].meta);
+	snprintf(up, sizeof(up), "%s/", name);
+	for (size_t k = touch_lower(v, n, up); k < n && !strncmp(v[k].name, up, len + 1); k++)
+		SEEN_ADD(v[k].pos, SEEN_BELOW, false);
+	up[len] = '\0';
+	for (char *slash; (slash = strrchr(up, '/')) && slash > up;) {
+		*slash = '\0';
+		for (size_t k = touch_lower(v, n, up); k < n && !strcmp(v[k].name, up); k++)
+			if (v[k].content && !v[k].meta)
+				SEEN_ADD(v[k].pos, SEEN_ABOVE, false);
+	}
+#undef SEEN_ADD
+	if (m)
+		qsort(*w, m, sizeof(**w), seen_cmp_pos);
+	return (ssize_t)m;
+}
+
+/* True if the step of event I may rename what is at NAME away (a rename
+ * onto NAME reversed). */
+static bool leaves(const struct rewind *rw, size_t i, const char *name)
+{
+	const struct store_event *e = &rw->log->events[i];
+
+	return op_is(e, "rename") && e->path2 && !strcmp(e->path2, name);
+}
+
+/* The shadows of NAME, from the touches W (M of them, by position) its
+ * windows see (V's N touches, sorted, for the rest): each window from a
+ * step that may change what is at NAME to the last step on it or below
+ * it before one on what is at a directory above it, where that is two or
+ * more steps on it, or one followed by steps below it (mv d b; echo new
+ * > d/e: the directory comes back into the shadow, its file is written
+ * back there, then it goes to d whole), and one of them more than a
+ * directory's attributes; and steps below it followed by one that
+ * renames it away and no other on it (mv d e; rm e/f: the directory
+ * goes into the shadow first, its file comes back there, then it goes
+ * to d whole: SHADOW_TRANSIT). */
+static int shadow_windows(struct rewind *rw, size_t *cap, const struct touch *v, size_t n,
+			  const char *name, const struct seen_touch *w, size_t m)
+{
+	size_t first = SIZE_MAX, last = 0, own = 0, steps = 0, lead = SIZE_MAX;
+	bool below = false;
+	int r = 0;
+
+	for (size_t k = 0; k <= m && r == 0; k++) {
+		if (k < m && w[k].what == SEEN_OWN) {
+			/* After steps below it, the first step on it but for its
+			 * attributes, and the next one on it (or none)? */
+			size_t go = k, j;
+			while (go < m &&
+			       (w[go].what == SEEN_BELOW || (w[go].what == SEEN_OWN && w[go].meta)))
+				go++;
+			for (j = go + 1; j < m && w[j].what == SEEN_BELOW; j++)
+				;
+			if (first == SIZE_MAX && lead != SIZE_MAX && go < m &&
+			    w[go].what == SEEN_OWN && leaves(rw, rw->order[w[go].pos], name) &&
+			    (j >= m || w[j].what == SEEN_ABOVE)) {
+				r = shadow_add(rw, cap, name, lead, w[go].pos, NULL, true);
+				lead = SIZE_MAX;
+				k = go;
+				continue;
+			}
+			lead = SIZE_MAX;
+			if (first == SIZE_MAX)
+				first = w[k].pos;
+			last = w[k].pos;
+			own++;
+			steps += !w[k].meta;
+		} else if (k < m && w[k].what == SEEN_BELOW) {
+			if (first != SIZE_MAX) {
+				last = w[k].pos;
+				below = true;
+			} else if (lead == SIZE_MAX) {
+				lead = w[k].pos;
+			}
+		} else {
+			if (first != SIZE_MAX && steps && (own >= 2 || below))
+				r = shadow_add(rw, cap, name, first, last,
+					       away_of(rw, v, n, rw->order[first], name, first,
+						       last),
+					       false);
+			first = lead = SIZE_MAX;
+			own = steps = 0;
+			below = false;
+		}
+	}
+	return r;
+}
+
+/* The depth of PATH: its slashes. */
+static size_t depth(const char *path)
+{
+	size_t d = 0;
+
+	for (; *path; path++)
+		d += *path == '/';
+	return d;
+}
+
+static int by_first_cmp(const void *a, const void *b, void *arg)
+{
+	const struct shadow *x = &((const struct rewind *)arg)->shadows[*(const size_t *)a],
+			    *y = &((const struct rewind *)arg)->shadows[*(const size_t *)b];
+
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
+	return depth(x->path) < depth(y->path) ? -1 : depth(x->path) > depth(y->path);
+}
+
+static int by_last_cmp(const void *a, const void *b, void *arg)
+{
+	const struct shadow *x = &((const struct rewind *)arg)->shadows[*(const size_t *)a],
+			    *y = &((const struct rewind *)arg)->shadows[*(const size_t *)b];
+
+	if (x->last != y->last)
+		return x->last < y->last ? -1 : 1;
+	return depth(x->path) > depth(y->path) ? -1 : depth(x->path) < depth(y->path);
+}
+
+/* The shadows (RW->shadows): for each name, each window from a step
+ * that may change what is there to the last step on it or on a path
+ * below it (which its shadow holds meanwhile) before one on what is at a
+ * directory above it, where that is two or more steps on it, or one
+ * followed by steps below it (mv d b; echo new > d/e: the directory
+ * comes back into the shadow, its file is written back there, then it
+ * goes to d whole), and one of them more than a directory's attributes.
+ * From the events, the order of the steps and the pairs they go in:
+ * the same on every attempt. A shadow begins before the shadows below it
+ * that begin at the same step, and is published after them. */
+static int shadows_plan(struct rewind *rw)
+{
+	const struct runlog *log = rw->log;
+	struct touch *v = calloc(3 * log->n + 1, sizeof(*v));
+	struct seen_touch *w = NULL;
+	size_t n = 0, cap = 0, wcap = 0;
+	int r = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t p = 0; p < log->n; p++) {
+		const char *names[3];
+		bool content[3];
+		size_t i = rw->order[p], k = step_names(rw, i, names, content);
+		bool meta = !rw->log->events[i].object && rw->log->events[i].meta;
+		for (size_t j = 0; j < k; j++)
+			v[n++] = (struct touch){ names[j], p, content[j], meta };
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), touch_cmp);
+	for (size_t g = 0, end; g < n && r == 0; g = end) {
+		bool worth = false;
+		for (end = g; end < n && !strcmp(v[end].name, v[g].name); end++)
+			worth |= v[end].content && !v[end].meta;
+		ssize_t m = worth ? touches_seen(v, n, g, end, &w, &wcap) : 0;
+		if (m < 0)
+			r = (int)m;
+		if (m > 0)
+			r = shadow_windows(rw, &cap, v, n, v[g].name, w, (size_t)m);
+	}
+	free(w);
+	free(v);
+	if (r == 0 && rw->nshadows &&
+	    (!(rw->by_first = malloc(rw->nshadows * sizeof(size_t))) ||
+	     !(rw->by_last = malloc(rw->nshadows * sizeof(size_t)))))
+		r = -ENOMEM;
+	if (r < 0) {
+		shadows_free(rw);
+		return r;
+	}
+	for (size_t i = 0; i < rw->nshadows; i++)
+		rw->by_first[i] = rw->by_last[i] = i;
+	if (rw->nshadows) {
+		qsort_r(rw->by_first, rw->nshadows, sizeof(size_t), by_first_cmp, rw);
+		qsort_r(rw->by_last, rw->nshadows, sizeof(size_t), by_last_cmp, rw);
+	}
+	return 0;
+}
+
+/* What a first attempt logged of the shadows: where each is. */
+static void shadows_resume(struct rewind *rw)
+{
+	for (size_t i = 0; i < rw->nsteps; i++) {
+		const struct logged *l = &rw->steps[i];
+		size_t at;
+		if ((l->kind != STEP_SHADOW && l->kind != STEP_PUBLISH) || !l->path ||
+		    sscanf(l->object, "shadow-%zu", &at) != 1 || at >= rw->nshadows ||
+		    strcmp(rw->shadows[at].path, l->path))
+			continue;
+		struct shadow *s = &rw->shadows[at];
+		if (l->kind == STEP_PUBLISH) {
+			s->state = SHADOW_PUBLISHED;
+			s->target = l->ino;
+		} else if (l->err >= SHADOW_REAL && l->err <= SHADOW_TRANSIT) {
+			s->state = s->begun = l->err;
+			s->ino = l->ino;
+		}
+		s->again = i + 1 == rw->nsteps;
+	}
+}
+
+static int remove_at(int dfd, const char *name, const struct stat *st)
+{
+	return unlinkat(dfd, name, S_ISDIR(st->st_mode) ? AT_REMOVEDIR : 0) < 0 ? neg() : 0;
+}
+
+/* Whether LEAF in DFD is a directory with no entries. */
+static bool dir_empty(int dfd, const char *leaf)
+{
+	int fd = openat(dfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_(closedirp) DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *de;
+
+	if (fd >= 0 && !d)
+		close(fd);
+	while (d && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			return false;
+	return d != NULL;
+}
+
+static int shadow_log(struct rewind *rw, int log_fd, size_t p, enum step_kind kind,
+		      const struct shadow *s, uint64_t ino)
+{
+	struct logged l = { .seq = rw->order[p],
+			    .kind = kind,
+			    .at_ns = realtime_ns(),
+			    .ino = ino,
+			    .err = (int)s->begun,
+			    .path = s->path };
+
+	snprintf(l.object, sizeof(l.object), "%s", s->name);
+	return log_step(rw, log_fd, &l);
+}
+
+/* True if the step of event I renames something back (step_move()): a
+ * rename not skipped, not taken by another's step, not over a file the
+ * run kept (step_swap()). */
+static bool moves_back(const struct rewind *rw, size_t i)
+{
+	const struct store_event *e = &rw->log->events[i];
+	size_t v;
+
+	return op_is(e, "rename") && e->path2 && !rw->skip[i] && !rw->done[i] &&
+	       ((v = victim_keep(rw, i)) == SIZE_MAX || !rw->done[v]);
+}
+
+/* How shadow S begins, its path (LEAF in DFD) as it is now; in *INO, the
+ * inode there. A directory with entries is not copied: the steps change
+ * the path itself, unless the window's first step renames it away
+ * (SHADOW_MOVED), to a free name. */
+static enum shadow_state shadow_kind(const struct rewind *rw, const struct shadow *s, int dfd,
+				     const char *leaf, uint64_t *ino)
+{
+	struct stat st, q;
+	const char *qleaf;
+
+	*ino = 0;
+	if (dfd < 0 || !strcmp(leaf, "."))
+		return SHADOW_REAL;
+	if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? SHADOW_ABSENT : SHADOW_REAL;
+	*ino = st.st_ino;
+	if (s->transit)
+		return S_ISDIR(st.st_mode) && moves_back(rw, rw->order[s->last]) ? SHADOW_TRANSIT
+										 : SHADOW_REAL;
+	if (!S_ISDIR(st.st_mode))
+		return SHADOW_LINKED;
+	if (dir_empty(dfd, leaf))
+		return SHADOW_DIR;
+	if (!s->away || !moves_back(rw, rw->order[s->first]))
+		return SHADOW_REAL;
+	_cleanup_(closep) int qfd = shadow_parent(rw, s->away, true, &qleaf);
+	return qfd >= 0 && fstatat(qfd, qleaf, &q, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT
+		       ? SHADOW_MOVED
+		       : SHADOW_REAL;
+}
+
+/* Makes shadow S (its window begins at position P), as the path is now:
+ * the file there linked, the empty directory there copied with its
+ * attributes, or nothing (a directory the first step renames away
+ * stays where it is: SHADOW_MOVED); the directory there moved in
+ * (SHADOW_TRANSIT: its directory's attributes logged first); or not at
+ * all (SHADOW_REAL). */
+static int shadow_begin(struct rewind *rw, int log_fd, size_t p, struct shadow *s)
+{
+	const char *leaf = NULL;
+	struct stat st;
+	int r;
+
+	if (s->state != SHADOW_UNBEGUN && !(s->again && shadow_is_active(s)))
+		return 0;
+	s->again = false;
+	dirs_forget(rw); /* the paths below it are the shadow's now */
+	/* A directory moved in leaves its own directory changed. */
+	if (s->transit && s->state == SHADOW_UNBEGUN &&
+	    (r = touch_dir(rw, log_fd, rw->order[p], s->path)) < 0 && r != -ENOENT)
+		return r;
+	_cleanup_(closep) int dfd = shadow_parent(rw, s->path, false, &leaf);
+	if (s->state == SHADOW_UNBEGUN) {
+		s->begun = shadow_kind(rw, s, dfd, leaf, &s->ino);
+		if ((r = shadow_log(rw, log_fd, p, STEP_SHADOW, s, s->ino)) < 0)
+			return r;
+		s->state = s->begun;
+	}
+	if (s->state == SHADOW_LINKED &&
+	    (linkat(dfd, leaf, rw->to, s->name, 0) == 0 ||
+	     (errno == EEXIST && fstatat(rw->to, s->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	      st.st_ino == s->ino)))
+		return 0;
+	if (s->state == SHADOW_DIR && (mkdirat(rw->to, s->name, 0700) == 0 || errno == EEXIST)) {
+		struct meta m;
+		if ((r = meta_read(dfd, leaf, &m)) == 0) {
+			r = meta_apply(rw->to, s->name, &m);
+			meta_free(&m);
+		}
+		if (r == 0)
+			return 0;
+	}
+	if (s->state == SHADOW_TRANSIT &&
+	    (renameat2(dfd, leaf, rw->to, s->name, RENAME_NOREPLACE) == 0 ||
+	     (fstatat(rw->to, s->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == s->ino)))
+		return 0;
+	if (s->state == SHADOW_ABSENT || s->state == SHADOW_MOVED || s->state == SHADOW_REAL)
+		return 0;
+	/* Not made: the steps change the path itself (logged so). */
+	s->state = s->begun = SHADOW_REAL;
+	return shadow_log(rw, log_fd, p, STEP_SHADOW, s, 0);
+}
+
+/* What is left at the name of shadow S (attributes SX) once published,
+ * what its path held: removed, or SHADOW_MOVED's directory renamed to
+ * the other name (LEAF in DFD). */
+static int shadow_leftover(struct rewind *rw, const struct shadow *s, const struct stat *sx,
+			   int dfd, const char *leaf)
+{
+	if (s->begun == SHADOW_MOVED && sx->st_ino == s->ino)
+		return renameat2(rw->to, s->name, dfd, leaf, RENAME_NOREPLACE) < 0 ? neg() : 0;
+	return remove_at(rw->to, s->name, sx);
+}
+
+/* Gives the path of shadow S (its window ends at position P) what the
+ * shadow holds, in one call (a rename; an exchange where a directory and
+ * a file trade places, or SHADOW_MOVED's directory leaves; or the
+ * removal of what the shadow began as), then removes what is left in the
+ * undo's directory (or renames SHADOW_MOVED's directory away). Logged
+ * first, with the inode that goes to the path: a second attempt sees
+ * whether it went. */
+static int shadow_publish(struct rewind *rw, int log_fd, size_t p, struct shadow *s)
+{
+	const char *leaf, *qleaf = NULL;
+	struct stat sx, rx;
+	int r;
+
+	if (!shadow_is_active(s) && !(s->state == SHADOW_PUBLISHED && s->again))
+		return 0;
+	_cleanup_(closep) int dfd = shadow_parent(rw, s->path, false, &leaf);
+	bool at_s = fstatat(rw->to, s->name, &sx, AT_SYMLINK_NOFOLLOW) == 0;
+	if (s->state != SHADOW_PUBLISHED) {
+		s->target = at_s ? sx.st_ino : 0;
+		if ((r = shadow_log(rw, log_fd, p, STEP_PUBLISH, s, s->target)) < 0)
+			return r;
+		s->state = SHADOW_PUBLISHED;
+	}
+	s->again = false;
+	_cleanup_(closep) int qfd = s->begun == SHADOW_MOVED
+					    ? shadow_parent(rw, s->away, true, &qleaf)
+					    : -1;
+	if (dfd < 0 || (s->begun == SHADOW_MOVED && qfd < 0))
+		return dfd < 0 ? dfd : qfd;
+	dirs_forget(rw); /* a directory may move */
+	bool at_r = fstatat(dfd, leaf, &rx, AT_SYMLINK_NOFOLLOW) == 0;
+	if (!s->target) { /* nothing: what the shadow began as goes */
+		if (!at_r || rx.st_ino != s->ino)
+			return 0;
+		if (s->begun == SHADOW_MOVED)
+			return renameat2(dfd, leaf, qfd, qleaf, RENAME_NOREPLACE) < 0 ? neg() : 0;
+		return s->begun == SHADOW_LINKED || s->begun == SHADOW_DIR
+			       ? remove_at(dfd, leaf, &rx)
+			       : 0;
+	}
+	if (at_r && rx.st_ino == s->target) /* there: what is left goes */
+		return at_s ? shadow_leftover(rw, s, &sx, qfd, qleaf) : 0;
+	if (!at_s)
+		return -ENOENT;
+	if (!at_r)
+		return renameat2(rw->to, s->name, dfd, leaf, RENAME_NOREPLACE) < 0 ? neg() : 0;
+	if (s->begun != SHADOW_MOVED && !S_ISDIR(sx.st_mode) == !S_ISDIR(rx.st_mode))
+		return renameat(rw->to, s->name, dfd, leaf) < 0 ? neg() : 0;
+	if (renameat2(rw->to, s->name, dfd, leaf, RENAME_EXCHANGE) < 0 ||
+	    fstatat(rw->to, s->name, &sx, AT_SYMLINK_NOFOLLOW) < 0)
+		return neg();
+	return shadow_leftover(rw, s, &sx, qfd, qleaf);
+}
+
+/* The shadows whose window begins (FIRST) or ends (else) at position P:
+ * their indexes in RW->by_first or RW->by_last, from *AT on. */
+static size_t shadows_at(const struct rewind *rw, bool first, size_t p, size_t *at)
+{
+	const size_t *idx = first ? rw->by_first : rw->by_last;
+	size_t lo = 0, hi = rw->nshadows;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct shadow *s = &rw->shadows[idx[mid]];
+		if ((first ? s->first : s->last) < p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*at = lo;
+	for (hi = lo; hi < rw->nshadows; hi++) {
+		const struct shadow *s = &rw->shadows[idx[hi]];
+		if ((first ? s->first : s->last) != p)
+			break;
+	}
+	return hi;
+}
+
+/* Says on standard error that the step of event I failed with R (or the
+ * publication of PATH, not NULL), and logs it. */
+static int step_fail(struct rewind *rw, int log_fd, size_t i, int r, const char *command,
+		     const char *path)
+{
+	const struct store_event *e = &rw->log->events[i];
+	struct logged l = { .seq = i, .kind = STEP_FAIL, .at_ns = realtime_ns(), .err = -r };
+	char b[QUOTE_MAX], b2[QUOTE_MAX];
+
+	rw->last_touched[0] = '\0'; /* it may have stopped half way */
+	if (path)
+		fprintf(stderr, "sbx: %s: cannot put %s in place: %s\n", command,
+			quote_name(path, b, sizeof(b)), strerror(-r));
+	else
+		fprintf(stderr, "sbx: %s: cannot %s %s%s%s: %s\n", command, describe(e),
+			quote_name(e->path2 ? e->path2 : e->path, b, sizeof(b)),
+			e->path2 ? " -> " : "", e->path2 ? quote_name(e->path, b2, sizeof(b2)) : "",
+			strerror(-r));
+	return log_step(rw, log_fd, &l);
+}
+
 int rewind_apply(struct rewind *rw, int to, int log_fd, const char *command)
 {
 	size_t resume = SIZE_MAX, failed = 0;
 	const struct logged *was = NULL;
-	char b[QUOTE_MAX], b2[QUOTE_MAX];
 	int r = log_read(rw, log_fd);
 
 	seen_forget(rw); /* the steps change what it saw */
@@ -1859,35 +2654,46 @@ int rewind_apply(struct rewind *rw, int to, int log_fd, const char *command)
 	for (size_t i = 0; i < rw->nsteps && r == 0; i++)
 		if (rw->steps[i].kind == STEP_DIR)
 			r = touched_add(rw, rw->steps[i].path, rw->steps[i].ino);
-	if (r < 0 || (r = steps_order(rw)) < 0 || (r = overs_pair(rw)) < 0)
+	if (r < 0 || (r = steps_order(rw)) < 0 || (r = overs_pair(rw)) < 0 ||
+	    (r = shadows_plan(rw)) < 0)
 		return r;
+	rw->to = to;
+	shadows_resume(rw);
 	if (rw->nsteps) {
 		const struct logged *last = &rw->steps[rw->nsteps - 1];
+		enum step_kind k = last->kind;
 		resume = rw->pos[last->seq];
-		was = last->kind == STEP_FAIL || last->kind == STEP_DIR ? NULL : last;
-		again = last->kind != STEP_FAIL;
+		/* Its own line: the step goes on as logged; one logged before
+		 * it (its directory's, a shadow's beginning): it is taken
+		 * anew; after it (its failure, a publication): it is done. */
+		was = k == STEP_FAIL || k == STEP_DIR || k == STEP_SHADOW || k == STEP_PUBLISH
+			      ? NULL
+			      : last;
+		again = k != STEP_FAIL && k != STEP_PUBLISH;
 	}
 	for (size_t p = 0; p < rw->log->n; p++) {
-		size_t i = rw->order[p];
-		const struct store_event *e = &rw->log->events[i];
-		if (resume != SIZE_MAX && (p < resume || (p == resume && !again)))
+		size_t i = rw->order[p], at, end;
+		if (resume != SIZE_MAX && p < resume)
 			continue; /* a first attempt did it */
-		if (rw->skip[i] || rw->done[i])
-			continue;
-		r = step(rw, to, log_fd, i, p == resume ? was : NULL);
-		if (r >= 0)
-			continue;
-		rw->last_touched[0] = '\0'; /* it may have stopped half way */
-		struct logged l = {
-			.seq = i, .kind = STEP_FAIL, .at_ns = realtime_ns(), .err = -r
-		};
-		fprintf(stderr, "sbx: %s: cannot %s %s%s%s: %s\n", command, describe(e),
-			quote_name(e->path2 ? e->path2 : e->path, b, sizeof(b)),
-			e->path2 ? " -> " : "", e->path2 ? quote_name(e->path, b2, sizeof(b2)) : "",
-			strerror(-r));
-		failed++;
-		if ((r = log_step(rw, log_fd, &l)) < 0)
+		for (end = shadows_at(rw, true, p, &at); at < end && r == 0; at++)
+			r = shadow_begin(rw, log_fd, p, &rw->shadows[rw->by_first[at]]);
+		if (r < 0)
 			return r;
+		if (!(p == resume && !again) && !rw->skip[i] && !rw->done[i] &&
+		    (r = step(rw, to, log_fd, i, p == resume ? was : NULL)) < 0) {
+			failed++;
+			if ((r = step_fail(rw, log_fd, i, r, command, NULL)) < 0)
+				return r;
+		}
+		for (end = shadows_at(rw, false, p, &at); at < end; at++) {
+			struct shadow *s = &rw->shadows[rw->by_last[at]];
+			if ((r = shadow_publish(rw, log_fd, p, s)) < 0) {
+				failed++;
+				if ((r = step_fail(rw, log_fd, i, r, command, s->path)) < 0)
+					return r;
+			}
+		}
+		r = 0;
 	}
 	dir_times(rw);
 	return (int)failed;
@@ -2105,6 +2911,8 @@ int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *co
 			r = emit(&em, l->at_ns, "mkdir", e->path, NULL, NULL, NULL, NULL, 0);
 			break;
 		case STEP_FAIL:
+		case STEP_SHADOW:
+		case STEP_PUBLISH:
 		case STEP_KINDS:
 			break;
 		}

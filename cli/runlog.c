@@ -476,12 +476,18 @@ int runlog_parent(int ws, int out, const char *path, const char **leaf)
 		return dfd < 0 ? -errno : dfd;
 	}
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
+	return runlog_dir_beneath(rfd, dir);
+}
+
+int runlog_dir_beneath(int dirfd, const char *dir)
+{
 	struct open_how how = {
 		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
 			   RESOLVE_NO_XDEV,
 	};
-	dfd = (int)syscall(SYS_openat2, rfd, dir, &how, sizeof(how));
+	int dfd = (int)syscall(SYS_openat2, dirfd, dir, &how, sizeof(how));
+
 	if (dfd < 0)
 		return errno == ENOTDIR || errno == ELOOP ? -ENOENT : -errno;
 	return dfd;

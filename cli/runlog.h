@@ -82,6 +82,9 @@ void runlog_links_free(struct runlog_links *l);
  * PATH's last component in *LEAF ("." for a root itself); -ENOENT if
  * there is none. */
 int runlog_parent(int ws, int out, const char *path, const char **leaf);
+/* The directory DIR (a relative path) below directory DIRFD, resolved as
+ * there: an O_PATH fd (the caller's), or -ENOENT. */
+int runlog_dir_beneath(int dirfd, const char *dir);
 
 /* runlog_parent() for paths taken in an order that keeps a directory's
  * together (sorted, say), while nothing changes them: the directory of
