@@ -808,6 +808,7 @@ static int services_start(const struct view_config *cfg, struct view *v, struct 
 /* Frees the view and what main() attached to it. */
 static void view_end(struct view *v)
 {
+	ops_close_all(v);
 	stage_close(v);
 	journal_free(v->journal);
 	v->journal = NULL;
@@ -867,7 +868,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	v.journal = journal_new(o->view.home, o->view.user, o->view.thread);
-	if (!v.journal) {
+	if (!v.journal || ops_open_files_new(&v) < 0) {
 		log_error("cannot build the view: %s", strerror(ENOMEM));
 		view_end(&v);
 		return 1;
@@ -1015,7 +1016,6 @@ int main(int argc, char **argv)
 		viewreg_remove(homefd, o->view.user, o->view.thread);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
-	ops_close_all(&v);
 	view_end(&v);
 	/* libfuse reports the signal that ended the loop as its result. */
 	bool clean = !lost[0] && (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP);

@@ -24,14 +24,18 @@ struct view;
 int ops_enable_creds_switch(void);
 
 /* A save of INO was refused and its stage kept as a copy, or it failed
- * (stage.c): the handles open on INO read the file from now on, not a
+ * (change_publish()): the handles open on INO read the file from now on, not a
  * stage, and every change through them fails with ERR (EACCES, ENOSPC...);
  * the kernel's attributes of INO are dropped. Called with INO's stage
  * lock held, before the stage is dropped. */
 struct inode;
 void ops_refuse_handles(struct view *v, struct inode *ino, int err);
 
-/* After the loop: closes the handles the kernel never released. */
+/* Before the loop: the list of V's open handles (v->open_files), which
+ * ops_file.c owns. Returns 0 or -ENOMEM. */
+int ops_open_files_new(struct view *v);
+/* After the loop: closes the handles the kernel never released, and the
+ * list. */
 void ops_close_all(struct view *v);
 
 #endif

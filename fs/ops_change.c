@@ -1,17 +1,25 @@
 /* ops_change.c - the order of a change made through the view (ops_int.h):
  * of a file's content through a handle (struct change), and of names
- * (struct name_change). Each order is written once, here; a handler
+ * (struct name_change), and of a stage replacing a file (a publication).
+ * Each order is written once, here; a handler
  * begins, makes its backing syscall, and ends.
  */
+#include "confine.h"
 #include "journal.h"
 #include "ops_int.h"
 #include "stage.h"
 #include "watch.h"
+#include "common/lockcheck.h"
+#include "common/log.h"
+#include "common/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* A change through handle H of INO: H is authorized by its first change
  * and keeps the right until closed. The check and the change it allows
@@ -257,5 +265,209 @@ int name_change_abort(struct name_change *nc, int r)
 {
 	name_change_end(nc, false);
 	name_change_watch(nc, false);
+	return r;
+}
+
+/* ---- a publication (ops_int.h) ---------------------------------------- */
+
+static void log_refused_save(struct view *v, struct inode *ino, const char *reason, pid_t pid)
+{
+	char path[PATH_MAX], comm[COMM_MAX];
+
+	proc_comm(pid, comm);
+	view_path(v, ino, NULL, path, sizeof(path));
+	log_warn("refused save of '%s': %s (pid %d, %s)", path, reason, (int)pid, comm);
+	gate_record_refusal(v->gate, path, "save", reason, pid, comm);
+}
+
+/* Step 2, a conflict: the file at the name is not the version the stage
+ * may replace (a person saved it on the host while the thread had it
+ * open). Their version stays and is what the view shows from now on,
+ * through the handles open on the file too, which take no more changes
+ * (the kernel has one page cache per file: they cannot read one version
+ * and write another). The stage is kept as a copy next to NAME in PARENT
+ * (directory fd PFD, or -1: then it cannot be kept). Returns -EACCES. */
+static int publish_conflict(struct view *v, struct inode *ino, struct inode *parent, int pfd,
+			    const char *name, pid_t pid)
+{
+	char copy[NAME_MAX + 1], kept[PATH_MAX], reason[PATH_MAX + 64];
+	struct stat st;
+	/* The kernel learns of the new name from the host watch, as of a
+	 * host-side creation: it may hold a negative entry for it. */
+	int r = stage_keep_conflict(v, ino, pfd, name, copy, &st);
+
+	if (r == 0) {
+		gate_note_created(v->gate, &st); /* the thread made it */
+		snprintf(reason, sizeof(reason),
+			 "changed on the host while open; the agent's version is kept as %s",
+			 view_path(v, parent, copy, kept, sizeof(kept)));
+	} else {
+		snprintf(
+			reason, sizeof(reason),
+			"changed on the host while open; the agent's version could not be kept (%s)",
+			strerror(-r));
+	}
+	ops_refuse_handles(v, ino, EACCES);
+	stage_discard(v, ino);
+	log_refused_save(v, ino, reason, pid);
+	return -EACCES;
+}
+
+/* Step 2, the name went away or holds something else (NAME in PARENT,
+ * directory fd PFD or -1; REPLACED: it holds another file). Where the
+ * file itself still has a name (a hard link of it was removed, or it was
+ * renamed while the view knew it by another name), the changes reach it
+ * in place, as writes would natively, unless it changed since the stage
+ * was taken. A file with no name left keeps them nowhere, as on a local
+ * disk, unless a person's new file replaced it (not the thread's own
+ * unlink or rename, inode_note_unnamed()): a conflict. */
+static int publish_in_place(struct view *v, struct inode *ino, bool durable, struct inode *parent,
+			    int pfd, const char *name, bool replaced, pid_t pid)
+{
+	struct stat cur, after;
+	struct gate_ticket t;
+	int ofd = inode_fd_get(v->inodes, ino);
+
+	if (ofd < 0 || fstat(ofd, &cur) < 0 || cur.st_nlink == 0) {
+		if (ofd >= 0)
+			inode_unpin(v->inodes, ino);
+		if (replaced && !atomic_load_explicit(&ino->unnamed, memory_order_acquire))
+			return publish_conflict(v, ino, parent, pfd, name, pid);
+		stage_orphan(ino);
+		return 0;
+	}
+	if (!stage_replaces(ino, &cur)) {
+		inode_unpin(v->inodes, ino);
+		return publish_conflict(v, ino, parent, pfd, name, pid);
+	}
+	_cleanup_(closep) int fd = confine_reopen(ofd, O_WRONLY);
+	inode_unpin(v->inodes, ino);
+	int r = fd;
+	if (fd >= 0) {
+		journal_keep_content(v, NULL, pid, ino, fd);
+		gate_lock(v->gate, &t, &cur);
+		r = stage_write_back(ino, fd, durable);
+		gate_unlock(&t, r == 0 && fstat(fd, &after) == 0 ? &after : NULL, true);
+	}
+	if (r < 0) {
+		stage_discard(v, ino);
+		return r;
+	}
+	bool have_after = fstat(fd, &after) == 0;
+	if (have_after)
+		inode_note_attr(v->inodes, ino, &after);
+	stage_written_back(ino, have_after ? &after : NULL);
+	return 0;
+}
+
+/* Steps 6 and 7, after the rename: the stage is the file at the name. */
+static void publish_done(struct view *v, struct inode *ino, struct gate_ticket *t)
+{
+	int sfd = stage_io_fd(ino, -1);
+	char vpath[PATH_MAX];
+	struct stat after;
+	struct timespec born;
+	int known = inode_statx(sfd, "", AT_EMPTY_PATH, &after, &born), r = 0;
+	bool have_after = known >= 0;
+
+	journal_published(v, ino, have_after ? &after : NULL, known > 0 ? &born : NULL);
+	view_release(v, ino, NULL); /* the replaced version's space */
+	gate_unlock(t, have_after ? &after : NULL, true);
+	/* The view's inode is the new file from now on. */
+	int path_fd = have_after ? confine_reopen(sfd, O_PATH) : -1;
+	if (have_after)
+		stage_published(ino, &after);
+	if (path_fd >= 0 &&
+	    (r = inode_rekey(v->inodes, ino, path_fd, &after, known > 0 ? &born : NULL)) == 0)
+		inode_note_attr(v->inodes, ino, &after);
+	else
+		log_warn("published '%s', but the view could not follow it to its new inode: %s",
+			 inode_path(v->inodes, ino, NULL, vpath, sizeof(vpath)),
+			 strerror(path_fd < 0 ? (have_after ? -path_fd : EIO) : -r));
+}
+
+static int sync_dir(int dfd)
+{
+	_cleanup_(closep) int fd = confine_reopen(dfd, O_RDONLY | O_DIRECTORY);
+
+	if (fd < 0)
+		return fd;
+	return fsync(fd) < 0 ? neg_errno() : 0;
+}
+
+/* Steps 3 to 8: the stage replaces the file at NAME in PARENT (PFD). */
+static int publish_over(struct view *v, struct inode *ino, bool durable, struct inode *parent,
+			int pfd, const char *name, pid_t pid)
+{
+	char vpath[PATH_MAX];
+	struct stat before;
+	struct gate_ticket t;
+	int r = stage_link(v, ino);
+
+	if (r == 0 && fstat(stage_io_fd(ino, -1), &before) < 0)
+		r = neg_errno();
+	if (r < 0) {
+		stage_discard(v, ino);
+		return r;
+	}
+	gate_lock(v->gate, &t, &before);
+	watch_expect(v->watch, parent, name, true);
+	view_names_lock(v, parent, true);
+	journal_keep_replaced(v, pid, ino, parent, pfd, name);
+	r = stage_rename_over(v, ino, pfd, name);
+	if (r < 0) {
+		view_names_unlock(v, parent);
+		watch_unexpect(v->watch, parent, name, true);
+		gate_unlock(&t, NULL, true);
+		stage_discard(v, ino);
+		return r;
+	}
+	publish_done(v, ino, &t);
+	view_names_unlock(v, parent);
+	if (durable && (r = sync_dir(pfd)) < 0)
+		log_warn("published '%s' but could not fsync its directory: %s",
+			 inode_path(v->inodes, ino, NULL, vpath, sizeof(vpath)), strerror(-r));
+	return 0;
+}
+
+int change_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
+{
+	assert_held(LOCK_STAGE);
+	char name[NAME_MAX + 1], vpath[PATH_MAX];
+	struct inode *parent;
+	struct stat cur;
+	int r = stage_pending(ino);
+
+	if (r == 0)
+		return 0;
+	if (r < 0) {
+		log_warn("a save of '%s' failed (%s); the file keeps its previous content, and"
+			 " its open handles make no more changes",
+			 inode_path(v->inodes, ino, NULL, vpath, sizeof(vpath)), strerror(-r));
+		/* What they would write now would land on the previous
+		 * content, past what was lost: a mix of both. */
+		ops_refuse_handles(v, ino, -r);
+		stage_discard(v, ino);
+		return r;
+	}
+	if ((r = stage_ready(v, ino, durable)) < 0)
+		return r;
+	int pfd = inode_parent_fd_get(v->inodes, ino, &parent, name, sizeof(name));
+	if (pfd < 0)
+		return publish_in_place(v, ino, durable, NULL, -1, NULL, false, pid);
+	/* Only over the version that was staged: a name that went away or
+	 * now holds something else (a symlink, another file) is left alone,
+	 * and so is a file changed on the host since. (A host save in the
+	 * microseconds between this check and the rename is not seen: Linux
+	 * has no rename-if-unchanged.) */
+	bool there = fstatat(pfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0;
+	bool same = there && cur.st_dev == ino->dev && cur.st_ino == ino->ino;
+	if (same && stage_replaces(ino, &cur))
+		r = publish_over(v, ino, durable, parent, pfd, name, pid);
+	else if (same)
+		r = publish_conflict(v, ino, parent, pfd, name, pid);
+	else
+		r = publish_in_place(v, ino, durable, parent, pfd, name, there, pid);
+	inode_unpin(v->inodes, parent);
 	return r;
 }

@@ -68,6 +68,13 @@ static int backing_flags(struct view *v, int flags)
 	return flags & ~(O_NOFOLLOW | O_DIRECT);
 }
 
+/* The view's open handles (v->open_files): to refuse a file's handles
+ * (ops_refuse_handles()) and to close what the kernel never released. */
+struct open_files {
+	pthread_mutex_t lock;
+	struct open_file *first;
+};
+
 /* Wraps FD in a handle stored in FI; the fd is closed on failure. */
 static int fill_open_info(struct view *v, struct inode *ino, struct fuse_file_info *fi, int fd,
 			  bool writer, bool authorized)
@@ -82,12 +89,12 @@ static int fill_open_info(struct view *v, struct inode *ino, struct fuse_file_in
 	h->fd = fd;
 	h->writer = writer;
 	h->authorized = authorized;
-	pthread_mutex_lock(&v->open_files_lock);
-	h->next = v->open_files;
+	pthread_mutex_lock(&v->open_files->lock);
+	h->next = v->open_files->first;
 	if (h->next)
 		h->next->prev = h;
-	v->open_files = h;
-	pthread_mutex_unlock(&v->open_files_lock);
+	v->open_files->first = h;
+	pthread_mutex_unlock(&v->open_files->lock);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	/* Page cache survives reopen; auto_inval_data drops it when the
 	 * attributes show the file changed. Under the strict gate every
@@ -103,25 +110,25 @@ static void handle_close(struct view *v, struct fuse_file_info *fi)
 {
 	struct open_file *h = fh_of(fi);
 
-	pthread_mutex_lock(&v->open_files_lock);
+	pthread_mutex_lock(&v->open_files->lock);
 	if (h->prev)
 		h->prev->next = h->next;
 	else
-		v->open_files = h->next;
+		v->open_files->first = h->next;
 	if (h->next)
 		h->next->prev = h->prev;
-	pthread_mutex_unlock(&v->open_files_lock);
+	pthread_mutex_unlock(&v->open_files->lock);
 	close(h->fd);
 	free(h);
 }
 
 void ops_refuse_handles(struct view *v, struct inode *ino, int err)
 {
-	pthread_mutex_lock(&v->open_files_lock);
-	for (struct open_file *h = v->open_files; h; h = h->next)
+	pthread_mutex_lock(&v->open_files->lock);
+	for (struct open_file *h = v->open_files->first; h; h = h->next)
 		if (h->ino == ino)
 			atomic_store_explicit(&h->refused, err, memory_order_release);
-	pthread_mutex_unlock(&v->open_files_lock);
+	pthread_mutex_unlock(&v->open_files->lock);
 	/* What the kernel holds of the file's attributes may be the stage's
 	 * (its size): not to be read once this request is answered, whether
 	 * or not the host watch has told of the person's save yet. Attributes
@@ -130,17 +137,35 @@ void ops_refuse_handles(struct view *v, struct inode *ino, int err)
 		fuse_lowlevel_notify_inval_inode(v->session, node_id(v, ino), -1, 0);
 }
 
+int ops_open_files_new(struct view *v)
+{
+	struct open_files *of = calloc(1, sizeof(*of));
+
+	if (!of)
+		return -ENOMEM;
+	pthread_mutex_init(&of->lock, NULL);
+	v->open_files = of;
+	return 0;
+}
+
 void ops_close_all(struct view *v)
 {
+	struct open_files *of = v->open_files;
+
+	if (!of)
+		return;
 	/* An unmount under load can drop RELEASE requests still queued in
 	 * the kernel: their handles end here (their data was published at
 	 * the FLUSH that close() sent). */
-	while (v->open_files) {
-		struct open_file *h = v->open_files;
-		v->open_files = h->next;
+	while (of->first) {
+		struct open_file *h = of->first;
+		of->first = h->next;
 		close(h->fd);
 		free(h);
 	}
+	pthread_mutex_destroy(&of->lock);
+	free(of);
+	v->open_files = NULL;
 }
 
 static bool opens_for_write(int flags)
@@ -308,7 +333,7 @@ static void handle_release(struct view *v, struct inode *ino, struct fuse_file_i
 	if (h->flushed)
 		ino->flushed_writers--;
 	opens = inode_open_count(v->inodes, ino, &writers);
-	if (h->writer && writers == 1 && (r = stage_publish(v, ino, false, 0)) < 0)
+	if (h->writer && writers == 1 && (r = change_publish(v, ino, false, 0)) < 0)
 		log_warn("the last change to '%s' was not saved: %s",
 			 view_path(v, ino, NULL, path, sizeof(path)), strerror(-r));
 	/* What this handle wrote is what the kernel cached: the host watch
@@ -520,7 +545,7 @@ void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 		inode_open_count(v->inodes, ino, &writers);
 		pid_t pid = fuse_req_ctx(req)->pid;
 		if (writers <= ino->flushed_writers && !stage_close_defers(v, ino, pid))
-			r = stage_publish(v, ino, false, pid);
+			r = change_publish(v, ino, false, pid);
 		stage_unlock(v, ino);
 		if (r < 0)
 			return reply_status(req, r);
@@ -552,7 +577,7 @@ void op_fsync(fuse_req_t req, fuse_ino_t id, int datasync, struct fuse_file_info
 	int r;
 
 	if (io.locked && stage_active_fd(ino) >= 0)
-		r = stage_publish(v, ino, true, fuse_req_ctx(req)->pid);
+		r = change_publish(v, ino, true, fuse_req_ctx(req)->pid);
 	else
 		r = (datasync ? fdatasync(io.fd) : fsync(io.fd)) < 0 ? neg_errno() : 0;
 	io.fd = io.locked ? stage_io_fd(ino, fd_of(fi)) : io.fd;

@@ -270,6 +270,38 @@ int name_change_begin(struct view *v, fuse_req_t req, struct name_change *nc);
 void name_change_commit(struct name_change *nc);
 int name_change_abort(struct name_change *nc, int r);
 
+/* ---- a publication (ops_change.c) ---- */
+
+/* Publishes INO's unpublished stage (stage.h), if it has one, in this
+ * order:
+ *
+ *  1. a save that failed (stage_failed()) ends here: its error, the stage
+ *     discarded, the file's handles refused; else the stage is readied (a
+ *     fresh mtime; with DURABLE, flushed);
+ *  2. where the file's name went away, holds another file, or holds the
+ *     staged file changed on the host, the stage is not renamed: the
+ *     file itself gets it in place (a file with other names left), it
+ *     becomes an orphan (no name left), or it is kept as a conflict copy
+ *     beside the name and the handles are refused (-EACCES, audited);
+ *  3. the stage gets a name in its area, then the gate lock of the file
+ *     at the name is taken (the check and the rename are one step);
+ *  4. the host watch is told the name changes (before: a faster watch
+ *     thread would take it for a host change); the name is locked (no
+ *     lookup sees it between the rename and the inode table's update);
+ *  5. the journal keeps the version the rename replaces;
+ *     -- one renameat() --
+ *  6. the journal records the new version, the quota gets the replaced
+ *     version's space back, the gate lock ends with the new version's
+ *     mark;
+ *  7. the view's inode is re-keyed to the new file, and the name
+ *     unlocked;
+ *  8. with DURABLE, the directory is flushed.
+ *
+ * Returns 0 or -errno: on failure the file at the name is as it was. PID
+ * is the process a refusal is audited for (0: unknown). Called with INO's
+ * stage lock held. */
+int change_publish(struct view *v, struct inode *ino, bool durable, pid_t pid);
+
 /* ---- entries (ops_entry.c) ---- */
 
 /* Starts the reply E to a lookup in DIR: timeouts, nothing found. */

@@ -1,12 +1,8 @@
 /* stage.c - see stage.h. */
 #include "stage.h"
 #include "confine.h"
-#include "gate.h"
 #include "inode.h"
-#include "journal.h"
-#include "ops.h"
 #include "view.h"
-#include "watch.h"
 #include "common/cleanup.h"
 #include "common/fileops.h"
 #include "common/home.h"
@@ -498,11 +494,8 @@ void stage_failed(struct inode *ino, int err)
 		s->error = err;
 }
 
-/* ---- publication -------------------------------------------------------- */
+/* ---- publication's steps (their order: change_publish(), ops_change.c) -- */
 
-/* Drops an unpublished stage; the file keeps its content. The kernel's
- * page cache of the file may hold the dropped bytes: the next open drops
- * it (ops_file.c). */
 static void discard(struct view *v, struct inode *ino)
 {
 	struct stage *s = stage_of(ino);
@@ -514,9 +507,48 @@ static void discard(struct view *v, struct inode *ino)
 	stage_free(ino);
 }
 
-/* Gives the stage a name in the area (an O_TMPFILE has none yet). */
-static int area_link(struct view *v, struct inode *ino)
+void stage_discard(struct view *v, struct inode *ino)
 {
+	assert_held(LOCK_STAGE);
+	if (stage_of(ino))
+		discard(v, ino);
+}
+
+int stage_pending(struct inode *ino)
+{
+	assert_held(LOCK_STAGE);
+	struct stage *s = stage_of(ino);
+
+	if (!s || s->state != STAGE_ACTIVE)
+		return 0;
+	return s->error ? -s->error : 1;
+}
+
+int stage_ready(struct view *v, struct inode *ino, bool durable)
+{
+	assert_held(LOCK_STAGE);
+	struct stage *s = stage_of(ino);
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_NOW } };
+
+	/* Every save gets a fresh mtime, an empty one too (the writeback
+	 * cache sets mtime itself, with its own clock). */
+	if ((!v->writeback && futimens(s->fd, ts) < 0) || (durable && fsync(s->fd) < 0)) {
+		int r = neg_errno();
+		discard(v, ino);
+		return r;
+	}
+	return 0;
+}
+
+bool stage_replaces(struct inode *ino, const struct stat *st)
+{
+	assert_held(LOCK_STAGE);
+	return version_is(&stage_of(ino)->base, st);
+}
+
+int stage_link(struct view *v, struct inode *ino)
+{
+	assert_held(LOCK_STAGE);
 	struct stage *s = stage_of(ino);
 	char path[CONFINE_FD_PATH_MAX];
 	uint64_t r;
@@ -534,13 +566,52 @@ static int area_link(struct view *v, struct inode *ino)
 	return 0;
 }
 
-static int fsync_dir(int pfd)
+int stage_rename_over(struct view *v, struct inode *ino, int pfd, const char *name)
 {
-	_cleanup_(closep) int fd = confine_reopen(pfd, O_RDONLY | O_DIRECTORY);
+	assert_held(LOCK_STAGE);
+	struct stage *s = stage_of(ino);
 
-	if (fd < 0)
-		return fd;
-	return fsync(fd) < 0 ? neg_errno() : 0;
+	if (renameat(area_of(v, ino)->fd, s->name, pfd, name) < 0)
+		return neg_errno();
+	s->name[0] = '\0';
+	s->state = STAGE_PUBLISHED;
+	return 0;
+}
+
+void stage_published(struct inode *ino, const struct stat *after)
+{
+	assert_held(LOCK_STAGE);
+	ino->save_base = version_of(after);
+}
+
+void stage_orphan(struct inode *ino)
+{
+	assert_held(LOCK_STAGE);
+	stage_of(ino)->state = STAGE_ORPHAN;
+}
+
+int stage_write_back(struct inode *ino, int fd, bool durable)
+{
+	assert_held(LOCK_STAGE);
+	struct stage *s = stage_of(ino);
+	struct stat st;
+
+	if (fstat(s->fd, &st) < 0)
+		return neg_errno();
+	struct timespec ts[2] = { st.st_atim, st.st_mtim };
+	int r = file_copy_content(fd, s->fd);
+	if (r == 0 && (ftruncate(fd, st.st_size) < 0 || fchmod(fd, st.st_mode & 07777) < 0 ||
+		       futimens(fd, ts) < 0 || (durable && fsync(fd) < 0)))
+		r = neg_errno();
+	return r;
+}
+
+void stage_written_back(struct inode *ino, const struct stat *after)
+{
+	assert_held(LOCK_STAGE);
+	if (after)
+		ino->save_base = version_of(after);
+	stage_free(ino);
 }
 
 /* NAME with a conflict suffix that fits in NAME_MAX: "NAME.sbx-conflict-
@@ -559,26 +630,14 @@ static void conflict_name(const char *name, unsigned n, char out[NAME_MAX + 1])
 	snprintf(out, NAME_MAX + 1, "%.*s%s", NAME_MAX - len, name, suffix);
 }
 
-/* The file at the name is not the version the stage may replace: a
- * person saved it on the host while the thread had it open. Their
- * version stays and is what the view shows from now on, through the
- * handles open on the file too, which take no more changes (the kernel
- * has one page cache per file: they cannot read one version and write
- * another). The stage is kept as a conflict copy next to the name in
- * PARENT (directory fd PFD, or -1: then it cannot be kept). Returns
- * -EACCES. */
-static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent, int pfd,
-			 const char *name, pid_t pid)
+int stage_keep_conflict(struct view *v, struct inode *ino, int pfd, const char *name,
+			char copy[NAME_MAX + 1], struct stat *st)
 {
+	assert_held(LOCK_STAGE);
 	struct stage *s = stage_of(ino);
 	int area = area_of(v, ino)->fd;
-	char copy[NAME_MAX + 1], path[PATH_MAX], kept[PATH_MAX], comm[COMM_MAX];
-	char reason[PATH_MAX + 64];
-	struct stat st;
-	int r = pfd < 0 ? -ENOENT : area_link(v, ino);
+	int r = pfd < 0 ? -ENOENT : stage_link(v, ino);
 
-	/* The kernel learns of the new name from the host watch, as of a
-	 * host-side creation: it may hold a negative entry for it. */
 	for (unsigned n = 0; r == 0; n++) {
 		conflict_name(name, n, copy);
 		if (renameat2(area, s->name, pfd, copy, RENAME_NOREPLACE) == 0)
@@ -587,181 +646,10 @@ static int keep_conflict(struct view *v, struct inode *ino, struct inode *parent
 		if (r == -EEXIST && n < 99)
 			r = 0;
 	}
-	if (r == 0) {
-		s->name[0] = '\0';
-		if (fstat(s->fd, &st) == 0)
-			gate_note_created(v->gate, &st); /* the thread made it */
-		snprintf(reason, sizeof(reason),
-			 "changed on the host while open; the agent's version is kept as %s",
-			 view_path(v, parent, copy, kept, sizeof(kept)));
-	} else {
-		if (s->name[0])
-			unlinkat(area, s->name, 0);
-		s->name[0] = '\0';
-		snprintf(
-			reason, sizeof(reason),
-			"changed on the host while open; the agent's version could not be kept (%s)",
-			strerror(-r));
-	}
-	ops_refuse_handles(v, ino, EACCES);
-	stage_free(ino);
-	atomic_store_explicit(&ino->stale_pages, true, memory_order_release);
-	proc_comm(pid, comm);
-	view_path(v, ino, NULL, path, sizeof(path));
-	log_warn("refused save of '%s': %s (pid %d, %s)", path, reason, (int)pid, comm);
-	gate_record_refusal(v->gate, path, "save", reason, pid, comm);
-	return -EACCES;
-}
-
-/* The staged file's name went away, or now holds something else (NAME
- * in PARENT, directory fd PFD or -1; REPLACED: it holds another file).
- * Where the file itself still has a name (a hard link of it was removed,
- * or it was renamed while the view knew it by another name), the changes
- * reach it in place, as writes would natively, unless it changed since
- * the stage was taken. A file with no name left keeps them nowhere, as on
- * a local disk, unless a person's new file replaced it (not the thread's
- * own unlink or rename, inode_note_unnamed()): a conflict. */
-static int publish_in_place(struct view *v, struct inode *ino, bool durable, struct inode *parent,
-			    int pfd, const char *name, bool replaced, pid_t pid)
-{
-	struct stage *s = stage_of(ino);
-	struct stat st, cur, after;
-	struct gate_ticket t;
-	int ofd = inode_fd_get(v->inodes, ino);
-
-	if (ofd < 0 || fstat(ofd, &cur) < 0 || cur.st_nlink == 0) {
-		if (ofd >= 0)
-			inode_unpin(v->inodes, ino);
-		if (replaced && !atomic_load_explicit(&ino->unnamed, memory_order_acquire))
-			return keep_conflict(v, ino, parent, pfd, name, pid);
-		s->state = STAGE_ORPHAN;
-		return 0;
-	}
-	if (!version_is(&s->base, &cur)) {
-		inode_unpin(v->inodes, ino);
-		return keep_conflict(v, ino, parent, pfd, name, pid);
-	}
-	_cleanup_(closep) int fd = confine_reopen(ofd, O_WRONLY);
-	inode_unpin(v->inodes, ino);
-	int r = fd < 0 ? fd : fstat(s->fd, &st) < 0 ? neg_errno() : 0;
-	if (r == 0) {
-		journal_keep_content(v, NULL, pid, ino, fd);
-		gate_lock(v->gate, &t, &cur);
-		struct timespec ts[2] = { st.st_atim, st.st_mtim };
-		r = file_copy_content(fd, s->fd);
-		if (r == 0 &&
-		    (ftruncate(fd, st.st_size) < 0 || fchmod(fd, st.st_mode & 07777) < 0 ||
-		     futimens(fd, ts) < 0 || (durable && fsync(fd) < 0)))
-			r = neg_errno();
-		gate_unlock(&t, r == 0 && fstat(fd, &after) == 0 ? &after : NULL, true);
-	}
-	if (r < 0) {
-		discard(v, ino);
-		return r;
-	}
-	if (fstat(fd, &after) == 0) {
-		inode_note_attr(v->inodes, ino, &after);
-		ino->save_base = version_of(&after);
-	}
-	stage_free(ino);
-	return 0;
-}
-
-int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid)
-{
-	assert_held(LOCK_STAGE);
-	struct stage *s = stage_of(ino);
-	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_NOW } };
-	char name[NAME_MAX + 1], vpath[PATH_MAX];
-	struct inode *parent;
-	struct stat cur, before, after;
-	struct gate_ticket t;
-	int pfd, r;
-
-	if (!s || s->state != STAGE_ACTIVE)
-		return 0;
-	if (s->error) {
-		r = -s->error;
-		log_warn("a save of '%s' failed (%s); the file keeps its previous content, and"
-			 " its open handles make no more changes",
-			 inode_path(v->inodes, ino, NULL, vpath, sizeof(vpath)),
-			 strerror(s->error));
-		/* What they would write now would land on the previous
-		 * content, past what was lost: a mix of both. */
-		ops_refuse_handles(v, ino, s->error);
-		discard(v, ino);
-		return r;
-	}
-	/* Every save gets a fresh mtime, an empty one too (the writeback
-	 * cache sets mtime itself, with its own clock). */
-	if ((!v->writeback && futimens(s->fd, ts) < 0) || (durable && fsync(s->fd) < 0)) {
-		r = neg_errno();
-		discard(v, ino);
-		return r;
-	}
-	pfd = inode_parent_fd_get(v->inodes, ino, &parent, name, sizeof(name));
-	if (pfd < 0)
-		return publish_in_place(v, ino, durable, NULL, -1, NULL, false, pid);
-	/* Only over the version that was staged: a name that went away or
-	 * now holds something else (a symlink, another file) is left alone,
-	 * and so is a file changed on the host since. (A host save in the
-	 * microseconds between this check and the rename is not seen: Linux
-	 * has no rename-if-unchanged.) */
-	bool there = fstatat(pfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0;
-	if (!there || cur.st_dev != ino->dev || cur.st_ino != ino->ino ||
-	    !version_is(&s->base, &cur)) {
-		r = there && cur.st_dev == ino->dev && cur.st_ino == ino->ino
-			    ? keep_conflict(v, ino, parent, pfd, name, pid)
-			    : publish_in_place(v, ino, durable, parent, pfd, name, there, pid);
-		inode_unpin(v->inodes, parent);
-		return r;
-	}
-	r = area_link(v, ino);
-	if (r == 0 && fstat(s->fd, &before) < 0)
-		r = neg_errno();
-	if (r < 0) {
-		inode_unpin(v->inodes, parent);
-		discard(v, ino);
-		return r;
-	}
-	gate_lock(v->gate, &t, &before);
-	watch_expect(v->watch, parent, name, true);
-	view_names_lock(v, parent, true);
-	journal_keep_replaced(v, pid, ino, parent, pfd, name);
-	r = renameat(area_of(v, ino)->fd, s->name, pfd, name) < 0 ? neg_errno() : 0;
-	if (r < 0) {
-		view_names_unlock(v, parent);
-		watch_unexpect(v->watch, parent, name, true);
-		gate_unlock(&t, NULL, true);
-		inode_unpin(v->inodes, parent);
-		discard(v, ino);
-		return r;
-	}
+	if (r < 0)
+		return r; /* stage_discard() removes its name in the area */
 	s->name[0] = '\0';
-	s->state = STAGE_PUBLISHED;
-	struct timespec born;
-	int known = inode_statx(s->fd, "", AT_EMPTY_PATH, &after, &born);
-	bool have_after = known >= 0;
-	journal_published(v, ino, have_after ? &after : NULL, known > 0 ? &born : NULL);
-	view_release(v, ino, NULL); /* the replaced version's space */
-	gate_unlock(&t, have_after ? &after : NULL, true);
-	/* The view's inode is the new file from now on. */
-	int path_fd = have_after ? confine_reopen(s->fd, O_PATH) : -1;
-	if (have_after)
-		ino->save_base = version_of(&after);
-	if (path_fd >= 0 &&
-	    (r = inode_rekey(v->inodes, ino, path_fd, &after, known > 0 ? &born : NULL)) == 0)
-		inode_note_attr(v->inodes, ino, &after);
-	else
-		log_warn("published '%s', but the view could not follow it to its new inode: %s",
-			 inode_path(v->inodes, ino, NULL, vpath, sizeof(vpath)),
-			 strerror(path_fd < 0 ? (have_after ? -path_fd : EIO) : -r));
-	view_names_unlock(v, parent);
-	if (durable && (r = fsync_dir(pfd)) < 0)
-		log_warn("published '%s' but could not fsync its directory: %s",
-			 inode_path(v->inodes, ino, NULL, vpath, sizeof(vpath)), strerror(-r));
-	inode_unpin(v->inodes, parent);
-	return 0;
+	return fstat(s->fd, st) < 0 ? neg_errno() : 0;
 }
 
 void stage_drop(struct view *v, struct inode *ino)

@@ -7,7 +7,8 @@
  * filesystem as the file: an O_TMPFILE (no name, so a crash leaves nothing behind)
  * holding the original's owner, group, mode, ACLs and other xattrs, then
  * its content (FICLONE where the filesystem can, else copy_file_range).
- * Publication renames the stage over the file's name: at the last close
+ * Publication (change_publish(), ops_change.c, in the order written
+ * there) renames the stage over the file's name: at the last close
  * of the file's write handles (FLUSH, so close() returns its error), at
  * fsync, or at the last release (mmap writers). Until then the host sees
  * the old file, and every reader through the view the stage: reads,
@@ -20,7 +21,8 @@
  * version (a person saved it on the host, in place or by renaming a new
  * file over it), the save is refused (EACCES), the person's version
  * stays, and the stage is kept next to it as NAME.sbx-conflict-STAMP
- * (logged, audited): the file's handles then use that copy until closed.
+ * (logged, audited): the file's handles then show the person's version
+ * and take no more changes.
  *
  * After publication the view's inode designates the new file (inode_rekey)
  * and keeps the stage's fd as the file's content until its last handle is
@@ -28,6 +30,25 @@
  * longer designates the original at publication (unlinked, renamed over),
  * the stage becomes an orphan: written and read like an unlinked file,
  * never published.
+ *
+ * A stage's life. It is in one of three states while it exists (struct
+ * stage); each arrow is made by the function named on it:
+ *
+ *   stage_for_change() --> ACTIVE --stage_rename_over()--> PUBLISHED
+ *                           |  ^                               |
+ *                           |  +------- stage_for_change() ----+
+ *                           |           (the next change stages again)
+ *                           +--stage_orphan()--> ORPHAN (no name left)
+ *
+ * and it ends (the inode has no stage any more) in one of these ways:
+ *
+ *   ACTIVE --stage_write_back(), stage_written_back()--> written back:
+ *            the file itself took the changes (renamed or linked away)
+ *   ACTIVE --stage_keep_conflict(), stage_discard()--> a conflict copy
+ *            beside the name; the file stays the person's
+ *   ACTIVE --stage_discard()--> discarded: a failed save or publication,
+ *            the file as it was
+ *   any    --stage_drop() (the last handle), stage_close()--> gone
  *
  * Every function with "locked" in its contract needs stage_lock() held on
  * that inode. The lock is one of a fixed set of striped mutexes; take it
@@ -43,6 +64,7 @@
 #define SBX_STAGE_H
 
 #include <stdbool.h>
+#include <limits.h>
 #include <stddef.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -126,14 +148,52 @@ bool stage_close_defers(const struct view *v, struct inode *ino, pid_t pid);
  * the save fails with it, and the file stays as it was. */
 void stage_failed(struct inode *ino, int err);
 
-/* (locked) Publishes INO's unpublished stage, if any: fresh mtime, with
- * DURABLE the stage and the directory fsynced around the rename. Returns
- * 0 or -errno: the previous file is then intact and the stage dropped,
- * or, -EACCES, kept as a conflict copy (see above; PID is the process
- * the refusal is audited for, 0 if unknown). A save that failed (a
- * change failed with ENOSPC, EDQUOT, EIO, EFBIG) returns that error, and
- * the file's open handles refuse further changes with it. */
-int stage_publish(struct view *v, struct inode *ino, bool durable, pid_t pid);
+/* ---- publication's steps ----
+ * Their order, with the gate, the host watch, the journal and the quota
+ * around them, is written once: change_publish() in ops_change.c. */
+
+/* (locked) What a publication of INO finds: 0, nothing to publish (no
+ * stage, or none ACTIVE); 1, an ACTIVE stage; or the -errno of a failed
+ * save (stage_failed()): the stage is then to be discarded, unpublished. */
+int stage_pending(struct inode *ino);
+/* (locked) Readies INO's ACTIVE stage: a fresh mtime (unless the writeback
+ * cache sets it), with DURABLE its data flushed. Returns 0, or -errno with
+ * the stage discarded. */
+int stage_ready(struct view *v, struct inode *ino, bool durable);
+/* (locked) True if ST, the file at the name now, is the version INO's
+ * stage may replace. */
+bool stage_replaces(struct inode *ino, const struct stat *st);
+/* (locked) Gives INO's stage a name in its area (an O_TMPFILE has none),
+ * which the rename needs. Returns 0 or -errno (nothing changed). */
+int stage_link(struct view *v, struct inode *ino);
+/* (locked) Renames INO's linked stage over NAME in directory PFD:
+ * ACTIVE -> PUBLISHED. Returns 0, or -errno with nothing changed. */
+int stage_rename_over(struct view *v, struct inode *ino, int pfd, const char *name);
+/* (locked) The published stage's file is AFTER now: the next saves start
+ * from it. */
+void stage_published(struct inode *ino, const struct stat *after);
+/* (locked) The file has no name left: ACTIVE -> ORPHAN, written and read
+ * like an unlinked file until its last handle goes. */
+void stage_orphan(struct inode *ino);
+/* (locked) Writes INO's ACTIVE stage back into the file itself, open for
+ * writing as FD: its content, size, mode and times; with DURABLE, FD is
+ * flushed. Returns 0 or -errno (the file may be half written: the caller
+ * discards the stage). */
+int stage_write_back(struct inode *ino, int fd, bool durable);
+/* (locked) After stage_write_back(): the stage goes; the next saves
+ * start from AFTER (the file now), unless it is NULL. */
+void stage_written_back(struct inode *ino, const struct stat *after);
+/* (locked) Moves INO's ACTIVE stage next to NAME in directory PFD (-1:
+ * there is none) as a conflict copy, NAME.sbx-conflict-STAMP: its name
+ * into COPY, its attributes into ST. Returns 0, or -errno if it could not
+ * be kept. Either way the stage is then discarded (stage_discard()). */
+int stage_keep_conflict(struct view *v, struct inode *ino, int pfd, const char *name,
+			char copy[NAME_MAX + 1], struct stat *st);
+/* (locked) Drops INO's stage at once, whatever its state: an ACTIVE one's
+ * changes are lost and the file keeps its content. The kernel's page
+ * cache of the file may hold the dropped bytes: the next open drops it
+ * (ops_file.c). */
+void stage_discard(struct view *v, struct inode *ino);
 
 /* (locked) INO's last handle went away: drops the stage (an unpublished
  * one is discarded). */

@@ -140,11 +140,10 @@ struct view {
 	gid_t map_gid;
 	struct quota *quota; /* quota.h; NULL: none */
 	struct timespec born;
-	struct watch *watch;	      /* NULL: no host watch */
-	struct gate *gate;	      /* read-before-write; NULL: off */
-	struct store_writer *writer;  /* the store's rows; NULL: none */
-	struct open_file *open_files; /* ops_file.c: the handles, for the end */
-	pthread_mutex_t open_files_lock;
+	struct watch *watch;			      /* NULL: no host watch */
+	struct gate *gate;			      /* read-before-write; NULL: off */
+	struct store_writer *writer;		      /* the store's rows; NULL: none */
+	struct open_files *open_files;		      /* ops_file.c's: the open handles */
 	struct journal *journal;		      /* journal.h: the open run, callers */
 	struct stager *stager;			      /* stage.h: locks, areas; NULL before
 					 * stage_setup() */
