@@ -19,6 +19,7 @@
 #include "common/home.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "store/follow.h"
 #include "store/lease.h"
 #include "store/receipt.h"
