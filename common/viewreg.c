@@ -2,7 +2,7 @@
 #include "viewreg.h"
 #include "cleanup.h"
 #include "home.h"
-#include "spawn.h"
+#include "mounts.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,6 +3,7 @@
 #include "common/cleanup.h"
 #include "common/home.h"
 #include "common/log.h"
+#include "common/mounts.h"
 #include "common/spawn.h"
 #include "store/lease.h"
 

@@ -18,6 +18,7 @@
 #include "common/home.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "common/mounts.h"
 #include "common/spawn.h"
 #include "common/viewreg.h"
 #include "store/store.h"
