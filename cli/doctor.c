@@ -8,7 +8,7 @@
 #include "common/cleanup.h"
 #include "common/units.h"
 #include "exec/cgroup.h"
-#include "exec/config.h"
+#include "common/config.h"
 #include "exec/filter.h"
 #include "exec/identity.h"
 #include "exec/sandbox.h"

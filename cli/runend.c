@@ -12,7 +12,7 @@
 #include "common/spawn.h"
 #include "common/viewreg.h"
 #include "common/walk.h"
-#include "exec/config.h"
+#include "common/config.h"
 #include "store/receipt.h"
 #include "store/snapshot.h"
 #include "store/summary.h"

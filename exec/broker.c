@@ -5,7 +5,7 @@
 #include "broker_int.h"
 #include "broker_ops.h"
 #include "cgroup.h"
-#include "config.h"
+#include "common/config.h"
 #include "identity.h"
 #include "provider.h"
 #include "sandbox.h"

@@ -1,7 +1,7 @@
 /* broker_ops.c - see broker_ops.h. */
 #include "broker_ops.h"
 #include "cgroup.h"
-#include "config.h"
+#include "common/config.h"
 #include "env.h"
 #include "guard.h"
 #include "hostpath.h"

@@ -25,7 +25,7 @@
 #ifndef SBX_CGROUP_H
 #define SBX_CGROUP_H
 
-#include "config.h"
+#include "common/config.h"
 #include "launch.h"
 
 #include <stdbool.h>

@@ -20,7 +20,7 @@
 #ifndef SBX_PROVIDER_H
 #define SBX_PROVIDER_H
 
-#include "config.h"
+#include "common/config.h"
 #include "identity.h"
 
 #include <limits.h>

@@ -36,7 +36,7 @@
 #ifndef SBX_SANDBOX_H
 #define SBX_SANDBOX_H
 
-#include "config.h"
+#include "common/config.h"
 #include "identity.h"
 #include "launch.h"
 

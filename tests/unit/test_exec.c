@@ -6,6 +6,7 @@
 #include "exec/guard.h"
 #include "exec/hostpath.h"
 #include "exec/output.h"
+#include "common/ids.h"
 #include "common/utf8.h"
 #include "exec/request.h"
 #include "exec/runner.h"
