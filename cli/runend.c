@@ -790,7 +790,7 @@ void run_retain(struct store *s, const char *home, const char *user, const char 
 	struct config c;
 	int r;
 
-	snprintf(path, sizeof(path), "%s/%s", home, CONFIG_FILE);
+	snprintf(path, sizeof(path), "%s/%s", home, HOME_CONFIG);
 	if ((r = config_load(path, &c, err, sizeof(err))) < 0 && r != -ENOENT) {
 		fprintf(stderr, "sbx: %s: %s: pre-images kept as they are\n", command, err);
 		return;

@@ -21,6 +21,7 @@
  */
 #include "config.h"
 #include "cleanup.h"
+#include "home.h"
 #include "ids.h"
 
 #include <ctype.h>
@@ -516,7 +517,7 @@ static int set_undo(struct parse *p, const char *key, const char *v)
 static int add_mount(struct parse *p, const char *name, const char *v)
 {
 	/* The view's own roots: a mount of that name would hide one. */
-	static const char *const reserved[] = { "user-data", "skills", "acp-workspace" };
+	static const char *const reserved[] = VIEW_TOP_NAMES;
 	struct config *c = p->c;
 	struct config_mount *m;
 	size_t len = strlen(v);

@@ -67,7 +67,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define CONFIG_FILE "sbx.conf"
 #define CONFIG_MAX_MOUNTS 16
 #define CONFIG_MAX_ENV_PASS 64
 

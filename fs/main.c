@@ -617,11 +617,12 @@ static int open_log(struct options *o, int *dir, char name[static NAME_MAX + 1])
 		snprintf(name, NAME_MAX + 1, "%s", slash ? slash + 1 : o->log_path);
 	} else {
 		homefd = home_open(o->view.home);
-		*dir = homefd < 0 ? homefd : dir_ensure(homefd, "log", 0700);
+		*dir = homefd < 0 ? homefd : dir_ensure(homefd, HOME_LOG, 0700);
 		if (*dir < 0)
 			return *dir;
 		snprintf(name, NAME_MAX + 1, "sbxfs-%s-%s.log", o->view.user, o->view.thread);
-		snprintf(o->log_file, sizeof(o->log_file), "%s/log/%s", o->view.home, name);
+		snprintf(o->log_file, sizeof(o->log_file), "%s/" HOME_LOG "/%s", o->view.home,
+			 name);
 		fd = openat(*dir, name, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
 			    0600);
 	}

@@ -7,6 +7,7 @@
 #include "lease.h"
 #include "store_int.h"
 #include "common/clock.h"
+#include "common/home.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -88,7 +89,7 @@ int lease_config(const char *home, struct lease_config *out, char *err, size_t e
 	char conf[PATH_MAX + 16];
 	struct config c;
 
-	snprintf(conf, sizeof(conf), "%s/" CONFIG_FILE, home);
+	snprintf(conf, sizeof(conf), "%s/" HOME_CONFIG, home);
 	/* A file that is not there, or cannot be read, says nothing. */
 	int r = config_load_top(conf, &c, err, errlen);
 	*out = (struct lease_config){

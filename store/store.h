@@ -28,7 +28,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define STORE_FILE "sbx.db"
 /* The environment variable that names the store of every program of a
  * home (--store sets it, so that the programs they start agree). */
 #define STORE_ENV "SBX_STORE"

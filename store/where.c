@@ -3,6 +3,7 @@
  * else HOME/sbx.db; and a store's name as it may be shown. */
 #include "store.h"
 #include "common/cleanup.h"
+#include "common/home.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -64,7 +65,7 @@ int store_where(const char *home, char *target, size_t size, char *err, size_t e
 	const char *from = STORE_ENV;
 
 	if (!set || !*set) {
-		snprintf(conf, sizeof(conf), "%s/" CONFIG_FILE, home);
+		snprintf(conf, sizeof(conf), "%s/" HOME_CONFIG, home);
 		/* What else the file says is not the store's: a file that is not
 		 * there, or cannot be read, names none. */
 		if (config_load_top(conf, &c, err, errlen) == -ENOMEM)
@@ -86,7 +87,7 @@ int store_where(const char *home, char *target, size_t size, char *err, size_t e
 		snprintf(target, size, "%s", set);
 		return 0;
 	}
-	if ((size_t)snprintf(target, size, "%s/%s", home, STORE_FILE) >= size) {
+	if ((size_t)snprintf(target, size, "%s/%s", home, HOME_STORE) >= size) {
 		snprintf(err, errlen, "the home path is too long");
 		return -ENAMETOOLONG;
 	}

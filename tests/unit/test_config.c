@@ -1,4 +1,4 @@
-/* The broker's sbx.conf (exec/config.c): defaults for what it does not
+/* sbx.conf (common/config.c): defaults for what it does not
  * set, every problem refused with "PATH:LINE: reason", and nothing that
  * libinih would let through quietly (split long lines, continuation lines,
  * bytes after a NUL, empty unknown sections). */
