@@ -52,10 +52,10 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 # Every close() of ours is checked for double closes (common/fdcheck.c).
 LDFLAGS += $(SANFLAGS) -Wl,--wrap=close
 
-COMMON_SRC := common/fdcheck.c common/lockcheck.c common/log.c common/quote.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c common/fileops.c common/viewreg.c
+COMMON_SRC := common/fdcheck.c common/lockcheck.c common/log.c common/quote.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c common/fileops.c common/viewreg.c common/mounts.c common/utf8.c common/config.c
 STORE_SRC  := store/store.c store/schema.c store/marks.c store/audit.c store/snapshot_rows.c store/blobs.c store/runs.c store/journal.c store/where.c store/check.c store/backup.c store/lease.c store/db.c store/db_sqlite.c store/db_pg.c store/libpq.c store/writer.c store/snapshot.c store/secrets.c store/diff.c \
               store/summary.c store/lineage.c store/receipt.c store/follow.c store/compact.c
-EXEC_SRC   := exec/config.c exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
+EXEC_SRC   := exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
               exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c \
               exec/watch.c
@@ -125,8 +125,8 @@ FUZZ_CFLAGS  := -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefi
                 -I. $(FUZZ_CFLAGS_EXTRA) $(FUSE_CFLAGS)
 FUZZ_SRC_names    := common/ids.c common/log.c common/quote.c fs/names.c fs/confine.c
 FUZZ_SRC_paths    := store/snapshot.c store/secrets.c exec/hostpath.c exec/guard.c
-FUZZ_SRC_classify := store/snapshot.c store/secrets.c exec/output.c exec/env.c
-FUZZ_SRC_config   := exec/config.c common/ids.c store/where.c
+FUZZ_SRC_classify := store/snapshot.c store/secrets.c exec/output.c exec/env.c common/utf8.c
+FUZZ_SRC_config   := common/config.c common/ids.c
 FUZZ_SRC_request  := exec/request.c exec/env.c common/ids.c
 
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(wildcard */*.h common/*.c fs/*.c store/*.c exec/*.c)

@@ -8,7 +8,8 @@
 #include "common/cleanup.h"
 #include "common/units.h"
 #include "exec/cgroup.h"
-#include "exec/config.h"
+#include "common/config.h"
+#include "common/home.h"
 #include "exec/filter.h"
 #include "exec/identity.h"
 #include "exec/sandbox.h"
@@ -411,7 +412,7 @@ int cmd_doctor(int argc, char **argv, const char *home)
 	if (resolve_home("doctor", home, h, sizeof(h)) < 0)
 		return 2;
 	struct config cf;
-	snprintf(path, sizeof(path), "%s/" CONFIG_FILE, h);
+	snprintf(path, sizeof(path), "%s/" HOME_CONFIG, h);
 	int cr = config_load(config_path ? config_path : path, &cf, err, sizeof(err));
 	if (cr < 0 && !(cr == -ENOENT && !config_path)) {
 		fprintf(stderr, "sbx: doctor: %s\n", err);

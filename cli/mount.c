@@ -3,6 +3,7 @@
 #include "args.h"
 #include "cli.h"
 #include "common/cleanup.h"
+#include "common/mounts.h"
 #include "common/spawn.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
 #include "report.h"
 #include "common/hash.h"
 #include "common/quote.h"
-#include "exec/output.h"
+#include "common/utf8.h"
 #include "store/receipt.h"
 
 #include <errno.h>

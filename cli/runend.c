@@ -12,7 +12,7 @@
 #include "common/spawn.h"
 #include "common/viewreg.h"
 #include "common/walk.h"
-#include "exec/config.h"
+#include "common/config.h"
 #include "store/receipt.h"
 #include "store/snapshot.h"
 #include "store/summary.h"
@@ -790,7 +790,7 @@ void run_retain(struct store *s, const char *home, const char *user, const char 
 	struct config c;
 	int r;
 
-	snprintf(path, sizeof(path), "%s/%s", home, CONFIG_FILE);
+	snprintf(path, sizeof(path), "%s/%s", home, HOME_CONFIG);
 	if ((r = config_load(path, &c, err, sizeof(err))) < 0 && r != -ENOENT) {
 		fprintf(stderr, "sbx: %s: %s: pre-images kept as they are\n", command, err);
 		return;

@@ -11,6 +11,25 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+const struct home_skills home_skills[SKILL_CATEGORIES] = {
+	[SKILLS_PUBLIC] = { "public", { "skills", "public" }, 2 },
+	[SKILLS_CUSTOM] = { "custom", { "users", NULL, "skills", "custom" }, 4 },
+	[SKILLS_LEGACY] = { "legacy", { "skills", "custom" }, 2 },
+	[SKILLS_INTEGRATIONS] = { "integrations", { "integrations", "skills" }, 2 },
+};
+
+int home_skills_path(const char *home, const char *user, enum skill_category c, char *buf,
+		     size_t size)
+{
+	const struct home_skills *k = &home_skills[c];
+	size_t len = (size_t)snprintf(buf, size, "%s", home);
+
+	for (size_t i = 0; i < k->n && len < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, "/%s",
+					k->path[i] ? k->path[i] : user);
+	return len < size ? 0 : -ENAMETOOLONG;
+}
+
 int home_default(char *buf, size_t size)
 {
 	const char *env = getenv("SBX_HOME");

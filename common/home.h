@@ -1,17 +1,24 @@
-/* home.h - the $SBX_HOME layout.
+/* home.h - the $SBX_HOME layout: every name below a home is spelled
+ * here (or, for a thread's and the skills' directories, in home.c's
+ * tables), and the rest of the code asks for it.
  *
- *   $SBX_HOME/users/<user>/threads/<thread>/user-data/{workspace,uploads,outputs}
- *   $SBX_HOME/users/<user>/threads/<thread>/acp-workspace
- *   $SBX_HOME/users/<user>/threads/<thread>/.undo/<run start>   undo's pre-images
- *   $SBX_HOME/skills/public          skills shared by everyone  (/mnt/skills/public)
- *   $SBX_HOME/skills/custom          shared legacy skills       (/mnt/skills/legacy)
- *   $SBX_HOME/users/<user>/skills/custom   the user's own      (/mnt/skills/custom)
- *   $SBX_HOME/integrations/skills    integrations' skills       (/mnt/skills/integrations)
- *   $SBX_HOME/extensions_config.json, $SBX_HOME/users/<user>/skills/_skill_states.json
- *                                    disabled skills (fs/skills.h)
- *   $SBX_HOME/run                    sockets, lock and pid files; run/mounted:
- *                                    the mounted views (common/viewreg.h)
- *   $SBX_HOME/log                    daemon logs
+ *   sbx.conf                          the configuration (common/config.h)
+ *   sbx.db                            the SQLite store (store/store.h)
+ *   users/<user>/threads/<thread>/user-data/{workspace,uploads,outputs}
+ *   users/<user>/threads/<thread>/acp-workspace
+ *   users/<user>/threads/<thread>/.stage              staged writes (fs/stage.h)
+ *   users/<user>/threads/<thread>/.undo/<run start>   undo's pre-images
+ *   skills/public, skills/custom, users/<user>/skills/custom,
+ *   integrations/skills               the skill categories (home_skills[])
+ *   extensions_config.json, users/<user>/skills/_skill_states.json
+ *                                     disabled skills (fs/skills.h)
+ *   log/                              the views' logs (sbxfs-USER-THREAD.log)
+ *   run/mounted/<user>/<thread>/<pid> the mounted views (common/viewreg.h)
+ *   run/broker.{sock,lock,log}        the broker's socket, lock and log
+ *   run/views/<user>/<thread>         the broker's mount points
+ *   run/locks/<user>/<thread>         its lock file per view
+ *   run/uids/<uid>                    a root broker's sandbox uids, where
+ *                                     /run/sbxfs/uids cannot be had
  *
  * Every directory below the home is created and opened relative to its
  * parent's fd with O_NOFOLLOW, so a symlink planted inside the home cannot
@@ -24,6 +31,47 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+/* The names directly below the home, and below its run/. */
+#define HOME_CONFIG "sbx.conf"
+#define HOME_STORE "sbx.db"
+#define HOME_LOG "log"
+#define HOME_RUN "run"
+#define HOME_MOUNTED "mounted"
+#define HOME_VIEWS "views"
+#define HOME_LOCKS "locks"
+#define HOME_UIDS "uids"
+#define HOME_BROKER_SOCKET "broker.sock"
+#define HOME_BROKER_LOCK "broker.lock"
+#define HOME_BROKER_LOG "broker.log"
+
+/* The view's own names at the top of its mount point (MOUNTPOINT/NAME),
+ * as an initializer: an extra mount may not take one of them. */
+#define VIEW_TOP_NAMES                                 \
+	{                                              \
+		"user-data", "skills", "acp-workspace" \
+	}
+
+/* The skill categories as the reference lays them out: each one's name
+ * below /mnt/skills and its directory below the home (a NULL component
+ * is the user's id). */
+enum skill_category {
+	SKILLS_PUBLIC,	     /* shared by everyone */
+	SKILLS_CUSTOM,	     /* the user's own */
+	SKILLS_LEGACY,	     /* the shared custom skills of before per-user ones */
+	SKILLS_INTEGRATIONS, /* integrations' skills, a directory per provider */
+	SKILL_CATEGORIES
+};
+struct home_skills {
+	const char *name;
+	const char *path[4];
+	size_t n;
+};
+extern const struct home_skills home_skills[SKILL_CATEGORIES];
+
+/* HOME/... of category C of USER into BUF. Returns 0 or -ENAMETOOLONG. */
+int home_skills_path(const char *home, const char *user, enum skill_category c, char *buf,
+		     size_t size);
 
 /* Writes the home to use into BUF: $SBX_HOME if set, else /var/lib/sbxfs
  * for root, else $XDG_DATA_HOME/sbxfs or ~/.local/share/sbxfs.
@@ -49,8 +97,10 @@ int dir_ensure_path(int dirfd, const char *const *components, size_t n, mode_t m
 int dir_chain_open(int dirfd, const char *const *components, size_t n, bool create);
 
 /* Below a thread's directory, outside every view: the pre-images undo
- * needs, one directory per run (named by its start, ns). */
+ * needs, one directory per run (named by its start, ns); the staging
+ * area of its rewritten files. */
 #define UNDO_DIR ".undo"
+#define STAGE_DIR ".stage"
 
 /* The directory of pre-images of USER's THREAD's run begun at BEGUN_NS
  * under the home directory HOMEFD, as an O_PATH fd; CREATE: made (0700,

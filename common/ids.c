@@ -1,6 +1,7 @@
 /* ids.c - see ids.h. */
 #include "ids.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdbool.h>
@@ -117,4 +118,14 @@ int user_id_make_safe(const char *raw, char out[USER_ID_MAX + 1])
 	}
 	out[len] = '\0';
 	return 0;
+}
+
+bool env_valid_name(const char *name)
+{
+	if (!*name || isdigit((unsigned char)*name))
+		return false;
+	for (const char *p = name; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_')
+			return false;
+	return true;
 }

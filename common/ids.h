@@ -11,12 +11,16 @@
  *   name       1..NAME_ID_MAX of [A-Za-z0-9._-], not "." or "..": a
  *              mount of the broker's configuration
  *
+ * and, with them, the rule of an environment variable's name.
+ *
  * An id made by an earlier version with '.' or over 64 characters is
  * refused like any other invalid id; its directory stays where it was
  * (docs/configuration.md, "Ids").
  */
 #ifndef SBX_IDS_H
 #define SBX_IDS_H
+
+#include <stdbool.h>
 
 #define USER_ID_MAX 255
 #define THREAD_ID_MAX 64
@@ -35,5 +39,9 @@ int name_id_check(const char *id, const char **why);
  * follow. Returns 0 with the id in OUT, -EINVAL for an empty RAW, or
  * -ENAMETOOLONG if the id would exceed USER_ID_MAX. */
 int user_id_make_safe(const char *raw, char out[USER_ID_MAX + 1]);
+
+/* True if NAME is a POSIX shell variable name (sbx.conf's env_pass, a
+ * request's environment). */
+bool env_valid_name(const char *name);
 
 #endif

@@ -1,5 +1,6 @@
 /* utf8.h - one UTF-8 decoder for the text rules: the snapshot's text
- * test, cleaning command output, checking an identity. */
+ * test, cleaning command output (and any text shown), checking an
+ * identity. */
 #ifndef SBX_UTF8_H
 #define SBX_UTF8_H
 
@@ -44,5 +45,10 @@ static inline bool utf8_valid(const char *s, size_t n)
 	}
 	return true;
 }
+
+/* N bytes of S as valid UTF-8 (malloc'd, NUL-terminated): invalid bytes
+ * become U+FFFD. If KEEP is not NULL, an incomplete sequence at the very
+ * end is not converted: its length goes to *KEEP (for the next chunk). */
+char *utf8_clean(const char *s, size_t n, size_t *keep);
 
 #endif

@@ -2,7 +2,7 @@
 #include "viewreg.h"
 #include "cleanup.h"
 #include "home.h"
-#include "spawn.h"
+#include "mounts.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 /* The directory of USER's THREAD's entries, made if CREATE; -errno. */
 static int entries_dir(int homefd, const char *user, const char *thread, bool create)
 {
-	const char *path[] = { "run", "mounted", user, thread };
+	const char *path[] = { HOME_RUN, HOME_MOUNTED, user, thread };
 
 	return dir_chain_open(homefd, path, 4, create);
 }

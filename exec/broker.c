@@ -5,7 +5,6 @@
 #include "broker_int.h"
 #include "broker_ops.h"
 #include "cgroup.h"
-#include "config.h"
 #include "identity.h"
 #include "provider.h"
 #include "sandbox.h"
@@ -13,6 +12,7 @@
 #include "transport.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
+#include "common/config.h"
 #include "common/home.h"
 #include "common/log.h"
 #include "store/store.h"
@@ -174,12 +174,12 @@ static int socket_addr(const char *home, int dirfd, struct sockaddr_un *sa)
 {
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
-	if ((size_t)snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/run/" BROKER_SOCKET, home) <
-	    sizeof(sa->sun_path))
+	if ((size_t)snprintf(sa->sun_path, sizeof(sa->sun_path),
+			     "%s/" HOME_RUN "/" HOME_BROKER_SOCKET, home) < sizeof(sa->sun_path))
 		return 0;
 	if (dirfd < 0)
 		return -ENAMETOOLONG;
-	snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/" BROKER_SOCKET, dirfd);
+	snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/" HOME_BROKER_SOCKET, dirfd);
 	return 0;
 }
 
@@ -187,7 +187,7 @@ static int run_dir(const char *home)
 {
 	_cleanup_(closep) int h = home_open(home);
 
-	return h < 0 ? h : dir_ensure(h, "run", 0700);
+	return h < 0 ? h : dir_ensure(h, HOME_RUN, 0700);
 }
 
 int broker_connect(const char *home)
@@ -196,7 +196,7 @@ int broker_connect(const char *home)
 	struct sockaddr_un sa;
 	char path[PATH_MAX];
 
-	snprintf(path, sizeof(path), "%s/run", home);
+	snprintf(path, sizeof(path), "%s/" HOME_RUN, home);
 	dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (socket_addr(home, dir, &sa) < 0)
 		return -ENAMETOOLONG;
@@ -221,7 +221,8 @@ int broker_wait_stopped(const char *home, unsigned timeout_s)
 	char path[PATH_MAX];
 	struct sigaction alarm_act = { .sa_handler = on_alarm }, old;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/run/broker.lock", home) >= sizeof(path))
+	if ((size_t)snprintf(path, sizeof(path), "%s/" HOME_RUN "/" HOME_BROKER_LOCK, home) >=
+	    sizeof(path))
 		return -ENAMETOOLONG;
 	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
@@ -238,7 +239,7 @@ int broker_wait_stopped(const char *home, unsigned timeout_s)
 /* Takes HOME/run/broker.lock: one broker per home, held until it exits. */
 static int take_lock(int dir, const char *home)
 {
-	int fd = openat(dir, "broker.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = openat(dir, HOME_BROKER_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	char pid[32] = "";
 
 	if (fd < 0)
@@ -265,7 +266,7 @@ static int listen_socket(const char *home, int dir)
 
 	if ((r = socket_addr(home, dir, &sa)) < 0)
 		return r;
-	unlinkat(dir, BROKER_SOCKET, 0); /* ours: we hold the lock */
+	unlinkat(dir, HOME_BROKER_SOCKET, 0); /* ours: we hold the lock */
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
@@ -333,7 +334,7 @@ static int serve_loop(struct broker *b, int lfd)
 static int shut_down(struct broker *b, int dir, int lfd)
 {
 	broker_stop(b);
-	unlinkat(dir, BROKER_SOCKET, 0); /* connect() now fails */
+	unlinkat(dir, HOME_BROKER_SOCKET, 0); /* connect() now fails */
 	fcntl(lfd, F_SETFL, O_NONBLOCK);
 	while (accept_client(b, lfd) == 0) {
 		/* the backlog: each gets a reply */
@@ -414,7 +415,8 @@ static int wait_ready(int ready[2], const char *home, pid_t pid)
 	if (n != 1 || c != '0')
 		return 1; /* the child said why */
 	/* It detaches: say where it went, and who it is. */
-	printf("sbx: broker serving %s/run/" BROKER_SOCKET " (pid %d)\n", home, (int)pid);
+	printf("sbx: broker serving %s/" HOME_RUN "/" HOME_BROKER_SOCKET " (pid %d)\n", home,
+	       (int)pid);
 	return 0;
 }
 
@@ -428,17 +430,17 @@ static void log_open(const char *home, bool foreground, bool debug)
 		log_setup("sbx-broker", NULL, debug ? LOG_DEBUG : LOG_INFO, true);
 		return;
 	}
-	snprintf(path, sizeof(path), "%s/run/broker.log", home);
+	snprintf(path, sizeof(path), "%s/" HOME_RUN "/" HOME_BROKER_LOG, home);
 	FILE *f = fopen(path, "ae");
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (f) {
 		setvbuf(f, NULL, _IOLBF, 0);
 		dup2(fileno(f), 2); /* sbxfs's messages land here too */
 		log_setup("sbx-broker", f, debug ? LOG_DEBUG : LOG_INFO, true);
-		snprintf(path, sizeof(path), "%s/run", home);
+		snprintf(path, sizeof(path), "%s/" HOME_RUN, home);
 		int run = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (run >= 0)
-			log_set_file(run, "broker.log", LOG_FILE_MAX);
+			log_set_file(run, HOME_BROKER_LOG, LOG_FILE_MAX);
 	}
 	if (null >= 0) {
 		dup2(null, 0);
@@ -500,7 +502,7 @@ int broker_main(const struct broker_options *o)
 	if (o->config)
 		snprintf(path, sizeof(path), "%s", o->config);
 	else
-		snprintf(path, sizeof(path), "%s/" CONFIG_FILE, o->home);
+		snprintf(path, sizeof(path), "%s/" HOME_CONFIG, o->home);
 	r = config_load(path, &b.config, err, sizeof(err));
 	if (r < 0 && !(r == -ENOENT && !o->config)) {
 		fprintf(stderr, "sbx: broker: %s\n", err);
@@ -508,7 +510,8 @@ int broker_main(const struct broker_options *o)
 	}
 	_cleanup_(closep) int dir = run_dir(o->home);
 	if (dir < 0) {
-		fprintf(stderr, "sbx: broker: cannot make %s/run: %s\n", o->home, strerror(-dir));
+		fprintf(stderr, "sbx: broker: cannot make %s/" HOME_RUN ": %s\n", o->home,
+			strerror(-dir));
 		config_free(&b.config);
 		return 1;
 	}
@@ -529,7 +532,9 @@ int broker_main(const struct broker_options *o)
 		goto fail;
 	int lfd = listen_socket(o->home, dir);
 	if (lfd < 0) {
-		fprintf(stderr, "sbx: broker: cannot listen on %s/run/" BROKER_SOCKET ": %s\n",
+		fprintf(stderr,
+			"sbx: broker: cannot listen on %s/" HOME_RUN "/" HOME_BROKER_SOCKET
+			": %s\n",
 			o->home, strerror(-lfd));
 		goto fail;
 	}
@@ -543,7 +548,7 @@ int broker_main(const struct broker_options *o)
 	if (broker_setup(&b) < 0)
 		goto fail;
 	log_protections(&b);
-	log_info("serving %s/run/" BROKER_SOCKET " (isolation %s%s)", o->home,
+	log_info("serving %s/" HOME_RUN "/" HOME_BROKER_SOCKET " (isolation %s%s)", o->home,
 		 b.config.isolation == ISOLATION_HOST ? "host" : "namespace",
 		 b.config.allow_host_bash ? ", host bash allowed" : "");
 	if (ready[1] >= 0) {

@@ -18,7 +18,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BROKER_SOCKET "broker.sock"
 #define BROKER_LINE_MAX (1u << 20)
 
 struct store;

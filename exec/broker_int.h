@@ -17,7 +17,7 @@
 #define SBX_BROKER_INT_H
 
 #include "broker.h"
-#include "config.h"
+#include "common/config.h"
 #include "common/ids.h"
 
 #include <limits.h>

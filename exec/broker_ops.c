@@ -1,7 +1,6 @@
 /* broker_ops.c - see broker_ops.h. */
 #include "broker_ops.h"
 #include "cgroup.h"
-#include "config.h"
 #include "env.h"
 #include "guard.h"
 #include "hostpath.h"
@@ -16,9 +15,11 @@
 #include "watch.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
+#include "common/config.h"
 #include "common/home.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "store/follow.h"
 #include "store/lease.h"
 #include "store/receipt.h"
@@ -605,9 +606,9 @@ static void send_exit(struct client *c, json_t *id, const struct run_result *res
  * each shown as its virtual path. */
 struct host_masks {
 	char thread_dir[PATH_MAX + 2 * ID_MAX + 32];
-	char pub[PATH_MAX + 16], legacy[PATH_MAX + 16], custom[PATH_MAX + ID_MAX + 32],
-		integ[PATH_MAX + 32];
-	struct hostpath_mask list[7];
+	char skills[SKILL_CATEGORIES][PATH_MAX + ID_MAX + 32];
+	char shown[SKILL_CATEGORIES][32]; /* /mnt/skills/NAME */
+	struct hostpath_mask list[2 + SKILL_CATEGORIES + 1];
 };
 
 /* The masks of USER's THREAD of HOME, whose view is mounted on MOUNT, in
@@ -616,25 +617,20 @@ static const struct hostpath_mask *host_masks_build(struct host_masks *m, const 
 						    const char *user, const char *thread,
 						    const char *mount)
 {
+	size_t n = 0;
+
 	snprintf(m->thread_dir, sizeof(m->thread_dir), "%s/users/%s/threads/%s", home, user,
 		 thread);
-	/* The skill categories' host directories (fs/view.c), each shown
-	 * as its own virtual path. */
-	snprintf(m->pub, sizeof(m->pub), "%s/skills/public", home);
-	snprintf(m->legacy, sizeof(m->legacy), "%s/skills/custom", home);
-	snprintf(m->custom, sizeof(m->custom), "%s/users/%s/skills/custom", home, user);
-	snprintf(m->integ, sizeof(m->integ), "%s/integrations/skills", home);
-	const struct hostpath_mask list[] = {
-		{ mount, "/mnt" },
-		{ m->thread_dir, "/mnt" },
-		{ m->pub, "/mnt/skills/public" },
-		{ m->legacy, "/mnt/skills/legacy" },
-		{ m->custom, "/mnt/skills/custom" },
-		{ m->integ, "/mnt/skills/integrations" },
-		{ NULL, NULL },
-	};
-	_Static_assert(sizeof(list) == sizeof(m->list), "host_masks: the list's length");
-	memcpy(m->list, list, sizeof(list));
+	m->list[n++] = (struct hostpath_mask){ mount, "/mnt" };
+	m->list[n++] = (struct hostpath_mask){ m->thread_dir, "/mnt" };
+	/* The skill categories' host directories, each shown as its own
+	 * virtual path. */
+	for (int i = 0; i < SKILL_CATEGORIES; i++) {
+		home_skills_path(home, user, i, m->skills[i], sizeof(m->skills[i]));
+		snprintf(m->shown[i], sizeof(m->shown[i]), "/mnt/skills/%s", home_skills[i].name);
+		m->list[n++] = (struct hostpath_mask){ m->skills[i], m->shown[i] };
+	}
+	m->list[n] = (struct hostpath_mask){ NULL, NULL };
 	return m->list;
 }
 
@@ -677,7 +673,7 @@ static int exec_prepare(struct exec_job *j)
 			j->c, q->id, "host_bash_disabled",
 			"host bash is disabled: it runs commands on this machine itself, with the "
 			"broker's rights, and is not a secure boundary. Only on a fully trusted "
-			"machine, set allow_host_bash = true in [broker] of %s/" CONFIG_FILE
+			"machine, set allow_host_bash = true in [broker] of %s/" HOME_CONFIG
 			" and restart the broker.",
 			b->home);
 		return -EPERM;

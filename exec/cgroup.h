@@ -25,8 +25,8 @@
 #ifndef SBX_CGROUP_H
 #define SBX_CGROUP_H
 
-#include "config.h"
 #include "launch.h"
+#include "common/config.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -4,7 +4,6 @@
 #include "common/cleanup.h"
 #include "common/utf8.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,16 +28,6 @@ static const char *const host_kept[] = { "PATH", "HOME", "USER", "LOGNAME" };
 static const char *const kept[] = {
 	"LANG", "LC_*", "TERM", "TZ", "DEERFLOW_CHANNEL_USER_ID", "DEERFLOW_USER_ID",
 };
-
-bool env_valid_name(const char *name)
-{
-	if (!*name || isdigit((unsigned char)*name))
-		return false;
-	for (const char *p = name; *p; p++)
-		if (!isalnum((unsigned char)*p) && *p != '_')
-			return false;
-	return true;
-}
 
 /* The length of the name of "K=V". */
 static size_t name_len(const char *kv)

@@ -19,9 +19,6 @@
  * sandbox does not have (homes, /opt), which would only show host paths. */
 #define ENV_SANDBOX_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-/* True if NAME is a POSIX shell variable name. */
-bool env_valid_name(const char *name);
-
 /* A command's NULL-terminated environment, from these in turn, each
  * replacing an earlier variable of the same name:
  *  - in the sandbox (HOST false), its own PATH (ENV_SANDBOX_PATH), HOME

@@ -1,5 +1,6 @@
 /* hostpath.c - see hostpath.h. */
 #include "hostpath.h"
+#include "common/home.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -50,10 +51,14 @@ static char *replace_all(const char *s, const char *const *from, const char *con
 
 char *hostpath_rewrite(const char *command, const char *mount, const char *const *extra)
 {
-	const char *names[MAX_NAMES] = { "user-data", "skills", "acp-workspace" };
+	static const char *const own[] = VIEW_TOP_NAMES;
+	const char *names[MAX_NAMES];
 	char from[MAX_NAMES][PATH_MAX], to[MAX_NAMES][PATH_MAX];
 	const char *f[MAX_NAMES], *t[MAX_NAMES];
-	size_t n = 3;
+	size_t n = 0;
+
+	for (; n < sizeof(own) / sizeof(own[0]); n++)
+		names[n] = own[n];
 
 	for (size_t i = 0; extra && extra[i] && n < MAX_NAMES; i++)
 		names[n++] = extra[i];

@@ -27,10 +27,10 @@ static int lock_dir(const char *home)
 	_cleanup_(closep) int top = -1;
 
 	if (run >= 0 && (top = dir_ensure(run, "sbxfs", 0700)) >= 0)
-		return dir_ensure(top, "uids", 0700);
+		return dir_ensure(top, HOME_UIDS, 0700);
 	_cleanup_(closep) int h = home_open(home);
-	_cleanup_(closep) int hrun = h < 0 ? h : dir_ensure(h, "run", 0700);
-	return hrun < 0 ? hrun : dir_ensure(hrun, "uids", 0700);
+	_cleanup_(closep) int hrun = h < 0 ? h : dir_ensure(h, HOME_RUN, 0700);
+	return hrun < 0 ? hrun : dir_ensure(hrun, HOME_UIDS, 0700);
 }
 
 /* Where the search starts: a hash of the full key, so that two

@@ -37,11 +37,6 @@ void capture_free(struct capture *c);
 char *output_text(const struct capture *out, const struct capture *err, int code, bool timed_out,
 		  unsigned timeout_s, const char *notice, size_t max_chars);
 
-/* N bytes of S as valid UTF-8 (malloc'd, NUL-terminated): invalid bytes
- * become U+FFFD. If KEEP is not NULL, an incomplete sequence at the very
- * end is not converted: its length goes to *KEEP (for the next chunk). */
-char *utf8_clean(const char *s, size_t n, size_t *keep);
-
 /* S with its middle cut to at most MAX characters, as above (malloc'd).
  * A MAX below 100 leaves no room for the notice: it may be exceeded. */
 char *output_middle_truncate(const char *s, size_t max);

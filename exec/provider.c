@@ -3,6 +3,7 @@
 #include "common/cleanup.h"
 #include "common/home.h"
 #include "common/log.h"
+#include "common/mounts.h"
 #include "common/spawn.h"
 #include "store/lease.h"
 
@@ -59,7 +60,7 @@ static int user_dir(const struct provider *p, const char *kind, const char *user
 
 	if (home < 0)
 		return home;
-	if ((run = dir_ensure(home, "run", 0700)) < 0)
+	if ((run = dir_ensure(home, HOME_RUN, 0700)) < 0)
 		return run;
 	if ((sub = dir_ensure(run, kind, 0700)) < 0)
 		return sub;
@@ -69,7 +70,7 @@ static int user_dir(const struct provider *p, const char *kind, const char *user
 /* Takes the view's lock file (cross-process); returns its fd. */
 static int lock_view(const struct provider *p, const struct view *v)
 {
-	_cleanup_(closep) int dir = user_dir(p, "locks", v->user);
+	_cleanup_(closep) int dir = user_dir(p, HOME_LOCKS, v->user);
 
 	if (dir < 0)
 		return dir;
@@ -130,7 +131,7 @@ static int mount_view(struct provider *p, struct view *v, char *err, size_t errl
 		}
 		log_info("detached a stale mount at %s", v->mount);
 	}
-	dir = user_dir(p, "views", v->user);
+	dir = user_dir(p, HOME_VIEWS, v->user);
 	if (dir < 0 || ((r = mkdirat(dir, v->thread, 0700)) < 0 && errno != EEXIST)) {
 		snprintf(err, errlen, "cannot make the mount point %s: %s", v->mount,
 			 strerror(errno));
@@ -246,9 +247,11 @@ static struct view *find_or_add(struct provider *p, const char *user, const char
 	}
 	v->ident.lock = -1;
 	sandbox_id(thread, v->id);
-	if ((size_t)snprintf(v->mount, sizeof(v->mount), "%s/run/views/%s/%s", p->home, user,
-			     thread) >= sizeof(v->mount)) {
-		snprintf(err, errlen, "the mount point under %s/run/views is too long", p->home);
+	if ((size_t)snprintf(v->mount, sizeof(v->mount), "%s/" HOME_RUN "/" HOME_VIEWS "/%s/%s",
+			     p->home, user, thread) >= sizeof(v->mount)) {
+		snprintf(err, errlen,
+			 "the mount point under %s/" HOME_RUN "/" HOME_VIEWS " is too long",
+			 p->home);
 		view_free(v);
 		return NULL;
 	}
@@ -267,7 +270,8 @@ static struct view *find_or_add(struct provider *p, const char *user, const char
 static void detach_stale(struct provider *p)
 {
 	char path[PATH_MAX];
-	if ((size_t)snprintf(path, sizeof(path), "%s/run/views", p->home) >= sizeof(path))
+	if ((size_t)snprintf(path, sizeof(path), "%s/" HOME_RUN "/" HOME_VIEWS, p->home) >=
+	    sizeof(path))
 		return;
 	_cleanup_(closedirp) DIR *users = opendir(path);
 	struct dirent *u, *e;

@@ -20,8 +20,8 @@
 #ifndef SBX_PROVIDER_H
 #define SBX_PROVIDER_H
 
-#include "config.h"
 #include "identity.h"
+#include "common/config.h"
 
 #include <limits.h>
 

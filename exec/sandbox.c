@@ -4,6 +4,7 @@
 #include "filter.h"
 #include "hostpath.h"
 #include "common/cleanup.h"
+#include "common/home.h"
 #include "common/walk.h"
 
 #include <errno.h>
@@ -336,9 +337,10 @@ static void proc_paths(struct args *a)
  * acp-workspace, then C's extra mounts; NULL after the last. */
 static const char *view_dir(const struct sandbox_cmd *c, size_t i)
 {
-	static const char *const own[] = { "user-data", "skills", "acp-workspace" };
+	static const char *const own[] = VIEW_TOP_NAMES;
+	const size_t n = sizeof(own) / sizeof(own[0]);
 
-	return i < 3 ? own[i] : c->extra ? c->extra[i - 3] : NULL;
+	return i < n ? own[i] : c->extra ? c->extra[i - n] : NULL;
 }
 
 static void fd_opt(struct args *a, const char *opt, int which, const char *dest)

@@ -36,9 +36,9 @@
 #ifndef SBX_SANDBOX_H
 #define SBX_SANDBOX_H
 
-#include "config.h"
 #include "identity.h"
 #include "launch.h"
+#include "common/config.h"
 
 #include <limits.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
 /* start.c - see start.h. */
 #include "start.h"
 #include "env.h"
-#include "output.h"
+#include "common/utf8.h"
 #include "common/cleanup.h"
 
 #include <errno.h>

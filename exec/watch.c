@@ -1,6 +1,6 @@
 /* watch.c - see watch.h. */
 #include "watch.h"
-#include "output.h"
+#include "common/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>

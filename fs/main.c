@@ -18,6 +18,7 @@
 #include "common/home.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "common/mounts.h"
 #include "common/spawn.h"
 #include "common/viewreg.h"
 #include "store/store.h"
@@ -201,6 +202,16 @@ static bool has_fuse_opt(const char *opts, const char *name)
 	return false;
 }
 
+/* Takes optarg of option --NAME, which is A or B, into *OUT: true if it
+ * is YES. Returns 0, or the exit status of the usage error. */
+static int either(const char *name, const char *a, const char *b, const char *yes, bool *out)
+{
+	if (strcmp(optarg, a) && strcmp(optarg, b))
+		return usage_error("--%s takes %s or %s, not '%s'", name, a, b, optarg);
+	*out = !strcmp(optarg, yes);
+	return 0;
+}
+
 /* Returns 0, or the exit status for a usage error / --help / --version. */
 static int parse_options(int argc, char **argv, struct options *o, bool *exit_now)
 {
@@ -259,7 +270,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 	};
 	const char *why;
 	char *end;
-	int c;
+	int c, r;
 
 	*exit_now = false;
 	o->view.timeout_watched = 3600;
@@ -319,16 +330,13 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 			o->view.nmounts++;
 			break;
 		case OPT_PORTABLE:
-			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
-				return usage_error("--portable-names takes on or off, not '%s'",
-						   optarg);
-			o->view.portable_names = !strcmp(optarg, "on");
+			if ((r = either("portable-names", "on", "off", "on",
+					&o->view.portable_names)))
+				return r;
 			break;
 		case OPT_ACP:
-			if (strcmp(optarg, "ro") && strcmp(optarg, "rw"))
-				return usage_error("--acp-workspace takes ro or rw, not '%s'",
-						   optarg);
-			o->view.acp_writable = !strcmp(optarg, "rw");
+			if ((r = either("acp-workspace", "ro", "rw", "rw", &o->view.acp_writable)))
+				return r;
 			break;
 		case OPT_TIMEOUT:
 			errno = 0;
@@ -340,10 +348,8 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 					optarg);
 			break;
 		case OPT_HOST_WATCH:
-			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
-				return usage_error("--host-watch takes on or off, not '%s'",
-						   optarg);
-			o->view.host_watch = !strcmp(optarg, "on");
+			if ((r = either("host-watch", "on", "off", "on", &o->view.host_watch)))
+				return r;
 			break;
 		case OPT_WRITEBACK:
 			o->view.writeback = true;
@@ -611,11 +617,12 @@ static int open_log(struct options *o, int *dir, char name[static NAME_MAX + 1])
 		snprintf(name, NAME_MAX + 1, "%s", slash ? slash + 1 : o->log_path);
 	} else {
 		homefd = home_open(o->view.home);
-		*dir = homefd < 0 ? homefd : dir_ensure(homefd, "log", 0700);
+		*dir = homefd < 0 ? homefd : dir_ensure(homefd, HOME_LOG, 0700);
 		if (*dir < 0)
 			return *dir;
 		snprintf(name, NAME_MAX + 1, "sbxfs-%s-%s.log", o->view.user, o->view.thread);
-		snprintf(o->log_file, sizeof(o->log_file), "%s/log/%s", o->view.home, name);
+		snprintf(o->log_file, sizeof(o->log_file), "%s/" HOME_LOG "/%s", o->view.home,
+			 name);
 		fd = openat(*dir, name, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
 			    0600);
 	}

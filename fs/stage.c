@@ -171,7 +171,7 @@ static bool tmpfile_works(int area)
  * made if CREATE, else only opened. */
 static int thread_area(const struct view_config *cfg, bool create)
 {
-	const char *const path[] = { "users", cfg->user, "threads", cfg->thread, ".stage" };
+	const char *const path[] = { "users", cfg->user, "threads", cfg->thread, STAGE_DIR };
 	_cleanup_(closep) int home = home_open(cfg->home);
 
 	return home < 0 ? home : dir_chain_open(home, path, 5, create);

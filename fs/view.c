@@ -20,7 +20,7 @@
 #define SYNTH_SKILLS_INO ((ino_t)UINT64_MAX - 3)
 #define SYNTH_DOMAIN UINT16_MAX
 
-static const char *const reserved_mount_names[] = { "user-data", "skills", "acp-workspace" };
+static const char *const reserved_mount_names[] = VIEW_TOP_NAMES;
 
 int mount_spec_parse(const char *arg, struct mount_spec *out, const char **why)
 {
@@ -180,21 +180,17 @@ static int add_root(struct view *v, struct inode *parent, struct synth *s, const
 	return 0;
 }
 
-/* The skill categories as the reference lays them out, below the home
- * (NULL: the user's id): shared public skills; the user's own; the shared
- * custom skills of before per-user ones, which the reference shows as
- * legacy; integrations' skills, one directory per provider. */
+/* How the view shows each skill category (common/home.h says where it
+ * is): how deep below it a skill is (integrations' skills are one
+ * directory per provider), and whose list of disabled skills counts. */
 static const struct category {
-	const char *name;
-	const char *path[4];
-	size_t n;
 	uint8_t depth;
 	enum skill_scope scope;
-} categories[VIEW_SKILL_CATEGORIES] = {
-	{ "public", { "skills", "public" }, 2, 1, SKILL_SCOPE_PUBLIC },
-	{ "custom", { "users", NULL, "skills", "custom" }, 4, 1, SKILL_SCOPE_USER },
-	{ "legacy", { "skills", "custom" }, 2, 1, SKILL_SCOPE_USER },
-	{ "integrations", { "integrations", "skills" }, 2, 2, SKILL_SCOPE_USER },
+} categories[SKILL_CATEGORIES] = {
+	[SKILLS_PUBLIC] = { 1, SKILL_SCOPE_PUBLIC },
+	[SKILLS_CUSTOM] = { 1, SKILL_SCOPE_USER },
+	[SKILLS_LEGACY] = { 1, SKILL_SCOPE_USER },
+	[SKILLS_INTEGRATIONS] = { 2, SKILL_SCOPE_USER },
 };
 
 /* A home of before the categories kept its skills in $SBX_HOME/skills
@@ -253,20 +249,18 @@ static int add_skills(struct view *v, const struct view_config *cfg, int homefd,
 	if (!v->skills)
 		return fail(err, errlen, -ENOMEM, "cannot build the view");
 	note_old_skills(homefd, cfg->home);
-	for (size_t i = 0; i < VIEW_SKILL_CATEGORIES && r >= 0; i++) {
+	for (int i = 0; i < SKILL_CATEGORIES && r >= 0; i++) {
+		const struct home_skills *k = &home_skills[i];
 		const struct category *c = &categories[i];
 		const char *path[4];
 
-		snprintf(host, sizeof(host), "%s", cfg->home);
-		for (size_t k = 0; k < c->n; k++) {
-			size_t len = strlen(host);
-			path[k] = c->path[k] ? c->path[k] : cfg->user;
-			snprintf(host + len, sizeof(host) - len, "/%s", path[k]);
-		}
-		int fd = dir_ensure_path(homefd, path, c->n, 0755);
+		for (size_t j = 0; j < k->n; j++)
+			path[j] = k->path[j] ? k->path[j] : cfg->user;
+		home_skills_path(cfg->home, cfg->user, i, host, sizeof(host));
+		int fd = dir_ensure_path(homefd, path, k->n, 0755);
 		if (fd < 0)
 			return fail(err, errlen, fd, "cannot open skills %s", host);
-		r = add_root(v, v->skills_top, &v->skills_dir, c->name, fd, true, false, host, err,
+		r = add_root(v, v->skills_top, &v->skills_dir, k->name, fd, true, false, host, err,
 			     errlen);
 		if (r >= 0) {
 			struct root *root = &v->roots[v->nroots - 1];

@@ -48,8 +48,7 @@ struct quota;
 struct stager;
 
 #define VIEW_MAX_MOUNTS 32
-#define VIEW_SKILL_CATEGORIES 4
-#define VIEW_MAX_ROOTS (4 + VIEW_SKILL_CATEGORIES + VIEW_MAX_MOUNTS)
+#define VIEW_MAX_ROOTS (4 + SKILL_CATEGORIES + VIEW_MAX_MOUNTS)
 #define VIEW_NAME_LOCKS 64
 
 /* One --mount /mnt/NAME=HOSTDIR[:ro|:rw]. */

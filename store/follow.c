@@ -1,6 +1,7 @@
 /* follow.c - see follow.h. */
 #include "follow.h"
 #include "store.h"
+#include "common/home.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -168,8 +169,8 @@ static int drain(struct follow *f)
 			const struct inotify_event *ev = (const struct inotify_event *)p;
 
 			if ((ev->mask & IN_Q_OVERFLOW) ||
-			    (ev->len && (!strcmp(ev->name, STORE_FILE) ||
-					 !strcmp(ev->name, STORE_FILE "-wal"))))
+			    (ev->len && (!strcmp(ev->name, HOME_STORE) ||
+					 !strcmp(ev->name, HOME_STORE "-wal"))))
 				changed = 1;
 			p += sizeof(*ev) + ev->len;
 		}

@@ -7,9 +7,9 @@
 #include "lease.h"
 #include "store_int.h"
 #include "common/clock.h"
+#include "common/home.h"
 
 #include <errno.h>
-#include <ini.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LIMIT_VIEWS "max-views"
+#define LIMIT_VIEWS "max-views" /* named as sbx.conf's key */
 
 /* The store's clock, in SQL (ns): PostgreSQL's, which the hosts share;
  * this host's for SQLite (to the ms), as store_now() says. */
@@ -67,16 +67,6 @@ static const char limit_put_sql[] =
 	"INSERT INTO limits (name, value, host, at_ns) VALUES (?, ?, ?, ?)";
 static const char limit_drop_sql[] = "DELETE FROM limits WHERE name = ?";
 
-bool lease_host_ok(const char *host)
-{
-	size_t n = strlen(host);
-
-	if (n == 0 || n >= LEASE_HOST_MAX || host[0] == '.' || host[0] == '-')
-		return false;
-	return strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
-	       n;
-}
-
 int lease_host(char *buf, size_t size)
 {
 	const char *env = getenv(LEASE_HOST_ENV);
@@ -94,85 +84,22 @@ int lease_host(char *buf, size_t size)
 	return 0;
 }
 
-int lease_config_pair(struct lease_config *c, const char *name, const char *value, char *err,
-		      size_t errlen)
-{
-	char *end;
-
-	if (!strcmp(name, "host")) {
-		if (!lease_host_ok(value)) {
-			snprintf(err, errlen,
-				 "host: expected 1 to 64 letters, digits, '.', '_' or '-'");
-			return -EINVAL;
-		}
-		snprintf(c->host, sizeof(c->host), "%s", value);
-		return 0;
-	}
-	if (!strcmp(name, "lease")) {
-		errno = 0;
-		double sec = strtod(value, &end);
-		if (errno || end == value || *end || !(sec >= 0.3 && sec <= 3600)) {
-			snprintf(err, errlen, "lease: expected seconds from 0.3 to 3600");
-			return -EINVAL;
-		}
-		c->ttl_ms = (int64_t)(sec * 1000);
-		return 0;
-	}
-	int64_t *limit = !strcmp(name, "max-views-per-host") ? &c->lim.views_per_host
-			 : !strcmp(name, LIMIT_VIEWS)	     ? &c->lim.views
-							     : NULL;
-	if (!limit)
-		return -ENOENT;
-	errno = 0;
-	long long n = strtoll(value, &end, 10);
-	if (errno || end == value || *end || n < 0 || n > 1000000) {
-		snprintf(err, errlen, "%s: expected a count from 0 (no limit) to 1000000", name);
-		return -EINVAL;
-	}
-	*limit = n;
-	return 0;
-}
-
-struct conf_parse {
-	struct lease_config *c;
-	char *err;
-	size_t errlen;
-	int r;
-};
-
-static int on_pair(void *arg, const char *section, const char *name, const char *value)
-{
-	struct conf_parse *p = arg;
-	char why[128];
-
-	if (*section || p->r < 0)
-		return 1;
-	int r = lease_config_pair(p->c, name, value, why, sizeof(why));
-	if (r == -EINVAL) {
-		p->r = r;
-		snprintf(p->err, p->errlen, "%s", why);
-	}
-	return 1;
-}
-
 int lease_config(const char *home, struct lease_config *out, char *err, size_t errlen)
 {
 	char conf[PATH_MAX + 16];
-	struct conf_parse p = { out, err, errlen, 0 };
+	struct config c;
 
-	*out = (struct lease_config){ .ttl_ms = LEASE_TTL_DEFAULT_MS };
-	snprintf(conf, sizeof(conf), "%s/sbx.conf", home);
-	FILE *fp = fopen(conf, "re");
-	if (fp) {
-		ini_parse_file(fp, on_pair, &p); /* syntax: exec/config.c's to say */
-		fclose(fp);
-	}
-	if (p.r < 0) {
-		char why[256];
-		snprintf(why, sizeof(why), "%s", err);
-		snprintf(err, errlen, "%s: %s", conf, why);
-		return p.r;
-	}
+	snprintf(conf, sizeof(conf), "%s/" HOME_CONFIG, home);
+	/* A file that is not there, or cannot be read, says nothing. */
+	int r = config_load_top(conf, &c, err, errlen);
+	*out = (struct lease_config){
+		.ttl_ms = c.lease_ms,
+		.lim = { .views_per_host = c.max_views_per_host, .views = c.max_views },
+	};
+	snprintf(out->host, sizeof(out->host), "%s", c.host);
+	config_free(&c);
+	if (r == -EINVAL || r == -ENOMEM)
+		return r;
 	const char *env = getenv(LEASE_HOST_ENV);
 	if ((env && *env) || !out->host[0]) {
 		if (lease_host(out->host, sizeof(out->host)) < 0) {

@@ -41,9 +41,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define LEASE_HOST_MAX 65 /* a host id and its NUL */
+/* LEASE_HOST_MAX, LEASE_TTL_DEFAULT_MS and lease_host_ok(), the rules of
+ * sbx.conf's values, are common/config.h's. */
 #define LEASE_HOST_ENV "SBX_HOST"
-#define LEASE_TTL_DEFAULT_MS 10000
 /* sbxfs's exit status when it was refused the lease: another host holds
  * the thread, or a capacity limit is reached (EX_TEMPFAIL). */
 #define LEASE_EXIT_REFUSED 75
@@ -51,8 +51,6 @@
 /* This host's id into BUF: $SBX_HOST if set, else the host name. -EINVAL
  * if that is not a host id (lease_host_ok()). */
 int lease_host(char *buf, size_t size);
-/* 1 to 64 of [A-Za-z0-9._-], not starting with '.' or '-'. */
-bool lease_host_ok(const char *host);
 
 struct lease {
 	char host[LEASE_HOST_MAX];
@@ -75,7 +73,7 @@ struct lease_limits {
 };
 
 /* What a home says of leases: the top-level keys of HOME/sbx.conf
- * (docs/configuration.md, "Several hosts"). */
+ * (config_load_top(); docs/configuration.md, "Several hosts"). */
 struct lease_config {
 	char host[LEASE_HOST_MAX]; /* `host`, else $SBX_HOST, else the host name */
 	int64_t ttl_ms;		   /* `lease` (seconds): how long one lasts unrenewed */
@@ -85,10 +83,6 @@ struct lease_config {
 /* Reads HOME's into OUT ($SBX_HOST over `host`). -EINVAL with ERR saying
  * which key of which file is wrong. */
 int lease_config(const char *home, struct lease_config *out, char *err, size_t errlen);
-/* Takes top-level key NAME = VALUE into C: 0, -ENOENT if NAME is not a
- * lease key, -EINVAL (ERR says why) if VALUE is not one of its values. */
-int lease_config_pair(struct lease_config *c, const char *name, const char *value, char *err,
-		      size_t errlen);
 
 /* Takes USER's THREAD for HOST (process PID) for TTL_MS: its token in
  * *TOKEN, the lease it had before in *HOLDER (if not NULL; token 0: it

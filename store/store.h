@@ -20,6 +20,7 @@
 #ifndef SBX_STORE_H
 #define SBX_STORE_H
 
+#include "common/config.h"
 #include "common/hash.h"
 
 #include <stdbool.h>
@@ -27,21 +28,20 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define STORE_FILE "sbx.db"
 /* The environment variable that names the store of every program of a
  * home (--store sets it, so that the programs they start agree). */
 #define STORE_ENV "SBX_STORE"
-#define STORE_TARGET_MAX 4160 /* a path (PATH_MAX) and more */
 #define STORE_SCHEMA_VERSION 15
 
 struct store;
 
 /* Where HOME's records are kept (docs/configuration.md, "The store"):
- * $SBX_STORE if it is set and not empty, else `store` in HOME/sbx.conf,
- * else the SQLite file HOME/sbx.db; "sqlite" in either also means that
- * file. Into TARGET (SIZE bytes): the file's path or the PostgreSQL
- * URI or keyword string. -EINVAL (with ERR saying where) for a value
- * that is neither. */
+ * $SBX_STORE if it is set and not empty, else `store` in HOME/sbx.conf
+ * (config_load_top()), else the SQLite file HOME/sbx.db; "sqlite" in
+ * either also means that file. Into TARGET (SIZE bytes): the file's path
+ * or the PostgreSQL URI or keyword string. -EINVAL (with ERR saying
+ * where) for a value that is neither (store_target_ok(), config.h, says
+ * which values are a store's). */
 int store_where(const char *home, char *target, size_t size, char *err, size_t errlen);
 /* store_open() of a store that exists: -ENOENT (ERR untouched) where
  * HOME's is an SQLite file not made yet, rather than making it. */
@@ -76,18 +76,12 @@ int store_check(const char *target, void (*problem)(void *arg, const char *line)
  * made yet; -errno with ERR. */
 int store_backup(const char *target, const char *file, bool force, char *err, size_t errlen);
 
-/* Whether VALUE may be a store's: "sqlite", or a PostgreSQL server. */
-bool store_target_ok(const char *value);
-
 /* Opens the store of HOME (store_where()), creating its schema if
  * missing and migrating it to the current one. On failure returns
  * -errno and writes a reason to ERR. */
 int store_open(const char *home, struct store **out, char *err, size_t errlen);
 /* The same for a database file PATH (tests). */
 int store_open_path(const char *path, struct store **out, char *err, size_t errlen);
-/* True if TARGET names a PostgreSQL server: a postgresql:// or
- * postgres:// URI, or a libpq keyword string ("host=/run/pg dbname=sbx"). */
-bool store_target_is_postgres(const char *target);
 /* The same for TARGET: a PostgreSQL server, or the path of an SQLite
  * file. */
 int store_open_target(const char *target, struct store **out, char *err, size_t errlen);

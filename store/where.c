@@ -1,38 +1,15 @@
 /* where.c - where a home's records are kept (store.h, store_where()):
- * $SBX_STORE, else `store` in HOME/sbx.conf, else HOME/sbx.db. */
+ * $SBX_STORE, else `store` in HOME/sbx.conf (common/config.c reads it),
+ * else HOME/sbx.db; and a store's name as it may be shown. */
 #include "store.h"
+#include "common/cleanup.h"
+#include "common/home.h"
 
 #include <errno.h>
-#include <ini.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct found {
-	char value[STORE_TARGET_MAX];
-	bool set, too_long;
-};
-
-/* The top-level `store` key (before any section); the rest of the file
- * is the broker's (exec/config.c checks all of it). */
-static int on_pair(void *arg, const char *section, const char *name, const char *value)
-{
-	struct found *f = arg;
-
-	if (!*section && !strcmp(name, "store")) {
-		f->set = true;
-		f->too_long = strlen(value) >= sizeof(f->value);
-		snprintf(f->value, sizeof(f->value), "%s", value);
-	}
-	return 1;
-}
-
-bool store_target_is_postgres(const char *target)
-{
-	return !strncmp(target, "postgresql://", 13) || !strncmp(target, "postgres://", 11) ||
-	       (target[0] != '/' && strchr(target, '=') != NULL);
-}
 
 /* TARGET with its passwords (user:PASSWORD@ in a URI, password=VALUE in
  * a keyword string or a URI's query) replaced by MASK, or dropped with
@@ -80,45 +57,37 @@ void store_target_public(const char *target, char *out, size_t size)
 	without_password(target, NULL, out, size);
 }
 
-bool store_target_ok(const char *value)
-{
-	return !strcmp(value, "sqlite") || store_target_is_postgres(value);
-}
-
 int store_where(const char *home, char *target, size_t size, char *err, size_t errlen)
 {
-	const char *env = getenv(STORE_ENV);
-	struct found f = { 0 };
+	_cleanup_(config_free) struct config c = { 0 };
+	const char *set = getenv(STORE_ENV);
 	char conf[PATH_MAX];
 	const char *from = STORE_ENV;
 
-	if (env && *env) {
-		f.set = true;
-		f.too_long = strlen(env) >= sizeof(f.value);
-		snprintf(f.value, sizeof(f.value), "%s", env);
-	} else {
-		snprintf(conf, sizeof(conf), "%s/sbx.conf", home);
-		FILE *fp = fopen(conf, "re");
-		if (fp) {
-			ini_parse_file(fp, on_pair, &f); /* syntax: exec/config.c's to say */
-			fclose(fp);
-		}
+	if (!set || !*set) {
+		snprintf(conf, sizeof(conf), "%s/" HOME_CONFIG, home);
+		/* What else the file says is not the store's: a file that is not
+		 * there, or cannot be read, names none. */
+		if (config_load_top(conf, &c, err, errlen) == -ENOMEM)
+			return -ENOMEM;
+		set = c.store;
 		from = conf;
 	}
-	if (f.set && (f.too_long || !store_target_ok(f.value))) {
+	bool too_long = set && strlen(set) >= STORE_TARGET_MAX;
+	if (set && (too_long || !store_target_ok(set))) {
 		snprintf(err, errlen,
 			 "store in %s: expected sqlite, a postgresql:// URL or a libpq keyword "
 			 "string%s",
-			 from, f.too_long ? " (this one is too long)" : "");
+			 from, too_long ? " (this one is too long)" : "");
 		return -EINVAL;
 	}
-	if (f.set && strcmp(f.value, "sqlite")) {
-		if (strlen(f.value) >= size)
+	if (set && strcmp(set, "sqlite")) {
+		if (strlen(set) >= size)
 			return -ENAMETOOLONG;
-		snprintf(target, size, "%s", f.value);
+		snprintf(target, size, "%s", set);
 		return 0;
 	}
-	if ((size_t)snprintf(target, size, "%s/%s", home, STORE_FILE) >= size) {
+	if ((size_t)snprintf(target, size, "%s/%s", home, HOME_STORE) >= size) {
 		snprintf(err, errlen, "the home path is too long");
 		return -ENAMETOOLONG;
 	}

@@ -5,6 +5,7 @@
 #include "fuzz.h"
 #include "exec/env.h"
 #include "exec/output.h"
+#include "common/utf8.h"
 #include "store/secrets.h"
 #include "store/snapshot.h"
 

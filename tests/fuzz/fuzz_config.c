@@ -1,7 +1,7 @@
 /* sbx.conf parsing: any file is either read or refused with a message
  * naming where, never a crash. */
 #include "fuzz.h"
-#include "exec/config.h"
+#include "common/config.h"
 
 #include <stdio.h>
 #include <sys/mman.h>

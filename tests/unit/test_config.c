@@ -1,14 +1,17 @@
-/* The broker's sbx.conf (exec/config.c): defaults for what it does not
+/* sbx.conf (common/config.c): defaults for what it does not
  * set, every problem refused with "PATH:LINE: reason", and nothing that
  * libinih would let through quietly (split long lines, continuation lines,
  * bytes after a NUL, empty unknown sections). */
 #include "common/units.h"
-#include "exec/config.h"
+#include "common/config.h"
+#include "store/lease.h"
+#include "store/store.h"
 #include "tests/harness.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <ini.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -631,6 +634,34 @@ START_TEST(test_config_error_buffer_may_be_small_or_absent)
 }
 END_TEST
 
+/* The keys before any section are read by every program of the home
+ * (the store by store_where(), the host and its leases by
+ * lease_config()) exactly as sbx doctor and the broker read the file: an
+ * indented line is a line of its own, not the continuation of the value
+ * above it. */
+START_TEST(test_config_every_program_reads_the_home_s_keys_alike)
+{
+	struct config c;
+	struct lease_config lc;
+	char err[512], target[STORE_TARGET_MAX], *path;
+
+	unsetenv(LEASE_HOST_ENV);
+	unsetenv(STORE_ENV);
+	ck_assert_int_eq(load("lease = 2\n  host = web-2\n  store = postgresql://db/sbx\n", &c, err,
+			      sizeof(err), &path),
+			 0);
+	ck_assert_str_eq(c.host, "web-2");
+	ck_assert_str_eq(c.store, "postgresql://db/sbx");
+	config_free(&c);
+	const char *home = dirname(path); /* the file is HOME/sbx.conf */
+	ck_assert_msg(lease_config(home, &lc, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(lc.host, "web-2");
+	ck_assert_int_eq(lc.ttl_ms, 2000);
+	ck_assert_msg(store_where(home, target, sizeof(target), err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(target, "postgresql://db/sbx");
+}
+END_TEST
+
 Suite *suite_unit_config(void)
 {
 	Suite *s = suite_create("unit_config");
@@ -654,6 +685,7 @@ Suite *suite_unit_config(void)
 	tcase_add_test(tc, test_config_survives_junk);
 	tcase_add_test(tc, test_config_unreadable_paths);
 	tcase_add_test(tc, test_config_error_buffer_may_be_small_or_absent);
+	tcase_add_test(tc, test_config_every_program_reads_the_home_s_keys_alike);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -2,6 +2,8 @@
  * the identity prefix (hostile values), shell quoting, the output text
  * (streams, truncation, exit lines), UTF-8 cleaning, and the path
  * rewriting and masking of host mode, and a killed command's tree. */
+#include "common/ids.h"
+#include "common/utf8.h"
 #include "exec/env.h"
 #include "exec/guard.h"
 #include "exec/hostpath.h"

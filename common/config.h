@@ -1,5 +1,15 @@
-/* config.h - the broker's configuration: $SBX_HOME/sbx.conf (INI, parsed
- * with libinih), then defaults for whatever it does not set.
+/* config.h - a home's configuration: $SBX_HOME/sbx.conf (INI, parsed
+ * with libinih), then defaults for whatever it does not set. This is the
+ * one parser of the file; every program of the home reads it here.
+ *
+ *   store = sqlite               where the home's records are: sqlite, a
+ *                                postgresql:// URL or a libpq keyword string
+ *                                ($SBX_STORE comes first: store_where())
+ *   host = NAME                  this host's id in leases ($SBX_HOST comes
+ *                                first, the host name last: lease_config())
+ *   lease = 10                   seconds a lease lasts unrenewed, 0.3 to 3600
+ *   max-views-per-host = 0       live views this host may hold; 0: no limit
+ *   max-views = 0                live views of the deployment; 0: no limit
  *
  *   [broker]
  *   isolation = namespace        namespace (bubblewrap) | host
@@ -46,7 +56,8 @@
  * '#' starts a comment line, and " ;" a comment after a value. A missing
  * file is the defaults. Any other problem (unknown section or key, a bad
  * value, a syntax error, a line too long, a NUL byte) fails config_load()
- * with "FILE:LINE: what is wrong".
+ * with "FILE:LINE: what is wrong". config_load_top() reads the keys
+ * before any section alone, as the programs that need only those do.
  */
 #ifndef SBX_CONFIG_H
 #define SBX_CONFIG_H
@@ -56,9 +67,21 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define CONFIG_FILE "sbx.conf"
 #define CONFIG_MAX_MOUNTS 16
 #define CONFIG_MAX_ENV_PASS 64
+
+/* The rules of the values of the keys before any section. */
+#define STORE_TARGET_MAX 4160 /* a store's name: a path (PATH_MAX) and more */
+#define LEASE_HOST_MAX 65     /* a host id and its NUL */
+#define LEASE_TTL_DEFAULT_MS 10000
+
+/* Whether VALUE may be a store's: "sqlite", or a PostgreSQL server. */
+bool store_target_ok(const char *value);
+/* True if TARGET names a PostgreSQL server: a postgresql:// or
+ * postgres:// URI, or a libpq keyword string ("host=/run/pg dbname=sbx"). */
+bool store_target_is_postgres(const char *target);
+/* 1 to 64 of [A-Za-z0-9._-], not starting with '.' or '-'. */
+bool lease_host_ok(const char *host);
 
 enum isolation { ISOLATION_NAMESPACE, ISOLATION_HOST };
 
@@ -80,6 +103,13 @@ struct config_limits {
 };
 
 struct config {
+	/* The keys before any section. */
+	char *store; /* as written (config_load_top() does not check it); NULL: not set */
+	char host[LEASE_HOST_MAX];  /* "": not set */
+	int64_t lease_ms;	    /* how long a lease lasts unrenewed */
+	int64_t max_views_per_host; /* 0: no limit */
+	int64_t max_views;	    /* of the deployment; 0: no limit */
+
 	enum isolation isolation;
 	bool allow_host_bash;
 	bool network;
@@ -112,6 +142,15 @@ void config_defaults(struct config *c);
  * and C holds the defaults: nothing of a bad file is half applied.
  * ERR may be NULL; the first error is the one reported. */
 int config_load(const char *path, struct config *c, char *err, size_t errlen);
+/* Reads the keys before any section of PATH into C (defaults first),
+ * read line by line as config_load() reads them, but passing over
+ * whatever else the file holds, right or wrong: that is config_load()'s
+ * to refuse. `store` is taken as written, the last one given. Returns 0;
+ * -ENOENT or another -errno of reading the file (C holds the defaults);
+ * or -EINVAL with "PATH: reason" in ERR for the first bad value of host,
+ * lease, max-views-per-host or max-views, and C holds what was read all
+ * the same (the store of a file with a bad lease is still its store). */
+int config_load_top(const char *path, struct config *c, char *err, size_t errlen);
 void config_free(struct config *c);
 
 #endif

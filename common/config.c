@@ -20,11 +20,9 @@
  * stops the parse; libinih reports its own syntax errors by line only.
  */
 #include "config.h"
-#include "env.h"
-#include "store/lease.h"
-#include "store/store.h"
-#include "common/cleanup.h"
-#include "common/ids.h"
+#include "cleanup.h"
+#include "home.h"
+#include "ids.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -45,13 +43,36 @@ struct parse {
 	int fail;	    /* its -errno */
 	char why[512];
 	int ioerr;			   /* -errno of a failed read */
+	bool top_only;			   /* config_load_top(): all else passed over */
 	unsigned running_line, shell_line; /* where max_* were last set */
 	unsigned mount_line[CONFIG_MAX_MOUNTS];
 };
 
+bool store_target_is_postgres(const char *target)
+{
+	return !strncmp(target, "postgresql://", 13) || !strncmp(target, "postgres://", 11) ||
+	       (target[0] != '/' && strchr(target, '=') != NULL);
+}
+
+bool store_target_ok(const char *value)
+{
+	return !strcmp(value, "sqlite") || store_target_is_postgres(value);
+}
+
+bool lease_host_ok(const char *host)
+{
+	size_t n = strlen(host);
+
+	if (n == 0 || n >= LEASE_HOST_MAX || host[0] == '.' || host[0] == '-')
+		return false;
+	return strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+	       n;
+}
+
 void config_defaults(struct config *c)
 {
 	memset(c, 0, sizeof(*c));
+	c->lease_ms = LEASE_TTL_DEFAULT_MS;
 	c->isolation = ISOLATION_NAMESPACE;
 	c->allow_host_bash = false;
 	c->network = false;
@@ -79,6 +100,7 @@ void config_defaults(struct config *c)
 
 void config_free(struct config *c)
 {
+	free(TAKE_PTR(c->store));
 	free(c->bwrap);
 	c->bwrap = NULL;
 	for (size_t i = 0; i < c->nmounts; i++) {
@@ -123,6 +145,16 @@ static __attribute__((format(printf, 3, 4))) int fail(struct parse *p, int err, 
 	return err;
 }
 
+/* A line read_line() refuses (CH is its byte at hand): config_load_top()
+ * passes over it whole, as a blank line. */
+static char *pass_over(struct parse *p, char *buf, int ch)
+{
+	while (ch != EOF && ch != '\n')
+		ch = getc(p->f);
+	buf[0] = '\0';
+	return buf;
+}
+
 /* Gives libinih the next line, at most NUM - 3 bytes without its "\n" or
  * "\r\n" (what its buffer holds, by its own rule), with leading blanks and
  * a UTF-8 BOM removed. NULL ends the parse: end of file, or an error. */
@@ -132,7 +164,9 @@ static char *read_line(char *buf, int num, void *stream)
 	size_t max, n = 0, skip = 0;
 	int ch;
 
-	if (p->fail_line || p->ioerr)
+	/* config_load_top() reads on past a bad value: the store is still
+	 * the one the file names. */
+	if ((p->fail_line && !p->top_only) || p->ioerr)
 		return NULL;
 	ch = getc(p->f);
 	if (ch == EOF) {
@@ -149,6 +183,8 @@ static char *read_line(char *buf, int num, void *stream)
 	/* One byte beyond MAX is kept for a '\r' that turns out to end the line. */
 	for (; ch != EOF && ch != '\n'; ch = getc(p->f)) {
 		if (ch == '\0') {
+			if (p->top_only)
+				return pass_over(p, buf, ch);
 			fail(p, -EINVAL, "the line contains a NUL byte");
 			return NULL;
 		}
@@ -172,7 +208,7 @@ static char *read_line(char *buf, int num, void *stream)
 		skip++;
 	memmove(buf, buf + skip, n - skip + 1);
 
-	if (buf[0] == '[') {
+	if (buf[0] == '[' && !p->top_only) {
 		const char *end = strchr(buf, ']'), *rest;
 		size_t len;
 		char q[200];
@@ -197,6 +233,8 @@ static char *read_line(char *buf, int num, void *stream)
 	return buf;
 
 too_long:
+	if (p->top_only)
+		return pass_over(p, buf, ch);
 	fail(p, -EINVAL, "the line is longer than %zu bytes", max);
 	return NULL;
 }
@@ -479,7 +517,7 @@ static int set_undo(struct parse *p, const char *key, const char *v)
 static int add_mount(struct parse *p, const char *name, const char *v)
 {
 	/* The view's own roots: a mount of that name would hide one. */
-	static const char *const reserved[] = { "user-data", "skills", "acp-workspace" };
+	static const char *const reserved[] = VIEW_TOP_NAMES;
 	struct config *c = p->c;
 	struct config_mount *m;
 	size_t len = strlen(v);
@@ -521,11 +559,68 @@ static int add_mount(struct parse *p, const char *name, const char *v)
 	return 0;
 }
 
+/* The keys before any section: the home's, read by every program
+ * (config_load_top()). */
+static int set_top(struct parse *p, const char *key, const char *v)
+{
+	struct config *c = p->c;
+	int64_t *limit = !strcmp(key, "max-views-per-host") ? &c->max_views_per_host
+			 : !strcmp(key, "max-views")	    ? &c->max_views
+							    : NULL;
+	char *end;
+
+	if (!strcmp(key, "store")) {
+		/* config_load_top() takes it as written: store_where() says
+		 * what is wrong with it, in its own words. */
+		if (!p->top_only && (!store_target_ok(v) || strlen(v) >= STORE_TARGET_MAX))
+			return fail(p, -EINVAL,
+				    "store: expected sqlite, a postgresql:// URL or a libpq keyword"
+				    " string");
+		free(c->store);
+		if (!(c->store = strdup(v)))
+			return fail(p, -ENOMEM, "out of memory");
+		return 0;
+	}
+	if (!strcmp(key, "host")) {
+		if (!lease_host_ok(v))
+			return fail(p, -EINVAL,
+				    "host: expected 1 to 64 letters, digits, '.', '_' or '-'");
+		snprintf(c->host, sizeof(c->host), "%s", v);
+		return 0;
+	}
+	if (!strcmp(key, "lease")) {
+		errno = 0;
+		double sec = strtod(v, &end);
+		if (errno || end == v || *end || !(sec >= 0.3 && sec <= 3600))
+			return fail(p, -EINVAL, "lease: expected seconds from 0.3 to 3600");
+		c->lease_ms = (int64_t)(sec * 1000);
+		return 0;
+	}
+	if (limit) {
+		errno = 0;
+		long long n = strtoll(v, &end, 10);
+		if (errno || end == v || *end || n < 0 || n > 1000000)
+			return fail(p, -EINVAL, "%s: expected a count from 0 (no limit) to 1000000",
+				    key);
+		*limit = n;
+		return 0;
+	}
+	if (p->top_only)
+		return 0;
+	return fail(p, -EINVAL,
+		    "'%s' comes before any section ([broker], [limits], [mounts] or [undo])",
+		    Q(key));
+}
+
 /* libinih's handler: nonzero to go on. */
 static int on_pair(void *user, const char *section, const char *name, const char *value)
 {
 	struct parse *p = user;
 
+	if (!*section)
+		return set_top(p, name, value) == 0 || p->top_only;
+	if (p->top_only)
+		return 1;
 	if (!strcmp(section, "broker"))
 		return set_broker(p, name, value) == 0;
 	if (!strcmp(section, "limits"))
@@ -534,32 +629,8 @@ static int on_pair(void *user, const char *section, const char *name, const char
 		return set_undo(p, name, value) == 0;
 	if (!strcmp(section, "mounts"))
 		return add_mount(p, name, value) == 0;
-	/* The store is the home's, read by every program (store_where()):
-	 * checked here as well, so that sbx doctor names it. */
-	if (!*section && !strcmp(name, "store")) {
-		if (store_target_ok(value) && strlen(value) < STORE_TARGET_MAX)
-			return 1;
-		fail(p, -EINVAL,
-		     "store: expected sqlite, a postgresql:// URL or a libpq keyword string");
-		return 0;
-	}
-	if (!*section) {
-		char why[160];
-		struct lease_config lease = { 0 };
-		int r = lease_config_pair(&lease, name, value, why, sizeof(why));
-		if (r == 0)
-			return 1;
-		if (r == -EINVAL) {
-			fail(p, r, "%s", why);
-			return 0;
-		}
-	}
-	if (!*section)
-		fail(p, -EINVAL,
-		     "'%s' comes before any section ([broker], [limits], [mounts] or [undo])",
-		     Q(name));
-	else /* read_line() refuses these already */
-		fail(p, -EINVAL, "unknown section [%s]", Q(section));
+	/* read_line() refuses these already */
+	fail(p, -EINVAL, "unknown section [%s]", Q(section));
 	return 0;
 }
 
@@ -593,11 +664,37 @@ static void syntax_error(struct parse *p, unsigned n)
 		fail(p, -EINVAL, "expected name = value, not '%s'", Q(line + skip));
 }
 
-int config_load(const char *path, struct config *c, char *err, size_t errlen)
+/* What the file says as a whole, once every line is read: libinih's
+ * syntax error (R, its line), and the keys that must agree. */
+static void check_whole(struct parse *p, struct config *t, int r)
+{
+	if (r == -2) { /* libinih built to allocate its line buffer */
+		p->fail_line = p->lineno = 0;
+		fail(p, -ENOMEM, "out of memory");
+	} else if (p->top_only) {
+		return; /* syntax is config_load()'s to say */
+	} else if (r > 0 && (!p->fail_line || (unsigned)r < p->fail_line)) {
+		syntax_error(p, (unsigned)r);
+	} else if (!p->fail_line && t->max_shell_sessions < t->max_running + 1 && !p->shell_line) {
+		/* As the reference: a subagent each, and the lead agent's. */
+		t->max_shell_sessions = t->max_running + 1;
+	} else if (!p->fail_line && t->max_shell_sessions < t->max_running + 1) {
+		/* Blame the later of the two lines: the one that broke it. */
+		p->lineno = p->running_line > p->shell_line ? p->running_line : p->shell_line;
+		fail(p, -EINVAL, "max_shell_sessions (%u) must be at least max_running + 1 (%u)",
+		     t->max_shell_sessions, t->max_running + 1);
+	} else if (!p->fail_line &&
+		   (uint64_t)t->sandbox_uid_base + t->sandbox_uid_count > 0x80000000ull) {
+		p->lineno = 0;
+		fail(p, -EINVAL, "sandbox_uid_base + sandbox_uid_count must stay below 2^31");
+	}
+}
+
+static int load(const char *path, struct config *c, bool top_only, char *err, size_t errlen)
 {
 	_cleanup_(fclosep) FILE *f = NULL;
 	struct config t;
-	struct parse p = { .c = &t };
+	struct parse p = { .c = &t, .top_only = top_only };
 	int r;
 
 	config_defaults(c);
@@ -619,34 +716,29 @@ int config_load(const char *path, struct config *c, char *err, size_t errlen)
 		config_free(&t);
 		return p.ioerr;
 	}
-	if (r == -2) { /* libinih built to allocate its line buffer */
-		p.fail_line = p.lineno = 0;
-		fail(&p, -ENOMEM, "out of memory");
-	} else if (r > 0 && (!p.fail_line || (unsigned)r < p.fail_line)) {
-		syntax_error(&p, (unsigned)r);
-	} else if (!p.fail_line && t.max_shell_sessions < t.max_running + 1 && !p.shell_line) {
-		/* As the reference: a subagent each, and the lead agent's. */
-		t.max_shell_sessions = t.max_running + 1;
-	} else if (!p.fail_line && t.max_shell_sessions < t.max_running + 1) {
-		/* Blame the later of the two lines: the one that broke it. */
-		p.lineno = p.running_line > p.shell_line ? p.running_line : p.shell_line;
-		fail(&p, -EINVAL, "max_shell_sessions (%u) must be at least max_running + 1 (%u)",
-		     t.max_shell_sessions, t.max_running + 1);
-	} else if (!p.fail_line &&
-		   (uint64_t)t.sandbox_uid_base + t.sandbox_uid_count > 0x80000000ull) {
-		p.lineno = 0;
-		fail(&p, -EINVAL, "sandbox_uid_base + sandbox_uid_count must stay below 2^31");
-	}
+	check_whole(&p, &t, r);
 	if (p.fail_line || p.fail) {
 		if (err && errlen) {
-			if (p.fail_line)
+			if (p.fail_line && !top_only)
 				snprintf(err, errlen, "%s:%u: %s", path, p.fail_line, p.why);
 			else
 				snprintf(err, errlen, "%s: %s", path, p.why);
 		}
-		config_free(&t);
-		return p.fail;
+		if (!top_only) {
+			config_free(&t);
+			return p.fail;
+		}
 	}
 	*c = t;
-	return 0;
+	return p.fail;
+}
+
+int config_load(const char *path, struct config *c, char *err, size_t errlen)
+{
+	return load(path, c, false, err, errlen);
+}
+
+int config_load_top(const char *path, struct config *c, char *err, size_t errlen)
+{
+	return load(path, c, true, err, errlen);
 }
