@@ -19,7 +19,7 @@
 #ifndef SBX_CHANNEL_H
 #define SBX_CHANNEL_H
 
-#include "ops.h"
+#include "fuse_api.h"
 #include "view.h"
 
 #include <stdbool.h>

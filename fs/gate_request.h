@@ -25,7 +25,7 @@
 #define SBX_GATE_REQUEST_H
 
 #include "gate.h"
-#include "ops.h"
+#include "fuse_api.h"
 
 #include <stdbool.h>
 #include <sys/stat.h>

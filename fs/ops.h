@@ -11,8 +11,7 @@
 #ifndef SBX_OPS_H
 #define SBX_OPS_H
 
-#define FUSE_USE_VERSION 314
-#include <fuse_lowlevel.h>
+#include "fuse_api.h"
 
 extern const struct fuse_lowlevel_ops view_ops;
 
