@@ -7,6 +7,12 @@
  *                                    event so far is in the store
  *   getxattr M user.sbxfs.home       the home whose store the view writes
  *                                    to: a run tells the views of its own
+ *   getxattr M user.sbxfs.refresh    returns "ok" once the kernel holds
+ *                                    nothing cached of the thread's files
+ *                                    (names, attributes, pages): after an
+ *                                    undo or a restore, which write files
+ *                                    back where the host watch may not
+ *                                    see it (through another name)
  */
 #ifndef SBX_CONTROL_H
 #define SBX_CONTROL_H
@@ -14,5 +20,6 @@
 #define CONTROL_XATTR_RUN "user.sbxfs.run"
 #define CONTROL_XATTR_SYNC "user.sbxfs.sync"
 #define CONTROL_XATTR_HOME "user.sbxfs.home"
+#define CONTROL_XATTR_REFRESH "user.sbxfs.refresh"
 
 #endif

@@ -1,5 +1,6 @@
 /* journal.c - see journal.h. */
 #include "journal.h"
+#include "watch.h"
 #include "confine.h"
 #include "gate.h"
 #include "inode.h"
@@ -640,9 +641,10 @@ bool journal_control(struct view *v, fuse_req_t req, bool set, const char *name,
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	bool run = !strcmp(name, CONTROL_XATTR_RUN);
 	bool home = !strcmp(name, CONTROL_XATTR_HOME);
+	bool refresh = !strcmp(name, CONTROL_XATTR_REFRESH);
 	char buf[32], *end;
 
-	if (!run && !home && strcmp(name, CONTROL_XATTR_SYNC))
+	if (!run && !home && !refresh && strcmp(name, CONTROL_XATTR_SYNC))
 		return false;
 	if (ctx->uid != 0 && ctx->uid != v->uid) {
 		*result = -EPERM;
@@ -666,6 +668,14 @@ bool journal_control(struct view *v, fuse_req_t req, bool set, const char *name,
 			journal_run(v, req, since);
 			*result = 0;
 		}
+	} else if (refresh && !set) {
+		/* A getxattr, which the kernel serves without the top
+		 * directory's lock: the invalidations may need it. Without a
+		 * host watch, the cache timeout bounds what stays stale. */
+		int r = watch_refresh(v->watch);
+		*result = r < 0 && r != -ENOTCONN ? r : size && size < 2 ? -ERANGE : 2;
+		if (*result == 2 && size >= 2)
+			memcpy(out, "ok", 2);
 	} else if (!run && !set) {
 		/* Every content hash and event queued so far is in the store
 		 * on return (the hashes queue their rows). */

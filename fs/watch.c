@@ -48,6 +48,12 @@ struct watch {
 	struct fuse_session *se;
 	int ifd;  /* inotify */
 	int stop; /* eventfd: wakes the thread to exit */
+	/* eventfd: wakes the thread to drop every cache (watch_refresh());
+	 * REFRESHED counts the requests it has served, of ASKED, under
+	 * LOCK, and DONE tells the waiters. */
+	int refresh;
+	uint64_t asked, refreshed;
+	pthread_cond_t done;
 	pthread_t thread;
 	bool running;
 	size_t watches, max_watches; /* atomic; max 0: no limit of ours */
@@ -367,16 +373,30 @@ static void *watch_thread(void *arg)
 {
 	struct watch *w = arg;
 	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
-	struct pollfd pfd[2] = { { .fd = w->ifd, .events = POLLIN },
-				 { .fd = w->stop, .events = POLLIN } };
+	struct pollfd pfd[3] = { { .fd = w->ifd, .events = POLLIN },
+				 { .fd = w->stop, .events = POLLIN },
+				 { .fd = w->refresh, .events = POLLIN } };
+	uint64_t n8;
 
 	pthread_setname_np(pthread_self(), "sbxfs-watch");
 
 	for (;;) {
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+		if (poll(pfd, 3, -1) < 0 && errno != EINTR)
 			break;
 		if (pfd[1].revents)
 			break;
+		if (pfd[2].revents && read(w->refresh, &n8, sizeof(n8)) == sizeof(n8)) {
+			pthread_mutex_lock(&w->lock);
+			uint64_t asked = w->asked;
+			pthread_mutex_unlock(&w->lock);
+			invalidate_all(w, false);
+			pthread_mutex_lock(&w->lock);
+			w->refreshed = asked;
+			pthread_cond_broadcast(&w->done);
+			pthread_mutex_unlock(&w->lock);
+		}
+		if (!pfd[0].revents)
+			continue;
 		/* Let a burst (an untar, an rm -rf) gather: one wake-up per
 		 * batch instead of one per event keeps this thread off the
 		 * CPU the requests need, for a few ms of extra latency. */
@@ -460,8 +480,11 @@ struct watch *watch_new(struct view *v, size_t max_watches, char *err, size_t er
 	w->view = v;
 	w->max_watches = max_watches;
 	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->done, NULL);
 	int e = (w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 ? errno : 0;
 	if ((w->stop = eventfd(0, EFD_CLOEXEC)) < 0 && !e)
+		e = errno;
+	if ((w->refresh = eventfd(0, EFD_CLOEXEC)) < 0 && !e)
 		e = errno;
 	if (e) {
 		snprintf(err, errlen, "%s: %s", w->ifd < 0 ? "inotify" : "eventfd", strerror(e));
@@ -469,6 +492,9 @@ struct watch *watch_new(struct view *v, size_t max_watches, char *err, size_t er
 			close(w->ifd);
 		if (w->stop >= 0)
 			close(w->stop);
+		if (w->refresh >= 0)
+			close(w->refresh);
+		pthread_mutex_destroy(&w->lock);
 		free(w);
 		errno = e;
 		return NULL;
@@ -477,6 +503,21 @@ struct watch *watch_new(struct view *v, size_t max_watches, char *err, size_t er
 	watch_roots(w);
 	watch_skill_states(w);
 	return w;
+}
+
+int watch_refresh(struct watch *w)
+{
+	uint64_t one = 1;
+
+	if (!w || !w->running)
+		return -ENOTCONN;
+	pthread_mutex_lock(&w->lock);
+	uint64_t mine = ++w->asked;
+	int r = write(w->refresh, &one, sizeof(one)) == sizeof(one) ? 0 : neg_errno();
+	while (r == 0 && w->refreshed < mine)
+		pthread_cond_wait(&w->done, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	return r;
 }
 
 int watch_start(struct watch *w, struct fuse_session *se)
@@ -504,6 +545,8 @@ void watch_free(struct watch *w)
 	inode_table_on_unwatch(w->view->inodes, NULL, NULL);
 	close(w->ifd);
 	close(w->stop);
+	close(w->refresh);
+	pthread_cond_destroy(&w->done);
 	for (size_t b = 0; b < EXPECT_BUCKETS; b++) {
 		for (struct expectation *e = w->expect[b], *next; e; e = next) {
 			next = e->next;

@@ -36,6 +36,13 @@ struct watch *watch_new(struct view *v, size_t max_watches, char *err, size_t er
 /* Starts the event thread; notifications go to session SE. */
 int watch_start(struct watch *w, struct fuse_session *se);
 
+/* Drops everything the kernel caches of the view's files (names,
+ * attributes, pages: as after a lost event), by the event thread; returns
+ * 0 once that is done, or -ENOTCONN if W is NULL or not started. For
+ * changes made outside the view that the watch may not see: an undo
+ * writing a file back through a name in a directory nobody watches. */
+int watch_refresh(struct watch *w);
+
 /* Stops the thread and frees everything. */
 void watch_free(struct watch *w);
 
