@@ -52,9 +52,14 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 # Every close() of ours is checked for double closes (common/fdcheck.c).
 LDFLAGS += $(SANFLAGS) -Wl,--wrap=close
 
-COMMON_SRC := common/fdcheck.c common/lockcheck.c common/log.c common/quote.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c common/fileops.c common/viewreg.c common/mounts.c common/utf8.c common/config.c
+COMMON_SRC := common/fdcheck.c common/lockcheck.c common/log.c common/quote.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c common/fileops.c common/viewreg.c common/mounts.c common/utf8.c common/config.c \
+              common/error.c common/progress.c
 STORE_SRC  := store/store.c store/schema.c store/marks.c store/audit.c store/snapshot_rows.c store/blobs.c store/runs.c store/journal.c store/where.c store/check.c store/backup.c store/lease.c store/db.c store/db_sqlite.c store/db_pg.c store/libpq.c store/writer.c store/snapshot.c store/secrets.c store/diff.c \
               store/summary.c store/lineage.c store/receipt.c store/follow.c store/compact.c
+# The run engine (docs/architecture.md, "Layers"): runs' life, the views
+# told, the documents, the journal read back for a run.
+RUN_SRC    := run/lookup.c run/runlog.c run/views.c run/scan.c run/lifecycle.c run/retain.c \
+              run/own.c run/documents.c run/windows.c
 EXEC_SRC   := exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
               exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c \
@@ -73,8 +78,10 @@ TEST_SRC   := tests/check_main.c tests/harness.c tests/cmd.c \
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
 # The store is a static library: a program links the parts it calls (the
-# view daemon no summaries, diffs or receipts). Last on a link line.
+# view daemon no summaries, diffs or receipts). Last on a link line. So
+# is the run engine, before it: the tests link what they call of it.
 STORE_LIB  := $(OBJ)/store/libsbxstore.a
+RUN_LIB    := $(OBJ)/run/libsbxrun.a
 
 all: $(BIN)/sbxfs $(BIN)/sbx
 
@@ -105,15 +112,19 @@ $(STORE_LIB): $(call obj,$(STORE_SRC))
 	rm -f $@
 	$(AR) rcs $@ $^
 
+$(RUN_LIB): $(call obj,$(RUN_SRC))
+	rm -f $@
+	$(AR) rcs $@ $^
+
 $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC)) $(STORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) -lpthread
 
-$(BIN)/sbx: $(call obj,$(CLI_SRC) $(BROKER_SRC) $(EXEC_SRC) $(COMMON_SRC)) $(STORE_LIB)
+$(BIN)/sbx: $(call obj,$(CLI_SRC) $(BROKER_SRC) $(EXEC_SRC) $(COMMON_SRC)) $(RUN_LIB) $(STORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) $(SECCOMP_LIBS) -lpthread
 
-$(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC) cli/runlog.c $(EXEC_SRC)) $(STORE_LIB)
+$(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC) $(EXEC_SRC)) $(RUN_LIB) $(STORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(INIH_LIBS) $(JSON_LIBS) $(SECCOMP_LIBS) -lpthread
 
@@ -129,7 +140,7 @@ FUZZ_SRC_classify := store/snapshot.c store/secrets.c exec/output.c exec/env.c c
 FUZZ_SRC_config   := common/config.c common/ids.c
 FUZZ_SRC_request  := exec/request.c exec/env.c common/ids.c
 
-build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(wildcard */*.h common/*.c fs/*.c store/*.c exec/*.c)
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(wildcard */*.h common/*.c fs/*.c store/*.c run/*.c exec/*.c)
 	@mkdir -p build/fuzz
 	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) $(CRYPTO_LIBS) $(INIH_LIBS) $(JSON_LIBS)
 
@@ -182,7 +193,7 @@ bench: deps
 
 # The style is .clang-format's (clang-format 14, Debian 12's); CI checks
 # it before the tests.
-FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find common fs store cli exec tests bench -name '*.[ch]')
+FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find common fs store run cli exec tests bench -name '*.[ch]')
 
 format: test-deps
 	@clang-format -i $(FORMAT_SRC)

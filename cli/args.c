@@ -1,6 +1,7 @@
 /* args.c - how sbx commands read their arguments (args.h). */
 #include "args.h"
 #include "store/store.h"
+#include "common/error.h"
 #include "common/home.h"
 #include "common/ids.h"
 #include "common/log.h"
@@ -12,6 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+int say_error(const char *command, const struct error *e)
+{
+	fprintf(stderr, "sbx: %s: %s\n", command, e->text);
+	return 1;
+}
 
 int resolve_home(const char *command, const char *home, char *buf, size_t size)
 {

@@ -16,6 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct error;
+
+/* Says what the engine's E says failed, for COMMAND: "sbx: COMMAND:
+ * TEXT" on stderr. Returns 1, the exit status of a command that failed. */
+int say_error(const char *command, const struct error *e);
+
 /* Resolves HOME (NULL: the default home) into BUF. Returns 0 or -1 with
  * a message printed for COMMAND. */
 int resolve_home(const char *command, const char *home, char *buf, size_t size);

@@ -2,9 +2,10 @@
  * in audit mode, would have refused) for one thread, oldest first. */
 #include "args.h"
 #include "cli.h"
-#include "lookup.h"
+#include "run/lookup.h"
 #include "report.h"
 #include "common/cleanup.h"
+#include "common/error.h"
 #include "common/hash.h"
 #include "common/quote.h"
 #include "store/diff.h"
@@ -179,8 +180,9 @@ int cmd_audit(int argc, char **argv, const char *home)
 
 	if (r >= 0)
 		return r;
-	if (thread_check("audit", a.home, a.user, a.thread) < 0)
-		return 1;
+	struct error e;
+	if (thread_check(a.home, a.user, a.thread, &e) < 0)
+		return say_error("audit", &e);
 	/* No store yet: nothing was ever refused under this home. */
 	if ((r = store_open_existing(a.home, &s, err, sizeof(err))) == -ENOENT) {
 		if (a.json)

@@ -1,7 +1,6 @@
 /* exec.c - sbx broker and sbx exec: the exec broker and its client. */
 #include "args.h"
 #include "cli.h"
-#include "runend.h"
 #include "common/cleanup.h"
 #include "common/ids.h"
 #include "exec/broker.h"
@@ -127,14 +126,6 @@ static int broker_request(const char *home, const char *op)
 	return 0;
 }
 
-/* The broker's run_end: sbx run end's, its changes as JSON. */
-static int broker_run_end(struct store *s, const char *home, int64_t run, json_t **changes)
-{
-	return run_end_in(s, home, run, FORMAT_JSON, changes);
-}
-
-static const struct broker_runs broker_runs = { run_begin_in, broker_run_end };
-
 int cmd_broker(int argc, char **argv, const char *home)
 {
 	static const struct option longopts[] = {
@@ -145,7 +136,7 @@ int cmd_broker(int argc, char **argv, const char *home)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct broker_options o = { .runs = &broker_runs };
+	struct broker_options o = { 0 };
 	/* A request to a running broker (--status, --shutdown) and the
 	 * options of starting one are different commands: given together,
 	 * which one was meant is not ours to guess. */

@@ -3,8 +3,10 @@
  * from them (store/receipt.h, docs/changes.md). */
 #include "args.h"
 #include "cli.h"
-#include "lookup.h"
+#include "run/documents.h"
+#include "run/lookup.h"
 #include "report.h"
+#include "common/error.h"
 #include "common/quote.h"
 #include "store/receipt.h"
 #include "store/store.h"
@@ -126,9 +128,10 @@ int cmd_receipt(int argc, char **argv, const char *home)
 
 	if (r >= 0)
 		return r;
-	struct store *s = run_open("receipt", a.home, a.run, false, &run);
+	struct error e;
+	struct store *s = run_open(a.home, a.run, false, &run, &e);
 	if (!s)
-		return 1;
+		return say_error("receipt", &e);
 	store_close(s);
 	json_auto_t *receipt = run.receipt ? json_loads(run.receipt, 0, &jerr) : NULL;
 	r = 1;

@@ -2,257 +2,13 @@
 #include "report.h"
 #include "common/hash.h"
 #include "common/quote.h"
-#include "common/utf8.h"
-#include "store/receipt.h"
+#include "run/documents.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* A string from the file system (a name, a link's target, a diff naming
- * a file, a command name) as JSON: bytes that are not UTF-8 become U+FFFD,
- * since JSON cannot carry them (jansson refuses them outright). */
-static json_t *text_json(const char *s, size_t n)
-{
-	json_t *j = json_stringn(s, n);
-	char *clean;
-
-	if (j)
-		return j;
-	clean = utf8_clean(s, n, NULL);
-	j = clean ? json_string(clean) : NULL;
-	free(clean);
-	return j;
-}
-
-static json_t *str_json(const char *s)
-{
-	return s ? text_json(s, strlen(s)) : json_null();
-}
-
-static json_t *sha_or_null(const struct snap_file *f)
-{
-	char hex[65];
-
-	if (!f || !f->hashed)
-		return json_null();
-	return json_string(sha256_hex(f->sha256, hex));
-}
-
-static json_t *size_or_null(const struct snap_file *f)
-{
-	return f ? json_integer(f->size) : json_null();
-}
-
-static json_t *target_or_null(const struct snap_file *f)
-{
-	return f && f->symlink ? str_json(f->target) : json_null();
-}
-
-static json_t *reason_or_null(const struct summary_diff *d)
-{
-	return d->unavailable ? json_string(d->unavailable) : json_null();
-}
-
-static json_t *changed_by(const struct change *c)
-{
-	return c->by_pid ? json_pack("{s:i, s:o}", "pid", (int)c->by_pid, "command",
-				     str_json(c->by_comm))
-			 : json_null();
-}
-
-/* What is ours about a change: who made it, the rename it is half of
- * (with the diff from the old content, on the created half), a content
- * that could not be read back. */
-static json_t *file_sbx(const struct change *c)
-{
-	json_t *o = json_pack("{s:o}", "changed_by", changed_by(c));
-	const struct summary_diff *m = &c->moved;
-	int r = o ? 0 : -1;
-
-	if (r == 0 && c->renamed_to)
-		r = json_object_set_new(o, "renamed_to", str_json(c->renamed_to));
-	if (r == 0 && c->renamed_from)
-		r = json_object_set_new(o, "renamed_from", str_json(c->renamed_from));
-	if (r == 0 && c->renamed_from)
-		r = json_object_set_new(o, "rename",
-					json_pack("{s:o, s:b, s:o, s:i, s:i, s:b}", "diff",
-						  text_json(m->text, m->len), "diff_truncated",
-						  m->truncated, "diff_unavailable_reason",
-						  reason_or_null(m), "additions", m->additions,
-						  "deletions", m->deletions, "content_unavailable",
-						  m->content_missing));
-	if (r == 0 && c->diff.content_missing)
-		r = json_object_set_new(o, "content_unavailable", json_true());
-	if (r < 0) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
-}
-
-/* The reference's entry (its flags from the version after, else the one
- * before, as it takes them), then "sbx". */
-static json_t *file_json(const struct change *c)
-{
-	const struct snap_file *f = c->after ? c->after : c->before;
-
-	return json_pack("{s:o, s:s, s:s, s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:b,"
-			 " s:o, s:i, s:i, s:b, s:o, s:o, s:o}",
-			 "path", str_json(c->path), "root", c->root, "status", c->status, "binary",
-			 f->binary, "sensitive", f->sensitive, "size_before",
-			 size_or_null(c->before), "size_after", size_or_null(c->after),
-			 "sha256_before", sha_or_null(c->before), "sha256_after",
-			 sha_or_null(c->after), "diff", text_json(c->diff.text, c->diff.len),
-			 "diff_truncated", c->diff.truncated, "diff_unavailable_reason",
-			 reason_or_null(&c->diff), "additions", c->diff.additions, "deletions",
-			 c->diff.deletions, "symlink", f->symlink, "symlink_target_before",
-			 target_or_null(c->before), "symlink_target_after",
-			 target_or_null(c->after), "sbx", file_sbx(c));
-}
-
-json_t *report_summary(const struct summary *s, int64_t run, size_t end_scan_limit)
-{
-	json_t *files = json_array();
-
-	for (size_t i = 0; files && i < s->listed; i++) {
-		json_t *f = file_json(&s->changes[i]);
-		if (!f || json_array_append_new(files, f) < 0) {
-			json_decref(files);
-			return NULL;
-		}
-	}
-	if (!files)
-		return NULL;
-	return json_pack("{s:i, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:b}, s:o,"
-			 " s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I}}",
-			 "version", 1, "summary", "created", (json_int_t)s->created, "modified",
-			 (json_int_t)s->modified, "deleted", (json_int_t)s->deleted,
-			 "symlink_created", (json_int_t)s->symlink_created, "additions",
-			 (json_int_t)s->additions, "deletions", (json_int_t)s->deletions,
-			 "truncated", s->truncated, "files", files, "limits", "max_files",
-			 (json_int_t)s->limits.max_files, "max_scanned_files",
-			 (json_int_t)s->limits.max_scanned_files, "max_file_bytes_for_diff",
-			 (json_int_t)s->limits.max_file_bytes_for_diff, "max_total_diff_bytes",
-			 (json_int_t)s->limits.max_total_diff_bytes, "sbx", "run", (json_int_t)run,
-			 "files_total", (json_int_t)s->n, "renamed", (json_int_t)s->renamed,
-			 "renamed_replaced", (json_int_t)s->renamed_replaced, "renamed_modified",
-			 (json_int_t)s->renamed_modified, "renamed_symlink_created",
-			 (json_int_t)s->renamed_symlink_created, "complete", s->complete,
-			 "end_scan_limit", (json_int_t)end_scan_limit);
-}
-
-json_t *report_receipt_new(void)
-{
-	return json_pack("{s:i, s:[], s:{}}", "presented", 0, "paths", "by_tool");
-}
-
-static bool in_array(const json_t *a, const char *s)
-{
-	size_t i;
-	const json_t *v;
-
-	json_array_foreach (a, i, v)
-		if (!strcmp(json_string_value(v), s))
-			return true;
-	return false;
-}
-
-/* Appends PATH to the array A unless it is there already (order of
- * first presentation, as the reference's artifact list merges): 1 if it
- * was added. */
-static int append_once(json_t *a, const char *path)
-{
-	if (in_array(a, path))
-		return 0;
-	return json_array_append_new(a, json_string(path)) < 0 ? -ENOMEM : 1;
-}
-
-int report_receipt_add(void *arg, const char *tool, const char *path)
-{
-	json_t *r = arg, *paths = json_object_get(r, "paths");
-	json_t *by_tool = json_object_get(r, "by_tool"), *mine = json_object_get(by_tool, tool);
-	int added;
-
-	if (!mine && json_object_set_new(by_tool, tool, mine = json_array()) < 0)
-		return -ENOMEM;
-	if (append_once(mine, path) < 0 || (added = append_once(paths, path)) < 0)
-		return -ENOMEM;
-	if (added && json_object_set_new(r, "presented",
-					 json_integer((json_int_t)json_array_size(paths))) < 0)
-		return -ENOMEM;
-	return 0;
-}
-
-/* Created or modified regular files under outputs, in path order. */
-static json_t *produced_outputs(const struct summary *s)
-{
-	json_t *out = json_array();
-
-	for (size_t i = 0; out && i < s->n; i++) {
-		const struct change *c = &s->changes[i];
-		bool produced = !strcmp(c->root, "outputs") && c->after && !c->after->symlink &&
-				(!strcmp(c->status, "created") || !strcmp(c->status, "modified"));
-		if (produced && json_array_append_new(out, str_json(c->path)) < 0) {
-			json_decref(out);
-			return NULL;
-		}
-	}
-	return out;
-}
-
-int report_receipt_verify(json_t *r, const struct summary *s, bool pre_truncated)
-{
-	/* Outputs the pre-run scan did not see cannot be told from new ones:
-	 * a verdict either way could be false (docs/changes.md). */
-	if (pre_truncated)
-		return json_object_set_new(r, "verification_skipped",
-					   json_string("truncated_pre_run_snapshot")) < 0
-			       ? -ENOMEM
-			       : 0;
-	json_t *produced = produced_outputs(s);
-	if (!produced)
-		return -ENOMEM;
-	if (json_array_size(produced) == 0) {
-		json_decref(produced);
-		return 0;
-	}
-	/* Only the reference's tool counts: other tools' paths are listed,
-	 * never verified. */
-	json_t *presented = json_object_get(json_object_get(r, "by_tool"), RECEIPT_TOOL_DEFAULT);
-	json_t *matched = json_array(), *p, *q;
-	size_t i, k;
-
-	json_array_foreach (produced, i, p) {
-		bool covered = false;
-		json_array_foreach (presented, k, q)
-			covered = covered ||
-				  receipt_covers(json_string_value(q), json_string_value(p));
-		if (covered && matched)
-			json_array_append(matched, p);
-	}
-	bool satisfied = json_array_size(matched) > 0;
-	json_t *v = json_pack("{s:s, s:s}", "source", "outputs_changed", "requirement",
-			      "present_files_matches_produced_output");
-	int rc = json_object_set_new(r, "verification", v);
-	rc |= json_object_set_new(r, "produced_paths", produced);
-	rc |= json_object_set_new(r, "presented_paths",
-				  presented ? json_copy(presented) : json_array());
-	rc |= json_object_set_new(r, "matched_paths", matched);
-	rc |= json_object_set_new(r, "stage",
-				  json_string(satisfied			   ? "presented"
-					      : json_array_size(presented) ? "mismatched"
-									   : "not_started"));
-	rc |= json_object_set_new(r, "satisfied", json_boolean(satisfied));
-	return rc ? -ENOMEM : 0;
-}
-
-bool report_receipt_incomplete(const json_t *r)
-{
-	return json_array_size(json_object_get(r, "produced_paths")) > 0 &&
-	       !json_is_true(json_object_get(r, "satisfied"));
-}
+#include <unistd.h>
 
 void report_receipt_print(FILE *out, const json_t *r, long long run, const char *who)
 {
@@ -285,13 +41,13 @@ void report_receipt_print(FILE *out, const json_t *r, long long run, const char 
 	json_array_foreach (produced, i, v)
 		fprintf(out, "  produced   %s%s\n",
 			quote_name(json_string_value(v), name, sizeof(name)),
-			in_array(matched, json_string_value(v)) ? "  (presented)" : "");
+			report_has_path(matched, json_string_value(v)) ? "  (presented)" : "");
 	json_array_foreach (paths, i, v) {
 		fprintf(out, "  presented  %s  (by",
 			quote_name(json_string_value(v), name, sizeof(name)));
 		const char *sep = " ";
 		json_object_foreach ((json_t *)by_tool, tool, tp)
-			if (in_array(tp, json_string_value(v))) {
+			if (report_has_path(tp, json_string_value(v))) {
 				fprintf(out, "%s%s", sep, tool);
 				sep = ", ";
 			}
@@ -687,4 +443,48 @@ void report_time(int64_t ns, char *buf, size_t size)
 
 	gmtime_r(&sec, &tm);
 	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int report_run(const struct store_run *r, json_t *p, enum format format)
+{
+	char who[300];
+
+	snprintf(who, sizeof(who), "%s/%s", r->user, r->thread);
+	if (!p && format == FORMAT_HTML) {
+		/* An empty report, still a whole page. */
+		json_auto_t *empty = json_pack("{s:{}, s:[], s:{s:I, s:i}}", "summary", "files",
+					       "sbx", "run", (json_int_t)r->id, "files_total", 0);
+		if (!empty)
+			return 1;
+		report_html(stdout, empty, who);
+		return 0;
+	}
+	if (format == FORMAT_JSON) {
+		json_auto_t *d = run_document(r, p);
+		if (!d || json_dumpf(d, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
+			return 1;
+		putchar('\n');
+		return 0;
+	}
+	if (!p)
+		printf("run %lld of %s/%s: no change could be established\n", (long long)r->id,
+		       r->user, r->thread);
+	else if (format == FORMAT_HTML)
+		report_html(stdout, p, who);
+	else
+		report_print(stdout, p, who, isatty(STDOUT_FILENO));
+	return 0;
+}
+
+int report_run_recorded(const struct store_run *r, const char *summary, enum format format)
+{
+	json_error_t jerr;
+	json_auto_t *p = summary ? json_loads(summary, JSON_ALLOW_NUL, &jerr) : NULL;
+
+	if (summary && !p) {
+		fprintf(stderr, "sbx: the summary of run %lld is not valid JSON: %s\n",
+			(long long)r->id, jerr.text);
+		return 1;
+	}
+	return report_run(r, p, format);
 }

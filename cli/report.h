@@ -1,37 +1,17 @@
-/* report.h - change summaries as JSON (the reference payload, what is
- * ours under "sbx" keys) and as text for people (a git-style stat, then
- * the diffs; colored on a terminal). See docs/changes.md. */
+/* report.h - change summaries and receipts for people: text (a
+ * git-style stat, then the diffs; colored on a terminal) and HTML, from
+ * the documents run/documents.h makes. See docs/changes.md. */
 #ifndef SBX_REPORT_H
 #define SBX_REPORT_H
 
-#include "store/summary.h"
+#include "args.h"
+#include "store/store.h"
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
-/* {"version":1, "summary":{...}, "files":[...], "limits":{...}, "sbx":{"run",
- * "files_total", "renamed", "complete", "end_scan_limit"}}, each file with
- * its own "sbx" (docs/changes.md). END_SCAN_LIMIT: the second scan's
- * limit. NULL without memory. */
-json_t *report_summary(const struct summary *s, int64_t run, size_t end_scan_limit);
-
-/* The run's delivery receipt, the reference's "run.delivery" content
- * (docs/changes.md): report_receipt_new() makes its journal {"presented":
- * 0, "paths": [], "by_tool": {}}, report_receipt_add() (a callback of
- * store_presented_each(), ARG the receipt) adds each presentation in
- * order, report_receipt_verify() completes it from the run's summary:
- * with changed outputs, "verification", "produced_paths",
- * "presented_paths", "matched_paths", "stage" and "satisfied"; when the
- * pre-run snapshot was truncated, "verification_skipped" instead.
- * -ENOMEM (NULL) without memory. */
-json_t *report_receipt_new(void);
-int report_receipt_add(void *arg, const char *tool, const char *path);
-int report_receipt_verify(json_t *receipt, const struct summary *s, bool pre_truncated);
-/* True if the receipt says outputs were produced and none was presented
- * (stage not_started or mismatched): the reference's run error. */
-bool report_receipt_incomplete(const json_t *receipt);
 /* Prints a receipt for people: its stage, the produced outputs (those
  * presented marked), the presented paths by tool. */
 void report_receipt_print(FILE *out, const json_t *receipt, long long run, const char *who);
@@ -46,6 +26,14 @@ void report_print_diff(FILE *out, const char *diff, size_t len, const char *path
  * summary badges, files grouped by directory, the diffs, and on every
  * metadata-only entry an explanation of why. */
 void report_html(FILE *out, const json_t *payload, const char *who);
+
+/* Prints run R's summary SUMMARY (NULL if it has none) on stdout as
+ * FORMAT: JSON as run/documents.h's run_document(); 0, or 1 without
+ * memory. */
+int report_run(const struct store_run *r, json_t *summary, enum format format);
+/* The same for a summary as recorded (JSON text, NULL if there is none);
+ * 1 after an error (said). */
+int report_run_recorded(const struct store_run *r, const char *summary, enum format format);
 
 /* The time NS (CLOCK_REALTIME) as ISO 8601 UTC, to the second. */
 void report_time(int64_t ns, char *buf, size_t size);

@@ -3,18 +3,21 @@
  * journal knows of a path, its versions among it. */
 #include "args.h"
 #include "cli.h"
-#include "lookup.h"
 #include "report.h"
 #include "rewind.h"
-#include "runend.h"
-#include "runlog.h"
 #include "common/array.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
+#include "common/error.h"
 #include "common/hash.h"
 #include "common/home.h"
 #include "common/quote.h"
 #include "common/units.h"
+#include "run/lifecycle.h"
+#include "run/lookup.h"
+#include "run/own.h"
+#include "run/runlog.h"
+#include "run/windows.h"
 #include "store/snapshot.h"
 #include "store/store.h"
 
@@ -55,104 +58,7 @@ static const char log_usage[] =
 	"restore --before RUN brings it back while its run keeps it), then\n"
 	"what is there now.\n";
 
-/* ---- the runs of a thread -------------------------------------------------- */
-
-struct run_window {
-	int64_t id, begun_ns, ended_ns; /* ended_ns 0: open */
-	int dir;			/* its directory of pre-images, or -1 */
-	int64_t undoes;			/* a whole undo (store_run.clean): its run */
-	bool cancelled;			/* it and its whole undo changed nothing */
-};
-
-struct windows {
-	struct run_window *v;
-	size_t n, cap;
-	int homefd;
-};
-
-static int window_row(void *arg, const struct store_run *run)
-{
-	struct windows *w = arg;
-
-	if (array_grow(w->v, w->n, w->cap) < 0)
-		return -ENOMEM;
-	int dir = run->kept
-			  ? -1
-			  : home_undo_dir(w->homefd, run->user, run->thread, run->begun_ns, false);
-	w->v[w->n++] = (struct run_window){ run->id,
-					    run->begun_ns,
-					    run->ended ? run->ended_ns : 0,
-					    dir < 0 ? -1 : dir,
-					    run->clean && run->ended ? run->undoes : 0,
-					    false };
-	return 0;
-}
-
-/* Pairs off, among the runs begun from FROM_NS on, each with the whole
- * undo that took it back, oldest first (a run, its undo, the redo: the
- * redo stays): together they changed nothing, and the objects the run
- * kept went back into place with the undo, so a restore must go past
- * both rather than through them. */
-static void windows_cancel(struct windows *w, int64_t from_ns)
-{
-	for (size_t i = 0; i < w->n; i++) {
-		struct run_window *u = &w->v[i];
-		if (!u->undoes || u->cancelled)
-			continue;
-		for (size_t j = 0; j < i; j++) {
-			struct run_window *t = &w->v[j];
-			if (t->id == u->undoes && !t->cancelled && t->begun_ns >= from_ns)
-				t->cancelled = u->cancelled = true;
-		}
-	}
-}
-
-static void windows_free(struct windows *w)
-{
-	for (size_t i = 0; i < w->n; i++)
-		closep(&w->v[i].dir);
-	free(w->v);
-}
-
-/* The run open at AT_NS (the latest begun by then), or NULL. */
-static const struct run_window *window_at(const struct windows *w, int64_t at_ns)
-{
-	for (size_t i = w->n; i-- > 0;)
-		if (w->v[i].begun_ns <= at_ns && (!w->v[i].ended_ns || w->v[i].ended_ns >= at_ns))
-			return &w->v[i];
-	return NULL;
-}
-
 /* ---- sbx restore ----------------------------------------------------------- */
-
-/* True if virtual path P is ROOT or below it. */
-static bool below(const char *p, const char *root)
-{
-	size_t n = strlen(root);
-
-	return !strncmp(p, root, n) && (!p[n] || p[n] == '/');
-}
-
-/* The events of ALL that name PATH or what is below it, but for those
- * of the runs W cancelled, in SUB (shallow copies: ALL owns their
- * strings). */
-static int events_of(const struct runlog *all, const char *path, const struct windows *w,
-		     struct runlog *sub)
-{
-	memset(sub, 0, sizeof(*sub));
-	for (size_t i = 0; i < all->n; i++) {
-		const struct store_event *e = &all->events[i];
-		const struct run_window *in;
-		if (!strcmp(e->op, "capture") || !strcmp(e->op, "preimage") ||
-		    !(below(e->path, path) || (e->path2 && below(e->path2, path))) ||
-		    ((in = window_at(w, e->at_ns)) && in->cancelled))
-			continue;
-		if (array_grow(sub->events, sub->n, sub->cap) < 0)
-			return -ENOMEM;
-		sub->events[sub->n++] = *e;
-	}
-	return 0;
-}
 
 struct names {
 	char **v;
@@ -191,7 +97,7 @@ static void names_forget(struct names *ns, const char *name)
 static void names_drop_where(struct names *ns, const char *root, bool in)
 {
 	for (size_t i = ns->n; i-- > 0;)
-		if (below(ns->v[i], root) == in) {
+		if (runlog_below(ns->v[i], root) == in) {
 			free(ns->v[i]);
 			ns->v[i] = ns->v[--ns->n];
 		}
@@ -212,7 +118,7 @@ static int names_move(struct names *ns, const char *from, const char *to, bool s
 		names_drop(ns, to);
 	for (size_t i = 0; i < ns->n; i++) {
 		const char *p = ns->v[i];
-		bool at_from = below(p, from), at_to = swap && below(p, to);
+		bool at_from = runlog_below(p, from), at_to = swap && runlog_below(p, to);
 		if (!at_from && !at_to)
 			continue;
 		char *moved;
@@ -375,23 +281,25 @@ int cmd_restore(int argc, char **argv, const char *home)
 	struct rewind *rw = NULL;
 	struct run_texts *texts = NULL;
 	struct store *s = NULL;
+	struct error e;
+	json_t *summary = NULL;
 	int r = thread_args_parse("restore", restore_usage, argc, argv, home,
 				  THREAD_ARGS_PATH | THREAD_ARGS_WHEN | THREAD_ARGS_FORMAT, &a);
 	_cleanup_(closep) int homefd = -1;
 
 	if (r >= 0)
 		return r;
-	if (thread_roots_open("restore", a.home, a.user, a.thread, &roots) < 0)
-		return 1;
+	if (thread_roots_open(a.home, a.user, a.thread, &roots, &e) < 0)
+		return say_error("restore", &e);
 	if (store_open(a.home, &s, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sbx: restore: %s\n", err);
 		thread_roots_close(&roots);
 		return 1;
 	}
-	if (thread_fence("restore", a.home, s, a.user, a.thread) < 0) {
+	if (thread_fence(a.home, s, a.user, a.thread, &e) < 0) {
 		store_close(s);
 		thread_roots_close(&roots);
-		return 1;
+		return say_error("restore", &e);
 	}
 	int64_t from = a.at_ns;
 	if (a.before) {
@@ -405,13 +313,13 @@ int cmd_restore(int argc, char **argv, const char *home)
 		}
 		from = run.begun_ns;
 	}
-	w.homefd = homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	r = homefd < 0 ? -errno : store_runs_each(s, a.user, a.thread, false, window_row, &w);
+	homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	r = homefd < 0 ? -errno : windows_load(s, homefd, a.user, a.thread, &w);
 	if (r == 0)
 		r = runlog_load(s, a.user, a.thread, from, realtime_ns(), &all);
 	windows_cancel(&w, from);
 	if (r == 0)
-		r = events_of(&all, a.path, &w, &sub);
+		r = windows_events_of(&w, &all, a.path, &sub);
 	if (r == 0)
 		r = rewind_new(&sub, realtime_ns(), roots.ws, roots.out, -1, &rw);
 	for (size_t i = 0; r == 0 && i < w.n; i++)
@@ -465,11 +373,15 @@ int cmd_restore(int argc, char **argv, const char *home)
 		fprintf(stderr, "sbx: restore: cannot begin: %s\n", strerror(-r));
 		goto done;
 	}
-	r = run_own_steps(s, a.home, homefd, &u, rw, a.json ? FORMAT_JSON : FORMAT_TEXT, texts,
-			  NULL, NULL, "restore");
-	if (r > 0)
+	r = run_own_steps(s, a.home, homefd, &u, rw, texts, NULL, NULL, "restore", &summary, &e);
+	if (r < 0)
+		say_error("restore", &e);
+	else if (report_run(&u, summary, a.json ? FORMAT_JSON : FORMAT_TEXT))
+		r = -EIO;
+	else if (r > 0)
 		r = -EIO; /* steps failed: said */
 done:
+	json_decref(summary);
 	run_texts_free(texts);
 	rewind_free(rw);
 	free(sub.events);
@@ -528,18 +440,20 @@ int cmd_log(int argc, char **argv, const char *home)
 	int r = thread_args_parse("log", log_usage, argc, argv, home,
 				  THREAD_ARGS_PATH | THREAD_ARGS_FORMAT, &a);
 	json_auto_t *rows = NULL;
+	_cleanup_(closep) int homefd = -1;
 
 	if (r >= 0)
 		return r;
-	if (thread_roots_open("log", a.home, a.user, a.thread, &roots) < 0)
-		return 1;
+	struct error e;
+	if (thread_roots_open(a.home, a.user, a.thread, &roots, &e) < 0)
+		return say_error("log", &e);
 	if (store_open(a.home, &s, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sbx: log: %s\n", err);
 		thread_roots_close(&roots);
 		return 1;
 	}
-	w.homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	r = w.homefd < 0 ? -errno : store_runs_each(s, a.user, a.thread, false, window_row, &w);
+	homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	r = homefd < 0 ? -errno : windows_load(s, homefd, a.user, a.thread, &w);
 	if (r == 0)
 		r = runlog_load(s, a.user, a.thread, 0, INT64_MAX, &all);
 	if (r == 0 && a.json && !(rows = json_array()))
@@ -614,7 +528,6 @@ int cmd_log(int argc, char **argv, const char *home)
 		fprintf(stderr, "sbx: log: %s\n", strerror(-r));
 	runlog_free(&all);
 	windows_free(&w);
-	closep(&w.homefd);
 	thread_roots_close(&roots);
 	store_close(s);
 	return r < 0 ? 1 : 0;

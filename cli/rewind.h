@@ -25,7 +25,7 @@
 #ifndef SBX_REWIND_H
 #define SBX_REWIND_H
 
-#include "runlog.h"
+#include "run/runlog.h"
 
 #include <stdbool.h>
 #include <stdio.h>

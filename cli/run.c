@@ -4,14 +4,18 @@
  * kept by SHA-256 so the diffs need nothing else; undoing it (rewind.h). */
 #include "args.h"
 #include "cli.h"
-#include "lookup.h"
+#include "report.h"
 #include "rewind.h"
-#include "runend.h"
-#include "runlog.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
+#include "common/error.h"
 #include "common/home.h"
 #include "common/quote.h"
+#include "run/lifecycle.h"
+#include "run/lookup.h"
+#include "run/own.h"
+#include "run/retain.h"
+#include "run/runlog.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -88,6 +92,7 @@ static int run_begin(int argc, char **argv, const char *home)
 {
 	char err[PATH_MAX + 256];
 	struct thread_args a;
+	struct error e;
 	struct store *s;
 	int64_t id;
 	int r = thread_args_parse("run begin", run_usage, argc, argv, home, THREAD_ARGS_MAX_FILES,
@@ -96,17 +101,17 @@ static int run_begin(int argc, char **argv, const char *home)
 	if (r >= 0)
 		return r;
 	/* The thread first: an unknown one gets no store made for it. */
-	if (thread_check("run begin", a.home, a.user, a.thread) < 0)
-		return 1;
+	if (thread_check(a.home, a.user, a.thread, &e) < 0)
+		return say_error("run begin", &e);
 	if (store_open(a.home, &s, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sbx: run begin: %s\n", err);
 		return 1;
 	}
 	r = run_begin_in(s, a.home, a.user, a.thread, a.max_files > 0 ? (size_t)a.max_files : 0,
-			 &id);
+			 &id, &e);
 	store_close(s);
 	if (r < 0)
-		return 1;
+		return say_error("run begin", &e);
 	printf("%lld\n", (long long)id);
 	return 0;
 }
@@ -115,7 +120,10 @@ static int run_end(int argc, char **argv, const char *home)
 {
 	char err[PATH_MAX + 256];
 	struct run_args a;
+	struct store_run run;
+	struct error e;
 	struct store *s;
+	json_t *summary;
 	int r = run_args_parse("run end", run_usage, argc, argv, home, RUN_ARGS_HTML, &a);
 
 	if (r >= 0)
@@ -124,9 +132,14 @@ static int run_end(int argc, char **argv, const char *home)
 		fprintf(stderr, "sbx: run end: %s\n", err);
 		return 1;
 	}
-	r = run_end_in(s, a.home, a.run, a.format, NULL);
+	r = run_end_in(s, a.home, a.run, &run, &summary, &e);
 	store_close(s);
-	return r == 0 ? 0 : 1;
+	if (r < 0)
+		return say_error("run end", &e);
+	r = report_run(&run, summary, a.format);
+	json_decref(summary);
+	store_run_free(&run);
+	return r;
 }
 
 /* ---- undo ---------------------------------------------------------------- */
@@ -286,6 +299,8 @@ static int run_undo(int argc, char **argv, const char *home)
 	struct rewind *rw = NULL;
 	struct run_texts *texts = NULL;
 	struct run_args a;
+	struct error e;
+	json_t *summary = NULL;
 	int64_t undo_id = 0;
 	int r = run_args_parse("run undo", run_undo_usage, argc, argv, home,
 			       RUN_ARGS_UNDO | RUN_ARGS_FORMAT, &a);
@@ -293,9 +308,9 @@ static int run_undo(int argc, char **argv, const char *home)
 
 	if (r >= 0)
 		return r;
-	struct store *s = run_open("run undo", a.home, a.run, true, &run);
+	struct store *s = run_open(a.home, a.run, true, &run, &e);
 	if (!s)
-		return 1;
+		return say_error("run undo", &e);
 	homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	r = homefd < 0 ? -errno : store_run_undone_by(s, a.run, &undo_id);
 	if (r == 1 && (r = store_run_get(s, undo_id, &u)) == 0 && u.ended) {
@@ -314,13 +329,16 @@ static int run_undo(int argc, char **argv, const char *home)
 	}
 	/* An open run ends first: its summary says what the undo undoes. */
 	if (r == 0 && !run.ended && !a.dry_run) {
-		r = run_finish(s, a.home, &run, FORMAT_TEXT, false, NULL, NULL);
+		r = run_finish(s, a.home, &run, NULL, &summary, &e);
+		json_decref(summary);
+		summary = NULL;
 		store_run_free(&run);
-		if (r == 0)
-			r = store_run_get(s, a.run, &run);
+		if (r < 0)
+			goto said;
+		r = store_run_get(s, a.run, &run);
 	}
-	if (r == 0)
-		r = thread_roots_open("run undo", a.home, run.user, run.thread, &roots);
+	if (r == 0 && (r = thread_roots_open(a.home, run.user, run.thread, &roots, &e)) < 0)
+		goto said;
 	if (r < 0)
 		goto done;
 	int64_t ended = run.ended ? run.ended_ns : realtime_ns();
@@ -385,9 +403,15 @@ static int run_undo(int argc, char **argv, const char *home)
 		goto done;
 	}
 	struct skips sk = { rw, resume, log.n };
-	int failed = run_own_steps(s, a.home, homefd, &u, rw, a.format, texts, skips_prepare, &sk,
-				   "run undo");
-	if ((r = failed < 0 ? failed : failed > 0 ? store_run_clean(s, u.id, false) : 0) < 0)
+	int failed = run_own_steps(s, a.home, homefd, &u, rw, texts, skips_prepare, &sk, "run undo",
+				   &summary, &e);
+	if (failed < 0) {
+		r = failed;
+		goto said;
+	}
+	if ((r = report_run(&u, summary, a.format) ? -EIO
+		 : failed > 0			   ? store_run_clean(s, u.id, false)
+						   : 0) < 0)
 		goto done;
 	struct rewind_counts c;
 	rewind_counts(rw, &c);
@@ -403,7 +427,11 @@ static int run_undo(int argc, char **argv, const char *home)
 		rewind_drop(homefd, run.user, run.thread, run.begun_ns);
 	run_retain(s, a.home, run.user, run.thread, "run undo");
 	r = failed || unseen ? -EIO : 0;
+	goto done;
+said:
+	say_error("run undo", &e);
 done:
+	json_decref(summary);
 	run_texts_free(texts);
 	rewind_free(rw);
 	runlog_free(&log);
@@ -418,13 +446,14 @@ static int run_keep(int argc, char **argv, const char *home)
 {
 	struct store_run run;
 	struct run_args a;
+	struct error e;
 	int r = run_args_parse("run keep", run_keep_usage, argc, argv, home, 0, &a);
 
 	if (r >= 0)
 		return r;
-	struct store *s = run_open("run keep", a.home, a.run, true, &run);
+	struct store *s = run_open(a.home, a.run, true, &run, &e);
 	if (!s)
-		return 1;
+		return say_error("run keep", &e);
 	_cleanup_(closep) int homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (!run.ended) {
 		fprintf(stderr,
@@ -467,20 +496,21 @@ int cmd_changes(int argc, char **argv, const char *home)
 {
 	struct store_run run;
 	struct run_args a;
+	struct error e;
 	int r = run_args_parse("changes", changes_usage, argc, argv, home, RUN_ARGS_HTML, &a);
 
 	if (r >= 0)
 		return r;
-	struct store *s = run_open("changes", a.home, a.run, false, &run);
+	struct store *s = run_open(a.home, a.run, false, &run, &e);
 	if (!s)
-		return 1;
+		return say_error("changes", &e);
 	if (!run.ended) {
 		fprintf(stderr,
 			"sbx: changes: run %lld is still open (end it with sbx run end %lld)\n",
 			(long long)a.run, (long long)a.run);
 		r = 1;
 	} else {
-		r = run_print_summary(&run, run.summary, a.format);
+		r = report_run_recorded(&run, run.summary, a.format);
 	}
 	store_run_free(&run);
 	store_close(s);

@@ -2,10 +2,11 @@
  * the disk space its pre-images hold. */
 #include "args.h"
 #include "cli.h"
-#include "lookup.h"
+#include "run/lookup.h"
 #include "report.h"
 #include "rewind.h"
 #include "common/cleanup.h"
+#include "common/error.h"
 #include "common/units.h"
 #include "store/store.h"
 
@@ -103,8 +104,9 @@ int cmd_runs(int argc, char **argv, const char *home)
 
 	if (r >= 0)
 		return r;
-	if (thread_check("runs", a.home, a.user, a.thread) < 0)
-		return 1;
+	struct error e;
+	if (thread_check(a.home, a.user, a.thread, &e) < 0)
+		return say_error("runs", &e);
 	if (store_open(a.home, &l.s, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sbx: runs: %s\n", err);
 		return 1;

@@ -3,10 +3,11 @@
  * print it. */
 #include "args.h"
 #include "cli.h"
-#include "lookup.h"
-#include "progress.h"
+#include "run/lookup.h"
+#include "common/progress.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
+#include "common/error.h"
 #include "common/hash.h"
 #include "common/quote.h"
 #include "store/snapshot.h"
@@ -123,8 +124,9 @@ int cmd_snapshot(int argc, char **argv, const char *home)
 	if (r >= 0)
 		return r;
 	size_t max = a.max_files > 0 ? (size_t)a.max_files : SNAPSHOT_MAX_FILES;
-	if (thread_roots_open("snapshot", a.home, a.user, a.thread, &roots) < 0)
-		return 1;
+	struct error e;
+	if (thread_roots_open(a.home, a.user, a.thread, &roots, &e) < 0)
+		return say_error("snapshot", &e);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	scan_progress_init(&prog);
 	r = snapshot_take(roots.ws, roots.out, max, NULL, show_progress, NULL, &prog, &snap);
@@ -141,10 +143,10 @@ int cmd_snapshot(int argc, char **argv, const char *home)
 		snapshot_free(&snap);
 		return 1;
 	}
-	if (thread_fence("snapshot", a.home, s, a.user, a.thread) < 0) {
+	if (thread_fence(a.home, s, a.user, a.thread, &e) < 0) {
 		store_close(s);
 		snapshot_free(&snap);
-		return 1;
+		return say_error("snapshot", &e);
 	}
 	r = store_snapshot_save(s, a.user, a.thread, &snap, max, realtime_ns(), &id);
 	store_close(s);

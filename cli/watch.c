@@ -2,8 +2,9 @@
  * line each, until interrupted (store/follow.h does the waiting). */
 #include "args.h"
 #include "cli.h"
-#include "lookup.h"
+#include "run/lookup.h"
 #include "common/cleanup.h"
+#include "common/error.h"
 #include "common/quote.h"
 #include "exec/watch.h"
 #include "store/follow.h"
@@ -100,8 +101,9 @@ int cmd_watch(int argc, char **argv, const char *home)
 
 	if (r >= 0)
 		return r;
-	if (thread_check("watch", a.home, a.user, a.thread) < 0)
-		return 1;
+	struct error e;
+	if (thread_check(a.home, a.user, a.thread, &e) < 0)
+		return say_error("watch", &e);
 	/* A reader that goes away is the normal end (sbx watch | head):
 	 * EPIPE, not death by SIGPIPE. SIGINT and SIGTERM are read from a
 	 * signalfd, so that one arriving between two polls is not lost. */

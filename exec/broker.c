@@ -498,7 +498,6 @@ int broker_main(const struct broker_options *o)
 	 * instead. */
 	mallopt(M_MMAP_THRESHOLD, 1 << 20);
 	snprintf(b.home, sizeof(b.home), "%s", o->home);
-	b.runs = o->runs;
 	if (o->config)
 		snprintf(path, sizeof(path), "%s", o->config);
 	else

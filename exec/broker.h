@@ -20,30 +20,11 @@
 
 #define BROKER_LINE_MAX (1u << 20)
 
-struct store;
-
-/* What the requests run_begin and run_end do (docs/protocol.md): the sbx
- * command's run begin and run end (cli/runend.c), given by the program
- * that runs the broker, since a layer below cli/ may not call them. Each
- * works in store S, which the broker keeps open between requests (no
- * connection, no schema check per run), says what failed on stderr (the
- * broker's log) and returns 0 or -errno: -ENOENT (no such thread, no
- * such run), -EALREADY (the run has ended), -EBUSY (another host holds
- * the thread). BEGIN's first snapshot holds at most MAX_FILES files (0:
- * the default, as sbx run begin's). END gives the run's changes as sbx run end --format json
- * prints them, in *CHANGES (a new reference). */
-struct broker_runs {
-	int (*begin)(struct store *s, const char *home, const char *user, const char *thread,
-		     size_t max_files, int64_t *run);
-	int (*end)(struct store *s, const char *home, int64_t run, json_t **changes);
-};
-
 struct broker_options {
 	const char *home;   /* resolved */
 	const char *config; /* NULL: HOME/sbx.conf */
 	bool foreground;
 	bool debug;
-	const struct broker_runs *runs; /* required */
 };
 
 /* Runs the broker until SIGTERM, SIGINT or a shutdown request; returns

@@ -42,7 +42,6 @@ struct broker {
 	pthread_cond_t admitted;
 	unsigned clients; /* connections being served (under lock) */
 	pthread_cond_t clients_gone;
-	const struct broker_runs *runs;
 	struct store *kept; /* a store open between requests (under lock), or NULL */
 	struct slot {	    /* one-off commands per sandbox (under lock) */
 		char user[ID_MAX + 1], thread[ID_MAX + 1];

@@ -16,10 +16,13 @@
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/error.h"
 #include "common/home.h"
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/utf8.h"
+#include "run/documents.h"
+#include "run/lifecycle.h"
 #include "store/follow.h"
 #include "store/lease.h"
 #include "store/receipt.h"
@@ -121,8 +124,9 @@ static void store_give(struct broker *b, struct store *s)
 }
 
 /* The error reply of a request about run RUN (0: a thread's) that failed
- * with -errno R, doing WHAT. */
-static void send_run_error(struct client *c, const struct request *q, int r, const char *what)
+ * with -errno R, doing WHAT; WHY (NULL: R's text) says what failed. */
+static void send_run_error(struct client *c, const struct request *q, int r, const char *what,
+			   const char *why)
 {
 	if (r == -ENOENT && q->run)
 		send_error(c, q->id, "no_such_run", "no run %lld", q->run);
@@ -136,8 +140,7 @@ static void send_run_error(struct client *c, const struct request *q, int r, con
 		send_error(c, q->id, "owned_elsewhere",
 			   "the run's thread is mounted on another host (sbx hosts)");
 	else
-		send_error(c, q->id, "internal", "cannot %s: %s (the broker's log says more)", what,
-			   strerror(-r));
+		send_error(c, q->id, "internal", "cannot %s: %s", what, why ? why : strerror(-r));
 }
 
 /* ---- runs --------------------------------------------------------------- */
@@ -145,9 +148,12 @@ static void send_run_error(struct client *c, const struct request *q, int r, con
 static void op_run(struct client *c, const struct request *q)
 {
 	struct broker *b = c->b;
+	bool begin = q->op == REQ_RUN_BEGIN;
 	char err[PATH_MAX + 256];
 	struct store *s;
-	json_t *changes = NULL;
+	struct store_run ended;
+	struct error e;
+	json_t *summary = NULL, *changes = NULL;
 	int64_t run = q->run;
 	int r;
 
@@ -155,16 +161,21 @@ static void op_run(struct client *c, const struct request *q)
 		send_error(c, q->id, "internal", "%s", err);
 		return;
 	}
-	if (q->op == REQ_RUN_BEGIN)
-		r = b->runs->begin(s, b->home, q->user, q->thread, (size_t)q->max_files, &run);
-	else
-		r = b->runs->end(s, b->home, q->run, &changes);
+	if (begin) {
+		r = run_begin_in(s, b->home, q->user, q->thread, (size_t)q->max_files, &run, &e);
+	} else if ((r = run_end_in(s, b->home, q->run, &ended, &summary, &e)) == 0) {
+		if (!(changes = run_document(&ended, summary)))
+			r = error_set(&e, -ENOMEM, "out of memory");
+		json_decref(summary);
+		store_run_free(&ended);
+	}
 	store_give(b, s);
 	if (r < 0) {
-		send_run_error(c, q, r, q->op == REQ_RUN_BEGIN ? "begin the run" : "end the run");
+		log_warn("%s: %s", begin ? "run begin" : "run end", e.text);
+		send_run_error(c, q, r, begin ? "begin the run" : "end the run", e.text);
 		return;
 	}
-	if (q->op == REQ_RUN_BEGIN) {
+	if (begin) {
 		log_info("run %lld of %s/%s begun", (long long)run, q->user, q->thread);
 		send_ok(c, q->id, json_pack("{s:I}", "run", (json_int_t)run));
 	} else {
@@ -226,7 +237,7 @@ static void op_present(struct client *c, const struct request *q)
 		send_error(c, q->id, "path_refused", RECEIPT_REFUSED_FMT,
 			   shown(q->paths[bad], path));
 	} else {
-		send_run_error(c, q, r, "record the presentation");
+		send_run_error(c, q, r, "record the presentation", NULL);
 	}
 	json_decref(paths);
 }

@@ -1,8 +1,8 @@
-/* What the journal says about a run (cli/runlog.c): the name each path had
+/* What the journal says about a run (run/runlog.c): the name each path had
  * when the run began, followed back through renames of files and of the
  * directories above them; the first word on a path wins; nothing is
  * trusted before the view's "capture" event. */
-#include "cli/runlog.h"
+#include "run/runlog.h"
 #include "tests/harness.h"
 
 #include <stdlib.h>

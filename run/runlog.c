@@ -107,6 +107,13 @@ struct move {
 	size_t at;
 };
 
+bool runlog_below(const char *p, const char *root)
+{
+	size_t n = strlen(root);
+
+	return !strncmp(p, root, n) && (!p[n] || p[n] == '/');
+}
+
 bool runlog_rebase(const char *p, const char *q, const char *r, char out[PATH_MAX])
 {
 	size_t n = strlen(q);

@@ -113,6 +113,9 @@ int runlog_describe(int ws, int out, const char *path, snapshot_keep keep, void 
  * each once: *NAMES (N of them, each malloc'd, the array too). */
 int runlog_names(const struct runlog *j, char ***names, size_t *n);
 
+/* True if virtual path P is ROOT or below it. */
+bool runlog_below(const char *p, const char *root);
+
 /* If P is Q or below it: true, with P's Q replaced by R in OUT. */
 bool runlog_rebase(const char *p, const char *q, const char *r, char out[PATH_MAX]);
 
