@@ -1,5 +1,6 @@
 /* own.c - the runs the sbx command makes itself (own.h). */
 #include "own.h"
+#include "views.h"
 #include "lifecycle.h"
 #include "scan.h"
 #include "common/cleanup.h"
@@ -224,6 +225,8 @@ int run_own_steps(struct store *s, const char *home, int homefd, struct store_ru
 	int failed = rewind_apply(rw, to, log_fd, command);
 	if (failed < 0)
 		return error_set(e, failed, "its log: %s", strerror(-failed));
+	/* Before the command returns, the views show what the steps wrote. */
+	views_refresh(home, u->user, u->thread);
 	if ((r = run_record_own(s, rw, u)) < 0)
 		return error_set(e, r, "cannot record its journal: %s", strerror(-r));
 	r = run_finish(s, home, u, texts, summary, e);

@@ -143,3 +143,29 @@ void views_sync(const char *home, const char *user, const char *thread)
 {
 	views_each(home, user, thread, view_sync, NULL);
 }
+
+static int get_refresh(const char *mountpoint, void *arg)
+{
+	char ok[2];
+
+	(void)arg;
+	return getxattr(mountpoint, CONTROL_XATTR_REFRESH, ok, sizeof(ok)) < 0 ? -errno : 0;
+}
+
+/* Has a mounted view drop what the kernel caches of the thread's files;
+ * a view that cannot (another user's, or from before this attribute)
+ * shows them within its cache timeout. */
+static void view_refresh(const char *mountpoint, void *arg)
+{
+	int r = view_call(mountpoint, get_refresh, arg, VIEW_SYNC_MS);
+
+	if (r == -ETIMEDOUT)
+		log_warn("the view at %s did not answer within %d s (its daemon stopped?): it may"
+			 " show files as they were before for up to its cache timeout",
+			 mountpoint, VIEW_SYNC_MS / 1000);
+}
+
+void views_refresh(const char *home, const char *user, const char *thread)
+{
+	views_each(home, user, thread, view_refresh, NULL);
+}

@@ -26,5 +26,9 @@ void views_update(struct store *s, const char *home, const char *user, const cha
 /* Waits until what each of them has journaled is in the store (the
  * end of a run). */
 void views_sync(const char *home, const char *user, const char *thread);
+/* Has them drop what the kernel caches of the thread's files, after
+ * changes made outside them that their host watch may not see (an undo
+ * writing a file back through another name); returns once they have. */
+void views_refresh(const char *home, const char *user, const char *thread);
 
 #endif
