@@ -16,6 +16,7 @@
 #include "run/own.h"
 #include "run/retain.h"
 #include "run/runlog.h"
+#include "run/undo.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -144,69 +145,32 @@ static int run_end(int argc, char **argv, const char *home)
 
 /* ---- undo ---------------------------------------------------------------- */
 
-static int strcmp_indirect(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* True if PATH, or a directory above it, is among the N sorted NAMES. */
-static bool named(char **names, size_t n, const char *path)
-{
-	char p[PATH_MAX], *slash;
-	const char *key = p;
-
-	snprintf(p, sizeof(p), "%s", path);
-	do {
-		if (bsearch(&key, names, n, sizeof(*names), strcmp_indirect))
-			return true;
-	} while ((slash = strrchr(p, '/')) && (*slash = '\0', slash > p));
-	return false;
-}
-
-/* Says which changes in the summary of RUN no view saw (made on the
- * host): undo cannot take them back. Returns how many. */
-static size_t say_unseen(const struct store_run *run, const struct runlog *log,
-			 const struct thread_roots *roots)
-{
-	json_auto_t *p = run->summary ? json_loads(run->summary, JSON_ALLOW_NUL, NULL) : NULL;
-	json_t *files = json_object_get(p, "files"), *f;
-	char **names = NULL, q[QUOTE_MAX];
-	size_t n = 0, unseen = 0, i;
-	struct runlog_links links = { 0 };
-
-	if (!json_is_array(files) || runlog_names(log, &names, &n) < 0)
-		return 0;
-	json_array_foreach (files, i, f) {
-		const char *path = json_string_value(json_object_get(f, "path"));
-		/* Another name of a file changed through one the journal names
-		 * (where that is now) was changed by the view. */
-		if (!path || named(names, n, path) ||
-		    runlog_linked_event(log, &links, roots->ws, roots->out, path) != SIZE_MAX)
-			continue;
-		if (unseen++ < 20)
-			fprintf(stderr,
-				"sbx: run undo: %s was changed on the host during run %lld: no view "
-				"kept it, it stays as it is\n",
-				quote_name(path, q, sizeof(q)), (long long)run->id);
-	}
-	if (unseen > 20)
-		fprintf(stderr, "sbx: run undo: ... and %zu more such paths\n", unseen - 20);
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	runlog_links_free(&links);
-	return unseen;
-}
-
-/* Lists the conflicts of RW on stderr. */
-static void say_conflicts(struct rewind *rw, int n, const struct run_args *a)
+/* Says which changes of run RUN no view saw (made on the host): undo
+ * cannot take them back. */
+static void say_unseen(const struct undo_result *res, int64_t run)
 {
 	char q[QUOTE_MAX];
+
+	for (size_t i = 0; i < res->unseen && i < UNDO_UNSEEN_NAMED; i++)
+		fprintf(stderr,
+			"sbx: run undo: %s was changed on the host during run %lld: no view "
+			"kept it, it stays as it is\n",
+			quote_name(res->unseen_paths[i], q, sizeof(q)), (long long)run);
+	if (res->unseen > UNDO_UNSEEN_NAMED)
+		fprintf(stderr, "sbx: run undo: ... and %zu more such paths\n",
+			res->unseen - UNDO_UNSEEN_NAMED);
+}
+
+/* Lists the conflicts of RES on stderr. */
+static void say_conflicts(const struct undo_result *res, const struct run_args *a)
+{
+	char q[QUOTE_MAX];
+	int n = res->conflicts;
 
 	fprintf(stderr, "sbx: run undo: %d path%s changed after run %lld:\n", n, n == 1 ? "" : "s",
 		(long long)a->run);
 	for (int i = 0; i < n; i++) {
-		const struct rewind_conflict *c = rewind_conflict_at(rw, (size_t)i);
+		const struct rewind_conflict *c = rewind_conflict_at(res->rw, (size_t)i);
 		fprintf(stderr, "  %s: %s\n", quote_name(c->path, q, sizeof(q)), c->what);
 	}
 	if (a->dry_run)
@@ -221,223 +185,52 @@ static void say_conflicts(struct rewind *rw, int n, const struct run_args *a)
 				"--force everything\n");
 }
 
-/* The skips of an undo: saved on a first attempt, loaded on a second. */
-struct skips {
-	struct rewind *rw;
-	bool resume;
-	size_t n;
-};
-
-static int skips_prepare(void *arg, int dir);
-
-/* Says that RUN was undone by UNDO, and which run to undo to undo RUN's
- * changes again: the last of the chain of undos, if it redid them. */
-static void say_undone(struct store *s, int64_t run, int64_t undo)
+/* sbx run undo: the undo itself is run/undo.h's; this says how it went. */
+static int run_undo_cmd(int argc, char **argv, const char *home)
 {
-	int64_t last = undo, next;
-	size_t undos = 1;
-
-	while (store_run_undone_by(s, last, &next) == 1) {
-		last = next;
-		undos++;
-	}
-	fprintf(stderr, "sbx: run undo: run %lld was undone by run %lld", (long long)run,
-		(long long)undo);
-	if (undos % 2)
-		fprintf(stderr, " (sbx run undo %lld redoes it)\n", (long long)last);
-	else
-		fprintf(stderr,
-			", whose undo %lld brought it back: sbx run undo %lld undoes it again\n",
-			(long long)last, (long long)last);
-}
-
-/* The steps skipped for --partial (an undo's "skip" file: one event
- * number a line), written on a first attempt, read on a second. */
-static int skips_save(int dir, const struct rewind *rw, size_t n)
-{
-	_cleanup_(closep) int fd =
-		openat(dir, "skip", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	_cleanup_(fclosep) FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
-
-	if (!f)
-		return -errno;
-	fd = -1; /* the FILE owns it */
-	for (size_t i = 0; i < n; i++)
-		if (rewind_skipped(rw, i))
-			fprintf(f, "%zu\n", i);
-	return fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -errno;
-}
-
-static int skips_load(int dir, struct rewind *rw);
-
-static int skips_prepare(void *arg, int dir)
-{
-	struct skips *sk = arg;
-
-	return sk->resume ? skips_load(dir, sk->rw) : skips_save(dir, sk->rw, sk->n);
-}
-
-static int skips_load(int dir, struct rewind *rw)
-{
-	_cleanup_(closep) int fd = openat(dir, "skip", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	_cleanup_(fclosep) FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
-	size_t seq;
-
-	if (!f)
-		return errno == ENOENT ? 0 : -errno;
-	fd = -1;
-	while (fscanf(f, "%zu", &seq) == 1)
-		rewind_skip(rw, seq);
-	return 0;
-}
-
-static int run_undo(int argc, char **argv, const char *home)
-{
-	struct runlog log = { 0 };
-	struct thread_roots roots = { -1, -1 };
-	struct store_run run, u = { 0 };
-	struct rewind *rw = NULL;
-	struct run_texts *texts = NULL;
+	struct store_run run;
+	struct undo_result res = { 0 };
 	struct run_args a;
 	struct error e;
-	json_t *summary = NULL;
-	int64_t undo_id = 0;
 	int r = run_args_parse("run undo", run_undo_usage, argc, argv, home,
 			       RUN_ARGS_UNDO | RUN_ARGS_FORMAT, &a);
-	_cleanup_(closep) int homefd = -1, from = -1;
 
 	if (r >= 0)
 		return r;
 	struct store *s = run_open(a.home, a.run, true, &run, &e);
 	if (!s)
 		return say_error("run undo", &e);
-	homefd = open(a.home, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	r = homefd < 0 ? -errno : store_run_undone_by(s, a.run, &undo_id);
-	if (r == 1 && (r = store_run_get(s, undo_id, &u)) == 0 && u.ended) {
-		say_undone(s, a.run, undo_id);
-		r = -EALREADY;
-		goto done;
-	}
-	bool resume = r == 0 && undo_id;
-	if (r == 0 && run.kept) {
-		fprintf(stderr,
-			"sbx: run undo: run %lld can no longer be undone: its pre-images were "
-			"dropped (sbx run keep, or the retention in docs/changes.md)\n",
-			(long long)a.run);
-		r = -ESTALE;
-		goto done;
-	}
-	/* An open run ends first: its summary says what the undo undoes. */
-	if (r == 0 && !run.ended && !a.dry_run) {
-		r = run_finish(s, a.home, &run, NULL, &summary, &e);
-		json_decref(summary);
-		summary = NULL;
-		store_run_free(&run);
-		if (r < 0)
-			goto said;
-		r = store_run_get(s, a.run, &run);
-	}
-	if (r == 0 && (r = thread_roots_open(a.home, run.user, run.thread, &roots, &e)) < 0)
-		goto said;
-	if (r < 0)
-		goto done;
-	int64_t ended = run.ended ? run.ended_ns : realtime_ns();
-	from = home_undo_dir(homefd, run.user, run.thread, run.begun_ns, false);
-	r = runlog_load(s, run.user, run.thread, run.begun_ns, ended, &log);
-	if (r == 0)
-		r = rewind_new(&log, ended, roots.ws, roots.out, from, &rw);
-	if (r < 0) {
-		fprintf(stderr, "sbx: run undo: cannot read the journal of run %lld: %s\n",
-			(long long)a.run, strerror(-r));
-		goto done;
-	}
-	size_t unseen = resume ? 0 : say_unseen(&run, &log, &roots);
-	if (!resume && !rewind_steps(rw)) {
+	store_run_free(&run);
+	const struct undo_options o = { a.dry_run, a.partial, a.force };
+	r = run_undo(s, a.home, a.run, &o, &res, &e);
+	say_unseen(&res, a.run);
+	if (res.nothing)
 		fprintf(stderr,
 			"sbx: run undo: run %lld made no change through a view: nothing to undo\n",
 			(long long)a.run);
-		r = unseen ? -EIO : 0;
-		goto done;
-	}
-	if (!resume) {
-		int n = rewind_check(rw);
-		if (n < 0) {
-			r = n;
-			fprintf(stderr, "sbx: run undo: cannot check the paths: %s\n",
-				strerror(-r));
-			goto done;
-		}
-		if (n > 0)
-			say_conflicts(rw, n, &a);
-		if (n > 0 && a.partial)
-			rewind_skip_conflicts(rw);
-		if (a.dry_run) {
-			rewind_print_plan(rw, stdout);
-			r = n > 0 && !a.partial && !a.force ? -EEXIST : 0;
-			goto done;
-		}
-		if (n > 0 && !a.partial && !a.force) {
-			r = -EEXIST;
-			goto done;
-		}
-		r = run_begin_own(s, homefd, run.user, run.thread, RUN_UNDO, run.id, &log, &roots,
-				  rw, &u, &texts);
-		/* With no conflict, it takes back every change (unless a step
-		 * fails: said below), also if a second attempt completes it. */
-		if (r == 0 && n == 0)
-			r = store_run_clean(s, u.id, true);
-	} else if (a.dry_run) {
+	if (res.conflicts > 0)
+		say_conflicts(&res, &a);
+	bool refused = res.conflicts > 0 && !a.partial && !a.force;
+	if (r == 0 && a.dry_run && !res.nothing) {
+		rewind_print_plan(res.rw, stdout);
+		r = refused ? -EEXIST : 0;
+	} else if (r == -EEXIST && refused) {
+		/* said with the conflicts */
+	} else if (r < 0) {
+		say_error("run undo", &e);
+	} else if (!res.nothing) {
+		r = report_run(&res.undo, res.summary, a.format) ? -EIO : 0;
+		struct rewind_counts c;
+		rewind_counts(res.rw, &c);
 		fprintf(stderr,
-			"sbx: run undo: run %lld is being undone by run %lld, which "
-			"stopped short; sbx run undo %lld completes it\n",
-			(long long)a.run, (long long)undo_id, (long long)a.run);
-		r = -EINPROGRESS;
-		goto done;
+			"sbx: run undo: run %lld undone by run %lld: %zu put back, %zu removed, %zu "
+			"renamed back, %zu made again, %zu with attributes restored%s\n",
+			(long long)a.run, (long long)res.undo.id, c.restored, c.removed, c.renamed,
+			c.made, c.attrs, c.failed ? "; some steps failed (above)" : "");
 	}
-	/* The steps take objects from the run's directory: what it holds is
-	 * measured again when retention next looks. */
-	if (r == 0)
-		r = store_run_held(s, a.run, -1);
-	if (r < 0) {
-		fprintf(stderr, "sbx: run undo: cannot begin: %s\n", strerror(-r));
-		goto done;
-	}
-	struct skips sk = { rw, resume, log.n };
-	int failed = run_own_steps(s, a.home, homefd, &u, rw, texts, skips_prepare, &sk, "run undo",
-				   &summary, &e);
-	if (failed < 0) {
-		r = failed;
-		goto said;
-	}
-	if ((r = report_run(&u, summary, a.format) ? -EIO
-		 : failed > 0			   ? store_run_clean(s, u.id, false)
-						   : 0) < 0)
-		goto done;
-	struct rewind_counts c;
-	rewind_counts(rw, &c);
-	fprintf(stderr,
-		"sbx: run undo: run %lld undone by run %lld: %zu put back, %zu removed, %zu "
-		"renamed back, %zu made again, %zu with attributes restored%s\n",
-		(long long)a.run, (long long)u.id, c.restored, c.removed, c.renamed, c.made,
-		c.attrs, c.failed ? "; some steps failed (above)" : "");
-	/* What is left of the run's pre-images serves nothing any more, once
-	 * every step was taken (else they are what can still bring a path
-	 * back: sbx restore). */
-	if (!failed)
-		rewind_drop(homefd, run.user, run.thread, run.begun_ns);
-	run_retain(s, a.home, run.user, run.thread, "run undo");
-	r = failed || unseen ? -EIO : 0;
-	goto done;
-said:
-	say_error("run undo", &e);
-done:
-	json_decref(summary);
-	run_texts_free(texts);
-	rewind_free(rw);
-	runlog_free(&log);
-	thread_roots_close(&roots);
-	store_run_free(&u);
-	store_run_free(&run);
+	if (r == 0 && (res.failed || res.unseen))
+		r = -EIO;
+	undo_result_free(&res);
 	store_close(s);
 	return r == 0 ? 0 : 1;
 }
@@ -480,7 +273,7 @@ int cmd_run(int argc, char **argv, const char *home)
 	if (argc >= 2 && !strcmp(argv[1], "end"))
 		return run_end(argc - 1, argv + 1, home);
 	if (argc >= 2 && !strcmp(argv[1], "undo"))
-		return run_undo(argc - 1, argv + 1, home);
+		return run_undo_cmd(argc - 1, argv + 1, home);
 	if (argc >= 2 && !strcmp(argv[1], "keep"))
 		return run_keep(argc - 1, argv + 1, home);
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
