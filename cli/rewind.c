@@ -1444,15 +1444,18 @@ static int step_move(struct rewind *rw, int log_fd, size_t seq, const char *from
 	return r;
 }
 
-/* True if event E moves a directory above NAME: before it, NAME was
- * something else. */
+/* True if event E moves, removes or makes a directory above NAME: before
+ * it, NAME was something else, or could not be (rm -r d/e after mv d/e/b
+ * a: the rename cannot go back before d/e is made again). */
 static bool moves_above(const struct store_event *e, const char *name)
 {
 	size_t n = strlen(e->path), n2 = e->path2 ? strlen(e->path2) : 0;
+	bool above = !strncmp(name, e->path, n) && name[n] == '/';
 
+	if (op_is(e, "rmdir") || op_is(e, "mkdir"))
+		return above;
 	return e->path2 && (op_is(e, "rename") || op_is(e, "exchange")) &&
-	       ((!strncmp(name, e->path, n) && name[n] == '/') ||
-		(!strncmp(name, e->path2, n2) && name[n2] == '/'));
+	       (above || (!strncmp(name, e->path2, n2) && name[n2] == '/'));
 }
 
 /* The nearest event before SEQ that names NAME (a run's own rows left
