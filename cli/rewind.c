@@ -121,6 +121,8 @@ struct rewind {
 	size_t nshadows;
 	size_t *by_first, *by_last; /* their indexes, by where their windows end */
 	int to;			    /* rewind_apply()'s directory, where the shadows are */
+	uint64_t *held;		    /* files with other names that takes moved into TO */
+	size_t nheld, hcap;
 };
 
 /* ---- shadows -------------------------------------------------------------- *
@@ -319,6 +321,7 @@ void rewind_free(struct rewind *rw)
 	dirs_forget(rw);
 	seen_forget(rw);
 	shadows_free(rw);
+	free(rw->held);
 	free(rw->skip);
 	free(rw);
 }
@@ -1345,6 +1348,30 @@ static char *other_name(struct rewind *rw, const struct place *p, const char *pa
 	return NULL;
 }
 
+/* How many names of inode INO the undo's takes moved into its directory
+ * whole. */
+static nlink_t held_links(const struct rewind *rw, uint64_t ino)
+{
+	nlink_t n = 0;
+
+	for (size_t i = 0; i < rw->nheld; i++)
+		n += rw->held[i] == ino;
+	return n;
+}
+
+/* A take moved a name of inode INO (a file with others) into the undo's
+ * directory whole. A name the run linked to it whose other names all went
+ * there so goes there whole too, not by a copy (echo x > d/b; ln d/b
+ * d/a; mv d e: e/b, taken early, then e/a): its redo gives both back as
+ * one file. Returns 1 (out of memory, a later take copies: a redo then
+ * puts back two files, as where no other name is found). */
+static int held_add(struct rewind *rw, uint64_t ino)
+{
+	if (array_grow(rw->held, rw->nheld, rw->hcap) == 0)
+		rw->held[rw->nheld++] = ino;
+	return 1;
+}
+
 /* What the run made at PATH goes: into TO, or a directory removed. */
 static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const char *path,
 		     const struct logged *was)
@@ -1366,7 +1393,7 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 	 * the file itself again, kept as the view keeps a removed one: its
 	 * undo puts back the same file, its link seen meanwhile. */
 	struct stat kept;
-	bool linked = !S_ISDIR(st.st_mode) && st.st_nlink > 1 &&
+	bool linked = !S_ISDIR(st.st_mode) && st.st_nlink - held_links(rw, st.st_ino) > 1 &&
 		      op_is(&rw->log->events[seq], "link");
 	if (was && was->kind == STEP_TAKE && (!was->ino || st.st_ino != was->ino) &&
 	    fstatat(to, was->object, &kept, AT_SYMLINK_NOFOLLOW) == 0)
@@ -1388,9 +1415,11 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 	l.link = link;
 	if ((!was && (r = object_name(rw, l.object)) < 0) || (r = begin(rw, log_fd, &l, was)) < 0)
 		return r;
-	if (!l.ino) /* as logged: a second attempt goes on the same way */
-		return renameat2(p.dfd, p.leaf, to, l.object, RENAME_NOREPLACE) < 0 ? neg() : 1;
-	return take_linked(p.dfd, p.leaf, to, l.object);
+	if (l.ino) /* as logged: a second attempt goes on the same way */
+		return take_linked(p.dfd, p.leaf, to, l.object);
+	if (renameat2(p.dfd, p.leaf, to, l.object, RENAME_NOREPLACE) < 0)
+		return neg();
+	return !S_ISDIR(st.st_mode) && st.st_nlink > 1 ? held_add(rw, st.st_ino) : 1;
 }
 
 /* The two places of a move FROM -> TO, their directories' attributes
@@ -2654,9 +2683,16 @@ int rewind_apply(struct rewind *rw, int to, int log_fd, const char *command)
 		if (m != SIZE_MAX && !rw->skip[m])
 			rw->done[m] = true;
 	}
-	for (size_t i = 0; i < rw->nsteps && r == 0; i++)
-		if (rw->steps[i].kind == STEP_DIR)
-			r = touched_add(rw, rw->steps[i].path, rw->steps[i].ino);
+	for (size_t i = 0; i < rw->nsteps && r == 0; i++) {
+		const struct logged *l = &rw->steps[i];
+		struct stat st;
+		if (l->kind == STEP_DIR)
+			r = touched_add(rw, l->path, l->ino);
+		else if (l->kind == STEP_TAKE && !l->ino && l->object[0] &&
+			 fstatat(to, l->object, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			 !S_ISDIR(st.st_mode) && st.st_nlink > 1)
+			held_add(rw, st.st_ino);
+	}
 	if (r < 0 || (r = steps_order(rw)) < 0 || (r = overs_pair(rw)) < 0 ||
 	    (r = shadows_plan(rw)) < 0)
 		return r;
