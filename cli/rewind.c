@@ -1326,12 +1326,16 @@ static char *other_name(struct rewind *rw, const struct place *p, const char *pa
 
 	if (fd >= 0 && !d)
 		close(fd);
+	/* A name in its shadow's window is what the shadow holds, not what
+	 * is there still (mv f d/b; ln d/b b; mv b f: f's file is at f until
+	 * its shadow is published, but b came from it: d/b is the name). */
 	while (d && (de = readdir(d)))
 		if (de->d_ino == st->st_ino && strcmp(de->d_name, leaf) &&
 		    fstatat(dirfd(d), de->d_name, &o, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    same_file(&o, st) &&
 		    (size_t)snprintf(name, sizeof(name), "%.*s%s", (int)dir, path, de->d_name) <
-			    sizeof(name))
+			    sizeof(name) &&
+		    !shadow_active(rw, name))
 			return strdup(name);
 	for (size_t i = rw->log->n, n = 0; i-- > 0 && n < 512; n++) {
 		const struct store_event *e = &rw->log->events[i];
