@@ -1732,6 +1732,14 @@ static size_t renamed_then_kept(const struct rewind *rw, size_t i)
 	if (!re || !op_is(re, "rename") || !re->path2 || strcmp(re->path2, e->path) ||
 	    last_on(rw, i, re->path, false) != r || maker(rw, r) != SIZE_MAX)
 		return SIZE_MAX;
+	/* Nor where a link an undo took in between names the file there as
+	 * its other one (a redo: its step links the name to what is at PATH
+	 * before the rename goes back; in one with it, PATH is free then). */
+	for (size_t j = r + 1; j < i; j++) {
+		const struct store_event *k = &rw->log->events[j];
+		if (op_is(k, "keep") && k->path2 && !strcmp(k->path2, e->path))
+			return SIZE_MAX;
+	}
 	return r;
 }
 

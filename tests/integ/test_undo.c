@@ -801,6 +801,19 @@ START_TEST(test_undo_redo_of_a_link_renamed_back_over_its_source)
 }
 END_TEST
 
+/* DEFECT (undorand seed 1301 --redo: link counts of 1 where 2 were): f
+ * linked to d/a, then d/a renamed to b. The undo renamed b back to d/a,
+ * took f and logged d/a as its other name, then took d/a. The redo put
+ * d/a's file back at b in one step with the rename (step_move_kept()),
+ * before f's step, which then found no d/a to link f to. The two go
+ * apart where such a link names the path in between. */
+START_TEST(test_undo_redo_of_a_link_to_a_file_renamed_after)
+{
+	redo_case("mkdir -p d/a && echo f > f",
+		  "rm f && rmdir d/a && touch d/a && ln d/a f && mv d/a b");
+}
+END_TEST
+
 /* The undo's summary says what came back, below a directory it renamed
  * back too: the mirror of the run's. */
 START_TEST(test_undo_summary_names_what_came_back)
@@ -1728,6 +1741,7 @@ Suite *suite_view_undo(void)
 	tcase_add_test(exact, test_undo_of_a_rename_out_of_a_directory_the_run_removed);
 	tcase_add_test(exact, test_undo_redo_of_a_link_to_a_file_taken_first);
 	tcase_add_test(exact, test_undo_redo_of_a_link_renamed_back_over_its_source);
+	tcase_add_test(exact, test_undo_redo_of_a_link_to_a_file_renamed_after);
 	suite_add_tcase(s, exact);
 	tcase_add_checked_fixture(crash, setup, teardown);
 	/* The kills test the steps on the files, not the store: not again
