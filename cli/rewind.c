@@ -1593,8 +1593,10 @@ static int step_swap(struct rewind *rw, int to_dir, int log_fd, size_t seq, cons
 		return r;
 	if (renameat2(dir, object, b.dfd, b.leaf, RENAME_EXCHANGE) < 0)
 		return neg();
-	if (drop)
-		return renameat2(dir, object, to_dir, l.object, RENAME_NOREPLACE) < 0 ? neg() : 1;
+	if (drop && renameat2(dir, object, to_dir, l.object, RENAME_NOREPLACE) < 0)
+		return neg();
+	if (drop) /* what was at TO, whole */
+		return !S_ISDIR(sb.st_mode) && sb.st_nlink > 1 ? held_add(rw, sb.st_ino) : 1;
 	return renameat2(dir, object, a.dfd, a.leaf, RENAME_NOREPLACE) < 0 ? neg() : 1;
 }
 
@@ -2700,8 +2702,8 @@ int rewind_apply(struct rewind *rw, int to, int log_fd, const char *command)
 		struct stat st;
 		if (l->kind == STEP_DIR)
 			r = touched_add(rw, l->path, l->ino);
-		else if (l->kind == STEP_TAKE && !l->ino && l->object[0] &&
-			 fstatat(to, l->object, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		else if ((l->kind == STEP_SWAP_KEEP || (l->kind == STEP_TAKE && !l->ino)) &&
+			 l->object[0] && fstatat(to, l->object, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			 !S_ISDIR(st.st_mode) && st.st_nlink > 1)
 			held_add(rw, st.st_ino);
 	}

@@ -811,6 +811,11 @@ START_TEST(test_undo_redo_of_a_link_to_a_file_renamed_after)
 {
 	redo_case("mkdir -p d/a && echo f > f",
 		  "rm f && rmdir d/a && touch d/a && ln d/a f && mv d/a b");
+	/* The same over a file b (seed 1301 at 200 operations): the undo
+	 * took d/a's file whole with b's old one back (step_swap()), then f
+	 * by a copy, with no other name. It goes whole now too. */
+	redo_case("mkdir -p 2/d/a && echo f > 2/f && echo b > 2/b",
+		  "cd 2 && rm f && rmdir d/a && touch d/a && ln d/a f && mv d/a b");
 }
 END_TEST
 
