@@ -1352,8 +1352,8 @@ static char *other_name(struct rewind *rw, const struct place *p, const char *pa
 	return NULL;
 }
 
-/* How many names of inode INO the undo's takes moved into its directory
- * whole. */
+/* How many names of inode INO the undo moved into its directory whole
+ * (held_add()). */
 static nlink_t held_links(const struct rewind *rw, uint64_t ino)
 {
 	nlink_t n = 0;
@@ -1363,8 +1363,8 @@ static nlink_t held_links(const struct rewind *rw, uint64_t ino)
 	return n;
 }
 
-/* A take moved a name of inode INO (a file with others) into the undo's
- * directory whole. A name the run linked to it whose other names all went
+/* A take (or step_swap(), a file the run made) moved a name of inode INO
+ * (a file with others) into the undo's directory whole. A name the run linked to it whose other names all went
  * there so goes there whole too, not by a copy (echo x > d/b; ln d/b
  * d/a; mv d e: e/b, taken early, then e/a): its redo gives both back as
  * one file. Returns 1 (out of memory, a later take copies: a redo then
