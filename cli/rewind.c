@@ -121,6 +121,8 @@ struct rewind {
 	size_t nshadows;
 	size_t *by_first, *by_last; /* their indexes, by where their windows end */
 	int to;			    /* rewind_apply()'s directory, where the shadows are */
+	uint64_t *held;		    /* files with other names that takes moved into TO */
+	size_t nheld, hcap;
 };
 
 /* ---- shadows -------------------------------------------------------------- *
@@ -319,6 +321,7 @@ void rewind_free(struct rewind *rw)
 	dirs_forget(rw);
 	seen_forget(rw);
 	shadows_free(rw);
+	free(rw->held);
 	free(rw->skip);
 	free(rw);
 }
@@ -1323,12 +1326,16 @@ static char *other_name(struct rewind *rw, const struct place *p, const char *pa
 
 	if (fd >= 0 && !d)
 		close(fd);
+	/* A name in its shadow's window is what the shadow holds, not what
+	 * is there still (mv f d/b; ln d/b b; mv b f: f's file is at f until
+	 * its shadow is published, but b came from it: d/b is the name). */
 	while (d && (de = readdir(d)))
 		if (de->d_ino == st->st_ino && strcmp(de->d_name, leaf) &&
 		    fstatat(dirfd(d), de->d_name, &o, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    same_file(&o, st) &&
 		    (size_t)snprintf(name, sizeof(name), "%.*s%s", (int)dir, path, de->d_name) <
-			    sizeof(name))
+			    sizeof(name) &&
+		    !shadow_active(rw, name))
 			return strdup(name);
 	for (size_t i = rw->log->n, n = 0; i-- > 0 && n < 512; n++) {
 		const struct store_event *e = &rw->log->events[i];
@@ -1343,6 +1350,30 @@ static char *other_name(struct rewind *rw, const struct place *p, const char *pa
 		}
 	}
 	return NULL;
+}
+
+/* How many names of inode INO the undo moved into its directory whole
+ * (held_add()). */
+static nlink_t held_links(const struct rewind *rw, uint64_t ino)
+{
+	nlink_t n = 0;
+
+	for (size_t i = 0; i < rw->nheld; i++)
+		n += rw->held[i] == ino;
+	return n;
+}
+
+/* A take (or step_swap(), a file the run made) moved a name of inode INO
+ * (a file with others) into the undo's directory whole. A name the run linked to it whose other names all went
+ * there so goes there whole too, not by a copy (echo x > d/b; ln d/b
+ * d/a; mv d e: e/b, taken early, then e/a): its redo gives both back as
+ * one file. Returns 1 (out of memory, a later take copies: a redo then
+ * puts back two files, as where no other name is found). */
+static int held_add(struct rewind *rw, uint64_t ino)
+{
+	if (array_grow(rw->held, rw->nheld, rw->hcap) == 0)
+		rw->held[rw->nheld++] = ino;
+	return 1;
 }
 
 /* What the run made at PATH goes: into TO, or a directory removed. */
@@ -1366,7 +1397,7 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 	 * the file itself again, kept as the view keeps a removed one: its
 	 * undo puts back the same file, its link seen meanwhile. */
 	struct stat kept;
-	bool linked = !S_ISDIR(st.st_mode) && st.st_nlink > 1 &&
+	bool linked = !S_ISDIR(st.st_mode) && st.st_nlink - held_links(rw, st.st_ino) > 1 &&
 		      op_is(&rw->log->events[seq], "link");
 	if (was && was->kind == STEP_TAKE && (!was->ino || st.st_ino != was->ino) &&
 	    fstatat(to, was->object, &kept, AT_SYMLINK_NOFOLLOW) == 0)
@@ -1388,9 +1419,11 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 	l.link = link;
 	if ((!was && (r = object_name(rw, l.object)) < 0) || (r = begin(rw, log_fd, &l, was)) < 0)
 		return r;
-	if (!l.ino) /* as logged: a second attempt goes on the same way */
-		return renameat2(p.dfd, p.leaf, to, l.object, RENAME_NOREPLACE) < 0 ? neg() : 1;
-	return take_linked(p.dfd, p.leaf, to, l.object);
+	if (l.ino) /* as logged: a second attempt goes on the same way */
+		return take_linked(p.dfd, p.leaf, to, l.object);
+	if (renameat2(p.dfd, p.leaf, to, l.object, RENAME_NOREPLACE) < 0)
+		return neg();
+	return !S_ISDIR(st.st_mode) && st.st_nlink > 1 ? held_add(rw, st.st_ino) : 1;
 }
 
 /* The two places of a move FROM -> TO, their directories' attributes
@@ -1444,15 +1477,18 @@ static int step_move(struct rewind *rw, int log_fd, size_t seq, const char *from
 	return r;
 }
 
-/* True if event E moves a directory above NAME: before it, NAME was
- * something else. */
+/* True if event E moves, removes or makes a directory above NAME: before
+ * it, NAME was something else, or could not be (rm -r d/e after mv d/e/b
+ * a: the rename cannot go back before d/e is made again). */
 static bool moves_above(const struct store_event *e, const char *name)
 {
 	size_t n = strlen(e->path), n2 = e->path2 ? strlen(e->path2) : 0;
+	bool above = !strncmp(name, e->path, n) && name[n] == '/';
 
+	if (op_is(e, "rmdir") || op_is(e, "mkdir"))
+		return above;
 	return e->path2 && (op_is(e, "rename") || op_is(e, "exchange")) &&
-	       ((!strncmp(name, e->path, n) && name[n] == '/') ||
-		(!strncmp(name, e->path2, n2) && name[n2] == '/'));
+	       (above || (!strncmp(name, e->path2, n2) && name[n2] == '/'));
 }
 
 /* The nearest event before SEQ that names NAME (a run's own rows left
@@ -1557,8 +1593,10 @@ static int step_swap(struct rewind *rw, int to_dir, int log_fd, size_t seq, cons
 		return r;
 	if (renameat2(dir, object, b.dfd, b.leaf, RENAME_EXCHANGE) < 0)
 		return neg();
-	if (drop)
-		return renameat2(dir, object, to_dir, l.object, RENAME_NOREPLACE) < 0 ? neg() : 1;
+	if (drop && renameat2(dir, object, to_dir, l.object, RENAME_NOREPLACE) < 0)
+		return neg();
+	if (drop) /* what was at TO, whole */
+		return !S_ISDIR(sb.st_mode) && sb.st_nlink > 1 ? held_add(rw, sb.st_ino) : 1;
 	return renameat2(dir, object, a.dfd, a.leaf, RENAME_NOREPLACE) < 0 ? neg() : 1;
 }
 
@@ -1696,6 +1734,14 @@ static size_t renamed_then_kept(const struct rewind *rw, size_t i)
 	if (!re || !op_is(re, "rename") || !re->path2 || strcmp(re->path2, e->path) ||
 	    last_on(rw, i, re->path, false) != r || maker(rw, r) != SIZE_MAX)
 		return SIZE_MAX;
+	/* Nor where a link an undo took in between names the file there as
+	 * its other one (a redo: its step links the name to what is at PATH
+	 * before the rename goes back; in one with it, PATH is free then). */
+	for (size_t j = r + 1; j < i; j++) {
+		const struct store_event *k = &rw->log->events[j];
+		if (op_is(k, "keep") && k->path2 && !strcmp(k->path2, e->path))
+			return SIZE_MAX;
+	}
 	return r;
 }
 
@@ -2651,9 +2697,16 @@ int rewind_apply(struct rewind *rw, int to, int log_fd, const char *command)
 		if (m != SIZE_MAX && !rw->skip[m])
 			rw->done[m] = true;
 	}
-	for (size_t i = 0; i < rw->nsteps && r == 0; i++)
-		if (rw->steps[i].kind == STEP_DIR)
-			r = touched_add(rw, rw->steps[i].path, rw->steps[i].ino);
+	for (size_t i = 0; i < rw->nsteps && r == 0; i++) {
+		const struct logged *l = &rw->steps[i];
+		struct stat st;
+		if (l->kind == STEP_DIR)
+			r = touched_add(rw, l->path, l->ino);
+		else if ((l->kind == STEP_SWAP_KEEP || (l->kind == STEP_TAKE && !l->ino)) &&
+			 l->object[0] && fstatat(to, l->object, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			 !S_ISDIR(st.st_mode) && st.st_nlink > 1)
+			held_add(rw, st.st_ino);
+	}
 	if (r < 0 || (r = steps_order(rw)) < 0 || (r = overs_pair(rw)) < 0 ||
 	    (r = shadows_plan(rw)) < 0)
 		return r;

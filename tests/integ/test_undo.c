@@ -764,6 +764,61 @@ START_TEST(test_undo_of_a_redo_keeps_hard_links)
 }
 END_TEST
 
+/* DEFECT (undorand seed 1648: "cannot put back a: No such file or
+ * directory"): b renamed out of d/e over a, d/e removed, then a
+ * removed. The undo put a's old file back and b's at d/e/b in one step
+ * (step_move_kept()), before d/e was made again. A rename is not paired
+ * past the removal (or making) of a directory above its names now. */
+START_TEST(test_undo_of_a_rename_out_of_a_directory_the_run_removed)
+{
+	redo_case("mkdir -p d/e && echo b > d/e/b && echo a > a",
+		  "mv d/e/b a && rmdir d/e && rm a");
+}
+END_TEST
+
+/* DEFECT (undorand seed 1000 --redo: a link count of 1 where 2 was
+ * expected): d/b made and linked as d/a, d renamed to e. The undo took
+ * e/b first (it moves into the undo's directory whole), then e/a, a
+ * name the run linked, by a copy, finding no other name of the file:
+ * the redo gave back two files. A link whose other names the undo's
+ * takes all moved into its directory goes there whole too. */
+START_TEST(test_undo_redo_of_a_link_to_a_file_taken_first)
+{
+	redo_case("mkdir d && echo a > d/a", "mv d/a c && echo x > d/b && ln d/b d/a && mv d e");
+}
+END_TEST
+
+/* DEFECT (undorand seeds 1006 and 1063 --redo: link counts of 1 where 2
+ * were): mv f d/b; ln d/b b; mv b f. The undo renamed f back to b, then
+ * took b (a name the run linked) and logged f as its other name, found
+ * in b's directory: f was still there, its shadow's window open, though
+ * the step before had renamed it away; the redo, which moves f to d/b
+ * first, found no f to link b to and gave back a copy. A name in its
+ * shadow's window is not another name now: d/b is. */
+START_TEST(test_undo_redo_of_a_link_renamed_back_over_its_source)
+{
+	redo_case("echo f > f && echo b > b", "mkdir d && mv f d/b && rm b && ln d/b b && mv b f");
+}
+END_TEST
+
+/* DEFECT (undorand seed 1301 --redo: link counts of 1 where 2 were): f
+ * linked to d/a, then d/a renamed to b. The undo renamed b back to d/a,
+ * took f and logged d/a as its other name, then took d/a. The redo put
+ * d/a's file back at b in one step with the rename (step_move_kept()),
+ * before f's step, which then found no d/a to link f to. The two go
+ * apart where such a link names the path in between. */
+START_TEST(test_undo_redo_of_a_link_to_a_file_renamed_after)
+{
+	redo_case("mkdir -p d/a && echo f > f",
+		  "rm f && rmdir d/a && touch d/a && ln d/a f && mv d/a b");
+	/* The same over a file b (seed 1301 at 200 operations): the undo
+	 * took d/a's file whole with b's old one back (step_swap()), then f
+	 * by a copy, with no other name. It goes whole now too. */
+	redo_case("mkdir -p 2/d/a && echo f > 2/f && echo b > 2/b",
+		  "cd 2 && rm f && rmdir d/a && touch d/a && ln d/a f && mv d/a b");
+}
+END_TEST
+
 /* The undo's summary says what came back, below a directory it renamed
  * back too: the mirror of the run's. */
 START_TEST(test_undo_summary_names_what_came_back)
@@ -1686,6 +1741,10 @@ Suite *suite_view_undo(void)
 	tcase_add_test(exact, test_undo_redo_of_a_change_through_a_new_link);
 	tcase_add_test(exact, test_undo_of_a_redo_keeps_hard_links);
 	tcase_add_test(exact, test_undo_of_a_change_through_a_link_whose_directory_moved);
+	tcase_add_test(exact, test_undo_of_a_rename_out_of_a_directory_the_run_removed);
+	tcase_add_test(exact, test_undo_redo_of_a_link_to_a_file_taken_first);
+	tcase_add_test(exact, test_undo_redo_of_a_link_renamed_back_over_its_source);
+	tcase_add_test(exact, test_undo_redo_of_a_link_to_a_file_renamed_after);
 	suite_add_tcase(s, exact);
 	tcase_add_checked_fixture(crash, setup, teardown);
 	/* The kills test the steps on the files, not the store: not again
