@@ -4,7 +4,7 @@
 #include "args.h"
 #include "cli.h"
 #include "report.h"
-#include "rewind.h"
+#include "run/undo_plan.h"
 #include "common/array.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
@@ -161,7 +161,7 @@ static void say_gap(const struct store_event *e, const char *why)
  * the views keep a path before they change it, a staged save's once it
  * is published, after its "modify") or its making. Returns how many, or
  * -errno. */
-static int gaps(const struct runlog *sub, const struct windows *w, const struct rewind *rw,
+static int gaps(const struct runlog *sub, const struct windows *w, const struct undo_plan *rw,
 		bool say)
 {
 	struct names decided = { 0 }, said = { 0 };
@@ -175,7 +175,7 @@ static int gaps(const struct runlog *sub, const struct windows *w, const struct 
 			       !strcmp(e->op, "xattr") || !strcmp(e->op, "delete") ||
 			       !strcmp(e->op, "rmdir");
 		char why[128];
-		if (keep && !rewind_has_object(rw, e->object))
+		if (keep && !undo_plan_has_object(rw, e->object))
 			snprintf(why, sizeof(why),
 				 "its pre-image is gone (run %lld was kept, undone in part, or"
 				 " aged out)",
@@ -278,7 +278,7 @@ int cmd_restore(int argc, char **argv, const char *home)
 	struct runlog all = { 0 }, sub = { 0 }, within = { 0 };
 	struct windows w = { 0 };
 	struct store_run run = { 0 }, u = { 0 };
-	struct rewind *rw = NULL;
+	struct undo_plan *rw = NULL;
 	struct run_texts *texts = NULL;
 	struct store *s = NULL;
 	struct error e;
@@ -321,10 +321,10 @@ int cmd_restore(int argc, char **argv, const char *home)
 	if (r == 0)
 		r = windows_events_of(&w, &all, a.path, &sub);
 	if (r == 0)
-		r = rewind_new(&sub, realtime_ns(), roots.ws, roots.out, -1, &rw);
+		r = undo_plan_new(&sub, realtime_ns(), roots.ws, roots.out, -1, &rw);
 	for (size_t i = 0; r == 0 && i < w.n; i++)
 		if (w.v[i].dir >= 0 && (!w.v[i].ended_ns || w.v[i].ended_ns >= from))
-			r = rewind_add_source(rw, w.v[i].dir);
+			r = undo_plan_add_source(rw, w.v[i].dir);
 	if (r < 0) {
 		fprintf(stderr, "sbx: restore: cannot read the journal: %s\n", strerror(-r));
 		goto done;
@@ -334,7 +334,7 @@ int cmd_restore(int argc, char **argv, const char *home)
 		printf("%s is as it was: the journal has no change of it since then\n", qp);
 		goto done;
 	}
-	rewind_copy(rw);
+	undo_plan_copy(rw);
 	/* A moment inside a run: what the run had changed by then. */
 	const struct run_window *in = window_at(&w, from);
 	if (in && in->begun_ns < from &&
@@ -364,7 +364,7 @@ int cmd_restore(int argc, char **argv, const char *home)
 		goto done;
 	}
 	if (a.dry_run) {
-		rewind_print_plan(rw, stdout);
+		undo_plan_print(rw, stdout);
 		goto done;
 	}
 	r = run_begin_own(s, homefd, a.user, a.thread, RUN_RESTORE, 0, &sub, &roots, NULL, &u,
@@ -383,7 +383,7 @@ int cmd_restore(int argc, char **argv, const char *home)
 done:
 	json_decref(summary);
 	run_texts_free(texts);
-	rewind_free(rw);
+	undo_plan_free(rw);
 	free(sub.events);
 	runlog_free(&all);
 	runlog_free(&within);

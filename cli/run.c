@@ -1,11 +1,11 @@
 /* run.c - sbx run begin|end|undo|keep and sbx changes: what a run changed
  * in a thread's workspace and outputs, by a snapshot when it begins and
  * one when it ends (store/summary.h), with the text of every text file
- * kept by SHA-256 so the diffs need nothing else; undoing it (rewind.h). */
+ * kept by SHA-256 so the diffs need nothing else; undoing it (undo_plan.h). */
 #include "args.h"
 #include "cli.h"
 #include "report.h"
-#include "rewind.h"
+#include "run/undo_plan.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/error.h"
@@ -170,7 +170,7 @@ static void say_conflicts(const struct undo_result *res, const struct run_args *
 	fprintf(stderr, "sbx: run undo: %d path%s changed after run %lld:\n", n, n == 1 ? "" : "s",
 		(long long)a->run);
 	for (int i = 0; i < n; i++) {
-		const struct rewind_conflict *c = rewind_conflict_at(res->rw, (size_t)i);
+		const struct undo_conflict *c = undo_plan_conflict_at(res->rw, (size_t)i);
 		fprintf(stderr, "  %s: %s\n", quote_name(c->path, q, sizeof(q)), c->what);
 	}
 	if (a->dry_run)
@@ -212,7 +212,7 @@ static int run_undo_cmd(int argc, char **argv, const char *home)
 		say_conflicts(&res, &a);
 	bool refused = res.conflicts > 0 && !a.partial && !a.force;
 	if (r == 0 && a.dry_run && !res.nothing) {
-		rewind_print_plan(res.rw, stdout);
+		undo_plan_print(res.rw, stdout);
 		r = refused ? -EEXIST : 0;
 	} else if (r == -EEXIST && refused) {
 		/* said with the conflicts */
@@ -220,8 +220,8 @@ static int run_undo_cmd(int argc, char **argv, const char *home)
 		say_error("run undo", &e);
 	} else if (!res.nothing) {
 		r = report_run(&res.undo, res.summary, a.format) ? -EIO : 0;
-		struct rewind_counts c;
-		rewind_counts(res.rw, &c);
+		struct undo_counts c;
+		undo_plan_counts(res.rw, &c);
 		fprintf(stderr,
 			"sbx: run undo: run %lld undone by run %lld: %zu put back, %zu removed, %zu "
 			"renamed back, %zu made again, %zu with attributes restored%s\n",
@@ -254,7 +254,7 @@ static int run_keep(int argc, char **argv, const char *home)
 			(long long)a.run, (long long)a.run);
 		r = -EBUSY;
 	} else if ((r = homefd < 0 ? -errno : store_run_keep(s, a.run)) < 0 ||
-		   (r = rewind_drop(homefd, run.user, run.thread, run.begun_ns)) < 0) {
+		   (r = kept_drop(homefd, run.user, run.thread, run.begun_ns)) < 0) {
 		fprintf(stderr, "sbx: run keep: %s\n", strerror(-r));
 	}
 	store_run_free(&run);

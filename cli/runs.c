@@ -4,7 +4,7 @@
 #include "cli.h"
 #include "run/lookup.h"
 #include "report.h"
-#include "rewind.h"
+#include "run/undo_plan.h"
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/units.h"
@@ -54,10 +54,10 @@ static long long files_changed(const struct store_run *run)
 static int list_row(void *arg, const struct store_run *run)
 {
 	struct listing *l = arg;
-	struct rewind_state st;
+	struct undo_state st;
 	char begun[32], ended[32], size[32], kind[40], undo[40], changed[24];
 	long long files = files_changed(run);
-	int r = rewind_state(l->s, l->homefd, run, &st);
+	int r = undo_state_get(l->s, l->homefd, run, &st);
 
 	if (r < 0)
 		return r;

@@ -7,7 +7,7 @@
 #include "common/clock.h"
 #include "common/home.h"
 #include "common/walk.h"
-#include "cli/rewind.h"
+#include "run/undo_plan.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,17 +16,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* How the undo's check found PATH (rewind_seen()), for scan_paths(). */
+/* How the undo's check found PATH (undo_plan_seen()), for scan_paths(). */
 static int seen_by(const void *arg, const char *path, struct stat *st)
 {
-	return rewind_seen(arg, path, st);
+	return undo_plan_seen(arg, path, st);
 }
 
 /* A snapshot of exactly the paths NAMES (N, sorted, each once), at AT,
  * into the store: its id in *ID, the texts it read in *TEXTS. */
 static int snapshot_paths(struct store *s, const struct thread_roots *roots, const char *user,
 			  const char *thread, char *const *names, size_t n, int64_t at,
-			  const struct rewind *seen, int64_t *id, struct run_texts **texts)
+			  const struct undo_plan *seen, int64_t *id, struct run_texts **texts)
 {
 	struct run_texts *t = calloc(1, sizeof(*t));
 	struct snapshot snap;
@@ -80,7 +80,7 @@ static int find_recorded(void *arg, const struct store_event *e)
 	return 0;
 }
 
-int run_record_own(struct store *s, struct rewind *rw, const struct store_run *u)
+int run_record_own(struct store *s, struct undo_plan *rw, const struct store_run *u)
 {
 	struct journal_to t = { s, u };
 	struct recorded rec = { own_comm(u), false };
@@ -91,7 +91,7 @@ int run_record_own(struct store *s, struct rewind *rw, const struct store_run *u
 		return r;
 	if ((r = store_begin(s)) < 0)
 		return r;
-	r = rewind_events(rw, u->begun_ns, getpid(), own_comm(u), put_event, &t);
+	r = undo_plan_events(rw, u->begun_ns, getpid(), own_comm(u), put_event, &t);
 	if (r == 0)
 		r = store_commit(s);
 	else
@@ -137,7 +137,7 @@ static int gather_below(struct gathered *g, int dfd, const char *path)
  * names it holds now, under both of the rename's names: an undo moves
  * them back, and its summary must describe them. Sorted, each once. */
 static int own_names(const struct runlog *log, const struct thread_roots *roots,
-		     const struct rewind *seen, char ***out, size_t *n)
+		     const struct undo_plan *seen, char ***out, size_t *n)
 {
 	struct gathered g = { 0 };
 	struct parent_cache dir = PARENT_CACHE_INIT;
@@ -153,7 +153,7 @@ static int own_names(const struct runlog *log, const struct thread_roots *roots,
 			g.from = side ? e->path2 : e->path;
 			const char *leaf;
 			struct stat st;
-			int was = rewind_seen(seen, g.to, &st);
+			int was = undo_plan_seen(seen, g.to, &st);
 			if (was == 0 || (was == 1 && !S_ISDIR(st.st_mode)))
 				continue; /* no directory, as the undo's check found it */
 			int pfd = runlog_parent_cached(&dir, roots->ws, roots->out, g.to, &leaf);
@@ -176,8 +176,8 @@ static int own_names(const struct runlog *log, const struct thread_roots *roots,
 
 int run_begin_own(struct store *s, int homefd, const char *user, const char *thread,
 		  enum run_kind kind, int64_t undoes, const struct runlog *log,
-		  const struct thread_roots *roots, const struct rewind *seen, struct store_run *u,
-		  struct run_texts **texts)
+		  const struct thread_roots *roots, const struct undo_plan *seen,
+		  struct store_run *u, struct run_texts **texts)
 {
 	int64_t snap, id, begun = realtime_ns();
 	char **names;
@@ -206,7 +206,7 @@ int run_begin_own(struct store *s, int homefd, const char *user, const char *thr
 }
 
 int run_own_steps(struct store *s, const char *home, int homefd, struct store_run *u,
-		  struct rewind *rw, struct run_texts *texts, int (*prepare)(void *arg, int dir),
+		  struct undo_plan *rw, struct run_texts *texts, int (*prepare)(void *arg, int dir),
 		  void *arg, const char *command, json_t **summary, struct error *e)
 {
 	/* Made if missing: a first attempt may have been killed before it
@@ -222,7 +222,7 @@ int run_own_steps(struct store *s, const char *home, int homefd, struct store_ru
 	*summary = NULL;
 	if (r < 0)
 		return error_set(e, r, "cannot begin: %s", strerror(-r));
-	int failed = rewind_apply(rw, to, log_fd, command);
+	int failed = undo_plan_apply(rw, to, log_fd, command);
 	if (failed < 0)
 		return error_set(e, failed, "its log: %s", strerror(-failed));
 	/* Before the command returns, the views show what the steps wrote. */

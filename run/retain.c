@@ -3,7 +3,7 @@
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "cli/rewind.h"
+#include "run/undo_plan.h"
 #include "common/config.h"
 #include "common/home.h"
 #include "store/store.h"
@@ -28,9 +28,9 @@ void run_retain(struct store *s, const char *home, const char *user, const char 
 	}
 	_cleanup_(closep) int homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	r = homefd < 0 ? -errno
-		       : rewind_retain(s, homefd, user, thread,
-				       (int64_t)c.undo.max_age_days * 86400 * 1000000000,
-				       (int64_t)c.undo.budget, realtime_ns(), command);
+		       : kept_retain(s, homefd, user, thread,
+				     (int64_t)c.undo.max_age_days * 86400 * 1000000000,
+				     (int64_t)c.undo.budget, realtime_ns(), command);
 	if (r < 0)
 		log_warn("%s: cannot drop old pre-images: %s", command, strerror(-r));
 	config_free(&c);

@@ -9,7 +9,7 @@ struct store;
 
 /* Drops the pre-images of USER's THREAD that [undo] in HOME's sbx.conf
  * no longer keeps; each run dropped, and anything that failed, is said
- * as "COMMAND: ..." (the undo engine's rewind_retain() words its lines
+ * as "COMMAND: ..." (the undo engine's kept_retain() words its lines
  * so until it moves into run/). */
 void run_retain(struct store *s, const char *home, const char *user, const char *thread,
 		const char *command);

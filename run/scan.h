@@ -81,7 +81,7 @@ int scan_take(struct scan *sc, const struct thread_roots *roots, const char *use
 	      const char *thread, size_t max, int64_t known_id, const struct snapshot *known,
 	      struct snapshot *snap, int64_t *id, struct error *e);
 
-/* How a check made before found virtual PATH (the undo's, rewind_seen()):
+/* How a check made before found virtual PATH (the undo's, undo_plan_seen()):
  * 1 there (its attributes in ST), 0 absent, -ENOENT if it did not look. */
 typedef int (*scan_seen)(const void *arg, const char *path, struct stat *st);
 

@@ -8,7 +8,7 @@
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/home.h"
-#include "cli/rewind.h"
+#include "run/undo_plan.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -79,22 +79,25 @@ static int undone_already(struct store *s, int64_t run, int64_t undo, struct err
 		undos++;
 	}
 	if (undos % 2)
-		return error_set(e, -EALREADY, "run %lld was undone by run %lld (sbx run undo %lld"
-				 " redoes it)", (long long)run, (long long)undo, (long long)last);
-	return error_set(e, -EALREADY, "run %lld was undone by run %lld, whose undo %lld brought"
-			 " it back: sbx run undo %lld undoes it again", (long long)run,
-			 (long long)undo, (long long)last, (long long)last);
+		return error_set(e, -EALREADY,
+				 "run %lld was undone by run %lld (sbx run undo %lld"
+				 " redoes it)",
+				 (long long)run, (long long)undo, (long long)last);
+	return error_set(e, -EALREADY,
+			 "run %lld was undone by run %lld, whose undo %lld brought"
+			 " it back: sbx run undo %lld undoes it again",
+			 (long long)run, (long long)undo, (long long)last, (long long)last);
 }
 
 /* The steps skipped for PARTIAL (an undo's "skip" file: one event number
  * a line), written on a first attempt, read on a second. */
 struct skips {
-	struct rewind *rw;
+	struct undo_plan *rw;
 	bool resume;
 	size_t n;
 };
 
-static int skips_save(int dir, const struct rewind *rw, size_t n)
+static int skips_save(int dir, const struct undo_plan *rw, size_t n)
 {
 	_cleanup_(closep) int fd =
 		openat(dir, "skip", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -104,12 +107,12 @@ static int skips_save(int dir, const struct rewind *rw, size_t n)
 		return -errno;
 	fd = -1; /* the FILE owns it */
 	for (size_t i = 0; i < n; i++)
-		if (rewind_skipped(rw, i))
+		if (undo_plan_skipped(rw, i))
 			fprintf(f, "%zu\n", i);
 	return fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -errno;
 }
 
-static int skips_load(int dir, struct rewind *rw)
+static int skips_load(int dir, struct undo_plan *rw)
 {
 	_cleanup_(closep) int fd = openat(dir, "skip", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	_cleanup_(fclosep) FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
@@ -119,7 +122,7 @@ static int skips_load(int dir, struct rewind *rw)
 		return errno == ENOENT ? 0 : -errno;
 	fd = -1;
 	while (fscanf(f, "%zu", &seq) == 1)
-		rewind_skip(rw, seq);
+		undo_plan_skip(rw, seq);
 	return 0;
 }
 
@@ -137,13 +140,13 @@ static int undo_begin(struct store *s, int homefd, const struct store_run *run,
 		      const struct undo_options *o, struct undo_result *res,
 		      struct run_texts **texts, struct error *e)
 {
-	int n = rewind_check(res->rw);
+	int n = undo_plan_check(res->rw);
 
 	if (n < 0)
 		return error_set(e, n, "cannot check the paths: %s", strerror(-n));
 	res->conflicts = n;
 	if (n > 0 && o->partial)
-		rewind_skip_conflicts(res->rw);
+		undo_plan_skip_conflicts(res->rw);
 	if (n > 0 && !o->partial && !o->force)
 		return o->dry_run ? 1 : error_set(e, -EEXIST, "nothing was undone");
 	if (o->dry_run)
@@ -181,7 +184,8 @@ int run_undo(struct store *s, const char *home, int64_t id, const struct undo_op
 	}
 	res->resumed = r == 0 && undo_id;
 	if (r == 0 && run.kept) {
-		r = error_set(e, -ESTALE, "run %lld can no longer be undone: its pre-images were"
+		r = error_set(e, -ESTALE,
+			      "run %lld can no longer be undone: its pre-images were"
 			      " dropped (sbx run keep, or the retention in docs/changes.md)",
 			      (long long)id);
 		goto done;
@@ -205,7 +209,7 @@ int run_undo(struct store *s, const char *home, int64_t id, const struct undo_op
 	from = home_undo_dir(homefd, run.user, run.thread, run.begun_ns, false);
 	r = runlog_load(s, run.user, run.thread, run.begun_ns, ended, log);
 	if (r == 0)
-		r = rewind_new(log, ended, roots.ws, roots.out, from, &res->rw);
+		r = undo_plan_new(log, ended, roots.ws, roots.out, from, &res->rw);
 	if (r < 0) {
 		error_set(e, r, "cannot read the journal of run %lld: %s", (long long)id,
 			  strerror(-r));
@@ -213,7 +217,7 @@ int run_undo(struct store *s, const char *home, int64_t id, const struct undo_op
 	}
 	if (!res->resumed)
 		find_unseen(&run, log, &roots, res);
-	if (!res->resumed && !rewind_steps(res->rw)) {
+	if (!res->resumed && !undo_plan_steps(res->rw)) {
 		res->nothing = true;
 		goto done;
 	}
@@ -223,9 +227,10 @@ int run_undo(struct store *s, const char *home, int64_t id, const struct undo_op
 			goto done;
 		}
 	} else if (o->dry_run) {
-		r = error_set(e, -EINPROGRESS, "run %lld is being undone by run %lld, which stopped"
-			      " short; sbx run undo %lld completes it", (long long)id,
-			      (long long)undo_id, (long long)id);
+		r = error_set(e, -EINPROGRESS,
+			      "run %lld is being undone by run %lld, which stopped"
+			      " short; sbx run undo %lld completes it",
+			      (long long)id, (long long)undo_id, (long long)id);
 		goto done;
 	}
 	/* The steps take objects from the run's directory: what it holds is
@@ -248,7 +253,7 @@ int run_undo(struct store *s, const char *home, int64_t id, const struct undo_op
 	 * every step was taken (else they are what can still bring a path
 	 * back: sbx restore). */
 	if (!res->failed)
-		rewind_drop(homefd, run.user, run.thread, run.begun_ns);
+		kept_drop(homefd, run.user, run.thread, run.begun_ns);
 	run_retain(s, home, run.user, run.thread, "run undo");
 	r = 0;
 done:
@@ -260,7 +265,7 @@ done:
 
 void undo_result_free(struct undo_result *res)
 {
-	rewind_free(res->rw);
+	undo_plan_free(res->rw);
 	runlog_free(&res->log);
 	for (size_t i = 0; i < res->unseen && i < UNDO_UNSEEN_NAMED; i++)
 		free(res->unseen_paths[i]);

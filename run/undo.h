@@ -2,7 +2,7 @@
  *
  * run_undo() is the whole of it, after the run's lookup: an open run is
  * ended first (its summary says what the undo undoes); the run's journal
- * is read back (run/runlog.h) and turned into steps (cli/rewind.h); the
+ * is read back (run/runlog.h) and turned into steps (run/undo_plan.h); the
  * changes no view saw are counted (the host's: they stay); the paths
  * changed after the run are conflicts, refused unless PARTIAL (they are
  * left) or FORCE (they are undone too); then the undo, a run of its own
@@ -32,16 +32,16 @@ struct undo_options {
 #define UNDO_UNSEEN_NAMED 20
 
 struct undo_result {
-	struct runlog log;	/* the run's journal, read back: RW's events */
-	struct rewind *rw;	/* the steps: conflicts, the plan (dry run) */
-	int conflicts;		/* paths changed after the run */
-	size_t unseen;		/* changes no view saw: they stay */
+	struct runlog log;		       /* the run's journal, read back: RW's events */
+	struct undo_plan *rw;		       /* the steps: conflicts, the plan (dry run) */
+	int conflicts;			       /* paths changed after the run */
+	size_t unseen;			       /* changes no view saw: they stay */
 	char *unseen_paths[UNDO_UNSEEN_NAMED]; /* the first of them */
-	bool nothing;		/* the run made no change through a view */
-	bool resumed;		/* an undo that stopped short, completed */
-	struct store_run undo;	/* the undo's run (id 0: none began) */
-	json_t *summary;	/* its summary, as recorded */
-	int failed;		/* steps that failed (logged) */
+	bool nothing;			       /* the run made no change through a view */
+	bool resumed;			       /* an undo that stopped short, completed */
+	struct store_run undo;		       /* the undo's run (id 0: none began) */
+	json_t *summary;		       /* its summary, as recorded */
+	int failed;			       /* steps that failed (logged) */
 };
 
 /* Undoes run ID of store S in HOME (its store, open, fenced for

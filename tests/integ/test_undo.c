@@ -1,4 +1,4 @@
-/* Undoing a run (sbx run undo, sbx run keep; cli/rewind.h): a tree made
+/* Undoing a run (sbx run undo, sbx run keep; run/undo_plan.h): a tree made
  * through a view, its fingerprint (tests/tools/treeprint.py: every path
  * under the thread's workspace and outputs with its type, mode, owner,
  * size, content, xattrs and ACLs, link count, times), a run that damages
@@ -618,7 +618,7 @@ static const char *const three[] = { "workspace/mod", "workspace/del", "workspac
 	"  /mnt/user-data/workspace/del: created after the run\n"     \
 	"  /mnt/user-data/workspace/mod: changed after the run\n"
 
-/* DEFECT (conflicts missed): rewind_check() takes a path for changed
+/* DEFECT (conflicts missed): undo_plan_check() takes a path for changed
  * after the run if its ctime is later than the run's end (CLOCK_REALTIME
  * when sbx run end recorded it). A file's ctime comes from the kernel's
  * coarse clock, up to a tick (ms) behind: the host's edit of mod, made
@@ -1011,7 +1011,7 @@ START_TEST(test_undo_killed_midway)
 }
 END_TEST
 
-/* DEFECT (torn log line): rewind.c reads a log line cut short by a crash
+/* DEFECT (torn log line): undo_log.c reads a log line cut short by a crash
  * (no newline) as never taken, and ignores it, but leaves it in the log:
  * the next attempt appends after it, the two make one line, and a third
  * attempt refuses the log ("its log: Invalid argument") for good. */
@@ -1111,7 +1111,7 @@ START_TEST(test_undo_killed_at_every_change)
 }
 END_TEST
 
-/* DEFECT (not atomic per path): rewind.h promises every path is at any
+/* DEFECT (not atomic per path): undo_plan.h promises every path is at any
  * moment as before the undo or as after it; an event is undone by one
  * step, but a path can take two: sed -i renamed its temporary file over
  * f, and undo renames f back to the temporary name, then puts f's old

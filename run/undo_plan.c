@@ -1,5 +1,6 @@
-/* rewind.c - see rewind.h. */
-#include "rewind.h"
+/* undo_plan.c - the undo's plan and its steps, shadows included
+ * (undo_plan.h). */
+#include "undo_int.h"
 #include "common/array.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
@@ -20,110 +21,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-/* The steps, by the word the log gives each. */
-enum step_kind {
-	STEP_RESTORE,	/* an object kept by the run over what is there (kept) */
-	STEP_PUT,	/* an object kept by the run on a free name */
-	STEP_TAKE,	/* what the run made goes (kept) */
-	STEP_RMDIR,	/* a directory the run made goes (its attributes kept) */
-	STEP_MOVE,	/* a rename reversed */
-	STEP_EXCHANGE,	/* an exchange reversed */
-	STEP_ATTR,	/* attributes the run changed back (the others kept) */
-	STEP_MKDIR,	/* a directory the run removed made again */
-	STEP_SWAP,	/* a rename over a file reversed: the kept file exchanged
-			* back over the name, the renamed one to its old name */
-	STEP_SWAP_KEEP, /* the same where the run made the renamed file: it goes
-			 * into the undo's directory (kept) */
-	STEP_INPLACE,	/* a kept file's content and attributes written back into
-			 * a file with other names (kept: copied, first) */
-	STEP_OVER,	/* a rename reversed over what the run made at its old
-			 * name after it (kept: linked, first): mv f f.bak;
-			 * echo new > f */
-	STEP_MOVE_KEPT, /* a rename reversed where the run then replaced or
-			 * removed what it renamed, the kept file going back
-			 * to the old name (PATH): mv a b; echo new > b */
-	STEP_DIR,	/* not a step: the attributes of the directory PATH
-			* before the undo first changed its entries */
-	STEP_FAIL,	/* the step before it failed: with its errno */
-	STEP_SHADOW,	/* not a step: PATH's shadow begins (OBJECT its name,
-			 * ERR its state, INO the file linked); see "shadows" */
-	STEP_PUBLISH,	/* not a step: PATH gets what its shadow holds (INO:
-			 * that inode, 0: nothing) */
-	STEP_KINDS
-};
-
-static const char *const step_words[STEP_KINDS] = {
-	[STEP_RESTORE] = "restore",    [STEP_PUT] = "put",	   [STEP_TAKE] = "take",
-	[STEP_RMDIR] = "rmdir",	       [STEP_MOVE] = "move",	   [STEP_EXCHANGE] = "exchange",
-	[STEP_ATTR] = "attr",	       [STEP_MKDIR] = "mkdir",	   [STEP_SWAP] = "swap",
-	[STEP_SWAP_KEEP] = "swapkeep", [STEP_INPLACE] = "inplace", [STEP_DIR] = "dir",
-	[STEP_FAIL] = "fail",	       [STEP_OVER] = "over",	   [STEP_MOVE_KEPT] = "movekept",
-	[STEP_SHADOW] = "shadow",      [STEP_PUBLISH] = "publish",
-};
-
-/* One log line: step SEQ (the index of the event it undoes). */
-struct logged {
-	size_t seq;
-	enum step_kind kind;
-	int64_t at_ns;
-	char object[40]; /* what it kept in the undo's directory, or "" */
-	uint64_t ino;	 /* STEP_EXCHANGE: the inode that was at path2;
-			  * STEP_OVER: the one renamed back; STEP_MOVE_KEPT:
-			  * the kept one put back at the new name (0: none) */
-	uint8_t *meta;	 /* STEP_RMDIR, STEP_ATTR, STEP_DIR: the attributes it replaced */
-	size_t meta_len;
-	int err;    /* STEP_FAIL */
-	char *path; /* STEP_DIR: the directory; a step taken early: its path;
-		     * STEP_OVER: the name renamed back from; STEP_MOVE_KEPT:
-		     * the old name */
-	char *link; /* STEP_TAKE of a name of a file with others, STEP_PUT of
-		     * such a name again: another of the file's names */
-	enum { PUT_UNKNOWN, PUT_FILE, PUT_SYMLINK } put; /* STEP_PUT, this attempt's */
-};
-
-struct touched {
-	char *path;
-	uint64_t ino;
-};
-
-struct rewind {
-	const struct runlog *log;
-	int64_t ended_ns;
-	int ws, out, from;
-	struct rewind_conflict *conflicts;
-	size_t nconflicts, ccap;
-	char **finals; /* the conflicting paths (sorted), owned */
-	bool *skip;    /* per event */
-	bool *done;    /* per event: another's step took it (STEP_SWAP, STEP_OVER) */
-	size_t *over;  /* per event: the rename its step reverses too, or SIZE_MAX */
-	size_t *order; /* the events in the order their steps go (steps_order()) */
-	size_t *pos;   /* per event: its place in ORDER */
-	char **early;  /* per event: the path of a step taken early, or NULL */
-	struct logged *steps;
-	size_t nsteps, scap;
-	int more[REWIND_SOURCES]; /* other directories of objects */
-	size_t nmore;
-	bool copy;		 /* objects are copied, not moved */
-	struct touched *touched; /* the directories whose attributes are logged */
-	size_t ntouched, tcap;
-	struct { /* the last two parent directories steps used */
-		char path[PATH_MAX];
-		int fd;
-		unsigned long used;
-	} dirs[2];
-	unsigned long uses;
-	char last_touched[PATH_MAX]; /* the directory touch_dir() saw last, or "" */
-	uint64_t next_name;	     /* object_name()'s */
-	struct seen *seen;	     /* what rewind_check() found, by path */
-	size_t nseen;
-	struct shadow *shadows; /* by path, then window (shadows_plan()) */
-	size_t nshadows;
-	size_t *by_first, *by_last; /* their indexes, by where their windows end */
-	int to;			    /* rewind_apply()'s directory, where the shadows are */
-	uint64_t *held;		    /* files with other names that takes moved into TO */
-	size_t nheld, hcap;
-};
 
 /* ---- shadows -------------------------------------------------------------- *
  *
@@ -188,7 +85,7 @@ static bool shadow_is_active(const struct shadow *s)
 	       s->state == SHADOW_MOVED || s->state == SHADOW_TRANSIT;
 }
 
-static void shadows_free(struct rewind *rw)
+static void shadows_free(struct undo_plan *rw)
 {
 	for (size_t i = 0; i < rw->nshadows; i++)
 		free(rw->shadows[i].path);
@@ -201,7 +98,7 @@ static void shadows_free(struct rewind *rw)
 }
 
 /* The shadow of PATH in its window, or NULL. */
-static const struct shadow *shadow_active(const struct rewind *rw, const char *path)
+static const struct shadow *shadow_active(const struct undo_plan *rw, const char *path)
 {
 	size_t lo = 0, hi = rw->nshadows;
 
@@ -222,7 +119,7 @@ static const struct shadow *shadow_active(const struct rewind *rw, const char *p
  * last component there in *LEAF), seen through the shadows in their
  * window: PATH's own (if SELF), or that of a directory above it, which
  * holds what is below it. -ENOENT if there is none. */
-static int shadow_parent(const struct rewind *rw, const char *path, bool self, const char **leaf)
+static int shadow_parent(const struct undo_plan *rw, const char *path, bool self, const char **leaf)
 {
 	const struct shadow *s = self ? shadow_active(rw, path) : NULL;
 	char up[PATH_MAX], dir[PATH_MAX];
@@ -250,21 +147,15 @@ static int shadow_parent(const struct rewind *rw, const char *path, bool self, c
 	return runlog_parent(rw->ws, rw->out, path, leaf);
 }
 
-static bool op_is(const struct store_event *e, const char *op)
+bool op_is(const struct store_event *e, const char *op)
 {
 	return !strcmp(e->op, op);
 }
 
-static void dirs_forget(struct rewind *rw);
+static void dirs_forget(struct undo_plan *rw);
 
-/* A path as rewind_check() found it (the thread as the run left it). */
-struct seen {
-	char *path;
-	bool there;
-	struct stat st;
-};
 
-static void seen_forget(struct rewind *rw)
+void seen_forget(struct undo_plan *rw)
 {
 	for (size_t i = 0; i < rw->nseen; i++)
 		free(rw->seen[i].path);
@@ -273,10 +164,10 @@ static void seen_forget(struct rewind *rw)
 	rw->nseen = 0;
 }
 
-int rewind_new(const struct runlog *log, int64_t ended_ns, int ws, int out, int from,
-	       struct rewind **out_rw)
+int undo_plan_new(const struct runlog *log, int64_t ended_ns, int ws, int out, int from,
+	       struct undo_plan **out_rw)
 {
-	struct rewind *rw = calloc(1, sizeof(*rw));
+	struct undo_plan *rw = calloc(1, sizeof(*rw));
 
 	if (!rw || !(rw->skip = calloc(log->n ? log->n : 1, sizeof(*rw->skip))) ||
 	    !(rw->done = calloc(log->n ? log->n : 1, sizeof(*rw->done)))) {
@@ -295,7 +186,7 @@ int rewind_new(const struct runlog *log, int64_t ended_ns, int ws, int out, int 
 	return 0;
 }
 
-void rewind_free(struct rewind *rw)
+void undo_plan_free(struct undo_plan *rw)
 {
 	if (!rw)
 		return;
@@ -326,21 +217,21 @@ void rewind_free(struct rewind *rw)
 	free(rw);
 }
 
-int rewind_add_source(struct rewind *rw, int fd)
+int undo_plan_add_source(struct undo_plan *rw, int fd)
 {
-	if (rw->nmore == REWIND_SOURCES)
+	if (rw->nmore == UNDO_SOURCES)
 		return -E2BIG;
 	rw->more[rw->nmore++] = fd;
 	return 0;
 }
 
-void rewind_copy(struct rewind *rw)
+void undo_plan_copy(struct undo_plan *rw)
 {
 	rw->copy = true;
 }
 
 /* The directory holding OBJECT (its attributes in ST), or -1. */
-static int source_of(const struct rewind *rw, const char *object, struct stat *st)
+int source_of(const struct undo_plan *rw, const char *object, struct stat *st)
 {
 	if (rw->from >= 0 && fstatat(rw->from, object, st, AT_SYMLINK_NOFOLLOW) == 0)
 		return rw->from;
@@ -350,536 +241,6 @@ static int source_of(const struct rewind *rw, const char *object, struct stat *s
 	return -1;
 }
 
-/* ---- conflicts ------------------------------------------------------------ */
-
-/* What the run left at a path (its name at the run's end): the effect of
- * the last event on it. */
-struct effect {
-	char *path;
-	size_t at;
-	bool exists;
-};
-
-struct effects {
-	struct effect *v;
-	size_t n, cap;
-};
-
-static int effect_cmp(const void *a, const void *b)
-{
-	const struct effect *x = a, *y = b;
-	int c = strcmp(x->path, y->path);
-
-	return c ? c : x->at < y->at ? -1 : x->at > y->at;
-}
-
-/* A rename or exchange seen from one of its names: what was at FROM
- * went to TO at event AT. */
-struct move {
-	const char *from, *to;
-	size_t at;
-};
-
-struct moves {
-	struct move *v;
-	size_t n;
-	struct move *over; /* the renames by their target: FROM is the target */
-	size_t nover;
-};
-
-static int move_cmp(const void *a, const void *b)
-{
-	const struct move *x = a, *y = b;
-	int c = strcmp(x->from, y->from);
-
-	return c ? c : x->at < y->at ? -1 : x->at > y->at;
-}
-
-static void moves_free(struct moves *m)
-{
-	free(m->v);
-	free(m->over);
-}
-
-/* LOG's renames and exchanges by their names (an exchange under both),
- * in the order of their names, then of time; and its renames by their
- * targets. */
-static int moves_index(const struct runlog *log, struct moves *m)
-{
-	m->n = m->nover = 0;
-	m->v = calloc(2 * log->n + 1, sizeof(*m->v));
-	m->over = calloc(log->n + 1, sizeof(*m->over));
-	if (!m->v || !m->over) {
-		moves_free(m);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < log->n; i++) {
-		const struct store_event *e = &log->events[i];
-		bool swap = op_is(e, "exchange");
-		if (!e->path2 || (!swap && !op_is(e, "rename")))
-			continue;
-		m->v[m->n++] = (struct move){ e->path, e->path2, i };
-		if (swap)
-			m->v[m->n++] = (struct move){ e->path2, e->path, i };
-		else
-			m->over[m->nover++] = (struct move){ e->path2, e->path, i };
-	}
-	if (m->n)
-		qsort(m->v, m->n, sizeof(*m->v), move_cmp);
-	if (m->nover)
-		qsort(m->over, m->nover, sizeof(*m->over), move_cmp);
-	return 0;
-}
-
-/* The same for the moves the undo makes, in its order: a rename P -> Q
- * of event K takes what is at Q back to P at undo time RW->pos[K]. */
-static void moves_reverse(struct move *v, size_t n, const size_t *pos)
-{
-	for (size_t i = 0; i < n; i++) {
-		const char *from = v[i].from;
-		v[i].from = v[i].to;
-		v[i].to = from;
-		v[i].at = pos[v[i].at];
-	}
-	if (n)
-		qsort(v, n, sizeof(*v), move_cmp);
-}
-
-static int moves_undone(const struct rewind *rw, struct moves *m)
-{
-	int r = moves_index(rw->log, m);
-
-	if (r == 0) {
-		moves_reverse(m->v, m->n, rw->pos);
-		moves_reverse(m->over, m->nover, rw->pos);
-	}
-	return r;
-}
-
-/* The first of V's N moves of exactly FROM after event AT, or NULL. */
-static const struct move *move_after(const struct move *v, size_t n, const char *from, size_t at)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(v[mid].from, from);
-		if (c < 0 || (c == 0 && v[mid].at <= at))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && !strcmp(v[lo].from, from) ? &v[lo] : NULL;
-}
-
-/* Where NAME (as event AT named it) is when the run ended: moved on by
- * each later move of a directory above it, and if OBJECT (something is
- * there at AT, not a name left empty) of the name itself. False if a
- * later rename put something in its place, or a directory above it (over
- * an empty one, or where there was none): nothing event AT did is seen
- * there any more. */
-static bool final_name_at(const struct moves *m, size_t at, const char *name, bool object,
-			  char out[PATH_MAX], size_t *last)
-{
-	char prefix[PATH_MAX], moved[PATH_MAX];
-
-	*last = SIZE_MAX;
-	snprintf(out, PATH_MAX, "%s", name);
-	for (int hops = 0; hops < 10000; hops++) {
-		const struct move *best = NULL, *over = NULL;
-		size_t len = 0;
-		snprintf(prefix, sizeof(prefix), "%s", out);
-		for (bool self = true;; self = false) {
-			const struct move *mv = self && !object
-							? NULL
-							: move_after(m->v, m->n, prefix, at);
-			if (mv && (!best || mv->at < best->at)) {
-				best = mv;
-				len = strlen(prefix);
-			}
-			mv = move_after(m->over, m->nover, prefix, at);
-			if (mv && (!over || mv->at < over->at))
-				over = mv;
-			char *slash = strrchr(prefix, '/');
-			if (!slash || slash - prefix <= (ptrdiff_t)strlen("/mnt/user-data"))
-				break;
-			*slash = '\0';
-		}
-		if (over && (!best || over->at < best->at))
-			return false;
-		if (!best || (size_t)snprintf(moved, sizeof(moved), "%s%s", best->to, out + len) >=
-				     sizeof(moved))
-			return true;
-		memcpy(out, moved, strlen(moved) + 1);
-		at = *last = best->at;
-		object = true; /* what moved is something */
-	}
-	return true;
-}
-
-/* final_name_at(), the last move that renamed NAME (SIZE_MAX: none) left
- * out. */
-static bool final_name(const struct moves *m, size_t at, const char *name, bool object,
-		       char out[PATH_MAX])
-{
-	size_t last;
-
-	return final_name_at(m, at, name, object, out, &last);
-}
-
-static int effect_add(struct effects *fx, const char *path, size_t at, bool exists)
-{
-	if (array_grow(fx->v, fx->n, fx->cap) < 0)
-		return -ENOMEM;
-	fx->v[fx->n] = (struct effect){ strdup(path), at, exists };
-	return fx->v[fx->n++].path ? 0 : -ENOMEM;
-}
-
-/* What event E (the AT-th) leaves at each of its names. */
-/* The directory of virtual PATH and its leaf; DFD is one of RW's cached
- * directories (a step names at most two), not the place's own. */
-struct place {
-	int dfd;
-	const char *leaf;
-	bool shadow; /* LEAF is the shadow of the path, in the undo's directory */
-};
-
-static int effects_of(const struct rewind *rw, const struct moves *moves, size_t at,
-		      struct effects *fx)
-{
-	const struct store_event *e = &rw->log->events[at];
-	char name[PATH_MAX];
-	int r = 0;
-
-	if (op_is(e, "capture") || op_is(e, "preimage") || op_is(e, "keep"))
-		return 0;
-	bool gone = op_is(e, "delete") || op_is(e, "rmdir") || op_is(e, "rename");
-	if (final_name(moves, at, e->path, !gone, name) &&
-	    (r = effect_add(fx, name, at, !gone)) < 0)
-		return r;
-	if (!e->path2 || !final_name(moves, at, e->path2, true, name))
-		return 0;
-	return effect_add(fx, name, at, true);
-}
-
-/* The state of virtual PATH now: 1 there (attributes in ST), 0 absent. */
-static int place_open(struct rewind *rw, const char *path, struct place *p);
-
-static int path_stat(struct rewind *rw, const char *path, struct stat *st)
-{
-	struct place p;
-	int r = place_open(rw, path, &p);
-
-	if (r < 0)
-		return r == -ENOENT ? 0 : r;
-	if (fstatat(p.dfd, p.leaf, st, AT_SYMLINK_NOFOLLOW) == 0)
-		return 1;
-	return errno == ENOENT ? 0 : -errno;
-}
-
-static int conflict_add(struct rewind *rw, const char *path, const char *what)
-{
-	if (array_grow(rw->conflicts, rw->nconflicts, rw->ccap) < 0)
-		return -ENOMEM;
-	rw->conflicts[rw->nconflicts] = (struct rewind_conflict){ strdup(path), what };
-	return rw->conflicts[rw->nconflicts++].path ? 0 : -ENOMEM;
-}
-
-int rewind_check(struct rewind *rw)
-{
-	struct effects fx = { 0 };
-	struct moves moves;
-	int r = moves_index(rw->log, &moves);
-
-	for (size_t i = 0; i < rw->log->n && r == 0; i++)
-		r = effects_of(rw, &moves, i, &fx);
-	moves_free(&moves);
-	if (fx.n)
-		qsort(fx.v, fx.n, sizeof(*fx.v), effect_cmp);
-	/* Sorted by path: a directory's come together (one fd, or one
-	 * lookup that finds it missing, for them all). */
-	struct parent_cache dir = PARENT_CACHE_INIT;
-	seen_forget(rw);
-	if (fx.n && !(rw->seen = malloc(fx.n * sizeof(*rw->seen))))
-		r = -ENOMEM;
-	for (size_t i = 0; i < fx.n && r >= 0; i++) {
-		struct stat st;
-		const char *leaf;
-		if (i + 1 < fx.n && !strcmp(fx.v[i].path, fx.v[i + 1].path))
-			continue; /* only the last word on a path counts */
-		int dfd = runlog_parent_cached(&dir, rw->ws, rw->out, fx.v[i].path, &leaf);
-		int there = dfd == -ENOENT					? 0
-			    : dfd < 0						? dfd
-			    : fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 ? 1
-			    : errno == ENOENT					? 0
-										: -errno;
-		const char *what = NULL;
-		if (there < 0)
-			what = "cannot be read now";
-		else if (fx.v[i].exists && !there)
-			what = "removed after the run";
-		else if (!fx.v[i].exists && there)
-			what = "created after the run";
-		else if (there && (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec >
-					  rw->ended_ns)
-			what = "changed after the run";
-		if (what)
-			r = conflict_add(rw, fx.v[i].path, what);
-		if (there >= 0) { /* the path goes to the record */
-			rw->seen[rw->nseen++] = (struct seen){ fx.v[i].path, there,
-							       there ? st : (struct stat){ 0 } };
-			fx.v[i].path = NULL;
-		}
-	}
-	for (size_t i = 0; i < fx.n; i++)
-		free(fx.v[i].path);
-	parent_cache_drop(&dir);
-	free(fx.v);
-	return r < 0 ? r : (int)rw->nconflicts;
-}
-
-static int seen_cmp(const void *key, const void *elem)
-{
-	return strcmp(key, ((const struct seen *)elem)->path);
-}
-
-int rewind_seen(const struct rewind *rw, const char *path, struct stat *st)
-{
-	const struct seen *x = rw && rw->nseen
-				       ? bsearch(path, rw->seen, rw->nseen, sizeof(*x), seen_cmp)
-				       : NULL;
-
-	if (!x)
-		return -ENOENT;
-	if (x->there)
-		*st = x->st;
-	return x->there;
-}
-
-const struct rewind_conflict *rewind_conflict_at(const struct rewind *rw, size_t i)
-{
-	return i < rw->nconflicts ? &rw->conflicts[i] : NULL;
-}
-
-/* True if PATH is a conflicting path or below one. */
-static bool conflicting(const struct rewind *rw, const char *path)
-{
-	char p[PATH_MAX];
-
-	for (size_t i = 0; i < rw->nconflicts; i++)
-		if (runlog_rebase(path, rw->conflicts[i].path, rw->conflicts[i].path, p))
-			return true;
-	return false;
-}
-
-void rewind_skip_conflicts(struct rewind *rw)
-{
-	struct moves moves;
-	char name[PATH_MAX];
-
-	if (moves_index(rw->log, &moves) < 0)
-		return;
-	for (size_t i = 0; i < rw->log->n; i++) {
-		const struct store_event *e = &rw->log->events[i];
-		bool gone = op_is(e, "delete") || op_is(e, "rmdir") || op_is(e, "rename");
-		/* Where a later rename put something else, the name the
-		 * event's has until then (a step on it must not run). */
-		final_name(&moves, i, e->path, !gone, name);
-		rw->skip[i] = conflicting(rw, name);
-		if (e->path2 && !rw->skip[i]) {
-			final_name(&moves, i, e->path2, true, name);
-			rw->skip[i] = conflicting(rw, name);
-		}
-	}
-	moves_free(&moves);
-}
-
-void rewind_skip(struct rewind *rw, size_t seq)
-{
-	if (seq < rw->log->n)
-		rw->skip[seq] = true;
-}
-
-bool rewind_skipped(const struct rewind *rw, size_t seq)
-{
-	return seq < rw->log->n && rw->skip[seq];
-}
-
-bool rewind_has_object(const struct rewind *rw, const char *object)
-{
-	struct stat st;
-
-	return source_of(rw, object, &st) >= 0;
-}
-
-/* ---- the log -------------------------------------------------------------- */
-
-static void hex(char *out, const uint8_t *data, size_t len)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < len; i++) {
-		out[2 * i] = digits[data[i] >> 4];
-		out[2 * i + 1] = digits[data[i] & 15];
-	}
-	out[2 * len] = '\0';
-}
-
-static int unhex(const char *in, size_t len, uint8_t *out)
-{
-	for (size_t i = 0; i < len / 2; i++) {
-		int v = 0;
-		for (int k = 0; k < 2; k++) {
-			char c = in[2 * i + k];
-			int d = c >= '0' && c <= '9'   ? c - '0'
-				: c >= 'a' && c <= 'f' ? c - 'a' + 10
-						       : -1;
-			if (d < 0)
-				return -EINVAL;
-			v = v * 16 + d;
-		}
-		out[i] = (uint8_t)v;
-	}
-	return len % 2 ? -EINVAL : 0;
-}
-
-/* Appends L to the log LOG_FD in one write, and to RW's steps. */
-static int log_step(struct rewind *rw, int log_fd, const struct logged *l)
-{
-	size_t plen = l->path ? strlen(l->path) : 0, llen = l->link ? strlen(l->link) : 0;
-	size_t cap = 128 + sizeof(l->object) + 2 * l->meta_len + 2 * plen + 2 * llen;
-	_cleanup_(freep) char *line = malloc(cap), *meta = malloc(2 * l->meta_len + 2),
-			      *path = malloc(2 * plen + 2), *link = malloc(2 * llen + 2);
-	struct logged *kept;
-
-	if (!line || !meta || !path || !link || array_grow(rw->steps, rw->nsteps, rw->scap) < 0)
-		return -ENOMEM;
-	if (l->meta)
-		hex(meta, l->meta, l->meta_len);
-	if (l->path)
-		hex(path, (const uint8_t *)l->path, plen);
-	if (l->link)
-		hex(link, (const uint8_t *)l->link, llen);
-	int n = snprintf(line, cap, "%zu %s %lld %s %llu %s %d %s %s\n", l->seq,
-			 step_words[l->kind], (long long)l->at_ns, l->object[0] ? l->object : "-",
-			 (unsigned long long)l->ino, l->meta ? meta : "-", l->err,
-			 l->path ? path : "-", l->link ? link : "-");
-	if (write(log_fd, line, (size_t)n) != n)
-		return errno ? -errno : -EIO;
-	kept = &rw->steps[rw->nsteps];
-	*kept = *l;
-	kept->meta = NULL;
-	kept->path = kept->link = NULL;
-	if ((l->meta && !(kept->meta = malloc(l->meta_len ? l->meta_len : 1))) ||
-	    (l->path && !(kept->path = strdup(l->path))) ||
-	    (l->link && !(kept->link = strdup(l->link)))) {
-		free(kept->meta);
-		free(kept->path);
-		return -ENOMEM;
-	}
-	if (l->meta)
-		memcpy(kept->meta, l->meta, l->meta_len);
-	rw->nsteps++;
-	return 0;
-}
-
-/* The bytes of hex field F ("-": none) into *OUT (malloc'd, NUL ended,
- * *LEN bytes). */
-static int field_unhex(const char *f, uint8_t **out, size_t *len)
-{
-	size_t n = strlen(f);
-
-	*out = NULL;
-	*len = 0;
-	if (!strcmp(f, "-"))
-		return 0;
-	if (!(*out = malloc(n / 2 + 1)))
-		return -ENOMEM;
-	int r = unhex(f, n, *out);
-	if (r < 0) {
-		free(*out);
-		*out = NULL;
-		return r;
-	}
-	(*out)[n / 2] = '\0';
-	*len = n / 2;
-	return 0;
-}
-
-/* One log line LINE (its fields separated by blanks) into L. */
-static int log_parse(const struct rewind *rw, char *line, struct logged *l)
-{
-	char *field[9], *save = NULL;
-	size_t n = 0, plen;
-	int r;
-
-	memset(l, 0, sizeof(*l));
-	for (char *t = strtok_r(line, " \n", &save); t && n < 9; t = strtok_r(NULL, " \n", &save))
-		field[n++] = t;
-	if (n != 8 && n != 9) /* 8: a log of before the link field */
-		return -EINVAL;
-	l->seq = strtoull(field[0], NULL, 10);
-	for (l->kind = 0; l->kind < STEP_KINDS && strcmp(field[1], step_words[l->kind]); l->kind++)
-		;
-	if (l->seq >= rw->log->n || l->kind == STEP_KINDS || strlen(field[3]) >= sizeof(l->object))
-		return -EINVAL;
-	l->at_ns = strtoll(field[2], NULL, 10);
-	if (strcmp(field[3], "-"))
-		memcpy(l->object, field[3], strlen(field[3]) + 1);
-	l->ino = strtoull(field[4], NULL, 10);
-	l->err = atoi(field[6]);
-	if ((r = field_unhex(field[5], &l->meta, &l->meta_len)) < 0)
-		return r;
-	if ((r = field_unhex(field[7], (uint8_t **)&l->path, &plen)) < 0 ||
-	    (n == 9 && (r = field_unhex(field[8], (uint8_t **)&l->link, &plen)) < 0)) {
-		free(l->meta);
-		free(l->path);
-		return r;
-	}
-	return 0;
-}
-
-/* Reads what a first attempt logged into RW's steps. A line cut short
- * (a crash in its write) never had its step taken: it is cut off, so
- * that what is logged next starts a line of its own. */
-static int log_read(struct rewind *rw, int log_fd)
-{
-	_cleanup_(fclosep) FILE *f = fdopen(dup(log_fd), "r");
-	char *line = NULL;
-	size_t cap = 0;
-	off_t whole = 0; /* the bytes of complete lines */
-	ssize_t n;
-	int r = 0;
-
-	if (!f)
-		return -errno;
-	while (r == 0 && (n = getline(&line, &cap, f)) > 0) {
-		struct logged l;
-		if (line[n - 1] != '\n')
-			break;
-		whole += n;
-		if ((r = log_parse(rw, line, &l)) == 0 &&
-		    (r = array_grow(rw->steps, rw->nsteps, rw->scap)) < 0) {
-			free(l.meta);
-			free(l.path);
-			free(l.link);
-		}
-		if (r == 0)
-			rw->steps[rw->nsteps++] = l;
-	}
-	free(line);
-	struct stat st;
-	if (r == 0 && fstat(log_fd, &st) == 0 && st.st_size > whole && ftruncate(log_fd, whole) < 0)
-		r = -errno;
-	return r;
-}
-
-/* True if step I of the log failed (its next line says so). */
-static bool step_failed(const struct rewind *rw, size_t i)
-{
-	return i + 1 < rw->nsteps && rw->steps[i + 1].kind == STEP_FAIL &&
-	       rw->steps[i + 1].seq == rw->steps[i].seq;
-}
 
 /* ---- the steps ------------------------------------------------------------ */
 
@@ -889,7 +250,7 @@ static bool step_failed(const struct rewind *rw, size_t i)
 
 /* A fresh name for an object kept by the undo: one random number for a
  * run of steps, counted on from there (another attempt draws another). */
-static int object_name(struct rewind *rw, char name[40])
+static int object_name(struct undo_plan *rw, char name[40])
 {
 	if (!rw->next_name &&
 	    getrandom(&rw->next_name, sizeof(rw->next_name), 0) != sizeof(rw->next_name))
@@ -899,7 +260,7 @@ static int object_name(struct rewind *rw, char name[40])
 }
 
 /* Forgets the cached directories: a step moved or removed one. */
-static void dirs_forget(struct rewind *rw)
+static void dirs_forget(struct undo_plan *rw)
 {
 	for (int i = 0; i < 2; i++) {
 		closep(&rw->dirs[i].fd);
@@ -908,9 +269,9 @@ static void dirs_forget(struct rewind *rw)
 	rw->last_touched[0] = '\0';
 }
 
-static const struct shadow *shadow_active(const struct rewind *rw, const char *path);
+static const struct shadow *shadow_active(const struct undo_plan *rw, const char *path);
 
-static int place_open(struct rewind *rw, const char *path, struct place *p)
+int place_open(struct undo_plan *rw, const char *path, struct place *p)
 {
 	const char *slash = strrchr(path, '/');
 	size_t len = slash ? (size_t)(slash - path) : 0;
@@ -951,7 +312,7 @@ static int place_open(struct rewind *rw, const char *path, struct place *p)
 
 /* fstatat() of what is at P: true if something is (ST its attributes,
  * its link count without the links shadows added), else false (errno). */
-static bool place_stat(const struct rewind *rw, const struct place *p, struct stat *st)
+static bool place_stat(const struct undo_plan *rw, const struct place *p, struct stat *st)
 {
 	if (fstatat(p->dfd, p->leaf, st, AT_SYMLINK_NOFOLLOW) < 0)
 		return false;
@@ -976,7 +337,7 @@ static int neg(void)
 
 /* A step begins: logged before anything is done, unless it is the one a
  * first attempt was in (WAS), which resumes as logged. */
-static int begin(struct rewind *rw, int log_fd, struct logged *l, const struct logged *was)
+static int begin(struct undo_plan *rw, int log_fd, struct logged *l, const struct logged *was)
 {
 	if (was) {
 		*l = *was;
@@ -1024,7 +385,7 @@ static int copy_object(int from, const char *object, int to, const char *name)
 /* Where directory DIR, inode INO, would go in RW's list of touched ones
  * (sorted by name, then inode: one name may be two directories in turn);
  * true if it is there. */
-static bool touched_at(const struct rewind *rw, const char *dir, uint64_t ino, size_t *at)
+static bool touched_at(const struct undo_plan *rw, const char *dir, uint64_t ino, size_t *at)
 {
 	size_t lo = 0, hi = rw->ntouched;
 
@@ -1047,7 +408,7 @@ static bool touched_at(const struct rewind *rw, const char *dir, uint64_t ino, s
 	return false;
 }
 
-static int touched_add(struct rewind *rw, const char *dir, uint64_t ino)
+static int touched_add(struct undo_plan *rw, const char *dir, uint64_t ino)
 {
 	size_t at;
 
@@ -1068,7 +429,7 @@ static int touched_add(struct rewind *rw, const char *dir, uint64_t ino)
  * PATH: logs that directory's attributes (STEP_DIR), so that its times go
  * back to them at the end (the run's own word on them wins) and the
  * undo's undo finds them. */
-static int touch_dir(struct rewind *rw, int log_fd, size_t seq, const char *path)
+static int touch_dir(struct undo_plan *rw, int log_fd, size_t seq, const char *path)
 {
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
@@ -1110,7 +471,7 @@ static int touch_dir(struct rewind *rw, int log_fd, size_t seq, const char *path
 
 /* begin() for a step that replaces the attributes of what is at P (may
  * be NULL: nothing is there): those are logged, for the undo's undo. */
-static int begin_keeping(struct rewind *rw, int log_fd, struct logged *l, const struct logged *was,
+static int begin_keeping(struct undo_plan *rw, int log_fd, struct logged *l, const struct logged *was,
 			 const struct place *p)
 {
 	struct meta cur;
@@ -1136,7 +497,7 @@ static int copy_object(int from, const char *object, int to, const char *name);
  * version. What is there is copied into TO first, for the undo's undo.
  * Not atomic for P (a crash mid-copy leaves it part written; the second
  * attempt writes it whole). */
-static int step_in_place(struct rewind *rw, int to, int log_fd, size_t seq, const struct place *p,
+static int step_in_place(struct undo_plan *rw, int to, int log_fd, size_t seq, const struct place *p,
 			 int from, const char *object, const struct logged *was)
 {
 	struct logged l = { .seq = seq, .kind = STEP_INPLACE };
@@ -1173,7 +534,7 @@ static bool same_file(const struct stat *a, const struct stat *b)
  * one of those, again, as the steps before this one put back what the
  * undo found there. 0 if LINK is not that file (nothing done: the copy
  * goes back instead). */
-static int step_relink(struct rewind *rw, int log_fd, size_t seq, const struct place *p,
+static int step_relink(struct undo_plan *rw, int log_fd, size_t seq, const struct place *p,
 		       const char *link, const struct stat *src, const struct logged *was)
 {
 	struct logged l = { .seq = seq, .kind = STEP_PUT, .put = PUT_FILE, .link = (char *)link };
@@ -1196,7 +557,7 @@ static int step_relink(struct rewind *rw, int log_fd, size_t seq, const struct p
  * what is there (kept in TO), or on a free name; as a name of the file
  * at LINK (not NULL: the run was an undo that took PATH from it), if
  * that is still the file. */
-static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, const char *path,
+static int step_keep_object(struct undo_plan *rw, int to, int log_fd, size_t seq, const char *path,
 			    const char *object, const char *link, const struct logged *was)
 {
 	struct logged l = { .seq = seq };
@@ -1256,7 +617,7 @@ static int step_keep_object(struct rewind *rw, int to, int log_fd, size_t seq, c
 
 /* Attributes the run kept (META) back on PATH, or the directory it
  * removed made again. */
-static int step_keep_meta(struct rewind *rw, int log_fd, size_t seq, const char *path,
+static int step_keep_meta(struct undo_plan *rw, int log_fd, size_t seq, const char *path,
 			  const uint8_t *blob, size_t len, const struct logged *was)
 {
 	struct logged l = { .seq = seq };
@@ -1308,7 +669,7 @@ static int take_linked(int dfd, const char *leaf, int to, const char *object)
  * which has others: an entry of its directory, or a path of one of the
  * last 512 events of the run. NULL if none is there (or out of memory):
  * a redo then puts back a copy, a file of its own (docs/changes.md). */
-static char *other_name(struct rewind *rw, const struct place *p, const char *path,
+static char *other_name(struct undo_plan *rw, const struct place *p, const char *path,
 			const struct stat *st)
 {
 	const char *leaf = p->leaf;
@@ -1354,7 +715,7 @@ static char *other_name(struct rewind *rw, const struct place *p, const char *pa
 
 /* How many names of inode INO the undo moved into its directory whole
  * (held_add()). */
-static nlink_t held_links(const struct rewind *rw, uint64_t ino)
+static nlink_t held_links(const struct undo_plan *rw, uint64_t ino)
 {
 	nlink_t n = 0;
 
@@ -1369,7 +730,7 @@ static nlink_t held_links(const struct rewind *rw, uint64_t ino)
  * d/a; mv d e: e/b, taken early, then e/a): its redo gives both back as
  * one file. Returns 1 (out of memory, a later take copies: a redo then
  * puts back two files, as where no other name is found). */
-static int held_add(struct rewind *rw, uint64_t ino)
+static int held_add(struct undo_plan *rw, uint64_t ino)
 {
 	if (array_grow(rw->held, rw->nheld, rw->hcap) == 0)
 		rw->held[rw->nheld++] = ino;
@@ -1377,7 +738,7 @@ static int held_add(struct rewind *rw, uint64_t ino)
 }
 
 /* What the run made at PATH goes: into TO, or a directory removed. */
-static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const char *path,
+static int step_take(struct undo_plan *rw, int to, int log_fd, size_t seq, const char *path,
 		     const struct logged *was)
 {
 	struct logged l = { .seq = seq };
@@ -1429,7 +790,7 @@ static int step_take(struct rewind *rw, int to, int log_fd, size_t seq, const ch
 /* The two places of a move FROM -> TO, their directories' attributes
  * logged first (touch_dir()); whether each holds something (its
  * attributes in SA, SB). */
-static int places_of_move(struct rewind *rw, int log_fd, size_t seq, const char *from,
+static int places_of_move(struct undo_plan *rw, int log_fd, size_t seq, const char *from,
 			  const char *to, struct place *a, struct place *b, struct stat *sa,
 			  struct stat *sb, bool *at_from, bool *at_to)
 {
@@ -1445,7 +806,7 @@ static int places_of_move(struct rewind *rw, int log_fd, size_t seq, const char 
 }
 
 /* A rename FROM -> TO reversed; or an exchange (SWAP) done again. */
-static int step_move(struct rewind *rw, int log_fd, size_t seq, const char *from, const char *to,
+static int step_move(struct undo_plan *rw, int log_fd, size_t seq, const char *from, const char *to,
 		     bool swap, const struct logged *was)
 {
 	struct logged l = { .seq = seq, .kind = swap ? STEP_EXCHANGE : STEP_MOVE };
@@ -1495,7 +856,7 @@ static bool moves_above(const struct store_event *e, const char *name)
  * aside, and with CONTENT, changes of its content or attributes), or
  * SIZE_MAX; at most 64 back, and never past a move of a directory
  * above NAME. */
-static size_t last_on(const struct rewind *rw, size_t seq, const char *name, bool content)
+static size_t last_on(const struct undo_plan *rw, size_t seq, const char *name, bool content)
 {
 	for (size_t j = seq, n = 0; j-- > 0 && n < 64; n++) {
 		const struct store_event *e = &rw->log->events[j];
@@ -1518,7 +879,7 @@ static size_t last_on(const struct rewind *rw, size_t seq, const char *name, boo
 /* The event that kept the file rename event SEQ replaced at its target:
  * the nearest event on that name, if it is a "keep" of it with an
  * object; SIZE_MAX otherwise. */
-static size_t victim_keep(const struct rewind *rw, size_t seq)
+static size_t victim_keep(const struct undo_plan *rw, size_t seq)
 {
 	const char *to = rw->log->events[seq].path2;
 	size_t j = last_on(rw, seq, to, false);
@@ -1530,7 +891,7 @@ static size_t victim_keep(const struct rewind *rw, size_t seq)
 /* The event that made FROM, the name rename event SEQ moves: the
  * nearest one on that name before it if it is its "create" (changes of
  * its content or attributes may come between); SIZE_MAX otherwise. */
-static size_t maker(const struct rewind *rw, size_t seq)
+static size_t maker(const struct undo_plan *rw, size_t seq)
 {
 	size_t j = last_on(rw, seq, rw->log->events[seq].path, true);
 	const struct store_event *e = j == SIZE_MAX ? NULL : &rw->log->events[j];
@@ -1543,7 +904,7 @@ static size_t maker(const struct rewind *rw, size_t seq)
  * one, now in the objects' directory, goes back to FROM, or (DROP: the
  * run made it) into the undo's directory TO_DIR. TO is never absent, and
  * a FROM the run made never comes back. */
-static int step_swap(struct rewind *rw, int to_dir, int log_fd, size_t seq, const char *from,
+static int step_swap(struct undo_plan *rw, int to_dir, int log_fd, size_t seq, const char *from,
 		     const char *to, const char *object, bool drop, const struct logged *was)
 {
 	struct logged l = { .seq = seq, .kind = drop ? STEP_SWAP_KEEP : STEP_SWAP };
@@ -1606,7 +967,7 @@ static int step_swap(struct rewind *rw, int to_dir, int log_fd, size_t seq, cons
  * name is ever at neither end (mv f f.bak; echo new > f: f is never
  * absent). Where that cannot be (a directory at either name, or a file
  * with other names, whose link would be seen), the two steps go apart. */
-static int step_over(struct rewind *rw, int to, int log_fd, size_t seq, size_t r_seq,
+static int step_over(struct undo_plan *rw, int to, int log_fd, size_t seq, size_t r_seq,
 		     const struct logged *was)
 {
 	const char *path = rw->log->events[seq].path, *from = rw->log->events[r_seq].path2;
@@ -1649,7 +1010,7 @@ static int step_over(struct rewind *rw, int to, int log_fd, size_t seq, size_t r
  * content goes back in place), the two steps go apart. Each call of a
  * second attempt is taken again unless its source is gone or (a copy)
  * its target is there. */
-static int step_move_kept(struct rewind *rw, int to, int log_fd, size_t seq, size_t r_seq,
+static int step_move_kept(struct undo_plan *rw, int to, int log_fd, size_t seq, size_t r_seq,
 			  const struct logged *was)
 {
 	const struct store_event *e = &rw->log->events[seq];
@@ -1720,7 +1081,7 @@ static int step_move_kept(struct rewind *rw, int to, int log_fd, size_t seq, siz
  * (step_move_kept()): the nearest event on its name before it, past
  * changes of its content, if that renamed a file the run did not make
  * onto that name, from a name no event names since. SIZE_MAX if none. */
-static size_t renamed_then_kept(const struct rewind *rw, size_t i)
+static size_t renamed_then_kept(const struct undo_plan *rw, size_t i)
 {
 	const struct store_event *e = &rw->log->events[i];
 	size_t r = i;
@@ -1747,7 +1108,7 @@ static size_t renamed_then_kept(const struct rewind *rw, size_t i)
 
 /* True if a first attempt logged a step for event I other than one of
  * kind KIND: it took I's step apart from the pair that KIND joins. */
-static bool taken_apart(const struct rewind *rw, size_t i, enum step_kind kind)
+static bool taken_apart(const struct undo_plan *rw, size_t i, enum step_kind kind)
 {
 	for (size_t k = 0; k < rw->nsteps; k++)
 		if (rw->steps[k].seq == i && rw->steps[k].kind != kind &&
@@ -1762,7 +1123,7 @@ static bool taken_apart(const struct rewind *rw, size_t i, enum step_kind kind)
  * in between names either name and the rename is onto a free one; the
  * rename's own step is then not taken. A first attempt that took the
  * removal alone (the pair could not be) is followed. */
-static int overs_pair(struct rewind *rw)
+static int overs_pair(struct undo_plan *rw)
 {
 	const struct runlog *log = rw->log;
 
@@ -1800,7 +1161,7 @@ static int overs_pair(struct rewind *rw)
 
 /* The rename back of the directory at the path of shadow S (SHADOW_MOVED:
  * event SEQ's step), logged: the publication of the shadow makes it. */
-static int step_moved(struct rewind *rw, int log_fd, size_t seq, const struct shadow *s,
+static int step_moved(struct undo_plan *rw, int log_fd, size_t seq, const struct shadow *s,
 		      const struct logged *was)
 {
 	const struct store_event *e = &rw->log->events[seq];
@@ -1815,7 +1176,7 @@ static int step_moved(struct rewind *rw, int log_fd, size_t seq, const struct sh
 
 /* Undoes event SEQ; WAS: the step a first attempt logged for it last.
  * Returns 1 if a step was taken, 0 if there was nothing to do. */
-static int step(struct rewind *rw, int to, int log_fd, size_t seq, const struct logged *was)
+static int step(struct undo_plan *rw, int to, int log_fd, size_t seq, const struct logged *was)
 {
 	const struct store_event *e = &rw->log->events[seq];
 	const struct shadow *s = e->path2 ? shadow_active(rw, e->path2) : NULL;
@@ -1852,7 +1213,7 @@ static int step(struct rewind *rw, int to, int log_fd, size_t seq, const struct 
 /* Gives the directory that step SEQ found at PATH (inode INO, 0: any)
  * the times of BLOB, where the undo's later steps (the renames of the
  * events before SEQ, reversed) left it. */
-static void times_back(struct rewind *rw, const struct moves *undone, size_t seq, const char *path,
+static void times_back(struct undo_plan *rw, const struct moves *undone, size_t seq, const char *path,
 		       uint64_t ino, const uint8_t *blob, size_t len)
 {
 	char where[PATH_MAX];
@@ -1874,7 +1235,7 @@ static void times_back(struct rewind *rw, const struct moves *undone, size_t seq
 	meta_free(&m);
 }
 
-static void dir_times(struct rewind *rw)
+static void dir_times(struct undo_plan *rw)
 {
 	struct moves undone;
 
@@ -1952,7 +1313,7 @@ static bool named_by_another(const struct named *v, size_t n, const char *name, 
  * what the run made have none) but those taken early themselves: a
  * directory with what the run made in it (mkdir e/new; echo > e/new/f),
  * which comes later in the log, so its step goes first. */
-static int steps_early(struct rewind *rw, const struct moves *moves, size_t *last)
+static int steps_early(struct undo_plan *rw, const struct moves *moves, size_t *last)
 {
 	const struct runlog *log = rw->log;
 	struct named *v = calloc(2 * log->n + 1, sizeof(*v));
@@ -2004,7 +1365,7 @@ static int steps_early(struct rewind *rw, const struct moves *moves, size_t *las
  * a step taken early goes just before the step that undoes the last move
  * of a directory above it, so that what the run made there never shows
  * under a name it had at neither end (e/new while the undo runs). */
-static int steps_order(struct rewind *rw)
+static int steps_order(struct undo_plan *rw)
 {
 	const struct runlog *log = rw->log;
 	size_t n = log->n, k = 0, *last;
@@ -2058,7 +1419,6 @@ out:
 	}
 	return r;
 }
-
 /* ---- shadows: their windows, beginnings and publications ------------------- */
 
 /* A name the step at position POS may change: what is there (CONTENT),
@@ -2094,7 +1454,7 @@ static bool meta_is_dir(const uint8_t *blob, size_t len)
  * whether their content, into CONTENT); how many. A step that may go in
  * one with another (step_over(), step_move_kept()) names the other's
  * names too, taken together or apart: the same on every attempt. */
-static size_t step_names(const struct rewind *rw, size_t i, const char *names[3], bool content[3])
+static size_t step_names(const struct undo_plan *rw, size_t i, const char *names[3], bool content[3])
 {
 	const struct store_event *e = &rw->log->events[i];
 	size_t n = 0, r;
@@ -2141,7 +1501,7 @@ static size_t touch_lower(const struct touch *v, size_t n, const char *name)
 	return lo;
 }
 
-static int shadow_add(struct rewind *rw, size_t *cap, const char *path, size_t first, size_t last,
+static int shadow_add(struct undo_plan *rw, size_t *cap, const char *path, size_t first, size_t last,
 		      const char *away, bool transit)
 {
 	struct shadow *s;
@@ -2188,7 +1548,7 @@ static bool untouched(const struct touch *v, size_t n, const char *name, size_t 
  * NAME there (step_move()), and nothing else from position A to B
  * touches it (a shadow of NAME may then leave a directory at NAME until
  * published, and rename it there then: SHADOW_MOVED); else NULL. */
-static const char *away_of(const struct rewind *rw, const struct touch *v, size_t n, size_t i,
+static const char *away_of(const struct undo_plan *rw, const struct touch *v, size_t n, size_t i,
 			   const char *name, size_t a, size_t b)
 {
 	const struct store_event *e = &rw->log->events[i];
@@ -2253,7 +1613,7 @@ static ssize_t touches_seen(const struct touch *v, size_t n, size_t g, size_t en
 
 /* True if the step of event I may rename what is at NAME away (a rename
  * onto NAME reversed). */
-static bool leaves(const struct rewind *rw, size_t i, const char *name)
+static bool leaves(const struct undo_plan *rw, size_t i, const char *name)
 {
 	const struct store_event *e = &rw->log->events[i];
 
@@ -2271,7 +1631,7 @@ static bool leaves(const struct rewind *rw, size_t i, const char *name)
  * renames it away and no other on it (mv d e; rm e/f: the directory
  * goes into the shadow first, its file comes back there, then it goes
  * to d whole: SHADOW_TRANSIT). */
-static int shadow_windows(struct rewind *rw, size_t *cap, const struct touch *v, size_t n,
+static int shadow_windows(struct undo_plan *rw, size_t *cap, const struct touch *v, size_t n,
 			  const char *name, const struct seen_touch *w, size_t m)
 {
 	size_t first = SIZE_MAX, last = 0, own = 0, steps = 0, lead = SIZE_MAX;
@@ -2335,8 +1695,8 @@ static size_t depth(const char *path)
 
 static int by_first_cmp(const void *a, const void *b, void *arg)
 {
-	const struct shadow *x = &((const struct rewind *)arg)->shadows[*(const size_t *)a],
-			    *y = &((const struct rewind *)arg)->shadows[*(const size_t *)b];
+	const struct shadow *x = &((const struct undo_plan *)arg)->shadows[*(const size_t *)a],
+			    *y = &((const struct undo_plan *)arg)->shadows[*(const size_t *)b];
 
 	if (x->first != y->first)
 		return x->first < y->first ? -1 : 1;
@@ -2345,8 +1705,8 @@ static int by_first_cmp(const void *a, const void *b, void *arg)
 
 static int by_last_cmp(const void *a, const void *b, void *arg)
 {
-	const struct shadow *x = &((const struct rewind *)arg)->shadows[*(const size_t *)a],
-			    *y = &((const struct rewind *)arg)->shadows[*(const size_t *)b];
+	const struct shadow *x = &((const struct undo_plan *)arg)->shadows[*(const size_t *)a],
+			    *y = &((const struct undo_plan *)arg)->shadows[*(const size_t *)b];
 
 	if (x->last != y->last)
 		return x->last < y->last ? -1 : 1;
@@ -2363,7 +1723,7 @@ static int by_last_cmp(const void *a, const void *b, void *arg)
  * From the events, the order of the steps and the pairs they go in:
  * the same on every attempt. A shadow begins before the shadows below it
  * that begin at the same step, and is published after them. */
-static int shadows_plan(struct rewind *rw)
+static int shadows_plan(struct undo_plan *rw)
 {
 	const struct runlog *log = rw->log;
 	struct touch *v = calloc(3 * log->n + 1, sizeof(*v));
@@ -2413,7 +1773,7 @@ static int shadows_plan(struct rewind *rw)
 }
 
 /* What a first attempt logged of the shadows: where each is. */
-static void shadows_resume(struct rewind *rw)
+static void shadows_resume(struct undo_plan *rw)
 {
 	for (size_t i = 0; i < rw->nsteps; i++) {
 		const struct logged *l = &rw->steps[i];
@@ -2454,7 +1814,7 @@ static bool dir_empty(int dfd, const char *leaf)
 	return d != NULL;
 }
 
-static int shadow_log(struct rewind *rw, int log_fd, size_t p, enum step_kind kind,
+static int shadow_log(struct undo_plan *rw, int log_fd, size_t p, enum step_kind kind,
 		      const struct shadow *s, uint64_t ino)
 {
 	struct logged l = { .seq = rw->order[p],
@@ -2471,7 +1831,7 @@ static int shadow_log(struct rewind *rw, int log_fd, size_t p, enum step_kind ki
 /* True if the step of event I renames something back (step_move()): a
  * rename not skipped, not taken by another's step, not over a file the
  * run kept (step_swap()). */
-static bool moves_back(const struct rewind *rw, size_t i)
+static bool moves_back(const struct undo_plan *rw, size_t i)
 {
 	const struct store_event *e = &rw->log->events[i];
 	size_t v;
@@ -2484,7 +1844,7 @@ static bool moves_back(const struct rewind *rw, size_t i)
  * inode there. A directory with entries is not copied: the steps change
  * the path itself, unless the window's first step renames it away
  * (SHADOW_MOVED), to a free name. */
-static enum shadow_state shadow_kind(const struct rewind *rw, const struct shadow *s, int dfd,
+static enum shadow_state shadow_kind(const struct undo_plan *rw, const struct shadow *s, int dfd,
 				     const char *leaf, uint64_t *ino)
 {
 	struct stat st, q;
@@ -2517,7 +1877,7 @@ static enum shadow_state shadow_kind(const struct rewind *rw, const struct shado
  * stays where it is: SHADOW_MOVED); the directory there moved in
  * (SHADOW_TRANSIT: its directory's attributes logged first); or not at
  * all (SHADOW_REAL). */
-static int shadow_begin(struct rewind *rw, int log_fd, size_t p, struct shadow *s)
+static int shadow_begin(struct undo_plan *rw, int log_fd, size_t p, struct shadow *s)
 {
 	const char *leaf = NULL;
 	struct stat st;
@@ -2566,7 +1926,7 @@ static int shadow_begin(struct rewind *rw, int log_fd, size_t p, struct shadow *
 /* What is left at the name of shadow S (attributes SX) once published,
  * what its path held: removed, or SHADOW_MOVED's directory renamed to
  * the other name (LEAF in DFD). */
-static int shadow_leftover(struct rewind *rw, const struct shadow *s, const struct stat *sx,
+static int shadow_leftover(struct undo_plan *rw, const struct shadow *s, const struct stat *sx,
 			   int dfd, const char *leaf)
 {
 	if (s->begun == SHADOW_MOVED && sx->st_ino == s->ino)
@@ -2581,7 +1941,7 @@ static int shadow_leftover(struct rewind *rw, const struct shadow *s, const stru
  * undo's directory (or renames SHADOW_MOVED's directory away). Logged
  * first, with the inode that goes to the path: a second attempt sees
  * whether it went. */
-static int shadow_publish(struct rewind *rw, int log_fd, size_t p, struct shadow *s)
+static int shadow_publish(struct undo_plan *rw, int log_fd, size_t p, struct shadow *s)
 {
 	const char *leaf, *qleaf = NULL;
 	struct stat sx, rx;
@@ -2630,7 +1990,7 @@ static int shadow_publish(struct rewind *rw, int log_fd, size_t p, struct shadow
 
 /* The shadows whose window begins (FIRST) or ends (else) at position P:
  * their indexes in RW->by_first or RW->by_last, from *AT on. */
-static size_t shadows_at(const struct rewind *rw, bool first, size_t p, size_t *at)
+static size_t shadows_at(const struct undo_plan *rw, bool first, size_t p, size_t *at)
 {
 	const size_t *idx = first ? rw->by_first : rw->by_last;
 	size_t lo = 0, hi = rw->nshadows;
@@ -2654,7 +2014,7 @@ static size_t shadows_at(const struct rewind *rw, bool first, size_t p, size_t *
 
 /* Says on standard error that the step of event I failed with R (or the
  * publication of PATH, not NULL), and logs it. */
-static int step_fail(struct rewind *rw, int log_fd, size_t i, int r, const char *command,
+static int step_fail(struct undo_plan *rw, int log_fd, size_t i, int r, const char *command,
 		     const char *path)
 {
 	const struct store_event *e = &rw->log->events[i];
@@ -2673,7 +2033,7 @@ static int step_fail(struct rewind *rw, int log_fd, size_t i, int r, const char 
 	return log_step(rw, log_fd, &l);
 }
 
-int rewind_apply(struct rewind *rw, int to, int log_fd, const char *command)
+int undo_plan_apply(struct undo_plan *rw, int to, int log_fd, const char *command)
 {
 	size_t resume = SIZE_MAX, failed = 0;
 	const struct logged *was = NULL;
@@ -2752,7 +2112,7 @@ int rewind_apply(struct rewind *rw, int to, int log_fd, const char *command)
 	return (int)failed;
 }
 
-void rewind_counts(const struct rewind *rw, struct rewind_counts *c)
+void undo_plan_counts(const struct undo_plan *rw, struct undo_counts *c)
 {
 	memset(c, 0, sizeof(*c));
 	for (size_t i = 0; i < rw->nsteps; i++) {
@@ -2781,7 +2141,7 @@ void rewind_counts(const struct rewind *rw, struct rewind_counts *c)
 	}
 }
 
-size_t rewind_steps(const struct rewind *rw)
+size_t undo_plan_steps(const struct undo_plan *rw)
 {
 	size_t n = 0;
 
@@ -2790,7 +2150,7 @@ size_t rewind_steps(const struct rewind *rw)
 	return n;
 }
 
-void rewind_print_plan(struct rewind *rw, FILE *f)
+void undo_plan_print(struct undo_plan *rw, FILE *f)
 {
 	char b[QUOTE_MAX], b2[QUOTE_MAX];
 	bool ordered = steps_order(rw) == 0;
@@ -2809,313 +2169,4 @@ void rewind_print_plan(struct rewind *rw, FILE *f)
 				quote_name(ordered && rw->early[i] ? rw->early[i] : e->path, b,
 					   sizeof(b)));
 	}
-}
-
-/* ---- the undo's own journal ----------------------------------------------- */
-
-struct emit {
-	int (*fn)(void *arg, const struct store_event *e);
-	void *arg;
-	pid_t pid;
-	const char *comm;
-};
-
-static int emit(const struct emit *em, int64_t at, const char *op, const char *path,
-		const char *path2, const struct snap_file *pre, const char *object,
-		const uint8_t *meta, size_t meta_len)
-{
-	struct store_event e = {
-		.at_ns = at,
-		.op = op,
-		.path = path,
-		.path2 = path2,
-		.pid = em->pid,
-		.comm = em->comm,
-		.pre = pre,
-		.object = object,
-		.meta = meta,
-		.meta_len = meta_len,
-	};
-
-	return em->fn(em->arg, &e);
-}
-
-/* The event of an object the undo put at PATH (where it is now). */
-static const char *made_op(struct rewind *rw, const char *path)
-{
-	struct stat st;
-
-	return path_stat(rw, path, &st) == 1 && S_ISLNK(st.st_mode) ? "symlink" : "create";
-}
-
-/* What the undo kept of PATH: OBJECT in its directory. */
-static int emit_kept(const struct emit *em, const struct logged *l, const char *path)
-{
-	return emit(em, l->at_ns, "keep", path, NULL, NULL, l->object, NULL, 0);
-}
-
-/* The attributes the undo kept of PATH, then the change OP it made. */
-static int emit_meta(const struct emit *em, const struct logged *l, const char *path,
-		     const char *op)
-{
-	int r = emit(em, l->at_ns, "keep", path, NULL, NULL, NULL, l->meta, l->meta_len);
-
-	return r ? r : emit(em, l->at_ns, op, path, NULL, NULL, NULL, NULL, 0);
-}
-
-int rewind_events(struct rewind *rw, int64_t begun_ns, pid_t pid, const char *comm,
-		  int (*fn)(void *arg, const struct store_event *e), void *arg)
-{
-	struct emit em = { fn, arg, pid, comm };
-	int r = emit(&em, begun_ns, "capture", "/mnt/user-data", NULL, NULL, NULL, NULL, 0);
-
-	for (size_t i = 0; i < rw->nsteps && r == 0; i++) {
-		const struct logged *l = &rw->steps[i];
-		const struct store_event *e = &rw->log->events[l->seq];
-		struct stat st;
-		if (step_failed(rw, i))
-			continue; /* nothing changed */
-		switch (l->kind) {
-		case STEP_RESTORE:
-			if ((r = emit_kept(&em, l, e->path)) == 0)
-				r = emit(&em, l->at_ns, "modify", e->path, NULL, NULL, NULL, NULL,
-					 0);
-			break;
-		case STEP_PUT: {
-			bool link = l->put ? l->put == PUT_SYMLINK
-					   : path_stat(rw, e->path, &st) == 1 &&
-						     S_ISLNK(st.st_mode);
-			/* Made a name of another file again: a link, which its
-			 * undo takes as the run's links. */
-			r = emit(&em, l->at_ns,
-				 l->link ? "link"
-				 : link	 ? "symlink"
-					 : "create",
-				 e->path, NULL, NULL, NULL, NULL, 0);
-			break;
-		}
-		case STEP_TAKE: {
-			/* A name of a file with others keeps one of those
-			 * (path2): its redo makes it a name of that file. */
-			const char *at = l->path ? l->path : e->path;
-			if ((r = emit(&em, l->at_ns, "keep", at, l->link, NULL, l->object, NULL,
-				      0)) == 0)
-				r = emit(&em, l->at_ns, "delete", at, NULL, NULL, NULL, NULL, 0);
-			break;
-		}
-		case STEP_RMDIR:
-			r = emit_meta(&em, l, l->path ? l->path : e->path, "rmdir");
-			break;
-		case STEP_MOVE:
-			r = emit(&em, l->at_ns, "rename", e->path2, e->path, NULL, NULL, NULL, 0);
-			break;
-		case STEP_SWAP:
-			/* The renamed file went back, the kept one came back. */
-			r = emit(&em, l->at_ns, "rename", e->path2, e->path, NULL, NULL, NULL, 0);
-			if (r == 0)
-				r = emit(&em, l->at_ns, "create", e->path2, NULL, NULL, NULL, NULL,
-					 0);
-			break;
-		case STEP_INPLACE:
-		case STEP_SWAP_KEEP: {
-			/* The kept file came back over the name; what was there
-			 * is kept by the undo. */
-			const char *at = l->kind == STEP_INPLACE ? e->path : e->path2;
-			/* path2 = path: written back in place, as its redo is
-			 * (step_keep_object()). */
-			if ((r = emit(&em, l->at_ns, "keep", at,
-				      l->kind == STEP_INPLACE ? at : NULL, NULL, l->object, NULL,
-				      0)) == 0)
-				r = emit(&em, l->at_ns, "modify", at, NULL, NULL, NULL, NULL, 0);
-			break;
-		}
-		case STEP_DIR:
-			r = emit(&em, l->at_ns, "keep", l->path, NULL, NULL, NULL, l->meta,
-				 l->meta_len);
-			break;
-		case STEP_OVER:
-			/* What the run made went (kept), renamed over. */
-			if ((r = emit_kept(&em, l, e->path)) == 0)
-				r = emit(&em, l->at_ns, "rename", l->path, e->path, NULL, NULL,
-					 NULL, 0);
-			break;
-		case STEP_MOVE_KEPT:
-			/* What was at the new name went (kept), its old file came
-			 * back, the renamed one came back at the old name: one
-			 * change of each name, which the redo takes back in one
-			 * step each (not a rename, whose redo would be two). */
-			if (l->object[0] && (r = emit_kept(&em, l, e->path)) == 0)
-				r = emit(&em, l->at_ns, l->ino ? "modify" : "delete", e->path, NULL,
-					 NULL, NULL, NULL, 0);
-			else if (!l->object[0] && l->ino)
-				r = emit(&em, l->at_ns, made_op(rw, e->path), e->path, NULL, NULL,
-					 NULL, NULL, 0);
-			if (r == 0)
-				r = emit(&em, l->at_ns, made_op(rw, l->path), l->path, NULL, NULL,
-					 NULL, NULL, 0);
-			break;
-		case STEP_EXCHANGE:
-			r = emit(&em, l->at_ns, "exchange", e->path2, e->path, NULL, NULL, NULL, 0);
-			break;
-		case STEP_ATTR:
-			r = emit_meta(&em, l, e->path, "chmod");
-			break;
-		case STEP_MKDIR:
-			r = emit(&em, l->at_ns, "mkdir", e->path, NULL, NULL, NULL, NULL, 0);
-			break;
-		case STEP_FAIL:
-		case STEP_SHADOW:
-		case STEP_PUBLISH:
-		case STEP_KINDS:
-			break;
-		}
-	}
-	return r;
-}
-
-/* ---- a run's directory of pre-images -------------------------------------- */
-
-static int add_bytes(void *arg, int dirfd, const char *name, const struct stat *st)
-{
-	(void)dirfd;
-	(void)name;
-	*(int64_t *)arg += (int64_t)st->st_blocks * 512;
-	return 0;
-}
-
-int64_t rewind_bytes(int homefd, const char *user, const char *thread, int64_t begun_ns)
-{
-	_cleanup_(closep) int dir = home_undo_dir(homefd, user, thread, begun_ns, false);
-	int64_t bytes = 0;
-	char path[32];
-
-	if (dir < 0)
-		return dir;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", dir);
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int r = dir_each(fd, add_bytes, &bytes);
-	return r < 0 ? r : bytes;
-}
-
-static int unlink_entry(void *arg, int dirfd, const char *name, const struct stat *st)
-{
-	(void)arg;
-	return unlinkat(dirfd, name, S_ISDIR(st->st_mode) ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
-}
-
-int rewind_drop(int homefd, const char *user, const char *thread, int64_t begun_ns)
-{
-	const char *const chain[] = { "users", user, "threads", thread, UNDO_DIR };
-	_cleanup_(closep) int parent = dir_chain_open(homefd, chain, 5, false);
-	char stamp[24];
-
-	if (parent < 0)
-		return parent == -ENOENT ? 0 : parent;
-	snprintf(stamp, sizeof(stamp), "%lld", (long long)begun_ns);
-	int fd = openat(parent, stamp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	int r = dir_each(fd, unlink_entry, NULL);
-	if (r == 0 && unlinkat(parent, stamp, AT_REMOVEDIR) < 0)
-		r = -errno;
-	return r;
-}
-
-/* What RUN's directory of pre-images holds (-errno as rewind_bytes()):
- * an ended run's as recorded, or measured once and recorded (STORE may
- * be NULL: not). Nothing adds to an ended run's directory; what takes
- * from it (an undo) forgets the figure first. */
-static int64_t run_held(struct store *s, int homefd, const struct store_run *run)
-{
-	if (run->ended && !run->kept && run->held_bytes >= 0)
-		return run->held_bytes;
-	int64_t bytes = rewind_bytes(homefd, run->user, run->thread, run->begun_ns);
-	if (s && run->ended && bytes >= 0)
-		store_run_held(s, run->id, bytes); /* else measured again next time */
-	return bytes;
-}
-
-int rewind_state(struct store *s, int homefd, const struct store_run *run, struct rewind_state *st)
-{
-	int r = store_run_undone_by(s, run->id, &st->undone_by);
-	struct store_run u = { 0 };
-
-	if (r < 0)
-		return r;
-	if (r == 1 && (r = store_run_get(s, st->undone_by, &u)) < 0)
-		return r;
-	bool undone = r == 0 && st->undone_by && u.ended;
-	store_run_free(&u);
-	st->bytes_held = run_held(NULL, homefd, run);
-	if (st->bytes_held < 0 && st->bytes_held != -ENOENT)
-		return (int)st->bytes_held;
-	bool held = st->bytes_held >= 0;
-	if (!held)
-		st->bytes_held = 0;
-	st->undo = undone ? "undone" : run->kept ? "kept" : held ? "undoable" : "none";
-	return 0;
-}
-
-/* A run that retention may drop: ended, undoable, and what it holds. */
-struct held {
-	int64_t id, begun_ns, ended_ns, bytes;
-	bool open;
-};
-
-struct holds {
-	struct held *v;
-	size_t n, cap;
-	int homefd;
-	struct store *store;
-};
-
-static int hold_row(void *arg, const struct store_run *run)
-{
-	struct holds *h = arg;
-	int64_t bytes;
-
-	if (run->kept || (bytes = run_held(h->store, h->homefd, run)) < 0)
-		return 0;
-	if (array_grow(h->v, h->n, h->cap) < 0)
-		return -ENOMEM;
-	h->v[h->n++] = (struct held){ run->id, run->begun_ns, run->ended_ns, bytes, !run->ended };
-	return 0;
-}
-
-int rewind_retain(struct store *s, int homefd, const char *user, const char *thread,
-		  int64_t max_age_ns, int64_t budget, int64_t now_ns, const char *command)
-{
-	struct holds h = { .homefd = homefd, .store = s };
-	int64_t total = 0;
-	int r = store_runs_each(s, user, thread, false, hold_row, &h), dropped = 0;
-	char size[32];
-
-	for (size_t i = 0; i < h.n; i++)
-		total += h.v[i].bytes;
-	/* Oldest first: the runs are listed by id. */
-	for (size_t i = 0; i < h.n && r >= 0; i++) {
-		const struct held *x = &h.v[i];
-		bool old = max_age_ns && x->ended_ns < now_ns - max_age_ns;
-		bool over = budget && total > budget;
-		if (x->open || (!old && !over))
-			continue;
-		/* Its figure goes first: a crash before it is marked kept
-		 * leaves it measured again (none), not the size of nothing. */
-		if ((r = store_run_held(s, x->id, -1)) < 0 ||
-		    (r = rewind_drop(homefd, user, thread, x->begun_ns)) < 0 ||
-		    (r = store_run_keep(s, x->id)) < 0)
-			break;
-		total -= x->bytes;
-		dropped++;
-		fprintf(stderr,
-			"sbx: %s: run %lld can no longer be undone: its pre-images (%s) were "
-			"dropped, %s\n",
-			command, (long long)x->id,
-			size_text((uint64_t)x->bytes, size, sizeof(size)),
-			old ? "older than [undo] max_age_days" : "over the thread's [undo] budget");
-	}
-	free(h.v);
-	return r < 0 ? r : dropped;
 }
