@@ -23,6 +23,8 @@
 #include "common/utf8.h"
 #include "run/documents.h"
 #include "run/lifecycle.h"
+#include "run/undo.h"
+#include "run/undo_plan.h"
 #include "store/follow.h"
 #include "store/lease.h"
 #include "store/receipt.h"
@@ -183,6 +185,66 @@ static void op_run(struct client *c, const struct request *q)
 		send_ok(c, q->id,
 			json_pack("{s:I, s:o}", "run", (json_int_t)run, "changes", changes));
 	}
+}
+
+/* The reply to a run_undo that ran (RES): the undo's run and its changes
+ * (the document run_end gives), the conflicts, what no view saw. */
+static json_t *undo_reply(const struct request *q, const struct undo_result *res, json_t *changes)
+{
+	json_t *conflicts = json_array(), *unseen = json_array();
+
+	for (int i = 0; i < res->conflicts; i++) {
+		const struct undo_conflict *k = undo_plan_conflict_at(res->rw, (size_t)i);
+		json_array_append_new(conflicts,
+				      json_pack("{s:s, s:s}", "path", k->path, "what", k->what));
+	}
+	for (size_t i = 0; i < res->unseen && i < UNDO_UNSEEN_NAMED; i++)
+		json_array_append_new(unseen, json_string(res->unseen_paths[i]));
+	return json_pack("{s:I, s:I, s:b, s:o, s:o, s:I, s:i, s:o*}", "run", (json_int_t)q->run,
+			 "undo", (json_int_t)res->undo.id, "nothing", res->nothing, "conflicts",
+			 conflicts, "unseen", unseen, "unseen_count", (json_int_t)res->unseen,
+			 "failed", res->failed, "changes", changes);
+}
+
+/* Undoes a run, as sbx run undo does (run/undo.h). */
+static void op_run_undo(struct client *c, const struct request *q)
+{
+	struct broker *b = c->b;
+	char err[PATH_MAX + 256];
+	struct store *s;
+	struct undo_result res = { 0 };
+	struct error e;
+	json_t *changes = NULL;
+
+	if (store_take(b, &s, err, sizeof(err)) < 0) {
+		send_error(c, q->id, "internal", "%s", err);
+		return;
+	}
+	const struct undo_options o = { q->dry_run, q->partial, q->force };
+	int r = run_undo(s, b->home, q->run, &o, &res, &e);
+	if (r == 0 && res.undo.ended && !(changes = run_document(&res.undo, res.summary)))
+		r = error_set(&e, -ENOMEM, "out of memory");
+	store_give(b, s);
+	if (r == -EALREADY)
+		send_error(c, q->id, "run_undone", "%s", e.text);
+	else if (r == -ESTALE)
+		send_error(c, q->id, "not_undoable", "%s", e.text);
+	else if (r == -EEXIST)
+		send_error(c, q->id, "conflicts",
+			   "%d path%s changed after run %lld: nothing was undone ('dry_run' lists"
+			   " them; 'partial' undoes the rest, 'force' everything)",
+			   res.conflicts, res.conflicts == 1 ? "" : "s", q->run);
+	else if (r == -EINPROGRESS)
+		send_error(c, q->id, "undo_incomplete", "%s", e.text);
+	else if (r < 0)
+		send_run_error(c, q, r, "undo the run", e.text);
+	else
+		send_ok(c, q->id, undo_reply(q, &res, changes));
+	if (r < 0)
+		log_warn("run undo: %s", e.text);
+	else if (res.undo.id)
+		log_info("run %lld undone by run %lld", q->run, (long long)res.undo.id);
+	undo_result_free(&res);
 }
 
 /* ---- present ------------------------------------------------------------ */
@@ -887,6 +949,9 @@ void broker_dispatch(struct client *c, const char *line, size_t len)
 	case REQ_RUN_BEGIN:
 	case REQ_RUN_END:
 		op_run(c, &q);
+		break;
+	case REQ_RUN_UNDO:
+		op_run_undo(c, &q);
 		break;
 	case REQ_WATCH:
 		op_watch(c, &q);

@@ -54,13 +54,13 @@ static const struct {
 	const char *name;
 	enum request_op op;
 } ops[] = {
-	{ "ping", REQ_PING },	    { "acquire", REQ_ACQUIRE }, { "release", REQ_RELEASE },
-	{ "exec", REQ_EXEC },	    { "status", REQ_STATUS },	{ "shutdown", REQ_SHUTDOWN },
-	{ "present", REQ_PRESENT }, { "watch", REQ_WATCH },	{ "run_begin", REQ_RUN_BEGIN },
-	{ "run_end", REQ_RUN_END },
+	{ "ping", REQ_PING },	    { "acquire", REQ_ACQUIRE },	  { "release", REQ_RELEASE },
+	{ "exec", REQ_EXEC },	    { "status", REQ_STATUS },	  { "shutdown", REQ_SHUTDOWN },
+	{ "present", REQ_PRESENT }, { "watch", REQ_WATCH },	  { "run_begin", REQ_RUN_BEGIN },
+	{ "run_end", REQ_RUN_END }, { "run_undo", REQ_RUN_UNDO },
 };
 
-/* The run a request names (present, run_end). */
+/* The run a request names (present, run_end, run_undo). */
 static int parse_run(struct request *r, const char **code, char *err, size_t errlen)
 {
 	json_t *run = json_object_get(r->root, "run");
@@ -101,6 +101,27 @@ static int parse_present(struct request *r, const char **code, char *err, size_t
 				    "'paths' must be an array of strings without NUL");
 		r->paths[r->npaths++] = json_string_value(p);
 	}
+	return 0;
+}
+
+/* A run's undo (docs/protocol.md): its options, each true or false. */
+static int parse_run_undo(struct request *r, const char **code, char *err, size_t errlen)
+{
+	static const char *const names[] = { "dry_run", "partial", "force" };
+	bool *flags[] = { &r->dry_run, &r->partial, &r->force };
+
+	if (parse_run(r, code, err, errlen) < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < 3; i++) {
+		json_t *f = json_object_get(r->root, names[i]);
+		if (f && !json_is_boolean(f))
+			return fail(code, "bad_request", err, errlen, "'%s' must be true or false",
+				    names[i]);
+		*flags[i] = json_is_true(f);
+	}
+	if (r->partial && r->force)
+		return fail(code, "bad_request", err, errlen,
+			    "'partial' and 'force' exclude each other");
 	return 0;
 }
 
@@ -219,7 +240,7 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 	if (i == sizeof(ops) / sizeof(*ops))
 		return fail(code, "unknown_op", err, errlen,
 			    "unknown op '%.64s' (ping, acquire, release, exec, present,"
-			    " run_begin, run_end, status, shutdown, watch)",
+			    " run_begin, run_end, run_undo, status, shutdown, watch)",
 			    op);
 	r->op = ops[i].op;
 	if (r->op == REQ_PING || r->op == REQ_STATUS || r->op == REQ_SHUTDOWN)
@@ -228,6 +249,8 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 		return parse_present(r, code, err, errlen);
 	if (r->op == REQ_RUN_END)
 		return parse_run(r, code, err, errlen);
+	if (r->op == REQ_RUN_UNDO)
+		return parse_run_undo(r, code, err, errlen);
 	if (!str_field(r->root, "user", true, &r->user, err, errlen) ||
 	    !str_field(r->root, "thread", true, &r->thread, err, errlen))
 		return bad_request(code);

@@ -23,6 +23,7 @@ enum request_op {
 	REQ_WATCH,
 	REQ_RUN_BEGIN,
 	REQ_RUN_END,
+	REQ_RUN_UNDO,
 };
 
 struct request {
@@ -39,15 +40,16 @@ struct request {
 	size_t channel_user_id_len;
 	char **env; /* exec: "K=V" (malloc'd), NULL-terminated */
 	size_t nenv;
-	/* present, run_end: the run; present: its tool (up to RECEIPT_TOOL_MAX characters;
+	/* present, run_end, run_undo: the run; present: its tool (up to RECEIPT_TOOL_MAX characters;
 	 * receipt.h's rule for names is the broker's to check) and 1 to
 	 * RECEIPT_PATHS_MAX paths. */
 	long long run;
 	const char *tool;
 	const char **paths; /* malloc'd; the strings are root's */
 	size_t npaths;
-	long long since; /* watch: a cursor (0 or more), -1 if absent */
-	long max_files;	 /* run_begin: 1 to REQUEST_MAX_FILES, 0 if absent */
+	long long since;	      /* watch: a cursor (0 or more), -1 if absent */
+	long max_files;		      /* run_begin: 1 to REQUEST_MAX_FILES, 0 if absent */
+	bool dry_run, partial, force; /* run_undo (run/undo.h) */
 };
 
 /* Parses LINE (LEN bytes) into R. Returns 0, or -EINVAL with the error

@@ -135,7 +135,7 @@ static int hold_row(void *arg, const struct store_run *run)
 }
 
 int kept_retain(struct store *s, int homefd, const char *user, const char *thread,
-		  int64_t max_age_ns, int64_t budget, int64_t now_ns, const char *command)
+		int64_t max_age_ns, int64_t budget, int64_t now_ns, const char *command)
 {
 	struct holds h = { .homefd = homefd, .store = s };
 	int64_t total = 0;

@@ -245,6 +245,13 @@ int run_undo(struct store *s, const char *home, int64_t id, const struct undo_op
 	if (r < 0)
 		goto done;
 	res->failed = r;
+	/* The undo as it ended, for its document. */
+	int64_t undo = res->undo.id;
+	store_run_free(&res->undo);
+	if ((r = store_run_get(s, undo, &res->undo)) < 0) {
+		error_set(e, r, "cannot read run %lld: %s", (long long)undo, strerror(-r));
+		goto done;
+	}
 	if (res->failed > 0 && (r = store_run_clean(s, res->undo.id, false)) < 0) {
 		error_set(e, r, "cannot record the undo's state: %s", strerror(-r));
 		goto done;

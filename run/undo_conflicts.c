@@ -45,8 +45,6 @@ static int effect_cmp(const void *a, const void *b)
 	return c ? c : x->at < y->at ? -1 : x->at > y->at;
 }
 
-
-
 static int move_cmp(const void *a, const void *b)
 {
 	const struct move *x = a, *y = b;
@@ -139,7 +137,7 @@ static const struct move *move_after(const struct move *v, size_t n, const char 
  * an empty one, or where there was none): nothing event AT did is seen
  * there any more. */
 bool final_name_at(const struct moves *m, size_t at, const char *name, bool object,
-			  char out[PATH_MAX], size_t *last)
+		   char out[PATH_MAX], size_t *last)
 {
 	char prefix[PATH_MAX], moved[PATH_MAX];
 
@@ -179,8 +177,7 @@ bool final_name_at(const struct moves *m, size_t at, const char *name, bool obje
 
 /* final_name_at(), the last move that renamed NAME (SIZE_MAX: none) left
  * out. */
-bool final_name(const struct moves *m, size_t at, const char *name, bool object,
-		       char out[PATH_MAX])
+bool final_name(const struct moves *m, size_t at, const char *name, bool object, char out[PATH_MAX])
 {
 	size_t last;
 

@@ -51,7 +51,6 @@ enum step_kind {
 	STEP_KINDS
 };
 
-
 /* One log line: step SEQ (the index of the event it undoes). */
 struct logged {
 	size_t seq;
@@ -164,12 +163,12 @@ int moves_undone(const struct undo_plan *rw, struct moves *m);
  * an empty one, or where there was none): nothing event AT did is seen
  * there any more. */
 bool final_name_at(const struct moves *m, size_t at, const char *name, bool object,
-			  char out[PATH_MAX], size_t *last);
+		   char out[PATH_MAX], size_t *last);
 
 /* final_name_at(), the last move that renamed NAME (SIZE_MAX: none) left
  * out. */
 bool final_name(const struct moves *m, size_t at, const char *name, bool object,
-		       char out[PATH_MAX]);
+		char out[PATH_MAX]);
 
 int path_stat(struct undo_plan *rw, const char *path, struct stat *st);
 

@@ -75,7 +75,7 @@ static int emit_meta(const struct emit *em, const struct logged *l, const char *
 }
 
 int undo_plan_events(struct undo_plan *rw, int64_t begun_ns, pid_t pid, const char *comm,
-		  int (*fn)(void *arg, const struct store_event *e), void *arg)
+		     int (*fn)(void *arg, const struct store_event *e), void *arg)
 {
 	struct emit em = { fn, arg, pid, comm };
 	int r = emit(&em, begun_ns, "capture", "/mnt/user-data", NULL, NULL, NULL, NULL, 0);

@@ -154,7 +154,6 @@ bool op_is(const struct store_event *e, const char *op)
 
 static void dirs_forget(struct undo_plan *rw);
 
-
 void seen_forget(struct undo_plan *rw)
 {
 	for (size_t i = 0; i < rw->nseen; i++)
@@ -165,7 +164,7 @@ void seen_forget(struct undo_plan *rw)
 }
 
 int undo_plan_new(const struct runlog *log, int64_t ended_ns, int ws, int out, int from,
-	       struct undo_plan **out_rw)
+		  struct undo_plan **out_rw)
 {
 	struct undo_plan *rw = calloc(1, sizeof(*rw));
 
@@ -240,7 +239,6 @@ int source_of(const struct undo_plan *rw, const char *object, struct stat *st)
 			return rw->more[i];
 	return -1;
 }
-
 
 /* ---- the steps ------------------------------------------------------------ */
 
@@ -471,8 +469,8 @@ static int touch_dir(struct undo_plan *rw, int log_fd, size_t seq, const char *p
 
 /* begin() for a step that replaces the attributes of what is at P (may
  * be NULL: nothing is there): those are logged, for the undo's undo. */
-static int begin_keeping(struct undo_plan *rw, int log_fd, struct logged *l, const struct logged *was,
-			 const struct place *p)
+static int begin_keeping(struct undo_plan *rw, int log_fd, struct logged *l,
+			 const struct logged *was, const struct place *p)
 {
 	struct meta cur;
 	int r = 0;
@@ -497,8 +495,9 @@ static int copy_object(int from, const char *object, int to, const char *name);
  * version. What is there is copied into TO first, for the undo's undo.
  * Not atomic for P (a crash mid-copy leaves it part written; the second
  * attempt writes it whole). */
-static int step_in_place(struct undo_plan *rw, int to, int log_fd, size_t seq, const struct place *p,
-			 int from, const char *object, const struct logged *was)
+static int step_in_place(struct undo_plan *rw, int to, int log_fd, size_t seq,
+			 const struct place *p, int from, const char *object,
+			 const struct logged *was)
 {
 	struct logged l = { .seq = seq, .kind = STEP_INPLACE };
 	struct stat st;
@@ -1213,8 +1212,8 @@ static int step(struct undo_plan *rw, int to, int log_fd, size_t seq, const stru
 /* Gives the directory that step SEQ found at PATH (inode INO, 0: any)
  * the times of BLOB, where the undo's later steps (the renames of the
  * events before SEQ, reversed) left it. */
-static void times_back(struct undo_plan *rw, const struct moves *undone, size_t seq, const char *path,
-		       uint64_t ino, const uint8_t *blob, size_t len)
+static void times_back(struct undo_plan *rw, const struct moves *undone, size_t seq,
+		       const char *path, uint64_t ino, const uint8_t *blob, size_t len)
 {
 	char where[PATH_MAX];
 	struct place p;
@@ -1454,7 +1453,8 @@ static bool meta_is_dir(const uint8_t *blob, size_t len)
  * whether their content, into CONTENT); how many. A step that may go in
  * one with another (step_over(), step_move_kept()) names the other's
  * names too, taken together or apart: the same on every attempt. */
-static size_t step_names(const struct undo_plan *rw, size_t i, const char *names[3], bool content[3])
+static size_t step_names(const struct undo_plan *rw, size_t i, const char *names[3],
+			 bool content[3])
 {
 	const struct store_event *e = &rw->log->events[i];
 	size_t n = 0, r;
@@ -1501,8 +1501,8 @@ static size_t touch_lower(const struct touch *v, size_t n, const char *name)
 	return lo;
 }
 
-static int shadow_add(struct undo_plan *rw, size_t *cap, const char *path, size_t first, size_t last,
-		      const char *away, bool transit)
+static int shadow_add(struct undo_plan *rw, size_t *cap, const char *path, size_t first,
+		      size_t last, const char *away, bool transit)
 {
 	struct shadow *s;
 

@@ -418,6 +418,72 @@ START_TEST(test_broker_runs_begun_and_ended)
 }
 END_TEST
 
+/* Undo over the protocol (run_undo), as sbx run undo: the run taken
+ * back, its undo a run whose changes come back with it, the undo again
+ * refused, conflicts refused unless forced, a dry run listing them. */
+START_TEST(test_broker_runs_undone)
+{
+	const char *ws = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace", H);
+	int st;
+
+	sbx_exec(&st, "-- 'echo old > /mnt/user-data/workspace/u.txt'");
+	ck_assert_int_eq(st, 0);
+	SAME(field(raw("'{\"op\":\"run_begin\",\"user\":\"alice\",\"thread\":\"t1\"}'"),
+		   "d[\"run\"]"),
+	     "1\n");
+	sbx_exec(&st, "-- 'echo new > /mnt/user-data/workspace/u.txt;"
+		      " echo made > /mnt/user-data/workspace/v.txt'");
+	ck_assert_int_eq(st, 0);
+	SAME(field(raw("'{\"op\":\"run_end\",\"run\":1}'"), "d[\"ok\"]"), "True\n");
+	char *r = raw("'{\"op\":\"run_undo\",\"id\":1,\"run\":1}'"
+		      " '{\"op\":\"run_undo\",\"id\":2,\"run\":1}'"
+		      " '{\"op\":\"run_undo\",\"id\":3,\"run\":99}'"
+		      " '{\"op\":\"run_undo\",\"id\":4,\"run\":1,\"partial\":true,\"force\":true}'"
+		      " '{\"op\":\"run_undo\",\"id\":5,\"run\":1,\"dry_run\":\"yes\"}'");
+	SAME(fields(r,
+		    "d[\"id\"], d[\"ok\"], d.get(\"undo\"), (d.get(\"error\") or {}).get(\"code\"),"
+		    " (d.get(\"error\") or {}).get(\"message\"),"
+		    " sorted((f[\"path\"], f[\"status\"]) for f in d[\"changes\"][\"files\"])"
+		    " if d[\"ok\"] else None"),
+	     "1 True 2 None None [('/mnt/user-data/workspace/u.txt', 'modified'),"
+	     " ('/mnt/user-data/workspace/v.txt', 'deleted')]\n"
+	     "2 False None run_undone run 1 was undone by run 2 (sbx run undo 2 redoes it) None\n"
+	     "3 False None no_such_run no run 99 None\n"
+	     "4 False None bad_request 'partial' and 'force' exclude each other None\n"
+	     "5 False None bad_request 'dry_run' must be true or false None\n");
+	SAME(read_file(fmt_cmd("%s/u.txt", ws)), "old\n");
+	ck_assert(!exists(fmt_cmd("%s/v.txt", ws)));
+	/* The undo is run 2, which sbx changes reads back the same. */
+	EQ_OUT("[('/mnt/user-data/workspace/u.txt', 'modified'),"
+	       " ('/mnt/user-data/workspace/v.txt', 'deleted')]\n",
+	       "'%s' changes --home '%s' 2 --format json | python3 tests/tools/jsonq.py"
+	       " 'sorted((f[\"path\"], f[\"status\"]) for f in d[\"files\"])'",
+	       test_bin("sbx"), H);
+
+	/* A file changed on the host after the run: a conflict. */
+	SAME(field(raw("'{\"op\":\"run_begin\",\"user\":\"alice\",\"thread\":\"t1\"}'"),
+		   "d[\"run\"]"),
+	     "3\n");
+	sbx_exec(&st, "-- 'echo run > /mnt/user-data/workspace/w.txt'");
+	ck_assert_int_eq(st, 0);
+	SAME(field(raw("'{\"op\":\"run_end\",\"run\":3}'"), "d[\"ok\"]"), "True\n");
+	ck_assert_int_eq(write_file(fmt_cmd("%s/w.txt", ws), "person\n"), 0);
+	r = raw("'{\"op\":\"run_undo\",\"id\":6,\"run\":3}'"
+		" '{\"op\":\"run_undo\",\"id\":7,\"run\":3,\"dry_run\":true}'");
+	SAME(fields(r,
+		    "d[\"id\"], d[\"ok\"], (d.get(\"error\") or {}).get(\"code\"),"
+		    " (d.get(\"error\") or {}).get(\"message\"), d.get(\"undo\"), d.get(\"conflicts\")"),
+	     "6 False conflicts 1 path changed after run 3: nothing was undone ('dry_run' lists"
+	     " them; 'partial' undoes the rest, 'force' everything) None None\n"
+	     "7 True None None 0 [{'path': '/mnt/user-data/workspace/w.txt', 'what': 'changed after the run'}]\n");
+	SAME(read_file(fmt_cmd("%s/w.txt", ws)), "person\n");
+	SAME(field(raw("'{\"op\":\"run_undo\",\"run\":3,\"force\":true}'"),
+		   "d[\"ok\"], d[\"undo\"], d[\"conflicts\"][0][\"path\"]"),
+	     "True 4 /mnt/user-data/workspace/w.txt\n");
+	ck_assert(!exists(fmt_cmd("%s/w.txt", ws)));
+}
+END_TEST
+
 START_TEST(test_broker_only_its_uid_and_root)
 {
 	/* The socket is 0600 in a 0700 directory, and peers are checked. */
@@ -1107,6 +1173,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_protocol_errors);
 	tcase_add_test(tc, test_broker_present_for_the_receipt);
 	tcase_add_test(tc, test_broker_runs_begun_and_ended);
+	tcase_add_test(tc, test_broker_runs_undone);
 	tcase_add_test(tc, test_broker_only_its_uid_and_root);
 	tcase_add_test(tc, test_broker_leases_park_and_idle_unmount);
 	tcase_add_test(tc, test_broker_a_client_going_away_disturbs_no_one);
