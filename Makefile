@@ -52,7 +52,7 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 # Every close() of ours is checked for double closes (common/fdcheck.c).
 LDFLAGS += $(SANFLAGS) -Wl,--wrap=close
 
-COMMON_SRC := common/fdcheck.c common/lockcheck.c common/log.c common/quote.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c common/fileops.c common/viewreg.c common/mounts.c common/utf8.c common/config.c \
+COMMON_SRC := common/clock.c common/fdcheck.c common/lockcheck.c common/log.c common/quote.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c common/fileops.c common/viewreg.c common/mounts.c common/utf8.c common/config.c \
               common/error.c common/progress.c
 STORE_SRC  := store/store.c store/schema.c store/marks.c store/audit.c store/snapshot_rows.c store/blobs.c store/runs.c store/journal.c store/where.c store/check.c store/backup.c store/lease.c store/db.c store/db_sqlite.c store/db_pg.c store/libpq.c store/writer.c store/snapshot.c store/secrets.c store/diff.c \
               store/summary.c store/lineage.c store/receipt.c store/follow.c store/compact.c
@@ -60,7 +60,7 @@ STORE_SRC  := store/store.c store/schema.c store/marks.c store/audit.c store/sna
 # told, the documents, the journal read back for a run.
 RUN_SRC    := run/lookup.c run/runlog.c run/views.c run/scan.c run/lifecycle.c run/retain.c \
               run/own.c run/documents.c run/windows.c run/undo.c \
-              run/undo_plan.c run/undo_conflicts.c run/undo_log.c run/undo_journal.c run/kept.c
+              run/restore.c run/undo_plan.c run/undo_conflicts.c run/undo_log.c run/undo_journal.c run/kept.c
 EXEC_SRC   := exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
               exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c \

@@ -1,5 +1,7 @@
 /* args.c - how sbx commands read their arguments (args.h). */
 #include "args.h"
+#include "common/clock.h"
+#include "run/restore.h"
 #include "store/store.h"
 #include "common/error.h"
 #include "common/home.h"
@@ -59,51 +61,6 @@ void getopt_begin(char **argv, const char *command)
 	snprintf(name, sizeof(name), "sbx: %s", command);
 	argv[0] = name;
 	optind = 1;
-}
-
-int time_parse(const char *s, int64_t *ns)
-{
-	struct tm tm = { 0 };
-	const char *rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	int64_t frac = 0, scale = 1000000000;
-
-	if (!rest)
-		return -EINVAL;
-	if (*rest == '.')
-		for (rest++; *rest >= '0' && *rest <= '9'; rest++)
-			if (scale > 1) {
-				scale /= 10;
-				frac += (*rest - '0') * scale;
-			}
-	if (strcmp(rest, "Z"))
-		return -EINVAL;
-	time_t sec = timegm(&tm);
-	if (sec == (time_t)-1 || sec < 0)
-		return -EINVAL;
-	*ns = (int64_t)sec * 1000000000 + frac;
-	return 0;
-}
-
-/* A virtual path a thread's journal can name: below workspace or
- * outputs, no empty, "." or ".." component. */
-static bool virtual_path_ok(const char *p)
-{
-	static const char *const roots[] = { "/mnt/user-data/workspace", "/mnt/user-data/outputs" };
-	const char *rest = NULL;
-
-	for (size_t i = 0; i < 2 && !rest; i++)
-		if (!strncmp(p, roots[i], strlen(roots[i])))
-			rest = p + strlen(roots[i]);
-	if (!rest || (*rest && *rest != '/') || strlen(p) >= PATH_MAX)
-		return false;
-	while (*rest == '/') {
-		const char *c = rest + 1, *end = strchrnul(c, '/');
-		size_t n = (size_t)(end - c);
-		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
-			return false;
-		rest = end;
-	}
-	return true;
 }
 
 int thread_args_parse(const char *command, const char *usage, int argc, char **argv,
@@ -233,7 +190,7 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
 		return usage_error(command, "--user and --thread are required");
 	if ((takes & THREAD_ARGS_PATH) && !a->path)
 		return usage_error(command, "expected a PATH (/mnt/user-data/workspace/...)");
-	if (a->path && !virtual_path_ok(a->path))
+	if (a->path && !restore_path_ok(a->path))
 		return usage_error(command,
 				   "'%s' is not a path under /mnt/user-data/workspace or "
 				   "/mnt/user-data/outputs",

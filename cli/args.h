@@ -91,10 +91,6 @@ int thread_args_parse(const char *command, const char *usage, int argc, char **a
  * on, else 2 after a usage error. */
 int run_id_parse(const char *command, const char *arg, int64_t *run);
 
-/* A time YYYY-MM-DDTHH:MM:SS[.FRACTION]Z (UTC) as ns since the epoch;
- * -EINVAL if S is not one. */
-int time_parse(const char *s, int64_t *ns);
-
 /* The options of a command about one run: RUN [--format text|json if it
  * TAKES RUN_ARGS_FORMAT, and html too if RUN_ARGS_HTML] [--dry-run
  * --partial --force if it takes RUN_ARGS_UNDO] [--home DIR] [-h|--help];

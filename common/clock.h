@@ -57,4 +57,8 @@ static inline void realtime_coarse_pass(int64_t ns)
 	}
 }
 
+/* A time YYYY-MM-DDTHH:MM:SS[.FRACTION]Z (UTC) as ns since the epoch;
+ * -EINVAL if S is not one. */
+int time_parse(const char *s, int64_t *ns);
+
 #endif

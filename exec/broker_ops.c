@@ -23,6 +23,7 @@
 #include "common/utf8.h"
 #include "run/documents.h"
 #include "run/lifecycle.h"
+#include "run/restore.h"
 #include "run/undo.h"
 #include "run/undo_plan.h"
 #include "store/follow.h"
@@ -245,6 +246,56 @@ static void op_run_undo(struct client *c, const struct request *q)
 	else if (res.undo.id)
 		log_info("run %lld undone by run %lld", q->run, (long long)res.undo.id);
 	undo_result_free(&res);
+}
+
+/* Restores a path as it was, as sbx restore does (run/restore.h). */
+static void op_restore(struct client *c, const struct request *q)
+{
+	struct broker *b = c->b;
+	char err[PATH_MAX + 256];
+	struct store *s;
+	struct restore_result res = { 0 };
+	struct error e;
+	json_t *changes = NULL;
+
+	if (store_take(b, &s, err, sizeof(err)) < 0) {
+		send_error(c, q->id, "internal", "%s", err);
+		return;
+	}
+	const struct restore_options o = { q->path, q->before, q->at_ns, q->dry_run };
+	int r = run_restore(s, b->home, q->user, q->thread, &o, &res, &e);
+	if (r == 0 && res.restore.ended && !(changes = run_document(&res.restore, res.summary)))
+		r = error_set(&e, -ENOMEM, "out of memory");
+	store_give(b, s);
+	if (r == -ENODATA && res.ngaps)
+		send_error(c, q->id, "not_restorable",
+			   "%zu change%s of %s cannot be taken back (the first: %s, %s); nothing"
+			   " was changed",
+			   res.ngaps, res.ngaps == 1 ? "" : "s", q->path, res.gaps[0].path,
+			   res.gaps[0].why);
+	else if (r == -EINVAL)
+		send_error(c, q->id, "bad_request", "%s", e.text);
+	else if (r == -ENOENT && q->before)
+		send_error(c, q->id, "no_such_run", "%s", e.text);
+	else if (r == -ENOENT)
+		send_error(c, q->id, "no_such_thread", "no thread %s/%s in %s", q->user, q->thread,
+			   b->home);
+	else if (r == -EBUSY)
+		send_error(c, q->id, "owned_elsewhere",
+			   "the thread is mounted on another host (sbx hosts)");
+	else if (r < 0)
+		send_error(c, q->id, "internal", "cannot restore: %s", e.text);
+	else
+		send_ok(c, q->id,
+			json_pack("{s:s, s:I, s:b, s:i, s:o*}", "path", q->path, "restore",
+				  (json_int_t)res.restore.id, "nothing", res.nothing, "failed",
+				  res.failed, "changes", changes));
+	if (r < 0)
+		log_warn("restore: %s", e.text);
+	else if (res.restore.id)
+		log_info("%s of %s/%s restored by run %lld", q->path, q->user, q->thread,
+			 (long long)res.restore.id);
+	restore_result_free(&res);
 }
 
 /* ---- present ------------------------------------------------------------ */
@@ -952,6 +1003,9 @@ void broker_dispatch(struct client *c, const char *line, size_t len)
 		break;
 	case REQ_RUN_UNDO:
 		op_run_undo(c, &q);
+		break;
+	case REQ_RESTORE:
+		op_restore(c, &q);
 		break;
 	case REQ_WATCH:
 		op_watch(c, &q);

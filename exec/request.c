@@ -1,5 +1,6 @@
 /* request.c - see request.h. */
 #include "request.h"
+#include "common/clock.h"
 #include "env.h"
 #include "common/ids.h"
 #include "store/receipt.h"
@@ -57,7 +58,7 @@ static const struct {
 	{ "ping", REQ_PING },	    { "acquire", REQ_ACQUIRE },	  { "release", REQ_RELEASE },
 	{ "exec", REQ_EXEC },	    { "status", REQ_STATUS },	  { "shutdown", REQ_SHUTDOWN },
 	{ "present", REQ_PRESENT }, { "watch", REQ_WATCH },	  { "run_begin", REQ_RUN_BEGIN },
-	{ "run_end", REQ_RUN_END }, { "run_undo", REQ_RUN_UNDO },
+	{ "run_end", REQ_RUN_END }, { "run_undo", REQ_RUN_UNDO }, { "restore", REQ_RESTORE },
 };
 
 /* The run a request names (present, run_end, run_undo). */
@@ -122,6 +123,33 @@ static int parse_run_undo(struct request *r, const char **code, char *err, size_
 	if (r->partial && r->force)
 		return fail(code, "bad_request", err, errlen,
 			    "'partial' and 'force' exclude each other");
+	return 0;
+}
+
+/* A restore (docs/protocol.md): the path, and "before" a run or "at" a
+ * time, one of the two. Whether the path is one a journal names is the
+ * engine's to say (run/restore.h). */
+static int parse_restore(struct request *r, const char **code, char *err, size_t errlen)
+{
+	json_t *o = r->root, *before = json_object_get(o, "before"), *dry;
+	const char *at = NULL;
+
+	if (!str_field(o, "path", true, &r->path, err, errlen) ||
+	    !str_field(o, "at", false, &at, err, errlen))
+		return bad_request(code);
+	if (before && (!json_is_integer(before) || json_integer_value(before) < 1))
+		return fail(code, "bad_request", err, errlen,
+			    "'before' must be a run id (a number from sbx run begin)");
+	r->before = before ? json_integer_value(before) : 0;
+	if (at && time_parse(at, &r->at_ns) < 0)
+		return fail(code, "bad_request", err, errlen,
+			    "'at' must be a time such as 2026-12-01T19:30:00Z (UTC)");
+	if (!r->before == !at)
+		return fail(code, "bad_request", err, errlen, "expected one of 'before' and 'at'");
+	dry = json_object_get(o, "dry_run");
+	if (dry && !json_is_boolean(dry))
+		return fail(code, "bad_request", err, errlen, "'dry_run' must be true or false");
+	r->dry_run = json_is_true(dry);
 	return 0;
 }
 
@@ -240,7 +268,7 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 	if (i == sizeof(ops) / sizeof(*ops))
 		return fail(code, "unknown_op", err, errlen,
 			    "unknown op '%.64s' (ping, acquire, release, exec, present,"
-			    " run_begin, run_end, run_undo, status, shutdown, watch)",
+			    " run_begin, run_end, run_undo, restore, status, shutdown, watch)",
 			    op);
 	r->op = ops[i].op;
 	if (r->op == REQ_PING || r->op == REQ_STATUS || r->op == REQ_SHUTDOWN)
@@ -260,6 +288,8 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 		return fail(code, "bad_request", err, errlen, "invalid thread id: %s", why);
 	if (r->op == REQ_EXEC)
 		return parse_exec(r, code, err, errlen);
+	if (r->op == REQ_RESTORE)
+		return parse_restore(r, code, err, errlen);
 	if (r->op == REQ_WATCH)
 		return parse_watch(r, code, err, errlen);
 	if (r->op == REQ_RUN_BEGIN)

@@ -24,6 +24,7 @@ enum request_op {
 	REQ_RUN_BEGIN,
 	REQ_RUN_END,
 	REQ_RUN_UNDO,
+	REQ_RESTORE,
 };
 
 struct request {
@@ -49,7 +50,12 @@ struct request {
 	size_t npaths;
 	long long since;	      /* watch: a cursor (0 or more), -1 if absent */
 	long max_files;		      /* run_begin: 1 to REQUEST_MAX_FILES, 0 if absent */
-	bool dry_run, partial, force; /* run_undo (run/undo.h) */
+	bool dry_run, partial, force; /* run_undo (run/undo.h); restore: dry_run */
+	/* restore (run/restore.h): a virtual path, and a run to go back
+	 * before or a moment (ns since the epoch): one of the two. */
+	const char *path;
+	long long before;
+	int64_t at_ns;
 };
 
 /* Parses LINE (LEN bytes) into R. Returns 0, or -EINVAL with the error

@@ -484,6 +484,70 @@ START_TEST(test_broker_runs_undone)
 }
 END_TEST
 
+/* A path restored over the protocol (restore), as sbx restore: back as
+ * it was before a run, a change made while no run was open refused with
+ * nothing changed, bad requests refused. */
+START_TEST(test_broker_restores_a_path)
+{
+	const char *ws = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace", H);
+	int st;
+
+	sbx_exec(&st, "-- 'echo old > /mnt/user-data/workspace/r.txt;"
+		      " echo old > /mnt/user-data/workspace/g.txt'");
+	ck_assert_int_eq(st, 0);
+	SAME(field(raw("'{\"op\":\"run_begin\",\"user\":\"alice\",\"thread\":\"t1\"}'"),
+		   "d[\"run\"]"),
+	     "1\n");
+	sbx_exec(&st, "-- 'echo new > /mnt/user-data/workspace/r.txt'");
+	ck_assert_int_eq(st, 0);
+	SAME(field(raw("'{\"op\":\"run_end\",\"run\":1}'"), "d[\"ok\"]"), "True\n");
+	sbx_exec(&st, "-- 'echo unkept > /mnt/user-data/workspace/g.txt'"); /* no run open */
+	ck_assert_int_eq(st, 0);
+	char *r = raw("'{\"op\":\"restore\",\"id\":1,\"user\":\"alice\",\"thread\":\"t1\","
+		      "\"path\":\"/mnt/user-data/workspace/r.txt\",\"before\":1,\"dry_run\":true}'"
+		      " '{\"op\":\"restore\",\"id\":2,\"user\":\"alice\",\"thread\":\"t1\","
+		      "\"path\":\"/mnt/user-data/workspace/r.txt\",\"before\":1}'"
+		      " '{\"op\":\"restore\",\"id\":3,\"user\":\"alice\",\"thread\":\"t1\","
+		      "\"path\":\"/mnt/user-data/workspace/g.txt\",\"before\":1}'"
+		      " '{\"op\":\"restore\",\"id\":4,\"user\":\"alice\",\"thread\":\"t1\","
+		      "\"path\":\"/etc/passwd\",\"before\":1}'"
+		      " '{\"op\":\"restore\",\"id\":5,\"user\":\"alice\",\"thread\":\"t1\","
+		      "\"path\":\"/mnt/user-data/workspace/../../x\",\"before\":1}'"
+		      " '{\"op\":\"restore\",\"id\":6,\"user\":\"alice\",\"thread\":\"t1\","
+		      "\"path\":\"/mnt/user-data/workspace/r.txt\"}'"
+		      " '{\"op\":\"restore\",\"id\":7,\"user\":\"alice\",\"thread\":\"t1\","
+		      "\"path\":\"/mnt/user-data/workspace/r.txt\",\"before\":99}'"
+		      " '{\"op\":\"restore\",\"id\":8,\"user\":\"alice\",\"thread\":\"t1\","
+		      "\"path\":\"/mnt/user-data/workspace/r.txt\",\"at\":\"yesterday\"}'");
+	SAME(fields(r,
+		    "d[\"id\"], d[\"ok\"], d.get(\"restore\"), (d.get(\"error\") or {}).get(\"code\"),"
+		    " sorted((f[\"path\"], f[\"status\"]) for f in d[\"changes\"][\"files\"])"
+		    " if d.get(\"changes\") else None"),
+	     "1 True 0 None None\n"
+	     "2 True 2 None [('/mnt/user-data/workspace/r.txt', 'modified')]\n"
+	     "3 False None not_restorable None\n"
+	     "4 False None bad_request None\n"
+	     "5 False None bad_request None\n"
+	     "6 False None bad_request None\n"
+	     "7 False None no_such_run None\n"
+	     "8 False None bad_request None\n");
+	SAME(read_file(fmt_cmd("%s/r.txt", ws)), "old\n");
+	SAME(read_file(fmt_cmd("%s/g.txt", ws)), "unkept\n");
+	SAME(fields(r, "(d.get(\"error\") or {}).get(\"message\")"),
+	     "None\nNone\n"
+	     "1 change of /mnt/user-data/workspace/g.txt cannot be taken back (the first:"
+	     " /mnt/user-data/workspace/g.txt, made while no run was open: nothing kept what"
+	     " was there before); nothing was changed\n"
+	     "'/etc/passwd' is not a path under /mnt/user-data/workspace or"
+	     " /mnt/user-data/outputs\n"
+	     "'/mnt/user-data/workspace/../../x' is not a path under /mnt/user-data/workspace"
+	     " or /mnt/user-data/outputs\n"
+	     "expected one of 'before' and 'at'\n"
+	     "no run 99 of alice/t1\n"
+	     "'at' must be a time such as 2026-12-01T19:30:00Z (UTC)\n");
+}
+END_TEST
+
 START_TEST(test_broker_only_its_uid_and_root)
 {
 	/* The socket is 0600 in a 0700 directory, and peers are checked. */
@@ -1174,6 +1238,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_present_for_the_receipt);
 	tcase_add_test(tc, test_broker_runs_begun_and_ended);
 	tcase_add_test(tc, test_broker_runs_undone);
+	tcase_add_test(tc, test_broker_restores_a_path);
 	tcase_add_test(tc, test_broker_only_its_uid_and_root);
 	tcase_add_test(tc, test_broker_leases_park_and_idle_unmount);
 	tcase_add_test(tc, test_broker_a_client_going_away_disturbs_no_one);
