@@ -15,7 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 struct names {
 	char **v;
 	size_t n, cap;
@@ -261,7 +260,8 @@ bool restore_path_ok(const char *p)
  * or -errno. */
 static int restore_plan(struct store *s, int homefd, const char *user, const char *thread,
 			const struct thread_roots *roots, int64_t from,
-			const struct restore_options *o, struct restore_result *res, struct error *e)
+			const struct restore_options *o, struct restore_result *res,
+			struct error *e)
 {
 	int r = windows_load(s, homefd, user, thread, &res->w);
 

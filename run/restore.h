@@ -38,7 +38,7 @@ struct restore_gap {
 };
 
 struct restore_result {
-	bool nothing; /* the journal has no change of the path since then */
+	bool nothing;		  /* the journal has no change of the path since then */
 	struct restore_gap *gaps; /* the changes that cannot be taken back:
 				   * nothing was changed (-ENODATA) */
 	size_t ngaps, gcap;

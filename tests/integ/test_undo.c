@@ -7,8 +7,9 @@
  * and at every change an undo makes), what a mounted view shows, the
  * errors, and a symlink planted to lead the undo out of the thread.
  *
- * A test marked DEFECT shows a defect found while writing these tests;
- * it fails until the defect is fixed (the comment says what it is).
+ * A comment that begins "Fixed (...)" names a defect a test was written
+ * for, found while writing these tests or by undorand: the test failed
+ * before the fix and keeps it fixed; its name says what it checks.
  */
 #include "tests/cmd.h"
 
@@ -224,7 +225,7 @@ START_TEST(test_undo_git_checkout)
 	/* git status may refresh the index (a change): the prints first. */
 	char *after_dirs = print_tree(DIRS);
 	EQ_OUT("", "cd '%s' && git status --porcelain", hpath(&V, "user-data/workspace/r"));
-	/* DEFECT (parent times): .git/logs/HEAD, appended to in place, is
+	/* Fixed (parent times): .git/logs/HEAD, appended to in place, is
 	 * put back by a rename, which moves .git/logs's mtime; the run kept
 	 * no attributes of .git/logs (no entry of it changed), so nothing
 	 * sets them back. */
@@ -245,7 +246,7 @@ END_TEST
 	"python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True);" \
 	" assert l.renameat2(-100, b\"" a "\", -100, b\"" b "\", 2) == 0'"
 
-/* DEFECT (directory times set on something else; found by undorand,
+/* Fixed (directory times set on something else; found by undorand,
  * seeds 61 and 87): dir_times() sets the times a step put back on a
  * directory again at the end, at the path of the run's event; by then
  * the undo's later steps have put something else there: the file f
@@ -272,7 +273,7 @@ START_TEST(test_undo_after_directories_moved_and_replaced)
 }
 END_TEST
 
-/* DEFECTS found by undorand with directory times compared (seeds 193,
+/* Fixed: defects found by undorand with directory times compared (seeds 193,
  * 1355, 891 of 2,000): the times the undo gave a directory the run made
  * and replaced (f, by mv -T d f) went at the end to f, which was by then
  * the run's first f moved back; a rename over b of d/e/a, where d/e had
@@ -291,7 +292,7 @@ START_TEST(test_undo_directories_that_took_each_others_names)
 }
 END_TEST
 
-/* DEFECT (hard links broken), fixed: a name of a file with two goes (rm,
+/* Fixed (hard links broken), fixed: a name of a file with two goes (rm,
  * or sed -i's rename over it): journal_keep_going() kept a copy, not the
  * file, and undo put the copy back: two files where there was one with
  * two names (nlink 1 each). It keeps a link of the file now. */
@@ -353,7 +354,7 @@ START_TEST(test_undo_after_a_hard_link_came_and_went)
 }
 END_TEST
 
-/* DEFECT (the test above failed 1 time in 20 under load): the undo before
+/* Fixed (the test above failed 1 time in 20 under load): the undo before
  * it puts the removed link back (the kept name moved to other) and takes
  * it away again, on the host. When the host watch looked at other between
  * the two, the view's table took other for c's new name and forgot c: the
@@ -376,7 +377,7 @@ START_TEST(test_undo_after_a_hard_link_came_and_went_on_the_host)
 }
 END_TEST
 
-/* DEFECT (found by undorand, seed 1318 of make stress): the view's table
+/* Fixed (found by undorand, seed 1318 of make stress): the view's table
  * knows a file by two of its names at most (fs/inode.c), and kept its
  * newest and the one before: after g and h, both gone, it still named
  * the file h, so f's append was journaled, and kept, under h; undo found
@@ -397,7 +398,7 @@ START_TEST(test_undo_of_a_file_that_had_three_names)
 }
 END_TEST
 
-/* DEFECT (a link journaled as a create): a hard link the run made was
+/* Fixed (a link journaled as a create): a hard link the run made was
  * journaled as a "create" of its name, so undo took the file renamed from
  * that name over a kept one for a file the run made and kept it aside
  * instead of moving it back; the attributes the run's chmod of the link
@@ -412,7 +413,7 @@ START_TEST(test_undo_of_a_link_renamed_over_a_kept_file)
 }
 END_TEST
 
-/* DEFECT (what the kernel forgot): what the view knew of a file or
+/* Fixed (what the kernel forgot): what the view knew of a file or
  * directory for the open run (its pre-image taken, its content kept, made
  * by the run) lived in the inode the kernel held; once the kernel forgot
  * it (memory pressure: drop_caches here), the next change of a file the
@@ -520,7 +521,7 @@ static void in_place(void)
 	end(run);
 	undo(run);
 	SAME(print_tree(""), before);
-	/* DEFECT (parent times): a file changed in place is put back by a
+	/* Fixed (parent times): a file changed in place is put back by a
 	 * rename, which moves its directory's mtime; the run kept no
 	 * attributes of d (no entry of d changed through a name change; a
 	 * stage's publication, a rename too, keeps none either), so d's
@@ -544,7 +545,7 @@ START_TEST(test_undo_in_place_changes_unstaged)
 }
 END_TEST
 
-/* DEFECT (the outputs root): a run that makes a file in outputs/ makes
+/* Fixed (the outputs root): a run that makes a file in outputs/ makes
  * the view keep the attributes of outputs itself, "/mnt/user-data/outputs";
  * runlog_parent() takes that path for one below the workspace (root_of()
  * knows "outputs/..." only) and reads past its end, so undo cannot set
@@ -618,7 +619,7 @@ static const char *const three[] = { "workspace/mod", "workspace/del", "workspac
 	"  /mnt/user-data/workspace/del: created after the run\n"     \
 	"  /mnt/user-data/workspace/mod: changed after the run\n"
 
-/* DEFECT (conflicts missed): undo_plan_check() takes a path for changed
+/* Fixed (conflicts missed): undo_plan_check() takes a path for changed
  * after the run if its ctime is later than the run's end (CLOCK_REALTIME
  * when sbx run end recorded it). A file's ctime comes from the kernel's
  * coarse clock, up to a tick (ms) behind: the host's edit of mod, made
@@ -703,7 +704,7 @@ START_TEST(test_undo_redo)
 	     fmt_cmd("sbx: run undo: run %s was undone by run %s, whose undo %s brought it back:"
 		     " sbx run undo %s undoes it again\n",
 		     run, u, v, v));
-	/* DEFECT (redo times): the undo's journal keeps, for each directory
+	/* Fixed (redo times): the undo's journal keeps, for each directory
 	 * whose attributes it puts back (the workspace, d2) or that it
 	 * removes (n), the attributes read when that step is taken; by then
 	 * the undo's later steps have changed the directory, so that mtime
@@ -729,7 +730,7 @@ static void redo_case(const char *setup_sh, const char *damage_sh)
 	SAME(print_tree(DIRS), before);
 }
 
-/* DEFECT (issue 35: redo not exact): a file changed through a name the
+/* Fixed (issue 35: redo not exact): a file changed through a name the
  * run linked to it (the view journals the change under that name, g):
  * the undo wrote the old content back into the file, then took g (a
  * copy kept, g unlinked); the redo put the copy back as a file of its
@@ -749,7 +750,7 @@ START_TEST(test_undo_redo_of_a_change_through_a_new_link)
 }
 END_TEST
 
-/* DEFECT (issue 35: the undo of a redo split a hard link): a and b,
+/* Fixed (issue 35: the undo of a redo split a hard link): a and b,
  * linked before the run, which wrote a in place and removed b. The redo
  * removed b again by a copy (the undo had put it back), so the redo's
  * undo put that copy back: b a file of its own, a with the run's
@@ -764,7 +765,7 @@ START_TEST(test_undo_of_a_redo_keeps_hard_links)
 }
 END_TEST
 
-/* DEFECT (undorand seed 1648: "cannot put back a: No such file or
+/* Fixed (undorand seed 1648: "cannot put back a: No such file or
  * directory"): b renamed out of d/e over a, d/e removed, then a
  * removed. The undo put a's old file back and b's at d/e/b in one step
  * (step_move_kept()), before d/e was made again. A rename is not paired
@@ -776,7 +777,7 @@ START_TEST(test_undo_of_a_rename_out_of_a_directory_the_run_removed)
 }
 END_TEST
 
-/* DEFECT (undorand seed 1000 --redo: a link count of 1 where 2 was
+/* Fixed (undorand seed 1000 --redo: a link count of 1 where 2 was
  * expected): d/b made and linked as d/a, d renamed to e. The undo took
  * e/b first (it moves into the undo's directory whole), then e/a, a
  * name the run linked, by a copy, finding no other name of the file:
@@ -788,7 +789,7 @@ START_TEST(test_undo_redo_of_a_link_to_a_file_taken_first)
 }
 END_TEST
 
-/* DEFECT (undorand seeds 1006 and 1063 --redo: link counts of 1 where 2
+/* Fixed (undorand seeds 1006 and 1063 --redo: link counts of 1 where 2
  * were): mv f d/b; ln d/b b; mv b f. The undo renamed f back to b, then
  * took b (a name the run linked) and logged f as its other name, found
  * in b's directory: f was still there, its shadow's window open, though
@@ -801,7 +802,7 @@ START_TEST(test_undo_redo_of_a_link_renamed_back_over_its_source)
 }
 END_TEST
 
-/* DEFECT (undorand seed 1301 --redo: link counts of 1 where 2 were): f
+/* Fixed (undorand seed 1301 --redo: link counts of 1 where 2 were): f
  * linked to d/a, then d/a renamed to b. The undo renamed b back to d/a,
  * took f and logged d/a as its other name, then took d/a. The redo put
  * d/a's file back at b in one step with the rename (step_move_kept()),
@@ -833,7 +834,7 @@ START_TEST(test_undo_summary_names_what_came_back)
 		 test_bin("sbx"), V.home, run, py),
 	     "d/a deleted \nd/b deleted \nd2/b created d/b\nd2/c created \n");
 	char *u = undo(run);
-	/* DEFECT (undo summary): the undo's first snapshot describes the
+	/* Fixed (undo summary): the undo's first snapshot describes the
 	 * paths the run's events name (d, d2, d2/a, d2/c), its last the
 	 * paths the undo's events name: d/a, d/b and d2/b are in neither,
 	 * so the summary leaves out what came back below d (it says "1
@@ -1011,7 +1012,7 @@ START_TEST(test_undo_killed_midway)
 }
 END_TEST
 
-/* DEFECT (torn log line): undo_log.c reads a log line cut short by a crash
+/* Fixed (torn log line): undo_log.c reads a log line cut short by a crash
  * (no newline) as never taken, and ignores it, but leaves it in the log:
  * the next attempt appends after it, the two make one line, and a third
  * attempt refuses the log ("its log: Invalid argument") for good. */
@@ -1094,7 +1095,7 @@ static char *kill_everywhere(const char *setup_sh, const char *damage_sh, bool p
 	return kill_everywhere_as(setup_sh, damage_sh, per_path, completes, false);
 }
 
-/* DEFECT (killed before the undo's directory is made): undo_begin
+/* Fixed (killed before the undo's directory is made): undo_begin
  * records the undo's run, then makes its directory (.undo/<its start>);
  * killed in between (the first changes this sweep hits: the mkdirat of
  * each component), the second attempt finds the run, opens the
@@ -1111,7 +1112,7 @@ START_TEST(test_undo_killed_at_every_change)
 }
 END_TEST
 
-/* DEFECT (not atomic per path): undo_plan.h promises every path is at any
+/* Fixed (not atomic per path): undo_plan.h promises every path is at any
  * moment as before the undo or as after it; an event is undone by one
  * step, but a path can take two: sed -i renamed its temporary file over
  * f, and undo renames f back to the temporary name, then puts f's old
@@ -1132,7 +1133,7 @@ START_TEST(test_undo_killed_in_a_rename_over)
 }
 END_TEST
 
-/* DEFECT (not atomic per path): a name the run freed by a rename and
+/* Fixed (not atomic per path): a name the run freed by a rename and
  * then used again (mv g g.bak; echo new > g) was undone in two steps:
  * the new g went, then g.bak was renamed back: killed between them, g
  * was absent, at neither end. And a redo of a rename over a file (mv a
@@ -1149,7 +1150,7 @@ START_TEST(test_undo_killed_in_a_rename_back_over)
 }
 END_TEST
 
-/* DEFECT (not atomic per path; issue 35, item 8): a save over a name a
+/* Fixed (not atomic per path; issue 35, item 8): a save over a name a
  * rename had just taken (mv a b; echo SAVE > b) went back in two steps:
  * the save's kept file (a's) was put back over b, then the rename was
  * reversed (b's old file exchanged back, a's renamed to a): killed
@@ -1166,7 +1167,7 @@ START_TEST(test_undo_killed_in_a_save_over_a_renamed_name)
 }
 END_TEST
 
-/* DEFECT (not atomic per path): a path the run changed twice went back
+/* Fixed (not atomic per path): a path the run changed twice went back
  * through what it held in between. write c; rm c: the save kept c's old
  * file, the removal the saved one; undo put the saved one back, then the
  * old one over it: killed between them, c held the run's version. The
@@ -1188,7 +1189,7 @@ START_TEST(test_undo_killed_in_a_path_changed_twice)
 }
 END_TEST
 
-/* DEFECT (not atomic per path): a file the run replaced by a directory
+/* Fixed (not atomic per path): a file the run replaced by a directory
  * (rm f; mkdir f) went back in two steps, the directory removed, then
  * the file put back: killed between them, f was absent. The same for a
  * directory replaced by a file, and a directory made where a rename had
@@ -1204,7 +1205,7 @@ START_TEST(test_undo_killed_where_a_file_and_a_directory_traded_places)
 }
 END_TEST
 
-/* DEFECT (not atomic per path; docs/changes.md called it an exception):
+/* Fixed (not atomic per path; docs/changes.md called it an exception):
  * a directory the run renamed, with a file in it changed before the
  * rename (echo more >> e/k && mv e e2), went back with the rename
  * first: killed before the file's step, e/k held the run's version; and
@@ -1357,7 +1358,7 @@ START_TEST(test_restore_at_a_time)
 }
 END_TEST
 
-/* DEFECT (restore --at inside a run): a view keeps what a file was
+/* Fixed (restore --at inside a run): a view keeps what a file was
  * before a run's first change of it, once: what the run made of it next
  * is not kept. Restoring it to a moment after that first change and
  * before a later one found no pre-image to take, did nothing, said "no
@@ -1496,7 +1497,7 @@ static void view_shows_undone(void)
 	EQ_OUT("k\n", "cat '%s'", vpath(&V, "user-data/workspace/d/k"));
 }
 
-/* DEFECT (view watch): an undo done while the view is mounted shows
+/* Fixed (view watch): an undo done while the view is mounted shows
  * through it at once. It does not, for seconds to minutes: the undo's
  * rename of f's old object over f is a host change, and the view's host
  * watch drops its IN_MOVED_TO, taking it for the view's own publication
@@ -1542,7 +1543,7 @@ START_TEST(test_undo_shows_a_file_written_back_through_another_name)
 }
 END_TEST
 
-/* DEFECT (a false host change; issue 35, item 8): a file with a second
+/* Fixed (a false host change; issue 35, item 8): a file with a second
  * name in a directory the run then renamed, written through that name
  * (journaled under it, p/d/b.txt). Undo looked for the file's other
  * names at the names the journal gives, which the rename had made
@@ -1577,7 +1578,7 @@ START_TEST(test_undo_of_an_unmounted_thread)
 	undo(run);
 	mount_view(V.home, rbw_off);
 	view_shows_undone();
-	/* DEFECT (parent times): `echo new > f` published f's stage by a
+	/* Fixed (parent times): `echo new > f` published f's stage by a
 	 * rename into the workspace, which moved its mtime, before
 	 * `rm -rf d` made the view keep the workspace's attributes: what was
 	 * kept, and what undo sets back, is the mtime after the publication. */
@@ -1609,7 +1610,7 @@ START_TEST(test_undo_errors)
 }
 END_TEST
 
-/* DEFECT (host changes): a run begun with no view mounted, whose changes
+/* Fixed (host changes): a run begun with no view mounted, whose changes
  * were all made on the host, has no pre-image: undo can bring nothing
  * back. It says nothing of it and exits 0 ("0 put back, 0 removed"),
  * which the usage says means "all is undone", and records the run as
@@ -1658,7 +1659,7 @@ START_TEST(test_undo_does_not_follow_a_planted_symlink)
 				    " /mnt/user-data/workspace/d/f2: No such file or directory\n"),
 		"exit %d: %s", st, err);
 	EQ_OUT(fmt_cmd("%s\n", outside), "readlink '%s'", hpath(&V, "user-data/workspace/d"));
-	/* DEFECT (failed steps lose their pre-images): run_undo drops the
+	/* Fixed (failed steps lose their pre-images): run_undo drops the
 	 * run's directory of pre-images after the steps whatever happened,
 	 * so f1 and f2, which no step could put back, are gone for good: no
 	 * second attempt (refused: undone already) can have them. */
