@@ -292,7 +292,7 @@ START_TEST(test_undo_directories_that_took_each_others_names)
 }
 END_TEST
 
-/* Fixed (hard links broken), fixed: a name of a file with two goes (rm,
+/* Fixed (hard links broken): a name of a file with two goes (rm,
  * or sed -i's rename over it): journal_keep_going() kept a copy, not the
  * file, and undo put the copy back: two files where there was one with
  * two names (nlink 1 each). It keeps a link of the file now. */
