@@ -3,8 +3,8 @@
  *
  *   broker.c      the socket, its lock, accepting and serving each
  *                 connection on its thread, the main loop, the shutdown
- *   transport.c   a connection's replies and events: JSON lines through
- *                 its outbox (transport.h)
+ *   transport.c   a connection (struct client) and its replies and
+ *                 events: JSON lines through its outbox (transport.h)
  *   broker_ops.c  the requests: each one parsed, done and answered
  *                 (broker_ops.h)
  *
@@ -17,6 +17,7 @@
 #define SBX_BROKER_INT_H
 
 #include "broker.h"
+#include "transport.h"
 #include "common/config.h"
 #include "common/ids.h"
 
@@ -48,20 +49,6 @@ struct broker {
 		unsigned running;
 	} * slots;
 	size_t nslots;
-};
-
-struct client {
-	struct broker *b;
-	int fd;
-	uid_t uid;
-	int64_t accepted_ms; /* CLOCK_MONOTONIC */
-	/* What the client has not taken yet: a command's output events
-	 * never wait for a client that reads slowly (its timeout would
-	 * wait with them); beyond OUTBOX_MAX they are dropped. */
-	char *outbox;
-	size_t outbox_len;
-	bool dropped; /* output events were dropped */
-	bool gone;    /* a send failed or stalled */
 };
 
 /* Whether B stops: a shutdown request or a signal came. */

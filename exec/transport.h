@@ -1,6 +1,6 @@
 /* transport.h - the broker's side of a connection: what it sends a
  * client, one JSON object per line (docs/protocol.md), through the
- * client's outbox (broker_int.h).
+ * client's outbox.
  *
  * A reply waits for what is ahead of it, but at most SEND_STALL_S for a
  * client that takes nothing. An output event never waits: what the
@@ -13,10 +13,27 @@
 #ifndef SBX_TRANSPORT_H
 #define SBX_TRANSPORT_H
 
-#include "broker_int.h"
-
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct broker;
+
+struct client {
+	struct broker *b;
+	int fd;
+	uid_t uid;
+	int64_t accepted_ms; /* CLOCK_MONOTONIC */
+	/* What the client has not taken yet: a command's output events
+	 * never wait for a client that reads slowly (its timeout would
+	 * wait with them); beyond OUTBOX_MAX they are dropped. */
+	char *outbox;
+	size_t outbox_len;
+	bool dropped; /* output events were dropped */
+	bool gone;    /* a send failed or stalled */
+};
 
 /* Output events not yet taken by the client, at most. */
 #define OUTBOX_MAX (1u << 20)

@@ -1,7 +1,8 @@
 /* kept.c - a run's directory of kept files (its pre-images on disk):
  * what it holds, dropping it, retention, and whether the run can still
  * be undone (undo_plan.h). */
-#include "undo_int.h"
+#include "undo_plan_int.h"
+#include "common/log.h"
 #include "common/array.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
@@ -159,12 +160,12 @@ int kept_retain(struct store *s, int homefd, const char *user, const char *threa
 			break;
 		total -= x->bytes;
 		dropped++;
-		fprintf(stderr,
-			"sbx: %s: run %lld can no longer be undone: its pre-images (%s) were "
-			"dropped, %s\n",
-			command, (long long)x->id,
-			size_text((uint64_t)x->bytes, size, sizeof(size)),
-			old ? "older than [undo] max_age_days" : "over the thread's [undo] budget");
+		log_warn("%s: run %lld can no longer be undone: its pre-images (%s) were dropped,"
+			 " %s",
+			 command, (long long)x->id,
+			 size_text((uint64_t)x->bytes, size, sizeof(size)),
+			 old ? "older than [undo] max_age_days"
+			     : "over the thread's [undo] budget");
 	}
 	free(h.v);
 	return r < 0 ? r : dropped;

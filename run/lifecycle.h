@@ -20,9 +20,8 @@
 #include <stdint.h>
 
 /* The texts the first snapshot of a run the sbx command makes itself
- * read (run/own.h), for its end in the same process. */
+ * read (run/own.h, run/scan.h), for its end in the same process. */
 struct run_texts;
-void run_texts_free(struct run_texts *t);
 
 /* Begins a run of USER's THREAD of HOME in store S (a first snapshot of
  * at most MAX files, 0: SNAPSHOT_MAX_FILES), its id in *ID; the views

@@ -3,6 +3,7 @@
 #include "lifecycle.h"
 #include "lookup.h"
 #include "own.h"
+#include "scan.h"
 #include "undo_plan.h"
 #include "common/array.h"
 #include "common/cleanup.h"

@@ -1,6 +1,5 @@
 /* scan.c - the scans at a run's ends (scan.h). */
 #include "scan.h"
-#include "lifecycle.h"
 #include "runlog.h"
 #include "common/array.h"
 #include "common/cleanup.h"

@@ -56,6 +56,7 @@ struct run_texts {
 	char **names; /* every path the snapshot looked at */
 	size_t nnames;
 };
+void run_texts_free(struct run_texts *t);
 
 /* A snapshot_keep: keeps a file's text in SC (ARG), in memory or for the
  * store. */

@@ -3,6 +3,7 @@
 #include "lifecycle.h"
 #include "lookup.h"
 #include "own.h"
+#include "scan.h"
 #include "retain.h"
 #include "runlog.h"
 #include "common/cleanup.h"

@@ -1,6 +1,6 @@
 /* undo_conflicts.c - the paths changed after the run: what undoing it
  * would clobber (undo_plan_check()). */
-#include "undo_int.h"
+#include "undo_plan_int.h"
 #include "common/array.h"
 #include "common/cleanup.h"
 #include "common/clock.h"

@@ -1,6 +1,6 @@
 /* undo_journal.c - the undo's own journal, made from its log once the
  * steps are done (undo_plan_events()). */
-#include "undo_int.h"
+#include "undo_plan_int.h"
 #include "common/array.h"
 #include "common/cleanup.h"
 #include "common/clock.h"

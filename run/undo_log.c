@@ -1,6 +1,6 @@
 /* undo_log.c - the undo's crash log: every step is logged before it is
  * taken, and a second attempt reads what the first logged. */
-#include "undo_int.h"
+#include "undo_plan_int.h"
 #include "common/array.h"
 #include "common/cleanup.h"
 #include "common/clock.h"

@@ -1,6 +1,7 @@
 /* undo_plan.c - the undo's plan and its steps, shadows included
  * (undo_plan.h). */
-#include "undo_int.h"
+#include "undo_plan_int.h"
+#include "common/log.h"
 #include "common/array.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
@@ -2012,8 +2013,9 @@ static size_t shadows_at(const struct undo_plan *rw, bool first, size_t p, size_
 	return hi;
 }
 
-/* Says on standard error that the step of event I failed with R (or the
- * publication of PATH, not NULL), and logs it. */
+/* Says in the log (common/log.h: on the sbx command's standard error)
+ * that the step of event I failed with R (or the publication of PATH,
+ * not NULL), and writes it in the undo's log. */
 static int step_fail(struct undo_plan *rw, int log_fd, size_t i, int r, const char *command,
 		     const char *path)
 {
@@ -2023,13 +2025,13 @@ static int step_fail(struct undo_plan *rw, int log_fd, size_t i, int r, const ch
 
 	rw->last_touched[0] = '\0'; /* it may have stopped half way */
 	if (path)
-		fprintf(stderr, "sbx: %s: cannot put %s in place: %s\n", command,
-			quote_name(path, b, sizeof(b)), strerror(-r));
+		log_warn("%s: cannot put %s in place: %s", command, quote_name(path, b, sizeof(b)),
+			 strerror(-r));
 	else
-		fprintf(stderr, "sbx: %s: cannot %s %s%s%s: %s\n", command, describe(e),
-			quote_name(e->path2 ? e->path2 : e->path, b, sizeof(b)),
-			e->path2 ? " -> " : "", e->path2 ? quote_name(e->path, b2, sizeof(b2)) : "",
-			strerror(-r));
+		log_warn("%s: cannot %s %s%s%s: %s", command, describe(e),
+			 quote_name(e->path2 ? e->path2 : e->path, b, sizeof(b)),
+			 e->path2 ? " -> " : "",
+			 e->path2 ? quote_name(e->path, b2, sizeof(b2)) : "", strerror(-r));
 	return log_step(rw, log_fd, &l);
 }
 

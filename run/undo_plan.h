@@ -85,8 +85,9 @@ void undo_plan_print(struct undo_plan *rw, FILE *f);
 /* Takes the steps, keeping what they replace or remove in directory TO
  * and logging each in the file LOG_FD (opened for appending, empty on a
  * first attempt; on a second one, what the first logged is read and
- * completed). Returns the number of steps that failed (each reported on
- * stderr, as "sbx: COMMAND: ..."), or -errno if the log cannot be read or
+ * completed). Returns the number of steps that failed (each a warning in
+ * the log, common/log.h, as "COMMAND: ...": COMMAND is the run's word,
+ * "run undo" or "restore"), or -errno if the log cannot be read or
  * written. */
 int undo_plan_apply(struct undo_plan *rw, int to, int log_fd, const char *command);
 
@@ -123,8 +124,10 @@ int undo_state_get(struct store *s, int homefd, const struct store_run *run, str
 /* The retention of USER's THREAD's pre-images: an ended run's are dropped
  * once it ended more than MAX_AGE_NS ago (0: never for its age), then the
  * oldest ended runs' until all of the thread's hold at most BUDGET bytes
- * (0: no bound). Each run dropped is marked kept and said on stderr for
- * COMMAND. Returns how many were dropped, or -errno. */
+ * (0: no bound). Each run dropped is marked kept and said as a warning
+ * in the log, "COMMAND: run N can no longer be undone..." (COMMAND: the
+ * operation that ended a run and so retains, "run end", "run undo"...).
+ * Returns how many were dropped, or -errno. */
 int kept_retain(struct store *s, int homefd, const char *user, const char *thread,
 		int64_t max_age_ns, int64_t budget, int64_t now_ns, const char *command);
 

@@ -1,4 +1,4 @@
-/* undo_int.h - what the undo's files share (run/undo_plan.h): the steps'
+/* undo_plan_int.h - what the undo's files share (run/undo_plan.h): the steps'
  * kinds and log lines, and struct undo_plan itself. Private to
  * run/undo_*.c and run/kept.c.
  *
@@ -9,8 +9,8 @@
  *   kept.c            a run's directory of kept files: bytes, drop,
  *                     retention, whether a run can be undone
  */
-#ifndef SBX_RUN_UNDO_INT_H
-#define SBX_RUN_UNDO_INT_H
+#ifndef SBX_RUN_UNDO_PLAN_INT_H
+#define SBX_RUN_UNDO_PLAN_INT_H
 
 #include "undo_plan.h"
 
