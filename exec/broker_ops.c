@@ -148,11 +148,24 @@ static void send_run_error(struct client *c, const struct request *q, int r, con
 
 /* ---- runs --------------------------------------------------------------- */
 
+/* The store for a request of C (store_take()), or NULL once C was told
+ * why there is none. */
+static struct store *request_store(struct client *c, const struct request *q)
+{
+	char err[PATH_MAX + 256];
+	struct store *s;
+
+	if (store_take(c->b, &s, err, sizeof(err)) < 0) {
+		send_error(c, q->id, "internal", "%s", err);
+		return NULL;
+	}
+	return s;
+}
+
 static void op_run(struct client *c, const struct request *q)
 {
 	struct broker *b = c->b;
 	bool begin = q->op == REQ_RUN_BEGIN;
-	char err[PATH_MAX + 256];
 	struct store *s;
 	struct store_run ended;
 	struct error e;
@@ -160,10 +173,8 @@ static void op_run(struct client *c, const struct request *q)
 	int64_t run = q->run;
 	int r;
 
-	if (store_take(b, &s, err, sizeof(err)) < 0) {
-		send_error(c, q->id, "internal", "%s", err);
+	if (!(s = request_store(c, q)))
 		return;
-	}
 	if (begin) {
 		r = run_begin_in(s, b->home, q->user, q->thread, (size_t)q->max_files, &run, &e);
 	} else if ((r = run_end_in(s, b->home, q->run, &ended, &summary, &e)) == 0) {
@@ -211,16 +222,13 @@ static json_t *undo_reply(const struct request *q, const struct undo_result *res
 static void op_run_undo(struct client *c, const struct request *q)
 {
 	struct broker *b = c->b;
-	char err[PATH_MAX + 256];
 	struct store *s;
 	struct undo_result res = { 0 };
 	struct error e;
 	json_t *changes = NULL;
 
-	if (store_take(b, &s, err, sizeof(err)) < 0) {
-		send_error(c, q->id, "internal", "%s", err);
+	if (!(s = request_store(c, q)))
 		return;
-	}
 	const struct undo_options o = { q->dry_run, q->partial, q->force };
 	int r = run_undo(s, b->home, q->run, &o, &res, &e);
 	if (r == 0 && res.undo.ended && !(changes = run_document(&res.undo, res.summary)))
@@ -252,16 +260,13 @@ static void op_run_undo(struct client *c, const struct request *q)
 static void op_restore(struct client *c, const struct request *q)
 {
 	struct broker *b = c->b;
-	char err[PATH_MAX + 256];
 	struct store *s;
 	struct restore_result res = { 0 };
 	struct error e;
 	json_t *changes = NULL;
 
-	if (store_take(b, &s, err, sizeof(err)) < 0) {
-		send_error(c, q->id, "internal", "%s", err);
+	if (!(s = request_store(c, q)))
 		return;
-	}
 	const struct restore_options o = { q->path, q->before, q->at_ns, q->dry_run };
 	int r = run_restore(s, b->home, q->user, q->thread, &o, &res, &e);
 	if (r == 0 && res.restore.ended && !(changes = run_document(&res.restore, res.summary)))
