@@ -7,15 +7,10 @@
 #include "report.h"
 #include "run/undo_plan.h"
 #include "common/cleanup.h"
-#include "common/clock.h"
 #include "common/error.h"
-#include "common/home.h"
 #include "common/quote.h"
 #include "run/lifecycle.h"
 #include "run/lookup.h"
-#include "run/own.h"
-#include "run/retain.h"
-#include "run/runlog.h"
 #include "run/undo.h"
 #include "store/store.h"
 
@@ -25,9 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/xattr.h>
-#include <time.h>
-#include <unistd.h>
 
 static const char run_usage[] =
 	"Usage: sbx run begin --user ID --thread ID [--max-files N] [--home DIR]\n"
