@@ -30,6 +30,15 @@ int home_skills_path(const char *home, const char *user, enum skill_category c, 
 	return len < size ? 0 : -ENAMETOOLONG;
 }
 
+int home_thread_path(const char *home, const char *user, const char *thread, const char *below,
+		     char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s/users/%s/threads/%s%s%s", home, user, thread,
+			 below ? "/" : "", below ? below : "");
+
+	return n >= 0 && (size_t)n < size ? 0 : -ENAMETOOLONG;
+}
+
 int home_default(char *buf, size_t size)
 {
 	const char *env = getenv("SBX_HOME");
@@ -104,14 +113,32 @@ int dir_ensure_path(int dirfd, const char *const *components, size_t n, mode_t m
 	return TAKE_FD(cur);
 }
 
+/* Each directory of a thread, below the thread's own: its path, and its
+ * components (a NULL second one: directly below). */
+static const struct {
+	const char *rel;
+	const char *path[2];
+} thread_dir[THREAD_NDIRS] = {
+	[THREAD_WORKSPACE] = { "user-data/workspace", { "user-data", "workspace" } },
+	[THREAD_UPLOADS] = { "user-data/uploads", { "user-data", "uploads" } },
+	[THREAD_OUTPUTS] = { "user-data/outputs", { "user-data", "outputs" } },
+	[THREAD_ACP] = { "acp-workspace", { "acp-workspace", NULL } },
+};
+
+const char *home_thread_dir_rel(enum thread_dir which)
+{
+	return thread_dir[which].rel;
+}
+
+const char *home_thread_dir_name(enum thread_dir which)
+{
+	const char *const *p = thread_dir[which].path;
+
+	return p[1] ? p[1] : p[0];
+}
+
 int home_thread_dirs(int homefd, const char *user, const char *thread, int fds[THREAD_NDIRS])
 {
-	static const char *const leaf[THREAD_NDIRS] = {
-		[THREAD_WORKSPACE] = "workspace",
-		[THREAD_UPLOADS] = "uploads",
-		[THREAD_OUTPUTS] = "outputs",
-		[THREAD_ACP] = "acp-workspace",
-	};
 	const char *const path[] = { "users", user, "threads", thread };
 	_cleanup_(closep) int tfd = dir_ensure_path(homefd, path, 4, 0700);
 	_cleanup_(closep) int udfd = -1;
@@ -125,7 +152,7 @@ int home_thread_dirs(int homefd, const char *user, const char *thread, int fds[T
 	for (int i = 0; i < THREAD_NDIRS; i++)
 		fds[i] = -1;
 	for (int i = 0; i < THREAD_NDIRS && r >= 0; i++) {
-		r = dir_ensure(i == THREAD_ACP ? tfd : udfd, leaf[i], 0700);
+		r = dir_ensure(thread_dir[i].path[1] ? udfd : tfd, home_thread_dir_name(i), 0700);
 		fds[i] = r;
 	}
 	if (r < 0)
@@ -162,14 +189,12 @@ int dir_chain_open(int dirfd, const char *const *components, size_t n, bool crea
 
 int home_thread_dir_open(int homefd, const char *user, const char *thread, enum thread_dir which)
 {
-	static const char *const leaf[THREAD_NDIRS][2] = {
-		[THREAD_WORKSPACE] = { "user-data", "workspace" },
-		[THREAD_UPLOADS] = { "user-data", "uploads" },
-		[THREAD_OUTPUTS] = { "user-data", "outputs" },
-		[THREAD_ACP] = { "acp-workspace", NULL },
-	};
-	const char *const path[] = { "users", user,	      "threads",
-				     thread,  leaf[which][0], leaf[which][1] };
+	const char *const path[] = { "users",
+				     user,
+				     "threads",
+				     thread,
+				     thread_dir[which].path[0],
+				     thread_dir[which].path[1] };
 	size_t opened;
 
 	return dir_open_chain(homefd, path, 6, &opened);

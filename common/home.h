@@ -73,6 +73,12 @@ extern const struct home_skills home_skills[SKILL_CATEGORIES];
 int home_skills_path(const char *home, const char *user, enum skill_category c, char *buf,
 		     size_t size);
 
+/* HOME/users/USER/threads/THREAD, then "/" BELOW unless BELOW is NULL,
+ * into BUF: the one place a thread's host path is spelled. Returns 0 or
+ * -ENAMETOOLONG. */
+int home_thread_path(const char *home, const char *user, const char *thread, const char *below,
+		     char *buf, size_t size);
+
 /* Writes the home to use into BUF: $SBX_HOME if set, else /var/lib/sbxfs
  * for root, else $XDG_DATA_HOME/sbxfs or ~/.local/share/sbxfs.
  * Returns 0 or -ENAMETOOLONG / -ENOENT (no $HOME for a non-root user). */
@@ -110,6 +116,11 @@ int home_undo_dir(int homefd, const char *user, const char *thread, int64_t begu
 int home_undo_top(int homefd, const char *user, const char *thread);
 
 enum thread_dir { THREAD_WORKSPACE, THREAD_UPLOADS, THREAD_OUTPUTS, THREAD_ACP, THREAD_NDIRS };
+
+/* Directory WHICH below its thread's: "user-data/workspace" ...
+ * "acp-workspace"; and its own name, "workspace" ... "acp-workspace". */
+const char *home_thread_dir_rel(enum thread_dir which);
+const char *home_thread_dir_name(enum thread_dir which);
 
 /* Creates what is missing of the thread's directories (mode 0700) and
  * returns an O_PATH fd for each in FDS. USER and THREAD must have passed

@@ -23,6 +23,7 @@
 #include "common/utf8.h"
 #include "run/documents.h"
 #include "run/lifecycle.h"
+#include "run/lookup.h"
 #include "run/restore.h"
 #include "run/undo.h"
 #include "run/undo_plan.h"
@@ -406,22 +407,11 @@ static int watch_open(struct client *c, const struct request *q, struct follow *
 {
 	struct broker *b = c->b;
 	char err[PATH_MAX + 256];
-	const char *missing = "home";
-	_cleanup_(closep) int homefd = open(b->home, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	int r = homefd < 0 ? neg_errno() : home_thread_find(homefd, q->user, q->thread, &missing);
+	struct error e;
+	int r = thread_check(b->home, q->user, q->thread, &e);
 
-	if (r == -ENOENT && strcmp(missing, "home")) {
-		if (!strcmp(missing, "user"))
-			send_error(c, q->id, "no_such_thread", "unknown user %s (no %s/users/%s)",
-				   q->user, b->home, q->user);
-		else
-			send_error(c, q->id, "no_such_thread",
-				   "unknown thread %s/%s (no %s/users/%s/threads/%s)", q->user,
-				   q->thread, b->home, q->user, q->thread);
-		return r;
-	}
 	if (r < 0) {
-		send_error(c, q->id, "internal", "cannot look up the thread");
+		send_error(c, q->id, r == -ENOENT ? "no_such_thread" : "internal", "%s", e.text);
 		return r;
 	}
 	*f = NULL;
@@ -748,8 +738,7 @@ static const struct hostpath_mask *host_masks_build(struct host_masks *m, const 
 {
 	size_t n = 0;
 
-	snprintf(m->thread_dir, sizeof(m->thread_dir), "%s/users/%s/threads/%s", home, user,
-		 thread);
+	home_thread_path(home, user, thread, NULL, m->thread_dir, sizeof(m->thread_dir));
 	m->list[n++] = (struct hostpath_mask){ mount, "/mnt" };
 	m->list[n++] = (struct hostpath_mask){ m->thread_dir, "/mnt" };
 	/* The skill categories' host directories, each shown as its own

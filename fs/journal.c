@@ -541,11 +541,12 @@ static void keep_dir_set(struct view *v, int64_t since)
 	if (since) {
 		_cleanup_(closep) int home = home_open(j->home);
 		fd = home < 0 ? home : home_undo_dir(home, j->user, j->thread, since, true);
-		if (fd < 0)
-			log_warn("undo cannot keep this run's pre-images: %s/users/%s/threads/%s/"
-				 "%s/%lld: %s",
-				 j->home, j->user, j->thread, UNDO_DIR, (long long)since,
-				 strerror(-fd));
+		if (fd < 0) {
+			char dir[PATH_MAX];
+			home_thread_path(j->home, j->user, j->thread, UNDO_DIR, dir, sizeof(dir));
+			log_warn("undo cannot keep this run's pre-images: %s/%lld: %s", dir,
+				 (long long)since, strerror(-fd));
+		}
 	}
 	pthread_rwlock_wrlock(&j->keep.lock);
 	int old = j->keep.fd;

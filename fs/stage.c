@@ -207,9 +207,10 @@ int stage_setup(struct view *v, const struct view_config *cfg, char *err, size_t
 	 * removes what an earlier mount that staged left there. */
 	own = thread_area(cfg, sg->staging);
 	if (own < 0 && sg->staging) {
-		snprintf(err, errlen,
-			 "cannot create the staging area %s/users/%s/threads/%s/.stage: %s",
-			 cfg->home, cfg->user, cfg->thread, strerror(-own));
+		char area[PATH_MAX];
+		home_thread_path(cfg->home, cfg->user, cfg->thread, STAGE_DIR, area, sizeof(area));
+		snprintf(err, errlen, "cannot create the staging area %s: %s", area,
+			 strerror(-own));
 		stager_free(sg);
 		return own;
 	}

@@ -311,12 +311,6 @@ static size_t default_fd_budget(void)
 
 int view_open(struct view *v, const struct view_config *cfg, char *err, size_t errlen)
 {
-	static const char *const thread_names[THREAD_NDIRS] = {
-		[THREAD_WORKSPACE] = "workspace",
-		[THREAD_UPLOADS] = "uploads",
-		[THREAD_OUTPUTS] = "outputs",
-		[THREAD_ACP] = "acp-workspace",
-	};
 	_cleanup_(closep) int homefd = -1;
 	int fds[THREAD_NDIRS], r;
 	char host[PATH_MAX];
@@ -360,17 +354,19 @@ int view_open(struct view *v, const struct view_config *cfg, char *err, size_t e
 
 	r = 0;
 	for (int i = 0; i < THREAD_NDIRS; i++) {
-		snprintf(host, sizeof(host), "%s/users/%s/threads/%s/%s%s", cfg->home, cfg->user,
-			 cfg->thread, i == THREAD_ACP ? "" : "user-data/", thread_names[i]);
+		if (r >= 0 && home_thread_path(cfg->home, cfg->user, cfg->thread,
+					       home_thread_dir_rel(i), host, sizeof(host)) < 0)
+			r = fail(err, errlen, -ENAMETOOLONG, "the path of thread %s/%s is too long",
+				 cfg->user, cfg->thread);
 		if (r < 0) {
 			close(fds[i]);
 			continue;
 		}
 		r = i == THREAD_ACP
-			    ? add_root(v, v->top, &v->top_dir, thread_names[i], fds[i],
+			    ? add_root(v, v->top, &v->top_dir, home_thread_dir_name(i), fds[i],
 				       !cfg->acp_writable, false, host, err, errlen)
-			    : add_root(v, v->user_data, &v->user_data_dir, thread_names[i], fds[i],
-				       false, i == THREAD_UPLOADS, host, err, errlen);
+			    : add_root(v, v->user_data, &v->user_data_dir, home_thread_dir_name(i),
+				       fds[i], false, i == THREAD_UPLOADS, host, err, errlen);
 		if (r >= 0)
 			v->roots[v->nroots - 1].counted = true;
 	}

@@ -20,9 +20,11 @@ int thread_check(const char *home, const char *user, const char *thread, struct 
 		return error_set(e, r, "unknown home %s (no such directory)", home);
 	if (r == -ENOENT && !strcmp(missing, "user"))
 		return error_set(e, r, "unknown user %s (no %s/users/%s)", user, home, user);
-	if (r == -ENOENT)
-		return error_set(e, r, "unknown thread %s/%s (no %s/users/%s/threads/%s)", user,
-				 thread, home, user, thread);
+	if (r == -ENOENT) {
+		char dir[PATH_MAX];
+		home_thread_path(home, user, thread, NULL, dir, sizeof(dir));
+		return error_set(e, r, "unknown thread %s/%s (no %s)", user, thread, dir);
+	}
 	if (r < 0)
 		return error_set(e, r, "cannot look up thread %s/%s under %s: %s", user, thread,
 				 home, strerror(-r));

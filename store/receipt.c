@@ -4,6 +4,7 @@
 #include "store.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
+#include "common/home.h"
 #include "common/utf8.h"
 
 #include <errno.h>
@@ -118,7 +119,8 @@ int receipt_present(struct store *s, const char *home, int64_t run, const char *
 		    const char *const *paths, size_t n, size_t *bad,
 		    void (*each)(void *arg, const char *path), void *arg)
 {
-	_cleanup_(freep) char *host = NULL, *buf = NULL, *real = realpath(home, NULL);
+	_cleanup_(freep) char *buf = NULL, *real = realpath(home, NULL);
+	char host[PATH_MAX];
 	_cleanup_(freep) const char **norm = NULL;
 	struct store_run r;
 	const char *why;
@@ -136,11 +138,9 @@ int receipt_present(struct store *s, const char *home, int64_t run, const char *
 	else if ((rc = store_fence_home(s, home, r.user, r.thread, fence_err, sizeof(fence_err))) <
 		 0)
 		err = rc; /* another host holds the thread: -EBUSY */
-	else if (asprintf(&host, "%s/users/%s/threads/%s/user-data/outputs", real ? real : home,
-			  r.user, r.thread) < 0) {
-		host = NULL;
-		err = -ENOMEM;
-	}
+	else
+		err = home_thread_path(real ? real : home, r.user, r.thread,
+				       home_thread_dir_rel(THREAD_OUTPUTS), host, sizeof(host));
 	store_run_free(&r);
 	if (err < 0)
 		return err;
