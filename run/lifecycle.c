@@ -6,6 +6,7 @@
 #include "runlog.h"
 #include "scan.h"
 #include "views.h"
+#include "common/array.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -58,14 +59,7 @@ static int undo_names(const struct snapshot *before, const struct runlog *j,
 		if (strcmp(e->op, "rename") || !e->path2 ||
 		    (size_t)snprintf(below, sizeof(below), "%s/", e->path) >= sizeof(below))
 			continue;
-		size_t lo = 0, hi = k;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (strcmp(g.names[mid], below) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		size_t lo = lower_bound(k, i, strcmp(g.names[i], below) < 0);
 		for (; lo < k && !strncmp(g.names[lo], below, strlen(below)) && r == 0; lo++)
 			if (runlog_rebase(g.names[lo], e->path, e->path2, moved))
 				r = gather(&g, moved);

@@ -375,15 +375,9 @@ size_t runlog_linked_event(const struct runlog *j, struct runlog_links *l, int w
 			l->n = 0; /* out of memory: none known */
 	}
 	/* The first of the file's entries is its latest event. */
-	size_t lo = 0, hi = l->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct runlog_link *x = &l->v[mid];
-		if (x->dev < st.st_dev || (x->dev == st.st_dev && x->ino < st.st_ino))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = lower_bound(l->n, i,
+				l->v[i].dev < st.st_dev ||
+					(l->v[i].dev == st.st_dev && l->v[i].ino < st.st_ino));
 	return lo < l->n && l->v[lo].dev == st.st_dev && l->v[lo].ino == st.st_ino ? l->v[lo].at
 										   : SIZE_MAX;
 }

@@ -117,16 +117,10 @@ int moves_undone(const struct undo_plan *rw, struct moves *m)
 /* The first of V's N moves of exactly FROM after event AT, or NULL. */
 static const struct move *move_after(const struct move *v, size_t n, const char *from, size_t at)
 {
-	size_t lo = 0, hi = n;
+	size_t lo = lower_bound(n, i,
+				strcmp(v[i].from, from) < 0 ||
+					(!strcmp(v[i].from, from) && v[i].at <= at));
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(v[mid].from, from);
-		if (c < 0 || (c == 0 && v[mid].at <= at))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < n && !strcmp(v[lo].from, from) ? &v[lo] : NULL;
 }
 

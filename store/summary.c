@@ -161,16 +161,7 @@ static int add(struct summary *s, size_t *cap, const char *status, const struct 
  * the order of their paths (summary_compare() merges sorted lists). */
 static size_t first_from(const struct summary *s, const char *path)
 {
-	size_t lo = 0, hi = s->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (strcmp(s->changes[mid].path, path) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return lower_bound(s->n, i, strcmp(s->changes[i].path, path) < 0);
 }
 
 static struct change *find_status(struct summary *s, const char *path, const char *status)
@@ -186,19 +177,9 @@ static struct change *find_status(struct summary *s, const char *path, const cha
 /* The version of PATH in B (N files, sorted), or NULL if it had none. */
 static const struct snap_file *version_of(const struct snap_file **b, size_t n, const char *path)
 {
-	size_t lo = 0, hi = n;
+	size_t i = lower_bound(n, k, strcmp(b[k]->path, path) < 0);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(b[mid]->path, path);
-		if (!c)
-			return b[mid]->absent ? NULL : b[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return i < n && !strcmp(b[i]->path, path) && !b[i]->absent ? b[i] : NULL;
 }
 
 /* Links each path there at the end to the name its file or symlink had
