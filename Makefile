@@ -65,9 +65,11 @@ EXEC_SRC   := exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
               exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c \
               exec/watch.c
+# The MCP server (docs/mcp.md): a client of the broker's.
+MCP_SRC    := mcp/jsonrpc.c mcp/session.c mcp/tools.c mcp/stdio_transport.c
 # The broker itself (broker_int.h): only sbx runs it; the tests reach it
 # through bin/sbx.
-BROKER_SRC := exec/broker.c exec/transport.c exec/broker_ops.c
+BROKER_SRC := exec/broker.c exec/transport.c exec/broker_ops.c exec/client.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/skills.c fs/view.c fs/ops.c fs/ops_change.c \
               fs/ops_entry.c fs/ops_file.c fs/ops_dir.c fs/ops_xattr.c fs/watch.c fs/channel.c \
               fs/gate.c fs/gate_request.c fs/stage.c fs/journal.c fs/runmarks.c fs/quota.c \
@@ -121,7 +123,7 @@ $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC)) $(STORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) -lpthread
 
-$(BIN)/sbx: $(call obj,$(CLI_SRC) $(BROKER_SRC) $(EXEC_SRC) $(COMMON_SRC)) $(RUN_LIB) $(STORE_LIB)
+$(BIN)/sbx: $(call obj,$(CLI_SRC) $(MCP_SRC) $(BROKER_SRC) $(EXEC_SRC) $(COMMON_SRC)) $(RUN_LIB) $(STORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) $(SECCOMP_LIBS) -lpthread
 

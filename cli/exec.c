@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 static const char broker_usage[] =
-	"Usage: sbx broker [--home DIR] [--config FILE] [-f] [-d]\n"
+	"Usage: sbx broker [--home DIR] [--config FILE] [-f] [-d] [--exit-idle SEC]\n"
 	"       sbx broker --status|--shutdown [--home DIR]\n"
 	"\n"
 	"The exec broker of a home: mounts thread views on demand and runs\n"
@@ -29,6 +29,8 @@ static const char broker_usage[] =
 	"                  docs/configuration.md); a bad line stops start-up\n"
 	"  -f              stay in the foreground, log to stderr\n"
 	"  -d              debug log\n"
+	"  --exit-idle SEC stop once no client has been connected for SEC seconds\n"
+	"                  (sbx mcp starts the broker it needs this way)\n"
 	"  --status        print the broker's views as JSON\n"
 	"  --shutdown      stop it and wait until it has: commands running are\n"
 	"                  stopped (exit 143), every view it mounted unmounted\n";
@@ -133,10 +135,12 @@ int cmd_broker(int argc, char **argv, const char *home)
 		{ "config", required_argument, NULL, 'c' },
 		{ "status", no_argument, NULL, 's' },
 		{ "shutdown", no_argument, NULL, 'x' },
+		{ "exit-idle", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct broker_options o = { 0 };
+	char *end;
 	/* A request to a running broker (--status, --shutdown) and the
 	 * options of starting one are different commands: given together,
 	 * which one was meant is not ours to guess. */
@@ -162,6 +166,17 @@ int cmd_broker(int argc, char **argv, const char *home)
 			o.debug = true;
 			start_opt = start_opt ? start_opt : "-d";
 			break;
+		case 'i': {
+			unsigned long s = strtoul(optarg, &end, 10);
+			if (*optarg < '1' || *optarg > '9' || *end || s > 86400)
+				return usage_error("broker",
+						   "--exit-idle: '%s' is not a number of seconds"
+						   " from 1 to 86400",
+						   optarg);
+			o.exit_idle_s = (unsigned)s;
+			start_opt = start_opt ? start_opt : "--exit-idle";
+			break;
+		}
 		case 's':
 		case 'x': {
 			const char *given = c == 's' ? "--status" : "--shutdown";

@@ -69,12 +69,16 @@ static const struct command {
 	  "  watch --user ID --thread ID [--since CURSOR] [--format text|json] [--once]\n"
 	  "                     print the thread's changes as its views make them\n" },
 	{ "broker", cmd_broker,
-	  "  broker [--config FILE] [-f] [-d] | broker --status|--shutdown\n"
+	  "  broker [--config FILE] [-f] [-d] [--exit-idle SEC]\n"
+	  "  broker --status|--shutdown\n"
 	  "                     the exec broker: views on demand, commands in them\n" },
 	{ "exec", cmd_exec,
 	  "  exec --user ID --thread ID [--timeout SEC] [--env K=V]...\n"
 	  "       [--channel-user-id ID] [--host] [--scope ID] -- COMMAND\n"
 	  "                     run a command in the thread's view, in a sandbox\n" },
+	{ "mcp", cmd_mcp,
+	  "  mcp --user ID --thread ID [--no-run]\n"
+	  "                     an MCP server of the thread's tools on stdin/stdout\n" },
 	{ "store", cmd_store,
 	  "  store check|migrate | store backup [--force] FILE\n"
 	  "                     where the home's records are, whether they are sound,\n"

@@ -110,6 +110,7 @@ static void *serve(void *arg)
 			len = 0;
 		}
 	}
+	broker_client_gone(c);
 	close(c->fd);
 	free(c->outbox);
 	free(c);
@@ -298,11 +299,28 @@ static bool has_sessions(void *pool, const char *user, const char *thread)
 	return sessions_of(pool, user, thread) > 0;
 }
 
+/* Whether B has had no client for its exit_idle_s (IDLE_SINCE_MS: when
+ * the last one left, 0 while one is connected). */
+static bool idle_too_long(struct broker *b, int64_t *idle_since_ms)
+{
+	pthread_mutex_lock(&b->lock);
+	unsigned clients = b->clients;
+	pthread_mutex_unlock(&b->lock);
+	if (!b->exit_idle_s || clients) {
+		*idle_since_ms = 0;
+		return false;
+	}
+	if (!*idle_since_ms)
+		*idle_since_ms = now_ms();
+	return now_ms() - *idle_since_ms >= (int64_t)b->exit_idle_s * 1000;
+}
+
 static int serve_loop(struct broker *b, int lfd)
 {
 	sigset_t mask;
 	stop_signals(&mask);
 	_cleanup_(closep) int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	int64_t idle_since_ms = 0;
 
 	for (;;) {
 		struct pollfd p[3] = { { lfd, POLLIN, 0 },
@@ -324,6 +342,10 @@ static int serve_loop(struct broker *b, int lfd)
 		provider_tick(b->provider, has_sessions, b->sessions);
 		sessions_tick(b->sessions);
 		cgroups_tick(b->limits);
+		if (idle_too_long(b, &idle_since_ms)) {
+			log_info("no client for %u s: stopping (--exit-idle)", b->exit_idle_s);
+			return 0;
+		}
 	}
 }
 
@@ -406,7 +428,7 @@ static void log_protections(const struct broker *b)
 /* The parent of a broker that detaches (pid PID): waits until it says on
  * READY that it serves, and says where it went, or that it cannot (it
  * said why on stderr). Returns the parent's exit status. */
-static int wait_ready(int ready[2], const char *home, pid_t pid)
+static int wait_ready(int ready[2], const char *home, pid_t pid, bool quiet)
 {
 	char c;
 
@@ -415,8 +437,9 @@ static int wait_ready(int ready[2], const char *home, pid_t pid)
 	if (n != 1 || c != '0')
 		return 1; /* the child said why */
 	/* It detaches: say where it went, and who it is. */
-	printf("sbx: broker serving %s/" HOME_RUN "/" HOME_BROKER_SOCKET " (pid %d)\n", home,
-	       (int)pid);
+	if (!quiet)
+		printf("sbx: broker serving %s/" HOME_RUN "/" HOME_BROKER_SOCKET " (pid %d)\n",
+		       home, (int)pid);
 	return 0;
 }
 
@@ -498,6 +521,7 @@ int broker_main(const struct broker_options *o)
 	 * instead. */
 	mallopt(M_MMAP_THRESHOLD, 1 << 20);
 	snprintf(b.home, sizeof(b.home), "%s", o->home);
+	b.exit_idle_s = o->exit_idle_s;
 	if (o->config)
 		snprintf(path, sizeof(path), "%s", o->config);
 	else
@@ -522,7 +546,7 @@ int broker_main(const struct broker_options *o)
 		if (pid < 0)
 			return 1;
 		if (pid > 0)
-			return wait_ready(ready, o->home, pid);
+			return wait_ready(ready, o->home, pid, o->quiet);
 		close(ready[0]);
 		setsid();
 	}

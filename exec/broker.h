@@ -25,6 +25,8 @@ struct broker_options {
 	const char *config; /* NULL: HOME/sbx.conf */
 	bool foreground;
 	bool debug;
+	bool quiet;	      /* no "serving" line from the parent */
+	unsigned exit_idle_s; /* stop once no client was connected that long; 0: never */
 };
 
 /* Runs the broker until SIGTERM, SIGINT or a shutdown request; returns

@@ -43,8 +43,9 @@ struct broker {
 	pthread_cond_t admitted;
 	unsigned clients; /* connections being served (under lock) */
 	pthread_cond_t clients_gone;
-	struct store *kept; /* a store open between requests (under lock), or NULL */
-	struct slot {	    /* one-off commands per sandbox (under lock) */
+	struct store *kept;   /* a store open between requests (under lock), or NULL */
+	unsigned exit_idle_s; /* broker_options' */
+	struct slot {	      /* one-off commands per sandbox (under lock) */
 		char user[ID_MAX + 1], thread[ID_MAX + 1];
 		unsigned running;
 	} * slots;

@@ -58,16 +58,39 @@ static void op_acquire(struct client *c, const struct request *q)
 		send_error(c, q->id, "mount_failed", "%s", err);
 		return;
 	}
+	if (q->hold && !c->held_owner) {
+		c->held_user = strdup(q->user);
+		c->held_thread = strdup(q->thread);
+		c->held_owner = strdup(q->owner);
+	}
 	send_ok(c, q->id,
 		json_pack("{s:s, s:s, s:s}", "sandbox", sid, "mount", mount, "owner", q->owner));
 }
 
+/* Drops OWNER's lease on USER's THREAD, and ends its scope's shell
+ * once its command is done. 1 if the view is parked, 0, or -ENOENT. */
+static int release(struct broker *b, const char *user, const char *thread, const char *owner)
+{
+	int r = provider_release(b->provider, user, thread, owner);
+
+	if (r >= 0)
+		sessions_end_scope(b->sessions, user, thread, owner);
+	return r;
+}
+
+void broker_client_gone(struct client *c)
+{
+	if (c->held_user && c->held_thread && c->held_owner)
+		release(c->b, c->held_user, c->held_thread, c->held_owner);
+	free(c->held_user);
+	free(c->held_thread);
+	free(c->held_owner);
+}
+
 static void op_release(struct client *c, const struct request *q)
 {
-	int r = provider_release(c->b->provider, q->user, q->thread, q->owner);
+	int r = release(c->b, q->user, q->thread, q->owner);
 
-	if (r >= 0) /* its scope's shell, once its command is done */
-		sessions_end_scope(c->b->sessions, q->user, q->thread, q->owner);
 	if (r < 0)
 		send_error(c, q->id, "no_lease", "%s holds no lease on %s/%s", q->owner, q->user,
 			   q->thread);

@@ -17,4 +17,8 @@
  * the client leaves, sends its next request or the broker stops. */
 void broker_dispatch(struct client *c, const char *line, size_t len);
 
+/* C's connection has ended: gives back the lease it holds (an acquire
+ * with "hold") and frees what it kept for that. */
+void broker_client_gone(struct client *c);
+
 #endif

@@ -299,6 +299,11 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 	if (!*r->owner || strlen(r->owner) > 256)
 		return fail(code, "bad_request", err, errlen,
 			    "'owner' must have 1 to 256 characters");
+	json_t *hold = json_object_get(r->root, "hold");
+	if (hold && (r->op != REQ_ACQUIRE || !json_is_boolean(hold)))
+		return fail(code, "bad_request", err, errlen,
+			    "'hold' is true or false, and only for acquire");
+	r->hold = json_is_true(hold);
 	return 0;
 }
 

@@ -33,6 +33,7 @@ struct request {
 	enum request_op op;
 	const char *user, *thread; /* ids (ids.h) */
 	const char *owner;	   /* acquire, release: 1..256 characters */
+	bool hold;		   /* acquire: the lease ends with the connection */
 	const char *command;	   /* exec */
 	const char *scope;	   /* exec, or NULL */
 	unsigned timeout;	   /* exec: seconds, 0: the default */

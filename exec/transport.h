@@ -33,6 +33,9 @@ struct client {
 	size_t outbox_len;
 	bool dropped; /* output events were dropped */
 	bool gone;    /* a send failed or stalled */
+	/* The lease an acquire with "hold" took: given back, and its
+	 * scope's shell ended, when the connection ends. */
+	char *held_user, *held_thread, *held_owner;
 };
 
 /* Output events not yet taken by the client, at most. */

@@ -605,6 +605,63 @@ START_TEST(test_broker_leases_park_and_idle_unmount)
 }
 END_TEST
 
+/* An acquire with "hold" lasts as long as its connection: the client
+ * that took it going away (a crash too) gives it back, and its scope's
+ * shell ends; one without stays. "hold" is only for acquire. */
+START_TEST(test_broker_a_held_lease_ends_with_its_connection)
+{
+	raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"kept\"}'");
+	char *r = raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\","
+		      "\"owner\":\"held\",\"hold\":true}' '{\"op\":\"status\"}'");
+	/* While its connection lives, both leases count. */
+	ck_assert_msg(strstr(r, "\"leases\": 2"), "%s", r);
+	SAME(field(raw("'{\"op\":\"status\"}'"), "d[\"views\"][0][\"leases\"]"), "1\n");
+	/* The shell of a held lease's scope ends with its connection. */
+	OK("python3 tests/tools/bclient.py '%s' --leave-after 0.5"
+	   " '{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"s2\","
+	   "\"hold\":true}'",
+	   H);
+	raw("'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",\"scope\":\"s3\","
+	    "\"command\":\"sleep 100777 > /dev/null 2>&1 &\"}'");
+	r = raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"s3\","
+		"\"hold\":true}' '{\"op\":\"status\"}'");
+	ck_assert_msg(strstr(r, "\"leases\": 2"), "%s", r);
+	ASSERT_GONE("sleep 10077[7]");
+	SAME(field(raw("'{\"op\":\"release\",\"user\":\"alice\",\"thread\":\"t1\","
+		       "\"owner\":\"kept\",\"hold\":true}'"),
+		   "d[\"error\"][\"code\"], d[\"error\"][\"message\"]"),
+	     "bad_request 'hold' is true or false, and only for acquire\n");
+}
+END_TEST
+
+/* --exit-idle: the broker stops once no client has been connected for
+ * that long (unmounting its views), never while one is. */
+START_TEST(test_broker_exit_idle_stops_once_no_client_is_left)
+{
+	const char *h = test_dir("idlehome");
+
+	test_home_store(h);
+	OK("'%s' broker --home '%s' --exit-idle 1 >/dev/null", test_bin("sbx"), h);
+	/* A client holding a lease for 2.5 s keeps it, and its view. */
+	OK("cd tests/tools && (python3 bclient.py '%s' --leave-after 2.5"
+	   " '{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\",\"owner\":\"o\"}' &)",
+	   h);
+	OK("for i in $(seq 100); do grep -q ' %s/run/views/alice/t1 ' /proc/mounts && exit 0;"
+	   " sleep 0.05; done; exit 1",
+	   h);
+	OK("sleep 1.8; python3 tests/tools/bclient.py '%s' '{\"op\":\"ping\"}' | grep -q true", h);
+	/* Then it stops, and takes its view with it. */
+	OK("for i in $(seq 100); do test -S '%s/run/broker.sock' || exit 0; sleep 0.1; done; exit 1",
+	   h);
+	OK("for i in $(seq 100); do grep -q ' %s/run/views/alice/t1 ' /proc/mounts || exit 0;"
+	   " sleep 0.1; done; exit 1",
+	   h);
+	ck_assert_int_eq(STATUS("'%s' broker --home '%s' --exit-idle 0 2>/dev/null",
+				test_bin("sbx"), h),
+			 2);
+}
+END_TEST
+
 /* The pid of the daemon of alice's THREAD (its lease row). */
 static int daemon_pid(const char *thread)
 {
@@ -1241,6 +1298,8 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_restores_a_path);
 	tcase_add_test(tc, test_broker_only_its_uid_and_root);
 	tcase_add_test(tc, test_broker_leases_park_and_idle_unmount);
+	tcase_add_test(tc, test_broker_a_held_lease_ends_with_its_connection);
+	tcase_add_test(tc, test_broker_exit_idle_stops_once_no_client_is_left);
 	tcase_add_test(tc, test_broker_a_client_going_away_disturbs_no_one);
 	tcase_add_test(tc, test_broker_pipelined_and_half_closed_requests);
 	tcase_add_test(tc, test_broker_shutdown_and_a_killed_broker);

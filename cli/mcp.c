@@ -1,0 +1,126 @@
+/* mcp.c - sbx mcp: an MCP server for one thread, on standard input and
+ * output (mcp/stdio_transport.h), through the home's broker. */
+#include "args.h"
+#include "cli.h"
+#include "common/ids.h"
+#include "exec/broker.h"
+#include "exec/client.h"
+#include "mcp/stdio_transport.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A broker sbx mcp starts stops this long after its last client left. */
+#define MCP_BROKER_IDLE_S 3
+
+static const char mcp_usage[] =
+	"Usage: sbx mcp --user ID --thread ID [--home DIR] [--no-run]\n"
+	"\n"
+	"An MCP (Model Context Protocol) server for one thread, on standard input\n"
+	"and output (JSON-RPC 2.0, one message a line; protocol versions 2025-11-25\n"
+	"and 2025-06-18). Its tools - bash, ls, read_file, write_file, str_replace,\n"
+	"glob, grep, present_files, changes, undo - work in the thread's view and\n"
+	"sandbox: paths are the virtual ones (/mnt/user-data/..., /mnt/skills/...),\n"
+	"and the read-before-write gate, atomic saves, the quota and the journal\n"
+	"apply to them as to any program. Each session is a run: sbx changes and\n"
+	"sbx run undo read and take back what it did. docs/mcp.md has the tools'\n"
+	"contracts and the lines that add it to Claude Code, Codex and others.\n"
+	"\n"
+	"It works through the home's broker: the one that serves the home, else\n"
+	"one it starts, which stops once no client has been left for a few\n"
+	"seconds. Its log goes to standard error.\n"
+	"  --no-run   no run for the session (present_files then refuses)\n";
+
+/* Makes sure a broker serves HOME: 0, or 1 once said why not. */
+static int broker_ensure(const char *home)
+{
+	struct client_conn *c;
+	struct error e;
+	int r = client_open(home, &c, &e);
+
+	if (r == 0) {
+		client_close(c);
+		fprintf(stderr, "sbx: mcp: using the broker that serves %s\n", home);
+		return 0;
+	}
+	if (r != -ENOENT && r != -ECONNREFUSED) {
+		fprintf(stderr, "sbx: mcp: %s\n", e.text);
+		return 1;
+	}
+	struct broker_options o = { .home = home, .quiet = true, .exit_idle_s = MCP_BROKER_IDLE_S };
+	if (broker_main(&o) != 0) {
+		fprintf(stderr, "sbx: mcp: cannot start a broker for %s (%s/run/broker.log)\n",
+			home, home);
+		return 1;
+	}
+	fprintf(stderr,
+		"sbx: mcp: started a broker for %s; it stops %d s after its last client leaves\n",
+		home, MCP_BROKER_IDLE_S);
+	return 0;
+}
+
+int cmd_mcp(int argc, char **argv, const char *home)
+{
+	static const struct option longopts[] = {
+		{ "user", required_argument, NULL, 'u' },
+		{ "thread", required_argument, NULL, 't' },
+		{ "home", required_argument, NULL, 'H' },
+		{ "no-run", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mcp_config cfg = { .profile = MCP_PROFILE_REFERENCE, .run = true };
+	char h[PATH_MAX];
+	const char *why;
+	int c;
+
+	getopt_begin(argv, "mcp");
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'u':
+			cfg.user = optarg;
+			break;
+		case 't':
+			cfg.thread = optarg;
+			break;
+		case 'H':
+			home = optarg;
+			break;
+		case 'n':
+			cfg.run = false;
+			break;
+		case 'h':
+			fputs(mcp_usage, stdout);
+			return 0;
+		default:
+			return usage_error("mcp", NULL);
+		}
+	}
+	if (optind != argc)
+		return usage_error("mcp", "unexpected argument '%s'", argv[optind]);
+	if (!cfg.user || !cfg.thread)
+		return usage_error("mcp", "--user and --thread are required");
+	if (user_id_check(cfg.user, &why) < 0)
+		return usage_error("mcp", "invalid user id: %s", why);
+	if (thread_id_check(cfg.thread, &why) < 0)
+		return usage_error("mcp", "invalid thread id: %s", why);
+	if (resolve_home("mcp", home, h, sizeof(h)) < 0)
+		return 2;
+	cfg.home = h;
+	if (broker_ensure(h))
+		return 1;
+	/* Held for as long as this process lives: a broker started for it
+	 * counts it as a client, and so never stops under it. */
+	struct client_conn *keep;
+	struct error e;
+	if (client_open(h, &keep, &e) < 0) {
+		fprintf(stderr, "sbx: mcp: %s\n", e.text);
+		return 1;
+	}
+	int status = mcp_stdio_serve(&cfg, STDIN_FILENO, STDOUT_FILENO);
+	client_close(keep);
+	return status;
+}

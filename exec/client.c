@@ -1,0 +1,124 @@
+/* client.c - see client.h. */
+#include "client.h"
+#include "broker.h"
+#include "common/cleanup.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+struct client_conn {
+	int fd;	  /* the socket: shut down by client_cancel(), closed by in */
+	FILE *in; /* the socket, read a line at a time */
+};
+
+int client_open(const char *home, struct client_conn **out, struct error *e)
+{
+	int fd = broker_connect(home);
+
+	if (fd < 0)
+		return error_set(e, fd, "no broker serves %s (%s)", home, strerror(-fd));
+	struct client_conn *c = calloc(1, sizeof(*c));
+	if (c)
+		c->in = fdopen(fd, "r");
+	if (!c || !c->in) {
+		close(fd);
+		free(c);
+		return error_set(e, -ENOMEM, "out of memory");
+	}
+	c->fd = fd;
+	*out = c;
+	return 0;
+}
+
+void client_close(struct client_conn *c)
+{
+	if (!c)
+		return;
+	fclose(c->in);
+	free(c);
+}
+
+int client_send(struct client_conn *c, json_t *req, struct error *e)
+{
+	_cleanup_(freep) char *text = json_dumps(req, JSON_COMPACT);
+
+	if (!text)
+		return error_set(e, -ENOMEM, "out of memory");
+	size_t len = strlen(text);
+	struct iovec iov[2] = { { text, len }, { "\n", 1 } };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+	ssize_t n = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+	if (n != (ssize_t)len + 1)
+		return error_set(e, n < 0 ? -errno : -EIO,
+				 "cannot send a request to the broker: %s",
+				 n < 0 ? strerror(errno) : "short write");
+	return 0;
+}
+
+json_t *client_next(struct client_conn *c, struct error *e)
+{
+	_cleanup_(freep) char *line = NULL;
+	size_t cap = 0;
+	ssize_t n = getline(&line, &cap, c->in);
+
+	if (n <= 0) {
+		error_set(e, -ECONNRESET, "the broker closed the connection");
+		return NULL;
+	}
+	json_t *v = json_loadb(line, (size_t)n, 0, NULL);
+	if (!json_is_object(v)) {
+		json_decref(v);
+		error_set(e, -EPROTO, "the broker sent a line that is not a JSON object");
+		return NULL;
+	}
+	return v;
+}
+
+json_t *client_final(struct client_conn *c, void (*on_event)(void *arg, json_t *event), void *arg,
+		     struct error *e)
+{
+	json_t *v;
+
+	while ((v = client_next(c, e)) && !json_object_get(v, "ok")) {
+		if (on_event)
+			on_event(arg, v);
+		json_decref(v);
+	}
+	return v;
+}
+
+void client_cancel(struct client_conn *c)
+{
+	shutdown(c->fd, SHUT_RDWR);
+}
+
+json_t *client_call(const char *home, json_t *req, struct error *e)
+{
+	struct client_conn *c;
+
+	if (client_open(home, &c, e) < 0)
+		return NULL;
+	json_t *v = client_send(c, req, e) < 0 ? NULL : client_final(c, NULL, NULL, e);
+	client_close(c);
+	return v;
+}
+
+bool client_ok(json_t *reply)
+{
+	return json_is_true(json_object_get(reply, "ok"));
+}
+
+int client_reply_error(json_t *reply, struct error *e)
+{
+	json_t *err = json_object_get(reply, "error");
+	const char *code = json_string_value(json_object_get(err, "code"));
+	const char *message = json_string_value(json_object_get(err, "message"));
+
+	return error_set(e, -EPROTO, "%s: %s", code ? code : "error",
+			 message ? message : "the broker gave no reason");
+}

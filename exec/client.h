@@ -1,0 +1,54 @@
+/* client.h - the client side of the broker's protocol (docs/protocol.md):
+ * a connection that sends requests and reads their replies, one JSON
+ * object a line.
+ *
+ * A connection carries one request at a time, and a request's replies
+ * are read in order: events (no "ok") and then its final reply. Any
+ * thread may cancel a connection (client_cancel()): the broker sees the
+ * client go away and kills the command it runs for it, and the reader
+ * meets the end of the replies. Everything else belongs to one thread.
+ */
+#ifndef SBX_CLIENT_H
+#define SBX_CLIENT_H
+
+#include "common/error.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+struct client_conn;
+
+/* Connects to the broker of HOME: 0 and *OUT, or -errno (E: -ENOENT or
+ * -ECONNREFUSED when none runs). */
+int client_open(const char *home, struct client_conn **out, struct error *e);
+void client_close(struct client_conn *c);
+
+/* Sends REQ (a reference is taken). 0, or -errno (E). */
+int client_send(struct client_conn *c, json_t *req, struct error *e);
+
+/* The next reply line as a JSON object (a new reference), or NULL at the
+ * end of the connection or on a line that is not a JSON object (E says
+ * which). */
+json_t *client_next(struct client_conn *c, struct error *e);
+
+/* Reads replies until the final one (events are passed to ON_EVENT when
+ * it is not NULL, and dropped otherwise) and returns it: a new reference,
+ * or NULL (E) if the connection ended first. */
+json_t *client_final(struct client_conn *c, void (*on_event)(void *arg, json_t *event), void *arg,
+		     struct error *e);
+
+/* Ends the connection from any thread: the broker stops what it does for
+ * it, and the reader's next client_next() returns NULL. */
+void client_cancel(struct client_conn *c);
+
+/* One request on a connection of its own: its final reply, or NULL (E). */
+json_t *client_call(const char *home, json_t *req, struct error *e);
+
+/* The reply's error as E (code -EPROTO; the text "CODE: MESSAGE" with
+ * the broker's code and message). Returns -EPROTO. */
+int client_reply_error(json_t *reply, struct error *e);
+
+/* True if REPLY is a final reply with "ok": true. */
+bool client_ok(json_t *reply);
+
+#endif

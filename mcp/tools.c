@@ -1,0 +1,197 @@
+/* tools.c - see tools.h. */
+#include "tools.h"
+#include "common/cleanup.h"
+#include "exec/client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How a tool is carried out. */
+enum tool_kind {
+	KIND_BASH,    /* the broker's exec, in the session's shell */
+	KIND_PRESENT, /* the broker's present, in the session's run */
+};
+
+struct tool {
+	const char *name, *title, *description;
+	const char *input_schema; /* JSON text */
+	bool read_only, destructive, idempotent;
+	enum tool_kind kind;
+};
+
+static const struct tool reference_tools[] = {
+	{ "bash", "Run a shell command",
+	  "Runs a bash command in the thread's sandbox, in this session's own shell: the "
+	  "working directory and exported variables carry over to the next call. It starts in "
+	  "/mnt/user-data/workspace. Returns stdout, then stderr after 'Std Error:', and "
+	  "'Exit Code: N' when the status is not 0; more than 20,000 characters are cut in the "
+	  "middle. A command is stopped after its timeout (default 600 s): run a long-lived "
+	  "process such as a web server in the background with its output redirected, e.g. "
+	  "`your-command > /mnt/user-data/workspace/server.log 2>&1 &`.",
+	  "{\"type\":\"object\",\"properties\":{"
+	  "\"description\":{\"type\":\"string\",\"description\":\"Why you run it, in a few "
+	  "words.\"},"
+	  "\"command\":{\"type\":\"string\",\"description\":\"The command line.\"},"
+	  "\"timeout\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,"
+	  "\"description\":\"Seconds before it is stopped (default 600).\"}},"
+	  "\"required\":[\"command\"]}",
+	  false, true, false, KIND_BASH },
+	{ "present_files", "Present files to the user",
+	  "Presents files under /mnt/user-data/outputs to the user as this run's deliverables.",
+	  "{\"type\":\"object\",\"properties\":{\"filepaths\":{\"type\":\"array\","
+	  "\"items\":{\"type\":\"string\"},\"minItems\":1,\"description\":\"Paths under "
+	  "/mnt/user-data/outputs.\"}},\"required\":[\"filepaths\"]}",
+	  false, false, true, KIND_PRESENT },
+};
+
+static const struct tool *tools_of(enum mcp_profile profile, size_t *n)
+{
+	(void)profile;
+	*n = sizeof(reference_tools) / sizeof(reference_tools[0]);
+	return reference_tools;
+}
+
+static const struct tool *tool_find(enum mcp_profile profile, const char *name)
+{
+	size_t n;
+	const struct tool *t = tools_of(profile, &n);
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(t[i].name, name))
+			return &t[i];
+	return NULL;
+}
+
+json_t *mcp_tools_list(enum mcp_profile profile)
+{
+	size_t n;
+	const struct tool *t = tools_of(profile, &n);
+	json_t *list = json_array();
+
+	for (size_t i = 0; list && i < n; i++) {
+		json_t *schema = json_loads(t[i].input_schema, 0, NULL);
+		json_array_append_new(list,
+				      json_pack("{s:s, s:s, s:s, s:o, s:{s:s, s:b, s:b, s:b, s:b}}",
+						"name", t[i].name, "title", t[i].title,
+						"description", t[i].description, "inputSchema",
+						schema, "annotations", "title", t[i].title,
+						"readOnlyHint", t[i].read_only, "destructiveHint",
+						t[i].destructive, "idempotentHint", t[i].idempotent,
+						"openWorldHint", false));
+	}
+	return list;
+}
+
+bool mcp_tool_known(enum mcp_profile profile, const char *name)
+{
+	return tool_find(profile, name) != NULL;
+}
+
+json_t *mcp_tool_text(const char *text, bool is_error)
+{
+	return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", text,
+			 "isError", is_error);
+}
+
+/* A tool error: "Error: " and what E says. */
+static json_t *tool_error(const struct error *e)
+{
+	char text[ERROR_TEXT_MAX + 16];
+
+	snprintf(text, sizeof(text), "Error: %s", e->text);
+	return mcp_tool_text(text, true);
+}
+
+/* The broker's final reply to REQ on a connection of call C's (which a
+ * cancellation ends), events passed to ON_EVENT; NULL with E. */
+static json_t *broker_request(struct mcp_call *c, json_t *req,
+			      void (*on_event)(void *arg, json_t *event), struct error *e)
+{
+	struct client_conn *conn;
+	json_t *reply = NULL;
+
+	if (client_open(mcp_call_config(c)->home, &conn, e) < 0)
+		return NULL;
+	if (!mcp_call_attach(c, conn))
+		error_set(e, -ECANCELED, "cancelled");
+	else if (client_send(conn, req, e) == 0)
+		reply = client_final(conn, on_event, c, e);
+	mcp_call_detach(c);
+	client_close(conn);
+	if (reply && !client_ok(reply)) {
+		client_reply_error(reply, e);
+		json_decref(reply);
+		reply = NULL;
+	}
+	return reply;
+}
+
+/* An output event of a command: progress, for a client that asked. */
+static void bash_progress(void *arg, json_t *event)
+{
+	const char *data = json_string_value(json_object_get(event, "data"));
+	char message[96];
+
+	snprintf(message, sizeof(message), "%zu bytes of output", data ? strlen(data) : 0);
+	mcp_call_progress(arg, message);
+}
+
+static json_t *run_bash(struct mcp_call *c, json_t *args)
+{
+	const struct mcp_config *cfg = mcp_call_config(c);
+	const char *command = json_string_value(json_object_get(args, "command"));
+	json_t *timeout = json_object_get(args, "timeout");
+	struct error e;
+
+	if (!command)
+		return mcp_tool_text("Error: \"command\" must be a string", true);
+	if (timeout && (!json_is_integer(timeout) || json_integer_value(timeout) < 1 ||
+			json_integer_value(timeout) > 86400))
+		return mcp_tool_text("Error: \"timeout\" must be an integer from 1 to 86400", true);
+	json_auto_t *req = json_pack("{s:s, s:s, s:s, s:s, s:s}", "op", "exec", "user", cfg->user,
+				     "thread", cfg->thread, "command", command, "scope",
+				     mcp_call_scope(c));
+	if (timeout)
+		json_object_set(req, "timeout", timeout);
+	json_auto_t *reply = broker_request(c, req, bash_progress, &e);
+	if (!reply)
+		return tool_error(&e);
+	const char *output = json_string_value(json_object_get(reply, "output"));
+	return mcp_tool_text(output ? output : "(no output)", false);
+}
+
+static json_t *run_present(struct mcp_call *c, json_t *args)
+{
+	json_t *paths = json_object_get(args, "filepaths");
+	struct error e;
+
+	if (!json_is_array(paths) || json_array_size(paths) == 0)
+		return mcp_tool_text("Error: \"filepaths\" must be a non-empty array of paths",
+				     true);
+	if (!mcp_call_run(c))
+		return mcp_tool_text("Error: this session has no run (sbx mcp --no-run): nothing "
+				     "can be presented",
+				     true);
+	json_auto_t *req = json_pack("{s:s, s:I, s:O, s:s}", "op", "present", "run",
+				     (json_int_t)mcp_call_run(c), "paths", paths, "tool",
+				     "present_files");
+	json_auto_t *reply = broker_request(c, req, NULL, &e);
+	if (!reply)
+		return tool_error(&e);
+	return mcp_tool_text("Successfully presented files", false);
+}
+
+json_t *mcp_tool_run(struct mcp_call *c, const char *name, json_t *args)
+{
+	const struct tool *t = tool_find(mcp_call_config(c)->profile, name);
+
+	switch (t->kind) {
+	case KIND_BASH:
+		return run_bash(c, args);
+	case KIND_PRESENT:
+		return run_present(c, args);
+	}
+	return mcp_tool_text("Error: unknown tool", true);
+}
