@@ -57,10 +57,12 @@ struct mcp_session {
 	struct client_conn *lease; /* holds the view while it is open */
 };
 
-static void send_msg(struct mcp_session *s, json_t *msg)
+/* Sends MSG, which answers or concerns the client's request ABOUT (NULL:
+ * none, as a log message or a question of ours). */
+static void send_msg(struct mcp_session *s, json_t *msg, json_t *about)
 {
 	if (msg)
-		s->send(s->arg, msg);
+		s->send(s->arg, msg, about);
 }
 
 /* ---- the calls a tool sees ----------------------------------------------- */
@@ -99,10 +101,12 @@ void mcp_call_progress(struct mcp_call *c, const char *message)
 {
 	if (!c->token)
 		return;
-	send_msg(c->s, jsonrpc_notification("notifications/progress",
-					    json_pack("{s:O, s:I, s:s}", "progressToken", c->token,
-						      "progress", (json_int_t)++c->progress,
-						      "message", message)));
+	send_msg(c->s,
+		 jsonrpc_notification("notifications/progress",
+				      json_pack("{s:O, s:I, s:s}", "progressToken", c->token,
+						"progress", (json_int_t)++c->progress, "message",
+						message)),
+		 c->id);
 }
 
 bool mcp_call_attach(struct mcp_call *c, struct client_conn *conn)
@@ -144,9 +148,11 @@ static void session_vlog(struct mcp_session *s, const char *level, const char *f
 	bool wanted = s->initialized && level_index(level) >= s->log_level;
 	pthread_mutex_unlock(&s->lock);
 	if (wanted)
-		send_msg(s, jsonrpc_notification("notifications/message",
-						 json_pack("{s:s, s:s, s:s}", "level", level,
-							   "logger", "sbx", "data", text)));
+		send_msg(s,
+			 jsonrpc_notification("notifications/message",
+					      json_pack("{s:s, s:s, s:s}", "level", level, "logger",
+							"sbx", "data", text)),
+			 NULL);
 }
 
 static void session_log(struct mcp_session *s, const char *level, const char *fmt, ...)
@@ -284,7 +290,7 @@ static void ask_roots(struct mcp_session *s)
 		return;
 	char id[32];
 	snprintf(id, sizeof(id), "sbx-roots-%lld", (long long)n);
-	send_msg(s, jsonrpc_request(json_string(id), "roots/list", NULL));
+	send_msg(s, jsonrpc_request(json_string(id), "roots/list", NULL), NULL);
 }
 
 /* Whether PATH has a ".." component. */
@@ -389,7 +395,7 @@ static void *call_thread(void *arg)
 	pthread_mutex_unlock(&s->lock);
 	/* A cancelled request gets no response (the client forgot it). */
 	if (!cancelled)
-		send_msg(s, jsonrpc_result(c->id, result));
+		send_msg(s, jsonrpc_result(c->id, result), c->id);
 	else
 		json_decref(result);
 	call_free(c);
@@ -511,7 +517,8 @@ void mcp_session_receive(struct mcp_session *s, const char *text, size_t len)
 	const char *why = NULL;
 
 	if (!msg) {
-		send_msg(s, jsonrpc_error(NULL, JSONRPC_PARSE_ERROR, "Parse error: %s", jerr.text));
+		send_msg(s, jsonrpc_error(NULL, JSONRPC_PARSE_ERROR, "Parse error: %s", jerr.text),
+			 NULL);
 		return;
 	}
 	enum jsonrpc_kind kind = jsonrpc_classify(msg, &why);
@@ -521,7 +528,7 @@ void mcp_session_receive(struct mcp_session *s, const char *text, size_t len)
 
 	switch (kind) {
 	case JSONRPC_REQUEST:
-		send_msg(s, on_request(s, method, id, params));
+		send_msg(s, on_request(s, method, id, params), id);
 		break;
 	case JSONRPC_NOTIFICATION:
 		on_notification(s, method, params);
@@ -530,8 +537,9 @@ void mcp_session_receive(struct mcp_session *s, const char *text, size_t len)
 		on_response(s, msg);
 		break;
 	case JSONRPC_INVALID:
-		send_msg(s, jsonrpc_error(json_is_string(id) || json_is_integer(id) ? id : NULL,
-					  JSONRPC_INVALID_REQUEST, "Invalid Request: %s", why));
+		id = json_is_string(id) || json_is_integer(id) ? id : NULL;
+		send_msg(s, jsonrpc_error(id, JSONRPC_INVALID_REQUEST, "Invalid Request: %s", why),
+			 id);
 		break;
 	}
 }

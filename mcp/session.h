@@ -38,8 +38,11 @@ struct mcp_config {
 	bool run; /* a run for the session */
 };
 
-/* Sends MSG (a JSON-RPC message; the callee takes the reference). */
-typedef void mcp_send_fn(void *arg, json_t *msg);
+/* Sends MSG (a JSON-RPC message; the callee takes the reference). ABOUT
+ * is the id of the client's request MSG answers or concerns (its
+ * progress), or NULL: a transport that streams each request's messages
+ * apart (Streamable HTTP) routes by it. */
+typedef void mcp_send_fn(void *arg, json_t *msg, json_t *about);
 
 struct mcp_session;
 

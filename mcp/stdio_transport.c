@@ -20,11 +20,12 @@ struct out {
 	bool broken;	      /* the client stopped reading */
 };
 
-static void send_line(void *arg, json_t *msg)
+static void send_line(void *arg, json_t *msg, json_t *about)
 {
 	struct out *o = arg;
 	_cleanup_(freep) char *text = json_dumps(msg, JSON_COMPACT);
 
+	(void)about; /* one stream for all */
 	json_decref(msg);
 	if (!text)
 		return;
@@ -67,9 +68,11 @@ static void lines_take(struct lines *l, struct mcp_session *s, struct out *o)
 	l->len -= start;
 	if (l->len > MCP_STDIO_LINE_MAX) {
 		if (!l->skipping)
-			send_line(o, jsonrpc_error(NULL, JSONRPC_PARSE_ERROR,
-						   "Parse error: a message over %u bytes",
-						   MCP_STDIO_LINE_MAX));
+			send_line(o,
+				  jsonrpc_error(NULL, JSONRPC_PARSE_ERROR,
+						"Parse error: a message over %u bytes",
+						MCP_STDIO_LINE_MAX),
+				  NULL);
 		l->skipping = true;
 		l->len = 0;
 	}
