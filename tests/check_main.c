@@ -43,6 +43,7 @@ static const struct {
 	{ "view_escape", suite_view_escape },
 	{ "view_skills", suite_view_skills },
 	{ "view_broker", suite_view_broker },
+	{ "mcp_protocol", suite_mcp_protocol },
 	{ "view_watch", suite_view_watch },
 	{ "view_hosts", suite_view_hosts },
 	{ "cli", suite_cli },

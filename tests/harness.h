@@ -122,6 +122,7 @@ Suite *suite_view_snapshot(void);
 Suite *suite_view_runs(void);
 Suite *suite_view_undo(void);
 Suite *suite_view_broker(void);
+Suite *suite_mcp_protocol(void);
 Suite *suite_cli(void);
 Suite *suite_view_differential(void);
 Suite *suite_view_faults(void);

@@ -1,0 +1,172 @@
+/* sbx mcp at the protocol's edges, driven raw (tests/tools/mcpraw.py):
+ * what the official SDK never sends (malformed lines, batches, calls
+ * before initialize, unknown methods and tools), version negotiation,
+ * cancellation, and a client killed mid-command: nothing is left
+ * running, the view is given back, the broker sbx mcp started stops. The
+ * SDK's own view of the server is the mcp suite's (tests/mcp/). */
+#include "tests/cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *H;
+
+static void setup(void)
+{
+	tool_env();
+	H = test_dir("mhome");
+	test_home_store(H);
+}
+
+static void teardown(void)
+{
+	broker_stop(H);
+}
+
+/* What mcpraw.py prints for the lines SCRIPT (\n-separated) sent to sbx
+ * mcp of alice/t1, after initializing with version INIT (NULL: not),
+ * each JSON message reduced to the Python expression EXPR of it (d). */
+static char *session(const char *init, const char *script, const char *expr)
+{
+	const char *f = fmt_cmd("%s/script", test_dir("script"));
+
+	ck_assert_int_eq(write_file(f, script), 0);
+	return OUT("python3 tests/tools/mcpraw.py %s%s -- '%s' mcp --home '%s' --user alice"
+		   " --thread t1 < '%s' 2>/dev/null | grep '^{' | python3 tests/tools/jsonq.py"
+		   " --lines \"%s\"",
+		   init ? "--init " : "", init ? init : "", test_bin("sbx"), H, f, expr);
+}
+
+/* Each reply's id, and its error's code or its result's keys. */
+#define ID_AND_OUTCOME \
+	"d.get('id'), d['error']['code'] if 'error' in d else sorted(d.get('result', {}))"
+
+START_TEST(test_mcp_protocol_errors_are_the_protocol_s)
+{
+	SAME(session(NULL,
+		     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n"
+		     "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n"
+		     "wait 2\n"
+		     "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\",\"params\":"
+		     "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+		     "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n"
+		     "wait 3\n"
+		     "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+		     "{not json\n"
+		     "[{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}]\n"
+		     "{\"jsonrpc\":\"1.0\",\"id\":5,\"method\":\"ping\"}\n"
+		     "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"resources/list\"}\n"
+		     "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":"
+		     "{\"name\":\"rm_rf\",\"arguments\":{}}}\n"
+		     "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":"
+		     "{\"name\":\"bash\",\"arguments\":[1]}}\n"
+		     "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"initialize\",\"params\":"
+		     "{\"protocolVersion\":\"2025-11-25\"}}\n"
+		     "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"logging/setLevel\",\"params\":"
+		     "{\"level\":\"loud\"}}\n"
+		     "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\"}\n"
+		     "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\"}\n"
+		     "wait 11\n",
+		     ID_AND_OUTCOME),
+	     "1 -32600\n"
+	     "2 []\n"
+	     "3 ['capabilities', 'instructions', 'protocolVersion', 'serverInfo']\n"
+	     "None -32700\n"
+	     "None -32600\n"
+	     "5 -32600\n"
+	     "6 -32601\n"
+	     "7 -32602\n"
+	     "8 -32602\n"
+	     "9 -32600\n"
+	     "10 -32602\n"
+	     "11 []\n");
+}
+END_TEST
+
+/* The version the client asks for if it is served, else the newest. */
+START_TEST(test_mcp_protocol_versions_are_negotiated)
+{
+	const char *expr = "d['result']['protocolVersion'], d['result']['serverInfo']['name']";
+
+	SAME(session("2025-06-18", "", expr), "2025-06-18 sbx-mcp\n");
+	SAME(session("2025-11-25", "", expr), "2025-11-25 sbx-mcp\n");
+	SAME(session("2024-11-05", "", expr), "2025-11-25 sbx-mcp\n");
+}
+END_TEST
+
+/* bash runs in the session's own shell (cd and exports carry over), its
+ * output in the reference's format (stderr alone when there is no
+ * stdout); a cancelled call is never answered
+ * and its command is killed; the session is a run. */
+START_TEST(test_mcp_protocol_bash_session_cancel_and_run)
+{
+	char *out = session(
+		"2025-11-25",
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"bash\","
+		"\"arguments\":{\"command\":\"cd /tmp && export X=42; echo hi >&2\"}}}\n"
+		"wait 1\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"bash\","
+		"\"arguments\":{\"command\":\"pwd; echo $X; echo made > "
+		"/mnt/user-data/workspace/m.txt; false\"}}}\n"
+		"wait 2\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"bash\","
+		"\"arguments\":{\"command\":\"sleep 100888\"}}}\n"
+		"sleep 1\n"
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+		"{\"requestId\":3}}\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}\n"
+		"wait 4\n",
+		"d['id'], json.dumps(d['result'].get('content'))");
+	SAME(out, "init null\n"
+		  "1 [{\"text\": \"hi\\n\", \"type\": \"text\"}]\n"
+		  "2 [{\"text\": \"/tmp\\n42\\n\\nExit Code: 1\", \"type\": \"text\"}]\n"
+		  "4 null\n");
+	OK("for i in $(seq 50); do pgrep -f 'sleep 10088[8]' >/dev/null || exit 0; sleep 0.1;"
+	   " done; exit 1");
+	SAME(OUT("'%s' runs --home '%s' --user alice --thread t1 --format json | python3"
+		 " tests/tools/jsonq.py \"[(r['kind'], r['files_changed']) for r in d['runs']]\"",
+		 test_bin("sbx"), H),
+	     "[('run', 1)]\n");
+}
+END_TEST
+
+/* A client killed mid-command (SIGKILL: no goodbye) leaves nothing: its
+ * command is killed, its lease given back, and the broker sbx mcp
+ * started stops and unmounts the view. */
+START_TEST(test_mcp_protocol_a_killed_client_leaves_nothing)
+{
+	const char *f = fmt_cmd("%s/script", test_dir("script"));
+
+	ck_assert_int_eq(write_file(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+				       "\"params\":{\"name\":\"bash\",\"arguments\":"
+				       "{\"command\":\"sleep 100999\"}}}\n"),
+			 0);
+	OK("python3 tests/tools/mcpraw.py --init 2025-11-25 --kill-after 1.5 -- '%s' mcp"
+	   " --home '%s' --user alice --thread t1 < '%s' 2>/dev/null | grep -q killed",
+	   test_bin("sbx"), H, f);
+	OK("for i in $(seq 100); do pgrep -f 'sleep 10099[9]' >/dev/null || exit 0; sleep 0.1;"
+	   " done; exit 1");
+	OK("for i in $(seq 150); do test -S '%s/run/broker.sock' || exit 0; sleep 0.1; done;"
+	   " exit 1",
+	   H);
+	OK("for i in $(seq 100); do grep -q ' %s/run/views/alice/t1 ' /proc/mounts || exit 0;"
+	   " sleep 0.1; done; exit 1",
+	   H);
+}
+END_TEST
+
+Suite *suite_mcp_protocol(void)
+{
+	Suite *s = suite_create("mcp_protocol");
+	TCase *tc = tcase_create("mcp_protocol");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_mcp_protocol_errors_are_the_protocol_s);
+	tcase_add_test(tc, test_mcp_protocol_versions_are_negotiated);
+	tcase_add_test(tc, test_mcp_protocol_bash_session_cancel_and_run);
+	tcase_add_test(tc, test_mcp_protocol_a_killed_client_leaves_nothing);
+	suite_add_tcase(s, tc);
+	return s;
+}
