@@ -201,6 +201,12 @@ static void op_run(struct client *c, const struct request *q)
 		return;
 	if (begin) {
 		r = run_begin_in(s, b->home, q->user, q->thread, (size_t)q->max_files, &run, &e);
+	} else if (q->op == REQ_RUN_CHANGES) {
+		r = run_preview(s, b->home, q->run, &summary, &e);
+		ended = (struct store_run){ .id = q->run };
+		if (r == 0 && !(changes = run_document(&ended, summary)))
+			r = error_set(&e, -ENOMEM, "out of memory");
+		json_decref(summary);
 	} else if ((r = run_end_in(s, b->home, q->run, &ended, &summary, &e)) == 0) {
 		if (!(changes = run_document(&ended, summary)))
 			r = error_set(&e, -ENOMEM, "out of memory");
@@ -209,11 +215,17 @@ static void op_run(struct client *c, const struct request *q)
 	}
 	store_give(b, s);
 	if (r < 0) {
-		log_warn("%s: %s", begin ? "run begin" : "run end", e.text);
-		send_run_error(c, q, r, begin ? "begin the run" : "end the run", e.text);
+		const char *what = begin		      ? "begin the run"
+				   : q->op == REQ_RUN_CHANGES ? "tell the run's changes"
+							      : "end the run";
+		log_warn("cannot %s: %s", what, e.text);
+		send_run_error(c, q, r, what, e.text);
 		return;
 	}
-	if (begin) {
+	if (q->op == REQ_RUN_CHANGES) {
+		send_ok(c, q->id,
+			json_pack("{s:I, s:o}", "run", (json_int_t)run, "changes", changes));
+	} else if (begin) {
 		log_info("run %lld of %s/%s begun", (long long)run, q->user, q->thread);
 		send_ok(c, q->id, json_pack("{s:I}", "run", (json_int_t)run));
 	} else {
@@ -1016,6 +1028,7 @@ void broker_dispatch(struct client *c, const char *line, size_t len)
 		break;
 	case REQ_RUN_BEGIN:
 	case REQ_RUN_END:
+	case REQ_RUN_CHANGES:
 		op_run(c, &q);
 		break;
 	case REQ_RUN_UNDO:

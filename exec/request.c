@@ -55,10 +55,19 @@ static const struct {
 	const char *name;
 	enum request_op op;
 } ops[] = {
-	{ "ping", REQ_PING },	    { "acquire", REQ_ACQUIRE },	  { "release", REQ_RELEASE },
-	{ "exec", REQ_EXEC },	    { "status", REQ_STATUS },	  { "shutdown", REQ_SHUTDOWN },
-	{ "present", REQ_PRESENT }, { "watch", REQ_WATCH },	  { "run_begin", REQ_RUN_BEGIN },
-	{ "run_end", REQ_RUN_END }, { "run_undo", REQ_RUN_UNDO }, { "restore", REQ_RESTORE },
+	{ "ping", REQ_PING },
+	{ "acquire", REQ_ACQUIRE },
+	{ "release", REQ_RELEASE },
+	{ "exec", REQ_EXEC },
+	{ "status", REQ_STATUS },
+	{ "shutdown", REQ_SHUTDOWN },
+	{ "present", REQ_PRESENT },
+	{ "watch", REQ_WATCH },
+	{ "run_begin", REQ_RUN_BEGIN },
+	{ "run_end", REQ_RUN_END },
+	{ "run_undo", REQ_RUN_UNDO },
+	{ "restore", REQ_RESTORE },
+	{ "run_changes", REQ_RUN_CHANGES },
 };
 
 /* The run a request names (present, run_end, run_undo). */
@@ -268,14 +277,15 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 	if (i == sizeof(ops) / sizeof(*ops))
 		return fail(code, "unknown_op", err, errlen,
 			    "unknown op '%.64s' (ping, acquire, release, exec, present,"
-			    " run_begin, run_end, run_undo, restore, status, shutdown, watch)",
+			    " run_begin, run_end, run_changes, run_undo, restore, status, shutdown,"
+			    " watch)",
 			    op);
 	r->op = ops[i].op;
 	if (r->op == REQ_PING || r->op == REQ_STATUS || r->op == REQ_SHUTDOWN)
 		return 0;
 	if (r->op == REQ_PRESENT) /* the run names its thread */
 		return parse_present(r, code, err, errlen);
-	if (r->op == REQ_RUN_END)
+	if (r->op == REQ_RUN_END || r->op == REQ_RUN_CHANGES)
 		return parse_run(r, code, err, errlen);
 	if (r->op == REQ_RUN_UNDO)
 		return parse_run_undo(r, code, err, errlen);

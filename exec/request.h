@@ -23,6 +23,7 @@ enum request_op {
 	REQ_WATCH,
 	REQ_RUN_BEGIN,
 	REQ_RUN_END,
+	REQ_RUN_CHANGES,
 	REQ_RUN_UNDO,
 	REQ_RESTORE,
 };

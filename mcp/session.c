@@ -79,7 +79,10 @@ const char *mcp_call_scope(const struct mcp_call *c)
 
 int64_t mcp_call_run(const struct mcp_call *c)
 {
-	return c->s->run;
+	pthread_mutex_lock(&c->s->lock);
+	int64_t run = c->s->run;
+	pthread_mutex_unlock(&c->s->lock);
+	return run;
 }
 
 bool mcp_call_within_roots(const struct mcp_call *c, const char *path)
@@ -177,6 +180,33 @@ void mcp_call_log(struct mcp_call *c, const char *level, const char *fmt, ...)
 
 /* ---- the session's lease and run ----------------------------------------- */
 
+/* Begins a run for S (its last one ended): 0, or -errno (E). */
+static int session_begin_run(struct mcp_session *s, struct error *e)
+{
+	const struct mcp_config *cfg = s->cfg;
+	json_auto_t *begin = json_pack("{s:s, s:s, s:s}", "op", "run_begin", "user", cfg->user,
+				       "thread", cfg->thread);
+	json_auto_t *begun = client_call(cfg->home, begin, e);
+	int64_t run = client_ok(begun) ? json_integer_value(json_object_get(begun, "run")) : 0;
+
+	if (begun && !run)
+		client_reply_error(begun, e);
+	pthread_mutex_lock(&s->lock);
+	s->run = run;
+	pthread_mutex_unlock(&s->lock);
+	return run ? 0 : -EPROTO;
+}
+
+int mcp_call_new_run(struct mcp_call *c)
+{
+	struct error e;
+	int r = session_begin_run(c->s, &e);
+
+	if (r < 0)
+		session_log(c->s, "warning", "cannot begin the session's next run: %s", e.text);
+	return r;
+}
+
 /* Takes the lease, on a connection kept open for as long as the session
  * lasts: the broker gives it back when that connection ends, whoever
  * ends it. Then the run. 0, or -errno (E). */
@@ -201,17 +231,7 @@ static int session_open(struct mcp_session *s, struct error *e)
 		s->lease = NULL;
 		return r;
 	}
-	if (!cfg->run)
-		return 0;
-
-	json_auto_t *begin = json_pack("{s:s, s:s, s:s}", "op", "run_begin", "user", cfg->user,
-				       "thread", cfg->thread);
-	json_auto_t *begun = client_call(cfg->home, begin, e);
-	if (client_ok(begun))
-		s->run = json_integer_value(json_object_get(begun, "run"));
-	else if (begun)
-		client_reply_error(begun, e);
-	if (!s->run)
+	if (cfg->run && session_begin_run(s, e) < 0)
 		session_log(s, "warning", "the session has no run: %s", e->text);
 	return 0;
 }

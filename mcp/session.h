@@ -68,6 +68,9 @@ const struct mcp_config *mcp_call_config(const struct mcp_call *c);
  * none). */
 const char *mcp_call_scope(const struct mcp_call *c);
 int64_t mcp_call_run(const struct mcp_call *c);
+/* The session's run has ended (undone): begins the next, for the rest of
+ * the session. 0, or -errno (then the session has no run; logged). */
+int mcp_call_new_run(struct mcp_call *c);
 /* Whether PATH (virtual) is within the roots the client gave, if any. */
 bool mcp_call_within_roots(const struct mcp_call *c, const char *path);
 /* Tells the client how the call goes, if it asked (a progress token). */

@@ -12,6 +12,8 @@
 enum tool_kind {
 	KIND_BASH,    /* the broker's exec, in the session's shell */
 	KIND_PRESENT, /* the broker's present, in the session's run */
+	KIND_CHANGES, /* the broker's run_changes of the session's run */
+	KIND_UNDO,    /* the broker's run_undo or restore of it */
 };
 
 struct tool {
@@ -44,6 +46,27 @@ static const struct tool reference_tools[] = {
 	  "\"items\":{\"type\":\"string\"},\"minItems\":1,\"description\":\"Paths under "
 	  "/mnt/user-data/outputs.\"}},\"required\":[\"filepaths\"]}",
 	  false, false, true, KIND_PRESENT },
+	{ "changes", "What this session changed",
+	  "The change summary of this session's run so far, as the run's end would record it: "
+	  "each file created, modified or deleted under /mnt/user-data/{workspace,outputs}, "
+	  "with its diff and the program that changed it. format \"diff\" (the default) "
+	  "gives each file's status line and unified diff as text; \"json\" the reference's "
+	  "summary document.",
+	  "{\"type\":\"object\",\"properties\":{\"format\":{\"type\":\"string\","
+	  "\"enum\":[\"diff\",\"json\"]}}}",
+	  true, false, true, KIND_CHANGES },
+	{ "undo", "Take back what this session changed",
+	  "Takes back this session's run: every file it created, modified, deleted or "
+	  "renamed is put back as it was when the session began (or, with path, that one "
+	  "file or directory only). Paths changed since by someone else are conflicts: "
+	  "nothing is undone and they are listed, unless force. dry_run lists them and "
+	  "changes nothing. After an undo of the whole run, the session goes on in a new "
+	  "run.",
+	  "{\"type\":\"object\",\"properties\":{"
+	  "\"path\":{\"type\":\"string\",\"description\":\"One path under "
+	  "/mnt/user-data to put back, instead of the whole run.\"},"
+	  "\"dry_run\":{\"type\":\"boolean\"},\"force\":{\"type\":\"boolean\"}}}",
+	  false, true, false, KIND_UNDO },
 };
 
 static const struct tool *tools_of(enum mcp_profile profile, size_t *n)
@@ -183,6 +206,121 @@ static json_t *run_present(struct mcp_call *c, json_t *args)
 	return mcp_tool_text("Successfully presented files", false);
 }
 
+/* The summary document DOC as text: a line per file ("modified PATH"),
+ * then its diff. */
+static char *changes_text(json_t *doc)
+{
+	json_t *files = json_object_get(doc, "files"), *f;
+	char *text = NULL;
+	size_t len = 0, i;
+	FILE *out = open_memstream(&text, &len);
+
+	if (!out)
+		return NULL;
+	if (!json_array_size(files))
+		fputs("No changes.\n", out);
+	json_array_foreach (files, i, f) {
+		const char *diff = json_string_value(json_object_get(f, "diff"));
+		fprintf(out, "%s %s\n", json_string_value(json_object_get(f, "status")),
+			json_string_value(json_object_get(f, "path")));
+		if (diff && *diff)
+			fprintf(out, "%s\n", diff);
+	}
+	if (json_is_true(json_object_get(doc, "summary")
+				 ? json_object_get(json_object_get(doc, "summary"), "truncated")
+				 : NULL))
+		fputs("(more files changed than the summary lists)\n", out);
+	return fclose(out) == 0 ? text : (free(text), NULL);
+}
+
+static json_t *run_changes(struct mcp_call *c, json_t *args)
+{
+	const char *format = json_string_value(json_object_get(args, "format"));
+	struct error e;
+
+	if (json_object_get(args, "format") &&
+	    (!format || (strcmp(format, "diff") && strcmp(format, "json"))))
+		return mcp_tool_text("Error: \"format\" must be \"diff\" or \"json\"", true);
+	if (!mcp_call_run(c))
+		return mcp_tool_text("Error: this session has no run (sbx mcp --no-run)", true);
+	json_auto_t *req = json_pack("{s:s, s:I}", "op", "run_changes", "run",
+				     (json_int_t)mcp_call_run(c));
+	json_auto_t *reply = broker_request(c, req, NULL, &e);
+	if (!reply)
+		return tool_error(&e);
+	json_t *doc = json_object_get(reply, "changes");
+	_cleanup_(freep) char *text = format && !strcmp(format, "json")
+					      ? json_dumps(doc, JSON_INDENT(1))
+					      : changes_text(doc);
+	return text ? mcp_tool_text(text, false) : mcp_tool_text("Error: out of memory", true);
+}
+
+/* The undo's reply REPLY as text: what it did, or its conflicts. */
+static json_t *undo_text(json_t *reply, bool dry_run)
+{
+	json_t *conflicts = json_object_get(reply, "conflicts"), *k;
+	char *text = NULL;
+	size_t len = 0, i;
+	FILE *out = open_memstream(&text, &len);
+
+	if (!out)
+		return mcp_tool_text("Error: out of memory", true);
+	if (json_is_true(json_object_get(reply, "nothing")))
+		fputs("Nothing to undo: the run changed nothing through the view.\n", out);
+	else if (dry_run)
+		fprintf(out, "%zu conflict(s); nothing was changed.\n", json_array_size(conflicts));
+	else
+		fprintf(out, "Undone (undo run %lld).\n",
+			(long long)json_integer_value(json_object_get(reply, "undo")));
+	json_array_foreach (conflicts, i, k)
+		fprintf(out, "conflict: %s: %s\n", json_string_value(json_object_get(k, "path")),
+			json_string_value(json_object_get(k, "what")));
+	if (json_integer_value(json_object_get(reply, "failed")))
+		fprintf(out, "%lld step(s) failed (the broker's log names them)\n",
+			(long long)json_integer_value(json_object_get(reply, "failed")));
+	fclose(out);
+	json_t *result = mcp_tool_text(text ? text : "", false);
+	free(text);
+	return result;
+}
+
+static json_t *run_undo_tool(struct mcp_call *c, json_t *args)
+{
+	const struct mcp_config *cfg = mcp_call_config(c);
+	json_t *path = json_object_get(args, "path"), *dry = json_object_get(args, "dry_run"),
+	       *force = json_object_get(args, "force");
+	struct error e;
+
+	if ((path && !json_is_string(path)) || (dry && !json_is_boolean(dry)) ||
+	    (force && !json_is_boolean(force)))
+		return mcp_tool_text("Error: \"path\" must be a string, \"dry_run\" and \"force\" "
+				     "true or false",
+				     true);
+	if (!mcp_call_run(c))
+		return mcp_tool_text("Error: this session has no run (sbx mcp --no-run)", true);
+	json_auto_t *req = path ? json_pack("{s:s, s:s, s:s, s:O, s:I, s:b}", "op", "restore",
+					    "user", cfg->user, "thread", cfg->thread, "path", path,
+					    "before", (json_int_t)mcp_call_run(c), "dry_run",
+					    json_is_true(dry))
+				: json_pack("{s:s, s:I, s:b, s:b}", "op", "run_undo", "run",
+					    (json_int_t)mcp_call_run(c), "dry_run",
+					    json_is_true(dry), "force", json_is_true(force));
+	json_auto_t *reply = broker_request(c, req, NULL, &e);
+	if (!reply)
+		return tool_error(&e);
+	if (path)
+		return mcp_tool_text(json_is_true(json_object_get(reply, "nothing"))
+					     ? "Nothing to put back: the run did not change it."
+				     : json_is_true(dry)
+					     ? "It can be put back (dry run: nothing changed)."
+					     : "Put back as it was when the run began.",
+				     false);
+	/* The run has ended: the session goes on in a new one. */
+	if (!json_is_true(dry) && mcp_call_new_run(c) < 0)
+		mcp_call_log(c, "warning", "the session goes on without a run");
+	return undo_text(reply, json_is_true(dry));
+}
+
 json_t *mcp_tool_run(struct mcp_call *c, const char *name, json_t *args)
 {
 	const struct tool *t = tool_find(mcp_call_config(c)->profile, name);
@@ -192,6 +330,10 @@ json_t *mcp_tool_run(struct mcp_call *c, const char *name, json_t *args)
 		return run_bash(c, args);
 	case KIND_PRESENT:
 		return run_present(c, args);
+	case KIND_CHANGES:
+		return run_changes(c, args);
+	case KIND_UNDO:
+		return run_undo_tool(c, args);
 	}
 	return mcp_tool_text("Error: unknown tool", true);
 }

@@ -73,8 +73,56 @@ static int undo_names(const struct snapshot *before, const struct runlog *j,
 	return 0;
 }
 
-int run_finish(struct store *s, const char *home, struct store_run *run, struct run_texts *texts,
-	       json_t **summary, struct error *e)
+/* Records RUN's end with the summary PAYLOAD (NULL: no change), the
+ * second snapshot AFTER_ID, the window's end CLOSES and the receipt of its
+ * presentations, checked against SUM (BEFORE_TRUNCATED: the first
+ * snapshot was cut short). Returns 0 or -errno. */
+static int record_end(struct store *s, const char *home, const struct store_run *run,
+		      const struct summary *sum, json_t *payload, int64_t after_id, int64_t closes,
+		      bool before_truncated)
+{
+	json_auto_t *receipt = report_receipt_new();
+	_cleanup_(freep) char *text =
+		payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	_cleanup_(freep) char *rtext = NULL;
+	int r = 0;
+
+	if (!receipt || (payload && !text))
+		r = -ENOMEM;
+	/* The presentations are read and the run ended in one write
+	 * transaction: a presentation made meanwhile waits for it, then
+	 * finds the run ended and is refused, so the receipt has every
+	 * presentation that succeeded. */
+	if (r == 0)
+		r = store_begin(s);
+	if (r == 0)
+		r = store_presented_each(s, run->id, report_receipt_add, receipt);
+	if (r == 0)
+		r = report_receipt_verify(receipt, sum, before_truncated);
+	if (r == 0 && !(rtext = json_dumps(receipt, JSON_COMPACT | JSON_PRESERVE_ORDER)))
+		r = -ENOMEM;
+	if (r == 0)
+		r = store_run_end(s, run->id, after_id, closes, text, rtext);
+	if (r == 0)
+		r = store_commit(s);
+	if (r < 0) {
+		store_rollback(s);
+		return r;
+	}
+	views_update(s, home, run->user, run->thread);
+	/* The reference makes this the run's error; here the run is
+	 * recorded all the same, and sbx receipt fails on it. */
+	if (report_receipt_incomplete(receipt))
+		log_warn("run end: run %lld: %s (sbx receipt %lld)", (long long)run->id,
+			 RECEIPT_INCOMPLETE, (long long)run->id);
+	return 0;
+}
+
+/* run_finish(), or with RECORD false run_preview()'s part: the summary
+ * as the run's end would record it, and nothing recorded (the second
+ * snapshot stays in memory). */
+static int finish(struct store *s, const char *home, struct store_run *run, struct run_texts *texts,
+		  bool record, json_t **summary, struct error *e)
 {
 	struct runlog journal = { 0 };
 	_cleanup_(lineage_freep) struct lineage *moves = NULL;
@@ -83,7 +131,7 @@ int run_finish(struct store *s, const char *home, struct store_run *run, struct 
 	struct thread_roots roots = { -1, -1 };
 	struct scan scan = { .in_memory = true };
 	struct summary sum;
-	int64_t after_id;
+	int64_t after_id = 0;
 	size_t end_max;
 	bool journal_only = run->kind != RUN_AGENT;
 	int r;
@@ -141,12 +189,12 @@ int run_finish(struct store *s, const char *home, struct store_run *run, struct 
 			r = scan_paths(&scan, &roots, names, n, &after, texts, &before, NULL, NULL,
 				       NULL);
 		run_names_free(names, n);
-		if (r == 0)
+		if (r == 0 && record)
 			r = store_snapshot_save(s, run->user, run->thread, &after, n, realtime_ns(),
 						&after_id);
 	} else {
 		r = scan_take(&scan, &roots, run->user, run->thread, end_max, run->before_snapshot,
-			      &before, &after, &after_id, e);
+			      &before, &after, record ? &after_id : NULL, e);
 		if (r == 0)
 			r = scan_end(&scan, runlog_complete(&journal, &before, &after, roots.ws,
 							    roots.out, keep_blob, &scan));
@@ -162,43 +210,13 @@ int run_finish(struct store *s, const char *home, struct store_run *run, struct 
 		json_auto_t *payload = summary_has_changes(&sum)
 					       ? report_summary(&sum, run->id, end_max)
 					       : NULL;
-		json_auto_t *receipt = report_receipt_new();
-		char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER)
-				     : NULL;
-		char *rtext = NULL;
-
-		if (!receipt || (summary_has_changes(&sum) && !text))
+		if (summary_has_changes(&sum) && !payload)
 			r = -ENOMEM;
-		/* The presentations are read and the run ended in one write
-		 * transaction: a presentation made meanwhile waits for it, then
-		 * finds the run ended and is refused, so the receipt has every
-		 * presentation that succeeded. */
+		else if (record)
+			r = record_end(s, home, run, &sum, payload, after_id, closes,
+				       before.truncated);
 		if (r == 0)
-			r = store_begin(s);
-		if (r == 0)
-			r = store_presented_each(s, run->id, report_receipt_add, receipt);
-		if (r == 0)
-			r = report_receipt_verify(receipt, &sum, before.truncated);
-		if (r == 0 && !(rtext = json_dumps(receipt, JSON_COMPACT | JSON_PRESERVE_ORDER)))
-			r = -ENOMEM;
-		if (r == 0)
-			r = store_run_end(s, run->id, after_id, closes, text, rtext);
-		if (r == 0)
-			r = store_commit(s);
-		if (r < 0)
-			store_rollback(s);
-		if (r == 0) {
-			views_update(s, home, run->user, run->thread);
 			*summary = json_incref(payload);
-			/* The reference makes this the run's error; here the run
-			 * is recorded all the same, and sbx receipt fails on it. */
-			if (report_receipt_incomplete(receipt))
-				log_warn("run end: run %lld: %s (sbx receipt %lld)",
-					 (long long)run->id, RECEIPT_INCOMPLETE,
-					 (long long)run->id);
-		}
-		free(text);
-		free(rtext);
 		summary_free(&sum);
 	}
 	if (r < 0 && !e->code) /* the first word on what failed */
@@ -209,6 +227,28 @@ done:
 	runlog_free(&journal);
 	scan_free(&scan);
 	thread_roots_close(&roots);
+	return r;
+}
+
+int run_finish(struct store *s, const char *home, struct store_run *run, struct run_texts *texts,
+	       json_t **summary, struct error *e)
+{
+	return finish(s, home, run, texts, true, summary, e);
+}
+
+int run_preview(struct store *s, const char *home, int64_t id, json_t **summary, struct error *e)
+{
+	struct store_run run;
+	int r = run_get(home, s, id, false, &run, e);
+
+	if (r < 0)
+		return r;
+	if (run.ended)
+		r = error_set(e, -EALREADY, "run %lld has ended (sbx changes %lld shows it)",
+			      (long long)id, (long long)id);
+	else
+		r = finish(s, home, &run, NULL, false, summary, e);
+	store_run_free(&run);
 	return r;
 }
 

@@ -42,6 +42,12 @@ int run_begin_in(struct store *s, const char *home, const char *user, const char
 int run_finish(struct store *s, const char *home, struct store_run *run, struct run_texts *texts,
 	       json_t **summary, struct error *e);
 
+/* The summary run ID (open) of store S in HOME would have if it ended
+ * now, in *SUMMARY (a new reference; NULL if it changed nothing), as
+ * run_finish() makes it; nothing is recorded. -ENOENT if there is no
+ * such run, -EALREADY if it has ended. */
+int run_preview(struct store *s, const char *home, int64_t id, json_t **summary, struct error *e);
+
 /* Ends run ID of store S (run_finish(): the run as it was read in *RUN,
  * store_run_free() it, its summary in *SUMMARY), then the retention of
  * its thread's pre-images (run/retain.h). -ENOENT if there is no such

@@ -200,6 +200,8 @@ int scan_take(struct scan *sc, const struct thread_roots *roots, const char *use
 	r = scan_end(sc, r);
 	if (r < 0)
 		return error_set(e, r, "cannot snapshot %s/%s: %s", user, thread, strerror(-r));
+	if (!id)
+		return 0;
 	r = store_snapshot_save_since(s, user, thread, snap, max, realtime_ns(), known_id, known,
 				      id);
 	if (r < 0)

@@ -75,7 +75,7 @@ void scan_free(struct scan *sc);
 int prefetch_texts(struct scan *sc, const struct snapshot *before, const struct snapshot *after);
 
 /* Snapshots the thread in ROOTS with at most MAX files into the store
- * (its id in *ID), contents kept by SC; files unchanged since KNOWN
+ * (its id in *ID; with ID NULL it is only in SNAP), contents kept by SC; files unchanged since KNOWN
  * (snapshot KNOWN_ID, or NULL) not read, and the snapshot kept as its
  * differences from it. 0, or -errno (E). */
 int scan_take(struct scan *sc, const struct thread_roots *roots, const char *user,
