@@ -369,6 +369,13 @@ START_TEST(test_broker_runs_begun_and_ended)
 	sbx_exec(&st, "-- 'echo new > /mnt/user-data/workspace/a.txt;"
 		      " echo made > /mnt/user-data/outputs/b.md'");
 	ck_assert_int_eq(st, 0);
+	/* run_changes: what the open run's end would say, nothing recorded
+	 * (no snapshot is kept: the count of snapshots stays). */
+	char *snaps = OUT("tests/tools/sbxsql '%s' 'SELECT count(*) FROM snapshots'", H);
+	char *peek = raw("'{\"op\":\"run_changes\",\"run\":1}'");
+	SAME(OUT("tests/tools/sbxsql '%s' 'SELECT count(*) FROM snapshots'", H), snaps);
+	SAME(field(raw("'{\"op\":\"run_changes\",\"run\":99}'"), "d[\"error\"][\"code\"]"),
+	     "no_such_run\n");
 	r = raw("'{\"op\":\"run_end\",\"id\":6,\"run\":1}'"
 		" '{\"op\":\"run_end\",\"id\":7,\"run\":1}'");
 	SAME(fields(r,
@@ -379,6 +386,12 @@ START_TEST(test_broker_runs_begun_and_ended)
 	     "6 True 1 None True [('/mnt/user-data/outputs/b.md', 'created'),"
 	     " ('/mnt/user-data/workspace/a.txt', 'modified')]\n"
 	     "7 False None run_ended None None\n");
+	/* The peek said what the end then recorded. */
+	SAME(fmt_cmd("%s-\n", field(peek, "json.dumps(d[\"changes\"][\"files\"], sort_keys=True)")),
+	     fields(r, "json.dumps(d[\"changes\"][\"files\"], sort_keys=True) if d[\"ok\"] else"
+		       " \"-\""));
+	SAME(field(raw("'{\"op\":\"run_changes\",\"run\":1}'"), "d[\"error\"][\"code\"]"),
+	     "run_ended\n");
 	/* The same changes as sbx changes reads them back. */
 	SAME(fields(r,
 		    "json.dumps(d[\"changes\"][\"files\"], sort_keys=True) if d[\"ok\"] else \"-\""),

@@ -131,6 +131,59 @@ START_TEST(test_mcp_protocol_bash_session_cancel_and_run)
 }
 END_TEST
 
+/* A tools/call of TOOL with ARGS (JSON), id ID, as a script line. */
+static char *call(int id, const char *tool, const char *args)
+{
+	return fmt_cmd("{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":"
+		       "{\"name\":\"%s\",\"arguments\":%s}}\nwait %d\n",
+		       id, tool, args, id);
+}
+
+/* changes tells the session's run so far; undo takes it back (the
+ * session goes on in a new run), or one path; a path changed by
+ * someone else since is a conflict, and nothing is undone. */
+START_TEST(test_mcp_protocol_changes_and_undo)
+{
+	const char *ws = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace", H);
+
+	OK("mkdir -p '%s' && echo orig > '%s/keep.txt'", ws, ws);
+	char *script = fmt_cmd(
+		"%s%s%s%s%s%s%s",
+		call(1, "bash",
+		     "{\"command\":\"cat keep.txt >/dev/null; echo more >> keep.txt; echo new >"
+		     " new.txt\"}"),
+		call(2, "changes", "{}"), call(3, "undo", "{}"),
+		call(4, "bash", "{\"command\":\"ls; cat keep.txt; echo again > new.txt\"}"),
+		call(5, "changes", "{\"format\":\"json\"}"),
+		call(6, "undo", "{\"path\":\"/mnt/user-data/workspace/new.txt\"}"),
+		call(7, "changes", "{\"format\":\"bad\"}"));
+	SAME(session("2025-11-25", script,
+		     "d['id'], d['result'].get('isError'), (lambda t: [(f['status'], f['path'])"
+		     " for f in json.loads(t)['files']] if t and t[0] == '{' else json.dumps(t))"
+		     "(d['result'].get('content', [{}])[0].get('text'))"),
+	     "init None null\n"
+	     "1 False \"(no output)\"\n"
+	     "2 False \"modified /mnt/user-data/workspace/keep.txt\\n"
+	     "--- a/mnt/user-data/workspace/keep.txt\\n+++ b/mnt/user-data/workspace/keep.txt\\n"
+	     "@@ -1 +1,2 @@\\n orig\\n+more\\n"
+	     "created /mnt/user-data/workspace/new.txt\\n"
+	     "--- a/mnt/user-data/workspace/new.txt\\n+++ b/mnt/user-data/workspace/new.txt\\n"
+	     "@@ -0,0 +1 @@\\n+new\\n\"\n"
+	     "3 False \"Undone (undo run 2).\\n\"\n"
+	     "4 False \"keep.txt\\norig\\n\"\n"
+	     "5 False [('created', '/mnt/user-data/workspace/new.txt')]\n"
+	     "6 False \"Put back as it was when the run began.\"\n"
+	     "7 True \"Error: \\\"format\\\" must be \\\"diff\\\" or \\\"json\\\"\"\n");
+	OK("test ! -e '%s/new.txt'", ws);
+	/* The runs: the session's first, its undo, the second (with the
+	 * restore of new.txt inside it), the restore. */
+	SAME(OUT("'%s' runs --home '%s' --user alice --thread t1 --format json | python3"
+		 " tests/tools/jsonq.py \"[r['kind'] for r in d['runs']]\"",
+		 test_bin("sbx"), H),
+	     "['run', 'undo', 'run', 'restore']\n");
+}
+END_TEST
+
 /* A client killed mid-command (SIGKILL: no goodbye) leaves nothing: its
  * command is killed, its lease given back, and the broker sbx mcp
  * started stops and unmounts the view. */
@@ -167,6 +220,7 @@ Suite *suite_mcp_protocol(void)
 	tcase_add_test(tc, test_mcp_protocol_versions_are_negotiated);
 	tcase_add_test(tc, test_mcp_protocol_bash_session_cancel_and_run);
 	tcase_add_test(tc, test_mcp_protocol_a_killed_client_leaves_nothing);
+	tcase_add_test(tc, test_mcp_protocol_changes_and_undo);
 	suite_add_tcase(s, tc);
 	return s;
 }
