@@ -1,8 +1,8 @@
 /* array.h - growing arrays, and searching sorted ones.
  *
  * array_grow(A, N, CAP) makes room in array A (CAP elements allocated)
- * for element N, doubling CAP (first to 16): 0, or -ENOMEM with A and
- * CAP unchanged. A and CAP are lvalues, evaluated more than once.
+ * for element N, doubling CAP (first to 16). It is 0, or -ENOMEM with A
+ * and CAP unchanged. A and CAP are lvalues, evaluated more than once.
  *
  * lower_bound(N, I, BEFORE) is the first index I in [0, N) for which the
  * expression BEFORE (of the index variable I it declares) is false, or N:

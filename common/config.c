@@ -114,7 +114,7 @@ void config_free(struct config *c)
 	c->nenv_pass = 0;
 }
 
-/* S (LEN bytes) fit for a message: a file full of junk must not put
+/* S (LEN bytes) made fit for a message: a file full of junk must not put
  * terminal escapes or an unbounded string into it. */
 static const char *printable(char *buf, size_t size, const char *s, size_t len)
 {
@@ -351,8 +351,8 @@ static int set_number(struct parse *p, const char *key, const char *v, const cha
 	return 0;
 }
 
-/* env_pass: the names of V (blank-separated) added to the list, each
- * once. A list rather than one value, so that no line length limits it. */
+/* Adds the names of V (blank-separated) to env_pass, each once. It is a
+ * list rather than one value, so that no line length limits it. */
 static int add_env_pass(struct parse *p, const char *v)
 {
 	struct config *c = p->c;

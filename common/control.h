@@ -1,18 +1,20 @@
 /* control.h - the attributes a mounted view answers on its top directory
  * for sbx run (fs/journal.c; root and the mounting user only):
  *
- *   setxattr M user.sbxfs.run "NS"   a run opened at NS (0: none is open):
- *                                    record pre-images from now on
+ *   setxattr M user.sbxfs.run "NS"   a run is open since NS (0: none is
+ *                                    open); pre-images are recorded while
+ *                                    one is
  *   getxattr M user.sbxfs.sync       returns "ok" once every journal
  *                                    event so far is in the store
  *   getxattr M user.sbxfs.home       the home whose store the view writes
- *                                    to: a run tells the views of its own
+ *                                    to
  *   getxattr M user.sbxfs.refresh    returns "ok" once the kernel holds
  *                                    nothing cached of the thread's files
- *                                    (names, attributes, pages): after an
- *                                    undo or a restore, which write files
- *                                    back where the host watch may not
- *                                    see it (through another name)
+ *                                    (names, attributes, pages); asked
+ *                                    after an undo or a restore, which
+ *                                    write files back where the host
+ *                                    watch may not see them (through
+ *                                    another name)
  */
 #ifndef SBX_CONTROL_H
 #define SBX_CONTROL_H

@@ -24,7 +24,8 @@ static bool same_xattr(int fd, const char *name, const void *value, size_t len)
 }
 
 /* Gives the new file FD the owner, group, mode and extended attributes
- * (POSIX ACLs among them) of the file read through RFD, attributes ST. */
+ * (POSIX ACLs among them) of the file read through RFD, whose attributes
+ * are ST. */
 int file_copy_metadata(int fd, int rfd, const struct stat *st)
 {
 	_cleanup_(freep) char *names = NULL, *value = NULL;
@@ -68,8 +69,6 @@ int file_copy_metadata(int fd, int rfd, const struct stat *st)
 	return 0;
 }
 
-/* Copies all of RFD into FD: a reflink where the filesystem shares
- * blocks, else copy_file_range, else read and write. */
 /* Copies bytes [AT, END) of RFD to the same place in FD: copy_file_range,
  * else (another filesystem, an old kernel) read and write. */
 static int copy_range(int fd, int rfd, off_t at, off_t end)
@@ -130,7 +129,7 @@ int file_copy_content(int fd, int rfd)
 
 /* ---- attributes ---------------------------------------------------------- */
 
-/* The object NAME in DIRFD (NULL or "": DIRFD itself) as an O_PATH fd. */
+/* The entry NAME in DIRFD (NULL or "": DIRFD itself) as an O_PATH fd. */
 static int open_object(int dirfd, const char *name)
 {
 	int fd = name && *name ? openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC)
@@ -139,7 +138,7 @@ static int open_object(int dirfd, const char *name)
 	return fd < 0 ? neg_errno() : fd;
 }
 
-/* A path by which the xattr calls reach the object behind O_PATH fd FD. */
+/* A path by which the xattr calls reach the file behind O_PATH fd FD. */
 static void proc_path(int fd, char buf[32])
 {
 	snprintf(buf, 32, "/proc/self/fd/%d", fd);

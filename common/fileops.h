@@ -1,5 +1,5 @@
-/* fileops.h - what a copy of a file and a record of its attributes need:
- * shared by the view's stages, its undo pre-images and sbx run undo.
+/* fileops.h - what a copy of a file and a record of its attributes need,
+ * shared by the view's stages, its pre-images and sbx run undo.
  *
  * A file's attributes ("meta") are its owner, group, mode, times and
  * extended attributes (POSIX ACLs among them), recorded as one opaque
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 /* Gives the new file FD the owner, group, mode and extended attributes
- * of the file read through RFD, attributes ST. */
+ * of the file read through RFD, whose attributes are ST. */
 int file_copy_metadata(int fd, int rfd, const struct stat *st);
 
 /* Replaces FD's content with RFD's: a reflink where the filesystem
@@ -42,7 +42,8 @@ int meta_decode(const uint8_t *blob, size_t len, struct meta *m);
 
 /* Gives NAME in DIRFD (NULL or "": DIRFD itself) the attributes M:
  * owner, mode, extended attributes (those it has and M lacks removed),
- * then times. Not followed if a symlink (only its owner and times). */
+ * then times. A symlink is not followed: only its owner and times are
+ * set. */
 int meta_apply(int dirfd, const char *name, const struct meta *m);
 
 #endif

@@ -1,5 +1,6 @@
-/* hash.h - the content hash of marks, snapshots and kept texts: SHA-256
- * (OpenSSL's), its size in bytes and in hex digits, its hex form. */
+/* hash.h - the content hash of marks, snapshots and the store's texts
+ * (blobs): SHA-256 (OpenSSL's), its size in bytes and in hex digits, and
+ * its hex form. */
 #ifndef SBX_HASH_H
 #define SBX_HASH_H
 

@@ -124,7 +124,8 @@ const char *home_thread_dir_name(enum thread_dir which);
 
 /* Creates what is missing of the thread's directories (mode 0700) and
  * returns an O_PATH fd for each in FDS. USER and THREAD must have passed
- * id_check(). Returns 0 or -errno; on failure no fd is left open. */
+ * user_id_check() and thread_id_check(). Returns 0 or -errno; on failure
+ * no fd is left open. */
 int home_thread_dirs(int homefd, const char *user, const char *thread, int fds[THREAD_NDIRS]);
 
 /* Opens one existing directory of the thread (nothing is created; a

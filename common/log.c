@@ -116,8 +116,8 @@ static uint64_t shape_key(enum log_level level, const char *fmt, const char *msg
 	return h ? h : 1;
 }
 
-/* Renames the log full of MAX_BYTES to NAME.1 and goes on in a new one:
- * the stream's descriptor, and stderr where it is the same file (the
+/* Renames the log, once past MAX_BYTES, to NAME.1 and goes on in a new
+ * one: the stream's descriptor, and stderr where it is the same file (the
  * broker's children write there), now write the new file. */
 static void rotate(void)
 {
@@ -160,7 +160,7 @@ static void emit(const char *line)
 	}
 }
 
-/* "TIME PROG[pid] LEVEL: " or "PROG: " into LINE; its length. */
+/* Writes "TIME PROG[pid] LEVEL: " or "PROG: " into LINE; returns its length. */
 static size_t prefix(enum log_level level, char *line, size_t size)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
@@ -178,7 +178,7 @@ static size_t prefix(enum log_level level, char *line, size_t size)
 	return n;
 }
 
-/* The tally of SH's held lines (locked), and a fresh window. */
+/* Logs the tally of SH's held lines (locked) and starts a fresh window. */
 static void tally(struct shape *sh, time_t now)
 {
 	char line[512];

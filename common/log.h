@@ -6,10 +6,10 @@
  *
  * A log is bounded whatever the sandbox makes its programs say. Messages
  * of one kind (one format, and the text before the first quoted name:
- * every "refused create of '...'" alike) print at most LOG_BURST lines a
- * LOG_WINDOW seconds; the rest are counted and told as one line, "and N
- * more like this in Ss, the last: ...", when the window is over and
- * another line is logged, or at exit. A log file given to
+ * every "refused create of '...'" alike) print at most LOG_BURST lines
+ * every LOG_WINDOW seconds; the rest are counted and told as one line,
+ * "and N more like this in Ss, the last: ...", when the window is over
+ * and another line is logged, or at exit. A log file given to
  * log_set_file() is renamed NAME.1 once it holds more than its limit
  * and begun anew: at most twice the limit on disk. Thread-safe.
  */
@@ -39,7 +39,7 @@ void log_collapse(unsigned burst, unsigned window);
  * previous one, and a new NAME is opened on the same descriptor (and on
  * stderr, where that is the same file). Returns 0 or -EINVAL. */
 int log_set_file(int dir, const char *name, uint64_t max_bytes);
-/* Tells every kind's held lines now. */
+/* Logs now how many lines of each kind were held back. */
 void log_flush_repeats(void);
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -25,7 +25,8 @@ void proc_comm(pid_t pid, char comm[static COMM_MAX])
 	}
 }
 
-/* /proc/PID/status into BUF (SIZE bytes, terminated); false if unread. */
+/* Reads /proc/PID/status into BUF (SIZE bytes, terminated); false if it
+ * cannot be read. */
 static bool read_status(pid_t pid, char *buf, size_t size)
 {
 	char path[64];

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The directory of USER's THREAD's entries, made if CREATE; -errno. */
+/* The directory of USER's THREAD's entries (made if CREATE), or -errno. */
 static int entries_dir(int homefd, const char *user, const char *thread, bool create)
 {
 	const char *path[] = { HOME_RUN, HOME_MOUNTED, user, thread };
@@ -67,8 +67,8 @@ void viewreg_remove(int homefd, const char *user, const char *thread)
 		unlinkat(rdir, name, 0);
 }
 
-/* The mount point of entry NAME in directory DIR if its view is mounted
- * here (into POINT); 0 if not, -ESRCH if its process is gone. */
+/* 1 with the mount point of entry NAME in directory DIR in POINT if its
+ * view is mounted here; 0 if not, -ESRCH if its process is gone. */
 static int entry_live(int dir, const char *name, char point[PATH_MAX])
 {
 	char line[PATH_MAX + 64], dev[32], type[64], now[32];

@@ -4,11 +4,11 @@
 
 #include <sys/stat.h>
 
-/* Calls FN(ARG, DIRFD, NAME, ST) for each entry of directory DIRFD
- * (opened for reading; taken: closed at the end) but "." and "..", with
- * its attributes, links not followed; one whose attributes cannot be read
- * is skipped. FN returns 0 to go on. Returns 0, FN's non-zero value, or
- * -errno if DIRFD cannot be read. */
+/* Calls FN(ARG, DIRFD, NAME, ST) for each entry of directory DIRFD but
+ * "." and "..", with the entry's attributes (links not followed); an
+ * entry whose attributes cannot be read is skipped. DIRFD, opened for
+ * reading, is taken: it is closed at the end. FN returns 0 to go on.
+ * Returns 0, FN's non-zero value, or -errno if DIRFD cannot be read. */
 int dir_each(int dirfd, int (*fn)(void *arg, int dirfd, const char *name, const struct stat *st),
 	     void *arg);
 

@@ -20,10 +20,6 @@
 #include <time.h>
 
 #define STRIPES 256
-/* Files up to SNAPSHOT_HASH_MAX (the limit snapshots hash and diff
- * under: the texts the gate keeps serve the same files) get a content
- * hash when read, so a host rewrite with identical bytes is not taken
- * for a change. */
 /* Hash jobs waiting beyond this are dropped (the mark then stays
  * metadata-only, which can only refuse more, never less). */
 #define HASH_QUEUE_MAX 4096
@@ -184,7 +180,7 @@ static void stripe_grow(struct stripe *s)
 	s->nbuckets = n;
 }
 
-/* The mark of (DEV, VER.ino), created if missing; NULL without memory. */
+/* The mark of (DEV, INO), created if missing; NULL without memory. */
 static struct mark *mark_get(struct stripe *s, dev_t dev, ino_t ino)
 {
 	struct mark **p, *m;
@@ -271,7 +267,7 @@ static int keep_read_text(void *arg, const struct snap_file *f, const uint8_t *d
 
 /* The hash of what JOB read, with its text in *TEXT where a change
  * summary would keep it (not sensitive, not binary, up to 256 KiB): kept
- * with the mark, a refusal can then show the change from it. */
+ * with the mark, it lets a refusal show the change. */
 static bool hash_read(struct gate *g, const struct hash_job *job, uint8_t out[SHA256_BYTES],
 		      struct read_text *text)
 {
@@ -518,7 +514,10 @@ bool gate_read_is_news(struct gate *g, const struct stat *st)
 	return news;
 }
 
-/* Whether the hasher takes files like ST. */
+/* Whether the hasher takes files like ST. Files up to SNAPSHOT_HASH_MAX
+ * (the limit snapshots hash and diff under: the texts the gate keeps
+ * serve the same files) get a content hash when read, so that a host
+ * rewrite with identical bytes is not taken for a change. */
 static bool hashable(const struct gate *g, const struct stat *st)
 {
 	return g->hasher_running && S_ISREG(st->st_mode) && st->st_size > 0 &&

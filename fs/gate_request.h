@@ -35,7 +35,7 @@ struct inode;
 
 /* Locks T for the file INO (FD any fd of it: an open file, its stage, or
  * its O_PATH fd) and, if OP is set, decides a content change OP of it
- * ("write", "truncate", ...). -errno if FD cannot be looked at. */
+ * ("write", "truncate", ...). Returns -errno if FD cannot be looked at. */
 int gate_file_begin(struct view *v, fuse_req_t req, struct gate_ticket *t, struct inode *ino,
 		    int fd, const char *op);
 

@@ -485,10 +485,10 @@ struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent, cons
 		    (old_parent != parent || strcmp(ino->name, name))) {
 			/* Another name of it (a hard link): the previous one
 			 * is kept, with its parent's ref, for when this one
-			 * goes; unless every slot is used: the oldest known
+			 * goes, unless every slot is used. The oldest names
 			 * are the likeliest to stay (ln f g; ln f h; rm h g),
 			 * and one removed through the view is forgotten
-			 * (inode_name_gone). */
+			 * (inode_name_gone()). */
 			int k = alt_find(ino, parent, name);
 			if (k >= 0) {
 				/* Seen again under another name it has: the
@@ -983,14 +983,15 @@ static void moved(struct inode_table *t, struct inode *i, const struct stat *st,
 		release_if_unused(t, oldparent);
 	} else if (!i->root && !i->synth &&
 		   (!oldparent || S_ISDIR(st->st_mode) || st->st_nlink < 2 || named)) {
-		/* (A name of a file the table does not know moved: the ones
-		 * it knows still name it.) */
+		/* The name the table knows it by moved, or its only one.
+		 * (Where another name moved, which the table does not know,
+		 * the names it knows still name the file: nothing changes.) */
 		old_parent = i->parent;
 		if (old_parent && i->name && (k = alt_find(i, newparent, *copy)) >= 0) {
-			/* Another name it has is the one it has now (a rename
+			/* Its new name is one of its other names (a rename
 			 * of one link over another, or a late word from the
-			 * watch): the one it had is another now, if it still
-			 * is one (inode_name_gone looks). */
+			 * watch): the name it had becomes an other name, if
+			 * it still names the file (inode_name_gone() looks). */
 			char *same;
 			old_parent = alt_take(i, k, &same); /* its ref, now the name's */
 			free(same);
@@ -1035,8 +1036,8 @@ void inode_seen_as(struct inode_table *t, struct inode *ino, const struct stat *
 	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1 && at && ino->name &&
 	    (known = strdup(ino->name))) {
 		/* Another name of a file that has several: a link made on
-		 * the host, or a rename of one of its names. Only where the
-		 * name the table holds no longer names it is it the latter;
+		 * the host, or a rename of one of its names. It is the latter
+		 * only where the name the table holds no longer names it;
 		 * a name that came and went (undo puts a removed link back
 		 * and takes it away again) must not take the place of one
 		 * that stays. */

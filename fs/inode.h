@@ -82,21 +82,23 @@ struct inode {
 	_Atomic bool covered; /* a watch reports its changes */
 	/* Guarded by its stage lock (stage.h), but for stage_any(). */
 	struct stage *_Atomic stage;
-	struct file_version save_base;		/* the same: what its writers */
-	bool save_base_set;			/* started from; */
-	uint32_t flushed_writers;		/* and its handles closed since
-					 * their last change (ops_file.c) */
-	_Atomic int64_t imaged;			/* the run its pre-image is for
-					 * (journal.h) */
-	_Atomic int64_t kept;			/* the run its content is kept for,
-					 * or that made it (journal.h) */
-	_Atomic bool stale_pages;		/* a save was dropped, and the
-					 * kernel may cache its bytes */
-	_Atomic bool unnamed;			/* the view itself removed a name of
-					 * it (inode_note_unnamed) */
-	struct timespec seen_mtime, seen_ctime; /* attributes last */
-	off_t seen_size;			/* given to the kernel */
-	uint32_t refs;				/* children + fixed */
+	/* The same lock: what its writers started from, and its handles
+	 * closed since their last change (ops_file.c). */
+	struct file_version save_base;
+	bool save_base_set;
+	uint32_t flushed_writers;
+	_Atomic int64_t imaged;	  /* the run its pre-image is for
+				   * (journal.h) */
+	_Atomic int64_t kept;	  /* the run its content is kept for,
+				   * or that made it (journal.h) */
+	_Atomic bool stale_pages; /* a save was dropped, and the
+				   * kernel may cache its bytes */
+	_Atomic bool unnamed;	  /* the view itself removed a name of
+				   * it (inode_note_unnamed) */
+	/* The attributes last given to the kernel. */
+	struct timespec seen_mtime, seen_ctime;
+	off_t seen_size;
+	uint32_t refs; /* children + fixed */
 	uint64_t nlookup;
 	struct inode *hnext, *wnext, *lru_prev, *lru_next;
 };
@@ -163,7 +165,7 @@ void inode_open_unref(struct inode_table *t, struct inode *ino, bool writer);
 uint32_t inode_open_count(struct inode_table *t, struct inode *ino, uint32_t *writers);
 
 /* The object INO designates now: its (st_dev, st_ino), and its birth time
- * if known (*BORN). Returns whether it is. */
+ * (*BORN). Returns whether the birth time is known. */
 bool inode_identity(struct inode_table *t, const struct inode *ino, dev_t *dev, ino_t *num,
 		    struct timespec *born);
 

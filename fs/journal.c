@@ -38,7 +38,7 @@ struct journal {
 		uint64_t stamp;	       /* this daemon's, in every object name */
 		_Atomic uint32_t seq;
 	} keep;
-	struct runmarks *marks; /* what the open run's objects had done */
+	struct runmarks *marks; /* what was done for the open run, per file */
 	struct {		/* the last caller's name */
 		pthread_mutex_t lock;
 		pid_t pid;
@@ -96,8 +96,8 @@ static int64_t open_run(struct view *v)
 }
 
 /* Whether INO has MARK (every mark of it) for RUN; FIELD, INO's imaged or
- * kept, caches it, as the marks outlive INO (runmarks.h). With SET, it
- * has from now on. */
+ * kept, caches it, as the marks outlive INO (runmarks.h). With SET, INO
+ * has them from now on. */
 static bool marked(struct view *v, struct inode *ino, _Atomic int64_t *field, int64_t run,
 		   unsigned mark, bool set)
 {
@@ -290,7 +290,8 @@ static void object_name(struct journal *j, char name[40])
 }
 
 /* Puts a copy of the file read through RFD (attributes ST) into the run's
- * directory (write-locked by the caller's read lock) as NAME. */
+ * directory KEEPFD as NAME. The caller holds the read lock that keeps
+ * KEEPFD from changing. */
 static int keep_copy(int keepfd, int rfd, const struct stat *st, const char *name)
 {
 	char proc[32];
@@ -347,7 +348,8 @@ void journal_keep_content(struct view *v, fuse_req_t req, pid_t pid, struct inod
 	record_keep(v, req, pid, path, name, NULL, 0);
 }
 
-/* Queues DIR/NAME's attributes (through DFD), or of FD itself. */
+/* Queues a "keep" event with the attributes of NAME in DFD (NAME NULL:
+ * of DFD itself). */
 static void keep_meta(struct view *v, fuse_req_t req, pid_t pid, int dfd, const char *name,
 		      const char *path)
 {
@@ -398,7 +400,7 @@ void journal_keep_going(struct view *v, fuse_req_t req, pid_t pid, struct inode 
 }
 
 /* Whether object O is one the open run RUN made through the view and
- * never renamed (or a save of one such). */
+ * never renamed (or a saved version of one). */
 static bool own_object(struct view *v, int64_t run, const struct runmark_object *o)
 {
 	return runmarks_test(v->journal->marks, run, o, RUNMARK_MADE, false) &&
@@ -532,7 +534,7 @@ void journal_published(struct view *v, struct inode *ino, const struct stat *aft
 }
 
 /* Opens (creating) the directory of pre-images of the run begun at SINCE
- * (0: none) and makes it the one kept into. */
+ * (0: none) and makes it the one files are kept into. */
 static void keep_dir_set(struct view *v, int64_t since)
 {
 	struct journal *j = v->journal;

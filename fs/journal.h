@@ -8,8 +8,8 @@
  *
  * While a run of the thread is open, the first change the view makes to
  * an existing file is preceded by its pre-image: the file as a snapshot
- * would record it (metadata; the SHA-256 of a file up to 256 KiB; the
- * text itself, kept by SHA-256). A run's summary then knows what the file
+ * would record it (metadata; the SHA-256 of a file up to 256 KiB; the text
+ * itself, stored by its SHA-256). A run's summary then knows what the file
  * was even where its scans did not reach. `sbx run` opens and closes runs
  * in a mounted view through attributes of its top directory (control.h).
  *
@@ -32,7 +32,7 @@ struct inode;
 struct journal;
 
 /* A journal with no run open, for USER's THREAD in HOME (its store, its
- * directory of pre-images). NULL: out of memory. */
+ * directory of pre-images). NULL if out of memory. */
 struct journal *journal_new(const char *home, const char *user, const char *thread);
 void journal_free(struct journal *j);
 
@@ -53,10 +53,10 @@ void journal_preimage_at(struct view *v, fuse_req_t req, struct inode *dir, int 
  * "create" event says the path was free). */
 void journal_created(struct view *v, struct inode *ino);
 
-/* What undo needs (docs/changes.md, "Undo"), while a run is open, each a
- * "keep" event kept in the run's directory of pre-images
- * ($SBX_HOME/users/U/threads/T/.undo/BEGUN_NS, outside every view). The
- * caller is REQ's, or process PID's where REQ is NULL.
+/* What undo needs (docs/changes.md, "Undo"), kept while a run is open in
+ * the run's directory of pre-images ($SBX_HOME/users/U/threads/T/.undo/
+ * BEGUN_NS, outside every view) and told to the journal as a "keep" event
+ * each. The caller is REQ's, or process PID's where REQ is NULL.
  *
  * Before file INO's content changes in place through FD (the file itself,
  * not a stage): a copy of it with its attributes (a reflink where the
@@ -64,20 +64,21 @@ void journal_created(struct view *v, struct inode *ino);
 void journal_keep_content(struct view *v, fuse_req_t req, pid_t pid, struct inode *ino, int fd);
 /* Before DIR/NAME (directory fd DFD) loses its name (renamed over,
  * replaced by a publication, a directory removed; a file's removal is
- * journal_remove_kept()'s): the object itself, by a hard link
+ * journal_remove_kept()'s): the file or symlink itself, by a hard link
  * (the same inode also for a file with other names: what they change of
  * it is kept on its own), or a directory's attributes. */
 void journal_keep_going(struct view *v, fuse_req_t req, pid_t pid, struct inode *dir, int dfd,
 			const char *name);
 /* Removes DIR/NAME (directory fd DFD; VICTIM: what a stat found there,
- * or NULL), as unlinkat() would: 0 or -errno. While a run is open and
- * NAME is no directory, by a rename into the run's directory of
- * pre-images (one call where a link and an unlink would be two; no
- * inode freed), said to the journal as kept: 1; by an unlinkat() if that
- * rename fails (said in the log if the removal succeeds unkept): 0. Not
- * kept either (0): a file or symlink the run made through the view at
- * NAME, never renamed and with no other name (undo needs nothing of it:
- * the run began and ends without it). */
+ * or NULL), as unlinkat() would. While a run is open and NAME is not a
+ * directory, the removal is a rename into the run's directory of
+ * pre-images (one call where a link and an unlink would be two, and no
+ * inode is freed), told to the journal as kept: returns 1. If that rename
+ * fails, unlinkat() removes it, and the log says it went unkept: returns
+ * 0. A file or symlink the run made through the view at NAME, never
+ * renamed and with no other name, is not kept either (0): the run began
+ * and ends without it, so undo needs nothing of it. Returns -errno if the
+ * removal fails. */
 int journal_remove_kept(struct view *v, fuse_req_t req, struct inode *dir, int dfd,
 			const char *name, const struct stat *victim);
 /* Before the first entry of directory DIR (fd DFD) is made, removed or
@@ -90,8 +91,8 @@ void journal_keep_attrs(struct view *v, fuse_req_t req, struct inode *ino, int f
  * the run made or published before, or one kept by a copy). */
 void journal_keep_replaced(struct view *v, pid_t pid, struct inode *ino, struct inode *dir, int dfd,
 			   const char *name);
-/* The object a stat of which is ST (born at *BORN, NULL if not known)
- * was just renamed through the view: if the open run made it, its
+/* The file or directory whose stat is ST (born at *BORN, NULL if not
+ * known) was just renamed through the view: if the open run made it, its
  * removal is kept from now on (the rename's undo needs it at its new
  * name). */
 void journal_renamed(struct view *v, const struct stat *st, const struct timespec *born);
@@ -103,12 +104,13 @@ void journal_renamed(struct view *v, const struct stat *st, const struct timespe
 void journal_published(struct view *v, struct inode *ino, const struct stat *after,
 		       const struct timespec *born);
 
-/* Pre-images are taken for the run opened at SINCE (0: none), announced
- * by the caller of REQ (NULL: the daemon itself, at mount). */
+/* From now on, pre-images are taken for the run opened at SINCE (0: none
+ * is open), as the caller of REQ announced (NULL: the daemon itself, at
+ * mount). */
 void journal_run(struct view *v, fuse_req_t req, int64_t since);
 
-/* The control attributes above: NAME is one of them (true), handled with
- * the result in *RESULT (a size, or -errno). */
+/* Handles the control attributes (control.h): true if NAME is one of
+ * them, with the result in *RESULT (a size, or -errno). */
 bool journal_control(struct view *v, fuse_req_t req, bool set, const char *name, const char *value,
 		     size_t size, char *out, ssize_t *result);
 

@@ -646,7 +646,7 @@ static struct fuse_session *session_new(struct options *o, struct view *v)
 	if (o->debug)
 		argv[argc++] = "-d";
 	/* The type becomes fuse.sbxfs, by which sbx umount knows a view
-	 * (VIEW_FSTYPE); the source names the thread (sbx run finds views by it). */
+	 * (VIEW_FSTYPE); the source names the thread. */
 	snprintf(fsname, sizeof(fsname), "fsname=sbxfs:%s/%s,subtype=sbxfs", o->view.user,
 		 o->view.thread);
 	if (append_fuse_opt(o, fsname) < 0)
@@ -671,9 +671,9 @@ static struct fuse_session *session_new(struct options *o, struct view *v)
 	return se;
 }
 
-/* Into HINT, why the watch could not be had (ERROR, from watch_new())
- * and the fix, if it is the user's limit of inotify instances (one a
- * view); else "". */
+/* Writes into HINT why the watch could not be had (ERROR, from
+ * watch_new()) and the fix, if the cause is the user's limit of inotify
+ * instances (one per view); else "". */
 static void watch_limit_hint(int error, char *hint, size_t size)
 {
 	long max = 0;

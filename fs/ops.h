@@ -15,11 +15,12 @@
 
 extern const struct fuse_lowlevel_ops view_ops;
 
+struct view;
+struct inode;
+
 /* Makes the calling thread and the threads it starts able to switch their
  * filesystem uid/gid without losing capabilities (root daemons only), so
  * new files can belong to the caller. Returns 0 or -errno. */
-struct view;
-
 int ops_enable_creds_switch(void);
 
 /* A save of INO was refused and its stage kept as a copy, or it failed
@@ -27,7 +28,6 @@ int ops_enable_creds_switch(void);
  * stage, and every change through them fails with ERR (EACCES, ENOSPC...);
  * the kernel's attributes of INO are dropped. Called with INO's stage
  * lock held, before the stage is dropped. */
-struct inode;
 void ops_refuse_handles(struct view *v, struct inode *ino, int err);
 
 /* Before the loop: the list of V's open handles (v->open_files), which

@@ -1,8 +1,8 @@
 /* ops_change.c - the order of a change made through the view (ops_int.h):
  * of a file's content through a handle (struct change), and of names
  * (struct name_change), and of a stage replacing a file (a publication).
- * Each order is written once, here; a handler
- * begins, makes its backing syscall, and ends.
+ * Each order is written once, here; a handler begins, makes its backing
+ * syscall, and ends.
  */
 #include "confine.h"
 #include "journal.h"
@@ -89,7 +89,7 @@ void change_end(struct change *c, ssize_t result, bool changed)
 {
 	if (c->io.locked &&
 	    (result == -ENOSPC || result == -EDQUOT || result == -EIO || result == -EFBIG))
-		stage_failed(c->io.ino, (int)-result); /* unlocked: no stage */
+		stage_failed(c->io.ino, (int)-result); /* an unlocked io has no stage */
 	/* The change went to the file or its stage, and the thread has seen
 	 * what it wrote: the mark follows, and so does what saves start
 	 * from. */
@@ -145,14 +145,14 @@ static int name_change_gate(struct name_change *nc)
 }
 
 /* Step 2: the pre-images of the names that go or move, and what undo
- * keeps of the objects that lose their names. */
+ * keeps of the files that lose their names. */
 static void name_change_preimages(struct name_change *nc)
 {
 	journal_keep_dir(nc->v, nc->req, nc->dir, nc->dfd);
 	if (nc->to && nc->to != nc->dir)
 		journal_keep_dir(nc->v, nc->req, nc->to, nc->tfd);
 	if (nc->kind == NAME_REMOVE) {
-		/* A file's removal keeps it itself (journal_remove_kept). */
+		/* A file's removal keeps the file itself (journal_remove_kept()). */
 		if (!(nc->flags & AT_REMOVEDIR))
 			journal_preimage_at(nc->v, nc->req, nc->dir, nc->dfd, nc->name, true);
 		else

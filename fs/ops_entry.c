@@ -87,7 +87,9 @@ void entry_init(struct view *v, struct inode *dir, struct fuse_entry_param *e)
 	e->attr_timeout = e->entry_timeout;
 }
 
-/* Adds the object at PATH_FD (O_PATH, owned) as DIR/NAME and fills E. */
+/* The first half of entry_add(): adds the object at PATH_FD (O_PATH,
+ * owned) to the table as DIR/NAME, its inode in *OUT, and fills E's
+ * attributes. */
 static int entry_attach(struct view *v, struct inode *dir, const char *name, int path_fd,
 			struct fuse_entry_param *e, struct inode **out)
 {

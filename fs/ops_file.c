@@ -130,9 +130,10 @@ void ops_refuse_handles(struct view *v, struct inode *ino, int err)
 			atomic_store_explicit(&h->refused, err, memory_order_release);
 	pthread_mutex_unlock(&v->open_files->lock);
 	/* What the kernel holds of the file's attributes may be the stage's
-	 * (its size): not to be read once this request is answered, whether
-	 * or not the host watch has told of the person's save yet. Attributes
-	 * only (offset -1): no page or inode lock is taken, safe here. */
+	 * (its size): it must not be used once this request is answered,
+	 * whether or not the host watch has told of the person's save yet.
+	 * Only attributes (offset -1): no page or inode lock is taken, which
+	 * is safe here. */
 	if (v->session)
 		fuse_lowlevel_notify_inval_inode(v->session, node_id(v, ino), -1, 0);
 }

@@ -3,7 +3,8 @@
  *
  *   ops.c         the table view_ops, init, and the helpers below
  *   ops_change.c  the order of a change: through a handle (struct
- *                 change), of names (struct name_change)
+ *                 change), of names (struct name_change), a
+ *                 publication (change_publish())
  *   ops_entry.c   names and attributes: lookup ... link
  *   ops_file.c    regular files and their handles: open ... lseek
  *   ops_dir.c     directories as streams, statfs
@@ -257,15 +258,15 @@ struct name_change {
 	struct view *v;
 	fuse_req_t req;
 	struct gate_names g;
-	bool gone;	    /* the entry removed or replaced, */
-	struct stat victim; /*   seen under the hold */
-	bool kept;	    /* removed into the run's pre-images: its space
+	bool gone;	    /* an entry is removed or replaced */
+	struct stat victim; /* its attributes, seen under the hold */
+	bool kept;	    /* moved into the run's pre-images: its space
 			     * stays taken */
 };
 
-/* Begins the change NC describes: 0, or -errno (a refusal, nothing to
- * end). After the syscall, exactly one of commit or abort; abort returns
- * R, the syscall's -errno. */
+/* Begins the change NC describes. Returns 0, or -errno (a refusal, with
+ * nothing to end). After the syscall, exactly one of commit or abort
+ * follows; abort returns R, the syscall's -errno. */
 int name_change_begin(struct view *v, fuse_req_t req, struct name_change *nc);
 void name_change_commit(struct name_change *nc);
 int name_change_abort(struct name_change *nc, int r);

@@ -20,7 +20,7 @@ struct owner {
 	struct store *store; /* the heartbeat's, from owner_start() */
 	pthread_t heartbeat, watchdog;
 	bool started;
-	int64_t deadline; /* monotonic ms: the lease expires unrenewed */
+	int64_t deadline; /* monotonic ms when the lease expires unrenewed */
 	bool shared;	  /* a store other hosts use (PostgreSQL): fail closed */
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
@@ -122,8 +122,8 @@ static void *heartbeat_main(void *arg)
 
 /* Ends the view a tenth of the lease's time before it would expire
  * unrenewed, so that it has ended before another host can take the
- * thread over; apart from the heartbeat, which a store that does not
- * answer at all (a stopped server, a network that drops everything)
+ * thread over. It runs apart from the heartbeat, which a store that does
+ * not answer at all (a stopped server, a network that drops everything)
  * keeps waiting in a request. */
 static void *watchdog_main(void *arg)
 {

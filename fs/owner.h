@@ -2,13 +2,14 @@
  * taken before the mount, renewed by a heartbeat thread while mounted,
  * given back at the unmount.
  *
- * A view that loses its lease (another host took the thread over after
- * it expired, or a PostgreSQL store did not answer a renewal before it
- * would have expired: fail closed; an SQLite store is one host's, its
- * renewals are retried) says why in its log and ends: the daemon's loop
- * is stopped as by SIGTERM, and it unmounts. Its store writer is fenced
- * with the lease's token (store_fence()), so rows it had not written by
- * then are refused by the store, not written over the new owner's.
+ * A view loses its lease when another host took the thread over after it
+ * expired, or when a PostgreSQL store did not answer a renewal before it
+ * would have expired (the view fails closed; an SQLite store is one
+ * host's, and its renewals are retried). It says why in its log and ends:
+ * the daemon's loop is stopped as by SIGTERM, and it unmounts. Its store
+ * writer is fenced with the lease's token (store_fence()), so rows it had
+ * not written by then are refused by the store, not written over the new
+ * owner's.
  */
 #ifndef SBX_OWNER_H
 #define SBX_OWNER_H
@@ -34,16 +35,16 @@ int owner_start(struct owner *o, void (*on_lost)(void *arg, const char *why), vo
 		size_t errlen);
 /* Fences S (a connection of the view's) with the lease. */
 int owner_fence(struct owner *o, struct store *s);
-/* The lease is lost for WHY (O: a struct owner; the store writer's
- * store_writer_on_fenced() hook): logged, and ON_LOST called, once. */
+/* Marks the lease lost for WHY: logs it and calls ON_LOST, once. O is a
+ * struct owner; this is the store writer's store_writer_on_fenced() hook. */
 void owner_lose(void *o, const char *why);
 /* Why the lease was lost, or NULL if it holds. */
 const char *owner_lost(struct owner *o);
 /* How long the lease lasts unrenewed (the home's `lease`), in ms. */
 int64_t owner_lease_ms(const struct owner *o);
 /* Stops the heartbeat; with RELEASE, gives the lease back (unless it was
- * lost). The parent of a daemon that forked frees without: its child
- * holds the lease now. */
+ * lost). The parent of a daemon that forked frees it without RELEASE:
+ * its child holds the lease now. */
 void owner_free(struct owner *o, bool release);
 
 #endif

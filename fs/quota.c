@@ -25,7 +25,7 @@ struct quota {
 	pthread_cond_t changed; /* a scan ended */
 	uint64_t max_bytes, max_inodes;
 	uint64_t bytes, inodes;			/* the last scan, plus charges since */
-	uint64_t charged_bytes, charged_inodes; /* ever: what a scan missed */
+	uint64_t charged_bytes, charged_inodes; /* ever, to tell what a scan missed */
 	bool ready, scanning;
 	bool freed; /* space went since the last scan */
 	int64_t scanned_ms;
@@ -74,8 +74,8 @@ static bool seen_before(struct seen *s, const struct stat *st)
 
 /* A directory on the way down: who it is, to come back up to it by
  * "..", and its subdirectories not entered yet. One descriptor is open
- * at a time, so any depth can be scanned (recursion or a descriptor a
- * level stopped at a few thousand). */
+ * at a time, so any depth can be scanned (recursion, or a descriptor per
+ * level, would stop at a few thousand). */
 struct level {
 	dev_t dev;
 	ino_t ino;

@@ -91,9 +91,9 @@ static bool same_object(const struct entry *e, const struct runmark_object *o)
 	       (e->o.born.tv_sec == o->born.tv_sec && e->o.born.tv_nsec == o->born.tv_nsec);
 }
 
-/* O's entry for RUN, under M's lock, made if SET (a new object's replacing
- * a former one of its number); NULL if there is none (or no memory), or
- * RUN is over. */
+/* O's entry for RUN, under M's lock, made if SET (a new object's entry
+ * replaces a former one of its number); NULL if there is none, memory
+ * runs out, or RUN is over. */
 static struct entry *entry_of(struct runmarks *m, int64_t run, const struct runmark_object *o,
 			      bool set)
 {

@@ -19,7 +19,7 @@
 struct scope_state {
 	int dirfd;
 	const char *file;
-	const char *key; /* the object of names: root["skills"], or root */
+	const char *key; /* the key of the object of names; NULL: the root */
 	pthread_mutex_t lock;
 	bool known;	  /* parsed at least once */
 	bool present;	  /* the file was there */

@@ -186,7 +186,7 @@ void stage_written_back(struct inode *ino, const struct stat *after);
 /* (locked) Moves INO's ACTIVE stage next to NAME in directory PFD (-1:
  * there is none) as a conflict copy, NAME.sbx-conflict-STAMP: its name
  * into COPY, its attributes into ST. Returns 0, or -errno if it could not
- * be kept. Either way the stage is then discarded (stage_discard()). */
+ * be kept. Either way the caller then discards the stage (stage_discard()). */
 int stage_keep_conflict(struct view *v, struct inode *ino, int pfd, const char *name,
 			char copy[NAME_MAX + 1], struct stat *st);
 /* (locked) Drops INO's stage at once, whatever its state: an ACTIVE one's

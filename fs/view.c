@@ -399,8 +399,8 @@ int view_open(struct view *v, const struct view_config *cfg, char *err, size_t e
 	for (size_t i = 0; i < v->nroots; i++)
 		if (v->roots[i].counted)
 			counted[n++] = v->roots[i].top->fd;
-	/* Undo's pre-images are the thread's files too: what a run removed
-	 * or changed in place stays on the disk until the run is gone. */
+	/* Kept files are the thread's files too: what a run removed or
+	 * changed in place stays on the disk until they are dropped. */
 	_cleanup_(closep) int undo = -1;
 	if ((cfg->quota_bytes || cfg->quota_inodes) &&
 	    (undo = home_undo_top(homefd, cfg->user, cfg->thread)) >= 0)

@@ -64,7 +64,7 @@ int mount_spec_parse(const char *arg, struct mount_spec *out, const char **why);
 
 struct view_config {
 	const char *home;	   /* $SBX_HOME */
-	const char *user, *thread; /* checked with id_check() */
+	const char *user, *thread; /* checked with user_id_check() etc. */
 	const char *skills;	   /* one plain root; NULL: the categories */
 	struct mount_spec mounts[VIEW_MAX_MOUNTS];
 	size_t nmounts;
@@ -190,13 +190,13 @@ int view_skill_check(struct view *v, struct inode *dir, const char *name, char *
 bool view_skill_holder(struct view *v, struct inode *dir);
 
 /* Lookups in DIR take this lock shared, from resolving the name to the
- * inode table holding the answer; publishing a staged write (stage.c)
- * takes it exclusive from its rename to re-pointing the view's inode. The
- * kernel serializes lookups with the renames it asks for, not with this
- * one, which happens inside a close() or fsync(): without the lock, a
- * lookup could resolve the old file and give the kernel a second node for
- * the name, and locks taken through the two nodes would not see each
- * other. */
+ * inode table holding the answer; publishing a staged write
+ * (change_publish()) takes it exclusive from its rename to re-pointing the
+ * view's inode. The kernel serializes lookups with the renames it asks
+ * for, not with this one, which happens inside a close() or fsync():
+ * without the lock, a lookup could resolve the old file and give the
+ * kernel a second node for the name, and locks taken through the two nodes
+ * would not see each other. */
 void view_names_lock(struct view *v, struct inode *dir, bool exclusive);
 void view_names_unlock(struct view *v, struct inode *dir);
 /* The view's own changes of names in A (and B, may be NULL) hold them
@@ -212,11 +212,11 @@ char *view_path(struct view *v, struct inode *dir, const char *name, char *buf, 
 
 /* Charges BYTES and INODES to the thread's quota (quota.h) for a change
  * of INO (a file, or the directory of a new entry), if it is under one of
- * the thread's own roots. 0, or -EDQUOT with the reason in WHY. */
+ * the thread's own roots. Returns 0, or -EDQUOT with the reason in WHY. */
 int view_charge(struct view *v, struct inode *ino, uint64_t bytes, uint64_t inodes, char *why,
 		size_t whylen);
 
-/* BYTES of the thread's went to a copy undo keeps (its pre-images count
+/* BYTES of the thread's space went to a kept copy (pre-images count
  * against the quota: quota_took()). */
 void view_took(struct view *v, uint64_t bytes);
 
@@ -227,8 +227,8 @@ void view_release(struct view *v, struct inode *ino, const struct stat *st);
 /* Fills ST for a synthetic directory. */
 void view_synth_attr(const struct view *v, const struct inode *ino, struct stat *st);
 
-/* The owner the view reports for one of the host: with --map-owner,
- * the daemon's user is shown as the sandbox's. */
+/* Maps a host file's owner to the one the view reports: with
+ * --map-owner, the daemon's user is shown as the sandbox's. */
 static inline void view_map_owner(const struct view *v, struct stat *st)
 {
 	if (!v->map_owner)

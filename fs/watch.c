@@ -49,8 +49,8 @@ struct watch {
 	int ifd;  /* inotify */
 	int stop; /* eventfd: wakes the thread to exit */
 	/* eventfd: wakes the thread to drop every cache (watch_refresh());
-	 * REFRESHED counts the requests it has served, of ASKED, under
-	 * LOCK, and DONE tells the waiters. */
+	 * ASKED counts the requests and REFRESHED those it has served (both
+	 * under LOCK), and DONE wakes the waiters. */
 	int refresh;
 	uint64_t asked, refreshed;
 	pthread_cond_t done;
@@ -58,11 +58,11 @@ struct watch {
 	bool running;
 	size_t watches, max_watches; /* atomic; max 0: no limit of ours */
 	bool limit_logged;
-	/* The disabled-skill files (skills.h), outside the view: each file
-	 * (its saves in place) and its directory, for its name alone (made,
-	 * removed, renamed over); wd -1 where not watched. */
+	/* The disabled-skill files (skills.h), outside the view: each file is
+	 * watched for its saves in place, and its directory for the file's
+	 * name alone (made, removed, renamed over); wd is -1 where unwatched. */
 	int state_dir_wd[SKILL_NSCOPES], state_file_wd[SKILL_NSCOPES];
-	int state_dirfd[SKILL_NSCOPES]; /* the skills' */
+	int state_dirfd[SKILL_NSCOPES]; /* owned by struct skills */
 	const char *state_file[SKILL_NSCOPES];
 };
 
@@ -415,10 +415,10 @@ static void state_watch_failed(const struct watch *w, int i)
 		 w->state_file[i], strerror(errno));
 }
 
-/* Watches disabled-skill file I itself, if it is there: its saves in
- * place, not the other files of its directory, which is the home for
- * the shared one: every command's close of the store's files there
- * would wake every view otherwise. */
+/* Watches disabled-skill file I itself, if it is there, for its saves in
+ * place; not the other files of its directory. For the shared file that
+ * directory is the home, where every command's close of the store's
+ * files would otherwise wake every view. */
 static void watch_state_file(struct watch *w, int i)
 {
 	char dir[CONFINE_FD_PATH_MAX], path[CONFINE_FD_PATH_MAX + NAME_MAX + 2];

@@ -50,7 +50,7 @@ int run_preview(struct store *s, const char *home, int64_t id, json_t **summary,
 
 /* Ends run ID of store S (run_finish(): the run as it was read in *RUN,
  * store_run_free() it, its summary in *SUMMARY), then the retention of
- * its thread's pre-images (run/retain.h). -ENOENT if there is no such
+ * its thread's kept files (run/retain.h). -ENOENT if there is no such
  * run, -EALREADY if it has ended, -EBUSY if another host holds its
  * thread; *RUN is set only on success. */
 int run_end_in(struct store *s, const char *home, int64_t id, struct store_run *run,

@@ -38,7 +38,7 @@ struct store_run;
  * (store/lease.h): NULL if another host holds the run's thread. */
 struct store *run_open(const char *home, int64_t id, bool write, struct store_run *run,
 		       struct error *e);
-/* The same in store S, open already: 0, or -errno (E). */
+/* The same in store S, open already. Returns 0, or -errno (E). */
 int run_get(const char *home, struct store *s, int64_t id, bool write, struct store_run *run,
 	    struct error *e);
 /* Fences S for writes of USER's THREAD from this host (store/lease.h,

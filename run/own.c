@@ -22,8 +22,8 @@ static int seen_by(const void *arg, const char *path, struct stat *st)
 	return undo_plan_seen(arg, path, st);
 }
 
-/* A snapshot of exactly the paths NAMES (N, sorted, each once), at AT,
- * into the store: its id in *ID, the texts it read in *TEXTS. */
+/* Takes a snapshot of exactly the paths NAMES (N, sorted, each once), at
+ * AT, into the store: its id in *ID, the texts it read in *TEXTS. */
 static int snapshot_paths(struct store *s, const struct thread_roots *roots, const char *user,
 			  const char *thread, char *const *names, size_t n, int64_t at,
 			  const struct undo_plan *seen, int64_t *id, struct run_texts **texts)
@@ -133,9 +133,10 @@ static int gather_below(struct gathered *g, int dfd, const char *path)
 	return r == -ENOENT || r == -ENOTDIR ? 0 : r;
 }
 
-/* LOG's names, and below each directory one of its renames moved, the
- * names it holds now, under both of the rename's names: an undo moves
- * them back, and its summary must describe them. Sorted, each once. */
+/* LOG's names, and, below each directory one of its renames moved, the
+ * names the directory holds now, under both of the rename's names: an
+ * undo moves them back, and its summary must describe them. Sorted, each
+ * once. */
 static int own_names(const struct runlog *log, const struct thread_roots *roots,
 		     const struct undo_plan *seen, char ***out, size_t *n)
 {

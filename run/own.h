@@ -20,9 +20,10 @@ struct run_texts;
  * THREAD whose changes will be the steps undoing LOG's events: its first
  * snapshot describes every path LOG names (those the steps may change;
  * as undo_plan_check() of SEEN found them, where it looked: SEEN may be
- * NULL), its directory of pre-images under the home HOMEFD is made. The
- * run in U (store_run_free() it), the texts its snapshot read in *TEXTS
- * (run_texts_free() them; for run_finish()). 0 or -errno. */
+ * NULL), and its directory of pre-images under the home HOMEFD is made.
+ * The run goes into U (store_run_free() it), the texts its snapshot read
+ * into *TEXTS (run_texts_free() them; they are for run_finish()).
+ * Returns 0 or -errno. */
 int run_begin_own(struct store *s, int homefd, const char *user, const char *thread,
 		  enum run_kind kind, int64_t undoes, const struct runlog *log,
 		  const struct thread_roots *roots, const struct undo_plan *seen,

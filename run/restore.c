@@ -117,13 +117,13 @@ static int gap_add(struct restore_result *res, const struct store_event *e, cons
 	return g->path && g->comm && g->why ? 0 : -ENOMEM;
 }
 
-/* The changes of SUB that cannot be taken back, each added to SAY's gaps
- * (unless it is NULL),
- * once a path: a "keep" whose object is gone (every step needs its own),
- * and a change made while no run was open (the views keep nothing then)
- * with no earlier word on its path: a pre-image (a "keep": within a run
- * the views keep a path before they change it, a staged save's once it
- * is published, after its "modify") or its making. Returns how many, or
+/* Counts the changes of SUB that cannot be taken back, and adds each to
+ * SAY's gaps (unless SAY is NULL), once per path. They are a "keep"
+ * whose kept file is gone (every step needs its own), and a change made
+ * while no run was open (the views keep nothing then) with no earlier
+ * word on its path: neither a pre-image (a "keep": within a run the
+ * views keep a path before they change it, a staged save once it is
+ * published, after its "modify") nor its making. Returns how many, or
  * -errno. */
 static int gaps(const struct runlog *sub, const struct windows *w, const struct undo_plan *rw,
 		struct restore_result *say)
@@ -167,20 +167,20 @@ static int gaps(const struct runlog *sub, const struct windows *w, const struct 
 	return r < 0 ? r : n;
 }
 
-/* The changes, after FROM, that run W (open at FROM, begun before it;
- * its events: WLOG) made to what it had made or changed before FROM and
- * was under PATH then, each added to SAY's gaps (unless NULL): a view keeps what a file or
- * directory was before a run first changes it, once per run, so what the
- * run made of it by FROM is kept nowhere; nor a file the run made and
- * removed, at the name it made it under (its removal keeps nothing: a
- * "delete" with no "keep" of its name before it). Names are followed
- * through renames, of directories above them too. Returns how many, or
- * -errno. */
+/* Counts the changes, after FROM, that run W (open at FROM, begun before
+ * it; its events: WLOG) made to what it had made or changed before FROM
+ * and was under PATH then, and adds each to SAY's gaps (unless NULL). A
+ * view keeps what a file or directory was before a run first changes it,
+ * once per run, so what the run had made of it by FROM is kept nowhere;
+ * nor is a file the run made and removed at the name it made it under
+ * (its removal keeps nothing: a "delete" with no "keep" of its name
+ * before it). Names are followed through renames, of directories above
+ * them too. Returns how many, or -errno. */
 static int gaps_within(const struct runlog *wlog, const struct run_window *w, int64_t from,
 		       const char *path, struct restore_result *say)
 {
 	struct names had = { 0 };  /* what W made or changed, by name */
-	struct names kept = { 0 }; /* names whose last word is a kept object */
+	struct names kept = { 0 }; /* names whose last word is a kept file */
 	bool after = false;
 	char why[160];
 	int r = 0, n = 0;
@@ -257,8 +257,8 @@ bool restore_path_ok(const char *p)
 	return true;
 }
 
-/* The steps restoring O's path, checked: 0, or -ENODATA with RES's gaps,
- * or -errno. */
+/* Plans and checks the steps restoring O's path. Returns 0, -ENODATA
+ * with RES's gaps, or -errno. */
 static int restore_plan(struct store *s, int homefd, const char *user, const char *thread,
 			const struct thread_roots *roots, int64_t from,
 			const struct restore_options *o, struct restore_result *res,

@@ -1,4 +1,4 @@
-/* retain.c - the retention of pre-images (retain.h). */
+/* retain.c - the retention of kept files (retain.h). */
 #include "retain.h"
 #include "common/cleanup.h"
 #include "common/clock.h"

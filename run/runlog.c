@@ -21,8 +21,8 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-/* E told to L: where each file was when the run began follows what moved
- * it, and what freed a name for something new. */
+/* Tells E to L, so that where each file was when the run began follows
+ * what moved it, and what freed a name for something new. */
 static int follow(struct lineage *l, const struct store_event *e)
 {
 	if (!strcmp(e->op, "rename") && e->path2)

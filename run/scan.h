@@ -61,7 +61,7 @@ void run_texts_free(struct run_texts *t);
 /* A snapshot_keep: keeps a file's text in SC (ARG), in memory or for the
  * store. */
 int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data, size_t len);
-/* A summary_load: a file's content for a diff, from SC's texts (ARG),
+/* A summary_content: a file's content for a diff, from SC's texts (ARG),
  * else the store. */
 int load_blob(void *arg, const struct snap_file *f, char **data, size_t *len);
 /* The scan's end, R its result so far: what SC kept waiting is put in
@@ -104,8 +104,8 @@ struct gathered {
 	const char *from, *to; /* a directory's names at TO are added at FROM too */
 };
 int gather(struct gathered *g, const char *path);
-/* Sorts the N paths of V and drops the repeated ones (freed); how many
- * are left. */
+/* Sorts the N paths of V and drops the repeated ones (freed); returns
+ * how many are left. */
 size_t names_settle(char **v, size_t n);
 void run_names_free(char **names, size_t n);
 

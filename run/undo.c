@@ -68,8 +68,9 @@ static void find_unseen(const struct store_run *run, const struct runlog *log,
 	runlog_links_free(&links);
 }
 
-/* RUN was undone by UNDO: E says so, and which run to undo to undo RUN's
- * changes again: the last of the chain of undos, if it redid them. */
+/* RUN was undone by UNDO: E says so, and names the run to undo next, the
+ * last of the chain of undos that followed: undoing it redoes RUN's
+ * changes, or, where that last one redid them, undoes them again. */
 static int undone_already(struct store *s, int64_t run, int64_t undo, struct error *e)
 {
 	int64_t last = undo, next;
@@ -91,7 +92,7 @@ static int undone_already(struct store *s, int64_t run, int64_t undo, struct err
 }
 
 /* The steps skipped for PARTIAL (an undo's "skip" file: one event number
- * a line), written on a first attempt, read on a second. */
+ * per line), written on a first attempt, read on a second. */
 struct skips {
 	struct undo_plan *rw;
 	bool resume;
@@ -234,7 +235,7 @@ int run_undo(struct store *s, const char *home, int64_t id, const struct undo_op
 			      (long long)id, (long long)undo_id, (long long)id);
 		goto done;
 	}
-	/* The steps take objects from the run's directory: what it holds is
+	/* The steps take kept files from the run's directory: what it holds is
 	 * measured again when retention next looks. */
 	if ((r = store_run_held(s, id, -1)) < 0) {
 		error_set(e, r, "cannot begin: %s", strerror(-r));
@@ -257,7 +258,7 @@ int run_undo(struct store *s, const char *home, int64_t id, const struct undo_op
 		error_set(e, r, "cannot record the undo's state: %s", strerror(-r));
 		goto done;
 	}
-	/* What is left of the run's pre-images serves nothing any more, once
+	/* What is left of the run's kept files serves nothing any more, once
 	 * every step was taken (else they are what can still bring a path
 	 * back: sbx restore). */
 	if (!res->failed)

@@ -49,7 +49,7 @@ struct undo_result {
  * returned). Returns 0: the undo ran, or had nothing to do, or (a dry
  * run) was checked: RES says how it went; or -errno with E: -EALREADY
  * (undone already: E names the undo, and the run that would redo it),
- * -ESTALE (its pre-images were dropped), -EEXIST (conflicts, neither
+ * -ESTALE (its kept files were dropped), -EEXIST (conflicts, neither
  * PARTIAL nor FORCE: RES lists them; nothing was undone), -EINPROGRESS
  * (a dry run of an undo that stopped short), or what failed. */
 int run_undo(struct store *s, const char *home, int64_t id, const struct undo_options *o,

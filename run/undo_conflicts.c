@@ -125,11 +125,11 @@ static const struct move *move_after(const struct move *v, size_t n, const char 
 }
 
 /* Where NAME (as event AT named it) is when the run ended: moved on by
- * each later move of a directory above it, and if OBJECT (something is
- * there at AT, not a name left empty) of the name itself. False if a
- * later rename put something in its place, or a directory above it (over
- * an empty one, or where there was none): nothing event AT did is seen
- * there any more. */
+ * each later move of a directory above it, and, if OBJECT (something is
+ * there at AT, not a name left empty), by each later move of the name
+ * itself. False if a later rename put something in its place, or in the
+ * place of a directory above it (over an empty one, or where there was
+ * none): nothing event AT did is seen there any more. */
 bool final_name_at(const struct moves *m, size_t at, const char *name, bool object,
 		   char out[PATH_MAX], size_t *last)
 {
@@ -169,8 +169,7 @@ bool final_name_at(const struct moves *m, size_t at, const char *name, bool obje
 	return true;
 }
 
-/* final_name_at(), the last move that renamed NAME (SIZE_MAX: none) left
- * out. */
+/* final_name_at() without its report of the last move that renamed NAME. */
 bool final_name(const struct moves *m, size_t at, const char *name, bool object, char out[PATH_MAX])
 {
 	size_t last;
@@ -186,8 +185,7 @@ static int effect_add(struct effects *fx, const char *path, size_t at, bool exis
 	return fx->v[fx->n++].path ? 0 : -ENOMEM;
 }
 
-/* What event E (the AT-th) leaves at each of its names. */
-
+/* Adds to FX what event E (the AT-th) leaves at each of its names. */
 static int effects_of(const struct undo_plan *rw, const struct moves *moves, size_t at,
 		      struct effects *fx)
 {
@@ -206,8 +204,8 @@ static int effects_of(const struct undo_plan *rw, const struct moves *moves, siz
 	return effect_add(fx, name, at, true);
 }
 
-/* The state of virtual PATH now: 1 there (attributes in ST), 0 absent. */
-
+/* The state of virtual PATH now: 1 there (attributes in ST), 0 absent,
+ * or -errno. */
 int path_stat(struct undo_plan *rw, const char *path, struct stat *st)
 {
 	struct place p;
@@ -325,8 +323,9 @@ void undo_plan_skip_conflicts(struct undo_plan *rw)
 	for (size_t i = 0; i < rw->log->n; i++) {
 		const struct store_event *e = &rw->log->events[i];
 		bool gone = op_is(e, "delete") || op_is(e, "rmdir") || op_is(e, "rename");
-		/* Where a later rename put something else, the name the
-		 * event's has until then (a step on it must not run). */
+		/* Where a later rename put something else at the event's
+		 * name, NAME is its name until then (a step on it must not
+		 * run). */
 		final_name(&moves, i, e->path, !gone, name);
 		rw->skip[i] = conflicting(rw, name);
 		if (e->path2 && !rw->skip[i]) {

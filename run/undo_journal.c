@@ -51,7 +51,8 @@ static int emit(const struct emit *em, int64_t at, const char *op, const char *p
 	return em->fn(em->arg, &e);
 }
 
-/* The event of an object the undo put at PATH (where it is now). */
+/* The journal's op for the file or symlink the undo put at PATH (where
+ * it is now): "symlink" or "create". */
 static const char *made_op(struct undo_plan *rw, const char *path)
 {
 	struct stat st;

@@ -102,8 +102,8 @@ int log_step(struct undo_plan *rw, int log_fd, const struct logged *l)
 	return 0;
 }
 
-/* The bytes of hex field F ("-": none) into *OUT (malloc'd, NUL ended,
- * *LEN bytes). */
+/* Decodes hex field F ("-": none) into *OUT (malloc'd, NUL ended, *LEN
+ * bytes). */
 static int field_unhex(const char *f, uint8_t **out, size_t *len)
 {
 	size_t n = strlen(f);
@@ -125,7 +125,7 @@ static int field_unhex(const char *f, uint8_t **out, size_t *len)
 	return 0;
 }
 
-/* One log line LINE (its fields separated by blanks) into L. */
+/* Parses one log line LINE (its fields separated by blanks) into L. */
 static int log_parse(const struct undo_plan *rw, char *line, struct logged *l)
 {
 	char *field[9], *save = NULL;

@@ -2,7 +2,7 @@
  * sbx log: which run was open when an event was journaled, where that
  * run keeps its pre-images, and which runs an undo took back whole.
  * A run and the whole undo of it changed nothing together, and the
- * objects the run kept went back into place with the undo, so a restore
+ * files the run kept went back into place with the undo, so a restore
  * goes past both rather than through them. */
 #ifndef SBX_RUN_WINDOWS_H
 #define SBX_RUN_WINDOWS_H
@@ -41,9 +41,9 @@ void windows_cancel(struct windows *w, int64_t from_ns);
 /* The run open at AT_NS (the latest begun by then), or NULL. */
 const struct run_window *window_at(const struct windows *w, int64_t at_ns);
 
-/* The events of ALL that name virtual PATH or what is below it, but for
- * those of the runs W cancelled, in SUB (shallow copies: ALL owns their
- * strings; free SUB's array alone). 0 or -ENOMEM. */
+/* Puts into SUB the events of ALL that name virtual PATH or what is below
+ * it, but for those of the runs W cancelled (shallow copies: ALL owns
+ * their strings; free SUB's array alone). Returns 0 or -ENOMEM. */
 int windows_events_of(const struct windows *w, const struct runlog *all, const char *path,
 		      struct runlog *sub);
 

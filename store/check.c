@@ -34,9 +34,9 @@ static void say(struct check *c, const char *line)
 
 /* Runs SQL, with integer parameter ID where it has one (ID >= 0), and
  * hands each row to ROW(C, ST). A statement that fails is a problem
- * found (a damaged page stops a read), said with WHAT; unless it was
- * not allowed to run (-EACCES) or the connection was lost (-ECONNRESET),
- * which says nothing of the store: returned. */
+ * found (a damaged page stops a read), told with WHAT; a failure that
+ * says nothing of the store (not allowed to run, -EACCES; the connection
+ * lost, -ECONNRESET) is returned instead. */
 static int each(struct check *c, const char *sql, int64_t id, const char *what,
 		void (*row)(struct check *c, struct db_stmt *st))
 {

@@ -44,8 +44,9 @@ const char *db_errmsg(const struct db *db);
 /* Runs SQL, one or more statements without parameters or rows (DDL). */
 int db_exec(struct db *db, const char *sql);
 
-/* The schema version the database records (0 for an empty one), and
- * records V (inside the caller's transaction). */
+/* db_version() returns the schema version the database records (0 for
+ * an empty one); db_set_version() records V (inside the caller's
+ * transaction). */
 int db_version(struct db *db);
 int db_set_version(struct db *db, int v);
 
@@ -70,10 +71,10 @@ void db_rest(struct db *db);
 
 /* Notifications (PostgreSQL's LISTEN): db_listen() returns a descriptor
  * that polls readable when one may have come on CHANNEL, or -ENOTSUP
- * (SQLite has none); called again, the descriptor of now (a lost
- * connection is made again, and listens again). db_heard() takes those
- * that came: 1 if any did (or the connection was made again: what came
- * meanwhile is not known), 0 if none, -errno. */
+ * (SQLite has none); called again, it returns the current descriptor (a
+ * lost connection is made again, and listens again). db_heard() takes
+ * those that came: 1 if any did (or the connection was made again: what
+ * came meanwhile is not known), 0 if none, -errno. */
 int db_listen(struct db *db, const char *channel);
 int db_heard(struct db *db);
 

@@ -120,12 +120,13 @@ static int checked(struct pg *p, PGresult *res, bool keep)
 	return r;
 }
 
-/* After a command failed with the connection (-ECONNRESET: the server
- * restarted, a network blip; libpq may still call it good), makes a new
- * one, on which no statement is prepared yet and no LISTEN holds until
- * done again. 0 if it did. */
 static int awake(struct pg *p);
 
+/* After a command failed with the connection (-ECONNRESET: the server
+ * restarted, a network blip; libpq may still call it good), makes a new
+ * one, on which no statement is prepared yet (each is prepared again at
+ * its next run) and the LISTEN, if any, is made again. Returns 0 if it
+ * did. */
 static int reconnect(struct pg *p)
 {
 	if (!p->conn)

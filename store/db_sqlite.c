@@ -308,7 +308,8 @@ static const struct db_ops lite_ops = {
  * never exists empty (an empty file is refused: lite_take()). Processes
  * making it at once each make one; the first link wins, and the others
  * open that one. Private to the home's owner, whatever the umask (SQLite
- * gives its -wal and -shm files the database's mode). 0 once PATH exists. */
+ * gives its -wal and -shm files the database's mode). Returns 0 once
+ * PATH exists. */
 static int lite_create(const char *path, char *err, size_t errlen)
 {
 	char tmp[PATH_MAX];

@@ -3,11 +3,11 @@
  * Lines are split as Python's str.splitlines() splits them (the
  * reference summaries are made that way): at "\n", "\r\n", "\r", "\v",
  * "\f", "\x1c", "\x1d", "\x1e" and, in UTF-8, U+0085, U+2028 and
- * U+2029; compared
- * with Myers' algorithm after the common head and tail and the lines
- * with no equal on the other side are set aside (a minimal diff still;
- * each run of changes its deletions first, as difflib has them), and
- * printed as a unified diff with three lines of context, headers
+ * U+2029. They are compared with Myers' algorithm after the common head
+ * and tail and the lines with no equal on the other side are set aside
+ * (a minimal diff still; each run of changes has its deletions first, as
+ * difflib has them), and the diff is printed as a unified diff with three
+ * lines of context, headers
  * "--- a/PATH" and "+++ b/PATH", lines joined by "\n" without line
  * terminators (difflib's lineterm=""). When the two versions differ in
  * more than DIFF_MAX_EDITS lines, the diff shows the changed region as

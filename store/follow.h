@@ -15,18 +15,19 @@
  * per fallback timeout of its caller's choosing.
  *
  * Only changes are followed: create, modify, delete, rename, exchange,
- * chmod, symlink, link, mkdir, rmdir (store.h). The journal's internal rows (a run's
- * "capture" and "preimage", and any other op) are skipped: a whitelist,
- * so that a new kind of internal row is never shown by mistake.
+ * chmod, symlink, link, mkdir, rmdir (store.h). The journal's internal
+ * rows (a run's "capture" and "preimage", and any other op) are skipped:
+ * a whitelist, so that a new kind of internal row is never shown by
+ * mistake.
  *
  * The cursor of an event is its journal row's id: ids only grow, so a
  * follower started after cursor C (follow_open's SINCE) gets every event
  * after C exactly once, across restarts of the views and of the follower.
  *
- * A struct follow owns a store connection (and on SQLite an inotify fd): use it from
- * one thread at a time. A caller that multiplexes (the broker) polls
- * follow_fd() with follow_timeout(), then calls follow_wait(F, 0) and
- * follow_read().
+ * A struct follow owns a store connection (and on SQLite an inotify fd):
+ * use it from one thread at a time. A caller that multiplexes (the broker)
+ * polls follow_fd() with follow_timeout(), then calls follow_wait(F, 0)
+ * and follow_read().
  */
 #ifndef SBX_FOLLOW_H
 #define SBX_FOLLOW_H

@@ -1,7 +1,8 @@
-/* journal.c - the views' change journal (store.h, store_journal_add()):
- * rows written many a statement in a writer's turn, so that ids commit
- * in their order and are cursors (follow.c); read by time, or after a
- * cursor with the run open at each row; compacted by compact.c's rules. */
+/* journal.c - the views' change journal (store.h, store_journal_add()).
+ * Its rows are written many to a statement, in a writer's turn, so that
+ * ids commit in their order and are cursors (follow.c); they are read by
+ * time, or after a cursor with the run open at each row, and compacted
+ * by compact.c's rules. */
 #include "store.h"
 #include "store_int.h"
 #include "compact.h"
@@ -132,8 +133,8 @@ struct journal_ctx {
 	void *arg;
 };
 
-/* The event of row ST (journal_each_sql's columns, which
- * journal_after_sql's begin with) to FN, a pre-image with it. */
+/* Hands the event of row ST (journal_each_sql's columns, which
+ * journal_after_sql's begin with) to FN, with its pre-image. */
 static int event_of(struct db_stmt *st, int (*fn)(void *arg, const struct store_event *e),
 		    void *arg)
 {
@@ -297,8 +298,8 @@ static int window_row(struct db_stmt *st, void *ctx)
 	return r->op && r->path && (r->path2 || db_col_null(st, 4)) ? 0 : -ENOMEM;
 }
 
-/* The id of the one row of thread statement SQL (parameter 3: ARG) in
- * *OUT: 1, or 0 if it has none (or NULL). */
+/* Reads into *OUT the id of the one row of thread statement SQL
+ * (parameter 3: ARG) and returns 1; 0 if it has no row (or a NULL id). */
 static int thread_id_of(struct store *s, const char *sql, const char *user, const char *thread,
 			int64_t arg, int64_t *out)
 {
@@ -316,8 +317,8 @@ static int thread_id_of(struct store *s, const char *sql, const char *user, cons
 	return 1;
 }
 
-/* The id up to which USER's THREAD's rows may be compacted at NOW_NS
- * into *TO: 1, or 0 if none may. */
+/* Writes into *TO the id up to which USER's THREAD's rows may be
+ * compacted at NOW_NS and returns 1; 0 if none may. */
 static int journal_horizon(struct store *s, const char *user, const char *thread, int64_t now_ns,
 			   int64_t *to)
 {

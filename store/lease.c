@@ -130,8 +130,8 @@ static int store_now(struct store *s, int64_t *now)
 	return store_fail(s, r, "read the store's clock");
 }
 
-/* USER's THREAD's lease into OUT (its now_ns left to the caller): 0, or
- * -ENOENT. */
+/* Reads USER's THREAD's lease into OUT (its now_ns left to the caller).
+ * Returns 0, or -ENOENT. */
 static int lease_read(struct store *s, const char *user, const char *thread, struct lease *out)
 {
 	_stmt_ st = store_thread_stmt(s, lease_get_sql, user, thread);
@@ -152,8 +152,8 @@ static int lease_read(struct store *s, const char *user, const char *thread, str
 }
 
 /* Runs SQL (a write or a count) with text parameters TEXTS (NTEXT of
- * them) then integers INTS (NINT): the count in *COUNT if not NULL,
- * else the rows it changed. */
+ * them) then integers INTS (NINT). Returns the rows it changed, or, with
+ * COUNT, 0 and the count in *COUNT. */
 static int run(struct store *s, const char *sql, const char *const *texts, int ntext,
 	       const int64_t *ints, int nint, int64_t *count, const char *what)
 {
@@ -210,7 +210,7 @@ static int deployment_views(struct store *s, const char *host, int64_t want, int
 }
 
 /* Whether USER's THREAD may take one more place under LIM: 0, -EUSERS
- * or -EPROTO with ERR saying which limit, -errno. */
+ * or -EPROTO with ERR saying which limit, or another -errno. */
 static int capacity(struct store *s, const char *user, const char *thread, const char *host,
 		    const struct lease_limits *lim, int64_t now, char *err, size_t errlen)
 {
@@ -317,11 +317,11 @@ int store_lease_acquire(struct store *s, const char *user, const char *thread, c
 /* Runs SQL (PG's or LITE's, by S's engine), one UPDATE of HOST's lease
  * with TOKEN whose parameters are the NLEAD integers LEAD, then USER,
  * THREAD, HOST and TOKEN. -ESTALE if the lease is no longer that. One
- * statement, one round trip: hundreds of views renew a second. Not in a
- * writer's turn: a renewal must not wait behind the journal's writers,
- * and it changes no token, so no writer's fence check can come out
- * otherwise for it; a takeover, which does, takes the writer's turn
- * (store_lease_acquire()). */
+ * statement, one round trip: hundreds of views renew every second. Not
+ * in a writer's turn: a renewal must not wait behind the journal's
+ * writers, and it changes no token, so no writer's fence check can turn
+ * out otherwise for it; a takeover, which does change it, takes the
+ * writer's turn (store_lease_acquire()). */
 static int update_lease(struct store *s, const char *pg, const char *lite, const int64_t *lead,
 			int nlead, const char *user, const char *thread, const char *host,
 			int64_t token)

@@ -48,8 +48,8 @@
  * the thread, or a capacity limit is reached (EX_TEMPFAIL). */
 #define LEASE_EXIT_REFUSED 75
 
-/* This host's id into BUF: $SBX_HOST if set, else the host name. -EINVAL
- * if that is not a host id (lease_host_ok()). */
+/* Writes this host's id into BUF: $SBX_HOST if set, else the host name.
+ * Returns -EINVAL if that is not a host id (lease_host_ok()). */
 int lease_host(char *buf, size_t size);
 
 struct lease {
@@ -80,8 +80,8 @@ struct lease_config {
 	struct lease_limits lim;   /* `max-views-per-host`, `max-views` */
 };
 
-/* Reads HOME's into OUT ($SBX_HOST over `host`). -EINVAL with ERR saying
- * which key of which file is wrong. */
+/* Reads HOME's lease settings into OUT ($SBX_HOST over `host`). Returns
+ * -EINVAL with ERR saying which key of which file is wrong. */
 int lease_config(const char *home, struct lease_config *out, char *err, size_t errlen);
 
 /* Takes USER's THREAD for HOST (process PID) for TTL_MS: its token in
@@ -114,9 +114,10 @@ int store_leases_each(struct store *s,
 				const struct lease *l),
 		      void *arg);
 
-/* The deployment's limit of views recorded in the store in *VIEWS (0:
- * none), with the host that recorded it in HOST (LEASE_HOST_MAX); and
- * records VIEWS as it (0: none) for HOST. */
+/* store_lease_limit() reads the deployment's limit of views recorded in
+ * the store into *VIEWS (0: none), and the host that recorded it into
+ * HOST (LEASE_HOST_MAX); store_lease_set_limit() records VIEWS as the
+ * limit (0: none) for HOST. */
 int store_lease_limit(struct store *s, int64_t *views, char *host);
 int store_lease_set_limit(struct store *s, int64_t views, const char *host);
 
@@ -136,8 +137,8 @@ int store_fence_host(struct store *s, const char *user, const char *thread, cons
 int store_fence_home(struct store *s, const char *home, const char *user, const char *thread,
 		     char *err, size_t errlen);
 
-/* S's writes no longer checked (a store kept open for the writes of
- * several threads, each fenced again before it writes). */
+/* Stops checking S's writes (a store kept open for the writes of several
+ * threads, each fenced again before it writes). */
 void store_unfence(struct store *s);
 
 #endif

@@ -1,8 +1,9 @@
 /* lineage.c - see lineage.h. A tree of the names the changes reached: a
- * node per object, found by its parent's node and its name in one hash
- * table (open addressing, at most half full, never an entry removed). A
- * change of a name points an entry at another node: a directory renamed
- * takes what is below it along without a look at any of it. */
+ * node per file or directory, found by its parent's node and its name in
+ * one hash table (open addressing, at most half full, never an entry
+ * removed). A change of a name points an entry at another node: a
+ * directory renamed takes what is below it along without a look at any of
+ * it. */
 #include "lineage.h"
 #include "common/array.h"
 #include "common/cleanup.h"

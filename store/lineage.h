@@ -2,13 +2,13 @@
  * the changes of names the views' journal recorded during the run, told
  * in their order (docs/changes.md, "The journal").
  *
- * A name is followed as the object it names: a rename moves the object
- * and everything below it (a directory), an exchange swaps two, and the
+ * A name is followed as the file it names: a rename moves the file and
+ * everything below it (a directory), an exchange swaps two, and the
  * name it left is free: what a removal, a rename away or a creation
  * leaves at a name is new, whatever name it takes later. One exception
- * keeps one file what people call one file: a file made during the run
- * and renamed over another (an editor's save, `sed -i`) continues the
- * file it replaced, if that was one the run began with.
+ * follows what people call one file: a file made during the run and
+ * renamed over another (an editor's save, `sed -i`) continues the file
+ * it replaced, if that was one the run began with.
  *
  * A name no change reached is its own: the lineage holds only the names
  * the changes named, and the directories above them, so its cost follows
@@ -26,7 +26,8 @@ struct lineage;
  * snapshot's knowledge): a save continues only what was there. */
 typedef bool (*lineage_exists)(void *arg, const char *origin);
 
-/* NULL: out of memory. EXISTS (with ARG) NULL: every name held one. */
+/* NULL if out of memory. With EXISTS (and ARG) NULL, every name is taken
+ * to have held one. */
 struct lineage *lineage_new(lineage_exists exists, void *arg);
 void lineage_free(struct lineage *l);
 static inline void lineage_freep(struct lineage **l)
@@ -34,17 +35,18 @@ static inline void lineage_freep(struct lineage **l)
 	lineage_free(*l);
 }
 
-/* FROM renamed to TO (over what was there). 0 or -ENOMEM. */
+/* Records that FROM was renamed to TO (over what was there). Returns 0
+ * or -ENOMEM, as do the two below. */
 int lineage_rename(struct lineage *l, const char *from, const char *to);
-/* A and B exchanged (RENAME_EXCHANGE). 0 or -ENOMEM. */
+/* Records that A and B were exchanged (RENAME_EXCHANGE). */
 int lineage_exchange(struct lineage *l, const char *a, const char *b);
-/* PATH removed, or made anew (a file, symlink, directory or link made
- * there): what it names from now on was not there when the run began.
- * 0 or -ENOMEM. */
+/* Records that PATH was removed, or made anew (a file, symlink, directory
+ * or link made there): what it names from now on was not there when the
+ * run began. */
 int lineage_new_at(struct lineage *l, const char *path);
 
-/* The name the object at PATH had when the run began, in OUT: 1; 0 if
- * the run made it; -ENAMETOOLONG. */
+/* Writes into OUT the name the file at PATH had when the run began and
+ * returns 1; returns 0 if the run made it, or -ENAMETOOLONG. */
 int lineage_origin(const struct lineage *l, const char *path, char out[PATH_MAX]);
 
 #endif

@@ -21,7 +21,8 @@ static const char mark_hash_sql[] =
 static const char marks_each_sql[] = "SELECT path, ino, size, mtime_ns, ctime_ns, at_ns, hash"
 				     " FROM marks WHERE \"user\" = ? AND thread = ?";
 
-/* The hash of PATH's mark into OUT: 1, or 0 if it has none (or no mark). */
+/* Reads the hash of PATH's mark into OUT and returns 1; 0 if it has none
+ * (or there is no mark). */
 static int mark_hash(struct store *s, const char *user, const char *thread, const char *path,
 		     uint8_t out[SHA256_BYTES])
 {
@@ -39,7 +40,7 @@ static int mark_hash(struct store *s, const char *user, const char *thread, cons
 /* Runs mark statement ST (bound) in a transaction with the collection
  * of the text PATH's mark referred to before, if the new mark (HASH, or
  * none) does not: a file the host rewrites and the view reads in a loop
- * keeps one text, not one a read until the sweep comes round. */
+ * keeps one text, not one per read until the sweep comes round. */
 static int mark_change(struct store *s, const char *user, const char *thread, const char *path,
 		       struct db_stmt *st, const uint8_t *hash, const char *what)
 {

@@ -41,11 +41,12 @@ int receipt_path(const char *path, const char *host_outputs, char *out, size_t s
 bool receipt_covers(const char *presented, const char *produced);
 
 /* Records PATHS (N of them, as given) as presented by TOOL during the
- * open run RUN of the store S under HOME, now. Either all are
- * recorded or none. Returns 0; -ENOENT (no run RUN), -EALREADY (it has
- * ended), -EBUSY (another host holds the run's thread: lease.h), -EINVAL (PATHS[*BAD] may not be presented, or TOOL is no tool
- * name: *BAD = N), or -errno. Once they are recorded, EACH (if not
- * NULL) is called with every path as recorded. */
+ * open run RUN of the store S under HOME, now. Either all are recorded
+ * or none. Returns 0; -ENOENT (no run RUN), -EALREADY (it has ended),
+ * -EBUSY (another host holds the run's thread: lease.h), -EINVAL
+ * (PATHS[*BAD] may not be presented, or TOOL is no tool name: *BAD = N),
+ * or -errno. Once they are recorded, EACH (if not NULL) is called with
+ * every path as recorded. */
 int receipt_present(struct store *s, const char *home, int64_t run, const char *tool,
 		    const char *const *paths, size_t n, size_t *bad,
 		    void (*each)(void *arg, const char *path), void *arg);

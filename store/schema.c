@@ -22,7 +22,7 @@
  * read, for a refusal's diff), a snapshot's file, a pre-image, an audit
  * row's two versions. Each indexed where it is not NULL, so that a
  * content's referrers are a few lookups (store_blobs_collect());
- * blob_puts holds until when a content put is left alone, referred to or
+ * blob_puts holds how long a content put is left alone, referred to or
  * not (a scan's texts go before its snapshot: store_blobs_put_for()). */
 #define BLOB_REFS_SQL                                                                      \
 	"CREATE INDEX marks_by_hash ON marks (hash) WHERE hash IS NOT NULL;"               \
@@ -120,10 +120,10 @@ static const char *const lite_migrations[STORE_SCHEMA_VERSION] = {
 	"  END"
 	" WHERE receipt IS NOT NULL AND json_valid(receipt)"
 	"  AND json_type(receipt, '$.presented') IS NULL;",
-	/* 7 -> 8: undo (op "keep": the object a view kept of PATH before it
+	/* 7 -> 8: undo (op "keep": the file a view kept of PATH before it
 	 * replaced or removed it, in the run's directory of pre-images, or
 	 * the attributes it had); what made a run (0 an agent, 1 sbx run
-	 * undo, 2 sbx restore); the run an undo undid; runs whose pre-images
+	 * undo, 2 sbx restore); the run an undo undid; runs whose kept files
 	 * were dropped. */
 	"ALTER TABLE journal ADD COLUMN object TEXT;"
 	"ALTER TABLE journal ADD COLUMN meta BLOB;"
@@ -132,7 +132,7 @@ static const char *const lite_migrations[STORE_SCHEMA_VERSION] = {
 	"ALTER TABLE runs ADD COLUMN kept INTEGER NOT NULL DEFAULT 0;"
 	"CREATE INDEX journal_by_thread_id ON journal (user, thread, id);"
 	"CREATE INDEX runs_by_undone ON runs (undoes);",
-	/* 8 -> 9: the bytes an ended run's pre-images take, once measured
+	/* 8 -> 9: the bytes an ended run's kept files take, once measured
 	 * (NULL: not yet, or changed since), so retention need not measure
 	 * every held run after each run. */
 	"ALTER TABLE runs ADD COLUMN held_bytes INTEGER;",
@@ -230,7 +230,7 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 	"  at_ns BIGINT NOT NULL, tool TEXT NOT NULL, path TEXT NOT NULL,"
 	"  UNIQUE (run, tool, path));"
 	/* Followers LISTEN: a commit of journal rows wakes them (one
-	 * notification a transaction: the server folds the same ones). */
+	 * notification per transaction: the server folds the same ones). */
 	"CREATE FUNCTION sbx_journal_grew() RETURNS trigger LANGUAGE plpgsql AS"
 	"  $$BEGIN PERFORM pg_notify('" STORE_JOURNAL_CHANNEL "', ''); RETURN NULL; END$$;"
 	"CREATE TRIGGER journal_grew AFTER INSERT ON journal"

@@ -254,7 +254,7 @@ static int holds_secret(const uint8_t *buf, size_t n, bool final)
 
 bool snapshot_text_secret(const char *data, size_t len)
 {
-	/* Out of memory: hidden, not shown. */
+	/* Out of memory: the file is hidden, not shown. */
 	return holds_secret((const uint8_t *)data, len, true) != 0;
 }
 
@@ -283,9 +283,9 @@ static int read_content(int fd, const char *name, struct snap_file *f, snapshot_
 				return -errno;
 			}
 			got += (size_t)n;
-			/* Short of the byte more, at the size its stat gave: the
-			 * end (a file reads short only there), without the read
-			 * that would say so. */
+			/* At the size its stat gave, short of the byte more, the
+			 * file ends (it reads short only there): no read is made
+			 * just to be told so. */
 			if (small && got == (size_t)f->size)
 				break;
 		}
@@ -328,8 +328,8 @@ static int read_content(int fd, const char *name, struct snap_file *f, snapshot_
 	return 0;
 }
 
-/* Its root, and whether it looks secret, by a virtual path: the roots'
- * own names are not part of the test. */
+/* A file's root, and whether it looks secret, by its virtual path: the
+ * roots' own names are not part of the test. */
 static const char *root_of(const char *path)
 {
 	return !strncmp(path, "/mnt/user-data/outputs/", 23) ? "outputs" : "workspace";
@@ -473,7 +473,7 @@ static const struct snap_file *known_unchanged(const struct walk *w, const char 
 		       : NULL;
 }
 
-/* F, described as KNOWN was: the same content. */
+/* Describes F as KNOWN was described: the same content. */
 static int describe_as_known(struct snap_file *f, const struct snap_file *known)
 {
 	*f = *known;

@@ -95,9 +95,10 @@ struct snap_file *snapshot_append(struct snapshot *s);
 /* Describes one file as a scan records it: F gets PATH (a virtual path,
  * "/mnt/user-data/ROOT/..."), its root and attributes ST; a symlink its
  * TARGET; a regular file's content is read from FD (readable) unless PATH
- * is sensitive, and KEEP gets the text of a hashed file. Returns 0
- * (snap_file_free() F), -ENOENT if ST is neither a regular file nor a
- * symlink, -errno if it cannot be read, or KEEP's non-zero return. */
+ * is sensitive, and KEEP gets the text of a hashed file. Returns 0 (the
+ * caller then frees F: snap_file_free()), -ENOENT if ST is neither a
+ * regular file nor a symlink, -errno if it cannot be read, or KEEP's
+ * non-zero return. */
 int snapshot_describe(int fd, const struct stat *st, const char *path, const char *target,
 		      snapshot_keep keep, void *arg, struct snap_file *f);
 /* The same for the file NAME in directory DFD, never following a

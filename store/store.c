@@ -199,8 +199,8 @@ int store_each_row(struct store *s, struct db_stmt *st, const char *what,
 	return rc < 0 ? store_fail(s, rc, what) : 0;
 }
 
-/* Rows go in statements of 2^k of them: the largest there are of the
- * LEFT to put, at most 2^STORE_BATCH_LOG2. */
+/* Rows go in statements of 2^k rows: the largest k for which LEFT rows
+ * fill one, at most STORE_BATCH_LOG2. */
 static unsigned batch_log2(size_t left)
 {
 	unsigned k = 0;

@@ -38,10 +38,10 @@ struct store;
 /* Where HOME's records are kept (docs/configuration.md, "The store"):
  * $SBX_STORE if it is set and not empty, else `store` in HOME/sbx.conf
  * (config_load_top()), else the SQLite file HOME/sbx.db; "sqlite" in
- * either also means that file. Into TARGET (SIZE bytes): the file's path
- * or the PostgreSQL URI or keyword string. -EINVAL (with ERR saying
- * where) for a value that is neither (store_target_ok(), config.h, says
- * which values are a store's). */
+ * either also means that file. Writes into TARGET (SIZE bytes) the
+ * file's path or the PostgreSQL URI or keyword string. Returns -EINVAL
+ * (with ERR saying where) for a value that is neither
+ * (store_target_ok(), config.h, says which values are a store's). */
 int store_where(const char *home, char *target, size_t size, char *err, size_t errlen);
 /* store_open() of a store that exists: -ENOENT (ERR untouched) where
  * HOME's is an SQLite file not made yet, rather than making it. */
@@ -164,7 +164,7 @@ struct snap_file;
  * undo needs to put PATH back as it was just before the next event,
  * OBJECT (the file or symlink itself, or a copy, by its name in the
  * run's directory of pre-images) or META (attributes, fileops.h: of a
- * directory about to be removed, or of an object about to get others). */
+ * directory about to be removed, or of a file about to get others). */
 struct store_event {
 	int64_t at_ns;
 	const char *op, *path, *path2;
@@ -186,9 +186,10 @@ int store_journal_add_many(struct store *s, const char *user, const char *thread
 int store_journal_each(struct store *s, const char *user, const char *thread, int64_t from_ns,
 		       int64_t to_ns, int (*fn)(void *arg, const struct store_event *e), void *arg);
 
-/* What compaction never touches: a thread's last STORE_JOURNAL_KEEP_ROWS
- * rows and those of its last STORE_JOURNAL_KEEP_NS (a watcher within that
- * of the end misses nothing); what one call reads at most. */
+/* Compaction never touches a thread's last STORE_JOURNAL_KEEP_ROWS rows
+ * nor those of its last STORE_JOURNAL_KEEP_NS (a watcher that close to
+ * the end misses nothing); one call reads STORE_JOURNAL_COMPACT_MAX rows
+ * at most. */
 #define STORE_JOURNAL_KEEP_ROWS 10000
 #define STORE_JOURNAL_KEEP_NS (1LL * 1000000000)
 #define STORE_JOURNAL_COMPACT_MAX 65536
@@ -200,10 +201,11 @@ int store_journal_each(struct store *s, const char *user, const char *thread, in
 int store_journal_compact(struct store *s, const char *user, const char *thread, int64_t now_ns,
 			  int64_t *upto);
 
-/* A descriptor that polls readable when the journal may have grown
- * (PostgreSQL: a notification at each commit of journal rows), or
- * -ENOTSUP (SQLite: watch its files instead, follow.c); and what came:
- * 1 if the journal grew, 0 if not, or -errno. */
+/* store_journal_listen() returns a descriptor that polls readable when
+ * the journal may have grown (PostgreSQL: a notification at each commit
+ * of journal rows), or -ENOTSUP (SQLite: watch its files instead,
+ * follow.c); store_journal_heard() says what came: 1 if the journal
+ * grew, 0 if not, or -errno. */
 #define STORE_JOURNAL_CHANNEL "sbx_journal"
 int store_journal_listen(struct store *s);
 int store_journal_heard(struct store *s);
@@ -244,12 +246,12 @@ int store_snapshot_save_since(struct store *s, const char *user, const char *thr
  * base. */
 int store_snapshot_load(struct store *s, int64_t id, struct snapshot *out);
 
-/* File contents by SHA-256, kept once (for the diffs of runs). get
- * returns a malloc'd, NUL-terminated copy, or -ENOENT. */
+/* File contents by SHA-256, kept once (for the diffs of runs).
+ * store_blob_get() returns a malloc'd, NUL-terminated copy, or -ENOENT. */
 int store_blob_put(struct store *s, const uint8_t sha256[SHA256_BYTES], const void *data,
 		   size_t len);
-/* The same for N contents (the same one twice is kept once), up to 64 a
- * statement: a round trip each on PostgreSQL, not one a content. */
+/* The same for N contents (the same one twice is kept once), up to 64 to a
+ * statement: a round trip per statement on PostgreSQL, not per content. */
 struct store_blob {
 	uint8_t sha256[SHA256_BYTES];
 	const void *data;
@@ -268,7 +270,7 @@ int store_blobs_each(struct store *s, const uint8_t (*sha256s)[SHA256_BYTES], si
 /* A content put is not collected for this long, referred to or not: a
  * scan puts its texts before the snapshot that refers to them. */
 #define STORE_BLOB_HOLD_NS (600LL * 1000000000)
-/* store_blobs_put() holding them for HOLD_NS instead (0: not at all,
+/* store_blobs_put(), holding them for HOLD_NS instead (0: not at all,
  * for a content whose referrer is written in the same transaction): the
  * view's writer may put a pre-image's text a batch before its row.
  * A read mark that moves on from a content, or is dropped, collects it
@@ -304,7 +306,7 @@ struct store_run {
 	char *summary, *receipt;
 	enum run_kind kind;
 	int64_t undoes;	    /* RUN_UNDO: the run it undid */
-	bool kept;	    /* its pre-images were dropped: it cannot be undone */
+	bool kept;	    /* its kept files were dropped: it cannot be undone */
 	int64_t held_bytes; /* what they take, as last measured (-1: unknown) */
 	bool clean;	    /* RUN_UNDO: it took back every change of UNDOES */
 };
@@ -321,12 +323,12 @@ int store_run_begin_as(struct store *s, const char *user, const char *thread,
 		       int64_t *id);
 /* The latest run that undoes RUN, in *UNDO: returns 1, or 0 if none. */
 int store_run_undone_by(struct store *s, int64_t run, int64_t *undo);
-/* Marks RUN as one whose pre-images were dropped. */
+/* Marks RUN as one whose kept files were dropped. */
 int store_run_keep(struct store *s, int64_t run);
 /* Records whether undo RUN took back every change of the run it undoes:
  * no conflict left alone or forced, no step failed. */
 int store_run_clean(struct store *s, int64_t run, bool clean);
-/* Records what RUN's pre-images take (BYTES), or that it is not known
+/* Records what RUN's kept files take (BYTES), or that it is not known
  * (-1: they changed). */
 int store_run_held(struct store *s, int64_t run, int64_t bytes);
 /* Calls FN for each run of USER's THREAD, oldest first; stops at FN's

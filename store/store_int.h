@@ -74,12 +74,12 @@ int store_each_row(struct store *s, struct db_stmt *st, const char *what,
 #define SQL_ROWS_32(r) SQL_ROWS_16(r) ", " SQL_ROWS_16(r)
 #define SQL_ROWS_64(r) SQL_ROWS_32(r) ", " SQL_ROWS_32(r)
 #define SQL_ROWS_128(r) SQL_ROWS_64(r) ", " SQL_ROWS_64(r)
-/* Many rows are written 64 a statement (2^STORE_BATCH_LOG2), the rest in
- * statements of 32, 16, ... 1 (at most six): a round trip each on
- * PostgreSQL, and fewer steps on SQLite (its default limit of
- * parameters, 32,766, is far above a snapshot's 960 or a journal's
- * 1,152). STORE_BATCHED_SQL(HEAD, ROW, TAIL) initializes the
- * STORE_BATCHES statements of 1, 2, 4, ... 64 ROWs: HEAD ROW... TAIL. */
+/* Many rows are written 64 to a statement (2^STORE_BATCH_LOG2), the rest
+ * in statements of 32, 16, ... 1 (at most six): a round trip each on
+ * PostgreSQL, and fewer steps on SQLite (its default limit of parameters,
+ * 32,766, is far above a snapshot's 960 or a journal's 1,152).
+ * STORE_BATCHED_SQL(HEAD, ROW, TAIL) initializes the STORE_BATCHES
+ * statements of 1, 2, 4, ... 64 ROWs: HEAD ROW... TAIL. */
 #define STORE_BATCH_LOG2 6
 #define STORE_BATCHES (STORE_BATCH_LOG2 + 1)
 #define STORE_BATCHED_SQL(head, row, tail)                                                       \
@@ -95,14 +95,15 @@ int store_exec_batched(struct store *s, const char *const sql[STORE_BATCHES], si
 		       void (*bind)(void *arg, struct db_stmt *st, int j, size_t i), void *arg,
 		       const char *what);
 
-/* Column I into the SHA-256 OUT if it holds one: whether it did. */
+/* Reads column I into the SHA-256 OUT if it holds one; returns whether
+ * it did. */
 bool store_col_sha256(struct db_stmt *st, int i, uint8_t out[SHA256_BYTES]);
 
 /* ---- the writer's turn and its guard (store.c) ---------------------------- */
 
 /* A guarded store's write made alone is made in a turn of its own, which
  * checks the guard first (store_begin()): *OWN says whether it took one,
- * for store_write_done() to end with R (committed if R >= 0). */
+ * so that store_write_done() ends it with R (committed if R >= 0). */
 int store_write_turn(struct store *s, bool *own);
 int store_write_done(struct store *s, bool own, int r);
 

@@ -88,12 +88,13 @@ struct summary {
  * *LEN bytes). Returns 0, or -errno if it is not available. */
 typedef int (*summary_content)(void *arg, const struct snap_file *f, char **data, size_t *len);
 
-/* Compares BEFORE with AFTER into OUT. A path created, modified or made a
- * symlink whose file or symlink LINEAGE (the run's changes of names, or
- * NULL) says had another name when the run began, a name BEFORE has, is
- * linked to it (renamed_from), with a diff of its own (moved, within a
- * budget of its own, so the reference's diffs are exactly its); and that
- * name's deletion, if it is deleted, to it (renamed_to). Returns 0 or
+/* Compares BEFORE with AFTER into OUT. Where LINEAGE (the run's changes
+ * of names, or NULL) says that the file or symlink at a path created,
+ * modified or made a symlink had another name when the run began, one
+ * BEFORE has, the change is linked to that name (renamed_from), with a
+ * diff of its own (moved, within a budget of its own, so that the
+ * reference's diffs stay exactly the reference's); and that name's
+ * deletion, if it is deleted, is linked back (renamed_to). Returns 0 or
  * -ENOMEM. */
 int summary_compare(const struct snapshot *before, const struct snapshot *after,
 		    const struct summary_limits *limits, const struct lineage *lineage,

@@ -162,9 +162,9 @@ static void read_preimages(struct store_writer *w, struct row **batch)
 	}
 }
 
-/* Counts BATCH's rows that may leave a content nothing refers to and its
- * journal rows, and once there are enough, collects a step of the
- * contents, compacts the journal: on this thread, between batches, never
+/* Counts BATCH's rows that may leave a content nothing refers to, and
+ * its journal rows; once there are enough, compacts the journal or takes
+ * a step of the contents' sweep, on this thread, between batches, never
  * on a request's path. */
 static void tidy(struct store_writer *w, const struct row *batch)
 {

@@ -7,9 +7,9 @@
  * transaction (group commit). A batch that fails is tried again row by
  * row; a row that still cannot be written (a damaged store, a disk full,
  * a server gone) fails the writer closed: the record has a hole from
- * there on, so it is said (each change not recorded, in the log), the
- * view is told to take no more changes (store_writer_on_failed()), and
- * every later row is dropped.
+ * there on, so the log names each change not recorded, the view is told
+ * to take no more changes (store_writer_on_failed()), and every later
+ * row is dropped.
  *
  * The writer owns the store connection it is given.
  */
@@ -31,11 +31,12 @@ void store_writer_rest_after(struct store_writer *w, int64_t ms);
 /* Writes what is queued, stops the thread, closes the store. */
 void store_writer_stop(struct store_writer *w);
 
-/* Queue a row; copies every string. Never blocks on the database. */
+/* Each queues a row, copying every string, and never blocks on the
+ * database. */
 void store_writer_mark_put(struct store_writer *w, const struct store_mark *m);
-/* M with the text of the content it names (M->hash), written in one
- * batch: the text needs no hold, and the one M's path named before goes
- * at once if nothing else refers to it (store_mark_put()). */
+/* Queues M with the text of the content it names (M->hash), written in one
+ * batch: the text needs no hold, and the one M's path named before goes at
+ * once if nothing else refers to it (store_mark_put()). */
 void store_writer_mark_put_text(struct store_writer *w, const struct store_mark *m,
 				const void *text, size_t len);
 void store_writer_mark_drop(struct store_writer *w, const char *path);
@@ -49,9 +50,9 @@ int store_writer_preimage_fd(struct store_writer *w, const struct store_event *e
 /* File content kept by SHA-256 (store_blob_put()), for a pre-image. */
 void store_writer_blob(struct store_writer *w, const uint8_t sha256[SHA256_BYTES], const void *data,
 		       size_t len);
+struct snap_file;
 /* The same as a snapshot_keep callback (ARG: the writer): the text of a
  * file snapshot_describe() hashed. Returns 0. */
-struct snap_file;
 int store_writer_keep_text(void *writer, const struct snap_file *f, const uint8_t *data,
 			   size_t len);
 
