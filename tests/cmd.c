@@ -194,8 +194,8 @@ char *capture_for(const char *cmd, int secs, int *status, bool *timed_out)
 	}
 	buf[len] = '\0';
 	if (late) {
-		char *more = fmt_cmd("%s[killed after %d s with every process below it]\n", buf,
-				     secs);
+		char *more = fmt_cmd("%s%s[killed after %d s with every process below it]\n", buf,
+				     len && buf[len - 1] != '\n' ? "\n" : "", secs);
 
 		free(buf);
 		buf = more;
