@@ -48,6 +48,7 @@ static const struct {
 	{ "view_hosts", suite_view_hosts },
 	{ "cli", suite_cli },
 	{ "sandbox", suite_sandbox },
+	{ "mcp", suite_mcp },
 	{ "valgrind", suite_valgrind },
 	{ "sanitizers", suite_sanitizers }, /* last: sees every daemon's exit */
 };

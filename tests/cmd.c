@@ -1,9 +1,17 @@
 /* cmd.c - see cmd.h. */
 #include "cmd.h"
 
+#include "common/clock.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 char *fmt_cmd(const char *fmt, ...)
 {
@@ -40,6 +48,161 @@ char *capture(const char *cmd, int *status)
 	buf[len] = '\0';
 	st = pclose(p);
 	*status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return buf;
+}
+
+/* The parent of process PID (/proc/PID/stat), or 0 if it is gone. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512];
+	FILE *f;
+	size_t n;
+	char *close_paren;
+	int ppid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses. */
+	close_paren = strrchr(buf, ')');
+	if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
+/* Adds to TREE (N of them, room for MAX) every process whose parent is
+ * in it, until none is new. */
+static size_t add_descendants(pid_t *tree, size_t n, size_t max)
+{
+	for (bool grew = true; grew;) {
+		DIR *d = opendir("/proc");
+		struct dirent *e;
+
+		grew = false;
+		ck_assert_ptr_nonnull(d);
+		while ((e = readdir(d)) && n < max) {
+			pid_t pid = (pid_t)atoi(e->d_name), ppid;
+			bool known = false;
+
+			if (pid <= 0)
+				continue;
+			for (size_t i = 0; i < n && !known; i++)
+				known = tree[i] == pid;
+			ppid = known ? 0 : parent_of(pid);
+			for (size_t i = 0; i < n && ppid && !known; i++)
+				if (tree[i] == ppid) {
+					tree[n++] = pid;
+					grew = true;
+					break;
+				}
+		}
+		closedir(d);
+	}
+	return n;
+}
+
+/* Kills PID and every process below it. Each is stopped as it is found,
+ * so that none forks a child the walk would miss or exits and leaves its
+ * children to init before they are found; then all are killed. */
+static void kill_tree(pid_t pid)
+{
+	pid_t tree[4096] = { pid };
+	size_t n = 1, before;
+
+	kill(pid, SIGSTOP);
+	do {
+		before = n;
+		n = add_descendants(tree, n, sizeof(tree) / sizeof(*tree));
+		for (size_t i = before; i < n; i++)
+			kill(tree[i], SIGSTOP);
+	} while (n != before);
+	for (size_t i = 0; i < n; i++)
+		kill(tree[i], SIGKILL);
+	kill(-pid, SIGKILL);
+}
+
+static double timeout_multiplier(void)
+{
+	const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
+	double x = m ? atof(m) : 1;
+
+	return x > 0 ? x : 1;
+}
+
+char *capture_for(const char *cmd, int secs, int *status, bool *timed_out)
+{
+	int64_t deadline = now_ms() + (int64_t)(secs * timeout_multiplier() * 1000);
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
+	bool late = false, eof = false;
+	int fds[2], st = 0;
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(pipe2(fds, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setpgid(0, 0);
+		dup2(fds[1], STDOUT_FILENO);
+		dup2(fds[1], STDERR_FILENO);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	setpgid(pid, pid); /* also here: no race with a kill(-pid) */
+	close(fds[1]);
+	/* Until the output ends (every process holding the pipe is gone) or
+	 * the deadline. */
+	while (!eof) {
+		struct pollfd p = { .fd = fds[0], .events = POLLIN };
+		int64_t left = deadline - now_ms();
+		ssize_t r;
+
+		if (!late && left <= 0) {
+			kill_tree(pid);
+			late = true;
+		}
+		if (poll(&p, 1, late ? 1000 : (int)left) == 0) {
+			if (late) /* killed, yet the pipe is held: no more waiting */
+				break;
+			continue;
+		}
+		if (cap - len < 4096) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			ck_assert_ptr_nonnull(buf);
+		}
+		r = read(fds[0], buf + len, cap - len - 1);
+		if (r > 0)
+			len += (size_t)r;
+		else if (r == 0 || errno != EINTR)
+			eof = true;
+	}
+	close(fds[0]);
+	/* The shell may outlive the pipe's end (it closed its outputs). */
+	while (waitpid(pid, &st, late ? 0 : WNOHANG) == 0) {
+		if (now_ms() >= deadline) {
+			kill_tree(pid);
+			late = true;
+		} else {
+			poll(NULL, 0, 10);
+		}
+	}
+	buf[len] = '\0';
+	if (late) {
+		char *more = fmt_cmd("%s%s[killed after %d s with every process below it]\n", buf,
+				     len && buf[len - 1] != '\n' ? "\n" : "", secs);
+
+		free(buf);
+		buf = more;
+	}
+	*status = !late && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	if (timed_out)
+		*timed_out = late;
 	return buf;
 }
 

@@ -20,6 +20,14 @@ char *fmt_cmd(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * and stores its exit status (-1 if it did not exit) in *STATUS. */
 char *capture(const char *cmd, int *status);
 
+/* Runs "sh -c CMD" in a process group of its own, its stdout and stderr
+ * joined, for at most SECS seconds (times CK_TIMEOUT_MULTIPLIER); returns
+ * what it printed and stores its exit status in *STATUS (-1 if it did
+ * not exit). Past SECS the command and every process below it are
+ * killed, whatever group or session they moved to, *TIMED_OUT is set
+ * and the output has a last line that says so. */
+char *capture_for(const char *cmd, int secs, int *status, bool *timed_out);
+
 /* Reproducible tool behaviour for the commands a test runs: C collation,
  * UTC, a fresh $HOME, no user or system git configuration, a fixed git
  * identity, python writing bytecode as it does by default. */
