@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,32 +35,35 @@ static const char mcp_usage[] =
 	"seconds. Its log goes to standard error.\n"
 	"  --no-run   no run for the session (present_files then refuses)\n";
 
-/* Makes sure a broker serves HOME: 0, or 1 once said why not. */
-static int broker_ensure(const char *home)
+/* A connection to the broker of HOME, started if none serves it; NULL
+ * once said why there is none. */
+static struct client_conn *broker_ensure(const char *home)
 {
-	struct client_conn *c;
+	struct broker_options o = { .home = home, .quiet = true, .exit_idle_s = MCP_BROKER_IDLE_S };
+	bool started = false;
+	struct client_conn *c = NULL;
 	struct error e;
 	int r = client_open(home, &c, &e);
 
-	if (r == 0) {
-		client_close(c);
-		fprintf(stderr, "sbx: mcp: using the broker that serves %s\n", home);
-		return 0;
+	if (r == -ENOENT || r == -ECONNREFUSED) {
+		/* Another sbx mcp may start one at the same moment: its
+		 * broker then serves, and this start fails on the home's
+		 * broker lock. */
+		started = broker_main(&o) == 0;
+		r = client_open(home, &c, &e);
 	}
-	if (r != -ENOENT && r != -ECONNREFUSED) {
+	if (r < 0) {
 		fprintf(stderr, "sbx: mcp: %s\n", e.text);
-		return 1;
+		return NULL;
 	}
-	struct broker_options o = { .home = home, .quiet = true, .exit_idle_s = MCP_BROKER_IDLE_S };
-	if (broker_main(&o) != 0) {
-		fprintf(stderr, "sbx: mcp: cannot start a broker for %s (%s/run/broker.log)\n",
-			home, home);
-		return 1;
-	}
-	fprintf(stderr,
-		"sbx: mcp: started a broker for %s; it stops %d s after its last client leaves\n",
-		home, MCP_BROKER_IDLE_S);
-	return 0;
+	if (started)
+		fprintf(stderr,
+			"sbx: mcp: started a broker for %s (it stops %d s after its last client"
+			" leaves)\n",
+			home, MCP_BROKER_IDLE_S);
+	else
+		fprintf(stderr, "sbx: mcp: using the broker that serves %s\n", home);
+	return c;
 }
 
 int cmd_mcp(int argc, char **argv, const char *home)
@@ -110,16 +114,11 @@ int cmd_mcp(int argc, char **argv, const char *home)
 	if (resolve_home("mcp", home, h, sizeof(h)) < 0)
 		return 2;
 	cfg.home = h;
-	if (broker_ensure(h))
-		return 1;
 	/* Held for as long as this process lives: a broker started for it
 	 * counts it as a client, and so never stops under it. */
-	struct client_conn *keep;
-	struct error e;
-	if (client_open(h, &keep, &e) < 0) {
-		fprintf(stderr, "sbx: mcp: %s\n", e.text);
+	struct client_conn *keep = broker_ensure(h);
+	if (!keep)
 		return 1;
-	}
 	int status = mcp_stdio_serve(&cfg, STDIN_FILENO, STDOUT_FILENO);
 	client_close(keep);
 	return status;
