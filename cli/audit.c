@@ -3,13 +3,12 @@
 #include "args.h"
 #include "cli.h"
 #include "run/lookup.h"
+#include "run/refusal.h"
 #include "report.h"
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/hash.h"
 #include "common/quote.h"
-#include "store/diff.h"
-#include "store/snapshot.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -60,39 +59,6 @@ struct audit_out {
 	json_t *rows;	  /* json */
 };
 
-/* The unified diff of the version A's thread read to the one it found,
- * if the store kept both texts (malloc'd); else NULL and *WHY says why. */
-static char *change_diff(struct store *s, const struct store_audit *a, const char **why)
-{
-	_cleanup_(freep) char *old = NULL, *new = NULL;
-	size_t oldlen, newlen;
-	struct diff d;
-
-	if (!a->base.hashed || store_blob_get(s, a->base.sha256, &old, &oldlen) < 0) {
-		*why = "the text of the version read was not kept (binary, sensitive, over 256 KiB, or not hashed yet)";
-		return NULL;
-	}
-	if (!a->current.hashed || store_blob_get(s, a->current.sha256, &new, &newlen) < 0) {
-		*why = "the text of the version found was not kept (binary, sensitive or over 256 KiB)";
-		return NULL;
-	}
-	/* A text is kept by its hash, whichever file had it, and a store may
-	 * hold texts kept before the content rules: the rules of a change
-	 * summary again, on the name and on both texts. */
-	if (snapshot_sensitive(a->path) || snapshot_text_secret(old, oldlen) ||
-	    snapshot_text_secret(new, newlen)) {
-		*why = "sensitive: the name or the content looks like it holds a secret";
-		return NULL;
-	}
-	if (diff_unified(old, oldlen, new, newlen, a->path, &d) < 0) {
-		*why = "out of memory";
-		return NULL;
-	}
-	if (!*d.text)
-		*why = "the same lines (only metadata changed)";
-	return d.text;
-}
-
 static void print_version(const char *label, const struct store_version *v)
 {
 	char when[32], sha[SHA256_HEX + 1];
@@ -122,7 +88,7 @@ static int print_text(void *arg, const struct store_audit *a)
 	print_version("read:", &a->base);
 	print_version("found:", &a->current);
 	const char *why = NULL;
-	_cleanup_(freep) char *d = change_diff(o->store, a, &why);
+	_cleanup_(freep) char *d = refusal_diff(o->store, a, &why);
 	if (d && *d)
 		report_print_diff(stdout, d, strlen(d), a->path, o->color);
 	else
@@ -154,7 +120,7 @@ static int add_json(void *arg, const struct store_audit *a)
 				"last_time", last);
 	if (row && a->base.known && a->current.known) {
 		const char *why = NULL;
-		_cleanup_(freep) char *d = change_diff(o->store, a, &why);
+		_cleanup_(freep) char *d = refusal_diff(o->store, a, &why);
 		json_t *changed = json_pack("{s:o, s:o, s:o, s:o}", "base", version_json(&a->base),
 					    "current", version_json(&a->current), "diff",
 					    d && *d ? json_string(d) : json_null(),
