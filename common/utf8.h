@@ -46,6 +46,38 @@ static inline bool utf8_valid(const char *s, size_t n)
 	return true;
 }
 
+/* Characters in the N bytes at S (valid UTF-8): the bytes that begin
+ * one. */
+static inline size_t utf8_nchars(const char *s, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		k += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return k;
+}
+
+static inline size_t utf8_chars(const char *s)
+{
+	size_t k = 0;
+
+	for (; *s; s++)
+		k += ((unsigned char)*s & 0xc0) != 0x80;
+	return k;
+}
+
+/* The byte offset of character K of S (valid UTF-8), or its length if
+ * S has fewer characters. */
+static inline size_t utf8_offset(const char *s, size_t k)
+{
+	size_t i = 0;
+
+	for (; s[i] && k; i++)
+		if ((((unsigned char)s[i + 1]) & 0xc0) != 0x80)
+			k--;
+	return i;
+}
+
 /* N bytes of S as valid UTF-8 (malloc'd, NUL-terminated): invalid bytes
  * become U+FFFD. If KEEP is not NULL, an incomplete sequence at the very
  * end is not converted: its length goes to *KEEP (for the next chunk). */

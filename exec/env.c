@@ -170,16 +170,6 @@ static bool printable_utf8(const unsigned char *s, size_t n)
 	return true;
 }
 
-/* Characters, not bytes, count against the limit. */
-static size_t utf8_chars(const unsigned char *s, size_t n)
-{
-	size_t chars = 0;
-
-	for (size_t i = 0; i < n; i++)
-		chars += (s[i] & 0xc0) != 0x80;
-	return chars;
-}
-
 int identity_prefix(const char *id, size_t id_len, char **prefix)
 {
 	const unsigned char *u = (const unsigned char *)id;
@@ -187,7 +177,7 @@ int identity_prefix(const char *id, size_t id_len, char **prefix)
 	if (!id) {
 		*prefix = strdup("");
 	} else if (id_len == 0 || !printable_utf8(u, id_len) ||
-		   utf8_chars(u, id_len) > IDENTITY_MAX) {
+		   utf8_nchars(id, id_len) > IDENTITY_MAX) { /* characters, not bytes */
 		*prefix = strdup("unset DEERFLOW_CHANNEL_USER_ID; ");
 	} else {
 		/* Exactly ID_LEN bytes: ID need not end there. */

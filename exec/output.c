@@ -37,26 +37,6 @@ void capture_free(struct capture *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* Characters in S (valid UTF-8), and the byte offset of character K. */
-static size_t chars(const char *s)
-{
-	size_t n = 0;
-
-	for (; *s; s++)
-		n += ((unsigned char)*s & 0xc0) != 0x80;
-	return n;
-}
-
-static size_t offset_of(const char *s, size_t k)
-{
-	size_t i = 0;
-
-	for (; s[i] && k; i++)
-		if ((((unsigned char)s[i + 1]) & 0xc0) != 0x80)
-			k--;
-	return i;
-}
-
 /* Where a final "\nExit Code: N" line (and trailing space) starts, or
  * the string's end. */
 static size_t exit_marker(const char *s)
@@ -81,19 +61,19 @@ static size_t exit_marker(const char *s)
 
 char *output_middle_truncate(const char *s, size_t max)
 {
-	size_t total = chars(s);
+	size_t total = utf8_chars(s);
 
 	if (max == 0 || total <= max)
 		return strdup(s);
 	size_t mark = exit_marker(s);
 	const char *tail_mark = s + mark;
-	size_t body_chars = total - chars(tail_mark);
+	size_t body_chars = total - utf8_chars(tail_mark);
 	size_t notice_chars = 0, budget = 0, skipped = 0;
 	char notice[96];
 
 	/* The notice's length depends on the count it states: settle it. */
 	for (int round = 0; round < 3; round++) {
-		size_t fixed = chars(tail_mark) + notice_chars;
+		size_t fixed = utf8_chars(tail_mark) + notice_chars;
 		budget = max > fixed ? max - fixed : 0;
 		if (budget > body_chars)
 			budget = body_chars;
@@ -103,8 +83,8 @@ char *output_middle_truncate(const char *s, size_t max)
 						skipped);
 	}
 	size_t head = budget / 2, tail = budget - head;
-	size_t head_end = offset_of(s, head);
-	size_t tail_start = offset_of(s, body_chars - tail);
+	size_t head_end = utf8_offset(s, head);
+	size_t tail_start = utf8_offset(s, body_chars - tail);
 	char *out;
 
 	if (asprintf(&out, "%.*s%s%.*s%s", (int)head_end, s, notice, (int)(mark - tail_start),

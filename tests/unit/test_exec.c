@@ -22,15 +22,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static size_t utf8_len(const char *s)
-{
-	size_t n = 0;
-
-	for (; *s; s++)
-		n += ((unsigned char)*s & 0xc0) != 0x80;
-	return n;
-}
-
 START_TEST(test_exec_valid_names)
 {
 	ck_assert(env_valid_name("A_1"));
@@ -219,7 +210,7 @@ START_TEST(test_exec_capture_limit_and_middle_truncation)
 	ck_assert_uint_eq(out.len, CAPTURE_LIMIT);
 	ck_assert_uint_eq(out.total, 11u << 20);
 	char *t = output_text(&out, &err, 3, false, 600, NULL, OUTPUT_MAX_CHARS);
-	ck_assert_uint_le(utf8_len(t), OUTPUT_MAX_CHARS);
+	ck_assert_uint_le(utf8_chars(t), OUTPUT_MAX_CHARS);
 	ck_assert(strstr(t, "[middle truncated: "));
 	ck_assert(strstr(t, "[output truncated after 10485760 of 11534336 bytes"));
 	ck_assert(strstr(t, "\nExit Code: 3") == t + strlen(t) - strlen("\nExit Code: 3"));
@@ -230,13 +221,13 @@ START_TEST(test_exec_capture_limit_and_middle_truncation)
 	s[30000] = '\0';
 	ck_assert_str_eq(output_middle_truncate(s, 10000), s);
 	char *cut = output_middle_truncate(s, 100);
-	ck_assert_uint_le(utf8_len(cut), 100);
+	ck_assert_uint_le(utf8_chars(cut), 100);
 	ck_assert(!strncmp(cut, "\xe2\x82\xac", 3));
 	/* Found by fuzzing: an "exit line" of any length was kept whole. */
 	char *fake = malloc(200);
 	memset(fake, 'x', 150);
 	strcpy(fake + 150, "\nExit Code: 12345678901234567890123456789012345");
-	ck_assert_uint_le(utf8_len(output_middle_truncate(fake, 100)), 100);
+	ck_assert_uint_le(utf8_chars(output_middle_truncate(fake, 100)), 100);
 	capture_free(&out);
 	free(chunk);
 	free(s);
