@@ -45,10 +45,12 @@ CRYPTO_LIBS := $(shell $(PKG_CONFIG) --libs libcrypto 2>/dev/null)
 JSON_LIBS   := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null)
 INIH_LIBS   := $(shell $(PKG_CONFIG) --libs inih 2>/dev/null)
 SECCOMP_LIBS := $(shell $(PKG_CONFIG) --libs libseccomp 2>/dev/null)
+PCRE_CFLAGS := $(shell $(PKG_CONFIG) --cflags libpcre2-8 2>/dev/null)
+PCRE_LIBS   := $(shell $(PKG_CONFIG) --libs libpcre2-8 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
-           -DSBX_VERSION='"$(VERSION)"' -I. $(FUSE_CFLAGS) $(PQ_CFLAGS) $(SANFLAGS) $(SANDEFS) -MMD -MP
+           -DSBX_VERSION='"$(VERSION)"' -I. $(FUSE_CFLAGS) $(PQ_CFLAGS) $(PCRE_CFLAGS) $(SANFLAGS) $(SANDEFS) -MMD -MP
 # Every close() of ours is checked for double closes (common/fdcheck.c).
 LDFLAGS += $(SANFLAGS) -Wl,--wrap=close
 
@@ -67,6 +69,11 @@ EXEC_SRC   := exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/watch.c
 # The MCP server (docs/mcp.md): a client of the broker's.
 MCP_SRC    := mcp/jsonrpc.c mcp/session.c mcp/tools.c mcp/stdio_transport.c
+# The file tools (docs/tools.md): below exec/, mcp/ and cli/, above common/.
+TOOL_SRC   := tool/tool.c tool/specs.c tool/args.c tool/as.c tool/path.c tool/beneath.c \
+              tool/target.c tool/message.c tool/text.c tool/lines.c tool/read.c tool/write.c \
+              tool/list.c tool/ignore.c tool/match.c tool/walk.c tool/search.c tool/glob.c \
+              tool/grep.c
 # The broker itself (broker_int.h): only sbx runs it; the tests reach it
 # through bin/sbx.
 BROKER_SRC := exec/broker.c exec/transport.c exec/broker_ops.c exec/client.c
@@ -90,7 +97,7 @@ all: $(BIN)/sbxfs $(BIN)/sbx
 
 # A library pkg-config cannot find stops the build with its name, not
 # with a compiler error about a missing header.
-BUILD_LIBS := fuse3 sqlite3 libpq libcrypto jansson inih libseccomp
+BUILD_LIBS := fuse3 sqlite3 libpq libcrypto jansson inih libseccomp libpcre2-8
 define need_libs
 	@command -v $(PKG_CONFIG) >/dev/null || { echo "make: $(PKG_CONFIG) is not installed; on Debian, make deps (or make check) installs what the build needs" >&2; exit 1; }
 	@missing=; for l in $(1); do $(PKG_CONFIG) --exists $$l || missing="$$missing $$l"; done; \
@@ -123,13 +130,13 @@ $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC)) $(STORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) -lpthread
 
-$(BIN)/sbx: $(call obj,$(CLI_SRC) $(MCP_SRC) $(BROKER_SRC) $(EXEC_SRC) $(COMMON_SRC)) $(RUN_LIB) $(STORE_LIB)
+$(BIN)/sbx: $(call obj,$(CLI_SRC) $(MCP_SRC) $(BROKER_SRC) $(EXEC_SRC) $(TOOL_SRC) $(COMMON_SRC)) $(RUN_LIB) $(STORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) $(SECCOMP_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) $(SECCOMP_LIBS) $(PCRE_LIBS) -lpthread
 
-$(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC) $(EXEC_SRC)) $(RUN_LIB) $(STORE_LIB)
+$(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC) $(EXEC_SRC) $(TOOL_SRC)) $(RUN_LIB) $(STORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(INIH_LIBS) $(JSON_LIBS) $(SECCOMP_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(INIH_LIBS) $(JSON_LIBS) $(SECCOMP_LIBS) $(PCRE_LIBS) -lpthread
 
 # libFuzzer targets (clang): each runs FUZZ_SECONDS on a copy of its
 # checked-in corpus; a crash leaves build/fuzz/crash-* and fails.
@@ -196,7 +203,7 @@ bench: deps
 
 # The style is .clang-format's (clang-format 14, Debian 12's); CI checks
 # it before the tests.
-FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find common fs store run cli exec tests bench -name '*.[ch]')
+FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find common fs store run tool cli exec tests bench -name '*.[ch]')
 
 format: test-deps
 	@clang-format -i $(FORMAT_SRC)

@@ -1,0 +1,32 @@
+/* tool_int.h - what the tools' files share: each tool's entry point (the
+ * run of its tool_specs[] row) and the making of its result.
+ *
+ * A function that makes a result returns 0 once OUT holds it (an error
+ * result too) and -ENOMEM if it could not be made.
+ */
+#ifndef SBX_TOOL_INT_H
+#define SBX_TOOL_INT_H
+
+#include "tool.h"
+
+#include <stdarg.h>
+
+int tool_ls(const struct tool_view *v, json_t *args, struct tool_result *out);
+int tool_read_file(const struct tool_view *v, json_t *args, struct tool_result *out);
+int tool_write_file(const struct tool_view *v, json_t *args, struct tool_result *out);
+int tool_str_replace(const struct tool_view *v, json_t *args, struct tool_result *out);
+int tool_glob(const struct tool_view *v, json_t *args, struct tool_result *out);
+int tool_grep(const struct tool_view *v, json_t *args, struct tool_result *out);
+
+/* A successful result: TEXT (taken: freed on failure) and STRUCTURED
+ * (taken, may be NULL). */
+int result_ok(struct tool_result *out, char *text, json_t *structured);
+/* An error result whose text is FMT formatted. */
+int result_error(struct tool_result *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static inline const struct tool_limits *limits_of(const struct tool_view *v)
+{
+	return v->limits ? v->limits : &tool_limits_default;
+}
+
+#endif
