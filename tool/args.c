@@ -53,14 +53,15 @@ int args_take(json_t *args, const struct arg_spec *specs, size_t n, struct tool_
 		if (s->given)
 			*s->given = given;
 		if (!given && s->required)
-			return result_error(out, "Error: missing required argument '%s'", s->key) ?: 1;
+			return result_error(out, "Error: missing required argument '%s'", s->key)
+				       ?: 1;
 		if (given && take_one(s, j))
 			return result_error(out, "Error: argument '%s' must be %s%s", s->key,
 					    type_names[s->type],
 					    s->type == ARG_STRING && !s->len && json_is_string(j)
 						    ? " without NUL characters"
-						    : "") ?:
-			       1;
+						    : "")
+				       ?: 1;
 	}
 	return 0;
 }

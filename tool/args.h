@@ -17,10 +17,10 @@ struct arg_spec {
 	const char *key;
 	enum arg_type type;
 	bool required;
-	void *dest;   /* left as it is when the argument is absent */
-	size_t *len;  /* strings: their length, NUL included; NULL: a NUL
+	void *dest;  /* left as it is when the argument is absent */
+	size_t *len; /* strings: their length, NUL included; NULL: a NUL
 		       * in the string is refused */
-	bool *given;  /* set to whether the argument was there (may be NULL) */
+	bool *given; /* set to whether the argument was there (may be NULL) */
 };
 
 /* Fills the DESTs of SPECS (N of them) from ARGS. Returns 0; 1 with the

@@ -193,7 +193,8 @@ static int mkdir_one(int root, char *dir)
 	const char *name = slash ? slash + 1 : dir;
 	if (slash)
 		*slash = '\0';
-	_cleanup_(closep) int parent = beneath_open(root, slash ? dir : "", O_PATH | O_DIRECTORY, 0);
+	_cleanup_(closep) int parent = beneath_open(root, slash ? dir : "", O_PATH | O_DIRECTORY,
+						    0);
 	if (slash)
 		*slash = '/';
 	if (parent < 0)

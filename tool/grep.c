@@ -48,7 +48,8 @@
 /* Backtracking steps one line may take: the line guard's companion. */
 #define GREP_MATCH_LIMIT 1000000
 
-static const struct tool_errors grep_errors = SEARCH_ERRORS("Unexpected error searching file contents");
+static const struct tool_errors grep_errors =
+	SEARCH_ERRORS("Unexpected error searching file contents");
 
 struct grepping {
 	int root;
@@ -78,8 +79,8 @@ static int compile(struct grepping *g, const char *pattern, size_t len, bool lit
 	if (!g->re) {
 		pcre2_get_error_message(code, msg, sizeof(msg));
 		return result_error(out, "Error: Invalid regex pattern: %s at position %zu",
-				    (char *)msg, (size_t)at) ?:
-		       1;
+				    (char *)msg, (size_t)at)
+			       ?: 1;
 	}
 	pcre2_jit_compile(g->re, PCRE2_JIT_COMPLETE); /* faster where it can */
 	g->md = pcre2_match_data_create_from_pattern(g->re, NULL);
@@ -114,28 +115,37 @@ static int add_match(struct grepping *g, const char *rel, long long line, const 
 	return g->truncated;
 }
 
-/* Line LINE of a file (N bytes at P, ENDED if it had an end): a match?
- * The subject keeps its end, as Python's lines do. */
+/* Matches the line of N bytes at S (valid UTF-8, without NUL, its LF
+ * after it if ENDED) as Python does: with its end, which "$" and "\s"
+ * see. Nothing if it is too long to search. */
+static int match_line(struct grepping *g, const char *rel, long long line, const char *s, size_t n,
+		      bool ended)
+{
+	if (utf8_nchars(s, n) + ended > GREP_MAX_LINE_CHARS ||
+	    pcre2_match(g->re, (PCRE2_SPTR)s, n + ended, 0, PCRE2_NO_UTF_CHECK, g->md, g->mc) < 0)
+		return 0;
+	_cleanup_(freep) char *text = strndup(s, n);
+	return text ? add_match(g, rel, line, text) : -ENOMEM;
+}
+
+/* Line LINE of a file (N bytes at P, ENDED if it had an end): in place
+ * when it is clean UTF-8 ending in LF (most lines), else read as Python
+ * reads it (bad bytes as U+FFFD, its end an LF) into a copy. */
 static int grep_line(struct grepping *g, const char *rel, long long line, const char *p, size_t n,
 		     bool ended)
 {
+	if ((!ended || p[n] == '\n') && !memchr(p, '\0', n) && utf8_valid(p, n))
+		return match_line(g, rel, line, p, n, ended);
 	_cleanup_(freep) char *clean = utf8_clean(p, n, NULL);
-
 	if (!clean)
 		return -ENOMEM;
-	size_t len = strlen(clean), chars = utf8_chars(clean) + ended;
-	if (chars > GREP_MAX_LINE_CHARS)
-		return 0;
+	size_t len = strlen(clean);
 	_cleanup_(freep) char *subject = malloc(len + 2);
 	if (!subject)
 		return -ENOMEM;
 	memcpy(subject, clean, len);
 	subject[len] = '\n';
-	/* The subject is valid UTF-8: utf8_clean() made it so. */
-	if (pcre2_match(g->re, (PCRE2_SPTR)subject, len + ended, 0, PCRE2_NO_UTF_CHECK, g->md,
-			g->mc) < 0)
-		return 0;
-	return add_match(g, rel, line, clean);
+	return match_line(g, rel, line, subject, len, ended);
 }
 
 /* The N bytes of file REL: each line. */

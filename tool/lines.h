@@ -18,10 +18,10 @@ struct lines {
 	size_t keep_chars;    /* keep this many characters (0: all) */
 
 	/* What was read. */
-	char *text; /* the kept characters, NUL-terminated (malloc'd) */
-	size_t len, chars;    /* bytes kept; characters of the whole result */
+	char *text;	       /* the kept characters, NUL-terminated (malloc'd) */
+	size_t len, chars;     /* bytes kept; characters of the whole result */
 	long long first, last; /* the lines in it (0 if none) */
-	bool done;	      /* a ranged read past END: read no more */
+	bool done;	       /* a ranged read past END: read no more */
 	/* Not UTF-8: the byte offset of the first bad byte, the byte, and
 	 * Python's words for what is wrong ("invalid start byte"). */
 	const char *invalid;

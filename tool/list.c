@@ -112,8 +112,9 @@ static int listing_result(struct listing *l, size_t max, struct tool_result *out
 static int list(const struct tool_view *v, const struct target *t, struct tool_result *out)
 {
 	struct listing l = { .root = v->root, .top = t->rel };
-	struct tree_walk w = { .root = v->root, .on_dir = entry, .on_file = entry, .arg = &l,
-			       .max_depth = 2 };
+	struct tree_walk w = {
+		.root = v->root, .on_dir = entry, .on_file = entry, .arg = &l, .max_depth = 2
+	};
 	int fd = beneath_open(v->root, t->rel, O_PATH | O_DIRECTORY, 0);
 
 	if (fd < 0)
@@ -121,7 +122,8 @@ static int list(const struct tool_view *v, const struct target *t, struct tool_r
 	closep(&fd);
 	int r = tree_walk(&w, t->rel);
 	if (r == 0) {
-		qsort(l.lines, l.n, sizeof(*l.lines), by_text);
+		if (l.n) /* qsort() takes no NULL array */
+			qsort(l.lines, l.n, sizeof(*l.lines), by_text);
 		r = listing_result(&l, limits_of(v)->ls_max_chars, out);
 	}
 	for (size_t i = 0; i < l.n; i++)

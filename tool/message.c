@@ -64,13 +64,14 @@ int message_blocked(const struct tool_view *v, const char *tool, const char *vpa
 
 	if (v->refusal && v->refusal(v->refusal_arg, resolved, &why) < 0)
 		why = NULL;
-	int r = result_error(out,
-			     "Error: %s blocked — %s already exists and you have not read its current "
-			     "version. Any write invalidates earlier reads, so re-read before every "
-			     "modification. Call read_file on it (a ranged read of the relevant section "
-			     "is enough, e.g. the last ~30 lines before an append), check what is "
-			     "already there, then retry.%s%s",
-			     tool, vpath, why && *why ? "\n\n" : "", why ? why : "");
+	int r = result_error(
+		out,
+		"Error: %s blocked — %s already exists and you have not read its current "
+		"version. Any write invalidates earlier reads, so re-read before every "
+		"modification. Call read_file on it (a ranged read of the relevant section "
+		"is enough, e.g. the last ~30 lines before an append), check what is "
+		"already there, then retry.%s%s",
+		tool, vpath, why && *why ? "\n\n" : "", why ? why : "");
 	free(why);
 	return r;
 }
@@ -80,7 +81,8 @@ int message_skill_disabled(int err, const char *vpath, struct tool_result *out)
 	const char *p = vpath + strlen(VIEW_PREFIX "/skills/");
 	char name[256];
 
-	if (err != -EACCES || strncmp(vpath, VIEW_PREFIX "/skills/", strlen(VIEW_PREFIX "/skills/")))
+	if (err != -EACCES ||
+	    strncmp(vpath, VIEW_PREFIX "/skills/", strlen(VIEW_PREFIX "/skills/")))
 		return 0;
 	/* The category, then (integrations) the provider, then the skill. */
 	bool integrations = !strncmp(p, "integrations/", strlen("integrations/"));
@@ -98,6 +100,6 @@ int message_skill_disabled(int err, const char *vpath, struct tool_result *out)
 	return result_error(out,
 			    "Error: Skill '%s' is disabled. Access to its files is blocked. Enable "
 			    "the skill in settings before using it.",
-			    name) ?:
-	       1;
+			    name)
+		       ?: 1;
 }

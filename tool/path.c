@@ -126,7 +126,8 @@ int path_refuse(enum path_verdict v, const char *vpath, struct tool_result *out)
 		return result_error(out, "Error: Write access to ACP workspace is not allowed: %s",
 				    vpath);
 	case PATH_MOUNT_RO:
-		return result_error(out, "Error: Write access to read-only mount is not allowed: %s",
+		return result_error(out,
+				    "Error: Write access to read-only mount is not allowed: %s",
 				    vpath);
 	case PATH_ESCAPE:
 		return result_error(out, "Error: Access denied: path escapes mounted directory");

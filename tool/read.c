@@ -82,8 +82,8 @@ static const char *range_error(const struct range *rg, bool has_start, bool has_
  * else, a FIFO for one, would block or never end). */
 static int open_file(const struct tool_view *v, const struct target *t)
 {
-	_cleanup_(closep) int fd =
-		beneath_open(v->root, t->rel, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
+	_cleanup_(closep) int fd = beneath_open(v->root, t->rel, O_RDONLY | O_NOCTTY | O_NONBLOCK,
+						0);
 	struct stat st;
 
 	if (fd < 0)
@@ -101,18 +101,19 @@ static int read_result(const struct tool_view *v, const struct range *rg, struct
 		       struct tool_result *out)
 {
 	if (l->chars == 0)
-		return result_ok(out,
-				 strdup(rg->start > 1 ? "(start_line exceeds file length)" : "(empty)"),
-				 json_pack("{s:s,s:I,s:I,s:b}", "content", "", "start_line",
-					   (json_int_t)0, "end_line", (json_int_t)0, "truncated", 0));
+		return result_ok(
+			out, strdup(rg->start > 1 ? "(start_line exceeds file length)" : "(empty)"),
+			json_pack("{s:s,s:I,s:I,s:b}", "content", "", "start_line", (json_int_t)0,
+				  "end_line", (json_int_t)0, "truncated", 0));
 	size_t kept;
 	char *text = text_head(l->text, l->chars, limits_of(v)->read_max_chars, READ_HINT, &kept);
 	if (!text)
 		return -ENOMEM;
 	bool cut = kept < l->chars;
 	json_t *data = json_pack("{s:s%,s:I,s:I,s:b}", "content", l->text,
-				 (size_t)utf8_offset(l->text, kept), "start_line", (json_int_t)l->first,
-				 "end_line", (json_int_t)l->last, "truncated", cut);
+				 (size_t)utf8_offset(l->text, kept), "start_line",
+				 (json_int_t)l->first, "end_line", (json_int_t)l->last, "truncated",
+				 cut);
 	return result_ok(out, text, data);
 }
 
@@ -132,12 +133,13 @@ static int read_file(const struct tool_view *v, const struct target *t, const st
 		return r == -ENOMEM ? r : target_fail(&read_errors, r, t->vpath, out);
 	}
 	if (l.invalid)
-		r = result_error(out,
-				 "Error: cannot read '%s' as text — it appears to be a binary file "
-				 "(e.g. .xlsx, .pdf, or an image). read_file only supports UTF-8 text. "
-				 "Use bash with a suitable library instead (pandas/openpyxl for "
-				 "spreadsheets), or view_image for images.",
-				 t->vpath);
+		r = result_error(
+			out,
+			"Error: cannot read '%s' as text — it appears to be a binary file "
+			"(e.g. .xlsx, .pdf, or an image). read_file only supports UTF-8 text. "
+			"Use bash with a suitable library instead (pandas/openpyxl for "
+			"spreadsheets), or view_image for images.",
+			t->vpath);
 	else
 		r = read_result(v, rg, &l, out);
 	lines_free(&l);

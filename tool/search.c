@@ -64,5 +64,6 @@ int search_result(const struct search_text *st, const char *root, const char *ke
 		text = NULL;
 	}
 	return result_ok(out, text,
-			 json_pack("{s:s,s:o,s:b}", "root", root, key, items, "truncated", truncated));
+			 json_pack("{s:s,s:o,s:b}", "root", root, key, items, "truncated",
+				   truncated));
 }

@@ -15,12 +15,11 @@
 #include <stdio.h>
 
 /* glob's and grep's words for a failure (UNEXPECTED: the OSError's). */
-#define SEARCH_ERRORS(unexpected_)                       \
-	{                                                \
-		.not_found = "Error: Directory not found: %s",   \
-		.not_dir = "Error: Path is not a directory: %s", \
-		.denied = "Error: Permission denied: %s",        \
-		.unexpected = (unexpected_),                     \
+#define SEARCH_ERRORS(unexpected_)                                                     \
+	{                                                                              \
+		.not_found = "Error: Directory not found: %s",                         \
+		.not_dir = "Error: Path is not a directory: %s",                       \
+		.denied = "Error: Permission denied: %s", .unexpected = (unexpected_), \
 	}
 
 /* The reference's _resolve_max_results(): the request (<= 0: DEF) and

@@ -4,11 +4,11 @@
  * where it says it (str_replace's unique match). */
 #include "tool_int.h"
 
-#define DESCRIPTION_ARG                                                             \
+#define DESCRIPTION_ARG                                                              \
 	"\"description\": {\"type\": \"string\", \"description\": \"Optional short " \
 	"explanation of this call shown in the UI.\"}"
 
-#define PATH_ARG(what)                                                                     \
+#define PATH_ARG(what)                                                                       \
 	"\"path\": {\"type\": \"string\", \"description\": \"The **absolute** path to " what \
 	" (under /mnt/user-data/, /mnt/skills/, /mnt/acp-workspace/ or a configured mount).\"}"
 
@@ -18,17 +18,18 @@
 static const char ls_in[] = OBJECT(PATH_ARG("the directory to list") "," DESCRIPTION_ARG,
 				   "\"path\"");
 
-static const char ls_out[] = OBJECT(
-	"\"entries\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}},"
-	"\"truncated\": {\"type\": \"boolean\"}",
-	"\"entries\", \"truncated\"");
+static const char ls_out[] =
+	OBJECT("\"entries\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}},"
+	       "\"truncated\": {\"type\": \"boolean\"}",
+	       "\"entries\", \"truncated\"");
 
 static const char read_in[] = OBJECT(
-	PATH_ARG("the file to read") "," DESCRIPTION_ARG ","
-	"\"start_line\": {\"type\": \"integer\", \"description\": \"Optional starting line number "
-	"(1-indexed, inclusive). Omit to start at the first line.\"},"
-	"\"end_line\": {\"type\": \"integer\", \"description\": \"Optional ending line number "
-	"(1-indexed, inclusive). Omit to read through the last line.\"}",
+	PATH_ARG(
+		"the file to read") "," DESCRIPTION_ARG ","
+				    "\"start_line\": {\"type\": \"integer\", \"description\": \"Optional starting line number "
+				    "(1-indexed, inclusive). Omit to start at the first line.\"},"
+				    "\"end_line\": {\"type\": \"integer\", \"description\": \"Optional ending line number "
+				    "(1-indexed, inclusive). Omit to read through the last line.\"}",
 	"\"path\"");
 
 static const char read_out[] = OBJECT(
@@ -41,66 +42,69 @@ static const char read_out[] = OBJECT(
 	"\"content\", \"start_line\", \"end_line\", \"truncated\"");
 
 static const char write_in[] = OBJECT(
-	PATH_ARG("the file to write to") ","
-	"\"content\": {\"type\": \"string\", \"description\": \"The content to write to the "
-	"file.\"}," DESCRIPTION_ARG ","
-	"\"append\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Whether to "
-	"append content to the end of the file instead of overwriting it. Defaults to false.\"}",
+	PATH_ARG(
+		"the file to write to") ","
+					"\"content\": {\"type\": \"string\", \"description\": \"The content to write to the "
+					"file.\"}," DESCRIPTION_ARG ","
+					"\"append\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Whether to "
+					"append content to the end of the file instead of overwriting it. Defaults to false.\"}",
 	"\"path\", \"content\"");
 
 static const char replace_in[] = OBJECT(
-	PATH_ARG("the file to replace the substring in") ","
-	"\"old_str\": {\"type\": \"string\", \"description\": \"The substring to replace.\"},"
-	"\"new_str\": {\"type\": \"string\", \"description\": \"The new substring.\"}," DESCRIPTION_ARG
-	","
-	"\"replace_all\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Whether "
-	"to replace all occurrences of the substring. If false, it must occur exactly once. "
-	"Default is false.\"}",
+	PATH_ARG(
+		"the file to replace the substring in") ","
+							"\"old_str\": {\"type\": \"string\", \"description\": \"The substring to replace.\"},"
+							"\"new_str\": {\"type\": \"string\", \"description\": \"The new substring.\"}," DESCRIPTION_ARG
+							","
+							"\"replace_all\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Whether "
+							"to replace all occurrences of the substring. If false, it must occur exactly once. "
+							"Default is false.\"}",
 	"\"path\", \"old_str\", \"new_str\"");
 
 static const char glob_in[] = OBJECT(
 	"\"pattern\": {\"type\": \"string\", \"description\": \"The glob pattern to match "
-	"relative to the root path, for example `**/*.py`.\"}," PATH_ARG("root directory to search "
-									 "under") "," DESCRIPTION_ARG
-	","
-	"\"include_dirs\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Whether "
-	"matching directories should also be returned. Default is false.\"},"
-	"\"max_results\": {\"type\": \"integer\", \"default\": 200, \"description\": \"Maximum "
-	"number of paths to return (at most 1000). Default is 200.\"}",
+	"relative to the root path, for example `**/*.py`.\"}," PATH_ARG(
+		"root directory to search "
+		"under") "," DESCRIPTION_ARG ","
+			 "\"include_dirs\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Whether "
+			 "matching directories should also be returned. Default is false.\"},"
+			 "\"max_results\": {\"type\": \"integer\", \"default\": 200, \"description\": \"Maximum "
+			 "number of paths to return (at most 1000). Default is 200.\"}",
 	"\"pattern\", \"path\"");
 
-static const char glob_out[] = OBJECT(
-	"\"root\": {\"type\": \"string\"},"
-	"\"paths\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}},"
-	"\"truncated\": {\"type\": \"boolean\"}",
-	"\"root\", \"paths\", \"truncated\"");
+static const char glob_out[] =
+	OBJECT("\"root\": {\"type\": \"string\"},"
+	       "\"paths\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}},"
+	       "\"truncated\": {\"type\": \"boolean\"}",
+	       "\"root\", \"paths\", \"truncated\"");
 
 static const char grep_in[] = OBJECT(
 	"\"pattern\": {\"type\": \"string\", \"description\": \"The string or regex pattern to "
-	"search for.\"}," PATH_ARG("file or root directory to search") "," DESCRIPTION_ARG ","
-	"\"glob\": {\"type\": [\"string\", \"null\"], \"description\": \"Optional glob filter for "
-	"candidate files, for example `**/*.py`.\"},"
-	"\"literal\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Whether to "
-	"treat `pattern` as a plain string. Default is false.\"},"
-	"\"case_sensitive\": {\"type\": \"boolean\", \"default\": false, \"description\": "
-	"\"Whether matching is case-sensitive. Default is false.\"},"
-	"\"max_results\": {\"type\": \"integer\", \"default\": 100, \"description\": \"Maximum "
-	"number of matching lines to return (at most 500). Default is 100.\"}",
+	"search for.\"}," PATH_ARG(
+		"file or root directory to search") "," DESCRIPTION_ARG ","
+						    "\"glob\": {\"type\": [\"string\", \"null\"], \"description\": \"Optional glob filter for "
+						    "candidate files, for example `**/*.py`.\"},"
+						    "\"literal\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Whether to "
+						    "treat `pattern` as a plain string. Default is false.\"},"
+						    "\"case_sensitive\": {\"type\": \"boolean\", \"default\": false, \"description\": "
+						    "\"Whether matching is case-sensitive. Default is false.\"},"
+						    "\"max_results\": {\"type\": \"integer\", \"default\": 100, \"description\": \"Maximum "
+						    "number of matching lines to return (at most 500). Default is 100.\"}",
 	"\"pattern\", \"path\"");
 
-static const char grep_out[] = OBJECT(
-	"\"root\": {\"type\": \"string\"},"
-	"\"matches\": {\"type\": \"array\", \"items\": " OBJECT(
-		"\"path\": {\"type\": \"string\"}, \"line\": {\"type\": \"integer\"},"
-		"\"text\": {\"type\": \"string\"}",
-		"\"path\", \"line\", \"text\"") "},"
-	"\"truncated\": {\"type\": \"boolean\"}",
-	"\"root\", \"matches\", \"truncated\"");
+static const char grep_out[] =
+	OBJECT("\"root\": {\"type\": \"string\"},"
+	       "\"matches\": {\"type\": \"array\", \"items\": " OBJECT(
+		       "\"path\": {\"type\": \"string\"}, \"line\": {\"type\": \"integer\"},"
+		       "\"text\": {\"type\": \"string\"}",
+		       "\"path\", \"line\", \"text\"") "},"
+						       "\"truncated\": {\"type\": \"boolean\"}",
+	       "\"root\", \"matches\", \"truncated\"");
 
-#define READ_BEFORE_WRITE                                                                    \
-	"READ-BEFORE-WRITE: if the target file already exists, you must have read its CURRENT " \
-	"version with read_file first. Any write invalidates earlier reads, so re-read between "  \
-	"consecutive modifications - a ranged read of the relevant section is enough. Writes "    \
+#define READ_BEFORE_WRITE                                                                        \
+	"READ-BEFORE-WRITE: if the target file already exists, you must have read its CURRENT "  \
+	"version with read_file first. Any write invalidates earlier reads, so re-read between " \
+	"consecutive modifications - a ranged read of the relevant section is enough. Writes "   \
 	"that fail this check are rejected with an error that says what changed."
 
 const struct tool_spec tool_specs[] = {

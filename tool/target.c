@@ -72,8 +72,7 @@ static int oserror(const struct tool_errors *errs, int err, const char *vpath,
 	return message_oserror(out, what, err, vpath, !max ? 0 : used < max ? max - used : 1);
 }
 
-int target_fail(const struct tool_errors *errs, int err, const char *vpath,
-		struct tool_result *out)
+int target_fail(const struct tool_errors *errs, int err, const char *vpath, struct tool_result *out)
 {
 	const char *w = words(errs, err);
 	int r;

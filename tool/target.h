@@ -14,8 +14,8 @@
 struct target {
 	const char *vpath;	 /* as the agent gave it */
 	enum path_family family; /* where it resolved to */
-	char rel[PATH_MAX]; /* resolved, below the view's root */
-	char *resolved;	    /* "/mnt/" REL (malloc'd: target_free()) */
+	char rel[PATH_MAX];	 /* resolved, below the view's root */
+	char *resolved;		 /* "/mnt/" REL (malloc'd: target_free()) */
 };
 
 /* A tool's words for a failure: "%s" takes the path as given; NULL

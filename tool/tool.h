@@ -25,11 +25,11 @@
 
 /* The reference's limits, configurable in its config.yaml. */
 struct tool_limits {
-	size_t read_max_chars;	/* read_file's head truncation (0: none) */
-	size_t ls_max_chars;	/* ls's head truncation (0: none) */
-	long write_max_bytes;	/* a non-append write_file's content (<= 0: none) */
-	int glob_max_results;	/* tools.glob.max_results (<= 0: the default) */
-	int grep_max_results;	/* tools.grep.max_results (<= 0: the default) */
+	size_t read_max_chars; /* read_file's head truncation (0: none) */
+	size_t ls_max_chars;   /* ls's head truncation (0: none) */
+	long write_max_bytes;  /* a non-append write_file's content (<= 0: none) */
+	int glob_max_results;  /* tools.glob.max_results (<= 0: the default) */
+	int grep_max_results;  /* tools.grep.max_results (<= 0: the default) */
 };
 
 /* 50,000, 20,000, 80 KiB, 200 and 100. */

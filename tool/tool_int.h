@@ -22,7 +22,8 @@ int tool_grep(const struct tool_view *v, json_t *args, struct tool_result *out);
  * (taken, may be NULL). */
 int result_ok(struct tool_result *out, char *text, json_t *structured);
 /* An error result whose text is FMT formatted. */
-int result_error(struct tool_result *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int result_error(struct tool_result *out, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 static inline const struct tool_limits *limits_of(const struct tool_view *v)
 {

@@ -42,7 +42,8 @@ static int read_names(DIR *d, struct names *ns)
 	struct dirent *de;
 
 	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || ignore_name(de->d_name))
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    ignore_name(de->d_name))
 			continue;
 		if (array_grow(ns->v, ns->n, ns->cap) < 0)
 			return -ENOMEM;
@@ -51,7 +52,8 @@ static int read_names(DIR *d, struct names *ns)
 			return -ENOMEM;
 		ns->n++;
 	}
-	qsort(ns->v, ns->n, sizeof(*ns->v), by_name);
+	if (ns->n) /* qsort() takes no NULL array */
+		qsort(ns->v, ns->n, sizeof(*ns->v), by_name);
 	return 0;
 }
 
@@ -105,8 +107,11 @@ static int visit(const struct tree_walk *w, int dirfd, const char *rel, const ch
 			_cleanup_(freep) char *csub = join(sub, n->name);
 			if (!crel || !csub)
 				return -ENOMEM;
-			struct walk_entry e = { .rel = crel, .sub = csub, .name = n->name,
-						.dirfd = dirfd, .is_dir = n->is_dir,
+			struct walk_entry e = { .rel = crel,
+						.sub = csub,
+						.name = n->name,
+						.dirfd = dirfd,
+						.is_dir = n->is_dir,
 						.is_link = n->is_link };
 			int r = fn(w->arg, &e);
 			if (r)

@@ -12,11 +12,11 @@
 #include <stdbool.h>
 
 struct walk_entry {
-	const char *rel;  /* below the view's root */
-	const char *sub;  /* below the walk's top: what patterns match */
+	const char *rel; /* below the view's root */
+	const char *sub; /* below the walk's top: what patterns match */
 	const char *name;
-	int dirfd;	  /* its directory, open while the callback runs */
-	bool is_dir;	  /* a directory, or a symlink to one */
+	int dirfd;   /* its directory, open while the callback runs */
+	bool is_dir; /* a directory, or a symlink to one */
 	bool is_link;
 };
 
@@ -28,7 +28,7 @@ struct tree_walk {
 	walk_fn on_dir;	 /* each subdirectory (NULL: none) */
 	walk_fn on_file; /* each other entry */
 	void *arg;
-	int max_depth;	 /* the levels to read (1: TOP's entries); 0: all */
+	int max_depth; /* the levels to read (1: TOP's entries); 0: all */
 };
 
 /* Walks TOP (resolved, below the root). Returns 0, a callback's value,

@@ -48,13 +48,16 @@ static const struct tool_errors replace_errors = {
 	.unexpected = "Unexpected error replacing string",
 };
 
-/* Whether T is a file the gate decides on: regular, not empty. */
+/* Whether an EACCES on T was the gate's: T is a file it decides on
+ * (regular, not empty) that the caller may write as far as permissions
+ * go (asked with the thread's filesystem ids: AT_EACCESS). */
 static bool gated(const struct tool_view *v, const struct target *t)
 {
 	_cleanup_(closep) int fd = beneath_open(v->root, t->rel, O_PATH, 0);
 	struct stat st;
 
-	return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+	return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	       faccessat(fd, "", W_OK, AT_EACCESS | AT_EMPTY_PATH) == 0;
 }
 
 /* The error of TOOL for -ERR on T. */
@@ -209,11 +212,12 @@ static int edit_text(const struct tool_view *v, const struct target *t, int fd,
 		return result_error(out, "Error: String to replace not found in file: %s",
 				    t->vpath);
 	if (n > 1 && !e->all)
-		return result_error(out,
-				    "Error: String to replace appears %zu times in file: %s. Include "
-				    "more surrounding text in old_str so that it matches once, or set "
-				    "replace_all to true to replace every occurrence.",
-				    n, t->vpath);
+		return result_error(
+			out,
+			"Error: String to replace appears %zu times in file: %s. Include "
+			"more surrounding text in old_str so that it matches once, or set "
+			"replace_all to true to replace every occurrence.",
+			n, t->vpath);
 	int r = rewrite(fd, l->text, l->len, e);
 	return r < 0 ? change_failed(v, "str_replace", t, r, &replace_errors, out) : 1;
 }

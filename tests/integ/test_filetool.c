@@ -83,19 +83,19 @@ static struct tool_result *call(const char *tool, json_t *args)
 	return r;
 }
 
-#define OK_TEXT(r, want)                                           \
-	do {                                                       \
-		struct tool_result *r_ = (r);                      \
+#define OK_TEXT(r, want)                                             \
+	do {                                                         \
+		struct tool_result *r_ = (r);                        \
 		ck_assert_msg(!r_->is_error, "error: %s", r_->text); \
-		SAME(r_->text, want);                              \
+		SAME(r_->text, want);                                \
 	} while (0)
 
-#define ERR_TEXT(r, want)                                                \
-	do {                                                             \
-		struct tool_result *r_ = (r);                            \
+#define ERR_TEXT(r, want)                                                  \
+	do {                                                               \
+		struct tool_result *r_ = (r);                              \
 		ck_assert_msg(r_->is_error, "not an error: %s", r_->text); \
-		SAME(r_->text, want);                                    \
-		ck_assert_ptr_null(r_->structured);                      \
+		SAME(r_->text, want);                                      \
+		ck_assert_ptr_null(r_->structured);                        \
 	} while (0)
 
 static struct tool_result *read_path(const char *path)
@@ -148,14 +148,14 @@ START_TEST(test_filetool_write_makes_parents_and_reads_back)
 	OK_TEXT(r, "hello\nworld\n");
 	SAME(data_of(r), "{\"content\":\"hello\\nworld\\n\",\"end_line\":2,\"start_line\":1,"
 			 "\"truncated\":false}");
-	OK_TEXT(call("read_file", json_pack("{s:s,s:i}", "path", WS "/new/deep/a.txt", "start_line",
-					   2)),
+	OK_TEXT(call("read_file",
+		     json_pack("{s:s,s:i}", "path", WS "/new/deep/a.txt", "start_line", 2)),
 		"world");
 	OK_TEXT(call("read_file",
 		     json_pack("{s:s,s:i}", "path", WS "/new/deep/a.txt", "end_line", 1)),
 		"hello");
-	OK_TEXT(call("read_file", json_pack("{s:s,s:i}", "path", WS "/new/deep/a.txt",
-					   "start_line", 5)),
+	OK_TEXT(call("read_file",
+		     json_pack("{s:s,s:i}", "path", WS "/new/deep/a.txt", "start_line", 5)),
 		"(start_line exceeds file length)");
 	OK_TEXT(write_path(WS "/empty", ""), "OK");
 	r = read_path(WS "/empty");
@@ -220,8 +220,9 @@ END_TEST
 static int say_what_changed(void *arg, const char *vpath, char **text)
 {
 	*(char **)arg = strdup(vpath);
-	return asprintf(text, "--- what you read\n+++ what is there now\n-v1\n+edited") < 0 ? -ENOMEM
-											   : 0;
+	return asprintf(text, "--- what you read\n+++ what is there now\n-v1\n+edited") < 0
+		       ? -ENOMEM
+		       : 0;
 }
 
 /* A file the agent has not read is not changed; a read lets it; a host
@@ -233,8 +234,8 @@ START_TEST(test_filetool_writes_follow_read_before_write)
 	ERR_TEXT(call("write_file", json_pack("{s:s,s:s,s:b}", "path", WS "/notes.txt", "content",
 					      "more\n", "append", 1)),
 		 blocked("write_file", WS "/notes.txt"));
-	ERR_TEXT(call("str_replace", json_pack("{s:s,s:s,s:s}", "path", WS "/notes.txt",
-					       "old_str", "v1", "new_str", "v2")),
+	ERR_TEXT(call("str_replace", json_pack("{s:s,s:s,s:s}", "path", WS "/notes.txt", "old_str",
+					       "v1", "new_str", "v2")),
 		 blocked("str_replace", WS "/notes.txt"));
 	SAME(read_file(host("notes.txt")), "v1\n");
 
@@ -293,6 +294,18 @@ START_TEST(test_filetool_str_replace)
 	ERR_TEXT(call("str_replace", json_pack("{s:s,s:s,s:s}", "path", WS "/nope", "old_str", "a",
 					       "new_str", "b")),
 		 "Error: File not found: " WS "/nope");
+	/* Not text: Python's words for it. */
+	OK("printf 'ab\\211z' > '%s'", host("bin"));
+	ERR_TEXT(read_path(WS "/bin"),
+		 "Error: cannot read '" WS "/bin' as text — it appears to be a binary file (e.g. "
+		 ".xlsx, .pdf, or an image). read_file only supports UTF-8 text. Use bash with a "
+		 "suitable library instead (pandas/openpyxl for spreadsheets), or view_image for "
+		 "images.");
+	ERR_TEXT(
+		call("str_replace",
+		     json_pack("{s:s,s:s,s:s}", "path", WS "/bin", "old_str", "a", "new_str", "b")),
+		"Error: Unexpected error replacing string: UnicodeDecodeError: 'utf-8' codec can't "
+		"decode byte 0x89 in position 2: invalid start byte");
 	/* Line ends come back as LF, as the reference's text mode writes. */
 	ck_assert_int_eq(write_file(host("dos.txt"), "one\r\ntwo\r\n"), 0);
 	OK_TEXT(read_path(WS "/dos.txt"), "one\ntwo\n");
@@ -306,7 +319,8 @@ END_TEST
 START_TEST(test_filetool_write_errors)
 {
 	OK("mkdir -p '%s'", host("adir"));
-	ERR_TEXT(write_path(WS "/adir", "x"), "Error: Path is a directory, not a file: " WS "/adir");
+	ERR_TEXT(write_path(WS "/adir", "x"),
+		 "Error: Path is a directory, not a file: " WS "/adir");
 	OK_TEXT(write_path(WS "/plain", "x"), "OK");
 	ERR_TEXT(write_path(WS "/plain/sub/f", "x"),
 		 "Error: Failed to write file '" WS "/plain/sub/f': NotADirectoryError: [Errno 20] "
@@ -366,8 +380,7 @@ START_TEST(test_filetool_symlinks_never_leave_the_view)
 {
 	const char *escape = "Error: Access denied: path escapes mounted directory";
 
-	ck_assert_int_eq(write_file(fmt_cmd("%s/user-data/uploads/up.txt",
-					    hpath(&V, "%s", "")),
+	ck_assert_int_eq(write_file(fmt_cmd("%s/user-data/uploads/up.txt", hpath(&V, "%s", "")),
 				    "uploaded\n"),
 			 0);
 	OK("ln -s /etc/passwd '%s'", host("passwd"));
@@ -414,7 +427,7 @@ START_TEST(test_filetool_ls)
 	   host("."));
 	struct tool_result *r = call("ls", json_pack("{s:s}", "path", WS "/"));
 	OK_TEXT(r, WS "/README.md\n" WS "/empty/\n" WS "/src/\n" WS "/src/main.py\n" WS
-		   "/src/main.py\n" WS "/src/pkg/");
+		      "/src/main.py\n" WS "/src/pkg/");
 	SAME(data_of(r), fmt_cmd("{\"entries\":[\"%s/README.md\",\"%s/empty/\",\"%s/src/\","
 				 "\"%s/src/main.py\",\"%s/src/main.py\",\"%s/src/pkg/\"],"
 				 "\"truncated\":false}",
@@ -441,9 +454,9 @@ START_TEST(test_filetool_ls_is_cut_at_its_head)
 	/* 200 less the marker (101 with 1449 as both counts): 99
 	 * characters, three whole lines of 28 and 12 of the next. */
 	OK_TEXT(r, WS "/f10\n" WS "/f11\n" WS "/f12\n/mnt/user-da\n... [truncated: showing "
-			"first 99 of 1449 chars. Use a more specific path to see fewer results] ...");
-	SAME(data_of(r), "{\"entries\":[\"" WS "/f10\",\"" WS "/f11\",\"" WS
-			 "/f12\"],\"truncated\":true}");
+		      "first 99 of 1449 chars. Use a more specific path to see fewer results] ...");
+	SAME(data_of(r),
+	     "{\"entries\":[\"" WS "/f10\",\"" WS "/f11\",\"" WS "/f12\"],\"truncated\":true}");
 	VIEW.limits = NULL;
 }
 END_TEST
@@ -461,16 +474,16 @@ static void make_tree(void)
 START_TEST(test_filetool_glob)
 {
 	make_tree();
-	struct tool_result *r =
-		call("glob", json_pack("{s:s,s:s}", "pattern", "**/*.py", "path", WS));
+	struct tool_result *r = call("glob",
+				     json_pack("{s:s,s:s}", "pattern", "**/*.py", "path", WS));
 	OK_TEXT(r, "Found 2 paths under " WS "\n1. " WS "/src/main.py\n2. " WS "/src/a/util.py");
-	SAME(data_of(r), "{\"paths\":[\"" WS "/src/main.py\",\"" WS "/src/a/util.py\"],\"root\":\"" WS
-			 "\",\"truncated\":false}");
+	SAME(data_of(r), "{\"paths\":[\"" WS "/src/main.py\",\"" WS
+			 "/src/a/util.py\"],\"root\":\"" WS "\",\"truncated\":false}");
 	OK_TEXT(call("glob", json_pack("{s:s,s:s,s:b}", "pattern", "a", "path", WS "/src",
 				       "include_dirs", 1)),
 		"Found 1 paths under " WS "/src\n1. " WS "/src/a");
-	OK_TEXT(call("glob", json_pack("{s:s,s:s,s:i}", "pattern", "*", "path", WS, "max_results",
-				       2)),
+	OK_TEXT(call("glob",
+		     json_pack("{s:s,s:s,s:i}", "pattern", "*", "path", WS, "max_results", 2)),
 		"Found 2 paths under " WS " (showing first 2)\n1. " WS "/docs/main.md\n2. " WS
 		"/src/main.py\nResults truncated. Narrow the path or pattern to see fewer matches.");
 	OK_TEXT(call("glob", json_pack("{s:s,s:s}", "pattern", "*.rs", "path", WS)),
@@ -490,16 +503,17 @@ START_TEST(test_filetool_grep)
 	struct tool_result *r = call("grep", json_pack("{s:s,s:s}", "pattern", "main", "path", WS));
 	OK_TEXT(r, "Found 3 matches under " WS "\n" WS "/docs/main.md:1: # Main docs\n" WS
 		   "/src/main.py:1: def Main():\n" WS "/src/a/util.py:2: MAIN = 2");
-	SAME(data_of(r), "{\"matches\":[{\"line\":1,\"path\":\"" WS "/docs/main.md\",\"text\":\"# "
-			 "Main docs\"},{\"line\":1,\"path\":\"" WS "/src/main.py\",\"text\":\"def "
-			 "Main():\"},{\"line\":2,\"path\":\"" WS "/src/a/util.py\",\"text\":\"MAIN = "
-			 "2\"}],\"root\":\"" WS "\",\"truncated\":false}");
+	SAME(data_of(r),
+	     "{\"matches\":[{\"line\":1,\"path\":\"" WS "/docs/main.md\",\"text\":\"# "
+	     "Main docs\"},{\"line\":1,\"path\":\"" WS "/src/main.py\",\"text\":\"def "
+	     "Main():\"},{\"line\":2,\"path\":\"" WS "/src/a/util.py\",\"text\":\"MAIN = "
+	     "2\"}],\"root\":\"" WS "\",\"truncated\":false}");
 	OK_TEXT(call("grep", json_pack("{s:s,s:s,s:b}", "pattern", "Main", "path", WS,
 				       "case_sensitive", 1)),
 		"Found 2 matches under " WS "\n" WS "/docs/main.md:1: # Main docs\n" WS
 		"/src/main.py:1: def Main():");
-	OK_TEXT(call("grep", json_pack("{s:s,s:s,s:s}", "pattern", "main", "path", WS, "glob",
-				       "**/*.py")),
+	OK_TEXT(call("grep",
+		     json_pack("{s:s,s:s,s:s}", "pattern", "main", "path", WS, "glob", "**/*.py")),
 		"Found 2 matches under " WS "\n" WS "/src/main.py:1: def Main():\n" WS
 		"/src/a/util.py:2: MAIN = 2");
 	OK_TEXT(call("grep", json_pack("{s:s,s:s,s:b}", "pattern", "Main()", "path", WS "/src",
@@ -508,8 +522,8 @@ START_TEST(test_filetool_grep)
 	OK_TEXT(call("grep", json_pack("{s:s,s:s}", "pattern", "^\\s+return \\d$", "path",
 				       WS "/src/main.py")),
 		"Found 1 matches under " WS "/src/main.py\n" WS "/src/main.py:2:     return 1");
-	OK_TEXT(call("grep", json_pack("{s:s,s:s,s:i}", "pattern", "main", "path", WS,
-				       "max_results", 1)),
+	OK_TEXT(call("grep",
+		     json_pack("{s:s,s:s,s:i}", "pattern", "main", "path", WS, "max_results", 1)),
 		"Found 1 matches under " WS " (showing first 1)\n" WS
 		"/docs/main.md:1: # Main docs\nResults truncated. Narrow the path or add a glob "
 		"filter.");
@@ -541,14 +555,28 @@ START_TEST(test_filetool_grep_limits)
 	memcpy(line + 1993, "needle\n", 8); /* 1,999 and the LF: searched, shown cut */
 	ck_assert_int_eq(write_file(host("edge.txt"), line), 0);
 	OK("ln -s fits.txt '%s'", host("link.txt"));
-	struct tool_result *r =
-		call("grep", json_pack("{s:s,s:s}", "pattern", "needle", "path", WS));
+	struct tool_result *r = call("grep",
+				     json_pack("{s:s,s:s}", "pattern", "needle", "path", WS));
 	OK_TEXT(r, fmt_cmd("Found 2 matches under " WS "\n" WS "/edge.txt:1: %.197s...\n" WS
 			   "/fits.txt:2: needle",
 			   line));
 	/* A file named as the root is searched even as a symlink. */
 	OK_TEXT(call("grep", json_pack("{s:s,s:s}", "pattern", "needle", "path", WS "/link.txt")),
 		"Found 1 matches under " WS "/link.txt\n" WS "/fits.txt:2: needle");
+}
+END_TEST
+
+/* Lines as Python's text mode reads them with errors="replace": CR,
+ * CRLF and LF end lines, "$" matches before the end, bad bytes show as
+ * U+FFFD. */
+START_TEST(test_filetool_grep_reads_lines_as_python)
+{
+	OK("printf 'one\\r\\nneedle two\\rneedle three\\n\\377needle four' > '%s'",
+	   host("mixed.txt"));
+	OK_TEXT(call("grep",
+		     json_pack("{s:s,s:s}", "pattern", "needle \\w+$", "path", WS "/mixed.txt")),
+		"Found 3 matches under " WS "/mixed.txt\n" WS "/mixed.txt:2: needle two\n" WS
+		"/mixed.txt:3: needle three\n" WS "/mixed.txt:4: \xef\xbf\xbdneedle four");
 }
 END_TEST
 
@@ -626,13 +654,16 @@ START_TEST(test_filetool_overwrite_is_seen_whole_on_the_host)
 	memset(new_text, 'n', new_size);
 	new_text[new_size] = '\0';
 	ck_assert_int_eq(write_file(host("big.txt"), old_text), 0);
-	struct tool_result *r =
-		call("read_file", json_pack("{s:s,s:i}", "path", WS "/big.txt", "end_line", 1));
+	struct tool_result *r = call("read_file",
+				     json_pack("{s:s,s:i}", "path", WS "/big.txt", "end_line", 1));
 	ck_assert_msg(!r->is_error, "%s", r->text);
 	lim.write_max_bytes = 0; /* no single-call limit for this one */
 	VIEW.limits = &lim;
-	struct host_reader h = { .path = host("big.txt"), .old_size = old_size,
-				 .new_size = new_size, .old_byte = 'o', .new_byte = 'n' };
+	struct host_reader h = { .path = host("big.txt"),
+				 .old_size = old_size,
+				 .new_size = new_size,
+				 .old_byte = 'o',
+				 .new_byte = 'n' };
 	pthread_t t;
 	ck_assert_int_eq(pthread_create(&t, NULL, read_host_loop, &h), 0);
 	OK_TEXT(write_path(WS "/big.txt", new_text), "OK");
@@ -687,6 +718,20 @@ START_TEST(test_filetool_calls_as_the_sandbox_identity)
 	struct stat st;
 	ck_assert_int_eq(stat(host("own.txt"), &st), 0);
 	ck_assert_int_eq(st.st_uid, getuid()); /* the daemon's user, on the host */
+	/* Not the sandbox's to write: a permission error, not the gate's
+	 * (whose message would send the agent to read it first). */
+	OK("chmod 644 '%s'", host("private"));
+	args = json_pack("{s:s}", "path", WS "/private");
+	ck_assert_int_eq(tool_call_as(&VIEW, &sandbox, "mcp", "read_file", args, &r), 0);
+	OK_TEXT(&r, "theirs\n");
+	tool_result_free(&r);
+	json_decref(args);
+	args = json_pack("{s:s,s:s}", "path", WS "/private", "content", "mine\n");
+	ck_assert_int_eq(tool_call_as(&VIEW, &sandbox, "mcp", "write_file", args, &r), 0);
+	ERR_TEXT(&r, "Error: Permission denied writing to file: " WS "/private");
+	tool_result_free(&r);
+	json_decref(args);
+	SAME(read_file(host("private")), "theirs\n");
 }
 END_TEST
 
@@ -711,6 +756,7 @@ Suite *suite_view_filetool(void)
 	tcase_add_test(tc, test_filetool_glob);
 	tcase_add_test(tc, test_filetool_grep);
 	tcase_add_test(tc, test_filetool_grep_limits);
+	tcase_add_test(tc, test_filetool_grep_reads_lines_as_python);
 	tcase_add_test(tc, test_filetool_journal_names_the_tool);
 	tcase_add_test(tc, test_filetool_overwrite_is_seen_whole_on_the_host);
 	tcase_add_test(tc, test_filetool_quota_error);

@@ -61,8 +61,8 @@ START_TEST(test_filetool_path_policy)
 {
 	const char *rel = NULL;
 	enum path_family family;
-	enum path_verdict v = path_check(policy[_i].vpath, policy[_i].write, mount_data, NULL,
-					 &rel, &family);
+	enum path_verdict v = path_check(policy[_i].vpath, policy[_i].write, mount_data, NULL, &rel,
+					 &family);
 
 	ck_assert_msg(v == policy[_i].verdict, "%s: verdict %d, not %d", policy[_i].vpath, v,
 		      policy[_i].verdict);
@@ -81,10 +81,12 @@ START_TEST(test_filetool_path_messages)
 	ck_assert_str_eq(r.text, "Error: Only paths under /mnt/user-data/, /mnt/skills/, "
 				 "/mnt/acp-workspace/, or configured mount paths are allowed");
 	ck_assert_int_eq(path_refuse(PATH_SKILLS_RO, "/mnt/skills/x", &r), 0);
-	ck_assert_str_eq(r.text, "Error: Write access to skills path is not allowed: /mnt/skills/x");
-	ck_assert_int_eq(path_refuse(PATH_ACP_RO, "/mnt/acp-workspace/x", &r), 0);
 	ck_assert_str_eq(r.text,
-			 "Error: Write access to ACP workspace is not allowed: /mnt/acp-workspace/x");
+			 "Error: Write access to skills path is not allowed: /mnt/skills/x");
+	ck_assert_int_eq(path_refuse(PATH_ACP_RO, "/mnt/acp-workspace/x", &r), 0);
+	ck_assert_str_eq(
+		r.text,
+		"Error: Write access to ACP workspace is not allowed: /mnt/acp-workspace/x");
 	ck_assert_int_eq(path_refuse(PATH_MOUNT_RO, "/mnt/data/x", &r), 0);
 	ck_assert_str_eq(r.text,
 			 "Error: Write access to read-only mount is not allowed: /mnt/data/x");
@@ -113,13 +115,13 @@ END_TEST
 
 START_TEST(test_filetool_ignored_names)
 {
-	const char *ignored[] = { ".git",	 "node_modules", "__pycache__", ".venv",
-				  "build",	 "dist",	 ".DS_Store",	"x.egg-info",
-				  "a.swp",	 "notes~",	 "debug.log",	".upload-abc.part",
-				  "old.bak",	 "x.cache",	 ".ruff_cache", "Thumbs.db" };
-	const char *kept[] = { "src",	   "Build",	"build.py",	  "git",   "log.txt",
-			       "a.logx",   ".upload-x", "upload-x.part", "README", ".gitignore",
-			       "cache",	   "x.Log" };
+	const char *ignored[] = { ".git",    "node_modules", "__pycache__", ".venv",
+				  "build",   "dist",	     ".DS_Store",   "x.egg-info",
+				  "a.swp",   "notes~",	     "debug.log",   ".upload-abc.part",
+				  "old.bak", "x.cache",	     ".ruff_cache", "Thumbs.db" };
+	const char *kept[] = { "src",	  "Build",	"build.py",  "git",
+			       "log.txt", "a.logx",	".upload-x", "upload-x.part",
+			       "README",  ".gitignore", "cache",     "x.Log" };
 
 	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
 		ck_assert_msg(ignore_name(ignored[i]), "%s is not ignored", ignored[i]);
@@ -149,7 +151,7 @@ static const struct {
 	{ "[!ab].txt", "c.txt", true },
 	{ "[a-c]x", "bx", true },
 	{ "[]]x", "]x", true },
-	{ "[x", "[x", true }, /* no closing bracket: literal */
+	{ "[x", "[x", true },	   /* no closing bracket: literal */
 	{ "*.PY", "a.py", false }, /* case-sensitive */
 	{ "./*.py", "a.py", true },
 	{ "src//*.py", "src/a.py", true },
