@@ -16,6 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static bool mount_data(void *arg, const char *name)
 {
@@ -472,6 +475,32 @@ START_TEST(test_filetool_write_size_limit)
 }
 END_TEST
 
+/* A caller that may not take the identity is told so (setfsuid() itself
+ * reports no error); its own ids need no privilege. */
+START_TEST(test_filetool_identity_refused_without_privilege)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct tool_view v = { .root = -1 };
+		struct tool_identity other = { 12345, 12345 }, self = { 65534, 65534 };
+		struct tool_result r;
+		json_t *args = json_pack("{s:s}", "path", "/mnt/user-data/workspace");
+		if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(2);
+		if (tool_call_as(&v, &other, "mcp", "ls", args, &r) != -EPERM)
+			_exit(3);
+		if (tool_call_as(&v, &self, "mcp", "ls", args, &r) != 0 || !r.is_error)
+			_exit(4);
+		_exit(0);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: %d", status);
+}
+END_TEST
+
 Suite *suite_unit_filetool(void)
 {
 	Suite *s = suite_create("unit_filetool");
@@ -494,6 +523,7 @@ Suite *suite_unit_filetool(void)
 	tcase_add_test(tc, test_filetool_specs);
 	tcase_add_test(tc, test_filetool_argument_errors);
 	tcase_add_test(tc, test_filetool_write_size_limit);
+	tcase_add_test(tc, test_filetool_identity_refused_without_privilege);
 	suite_add_tcase(s, tc);
 	return s;
 }
