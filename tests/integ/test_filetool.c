@@ -5,6 +5,9 @@
  * staged overwrites seen whole on the host, grep's limits. The view's
  * mount point is /mnt to the tools; host files are made in the backing
  * directories, as a person would. */
+#include "common/control.h"
+#include "run/refusal.h"
+#include "store/store.h"
 #include "tool/tool.h"
 #include "tests/cmd.h"
 
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 static struct tview V;
@@ -262,6 +266,46 @@ START_TEST(test_filetool_writes_follow_read_before_write)
 	SAME(read_file(host("notes.txt")), "agent\n");
 	/* Creating a file needs no read. */
 	OK_TEXT(write_path(WS "/fresh.txt", "new\n"), "OK");
+}
+END_TEST
+
+/* The broker's callback as it will be: the view's audit row of the
+ * refusal, in the store once the view is synced, explained by
+ * run/refusal.h. */
+static int explain_from_store(void *arg, const char *vpath, char **text)
+{
+	const struct tview *v = arg;
+	struct store *s;
+	char ok[8], err[256];
+
+	if (getxattr(v->mnt, CONTROL_XATTR_SYNC, ok, sizeof(ok)) < 0)
+		return -errno;
+	int r = store_open(v->home, &s, err, sizeof(err));
+	if (r < 0)
+		return r;
+	r = refusal_explain(s, v->user, v->thread, vpath, text);
+	store_close(s);
+	return r;
+}
+
+START_TEST(test_filetool_refusal_says_what_changed)
+{
+	ck_assert_int_eq(write_file(host("plan.md"), "step one\nstep two\n"), 0);
+	OK_TEXT(read_path(WS "/plan.md"), "step one\nstep two\n");
+	ck_assert_int_eq(write_file(host("plan.md"), "step one\nstep 2, by a person\n"), 0);
+	VIEW.refusal = explain_from_store;
+	VIEW.refusal_arg = &V;
+	struct tool_result *r = call("str_replace",
+				     json_pack("{s:s,s:s,s:s}", "path", WS "/plan.md", "old_str",
+					       "one", "new_str", "1"));
+	ck_assert(r->is_error);
+	const char *said = r->text + strlen(blocked("str_replace", WS "/plan.md"));
+	ck_assert_msg(!strncmp(r->text, blocked("str_replace", WS "/plan.md"), said - r->text) &&
+			      !strncmp(said, "\n\nThe version you read: ", 24) &&
+			      strstr(said, "What changed since:\n") &&
+			      strstr(said, "\n-step two\n+step 2, by a person"),
+		      "%s", r->text);
+	SAME(read_file(host("plan.md")), "step one\nstep 2, by a person\n");
 }
 END_TEST
 
@@ -746,6 +790,7 @@ Suite *suite_view_filetool(void)
 	tcase_add_test(tc, test_filetool_read_errors);
 	tcase_add_test(tc, test_filetool_read_is_cut_at_its_head);
 	tcase_add_test(tc, test_filetool_writes_follow_read_before_write);
+	tcase_add_test(tc, test_filetool_refusal_says_what_changed);
 	tcase_add_test(tc, test_filetool_str_replace);
 	tcase_add_test(tc, test_filetool_write_errors);
 	tcase_add_test(tc, test_filetool_read_only_families);
