@@ -87,7 +87,7 @@ struct tool_identity {
 };
 
 /* A thread's command name holds 15 bytes: "VIA:NAME" is cut there.
- * Every tool of tool_specs[] fits with a four-byte VIA ("mcp", "aio"):
+ * Every tool of tool_specs[] fits with a three-letter VIA ("mcp", "aio"):
  * "mcp:str_replace" is the longest, 15 (a unit test checks). */
 #define TOOL_COMM_MAX 15
 
