@@ -292,6 +292,10 @@ START_TEST(test_filetool_refusal_says_what_changed)
 {
 	ck_assert_int_eq(write_file(host("plan.md"), "step one\nstep two\n"), 0);
 	OK_TEXT(read_path(WS "/plan.md"), "step one\nstep two\n");
+	/* The view keeps the text read behind the read (its hash queue): a
+	 * refusal within milliseconds may find it not yet kept ("no diff:
+	 * ... not hashed yet"). An agent's next call comes later. */
+	tview_sync(&V);
 	ck_assert_int_eq(write_file(host("plan.md"), "step one\nstep 2, by a person\n"), 0);
 	VIEW.refusal = explain_from_store;
 	VIEW.refusal_arg = &V;
