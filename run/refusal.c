@@ -90,7 +90,9 @@ int refusal_explain(struct store *s, const char *user, const char *thread, const
 		     version_text(&l.a.base, read, sizeof(read)),
 		     version_text(&l.a.current, found, sizeof(found)),
 		     diff && *diff ? "What changed since:\n" : "(no diff: ",
-		     diff && *diff ? diff : why ? why : "the same lines",
+		     diff && *diff ? diff
+		     : why	   ? why
+				   : "the same lines",
 		     diff && *diff ? "" : ")") < 0) {
 		*text = NULL;
 		return -ENOMEM;
