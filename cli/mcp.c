@@ -2,8 +2,8 @@
  * output (mcp/stdio_transport.h), through the home's broker. */
 #include "args.h"
 #include "cli.h"
+#include "hold.h"
 #include "common/ids.h"
-#include "exec/broker.h"
 #include "exec/client.h"
 #include "mcp/stdio_transport.h"
 
@@ -12,9 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-/* A broker sbx mcp starts stops this long after its last client left. */
-#define MCP_BROKER_IDLE_S 3
 
 static const char mcp_usage[] =
 	"Usage: sbx mcp --user ID --thread ID [--home DIR] [--no-run]\n"
@@ -33,34 +30,6 @@ static const char mcp_usage[] =
 	"one it starts, which stops once no client has been left for a few\n"
 	"seconds. Its log goes to standard error.\n"
 	"  --no-run   no run for the session (present_files then refuses)\n";
-
-/* Makes sure a broker serves HOME: 0, or 1 once said why not. */
-static int broker_ensure(const char *home)
-{
-	struct client_conn *c;
-	struct error e;
-	int r = client_open(home, &c, &e);
-
-	if (r == 0) {
-		client_close(c);
-		fprintf(stderr, "sbx: mcp: using the broker that serves %s\n", home);
-		return 0;
-	}
-	if (r != -ENOENT && r != -ECONNREFUSED) {
-		fprintf(stderr, "sbx: mcp: %s\n", e.text);
-		return 1;
-	}
-	struct broker_options o = { .home = home, .quiet = true, .exit_idle_s = MCP_BROKER_IDLE_S };
-	if (broker_main(&o) != 0) {
-		fprintf(stderr, "sbx: mcp: cannot start a broker for %s (%s/run/broker.log)\n",
-			home, home);
-		return 1;
-	}
-	fprintf(stderr,
-		"sbx: mcp: started a broker for %s; it stops %d s after its last client leaves\n",
-		home, MCP_BROKER_IDLE_S);
-	return 0;
-}
 
 int cmd_mcp(int argc, char **argv, const char *home)
 {
@@ -110,16 +79,10 @@ int cmd_mcp(int argc, char **argv, const char *home)
 	if (resolve_home("mcp", home, h, sizeof(h)) < 0)
 		return 2;
 	cfg.home = h;
-	if (broker_ensure(h))
-		return 1;
-	/* Held for as long as this process lives: a broker started for it
-	 * counts it as a client, and so never stops under it. */
+	/* Held for as long as this process lives. */
 	struct client_conn *keep;
-	struct error e;
-	if (client_open(h, &keep, &e) < 0) {
-		fprintf(stderr, "sbx: mcp: %s\n", e.text);
+	if (hold_broker("mcp", h, &keep))
 		return 1;
-	}
 	int status = mcp_stdio_serve(&cfg, STDIN_FILENO, STDOUT_FILENO);
 	client_close(keep);
 	return status;
