@@ -290,7 +290,8 @@ static void ask_roots(struct mcp_session *s)
 		return;
 	char id[32];
 	snprintf(id, sizeof(id), "sbx-roots-%lld", (long long)n);
-	send_msg(s, jsonrpc_request(json_string(id), "roots/list", NULL), NULL);
+	json_auto_t *rid = json_string(id); /* jsonrpc_request() takes its own reference */
+	send_msg(s, jsonrpc_request(rid, "roots/list", NULL), NULL);
 }
 
 /* Whether PATH has a ".." component. */
