@@ -46,6 +46,7 @@ static const struct {
 	{ "view_watch", suite_view_watch },
 	{ "view_hosts", suite_view_hosts },
 	{ "cli", suite_cli },
+	{ "serve", suite_serve },
 	{ "sandbox", suite_sandbox },
 	{ "valgrind", suite_valgrind },
 	{ "sanitizers", suite_sanitizers }, /* last: sees every daemon's exit */
