@@ -47,10 +47,13 @@ INIH_LIBS   := $(shell $(PKG_CONFIG) --libs inih 2>/dev/null)
 SECCOMP_LIBS := $(shell $(PKG_CONFIG) --libs libseccomp 2>/dev/null)
 PCRE_CFLAGS := $(shell $(PKG_CONFIG) --cflags libpcre2-8 2>/dev/null)
 PCRE_LIBS   := $(shell $(PKG_CONFIG) --libs libpcre2-8 2>/dev/null)
+# sbx serve's HTTP server (mcp/http_transport.c).
+MHD_CFLAGS  := $(shell $(PKG_CONFIG) --cflags libmicrohttpd 2>/dev/null)
+MHD_LIBS    := $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
-           -DSBX_VERSION='"$(VERSION)"' -I. $(FUSE_CFLAGS) $(PQ_CFLAGS) $(PCRE_CFLAGS) $(SANFLAGS) $(SANDEFS) -MMD -MP
+           -DSBX_VERSION='"$(VERSION)"' -I. $(FUSE_CFLAGS) $(PQ_CFLAGS) $(PCRE_CFLAGS) $(MHD_CFLAGS) $(SANFLAGS) $(SANDEFS) -MMD -MP
 # Every close() of ours is checked for double closes (common/fdcheck.c).
 LDFLAGS += $(SANFLAGS) -Wl,--wrap=close
 
@@ -68,7 +71,7 @@ EXEC_SRC   := exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c \
               exec/watch.c
 # The MCP server (docs/mcp.md): a client of the broker's.
-MCP_SRC    := mcp/jsonrpc.c mcp/session.c mcp/tools.c mcp/stdio_transport.c
+MCP_SRC    := mcp/jsonrpc.c mcp/session.c mcp/tools.c mcp/stdio_transport.c mcp/http_transport.c
 # The file tools (docs/tools.md): below exec/, mcp/ and cli/, above common/.
 TOOL_SRC   := tool/tool.c tool/specs.c tool/args.c tool/as.c tool/path.c tool/beneath.c \
               tool/target.c tool/message.c tool/text.c tool/lines.c tool/read.c tool/write.c \
@@ -97,7 +100,7 @@ all: $(BIN)/sbxfs $(BIN)/sbx
 
 # A library pkg-config cannot find stops the build with its name, not
 # with a compiler error about a missing header.
-BUILD_LIBS := fuse3 sqlite3 libpq libcrypto jansson inih libseccomp libpcre2-8
+BUILD_LIBS := fuse3 sqlite3 libpq libcrypto jansson inih libseccomp libpcre2-8 libmicrohttpd
 define need_libs
 	@command -v $(PKG_CONFIG) >/dev/null || { echo "make: $(PKG_CONFIG) is not installed; on Debian, make deps (or make check) installs what the build needs" >&2; exit 1; }
 	@missing=; for l in $(1); do $(PKG_CONFIG) --exists $$l || missing="$$missing $$l"; done; \
@@ -132,7 +135,7 @@ $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC)) $(STORE_LIB)
 
 $(BIN)/sbx: $(call obj,$(CLI_SRC) $(MCP_SRC) $(BROKER_SRC) $(EXEC_SRC) $(TOOL_SRC) $(COMMON_SRC)) $(RUN_LIB) $(STORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) $(SECCOMP_LIBS) $(PCRE_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) $(SECCOMP_LIBS) $(PCRE_LIBS) $(MHD_LIBS) -lpthread
 
 $(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC) $(EXEC_SRC) $(TOOL_SRC)) $(RUN_LIB) $(STORE_LIB)
 	@mkdir -p $(dir $@)

@@ -2,8 +2,8 @@
  * output (mcp/stdio_transport.h), through the home's broker. */
 #include "args.h"
 #include "cli.h"
+#include "hold.h"
 #include "common/ids.h"
-#include "exec/broker.h"
 #include "exec/client.h"
 #include "mcp/stdio_transport.h"
 
@@ -13,9 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-/* A broker sbx mcp starts stops this long after its last client left. */
-#define MCP_BROKER_IDLE_S 3
 
 static const char mcp_usage[] =
 	"Usage: sbx mcp --user ID --thread ID [--home DIR] [--no-run]\n"
@@ -34,37 +31,6 @@ static const char mcp_usage[] =
 	"one it starts, which stops once no client has been left for a few\n"
 	"seconds. Its log goes to standard error.\n"
 	"  --no-run   no run for the session (present_files then refuses)\n";
-
-/* A connection to the broker of HOME, started if none serves it; NULL
- * once said why there is none. */
-static struct client_conn *broker_ensure(const char *home)
-{
-	struct broker_options o = { .home = home, .quiet = true, .exit_idle_s = MCP_BROKER_IDLE_S };
-	bool started = false;
-	struct client_conn *c = NULL;
-	struct error e;
-	int r = client_open(home, &c, &e);
-
-	if (r == -ENOENT || r == -ECONNREFUSED) {
-		/* Another sbx mcp may start one at the same moment: its
-		 * broker then serves, and this start fails on the home's
-		 * broker lock. */
-		started = broker_main(&o) == 0;
-		r = client_open(home, &c, &e);
-	}
-	if (r < 0) {
-		fprintf(stderr, "sbx: mcp: %s\n", e.text);
-		return NULL;
-	}
-	if (started)
-		fprintf(stderr,
-			"sbx: mcp: started a broker for %s (it stops %d s after its last client"
-			" leaves)\n",
-			home, MCP_BROKER_IDLE_S);
-	else
-		fprintf(stderr, "sbx: mcp: using the broker that serves %s\n", home);
-	return c;
-}
 
 int cmd_mcp(int argc, char **argv, const char *home)
 {
@@ -114,10 +80,9 @@ int cmd_mcp(int argc, char **argv, const char *home)
 	if (resolve_home("mcp", home, h, sizeof(h)) < 0)
 		return 2;
 	cfg.home = h;
-	/* Held for as long as this process lives: a broker started for it
-	 * counts it as a client, and so never stops under it. */
-	struct client_conn *keep = broker_ensure(h);
-	if (!keep)
+	/* Held for as long as this process lives. */
+	struct client_conn *keep;
+	if (hold_broker("mcp", h, &keep))
 		return 1;
 	int status = mcp_stdio_serve(&cfg, STDIN_FILENO, STDOUT_FILENO);
 	client_close(keep);

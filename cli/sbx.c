@@ -79,6 +79,11 @@ static const struct command {
 	{ "mcp", cmd_mcp,
 	  "  mcp --user ID --thread ID [--no-run]\n"
 	  "                     an MCP server of the thread's tools on stdin/stdout\n" },
+	{ "serve", cmd_serve,
+	  "  serve [--listen ADDR:PORT | --socket PATH] [--token-file FILE]\n"
+	  "        [--tls-cert FILE --tls-key FILE]\n"
+	  "                     MCP over HTTP (Streamable HTTP) for every thread of the\n"
+	  "                     home, at /mcp/USER/THREAD\n" },
 	{ "store", cmd_store,
 	  "  store check|migrate | store backup [--force] FILE\n"
 	  "                     where the home's records are, whether they are sound,\n"

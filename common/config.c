@@ -96,6 +96,10 @@ void config_defaults(struct config *c)
 	};
 	c->undo.max_age_days = 7;
 	c->undo.budget = 1ull << 30;
+	c->serve.max_body = 4ull << 20;
+	c->serve.max_sessions = 64;
+	c->serve.idle_timeout = 900;
+	c->serve.max_connections = 256;
 }
 
 void config_free(struct config *c)
@@ -112,6 +116,8 @@ void config_free(struct config *c)
 	for (size_t i = 0; i < c->nenv_pass; i++)
 		free(TAKE_PTR(c->env_pass[i]));
 	c->nenv_pass = 0;
+	free(TAKE_PTR(c->serve.listen));
+	free(TAKE_PTR(c->serve.token_file));
 }
 
 /* S (LEN bytes) made fit for a message: a file full of junk must not put
@@ -219,7 +225,8 @@ static char *read_line(char *buf, int num, void *stream)
 		if (!((len == 6 && !strncmp(buf + 1, "broker", 6)) ||
 		      (len == 6 && !strncmp(buf + 1, "limits", 6)) ||
 		      (len == 6 && !strncmp(buf + 1, "mounts", 6)) ||
-		      (len == 4 && !strncmp(buf + 1, "undo", 4)))) {
+		      (len == 4 && !strncmp(buf + 1, "undo", 4)) ||
+		      (len == 5 && !strncmp(buf + 1, "serve", 5)))) {
 			fail(p, -EINVAL, "unknown section [%s]",
 			     printable(q, sizeof(q), buf + 1, len));
 			return NULL;
@@ -384,6 +391,18 @@ static int add_env_pass(struct parse *p, const char *v)
 	return 0;
 }
 
+/* V into *OUT, a copy replacing what was there. */
+static int set_string(struct parse *p, const char *v, char **out)
+{
+	char *copy = strdup(v);
+
+	if (!copy)
+		return fail(p, -ENOMEM, "out of memory");
+	free(*out);
+	*out = copy;
+	return 0;
+}
+
 static int set_broker(struct parse *p, const char *key, const char *v)
 {
 	struct config *c = p->c;
@@ -421,10 +440,7 @@ static int set_broker(struct parse *p, const char *key, const char *v)
 	if (!strcmp(key, "bwrap")) {
 		if (v[0] != '/')
 			return fail(p, -EINVAL, "bwrap must be an absolute path, not '%s'", Q(v));
-		free(c->bwrap);
-		if (!(c->bwrap = strdup(v)))
-			return fail(p, -ENOMEM, "out of memory");
-		return 0;
+		return set_string(p, v, &c->bwrap);
 	}
 	if (!strcmp(key, "sandbox_uid_base")) {
 		unsigned n;
@@ -512,6 +528,50 @@ static int set_undo(struct parse *p, const char *key, const char *v)
 	if (!strcmp(key, "budget"))
 		return set_size(p, key, v, &p->c->undo.budget);
 	return fail(p, -EINVAL, "unknown key '%s' in [undo]", Q(key));
+}
+
+static int set_serve(struct parse *p, const char *key, const char *v)
+{
+	struct config_serve *s = &p->c->serve;
+
+	if (!strcmp(key, "listen")) {
+		/* sbx serve reads the address: here only its shape. */
+		const char *colon = strrchr(v, ':');
+		if (!colon || colon == v || !colon[1] ||
+		    strspn(colon + 1, "0123456789") != strlen(colon + 1))
+			return fail(p, -EINVAL, "listen must be ADDR:PORT, not '%s'", Q(v));
+		return set_string(p, v, &s->listen);
+	}
+	if (!strcmp(key, "token_file")) {
+		if (v[0] != '/')
+			return fail(p, -EINVAL, "token_file must be an absolute path, not '%s'",
+				    Q(v));
+		return set_string(p, v, &s->token_file);
+	}
+	if (!strcmp(key, "max_body")) {
+		uint64_t n;
+		if (parse_size(v, &n) < 0 || n < 1024 || n > 1ull << 30)
+			return fail(p, -EINVAL,
+				    "max_body must be a size from 1K to 1G (such as 4M), not '%s'",
+				    Q(v));
+		s->max_body = n;
+		return 0;
+	}
+	if (!strcmp(key, "max_sessions"))
+		return set_number(p, key, v, "", 10000, &s->max_sessions);
+	if (!strcmp(key, "idle_timeout"))
+		return set_number(p, key, v, " of seconds", SECONDS_MAX, &s->idle_timeout);
+	if (!strcmp(key, "max_connections")) {
+		unsigned n;
+		if (parse_unsigned(v, 10000, &n) < 0 || n < 4)
+			return fail(p, -EINVAL,
+				    "max_connections must be a whole number from 4 to 10000, not "
+				    "'%s'",
+				    Q(v));
+		s->max_connections = n;
+		return 0;
+	}
+	return fail(p, -EINVAL, "unknown key '%s' in [serve]", Q(key));
 }
 
 static int add_mount(struct parse *p, const char *name, const char *v)
@@ -608,7 +668,8 @@ static int set_top(struct parse *p, const char *key, const char *v)
 	if (p->top_only)
 		return 0;
 	return fail(p, -EINVAL,
-		    "'%s' comes before any section ([broker], [limits], [mounts] or [undo])",
+		    "'%s' comes before any section ([broker], [limits], [mounts], [undo] or"
+		    " [serve])",
 		    Q(key));
 }
 
@@ -629,6 +690,8 @@ static int on_pair(void *user, const char *section, const char *name, const char
 		return set_undo(p, name, value) == 0;
 	if (!strcmp(section, "mounts"))
 		return add_mount(p, name, value) == 0;
+	if (!strcmp(section, "serve"))
+		return set_serve(p, name, value) == 0;
 	/* read_line() refuses these already */
 	fail(p, -EINVAL, "unknown section [%s]", Q(section));
 	return 0;

@@ -49,6 +49,17 @@
  *   budget = 1G                  bytes of pre-images a thread keeps, oldest
  *                                runs' dropped first beyond it; 0: no bound
  *
+ *   [serve]                      sbx serve, MCP over HTTP (docs/mcp.md)
+ *   listen = 127.0.0.1:8739      ADDR:PORT it listens on ([::1]:PORT for IPv6)
+ *   token_file = PATH            the bearer token clients must present
+ *                                (absolute); default: HOME/serve.token, made
+ *                                when missing, on a loopback address only
+ *   max_body = 4M                bytes of a request's body, 1K to 1G
+ *   max_sessions = 64            MCP sessions at once, 1 to 10000
+ *   idle_timeout = 900           seconds a session with no request and no
+ *                                stream open lives on, 1 to 86400
+ *   max_connections = 256        HTTP connections at once, 4 to 10000
+ *
  * Booleans take true/false, yes/no, on/off, 1/0 (any case). A key given
  * twice keeps its last value, but env_pass's lines add up; a mount NAME
  * may appear once. Lines are at most 197 bytes (libinih's buffer);
@@ -131,7 +142,17 @@ struct config {
 		unsigned max_age_days; /* 0: no age limit */
 		uint64_t budget;       /* bytes per thread; 0: no bound */
 	} undo;
+	struct config_serve {
+		char *listen;	   /* NULL: CONFIG_SERVE_LISTEN */
+		char *token_file;  /* absolute; NULL: not set */
+		uint64_t max_body; /* bytes */
+		unsigned max_sessions;
+		unsigned idle_timeout; /* seconds */
+		unsigned max_connections;
+	} serve;
 };
+
+#define CONFIG_SERVE_LISTEN "127.0.0.1:8739"
 
 /* The defaults above. */
 void config_defaults(struct config *c);

@@ -4,6 +4,8 @@
  *
  *   sbx.conf                          the configuration (common/config.h)
  *   sbx.db                            the SQLite store (store/store.h)
+ *   serve.token                       sbx serve's bearer token, when sbx.conf
+ *                                     names none (cli/serve.c)
  *   users/<user>/threads/<thread>/user-data/{workspace,uploads,outputs}
  *   users/<user>/threads/<thread>/acp-workspace
  *   users/<user>/threads/<thread>/.stage              staged writes (fs/stage.h)
@@ -35,6 +37,7 @@
 /* The names directly below the home, and below its run/. */
 #define HOME_CONFIG "sbx.conf"
 #define HOME_STORE "sbx.db"
+#define HOME_SERVE_TOKEN "serve.token"
 #define HOME_LOG "log"
 #define HOME_RUN "run"
 #define HOME_MOUNTED "mounted"

@@ -97,6 +97,26 @@ void client_cancel(struct client_conn *c)
 	shutdown(c->fd, SHUT_RDWR);
 }
 
+int client_hold_broker(const char *home, unsigned exit_idle_s, struct client_conn **keep,
+		       bool *started, struct error *e)
+{
+	int r = client_open(home, keep, e);
+
+	*started = false;
+	if (r != -ENOENT && r != -ECONNREFUSED)
+		return r;
+	struct broker_options o = { .home = home, .quiet = true, .exit_idle_s = exit_idle_s };
+	/* Another process may start one at the same moment: its broker
+	 * then serves, and this start fails on the home's broker lock. */
+	*started = broker_main(&o) == 0;
+	/* A new broker waits EXIT_IDLE_S for a first client: ample. */
+	r = client_open(home, keep, e);
+	if (r < 0 && !*started)
+		return error_set(e, r, "cannot start a broker for %s (%s/run/broker.log)", home,
+				 home);
+	return r;
+}
+
 json_t *client_call(const char *home, json_t *req, struct error *e)
 {
 	struct client_conn *c;

@@ -41,6 +41,16 @@ json_t *client_final(struct client_conn *c, void (*on_event)(void *arg, json_t *
  * it, and the reader's next client_next() returns NULL. */
 void client_cancel(struct client_conn *c);
 
+/* Makes sure a broker serves HOME and connects to it, for a program
+ * that needs the broker for as long as it runs (sbx mcp, sbx serve): the
+ * broker that serves HOME, else one started (quietly, stopping
+ * EXIT_IDLE_S seconds after its last client leaves). The caller holds
+ * *KEEP until it ends: a broker started for it counts it as a client,
+ * and so never stops under it. 0, *KEEP and *STARTED (whether a broker
+ * was started); or -errno (E). */
+int client_hold_broker(const char *home, unsigned exit_idle_s, struct client_conn **keep,
+		       bool *started, struct error *e);
+
 /* One request on a connection of its own: its final reply, or NULL (E). */
 json_t *client_call(const char *home, json_t *req, struct error *e);
 

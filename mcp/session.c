@@ -310,7 +310,8 @@ static void ask_roots(struct mcp_session *s)
 		return;
 	char id[32];
 	snprintf(id, sizeof(id), "sbx-roots-%lld", (long long)n);
-	send_msg(s, jsonrpc_request(json_string(id), "roots/list", NULL), NULL);
+	json_auto_t *rid = json_string(id); /* jsonrpc_request() takes its own reference */
+	send_msg(s, jsonrpc_request(rid, "roots/list", NULL), NULL);
 }
 
 /* Whether PATH has a ".." component. */
@@ -534,13 +535,18 @@ void mcp_session_receive(struct mcp_session *s, const char *text, size_t len)
 {
 	json_error_t jerr;
 	json_auto_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	const char *why = NULL;
 
 	if (!msg) {
 		send_msg(s, jsonrpc_error(NULL, JSONRPC_PARSE_ERROR, "Parse error: %s", jerr.text),
 			 NULL);
 		return;
 	}
+	mcp_session_handle(s, msg);
+}
+
+void mcp_session_handle(struct mcp_session *s, json_t *msg)
+{
+	const char *why = NULL;
 	enum jsonrpc_kind kind = jsonrpc_classify(msg, &why);
 	json_t *id = json_object_get(msg, "id");
 	const char *method = json_string_value(json_object_get(msg, "method"));
@@ -562,6 +568,14 @@ void mcp_session_receive(struct mcp_session *s, const char *text, size_t len)
 			 id);
 		break;
 	}
+}
+
+bool mcp_version_supported(const char *version)
+{
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++)
+		if (!strcmp(version, versions[i]))
+			return true;
+	return false;
 }
 
 /* ---- life ------------------------------------------------------------------ */

@@ -52,6 +52,13 @@ struct mcp_session *mcp_session_new(const struct mcp_config *cfg, mcp_send_fn *s
 
 /* One message from the client: TEXT, LEN bytes of JSON. */
 void mcp_session_receive(struct mcp_session *s, const char *text, size_t len);
+/* The same, parsed already (a transport that looks at it first): MSG is
+ * borrowed. */
+void mcp_session_handle(struct mcp_session *s, json_t *msg);
+
+/* Whether the session speaks protocol VERSION (a transport that is told
+ * it, as Streamable HTTP's MCP-Protocol-Version header). */
+bool mcp_version_supported(const char *version);
 
 /* The client has gone: cancels the calls in flight and waits for them,
  * ends the run (its summary stays in the store: sbx changes), gives the

@@ -49,6 +49,7 @@ static const struct {
 	{ "view_hosts", suite_view_hosts },
 	{ "view_filetool", suite_view_filetool },
 	{ "cli", suite_cli },
+	{ "serve", suite_serve },
 	{ "sandbox", suite_sandbox },
 	{ "mcp", suite_mcp },
 	{ "valgrind", suite_valgrind },

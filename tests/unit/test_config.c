@@ -69,6 +69,12 @@ static void assert_defaults(const struct config *c)
 	ck_assert_uint_eq(c->nmounts, 0);
 	ck_assert_uint_eq(c->nenv_pass, 0);
 	ck_assert_ptr_null(c->env_pass[0]);
+	ck_assert_ptr_null(c->serve.listen);
+	ck_assert_ptr_null(c->serve.token_file);
+	ck_assert_uint_eq(c->serve.max_body, 4ull << 20);
+	ck_assert_uint_eq(c->serve.max_sessions, 64);
+	ck_assert_uint_eq(c->serve.idle_timeout, 900);
+	ck_assert_uint_eq(c->serve.max_connections, 256);
 }
 
 START_TEST(test_config_defaults)
@@ -182,6 +188,33 @@ START_TEST(test_config_reads_every_key)
 	config_free(&c);
 	ck_assert_uint_eq(c.nmounts, 0);
 	config_free(&c); /* twice is harmless */
+}
+END_TEST
+
+START_TEST(test_config_serve_keys)
+{
+	struct config c;
+	char err[512], *path;
+	int r = load("[serve]\n"
+		     "listen = [::1]:0\n"
+		     "token_file = /etc/sbx/token\n"
+		     "max_body = 64K\n"
+		     "max_sessions = 2\n"
+		     "idle_timeout = 5\n"
+		     "max_connections = 4\n"
+		     "listen = 127.0.0.1:9000\n", /* later wins */
+		     &c, err, sizeof(err), &path);
+
+	ck_assert_msg(r == 0, "%d %s", r, err);
+	ck_assert_str_eq(c.serve.listen, "127.0.0.1:9000");
+	ck_assert_str_eq(c.serve.token_file, "/etc/sbx/token");
+	ck_assert_uint_eq(c.serve.max_body, 64 << 10);
+	ck_assert_uint_eq(c.serve.max_sessions, 2);
+	ck_assert_uint_eq(c.serve.idle_timeout, 5);
+	ck_assert_uint_eq(c.serve.max_connections, 4);
+	config_free(&c);
+	ck_assert_ptr_null(c.serve.listen);
+	ck_assert_ptr_null(c.serve.token_file);
 }
 END_TEST
 
@@ -384,7 +417,7 @@ static const struct {
 	{ "[ broker ]\ntimeout = 5\n", ":1: unknown section [ broker ]" },
 	{ "[broker] timeout = 5\n", ":1: unexpected 'timeout = 5' after [broker]" },
 	{ "timeout = 5\n[broker]\n",
-	  ":1: 'timeout' comes before any section ([broker], [limits], [mounts] or [undo])" },
+	  ":1: 'timeout' comes before any section ([broker], [limits], [mounts], [undo] or [serve])" },
 	/* The home's leases (store/lease.h): top-level keys, checked too. */
 	{ "host = a b\n", ":1: host: expected 1 to 64 letters, digits, '.', '_' or '-'" },
 	{ "lease = 0\n", ":1: lease: expected seconds from 0.3 to 3600" },
@@ -459,6 +492,22 @@ static const struct {
 	  ":2: sandbox_uid_base must be a whole number from 1 to 2147483647, not '0'" },
 	{ "[broker]\nsandbox_uid_base = 2147483000\nsandbox_uid_count = 1000\n",
 	  ": sandbox_uid_base + sandbox_uid_count must stay below 2^31" },
+	/* sbx serve. */
+	{ "[serve]\nlisten = 8739\n", ":2: listen must be ADDR:PORT, not '8739'" },
+	{ "[serve]\nlisten = localhost:http\n",
+	  ":2: listen must be ADDR:PORT, not 'localhost:http'" },
+	{ "[serve]\ntoken_file = token\n", ":2: token_file must be an absolute path, not 'token'" },
+	{ "[serve]\nmax_body = 512\n",
+	  ":2: max_body must be a size from 1K to 1G (such as 4M), not '512'" },
+	{ "[serve]\nmax_body = 2G\n",
+	  ":2: max_body must be a size from 1K to 1G (such as 4M), not '2G'" },
+	{ "[serve]\nmax_sessions = 0\n",
+	  ":2: max_sessions must be a whole number from 1 to 10000, not '0'" },
+	{ "[serve]\nidle_timeout = 0\n",
+	  ":2: idle_timeout must be a whole number of seconds from 1 to 86400, not '0'" },
+	{ "[serve]\nmax_connections = 3\n",
+	  ":2: max_connections must be a whole number from 4 to 10000, not '3'" },
+	{ "[serve]\nport = 1\n", ":2: unknown key 'port' in [serve]" },
 };
 
 START_TEST(test_config_refuses_with_file_and_line)
@@ -672,6 +721,7 @@ Suite *suite_unit_config(void)
 	tcase_add_test(tc, test_config_empty_file_is_the_defaults);
 	tcase_add_test(tc, test_config_raises_max_shell_sessions_for_max_running);
 	tcase_add_test(tc, test_config_reads_every_key);
+	tcase_add_test(tc, test_config_serve_keys);
 	tcase_add_test(tc, test_config_env_pass_adds_up);
 	tcase_add_test(tc, test_config_limits_and_sandbox_ids);
 	tcase_add_test(tc, test_config_indented_lines_are_plain_lines);

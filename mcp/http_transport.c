@@ -1,0 +1,1243 @@
+/* http_transport.c - see http_transport.h.
+ *
+ * Locks: the server's (its table of sessions, its counts) before a
+ * session's (its streams, its ring, its counts); neither is held while
+ * the MCP session runs (mcp_session_handle(), mcp_session_end()), since
+ * the session sends from inside them (on_send() takes the session's).
+ *
+ * A session lives as long as its references: the table's, and one for
+ * each request handled in it and each stream open. It ends (ended, its
+ * mcp_session ended) once out of the table; it is freed with the last
+ * reference.
+ */
+#include "http_transport.h"
+#include "jsonrpc.h"
+#include "session.h"
+#include "common/cleanup.h"
+#include "common/clock.h"
+#include "common/ids.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SESSION_ID_BYTES 32
+#define SSE_BLOCK 16384
+/* Bytes waiting for a request's stream whose client does not read: past
+ * this the stream is cut. */
+#define PENDING_MAX (16u << 20)
+/* MHD closes a connection that stays silent this long; a stream's
+ * comments keep it busy. */
+#define CONNECTION_TIMEOUT_S 60
+
+/* JSON-RPC codes of the transport's own errors (the SDKs' choice). */
+#define RPC_SERVER_ERROR (-32000)
+#define RPC_NO_SESSION (-32001)
+
+/* A message to the client, as JSON text. */
+struct event {
+	struct event *next;
+	uint64_t seq; /* the GET stream's: its id */
+	size_t len;
+	char text[];
+};
+
+/* A request's answer: its messages, queued for the connection that
+ * waits for them. */
+struct stream {
+	struct stream *next;
+	json_t *about; /* the request's id */
+	struct event *head, **tail;
+	size_t bytes;
+	bool done;     /* its response came, or it was cancelled */
+	bool overflow; /* its client stopped reading */
+};
+
+struct hsession {
+	struct hsession *next; /* in the server's table */
+	char id[SESSION_ID_BYTES * 2 + 1];
+	char *user, *thread;
+	struct mcp_config cfg;
+	struct mcp_session *mcp;
+
+	pthread_mutex_t lock; /* all below */
+	pthread_cond_t cond;  /* a message, a stream's end, a request's, the session's */
+	unsigned refs;
+	unsigned busy;	  /* requests being handled */
+	unsigned readers; /* streams open */
+	bool ended;
+	int64_t idle_since_ms; /* when busy and readers last came to 0 */
+	struct stream *streams;
+	/* The GET stream: a ring of its last events, and who reads it. */
+	struct event *ring, *ring_last;
+	size_t ring_count, ring_bytes;
+	uint64_t seq;	  /* the last event's */
+	uint64_t handed;  /* the last event handed to a connection */
+	unsigned get_gen; /* the latest GET's */
+	bool get_open;	  /* and whether it is still open */
+};
+
+struct mcp_http {
+	struct MHD_Daemon *d;
+	char *home, *token, *socket_path;
+	unsigned port;
+	size_t max_body;
+	unsigned max_sessions, idle_timeout_s;
+
+	pthread_mutex_t lock; /* all below */
+	pthread_cond_t cond;  /* stopping */
+	struct hsession *sessions;
+	unsigned nsessions; /* in the table, and being made */
+	bool stopping;
+	pthread_t reaper;
+	bool reaper_started;
+};
+
+/* A request, from its headers to its end. */
+struct request {
+	char user[ID_MAX + 1], thread[ID_MAX + 1];
+	char *body;
+	size_t len, cap;
+	bool refused; /* answered, or refused at its headers: a body is dropped */
+	bool too_big;
+	/* The answer to a request refused at its headers, sent once its body
+	 * is in: a client still sending it would meet a closed connection,
+	 * and could lose the answer with it. */
+	unsigned status;
+	struct MHD_Response *refusal;
+};
+
+/* Whether GIVEN is SECRET, in a time that does not depend on where they
+ * differ. */
+static bool ct_equal(const char *secret, const char *given)
+{
+	size_t n = strlen(secret), m = strlen(given);
+	volatile unsigned char d = n != m;
+
+	for (size_t i = 0; i < n; i++)
+		d |= (unsigned char)secret[i] ^ (unsigned char)(i < m ? given[i] : 0);
+	return d == 0;
+}
+
+/* ---- replies ------------------------------------------------------------- */
+
+static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, struct MHD_Response *r)
+{
+	if (!r)
+		return MHD_NO;
+	enum MHD_Result q = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return q;
+}
+
+/* STATUS with TEXT (JSON, freed here; NULL: no body), and the session's
+ * id when HS is not NULL. */
+static struct MHD_Response *json_response(char *text, const struct hsession *hs)
+{
+	struct MHD_Response *r =
+		text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE)
+		     : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+
+	if (!r) {
+		free(text);
+		return NULL;
+	}
+	if (text)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	if (hs)
+		MHD_add_response_header(r, "Mcp-Session-Id", hs->id);
+	return r;
+}
+
+/* A JSON-RPC error response to the request ID (NULL: null) as the body
+ * of STATUS. */
+static struct MHD_Response *error_response(json_t *id, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static struct MHD_Response *error_response(json_t *id, int code, const char *fmt, ...)
+{
+	char message[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(message, sizeof(message), fmt, ap);
+	va_end(ap);
+	json_auto_t *err = jsonrpc_error(id, code, "%s", message);
+	return json_response(err ? json_dumps(err, JSON_COMPACT) : NULL, NULL);
+}
+
+#define REFUSE(conn, status, id, code, ...) \
+	queue((conn), (status), error_response((id), (code), __VA_ARGS__))
+
+/* Keeps the refusal R (STATUS) of RQ, to be sent once its body is in.
+ * Returns false. */
+static bool hold(struct request *rq, unsigned status, struct MHD_Response *r)
+{
+	rq->status = status;
+	rq->refusal = r;
+	return false;
+}
+
+#define HOLD(rq, status, id, code, ...) \
+	hold((rq), (status), error_response((id), (code), __VA_ARGS__))
+
+/* ---- sessions ------------------------------------------------------------ */
+
+static void events_free(struct event *e)
+{
+	while (e) {
+		struct event *next = e->next;
+		free(e);
+		e = next;
+	}
+}
+
+static void stream_unlink(struct hsession *hs, struct stream *st)
+{
+	for (struct stream **p = &hs->streams; *p; p = &(*p)->next)
+		if (*p == st) {
+			*p = st->next;
+			break;
+		}
+	events_free(st->head);
+	json_decref(st->about);
+	free(st);
+}
+
+static void hsession_unref(struct hsession *hs)
+{
+	pthread_mutex_lock(&hs->lock);
+	bool last = --hs->refs == 0;
+	pthread_mutex_unlock(&hs->lock);
+	if (!last)
+		return;
+	while (hs->streams)
+		stream_unlink(hs, hs->streams);
+	events_free(hs->ring);
+	free(hs->user);
+	free(hs->thread);
+	pthread_mutex_destroy(&hs->lock);
+	pthread_cond_destroy(&hs->cond);
+	free(hs);
+}
+
+/* A request of HS is handled no more. */
+static void hsession_release(struct hsession *hs)
+{
+	pthread_mutex_lock(&hs->lock);
+	if (--hs->busy == 0 && hs->readers == 0)
+		hs->idle_since_ms = now_ms();
+	pthread_cond_broadcast(&hs->cond);
+	pthread_mutex_unlock(&hs->lock);
+	hsession_unref(hs);
+}
+
+/* The session ID of USER/THREAD, for a request: a reference and a busy
+ * count (hsession_release()), or NULL. */
+static struct hsession *hsession_find(struct mcp_http *srv, const char *id, const char *user,
+				      const char *thread)
+{
+	struct hsession *found = NULL;
+
+	pthread_mutex_lock(&srv->lock);
+	for (struct hsession *hs = srv->sessions; hs; hs = hs->next)
+		if (ct_equal(hs->id, id) && !strcmp(hs->user, user) && !strcmp(hs->thread, thread))
+			found = hs;
+	if (found) {
+		pthread_mutex_lock(&found->lock);
+		found->refs++;
+		found->busy++;
+		pthread_mutex_unlock(&found->lock);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return found;
+}
+
+/* Takes HS out of the table (the caller holds the server's lock): false
+ * if it was not there. */
+static bool table_remove(struct mcp_http *srv, struct hsession *hs)
+{
+	for (struct hsession **p = &srv->sessions; *p; p = &(*p)->next)
+		if (*p == hs) {
+			*p = hs->next;
+			srv->nsessions--;
+			return true;
+		}
+	return false;
+}
+
+/* Ends HS, taken out of the table by the caller (who handles no request
+ * of it): its streams end, its requests being handled are waited for,
+ * its MCP session ends; then the table's reference goes. */
+static void hsession_end(struct hsession *hs, const char *why)
+{
+	pthread_mutex_lock(&hs->lock);
+	hs->ended = true;
+	pthread_cond_broadcast(&hs->cond);
+	while (hs->busy)
+		pthread_cond_wait(&hs->cond, &hs->lock);
+	pthread_mutex_unlock(&hs->lock);
+	mcp_session_end(hs->mcp);
+	fprintf(stderr, "sbx: serve: session %.8s... of %s/%s ended: %s\n", hs->id, hs->user,
+		hs->thread, why);
+	hsession_unref(hs);
+}
+
+/* What the MCP session sends (session.h's mcp_send_fn): to the stream of
+ * the request ABOUT, else to the GET stream. Messages about a request
+ * whose stream is gone are dropped: the GET stream is for messages about
+ * no request. */
+static void on_send(void *arg, json_t *msg, json_t *about)
+{
+	struct hsession *hs = arg;
+	bool response = !json_object_get(msg, "method");
+	_cleanup_(freep) char *text = json_dumps(msg, JSON_COMPACT);
+
+	json_decref(msg);
+	if (!text)
+		return;
+	size_t len = strlen(text);
+	struct event *e = malloc(sizeof(*e) + len + 1);
+	if (!e)
+		return;
+	*e = (struct event){ .len = len };
+	memcpy(e->text, text, len + 1);
+
+	pthread_mutex_lock(&hs->lock);
+	struct stream *st = NULL;
+	for (struct stream *s = hs->streams; about && s && !st; s = s->next)
+		if (!s->done && json_equal(s->about, about))
+			st = s;
+	if (hs->ended || (about && !st) || (st && st->overflow)) {
+		free(e);
+	} else if (st) {
+		*st->tail = e;
+		st->tail = &e->next;
+		st->bytes += len;
+		st->overflow = st->bytes > PENDING_MAX;
+		st->done = response;
+	} else {
+		e->seq = ++hs->seq;
+		if (hs->ring_last)
+			hs->ring_last->next = e;
+		else
+			hs->ring = e;
+		hs->ring_last = e;
+		hs->ring_count++;
+		hs->ring_bytes += len;
+		while (hs->ring != e && (hs->ring_count > MCP_HTTP_RING_EVENTS ||
+					 hs->ring_bytes > MCP_HTTP_RING_BYTES)) {
+			struct event *old = hs->ring;
+			hs->ring = old->next;
+			hs->ring_count--;
+			hs->ring_bytes -= old->len;
+			free(old);
+		}
+	}
+	pthread_cond_broadcast(&hs->cond);
+	pthread_mutex_unlock(&hs->lock);
+}
+
+/* ---- streams --------------------------------------------------------------- */
+
+/* One open text/event-stream response: of a request (ST), or the GET
+ * stream (ST NULL). */
+struct reader {
+	struct hsession *hs;
+	struct stream *st;
+	unsigned gen;	 /* the GET stream: which GET it is */
+	uint64_t cursor; /* the GET stream: the last event handed over */
+	char *buf;	 /* the event being written */
+	size_t len, off;
+};
+
+/* Formats E as an SSE event into R's buffer (with its id on the GET
+ * stream): 0 or -ENOMEM. */
+static int reader_take(struct reader *r, const struct event *e)
+{
+	free(r->buf);
+	r->off = 0;
+	int n = r->st ? asprintf(&r->buf, "event: message\ndata: %s\n\n", e->text)
+		      : asprintf(&r->buf, "id: %llu\nevent: message\ndata: %s\n\n",
+				 (unsigned long long)e->seq, e->text);
+	if (n < 0) {
+		r->buf = NULL;
+		r->len = 0;
+		return -ENOMEM;
+	}
+	r->len = (size_t)n;
+	return 0;
+}
+
+/* MHD asks for more of the stream: blocks until there is some (a
+ * comment after MCP_HTTP_KEEPALIVE_S of nothing). */
+static ssize_t reader_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct reader *r = cls;
+	struct hsession *hs = r->hs;
+	ssize_t status = 0;
+
+	(void)pos;
+	if (r->off == r->len) {
+		struct timespec until = deadline_in(CLOCK_MONOTONIC,
+						    MCP_HTTP_KEEPALIVE_S * 1000000000ll);
+
+		pthread_mutex_lock(&hs->lock);
+		for (;;) {
+			struct event *e = NULL;
+			if (hs->ended) {
+				status = MHD_CONTENT_READER_END_OF_STREAM;
+				break;
+			}
+			if (r->st && r->st->overflow) {
+				status = MHD_CONTENT_READER_END_WITH_ERROR;
+				break;
+			}
+			if (r->st && (e = r->st->head)) {
+				r->st->head = e->next;
+				if (!r->st->head)
+					r->st->tail = &r->st->head;
+				r->st->bytes -= e->len;
+				status = reader_take(r, e) < 0 ? MHD_CONTENT_READER_END_WITH_ERROR
+							       : 0;
+				free(e);
+				break;
+			}
+			if (r->st && r->st->done) {
+				status = MHD_CONTENT_READER_END_OF_STREAM;
+				break;
+			}
+			if (!r->st && r->gen != hs->get_gen) {
+				status = MHD_CONTENT_READER_END_WITH_ERROR; /* taken over */
+				break;
+			}
+			for (e = r->st ? NULL : hs->ring; e && e->seq <= r->cursor; e = e->next)
+				;
+			if (e) {
+				r->cursor = hs->handed = e->seq;
+				status = reader_take(r, e) < 0 ? MHD_CONTENT_READER_END_WITH_ERROR
+							       : 0;
+				break;
+			}
+			if (pthread_cond_timedwait(&hs->cond, &hs->lock, &until) == ETIMEDOUT) {
+				free(r->buf);
+				r->buf = strdup(": keep-alive\n\n");
+				r->len = r->buf ? strlen(r->buf) : 0;
+				r->off = 0;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&hs->lock);
+		if (status < 0)
+			return status;
+	}
+	size_t n = r->len - r->off < max ? r->len - r->off : max;
+	memcpy(buf, r->buf + r->off, n);
+	r->off += n;
+	return (ssize_t)n;
+}
+
+/* MHD is done with the stream (it ended, or its client went). */
+static void reader_free(void *cls)
+{
+	struct reader *r = cls;
+	struct hsession *hs = r->hs;
+
+	pthread_mutex_lock(&hs->lock);
+	if (r->st)
+		stream_unlink(hs, r->st);
+	else if (r->gen == hs->get_gen)
+		hs->get_open = false;
+	if (--hs->readers == 0 && hs->busy == 0)
+		hs->idle_since_ms = now_ms();
+	pthread_cond_broadcast(&hs->cond);
+	pthread_mutex_unlock(&hs->lock);
+	hsession_unref(hs);
+	free(r->buf);
+	free(r);
+}
+
+/* A text/event-stream response reading R (which it takes, with its
+ * reference on the session and its count in readers). */
+static struct MHD_Response *sse_response(struct reader *r)
+{
+	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, SSE_BLOCK,
+								      reader_read, r, reader_free);
+	if (!resp) {
+		reader_free(r);
+		return NULL;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	MHD_add_response_header(resp, "Mcp-Session-Id", r->hs->id);
+	return resp;
+}
+
+static struct reader *reader_new(struct hsession *hs, struct stream *st)
+{
+	struct reader *r = calloc(1, sizeof(*r));
+
+	if (r) {
+		r->hs = hs;
+		r->st = st;
+		hs->refs++;
+		hs->readers++;
+	}
+	return r;
+}
+
+/* ---- requests ---------------------------------------------------------------- */
+
+/* Whether the header list VALUE (Accept) names TYPE. */
+static bool lists_type(const char *value, const char *type)
+{
+	size_t n = strlen(type);
+
+	for (const char *p = value; p && *p; p = strchr(p, ',')) {
+		p += *p == ',';
+		p += strspn(p, " \t");
+		if (!strncasecmp(p, type, n) && strchr(",; \t", p[n]))
+			return true;
+	}
+	return false;
+}
+
+/* Whether ORIGIN is this server's own: http(s)://localhost,
+ * 127.0.0.1 or [::1], with the port listened on. */
+static bool origin_ok(const struct mcp_http *srv, const char *origin)
+{
+	static const char *const hosts[] = { "localhost", "127.0.0.1", "[::1]" };
+	const char *p = origin;
+	unsigned port;
+
+	if (!strncasecmp(p, "http://", 7)) {
+		p += 7;
+		port = 80;
+	} else if (!strncasecmp(p, "https://", 8)) {
+		p += 8;
+		port = 443;
+	} else {
+		return false;
+	}
+	size_t i = 0, n = 0;
+	for (; i < sizeof(hosts) / sizeof(hosts[0]); i++)
+		if (!strncasecmp(p, hosts[i], n = strlen(hosts[i])) && strchr(":/", p[n]))
+			break;
+	if (i == sizeof(hosts) / sizeof(hosts[0]))
+		return false;
+	p += n;
+	if (*p == ':') {
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(p + 1, &end, 10);
+		if (errno || end == p + 1 || v > 65535 || (*end && strcmp(end, "/")))
+			return false;
+		port = (unsigned)v;
+	} else if (*p && strcmp(p, "/")) {
+		return false;
+	}
+	return !srv->port || port == srv->port;
+}
+
+static const char *header(struct MHD_Connection *conn, const char *name)
+{
+	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
+/* Whether the client may speak to us: its uid on a Unix socket, its
+ * Origin, its token. False with the refusal kept in RQ if not. */
+static bool admit(struct mcp_http *srv, struct MHD_Connection *conn, struct request *rq)
+{
+	const char *origin = header(conn, "Origin");
+
+	if (srv->socket_path) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct ucred cred;
+		socklen_t clen = sizeof(cred);
+		if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
+		    (cred.uid != geteuid() && cred.uid != 0))
+			return HOLD(rq, MHD_HTTP_FORBIDDEN, NULL, RPC_SERVER_ERROR,
+				    "Forbidden: only uid %u and root may use this server",
+				    (unsigned)geteuid());
+	}
+	if (origin && !origin_ok(srv, origin))
+		return HOLD(rq, MHD_HTTP_FORBIDDEN, NULL, RPC_SERVER_ERROR,
+			    "Forbidden: Origin %.100s is not this server's", origin);
+	if (!srv->token)
+		return true;
+	const char *auth = header(conn, MHD_HTTP_HEADER_AUTHORIZATION);
+	if (auth && !strncasecmp(auth, "Bearer ", 7) && ct_equal(srv->token, auth + 7))
+		return true;
+	struct MHD_Response *r = error_response(NULL, RPC_SERVER_ERROR, "Unauthorized: %s",
+						auth ? "the bearer token is not this server's"
+						     : "an Authorization: Bearer token is needed");
+	if (r)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+					auth ? "Bearer realm=\"sbx\", error=\"invalid_token\""
+					     : "Bearer realm=\"sbx\"");
+	return hold(rq, MHD_HTTP_UNAUTHORIZED, r);
+}
+
+/* URL's USER and THREAD into RQ: false unless it is /mcp/USER/THREAD. */
+static bool parse_path(const char *url, struct request *rq)
+{
+	const char *why, *u = url + 5, *slash;
+
+	if (strncmp(url, "/mcp/", 5) || !(slash = strchr(u, '/')) || (size_t)(slash - u) > ID_MAX ||
+	    strlen(slash + 1) > ID_MAX)
+		return false;
+	memcpy(rq->user, u, (size_t)(slash - u));
+	rq->user[slash - u] = '\0';
+	strcpy(rq->thread, slash + 1);
+	return user_id_check(rq->user, &why) == 0 && thread_id_check(rq->thread, &why) == 0;
+}
+
+/* The checks a request passes before its body is read (see the header).
+ * False with the refusal kept in RQ. */
+static bool check_headers(struct mcp_http *srv, struct MHD_Connection *conn, const char *url,
+			  const char *method, struct request *rq)
+{
+	const char *accept = header(conn, MHD_HTTP_HEADER_ACCEPT);
+
+	if (!admit(srv, conn, rq))
+		return false;
+	if (!parse_path(url, rq))
+		return HOLD(rq, MHD_HTTP_NOT_FOUND, NULL, RPC_SERVER_ERROR,
+			    "Not Found: the MCP endpoint is /mcp/USER/THREAD");
+	if (!strcmp(method, "POST")) {
+		const char *type = header(conn, MHD_HTTP_HEADER_CONTENT_TYPE);
+		const char *length = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (!accept || !lists_type(accept, "application/json") ||
+		    !lists_type(accept, "text/event-stream"))
+			return HOLD(rq, MHD_HTTP_NOT_ACCEPTABLE, NULL, RPC_SERVER_ERROR,
+				    "Not Acceptable: Accept must list application/json and "
+				    "text/event-stream");
+		if (!type || !lists_type(type, "application/json"))
+			return HOLD(rq, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, NULL, RPC_SERVER_ERROR,
+				    "Unsupported Media Type: the body must be application/json");
+		if (length && strtoull(length, NULL, 10) > srv->max_body)
+			return HOLD(rq, MHD_HTTP_CONTENT_TOO_LARGE, NULL, RPC_SERVER_ERROR,
+				    "Content Too Large: a message may have %zu bytes",
+				    srv->max_body);
+		return true;
+	}
+	if (!strcmp(method, "GET")) {
+		if (!accept || !lists_type(accept, "text/event-stream"))
+			return HOLD(rq, MHD_HTTP_NOT_ACCEPTABLE, NULL, RPC_SERVER_ERROR,
+				    "Not Acceptable: Accept must list text/event-stream");
+		return true;
+	}
+	if (!strcmp(method, "DELETE"))
+		return true;
+	struct MHD_Response *r = error_response(NULL, RPC_SERVER_ERROR,
+						"Method Not Allowed: POST, GET or DELETE");
+	if (r)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, POST, DELETE");
+	return hold(rq, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+}
+
+/* The session the request names (Mcp-Session-Id), with a reference and
+ * a busy count; NULL once the refusal is queued. */
+static struct hsession *request_session(struct mcp_http *srv, struct MHD_Connection *conn,
+					const struct request *rq, json_t *id)
+{
+	const char *sid = header(conn, "Mcp-Session-Id");
+	const char *version = header(conn, "MCP-Protocol-Version");
+
+	if (!sid) {
+		REFUSE(conn, MHD_HTTP_BAD_REQUEST, id, JSONRPC_INVALID_REQUEST,
+		       "Bad Request: no Mcp-Session-Id (initialize first)");
+		return NULL;
+	}
+	struct hsession *hs = hsession_find(srv, sid, rq->user, rq->thread);
+	if (!hs) {
+		REFUSE(conn, MHD_HTTP_NOT_FOUND, id, RPC_NO_SESSION,
+		       "Session not found: it ended, or never was");
+		return NULL;
+	}
+	if (version && !mcp_version_supported(version)) {
+		hsession_release(hs);
+		REFUSE(conn, MHD_HTTP_BAD_REQUEST, id, JSONRPC_INVALID_REQUEST,
+		       "Bad Request: MCP-Protocol-Version %.40s is not served (2025-11-25, "
+		       "2025-06-18)",
+		       version);
+		return NULL;
+	}
+	return hs;
+}
+
+/* Hands the request MSG to HS (whose busy count the caller holds) and
+ * queues its answer: the response alone if it came at once, else a
+ * stream of what comes. */
+static enum MHD_Result post_request(struct MHD_Connection *conn, struct hsession *hs, json_t *msg,
+				    char **answer)
+{
+	json_t *id = json_object_get(msg, "id");
+	struct stream *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return REFUSE(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, id, JSONRPC_INTERNAL_ERROR,
+			      "out of memory");
+	st->about = json_incref(id);
+	st->tail = &st->head;
+	pthread_mutex_lock(&hs->lock);
+	bool in_use = false;
+	for (struct stream *s = hs->streams; s && !in_use; s = s->next)
+		in_use = !s->done && json_equal(s->about, id);
+	if (!in_use) {
+		st->next = hs->streams;
+		hs->streams = st;
+	}
+	pthread_mutex_unlock(&hs->lock);
+	if (in_use) {
+		json_decref(st->about);
+		free(st);
+		return REFUSE(conn, MHD_HTTP_BAD_REQUEST, id, JSONRPC_INVALID_REQUEST,
+			      "Bad Request: a request with this id is in flight");
+	}
+
+	mcp_session_handle(hs->mcp, msg);
+
+	pthread_mutex_lock(&hs->lock);
+	struct reader *r = NULL;
+	if (st->done && st->head && !st->head->next) {
+		*answer = strdup(st->head->text);
+		stream_unlink(hs, st);
+	} else {
+		r = reader_new(hs, st);
+		if (!r)
+			stream_unlink(hs, st);
+	}
+	pthread_mutex_unlock(&hs->lock);
+	if (r)
+		return queue(conn, MHD_HTTP_OK, sse_response(r));
+	if (!*answer)
+		return REFUSE(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, id, JSONRPC_INTERNAL_ERROR,
+			      "out of memory");
+	return MHD_YES; /* the caller sends ANSWER */
+}
+
+/* A stream whose request the client cancelled ends: no response comes. */
+static void cancel_stream(struct hsession *hs, json_t *params)
+{
+	json_t *id = json_object_get(params, "requestId");
+
+	pthread_mutex_lock(&hs->lock);
+	for (struct stream *s = hs->streams; id && s; s = s->next)
+		if (!s->done && json_equal(s->about, id))
+			s->done = true;
+	pthread_cond_broadcast(&hs->cond);
+	pthread_mutex_unlock(&hs->lock);
+}
+
+/* initialize without a session: a new session, in the table if it
+ * initialized. */
+static enum MHD_Result post_initialize(struct mcp_http *srv, struct MHD_Connection *conn,
+				       const struct request *rq, json_t *msg)
+{
+	json_t *id = json_object_get(msg, "id");
+	unsigned char rnd[SESSION_ID_BYTES];
+
+	pthread_mutex_lock(&srv->lock);
+	bool room = !srv->stopping && srv->nsessions < srv->max_sessions;
+	srv->nsessions += room; /* a place kept while it is made */
+	pthread_mutex_unlock(&srv->lock);
+	if (!room)
+		return REFUSE(conn, MHD_HTTP_SERVICE_UNAVAILABLE, id, RPC_SERVER_ERROR,
+			      "Service Unavailable: %u sessions at once at most",
+			      srv->max_sessions);
+
+	struct hsession *hs = calloc(1, sizeof(*hs));
+	if (!hs || getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd) ||
+	    !(hs->user = strdup(rq->user)) || !(hs->thread = strdup(rq->thread))) {
+		if (hs) {
+			free(hs->user);
+			free(hs->thread);
+		}
+		free(hs);
+		pthread_mutex_lock(&srv->lock);
+		srv->nsessions--;
+		pthread_mutex_unlock(&srv->lock);
+		return REFUSE(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, id, JSONRPC_INTERNAL_ERROR,
+			      "cannot make a session");
+	}
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(hs->id + 2 * i, 3, "%02x", rnd[i]);
+	hs->cfg = (struct mcp_config){ .home = srv->home,
+				       .user = hs->user,
+				       .thread = hs->thread,
+				       .profile = MCP_PROFILE_REFERENCE,
+				       .run = true };
+	hs->refs = 2; /* the table's and this request's */
+	hs->busy = 1;
+	pthread_mutex_init(&hs->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&hs->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	hs->mcp = mcp_session_new(&hs->cfg, on_send, hs);
+
+	char *answer = NULL;
+	enum MHD_Result q = MHD_YES;
+	if (hs->mcp)
+		q = post_request(conn, hs, msg, &answer);
+	json_auto_t *reply = answer ? json_loads(answer, 0, NULL) : NULL;
+	bool ok = json_object_get(reply, "result") != NULL;
+
+	pthread_mutex_lock(&srv->lock);
+	bool stopping = srv->stopping;
+	if (ok && !stopping) {
+		hs->next = srv->sessions;
+		srv->sessions = hs;
+	} else {
+		srv->nsessions--;
+		ok = false;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	if (ok) {
+		fprintf(stderr, "sbx: serve: session %.8s... of %s/%s begun\n", hs->id, hs->user,
+			hs->thread);
+		/* Made before this request lets go of HS: the server may end
+		 * it as soon as it does. */
+		struct MHD_Response *r = answer ? json_response(answer, hs) : NULL;
+		hsession_release(hs);
+		return answer ? queue(conn, MHD_HTTP_OK, r) : q;
+	}
+	hsession_release(hs);
+	if (!hs->mcp) {
+		hsession_unref(hs);
+		return REFUSE(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, id, JSONRPC_INTERNAL_ERROR,
+			      "cannot make a session");
+	}
+	hsession_end(hs, stopping ? "the server stops" : "its initialize failed");
+	if (stopping) {
+		free(answer);
+		return REFUSE(conn, MHD_HTTP_SERVICE_UNAVAILABLE, id, RPC_SERVER_ERROR,
+			      "Service Unavailable: the server stops");
+	}
+	/* ANSWER says why, and the client sees no session. */
+	return answer ? queue(conn, MHD_HTTP_OK, json_response(answer, NULL)) : q;
+}
+
+/* POST: one message (see the header). */
+static enum MHD_Result on_post(struct mcp_http *srv, struct MHD_Connection *conn,
+			       struct request *rq)
+{
+	json_error_t jerr;
+	const char *why;
+	/* As mcp_session_receive() reads it, so that what passes here
+	 * passes there. */
+	json_auto_t *msg = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES,
+				      &jerr);
+
+	if (!msg)
+		return REFUSE(conn, MHD_HTTP_BAD_REQUEST, NULL, JSONRPC_PARSE_ERROR,
+			      "Parse error: %s", jerr.text);
+	enum jsonrpc_kind kind = jsonrpc_classify(msg, &why);
+	json_t *id = json_object_get(msg, "id");
+	if (kind == JSONRPC_INVALID)
+		return REFUSE(conn, MHD_HTTP_BAD_REQUEST,
+			      json_is_string(id) || json_is_integer(id) ? id : NULL,
+			      JSONRPC_INVALID_REQUEST, "Invalid Request: %s", why);
+	const char *method = json_string_value(json_object_get(msg, "method"));
+	if (kind == JSONRPC_REQUEST && !strcmp(method, "initialize") &&
+	    !header(conn, "Mcp-Session-Id"))
+		return post_initialize(srv, conn, rq, msg);
+
+	struct hsession *hs = request_session(srv, conn, rq, kind == JSONRPC_REQUEST ? id : NULL);
+	if (!hs)
+		return MHD_YES;
+	enum MHD_Result q;
+	if (kind == JSONRPC_REQUEST) {
+		char *answer = NULL;
+		q = post_request(conn, hs, msg, &answer);
+		if (answer)
+			q = queue(conn, MHD_HTTP_OK, json_response(answer, hs));
+	} else {
+		mcp_session_handle(hs->mcp, msg);
+		if (kind == JSONRPC_NOTIFICATION && !strcmp(method, "notifications/cancelled"))
+			cancel_stream(hs, json_object_get(msg, "params"));
+		q = queue(conn, MHD_HTTP_ACCEPTED, json_response(NULL, hs));
+	}
+	hsession_release(hs);
+	return q;
+}
+
+/* GET: the session's own stream. */
+static enum MHD_Result on_get(struct mcp_http *srv, struct MHD_Connection *conn,
+			      const struct request *rq)
+{
+	const char *last = header(conn, "Last-Event-ID");
+	struct hsession *hs = request_session(srv, conn, rq, NULL);
+	struct reader *r = NULL;
+	uint64_t cursor = 0;
+	char *end = NULL;
+
+	if (!hs)
+		return MHD_YES;
+	pthread_mutex_lock(&hs->lock);
+	bool bad = false, busy = false;
+	if (last) {
+		errno = 0;
+		unsigned long long n = strtoull(last, &end, 10);
+		bad = errno || !*last || strspn(last, "0123456789") != strlen(last) || n > hs->seq;
+		cursor = n;
+	} else {
+		busy = hs->get_open;
+		cursor = hs->handed;
+	}
+	if (!bad && !busy && (r = reader_new(hs, NULL))) {
+		r->gen = ++hs->get_gen; /* a stream still open ends */
+		r->cursor = cursor;
+		hs->get_open = true;
+		pthread_cond_broadcast(&hs->cond);
+	}
+	pthread_mutex_unlock(&hs->lock);
+	hsession_release(hs);
+	if (bad)
+		return REFUSE(conn, MHD_HTTP_BAD_REQUEST, NULL, JSONRPC_INVALID_REQUEST,
+			      "Bad Request: Last-Event-ID %.40s is no event of this session", last);
+	if (busy)
+		return REFUSE(conn, MHD_HTTP_CONFLICT, NULL, RPC_SERVER_ERROR,
+			      "Conflict: the session's stream is open already (Last-Event-ID "
+			      "takes it over)");
+	if (!r)
+		return REFUSE(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, JSONRPC_INTERNAL_ERROR,
+			      "out of memory");
+	return queue(conn, MHD_HTTP_OK, sse_response(r));
+}
+
+/* DELETE: the session ends. */
+static enum MHD_Result on_delete(struct mcp_http *srv, struct MHD_Connection *conn,
+				 const struct request *rq)
+{
+	struct hsession *hs = request_session(srv, conn, rq, NULL);
+
+	if (!hs)
+		return MHD_YES;
+	pthread_mutex_lock(&srv->lock);
+	bool ours = table_remove(srv, hs);
+	pthread_mutex_unlock(&srv->lock);
+	/* A reference of our own keeps HS while it ends. */
+	pthread_mutex_lock(&hs->lock);
+	hs->refs++;
+	pthread_mutex_unlock(&hs->lock);
+	hsession_release(hs);
+	if (ours)
+		hsession_end(hs, "the client deleted it");
+	hsession_unref(hs);
+	if (!ours)
+		return REFUSE(conn, MHD_HTTP_NOT_FOUND, NULL, RPC_NO_SESSION,
+			      "Session not found: it ended, or never was");
+	return queue(conn, MHD_HTTP_NO_CONTENT,
+		     MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **state)
+{
+	struct mcp_http *srv = cls;
+	struct request *rq = *state;
+
+	(void)version;
+	if (!rq) {
+		if (!(rq = calloc(1, sizeof(*rq))))
+			return MHD_NO;
+		*state = rq;
+		rq->refused = !check_headers(srv, conn, url, method, rq);
+		if (rq->refused && !rq->refusal)
+			return MHD_NO; /* out of memory: the connection ends */
+		/* A body of no announced length, or over the limit, is not
+		 * waited for. */
+		const char *length = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (rq->refused && (!length || strtoull(length, NULL, 10) > srv->max_body))
+			return queue(conn, rq->status, TAKE_PTR(rq->refusal));
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		/* Past the limit (no Content-Length said so) the rest is read
+		 * and dropped: MHD answers only once the body is in. */
+		if (!rq->refused && !rq->too_big && rq->len + *upload_size > srv->max_body) {
+			rq->too_big = true;
+			free(TAKE_PTR(rq->body));
+		}
+		if (!rq->refused && !rq->too_big) {
+			if (rq->len + *upload_size > rq->cap) {
+				size_t cap = rq->cap ? rq->cap : 4096;
+				while (cap < rq->len + *upload_size)
+					cap *= 2;
+				char *p = realloc(rq->body, cap);
+				if (!p)
+					return MHD_NO;
+				rq->body = p;
+				rq->cap = cap;
+			}
+			memcpy(rq->body + rq->len, upload, *upload_size);
+			rq->len += *upload_size;
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (rq->refused) /* no refusal left: it went at the headers */
+		return rq->refusal ? queue(conn, rq->status, TAKE_PTR(rq->refusal)) : MHD_YES;
+	rq->refused = true; /* answered: a call again is none of ours */
+	if (rq->too_big)
+		return REFUSE(conn, MHD_HTTP_CONTENT_TOO_LARGE, NULL, RPC_SERVER_ERROR,
+			      "Content Too Large: a message may have %zu bytes", srv->max_body);
+	if (!strcmp(method, "POST"))
+		return on_post(srv, conn, rq);
+	if (!strcmp(method, "GET"))
+		return on_get(srv, conn, rq);
+	return on_delete(srv, conn, rq);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
+			 enum MHD_RequestTerminationCode why)
+{
+	struct request *rq = *state;
+
+	(void)cls;
+	(void)conn;
+	(void)why;
+	if (rq) {
+		if (rq->refusal)
+			MHD_destroy_response(rq->refusal);
+		free(rq->body);
+		free(rq);
+		*state = NULL;
+	}
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char text[512];
+
+	(void)cls;
+	vsnprintf(text, sizeof(text), fmt, ap);
+	text[strcspn(text, "\n")] = '\0';
+	fprintf(stderr, "sbx: serve: libmicrohttpd: %s\n", text);
+}
+
+/* ---- life ------------------------------------------------------------------ */
+
+/* Ends the sessions idle for longer than the limit, once a second. */
+static void *reaper(void *arg)
+{
+	struct mcp_http *srv = arg;
+
+	pthread_mutex_lock(&srv->lock);
+	while (!srv->stopping) {
+		struct timespec until = deadline_in(CLOCK_MONOTONIC, 1000000000ll);
+		pthread_cond_timedwait(&srv->cond, &srv->lock, &until);
+		int64_t now = now_ms();
+		struct hsession *idle = NULL;
+		for (struct hsession **p = &srv->sessions; *p && !srv->stopping;) {
+			struct hsession *hs = *p;
+			pthread_mutex_lock(&hs->lock);
+			bool gone = hs->busy == 0 && hs->readers == 0 &&
+				    now - hs->idle_since_ms >= (int64_t)srv->idle_timeout_s * 1000;
+			pthread_mutex_unlock(&hs->lock);
+			if (gone) {
+				*p = hs->next;
+				srv->nsessions--;
+				hs->next = idle;
+				idle = hs;
+			} else {
+				p = &hs->next;
+			}
+		}
+		pthread_mutex_unlock(&srv->lock);
+		while (idle) {
+			struct hsession *hs = idle;
+			idle = hs->next;
+			hsession_end(hs, "idle");
+		}
+		pthread_mutex_lock(&srv->lock);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return NULL;
+}
+
+/* A listening socket: on ADDR, or at the Unix socket PATH. */
+static int listen_on(const struct mcp_http_options *o, struct error *e)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, r;
+
+	if (!o->socket_path) {
+		fd = socket(o->addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int one = 1;
+		if (fd < 0)
+			return error_set(e, -errno, "cannot make a socket: %s", strerror(errno));
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (o->addr->sa_family == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		if (bind(fd, o->addr, o->addrlen) < 0 || listen(fd, 128) < 0) {
+			r = -errno;
+			close(fd);
+			return error_set(e, r, "cannot listen there: %s", strerror(-r));
+		}
+		return fd;
+	}
+	if (strlen(o->socket_path) >= sizeof(sa.sun_path))
+		return error_set(e, -ENAMETOOLONG, "%s: a Unix socket's path has at most %zu bytes",
+				 o->socket_path, sizeof(sa.sun_path) - 1);
+	strcpy(sa.sun_path, o->socket_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return error_set(e, -errno, "cannot make a socket: %s", strerror(errno));
+	/* A socket left by a server that died is replaced; a live one, or
+	 * anything that is not a socket, is not. */
+	struct stat st;
+	if (lstat(o->socket_path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			close(fd);
+			return error_set(e, -EEXIST, "%s exists and is not a socket",
+					 o->socket_path);
+		}
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			close(fd);
+			return error_set(e, -EADDRINUSE, "a server listens on %s already",
+					 o->socket_path);
+		}
+		unlink(o->socket_path);
+	}
+	mode_t old = umask(0177); /* the socket is 0600 */
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || listen(fd, 128) < 0) {
+		r = -errno;
+		close(fd);
+		return error_set(e, r, "cannot listen on %s: %s", o->socket_path, strerror(-r));
+	}
+	return fd;
+}
+
+static void server_free(struct mcp_http *srv)
+{
+	free(srv->home);
+	free(srv->token);
+	free(srv->socket_path);
+	pthread_mutex_destroy(&srv->lock);
+	pthread_cond_destroy(&srv->cond);
+	free(srv);
+}
+
+int mcp_http_start(const struct mcp_http_options *o, struct mcp_http **out, struct error *e)
+{
+	struct mcp_http *srv = calloc(1, sizeof(*srv));
+	int r;
+
+	if (!srv)
+		return error_set(e, -ENOMEM, "out of memory");
+	pthread_mutex_init(&srv->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&srv->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	srv->max_body = o->max_body;
+	srv->max_sessions = o->max_sessions;
+	srv->idle_timeout_s = o->idle_timeout_s;
+	if (!(srv->home = strdup(o->home)) || (o->token && !(srv->token = strdup(o->token))) ||
+	    (o->socket_path && !(srv->socket_path = strdup(o->socket_path)))) {
+		server_free(srv);
+		return error_set(e, -ENOMEM, "out of memory");
+	}
+	if (!srv->token && !srv->socket_path) {
+		server_free(srv);
+		return error_set(e, -EINVAL, "a TCP address needs a token");
+	}
+	if (o->tls_cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		server_free(srv);
+		return error_set(e, -ENOTSUP, "this libmicrohttpd has no TLS");
+	}
+	int lfd = listen_on(o, e);
+	if (lfd < 0) {
+		server_free(srv);
+		return lfd;
+	}
+	if (!o->socket_path) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		if (getsockname(lfd, (struct sockaddr *)&ss, &len) == 0)
+			srv->port = ntohs(ss.ss_family == AF_INET6
+						  ? ((struct sockaddr_in6 *)&ss)->sin6_port
+						  : ((struct sockaddr_in *)&ss)->sin_port);
+	}
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+			 MHD_USE_ITC | MHD_USE_ERROR_LOG | (o->tls_cert ? MHD_USE_TLS : 0);
+	struct MHD_OptionItem tls[] = {
+		{ o->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0,
+		  (void *)o->tls_cert },
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)o->tls_key },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	/* The logger first: MHD says so for the options that follow. */
+	srv->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER,
+				  on_mhd_log, srv, MHD_OPTION_LISTEN_SOCKET, lfd,
+				  MHD_OPTION_CONNECTION_LIMIT, o->max_connections,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_ARRAY,
+				  tls, MHD_OPTION_END);
+	if (!srv->d) {
+		close(lfd);
+		if (o->socket_path)
+			unlink(o->socket_path);
+		server_free(srv);
+		return error_set(e, -EIO, "libmicrohttpd did not start%s",
+				 o->tls_cert ? " (is the key the certificate's?)" : "");
+	}
+	if ((r = pthread_create(&srv->reaper, NULL, reaper, srv)) != 0) {
+		mcp_http_stop(srv);
+		return error_set(e, -r, "cannot start a thread: %s", strerror(r));
+	}
+	srv->reaper_started = true;
+	*out = srv;
+	return 0;
+}
+
+unsigned mcp_http_port(const struct mcp_http *h)
+{
+	return h->port;
+}
+
+void mcp_http_stop(struct mcp_http *srv)
+{
+	pthread_mutex_lock(&srv->lock);
+	srv->stopping = true;
+	struct hsession *all = srv->sessions;
+	srv->sessions = NULL;
+	srv->nsessions = 0;
+	pthread_cond_broadcast(&srv->cond);
+	pthread_mutex_unlock(&srv->lock);
+	if (srv->reaper_started)
+		pthread_join(srv->reaper, NULL);
+	while (all) {
+		struct hsession *hs = all;
+		all = hs->next;
+		hsession_end(hs, "the server stops");
+	}
+	MHD_stop_daemon(srv->d);
+	if (srv->socket_path)
+		unlink(srv->socket_path);
+	server_free(srv);
+}
