@@ -507,7 +507,8 @@ static void broker_teardown(struct broker *b)
 		store_close(b->kept);
 }
 
-int broker_main(const struct broker_options *o)
+/* broker_main(), *CHILD set in the process that detached to serve. */
+static int broker_run(const struct broker_options *o, bool *child)
 {
 	char path[PATH_MAX + 32], err[PATH_MAX + 256];
 	struct broker b = { 0 };
@@ -547,6 +548,7 @@ int broker_main(const struct broker_options *o)
 			return 1;
 		if (pid > 0)
 			return wait_ready(ready, o->home, pid, o->quiet);
+		*child = true;
 		close(ready[0]);
 		setsid();
 	}
@@ -589,4 +591,16 @@ fail:
 		(void)!write(ready[1], "1", 1);
 	config_free(&b.config);
 	return 1;
+}
+
+int broker_main(const struct broker_options *o)
+{
+	bool child = false;
+	int r = broker_run(o, &child);
+
+	/* The detached broker never goes back to its caller's code (sbx mcp
+	 * starts one from the middle of its own). */
+	if (child)
+		exit(r);
+	return r;
 }

@@ -31,7 +31,8 @@ struct broker_options {
 
 /* Runs the broker until SIGTERM, SIGINT or a shutdown request; returns
  * the exit status. Unless FOREGROUND, returns in the parent once the
- * socket is ready (0), and the broker logs to HOME/run/broker.log. */
+ * socket is ready (0), and the broker, a child that detached, logs to
+ * HOME/run/broker.log and exits where it would return. */
 int broker_main(const struct broker_options *o);
 
 /* Waits until no broker runs for HOME (after a shutdown request): 0, or

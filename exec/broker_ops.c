@@ -24,6 +24,8 @@
 #include "run/documents.h"
 #include "run/lifecycle.h"
 #include "run/lookup.h"
+#include "run/refusal.h"
+#include "run/views.h"
 #include "run/restore.h"
 #include "run/undo.h"
 #include "run/undo_plan.h"
@@ -31,6 +33,7 @@
 #include "store/lease.h"
 #include "store/receipt.h"
 #include "store/store.h"
+#include "tool/tool.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -992,6 +995,84 @@ static void op_exec(struct client *c, const struct request *q)
 	exec_reply(&j, r, &res, out.mask);
 }
 
+/* ---- tool: a file tool in the thread's view ----------------------------- */
+
+/* The path of a write the view refused, told by the tool's thread; the
+ * explanation is made after the call, as the broker (the store is the
+ * broker's to read, not the sandbox's). */
+struct refused {
+	char *path;
+};
+
+static int note_refusal(void *arg, const char *vpath, char **text)
+{
+	struct refused *f = arg;
+
+	*text = NULL;
+	free(f->path);
+	f->path = strdup(vpath);
+	return 0;
+}
+
+/* Adds to RES's text what changed in the path the view refused since the
+ * thread read it, as the refusal's audit row tells it. */
+static void explain_refusal(struct client *c, const struct request *q, struct tool_result *res,
+			    const char *path)
+{
+	struct store *s = NULL;
+	char err[PATH_MAX + 256], *why = NULL, *text = NULL;
+
+	views_sync(c->b->home, q->user, q->thread); /* the audit row in the store */
+	if (store_take(c->b, &s, err, sizeof(err)) < 0)
+		return;
+	if (refusal_explain(s, q->user, q->thread, path, &why) == 0 && why &&
+	    asprintf(&text, "%s\n\n%s", res->text, why) >= 0) {
+		free(res->text);
+		res->text = text;
+	}
+	free(why);
+	store_give(c->b, s);
+}
+
+/* Runs a file tool (tool/tool.h) in Q's thread's view, as its sandbox's
+ * identity, the program named VIA:NAME. */
+static void op_tool(struct client *c, const struct request *q)
+{
+	struct broker *b = c->b;
+	struct sandbox_view sv;
+	struct tool_result res = { 0 };
+	struct refused refused = { NULL };
+	char err[PATH_MAX + 128];
+
+	if (!tool_spec_find(q->tool_name)) {
+		send_error(c, q->id, "unknown_tool", "no tool %.64s", q->tool_name);
+		return;
+	}
+	if (provider_use(b->provider, q->user, q->thread, &sv, err, sizeof(err)) < 0) {
+		send_error(c, q->id, "mount_failed", "%s", err);
+		return;
+	}
+	int root = open(sv.mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	const struct tool_view v = { .root = root,
+				     .refusal = note_refusal,
+				     .refusal_arg = &refused };
+	const struct tool_identity id = { sv.ident.uid, sv.ident.gid };
+	int r = root < 0 ? -errno : tool_call_as(&v, &id, q->via, q->tool_name, q->arguments, &res);
+	if (root >= 0)
+		close(root);
+	if (r == 0 && refused.path)
+		explain_refusal(c, q, &res, refused.path);
+	provider_unuse(b->provider, q->user, q->thread);
+	if (r < 0)
+		send_error(c, q->id, "internal", "cannot run %s: %s", q->tool_name, strerror(-r));
+	else
+		send_ok(c, q->id,
+			json_pack("{s:s, s:b, s:O?}", "text", res.text, "is_error", res.is_error,
+				  "structured", res.structured));
+	free(refused.path);
+	tool_result_free(&res);
+}
+
 /* ---- a request ---------------------------------------------------------- */
 
 void broker_dispatch(struct client *c, const char *line, size_t len)
@@ -1042,6 +1123,9 @@ void broker_dispatch(struct client *c, const char *line, size_t len)
 		break;
 	case REQ_STATUS:
 		op_status(c, q.id);
+		break;
+	case REQ_TOOL:
+		op_tool(c, &q);
 		break;
 	case REQ_SHUTDOWN:
 		log_info("shutdown requested (uid %u)", (unsigned)c->uid);

@@ -68,6 +68,7 @@ static const struct {
 	{ "run_undo", REQ_RUN_UNDO },
 	{ "restore", REQ_RESTORE },
 	{ "run_changes", REQ_RUN_CHANGES },
+	{ "tool", REQ_TOOL },
 };
 
 /* The run a request names (present, run_end, run_undo). */
@@ -180,6 +181,24 @@ static int parse_run_begin(struct request *r, const char **code, char *err, size
 }
 
 /* A watch (docs/protocol.md): where to start. */
+/* A file tool's call: its name and arguments, and who calls it (three
+ * lowercase letters: the program is named VIA:NAME, in 15 bytes). */
+static int parse_tool(struct request *r, const char **code, char *err, size_t errlen)
+{
+	if (!str_field(r->root, "name", true, &r->tool_name, err, errlen) ||
+	    !str_field(r->root, "via", false, &r->via, err, errlen))
+		return bad_request(code);
+	if (!r->via)
+		r->via = "sbx";
+	if (strlen(r->via) != 3 || strspn(r->via, "abcdefghijklmnopqrstuvwxyz") != 3)
+		return fail(code, "bad_request", err, errlen,
+			    "'via' must be three lowercase letters");
+	r->arguments = json_object_get(r->root, "arguments");
+	if (r->arguments && !json_is_object(r->arguments))
+		return fail(code, "bad_request", err, errlen, "'arguments' must be an object");
+	return 0;
+}
+
 static int parse_watch(struct request *r, const char **code, char *err, size_t errlen)
 {
 	json_t *since = json_object_get(r->root, "since");
@@ -278,7 +297,7 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 		return fail(code, "unknown_op", err, errlen,
 			    "unknown op '%.64s' (ping, acquire, release, exec, present,"
 			    " run_begin, run_end, run_changes, run_undo, restore, status, shutdown,"
-			    " watch)",
+			    " tool, watch)",
 			    op);
 	r->op = ops[i].op;
 	if (r->op == REQ_PING || r->op == REQ_STATUS || r->op == REQ_SHUTDOWN)
@@ -302,6 +321,8 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 		return parse_restore(r, code, err, errlen);
 	if (r->op == REQ_WATCH)
 		return parse_watch(r, code, err, errlen);
+	if (r->op == REQ_TOOL)
+		return parse_tool(r, code, err, errlen);
 	if (r->op == REQ_RUN_BEGIN)
 		return parse_run_begin(r, code, err, errlen);
 	if (!str_field(r->root, "owner", true, &r->owner, err, errlen))

@@ -24,6 +24,7 @@ enum request_op {
 	REQ_RUN_BEGIN,
 	REQ_RUN_END,
 	REQ_RUN_CHANGES,
+	REQ_TOOL,
 	REQ_RUN_UNDO,
 	REQ_RESTORE,
 };
@@ -58,6 +59,11 @@ struct request {
 	const char *path;
 	long long before;
 	int64_t at_ns;
+	/* tool (tool/tool.h): its name, its arguments (root's), and who
+	 * calls it ("mcp", "aio": the program is named VIA:NAME). */
+	const char *tool_name;
+	json_t *arguments;
+	const char *via;
 };
 
 /* Parses LINE (LEN bytes) into R. Returns 0, or -EINVAL with the error

@@ -2,8 +2,10 @@
 #include "tools.h"
 #include "common/cleanup.h"
 #include "exec/client.h"
+#include "tool/tool.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,29 +89,47 @@ static const struct tool *tool_find(enum mcp_profile profile, const char *name)
 	return NULL;
 }
 
+/* A tool's listing: name, title, description, schemas, annotations. */
+static json_t *tool_listing(const char *name, const char *title, const char *description,
+			    const char *input, const char *output, bool read_only, bool destructive,
+			    bool idempotent)
+{
+	json_t *t = json_pack("{s:s, s:s, s:o, s:{s:s, s:b, s:b, s:b, s:b}}", "name", name,
+			      "description", description, "inputSchema", json_loads(input, 0, NULL),
+			      "annotations", "title", title, "readOnlyHint", read_only,
+			      "destructiveHint", destructive, "idempotentHint", idempotent,
+			      "openWorldHint", false);
+
+	if (t && title)
+		json_object_set_new(t, "title", json_string(title));
+	if (t && output)
+		json_object_set_new(t, "outputSchema", json_loads(output, 0, NULL));
+	return t;
+}
+
 json_t *mcp_tools_list(enum mcp_profile profile)
 {
 	size_t n;
 	const struct tool *t = tools_of(profile, &n);
 	json_t *list = json_array();
 
-	for (size_t i = 0; list && i < n; i++) {
-		json_t *schema = json_loads(t[i].input_schema, 0, NULL);
+	for (size_t i = 0; list && i < tool_nspecs; i++) {
+		const struct tool_spec *f = &tool_specs[i];
 		json_array_append_new(list,
-				      json_pack("{s:s, s:s, s:s, s:o, s:{s:s, s:b, s:b, s:b, s:b}}",
-						"name", t[i].name, "title", t[i].title,
-						"description", t[i].description, "inputSchema",
-						schema, "annotations", "title", t[i].title,
-						"readOnlyHint", t[i].read_only, "destructiveHint",
-						t[i].destructive, "idempotentHint", t[i].idempotent,
-						"openWorldHint", false));
+				      tool_listing(f->name, f->name, f->description,
+						   f->input_schema, f->output_schema, f->read_only,
+						   f->destructive, f->idempotent));
 	}
+	for (size_t i = 0; list && i < n; i++)
+		json_array_append_new(list, tool_listing(t[i].name, t[i].title, t[i].description,
+							 t[i].input_schema, NULL, t[i].read_only,
+							 t[i].destructive, t[i].idempotent));
 	return list;
 }
 
 bool mcp_tool_known(enum mcp_profile profile, const char *name)
 {
-	return tool_find(profile, name) != NULL;
+	return tool_spec_find(name) || tool_find(profile, name);
 }
 
 json_t *mcp_tool_text(const char *text, bool is_error)
@@ -321,10 +341,40 @@ static json_t *run_undo_tool(struct mcp_call *c, json_t *args)
 	return undo_text(reply, json_is_true(dry));
 }
 
+/* A file tool, in the view through the broker (the program mcp:NAME). */
+static json_t *run_file_tool(struct mcp_call *c, const char *name, json_t *args)
+{
+	const struct mcp_config *cfg = mcp_call_config(c);
+	const char *path = json_string_value(json_object_get(args, "path"));
+	struct error e;
+
+	if (path && !mcp_call_within_roots(c, path)) {
+		char text[PATH_MAX + 96];
+		snprintf(text, sizeof(text),
+			 "Error: Access denied: %s is outside the roots this client gave", path);
+		return mcp_tool_text(text, true);
+	}
+	json_auto_t *req = json_pack("{s:s, s:s, s:s, s:s, s:O, s:s}", "op", "tool", "user",
+				     cfg->user, "thread", cfg->thread, "name", name, "arguments",
+				     args, "via", "mcp");
+	json_auto_t *reply = broker_request(c, req, NULL, &e);
+	if (!reply)
+		return tool_error(&e);
+	bool is_error = json_is_true(json_object_get(reply, "is_error"));
+	const char *text = json_string_value(json_object_get(reply, "text"));
+	json_t *result = mcp_tool_text(text ? text : "", is_error);
+	json_t *structured = json_object_get(reply, "structured");
+	if (result && !is_error && json_is_object(structured))
+		json_object_set(result, "structuredContent", structured);
+	return result;
+}
+
 json_t *mcp_tool_run(struct mcp_call *c, const char *name, json_t *args)
 {
 	const struct tool *t = tool_find(mcp_call_config(c)->profile, name);
 
+	if (!t)
+		return run_file_tool(c, name, args);
 	switch (t->kind) {
 	case KIND_BASH:
 		return run_bash(c, args);
