@@ -210,7 +210,7 @@ START_TEST(test_serve_a_session_lists_and_calls_over_sse)
 	SAME(IN(s, "--show '\" \".join(t[\"name\"] for t in m[\"result\"][\"tools\"])' post "
 		   "'{\"id\":1,\"method\":\"tools/list\"}'"),
 	     "HTTP 200\ncontent-type: application/json\nmcp-session-id: present\n"
-	     "bash present_files\n");
+	     "ls read_file write_file str_replace glob grep bash present_files changes undo\n");
 	/* A call streams: its progress, then its response, then the end. */
 	SAME(IN(s, "post '{\"id\":\"c1\",\"method\":\"tools/call\",\"params\":{\"name\":\"bash\","
 		   "\"arguments\":{\"command\":\"echo hi\"},\"_meta\":{\"progressToken\":\"p\"}}}' "
@@ -268,7 +268,7 @@ START_TEST(test_serve_two_sessions_one_answered_while_the_other_waits)
 		      read_file(out));
 	SAME(IN(b,
 		"--show 'len(m[\"result\"][\"tools\"])' post '{\"id\":1,\"method\":\"tools/list\"}'"),
-	     "HTTP 200\ncontent-type: application/json\nmcp-session-id: present\n2\n");
+	     "HTTP 200\ncontent-type: application/json\nmcp-session-id: present\n10\n");
 	ck_assert_msg(!strstr(read_file(out), "released"), "%s", read_file(out));
 	SAME(IN(b, "--show 'm[\"result\"][\"content\"][0][\"text\"]' post '{\"id\":2,\"method\":"
 		   "\"tools/call\",\"params\":{\"name\":\"bash\",\"arguments\":{\"command\":"
