@@ -647,6 +647,52 @@ START_TEST(test_broker_a_held_lease_ends_with_its_connection)
 }
 END_TEST
 
+/* tool: a file tool in the thread's view, the program named VIA:NAME in
+ * its journal; a refused write says what changed since the read; bad
+ * requests are refused before anything runs. */
+START_TEST(test_broker_tool_runs_a_file_tool_in_the_view)
+{
+	const char *ws = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace", H);
+	int st;
+
+	sbx_exec(&st, "-- 'echo one > /mnt/user-data/workspace/a.txt'");
+	ck_assert_int_eq(st, 0);
+	char *r = raw("'{\"op\":\"tool\",\"user\":\"alice\",\"thread\":\"t1\",\"name\":"
+		      "\"read_file\",\"arguments\":{\"path\":\"/mnt/user-data/workspace/a.txt\"},"
+		      "\"via\":\"mcp\"}'"
+		      " '{\"op\":\"tool\",\"user\":\"alice\",\"thread\":\"t1\",\"name\":"
+		      "\"write_file\",\"arguments\":{\"path\":\"/mnt/user-data/workspace/b.txt\","
+		      "\"content\":\"made\"},\"via\":\"mcp\"}'"
+		      " '{\"op\":\"tool\",\"user\":\"alice\",\"thread\":\"t1\",\"name\":"
+		      "\"read_file\",\"arguments\":{\"path\":\"/etc/passwd\"}}'"
+		      " '{\"op\":\"tool\",\"user\":\"alice\",\"thread\":\"t1\",\"name\":"
+		      "\"rm\"}'"
+		      " '{\"op\":\"tool\",\"user\":\"alice\",\"thread\":\"t1\",\"name\":"
+		      "\"ls\",\"via\":\"HTTP\"}'");
+	SAME(fields(r, "d[\"ok\"], d.get(\"is_error\"), (d.get(\"text\") or"
+		       " d[\"error\"][\"code\"])[:40]"),
+	     "True False one\n\n"
+	     "True False OK\n"
+	     "True True Error: Only paths under /mnt/user-data/,\n"
+	     "False None unknown_tool\n"
+	     "False None bad_request\n");
+	OK("grep -qx made '%s/b.txt'", ws);
+	SAME(OUT("'%s' watch --home '%s' --user alice --thread t1 --once --since 0 --format json | python3"
+		 " tests/tools/jsonq.py --lines \"d.get('path'), d.get('command')\" | grep b.txt",
+		 test_bin("sbx"), H),
+	     "/mnt/user-data/workspace/b.txt mcp:write_file\n");
+	/* Changed on the host after the read: refused, with what changed. */
+	OK("echo two > '%s/a.txt'", ws);
+	r = raw("'{\"op\":\"tool\",\"user\":\"alice\",\"thread\":\"t1\",\"name\":"
+		"\"write_file\",\"arguments\":{\"path\":\"/mnt/user-data/workspace/a.txt\","
+		"\"content\":\"mine\"},\"via\":\"mcp\"}'");
+	char *text = field(r, "d[\"text\"]");
+	ck_assert_msg(strstr(text, "blocked") && strstr(text, "The version you read: 4 bytes"),
+		      "%s", text);
+	OK("grep -qx two '%s/a.txt'", ws);
+}
+END_TEST
+
 /* --exit-idle: the broker stops once no client has been connected for
  * that long (unmounting its views), never while one is. */
 START_TEST(test_broker_exit_idle_stops_once_no_client_is_left)
@@ -1312,6 +1358,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_only_its_uid_and_root);
 	tcase_add_test(tc, test_broker_leases_park_and_idle_unmount);
 	tcase_add_test(tc, test_broker_a_held_lease_ends_with_its_connection);
+	tcase_add_test(tc, test_broker_tool_runs_a_file_tool_in_the_view);
 	tcase_add_test(tc, test_broker_exit_idle_stops_once_no_client_is_left);
 	tcase_add_test(tc, test_broker_a_client_going_away_disturbs_no_one);
 	tcase_add_test(tc, test_broker_pipelined_and_half_closed_requests);
