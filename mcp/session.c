@@ -603,6 +603,17 @@ struct mcp_session *mcp_session_new(const struct mcp_config *cfg, mcp_send_fn *s
 	return s;
 }
 
+size_t mcp_session_calls(struct mcp_session *s)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (struct mcp_call *c = s->calls; c; c = c->next)
+		n++;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
 void mcp_session_end(struct mcp_session *s)
 {
 	pthread_mutex_lock(&s->lock);

@@ -60,6 +60,9 @@ void mcp_session_handle(struct mcp_session *s, json_t *msg);
  * it, as Streamable HTTP's MCP-Protocol-Version header). */
 bool mcp_version_supported(const char *version);
 
+/* How many calls are in flight. */
+size_t mcp_session_calls(struct mcp_session *s);
+
 /* The client has gone: cancels the calls in flight and waits for them,
  * ends the run (its summary stays in the store: sbx changes), gives the
  * lease back, and frees S. */

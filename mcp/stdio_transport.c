@@ -102,6 +102,7 @@ int mcp_stdio_serve(const struct mcp_config *cfg, int fd_in, int fd_out)
 	struct lines l = { 0 };
 	sigset_t stop;
 	int status = 0;
+	bool stop_signalled = false;
 
 	/* Blocked in every thread the session starts; read here. */
 	sigemptyset(&stop);
@@ -121,8 +122,10 @@ int mcp_stdio_serve(const struct mcp_config *cfg, int fd_in, int fd_out)
 		struct pollfd p[2] = { { fd_in, POLLIN, 0 }, { sfd, POLLIN, 0 } };
 		if (poll(p, sfd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
 			break;
-		if (sfd >= 0 && p[1].revents)
-			break; /* a signal to stop */
+		if (sfd >= 0 && p[1].revents) {
+			stop_signalled = true;
+			break;
+		}
 		if (!p[0].revents)
 			continue;
 		ssize_t n = lines_read(&l, fd_in);
@@ -134,6 +137,14 @@ int mcp_stdio_serve(const struct mcp_config *cfg, int fd_in, int fd_out)
 		if (n <= 0)
 			break;
 		lines_take(&l, s, &o);
+	}
+	/* The end of the input is not the client gone: the calls it made
+	 * last are answered, unless it stops reading (or a signal comes). */
+	while (status == 0 && !stop_signalled && mcp_session_calls(s)) {
+		struct pollfd p[2] = { { fd_out, 0, 0 }, { sfd, POLLIN, 0 } };
+		if (poll(p, sfd >= 0 ? 2 : 1, 100) > 0 &&
+		    (p[0].revents & (POLLERR | POLLHUP) || (sfd >= 0 && p[1].revents)))
+			break;
 	}
 	mcp_session_end(s);
 	free(l.buf);

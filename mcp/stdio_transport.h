@@ -2,9 +2,10 @@
  * object a line on standard input and output (nothing else is written
  * to standard output; the log goes to standard error).
  *
- * The session ends at the end of standard input, or at SIGTERM, SIGINT
- * or SIGHUP: its calls are cancelled, its run ended, its lease given
- * back. A line longer than MCP_STDIO_LINE_MAX is answered with a parse
+ * The session ends at the end of standard input, once the calls in
+ * flight are answered (cancelled at once if standard output's reader
+ * goes away), or at SIGTERM, SIGINT or SIGHUP (cancelled): its run is
+ * ended, its lease given back. A line longer than MCP_STDIO_LINE_MAX is answered with a parse
  * error and skipped.
  */
 #ifndef SBX_MCP_STDIO_TRANSPORT_H

@@ -184,6 +184,18 @@ START_TEST(test_mcp_protocol_changes_and_undo)
 }
 END_TEST
 
+/* The end of the input is not the client gone: a call made just before
+ * it is answered (a client that pipes its requests in). */
+START_TEST(test_mcp_protocol_the_last_call_is_answered_after_the_input_ends)
+{
+	SAME(session("2025-11-25",
+		     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+		     "{\"name\":\"bash\",\"arguments\":{\"command\":\"sleep 0.5; echo late\"}}}\n",
+		     "d['id'], json.dumps(d['result'].get('content'))"),
+	     "init null\n1 [{\"text\": \"late\\n\", \"type\": \"text\"}]\n");
+}
+END_TEST
+
 /* A client killed mid-command (SIGKILL: no goodbye) leaves nothing: its
  * command is killed, its lease given back, and the broker sbx mcp
  * started stops and unmounts the view. */
@@ -221,6 +233,7 @@ Suite *suite_mcp_protocol(void)
 	tcase_add_test(tc, test_mcp_protocol_bash_session_cancel_and_run);
 	tcase_add_test(tc, test_mcp_protocol_a_killed_client_leaves_nothing);
 	tcase_add_test(tc, test_mcp_protocol_changes_and_undo);
+	tcase_add_test(tc, test_mcp_protocol_the_last_call_is_answered_after_the_input_ends);
 	suite_add_tcase(s, tc);
 	return s;
 }
