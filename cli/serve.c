@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "hold.h"
 #include "common/cleanup.h"
+#include "common/proc.h"
 #include "common/config.h"
 #include "common/home.h"
 #include "exec/client.h"
@@ -210,12 +211,7 @@ static int serve(const struct mcp_http_options *o, const char *where, const char
 	int sig;
 
 	/* Blocked in every thread the server starts; waited for here. */
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &stop, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	stop_signals_block(&stop);
 	if (mcp_http_start(o, &srv, &e) < 0) {
 		fprintf(stderr, "sbx: serve: %s: %s\n", where, e.text);
 		return 1;

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,4 +113,14 @@ bool proc_writes_ino(pid_t pid, ino_t ino)
 			return true;
 	}
 	return false;
+}
+
+void stop_signals_block(sigset_t *stop)
+{
+	sigemptyset(stop);
+	sigaddset(stop, SIGTERM);
+	sigaddset(stop, SIGINT);
+	sigaddset(stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, stop, NULL);
+	signal(SIGPIPE, SIG_IGN);
 }

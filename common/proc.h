@@ -3,6 +3,7 @@
 #define SBX_PROC_H
 
 #include <stdbool.h>
+#include <signal.h>
 #include <sys/types.h>
 
 /* Room for a process's command name (/proc/PID/comm: 15 bytes in
@@ -27,5 +28,12 @@ bool proc_in_group(pid_t pid, gid_t gid);
  * opened or stat()ed through the descriptors). False if it has none or
  * cannot be read. */
 bool proc_writes_ino(pid_t pid, ino_t ino);
+
+/* Blocks SIGTERM, SIGINT and SIGHUP in the calling thread, and so in the
+ * threads it starts after, for a server that reads them from a signalfd
+ * or sigwait()s them (their default action would end it without tidying
+ * up); ignores SIGPIPE (a client gone is a write's error). STOP gets the
+ * three. */
+void stop_signals_block(sigset_t *stop);
 
 #endif

@@ -2,6 +2,7 @@
 #include "stdio_transport.h"
 #include "jsonrpc.h"
 #include "common/cleanup.h"
+#include "common/proc.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -105,12 +106,7 @@ int mcp_stdio_serve(const struct mcp_config *cfg, int fd_in, int fd_out)
 	bool stop_signalled = false;
 
 	/* Blocked in every thread the session starts; read here. */
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &stop, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	stop_signals_block(&stop);
 	_cleanup_(closep) int sfd = signalfd(-1, &stop, SFD_CLOEXEC);
 
 	struct mcp_session *s = mcp_session_new(cfg, send_line, &o);
