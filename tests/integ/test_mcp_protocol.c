@@ -196,6 +196,40 @@ START_TEST(test_mcp_protocol_the_last_call_is_answered_after_the_input_ends)
 }
 END_TEST
 
+/* Client roots narrow what the file tools reach, never widen it: a root
+ * inside the view limits them to it; one outside (the client's own
+ * directory) is ignored. */
+START_TEST(test_mcp_protocol_roots_only_narrow)
+{
+	const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+			   "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"roots\":{}},"
+			   "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\nwait 0\n"
+			   "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+			   "wait \"sbx-roots-1\"\n";
+	const char *roots = "{\"jsonrpc\":\"2.0\",\"id\":\"sbx-roots-1\",\"result\":{\"roots\":"
+			    "[{\"uri\":\"file:///mnt/user-data/workspace/app\"},"
+			    "{\"uri\":\"file:///home/someone/project\"}]}}\n";
+	const char *ws = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace", H);
+
+	OK("mkdir -p '%s/app' && echo in > '%s/app/a.txt' && echo out > '%s/b.txt'", ws, ws, ws);
+	SAME(session(NULL,
+		     fmt_cmd("%s%s%s%s%s", init, roots,
+			     call(1, "read_file",
+				  "{\"path\":\"/mnt/user-data/workspace/app/a.txt\"}"),
+			     call(2, "read_file", "{\"path\":\"/mnt/user-data/workspace/b.txt\"}"),
+			     call(3, "read_file", "{\"path\":\"/home/someone/project/x\"}")),
+		     "d.get('id'), d.get('method'), d['result']['isError'] if 'content' in"
+		     " d.get('result', {}) else None, d['result']['content'][0]['text'][:60] if"
+		     " 'content' in d.get('result', {}) else None"),
+	     "0 None None None\n"
+	     "sbx-roots-1 roots/list None None\n"
+	     "None notifications/message None None\n"
+	     "1 None False in\n\n"
+	     "2 None True Error: Access denied: /mnt/user-data/workspace/b.txt is outs\n"
+	     "3 None True Error: Access denied: /home/someone/project/x is outside the\n");
+}
+END_TEST
+
 /* A client killed mid-command (SIGKILL: no goodbye) leaves nothing: its
  * command is killed, its lease given back, and the broker sbx mcp
  * started stops and unmounts the view. */
@@ -234,6 +268,7 @@ Suite *suite_mcp_protocol(void)
 	tcase_add_test(tc, test_mcp_protocol_a_killed_client_leaves_nothing);
 	tcase_add_test(tc, test_mcp_protocol_changes_and_undo);
 	tcase_add_test(tc, test_mcp_protocol_the_last_call_is_answered_after_the_input_ends);
+	tcase_add_test(tc, test_mcp_protocol_roots_only_narrow);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -5,7 +5,8 @@ SDK never sends (malformed lines, batches, calls before initialize).
 
 Reads lines from stdin: each is sent as given (a JSON text or anything
 else), except
-  wait ID        read until the response to request ID, printing each
+  wait ID        read until the message with id ID (the response to our
+                 request ID, or a request of the server's), printing each
                  message read on the way
   sleep SECS     pause (to let a command start before it is cancelled)
   pid            print "pid N": the server's process id
@@ -43,7 +44,7 @@ def main():
                 return
             msg = json.loads(line)
             print(json.dumps(msg, sort_keys=True), flush=True)
-            if want is not None and msg.get("id") == want and "method" not in msg:
+            if want is not None and msg.get("id") == want:
                 return
 
     if init:
