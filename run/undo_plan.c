@@ -1158,7 +1158,8 @@ static size_t rename_before(const struct undo_plan *rw, size_t i)
  * the rename that freed its name just before (RW->over), where nothing
  * in between names either name and the rename is onto a free one; the
  * rename's own step is then not taken. A first attempt that took the
- * removal alone (the pair could not be) is followed. */
+ * removal or the rename alone (the pair could not be: the removal may
+ * have found nothing to log) is followed. */
 static int overs_pair(struct undo_plan *rw)
 {
 	const struct runlog *log = rw->log;
@@ -1175,7 +1176,8 @@ static int overs_pair(struct undo_plan *rw)
 		size_t r = rename_before(rw, i);
 		if (r == SIZE_MAX || rw->skip[r] || rw->done[r] ||
 		    last_on(rw, i, log->events[r].path2, false) != r ||
-		    victim_keep(rw, r) != SIZE_MAX || taken_apart(rw, i, STEP_OVER))
+		    victim_keep(rw, r) != SIZE_MAX || taken_apart(rw, i, STEP_OVER) ||
+		    taken_apart(rw, r, STEP_OVER))
 			continue;
 		rw->over[i] = r;
 		rw->done[r] = true;
@@ -1186,7 +1188,7 @@ static int overs_pair(struct undo_plan *rw)
 		size_t r = rw->skip[i] || rw->done[i] ? SIZE_MAX : renamed_then_kept(rw, i);
 		size_t v = r == SIZE_MAX ? SIZE_MAX : victim_keep(rw, r);
 		if (r == SIZE_MAX || rw->skip[r] || rw->done[r] || (v != SIZE_MAX && rw->skip[v]) ||
-		    taken_apart(rw, i, STEP_MOVE_KEPT))
+		    taken_apart(rw, i, STEP_MOVE_KEPT) || taken_apart(rw, r, STEP_MOVE_KEPT))
 			continue;
 		rw->over[i] = r;
 		rw->done[r] = true;

@@ -1258,6 +1258,21 @@ START_TEST(test_undo_killed_in_a_directory_made_where_one_was_renamed_away)
 }
 END_TEST
 
+/* Fixed (found by undorand --kill, seed 1199): a rename freed a name
+ * that the run then made and removed (mv d a && : > d && rm d). Its
+ * removal and the rename go back in one step (step_over()) where they
+ * can; with nothing at d they come apart, and the rename is taken
+ * alone. Killed in that rename, the second undo paired them again from
+ * the log, which has no line of the removal, and skipped the rename as
+ * taken with it: a stayed where d should be. */
+START_TEST(test_undo_killed_in_a_rename_back_of_a_name_made_and_removed)
+{
+	SAME(kill_everywhere("ln -s xyz d && echo b > b", "mv d a && : > d && rm d && mv b c", true,
+			     true),
+	     "");
+}
+END_TEST
+
 /* The lines of a kill_everywhere() report that are neither a kill
  * point's heading nor a path at neither end that starts with PATH. */
 static char *report_but(const char *report, const char *path)
@@ -1829,6 +1844,7 @@ Suite *suite_view_undo(void)
 	tcase_add_test(crash, test_undo_killed_in_a_directory_renamed_over_another);
 	tcase_add_test(crash, test_undo_killed_in_a_directory_made_where_one_was_renamed_away);
 	tcase_add_test(crash, test_undo_killed_in_an_exchanged_directory);
+	tcase_add_test(crash, test_undo_killed_in_a_rename_back_of_a_name_made_and_removed);
 	tcase_add_test(crash, test_undo_killed_at_every_change);
 	tcase_add_test(crash, test_undo_killed_in_a_log_write);
 
