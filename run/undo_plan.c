@@ -38,9 +38,13 @@
  * holds as before the run: into the shadow of its old name, its files
  * put back there, then to that name (echo more >> e/k; mv e e2); or, the
  * steps below it first (mv d e; rm e/f), into the shadow of the name it
- * leaves, then out of it to its old name (SHADOW_TRANSIT). Each
- * beginning and publication is logged before it is made, so a second
- * attempt knows where every shadow is. */
+ * leaves, then out of it to its old name (SHADOW_TRANSIT). Where the
+ * path is at its end already when the window begins, the directory with
+ * entries there is exchanged for that end, whole, and the window's steps
+ * change it where no view looks (SHADOW_SWAPPED: mv -T d/a d/e; rm
+ * d/e/x, and mv d e; mkdir d; mkdir d/x). Each beginning and publication
+ * is logged before it is made, so a second attempt knows where every
+ * shadow is. */
 enum shadow_state {
 	SHADOW_UNBEGUN,
 	SHADOW_REAL,	/* the steps change the path itself: a directory with
@@ -54,25 +58,44 @@ enum shadow_state {
 	SHADOW_TRANSIT, /* begun with the directory there moved into the
 			 * shadow: steps below it, then the window's last step
 			 * renames it away (mv d e; rm e/f) */
+	SHADOW_SWAPPED, /* begun with the directory there exchanged for what
+			 * the path is at the window's end (shadow_swap_in()):
+			 * the shadow holds it, the steps change it there, the
+			 * window's last step is logged only */
 	SHADOW_PUBLISHED,
+};
+
+/* What the steps of a window do, as the plan sees it (shadow_windows()):
+ * how its shadow may begin. */
+enum shadow_shape {
+	SHAPE_PLAIN,
+	SHAPE_TRANSIT, /* steps below the path, then one that renames the
+			* directory there away (LEAVE) */
+	SHAPE_REMADE,  /* the same, then the last makes it a directory again:
+			* mv -T d/a d/e; rm d/e/x, d/e empty before */
+	SHAPE_ARRIVES, /* steps below the path and one that takes what is there,
+			* then the last renames a directory onto it from FROM,
+			* which no other step names: mv d e; mkdir d; mkdir d/x */
 };
 
 struct shadow {
 	char *path;
 	size_t first, last;	 /* the positions (RW->order) of the window's ends */
 	enum shadow_state state; /* and how it began: */
-	enum shadow_state begun; /* SHADOW_REAL to SHADOW_TRANSIT */
+	enum shadow_state begun; /* SHADOW_REAL to SHADOW_SWAPPED */
 	uint64_t ino;		 /* what was at the path (SHADOW_LINKED: the file
 				  * linked, which the path names too until published:
 				  * its count has one more) */
 	const char *away;	 /* the other name of a window that begins with a
 				  * rename back of a directory at the path, if nothing
 				  * else in the window touches it, or NULL */
-	bool transit;		 /* a window of steps below the path, then one that
-				  * renames what is there away (SHADOW_TRANSIT) */
-	uint64_t target;	 /* published: what the path got (0: nothing) */
-	bool again;		 /* its line ends the log: what it logged is made again */
-	char name[32];		 /* in the undo's directory */
+	enum shadow_shape shape;
+	size_t leave;	  /* SHAPE_TRANSIT, SHAPE_REMADE: the rename's event */
+	bool paired;	  /* and another's step may take it (step_over()) */
+	const char *from; /* SHAPE_ARRIVES: the name of what comes */
+	uint64_t target;  /* published: what the path got (0: nothing) */
+	bool again;	  /* its line ends the log: what it logged is made again */
+	char name[32];	  /* in the undo's directory */
 };
 
 static const char *shadow_leaf(const struct shadow *s)
@@ -83,7 +106,7 @@ static const char *shadow_leaf(const struct shadow *s)
 static bool shadow_is_active(const struct shadow *s)
 {
 	return s->state == SHADOW_ABSENT || s->state == SHADOW_LINKED || s->state == SHADOW_DIR ||
-	       s->state == SHADOW_MOVED || s->state == SHADOW_TRANSIT;
+	       s->state == SHADOW_MOVED || s->state == SHADOW_TRANSIT || s->state == SHADOW_SWAPPED;
 }
 
 static void shadows_free(struct undo_plan *rw)
@@ -1118,11 +1141,25 @@ static bool taken_apart(const struct undo_plan *rw, size_t i, enum step_kind kin
 	return false;
 }
 
+/* The rename whose step may go in one with that of event I, a removal
+ * of what the run made (step_over()): the nearest event on its name
+ * before it, if that renamed what was there away; SIZE_MAX if none. A
+ * directory's removal goes alone. */
+static size_t rename_before(const struct undo_plan *rw, size_t i)
+{
+	const struct store_event *e = &rw->log->events[i];
+	size_t r = e->path2 || op_is(e, "mkdir") ? SIZE_MAX : last_on(rw, i, e->path, false);
+	const struct store_event *re = r == SIZE_MAX ? NULL : &rw->log->events[r];
+
+	return re && op_is(re, "rename") && re->path2 && !strcmp(re->path, e->path) ? r : SIZE_MAX;
+}
+
 /* Pairs each step that removes what the run made (not taken early) with
  * the rename that freed its name just before (RW->over), where nothing
  * in between names either name and the rename is onto a free one; the
  * rename's own step is then not taken. A first attempt that took the
- * removal alone (the pair could not be) is followed. */
+ * removal or the rename alone (the pair could not be: the removal may
+ * have found nothing to log) is followed. */
 static int overs_pair(struct undo_plan *rw)
 {
 	const struct runlog *log = rw->log;
@@ -1136,11 +1173,11 @@ static int overs_pair(struct undo_plan *rw)
 		if (e->path2 || rw->skip[i] || rw->done[i] || (rw->early && rw->early[i]) ||
 		    !(op_is(e, "create") || op_is(e, "link") || op_is(e, "symlink")))
 			continue;
-		size_t r = last_on(rw, i, e->path, false);
-		const struct store_event *re = r == SIZE_MAX ? NULL : &log->events[r];
-		if (!re || !op_is(re, "rename") || !re->path2 || strcmp(re->path, e->path) ||
-		    rw->skip[r] || rw->done[r] || last_on(rw, i, re->path2, false) != r ||
-		    victim_keep(rw, r) != SIZE_MAX || taken_apart(rw, i, STEP_OVER))
+		size_t r = rename_before(rw, i);
+		if (r == SIZE_MAX || rw->skip[r] || rw->done[r] ||
+		    last_on(rw, i, log->events[r].path2, false) != r ||
+		    victim_keep(rw, r) != SIZE_MAX || taken_apart(rw, i, STEP_OVER) ||
+		    taken_apart(rw, r, STEP_OVER))
 			continue;
 		rw->over[i] = r;
 		rw->done[r] = true;
@@ -1151,7 +1188,7 @@ static int overs_pair(struct undo_plan *rw)
 		size_t r = rw->skip[i] || rw->done[i] ? SIZE_MAX : renamed_then_kept(rw, i);
 		size_t v = r == SIZE_MAX ? SIZE_MAX : victim_keep(rw, r);
 		if (r == SIZE_MAX || rw->skip[r] || rw->done[r] || (v != SIZE_MAX && rw->skip[v]) ||
-		    taken_apart(rw, i, STEP_MOVE_KEPT))
+		    taken_apart(rw, i, STEP_MOVE_KEPT) || taken_apart(rw, r, STEP_MOVE_KEPT))
 			continue;
 		rw->over[i] = r;
 		rw->done[r] = true;
@@ -1174,15 +1211,30 @@ static int step_moved(struct undo_plan *rw, int log_fd, size_t seq, const struct
 	return 1;
 }
 
+/* The last step of the window of SHADOW_SWAPPED S (event SEQ), which its
+ * beginning took: logged as what it is, the rename back onto the path or
+ * the directory made again there. */
+static int step_swapped(struct undo_plan *rw, int log_fd, size_t seq, const struct shadow *s,
+			const struct logged *was)
+{
+	struct logged l = { .seq = seq, .kind = s->from ? STEP_MOVE : STEP_MKDIR };
+	int r = begin(rw, log_fd, &l, was);
+
+	return r < 0 ? r : 1;
+}
+
 /* Undoes event SEQ; WAS: the step a first attempt logged for it last.
  * Returns 1 if a step was taken, 0 if there was nothing to do. */
 static int step(struct undo_plan *rw, int to, int log_fd, size_t seq, const struct logged *was)
 {
 	const struct store_event *e = &rw->log->events[seq];
 	const struct shadow *s = e->path2 ? shadow_active(rw, e->path2) : NULL;
+	const struct shadow *swapped = rw->nshadows ? shadow_active(rw, e->path) : NULL;
 
 	if (s && s->state == SHADOW_MOVED && rw->order[s->first] == seq)
 		return step_moved(rw, log_fd, seq, s, was);
+	if (swapped && swapped->state == SHADOW_SWAPPED && rw->order[swapped->last] == seq)
+		return step_swapped(rw, log_fd, seq, swapped, was);
 	if (op_is(e, "rename") && e->path2) {
 		size_t victim = victim_keep(rw, seq), made = maker(rw, seq);
 		if (victim != SIZE_MAX && rw->done[victim])
@@ -1479,10 +1531,8 @@ static size_t step_names(const struct undo_plan *rw, size_t i, const char *names
 		    op_is(e, "symlink")) &&
 		   !rw->done[i]) {
 		names[n++] = rw->early && rw->early[i] ? rw->early[i] : e->path;
-		r = e->path2 ? SIZE_MAX : last_on(rw, i, e->path, false);
-		const struct store_event *re = r == SIZE_MAX ? NULL : &rw->log->events[r];
-		if (re && op_is(re, "rename") && re->path2 && !strcmp(re->path, e->path))
-			names[n++] = re->path2;
+		if ((r = rename_before(rw, i)) != SIZE_MAX)
+			names[n++] = rw->log->events[r].path2;
 	}
 	return n;
 }
@@ -1502,26 +1552,41 @@ static size_t touch_lower(const struct touch *v, size_t n, const char *name)
 	return lo;
 }
 
-static int shadow_add(struct undo_plan *rw, size_t *cap, const char *path, size_t first,
-		      size_t last, const char *away, bool transit)
+/* A window of a name's steps, from position FIRST to LAST, and what its
+ * shadow may begin as (struct shadow). */
+struct window {
+	size_t first, last;
+	enum shadow_shape shape;
+	const char *away, *from;
+	size_t leave;
+	bool paired;
+};
+
+static int shadow_add(struct undo_plan *rw, size_t *cap, const char *path, const struct window *win)
 {
 	struct shadow *s;
 
 	if (array_grow(rw->shadows, rw->nshadows, *cap) < 0)
 		return -ENOMEM;
 	s = &rw->shadows[rw->nshadows];
-	*s = (struct shadow){
-		.path = strdup(path), .first = first, .last = last, .away = away, .transit = transit
-	};
+	*s = (struct shadow){ .path = strdup(path),
+			      .first = win->first,
+			      .last = win->last,
+			      .away = win->away,
+			      .shape = win->shape,
+			      .leave = win->leave,
+			      .paired = win->paired,
+			      .from = win->from };
 	if (!s->path)
 		return -ENOMEM;
 	snprintf(s->name, sizeof(s->name), "shadow-%zu", rw->nshadows++);
 	return 0;
 }
 
-/* True if no touch of V (N, sorted) after position A up to B is of NAME,
- * of a path below it, or of what is at a directory above it. */
-static bool untouched(const struct touch *v, size_t n, const char *name, size_t a, size_t b)
+/* True if no touch of V (N, sorted) at a position from LO up to HI (not
+ * included) is of NAME, of a path below it, or of what is at a directory
+ * above it. */
+static bool untouched(const struct touch *v, size_t n, const char *name, size_t lo, size_t hi)
 {
 	char up[PATH_MAX];
 	size_t len = strlen(name), k;
@@ -1529,17 +1594,17 @@ static bool untouched(const struct touch *v, size_t n, const char *name, size_t 
 	if (len + 2 > sizeof(up))
 		return false;
 	for (k = touch_lower(v, n, name); k < n && !strcmp(v[k].name, name); k++)
-		if (v[k].pos > a && v[k].pos <= b)
+		if (v[k].pos >= lo && v[k].pos < hi)
 			return false;
 	snprintf(up, sizeof(up), "%s/", name);
 	for (k = touch_lower(v, n, up); k < n && !strncmp(v[k].name, up, len + 1); k++)
-		if (v[k].pos > a && v[k].pos <= b)
+		if (v[k].pos >= lo && v[k].pos < hi)
 			return false;
 	up[len] = '\0';
 	for (char *slash; (slash = strrchr(up, '/')) && slash > up;) {
 		*slash = '\0';
 		for (k = touch_lower(v, n, up); k < n && !strcmp(v[k].name, up); k++)
-			if (v[k].content && !v[k].meta && v[k].pos > a && v[k].pos <= b)
+			if (v[k].content && !v[k].meta && v[k].pos >= lo && v[k].pos < hi)
 				return false;
 	}
 	return true;
@@ -1555,10 +1620,12 @@ static const char *away_of(const struct undo_plan *rw, const struct touch *v, si
 	const struct store_event *e = &rw->log->events[i];
 
 	return op_is(e, "rename") && e->path2 && !strcmp(e->path2, name) &&
-			       untouched(v, n, e->path, a, b)
+			       untouched(v, n, e->path, a + 1, b + 1)
 		       ? e->path
 		       : NULL;
 }
+
+static bool moves_back(const struct undo_plan *rw, size_t i);
 
 /* What a window of a name sees: one of its own touches (OWN, META as
  * the touch's), one of a path below it, or a change of what is at a
@@ -1621,6 +1688,109 @@ static bool leaves(const struct undo_plan *rw, size_t i, const char *name)
 	return op_is(e, "rename") && e->path2 && !strcmp(e->path2, name);
 }
 
+/* The first of W's M touches from K on that is not one below the name
+ * (nor, if META, one of its own attributes). */
+static size_t skip_below(const struct seen_touch *w, size_t m, size_t k, bool meta)
+{
+	while (k < m && (w[k].what == SEEN_BELOW || (meta && w[k].what == SEEN_OWN && w[k].meta)))
+		k++;
+	return k;
+}
+
+/* True if the touch W[K] (of M) ends a window: there is none, or it is
+ * one of what is at a directory above the name. */
+static bool window_ends(const struct seen_touch *w, size_t m, size_t k)
+{
+	return k >= m || w[k].what == SEEN_ABOVE;
+}
+
+/* After steps below NAME (a window's leads), its own touch W[K] (of M):
+ * if the steps from there rename the directory at NAME away (the first of
+ * them but for its attributes, or a step that goes in one with that
+ * rename, step_over(), then the rename) and touch it no more, or only to
+ * make it a directory again, the end of a transit window (its index in
+ * W), its shape and rename into WIN; else SIZE_MAX. */
+static size_t transit_end(const struct undo_plan *rw, const char *name, const struct seen_touch *w,
+			  size_t m, size_t k, struct window *win)
+{
+	size_t go = skip_below(w, m, k, true), i, j;
+
+	if (go >= m || w[go].what != SEEN_OWN)
+		return SIZE_MAX;
+	i = rw->order[w[go].pos];
+	win->paired = !leaves(rw, i, name);
+	if (win->paired) {
+		size_t r = rename_before(rw, i);
+		j = skip_below(w, m, go + 1, false);
+		if (r == SIZE_MAX || !leaves(rw, r, name) || j >= m || w[j].what != SEEN_OWN ||
+		    rw->order[w[j].pos] != r)
+			return SIZE_MAX;
+		go = j;
+		i = r;
+	}
+	win->leave = i;
+	j = skip_below(w, m, go + 1, false);
+	if (window_ends(w, m, j)) {
+		win->shape = SHAPE_TRANSIT;
+		return go;
+	}
+	if (w[j].what == SEEN_OWN && w[j].meta &&
+	    window_ends(w, m, skip_below(w, m, j + 1, false))) {
+		win->shape = SHAPE_REMADE;
+		return j;
+	}
+	return SIZE_MAX;
+}
+
+/* The name the step at position POS renames onto NAME (a rename back,
+ * step_move()), if no other step names it (V's N touches) from position
+ * FIRST on: what is there may come at once (SHAPE_ARRIVES); else NULL. */
+static const char *arrival_from(const struct undo_plan *rw, const struct touch *v, size_t n,
+				const char *name, size_t first, size_t pos)
+{
+	size_t i = rw->order[pos];
+	const struct store_event *e = &rw->log->events[i];
+
+	if (!op_is(e, "rename") || !e->path2 || strcmp(e->path, name) || !moves_back(rw, i))
+		return NULL;
+	return untouched(v, n, e->path2, first, pos) && untouched(v, n, e->path2, pos + 1, SIZE_MAX)
+		       ? e->path2
+		       : NULL;
+}
+
+/* The window of a name that shadow_windows() is reading: where it
+ * begins (FIRST: its first step on the name; HEAD: the first below it
+ * before that), its last step (LAST_OWN: on the name), how many on the
+ * name (STEPS: more than attributes), whether one below it came in
+ * (BELOW); and before any, the first step below it (LEAD). */
+struct reading {
+	size_t first, head, last, last_own, own, steps, lead;
+	bool below;
+};
+
+/* Adds the shadow of the window RD of NAME, which a step on what is at a
+ * directory above it (or none) ends, if it needs one: two or more steps
+ * on it, or one and steps below it, and one of them more than
+ * attributes. Where the last is a rename back onto it from a name no
+ * other step names, after another and steps below it, the window begins
+ * at the first of those (SHAPE_ARRIVES). */
+static int window_end(struct undo_plan *rw, size_t *cap, const struct touch *v, size_t n,
+		      const char *name, const struct reading *rd)
+{
+	struct window win = { .first = rd->first, .last = rd->last, .leave = SIZE_MAX };
+
+	if (rd->last == rd->last_own && rd->steps >= 2 && (rd->below || rd->head != rd->first) &&
+	    (win.from = arrival_from(rw, v, n, name, rd->head, rd->last))) {
+		win.first = rd->head;
+		win.shape = SHAPE_ARRIVES;
+	} else if (rd->steps && (rd->own >= 2 || rd->below)) {
+		win.away = away_of(rw, v, n, rw->order[rd->first], name, rd->first, rd->last);
+	} else {
+		return 0;
+	}
+	return shadow_add(rw, cap, name, &win);
+}
+
 /* The shadows of NAME, from the touches W (M of them, by position) its
  * windows see (V's N touches, sorted, for the rest): each window from a
  * step that may change what is at NAME to the last step on it or below
@@ -1628,57 +1798,50 @@ static bool leaves(const struct undo_plan *rw, size_t i, const char *name)
  * more steps on it, or one followed by steps below it (mv d b; echo new
  * > d/e: the directory comes back into the shadow, its file is written
  * back there, then it goes to d whole), and one of them more than a
- * directory's attributes; and steps below it followed by one that
- * renames it away and no other on it (mv d e; rm e/f: the directory
- * goes into the shadow first, its file comes back there, then it goes
- * to d whole: SHADOW_TRANSIT). */
+ * directory's attributes. Where the last is a rename back onto it, after
+ * steps below it, those that came before its first step are in the
+ * window too (SHAPE_ARRIVES). And steps below it followed by one that
+ * renames it away and no other on it but one that makes it again (mv d
+ * e; rm e/f: the directory goes into the shadow first, its file comes
+ * back there, then it goes to d whole: SHAPE_TRANSIT, SHAPE_REMADE). */
 static int shadow_windows(struct undo_plan *rw, size_t *cap, const struct touch *v, size_t n,
 			  const char *name, const struct seen_touch *w, size_t m)
 {
-	size_t first = SIZE_MAX, last = 0, own = 0, steps = 0, lead = SIZE_MAX;
-	bool below = false;
+	struct reading rd = { .first = SIZE_MAX, .lead = SIZE_MAX };
 	int r = 0;
 
 	for (size_t k = 0; k <= m && r == 0; k++) {
 		if (k < m && w[k].what == SEEN_OWN) {
-			/* After steps below it, the first step on it but for its
-			 * attributes, and the next one on it (or none)? */
-			size_t go = k, j;
-			while (go < m &&
-			       (w[go].what == SEEN_BELOW || (w[go].what == SEEN_OWN && w[go].meta)))
-				go++;
-			for (j = go + 1; j < m && w[j].what == SEEN_BELOW; j++)
-				;
-			if (first == SIZE_MAX && lead != SIZE_MAX && go < m &&
-			    w[go].what == SEEN_OWN && leaves(rw, rw->order[w[go].pos], name) &&
-			    (j >= m || w[j].what == SEEN_ABOVE)) {
-				r = shadow_add(rw, cap, name, lead, w[go].pos, NULL, true);
-				lead = SIZE_MAX;
-				k = go;
+			struct window win = { .first = rd.lead, .leave = SIZE_MAX };
+			size_t end = rd.first == SIZE_MAX && rd.lead != SIZE_MAX
+					     ? transit_end(rw, name, w, m, k, &win)
+					     : SIZE_MAX;
+			if (end != SIZE_MAX) {
+				win.last = w[end].pos;
+				r = shadow_add(rw, cap, name, &win);
+				rd.lead = SIZE_MAX;
+				k = end;
 				continue;
 			}
-			lead = SIZE_MAX;
-			if (first == SIZE_MAX)
-				first = w[k].pos;
-			last = w[k].pos;
-			own++;
-			steps += !w[k].meta;
+			if (rd.first == SIZE_MAX) {
+				rd.first = w[k].pos;
+				rd.head = rd.lead != SIZE_MAX ? rd.lead : rd.first;
+			}
+			rd.lead = SIZE_MAX;
+			rd.last = rd.last_own = w[k].pos;
+			rd.own++;
+			rd.steps += !w[k].meta;
 		} else if (k < m && w[k].what == SEEN_BELOW) {
-			if (first != SIZE_MAX) {
-				last = w[k].pos;
-				below = true;
-			} else if (lead == SIZE_MAX) {
-				lead = w[k].pos;
+			if (rd.first != SIZE_MAX) {
+				rd.last = w[k].pos;
+				rd.below = true;
+			} else if (rd.lead == SIZE_MAX) {
+				rd.lead = w[k].pos;
 			}
 		} else {
-			if (first != SIZE_MAX && steps && (own >= 2 || below))
-				r = shadow_add(rw, cap, name, first, last,
-					       away_of(rw, v, n, rw->order[first], name, first,
-						       last),
-					       false);
-			first = lead = SIZE_MAX;
-			own = steps = 0;
-			below = false;
+			if (rd.first != SIZE_MAX)
+				r = window_end(rw, cap, v, n, name, &rd);
+			rd = (struct reading){ .first = SIZE_MAX, .lead = SIZE_MAX };
 		}
 	}
 	return r;
@@ -1787,7 +1950,7 @@ static void shadows_resume(struct undo_plan *rw)
 		if (l->kind == STEP_PUBLISH) {
 			s->state = SHADOW_PUBLISHED;
 			s->target = l->ino;
-		} else if (l->err >= SHADOW_REAL && l->err <= SHADOW_TRANSIT) {
+		} else if (l->err >= SHADOW_REAL && l->err <= SHADOW_SWAPPED) {
 			s->state = s->begun = l->err;
 			s->ino = l->ino;
 		}
@@ -1841,10 +2004,37 @@ static bool moves_back(const struct undo_plan *rw, size_t i)
 	       ((v = victim_keep(rw, i)) == SIZE_MAX || !rw->done[v]);
 }
 
+/* True if the step that renames away the directory at the path of
+ * transit shadow S (SHAPE_TRANSIT, SHAPE_REMADE) does: it is not skipped,
+ * and not taken by another's step, but for one that goes in one with it
+ * (step_over(), which a directory there takes apart). */
+static bool leaves_whole(const struct undo_plan *rw, const struct shadow *s)
+{
+	return moves_back(rw, s->leave) ||
+	       (s->paired && !rw->skip[s->leave] && victim_keep(rw, s->leave) == SIZE_MAX);
+}
+
+/* True if what the last step of the window of S (SHAPE_ARRIVES) renames
+ * onto its path can come at once: the step is to be taken, and something
+ * is there to come. */
+static bool arrives_now(const struct undo_plan *rw, const struct shadow *s)
+{
+	const char *leaf;
+	struct stat st;
+	_cleanup_(closep) int fd = moves_back(rw, rw->order[s->last])
+					   ? shadow_parent(rw, s->from, true, &leaf)
+					   : -1;
+
+	return fd >= 0 && fstatat(fd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 /* How shadow S begins, its path (LEAF in DFD) as it is now; in *INO, the
- * inode there. A directory with entries is not copied: the steps change
- * the path itself, unless the window's first step renames it away
- * (SHADOW_MOVED), to a free name. */
+ * inode there. A directory with entries is not copied: it goes whole
+ * into the shadow where the window's steps rename it away after steps
+ * below it (SHADOW_TRANSIT), or where the path's end is known when the
+ * window begins (SHADOW_SWAPPED); it stays where the window's first step
+ * renames it away, to a free name (SHADOW_MOVED); else the steps change
+ * the path itself. */
 static enum shadow_state shadow_kind(const struct undo_plan *rw, const struct shadow *s, int dfd,
 				     const char *leaf, uint64_t *ino)
 {
@@ -1857,13 +2047,16 @@ static enum shadow_state shadow_kind(const struct undo_plan *rw, const struct sh
 	if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? SHADOW_ABSENT : SHADOW_REAL;
 	*ino = st.st_ino;
-	if (s->transit)
-		return S_ISDIR(st.st_mode) && moves_back(rw, rw->order[s->last]) ? SHADOW_TRANSIT
-										 : SHADOW_REAL;
+	if (s->shape == SHAPE_TRANSIT || s->shape == SHAPE_REMADE)
+		return !S_ISDIR(st.st_mode) || !leaves_whole(rw, s) ? SHADOW_REAL
+		       : s->shape == SHAPE_TRANSIT		    ? SHADOW_TRANSIT
+								    : SHADOW_SWAPPED;
 	if (!S_ISDIR(st.st_mode))
 		return SHADOW_LINKED;
 	if (dir_empty(dfd, leaf))
 		return SHADOW_DIR;
+	if (s->shape == SHAPE_ARRIVES)
+		return arrives_now(rw, s) ? SHADOW_SWAPPED : SHADOW_REAL;
 	if (!s->away || !moves_back(rw, rw->order[s->first]))
 		return SHADOW_REAL;
 	_cleanup_(closep) int qfd = shadow_parent(rw, s->away, true, &qleaf);
@@ -1872,11 +2065,96 @@ static enum shadow_state shadow_kind(const struct undo_plan *rw, const struct sh
 		       : SHADOW_REAL;
 }
 
+/* Logs the attributes of the directories whose entries beginning shadow
+ * S (at position P) changes: a directory moved in or out of its path's,
+ * and of FROM's, whose directory comes. */
+static int shadow_touch_dirs(struct undo_plan *rw, int log_fd, size_t p, const struct shadow *s)
+{
+	int r = 0;
+
+	if (s->begun != SHADOW_TRANSIT && s->begun != SHADOW_SWAPPED)
+		return 0;
+	if ((r = touch_dir(rw, log_fd, rw->order[p], s->path)) < 0 && r != -ENOENT)
+		return r;
+	if (s->begun == SHADOW_SWAPPED && s->from &&
+	    (r = touch_dir(rw, log_fd, rw->order[p], s->from)) < 0 && r != -ENOENT)
+		return r;
+	return 0;
+}
+
+/* What the path of shadow S is at its window's end, made as the shadow's
+ * name: what its last step renames onto it (from FROM, which no other
+ * step names), or an empty directory with the attributes its last step
+ * gives it. */
+static int shadow_end_make(struct undo_plan *rw, const struct shadow *s)
+{
+	const struct store_event *e = &rw->log->events[rw->order[s->last]];
+	const char *leaf;
+	struct meta m;
+	int r;
+
+	if (s->from) {
+		_cleanup_(closep) int fd = shadow_parent(rw, s->from, true, &leaf);
+		if (fd < 0)
+			return fd;
+		return renameat2(fd, leaf, rw->to, s->name, RENAME_NOREPLACE) < 0 ? neg() : 0;
+	}
+	if (mkdirat(rw->to, s->name, 0700) < 0 && errno != EEXIST)
+		return neg();
+	if (!e->meta)
+		return 0;
+	if ((r = meta_decode(e->meta, e->meta_len, &m)) < 0)
+		return r;
+	r = meta_apply(rw->to, s->name, &m);
+	meta_free(&m);
+	return r;
+}
+
+/* Takes back what shadow_end_make() made, where the exchange could not
+ * be: the steps then change the path itself, and take what comes from
+ * FROM as the run left it. */
+static void shadow_end_unmake(struct undo_plan *rw, const struct shadow *s)
+{
+	const char *leaf;
+
+	if (!s->from) {
+		unlinkat(rw->to, s->name, AT_REMOVEDIR);
+		return;
+	}
+	_cleanup_(closep) int fd = shadow_parent(rw, s->from, true, &leaf);
+	if (fd >= 0)
+		renameat2(rw->to, s->name, fd, leaf, RENAME_NOREPLACE);
+}
+
+/* Begins SHADOW_SWAPPED S: its path (LEAF in DFD) gets what it is at the
+ * window's end (shadow_end_make()) in one exchange with the directory
+ * there, which the shadow then holds, whole, where no view looks. The
+ * path is as after the undo from then on; the window's steps below it
+ * change what it held, in the shadow. A second attempt goes on from
+ * where the first stopped. */
+static int shadow_swap_in(struct undo_plan *rw, const struct shadow *s, int dfd, const char *leaf)
+{
+	struct stat st;
+	bool made = fstatat(rw->to, s->name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	int r;
+
+	if (made && st.st_ino == s->ino)
+		return 0; /* exchanged */
+	if ((!made || !s->from) && (r = shadow_end_make(rw, s)) < 0)
+		return r;
+	if (renameat2(rw->to, s->name, dfd, leaf, RENAME_EXCHANGE) == 0)
+		return 0;
+	r = neg();
+	shadow_end_unmake(rw, s);
+	return r;
+}
+
 /* Makes shadow S (its window begins at position P), as the path is now:
  * the file there linked, the empty directory there copied with its
  * attributes, or nothing (a directory the first step renames away
  * stays where it is: SHADOW_MOVED); the directory there moved in
- * (SHADOW_TRANSIT: its directory's attributes logged first); or not at
+ * (SHADOW_TRANSIT) or exchanged for the path's end (SHADOW_SWAPPED), the
+ * attributes of the directories this changes logged first; or not at
  * all (SHADOW_REAL). */
 static int shadow_begin(struct undo_plan *rw, int log_fd, size_t p, struct shadow *s)
 {
@@ -1888,14 +2166,11 @@ static int shadow_begin(struct undo_plan *rw, int log_fd, size_t p, struct shado
 		return 0;
 	s->again = false;
 	dirs_forget(rw); /* the paths below it are the shadow's now */
-	/* A directory moved in leaves its own directory changed. */
-	if (s->transit && s->state == SHADOW_UNBEGUN &&
-	    (r = touch_dir(rw, log_fd, rw->order[p], s->path)) < 0 && r != -ENOENT)
-		return r;
 	_cleanup_(closep) int dfd = shadow_parent(rw, s->path, false, &leaf);
 	if (s->state == SHADOW_UNBEGUN) {
 		s->begun = shadow_kind(rw, s, dfd, leaf, &s->ino);
-		if ((r = shadow_log(rw, log_fd, p, STEP_SHADOW, s, s->ino)) < 0)
+		if ((r = shadow_touch_dirs(rw, log_fd, p, s)) < 0 ||
+		    (r = shadow_log(rw, log_fd, p, STEP_SHADOW, s, s->ino)) < 0)
 			return r;
 		s->state = s->begun;
 	}
@@ -1916,6 +2191,8 @@ static int shadow_begin(struct undo_plan *rw, int log_fd, size_t p, struct shado
 	if (s->state == SHADOW_TRANSIT &&
 	    (renameat2(dfd, leaf, rw->to, s->name, RENAME_NOREPLACE) == 0 ||
 	     (fstatat(rw->to, s->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == s->ino)))
+		return 0;
+	if (s->state == SHADOW_SWAPPED && shadow_swap_in(rw, s, dfd, leaf) == 0)
 		return 0;
 	if (s->state == SHADOW_ABSENT || s->state == SHADOW_MOVED || s->state == SHADOW_REAL)
 		return 0;
@@ -1938,8 +2215,9 @@ static int shadow_leftover(struct undo_plan *rw, const struct shadow *s, const s
 /* Gives the path of shadow S (its window ends at position P) what the
  * shadow holds, in one call (a rename; an exchange where a directory and
  * a file trade places, or SHADOW_MOVED's directory leaves; or the
- * removal of what the shadow began as), then removes what is left in the
- * undo's directory (or renames SHADOW_MOVED's directory away). Logged
+ * removal of what the shadow began as; nothing for SHADOW_SWAPPED), then
+ * removes what is left in the undo's directory (or renames SHADOW_MOVED's
+ * directory away). Logged
  * first, with the inode that goes to the path: a second attempt sees
  * whether it went. */
 static int shadow_publish(struct undo_plan *rw, int log_fd, size_t p, struct shadow *s)
@@ -1959,6 +2237,11 @@ static int shadow_publish(struct undo_plan *rw, int log_fd, size_t p, struct sha
 		s->state = SHADOW_PUBLISHED;
 	}
 	s->again = false;
+	/* The path has had its end since the beginning. What the steps left
+	 * of the directory that was there (none took it: one failed) stays
+	 * in the undo's directory. */
+	if (s->begun == SHADOW_SWAPPED)
+		return 0;
 	_cleanup_(closep) int qfd = s->begun == SHADOW_MOVED
 					    ? shadow_parent(rw, s->away, true, &qleaf)
 					    : -1;
