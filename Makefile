@@ -76,7 +76,7 @@ MCP_SRC    := mcp/jsonrpc.c mcp/session.c mcp/tools.c mcp/stdio_transport.c mcp/
 TOOL_SRC   := tool/tool.c tool/specs.c tool/args.c tool/as.c tool/path.c tool/beneath.c \
               tool/target.c tool/message.c tool/text.c tool/lines.c tool/read.c tool/write.c \
               tool/list.c tool/ignore.c tool/match.c tool/walk.c tool/search.c tool/glob.c \
-              tool/grep.c
+              tool/grep.c tool/fs_specs.c tool/fs_path.c tool/fs_read.c tool/fs_write.c
 # The broker itself (broker_int.h): only sbx runs it; the tests reach it
 # through bin/sbx.
 BROKER_SRC := exec/broker.c exec/transport.c exec/broker_ops.c exec/client.c

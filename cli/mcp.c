@@ -16,6 +16,7 @@
 
 static const char mcp_usage[] =
 	"Usage: sbx mcp --user ID --thread ID [--home DIR] [--no-run]\n"
+	"               [--profile reference|filesystem]\n"
 	"\n"
 	"An MCP (Model Context Protocol) server for one thread, on standard input\n"
 	"and output (JSON-RPC 2.0, one message a line; protocol versions 2025-11-25\n"
@@ -30,7 +31,13 @@ static const char mcp_usage[] =
 	"It works through the home's broker: the one that serves the home, else\n"
 	"one it starts, which stops once no client has been left for a few\n"
 	"seconds. Its log goes to standard error.\n"
-	"  --no-run   no run for the session (present_files then refuses)\n";
+	"  --no-run   no run for the session (present_files then refuses)\n"
+	"  --profile filesystem\n"
+	"             serve @modelcontextprotocol/server-filesystem's tools instead\n"
+	"             (read_text_file, write_file, edit_file, list_directory,\n"
+	"             directory_tree, move_file, search_files, ...), with its\n"
+	"             arguments and texts, over the same view; reference (the\n"
+	"             default) serves the tools above\n";
 
 int cmd_mcp(int argc, char **argv, const char *home)
 {
@@ -39,6 +46,7 @@ int cmd_mcp(int argc, char **argv, const char *home)
 		{ "thread", required_argument, NULL, 't' },
 		{ "home", required_argument, NULL, 'H' },
 		{ "no-run", no_argument, NULL, 'n' },
+		{ "profile", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -61,6 +69,15 @@ int cmd_mcp(int argc, char **argv, const char *home)
 			break;
 		case 'n':
 			cfg.run = false;
+			break;
+		case 'p':
+			if (!strcmp(optarg, "reference"))
+				cfg.profile = MCP_PROFILE_REFERENCE;
+			else if (!strcmp(optarg, "filesystem"))
+				cfg.profile = MCP_PROFILE_FILESYSTEM;
+			else
+				return usage_error("mcp",
+						   "--profile must be reference or filesystem");
 			break;
 		case 'h':
 			fputs(mcp_usage, stdout);

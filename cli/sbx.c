@@ -77,7 +77,7 @@ static const struct command {
 	  "       [--channel-user-id ID] [--host] [--scope ID] -- COMMAND\n"
 	  "                     run a command in the thread's view, in a sandbox\n" },
 	{ "mcp", cmd_mcp,
-	  "  mcp --user ID --thread ID [--no-run]\n"
+	  "  mcp --user ID --thread ID [--no-run] [--profile reference|filesystem]\n"
 	  "                     an MCP server of the thread's tools on stdin/stdout\n" },
 	{ "serve", cmd_serve,
 	  "  serve [--listen ADDR:PORT | --socket PATH] [--token-file FILE]\n"

@@ -29,6 +29,7 @@
 #include "run/restore.h"
 #include "run/undo.h"
 #include "run/undo_plan.h"
+#include "store/diff.h"
 #include "store/follow.h"
 #include "store/lease.h"
 #include "store/receipt.h"
@@ -1036,6 +1037,22 @@ static void explain_refusal(struct client *c, const struct request *q, struct to
 
 /* Runs a file tool (tool/tool.h) in Q's thread's view, as its sandbox's
  * identity, the program named VIA:NAME. */
+/* The hunks of OLD to NEW for edit_file (tool.h, struct tool_view). */
+static int tool_diff(const char *old, const char *new, char **hunks)
+{
+	struct diff d = { 0 };
+	int r = diff_unified(old, strlen(old), new, strlen(new), "", &d);
+	/* Past its "--- a/" and "+++ b/" lines. */
+	const char *p = d.text;
+
+	for (int i = 0; r == 0 && i < 2 && p && *p; i++)
+		p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p);
+	if (r == 0 && !(*hunks = strdup(p ? p : "")))
+		r = -ENOMEM;
+	diff_free(&d);
+	return r;
+}
+
 static void op_tool(struct client *c, const struct request *q)
 {
 	struct broker *b = c->b;
@@ -1044,7 +1061,9 @@ static void op_tool(struct client *c, const struct request *q)
 	struct refused refused = { NULL };
 	char err[PATH_MAX + 128];
 
-	if (!tool_spec_find(q->tool_name)) {
+	const enum tool_set set = q->tool_fs ? TOOL_SET_FILESYSTEM : TOOL_SET_REFERENCE;
+
+	if (!tool_set_find(set, q->tool_name)) {
 		send_error(c, q->id, "unknown_tool", "no tool %.64s", q->tool_name);
 		return;
 	}
@@ -1053,8 +1072,10 @@ static void op_tool(struct client *c, const struct request *q)
 		return;
 	}
 	int root = open(sv.mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	const struct tool_view v = { .root = root,
+	const struct tool_view v = { .set = set,
+				     .root = root,
 				     .refusal = note_refusal,
+				     .diff = tool_diff,
 				     .refusal_arg = &refused };
 	const struct tool_identity id = { sv.ident.uid, sv.ident.gid };
 	int r = root < 0 ? -errno : tool_call_as(&v, &id, q->via, q->tool_name, q->arguments, &res);

@@ -185,9 +185,16 @@ static int parse_run_begin(struct request *r, const char **code, char *err, size
  * lowercase letters: the program is named VIA:NAME, in 15 bytes). */
 static int parse_tool(struct request *r, const char **code, char *err, size_t errlen)
 {
+	const char *profile = NULL;
+
 	if (!str_field(r->root, "name", true, &r->tool_name, err, errlen) ||
-	    !str_field(r->root, "via", false, &r->via, err, errlen))
+	    !str_field(r->root, "via", false, &r->via, err, errlen) ||
+	    !str_field(r->root, "profile", false, &profile, err, errlen))
 		return bad_request(code);
+	if (profile && strcmp(profile, "reference") && strcmp(profile, "filesystem"))
+		return fail(code, "bad_request", err, errlen,
+			    "'profile' must be \"reference\" or \"filesystem\"");
+	r->tool_fs = profile && !strcmp(profile, "filesystem");
 	if (!r->via)
 		r->via = "sbx";
 	if (strlen(r->via) != 3 || strspn(r->via, "abcdefghijklmnopqrstuvwxyz") != 3)

@@ -59,11 +59,14 @@ struct request {
 	const char *path;
 	long long before;
 	int64_t at_ns;
-	/* tool (tool/tool.h): its name, its arguments (root's), and who
-	 * calls it ("mcp", "aio": the program is named VIA:NAME). */
+	/* tool (tool/tool.h): its name, its arguments (root's), who calls
+	 * it ("mcp", "aio": the program is named VIA:NAME), and the set of
+	 * tools it names ("profile": "reference", the default, or
+	 * "filesystem"). */
 	const char *tool_name;
 	json_t *arguments;
 	const char *via;
+	bool tool_fs;
 };
 
 /* Parses LINE (LEN bytes) into R. Returns 0, or -EINVAL with the error

@@ -2,6 +2,7 @@
 #include "tools.h"
 #include "common/cleanup.h"
 #include "exec/client.h"
+#include "tool/fs.h"
 #include "tool/tool.h"
 
 #include <errno.h>
@@ -71,11 +72,19 @@ static const struct tool reference_tools[] = {
 	  false, true, false, KIND_UNDO },
 };
 
+/* The session's own tools of PROFILE: server-filesystem's profile has
+ * none (its tools are all file tools, tool_fs_specs[]). */
 static const struct tool *tools_of(enum mcp_profile profile, size_t *n)
 {
-	(void)profile;
-	*n = sizeof(reference_tools) / sizeof(reference_tools[0]);
+	*n = profile == MCP_PROFILE_FILESYSTEM
+		     ? 0
+		     : sizeof(reference_tools) / sizeof(reference_tools[0]);
 	return reference_tools;
+}
+
+static enum tool_set set_of(enum mcp_profile profile)
+{
+	return profile == MCP_PROFILE_FILESYSTEM ? TOOL_SET_FILESYSTEM : TOOL_SET_REFERENCE;
 }
 
 static const struct tool *tool_find(enum mcp_profile profile, const char *name)
@@ -109,16 +118,17 @@ static json_t *tool_listing(const char *name, const char *title, const char *des
 
 json_t *mcp_tools_list(enum mcp_profile profile)
 {
-	size_t n;
+	size_t n, nf;
 	const struct tool *t = tools_of(profile, &n);
+	const struct tool_spec *fs = tool_set_specs(set_of(profile), &nf);
 	json_t *list = json_array();
 
-	for (size_t i = 0; list && i < tool_nspecs; i++) {
-		const struct tool_spec *f = &tool_specs[i];
-		json_array_append_new(list,
-				      tool_listing(f->name, f->name, f->description,
-						   f->input_schema, f->output_schema, f->read_only,
-						   f->destructive, f->idempotent));
+	for (size_t i = 0; list && i < nf; i++) {
+		const struct tool_spec *f = &fs[i];
+		json_array_append_new(list, tool_listing(f->name, f->title ? f->title : f->name,
+							 f->description, f->input_schema,
+							 f->output_schema, f->read_only,
+							 f->destructive, f->idempotent));
 	}
 	for (size_t i = 0; list && i < n; i++)
 		json_array_append_new(list, tool_listing(t[i].name, t[i].title, t[i].description,
@@ -129,7 +139,7 @@ json_t *mcp_tools_list(enum mcp_profile profile)
 
 bool mcp_tool_known(enum mcp_profile profile, const char *name)
 {
-	return tool_spec_find(name) || tool_find(profile, name);
+	return tool_set_find(set_of(profile), name) || tool_find(profile, name);
 }
 
 json_t *mcp_tool_text(const char *text, bool is_error)
@@ -341,22 +351,57 @@ static json_t *run_undo_tool(struct mcp_call *c, json_t *args)
 	return undo_text(reply, json_is_true(dry));
 }
 
+/* Whether PATH, an argument of a tool of PROFILE, is within the roots
+ * the client gave; the refusal in *REFUSAL if not. server-filesystem's
+ * paths are normalised first, as its tools take them. */
+static bool path_within(struct mcp_call *c, enum mcp_profile profile, json_t *path,
+			json_t **refusal)
+{
+	const char *p = json_string_value(path);
+	char text[PATH_MAX + 96];
+
+	if (!p)
+		return true;
+	_cleanup_(freep) char *abs = profile == MCP_PROFILE_FILESYSTEM ? fs_absolute(p) : NULL;
+	if (mcp_call_within_roots(c, abs ? abs : p))
+		return true;
+	snprintf(text, sizeof(text), "%sAccess denied: %s is outside the roots this client gave",
+		 profile == MCP_PROFILE_FILESYSTEM ? "" : "Error: ", p);
+	*refusal = mcp_tool_text(text, true);
+	return false;
+}
+
+/* Whether every path argument of ARGS is within the client's roots. */
+static bool within_roots(struct mcp_call *c, enum mcp_profile profile, json_t *args,
+			 json_t **refusal)
+{
+	static const char *const keys[] = { "path", "source", "destination" };
+	json_t *p;
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!path_within(c, profile, json_object_get(args, keys[i]), refusal))
+			return false;
+	json_array_foreach (json_object_get(args, "paths"), i, p)
+		if (!path_within(c, profile, p, refusal))
+			return false;
+	return true;
+}
+
 /* A file tool, in the view through the broker (the program mcp:NAME). */
 static json_t *run_file_tool(struct mcp_call *c, const char *name, json_t *args)
 {
 	const struct mcp_config *cfg = mcp_call_config(c);
-	const char *path = json_string_value(json_object_get(args, "path"));
+	json_t *refusal = NULL;
 	struct error e;
 
-	if (path && !mcp_call_within_roots(c, path)) {
-		char text[PATH_MAX + 96];
-		snprintf(text, sizeof(text),
-			 "Error: Access denied: %s is outside the roots this client gave", path);
-		return mcp_tool_text(text, true);
-	}
-	json_auto_t *req = json_pack("{s:s, s:s, s:s, s:s, s:O, s:s}", "op", "tool", "user",
+	if (!within_roots(c, cfg->profile, args, &refusal))
+		return refusal;
+	json_auto_t *req = json_pack("{s:s, s:s, s:s, s:s, s:O, s:s, s:s}", "op", "tool", "user",
 				     cfg->user, "thread", cfg->thread, "name", name, "arguments",
-				     args, "via", "mcp");
+				     args, "via", "mcp", "profile",
+				     cfg->profile == MCP_PROFILE_FILESYSTEM ? "filesystem"
+									    : "reference");
 	json_auto_t *reply = broker_request(c, req, NULL, &e);
 	if (!reply)
 		return tool_error(&e);

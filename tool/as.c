@@ -62,7 +62,7 @@ int tool_call_as(const struct tool_view *v, const struct tool_identity *id, cons
 	pthread_t t;
 
 	memset(out, 0, sizeof(*out));
-	if (!tool_spec_find(name))
+	if (!tool_set_find(v->set, name))
 		return -ENOENT;
 	/* Cut to what the kernel keeps (tool.h: every tool fits). */
 	snprintf(c.comm, sizeof(c.comm), "%s:%s", via, name);

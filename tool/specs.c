@@ -111,12 +111,12 @@ const struct tool_spec tool_specs[] = {
 	{ "ls",
 	  "List the contents of a directory up to 2 levels deep in tree format: one absolute path "
 	  "a line, directories ending in \"/\".",
-	  ls_in, ls_out, true, false, true, tool_ls },
+	  ls_in, ls_out, true, false, true, tool_ls, NULL },
 	{ "read_file",
 	  "Read the contents of a text file. Use this to examine source code, configuration "
 	  "files, logs, or any text-based file. Long files are cut: use start_line/end_line to "
 	  "read a specific range.",
-	  read_in, read_out, true, false, true, tool_read_file },
+	  read_in, read_out, true, false, true, tool_read_file, NULL },
 	{ "write_file",
 	  "Write text content to a file. By default this overwrites the target file; set "
 	  "append=true to add content to the end without replacing existing content. Missing "
@@ -125,20 +125,20 @@ const struct tool_spec tool_specs[] = {
 	  "content. For larger documents, write the first section, then either use `str_replace` "
 	  "for further edits or call write_file again with append=true for the next section (the "
 	  "cap does not apply to appends).",
-	  write_in, NULL, false, true, false, tool_write_file },
+	  write_in, NULL, false, true, false, tool_write_file, NULL },
 	{ "str_replace",
 	  "Replace a substring in a file with another substring. If `replace_all` is false "
 	  "(default), the substring to replace must appear exactly once in the file: when it "
 	  "appears more than once the call fails with an error naming the count and the file is "
 	  "left as it was (add surrounding text to old_str, or set replace_all). An empty old_str "
 	  "changes nothing.\n\n" READ_BEFORE_WRITE,
-	  replace_in, NULL, false, true, false, tool_str_replace },
+	  replace_in, NULL, false, true, false, tool_str_replace, NULL },
 	{ "glob", "Find files or directories that match a glob pattern under a root directory.",
-	  glob_in, glob_out, true, false, true, tool_glob },
+	  glob_in, glob_out, true, false, true, tool_glob, NULL },
 	{ "grep",
 	  "Search for matching lines inside a text file or files under a root directory. Binary "
 	  "files, files over 1 MB and lines over 2,000 characters are skipped.",
-	  grep_in, grep_out, true, false, true, tool_grep },
+	  grep_in, grep_out, true, false, true, tool_grep, NULL },
 };
 
 const size_t tool_nspecs = sizeof(tool_specs) / sizeof(tool_specs[0]);

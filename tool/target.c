@@ -38,7 +38,8 @@ int target_get(const struct tool_view *v, const char *vpath, bool write, bool fo
 void target_free(struct target *t)
 {
 	free(t->resolved);
-	t->resolved = NULL;
+	free(t->owned);
+	t->resolved = t->owned = NULL;
 }
 
 /* ERRS' words for -ERR, or NULL. */

@@ -16,6 +16,7 @@ struct target {
 	enum path_family family; /* where it resolved to */
 	char rel[PATH_MAX];	 /* resolved, below the view's root */
 	char *resolved;		 /* "/mnt/" REL (malloc'd: target_free()) */
+	char *owned;		 /* VPATH when the target owns it (fs.h) */
 };
 
 /* A tool's words for a failure: "%s" takes the path as given; NULL

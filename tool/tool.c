@@ -14,17 +14,31 @@ const struct tool_limits tool_limits_default = {
 	.grep_max_results = 0,
 };
 
+const struct tool_spec *tool_set_specs(enum tool_set set, size_t *n)
+{
+	*n = set == TOOL_SET_FILESYSTEM ? tool_fs_nspecs : tool_nspecs;
+	return set == TOOL_SET_FILESYSTEM ? tool_fs_specs : tool_specs;
+}
+
+const struct tool_spec *tool_set_find(enum tool_set set, const char *name)
+{
+	size_t n;
+	const struct tool_spec *s = tool_set_specs(set, &n);
+
+	for (size_t i = 0; name && i < n; i++)
+		if (!strcmp(s[i].name, name))
+			return &s[i];
+	return NULL;
+}
+
 const struct tool_spec *tool_spec_find(const char *name)
 {
-	for (size_t i = 0; name && i < tool_nspecs; i++)
-		if (!strcmp(tool_specs[i].name, name))
-			return &tool_specs[i];
-	return NULL;
+	return tool_set_find(TOOL_SET_REFERENCE, name);
 }
 
 int tool_call(const struct tool_view *v, const char *name, json_t *args, struct tool_result *out)
 {
-	const struct tool_spec *spec = tool_spec_find(name);
+	const struct tool_spec *spec = tool_set_find(v->set, name);
 
 	memset(out, 0, sizeof(*out));
 	if (!spec)

@@ -35,7 +35,15 @@ struct tool_limits {
 /* 50,000, 20,000, 80 KiB, 200 and 100. */
 extern const struct tool_limits tool_limits_default;
 
+/* Which tools a call names: the reference's (tool_specs[]) or
+ * @modelcontextprotocol/server-filesystem's (tool_fs_specs[], tool/fs.h). */
+enum tool_set {
+	TOOL_SET_REFERENCE,
+	TOOL_SET_FILESYSTEM,
+};
+
 struct tool_view {
+	enum tool_set set; /* the table tool_call() looks a name up in */
 	/* O_PATH|O_DIRECTORY fd of the view's mount point: the caller's,
 	 * kept open for the call. */
 	int root;
@@ -48,6 +56,12 @@ struct tool_view {
 	 * sandbox's filesystem identity. */
 	int (*refusal)(void *arg, const char *vpath, char **text);
 	void *refusal_arg;
+	/* Sets *HUNKS (malloc'd) to the hunks of a unified diff of OLD to
+	 * NEW (three lines of context, no "---"/"+++" lines; "" for none), for
+	 * edit_file's diff (tool/fs.h): the diff is the store's (store/
+	 * diff.h), above this layer. Returns 0 or -ENOMEM. NULL: edit_file's
+	 * diff has its headers only. */
+	int (*diff)(const char *old, const char *new, char **hunks);
 };
 
 struct tool_result {
@@ -66,15 +80,21 @@ struct tool_spec {
 	const char *output_schema; /* NULL: the tool returns text only */
 	bool read_only, destructive, idempotent;
 	int (*run)(const struct tool_view *v, json_t *args, struct tool_result *out);
+	const char *title; /* NULL: the name */
 };
 
 extern const struct tool_spec tool_specs[];
 extern const size_t tool_nspecs;
+extern const struct tool_spec tool_fs_specs[];
+extern const size_t tool_fs_nspecs;
 
-/* The spec of tool NAME, or NULL. */
+/* The spec of tool NAME of the reference's set, or NULL. */
 const struct tool_spec *tool_spec_find(const char *name);
+/* The specs of SET, *N of them; the spec of NAME in SET, or NULL. */
+const struct tool_spec *tool_set_specs(enum tool_set set, size_t *n);
+const struct tool_spec *tool_set_find(enum tool_set set, const char *name);
 
-/* Runs tool NAME with ARGS (a JSON object; NULL or another type is a
+/* Runs tool NAME (of V's set) with ARGS (a JSON object; NULL or another type is a
  * tool error) against view V on the calling thread, with its
  * credentials and command name. Returns 0 with the result in OUT
  * (tool_result_free() it), -ENOENT for an unknown tool, -ENOMEM. */
@@ -88,7 +108,12 @@ struct tool_identity {
 
 /* A thread's command name holds 15 bytes: "VIA:NAME" is cut there.
  * Every tool of tool_specs[] fits with a three-letter VIA ("mcp", "aio"):
- * "mcp:str_replace" is the longest, 15 (a unit test checks). */
+ * "mcp:str_replace" is the longest, 15 (a unit test checks). Those of
+ * tool_fs_specs[] are cut at 11 characters, and the journal's program
+ * names stay apart for every tool that writes ("mcp:write_file",
+ * "mcp:edit_file", "mcp:create_dire", "mcp:move_file"); only the
+ * read-only list_directory and list_directory_with_sizes share one,
+ * "mcp:list_direct" (docs/tools.md). */
 #define TOOL_COMM_MAX 15
 
 /* tool_call() on a thread of its own that first takes ID's filesystem

@@ -18,6 +18,20 @@ int tool_str_replace(const struct tool_view *v, json_t *args, struct tool_result
 int tool_glob(const struct tool_view *v, json_t *args, struct tool_result *out);
 int tool_grep(const struct tool_view *v, json_t *args, struct tool_result *out);
 
+/* What write.c shares with fs_write.c. The error of TOOL for -ERR on T:
+ * the gate's blocked message (with what changed), a read-only mount's,
+ * else ERRS' words. */
+struct target;
+struct tool_errors;
+int write_failed(const struct tool_view *v, const char *tool, const struct target *t, int err,
+		 const struct tool_errors *errs, struct tool_result *out);
+/* Closes *FD: its error is the write's (the view publishes there). */
+int write_close(int *fd);
+/* Writes (APPEND: appends) LEN bytes of CONTENT to T, its missing
+ * parents made: the result "OK", or write_file's error. */
+int write_content(const struct tool_view *v, const struct target *t, const char *content,
+		  size_t len, bool append, struct tool_result *out);
+
 /* A successful result: TEXT (taken: freed on failure) and STRUCTURED
  * (taken, may be NULL). */
 int result_ok(struct tool_result *out, char *text, json_t *structured);

@@ -60,9 +60,8 @@ static bool gated(const struct tool_view *v, const struct target *t)
 	       faccessat(fd, "", W_OK, AT_EACCESS | AT_EMPTY_PATH) == 0;
 }
 
-/* The error of TOOL for -ERR on T. */
-static int change_failed(const struct tool_view *v, const char *tool, const struct target *t,
-			 int err, const struct tool_errors *errs, struct tool_result *out)
+int write_failed(const struct tool_view *v, const char *tool, const struct target *t, int err,
+		 const struct tool_errors *errs, struct tool_result *out)
 {
 	if (err == -EACCES && gated(v, t))
 		return message_blocked(v, tool, t->vpath, t->resolved, out);
@@ -85,8 +84,7 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-/* Closes *FD: its error is the write's (the view publishes there). */
-static int close_checked(int *fd)
+int write_close(int *fd)
 {
 	int r = close(*fd) < 0 ? neg_errno() : 0;
 
@@ -94,19 +92,19 @@ static int close_checked(int *fd)
 	return r;
 }
 
-static int write_content(const struct tool_view *v, const struct target *t, const char *content,
-			 size_t len, bool append, struct tool_result *out)
+int write_content(const struct tool_view *v, const struct target *t, const char *content,
+		  size_t len, bool append, struct tool_result *out)
 {
 	int flags = O_WRONLY | O_CREAT | O_NOCTTY | (append ? O_APPEND : O_TRUNC);
 	int r = beneath_mkdirs(v->root, t->rel);
 	_cleanup_(closep) int fd = r < 0 ? r : beneath_open(v->root, t->rel, flags, 0666);
 
 	if (fd < 0)
-		return change_failed(v, "write_file", t, fd, &write_errors, out);
+		return write_failed(v, "write_file", t, fd, &write_errors, out);
 	r = write_all(fd, content, len);
-	int c = close_checked(&fd);
+	int c = write_close(&fd);
 	if ((r = r ?: c) < 0)
-		return change_failed(v, "write_file", t, r, &write_errors, out);
+		return write_failed(v, "write_file", t, r, &write_errors, out);
 	return result_ok(out, strdup("OK"), NULL);
 }
 
@@ -219,7 +217,7 @@ static int edit_text(const struct tool_view *v, const struct target *t, int fd,
 			"replace_all to true to replace every occurrence.",
 			n, t->vpath);
 	int r = rewrite(fd, l->text, l->len, e);
-	return r < 0 ? change_failed(v, "str_replace", t, r, &replace_errors, out) : 1;
+	return r < 0 ? write_failed(v, "str_replace", t, r, &replace_errors, out) : 1;
 }
 
 static int replace_in(const struct tool_view *v, const struct target *t, const struct edit *e,
@@ -238,15 +236,15 @@ static int replace_in(const struct tool_view *v, const struct target *t, const s
 		return target_fail(&replace_errors, -EINVAL, t->vpath, out);
 	/* The gate's decision, before the read that would satisfy it. */
 	if (st.st_size > 0 && ftruncate(fd, st.st_size) < 0)
-		return change_failed(v, "str_replace", t, neg_errno(), &replace_errors, out);
+		return write_failed(v, "str_replace", t, neg_errno(), &replace_errors, out);
 	if ((r = read_text(fd, &l)) == 0)
 		r = edit_text(v, t, fd, &l, e, out);
 	lines_free(&l);
 	if (r < 0)
 		return r == -ENOMEM ? r : target_fail(&replace_errors, r, t->vpath, out);
-	int c = close_checked(&fd);
+	int c = write_close(&fd);
 	if (r == 1 && c < 0)
-		return change_failed(v, "str_replace", t, c, &replace_errors, out);
+		return write_failed(v, "str_replace", t, c, &replace_errors, out);
 	return r == 1 ? result_ok(out, strdup("OK"), NULL) : 0;
 }
 

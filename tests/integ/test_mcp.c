@@ -211,7 +211,8 @@ START_TEST(test_mcp_driver_reports_failures_and_kills_hung_servers)
 END_TEST
 
 /* sbx mcp: a fresh home H, user alice, thread t1. The thread's
- * workspace holds the two symlinks out that sbx-confine tries. */
+ * workspace holds the two symlinks out that sbx-confine tries, and a
+ * file no session has read (sbxfs-files). */
 
 static const char *H;
 
@@ -221,7 +222,7 @@ static void sbx_setup(void)
 	H = test_dir("mhome");
 	test_home_store(H);
 	OK("w='%s/users/alice/threads/t1/user-data/workspace' && mkdir -p \"$w\" && cd \"$w\" &&"
-	   " ln -s /etc/passwd escape && ln -s /etc escdir",
+	   " ln -s /etc/passwd escape && ln -s /etc escdir && echo host > unread.txt",
 	   H);
 }
 
@@ -255,6 +256,14 @@ static char *drive_sbx(const char *scenario)
 {
 	return drive(scenario, "",
 		     fmt_cmd("'%s' mcp --home '%s' --user alice --thread t1", test_bin("sbx"), H));
+}
+
+/* drive_sbx() with --profile filesystem: server-filesystem's tools. */
+static char *drive_sbxfs(const char *scenario)
+{
+	return drive(scenario, "",
+		     fmt_cmd("'%s' mcp --home '%s' --user alice --thread t1 --profile filesystem",
+			     test_bin("sbx"), H));
 }
 
 static char *hws(const char *rel)
@@ -344,6 +353,70 @@ START_TEST(test_mcp_sbx_two_clients_share_the_view_not_the_shell)
 }
 END_TEST
 
+/* --profile filesystem lists server-filesystem's tools (less
+ * read_media_file) and none of the reference's: bash stays out. */
+START_TEST(test_mcp_sbxfs_lists_server_filesystems_tools)
+{
+	NEED_SBX_MCP();
+	ASSERT_LINE(drive_sbxfs("sbxfs-tools"),
+		    "ok tools/list: create_directory,directory_tree,edit_file,get_file_info,"
+		    "list_allowed_directories,list_directory,list_directory_with_sizes,move_file,"
+		    "read_file,read_multiple_files,read_text_file,search_files,write_file");
+}
+END_TEST
+
+/* Its file tools in the view: what they wrote is on the host, the edit's
+ * diff is server-filesystem's, an unread file's edit is gated, a move
+ * onto an existing file refused and nothing lost. */
+START_TEST(test_mcp_sbxfs_round_trip_in_the_view)
+{
+	NEED_SBX_MCP();
+	char *out = drive_sbxfs("sbxfs-files");
+
+	ASSERT_LINE(out, "ok create_directory: Successfully created directory "
+			 "/mnt/user-data/workspace/fsp/deep/er");
+	ASSERT_LINE(out, "ok read_text_file: \"one\\ntwo\\nthree\\n\"");
+	ASSERT_LINE(out, "ok head 2, tail 2: \"one\\ntwo\" \"three\\n\"");
+	ASSERT_LINE(out, "ok edit_file dryRun: [\"-two\",\"+TWO\"]");
+	ASSERT_LINE_START(out, "ok edit_file unread: Error: edit_file blocked");
+	ASSERT_LINE(out, "ok move_file onto an existing file: Destination already exists: "
+			 "/mnt/user-data/workspace/fsp/b.txt");
+	ASSERT_LINE(out, "ok search_files: WS/fsp/b.txt WS/fsp/c.txt");
+	ASSERT_LINE(out, "ok list_directory_with_sizes: Total: 2 files, 1 directories, Combined "
+			 "size: 12 B");
+	ck_assert(exists(hws("fsp/deep/er")));
+	ck_assert(!exists(hws("fsp/a.txt")));
+	SAME(read_file(hws("fsp/b.txt")), "one\ntwo\n3\n");
+	SAME(read_file(hws("fsp/c.txt")), "c\n");
+	SAME(read_file(hws("unread.txt")), "host\n");
+	/* The journal names each tool that wrote, cut to a command name. */
+	SAME(OUT("'%s' watch --home '%s' --user alice --thread t1 --once --since 0 --format json |"
+		 " python3 tests/tools/jsonq.py --lines \"d.get('path'), d.get('command')\" |"
+		 " grep /fsp | cut -d' ' -f2 | sort -u",
+		 test_bin("sbx"), H),
+	     "mcp:create_dire\nmcp:edit_file\nmcp:move_file\nmcp:write_file\n");
+}
+END_TEST
+
+/* Outside the allowed directories, ".." out and symlinks out: tool
+ * errors, server-filesystem's text for the first. */
+START_TEST(test_mcp_sbxfs_paths_outside_are_tool_errors)
+{
+	NEED_SBX_MCP();
+	char *out = drive_sbxfs("sbxfs-confine");
+
+	ASSERT_LINE_START(out, "ok read /etc/passwd: Access denied - path outside allowed "
+			       "directories: /etc/passwd not in /mnt/user-data/workspace, ");
+	ASSERT_LINE_START(out, "ok read WS/../../../etc/passwd: Access denied - path outside ");
+	ASSERT_LINE_START(out, "ok read WS/escape: ");
+	ASSERT_LINE_START(out, "ok write WS/escdir/sbx-mcp-test: ");
+	ASSERT_LINE_START(out, "ok move WS/escape out: ");
+	ck_assert(!exists("/etc/sbx-mcp-test"));
+	ck_assert(!exists(hws("stolen")));
+	ck_assert(exists("/etc/hostname"));
+}
+END_TEST
+
 Suite *suite_mcp(void)
 {
 	Suite *s = suite_create("mcp");
@@ -374,6 +447,9 @@ Suite *suite_mcp(void)
 	tcase_add_test(sbx, test_mcp_sbx_bash_keeps_cwd_and_exports_in_a_session);
 	tcase_add_test(sbx, test_mcp_sbx_cancel_kills_the_command);
 	tcase_add_test(sbx, test_mcp_sbx_two_clients_share_the_view_not_the_shell);
+	tcase_add_test(sbx, test_mcp_sbxfs_lists_server_filesystems_tools);
+	tcase_add_test(sbx, test_mcp_sbxfs_round_trip_in_the_view);
+	tcase_add_test(sbx, test_mcp_sbxfs_paths_outside_are_tool_errors);
 	suite_add_tcase(s, sbx);
 	return s;
 }

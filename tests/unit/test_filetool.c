@@ -3,6 +3,7 @@
  * markers, text as the reference's text mode reads it (line ranges,
  * line ends, UTF-8 errors), the tools' specs and their argument
  * checks. */
+#include "tool/fs.h"
 #include "tool/ignore.h"
 #include "tool/lines.h"
 #include "tool/match.h"
@@ -385,6 +386,73 @@ START_TEST(test_filetool_specs)
 }
 END_TEST
 
+/* server-filesystem's tools: whole JSON, each with its outputSchema,
+ * found in their own set only; the program names of those that write
+ * stay apart once cut to a command name. */
+START_TEST(test_filetool_fs_specs)
+{
+	char comms[16][TOOL_COMM_MAX + 1];
+	size_t ncomms = 0;
+
+	ck_assert_uint_eq(tool_fs_nspecs, 13);
+	for (size_t i = 0; i < tool_fs_nspecs; i++) {
+		const struct tool_spec *s = &tool_fs_specs[i];
+		json_error_t e;
+		json_t *in = json_loads(s->input_schema, 0, &e), *o;
+
+		ck_assert_msg(in, "%s: %s", s->name, e.text);
+		ck_assert_str_eq(json_string_value(json_object_get(in, "type")), "object");
+		json_decref(in);
+		ck_assert_msg((o = json_loads(s->output_schema, 0, &e)), "%s: %s", s->name, e.text);
+		json_decref(o);
+		ck_assert_ptr_nonnull(s->title);
+		ck_assert(!(s->read_only && s->destructive));
+		ck_assert_ptr_eq(tool_set_find(TOOL_SET_FILESYSTEM, s->name), s);
+		if (s->read_only)
+			continue;
+		snprintf(comms[ncomms], sizeof(comms[0]), "mcp:%s", s->name);
+		for (size_t k = 0; k < ncomms; k++)
+			ck_assert_str_ne(comms[k], comms[ncomms]);
+		ncomms++;
+	}
+	ck_assert_ptr_null(tool_set_find(TOOL_SET_FILESYSTEM, "str_replace"));
+	ck_assert_ptr_null(tool_set_find(TOOL_SET_FILESYSTEM, "bash"));
+	ck_assert_ptr_null(tool_set_find(TOOL_SET_REFERENCE, "edit_file"));
+	ck_assert_ptr_eq(tool_set_find(TOOL_SET_REFERENCE, "write_file"),
+			 tool_spec_find("write_file"));
+}
+END_TEST
+
+/* Paths as path.resolve() makes them, and minimatch's globs. */
+START_TEST(test_filetool_fs_paths_and_globs)
+{
+	static const struct {
+		const char *in, *out;
+	} paths[] = {
+		{ "a.txt", "/mnt/user-data/workspace/a.txt" },
+		{ "sub/../b", "/mnt/user-data/workspace/b" },
+		{ "/mnt/user-data/workspace/../../../etc/passwd", "/etc/passwd" },
+		{ "/mnt//user-data/./outputs/", "/mnt/user-data/outputs" },
+		{ "../../../../..", "/" },
+	};
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		char *abs = fs_absolute(paths[i].in);
+		ck_assert_str_eq(abs, paths[i].out);
+		free(abs);
+	}
+	ck_assert(fs_glob("**/*.txt", "b.txt"));
+	ck_assert(fs_glob("**/*.txt", "deep/er/x.txt"));
+	ck_assert(fs_glob("*.txt", "b.txt"));
+	ck_assert(!fs_glob("*.txt", "deep/x.txt"));
+	ck_assert(fs_glob("deep/**", "deep/er"));
+	ck_assert(fs_glob("**/deep/**", "deep/er/x"));
+	ck_assert(fs_glob("*", ".hidden")); /* dot: true */
+	ck_assert(!fs_glob("c.txt", "sub/c.txt"));
+	ck_assert(fs_glob("**/c.txt", "sub/c.txt"));
+	ck_assert(!fs_glob("deep", "deep/er"));
+}
+END_TEST
+
 /* Bad arguments are tool errors naming the argument; nothing is
  * touched (the view's fd is not even valid). */
 START_TEST(test_filetool_argument_errors)
@@ -521,6 +589,8 @@ Suite *suite_unit_filetool(void)
 	tcase_add_test(tc, test_filetool_next_line);
 	tcase_add_test(tc, test_filetool_max_results);
 	tcase_add_test(tc, test_filetool_specs);
+	tcase_add_test(tc, test_filetool_fs_specs);
+	tcase_add_test(tc, test_filetool_fs_paths_and_globs);
 	tcase_add_test(tc, test_filetool_argument_errors);
 	tcase_add_test(tc, test_filetool_write_size_limit);
 	tcase_add_test(tc, test_filetool_identity_refused_without_privilege);

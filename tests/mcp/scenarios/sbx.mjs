@@ -2,9 +2,18 @@
 // one thread's view and sandbox. --root is the virtual directory they
 // work in (default /mnt/user-data/workspace). The C side plants, in the
 // thread's workspace on the host, escape -> /etc/passwd and escdir -> /etc,
-// and checks on the host what the tools wrote.
+// and unread.txt ("host\n", which no session has read), and checks on the
+// host what the tools wrote.
 import assert from "node:assert/strict";
 import { text } from "../lib/client.mjs";
+
+// server-filesystem's tools, less read_media_file (docs/tools.md says why):
+// what sbx mcp --profile filesystem lists.
+export const SBXFS_TOOLS = [
+	"create_directory", "directory_tree", "edit_file", "get_file_info", "list_allowed_directories",
+	"list_directory", "list_directory_with_sizes", "move_file", "read_file", "read_multiple_files",
+	"read_text_file", "search_files", "write_file",
+];
 
 export const SBX_TOOLS = [
 	"bash", "changes", "glob", "grep", "ls", "present_files", "read_file", "str_replace", "undo",
@@ -180,6 +189,147 @@ export const scenarios = {
 				assert.match(await waiting, /^released$/m);
 				return "a's command saw b's write while it ran";
 			});
+		},
+	},
+	"sbxfs-tools": {
+		about: "--profile filesystem: tools/list has server-filesystem's tools and no others",
+		async run(t) {
+			const s = await t.connect();
+			await t.group("tools/list", async () => {
+				const tools = await s.tools();
+				const names = tools.map((x) => x.name).sort();
+				assert.deepEqual(names, SBXFS_TOOLS);
+				for (const x of tools) {
+					assert.equal(x.inputSchema?.type, "object", `${x.name}: inputSchema`);
+					assert.equal(x.outputSchema?.properties?.content?.type, "string", `${x.name}: outputSchema`);
+					assert.equal(x.annotations?.openWorldHint, false, `${x.name}: openWorldHint`);
+				}
+				return names.join(",");
+			});
+		},
+	},
+	"sbxfs-files": {
+		about: "--profile filesystem: write, read (head/tail), edit (dry run, gate), move, tree, search, list",
+		async run(t) {
+			const s = await t.connect();
+			const w = ws(t);
+			await s.tools(); // the SDK checks structuredContent against each outputSchema from now on
+			const okc = async (name, args) => {
+				const r = await s.call(name, args);
+				assert.equal(r.isError ?? false, false, `${name} failed: ${text(r)}`);
+				assert.deepEqual(r.structuredContent, { content: text(r) }, `${name}: structuredContent`);
+				return text(r);
+			};
+			await t.group("create_directory", async () => okc("create_directory", { path: `${w}/fsp/deep/er` }));
+			await t.group("write_file", async () => okc("write_file", { path: `${w}/fsp/a.txt`, content: "one\ntwo\nthree\n" }));
+			await t.group("read_text_file", async () => {
+				const got = await okc("read_text_file", { path: `${w}/fsp/a.txt` });
+				assert.equal(got, "one\ntwo\nthree\n");
+				return JSON.stringify(got);
+			});
+			await t.group("head 2, tail 2", async () => {
+				const h = await okc("read_text_file", { path: "fsp/a.txt", head: 2 });
+				const tl = await okc("read_text_file", { path: "fsp/a.txt", tail: 2 });
+				assert.equal(h, "one\ntwo");
+				assert.equal(tl, "three\n");
+				return `${JSON.stringify(h)} ${JSON.stringify(tl)}`;
+			});
+			await t.group("edit_file dryRun", async () => {
+				const d = await okc("edit_file", { path: `${w}/fsp/a.txt`, edits: [{ oldText: "two", newText: "TWO" }], dryRun: true });
+				assert.match(d, /^```diff\nIndex: \/mnt\/user-data\/workspace\/fsp\/a.txt\n=+\n--- \S+\toriginal\n\+\+\+ \S+\tmodified\n@@ -1,3 \+1,3 @@\n one\n-two\n\+TWO\n three\n```\n\n$/);
+				return JSON.stringify(d.split("\n").filter((l) => /^[-+][^-+]/.test(l)));
+			});
+			await t.group("edit_file", async () => {
+				await okc("read_text_file", { path: `${w}/fsp/a.txt` }); // the gate: read before write
+				const d = await okc("edit_file", { path: `${w}/fsp/a.txt`, edits: [{ oldText: "three", newText: "3" }] });
+				assert.match(d, /\n-three\n\+3\n/);
+				return "-three +3";
+			});
+			await t.group("edit_file unread", async () => {
+				const r = await s.call("edit_file", { path: `${w}/unread.txt`, edits: [{ oldText: "host", newText: "agent" }] });
+				assert.equal(r.isError, true, `not refused: ${text(r)}`);
+				assert.match(text(r), /blocked/);
+				return firstLine(text(r));
+			});
+			await t.group("edit_file no match", async () => {
+				const r = await s.call("edit_file", { path: `${w}/fsp/a.txt`, edits: [{ oldText: "nowhere", newText: "x" }], dryRun: true });
+				assert.equal(r.isError, true);
+				assert.equal(text(r), "Could not find exact match for edit:\nnowhere");
+				return JSON.stringify(text(r));
+			});
+			await t.group("move_file", async () => okc("move_file", { source: `${w}/fsp/a.txt`, destination: `${w}/fsp/b.txt` }));
+			await t.group("move_file onto an existing file", async () => {
+				await okc("write_file", { path: `${w}/fsp/c.txt`, content: "c\n" });
+				const r = await s.call("move_file", { source: `${w}/fsp/c.txt`, destination: `${w}/fsp/b.txt` });
+				assert.equal(r.isError, true, `not refused: ${text(r)}`);
+				return text(r);
+			});
+			await t.group("directory_tree", async () => {
+				const tree = JSON.parse(await okc("directory_tree", { path: `${w}/fsp`, excludePatterns: ["c.txt"] }));
+				assert.deepEqual(tree, [
+					{ name: "b.txt", type: "file" },
+					{ name: "deep", type: "directory", children: [{ name: "er", type: "directory", children: [] }] },
+				]);
+				return JSON.stringify(tree);
+			});
+			await t.group("search_files", async () => {
+				const got = await okc("search_files", { path: `${w}/fsp`, pattern: "**/*.txt" });
+				assert.equal(got, `${w}/fsp/b.txt\n${w}/fsp/c.txt`);
+				return got.replaceAll(w, "WS").replace("\n", " ");
+			});
+			await t.group("list_directory", async () => {
+				const got = await okc("list_directory", { path: `${w}/fsp` });
+				assert.equal(got, "[FILE] b.txt\n[FILE] c.txt\n[DIR] deep");
+				return JSON.stringify(got);
+			});
+			await t.group("list_directory_with_sizes", async () => {
+				const got = await okc("list_directory_with_sizes", { path: `${w}/fsp`, sortBy: "name" });
+				assert.equal(got, `[FILE] ${"b.txt".padEnd(30)} ${"10 B".padStart(10)}\n` +
+					`[FILE] ${"c.txt".padEnd(30)} ${"2 B".padStart(10)}\n[DIR] ${"deep".padEnd(30)} \n\n` +
+					"Total: 2 files, 1 directories\nCombined size: 12 B");
+				return got.split("\n").slice(-2).join(", ");
+			});
+			await t.group("read_multiple_files", async () => {
+				const got = await okc("read_multiple_files", { paths: [`${w}/fsp/c.txt`, `${w}/fsp/none`] });
+				assert.equal(got, `${w}/fsp/c.txt:\nc\n\n\n---\n${w}/fsp/none: Error - ENOENT: no such file or directory, open '${w}/fsp/none'`);
+				return JSON.stringify(got.replaceAll(w, "WS"));
+			});
+			await t.group("list_allowed_directories", async () => {
+				const got = await okc("list_allowed_directories", {});
+				assert.match(got, /^Allowed directories:\n\/mnt\/user-data\/workspace\n/);
+				return JSON.stringify(got);
+			});
+			await t.group("get_file_info", async () => {
+				const got = await okc("get_file_info", { path: `${w}/fsp/b.txt` });
+				assert.match(got, /^size: 10\n/m);
+				assert.match(got, /^isFile: true$/m);
+				return got.split("\n")[0];
+			});
+		},
+	},
+	"sbxfs-confine": {
+		about: "--profile filesystem: paths outside the allowed directories, .. and symlinks out: tool errors",
+		async run(t) {
+			const s = await t.connect();
+			const w = ws(t);
+			const refusedc = async (name, args) => {
+				const r = await s.call(name, args);
+				assert.equal(r.isError, true, `${name} ${JSON.stringify(args)} was not refused: ${text(r).slice(0, 200)}`);
+				assert.doesNotMatch(text(r), /root:x?:0:0/);
+				return text(r);
+			};
+			await t.group("read /etc/passwd", async () => {
+				const m = await refusedc("read_text_file", { path: "/etc/passwd" });
+				assert.match(m, /^Access denied - path outside allowed directories: \/etc\/passwd not in /);
+				return firstLine(m);
+			});
+			await t.group("read WS/../../../etc/passwd", async () =>
+				firstLine(await refusedc("read_text_file", { path: `${w}/../../../etc/passwd` })));
+			await t.group("read WS/escape", async () => firstLine(await refusedc("read_text_file", { path: `${w}/escape` })));
+			await t.group("write WS/escdir/sbx-mcp-test", async () =>
+				firstLine(await refusedc("write_file", { path: `${w}/escdir/sbx-mcp-test`, content: "no" })));
+			await t.group("move WS/escape out", async () =>
+				firstLine(await refusedc("move_file", { source: `${w}/escdir/hostname`, destination: `${w}/stolen` })));
 		},
 	},
 };
