@@ -45,8 +45,7 @@ bool fs_glob(const char *pattern, const char *rel);
 int fs_read_text_file(const struct tool_view *v, json_t *args, struct tool_result *out);
 int fs_read_multiple_files(const struct tool_view *v, json_t *args, struct tool_result *out);
 int fs_list_directory(const struct tool_view *v, json_t *args, struct tool_result *out);
-int fs_list_directory_with_sizes(const struct tool_view *v, json_t *args,
-				 struct tool_result *out);
+int fs_list_directory_with_sizes(const struct tool_view *v, json_t *args, struct tool_result *out);
 int fs_directory_tree(const struct tool_view *v, json_t *args, struct tool_result *out);
 int fs_search_files(const struct tool_view *v, json_t *args, struct tool_result *out);
 int fs_get_file_info(const struct tool_view *v, json_t *args, struct tool_result *out);

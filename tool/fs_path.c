@@ -91,9 +91,11 @@ int fs_target(const struct tool_view *v, const char *vpath, bool write, bool fol
 		for (size_t i = 0; i < fs_nallowed; i++)
 			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
 				 i ? ", " : "", fs_allowed[i]);
-		return result_error(out,
-				    "Access denied - path outside allowed directories: %s not in %s",
-				    abs, list) ?: 1;
+		return result_error(
+			       out,
+			       "Access denied - path outside allowed directories: %s not in %s",
+			       abs, list)
+			       ?: 1;
 	}
 	/* The target keeps the path it was given: give it the normalised
 	 * one, which lives as long as the result (the caller's args do not

@@ -135,7 +135,8 @@ int fs_read_text_file(const struct tool_view *v, json_t *args, struct tool_resul
 	if ((r = fs_target(v, path, false, true, &t, out)) != 0)
 		return r < 0 ? r : 0;
 	if (head > 0 && tail > 0)
-		r = result_error(out, "Cannot specify both head and tail parameters simultaneously");
+		r = result_error(out,
+				 "Cannot specify both head and tail parameters simultaneously");
 	else if ((r = slurp(v, &t, &text, &len)) < 0)
 		r = read_fail(r, path, out);
 	else if (tail > 0 || head > 0)
@@ -334,7 +335,8 @@ static int sized_list(struct entry *e, size_t n, json_t *args, struct tool_resul
 	size_t len = 0, files = 0, dirs = 0;
 	long long total = 0;
 
-	if (json_object_get(args, "sortBy") && (!sort || (strcmp(sort, "name") && strcmp(sort, "size"))))
+	if (json_object_get(args, "sortBy") &&
+	    (!sort || (strcmp(sort, "name") && strcmp(sort, "size"))))
 		return result_error(out, "sortBy: must be \"name\" or \"size\"");
 	if (sort && !strcmp(sort, "size"))
 		qsort(e, n, sizeof(*e), by_size);
@@ -354,8 +356,7 @@ static int sized_list(struct entry *e, size_t n, json_t *args, struct tool_resul
 	return fclose(f) == 0 ? fs_ok(out, text) : (free(text), -ENOMEM);
 }
 
-int fs_list_directory_with_sizes(const struct tool_view *v, json_t *args,
-				 struct tool_result *out)
+int fs_list_directory_with_sizes(const struct tool_view *v, json_t *args, struct tool_result *out)
 {
 	return with_dir(v, args, out, sized_list);
 }

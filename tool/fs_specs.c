@@ -51,30 +51,29 @@ static const char sized_in[] =
 	       "\"name\", \"description\": \"Sort entries by name or size\"}",
 	       "\"path\"");
 
-static const char tree_in[] =
-	OBJECT("\"path\": " STRING ", \"excludePatterns\": " STRINGS, "\"path\"");
+static const char tree_in[] = OBJECT("\"path\": " STRING ", \"excludePatterns\": " STRINGS,
+				     "\"path\"");
 
 static const char move_in[] = OBJECT("\"source\": " STRING ", \"destination\": " STRING,
 				     "\"source\", \"destination\"");
 
-static const char search_in[] =
-	OBJECT("\"path\": " STRING ", \"pattern\": " STRING ", \"excludePatterns\": " STRINGS,
-	       "\"path\", \"pattern\"");
+static const char search_in[] = OBJECT("\"path\": " STRING ", \"pattern\": " STRING
+				       ", \"excludePatterns\": " STRINGS,
+				       "\"path\", \"pattern\"");
 
 static const char none_in[] = "{\"type\": \"object\", \"properties\": {}}";
 
 #define WITHIN " Only works within allowed directories."
-#define GATED                                                                              \
+#define GATED                                                                                   \
 	" An existing file must have been read (read_text_file) in its current version first: " \
 	"a write that fails this check is refused with what changed."
 
-#define READ_TEXT_DESCRIPTION                                                                     \
-	"Read the complete contents of a file from the file system as text. Handles various "     \
-	"text encodings and provides detailed error messages if the file cannot be read. Use "    \
-	"this tool when you need to examine the contents of a single file. Use the 'head' "       \
-	"parameter to read only the first N lines of a file, or the 'tail' parameter to read "    \
-	"only the last N lines of a file. Operates on the file as text regardless of extension." \
-	WITHIN
+#define READ_TEXT_DESCRIPTION                                                                  \
+	"Read the complete contents of a file from the file system as text. Handles various "  \
+	"text encodings and provides detailed error messages if the file cannot be read. Use " \
+	"this tool when you need to examine the contents of a single file. Use the 'head' "    \
+	"parameter to read only the first N lines of a file, or the 'tail' parameter to read " \
+	"only the last N lines of a file. Operates on the file as text regardless of extension." WITHIN
 
 /* name, description, in, out, read_only, destructive, idempotent, run,
  * title */

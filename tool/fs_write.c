@@ -207,8 +207,8 @@ static char *fenced_diff(const struct tool_view *v, const char *old, const char 
 	if (!f)
 		return NULL;
 	fprintf(f, "%.*sdiff\nIndex: %s\n%s\n--- %s\toriginal\n+++ %s\tmodified\n", ticks,
-		ticks_max, path, "===================================================================",
-		path, path);
+		ticks_max, path,
+		"===================================================================", path, path);
 	if (hunks && *hunks)
 		fprintf(f, "%s\n", hunks);
 	fprintf(f, "%.*s\n\n", ticks, ticks_max);
@@ -223,8 +223,8 @@ static char *fenced_diff(const struct tool_view *v, const char *old, const char 
 static int edit(const struct tool_view *v, const struct target *t, json_t *edits, bool dry,
 		struct tool_result *out)
 {
-	_cleanup_(closep) int fd = beneath_open(
-		v->root, t->rel, (dry ? O_RDONLY : O_RDWR) | O_NOCTTY | O_NONBLOCK, 0);
+	_cleanup_(closep) int fd =
+		beneath_open(v->root, t->rel, (dry ? O_RDONLY : O_RDWR) | O_NOCTTY | O_NONBLOCK, 0);
 	struct lines l = { .start = 0 };
 	struct stat st;
 	json_t *e;
@@ -237,8 +237,8 @@ static int edit(const struct tool_view *v, const struct target *t, json_t *edits
 	if (fstat(fd, &st) < 0)
 		return target_fail(&edit_errors, neg_errno(), t->vpath, out);
 	if (!S_ISREG(st.st_mode))
-		return target_fail(&edit_errors, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
-				   t->vpath, out);
+		return target_fail(&edit_errors, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL, t->vpath,
+				   out);
 	/* The gate's decision, before the read that would satisfy it (as
 	 * str_replace asks it). */
 	if (!dry && st.st_size > 0 && ftruncate(fd, st.st_size) < 0)
@@ -343,9 +343,9 @@ int fs_create_directory(const struct tool_view *v, json_t *args, struct tool_res
 		return r < 0 ? r : 0;
 	if ((r = beneath_mkdirs(v->root, t.rel)) == 0) {
 		_cleanup_(closep) int dir = parent_of(v, t.rel, &base);
-		r = dir < 0				       ? dir
-		    : mkdirat(dir, base, 0777) == 0	       ? 0
-		    : errno != EEXIST			       ? neg_errno()
+		r = dir < 0						     ? dir
+		    : mkdirat(dir, base, 0777) == 0			     ? 0
+		    : errno != EEXIST					     ? neg_errno()
 		    : fstatat(dir, base, &st, 0) == 0 && S_ISDIR(st.st_mode) ? 0
 									     : -EEXIST;
 	}
