@@ -445,9 +445,13 @@ START_TEST(test_serve_on_a_unix_socket_checks_the_peer)
 	     "{\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{}}\n");
 	/* Another uid that reaches the socket is refused. */
 	OK("chmod 666 '%s'", sock);
-	char *r = OUT("setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3"
-		      " tests/tools/mcphttp.py '%s' post '{\"id\":1,\"method\":\"ping\"}' 2>&1",
-		      ep);
+	/* The script comes on stdin, from / : that uid may not read the tree
+	 * (a clone under /root). */
+	char cwd[PATH_MAX];
+	char *r = OUT("cd / && setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3"
+		      " - '%s' post '{\"id\":1,\"method\":\"ping\"}' < '%s/tests/tools/mcphttp.py'"
+		      " 2>&1",
+		      ep, getcwd(cwd, sizeof(cwd)));
 	ck_assert_msg(strstr(r, "HTTP 403\n") && strstr(r, "only uid 0 and root"), "%s", r);
 	ck_assert_int_eq(serve_stop(), 0);
 	ck_assert_msg(!exists(sock), "the socket is left behind");
