@@ -30,15 +30,15 @@ int beneath_open(int root, const char *rel, int flags, mode_t mode)
 }
 
 /* The resolution's state: OUT so far (resolved), and the components
- * still to take in TODO (a path, consumed from its start). */
+ * still to take in PENDING (a path, consumed from its start). */
 struct resolution {
 	char out[PATH_MAX];
 	size_t len;
-	char todo[PATH_MAX];
+	char pending[PATH_MAX];
 	int links;
 };
 
-/* Puts TARGET (a symlink's) before the rest of W->todo (at REST). */
+/* Puts TARGET (a symlink's) before the rest of W->pending (at REST). */
 static int redirect(struct resolution *w, const char *target, const char *rest)
 {
 	char buf[PATH_MAX];
@@ -55,7 +55,7 @@ static int redirect(struct resolution *w, const char *target, const char *rest)
 	}
 	if ((size_t)snprintf(buf, sizeof(buf), "%s/%s", target, rest) >= sizeof(buf))
 		return -ENAMETOOLONG;
-	memcpy(w->todo, buf, sizeof(buf));
+	memcpy(w->pending, buf, sizeof(buf));
 	return 0;
 }
 
@@ -107,17 +107,17 @@ static int link_target(int root, struct resolution *w, char target[PATH_MAX])
 	return 1;
 }
 
-/* Moves the first component of W->todo to NAME. */
+/* Moves the first component of W->pending to NAME. */
 static int take_name(struct resolution *w, char name[NAME_MAX + 1])
 {
-	size_t n = strcspn(w->todo, "/");
-	const char *rest = w->todo + n + (w->todo[n] == '/');
+	size_t n = strcspn(w->pending, "/");
+	const char *rest = w->pending + n + (w->pending[n] == '/');
 
 	if (n > NAME_MAX)
 		return -ENAMETOOLONG;
-	memcpy(name, w->todo, n);
+	memcpy(name, w->pending, n);
 	name[n] = '\0';
-	memmove(w->todo, rest, strlen(rest) + 1);
+	memmove(w->pending, rest, strlen(rest) + 1);
 	return 0;
 }
 
@@ -131,14 +131,14 @@ static int up(struct resolution *w)
 	return 1;
 }
 
-/* Takes the component at the start of W->todo. 1 while there is more,
+/* Takes the component at the start of W->pending. 1 while there is more,
  * 0 at the end, -errno. */
 static int step(int root, struct resolution *w, bool follow_last)
 {
 	char name[NAME_MAX + 1], target[PATH_MAX], rest[PATH_MAX];
 	int r;
 
-	if (!w->todo[0])
+	if (!w->pending[0])
 		return 0;
 	if ((r = take_name(w, name)) < 0)
 		return r;
@@ -149,20 +149,20 @@ static int step(int root, struct resolution *w, bool follow_last)
 	size_t dir_len = w->len;
 	if ((r = append(w, name, strlen(name))) < 0)
 		return r;
-	if (!w->todo[0] && !follow_last)
+	if (!w->pending[0] && !follow_last)
 		return 0;
 	r = link_target(root, w, target);
 	if (r < 0) {
 		/* Not to be looked up: the open that follows says why. */
-		r = append_rest(w, w->todo);
-		w->todo[0] = '\0';
+		r = append_rest(w, w->pending);
+		w->pending[0] = '\0';
 		return r;
 	}
 	if (r == 0)
 		return 1;
 	w->len = dir_len; /* the link's directory, where its target starts */
 	w->out[dir_len] = '\0';
-	memcpy(rest, w->todo, strlen(w->todo) + 1);
+	memcpy(rest, w->pending, strlen(w->pending) + 1);
 	return redirect(w, target, rest) ?: 1;
 }
 
@@ -171,9 +171,9 @@ int beneath_resolve(int root, const char *rel, bool follow_last, char out[PATH_M
 	struct resolution w = { .len = 0 };
 	int r;
 
-	if (strlen(rel) >= sizeof(w.todo))
+	if (strlen(rel) >= sizeof(w.pending))
 		return -ENAMETOOLONG;
-	strcpy(w.todo, rel);
+	strcpy(w.pending, rel);
 	while ((r = step(root, &w, follow_last)) > 0)
 		;
 	if (r < 0)

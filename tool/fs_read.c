@@ -24,20 +24,12 @@
  * 0 or -errno (-EISDIR, -EILSEQ: not UTF-8). */
 static int slurp(const struct tool_view *v, const struct target *t, char **buf, size_t *len)
 {
-	_cleanup_(closep) int fd = beneath_open(v->root, t->rel, O_RDONLY | O_NOCTTY | O_NONBLOCK,
-						0);
-	struct stat st;
+	_cleanup_(closep) int fd = open_file(v, t);
 	char *text = NULL;
 	size_t n = 0;
 
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, &st) < 0)
-		return neg_errno();
-	if (S_ISDIR(st.st_mode))
-		return -EISDIR;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
 	FILE *f = open_memstream(&text, &n);
 	if (!f)
 		return -ENOMEM;

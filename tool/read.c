@@ -78,9 +78,7 @@ static const char *range_error(const struct range *rg, bool has_start, bool has_
 	return NULL;
 }
 
-/* Opens T for reading: a regular file (a directory is EISDIR; anything
- * else, a FIFO for one, would block or never end). */
-static int open_file(const struct tool_view *v, const struct target *t)
+int open_file(const struct tool_view *v, const struct target *t)
 {
 	_cleanup_(closep) int fd = beneath_open(v->root, t->rel, O_RDONLY | O_NOCTTY | O_NONBLOCK,
 						0);

@@ -23,6 +23,10 @@ int tool_grep(const struct tool_view *v, json_t *args, struct tool_result *out);
  * else ERRS' words. */
 struct target;
 struct tool_errors;
+/* Opens T for reading: a regular file (a directory is -EISDIR; anything
+ * else, a FIFO for one, would block or never end: -EINVAL). An fd or
+ * -errno. */
+int open_file(const struct tool_view *v, const struct target *t);
 int write_failed(const struct tool_view *v, const char *tool, const struct target *t, int err,
 		 const struct tool_errors *errs, struct tool_result *out);
 /* Closes *FD: its error is the write's (the view publishes there). */
