@@ -6,6 +6,7 @@
 #include "scan.h"
 #include "retain.h"
 #include "runlog.h"
+#include "windows.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/home.h"
@@ -135,6 +136,24 @@ static int skips_prepare(void *arg, int dir)
 	return sk->resume ? skips_load(dir, sk->rw) : skips_save(dir, sk->rw, sk->n);
 }
 
+/* A run begun while RUN was open (a restore, or an undo of another run)
+ * kept what its steps replaced in a directory of its own, and RUN's
+ * journal holds those steps: RUN's undo takes their kept files from
+ * there. W holds the directories (windows_free() it). */
+static int add_nested_sources(struct store *s, int homefd, const struct store_run *run,
+			      int64_t ended, struct undo_plan *rw, struct windows *w)
+{
+	int r = windows_load(s, homefd, run->user, run->thread, w);
+
+	for (size_t i = 0; r == 0 && i < w->n; i++) {
+		const struct run_window *in = &w->v[i];
+		if (in->id != run->id && in->dir >= 0 && in->begun_ns >= run->begun_ns &&
+		    in->begun_ns <= ended)
+			r = undo_plan_add_source(rw, in->dir);
+	}
+	return r;
+}
+
 /* The checks before a first attempt's steps: conflicts, then the undo's
  * run begun. Returns 0 to go on, 1 if a dry run ends here, or -errno. */
 static int undo_begin(struct store *s, int homefd, const struct store_run *run,
@@ -169,6 +188,7 @@ int run_undo(struct store *s, const char *home, int64_t id, const struct undo_op
 	struct thread_roots roots = { -1, -1 };
 	struct store_run run;
 	struct run_texts *texts = NULL;
+	struct windows nested = { 0 };
 	json_t *summary = NULL;
 	int64_t undo_id = 0;
 	_cleanup_(closep) int homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC), from = -1;
@@ -212,6 +232,8 @@ int run_undo(struct store *s, const char *home, int64_t id, const struct undo_op
 	r = runlog_load(s, run.user, run.thread, run.begun_ns, ended, log);
 	if (r == 0)
 		r = undo_plan_new(log, ended, roots.ws, roots.out, from, &res->rw);
+	if (r == 0)
+		r = add_nested_sources(s, homefd, &run, ended, res->rw, &nested);
 	if (r < 0) {
 		error_set(e, r, "cannot read the journal of run %lld: %s", (long long)id,
 			  strerror(-r));
@@ -267,6 +289,7 @@ int run_undo(struct store *s, const char *home, int64_t id, const struct undo_op
 	r = 0;
 done:
 	run_texts_free(texts);
+	windows_free(&nested);
 	thread_roots_close(&roots);
 	store_run_free(&run);
 	return r;

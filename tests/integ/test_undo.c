@@ -1417,6 +1417,32 @@ START_TEST(test_restore_goes_past_undone_runs)
 }
 END_TEST
 
+/* Fixed: a restore inside an open run (what sbx mcp's undo of one path
+ * does), then the undo of that run. The restore put f back and kept the
+ * run's version as its own pre-image; the run's undo then found f's
+ * kept file gone ("cannot put back .../f: No such file or directory",
+ * "some steps failed", exit 1) though the tree ended right. It must
+ * succeed and leave the tree as before the run; g, made in the run, goes. */
+START_TEST(test_undo_of_a_run_within_which_a_restore_ran)
+{
+	IN_VIEW("echo one > f && echo keep > k");
+	char *before = print_tree(""), *r = begin();
+	IN_VIEW("echo two > f && echo new > g && echo k2 > k");
+	SBX("restore --user alice --thread undo " WS "f --before %s", r);
+	SAME(ws_file("f"), "one\n");
+	int st;
+	char *err, *out = sbx_st(&st, &err, "run undo %s", r);
+	ck_assert_msg(st == 0, "exit %d: %s%s", st, out, err);
+	SAME(print_tree(""), before);
+	ck_assert_msg(!exists(hpath(&V, "user-data/workspace/g")), "g stayed");
+	/* The redo brings the run's end back: f as the restore left it. */
+	undo(run_of(out));
+	SAME(ws_file("f"), "one\n");
+	SAME(ws_file("g"), "new\n");
+	SAME(ws_file("k"), "k2\n");
+}
+END_TEST
+
 /* --at: as the file was at a moment between two runs, and inside a run
  * where the views kept it: one the run had not changed yet. */
 START_TEST(test_restore_at_a_time)
@@ -1855,6 +1881,7 @@ Suite *suite_view_undo(void)
 	tcase_add_test(restore, test_restore_before_a_run);
 	tcase_add_test(restore, test_restore_goes_past_undone_runs);
 	tcase_add_test(restore, test_restore_at_a_time);
+	tcase_add_test(restore, test_undo_of_a_run_within_which_a_restore_ran);
 	tcase_add_test(restore, test_restore_at_refuses_what_a_run_kept_once);
 	tcase_add_test(restore, test_restore_refuses_what_nothing_kept);
 	tcase_add_test(restore, test_restore_dry_run_and_errors);
