@@ -47,7 +47,7 @@ INIH_LIBS   := $(shell $(PKG_CONFIG) --libs inih 2>/dev/null)
 SECCOMP_LIBS := $(shell $(PKG_CONFIG) --libs libseccomp 2>/dev/null)
 PCRE_CFLAGS := $(shell $(PKG_CONFIG) --cflags libpcre2-8 2>/dev/null)
 PCRE_LIBS   := $(shell $(PKG_CONFIG) --libs libpcre2-8 2>/dev/null)
-# sbx serve's HTTP server (mcp/http_transport.c).
+# sbx serve's HTTP server (http/server.c).
 MHD_CFLAGS  := $(shell $(PKG_CONFIG) --cflags libmicrohttpd 2>/dev/null)
 MHD_LIBS    := $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null)
 
@@ -70,6 +70,11 @@ EXEC_SRC   := exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
               exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c \
               exec/watch.c
+# sbx serve's HTTP server, below the services it serves (mcp/, aio/).
+HTTP_SRC   := http/server.c
+# The reference's sandbox and provisioner APIs (docs/aio.md): services of
+# sbx serve, clients of the broker's.
+AIO_SRC    := aio/aio.c aio/reply.c aio/sandboxes.c aio/provision.c aio/context.c
 # The MCP server (docs/mcp.md): a client of the broker's.
 MCP_SRC    := mcp/jsonrpc.c mcp/session.c mcp/tools.c mcp/stdio_transport.c mcp/http_transport.c
 # The file tools (docs/tools.md): below exec/, mcp/ and cli/, above common/.
@@ -133,7 +138,7 @@ $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC)) $(STORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) -lpthread
 
-$(BIN)/sbx: $(call obj,$(CLI_SRC) $(MCP_SRC) $(BROKER_SRC) $(EXEC_SRC) $(TOOL_SRC) $(COMMON_SRC)) $(RUN_LIB) $(STORE_LIB)
+$(BIN)/sbx: $(call obj,$(CLI_SRC) $(MCP_SRC) $(AIO_SRC) $(HTTP_SRC) $(BROKER_SRC) $(EXEC_SRC) $(TOOL_SRC) $(COMMON_SRC)) $(RUN_LIB) $(STORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) $(SECCOMP_LIBS) $(PCRE_LIBS) $(MHD_LIBS) -lpthread
 

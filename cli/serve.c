@@ -4,11 +4,13 @@
 #include "args.h"
 #include "cli.h"
 #include "hold.h"
+#include "aio/aio.h"
 #include "common/cleanup.h"
 #include "common/proc.h"
 #include "common/config.h"
 #include "common/home.h"
 #include "exec/client.h"
+#include "http/server.h"
 #include "mcp/http_transport.h"
 
 #include <arpa/inet.h>
@@ -200,30 +202,54 @@ static int home_token(const char *home, char *path, size_t size)
 	return 0;
 }
 
-/* Runs the server of O until a signal. WHERE is what it listens on, as
+/* Runs the server of O, with the MCP service of M and the sandbox and
+ * provisioner APIs of A, until a signal. WHERE is what it listens on, as
  * given; URL the address it serves, before its port. */
-static int serve(const struct mcp_http_options *o, const char *where, const char *url,
+static int serve(const struct http_options *o, const struct mcp_http_options *m,
+		 const struct aio_options *ao, const char *where, const char *url,
 		 const char *token_from)
 {
-	struct mcp_http *srv;
+	struct mcp_http *mcp = NULL;
+	struct aio *aio = NULL;
+	struct http_server *srv;
 	struct error e;
 	sigset_t stop;
 	int sig;
 
 	/* Blocked in every thread the server starts; waited for here. */
 	stop_signals_block(&stop);
-	if (mcp_http_start(o, &srv, &e) < 0) {
+	if (mcp_http_new(m, &mcp, &e) < 0 || aio_new(ao, &aio, &e) < 0) {
+		fprintf(stderr, "sbx: serve: %s\n", e.text);
+		mcp_http_free(mcp);
+		return 1;
+	}
+	struct http_service services[1 + AIO_NSERVICES] = { mcp_http_service(mcp) };
+	aio_services(aio, services + 1);
+	struct http_options ho = *o;
+	ho.services = services;
+	ho.nservices = sizeof(services) / sizeof(services[0]);
+	if (http_start(&ho, &srv, &e) < 0) {
 		fprintf(stderr, "sbx: serve: %s: %s\n", where, e.text);
+		mcp_http_free(mcp);
+		aio_free(aio);
 		return 1;
 	}
 	if (o->socket_path)
-		fprintf(stderr, "sbx: serve: listening on %s (unix), at /mcp/USER/THREAD\n", where);
+		fprintf(stderr,
+			"sbx: serve: listening on %s (unix): MCP at /mcp/USER/THREAD, the "
+			"provisioner at /api/sandboxes\n",
+			where);
 	else
-		fprintf(stderr, "sbx: serve: listening on %s%u/mcp/USER/THREAD (token: %s)\n", url,
-			mcp_http_port(srv), token_from);
+		fprintf(stderr,
+			"sbx: serve: listening on %s%u: MCP at /mcp/USER/THREAD, the provisioner at "
+			"/api/sandboxes (token: %s)\n",
+			url, http_port(srv), token_from);
 	sigwait(&stop, &sig);
 	fprintf(stderr, "sbx: serve: %s: ending every session\n", strsignal(sig));
-	mcp_http_stop(srv);
+	mcp_http_shutdown(mcp);
+	http_stop(srv);
+	mcp_http_free(mcp);
+	aio_free(aio);
 	return 0;
 }
 
@@ -292,13 +318,22 @@ int cmd_serve(int argc, char **argv, const char *home)
 		return 1;
 	}
 
-	struct mcp_http_options o = {
-		.home = h,
+	struct http_options o = {
 		.socket_path = a.socket,
+		.max_connections = cfg.serve.max_connections,
+	};
+	struct mcp_http_options m = {
+		.home = h,
 		.max_body = cfg.serve.max_body,
 		.max_sessions = cfg.serve.max_sessions,
 		.idle_timeout_s = cfg.serve.idle_timeout,
-		.max_connections = cfg.serve.max_connections,
+	};
+	struct aio_options ao = {
+		.home = h,
+		.tls = a.cert != NULL,
+		.base_url = cfg.serve.public_url,
+		.max_body = cfg.serve.max_upload,
+		.max_sandboxes = cfg.serve.max_sandboxes,
 	};
 	struct listen_addr la;
 	_cleanup_(freep) char *token = NULL, *cert = NULL, *key = NULL;
@@ -338,7 +373,7 @@ int cmd_serve(int argc, char **argv, const char *home)
 				listen);
 		o.addr = (struct sockaddr *)&la.ss;
 		o.addrlen = la.len;
-		o.token = token;
+		m.token = ao.provisioner_key = ao.api_key = token;
 		char host[INET6_ADDRSTRLEN + 2];
 		const char *colon = strrchr(listen, ':');
 		snprintf(host, sizeof(host), "%.*s", (int)(colon - listen), listen);
@@ -355,7 +390,7 @@ int cmd_serve(int argc, char **argv, const char *home)
 	struct client_conn *keep;
 	if (hold_broker("serve", h, &keep))
 		goto out;
-	status = serve(&o, where, url, token_from);
+	status = serve(&o, &m, &ao, where, url, token_from);
 	client_close(keep);
 out:
 	config_free(&cfg);

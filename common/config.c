@@ -100,6 +100,8 @@ void config_defaults(struct config *c)
 	c->serve.max_sessions = 64;
 	c->serve.idle_timeout = 900;
 	c->serve.max_connections = 256;
+	c->serve.max_sandboxes = 256;
+	c->serve.max_upload = 64ull << 20;
 }
 
 void config_free(struct config *c)
@@ -118,6 +120,7 @@ void config_free(struct config *c)
 	c->nenv_pass = 0;
 	free(TAKE_PTR(c->serve.listen));
 	free(TAKE_PTR(c->serve.token_file));
+	free(TAKE_PTR(c->serve.public_url));
 }
 
 /* S (LEN bytes) made fit for a message: a file full of junk must not put
@@ -557,6 +560,24 @@ static int set_serve(struct parse *p, const char *key, const char *v)
 		s->max_body = n;
 		return 0;
 	}
+	if (!strcmp(key, "max_upload")) {
+		uint64_t n;
+		if (parse_size(v, &n) < 0 || n < 1024 || n > 1ull << 32)
+			return fail(
+				p, -EINVAL,
+				"max_upload must be a size from 1K to 4G (such as 64M), not '%s'",
+				Q(v));
+		s->max_upload = n;
+		return 0;
+	}
+	if (!strcmp(key, "public_url")) {
+		if (strncmp(v, "http://", 7) && strncmp(v, "https://", 8))
+			return fail(p, -EINVAL,
+				    "public_url must begin http:// or https://, not '%s'", Q(v));
+		return set_string(p, v, &s->public_url);
+	}
+	if (!strcmp(key, "max_sandboxes"))
+		return set_number(p, key, v, "", 100000, &s->max_sandboxes);
 	if (!strcmp(key, "max_sessions"))
 		return set_number(p, key, v, "", 10000, &s->max_sessions);
 	if (!strcmp(key, "idle_timeout"))

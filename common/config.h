@@ -149,6 +149,9 @@ struct config {
 		unsigned max_sessions;
 		unsigned idle_timeout; /* seconds */
 		unsigned max_connections;
+		unsigned max_sandboxes; /* the provisioner's, at once */
+		uint64_t max_upload;	/* a sandbox API request's body, bytes */
+		char *public_url;	/* sandbox_url's start; NULL: from Host */
 	} serve;
 };
 

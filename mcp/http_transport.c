@@ -17,11 +17,8 @@
 #include "common/clock.h"
 #include "common/ids.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -31,20 +28,13 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
-#include <unistd.h>
 
 #define SESSION_ID_BYTES 32
 #define SSE_BLOCK 16384
 /* Bytes waiting for a request's stream whose client does not read: past
  * this the stream is cut. */
 #define PENDING_MAX (16u << 20)
-/* MHD closes a connection that stays silent this long; a stream's
- * comments keep it busy. */
-#define CONNECTION_TIMEOUT_S 60
 
 /* JSON-RPC codes of the transport's own errors (the SDKs' choice). */
 #define RPC_SERVER_ERROR (-32000)
@@ -94,9 +84,7 @@ struct hsession {
 };
 
 struct mcp_http {
-	struct MHD_Daemon *d;
-	char *home, *token, *socket_path;
-	unsigned port;
+	char *home, *token;
 	size_t max_body;
 	unsigned max_sessions, idle_timeout_s;
 
@@ -109,58 +97,20 @@ struct mcp_http {
 	bool reaper_started;
 };
 
-/* A request, from its headers to its end. */
+/* A request's USER/THREAD, from its path. */
 struct request {
 	char user[ID_MAX + 1], thread[ID_MAX + 1];
-	char *body;
-	size_t len, cap;
-	bool refused; /* answered, or refused at its headers: a body is dropped */
-	bool too_big;
-	/* The answer to a request refused at its headers, sent once its body
-	 * is in: a client still sending it would meet a closed connection,
-	 * and could lose the answer with it. */
-	unsigned status;
-	struct MHD_Response *refusal;
 };
-
-/* Whether GIVEN is SECRET, in a time that does not depend on where they
- * differ. */
-static bool ct_equal(const char *secret, const char *given)
-{
-	size_t n = strlen(secret), m = strlen(given);
-	volatile unsigned char d = n != m;
-
-	for (size_t i = 0; i < n; i++)
-		d |= (unsigned char)secret[i] ^ (unsigned char)(i < m ? given[i] : 0);
-	return d == 0;
-}
 
 /* ---- replies ------------------------------------------------------------- */
 
-static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, struct MHD_Response *r)
-{
-	if (!r)
-		return MHD_NO;
-	enum MHD_Result q = MHD_queue_response(conn, status, r);
-	MHD_destroy_response(r);
-	return q;
-}
-
-/* STATUS with TEXT (JSON, freed here; NULL: no body), and the session's
- * id when HS is not NULL. */
+/* A response with TEXT (JSON, freed here; NULL: no body), and the
+ * session's id when HS is not NULL. */
 static struct MHD_Response *json_response(char *text, const struct hsession *hs)
 {
-	struct MHD_Response *r =
-		text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE)
-		     : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *r = http_text_response(text, "application/json");
 
-	if (!r) {
-		free(text);
-		return NULL;
-	}
-	if (text)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	if (hs)
+	if (r && hs)
 		MHD_add_response_header(r, "Mcp-Session-Id", hs->id);
 	return r;
 }
@@ -182,19 +132,7 @@ static struct MHD_Response *error_response(json_t *id, int code, const char *fmt
 }
 
 #define REFUSE(conn, status, id, code, ...) \
-	queue((conn), (status), error_response((id), (code), __VA_ARGS__))
-
-/* Keeps the refusal R (STATUS) of RQ, to be sent once its body is in.
- * Returns false. */
-static bool hold(struct request *rq, unsigned status, struct MHD_Response *r)
-{
-	rq->status = status;
-	rq->refusal = r;
-	return false;
-}
-
-#define HOLD(rq, status, id, code, ...) \
-	hold((rq), (status), error_response((id), (code), __VA_ARGS__))
+	http_queue((conn), (status), error_response((id), (code), __VA_ARGS__))
 
 /* ---- sessions ------------------------------------------------------------ */
 
@@ -256,7 +194,8 @@ static struct hsession *hsession_find(struct mcp_http *srv, const char *id, cons
 
 	pthread_mutex_lock(&srv->lock);
 	for (struct hsession *hs = srv->sessions; hs; hs = hs->next)
-		if (ct_equal(hs->id, id) && !strcmp(hs->user, user) && !strcmp(hs->thread, thread))
+		if (http_secret_equal(hs->id, id) && !strcmp(hs->user, user) &&
+		    !strcmp(hs->thread, thread))
 			found = hs;
 	if (found) {
 		pthread_mutex_lock(&found->lock);
@@ -503,95 +442,44 @@ static struct reader *reader_new(struct hsession *hs, struct stream *st)
 
 /* ---- requests ---------------------------------------------------------------- */
 
-/* Whether the header list VALUE (Accept) names TYPE. */
-static bool lists_type(const char *value, const char *type)
-{
-	size_t n = strlen(type);
-
-	for (const char *p = value; p && *p; p = strchr(p, ',')) {
-		p += *p == ',';
-		p += strspn(p, " \t");
-		if (!strncasecmp(p, type, n) && strchr(",; \t", p[n]))
-			return true;
-	}
-	return false;
-}
-
-/* Whether ORIGIN is this server's own: http(s)://localhost,
- * 127.0.0.1 or [::1], with the port listened on. */
-static bool origin_ok(const struct mcp_http *srv, const char *origin)
-{
-	static const char *const hosts[] = { "localhost", "127.0.0.1", "[::1]" };
-	const char *p = origin;
-	unsigned port;
-
-	if (!strncasecmp(p, "http://", 7)) {
-		p += 7;
-		port = 80;
-	} else if (!strncasecmp(p, "https://", 8)) {
-		p += 8;
-		port = 443;
-	} else {
-		return false;
-	}
-	size_t i = 0, n = 0;
-	for (; i < sizeof(hosts) / sizeof(hosts[0]); i++)
-		if (!strncasecmp(p, hosts[i], n = strlen(hosts[i])) && strchr(":/", p[n]))
-			break;
-	if (i == sizeof(hosts) / sizeof(hosts[0]))
-		return false;
-	p += n;
-	if (*p == ':') {
-		char *end;
-		errno = 0;
-		unsigned long v = strtoul(p + 1, &end, 10);
-		if (errno || end == p + 1 || v > 65535 || (*end && strcmp(end, "/")))
-			return false;
-		port = (unsigned)v;
-	} else if (*p && strcmp(p, "/")) {
-		return false;
-	}
-	return !srv->port || port == srv->port;
-}
-
 static const char *header(struct MHD_Connection *conn, const char *name)
 {
 	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
 }
 
-/* Whether the client may speak to us: its uid on a Unix socket, its
- * Origin, its token. False with the refusal kept in RQ if not. */
-static bool admit(struct mcp_http *srv, struct MHD_Connection *conn, struct request *rq)
+/* Sets *REFUSAL to a JSON-RPC error saying the formatted message, and
+ * returns STATUS. */
+static unsigned refusal(struct MHD_Response **refusal, unsigned status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static unsigned refusal(struct MHD_Response **refusal, unsigned status, const char *fmt, ...)
 {
-	const char *origin = header(conn, "Origin");
+	char message[512];
+	va_list ap;
 
-	if (srv->socket_path) {
-		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-		struct ucred cred;
-		socklen_t clen = sizeof(cred);
-		if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
-		    (cred.uid != geteuid() && cred.uid != 0))
-			return HOLD(rq, MHD_HTTP_FORBIDDEN, NULL, RPC_SERVER_ERROR,
-				    "Forbidden: only uid %u and root may use this server",
-				    (unsigned)geteuid());
-	}
-	if (origin && !origin_ok(srv, origin))
-		return HOLD(rq, MHD_HTTP_FORBIDDEN, NULL, RPC_SERVER_ERROR,
-			    "Forbidden: Origin %.100s is not this server's", origin);
-	if (!srv->token)
-		return true;
-	const char *auth = header(conn, MHD_HTTP_HEADER_AUTHORIZATION);
-	if (auth && !strncasecmp(auth, "Bearer ", 7) && ct_equal(srv->token, auth + 7))
-		return true;
-	struct MHD_Response *r = error_response(NULL, RPC_SERVER_ERROR, "Unauthorized: %s",
-						auth ? "the bearer token is not this server's"
-						     : "an Authorization: Bearer token is needed");
-	if (r)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+	va_start(ap, fmt);
+	vsnprintf(message, sizeof(message), fmt, ap);
+	va_end(ap);
+	*refusal = error_response(NULL, RPC_SERVER_ERROR, "%s", message);
+	return status;
+}
+
+/* The token (see the header): 0, or 401 with *REFUSAL. */
+static unsigned authorize(const struct mcp_http *srv, const struct http_request *hr,
+			  struct MHD_Response **out)
+{
+	const char *auth = http_header(hr, MHD_HTTP_HEADER_AUTHORIZATION);
+
+	if (!srv->token ||
+	    (auth && !strncasecmp(auth, "Bearer ", 7) && http_secret_equal(srv->token, auth + 7)))
+		return 0;
+	unsigned status = refusal(out, MHD_HTTP_UNAUTHORIZED, "Unauthorized: %s",
+				  auth ? "the bearer token is not this server's"
+				       : "an Authorization: Bearer token is needed");
+	if (*out)
+		MHD_add_response_header(*out, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					auth ? "Bearer realm=\"sbx\", error=\"invalid_token\""
 					     : "Bearer realm=\"sbx\"");
-	return hold(rq, MHD_HTTP_UNAUTHORIZED, r);
+	return status;
 }
 
 /* URL's USER and THREAD into RQ: false unless it is /mcp/USER/THREAD. */
@@ -608,48 +496,48 @@ static bool parse_path(const char *url, struct request *rq)
 	return user_id_check(rq->user, &why) == 0 && thread_id_check(rq->thread, &why) == 0;
 }
 
-/* The checks a request passes before its body is read (see the header).
- * False with the refusal kept in RQ. */
-static bool check_headers(struct mcp_http *srv, struct MHD_Connection *conn, const char *url,
-			  const char *method, struct request *rq)
+/* The service's checks at the headers (see the header): 0, or a status
+ * with *OUT. */
+static unsigned check_headers(void *arg, struct http_request *hr, struct MHD_Response **out)
 {
-	const char *accept = header(conn, MHD_HTTP_HEADER_ACCEPT);
+	struct mcp_http *srv = arg;
+	const char *accept = http_header(hr, MHD_HTTP_HEADER_ACCEPT);
+	struct request *rq = calloc(1, sizeof(*rq));
+	unsigned status;
 
-	if (!admit(srv, conn, rq))
-		return false;
-	if (!parse_path(url, rq))
-		return HOLD(rq, MHD_HTTP_NOT_FOUND, NULL, RPC_SERVER_ERROR,
-			    "Not Found: the MCP endpoint is /mcp/USER/THREAD");
-	if (!strcmp(method, "POST")) {
-		const char *type = header(conn, MHD_HTTP_HEADER_CONTENT_TYPE);
-		const char *length = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (!accept || !lists_type(accept, "application/json") ||
-		    !lists_type(accept, "text/event-stream"))
-			return HOLD(rq, MHD_HTTP_NOT_ACCEPTABLE, NULL, RPC_SERVER_ERROR,
-				    "Not Acceptable: Accept must list application/json and "
-				    "text/event-stream");
-		if (!type || !lists_type(type, "application/json"))
-			return HOLD(rq, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, NULL, RPC_SERVER_ERROR,
-				    "Unsupported Media Type: the body must be application/json");
-		if (length && strtoull(length, NULL, 10) > srv->max_body)
-			return HOLD(rq, MHD_HTTP_CONTENT_TOO_LARGE, NULL, RPC_SERVER_ERROR,
-				    "Content Too Large: a message may have %zu bytes",
-				    srv->max_body);
-		return true;
+	if (!rq)
+		return refusal(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	hr->state = rq;
+	if ((status = authorize(srv, hr, out)))
+		return status;
+	if (!parse_path(hr->url, rq))
+		return refusal(out, MHD_HTTP_NOT_FOUND,
+			       "Not Found: the MCP endpoint is /mcp/USER/THREAD");
+	if (!strcmp(hr->method, "POST")) {
+		const char *type = http_header(hr, MHD_HTTP_HEADER_CONTENT_TYPE);
+		if (!accept || !http_lists_type(accept, "application/json") ||
+		    !http_lists_type(accept, "text/event-stream"))
+			return refusal(out, MHD_HTTP_NOT_ACCEPTABLE,
+				       "Not Acceptable: Accept must list application/json and "
+				       "text/event-stream");
+		if (!type || !http_lists_type(type, "application/json"))
+			return refusal(out, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+				       "Unsupported Media Type: the body must be application/json");
+		return 0;
 	}
-	if (!strcmp(method, "GET")) {
-		if (!accept || !lists_type(accept, "text/event-stream"))
-			return HOLD(rq, MHD_HTTP_NOT_ACCEPTABLE, NULL, RPC_SERVER_ERROR,
-				    "Not Acceptable: Accept must list text/event-stream");
-		return true;
+	if (!strcmp(hr->method, "GET")) {
+		if (!accept || !http_lists_type(accept, "text/event-stream"))
+			return refusal(out, MHD_HTTP_NOT_ACCEPTABLE,
+				       "Not Acceptable: Accept must list text/event-stream");
+		return 0;
 	}
-	if (!strcmp(method, "DELETE"))
-		return true;
-	struct MHD_Response *r = error_response(NULL, RPC_SERVER_ERROR,
-						"Method Not Allowed: POST, GET or DELETE");
-	if (r)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, POST, DELETE");
-	return hold(rq, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+	if (!strcmp(hr->method, "DELETE"))
+		return 0;
+	status = refusal(out, MHD_HTTP_METHOD_NOT_ALLOWED,
+			 "Method Not Allowed: POST, GET or DELETE");
+	if (*out)
+		MHD_add_response_header(*out, MHD_HTTP_HEADER_ALLOW, "GET, POST, DELETE");
+	return status;
 }
 
 /* The session the request names (Mcp-Session-Id), with a reference and
@@ -726,7 +614,7 @@ static enum MHD_Result post_request(struct MHD_Connection *conn, struct hsession
 	}
 	pthread_mutex_unlock(&hs->lock);
 	if (r)
-		return queue(conn, MHD_HTTP_OK, sse_response(r));
+		return http_queue(conn, MHD_HTTP_OK, sse_response(r));
 	if (!*answer)
 		return REFUSE(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, id, JSONRPC_INTERNAL_ERROR,
 			      "out of memory");
@@ -818,7 +706,7 @@ static enum MHD_Result post_initialize(struct mcp_http *srv, struct MHD_Connecti
 		 * it as soon as it does. */
 		struct MHD_Response *r = answer ? json_response(answer, hs) : NULL;
 		hsession_release(hs);
-		return answer ? queue(conn, MHD_HTTP_OK, r) : q;
+		return answer ? http_queue(conn, MHD_HTTP_OK, r) : q;
 	}
 	hsession_release(hs);
 	if (!hs->mcp) {
@@ -833,18 +721,19 @@ static enum MHD_Result post_initialize(struct mcp_http *srv, struct MHD_Connecti
 			      "Service Unavailable: the server stops");
 	}
 	/* ANSWER says why, and the client sees no session. */
-	return answer ? queue(conn, MHD_HTTP_OK, json_response(answer, NULL)) : q;
+	return answer ? http_queue(conn, MHD_HTTP_OK, json_response(answer, NULL)) : q;
 }
 
 /* POST: one message (see the header). */
-static enum MHD_Result on_post(struct mcp_http *srv, struct MHD_Connection *conn,
-			       struct request *rq)
+static enum MHD_Result on_post(struct mcp_http *srv, const struct http_request *hr)
 {
+	struct MHD_Connection *conn = hr->conn;
+	const struct request *rq = hr->state;
 	json_error_t jerr;
 	const char *why;
 	/* As mcp_session_receive() reads it, so that what passes here
 	 * passes there. */
-	json_auto_t *msg = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES,
+	json_auto_t *msg = json_loadb(hr->body ? hr->body : "", hr->len, JSON_REJECT_DUPLICATES,
 				      &jerr);
 
 	if (!msg)
@@ -869,12 +758,12 @@ static enum MHD_Result on_post(struct mcp_http *srv, struct MHD_Connection *conn
 		char *answer = NULL;
 		q = post_request(conn, hs, msg, &answer);
 		if (answer)
-			q = queue(conn, MHD_HTTP_OK, json_response(answer, hs));
+			q = http_queue(conn, MHD_HTTP_OK, json_response(answer, hs));
 	} else {
 		mcp_session_handle(hs->mcp, msg);
 		if (kind == JSONRPC_NOTIFICATION && !strcmp(method, "notifications/cancelled"))
 			cancel_stream(hs, json_object_get(msg, "params"));
-		q = queue(conn, MHD_HTTP_ACCEPTED, json_response(NULL, hs));
+		q = http_queue(conn, MHD_HTTP_ACCEPTED, json_response(NULL, hs));
 	}
 	hsession_release(hs);
 	return q;
@@ -921,7 +810,7 @@ static enum MHD_Result on_get(struct mcp_http *srv, struct MHD_Connection *conn,
 	if (!r)
 		return REFUSE(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, JSONRPC_INTERNAL_ERROR,
 			      "out of memory");
-	return queue(conn, MHD_HTTP_OK, sse_response(r));
+	return http_queue(conn, MHD_HTTP_OK, sse_response(r));
 }
 
 /* DELETE: the session ends. */
@@ -946,94 +835,33 @@ static enum MHD_Result on_delete(struct mcp_http *srv, struct MHD_Connection *co
 	if (!ours)
 		return REFUSE(conn, MHD_HTTP_NOT_FOUND, NULL, RPC_NO_SESSION,
 			      "Session not found: it ended, or never was");
-	return queue(conn, MHD_HTTP_NO_CONTENT,
-		     MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
+	return http_queue(conn, MHD_HTTP_NO_CONTENT,
+			  MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-				  const char *method, const char *version, const char *upload,
-				  size_t *upload_size, void **state)
+static enum MHD_Result handle(void *arg, struct http_request *hr)
 {
-	struct mcp_http *srv = cls;
-	struct request *rq = *state;
+	struct mcp_http *srv = arg;
 
-	(void)version;
-	if (!rq) {
-		if (!(rq = calloc(1, sizeof(*rq))))
-			return MHD_NO;
-		*state = rq;
-		rq->refused = !check_headers(srv, conn, url, method, rq);
-		if (rq->refused && !rq->refusal)
-			return MHD_NO; /* out of memory: the connection ends */
-		/* A body of no announced length, or over the limit, is not
-		 * waited for. */
-		const char *length = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (rq->refused && (!length || strtoull(length, NULL, 10) > srv->max_body))
-			return queue(conn, rq->status, TAKE_PTR(rq->refusal));
-		return MHD_YES;
-	}
-	if (*upload_size) {
-		/* Past the limit (no Content-Length said so) the rest is read
-		 * and dropped: MHD answers only once the body is in. */
-		if (!rq->refused && !rq->too_big && rq->len + *upload_size > srv->max_body) {
-			rq->too_big = true;
-			free(TAKE_PTR(rq->body));
-		}
-		if (!rq->refused && !rq->too_big) {
-			if (rq->len + *upload_size > rq->cap) {
-				size_t cap = rq->cap ? rq->cap : 4096;
-				while (cap < rq->len + *upload_size)
-					cap *= 2;
-				char *p = realloc(rq->body, cap);
-				if (!p)
-					return MHD_NO;
-				rq->body = p;
-				rq->cap = cap;
-			}
-			memcpy(rq->body + rq->len, upload, *upload_size);
-			rq->len += *upload_size;
-		}
-		*upload_size = 0;
-		return MHD_YES;
-	}
-	if (rq->refused) /* no refusal left: it went at the headers */
-		return rq->refusal ? queue(conn, rq->status, TAKE_PTR(rq->refusal)) : MHD_YES;
-	rq->refused = true; /* answered: a call again is none of ours */
-	if (rq->too_big)
-		return REFUSE(conn, MHD_HTTP_CONTENT_TOO_LARGE, NULL, RPC_SERVER_ERROR,
-			      "Content Too Large: a message may have %zu bytes", srv->max_body);
-	if (!strcmp(method, "POST"))
-		return on_post(srv, conn, rq);
-	if (!strcmp(method, "GET"))
-		return on_get(srv, conn, rq);
-	return on_delete(srv, conn, rq);
+	if (!strcmp(hr->method, "POST"))
+		return on_post(srv, hr);
+	if (!strcmp(hr->method, "GET"))
+		return on_get(srv, hr->conn, hr->state);
+	return on_delete(srv, hr->conn, hr->state);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
-			 enum MHD_RequestTerminationCode why)
+static void done(void *arg, struct http_request *hr)
 {
-	struct request *rq = *state;
-
-	(void)cls;
-	(void)conn;
-	(void)why;
-	if (rq) {
-		if (rq->refusal)
-			MHD_destroy_response(rq->refusal);
-		free(rq->body);
-		free(rq);
-		*state = NULL;
-	}
+	(void)arg;
+	free(hr->state);
+	hr->state = NULL;
 }
 
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+static struct MHD_Response *refuse(void *arg, unsigned status, const char *message)
 {
-	char text[512];
-
-	(void)cls;
-	vsnprintf(text, sizeof(text), fmt, ap);
-	text[strcspn(text, "\n")] = '\0';
-	fprintf(stderr, "sbx: serve: libmicrohttpd: %s\n", text);
+	(void)arg;
+	(void)status;
+	return error_response(NULL, RPC_SERVER_ERROR, "%s", message);
 }
 
 /* ---- life ------------------------------------------------------------------ */
@@ -1076,72 +904,16 @@ static void *reaper(void *arg)
 	return NULL;
 }
 
-/* A listening socket: on ADDR, or at the Unix socket PATH. */
-static int listen_on(const struct mcp_http_options *o, struct error *e)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd, r;
-
-	if (!o->socket_path) {
-		fd = socket(o->addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		int one = 1;
-		if (fd < 0)
-			return error_set(e, -errno, "cannot make a socket: %s", strerror(errno));
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (o->addr->sa_family == AF_INET6)
-			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-		if (bind(fd, o->addr, o->addrlen) < 0 || listen(fd, 128) < 0) {
-			r = -errno;
-			close(fd);
-			return error_set(e, r, "cannot listen there: %s", strerror(-r));
-		}
-		return fd;
-	}
-	if (strlen(o->socket_path) >= sizeof(sa.sun_path))
-		return error_set(e, -ENAMETOOLONG, "%s: a Unix socket's path has at most %zu bytes",
-				 o->socket_path, sizeof(sa.sun_path) - 1);
-	strcpy(sa.sun_path, o->socket_path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return error_set(e, -errno, "cannot make a socket: %s", strerror(errno));
-	/* A socket left by a server that died is replaced; a live one, or
-	 * anything that is not a socket, is not. */
-	struct stat st;
-	if (lstat(o->socket_path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			close(fd);
-			return error_set(e, -EEXIST, "%s exists and is not a socket",
-					 o->socket_path);
-		}
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-			close(fd);
-			return error_set(e, -EADDRINUSE, "a server listens on %s already",
-					 o->socket_path);
-		}
-		unlink(o->socket_path);
-	}
-	mode_t old = umask(0177); /* the socket is 0600 */
-	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	umask(old);
-	if (r < 0 || listen(fd, 128) < 0) {
-		r = -errno;
-		close(fd);
-		return error_set(e, r, "cannot listen on %s: %s", o->socket_path, strerror(-r));
-	}
-	return fd;
-}
-
 static void server_free(struct mcp_http *srv)
 {
 	free(srv->home);
 	free(srv->token);
-	free(srv->socket_path);
 	pthread_mutex_destroy(&srv->lock);
 	pthread_cond_destroy(&srv->cond);
 	free(srv);
 }
 
-int mcp_http_start(const struct mcp_http_options *o, struct mcp_http **out, struct error *e)
+int mcp_http_new(const struct mcp_http_options *o, struct mcp_http **out, struct error *e)
 {
 	struct mcp_http *srv = calloc(1, sizeof(*srv));
 	int r;
@@ -1157,57 +929,12 @@ int mcp_http_start(const struct mcp_http_options *o, struct mcp_http **out, stru
 	srv->max_body = o->max_body;
 	srv->max_sessions = o->max_sessions;
 	srv->idle_timeout_s = o->idle_timeout_s;
-	if (!(srv->home = strdup(o->home)) || (o->token && !(srv->token = strdup(o->token))) ||
-	    (o->socket_path && !(srv->socket_path = strdup(o->socket_path)))) {
+	if (!(srv->home = strdup(o->home)) || (o->token && !(srv->token = strdup(o->token)))) {
 		server_free(srv);
 		return error_set(e, -ENOMEM, "out of memory");
 	}
-	if (!srv->token && !srv->socket_path) {
-		server_free(srv);
-		return error_set(e, -EINVAL, "a TCP address needs a token");
-	}
-	if (o->tls_cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-		server_free(srv);
-		return error_set(e, -ENOTSUP, "this libmicrohttpd has no TLS");
-	}
-	int lfd = listen_on(o, e);
-	if (lfd < 0) {
-		server_free(srv);
-		return lfd;
-	}
-	if (!o->socket_path) {
-		struct sockaddr_storage ss;
-		socklen_t len = sizeof(ss);
-		if (getsockname(lfd, (struct sockaddr *)&ss, &len) == 0)
-			srv->port = ntohs(ss.ss_family == AF_INET6
-						  ? ((struct sockaddr_in6 *)&ss)->sin6_port
-						  : ((struct sockaddr_in *)&ss)->sin_port);
-	}
-	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-			 MHD_USE_ITC | MHD_USE_ERROR_LOG | (o->tls_cert ? MHD_USE_TLS : 0);
-	struct MHD_OptionItem tls[] = {
-		{ o->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0,
-		  (void *)o->tls_cert },
-		{ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)o->tls_key },
-		{ MHD_OPTION_END, 0, NULL },
-	};
-	/* The logger first: MHD says so for the options that follow. */
-	srv->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER,
-				  on_mhd_log, srv, MHD_OPTION_LISTEN_SOCKET, lfd,
-				  MHD_OPTION_CONNECTION_LIMIT, o->max_connections,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_ARRAY,
-				  tls, MHD_OPTION_END);
-	if (!srv->d) {
-		close(lfd);
-		if (o->socket_path)
-			unlink(o->socket_path);
-		server_free(srv);
-		return error_set(e, -EIO, "libmicrohttpd did not start%s",
-				 o->tls_cert ? " (is the key the certificate's?)" : "");
-	}
 	if ((r = pthread_create(&srv->reaper, NULL, reaper, srv)) != 0) {
-		mcp_http_stop(srv);
+		server_free(srv);
 		return error_set(e, -r, "cannot start a thread: %s", strerror(r));
 	}
 	srv->reaper_started = true;
@@ -1215,12 +942,18 @@ int mcp_http_start(const struct mcp_http_options *o, struct mcp_http **out, stru
 	return 0;
 }
 
-unsigned mcp_http_port(const struct mcp_http *h)
+struct http_service mcp_http_service(struct mcp_http *h)
 {
-	return h->port;
+	return (struct http_service){ .prefix = "/mcp/",
+				      .max_body = h->max_body,
+				      .check = check_headers,
+				      .handle = handle,
+				      .done = done,
+				      .refuse = refuse,
+				      .arg = h };
 }
 
-void mcp_http_stop(struct mcp_http *srv)
+void mcp_http_shutdown(struct mcp_http *srv)
 {
 	pthread_mutex_lock(&srv->lock);
 	srv->stopping = true;
@@ -1231,13 +964,18 @@ void mcp_http_stop(struct mcp_http *srv)
 	pthread_mutex_unlock(&srv->lock);
 	if (srv->reaper_started)
 		pthread_join(srv->reaper, NULL);
+	srv->reaper_started = false;
 	while (all) {
 		struct hsession *hs = all;
 		all = hs->next;
 		hsession_end(hs, "the server stops");
 	}
-	MHD_stop_daemon(srv->d);
-	if (srv->socket_path)
-		unlink(srv->socket_path);
-	server_free(srv);
+}
+
+void mcp_http_free(struct mcp_http *srv)
+{
+	if (srv) {
+		mcp_http_shutdown(srv);
+		server_free(srv);
+	}
 }

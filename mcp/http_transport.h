@@ -1,17 +1,12 @@
 /* http_transport.h - MCP's Streamable HTTP transport (protocol revisions
- * 2025-06-18 and 2025-11-25): one HTTP server (libmicrohttpd, a thread
- * per connection, so that a request that waits never holds up another)
- * serving every thread of a home at /mcp/USER/THREAD. Each MCP session
- * is an mcp_session (session.h) of that thread, through the home's
- * broker, which must run (sbx serve holds it).
+ * 2025-06-18 and 2025-11-25): a service of sbx serve's HTTP server
+ * (http/server.h, which checks the peer and the Origin) serving every
+ * thread of a home at /mcp/USER/THREAD. Each MCP session is an
+ * mcp_session (session.h) of that thread, through the home's broker,
+ * which must run (sbx serve holds it).
  *
  * Every request is checked in this order, and refused with the status
  * and a JSON-RPC error response (id null) as its body:
- *   - on a Unix socket, the peer must be the server's own uid or root
- *     (SO_PEERCRED): 403;
- *   - an Origin header, when there is one, must be http:// or https://
- *     localhost, 127.0.0.1 or [::1] with the port listened on (any port
- *     on a Unix socket): 403 (DNS rebinding);
  *   - with a token (always on TCP): "Authorization: Bearer TOKEN",
  *     compared in constant time: 401 with "WWW-Authenticate: Bearer";
  *   - the path /mcp/USER/THREAD with valid ids (common/ids.h): 404;
@@ -54,12 +49,6 @@
  * Streams send a comment line every MCP_HTTP_KEEPALIVE_S when they have
  * nothing else to send, so a client that went away is noticed.
  *
- * Malformed HTTP gets libmicrohttpd's own answers (400, 414, 431, 505).
- * A connection silent for a minute is closed; at MAX_CONNECTIONS, a new
- * one waits in the listen queue until one ends. A refusal at the headers
- * is sent once the body (of an announced length within MAX_BODY) is
- * read, so that a client still sending it does not lose the answer.
- *
  * A session ends at DELETE, after IDLE_TIMEOUT_S without a request being
  * handled nor a stream open (its calls in flight do not keep it), and
  * when the server stops: its calls are cancelled, its run ended, its
@@ -69,9 +58,9 @@
 #define SBX_MCP_HTTP_TRANSPORT_H
 
 #include "common/error.h"
+#include "http/server.h"
 
 #include <stddef.h>
-#include <sys/socket.h>
 
 #define MCP_HTTP_RING_EVENTS 256
 #define MCP_HTTP_RING_BYTES (1u << 20)
@@ -79,31 +68,25 @@
 
 struct mcp_http_options {
 	const char *home;
-	/* Where to listen: the TCP address ADDR (port 0: one the kernel
-	 * picks), or else a Unix socket made at SOCKET_PATH (mode 0600; a
-	 * stale socket there is replaced, anything else is refused). */
-	const struct sockaddr *addr;
-	socklen_t addrlen;
-	const char *socket_path;
-	const char *token;		/* required on TCP; NULL on a Unix socket: none */
-	const char *tls_cert, *tls_key; /* PEM text, both or neither: HTTPS */
+	const char *token; /* NULL: none (a Unix socket) */
 	size_t max_body;
 	unsigned max_sessions;
 	unsigned idle_timeout_s;
-	unsigned max_connections;
 };
 
 struct mcp_http;
 
-/* Starts serving O (copied) on threads of its own: 0 and *OUT, or
- * -errno (E). */
-int mcp_http_start(const struct mcp_http_options *o, struct mcp_http **out, struct error *e);
+/* The MCP service of O (copied): 0 and *OUT, or -errno (E). */
+int mcp_http_new(const struct mcp_http_options *o, struct mcp_http **out, struct error *e);
 
-/* The TCP port listened on; 0 on a Unix socket. */
-unsigned mcp_http_port(const struct mcp_http *h);
+/* Its description for the HTTP server (prefix /mcp/). */
+struct http_service mcp_http_service(struct mcp_http *h);
 
-/* Ends every session (as above), stops listening, waits for every
- * connection to end, removes the Unix socket, and frees H. */
-void mcp_http_stop(struct mcp_http *h);
+/* Ends every session (as above): before the HTTP server stops, which
+ * waits for their streams. Later requests get 503. */
+void mcp_http_shutdown(struct mcp_http *h);
+
+/* Shuts H down if need be and frees it, once the HTTP server stopped. */
+void mcp_http_free(struct mcp_http *h);
 
 #endif

@@ -312,10 +312,10 @@ START_TEST(test_serve_oversize_bodies_get_413)
 
 	/* 64K: said by Content-Length, and not (chunked). */
 	SAME(IN(s, "--show 'm[\"error\"][\"message\"]' big 70000"),
-	     "HTTP 413\ncontent-type: application/json\nContent Too Large: a message may have 65536 "
+	     "HTTP 413\ncontent-type: application/json\nContent Too Large: a request may have 65536 "
 	     "bytes\n");
 	SAME(IN(s, "--show 'm[\"error\"][\"message\"]' --chunked big 70000"),
-	     "HTTP 413\ncontent-type: application/json\nContent Too Large: a message may have 65536 "
+	     "HTTP 413\ncontent-type: application/json\nContent Too Large: a request may have 65536 "
 	     "bytes\n");
 	/* Within it, a JSON string is no message. */
 	SAME(IN(s, "--show 'm[\"error\"][\"message\"]' big 60000"),

@@ -1,0 +1,33 @@
+/* aio_int.h - what the files of aio/ share: the server's state, and the
+ * handlers of each part of the API. */
+#ifndef SBX_AIO_INT_H
+#define SBX_AIO_INT_H
+
+#include "aio.h"
+#include "sandboxes.h"
+
+#include <stdbool.h>
+
+struct aio {
+	char *home, *provisioner_key, *api_key, *base_url;
+	size_t max_body;
+	bool tls; /* for a sandbox_url made from the Host header */
+	struct aio_sandboxes *sandboxes;
+};
+
+/* A request under /sb/ID.../v1/: its sandbox (a reference, put back when
+ * the request ends) and the endpoint, "/v1/..." with nothing after. */
+struct aio_call {
+	struct aio *aio;
+	struct http_request *rq;
+	const struct aio_sandbox *sb;
+	const char *endpoint;
+};
+
+/* The provisioner's requests (/api/..., /health). */
+enum MHD_Result aio_provision(struct aio *a, struct http_request *rq);
+
+/* GET /v1/sandbox. */
+enum MHD_Result aio_context(struct aio_call *c);
+
+#endif

@@ -1,0 +1,222 @@
+/* provision.c - the provisioner API (aio_int.h; docs/aio.md,
+ * "Provisioner"): the framework's RemoteSandboxBackend makes, finds,
+ * lists and deletes sandboxes here, and reads sandbox_url. Errors are
+ * FastAPI's {"detail": ...}: 400 for an id or a mount the reference's
+ * provisioner refuses, 404 for no such sandbox, 422 for a body of the
+ * wrong shape. */
+#include "aio_int.h"
+#include "reply.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The extra mounts the framework sends (its allowed list); the view
+ * serves these paths itself, from the home (docs/aio.md). */
+static const char *const mount_paths[] = { "/mnt/acp-workspace", "/mnt/skills/custom",
+					   "/mnt/skills/integrations" };
+#define MOUNTS_MAX 10
+
+/* The reference provisioner's checks of the extra mounts M: NULL, or why
+ * not (into WHY). */
+static const char *mounts_refused(json_t *m, char *why, size_t size)
+{
+	size_t i;
+	json_t *v;
+
+	if (json_array_size(m) > MOUNTS_MAX)
+		return snprintf(why, size, "at most %d extra mounts", MOUNTS_MAX), why;
+	json_array_foreach (m, i, v) {
+		const char *host = json_string_value(json_object_get(v, "host_path"));
+		const char *in = json_string_value(json_object_get(v, "container_path"));
+		if (!json_is_object(v) || !host || !in)
+			return snprintf(why, size, "extra_mounts[%zu] needs host_path and "
+					"container_path", i), why;
+		if (host[0] != '/' || in[0] != '/')
+			return snprintf(why, size, "extra_mounts[%zu]: paths must be absolute", i),
+			       why;
+		size_t k = 0;
+		while (k < sizeof(mount_paths) / sizeof(mount_paths[0]) && strcmp(in, mount_paths[k]))
+			k++;
+		if (k == sizeof(mount_paths) / sizeof(mount_paths[0]))
+			return snprintf(why, size, "container_path %.200s is not allowed", in), why;
+	}
+	return NULL;
+}
+
+/* The URL the framework reaches sandbox SB at. */
+static char *sandbox_url(const struct aio *a, const struct http_request *rq,
+			 const struct aio_sandbox *sb)
+{
+	const char *host = http_header(rq, MHD_HTTP_HEADER_HOST);
+	char *url;
+
+	if (a->base_url)
+		return asprintf(&url, "%s/sb/%s.%s", a->base_url, sb->id, sb->key) < 0 ? NULL : url;
+	return asprintf(&url, "%s://%s/sb/%s.%s", a->tls ? "https" : "http",
+			host ? host : "127.0.0.1", sb->id, sb->key) < 0
+		       ? NULL
+		       : url;
+}
+
+/* What the provisioner says of a sandbox. */
+static json_t *describe(const struct aio *a, const struct http_request *rq,
+			const struct aio_sandbox *sb)
+{
+	char *url = sandbox_url(a, rq, sb);
+	json_t *o = url ? json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandbox_id", sb->id,
+				    "sandbox_url", url, "status", "Running", "container_id",
+				    sb->generation, "user_id", sb->user, "thread_id", sb->thread)
+			: NULL;
+
+	free(url);
+	if (o)
+		json_object_set_new(o, "max_shell_sessions",
+				    sb->max_shell_sessions ? json_integer(sb->max_shell_sessions)
+							   : json_null());
+	return o;
+}
+
+static enum MHD_Result create(struct aio *a, struct http_request *rq)
+{
+	static const struct aio_field fields[] = {
+		{ "sandbox_id", AIO_STRING, true },	   { "thread_id", AIO_STRING, true },
+		{ "user_id", AIO_STRING, true },	   { "extra_mounts", AIO_ARRAY, false },
+		{ "max_shell_sessions", AIO_INT, false },
+	};
+	enum MHD_Result q;
+	json_auto_t *body =
+		aio_body(rq->conn, rq->body, rq->len, fields, sizeof(fields) / sizeof(fields[0]), &q);
+	const char *why;
+	char text[300];
+
+	if (!body)
+		return q;
+	const char *id = aio_str(body, "sandbox_id", NULL);
+	const char *thread = aio_str(body, "thread_id", NULL);
+	const char *user = aio_str(body, "user_id", NULL);
+	json_int_t max_shell = aio_int(body, "max_shell_sessions", 0);
+	if (thread_id_check(id, &why) < 0)
+		return aio_detail(rq->conn, MHD_HTTP_BAD_REQUEST, "Invalid sandbox_id: %s", why);
+	if (thread_id_check(thread, &why) < 0)
+		return aio_detail(rq->conn, MHD_HTTP_BAD_REQUEST, "Invalid thread_id: %s", why);
+	if (user_id_check(user, &why) < 0)
+		return aio_detail(rq->conn, MHD_HTTP_BAD_REQUEST, "Invalid user_id: %s", why);
+	if (json_object_get(body, "max_shell_sessions") &&
+	    !json_is_null(json_object_get(body, "max_shell_sessions")) &&
+	    (max_shell <= 0 || max_shell > 100000))
+		return aio_detail(rq->conn, MHD_HTTP_BAD_REQUEST,
+				  "max_shell_sessions must be a positive integer");
+	if (mounts_refused(json_object_get(body, "extra_mounts"), text, sizeof(text)))
+		return aio_detail(rq->conn, MHD_HTTP_BAD_REQUEST, "%s", text);
+
+	const struct aio_sandbox *sb;
+	struct error e = { 0 };
+	int r = aio_sandbox_make(a->sandboxes, id, user, thread, (unsigned)max_shell, &sb, &e);
+	if (r == -EEXIST)
+		return aio_detail(rq->conn, MHD_HTTP_CONFLICT, "%s", e.text);
+	if (r == -ENOSPC)
+		return aio_detail(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", e.text);
+	if (r < 0) {
+		fprintf(stderr, "sbx: serve: sandbox %s of %s/%s: %s\n", id, user, thread, e.text);
+		return aio_detail(rq->conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  "cannot make the sandbox: %s", e.text);
+	}
+	if (r == 0)
+		fprintf(stderr, "sbx: serve: sandbox %s of %s/%s made\n", id, user, thread);
+	json_t *o = describe(a, rq, sb);
+	aio_sandbox_put(a->sandboxes, sb);
+	return o ? aio_json(rq->conn, MHD_HTTP_OK, o) : MHD_NO;
+}
+
+struct listing {
+	const struct aio *a;
+	const struct http_request *rq;
+	json_t *list;
+};
+
+static void list_one(void *arg, const struct aio_sandbox *sb)
+{
+	struct listing *l = arg;
+
+	json_array_append_new(l->list, describe(l->a, l->rq, sb));
+}
+
+static enum MHD_Result list(struct aio *a, struct http_request *rq)
+{
+	struct listing l = { a, rq, json_array() };
+
+	if (!l.list)
+		return MHD_NO;
+	aio_sandboxes_each(a->sandboxes, list_one, &l);
+	return aio_json(rq->conn, MHD_HTTP_OK,
+			json_pack("{s:I, s:o}", "count", (json_int_t)json_array_size(l.list),
+				  "sandboxes", l.list));
+}
+
+/* /api/sandboxes/ID[/presence]: ID into ID_OUT, and whether it is the
+ * presence; false for another path. */
+static bool sandbox_path(const char *url, char id_out[THREAD_ID_MAX + 1], bool *presence)
+{
+	const char *p = url + strlen("/api/sandboxes/"), *slash = strchr(p, '/');
+	size_t n = slash ? (size_t)(slash - p) : strlen(p);
+
+	*presence = slash && !strcmp(slash, "/presence");
+	if (!n || n > THREAD_ID_MAX || (slash && !*presence))
+		return false;
+	memcpy(id_out, p, n);
+	id_out[n] = '\0';
+	return true;
+}
+
+static enum MHD_Result one(struct aio *a, struct http_request *rq)
+{
+	char id[THREAD_ID_MAX + 1];
+	bool presence;
+
+	if (!sandbox_path(rq->url, id, &presence))
+		return aio_detail(rq->conn, MHD_HTTP_NOT_FOUND, "Not Found");
+	if (!strcmp(rq->method, "DELETE") && !presence) {
+		if (aio_sandbox_delete(a->sandboxes, id) < 0)
+			return aio_detail(rq->conn, MHD_HTTP_NOT_FOUND, "Sandbox not found");
+		fprintf(stderr, "sbx: serve: sandbox %s deleted\n", id);
+		return aio_json(rq->conn, MHD_HTTP_OK,
+				json_pack("{s:b, s:s}", "ok", true, "sandbox_id", id));
+	}
+	if (strcmp(rq->method, "GET"))
+		return aio_detail(rq->conn, MHD_HTTP_METHOD_NOT_ALLOWED, "Method Not Allowed");
+	const struct aio_sandbox *sb = aio_sandbox_get(a->sandboxes, id, NULL, false);
+	json_t *o;
+	if (presence)
+		o = json_pack("{s:s, s:b, s:s?}", "sandbox_id", id, "exists", sb != NULL,
+			      "container_id", sb ? sb->generation : NULL);
+	else
+		o = sb ? describe(a, rq, sb) : NULL;
+	aio_sandbox_put(a->sandboxes, sb);
+	if (!sb && !presence)
+		return aio_detail(rq->conn, MHD_HTTP_NOT_FOUND, "Sandbox not found");
+	return o ? aio_json(rq->conn, MHD_HTTP_OK, o) : MHD_NO;
+}
+
+enum MHD_Result aio_provision(struct aio *a, struct http_request *rq)
+{
+	bool get = !strcmp(rq->method, "GET");
+
+	if (!strcmp(rq->url, "/health"))
+		return get ? aio_json(rq->conn, MHD_HTTP_OK, json_pack("{s:s}", "status", "ok"))
+			   : aio_detail(rq->conn, MHD_HTTP_METHOD_NOT_ALLOWED, "Method Not Allowed");
+	if (!strcmp(rq->url, "/api/capabilities") && get)
+		return aio_json(rq->conn, MHD_HTTP_OK,
+				json_pack("{s:b, s:b}", "lark_cli_init_image", false,
+					  "lark_cli_broker_image", false));
+	if (!strcmp(rq->url, "/api/sandboxes")) {
+		if (!strcmp(rq->method, "POST"))
+			return create(a, rq);
+		return get ? list(a, rq)
+			   : aio_detail(rq->conn, MHD_HTTP_METHOD_NOT_ALLOWED, "Method Not Allowed");
+	}
+	if (!strncmp(rq->url, "/api/sandboxes/", strlen("/api/sandboxes/")))
+		return one(a, rq);
+	return aio_detail(rq->conn, MHD_HTTP_NOT_FOUND, "Not Found");
+}

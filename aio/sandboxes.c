@@ -1,0 +1,245 @@
+/* sandboxes.c - see sandboxes.h.
+ *
+ * A sandbox being made is in the list already (not ready), so that a
+ * second make of the same id waits for the first instead of acquiring
+ * the lease twice: the broker's leases are per owner, and the second
+ * connection's end would give back the first one's.
+ */
+#include "sandboxes.h"
+#include "common/clock.h"
+#include "exec/client.h"
+#include "http/server.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+struct entry {
+	struct aio_sandbox sb; /* first: the public part */
+	struct entry *next;
+	unsigned refs;		  /* the list's, and each lookup's */
+	bool ready;		  /* made: its lease is held */
+	struct client_conn *lease; /* "hold": the lease lasts as long as it */
+};
+
+struct aio_sandboxes {
+	char *home;
+	unsigned max, n;
+	pthread_mutex_t lock;
+	pthread_cond_t made; /* an entry became ready, or went */
+	struct entry *list;
+};
+
+int aio_sandboxes_new(const char *home, unsigned max, struct aio_sandboxes **out)
+{
+	struct aio_sandboxes *s = calloc(1, sizeof(*s));
+
+	if (!s || !(s->home = strdup(home))) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->max = max;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->made, NULL);
+	*out = s;
+	return 0;
+}
+
+static void entry_unref(struct aio_sandboxes *s, struct entry *en)
+{
+	pthread_mutex_lock(&s->lock);
+	bool last = --en->refs == 0;
+	pthread_mutex_unlock(&s->lock);
+	if (last) {
+		client_close(en->lease);
+		free(en);
+	}
+}
+
+/* Takes EN out of the list (the caller holds the lock): false if it was
+ * not there. */
+static bool list_remove(struct aio_sandboxes *s, struct entry *en)
+{
+	for (struct entry **p = &s->list; *p; p = &(*p)->next)
+		if (*p == en) {
+			*p = en->next;
+			s->n--;
+			return true;
+		}
+	return false;
+}
+
+void aio_sandboxes_free(struct aio_sandboxes *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	struct entry *all = s->list;
+	s->list = NULL;
+	s->n = 0;
+	pthread_mutex_unlock(&s->lock);
+	while (all) {
+		struct entry *en = all;
+		all = en->next;
+		entry_unref(s, en);
+	}
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->made);
+	free(s->home);
+	free(s);
+}
+
+static struct entry *find(struct aio_sandboxes *s, const char *id)
+{
+	for (struct entry *en = s->list; en; en = en->next)
+		if (!strcmp(en->sb.id, id))
+			return en;
+	return NULL;
+}
+
+static void random_hex(char *out, size_t hex)
+{
+	unsigned char rnd[32];
+
+	if (getrandom(rnd, hex / 2, 0) != (ssize_t)(hex / 2))
+		abort(); /* the kernel's entropy: never fails once booted */
+	for (size_t i = 0; i < hex / 2; i++)
+		snprintf(out + 2 * i, 3, "%02x", rnd[i]);
+}
+
+/* EN's lease, through the broker: 0 or -errno (E). */
+static int acquire(struct aio_sandboxes *s, struct entry *en, struct error *e)
+{
+	char owner[8 + THREAD_ID_MAX];
+	json_auto_t *reply = NULL;
+
+	snprintf(owner, sizeof(owner), "aio:%s", en->sb.id);
+	json_auto_t *req = json_pack("{s:s, s:s, s:s, s:s, s:b}", "op", "acquire", "user",
+				     en->sb.user, "thread", en->sb.thread, "owner", owner, "hold",
+				     true);
+	if (!req)
+		return error_set(e, -ENOMEM, "out of memory");
+	if (en->sb.max_shell_sessions)
+		json_object_set_new(req, "max_shell_sessions",
+				    json_integer(en->sb.max_shell_sessions));
+	int r = client_open(s->home, &en->lease, e);
+	if (r == 0)
+		r = client_send(en->lease, req, e);
+	if (r == 0 && !(reply = client_final(en->lease, NULL, NULL, e)))
+		r = e->code ? e->code : -EPROTO;
+	if (r == 0 && !client_ok(reply))
+		r = client_reply_error(reply, e);
+	if (r < 0) {
+		client_close(en->lease);
+		en->lease = NULL;
+	}
+	return r;
+}
+
+int aio_sandbox_make(struct aio_sandboxes *s, const char *id, const char *user,
+		     const char *thread, unsigned max_shell, const struct aio_sandbox **out,
+		     struct error *e)
+{
+	struct entry *en;
+
+	pthread_mutex_lock(&s->lock);
+	while ((en = find(s, id)) && !en->ready)
+		pthread_cond_wait(&s->made, &s->lock);
+	if (en) {
+		bool same = !strcmp(en->sb.user, user) && !strcmp(en->sb.thread, thread);
+		if (same)
+			en->refs++;
+		pthread_mutex_unlock(&s->lock);
+		if (!same)
+			return error_set(e, -EEXIST, "sandbox %s is %s/%s's", id, en->sb.user,
+					 en->sb.thread);
+		*out = &en->sb;
+		return 1;
+	}
+	if (s->n >= s->max) {
+		pthread_mutex_unlock(&s->lock);
+		return error_set(e, -ENOSPC, "this server holds %u sandboxes at most", s->max);
+	}
+	if (!(en = calloc(1, sizeof(*en)))) {
+		pthread_mutex_unlock(&s->lock);
+		return error_set(e, -ENOMEM, "out of memory");
+	}
+	snprintf(en->sb.id, sizeof(en->sb.id), "%s", id);
+	snprintf(en->sb.user, sizeof(en->sb.user), "%s", user);
+	snprintf(en->sb.thread, sizeof(en->sb.thread), "%s", thread);
+	random_hex(en->sb.key, AIO_KEY_HEX);
+	random_hex(en->sb.generation, AIO_GENERATION_HEX);
+	en->sb.max_shell_sessions = max_shell;
+	en->sb.created_ns = realtime_ns();
+	en->refs = 1; /* the list's */
+	en->next = s->list;
+	s->list = en;
+	s->n++;
+	pthread_mutex_unlock(&s->lock);
+
+	int r = acquire(s, en, e);
+
+	pthread_mutex_lock(&s->lock);
+	if (r == 0) {
+		en->ready = true;
+		en->refs++;
+	} else {
+		list_remove(s, en);
+	}
+	pthread_cond_broadcast(&s->made);
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0) {
+		entry_unref(s, en);
+		return r;
+	}
+	*out = &en->sb;
+	return 0;
+}
+
+const struct aio_sandbox *aio_sandbox_get(struct aio_sandboxes *s, const char *id,
+					  const char *key, bool check_key)
+{
+	pthread_mutex_lock(&s->lock);
+	struct entry *en = find(s, id);
+	if (en && (!en->ready || (check_key && !(key && http_secret_equal(en->sb.key, key)))))
+		en = NULL;
+	if (en)
+		en->refs++;
+	pthread_mutex_unlock(&s->lock);
+	return en ? &en->sb : NULL;
+}
+
+void aio_sandbox_put(struct aio_sandboxes *s, const struct aio_sandbox *sb)
+{
+	if (sb)
+		entry_unref(s, (struct entry *)sb);
+}
+
+int aio_sandbox_delete(struct aio_sandboxes *s, const char *id)
+{
+	pthread_mutex_lock(&s->lock);
+	struct entry *en = find(s, id);
+	bool gone = en && en->ready && list_remove(s, en);
+	struct client_conn *lease = gone ? en->lease : NULL;
+	if (gone)
+		en->lease = NULL;
+	pthread_mutex_unlock(&s->lock);
+	if (!gone)
+		return -ENOENT;
+	client_close(lease); /* the lease ends now, not with the last request */
+	entry_unref(s, en);
+	return 0;
+}
+
+void aio_sandboxes_each(struct aio_sandboxes *s,
+			void (*on_each)(void *arg, const struct aio_sandbox *sb), void *arg)
+{
+	pthread_mutex_lock(&s->lock);
+	for (struct entry *en = s->list; en; en = en->next)
+		if (en->ready)
+			on_each(arg, &en->sb);
+	pthread_mutex_unlock(&s->lock);
+}
