@@ -243,6 +243,39 @@ void broker_stop(const char *home)
 	sh("'%s' broker --home '%s' --shutdown >/dev/null 2>&1", test_bin("sbx"), home);
 }
 
+const char *serve_start_in(const char *home, const char *args)
+{
+	/* Under SANITIZE=1 its leaks at exit are reported as a daemon's
+	 * (the sanitizers suite). */
+	const char *asan = getenv("SBX_DAEMON_ASAN_OPTIONS");
+
+	OK("%s%s%s'%s' serve --home '%s' %s 2>'%s/serve.log' & echo $! >'%s/serve.pid'",
+	   asan ? "ASAN_OPTIONS='" : "", asan ? asan : "", asan ? "' " : "", test_bin("sbx"), home,
+	   args, home, home);
+	ck_assert_msg(
+		STATUS("for i in $(seq 300); do grep -qs 'listening on' '%s/serve.log' && exit 0;"
+		       " kill -0 $(cat '%s/serve.pid') 2>/dev/null || exit 1; sleep 0.1; done;"
+		       " exit 1",
+		       home, home) == 0,
+		"sbx serve did not start:\n%s", read_file(fmt_cmd("%s/serve.log", home)));
+	char *p = OUT(
+		"sed -n 's|.*listening on https*://[^ ]*:\\([0-9]*\\)/mcp/.*|\\1|p' '%s/serve.log'",
+		home);
+	p[strcspn(p, "\n")] = '\0';
+	return p;
+}
+
+int serve_stop_in(const char *home)
+{
+	char *pid = read_file(fmt_cmd("%s/serve.pid", home));
+
+	if (!pid)
+		return 0;
+	pid[strcspn(pid, "\n")] = '\0';
+	sh("kill -TERM %s 2>/dev/null", pid);
+	return eventually(has_exited_pid, pid) ? 0 : -1;
+}
+
 void tool_env(void)
 {
 	setenv("LC_ALL", "C", 1);

@@ -39,6 +39,17 @@ const char *broker_start(const char *tag, const char *conf);
 /* Shuts the broker of HOME down, quietly: it may be gone already. */
 void broker_stop(const char *home);
 
+/* Starts `sbx serve --home HOME ARGS` in the background, in the test's
+ * process group (Check kills what is left of it when the test ends,
+ * passed or not), its pid in HOME/serve.pid and its log in
+ * HOME/serve.log, and waits until it listens (the test fails with its
+ * log if it does not). Returns the TCP port it listens on ("" when only
+ * on a Unix socket). */
+const char *serve_start_in(const char *home, const char *args);
+/* SIGTERM to that server, and until it has exited (gone or a zombie):
+ * 0, or -1 after EVENTUALLY_S; 0 if none was started in HOME. */
+int serve_stop_in(const char *home);
+
 /* The shim that kills sbx at its Nth change (tests/tools/killshim.c),
  * built into the test's scratch directory: its path. */
 const char *killshim(void);

@@ -3,7 +3,9 @@
  * the reference server @modelcontextprotocol/server-filesystem, the
  * baseline issue 38 compares sbx mcp with, and sbx mcp itself once bin/sbx
  * has the command. The tests assert the driver's lines (what the server
- * answered) and what landed on the host, not only its exit status.
+ * answered) and what landed on the host, not only its exit status. Then
+ * sbx mcp over stdio and sbx serve over Streamable HTTP as the MCP
+ * Inspector's CLI mode sees them: the JSON it prints.
  *
  * They need node and tests/mcp's packages (mount-helpers/install-deps
  * --tests installs both): without them each test says it is skipped,
@@ -18,6 +20,9 @@
 
 #define MCP_DIR "tests/mcp"
 #define FS_SERVER MCP_DIR "/node_modules/.bin/mcp-server-filesystem"
+/* The Inspector's CLI (the one @modelcontextprotocol/inspector runs for
+ * --cli). */
+#define INSPECTOR_DIR MCP_DIR "/node_modules/@modelcontextprotocol/inspector-cli/build"
 /* One scenario's bound: a few seconds when all is well. */
 #define DRIVE_S 60
 
@@ -31,7 +36,7 @@ static bool mcp_ready(const char *test)
 	if (STATUS("command -v node >/dev/null") != 0)
 		why = "node is not installed";
 	else if (!exists(MCP_DIR "/node_modules/@modelcontextprotocol/sdk/package.json") ||
-		 !exists(FS_SERVER))
+		 !exists(FS_SERVER) || !exists(INSPECTOR_DIR "/cli.js"))
 		why = "the npm packages of " MCP_DIR " are not installed";
 	if (!why)
 		return true;
@@ -228,6 +233,7 @@ static void sbx_setup(void)
 
 static void sbx_teardown(void)
 {
+	serve_stop_in(H);
 	broker_stop(H);
 	sh("grep -o ' %s/[^ ]*' /proc/mounts | sort -r | while read -r m; do"
 	   " fusermount3 -u -z \"$m\" 2>/dev/null || umount -l \"$m\"; done",
@@ -417,11 +423,155 @@ START_TEST(test_mcp_sbxfs_paths_outside_are_tool_errors)
 }
 END_TEST
 
+/* The MCP Inspector's CLI mode: one session per run (a new sbx mcp over
+ * stdio), one method, its result printed as JSON on stdout. */
+
+/* Runs `cli.js --cli TARGET ARGS` within DRIVE_S (its process tree killed
+ * past that), its stdout (the result) in DIR/out.json, its stderr in
+ * DIR/err; returns DIR, its exit status in *ST. It runs in its build
+ * directory: inspector-cli 1.0.3 imports its package.json from "../"
+ * only if the cwd has a ../package.json, else from "../../", which is
+ * not there (upstream issue 1334), so TARGET's paths are absolute. */
+static const char *inspector_run(const char *target, const char *args, int *st)
+{
+	const char *dir = test_dir("inspector");
+	bool late;
+	char *out = capture_for(fmt_cmd("cd " INSPECTOR_DIR " && node cli.js --cli %s %s"
+					" >'%s/out.json' 2>'%s/err'",
+					target, args, dir, dir),
+				DRIVE_S, st, &late);
+
+	ck_assert_msg(!late, "the Inspector timed out: %s\nstderr:\n%.3000s", out,
+		      read_file(fmt_cmd("%s/err", dir)));
+	return dir;
+}
+
+/* The result of `cli.js --cli TARGET ARGS`, which must exit 0: the
+ * file holding its JSON. */
+static const char *inspect(const char *target, const char *args)
+{
+	int st;
+	const char *dir = inspector_run(target, args, &st);
+
+	ck_assert_msg(st == 0, "the Inspector exited %d on %s:\n%.3000s", st, args,
+		      read_file(fmt_cmd("%s/err", dir)));
+	return fmt_cmd("%s/out.json", dir);
+}
+
+/* What the Python expression CODE (d: the JSON in FILE) prints. */
+#define JQ(file, code) OUT("python3 tests/tools/jsonq.py \"%s\" '%s'", (code), (file))
+
+/* The Inspector's target: sbx mcp of alice/t1 over stdio, or sbx serve's
+ * endpoint of it with the bearer token. */
+static const char *stdio_target(void)
+{
+	return fmt_cmd("'%s' mcp --home '%s' --user alice --thread t1", test_bin("sbx"), H);
+}
+
+static const char *http_target(const char *port)
+{
+	return fmt_cmd("http://127.0.0.1:%s/mcp/alice/t1 --transport http"
+		       " --header \"Authorization: Bearer $(cat '%s/serve.token')\"",
+		       port, H);
+}
+
+#define SBX_TOOL_NAMES \
+	"bash,changes,glob,grep,ls,present_files,read_file,str_replace,undo,write_file\n"
+
+/* tools/list: the reference's tools; read_file's input schema wants a
+ * string path, its annotations say it only reads. */
+static void inspect_tools_list(const char *target)
+{
+	const char *r = inspect(target, "--method tools/list");
+
+	SAME(JQ(r, "','.join(sorted(t['name'] for t in d['tools']))"), SBX_TOOL_NAMES);
+	SAME(JQ(r,
+		"[(t['inputSchema']['type'], t['inputSchema']['required'],"
+		" t['inputSchema']['properties']['path']['type'], t['annotations']['readOnlyHint'])"
+		" for t in d['tools'] if t['name'] == 'read_file']"),
+	     "[('object', ['path'], 'string', True)]\n");
+}
+
+/* write_file of NAME in the workspace, then read_file of it, each in a
+ * session of its own: the text comes back, and is on the host. */
+static void inspect_write_then_read(const char *target, const char *name)
+{
+	const char *w = inspect(target, fmt_cmd("--method tools/call --tool-name write_file"
+						" --tool-arg path=/mnt/user-data/workspace/%s"
+						" 'content=from the inspector\n'",
+						name));
+	SAME(JQ(w, "d['isError'], d['content'][0]['text']"), "False OK\n");
+	const char *r = inspect(target, fmt_cmd("--method tools/call --tool-name read_file"
+						" --tool-arg path=/mnt/user-data/workspace/%s",
+						name));
+	SAME(JQ(r, "d['isError'], json.dumps(d['content'][0]['text']),"
+		   " json.dumps(d['structuredContent']['content'])"),
+	     "False \"from the inspector\\n\" \"from the inspector\\n\"\n");
+	SAME(read_file(hws(name)), "from the inspector\n");
+}
+
+START_TEST(test_mcp_inspector_lists_the_tools)
+{
+	NEED_SBX_MCP();
+	inspect_tools_list(stdio_target());
+}
+END_TEST
+
+START_TEST(test_mcp_inspector_writes_then_reads)
+{
+	NEED_SBX_MCP();
+	inspect_write_then_read(stdio_target(), "insp-stdio.txt");
+}
+END_TEST
+
+/* A path outside the virtual roots and a symlink out of the workspace:
+ * results with isError and the reference's texts (the Inspector exits
+ * 0: tool errors, not protocol errors), nothing written. */
+START_TEST(test_mcp_inspector_paths_outside_are_tool_errors)
+{
+	NEED_SBX_MCP();
+	const char *r = inspect(stdio_target(), "--method tools/call --tool-name read_file"
+						" --tool-arg path=/etc/passwd");
+	SAME(JQ(r, "d['isError'], d['content'][0]['text']"),
+	     "True Error: Only paths under /mnt/user-data/, /mnt/skills/, /mnt/acp-workspace/, or"
+	     " configured mount paths are allowed\n");
+	r = inspect(stdio_target(), "--method tools/call --tool-name write_file"
+				    " --tool-arg path=/mnt/user-data/workspace/escdir/sbx-insp-test"
+				    " content=x");
+	SAME(JQ(r, "d['isError'], d['content'][0]['text']"),
+	     "True Error: Access denied: path escapes mounted directory\n");
+	ck_assert(!exists("/etc/sbx-insp-test"));
+}
+END_TEST
+
+/* The same through sbx serve, the token in the Inspector's --header;
+ * without it the Inspector fails with the server's 401 text. */
+START_TEST(test_mcp_inspector_over_streamable_http)
+{
+	NEED_SBX_MCP();
+	const char *port = serve_start_in(H, "--listen 127.0.0.1:0");
+
+	inspect_tools_list(http_target(port));
+	inspect_write_then_read(http_target(port), "insp-http.txt");
+
+	int st;
+	const char *dir =
+		inspector_run(fmt_cmd("http://127.0.0.1:%s/mcp/alice/t1 --transport http", port),
+			      "--method tools/list", &st);
+	char *err = read_file(fmt_cmd("%s/err", dir));
+	ck_assert_msg(st == 1 && strstr(err, "Unauthorized: an Authorization: Bearer token is"
+					     " needed"),
+		      "exit %d:\n%s", st, err);
+	SAME(read_file(fmt_cmd("%s/out.json", dir)), "");
+}
+END_TEST
+
 Suite *suite_mcp(void)
 {
 	Suite *s = suite_create("mcp");
 	TCase *fs = tcase_create("filesystem");
 	TCase *sbx = tcase_create("sbx");
+	TCase *inspector = tcase_create("inspector");
 
 	/* Each scenario is bounded by DRIVE_S; the timeout only catches a
 	 * test that hangs outside one. */
@@ -451,5 +601,15 @@ Suite *suite_mcp(void)
 	tcase_add_test(sbx, test_mcp_sbxfs_round_trip_in_the_view);
 	tcase_add_test(sbx, test_mcp_sbxfs_paths_outside_are_tool_errors);
 	suite_add_tcase(s, sbx);
+
+	/* Each Inspector run is bounded by DRIVE_S, the HTTP test has five. */
+	tcase_set_timeout(inspector, DRIVE_S * 5 + 30);
+	tcase_set_tags(inspector, "node");
+	tcase_add_checked_fixture(inspector, sbx_setup, sbx_teardown);
+	tcase_add_test(inspector, test_mcp_inspector_lists_the_tools);
+	tcase_add_test(inspector, test_mcp_inspector_writes_then_reads);
+	tcase_add_test(inspector, test_mcp_inspector_paths_outside_are_tool_errors);
+	tcase_add_test(inspector, test_mcp_inspector_over_streamable_http);
+	suite_add_tcase(s, inspector);
 	return s;
 }

@@ -19,46 +19,16 @@ static const char *token; /* the token file */
 static char port[16];
 
 /* Starts `sbx serve ARGS` in a fresh home with sbx.conf CONF (NULL: none)
- * and waits until it listens (the test fails with its log if it does
- * not). Its pid is in H/serve.pid, its log in H/serve.log. */
+ * (serve_start_in()). */
 static void serve_start(const char *conf, const char *args)
 {
 	H = test_dir("shome");
 	test_home_store(H);
 	if (conf)
 		ck_assert_int_eq(append_file(fmt_cmd("%s/sbx.conf", H), conf), 0);
-	/* In the test's process group: Check kills it if the test dies.
-	 * Under SANITIZE=1 its leaks at exit are reported as a daemon's
-	 * (the sanitizers suite). */
-	const char *asan = getenv("SBX_DAEMON_ASAN_OPTIONS");
-	OK("%s%s%s'%s' serve --home '%s' %s 2>'%s/serve.log' & echo $! >'%s/serve.pid'",
-	   asan ? "ASAN_OPTIONS='" : "", asan ? asan : "", asan ? "' " : "", test_bin("sbx"), H,
-	   args, H, H);
-	ck_assert_msg(
-		STATUS("for i in $(seq 300); do grep -q 'listening on' '%s/serve.log' && exit 0;"
-		       " kill -0 $(cat '%s/serve.pid') 2>/dev/null || exit 1; sleep 0.1; done;"
-		       " exit 1",
-		       H, H) == 0,
-		"sbx serve did not start:\n%s", read_file(fmt_cmd("%s/serve.log", H)));
-	char *p = OUT(
-		"sed -n 's|.*listening on https*://[^ ]*:\\([0-9]*\\)/mcp/.*|\\1|p' '%s/serve.log'",
-		H);
-	snprintf(port, sizeof(port), "%.*s", (int)strcspn(p, "\n"), p);
+	snprintf(port, sizeof(port), "%s", serve_start_in(H, args));
 	ep = fmt_cmd("http://127.0.0.1:%s/mcp/alice/t1", port);
 	token = fmt_cmd("%s/serve.token", H);
-}
-
-/* SIGTERM, and until it has exited (gone or a zombie): 0, or -1 after
- * EVENTUALLY_S. */
-static int serve_stop(void)
-{
-	char *pid = read_file(fmt_cmd("%s/serve.pid", H));
-
-	if (!pid)
-		return 0;
-	pid[strcspn(pid, "\n")] = '\0';
-	sh("kill -TERM %s 2>/dev/null", pid);
-	return eventually(has_exited_pid, pid) ? 0 : -1;
 }
 
 static void setup(void)
@@ -70,7 +40,7 @@ static void setup(void)
 static void teardown(void)
 {
 	if (H) {
-		serve_stop();
+		serve_stop_in(H);
 		broker_stop(H);
 	}
 }
@@ -453,7 +423,7 @@ START_TEST(test_serve_on_a_unix_socket_checks_the_peer)
 		      " 2>&1",
 		      ep, getcwd(cwd, sizeof(cwd)));
 	ck_assert_msg(strstr(r, "HTTP 403\n") && strstr(r, "only uid 0 and root"), "%s", r);
-	ck_assert_int_eq(serve_stop(), 0);
+	ck_assert_int_eq(serve_stop_in(H), 0);
 	ck_assert_msg(!exists(sock), "the socket is left behind");
 }
 END_TEST
@@ -495,7 +465,7 @@ START_TEST(test_serve_sigterm_ends_every_session)
 	char *s = session(NULL);
 
 	ck_assert_msg(strstr(IN(s, "post '{\"id\":1,\"method\":\"ping\"}'"), "HTTP 200\n"), "ping");
-	ck_assert_int_eq(serve_stop(), 0);
+	ck_assert_int_eq(serve_stop_in(H), 0);
 	char *log = read_file(fmt_cmd("%s/serve.log", H));
 	ck_assert_msg(strstr(log, "ending every session") && strstr(log, "ended: the server stops"),
 		      "%s", log);
