@@ -35,15 +35,20 @@ static const char serve_usage[] =
 	"Usage: sbx serve [--listen ADDR:PORT | --socket PATH] [--token-file FILE]\n"
 	"                 [--tls-cert FILE --tls-key FILE] [--home DIR]\n"
 	"\n"
-	"An MCP (Model Context Protocol) server over HTTP for every thread of the\n"
-	"home: MCP's Streamable HTTP transport (protocol versions 2025-11-25 and\n"
-	"2025-06-18) at /mcp/USER/THREAD, each MCP session a session of sbx mcp\n"
-	"(the same tools, a run per session). It runs in the foreground, logs to\n"
-	"standard error, and at SIGTERM or SIGINT ends every session (runs ended,\n"
-	"views given back). It works through the home's broker as sbx mcp does.\n"
+	"An HTTP server for every thread of the home, through the home's broker:\n"
+	"  /mcp/USER/THREAD  MCP's Streamable HTTP transport (protocol versions\n"
+	"                    2025-11-25 and 2025-06-18), each MCP session a session\n"
+	"                    of sbx mcp (the same tools, a run per session);\n"
+	"  /api/sandboxes    the reference framework's provisioner API (X-API-Key:\n"
+	"                    the token), whose sandbox_url serves the reference's\n"
+	"                    sandbox API for the sandbox's thread (docs/aio.md).\n"
+	"It runs in the foreground, logs to standard error, and at SIGTERM or\n"
+	"SIGINT ends every session and sandbox (runs ended, views given back).\n"
 	"\n"
-	"Every request needs \"Authorization: Bearer TOKEN\" but on a Unix socket,\n"
-	"where only this uid and root may connect. The token is the content of\n"
+	"Every request needs the token (\"Authorization: Bearer TOKEN\"; for the\n"
+	"provisioner \"X-API-Key: TOKEN\"; a sandbox_url carries a key of its own)\n"
+	"but on a Unix socket, where only this uid and root may connect, and\n"
+	"none is needed. The token is the content of\n"
 	"--token-file, else of [serve] token_file in sbx.conf, else of\n"
 	"HOME/serve.token (made at the first start): the last only on a loopback\n"
 	"address. A browser page of another origin is refused (403).\n"
@@ -56,7 +61,8 @@ static const char serve_usage[] =
 	"  --tls-key FILE       ... and its key (PEM)\n"
 	"Limits ([serve] in sbx.conf): max_body (4M: 413 beyond), max_sessions (64:\n"
 	"503 beyond), idle_timeout (900 s: a session with no request nor stream\n"
-	"open ends), max_connections (256). docs/mcp.md has the endpoint's contract.\n";
+	"open ends), max_connections (256), max_sandboxes (256), max_upload (64M),\n"
+	"public_url. docs/mcp.md and docs/aio.md have the endpoints' contracts.\n";
 
 struct listen_addr {
 	struct sockaddr_storage ss;
