@@ -242,13 +242,13 @@ static int serve(const struct http_options *o, const struct mcp_http_options *m,
 	}
 	if (o->socket_path)
 		fprintf(stderr,
-			"sbx: serve: listening on %s (unix): MCP at /mcp/USER/THREAD, the "
-			"provisioner at /api/sandboxes\n",
+			"sbx: serve: listening on %s (unix; MCP at /mcp/USER/THREAD, the "
+			"provisioner at /api/sandboxes)\n",
 			where);
 	else
 		fprintf(stderr,
-			"sbx: serve: listening on %s%u: MCP at /mcp/USER/THREAD, the provisioner at "
-			"/api/sandboxes (token: %s)\n",
+			"sbx: serve: listening on %s%u/ (MCP at /mcp/USER/THREAD, the provisioner at "
+			"/api/sandboxes; token: %s)\n",
 			url, http_port(srv), token_from);
 	sigwait(&stop, &sig);
 	fprintf(stderr, "sbx: serve: %s: ending every session\n", strsignal(sig));

@@ -634,13 +634,25 @@ static void cancel_stream(struct hsession *hs, json_t *params)
 	pthread_mutex_unlock(&hs->lock);
 }
 
-/* initialize without a session: a new session, in the table if it
- * initialized. */
-static enum MHD_Result post_initialize(struct mcp_http *srv, struct MHD_Connection *conn,
-				       const struct request *rq, json_t *msg)
+/* initialize without a session: a new session of the tools the query's
+ * profile names (reference, the default, or filesystem), in the table if
+ * it initialized. */
+static enum MHD_Result post_initialize(struct mcp_http *srv, const struct http_request *hr,
+				       json_t *msg)
 {
+	struct MHD_Connection *conn = hr->conn;
+	const struct request *rq = hr->state;
 	json_t *id = json_object_get(msg, "id");
 	unsigned char rnd[SESSION_ID_BYTES];
+	const char *profile = http_query(hr, "profile");
+	enum mcp_profile tools = MCP_PROFILE_REFERENCE;
+
+	if (profile && !strcmp(profile, "filesystem"))
+		tools = MCP_PROFILE_FILESYSTEM;
+	else if (profile && strcmp(profile, "reference"))
+		return REFUSE(conn, MHD_HTTP_BAD_REQUEST, id, JSONRPC_INVALID_PARAMS,
+			      "Bad Request: profile must be reference or filesystem, not %.40s",
+			      profile);
 
 	pthread_mutex_lock(&srv->lock);
 	bool room = !srv->stopping && srv->nsessions < srv->max_sessions;
@@ -670,7 +682,7 @@ static enum MHD_Result post_initialize(struct mcp_http *srv, struct MHD_Connecti
 	hs->cfg = (struct mcp_config){ .home = srv->home,
 				       .user = hs->user,
 				       .thread = hs->thread,
-				       .profile = MCP_PROFILE_REFERENCE,
+				       .profile = tools,
 				       .run = true };
 	hs->refs = 2; /* the table's and this request's */
 	hs->busy = 1;
@@ -748,7 +760,7 @@ static enum MHD_Result on_post(struct mcp_http *srv, const struct http_request *
 	const char *method = json_string_value(json_object_get(msg, "method"));
 	if (kind == JSONRPC_REQUEST && !strcmp(method, "initialize") &&
 	    !header(conn, "Mcp-Session-Id"))
-		return post_initialize(srv, conn, rq, msg);
+		return post_initialize(srv, hr, msg);
 
 	struct hsession *hs = request_session(srv, conn, rq, kind == JSONRPC_REQUEST ? id : NULL);
 	if (!hs)

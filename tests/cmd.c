@@ -259,7 +259,7 @@ const char *serve_start_in(const char *home, const char *args)
 		       home, home) == 0,
 		"sbx serve did not start:\n%s", read_file(fmt_cmd("%s/serve.log", home)));
 	char *p = OUT(
-		"sed -n 's|.*listening on https*://[^ ]*:\\([0-9]*\\)/mcp/.*|\\1|p' '%s/serve.log'",
+		"sed -n 's|.*listening on https*://[^ ]*:\\([0-9][0-9]*\\)/.*|\\1|p' '%s/serve.log'",
 		home);
 	p[strcspn(p, "\n")] = '\0';
 	return p;

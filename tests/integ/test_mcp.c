@@ -566,6 +566,40 @@ START_TEST(test_mcp_inspector_over_streamable_http)
 }
 END_TEST
 
+/* ?profile=filesystem on sbx serve's endpoint: server-filesystem's
+ * tools, working in the view; a profile of no such name is refused at
+ * initialize (the Inspector fails with the server's text). */
+START_TEST(test_mcp_serve_takes_the_filesystem_profile)
+{
+	NEED_SBX_MCP();
+	const char *port = serve_start_in(H, "--listen 127.0.0.1:0");
+	const char *fs = fmt_cmd("'http://127.0.0.1:%s/mcp/alice/t1?profile=filesystem'"
+				 " --transport http"
+				 " --header \"Authorization: Bearer $(cat '%s/serve.token')\"",
+				 port, H);
+
+	const char *r = inspect(fs, "--method tools/list");
+	SAME(JQ(r, "','.join(sorted(t['name'] for t in d['tools']))"),
+	     "create_directory,directory_tree,edit_file,get_file_info,list_allowed_directories,"
+	     "list_directory,list_directory_with_sizes,move_file,read_file,read_multiple_files,"
+	     "read_text_file,search_files,write_file\n");
+	r = inspect(fs, "--method tools/call --tool-name write_file"
+			" --tool-arg path=/mnt/user-data/workspace/fs-http.txt content=viafs");
+	SAME(JQ(r, "d.get('isError', False)"), "False\n");
+	SAME(read_file(hws("fs-http.txt")), "viafs");
+
+	int st;
+	const char *dir = inspector_run(
+		fmt_cmd("'http://127.0.0.1:%s/mcp/alice/t1?profile=desktop' --transport http"
+			" --header \"Authorization: Bearer $(cat '%s/serve.token')\"",
+			port, H),
+		"--method tools/list", &st);
+	char *err = read_file(fmt_cmd("%s/err", dir));
+	ck_assert_msg(st == 1 && strstr(err, "profile must be reference or filesystem"),
+		      "exit %d:\n%s", st, err);
+}
+END_TEST
+
 Suite *suite_mcp(void)
 {
 	Suite *s = suite_create("mcp");
@@ -610,6 +644,7 @@ Suite *suite_mcp(void)
 	tcase_add_test(inspector, test_mcp_inspector_writes_then_reads);
 	tcase_add_test(inspector, test_mcp_inspector_paths_outside_are_tool_errors);
 	tcase_add_test(inspector, test_mcp_inspector_over_streamable_http);
+	tcase_add_test(inspector, test_mcp_serve_takes_the_filesystem_profile);
 	suite_add_tcase(s, inspector);
 	return s;
 }
