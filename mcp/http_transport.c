@@ -43,21 +43,32 @@
 /* A message to the client, as JSON text. */
 struct event {
 	struct event *next;
-	uint64_t seq; /* the GET stream's: its id */
+	uint64_t seq; /* its number in its stream: its id */
 	size_t len;
 	char text[];
 };
 
-/* A request's answer: its messages, queued for the connection that
- * waits for them. */
+/* A request's answer: its messages, kept until the stream has handed
+ * them all over, so that a client that lost its connection can take
+ * the rest with Last-Event-ID "NO-SEQ" (a GET). */
 struct stream {
 	struct stream *next;
 	json_t *about; /* the request's id */
+	unsigned no;   /* its number in the session: its events' ids */
 	struct event *head, **tail;
+	uint64_t last; /* the last event's seq */
 	size_t bytes;
 	bool done;     /* its response came, or it was cancelled */
 	bool overflow; /* its client stopped reading */
+	unsigned gen;  /* the latest reader's */
+	bool kept;     /* its reader went: kept for a client that lost it */
 };
+
+/* Streams kept once their readers went: the newest, so many and so many
+ * bytes at most. A write to a connection whose client has gone may
+ * succeed, so a stream whose end was written may not have arrived. */
+#define KEPT_MAX 16
+#define KEPT_BYTES (4u << 20)
 
 struct hsession {
 	struct hsession *next; /* in the server's table */
@@ -74,6 +85,7 @@ struct hsession {
 	bool ended;
 	int64_t idle_since_ms; /* when busy and readers last came to 0 */
 	struct stream *streams;
+	unsigned streams_made;
 	/* The GET stream: a ring of its last events, and who reads it. */
 	struct event *ring, *ring_last;
 	size_t ring_count, ring_bytes;
@@ -265,6 +277,7 @@ static void on_send(void *arg, json_t *msg, json_t *about)
 	if (hs->ended || (about && !st) || (st && st->overflow)) {
 		free(e);
 	} else if (st) {
+		e->seq = ++st->last;
 		*st->tail = e;
 		st->tail = &e->next;
 		st->bytes += len;
@@ -299,19 +312,20 @@ static void on_send(void *arg, json_t *msg, json_t *about)
 struct reader {
 	struct hsession *hs;
 	struct stream *st;
-	unsigned gen;	 /* the GET stream: which GET it is */
-	uint64_t cursor; /* the GET stream: the last event handed over */
+	unsigned gen;	 /* which reader of its stream it is: a later one takes over */
+	uint64_t cursor; /* the last event handed over */
 	char *buf;	 /* the event being written */
 	size_t len, off;
 };
 
-/* Formats E as an SSE event into R's buffer (with its id on the GET
- * stream): 0 or -ENOMEM. */
+/* Formats E as an SSE event into R's buffer, with its id ("NO-SEQ" on a
+ * request's stream, "SEQ" on the GET stream): 0 or -ENOMEM. */
 static int reader_take(struct reader *r, const struct event *e)
 {
 	free(r->buf);
 	r->off = 0;
-	int n = r->st ? asprintf(&r->buf, "event: message\ndata: %s\n\n", e->text)
+	int n = r->st ? asprintf(&r->buf, "id: %u-%llu\nevent: message\ndata: %s\n\n", r->st->no,
+				 (unsigned long long)e->seq, e->text)
 		      : asprintf(&r->buf, "id: %llu\nevent: message\ndata: %s\n\n",
 				 (unsigned long long)e->seq, e->text);
 	if (n < 0) {
@@ -321,6 +335,31 @@ static int reader_take(struct reader *r, const struct event *e)
 	}
 	r->len = (size_t)n;
 	return 0;
+}
+
+/* The next event for R (the caller holds the session's lock): 1 with it
+ * in R's buffer, 0 for none yet, or an MHD end of stream. */
+static ssize_t reader_next(struct reader *r)
+{
+	struct hsession *hs = r->hs;
+	struct stream *st = r->st;
+	struct event *e;
+
+	if (hs->ended)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (st && st->overflow)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (r->gen != (st ? st->gen : hs->get_gen))
+		return MHD_CONTENT_READER_END_WITH_ERROR; /* taken over */
+	for (e = st ? st->head : hs->ring; e && e->seq <= r->cursor; e = e->next)
+		;
+	if (e) {
+		r->cursor = e->seq;
+		if (!st)
+			hs->handed = e->seq;
+		return reader_take(r, e) < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : 1;
+	}
+	return st && st->done ? MHD_CONTENT_READER_END_OF_STREAM : 0;
 }
 
 /* MHD asks for more of the stream: blocks until there is some (a
@@ -337,42 +376,7 @@ static ssize_t reader_read(void *cls, uint64_t pos, char *buf, size_t max)
 						    MCP_HTTP_KEEPALIVE_S * 1000000000ll);
 
 		pthread_mutex_lock(&hs->lock);
-		for (;;) {
-			struct event *e = NULL;
-			if (hs->ended) {
-				status = MHD_CONTENT_READER_END_OF_STREAM;
-				break;
-			}
-			if (r->st && r->st->overflow) {
-				status = MHD_CONTENT_READER_END_WITH_ERROR;
-				break;
-			}
-			if (r->st && (e = r->st->head)) {
-				r->st->head = e->next;
-				if (!r->st->head)
-					r->st->tail = &r->st->head;
-				r->st->bytes -= e->len;
-				status = reader_take(r, e) < 0 ? MHD_CONTENT_READER_END_WITH_ERROR
-							       : 0;
-				free(e);
-				break;
-			}
-			if (r->st && r->st->done) {
-				status = MHD_CONTENT_READER_END_OF_STREAM;
-				break;
-			}
-			if (!r->st && r->gen != hs->get_gen) {
-				status = MHD_CONTENT_READER_END_WITH_ERROR; /* taken over */
-				break;
-			}
-			for (e = r->st ? NULL : hs->ring; e && e->seq <= r->cursor; e = e->next)
-				;
-			if (e) {
-				r->cursor = hs->handed = e->seq;
-				status = reader_take(r, e) < 0 ? MHD_CONTENT_READER_END_WITH_ERROR
-							       : 0;
-				break;
-			}
+		while ((status = reader_next(r)) == 0) {
 			if (pthread_cond_timedwait(&hs->cond, &hs->lock, &until) == ETIMEDOUT) {
 				free(r->buf);
 				r->buf = strdup(": keep-alive\n\n");
@@ -391,17 +395,46 @@ static ssize_t reader_read(void *cls, uint64_t pos, char *buf, size_t max)
 	return (ssize_t)n;
 }
 
-/* MHD is done with the stream (it ended, or its client went). */
+/* The streams kept beyond KEPT_MAX or KEPT_BYTES go, the oldest first
+ * (the caller holds the session's lock). */
+static void kept_trim(struct hsession *hs)
+{
+	struct stream *oldest;
+	unsigned n;
+	size_t bytes;
+
+	do {
+		oldest = NULL;
+		n = 0;
+		bytes = 0;
+		for (struct stream *s = hs->streams; s; s = s->next)
+			if (s->kept) {
+				n++;
+				bytes += s->bytes;
+				oldest = s; /* the list is newest first */
+			}
+		if (oldest && (n > KEPT_MAX || bytes > KEPT_BYTES))
+			stream_unlink(hs, oldest);
+		else
+			oldest = NULL;
+	} while (oldest);
+}
+
+/* MHD is done with the stream (it ended, or its client went). A request's
+ * stream is kept for a GET with Last-Event-ID (kept_trim()). */
 static void reader_free(void *cls)
 {
 	struct reader *r = cls;
 	struct hsession *hs = r->hs;
+	struct stream *st = r->st;
 
 	pthread_mutex_lock(&hs->lock);
-	if (r->st)
-		stream_unlink(hs, r->st);
-	else if (r->gen == hs->get_gen)
+	if (st && r->gen == st->gen) {
+		st->kept = true;
+		kept_trim(hs);
+	} else if (!st && r->gen == hs->get_gen) {
 		hs->get_open = false;
+	}
 	if (--hs->readers == 0 && hs->busy == 0)
 		hs->idle_since_ms = now_ms();
 	pthread_cond_broadcast(&hs->cond);
@@ -427,16 +460,33 @@ static struct MHD_Response *sse_response(struct reader *r)
 	return resp;
 }
 
-static struct reader *reader_new(struct hsession *hs, struct stream *st)
+/* A reader of ST (NULL: the GET stream) from CURSOR on, taking over from
+ * the one open (the caller holds the session's lock). With PRIME, it
+ * first sends an event with ST's first id and no data, so that a client
+ * can resume the stream from its start (MCP 2025-11-25). */
+static struct reader *reader_new(struct hsession *hs, struct stream *st, uint64_t cursor,
+				 bool prime)
 {
 	struct reader *r = calloc(1, sizeof(*r));
 
-	if (r) {
-		r->hs = hs;
-		r->st = st;
-		hs->refs++;
-		hs->readers++;
+	if (!r || (prime && asprintf(&r->buf, "id: %u-0\ndata: \n\n", st->no) < 0)) {
+		free(r);
+		return NULL;
 	}
+	r->len = prime ? strlen(r->buf) : 0;
+	r->hs = hs;
+	r->st = st;
+	r->cursor = cursor;
+	if (st) {
+		r->gen = ++st->gen;
+		st->kept = false;
+	} else {
+		r->gen = ++hs->get_gen;
+		hs->get_open = true;
+	}
+	hs->refs++;
+	hs->readers++;
+	pthread_cond_broadcast(&hs->cond); /* a reader taken over ends */
 	return r;
 }
 
@@ -589,6 +639,7 @@ static enum MHD_Result post_request(struct MHD_Connection *conn, struct hsession
 	for (struct stream *s = hs->streams; s && !in_use; s = s->next)
 		in_use = !s->done && json_equal(s->about, id);
 	if (!in_use) {
+		st->no = ++hs->streams_made;
 		st->next = hs->streams;
 		hs->streams = st;
 	}
@@ -608,7 +659,8 @@ static enum MHD_Result post_request(struct MHD_Connection *conn, struct hsession
 		*answer = strdup(st->head->text);
 		stream_unlink(hs, st);
 	} else {
-		r = reader_new(hs, st);
+		const char *version = header(conn, "MCP-Protocol-Version");
+		r = reader_new(hs, st, 0, version && !strcmp(version, "2025-11-25"));
 		if (!r)
 			stream_unlink(hs, st);
 	}
@@ -781,48 +833,79 @@ static enum MHD_Result on_post(struct mcp_http *srv, const struct http_request *
 	return q;
 }
 
-/* GET: the session's own stream. */
+/* A decimal number of up to 20 digits, all of TEXT up to END (NULL: its
+ * end), into *N: false if it is not one. */
+static bool decimal(const char *text, const char *end, uint64_t *n)
+{
+	size_t len = end ? (size_t)(end - text) : strlen(text);
+	char *stop;
+
+	if (!len || len > 20 || strspn(text, "0123456789") < len)
+		return false;
+	errno = 0;
+	*n = strtoull(text, &stop, 10);
+	return !errno && stop == text + len;
+}
+
+/* The reader a GET asks for (the caller holds HS's lock): LAST (its
+ * Last-Event-ID) "NO-SEQ" resumes request stream NO after event SEQ;
+ * "SEQ" the GET stream after SEQ; none, the GET stream after what it
+ * handed over last. NULL with *STATUS 400 (no such event), 409 (the GET
+ * stream is open already) or 500. */
+static struct reader *get_reader(struct hsession *hs, const char *last, unsigned *status)
+{
+	const char *dash = last ? strchr(last, '-') : NULL;
+	uint64_t no, seq;
+	struct stream *st = NULL;
+	struct reader *r;
+
+	*status = MHD_HTTP_BAD_REQUEST;
+	if (dash) {
+		if (!decimal(last, dash, &no) || !decimal(dash + 1, NULL, &seq))
+			return NULL;
+		for (st = hs->streams; st && st->no != no; st = st->next)
+			;
+		if (!st || seq > st->last)
+			return NULL;
+	} else if (last) {
+		if (!decimal(last, NULL, &seq) || seq > hs->seq)
+			return NULL;
+	} else if (hs->get_open) {
+		*status = MHD_HTTP_CONFLICT;
+		return NULL;
+	} else {
+		seq = hs->handed;
+	}
+	if (!(r = reader_new(hs, st, seq, false)))
+		*status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+	return r;
+}
+
+/* GET: the session's own stream, or a request's resumed. */
 static enum MHD_Result on_get(struct mcp_http *srv, struct MHD_Connection *conn,
 			      const struct request *rq)
 {
 	const char *last = header(conn, "Last-Event-ID");
 	struct hsession *hs = request_session(srv, conn, rq, NULL);
-	struct reader *r = NULL;
-	uint64_t cursor = 0;
-	char *end = NULL;
+	unsigned status;
 
 	if (!hs)
 		return MHD_YES;
 	pthread_mutex_lock(&hs->lock);
-	bool bad = false, busy = false;
-	if (last) {
-		errno = 0;
-		unsigned long long n = strtoull(last, &end, 10);
-		bad = errno || !*last || strspn(last, "0123456789") != strlen(last) || n > hs->seq;
-		cursor = n;
-	} else {
-		busy = hs->get_open;
-		cursor = hs->handed;
-	}
-	if (!bad && !busy && (r = reader_new(hs, NULL))) {
-		r->gen = ++hs->get_gen; /* a stream still open ends */
-		r->cursor = cursor;
-		hs->get_open = true;
-		pthread_cond_broadcast(&hs->cond);
-	}
+	struct reader *r = get_reader(hs, last, &status);
 	pthread_mutex_unlock(&hs->lock);
 	hsession_release(hs);
-	if (bad)
+	if (r)
+		return http_queue(conn, MHD_HTTP_OK, sse_response(r));
+	if (status == MHD_HTTP_BAD_REQUEST)
 		return REFUSE(conn, MHD_HTTP_BAD_REQUEST, NULL, JSONRPC_INVALID_REQUEST,
 			      "Bad Request: Last-Event-ID %.40s is no event of this session", last);
-	if (busy)
+	if (status == MHD_HTTP_CONFLICT)
 		return REFUSE(conn, MHD_HTTP_CONFLICT, NULL, RPC_SERVER_ERROR,
 			      "Conflict: the session's stream is open already (Last-Event-ID "
 			      "takes it over)");
-	if (!r)
-		return REFUSE(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, JSONRPC_INTERNAL_ERROR,
-			      "out of memory");
-	return http_queue(conn, MHD_HTTP_OK, sse_response(r));
+	return REFUSE(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, JSONRPC_INTERNAL_ERROR,
+		      "out of memory");
 }
 
 /* DELETE: the session ends. */

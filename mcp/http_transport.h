@@ -29,10 +29,12 @@
  *     and a tools/call refused at once) gets 200 application/json, the
  *     response alone. Otherwise (tools/call) 200 text/event-stream: the
  *     messages about that request (its progress) and then its response,
- *     each an SSE event "event: message" without an id, and the stream
- *     ends. A cancelled request's stream ends without a response. Such
- *     a stream cannot be resumed: a client that loses it loses the
- *     response (the call runs on: a disconnection is not a cancel).
+ *     each an SSE event "event: message" of id "NO-SEQ" (NO: the
+ *     request's number in the session; SEQ: the event's in the stream,
+ *     from 1; under 2025-11-25 an event "NO-0" with no data comes first),
+ *     and the stream ends. A cancelled request's stream ends without a
+ *     response. A client that loses the stream (the call runs on: a
+ *     disconnection is not a cancel) takes it up with a GET (below).
  *   - A request whose id is that of one still open: 400 with -32600.
  * GET (Accept listing text/event-stream, else 406; Mcp-Session-Id
  * needed as above) opens the session's own stream: the messages about
@@ -44,6 +46,11 @@
  * noticed); without it, a GET starts after the last event handed to a
  * stream before, and one while a stream is open gets 409. A
  * Last-Event-ID that is not a number up to the last event's: 400.
+ * A GET with Last-Event-ID "NO-SEQ" takes up request NO's stream after
+ * event SEQ instead (taking over from a reader still open). A request's
+ * stream is kept once its reader has gone, written to its end or not
+ * (a write to a client that has gone may succeed): the newest 16 of
+ * them, 4 MiB at most. Another NO, or a SEQ past its last event: 400.
  * DELETE (Mcp-Session-Id needed as above) ends the session: 204.
  *
  * Streams send a comment line every MCP_HTTP_KEEPALIVE_S when they have

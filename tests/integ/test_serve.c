@@ -181,13 +181,22 @@ START_TEST(test_serve_a_session_lists_and_calls_over_sse)
 		   "'{\"id\":1,\"method\":\"tools/list\"}'"),
 	     "HTTP 200\ncontent-type: application/json\nmcp-session-id: present\n"
 	     "ls read_file write_file str_replace glob grep bash present_files changes undo\n");
-	/* A call streams: its progress, then its response, then the end. */
+	/* A call streams: an event with its first id and no data (2025-11-25:
+	 * the client may resume from there), its progress, then its response,
+	 * then the end; the ids are the request's stream (the session's
+	 * third request) and each event's number in it. */
 	SAME(IN(s, "post '{\"id\":\"c1\",\"method\":\"tools/call\",\"params\":{\"name\":\"bash\","
 		   "\"arguments\":{\"command\":\"echo hi\"},\"_meta\":{\"progressToken\":\"p\"}}}' "
 		   "--show 'm.get(\"result\", m.get(\"method\"))'"),
 	     "HTTP 200\ncontent-type: text/event-stream\nmcp-session-id: present\n"
-	     "event: notifications/progress\n"
-	     "event: {'content': [{'type': 'text', 'text': 'hi\\n'}], 'isError': False}\nEND\n");
+	     "event id=3-0: \nevent id=3-1: notifications/progress\n"
+	     "event id=3-2: {'content': [{'type': 'text', 'text': 'hi\\n'}], 'isError': False}\nEND\n");
+	/* 2025-06-18 has no such first event. */
+	SAME(IN(s, "--version 2025-06-18 post '{\"id\":\"c2\",\"method\":\"tools/call\","
+		   "\"params\":{\"name\":\"bash\",\"arguments\":{\"command\":\"echo ho\"}}}' "
+		   "--show 'm[\"result\"][\"content\"][0][\"text\"]'"),
+	     "HTTP 200\ncontent-type: text/event-stream\nmcp-session-id: present\n"
+	     "event id=4-1: ho\n\nEND\n");
 	/* A notification, a response: accepted, no body. */
 	SAME(IN(s, "post '{\"method\":\"notifications/roots/list_changed\"}'"),
 	     "HTTP 202\nmcp-session-id: present\n");
@@ -217,8 +226,8 @@ START_TEST(test_serve_cancel_kills_the_command)
 	ASSERT_GONE("sleep 10077[7]");
 	/* Its stream ends, with no response. */
 	ASSERT_SHOWS(out, "END");
-	SAME(read_file(out),
-	     "HTTP 200\ncontent-type: text/event-stream\nmcp-session-id: present\nEND\n");
+	SAME(read_file(out), "HTTP 200\ncontent-type: text/event-stream\nmcp-session-id: "
+			     "present\nevent id=2-0: \nEND\n");
 }
 END_TEST
 
@@ -243,10 +252,11 @@ START_TEST(test_serve_two_sessions_one_answered_while_the_other_waits)
 	SAME(IN(b, "--show 'm[\"result\"][\"content\"][0][\"text\"]' post '{\"id\":2,\"method\":"
 		   "\"tools/call\",\"params\":{\"name\":\"bash\",\"arguments\":{\"command\":"
 		   "\"touch go; echo set\"}}}'"),
-	     "HTTP 200\ncontent-type: text/event-stream\nmcp-session-id: present\nevent: set\n\nEND\n");
+	     "HTTP 200\ncontent-type: text/event-stream\nmcp-session-id: present\n"
+	     "event id=3-0: \nevent id=3-1: set\n\nEND\n");
 	ASSERT_SHOWS(out, "END");
 	SAME(read_file(out), "HTTP 200\ncontent-type: text/event-stream\nmcp-session-id: present\n"
-			     "event: released\n\nEND\n");
+			     "event id=2-0: \nevent id=2-1: released\n\nEND\n");
 }
 END_TEST
 
@@ -257,8 +267,8 @@ START_TEST(test_serve_delete_ends_the_session_and_its_run)
 	SAME(IN(s, "--show 'm[\"result\"][\"content\"][0][\"text\"]' post '{\"id\":1,\"method\":"
 		   "\"tools/call\",\"params\":{\"name\":\"bash\",\"arguments\":{\"command\":"
 		   "\"echo x > f\"}}}'"),
-	     "HTTP 200\ncontent-type: text/event-stream\nmcp-session-id: present\nevent: (no "
-	     "output)\nEND\n");
+	     "HTTP 200\ncontent-type: text/event-stream\nmcp-session-id: present\n"
+	     "event id=2-0: \nevent id=2-1: (no output)\nEND\n");
 	char *runs = OUT("'%s' runs --home '%s' --user alice --thread t1 --format json",
 			 test_bin("sbx"), H);
 	ck_assert_msg(strstr(runs, "\"ended_ns\": null"), "the session's run is not open:\n%s",
@@ -350,6 +360,47 @@ START_TEST(test_serve_idle_session_ends)
 			 test_bin("sbx"), H);
 	ck_assert_msg(strstr(runs, "\"run\": 1") && !strstr(runs, "\"ended_ns\": null"),
 		      "the session's run did not end:\n%s", runs);
+}
+END_TEST
+
+/* A tools/call's stream lost by its client (it closed the connection
+ * after the first event) is taken up again by a GET with the last id it
+ * saw: the call ran on, and its response comes there, with the ids it
+ * would have had; a stream of no such request, or an event it never
+ * had, is 400. */
+START_TEST(test_serve_a_call_stream_resumes_with_last_event_id)
+{
+	char *s = session(NULL), *ws = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace", H);
+	const char *show = "--show 'm[\"result\"][\"content\"][0][\"text\"]'";
+
+	SAME(IN(s, "--events 1 post '{\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
+		   "\"bash\",\"arguments\":{\"command\":\"while [ ! -e go ]; do sleep 0.05; done;"
+		   " echo resumed\"}}}'"),
+	     "HTTP 200\ncontent-type: text/event-stream\nmcp-session-id: present\n"
+	     "event id=2-0: \n");
+	OK("touch '%s/go'", ws);
+	SAME(IN(s, "%s --last-event-id 2-0 get", show),
+	     "HTTP 200\ncontent-type: text/event-stream\nmcp-session-id: present\n"
+	     "event id=2-1: resumed\n\nEND\n");
+	/* Written whole, and still kept (a write may have gone to a client
+	 * that had gone): taken up again, the same. */
+	SAME(IN(s, "%s --last-event-id 2-0 get", show),
+	     "HTTP 200\ncontent-type: text/event-stream\nmcp-session-id: present\n"
+	     "event id=2-1: resumed\n\nEND\n");
+	/* Cut after its response's event was sent, and taken up from the
+	 * start: the response again. */
+	SAME(IN(s,
+		"%s --events 2 post '{\"id\":6,\"method\":\"tools/call\",\"params\":{"
+		"\"name\":\"bash\",\"arguments\":{\"command\":\"echo again\"}}}'",
+		show),
+	     "HTTP 200\ncontent-type: text/event-stream\nmcp-session-id: present\n"
+	     "event id=3-0: \nevent id=3-1: again\n\n");
+	SAME(IN(s, "%s --last-event-id 3-0 get", show),
+	     "HTTP 200\ncontent-type: text/event-stream\nmcp-session-id: present\n"
+	     "event id=3-1: again\n\nEND\n");
+	ck_assert_msg(strstr(IN(s, "--last-event-id 9-0 get"), "HTTP 400\n"), "no such stream");
+	ck_assert_msg(strstr(IN(s, "--last-event-id 3-7 get"), "HTTP 400\n"), "no such event");
+	ck_assert_msg(strstr(IN(s, "--last-event-id 3- get"), "HTTP 400\n"), "not a number");
 }
 END_TEST
 
@@ -528,6 +579,7 @@ Suite *suite_serve(void)
 	tcase_add_test(tc, test_serve_connection_limit_and_malformed_http);
 	tcase_add_test(tc, test_serve_idle_session_ends);
 	tcase_add_test(tc, test_serve_get_stream_resumes_with_last_event_id);
+	tcase_add_test(tc, test_serve_a_call_stream_resumes_with_last_event_id);
 	tcase_add_test(tc, test_serve_on_a_unix_socket_checks_the_peer);
 	tcase_add_test(tc, test_serve_with_tls);
 	tcase_add_test(tc, test_serve_sigterm_ends_every_session);
