@@ -50,6 +50,7 @@ static const struct {
 	{ "view_filetool", suite_view_filetool },
 	{ "cli", suite_cli },
 	{ "serve", suite_serve },
+	{ "aio", suite_aio },
 	{ "sandbox", suite_sandbox },
 	{ "mcp", suite_mcp },
 	{ "valgrind", suite_valgrind },

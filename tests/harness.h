@@ -125,6 +125,7 @@ Suite *suite_view_broker(void);
 Suite *suite_mcp_protocol(void);
 Suite *suite_cli(void);
 Suite *suite_serve(void);
+Suite *suite_aio(void);
 Suite *suite_view_differential(void);
 Suite *suite_view_faults(void);
 Suite *suite_view_escape(void);
