@@ -42,8 +42,7 @@ static unsigned sandbox_check(void *arg, struct http_request *rq, struct MHD_Res
 		return refuse_with(out, MHD_HTTP_NOT_FOUND, "Not Found: /sb/SANDBOX/v1/...");
 	const char *dot = memchr(seg, '.', (size_t)(slash - seg));
 	size_t idlen = (size_t)((dot ? dot : slash) - seg);
-	if (idlen >= sizeof(id) ||
-	    (dot && (size_t)(slash - dot - 1) != AIO_KEY_HEX))
+	if (idlen >= sizeof(id) || (dot && (size_t)(slash - dot - 1) != AIO_KEY_HEX))
 		return refuse_with(out, MHD_HTTP_NOT_FOUND, "Sandbox not found");
 	memcpy(id, seg, idlen);
 	id[idlen] = '\0';

@@ -31,13 +31,17 @@ static const char *mounts_refused(json_t *m, char *why, size_t size)
 		const char *host = json_string_value(json_object_get(v, "host_path"));
 		const char *in = json_string_value(json_object_get(v, "container_path"));
 		if (!json_is_object(v) || !host || !in)
-			return snprintf(why, size, "extra_mounts[%zu] needs host_path and "
-					"container_path", i), why;
+			return snprintf(why, size,
+					"extra_mounts[%zu] needs host_path and "
+					"container_path",
+					i),
+			       why;
 		if (host[0] != '/' || in[0] != '/')
 			return snprintf(why, size, "extra_mounts[%zu]: paths must be absolute", i),
 			       why;
 		size_t k = 0;
-		while (k < sizeof(mount_paths) / sizeof(mount_paths[0]) && strcmp(in, mount_paths[k]))
+		while (k < sizeof(mount_paths) / sizeof(mount_paths[0]) &&
+		       strcmp(in, mount_paths[k]))
 			k++;
 		if (k == sizeof(mount_paths) / sizeof(mount_paths[0]))
 			return snprintf(why, size, "container_path %.200s is not allowed", in), why;
@@ -81,13 +85,13 @@ static json_t *describe(const struct aio *a, const struct http_request *rq,
 static enum MHD_Result create(struct aio *a, struct http_request *rq)
 {
 	static const struct aio_field fields[] = {
-		{ "sandbox_id", AIO_STRING, true },	   { "thread_id", AIO_STRING, true },
-		{ "user_id", AIO_STRING, true },	   { "extra_mounts", AIO_ARRAY, false },
+		{ "sandbox_id", AIO_STRING, true },	  { "thread_id", AIO_STRING, true },
+		{ "user_id", AIO_STRING, true },	  { "extra_mounts", AIO_ARRAY, false },
 		{ "max_shell_sessions", AIO_INT, false },
 	};
 	enum MHD_Result q;
-	json_auto_t *body =
-		aio_body(rq->conn, rq->body, rq->len, fields, sizeof(fields) / sizeof(fields[0]), &q);
+	json_auto_t *body = aio_body(rq->conn, rq->body, rq->len, fields,
+				     sizeof(fields) / sizeof(fields[0]), &q);
 	const char *why;
 	char text[300];
 
@@ -205,7 +209,8 @@ enum MHD_Result aio_provision(struct aio *a, struct http_request *rq)
 
 	if (!strcmp(rq->url, "/health"))
 		return get ? aio_json(rq->conn, MHD_HTTP_OK, json_pack("{s:s}", "status", "ok"))
-			   : aio_detail(rq->conn, MHD_HTTP_METHOD_NOT_ALLOWED, "Method Not Allowed");
+			   : aio_detail(rq->conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+					"Method Not Allowed");
 	if (!strcmp(rq->url, "/api/capabilities") && get)
 		return aio_json(rq->conn, MHD_HTTP_OK,
 				json_pack("{s:b, s:b}", "lark_cli_init_image", false,
@@ -214,7 +219,8 @@ enum MHD_Result aio_provision(struct aio *a, struct http_request *rq)
 		if (!strcmp(rq->method, "POST"))
 			return create(a, rq);
 		return get ? list(a, rq)
-			   : aio_detail(rq->conn, MHD_HTTP_METHOD_NOT_ALLOWED, "Method Not Allowed");
+			   : aio_detail(rq->conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+					"Method Not Allowed");
 	}
 	if (!strncmp(rq->url, "/api/sandboxes/", strlen("/api/sandboxes/")))
 		return one(a, rq);

@@ -20,8 +20,8 @@
 struct entry {
 	struct aio_sandbox sb; /* first: the public part */
 	struct entry *next;
-	unsigned refs;		  /* the list's, and each lookup's */
-	bool ready;		  /* made: its lease is held */
+	unsigned refs;		   /* the list's, and each lookup's */
+	bool ready;		   /* made: its lease is held */
 	struct client_conn *lease; /* "hold": the lease lasts as long as it */
 };
 
@@ -139,9 +139,8 @@ static int acquire(struct aio_sandboxes *s, struct entry *en, struct error *e)
 	return r;
 }
 
-int aio_sandbox_make(struct aio_sandboxes *s, const char *id, const char *user,
-		     const char *thread, unsigned max_shell, const struct aio_sandbox **out,
-		     struct error *e)
+int aio_sandbox_make(struct aio_sandboxes *s, const char *id, const char *user, const char *thread,
+		     unsigned max_shell, const struct aio_sandbox **out, struct error *e)
 {
 	struct entry *en;
 
@@ -199,8 +198,8 @@ int aio_sandbox_make(struct aio_sandboxes *s, const char *id, const char *user,
 	return 0;
 }
 
-const struct aio_sandbox *aio_sandbox_get(struct aio_sandboxes *s, const char *id,
-					  const char *key, bool check_key)
+const struct aio_sandbox *aio_sandbox_get(struct aio_sandboxes *s, const char *id, const char *key,
+					  bool check_key)
 {
 	pthread_mutex_lock(&s->lock);
 	struct entry *en = find(s, id);

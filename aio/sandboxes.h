@@ -44,14 +44,13 @@ void aio_sandboxes_free(struct aio_sandboxes *s);
  * it: 0 and *OUT (a reference, aio_sandbox_put() it), 1 if it was there
  * already; -EEXIST (E) if ID is another thread's, -ENOSPC at the limit,
  * or what the broker said (E). */
-int aio_sandbox_make(struct aio_sandboxes *s, const char *id, const char *user,
-		     const char *thread, unsigned max_shell, const struct aio_sandbox **out,
-		     struct error *e);
+int aio_sandbox_make(struct aio_sandboxes *s, const char *id, const char *user, const char *thread,
+		     unsigned max_shell, const struct aio_sandbox **out, struct error *e);
 
 /* Sandbox ID (a reference), or NULL. With KEY, only if KEY is its key
  * (compared in constant time). */
-const struct aio_sandbox *aio_sandbox_get(struct aio_sandboxes *s, const char *id,
-					  const char *key, bool check_key);
+const struct aio_sandbox *aio_sandbox_get(struct aio_sandboxes *s, const char *id, const char *key,
+					  bool check_key);
 void aio_sandbox_put(struct aio_sandboxes *s, const struct aio_sandbox *sb);
 
 /* Ends sandbox ID (its lease given back): 0, or -ENOENT. */

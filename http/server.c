@@ -179,8 +179,8 @@ static bool check_headers(struct http_server *srv, struct pending *p)
 	const struct http_service *says = svc ? svc : &srv->services[0];
 
 	if (srv->socket_path && !peer_ok(conn)) {
-		refuse(p, says, MHD_HTTP_FORBIDDEN, "Forbidden: only uid %u and root may use this server",
-		       (unsigned)geteuid());
+		refuse(p, says, MHD_HTTP_FORBIDDEN,
+		       "Forbidden: only uid %u and root may use this server", (unsigned)geteuid());
 		return false;
 	}
 	if (origin && !origin_ok(srv, origin)) {
@@ -189,8 +189,8 @@ static bool check_headers(struct http_server *srv, struct pending *p)
 		return false;
 	}
 	if (!svc) {
-		refuse(p, says, MHD_HTTP_NOT_FOUND, "Not Found: %.200s is no endpoint of this server",
-		       p->rq.url);
+		refuse(p, says, MHD_HTTP_NOT_FOUND,
+		       "Not Found: %.200s is no endpoint of this server", p->rq.url);
 		return false;
 	}
 	p->svc = svc;
@@ -424,9 +424,9 @@ int http_start(const struct http_options *o, struct http_server **out, struct er
 	srv->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER,
 				  on_mhd_log, srv, MHD_OPTION_LISTEN_SOCKET, lfd,
 				  MHD_OPTION_CONNECTION_LIMIT, o->max_connections,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_CONNECTION_TIMEOUT_S,
-				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_ARRAY,
-				  tls, MHD_OPTION_END);
+				  MHD_OPTION_CONNECTION_TIMEOUT,
+				  (unsigned)HTTP_CONNECTION_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED,
+				  on_completed, srv, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 	if (!srv->d) {
 		close(lfd);
 		if (o->socket_path)
