@@ -14,8 +14,8 @@ static bool api_key_given(const struct http_request *rq, const char *key)
 	const char *auth = http_header(rq, MHD_HTTP_HEADER_AUTHORIZATION);
 	const char *given[] = {
 		auth && !strncasecmp(auth, "Bearer ", 7) ? auth + 7 : NULL,
-		http_header(rq, "X-AIO-API-Key"),
-		http_header(rq, "x-api-key"),
+		http_header(rq, "X-AIO-API-Key"), http_header(rq, "x-api-key"),
+		http_query(rq, "api_key"), /* deprecated, still taken */
 	};
 
 	for (size_t i = 0; i < sizeof(given) / sizeof(given[0]); i++)
@@ -176,6 +176,7 @@ int aio_new(const struct aio_options *o, struct aio **out, struct error *e)
 	if (!a)
 		return error_set(e, -ENOMEM, "out of memory");
 	a->max_body = o->max_body;
+	a->max_shell_sessions = o->max_shell_sessions;
 	a->tls = o->tls;
 	if (!(a->home = strdup(o->home)) ||
 	    (o->provisioner_key && !(a->provisioner_key = strdup(o->provisioner_key))) ||

@@ -30,6 +30,7 @@ struct aio_options {
 	bool tls; /* the server speaks HTTPS (for a sandbox_url from Host) */
 	size_t max_body;
 	unsigned max_sandboxes;
+	unsigned max_shell_sessions; /* a sandbox's when it names none (the broker's) */
 };
 
 struct aio;

@@ -11,7 +11,8 @@
 struct aio {
 	char *home, *provisioner_key, *api_key, *base_url;
 	size_t max_body;
-	bool tls; /* for a sandbox_url made from the Host header */
+	unsigned max_shell_sessions; /* a sandbox's when it names none */
+	bool tls;		     /* for a sandbox_url made from the Host header */
 	struct aio_sandboxes *sandboxes;
 };
 

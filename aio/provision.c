@@ -77,8 +77,8 @@ static json_t *describe(const struct aio *a, const struct http_request *rq,
 	free(url);
 	if (o)
 		json_object_set_new(o, "max_shell_sessions",
-				    sb->max_shell_sessions ? json_integer(sb->max_shell_sessions)
-							   : json_null());
+				    json_integer(sb->max_shell_sessions ? sb->max_shell_sessions
+									: a->max_shell_sessions));
 	return o;
 }
 

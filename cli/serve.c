@@ -340,6 +340,7 @@ int cmd_serve(int argc, char **argv, const char *home)
 		.base_url = cfg.serve.public_url,
 		.max_body = cfg.serve.max_upload,
 		.max_sandboxes = cfg.serve.max_sandboxes,
+		.max_shell_sessions = cfg.max_shell_sessions,
 	};
 	struct listen_addr la;
 	_cleanup_(freep) char *token = NULL, *cert = NULL, *key = NULL;

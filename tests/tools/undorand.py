@@ -32,7 +32,10 @@ from the seed), each time from a fresh tree and run: every path must
 then be as before the run or as after it (type, size, content, symlink
 target: attributes are set by several calls each), and a second undo
 must bring the tree back exactly. No shortening: the seed and the kill
-point are printed.
+point are printed. --known S,S,... names seeds whose kills meet a
+documented exception (docs/changes.md, "Undo killed midway"): they are
+run and said, and the others decide; one of them that passes is a
+failure too (the list must stay true).
 
 Prints "N seeds, K operations each: undone exactly" and exits 0; else,
 for the first seed that differs, the difference and a shortest sequence
@@ -247,7 +250,7 @@ def main():
         return 0 if args and args[0] in ("-h", "--help") else 2
     env = Env(*args[:5])
     seeds, count, pre, batch, links, survey = range(1, 11), 100, 60, 20, True, None
-    shim, points = None, None
+    shim, points, known = None, None, set()
     i = 5
     while i < len(args):
         if args[i] == "--seeds":
@@ -274,6 +277,8 @@ def main():
             shim = os.path.abspath(args[i + 1])
         elif args[i] == "--points":
             points = int(args[i + 1])
+        elif args[i] == "--known":
+            known = {int(x) for x in args[i + 1].split(",") if x}
         elif args[i] == "--no-dir-mtimes":
             env.dir_mtimes = False
             i -= 1
@@ -288,9 +293,16 @@ def main():
                 keep(fsrand.make_ops(s + 1000000, count, False)))
 
     if shim:
+        stale = []
         for s in seeds:
             bad = kill_seed(env, shim, points, *case(s))
             shutil.rmtree(os.path.join(env.ws, "u-%d" % s), ignore_errors=True)
+            if s in known:
+                print("undorand: seed %d: %s" % (s, "a documented exception: " + bad[0][:200]
+                                                 if bad else "passes: drop it from --known"))
+                if not bad:
+                    stale.append(str(s))
+                continue
             if bad and survey is not None:
                 survey.append(str(s))
                 print("undorand: seed %d: killed undo: %s" % (s, bad[0][:300]))
@@ -306,8 +318,13 @@ def main():
         if survey:
             print("%d of %d seeds fail: %s" % (len(survey), len(seeds), " ".join(survey)))
             return 1
-        print("%d seeds, %d operations each: every kill point at one end, completed"
-              % (len(seeds), count))
+        if stale:
+            print("known exceptions that now pass: %s" % " ".join(stale))
+            return 1
+        ran = [s for s in seeds if s not in known]
+        print("%d seeds, %d operations each: every kill point at one end, completed%s"
+              % (len(ran), count, " (%d documented exceptions apart)" % (len(seeds) - len(ran))
+                 if len(ran) < len(seeds) else ""))
         return 0
     for at in range(0, len(seeds), batch):
         cases = [case(s) for s in seeds[at:at + batch]]
