@@ -74,7 +74,8 @@ EXEC_SRC   := exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
 HTTP_SRC   := http/server.c
 # The reference's sandbox and provisioner APIs (docs/aio.md): services of
 # sbx serve, clients of the broker's.
-AIO_SRC    := aio/aio.c aio/reply.c aio/sandboxes.c aio/provision.c aio/context.c
+AIO_SRC    := aio/aio.c aio/reply.c aio/sandboxes.c aio/provision.c aio/context.c \
+              aio/shell.c
 # The MCP server (docs/mcp.md): a client of the broker's.
 MCP_SRC    := mcp/jsonrpc.c mcp/session.c mcp/tools.c mcp/stdio_transport.c mcp/http_transport.c
 # The file tools (docs/tools.md): below exec/, mcp/ and cli/, above common/.

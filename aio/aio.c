@@ -69,14 +69,36 @@ static unsigned sandbox_check(void *arg, struct http_request *rq, struct MHD_Res
 	return 0;
 }
 
+/* An endpoint: PATH itself, or with SUFFIX (not NULL) a path PATH + a
+ * name + SUFFIX ("" for none): /v1/shell/sessions/{id}. The first that
+ * matches takes a request. */
 struct endpoint {
-	const char *method, *path;
+	const char *method, *path, *suffix;
 	enum MHD_Result (*handle)(struct aio_call *c);
 };
 
 static const struct endpoint endpoints[] = {
-	{ "GET", "/v1/sandbox", aio_context },
+	{ "GET", "/v1/sandbox", NULL, aio_context },
+	{ "POST", "/v1/shell/exec", NULL, aio_shell_exec },
+	{ "POST", "/v1/shell/sessions/create", NULL, aio_shell_create },
+	{ "DELETE", "/v1/shell/sessions/", "", aio_shell_delete },
+	{ "POST", "/v1/bash/exec", NULL, aio_bash_exec },
+	{ "POST", "/v1/bash/sessions/create", NULL, aio_bash_create },
+	{ "POST", "/v1/bash/sessions/", "/close", aio_bash_close },
 };
+
+static bool endpoint_is(const struct endpoint *ep, const char *path)
+{
+	size_t n = strlen(ep->path), len = strlen(path);
+
+	if (!ep->suffix)
+		return !strcmp(path, ep->path);
+	size_t tail = strlen(ep->suffix);
+	if (strncmp(path, ep->path, n) || len <= n + tail || strcmp(path + len - tail, ep->suffix))
+		return false;
+	const char *slash = strchr(path + n, '/');
+	return !slash || slash == path + len - tail;
+}
 
 static enum MHD_Result sandbox_handle(void *arg, struct http_request *rq)
 {
@@ -85,7 +107,7 @@ static enum MHD_Result sandbox_handle(void *arg, struct http_request *rq)
 
 	(void)arg;
 	for (size_t i = 0; i < sizeof(endpoints) / sizeof(endpoints[0]); i++) {
-		if (strcmp(endpoints[i].path, c->endpoint))
+		if (!endpoint_is(&endpoints[i], c->endpoint))
 			continue;
 		path_known = true;
 		if (!strcmp(endpoints[i].method, rq->method))

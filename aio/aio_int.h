@@ -31,4 +31,14 @@ enum MHD_Result aio_provision(struct aio *a, struct http_request *rq);
 /* GET /v1/sandbox. */
 enum MHD_Result aio_context(struct aio_call *c);
 
+/* The commands (shell.c): POST /v1/shell/exec, /v1/shell/sessions/create,
+ * DELETE /v1/shell/sessions/{id}; POST /v1/bash/exec,
+ * /v1/bash/sessions/create, /v1/bash/sessions/{id}/close. */
+enum MHD_Result aio_shell_exec(struct aio_call *c);
+enum MHD_Result aio_shell_create(struct aio_call *c);
+enum MHD_Result aio_shell_delete(struct aio_call *c);
+enum MHD_Result aio_bash_exec(struct aio_call *c);
+enum MHD_Result aio_bash_create(struct aio_call *c);
+enum MHD_Result aio_bash_close(struct aio_call *c);
+
 #endif

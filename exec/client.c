@@ -117,15 +117,21 @@ int client_hold_broker(const char *home, unsigned exit_idle_s, struct client_con
 	return r;
 }
 
-json_t *client_call(const char *home, json_t *req, struct error *e)
+json_t *client_call_events(const char *home, json_t *req,
+			   void (*on_event)(void *arg, json_t *event), void *arg, struct error *e)
 {
 	struct client_conn *c;
 
 	if (client_open(home, &c, e) < 0)
 		return NULL;
-	json_t *v = client_send(c, req, e) < 0 ? NULL : client_final(c, NULL, NULL, e);
+	json_t *v = client_send(c, req, e) < 0 ? NULL : client_final(c, on_event, arg, e);
 	client_close(c);
 	return v;
+}
+
+json_t *client_call(const char *home, json_t *req, struct error *e)
+{
+	return client_call_events(home, req, NULL, NULL, e);
 }
 
 bool client_ok(json_t *reply)

@@ -51,8 +51,11 @@ void client_cancel(struct client_conn *c);
 int client_hold_broker(const char *home, unsigned exit_idle_s, struct client_conn **keep,
 		       bool *started, struct error *e);
 
-/* One request on a connection of its own: its final reply, or NULL (E). */
+/* One request on a connection of its own: its final reply, or NULL (E);
+ * its events passed to ON_EVENT, or dropped. */
 json_t *client_call(const char *home, json_t *req, struct error *e);
+json_t *client_call_events(const char *home, json_t *req,
+			   void (*on_event)(void *arg, json_t *event), void *arg, struct error *e);
 
 /* The reply's error as E (code -EPROTO; the text "CODE: MESSAGE" with
  * the broker's code and message). Returns -EPROTO. */
