@@ -57,7 +57,7 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 # Every close() of ours is checked for double closes (common/fdcheck.c).
 LDFLAGS += $(SANFLAGS) -Wl,--wrap=close
 
-COMMON_SRC := common/clock.c common/fdcheck.c common/lockcheck.c common/log.c common/quote.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c common/fileops.c common/viewreg.c common/mounts.c common/utf8.c common/config.c \
+COMMON_SRC := common/clock.c common/fdcheck.c common/lockcheck.c common/log.c common/quote.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c common/fileops.c common/viewreg.c common/mounts.c common/utf8.c common/config.c common/base64.c \
               common/error.c common/progress.c
 STORE_SRC  := store/store.c store/schema.c store/marks.c store/audit.c store/snapshot_rows.c store/blobs.c store/runs.c store/journal.c store/where.c store/check.c store/backup.c store/lease.c store/db.c store/db_sqlite.c store/db_pg.c store/libpq.c store/writer.c store/snapshot.c store/secrets.c store/diff.c \
               store/summary.c store/lineage.c store/receipt.c store/follow.c store/compact.c
@@ -75,14 +75,15 @@ HTTP_SRC   := http/server.c
 # The reference's sandbox and provisioner APIs (docs/aio.md): services of
 # sbx serve, clients of the broker's.
 AIO_SRC    := aio/aio.c aio/reply.c aio/sandboxes.c aio/provision.c aio/context.c \
-              aio/shell.c
+              aio/shell.c aio/file.c
 # The MCP server (docs/mcp.md): a client of the broker's.
 MCP_SRC    := mcp/jsonrpc.c mcp/session.c mcp/tools.c mcp/stdio_transport.c mcp/http_transport.c
 # The file tools (docs/tools.md): below exec/, mcp/ and cli/, above common/.
 TOOL_SRC   := tool/tool.c tool/specs.c tool/args.c tool/as.c tool/path.c tool/beneath.c \
               tool/target.c tool/message.c tool/text.c tool/lines.c tool/read.c tool/write.c \
               tool/list.c tool/ignore.c tool/match.c tool/walk.c tool/search.c tool/glob.c \
-              tool/grep.c tool/fs_specs.c tool/fs_path.c tool/fs_read.c tool/fs_write.c
+              tool/grep.c tool/grepper.c tool/fs_specs.c tool/fs_path.c tool/fs_read.c tool/fs_write.c \
+              tool/aio.c tool/aio_specs.c tool/aio_file.c tool/aio_list.c tool/aio_grep.c
 # The broker itself (broker_int.h): only sbx runs it; the tests reach it
 # through bin/sbx.
 BROKER_SRC := exec/broker.c exec/transport.c exec/broker_ops.c exec/client.c
@@ -157,7 +158,7 @@ FUZZ_SRC_names    := common/ids.c common/log.c common/quote.c fs/names.c fs/conf
 FUZZ_SRC_paths    := store/snapshot.c store/secrets.c exec/hostpath.c exec/guard.c
 FUZZ_SRC_classify := store/snapshot.c store/secrets.c exec/output.c exec/env.c common/utf8.c
 FUZZ_SRC_config   := common/config.c common/ids.c
-FUZZ_SRC_request  := exec/request.c exec/env.c common/ids.c
+FUZZ_SRC_request  := exec/request.c exec/env.c common/ids.c common/clock.c
 
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(wildcard */*.h common/*.c fs/*.c store/*.c run/*.c exec/*.c)
 	@mkdir -p build/fuzz

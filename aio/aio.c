@@ -85,6 +85,12 @@ static const struct endpoint endpoints[] = {
 	{ "POST", "/v1/bash/exec", NULL, aio_bash_exec },
 	{ "POST", "/v1/bash/sessions/create", NULL, aio_bash_create },
 	{ "POST", "/v1/bash/sessions/", "/close", aio_bash_close },
+	{ "POST", "/v1/file/read", NULL, aio_file },
+	{ "POST", "/v1/file/write", NULL, aio_file },
+	{ "POST", "/v1/file/find", NULL, aio_file },
+	{ "POST", "/v1/file/list", NULL, aio_file },
+	{ "POST", "/v1/file/grep", NULL, aio_file },
+	{ "GET", "/v1/file/download", NULL, aio_download },
 };
 
 static bool endpoint_is(const struct endpoint *ep, const char *path)

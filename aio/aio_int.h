@@ -41,4 +41,9 @@ enum MHD_Result aio_bash_exec(struct aio_call *c);
 enum MHD_Result aio_bash_create(struct aio_call *c);
 enum MHD_Result aio_bash_close(struct aio_call *c);
 
+/* The files (file.c): POST /v1/file/{read,write,find,list,grep} (the
+ * endpoint names the tool), GET /v1/file/download. */
+enum MHD_Result aio_file(struct aio_call *c);
+enum MHD_Result aio_download(struct aio_call *c);
+
 #endif

@@ -74,7 +74,8 @@ static json_t *request(const struct aio_sandbox *sb, const char *op)
 /* The broker's error code in REPLY, or "" (no reply: E says why). */
 static const char *error_code(json_t *reply)
 {
-	const char *code = json_string_value(json_object_get(json_object_get(reply, "error"), "code"));
+	const char *code =
+		json_string_value(json_object_get(json_object_get(reply, "error"), "code"));
 
 	return code ? code : "";
 }
@@ -203,9 +204,12 @@ static json_int_t seconds(json_t *body, const char *const *names)
 enum MHD_Result aio_shell_exec(struct aio_call *c)
 {
 	static const struct aio_field fields[] = {
-		{ "command", AIO_STRING, true },	  { "id", AIO_STRING, false },
-		{ "exec_dir", AIO_STRING, false },	  { "timeout", AIO_NUMBER, false },
-		{ "no_change_timeout", AIO_NUMBER, false }, { "hard_timeout", AIO_NUMBER, false },
+		{ "command", AIO_STRING, true },
+		{ "id", AIO_STRING, false },
+		{ "exec_dir", AIO_STRING, false },
+		{ "timeout", AIO_NUMBER, false },
+		{ "no_change_timeout", AIO_NUMBER, false },
+		{ "hard_timeout", AIO_NUMBER, false },
 		{ "truncate", AIO_BOOL, false },
 	};
 	static const char *const hard[] = { "hard_timeout", "timeout", NULL };
@@ -424,9 +428,9 @@ static json_t *stream_text(json_t *reply, const char *stream, size_t max)
 enum MHD_Result aio_bash_exec(struct aio_call *c)
 {
 	static const struct aio_field fields[] = {
-		{ "command", AIO_STRING, true },    { "session_id", AIO_STRING, false },
-		{ "exec_dir", AIO_STRING, false },  { "env", AIO_OBJECT, false },
-		{ "timeout", AIO_NUMBER, false },   { "hard_timeout", AIO_NUMBER, false },
+		{ "command", AIO_STRING, true },	 { "session_id", AIO_STRING, false },
+		{ "exec_dir", AIO_STRING, false },	 { "env", AIO_OBJECT, false },
+		{ "timeout", AIO_NUMBER, false },	 { "hard_timeout", AIO_NUMBER, false },
 		{ "max_output_length", AIO_INT, false },
 	};
 	static const char *const hard[] = { "hard_timeout", "timeout", NULL };
@@ -520,11 +524,11 @@ enum MHD_Result aio_bash_create(struct aio_call *c)
 	if (!client_ok(reply))
 		return broker_failed(conn, reply, &e);
 	now_iso(now);
-	return aio_ok(conn, json_pack("{s:s, s:s, s:s, s:s, s:s, s:n, s:i}", "session_id", sid,
-				      "status", "ready", "working_dir",
-				      aio_str(reply, "cwd", "/mnt/user-data/workspace"),
-				      "created_at", now, "last_used_at", now, "current_command",
-				      "command_count", 0));
+	return aio_ok(conn,
+		      json_pack("{s:s, s:s, s:s, s:s, s:s, s:n, s:i}", "session_id", sid, "status",
+				"ready", "working_dir",
+				aio_str(reply, "cwd", "/mnt/user-data/workspace"), "created_at",
+				now, "last_used_at", now, "current_command", "command_count", 0));
 }
 
 /* POST /v1/bash/sessions/{id}/close. */

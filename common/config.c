@@ -295,9 +295,7 @@ static int parse_unsigned(const char *s, unsigned max, unsigned *out)
 	return r;
 }
 
-/* "0", "512", "64K", "256M", "2G", "1T" (also "KiB"... and "B"): bytes,
- * powers of 1024, at most 2^60. */
-static int parse_size(const char *s, uint64_t *out)
+int config_parse_size(const char *s, uint64_t *out)
 {
 	static const char *const units[] = { "K", "M", "G", "T" };
 	const char *end;
@@ -460,7 +458,7 @@ static int set_broker(struct parse *p, const char *key, const char *v)
 
 static int set_size(struct parse *p, const char *key, const char *v, uint64_t *out)
 {
-	if (parse_size(v, out) < 0)
+	if (config_parse_size(v, out) < 0)
 		return fail(p, -EINVAL,
 			    "%s must be a size such as 0, 512M or 2G (at most 1 EiB),"
 			    " not '%s'",
@@ -553,7 +551,7 @@ static int set_serve(struct parse *p, const char *key, const char *v)
 	}
 	if (!strcmp(key, "max_body")) {
 		uint64_t n;
-		if (parse_size(v, &n) < 0 || n < 1024 || n > 1ull << 30)
+		if (config_parse_size(v, &n) < 0 || n < 1024 || n > 1ull << 30)
 			return fail(p, -EINVAL,
 				    "max_body must be a size from 1K to 1G (such as 4M), not '%s'",
 				    Q(v));
@@ -562,7 +560,7 @@ static int set_serve(struct parse *p, const char *key, const char *v)
 	}
 	if (!strcmp(key, "max_upload")) {
 		uint64_t n;
-		if (parse_size(v, &n) < 0 || n < 1024 || n > 1ull << 32)
+		if (config_parse_size(v, &n) < 0 || n < 1024 || n > 1ull << 32)
 			return fail(
 				p, -EINVAL,
 				"max_upload must be a size from 1K to 4G (such as 64M), not '%s'",

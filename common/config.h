@@ -158,6 +158,11 @@ struct config {
 #define CONFIG_SERVE_LISTEN "127.0.0.1:8739"
 
 /* The defaults above. */
+/* A size as sbx.conf writes one: "0", "512", "64K", "256M", "2G", "1T"
+ * (also "KiB"... and "B"; the unit's letter in either case): bytes,
+ * powers of 1024, at most 2^60. 0, -EINVAL, or -ERANGE. */
+int config_parse_size(const char *s, uint64_t *out);
+
 void config_defaults(struct config *c);
 
 /* Reads PATH into C (defaults first). Returns 0; -ENOENT (C holds the

@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1030,6 +1031,9 @@ static void explain_refusal(struct client *c, const struct request *q, struct to
 	    asprintf(&text, "%s\n\n%s", res->text, why) >= 0) {
 		free(res->text);
 		res->text = text;
+		/* A FileOperationError's message is its text (tool/aio.h). */
+		if (json_is_string(json_object_get(res->structured, "message")))
+			json_object_set_new(res->structured, "message", json_string(text));
 	}
 	free(why);
 	store_give(c->b, s);
@@ -1061,7 +1065,7 @@ static void op_tool(struct client *c, const struct request *q)
 	struct refused refused = { NULL };
 	char err[PATH_MAX + 128];
 
-	const enum tool_set set = q->tool_fs ? TOOL_SET_FILESYSTEM : TOOL_SET_REFERENCE;
+	const enum tool_set set = q->tool_set;
 
 	if (!tool_set_find(set, q->tool_name)) {
 		send_error(c, q->id, "unknown_tool", "no tool %.64s", q->tool_name);
@@ -1091,6 +1095,60 @@ static void op_tool(struct client *c, const struct request *q)
 			json_pack("{s:s, s:b, s:O?}", "text", res.text, "is_error", res.is_error,
 				  "structured", res.structured));
 	free(refused.path);
+	tool_result_free(&res);
+}
+
+/* ---- open: a file of the view for a download ---------------------------- */
+
+/* The refusal of an open: the FileOperationError ERR (tool/aio.h), its
+ * error_type the code. */
+static void send_file_error(struct client *c, json_t *id, json_t *err)
+{
+	json_t *o = json_pack("{s:b, s:{s:s?, s:s?, s:O}}", "ok", 0, "error", "code",
+			      json_string_value(json_object_get(err, "error_type")), "message",
+			      json_string_value(json_object_get(err, "message")), "file_error",
+			      err);
+
+	if (o && id)
+		json_object_set(o, "id", id);
+	if (o)
+		send_json(c, o, false);
+}
+
+/* Opens Q's path read-only in its thread's view, as its sandbox's
+ * identity (tool_open_as()), and passes the fd with the reply: the
+ * broker's copy is closed once it is sent, the client's is the only one. */
+static void op_open(struct client *c, const struct request *q)
+{
+	struct sandbox_view sv;
+	struct tool_result res = { 0 };
+	char err[PATH_MAX + 128];
+	struct stat st;
+	int fd = -1;
+
+	if (provider_use(c->b->provider, q->user, q->thread, &sv, err, sizeof(err)) < 0) {
+		send_error(c, q->id, "mount_failed", "%s", err);
+		return;
+	}
+	int root = open(sv.mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	const struct tool_view v = { .set = TOOL_SET_AIO, .root = root };
+	const struct tool_identity ident = { sv.ident.uid, sv.ident.gid };
+	int r = root < 0 ? -errno : tool_open_as(&v, &ident, q->via, q->path, &fd, &res);
+	closep(&root);
+	provider_unuse(c->b->provider, q->user, q->thread);
+	if (r == 0 && fd >= 0 && fstat(fd, &st) < 0)
+		r = -errno;
+	if (r < 0) {
+		send_error(c, q->id, "internal", "cannot open %s: %s", q->path, strerror(-r));
+	} else if (fd < 0) {
+		send_file_error(c, q->id, res.structured);
+	} else {
+		json_t *o = json_pack("{s:b, s:I}", "ok", 1, "size", (json_int_t)st.st_size);
+		if (o && q->id)
+			json_object_set(o, "id", q->id);
+		send_with_fd(c, o, fd);
+	}
+	closep(&fd);
 	tool_result_free(&res);
 }
 
@@ -1147,6 +1205,9 @@ void broker_dispatch(struct client *c, const char *line, size_t len)
 		break;
 	case REQ_TOOL:
 		op_tool(c, &q);
+		break;
+	case REQ_OPEN:
+		op_open(c, &q);
 		break;
 	case REQ_SHUTDOWN:
 		log_info("shutdown requested (uid %u)", (unsigned)c->uid);

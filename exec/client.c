@@ -134,6 +134,97 @@ json_t *client_call(const char *home, json_t *req, struct error *e)
 	return client_call_events(home, req, NULL, NULL, e);
 }
 
+/* recv() of at most N bytes into P from SOCK, the fds passed with them
+ * taken: the first into *FD (if it is -1), the others closed. */
+static ssize_t recv_fds(int sock, char *p, size_t n, int *fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+	} control;
+	struct iovec iov = { p, n };
+	struct msghdr m = { .msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = control.buf,
+			    .msg_controllen = sizeof(control.buf) };
+	ssize_t got;
+
+	do
+		got = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return -errno;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int f;
+			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (*fd < 0)
+				*fd = f;
+			else
+				close(f);
+		}
+	}
+	return got;
+}
+
+/* The final reply on SOCK, read with recv_fds() (never through a FILE,
+ * whose buffer would take bytes past the fds' message): NULL with E. */
+static json_t *final_with_fd(int sock, int *fd, struct error *e)
+{
+	_cleanup_(freep) char *buf = NULL;
+	size_t len = 0, cap = 0;
+	char *nl;
+
+	for (;;) {
+		while (!(nl = len ? memchr(buf, '\n', len) : NULL)) {
+			if (cap - len < 4096) {
+				char *b = realloc(buf, cap = cap ? 2 * cap : 8192);
+				if (!b) {
+					error_set(e, -ENOMEM, "out of memory");
+					return NULL;
+				}
+				buf = b;
+			}
+			ssize_t n = recv_fds(sock, buf + len, cap - len, fd);
+			if (n <= 0) {
+				error_set(e, -ECONNRESET, "the broker closed the connection");
+				return NULL;
+			}
+			len += (size_t)n;
+		}
+		size_t line = (size_t)(nl - buf) + 1;
+		json_t *v = json_loadb(buf, line, 0, NULL);
+		memmove(buf, buf + line, len - line);
+		len -= line;
+		if (!json_is_object(v)) {
+			json_decref(v);
+			error_set(e, -EPROTO, "the broker sent a line that is not a JSON object");
+			return NULL;
+		}
+		if (json_object_get(v, "ok"))
+			return v;
+		json_decref(v);
+	}
+}
+
+json_t *client_call_fd(const char *home, json_t *req, int *fd, struct error *e)
+{
+	struct client_conn *c;
+	json_t *v = NULL;
+
+	*fd = -1;
+	if (client_open(home, &c, e) < 0)
+		return NULL;
+	if (client_send(c, req, e) == 0)
+		v = final_with_fd(c->fd, fd, e);
+	client_close(c);
+	if (!v)
+		closep(fd);
+	return v;
+}
+
 bool client_ok(json_t *reply)
 {
 	return json_is_true(json_object_get(reply, "ok"));

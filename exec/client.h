@@ -57,6 +57,12 @@ json_t *client_call(const char *home, json_t *req, struct error *e);
 json_t *client_call_events(const char *home, json_t *req,
 			   void (*on_event)(void *arg, json_t *event), void *arg, struct error *e);
 
+/* client_call() for a request whose final reply may carry an fd (the
+ * broker's open: SCM_RIGHTS). Returns the final reply, or NULL (E); *FD
+ * is the fd that came with the replies (close-on-exec, the caller's to
+ * close), or -1 if none did. Any fd past the first is closed. */
+json_t *client_call_fd(const char *home, json_t *req, int *fd, struct error *e);
+
 /* The reply's error as E (code -EPROTO; the text "CODE: MESSAGE" with
  * the broker's code and message). Returns -EPROTO. */
 int client_reply_error(json_t *reply, struct error *e);

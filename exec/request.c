@@ -69,6 +69,7 @@ static const struct {
 	{ "restore", REQ_RESTORE },
 	{ "run_changes", REQ_RUN_CHANGES },
 	{ "tool", REQ_TOOL },
+	{ "open", REQ_OPEN },
 };
 
 /* The run a request names (present, run_end, run_undo). */
@@ -180,32 +181,48 @@ static int parse_run_begin(struct request *r, const char **code, char *err, size
 	return 0;
 }
 
-/* A watch (docs/protocol.md): where to start. */
-/* A file tool's call: its name and arguments, and who calls it (three
- * lowercase letters: the program is named VIA:NAME, in 15 bytes). */
-static int parse_tool(struct request *r, const char **code, char *err, size_t errlen)
+/* Who calls a tool or an open: three lowercase letters, "sbx" if not
+ * said (the program is named VIA:NAME, in 15 bytes). */
+static int parse_via(struct request *r, const char **code, char *err, size_t errlen)
 {
-	const char *profile = NULL;
-
-	if (!str_field(r->root, "name", true, &r->tool_name, err, errlen) ||
-	    !str_field(r->root, "via", false, &r->via, err, errlen) ||
-	    !str_field(r->root, "profile", false, &profile, err, errlen))
+	if (!str_field(r->root, "via", false, &r->via, err, errlen))
 		return bad_request(code);
-	if (profile && strcmp(profile, "reference") && strcmp(profile, "filesystem"))
-		return fail(code, "bad_request", err, errlen,
-			    "'profile' must be \"reference\" or \"filesystem\"");
-	r->tool_fs = profile && !strcmp(profile, "filesystem");
 	if (!r->via)
 		r->via = "sbx";
 	if (strlen(r->via) != 3 || strspn(r->via, "abcdefghijklmnopqrstuvwxyz") != 3)
 		return fail(code, "bad_request", err, errlen,
 			    "'via' must be three lowercase letters");
+	return 0;
+}
+
+/* A file tool's call: its name and arguments, who calls it, and the set
+ * its name is of. */
+static int parse_tool(struct request *r, const char **code, char *err, size_t errlen)
+{
+	static const char *const profiles[] = {
+		[TOOL_SET_REFERENCE] = "reference",
+		[TOOL_SET_FILESYSTEM] = "filesystem",
+		[TOOL_SET_AIO] = "aio",
+	};
+	const char *profile = NULL;
+
+	if (!str_field(r->root, "name", true, &r->tool_name, err, errlen) ||
+	    !str_field(r->root, "profile", false, &profile, err, errlen))
+		return bad_request(code);
+	r->tool_set = TOOL_SET_REFERENCE;
+	while (profile && strcmp(profile, profiles[r->tool_set]))
+		if (++r->tool_set > TOOL_SET_AIO)
+			return fail(code, "bad_request", err, errlen,
+				    "'profile' must be \"reference\", \"filesystem\" or \"aio\"");
+	if (parse_via(r, code, err, errlen) < 0)
+		return -EINVAL;
 	r->arguments = json_object_get(r->root, "arguments");
 	if (r->arguments && !json_is_object(r->arguments))
 		return fail(code, "bad_request", err, errlen, "'arguments' must be an object");
 	return 0;
 }
 
+/* A watch (docs/protocol.md): where to start. */
 static int parse_watch(struct request *r, const char **code, char *err, size_t errlen)
 {
 	json_t *since = json_object_get(r->root, "since");
@@ -304,7 +321,7 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 		return fail(code, "unknown_op", err, errlen,
 			    "unknown op '%.64s' (ping, acquire, release, exec, present,"
 			    " run_begin, run_end, run_changes, run_undo, restore, status, shutdown,"
-			    " tool, watch)",
+			    " tool, open, watch)",
 			    op);
 	r->op = ops[i].op;
 	if (r->op == REQ_PING || r->op == REQ_STATUS || r->op == REQ_SHUTDOWN)
@@ -330,6 +347,10 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 		return parse_watch(r, code, err, errlen);
 	if (r->op == REQ_TOOL)
 		return parse_tool(r, code, err, errlen);
+	if (r->op == REQ_OPEN)
+		return str_field(r->root, "path", true, &r->path, err, errlen)
+			       ? parse_via(r, code, err, errlen)
+			       : bad_request(code);
 	if (r->op == REQ_RUN_BEGIN)
 		return parse_run_begin(r, code, err, errlen);
 	if (!str_field(r->root, "owner", true, &r->owner, err, errlen))

@@ -5,6 +5,8 @@
 #ifndef SBX_REQUEST_H
 #define SBX_REQUEST_H
 
+#include "tool/tool.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,6 +29,7 @@ enum request_op {
 	REQ_TOOL,
 	REQ_RUN_UNDO,
 	REQ_RESTORE,
+	REQ_OPEN,
 };
 
 struct request {
@@ -55,18 +58,19 @@ struct request {
 	long max_files;		      /* run_begin: 1 to REQUEST_MAX_FILES, 0 if absent */
 	bool dry_run, partial, force; /* run_undo (run/undo.h); restore: dry_run */
 	/* restore (run/restore.h): a virtual path, and a run to go back
-	 * before or a moment (ns since the epoch): one of the two. */
+	 * before or a moment (ns since the epoch): one of the two. open: the
+	 * virtual path to open. */
 	const char *path;
 	long long before;
 	int64_t at_ns;
 	/* tool (tool/tool.h): its name, its arguments (root's), who calls
-	 * it ("mcp", "aio": the program is named VIA:NAME), and the set of
-	 * tools it names ("profile": "reference", the default, or
-	 * "filesystem"). */
+	 * it ("mcp", "aio": the program is named VIA:NAME; open's too), and
+	 * the set of tools it names ("profile": "reference", the default,
+	 * "filesystem" or "aio"). */
 	const char *tool_name;
 	json_t *arguments;
 	const char *via;
-	bool tool_fs;
+	enum tool_set tool_set;
 };
 
 /* Parses LINE (LEN bytes) into R. Returns 0, or -EINVAL with the error

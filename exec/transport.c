@@ -81,6 +81,51 @@ int send_json(struct client *c, json_t *o, bool event)
 	return r == -EAGAIN ? 0 : r;
 }
 
+int send_with_fd(struct client *c, json_t *o, int fd)
+{
+	size_t len;
+	char *text = json_line(o, &len);
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} control = { 0 };
+	struct iovec iov = { text, len };
+	struct msghdr m = { .msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = control.buf,
+			    .msg_controllen = sizeof(control.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+	ssize_t n;
+
+	if (!text)
+		return -ENOMEM;
+	/* What is ahead of it first: the fd goes with this line's bytes. */
+	int r = flush_outbox(c, true);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	do
+		n = r < 0 ? -1 : sendmsg(c->fd, &m, MSG_NOSIGNAL);
+	while (n < 0 && r == 0 && errno == EINTR);
+	if (n < 0) {
+		free(text);
+		if (r == 0) {
+			c->gone = true;
+			shutdown(c->fd, SHUT_RDWR);
+		}
+		return -EPIPE;
+	}
+	if ((size_t)n == len) {
+		free(text);
+		return 0;
+	}
+	/* The rest of a line the socket did not take whole, as any reply. */
+	memmove(text, text + n, len - (size_t)n);
+	r = outbox_put(c, text, len - (size_t)n);
+	return r < 0 ? r : flush_outbox(c, true);
+}
+
 int send_queued(struct client *c, json_t *o)
 {
 	size_t len;

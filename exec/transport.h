@@ -68,6 +68,11 @@ int send_ok(struct client *c, json_t *id, json_t *fields);
 int send_error(struct client *c, json_t *id, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* Sends O (a final reply) as one line with FD passed along (SCM_RIGHTS,
+ * on the line's first byte: the client's recvmsg() of it gets the fd).
+ * FD stays the caller's: it has been passed once this returns 0. */
+int send_with_fd(struct client *c, json_t *o, int fd);
+
 /* The error of a request the broker will not do because it stops. */
 int send_shutting_down(struct client *c, json_t *id);
 

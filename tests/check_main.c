@@ -28,6 +28,7 @@ static const struct {
 	{ "unit_config", suite_unit_config },
 	{ "unit_exec", suite_unit_exec },
 	{ "unit_filetool", suite_unit_filetool },
+	{ "unit_aiotool", suite_unit_aiotool },
 	{ "view_layout", suite_view_layout },
 	{ "view_posix", suite_view_posix },
 	{ "view_confine", suite_view_confine },

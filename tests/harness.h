@@ -141,6 +141,7 @@ Suite *suite_unit_runlog(void);
 Suite *suite_unit_exec(void);
 Suite *suite_unit_config(void);
 Suite *suite_unit_filetool(void);
+Suite *suite_unit_aiotool(void);
 Suite *suite_view_filetool(void);
 Suite *suite_view_watch(void);
 Suite *suite_view_hosts(void);

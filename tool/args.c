@@ -8,6 +8,7 @@ static const char *const type_names[] = {
 	[ARG_STRING] = "a string",
 	[ARG_BOOL] = "a boolean",
 	[ARG_INTEGER] = "an integer",
+	[ARG_STRINGS] = "an array of strings",
 };
 
 /* Stores J into S's DEST: 0, or 1 if J is not of S's type. */
@@ -39,11 +40,23 @@ static int take_one(const struct arg_spec *s, json_t *j)
 			return 1;
 		*(long long *)s->dest = (long long)d;
 		return 0;
+	case ARG_STRINGS: {
+		json_t *item;
+		size_t i;
+		if (!json_is_array(j))
+			return 1;
+		json_array_foreach (j, i, item)
+			if (!json_is_string(item))
+				return 1;
+		*(json_t **)s->dest = j;
+		return 0;
+	}
 	}
 	return 1;
 }
 
-int args_take(json_t *args, const struct arg_spec *specs, size_t n, struct tool_result *out)
+int args_check(json_t *args, const struct arg_spec *specs, size_t n, const struct arg_spec **bad,
+	       bool *missing)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct arg_spec *s = &specs[i];
@@ -52,16 +65,27 @@ int args_take(json_t *args, const struct arg_spec *specs, size_t n, struct tool_
 
 		if (s->given)
 			*s->given = given;
-		if (!given && s->required)
-			return result_error(out, "Error: missing required argument '%s'", s->key)
-				       ?: 1;
-		if (given && take_one(s, j))
-			return result_error(out, "Error: argument '%s' must be %s%s", s->key,
-					    type_names[s->type],
-					    s->type == ARG_STRING && !s->len && json_is_string(j)
-						    ? " without NUL characters"
-						    : "")
-				       ?: 1;
+		*bad = s;
+		*missing = !given;
+		if ((!given && s->required) || (given && take_one(s, j)))
+			return 1;
 	}
 	return 0;
+}
+
+int args_take(json_t *args, const struct arg_spec *specs, size_t n, struct tool_result *out)
+{
+	const struct arg_spec *s;
+	bool missing;
+
+	if (!args_check(args, specs, n, &s, &missing))
+		return 0;
+	if (missing)
+		return result_error(out, "Error: missing required argument '%s'", s->key) ?: 1;
+	json_t *j = json_object_get(args, s->key);
+	return result_error(out, "Error: argument '%s' must be %s%s", s->key, type_names[s->type],
+			    s->type == ARG_STRING && !s->len && json_is_string(j)
+				    ? " without NUL characters"
+				    : "")
+		       ?: 1;
 }

@@ -11,6 +11,7 @@ enum arg_type {
 	ARG_STRING,  /* DEST: const char **, into ARGS; LEN: its length */
 	ARG_BOOL,    /* DEST: bool * */
 	ARG_INTEGER, /* DEST: long long *; an integral number (5 or 5.0) */
+	ARG_STRINGS, /* DEST: json_t **, an array of strings (ARGS' reference) */
 };
 
 struct arg_spec {
@@ -27,6 +28,12 @@ struct arg_spec {
  * tool error in OUT for the first argument missing or ill-typed; or
  * -ENOMEM. */
 int args_take(json_t *args, const struct arg_spec *specs, size_t n, struct tool_result *out);
+
+/* The same without a result: 0, or 1 with *BAD the first argument
+ * missing (*MISSING) or ill-typed, for a tool that words it otherwise
+ * (tool/aio.h). */
+int args_check(json_t *args, const struct arg_spec *specs, size_t n, const struct arg_spec **bad,
+	       bool *missing);
 
 #define ARGS_TAKE(args, specs, out) args_take(args, specs, sizeof(specs) / sizeof(specs[0]), out)
 

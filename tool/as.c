@@ -1,6 +1,7 @@
-/* as.c - tool_call_as() (tool.h): a call on a thread of its own, with
- * the sandbox's filesystem identity and a command name that says which
- * tool it is. */
+/* as.c - tool_call_as() and tool_open_as() (tool.h): a call on a thread
+ * of its own, with the sandbox's filesystem identity and a command name
+ * that says which tool it is. */
+#include "aio.h"
 #include "tool_int.h"
 #include "common/cleanup.h"
 
@@ -12,12 +13,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* What a thread of its own does as an identity: a tool's call, or (FD
+ * not NULL) an open. */
 struct call_as {
 	const struct tool_view *v;
 	const struct tool_identity *id;
 	char comm[TOOL_COMM_MAX + 1];
-	const char *name;
+	const char *name, *vpath;
 	json_t *args;
+	int *fd;
 	struct tool_result *out;
 	int r;
 };
@@ -51,24 +55,46 @@ static void *call_main(void *arg)
 	if (c->r == 0 && prctl(PR_SET_NAME, c->comm, 0, 0, 0) < 0)
 		c->r = neg_errno();
 	if (c->r == 0)
-		c->r = tool_call(c->v, c->name, c->args, c->out);
+		c->r = c->fd ? tool_aio_open(c->v, c->vpath, c->fd, c->out)
+			     : tool_call(c->v, c->name, c->args, c->out);
 	return NULL;
+}
+
+/* C on a thread of its own as ID, named VIA:NAME: its value, or -errno
+ * if the thread or the identity could not be had. */
+static int run_as(struct call_as *c, const char *via)
+{
+	pthread_t t;
+
+	memset(c->out, 0, sizeof(*c->out));
+	/* Cut to what the kernel keeps (tool.h: every tool fits). */
+	snprintf(c->comm, sizeof(c->comm), "%s:%s", via, c->name);
+	int r = -pthread_create(&t, NULL, call_main, c);
+	if (r < 0)
+		return r;
+	pthread_join(t, NULL);
+	return c->r;
 }
 
 int tool_call_as(const struct tool_view *v, const struct tool_identity *id, const char *via,
 		 const char *name, json_t *args, struct tool_result *out)
 {
 	struct call_as c = { .v = v, .id = id, .name = name, .args = args, .out = out };
-	pthread_t t;
 
-	memset(out, 0, sizeof(*out));
-	if (!tool_set_find(v->set, name))
+	if (!tool_set_find(v->set, name)) {
+		memset(out, 0, sizeof(*out));
 		return -ENOENT;
-	/* Cut to what the kernel keeps (tool.h: every tool fits). */
-	snprintf(c.comm, sizeof(c.comm), "%s:%s", via, name);
-	int r = -pthread_create(&t, NULL, call_main, &c);
-	if (r < 0)
-		return r;
-	pthread_join(t, NULL);
-	return c.r;
+	}
+	return run_as(&c, via);
+}
+
+int tool_open_as(const struct tool_view *v, const struct tool_identity *id, const char *via,
+		 const char *vpath, int *fd, struct tool_result *out)
+{
+	struct call_as c = {
+		.v = v, .id = id, .name = "open", .vpath = vpath, .fd = fd, .out = out
+	};
+
+	*fd = -1;
+	return run_as(&c, via);
 }

@@ -18,9 +18,8 @@
  *
  * A match shows as "PATH:LINE: TEXT", TEXT cut to 200 characters. Its
  * data: {"root", "matches": [{"path", "line", "text"}], "truncated"}. */
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include "args.h"
-#include "beneath.h"
+#include "grepper.h"
 #include "lines.h"
 #include "match.h"
 #include "search.h"
@@ -32,71 +31,41 @@
 #include "common/utf8.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define GREP_DEFAULT 100
 #define GREP_MAX 500
 #define GREP_MAX_FILE_SIZE 1000000
-#define GREP_BINARY_SAMPLE 8192
-#define GREP_MAX_LINE_CHARS (LINE_SUMMARY_CHARS * 10)
-/* Backtracking steps one line may take: the line guard's companion. */
-#define GREP_MATCH_LIMIT 1000000
 
 static const struct tool_errors grep_errors =
 	SEARCH_ERRORS("Unexpected error searching file contents");
 
 struct grepping {
+	struct grepper g;
 	int root;
 	const char *glob; /* NULL: every file */
 	size_t max;
-	pcre2_code *re;
-	pcre2_match_data *md;
-	pcre2_match_context *mc;
 	json_t *matches;
 	bool truncated;
-	char *buf; /* a file's bytes, GREP_MAX_FILE_SIZE + 1 */
 };
 
 /* Compiles PATTERN (LEN bytes) into G: 0, or 1 with the error in OUT. */
 static int compile(struct grepping *g, const char *pattern, size_t len, bool literal, bool cased,
 		   struct tool_result *out)
 {
-	/* PCRE2_LITERAL takes no PCRE2_UCP: it has no classes to apply it
-	 * to, and UTF alone folds the case of every character. */
-	uint32_t opts = PCRE2_UTF | (cased ? 0 : PCRE2_CASELESS) |
-			(literal ? PCRE2_LITERAL : PCRE2_UCP);
-	PCRE2_UCHAR msg[256];
-	PCRE2_SIZE at;
-	int code;
+	char msg[256];
+	size_t at;
+	int r = grepper_compile(&g->g, pattern, len,
+				(literal ? GREP_LITERAL : 0) | (cased ? 0 : GREP_CASELESS), msg,
+				&at);
 
-	g->re = pcre2_compile((PCRE2_SPTR)pattern, len, opts, &code, &at, NULL);
-	if (!g->re) {
-		pcre2_get_error_message(code, msg, sizeof(msg));
-		return result_error(out, "Error: Invalid regex pattern: %s at position %zu",
-				    (char *)msg, (size_t)at)
+	if (r == 1)
+		return result_error(out, "Error: Invalid regex pattern: %s at position %zu", msg,
+				    at)
 			       ?: 1;
-	}
-	pcre2_jit_compile(g->re, PCRE2_JIT_COMPLETE); /* faster where it can */
-	g->md = pcre2_match_data_create_from_pattern(g->re, NULL);
-	g->mc = pcre2_match_context_create(NULL);
-	if (!g->md || !g->mc)
-		return -ENOMEM;
-	pcre2_set_match_limit(g->mc, GREP_MATCH_LIMIT);
-	return 0;
-}
-
-static void grep_free(struct grepping *g)
-{
-	pcre2_match_context_free(g->mc);
-	pcre2_match_data_free(g->md);
-	pcre2_code_free(g->re);
-	free(g->buf);
+	return r;
 }
 
 static int add_match(struct grepping *g, const char *rel, long long line, const char *text)
@@ -115,39 +84,6 @@ static int add_match(struct grepping *g, const char *rel, long long line, const 
 	return g->truncated;
 }
 
-/* Matches the line of N bytes at S (valid UTF-8, without NUL, its LF
- * after it if ENDED) as Python does: with its end, which "$" and "\s"
- * see. Nothing if it is too long to search. */
-static int match_line(struct grepping *g, const char *rel, long long line, const char *s, size_t n,
-		      bool ended)
-{
-	if (utf8_nchars(s, n) + ended > GREP_MAX_LINE_CHARS ||
-	    pcre2_match(g->re, (PCRE2_SPTR)s, n + ended, 0, PCRE2_NO_UTF_CHECK, g->md, g->mc) < 0)
-		return 0;
-	_cleanup_(freep) char *text = strndup(s, n);
-	return text ? add_match(g, rel, line, text) : -ENOMEM;
-}
-
-/* Line LINE of a file (N bytes at P, ENDED if it had an end): in place
- * when it is clean UTF-8 ending in LF (most lines), else read as Python
- * reads it (bad bytes as U+FFFD, its end an LF) into a copy. */
-static int grep_line(struct grepping *g, const char *rel, long long line, const char *p, size_t n,
-		     bool ended)
-{
-	if ((!ended || p[n] == '\n') && !memchr(p, '\0', n) && utf8_valid(p, n))
-		return match_line(g, rel, line, p, n, ended);
-	_cleanup_(freep) char *clean = utf8_clean(p, n, NULL);
-	if (!clean)
-		return -ENOMEM;
-	size_t len = strlen(clean);
-	_cleanup_(freep) char *subject = malloc(len + 2);
-	if (!subject)
-		return -ENOMEM;
-	memcpy(subject, clean, len);
-	subject[len] = '\n';
-	return match_line(g, rel, line, subject, len, ended);
-}
-
 /* The N bytes of file REL: each line. */
 static int grep_text(struct grepping *g, const char *rel, const char *buf, size_t n)
 {
@@ -155,8 +91,12 @@ static int grep_text(struct grepping *g, const char *rel, const char *buf, size_
 	size_t len;
 	int r = 0;
 
-	for (size_t at = 0, step; r == 0 && (step = lines_next(buf + at, n - at, &len)); at += step)
-		r = grep_line(g, rel, line++, buf + at, len, step > len);
+	for (size_t at = 0, step; r == 0 && (step = lines_next(buf + at, n - at, &len));
+	     at += step, line++) {
+		_cleanup_(freep) char *text = NULL;
+		if ((r = grepper_line(&g->g, buf + at, len, step > len, &text)) > 0)
+			r = add_match(g, rel, line, text);
+	}
 	return r;
 }
 
@@ -165,21 +105,12 @@ static int grep_text(struct grepping *g, const char *rel, const char *buf, size_
 static int grep_file(struct grepping *g, int dirfd, const char *name, const char *rel,
 		     const char *sub)
 {
+	size_t n;
+
 	if (g->glob && !match_path(g->glob, sub))
 		return 0;
-	_cleanup_(closep) int fd = beneath_open(dirfd, name, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
-	struct stat st;
-
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > GREP_MAX_FILE_SIZE)
-		return 0;
-	if (!g->buf && !(g->buf = malloc(GREP_MAX_FILE_SIZE + 1)))
-		return -ENOMEM;
-	ssize_t n = pread(fd, g->buf, GREP_MAX_FILE_SIZE + 1, 0);
-	if (n < 0 || n > GREP_MAX_FILE_SIZE)
-		return 0;
-	if (memchr(g->buf, '\0', (size_t)n < GREP_BINARY_SAMPLE ? (size_t)n : GREP_BINARY_SAMPLE))
-		return 0;
-	return grep_text(g, rel, g->buf, (size_t)n);
+	int r = grepper_load(&g->g, dirfd, name, GREP_MAX_FILE_SIZE, &n);
+	return r ? (r < 0 ? r : 0) : grep_text(g, rel, g->g.buf, n);
 }
 
 static int grep_entry(void *arg, const struct walk_entry *e)
@@ -270,6 +201,6 @@ int tool_grep(const struct tool_view *v, json_t *args, struct tool_result *out)
 	if ((r = target_get(v, path, false, true, &grep_errors, &t, out)) == 0)
 		r = grep(v, &t, &g, &a, out);
 	target_free(&t);
-	grep_free(&g);
+	grepper_free(&g.g);
 	return r < 0 ? r : 0;
 }

@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The OSError subclass Python raises for ERRNO. */
-static const char *python_type(int err)
+const char *message_python_type(int err)
 {
 	switch (err) {
 	case ENOENT:
@@ -39,8 +38,8 @@ char *message_oserror_text(int err, const char *vpath)
 {
 	char *s;
 
-	if (asprintf(&s, "%s: [Errno %d] %s: '%s'", python_type(err), err, strerror(err), vpath) <
-	    0)
+	if (asprintf(&s, "%s: [Errno %d] %s: '%s'", message_python_type(err), err, strerror(err),
+		     vpath) < 0)
 		return NULL;
 	return s;
 }

@@ -13,6 +13,10 @@
 int message_oserror(struct tool_result *out, const char *what, int err, const char *vpath,
 		    size_t max);
 
+/* The OSError subclass Python raises for ERRNO ("FileNotFoundError",
+ * ..., "OSError"). */
+const char *message_python_type(int err);
+
 /* The text of an OSError for -ERR about VPATH, as above without the
  * "Error: WHAT: " (malloc'd). */
 char *message_oserror_text(int err, const char *vpath);

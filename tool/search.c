@@ -21,19 +21,28 @@ int search_max(long long requested, int configured, int def, int max)
 	return a < b ? a : b;
 }
 
-int search_root(const struct tool_view *v, const struct target *t, const struct tool_errors *errs,
-		bool allow_file, bool *is_file, struct tool_result *out)
+int search_root_kind(const struct tool_view *v, const struct target *t, bool allow_file,
+		     bool *is_file)
 {
 	_cleanup_(closep) int fd = beneath_open(v->root, t->rel, O_PATH, 0);
 	struct stat st;
-	int r = fd < 0 ? fd : fstat(fd, &st) < 0 ? neg_errno() : 0;
 
-	if (r == 0 && !S_ISDIR(st.st_mode) && !(allow_file && S_ISREG(st.st_mode)))
-		r = -ENOTDIR;
-	if (r < 0)
-		return target_fail(errs, r, t->vpath, out) ?: 1;
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0)
+		return neg_errno();
+	if (!S_ISDIR(st.st_mode) && !(allow_file && S_ISREG(st.st_mode)))
+		return -ENOTDIR;
 	*is_file = !S_ISDIR(st.st_mode);
 	return 0;
+}
+
+int search_root(const struct tool_view *v, const struct target *t, const struct tool_errors *errs,
+		bool allow_file, bool *is_file, struct tool_result *out)
+{
+	int r = search_root_kind(v, t, allow_file, is_file);
+
+	return r < 0 ? target_fail(errs, r, t->vpath, out) ?: 1 : 0;
 }
 
 int search_result(const struct search_text *st, const char *root, const char *key, json_t *items,

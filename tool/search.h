@@ -26,6 +26,11 @@
  * the configured cap (<= 0: DEF), each at most MAX, the smaller. */
 int search_max(long long requested, int configured, int def, int max);
 
+/* Whether the root T is a directory (ALLOW_FILE: or a regular file):
+ * 0 with *IS_FILE set, or -errno (-ENOTDIR: neither). */
+int search_root_kind(const struct tool_view *v, const struct target *t, bool allow_file,
+		     bool *is_file);
+
 /* Checks the root T: 0 with *IS_FILE set (ALLOW_FILE: a regular file is
  * a root too), or 1 with the error in OUT ("Directory not found", "Path
  * is not a directory", ...), or -ENOMEM. */

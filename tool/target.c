@@ -20,18 +20,21 @@ int target_get(const struct tool_view *v, const char *vpath, bool write, bool fo
 	memset(t, 0, sizeof(*t));
 	t->vpath = vpath;
 	enum path_verdict p = path_check(vpath, write, beneath_is_top_dir, &root, &rel, &t->family);
+	t->err = -EACCES;
 	if (p != PATH_OK)
 		return path_refuse(p, vpath, out) ?: 1;
 	int r = beneath_resolve(root, rel, follow, t->rel);
-	if (r < 0)
+	if ((t->err = r) < 0)
 		return target_fail(errs, r, vpath, out) ?: 1;
 	if (!(t->resolved = path_virtual(t->rel)))
 		return -ENOMEM;
 	/* Where a symlink led: a write may not go into skills or the ACP
 	 * workspace that way either. */
 	p = path_check_resolved(t->rel, write, &t->family);
-	if (write && p != PATH_OK && p != PATH_OUTSIDE && p != PATH_TRAVERSAL)
+	if (write && p != PATH_OK && p != PATH_OUTSIDE && p != PATH_TRAVERSAL) {
+		t->err = -EACCES;
 		return path_refuse(p, t->resolved, out) ?: 1;
+	}
 	return 0;
 }
 

@@ -17,6 +17,8 @@ struct target {
 	char rel[PATH_MAX];	 /* resolved, below the view's root */
 	char *resolved;		 /* "/mnt/" REL (malloc'd: target_free()) */
 	char *owned;		 /* VPATH when the target owns it (fs.h) */
+	int err;		 /* why target_get() refused it: -EACCES (the policy), or the
+		  * resolution's -errno (-EXDEV: it would leave the view) */
 };
 
 /* A tool's words for a failure: "%s" takes the path as given; NULL

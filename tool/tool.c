@@ -1,4 +1,5 @@
 /* tool.c - see tool.h: the call, and the making of results. */
+#include "aio.h"
 #include "tool_int.h"
 
 #include <errno.h>
@@ -16,8 +17,18 @@ const struct tool_limits tool_limits_default = {
 
 const struct tool_spec *tool_set_specs(enum tool_set set, size_t *n)
 {
-	*n = set == TOOL_SET_FILESYSTEM ? tool_fs_nspecs : tool_nspecs;
-	return set == TOOL_SET_FILESYSTEM ? tool_fs_specs : tool_specs;
+	switch (set) {
+	case TOOL_SET_FILESYSTEM:
+		*n = tool_fs_nspecs;
+		return tool_fs_specs;
+	case TOOL_SET_AIO:
+		*n = tool_aio_nspecs;
+		return tool_aio_specs;
+	case TOOL_SET_REFERENCE:
+		break;
+	}
+	*n = tool_nspecs;
+	return tool_specs;
 }
 
 const struct tool_spec *tool_set_find(enum tool_set set, const char *name)
@@ -43,6 +54,9 @@ int tool_call(const struct tool_view *v, const char *name, json_t *args, struct 
 	memset(out, 0, sizeof(*out));
 	if (!spec)
 		return -ENOENT;
+	if (!json_is_object(args) && v->set == TOOL_SET_AIO)
+		return tool_aio_invalid(out, NULL, "Input should be a valid dictionary",
+					"dict_type");
 	if (!json_is_object(args))
 		return result_error(out, "Error: the arguments of %s must be a JSON object", name);
 	int r = spec->run(v, args, out);

@@ -35,11 +35,14 @@ struct tool_limits {
 /* 50,000, 20,000, 80 KiB, 200 and 100. */
 extern const struct tool_limits tool_limits_default;
 
-/* Which tools a call names: the reference's (tool_specs[]) or
- * @modelcontextprotocol/server-filesystem's (tool_fs_specs[], tool/fs.h). */
+/* Which tools a call names: the reference's (tool_specs[]),
+ * @modelcontextprotocol/server-filesystem's (tool_fs_specs[], tool/fs.h)
+ * or the "All-in-One" sandbox API's file endpoints (tool_aio_specs[],
+ * tool/aio.h). */
 enum tool_set {
 	TOOL_SET_REFERENCE,
 	TOOL_SET_FILESYSTEM,
+	TOOL_SET_AIO,
 };
 
 struct tool_view {
@@ -87,6 +90,8 @@ extern const struct tool_spec tool_specs[];
 extern const size_t tool_nspecs;
 extern const struct tool_spec tool_fs_specs[];
 extern const size_t tool_fs_nspecs;
+extern const struct tool_spec tool_aio_specs[];
+extern const size_t tool_aio_nspecs;
 
 /* The spec of tool NAME of the reference's set, or NULL. */
 const struct tool_spec *tool_spec_find(const char *name);
@@ -107,8 +112,9 @@ struct tool_identity {
 };
 
 /* A thread's command name holds 15 bytes: "VIA:NAME" is cut there.
- * Every tool of tool_specs[] fits with a three-letter VIA ("mcp", "aio"):
- * "mcp:str_replace" is the longest, 15 (a unit test checks). Those of
+ * Every tool of tool_specs[] and tool_aio_specs[] fits with a
+ * three-letter VIA ("mcp", "aio"): "mcp:str_replace" is the longest, 15
+ * (a unit test checks). Those of
  * tool_fs_specs[] are cut at 11 characters, and the journal's program
  * names stay apart for every tool that writes ("mcp:write_file",
  * "mcp:edit_file", "mcp:create_dire", "mcp:move_file"); only the
@@ -132,6 +138,16 @@ struct tool_identity {
  * or the identity could not be had (-EPERM: not privileged enough). */
 int tool_call_as(const struct tool_view *v, const struct tool_identity *id, const char *via,
 		 const char *name, json_t *args, struct tool_result *out);
+
+/* Opens VPATH (a virtual path; relative: to /mnt/user-data/workspace)
+ * read-only through V, on a thread as tool_call_as() runs a tool (ID's
+ * filesystem identity, named "VIA:open"), for a download: the reference
+ * policy, the resolution beneath the view, a regular file only. Returns
+ * 0 with *FD (blocking, close-on-exec: the caller's), or 0 with *FD -1
+ * and OUT the refusal as the AIO set says one (a FileOperationError:
+ * tool/aio.h; tool_result_free() it); -errno as tool_call_as(). */
+int tool_open_as(const struct tool_view *v, const struct tool_identity *id, const char *via,
+		 const char *vpath, int *fd, struct tool_result *out);
 
 void tool_result_free(struct tool_result *r);
 

@@ -31,8 +31,15 @@ int write_failed(const struct tool_view *v, const char *tool, const struct targe
 		 const struct tool_errors *errs, struct tool_result *out);
 /* Closes *FD: its error is the write's (the view publishes there). */
 int write_close(int *fd);
+/* Whether an EACCES on T was the read-before-write gate's: T is a file
+ * it decides on (regular, not empty) that the caller may write as far
+ * as permissions go. */
+bool write_gated(const struct tool_view *v, const struct target *t);
 /* Writes (APPEND: appends) LEN bytes of CONTENT to T, its missing
- * parents made: the result "OK", or write_file's error. */
+ * parents made: 0 or -errno (the close's too: the view publishes there). */
+int write_bytes(const struct tool_view *v, const struct target *t, const char *content, size_t len,
+		bool append);
+/* The same as a result: "OK", or write_file's error. */
 int write_content(const struct tool_view *v, const struct target *t, const char *content,
 		  size_t len, bool append, struct tool_result *out);
 

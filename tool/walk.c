@@ -17,6 +17,7 @@ struct name {
 	char *name;
 	unsigned char type; /* DT_* */
 	bool is_dir, is_link;
+	bool skip; /* not kept (struct tree_walk's keep) */
 };
 
 struct names {
@@ -36,18 +37,18 @@ static int by_name(const void *a, const void *b)
 	return strcmp(((const struct name *)a)->name, ((const struct name *)b)->name);
 }
 
-/* The names of D but those ignored, sorted. */
-static int read_names(DIR *d, struct names *ns)
+/* The names of D (IGNORE: but those ignored), sorted. */
+static int read_names(DIR *d, bool ignore, struct names *ns)
 {
 	struct dirent *de;
 
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    ignore_name(de->d_name))
+		    (ignore && ignore_name(de->d_name)))
 			continue;
 		if (array_grow(ns->v, ns->n, ns->cap) < 0)
 			return -ENOMEM;
-		ns->v[ns->n].type = de->d_type;
+		ns->v[ns->n] = (struct name){ .type = de->d_type };
 		if (!(ns->v[ns->n].name = strdup(de->d_name)))
 			return -ENOMEM;
 		ns->n++;
@@ -93,14 +94,14 @@ static void classify(int root, int dirfd, const char *rel, struct name *n)
 }
 
 /* The entries of REL (SUB below the top), open as DIRFD, to the
- * callbacks: the directories first. */
+ * callbacks: the directories first; those not kept are marked so. */
 static int visit(const struct tree_walk *w, int dirfd, const char *rel, const char *sub,
-		 const struct names *ns)
+		 struct names *ns)
 {
 	for (int dirs = 1; dirs >= 0; dirs--) {
 		walk_fn fn = dirs ? w->on_dir : w->on_file;
-		for (size_t i = 0; fn && i < ns->n; i++) {
-			const struct name *n = &ns->v[i];
+		for (size_t i = 0; (fn || w->keep) && i < ns->n; i++) {
+			struct name *n = &ns->v[i];
 			if (n->is_dir != dirs)
 				continue;
 			_cleanup_(freep) char *crel = join(rel, n->name);
@@ -113,7 +114,8 @@ static int visit(const struct tree_walk *w, int dirfd, const char *rel, const ch
 						.dirfd = dirfd,
 						.is_dir = n->is_dir,
 						.is_link = n->is_link };
-			int r = fn(w->arg, &e);
+			n->skip = w->keep && !w->keep(w->arg, &e);
+			int r = fn && !n->skip ? fn(w->arg, &e) : 0;
 			if (r)
 				return r;
 		}
@@ -131,14 +133,14 @@ static int walk_dir(const struct tree_walk *w, const char *rel, const char *sub,
 		closep(&fd);
 		return 0; /* not readable: passed over */
 	}
-	int r = read_names(d, &ns);
+	int r = read_names(d, !w->keep, &ns);
 	for (size_t i = 0; r == 0 && i < ns.n; i++)
 		classify(w->root, dirfd(d), rel, &ns.v[i]);
 	if (r == 0)
 		r = visit(w, dirfd(d), rel, sub, &ns);
 	closedir(d);
 	for (size_t i = 0; r == 0 && i < ns.n; i++) {
-		if (!ns.v[i].is_dir || ns.v[i].is_link || depth == w->max_depth)
+		if (!ns.v[i].is_dir || ns.v[i].is_link || ns.v[i].skip || depth == w->max_depth)
 			continue;
 		_cleanup_(freep) char *crel = join(rel, ns.v[i].name);
 		_cleanup_(freep) char *csub = join(sub, ns.v[i].name);

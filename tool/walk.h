@@ -1,6 +1,6 @@
 /* walk.h - a directory tree of the view walked as the reference's
  * os.walk(top) walks it for glob and grep: top-down, ignored names
- * (tool/ignore.h) left out, each directory's subdirectories (symlinks
+ * (tool/ignore.h) left out unless the walk chooses its own, each directory's subdirectories (symlinks
  * to directories among them, not entered) before its other entries, then
  * each subdirectory in turn. Entries come sorted by name (os.walk's
  * order is the directory's: sorted, a truncated result is the same on
@@ -23,12 +23,16 @@ struct walk_entry {
 /* A callback's non-zero return stops the walk: tree_walk() returns it. */
 typedef int (*walk_fn)(void *arg, const struct walk_entry *e);
 
+/* Whether entry E is walked at all: a directory not kept is not entered. */
+typedef bool (*walk_keep_fn)(void *arg, const struct walk_entry *e);
+
 struct tree_walk {
 	int root;	 /* the view's mount point */
 	walk_fn on_dir;	 /* each subdirectory (NULL: none) */
 	walk_fn on_file; /* each other entry */
 	void *arg;
-	int max_depth; /* the levels to read (1: TOP's entries); 0: all */
+	int max_depth;	   /* the levels to read (1: TOP's entries); 0: all */
+	walk_keep_fn keep; /* NULL: all but the ignored names (ignore.h) */
 };
 
 /* Walks TOP (resolved, below the root). Returns 0, a callback's value,

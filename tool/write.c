@@ -51,7 +51,7 @@ static const struct tool_errors replace_errors = {
 /* Whether an EACCES on T was the gate's: T is a file it decides on
  * (regular, not empty) that the caller may write as far as permissions
  * go (asked with the thread's filesystem ids: AT_EACCESS). */
-static bool gated(const struct tool_view *v, const struct target *t)
+bool write_gated(const struct tool_view *v, const struct target *t)
 {
 	_cleanup_(closep) int fd = beneath_open(v->root, t->rel, O_PATH, 0);
 	struct stat st;
@@ -63,7 +63,7 @@ static bool gated(const struct tool_view *v, const struct target *t)
 int write_failed(const struct tool_view *v, const char *tool, const struct target *t, int err,
 		 const struct tool_errors *errs, struct tool_result *out)
 {
-	if (err == -EACCES && gated(v, t))
+	if (err == -EACCES && write_gated(v, t))
 		return message_blocked(v, tool, t->vpath, t->resolved, out);
 	if (err == -EROFS && t->family == FAMILY_MOUNT)
 		return path_refuse(PATH_MOUNT_RO, t->vpath, out);
@@ -92,18 +92,26 @@ int write_close(int *fd)
 	return r;
 }
 
-int write_content(const struct tool_view *v, const struct target *t, const char *content,
-		  size_t len, bool append, struct tool_result *out)
+int write_bytes(const struct tool_view *v, const struct target *t, const char *content, size_t len,
+		bool append)
 {
 	int flags = O_WRONLY | O_CREAT | O_NOCTTY | (append ? O_APPEND : O_TRUNC);
 	int r = beneath_mkdirs(v->root, t->rel);
 	_cleanup_(closep) int fd = r < 0 ? r : beneath_open(v->root, t->rel, flags, 0666);
 
 	if (fd < 0)
-		return write_failed(v, "write_file", t, fd, &write_errors, out);
+		return fd;
 	r = write_all(fd, content, len);
 	int c = write_close(&fd);
-	if ((r = r ?: c) < 0)
+	return r ?: c;
+}
+
+int write_content(const struct tool_view *v, const struct target *t, const char *content,
+		  size_t len, bool append, struct tool_result *out)
+{
+	int r = write_bytes(v, t, content, len, append);
+
+	if (r < 0)
 		return write_failed(v, "write_file", t, r, &write_errors, out);
 	return result_ok(out, strdup("OK"), NULL);
 }

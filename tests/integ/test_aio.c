@@ -112,10 +112,8 @@ Suite *suite_aio(void)
 	(void)test_aio_shell;
 	/* Waits for /v1/bash/exec, /v1/bash/sessions/create and .../close: */
 	(void)test_aio_bash;
-	/* Waits for /v1/file/read, write, find, list and grep: */
-	(void)test_aio_file;
-	/* Waits for GET /v1/file/download: */
-	(void)test_aio_download;
+	tcase_add_test(tc, test_aio_file);
+	tcase_add_test(tc, test_aio_download);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -693,6 +693,102 @@ START_TEST(test_broker_tool_runs_a_file_tool_in_the_view)
 }
 END_TEST
 
+/* A request of the AIO set (profile "aio") for the file tool NAME with
+ * ARGS (JSON), as sbx serve sends one. */
+static char *aio(const char *name, const char *args)
+{
+	return fmt_cmd("'{\"op\":\"tool\",\"user\":\"alice\",\"thread\":\"t1\",\"profile\":"
+		       "\"aio\",\"via\":\"aio\",\"name\":\"%s\",\"arguments\":%s}'",
+		       name, args);
+}
+
+/* The AIO set in the view: a file the thread has not read in its current
+ * version is refused (permission_denied, the gate's words); a read lets
+ * the older client's append through (the whole file written back), the
+ * newer one's append: true too; a file made anew needs no read; the
+ * journal names aio:file_write; a bad argument is a validation error. */
+START_TEST(test_broker_aio_file_tools_go_through_the_gate)
+{
+	const char *ws = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace", H);
+
+	char *r = raw(aio("file_write", "{\"file\":\"notes.txt\",\"content\":\"v1\\n\"}"));
+	SAME(field(r, "d[\"is_error\"], json.dumps(d[\"structured\"], sort_keys=True)"),
+	     "False {\"bytes_written\": 3, \"file\": \"/mnt/user-data/workspace/notes.txt\"}\n");
+	OK("echo host > '%s/notes.txt'", ws);
+	r = raw(fmt_cmd("%s %s %s %s %s",
+			aio("file_write", "{\"file\":\"notes.txt\",\"content\":\"agent\"}"),
+			aio("file_read", "{\"file\":\"/mnt/user-data/workspace/notes.txt\"}"),
+			aio("file_write",
+			    "{\"file\":\"notes.txt\",\"content\":\"host\\nagent\\n\"}"),
+			aio("file_write", "{\"file\":\"notes.txt\",\"content\":\"more\","
+					  "\"append\":true,\"trailing_newline\":true}"),
+			aio("file_read", "{\"start_line\":1}")));
+	SAME(fields(r,
+		    "d[\"is_error\"], d[\"structured\"].get(\"error_type\"),"
+		    " d[\"structured\"].get(\"content\") or d[\"structured\"].get(\"validation\")"
+		    " or d[\"structured\"].get(\"bytes_written\")"),
+	     "True permission_denied None\n"
+	     "False None host\n\n"
+	     "False None 11\n"
+	     "False None 5\n"
+	     "True None [{'loc': ['body', 'file'], 'msg': 'Field required', 'type': 'missing'}]\n");
+	/* The refusal's message is its text: the gate's words, and what
+	 * changed since the thread's own write. */
+	char *refused = strtok(r, "\n");
+	SAME(field(refused, "d[\"structured\"][\"message\"] == d[\"text\"],"
+			    " d[\"text\"].startswith(\"file_write blocked \u2014 \"),"
+			    " \"\\n\\nThe version you read: 3 bytes\" in d[\"text\"]"),
+	     "True True True\n");
+	SAME(read_file(fmt_cmd("%s/notes.txt", ws)), "host\nagent\nmore\n");
+	SAME(OUT("'%s' watch --home '%s' --user alice --thread t1 --once --since 0 --format json |"
+		 " python3 tests/tools/jsonq.py --lines \"d.get('path'), d.get('command')\" |"
+		 " grep notes.txt | sort -u",
+		 test_bin("sbx"), H),
+	     "/mnt/user-data/workspace/notes.txt aio:file_write\n");
+	r = raw("'{\"op\":\"tool\",\"user\":\"alice\",\"thread\":\"t1\",\"profile\":\"mcp\","
+		"\"name\":\"file_read\"}' '{\"op\":\"tool\",\"user\":\"alice\",\"thread\":\"t1\","
+		"\"name\":\"file_read\"}'");
+	SAME(fields(r, "d[\"error\"][\"code\"]"), "bad_request\nunknown_tool\n");
+}
+END_TEST
+
+/* open: the file's fd passed with the reply (its bytes the file's, its
+ * size said); a directory, a symlink out of the view, a path outside it
+ * and a missing file are refused with the AIO set's error_type as the
+ * code, and no fd. */
+START_TEST(test_broker_open_passes_the_file)
+{
+	const char *ws = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace", H);
+	int st;
+
+	sbx_exec(&st, "-- 'head -c 3000000 /dev/urandom > /mnt/user-data/workspace/big.bin &&"
+		      " mkdir /mnt/user-data/workspace/dir'");
+	ck_assert_int_eq(st, 0);
+	OK("ln -s /etc/passwd '%s/out'", ws);
+	char *sum = OUT("sha256sum '%s/big.bin' | cut -d' ' -f1", ws);
+	char *r = raw("--fds '{\"op\":\"open\",\"id\":1,\"user\":\"alice\",\"thread\":\"t1\","
+		      "\"path\":\"/mnt/user-data/workspace/big.bin\"}'");
+	SAME(field(r, "d[\"ok\"], d[\"id\"], d[\"size\"], d[\"_fds\"], d[\"_bytes\"],"
+		      " d[\"_nonblock\"], d[\"_cloexec\"]"),
+	     "True 1 3000000 1 3000000 False True\n");
+	SAME(field(r, "d[\"_sha256\"]"), sum);
+	r = raw("--fds '{\"op\":\"open\",\"user\":\"alice\",\"thread\":\"t1\",\"path\":\"dir\"}'"
+		" '{\"op\":\"open\",\"user\":\"alice\",\"thread\":\"t1\",\"path\":\"out\"}'"
+		" '{\"op\":\"open\",\"user\":\"alice\",\"thread\":\"t1\",\"path\":\"/etc/passwd\"}'"
+		" '{\"op\":\"open\",\"user\":\"alice\",\"thread\":\"t1\",\"path\":\"none\"}'"
+		" '{\"op\":\"open\",\"user\":\"alice\",\"thread\":\"t1\"}'");
+	SAME(fields(r, "d[\"ok\"], d[\"_fds\"], d[\"error\"][\"code\"],"
+		       " d[\"error\"].get(\"file_error\", {}).get(\"path\")"),
+	     "False 0 is_a_directory /mnt/user-data/workspace/dir\n"
+	     "False 0 permission_denied /mnt/user-data/workspace/out\n"
+	     "False 0 permission_denied /etc/passwd\n"
+	     "False 0 not_found /mnt/user-data/workspace/none\n"
+	     "False 0 bad_request None\n");
+	SAME(field(strtok(r, "\n"), "d[\"error\"][\"message\"]"),
+	     "IsADirectoryError: [Errno 21] Is a directory: '/mnt/user-data/workspace/dir'\n");
+}
+END_TEST
+
 /* --exit-idle: the broker stops once no client has been connected for
  * that long (unmounting its views), never while one is. */
 START_TEST(test_broker_exit_idle_stops_once_no_client_is_left)
@@ -1359,6 +1455,8 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_leases_park_and_idle_unmount);
 	tcase_add_test(tc, test_broker_a_held_lease_ends_with_its_connection);
 	tcase_add_test(tc, test_broker_tool_runs_a_file_tool_in_the_view);
+	tcase_add_test(tc, test_broker_aio_file_tools_go_through_the_gate);
+	tcase_add_test(tc, test_broker_open_passes_the_file);
 	tcase_add_test(tc, test_broker_exit_idle_stops_once_no_client_is_left);
 	tcase_add_test(tc, test_broker_a_client_going_away_disturbs_no_one);
 	tcase_add_test(tc, test_broker_pipelined_and_half_closed_requests);

@@ -8,13 +8,56 @@ close without reading (a client that goes away). --read-when FILE: read
 the replies only once FILE exists (a client that stops reading; at most
 60 s). --pipeline: send every request at once, then read the replies.
 --half-close: with --pipeline, shut down the sending side after the
-requests (shutdown(SHUT_WR), as `nc -N` does)."""
-import json, os, socket, sys, time
+requests (shutdown(SHUT_WR), as `nc -N` does). --fds: read the replies
+with recvmsg() and take the fds passed with them (SCM_RIGHTS): each final
+reply gets "_fds", how many came with it, and "_sha256" and "_bytes" of
+what the first one reads from its offset to its end, and "_nonblock",
+"_cloexec" of its flags (the fds are closed)."""
+import array, fcntl, hashlib, json, os, socket, sys, time
+
+class FdReader:
+    """Lines of a socket read with recvmsg(), each with the fds that came
+    with its bytes."""
+    def __init__(self, s):
+        self.s, self.buf, self.fds = s, b"", []
+
+    def readline(self):
+        while b"\n" not in self.buf:
+            data, anc, _, _ = self.s.recvmsg(65536, socket.CMSG_SPACE(16 * 4),
+                                             socket.MSG_CMSG_CLOEXEC)
+            for level, kind, payload in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds = array.array("i")
+                    fds.frombytes(payload[:len(payload) - len(payload) % 4])
+                    self.fds += list(fds)
+            if not data:
+                return b""
+            self.buf += data
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line + b"\n"
+
+    def annotate(self, msg):
+        fds, self.fds = self.fds, []
+        msg["_fds"] = len(fds)
+        if fds:
+            flags = fcntl.fcntl(fds[0], fcntl.F_GETFL)
+            msg["_nonblock"] = bool(flags & os.O_NONBLOCK)
+            msg["_cloexec"] = bool(fcntl.fcntl(fds[0], fcntl.F_GETFD) & fcntl.FD_CLOEXEC)
+            h, n = hashlib.sha256(), 0
+            while True:
+                chunk = os.read(fds[0], 1 << 20)
+                if not chunk:
+                    break
+                h.update(chunk)
+                n += len(chunk)
+            msg["_sha256"], msg["_bytes"] = h.hexdigest(), n
+        for fd in fds:
+            os.close(fd)
 
 def main():
     args = sys.argv[1:]
     home, show_all, leave, read_when = args.pop(0), False, None, None
-    pipeline = half_close = False
+    pipeline = half_close = with_fds = False
     while args and args[0].startswith("--"):
         opt = args.pop(0)
         if opt == "--all":
@@ -27,6 +70,8 @@ def main():
             pipeline = True
         elif opt == "--half-close":
             half_close = True
+        elif opt == "--fds":
+            with_fds = True
         elif opt == "--stdin":
             args += sys.stdin.read().splitlines()
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -36,7 +81,7 @@ def main():
         time.sleep(leave)
         s.close()
         return
-    f = s.makefile("rb")
+    f = FdReader(s) if with_fds else s.makefile("rb")
     if pipeline:
         s.sendall(b"".join(r.encode("utf-8", "surrogateescape") + b"\n" for r in args))
         if half_close:
@@ -54,6 +99,8 @@ def main():
                 print("EOF")
                 return
             msg = json.loads(line)
+            if with_fds and "ok" in msg:
+                f.annotate(msg)
             if show_all or "ok" in msg:
                 print(json.dumps(msg, sort_keys=True), flush=True)
             if "ok" in msg:
