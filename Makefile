@@ -151,7 +151,7 @@ FUZZ_SRC_names    := common/ids.c common/log.c common/quote.c fs/names.c fs/conf
 FUZZ_SRC_paths    := store/snapshot.c store/secrets.c exec/hostpath.c exec/guard.c
 FUZZ_SRC_classify := store/snapshot.c store/secrets.c exec/output.c exec/env.c common/utf8.c
 FUZZ_SRC_config   := common/config.c common/ids.c
-FUZZ_SRC_request  := exec/request.c exec/env.c common/ids.c
+FUZZ_SRC_request  := exec/request.c exec/env.c common/ids.c common/clock.c
 
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(wildcard */*.h common/*.c fs/*.c store/*.c run/*.c exec/*.c)
 	@mkdir -p build/fuzz
