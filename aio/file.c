@@ -90,9 +90,8 @@ enum MHD_Result aio_download(struct aio_call *c)
 		return aio_json(conn, MHD_HTTP_UNPROCESSABLE_CONTENT,
 				json_pack("{s:[{s:[s, s], s:s, s:s}]}", "detail", "loc", "query",
 					  "path", "msg", "Field required", "type", "missing"));
-	json_auto_t *req = json_pack("{s:s, s:s, s:s, s:s, s:s}", "op", "open", "user",
-				     c->sb->user, "thread", c->sb->thread, "path", path, "via",
-				     "aio");
+	json_auto_t *req = json_pack("{s:s, s:s, s:s, s:s, s:s}", "op", "open", "user", c->sb->user,
+				     "thread", c->sb->thread, "path", path, "via", "aio");
 	if (!req)
 		return aio_fail(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
 	json_auto_t *reply = client_call_fd(c->aio->home, req, &fd, &e);
@@ -104,8 +103,7 @@ enum MHD_Result aio_download(struct aio_call *c)
 		if (reply)
 			client_reply_error(reply, &e);
 		return aio_envelope(conn, download_status(code), false,
-				    json_string_value(json_object_get(err, "message"))
-					    ?: e.text,
+				    json_string_value(json_object_get(err, "message")) ?: e.text,
 				    json_incref(json_object_get(err, "file_error")));
 	}
 	json_int_t size = json_integer_value(json_object_get(reply, "size"));

@@ -226,3 +226,17 @@ int home_thread_find(int homefd, const char *user, const char *thread, const cha
 		*missing = opened < 2 ? "user" : "thread";
 	return fd < 0 ? fd : 0;
 }
+
+bool home_plain_below(const char *rest)
+{
+	if (strlen(rest) >= PATH_MAX || (*rest && *rest != '/'))
+		return false;
+	while (*rest == '/') {
+		const char *c = rest + 1, *end = strchrnul(c, '/');
+		size_t n = (size_t)(end - c);
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		rest = end;
+	}
+	return true;
+}

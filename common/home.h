@@ -55,6 +55,11 @@
 		"user-data", "skills", "acp-workspace" \
 	}
 
+/* Whether REST, what follows a root in a path ("" or "/a/b"), goes
+ * plainly below it: no empty, "." or ".." component, and shorter than
+ * PATH_MAX. */
+bool home_plain_below(const char *rest);
+
 /* The skill categories as the reference lays them out: each one's name
  * below /mnt/skills and its directory below the home (a NULL component
  * is the user's id). */

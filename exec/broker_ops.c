@@ -57,9 +57,10 @@ extern char **environ;
 static void op_acquire(struct client *c, const struct request *q)
 {
 	char mount[PATH_MAX], sid[SANDBOX_ID_LEN + 1], err[PATH_MAX + 128];
+	unsigned max = q->max_shell_sessions;
 
-	if (provider_acquire(c->b->provider, q->user, q->thread, q->owner, mount, sizeof(mount),
-			     sid, err, sizeof(err)) < 0) {
+	if (provider_acquire(c->b->provider, q->user, q->thread, q->owner, &max, mount,
+			     sizeof(mount), sid, err, sizeof(err)) < 0) {
 		send_error(c, q->id, "mount_failed", "%s", err);
 		return;
 	}
@@ -69,7 +70,9 @@ static void op_acquire(struct client *c, const struct request *q)
 		c->held_owner = strdup(q->owner);
 	}
 	send_ok(c, q->id,
-		json_pack("{s:s, s:s, s:s}", "sandbox", sid, "mount", mount, "owner", q->owner));
+		json_pack("{s:s, s:s, s:s, s:I}", "sandbox", sid, "mount", mount, "owner", q->owner,
+			  "max_shell_sessions",
+			  (json_int_t)(max ? max : c->b->config.max_shell_sessions)));
 }
 
 /* Drops OWNER's lease on USER's THREAD, and ends its scope's shell
@@ -724,9 +727,30 @@ static int run_one_off(const struct start_spec *ss, struct run_spec *spec, struc
 	return r;
 }
 
-/* The reply to a command that ran: its text, status, and what ended it. */
-static void send_exit(struct client *c, json_t *id, const struct run_result *res, unsigned timeout,
-		      const struct hostpath_mask *mask)
+/* TEXT (malloc'd, taken) as the client sees it: host paths masked (MASK:
+ * host mode's, or NULL). NULL if TEXT is, or out of memory. */
+static char *as_shown(char *text, const struct hostpath_mask *mask)
+{
+	if (!text || !mask)
+		return text;
+	char *masked = hostpath_mask(text, mask);
+	free(text);
+	return masked;
+}
+
+/* What of stream C the client sees, whole (as captured) and apart. */
+static json_t *raw_stream(const struct capture *c, const struct hostpath_mask *mask)
+{
+	_cleanup_(freep) char *text = as_shown(utf8_clean(c->data ? c->data : "", c->len, NULL),
+					       mask);
+
+	return text ? json_string(text) : NULL;
+}
+
+/* The reply to a command of Q that ran: its text, status, and what
+ * ended it. */
+static void send_exit(struct client *c, const struct request *q, const struct run_result *res,
+		      unsigned timeout, const struct hostpath_mask *mask)
 {
 	char notice[128];
 
@@ -734,29 +758,44 @@ static void send_exit(struct client *c, json_t *id, const struct run_result *res
 		snprintf(notice, sizeof(notice),
 			 "The broker shut down while the command ran,"
 			 " and stopped it.");
+	else if (res->idle_timed_out)
+		snprintf(notice, sizeof(notice),
+			 "Command produced no output for %u second%s and was terminated.",
+			 q->idle_timeout, q->idle_timeout == 1 ? "" : "s");
 	else
 		cgroups_notice(c->b->limits, res->killed, notice, sizeof(notice));
-	_cleanup_(freep) char *text = output_text(&res->out, &res->err, res->code, res->timed_out,
-						  timeout, notice, OUTPUT_MAX_CHARS);
-	_cleanup_(freep) char *masked = text && mask ? hostpath_mask(text, mask) : NULL;
+	_cleanup_(freep) char *text = as_shown(output_text(&res->out, &res->err, res->code,
+							   res->timed_out, timeout, notice,
+							   OUTPUT_MAX_CHARS),
+					       mask);
 	json_t *o = json_pack("{s:s, s:i, s:b, s:s, s:I, s:I}", "type", "exit", "code", res->code,
-			      "timed_out", res->timed_out, "output",
-			      masked ? masked
-			      : text ? text
-				     : "",
+			      "timed_out", res->timed_out, "output", text ? text : "",
 			      "stdout_bytes", (json_int_t)res->out.total, "stderr_bytes",
 			      (json_int_t)res->err.total);
-	if (o && res->stopped)
-		json_object_set_new(o, "stopped", json_true());
-	if (o && c->dropped) /* the output above has it all */
-		json_object_set_new(o, "events_dropped", json_true());
+	/* Each only when true. */
+	const struct {
+		const char *name;
+		bool set;
+	} flags[] = {
+		{ "stopped", res->stopped },
+		{ "idle_timed_out", res->idle_timed_out },
+		{ "shell_ended", res->shell_ended },
+		{ "events_dropped", c->dropped }, /* the output above has it all */
+	};
+	for (size_t i = 0; o && i < sizeof(flags) / sizeof(*flags); i++)
+		if (flags[i].set)
+			json_object_set_new(o, flags[i].name, json_true());
 	c->dropped = false;
 	if (o && res->killed)
 		json_object_set_new(o, "killed",
 				    json_pack("{s:s, s:s}", "limit",
 					      res->killed == LIMIT_MEMORY ? "memory" : "pids",
 					      "notice", notice));
-	send_ok(c, id, o);
+	if (o && q->raw) {
+		json_object_set_new(o, "stdout", raw_stream(&res->out, mask));
+		json_object_set_new(o, "stderr", raw_stream(&res->err, mask));
+	}
+	send_ok(c, q->id, o);
 }
 
 /* ---- exec: one command, step by step ------------------------------------ */
@@ -802,18 +841,21 @@ struct exec_job {
 	const char *names[CONFIG_MAX_MOUNTS + 1]; /* the extra mounts', NULL-ended */
 	char *command;				  /* the identity prefix, then Q's (malloc'd) */
 	struct sandbox_view sv;			  /* its view, from exec_enter() on */
+	char *host_cwd;				  /* host mode's working directory (malloc'd) */
 	char err[PATH_MAX + 512];		  /* why it could not run, or "" */
 };
 
 static void exec_job_free(struct exec_job *j)
 {
 	free(j->command);
+	free(j->host_cwd);
 }
 
-/* J's mode and its command with the identity prefix. Returns 0, or
- * -errno once the refusal is sent: host bash disabled (-EPERM), no
- * sandbox for namespace mode (-EOPNOTSUPP), a path host mode's guard
- * refuses (-EPERM), no memory. */
+/* J's mode and its command with the identity prefix (an exec's; a
+ * session_open has none). Returns 0, or -errno once the refusal is sent:
+ * host bash disabled (-EPERM), no sandbox for namespace mode
+ * (-EOPNOTSUPP), a cwd not of the view (-EINVAL), a path host mode's
+ * guard refuses (-EPERM), no memory. */
 static int exec_prepare(struct exec_job *j)
 {
 	struct broker *b = j->c->b;
@@ -843,6 +885,16 @@ static int exec_prepare(struct exec_job *j)
 	for (size_t i = 0; i < cf->nmounts; i++)
 		j->names[i] = cf->mounts[i].name;
 	j->names[cf->nmounts] = NULL;
+	if (q->cwd && !hostpath_is_virtual(q->cwd, j->names)) {
+		send_error(j->c, q->id, "bad_request",
+			   "'cwd' must be /mnt/user-data, /mnt/skills, /mnt/acp-workspace or a"
+			   " configured mount, or a directory below one, without . or .. (not"
+			   " '%.256s')",
+			   q->cwd);
+		return -EINVAL;
+	}
+	if (!q->command)
+		return 0;
 	/* Host mode's best-effort guard (not a boundary: guard.h). */
 	if (j->host && guard_check(q->command, j->names, why, sizeof(why)) < 0) {
 		send_error(j->c, q->id, "path_refused", "%s", why);
@@ -858,10 +910,36 @@ static int exec_prepare(struct exec_job *j)
 	return 0;
 }
 
+static void exec_leave(struct exec_job *j)
+{
+	struct broker *b = j->c->b;
+
+	if (!j->in_session)
+		leave(b, j->q->user, j->q->thread);
+	provider_unuse(b->provider, j->q->user, j->q->thread);
+}
+
+/* Whether J's cwd is a directory of its view, as the broker sees it:
+ * 0, or -errno. Said before anything starts: bubblewrap would set up
+ * the sandbox first and only then fail to enter it, as the command's
+ * output, or the death of a shell counted as started. */
+static int exec_cwd_check(const struct exec_job *j)
+{
+	struct stat st;
+
+	if (!j->q->cwd)
+		return 0;
+	_cleanup_(freep) char *at = hostpath_rewrite(j->q->cwd, j->sv.mount, j->names);
+	if (!at)
+		return -ENOMEM;
+	return stat(at, &st) < 0 ? -errno : S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
 /* J's turn and its view: a place among its sandbox's one-off commands
  * (a command of a session needs none), then the view, mounted if
- * needed. Returns 0, or -errno once the reply is sent (none to a client
- * that went away while it waited). exec_leave() gives both back. */
+ * needed, in which its cwd must be a directory. Returns 0, or -errno
+ * once the reply is sent (none to a client that went away while it
+ * waited). exec_leave() gives both back. */
 static int exec_enter(struct exec_job *j)
 {
 	struct broker *b = j->c->b;
@@ -882,45 +960,62 @@ static int exec_enter(struct exec_job *j)
 		if (!j->in_session)
 			leave(b, q->user, q->thread);
 		send_error(j->c, q->id, "mount_failed", "%s", j->err);
+		return r;
+	}
+	if ((r = exec_cwd_check(j)) < 0) {
+		send_error(j->c, q->id, "bad_request", "'cwd' %.256s: %s", q->cwd, strerror(-r));
+		exec_leave(j);
 	}
 	return r;
 }
 
-static void exec_leave(struct exec_job *j)
+/* How J's command, or its scope's shell, starts in its view: *SS (which
+ * points into J). Returns 0, or -ENOMEM. */
+static int exec_start(struct exec_job *j, struct start_spec *ss)
 {
 	struct broker *b = j->c->b;
+	const struct config *cf = &b->config;
+	const struct request *q = j->q;
 
-	if (!j->in_session)
-		leave(b, j->q->user, j->q->thread);
-	provider_unuse(b->provider, j->q->user, j->q->thread);
+	if (j->host && q->cwd)
+		j->host_cwd = hostpath_rewrite(q->cwd, j->sv.mount, j->names);
+	else if (j->host && asprintf(&j->host_cwd, "%s/user-data/workspace", j->sv.mount) < 0)
+		j->host_cwd = NULL;
+	*ss = (struct start_spec){
+		.sandbox = b->sandbox,
+		.limits = b->limits,
+		.user = q->user,
+		.thread = q->thread,
+		.cmd = { j->sv.mount, j->names, j->command, cf->network, &j->sv.ident, q->env,
+			 q->cwd },
+		.base_env = environ,
+		.env_pass = cf->env_pass,
+		.host = j->host,
+		.host_cwd = j->host_cwd,
+	};
+	return j->host && !j->host_cwd ? -ENOMEM : 0;
+}
+
+/* J's scope's session: the sandbox's limit, and whether it must exist. */
+static struct session_spec exec_session(const struct exec_job *j, const struct start_spec *ss)
+{
+	return (struct session_spec){ j->q->scope, ss, j->sv.max_shell_sessions, j->q->existing };
 }
 
 /* Runs J's command in its view, in its scope's shell or on its own, its
  * output streamed through OUT. Returns 0 with RES filled, or -errno (and
  * why in J's err, if the sandbox or the session said): -EIO when the
- * sandbox never started, -EBUSY when no session is to be had. */
+ * sandbox never started, -EBUSY when no session is to be had, -ENOENT
+ * when the scope's shell was to exist and does not. */
 static int exec_run(struct exec_job *j, struct stream_ctx *out, struct run_result *res)
 {
 	struct broker *b = j->c->b;
-	const struct config *cf = &b->config;
-	const struct request *q = j->q;
-	char ws[PATH_MAX + 32];
-	int r;
+	struct start_spec ss;
+	int r = exec_start(j, &ss);
 
-	snprintf(ws, sizeof(ws), "%s/user-data/workspace", j->sv.mount);
-	struct start_spec ss = {
-		.sandbox = b->sandbox,
-		.limits = b->limits,
-		.user = q->user,
-		.thread = q->thread,
-		.cmd = { j->sv.mount, j->names, j->command, cf->network, &j->sv.ident, q->env },
-		.base_env = environ,
-		.env_pass = cf->env_pass,
-		.host = j->host,
-		.host_cwd = ws,
-	};
 	struct run_spec spec = {
 		.timeout_s = j->timeout,
+		.idle_timeout_s = j->q->idle_timeout,
 		.on_output = on_output,
 		.arg = out,
 		.cancel_fd = j->c->fd,
@@ -928,8 +1023,10 @@ static int exec_run(struct exec_job *j, struct stream_ctx *out, struct run_resul
 		.info_fd = -1,
 	};
 	j->err[0] = '\0';
+	if (r < 0)
+		return r;
 	if (j->in_session) {
-		struct session_spec sp = { q->scope, &ss };
+		struct session_spec sp = exec_session(j, &ss);
 		_cleanup_(freep) char *cmd =
 			j->host ? hostpath_rewrite(j->command, j->sv.mount, j->names) : NULL;
 		r = j->host && !cmd ? -ENOMEM
@@ -948,6 +1045,23 @@ static int exec_run(struct exec_job *j, struct stream_ctx *out, struct run_resul
 	return r;
 }
 
+/* Why J's command or shell could not be had (R, -errno): logged and
+ * told. */
+static void exec_refuse(struct exec_job *j, int r)
+{
+	const struct request *q = j->q;
+
+	if (r == -ENOENT && q->existing) {
+		/* The AIO API's words for it. */
+		send_error(j->c, q->id, "no_session", "Session not found");
+		return;
+	}
+	log_warn("%s %s/%s: %s", q->command ? "exec" : "session", q->user, q->thread,
+		 *j->err ? j->err : strerror(-r));
+	send_error(j->c, q->id, r == -EBUSY ? "session_limit" : "start_failed", "%s",
+		   *j->err ? j->err : strerror(-r));
+}
+
 /* The end of J's command, which ran (R 0: RES) or not (R -errno): its
  * exit, or why it could not run; logged either way. A command its client
  * gave up on (RES cancelled) gets no exit. MASK: host mode's, or NULL. */
@@ -957,20 +1071,20 @@ static void exec_reply(struct exec_job *j, int r, struct run_result *res,
 	const struct request *q = j->q;
 
 	if (r < 0) {
-		log_warn("exec %s/%s: %s", q->user, q->thread, *j->err ? j->err : strerror(-r));
-		send_error(j->c, q->id, r == -EBUSY ? "session_limit" : "start_failed", "%s",
-			   *j->err ? j->err : strerror(-r));
+		exec_refuse(j, r);
 		return;
 	}
 	log_info("exec %s/%s%s: exit %d%s", q->user, q->thread, j->host ? " (host)" : "", res->code,
 		 res->timed_out		       ? " (timed out)"
+		 : res->idle_timed_out	       ? " (no output for too long)"
+		 : res->shell_ended	       ? " (its shell ended)"
 		 : res->cancelled	       ? " (client gone)"
 		 : res->stopped		       ? " (stopped: shutting down)"
 		 : res->killed == LIMIT_MEMORY ? " (out of memory)"
 		 : res->killed == LIMIT_PIDS   ? " (process limit)"
 					       : "");
 	if (!res->cancelled)
-		send_exit(j->c, q->id, res, j->timeout, mask);
+		send_exit(j->c, q, res, j->timeout, mask);
 	run_result_free(res);
 }
 
@@ -995,6 +1109,42 @@ static void op_exec(struct client *c, const struct request *q)
 	exec_leave(&j);
 	stream_flush(&out);
 	exec_reply(&j, r, &res, out.mask);
+}
+
+/* Opens a scope's shell (docs/protocol.md, session_open): the refusals an
+ * exec would meet, the view, the session made or found. */
+static void op_session_open(struct client *c, const struct request *q)
+{
+	_cleanup_(exec_job_free) struct exec_job j = { .c = c, .q = q };
+	_cleanup_(freep) char *cwd = NULL;
+	struct start_spec ss;
+
+	if (exec_prepare(&j) < 0 || exec_enter(&j) < 0)
+		return;
+	j.err[0] = '\0';
+	int r = exec_start(&j, &ss);
+	if (r == 0) {
+		struct session_spec sp = exec_session(&j, &ss);
+		r = session_open(c->b->sessions, &sp, &cwd, j.err, sizeof(j.err));
+	}
+	exec_leave(&j);
+	if (r < 0)
+		exec_refuse(&j, r);
+	else
+		send_ok(c, q->id,
+			json_pack("{s:s, s:s, s:b}", "scope", q->scope, "cwd", cwd, "created",
+				  r == 1));
+}
+
+/* Ends a scope's shell (docs/protocol.md, session_close). */
+static void op_session_close(struct client *c, const struct request *q)
+{
+	int r = sessions_end_scope(c->b->sessions, q->user, q->thread, q->scope);
+
+	if (r < 0)
+		send_error(c, q->id, "no_session", "Session not found");
+	else
+		send_ok(c, q->id, json_pack("{s:s, s:b}", "scope", q->scope, "ended", r > 0));
 }
 
 /* ---- tool: a file tool in the thread's view ----------------------------- */
@@ -1182,6 +1332,12 @@ void broker_dispatch(struct client *c, const char *line, size_t len)
 		break;
 	case REQ_EXEC:
 		op_exec(c, &q);
+		break;
+	case REQ_SESSION_OPEN:
+		op_session_open(c, &q);
+		break;
+	case REQ_SESSION_CLOSE:
+		op_session_close(c, &q);
 		break;
 	case REQ_PRESENT:
 		op_present(c, &q);

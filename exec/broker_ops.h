@@ -1,5 +1,6 @@
 /* broker_ops.h - the broker's requests (docs/protocol.md): acquire,
- * release, status, exec, present, run_begin, run_end, watch, ping,
+ * release, status, exec, session_open, session_close, present,
+ * run_begin, run_end, run_changes, run_undo, restore, tool, watch, ping,
  * shutdown; each parsed (request.h), done and answered (transport.h) on
  * the thread that serves its connection.
  */

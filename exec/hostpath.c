@@ -49,19 +49,45 @@ static char *replace_all(const char *s, const char *const *from, const char *con
 	return out;
 }
 
-char *hostpath_rewrite(const char *command, const char *mount, const char *const *extra)
+/* The view's top names, its own and then EXTRA, in NAMES; how many. */
+static size_t view_names(const char *names[MAX_NAMES], const char *const *extra)
 {
 	static const char *const own[] = VIEW_TOP_NAMES;
-	const char *names[MAX_NAMES];
-	char from[MAX_NAMES][PATH_MAX], to[MAX_NAMES][PATH_MAX];
-	const char *f[MAX_NAMES], *t[MAX_NAMES];
 	size_t n = 0;
 
 	for (; n < sizeof(own) / sizeof(own[0]); n++)
 		names[n] = own[n];
-
 	for (size_t i = 0; extra && extra[i] && n < MAX_NAMES; i++)
 		names[n++] = extra[i];
+	return n;
+}
+
+bool hostpath_is_virtual(const char *path, const char *const *extra)
+{
+	const char *names[MAX_NAMES];
+	size_t n = view_names(names, extra), len = strlen(path);
+	char p[PATH_MAX];
+
+	if (len >= sizeof(p) || strncmp(path, "/mnt/", 5))
+		return false;
+	memcpy(p, path, len + 1);
+	while (len > 5 && p[len - 1] == '/') /* a directory's trailing slashes */
+		p[--len] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		size_t k = strlen(names[i]);
+		if (!strncmp(p + 5, names[i], k) && (!p[5 + k] || p[5 + k] == '/'))
+			return home_plain_below(p + 5 + k);
+	}
+	return false;
+}
+
+char *hostpath_rewrite(const char *command, const char *mount, const char *const *extra)
+{
+	const char *names[MAX_NAMES];
+	char from[MAX_NAMES][PATH_MAX], to[MAX_NAMES][PATH_MAX];
+	const char *f[MAX_NAMES], *t[MAX_NAMES];
+	size_t n = view_names(names, extra);
+
 	for (size_t i = 0; i < n; i++) {
 		snprintf(from[i], PATH_MAX, "/mnt/%s", names[i]);
 		snprintf(to[i], PATH_MAX, "%s/%s", mount, names[i]);

@@ -5,10 +5,18 @@
 #ifndef SBX_HOSTPATH_H
 #define SBX_HOSTPATH_H
 
+#include <stdbool.h>
+
 /* COMMAND with the virtual paths (/mnt/user-data, /mnt/skills,
  * /mnt/acp-workspace, /mnt/NAME for each EXTRA name) made paths under
  * MOUNT (malloc'd), whole names only: "/mnt/skills2" stays. */
 char *hostpath_rewrite(const char *command, const char *mount, const char *const *extra);
+
+/* Whether PATH is a place of the view as its sandbox sees it:
+ * /mnt/user-data, /mnt/skills, /mnt/acp-workspace or /mnt/NAME for each
+ * EXTRA name, or plainly below one (no empty, "." or ".." component; a
+ * trailing "/" is fine). */
+bool hostpath_is_virtual(const char *path, const char *const *extra);
 
 /* One host directory and the virtual path it is shown as. */
 struct hostpath_mask {

@@ -30,7 +30,8 @@ struct view {
 	struct identity ident;
 	char **owners;
 	size_t nowners;
-	size_t running; /* commands in it now */
+	size_t running;		     /* commands in it now */
+	unsigned max_shell_sessions; /* an acquire's, until unmounted; 0: none */
 	bool mounted;
 	time_t idle_since; /* no lease, no command: parked */
 };
@@ -209,6 +210,7 @@ static void unmount_view(struct provider *p, struct view *v, bool lazy)
 	else
 		log_info("unmounted %s/%s (sandbox %s)", v->user, v->thread, v->id);
 	v->mounted = false;
+	v->max_shell_sessions = 0;
 }
 
 static void view_free(struct view *v)
@@ -349,8 +351,8 @@ static void update_idle(struct view *v)
 }
 
 int provider_acquire(struct provider *p, const char *user, const char *thread, const char *owner,
-		     char *mount, size_t size, char id[SANDBOX_ID_LEN + 1], char *err,
-		     size_t errlen)
+		     unsigned *max_sessions, char *mount, size_t size, char id[SANDBOX_ID_LEN + 1],
+		     char *err, size_t errlen)
 {
 	int r = -ENOMEM;
 
@@ -375,6 +377,9 @@ int provider_acquire(struct provider *p, const char *user, const char *thread, c
 		v->owners = o;
 		v->nowners++;
 	}
+	if (*max_sessions)
+		v->max_shell_sessions = *max_sessions;
+	*max_sessions = v->max_shell_sessions;
 	snprintf(mount, size, "%s", v->mount);
 	memcpy(id, v->id, SANDBOX_ID_LEN + 1);
 out:
@@ -413,6 +418,7 @@ int provider_use(struct provider *p, const char *user, const char *thread, struc
 		snprintf(out->mount, sizeof(out->mount), "%s", v->mount);
 		memcpy(out->id, v->id, sizeof(out->id));
 		out->ident = v->ident;
+		out->max_shell_sessions = v->max_shell_sessions;
 	}
 	pthread_mutex_unlock(&p->lock);
 	return r;

@@ -10,7 +10,9 @@
  * one view twice. A view knows its sandbox's host identity (identity.h):
  * a root broker mounts it for that uid (allow_other, --map-owner), with
  * the disk quota of [limits]. acquire(owner)
- * is idempotent per owner; release(owner) drops that owner's lease; a
+ * is idempotent per owner, and may give the sandbox a max_shell_sessions
+ * of its own, kept until the view is unmounted; release(owner) drops
+ * that owner's lease; a
  * view with no lease, no command running and no shell session is parked
  * (kept mounted, warm) and unmounted after idle_timeout seconds. A mount left behind by
  * a broker that died is found at start-up and detached.
@@ -41,12 +43,14 @@ void provider_free(struct provider *p);
 /* The sandbox id of THREAD (SANDBOX_ID_LEN hex digits and a NUL). */
 void sandbox_id(const char *thread, char id[SANDBOX_ID_LEN + 1]);
 
-/* Mounts USER's THREAD if needed and gives OWNER a lease on it. MOUNT
- * gets the mount point, ID the sandbox id. Returns 0 or -errno with a
- * reason in ERR. */
+/* Mounts USER's THREAD if needed and gives OWNER a lease on it. A
+ * *MAX_SESSIONS above 0 becomes the sandbox's max_shell_sessions until
+ * its view is unmounted; *MAX_SESSIONS then gets the sandbox's (0: it
+ * has none of its own). MOUNT gets the mount point, ID the sandbox id.
+ * Returns 0 or -errno with a reason in ERR. */
 int provider_acquire(struct provider *p, const char *user, const char *thread, const char *owner,
-		     char *mount, size_t size, char id[SANDBOX_ID_LEN + 1], char *err,
-		     size_t errlen);
+		     unsigned *max_sessions, char *mount, size_t size, char id[SANDBOX_ID_LEN + 1],
+		     char *err, size_t errlen);
 /* Drops OWNER's lease: 1 if the view is now parked, 0 if others hold
  * it, -ENOENT if OWNER holds none. */
 int provider_release(struct provider *p, const char *user, const char *thread, const char *owner);
@@ -55,7 +59,8 @@ int provider_release(struct provider *p, const char *user, const char *thread, c
 struct sandbox_view {
 	char mount[PATH_MAX];
 	char id[SANDBOX_ID_LEN + 1];
-	struct identity ident; /* a copy: the provider holds the lock */
+	struct identity ident;	     /* a copy: the provider holds the lock */
+	unsigned max_shell_sessions; /* its own (an acquire's); 0: none */
 };
 
 /* A command is about to run in USER's THREAD's view (mounted if needed,

@@ -44,6 +44,48 @@ static bool str_field(json_t *o, const char *key, bool required, const char **ou
 	return true;
 }
 
+/* Boolean field KEY of O: *OUT, false if absent. False (with the
+ * message in ERR) if it is neither true nor false. */
+static bool bool_field(json_t *o, const char *key, bool *out, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+
+	*out = json_is_true(v);
+	if (!v || json_is_boolean(v))
+		return true;
+	snprintf(err, errlen, "'%s' must be true or false", key);
+	return false;
+}
+
+/* Count field KEY of O, 1 to MAX: *OUT, 0 if absent or null. False
+ * (with the message in ERR, which calls it WHAT) if it is anything
+ * else. */
+static bool count_field(json_t *o, const char *key, long long max, const char *what, long long *out,
+			char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+
+	*out = 0;
+	if (!v || json_is_null(v))
+		return true;
+	if (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= max) {
+		*out = json_integer_value(v);
+		return true;
+	}
+	snprintf(err, errlen, "'%s' must be %s from 1 to %lld", key, what, max);
+	return false;
+}
+
+/* Seconds (timeout, idle_timeout): whole, 1 to 86400; 0 if absent. */
+static bool seconds_field(json_t *o, const char *key, unsigned *out, char *err, size_t errlen)
+{
+	long long n;
+	bool ok = count_field(o, key, 86400, "whole seconds", &n, err, errlen);
+
+	*out = (unsigned)n;
+	return ok;
+}
+
 /* The message is in ERR already. */
 static int bad_request(const char **code)
 {
@@ -70,6 +112,8 @@ static const struct {
 	{ "run_changes", REQ_RUN_CHANGES },
 	{ "tool", REQ_TOOL },
 	{ "open", REQ_OPEN },
+	{ "session_open", REQ_SESSION_OPEN },
+	{ "session_close", REQ_SESSION_CLOSE },
 };
 
 /* The run a request names (present, run_end, run_undo). */
@@ -124,13 +168,9 @@ static int parse_run_undo(struct request *r, const char **code, char *err, size_
 
 	if (parse_run(r, code, err, errlen) < 0)
 		return -EINVAL;
-	for (size_t i = 0; i < 3; i++) {
-		json_t *f = json_object_get(r->root, names[i]);
-		if (f && !json_is_boolean(f))
-			return fail(code, "bad_request", err, errlen, "'%s' must be true or false",
-				    names[i]);
-		*flags[i] = json_is_true(f);
-	}
+	for (size_t i = 0; i < 3; i++)
+		if (!bool_field(r->root, names[i], flags[i], err, errlen))
+			return bad_request(code);
 	if (r->partial && r->force)
 		return fail(code, "bad_request", err, errlen,
 			    "'partial' and 'force' exclude each other");
@@ -142,7 +182,7 @@ static int parse_run_undo(struct request *r, const char **code, char *err, size_
  * engine's to say (run/restore.h). */
 static int parse_restore(struct request *r, const char **code, char *err, size_t errlen)
 {
-	json_t *o = r->root, *before = json_object_get(o, "before"), *dry;
+	json_t *o = r->root, *before = json_object_get(o, "before");
 	const char *at = NULL;
 
 	if (!str_field(o, "path", true, &r->path, err, errlen) ||
@@ -157,27 +197,19 @@ static int parse_restore(struct request *r, const char **code, char *err, size_t
 			    "'at' must be a time such as 2026-12-01T19:30:00Z (UTC)");
 	if (!r->before == !at)
 		return fail(code, "bad_request", err, errlen, "expected one of 'before' and 'at'");
-	dry = json_object_get(o, "dry_run");
-	if (dry && !json_is_boolean(dry))
-		return fail(code, "bad_request", err, errlen, "'dry_run' must be true or false");
-	r->dry_run = json_is_true(dry);
-	return 0;
+	return bool_field(o, "dry_run", &r->dry_run, err, errlen) ? 0 : bad_request(code);
 }
 
 /* A run's beginning (docs/protocol.md): how many files its first
  * snapshot may hold. */
 static int parse_run_begin(struct request *r, const char **code, char *err, size_t errlen)
 {
-	json_t *max = json_object_get(r->root, "max_files");
+	long long max;
 
-	if (!max || json_is_null(max))
-		return 0;
-	if (!json_is_integer(max) || json_integer_value(max) < 1 ||
-	    json_integer_value(max) > REQUEST_MAX_FILES)
-		return fail(code, "bad_request", err, errlen,
-			    "'max_files' must be a number of files from 1 to %d",
-			    REQUEST_MAX_FILES);
-	r->max_files = (long)json_integer_value(max);
+	if (!count_field(r->root, "max_files", REQUEST_MAX_FILES, "a number of files", &max, err,
+			 errlen))
+		return bad_request(code);
+	r->max_files = (long)max;
 	return 0;
 }
 
@@ -263,30 +295,43 @@ static int parse_env(json_t *env, struct request *r, const char **code, char *er
 	return 0;
 }
 
-static int parse_exec(struct request *r, const char **code, char *err, size_t errlen)
+/* A scope (exec, session_open, session_close): 1 to 256 characters. */
+static int parse_scope(struct request *r, bool required, const char **code, char *err,
+		       size_t errlen)
 {
-	json_t *o = r->root, *t, *h, *who;
-
-	if (!str_field(o, "command", true, &r->command, err, errlen) ||
-	    !str_field(o, "scope", false, &r->scope, err, errlen))
+	if (!str_field(r->root, "scope", required, &r->scope, err, errlen))
 		return bad_request(code);
-	if (!*r->command)
-		return fail(code, "bad_request", err, errlen, "'command' is empty");
 	if (r->scope && (!*r->scope || strlen(r->scope) > 256))
 		return fail(code, "bad_request", err, errlen,
 			    "'scope' must have 1 to 256 characters");
-	t = json_object_get(o, "timeout");
-	if (t && !json_is_null(t)) {
-		if (!json_is_integer(t) || json_integer_value(t) < 1 ||
-		    json_integer_value(t) > 86400)
-			return fail(code, "bad_request", err, errlen,
-				    "'timeout' must be whole seconds from 1 to 86400");
-		r->timeout = (unsigned)json_integer_value(t);
-	}
-	h = json_object_get(o, "host");
-	if (h && !json_is_boolean(h))
-		return fail(code, "bad_request", err, errlen, "'host' must be true or false");
-	r->host = json_is_true(h);
+	return 0;
+}
+
+/* Where a command or a shell starts, and in which mode (exec,
+ * session_open). */
+static int parse_start(struct request *r, const char **code, char *err, size_t errlen)
+{
+	if (!str_field(r->root, "cwd", false, &r->cwd, err, errlen) ||
+	    !bool_field(r->root, "host", &r->host, err, errlen))
+		return bad_request(code);
+	return 0;
+}
+
+static int parse_exec(struct request *r, const char **code, char *err, size_t errlen)
+{
+	json_t *o = r->root, *who;
+
+	if (!str_field(o, "command", true, &r->command, err, errlen))
+		return bad_request(code);
+	if (!*r->command)
+		return fail(code, "bad_request", err, errlen, "'command' is empty");
+	if (parse_scope(r, false, code, err, errlen) < 0 || parse_start(r, code, err, errlen) < 0)
+		return -EINVAL;
+	if (!seconds_field(o, "timeout", &r->timeout, err, errlen) ||
+	    !seconds_field(o, "idle_timeout", &r->idle_timeout, err, errlen) ||
+	    !bool_field(o, "existing", &r->existing, err, errlen) ||
+	    !bool_field(o, "raw", &r->raw, err, errlen))
+		return bad_request(code);
 	who = json_object_get(o, "channel_user_id");
 	if (who && !json_is_null(who) && !json_is_string(who))
 		return fail(code, "bad_request", err, errlen, "'channel_user_id' must be a string");
@@ -294,7 +339,27 @@ static int parse_exec(struct request *r, const char **code, char *err, size_t er
 		r->channel_user_id = json_string_value(who);
 		r->channel_user_id_len = json_string_length(who);
 	}
-	return parse_env(json_object_get(o, "env"), r, code, err, errlen);
+	if (parse_env(json_object_get(o, "env"), r, code, err, errlen) < 0)
+		return -EINVAL;
+	/* Explicit variables make a command one-off (docs/protocol.md). */
+	bool in_scope = r->scope && r->nenv == 0;
+	if (r->existing && !in_scope)
+		return fail(code, "bad_request", err, errlen,
+			    "'existing' needs a 'scope', and no 'env'");
+	if (r->cwd && in_scope)
+		return fail(code, "bad_request", err, errlen,
+			    "'cwd' is for one-off commands and session_open: a scope's shell keeps"
+			    " its own working directory");
+	return 0;
+}
+
+/* session_open (a scope, where its shell starts, the mode) and
+ * session_close (a scope). */
+static int parse_session(struct request *r, const char **code, char *err, size_t errlen)
+{
+	if (parse_scope(r, true, code, err, errlen) < 0)
+		return -EINVAL;
+	return r->op == REQ_SESSION_OPEN ? parse_start(r, code, err, errlen) : 0;
 }
 
 int request_parse(const char *line, size_t len, struct request *r, const char **code, char *err,
@@ -319,9 +384,9 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 		i++;
 	if (i == sizeof(ops) / sizeof(*ops))
 		return fail(code, "unknown_op", err, errlen,
-			    "unknown op '%.64s' (ping, acquire, release, exec, present,"
-			    " run_begin, run_end, run_changes, run_undo, restore, status, shutdown,"
-			    " tool, open, watch)",
+			    "unknown op '%.64s' (ping, acquire, release, exec, session_open,"
+			    " session_close, present, run_begin, run_end, run_changes, run_undo,"
+			    " restore, status, shutdown, tool, open, watch)",
 			    op);
 	r->op = ops[i].op;
 	if (r->op == REQ_PING || r->op == REQ_STATUS || r->op == REQ_SHUTDOWN)
@@ -353,6 +418,8 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 			       : bad_request(code);
 	if (r->op == REQ_RUN_BEGIN)
 		return parse_run_begin(r, code, err, errlen);
+	if (r->op == REQ_SESSION_OPEN || r->op == REQ_SESSION_CLOSE)
+		return parse_session(r, code, err, errlen);
 	if (!str_field(r->root, "owner", true, &r->owner, err, errlen))
 		return bad_request(code);
 	if (!*r->owner || strlen(r->owner) > 256)
@@ -363,6 +430,12 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 		return fail(code, "bad_request", err, errlen,
 			    "'hold' is true or false, and only for acquire");
 	r->hold = json_is_true(hold);
+	long long max = 0;
+	if (r->op == REQ_ACQUIRE &&
+	    !count_field(r->root, "max_shell_sessions", REQUEST_MAX_SHELL_SESSIONS,
+			 "a number of shells", &max, err, errlen))
+		return bad_request(code);
+	r->max_shell_sessions = (unsigned)max;
 	return 0;
 }
 

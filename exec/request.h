@@ -13,6 +13,9 @@
 
 /* The most files a run_begin may ask its first snapshot to hold. */
 #define REQUEST_MAX_FILES 1000000
+/* The most shells an acquire may allow its sandbox (as sbx.conf's
+ * max_shell_sessions). */
+#define REQUEST_MAX_SHELL_SESSIONS 1000
 
 enum request_op {
 	REQ_PING,
@@ -30,19 +33,28 @@ enum request_op {
 	REQ_RUN_UNDO,
 	REQ_RESTORE,
 	REQ_OPEN,
+	REQ_SESSION_OPEN,
+	REQ_SESSION_CLOSE,
 };
 
 struct request {
 	json_t *root; /* owns every string below */
 	json_t *id;   /* echoed in replies, or NULL */
 	enum request_op op;
-	const char *user, *thread; /* ids (ids.h) */
-	const char *owner;	   /* acquire, release: 1..256 characters */
-	bool hold;		   /* acquire: the lease ends with the connection */
-	const char *command;	   /* exec */
-	const char *scope;	   /* exec, or NULL */
-	unsigned timeout;	   /* exec: seconds, 0: the default */
-	bool host;
+	const char *user, *thread;   /* ids (ids.h) */
+	const char *owner;	     /* acquire, release: 1..256 characters */
+	bool hold;		     /* acquire: the lease ends with the connection */
+	unsigned max_shell_sessions; /* acquire: the sandbox's limit, 0: unchanged */
+	const char *command;	     /* exec */
+	const char *scope;	     /* exec (or NULL), session_open, session_close */
+	unsigned timeout;	     /* exec: seconds, 0: the default */
+	unsigned idle_timeout;	     /* exec: seconds without output, 0: none */
+	bool host;		     /* exec, session_open */
+	bool existing;		     /* exec: only in the scope's shell as it is */
+	bool raw;		     /* exec: each stream whole in the reply */
+	/* exec (one-off), session_open: the working directory, a virtual
+	 * path (whether it is the view's is the broker's to say), or NULL */
+	const char *cwd;
 	const char *channel_user_id; /* exec: may hold NUL; NULL if absent */
 	size_t channel_user_id_len;
 	char **env; /* exec: "K=V" (malloc'd), NULL-terminated */

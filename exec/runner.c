@@ -107,6 +107,45 @@ static bool report_closed(struct run_watch *w)
 	return !w->started && poll(&p, 1, 0) == 1 && take_info(w) == 1;
 }
 
+void run_clock_init(struct run_clock *c, unsigned timeout_s, unsigned idle_s)
+{
+	int64_t now = now_ms();
+
+	c->deadline = timeout_s ? now + (int64_t)timeout_s * 1000 : INT64_MAX;
+	c->idle_ms = (int64_t)idle_s * 1000;
+	c->idle_until = idle_s ? now + c->idle_ms : INT64_MAX;
+	c->seen = 0;
+}
+
+int run_clock_wait(const struct run_clock *c, int max_ms)
+{
+	int64_t until = c->deadline < c->idle_until ? c->deadline : c->idle_until;
+
+	if (until == INT64_MAX)
+		return max_ms;
+	int64_t left = until - now_ms();
+	left = left < 0 ? 0 : left > 60000 ? 60000 : left;
+	return max_ms >= 0 && max_ms < left ? max_ms : (int)left;
+}
+
+enum run_clock_end run_clock_check(struct run_clock *c, size_t output)
+{
+	int64_t now = now_ms();
+
+	if (c->idle_ms && output != c->seen) {
+		c->seen = output;
+		c->idle_until = now + c->idle_ms;
+	}
+	return now >= c->deadline     ? RUN_CLOCK_TIMEOUT
+	       : now >= c->idle_until ? RUN_CLOCK_IDLE
+				      : RUN_CLOCK_RUNS;
+}
+
+bool run_cut_short(const struct run_result *r)
+{
+	return r->timed_out || r->idle_timed_out || r->cancelled || r->stopped || r->killed;
+}
+
 int run_watch_fd(const struct run_watch *w)
 {
 	return w->started ? -1 : w->info;
@@ -200,7 +239,8 @@ int run_command(const struct run_spec *s, struct run_result *r)
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	run_watch_init(&w, s->info_fd, pid, s->leaf);
 
-	int64_t deadline = s->timeout_s ? now_ms() + (int64_t)s->timeout_s * 1000 : INT64_MAX;
+	struct run_clock clock;
+	run_clock_init(&clock, s->timeout_s, s->idle_timeout_s);
 	int64_t linger_until = INT64_MAX;
 	bool exited = false, open_out = true, open_err = true;
 	fcntl(out[0], F_SETFL, O_NONBLOCK);
@@ -214,14 +254,11 @@ int run_command(const struct run_spec *s, struct run_result *r)
 			{ exited ? -1 : run_watch_fd(&w), POLLIN, 0 },
 			{ exited ? -1 : s->stop_fd, POLLIN, 0 },
 		};
-		int64_t now = now_ms(), until = exited ? linger_until : deadline;
-		int wait_ms = until == INT64_MAX ? (exited || pidfd >= 0 ? -1 : 50)
-			      : until <= now	 ? 0
-						 : (int)(until - now < 60000 ? until - now : 60000);
-		if (!exited && pidfd < 0 && (wait_ms < 0 || wait_ms > 50))
-			wait_ms = 50; /* no pidfd (old kernel): look now and then */
-		if (!exited)
-			wait_ms = run_watch_wait(&w, wait_ms);
+		int64_t now = now_ms();
+		/* Without a pidfd (an old kernel): a look now and then. */
+		int wait_ms = exited ? (linger_until <= now ? 0 : (int)(linger_until - now))
+				     : run_watch_wait(&w,
+						      run_clock_wait(&clock, pidfd >= 0 ? -1 : 50));
 		int n = poll(p, 6, wait_ms);
 		if (n < 0 && errno != EINTR)
 			break;
@@ -262,25 +299,28 @@ int run_command(const struct run_spec *s, struct run_result *r)
 			continue;
 		}
 		bool cancel = p[3].revents & (POLLHUP | POLLERR), stop = p[5].revents != 0;
-		if (cancel || stop || now >= deadline || event == 2) {
+		enum run_clock_end late = run_clock_check(&clock, r->out.total + r->err.total);
+		if (cancel || stop || late != RUN_CLOCK_RUNS || event == 2) {
 			kill_command(s, &w, pid, pidfd, &status);
 			exited = true;
 			r->cancelled = cancel;
 			r->stopped = stop && !cancel;
-			r->timed_out = !cancel && !stop && event != 2;
+			bool timeout = !cancel && !stop && event != 2;
+			r->timed_out = timeout && late == RUN_CLOCK_TIMEOUT;
+			r->idle_timed_out = timeout && late == RUN_CLOCK_IDLE;
 			r->killed = hit;
 			linger_until = now + LINGER_MS;
 		}
 	}
 	/* Whatever of the group is left after a timeout, a limit or cancel. */
-	if (r->timed_out || r->cancelled || r->stopped || r->killed)
+	if (run_cut_short(r))
 		run_kill_tree(NULL, w.init, pid, pidfd);
 	run_watch_end(&w);
 	closep(&out[0]);
 	closep(&err[0]);
 	if (r->stopped)
 		r->code = RUN_STOPPED_CODE;
-	else if (r->timed_out)
+	else if (r->timed_out || r->idle_timed_out)
 		r->code = 124;
 	else if (r->killed)
 		r->code = 137;

@@ -43,7 +43,8 @@ struct run_spec {
 	 * of what it was given); NULL: none. */
 	void (*after_spawn)(void *arg);
 	void *after_spawn_arg;
-	unsigned timeout_s; /* 0: none */
+	unsigned timeout_s;	 /* 0: none */
+	unsigned idle_timeout_s; /* no output for that long ends it too; 0: none */
 	/* Output as it arrives: STREAM 1 (stdout) or 2 (stderr). */
 	void (*on_output)(void *arg, int stream, const char *data, size_t len);
 	void *arg;
@@ -55,9 +56,12 @@ struct run_spec {
 
 struct run_result {
 	int code; /* exit status; -N: killed by signal N;
-					 * 124: timed out; 137: a limit;
-					 * RUN_STOPPED_CODE: stopped */
+					 * 124: timed out (either way); 137: a
+					 * limit; RUN_STOPPED_CODE: stopped */
 	bool timed_out, cancelled;
+	bool idle_timed_out;   /* killed: no output for idle_timeout_s */
+	bool shell_ended;      /* a session's command ended its shell
+					 * (exit, kill $$): code is the shell's */
 	bool stopped;	       /* killed: stop_fd became readable */
 	bool start_failed;     /* the sandbox never started: stderr
 					 * says why */
@@ -69,6 +73,30 @@ struct run_result {
  * could not be started. */
 int run_command(const struct run_spec *s, struct run_result *r);
 void run_result_free(struct run_result *r);
+
+/* Whether R's command was killed before it ended by itself: a timeout
+ * (either), its client gone, the broker's stop, a limit. */
+bool run_cut_short(const struct run_result *r);
+
+/* A command's deadlines: its timeout, and its idle timeout, which each
+ * output puts off again. */
+struct run_clock {
+	int64_t deadline;   /* INT64_MAX: none */
+	int64_t idle_ms;    /* 0: none */
+	int64_t idle_until; /* INT64_MAX: none */
+	size_t seen;	    /* the output counted when idle_until was set */
+};
+
+enum run_clock_end { RUN_CLOCK_RUNS, RUN_CLOCK_TIMEOUT, RUN_CLOCK_IDLE };
+
+/* From now: TIMEOUT_S and IDLE_S seconds (0: none). */
+void run_clock_init(struct run_clock *c, unsigned timeout_s, unsigned idle_s);
+/* How long a poll may wait (ms) for C: until its nearer deadline, and at
+ * most MAX_MS (-1: no bound but that). */
+int run_clock_wait(const struct run_clock *c, int max_ms);
+/* After a poll, OUTPUT the bytes of output taken so far: which deadline
+ * has passed, if any (the timeout before the idle one). */
+enum run_clock_end run_clock_check(struct run_clock *c, size_t output);
 
 /* The first process of bwrap's sandbox (PID 1 of its namespace) as a
  * pidfd, from what bwrap (process BWRAP) wrote on its info descriptor

@@ -426,7 +426,7 @@ static char **bwrap_options(const struct sandbox *s, const struct sandbox_cmd *c
 		/* skills is the view's read-only root; :ro mounts are the view's too */
 		add3(&a, i == 1 ? "--ro-bind" : "--bind", src, dst);
 	}
-	add2(&a, "--chdir", "/mnt/user-data/workspace");
+	add2(&a, "--chdir", c->cwd ? c->cwd : SANDBOX_CWD);
 	add(&a, "--clearenv");
 	for (size_t i = 0; c->env && c->env[i]; i++) {
 		const char *eq = strchr(c->env[i], '=');

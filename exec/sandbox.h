@@ -18,7 +18,7 @@
  * with its own IPC, UTS and cgroup namespaces, no network unless asked,
  * the seccomp filter of filter.h, killed with the broker
  * (--die-with-parent), in a new session (no terminal), working directory
- * /mnt/user-data/workspace, and exactly the environment given: bwrap
+ * /mnt/user-data/workspace (or the one it is given), and exactly the environment given: bwrap
  * itself runs with PATH alone, and its options (host paths included)
  * come through a descriptor, so /proc/1/cmdline shows none of them.
  *
@@ -72,7 +72,11 @@ struct sandbox_cmd {
 	bool network;
 	const struct identity *id; /* whom it runs as */
 	char *const *env;	   /* its environment, "K=V", NULL-ended */
+	const char *cwd;	   /* its working directory inside; NULL: SANDBOX_CWD */
 };
+
+/* Where a command starts unless told: the view's workspace. */
+#define SANDBOX_CWD "/mnt/user-data/workspace"
 
 #define SANDBOX_NFDS 5
 /* user-data, skills, acp-workspace and the extra mounts */

@@ -23,6 +23,7 @@
 struct session {
 	struct session *next;
 	char *user, *thread, *scope;
+	char *cwd; /* where its shell started (virtual), or NULL */
 	bool host;
 	pid_t pid; /* the shell (or bwrap), its own group */
 	int pidfd, in, out, err;
@@ -141,6 +142,7 @@ static void session_free(struct session *s)
 	free(s->user);
 	free(s->thread);
 	free(s->scope);
+	free(s->cwd);
 	free(s);
 }
 
@@ -258,9 +260,22 @@ static int start_shell(struct session_pool *pool, struct session *s,
 	fcntl(s->out, F_SETFL, O_NONBLOCK);
 	fcntl(s->err, F_SETFL, O_NONBLOCK);
 	s->dead = false;
+	free(s->cwd);
+	s->cwd = strdup(ss.cmd.cwd ? ss.cmd.cwd : SANDBOX_CWD);
 	log_info("session %s/%s scope %s: started (pid %d%s)", s->user, s->thread, s->scope,
 		 (int)pid, s->host ? ", host" : "");
 	return 0;
+}
+
+/* Whether S's shell lives; one that has exited is tidied away. Under
+ * S's run lock, or the pool's with no user. */
+static bool shell_alive(struct session *s)
+{
+	if (!s->dead && waitpid(s->pid, NULL, WNOHANG) == s->pid) {
+		s->pid = -1;
+		kill_session(s);
+	}
+	return !s->dead;
 }
 
 static bool same_sandbox(const struct session *s, const char *user, const char *thread)
@@ -268,25 +283,31 @@ static bool same_sandbox(const struct session *s, const char *user, const char *
 	return !strcmp(s->user, user) && !strcmp(s->thread, thread);
 }
 
-/* Under the lock: evicts the oldest idle session of USER's THREAD, or of
- * any sandbox if USER is NULL; false if every one is busy. */
-static bool evict_oldest(struct session_pool *p, const char *user, const char *thread)
+/* Under the lock: evicts the oldest idle session of USER's THREAD (whose
+ * limit is MAX), or of any sandbox if USER is NULL; one whose shell has
+ * ended goes first. False if every one is busy. */
+static bool evict_oldest(struct session_pool *p, const char *user, const char *thread, unsigned max)
 {
 	struct session **link, **oldest = NULL;
 
 	for (link = &p->list; *link; link = &(*link)->next)
 		if ((*link)->users == 0 && (!user || same_sandbox(*link, user, thread)) &&
-		    (!oldest || (*link)->last_used < (*oldest)->last_used))
+		    (!oldest || (*link)->dead > (*oldest)->dead ||
+		     ((*link)->dead == (*oldest)->dead &&
+		      (*link)->last_used < (*oldest)->last_used)))
 			oldest = link;
 	if (!oldest)
 		return false;
 	struct session *victim = *oldest;
 	*oldest = victim->next;
 	p->count--;
-	if (user)
+	if (victim->dead)
+		log_info("session %s/%s scope %s: dropped to make room (its shell had ended)",
+			 victim->user, victim->thread, victim->scope);
+	else if (user)
 		log_info(
 			"session %s/%s scope %s: evicted (oldest idle of its sandbox; %u sessions per sandbox at most)",
-			victim->user, victim->thread, victim->scope, p->max);
+			victim->user, victim->thread, victim->scope, max);
 	else
 		log_info(
 			"session %s/%s scope %s: evicted (oldest idle; %u sessions in all at most, max_shell_sessions_total)",
@@ -295,7 +316,66 @@ static bool evict_oldest(struct session_pool *p, const char *user, const char *t
 	return true;
 }
 
-/* The session of SPEC, found or made, with one more user. -EBUSY if a
+/* Under the lock: room for a new session of USER's THREAD, whose limit
+ * is MAX: idle sessions evicted while the sandbox has MAX (a limit
+ * lowered since leaves more), then while the pool has its total. False,
+ * with which limit in WHY, if the sessions that would make room are all
+ * busy. */
+static bool make_room(struct session_pool *p, const char *user, const char *thread, unsigned max,
+		      char *why, size_t whylen)
+{
+	for (;;) {
+		unsigned mine = 0;
+		for (struct session *o = p->list; o; o = o->next)
+			mine += same_sandbox(o, user, thread);
+		if (mine < max)
+			break;
+		if (!evict_oldest(p, user, thread, max)) {
+			snprintf(why, whylen,
+				 "every shell session of this sandbox is busy (max_shell_sessions"
+				 " = %u)",
+				 max);
+			return false;
+		}
+	}
+	if (p->count >= p->total_max && !evict_oldest(p, NULL, NULL, 0)) {
+		snprintf(why, whylen,
+			 "every shell session of the broker is busy (max_shell_sessions_total"
+			 " = %u)",
+			 p->total_max);
+		return false;
+	}
+	return true;
+}
+
+/* Under the lock: a new session of SPEC (its shell started on first
+ * use), or NULL. */
+static struct session *session_add(struct session_pool *p, const struct session_spec *spec)
+{
+	struct session *s = calloc(1, sizeof(*s));
+
+	if (!s || !(s->user = strdup(spec->start->user)) ||
+	    !(s->thread = strdup(spec->start->thread)) || !(s->scope = strdup(spec->scope))) {
+		if (s) {
+			free(s->user);
+			free(s->thread);
+		}
+		free(s);
+		return NULL;
+	}
+	s->host = spec->start->host;
+	s->pid = -1;
+	s->in = s->out = s->err = s->pidfd = s->init = -1;
+	s->dead = true; /* started on first use */
+	pthread_mutex_init(&s->run, NULL);
+	s->next = p->list;
+	p->list = s;
+	p->count++;
+	return s;
+}
+
+/* The session of SPEC, found or (unless SPEC wants an existing one) made,
+ * with one more user. -ENOENT: none, and SPEC wants one; -EBUSY if a
  * limit is reached and no session that would make room is idle (which
  * limit, in WHY). */
 static struct session *take(struct session_pool *p, const struct session_spec *spec, int *err,
@@ -303,56 +383,20 @@ static struct session *take(struct session_pool *p, const struct session_spec *s
 {
 	const char *user = spec->start->user, *thread = spec->start->thread;
 	struct session *s;
-	unsigned mine = 0;
 
 	pthread_mutex_lock(&p->lock);
 	for (s = p->list; s; s = s->next)
 		if (same_sandbox(s, user, thread) && !strcmp(s->scope, spec->scope) &&
 		    s->host == spec->start->host)
 			break;
-	for (struct session *o = s ? NULL : p->list; o; o = o->next)
-		mine += same_sandbox(o, user, thread);
-	if (!s && mine >= p->max && !evict_oldest(p, user, thread)) {
-		pthread_mutex_unlock(&p->lock);
-		snprintf(why, whylen,
-			 "every shell session of this sandbox is busy (max_shell_sessions = %u)",
-			 p->max);
+	if (!s && spec->existing)
+		*err = -ENOENT;
+	else if (!s && !make_room(p, user, thread, spec->max ? spec->max : p->max, why, whylen))
 		*err = -EBUSY;
-		return NULL;
-	}
-	if (!s && p->count >= p->total_max && !evict_oldest(p, NULL, NULL)) {
-		pthread_mutex_unlock(&p->lock);
-		snprintf(
-			why, whylen,
-			"every shell session of the broker is busy (max_shell_sessions_total = %u)",
-			p->total_max);
-		*err = -EBUSY;
-		return NULL;
-	}
-	if (!s) {
-		s = calloc(1, sizeof(*s));
-		if (!s || !(s->user = strdup(spec->start->user)) ||
-		    !(s->thread = strdup(spec->start->thread)) ||
-		    !(s->scope = strdup(spec->scope))) {
-			if (s) {
-				free(s->user);
-				free(s->thread);
-			}
-			free(s);
-			pthread_mutex_unlock(&p->lock);
-			*err = -ENOMEM;
-			return NULL;
-		}
-		s->host = spec->start->host;
-		s->pid = -1;
-		s->in = s->out = s->err = s->pidfd = s->init = -1;
-		s->dead = true; /* started on first use */
-		pthread_mutex_init(&s->run, NULL);
-		s->next = p->list;
-		p->list = s;
-		p->count++;
-	}
-	s->users++;
+	else if (!s && !(s = session_add(p, spec)))
+		*err = -ENOMEM;
+	if (s)
+		s->users++;
 	pthread_mutex_unlock(&p->lock);
 	return s;
 }
@@ -553,21 +597,19 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 	if (!write_all(s->in, script, strlen(script)))
 		return -ESRCH; /* the shell is gone */
 
-	int64_t deadline = run->timeout_s ? now_ms() + (int64_t)run->timeout_s * 1000 : INT64_MAX;
 	bool gone = false, err_open = true;
 	struct run_watch w;
+	struct run_clock clock;
 	run_watch_init(&w, -1, 0, s->leaf);
+	run_clock_init(&clock, run->timeout_s, run->idle_timeout_s);
 	while (!m.seen[MARK_OUT] && !gone) {
 		struct pollfd p[5] = {
 			{ s->out, POLLIN, 0 },	     { err_open ? s->err : -1, POLLIN, 0 },
 			{ s->pidfd, POLLIN, 0 },     { run->cancel_fd, 0, 0 }, /* POLLHUP */
 			{ run->stop_fd, POLLIN, 0 },
 		};
-		int64_t now = now_ms();
-		int wait = deadline == INT64_MAX ? 1000
-			   : deadline <= now	 ? 0
-					     : (int)(deadline - now < 1000 ? deadline - now : 1000);
-		if (poll(p, 5, run_watch_wait(&w, wait)) < 0 && errno != EINTR)
+		if (poll(p, 5, run_watch_wait(&w, run_clock_wait(&clock, 1000))) < 0 &&
+		    errno != EINTR)
 			break;
 		/* Its stdout closed, the status cannot come: the session is
 		 * over. Its stderr closed (exec 2>&- in host mode): nothing
@@ -586,8 +628,12 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 			r->stopped = true;
 			break;
 		}
-		if (now_ms() >= deadline) {
-			r->timed_out = true;
+		/* Output held back (a tail that may begin a marker) counts. */
+		enum run_clock_end late =
+			run_clock_check(&clock, r->out.total + r->err.total + out.len + err.len);
+		if (late != RUN_CLOCK_RUNS) {
+			r->timed_out = late == RUN_CLOCK_TIMEOUT;
+			r->idle_timed_out = late == RUN_CLOCK_IDLE;
 			break;
 		}
 		if (run_watch_step(&w, false, &r->killed) == 2)
@@ -613,18 +659,18 @@ static int run_in(struct session *s, const char *command, const struct run_spec 
 		if (!r->killed && s->leaf && (r->code == 137 || r->code == -SIGKILL) &&
 		    (r->killed = cgroup_check_ended(s->leaf, true)) != LIMIT_NONE)
 			r->code = 137;
+		r->shell_ended = !r->killed; /* a limit's kill says so itself */
 	} else {
-		bool ended = r->timed_out || r->cancelled || r->stopped;
 		/* What the command did to its leaf is the command's. */
-		if (!ended && !r->killed && s->leaf)
+		if (!run_cut_short(r) && s->leaf)
 			r->killed = cgroup_check(s->leaf);
-		r->code = r->stopped	 ? RUN_STOPPED_CODE
-			  : r->timed_out ? 124
-			  : r->killed	 ? 137
-					 : m.rc;
+		r->code = r->stopped			      ? RUN_STOPPED_CODE
+			  : r->timed_out || r->idle_timed_out ? 124
+			  : r->killed			      ? 137
+							      : m.rc;
 	}
 
-	if (gone || r->timed_out || r->cancelled || r->stopped || r->killed)
+	if (gone || run_cut_short(r))
 		kill_session(s); /* the next command gets a new one */
 	free(out.pending);
 	free(err.pending);
@@ -637,12 +683,12 @@ int session_run(struct session_pool *p, const struct session_spec *spec, const c
 	int e = 0;
 	struct session *s = take(p, spec, &e, err, errlen);
 
+	memset(r, 0, sizeof(*r));
 	if (!s)
 		return e;
 	pthread_mutex_lock(&s->run);
 	int r_ = 0;
 	struct pollfd stop = { run->stop_fd, POLLIN, 0 };
-	memset(r, 0, sizeof(*r));
 	if (poll(&stop, 1, 0) > 0) {
 		/* The broker stops: a command queued behind the scope's
 		 * previous one never starts. */
@@ -650,11 +696,11 @@ int session_run(struct session_pool *p, const struct session_spec *spec, const c
 		r->code = RUN_STOPPED_CODE;
 	}
 	for (int attempt = 0; attempt < 2 && !r->stopped; attempt++) {
-		if (!s->dead && waitpid(s->pid, NULL, WNOHANG) == s->pid) {
-			s->pid = -1;
-			kill_session(s);
-		}
-		if (s->dead) {
+		if (!shell_alive(s)) {
+			if (spec->existing) {
+				r_ = -ENOENT; /* ended, by its command or a kill */
+				break;
+			}
 			if (attempt == 0 && s->pid == -1 && s->last_used)
 				log_info(
 					"session %s/%s scope %s: session not found; recreating it once",
@@ -672,9 +718,29 @@ int session_run(struct session_pool *p, const struct session_spec *spec, const c
 	return r_;
 }
 
-void sessions_end_scope(struct session_pool *p, const char *user, const char *thread,
-			const char *scope)
+int session_open(struct session_pool *p, const struct session_spec *spec, char **cwd, char *err,
+		 size_t errlen)
 {
+	int r = 0;
+	struct session *s = take(p, spec, &r, err, errlen);
+
+	if (!s)
+		return r;
+	pthread_mutex_lock(&s->run);
+	if (!shell_alive(s) && (r = start_shell(p, s, spec, err, errlen)) == 0)
+		r = 1;
+	if (r >= 0 && !(*cwd = strdup(s->cwd ? s->cwd : SANDBOX_CWD)))
+		r = -ENOMEM;
+	pthread_mutex_unlock(&s->run);
+	put(p, s);
+	return r;
+}
+
+int sessions_end_scope(struct session_pool *p, const char *user, const char *thread,
+		       const char *scope)
+{
+	int found = -ENOENT;
+
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		struct session *s, **link;
@@ -692,12 +758,14 @@ void sessions_end_scope(struct session_pool *p, const char *user, const char *th
 		}
 		*link = s->next;
 		p->count--;
+		found = (found < 0 ? 0 : found) + shell_alive(s);
 		pthread_mutex_unlock(&p->lock);
-		log_info("session %s/%s scope %s: ended with its lease", user, thread, scope);
+		log_info("session %s/%s scope %s: ended", user, thread, scope);
 		session_free(s);
 		pthread_mutex_lock(&p->lock);
 	}
 	pthread_mutex_unlock(&p->lock);
+	return found;
 }
 
 void sessions_tick(struct session_pool *p)

@@ -8,6 +8,7 @@
 #include "common/array.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
+#include "common/home.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -245,16 +246,7 @@ bool restore_path_ok(const char *p)
 	for (size_t i = 0; i < 2 && !rest; i++)
 		if (!strncmp(p, roots[i], strlen(roots[i])))
 			rest = p + strlen(roots[i]);
-	if (!rest || (*rest && *rest != '/') || strlen(p) >= PATH_MAX)
-		return false;
-	while (*rest == '/') {
-		const char *c = rest + 1, *end = strchrnul(c, '/');
-		size_t n = (size_t)(end - c);
-		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
-			return false;
-		rest = end;
-	}
-	return true;
+	return rest && strlen(p) < PATH_MAX && home_plain_below(rest);
 }
 
 /* Plans and checks the steps restoring O's path. Returns 0, -ENODATA

@@ -24,6 +24,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (r == 0 && q.op == REQ_RUN_BEGIN && (q.max_files < 0 || q.max_files > REQUEST_MAX_FILES))
 		abort();
+	if (r == 0 && (q.op == REQ_SESSION_OPEN || q.op == REQ_SESSION_CLOSE) &&
+	    (!q.scope || !*q.scope))
+		abort();
+	if (r == 0 && q.op == REQ_EXEC && q.existing && (!q.scope || q.nenv))
+		abort();
+	if (r == 0 && q.max_shell_sessions > REQUEST_MAX_SHELL_SESSIONS)
+		abort();
 	if (r < 0 && (!code || !*err))
 		abort();
 	request_free(&q);

@@ -108,10 +108,8 @@ Suite *suite_aio(void)
 	tcase_add_test(tc, test_aio_provision);
 	tcase_add_test(tc, test_aio_context);
 	tcase_add_test(tc, test_aio_auth);
-	/* Waits for /v1/shell/exec, /v1/shell/sessions/create and DELETE: */
-	(void)test_aio_shell;
-	/* Waits for /v1/bash/exec, /v1/bash/sessions/create and .../close: */
-	(void)test_aio_bash;
+	tcase_add_test(tc, test_aio_shell);
+	tcase_add_test(tc, test_aio_bash);
 	tcase_add_test(tc, test_aio_file);
 	tcase_add_test(tc, test_aio_download);
 	suite_add_tcase(s, tc);

@@ -1412,6 +1412,292 @@ START_TEST(test_broker_sessions_eviction_and_release)
 }
 END_TEST
 
+/* A request OP of alice/THREAD with the JSON members MORE ("" for none). */
+static char *req_of(const char *thread, const char *op, const char *more)
+{
+	return fmt_cmd("'{\"op\":\"%s\",\"user\":\"alice\",\"thread\":\"%s\"%s%s}'", op, thread,
+		       *more ? "," : "", more);
+}
+
+static char *req(const char *op, const char *more)
+{
+	return req_of("t1", op, more);
+}
+
+/* What a test reads of each reply to a session request or an exec. */
+#define SESSION_FIELDS                                                                    \
+	"d.get(\"id\"), d[\"ok\"], d.get(\"scope\"), d.get(\"cwd\"), d.get(\"created\")," \
+	" d.get(\"ended\"), repr(d.get(\"output\")), d.get(\"shell_ended\"),"             \
+	" (d.get(\"error\") or {}).get(\"code\"), (d.get(\"error\") or {}).get(\"message\")"
+
+/* Explicit sessions, as the AIO API's shell sessions: session_open makes
+ * a scope's shell (idempotent; in CWD), an exec with "existing" runs only
+ * in a shell that exists, and otherwise nothing runs ("no_session",
+ * "Session not found"); session_close ends it. An exec without
+ * "existing" makes its scope's shell as before. */
+START_TEST(test_broker_sessions_opened_and_closed_explicitly)
+{
+	const char *ws = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace", H);
+	char *r = raw(fmt_cmd(
+		"%s %s %s %s %s %s %s %s %s %s %s", req("session_open", "\"id\":1,\"scope\":\"a\""),
+		req("session_open", "\"id\":2,\"scope\":\"a\",\"cwd\":\"/mnt/user-data/outputs\""),
+		req("exec", "\"id\":3,\"scope\":\"a\",\"existing\":true,"
+			    "\"command\":\"export K=kept; cd /mnt/user-data/outputs\""),
+		req("exec",
+		    "\"id\":4,\"scope\":\"a\",\"existing\":true,\"command\":\"pwd; echo $K\""),
+		req("session_open", "\"id\":5,\"scope\":\"b\",\"cwd\":\"/mnt/user-data/outputs\""),
+		req("exec", "\"id\":6,\"scope\":\"b\",\"existing\":true,\"command\":\"pwd\""),
+		req("session_close", "\"id\":7,\"scope\":\"a\""),
+		req("exec", "\"id\":8,\"scope\":\"a\",\"existing\":true,"
+			    "\"command\":\"touch /mnt/user-data/workspace/ran\""),
+		req("exec", "\"id\":9,\"scope\":\"never\",\"existing\":true,"
+			    "\"command\":\"touch /mnt/user-data/workspace/ran\""),
+		req("session_close", "\"id\":10,\"scope\":\"a\""),
+		req("exec", "\"id\":11,\"scope\":\"a\",\"command\":\"echo ${K:-fresh}\"")));
+	SAME(fields(r, SESSION_FIELDS),
+	     "1 True a /mnt/user-data/workspace True None None None None None\n"
+	     "2 True a /mnt/user-data/workspace False None None None None None\n"
+	     "3 True None None None None '(no output)' None None None\n"
+	     "4 True None None None None '/mnt/user-data/outputs\\nkept\\n' None None None\n"
+	     "5 True b /mnt/user-data/outputs True None None None None None\n"
+	     "6 True None None None None '/mnt/user-data/outputs\\n' None None None\n"
+	     "7 True a None None True None None None None\n"
+	     "8 False None None None None None None no_session Session not found\n"
+	     "9 False None None None None None None no_session Session not found\n"
+	     "10 False None None None None None None no_session Session not found\n"
+	     "11 True None None None None 'fresh\\n' None None None\n");
+	ck_assert(!exists(fmt_cmd("%s/ran", ws)));
+	/* Refused before anything runs: an "existing" needs a scope and no
+	 * env (which makes a command one-off); a cwd is a virtual path of
+	 * the view, for one-off commands and new shells. */
+	r = raw(fmt_cmd("%s %s %s %s %s %s %s %s %s", req("session_open", "\"id\":1"),
+			req("session_close", "\"id\":2"),
+			req("exec", "\"id\":3,\"existing\":true,\"command\":\"true\""),
+			req("exec",
+			    "\"id\":4,\"scope\":\"a\",\"existing\":true,\"env\":{\"A\":\"1\"},"
+			    "\"command\":\"true\""),
+			req("session_open", "\"id\":5,\"scope\":\"c\",\"cwd\":\"/etc\""),
+			req("session_open",
+			    "\"id\":6,\"scope\":\"c\",\"cwd\":\"/mnt/user-data/../../etc\""),
+			req("exec", "\"id\":7,\"cwd\":\"mnt/user-data\",\"command\":\"true\""),
+			req("exec", "\"id\":8,\"cwd\":\"/mnt/skills2\",\"command\":\"true\""),
+			req("exec", "\"id\":9,\"scope\":\"a\",\"cwd\":\"/mnt/user-data/outputs\","
+				    "\"command\":\"true\"")));
+	SAME(fields(r, "d[\"id\"], d[\"ok\"], d[\"error\"][\"code\"], d[\"error\"][\"message\"]"),
+	     "1 False bad_request 'scope' must be a string without NUL (missing)\n"
+	     "2 False bad_request 'scope' must be a string without NUL (missing)\n"
+	     "3 False bad_request 'existing' needs a 'scope', and no 'env'\n"
+	     "4 False bad_request 'existing' needs a 'scope', and no 'env'\n"
+	     "5 False bad_request 'cwd' must be /mnt/user-data, /mnt/skills, /mnt/acp-workspace"
+	     " or a configured mount, or a directory below one, without . or .. (not '/etc')\n"
+	     "6 False bad_request 'cwd' must be /mnt/user-data, /mnt/skills, /mnt/acp-workspace"
+	     " or a configured mount, or a directory below one, without . or .. (not"
+	     " '/mnt/user-data/../../etc')\n"
+	     "7 False bad_request 'cwd' must be /mnt/user-data, /mnt/skills, /mnt/acp-workspace"
+	     " or a configured mount, or a directory below one, without . or .. (not"
+	     " 'mnt/user-data')\n"
+	     "8 False bad_request 'cwd' must be /mnt/user-data, /mnt/skills, /mnt/acp-workspace"
+	     " or a configured mount, or a directory below one, without . or .. (not"
+	     " '/mnt/skills2')\n"
+	     "9 False bad_request 'cwd' is for one-off commands and session_open: a scope's"
+	     " shell keeps its own working directory\n");
+}
+END_TEST
+
+/* A shell past max_shell_sessions is evicted (the oldest idle of its
+ * sandbox), and its scope then answers "no_session" to an "existing"
+ * exec. An acquire's max_shell_sessions sets its sandbox's limit, as the
+ * AIO provisioner's does; lowered, every shell over it goes. */
+START_TEST(test_broker_evicted_session_answers_no_session)
+{
+	teardown();
+	start("[broker]\nmax_running = 1\nmax_shell_sessions = 2\n");
+	char *r = raw(fmt_cmd(
+		"%s %s %s %s %s %s", req("session_open", "\"id\":1,\"scope\":\"a\""),
+		req("session_open", "\"id\":2,\"scope\":\"b\""),
+		req("session_open", "\"id\":3,\"scope\":\"c\""),
+		req("exec", "\"id\":4,\"scope\":\"a\",\"existing\":true,\"command\":\"echo a\""),
+		req("exec", "\"id\":5,\"scope\":\"b\",\"existing\":true,\"command\":\"echo b\""),
+		req("exec", "\"id\":6,\"scope\":\"c\",\"existing\":true,\"command\":\"echo c\"")));
+	SAME(fields(r, "d[\"id\"], d[\"ok\"], d.get(\"created\"), repr(d.get(\"output\")),"
+		       " (d.get(\"error\") or {}).get(\"code\")"),
+	     "1 True True None None\n2 True True None None\n3 True True None None\n"
+	     "4 False None None no_session\n5 True None 'b\\n' None\n6 True None 'c\\n' None\n");
+	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)),
+			 "session alice/t1 scope a: evicted (oldest idle of its sandbox; 2 sessions"
+			 " per sandbox at most)"));
+	/* t2's own limit, from its acquire; t1 keeps the configuration's. */
+	r = raw(fmt_cmd("%s %s %s %s %s %s %s %s",
+			req_of("t2", "acquire",
+			       "\"id\":1,\"owner\":\"aio\",\"max_shell_sessions\":3"),
+			req_of("t1", "acquire", "\"id\":2,\"owner\":\"aio\""),
+			req_of("t2", "session_open", "\"id\":3,\"scope\":\"x\""),
+			req_of("t2", "session_open", "\"id\":4,\"scope\":\"y\""),
+			req_of("t2", "session_open", "\"id\":5,\"scope\":\"z\""),
+			req_of("t2", "exec",
+			       "\"id\":6,\"scope\":\"x\",\"existing\":true,"
+			       "\"command\":\"echo x\""),
+			req_of("t2", "session_open", "\"id\":7,\"scope\":\"w\""),
+			req_of("t2", "exec",
+			       "\"id\":8,\"scope\":\"y\",\"existing\":true,"
+			       "\"command\":\"echo y\"")));
+	SAME(fields(r, "d[\"id\"], d[\"ok\"], d.get(\"max_shell_sessions\"),"
+		       " repr(d.get(\"output\")), (d.get(\"error\") or {}).get(\"code\")"),
+	     "1 True 3 None None\n2 True 2 None None\n3 True None None None\n"
+	     "4 True None None None\n5 True None None None\n6 True None 'x\\n' None\n"
+	     "7 True None None None\n8 False None None no_session\n");
+	/* Lowered to 1: the next shell leaves no other. */
+	r = raw(fmt_cmd(
+		"%s %s %s %s %s %s %s",
+		req_of("t2", "acquire", "\"id\":1,\"owner\":\"aio\",\"max_shell_sessions\":1"),
+		req_of("t2", "session_open", "\"id\":2,\"scope\":\"v\""),
+		req_of("t2", "exec",
+		       "\"id\":3,\"scope\":\"x\",\"existing\":true,"
+		       "\"command\":\"echo x\""),
+		req_of("t2", "exec",
+		       "\"id\":4,\"scope\":\"v\",\"existing\":true,"
+		       "\"command\":\"echo v\""),
+		req_of("t2", "acquire", "\"id\":5,\"owner\":\"o\",\"max_shell_sessions\":0"),
+		req_of("t2", "acquire", "\"id\":6,\"owner\":\"o\",\"max_shell_sessions\":1001"),
+		req_of("t2", "acquire", "\"id\":7,\"owner\":\"o\",\"max_shell_sessions\":\"2\"")));
+	SAME(fields(r,
+		    "d[\"id\"], d[\"ok\"], repr(d.get(\"output\")),"
+		    " (d.get(\"error\") or {}).get(\"code\"), (d.get(\"error\") or {}).get(\"message\")"),
+	     "1 True None None None\n2 True None None None\n"
+	     "3 False None no_session Session not found\n4 True 'v\\n' None None\n"
+	     "5 False None bad_request 'max_shell_sessions' must be a number of shells from 1 to 1000\n"
+	     "6 False None bad_request 'max_shell_sessions' must be a number of shells from 1 to 1000\n"
+	     "7 False None bad_request 'max_shell_sessions' must be a number of shells from 1 to 1000\n");
+}
+END_TEST
+
+/* A command that ends its scope's shell (exit, exit N, kill $$) returns
+ * at once with the shell's status and "shell_ended"; the scope's session
+ * is gone ("no_session" to an "existing" exec); session_close of it says
+ * it had ended. Each client is bounded well below the command's timeout
+ * (600 s): a hang fails here. */
+START_TEST(test_broker_exit_ends_its_session)
+{
+	char *r = OUT(
+		"timeout 20 python3 tests/tools/bclient.py '%s' %s %s %s %s %s %s %s %s %s %s %s %s",
+		H, req("session_open", "\"id\":1,\"scope\":\"s\""),
+		req("exec",
+		    "\"id\":2,\"scope\":\"s\",\"existing\":true,\"command\":\"export A=1\""),
+		req("exec",
+		    "\"id\":3,\"scope\":\"s\",\"existing\":true,\"command\":\"echo $A; exit\""),
+		req("exec", "\"id\":4,\"scope\":\"s\",\"existing\":true,\"command\":\"echo $A\""),
+		req("session_open", "\"id\":5,\"scope\":\"s\""),
+		req("exec", "\"id\":6,\"scope\":\"s\",\"existing\":true,"
+			    "\"command\":\"sleep 313 & exit 3\""),
+		req("session_close", "\"id\":7,\"scope\":\"s\""),
+		req("session_open", "\"id\":8,\"scope\":\"s\""),
+		req("exec", "\"id\":9,\"scope\":\"s\",\"existing\":true,\"command\":\"kill $$\""),
+		req("session_open", "\"id\":10,\"scope\":\"s\""),
+		req("exec",
+		    "\"id\":11,\"scope\":\"s\",\"existing\":true,\"command\":\"echo ${A:-new}\""),
+		req("exec", "\"id\":12,\"scope\":\"i\",\"command\":\"exit 4\""));
+	SAME(fields(r, SESSION_FIELDS ", d.get(\"code\")"),
+	     "1 True s /mnt/user-data/workspace True None None None None None None\n"
+	     "2 True None None None None '(no output)' None None None 0\n"
+	     "3 True None None None None '1\\n' True None None 0\n"
+	     "4 False None None None None None None no_session Session not found None\n"
+	     "5 True s /mnt/user-data/workspace True None None None None None None\n"
+	     "6 True None None None None '\\nExit Code: 3' True None None 3\n"
+	     "7 True s None None False None None None None None\n"
+	     "8 True s /mnt/user-data/workspace True None None None None None None\n"
+	     "9 True None None None None '\\nExit Code: 143' True None None 143\n"
+	     "10 True s /mnt/user-data/workspace True None None None None None None\n"
+	     "11 True None None None None 'new\\n' None None None 0\n"
+	     "12 True None None None None '\\nExit Code: 4' True None None 4\n");
+	ASSERT_GONE("^sleep 313$");
+}
+END_TEST
+
+/* idle_timeout (the AIO API's no_change_timeout): a command silent that
+ * long is killed, its whole tree, as a timeout kills it; each output
+ * starts the count again. Code 124, "idle_timed_out"; in a scope the
+ * shell ends with it. The timeout is still the timeout. */
+START_TEST(test_broker_idle_timeout_kills_a_silent_command)
+{
+	char *r = raw(fmt_cmd(
+		"%s %s %s %s %s",
+		req("exec", "\"id\":1,\"idle_timeout\":3,"
+			    "\"command\":\"echo a; sleep 1; echo b; sleep 1; echo c; sleep 311\""),
+		req("session_open", "\"id\":2,\"scope\":\"s\""),
+		req("exec", "\"id\":3,\"scope\":\"s\",\"existing\":true,\"idle_timeout\":2,"
+			    "\"command\":\"export A=1; echo a; sleep 312\""),
+		req("exec", "\"id\":4,\"scope\":\"s\",\"existing\":true,\"command\":\"echo $A\""),
+		req("exec", "\"id\":5,\"timeout\":2,\"idle_timeout\":30,"
+			    "\"command\":\"while :; do echo x; sleep 0.2; done\"")));
+	SAME(fields(r, "d[\"id\"], d[\"ok\"], d.get(\"code\"), d.get(\"timed_out\"),"
+		       " d.get(\"idle_timed_out\"), repr(d.get(\"output\", \"\")[:6]),"
+		       " d.get(\"output\", \"\").split(\"\\n\")[-2:],"
+		       " (d.get(\"error\") or {}).get(\"code\")"),
+	     "1 True 124 False True 'a\\nb\\nc\\n' ['Command produced no output for 3 seconds and"
+	     " was terminated.', 'Exit Code: 124'] None\n"
+	     "2 True None None None '' [''] None\n"
+	     "3 True 124 False True 'a\\n\\nCom' ['Command produced no output for 2 seconds and"
+	     " was terminated.', 'Exit Code: 124'] None\n"
+	     "4 False None None None '' [''] no_session\n"
+	     "5 True 124 True None 'x\\nx\\nx\\n' ['Command timed out after 2 seconds and was"
+	     " terminated. To run a long-lived process such as a web server, start it in the"
+	     " background and redirect its output, e.g. `your-command >"
+	     " /mnt/user-data/workspace/server.log 2>&1 &`.', 'Exit Code: 124'] None\n");
+	ASSERT_GONE("^sleep 31[12]$");
+	SAME(field(raw(req("exec", "\"idle_timeout\":0,\"command\":\"true\"")),
+		   "d[\"error\"][\"message\"]"),
+	     "'idle_timeout' must be whole seconds from 1 to 86400\n");
+}
+END_TEST
+
+/* A one-off command's cwd (the AIO API's exec_dir), in the sandbox and
+ * on the host; "raw": the final reply has each stream whole, apart. */
+START_TEST(test_broker_exec_cwd_and_raw_streams)
+{
+	static const char cmd[] = "\"command\":\"pwd; printf \\\"a\\\\nStd Error:\\\\n\\\";"
+				  " echo e >&2; exit 2\"";
+	char *r = raw(fmt_cmd("%s %s %s %s",
+			      req("exec", fmt_cmd("\"id\":1,\"cwd\":\"/mnt/user-data/outputs\","
+						  "\"raw\":true,%s",
+						  cmd)),
+			      req("exec", fmt_cmd("\"id\":2,%s", cmd)),
+			      req("exec", "\"id\":3,\"cwd\":\"/mnt/user-data/workspace/nope\","
+					  "\"command\":\"true\""),
+			      req("session_open", "\"id\":4,\"scope\":\"n\","
+						  "\"cwd\":\"/mnt/user-data/workspace/nope\"")));
+	SAME(fields(r, "d[\"id\"], d[\"ok\"], d.get(\"code\"), repr(d.get(\"output\")),"
+		       " repr(d.get(\"stdout\")), repr(d.get(\"stderr\")),"
+		       " (d.get(\"error\") or {}).get(\"message\")"),
+	     "1 True 2 '/mnt/user-data/outputs\\na\\nStd Error:\\n\\nStd Error:\\ne\\n\\nExit Code: 2'"
+	     " '/mnt/user-data/outputs\\na\\nStd Error:\\n' 'e\\n' None\n"
+	     "2 True 2 '/mnt/user-data/workspace\\na\\nStd Error:\\n\\nStd Error:\\ne\\n\\nExit"
+	     " Code: 2' None None None\n"
+	     "3 False None None None None 'cwd' /mnt/user-data/workspace/nope: No such file or"
+	     " directory\n"
+	     "4 False None None None None 'cwd' /mnt/user-data/workspace/nope: No such file or"
+	     " directory\n");
+	SAME(field(raw(req("exec", "\"existing\":true,\"scope\":\"n\",\"command\":\"true\"")),
+		   "d[\"error\"][\"code\"]"),
+	     "no_session\n");
+	/* On the host: the directory of the view, shown as its virtual
+	 * path; a shell made there by session_open. */
+	teardown();
+	start("[broker]\nallow_host_bash = true\n");
+	r = raw(fmt_cmd("%s %s %s",
+			req("exec", "\"id\":1,\"host\":true,\"cwd\":\"/mnt/user-data/outputs\","
+				    "\"raw\":true,\"command\":\"pwd\""),
+			req("session_open", "\"id\":2,\"host\":true,\"scope\":\"h\","
+					    "\"cwd\":\"/mnt/user-data/outputs\""),
+			req("exec", "\"id\":3,\"host\":true,\"scope\":\"h\",\"existing\":true,"
+				    "\"command\":\"pwd\"")));
+	SAME(fields(r, "d[\"id\"], d[\"ok\"], repr(d.get(\"output\")), repr(d.get(\"stdout\")),"
+		       " d.get(\"cwd\")"),
+	     "1 True '/mnt/user-data/outputs\\n' '/mnt/user-data/outputs\\n' None\n"
+	     "2 True None None /mnt/user-data/outputs\n"
+	     "3 True '/mnt/user-data/outputs\\n' None None\n");
+}
+END_TEST
+
 /* The configuration's extra mounts appear at /mnt/NAME (read-only with
  * :ro, enforced by the view); network = on keeps the host's network. */
 START_TEST(test_broker_extra_mounts_and_network)
@@ -1479,6 +1765,16 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_a_client_that_stops_reading);
 	tcase_add_test(tc, test_broker_extra_mounts_and_network);
 	suite_add_tcase(s, tc);
+	/* What the AIO API's shell and bash calls need of it. */
+	TCase *aio = tcase_create("aio");
+	tcase_set_timeout(aio, 60);
+	tcase_add_checked_fixture(aio, setup, teardown);
+	tcase_add_test(aio, test_broker_sessions_opened_and_closed_explicitly);
+	tcase_add_test(aio, test_broker_evicted_session_answers_no_session);
+	tcase_add_test(aio, test_broker_exit_ends_its_session);
+	tcase_add_test(aio, test_broker_idle_timeout_kills_a_silent_command);
+	tcase_add_test(aio, test_broker_exec_cwd_and_raw_streams);
+	suite_add_tcase(s, aio);
 	/* What its sessions' sandboxes hold of the view. */
 	TCase *held = tcase_create("held");
 	tcase_set_timeout(held, 60);

@@ -269,6 +269,26 @@ START_TEST(test_exec_host_paths_rewritten_and_masked)
 				       mask),
 			 "at /mnt/user-data/workspace and /mnt/user-data/outputs/r.md;"
 			 " /h/run/views/u/t2 /mnt/skills/s/SKILL.md");
+	/* A working directory: a root of the view or plainly below one. */
+	static const char *const in[] = { "/mnt/user-data", "/mnt/user-data/outputs/a b",
+					  "/mnt/skills/public", "/mnt/acp-workspace/",
+					  "/mnt/data/x/y" };
+	static const char *const out[] = { "/mnt",
+					   "/mnt/",
+					   "/etc",
+					   "mnt/user-data",
+					   "/mnt/user-data2",
+					   "/mnt/skills2/x",
+					   "/mnt/other",
+					   "/mnt/user-data/../../etc",
+					   "/mnt/user-data/./x",
+					   "/mnt/user-data//x",
+					   "/mnt/data/..",
+					   "" };
+	for (size_t i = 0; i < sizeof(in) / sizeof(*in); i++)
+		ck_assert_msg(hostpath_is_virtual(in[i], extra), "%s", in[i]);
+	for (size_t i = 0; i < sizeof(out) / sizeof(*out); i++)
+		ck_assert_msg(!hostpath_is_virtual(out[i], extra), "%s", out[i]);
 }
 END_TEST
 
@@ -330,6 +350,24 @@ START_TEST(test_exec_request_parsing)
 		"{\"op\":\"run_end\"}",
 		"{\"op\":\"run_end\",\"run\":-3}",
 		"{\"op\":\"run_end\",\"run\":2.5}",
+		"{\"op\":\"exec\",\"user\":\"u\",\"thread\":\"t\",\"command\":\"x\",\"idle_timeout\":0}",
+		"{\"op\":\"exec\",\"user\":\"u\",\"thread\":\"t\",\"command\":\"x\",\"idle_timeout\":86401}",
+		"{\"op\":\"exec\",\"user\":\"u\",\"thread\":\"t\",\"command\":\"x\",\"existing\":1}",
+		"{\"op\":\"exec\",\"user\":\"u\",\"thread\":\"t\",\"command\":\"x\",\"existing\":true}",
+		"{\"op\":\"exec\",\"user\":\"u\",\"thread\":\"t\",\"command\":\"x\",\"scope\":\"s\","
+		"\"existing\":true,\"env\":{\"A\":\"1\"}}",
+		"{\"op\":\"exec\",\"user\":\"u\",\"thread\":\"t\",\"command\":\"x\",\"scope\":\"s\","
+		"\"cwd\":\"/mnt/user-data\"}",
+		"{\"op\":\"exec\",\"user\":\"u\",\"thread\":\"t\",\"command\":\"x\",\"cwd\":7}",
+		"{\"op\":\"exec\",\"user\":\"u\",\"thread\":\"t\",\"command\":\"x\",\"raw\":\"yes\"}",
+		"{\"op\":\"session_open\",\"user\":\"u\",\"thread\":\"t\"}",
+		"{\"op\":\"session_open\",\"user\":\"u\",\"thread\":\"t\",\"scope\":\"\"}",
+		"{\"op\":\"session_open\",\"user\":\"u\",\"thread\":\"t\",\"scope\":\"s\",\"host\":1}",
+		"{\"op\":\"session_close\",\"user\":\"u\",\"thread\":\"t\",\"scope\":3}",
+		"{\"op\":\"acquire\",\"user\":\"u\",\"thread\":\"t\",\"owner\":\"o\","
+		"\"max_shell_sessions\":0}",
+		"{\"op\":\"acquire\",\"user\":\"u\",\"thread\":\"t\",\"owner\":\"o\","
+		"\"max_shell_sessions\":1001}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		ck_assert_msg(!strcmp(parse_code(bad[i], &q), "bad_request"), "%s", bad[i]);
@@ -370,6 +408,42 @@ START_TEST(test_exec_request_parsing)
 	ck_assert_str_eq(parse_code("{\"op\":\"run_end\",\"run\":7}", &q), "ok");
 	ck_assert_int_eq(q.op, REQ_RUN_END);
 	ck_assert_int_eq(q.run, 7);
+	request_free(&q);
+	/* What the AIO API's calls need: explicit sessions, an idle
+	 * timeout, a working directory, the streams apart, a sandbox's own
+	 * limit. */
+	ck_assert_str_eq(parse_code("{\"op\":\"exec\",\"user\":\"u\",\"thread\":\"t\","
+				    "\"command\":\"ls\",\"scope\":\"s\",\"existing\":true,"
+				    "\"idle_timeout\":9,\"raw\":true}",
+				    &q),
+			 "ok");
+	ck_assert(q.existing && q.raw && q.idle_timeout == 9 && !q.cwd);
+	request_free(&q);
+	ck_assert_str_eq(parse_code("{\"op\":\"exec\",\"user\":\"u\",\"thread\":\"t\","
+				    "\"command\":\"ls\",\"scope\":\"s\",\"env\":{\"A\":\"1\"},"
+				    "\"cwd\":\"/mnt/user-data/outputs\"}",
+				    &q),
+			 "ok"); /* one-off: env */
+	ck_assert_str_eq(q.cwd, "/mnt/user-data/outputs");
+	request_free(&q);
+	ck_assert_str_eq(parse_code("{\"op\":\"session_open\",\"user\":\"u\",\"thread\":\"t\","
+				    "\"scope\":\"s\",\"cwd\":\"/mnt/x\",\"host\":true}",
+				    &q),
+			 "ok");
+	ck_assert(q.op == REQ_SESSION_OPEN && q.host && !strcmp(q.scope, "s") &&
+		  !strcmp(q.cwd, "/mnt/x"));
+	request_free(&q);
+	ck_assert_str_eq(parse_code("{\"op\":\"session_close\",\"user\":\"u\",\"thread\":\"t\","
+				    "\"scope\":\"s\"}",
+				    &q),
+			 "ok");
+	ck_assert_int_eq(q.op, REQ_SESSION_CLOSE);
+	request_free(&q);
+	ck_assert_str_eq(parse_code("{\"op\":\"acquire\",\"user\":\"u\",\"thread\":\"t\","
+				    "\"owner\":\"o\",\"max_shell_sessions\":1000}",
+				    &q),
+			 "ok");
+	ck_assert_uint_eq(q.max_shell_sessions, 1000);
 	request_free(&q);
 	ck_assert_str_eq(parse_code("{\"op\":\"fly\",\"id\":\"x\"}", &q), "unknown_op");
 	ck_assert_str_eq(json_string_value(q.id), "x");
