@@ -75,14 +75,15 @@ static void op_acquire(struct client *c, const struct request *q)
 			  (json_int_t)(max ? max : c->b->config.max_shell_sessions)));
 }
 
-/* Drops OWNER's lease on USER's THREAD, and ends its scope's shell
- * once its command is done. 1 if the view is parked, 0, or -ENOENT. */
+/* Drops OWNER's lease on USER's THREAD, and ends the shells of its scope
+ * and of the scopes named OWNER:... once their commands are done. 1 if
+ * the view is parked, 0, or -ENOENT. */
 static int release(struct broker *b, const char *user, const char *thread, const char *owner)
 {
 	int r = provider_release(b->provider, user, thread, owner);
 
 	if (r >= 0)
-		sessions_end_scope(b->sessions, user, thread, owner);
+		sessions_end_owner(b->sessions, user, thread, owner);
 	return r;
 }
 

@@ -736,8 +736,18 @@ int session_open(struct session_pool *p, const struct session_spec *spec, char *
 	return r;
 }
 
-int sessions_end_scope(struct session_pool *p, const char *user, const char *thread,
-		       const char *scope)
+/* Whether session S's scope is SCOPE, or (BELOW) one named SCOPE:... */
+static bool scope_is(const struct session *s, const char *scope, bool below)
+{
+	size_t n = strlen(scope);
+
+	return !strcmp(s->scope, scope) ||
+	       (below && !strncmp(s->scope, scope, n) && s->scope[n] == ':');
+}
+
+/* sessions_end_scope(), and with BELOW the scopes named SCOPE:... */
+static int end_scopes(struct session_pool *p, const char *user, const char *thread,
+		      const char *scope, bool below)
 {
 	int found = -ENOENT;
 
@@ -747,7 +757,7 @@ int sessions_end_scope(struct session_pool *p, const char *user, const char *thr
 
 		for (link = &p->list; (s = *link); link = &s->next)
 			if (!strcmp(s->user, user) && !strcmp(s->thread, thread) &&
-			    !strcmp(s->scope, scope))
+			    scope_is(s, scope, below))
 				break;
 		if (!s)
 			break;
@@ -760,12 +770,24 @@ int sessions_end_scope(struct session_pool *p, const char *user, const char *thr
 		p->count--;
 		found = (found < 0 ? 0 : found) + shell_alive(s);
 		pthread_mutex_unlock(&p->lock);
-		log_info("session %s/%s scope %s: ended", user, thread, scope);
+		log_info("session %s/%s scope %s: ended", user, thread, s->scope);
 		session_free(s);
 		pthread_mutex_lock(&p->lock);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return found;
+}
+
+int sessions_end_scope(struct session_pool *p, const char *user, const char *thread,
+		       const char *scope)
+{
+	return end_scopes(p, user, thread, scope, false);
+}
+
+int sessions_end_owner(struct session_pool *p, const char *user, const char *thread,
+		       const char *owner)
+{
+	return end_scopes(p, user, thread, owner, true);
 }
 
 void sessions_tick(struct session_pool *p)

@@ -77,6 +77,10 @@ void sessions_tick(struct session_pool *p);
  * made, ended, evicted). */
 int sessions_end_scope(struct session_pool *p, const char *user, const char *thread,
 		       const char *scope);
+/* The same for the scope OWNER and every scope named OWNER:... (the
+ * release of a lease: an AIO sandbox's sessions are "aio:ID:..."). */
+int sessions_end_owner(struct session_pool *p, const char *user, const char *thread,
+		       const char *owner);
 
 /* Sandboxed sessions of USER's THREAD alive now: each binds the view. */
 unsigned sessions_of(struct session_pool *p, const char *user, const char *thread);

@@ -1435,6 +1435,33 @@ static char *req(const char *op, const char *more)
  * in a shell that exists, and otherwise nothing runs ("no_session",
  * "Session not found"); session_close ends it. An exec without
  * "existing" makes its scope's shell as before. */
+/* The release of an owner ends the shell of the scope of its name and
+ * those of the scopes named OWNER:... (an AIO sandbox's sessions, owned
+ * by "aio:ID", are "aio:ID:shell:SID"); others' stay. */
+START_TEST(test_broker_release_ends_the_owners_scopes)
+{
+	char *r = raw(fmt_cmd(
+		"%s %s %s %s %s %s %s %s", req("acquire", "\"id\":1,\"owner\":\"o\""),
+		req("session_open", "\"id\":2,\"scope\":\"o\""),
+		req("session_open", "\"id\":3,\"scope\":\"o:x\""),
+		req("session_open", "\"id\":4,\"scope\":\"ox\""),
+		req("release", "\"id\":5,\"owner\":\"o\""),
+		req("exec", "\"id\":6,\"scope\":\"o\",\"existing\":true,\"command\":\"true\""),
+		req("exec", "\"id\":7,\"scope\":\"o:x\",\"existing\":true,\"command\":\"true\""),
+		req("exec",
+		    "\"id\":8,\"scope\":\"ox\",\"existing\":true,\"command\":\"echo kept\"")));
+	SAME(fields(r, SESSION_FIELDS),
+	     "1 True None None None None None None None None\n"
+	     "2 True o /mnt/user-data/workspace True None None None None None\n"
+	     "3 True o:x /mnt/user-data/workspace True None None None None None\n"
+	     "4 True ox /mnt/user-data/workspace True None None None None None\n"
+	     "5 True None None None None None None None None\n"
+	     "6 False None None None None None None no_session Session not found\n"
+	     "7 False None None None None None None no_session Session not found\n"
+	     "8 True None None None None 'kept\\n' None None None\n");
+}
+END_TEST
+
 START_TEST(test_broker_sessions_opened_and_closed_explicitly)
 {
 	const char *ws = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace", H);
@@ -1770,6 +1797,7 @@ Suite *suite_view_broker(void)
 	tcase_set_timeout(aio, 60);
 	tcase_add_checked_fixture(aio, setup, teardown);
 	tcase_add_test(aio, test_broker_sessions_opened_and_closed_explicitly);
+	tcase_add_test(aio, test_broker_release_ends_the_owners_scopes);
 	tcase_add_test(aio, test_broker_evicted_session_answers_no_session);
 	tcase_add_test(aio, test_broker_exit_ends_its_session);
 	tcase_add_test(aio, test_broker_idle_timeout_kills_a_silent_command);
