@@ -59,7 +59,7 @@ LDFLAGS += $(SANFLAGS) -Wl,--wrap=close
 
 COMMON_SRC := common/clock.c common/fdcheck.c common/lockcheck.c common/log.c common/quote.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c common/fileops.c common/viewreg.c common/mounts.c common/utf8.c common/config.c common/base64.c \
               common/error.c common/progress.c
-STORE_SRC  := store/store.c store/schema.c store/marks.c store/audit.c store/snapshot_rows.c store/blobs.c store/runs.c store/journal.c store/where.c store/check.c store/backup.c store/lease.c store/db.c store/db_sqlite.c store/db_pg.c store/libpq.c store/writer.c store/snapshot.c store/secrets.c store/diff.c \
+STORE_SRC  := store/store.c store/schema.c store/marks.c store/audit.c store/snapshot_rows.c store/blobs.c store/runs.c store/sandboxes.c store/journal.c store/where.c store/check.c store/backup.c store/lease.c store/db.c store/db_sqlite.c store/db_pg.c store/libpq.c store/writer.c store/snapshot.c store/secrets.c store/diff.c \
               store/summary.c store/lineage.c store/receipt.c store/follow.c store/compact.c
 # The run engine (docs/architecture.md, "Layers"): runs' life, the views
 # told, the documents, the journal read back for a run.
@@ -74,7 +74,7 @@ EXEC_SRC   := exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
 HTTP_SRC   := http/server.c
 # The reference's sandbox and provisioner APIs (docs/aio.md): services of
 # sbx serve, clients of the broker's.
-AIO_SRC    := aio/aio.c aio/reply.c aio/sandboxes.c aio/provision.c aio/context.c \
+AIO_SRC    := aio/aio.c aio/reply.c aio/sandboxes.c aio/deploy.c aio/provision.c aio/context.c \
               aio/shell.c aio/file.c
 # The MCP server (docs/mcp.md): a client of the broker's.
 MCP_SRC    := mcp/jsonrpc.c mcp/session.c mcp/tools.c mcp/stdio_transport.c mcp/http_transport.c

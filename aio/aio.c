@@ -4,6 +4,7 @@
 #include "reply.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -28,6 +29,61 @@ static unsigned refuse_with(struct MHD_Response **out, unsigned status, const ch
 {
 	*out = aio_refusal(status, message);
 	return status;
+}
+
+/* 307 to the same request at THERE, the host that holds the sandbox:
+ * the method and body go along. */
+static unsigned redirect(struct http_request *rq, const char *there, struct MHD_Response **out)
+{
+	char *target = http_target(rq), *to = NULL;
+
+	if (!target || asprintf(&to, "%s%s", there, target) < 0) {
+		free(target);
+		return refuse_with(out, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
+	}
+	free(target);
+	char message[STORE_SERVE_URL_MAX + 64];
+	snprintf(message, sizeof(message), "Served by another host: %s", there);
+	if ((*out = aio_refusal(MHD_HTTP_TEMPORARY_REDIRECT, message)))
+		MHD_add_response_header(*out, MHD_HTTP_HEADER_LOCATION, to);
+	free(to);
+	return MHD_HTTP_TEMPORARY_REDIRECT;
+}
+
+/* Sandbox ID of the deployment for request C: held here (C->sb), or a
+ * refusal: 404 for no such sandbox or another KEY (with DOT: the URL
+ * carries one), 307 to the host that holds it, 503 when it cannot be
+ * placed. */
+static unsigned sandbox_place(struct aio_call *c, const char *id, const char *key, bool dot,
+			      struct MHD_Response **out)
+{
+	struct aio *a = c->aio;
+	struct store_sandbox r;
+	struct aio_place pl;
+	struct error e = { 0 };
+
+	/* Held here: no store on the way. A sandbox dropped on another host
+	 * is let go within deploy.h's AIO_RECONCILE_MS. */
+	if (dot && (c->sb = aio_sandbox_get(a->sandboxes, id, key, true)))
+		return 0;
+	int rc = aio_deploy_find(a->deploy, id, &r, &e);
+	/* A wrong key and no sandbox look alike: the key is not guessed
+	 * one sandbox at a time. */
+	if (rc == -ENOENT || (rc == 0 && dot && !http_secret_equal(r.key, key)))
+		return refuse_with(out, MHD_HTTP_NOT_FOUND, "Sandbox not found");
+	if (rc == 0)
+		rc = aio_deploy_place(a->deploy, &r, &pl, &e);
+	if (rc < 0) {
+		fprintf(stderr, "sbx: serve: sandbox %s: %s\n", id, e.text);
+		return refuse_with(out, MHD_HTTP_SERVICE_UNAVAILABLE, e.text);
+	}
+	if (!pl.here)
+		return redirect(c->rq, pl.there, out);
+	if (rc == 0)
+		fprintf(stderr, "sbx: serve: sandbox %s of %s/%s held here now\n", r.id, r.user,
+			r.thread);
+	c->sb = pl.here;
+	return 0;
 }
 
 /* /sb/ID[.KEY]/v1/...: the sandbox, checked, into a new call. */
@@ -62,11 +118,7 @@ static unsigned sandbox_check(void *arg, struct http_request *rq, struct MHD_Res
 	c->rq = rq;
 	c->endpoint = slash;
 	rq->state = c;
-	/* A wrong key and no sandbox look alike: the key is not guessed
-	 * one sandbox at a time. */
-	if (!(c->sb = aio_sandbox_get(a->sandboxes, id, key, dot != NULL)))
-		return refuse_with(out, MHD_HTTP_NOT_FOUND, "Sandbox not found");
-	return 0;
+	return sandbox_place(c, id, key, dot != NULL, out);
 }
 
 /* An endpoint: PATH itself, or with SUFFIX (not NULL) a path PATH + a
@@ -215,6 +267,11 @@ int aio_new(const struct aio_options *o, struct aio **out, struct error *e)
 		free(a);
 		return error_set(e, -ENOMEM, "out of memory");
 	}
+	int r = aio_deploy_new(o->home, o->base_url, a->sandboxes, &a->deploy, e);
+	if (r < 0) {
+		aio_free(a);
+		return r;
+	}
 	*out = a;
 	return 0;
 }
@@ -223,6 +280,7 @@ void aio_free(struct aio *a)
 {
 	if (!a)
 		return;
+	aio_deploy_free(a->deploy);
 	aio_sandboxes_free(a->sandboxes);
 	aio_free_strings(a);
 	free(a);

@@ -4,6 +4,7 @@
 #define SBX_AIO_INT_H
 
 #include "aio.h"
+#include "deploy.h"
 #include "sandboxes.h"
 
 #include <stdbool.h>
@@ -11,9 +12,10 @@
 struct aio {
 	char *home, *provisioner_key, *api_key, *base_url;
 	size_t max_body;
-	unsigned max_shell_sessions; /* a sandbox's when it names none */
-	bool tls;		     /* for a sandbox_url made from the Host header */
-	struct aio_sandboxes *sandboxes;
+	unsigned max_shell_sessions;	 /* a sandbox's when it names none */
+	bool tls;			 /* for a sandbox_url made from the Host header */
+	struct aio_sandboxes *sandboxes; /* held here */
+	struct aio_deploy *deploy;	 /* the deployment's, and who holds each */
 };
 
 /* A request under /sb/ID.../v1/: its sandbox (a reference, put back when

@@ -49,37 +49,71 @@ static const char *mounts_refused(json_t *m, char *why, size_t size)
 	return NULL;
 }
 
-/* The URL the framework reaches sandbox SB at. */
+/* The URL the framework reaches sandbox R at: under THERE (the base URL
+ * of the host that holds it), or this server's. */
 static char *sandbox_url(const struct aio *a, const struct http_request *rq,
-			 const struct aio_sandbox *sb)
+			 const struct store_sandbox *r, const char *there)
 {
 	const char *host = http_header(rq, MHD_HTTP_HEADER_HOST);
+	const char *base = there ? there : a->base_url;
 	char *url;
 
-	if (a->base_url)
-		return asprintf(&url, "%s/sb/%s.%s", a->base_url, sb->id, sb->key) < 0 ? NULL : url;
+	if (base)
+		return asprintf(&url, "%s/sb/%s.%s", base, r->id, r->key) < 0 ? NULL : url;
 	return asprintf(&url, "%s://%s/sb/%s.%s", a->tls ? "https" : "http",
-			host ? host : "127.0.0.1", sb->id, sb->key) < 0
+			host ? host : "127.0.0.1", r->id, r->key) < 0
 		       ? NULL
 		       : url;
 }
 
-/* What the provisioner says of a sandbox. */
+/* What the provisioner says of sandbox R, served under THERE (NULL:
+ * here). */
 static json_t *describe(const struct aio *a, const struct http_request *rq,
-			const struct aio_sandbox *sb)
+			const struct store_sandbox *r, const char *there)
 {
-	char *url = sandbox_url(a, rq, sb);
-	json_t *o = url ? json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandbox_id", sb->id,
+	char *url = sandbox_url(a, rq, r, there);
+	json_t *o = url ? json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandbox_id", r->id,
 				    "sandbox_url", url, "status", "Running", "container_id",
-				    sb->generation, "user_id", sb->user, "thread_id", sb->thread)
+				    r->generation, "user_id", r->user, "thread_id", r->thread)
 			: NULL;
 
 	free(url);
 	if (o)
 		json_object_set_new(o, "max_shell_sessions",
-				    json_integer(sb->max_shell_sessions ? sb->max_shell_sessions
-									: a->max_shell_sessions));
+				    json_integer(r->max_shell_sessions ? r->max_shell_sessions
+								       : a->max_shell_sessions));
 	return o;
+}
+
+/* Places record R (deploy.h) and answers what the provisioner says of
+ * it; MADE: this request recorded it, and drops it if it cannot be
+ * placed (a POST that fails leaves no sandbox of its own). */
+static enum MHD_Result place_and_describe(struct aio *a, struct http_request *rq,
+					  const struct store_sandbox *r, bool made)
+{
+	struct aio_place pl;
+	struct error e = { 0 };
+	int rc = aio_deploy_place(a->deploy, r, &pl, &e);
+
+	if (rc < 0) {
+		fprintf(stderr, "sbx: serve: sandbox %s of %s/%s: %s\n", r->id, r->user, r->thread,
+			e.text);
+		if (made)
+			aio_deploy_drop(a->deploy, r->id, r->generation, NULL);
+		if (rc == -ENOSPC || rc == -EHOSTUNREACH)
+			return aio_detail(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", e.text);
+		return aio_detail(rq->conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  "cannot make the sandbox: %s", e.text);
+	}
+	if (made && pl.here)
+		fprintf(stderr, "sbx: serve: sandbox %s of %s/%s made\n", r->id, r->user,
+			r->thread);
+	else if (rc == 0)
+		fprintf(stderr, "sbx: serve: sandbox %s of %s/%s held here now\n", r->id, r->user,
+			r->thread);
+	json_t *o = describe(a, rq, r, pl.here ? NULL : pl.there);
+	aio_sandbox_put(a->sandboxes, pl.here);
+	return o ? aio_json(rq->conn, MHD_HTTP_OK, o) : MHD_NO;
 }
 
 static enum MHD_Result create(struct aio *a, struct http_request *rq)
@@ -115,23 +149,19 @@ static enum MHD_Result create(struct aio *a, struct http_request *rq)
 	if (mounts_refused(json_object_get(body, "extra_mounts"), text, sizeof(text)))
 		return aio_detail(rq->conn, MHD_HTTP_BAD_REQUEST, "%s", text);
 
-	const struct aio_sandbox *sb;
+	struct store_sandbox r = { .max_shell_sessions = max_shell };
 	struct error e = { 0 };
-	int r = aio_sandbox_make(a->sandboxes, id, user, thread, (unsigned)max_shell, &sb, &e);
-	if (r == -EEXIST)
+	snprintf(r.id, sizeof(r.id), "%s", id);
+	snprintf(r.user, sizeof(r.user), "%s", user);
+	snprintf(r.thread, sizeof(r.thread), "%s", thread);
+	int rc = aio_deploy_make(a->deploy, &r, &e);
+	if (rc == -EEXIST)
 		return aio_detail(rq->conn, MHD_HTTP_CONFLICT, "%s", e.text);
-	if (r == -ENOSPC)
-		return aio_detail(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", e.text);
-	if (r < 0) {
+	if (rc < 0) {
 		fprintf(stderr, "sbx: serve: sandbox %s of %s/%s: %s\n", id, user, thread, e.text);
-		return aio_detail(rq->conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
-				  "cannot make the sandbox: %s", e.text);
+		return aio_detail(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", e.text);
 	}
-	if (r == 0)
-		fprintf(stderr, "sbx: serve: sandbox %s of %s/%s made\n", id, user, thread);
-	json_t *o = describe(a, rq, sb);
-	aio_sandbox_put(a->sandboxes, sb);
-	return o ? aio_json(rq->conn, MHD_HTTP_OK, o) : MHD_NO;
+	return place_and_describe(a, rq, &r, rc == 0);
 }
 
 struct listing {
@@ -140,23 +170,27 @@ struct listing {
 	json_t *list;
 };
 
-static void list_one(void *arg, const struct aio_sandbox *sb)
+static void list_one(void *arg, const struct store_sandbox *r)
 {
 	struct listing *l = arg;
 
-	json_array_append_new(l->list, describe(l->a, l->rq, sb));
+	json_array_append_new(l->list,
+			      describe(l->a, l->rq, r, aio_deploy_url_of(l->a->deploy, r)));
 }
 
 static enum MHD_Result list(struct aio *a, struct http_request *rq)
 {
-	struct listing l = { a, rq, json_array() };
+	json_auto_t *all = json_array();
+	struct listing l = { a, rq, all };
+	struct error e = { 0 };
 
-	if (!l.list)
+	if (!all)
 		return MHD_NO;
-	aio_sandboxes_each(a->sandboxes, list_one, &l);
+	if (aio_deploy_each(a->deploy, list_one, &l, &e) < 0)
+		return aio_detail(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", e.text);
 	return aio_json(rq->conn, MHD_HTTP_OK,
-			json_pack("{s:I, s:o}", "count", (json_int_t)json_array_size(l.list),
-				  "sandboxes", l.list));
+			json_pack("{s:I, s:O}", "count", (json_int_t)json_array_size(all),
+				  "sandboxes", all));
 }
 
 /* /api/sandboxes/ID[/presence]: ID into ID_OUT, and whether it is the
@@ -178,29 +212,32 @@ static enum MHD_Result one(struct aio *a, struct http_request *rq)
 {
 	char id[THREAD_ID_MAX + 1];
 	bool presence;
+	struct store_sandbox r;
+	struct error e = { 0 };
+	int rc;
 
 	if (!sandbox_path(rq->url, id, &presence))
 		return aio_detail(rq->conn, MHD_HTTP_NOT_FOUND, "Not Found");
 	if (!strcmp(rq->method, "DELETE") && !presence) {
-		if (aio_sandbox_delete(a->sandboxes, id) < 0)
+		if ((rc = aio_deploy_drop(a->deploy, id, NULL, &e)) == -ENOENT)
 			return aio_detail(rq->conn, MHD_HTTP_NOT_FOUND, "Sandbox not found");
+		if (rc < 0)
+			return aio_detail(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", e.text);
 		fprintf(stderr, "sbx: serve: sandbox %s deleted\n", id);
 		return aio_json(rq->conn, MHD_HTTP_OK,
 				json_pack("{s:b, s:s}", "ok", true, "sandbox_id", id));
 	}
 	if (strcmp(rq->method, "GET"))
 		return aio_detail(rq->conn, MHD_HTTP_METHOD_NOT_ALLOWED, "Method Not Allowed");
-	const struct aio_sandbox *sb = aio_sandbox_get(a->sandboxes, id, NULL, false);
-	json_t *o;
+	if ((rc = aio_deploy_find(a->deploy, id, &r, &e)) < 0 && rc != -ENOENT)
+		return aio_detail(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", e.text);
 	if (presence)
-		o = json_pack("{s:s, s:b, s:s?}", "sandbox_id", id, "exists", sb != NULL,
-			      "container_id", sb ? sb->generation : NULL);
-	else
-		o = sb ? describe(a, rq, sb) : NULL;
-	aio_sandbox_put(a->sandboxes, sb);
-	if (!sb && !presence)
+		return aio_json(rq->conn, MHD_HTTP_OK,
+				json_pack("{s:s, s:b, s:s?}", "sandbox_id", id, "exists", rc == 0,
+					  "container_id", rc == 0 ? r.generation : NULL));
+	if (rc < 0)
 		return aio_detail(rq->conn, MHD_HTTP_NOT_FOUND, "Sandbox not found");
-	return o ? aio_json(rq->conn, MHD_HTTP_OK, o) : MHD_NO;
+	return place_and_describe(a, rq, &r, false);
 }
 
 enum MHD_Result aio_provision(struct aio *a, struct http_request *rq)

@@ -1,7 +1,7 @@
 /* sandboxes.c - see sandboxes.h.
  *
- * A sandbox being made is in the list already (not ready), so that a
- * second make of the same id waits for the first instead of acquiring
+ * A sandbox being taken is in the list already (not ready), so that a
+ * second hold of the same id waits for the first instead of acquiring
  * the lease twice: the broker's leases are per owner, and the second
  * connection's end would give back the first one's.
  */
@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 struct entry {
 	struct aio_sandbox sb; /* first: the public part */
@@ -100,16 +99,6 @@ static struct entry *find(struct aio_sandboxes *s, const char *id)
 	return NULL;
 }
 
-static void random_hex(char *out, size_t hex)
-{
-	unsigned char rnd[32];
-
-	if (getrandom(rnd, hex / 2, 0) != (ssize_t)(hex / 2))
-		abort(); /* the kernel's entropy: never fails once booted */
-	for (size_t i = 0; i < hex / 2; i++)
-		snprintf(out + 2 * i, 3, "%02x", rnd[i]);
-}
-
 /* EN's lease, through the broker: 0 or -errno (E). */
 static int acquire(struct aio_sandboxes *s, struct entry *en, struct error *e)
 {
@@ -139,24 +128,40 @@ static int acquire(struct aio_sandboxes *s, struct entry *en, struct error *e)
 	return r;
 }
 
-int aio_sandbox_make(struct aio_sandboxes *s, const char *id, const char *user, const char *thread,
-		     unsigned max_shell, const struct aio_sandbox **out, struct error *e)
+/* Takes EN out of the list, once ready, and gives its lease back now,
+ * not with the last request that uses it (the caller holds the lock, and
+ * has the list's reference to drop: entry_unref()). */
+static struct client_conn *take_out(struct aio_sandboxes *s, struct entry *en)
+{
+	struct client_conn *lease = en->lease;
+
+	list_remove(s, en);
+	en->lease = NULL;
+	return lease;
+}
+
+int aio_sandbox_hold(struct aio_sandboxes *s, const struct store_sandbox *rec,
+		     const struct aio_sandbox **out, struct error *e)
 {
 	struct entry *en;
 
 	pthread_mutex_lock(&s->lock);
-	while ((en = find(s, id)) && !en->ready)
+	while ((en = find(s, rec->id)) && !en->ready)
 		pthread_cond_wait(&s->made, &s->lock);
-	if (en) {
-		bool same = !strcmp(en->sb.user, user) && !strcmp(en->sb.thread, thread);
-		if (same)
-			en->refs++;
+	if (en && !strcmp(en->sb.generation, rec->generation)) {
+		en->refs++;
 		pthread_mutex_unlock(&s->lock);
-		if (!same)
-			return error_set(e, -EEXIST, "sandbox %s is %s/%s's", id, en->sb.user,
-					 en->sb.thread);
 		*out = &en->sb;
 		return 1;
+	}
+	if (en) {
+		/* Dropped and made again (on another host, perhaps of
+		 * another thread): the old one goes first. */
+		struct client_conn *lease = take_out(s, en);
+		pthread_mutex_unlock(&s->lock);
+		client_close(lease);
+		entry_unref(s, en);
+		return aio_sandbox_hold(s, rec, out, e);
 	}
 	if (s->n >= s->max) {
 		pthread_mutex_unlock(&s->lock);
@@ -166,13 +171,13 @@ int aio_sandbox_make(struct aio_sandboxes *s, const char *id, const char *user, 
 		pthread_mutex_unlock(&s->lock);
 		return error_set(e, -ENOMEM, "out of memory");
 	}
-	snprintf(en->sb.id, sizeof(en->sb.id), "%s", id);
-	snprintf(en->sb.user, sizeof(en->sb.user), "%s", user);
-	snprintf(en->sb.thread, sizeof(en->sb.thread), "%s", thread);
-	random_hex(en->sb.key, AIO_KEY_HEX);
-	random_hex(en->sb.generation, AIO_GENERATION_HEX);
-	en->sb.max_shell_sessions = max_shell;
-	en->sb.created_ns = realtime_ns();
+	snprintf(en->sb.id, sizeof(en->sb.id), "%s", rec->id);
+	snprintf(en->sb.user, sizeof(en->sb.user), "%s", rec->user);
+	snprintf(en->sb.thread, sizeof(en->sb.thread), "%s", rec->thread);
+	snprintf(en->sb.key, sizeof(en->sb.key), "%s", rec->key);
+	snprintf(en->sb.generation, sizeof(en->sb.generation), "%s", rec->generation);
+	en->sb.max_shell_sessions = (unsigned)rec->max_shell_sessions;
+	en->sb.created_ns = rec->created_ns;
 	en->refs = 1; /* the list's */
 	en->next = s->list;
 	s->list = en;
@@ -217,18 +222,16 @@ void aio_sandbox_put(struct aio_sandboxes *s, const struct aio_sandbox *sb)
 		entry_unref(s, (struct entry *)sb);
 }
 
-int aio_sandbox_delete(struct aio_sandboxes *s, const char *id)
+int aio_sandbox_let_go(struct aio_sandboxes *s, const char *id, const char *generation)
 {
 	pthread_mutex_lock(&s->lock);
 	struct entry *en = find(s, id);
-	bool gone = en && en->ready && list_remove(s, en);
-	struct client_conn *lease = gone ? en->lease : NULL;
-	if (gone)
-		en->lease = NULL;
+	bool gone = en && en->ready && (!generation || !strcmp(en->sb.generation, generation));
+	struct client_conn *lease = gone ? take_out(s, en) : NULL;
 	pthread_mutex_unlock(&s->lock);
 	if (!gone)
 		return -ENOENT;
-	client_close(lease); /* the lease ends now, not with the last request */
+	client_close(lease);
 	entry_unref(s, en);
 	return 0;
 }

@@ -1,13 +1,14 @@
-/* sandboxes.h - the sandboxes the provisioner made (docs/aio.md): each a
- * user's thread served by the home's broker, named by the framework's
- * sandbox id, reached at /sb/ID.KEY/ (KEY: a capability, 32 hex digits
- * from getrandom, so that the URL is the credential the framework's
- * client does not otherwise send).
+/* sandboxes.h - the sandboxes this server holds (docs/aio.md): each a
+ * record of the deployment's (store/sandboxes.h: a user's thread, named
+ * by the framework's sandbox id, reached at /sb/ID.KEY/, KEY being the
+ * capability the framework's client does not otherwise send) whose
+ * thread's lease this host took for it. deploy.h says which host holds
+ * which; this is this host's part.
  *
  * A sandbox holds its thread's view through a broker connection of its
  * own ("hold": the lease ends with the connection), so a server that
- * dies gives every view back. Lookups take a reference: a sandbox
- * deleted while a request uses it is freed when the request lets go.
+ * dies gives every view back. Lookups take a reference: a sandbox let go
+ * while a request uses it is freed when the request lets go.
  * All functions are safe from any thread.
  */
 #ifndef SBX_AIO_SANDBOXES_H
@@ -15,6 +16,7 @@
 
 #include "common/error.h"
 #include "common/ids.h"
+#include "store/sandboxes.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -26,10 +28,10 @@
 struct aio_sandbox {
 	char id[THREAD_ID_MAX + 1];
 	char user[USER_ID_MAX + 1], thread[THREAD_ID_MAX + 1];
-	char key[AIO_KEY_HEX + 1];
+	char key[STORE_SANDBOX_SECRET_MAX + 1];
 	/* A fresh one each time the sandbox is made: the provisioner's
 	 * container_id. */
-	char generation[AIO_GENERATION_HEX + 1];
+	char generation[STORE_SANDBOX_SECRET_MAX + 1];
 	unsigned max_shell_sessions; /* 0: the broker's configuration */
 	int64_t created_ns;
 };
@@ -37,26 +39,29 @@ struct aio_sandbox {
 struct aio_sandboxes;
 
 int aio_sandboxes_new(const char *home, unsigned max, struct aio_sandboxes **out);
-/* Ends every sandbox (their leases given back) and frees S. */
+/* Lets every sandbox go (their leases given back) and frees S. */
 void aio_sandboxes_free(struct aio_sandboxes *s);
 
-/* Makes sandbox ID of USER's THREAD (MAX_SHELL 0: the default), or finds
- * it: 0 and *OUT (a reference, aio_sandbox_put() it), 1 if it was there
- * already; -EEXIST (E) if ID is another thread's, -ENOSPC at the limit,
- * or what the broker said (E). */
-int aio_sandbox_make(struct aio_sandboxes *s, const char *id, const char *user, const char *thread,
-		     unsigned max_shell, const struct aio_sandbox **out, struct error *e);
+/* Holds the sandbox of record R here: takes its thread's lease through
+ * the broker (with its max_shell_sessions), or finds it held. 0 and
+ * *OUT (a reference, aio_sandbox_put() it), 1 if it was held already;
+ * -ENOSPC (E) at the limit, or what the broker said (E). A sandbox of
+ * R's id but another generation (dropped and made again meanwhile) is
+ * let go first. */
+int aio_sandbox_hold(struct aio_sandboxes *s, const struct store_sandbox *r,
+		     const struct aio_sandbox **out, struct error *e);
 
-/* Sandbox ID (a reference), or NULL. With KEY, only if KEY is its key
- * (compared in constant time). */
+/* Held sandbox ID (a reference), or NULL. With KEY, only if KEY is its
+ * key (compared in constant time). */
 const struct aio_sandbox *aio_sandbox_get(struct aio_sandboxes *s, const char *id, const char *key,
 					  bool check_key);
 void aio_sandbox_put(struct aio_sandboxes *s, const struct aio_sandbox *sb);
 
-/* Ends sandbox ID (its lease given back): 0, or -ENOENT. */
-int aio_sandbox_delete(struct aio_sandboxes *s, const char *id);
+/* Lets held sandbox ID go (of GENERATION, if not NULL): its lease given
+ * back at once. 0, or -ENOENT. */
+int aio_sandbox_let_go(struct aio_sandboxes *s, const char *id, const char *generation);
 
-/* Every sandbox, as ON_EACH(ARG, SANDBOX) under the registry's lock
+/* Every held sandbox, as ON_EACH(ARG, SANDBOX) under the registry's lock
  * (which ON_EACH must not take again). */
 void aio_sandboxes_each(struct aio_sandboxes *s,
 			void (*on_each)(void *arg, const struct aio_sandbox *sb), void *arg);

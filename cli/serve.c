@@ -41,7 +41,9 @@ static const char serve_usage[] =
 	"                    of sbx mcp (the same tools, a run per session);\n"
 	"  /api/sandboxes    the reference framework's provisioner API (X-API-Key:\n"
 	"                    the token), whose sandbox_url serves the reference's\n"
-	"                    sandbox API for the sandbox's thread (docs/aio.md).\n"
+	"                    sandbox API for the sandbox's thread (docs/aio.md); the\n"
+	"                    sandboxes are the store's, each served by the host\n"
+	"                    that holds its thread.\n"
 	"It runs in the foreground, logs to standard error, and at SIGTERM or\n"
 	"SIGINT ends every session and sandbox (runs ended, views given back).\n"
 	"\n"
@@ -62,7 +64,9 @@ static const char serve_usage[] =
 	"Limits ([serve] in sbx.conf): max_body (4M: 413 beyond), max_sessions (64:\n"
 	"503 beyond), idle_timeout (900 s: a session with no request nor stream\n"
 	"open ends), max_connections (256), max_sandboxes (256), max_upload (64M),\n"
-	"public_url. docs/mcp.md and docs/aio.md have the endpoints' contracts.\n";
+	"public_url (sandbox_url's start; on a store several hosts share, recorded\n"
+	"there: the others answer it for the sandboxes this host serves).\n"
+	"docs/mcp.md and docs/aio.md have the endpoints' contracts.\n";
 
 struct listen_addr {
 	struct sockaddr_storage ss;

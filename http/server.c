@@ -67,6 +67,77 @@ const char *http_query(const struct http_request *rq, const char *name)
 	return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+/* A growing string of a request's target. */
+struct target {
+	char *s;
+	size_t n, cap;
+	bool failed;
+};
+
+static void target_add(struct target *t, const char *p, size_t n)
+{
+	if (t->failed)
+		return;
+	if (t->n + n + 1 > t->cap) {
+		size_t cap = 2 * (t->n + n + 1);
+		char *s = realloc(t->s, cap);
+		if (!s) {
+			t->failed = true;
+			return;
+		}
+		t->s = s;
+		t->cap = cap;
+	}
+	memcpy(t->s + t->n, p, n);
+	t->n += n;
+	t->s[t->n] = '\0';
+}
+
+/* TEXT percent-encoded but for RFC 3986's unreserved characters and
+ * those of KEEP. */
+static void target_encode(struct target *t, const char *text, const char *keep)
+{
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+		char esc[4];
+		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-._~", *p) || strchr(keep, *p)) {
+			target_add(t, (const char *)p, 1);
+			continue;
+		}
+		snprintf(esc, sizeof(esc), "%%%02X", *p);
+		target_add(t, esc, 3);
+	}
+}
+
+static enum MHD_Result target_arg(void *arg, enum MHD_ValueKind kind, const char *key,
+				  const char *value)
+{
+	struct target *t = arg;
+
+	(void)kind;
+	target_add(t, strchr(t->s, '?') ? "&" : "?", 1);
+	target_encode(t, key, "");
+	if (value) {
+		target_add(t, "=", 1);
+		target_encode(t, value, "");
+	}
+	return MHD_YES;
+}
+
+char *http_target(const struct http_request *rq)
+{
+	struct target t = { 0 };
+
+	target_add(&t, "", 0);
+	target_encode(&t, rq->url, "/");
+	MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, target_arg, &t);
+	if (t.failed) {
+		free(t.s);
+		return NULL;
+	}
+	return t.s;
+}
+
 enum MHD_Result http_queue(struct MHD_Connection *conn, unsigned status, struct MHD_Response *r)
 {
 	if (!r)

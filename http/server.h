@@ -94,6 +94,11 @@ const char *http_header(const struct http_request *rq, const char *name);
 /* The query argument NAME, or NULL. */
 const char *http_query(const struct http_request *rq, const char *name);
 
+/* The request's path and query as a URL has them (percent-encoded
+ * again: "/sb/x/v1/file/download?path=%2Fmnt%2Fa%20b"), for a redirect
+ * that keeps them; NULL for no memory. */
+char *http_target(const struct http_request *rq);
+
 /* Queues R (taking it; NULL: the connection ends) as the answer of
  * STATUS. */
 enum MHD_Result http_queue(struct MHD_Connection *conn, unsigned status, struct MHD_Response *r);

@@ -20,7 +20,7 @@
 #define LIMIT_VIEWS "max-views" /* named as sbx.conf's key */
 
 /* The store's clock, in SQL (ns): PostgreSQL's, which the hosts share;
- * this host's for SQLite (to the ms), as store_now() says. */
+ * this host's for SQLite (to the ms), as store_lease_clock() says. */
 #define CLOCK_PG "(CAST(extract(epoch FROM statement_timestamp()) * 1000000 AS BIGINT) * 1000)"
 #define CLOCK_LITE "(CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) * 1000000)"
 #define RENEW_SQL(clock)                                                                \
@@ -115,7 +115,7 @@ int lease_config(const char *home, struct lease_config *out, char *err, size_t e
 
 /* The store's clock: PostgreSQL's (hosts' clocks need not agree), or
  * this host's for an SQLite file, which only this host opens. */
-static int store_now(struct store *s, int64_t *now)
+int store_lease_clock(struct store *s, int64_t *now)
 {
 	if (db_engine(store_db(s)) == DB_SQLITE) {
 		*now = realtime_ns();
@@ -254,7 +254,7 @@ static int acquire(struct store *s, const char *user, const char *thread, const 
 {
 	struct lease l = { 0 };
 	int64_t now;
-	int r = store_now(s, &now);
+	int r = store_lease_clock(s, &now);
 
 	if (r < 0)
 		return r;
@@ -358,7 +358,7 @@ int store_lease_release(struct store *s, const char *user, const char *thread, c
 
 int store_lease_get(struct store *s, const char *user, const char *thread, struct lease *out)
 {
-	int r = store_now(s, &out->now_ns);
+	int r = store_lease_clock(s, &out->now_ns);
 
 	return r < 0 ? r : lease_read(s, user, thread, out);
 }
@@ -370,7 +370,7 @@ int store_leases_each(struct store *s,
 {
 	struct lease l;
 	int64_t now;
-	int r = store_now(s, &now);
+	int r = store_lease_clock(s, &now);
 
 	if (r < 0)
 		return r;
@@ -512,7 +512,7 @@ int store_lease_set_limit(struct store *s, int64_t views, const char *host)
 	int r = store_begin(s);
 
 	if (r == 0)
-		r = store_now(s, &now);
+		r = store_lease_clock(s, &now);
 	if (r == 0) {
 		const char *t[] = { LIMIT_VIEWS };
 		r = run(s, limit_drop_sql, t, 1, NULL, 0, NULL, "change the deployment's limits");

@@ -105,6 +105,9 @@ int store_lease_renew(struct store *s, const char *user, const char *thread, con
  * past). -ESTALE if it is no longer that. */
 int store_lease_release(struct store *s, const char *user, const char *thread, const char *host,
 			int64_t token);
+/* The store's clock, by which leases are judged (ns since the epoch):
+ * PostgreSQL's, which the hosts share; this host's on SQLite. */
+int store_lease_clock(struct store *s, int64_t *now_ns);
 /* The lease of USER's THREAD, live or not; -ENOENT if it never had one. */
 int store_lease_get(struct store *s, const char *user, const char *thread, struct lease *out);
 /* Calls FN for every lease, by host then user and thread; stops at FN's

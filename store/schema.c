@@ -32,6 +32,17 @@
 	"CREATE INDEX audit_by_base ON audit (base_sha256) WHERE base_sha256 IS NOT NULL;" \
 	"CREATE INDEX audit_by_cur ON audit (cur_sha256) WHERE cur_sha256 IS NOT NULL;"
 
+/* The AIO provisioner's sandboxes, the deployment's (sandboxes.h), and
+ * where each host's sbx serve is reached. INT as in AUDIT_SAME_SQL. */
+#define SANDBOXES_SQL(INT)                                                     \
+	"CREATE TABLE sandboxes ("                                             \
+	"  id TEXT PRIMARY KEY, \"user\" TEXT NOT NULL, thread TEXT NOT NULL," \
+	"  \"key\" TEXT NOT NULL, generation TEXT NOT NULL,"                   \
+	"  max_shell_sessions " INT " NOT NULL, created_ns " INT " NOT NULL);" \
+	"CREATE INDEX sandboxes_by_thread ON sandboxes (\"user\", thread);"    \
+	"CREATE TABLE serve_urls (host TEXT PRIMARY KEY, url TEXT NOT NULL,"   \
+	"  pid " INT " NOT NULL, at_ns " INT " NOT NULL);"
+
 /* Migrations: entry N takes the schema from version N to N + 1. Never edit
  * one that has shipped; append a new one. */
 static const char *const lite_migrations[STORE_SCHEMA_VERSION] = {
@@ -167,6 +178,8 @@ static const char *const lite_migrations[STORE_SCHEMA_VERSION] = {
 	/* 14 -> 15: contents nothing refers to are collected (BLOB_REFS). */
 	"CREATE TABLE blob_puts (sha256 BLOB PRIMARY KEY, until_ns INTEGER NOT NULL)"
 	" WITHOUT ROWID;" BLOB_REFS_SQL,
+	/* 15 -> 16: the provisioner's sandboxes (SANDBOXES). */
+	SANDBOXES_SQL("INTEGER"),
 };
 
 /* PostgreSQL's: its first step makes the schema of version 10 whole (the
@@ -250,6 +263,7 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 	       "ALTER TABLE snapshot_files ADD COLUMN gone INTEGER NOT NULL DEFAULT 0;",
 	[13] = AUDIT_SAME_SQL("BIGINT", "BYTEA"),
 	[14] = "CREATE TABLE blob_puts (sha256 BYTEA PRIMARY KEY, until_ns BIGINT NOT NULL);" BLOB_REFS_SQL,
+	[15] = SANDBOXES_SQL("BIGINT"),
 };
 
 int store_schema_version(struct store *s)

@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "store/lease.h"
 #include "store/receipt.h"
+#include "store/sandboxes.h"
 #include "store/snapshot.h"
 #include "store/store.h"
 #include "store/store_int.h"
@@ -1628,6 +1629,76 @@ START_TEST(test_lease_is_given_back_by_the_last_of_a_host_s_views)
 }
 END_TEST
 
+static struct store_sandbox sandbox(const char *id, const char *thread, const char *gen)
+{
+	struct store_sandbox sb = { .max_shell_sessions = 3, .created_ns = 7 };
+
+	snprintf(sb.id, sizeof(sb.id), "%s", id);
+	snprintf(sb.user, sizeof(sb.user), "u");
+	snprintf(sb.thread, sizeof(sb.thread), "%s", thread);
+	snprintf(sb.key, sizeof(sb.key), "key-%s", gen);
+	snprintf(sb.generation, sizeof(sb.generation), "%s", gen);
+	return sb;
+}
+
+static int list_sandboxes(void *arg, const struct store_sandbox *sb)
+{
+	char *out = arg;
+
+	snprintf(out + strlen(out), 256 - strlen(out), "%s:%s:%s:%s ", sb->id, sb->generation,
+		 sb->holder, sb->holder_url);
+	return 0;
+}
+
+/* The provisioner's sandboxes (store/sandboxes.h): made once per id (the
+ * second add reads the first's record), read with the host that holds
+ * the thread live and the URL that host recorded, none once the lease
+ * is given back; dropped by id, or only of a generation; listed by id. */
+START_TEST(test_store_sandboxes_are_the_deployment_s)
+{
+	struct store *s = open_db();
+	struct store_sandbox a = sandbox("s1", "t", "g1"), again = sandbox("s1", "t2", "g2"), got;
+	char list[256] = "";
+
+	ck_assert_int_eq(store_sandbox_get(s, "s1", &got), -ENOENT);
+	ck_assert_int_eq(store_sandbox_add(s, &a, &got), 1);
+	ck_assert_int_eq(store_sandbox_add(s, &again, &got), 0);
+	ck_assert_str_eq(got.thread, "t");
+	ck_assert_str_eq(got.key, "key-g1");
+	ck_assert_str_eq(got.generation, "g1");
+	ck_assert_int_eq(got.max_shell_sessions, 3);
+	ck_assert_int_eq(got.created_ns, 7);
+	ck_assert_str_eq(got.holder, "");
+	ck_assert_int_eq(store_serve_url_put(s, "a", "http://a:1", 10), 0);
+	ck_assert_int_eq(take(s, "t", "a", 60000, NULL, 0), 1);
+	ck_assert_int_eq(store_sandbox_get(s, "s1", &got), 0);
+	ck_assert_str_eq(got.holder, "a");
+	ck_assert_str_eq(got.holder_url, "http://a:1");
+	/* another pid's drop leaves the URL; the holder's own URL changes */
+	ck_assert_int_eq(store_serve_url_drop(s, "a", 11), 0);
+	ck_assert_int_eq(store_serve_url_put(s, "a", "http://a:2", 10), 0);
+	ck_assert_int_eq(store_sandbox_get(s, "s1", &got), 0);
+	ck_assert_str_eq(got.holder_url, "http://a:2");
+	ck_assert_int_eq(store_serve_url_drop(s, "a", 10), 0);
+	ck_assert_int_eq(store_sandbox_get(s, "s1", &got), 0);
+	ck_assert_str_eq(got.holder, "a");
+	ck_assert_str_eq(got.holder_url, "");
+	ck_assert_int_eq(store_lease_release(s, "u", "t", "a", 1), 0);
+	ck_assert_int_eq(store_sandbox_get(s, "s1", &got), 0);
+	ck_assert_str_eq(got.holder, "");
+	struct store_sandbox b = sandbox("s0", "t", "g3");
+	ck_assert_int_eq(store_sandbox_add(s, &b, &got), 1);
+	ck_assert_int_eq(store_sandboxes_each(s, list_sandboxes, list), 0);
+	ck_assert_str_eq(list, "s0:g3:: s1:g1:: ");
+	ck_assert_int_eq(store_sandbox_drop(s, "s1", "g2"), -ENOENT);
+	ck_assert_int_eq(store_sandbox_drop(s, "s1", "g1"), 0);
+	ck_assert_int_eq(store_sandbox_drop(s, "s1", NULL), -ENOENT);
+	ck_assert_int_eq(store_sandbox_drop(s, "s0", NULL), 0);
+	ck_assert_int_eq(store_sandbox_get(s, "s0", &got), -ENOENT);
+	store_close(s);
+}
+END_TEST
+
 /* PostgreSQL: a statement prepared again and again (a lease's heartbeat,
  * inside a writer's turn each time) is one on the server, not one more
  * each time. */
@@ -1869,6 +1940,7 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_lease_is_given_back_by_the_last_of_a_host_s_views);
 	tcase_add_test(tc, test_lease_fences_a_taken_over_writer);
 	tcase_add_test(tc, test_lease_capacity_limits);
+	tcase_add_test(tc, test_store_sandboxes_are_the_deployment_s);
 }
 
 Suite *suite_unit_store(void)
