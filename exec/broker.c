@@ -5,6 +5,7 @@
 #include "broker_int.h"
 #include "broker_ops.h"
 #include "cgroup.h"
+#include "fdpass.h"
 #include "identity.h"
 #include "provider.h"
 #include "sandbox.h"
@@ -86,9 +87,9 @@ static void *serve(void *arg)
 			break; /* stopping, and it sent nothing more */
 		if (!p[0].revents)
 			continue;
-		n = (int)read(c->fd, buf + len, BROKER_LINE_MAX + 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
+		/* A client sends one request at a time, its fd (if any) with
+		 * its line's first byte: the fd is the next line's. */
+		n = (int)fdpass_recv(c->fd, buf + len, BROKER_LINE_MAX + 1 - len, &c->passed_fd);
 		if (n <= 0)
 			break;
 		len += (size_t)n;
@@ -97,6 +98,7 @@ static void *serve(void *arg)
 			size_t line = (size_t)(nl - buf);
 			if (!skipping && line > 0)
 				broker_dispatch(c, buf, line);
+			closep(&c->passed_fd); /* what its request left */
 			skipping = false;
 			memmove(buf, nl + 1, len - line - 1);
 			len -= line + 1;
@@ -111,6 +113,7 @@ static void *serve(void *arg)
 		}
 	}
 	broker_client_gone(c);
+	closep(&c->passed_fd);
 	close(c->fd);
 	free(c->outbox);
 	free(c);
@@ -148,7 +151,9 @@ static int accept_client(struct broker *b, int lfd)
 		close(fd);
 		return 0;
 	}
-	*c = (struct client){ .b = b, .fd = fd, .uid = cred.uid, .accepted_ms = now_ms() };
+	*c = (struct client){
+		.b = b, .fd = fd, .uid = cred.uid, .accepted_ms = now_ms(), .passed_fd = -1
+	};
 	struct timeval stall = { SEND_STALL_S, 0 };
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &stall, sizeof(stall));
 	pthread_mutex_lock(&b->lock);

@@ -19,6 +19,9 @@
 #include <stdint.h>
 
 #define BROKER_LINE_MAX (1u << 20)
+/* The most a tool's arguments passed in a memfd ("arguments_fd") may
+ * hold: sbx serve's max_upload (64 MiB by default) bounds its own first. */
+#define BROKER_ARGS_MAX (1ull << 30)
 
 struct broker_options {
 	const char *home;   /* resolved */

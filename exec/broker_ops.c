@@ -1208,6 +1208,68 @@ static int tool_diff(const char *old, const char *new, char **hunks)
 	return r;
 }
 
+/* Reads a memfd from its start to SIZE, for json_load_callback(). */
+struct args_reader {
+	int fd;
+	off_t at, size;
+};
+
+static size_t read_args(void *buf, size_t n, void *arg)
+{
+	struct args_reader *r = arg;
+	ssize_t got;
+
+	if ((off_t)n > r->size - r->at)
+		n = (size_t)(r->size - r->at);
+	do
+		got = n ? pread(r->fd, buf, n, r->at) : 0;
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return (size_t)-1;
+	r->at += got;
+	return (size_t)got;
+}
+
+/* Q's arguments: those of its line, or (arguments_fd) the JSON object in
+ * the memfd C passed with it. A new reference (NULL: none given), or
+ * NULL with *SENT once the refusal is sent. */
+static json_t *tool_arguments(struct client *c, const struct request *q, bool *sent)
+{
+	_cleanup_(closep) int fd = c->passed_fd;
+	struct args_reader r = { .fd = fd };
+	struct stat st;
+	json_error_t jerr;
+
+	c->passed_fd = -1;
+	*sent = false;
+	if (!q->arguments_fd)
+		return json_incref(q->arguments);
+	*sent = true;
+	/* A memfd only (it has seals): its reads never block this thread,
+	 * as a FIFO's or a view's file's could. */
+	if (fd < 0 || fcntl(fd, F_GET_SEALS) < 0 || fstat(fd, &st) < 0) {
+		send_error(c, q->id, "bad_request", "'arguments_fd': %s",
+			   fd < 0 ? "no fd came with the request" : "the fd is not a memfd");
+		return NULL;
+	}
+	if ((unsigned long long)st.st_size > BROKER_ARGS_MAX) {
+		send_error(c, q->id, "too_large", "arguments of %lld bytes, more than %llu",
+			   (long long)st.st_size, (unsigned long long)BROKER_ARGS_MAX);
+		return NULL;
+	}
+	r.size = st.st_size;
+	json_t *args = json_load_callback(read_args, &r, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+					  &jerr);
+	if (!json_is_object(args)) {
+		send_error(c, q->id, "bad_request", "'arguments_fd': %s",
+			   args ? "not a JSON object" : jerr.text);
+		json_decref(args);
+		return NULL;
+	}
+	*sent = false;
+	return args;
+}
+
 static void op_tool(struct client *c, const struct request *q)
 {
 	struct broker *b = c->b;
@@ -1215,6 +1277,7 @@ static void op_tool(struct client *c, const struct request *q)
 	struct tool_result res = { 0 };
 	struct refused refused = { NULL };
 	char err[PATH_MAX + 128];
+	bool sent;
 
 	const enum tool_set set = q->tool_set;
 
@@ -1222,6 +1285,9 @@ static void op_tool(struct client *c, const struct request *q)
 		send_error(c, q->id, "unknown_tool", "no tool %.64s", q->tool_name);
 		return;
 	}
+	json_auto_t *args = tool_arguments(c, q, &sent);
+	if (sent)
+		return;
 	if (provider_use(b->provider, q->user, q->thread, &sv, err, sizeof(err)) < 0) {
 		send_error(c, q->id, "mount_failed", "%s", err);
 		return;
@@ -1233,7 +1299,7 @@ static void op_tool(struct client *c, const struct request *q)
 				     .diff = tool_diff,
 				     .refusal_arg = &refused };
 	const struct tool_identity id = { sv.ident.uid, sv.ident.gid };
-	int r = root < 0 ? -errno : tool_call_as(&v, &id, q->via, q->tool_name, q->arguments, &res);
+	int r = root < 0 ? -errno : tool_call_as(&v, &id, q->via, q->tool_name, args, &res);
 	if (root >= 0)
 		close(root);
 	if (r == 0 && refused.path)

@@ -1,6 +1,7 @@
 /* client.c - see client.h. */
 #include "client.h"
 #include "broker.h"
+#include "fdpass.h"
 #include "common/cleanup.h"
 
 #include <errno.h>
@@ -43,7 +44,8 @@ void client_close(struct client_conn *c)
 	free(c);
 }
 
-int client_send(struct client_conn *c, json_t *req, struct error *e)
+/* REQ as a line on C, FD (-1: none) passed with it. */
+static int send_line(struct client_conn *c, json_t *req, int fd, struct error *e)
 {
 	_cleanup_(freep) char *text = json_dumps(req, JSON_COMPACT);
 
@@ -51,13 +53,17 @@ int client_send(struct client_conn *c, json_t *req, struct error *e)
 		return error_set(e, -ENOMEM, "out of memory");
 	size_t len = strlen(text);
 	struct iovec iov[2] = { { text, len }, { "\n", 1 } };
-	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
-	ssize_t n = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+	ssize_t n = fdpass_send(c->fd, iov, 2, fd);
 	if (n != (ssize_t)len + 1)
-		return error_set(e, n < 0 ? -errno : -EIO,
+		return error_set(e, n < 0 ? (int)n : -EIO,
 				 "cannot send a request to the broker: %s",
-				 n < 0 ? strerror(errno) : "short write");
+				 n < 0 ? strerror((int)-n) : "short write");
 	return 0;
+}
+
+int client_send(struct client_conn *c, json_t *req, struct error *e)
+{
+	return send_line(c, req, -1, e);
 }
 
 json_t *client_next(struct client_conn *c, struct error *e)
@@ -134,42 +140,7 @@ json_t *client_call(const char *home, json_t *req, struct error *e)
 	return client_call_events(home, req, NULL, NULL, e);
 }
 
-/* recv() of at most N bytes into P from SOCK, the fds passed with them
- * taken: the first into *FD (if it is -1), the others closed. */
-static ssize_t recv_fds(int sock, char *p, size_t n, int *fd)
-{
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(4 * sizeof(int))];
-	} control;
-	struct iovec iov = { p, n };
-	struct msghdr m = { .msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = control.buf,
-			    .msg_controllen = sizeof(control.buf) };
-	ssize_t got;
-
-	do
-		got = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
-	while (got < 0 && errno == EINTR);
-	if (got < 0)
-		return -errno;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int f;
-			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (*fd < 0)
-				*fd = f;
-			else
-				close(f);
-		}
-	}
-	return got;
-}
-
-/* The final reply on SOCK, read with recv_fds() (never through a FILE,
+/* The final reply on SOCK, read with fdpass_recv() (never through a FILE,
  * whose buffer would take bytes past the fds' message): NULL with E. */
 static json_t *final_with_fd(int sock, int *fd, struct error *e)
 {
@@ -187,7 +158,7 @@ static json_t *final_with_fd(int sock, int *fd, struct error *e)
 				}
 				buf = b;
 			}
-			ssize_t n = recv_fds(sock, buf + len, cap - len, fd);
+			ssize_t n = fdpass_recv(sock, buf + len, cap - len, fd);
 			if (n <= 0) {
 				error_set(e, -ECONNRESET, "the broker closed the connection");
 				return NULL;
@@ -222,6 +193,17 @@ json_t *client_call_fd(const char *home, json_t *req, int *fd, struct error *e)
 	client_close(c);
 	if (!v)
 		closep(fd);
+	return v;
+}
+
+json_t *client_call_passing(const char *home, json_t *req, int fd, struct error *e)
+{
+	struct client_conn *c;
+
+	if (client_open(home, &c, e) < 0)
+		return NULL;
+	json_t *v = send_line(c, req, fd, e) < 0 ? NULL : client_final(c, NULL, NULL, e);
+	client_close(c);
 	return v;
 }
 

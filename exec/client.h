@@ -63,6 +63,10 @@ json_t *client_call_events(const char *home, json_t *req,
  * close), or -1 if none did. Any fd past the first is closed. */
 json_t *client_call_fd(const char *home, json_t *req, int *fd, struct error *e);
 
+/* client_call() of a request that passes FD along with its line
+ * (SCM_RIGHTS: the tool op's "arguments_fd"): FD stays the caller's. */
+json_t *client_call_passing(const char *home, json_t *req, int fd, struct error *e);
+
 /* The reply's error as E (code -EPROTO; the text "CODE: MESSAGE" with
  * the broker's code and message). Returns -EPROTO. */
 int client_reply_error(json_t *reply, struct error *e);

@@ -251,6 +251,11 @@ static int parse_tool(struct request *r, const char **code, char *err, size_t er
 	r->arguments = json_object_get(r->root, "arguments");
 	if (r->arguments && !json_is_object(r->arguments))
 		return fail(code, "bad_request", err, errlen, "'arguments' must be an object");
+	if (!bool_field(r->root, "arguments_fd", &r->arguments_fd, err, errlen))
+		return bad_request(code);
+	if (r->arguments && r->arguments_fd)
+		return fail(code, "bad_request", err, errlen,
+			    "'arguments' and 'arguments_fd' exclude each other");
 	return 0;
 }
 

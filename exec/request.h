@@ -81,6 +81,9 @@ struct request {
 	 * "filesystem" or "aio"). */
 	const char *tool_name;
 	json_t *arguments;
+	/* tool: the arguments are the JSON object in the memfd passed with
+	 * the line (SCM_RIGHTS), for those past the line's BROKER_LINE_MAX */
+	bool arguments_fd;
 	const char *via;
 	enum tool_set tool_set;
 };

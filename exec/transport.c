@@ -1,5 +1,6 @@
 /* transport.c - see transport.h. */
 #include "transport.h"
+#include "fdpass.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -85,29 +86,14 @@ int send_with_fd(struct client *c, json_t *o, int fd)
 {
 	size_t len;
 	char *text = json_line(o, &len);
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} control = { 0 };
 	struct iovec iov = { text, len };
-	struct msghdr m = { .msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = control.buf,
-			    .msg_controllen = sizeof(control.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
 	ssize_t n;
 
 	if (!text)
 		return -ENOMEM;
 	/* What is ahead of it first: the fd goes with this line's bytes. */
 	int r = flush_outbox(c, true);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	do
-		n = r < 0 ? -1 : sendmsg(c->fd, &m, MSG_NOSIGNAL);
-	while (n < 0 && r == 0 && errno == EINTR);
+	n = r < 0 ? r : fdpass_send(c->fd, &iov, 1, fd);
 	if (n < 0) {
 		free(text);
 		if (r == 0) {

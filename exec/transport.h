@@ -33,6 +33,10 @@ struct client {
 	size_t outbox_len;
 	bool dropped; /* output events were dropped */
 	bool gone;    /* a send failed or stalled */
+	/* The fd the client passed with its request's line (SCM_RIGHTS: a
+	 * tool's arguments_fd), taken by that request, closed after it;
+	 * -1: none. */
+	int passed_fd;
 	/* The lease an acquire with "hold" took: given back, and its
 	 * scope's shell ended, when the connection ends. */
 	char *held_user, *held_thread, *held_owner;

@@ -752,6 +752,64 @@ START_TEST(test_broker_aio_file_tools_go_through_the_gate)
 }
 END_TEST
 
+/* A request of the AIO set whose arguments travel in a memfd
+ * (arguments_fd), bclient's "_pass" ARGS. */
+static char *aio_passed(const char *name, const char *args)
+{
+	return fmt_cmd("'{\"op\":\"tool\",\"user\":\"alice\",\"thread\":\"t1\",\"profile\":"
+		       "\"aio\",\"via\":\"aio\",\"name\":\"%s\",\"arguments_fd\":true,"
+		       "\"_pass\":%s}'",
+		       name, args);
+}
+
+/* tool with arguments_fd: the arguments are the JSON object in the memfd
+ * passed with the line, past the line's 1 MiB (a 3 MiB write written
+ * whole, its program aio:file_write); no fd, a pipe, what is not an
+ * object, both ways at once are bad_request; an fd is its own request's
+ * only (the next request without one has none). */
+START_TEST(test_broker_tool_arguments_in_a_memfd)
+{
+	const char *ws = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace", H);
+
+	char *r = OUT("python3 -c 'import json; print(json.dumps({\"op\": \"tool\", \"user\":"
+		      " \"alice\", \"thread\": \"t1\", \"profile\": \"aio\", \"via\": \"aio\","
+		      " \"name\": \"file_write\", \"arguments_fd\": True, \"_pass\":"
+		      " {\"file\": \"big.txt\", \"content\": \"x\" * 3000000,"
+		      " \"trailing_newline\": True}}))' |"
+		      " python3 tests/tools/bclient.py '%s' --stdin",
+		      H);
+	SAME(field(r, "d[\"is_error\"], d[\"structured\"]"),
+	     "False {'bytes_written': 3000001, 'file': '/mnt/user-data/workspace/big.txt'}\n");
+	SAME(OUT("wc -c < '%s/big.txt'; tr -d x < '%s/big.txt' | od -c | head -1", ws, ws),
+	     "3000001\n0000000  \\n\n");
+	r = raw(fmt_cmd("%s %s %s %s %s %s",
+			aio_passed("file_read", "{\"file\":\"big.txt\",\"start_line\":0,"
+						"\"end_line\":0}"),
+			"'{\"op\":\"tool\",\"user\":\"alice\",\"thread\":\"t1\",\"profile\":"
+			"\"aio\",\"name\":\"file_read\",\"arguments_fd\":true}'",
+			"'{\"op\":\"tool\",\"user\":\"alice\",\"thread\":\"t1\",\"profile\":"
+			"\"aio\",\"name\":\"file_read\",\"arguments_fd\":true,\"_pass\":{},"
+			"\"_pass_pipe\":true}'",
+			aio_passed("file_read", "\"[1]\""), aio_passed("file_read", "\"{\""),
+			"'{\"op\":\"tool\",\"user\":\"alice\",\"thread\":\"t1\",\"profile\":"
+			"\"aio\",\"name\":\"file_read\",\"arguments_fd\":true,\"arguments\":{},"
+			"\"_pass\":{}}'"));
+	SAME(fields(r, "d.get(\"is_error\"), d.get(\"error\", {}).get(\"code\"),"
+		       " d.get(\"error\", {}).get(\"message\", \"\")[:40]"),
+	     "False None \n"
+	     "None bad_request 'arguments_fd': no fd came with the requ\n"
+	     "None bad_request 'arguments_fd': the fd is not a memfd\n"
+	     "None bad_request 'arguments_fd': not a JSON object\n"
+	     "None bad_request 'arguments_fd': string or '}' expected n\n"
+	     "None bad_request 'arguments' and 'arguments_fd' exclude e\n");
+	SAME(OUT("'%s' watch --home '%s' --user alice --thread t1 --once --since 0 --format json |"
+		 " python3 tests/tools/jsonq.py --lines \"d.get('path'), d.get('command')\" |"
+		 " grep big.txt | sort -u",
+		 test_bin("sbx"), H),
+	     "/mnt/user-data/workspace/big.txt aio:file_write\n");
+}
+END_TEST
+
 /* open: the file's fd passed with the reply (its bytes the file's, its
  * size said); a directory, a symlink out of the view, a path outside it
  * and a missing file are refused with the AIO set's error_type as the
@@ -1770,6 +1828,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_tool_runs_a_file_tool_in_the_view);
 	tcase_add_test(tc, test_broker_aio_file_tools_go_through_the_gate);
 	tcase_add_test(tc, test_broker_open_passes_the_file);
+	tcase_add_test(tc, test_broker_tool_arguments_in_a_memfd);
 	tcase_add_test(tc, test_broker_exit_idle_stops_once_no_client_is_left);
 	tcase_add_test(tc, test_broker_a_client_going_away_disturbs_no_one);
 	tcase_add_test(tc, test_broker_pipelined_and_half_closed_requests);

@@ -24,7 +24,8 @@ eviction checks) and deletes them at its end:
              max_shell_sessions, hard_timeout, no_change_timeout, a bare
              exit, exit codes, truncation, 422
   bash       /v1/bash/exec (one-off with env) and bash sessions
-  file       /v1/file/read|write|find|list|grep
+  file       /v1/file/read|write|find|list|grep, and writes past the broker's
+             1 MiB line (5 MiB base64, appends, the gate, the journal)
   download   GET /v1/file/download, a 100 MiB file streamed
 
 What the description leaves open is decided here, once:
@@ -44,7 +45,8 @@ What the description leaves open is decided here, once:
 Prints "ok GROUP.NAME" or "FAIL GROUP.NAME: why" for each check, then
 "N passed, N failed"; exits 0 only if none failed.
 """
-import argparse, base64, hashlib, http.client, json, os, secrets, ssl, sys, threading, time
+import argparse, base64, hashlib, http.client, json, os, secrets, ssl, subprocess, sys, threading
+import time
 import urllib.parse
 
 # ---- shapes (openapi 1.9.4; "key*" = required) ---------------------------------
@@ -1064,6 +1066,88 @@ def failures_are_200_with_the_error(sb):
     expect(d["path"].endswith("missing.txt"), "path %s", d["path"])
     r = sb.post("/v1/file/write", {"file": "/proc/version", "content": "x"})
     envelope_data(r, FILE_ERROR, success=False)
+
+
+def sha256(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def journal(sb, name):
+    """The thread's journal rows for the files called NAME: (op, comm)."""
+    sql = ("SELECT op, comm FROM journal WHERE thread = '%s' AND path LIKE '%%/%s' ORDER BY id"
+           % (sb.thread, name))
+    out = subprocess.run([os.path.join(os.path.dirname(os.path.abspath(__file__)), "sbxsql"),
+                          A.home, sql], capture_output=True, text=True, timeout=30)
+    expect(out.returncode == 0, "sbxsql: %s", out.stderr.strip())
+    return [tuple(line.split("|")) for line in out.stdout.splitlines()]
+
+
+def journal_names_the_program(sb, name, ops):
+    """Once the journal has OPS for NAME (the view writes it behind),
+    every row of NAME names the program aio:file_write, as for a small
+    write."""
+    expect(eventually(lambda: ops <= {op for op, _ in journal(sb, name)}),
+           "the journal of %s has %s", name, journal(sb, name))
+    comms = {c for _, c in journal(sb, name)}
+    expect(comms == {"aio:file_write"}, "the journal of %s names %s", name, sorted(comms))
+
+
+# Writes past the broker's 1 MiB line (docs/protocol.md): the framework
+# uploads a user's file, a multi-MiB PDF, as base64 in one write.
+
+@check("file")
+def write_large_base64(sb):
+    path = "%s/large.bin" % sb.dir
+    for i in range(2):  # a new file, then an overwrite (staged)
+        blob = os.urandom(5 << 20)
+        d = sb.write(path, base64.b64encode(blob).decode(), encoding="base64")
+        if d.get("bytes_written") is not None:
+            expect(d["bytes_written"] == len(blob), "bytes_written %s", d["bytes_written"])
+        got = host_bytes(sb.host(path))
+        expect(sha256(got) == sha256(blob), "write %d: on the host, %d bytes of another sha256",
+               i, len(got))
+        r = call("GET", download_url(sb, path), timeout=120)
+        answers(r, 200)
+        expect(sha256(r.body) == sha256(blob), "write %d: downloaded, %d bytes of another "
+               "sha256", i, len(r.body))
+    journal_names_the_program(sb, "large.bin", {"create", "modify"})
+
+
+@check("file")
+def write_large_append(sb):
+    path = "%s/large-app.txt" % sb.dir
+    sb.write(path, "head\n")
+    text = ("caf\u00e9\n" * 5 + "x" * 200 + "\n") * 6000  # 1.4 MiB
+    d = sb.write(path, text, append=True, trailing_newline=True)
+    want = b"head\n" + text.encode() + b"\n"
+    if d.get("bytes_written") is not None:
+        expect(d["bytes_written"] == len(want) - 5, "bytes_written %s", d["bytes_written"])
+    blob = os.urandom(3 << 19)
+    sb.write(path, base64.b64encode(blob).decode(), encoding="base64", append=True)
+    got = host_bytes(sb.host(path))
+    expect(got == want + blob, "on the host: %d bytes, not %d (sha256 %s)", len(got),
+           len(want + blob), "equal" if sha256(got) == sha256(want + blob) else "differs")
+    journal_names_the_program(sb, "large-app.txt", {"create", "modify"})
+
+
+@check("file")
+def write_large_over_an_unread_file_is_refused(sb):
+    # A file someone else made (on the host) that the thread never read.
+    path = "%s/theirs.txt" % sb.dir
+    host = sb.host(path)
+    os.makedirs(os.path.dirname(host), exist_ok=True)
+    with open(host, "wb") as f:
+        f.write(b"their work\n")
+    st = os.stat(os.path.dirname(host))
+    os.chown(host, st.st_uid, st.st_gid)  # the sandbox's: only the gate refuses
+    blob = os.urandom(3 << 20)
+    r = sb.post("/v1/file/write", {"file": path, "content": base64.b64encode(blob).decode(),
+                                   "encoding": "base64"})
+    d = envelope_data(r, FILE_ERROR, success=False)
+    expect(d["error_type"] == "permission_denied", "error_type %s", d["error_type"])
+    expect("not read" in d["message"], "not the gate's message: %s", short(d["message"]))
+    got = host_bytes(host)
+    expect(got == b"their work\n", "on the host: %r", got[:64])
 
 
 def below(top, path):

@@ -12,7 +12,10 @@ requests (shutdown(SHUT_WR), as `nc -N` does). --fds: read the replies
 with recvmsg() and take the fds passed with them (SCM_RIGHTS): each final
 reply gets "_fds", how many came with it, and "_sha256" and "_bytes" of
 what the first one reads from its offset to its end, and "_nonblock",
-"_cloexec" of its flags (the fds are closed)."""
+"_cloexec" of its flags (the fds are closed). A request with "_pass"
+is sent with an fd (SCM_RIGHTS) and without "_pass": a memfd holding its
+value as JSON (a string: as it is), or with "_pass_pipe" a pipe's read
+end holding it (a tool's "arguments_fd")."""
 import array, fcntl, hashlib, json, os, socket, sys, time
 
 class FdReader:
@@ -54,6 +57,31 @@ class FdReader:
         for fd in fds:
             os.close(fd)
 
+def send(s, req):
+    """REQ (a line) on S, with the fd its "_pass" asks for."""
+    try:
+        msg = json.loads(req)
+    except ValueError:
+        msg = None
+    if not isinstance(msg, dict) or "_pass" not in msg:
+        s.sendall(req.encode("utf-8", "surrogateescape") + b"\n")
+        return
+    value, pipe = msg.pop("_pass"), msg.pop("_pass_pipe", False)
+    data = (value if isinstance(value, str) else json.dumps(value)).encode()
+    if pipe:
+        r, w = os.pipe()
+        os.write(w, data[:4096])
+        os.close(w)
+        fd = r
+    else:
+        fd = os.memfd_create("bclient")
+        os.write(fd, data)
+    line = json.dumps(msg).encode() + b"\n"
+    n = socket.send_fds(s, [line], [fd])
+    s.sendall(line[n:])
+    os.close(fd)
+
+
 def main():
     args = sys.argv[1:]
     home, show_all, leave, read_when = args.pop(0), False, None, None
@@ -77,7 +105,7 @@ def main():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(os.path.join(home, "run", "broker.sock"))
     if leave is not None:
-        s.sendall(args[0].encode("utf-8", "surrogateescape") + b"\n")
+        send(s, args[0])
         time.sleep(leave)
         s.close()
         return
@@ -88,7 +116,7 @@ def main():
             s.shutdown(socket.SHUT_WR)
     for req in args:
         if not pipeline:
-            s.sendall(req.encode("utf-8", "surrogateescape") + b"\n")
+            send(s, req)
         for _ in range(1200 if read_when else 0):
             if os.path.exists(read_when):
                 break
