@@ -60,8 +60,7 @@ int aio_deploy_make(struct aio_deploy *d, struct store_sandbox *r, struct error 
 	return made ? 0 : 1;
 }
 
-int aio_deploy_find(struct aio_deploy *d, const char *id, struct store_sandbox *r,
-		    struct error *e)
+int aio_deploy_find(struct aio_deploy *d, const char *id, struct store_sandbox *r, struct error *e)
 {
 	pthread_mutex_lock(&d->lock);
 	int rc = store_sandbox_get(d->store, id, r);
@@ -69,8 +68,7 @@ int aio_deploy_find(struct aio_deploy *d, const char *id, struct store_sandbox *
 	return rc < 0 && rc != -ENOENT ? store_error(e, rc, "read the sandbox") : rc;
 }
 
-int aio_deploy_drop(struct aio_deploy *d, const char *id, const char *generation,
-		    struct error *e)
+int aio_deploy_drop(struct aio_deploy *d, const char *id, const char *generation, struct error *e)
 {
 	pthread_mutex_lock(&d->lock);
 	int r = store_sandbox_drop(d->store, id, generation);

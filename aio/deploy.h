@@ -44,12 +44,10 @@ void aio_deploy_free(struct aio_deploy *d);
  * record is another user's or thread's, or -errno (E). */
 int aio_deploy_make(struct aio_deploy *d, struct store_sandbox *r, struct error *e);
 /* The record of ID into *R: 0, -ENOENT, or -errno (E). */
-int aio_deploy_find(struct aio_deploy *d, const char *id, struct store_sandbox *r,
-		    struct error *e);
+int aio_deploy_find(struct aio_deploy *d, const char *id, struct store_sandbox *r, struct error *e);
 /* Drops ID's record (of GENERATION, if not NULL) and lets it go here if
  * held: 0, -ENOENT, or -errno (E). */
-int aio_deploy_drop(struct aio_deploy *d, const char *id, const char *generation,
-		    struct error *e);
+int aio_deploy_drop(struct aio_deploy *d, const char *id, const char *generation, struct error *e);
 /* Every record, as FN(ARG, R) (FN must not call back into D): 0, or
  * -errno (E). */
 int aio_deploy_each(struct aio_deploy *d, void (*fn)(void *arg, const struct store_sandbox *r),

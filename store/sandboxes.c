@@ -13,10 +13,10 @@
 /* A record, then its thread's holder if its lease is live by the
  * store's clock (the two parameters before the rest), and the URL that
  * host recorded. */
-#define SANDBOX_SELECT                                                                       \
-	"SELECT s.id, s.\"user\", s.thread, s.\"key\", s.generation, s.max_shell_sessions,"  \
-	" s.created_ns, CASE WHEN l.expires_ns > ? THEN l.host END,"                         \
-	" CASE WHEN l.expires_ns > ? THEN u.url END"                                         \
+#define SANDBOX_SELECT                                                                            \
+	"SELECT s.id, s.\"user\", s.thread, s.\"key\", s.generation, s.max_shell_sessions,"       \
+	" s.created_ns, CASE WHEN l.expires_ns > ? THEN l.host END,"                              \
+	" CASE WHEN l.expires_ns > ? THEN u.url END"                                              \
 	" FROM sandboxes s LEFT JOIN leases l ON l.\"user\" = s.\"user\" AND l.thread = s.thread" \
 	" LEFT JOIN serve_urls u ON u.host = l.host"
 
