@@ -236,6 +236,7 @@ void undo_plan_free(struct undo_plan *rw)
 	seen_forget(rw);
 	shadows_free(rw);
 	free(rw->held);
+	names_free(rw->names);
 	free(rw->skip);
 	free(rw);
 }
@@ -689,9 +690,9 @@ static int take_linked(int dfd, const char *leaf, int to, const char *object)
 }
 
 /* Another name, now, of the file at P (virtual PATH, attributes ST),
- * which has others: an entry of its directory, or a path of one of the
- * last 512 events of the run. NULL if none is there (or out of memory):
- * a redo then puts back a copy, a file of its own (docs/changes.md). */
+ * which has others: an entry of its directory, or a path an event of the
+ * run names (undo_names.c). NULL if none is there (or out of memory): a
+ * redo then puts back a copy, a file of its own (docs/changes.md). */
 static char *other_name(struct undo_plan *rw, const struct place *p, const char *path,
 			const struct stat *st)
 {
@@ -721,19 +722,19 @@ static char *other_name(struct undo_plan *rw, const struct place *p, const char 
 			    sizeof(name) &&
 		    !shadow_active(rw, name))
 			return strdup(name);
-	for (size_t i = rw->log->n, n = 0; i-- > 0 && n < 512; n++) {
-		const struct store_event *e = &rw->log->events[i];
-		const char *names[2] = { e->path, e->path2 };
-		for (int k = 0; k < 2 && !op_is(e, "capture"); k++) {
-			if (!names[k] || !strcmp(names[k], path))
-				continue;
-			_cleanup_(closep) int dfd = shadow_parent(rw, names[k], true, &leaf);
-			if (dfd >= 0 && fstatat(dfd, leaf, &o, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    same_file(&o, st))
-				return strdup(names[k]);
-		}
-	}
-	return NULL;
+	return names_other(rw, path, st);
+}
+
+int name_stat(const struct undo_plan *rw, const char *path, struct stat *st)
+{
+	const char *leaf;
+	_cleanup_(closep) int dfd = shadow_parent(rw, path, true, &leaf);
+
+	if (dfd < 0)
+		return dfd == -ENOENT ? 0 : dfd;
+	if (fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) == 0)
+		return 1;
+	return errno == ENOENT ? 0 : -errno;
 }
 
 /* How many names of inode INO the undo moved into its directory whole
@@ -2296,6 +2297,35 @@ static size_t shadows_at(const struct undo_plan *rw, bool first, size_t p, size_
 	return hi;
 }
 
+/* The paths shadow S may have changed at its beginning or publication
+ * (and those below them): other_name()'s index looks at them again. */
+static void shadow_changed(struct undo_plan *rw, const struct shadow *s)
+{
+	names_changed(rw, s->path);
+	names_changed(rw, s->away);
+	names_changed(rw, s->from);
+}
+
+/* The same for the step of event I. */
+static void step_changed(struct undo_plan *rw, size_t i)
+{
+	const struct store_event *e = &rw->log->events[i];
+	const char *names[3];
+	bool content[3];
+
+	if (!rw->names)
+		return; /* none made yet: nothing to keep current */
+	names_changed(rw, e->path);
+	names_changed(rw, e->path2);
+	names_changed(rw, rw->early[i]);
+	if (rw->over[i] != SIZE_MAX) {
+		names_changed(rw, rw->log->events[rw->over[i]].path);
+		names_changed(rw, rw->log->events[rw->over[i]].path2);
+	}
+	for (size_t k = 0, n = step_names(rw, i, names, content); k < n; k++)
+		names_changed(rw, names[k]);
+}
+
 /* Says in the log (common/log.h: on the sbx command's standard error)
  * that the step of event I failed with R (or the publication of PATH,
  * not NULL), and writes it in the undo's log. */
@@ -2373,8 +2403,10 @@ int undo_plan_apply(struct undo_plan *rw, int to, int log_fd, const char *comman
 		size_t i = rw->order[p], at, end;
 		if (resume != SIZE_MAX && p < resume)
 			continue; /* a first attempt did it */
-		for (end = shadows_at(rw, true, p, &at); at < end && r == 0; at++)
+		for (end = shadows_at(rw, true, p, &at); at < end && r == 0; at++) {
 			r = shadow_begin(rw, log_fd, p, &rw->shadows[rw->by_first[at]]);
+			shadow_changed(rw, &rw->shadows[rw->by_first[at]]);
+		}
 		if (r < 0)
 			return r;
 		if (!(p == resume && !again) && !rw->skip[i] && !rw->done[i] &&
@@ -2383,9 +2415,12 @@ int undo_plan_apply(struct undo_plan *rw, int to, int log_fd, const char *comman
 			if ((r = step_fail(rw, log_fd, i, r, command, NULL)) < 0)
 				return r;
 		}
+		step_changed(rw, i);
 		for (end = shadows_at(rw, false, p, &at); at < end; at++) {
 			struct shadow *s = &rw->shadows[rw->by_last[at]];
-			if ((r = shadow_publish(rw, log_fd, p, s)) < 0) {
+			r = shadow_publish(rw, log_fd, p, s);
+			shadow_changed(rw, s);
+			if (r < 0) {
 				failed++;
 				if ((r = step_fail(rw, log_fd, i, r, command, s->path)) < 0)
 					return r;

@@ -5,6 +5,8 @@
  *   undo_plan.c       the plan and its steps, shadows included
  *   undo_conflicts.c  the paths changed after the run
  *   undo_log.c        the crash log: every step logged before it is taken
+ *   undo_names.c      the paths the run's events name, by the file each
+ *                     holds now: another name of a file a take unlinks
  *   undo_journal.c    the undo's own journal, from its log
  *   kept.c            a run's directory of kept files: bytes, drop,
  *                     retention, whether a run can be undone
@@ -112,6 +114,7 @@ struct undo_plan {
 	int to;			    /* undo_plan_apply()'s directory, where the shadows are */
 	uint64_t *held;		    /* files with other names that takes moved into TO */
 	size_t nheld, hcap;
+	struct undo_names *names; /* undo_names.c's, once a take needs it */
 };
 
 extern const char *const step_words[STEP_KINDS];
@@ -171,6 +174,22 @@ bool final_name(const struct moves *m, size_t at, const char *name, bool object,
 		char out[PATH_MAX]);
 
 int path_stat(struct undo_plan *rw, const char *path, struct stat *st);
+
+/* The same on a directory fd of its own (none of RW's cached ones, which
+ * a live place may be using), through the shadows in their window. */
+int name_stat(const struct undo_plan *rw, const char *path, struct stat *st);
+
+/* Another name than PATH, now, of the file ST (a name any event of the
+ * run names, that of the latest event first), or NULL (none, or out of
+ * memory). */
+char *names_other(struct undo_plan *rw, const char *path, const struct stat *st);
+
+/* What is at PATH, or below it, may have changed: the next names_other()
+ * looks again. */
+void names_changed(struct undo_plan *rw, const char *path);
+
+struct undo_names;
+void names_free(struct undo_names *x);
 
 /* Reads what a first attempt logged into RW's steps. A line cut short
  * (a crash in its write) never had its step taken: it is cut off, so

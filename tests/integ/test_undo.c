@@ -802,6 +802,21 @@ START_TEST(test_undo_redo_of_a_link_renamed_back_over_its_source)
 }
 END_TEST
 
+/* Fixed (undorand seeds 1000-1019 --redo, as make stress runs them:
+ * u-1006/d/b and u-1006/f two files where one was, seed 1006 alone
+ * passing): the same, then 600 files made elsewhere. The undo looked
+ * for b's other name among the paths of the run's last 512 events
+ * only, which the other seeds' events filled: d/b, named only before
+ * them, was not found, and the redo gave b back as a copy. It looks
+ * among the paths of all the run's events now. */
+START_TEST(test_undo_redo_of_a_link_whose_source_the_run_named_long_before)
+{
+	redo_case("echo f > f && echo b > b",
+		  "mkdir d && mv f d/b && rm b && ln d/b b && mv b f"
+		  " && mkdir m && for i in $(seq 600); do : > m/$i; done");
+}
+END_TEST
+
 /* Fixed (undorand seed 1301 --redo: link counts of 1 where 2 were): f
  * linked to d/a, then d/a renamed to b. The undo renamed b back to d/a,
  * took f and logged d/a as its other name, then took d/a. The redo put
@@ -1853,6 +1868,7 @@ Suite *suite_view_undo(void)
 	tcase_add_test(exact, test_undo_of_a_rename_out_of_a_directory_the_run_removed);
 	tcase_add_test(exact, test_undo_redo_of_a_link_to_a_file_taken_first);
 	tcase_add_test(exact, test_undo_redo_of_a_link_renamed_back_over_its_source);
+	tcase_add_test(exact, test_undo_redo_of_a_link_whose_source_the_run_named_long_before);
 	tcase_add_test(exact, test_undo_redo_of_a_link_to_a_file_renamed_after);
 	suite_add_tcase(s, exact);
 	tcase_add_checked_fixture(crash, setup, teardown);

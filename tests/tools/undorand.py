@@ -23,7 +23,8 @@ again). --batch seeds (default 20)
 share a run. --no-links leaves hard links out (and
 directory times and links are what undo got wrong first: these options
 look past those to the rest). --survey goes on after a failing seed and
-lists every seed that fails alone, without shortening.
+lists every seed that fails alone, without shortening, and every batch
+that fails though none of its seeds does alone.
 
 --kill SHIM (tests/tools/killshim.c, built) kills the undo of each seed's
 run (a run of its own) just before its Nth change to a file or
@@ -326,6 +327,7 @@ def main():
               % (len(ran), count, " (%d documented exceptions apart)" % (len(seeds) - len(ran))
                  if len(ran) < len(seeds) else ""))
         return 0
+    batches = []  # --survey: those that fail though no seed of them fails alone
     for at in range(0, len(seeds), batch):
         cases = [case(s) for s in seeds[at:at + batch]]
         bad, diffs = trial(env, cases)
@@ -345,15 +347,21 @@ def main():
                       " fails (%d operations):\n%s" % (name[2:], pre, len(least), show(least)))
                 print("which leaves:\n  %s" % text(fails(env, name, p, least)))
                 return 1
-            if survey is not None:
+            if survey is not None and any(c[0][2:] in survey for c in cases):
                 continue
-            print("undorand: seeds %s-%s: %s; no seed fails alone"
-                  % (cases[0][0][2:], cases[-1][0][2:], text(bad or sum(diffs.values(), []))))
-            return 1
+            together = "%s-%s" % (cases[0][0][2:], cases[-1][0][2:])
+            print("undorand: seeds %s: %s; no seed fails alone"
+                  % (together, text(bad or sum(diffs.values(), []))[:300 if survey is not None
+                                                                   else None]))
+            if survey is None:
+                return 1
+            batches.append(together)
         for name, _, _ in cases:
             shutil.rmtree(os.path.join(env.ws, name), ignore_errors=True)
-    if survey:
-        print("%d of %d seeds fail: %s" % (len(survey), len(seeds), " ".join(survey)))
+    if survey or batches:
+        print("%d of %d seeds fail: %s" % (len(survey), len(seeds), " ".join(survey)) +
+              ("; batches that fail, no seed of them alone: %s" % " ".join(batches)
+               if batches else ""))
         return 1
     print("%d seeds, %d operations each: undone exactly" % (len(seeds), count))
     return 0
