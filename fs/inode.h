@@ -82,11 +82,12 @@ struct inode {
 	_Atomic bool covered; /* a watch reports its changes */
 	/* Guarded by its stage lock (stage.h), but for stage_any(). */
 	struct stage *_Atomic stage;
-	/* The same lock: what its writers started from, and its handles
-	 * closed since their last change (ops_file.c). */
+	/* The same lock: what its writers started from, its open handles
+	 * that stage, and those of them closed since their last change
+	 * (ops_file.c). */
 	struct file_version save_base;
 	bool save_base_set;
-	uint32_t flushed_writers;
+	uint32_t stage_writers, flushed_writers;
 	_Atomic int64_t imaged;	  /* the run its pre-image is for
 				   * (journal.h) */
 	_Atomic int64_t kept;	  /* the run its content is kept for,

@@ -310,6 +310,8 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 	if (r < 0)
 		return r;
 	fh_of(fi)->stageable = stageable;
+	if (stageable)
+		ino->stage_writers++; /* io holds the stage lock */
 	fh_of(fi)->journaled = trunc;
 	if (trunc)
 		journal_note(v, req, "modify", ino, NULL, NULL, NULL);
@@ -333,6 +335,8 @@ static void handle_release(struct view *v, struct inode *ino, struct fuse_file_i
 	stage_lock(v, ino);
 	if (h->flushed)
 		ino->flushed_writers--;
+	if (h->stageable)
+		ino->stage_writers--;
 	opens = inode_open_count(v->inodes, ino, &writers);
 	if (h->writer && writers == 1 && (r = change_publish(v, ino, false, 0)) < 0)
 		log_warn("the last change to '%s' was not saved: %s",
@@ -526,7 +530,11 @@ void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in, off_t o
 /* close(2): the last writer's close publishes the file's stage, so
  * close() returns whatever kept the save from happening. "Last" counts
  * the writers closed before it as gone, though their RELEASE may still
- * be on its way (the kernel sends it after close() returned). A stage an
+ * be on its way (the kernel sends it after close() returned), and only
+ * the handles that stage: one that writes in place (the handle that
+ * created the file, O_APPEND) sends no FLUSH, so its close is not known
+ * before that RELEASE, and what it writes goes to the file as it is
+ * then, the stage or the file it was published as. A stage an
  * O_TRUNC emptied, while the closing process still writes it through a
  * duplicate, waits (stage_close_defers(): a shell's redirection). */
 void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
@@ -534,7 +542,6 @@ void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	struct view *v = req_view(req);
 	struct inode *ino = node(v, id);
 	struct open_file *h = fh_of(fi);
-	uint32_t writers;
 	int r = 0, fd;
 
 	if (h->stageable) {
@@ -543,9 +550,8 @@ void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 			h->flushed = true;
 			ino->flushed_writers++;
 		}
-		inode_open_count(v->inodes, ino, &writers);
 		pid_t pid = fuse_req_ctx(req)->pid;
-		if (writers <= ino->flushed_writers && !stage_close_defers(v, ino, pid))
+		if (ino->stage_writers <= ino->flushed_writers && !stage_close_defers(v, ino, pid))
 			r = change_publish(v, ino, false, pid);
 		stage_unlock(v, ino);
 		if (r < 0)

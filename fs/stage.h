@@ -9,7 +9,8 @@
  * its content (FICLONE where the filesystem can, else copy_file_range).
  * Publication (change_publish(), ops_change.c, in the order written
  * there) renames the stage over the file's name: at the last close
- * of the file's write handles (FLUSH, so close() returns its error), at
+ * of the file's write handles that stage (FLUSH, so close() returns its
+ * error; one writing in place sends none and does not count), at
  * fsync, or at the last release (mmap writers). Until then the host sees
  * the old file, and every reader through the view the stage: reads,
  * attributes and further writes of any handle of the file use it.
