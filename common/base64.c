@@ -52,3 +52,24 @@ int base64_decode(const char *s, size_t n, char **out, size_t *len)
 	*len = k;
 	return 0;
 }
+
+char *base64_encode(const void *data, size_t n)
+{
+	static const char alphabet[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = data;
+	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
+			     (i + 2 < n ? p[i + 2] : 0);
+		*o++ = alphabet[v >> 18 & 63];
+		*o++ = alphabet[v >> 12 & 63];
+		*o++ = i + 1 < n ? alphabet[v >> 6 & 63] : '=';
+		*o++ = i + 2 < n ? alphabet[v & 63] : '=';
+	}
+	*o = '\0';
+	return out;
+}

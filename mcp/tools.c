@@ -1,5 +1,6 @@
 /* tools.c - see tools.h. */
 #include "tools.h"
+#include "common/base64.h"
 #include "common/cleanup.h"
 #include "exec/client.h"
 #include "tool/fs.h"
@@ -10,6 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* read_media_file's largest file: its base64 travels in one JSON line. */
+#define MCP_MEDIA_MAX (16 << 20)
 
 /* How a tool is carried out. */
 enum tool_kind {
@@ -17,6 +23,7 @@ enum tool_kind {
 	KIND_PRESENT, /* the broker's present, in the session's run */
 	KIND_CHANGES, /* the broker's run_changes of the session's run */
 	KIND_UNDO,    /* the broker's run_undo or restore of it */
+	KIND_MEDIA,   /* the broker's open, the file read here */
 };
 
 struct tool {
@@ -24,6 +31,7 @@ struct tool {
 	const char *input_schema; /* JSON text */
 	bool read_only, destructive, idempotent;
 	enum tool_kind kind;
+	const char *output_schema; /* JSON text; NULL: text only */
 };
 
 static const struct tool reference_tools[] = {
@@ -42,13 +50,13 @@ static const struct tool reference_tools[] = {
 	  "\"timeout\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,"
 	  "\"description\":\"Seconds before it is stopped (default 600).\"}},"
 	  "\"required\":[\"command\"]}",
-	  false, true, false, KIND_BASH },
+	  false, true, false, KIND_BASH, NULL },
 	{ "present_files", "Present files to the user",
 	  "Presents files under /mnt/user-data/outputs to the user as this run's deliverables.",
 	  "{\"type\":\"object\",\"properties\":{\"filepaths\":{\"type\":\"array\","
 	  "\"items\":{\"type\":\"string\"},\"minItems\":1,\"description\":\"Paths under "
 	  "/mnt/user-data/outputs.\"}},\"required\":[\"filepaths\"]}",
-	  false, false, true, KIND_PRESENT },
+	  false, false, true, KIND_PRESENT, NULL },
 	{ "changes", "What this session changed",
 	  "The change summary of this session's run so far, as the run's end would record it: "
 	  "each file created, modified or deleted under /mnt/user-data/{workspace,outputs}, "
@@ -57,7 +65,7 @@ static const struct tool reference_tools[] = {
 	  "summary document.",
 	  "{\"type\":\"object\",\"properties\":{\"format\":{\"type\":\"string\","
 	  "\"enum\":[\"diff\",\"json\"]}}}",
-	  true, false, true, KIND_CHANGES },
+	  true, false, true, KIND_CHANGES, NULL },
 	{ "undo", "Take back what this session changed",
 	  "Takes back this session's run: every file it created, modified, deleted or "
 	  "renamed is put back as it was when the session began (or, with path, that one "
@@ -69,16 +77,32 @@ static const struct tool reference_tools[] = {
 	  "\"path\":{\"type\":\"string\",\"description\":\"One path under "
 	  "/mnt/user-data to put back, instead of the whole run.\"},"
 	  "\"dry_run\":{\"type\":\"boolean\"},\"force\":{\"type\":\"boolean\"}}}",
-	  false, true, false, KIND_UNDO },
+	  false, true, false, KIND_UNDO, NULL },
 };
 
-/* The session's own tools of PROFILE: server-filesystem's profile has
- * none (its tools are all file tools, tool_fs_specs[]). */
+/* server-filesystem's read_media_file: a file's bytes, which a tool's
+ * text result does not carry, read here from a descriptor the broker
+ * opened in the view. */
+static const struct tool filesystem_tools[] = {
+	{ "read_media_file", "Read Media File",
+	  "Read a file and return it as a base64-encoded content block with its MIME type. "
+	  "Image and audio files are returned as image/audio content; any other file type is "
+	  "returned as an embedded resource. Only works within allowed directories.",
+	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}},"
+	  "\"required\":[\"path\"]}",
+	  true, false, false, KIND_MEDIA,
+	  "{\"type\":\"object\",\"properties\":{\"content\":{\"type\":\"array\","
+	  "\"items\":{\"type\":\"object\"}}},\"required\":[\"content\"]}" },
+};
+
+/* The session's own tools of PROFILE (the file tools are tool/'s). */
 static const struct tool *tools_of(enum mcp_profile profile, size_t *n)
 {
-	*n = profile == MCP_PROFILE_FILESYSTEM
-		     ? 0
-		     : sizeof(reference_tools) / sizeof(reference_tools[0]);
+	if (profile == MCP_PROFILE_FILESYSTEM) {
+		*n = sizeof(filesystem_tools) / sizeof(filesystem_tools[0]);
+		return filesystem_tools;
+	}
+	*n = sizeof(reference_tools) / sizeof(reference_tools[0]);
 	return reference_tools;
 }
 
@@ -132,8 +156,9 @@ json_t *mcp_tools_list(enum mcp_profile profile)
 	}
 	for (size_t i = 0; list && i < n; i++)
 		json_array_append_new(list, tool_listing(t[i].name, t[i].title, t[i].description,
-							 t[i].input_schema, NULL, t[i].read_only,
-							 t[i].destructive, t[i].idempotent));
+							 t[i].input_schema, t[i].output_schema,
+							 t[i].read_only, t[i].destructive,
+							 t[i].idempotent));
 	return list;
 }
 
@@ -414,6 +439,88 @@ static json_t *run_file_tool(struct mcp_call *c, const char *name, json_t *args)
 	return result;
 }
 
+/* The MIME type server-filesystem gives a file by its extension. */
+static const char *media_type(const char *path)
+{
+	static const char *const types[][2] = {
+		{ ".png", "image/png" },     { ".jpg", "image/jpeg" },	{ ".jpeg", "image/jpeg" },
+		{ ".gif", "image/gif" },     { ".webp", "image/webp" }, { ".bmp", "image/bmp" },
+		{ ".svg", "image/svg+xml" }, { ".mp3", "audio/mpeg" },	{ ".wav", "audio/wav" },
+		{ ".ogg", "audio/ogg" },     { ".flac", "audio/flac" },
+	};
+	const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+
+	for (size_t i = 0;
+	     dot && dot > (slash ? slash : path) && i < sizeof(types) / sizeof(types[0]); i++)
+		if (!strcasecmp(dot, types[i][0]))
+			return types[i][1];
+	return "application/octet-stream";
+}
+
+/* read_media_file: the file opened by the broker in the view (as the
+ * sandbox, program mcp:open), read here, at most MCP_MEDIA_MAX bytes. */
+static json_t *run_media(struct mcp_call *c, json_t *args)
+{
+	const struct mcp_config *cfg = mcp_call_config(c);
+	const char *path = json_string_value(json_object_get(args, "path"));
+	json_t *refusal = NULL;
+	struct error e = { 0 };
+	int fd = -1;
+
+	if (!path)
+		return mcp_tool_text("\"path\" must be a string", true);
+	if (!within_roots(c, cfg->profile, args, &refusal))
+		return refusal;
+	_cleanup_(freep) char *abs = fs_absolute(path);
+	json_auto_t *req = json_pack("{s:s, s:s, s:s, s:s, s:s}", "op", "open", "user", cfg->user,
+				     "thread", cfg->thread, "path", abs ? abs : path, "via", "mcp");
+	json_auto_t *reply = req ? client_call_fd(cfg->home, req, &fd, &e) : NULL;
+	_cleanup_(closep) int file = fd;
+	if (!client_ok(reply) || file < 0) {
+		const char *why = json_string_value(
+			json_object_get(json_object_get(reply, "error"), "message"));
+		if (reply && !why)
+			client_reply_error(reply, &e);
+		return mcp_tool_text(why ? why : e.text, true);
+	}
+	json_int_t size = json_integer_value(json_object_get(reply, "size"));
+	if (size > MCP_MEDIA_MAX) {
+		char text[PATH_MAX + 96];
+		snprintf(text, sizeof(text), "%s is %lld bytes: read_media_file reads %d at most",
+			 path, (long long)size, MCP_MEDIA_MAX);
+		return mcp_tool_text(text, true);
+	}
+	_cleanup_(freep) char *bytes = malloc((size_t)size + 1);
+	size_t got = 0;
+	ssize_t n = 1;
+	while (bytes && got <= (size_t)size && n > 0)
+		if ((n = read(file, bytes + got, (size_t)size + 1 - got)) > 0)
+			got += (size_t)n;
+	if (!bytes || n < 0)
+		return mcp_tool_text(bytes ? strerror(errno) : "out of memory", true);
+	if (got > (size_t)size)
+		return mcp_tool_text("the file grew while it was read", true);
+	_cleanup_(freep) char *data = base64_encode(bytes, got);
+	const char *type = media_type(path);
+	_cleanup_(freep) char *uri = NULL;
+	json_t *item;
+	if (!strncmp(type, "image/", 6) || !strncmp(type, "audio/", 6))
+		item = json_pack("{s:s, s:s, s:s}", "type", type[0] == 'i' ? "image" : "audio",
+				 "data", data ? data : "", "mimeType", type);
+	else
+		item = asprintf(&uri, "file://%s", abs ? abs : path) < 0
+			       ? NULL
+			       : json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "resource",
+					   "resource", "uri", uri, "mimeType", type, "blob",
+					   data ? data : "");
+	if (!data || !item) {
+		json_decref(item);
+		return mcp_tool_text("out of memory", true);
+	}
+	return json_pack("{s:[O], s:{s:[o]}, s:b}", "content", item, "structuredContent", "content",
+			 item, "isError", false);
+}
+
 json_t *mcp_tool_run(struct mcp_call *c, const char *name, json_t *args)
 {
 	const struct tool *t = tool_find(mcp_call_config(c)->profile, name);
@@ -429,6 +536,8 @@ json_t *mcp_tool_run(struct mcp_call *c, const char *name, json_t *args)
 		return run_changes(c, args);
 	case KIND_UNDO:
 		return run_undo_tool(c, args);
+	case KIND_MEDIA:
+		return run_media(c, args);
 	}
 	return mcp_tool_text("Error: unknown tool", true);
 }

@@ -359,15 +359,16 @@ START_TEST(test_mcp_sbx_two_clients_share_the_view_not_the_shell)
 }
 END_TEST
 
-/* --profile filesystem lists server-filesystem's tools (less
- * read_media_file) and none of the reference's: bash stays out. */
+/* --profile filesystem lists server-filesystem's tools and none of the
+ * reference's: bash stays out. */
 START_TEST(test_mcp_sbxfs_lists_server_filesystems_tools)
 {
 	NEED_SBX_MCP();
 	ASSERT_LINE(drive_sbxfs("sbxfs-tools"),
 		    "ok tools/list: create_directory,directory_tree,edit_file,get_file_info,"
 		    "list_allowed_directories,list_directory,list_directory_with_sizes,move_file,"
-		    "read_file,read_multiple_files,read_text_file,search_files,write_file");
+		    "read_file,read_media_file,read_multiple_files,read_text_file,search_files,"
+		    "write_file");
 }
 END_TEST
 
@@ -390,6 +391,9 @@ START_TEST(test_mcp_sbxfs_round_trip_in_the_view)
 	ASSERT_LINE(out, "ok search_files: WS/fsp/b.txt WS/fsp/c.txt");
 	ASSERT_LINE(out, "ok list_directory_with_sizes: Total: 2 files, 1 directories, Combined "
 			 "size: 12 B");
+	/* read_media_file: an image's bytes as image content, another file's
+	 * as an embedded resource; a symlink out refused. */
+	ASSERT_LINE_START(out, "ok read_media_file: image/png, resource, ");
 	ck_assert(exists(hws("fsp/deep/er")));
 	ck_assert(!exists(hws("fsp/a.txt")));
 	SAME(read_file(hws("fsp/b.txt")), "one\ntwo\n3\n");
@@ -581,8 +585,8 @@ START_TEST(test_mcp_serve_takes_the_filesystem_profile)
 	const char *r = inspect(fs, "--method tools/list");
 	SAME(JQ(r, "','.join(sorted(t['name'] for t in d['tools']))"),
 	     "create_directory,directory_tree,edit_file,get_file_info,list_allowed_directories,"
-	     "list_directory,list_directory_with_sizes,move_file,read_file,read_multiple_files,"
-	     "read_text_file,search_files,write_file\n");
+	     "list_directory,list_directory_with_sizes,move_file,read_file,read_media_file,"
+	     "read_multiple_files,read_text_file,search_files,write_file\n");
 	r = inspect(fs, "--method tools/call --tool-name write_file"
 			" --tool-arg path=/mnt/user-data/workspace/fs-http.txt content=viafs");
 	SAME(JQ(r, "d.get('isError', False)"), "False\n");

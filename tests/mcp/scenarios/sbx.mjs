@@ -7,12 +7,11 @@
 import assert from "node:assert/strict";
 import { text } from "../lib/client.mjs";
 
-// server-filesystem's tools, less read_media_file (docs/tools.md says why):
-// what sbx mcp --profile filesystem lists.
+// server-filesystem's tools: what sbx mcp --profile filesystem lists.
 export const SBXFS_TOOLS = [
 	"create_directory", "directory_tree", "edit_file", "get_file_info", "list_allowed_directories",
-	"list_directory", "list_directory_with_sizes", "move_file", "read_file", "read_multiple_files",
-	"read_text_file", "search_files", "write_file",
+	"list_directory", "list_directory_with_sizes", "move_file", "read_file", "read_media_file",
+	"read_multiple_files", "read_text_file", "search_files", "write_file",
 ];
 
 export const SBX_TOOLS = [
@@ -201,7 +200,9 @@ export const scenarios = {
 				assert.deepEqual(names, SBXFS_TOOLS);
 				for (const x of tools) {
 					assert.equal(x.inputSchema?.type, "object", `${x.name}: inputSchema`);
-					assert.equal(x.outputSchema?.properties?.content?.type, "string", `${x.name}: outputSchema`);
+					// read_media_file returns content blocks; the others text.
+					assert.equal(x.outputSchema?.properties?.content?.type,
+						x.name === "read_media_file" ? "array" : "string", `${x.name}: outputSchema`);
 					assert.equal(x.annotations?.openWorldHint, false, `${x.name}: openWorldHint`);
 				}
 				return names.join(",");
@@ -298,6 +299,23 @@ export const scenarios = {
 				const got = await okc("list_allowed_directories", {});
 				assert.match(got, /^Allowed directories:\n\/mnt\/user-data\/workspace\n/);
 				return JSON.stringify(got);
+			});
+			await t.group("read_media_file", async () => {
+				await okc("write_file", { path: `${w}/media/m.png`, content: "not really a png" });
+				await okc("write_file", { path: `${w}/media/notes.bin`, content: "blob\n" });
+				const img = await s.call("read_media_file", { path: `${w}/media/m.png` });
+				assert.equal(img.isError ?? false, false, text(img));
+				assert.deepEqual(img.content, [{ type: "image", mimeType: "image/png",
+					data: Buffer.from("not really a png").toString("base64") }]);
+				assert.deepEqual(img.structuredContent, { content: img.content });
+				const blob = await s.call("read_media_file", { path: "media/notes.bin" });
+				assert.equal(blob.content[0].type, "resource");
+				assert.equal(blob.content[0].resource.mimeType, "application/octet-stream");
+				assert.equal(blob.content[0].resource.uri, `file://${w}/media/notes.bin`);
+				assert.equal(Buffer.from(blob.content[0].resource.blob, "base64").toString(), "blob\n");
+				const out = await s.call("read_media_file", { path: `${w}/escape` });
+				assert.equal(out.isError, true, `not refused: ${JSON.stringify(out).slice(0, 200)}`);
+				return `image/png, resource, ${firstLine(text(out))}`;
 			});
 			await t.group("get_file_info", async () => {
 				const got = await okc("get_file_info", { path: `${w}/fsp/b.txt` });
