@@ -408,21 +408,23 @@ static void *call_thread(void *arg)
 
 	pthread_mutex_lock(&s->lock);
 	bool cancelled = c->cancelled;
-	for (struct mcp_call **p = &s->calls; *p; p = &(*p)->next)
-		if (*p == c) {
-			*p = c->next;
-			break;
-		}
 	pthread_mutex_unlock(&s->lock);
 	/* A cancelled request gets no response (the client forgot it). */
 	if (!cancelled)
 		send_msg(s, jsonrpc_result(c->id, result), c->id);
 	else
 		json_decref(result);
-	call_free(c);
+	/* Off the list last, in the section that says so: once it is empty
+	 * mcp_session_end() frees S, which this thread touches no more. */
 	pthread_mutex_lock(&s->lock);
+	for (struct mcp_call **p = &s->calls; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
 	pthread_cond_broadcast(&s->idle);
 	pthread_mutex_unlock(&s->lock);
+	call_free(c);
 	return NULL;
 }
 
