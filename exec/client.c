@@ -4,6 +4,8 @@
 #include "common/cleanup.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +14,9 @@
 #include <unistd.h>
 
 struct client_conn {
-	int fd;	  /* the socket: shut down by client_cancel(), closed by in */
-	FILE *in; /* the socket, read a line at a time */
+	int fd;	   /* the socket: shut down by client_cancel(), closed by client_close() */
+	char *buf; /* what was read of the replies and not yet taken */
+	size_t len, cap;
 };
 
 int client_open(const char *home, struct client_conn **out, struct error *e)
@@ -23,11 +26,8 @@ int client_open(const char *home, struct client_conn **out, struct error *e)
 	if (fd < 0)
 		return error_set(e, fd, "no broker serves %s (%s)", home, strerror(-fd));
 	struct client_conn *c = calloc(1, sizeof(*c));
-	if (c)
-		c->in = fdopen(fd, "r");
-	if (!c || !c->in) {
+	if (!c) {
 		close(fd);
-		free(c);
 		return error_set(e, -ENOMEM, "out of memory");
 	}
 	c->fd = fd;
@@ -39,7 +39,8 @@ void client_close(struct client_conn *c)
 {
 	if (!c)
 		return;
-	fclose(c->in);
+	close(c->fd);
+	free(c->buf);
 	free(c);
 }
 
@@ -60,17 +61,52 @@ int client_send(struct client_conn *c, json_t *req, struct error *e)
 	return 0;
 }
 
+/* The next line of C's replies, without its newline, in place in C's
+ * buffer: its length, or -errno (-ECONNRESET: the broker hung up). The
+ * caller takes it with take_line(). */
+static ssize_t next_line(struct client_conn *c)
+{
+	for (size_t scanned = 0;;) {
+		char *nl = c->len > scanned ? memchr(c->buf + scanned, '\n', c->len - scanned)
+					    : NULL;
+		if (nl)
+			return nl - c->buf;
+		scanned = c->len;
+		if (c->len == c->cap) {
+			size_t cap = c->cap ? 2 * c->cap : 4096;
+			char *b = realloc(c->buf, cap);
+			if (!b)
+				return -ENOMEM;
+			c->buf = b;
+			c->cap = cap;
+		}
+		ssize_t n;
+		while ((n = read(c->fd, c->buf + c->len, c->cap - c->len)) < 0 && errno == EINTR)
+			;
+		if (n <= 0)
+			return n < 0 ? -errno : -ECONNRESET;
+		c->len += (size_t)n;
+	}
+}
+
+/* Drops the line of N bytes (and its newline) next_line() found. */
+static void take_line(struct client_conn *c, size_t n)
+{
+	c->len -= n + 1;
+	memmove(c->buf, c->buf + n + 1, c->len);
+}
+
 json_t *client_next(struct client_conn *c, struct error *e)
 {
-	_cleanup_(freep) char *line = NULL;
-	size_t cap = 0;
-	ssize_t n = getline(&line, &cap, c->in);
+	ssize_t n = next_line(c);
 
-	if (n <= 0) {
-		error_set(e, -ECONNRESET, "the broker closed the connection");
+	if (n < 0) {
+		error_set(e, n == -ENOMEM ? -ENOMEM : -ECONNRESET, "%s",
+			  n == -ENOMEM ? "out of memory" : "the broker closed the connection");
 		return NULL;
 	}
-	json_t *v = json_loadb(line, (size_t)n, 0, NULL);
+	json_t *v = json_loadb(c->buf, (size_t)n, 0, NULL);
+	take_line(c, (size_t)n);
 	if (!json_is_object(v)) {
 		json_decref(v);
 		error_set(e, -EPROTO, "the broker sent a line that is not a JSON object");
@@ -115,6 +151,72 @@ int client_hold_broker(const char *home, unsigned exit_idle_s, struct client_con
 		return error_set(e, r, "cannot start a broker for %s (%s/run/broker.log)", home,
 				 home);
 	return r;
+}
+
+/* ---- the pool ----------------------------------------------------------- */
+
+struct client_pool {
+	const char *home;
+	pthread_mutex_t lock; /* idle, nidle */
+	struct client_conn *idle[CLIENT_POOL_KEEP];
+	size_t nidle;
+};
+
+struct client_pool *client_pool_new(const char *home)
+{
+	struct client_pool *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->home = home;
+	pthread_mutex_init(&p->lock, NULL);
+	return p;
+}
+
+void client_pool_free(struct client_pool *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nidle; i++)
+		client_close(p->idle[i]);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+/* Whether idle C may carry a request: nothing of an earlier one is left
+ * unread, and the broker has not hung up (it would be readable). */
+static bool sound(struct client_conn *c)
+{
+	struct pollfd p = { c->fd, POLLIN, 0 };
+
+	return c->len == 0 && poll(&p, 1, 0) == 0;
+}
+
+int client_pool_take(struct client_pool *p, struct client_conn **out, struct error *e)
+{
+	for (;;) {
+		pthread_mutex_lock(&p->lock);
+		struct client_conn *c = p->nidle ? p->idle[--p->nidle] : NULL;
+		pthread_mutex_unlock(&p->lock);
+		if (!c)
+			return client_open(p->home, out, e);
+		if (sound(c)) {
+			*out = c;
+			return 0;
+		}
+		client_close(c);
+	}
+}
+
+void client_pool_give(struct client_pool *p, struct client_conn *c, bool reusable)
+{
+	pthread_mutex_lock(&p->lock);
+	if (reusable && p->nidle < CLIENT_POOL_KEEP) {
+		p->idle[p->nidle++] = c;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&p->lock);
+	client_close(c);
 }
 
 json_t *client_call(const char *home, json_t *req, struct error *e)
