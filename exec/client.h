@@ -54,8 +54,8 @@ int client_hold_broker(const char *home, unsigned exit_idle_s, struct client_con
 
 /* Connections to the broker of a home kept open between requests, for a
  * client that sends many (an MCP session's tool calls): a connect, the
- * broker's accept and a thread of its per request cost more than a
- * small file tool does. A request takes a connection of its own
+ * broker's accept and a thread of its per request cost about as much as
+ * a small file tool does (docs/performance.md). A request takes a connection of its own
  * (client_pool_take()) and gives it back once its final reply is read
  * (client_pool_give()): a connection still carries one request at a
  * time, and requests sent at once take one each. At most

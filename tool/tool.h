@@ -128,7 +128,7 @@ struct tool_identity {
  * a thread used again would have its writes named after its previous
  * tool. A read-only tool (its spec's read_only) makes no change the
  * journal names: it runs on the calling thread, sparing a thread's start
- * and join (a fifth of a small read_file's round trip), and the thread
+ * and join (some 50 us of a small read_file's 450), and the thread
  * is put back as it was after it - filesystem ids, groups, command name,
  * each checked; a thread that cannot be put back would do its caller's
  * later work (a broker's, as root) with the sandbox's identity, so the
