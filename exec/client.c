@@ -5,6 +5,8 @@
 #include "common/cleanup.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +15,9 @@
 #include <unistd.h>
 
 struct client_conn {
-	int fd;	  /* the socket: shut down by client_cancel(), closed by in */
-	FILE *in; /* the socket, read a line at a time */
+	int fd;	   /* the socket: shut down by client_cancel(), closed by client_close() */
+	char *buf; /* what was read of the replies and not yet taken */
+	size_t len, cap;
 };
 
 int client_open(const char *home, struct client_conn **out, struct error *e)
@@ -24,11 +27,8 @@ int client_open(const char *home, struct client_conn **out, struct error *e)
 	if (fd < 0)
 		return error_set(e, fd, "no broker serves %s (%s)", home, strerror(-fd));
 	struct client_conn *c = calloc(1, sizeof(*c));
-	if (c)
-		c->in = fdopen(fd, "r");
-	if (!c || !c->in) {
+	if (!c) {
 		close(fd);
-		free(c);
 		return error_set(e, -ENOMEM, "out of memory");
 	}
 	c->fd = fd;
@@ -40,7 +40,8 @@ void client_close(struct client_conn *c)
 {
 	if (!c)
 		return;
-	fclose(c->in);
+	close(c->fd);
+	free(c->buf);
 	free(c);
 }
 
@@ -66,17 +67,59 @@ int client_send(struct client_conn *c, json_t *req, struct error *e)
 	return send_line(c, req, -1, e);
 }
 
-json_t *client_next(struct client_conn *c, struct error *e)
+/* The next line of C's replies, without its newline, in place in C's
+ * buffer: its length, or -errno (-ECONNRESET: the broker hung up). The
+ * caller takes it with take_line(). With FD, what is read is read with
+ * the fds passed along (fdpass_recv(): the first into *FD). */
+static ssize_t next_line(struct client_conn *c, int *fd)
 {
-	_cleanup_(freep) char *line = NULL;
-	size_t cap = 0;
-	ssize_t n = getline(&line, &cap, c->in);
+	for (size_t scanned = 0;;) {
+		char *nl = c->len > scanned ? memchr(c->buf + scanned, '\n', c->len - scanned)
+					    : NULL;
+		if (nl)
+			return nl - c->buf;
+		scanned = c->len;
+		if (c->len == c->cap) {
+			size_t cap = c->cap ? 2 * c->cap : 4096;
+			char *b = realloc(c->buf, cap);
+			if (!b)
+				return -ENOMEM;
+			c->buf = b;
+			c->cap = cap;
+		}
+		ssize_t n;
+		if (fd)
+			n = fdpass_recv(c->fd, c->buf + c->len, c->cap - c->len, fd);
+		else
+			while ((n = read(c->fd, c->buf + c->len, c->cap - c->len)) < 0 &&
+			       errno == EINTR)
+				;
+		if (n <= 0)
+			return n < 0 ? (fd ? n : -errno) : -ECONNRESET;
+		c->len += (size_t)n;
+	}
+}
 
-	if (n <= 0) {
-		error_set(e, -ECONNRESET, "the broker closed the connection");
+/* Drops the line of N bytes (and its newline) next_line() found. */
+static void take_line(struct client_conn *c, size_t n)
+{
+	c->len -= n + 1;
+	memmove(c->buf, c->buf + n + 1, c->len);
+}
+
+/* client_next(), the fds passed with the replies into FD (NULL: none
+ * expected). */
+static json_t *next_reply(struct client_conn *c, int *fd, struct error *e)
+{
+	ssize_t n = next_line(c, fd);
+
+	if (n < 0) {
+		error_set(e, n == -ENOMEM ? -ENOMEM : -ECONNRESET, "%s",
+			  n == -ENOMEM ? "out of memory" : "the broker closed the connection");
 		return NULL;
 	}
-	json_t *v = json_loadb(line, (size_t)n, 0, NULL);
+	json_t *v = json_loadb(c->buf, (size_t)n, 0, NULL);
+	take_line(c, (size_t)n);
 	if (!json_is_object(v)) {
 		json_decref(v);
 		error_set(e, -EPROTO, "the broker sent a line that is not a JSON object");
@@ -85,17 +128,29 @@ json_t *client_next(struct client_conn *c, struct error *e)
 	return v;
 }
 
-json_t *client_final(struct client_conn *c, void (*on_event)(void *arg, json_t *event), void *arg,
-		     struct error *e)
+json_t *client_next(struct client_conn *c, struct error *e)
+{
+	return next_reply(c, NULL, e);
+}
+
+/* client_final(), the fds passed with the replies into FD (NULL: none). */
+static json_t *final_reply(struct client_conn *c, int *fd,
+			   void (*on_event)(void *arg, json_t *event), void *arg, struct error *e)
 {
 	json_t *v;
 
-	while ((v = client_next(c, e)) && !json_object_get(v, "ok")) {
+	while ((v = next_reply(c, fd, e)) && !json_object_get(v, "ok")) {
 		if (on_event)
 			on_event(arg, v);
 		json_decref(v);
 	}
 	return v;
+}
+
+json_t *client_final(struct client_conn *c, void (*on_event)(void *arg, json_t *event), void *arg,
+		     struct error *e)
+{
+	return final_reply(c, NULL, on_event, arg, e);
 }
 
 void client_cancel(struct client_conn *c)
@@ -123,6 +178,72 @@ int client_hold_broker(const char *home, unsigned exit_idle_s, struct client_con
 	return r;
 }
 
+/* ---- the pool ----------------------------------------------------------- */
+
+struct client_pool {
+	const char *home;
+	pthread_mutex_t lock; /* idle, nidle */
+	struct client_conn *idle[CLIENT_POOL_KEEP];
+	size_t nidle;
+};
+
+struct client_pool *client_pool_new(const char *home)
+{
+	struct client_pool *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->home = home;
+	pthread_mutex_init(&p->lock, NULL);
+	return p;
+}
+
+void client_pool_free(struct client_pool *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nidle; i++)
+		client_close(p->idle[i]);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+/* Whether idle C may carry a request: nothing of an earlier one is left
+ * unread, and the broker has not hung up (it would be readable). */
+static bool sound(struct client_conn *c)
+{
+	struct pollfd p = { c->fd, POLLIN, 0 };
+
+	return c->len == 0 && poll(&p, 1, 0) == 0;
+}
+
+int client_pool_take(struct client_pool *p, struct client_conn **out, struct error *e)
+{
+	for (;;) {
+		pthread_mutex_lock(&p->lock);
+		struct client_conn *c = p->nidle ? p->idle[--p->nidle] : NULL;
+		pthread_mutex_unlock(&p->lock);
+		if (!c)
+			return client_open(p->home, out, e);
+		if (sound(c)) {
+			*out = c;
+			return 0;
+		}
+		client_close(c);
+	}
+}
+
+void client_pool_give(struct client_pool *p, struct client_conn *c, bool reusable)
+{
+	pthread_mutex_lock(&p->lock);
+	if (reusable && p->nidle < CLIENT_POOL_KEEP) {
+		p->idle[p->nidle++] = c;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&p->lock);
+	client_close(c);
+}
+
 json_t *client_call_events(const char *home, json_t *req,
 			   void (*on_event)(void *arg, json_t *event), void *arg, struct error *e)
 {
@@ -140,46 +261,6 @@ json_t *client_call(const char *home, json_t *req, struct error *e)
 	return client_call_events(home, req, NULL, NULL, e);
 }
 
-/* The final reply on SOCK, read with fdpass_recv() (never through a FILE,
- * whose buffer would take bytes past the fds' message): NULL with E. */
-static json_t *final_with_fd(int sock, int *fd, struct error *e)
-{
-	_cleanup_(freep) char *buf = NULL;
-	size_t len = 0, cap = 0;
-	char *nl;
-
-	for (;;) {
-		while (!(nl = len ? memchr(buf, '\n', len) : NULL)) {
-			if (cap - len < 4096) {
-				char *b = realloc(buf, cap = cap ? 2 * cap : 8192);
-				if (!b) {
-					error_set(e, -ENOMEM, "out of memory");
-					return NULL;
-				}
-				buf = b;
-			}
-			ssize_t n = fdpass_recv(sock, buf + len, cap - len, fd);
-			if (n <= 0) {
-				error_set(e, -ECONNRESET, "the broker closed the connection");
-				return NULL;
-			}
-			len += (size_t)n;
-		}
-		size_t line = (size_t)(nl - buf) + 1;
-		json_t *v = json_loadb(buf, line, 0, NULL);
-		memmove(buf, buf + line, len - line);
-		len -= line;
-		if (!json_is_object(v)) {
-			json_decref(v);
-			error_set(e, -EPROTO, "the broker sent a line that is not a JSON object");
-			return NULL;
-		}
-		if (json_object_get(v, "ok"))
-			return v;
-		json_decref(v);
-	}
-}
-
 json_t *client_call_fd(const char *home, json_t *req, int *fd, struct error *e)
 {
 	struct client_conn *c;
@@ -189,7 +270,7 @@ json_t *client_call_fd(const char *home, json_t *req, int *fd, struct error *e)
 	if (client_open(home, &c, e) < 0)
 		return NULL;
 	if (client_send(c, req, e) == 0)
-		v = final_with_fd(c->fd, fd, e);
+		v = final_reply(c, fd, NULL, NULL, e);
 	client_close(c);
 	if (!v)
 		closep(fd);

@@ -2,8 +2,9 @@
  * a connection that sends requests and reads their replies, one JSON
  * object a line.
  *
- * A connection carries one request at a time, and a request's replies
- * are read in order: events (no "ok") and then its final reply. Any
+ * A connection carries one request at a time (then another: a
+ * connection may serve many in turn), and a request's replies are read
+ * in order: events (no "ok") and then its final reply. Any
  * thread may cancel a connection (client_cancel()): the broker sees the
  * client go away and kills the command it runs for it, and the reader
  * meets the end of the replies. Everything else belongs to one thread.
@@ -50,6 +51,34 @@ void client_cancel(struct client_conn *c);
  * was started); or -errno (E). */
 int client_hold_broker(const char *home, unsigned exit_idle_s, struct client_conn **keep,
 		       bool *started, struct error *e);
+
+/* Connections to the broker of a home kept open between requests, for a
+ * client that sends many (an MCP session's tool calls): a connect, the
+ * broker's accept and a thread of its per request cost about as much as
+ * a small file tool does (docs/performance.md). A request takes a connection of its own
+ * (client_pool_take()) and gives it back once its final reply is read
+ * (client_pool_give()): a connection still carries one request at a
+ * time, and requests sent at once take one each. At most
+ * CLIENT_POOL_KEEP are kept idle. Thread-safe; every connection has one
+ * owner: the pool while it is idle, the request that took it after. */
+struct client_pool;
+
+#define CLIENT_POOL_KEEP 2
+
+/* A pool for HOME (which must outlive it), or NULL (no memory). */
+struct client_pool *client_pool_new(const char *home);
+/* Closes the idle connections. None may be out. */
+void client_pool_free(struct client_pool *p);
+
+/* An idle connection that is still sound (nothing unread, the broker has
+ * not hung up: a broker that stopped or restarted since leaves dead
+ * ones, which are closed), else a new one. 0 and *OUT, or -errno (E,
+ * as client_open()). */
+int client_pool_take(struct client_pool *p, struct client_conn **out, struct error *e);
+/* Gives C back: kept if REUSABLE (its last request's final reply read,
+ * the connection neither cancelled nor broken) and the pool has room,
+ * else closed. */
+void client_pool_give(struct client_pool *p, struct client_conn *c, bool reusable);
 
 /* One request on a connection of its own: its final reply, or NULL (E);
  * its events passed to ON_EVENT, or dropped. */

@@ -55,6 +55,7 @@ struct mcp_session {
 	char scope[40];		   /* "mcp-" and 32 hex digits */
 	int64_t run;		   /* 0: none */
 	struct client_conn *lease; /* holds the view while it is open */
+	struct client_pool *pool;  /* the calls' connections to the broker */
 };
 
 /* Sends MSG, which answers or concerns the client's request ABOUT (NULL:
@@ -112,25 +113,37 @@ void mcp_call_progress(struct mcp_call *c, const char *message)
 		 c->id);
 }
 
-bool mcp_call_attach(struct mcp_call *c, struct client_conn *conn)
+int mcp_call_connect(struct mcp_call *c, struct client_conn **out, struct error *e)
 {
 	struct mcp_session *s = c->s;
-	bool cancelled;
+	struct client_conn *conn;
+	int r = client_pool_take(s->pool, &conn, e);
 
+	if (r < 0)
+		return r;
 	pthread_mutex_lock(&s->lock);
-	c->conn = conn;
-	cancelled = c->cancelled;
-	if (cancelled)
-		client_cancel(conn);
+	bool cancelled = c->cancelled;
+	if (!cancelled)
+		c->conn = conn;
 	pthread_mutex_unlock(&s->lock);
-	return !cancelled;
+	if (cancelled) {
+		client_pool_give(s->pool, conn, true); /* it carried nothing */
+		return error_set(e, -ECANCELED, "cancelled");
+	}
+	*out = conn;
+	return 0;
 }
 
-void mcp_call_detach(struct mcp_call *c)
+void mcp_call_disconnect(struct mcp_call *c, struct client_conn *conn, bool done)
 {
-	pthread_mutex_lock(&c->s->lock);
+	struct mcp_session *s = c->s;
+
+	pthread_mutex_lock(&s->lock);
 	c->conn = NULL;
-	pthread_mutex_unlock(&c->s->lock);
+	/* A cancellation shut the connection down: it is done for. */
+	bool cancelled = c->cancelled;
+	pthread_mutex_unlock(&s->lock);
+	client_pool_give(s->pool, conn, done && !cancelled);
 }
 
 static size_t level_index(const char *name)
@@ -408,21 +421,23 @@ static void *call_thread(void *arg)
 
 	pthread_mutex_lock(&s->lock);
 	bool cancelled = c->cancelled;
-	for (struct mcp_call **p = &s->calls; *p; p = &(*p)->next)
-		if (*p == c) {
-			*p = c->next;
-			break;
-		}
 	pthread_mutex_unlock(&s->lock);
 	/* A cancelled request gets no response (the client forgot it). */
 	if (!cancelled)
 		send_msg(s, jsonrpc_result(c->id, result), c->id);
 	else
 		json_decref(result);
-	call_free(c);
+	/* Off the list last, in the section that says so: once it is empty
+	 * mcp_session_end() frees S, which this thread touches no more. */
 	pthread_mutex_lock(&s->lock);
+	for (struct mcp_call **p = &s->calls; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
 	pthread_cond_broadcast(&s->idle);
 	pthread_mutex_unlock(&s->lock);
+	call_free(c);
 	return NULL;
 }
 
@@ -594,6 +609,10 @@ struct mcp_session *mcp_session_new(const struct mcp_config *cfg, mcp_send_fn *s
 	int n = snprintf(s->scope, sizeof(s->scope), "mcp-");
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		n += snprintf(s->scope + n, sizeof(s->scope) - (size_t)n, "%02x", rnd[i]);
+	if (!(s->pool = client_pool_new(cfg->home))) {
+		free(s);
+		return NULL;
+	}
 	s->cfg = cfg;
 	s->send = send;
 	s->arg = arg;
@@ -628,6 +647,7 @@ void mcp_session_end(struct mcp_session *s)
 	pthread_mutex_unlock(&s->lock);
 	if (opened)
 		session_close(s);
+	client_pool_free(s->pool);
 	for (size_t i = 0; i < s->nroots; i++)
 		free(s->roots[i]);
 	pthread_mutex_destroy(&s->lock);

@@ -8,7 +8,11 @@
  * run; mcp_session_end() ends the run, gives the lease back and ends the
  * session's shell. Each `tools/call` runs on a thread of its own, so
  * calls run at once and `notifications/cancelled` can stop one (the
- * broker kills a cancelled command's whole tree). Messages to the client
+ * broker kills a cancelled command's whole tree). A call's request goes
+ * to the broker on a connection of its own, taken from those the
+ * session keeps open (exec/client.h, struct client_pool) and given back
+ * once its reply is read; a cancelled call's connection is closed, which
+ * is what stops its command. Messages to the client
  * go through the transport's SEND, from any of those threads; the
  * transport writes one at a time.
  *
@@ -85,10 +89,16 @@ int mcp_call_new_run(struct mcp_call *c);
 bool mcp_call_within_roots(const struct mcp_call *c, const char *path);
 /* Tells the client how the call goes, if it asked (a progress token). */
 void mcp_call_progress(struct mcp_call *c, const char *message);
-/* CONN serves the call from now on: a cancellation cancels it. False if
- * the call was cancelled already (CONN is then cancelled too). */
-bool mcp_call_attach(struct mcp_call *c, struct client_conn *conn);
-void mcp_call_detach(struct mcp_call *c);
+/* A connection to the broker for the call's request, one of the
+ * session's kept open if one is free (client_pool_take()): a
+ * cancellation from now on shuts it down, which ends what the broker
+ * does for it. 0 and *OUT, or -errno (E): -ECANCELED if the call was
+ * cancelled already. */
+int mcp_call_connect(struct mcp_call *c, struct client_conn **out, struct error *e);
+/* The call is done with CONN: kept for the session's next request if
+ * DONE (its final reply read) and the call was not cancelled, else
+ * closed. */
+void mcp_call_disconnect(struct mcp_call *c, struct client_conn *conn, bool done);
 /* A log line to the client (at LEVEL, "info", "warning", ..., when the
  * client asked for it) and to stderr. */
 void mcp_call_log(struct mcp_call *c, const char *level, const char *fmt, ...)

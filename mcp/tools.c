@@ -190,14 +190,11 @@ static json_t *broker_request(struct mcp_call *c, json_t *req,
 	struct client_conn *conn;
 	json_t *reply = NULL;
 
-	if (client_open(mcp_call_config(c)->home, &conn, e) < 0)
+	if (mcp_call_connect(c, &conn, e) < 0)
 		return NULL;
-	if (!mcp_call_attach(c, conn))
-		error_set(e, -ECANCELED, "cancelled");
-	else if (client_send(conn, req, e) == 0)
+	if (client_send(conn, req, e) == 0)
 		reply = client_final(conn, on_event, c, e);
-	mcp_call_detach(c);
-	client_close(conn);
+	mcp_call_disconnect(c, conn, reply != NULL);
 	if (reply && !client_ok(reply)) {
 		client_reply_error(reply, e);
 		json_decref(reply);

@@ -248,7 +248,8 @@ static int read_dir(const struct tool_view *v, const char *rel, struct entry **o
 		}
 	}
 	closedir(dir);
-	qsort(e, k, sizeof(*e), by_name);
+	if (k) /* an empty directory's E is NULL, which qsort() may not take */
+		qsort(e, k, sizeof(*e), by_name);
 	*out = e;
 	*n = k;
 	return 0;
@@ -330,7 +331,7 @@ static int sized_list(struct entry *e, size_t n, json_t *args, struct tool_resul
 	if (json_object_get(args, "sortBy") &&
 	    (!sort || (strcmp(sort, "name") && strcmp(sort, "size"))))
 		return result_error(out, "sortBy: must be \"name\" or \"size\"");
-	if (sort && !strcmp(sort, "size"))
+	if (n && sort && !strcmp(sort, "size"))
 		qsort(e, n, sizeof(*e), by_size);
 	FILE *f = open_memstream(&text, &len);
 	if (!f)

@@ -122,26 +122,35 @@ struct tool_identity {
  * "mcp:list_direct" (docs/tools.md). */
 #define TOOL_COMM_MAX 15
 
-/* tool_call() on a thread of its own that first takes ID's filesystem
- * identity (fsuid, fsgid, no supplementary groups) and the command name
- * "VIA:NAME", so that the view checks permissions as the sandbox's and
- * its journal and audit name the program "mcp:write_file".
+/* tool_call() with ID's filesystem identity (fsuid, fsgid, no
+ * supplementary groups) and the command name "VIA:NAME", so that the
+ * view checks permissions as the sandbox's and its journal and audit
+ * name the program "mcp:write_file". In Linux credentials and the
+ * command name belong to a thread; the switches are raw syscalls
+ * (glibc's setgroups() would apply to every thread of the process).
  *
- * Why a thread per call: in Linux credentials and the command name
- * belong to a thread, and the thread ends with the call, so nothing is
- * restored and nothing leaks into the caller's later work (a broker
- * serves other threads as root). The switches are raw syscalls: glibc's
- * setgroups() would apply to every thread of the process.
+ * A tool that writes runs on a thread of its own, which ends with the
+ * call: the view's journal keeps a caller's command name for 100 ms, so
+ * a thread used again would have its writes named after its previous
+ * tool. A read-only tool (its spec's read_only) makes no change the
+ * journal names: it runs on the calling thread, sparing a thread's start
+ * and join (some 50 us of a small read_file's 450), and the thread
+ * is put back as it was after it - filesystem ids, groups, command name,
+ * each checked; a thread that cannot be put back would do its caller's
+ * later work (a broker's, as root) with the sandbox's identity, so the
+ * process aborts instead (it cannot happen to a caller privileged
+ * enough to take the identity).
  *
  * An ID equal to the process's effective ids (a broker not run as root)
- * changes nothing. Returns tool_call()'s value, or -errno if the thread
+ * changes no ids. Returns tool_call()'s value, or -errno if the thread
  * or the identity could not be had (-EPERM: not privileged enough). */
 int tool_call_as(const struct tool_view *v, const struct tool_identity *id, const char *via,
 		 const char *name, json_t *args, struct tool_result *out);
 
 /* Opens VPATH (a virtual path; relative: to /mnt/user-data/workspace)
- * read-only through V, on a thread as tool_call_as() runs a tool (ID's
- * filesystem identity, named "VIA:open"), for a download: the reference
+ * read-only through V as tool_call_as() runs a read-only tool (on the
+ * calling thread, with ID's filesystem identity, named "VIA:open", put
+ * back after), for a download: the reference
  * policy, the resolution beneath the view, a regular file only. Returns
  * 0 with *FD (blocking, close-on-exec: the caller's), or 0 with *FD -1
  * and OUT the refusal as the AIO set says one (a FileOperationError:

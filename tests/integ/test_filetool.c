@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -783,6 +785,46 @@ START_TEST(test_filetool_calls_as_the_sandbox_identity)
 }
 END_TEST
 
+/* A read-only tool runs on the caller's own thread (no thread to start:
+ * most of a small read_file's time), as the sandbox: the caller's groups
+ * do not reach it. The thread is given back as it was - its
+ * filesystem ids, groups and command name - since a broker goes on
+ * with it as root. */
+START_TEST(test_filetool_read_only_call_gives_the_thread_back)
+{
+	const char *extra[] = { "-o", "allow_other", "--map-owner", "12345:12345", NULL };
+	struct tool_identity sandbox = { 12345, 12345 };
+	gid_t groups[] = { 4242, 4343 }, now[4];
+	char comm[16] = "";
+	struct tool_result r;
+
+	teardown();
+	mount_with(extra);
+	ck_assert_int_eq(write_file(host("grouped"), "the group's\n"), 0);
+	OK("chown 4242:4242 '%s' && chmod 640 '%s'", host("grouped"), host("grouped"));
+	ck_assert_int_eq(syscall(SYS_setgroups, 2, groups), 0);
+	ck_assert_int_eq(prctl(PR_SET_NAME, "caller", 0, 0, 0), 0);
+	json_t *args = json_pack("{s:s}", "path", WS "/grouped");
+	ck_assert_int_eq(tool_call_as(&VIEW, &sandbox, "mcp", "read_file", args, &r), 0);
+	ERR_TEXT(&r, "Error: Permission denied reading file: " WS "/grouped");
+	tool_result_free(&r);
+	json_decref(args);
+	ck_assert_int_eq(syscall(SYS_setfsuid, -1), 0);
+	ck_assert_int_eq(syscall(SYS_setfsgid, -1), 0);
+	ck_assert_int_eq(getgroups(4, now), 2);
+	ck_assert(now[0] == 4242 && now[1] == 4343);
+	ck_assert_int_eq(prctl(PR_GET_NAME, comm, 0, 0, 0), 0);
+	ck_assert_str_eq(comm, "caller");
+	/* And it is root again: what the sandbox could not read, it can. */
+	args = json_pack("{s:s}", "path", WS "/grouped");
+	struct tool_identity root = { 0, 0 };
+	ck_assert_int_eq(tool_call_as(&VIEW, &root, "mcp", "read_file", args, &r), 0);
+	OK_TEXT(&r, "the group's\n");
+	tool_result_free(&r);
+	json_decref(args);
+}
+END_TEST
+
 Suite *suite_view_filetool(void)
 {
 	Suite *s = suite_create("view_filetool");
@@ -810,6 +852,7 @@ Suite *suite_view_filetool(void)
 	tcase_add_test(tc, test_filetool_overwrite_is_seen_whole_on_the_host);
 	tcase_add_test(tc, test_filetool_quota_error);
 	tcase_add_test(tc, test_filetool_calls_as_the_sandbox_identity);
+	tcase_add_test(tc, test_filetool_read_only_call_gives_the_thread_back);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -255,6 +255,76 @@ START_TEST(test_mcp_protocol_a_killed_client_leaves_nothing)
 }
 END_TEST
 
+/* Calls sent at once each get their own answer: the session's calls
+ * share its connections to the broker, but one connection carries one
+ * call at a time, whatever the order the calls end in (a slow bash
+ * among quick reads), and later calls reuse them. */
+START_TEST(test_mcp_protocol_calls_at_once_each_get_their_own_answer)
+{
+	const char *ws = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace", H);
+	char *script = fmt_cmd("{\"jsonrpc\":\"2.0\",\"id\":100,\"method\":\"tools/call\","
+			       "\"params\":{\"name\":\"bash\",\"arguments\":{\"command\":"
+			       "\"sleep 0.5; echo slow\"}}}\n");
+	char *expect = strdup("init null\n");
+
+	OK("mkdir -p '%s' && for i in $(seq 1 12); do echo \"file $i\" > '%s'/f$i.txt; done", ws,
+	   ws);
+	for (int i = 1; i <= 12; i++)
+		script = fmt_cmd("%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+				 "\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":"
+				 "\"/mnt/user-data/workspace/f%d.txt\"}}}\n",
+				 script, i, i);
+	script = fmt_cmd("%swaitall 100", script);
+	for (int i = 1; i <= 12; i++)
+		script = fmt_cmd("%s %d", script, i);
+	script = fmt_cmd("%s\n%s%s", script,
+			 call(13, "read_file", "{\"path\":\"/mnt/user-data/workspace/f3.txt\"}"),
+			 call(14, "bash", "{\"command\":\"cat f4.txt\"}"));
+	/* Sorted by id: the order they came in is the calls' own. */
+	char *out = OUT("printf '%%s' '%s' | sort -n -k1,1",
+			session("2025-11-25", script,
+				"d['id'], json.dumps(d['result'].get('content'))"));
+	for (int i = 1; i <= 12; i++)
+		expect = fmt_cmd("%s%d [{\"text\": \"file %d\\n\", \"type\": \"text\"}]\n", expect,
+				 i, i);
+	expect = fmt_cmd("%s13 [{\"text\": \"file 3\\n\", \"type\": \"text\"}]\n"
+			 "14 [{\"text\": \"file 4\\n\", \"type\": \"text\"}]\n"
+			 "100 [{\"text\": \"slow\\n\", \"type\": \"text\"}]\n",
+			 expect);
+	SAME(out, expect);
+}
+END_TEST
+
+/* The broker stopped under a live session: the next call is a tool
+ * error that says so at once (the connections the session kept are
+ * dead, and none hangs it), and once a broker serves the home again the
+ * session's calls work again. */
+START_TEST(test_mcp_protocol_a_broker_gone_is_a_tool_error_not_a_hang)
+{
+	const char *ws = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace", H);
+	const char *sbx = test_bin("sbx");
+	const char *read = "{\"path\":\"/mnt/user-data/workspace/here.txt\"}";
+
+	OK("mkdir -p '%s' && echo here > '%s/here.txt'", ws, ws);
+	SAME(session("2025-11-25",
+		     fmt_cmd("%s%srun '%s' broker --home '%s' --shutdown\n%s%s"
+			     "run '%s' broker --home '%s'\n%s",
+			     call(1, "read_file", read), call(2, "bash", "{\"command\":\"true\"}"),
+			     sbx, H, call(3, "read_file", read),
+			     call(4, "bash", "{\"command\":\"true\"}"), sbx, H,
+			     call(5, "read_file", read)),
+		     "d['id'], d['result'].get('isError'), d['result'].get('content', [{}])[0]"
+		     ".get('text', '').split(' (')[0]"),
+	     fmt_cmd("init None \n"
+		     "1 False here\n\n"
+		     "2 False (no output)\n"
+		     "3 True Error: no broker serves %s\n"
+		     "4 True Error: no broker serves %s\n"
+		     "5 False here\n\n",
+		     H, H));
+}
+END_TEST
+
 Suite *suite_mcp_protocol(void)
 {
 	Suite *s = suite_create("mcp_protocol");
@@ -269,6 +339,8 @@ Suite *suite_mcp_protocol(void)
 	tcase_add_test(tc, test_mcp_protocol_changes_and_undo);
 	tcase_add_test(tc, test_mcp_protocol_the_last_call_is_answered_after_the_input_ends);
 	tcase_add_test(tc, test_mcp_protocol_roots_only_narrow);
+	tcase_add_test(tc, test_mcp_protocol_calls_at_once_each_get_their_own_answer);
+	tcase_add_test(tc, test_mcp_protocol_a_broker_gone_is_a_tool_error_not_a_hang);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -8,8 +8,13 @@ else), except
   wait ID        read until the message with id ID (the response to our
                  request ID, or a request of the server's), printing each
                  message read on the way
+  waitall ID...  read until the messages with each of the ids (blank-
+                 separated JSON values) came, in whatever order
   sleep SECS     pause (to let a command start before it is cancelled)
   pid            print "pid N": the server's process id
+  run CMD        run the shell command CMD and wait for it (a broker
+                 stopped under the session, say); print "ran N", its
+                 exit status
 With --init VERSION the session is initialized first (initialize with
 that protocolVersion, then notifications/initialized), and its response
 printed. Every message read is printed as one JSON line with sorted
@@ -36,7 +41,8 @@ def main():
         p.stdin.write(text.encode() + b"\n")
         p.stdin.flush()
 
-    def read_until(want):
+    def read_until(want, more=()):
+        wanted = [want, *more]
         while True:
             line = p.stdout.readline()
             if not line:
@@ -44,8 +50,10 @@ def main():
                 return
             msg = json.loads(line)
             print(json.dumps(msg, sort_keys=True), flush=True)
-            if want is not None and msg.get("id") == want:
-                return
+            if want is not None and msg.get("id") in wanted:
+                wanted.remove(msg.get("id"))
+                if not wanted:
+                    return
 
     if init:
         send(json.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize",
@@ -57,10 +65,16 @@ def main():
         if line.startswith("wait "):
             want = json.loads(line[5:])
             read_until(want)
+        elif line.startswith("waitall "):
+            ids = [json.loads(i) for i in line[8:].split()]
+            read_until(ids[0], ids[1:])
         elif line.startswith("sleep "):
             time.sleep(float(line[6:]))
         elif line == "pid":
             print("pid %d" % p.pid, flush=True)
+        elif line.startswith("run "):
+            r = subprocess.run(line[4:], shell=True, stdout=subprocess.DEVNULL)
+            print("ran %d" % r.returncode, flush=True)
         else:
             send(line)
     if kill_after is not None:
