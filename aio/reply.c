@@ -36,15 +36,31 @@ enum MHD_Result aio_ok(struct MHD_Connection *conn, json_t *data)
 	return aio_envelope(conn, MHD_HTTP_OK, true, "Operation successful", data);
 }
 
-enum MHD_Result aio_fail(struct MHD_Connection *conn, unsigned status, const char *fmt, ...)
+/* The envelope of a failure saying MESSAGE. */
+static struct MHD_Response *failure(const char *message)
+{
+	return json_body(envelope(false, message, NULL));
+}
+
+/* STATUS with MAKE(the message FMT and AP say) as its body. */
+static enum MHD_Result queue_message(struct MHD_Connection *conn, unsigned status,
+				     struct MHD_Response *(*make)(const char *message),
+				     const char *fmt, va_list ap)
 {
 	char message[1024];
+
+	vsnprintf(message, sizeof(message), fmt, ap);
+	return http_queue(conn, status, make(message));
+}
+
+enum MHD_Result aio_fail(struct MHD_Connection *conn, unsigned status, const char *fmt, ...)
+{
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(message, sizeof(message), fmt, ap);
+	enum MHD_Result q = queue_message(conn, status, failure, fmt, ap);
 	va_end(ap);
-	return aio_envelope(conn, status, false, message, NULL);
+	return q;
 }
 
 enum MHD_Result aio_no_session(struct MHD_Connection *conn)
@@ -55,7 +71,7 @@ enum MHD_Result aio_no_session(struct MHD_Connection *conn)
 struct MHD_Response *aio_refusal(unsigned status, const char *message)
 {
 	(void)status;
-	return json_body(envelope(false, message, NULL));
+	return failure(message);
 }
 
 struct MHD_Response *aio_detail_response(const char *message)
@@ -65,13 +81,12 @@ struct MHD_Response *aio_detail_response(const char *message)
 
 enum MHD_Result aio_detail(struct MHD_Connection *conn, unsigned status, const char *fmt, ...)
 {
-	char message[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(message, sizeof(message), fmt, ap);
+	enum MHD_Result q = queue_message(conn, status, aio_detail_response, fmt, ap);
 	va_end(ap);
-	return http_queue(conn, status, aio_detail_response(message));
+	return q;
 }
 
 /* ---- bodies ------------------------------------------------------------------ */
