@@ -510,6 +510,7 @@ static void broker_teardown(struct broker *b)
 	sandbox_free(b->sandbox);
 	if (b->kept)
 		store_close(b->kept);
+	free(b->slots); /* the one-off commands' turns (broker_ops.c) */
 }
 
 /* broker_main(), *CHILD set in the process that detached to serve. */
@@ -545,10 +546,11 @@ static int broker_run(const struct broker_options *o, bool *child)
 		return 1;
 	}
 	if (!o->foreground) {
-		/* The parent returns once the socket is ready (or says why not). */
-		if (pipe2(ready, O_CLOEXEC) < 0)
-			return 1;
-		pid_t pid = fork();
+		/* The parent returns once the socket is ready (or says why not);
+		 * the configuration is the child's. */
+		pid_t pid = pipe2(ready, O_CLOEXEC) < 0 ? -1 : fork();
+		if (pid != 0)
+			config_free(&b.config);
 		if (pid < 0)
 			return 1;
 		if (pid > 0)
