@@ -62,11 +62,31 @@ static pid_t daemon_pid(const char *mnt)
 	return found;
 }
 
+/* True once PID has exited. The daemon is not this process's child: it
+ * stays a zombie until init reaps it, which some inits (a VM's, a CI
+ * runner's) do only every second or two. A zombie counts as gone once it
+ * is the last of its threads: a leader turns Z before its other threads
+ * have closed the files they share (the FUSE device among them). */
+static bool exited(pid_t pid)
+{
+	char path[64], *status;
+	bool gone;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	status = read_file(path);
+	if (!status)
+		return kill(pid, 0) < 0 && errno == ESRCH;
+	gone = (strstr(status, "\nState:\tZ") || strstr(status, "\nState:\tX")) &&
+	       strstr(status, "\nThreads:\t1\n");
+	free(status);
+	return gone;
+}
+
 /* Waits up to 5 s for the daemon to exit; true if it did. */
 static bool wait_gone(pid_t pid)
 {
 	for (int i = 0; i < 250; i++) {
-		if (kill(pid, 0) < 0 && errno == ESRCH)
+		if (exited(pid))
 			return true;
 		usleep(20000);
 	}
