@@ -5,6 +5,7 @@
  */
 #include "args.h"
 #include "cli.h"
+#include "common/proc.h"
 #include "common/cleanup.h"
 #include "common/units.h"
 #include "exec/cgroup.h"
@@ -122,17 +123,6 @@ static void check_fusermount(struct report *r)
 		}
 	say(r, geteuid() == 0 ? OK : NO, "fusermount3", "not installed%s",
 	    geteuid() == 0 ? " (root mounts without it)" : ": install fuse3 to mount views");
-}
-
-static long read_long(const char *path)
-{
-	char buf[64] = "";
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	return n > 0 ? strtol(buf, NULL, 10) : -1;
 }
 
 static void check_seccomp(struct report *r, size_t *refused)
@@ -270,8 +260,8 @@ static void check_shared(struct report *r, const char *home)
 
 static void check_inotify(struct report *r)
 {
-	long watches = read_long("/proc/sys/fs/inotify/max_user_watches");
-	long instances = read_long("/proc/sys/fs/inotify/max_user_instances");
+	long watches = proc_sys_long("fs/inotify/max_user_watches");
+	long instances = proc_sys_long("fs/inotify/max_user_instances");
 
 	say(r, instances >= 128 ? OK : NO, "inotify",
 	    "%ld watches and %ld instances per user: each view watches its directories with one"
@@ -425,7 +415,7 @@ int cmd_doctor(int argc, char **argv, const char *home)
 
 	check_fuse(&r);
 	check_fusermount(&r);
-	long userns = read_long("/proc/sys/user/max_user_namespaces");
+	long userns = proc_sys_long("user/max_user_namespaces");
 	char sb_err[512] = "";
 	struct sandbox *sb = sandbox_new(&cf, sb_err, sizeof(sb_err));
 	bool runs = false;

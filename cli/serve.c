@@ -30,6 +30,8 @@
 #define TOKEN_MIN 16
 #define TOKEN_MAX 4096
 #define PEM_MAX (1 << 20)
+/* inotify instances left to the user's other programs (the broker, ...). */
+#define INOTIFY_SPARE 16
 
 static const char serve_usage[] =
 	"Usage: sbx serve [--listen ADDR:PORT | --socket PATH] [--token-file FILE]\n"
@@ -215,6 +217,23 @@ static int home_token(const char *home, char *path, size_t size)
 /* Runs the server of O, with the MCP service of M and the sandbox and
  * provisioner APIs of A, until a signal. WHERE is what it listens on, as
  * given; URL the address it serves, before its port. */
+/* Each sandbox's view takes one of its user's inotify instances: past
+ * the host's limit, POST /api/sandboxes fails (saying why). Said at the
+ * start, where the limit is below what the configuration promises. */
+static void warn_capacity(unsigned max_sandboxes)
+{
+	long limit = proc_sys_long("fs/inotify/max_user_instances");
+
+	if (limit > 0 && (long)max_sandboxes + INOTIFY_SPARE > limit)
+		fprintf(stderr,
+			"sbx: serve: warning: max_sandboxes is %u, but each sandbox's view takes"
+			" one of the user's %ld inotify instances (fs.inotify.max_user_instances,"
+			" shared with every other program of the user): sandboxes past about %ld"
+			" are refused; raise it (sysctl fs.inotify.max_user_instances=%u) or lower"
+			" max_sandboxes\n",
+			max_sandboxes, limit, limit - INOTIFY_SPARE, max_sandboxes * 2);
+}
+
 static int serve(const struct http_options *o, const struct mcp_http_options *m,
 		 const struct aio_options *ao, const char *where, const char *url,
 		 const char *token_from)
@@ -244,6 +263,7 @@ static int serve(const struct http_options *o, const struct mcp_http_options *m,
 		aio_free(aio);
 		return 1;
 	}
+	warn_capacity(ao->max_sandboxes);
 	if (o->socket_path)
 		fprintf(stderr,
 			"sbx: serve: listening on %s (unix; MCP at /mcp/USER/THREAD, the "

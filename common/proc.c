@@ -124,3 +124,14 @@ void stop_signals_block(sigset_t *stop)
 	pthread_sigmask(SIG_BLOCK, stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
+
+long proc_sys_long(const char *name)
+{
+	char path[256], buf[64] = "";
+
+	if ((size_t)snprintf(path, sizeof(path), "/proc/sys/%s", name) >= sizeof(path))
+		return -1;
+	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	return n > 0 ? strtol(buf, NULL, 10) : -1;
+}

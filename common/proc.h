@@ -29,6 +29,10 @@ bool proc_in_group(pid_t pid, gid_t gid);
  * cannot be read. */
 bool proc_writes_ino(pid_t pid, ino_t ino);
 
+/* The number in /proc/sys/NAME ("fs/inotify/max_user_instances"), or
+ * -1 if it cannot be read. */
+long proc_sys_long(const char *name);
+
 /* Blocks SIGTERM, SIGINT and SIGHUP in the calling thread, and so in the
  * threads it starts after, for a server that reads them from a signalfd
  * or sigwait()s them (their default action would end it without tidying

@@ -14,6 +14,12 @@
  * it could not be started. */
 int spawn_wait(const char *const argv[]);
 
+/* spawn_wait(), with what ARGV writes on stderr caught: it is passed on
+ * to our stderr (a log, where the program's own lines belong) once ARGV
+ * has ended, and its last line (without a "NAME: " prefix) goes in WHY
+ * for the caller's message, or "" if it wrote none. */
+int spawn_wait_why(const char *const argv[], char *why, size_t size);
+
 /* The path of program NAME next to the running one (bin/ in the tree,
  * PREFIX/bin when installed), or NAME itself (PATH) if there is none. */
 void sibling_program(const char *name, char *buf, size_t size);

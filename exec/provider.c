@@ -195,14 +195,16 @@ static int mount_view(struct provider *p, struct view *v, char *err, size_t errl
 	}
 	argv[n++] = v->mount;
 	argv[n] = NULL;
-	r = spawn_wait(argv);
+	char why[512];
+	r = spawn_wait_why(argv, why, sizeof(why));
 	if (r == LEASE_EXIT_REFUSED) {
 		refused(p, v, err, errlen);
 		return -EBUSY;
 	}
 	if (r != 0) {
-		snprintf(err, errlen, "sbxfs could not mount %s/%s (exit %d; see the log)", v->user,
-			 v->thread, r);
+		snprintf(err, errlen, "sbxfs could not mount %s/%s: %s", v->user, v->thread,
+			 *why ? why
+			      : "it exited with no reason given (the broker's log may say more)");
 		return -EIO;
 	}
 	v->mounted = true;

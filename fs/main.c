@@ -14,6 +14,7 @@
 #include "stage.h"
 #include "view.h"
 #include "watch.h"
+#include "common/proc.h"
 #include "common/cleanup.h"
 #include "common/home.h"
 #include "common/ids.h"
@@ -676,18 +677,15 @@ static struct fuse_session *session_new(struct options *o, struct view *v)
  * instances (one per view); else "". */
 static void watch_limit_hint(int error, char *hint, size_t size)
 {
-	long max = 0;
-	FILE *f = error == EMFILE ? fopen("/proc/sys/fs/inotify/max_user_instances", "re") : NULL;
+	long max = error == EMFILE ? proc_sys_long("fs/inotify/max_user_instances") : -1;
 
 	hint[0] = '\0';
-	if (f && fscanf(f, "%ld", &max) == 1 && max > 0)
+	if (max > 0)
 		snprintf(hint, size,
 			 " (each view takes one of the user's %ld inotify instances,"
 			 " fs.inotify.max_user_instances): raise the limit, e.g. sysctl"
 			 " fs.inotify.max_user_instances=%ld",
 			 max, max < 1024 ? 2048 : max * 2);
-	if (f)
-		fclose(f);
 }
 
 static int run_loop(struct options *o, struct fuse_session *se)

@@ -1154,6 +1154,25 @@ START_TEST(test_broker_a_killed_view_daemon)
 }
 END_TEST
 
+/* A view that cannot be mounted: the client is told sbxfs's reason,
+ * not sent to a log it may not be able to read. */
+START_TEST(test_broker_mount_failure_says_why)
+{
+	int st;
+
+	OK("mkdir -p '%s/users/alice/threads' && touch '%s/users/alice/threads/t1'", H, H);
+	char *out = sbx_exec(&st, "-- true");
+	ck_assert_int_ne(st, 0);
+	ck_assert_msg(strstr(out, "sbxfs could not mount alice/t1: cannot create the directories"
+				  " of thread alice/t1") &&
+			      strstr(out, "Not a directory"),
+		      "%s", out);
+	/* sbxfs's own line still reaches the broker's log. */
+	ck_assert(strstr(read_file(fmt_cmd("%s/run/broker.log", H)),
+			 "sbxfs: cannot create the directories of thread alice/t1"));
+}
+END_TEST
+
 START_TEST(test_broker_one_per_home_and_bad_configuration)
 {
 	int st;
@@ -1835,6 +1854,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_shutdown_and_a_killed_broker);
 	tcase_add_test(tc, test_broker_signals_stop_it_cleanly);
 	tcase_add_test(tc, test_broker_a_killed_view_daemon);
+	tcase_add_test(tc, test_broker_mount_failure_says_why);
 	tcase_add_test(tc, test_broker_one_per_home_and_bad_configuration);
 	tcase_add_test(tc, test_broker_output_limits);
 	tcase_add_test(tc, test_broker_one_off_commands_are_admitted_in_turn);

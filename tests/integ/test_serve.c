@@ -323,6 +323,26 @@ START_TEST(test_serve_session_limit)
 }
 END_TEST
 
+/* Each sandbox's view takes one of the user's inotify instances: a
+ * max_sandboxes the host's limit cannot hold is said at the start. */
+START_TEST(test_serve_warns_when_the_host_cannot_hold_max_sandboxes)
+{
+	long limit = atol(read_file("/proc/sys/fs/inotify/max_user_instances"));
+
+	teardown();
+	serve_start(fmt_cmd("[serve]\nmax_sandboxes = %ld\n", limit), "--listen 127.0.0.1:0");
+	ck_assert_msg(strstr(read_file(fmt_cmd("%s/serve.log", H)),
+			     fmt_cmd("sbx: serve: warning: max_sandboxes is %ld, but each sandbox's"
+				     " view takes one of the user's %ld inotify instances",
+				     limit, limit)),
+		      "%s", read_file(fmt_cmd("%s/serve.log", H)));
+	teardown();
+	serve_start(fmt_cmd("[serve]\nmax_sandboxes = %ld\n", limit / 2), "--listen 127.0.0.1:0");
+	ck_assert_msg(!strstr(read_file(fmt_cmd("%s/serve.log", H)), "warning"), "%s",
+		      read_file(fmt_cmd("%s/serve.log", H)));
+}
+END_TEST
+
 START_TEST(test_serve_connection_limit_and_malformed_http)
 {
 	teardown();
@@ -576,6 +596,7 @@ Suite *suite_serve(void)
 	tcase_add_test(tc, test_serve_delete_ends_the_session_and_its_run);
 	tcase_add_test(tc, test_serve_oversize_bodies_get_413);
 	tcase_add_test(tc, test_serve_session_limit);
+	tcase_add_test(tc, test_serve_warns_when_the_host_cannot_hold_max_sandboxes);
 	tcase_add_test(tc, test_serve_connection_limit_and_malformed_http);
 	tcase_add_test(tc, test_serve_idle_session_ends);
 	tcase_add_test(tc, test_serve_get_stream_resumes_with_last_event_id);
