@@ -525,11 +525,16 @@ void journal_published(struct view *v, struct inode *ino, const struct stat *aft
 		return;
 	o.born_known = inode_identity(v->inodes, ino, &o.dev, &o.ino, &o.born);
 	bool own = own_object(v, run, &o);
+	unsigned marks = RUNMARK_KEPT | (own ? RUNMARK_MADE : 0);
+	if (marked(v, ino, &ino->imaged, run, RUNMARK_IMAGED, false))
+		marks |= RUNMARK_IMAGED;
 	marked(v, ino, &ino->kept, run, RUNMARK_KEPT, true);
-	/* The run's own file saved again is still its own. */
-	if (own && after && born) {
-		struct runmark_object made = object_of(after, born);
-		runmarks_test(v->journal->marks, run, &made, RUNMARK_MADE, true);
+	/* The new file is the view's inode from now on, with its imaged and
+	 * kept: its marks must say as much for when the kernel forgets the
+	 * inode (the run's own file saved again is still its own). */
+	if (after && born) {
+		struct runmark_object now = object_of(after, born);
+		runmarks_test(v->journal->marks, run, &now, marks, true);
 	}
 }
 

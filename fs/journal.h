@@ -98,9 +98,11 @@ void journal_keep_replaced(struct view *v, pid_t pid, struct inode *ino, struct 
 void journal_renamed(struct view *v, const struct stat *st, const struct timespec *born);
 /* A publication just made a new file (attributes AFTER, birth time BORN;
  * each NULL if not known) of INO, whose identity is still the replaced
- * file's: its content needs no keeping, and if the run made the replaced
- * one (and never renamed it), the new one is as much the run's own
- * (journal_remove_kept()). */
+ * file's: its content needs no keeping, its pre-image is the replaced
+ * one's, and if the run made the replaced one (and never renamed it), the
+ * new one is as much the run's own (journal_remove_kept()). The new
+ * file's marks (runmarks.h) say so, as INO's fields do, for when the
+ * kernel forgets INO. */
 void journal_published(struct view *v, struct inode *ino, const struct stat *after,
 		       const struct timespec *born);
 
