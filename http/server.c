@@ -29,9 +29,12 @@ struct pending {
 	size_t cap;
 	bool answered; /* or refused: what comes after is none of ours */
 	bool too_big;
-	/* A refusal at the headers, sent once the body is in. */
+	/* A refusal at the headers, sent once the body is in (if it has a
+	 * length, up to DRAIN bytes: a client still sending would meet a
+	 * closed connection and never read why). */
 	unsigned status;
 	struct MHD_Response *refusal;
+	size_t drain;
 };
 
 bool http_secret_equal(const char *secret, const char *given)
@@ -249,6 +252,7 @@ static bool check_headers(struct http_server *srv, struct pending *p)
 	const struct http_service *svc = service_of(srv, p->rq.url);
 	const struct http_service *says = svc ? svc : &srv->services[0];
 
+	p->drain = says->max_body;
 	if (srv->socket_path && !peer_ok(conn)) {
 		refuse(p, says, MHD_HTTP_FORBIDDEN,
 		       "Forbidden: only uid %u and root may use this server", (unsigned)geteuid());
@@ -330,8 +334,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		 * waited for. */
 		const char *length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 								 MHD_HTTP_HEADER_CONTENT_LENGTH);
-		size_t max = p->svc ? p->svc->max_body : 0;
-		if (!length || strtoull(length, NULL, 10) > max) {
+		if (!length || strtoull(length, NULL, 10) > p->drain) {
 			struct MHD_Response *r = p->refusal;
 			p->refusal = NULL;
 			return http_queue(conn, p->status, r);

@@ -13,9 +13,10 @@
  *     localhost, 127.0.0.1 or [::1] with the port listened on (any port
  *     on a Unix socket): 403 (DNS rebinding);
  *   - a path no service takes: 404, worded by the first service.
- * Then the service's check() sees the headers; what it refuses is sent
- * once the body (of an announced length within the service's max_body)
- * is in, so that a client still sending it does not lose the answer. A
+ * Then the service's check() sees the headers. Every refusal, these and
+ * the service's, is sent once the body (of an announced length within
+ * the max_body of the service the path names, or the first's) is in, so
+ * that a client still sending it does not lose the answer. A
  * body past max_body is read and dropped: 413. Otherwise handle() gets
  * the request with its whole body.
  *

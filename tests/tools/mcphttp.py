@@ -20,6 +20,9 @@ Actions:
   junk          send malformed HTTP, a request at a time: the status line
                 of each answer, or "closed".
 
+--body-after SECS: a POST's body goes SECS after its headers (a slow
+client, which a refusal at the headers must still be answered to).
+
 What it prints: "HTTP STATUS", then the headers a test looks at
 (content-type, allow, www-authenticate; mcp-session-id as "present"),
 then the body: a JSON body as one line (keys sorted), each SSE event as
@@ -50,6 +53,8 @@ p.add_argument("--show")
 p.add_argument("--chunked", action="store_true")
 p.add_argument("--roots", action="store_true", help="init: offer roots")
 p.add_argument("--timeout", type=float, default=60)
+p.add_argument("--body-after", type=float,
+               help="post: send the headers, then the body SECS later (a slow client)")
 a = p.parse_args()
 
 
@@ -174,7 +179,16 @@ def request(method, body=None, extra=None, session=None):
     if a.accept:
         h["Accept"] = a.accept
     h.update(extra or {})
-    c.request(method, path, body=body, headers=h, encode_chunked=a.chunked and body is not None)
+    if a.body_after and body is not None:
+        c.putrequest(method, path, skip_accept_encoding=True)
+        for k, v in list(h.items()) + [("Content-Length", str(len(body)))]:
+            c.putheader(k, v)
+        c.endheaders()
+        time.sleep(a.body_after)
+        c.send(body)
+    else:
+        c.request(method, path, body=body, headers=h,
+                  encode_chunked=a.chunked and body is not None)
     return c, c.getresponse()
 
 
