@@ -106,9 +106,11 @@ static int acquire(struct aio_sandboxes *s, struct entry *en, struct error *e)
 	json_auto_t *reply = NULL;
 
 	snprintf(owner, sizeof(owner), "aio:%s", en->sb.id);
-	json_auto_t *req = json_pack("{s:s, s:s, s:s, s:s, s:b}", "op", "acquire", "user",
+	/* The implicit shell (scope "aio:ID") is started with the view, as a
+	 * container's is: the first command finds it, or waits for it. */
+	json_auto_t *req = json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "op", "acquire", "user",
 				     en->sb.user, "thread", en->sb.thread, "owner", owner, "hold",
-				     true);
+				     true, "shell", true);
 	if (!req)
 		return error_set(e, -ENOMEM, "out of memory");
 	if (en->sb.max_shell_sessions)

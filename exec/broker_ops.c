@@ -54,27 +54,6 @@ extern char **environ;
 
 /* ---- acquire, release, status ------------------------------------------- */
 
-static void op_acquire(struct client *c, const struct request *q)
-{
-	char mount[PATH_MAX], sid[SANDBOX_ID_LEN + 1], err[PATH_MAX + 128];
-	unsigned max = q->max_shell_sessions;
-
-	if (provider_acquire(c->b->provider, q->user, q->thread, q->owner, &max, mount,
-			     sizeof(mount), sid, err, sizeof(err)) < 0) {
-		send_error(c, q->id, "mount_failed", "%s", err);
-		return;
-	}
-	if (q->hold && !c->held_owner) {
-		c->held_user = strdup(q->user);
-		c->held_thread = strdup(q->thread);
-		c->held_owner = strdup(q->owner);
-	}
-	send_ok(c, q->id,
-		json_pack("{s:s, s:s, s:s, s:I}", "sandbox", sid, "mount", mount, "owner", q->owner,
-			  "max_shell_sessions",
-			  (json_int_t)(max ? max : c->b->config.max_shell_sessions)));
-}
-
 /* Drops OWNER's lease on USER's THREAD, and ends the shells of its scope
  * and of the scopes named OWNER:... once their commands are done. 1 if
  * the view is parked, 0, or -ENOENT. */
@@ -1110,6 +1089,81 @@ static void op_exec(struct client *c, const struct request *q)
 	exec_leave(&j);
 	stream_flush(&out);
 	exec_reply(&j, r, &res, out.mask);
+}
+
+/* The shell of J's scope (its request's owner, the sandbox's implicit
+ * scope), forked while the view is still to be mounted: the joining of
+ * its cgroups overlaps the mount (session_prestart()). NULL where it
+ * cannot be (host mode, no sandbox, no room): the first command starts
+ * the shell then. Where it returns one, J's view is reserved until
+ * acquire_shell_end(). */
+static struct session_prestart *acquire_prestart(struct exec_job *j)
+{
+	struct broker *b = j->c->b;
+	struct session_prestart *ps = NULL;
+	struct start_spec ss;
+
+	if (j->q->host || b->config.isolation == ISOLATION_HOST || !b->sandbox ||
+	    provider_reserve(b->provider, j->q->user, j->q->thread, &j->sv, j->err,
+			     sizeof(j->err)) < 0)
+		return NULL;
+	for (size_t i = 0; i < b->config.nmounts; i++)
+		j->names[i] = b->config.mounts[i].name;
+	j->names[b->config.nmounts] = NULL;
+	struct session_spec sp = { j->q->owner, &ss,
+				   j->q->max_shell_sessions ? j->q->max_shell_sessions
+							    : j->sv.max_shell_sessions,
+				   false };
+	if (exec_start(j, &ss) < 0 ||
+	    session_prestart(b->sessions, &sp, &ps, j->err, sizeof(j->err)) < 0 || !ps) {
+		if (j->err[0])
+			log_info("session %s/%s scope %s: not started with the view: %s",
+				 j->q->user, j->q->thread, j->q->owner, j->err);
+		provider_unuse(b->provider, j->q->user, j->q->thread);
+		return NULL;
+	}
+	return ps;
+}
+
+/* Lets PS's shell go on (GO: the view is mounted) or ends it. */
+static void acquire_shell_end(struct exec_job *j, struct session_prestart *ps, bool go)
+{
+	if (!ps)
+		return;
+	j->err[0] = '\0';
+	if (session_prestart_end(ps, go, j->err, sizeof(j->err)) < 0 && go)
+		log_info("session %s/%s scope %s: not started with the view: %s", j->q->user,
+			 j->q->thread, j->q->owner, j->err);
+	provider_unuse(j->c->b->provider, j->q->user, j->q->thread);
+}
+
+/* Takes a lease (docs/protocol.md, acquire); with "shell", the owner's
+ * scope's shell is started too, forked before the view is mounted and
+ * started after the reply. */
+static void op_acquire(struct client *c, const struct request *q)
+{
+	_cleanup_(exec_job_free) struct exec_job j = { .c = c, .q = q };
+	char mount[PATH_MAX], sid[SANDBOX_ID_LEN + 1], err[PATH_MAX + 128];
+	unsigned max = q->max_shell_sessions;
+	struct session_prestart *ps = q->shell ? acquire_prestart(&j) : NULL;
+
+	int r = provider_acquire(c->b->provider, q->user, q->thread, q->owner, &max, mount,
+				 sizeof(mount), sid, err, sizeof(err));
+	if (r < 0) {
+		send_error(c, q->id, "mount_failed", "%s", err);
+		acquire_shell_end(&j, ps, false);
+		return;
+	}
+	if (q->hold && !c->held_owner) {
+		c->held_user = strdup(q->user);
+		c->held_thread = strdup(q->thread);
+		c->held_owner = strdup(q->owner);
+	}
+	send_ok(c, q->id,
+		json_pack("{s:s, s:s, s:s, s:I}", "sandbox", sid, "mount", mount, "owner", q->owner,
+			  "max_shell_sessions",
+			  (json_int_t)(max ? max : c->b->config.max_shell_sessions)));
+	acquire_shell_end(&j, ps, true);
 }
 
 /* Opens a scope's shell (docs/protocol.md, session_open): the refusals an

@@ -21,6 +21,7 @@ void launch_init(struct launch *l)
 {
 	memset(l, 0, sizeof(*l));
 	l->cgroup_dir = -1;
+	l->hold = -1;
 	l->uid = (uid_t)-1;
 	l->gid = (gid_t)-1;
 }
@@ -48,7 +49,10 @@ static __attribute__((noreturn)) void fail(const char *step, int err, int status
 	_exit(status);
 }
 
-/* Puts IN, OUT, ERR at 0-2 and L's passed fds at 3..., closes the rest. */
+/* Puts IN, OUT, ERR at 0-2 and L's passed fds at 3..., closes the rest;
+ * then waits on L's HOLD, which it kept until then: once no other
+ * descriptor is open, the end that writes to it is the parent's alone,
+ * and its closing is seen. */
 static void arrange_fds(int in, int out, int err, const struct launch *l)
 {
 	size_t npass = l ? l->npass : 0;
@@ -69,6 +73,9 @@ static void arrange_fds(int in, int out, int err, const struct launch *l)
 			fail("descriptors", errno, 126);
 	report_fd = STDERR_FILENO;
 	int first = (int)(3 + npass);
+	bool hold = l && l->hold >= 0;
+	if (hold && dup2(l->hold, first++) < 0)
+		fail("descriptors", errno, 126);
 	if (syscall(SYS_close_range, (unsigned)first, ~0u, 0) < 0) {
 		struct rlimit r;
 		int max = getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < 1u << 20
@@ -77,6 +84,11 @@ static void arrange_fds(int in, int out, int err, const struct launch *l)
 		for (int fd = first; fd < max; fd++)
 			close(fd);
 	}
+	char go;
+	if (hold && read(first - 1, &go, 1) != 1)
+		_exit(126); /* let go of: the parent says why, if anything */
+	if (hold)
+		close(first - 1);
 }
 
 /* Signals as a fresh process has them: the broker blocks some, and may

@@ -9,7 +9,11 @@
  *     grace period, some milliseconds);
  *  2. stdin, stdout and stderr; then PASS[i] becomes descriptor 3 + i;
  *  3. every other descriptor is closed (close_range), whatever the broker
- *     inherited or opened; signals as a new process has them;
+ *     inherited or opened; then, with HOLD, a wait for one byte on it
+ *     (none, its writer closed: the child exits 126, saying nothing), so
+ *     that the slow join overlaps what the parent still has to do before
+ *     the rest can run (mount the view that step 5 binds); signals as a
+ *     new process has them;
  *  4. a session of its own: no controlling terminal;
  *  5. with ROOT_AT: a private mount namespace (as root) whose root is a
  *     new tmpfs holding BINDS and nothing else of the host's mount table:
@@ -79,6 +83,7 @@ struct launch {
 	int nice;  /* 0: unchanged */
 	uid_t uid; /* (uid_t)-1: unchanged */
 	gid_t gid;
+	int hold; /* -1: none */
 };
 
 /* An empty launch: nothing passed, joined, bound, limited or changed. */

@@ -431,14 +431,15 @@ int provider_release(struct provider *p, const char *user, const char *thread, c
 	return r;
 }
 
-int provider_use(struct provider *p, const char *user, const char *thread, struct sandbox_view *out,
-		 char *err, size_t errlen)
+/* provider_use(), or with MOUNT false provider_reserve(). */
+static int use(struct provider *p, const char *user, const char *thread, bool mount,
+	       struct sandbox_view *out, char *err, size_t errlen)
 {
 	int r = -ENOMEM;
 
 	pthread_mutex_lock(&p->lock);
 	struct view *v = find_or_add(p, user, thread, err, errlen);
-	if (v && (r = ensure_mounted(p, v, err, errlen)) == 0) {
+	if (v && (r = mount ? ensure_mounted(p, v, err, errlen) : 0) == 0) {
 		v->running++;
 		snprintf(out->mount, sizeof(out->mount), "%s", v->mount);
 		memcpy(out->id, v->id, sizeof(out->id));
@@ -447,6 +448,18 @@ int provider_use(struct provider *p, const char *user, const char *thread, struc
 	}
 	pthread_mutex_unlock(&p->lock);
 	return r;
+}
+
+int provider_use(struct provider *p, const char *user, const char *thread, struct sandbox_view *out,
+		 char *err, size_t errlen)
+{
+	return use(p, user, thread, true, out, err, errlen);
+}
+
+int provider_reserve(struct provider *p, const char *user, const char *thread,
+		     struct sandbox_view *out, char *err, size_t errlen)
+{
+	return use(p, user, thread, false, out, err, errlen);
 }
 
 void provider_unuse(struct provider *p, const char *user, const char *thread)

@@ -69,6 +69,13 @@ int provider_use(struct provider *p, const char *user, const char *thread, struc
 		 char *err, size_t errlen);
 void provider_unuse(struct provider *p, const char *user, const char *thread);
 
+/* provider_use() without the mount: the view as it will be (its mount
+ * point, identity and limit), kept from the idle unmount until
+ * provider_unuse(), for a caller about to mount it (provider_acquire())
+ * and meanwhile to prepare what will run in it. */
+int provider_reserve(struct provider *p, const char *user, const char *thread,
+		     struct sandbox_view *out, char *err, size_t errlen);
+
 /* Unmounts views parked for longer than the idle timeout, but those
  * BUSY(ARG, USER, THREAD) says sandboxes still bind (shell sessions):
  * unmounted, a view would live on in their mount namespaces. */

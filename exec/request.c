@@ -367,6 +367,19 @@ static int parse_session(struct request *r, const char **code, char *err, size_t
 	return r->op == REQ_SESSION_OPEN ? parse_start(r, code, err, errlen) : 0;
 }
 
+/* NAME of R: true or false (or absent: false), and only for acquire. */
+static int acquire_flag(struct request *r, const char *name, bool *out, const char **code,
+			char *err, size_t errlen)
+{
+	json_t *v = json_object_get(r->root, name);
+
+	if (v && (r->op != REQ_ACQUIRE || !json_is_boolean(v)))
+		return fail(code, "bad_request", err, errlen,
+			    "'%s' is true or false, and only for acquire", name);
+	*out = json_is_true(v);
+	return 0;
+}
+
 int request_parse(const char *line, size_t len, struct request *r, const char **code, char *err,
 		  size_t errlen)
 {
@@ -430,11 +443,9 @@ int request_parse(const char *line, size_t len, struct request *r, const char **
 	if (!*r->owner || strlen(r->owner) > 256)
 		return fail(code, "bad_request", err, errlen,
 			    "'owner' must have 1 to 256 characters");
-	json_t *hold = json_object_get(r->root, "hold");
-	if (hold && (r->op != REQ_ACQUIRE || !json_is_boolean(hold)))
-		return fail(code, "bad_request", err, errlen,
-			    "'hold' is true or false, and only for acquire");
-	r->hold = json_is_true(hold);
+	if (acquire_flag(r, "hold", &r->hold, code, err, errlen) < 0 ||
+	    acquire_flag(r, "shell", &r->shell, code, err, errlen) < 0)
+		return -EINVAL;
 	long long max = 0;
 	if (r->op == REQ_ACQUIRE &&
 	    !count_field(r->root, "max_shell_sessions", REQUEST_MAX_SHELL_SESSIONS,

@@ -44,6 +44,7 @@ struct request {
 	const char *user, *thread;   /* ids (ids.h) */
 	const char *owner;	     /* acquire, release: 1..256 characters */
 	bool hold;		     /* acquire: the lease ends with the connection */
+	bool shell;		     /* acquire: the owner's scope's shell started too */
 	unsigned max_shell_sessions; /* acquire: the sandbox's limit, 0: unchanged */
 	const char *command;	     /* exec */
 	const char *scope;	     /* exec (or NULL), session_open, session_close */

@@ -208,63 +208,98 @@ static int wait_started(int info, pid_t bwrap, int *init, int errfd, char *err, 
 	return -EIO;
 }
 
-/* Starts S's shell: stdin, stdout and stderr are pipes to us. */
-static int start_shell(struct session_pool *pool, struct session *s,
-		       const struct session_spec *spec, char *errmsg, size_t errlen)
+/* A shell forked, not yet known to be started. */
+struct shell_fork {
+	struct start st;
+	int in, out, err; /* our ends */
+	pid_t pid;	  /* > 0, or -errno */
+	char *cwd;	  /* where it starts (virtual), or NULL */
+};
+
+/* Forks the shell SPEC describes (HOLD: launch.h's, or -1) into SH:
+ * stdin, stdout and stderr are pipes to us. Returns 0, or -errno (SH
+ * then holds nothing). */
+static int shell_fork(struct session_pool *pool, const struct session_spec *spec, int hold,
+		      struct shell_fork *sh, char *errmsg, size_t errlen)
 {
 	struct start_spec ss = *spec->start;
-	struct start st;
 	int in[2], out[2], err[2], r;
 
 	ss.cmd.command = NULL; /* a shell reading its commands */
-	if ((r = start_prepare(&st, &ss, errmsg, errlen)) < 0)
+	if ((r = start_prepare(&sh->st, &ss, errmsg, errlen)) < 0)
 		return r;
 	if (pipe2(in, O_CLOEXEC) < 0) {
 		r = -errno;
-		start_free(&st);
+		start_free(&sh->st);
 		return r;
 	}
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
 		r = -errno;
 		close(in[0]), close(in[1]);
-		start_free(&st);
+		start_free(&sh->st);
 		return r;
 	}
-	struct spawn sp = { &st, in[0], out[1], err[1], 0, false };
-	pid_t pid = spawn_shell(pool, &sp);
-	start_spawned(&st);
+	if (!ss.host)
+		sh->st.sb.launch.hold = hold;
+	struct spawn sp = { &sh->st, in[0], out[1], err[1], 0, false };
+	sh->pid = spawn_shell(pool, &sp);
+	start_spawned(&sh->st);
 	close(in[0]);
 	close(out[1]);
 	close(err[1]);
-	int init = -1;
-	if (pid > 0 && (r = wait_started(st.info, pid, &init, err[0], errmsg, errlen)) < 0) {
+	sh->in = in[1];
+	sh->out = out[0];
+	sh->err = err[0];
+	sh->cwd = ss.cmd.cwd ? strdup(ss.cmd.cwd) : NULL;
+	return 0;
+}
+
+/* Waits for SH's shell to be started and makes it S's. Returns 0, or
+ * -errno (why in ERRMSG; the shell killed). Frees SH's resources. */
+static int shell_started(struct session *s, struct shell_fork *sh, char *errmsg, size_t errlen)
+{
+	pid_t pid = sh->pid;
+	int init = -1, r;
+
+	if (pid > 0 && (r = wait_started(sh->st.info, pid, &init, sh->err, errmsg, errlen)) < 0) {
 		run_kill_tree(NULL, -1, pid, -1);
 		waitpid(pid, NULL, 0);
 		pid = r;
 	}
 	if (pid < 0) {
-		close(in[1]), close(out[0]), close(err[0]);
+		close(sh->in), close(sh->out), close(sh->err);
 		if (!*errmsg)
 			snprintf(errmsg, errlen, "cannot start the shell: %s", strerror(-pid));
-		start_free(&st);
+		start_free(&sh->st);
+		free(sh->cwd);
 		return pid;
 	}
-	s->leaf = start_take_leaf(&st);
-	start_free(&st);
+	s->leaf = start_take_leaf(&sh->st);
+	start_free(&sh->st);
 	s->pid = pid;
-	s->in = in[1];
-	s->out = out[0];
-	s->err = err[0];
+	s->in = sh->in;
+	s->out = sh->out;
+	s->err = sh->err;
 	s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	s->init = init;
 	fcntl(s->out, F_SETFL, O_NONBLOCK);
 	fcntl(s->err, F_SETFL, O_NONBLOCK);
 	s->dead = false;
 	free(s->cwd);
-	s->cwd = strdup(ss.cmd.cwd ? ss.cmd.cwd : SANDBOX_CWD);
+	s->cwd = sh->cwd ? sh->cwd : strdup(SANDBOX_CWD);
 	log_info("session %s/%s scope %s: started (pid %d%s)", s->user, s->thread, s->scope,
 		 (int)pid, s->host ? ", host" : "");
 	return 0;
+}
+
+/* Starts S's shell. */
+static int start_shell(struct session_pool *pool, struct session *s,
+		       const struct session_spec *spec, char *errmsg, size_t errlen)
+{
+	struct shell_fork sh;
+	int r = shell_fork(pool, spec, -1, &sh, errmsg, errlen);
+
+	return r < 0 ? r : shell_started(s, &sh, errmsg, errlen);
 }
 
 /* Whether S's shell lives; one that has exited is tidied away. Under
@@ -734,6 +769,70 @@ int session_open(struct session_pool *p, const struct session_spec *spec, char *
 	pthread_mutex_unlock(&s->run);
 	put(p, s);
 	return r;
+}
+
+struct session_prestart {
+	struct session_pool *p;
+	struct session *s; /* taken, its run lock held */
+	struct shell_fork sh;
+	int go; /* the hold's write end */
+};
+
+int session_prestart(struct session_pool *p, const struct session_spec *spec,
+		     struct session_prestart **out, char *err, size_t errlen)
+{
+	int r = 0, hold[2];
+	struct session *s = take(p, spec, &r, err, errlen);
+	struct session_prestart *ps = NULL;
+
+	*out = NULL;
+	if (!s)
+		return r;
+	pthread_mutex_lock(&s->run);
+	if (shell_alive(s))
+		goto done;
+	if (!(ps = calloc(1, sizeof(*ps)))) {
+		r = -ENOMEM;
+		goto done;
+	}
+	if (pipe2(hold, O_CLOEXEC) < 0) {
+		r = -errno;
+		goto done;
+	}
+	r = shell_fork(p, spec, hold[0], &ps->sh, err, errlen);
+	close(hold[0]); /* the child has its own */
+	if (r < 0) {
+		close(hold[1]);
+		goto done;
+	}
+	ps->p = p;
+	ps->s = s;
+	ps->go = hold[1];
+	*out = ps;
+	return 1;
+done:
+	free(ps);
+	pthread_mutex_unlock(&s->run);
+	put(p, s);
+	return r;
+}
+
+int session_prestart_end(struct session_prestart *ps, bool go, char *err, size_t errlen)
+{
+	if (!ps)
+		return 0;
+	if (go && write(ps->go, "g", 1) != 1)
+		go = false;
+	close(ps->go); /* unwritten: the shell exits at once */
+	int r = shell_started(ps->s, &ps->sh, err, errlen);
+	if (!go && r == 0) {
+		kill_session(ps->s); /* started after all: not wanted */
+		r = -ECANCELED;
+	}
+	pthread_mutex_unlock(&ps->s->run);
+	put(ps->p, ps->s);
+	free(ps);
+	return r < 0 ? r : 1;
 }
 
 /* Whether session S's scope is SCOPE, or (BELOW) one named SCOPE:... */

@@ -66,6 +66,19 @@ int session_run(struct session_pool *p, const struct session_spec *s, const char
 int session_open(struct session_pool *p, const struct session_spec *s, char **cwd, char *err,
 		 size_t errlen);
 
+/* session_open() in two steps, for a sandbox whose view is still being
+ * mounted: session_prestart() takes the session S names and, if it has
+ * no shell, forks one, which joins its cgroups (some milliseconds on
+ * cgroup v1) and then waits (launch.h, HOLD); session_prestart_end()
+ * lets it go on once the view is mounted (GO), or ends it, and waits
+ * for it to be started. Meanwhile the session's commands wait. Returns
+ * as session_open() (without the cwd); *OUT is NULL if nothing is to
+ * be ended. */
+struct session_prestart;
+int session_prestart(struct session_pool *p, const struct session_spec *s,
+		     struct session_prestart **out, char *err, size_t errlen);
+int session_prestart_end(struct session_prestart *ps, bool go, char *err, size_t errlen);
+
 /* Kills each idle session whose processes reached a limit of their
  * sandbox (a background job's fork bomb), and reaps each whose shell
  * ended, for the broker's main loop. */

@@ -647,6 +647,52 @@ START_TEST(test_broker_a_held_lease_ends_with_its_connection)
 }
 END_TEST
 
+/* acquire with "shell": the owner's scope's shell is started with the
+ * view (forked before the mount, let go after it), so a command that
+ * wants the shell as it is finds one; where the view cannot be mounted,
+ * no shell and nothing of its start is left. */
+START_TEST(test_broker_acquire_starts_the_owner_s_shell)
+{
+	const char *ws = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace", H);
+	char *r = raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\","
+		      "\"owner\":\"sb1\",\"shell\":true}'"
+		      " '{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",\"scope\":\"sb1\","
+		      "\"existing\":true,\"command\":\"echo in > /mnt/user-data/workspace/f;"
+		      " pwd\"}'");
+	SAME(fields(r, "d[\"ok\"], (d.get(\"output\") or \"\").strip()"),
+	     "True \nTrue /mnt/user-data/workspace\n");
+	SAME(read_file(fmt_cmd("%s/f", ws)), "in\n");
+	/* The shell is the scope's: cd and variables carry over. */
+	raw("'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",\"scope\":\"sb1\","
+	    "\"command\":\"cd /tmp; X=1\"}'");
+	SAME(field(raw("'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\","
+		       "\"scope\":\"sb1\",\"existing\":true,\"command\":\"echo $PWD $X\"}'"),
+		   "d[\"output\"]"),
+	     "/tmp 1\n\n");
+	/* A view that cannot be mounted: the refusal, and the shell forked
+	 * for it gone. */
+	OK("mkdir -p '%s/users/alice/threads' && touch '%s/users/alice/threads/t2'", H, H);
+	r = raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t2\","
+		"\"owner\":\"sb2\",\"shell\":true}'"
+		" '{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t2\",\"scope\":\"sb2\","
+		"\"existing\":true,\"command\":\"true\"}'");
+	SAME(fields(r, "d[\"ok\"], d[\"error\"][\"code\"]"),
+	     "False mount_failed\nFalse mount_failed\n");
+	/* The view's reservation given back, and of the broker's children
+	 * only t1's shell (bwrap) left. */
+	r = raw("'{\"op\":\"status\"}'");
+	SAME(field(r, "[(v[\"thread\"], v[\"running\"], v[\"state\"]) for v in d[\"views\"]]"),
+	     "[('t2', 0, 'unmounted'), ('t1', 0, 'active')]\n");
+	char *pid = field(r, "d[\"pid\"]");
+	pid[strcspn(pid, "\n")] = '\0';
+	SAME(OUT("pgrep -P %s | xargs -r ps -o comm= -p", pid), "bwrap\n");
+	SAME(field(raw("'{\"op\":\"acquire\",\"user\":\"alice\",\"thread\":\"t1\","
+		       "\"owner\":\"x\",\"shell\":1}'"),
+		   "d[\"error\"][\"message\"]"),
+	     "'shell' is true or false, and only for acquire\n");
+}
+END_TEST
+
 /* tool: a file tool in the thread's view, the program named VIA:NAME in
  * its journal; a refused write says what changed since the read; bad
  * requests are refused before anything runs. */
@@ -1844,6 +1890,7 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_only_its_uid_and_root);
 	tcase_add_test(tc, test_broker_leases_park_and_idle_unmount);
 	tcase_add_test(tc, test_broker_a_held_lease_ends_with_its_connection);
+	tcase_add_test(tc, test_broker_acquire_starts_the_owner_s_shell);
 	tcase_add_test(tc, test_broker_tool_runs_a_file_tool_in_the_view);
 	tcase_add_test(tc, test_broker_aio_file_tools_go_through_the_gate);
 	tcase_add_test(tc, test_broker_open_passes_the_file);
