@@ -246,10 +246,14 @@ char *read_file(const char *path)
 
 	if (fd < 0)
 		return NULL;
+	/* To the end: a /proc file gives a page or so a read. */
+	size_t got = 0;
 	buf = calloc(1, 1 << 20);
-	n = buf ? read(fd, buf, (1 << 20) - 1) : -1;
+	while (buf && got < (1 << 20) - 1 &&
+	       (n = read(fd, buf + got, (1 << 20) - 1 - got)) > 0)
+		got += (size_t)n;
 	close(fd);
-	if (n < 0) {
+	if (!buf || n < 0) {
 		free(buf);
 		return NULL;
 	}
