@@ -297,3 +297,19 @@ const char *killshim(void)
 	OK("cc -shared -fPIC -o '%s' tests/tools/killshim.c -ldl", so);
 	return so;
 }
+
+bool gone(const char *pattern)
+{
+	return STATUS("for i in $(seq %d); do pgrep -f '%s' >/dev/null || exit 0; sleep 0.1;"
+		      " done; exit 1",
+		      EVENTUALLY_S * 10, pattern) == 0;
+}
+
+char *running(const char *pattern)
+{
+	return OUT("for p in $(pgrep -f '%s'); do"
+		   " ps -o pid=,ppid=,pgid=,sid=,stat=,wchan:24=,args= -p $p;"
+		   " grep NSpid /proc/$p/status; readlink /proc/$p/ns/pid;"
+		   " ps -o args= -p $(ps -o ppid= -p $p); done; true",
+		   pattern);
+}

@@ -96,6 +96,18 @@ char *text_diff(const char *got, const char *want);
 		free(o_);                                                                         \
 	} while (0)
 
+/* True once no process's command line matches PATTERN (pgrep -f), within
+ * EVENTUALLY_S: a killed process is gone a moment after its SIGKILL (the
+ * broker replies once it has sent it: cgroup.kill is asynchronous), on a
+ * loaded host some seconds after. */
+bool gone(const char *pattern);
+/* The processes matching PATTERN, with what tells why one outlived its
+ * kill: its state and wait channel, its PID namespace and its parent. */
+char *running(const char *pattern);
+#define ASSERT_GONE(pattern)                                                        \
+	ck_assert_msg(gone(pattern), "still running after %d s:\n%s", EVENTUALLY_S, \
+		      running(pattern))
+
 #define STATUS(...)                                \
 	({                                         \
 		char *cmd_ = fmt_cmd(__VA_ARGS__); \

@@ -249,8 +249,7 @@ char *read_file(const char *path)
 	/* To the end: a /proc file gives a page or so a read. */
 	size_t got = 0;
 	buf = calloc(1, 1 << 20);
-	while (buf && got < (1 << 20) - 1 &&
-	       (n = read(fd, buf + got, (1 << 20) - 1 - got)) > 0)
+	while (buf && got < (1 << 20) - 1 && (n = read(fd, buf + got, (1 << 20) - 1 - got)) > 0)
 		got += (size_t)n;
 	close(fd);
 	if (!buf || n < 0) {

@@ -65,27 +65,6 @@ static char *field(const char *reply, const char *expr)
 	return json_of(reply, expr, false);
 }
 
-/* The processes whose command line matches PATTERN, with what tells why
- * one outlived its kill: its state and wait channel, its PID namespace
- * and its parent. */
-static char *running(const char *pattern)
-{
-	return OUT("for p in $(pgrep -f '%s'); do"
-		   " ps -o pid=,ppid=,pgid=,sid=,stat=,wchan:24=,args= -p $p;"
-		   " grep NSpid /proc/$p/status; readlink /proc/$p/ns/pid;"
-		   " ps -o args= -p $(ps -o ppid= -p $p); done; true",
-		   pattern);
-}
-
-/* Asserts that no process's command line matches PATTERN within 5 s: a
- * killed process is gone a moment after its SIGKILL, and the broker
- * replies once it has sent it (cgroup.kill is asynchronous). */
-#define ASSERT_GONE(pattern)                                                              \
-	ck_assert_msg(STATUS("for i in $(seq 50); do pgrep -f '%s' >/dev/null || exit 0;" \
-			     " sleep 0.1; done; exit 1",                                  \
-			     pattern) == 0,                                               \
-		      "still running after 5 s:\n%s", running(pattern))
-
 static char *fields(const char *replies, const char *expr)
 {
 	return json_of(replies, expr, true);

@@ -94,20 +94,6 @@ static char *drive(const char *scenario, const char *opts, const char *server)
 	return out;
 }
 
-/* The processes whose command line matches PATTERN, one a line. */
-static char *running(const char *pattern)
-{
-	return OUT("pgrep -a -f '%s'; true", pattern);
-}
-
-/* Within 5 s, no process's command line matches PATTERN (a killed one
- * is gone a moment after its SIGKILL). */
-#define ASSERT_GONE(pattern)                                                              \
-	ck_assert_msg(STATUS("for i in $(seq 50); do pgrep -f '%s' >/dev/null || exit 0;" \
-			     " sleep 0.1; done; exit 1",                                  \
-			     pattern) == 0,                                               \
-		      "still running after 5 s:\n%s", running(pattern))
-
 /* The reference server: the allowed directory ROOT as the fs-*
  * scenarios expect it (tests/mcp/scenarios/filesystem.mjs). */
 

@@ -84,13 +84,6 @@ static bool shows(const char *file, const char *text)
 	ck_assert_msg(shows((file), (text)), "%s never showed '%s':\n%s", (file), (text), \
 		      read_file(file))
 
-/* Asserts that no process's command line matches PATTERN within 5 s. */
-#define ASSERT_GONE(pattern)                                                              \
-	ck_assert_msg(STATUS("for i in $(seq 50); do pgrep -f '%s' >/dev/null || exit 0;" \
-			     " sleep 0.1; done; exit 1",                                  \
-			     pattern) == 0,                                               \
-		      "still running after 5 s: %s", pattern)
-
 START_TEST(test_serve_refuses_without_the_token_or_from_another_origin)
 {
 	SAME(MCP("post '{\"id\":1,\"method\":\"ping\"}'"),
