@@ -831,6 +831,17 @@ static void exec_job_free(struct exec_job *j)
 	free(j->host_cwd);
 }
 
+/* J's names of the configured mounts (what a virtual path may begin with
+ * besides the view's own roots). */
+static void job_mount_names(struct exec_job *j)
+{
+	const struct config *cf = &j->c->b->config;
+
+	for (size_t i = 0; i < cf->nmounts; i++)
+		j->names[i] = cf->mounts[i].name;
+	j->names[cf->nmounts] = NULL;
+}
+
 /* J's mode and its command with the identity prefix (an exec's; a
  * session_open has none). Returns 0, or -errno once the refusal is sent:
  * host bash disabled (-EPERM), no sandbox for namespace mode
@@ -862,9 +873,7 @@ static int exec_prepare(struct exec_job *j)
 		send_error(j->c, q->id, "start_failed", "%s", b->sandbox_err);
 		return -EOPNOTSUPP;
 	}
-	for (size_t i = 0; i < cf->nmounts; i++)
-		j->names[i] = cf->mounts[i].name;
-	j->names[cf->nmounts] = NULL;
+	job_mount_names(j);
 	if (q->cwd && !hostpath_is_virtual(q->cwd, j->names)) {
 		send_error(j->c, q->id, "bad_request",
 			   "'cwd' must be /mnt/user-data, /mnt/skills, /mnt/acp-workspace or a"
@@ -1091,6 +1100,15 @@ static void op_exec(struct client *c, const struct request *q)
 	exec_reply(&j, r, &res, out.mask);
 }
 
+/* Says in the log why J's shell was not started with its view (the
+ * scope's first command starts it), if J's err says. */
+static void prestart_failed(const struct exec_job *j)
+{
+	if (j->err[0])
+		log_info("session %s/%s scope %s: not started with the view: %s", j->q->user,
+			 j->q->thread, j->q->owner, j->err);
+}
+
 /* The shell of J's scope (its request's owner, the sandbox's implicit
  * scope), forked while the view is still to be mounted: the joining of
  * its cgroups overlaps the mount (session_prestart()). NULL where it
@@ -1107,18 +1125,14 @@ static struct session_prestart *acquire_prestart(struct exec_job *j)
 	    provider_reserve(b->provider, j->q->user, j->q->thread, &j->sv, j->err,
 			     sizeof(j->err)) < 0)
 		return NULL;
-	for (size_t i = 0; i < b->config.nmounts; i++)
-		j->names[i] = b->config.mounts[i].name;
-	j->names[b->config.nmounts] = NULL;
+	job_mount_names(j);
 	struct session_spec sp = { j->q->owner, &ss,
 				   j->q->max_shell_sessions ? j->q->max_shell_sessions
 							    : j->sv.max_shell_sessions,
 				   false };
 	if (exec_start(j, &ss) < 0 ||
 	    session_prestart(b->sessions, &sp, &ps, j->err, sizeof(j->err)) < 0 || !ps) {
-		if (j->err[0])
-			log_info("session %s/%s scope %s: not started with the view: %s",
-				 j->q->user, j->q->thread, j->q->owner, j->err);
+		prestart_failed(j);
 		provider_unuse(b->provider, j->q->user, j->q->thread);
 		return NULL;
 	}
@@ -1132,8 +1146,7 @@ static void acquire_shell_end(struct exec_job *j, struct session_prestart *ps, b
 		return;
 	j->err[0] = '\0';
 	if (session_prestart_end(ps, go, j->err, sizeof(j->err)) < 0 && go)
-		log_info("session %s/%s scope %s: not started with the view: %s", j->q->user,
-			 j->q->thread, j->q->owner, j->err);
+		prestart_failed(j);
 	provider_unuse(j->c->b->provider, j->q->user, j->q->thread);
 }
 
