@@ -436,13 +436,20 @@ static struct session *take(struct session_pool *p, const struct session_spec *s
 	return s;
 }
 
-static void put(struct session_pool *p, struct session *s)
+/* Gives S back; USED: a use that makes it the newest for eviction. */
+static void give_back(struct session_pool *p, struct session *s, bool used)
 {
 	pthread_mutex_lock(&p->lock);
 	if (--s->users == 0)
 		pthread_cond_broadcast(&p->put_back);
-	s->last_used = ++p->uses;
+	if (used)
+		s->last_used = ++p->uses;
 	pthread_mutex_unlock(&p->lock);
+}
+
+static void put(struct session_pool *p, struct session *s)
+{
+	give_back(p, s, true);
 }
 
 /* ---- one command ---------------------------------------------------------- */
@@ -830,7 +837,8 @@ int session_prestart_end(struct session_prestart *ps, bool go, char *err, size_t
 		r = -ECANCELED;
 	}
 	pthread_mutex_unlock(&ps->s->run);
-	put(ps->p, ps->s);
+	/* Started ahead, not used: the first to go when room is needed. */
+	give_back(ps->p, ps->s, false);
 	free(ps);
 	return r < 0 ? r : 1;
 }

@@ -71,7 +71,9 @@ int session_open(struct session_pool *p, const struct session_spec *s, char **cw
  * no shell, forks one, which joins its cgroups (some milliseconds on
  * cgroup v1) and then waits (launch.h, HOLD); session_prestart_end()
  * lets it go on once the view is mounted (GO), or ends it, and waits
- * for it to be started. Meanwhile the session's commands wait. Returns
+ * for it to be started. Meanwhile the session's commands wait; a shell so
+ * started counts as never used (the first evicted) until a command runs
+ * in it. Returns
  * as session_open() (without the cwd); *OUT is NULL if nothing is to
  * be ended. */
 struct session_prestart;
