@@ -171,6 +171,63 @@ static int shadow_parent(const struct undo_plan *rw, const char *path, bool self
 	return runlog_parent(rw->ws, rw->out, path, leaf);
 }
 
+/* What is at virtual PATH for a look-up of another name of a file
+ * (name_stat(), step_relink()): its directory (an fd, the caller's; LEAF
+ * in it) and attributes (ST), or -errno (-ENOENT: nothing). As
+ * shadow_parent() finds it; or where nothing is there, a path below the
+ * name that the directory of a SHADOW_MOVED shadow goes to (AWAY) is in
+ * that directory: the window's first step renamed it there, though it
+ * stays at the shadow's path until published (in such a window nothing
+ * is at AWAY itself). */
+static int name_find(const struct undo_plan *rw, const char *path, const char **leaf,
+		     struct stat *st)
+{
+	int fd = shadow_parent(rw, path, true, leaf);
+	char dir[PATH_MAX];
+
+	if (fd >= 0 && fstatat(fd, *leaf, st, AT_SYMLINK_NOFOLLOW) == 0)
+		return fd;
+	int r = fd < 0 ? fd : -errno;
+	closep(&fd);
+	for (size_t i = 0; r == -ENOENT && i < rw->nshadows; i++) {
+		const struct shadow *s = &rw->shadows[i];
+		size_t n = s->away ? strlen(s->away) : 0;
+		if (s->state != SHADOW_MOVED || strncmp(path, s->away, n) || path[n] != '/')
+			continue;
+		const char *rel = path + n + 1, *last = strrchr(rel, '/'), *up;
+		_cleanup_(closep) int pfd = shadow_parent(rw, s->path, false, &up);
+		if (pfd < 0 || (size_t)snprintf(dir, sizeof(dir), "%s/%.*s", up,
+						last ? (int)(last - rel) : 0, rel) >= sizeof(dir))
+			break;
+		*leaf = last ? last + 1 : rel;
+		if ((fd = runlog_dir_beneath(pfd, dir)) < 0)
+			return fd;
+		if (fstatat(fd, *leaf, st, AT_SYMLINK_NOFOLLOW) == 0)
+			return fd;
+		r = -errno;
+		closep(&fd);
+		break;
+	}
+	return r;
+}
+
+void shadows_each(struct undo_plan *rw,
+		  void (*fn)(void *arg, int dfd, const char *leaf, const char *path), void *arg)
+{
+	for (size_t i = 0; i < rw->nshadows; i++) {
+		const struct shadow *s = &rw->shadows[i];
+		const char *leaf;
+		if (!shadow_is_active(s))
+			continue;
+		fn(arg, rw->to, s->name, s->path);
+		if (s->state != SHADOW_MOVED || !s->away)
+			continue;
+		_cleanup_(closep) int fd = shadow_parent(rw, s->path, false, &leaf);
+		if (fd >= 0)
+			fn(arg, fd, leaf, s->away);
+	}
+}
+
 bool op_is(const struct store_event *e, const char *op)
 {
 	return !strcmp(e->op, op);
@@ -272,19 +329,43 @@ int source_of(const struct undo_plan *rw, const char *object, struct stat *st)
 #define UNDO_OBJECT "undo-"
 
 /* A fresh name for an object kept by the undo: one random number for a
- * run of steps, counted on from there (another attempt draws another). */
-static int object_name(struct undo_plan *rw, char name[40])
+ * run of steps, counted on from there (another attempt draws another);
+ * for a copy of a name taken from a file with others, that file's inode
+ * INO after it (0: none), which the redo looks for (step_relink()). */
+static int object_name_of(struct undo_plan *rw, char name[40], uint64_t ino)
 {
 	if (!rw->next_name &&
 	    getrandom(&rw->next_name, sizeof(rw->next_name), 0) != sizeof(rw->next_name))
 		return -EIO;
-	snprintf(name, 40, UNDO_OBJECT "%016" PRIx64, rw->next_name++);
+	if (ino)
+		snprintf(name, 40, UNDO_OBJECT "%016" PRIx64 "-%" PRIx64, rw->next_name++, ino);
+	else
+		snprintf(name, 40, UNDO_OBJECT "%016" PRIx64, rw->next_name++);
 	return 0;
+}
+
+static int object_name(struct undo_plan *rw, char name[40])
+{
+	return object_name_of(rw, name, 0);
+}
+
+/* The inode an undo's object OBJECT names (object_name_of()), or 0. */
+static uint64_t object_ino(const char *object)
+{
+	size_t n = strlen(UNDO_OBJECT) + 16;
+	char *end;
+
+	if (strncmp(object, UNDO_OBJECT, strlen(UNDO_OBJECT)) || strlen(object) <= n + 1 ||
+	    object[n] != '-')
+		return 0;
+	uint64_t ino = strtoull(object + n + 1, &end, 16);
+	return *end ? 0 : ino;
 }
 
 /* Forgets the cached directories: a step moved or removed one. */
 static void dirs_forget(struct undo_plan *rw)
 {
+	rw->dir_moves++;
 	for (int i = 0; i < 2; i++) {
 		closep(&rw->dirs[i].fd);
 		rw->dirs[i].path[0] = '\0';
@@ -553,28 +634,88 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
-/* An undo took the name at P from a file with other names (keeping a
- * copy, OBJECT's attributes SRC): P becomes a name of the file at LINK,
- * one of those, again, as the steps before this one put back what the
- * undo found there. 0 if LINK is not that file (nothing done: the copy
- * goes back instead). */
-static int step_relink(struct undo_plan *rw, int log_fd, size_t seq, const struct place *p,
-		       const char *link, const struct stat *src, const struct logged *was)
+/* What NAME is, for step_relink(): a virtual path, or (no slash first)
+ * an object in the undo's directory. Returns its directory (the caller's;
+ * LEAF in it, its attributes in ST), or -errno. */
+static int relink_source(const struct undo_plan *rw, const char *name, const char **leaf,
+			 struct stat *st)
 {
-	struct logged l = { .seq = seq, .kind = STEP_PUT, .put = PUT_FILE, .link = (char *)link };
-	struct stat o, cur;
-	const char *leaf;
-	_cleanup_(closep) int dfd = shadow_parent(rw, link, true, &leaf);
-	int r;
+	if (name[0] == '/')
+		return name_find(rw, name, leaf, st);
+	if (strchr(name, '/'))
+		return -EINVAL;
+	*leaf = name;
+	if (fstatat(rw->to, name, st, AT_SYMLINK_NOFOLLOW) < 0)
+		return neg();
+	int fd = fcntl(rw->to, F_DUPFD_CLOEXEC, 0);
+	return fd < 0 ? -errno : fd;
+}
 
-	if (dfd < 0 || fstatat(dfd, leaf, &o, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(o.st_mode) ||
-	    (!was && (o.st_size != src->st_size || o.st_mode != src->st_mode)))
-		return was ? -ENOENT : 0;
+/* True if the file O may be the one that an undo's copy (attributes SRC)
+ * was a name of, as the steps before this one put it back: a file of the
+ * same size and mode (and inode INO, unless 0). */
+static bool relink_fits(const struct stat *o, uint64_t ino, const struct stat *src)
+{
+	return S_ISREG(o->st_mode) && (!ino || o->st_ino == ino) && o->st_size == src->st_size &&
+	       o->st_mode == src->st_mode;
+}
+
+/* The object of this undo that is the file inode INO (attributes as SRC):
+ * a step before this one moved it into the undo's directory whole. */
+static const char *own_object(const struct undo_plan *rw, uint64_t ino, const struct stat *src)
+{
+	struct stat o;
+
+	for (size_t i = rw->nsteps; ino && i-- > 0;)
+		if (rw->steps[i].object[0] &&
+		    fstatat(rw->to, rw->steps[i].object, &o, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    relink_fits(&o, ino, src))
+			return rw->steps[i].object;
+	return NULL;
+}
+
+/* An undo took the name at P from a file with other names (keeping a
+ * copy, OBJECT, attributes SRC): P becomes a name of that file again, as
+ * the steps before this one put back what the undo found. The file is
+ * at LINK, the other name the undo found (a path); or, where it found
+ * none in the thread, it is the one of this undo's own objects whose
+ * inode is INO, which OBJECT's name gives: the undo put a name of the
+ * file back after its take (the run had removed it: mkdir a/e && ln f/a
+ * a/e/a && mv f/a c && rm c, then f and a/e exchanged), and this undo,
+ * its mirror, took that name into its directory before. Logged with the
+ * name linked, a path or an object. 0 if neither is that file (nothing
+ * done: the copy goes back instead). */
+static int step_relink(struct undo_plan *rw, int log_fd, size_t seq, const struct place *p,
+		       const char *link, uint64_t ino, const struct stat *src,
+		       const struct logged *was)
+{
+	struct logged l = { .seq = seq, .kind = STEP_PUT, .put = PUT_FILE };
+	struct stat o, cur;
+	const char *leaf = NULL;
+	int dfd = -1, r;
+
+	if (was) {
+		if ((dfd = relink_source(rw, was->link, &leaf, &o)) >= 0 && !S_ISREG(o.st_mode))
+			closep(&dfd);
+		if (dfd < 0)
+			return -ENOENT;
+	} else {
+		if (link && (dfd = relink_source(rw, link, &leaf, &o)) >= 0 &&
+		    !relink_fits(&o, 0, src))
+			closep(&dfd);
+		if (dfd < 0 && (link = own_object(rw, ino, src)) &&
+		    (dfd = relink_source(rw, link, &leaf, &o)) >= 0 && !relink_fits(&o, ino, src))
+			closep(&dfd);
+		if (dfd < 0)
+			return 0;
+	}
+	_cleanup_(closep) int fd = dfd;
+	l.link = (char *)(was ? was->link : link);
 	if (was && fstatat(p->dfd, p->leaf, &cur, AT_SYMLINK_NOFOLLOW) == 0 && same_file(&cur, &o))
 		return 1; /* a first attempt linked it */
 	if ((r = begin(rw, log_fd, &l, was)) < 0)
 		return r;
-	return linkat(dfd, leaf, p->dfd, p->leaf, 0) < 0 ? neg() : 1;
+	return linkat(fd, leaf, p->dfd, p->leaf, 0) < 0 ? neg() : 1;
 }
 
 /* The object the run kept (OBJECT in its directory) back at PATH: over
@@ -603,9 +744,11 @@ static int step_keep_object(struct undo_plan *rw, int to, int log_fd, size_t seq
 	}
 	if (there && S_ISDIR(cur.st_mode))
 		return -EISDIR;
-	if (link && strcmp(link, path) && S_ISREG(src.st_mode) &&
+	uint64_t ino = object_ino(object);
+	if (((link && strcmp(link, path)) || ino) && S_ISREG(src.st_mode) &&
 	    (was ? was->kind == STEP_PUT && was->link : !there) &&
-	    (r = step_relink(rw, log_fd, seq, &p, link, &src, was)) != 0)
+	    (r = step_relink(rw, log_fd, seq, &p, link && strcmp(link, path) ? link : NULL, ino,
+			     &src, was)) != 0)
 		return r;
 	/* A second attempt goes on as the first began (after its link, the
 	 * file has two names: that is no reason to change course). What an
@@ -728,18 +871,12 @@ static char *other_name(struct undo_plan *rw, const struct place *p, const char 
 int name_stat(const struct undo_plan *rw, const char *path, struct stat *st)
 {
 	const char *leaf;
-	_cleanup_(closep) int dfd = shadow_parent(rw, path, true, &leaf);
+	_cleanup_(closep) int dfd = name_find(rw, path, &leaf, st);
 
-	if (dfd < 0)
-		return dfd == -ENOENT ? 0 : dfd;
-	if (fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) == 0)
-		return 1;
-	return errno == ENOENT ? 0 : -errno;
+	return dfd >= 0 ? 1 : dfd == -ENOENT ? 0 : dfd;
 }
 
-/* How many names of inode INO the undo moved into its directory whole
- * (held_add()). */
-static nlink_t held_links(const struct undo_plan *rw, uint64_t ino)
+nlink_t held_links(const struct undo_plan *rw, uint64_t ino)
 {
 	nlink_t n = 0;
 
@@ -802,7 +939,8 @@ static int step_take(struct undo_plan *rw, int to, int log_fd, size_t seq, const
 	/* For the redo, which makes it a name of that file again. */
 	_cleanup_(freep) char *link = linked && !was ? other_name(rw, &p, path, &st) : NULL;
 	l.link = link;
-	if ((!was && (r = object_name(rw, l.object)) < 0) || (r = begin(rw, log_fd, &l, was)) < 0)
+	if ((!was && (r = object_name_of(rw, l.object, l.ino)) < 0) ||
+	    (r = begin(rw, log_fd, &l, was)) < 0)
 		return r;
 	if (l.ino) /* as logged: a second attempt goes on the same way */
 		return take_linked(p.dfd, p.leaf, to, l.object);

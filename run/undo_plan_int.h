@@ -6,7 +6,8 @@
  *   undo_conflicts.c  the paths changed after the run
  *   undo_log.c        the crash log: every step logged before it is taken
  *   undo_names.c      the paths the run's events name, by the file each
- *                     holds now: another name of a file a take unlinks
+ *                     holds now, and a walk of the thread where those
+ *                     hold none: another name of a file a take unlinks
  *   undo_journal.c    the undo's own journal, from its log
  *   kept.c            a run's directory of kept files: bytes, drop,
  *                     retention, whether a run can be undone
@@ -58,7 +59,9 @@ struct logged {
 	size_t seq;
 	enum step_kind kind;
 	int64_t at_ns;
-	char object[40]; /* what it kept in the undo's directory, or "" */
+	char object[40]; /* what it kept in the undo's directory, or "";
+			  * a take's copy of a name of a file with others
+			  * says that file's inode (object_name_of()) */
 	uint64_t ino;	 /* STEP_EXCHANGE: the inode that was at path2;
 			  * STEP_OVER: the one renamed back; STEP_MOVE_KEPT:
 			  * the kept one put back at the new name (0: none) */
@@ -69,7 +72,9 @@ struct logged {
 		     * STEP_OVER: the name renamed back from; STEP_MOVE_KEPT:
 		     * the old name */
 	char *link; /* STEP_TAKE of a name of a file with others, STEP_PUT of
-		     * such a name again: another of the file's names */
+		     * such a name again: another of the file's names (a
+		     * STEP_PUT's may be an object of the undo's directory:
+		     * no slash first) */
 	enum { PUT_UNKNOWN, PUT_FILE, PUT_SYMLINK } put; /* STEP_PUT, this attempt's */
 };
 
@@ -115,6 +120,7 @@ struct undo_plan {
 	uint64_t *held;		    /* files with other names that takes moved into TO */
 	size_t nheld, hcap;
 	struct undo_names *names; /* undo_names.c's, once a take needs it */
+	unsigned long dir_moves;  /* the steps that moved or removed a directory */
 };
 
 extern const char *const step_words[STEP_KINDS];
@@ -183,6 +189,17 @@ int name_stat(const struct undo_plan *rw, const char *path, struct stat *st);
  * run names, that of the latest event first), or NULL (none, or out of
  * memory). */
 char *names_other(struct undo_plan *rw, const char *path, const struct stat *st);
+
+/* Calls FN(ARG, DFD, LEAF, PATH) for what each shadow in its window
+ * holds (LEAF in DFD), which virtual PATH is: the shadow in the undo's
+ * directory at the shadow's path; and a directory that the window's
+ * first step renamed away, still at the shadow's path, at the name it
+ * goes to (SHADOW_MOVED). */
+void shadows_each(struct undo_plan *rw,
+		  void (*fn)(void *arg, int dfd, const char *leaf, const char *path), void *arg);
+
+/* How many names of inode INO the undo moved into its directory whole. */
+nlink_t held_links(const struct undo_plan *rw, uint64_t ino);
 
 /* What is at PATH, or below it, may have changed: the next names_other()
  * looks again. */

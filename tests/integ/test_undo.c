@@ -866,6 +866,47 @@ START_TEST(test_undo_redo_of_a_link_to_a_file_renamed_after)
 }
 END_TEST
 
+/* Fixed (undorand seed 1187 --redo, a documented exception until then:
+ * link counts of 1 where 2 were): ln x/f y/g, x/f named by no event.
+ * The undo looked for another name of y/g's file in y and among the
+ * paths the run's events name, found none and took y/g by a copy with
+ * no other name: the redo gave back a file of its own. Where those hold
+ * none, it walks the thread for the file's names now. In the second
+ * case, the walk (at d1/y's take) finds c/z, which the rename back of c
+ * moves before d2/w's: a directory moved since, the thread is walked
+ * again. In the third (seed 1187), the redo puts d/e/a back while the
+ * directory it renames from d/e/a to f is still at d/e/a (a shadow's
+ * window, at whose end it goes): f/a is looked for in it. */
+START_TEST(test_undo_redo_of_a_link_to_a_name_no_event_names)
+{
+	redo_case("mkdir x y && echo f > x/f", "ln x/f y/g");
+	redo_case("mkdir -p 2/a 2/b 2/d1 2/d2 && echo x > 2/a/x && echo z > 2/b/z",
+		  "cd 2 && ln b/z d2/w && mv b c && ln a/x d1/y");
+	redo_case("mkdir -p 3/f 3/d/e/a && echo a > 3/d/e/a/a",
+		  "cd 3 && mv f d/b && mv -n d/e/a f && ln f/a d/e/a");
+}
+END_TEST
+
+/* Fixed (undorand seeds 1185, 2202 and 2480 --redo, a documented
+ * exception until then: link counts of 1 where 2 were): a link made in
+ * a directory the run then moved, whose source the run removed. The
+ * undo takes the link first (at its name at the end), when the file's
+ * only other name is the one the run kept, which it puts back later;
+ * the redo took that back first, into its own directory, then put the
+ * link back as a copy. The undo's copy names the file's inode now, and
+ * the redo links the name to the object of its own that is that file. */
+START_TEST(test_undo_redo_of_a_link_whose_source_the_undo_puts_back_after)
+{
+	redo_case("mkdir f a && echo x > f/a",
+		  "mkdir a/e && ln f/a a/e/a && mv f/a c && rm c && " EXCHANGE("f", "a/e"));
+	redo_case("mkdir -p 2/d && echo b > 2/b && echo f > 2/f",
+		  "cd 2 && ln b d/b && rm b && rm f && mkdir f && mv d f/a");
+	redo_case("mkdir -p 3/d 3/f",
+		  "cd 3 && mkdir d/e && echo x > d/a && ln d/a d/e/b && rm d/a && " EXCHANGE("d",
+											     "f"));
+}
+END_TEST
+
 /* The undo's summary says what came back, below a directory it renamed
  * back too: the mirror of the run's. */
 START_TEST(test_undo_summary_names_what_came_back)
@@ -1902,6 +1943,8 @@ Suite *suite_view_undo(void)
 	tcase_add_test(exact, test_undo_redo_of_a_link_renamed_back_over_its_source);
 	tcase_add_test(exact, test_undo_redo_of_a_link_whose_source_the_run_named_long_before);
 	tcase_add_test(exact, test_undo_redo_of_a_link_to_a_file_renamed_after);
+	tcase_add_test(exact, test_undo_redo_of_a_link_to_a_name_no_event_names);
+	tcase_add_test(exact, test_undo_redo_of_a_link_whose_source_the_undo_puts_back_after);
 	suite_add_tcase(s, exact);
 	tcase_add_checked_fixture(crash, setup, teardown);
 	/* The kills test the steps on the files, not the store: not again
