@@ -292,6 +292,8 @@ static void release_if_unused(struct inode_table *t, struct inode *ino)
 			if (evictable(ino))
 				t->fds--;
 		}
+		if (ino->lower_fd >= 0)
+			close(ino->lower_fd);
 		free(ino->name);
 		free(ino->fh);
 		free(ino);
@@ -415,6 +417,7 @@ static struct inode *inode_alloc(struct inode_table *t, const struct stat *st, u
 	ino->type = st->st_mode & S_IFMT;
 	ino->domain = domain;
 	ino->fd = -1;
+	ino->lower_fd = -1;
 	if (t->count >= t->nbuckets)
 		hash_grow(t);
 	hash_insert(t, ino);
@@ -449,8 +452,24 @@ struct inode *inode_add_fixed(struct inode_table *t, struct inode *parent, const
 struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent, const char *name,
 			       int fd, const struct stat *st, const struct timespec *born)
 {
+	return inode_lookup_add_layer(t, parent, name, fd, st, born, NULL);
+}
+
+void inode_set_overlay_top(struct inode_table *t, struct inode *ino, int lower_fd)
+{
+	pthread_mutex_lock(&t->lock);
+	ino->overlay = true;
+	ino->lower_fd = lower_fd;
+	pthread_mutex_unlock(&t->lock);
+}
+
+struct inode *inode_lookup_add_layer(struct inode_table *t, struct inode *parent, const char *name,
+				     int fd, const struct stat *st, const struct timespec *born,
+				     struct inode_layer *layer)
+{
 	char *copy = strdup(name);
 	struct inode *ino, *old_parent = NULL;
+	_cleanup_(closep) int lower_fd = layer ? layer->lower_fd : -1;
 
 	if (!copy) {
 		close(fd);
@@ -476,6 +495,14 @@ struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent, cons
 	if (born && !ino->born_known) {
 		ino->born = *born;
 		ino->born_known = true;
+	}
+	if (layer) {
+		ino->overlay = layer->overlay;
+		ino->lower = layer->lower;
+		if (ino->lower_fd < 0) {
+			ino->lower_fd = lower_fd;
+			lower_fd = -1;
+		}
 	}
 	if (!ino->root && !ino->synth) {
 		/* Remember the newest name: after a host-side rename or for
@@ -582,14 +609,27 @@ static int resolve_again(struct inode_table *t, struct inode *ino)
 		free(name);
 		return pfd;
 	}
+	if (ino->lower && !parent->lower) {
+		/* A project's object seen through a merged directory: found
+		 * again in its project directory, which lives as PARENT
+		 * does. */
+		inode_unpin(t, parent);
+		pfd = parent->lower_fd;
+		if (pfd < 0) {
+			free(name);
+			return -ESTALE;
+		}
+		parent = NULL;
+	}
 	if (ino->fh) {
 		/* The object itself, wherever its names went (a root daemon):
 		 * ESTALE if it is gone. */
-		int mfd = anchor_of(t, parent->dev, pfd);
+		int mfd = anchor_of(t, ino->dev, pfd);
 
 		fd = mfd < 0 ? -1 : open_by_handle_at(mfd, ino->fh, O_PATH | O_CLOEXEC);
 		if (fd >= 0 || (mfd >= 0 && errno == ESTALE)) {
-			inode_unpin(t, parent);
+			if (parent)
+				inode_unpin(t, parent);
 			free(name);
 			if (fd < 0)
 				return -ESTALE;
@@ -602,7 +642,8 @@ static int resolve_again(struct inode_table *t, struct inode *ino)
 		}
 	}
 	fd = confine_lookup(pfd, name);
-	inode_unpin(t, parent);
+	if (parent)
+		inode_unpin(t, parent);
 	free(name);
 	if (fd < 0)
 		return fd == -ENOENT ? -ESTALE : fd;

@@ -67,7 +67,16 @@ struct inode {
 		struct inode *parent;
 		char *name;
 	} alt[INODE_ALT_NAMES];
-	int fd;			/* O_PATH fd, or -1 while evicted */
+	int fd; /* O_PATH fd, or -1 while evicted */
+	/* In an overlay root (docs/try.md): LOWER for an object of the
+	 * project, seen where the layer has nothing of its name; LOWER_FD,
+	 * for a directory of the layer whose project directory shows
+	 * through (merged, and the root's top), that directory's O_PATH
+	 * fd, kept while the inode lives (-1 otherwise). Set when the
+	 * inode is made, not changed after. */
+	bool overlay;
+	bool lower;
+	int lower_fd;
 	struct file_handle *fh; /* evicted: its handle (root daemon) */
 	bool superseded;	/* its inode number went to another
 					 * object: never found again */
@@ -122,6 +131,24 @@ struct inode *inode_add_fixed(struct inode_table *t, struct inode *parent, const
  * Returns NULL (fd closed) only on -ENOMEM. */
 struct inode *inode_lookup_add(struct inode_table *t, struct inode *parent, const char *name,
 			       int fd, const struct stat *st, const struct timespec *born);
+
+/* Where an object found in an overlay root belongs (struct inode's
+ * overlay, lower and lower_fd). */
+struct inode_layer {
+	bool overlay;
+	bool lower;
+	int lower_fd; /* owned: closed if the table already has one */
+};
+
+/* inode_lookup_add() for an object of an overlay root, LAYER saying
+ * where it belongs. */
+struct inode *inode_lookup_add_layer(struct inode_table *t, struct inode *parent, const char *name,
+				     int fd, const struct stat *st, const struct timespec *born,
+				     struct inode_layer *layer);
+
+/* Makes INO, a fixed inode, the top of an overlay root whose project
+ * directory is LOWER_FD (owned). */
+void inode_set_overlay_top(struct inode_table *t, struct inode *ino, int lower_fd);
 
 /* statx(2) of NAME under DIRFD (FLAGS: AT_EMPTY_PATH or 0; a final
  * symlink is not followed) into ST, and the birth time into BORN.

@@ -165,6 +165,10 @@ static const char usage_text[] =
 	"                            thread's directories past N bytes (0: none)\n"
 	"  --quota-inodes N          refuse new files and directories past N\n"
 	"                            (0: none)\n"
+	"  --overlay DIR             the workspace shows project DIR copy-on-write:\n"
+	"                            the thread's workspace directory is its layer\n"
+	"                            (docs/try.md; the project's own files are\n"
+	"                            read-only for now)\n"
 	"  --log FILE                daemon log (default: stderr with -f, else\n"
 	"                            $SBX_HOME/log/sbxfs-USER-THREAD.log)\n"
 	"  -o OPT[,OPT...]           FUSE mount options, e.g. allow_other (which\n"
@@ -238,7 +242,8 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		OPT_QUOTA_INODES,
 		OPT_STORE,
 		OPT_HOST,
-		OPT_LEASE_WAIT
+		OPT_LEASE_WAIT,
+		OPT_OVERLAY
 	};
 	static const struct option longopts[] = {
 		{ "user", required_argument, NULL, OPT_USER },
@@ -263,6 +268,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		{ "store", required_argument, NULL, OPT_STORE },
 		{ "host", required_argument, NULL, OPT_HOST },
 		{ "lease-wait", required_argument, NULL, OPT_LEASE_WAIT },
+		{ "overlay", required_argument, NULL, OPT_OVERLAY },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
@@ -433,6 +439,9 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 				o->view.quota_inodes = n;
 			break;
 		}
+		case OPT_OVERLAY:
+			o->view.overlay = optarg;
+			break;
 		case 'f':
 			o->foreground = true;
 			break;

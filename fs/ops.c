@@ -8,6 +8,7 @@
 #include "channel.h"
 #include "confine.h"
 #include "names.h"
+#include "overlay.h"
 #include "ops_int.h"
 #include "skills.h"
 #include "stage.h"
@@ -123,6 +124,10 @@ int check_new_name(struct view *v, fuse_req_t req, struct inode *dir, int dfd, c
 		return -EINVAL;
 	if (stage_area_name(v, dir, name)) {
 		log_refusal(v, req, dir, name, op, "the name is the view's staging area");
+		return -EINVAL;
+	}
+	if (overlay_hidden_name(dir, name)) {
+		log_refusal(v, req, dir, name, op, "the name is the overlay's mark of a directory");
 		return -EINVAL;
 	}
 	if (name_is_upload_staging(name) && in_uploads(v, dir)) {

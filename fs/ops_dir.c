@@ -7,6 +7,7 @@
 #include "confine.h"
 #include "names.h"
 #include "ops_int.h"
+#include "overlay.h"
 #include "stage.h"
 
 #include <dirent.h>
@@ -20,12 +21,25 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-/* An open directory: the backing stream, or nothing for a synthetic one. */
+/* One entry of an overlay's layer directory, as listed (overlay_list()). */
+struct listed {
+	char *name;
+	ino_t d_ino;
+	unsigned char d_type;
+};
+
+/* An open directory: the backing stream, or nothing for a synthetic one.
+ * A layer directory of an overlay root is listed whole at its first read
+ * (LISTED: the layer's entries and the project's it shows), the offset
+ * of an entry being its index plus one. */
 struct dir_handle {
 	DIR *dp;
 	off_t offset;		/* of the next entry readdir() returns */
 	struct dirent *pending; /* read but not yet sent */
 	bool uploads;
+	struct listed *listed;
+	size_t nlisted, listed_cap;
+	bool is_listed;
 };
 
 void op_opendir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
@@ -176,10 +190,57 @@ static int readdir_backing(struct view *v, fuse_req_t req, struct inode *dir, st
 	return (int)used;
 }
 
+/* Lists layer directory DIR of an overlay root into D, once. */
+static int add_listed(void *arg, const char *name, ino_t d_ino, unsigned char d_type)
+{
+	struct dir_handle *d = arg;
+
+	if (d->nlisted == d->listed_cap) {
+		size_t cap = d->listed_cap ? 2 * d->listed_cap : 32;
+		struct listed *l = realloc(d->listed, cap * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		d->listed = l;
+		d->listed_cap = cap;
+	}
+	char *copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	d->listed[d->nlisted++] = (struct listed){ copy, d_ino, d_type };
+	return 0;
+}
+
+static int readdir_layer(struct view *v, fuse_req_t req, struct inode *dir, struct dir_handle *d,
+			 bool plus, off_t off, char *buf, size_t size)
+{
+	size_t used = 0;
+	int r = dir_handle_open(v, dir, d);
+
+	if (r == 0 && !d->is_listed) {
+		_pinned_ p = pin(v, dir);
+		r = p.fd < 0 ? p.fd : overlay_list(dir, p.fd, add_listed, d);
+		d->is_listed = r == 0;
+	}
+	if (r < 0)
+		return r;
+	for (size_t i = (size_t)off; i < d->nlisted; i++) {
+		const struct listed *l = &d->listed[i];
+		size_t n = emit_entry(v, req, dir, plus, l->name, l->d_ino, l->d_type, (off_t)i + 1,
+				      buf + used, size - used);
+		if (n > size - used)
+			break;
+		used += n;
+	}
+	return (int)used;
+}
+
 static void dir_handle_close(struct dir_handle *d)
 {
 	if (d->dp)
 		closedir(d->dp);
+	for (size_t i = 0; i < d->nlisted; i++)
+		free(d->listed[i].name);
+	free(d->listed);
 }
 
 /* A stream for one request, where the kernel opened the directory without
@@ -208,7 +269,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 	if ((r = skill_gate(v, req, dir, NULL, "readdir")) < 0)
 		return reply_status(req, r);
 	r = dir->synth ? readdir_synth(v, req, dir, plus, off, buf, size)
-		       : readdir_backing(v, req, dir, dir_of(fi, &once), plus, off, buf, size);
+	    : dir->overlay && !dir->lower
+		    ? readdir_layer(v, req, dir, dir_of(fi, &once), plus, off, buf, size)
+		    : readdir_backing(v, req, dir, dir_of(fi, &once), plus, off, buf, size);
 	if (r < 0)
 		return reply_status(req, r);
 	if (gate_unlink(v->gate) && !dir->synth) {

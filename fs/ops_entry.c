@@ -8,6 +8,7 @@
 #include "confine.h"
 #include "journal.h"
 #include "names.h"
+#include "overlay.h"
 #include "ops_int.h"
 #include "stage.h"
 #include "watch.h"
@@ -91,18 +92,25 @@ void entry_init(struct view *v, struct inode *dir, struct fuse_entry_param *e)
  * owned) to the table as DIR/NAME, its inode in *OUT, and fills E's
  * attributes. */
 static int entry_attach(struct view *v, struct inode *dir, const char *name, int path_fd,
-			struct fuse_entry_param *e, struct inode **out)
+			struct inode_layer *layer, struct fuse_entry_param *e, struct inode **out)
 {
 	struct timespec born;
+	/* Made by the view in an overlay root: the layer's, and its own. */
+	struct inode_layer made = { .overlay = true, .lower = false, .lower_fd = -1 };
 	int r;
 
+	if (!layer && dir->overlay)
+		layer = &made;
 	entry_init(v, dir, e);
 	r = inode_statx(path_fd, "", AT_EMPTY_PATH, &e->attr, &born);
 	if (r < 0) {
 		close(path_fd);
+		if (layer && layer->lower_fd >= 0)
+			close(layer->lower_fd);
 		return r;
 	}
-	*out = inode_lookup_add(v->inodes, dir, name, path_fd, &e->attr, r ? &born : NULL);
+	*out = inode_lookup_add_layer(v->inodes, dir, name, path_fd, &e->attr, r ? &born : NULL,
+				      layer);
 	return *out ? 0 : -ENOMEM;
 }
 
@@ -122,7 +130,7 @@ static int entry_finish(struct view *v, struct inode *dir, struct inode *ino,
 	    atomic_load_explicit(&ino->wd, memory_order_relaxed) == 0) {
 		_pinned_ p = pin(v, ino);
 		if (p.fd >= 0)
-			watch_dir(v->watch, ino, p.fd);
+			watch_dir(v->watch, ino, overlay_watched_fd(ino, p.fd));
 	}
 	inode_note_attr(v->inodes, ino, &e->attr);
 	e->attr_timeout = attr_timeout(v, ino, &e->attr);
@@ -136,7 +144,7 @@ int entry_add(struct view *v, struct inode *dir, const char *name, int path_fd,
 	      struct fuse_entry_param *e)
 {
 	struct inode *ino;
-	int r = entry_attach(v, dir, name, path_fd, e, &ino);
+	int r = entry_attach(v, dir, name, path_fd, NULL, e, &ino);
 
 	return r < 0 ? r : entry_finish(v, dir, ino, e);
 }
@@ -167,10 +175,11 @@ int do_lookup(struct view *v, struct inode *dir, const char *name, struct fuse_e
 	if (p.fd < 0)
 		return p.fd;
 	struct inode *ino;
+	struct inode_layer layer;
 	view_names_lock(v, dir, false);
-	int r = confine_lookup(p.fd, name);
+	int r = dir->overlay ? overlay_lookup(dir, p.fd, name, &layer) : confine_lookup(p.fd, name);
 	if (r >= 0)
-		r = entry_attach(v, dir, name, r, e, &ino);
+		r = entry_attach(v, dir, name, r, dir->overlay ? &layer : NULL, e, &ino);
 	view_names_unlock(v, dir);
 	return r < 0 ? r : entry_finish(v, dir, ino, e);
 }
@@ -477,6 +486,10 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, enum
 	if (p.fd < 0)
 		return reply_status(req, p.fd);
 	r = check_new_name(v, req, dir, p.fd, name, op_names[kind]);
+	if (r == 0 && kind == MAKE_SYMLINK && overlay_reserved_target(dir, target)) {
+		log_refusal(v, req, dir, name, "symlink", "the target is the overlay's whiteout");
+		r = -EINVAL;
+	}
 	if (r == 0)
 		r = charge(v, req, dir, name, kind == MAKE_DIR ? 4096 : 0, 1, op_names[kind]);
 	if (r < 0)
@@ -553,6 +566,8 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 	_pinned_ p = pin(v, dir);
 	if (p.fd < 0)
 		return reply_status(req, p.fd);
+	if ((r = overlay_may_change(dir, p.fd, name, false)) < 0)
+		return reply_status(req, r);
 	struct name_change nc = {
 		.kind = NAME_REMOVE,
 		.dir = dir,
@@ -609,6 +624,9 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from, const c
 	r = check_new_name(v, req, to, pt.fd, newname, "rename");
 	if (r < 0 && r != -EEXIST)
 		return r;
+	if ((r = overlay_may_change(from, pf.fd, name, true)) < 0 ||
+	    (r = overlay_may_change(to, pt.fd, newname, flags & RENAME_EXCHANGE)) < 0)
+		return r;
 	struct name_change nc = {
 		.kind = NAME_RENAME,
 		.dir = from,
@@ -647,6 +665,8 @@ static int do_link(struct view *v, fuse_req_t req, struct inode *ino, struct ino
 	if (ino->synth || ino->root)
 		return -EPERM;
 	r = view_may_modify(v, dir);
+	if (r == 0)
+		r = view_may_modify(v, ino); /* a project's file (overlay) */
 	if (r < 0)
 		return r;
 	if (ino->domain != dir->domain)

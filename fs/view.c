@@ -109,26 +109,66 @@ static bool is_self_or_ancestor(int fd, dev_t dev, ino_t ino)
 	return false;
 }
 
-static uint16_t domain_for(struct view *v, const struct stat *st, bool ro)
+/* The index of backing filesystem DEV among the view's, a new one if
+ * no domain has it yet. */
+static uint16_t devidx_for(const struct view *v, dev_t dev)
 {
-	uint16_t devidx = 0;
-	bool dev_seen = false;
+	uint16_t next = 0;
 
 	for (size_t d = 0; d < v->ndomains; d++) {
-		if (v->domains[d].dev == st->st_dev) {
-			devidx = v->domains[d].devidx;
-			dev_seen = true;
-			if (!ro && !v->domains[d].read_only)
-				return (uint16_t)d;
-		}
+		if (v->domains[d].dev == dev)
+			return v->domains[d].devidx;
+		if (v->domains[d].devidx >= next)
+			next = (uint16_t)(v->domains[d].devidx + 1);
+		if (v->domains[d].lower_devidx >= next)
+			next = (uint16_t)(v->domains[d].lower_devidx + 1);
 	}
-	if (!dev_seen)
-		for (size_t d = 0; d < v->ndomains; d++)
-			if (v->domains[d].devidx >= devidx)
-				devidx = (uint16_t)(v->domains[d].devidx + 1);
-	v->domains[v->ndomains] =
-		(struct domain){ .dev = st->st_dev, .read_only = ro, .devidx = devidx };
+	return next;
+}
+
+static uint16_t domain_for(struct view *v, const struct stat *st, bool ro)
+{
+	for (size_t d = 0; d < v->ndomains; d++)
+		if (v->domains[d].dev == st->st_dev && !ro && !v->domains[d].read_only)
+			return (uint16_t)d;
+	uint16_t devidx = devidx_for(v, st->st_dev);
+	v->domains[v->ndomains] = (struct domain){
+		.dev = st->st_dev, .read_only = ro, .devidx = devidx, .lower_devidx = devidx
+	};
 	return (uint16_t)v->ndomains++;
+}
+
+/* Makes ROOT the layer of project PROJECT (docs/try.md): its top's
+ * project directory, and the project's filesystem an index of its own
+ * where it is not the layer's. */
+static int add_overlay(struct view *v, struct root *root, const char *project, int homefd,
+		       const char *home, char *err, size_t errlen)
+{
+	struct stat st, hst;
+	int fd = open(project, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st) < 0 || fstat(homefd, &hst) < 0) {
+		int r = neg_errno();
+		if (fd >= 0)
+			close(fd);
+		return fail(err, errlen, r, "cannot open project %s", project);
+	}
+	/* Neither in the home nor holding it: the layer, the kept files and
+	 * the store are never the project's. */
+	if (is_self_or_ancestor(fd, hst.st_dev, hst.st_ino) ||
+	    is_self_or_ancestor(homefd, st.st_dev, st.st_ino)) {
+		close(fd);
+		return fail(err, errlen, -EINVAL, "project %s overlaps the home %s", project, home);
+	}
+	struct domain *d = &v->domains[root->top->domain];
+	if (st.st_dev != d->dev) {
+		d->lower_devidx = devidx_for(v, st.st_dev);
+		if (d->lower_devidx == d->devidx)
+			d->lower_devidx = (uint16_t)(d->devidx + 1);
+	}
+	root->overlay = true;
+	inode_set_overlay_top(v->inodes, root->top, fd);
+	return 0;
 }
 
 static struct inode *add_synth(struct view *v, struct inode *parent, const char *name,
@@ -370,6 +410,9 @@ int view_open(struct view *v, const struct view_config *cfg, char *err, size_t e
 		if (r >= 0)
 			v->roots[v->nroots - 1].counted = true;
 	}
+	if (r >= 0 && cfg->overlay)
+		r = add_overlay(v, &v->roots[THREAD_WORKSPACE], cfg->overlay, homefd, cfg->home,
+				err, errlen);
 	if (r >= 0)
 		r = add_skills(v, cfg, homefd, err, errlen);
 	for (size_t i = 0; r >= 0 && i < cfg->nmounts; i++) {
@@ -496,7 +539,10 @@ int view_may_modify(const struct view *v, const struct inode *dir)
 {
 	if (dir->synth)
 		return dir->synth->read_only ? -EROFS : -EPERM;
-	return v->domains[dir->domain].read_only || view_changes_refused(v) ? -EROFS : 0;
+	/* A project's object shows through an overlay, never changed by
+	 * it. */
+	return v->domains[dir->domain].read_only || dir->lower || view_changes_refused(v) ? -EROFS
+											  : 0;
 }
 
 void view_refuse_changes(void *arg, const char *why)

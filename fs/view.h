@@ -85,6 +85,9 @@ struct view_config {
 	gid_t map_gid;
 	uint64_t quota_bytes;  /* --quota-bytes; 0: none */
 	uint64_t quota_inodes; /* --quota-inodes; 0: none */
+	/* --overlay DIR: the workspace shows project DIR through the
+	 * thread's workspace directory as its layer (docs/try.md). */
+	const char *overlay;
 };
 
 struct root {
@@ -93,6 +96,7 @@ struct root {
 	bool read_only;
 	bool uploads;
 	bool counted; /* the thread's own: under its quota */
+	bool overlay; /* the layer of a project (docs/try.md) */
 	/* A skill category: its skills are the directories this deep
 	 * (1; 2 for integrations/PROVIDER/SKILL), SKILL_SCOPE's file says
 	 * which are disabled. 0: not a category. */
@@ -117,6 +121,7 @@ struct domain {
 	dev_t dev;
 	bool read_only;
 	uint16_t devidx;	       /* distinct backing filesystems, 0 first */
+	uint16_t lower_devidx;	       /* an overlay's project's filesystem */
 	const struct root *skill_root; /* a skill category's (its own) */
 };
 
@@ -250,7 +255,9 @@ static inline bool view_mapped_caller(const struct view *v, uid_t uid)
  * INO's filesystem: distinct across backing filesystems. */
 static inline ino_t view_ino(const struct view *v, const struct inode *ino, ino_t backing)
 {
-	return backing ^ (ino_t)v->domains[ino->domain].devidx << 48;
+	const struct domain *d = &v->domains[ino->domain];
+
+	return backing ^ (ino_t)(ino->lower ? d->lower_devidx : d->devidx) << 48;
 }
 
 /* Maps a backing stat to what the view reports (its inode number, the

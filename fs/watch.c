@@ -1,6 +1,7 @@
 /* watch.c - see watch.h. */
 #include "watch.h"
 #include "confine.h"
+#include "overlay.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 
@@ -116,7 +117,7 @@ void watch_expect(struct watch *w, struct inode *dir, const char *name, bool add
 {
 	struct expectation **p, *e;
 
-	if (!w || atomic_load_explicit(&dir->wd, memory_order_relaxed) <= 0)
+	if (!w || atomic_load_explicit(&dir->wd, memory_order_relaxed) <= 0 || overlay_merged(dir))
 		return;
 	pthread_mutex_lock(&w->lock);
 	p = expect_find(w, dir, name, add);
@@ -249,6 +250,15 @@ static void invalidate_all(struct watch *w, bool skills_only)
 	free(a.items);
 }
 
+/* DIR's listing changed: its attributes are stale. The kernel drops a
+ * listing it keeps when the directory's mtime moves; a merged
+ * directory's is its layer's, which a person's edit of the project does
+ * not move, so its listing is dropped as well. */
+static void listing_changed(struct watch *w, struct inode *dir)
+{
+	fuse_lowlevel_notify_inval_inode(w->se, id_of(dir), overlay_merged(dir) ? 0 : -1, 0);
+}
+
 /* A name in DIR appeared, vanished or changed on the backing side. */
 static void handle_event(struct watch *w, struct inode *dir, const struct inotify_event *e)
 {
@@ -259,7 +269,7 @@ static void handle_event(struct watch *w, struct inode *dir, const struct inotif
 
 	if ((e->mask & (IN_DELETE | IN_MOVED_FROM)) && !expect_take(w, dir, e->name, false)) {
 		fuse_lowlevel_notify_inval_entry(w->se, id_of(dir), e->name, strlen(e->name));
-		fuse_lowlevel_notify_inval_inode(w->se, id_of(dir), -1, 0);
+		listing_changed(w, dir);
 	}
 	if ((e->mask & (IN_CREATE | IN_MOVED_TO)) && expect_take(w, dir, e->name, true))
 		return;
@@ -268,7 +278,7 @@ static void handle_event(struct watch *w, struct inode *dir, const struct inotif
 	dfd = inode_fd_get(t, dir);
 	if (dfd < 0)
 		return;
-	r = fstatat(dfd, e->name, &st, AT_SYMLINK_NOFOLLOW);
+	r = fstatat(overlay_watched_fd(dir, dfd), e->name, &st, AT_SYMLINK_NOFOLLOW);
 	inode_unpin(t, dir);
 	if (r < 0)
 		return; /* gone again; its delete event follows */
@@ -277,7 +287,7 @@ static void handle_event(struct watch *w, struct inode *dir, const struct inotif
 		if (!child || !inode_is_named(t, child, dir, e->name)) {
 			fuse_lowlevel_notify_inval_entry(w->se, id_of(dir), e->name,
 							 strlen(e->name));
-			fuse_lowlevel_notify_inval_inode(w->se, id_of(dir), -1, 0);
+			listing_changed(w, dir);
 			if (child)
 				inode_seen_as(t, child, &st, dir, e->name);
 		}
@@ -356,7 +366,7 @@ static void process(struct watch *w, const char *buf, ssize_t len)
 			inode_set_watch(t, dir, -1); /* the directory is gone */
 			__atomic_fetch_sub(&w->watches, 1, __ATOMIC_RELAXED);
 		} else if (e->len == 0)
-			fuse_lowlevel_notify_inval_inode(w->se, id_of(dir), -1, 0);
+			listing_changed(w, dir);
 		else
 			handle_event(w, dir, e);
 		inode_unpin(t, dir);
@@ -465,7 +475,7 @@ static void watch_roots(struct watch *w)
 	for (size_t i = 0; i < v->nroots; i++) {
 		struct inode *top = v->roots[i].top;
 
-		watch_dir(w, top, top->fd);
+		watch_dir(w, top, overlay_watched_fd(top, top->fd));
 	}
 }
 

@@ -44,6 +44,7 @@ static const struct {
 	{ "view_faults", suite_view_faults },
 	{ "view_escape", suite_view_escape },
 	{ "view_skills", suite_view_skills },
+	{ "view_try", suite_view_try },
 	{ "view_broker", suite_view_broker },
 	{ "mcp_protocol", suite_mcp_protocol },
 	{ "view_watch", suite_view_watch },

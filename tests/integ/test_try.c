@@ -1,0 +1,212 @@
+/* A project seen through a layer (sbxfs --overlay, docs/try.md): the
+ * workspace shows the project live, the layer's files and marks over it,
+ * and nothing through the view ever writes the project. */
+#include "tests/cmd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+static struct tview V;
+static char P[PATH_MAX]; /* the project */
+static char H[PATH_MAX]; /* the home */
+
+/* PROJECT/REL and the layer's LAYER/REL, heap strings the test may leak. */
+static char *proj(const char *rel)
+{
+	return fmt_cmd("%s/%s", P, rel);
+}
+
+static char *layer(const char *rel)
+{
+	return fmt_cmd("%s/users/alice/threads/t1/user-data/workspace/%s", H, rel);
+}
+
+/* What the view shows at workspace/REL. */
+static char *ws(const char *rel)
+{
+	return vpath(&V, "user-data/workspace/%s", rel);
+}
+
+static void mount_overlay(void)
+{
+	const char *extra[] = { "--overlay", P, NULL };
+
+	ck_assert_int_eq(tview_mount(&V, H, "alice", "t1", extra), 0);
+}
+
+/* A small project: a.txt, sub/s.txt, sub/deep/d.txt. The layer is made
+ * before the mount where a test wants one. */
+static void setup(void)
+{
+	snprintf(P, sizeof(P), "%s", test_dir("project"));
+	snprintf(H, sizeof(H), "%s", test_dir("home"));
+	OK("mkdir -p '%s/sub/deep' && echo a > '%s/a.txt' && echo s > '%s/sub/s.txt' && "
+	   "echo d > '%s/sub/deep/d.txt'",
+	   P, P, P, P);
+}
+
+static void teardown(void)
+{
+	tview_umount(&V);
+}
+
+/* The project, listed recursively with contents: what a test compares
+ * before and after the agent's attempts. */
+static char *project_state(void)
+{
+	return OUT("cd '%s' && find . -printf '%%p %%m %%s %%T@\\n' | sort && "
+		   "find . -type f -exec cat {} + | md5sum",
+		   P);
+}
+
+START_TEST(test_try_overlay_shows_the_project_live)
+{
+	mount_overlay();
+	SAME(OUT("ls -A '%s' '%s'", ws(""), ws("sub")),
+	     fmt_cmd("%s:\na.txt\nsub\n\n%s:\ndeep\ns.txt\n", ws(""), ws("sub")));
+	SAME(read_file(ws("sub/deep/d.txt")), "d\n");
+	/* The person's edits reach the view, through the host watch (the
+	 * cache is an hour long). */
+	ck_assert_int_eq(write_file(proj("a.txt"), "edited\n"), 0);
+	ck_assert_int_eq(write_file(proj("new.txt"), "new\n"), 0);
+	ck_assert_int_eq(write_file(proj("sub/new.txt"), "new\n"), 0);
+	ck_assert(eventually(is_listed, ws("new.txt")));
+	ck_assert(eventually(is_listed, ws("sub/new.txt")));
+	SAME(read_file(ws("a.txt")), "edited\n");
+	ck_assert_int_eq(unlink(proj("new.txt")), 0);
+	ck_assert(eventually(is_unlisted, ws("new.txt")));
+	ck_assert(!exists(ws("new.txt")));
+}
+END_TEST
+
+START_TEST(test_try_overlay_changes_land_in_the_layer)
+{
+	mount_overlay();
+	char *before = project_state();
+	/* New names are the layer's: in the top, and in a directory the
+	 * layer has as well (merged, made before the mount). */
+	ck_assert_int_eq(write_file(ws("made.txt"), "made\n"), 0);
+	ck_assert_int_eq(mkdir(ws("newdir"), 0755), 0);
+	ck_assert_int_eq(write_file(ws("newdir/f"), "f\n"), 0);
+	SAME(read_file(layer("made.txt")), "made\n");
+	SAME(read_file(layer("newdir/f")), "f\n");
+	SAME(OUT("ls -A '%s'", ws("")), "a.txt\nmade.txt\nnewdir\nsub\n");
+	/* A made directory renames freely. */
+	ck_assert_int_eq(rename(ws("newdir"), ws("newdir2")), 0);
+	SAME(read_file(ws("newdir2/f")), "f\n");
+	SAME(project_state(), before);
+}
+END_TEST
+
+/* Until the layer copies up (docs/try.md), the project's objects are
+ * read-only through the view: no call writes the project. */
+START_TEST(test_try_overlay_never_writes_the_project)
+{
+	mount_overlay();
+	char *before = project_state();
+
+	ck_assert_int_eq(write_file(ws("a.txt"), "x"), -EROFS);
+	ck_assert_int_eq(append_file(ws("a.txt"), "x"), -EROFS);
+	ck_assert_int_eq(truncate(ws("a.txt"), 0) < 0 ? errno : 0, EROFS);
+	ck_assert_int_eq(chmod(ws("a.txt"), 0600) < 0 ? errno : 0, EROFS);
+	ck_assert_int_eq(setxattr(ws("a.txt"), "user.x", "1", 1, 0) < 0 ? errno : 0, EROFS);
+	ck_assert_int_eq(unlink(ws("a.txt")) < 0 ? errno : 0, EROFS);
+	ck_assert_int_eq(rename(ws("a.txt"), ws("b.txt")) < 0 ? errno : 0, EROFS);
+	ck_assert_int_eq(link(ws("a.txt"), ws("hard")) < 0 ? errno : 0, EROFS);
+	ck_assert_int_eq(write_file(ws("sub/new"), "x"), -EROFS);
+	ck_assert_int_eq(mkdir(ws("sub/d2"), 0755) < 0 ? errno : 0, EROFS);
+	ck_assert_int_eq(rmdir(ws("sub/deep")) < 0 ? errno : 0, EROFS);
+	ck_assert_int_eq(rename(ws("sub"), ws("sub2")) < 0 ? errno : 0, EROFS);
+	/* A layer file renamed over the project's: refused too. */
+	ck_assert_int_eq(write_file(ws("mine"), "mine"), 0);
+	ck_assert_int_eq(rename(ws("mine"), ws("a.txt")) < 0 ? errno : 0, EROFS);
+	ck_assert_int_eq(renameat2(AT_FDCWD, ws("mine"), AT_FDCWD, ws("a.txt"), RENAME_EXCHANGE) < 0
+				 ? errno
+				 : 0,
+			 EROFS);
+	SAME(project_state(), before);
+	SAME(read_file(ws("a.txt")), "a\n");
+}
+END_TEST
+
+START_TEST(test_try_overlay_layer_files_and_marks_cover_the_project)
+{
+	/* The layer as the overlay leaves it: a.txt changed, sub/s.txt
+	 * removed (a whiteout), sub/deep replaced by a directory of its own
+	 * (opaque), sub merged. */
+	OK("mkdir -p '%s/sub/deep' && echo layer > '%s' && ln -s .sbxfs-whiteout '%s' && "
+	   "ln -s .sbxfs-whiteout '%s' && echo mine > '%s'",
+	   layer(""), layer("a.txt"), layer("sub/s.txt"), layer("sub/deep/.sbxfs-opaque"),
+	   layer("sub/deep/mine"));
+	OK("echo project > '%s'", proj("sub/only-project"));
+	mount_overlay();
+	SAME(read_file(ws("a.txt")), "layer\n");
+	ck_assert(!exists(ws("sub/s.txt")));
+	ck_assert(!exists(ws("sub/deep/d.txt")));
+	ck_assert(!exists(ws("sub/deep/.sbxfs-opaque")));
+	SAME(OUT("ls -A '%s' '%s'", ws("sub"), ws("sub/deep")),
+	     fmt_cmd("%s:\ndeep\nonly-project\n\n%s:\nmine\n", ws("sub"), ws("sub/deep")));
+	/* The layer's file and the project's are distinct objects. */
+	struct stat a, b;
+	ck_assert_int_eq(stat(ws("sub/deep/mine"), &a), 0);
+	ck_assert_int_eq(stat(ws("sub/only-project"), &b), 0);
+	ck_assert(a.st_ino != b.st_ino);
+	/* A merged directory's path is its project's: it does not move. */
+	ck_assert_int_eq(rename(ws("sub"), ws("moved")) < 0 ? errno : 0, EXDEV);
+	/* A whiteout of the project's file hides it after a person's edit
+	 * too. */
+	ck_assert_int_eq(write_file(proj("sub/s.txt"), "edited\n"), 0);
+	ck_assert(!exists(ws("sub/s.txt")));
+	/* The agent cannot make the marks. */
+	ck_assert_int_eq(symlink(".sbxfs-whiteout", ws("w")) < 0 ? errno : 0, EINVAL);
+	ck_assert_int_eq(write_file(ws(".sbxfs-opaque"), "x"), -EINVAL);
+	ck_assert_int_eq(symlink("elsewhere", ws(".sbxfs-opaque")) < 0 ? errno : 0, EINVAL);
+}
+END_TEST
+
+/* The mount of an overlay of PROJECT: what sbxfs says, and its status. */
+static char *overlay_refusal(const char *project)
+{
+	int st;
+	char *out = capture(fmt_cmd("'%s' --home '%s' --user alice --thread t1 --overlay '%s' "
+				    "'%s' 2>&1",
+				    test_bin("sbxfs"), H, project, test_dir("mnt")),
+			    &st);
+	ck_assert_int_eq(st, 1);
+	return out;
+}
+
+START_TEST(test_try_overlay_refuses_a_project_that_overlaps_the_home)
+{
+	char *outputs = fmt_cmd("%s/users/alice/threads/t1/user-data/outputs", H);
+
+	OK("mkdir -p '%s'", outputs);
+	SAME(overlay_refusal(H),
+	     fmt_cmd("sbxfs: project %s overlaps the home %s: Invalid argument\n", H, H));
+	SAME(overlay_refusal(outputs),
+	     fmt_cmd("sbxfs: project %s overlaps the home %s: Invalid argument\n", outputs, H));
+	SAME(overlay_refusal("/nonexistent/project"),
+	     "sbxfs: cannot open project /nonexistent/project: No such file or directory\n");
+}
+END_TEST
+
+Suite *suite_view_try(void)
+{
+	Suite *s = suite_create("view_try");
+	TCase *tc = tcase_create("overlay");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_try_overlay_shows_the_project_live);
+	tcase_add_test(tc, test_try_overlay_changes_land_in_the_layer);
+	tcase_add_test(tc, test_try_overlay_never_writes_the_project);
+	tcase_add_test(tc, test_try_overlay_layer_files_and_marks_cover_the_project);
+	tcase_add_test(tc, test_try_overlay_refuses_a_project_that_overlaps_the_home);
+	suite_add_tcase(s, tc);
+	return s;
+}
