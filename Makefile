@@ -89,7 +89,7 @@ TOOL_SRC   := tool/tool.c tool/specs.c tool/args.c tool/as.c tool/path.c tool/be
 BROKER_SRC := exec/broker.c exec/transport.c exec/broker_ops.c exec/client.c exec/fdpass.c
 FS_SRC     := fs/names.c fs/confine.c fs/inode.c fs/skills.c fs/view.c fs/ops.c fs/ops_change.c \
               fs/ops_entry.c fs/ops_file.c fs/ops_dir.c fs/ops_xattr.c fs/watch.c fs/channel.c \
-              fs/overlay.c \
+              fs/overlay.c fs/ops_overlay.c \
               fs/gate.c fs/gate_request.c fs/stage.c fs/journal.c fs/runmarks.c fs/quota.c \
               fs/owner.c
 # sbx: every file of cli/ (the table of commands in cli/sbx.c, the commands).

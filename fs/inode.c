@@ -753,12 +753,11 @@ bool inode_identity(struct inode_table *t, const struct inode *ino, dev_t *dev, 
 	return known;
 }
 
-int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct stat *st,
-		const struct timespec *born)
+/* inode_rekey() with the lock held. */
+static int rekey_locked(struct inode_table *t, struct inode *ino, int fd, const struct stat *st,
+			const struct timespec *born)
 {
-	pthread_mutex_lock(&t->lock);
 	if (hash_find(t, ino->domain, st->st_dev, st->st_ino)) {
-		pthread_mutex_unlock(&t->lock);
 		close(fd);
 		return -EEXIST;
 	}
@@ -779,8 +778,34 @@ int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct s
 	ino->born_known = born != NULL;
 	if (born)
 		ino->born = *born;
-	pthread_mutex_unlock(&t->lock);
 	return 0;
+}
+
+int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct stat *st,
+		const struct timespec *born)
+{
+	pthread_mutex_lock(&t->lock);
+	int r = rekey_locked(t, ino, fd, st, born);
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+int inode_copied_up(struct inode_table *t, struct inode *ino, int fd, const struct stat *st,
+		    const struct timespec *born, int lower_fd)
+{
+	pthread_mutex_lock(&t->lock);
+	int r = rekey_locked(t, ino, fd, st, born);
+	if (r == 0) {
+		ino->lower = false;
+		if (lower_fd >= 0 && ino->lower_fd < 0) {
+			ino->lower_fd = lower_fd;
+			lower_fd = -1;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (lower_fd >= 0)
+		close(lower_fd);
+	return r;
 }
 
 int inode_parent_fd_get(struct inode_table *t, struct inode *ino, struct inode **parent, char *name,

@@ -75,8 +75,8 @@ struct inode {
 	 * fd, kept while the inode lives (-1 otherwise). Set when the
 	 * inode is made, not changed after. */
 	bool overlay;
-	bool lower;
-	int lower_fd;
+	_Atomic bool lower;
+	_Atomic int lower_fd;
 	struct file_handle *fh; /* evicted: its handle (root daemon) */
 	bool superseded;	/* its inode number went to another
 					 * object: never found again */
@@ -203,6 +203,12 @@ bool inode_identity(struct inode_table *t, const struct inode *ino, dev_t *dev, 
  * or -EEXIST (FD closed) if the table already holds it. */
 int inode_rekey(struct inode_table *t, struct inode *ino, int fd, const struct stat *st,
 		const struct timespec *born);
+
+/* After a copy-up (docs/try.md): INO, a project's object, is now the
+ * layer's copy, whose O_PATH fd is FD (owned), as inode_rekey(); a
+ * directory's project directory is LOWER_FD (owned; -1 for a file). */
+int inode_copied_up(struct inode_table *t, struct inode *ino, int fd, const struct stat *st,
+		    const struct timespec *born, int lower_fd);
 
 /* Remembers the attributes the kernel was just given for INO. */
 void inode_note_attr(struct inode_table *t, struct inode *ino, const struct stat *st);

@@ -139,14 +139,19 @@ static int entry_finish(struct view *v, struct inode *dir, struct inode *ino,
 	return 0;
 }
 
-/* Adds the object at PATH_FD (O_PATH, owned) as DIR/NAME and fills E. */
+int entry_add_layer(struct view *v, struct inode *dir, const char *name, int path_fd,
+		    struct inode_layer *layer, struct fuse_entry_param *e)
+{
+	struct inode *ino;
+	int r = entry_attach(v, dir, name, path_fd, layer, e, &ino);
+
+	return r < 0 ? r : entry_finish(v, dir, ino, e);
+}
+
 int entry_add(struct view *v, struct inode *dir, const char *name, int path_fd,
 	      struct fuse_entry_param *e)
 {
-	struct inode *ino;
-	int r = entry_attach(v, dir, name, path_fd, NULL, e, &ino);
-
-	return r < 0 ? r : entry_finish(v, dir, ino, e);
+	return entry_add_layer(v, dir, name, path_fd, NULL, e);
 }
 
 int do_lookup(struct view *v, struct inode *dir, const char *name, struct fuse_entry_param *e)
@@ -375,7 +380,7 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino, struct 
 	struct stat st;
 	int r;
 
-	r = view_may_modify(v, ino);
+	r = may_modify(v, req, ino);
 	if (r < 0 || (r = map_setattr(v, req, ino, attr, valid)) < 0)
 		return r;
 	_pinned_ p = pin(v, ino);
@@ -479,7 +484,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, enum
 	struct fuse_entry_param e;
 	int r, fd;
 
-	r = view_may_modify(v, dir);
+	r = may_modify(v, req, dir);
 	if (r < 0)
 		return reply_status(req, r);
 	_pinned_ p = pin(v, dir);
@@ -492,7 +497,8 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, enum
 	}
 	if (r == 0)
 		r = charge(v, req, dir, name, kind == MAKE_DIR ? 4096 : 0, 1, op_names[kind]);
-	if (r < 0)
+	int white = r < 0 ? r : overlay_unwhite(v, req, dir, p.fd, name);
+	if (r < 0 || (r = white) < 0)
 		return reply_status(req, r);
 
 	struct name_change nc = {
@@ -532,6 +538,9 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, enum
 	if (r < 0)
 		return reply_status(req, r);
 	journal_created(v, node(v, e.ino));
+	/* Made where the project's was removed: it hides that one whole. */
+	if (white && kind == MAKE_DIR && (r = overlay_make_opaque(v, req, node(v, e.ino))) < 0)
+		log_refusal(v, req, dir, name, "mkdir", "cannot mark the directory opaque");
 	if (fuse_reply_entry(req, &e) != 0)
 		inode_forget(v->inodes, node(v, e.ino), 1);
 }
@@ -551,43 +560,102 @@ void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const cha
 	make_entry(req, parent, name, MAKE_SYMLINK, 0, 0, target);
 }
 
+int remove_name(struct view *v, fuse_req_t req, struct inode *dir, int dfd, const char *name,
+		int flags)
+{
+	struct name_change nc = {
+		.kind = NAME_REMOVE,
+		.dir = dir,
+		.dfd = dfd,
+		.name = name,
+		.flags = (unsigned int)flags,
+		.event = flags & AT_REMOVEDIR ? "rmdir" : "delete",
+	};
+	int r = name_change_begin(v, req, &nc);
+
+	if (r < 0)
+		return r;
+	if (flags & AT_REMOVEDIR)
+		r = unlinkat(dfd, name, flags) < 0 ? neg_errno() : 0;
+	else
+		r = journal_remove_kept(v, req, dir, dfd, name, nc.gone ? &nc.victim : NULL);
+	nc.kept = r == 1;
+	if (r < 0)
+		return name_change_abort(&nc, r);
+	name_change_commit(&nc);
+	return 0;
+}
+
+/* rmdir of NAME in overlay directory DIR (fd DFD): what the view shows
+ * of it must be empty; the layer's marks in it go first. */
+static int remove_overlay_dir(struct view *v, fuse_req_t req, struct inode *dir, int dfd,
+			      const char *name)
+{
+	struct inode_layer layer;
+	struct stat st;
+	int fd = overlay_lookup(dir, dfd, name, &layer);
+
+	if (fd < 0)
+		return fd;
+	_cleanup_(closep) int own = fd;
+	_cleanup_(closep) int lower_fd = layer.lower_fd;
+	if (stat_fd(fd, &st) < 0 || !S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	struct inode child = { .overlay = true, .lower = layer.lower, .lower_fd = lower_fd };
+	int n = overlay_count(&child, fd);
+	if (n != 0)
+		return n < 0 ? n : -ENOTEMPTY;
+	if (layer.lower)
+		return overlay_white_out(v, req, dir, dfd, name);
+	/* The layer's directory: its whiteouts and mark, as the changes
+	 * they are, need its inode (the kernel, removing it, holds it). */
+	struct inode *ino = inode_find(v->inodes, dir->domain, st.st_dev, st.st_ino);
+	int sfd = ino ? confine_opendir(fd) : -ESTALE;
+	_cleanup_(closedirp) DIR *d = sfd >= 0 ? fdopendir(sfd) : NULL;
+	int r = sfd < 0 ? sfd : d ? 0 : neg_errno();
+	struct dirent *de;
+	if (sfd >= 0 && !d)
+		close(sfd);
+	while (r >= 0 && d && (errno = 0, de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			r = remove_name(v, req, ino, fd, de->d_name, 0);
+	if (ino)
+		inode_unpin(v->inodes, ino);
+	if (r < 0)
+		return r;
+	if ((r = remove_name(v, req, dir, dfd, name, AT_REMOVEDIR)) < 0)
+		return r;
+	return overlay_white_out(v, req, dir, dfd, name);
+}
+
 static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, int flags)
 {
 	struct view *v = req_view(req);
 	struct inode *dir = node(v, parent);
-	int r = view_may_modify(v, dir);
+	int r = may_modify(v, req, dir);
 
 	if (r < 0)
 		return reply_status(req, r);
 	if (!confine_name_ok(name))
 		return reply_status(req, -EINVAL);
-	if (stage_area_name(v, dir, name))
+	if (stage_area_name(v, dir, name) || overlay_hidden_name(dir, name))
 		return reply_status(req, -ENOENT);
 	_pinned_ p = pin(v, dir);
 	if (p.fd < 0)
 		return reply_status(req, p.fd);
-	if ((r = overlay_may_change(dir, p.fd, name, false)) < 0)
-		return reply_status(req, r);
-	struct name_change nc = {
-		.kind = NAME_REMOVE,
-		.dir = dir,
-		.dfd = p.fd,
-		.name = name,
-		.flags = (unsigned int)flags,
-		.event = flags & AT_REMOVEDIR ? "rmdir" : "delete",
-	};
-	r = name_change_begin(v, req, &nc);
-	if (r < 0)
-		return reply_status(req, r);
+	if (!dir->overlay)
+		return reply_status(req, remove_name(v, req, dir, p.fd, name, flags));
 	if (flags & AT_REMOVEDIR)
-		r = unlinkat(p.fd, name, flags) < 0 ? neg_errno() : 0;
-	else
-		r = journal_remove_kept(v, req, dir, p.fd, name, nc.gone ? &nc.victim : NULL);
-	nc.kept = r == 1;
-	if (r < 0)
-		return reply_status(req, name_change_abort(&nc, r));
-	name_change_commit(&nc);
-	reply_status(req, 0);
+		return reply_status(req, remove_overlay_dir(v, req, dir, p.fd, name));
+	/* A file: the layer's goes, then the project's is whited out. */
+	struct inode_layer layer;
+	int fd = overlay_lookup(dir, p.fd, name, &layer);
+	if (fd < 0)
+		return reply_status(req, fd);
+	close(fd);
+	if (!layer.lower && (r = remove_name(v, req, dir, p.fd, name, 0)) < 0)
+		return reply_status(req, r);
+	reply_status(req, overlay_white_out(v, req, dir, p.fd, name));
 }
 
 void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -603,10 +671,10 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 static int do_rename(struct view *v, fuse_req_t req, struct inode *from, const char *name,
 		     struct inode *to, const char *newname, unsigned int flags)
 {
-	int r = view_may_modify(v, from);
+	int r = may_modify(v, req, from);
 
 	if (r == 0)
-		r = view_may_modify(v, to);
+		r = may_modify(v, req, to);
 	if (r < 0)
 		return r;
 	if (from->domain != to->domain)
@@ -624,8 +692,8 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from, const c
 	r = check_new_name(v, req, to, pt.fd, newname, "rename");
 	if (r < 0 && r != -EEXIST)
 		return r;
-	if ((r = overlay_may_change(from, pf.fd, name, true)) < 0 ||
-	    (r = overlay_may_change(to, pt.fd, newname, flags & RENAME_EXCHANGE)) < 0)
+	if (from->overlay &&
+	    (r = overlay_rename_prepare(v, req, from, pf.fd, name, to, pt.fd, newname, flags)) < 0)
 		return r;
 	struct name_change nc = {
 		.kind = NAME_RENAME,
@@ -644,7 +712,8 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from, const c
 	if (renameat2(pf.fd, name, pt.fd, newname, flags) < 0)
 		return name_change_abort(&nc, neg_errno());
 	name_change_commit(&nc);
-	return 0;
+	/* The project's name it had stays hidden. */
+	return flags & RENAME_EXCHANGE ? 0 : overlay_white_out(v, req, from, pf.fd, name);
 }
 
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -664,9 +733,9 @@ static int do_link(struct view *v, fuse_req_t req, struct inode *ino, struct ino
 
 	if (ino->synth || ino->root)
 		return -EPERM;
-	r = view_may_modify(v, dir);
-	if (r == 0)
-		r = view_may_modify(v, ino); /* a project's file (overlay) */
+	r = may_modify(v, req, dir);
+	if (r == 0 && ino->lower)
+		r = may_modify(v, req, ino); /* links its copy */
 	if (r < 0)
 		return r;
 	if (ino->domain != dir->domain)
@@ -675,6 +744,8 @@ static int do_link(struct view *v, fuse_req_t req, struct inode *ino, struct ino
 	if (pd.fd < 0)
 		return pd.fd;
 	r = check_new_name(v, req, dir, pd.fd, newname, "link");
+	if (r == 0)
+		r = overlay_unwhite(v, req, dir, pd.fd, newname);
 	if (r < 0)
 		return r;
 	_pinned_ ps = pin(v, ino);

@@ -8,6 +8,7 @@
 #include "confine.h"
 #include "journal.h"
 #include "ops_int.h"
+#include "overlay.h"
 #include "stage.h"
 #include "common/log.h"
 #include "common/proc.h"
@@ -260,7 +261,7 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 
 	if (ino->synth)
 		return -EISDIR;
-	if (writer && (r = view_may_modify(v, ino)) < 0)
+	if (writer && (r = may_modify(v, req, ino)) < 0)
 		return r;
 	_pinned_ p = pin(v, ino);
 	if (p.fd < 0)
@@ -377,7 +378,7 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir, const ch
 	_cleanup_(closep) int fd = -1;
 	struct stat st;
 
-	r = view_may_modify(v, dir);
+	r = may_modify(v, req, dir);
 	if (r < 0)
 		return r;
 	_pinned_ p = pin(v, dir);
@@ -386,11 +387,22 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir, const ch
 	r = check_new_name(v, req, dir, p.fd, name, "create");
 	if (r < 0 && r != -EEXIST)
 		return r;
-	/* An existing file is opened as by open(2), gate and stage included. */
-	if (!(flags & O_EXCL) && fstatat(p.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st.st_mode)) {
-		int efd = confine_lookup(p.fd, name);
-		r = efd < 0 ? efd : entry_add(v, dir, name, efd, e);
+	/* An existing file is opened as by open(2), gate and stage included
+	 * (in an overlay, the project's too). */
+	struct inode_layer layer;
+	int efd = -ENOENT;
+	if (!(flags & O_EXCL) && dir->overlay)
+		efd = overlay_lookup(dir, p.fd, name, &layer);
+	else if (!(flags & O_EXCL))
+		efd = confine_lookup(p.fd, name);
+	if (efd >= 0 && (stat_fd(efd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		close(efd);
+		if (dir->overlay && layer.lower_fd >= 0)
+			close(layer.lower_fd);
+		efd = -ENOENT;
+	}
+	if (efd >= 0) {
+		r = entry_add_layer(v, dir, name, efd, dir->overlay ? &layer : NULL, e);
 		if (r < 0)
 			return r;
 		r = open_existing(v, req, node(v, e->ino), fi);
@@ -398,7 +410,8 @@ static int do_create(struct view *v, fuse_req_t req, struct inode *dir, const ch
 			inode_forget(v->inodes, node(v, e->ino), 1);
 		return r;
 	}
-	if (r < 0 || (r = charge(v, req, dir, name, 0, 1, "create")) < 0)
+	if (r < 0 || (r = charge(v, req, dir, name, 0, 1, "create")) < 0 ||
+	    (r = overlay_unwhite(v, req, dir, p.fd, name)) < 0)
 		return r;
 
 	struct name_change nc = {

@@ -303,13 +303,50 @@ int name_change_abort(struct name_change *nc, int r);
  * stage lock held. */
 int change_publish(struct view *v, struct inode *ino, bool durable, pid_t pid);
 
+/* ---- overlay roots (ops_overlay.c; docs/try.md) ---- */
+
+/* view_may_modify() of INO for a change by REQ, and where INO is a
+ * project's object in an overlay root, its copy-up first: the change
+ * then goes to the copy. Its content is copied even for a truncation:
+ * the gate, after, may refuse that. */
+int may_modify(struct view *v, fuse_req_t req, struct inode *ino);
+/* Copies INO, a project's object, up into the layer (its directories
+ * first); the inode designates the copy after. No-op for others. */
+int overlay_copy_up(struct view *v, fuse_req_t req, struct inode *ino);
+/* A whiteout of NAME in layer directory DIR (fd DFD), where DIR is
+ * merged and its project directory has NAME: after NAME was removed from
+ * the layer, or to remove the project's. */
+int overlay_white_out(struct view *v, fuse_req_t req, struct inode *dir, int dfd, const char *name);
+/* Before a name is made in DIR: removes a whiteout of NAME. Returns 1 if
+ * there was one (a directory made there is to be opaque), 0, or -errno. */
+int overlay_unwhite(struct view *v, fuse_req_t req, struct inode *dir, int dfd, const char *name);
+/* Before FROM/NAME (fd FFD) moves to TO/NEWNAME (fd TFD) in an overlay
+ * root: a project's file (and with RENAME_EXCHANGE the other one) is
+ * copied up; a directory whose project directory shows (lower or
+ * merged: its path is its project's) answers -EXDEV, as does one to be
+ * replaced; a project's name with RENAME_NOREPLACE, -EEXIST. */
+int overlay_rename_prepare(struct view *v, fuse_req_t req, struct inode *from, int ffd,
+			   const char *name, struct inode *to, int tfd, const char *newname,
+			   unsigned int flags);
+/* Marks layer directory DIR, just made where a whiteout was, opaque. */
+int overlay_make_opaque(struct view *v, fuse_req_t req, struct inode *dir);
+
+/* Removes NAME from DIR (fd DFD) as unlink (FLAGS 0) or rmdir
+ * (AT_REMOVEDIR) does, in the order of a change of names (ops_entry.c). */
+int remove_name(struct view *v, fuse_req_t req, struct inode *dir, int dfd, const char *name,
+		int flags);
+
 /* ---- entries (ops_entry.c) ---- */
 
 /* Starts the reply E to a lookup in DIR: timeouts, nothing found. */
 void entry_init(struct view *v, struct inode *dir, struct fuse_entry_param *e);
-/* Adds the object at PATH_FD (O_PATH, owned) as DIR/NAME and fills E. */
+/* Adds the object at PATH_FD (O_PATH, owned) as DIR/NAME and fills E;
+ * in an overlay root, where LAYER says it belongs (NULL: made by the
+ * view, the layer's). */
 int entry_add(struct view *v, struct inode *dir, const char *name, int path_fd,
 	      struct fuse_entry_param *e);
+int entry_add_layer(struct view *v, struct inode *dir, const char *name, int path_fd,
+		    struct inode_layer *layer, struct fuse_entry_param *e);
 /* Looks NAME up in DIR for a reply E; -ENOENT for what the view hides. */
 int do_lookup(struct view *v, struct inode *dir, const char *name, struct fuse_entry_param *e);
 

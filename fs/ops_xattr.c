@@ -51,7 +51,7 @@ static ssize_t do_xattr(struct view *v, fuse_req_t req, struct inode *ino, enum 
 	if ((r = skill_gate(v, req, ino, NULL, "xattr")) < 0)
 		return r;
 	if (op == XATTR_SET || op == XATTR_REMOVE) {
-		int m = view_may_modify(v, ino);
+		int m = may_modify(v, req, ino);
 		if (m < 0)
 			return m;
 	}

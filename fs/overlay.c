@@ -20,8 +20,7 @@ bool overlay_hidden_name(const struct inode *dir, const char *name)
 	return dir->overlay && !dir->lower && !strcmp(name, OVERLAY_OPAQUE);
 }
 
-/* True if the object at O_PATH fd FD (a layer's) is a whiteout. */
-static bool is_whiteout(int fd)
+bool overlay_is_whiteout(int fd)
 {
 	char target[sizeof(OVERLAY_WHITEOUT) + 1];
 	ssize_t n = readlinkat(fd, "", target, sizeof(target));
@@ -49,8 +48,7 @@ static int lower_dir_of(int fd, int parent_lower, const char *name)
 	return lfd < 0 ? -1 : lfd;
 }
 
-int overlay_lookup(const struct inode *dir, int dirfd, const char *name,
-		   struct inode_layer *layer)
+int overlay_lookup(const struct inode *dir, int dirfd, const char *name, struct inode_layer *layer)
 {
 	struct stat st;
 
@@ -70,7 +68,7 @@ int overlay_lookup(const struct inode *dir, int dirfd, const char *name,
 			close(fd);
 		return r;
 	}
-	if (S_ISLNK(st.st_mode) && is_whiteout(fd)) {
+	if (S_ISLNK(st.st_mode) && overlay_is_whiteout(fd)) {
 		close(fd);
 		return -ENOENT;
 	}
@@ -147,7 +145,7 @@ int overlay_list(const struct inode *dir, int dirfd,
 		r = names_add(&seen, de->d_name);
 		if (r == 0 && de->d_type == DT_LNK) {
 			_cleanup_(closep) int fd = confine_lookup(dirfd, de->d_name);
-			if (fd >= 0 && is_whiteout(fd))
+			if (fd >= 0 && overlay_is_whiteout(fd))
 				continue;
 		}
 		if (r == 0)
@@ -168,24 +166,33 @@ int overlay_list(const struct inode *dir, int dirfd,
 	return r ? r : -errno;
 }
 
-int overlay_may_change(const struct inode *dir, int dirfd, const char *name, bool moves)
-{
-	struct inode_layer layer;
-
-	if (!dir->overlay)
-		return 0;
-	int fd = overlay_lookup(dir, dirfd, name, &layer);
-	if (fd < 0)
-		return 0;
-	close(fd);
-	if (layer.lower_fd >= 0)
-		close(layer.lower_fd);
-	if (layer.lower)
-		return -EROFS;
-	return moves && layer.lower_fd >= 0 ? -EXDEV : 0;
-}
-
 bool overlay_reserved_target(const struct inode *dir, const char *target)
 {
 	return dir->overlay && !strcmp(target, OVERLAY_WHITEOUT);
+}
+
+static int count_one(void *arg, const char *name, ino_t d_ino, unsigned char d_type)
+{
+	(void)d_ino;
+	(void)d_type;
+	if (strcmp(name, ".") && strcmp(name, ".."))
+		++*(int *)arg;
+	return 0;
+}
+
+int overlay_count(const struct inode *dir, int dirfd)
+{
+	int n = 0, r;
+
+	if (!dir->lower) {
+		r = overlay_list(dir, dirfd, count_one, &n);
+		return r < 0 ? r : n;
+	}
+	_cleanup_(closedirp) DIR *d = stream_of(dirfd);
+	struct dirent *de;
+	if (!d)
+		return -errno;
+	while ((errno = 0, de = readdir(d)))
+		count_one(&n, de->d_name, 0, 0);
+	return errno ? -errno : n;
 }

@@ -38,14 +38,16 @@ static inline int overlay_watched_fd(const struct inode *dir, int fd)
 	return overlay_merged(dir) ? dir->lower_fd : fd;
 }
 
+/* True if the layer's object at O_PATH fd FD is a whiteout. */
+bool overlay_is_whiteout(int fd);
+
 /* True if NAME in DIR is a mark of the layer: not part of the view. */
 bool overlay_hidden_name(const struct inode *dir, const char *name);
 
 /* Resolves NAME in DIR (an inode of an overlay root, whose O_PATH fd is
  * DIRFD) and says in *LAYER where the object belongs. Returns an O_PATH
  * fd, or -errno (-ENOENT for a whiteout). */
-int overlay_lookup(const struct inode *dir, int dirfd, const char *name,
-		   struct inode_layer *layer);
+int overlay_lookup(const struct inode *dir, int dirfd, const char *name, struct inode_layer *layer);
 
 /* Calls FN(ARG, NAME, D_INO, D_TYPE) for every entry of merged directory
  * DIR (fd DIRFD) the view shows: the layer's but its marks and
@@ -55,14 +57,11 @@ int overlay_list(const struct inode *dir, int dirfd,
 		 int (*fn)(void *arg, const char *name, ino_t d_ino, unsigned char d_type),
 		 void *arg);
 
-/* Whether NAME in DIR (fd DIRFD) may be removed or moved away (MOVES) by
- * the agent: -EROFS for the project's object (the layer does not yet
- * copy up or white out: docs/try.md), -EXDEV for a directory of the
- * layer its project directory shows through (merged: its path is its
- * project's), 0 otherwise and where NAME is nothing. */
-int overlay_may_change(const struct inode *dir, int dirfd, const char *name, bool moves);
-
 /* True if a symbolic link to TARGET is one of the layer's marks. */
 bool overlay_reserved_target(const struct inode *dir, const char *target);
+
+/* How many entries the view shows in directory DIR (fd DIRFD), "." and
+ * ".." apart: 0 for an empty one, or -errno. */
+int overlay_count(const struct inode *dir, int dirfd);
 
 #endif

@@ -358,6 +358,7 @@ int view_open(struct view *v, const struct view_config *cfg, char *err, size_t e
 	memset(v, 0, sizeof(*v));
 	for (size_t i = 0; i < VIEW_NAME_LOCKS; i++)
 		pthread_rwlock_init(&v->name_locks[i], NULL);
+	pthread_mutex_init(&v->copy_up_lock, NULL);
 	v->uid = geteuid();
 	v->gid = getegid();
 	v->map_owner = cfg->map_owner;

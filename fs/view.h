@@ -152,6 +152,7 @@ struct view {
 	struct stager *stager;			      /* stage.h: locks, areas; NULL before
 					 * stage_setup() */
 	pthread_rwlock_t name_locks[VIEW_NAME_LOCKS]; /* view_names_lock() */
+	pthread_mutex_t copy_up_lock;		      /* one copy-up at a time (ops_overlay.c) */
 	struct fuse_session *session;		      /* for notifications */
 	double timeout, timeout_watched;
 	bool portable_names;

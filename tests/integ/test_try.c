@@ -104,34 +104,89 @@ START_TEST(test_try_overlay_changes_land_in_the_layer)
 }
 END_TEST
 
-/* Until the layer copies up (docs/try.md), the project's objects are
- * read-only through the view: no call writes the project. */
-START_TEST(test_try_overlay_never_writes_the_project)
+/* `sbx ARGS` on the overlay's home, which must succeed: its output. */
+#define SBX(...) OUT("'%s' --home '%s' %s", test_bin("sbx"), H, fmt_cmd(__VA_ARGS__))
+
+/* What the view shows of the workspace: every path, its type and mode,
+ * and each file's content. */
+static char *view_state(void)
 {
+	return OUT("cd '%s' && find . -printf '%%p %%y %%m\\n' | sort && "
+		   "find . -type f | sort | xargs -r tail -n +1",
+		   ws(""));
+}
+
+/* Every kind of change to the project's objects goes to the layer: the
+ * project is never written, and the view shows the changes. */
+START_TEST(test_try_overlay_changes_copy_up_and_never_write_the_project)
+{
+	OK("chmod 640 '%s' && setfattr -n user.k -v v '%s'", proj("sub/s.txt"), proj("sub/s.txt"));
 	mount_overlay();
 	char *before = project_state();
 
-	ck_assert_int_eq(write_file(ws("a.txt"), "x"), -EROFS);
-	ck_assert_int_eq(append_file(ws("a.txt"), "x"), -EROFS);
-	ck_assert_int_eq(truncate(ws("a.txt"), 0) < 0 ? errno : 0, EROFS);
-	ck_assert_int_eq(chmod(ws("a.txt"), 0600) < 0 ? errno : 0, EROFS);
-	ck_assert_int_eq(setxattr(ws("a.txt"), "user.x", "1", 1, 0) < 0 ? errno : 0, EROFS);
-	ck_assert_int_eq(unlink(ws("a.txt")) < 0 ? errno : 0, EROFS);
-	ck_assert_int_eq(rename(ws("a.txt"), ws("b.txt")) < 0 ? errno : 0, EROFS);
-	ck_assert_int_eq(link(ws("a.txt"), ws("hard")) < 0 ? errno : 0, EROFS);
-	ck_assert_int_eq(write_file(ws("sub/new"), "x"), -EROFS);
-	ck_assert_int_eq(mkdir(ws("sub/d2"), 0755) < 0 ? errno : 0, EROFS);
-	ck_assert_int_eq(rmdir(ws("sub/deep")) < 0 ? errno : 0, EROFS);
-	ck_assert_int_eq(rename(ws("sub"), ws("sub2")) < 0 ? errno : 0, EROFS);
-	/* A layer file renamed over the project's: refused too. */
-	ck_assert_int_eq(write_file(ws("mine"), "mine"), 0);
-	ck_assert_int_eq(rename(ws("mine"), ws("a.txt")) < 0 ? errno : 0, EROFS);
-	ck_assert_int_eq(renameat2(AT_FDCWD, ws("mine"), AT_FDCWD, ws("a.txt"), RENAME_EXCHANGE) < 0
-				 ? errno
-				 : 0,
-			 EROFS);
-	SAME(project_state(), before);
+	/* A rewrite the gate refuses (never read) leaves the file as it
+	 * was, though it was copied up. */
+	ck_assert_int_eq(write_file(ws("a.txt"), "lost?"), -EACCES);
+	ck_assert_int_eq(truncate(ws("sub/s.txt"), 0) < 0 ? errno : 0, EACCES);
 	SAME(read_file(ws("a.txt")), "a\n");
+	/* Read first, as the gate wants: the copy keeps the marks. */
+	SAME(OUT("cat '%s' '%s' '%s'", ws("a.txt"), ws("sub/s.txt"), ws("sub/deep/d.txt")),
+	     "a\ns\nd\n");
+	ck_assert_int_eq(append_file(ws("a.txt"), "more\n"), 0);
+	SAME(read_file(ws("a.txt")), "a\nmore\n");
+	/* A rewrite keeps the project file's mode and xattrs. */
+	ck_assert_int_eq(write_file(ws("sub/s.txt"), "new\n"), 0);
+	SAME(OUT("stat -c %%a '%s' && getfattr --only-values -n user.k '%s'", ws("sub/s.txt"),
+		 ws("sub/s.txt")),
+	     "640\nv");
+	ck_assert_int_eq(chmod(ws("sub/deep/d.txt"), 0600), 0);
+	ck_assert_int_eq(setxattr(ws("sub/deep"), "user.x", "1", 1, 0), 0);
+	ck_assert_int_eq(write_file(ws("sub/deep/new"), "n\n"), 0);
+	ck_assert_int_eq(link(ws("sub/deep/new"), ws("hard")), 0);
+	ck_assert_int_eq(rename(ws("sub/deep/d.txt"), ws("sub/moved.txt")), 0);
+	ck_assert_int_eq(unlink(ws("hard")), 0);
+	/* A directory with the project's content does not move (mv copies). */
+	ck_assert_int_eq(rename(ws("sub"), ws("sub2")) < 0 ? errno : 0, EXDEV);
+	ck_assert_int_eq(rmdir(ws("sub/deep")) < 0 ? errno : 0, ENOTEMPTY);
+	ck_assert_int_eq(unlink(ws("sub/deep/new")), 0);
+	ck_assert_int_eq(rmdir(ws("sub/deep")), 0);
+	ck_assert(!exists(ws("sub/deep")));
+	/* Made again where it was removed: none of the project's shows. */
+	ck_assert_int_eq(mkdir(ws("sub/deep"), 0755), 0);
+	ck_assert_int_eq(unlink(ws("a.txt")), 0);
+	ck_assert_int_eq(write_file(ws("a.txt"), "again\n"), 0);
+
+	SAME(view_state(), ". d 700\n./a.txt f 644\n./sub d 755\n./sub/deep d 755\n"
+			   "./sub/moved.txt f 600\n./sub/s.txt f 640\n"
+			   "==> ./a.txt <==\nagain\n\n==> ./sub/moved.txt <==\nd\n\n"
+			   "==> ./sub/s.txt <==\nnew\n");
+	SAME(project_state(), before);
+	/* Remounted, the view shows the same from the layer. */
+	char *shown = view_state();
+	tview_umount(&V);
+	mount_overlay();
+	SAME(view_state(), shown);
+}
+END_TEST
+
+/* A run in an overlay undoes to the layer as it was: the project shows
+ * through again where it did. */
+START_TEST(test_try_overlay_undo_brings_the_project_back)
+{
+	mount_overlay();
+	char *shown = view_state();
+	char *run = SBX("run begin --user alice --thread t1");
+	run[strcspn(run, "\n")] = '\0';
+	SAME(read_file(ws("a.txt")), "a\n");
+	ck_assert_int_eq(append_file(ws("a.txt"), "more\n"), 0);
+	ck_assert_int_eq(unlink(ws("sub/s.txt")), 0);
+	ck_assert_int_eq(write_file(ws("sub/deep/new"), "n\n"), 0);
+	ck_assert_int_eq(rename(ws("sub/deep/d.txt"), ws("moved.txt")), 0);
+	SBX("run end %s", run);
+	ck_assert_str_ne(view_state(), shown);
+	SBX("run undo %s", run);
+	SAME(view_state(), shown);
+	SAME(OUT("cd '%s' && find . | sort", layer("")), ".\n");
 }
 END_TEST
 
@@ -204,7 +259,8 @@ Suite *suite_view_try(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_try_overlay_shows_the_project_live);
 	tcase_add_test(tc, test_try_overlay_changes_land_in_the_layer);
-	tcase_add_test(tc, test_try_overlay_never_writes_the_project);
+	tcase_add_test(tc, test_try_overlay_changes_copy_up_and_never_write_the_project);
+	tcase_add_test(tc, test_try_overlay_undo_brings_the_project_back);
 	tcase_add_test(tc, test_try_overlay_layer_files_and_marks_cover_the_project);
 	tcase_add_test(tc, test_try_overlay_refuses_a_project_that_overlaps_the_home);
 	suite_add_tcase(s, tc);
