@@ -43,8 +43,8 @@ static int make_copy(int pfd, const char *name, int lfd, const struct stat *st, 
 	case S_IFDIR: {
 		if (mkdirat(pfd, name, 0700) < 0)
 			return neg_errno();
-		_cleanup_(closep) int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-								O_CLOEXEC);
+		_cleanup_(closep) int dfd = openat(pfd, name,
+						   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		_cleanup_(closep) int rfd = confine_opendir(lfd);
 		r = dfd < 0 ? neg_errno() : rfd < 0 ? rfd : file_copy_metadata(dfd, rfd, st);
 		if (r == 0 && futimens(dfd, times) < 0)
@@ -101,8 +101,7 @@ static int unnamed_copy(int pfd, int lfd, const struct stat *st)
 	return r < 0 ? r : tmp;
 }
 
-static int make_mark(struct view *v, fuse_req_t req, struct inode *dir, int dfd,
-		     const char *name);
+static int make_mark(struct view *v, fuse_req_t req, struct inode *dir, int dfd, const char *name);
 
 static const char *made_event(mode_t mode)
 {
@@ -135,7 +134,9 @@ static int copy_up_locked(struct view *v, fuse_req_t req, struct inode *ino)
 	r = lp.fd < 0 ? lp.fd : stat_fd(lp.fd, &st);
 	if (r == 0)
 		r = charge(v, req, parent, name,
-			   S_ISDIR(st.st_mode) ? 4096 : S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0,
+			   S_ISDIR(st.st_mode)	 ? 4096
+			   : S_ISREG(st.st_mode) ? (uint64_t)st.st_size
+						 : 0,
 			   1, "copy-up");
 	_cleanup_(closep) int tmp = -1;
 	if (r == 0 && S_ISREG(st.st_mode) && (tmp = unnamed_copy(pfd, lp.fd, &st)) < 0)
@@ -196,8 +197,7 @@ int may_modify(struct view *v, fuse_req_t req, struct inode *ino)
 	return r;
 }
 
-int overlay_white_out(struct view *v, fuse_req_t req, struct inode *dir, int dfd,
-		      const char *name)
+int overlay_white_out(struct view *v, fuse_req_t req, struct inode *dir, int dfd, const char *name)
 {
 	struct stat st;
 

@@ -136,8 +136,8 @@ START_TEST(test_try_overlay_changes_copy_up_and_never_write_the_project)
 	SAME(read_file(ws("a.txt")), "a\nmore\n");
 	/* A rewrite keeps the project file's mode and xattrs. */
 	ck_assert_int_eq(write_file(ws("sub/s.txt"), "new\n"), 0);
-	SAME(OUT("stat -c %%a '%s' && getfattr --absolute-names --only-values -n user.k '%s'", ws("sub/s.txt"),
-		 ws("sub/s.txt")),
+	SAME(OUT("stat -c %%a '%s' && getfattr --absolute-names --only-values -n user.k '%s'",
+		 ws("sub/s.txt"), ws("sub/s.txt")),
 	     "640\nv");
 	ck_assert_int_eq(chmod(ws("sub/deep/d.txt"), 0600), 0);
 	ck_assert_int_eq(setxattr(ws("sub/deep"), "user.x", "1", 1, 0), 0);
