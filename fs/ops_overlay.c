@@ -59,6 +59,9 @@ static int make_copy(int pfd, const char *name, int lfd, const struct stat *st, 
 		if (n < 0)
 			return neg_errno();
 		target[n] = '\0';
+		/* The layer's copy would be a whiteout. */
+		if (!strcmp(target, OVERLAY_WHITEOUT))
+			return -EINVAL;
 		if (symlinkat(target, pfd, name) < 0)
 			return neg_errno();
 		if (fchownat(pfd, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0 &&
@@ -67,7 +70,12 @@ static int make_copy(int pfd, const char *name, int lfd, const struct stat *st, 
 		utimensat(pfd, name, times, AT_SYMLINK_NOFOLLOW);
 		break;
 	}
-	default: /* a FIFO, socket or device node */
+	case S_IFCHR:
+	case S_IFBLK:
+		/* Never a device node of the agent's making, whatever the
+		 * project holds. */
+		return -EPERM;
+	default: /* a FIFO or a socket */
 		if (mknodat(pfd, name, st->st_mode & ~(mode_t)07000, st->st_rdev) < 0)
 			return neg_errno();
 		if (fchownat(pfd, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0 &&

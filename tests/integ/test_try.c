@@ -218,6 +218,13 @@ START_TEST(test_try_overlay_layer_files_and_marks_cover_the_project)
 	 * too. */
 	ck_assert_int_eq(write_file(proj("sub/s.txt"), "edited\n"), 0);
 	ck_assert(!exists(ws("sub/s.txt")));
+	/* Nor have one made by a copy-up, nor a device node. */
+	OK("ln -s .sbxfs-whiteout '%s' && mknod '%s' c 1 3", proj("planted"), proj("null"));
+	ck_assert(eventually(is_listed, ws("null")));
+	ck_assert_int_eq(lchown(ws("planted"), 0, 0) < 0 ? errno : 0, EINVAL);
+	ck_assert_int_eq(chmod(ws("null"), 0600) < 0 ? errno : 0, EPERM);
+	SAME(OUT("readlink '%s'; stat -c %%F '%s'", ws("planted"), ws("null")),
+	     ".sbxfs-whiteout\ncharacter special file\n");
 	/* The agent cannot make the marks. */
 	ck_assert_int_eq(symlink(".sbxfs-whiteout", ws("w")) < 0 ? errno : 0, EINVAL);
 	ck_assert_int_eq(write_file(ws(".sbxfs-opaque"), "x"), -EINVAL);
