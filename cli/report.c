@@ -2,7 +2,10 @@
 #include "report.h"
 #include "common/hash.h"
 #include "common/quote.h"
+#include "common/cleanup.h"
 #include "run/documents.h"
+#include "run/page.h"
+#include "store/snapshot.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -10,34 +13,50 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The receipt R's verdict in words, after "delivery ". */
+static void receipt_stage(FILE *out, const json_t *r)
+{
+	const json_t *produced = json_object_get(r, "produced_paths");
+	const char *stage = json_string_value(json_object_get(r, "stage"));
+	size_t np = json_array_size(produced);
+
+	if (json_object_get(r, "verification_skipped"))
+		fputs("not verified: the pre-run snapshot was truncated"
+		      " (truncated_pre_run_snapshot), so outputs it did not see cannot"
+		      " be told from new ones",
+		      out);
+	else if (!stage)
+		fputs("nothing to verify: no output created or modified", out);
+	else if (!strcmp(stage, "presented"))
+		fprintf(out, "presented: %zu of %zu produced output%s presented",
+			json_array_size(json_object_get(r, "matched_paths")), np,
+			np == 1 ? "" : "s");
+	else
+		fprintf(out, "%s: %zu produced output%s, %s",
+			!strcmp(stage, "mismatched") ? "mismatched" : "not started", np,
+			np == 1 ? "" : "s",
+			!strcmp(stage, "mismatched") ? "none of them presented by present_files"
+						     : "nothing presented");
+}
+
 void report_receipt_print(FILE *out, const json_t *r, long long run, const char *who)
 {
 	const json_t *produced = json_object_get(r, "produced_paths");
 	const json_t *matched = json_object_get(r, "matched_paths");
 	const json_t *paths = json_object_get(r, "paths"), *by_tool = json_object_get(r, "by_tool");
-	const char *stage = json_string_value(json_object_get(r, "stage"));
-	size_t np = json_array_size(produced), i;
+	size_t i;
 	const json_t *v, *tp;
 	const char *tool;
 	char name[QUOTE_MAX];
 
 	fprintf(out, "run %lld of %s: ", run, who);
-	if (json_object_get(r, "verification_skipped"))
-		fputs("delivery not verified: the pre-run snapshot was truncated"
-		      " (truncated_pre_run_snapshot), so outputs it did not see cannot"
-		      " be told from new ones\n",
-		      out);
-	else if (!stage)
-		fputs("no output created or modified: nothing to verify\n", out);
-	else if (!strcmp(stage, "presented"))
-		fprintf(out, "delivery presented: %zu of %zu produced output%s presented\n",
-			json_array_size(matched), np, np == 1 ? "" : "s");
-	else
-		fprintf(out, "delivery %s: %zu produced output%s, %s\n",
-			!strcmp(stage, "mismatched") ? "mismatched" : "not started", np,
-			np == 1 ? "" : "s",
-			!strcmp(stage, "mismatched") ? "none of them presented by present_files"
-						     : "nothing presented");
+	if (!json_object_get(r, "verification_skipped") && !json_object_get(r, "stage"))
+		fputs("no output created or modified: nothing to verify", out);
+	else {
+		fputs("delivery ", out);
+		receipt_stage(out, r);
+	}
+	fputc('\n', out);
 	json_array_foreach (produced, i, v)
 		fprintf(out, "  produced   %s%s\n",
 			quote_name(json_string_value(v), name, sizeof(name)),
@@ -256,184 +275,248 @@ void report_print_diff(FILE *out, const char *diff, size_t len, const char *path
 	}
 }
 
-/* ---- HTML --------------------------------------------------------------- */
+/* ---- HTML: the review page (run/page.h) of a run ---------------------- */
 
-static void html_text(FILE *out, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		switch (s[i]) {
-		case '&':
-			fputs("&amp;", out);
-			break;
-		case '<':
-			fputs("&lt;", out);
-			break;
-		case '>':
-			fputs("&gt;", out);
-			break;
-		case '"':
-			fputs("&quot;", out);
-			break;
-		case '\'':
-			fputs("&#39;", out);
-			break;
-		default:
-			fputc(s[i], out);
-		}
-	}
-}
-
-static void html(FILE *out, const char *s)
-{
-	html_text(out, s, strlen(s));
-}
-
-/* Why an entry shows metadata only, in words for the reader. */
-static const char *explain(const char *reason)
+static enum page_why why_of(const struct entry *e)
 {
 	static const struct {
-		const char *reason, *text;
-	} why[] = {
-		{ "symlink",
-		  "A symbolic link: its target is shown, never the content it points to." },
-		{ "sensitive",
-		  "The name (.env, *token*, *.pem, id_rsa, ...) or the content (a private key, an API token) looks like it holds a secret: its content is never kept or shown." },
-		{ "binary",
-		  "Binary content (by its extension, a NUL byte or invalid UTF-8) is not shown." },
-		{ "large", "Over 256 KiB: too large to diff, so the summary is marked truncated." },
-		{ "truncated",
-		  "The diff budget of this report (1 MiB) was used up by the files above; the line counts are still exact." },
-		{ "content_unavailable", "The content of one version could not be read back." },
+		const char *reason;
+		enum page_why why;
+	} map[] = {
+		{ "symlink", PAGE_WHY_SYMLINK },
+		{ "binary", PAGE_WHY_BINARY },
+		{ "large", PAGE_WHY_LARGE },
+		{ "truncated", PAGE_WHY_BUDGET },
+		{ "content_unavailable", PAGE_WHY_UNREADABLE },
 	};
 
-	for (size_t i = 0; i < sizeof(why) / sizeof(*why); i++)
-		if (!strcmp(reason, why[i].reason))
-			return why[i].text;
-	return reason;
+	if (!*e->why)
+		return PAGE_WHY_NONE;
+	/* The summary says "sensitive" either way: the name rules tell which. */
+	if (!strcmp(e->why, "sensitive"))
+		return snapshot_path_sensitive(e->path) ? PAGE_WHY_SECRET_NAME
+							: PAGE_WHY_SECRET_CONTENT;
+	for (size_t i = 0; i < sizeof(map) / sizeof(*map); i++)
+		if (!strcmp(e->why, map[i].reason))
+			return map[i].why;
+	return PAGE_WHY_OTHER;
 }
 
-static void html_diff(FILE *out, const char *d, size_t len)
+static enum page_kind kind_of(const char *status)
 {
-	const char *end = d + len;
+	return !strcmp(status, "created")    ? PAGE_ADDED
+	       : !strcmp(status, "deleted")  ? PAGE_DELETED
+	       : !strcmp(status, "renamed")  ? PAGE_RENAMED
+	       : !strcmp(status, "modified") ? PAGE_MODIFIED
+					     : PAGE_SYMLINK;
+}
 
-	fputs("<pre class=\"diff\">", out);
-	for (const char *l = d, *e; l < end; l = e + 1) {
-		e = memchr(l, '\n', (size_t)(end - l));
-		if (!e)
-			e = end;
-		bool header = e - l >= 3 && (!strncmp(l, "---", 3) || !strncmp(l, "+++", 3));
-		const char *cls = header      ? "h"
-				  : *l == '+' ? "a"
-				  : *l == '-' ? "d"
-				  : *l == '@' ? "k"
-					      : "c";
-		fprintf(out, "<span class=\"%s\">", cls);
-		html_text(out, l, (size_t)(e - l));
-		fputs("</span>", out);
+static long long size_of(const json_t *f, const char *key)
+{
+	const json_t *v = json_object_get(f, key);
+
+	return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
+}
+
+/* A listed file of the summary as the page shows it. */
+static struct page_file page_file_of(const json_t *f, const struct entry *e)
+{
+	struct page_file pf = {
+		.path = e->path,
+		.kind = kind_of(e->status),
+		.status = e->status,
+		.from = *e->from ? e->from : NULL,
+		.to = !*e->from && !strcmp(e->status, "renamed") ? str(ours(f), "renamed_to")
+								 : NULL,
+		.note = e->replaced ? "replacing what was there" : NULL,
+		.by = json_is_object(e->by) ? str(e->by, "command") : NULL,
+		.pid = json_is_object(e->by) ? num(e->by, "pid") : 0,
+		.additions = e->additions,
+		.deletions = e->deletions,
+		.size_before = size_of(f, "size_before"),
+		.size_after = size_of(f, "size_after"),
+		.target = json_string_value(json_object_get(f, "symlink_target_after")),
+		.diff = json_string_value(e->diff),
+		.diff_len = json_string_length(e->diff),
+		.why = why_of(e),
+		.why_text = e->why,
+	};
+	return pf;
+}
+
+/* A file past the summary's list, as recorded for the page. */
+static struct page_file page_unlisted(const json_t *u)
+{
+	const char *status = json_string_value(json_array_get(u, 1));
+	return (struct page_file){
+		.path = json_string_value(json_array_get(u, 0)),
+		.kind = kind_of(status ? status : ""),
+		.status = status,
+		.by = json_string_value(json_array_get(u, 4)),
+		.additions = (long long)json_integer_value(json_array_get(u, 2)),
+		.deletions = (long long)json_integer_value(json_array_get(u, 3)),
+		.size_before = -1,
+		.size_after = -1,
+		.why = PAGE_WHY_UNLISTED,
+	};
+}
+
+/* What the page says about the run: its metadata, its receipt. */
+struct run_meta {
+	char title[512], id[32], who[300], kind[64], begun[32], ended[32], took[64], host[256];
+	struct page_row run[9];
+	struct page_row delivery[64];
+	struct page_section sections[2];
+	const char *warnings[2];
+	char stage[512];
+};
+
+static void duration(int64_t ns, char *buf, size_t size)
+{
+	long long s = ns / 1000000000;
+
+	if (s < 60)
+		snprintf(buf, size, "%.1f s", (double)ns / 1e9);
+	else if (s < 3600)
+		snprintf(buf, size, "%lld min %lld s", s / 60, s % 60);
+	else
+		snprintf(buf, size, "%lld h %lld min", s / 3600, s / 60 % 60);
+}
+
+static void run_rows(struct run_meta *m, const struct store_run *r, const char *home)
+{
+	size_t n = 0;
+
+	snprintf(m->id, sizeof(m->id), "%lld", (long long)r->id);
+	m->run[n++] = (struct page_row){ "run", m->id, NULL };
+	m->run[n++] = (struct page_row){ "thread", m->who, NULL };
+	if (r->kind != RUN_AGENT) {
+		if (r->kind == RUN_UNDO)
+			snprintf(m->kind, sizeof(m->kind), "the undo of run %lld",
+				 (long long)r->undoes);
+		else
+			snprintf(m->kind, sizeof(m->kind), "a restore (sbx restore)");
+		m->run[n++] = (struct page_row){ "kind", m->kind, NULL };
 	}
-	fputs("</pre>\n", out);
+	if (r->begun_ns) {
+		report_time(r->begun_ns, m->begun, sizeof(m->begun));
+		m->run[n++] = (struct page_row){ "began", m->begun, NULL };
+	}
+	if (r->ended && r->ended_ns) {
+		report_time(r->ended_ns, m->ended, sizeof(m->ended));
+		duration(r->ended_ns - r->begun_ns, m->took, sizeof(m->took));
+		m->run[n++] = (struct page_row){ "ended", m->ended, NULL };
+		m->run[n++] = (struct page_row){ "took", m->took, NULL };
+	}
+	if (gethostname(m->host, sizeof(m->host)) == 0) {
+		m->host[sizeof(m->host) - 1] = '\0';
+		m->run[n++] = (struct page_row){ "host", m->host, NULL };
+	}
+	if (home)
+		m->run[n++] = (struct page_row){ "home", home, NULL };
+	m->sections[0] = (struct page_section){ "Run", m->run, n };
 }
 
-static void badge(FILE *out, const char *cls, long long n, const char *label)
+/* The delivery receipt's rows; 0 or 1 sections. */
+static size_t receipt_rows(struct run_meta *m, const json_t *rc)
 {
-	fprintf(out, "<span class=\"badge %s\">%lld %s</span>\n", cls, n, label);
+	const size_t max = sizeof(m->delivery) / sizeof(*m->delivery);
+	const json_t *matched = json_object_get(rc, "matched_paths"), *v;
+	size_t n = 0, i;
+
+	if (!rc)
+		return 0;
+	FILE *f = fmemopen(m->stage, sizeof(m->stage), "w");
+	if (f) {
+		receipt_stage(f, rc);
+		fclose(f);
+	}
+	m->delivery[n++] = (struct page_row){ "stage", m->stage, NULL };
+	json_array_foreach (json_object_get(rc, "produced_paths"), i, v)
+		if (n < max - 2)
+			m->delivery[n++] =
+				(struct page_row){ "produced", json_string_value(v),
+						   report_has_path(matched, json_string_value(v))
+							   ? "(presented)"
+							   : NULL };
+	json_array_foreach (json_object_get(rc, "paths"), i, v)
+		if (n < max - 1)
+			m->delivery[n++] = (struct page_row){ "presented", json_string_value(v),
+							      NULL };
+	if (json_array_size(json_object_get(rc, "produced_paths")) +
+		    json_array_size(json_object_get(rc, "paths")) + 1 >
+	    n)
+		m->delivery[n++] = (struct page_row){ "", "...", "(sbx receipt lists them all)" };
+	m->sections[1] = (struct page_section){ "Delivery", m->delivery, n };
+	return 1;
 }
 
-void report_html(FILE *out, const json_t *p, const char *who)
+int report_html(FILE *out, const json_t *p, const struct store_run *r, const char *home)
 {
 	const json_t *sum = json_object_get(p, "summary");
 	const json_t *files = json_object_get(p, "files"), *f;
+	const json_t *unlisted = json_object_get(ours(p), RUN_UNLISTED);
 	struct counts n = counts_of(p);
+	struct run_meta m = { 0 };
+	size_t i, nf = 0, nw = 0;
 	struct entry e;
-	char title[512], dir[4096] = "";
-	size_t i;
+	char hint[128], unnamed_why[128];
 
-	snprintf(title, sizeof(title), "Changes of run %lld of %s", num(ours(p), "run"), who);
-	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-	      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n<title>",
-	      out);
-	html(out, title);
-	fputs("</title>\n<style>\n"
-	      "body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:70em;padding:0 1em;color:#1f2328}\n"
-	      "h1{font-size:1.4em} h2{font-size:1.05em;margin:1.6em 0 .4em;font-family:monospace;color:#57606a}\n"
-	      ".badge{display:inline-block;border-radius:1em;padding:.15em .8em;margin:0 .3em .3em 0;font-weight:600;background:#eaeef2}\n"
-	      ".created{background:#dafbe1}.modified{background:#fff8c5}.deleted{background:#ffebe9}"
-	      ".symlink_created{background:#ddf4ff}.trunc{background:#ffd8b5}\n"
-	      ".file{border:1px solid #d0d7de;border-radius:6px;margin:.5em 0;overflow:hidden}\n"
-	      ".file>div{padding:.4em .8em;background:#f6f8fa;font-family:monospace}\n"
-	      ".why{padding:.5em .8em;color:#57606a;font-style:italic}\n"
-	      ".status{font-weight:600;margin-left:.6em} .plus{color:#1a7f37} .minus{color:#cf222e}"
-	      " .by{color:#57606a}\n"
-	      "pre.diff{margin:0;padding:.5em .8em;overflow-x:auto;font-size:13px}\n"
-	      "pre.diff span{display:block;min-height:1.2em}"
-	      " pre.diff .a{background:#e6ffec} pre.diff .d{background:#ffebe9}\n"
-	      "pre.diff .k{color:#0969da} pre.diff .h{font-weight:600}\n"
-	      "</style></head><body>\n<h1>",
-	      out);
-	html(out, title);
-	fputs("</h1>\n<p>\n", out);
-	badge(out, "created", n.created, "created");
-	badge(out, "modified", n.modified, "modified");
-	badge(out, "deleted", n.deleted, "deleted");
-	badge(out, "renamed", n.renamed, "renamed");
-	badge(out, "symlink_created", n.symlinks, "symlinks");
-	fprintf(out,
-		"<span class=\"badge\"><span class=\"plus\">+%lld</span> "
-		"<span class=\"minus\">-%lld</span></span>\n",
-		num(sum, "additions"), num(sum, "deletions"));
+	json_auto_t *rc = r->receipt ? json_loads(r->receipt, 0, NULL) : NULL;
+	_cleanup_(freep) struct page_file *pf =
+		calloc(json_array_size(files) + json_array_size(unlisted) + 1, sizeof(*pf));
+	if (!pf)
+		return -ENOMEM;
+	json_array_foreach (files, i, f)
+		if (entry_of(files, f, &e))
+			pf[nf++] = page_file_of(f, &e);
+	json_array_foreach (unlisted, i, f)
+		pf[nf++] = page_unlisted(f);
+
+	snprintf(m.who, sizeof(m.who), "%s/%s", r->user, r->thread);
+	snprintf(m.title, sizeof(m.title), "Changes of run %lld of %s", (long long)r->id, m.who);
+	run_rows(&m, r, home);
 	if (json_is_true(json_object_get(sum, "truncated")))
-		fputs(json_is_true(json_object_get(ours(p), "complete"))
-			      ? "<span class=\"badge trunc\">truncated: not every file or diff is shown; every change is counted</span>\n"
-			      : "<span class=\"badge trunc\">truncated: a scan was cut short, so changes may be missing</span>\n",
-		      out);
-	fputs("</p>\n", out);
-	if ((long long)json_array_size(files) < num(ours(p), "files_total"))
-		fprintf(out, "<p>%zu of %lld changed files are listed.</p>\n",
-			json_array_size(files), num(ours(p), "files_total"));
-	json_array_foreach (files, i, f) {
-		if (!entry_of(files, f, &e))
-			continue;
-		const char *slash = strrchr(e.path, '/');
-		size_t dlen = slash ? (size_t)(slash - e.path) : 0;
-
-		if (dlen != strlen(dir) || strncmp(dir, e.path, dlen)) {
-			snprintf(dir, sizeof(dir), "%.*s", (int)dlen, e.path);
-			fputs("<h2>", out);
-			html(out, dir);
-			fputs("/</h2>\n", out);
-		}
-		fputs("<div class=\"file\"><div>", out);
-		html(out, slash ? slash + 1 : e.path);
-		fprintf(out,
-			"<span class=\"status %s\">%s</span> <span class=\"plus\">+%lld</span>"
-			" <span class=\"minus\">-%lld</span>",
-			e.status, e.status, e.additions, e.deletions);
-		if (json_is_string(json_object_get(f, "symlink_target_after"))) {
-			fputs(" &rarr; ", out);
-			html(out, str(f, "symlink_target_after"));
-		}
-		if (*e.from || !strcmp(e.status, "renamed")) {
-			fputs(*e.from ? " <span class=\"by\">from " : " <span class=\"by\">to ",
-			      out);
-			html(out, *e.from ? e.from : str(ours(f), "renamed_to"));
-			fprintf(out, "%s</span>", REPLACED(e));
-		}
-		if (json_is_object(e.by)) {
-			fputs(" <span class=\"by\">by ", out);
-			html(out, str(e.by, "command"));
-			fprintf(out, " (pid %lld)</span>", num(e.by, "pid"));
-		}
-		fputs("</div>\n", out);
-		if (*e.why) {
-			fputs("<p class=\"why\">", out);
-			html(out, explain(e.why));
-			fputs("</p>\n", out);
-		}
-		if (json_string_length(e.diff))
-			html_diff(out, json_string_value(e.diff), json_string_length(e.diff));
-		fputs("</div>\n", out);
-	}
-	fputs("</body></html>\n", out);
+		m.warnings[nw++] =
+			json_is_true(json_object_get(ours(p), "complete"))
+				? "Truncated: not every file or diff is shown; every change is counted."
+				: "Truncated: a scan was cut short, so changes may be missing "
+				  "(see docs/changes.md).";
+	snprintf(unnamed_why, sizeof(unnamed_why),
+		 "A run records the names of the first %d files past its summary's list only.",
+		 RUN_UNLISTED_MAX);
+	snprintf(hint, sizeof(hint), "sbx changes %lld prints every diff the summary kept.",
+		 (long long)r->id);
+	/* Every change is one entry of "files" or of the unlisted ones
+	 * (the halves of a rename two): the rest are not named. */
+	long long listed = (long long)json_array_size(files);
+	long long unnamed = num(ours(p), "files_total") - listed -
+			    (long long)json_array_size(unlisted);
+	const struct page page = {
+		.title = m.title,
+		.sections = m.sections,
+		.n_sections = 1 + receipt_rows(&m, rc),
+		.warnings = m.warnings,
+		.n_warnings = nw,
+		.counts = { [PAGE_ADDED] = n.created,
+			    [PAGE_MODIFIED] = n.modified,
+			    [PAGE_DELETED] = n.deleted,
+			    [PAGE_RENAMED] = n.renamed,
+			    [PAGE_SYMLINK] = n.symlinks },
+		.additions = num(sum, "additions"),
+		.deletions = num(sum, "deletions"),
+		.files = pf,
+		.n_files = nf,
+		.unnamed = unnamed > 0 ? unnamed : 0,
+		.unnamed_why = json_array_size(unlisted)
+				       ? unnamed_why
+				       : "The summary lists the first of them only, and this run "
+					 "recorded no names past its list (an sbx older than the "
+					 "review page ended it).",
+		.by_unknown = "on the host (no view saw it)",
+		.omitted_hint = hint,
+	};
+	return page_render(out, &page);
 }
 
 void report_time(int64_t ns, char *buf, size_t size)
@@ -445,18 +528,19 @@ void report_time(int64_t ns, char *buf, size_t size)
 	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-int report_run(const struct store_run *r, json_t *p, enum format format)
+int report_run(const struct store_run *r, json_t *p, enum format format, const char *home)
 {
 	char who[300];
 
 	snprintf(who, sizeof(who), "%s/%s", r->user, r->thread);
-	if (!p && format == FORMAT_HTML) {
-		/* An empty report, still a whole page. */
-		json_auto_t *empty = json_pack("{s:{}, s:[], s:{s:I, s:i}}", "summary", "files",
-					       "sbx", "run", (json_int_t)r->id, "files_total", 0);
-		if (!empty)
+	if (format == FORMAT_HTML) {
+		/* An empty report is still a whole page. */
+		json_auto_t *empty = p ? NULL
+				       : json_pack("{s:{}, s:[], s:{s:I, s:i}}", "summary", "files",
+						   "sbx", "run", (json_int_t)r->id, "files_total",
+						   0);
+		if ((!p && !empty) || report_html(stdout, p ? p : empty, r, home) < 0)
 			return 1;
-		report_html(stdout, empty, who);
 		return 0;
 	}
 	if (format == FORMAT_JSON) {
@@ -469,14 +553,13 @@ int report_run(const struct store_run *r, json_t *p, enum format format)
 	if (!p)
 		printf("run %lld of %s/%s: no change could be established\n", (long long)r->id,
 		       r->user, r->thread);
-	else if (format == FORMAT_HTML)
-		report_html(stdout, p, who);
 	else
 		report_print(stdout, p, who, isatty(STDOUT_FILENO));
 	return 0;
 }
 
-int report_run_recorded(const struct store_run *r, const char *summary, enum format format)
+int report_run_recorded(const struct store_run *r, const char *summary, enum format format,
+			const char *home)
 {
 	json_error_t jerr;
 	json_auto_t *p = summary ? json_loads(summary, JSON_ALLOW_NUL, &jerr) : NULL;
@@ -486,5 +569,5 @@ int report_run_recorded(const struct store_run *r, const char *summary, enum for
 			(long long)r->id, jerr.text);
 		return 1;
 	}
-	return report_run(r, p, format);
+	return report_run(r, p, format, home);
 }

@@ -1,6 +1,7 @@
 /* report.h - change summaries and receipts for people: text (a
- * git-style stat, then the diffs; colored on a terminal) and HTML, from
- * the documents run/documents.h makes. See docs/changes.md. */
+ * git-style stat, then the diffs; colored on a terminal) and HTML (the
+ * review page of run/page.h), from the documents run/documents.h makes.
+ * See docs/changes.md. */
 #ifndef SBX_REPORT_H
 #define SBX_REPORT_H
 
@@ -22,18 +23,21 @@ void report_print(FILE *out, const json_t *payload, const char *who, bool color)
  * control characters made visible, colored like git's if COLOR. */
 void report_print_diff(FILE *out, const char *diff, size_t len, const char *path, bool color);
 
-/* Writes it as one self-contained HTML page (no scripts, no network):
- * summary badges, files grouped by directory, the diffs, and on every
- * metadata-only entry an explanation of why. */
-void report_html(FILE *out, const json_t *payload, const char *who);
+/* Writes run R's summary PAYLOAD as the review page (run/page.h): R's
+ * metadata (HOME, where it is kept, NULL if unknown) and delivery
+ * receipt at the top, every file it changed named in the index (those
+ * the summary lists and those recorded past its list), the diffs.
+ * Returns 0, or -errno (-ENOMEM, -EIO). */
+int report_html(FILE *out, const json_t *payload, const struct store_run *r, const char *home);
 
 /* Prints run R's summary SUMMARY (NULL if it has none) on stdout as
- * FORMAT: JSON as run/documents.h's run_document(); 0, or 1 without
- * memory. */
-int report_run(const struct store_run *r, json_t *summary, enum format format);
+ * FORMAT: JSON as run/documents.h's run_document(), HTML as
+ * report_html() (HOME for it); 0, or 1 without memory. */
+int report_run(const struct store_run *r, json_t *summary, enum format format, const char *home);
 /* The same for a summary as recorded (JSON text, NULL if there is none);
  * 1 after an error (said). */
-int report_run_recorded(const struct store_run *r, const char *summary, enum format format);
+int report_run_recorded(const struct store_run *r, const char *summary, enum format format,
+			const char *home);
 
 /* The time NS (CLOCK_REALTIME) as ISO 8601 UTC, to the second. */
 void report_time(int64_t ns, char *buf, size_t size);

@@ -108,7 +108,7 @@ int cmd_restore(int argc, char **argv, const char *home)
 		printf("%s is as it was: the journal has no change of it since then\n", qp);
 	else if (a.dry_run)
 		undo_plan_print(res.rw, stdout);
-	else if (report_run(&res.restore, res.summary, a.json ? FORMAT_JSON : FORMAT_TEXT) ||
+	else if (report_run(&res.restore, res.summary, a.json ? FORMAT_JSON : FORMAT_TEXT, NULL) ||
 		 res.failed)
 		r = -EIO; /* steps that failed are said */
 	restore_result_free(&res);

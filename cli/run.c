@@ -75,9 +75,11 @@ static const char changes_usage[] =
 	"                  removed, or why only metadata is shown), then the\n"
 	"                  unified diffs; colored on a terminal (default)\n"
 	"  --format json   the summary payload, documented in docs/changes.md\n"
-	"  --format html   one self-contained page (no scripts, nothing fetched):\n"
-	"                  counts, files by directory, diffs, and why an entry\n"
-	"                  shows metadata only\n"
+	"  --format html   the review page, one self-contained file (no script,\n"
+	"                  nothing fetched): the run, its counts and receipt, an\n"
+	"                  index naming every changed file, the diffs with line\n"
+	"                  numbers (large ones collapsed, at most 256 KiB of\n"
+	"                  them), why an entry shows metadata only\n"
 	"A run whose end found no change has no summary: text says so, JSON is\n"
 	"{\"available\": false, ...}.\n";
 
@@ -126,10 +128,19 @@ static int run_end(int argc, char **argv, const char *home)
 		return 1;
 	}
 	r = run_end_in(s, a.home, a.run, &run, &summary, &e);
+	if (r == 0 && a.format == FORMAT_HTML) {
+		/* The page shows when it ended and its receipt: the run as
+		 * recorded now. */
+		store_run_free(&run);
+		r = store_run_get(s, a.run, &run);
+		if (r < 0)
+			error_set(&e, r, "cannot read run %lld back: %s", (long long)a.run,
+				  strerror(-r));
+	}
 	store_close(s);
 	if (r < 0)
 		return say_error("run end", &e);
-	r = report_run(&run, summary, a.format);
+	r = report_run(&run, summary, a.format, a.home);
 	json_decref(summary);
 	store_run_free(&run);
 	return r;
@@ -211,7 +222,7 @@ static int run_undo_cmd(int argc, char **argv, const char *home)
 	} else if (r < 0) {
 		say_error("run undo", &e);
 	} else if (!res.nothing) {
-		r = report_run(&res.undo, res.summary, a.format) ? -EIO : 0;
+		r = report_run(&res.undo, res.summary, a.format, a.home) ? -EIO : 0;
 		struct undo_counts c;
 		undo_plan_counts(res.rw, &c);
 		fprintf(stderr,
@@ -295,7 +306,7 @@ int cmd_changes(int argc, char **argv, const char *home)
 			(long long)a.run, (long long)a.run);
 		r = 1;
 	} else {
-		r = report_run_recorded(&run, run.summary, a.format);
+		r = report_run_recorded(&run, run.summary, a.format, a.home);
 	}
 	store_run_free(&run);
 	store_close(s);

@@ -111,6 +111,26 @@ static json_t *file_json(const struct change *c)
 			 target_or_null(c->after), "sbx", file_sbx(c));
 }
 
+/* The changes past the listed ones, each [path, status, additions,
+ * deletions, command or null], for the page (run/page.h) to name: at
+ * most RUN_UNLISTED_MAX. NULL without memory. */
+static json_t *unlisted_json(const struct summary *s)
+{
+	json_t *a = json_array();
+
+	for (size_t i = s->listed; a && i < s->n && i - s->listed < RUN_UNLISTED_MAX; i++) {
+		const struct change *c = &s->changes[i];
+		json_t *e = json_pack("[o, s, i, i, o]", str_json(c->path), c->status,
+				      c->diff.additions, c->diff.deletions,
+				      c->by_pid ? str_json(c->by_comm) : json_null());
+		if (!e || json_array_append_new(a, e) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
 json_t *report_summary(const struct summary *s, int64_t run, size_t end_scan_limit)
 {
 	json_t *files = json_array();
@@ -124,22 +144,29 @@ json_t *report_summary(const struct summary *s, int64_t run, size_t end_scan_lim
 	}
 	if (!files)
 		return NULL;
-	return json_pack("{s:i, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:b}, s:o,"
-			 " s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I}}",
-			 "version", 1, "summary", "created", (json_int_t)s->created, "modified",
-			 (json_int_t)s->modified, "deleted", (json_int_t)s->deleted,
-			 "symlink_created", (json_int_t)s->symlink_created, "additions",
-			 (json_int_t)s->additions, "deletions", (json_int_t)s->deletions,
-			 "truncated", s->truncated, "files", files, "limits", "max_files",
-			 (json_int_t)s->limits.max_files, "max_scanned_files",
-			 (json_int_t)s->limits.max_scanned_files, "max_file_bytes_for_diff",
-			 (json_int_t)s->limits.max_file_bytes_for_diff, "max_total_diff_bytes",
-			 (json_int_t)s->limits.max_total_diff_bytes, "sbx", "run", (json_int_t)run,
-			 "files_total", (json_int_t)s->n, "renamed", (json_int_t)s->renamed,
-			 "renamed_replaced", (json_int_t)s->renamed_replaced, "renamed_modified",
-			 (json_int_t)s->renamed_modified, "renamed_symlink_created",
-			 (json_int_t)s->renamed_symlink_created, "complete", s->complete,
-			 "end_scan_limit", (json_int_t)end_scan_limit);
+	json_t *doc =
+		json_pack("{s:i, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:b}, s:o,"
+			  " s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I}}",
+			  "version", 1, "summary", "created", (json_int_t)s->created, "modified",
+			  (json_int_t)s->modified, "deleted", (json_int_t)s->deleted,
+			  "symlink_created", (json_int_t)s->symlink_created, "additions",
+			  (json_int_t)s->additions, "deletions", (json_int_t)s->deletions,
+			  "truncated", s->truncated, "files", files, "limits", "max_files",
+			  (json_int_t)s->limits.max_files, "max_scanned_files",
+			  (json_int_t)s->limits.max_scanned_files, "max_file_bytes_for_diff",
+			  (json_int_t)s->limits.max_file_bytes_for_diff, "max_total_diff_bytes",
+			  (json_int_t)s->limits.max_total_diff_bytes, "sbx", "run", (json_int_t)run,
+			  "files_total", (json_int_t)s->n, "renamed", (json_int_t)s->renamed,
+			  "renamed_replaced", (json_int_t)s->renamed_replaced, "renamed_modified",
+			  (json_int_t)s->renamed_modified, "renamed_symlink_created",
+			  (json_int_t)s->renamed_symlink_created, "complete", s->complete,
+			  "end_scan_limit", (json_int_t)end_scan_limit);
+	if (doc && s->n > s->listed &&
+	    json_object_set_new(json_object_get(doc, "sbx"), RUN_UNLISTED, unlisted_json(s)) < 0) {
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
 }
 
 json_t *report_receipt_new(void)
@@ -255,6 +282,8 @@ bool report_receipt_incomplete(const json_t *r)
 
 json_t *run_document(const struct store_run *r, json_t *p)
 {
+	/* What is recorded for the page only is not the reference's. */
+	json_object_del(json_object_get(p, "sbx"), RUN_UNLISTED);
 	if (p)
 		return json_object_set_new(p, "available", json_true()) ? NULL : json_incref(p);
 	return json_pack("{s:b, s:i, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:b}, s:[], s:{}, s:{s:I}}",

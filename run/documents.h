@@ -16,12 +16,19 @@
 /* {"version":1, "summary":{...}, "files":[...], "limits":{...}, "sbx":{"run",
  * "files_total", "renamed", "complete", "end_scan_limit"}}, each file with
  * its own "sbx" (docs/changes.md). END_SCAN_LIMIT: the second scan's
- * limit. NULL without memory. */
+ * limit. Where more files changed than are listed, "sbx" also has
+ * RUN_UNLISTED: the first RUN_UNLISTED_MAX of the others, each [path,
+ * status, additions, deletions, command or null], recorded so that the
+ * HTML page names them; run_document() leaves it out. NULL without
+ * memory. */
+#define RUN_UNLISTED "unlisted"
+#define RUN_UNLISTED_MAX 10000
 json_t *report_summary(const struct summary *s, int64_t run, size_t end_scan_limit);
 
 /* What sbx run end --format json prints of run R whose summary is
- * SUMMARY (NULL if it has none): SUMMARY marked "available", or an
- * empty one marked unavailable. A new reference, NULL without memory. */
+ * SUMMARY (NULL if it has none): SUMMARY marked "available" (and without
+ * RUN_UNLISTED), or an empty one marked unavailable. A new reference,
+ * NULL without memory. */
 json_t *run_document(const struct store_run *r, json_t *summary);
 
 /* The run's delivery receipt, the reference's "run.delivery" content

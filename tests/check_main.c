@@ -16,6 +16,7 @@ static const struct {
 	{ "unit_cleanup", suite_unit_cleanup },
 	{ "unit_lockcheck", suite_unit_lockcheck },
 	{ "unit_quote", suite_unit_quote },
+	{ "unit_page", suite_unit_page },
 	{ "unit_log", suite_unit_log },
 	{ "unit_paths", suite_unit_paths },
 	{ "unit_inode", suite_unit_inode },

@@ -107,6 +107,7 @@ Suite *suite_unit_ids(void);
 Suite *suite_unit_cleanup(void);
 Suite *suite_unit_lockcheck(void);
 Suite *suite_unit_quote(void);
+Suite *suite_unit_page(void);
 Suite *suite_unit_log(void);
 Suite *suite_unit_paths(void);
 Suite *suite_unit_inode(void);
