@@ -177,8 +177,8 @@ static void list_one(struct list_ctx *l, int dirfd, const char *thread)
 			dir_each(rfd, count_entry, &entries);
 	}
 	int mounted = viewreg_each(l->homefd, l->user, thread, count_view, NULL);
-	_cleanup_(closep) int tfd = openat(dirfd, thread, O_PATH | O_DIRECTORY | O_NOFOLLOW |
-								 O_CLOEXEC);
+	_cleanup_(closep) int tfd = openat(dirfd, thread,
+					   O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	long age = tfd >= 0 && fstatat(tfd, OVERLAY_RECORD, &rec, AT_SYMLINK_NOFOLLOW) == 0
 			   ? (long)(l->now - rec.st_mtim.tv_sec)
 			   : -1;
@@ -323,8 +323,8 @@ int cmd_try(int argc, char **argv, const char *home)
 	if (r)
 		return r;
 	if (mountpoint) {
-		char *args[] = { "mount", "--user", (char *)user, "--thread", made,
-				 (char *)mountpoint, NULL };
+		char *args[] = { "mount", "--user",	      (char *)user, "--thread",
+				 made,	  (char *)mountpoint, NULL };
 		return cmd_mount(6, args, h);
 	}
 	if (!run) {
