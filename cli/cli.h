@@ -34,5 +34,6 @@ int cmd_id(int argc, char **argv, const char *home);
 int cmd_watch(int argc, char **argv, const char *home);
 int cmd_mcp(int argc, char **argv, const char *home);
 int cmd_serve(int argc, char **argv, const char *home);
+int cmd_try(int argc, char **argv, const char *home);
 
 #endif

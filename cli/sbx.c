@@ -84,6 +84,12 @@ static const struct command {
 	  "        [--tls-cert FILE --tls-key FILE]\n"
 	  "                     MCP over HTTP (Streamable HTTP) for every thread of the\n"
 	  "                     home, at /mcp/USER/THREAD\n" },
+	{ "try", cmd_try,
+	  "  try [--project DIR] [--name NAME] [--user ID]\n"
+	  "      [--mount MOUNTPOINT | -- COMMAND]\n"
+	  "  try list [--user ID]\n"
+	  "                     an overlay of a project: the agent's changes in a\n"
+	  "                     layer of their own, never in DIR\n" },
 	{ "store", cmd_store,
 	  "  store check|migrate | store backup [--force] FILE\n"
 	  "                     where the home's records are, whether they are sound,\n"

@@ -215,6 +215,39 @@ int home_undo_top(int homefd, const char *user, const char *thread)
 	return dir_chain_open(homefd, path, 5, true);
 }
 
+int home_overlay_get(int homefd, const char *user, const char *thread, char *project, size_t size)
+{
+	const char *const path[] = { "users", user, "threads", thread };
+	size_t opened;
+	_cleanup_(closep) int fd = dir_open_chain(homefd, path, 4, &opened);
+
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return fd;
+	ssize_t n = readlinkat(fd, OVERLAY_RECORD, project, size);
+	if (n < 0)
+		return errno == ENOENT ? 0 : neg_errno();
+	if ((size_t)n >= size || project[0] != '/')
+		return -EINVAL; /* not one sbx try made */
+	project[n] = '\0';
+	return 1;
+}
+
+int home_overlay_set(int homefd, const char *user, const char *thread, const char *project)
+{
+	const char *const path[] = { "users", user, "threads", thread };
+	char was[PATH_MAX];
+	int r = home_overlay_get(homefd, user, thread, was, sizeof(was));
+
+	if (r != 0)
+		return r < 0 ? r : strcmp(was, project) ? -EEXIST : 0;
+	_cleanup_(closep) int fd = dir_chain_open(homefd, path, 4, true);
+	if (fd < 0)
+		return fd;
+	return symlinkat(project, fd, OVERLAY_RECORD) < 0 ? neg_errno() : 0;
+}
+
 int home_thread_find(int homefd, const char *user, const char *thread, const char **missing)
 {
 	const char *const path[] = { "users", user, "threads", thread };

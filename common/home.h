@@ -10,6 +10,9 @@
  *   users/<user>/threads/<thread>/acp-workspace
  *   users/<user>/threads/<thread>/.stage              staged writes (fs/stage.h)
  *   users/<user>/threads/<thread>/.undo/<run start>   undo's pre-images
+ *   users/<user>/threads/<thread>/overlay             an overlay's project
+ *                                     (a symlink to its absolute path:
+ *                                     docs/try.md)
  *   skills/public, skills/custom, users/<user>/skills/custom,
  *   integrations/skills               the skill categories (home_skills[])
  *   extensions_config.json, users/<user>/skills/_skill_states.json
@@ -122,6 +125,18 @@ int dir_chain_open(int dirfd, const char *const *components, size_t n, bool crea
 int home_undo_dir(int homefd, const char *user, const char *thread, int64_t begun_ns, bool create);
 /* The directory above those, made if missing, as an O_PATH fd. */
 int home_undo_top(int homefd, const char *user, const char *thread);
+
+/* A thread that is an overlay of a project (docs/try.md) has, in its
+ * directory, a symlink of this name to the project's absolute path. */
+#define OVERLAY_RECORD "overlay"
+
+/* The project USER's THREAD is an overlay of, into PROJECT: 1, or 0 for
+ * a thread that is none (or is not there), or -errno. */
+int home_overlay_get(int homefd, const char *user, const char *thread, char *project, size_t size);
+/* Makes USER's THREAD (its directories made if missing) an overlay of
+ * PROJECT, an absolute path. Returns 0, -EEXIST if it is one of another
+ * project already, or -errno. */
+int home_overlay_set(int homefd, const char *user, const char *thread, const char *project);
 
 enum thread_dir { THREAD_WORKSPACE, THREAD_UPLOADS, THREAD_OUTPUTS, THREAD_ACP, THREAD_NDIRS };
 

@@ -653,6 +653,8 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 	if (fd < 0)
 		return reply_status(req, fd);
 	close(fd);
+	if (layer.lower_fd >= 0)
+		close(layer.lower_fd);
 	if (!layer.lower && (r = remove_name(v, req, dir, p.fd, name, 0)) < 0)
 		return reply_status(req, r);
 	reply_status(req, overlay_white_out(v, req, dir, p.fd, name));

@@ -23,6 +23,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Gives the entry NAME in PFD, just made, the owner and times in ST
+ * (the owner where the daemon may: as a user, its own stays). */
+static int own_and_date(int pfd, const char *name, const struct stat *st)
+{
+	const struct timespec times[2] = { st->st_atim, st->st_mtim };
+
+	if (fchownat(pfd, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0 && errno != EPERM)
+		return neg_errno();
+	return utimensat(pfd, name, times, AT_SYMLINK_NOFOLLOW) < 0 ? neg_errno() : 0;
+}
+
 /* Makes a copy of the project's object LFD (O_PATH; attributes ST) as
  * NAME in layer directory PFD: its owner, mode, times and xattrs; a
  * regular file is TMP, its copy made unnamed beforehand (unnamed_copy()),
@@ -38,7 +49,8 @@ static int make_copy(int pfd, const char *name, int lfd, const struct stat *st, 
 	switch (st->st_mode & S_IFMT) {
 	case S_IFREG:
 		confine_fd_path(tmp, path);
-		r = linkat(AT_FDCWD, path, pfd, name, AT_SYMLINK_FOLLOW);
+		if (linkat(AT_FDCWD, path, pfd, name, AT_SYMLINK_FOLLOW) < 0)
+			return neg_errno();
 		break;
 	case S_IFDIR: {
 		if (mkdirat(pfd, name, 0700) < 0)
@@ -64,10 +76,7 @@ static int make_copy(int pfd, const char *name, int lfd, const struct stat *st, 
 			return -EINVAL;
 		if (symlinkat(target, pfd, name) < 0)
 			return neg_errno();
-		if (fchownat(pfd, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0 &&
-		    errno != EPERM)
-			r = neg_errno();
-		utimensat(pfd, name, times, AT_SYMLINK_NOFOLLOW);
+		r = own_and_date(pfd, name, st);
 		break;
 	}
 	case S_IFCHR:
@@ -78,15 +87,12 @@ static int make_copy(int pfd, const char *name, int lfd, const struct stat *st, 
 	default: /* a FIFO or a socket */
 		if (mknodat(pfd, name, st->st_mode & ~(mode_t)07000, st->st_rdev) < 0)
 			return neg_errno();
-		if (fchownat(pfd, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0 &&
-		    errno != EPERM)
-			r = neg_errno();
-		utimensat(pfd, name, times, AT_SYMLINK_NOFOLLOW);
+		r = own_and_date(pfd, name, st);
 		break;
 	}
 	if (r < 0 && r != -EEXIST && !S_ISDIR(st->st_mode))
 		unlinkat(pfd, name, 0);
-	return r < 0 ? (r == -1 ? neg_errno() : r) : confine_lookup(pfd, name);
+	return r < 0 ? r : confine_lookup(pfd, name);
 }
 
 /* A regular file's copy, unnamed in layer directory PFD: content, owner,

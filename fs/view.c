@@ -411,9 +411,21 @@ int view_open(struct view *v, const struct view_config *cfg, char *err, size_t e
 		if (r >= 0)
 			v->roots[v->nroots - 1].counted = true;
 	}
-	if (r >= 0 && cfg->overlay)
-		r = add_overlay(v, &v->roots[THREAD_WORKSPACE], cfg->overlay, homefd, cfg->home,
-				err, errlen);
+	/* A thread sbx try made an overlay is one at every mount. */
+	char recorded[PATH_MAX];
+	int is_overlay = r < 0 ? 0
+			       : home_overlay_get(homefd, cfg->user, cfg->thread, recorded,
+						  sizeof(recorded));
+	if (is_overlay < 0)
+		r = fail(err, errlen, is_overlay, "cannot read %s/users/%s/threads/%s/%s",
+			 cfg->home, cfg->user, cfg->thread, OVERLAY_RECORD);
+	else if (is_overlay && cfg->overlay && strcmp(cfg->overlay, recorded))
+		r = fail(err, errlen, -EINVAL, "thread %s/%s is an overlay of %s, not of %s",
+			 cfg->user, cfg->thread, recorded, cfg->overlay);
+	const char *project = cfg->overlay ? cfg->overlay : is_overlay ? recorded : NULL;
+	if (r >= 0 && project)
+		r = add_overlay(v, &v->roots[THREAD_WORKSPACE], project, homefd, cfg->home, err,
+				errlen);
 	if (r >= 0)
 		r = add_skills(v, cfg, homefd, err, errlen);
 	for (size_t i = 0; r >= 0 && i < cfg->nmounts; i++) {

@@ -258,6 +258,73 @@ START_TEST(test_try_overlay_refuses_a_project_that_overlaps_the_home)
 }
 END_TEST
 
+/* `sbx try ARGS` run in directory DIR: its output and errors, its
+ * status in *ST. */
+static char *sbx_try(int *st, const char *dir, const char *args)
+{
+	return capture(fmt_cmd("cd '%s' && '%s' --home '%s' try %s 2>&1", dir, test_bin("sbx"), H,
+			       args),
+		       st);
+}
+
+static void command_teardown(void)
+{
+	broker_stop(H);
+}
+
+START_TEST(test_try_command_makes_mounts_and_lists_overlays)
+{
+	char *one = fmt_cmd("%s/myproj", test_dir("a")), *two = fmt_cmd("%s/myproj", test_dir("b"));
+	char *mnt = fmt_cmd("%s", test_dir("mnt"));
+	int st;
+
+	OK("mkdir -p '%s' '%s' && echo a > '%s/a.txt'", one, two, one);
+	/* Named after the project's directory; taken again for it, and a
+	 * second project of that name gets a name of its own. */
+	SAME(sbx_try(&st, one, ""), "myproj\n");
+	SAME(sbx_try(&st, one, ""), "myproj\n");
+	SAME(sbx_try(&st, two, ""), "myproj-2\n");
+	SAME(sbx_try(&st, "/", fmt_cmd("--name myproj --project '%s'", two)),
+	     fmt_cmd("sbx: try: myproj is an overlay of %s already\n", one));
+	ck_assert_int_eq(st, 1);
+	SAME(sbx_try(&st, one, "--name 'a/b'"), "sbx: try: invalid name 'a/b': it contains '/'\n"
+						"Try 'sbx try --help'.\n");
+	ck_assert_int_eq(st, 2);
+	/* Mounted, it is an overlay: changes go to its layer. */
+	SAME(sbx_try(&st, one, fmt_cmd("--mount '%s'", mnt)), "");
+	ck_assert_int_eq(st, 0);
+	ck_assert_int_eq(write_file(fmt_cmd("%s/user-data/workspace/new.txt", mnt), "new\n"), 0);
+	SAME(OUT("ls '%s' '%s/users/try/threads/myproj/user-data/workspace'", one, H),
+	     fmt_cmd("%s:\na.txt\n\n%s/users/try/threads/myproj/user-data/workspace:\nnew.txt\n",
+		     one, H));
+	SAME(OUT("'%s' --home '%s' try list | sed 's/  */ /g'", test_bin("sbx"), H),
+	     fmt_cmd("NAME AGE LAYER IN USE PROJECT\nmyproj 0m 1 mounted %s\nmyproj-2 0m 0 - %s\n",
+		     one, two));
+	/* The thread is an overlay of its project at every mount. */
+	SAME(OUT("'%s' --home '%s' --user try --thread myproj --overlay '%s' '%s' 2>&1; echo $?",
+		 test_bin("sbxfs"), H, two, test_dir("mnt2")),
+	     fmt_cmd("sbxfs: thread try/myproj is an overlay of %s, not of %s: Invalid argument\n1\n",
+		     one, two));
+	OK("'%s' --home '%s' umount '%s'", test_bin("sbx"), H, mnt);
+}
+END_TEST
+
+START_TEST(test_try_command_runs_a_command_in_the_overlay)
+{
+	int st;
+	char *out = sbx_try(&st, P,
+			    "--user alice --name t1 -- 'cat /mnt/user-data/workspace/a.txt && "
+			    "echo more >> /mnt/user-data/workspace/a.txt && "
+			    "cat /mnt/user-data/workspace/a.txt'");
+
+	ck_assert_msg(st == 0 && strstr(out, "a\na\nmore\n"), "exit %d: %s", st, out);
+	SAME(read_file(proj("a.txt")), "a\n");
+	SAME(read_file(layer("a.txt")), "a\nmore\n");
+	out = sbx_try(&st, P, "--user alice --name t1 -- 'exit 3'");
+	ck_assert_msg(st == 3, "exit %d: %s", st, out);
+}
+END_TEST
+
 Suite *suite_view_try(void)
 {
 	Suite *s = suite_create("view_try");
@@ -271,5 +338,11 @@ Suite *suite_view_try(void)
 	tcase_add_test(tc, test_try_overlay_layer_files_and_marks_cover_the_project);
 	tcase_add_test(tc, test_try_overlay_refuses_a_project_that_overlaps_the_home);
 	suite_add_tcase(s, tc);
+
+	TCase *cmd = tcase_create("command");
+	tcase_add_checked_fixture(cmd, setup, command_teardown);
+	tcase_add_test(cmd, test_try_command_makes_mounts_and_lists_overlays);
+	tcase_add_test(cmd, test_try_command_runs_a_command_in_the_overlay);
+	suite_add_tcase(s, cmd);
 	return s;
 }

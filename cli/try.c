@@ -1,0 +1,345 @@
+/* try.c - sbx try: overlays of a person's project (docs/try.md). An
+ * overlay is a thread whose directory records its project; its views
+ * (sbxfs, and so the broker's and sbx mcp's) show the project through the
+ * thread's workspace directory, the layer every change goes to. */
+#include "args.h"
+#include "cli.h"
+#include "hold.h"
+#include "common/cleanup.h"
+#include "common/home.h"
+#include "common/ids.h"
+#include "common/viewreg.h"
+#include "common/walk.h"
+#include "exec/client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char try_usage[] =
+	"Usage: sbx try [--project DIR] [--name NAME] [--user ID] [--home DIR]\n"
+	"               [--mount MOUNTPOINT | -- COMMAND...]\n"
+	"\n"
+	"An overlay of a project: a thread whose workspace (/mnt/user-data/\n"
+	"workspace) shows DIR copy-on-write. The agent's changes go to a layer\n"
+	"of the thread's own and never to DIR; a person's edits of DIR show at\n"
+	"once (docs/try.md). Prints the overlay's name, then:\n"
+	"  --project DIR       the project (default: the current directory)\n"
+	"  --name NAME         the overlay's name, a thread id (default: the\n"
+	"                      project directory's name, with -2, -3... where an\n"
+	"                      overlay of another project has it); an overlay of\n"
+	"                      the same project by that name is taken again\n"
+	"  --user ID           whose threads overlays are (default: try)\n"
+	"  --mount MOUNTPOINT  mount the overlay's view there, as sbx mount does\n"
+	"                      (sbx umount ends it)\n"
+	"  -- COMMAND...       run COMMAND in the overlay's sandbox, as sbx exec\n"
+	"                      does, through the home's broker (started if none\n"
+	"                      serves it), and exit with its status\n"
+	"Any command about a thread takes the overlay as --user ID --thread NAME\n"
+	"(sbx exec, sbx mcp, sbx run, sbx changes). sbx try list --help: the\n"
+	"overlays.\n";
+
+static const char try_list_usage[] =
+	"Usage: sbx try list [--user ID] [--home DIR]\n"
+	"\n"
+	"Each overlay of the user (default: try): its name, age, how many\n"
+	"entries its layer holds (copies, files made, whiteouts), whether a view\n"
+	"of it is mounted, and its project.\n";
+
+#define TRY_USER "try"
+
+/* The thread id made of the project directory's name: its characters
+ * that ids allow, at most 60 (room for a -N). */
+static void name_of(const char *project, char *out, size_t size)
+{
+	const char *base = strrchr(project, '/');
+	size_t n = 0;
+
+	for (base = base && base[1] ? base + 1 : "project"; *base && n + 1 < size && n < 60; base++)
+		if ((*base >= 'a' && *base <= 'z') || (*base >= 'A' && *base <= 'Z') ||
+		    (*base >= '0' && *base <= '9') || *base == '-' || *base == '_')
+			out[n++] = *base;
+	if (!n)
+		out[n++] = 'p';
+	out[n] = '\0';
+}
+
+/* Makes (or takes again) the overlay NAME of PROJECT; with NAME NULL, the
+ * first free name of the project's. Its name into OUT. Returns 0 or 1
+ * (said). */
+static int overlay_make(int homefd, const char *user, const char *name, const char *project,
+			char *out, size_t size)
+{
+	char base[64];
+	int r = -EEXIST;
+
+	if (name) {
+		snprintf(out, size, "%s", name);
+		r = home_overlay_set(homefd, user, name, project);
+	} else {
+		name_of(project, base, sizeof(base));
+		for (int i = 1; r == -EEXIST && i < 1000; i++) {
+			if (i == 1)
+				snprintf(out, size, "%s", base);
+			else
+				snprintf(out, size, "%s-%d", base, i);
+			r = home_overlay_set(homefd, user, out, project);
+		}
+	}
+	if (r == -EEXIST) {
+		char other[PATH_MAX];
+		if (home_overlay_get(homefd, user, out, other, sizeof(other)) <= 0)
+			snprintf(other, sizeof(other), "another project");
+		fprintf(stderr, "sbx: try: %s is an overlay of %s already\n", out, other);
+		return 1;
+	}
+	if (r < 0) {
+		fprintf(stderr, "sbx: try: cannot make the overlay %s: %s\n", out, strerror(-r));
+		return 1;
+	}
+	return 0;
+}
+
+/* How many entries the layer directory DIRFD (taken) holds below it,
+ * directories apart. */
+static int count_entry(void *arg, int dirfd, const char *name, const struct stat *st)
+{
+	long *n = arg;
+
+	if (!S_ISDIR(st->st_mode)) {
+		++*n;
+		return 0;
+	}
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		dir_each(fd, count_entry, n);
+	return 0;
+}
+
+static void count_view(const char *mountpoint, void *arg)
+{
+	(void)mountpoint;
+	(void)arg;
+}
+
+struct list_ctx {
+	int homefd;
+	const char *user;
+	time_t now;
+	int shown;
+	char **names; /* the threads, to be listed in order */
+	size_t n, cap;
+};
+
+static int add_thread(void *arg, int dirfd, const char *thread, const struct stat *st)
+{
+	struct list_ctx *l = arg;
+
+	(void)dirfd;
+	if (!S_ISDIR(st->st_mode))
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		char **v = realloc(l->names, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->names = v;
+		l->cap = cap;
+	}
+	return (l->names[l->n] = strdup(thread)) ? (l->n++, 0) : -ENOMEM;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void list_one(struct list_ctx *l, int dirfd, const char *thread)
+{
+	char project[PATH_MAX];
+	struct stat rec;
+
+	if (home_overlay_get(l->homefd, l->user, thread, project, sizeof(project)) <= 0)
+		return;
+	long entries = 0;
+	int lfd = home_thread_dir_open(l->homefd, l->user, thread, THREAD_WORKSPACE);
+	if (lfd >= 0) {
+		int rfd = openat(lfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(lfd);
+		if (rfd >= 0)
+			dir_each(rfd, count_entry, &entries);
+	}
+	int mounted = viewreg_each(l->homefd, l->user, thread, count_view, NULL);
+	_cleanup_(closep) int tfd = openat(dirfd, thread,
+					   O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	long age = tfd >= 0 && fstatat(tfd, OVERLAY_RECORD, &rec, AT_SYMLINK_NOFOLLOW) == 0
+			   ? (long)(l->now - rec.st_mtim.tv_sec)
+			   : -1;
+	if (!l->shown++)
+		printf("%-24s %-8s %8s  %-7s  %s\n", "NAME", "AGE", "LAYER", "IN USE", "PROJECT");
+	char when[24] = "-";
+	if (age >= 86400)
+		snprintf(when, sizeof(when), "%ldd", age / 86400);
+	else if (age >= 3600)
+		snprintf(when, sizeof(when), "%ldh", age / 3600);
+	else if (age >= 0)
+		snprintf(when, sizeof(when), "%ldm", age / 60);
+	printf("%-24s %-8s %8ld  %-7s  %s\n", thread, when, entries, mounted > 0 ? "mounted" : "-",
+	       project);
+}
+
+static int try_list(int argc, char **argv, const char *home)
+{
+	static const struct option longopts[] = {
+		{ "user", required_argument, NULL, 'u' },
+		{ "home", required_argument, NULL, 'H' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *user = TRY_USER, *why;
+	char h[PATH_MAX];
+	int c;
+
+	getopt_begin(argv, "try");
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'u':
+			user = optarg;
+			break;
+		case 'H':
+			home = optarg;
+			break;
+		case 'h':
+			fputs(try_list_usage, stdout);
+			return 0;
+		default:
+			return usage_error("try", NULL);
+		}
+	}
+	if (optind != argc)
+		return usage_error("try", "unexpected argument '%s'", argv[optind]);
+	if (user_id_check(user, &why) < 0)
+		return usage_error("try", "invalid user id '%s': %s", user, why);
+	if (resolve_home("try", home, h, sizeof(h)) < 0)
+		return 2;
+	_cleanup_(closep) int homefd = home_open(h);
+	if (homefd < 0) {
+		fprintf(stderr, "sbx: try: cannot open home %s: %s\n", h, strerror(-homefd));
+		return 1;
+	}
+	struct list_ctx l = { .homefd = homefd, .user = user, .now = time(NULL) };
+	const char *const path[] = { "users", user, "threads" };
+	_cleanup_(closep) int tfd = dir_chain_open(homefd, path, 3, false);
+	int rfd = tfd < 0 ? tfd : openat(tfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int r = rfd < 0 ? 0 : dir_each(rfd, add_thread, &l);
+	if (r == 0 && l.n)
+		qsort(l.names, l.n, sizeof(*l.names), by_name);
+	for (size_t i = 0; i < l.n; i++) {
+		if (r == 0)
+			list_one(&l, tfd, l.names[i]);
+		free(l.names[i]);
+	}
+	free(l.names);
+	if (r < 0) {
+		fprintf(stderr, "sbx: try: cannot list the overlays: %s\n", strerror(-r));
+		return 1;
+	}
+	if (!l.shown)
+		printf("no overlays of user %s in %s\n", user, h);
+	return 0;
+}
+
+int cmd_try(int argc, char **argv, const char *home)
+{
+	static const struct option longopts[] = {
+		{ "project", required_argument, NULL, 'p' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "mount", required_argument, NULL, 'm' },
+		{ "home", required_argument, NULL, 'H' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *project = ".", *name = NULL, *user = TRY_USER, *mountpoint = NULL, *why;
+	char h[PATH_MAX], real[PATH_MAX], made[128];
+	int c;
+
+	if (argc > 1 && !strcmp(argv[1], "list"))
+		return try_list(argc - 1, argv + 1, home);
+	getopt_begin(argv, "try");
+	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			project = optarg;
+			break;
+		case 'n':
+			name = optarg;
+			break;
+		case 'u':
+			user = optarg;
+			break;
+		case 'm':
+			mountpoint = optarg;
+			break;
+		case 'H':
+			home = optarg;
+			break;
+		case 'h':
+			fputs(try_usage, stdout);
+			return 0;
+		default:
+			return usage_error("try", NULL);
+		}
+	}
+	bool run = optind < argc;
+	if (optind < argc && strcmp(argv[optind - 1], "--"))
+		return usage_error("try", "unexpected argument '%s' (a command comes after --)",
+				   argv[optind]);
+	if (run && mountpoint)
+		return usage_error("try", "--mount and a COMMAND exclude each other");
+	if (user_id_check(user, &why) < 0)
+		return usage_error("try", "invalid user id '%s': %s", user, why);
+	if (name && thread_id_check(name, &why) < 0)
+		return usage_error("try", "invalid name '%s': %s", name, why);
+	if (!realpath(project, real)) {
+		fprintf(stderr, "sbx: try: cannot use project %s: %s\n", project, strerror(errno));
+		return 1;
+	}
+	if (resolve_home("try", home, h, sizeof(h)) < 0)
+		return 2;
+	_cleanup_(closep) int homefd = home_open(h);
+	if (homefd < 0) {
+		fprintf(stderr, "sbx: try: cannot open home %s: %s\n", h, strerror(-homefd));
+		return 1;
+	}
+	int r = overlay_make(homefd, user, name, real, made, sizeof(made));
+	if (r)
+		return r;
+	if (mountpoint) {
+		char *args[] = { "mount", "--user",	      (char *)user, "--thread",
+				 made,	  (char *)mountpoint, NULL };
+		return cmd_mount(6, args, h);
+	}
+	if (!run) {
+		printf("%s\n", made);
+		return 0;
+	}
+	size_t n = (size_t)(argc - optind);
+	_cleanup_(freep) char **args = calloc(n + 8, sizeof(*args));
+	struct client_conn *keep = NULL;
+	if (!args || hold_broker("try", h, &keep))
+		return 1;
+	char *head[] = { "exec", "--user", (char *)user, "--thread", made, "--" };
+	memcpy(args, head, sizeof(head));
+	memcpy(args + 6, argv + optind, n * sizeof(*args));
+	r = cmd_exec((int)n + 6, args, h);
+	client_close(keep);
+	return r;
+}
