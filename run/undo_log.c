@@ -62,44 +62,54 @@ static int unhex(const char *in, size_t len, uint8_t *out)
 	return len % 2 ? -EINVAL : 0;
 }
 
-/* Appends L to the log LOG_FD in one write, and to RW's steps. */
+/* Appends L to the log LOG_FD in one write, and to RW's steps. L and
+ * its strings may lie in RW's steps (a path or link a step names is
+ * often an earlier step's object): all is read before they grow. */
 int log_step(struct undo_plan *rw, int log_fd, const struct logged *l)
 {
 	size_t plen = l->path ? strlen(l->path) : 0, llen = l->link ? strlen(l->link) : 0;
 	size_t cap = 128 + sizeof(l->object) + 2 * l->meta_len + 2 * plen + 2 * llen;
 	_cleanup_(freep) char *line = malloc(cap), *meta = malloc(2 * l->meta_len + 2),
 			      *path = malloc(2 * plen + 2), *link = malloc(2 * llen + 2);
-	struct logged *kept;
+	struct logged kept = *l;
 
-	if (!line || !meta || !path || !link || array_grow(rw->steps, rw->nsteps, rw->scap) < 0)
-		return -ENOMEM;
-	if (l->meta)
+	kept.meta = NULL;
+	kept.path = kept.link = NULL;
+	if (!line || !meta || !path || !link ||
+	    (l->meta && !(kept.meta = malloc(l->meta_len ? l->meta_len : 1))) ||
+	    (l->path && !(kept.path = strdup(l->path))) ||
+	    (l->link && !(kept.link = strdup(l->link))))
+		goto nomem;
+	if (l->meta) {
+		memcpy(kept.meta, l->meta, l->meta_len);
 		hex(meta, l->meta, l->meta_len);
+	}
 	if (l->path)
 		hex(path, (const uint8_t *)l->path, plen);
 	if (l->link)
 		hex(link, (const uint8_t *)l->link, llen);
-	int n = snprintf(line, cap, "%zu %s %lld %s %llu %s %d %s %s\n", l->seq,
-			 step_words[l->kind], (long long)l->at_ns, l->object[0] ? l->object : "-",
-			 (unsigned long long)l->ino, l->meta ? meta : "-", l->err,
-			 l->path ? path : "-", l->link ? link : "-");
-	if (write(log_fd, line, (size_t)n) != n)
-		return errno ? -errno : -EIO;
-	kept = &rw->steps[rw->nsteps];
-	*kept = *l;
-	kept->meta = NULL;
-	kept->path = kept->link = NULL;
-	if ((l->meta && !(kept->meta = malloc(l->meta_len ? l->meta_len : 1))) ||
-	    (l->path && !(kept->path = strdup(l->path))) ||
-	    (l->link && !(kept->link = strdup(l->link)))) {
-		free(kept->meta);
-		free(kept->path);
-		return -ENOMEM;
+	int n = snprintf(line, cap, "%zu %s %lld %s %llu %s %d %s %s\n", kept.seq,
+			 step_words[kept.kind], (long long)kept.at_ns,
+			 kept.object[0] ? kept.object : "-", (unsigned long long)kept.ino,
+			 kept.meta ? meta : "-", kept.err, kept.path ? path : "-",
+			 kept.link ? link : "-");
+	/* From here on L may be gone. */
+	if (array_grow(rw->steps, rw->nsteps, rw->scap) < 0)
+		goto nomem;
+	if (write(log_fd, line, (size_t)n) != n) {
+		int r = errno ? -errno : -EIO;
+		free(kept.meta);
+		free(kept.path);
+		free(kept.link);
+		return r;
 	}
-	if (l->meta)
-		memcpy(kept->meta, l->meta, l->meta_len);
-	rw->nsteps++;
+	rw->steps[rw->nsteps++] = kept;
 	return 0;
+nomem:
+	free(kept.meta);
+	free(kept.path);
+	free(kept.link);
+	return -ENOMEM;
 }
 
 /* Decodes hex field F ("-": none) into *OUT (malloc'd, NUL ended, *LEN
