@@ -42,9 +42,17 @@
  * path is at its end already when the window begins, the directory with
  * entries there is exchanged for that end, whole, and the window's steps
  * change it where no view looks (SHADOW_SWAPPED: mv -T d/a d/e; rm
- * d/e/x, and mv d e; mkdir d; mkdir d/x). Each beginning and publication
- * is logged before it is made, so a second attempt knows where every
- * shadow is. */
+ * d/e/x, and mv d e; mkdir d; mkdir d/x). Where a step of the window
+ * exchanges what is at the path with what is at another name, with
+ * steps below it before or after, no whole move will do: while the
+ * directory that those steps change is where no view looks, one of the
+ * two names must show what the other shows (or the directory as it is
+ * at one end), so the directory at the path is copied with all it holds,
+ * the path shows the copy, and the steps change the directory itself in
+ * the shadow, the exchange going through it (SHADOW_COPIED: exchange f
+ * d/e; mkdir f/a, where the old f had an a, and its redo). Each
+ * beginning and publication is logged before it is made, so a second
+ * attempt knows where every shadow is. */
 enum shadow_state {
 	SHADOW_UNBEGUN,
 	SHADOW_REAL,	/* the steps change the path itself: a directory with
@@ -62,6 +70,11 @@ enum shadow_state {
 			 * the path is at the window's end (shadow_swap_in()):
 			 * the shadow holds it, the steps change it there, the
 			 * window's last step is logged only */
+	SHADOW_COPIED,	/* begun with the directory with entries there copied
+			 * whole as the shadow's name, then exchanged with the
+			 * copy: the path shows the copy, the shadow holds the
+			 * directory, the steps change it there; published by an
+			 * exchange, the copy removed (shadow_copy_in()) */
 	SHADOW_PUBLISHED,
 };
 
@@ -69,13 +82,18 @@ enum shadow_state {
  * how its shadow may begin. */
 enum shadow_shape {
 	SHAPE_PLAIN,
-	SHAPE_TRANSIT, /* steps below the path, then one that renames the
-			* directory there away (LEAVE) */
-	SHAPE_REMADE,  /* the same, then the last makes it a directory again:
-			* mv -T d/a d/e; rm d/e/x, d/e empty before */
-	SHAPE_ARRIVES, /* steps below the path and one that takes what is there,
-			* then the last renames a directory onto it from FROM,
-			* which no other step names: mv d e; mkdir d; mkdir d/x */
+	SHAPE_TRANSIT,	 /* steps below the path, then one that renames the
+			  * directory there away (LEAVE) */
+	SHAPE_REMADE,	 /* the same, then the last makes it a directory
+			  * again: mv -T d/a d/e; rm d/e/x, d/e empty before */
+	SHAPE_ARRIVES,	 /* steps below the path and one that takes what is
+			  * there, then the last renames a directory onto it
+			  * from FROM, which no other step names: mv d e;
+			  * mkdir d; mkdir d/x */
+	SHAPE_EXCHANGED, /* steps below the path, and one that exchanges it
+			  * with another name, before them, after them or
+			  * both, the only one that changes what is at it:
+			  * exchange f d/e; mkdir f/a, and its redo */
 };
 
 struct shadow {
@@ -106,7 +124,8 @@ static const char *shadow_leaf(const struct shadow *s)
 static bool shadow_is_active(const struct shadow *s)
 {
 	return s->state == SHADOW_ABSENT || s->state == SHADOW_LINKED || s->state == SHADOW_DIR ||
-	       s->state == SHADOW_MOVED || s->state == SHADOW_TRANSIT || s->state == SHADOW_SWAPPED;
+	       s->state == SHADOW_MOVED || s->state == SHADOW_TRANSIT ||
+	       s->state == SHADOW_SWAPPED || s->state == SHADOW_COPIED;
 }
 
 static void shadows_free(struct undo_plan *rw)
@@ -451,41 +470,6 @@ static int begin(struct undo_plan *rw, int log_fd, struct logged *l, const struc
 	return log_step(rw, log_fd, l);
 }
 
-/* A copy of OBJECT in directory FROM as NAME in TO: a file with its
- * content (reflinked where the filesystem can) and attributes, or a
- * symlink to the same target. */
-static int copy_object(int from, const char *object, int to, const char *name)
-{
-	char target[PATH_MAX + 1];
-	struct meta m;
-	struct stat st;
-	int r = meta_read(from, object, &m);
-
-	if (r < 0)
-		return r;
-	if (S_ISLNK(m.mode)) {
-		ssize_t n = readlinkat(from, object, target, sizeof(target) - 1);
-		if (n < 0 || (target[n] = '\0', symlinkat(target, to, name) < 0))
-			r = neg();
-	} else {
-		_cleanup_(closep) int rfd = openat(from, object,
-						   O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		_cleanup_(closep) int fd =
-			openat(to, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
-			       0600);
-		if (rfd < 0 || fd < 0 || fstat(rfd, &st) < 0)
-			r = neg();
-		else
-			r = file_copy_content(fd, rfd);
-	}
-	if (r == 0)
-		r = meta_apply(to, name, &m); /* its times too */
-	if (r < 0)
-		unlinkat(to, name, 0);
-	meta_free(&m);
-	return r;
-}
-
 /* Where directory DIR, inode INO, would go in RW's list of touched ones
  * (sorted by name, then inode: one name may be two directories in turn);
  * true if it is there. */
@@ -593,8 +577,6 @@ static int begin_keeping(struct undo_plan *rw, int log_fd, struct logged *l,
 	}
 	return r;
 }
-
-static int copy_object(int from, const char *object, int to, const char *name);
 
 /* The kept file OBJECT (in directory FROM) written back into the file at
  * P, which has other names: a rename over it would leave them the run's
@@ -1900,19 +1882,32 @@ static const char *arrival_from(const struct undo_plan *rw, const struct touch *
 /* The window of a name that shadow_windows() is reading: where it
  * begins (FIRST: its first step on the name; HEAD: the first below it
  * before that), its last step (LAST_OWN: on the name), how many on the
- * name (STEPS: more than attributes), whether one below it came in
- * (BELOW); and before any, the first step below it (LEAD). */
+ * name (STEPS: more than attributes; STEP: the last of those), whether
+ * one below it came in (BELOW); and before any, the first step below it
+ * (LEAD). */
 struct reading {
-	size_t first, head, last, last_own, own, steps, lead;
+	size_t first, head, last, last_own, own, steps, step, lead;
 	bool below;
 };
+
+/* True if the step of event I exchanges what is at NAME with another
+ * name (an exchange done again). */
+static bool exchanges(const struct undo_plan *rw, size_t i, const char *name)
+{
+	const struct store_event *e = &rw->log->events[i];
+
+	return op_is(e, "exchange") && e->path2 &&
+	       (!strcmp(e->path, name) || !strcmp(e->path2, name));
+}
 
 /* Adds the shadow of the window RD of NAME, which a step on what is at a
  * directory above it (or none) ends, if it needs one: two or more steps
  * on it, or one and steps below it, and one of them more than
  * attributes. Where the last is a rename back onto it from a name no
  * other step names, after another and steps below it, the window begins
- * at the first of those (SHAPE_ARRIVES). */
+ * at the first of those (SHAPE_ARRIVES); likewise where the one step on
+ * it but for its attributes is an exchange, with steps below it before
+ * or after (SHAPE_EXCHANGED). */
 static int window_end(struct undo_plan *rw, size_t *cap, const struct touch *v, size_t n,
 		      const char *name, const struct reading *rd)
 {
@@ -1922,6 +1917,10 @@ static int window_end(struct undo_plan *rw, size_t *cap, const struct touch *v, 
 	    (win.from = arrival_from(rw, v, n, name, rd->head, rd->last))) {
 		win.first = rd->head;
 		win.shape = SHAPE_ARRIVES;
+	} else if (rd->steps == 1 && (rd->below || rd->head != rd->first) &&
+		   exchanges(rw, rw->order[rd->step], name)) {
+		win.first = rd->head;
+		win.shape = SHAPE_EXCHANGED;
 	} else if (rd->steps && (rd->own >= 2 || rd->below)) {
 		win.away = away_of(rw, v, n, rw->order[rd->first], name, rd->first, rd->last);
 	} else {
@@ -1969,7 +1968,10 @@ static int shadow_windows(struct undo_plan *rw, size_t *cap, const struct touch 
 			rd.lead = SIZE_MAX;
 			rd.last = rd.last_own = w[k].pos;
 			rd.own++;
-			rd.steps += !w[k].meta;
+			if (!w[k].meta) {
+				rd.steps++;
+				rd.step = w[k].pos;
+			}
 		} else if (k < m && w[k].what == SEEN_BELOW) {
 			if (rd.first != SIZE_MAX) {
 				rd.last = w[k].pos;
@@ -2089,7 +2091,7 @@ static void shadows_resume(struct undo_plan *rw)
 		if (l->kind == STEP_PUBLISH) {
 			s->state = SHADOW_PUBLISHED;
 			s->target = l->ino;
-		} else if (l->err >= SHADOW_REAL && l->err <= SHADOW_SWAPPED) {
+		} else if (l->err >= SHADOW_REAL && l->err <= SHADOW_COPIED) {
 			s->state = s->begun = l->err;
 			s->ino = l->ino;
 		}
@@ -2168,12 +2170,13 @@ static bool arrives_now(const struct undo_plan *rw, const struct shadow *s)
 }
 
 /* How shadow S begins, its path (LEAF in DFD) as it is now; in *INO, the
- * inode there. A directory with entries is not copied: it goes whole
- * into the shadow where the window's steps rename it away after steps
- * below it (SHADOW_TRANSIT), or where the path's end is known when the
- * window begins (SHADOW_SWAPPED); it stays where the window's first step
- * renames it away, to a free name (SHADOW_MOVED); else the steps change
- * the path itself. */
+ * inode there. A directory with entries goes whole into the shadow where
+ * the window's steps rename it away after steps below it
+ * (SHADOW_TRANSIT), or where the path's end is known when the window
+ * begins (SHADOW_SWAPPED); it stays where the window's first step
+ * renames it away, to a free name (SHADOW_MOVED); it is copied only
+ * where a step of the window exchanges it with what is at another name
+ * (SHADOW_COPIED); else the steps change the path itself. */
 static enum shadow_state shadow_kind(const struct undo_plan *rw, const struct shadow *s, int dfd,
 				     const char *leaf, uint64_t *ino)
 {
@@ -2194,6 +2197,8 @@ static enum shadow_state shadow_kind(const struct undo_plan *rw, const struct sh
 		return SHADOW_LINKED;
 	if (dir_empty(dfd, leaf))
 		return SHADOW_DIR;
+	if (s->shape == SHAPE_EXCHANGED)
+		return SHADOW_COPIED;
 	if (s->shape == SHAPE_ARRIVES)
 		return arrives_now(rw, s) ? SHADOW_SWAPPED : SHADOW_REAL;
 	if (!s->away || !moves_back(rw, rw->order[s->first]))
@@ -2211,7 +2216,7 @@ static int shadow_touch_dirs(struct undo_plan *rw, int log_fd, size_t p, const s
 {
 	int r = 0;
 
-	if (s->begun != SHADOW_TRANSIT && s->begun != SHADOW_SWAPPED)
+	if (s->begun != SHADOW_TRANSIT && s->begun != SHADOW_SWAPPED && s->begun != SHADOW_COPIED)
 		return 0;
 	if ((r = touch_dir(rw, log_fd, rw->order[p], s->path)) < 0 && r != -ENOENT)
 		return r;
@@ -2288,13 +2293,38 @@ static int shadow_swap_in(struct undo_plan *rw, const struct shadow *s, int dfd,
 	return r;
 }
 
+/* Begins SHADOW_COPIED S: the directory at its path (LEAF in DFD), inode
+ * S->INO, is copied with all it holds as the shadow's name, then
+ * exchanged with the copy: the path shows the copy, as it was, and the
+ * shadow holds the directory itself, which the window's steps change
+ * where no view looks. A copy that a first attempt left part made is
+ * removed and made again; one exchanged is not. */
+static int shadow_copy_in(struct undo_plan *rw, const struct shadow *s, int dfd, const char *leaf)
+{
+	struct stat st;
+	int r;
+
+	if (fstatat(rw->to, s->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (st.st_ino == s->ino)
+			return 0; /* exchanged */
+		if ((r = tree_remove(rw->to, s->name)) < 0)
+			return r;
+	}
+	if ((r = tree_copy(dfd, leaf, rw->to, s->name)) == 0 &&
+	    renameat2(rw->to, s->name, dfd, leaf, RENAME_EXCHANGE) == 0)
+		return 0;
+	r = r < 0 ? r : neg();
+	tree_remove(rw->to, s->name);
+	return r;
+}
+
 /* Makes shadow S (its window begins at position P), as the path is now:
  * the file there linked, the empty directory there copied with its
  * attributes, or nothing (a directory the first step renames away
  * stays where it is: SHADOW_MOVED); the directory there moved in
- * (SHADOW_TRANSIT) or exchanged for the path's end (SHADOW_SWAPPED), the
- * attributes of the directories this changes logged first; or not at
- * all (SHADOW_REAL). */
+ * (SHADOW_TRANSIT) or exchanged for the path's end (SHADOW_SWAPPED) or
+ * for a copy of it (SHADOW_COPIED), the attributes of the directories
+ * this changes logged first; or not at all (SHADOW_REAL). */
 static int shadow_begin(struct undo_plan *rw, int log_fd, size_t p, struct shadow *s)
 {
 	const char *leaf = NULL;
@@ -2333,6 +2363,8 @@ static int shadow_begin(struct undo_plan *rw, int log_fd, size_t p, struct shado
 		return 0;
 	if (s->state == SHADOW_SWAPPED && shadow_swap_in(rw, s, dfd, leaf) == 0)
 		return 0;
+	if (s->state == SHADOW_COPIED && shadow_copy_in(rw, s, dfd, leaf) == 0)
+		return 0;
 	if (s->state == SHADOW_ABSENT || s->state == SHADOW_MOVED || s->state == SHADOW_REAL)
 		return 0;
 	/* Not made: the steps change the path itself (logged so). */
@@ -2341,24 +2373,27 @@ static int shadow_begin(struct undo_plan *rw, int log_fd, size_t p, struct shado
 }
 
 /* What is left at the name of shadow S (attributes SX) once published,
- * what its path held: removed, or SHADOW_MOVED's directory renamed to
- * the other name (LEAF in DFD). */
+ * what its path held: removed (SHADOW_COPIED's copy with all it holds),
+ * or SHADOW_MOVED's directory renamed to the other name (LEAF in DFD). */
 static int shadow_leftover(struct undo_plan *rw, const struct shadow *s, const struct stat *sx,
 			   int dfd, const char *leaf)
 {
 	if (s->begun == SHADOW_MOVED && sx->st_ino == s->ino)
 		return renameat2(rw->to, s->name, dfd, leaf, RENAME_NOREPLACE) < 0 ? neg() : 0;
+	if (s->begun == SHADOW_COPIED)
+		return tree_remove(rw->to, s->name);
 	return remove_at(rw->to, s->name, sx);
 }
 
 /* Gives the path of shadow S (its window ends at position P) what the
  * shadow holds, in one call (a rename; an exchange where a directory and
- * a file trade places, or SHADOW_MOVED's directory leaves; or the
- * removal of what the shadow began as; nothing for SHADOW_SWAPPED), then
- * removes what is left in the undo's directory (or renames SHADOW_MOVED's
- * directory away). Logged
- * first, with the inode that goes to the path: a second attempt sees
- * whether it went. */
+ * a file trade places, or SHADOW_MOVED's directory or SHADOW_COPIED's
+ * copy leaves; or the removal of what the shadow began as; nothing for
+ * SHADOW_SWAPPED), then removes what is left in the undo's directory (or
+ * renames SHADOW_MOVED's directory away). Logged first, with the inode
+ * that goes to the path: a second attempt sees whether it went, and
+ * removes what is left again (a copy that a crash cut short in its
+ * removal). */
 static int shadow_publish(struct undo_plan *rw, int log_fd, size_t p, struct shadow *s)
 {
 	const char *leaf, *qleaf = NULL;
@@ -2388,6 +2423,11 @@ static int shadow_publish(struct undo_plan *rw, int log_fd, size_t p, struct sha
 		return dfd < 0 ? dfd : qfd;
 	dirs_forget(rw); /* a directory may move */
 	bool at_r = fstatat(dfd, leaf, &rx, AT_SYMLINK_NOFOLLOW) == 0;
+	if (!s->target && s->begun == SHADOW_COPIED) { /* the copy goes */
+		if (at_r && !at_s && renameat2(dfd, leaf, rw->to, s->name, RENAME_NOREPLACE) < 0)
+			return neg();
+		return tree_remove(rw->to, s->name);
+	}
 	if (!s->target) { /* nothing: what the shadow began as goes */
 		if (!at_r || rx.st_ino != s->ino)
 			return 0;
@@ -2403,7 +2443,8 @@ static int shadow_publish(struct undo_plan *rw, int log_fd, size_t p, struct sha
 		return -ENOENT;
 	if (!at_r)
 		return renameat2(rw->to, s->name, dfd, leaf, RENAME_NOREPLACE) < 0 ? neg() : 0;
-	if (s->begun != SHADOW_MOVED && !S_ISDIR(sx.st_mode) == !S_ISDIR(rx.st_mode))
+	if (s->begun != SHADOW_MOVED && s->begun != SHADOW_COPIED &&
+	    !S_ISDIR(sx.st_mode) == !S_ISDIR(rx.st_mode))
 		return renameat(rw->to, s->name, dfd, leaf) < 0 ? neg() : 0;
 	if (renameat2(rw->to, s->name, dfd, leaf, RENAME_EXCHANGE) < 0 ||
 	    fstatat(rw->to, s->name, &sx, AT_SYMLINK_NOFOLLOW) < 0)

@@ -10,12 +10,14 @@
  * A path that more steps than one change is changed through a shadow, a
  * name in the undo's directory that those steps change instead, which
  * then goes to the path in one call (undo_plan.c, "shadows"); a directory
- * the run renamed goes back through one whole, with what changed in it.
+ * the run renamed goes back through one whole, with what changed in it
+ * (one it exchanged with another and changed inside through a shadow
+ * too, a copy of it shown at its path meanwhile).
  *
  * Every step is logged before it is taken: a second undo after a crash
  * reads the log, completes the step it was in and goes on, so every path
  * is at any moment as before the undo or as after it (but for the
- * exceptions docs/changes.md names). The undo's own
+ * exception docs/changes.md names). The undo's own
  * journal (what it replaced, removed, renamed: itself undoable) is made
  * from that log once the steps are done.
  *

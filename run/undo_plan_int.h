@@ -9,6 +9,7 @@
  *                     holds now, and a walk of the thread where those
  *                     hold none: another name of a file a take unlinks
  *   undo_journal.c    the undo's own journal, from its log
+ *   undo_copy.c       copies: of a kept object, of a directory whole
  *   kept.c            a run's directory of kept files: bytes, drop,
  *                     retention, whether a run can be undone
  */
@@ -225,6 +226,20 @@ void seen_forget(struct undo_plan *rw);
 
 /* The directory holding OBJECT (its attributes in ST), or -1. */
 int source_of(const struct undo_plan *rw, const char *object, struct stat *st);
+
+/* A copy of OBJECT in directory FROM as NAME in TO: a file with its
+ * content (reflinked where the filesystem can) and attributes, a symlink
+ * to the same target, or a fifo, socket or device alike. */
+int copy_object(int from, const char *object, int to, const char *name);
+
+/* Directory NAME in FROM copied as COPY in TO with all it holds, and
+ * their attributes; the names of a file in it stay one file in the copy
+ * (its names outside it do not). A copy cut short is left part made. */
+int tree_copy(int from, const char *name, int to, const char *copy);
+
+/* NAME in DFD removed, with all it holds if a directory (0 if there is
+ * nothing). */
+int tree_remove(int dfd, const char *name);
 
 /* Where virtual PATH is for a step, into P: its shadow's name in the
  * undo's directory while one is open, else its directory (one of RW's

@@ -1360,36 +1360,31 @@ START_TEST(test_undo_killed_in_a_rename_back_of_a_name_made_and_removed)
 }
 END_TEST
 
-/* The lines of a kill_everywhere() report that are neither a kill
- * point's heading nor a path at neither end that starts with PATH. */
-static char *report_but(const char *report, const char *path)
-{
-	char *rest = strdup(""), *copy = strdup(report), *save = NULL;
-
-	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-		if (!(strncmp(l, "killed at change ", 17) == 0 && strstr(l, ": neither before")) &&
-		    strncmp(l, path, strlen(path)))
-			rest = fmt_cmd("%s%s\n", rest, l);
-	free(copy);
-	return rest;
-}
-
-/* The exception docs/changes.md names first (undorand seed 1005): a
- * directory exchanged with another and changed inside (RENAME_EXCHANGE of
- * f and d/e, then mkdir f/a where the old f had an a): f/a goes before
- * the exchange brings the old one back, in place, and is absent until
- * then. No order of whole moves avoids it: while the changed directory is
- * out of sight, f must show the other one, and d/e that one too or the
- * changed one. Only f/a is ever at neither end, and a second undo
- * completes it (if this fails for want of an f/a, the docs must change). */
+/* Fixed (not atomic per path; docs/changes.md called it an exception,
+ * undorand --kill seed 1005): a directory exchanged with another and
+ * changed inside (RENAME_EXCHANGE of f and d/e, then mkdir f/a where the
+ * old f had an a) had f/a removed in place before the exchange brought
+ * the old one back: killed between them, f/a was absent, at neither end;
+ * and f/y, written back in place, showed its old content under f. No
+ * order of whole moves avoids it (while the changed directory is where
+ * no view looks, f must show the other one, and d/e that one too or the
+ * changed one): now the changed directory is copied, with all it holds,
+ * the copy shown at its path while its steps change it in the undo's
+ * directory, and the exchange then gives each path its end; the same on
+ * both sides (d/e/b written after the exchange). Hard links inside it,
+ * one of them to a name outside, stay one file each. */
 START_TEST(test_undo_killed_in_an_exchanged_directory)
 {
-	static const char setup_sh[] = "mkdir -p f/a d/e && echo b > f/b";
-	static const char damage_sh[] = EXCHANGE("f", "d/e") " && mkdir f/a";
-	char *report = kill_everywhere(setup_sh, damage_sh, true, true);
+	static const char setup_sh[] =
+		"mkdir -p f/a d/e/sub && echo b > f/b && echo y > d/e/y && ln d/e/y d/e/y2 &&"
+		" echo s > d/e/s && setfattr -n user.x -v 1 d/e/s && echo z > d/e/sub/z &&"
+		" ln d/e/sub/z zz && chmod 750 d/e/sub";
+	static const char damage_sh[] = EXCHANGE("f", "d/e") " && mkdir f/a && echo more >> f/y &&"
+							     " rm f/s && echo more >> d/e/b &&"
+							     " chmod 700 f/sub";
 
-	ck_assert_msg(strstr(report, "\nworkspace/f/a: now None;"), "%s", report);
-	SAME(report_but(report, "workspace/f/a: now None;"), "");
+	SAME(kill_everywhere(setup_sh, damage_sh, true, true), "");
+	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, true), "");
 }
 END_TEST
 

@@ -34,7 +34,7 @@ then be as before the run or as after it (type, size, content, symlink
 target: attributes are set by several calls each), and a second undo
 must bring the tree back exactly. No shortening: the seed and the kill
 point are printed. --known S,S,... names seeds that meet a documented
-exception (docs/changes.md: a killed undo's two): they are run (alone)
+exception (docs/changes.md: a killed undo's one): they are run (alone)
 and said, and the others decide; one of them that passes is a failure
 too (the list must stay true).
 
