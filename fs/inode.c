@@ -384,6 +384,8 @@ void inode_table_free(struct inode_table *t)
 			next = i->hnext;
 			if (i->fd >= 0)
 				close(i->fd);
+			if (i->lower_fd >= 0)
+				close(i->lower_fd);
 			free(i->name);
 			for (int k = 0; k < INODE_ALT_NAMES; k++)
 				free(i->alt[k].name);

@@ -118,8 +118,8 @@ static int copy_dir(struct tree_copying *c, int from, const char *name, int to, 
 		r = neg_errno();
 	} else {
 		int src = openat(from, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		_cleanup_(closep) int dst =
-			openat(to, copy, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_(closep) int dst = openat(to, copy,
+						   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		int up = c->dst;
 		if (src < 0 || dst < 0) {
 			r = neg_errno();
