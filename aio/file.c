@@ -4,7 +4,7 @@
  * identity through the view; /v1/file/download streams a file the
  * broker opened the same way and handed over (docs/protocol.md: open).
  *
- * A body past ARGS_INLINE_MAX (a file uploaded as base64 in a write,
+ * A body past CLIENT_ARGS_INLINE_MAX (a file uploaded as base64 in a write,
  * many MiB) passes its arguments in a memfd (docs/protocol.md, tool:
  * arguments_fd), past the protocol line's 1 MiB; the broker runs the same
  * tool with them, so every promise of a small write holds for it.
@@ -32,26 +32,6 @@ static const char *tool_of(const char *endpoint, char *out, size_t size)
 	return out;
 }
 
-/* A body past this many bytes passes its arguments in a memfd: even
- * re-encoded at its largest (a number such as 1E5 dumped as 100000.0)
- * it would fit a protocol line, and below it a call pays nothing for
- * the memfd (about 30 us). */
-#define ARGS_INLINE_MAX (64u << 10)
-
-/* ARGS in a memfd, for the broker to read (docs/protocol.md, tool:
- * arguments_fd): a write's content may be far past a protocol line's
- * 1 MiB. An fd, or -errno. */
-static int args_memfd(json_t *args)
-{
-	_cleanup_(closep) int fd = memfd_create("sbx-aio-args", MFD_CLOEXEC);
-
-	if (fd < 0)
-		return neg_errno();
-	if (json_dumpfd(args, fd, JSON_COMPACT) < 0)
-		return -EIO;
-	return TAKE_FD(fd);
-}
-
 enum MHD_Result aio_file(struct aio_call *c)
 {
 	struct MHD_Connection *conn = c->rq->conn;
@@ -65,8 +45,8 @@ enum MHD_Result aio_file(struct aio_call *c)
 	json_auto_t *req = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "op", "tool", "user",
 				     c->sb->user, "thread", c->sb->thread, "profile", "aio", "name",
 				     tool_of(c->endpoint, name, sizeof(name)), "via", "aio");
-	bool passed = c->rq->len > ARGS_INLINE_MAX;
-	_cleanup_(closep) int args = passed ? args_memfd(body) : -1;
+	bool passed = c->rq->len > CLIENT_ARGS_INLINE_MAX;
+	_cleanup_(closep) int args = passed ? client_args_memfd(body) : -1;
 	if (!req || (passed && args < 0) ||
 	    json_object_set(req, passed ? "arguments_fd" : "arguments",
 			    passed ? json_true() : body) < 0)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -65,6 +66,22 @@ static int send_line(struct client_conn *c, json_t *req, int fd, struct error *e
 int client_send(struct client_conn *c, json_t *req, struct error *e)
 {
 	return send_line(c, req, -1, e);
+}
+
+int client_send_passing(struct client_conn *c, json_t *req, int fd, struct error *e)
+{
+	return send_line(c, req, fd, e);
+}
+
+int client_args_memfd(json_t *args)
+{
+	_cleanup_(closep) int fd = memfd_create("sbx-tool-args", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return neg_errno();
+	if (json_dumpfd(args, fd, JSON_COMPACT) < 0)
+		return -EIO;
+	return TAKE_FD(fd);
 }
 
 /* The next line of C's replies, without its newline, in place in C's

@@ -26,6 +26,20 @@ void client_close(struct client_conn *c);
 
 /* Sends REQ (a reference is taken). 0, or -errno (E). */
 int client_send(struct client_conn *c, json_t *req, struct error *e);
+/* The same, passing FD with its line (SCM_RIGHTS: the tool op's
+ * "arguments_fd"); FD stays the caller's. */
+int client_send_passing(struct client_conn *c, json_t *req, int fd, struct error *e);
+
+/* A tool's arguments past this many bytes go in a memfd passed with
+ * the request (the tool op's "arguments_fd": docs/protocol.md): even
+ * re-encoded at their largest (a number such as 1E5 dumped as 100000.0)
+ * the others fit a protocol line's 1 MiB, and below it a call pays
+ * nothing for the memfd (about 30 us). */
+#define CLIENT_ARGS_INLINE_MAX (64u << 10)
+
+/* ARGS, a JSON object, in a new memfd for "arguments_fd". An fd or
+ * -errno. */
+int client_args_memfd(json_t *args);
 
 /* The next reply line as a JSON object (a new reference), or NULL at the
  * end of the connection or on a line that is not a JSON object (E says

@@ -184,7 +184,7 @@ static json_t *tool_error(const struct error *e)
 
 /* The broker's final reply to REQ on a connection of call C's (which a
  * cancellation ends), events passed to ON_EVENT; NULL with E. */
-static json_t *broker_request(struct mcp_call *c, json_t *req,
+static json_t *broker_request(struct mcp_call *c, json_t *req, int fd,
 			      void (*on_event)(void *arg, json_t *event), struct error *e)
 {
 	struct client_conn *conn;
@@ -192,7 +192,7 @@ static json_t *broker_request(struct mcp_call *c, json_t *req,
 
 	if (mcp_call_connect(c, &conn, e) < 0)
 		return NULL;
-	if (client_send(conn, req, e) == 0)
+	if ((fd < 0 ? client_send(conn, req, e) : client_send_passing(conn, req, fd, e)) == 0)
 		reply = client_final(conn, on_event, c, e);
 	mcp_call_disconnect(c, conn, reply != NULL);
 	if (reply && !client_ok(reply)) {
@@ -230,7 +230,7 @@ static json_t *run_bash(struct mcp_call *c, json_t *args)
 				     mcp_call_scope(c));
 	if (timeout)
 		json_object_set(req, "timeout", timeout);
-	json_auto_t *reply = broker_request(c, req, bash_progress, &e);
+	json_auto_t *reply = broker_request(c, req, -1, bash_progress, &e);
 	if (!reply)
 		return tool_error(&e);
 	const char *output = json_string_value(json_object_get(reply, "output"));
@@ -252,7 +252,7 @@ static json_t *run_present(struct mcp_call *c, json_t *args)
 	json_auto_t *req = json_pack("{s:s, s:I, s:O, s:s}", "op", "present", "run",
 				     (json_int_t)mcp_call_run(c), "paths", paths, "tool",
 				     "present_files");
-	json_auto_t *reply = broker_request(c, req, NULL, &e);
+	json_auto_t *reply = broker_request(c, req, -1, NULL, &e);
 	if (!reply)
 		return tool_error(&e);
 	return mcp_tool_text("Successfully presented files", false);
@@ -297,7 +297,7 @@ static json_t *run_changes(struct mcp_call *c, json_t *args)
 		return mcp_tool_text("Error: this session has no run (sbx mcp --no-run)", true);
 	json_auto_t *req = json_pack("{s:s, s:I}", "op", "run_changes", "run",
 				     (json_int_t)mcp_call_run(c));
-	json_auto_t *reply = broker_request(c, req, NULL, &e);
+	json_auto_t *reply = broker_request(c, req, -1, NULL, &e);
 	if (!reply)
 		return tool_error(&e);
 	json_t *doc = json_object_get(reply, "changes");
@@ -357,7 +357,7 @@ static json_t *run_undo_tool(struct mcp_call *c, json_t *args)
 				: json_pack("{s:s, s:I, s:b, s:b}", "op", "run_undo", "run",
 					    (json_int_t)mcp_call_run(c), "dry_run",
 					    json_is_true(dry), "force", json_is_true(force));
-	json_auto_t *reply = broker_request(c, req, NULL, &e);
+	json_auto_t *reply = broker_request(c, req, -1, NULL, &e);
 	if (!reply)
 		return tool_error(&e);
 	if (path)
@@ -419,12 +419,21 @@ static json_t *run_file_tool(struct mcp_call *c, const char *name, json_t *args)
 
 	if (!within_roots(c, cfg->profile, args, &refusal))
 		return refusal;
-	json_auto_t *req = json_pack("{s:s, s:s, s:s, s:s, s:O, s:s, s:s}", "op", "tool", "user",
-				     cfg->user, "thread", cfg->thread, "name", name, "arguments",
-				     args, "via", "mcp", "profile",
-				     cfg->profile == MCP_PROFILE_FILESYSTEM ? "filesystem"
-									    : "reference");
-	json_auto_t *reply = broker_request(c, req, NULL, &e);
+	/* A write's content may be past a protocol line: then the
+	 * arguments go in a memfd. */
+	size_t len = json_dumpb(args, NULL, 0, JSON_COMPACT);
+	bool passed = len > CLIENT_ARGS_INLINE_MAX;
+	_cleanup_(closep) int fd = passed ? client_args_memfd(args) : -1;
+	if (passed && fd < 0)
+		return mcp_tool_text("Error: cannot pass the arguments to the broker", true);
+	json_auto_t *req =
+		json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "op", "tool", "user", cfg->user,
+			  "thread", cfg->thread, "name", name, "via", "mcp", "profile",
+			  cfg->profile == MCP_PROFILE_FILESYSTEM ? "filesystem" : "reference");
+	if (!req || json_object_set(req, passed ? "arguments_fd" : "arguments",
+				    passed ? json_true() : args) < 0)
+		return mcp_tool_text("Error: out of memory", true);
+	json_auto_t *reply = broker_request(c, req, fd, NULL, &e);
 	if (!reply)
 		return tool_error(&e);
 	bool is_error = json_is_true(json_object_get(reply, "is_error"));

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *H;
 
@@ -27,15 +28,20 @@ static void teardown(void)
 /* What mcpraw.py prints for the lines SCRIPT (\n-separated) sent to sbx
  * mcp of alice/t1, after initializing with version INIT (NULL: not),
  * each JSON message reduced to the Python expression EXPR of it (d). */
-static char *session(const char *init, const char *script, const char *expr)
+static char *session_of(const char *options, const char *init, const char *script, const char *expr)
 {
 	const char *f = fmt_cmd("%s/script", test_dir("script"));
 
 	ck_assert_int_eq(write_file(f, script), 0);
 	return OUT("python3 tests/tools/mcpraw.py %s%s -- '%s' mcp --home '%s' --user alice"
-		   " --thread t1 < '%s' 2>/dev/null | grep '^{' | python3 tests/tools/jsonq.py"
+		   " --thread t1 %s < '%s' 2>/dev/null | grep '^{' | python3 tests/tools/jsonq.py"
 		   " --lines \"%s\"",
-		   init ? "--init " : "", init ? init : "", test_bin("sbx"), H, f, expr);
+		   init ? "--init " : "", init ? init : "", test_bin("sbx"), H, options, f, expr);
+}
+
+static char *session(const char *init, const char *script, const char *expr)
+{
+	return session_of("", init, script, expr);
 }
 
 /* Each reply's id, and its error's code or its result's keys. */
@@ -325,6 +331,37 @@ START_TEST(test_mcp_protocol_a_broker_gone_is_a_tool_error_not_a_hang)
 }
 END_TEST
 
+/* write_file of more than a broker protocol line's 1 MiB (the
+ * filesystem profile's; the reference's refuses past 80 KiB, as the
+ * reference does): its arguments reach the broker in a memfd, as sbx
+ * serve's large writes do (Fixed: "too_large: a request line is longer
+ * than 1048576 bytes"). */
+START_TEST(test_mcp_protocol_write_file_past_a_protocol_line)
+{
+	size_t n = 3u << 20;
+	char *content = malloc(n + 1);
+
+	ck_assert_ptr_nonnull(content);
+	memset(content, 'x', n);
+	content[n] = '\0';
+	SAME(session_of(
+		     "--profile filesystem", "2025-11-25",
+		     fmt_cmd("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+			     "{\"name\":\"write_file\",\"arguments\":{"
+			     "\"path\":\"/mnt/user-data/workspace/big.txt\",\"content\":\"%s\"}}}\n"
+			     "wait 1\n",
+			     content),
+		     "d.get('id'), d.get('result', {}).get('isError'),"
+		     " d.get('result', {}).get('content', [{}])[0].get('text')"),
+	     "init None None\n1 False Successfully wrote to /mnt/user-data/workspace/big.txt\n");
+	struct stat st;
+	ck_assert_int_eq(stat(fmt_cmd("%s/users/alice/threads/t1/user-data/workspace/big.txt", H),
+			      &st),
+			 0);
+	ck_assert_int_eq(st.st_size, (off_t)n);
+}
+END_TEST
+
 Suite *suite_mcp_protocol(void)
 {
 	Suite *s = suite_create("mcp_protocol");
@@ -341,6 +378,7 @@ Suite *suite_mcp_protocol(void)
 	tcase_add_test(tc, test_mcp_protocol_roots_only_narrow);
 	tcase_add_test(tc, test_mcp_protocol_calls_at_once_each_get_their_own_answer);
 	tcase_add_test(tc, test_mcp_protocol_a_broker_gone_is_a_tool_error_not_a_hang);
+	tcase_add_test(tc, test_mcp_protocol_write_file_past_a_protocol_line);
 	suite_add_tcase(s, tc);
 	return s;
 }
