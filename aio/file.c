@@ -22,7 +22,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 /* The endpoint's tool: "/v1/file/read" is "file_read". */

@@ -18,7 +18,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -115,8 +114,6 @@ static int unnamed_copy(int pfd, int lfd, const struct stat *st)
 	return r < 0 ? r : tmp;
 }
 
-static int make_mark(struct view *v, fuse_req_t req, struct inode *dir, int dfd, const char *name);
-
 static const char *made_event(mode_t mode)
 {
 	return S_ISDIR(mode) ? "mkdir" : S_ISLNK(mode) ? "symlink" : "create";
@@ -211,15 +208,6 @@ int may_modify(struct view *v, fuse_req_t req, struct inode *ino)
 	return r;
 }
 
-int overlay_white_out(struct view *v, fuse_req_t req, struct inode *dir, int dfd, const char *name)
-{
-	struct stat st;
-
-	if (!overlay_merged(dir) || fstatat(dir->lower_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return 0;
-	return make_mark(v, req, dir, dfd, name);
-}
-
 int overlay_unwhite(struct view *v, fuse_req_t req, struct inode *dir, int dfd, const char *name)
 {
 	if (!dir->overlay || dir->lower)
@@ -251,6 +239,15 @@ static int make_mark(struct view *v, fuse_req_t req, struct inode *dir, int dfd,
 		return name_change_abort(&nc, neg_errno());
 	name_change_commit(&nc);
 	return 0;
+}
+
+int overlay_white_out(struct view *v, fuse_req_t req, struct inode *dir, int dfd, const char *name)
+{
+	struct stat st;
+
+	if (!overlay_merged(dir) || fstatat(dir->lower_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	return make_mark(v, req, dir, dfd, name);
 }
 
 int overlay_make_opaque(struct view *v, fuse_req_t req, struct inode *dir)
