@@ -346,7 +346,9 @@ START_TEST(test_serve_connection_limit_and_malformed_http)
 	 * connection is free, though its client gave up: the one sent again
 	 * then must not reuse its id while it runs (Fixed: with a ping, CI
 	 * once saw "a request with this id is in flight"; a second's sleep
-	 * made it so each time). */
+	 * made it so each time; and later, a probe's id of a first hold
+	 * still in flight when a second hold sent the same: each hold's
+	 * probe has an id of its own now). */
 	SAME(IN(s, "hold 4 '{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
 		   "\"bash\",\"arguments\":{\"command\":\"sleep 1; echo held\"}}}' "
 		   "--show 'm[\"result\"][\"content\"][0][\"text\"]' | sed 's/id=[34]-/id=S-/'"),

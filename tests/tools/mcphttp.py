@@ -29,7 +29,7 @@ then the body: a JSON body as one line (keys sorted), each SSE event as
 "event[ id=ID]: JSON" (with --show EXPR, the value of EXPR for the
 message m instead of the message), and "END" once the stream ended.
 """
-import argparse, http.client, json, socket, ssl, sys, time
+import argparse, http.client, json, socket, ssl, sys, time, uuid
 
 p = argparse.ArgumentParser()
 p.add_argument("target")
@@ -211,10 +211,11 @@ elif a.action == "hold":
         held.append(c)
     # Beyond the limit a connection waits for a free one, or is closed.
     # A probe the client gave up on is still served once a connection is
-    # free: it has an id of its own, so the request sent again below is
-    # not one whose id is in flight.
+    # free: it has an id of its own, unique to this run of the tool, so
+    # neither the request sent again below nor a later hold's probe is
+    # one whose id is in flight.
     probe = json.loads(message(a.body))
-    probe["id"] = "probe-%s" % probe.get("id")
+    probe["id"] = "probe-%s-%s" % (uuid.uuid4().hex, probe.get("id"))
     a.timeout = 2
     try:
         c, r = request("POST", json.dumps(probe).encode())
