@@ -59,11 +59,11 @@ LDFLAGS += $(SANFLAGS) -Wl,--wrap=close
 
 COMMON_SRC := common/clock.c common/fdcheck.c common/lockcheck.c common/log.c common/quote.c common/ids.c common/home.c common/proc.c common/spawn.c common/units.c common/walk.c common/fileops.c common/viewreg.c common/mounts.c common/utf8.c common/config.c common/base64.c \
               common/error.c common/progress.c
-STORE_SRC  := store/store.c store/schema.c store/marks.c store/audit.c store/snapshot_rows.c store/blobs.c store/runs.c store/sandboxes.c store/journal.c store/where.c store/check.c store/backup.c store/lease.c store/db.c store/db_sqlite.c store/db_pg.c store/libpq.c store/writer.c store/snapshot.c store/secrets.c store/diff.c \
+STORE_SRC  := store/store.c store/schema.c store/marks.c store/audit.c store/snapshot_rows.c store/blobs.c store/runs.c store/sandboxes.c store/origins.c store/journal.c store/where.c store/check.c store/backup.c store/lease.c store/db.c store/db_sqlite.c store/db_pg.c store/libpq.c store/writer.c store/snapshot.c store/secrets.c store/diff.c \
               store/summary.c store/lineage.c store/receipt.c store/follow.c store/compact.c
 # The run engine (docs/architecture.md, "Layers"): runs' life, the views
 # told, the documents, the journal read back for a run.
-RUN_SRC    := run/lookup.c run/runlog.c run/views.c run/scan.c run/lifecycle.c run/retain.c \
+RUN_SRC    := run/overlay_review.c run/overlay_apply.c run/lookup.c run/runlog.c run/views.c run/scan.c run/lifecycle.c run/retain.c \
               run/own.c run/documents.c run/page.c run/windows.c run/undo.c \
               run/restore.c run/undo_plan.c run/undo_conflicts.c run/undo_log.c run/undo_names.c run/undo_journal.c run/undo_copy.c run/kept.c run/refusal.c
 EXEC_SRC   := exec/env.c exec/output.c exec/runner.c exec/sandbox.c \

@@ -5,6 +5,7 @@
 #include "args.h"
 #include "cli.h"
 #include "hold.h"
+#include "try.h"
 #include "common/cleanup.h"
 #include "common/home.h"
 #include "common/ids.h"
@@ -43,8 +44,14 @@ static const char try_usage[] =
 	"                      does, through the home's broker (started if none\n"
 	"                      serves it), and exit with its status\n"
 	"Any command about a thread takes the overlay as --user ID --thread NAME\n"
-	"(sbx exec, sbx mcp, sbx run, sbx changes). sbx try list --help: the\n"
-	"overlays.\n";
+	"(sbx exec, sbx mcp, sbx run, sbx changes).\n"
+	"\n"
+	"Then, each with its --help:\n"
+	"  sbx try list               the overlays\n"
+	"  sbx try status NAME        what the agent changed; the conflicts\n"
+	"  sbx try diff NAME          the changes as a patch git apply takes\n"
+	"  sbx try apply NAME         write them to the project, conflicts apart\n"
+	"  sbx try discard NAME       drop the overlay\n";
 
 static const char try_list_usage[] =
 	"Usage: sbx try list [--user ID] [--home DIR]\n"
@@ -52,8 +59,6 @@ static const char try_list_usage[] =
 	"Each overlay of the user (default: try): its name, age, how many\n"
 	"entries its layer holds (copies, files made, whiteouts), whether a view\n"
 	"of it is mounted, and its project.\n";
-
-#define TRY_USER "try"
 
 /* The thread id made of the project directory's name: its characters
  * that ids allow, at most 60 (room for a -N). */
@@ -271,8 +276,17 @@ int cmd_try(int argc, char **argv, const char *home)
 	char h[PATH_MAX], real[PATH_MAX], made[128];
 	int c;
 
-	if (argc > 1 && !strcmp(argv[1], "list"))
-		return try_list(argc - 1, argv + 1, home);
+	static const struct {
+		const char *word;
+		int (*fn)(int argc, char **argv, const char *home);
+	} subs[] = {
+		{ "list", try_list },	     { "status", cmd_try_status },
+		{ "diff", cmd_try_diff },    { "apply", cmd_try_apply },
+		{ "discard", cmd_try_discard },
+	};
+	for (size_t i = 0; argc > 1 && i < sizeof(subs) / sizeof(*subs); i++)
+		if (!strcmp(argv[1], subs[i].word))
+			return subs[i].fn(argc - 1, argv + 1, home);
 	getopt_begin(argv, "try");
 	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
 		switch (c) {

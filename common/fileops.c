@@ -4,6 +4,7 @@
 #include "cleanup.h"
 
 #include <errno.h>
+#include <openssl/evp.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -363,4 +364,23 @@ int meta_apply(int dirfd, const char *name, const struct meta *m)
 		return utimensat(AT_FDCWD, path, ts, 0) < 0 ? neg_errno() : 0;
 	}
 	return utimensat(dirfd, name, ts, AT_SYMLINK_NOFOLLOW) < 0 ? neg_errno() : 0;
+}
+
+int file_sha256(int fd, uint8_t out[32])
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	char buf[1 << 16];
+	ssize_t n;
+	int r = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) ? 0 : -ENOMEM;
+
+	while (r == 0 && (n = read(fd, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno != EINTR)
+			r = -errno;
+		else if (n > 0 && !EVP_DigestUpdate(ctx, buf, (size_t)n))
+			r = -ENOMEM;
+	}
+	if (r == 0 && !EVP_DigestFinal_ex(ctx, out, NULL))
+		r = -ENOMEM;
+	EVP_MD_CTX_free(ctx);
+	return r;
 }

@@ -21,6 +21,10 @@ int file_copy_metadata(int fd, int rfd, const struct stat *st);
  * copy_file_range, else by read and write. */
 int file_copy_content(int fd, int rfd);
 
+/* The SHA-256 of what FD (open for reading) holds from its offset on,
+ * into OUT: 0, or -errno. */
+int file_sha256(int fd, uint8_t out[32]);
+
 struct meta {
 	mode_t mode; /* type and permission bits */
 	uid_t uid;

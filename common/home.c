@@ -273,3 +273,11 @@ bool home_plain_below(const char *rest)
 	}
 	return true;
 }
+
+bool home_is_whiteout(int fd)
+{
+	char target[sizeof(OVERLAY_WHITEOUT) + 1];
+	ssize_t n = readlinkat(fd, "", target, sizeof(target));
+
+	return n == sizeof(OVERLAY_WHITEOUT) - 1 && !memcmp(target, OVERLAY_WHITEOUT, (size_t)n);
+}

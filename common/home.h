@@ -130,6 +130,16 @@ int home_undo_top(int homefd, const char *user, const char *thread);
  * directory, a symlink of this name to the project's absolute path. */
 #define OVERLAY_RECORD "overlay"
 
+/* The overlay's layer (its thread's workspace directory) marks what it
+ * hides: a whiteout is a symbolic link to OVERLAY_WHITEOUT (the project's
+ * object of its name is removed), and a directory holding a whiteout
+ * named OVERLAY_OPAQUE hides the whole project directory of its name. */
+#define OVERLAY_WHITEOUT ".sbxfs-whiteout"
+#define OVERLAY_OPAQUE ".sbxfs-opaque"
+
+/* True if the object at O_PATH fd FD is a whiteout. */
+bool home_is_whiteout(int fd);
+
 /* The project USER's THREAD is an overlay of, into PROJECT: 1, or 0 for
  * a thread that is none (or is not there), or -errno. */
 int home_overlay_get(int homefd, const char *user, const char *thread, char *project, size_t size);

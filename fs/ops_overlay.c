@@ -6,18 +6,28 @@
  * copy-up as "mkdir" or "create" of a file the run made, a whiteout as a
  * "symlink"): a run's undo puts the layer back as it was, and the project
  * shows through again where it did.
+ *
+ * The first touch of each project path (a copy-up, a whiteout) also
+ * records the project's object there then, its origin (store/origins.h),
+ * which the review and the apply judge the project's present against.
  */
 #include "confine.h"
 #include "gate.h"
 #include "journal.h"
 #include "ops_int.h"
 #include "overlay.h"
+#include "common/clock.h"
 #include "common/fileops.h"
+#include "common/home.h"
+#include "common/log.h"
+#include "store/origins.h"
+#include "store/writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -114,6 +124,44 @@ static int unnamed_copy(int pfd, int lfd, const struct stat *st)
 	return r < 0 ? r : tmp;
 }
 
+/* Records the origin of project path NAME in DIR: the project's object
+ * of attributes ST, removed (KIND ORIGIN_WHITEOUT) or copied up
+ * (ORIGIN_COPY; CONTENT, -1 or an fd of the copy of a regular file, the
+ * writer hashes). The path is the workspace's, below the project. */
+static void record_origin(struct view *v, struct inode *dir, const char *name,
+			  enum origin_kind kind, const struct stat *st, int content)
+{
+	char path[PATH_MAX];
+	const char *ws = home_thread_dir_rel(THREAD_WORKSPACE);
+	size_t n = strlen(ws);
+
+	if (!v->writer)
+		return;
+	inode_path(v->inodes, dir, name, path, sizeof(path));
+	if (strncmp(path, ws, n) || path[n] != '/')
+		return; /* not below the overlay root: never a project's */
+	struct store_origin o = {
+		.path = path + n + 1,
+		.kind = kind,
+		.mode = st->st_mode,
+		.dev = (int64_t)st->st_dev,
+		.ino = (int64_t)st->st_ino,
+		.size = st->st_size,
+		.mtime_ns = timespec_ns(&st->st_mtim),
+		.ctime_ns = timespec_ns(&st->st_ctim),
+		.at_ns = realtime_ns(),
+	};
+	int fd = content >= 0 ? fcntl(content, F_DUPFD_CLOEXEC, 0) : -1;
+	int r = store_writer_origin(v->writer, &o, fd);
+	if (r < 0 && fd >= 0) {
+		close(fd);
+		/* Its version only: the apply judges it by that. */
+		r = store_writer_origin(v->writer, &o, -1);
+	}
+	if (r < 0)
+		log_warn("overlay: the origin of %s is not recorded: %s", o.path, strerror(-r));
+}
+
 static const char *made_event(mode_t mode)
 {
 	return S_ISDIR(mode) ? "mkdir" : S_ISLNK(mode) ? "symlink" : "create";
@@ -179,6 +227,7 @@ static int copy_up_locked(struct view *v, fuse_req_t req, struct inode *ino)
 		gate_unlock(&t, &made_st, false);
 		journal_note(v, req, made_event(st.st_mode), parent, name, NULL, NULL);
 		journal_created(v, ino);
+		record_origin(v, parent, name, ORIGIN_COPY, &st, tmp);
 	} else {
 		log_refusal(v, req, parent, name, "copy-up", strerror(-r));
 	}
@@ -247,7 +296,10 @@ int overlay_white_out(struct view *v, fuse_req_t req, struct inode *dir, int dfd
 
 	if (!overlay_merged(dir) || fstatat(dir->lower_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return 0;
-	return make_mark(v, req, dir, dfd, name);
+	int r = make_mark(v, req, dir, dfd, name);
+	if (r == 0)
+		record_origin(v, dir, name, ORIGIN_WHITEOUT, &st, -1);
+	return r;
 }
 
 int overlay_make_opaque(struct view *v, fuse_req_t req, struct inode *dir)

@@ -20,14 +20,6 @@ bool overlay_hidden_name(const struct inode *dir, const char *name)
 	return dir->overlay && !dir->lower && !strcmp(name, OVERLAY_OPAQUE);
 }
 
-bool overlay_is_whiteout(int fd)
-{
-	char target[sizeof(OVERLAY_WHITEOUT) + 1];
-	ssize_t n = readlinkat(fd, "", target, sizeof(target));
-
-	return n == sizeof(OVERLAY_WHITEOUT) - 1 && !memcmp(target, OVERLAY_WHITEOUT, (size_t)n);
-}
-
 /* The project directory of layer directory FD, found as NAME in its
  * parent's project directory PARENT_LOWER: -1 where there is none, or FD
  * is opaque. */

@@ -19,9 +19,8 @@
 #include <stdbool.h>
 
 #include "inode.h"
+#include "common/home.h"
 
-#define OVERLAY_WHITEOUT ".sbxfs-whiteout"
-#define OVERLAY_OPAQUE ".sbxfs-opaque"
 
 /* Whether DIR is a merged directory; and the directory whose entries a
  * host watch of DIR follows, DIR's fd being FD: for a merged directory
@@ -39,7 +38,10 @@ static inline int overlay_watched_fd(const struct inode *dir, int fd)
 }
 
 /* True if the layer's object at O_PATH fd FD is a whiteout. */
-bool overlay_is_whiteout(int fd);
+static inline bool overlay_is_whiteout(int fd)
+{
+	return home_is_whiteout(fd);
+}
 
 /* True if NAME in DIR is a mark of the layer: not part of the view. */
 bool overlay_hidden_name(const struct inode *dir, const char *name);

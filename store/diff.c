@@ -69,8 +69,10 @@ static size_t line_at(const char *text, size_t len, size_t i, size_t *next)
 	return i;
 }
 
-/* Splits TEXT into lines as str.splitlines() does, without the breaks. */
-static int split(const char *text, size_t len, struct lines *out)
+/* Splits TEXT into lines as str.splitlines() does, without the breaks;
+ * or, for GIT, at "\n" only, each line with its "\n" (the last one may
+ * have none, and so differs from the same line with one). */
+static int split(const char *text, size_t len, bool git, struct lines *out)
 {
 	size_t cap = 64;
 
@@ -79,7 +81,13 @@ static int split(const char *text, size_t len, struct lines *out)
 	if (!out->v)
 		return -ENOMEM;
 	for (size_t i = 0, next; i < len; i = next) {
-		size_t end = line_at(text, len, i, &next);
+		size_t end;
+		if (git) {
+			const char *nl = memchr(text + i, '\n', len - i);
+			end = next = nl ? (size_t)(nl - text) + 1 : len;
+		} else {
+			end = line_at(text, len, i, &next);
+		}
 
 		if (out->n == cap) {
 			struct line *v = realloc(out->v, (cap *= 2) * sizeof(*v));
@@ -376,12 +384,18 @@ static void put(struct buf *b, const char *s, size_t n)
 	b->s[b->len] = '\0';
 }
 
-static void put_line(struct buf *b, char mark, const struct line *l)
+/* A line of a hunk. GIT's lines carry their own "\n"; one without (the
+ * last of a file) is followed by git's note of it. */
+static void put_line(struct buf *b, bool git, char mark, const struct line *l)
 {
-	if (b->len)
+	static const char no_eol[] = "\n\\ No newline at end of file\n";
+
+	if (b->len && !git)
 		put(b, "\n", 1);
 	put(b, &mark, 1);
 	put(b, l->s, l->len);
+	if (git && (!l->len || l->s[l->len - 1] != '\n'))
+		put(b, no_eol, sizeof(no_eol) - 1);
 }
 
 /* difflib's _format_range_unified: "start,len", "start" for one line,
@@ -403,8 +417,11 @@ int diff_unified(const char *old, size_t oldlen, const char *new, size_t newlen,
 	return diff_unified_within(old, oldlen, new, newlen, path, SIZE_MAX, out);
 }
 
-int diff_unified_within(const char *old, size_t oldlen, const char *new, size_t newlen,
-			const char *path, size_t max, struct diff *out)
+/* The unified diff of OLD and NEW, difflib's (headers "--- a" PATH and
+ * "+++ b" PATH, no line terminators), or with GIT git's (headers "--- "
+ * FROM and "+++ " TO, each line ended). */
+static int unified(const char *old, size_t oldlen, const char *new, size_t newlen, bool git,
+		   const char *from, const char *to, size_t max, struct diff *out)
 {
 	struct lines a = { 0 }, b = { 0 };
 	struct script s = { 0 };
@@ -412,9 +429,9 @@ int diff_unified_within(const char *old, size_t oldlen, const char *new, size_t 
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	r = split(old, oldlen, &a);
+	r = split(old, oldlen, git, &a);
 	if (r == 0)
-		r = split(new, newlen, &b);
+		r = split(new, newlen, git, &b);
 	if (r == 0)
 		r = edit_script(&a, &b, &s);
 	if (r < 0)
@@ -457,29 +474,32 @@ int diff_unified_within(const char *old, size_t oldlen, const char *new, size_t 
 			blen += s.ops[j] != OP_DELETE;
 		}
 		if (!o.len) {
-			put(&o, "--- a", 5);
-			put(&o, path, strlen(path));
-			put(&o, "\n+++ b", 6);
-			put(&o, path, strlen(path));
+			put(&o, git ? "--- " : "--- a", git ? 4 : 5);
+			put(&o, from, strlen(from));
+			put(&o, git ? "\n+++ " : "\n+++ b", git ? 5 : 6);
+			put(&o, to, strlen(to));
+			if (git)
+				put(&o, "\n", 1);
 		}
-		put(&o, "\n@@ -", 5);
+		/* git's lines end themselves; difflib's are joined. */
+		put(&o, git ? "@@ -" : "\n@@ -", git ? 4 : 5);
 		put_range(&o, a0, alen);
 		put(&o, " +", 2);
 		put_range(&o, b0, blen);
-		put(&o, " @@", 3);
+		put(&o, git ? " @@\n" : " @@", git ? 4 : 3);
 		size_t x = a0, y = b0;
 		for (size_t j = start; j < end; j++) {
 			switch (s.ops[j]) {
 			case OP_EQUAL:
-				put_line(&o, ' ', &a.v[x++]);
+				put_line(&o, git, ' ', &a.v[x++]);
 				y++;
 				break;
 			case OP_DELETE:
-				put_line(&o, '-', &a.v[x++]);
+				put_line(&o, git, '-', &a.v[x++]);
 				out->deletions++;
 				break;
 			case OP_INSERT:
-				put_line(&o, '+', &b.v[y++]);
+				put_line(&o, git, '+', &b.v[y++]);
 				out->additions++;
 				break;
 			}
@@ -507,6 +527,18 @@ done:
 	out->text = o.s ? o.s : strdup("");
 	out->len = o.len;
 	return out->text ? 0 : -ENOMEM;
+}
+
+int diff_unified_within(const char *old, size_t oldlen, const char *new, size_t newlen,
+			const char *path, size_t max, struct diff *out)
+{
+	return unified(old, oldlen, new, newlen, false, path, path, max, out);
+}
+
+int diff_git(const char *old, size_t oldlen, const char *new, size_t newlen, const char *from,
+	     const char *to, size_t max, struct diff *out)
+{
+	return unified(old, oldlen, new, newlen, true, from, to, max, out);
 }
 
 void diff_free(struct diff *d)

@@ -36,6 +36,12 @@ int diff_unified(const char *old, size_t oldlen, const char *new, size_t newlen,
  * counts of a diff too long to show, without the cost of its text. */
 int diff_unified_within(const char *old, size_t oldlen, const char *new, size_t newlen,
 			const char *path, size_t max, struct diff *out);
+/* The same as git's: lines split at "\n" only and printed with it ("\
+ * No newline at end of file" after a last line without one), headers
+ * "--- FROM" and "+++ TO" ("a/PATH", "b/PATH" or "/dev/null"): what git
+ * apply takes. */
+int diff_git(const char *old, size_t oldlen, const char *new, size_t newlen, const char *from,
+	     const char *to, size_t max, struct diff *out);
 void diff_free(struct diff *d);
 
 /* The lines of TEXT (LEN bytes) as diff_unified() counts them: what a

@@ -20,7 +20,7 @@
 
 /* What refers to a content (blobs, by SHA-256): a read mark (the text
  * read, for a refusal's diff), a snapshot's file, a pre-image, an audit
- * row's two versions. Each indexed where it is not NULL, so that a
+ * row's two versions, and since version 17 an origin (ORIGINS_SQL). Each indexed where it is not NULL, so that a
  * content's referrers are a few lookups (store_blobs_collect());
  * blob_puts holds how long a content put is left alone, referred to or
  * not (a scan's texts go before its snapshot: store_blobs_put_for()). */
@@ -31,6 +31,17 @@
 	"CREATE INDEX journal_by_sha256 ON journal (sha256) WHERE sha256 IS NOT NULL;"     \
 	"CREATE INDEX audit_by_base ON audit (base_sha256) WHERE base_sha256 IS NOT NULL;" \
 	"CREATE INDEX audit_by_cur ON audit (cur_sha256) WHERE cur_sha256 IS NOT NULL;"
+
+/* An overlay's origins (origins.h): the project's object at each path
+ * the agent first touched. INT and BYTES as in AUDIT_SAME_SQL. */
+#define ORIGINS_SQL(INT, BYTES)                                                          \
+	"CREATE TABLE origins ("                                                         \
+	"  \"user\" TEXT NOT NULL, thread TEXT NOT NULL, path TEXT NOT NULL,"            \
+	"  kind INTEGER NOT NULL, mode INTEGER NOT NULL, dev " INT " NOT NULL,"          \
+	"  ino " INT " NOT NULL, size " INT " NOT NULL, mtime_ns " INT " NOT NULL,"      \
+	"  ctime_ns " INT " NOT NULL, sha256 " BYTES ", at_ns " INT " NOT NULL,"         \
+	"  PRIMARY KEY (\"user\", thread, path));"                                      \
+	"CREATE INDEX origins_by_sha256 ON origins (sha256) WHERE sha256 IS NOT NULL;"
 
 /* The AIO provisioner's sandboxes, the deployment's (sandboxes.h), and
  * where each host's sbx serve is reached. INT as in AUDIT_SAME_SQL. */
@@ -180,6 +191,8 @@ static const char *const lite_migrations[STORE_SCHEMA_VERSION] = {
 	" WITHOUT ROWID;" BLOB_REFS_SQL,
 	/* 15 -> 16: the provisioner's sandboxes (SANDBOXES). */
 	SANDBOXES_SQL("INTEGER"),
+	/* 16 -> 17: an overlay's origins (ORIGINS). */
+	ORIGINS_SQL("INTEGER", "BLOB"),
 };
 
 /* PostgreSQL's: its first step makes the schema of version 10 whole (the
@@ -264,6 +277,7 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 	[13] = AUDIT_SAME_SQL("BIGINT", "BYTEA"),
 	[14] = "CREATE TABLE blob_puts (sha256 BYTEA PRIMARY KEY, until_ns BIGINT NOT NULL);" BLOB_REFS_SQL,
 	[15] = SANDBOXES_SQL("BIGINT"),
+	[16] = ORIGINS_SQL("BIGINT", "BYTEA"),
 };
 
 int store_schema_version(struct store *s)

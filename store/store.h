@@ -31,7 +31,7 @@
 /* The environment variable that names the store of every program of a
  * home (--store sets it, so that the programs they start agree). */
 #define STORE_ENV "SBX_STORE"
-#define STORE_SCHEMA_VERSION 16
+#define STORE_SCHEMA_VERSION 17
 
 struct store;
 

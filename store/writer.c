@@ -1,11 +1,14 @@
 /* writer.c - see writer.h. */
 #include "writer.h"
+#include "origins.h"
 #include "snapshot.h"
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,15 +36,17 @@
  * it never touches. */
 #define COMPACT_EVERY 4096
 
-enum row_kind { ROW_NONE, ROW_MARK_PUT, ROW_MARK_DROP, ROW_AUDIT, ROW_EVENT, ROW_BLOB };
+enum row_kind { ROW_NONE, ROW_MARK_PUT, ROW_MARK_DROP, ROW_AUDIT, ROW_EVENT, ROW_BLOB, ROW_ORIGIN };
 
 struct row {
 	struct row *next;
 	enum row_kind kind;
-	int fd; /* ROW_EVENT: a pre-image to read, or -1 */
+	int fd; /* ROW_EVENT: a pre-image to read; ROW_ORIGIN: the content
+		 * copied, to hash; or -1 */
 	union {
 		struct store_mark mark; /* strings point into text[] */
 		struct store_audit audit;
+		struct store_origin origin; /* path points into text[] */
 		struct {
 			struct store_event event;
 			struct snap_file pre; /* event.pre points here */
@@ -92,6 +97,10 @@ static int write_row(struct store_writer *w, const struct row *r)
 		return store_audit_add(w->store, &r->audit);
 	case ROW_EVENT:
 		return store_journal_add(w->store, w->user, w->thread, &r->event);
+	case ROW_ORIGIN: {
+		int e = store_origin_put(w->store, w->user, w->thread, &r->origin);
+		return e < 0 ? e : 0;
+	}
 	case ROW_BLOB: {
 		struct store_blob b = { .data = r->text, .len = r->blob.len };
 		memcpy(b.sha256, r->blob.sha256, SHA256_BYTES);
@@ -127,8 +136,27 @@ static int keep_blob(void *arg, const struct snap_file *f, const uint8_t *data, 
 	return 0;
 }
 
-/* Reads the pre-images of BATCH whose files were handed over as fds, so
- * that writing the batch (perhaps twice) needs no fd. */
+/* Hashes the content copied up of origin row R (its fd), keeping its
+ * text as a pre-image's is kept (*B): the base a three-way merge needs. */
+static void read_origin(struct row *r, struct blob_link *b)
+{
+	char vpath[PATH_MAX];
+	struct snap_file f = { 0 };
+	struct stat st;
+
+	/* The virtual path, for what snapshot_describe() never reads (a
+	 * sensitive file's content). */
+	snprintf(vpath, sizeof(vpath), "/mnt/user-data/workspace/%s", r->origin.path);
+	if (fstat(r->fd, &st) == 0 && snapshot_describe(r->fd, &st, vpath, NULL, keep_blob, b, &f) == 0 &&
+	    f.hashed) {
+		r->origin.hashed = true;
+		memcpy(r->origin.sha256, f.sha256, SHA256_BYTES);
+	}
+	snap_file_free(&f);
+}
+
+/* Reads the pre-images and origins of BATCH whose files were handed over
+ * as fds, so that writing the batch (perhaps twice) needs no fd. */
 static void read_preimages(struct store_writer *w, struct row **batch)
 {
 	unsigned closed = 0;
@@ -137,9 +165,17 @@ static void read_preimages(struct store_writer *w, struct row **batch)
 		struct row *r = *link;
 		struct stat st;
 
-		if (r->kind != ROW_EVENT || r->fd < 0)
+		if (r->fd < 0)
 			continue;
 		struct blob_link b = { w, link };
+		if (r->kind == ROW_ORIGIN) {
+			read_origin(r, &b);
+			close(r->fd);
+			r->fd = -1;
+			closed++;
+			link = b.link;
+			continue;
+		}
 		int e = fstat(r->fd, &st) < 0 ? -errno
 					      : snapshot_describe(r->fd, &st, r->event.path, NULL,
 								  keep_blob, &b, &r->pre);
@@ -596,27 +632,66 @@ void store_writer_event(struct store_writer *w, const struct store_event *e)
 		enqueue(w, r);
 }
 
-int store_writer_preimage_fd(struct store_writer *w, const struct store_event *e, int fd)
+/* Takes a place for a row holding an fd: true, or false if
+ * MAX_PENDING_FDS rows hold one already. */
+static bool fd_room(struct store_writer *w, int delta)
 {
-	struct store_event bare = *e;
-	struct row *r;
-
-	bare.pre = NULL; /* the thread reads it from FD */
 	pthread_mutex_lock(&w->lock);
-	bool room = w->fds < MAX_PENDING_FDS;
-	w->fds += room;
+	bool room = delta < 0 || w->fds < MAX_PENDING_FDS;
+	if (room)
+		w->fds += delta;
 	pthread_mutex_unlock(&w->lock);
-	if (!room)
-		return -EBUSY;
-	if (!(r = event_row(w, &bare))) {
-		pthread_mutex_lock(&w->lock);
-		w->fds--;
-		pthread_mutex_unlock(&w->lock);
+	return room;
+}
+
+/* Queues R (NULL: out of memory) with FD, for which fd_room() was
+ * taken. Returns 0, or -ENOMEM (FD still the caller's). */
+static int enqueue_with_fd(struct store_writer *w, struct row *r, int fd)
+{
+	if (!r) {
+		fd_room(w, -1);
 		return -ENOMEM;
 	}
 	r->fd = fd;
 	enqueue(w, r);
 	return 0;
+}
+
+int store_writer_preimage_fd(struct store_writer *w, const struct store_event *e, int fd)
+{
+	struct store_event bare = *e;
+
+	bare.pre = NULL; /* the thread reads it from FD */
+	if (!fd_room(w, 1))
+		return -EBUSY;
+	return enqueue_with_fd(w, event_row(w, &bare), fd);
+}
+
+/* A row for origin O, its path copied into it; NULL if out of memory. */
+static struct row *origin_row(struct store_writer *w, const struct store_origin *o)
+{
+	struct row *r = row_new(w, ROW_ORIGIN, strlen(o->path) + 1);
+	size_t at = 0;
+
+	if (!r)
+		return NULL;
+	r->origin = *o;
+	r->origin.path = put_text(r, &at, o->path);
+	return r;
+}
+
+int store_writer_origin(struct store_writer *w, const struct store_origin *o, int fd)
+{
+	if (fd < 0) {
+		struct row *r = origin_row(w, o);
+		if (!r)
+			return -ENOMEM;
+		enqueue(w, r);
+		return 0;
+	}
+	if (!fd_room(w, 1))
+		return -EBUSY;
+	return enqueue_with_fd(w, origin_row(w, o), fd);
 }
 
 void store_writer_blob(struct store_writer *w, const uint8_t sha256[SHA256_BYTES], const void *data,

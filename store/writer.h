@@ -47,6 +47,13 @@ void store_writer_event(struct store_writer *w, const struct store_event *e);
  * wait for the read. Returns 0, or -EBUSY (too many such fds wait already;
  * FD is still the caller's) or -ENOMEM. */
 int store_writer_preimage_fd(struct store_writer *w, const struct store_event *e, int fd);
+struct store_origin;
+/* Queues origin O (origins.h); with FD (a readable regular file, >= 0:
+ * the content copied up, which nothing changes), the thread hashes it
+ * into O's sha256 and keeps its text, and closes FD. Returns 0, or
+ * -EBUSY (too many fds wait already) or -ENOMEM, FD still the
+ * caller's. */
+int store_writer_origin(struct store_writer *w, const struct store_origin *o, int fd);
 /* File content kept by SHA-256 (store_blob_put()), for a pre-image. */
 void store_writer_blob(struct store_writer *w, const uint8_t sha256[SHA256_BYTES], const void *data,
 		       size_t len);

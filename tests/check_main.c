@@ -46,6 +46,7 @@ static const struct {
 	{ "view_escape", suite_view_escape },
 	{ "view_skills", suite_view_skills },
 	{ "view_try", suite_view_try },
+	{ "view_try_review", suite_view_try_review },
 	{ "view_broker", suite_view_broker },
 	{ "mcp_protocol", suite_mcp_protocol },
 	{ "view_watch", suite_view_watch },

@@ -132,6 +132,7 @@ Suite *suite_view_faults(void);
 Suite *suite_view_escape(void);
 Suite *suite_view_skills(void);
 Suite *suite_view_try(void);
+Suite *suite_view_try_review(void);
 Suite *suite_sandbox(void);
 Suite *suite_mcp(void);
 Suite *suite_unit_gate(void);

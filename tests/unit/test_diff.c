@@ -236,6 +236,37 @@ START_TEST(test_diff_patches_apply)
 }
 END_TEST
 
+/* git's flavour: git apply takes it, whatever the last lines end with
+ * (and "\r" is part of a line, not a break). */
+START_TEST(test_diff_git_applies_with_git_apply)
+{
+	static const char *const pairs[][2] = {
+		{ "a\nb\nc\n", "a\nB\nc\n" },
+		{ "a\nb", "a\nb\n" },
+		{ "a\nb\n", "a\nb" },
+		{ "x", "y" },
+		{ "one\r\ntwo\n", "one\r\n2\ntwo\n" },
+		{ "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n", "1\n2\nthree\n4\n5\n6\n7\n8\n9\n10\neleven\n12" },
+	};
+	char *dir = strdup(test_dir("gitapply")), path[PATH_MAX + 16];
+
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(*pairs); i++) {
+		const char *a = pairs[i][0], *b = pairs[i][1];
+		struct diff d;
+
+		ck_assert_int_eq(diff_git(a, strlen(a), b, strlen(b), "a/f", "b/f", SIZE_MAX, &d), 0);
+		snprintf(path, sizeof(path), "%s/f", dir);
+		ck_assert_int_eq(write_file(path, a), 0);
+		snprintf(path, sizeof(path), "%s/want", dir);
+		ck_assert_int_eq(write_file(path, b), 0);
+		snprintf(path, sizeof(path), "%s/d.patch", dir);
+		ck_assert_int_eq(write_file(path, fmt_cmd("diff --git a/f b/f\n%s", d.text)), 0);
+		OK("cd '%s' && git apply d.patch && cmp f want", dir);
+		diff_free(&d);
+	}
+}
+END_TEST
+
 /* Past DIFF_MAX_EDITS differing lines: still a correct diff. */
 START_TEST(test_diff_of_completely_different_long_texts)
 {
@@ -267,6 +298,7 @@ Suite *suite_unit_diff(void)
 	tcase_add_test(tc, test_diff_splits_lines_as_splitlines_does);
 	tcase_add_test(tc, test_diff_counts_lines_not_headers);
 	tcase_add_test(tc, test_diff_patches_apply);
+	tcase_add_test(tc, test_diff_git_applies_with_git_apply);
 	tcase_add_test(tc, test_diff_is_minimal);
 	tcase_add_test(tc, test_diff_lines_counts_what_a_diff_against_nothing_adds);
 	tcase_add_test(tc, test_diff_of_completely_different_long_texts);

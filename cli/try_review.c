@@ -1,0 +1,532 @@
+/* try_review.c - sbx try status, diff, apply and discard: an overlay's
+ * changes reviewed against its project and applied to it (docs/try.md;
+ * the engine is run/overlay.h). */
+#include "args.h"
+#include "cli.h"
+#include "try.h"
+#include "common/cleanup.h"
+#include "common/home.h"
+#include "common/ids.h"
+#include "common/viewreg.h"
+#include "run/overlay.h"
+#include "run/views.h"
+#include "store/origins.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* One overlay, opened for its review: its project, layer and store. */
+struct overlay {
+	char home[PATH_MAX], project[PATH_MAX];
+	const char *user, *name;
+	int homefd, layer_fd, project_fd;
+	struct store *s;
+	struct ov_review review;
+};
+
+static void overlay_close(struct overlay *o)
+{
+	ov_review_free(&o->review);
+	if (o->s)
+		store_close(o->s);
+	for (int *fd = &o->homefd; fd <= &o->project_fd; fd++)
+		if (*fd >= 0)
+			close(*fd);
+}
+
+/* Opens overlay NAME of USER in HOME and reviews it, for COMMAND ("try
+ * status"...). Returns -1 to go on, or the exit status (said). */
+static int overlay_open(const char *command, const char *home, const char *user, const char *name,
+			struct overlay *o)
+{
+	char err[512];
+	const char *why;
+	int r;
+
+	*o = (struct overlay){ .user = user, .name = name, .homefd = -1, .layer_fd = -1,
+			       .project_fd = -1 };
+	if (user_id_check(user, &why) < 0)
+		return usage_error(command, "invalid user id '%s': %s", user, why);
+	if (thread_id_check(name, &why) < 0)
+		return usage_error(command, "invalid overlay name '%s': %s", name, why);
+	if (resolve_home(command, home, o->home, sizeof(o->home)) < 0)
+		return 2;
+	if ((o->homefd = home_open(o->home)) < 0) {
+		fprintf(stderr, "sbx: %s: cannot open home %s: %s\n", command, o->home,
+			strerror(-o->homefd));
+		return 1;
+	}
+	r = home_overlay_get(o->homefd, user, name, o->project, sizeof(o->project));
+	if (r <= 0) {
+		fprintf(stderr, "sbx: %s: %s is not an overlay of user %s (sbx try list --user %s)%s%s\n",
+			command, name, user, user, r < 0 ? ": " : "", r < 0 ? strerror(-r) : "");
+		return 1;
+	}
+	if ((o->layer_fd = home_thread_dir_open(o->homefd, user, name, THREAD_WORKSPACE)) < 0 ||
+	    (o->project_fd = open(o->project, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		fprintf(stderr, "sbx: %s: cannot open %s: %s\n", command,
+			o->layer_fd < 0 ? "the overlay's layer" : o->project,
+			o->layer_fd < 0 ? strerror(-o->layer_fd) : strerror(errno));
+		return 1;
+	}
+	/* Every origin its mounted views queued is in the store first. */
+	views_sync(o->home, user, name);
+	if (store_open(o->home, &o->s, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sbx: %s: %s\n", command, err);
+		return 1;
+	}
+	if ((r = ov_review(o->layer_fd, o->project_fd, o->s, user, name, &o->review)) < 0) {
+		fprintf(stderr, "sbx: %s: cannot review %s: %s\n", command, name, strerror(-r));
+		return 1;
+	}
+	return -1;
+}
+
+/* The options every review command takes: --user, --home, --help; and
+ * the name of the overlay, the first argument. */
+struct review_args {
+	const char *user, *home, *name;
+	bool stat, name_status, all, dry_run, all_or_nothing, force;
+	const char **paths; /* PATH arguments and --only */
+	size_t n_paths;
+};
+
+enum { OPT_STAT = 256, OPT_NAME_STATUS, OPT_PATCH, OPT_ALL, OPT_DRY_RUN, OPT_ALL_OR_NOTHING,
+       OPT_ONLY, OPT_FORCE };
+
+/* Parses ARGV of COMMAND (USAGE its help) with the options in EXTRA
+ * besides the shared ones. Returns -1 to go on, else an exit status. */
+static int review_args_parse(const char *command, const char *usage, int argc, char **argv,
+			     const char *home, const struct option *extra, size_t n_extra,
+			     struct review_args *a)
+{
+	struct option longopts[16] = {
+		{ "user", required_argument, NULL, 'u' },
+		{ "home", required_argument, NULL, 'H' },
+		{ "help", no_argument, NULL, 'h' },
+	};
+	int c;
+
+	memcpy(longopts + 3, extra, n_extra * sizeof(*extra));
+	*a = (struct review_args){ .user = TRY_USER, .home = home };
+	a->paths = calloc((size_t)argc + 1, sizeof(*a->paths));
+	if (!a->paths)
+		return 1;
+	getopt_begin(argv, command);
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'u':
+			a->user = optarg;
+			break;
+		case 'H':
+			a->home = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		case OPT_STAT:
+			a->stat = true;
+			a->name_status = false;
+			break;
+		case OPT_NAME_STATUS:
+			a->name_status = true;
+			a->stat = false;
+			break;
+		case OPT_PATCH:
+			a->stat = a->name_status = false;
+			break;
+		case OPT_ALL:
+			a->all = true;
+			break;
+		case OPT_DRY_RUN:
+			a->dry_run = true;
+			break;
+		case OPT_ALL_OR_NOTHING:
+			a->all_or_nothing = true;
+			break;
+		case OPT_FORCE:
+			a->force = true;
+			break;
+		case OPT_ONLY:
+			a->paths[a->n_paths++] = optarg;
+			break;
+		default:
+			return usage_error(command, NULL);
+		}
+	}
+	if (optind >= argc)
+		return usage_error(command, "which overlay? (sbx try list names them)");
+	a->name = argv[optind++];
+	while (optind < argc)
+		a->paths[a->n_paths++] = argv[optind++];
+	return -1;
+}
+
+/* Whether path P is one of PATHS or below one (all if there are none). */
+static bool wanted(const struct review_args *a, const char *p)
+{
+	if (!a->n_paths)
+		return true;
+	for (size_t i = 0; i < a->n_paths; i++) {
+		size_t n = strlen(a->paths[i]);
+		while (n && a->paths[i][n - 1] == '/')
+			n--;
+		if (!strncmp(p, a->paths[i], n) && (p[n] == '\0' || p[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
+/* ---- status --------------------------------------------------------------- */
+
+static const char status_usage[] =
+	"Usage: sbx try status NAME [--user ID] [--home DIR]\n"
+	"\n"
+	"What the agent changed in overlay NAME, against its project as it is\n"
+	"now: how many files it added, modified, deleted and renamed, and the\n"
+	"conflicts, each with its reason: a file the agent changed that was\n"
+	"changed on the project since the agent first touched it (copied it up,\n"
+	"or removed it), or one the agent made that the project has now too.\n"
+	"sbx try apply writes all but the conflicts. Exit status 0, or 1 if\n"
+	"there are conflicts.\n";
+
+int cmd_try_status(int argc, char **argv, const char *home)
+{
+	struct review_args a;
+	struct overlay o;
+	size_t counts[4] = { 0 }, noise = 0, git = 0;
+	int r = review_args_parse("try status", status_usage, argc, argv, home, NULL, 0, &a);
+
+	if (r < 0)
+		r = overlay_open("try status", a.home, a.user, a.name, &o);
+	else
+		o = (struct overlay){ .homefd = -1, .layer_fd = -1, .project_fd = -1 };
+	free(a.paths);
+	if (r >= 0) {
+		overlay_close(&o);
+		return r;
+	}
+	printf("overlay %s of %s\n", o.name, o.project);
+	for (size_t i = 0; i < o.review.n; i++) {
+		const struct ov_change *c = &o.review.v[i];
+		if (ov_is_dir(c))
+			continue;
+		if (ov_in_git(c->path)) {
+			git++;
+			continue;
+		}
+		counts[c->kind]++;
+		noise += ov_noise(c->path);
+	}
+	printf("%zu added, %zu modified, %zu deleted, %zu renamed", counts[OV_ADDED],
+	       counts[OV_MODIFIED], counts[OV_DELETED], counts[OV_RENAMED]);
+	if (noise)
+		printf(" (%zu of them in build output: node_modules, target, .venv...)", noise);
+	if (git)
+		printf("\n%zu file%s changed inside .git: never applied as files", git,
+		       git == 1 ? "" : "s");
+	size_t conflicts = 0;
+	for (size_t i = 0; i < o.review.n; i++)
+		conflicts += o.review.v[i].conflict && !ov_in_git(o.review.v[i].path);
+	printf("\n%zu conflict%s\n", conflicts, conflicts == 1 ? "" : "s");
+	for (size_t i = 0; i < o.review.n; i++) {
+		const struct ov_change *c = &o.review.v[i];
+		if (c->conflict && !ov_in_git(c->path))
+			printf("  %c %s: %s\n", ov_status_letter(c), c->path, c->conflict);
+	}
+	r = conflicts ? 1 : 0;
+	overlay_close(&o);
+	return r;
+}
+
+/* ---- diff ----------------------------------------------------------------- */
+
+static const char diff_usage[] =
+	"Usage: sbx try diff NAME [--stat | --name-status | --patch] [--all]\n"
+	"                    [--user ID] [--home DIR] [PATH...]\n"
+	"\n"
+	"What the agent changed in overlay NAME, as git shows changes, from the\n"
+	"project as it is now to the overlay: a patch (the default) that git\n"
+	"apply takes, in the project, to give the overlay's files. Binary files\n"
+	"and secret-looking ones (.env, *.pem, *secret*...) are summarized, not\n"
+	"shown. Directories are not listed (as git does not).\n"
+	"  --stat          a line per file with its lines added and removed\n"
+	"  --name-status   a line per file: A, M, D, T (type changed) or R100\n"
+	"                  (renamed), and its path\n"
+	"  --patch         the patch (the default)\n"
+	"  --all           changes in build output too (node_modules, target,\n"
+	"                  .venv, __pycache__...): counted on stderr otherwise,\n"
+	"                  but their deletions are always listed\n"
+	"  PATH...         only these paths, and what is below them (in build\n"
+	"                  output too)\n";
+
+/* Lines added and removed in git diff TEXT, its headers apart. */
+static void count_lines(const char *text, size_t *adds, size_t *dels)
+{
+	bool hunk = false;
+
+	for (const char *l = text; l && *l;) {
+		if (!strncmp(l, "@@ ", 3))
+			hunk = true;
+		else if (!strncmp(l, "diff --git ", 11))
+			hunk = false;
+		else if (hunk && *l == '+')
+			++*adds;
+		else if (hunk && *l == '-')
+			++*dels;
+		l = strchr(l, '\n');
+		l = l ? l + 1 : NULL;
+	}
+}
+
+/* git diff --stat's line of C: its path, how many lines changed and a
+ * bar of that many + and - (at most 50), or "Bin" for a binary. */
+static void print_stat(const struct ov_change *c, const char *text, size_t adds, size_t dels)
+{
+	char bar[51];
+	size_t n = adds + dels, scale = n > 50 ? n : 50, k = 0;
+
+	printf(" %s%s%s | ", c->from ? c->from : "", c->from ? " => " : "", c->path);
+	if (strstr(text, "\nBinary files ")) {
+		puts("Bin");
+		return;
+	}
+	for (size_t i = 0; i < adds * 50 / scale; i++)
+		bar[k++] = '+';
+	for (size_t i = 0; i < dels * 50 / scale; i++)
+		bar[k++] = '-';
+	bar[k] = '\0';
+	printf("%zu%s%s\n", n, k ? " " : "", bar);
+}
+
+int cmd_try_diff(int argc, char **argv, const char *home)
+{
+	static const struct option extra[] = {
+		{ "stat", no_argument, NULL, OPT_STAT },
+		{ "name-status", no_argument, NULL, OPT_NAME_STATUS },
+		{ "patch", no_argument, NULL, OPT_PATCH },
+		{ "all", no_argument, NULL, OPT_ALL },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct review_args a;
+	struct overlay o;
+	size_t hidden = 0, files = 0, adds = 0, dels = 0;
+	int r = review_args_parse("try diff", diff_usage, argc, argv, home, extra,
+				  sizeof(extra) / sizeof(*extra), &a);
+
+	if (r < 0)
+		r = overlay_open("try diff", a.home, a.user, a.name, &o);
+	else
+		o = (struct overlay){ .homefd = -1, .layer_fd = -1, .project_fd = -1 };
+	if (r >= 0) {
+		free(a.paths);
+		overlay_close(&o);
+		return r;
+	}
+	for (size_t i = 0; i < o.review.n && r < 0; i++) {
+		const struct ov_change *c = &o.review.v[i];
+		if ((!wanted(&a, c->path) && !(c->from && wanted(&a, c->from))) ||
+		    ov_in_git(c->path))
+			continue;
+		if (!a.all && !a.n_paths && ov_noise(c->path) && c->kind != OV_DELETED) {
+			hidden += !ov_is_dir(c);
+			continue;
+		}
+		_cleanup_(freep) char *text = NULL;
+		size_t len = 0, fa = 0, fd = 0;
+		int e = ov_diff(&o.review, c, &text, &len);
+		if (e < 0) {
+			fprintf(stderr, "sbx: try diff: %s: %s\n", c->path, strerror(-e));
+			r = 1;
+			break;
+		}
+		if (!text)
+			continue; /* a directory */
+		files++;
+		count_lines(text, &fa, &fd);
+		adds += fa;
+		dels += fd;
+		if (a.name_status && c->kind == OV_RENAMED)
+			printf("R100\t%s\t%s\n", c->from, c->path);
+		else if (a.name_status)
+			printf("%c\t%s\n", ov_status_letter(c), c->path);
+		else if (a.stat)
+			print_stat(c, text, fa, fd);
+		else
+			fwrite(text, 1, len, stdout);
+	}
+	if (r < 0 && a.stat)
+		printf(" %zu file%s changed, %zu insertion%s(+), %zu deletion%s(-)\n", files,
+		       files == 1 ? "" : "s", adds, adds == 1 ? "" : "s", dels, dels == 1 ? "" : "s");
+	fflush(stdout); /* the note comes after what it is about */
+	if (r < 0 && hidden)
+		fprintf(stderr,
+			"sbx: try diff: %zu more file%s changed in build output (node_modules,"
+			" target, .venv...): --all shows them\n",
+			hidden, hidden == 1 ? "" : "s");
+	free(a.paths);
+	overlay_close(&o);
+	return r < 0 ? 0 : r;
+}
+
+/* ---- apply ---------------------------------------------------------------- */
+
+static const char apply_usage[] =
+	"Usage: sbx try apply NAME [--only PATH]... [--dry-run] [--all-or-nothing]\n"
+	"                     [--user ID] [--home DIR] [PATH...]\n"
+	"\n"
+	"Writes what the agent changed in overlay NAME to its project, file by\n"
+	"file: each path is checked against what the agent first saw there\n"
+	"(its origin) and against the review just before it is written, and a\n"
+	"conflict is listed, never written (sbx try status says why). A file or\n"
+	"symlink is published whole (made under a temporary name beside it, then\n"
+	"renamed over its path), with its mode, owner where allowed, xattrs and\n"
+	"times; deletions and renames are done, directories made and removed.\n"
+	"A repository's internals (.git) are never written as files; FIFOs,\n"
+	"sockets and devices are skipped. An applied path's origin becomes what\n"
+	"the apply left, so that the agent's next change of it is judged\n"
+	"against that, and a second overlay's change of the same file is a\n"
+	"conflict.\n"
+	"  --only PATH, PATH...  only these paths and what is below them\n"
+	"  --dry-run             say what would be applied; write nothing\n"
+	"  --all-or-nothing      if any chosen change is a conflict, write none\n"
+	"Exit status 0 if everything chosen was applied, 1 if a conflict or a\n"
+	"failure kept one out.\n";
+
+/* Prints each change's outcome, but for those inside .git, counted in
+ * *ARG (a size_t). */
+static void say_outcome(void *arg, const struct ov_change *c, const char *outcome, const char *why)
+{
+	if (ov_in_git(c->path)) {
+		++*(size_t *)arg;
+		return;
+	}
+	if (c->from)
+		printf("%-12s R %s -> %s%s%s\n", outcome, c->from, c->path, why ? ": " : "",
+		       why ? why : "");
+	else
+		printf("%-12s %c %s%s%s%s\n", outcome, ov_status_letter(c), c->path,
+		       ov_is_dir(c) ? "/" : "", why ? ": " : "", why ? why : "");
+}
+
+int cmd_try_apply(int argc, char **argv, const char *home)
+{
+	static const struct option extra[] = {
+		{ "only", required_argument, NULL, OPT_ONLY },
+		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+		{ "all-or-nothing", no_argument, NULL, OPT_ALL_OR_NOTHING },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct review_args a;
+	struct overlay o;
+	struct ov_applied done;
+	size_t git = 0;
+	int r = review_args_parse("try apply", apply_usage, argc, argv, home, extra,
+				  sizeof(extra) / sizeof(*extra), &a);
+
+	if (r < 0)
+		r = overlay_open("try apply", a.home, a.user, a.name, &o);
+	else
+		o = (struct overlay){ .homefd = -1, .layer_fd = -1, .project_fd = -1 };
+	if (r < 0) {
+		struct ov_apply how = {
+			.only = a.paths,
+			.n_only = a.n_paths,
+			.dry_run = a.dry_run,
+			.all_or_nothing = a.all_or_nothing,
+			.s = o.s,
+			.user = o.user,
+			.thread = o.name,
+			.say = say_outcome,
+			.arg = &git,
+		};
+		int e = ov_apply(&o.review, &how, &done);
+		if (e < 0) {
+			fprintf(stderr, "sbx: try apply: %s: %s\n", o.project, strerror(-e));
+			r = 1;
+		} else {
+			printf("%zu %s, %zu conflict%s, %zu skipped, %zu failed\n", done.applied,
+			       a.dry_run ? "would be applied" : "applied", done.conflicts,
+			       done.conflicts == 1 ? "" : "s", done.skipped - git, done.failed);
+			if (git)
+				printf("%zu file%s changed inside .git not applied: a repository's"
+				       " internals are never applied as files\n",
+				       git, git == 1 ? "" : "s");
+			r = done.conflicts || done.failed ? 1 : 0;
+		}
+	}
+	free(a.paths);
+	overlay_close(&o);
+	return r;
+}
+
+/* ---- discard -------------------------------------------------------------- */
+
+static const char discard_usage[] =
+	"Usage: sbx try discard NAME [--force] [--user ID] [--home DIR]\n"
+	"\n"
+	"Drops overlay NAME: its layer (everything the agent changed that was\n"
+	"not applied) and its records of origins. The project is untouched. An\n"
+	"overlay with a mounted view is refused unless --force, which unmounts\n"
+	"its views first (as sbx umount does: one a sandbox still uses is\n"
+	"refused).\n";
+
+static void no_view(const char *mountpoint, void *arg)
+{
+	(void)mountpoint;
+	(void)arg;
+}
+
+static void umount_view(const char *mountpoint, void *arg)
+{
+	struct overlay *o = arg;
+	char *args[] = { "umount", (char *)mountpoint, NULL };
+
+	cmd_umount(2, args, o->home);
+}
+
+int cmd_try_discard(int argc, char **argv, const char *home)
+{
+	static const struct option extra[] = {
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct review_args a;
+	struct overlay o;
+	int r = review_args_parse("try discard", discard_usage, argc, argv, home, extra,
+				  sizeof(extra) / sizeof(*extra), &a);
+
+	if (r < 0)
+		r = overlay_open("try discard", a.home, a.user, a.name, &o);
+	else
+		o = (struct overlay){ .homefd = -1, .layer_fd = -1, .project_fd = -1 };
+	if (r < 0) {
+		int views = viewreg_each(o.homefd, o.user, o.name, no_view, NULL);
+		if (views > 0 && a.force)
+			viewreg_each(o.homefd, o.user, o.name, umount_view, &o);
+		if (viewreg_each(o.homefd, o.user, o.name, no_view, NULL) > 0) {
+			fprintf(stderr, "sbx: try discard: %s is in use: a view of it is mounted%s\n",
+				o.name, a.force ? " still" : " (--force unmounts it)");
+			r = 1;
+		}
+	}
+	if (r < 0) {
+		int e = ov_discard(o.homefd, o.s, o.user, o.name);
+		if (e < 0) {
+			fprintf(stderr, "sbx: try discard: %s: %s\n", o.name, strerror(-e));
+			r = 1;
+		} else {
+			printf("discarded %s (the overlay of %s)\n", o.name, o.project);
+			r = 0;
+		}
+	}
+	free(a.paths);
+	overlay_close(&o);
+	return r;
+}

@@ -1,0 +1,116 @@
+/* overlay.h - the review and the apply of an overlay (docs/try.md): what
+ * the agent changed in a project, judged against the project as it is
+ * now and as it was at each path's first touch (its origin,
+ * store/origins.h).
+ *
+ * A change is a path whose object the overlay shows differently from the
+ * project: in content, type, mode or symlink target, or present on one
+ * side only. Paths the agent never touched are never changes, whatever
+ * the person does to them meanwhile. A change is a conflict when the
+ * project's object there is not its origin any more (its inode, size,
+ * mtime or ctime moved, and its content is not the origin's either), or,
+ * for a path the agent made, when the project has one there now.
+ *
+ * Every path is opened below the layer's or the project's directory fd
+ * by openat2() with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS: a symlink the
+ * agent made or the person put in place meanwhile is an object, never a
+ * way out.
+ */
+#ifndef SBX_RUN_OVERLAY_H
+#define SBX_RUN_OVERLAY_H
+
+#include "store/store.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+enum ov_kind { OV_ADDED, OV_MODIFIED, OV_DELETED, OV_RENAMED };
+
+struct ov_change {
+	char *path; /* below the project: "src/a.c" */
+	char *from; /* OV_RENAMED: the path it had (deleted there) */
+	enum ov_kind kind;
+	bool in_project, in_overlay; /* PATH's object on each side */
+	struct stat project;	     /* as lstat() found it, if in_project */
+	struct stat overlay;	     /* the layer's object, if in_overlay */
+	const char *conflict;	     /* why it is one, or NULL */
+	bool origin;		     /* the agent first touched PATH over the
+				      * project's object (else: made it) */
+};
+
+struct ov_review {
+	struct ov_change *v; /* by path; directories too (ov_is_dir()) */
+	size_t n, cap;
+	size_t conflicts;
+	int layer_fd, project_fd; /* borrowed: O_PATH directories */
+};
+
+/* Reviews the overlay whose layer is LAYER_FD, of the project PROJECT_FD
+ * (O_PATH directories, left to the caller), with the origins of USER's
+ * THREAD in S. Returns 0 with OUT filled (ov_review_free()), or -errno. */
+int ov_review(int layer_fd, int project_fd, struct store *s, const char *user,
+	      const char *thread, struct ov_review *out);
+void ov_review_free(struct ov_review *r);
+
+/* Whether change C is of a directory (on the side it is on). */
+bool ov_is_dir(const struct ov_change *c);
+/* "added", "modified", "deleted" or "renamed". */
+const char *ov_kind_name(enum ov_kind k);
+/* git's one-letter status of C: A, M, D, R, T (a type changed). */
+char ov_status_letter(const struct ov_change *c);
+
+/* Whether PATH is inside a repository's internals (a .git component):
+ * never shown as a file's change, never applied as one. */
+bool ov_in_git(const char *path);
+
+/* Build output and the like, counted but not listed unless asked for:
+ * PATH has a component such as node_modules, target, .venv. */
+bool ov_noise(const char *path);
+
+/* Opens PATH below ROOT (O_PATH | O_NOFOLLOW and FLAGS), following no
+ * symlink: an fd, or -errno. */
+int ov_open(int root, const char *path, int flags);
+
+/* The git-style diff of C (headers, then hunks; a binary or
+ * sensitive-looking file summarized) appended to *OUT (malloc'd, *LEN
+ * bytes): 0, or -errno. */
+int ov_diff(const struct ov_review *r, const struct ov_change *c, char **out, size_t *len);
+
+/* What ov_apply() does, and with what. */
+struct ov_apply {
+	const char *const *only; /* N_ONLY paths: those, and what is below */
+	size_t n_only;
+	bool dry_run;	     /* judge and say, write nothing */
+	bool all_or_nothing; /* a conflict among the chosen: nothing written */
+	struct store *s;     /* the origins of USER's THREAD, moved to what
+			      * the apply leaves */
+	const char *user, *thread;
+	/* Told each chosen change's outcome: "applied" ("would apply" in
+	 * a dry run), "conflict", "skipped" or "failed", and why (or
+	 * NULL). */
+	void (*say)(void *arg, const struct ov_change *c, const char *outcome, const char *why);
+	void *arg;
+};
+
+struct ov_applied {
+	size_t applied, conflicts, skipped, failed;
+};
+
+/* Applies R's chosen changes to the project: each path checked again
+ * against what the review saw just before it is written, each file and
+ * symlink published whole (made under a temporary name in its directory,
+ * then renamed over the path: a reader, or a crash, sees the old or the
+ * new object, never a part), removals deepest first, placements parents
+ * first. Paths with a .git component, FIFOs, sockets and devices are
+ * skipped. Returns 0 with *OUT (a conflict or a failure is counted
+ * there, not an error), or -errno if the project cannot be written at
+ * all. */
+int ov_apply(struct ov_review *r, const struct ov_apply *a, struct ov_applied *out);
+
+/* Drops overlay THREAD of USER in the home HOMEFD: its thread's
+ * directory, the layer with it, and its origins in S. Returns 0 or
+ * -errno. */
+int ov_discard(int homefd, struct store *s, const char *user, const char *thread);
+
+#endif

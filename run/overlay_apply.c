@@ -1,0 +1,445 @@
+/* overlay_apply.c - see overlay.h, ov_apply(): an overlay's changes
+ * written to its project, each path at once or not at all.
+ *
+ * Removals go first, deepest first (a directory after what it held),
+ * then placements, parents first (a directory before what it holds). A
+ * file or symlink is made unnamed or under a temporary name in its
+ * directory, complete with its mode, owner, xattrs and times, then
+ * renamed onto its path: over the project's object the review saw, or
+ * where there was none, never over one made since (RENAME_NOREPLACE).
+ * Each path's origin then becomes what the apply left there, so the
+ * agent's next change of it is judged against that.
+ */
+#include "overlay.h"
+#include "common/cleanup.h"
+#include "common/clock.h"
+#include "common/fileops.h"
+#include "common/home.h"
+#include "common/walk.h"
+#include "store/origins.h"
+#include "undo_plan_int.h"
+#include "common/walk.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* What happens to each chosen change: its outcome so far. */
+enum fate { FATE_APPLY, FATE_CONFLICT, FATE_SKIP, FATE_FAILED, FATE_DONE };
+
+struct job {
+	struct ov_change *c;
+	enum fate fate;
+	const char *why;
+	bool removed; /* its project object (at FROM, or PATH) is gone */
+};
+
+/* Whether PATH is among A's chosen paths (or below one). */
+static bool chosen_path(const struct ov_apply *a, const char *path)
+{
+	if (!a->n_only)
+		return true;
+	for (size_t i = 0; i < a->n_only; i++) {
+		size_t n = strlen(a->only[i]);
+		while (n && a->only[i][n - 1] == '/')
+			n--;
+		if (!strncmp(path, a->only[i], n) && (path[n] == '\0' || path[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
+static bool chosen(const struct ov_apply *a, const struct ov_change *c)
+{
+	return chosen_path(a, c->path) || (c->from && chosen_path(a, c->from));
+}
+
+/* PATH's directory below ROOT, opened (O_PATH), and its last component
+ * into *BASE. */
+static int parent_of(int root, const char *path, const char **base)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+
+	*base = slash ? slash + 1 : path;
+	if (!slash)
+		return ov_open(root, "", O_PATH | O_DIRECTORY);
+	if ((size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	return ov_open(root, dir, O_PATH | O_DIRECTORY);
+}
+
+/* Whether the project's object at PATH is still what the review saw
+ * (C->project, or none; GONE: the apply removed it itself). A
+ * directory's times move with what the apply does inside it: only its
+ * type counts. */
+static bool as_reviewed(const struct ov_review *r, const struct ov_change *c, const char *path,
+			bool was, const struct stat *then)
+{
+	struct stat now;
+	_cleanup_(closep) int pfd = -1;
+	const char *base;
+
+	if ((pfd = parent_of(r->project_fd, path, &base)) < 0)
+		return !was;
+	if (fstatat(pfd, base, &now, AT_SYMLINK_NOFOLLOW) < 0)
+		return !was && errno == ENOENT;
+	if (!was)
+		return false;
+	(void)c;
+	if (S_ISDIR(then->st_mode))
+		return S_ISDIR(now.st_mode);
+	return now.st_ino == then->st_ino && now.st_dev == then->st_dev &&
+	       now.st_size == then->st_size && now.st_mode == then->st_mode &&
+	       now.st_mtim.tv_sec == then->st_mtim.tv_sec &&
+	       now.st_mtim.tv_nsec == then->st_mtim.tv_nsec &&
+	       now.st_ctim.tv_sec == then->st_ctim.tv_sec && now.st_ctim.tv_nsec == then->st_ctim.tv_nsec;
+}
+
+/* A temporary entry's name in a project directory: TEMP_PREFIX, then
+ * what makes it this apply's. */
+#define TEMP_PREFIX ".sbx-apply."
+
+static void temp_name(char *out, size_t size)
+{
+	static unsigned seq;
+
+	snprintf(out, size, TEMP_PREFIX "%d.%u.%llx", (int)getpid(), ++seq,
+		 (unsigned long long)realtime_ns());
+}
+
+static int drop_temp(void *arg, int dirfd, const char *name, const struct stat *st)
+{
+	(void)arg;
+	if (!strncmp(name, TEMP_PREFIX, sizeof(TEMP_PREFIX) - 1) && !S_ISDIR(st->st_mode))
+		unlinkat(dirfd, name, 0);
+	return 0;
+}
+
+static int by_string(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* Removes what a killed apply left in the directories of the N JOBS'
+ * paths: temporary entries, made and not yet renamed (applies of a
+ * project take turns: none is another's in flight). Each directory is
+ * read once. */
+static void drop_leftovers(const struct ov_review *r, const struct job *jobs, size_t n)
+{
+	_cleanup_(freep) char **dirs = calloc(n ? n : 1, sizeof(*dirs));
+	size_t k = 0;
+
+	for (size_t i = 0; dirs && i < n; i++) {
+		const char *slash = strrchr(jobs[i].c->path, '/');
+		dirs[k] = strndup(jobs[i].c->path, slash ? (size_t)(slash - jobs[i].c->path) : 0);
+		k += dirs[k] != NULL;
+	}
+	if (k)
+		qsort(dirs, k, sizeof(*dirs), by_string);
+	for (size_t i = 0; i < k; i++) {
+		if (!i || strcmp(dirs[i], dirs[i - 1])) {
+			int fd = ov_open(r->project_fd, dirs[i], O_RDONLY | O_DIRECTORY);
+			if (fd >= 0)
+				dir_each(fd, drop_temp, NULL);
+		}
+	}
+	for (size_t i = 0; i < k; i++)
+		free(dirs[i]);
+}
+
+/* Makes regular file BASE's copy of the layer's SRC (attributes ST) in
+ * project directory PFD under temporary name TMP: content, mode, owner,
+ * xattrs, times. */
+static int make_file(int pfd, int src, const struct stat *st, const char *tmp)
+{
+	const struct timespec times[2] = { st->st_atim, st->st_mtim };
+	_cleanup_(closep) int fd = openat(pfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	char proc[64];
+	int r = fd < 0 ? -errno : file_copy_content(fd, src);
+
+	if (r == 0)
+		r = file_copy_metadata(fd, src, st);
+	if (r == 0 && futimens(fd, times) < 0)
+		r = -errno;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (r == 0 && linkat(AT_FDCWD, proc, pfd, tmp, AT_SYMLINK_FOLLOW) < 0)
+		r = -errno;
+	return r;
+}
+
+/* Places C's layer object at its path in the project. */
+static int place(const struct ov_review *r, const struct ov_change *c, bool replace)
+{
+	const char *base;
+	_cleanup_(closep) int pfd = parent_of(r->project_fd, c->path, &base);
+	_cleanup_(closep) int src = -1;
+	const struct stat *st = &c->overlay;
+	char tmp[96];
+	int e = 0;
+
+	if (pfd < 0)
+		return pfd;
+	if (S_ISDIR(st->st_mode)) {
+		if (replace) /* a directory still: its mode only */
+			return fchmodat(pfd, base, st->st_mode & 07777, 0) < 0 ? -errno : 0;
+		return mkdirat(pfd, base, st->st_mode & 07777) < 0 ? -errno : 0;
+	}
+	temp_name(tmp, sizeof(tmp));
+	if (S_ISREG(st->st_mode)) {
+		if ((src = ov_open(r->layer_fd, c->path, O_RDONLY)) < 0)
+			return src;
+		e = make_file(pfd, src, st, tmp);
+	} else {
+		char target[PATH_MAX + 1];
+		_cleanup_(closep) int lfd = ov_open(r->layer_fd, c->path, O_PATH);
+		ssize_t n = lfd < 0 ? -1 : readlinkat(lfd, "", target, PATH_MAX);
+		if (n < 0)
+			return lfd < 0 ? lfd : -errno;
+		target[n] = '\0';
+		const struct timespec times[2] = { st->st_atim, st->st_mtim };
+		if (symlinkat(target, pfd, tmp) < 0)
+			return -errno;
+		utimensat(pfd, tmp, times, AT_SYMLINK_NOFOLLOW);
+	}
+	if (e == 0 && renameat2(pfd, tmp, pfd, base, replace ? 0 : RENAME_NOREPLACE) < 0)
+		e = -errno;
+	if (e < 0)
+		unlinkat(pfd, tmp, 0);
+	return e;
+}
+
+/* Removes PATH's object from the project (a directory: if empty). */
+static int take_away(const struct ov_review *r, const char *path, const struct stat *st)
+{
+	const char *base;
+	_cleanup_(closep) int pfd = parent_of(r->project_fd, path, &base);
+
+	if (pfd < 0)
+		return pfd;
+	return unlinkat(pfd, base, S_ISDIR(st->st_mode) ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
+}
+
+/* The origin of PATH after the apply: the project's object it left. */
+static void move_origin(const struct ov_review *r, const struct ov_apply *a, const char *path)
+{
+	struct stat st;
+	const char *base;
+	_cleanup_(closep) int pfd = parent_of(r->project_fd, path, &base);
+
+	if (!a->s)
+		return;
+	if (pfd < 0 || fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		store_origin_drop(a->s, a->user, a->thread, path);
+		return;
+	}
+	struct store_origin o = {
+		.path = path,
+		.kind = ORIGIN_COPY,
+		.mode = st.st_mode,
+		.dev = (int64_t)st.st_dev,
+		.ino = (int64_t)st.st_ino,
+		.size = st.st_size,
+		.mtime_ns = timespec_ns(&st.st_mtim),
+		.ctime_ns = timespec_ns(&st.st_ctim),
+		.at_ns = realtime_ns(),
+	};
+	store_origin_set(a->s, a->user, a->thread, &o);
+}
+
+static void fail(struct job *j, enum fate fate, const char *why)
+{
+	if (j->fate == FATE_APPLY) {
+		j->fate = fate;
+		j->why = why;
+	}
+}
+
+/* Whether job J takes away a project object: its own path's (a removal,
+ * a type changed, a rename's old path). */
+static bool removes(const struct ov_change *c)
+{
+	if (c->kind == OV_DELETED || c->kind == OV_RENAMED)
+		return true;
+	return c->in_project && c->in_overlay &&
+	       (c->project.st_mode & S_IFMT) != (c->overlay.st_mode & S_IFMT);
+}
+
+static void run_removal(const struct ov_review *r, const struct ov_apply *a, struct job *j)
+{
+	const char *path = j->c->from ? j->c->from : j->c->path;
+
+	if (j->fate != FATE_APPLY || !removes(j->c))
+		return;
+	if (!as_reviewed(r, j->c, path, true, &j->c->project)) {
+		fail(j, FATE_CONFLICT, "changed on the project during the apply");
+		return;
+	}
+	if (a->dry_run) {
+		j->removed = true;
+		return;
+	}
+	int e = take_away(r, path, &j->c->project);
+	if (e == -ENOTEMPTY || e == -EEXIST)
+		fail(j, FATE_CONFLICT, "the project's directory holds what the agent never saw");
+	else if (e < 0)
+		fail(j, FATE_FAILED, strerror(-e));
+	else
+		j->removed = true;
+	if (e == 0 && j->c->from)
+		move_origin(r, a, j->c->from);
+}
+
+static void run_placement(const struct ov_review *r, const struct ov_apply *a, struct job *j)
+{
+	struct ov_change *c = j->c;
+
+	if (j->fate != FATE_APPLY)
+		return;
+	if (!c->in_overlay) {
+		j->fate = FATE_DONE;
+		if (!a->dry_run)
+			move_origin(r, a, c->path);
+		return;
+	}
+	/* What the placement replaces: the project's object the review saw,
+	 * unless a removal took it away (a type changed), or a rename's new
+	 * path, where there was none. */
+	bool there = c->in_project && !j->removed && c->kind != OV_RENAMED;
+	bool seen = there || (a->dry_run && j->removed && c->kind != OV_RENAMED);
+	if (!as_reviewed(r, c, c->path, seen, &c->project)) {
+		fail(j, FATE_CONFLICT, "changed on the project during the apply");
+		return;
+	}
+	if (a->dry_run) {
+		j->fate = FATE_DONE;
+		return;
+	}
+	int e = place(r, c, there);
+	if (e == -EEXIST)
+		fail(j, FATE_CONFLICT, "made on the project during the apply");
+	else if (e < 0)
+		fail(j, FATE_FAILED, strerror(-e));
+	else {
+		j->fate = FATE_DONE;
+		move_origin(r, a, c->path);
+	}
+}
+
+/* Removals deepest first: by the path taken away, descending. */
+static int by_path_down(const void *x, const void *y)
+{
+	const struct ov_change *a = (*(struct job *const *)x)->c;
+	const struct ov_change *b = (*(struct job *const *)y)->c;
+	return -strcmp(a->from ? a->from : a->path, b->from ? b->from : b->path);
+}
+
+/* Placements parents first. */
+static int by_path_up(const void *x, const void *y)
+{
+	return strcmp((*(struct job *const *)x)->c->path, (*(struct job *const *)y)->c->path);
+}
+
+/* Decides which chosen changes are not applied at all, and why. */
+static void judge_job(const struct ov_apply *a, struct job *j)
+{
+	const struct ov_change *c = j->c;
+	mode_t m = c->in_overlay ? c->overlay.st_mode : c->project.st_mode;
+
+	if (ov_in_git(c->path) || (c->from && ov_in_git(c->from)))
+		fail(j, FATE_SKIP, "a repository's internals are never applied as files");
+	else if (c->conflict)
+		fail(j, FATE_CONFLICT, c->conflict);
+	else if (!S_ISREG(m) && !S_ISDIR(m) && !S_ISLNK(m))
+		fail(j, FATE_SKIP, "not a file, directory or symlink");
+	(void)a;
+}
+
+int ov_apply(struct ov_review *r, const struct ov_apply *a, struct ov_applied *out)
+{
+	size_t n = 0;
+	_cleanup_(freep) struct job *jobs = calloc(r->n ? r->n : 1, sizeof(*jobs));
+	_cleanup_(freep) struct job **order = calloc(r->n ? r->n : 1, sizeof(*order));
+
+	memset(out, 0, sizeof(*out));
+	if (!jobs || !order)
+		return -ENOMEM;
+	/* Applies of one project take turns (any overlay's): each judges
+	 * the project as the one before left it. */
+	_cleanup_(closep) int lock = openat(r->project_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lock < 0 || flock(lock, a->dry_run ? LOCK_SH : LOCK_EX) < 0)
+		return -errno;
+	for (size_t i = 0; i < r->n; i++)
+		if (chosen(a, &r->v[i])) {
+			jobs[n] = (struct job){ .c = &r->v[i], .fate = FATE_APPLY };
+			judge_job(a, &jobs[n]);
+			n++;
+		}
+	bool any_conflict = false;
+	for (size_t i = 0; i < n; i++)
+		any_conflict |= jobs[i].fate == FATE_CONFLICT;
+	if (!(any_conflict && a->all_or_nothing)) {
+		for (size_t i = 0; i < n; i++)
+			order[i] = &jobs[i];
+		qsort(order, n, sizeof(*order), by_path_down);
+		if (!a->dry_run)
+			drop_leftovers(r, jobs, n);
+		for (size_t i = 0; i < n; i++)
+			run_removal(r, a, order[i]);
+		/* A removal that could not be done stops its path's placement;
+		 * a rename whose old path stays is no rename. */
+		qsort(order, n, sizeof(*order), by_path_up);
+		for (size_t i = 0; i < n; i++)
+			run_placement(r, a, order[i]);
+		if (!a->dry_run)
+			syncfs(r->project_fd);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct job *j = &jobs[i];
+		const char *outcome;
+		switch (j->fate) {
+		case FATE_DONE:
+			out->applied++;
+			outcome = a->dry_run ? "would apply" : "applied";
+			break;
+		case FATE_CONFLICT:
+			out->conflicts++;
+			outcome = "conflict";
+			break;
+		case FATE_SKIP:
+			out->skipped++;
+			outcome = "skipped";
+			break;
+		case FATE_FAILED:
+			out->failed++;
+			outcome = "failed";
+			break;
+		default: /* all or nothing, and there was a conflict */
+			out->skipped++;
+			outcome = "not applied";
+			j->why = "another chosen change is a conflict (--all-or-nothing)";
+			break;
+		}
+		if (a->say)
+			a->say(a->arg, j->c, outcome, j->why);
+	}
+	return 0;
+}
+
+int ov_discard(int homefd, struct store *s, const char *user, const char *thread)
+{
+	const char *const path[] = { "users", user, "threads" };
+	_cleanup_(closep) int tfd = dir_chain_open(homefd, path, 3, false);
+	int r = tfd < 0 ? tfd : tree_remove(tfd, thread);
+
+	/* The records last: an overlay half removed is found again. */
+	return r < 0 ? r : store_origins_drop(s, user, thread);
+}

@@ -1,0 +1,291 @@
+/* Review, then apply (docs/try.md): an agent works in an overlay of a git
+ * project through its mounted view while the person edits the project;
+ * sbx try status, diff and apply judge each change against the project
+ * now and against what the agent first saw there, and write only what
+ * does not conflict, each file whole. */
+#include "tests/cmd.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char P[PATH_MAX]; /* the project */
+static char H[PATH_MAX]; /* the home */
+static char M[PATH_MAX]; /* the overlay's mount point */
+
+static char *proj(const char *rel)
+{
+	return fmt_cmd("%s/%s", P, rel);
+}
+
+/* The overlay's workspace as the agent sees it, at REL. */
+static char *ws(const char *rel)
+{
+	return fmt_cmd("%s/user-data/workspace/%s", M, rel);
+}
+
+/* `sbx --home H ARGS` (stderr too, then "exit N"). */
+#define SBX(...)                                                                          \
+	OUT("'%s' --home '%s' %s 2>&1; echo exit $?", test_bin("sbx"), H, fmt_cmd(__VA_ARGS__))
+
+/* The agent's shell commands, in the overlay's workspace. */
+#define AGENT(...) OK("cd '%s' && %s", ws(""), fmt_cmd(__VA_ARGS__))
+
+static void setup(void)
+{
+	snprintf(P, sizeof(P), "%s", test_dir("project"));
+	snprintf(H, sizeof(H), "%s", test_dir("home"));
+	snprintf(M, sizeof(M), "%s", test_dir("mnt"));
+	test_home_store(H);
+}
+
+/* Unmounts every overlay the test mounted (run-tests detaches what is
+ * left, such as a view a starting sandbox held a moment). */
+static void teardown(void)
+{
+	STATUS("d=$(dirname '%s'); for m in $(awk -v d=\"$d/mnt.\" 'index($2, d) == 1 {print $2}'"
+	       " /proc/mounts); do '%s' --home '%s' umount \"$m\"; done >/dev/null 2>&1",
+	       H, test_bin("sbx"), H);
+}
+
+/* Makes overlay NAME of the project and mounts it at M. */
+static void overlay(const char *name)
+{
+	SAME(SBX("try --project '%s' --name %s --mount '%s'", P, name, M), "exit 0\n");
+}
+
+/* A git project: a README, two sources, a doc, a file to rename. */
+static void git_project(void)
+{
+	OK("cd '%s' && git init -q . && mkdir -p src docs && printf '# demo\\n' > README.md && "
+	   "printf 'int main(void)\\n{\\n\\treturn 0;\\n}\\n' > src/main.c && "
+	   "printf 'int util(void) { return 1; }\\n' > src/util.c && "
+	   "printf 'old docs\\n' > docs/old.md && git add -A && "
+	   "git -c user.email=p@x -c user.name=p commit -qm start",
+	   P);
+}
+
+/* What a tree holds, .git and build output apart: each file and
+ * symlink, its type and mode, and each file's content (directories as
+ * git sees them: by what they hold). */
+static char *tree(const char *dir)
+{
+	return OUT("cd '%s' && find . -path ./.git -prune -o -path ./target -prune -o ! -type d -printf "
+		   "'%%p %%y %%m\\n' | sort && find . -path ./.git -prune -o -path ./target -prune "
+		   "-o -type f -print | sort | xargs -r tail -n +1",
+		   dir);
+}
+
+START_TEST(test_try_review_of_a_git_project_then_apply)
+{
+	git_project();
+	overlay("demo");
+	/* The agent edits, creates, deletes, renames, builds and commits. */
+	AGENT("cat src/main.c >/dev/null && printf 'int main(void)\\n{\\n\\treturn util();\\n}\\n'"
+	      " > src/main.c && printf 'int more(void);\\n' > src/new.c && rm docs/old.md && "
+	      "mv src/util.c src/helpers.c && mkdir target && cc -c src/helpers.c -o "
+	      "target/helpers.o && git add -A && git -c user.email=a@x -c user.name=agent "
+	      "commit -qm agent");
+	/* The person edits a file the agent never touched, meanwhile. */
+	ck_assert_int_eq(write_file(proj("README.md"), "# demo, edited\n"), 0);
+	SAME(SBX("try status demo | grep -v 'inside .git'"),
+	     fmt_cmd("overlay demo of %s\n2 added, 1 modified, 1 deleted, 1 renamed (1 of them in"
+		     " build output: node_modules, target, .venv...)\n0 conflicts\nexit 0\n",
+		     P));
+	SAME(SBX("try diff demo --name-status"),
+	     "D\tdocs/old.md\nR100\tsrc/util.c\tsrc/helpers.c\nM\tsrc/main.c\nA\tsrc/new.c\n"
+	     "sbx: try diff: 1 more file changed in build output (node_modules, target, .venv...):"
+	     " --all shows them\nexit 0\n");
+	SAME(SBX("try diff demo --stat --all"),
+	     " docs/old.md | 1 -\n src/util.c => src/helpers.c | 0\n src/main.c | 2 +-\n"
+	     " src/new.c | 1 +\n target/helpers.o | Bin\n"
+	     " 5 files changed, 2 insertions(+), 2 deletions(-)\nexit 0\n");
+	/* The patch, applied by git to a copy of the project as it is now,
+	 * gives the overlay's files. */
+	char *copy = fmt_cmd("%s/copy", test_dir("copy"));
+	OK("cp -a '%s' '%s' && '%s' --home '%s' try diff demo > '%s.patch' 2>/dev/null && "
+	   "cd '%s' && git apply '%s.patch'",
+	   P, copy, test_bin("sbx"), H, copy, copy, copy);
+	SAME(tree(copy), tree(ws("")));
+	/* A dry run writes nothing; the apply writes the working tree and
+	 * never the repository's internals. */
+	char *before = tree(P);
+	char *dry = SBX("try apply demo --dry-run");
+	ck_assert_msg(strstr(dry, "would apply  M src/main.c\n") &&
+			      strstr(dry, "would apply  R src/util.c -> src/helpers.c\n") &&
+			      strstr(dry, "\n6 would be applied, 0 conflicts, 0 skipped, 0 failed\n"),
+		      "%s", dry);
+	SAME(tree(P), before);
+	char *head = OUT("git -C '%s' rev-parse HEAD", P);
+	char *done = SBX("try apply demo");
+	ck_assert_msg(strstr(done, "applied      D docs/old.md\n") &&
+			      strstr(done, "\n6 applied, 0 conflicts, 0 skipped, 0 failed\n") &&
+			      strstr(done, "not applied: a repository's internals are never applied"
+					   " as files\nexit 0\n"),
+		      "%s", done);
+	SAME(tree(P), tree(ws("")));
+	SAME(OUT("cmp '%s' '%s' && echo same", proj("target/helpers.o"), ws("target/helpers.o")),
+	     "same\n");
+	SAME(OUT("git -C '%s' rev-parse HEAD", P), head);
+	SAME(OUT("cd '%s' && git status --short", P),
+	     " M README.md\n D docs/old.md\n M src/main.c\n D src/util.c\n?? src/helpers.c\n?? src/new.c\n"
+	     "?? target/\n");
+	/* Nothing is left to apply. */
+	SAME(SBX("try status demo | grep -v 'inside .git'"),
+	     fmt_cmd("overlay demo of %s\n0 added, 0 modified, 0 deleted, 0 renamed\n"
+		     "0 conflicts\nexit 0\n",
+		     P));
+}
+END_TEST
+
+/* Each kind of conflict: the apply writes the rest, and exits 1. */
+START_TEST(test_try_apply_judges_each_kind_of_conflict)
+{
+	OK("cd '%s' && for f in mod del ren keep; do echo $f > $f.txt; done", P);
+	overlay("c");
+	AGENT("cat mod.txt keep.txt >/dev/null && echo agent > mod.txt && rm del.txt && "
+	      "mv ren.txt ren2.txt && echo agent > made.txt && echo same > same.txt && "
+	      "echo agent > keep.txt && echo new > new.txt");
+	/* The person changes the same files, and makes two the agent made. */
+	OK("cd '%s' && echo person > mod.txt && echo person > del.txt && echo person > ren.txt && "
+	   "echo person > made.txt && echo same > same.txt",
+	   P);
+	SAME(SBX("try status c"),
+	     fmt_cmd("overlay c of %s\n1 added, 3 modified, 1 deleted, 1 renamed\n4 conflicts\n"
+		     "  D del.txt: changed on the project since the agent removed it\n"
+		     "  M made.txt: made on the project too\n"
+		     "  M mod.txt: changed on the project since the agent copied it\n"
+		     "  R ren2.txt: changed on the project since the agent removed it\n"
+		     "exit 1\n",
+		     P));
+	/* All or nothing: nothing. */
+	char *before = OUT("cd '%s' && tail -n +1 *", P);
+	char *none = SBX("try apply c --all-or-nothing");
+	ck_assert_msg(strstr(none, "0 applied, 4 conflicts, 2 skipped, 0 failed\nexit 1\n"), "%s",
+		      none);
+	SAME(OUT("cd '%s' && tail -n +1 *", P), before);
+	/* --only: those paths. */
+	SAME(SBX("try apply c --only new.txt"),
+	     "applied      A new.txt\n1 applied, 0 conflicts, 0 skipped, 0 failed\nexit 0\n");
+	SAME(SBX("try apply c"),
+	     "conflict     D del.txt: changed on the project since the agent removed it\n"
+	     "applied      M keep.txt\n"
+	     "conflict     M made.txt: made on the project too\n"
+	     "conflict     M mod.txt: changed on the project since the agent copied it\n"
+	     "conflict     R ren.txt -> ren2.txt: changed on the project since the agent"
+	     " removed it\n"
+	     "1 applied, 4 conflicts, 0 skipped, 0 failed\nexit 1\n");
+	SAME(read_file(proj("keep.txt")), "agent\n");
+	SAME(read_file(proj("mod.txt")), "person\n");
+	SAME(read_file(proj("del.txt")), "person\n");
+}
+END_TEST
+
+/* Two overlays change the same file: the second apply is a conflict,
+ * never an overwrite of the first's. */
+START_TEST(test_try_two_overlays_applying_one_file_conflict)
+{
+	char *m2 = fmt_cmd("%s", test_dir("mnt2"));
+
+	OK("echo base > '%s'", proj("f.txt"));
+	overlay("one");
+	SAME(SBX("try --project '%s' --name two --mount '%s'", P, m2), "exit 0\n");
+	AGENT("cat f.txt >/dev/null && echo one > f.txt && echo one > made.txt");
+	OK("cd '%s/user-data/workspace' && cat f.txt >/dev/null && echo two > f.txt && "
+	   "echo two > made.txt",
+	   m2);
+	SAME(SBX("try apply one"),
+	     "applied      M f.txt\napplied      A made.txt\n"
+	     "2 applied, 0 conflicts, 0 skipped, 0 failed\nexit 0\n");
+	SAME(SBX("try apply two"),
+	     "conflict     M f.txt: changed on the project since the agent copied it\n"
+	     "conflict     M made.txt: made on the project too\n"
+	     "0 applied, 2 conflicts, 0 skipped, 0 failed\nexit 1\n");
+	SAME(read_file(proj("f.txt")), "one\n");
+	/* The first overlay's next change of the file is judged against
+	 * what its apply left: no conflict. */
+	AGENT("cat f.txt >/dev/null && echo one again > f.txt");
+	SAME(SBX("try apply one"),
+	     "applied      M f.txt\n1 applied, 0 conflicts, 0 skipped, 0 failed\nexit 0\n");
+	OK("'%s' --home '%s' umount '%s'", test_bin("sbx"), H, m2);
+}
+END_TEST
+
+/* An apply killed (SIGKILL) before each of its changes to the project
+ * leaves every file old or new, never part written and no temporary
+ * entry once the next apply has run; that apply finishes the job. */
+START_TEST(test_try_apply_killed_leaves_each_file_old_or_new)
+{
+	const char *shim = killshim();
+	const char *agent = "cat d/* >/dev/null && for i in 1 2 3 4 5 6; do echo new$i > d/f$i;"
+			    " done && rm d/gone && mkdir d/sub && echo made > d/sub/made";
+	char *want = NULL;
+	int n;
+
+	for (n = 1; n < 100; n++) {
+		/* Each round a fresh project and a fresh overlay of it, mounted
+		 * where the last one was not (an unmount can be refused while
+		 * another test's sandbox starts: left to the teardown). */
+		OK("cd '%s' && rm -rf d && mkdir d && for i in 1 2 3 4 5 6; do echo old$i > d/f$i;"
+		   " done && echo gone > d/gone",
+		   P);
+		snprintf(M, sizeof(M), "%s", test_dir("mnt"));
+		overlay(fmt_cmd("k%d", n));
+		AGENT("%s", agent);
+		if (!want)
+			want = tree(ws("")); /* what each apply must end at */
+		int st = STATUS("SBX_KILL_AT=%d LD_PRELOAD='%s' '%s' --home '%s' try apply k%d"
+				" >/dev/null 2>&1",
+				n, shim, test_bin("sbx"), H, n);
+		if (st == 0)
+			break;
+		ck_assert_int_eq(st, 128 + SIGKILL);
+		/* Each file is old or new. */
+		for (int i = 1; i <= 6; i++) {
+			char *got = read_file(proj(fmt_cmd("d/f%d", i)));
+			ck_assert_msg(got && (!strcmp(got, fmt_cmd("old%d\n", i)) ||
+					      !strcmp(got, fmt_cmd("new%d\n", i))),
+				      "killed at change %d: d/f%d holds %s", n, i, got ? got : "nothing");
+		}
+		char *again = SBX("try apply k%d", n);
+		ck_assert_msg(strstr(again, "exit 0\n"), "killed at change %d: %s", n, again);
+		SAME(tree(P), want);
+	}
+	ck_assert_msg(n > 10 && n < 100, "%d kill points", n);
+}
+END_TEST
+
+START_TEST(test_try_discard_drops_the_overlay)
+{
+	OK("echo a > '%s'", proj("a.txt"));
+	overlay("gone");
+	AGENT("echo new > new.txt");
+	SAME(SBX("try discard gone"),
+	     "sbx: try discard: gone is in use: a view of it is mounted (--force unmounts it)\n"
+	     "exit 1\n");
+	SAME(SBX("try discard gone --force"),
+	     fmt_cmd("discarded gone (the overlay of %s)\nexit 0\n", P));
+	SAME(SBX("try status gone"),
+	     "sbx: try status: gone is not an overlay of user try (sbx try list --user try)\n"
+	     "exit 1\n");
+	SAME(OUT("ls '%s'", P), "a.txt\n");
+}
+END_TEST
+
+Suite *suite_view_try_review(void)
+{
+	Suite *s = suite_create("view_try_review");
+	TCase *tc = tcase_create("review");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_try_review_of_a_git_project_then_apply);
+	tcase_add_test(tc, test_try_apply_judges_each_kind_of_conflict);
+	tcase_add_test(tc, test_try_two_overlays_applying_one_file_conflict);
+	tcase_add_test(tc, test_try_apply_killed_leaves_each_file_old_or_new);
+	tcase_add_test(tc, test_try_discard_drops_the_overlay);
+	suite_add_tcase(s, tc);
+	return s;
+}
