@@ -88,8 +88,10 @@ static const struct command {
 	  "  try [--project DIR] [--name NAME] [--user ID]\n"
 	  "      [--mount MOUNTPOINT | -- COMMAND]\n"
 	  "  try list [--user ID]\n"
+	  "  try hook claude-code [--user ID] [--worktrees DIR]\n"
 	  "                     an overlay of a project: the agent's changes in a\n"
-	  "                     layer of their own, never in DIR\n" },
+	  "                     layer of their own, never in DIR; Claude Code's\n"
+	  "                     worktrees as overlays\n" },
 	{ "store", cmd_store,
 	  "  store check|migrate | store backup [--force] FILE\n"
 	  "                     where the home's records are, whether they are sound,\n"

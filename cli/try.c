@@ -5,6 +5,7 @@
 #include "args.h"
 #include "cli.h"
 #include "hold.h"
+#include "try.h"
 #include "common/cleanup.h"
 #include "common/home.h"
 #include "common/ids.h"
@@ -44,7 +45,8 @@ static const char try_usage[] =
 	"                      serves it), and exit with its status\n"
 	"Any command about a thread takes the overlay as --user ID --thread NAME\n"
 	"(sbx exec, sbx mcp, sbx run, sbx changes). sbx try list --help: the\n"
-	"overlays.\n";
+	"overlays.\n"
+	"sbx try hook --help: an agent's worktree hooks (Claude Code's).\n";
 
 static const char try_list_usage[] =
 	"Usage: sbx try list [--user ID] [--home DIR]\n"
@@ -52,8 +54,6 @@ static const char try_list_usage[] =
 	"Each overlay of the user (default: try): its name, age, how many\n"
 	"entries its layer holds (copies, files made, whiteouts), whether a view\n"
 	"of it is mounted, and its project.\n";
-
-#define TRY_USER "try"
 
 /* The thread id made of the project directory's name: its characters
  * that ids allow, at most 60 (room for a -N). */
@@ -71,20 +71,20 @@ static void name_of(const char *project, char *out, size_t size)
 	out[n] = '\0';
 }
 
-/* Makes (or takes again) the overlay NAME of PROJECT; with NAME NULL, the
- * first free name of the project's. Its name into OUT. Returns 0 or 1
- * (said). */
-static int overlay_make(int homefd, const char *user, const char *name, const char *project,
-			char *out, size_t size)
+int try_overlay_make(int homefd, const char *user, const char *name, const char *base,
+		     const char *project, char *out, size_t size)
 {
-	char base[64];
+	char own[64];
 	int r = -EEXIST;
 
 	if (name) {
 		snprintf(out, size, "%s", name);
 		r = home_overlay_set(homefd, user, name, project);
 	} else {
-		name_of(project, base, sizeof(base));
+		if (!base) {
+			name_of(project, own, sizeof(own));
+			base = own;
+		}
 		for (int i = 1; r == -EEXIST && i < 1000; i++) {
 			if (i == 1)
 				snprintf(out, size, "%s", base);
@@ -256,6 +256,14 @@ static int try_list(int argc, char **argv, const char *home)
 	return 0;
 }
 
+int try_mount(const char *home, const char *user, const char *name, const char *mountpoint)
+{
+	char *args[] = { "mount",      "--user",	   (char *)user, "--thread",
+			 (char *)name, (char *)mountpoint, NULL };
+
+	return cmd_mount(6, args, home);
+}
+
 int cmd_try(int argc, char **argv, const char *home)
 {
 	static const struct option longopts[] = {
@@ -273,6 +281,8 @@ int cmd_try(int argc, char **argv, const char *home)
 
 	if (argc > 1 && !strcmp(argv[1], "list"))
 		return try_list(argc - 1, argv + 1, home);
+	if (argc > 1 && !strcmp(argv[1], "hook"))
+		return cmd_try_hook(argc - 1, argv + 1, home);
 	getopt_begin(argv, "try");
 	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -319,14 +329,11 @@ int cmd_try(int argc, char **argv, const char *home)
 		fprintf(stderr, "sbx: try: cannot open home %s: %s\n", h, strerror(-homefd));
 		return 1;
 	}
-	int r = overlay_make(homefd, user, name, real, made, sizeof(made));
+	int r = try_overlay_make(homefd, user, name, NULL, real, made, sizeof(made));
 	if (r)
 		return r;
-	if (mountpoint) {
-		char *args[] = { "mount", "--user",	      (char *)user, "--thread",
-				 made,	  (char *)mountpoint, NULL };
-		return cmd_mount(6, args, h);
-	}
+	if (mountpoint)
+		return try_mount(h, user, made, mountpoint);
 	if (!run) {
 		printf("%s\n", made);
 		return 0;

@@ -227,7 +227,8 @@ def check_options(bindir, env):
     problem("sbxfs: options in configuration.md's table", rows, fs - NOT_SETTINGS)
 
     # sbx's commands.
-    for path, usage in command_paths(summary).items():
+    paths = command_paths(summary)
+    for path, usage in paths.items():
         name = " ".join(path)
         took = accepted([sbx, *path], names, env)
         missing = every - took
@@ -242,9 +243,13 @@ def check_options(bindir, env):
         if path in DEFERS:
             problem("sbx %s: options, against %s's" % (name, DEFERS[path]), took, fs)
             continue
-        # SYNOPSIS lines of this command: "sbx [--home DIR] run begin ...".
+        # SYNOPSIS lines of this command: "sbx [--home DIR] run begin ...";
+        # of a command that has subcommands too (try, try list), not theirs.
+        subs = [p for p in paths if len(p) > len(path) and p[:len(path)] == path]
         lines = [e for e in syn if re.match(r"sbx\s+(\[--home DIR\]\s+)?%s(\s|$)" % spelled(path),
-                                            e.strip())]
+                                            e.strip())
+                 and not any(re.match(r"sbx\s+(\[--home DIR\]\s+)?%s(\s|$)" % spelled(p), e.strip())
+                             for p in subs)]
         if not lines:
             problems.append("sbx %s: no SYNOPSIS line in sbx.1" % name)
         problem("sbx %s: options of its SYNOPSIS in sbx.1" % name,
