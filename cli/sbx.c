@@ -88,8 +88,17 @@ static const struct command {
 	  "  try [--project DIR] [--name NAME] [--user ID]\n"
 	  "      [--mount MOUNTPOINT | -- COMMAND]\n"
 	  "  try list [--user ID]\n"
+	  "  try status NAME [--user ID]\n"
+	  "  try diff NAME [--stat | --name-status | --patch] [--all] [--user ID]\n"
+	  "           [PATH...]\n"
+	  "  try apply NAME [--only PATH]... [--dry-run] [--all-or-nothing]\n"
+	  "            [--user ID] [PATH...]\n"
+	  "  try discard NAME [--force] [--user ID]\n"
+	  "  try hook claude-code [--user ID] [--worktrees DIR]\n"
 	  "                     an overlay of a project: the agent's changes in a\n"
-	  "                     layer of their own, never in DIR\n" },
+	  "                     layer of their own, never in DIR, reviewed and\n"
+	  "                     applied, conflicts apart; Claude Code's worktrees\n"
+	  "                     as overlays\n" },
 	{ "store", cmd_store,
 	  "  store check|migrate | store backup [--force] FILE\n"
 	  "                     where the home's records are, whether they are sound,\n"

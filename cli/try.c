@@ -51,7 +51,8 @@ static const char try_usage[] =
 	"  sbx try status NAME        what the agent changed; the conflicts\n"
 	"  sbx try diff NAME          the changes as a patch git apply takes\n"
 	"  sbx try apply NAME         write them to the project, conflicts apart\n"
-	"  sbx try discard NAME       drop the overlay\n";
+	"  sbx try discard NAME       drop the overlay\n"
+	"  sbx try hook AGENT         an agent's worktree hooks (Claude Code's)\n";
 
 static const char try_list_usage[] =
 	"Usage: sbx try list [--user ID] [--home DIR]\n"
@@ -76,20 +77,20 @@ static void name_of(const char *project, char *out, size_t size)
 	out[n] = '\0';
 }
 
-/* Makes (or takes again) the overlay NAME of PROJECT; with NAME NULL, the
- * first free name of the project's. Its name into OUT. Returns 0 or 1
- * (said). */
-static int overlay_make(int homefd, const char *user, const char *name, const char *project,
-			char *out, size_t size)
+int try_overlay_make(int homefd, const char *user, const char *name, const char *base,
+		     const char *project, char *out, size_t size)
 {
-	char base[64];
+	char own[64];
 	int r = -EEXIST;
 
 	if (name) {
 		snprintf(out, size, "%s", name);
 		r = home_overlay_set(homefd, user, name, project);
 	} else {
-		name_of(project, base, sizeof(base));
+		if (!base) {
+			name_of(project, own, sizeof(own));
+			base = own;
+		}
 		for (int i = 1; r == -EEXIST && i < 1000; i++) {
 			if (i == 1)
 				snprintf(out, size, "%s", base);
@@ -261,6 +262,14 @@ static int try_list(int argc, char **argv, const char *home)
 	return 0;
 }
 
+int try_mount(const char *home, const char *user, const char *name, const char *mountpoint)
+{
+	char *args[] = { "mount",      "--user",	   (char *)user, "--thread",
+			 (char *)name, (char *)mountpoint, NULL };
+
+	return cmd_mount(6, args, home);
+}
+
 int cmd_try(int argc, char **argv, const char *home)
 {
 	static const struct option longopts[] = {
@@ -282,7 +291,7 @@ int cmd_try(int argc, char **argv, const char *home)
 	} subs[] = {
 		{ "list", try_list },	     { "status", cmd_try_status },
 		{ "diff", cmd_try_diff },    { "apply", cmd_try_apply },
-		{ "discard", cmd_try_discard },
+		{ "discard", cmd_try_discard }, { "hook", cmd_try_hook },
 	};
 	for (size_t i = 0; argc > 1 && i < sizeof(subs) / sizeof(*subs); i++)
 		if (!strcmp(argv[1], subs[i].word))
@@ -333,14 +342,11 @@ int cmd_try(int argc, char **argv, const char *home)
 		fprintf(stderr, "sbx: try: cannot open home %s: %s\n", h, strerror(-homefd));
 		return 1;
 	}
-	int r = overlay_make(homefd, user, name, real, made, sizeof(made));
+	int r = try_overlay_make(homefd, user, name, NULL, real, made, sizeof(made));
 	if (r)
 		return r;
-	if (mountpoint) {
-		char *args[] = { "mount", "--user",	      (char *)user, "--thread",
-				 made,	  (char *)mountpoint, NULL };
-		return cmd_mount(6, args, h);
-	}
+	if (mountpoint)
+		return try_mount(h, user, made, mountpoint);
 	if (!run) {
 		printf("%s\n", made);
 		return 0;

@@ -22,6 +22,8 @@
  *   run/broker.{sock,lock,log}        the broker's socket, lock and log
  *   run/views/<user>/<thread>         the broker's mount points
  *   run/locks/<user>/<thread>         its lock file per view
+ *   run/try/<user>/<overlay>          the mount points of sbx try hook's
+ *                                     worktrees (cli/try_hook.c)
  *   run/uids/<uid>                    a root broker's sandbox uids, where
  *                                     /run/sbxfs/uids cannot be had
  *
@@ -47,6 +49,7 @@
 #define HOME_VIEWS "views"
 #define HOME_LOCKS "locks"
 #define HOME_UIDS "uids"
+#define HOME_TRY "try"
 #define HOME_BROKER_SOCKET "broker.sock"
 #define HOME_BROKER_LOCK "broker.lock"
 #define HOME_BROKER_LOG "broker.log"

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,6 +326,259 @@ START_TEST(test_try_command_runs_a_command_in_the_overlay)
 }
 END_TEST
 
+/* ---- sbx try hook claude-code: Claude Code's worktrees ---- */
+
+static char PR[PATH_MAX], HR[PATH_MAX]; /* the project and home, resolved */
+
+static void hook_setup(void)
+{
+	setup();
+	ck_assert(realpath(P, PR) && realpath(H, HR));
+}
+
+/* What a failed test left mounted by the hook is unmounted. */
+static void hook_teardown(void)
+{
+	sh("grep -o ' %s/run/try/[^ ]*' /proc/self/mounts | xargs -r -n1 '%s' umount", HR,
+	   test_bin("sbx"));
+}
+
+static bool mounted(const char *dir)
+{
+	return sh("grep -q ' %s ' /proc/self/mounts", dir) == 0;
+}
+
+/* Claude Code's side of a command hook, faked: the command of the
+ * settings, "sbx try hook claude-code" (the home from $SBX_HOME), run by
+ * the shell in the session's directory DIR with EVENT on its stdin, and
+ * its stdout read to the end: a daemon left holding it would hang this
+ * caller as it would Claude Code. Returns that stdout; its stderr in
+ * *ERR, its exit status in *ST. */
+static char *hook_call_in(const char *dir, const char *event, char **err, int *st)
+{
+	const char *io = test_dir("hook");
+	char *in = fmt_cmd("%s/event.json", io), *errs = fmt_cmd("%s/stderr", io);
+	char *bin = strdup(test_bin("sbx"));
+
+	ck_assert_int_eq(write_file(in, event), 0);
+	char *out = capture(fmt_cmd("cd '%s' && SBX_HOME='%s' PATH='%s':\"$PATH\" "
+				    "sh -c 'sbx try hook claude-code' < '%s' 2> '%s'",
+				    dir, H, dirname(bin), in, errs),
+			    st);
+	*err = read_file(errs);
+	return out;
+}
+
+static char *hook_call(const char *event, char **err, int *st)
+{
+	return hook_call_in(P, event, err, st);
+}
+
+/* The events as Claude Code's hooks reference shows them
+ * (https://code.claude.com/docs/en/hooks, "WorktreeCreate input",
+ * "WorktreeRemove input"). */
+static char *create_event(const char *cwd, const char *name)
+{
+	return fmt_cmd("{\n  \"session_id\": \"abc123\",\n"
+		       "  \"transcript_path\": \"/root/.claude/projects/p/"
+		       "00893aaf-19fa-41d2-8238-13269b9b3ca0.jsonl\",\n"
+		       "  \"cwd\": \"%s\",\n  \"hook_event_name\": \"WorktreeCreate\",\n"
+		       "  \"name\": \"%s\"\n}\n",
+		       cwd, name);
+}
+
+static char *remove_event(const char *path)
+{
+	return fmt_cmd("{\n  \"session_id\": \"abc123\",\n"
+		       "  \"transcript_path\": \"/root/.claude/projects/p/"
+		       "00893aaf-19fa-41d2-8238-13269b9b3ca0.jsonl\",\n"
+		       "  \"cwd\": \"%s\",\n  \"hook_event_name\": \"WorktreeRemove\",\n"
+		       "  \"worktree_path\": \"%s\"\n}\n",
+		       PR, path);
+}
+
+START_TEST(test_try_hook_gives_claude_code_an_overlay_and_keeps_its_layer)
+{
+	char *mp = fmt_cmd("%s/run/try/try/feature-auth", HR);
+	char *wt = fmt_cmd("%s/user-data/workspace", mp), *err;
+	char *kept = fmt_cmd("%s/users/try/threads/feature-auth/user-data/workspace", H);
+	int st;
+
+	/* Created: one absolute path alone on stdout, the project's in the
+	 * overlay's mounted view. */
+	char *out = hook_call(create_event(PR, "feature-auth"), &err, &st);
+	ck_assert_msg(st == 0, "exit %d: %s", st, err);
+	SAME(out, fmt_cmd("%s\n", wt));
+	SAME(err,
+	     fmt_cmd("sbx: try hook: the overlay feature-auth of %s, mounted at %s\n", PR, mp));
+	ck_assert(mounted(mp));
+	SAME(OUT("cd '%s' && find . | sort", wt), ".\n./a.txt\n./sub\n./sub/deep\n"
+						  "./sub/deep/d.txt\n./sub/s.txt\n");
+	SAME(read_file(fmt_cmd("%s/sub/deep/d.txt", wt)), "d\n");
+	/* The agent's writes there go to the layer, never to the project. */
+	char *before = project_state();
+	SAME(read_file(fmt_cmd("%s/a.txt", wt)), "a\n");
+	ck_assert_int_eq(append_file(fmt_cmd("%s/a.txt", wt), "more\n"), 0);
+	ck_assert_int_eq(write_file(fmt_cmd("%s/new.txt", wt), "new\n"), 0);
+	SAME(project_state(), before);
+	SAME(OUT("cd '%s' && find . -type f | sort | xargs tail -n +1", kept),
+	     "==> ./a.txt <==\na\nmore\n\n==> ./new.txt <==\nnew\n");
+	/* Asked again while mounted (a session resumed): the same view. */
+	SAME(hook_call(create_event(PR, "feature-auth"), &err, &st), fmt_cmd("%s\n", wt));
+	ck_assert_int_eq(st, 0);
+	SAME(err, fmt_cmd("sbx: try hook: the overlay feature-auth of %s, mounted already at %s\n",
+			  PR, mp));
+	/* A subagent of the worktree's session asking for one of its own:
+	 * a worktree is no project. */
+	SAME(hook_call_in(wt, create_event(wt, "agent-a1b2"), &err, &st), "");
+	ck_assert_int_eq(st, 1);
+	SAME(err, fmt_cmd("sbx: try hook: the session's directory %s is in this hook's worktrees"
+			  " (%s/run/try/try): an overlay of an overlay is not supported\n",
+			  wt, HR));
+	ck_assert(!exists(fmt_cmd("%s/run/try/try/agent-a1b2", HR)));
+
+	/* Removed: the view is unmounted and its mount point gone (Claude
+	 * Code counts a worktree whose directory is gone as removed); the
+	 * overlay and its layer stay for review. */
+	SAME(hook_call(remove_event(wt), &err, &st), "");
+	ck_assert_msg(st == 0, "exit %d: %s", st, err);
+	SAME(err, fmt_cmd("sbx: try hook: the view of the overlay feature-auth is unmounted; its"
+			  " layer, the changes to %s, is kept: sbx try diff feature-auth to review"
+			  " it, sbx try discard feature-auth to drop it\n",
+			  PR));
+	ck_assert(!mounted(mp));
+	ck_assert(!exists(mp));
+	SAME(OUT("'%s' --home '%s' try list | sed 's/  */ /g'", test_bin("sbx"), H),
+	     fmt_cmd("NAME AGE LAYER IN USE PROJECT\nfeature-auth 0m 2 - %s\n", PR));
+	SAME(read_file(proj("a.txt")), "a\n");
+	/* The same worktree asked for again shows the layer kept. */
+	SAME(hook_call(create_event(PR, "feature-auth"), &err, &st), fmt_cmd("%s\n", wt));
+	ck_assert_int_eq(st, 0);
+	SAME(OUT("cat '%s/a.txt' '%s/new.txt'", wt, wt), "a\nmore\nnew\n");
+	/* A process still in the worktree (a server the agent started)
+	 * keeps it: the removal fails, and Claude Code keeps the worktree,
+	 * until that process is gone. */
+	char *pid = OUT("cd '%s' && { sleep 600 </dev/null >/dev/null 2>&1 & echo $!; }", wt);
+	pid[strcspn(pid, "\n")] = '\0';
+	SAME(hook_call(remove_event(wt), &err, &st), "");
+	ck_assert_int_eq(st, 1);
+	SAME(err, fmt_cmd("sbx: umount: %s: Device or resource busy (a process still uses it;"
+			  " close it or retry)\n",
+			  mp));
+	ck_assert(mounted(mp));
+	OK("kill %s", pid);
+	ck_assert(eventually(has_exited_pid, pid));
+	SAME(hook_call(remove_event(wt), &err, &st), "");
+	ck_assert_int_eq(st, 0);
+	ck_assert(!mounted(mp));
+}
+END_TEST
+
+START_TEST(test_try_hook_makes_each_worktree_an_overlay_of_its_own)
+{
+	char *other = fmt_cmd("%s", test_dir("other")), *err;
+	int st;
+
+	/* The name is an overlay of another project already: the next. */
+	OK("'%s' --home '%s' try --name feature-auth --project '%s' >/dev/null", test_bin("sbx"), H,
+	   other);
+	char *wt = fmt_cmd("%s/run/try/try/feature-auth-2/user-data/workspace", HR);
+	SAME(hook_call(create_event(PR, "feature-auth"), &err, &st), fmt_cmd("%s\n", wt));
+	ck_assert_msg(st == 0, "exit %d: %s", st, err);
+	SAME(read_file(fmt_cmd("%s/a.txt", wt)), "a\n");
+	/* A name that is no thread id ('.' and '/' are Claude Code's): its
+	 * id characters and a hash of it, so "feat.x/y" and "feat-x-y" are
+	 * two overlays. */
+	char *hash = OUT("printf %%s 'feat.x/y' | sha256sum | cut -c1-16");
+	hash[strcspn(hash, "\n")] = '\0';
+	char *wt2 = fmt_cmd("%s/run/try/try/feat-x-y-%s/user-data/workspace", HR, hash);
+	char *wt3 = fmt_cmd("%s/run/try/try/feat-x-y/user-data/workspace", HR);
+	SAME(hook_call(create_event(PR, "feat.x/y"), &err, &st), fmt_cmd("%s\n", wt2));
+	ck_assert_msg(st == 0, "exit %d: %s", st, err);
+	SAME(hook_call(create_event(PR, "feat-x-y"), &err, &st), fmt_cmd("%s\n", wt3));
+	ck_assert_msg(st == 0, "exit %d: %s", st, err);
+	ck_assert_int_eq(write_file(fmt_cmd("%s/mine", wt2), "2\n"), 0);
+	ck_assert(!exists(fmt_cmd("%s/mine", wt3)));
+	const char *all[] = { wt, wt2, wt3 };
+	for (int i = 0; i < 3; i++) {
+		SAME(hook_call(remove_event(all[i]), &err, &st), "");
+		ck_assert_msg(st == 0, "exit %d: %s", st, err);
+	}
+	SAME(OUT("ls -A '%s/run/try/try'", HR), "");
+}
+END_TEST
+
+/* An event the hook cannot answer: exit 1, one message, nothing on
+ * stdout and nothing mounted or made where the views are. */
+static void refused(const char *dir, const char *event, const char *said)
+{
+	char *err;
+	int st;
+
+	SAME(hook_call_in(dir, event, &err, &st), "");
+	ck_assert_msg(st == 1, "exit %d: %s", st, err);
+	ck_assert_msg(!strncmp(err, said, strlen(said)), "said:\n%s\nnot:\n%s", err, said);
+	ck_assert_int_eq(sh("grep -q ' %s/' /proc/self/mounts", HR), 1);
+	ck_assert_int_eq(sh("test -z \"$(ls -A '%s/run/try/try' 2>/dev/null)\"", HR), 0);
+}
+
+START_TEST(test_try_hook_refuses_what_it_cannot_answer_and_leaves_nothing_mounted)
+{
+	char *err;
+	int st;
+
+	refused(P, "{\"hook_event_name\": \"WorktreeCreate\", \"name\": ",
+		"sbx: try hook: cannot read the event on stdin: ");
+	refused(P, "", "sbx: try hook: cannot read the event on stdin: ");
+	refused(P, fmt_cmd("{\"cwd\": \"%s\", \"name\": \"x\"}", PR),
+		"sbx: try hook: the event on stdin has no \"hook_event_name\"\n");
+	refused(P, fmt_cmd("{\"cwd\": \"%s\", \"hook_event_name\": \"WorktreeCreate\"}", PR),
+		"sbx: try hook: the WorktreeCreate event has no \"name\" (a non-empty string)\n");
+	refused(P, create_event(PR, ""),
+		"sbx: try hook: the WorktreeCreate event has no \"name\" (a non-empty string)\n");
+	refused(P, "{\"hook_event_name\": \"WorktreeCreate\", \"name\": \"x\", \"cwd\": 7}",
+		"sbx: try hook: the WorktreeCreate event has no \"cwd\" (a non-empty string)\n");
+	refused(P, create_event(fmt_cmd("%s/a.txt", PR), "x"),
+		fmt_cmd("sbx: try hook: the session's directory %s/a.txt: Not a directory\n", PR));
+	refused(P, create_event("/nonexistent/project", "x"),
+		"sbx: try hook: cannot use the session's directory /nonexistent/project: No such"
+		" file or directory\n");
+	refused(P, "{\"hook_event_name\": \"PreToolUse\", \"tool_name\": \"Bash\"}",
+		"sbx: try hook: PreToolUse is not an event of this hook (WorktreeCreate,"
+		" WorktreeRemove)\n");
+	refused(P, "{\"hook_event_name\": \"WorktreeRemove\"}",
+		"sbx: try hook: the WorktreeRemove event has no \"worktree_path\" (a non-empty"
+		" string)\n");
+	refused(P, remove_event(PR),
+		fmt_cmd("sbx: try hook: %s is not a worktree of this hook", PR));
+	refused(P, remove_event(fmt_cmd("%s/run/try/try/t1/user-data/workspace", HR)),
+		fmt_cmd("sbx: try hook: %s/run/try/try/t1/user-data/workspace is not a worktree"
+			" of this hook",
+			HR));
+	/* The view cannot be mounted (sbxfs refuses a project inside the
+	 * home): its mount point goes too. */
+	char *inside = fmt_cmd("%s/log", HR);
+	OK("mkdir -p '%s'", inside);
+	SAME(hook_call_in(inside, create_event(inside, "inside"), &err, &st), "");
+	ck_assert_int_eq(st, 1);
+	SAME(err, fmt_cmd("sbx: mount: project %s overlaps the home %s: Invalid argument\n"
+			  "sbx: try hook: cannot mount the overlay inside at %s/run/try/try/inside"
+			  " (exit 1)\n",
+			  inside, HR, HR));
+	ck_assert_int_eq(sh("grep -q ' %s/' /proc/self/mounts", HR), 1);
+	SAME(OUT("ls -A '%s/run/try/try'", HR), "");
+	/* Usage errors. */
+	SAME(capture(fmt_cmd("'%s' try hook 2>&1 </dev/null", test_bin("sbx")), &st),
+	     "sbx: try hook: expected the agent whose hooks these are: claude-code\n"
+	     "Try 'sbx try hook --help'.\n");
+	ck_assert_int_eq(st, 2);
+	SAME(capture(fmt_cmd("'%s' try hook codex 2>&1 </dev/null", test_bin("sbx")), &st),
+	     "sbx: try hook: unknown agent 'codex' (claude-code is the one there is)\n"
+	     "Try 'sbx try hook --help'.\n");
+	ck_assert_int_eq(st, 2);
+}
+END_TEST
+
 Suite *suite_view_try(void)
 {
 	Suite *s = suite_create("view_try");
@@ -344,5 +598,13 @@ Suite *suite_view_try(void)
 	tcase_add_test(cmd, test_try_command_makes_mounts_and_lists_overlays);
 	tcase_add_test(cmd, test_try_command_runs_a_command_in_the_overlay);
 	suite_add_tcase(s, cmd);
+
+	TCase *hook = tcase_create("hook");
+	tcase_add_checked_fixture(hook, hook_setup, hook_teardown);
+	tcase_add_test(hook, test_try_hook_gives_claude_code_an_overlay_and_keeps_its_layer);
+	tcase_add_test(hook, test_try_hook_makes_each_worktree_an_overlay_of_its_own);
+	tcase_add_test(hook,
+		       test_try_hook_refuses_what_it_cannot_answer_and_leaves_nothing_mounted);
+	suite_add_tcase(s, hook);
 	return s;
 }

@@ -166,6 +166,13 @@ def accepted(argv, names, env):
         unknown = ("unrecognized option '%s'" % name in said
                    or "option '%s' is ambiguous" % name in said
                    or (len(name) == 2 and "invalid option -- '%s'" % name[1] in said))
+        if not unknown and name.startswith("--"):
+            # getopt_long takes an unambiguous abbreviation of a longer
+            # option (--stat of --status); given an argument it names the
+            # option it took, where that one takes none.
+            _, out, err = run(argv + [name + "=" + SENTINEL, SENTINEL], env)
+            took = re.search(r"option '(--[a-z0-9-]+)' doesn't allow an argument", out + err)
+            unknown = bool(took) and took.group(1) != name
         if not unknown:
             taken.add(name)
     return taken
@@ -227,7 +234,8 @@ def check_options(bindir, env):
     problem("sbxfs: options in configuration.md's table", rows, fs - NOT_SETTINGS)
 
     # sbx's commands.
-    for path, usage in command_paths(summary).items():
+    paths = command_paths(summary)
+    for path, usage in paths.items():
         name = " ".join(path)
         took = accepted([sbx, *path], names, env)
         missing = every - took
@@ -242,9 +250,13 @@ def check_options(bindir, env):
         if path in DEFERS:
             problem("sbx %s: options, against %s's" % (name, DEFERS[path]), took, fs)
             continue
-        # SYNOPSIS lines of this command: "sbx [--home DIR] run begin ...".
+        # SYNOPSIS lines of this command: "sbx [--home DIR] run begin ...";
+        # of a command that has subcommands too (try, try list), not theirs.
+        subs = [p for p in paths if len(p) > len(path) and p[:len(path)] == path]
         lines = [e for e in syn if re.match(r"sbx\s+(\[--home DIR\]\s+)?%s(\s|$)" % spelled(path),
-                                            e.strip())]
+                                            e.strip())
+                 and not any(re.match(r"sbx\s+(\[--home DIR\]\s+)?%s(\s|$)" % spelled(p), e.strip())
+                             for p in subs)]
         if not lines:
             problems.append("sbx %s: no SYNOPSIS line in sbx.1" % name)
         problem("sbx %s: options of its SYNOPSIS in sbx.1" % name,
