@@ -92,7 +92,7 @@ static const struct command {
 	  "  try diff NAME [--stat | --name-status | --patch] [--all] [--user ID]\n"
 	  "           [PATH...]\n"
 	  "  try apply NAME [--only PATH]... [--dry-run] [--all-or-nothing]\n"
-	  "            [--user ID] [PATH...]\n"
+	  "            [--3way] [--user ID] [PATH...]\n"
 	  "  try discard NAME [--force] [--user ID]\n"
 	  "  try hook claude-code [--user ID] [--worktrees DIR]\n"
 	  "                     an overlay of a project: the agent's changes in a\n"

@@ -92,13 +92,13 @@ static int overlay_open(const char *command, const char *home, const char *user,
  * the name of the overlay, the first argument. */
 struct review_args {
 	const char *user, *home, *name;
-	bool stat, name_status, all, dry_run, all_or_nothing, force;
+	bool stat, name_status, all, dry_run, all_or_nothing, force, three_way;
 	const char **paths; /* PATH arguments and --only */
 	size_t n_paths;
 };
 
 enum { OPT_STAT = 256, OPT_NAME_STATUS, OPT_PATCH, OPT_ALL, OPT_DRY_RUN, OPT_ALL_OR_NOTHING,
-       OPT_ONLY, OPT_FORCE };
+       OPT_ONLY, OPT_FORCE, OPT_3WAY };
 
 /* Parses ARGV of COMMAND (USAGE its help) with the options in EXTRA
  * besides the shared ones. Returns -1 to go on, else an exit status. */
@@ -152,6 +152,9 @@ static int review_args_parse(const char *command, const char *usage, int argc, c
 			break;
 		case OPT_FORCE:
 			a->force = true;
+			break;
+		case OPT_3WAY:
+			a->three_way = true;
 			break;
 		case OPT_ONLY:
 			a->paths[a->n_paths++] = optarg;
@@ -379,7 +382,7 @@ int cmd_try_diff(int argc, char **argv, const char *home)
 
 static const char apply_usage[] =
 	"Usage: sbx try apply NAME [--only PATH]... [--dry-run] [--all-or-nothing]\n"
-	"                     [--user ID] [--home DIR] [PATH...]\n"
+	"                     [--3way] [--user ID] [--home DIR] [PATH...]\n"
 	"\n"
 	"Writes what the agent changed in overlay NAME to its project, file by\n"
 	"file: each path is checked against what the agent first saw there\n"
@@ -396,8 +399,13 @@ static const char apply_usage[] =
 	"  --only PATH, PATH...  only these paths and what is below them\n"
 	"  --dry-run             say what would be applied; write nothing\n"
 	"  --all-or-nothing      if any chosen change is a conflict, write none\n"
+	"  --3way                a text file changed on both sides since the agent\n"
+	"                        copied it is merged (diff3 -m) against the content\n"
+	"                        the agent copied: the two sides' changes kept,\n"
+	"                        conflict markers (<<<<<<< project, ||||||| origin,\n"
+	"                        ======= , >>>>>>> overlay) where they overlap\n"
 	"Exit status 0 if everything chosen was applied, 1 if a conflict or a\n"
-	"failure kept one out.\n";
+	"failure kept one out, or a merge left conflict markers.\n";
 
 /* Prints each change's outcome, but for those inside .git, counted in
  * *ARG (a size_t). */
@@ -421,6 +429,7 @@ int cmd_try_apply(int argc, char **argv, const char *home)
 		{ "only", required_argument, NULL, OPT_ONLY },
 		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 		{ "all-or-nothing", no_argument, NULL, OPT_ALL_OR_NOTHING },
+		{ "3way", no_argument, NULL, OPT_3WAY },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct review_args a;
@@ -440,6 +449,7 @@ int cmd_try_apply(int argc, char **argv, const char *home)
 			.n_only = a.n_paths,
 			.dry_run = a.dry_run,
 			.all_or_nothing = a.all_or_nothing,
+			.three_way = a.three_way,
 			.s = o.s,
 			.user = o.user,
 			.thread = o.name,
@@ -451,14 +461,17 @@ int cmd_try_apply(int argc, char **argv, const char *home)
 			fprintf(stderr, "sbx: try apply: %s: %s\n", o.project, strerror(-e));
 			r = 1;
 		} else {
-			printf("%zu %s, %zu conflict%s, %zu skipped, %zu failed\n", done.applied,
-			       a.dry_run ? "would be applied" : "applied", done.conflicts,
+			printf("%zu %s", done.applied, a.dry_run ? "would be applied" : "applied");
+			if (done.merged)
+				printf(" (%zu merged, %zu with conflict markers)", done.merged,
+				       done.marked);
+			printf(", %zu conflict%s, %zu skipped, %zu failed\n", done.conflicts,
 			       done.conflicts == 1 ? "" : "s", done.skipped - git, done.failed);
 			if (git)
 				printf("%zu file%s changed inside .git not applied: a repository's"
 				       " internals are never applied as files\n",
 				       git, git == 1 ? "" : "s");
-			r = done.conflicts || done.failed ? 1 : 0;
+			r = done.conflicts || done.failed || done.marked ? 1 : 0;
 		}
 	}
 	free(a.paths);

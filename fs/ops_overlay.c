@@ -356,7 +356,11 @@ int overlay_rename_prepare(struct view *v, fuse_req_t req, struct inode *from, i
 		r = -EEXIST;
 	else if (r == 0 && S_ISDIR(sb.st_mode) && (b.lower || b.lower_fd))
 		r = -EXDEV;
-	else if (r == 0 && b.lower && (flags & RENAME_EXCHANGE))
+	else if (r == 0 && b.lower)
+		/* A project's file the rename replaces (an editor's save) is
+		 * copied up first, as one it exchanges: its origin, content
+		 * hashed and kept, is what the review and a --3way merge judge
+		 * the project against. */
 		r = copy_up_object(v, req, to->domain, &sb);
 	if (r == 0 && a.lower)
 		r = copy_up_object(v, req, from->domain, &sa);

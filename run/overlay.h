@@ -23,6 +23,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 enum ov_kind { OV_ADDED, OV_MODIFIED, OV_DELETED, OV_RENAMED };
@@ -37,6 +38,8 @@ struct ov_change {
 	const char *conflict;	     /* why it is one, or NULL */
 	bool origin;		     /* the agent first touched PATH over the
 				      * project's object (else: made it) */
+	bool base_hashed;	     /* the origin's content is known: */
+	uint8_t base_sha256[32];     /* its SHA-256 (a --3way's base) */
 };
 
 struct ov_review {
@@ -83,18 +86,22 @@ struct ov_apply {
 	size_t n_only;
 	bool dry_run;	     /* judge and say, write nothing */
 	bool all_or_nothing; /* a conflict among the chosen: nothing written */
+	bool three_way;	     /* a text file changed on both sides is merged
+			      * against the origin's content (diff3 -m), with
+			      * conflict markers where the sides overlap */
 	struct store *s;     /* the origins of USER's THREAD, moved to what
 			      * the apply leaves */
 	const char *user, *thread;
 	/* Told each chosen change's outcome: "applied" ("would apply" in
-	 * a dry run), "conflict", "skipped" or "failed", and why (or
-	 * NULL). */
+	 * a dry run), "merged" (--3way), "conflict", "skipped" or
+	 * "failed", and why (or NULL). */
 	void (*say)(void *arg, const struct ov_change *c, const char *outcome, const char *why);
 	void *arg;
 };
 
 struct ov_applied {
 	size_t applied, conflicts, skipped, failed;
+	size_t merged, marked; /* --3way: merged, of them with conflict markers */
 };
 
 /* Applies R's chosen changes to the project: each path checked again

@@ -26,7 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,6 +41,9 @@ struct job {
 	enum fate fate;
 	const char *why;
 	bool removed; /* its project object (at FROM, or PATH) is gone */
+	bool moved_from, moved_path; /* their origins are to be moved */
+	bool merge;		     /* --3way: merged, not placed */
+	bool marked;		     /* the merge left conflict markers */
 };
 
 /* Whether PATH is among A's chosen paths (or below one). */
@@ -156,24 +162,33 @@ static void drop_leftovers(const struct ov_review *r, const struct job *jobs, si
 		free(dirs[i]);
 }
 
-/* Makes regular file BASE's copy of the layer's SRC (attributes ST) in
- * project directory PFD under temporary name TMP: content, mode, owner,
- * xattrs, times. */
-static int make_file(int pfd, int src, const struct stat *st, const char *tmp)
+/* Makes a regular file in project directory PFD under temporary name
+ * TMP: CONTENT's content, and the mode, owner and xattrs of META
+ * (attributes ST), its times too if TIMES. */
+static int make_file_of(int pfd, int content, int meta, const struct stat *st, bool times,
+			const char *tmp)
 {
-	const struct timespec times[2] = { st->st_atim, st->st_mtim };
+	const struct timespec ts[2] = { st->st_atim, st->st_mtim };
 	_cleanup_(closep) int fd = openat(pfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 	char proc[64];
-	int r = fd < 0 ? -errno : file_copy_content(fd, src);
+	int r = fd < 0 ? -errno : file_copy_content(fd, content);
 
 	if (r == 0)
-		r = file_copy_metadata(fd, src, st);
-	if (r == 0 && futimens(fd, times) < 0)
+		r = file_copy_metadata(fd, meta, st);
+	if (r == 0 && times && futimens(fd, ts) < 0)
 		r = -errno;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (r == 0 && linkat(AT_FDCWD, proc, pfd, tmp, AT_SYMLINK_FOLLOW) < 0)
 		r = -errno;
 	return r;
+}
+
+/* Makes regular file BASE's copy of the layer's SRC (attributes ST) in
+ * project directory PFD under temporary name TMP: content, mode, owner,
+ * xattrs, times. */
+static int make_file(int pfd, int src, const struct stat *st, const char *tmp)
+{
+	return make_file_of(pfd, src, src, st, true, tmp);
 }
 
 /* Places C's layer object at its path in the project. */
@@ -294,8 +309,141 @@ static void run_removal(const struct ov_review *r, const struct ov_apply *a, str
 		fail(j, FATE_FAILED, strerror(-e));
 	else
 		j->removed = true;
-	if (e == 0 && j->c->from)
-		move_origin(r, a, j->c->from);
+	j->moved_from = e == 0 && j->c->from;
+}
+
+/* A memfd holding LEN bytes of DATA, at offset 0; or -errno. */
+static int memfd_of(const char *name, const void *data, size_t len)
+{
+	int fd = memfd_create(name, 0); /* inherited: diff3 reads it */
+
+	if (fd < 0)
+		return -errno;
+	for (size_t off = 0; off < len;) {
+		ssize_t n = write(fd, (const char *)data + off, len - off);
+		if (n < 0) {
+			int e = -errno;
+			close(fd);
+			return e;
+		}
+		off += (size_t)n;
+	}
+	return lseek(fd, 0, SEEK_SET) < 0 ? (close(fd), -errno) : fd;
+}
+
+/* Reads regular file PATH below ROOT whole into a memfd: its fd, or
+ * -errno (-EILSEQ if it is no text: a NUL byte). */
+static int text_memfd(int root, const char *path)
+{
+	_cleanup_(closep) int fd = ov_open(root, path, O_RDONLY);
+	int out = fd < 0 ? fd : memfd_create("sbx-merge", 0);
+
+	if (out < 0)
+		return fd < 0 ? fd : -errno;
+	int r = file_copy_content(out, fd);
+	char buf[8192];
+	ssize_t n;
+	if (r == 0 && lseek(out, 0, SEEK_SET) == 0)
+		while (r == 0 && (n = read(out, buf, sizeof(buf))) > 0)
+			if (memchr(buf, '\0', (size_t)n))
+				r = -EILSEQ;
+	if (r == 0 && lseek(out, 0, SEEK_SET) < 0)
+		r = -errno;
+	if (r < 0) {
+		close(out);
+		return r;
+	}
+	return out;
+}
+
+/* diff3 -m of the project's MINE, the origin's BASE and the overlay's
+ * YOURS (memfds) into a new memfd *OUT: 0 merged clean, 1 with conflict
+ * markers, or -errno. */
+static int diff3_merge(int mine, int base, int yours, int *out)
+{
+	char m[32], b[32], y[32];
+	const char *argv[] = { "diff3", "-m", "-L", "project", "-L", "origin", "-L", "overlay",
+			       m, b, y, NULL };
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int st;
+
+	snprintf(m, sizeof(m), "/dev/fd/%d", mine);
+	snprintf(b, sizeof(b), "/dev/fd/%d", base);
+	snprintf(y, sizeof(y), "/dev/fd/%d", yours);
+	if ((*out = memfd_create("sbx-merged", MFD_CLOEXEC)) < 0)
+		return -errno;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, *out, STDOUT_FILENO);
+	int e = posix_spawnp(&pid, "diff3", &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (e == 0 && waitpid(pid, &st, 0) < 0)
+		e = errno;
+	if (e == 0 && (!WIFEXITED(st) || WEXITSTATUS(st) > 1))
+		e = EIO; /* diff3's trouble: it said why on stderr */
+	if (e == 0 && lseek(*out, 0, SEEK_SET) < 0)
+		e = errno;
+	if (e) {
+		close(*out);
+		*out = -1;
+		return -e;
+	}
+	return WEXITSTATUS(st);
+}
+
+/* --3way: merges job J's file (changed on both sides since its origin)
+ * against the origin's kept content, and publishes the result over the
+ * project's file, with that file's mode, owner and xattrs. */
+static void run_merge(const struct ov_review *r, const struct ov_apply *a, struct job *j)
+{
+	struct ov_change *c = j->c;
+	_cleanup_(freep) char *text = NULL;
+	size_t len;
+
+	if (!as_reviewed(r, c, c->path, true, &c->project)) {
+		fail(j, FATE_CONFLICT, "changed on the project during the apply");
+		return;
+	}
+	if (!a->s || store_blob_get(a->s, c->base_sha256, &text, &len) < 0) {
+		fail(j, FATE_CONFLICT, "no text of the origin was kept to merge against");
+		return;
+	}
+	_cleanup_(closep) int base = memfd_of("sbx-origin", text, len);
+	_cleanup_(closep) int mine = text_memfd(r->project_fd, c->path);
+	_cleanup_(closep) int yours = text_memfd(r->layer_fd, c->path);
+	_cleanup_(closep) int merged = -1;
+	int e = base < 0 ? base : mine < 0 ? mine : yours < 0 ? yours : 0;
+	if (e == -EILSEQ || memchr(text, '\0', len)) {
+		fail(j, FATE_CONFLICT, "not text: no three-way merge");
+		return;
+	}
+	if (e == 0)
+		e = diff3_merge(mine, base, yours, &merged);
+	if (e < 0) {
+		fail(j, FATE_FAILED, strerror(-e));
+		return;
+	}
+	j->marked = e == 1;
+	if (a->dry_run) {
+		j->fate = FATE_DONE;
+		return;
+	}
+	const char *name;
+	_cleanup_(closep) int pfd = parent_of(r->project_fd, c->path, &name);
+	_cleanup_(closep) int meta = ov_open(r->project_fd, c->path, O_RDONLY);
+	char tmp[96];
+	temp_name(tmp, sizeof(tmp));
+	e = pfd < 0 ? pfd : meta < 0 ? meta : make_file_of(pfd, merged, meta, &c->project, false, tmp);
+	if (e == 0 && renameat(pfd, tmp, pfd, name) < 0)
+		e = -errno;
+	if (e < 0 && pfd >= 0)
+		unlinkat(pfd, tmp, 0);
+	if (e < 0) {
+		fail(j, FATE_FAILED, strerror(-e));
+		return;
+	}
+	j->fate = FATE_DONE;
+	j->moved_path = true;
 }
 
 static void run_placement(const struct ov_review *r, const struct ov_apply *a, struct job *j)
@@ -304,10 +452,13 @@ static void run_placement(const struct ov_review *r, const struct ov_apply *a, s
 
 	if (j->fate != FATE_APPLY)
 		return;
+	if (j->merge) {
+		run_merge(r, a, j);
+		return;
+	}
 	if (!c->in_overlay) {
 		j->fate = FATE_DONE;
-		if (!a->dry_run)
-			move_origin(r, a, c->path);
+		j->moved_path = !a->dry_run;
 		return;
 	}
 	/* What the placement replaces: the project's object the review saw,
@@ -330,8 +481,28 @@ static void run_placement(const struct ov_review *r, const struct ov_apply *a, s
 		fail(j, FATE_FAILED, strerror(-e));
 	else {
 		j->fate = FATE_DONE;
-		move_origin(r, a, c->path);
+		j->moved_path = true;
 	}
+}
+
+/* Moves the origins of the paths the N JOBS wrote, in one transaction
+ * (a commit each would cost the apply a sync per file). An apply killed
+ * before leaves them as they were: the paths it wrote then show no
+ * change, and a later change of one by the agent is a conflict, never an
+ * overwrite. */
+static void move_origins(const struct ov_review *r, const struct ov_apply *a, struct job *jobs,
+			 size_t n)
+{
+	if (!a->s || store_begin(a->s) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (jobs[i].moved_from)
+			move_origin(r, a, jobs[i].c->from);
+		if (jobs[i].moved_path)
+			move_origin(r, a, jobs[i].c->path);
+	}
+	if (store_commit(a->s) < 0)
+		store_rollback(a->s);
 }
 
 /* Removals deepest first: by the path taken away, descending. */
@@ -356,11 +527,13 @@ static void judge_job(const struct ov_apply *a, struct job *j)
 
 	if (ov_in_git(c->path) || (c->from && ov_in_git(c->from)))
 		fail(j, FATE_SKIP, "a repository's internals are never applied as files");
+	else if (c->conflict && a->three_way && c->kind == OV_MODIFIED && c->base_hashed &&
+		 S_ISREG(c->project.st_mode) && S_ISREG(c->overlay.st_mode))
+		j->merge = true;
 	else if (c->conflict)
 		fail(j, FATE_CONFLICT, c->conflict);
 	else if (!S_ISREG(m) && !S_ISDIR(m) && !S_ISLNK(m))
 		fail(j, FATE_SKIP, "not a file, directory or symlink");
-	(void)a;
 }
 
 int ov_apply(struct ov_review *r, const struct ov_apply *a, struct ov_applied *out)
@@ -400,7 +573,8 @@ int ov_apply(struct ov_review *r, const struct ov_apply *a, struct ov_applied *o
 		for (size_t i = 0; i < n; i++)
 			run_placement(r, a, order[i]);
 		if (!a->dry_run)
-			syncfs(r->project_fd);
+			syncfs(lock); /* an O_PATH fd syncs nothing */
+		move_origins(r, a, jobs, n);
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct job *j = &jobs[i];
@@ -409,6 +583,13 @@ int ov_apply(struct ov_review *r, const struct ov_apply *a, struct ov_applied *o
 		case FATE_DONE:
 			out->applied++;
 			outcome = a->dry_run ? "would apply" : "applied";
+			if (j->merge) {
+				out->merged++;
+				out->marked += j->marked;
+				outcome = a->dry_run ? "would merge" : "merged";
+				j->why = j->marked ? "with conflict markers where both sides changed"
+						   : NULL;
+			}
 			break;
 		case FATE_CONFLICT:
 			out->conflicts++;

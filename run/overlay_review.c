@@ -381,6 +381,8 @@ static int judge(struct ov_review *r, const struct origins *os, const char *path
 	c.kind = !c.in_project ? OV_ADDED : !c.in_overlay ? OV_DELETED : OV_MODIFIED;
 	const struct store_origin *o = origin_of(os, path);
 	c.origin = o != NULL;
+	if ((c.base_hashed = o && o->hashed))
+		memcpy(c.base_sha256, o->sha256, SHA256_BYTES);
 	if (o && !c.in_project)
 		c.conflict = "removed on the project since the agent first changed it";
 	else if (o && !unchanged_since(r, path, &c.project, o))

@@ -184,6 +184,34 @@ START_TEST(test_try_apply_judges_each_kind_of_conflict)
 }
 END_TEST
 
+/* --3way: a text file changed on both sides is merged against what the
+ * agent copied; where the two changes overlap, conflict markers. */
+START_TEST(test_try_apply_three_way_merges_text)
+{
+	OK("cd '%s' && seq 1 9 > clean.txt && printf 'a\\nb\\nc\\n' > clash.txt && "
+	   "printf 'bin\\0ary\\n' > bin.dat",
+	   P);
+	overlay("m");
+	AGENT("cat clean.txt clash.txt bin.dat >/dev/null && sed -i 's/^1$/1 agent/' clean.txt && "
+	      "printf 'a\\nB agent\\nc\\n' > clash.txt && printf 'bin\\0agent\\n' > bin.dat");
+	OK("cd '%s' && sed -i 's/^9$/9 person/' clean.txt && printf 'a\\nB person\\nc\\n' > "
+	   "clash.txt && printf 'bin\\0person\\n' > bin.dat",
+	   P);
+	/* Without --3way, three conflicts. */
+	char *plain = SBX("try apply m --dry-run");
+	ck_assert_msg(strstr(plain, "0 would be applied, 3 conflicts"), "%s", plain);
+	SAME(SBX("try apply m --3way"),
+	     "conflict     M bin.dat: no text of the origin was kept to merge against\n"
+	     "merged       M clash.txt: with conflict markers where both sides changed\n"
+	     "merged       M clean.txt\n"
+	     "2 applied (2 merged, 1 with conflict markers), 1 conflict, 0 skipped, 0 failed\n"
+	     "exit 1\n");
+	SAME(read_file(proj("clean.txt")), "1 agent\n2\n3\n4\n5\n6\n7\n8\n9 person\n");
+	SAME(read_file(proj("clash.txt")), "a\n<<<<<<< project\nB person\n||||||| origin\nb\n"
+					   "=======\nB agent\n>>>>>>> overlay\nc\n");
+}
+END_TEST
+
 /* Two overlays change the same file: the second apply is a conflict,
  * never an overwrite of the first's. */
 START_TEST(test_try_two_overlays_applying_one_file_conflict)
@@ -283,6 +311,7 @@ Suite *suite_view_try_review(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_try_review_of_a_git_project_then_apply);
 	tcase_add_test(tc, test_try_apply_judges_each_kind_of_conflict);
+	tcase_add_test(tc, test_try_apply_three_way_merges_text);
 	tcase_add_test(tc, test_try_two_overlays_applying_one_file_conflict);
 	tcase_add_test(tc, test_try_apply_killed_leaves_each_file_old_or_new);
 	tcase_add_test(tc, test_try_discard_drops_the_overlay);
