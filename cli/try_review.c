@@ -196,6 +196,8 @@ static const char status_usage[] =
 	"conflicts, each with its reason: a file the agent changed that was\n"
 	"changed on the project since the agent first touched it (copied it up,\n"
 	"or removed it), or one the agent made that the project has now too.\n"
+	"Then the files the agent read and left as they were that changed on\n"
+	"the project since it read them: what its changes may rest on.\n"
 	"sbx try apply writes all but the conflicts. Exit status 0, or 1 if\n"
 	"there are conflicts.\n";
 
@@ -243,6 +245,11 @@ int cmd_try_status(int argc, char **argv, const char *home)
 		if (c->conflict && !ov_in_git(c->path))
 			printf("  %c %s: %s\n", ov_status_letter(c), c->path, c->conflict);
 	}
+	if (o.review.n_stale)
+		printf("%zu file%s the agent read changed on the project since:\n", o.review.n_stale,
+		       o.review.n_stale == 1 ? "" : "s");
+	for (size_t i = 0; i < o.review.n_stale; i++)
+		printf("  %s\n", o.review.stale[i]);
 	r = conflicts ? 1 : 0;
 	overlay_close(&o);
 	return r;

@@ -46,6 +46,11 @@ struct ov_review {
 	struct ov_change *v; /* by path; directories too (ov_is_dir()) */
 	size_t n, cap;
 	size_t conflicts;
+	/* Project files the agent read and never changed, changed on the
+	 * project since it read them (its read marks): what its changes may
+	 * rest on. By path. */
+	char **stale;
+	size_t n_stale, cap_stale;
 	int layer_fd, project_fd; /* borrowed: O_PATH directories */
 };
 

@@ -434,6 +434,37 @@ static int pair_renames(struct ov_review *r, const struct origins *os)
 	return 0;
 }
 
+/* The workspace's virtual prefix of a read mark's path. */
+#define WORKSPACE_PREFIX "/mnt/user-data/workspace/"
+
+/* A read mark of the thread: a stale read if its path still shows the
+ * project's file and that file is no longer the version read. */
+static int stale_read(void *arg, const struct store_mark *m)
+{
+	struct ov_review *r = arg;
+	const char *path = m->path;
+	struct stat st;
+
+	if (strncmp(path, WORKSPACE_PREFIX, sizeof(WORKSPACE_PREFIX) - 1))
+		return 0;
+	path += sizeof(WORKSPACE_PREFIX) - 1;
+	if (resolve(r->layer_fd, path, &st) != SIDE_PROJECT)
+		return 0; /* the agent's own now: a change, judged as one */
+	if (lstat_at(r->project_fd, path, &st) == 0 && (uint64_t)st.st_ino == m->ino &&
+	    st.st_size == m->size && timespec_ns(&st.st_mtim) == m->mtime_ns &&
+	    timespec_ns(&st.st_ctim) == m->ctime_ns)
+		return 0;
+	if (r->n_stale == r->cap_stale) {
+		size_t cap = r->cap_stale ? 2 * r->cap_stale : 16;
+		char **v = realloc(r->stale, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		r->stale = v;
+		r->cap_stale = cap;
+	}
+	return (r->stale[r->n_stale] = strdup(path)) ? (r->n_stale++, 0) : -ENOMEM;
+}
+
 int ov_review(int layer_fd, int project_fd, struct store *s, const char *user,
 	      const char *thread, struct ov_review *out)
 {
@@ -460,6 +491,10 @@ int ov_review(int layer_fd, int project_fd, struct store *s, const char *user,
 			r = judge(out, &os, p.v[i]);
 	if (r == 0)
 		r = pair_renames(out, &os);
+	if (r == 0)
+		r = store_marks_each(s, user, thread, stale_read, out);
+	if (r == 0 && out->n_stale)
+		qsort(out->stale, out->n_stale, sizeof(*out->stale), by_string);
 	for (size_t i = 0; i < p.n; i++)
 		free(p.v[i]);
 	free(p.v);
@@ -476,6 +511,9 @@ void ov_review_free(struct ov_review *r)
 		free(r->v[i].from);
 	}
 	free(r->v);
+	for (size_t i = 0; i < r->n_stale; i++)
+		free(r->stale[i]);
+	free(r->stale);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -91,9 +91,11 @@ START_TEST(test_try_review_of_a_git_project_then_apply)
 	      "commit -qm agent");
 	/* The person edits a file the agent never touched, meanwhile. */
 	ck_assert_int_eq(write_file(proj("README.md"), "# demo, edited\n"), 0);
+	/* git add read README.md before the person edited it. */
 	SAME(SBX("try status demo | grep -v 'inside .git'"),
 	     fmt_cmd("overlay demo of %s\n2 added, 1 modified, 1 deleted, 1 renamed (1 of them in"
-		     " build output: node_modules, target, .venv...)\n0 conflicts\nexit 0\n",
+		     " build output: node_modules, target, .venv...)\n0 conflicts\n"
+		     "1 file the agent read changed on the project since:\n  README.md\nexit 0\n",
 		     P));
 	SAME(SBX("try diff demo --name-status"),
 	     "D\tdocs/old.md\nR100\tsrc/util.c\tsrc/helpers.c\nM\tsrc/main.c\nA\tsrc/new.c\n"
@@ -133,7 +135,8 @@ START_TEST(test_try_review_of_a_git_project_then_apply)
 	SAME(OUT("cd '%s' && git status --short", P),
 	     " M README.md\n D docs/old.md\n M src/main.c\n D src/util.c\n?? src/helpers.c\n?? src/new.c\n"
 	     "?? target/\n");
-	/* Nothing is left to apply. */
+	/* Nothing is left to apply (and README.md was read through the view
+	 * again since: by tree()). */
 	SAME(SBX("try status demo | grep -v 'inside .git'"),
 	     fmt_cmd("overlay demo of %s\n0 added, 0 modified, 0 deleted, 0 renamed\n"
 		     "0 conflicts\nexit 0\n",
@@ -144,14 +147,14 @@ END_TEST
 /* Each kind of conflict: the apply writes the rest, and exits 1. */
 START_TEST(test_try_apply_judges_each_kind_of_conflict)
 {
-	OK("cd '%s' && for f in mod del ren keep; do echo $f > $f.txt; done", P);
+	OK("cd '%s' && for f in mod del ren keep ref; do echo $f > $f.txt; done", P);
 	overlay("c");
-	AGENT("cat mod.txt keep.txt >/dev/null && echo agent > mod.txt && rm del.txt && "
+	AGENT("cat mod.txt keep.txt ref.txt >/dev/null && echo agent > mod.txt && rm del.txt && "
 	      "mv ren.txt ren2.txt && echo agent > made.txt && echo same > same.txt && "
 	      "echo agent > keep.txt && echo new > new.txt");
 	/* The person changes the same files, and makes two the agent made. */
 	OK("cd '%s' && echo person > mod.txt && echo person > del.txt && echo person > ren.txt && "
-	   "echo person > made.txt && echo same > same.txt",
+	   "echo person > made.txt && echo same > same.txt && echo person > ref.txt",
 	   P);
 	SAME(SBX("try status c"),
 	     fmt_cmd("overlay c of %s\n1 added, 3 modified, 1 deleted, 1 renamed\n4 conflicts\n"
@@ -159,6 +162,8 @@ START_TEST(test_try_apply_judges_each_kind_of_conflict)
 		     "  M made.txt: made on the project too\n"
 		     "  M mod.txt: changed on the project since the agent copied it\n"
 		     "  R ren2.txt: changed on the project since the agent removed it\n"
+		     "1 file the agent read changed on the project since:\n"
+		     "  ref.txt\n"
 		     "exit 1\n",
 		     P));
 	/* All or nothing: nothing. */
