@@ -2,12 +2,14 @@
  * changes reviewed against its project and applied to it (docs/try.md;
  * the engine is run/overlay.h). */
 #include "args.h"
+#include "hold.h"
 #include "cli.h"
 #include "try.h"
 #include "common/cleanup.h"
 #include "common/home.h"
 #include "common/ids.h"
 #include "common/viewreg.h"
+#include "exec/client.h"
 #include "run/overlay.h"
 #include "run/views.h"
 #include "store/origins.h"
@@ -19,6 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* One overlay, opened for its review: its project, layer and store. */
@@ -398,7 +403,9 @@ static const char apply_usage[] =
 	"symlink is published whole (made under a temporary name beside it, then\n"
 	"renamed over its path), with its mode, owner where allowed, xattrs and\n"
 	"times; deletions and renames are done, directories made and removed.\n"
-	"A repository's internals (.git) are never written as files; FIFOs,\n"
+	"A repository's internals (.git) are never written as files: the\n"
+	"agent's commits the project lacks become its branches sbx-try/NAME/*\n"
+	"(a git bundle made in the overlay's sandbox, fetched here). FIFOs,\n"
 	"sockets and devices are skipped. An applied path's origin becomes what\n"
 	"the apply left, so that the agent's next change of it is judged\n"
 	"against that, and a second overlay's change of the same file is a\n"
@@ -416,6 +423,90 @@ static const char apply_usage[] =
 
 /* Prints each change's outcome, but for those inside .git, counted in
  * *ARG (a size_t). */
+/* The bundle of the agent's new commits, made in the sandbox, in its
+ * thread's outputs (/mnt/user-data/outputs there). */
+#define COMMITS_BUNDLE ".sbx-try-commits.bundle"
+
+/* Runs ARGV (git ...) on the host, its output on stderr; its status. */
+static int host_git(const char *const argv[])
+{
+	pid_t pid;
+	int st;
+	posix_spawn_file_actions_t fa;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
+	int e = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (e || waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The agent's commits, offered as branches of the project: a git bundle
+ * of those its repository has and the project has not, made in the
+ * overlay's sandbox (where the agent's repository and its configuration
+ * are), then fetched on the host as refs/heads/sbx-try/NAME/BRANCH.
+ * Nothing of the agent's repository runs on the host: a bundle is data,
+ * checked by git as a fetch checks any pack. Returns 0, or 1 (said). */
+static int offer_commits(struct overlay *o)
+{
+	char refs[PATH_MAX + 64];
+	snprintf(refs, sizeof(refs), "git -C '%s' for-each-ref --format='%%(objectname)'", o->project);
+	FILE *f = popen(refs, "r");
+	if (!f) {
+		fprintf(stderr, "sbx: try apply: cannot read %s's refs\n", o->project);
+		return 1;
+	}
+	/* The sandbox's command: the bundle of what none of those reach. */
+	char *cmd = NULL;
+	size_t len = 0;
+	FILE *c = open_memstream(&cmd, &len);
+	char line[128];
+	fprintf(c, "cd /mnt/user-data/workspace && git bundle create -q"
+		   " /mnt/user-data/outputs/" COMMITS_BUNDLE " --branches --not");
+	while (fgets(line, sizeof(line), f))
+		if (strspn(line, "0123456789abcdef") >= 40)
+			fprintf(c, " %.*s", (int)strspn(line, "0123456789abcdef"), line);
+	pclose(f);
+	fprintf(c, " 2>&1 | grep -v 'Refusing to create empty bundle' >&2;"
+		   " test -f /mnt/user-data/outputs/" COMMITS_BUNDLE);
+	fclose(c);
+	char *args[] = { "exec", "--user", (char *)o->user, "--thread", (char *)o->name,
+			 "--", cmd, NULL };
+	struct client_conn *keep = NULL;
+	int r = hold_broker("try apply", o->home, &keep) ? 1 : cmd_exec(7, args, o->home);
+	client_close(keep);
+	free(cmd);
+	if (r != 0) {
+		printf("the agent made no commits the project lacks\n");
+		return 0;
+	}
+	/* The agent's file: opened without following a symlink it may have
+	 * put there, and handed to git by its fd. */
+	_cleanup_(closep) int out = home_thread_dir_open(o->homefd, o->user, o->name, THREAD_OUTPUTS);
+	_cleanup_(closep) int fd = out < 0 ? -1 : openat(out, COMMITS_BUNDLE, O_RDONLY | O_NOFOLLOW);
+	struct stat st;
+	char bundle[64], spec[128];
+	snprintf(bundle, sizeof(bundle), "/dev/fd/%d", fd);
+	snprintf(spec, sizeof(spec), "refs/heads/*:refs/heads/sbx-try/%s/*", o->name);
+	const char *fetch[] = { "git", "-C", o->project, "fetch", "--no-tags", "--quiet", "--force",
+				bundle, spec, NULL };
+	r = fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ? -1 : host_git(fetch);
+	if (out >= 0)
+		unlinkat(out, COMMITS_BUNDLE, 0);
+	if (r != 0) {
+		fprintf(stderr, "sbx: try apply: the agent's commits could not be fetched (git fetch"
+				" exited %d)\n",
+			r);
+		return 1;
+	}
+	printf("the agent's commits: branches sbx-try/%s/* of the project (git log --branches="
+	       "'sbx-try/%s/*')\n",
+	       o->name, o->name);
+	return 0;
+}
+
 static void say_outcome(void *arg, const struct ov_change *c, const char *outcome, const char *why)
 {
 	if (ov_in_git(c->path)) {
@@ -478,6 +569,8 @@ int cmd_try_apply(int argc, char **argv, const char *home)
 				printf("%zu file%s changed inside .git not applied: a repository's"
 				       " internals are never applied as files\n",
 				       git, git == 1 ? "" : "s");
+			if (git && !a.dry_run && !a.n_paths && offer_commits(&o))
+				done.failed++;
 			r = done.conflicts || done.failed || done.marked ? 1 : 0;
 		}
 	}

@@ -43,9 +43,11 @@ static void setup(void)
 }
 
 /* Unmounts every overlay the test mounted (run-tests detaches what is
- * left, such as a view a starting sandbox held a moment). */
+ * left, such as a view a starting sandbox held a moment), and stops the
+ * broker an apply started for the agent's commits. */
 static void teardown(void)
 {
+	broker_stop(H);
 	STATUS("d=$(dirname '%s'); for m in $(awk -v d=\"$d/mnt.\" 'index($2, d) == 1 {print $2}'"
 	       " /proc/mounts); do '%s' --home '%s' umount \"$m\"; done >/dev/null 2>&1",
 	       H, test_bin("sbx"), H);
@@ -60,7 +62,7 @@ static void overlay(const char *name)
 /* A git project: a README, two sources, a doc, a file to rename. */
 static void git_project(void)
 {
-	OK("cd '%s' && git init -q . && mkdir -p src docs && printf '# demo\\n' > README.md && "
+	OK("cd '%s' && git init -q -b main . && mkdir -p src docs && printf '# demo\\n' > README.md && "
 	   "printf 'int main(void)\\n{\\n\\treturn 0;\\n}\\n' > src/main.c && "
 	   "printf 'int util(void) { return 1; }\\n' > src/util.c && "
 	   "printf 'old docs\\n' > docs/old.md && git add -A && "
@@ -126,8 +128,13 @@ START_TEST(test_try_review_of_a_git_project_then_apply)
 	ck_assert_msg(strstr(done, "applied      D docs/old.md\n") &&
 			      strstr(done, "\n6 applied, 0 conflicts, 0 skipped, 0 failed\n") &&
 			      strstr(done, "not applied: a repository's internals are never applied"
-					   " as files\nexit 0\n"),
+					   " as files\nthe agent's commits: branches sbx-try/demo/* of the"
+					   " project (git log --branches='sbx-try/demo/*')\nexit 0\n"),
 		      "%s", done);
+	/* Its commits are the project's as a branch; its own branch is the
+	 * person's still. */
+	SAME(OUT("git -C '%s' for-each-ref --format='%%(refname) %%(subject)'", P),
+	     "refs/heads/main start\nrefs/heads/sbx-try/demo/main agent\n");
 	SAME(tree(P), tree(ws("")));
 	SAME(OUT("cmp '%s' '%s' && echo same", proj("target/helpers.o"), ws("target/helpers.o")),
 	     "same\n");
