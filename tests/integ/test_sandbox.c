@@ -432,15 +432,24 @@ END_TEST
 /* Sockets of Flatpak's families only: AF_VSOCK (not namespaced: the
  * hypervisor's channel) and AF_ALG are not there, through the 64-bit
  * call, the i386 one (int 0x80 from a 64-bit process), or i386's
- * socketcall, whose arguments no filter reads. */
+ * socketcall, whose arguments no filter reads. On a host whose kernel
+ * has no i386 ABI (int 0x80 kills the caller there, as on the host
+ * itself), the sandbox can do no more than refuse the same way. */
 START_TEST(test_sandbox_socket_families)
 {
+	bool i386 = !strcmp(OUT("python3 tests/tools/probe.py i386_getpid"), "i386_getpid ok\n");
+	const char *want_i386 = i386 ? "i386_socket_vsock EAFNOSUPPORT\ni386_socket_unix ok\n"
+				       "i386_socketcall_vsock EAFNOSUPPORT\n"
+				     : "i386_socket_vsock killed by SIGSEGV\n"
+				       "i386_socket_unix killed by SIGSEGV\n"
+				       "i386_socketcall_vsock killed by SIGSEGV\n";
+
 	add_probe("t1");
 	SAME(run_ok("t1", "python3 probe.py socket_vsock socket_alg socket_unix socket_inet"
 			  " i386_socket_vsock i386_socket_unix i386_socketcall_vsock"),
-	     "socket_vsock EAFNOSUPPORT\nsocket_alg EAFNOSUPPORT\nsocket_unix ok\n"
-	     "socket_inet ok\ni386_socket_vsock EAFNOSUPPORT\ni386_socket_unix ok\n"
-	     "i386_socketcall_vsock EAFNOSUPPORT\n");
+	     fmt_cmd("socket_vsock EAFNOSUPPORT\nsocket_alg EAFNOSUPPORT\nsocket_unix ok\n"
+		     "socket_inet ok\n%s",
+		     want_i386));
 }
 END_TEST
 
