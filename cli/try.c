@@ -10,7 +10,10 @@
 #include "common/home.h"
 #include "common/ids.h"
 #include "common/viewreg.h"
+#include "common/units.h"
 #include "common/walk.h"
+#include "run/overlay.h"
+#include "store/store.h"
 #include "exec/client.h"
 
 #include <errno.h>
@@ -57,9 +60,10 @@ static const char try_usage[] =
 static const char try_list_usage[] =
 	"Usage: sbx try list [--user ID] [--home DIR]\n"
 	"\n"
-	"Each overlay of the user (default: try): its name, age, how many\n"
-	"entries its layer holds (copies, files made, whiteouts), whether a view\n"
-	"of it is mounted, and its project.\n";
+	"Each overlay of the user (default: try): its name, age, the bytes its\n"
+	"layer holds, how many files the agent changed and how many of those\n"
+	"are conflicts (as sbx try status counts them), whether a view of it is\n"
+	"mounted, and its project.\n";
 
 /* The thread id made of the project directory's name: its characters
  * that ids allow, at most 60 (room for a -N). */
@@ -113,14 +117,21 @@ int try_overlay_make(int homefd, const char *user, const char *name, const char 
 	return 0;
 }
 
-/* How many entries the layer directory DIRFD (taken) holds below it,
- * directories apart. */
+/* What a layer holds: its entries (directories apart) and their bytes. */
+struct layer_size {
+	long entries;
+	uint64_t bytes;
+};
+
+/* Adds the entry NAME of layer directory DIRFD (taken) to ARG, a
+ * struct layer_size, with what a directory holds. */
 static int count_entry(void *arg, int dirfd, const char *name, const struct stat *st)
 {
-	long *n = arg;
+	struct layer_size *n = arg;
 
 	if (!S_ISDIR(st->st_mode)) {
-		++*n;
+		n->entries++;
+		n->bytes += S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0;
 		return 0;
 	}
 	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -138,6 +149,7 @@ static void count_view(const char *mountpoint, void *arg)
 struct list_ctx {
 	int homefd;
 	const char *user;
+	struct store *s; /* the origins; NULL if the home has no store yet */
 	time_t now;
 	int shown;
 	char **names; /* the threads, to be listed in order */
@@ -174,13 +186,32 @@ static void list_one(struct list_ctx *l, int dirfd, const char *thread)
 
 	if (home_overlay_get(l->homefd, l->user, thread, project, sizeof(project)) <= 0)
 		return;
-	long entries = 0;
-	int lfd = home_thread_dir_open(l->homefd, l->user, thread, THREAD_WORKSPACE);
-	if (lfd >= 0) {
-		int rfd = openat(lfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		close(lfd);
-		if (rfd >= 0)
-			dir_each(rfd, count_entry, &entries);
+	struct layer_size size = { 0 };
+	_cleanup_(closep) int lfd = home_thread_dir_open(l->homefd, l->user, thread,
+							 THREAD_WORKSPACE);
+	int rfd = lfd < 0 ? -1 : openat(lfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rfd >= 0)
+		dir_each(rfd, count_entry, &size);
+	/* Its changes and conflicts, as sbx try status counts them (none
+	 * before its first mount made the layer). */
+	char changed[24] = "?", conflicts[24] = "?";
+	if (lfd == -ENOENT) {
+		snprintf(changed, sizeof(changed), "0");
+		snprintf(conflicts, sizeof(conflicts), "0");
+	}
+	_cleanup_(closep) int pfd = open(project, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct ov_review rv;
+	if (lfd >= 0 && pfd >= 0 && l->s &&
+	    ov_review(lfd, pfd, l->s, l->user, thread, &rv) == 0) {
+		size_t n = 0, k = 0;
+		for (size_t i = 0; i < rv.n; i++) {
+			bool counted = !ov_is_dir(&rv.v[i]) && !ov_in_git(rv.v[i].path);
+			n += counted;
+			k += counted && rv.v[i].conflict;
+		}
+		snprintf(changed, sizeof(changed), "%zu", n);
+		snprintf(conflicts, sizeof(conflicts), "%zu", k);
+		ov_review_free(&rv);
 	}
 	int mounted = viewreg_each(l->homefd, l->user, thread, count_view, NULL);
 	_cleanup_(closep) int tfd = openat(dirfd, thread,
@@ -189,7 +220,8 @@ static void list_one(struct list_ctx *l, int dirfd, const char *thread)
 			   ? (long)(l->now - rec.st_mtim.tv_sec)
 			   : -1;
 	if (!l->shown++)
-		printf("%-24s %-8s %8s  %-7s  %s\n", "NAME", "AGE", "LAYER", "IN USE", "PROJECT");
+		printf("%-24s %-6s %9s %8s %9s  %-7s  %s\n", "NAME", "AGE", "SIZE", "CHANGED",
+		       "CONFLICTS", "IN USE", "PROJECT");
 	char when[24] = "-";
 	if (age >= 86400)
 		snprintf(when, sizeof(when), "%ldd", age / 86400);
@@ -197,8 +229,10 @@ static void list_one(struct list_ctx *l, int dirfd, const char *thread)
 		snprintf(when, sizeof(when), "%ldh", age / 3600);
 	else if (age >= 0)
 		snprintf(when, sizeof(when), "%ldm", age / 60);
-	printf("%-24s %-8s %8ld  %-7s  %s\n", thread, when, entries, mounted > 0 ? "mounted" : "-",
-	       project);
+	char bytes[32];
+	printf("%-24s %-6s %9s %8s %9s  %-7s  %s\n", thread, when,
+	       size_text(size.bytes, bytes, sizeof(bytes)), changed, conflicts,
+	       mounted > 0 ? "mounted" : "-", project);
 }
 
 static int try_list(int argc, char **argv, const char *home)
@@ -241,6 +275,9 @@ static int try_list(int argc, char **argv, const char *home)
 		return 1;
 	}
 	struct list_ctx l = { .homefd = homefd, .user = user, .now = time(NULL) };
+	char err[512];
+	if (store_open_existing(h, &l.s, err, sizeof(err)) < 0 && l.s == NULL)
+		l.s = NULL; /* no store yet: no origins, changes unknown ("?") */
 	const char *const path[] = { "users", user, "threads" };
 	_cleanup_(closep) int tfd = dir_chain_open(homefd, path, 3, false);
 	int rfd = tfd < 0 ? tfd : openat(tfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -253,6 +290,8 @@ static int try_list(int argc, char **argv, const char *home)
 		free(l.names[i]);
 	}
 	free(l.names);
+	if (l.s)
+		store_close(l.s);
 	if (r < 0) {
 		fprintf(stderr, "sbx: try: cannot list the overlays: %s\n", strerror(-r));
 		return 1;

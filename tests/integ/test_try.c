@@ -299,7 +299,8 @@ START_TEST(test_try_command_makes_mounts_and_lists_overlays)
 	     fmt_cmd("%s:\na.txt\n\n%s/users/try/threads/myproj/user-data/workspace:\nnew.txt\n",
 		     one, H));
 	SAME(OUT("'%s' --home '%s' try list | sed 's/  */ /g'", test_bin("sbx"), H),
-	     fmt_cmd("NAME AGE LAYER IN USE PROJECT\nmyproj 0m 1 mounted %s\nmyproj-2 0m 0 - %s\n",
+	     fmt_cmd("NAME AGE SIZE CHANGED CONFLICTS IN USE PROJECT\nmyproj 0m 4 bytes 1 0 mounted "
+		     "%s\nmyproj-2 0m 0 bytes 0 0 - %s\n",
 		     one, two));
 	/* The thread is an overlay of its project at every mount. */
 	SAME(OUT("'%s' --home '%s' --user try --thread myproj --overlay '%s' '%s' 2>&1; echo $?",
@@ -449,7 +450,9 @@ START_TEST(test_try_hook_gives_claude_code_an_overlay_and_keeps_its_layer)
 	ck_assert(!mounted(mp));
 	ck_assert(!exists(mp));
 	SAME(OUT("'%s' --home '%s' try list | sed 's/  */ /g'", test_bin("sbx"), H),
-	     fmt_cmd("NAME AGE LAYER IN USE PROJECT\nfeature-auth 0m 2 - %s\n", PR));
+	     fmt_cmd("NAME AGE SIZE CHANGED CONFLICTS IN USE PROJECT\n"
+		     "feature-auth 0m 11 bytes 2 0 - %s\n",
+		     PR));
 	SAME(read_file(proj("a.txt")), "a\n");
 	/* The same worktree asked for again shows the layer kept. */
 	SAME(hook_call(create_event(PR, "feature-auth"), &err, &st), fmt_cmd("%s\n", wt));
