@@ -298,6 +298,27 @@ START_TEST(test_try_apply_killed_leaves_each_file_old_or_new)
 }
 END_TEST
 
+/* A directory of the project swapped for a symlink to elsewhere before
+ * the apply: nothing is written through it (every path is opened below
+ * the project with no symlink followed). */
+START_TEST(test_try_apply_never_writes_through_a_symlink)
+{
+	char *outside = fmt_cmd("%s", test_dir("outside"));
+
+	OK("mkdir '%s/d' && echo old > '%s/d/f' && echo outside > '%s/f'", P, P, outside);
+	overlay("s");
+	AGENT("cat d/f >/dev/null && echo agent > d/f && echo new > d/g");
+	OK("mv '%s/d' '%s/d.moved' && ln -s '%s' '%s/d'", P, P, outside, P);
+	char *got = SBX("try apply s");
+	SAME(got, "conflict     T d/: changed on the project since the agent copied it\n"
+		  "conflict     A d/f: removed on the project since the agent first changed it\n"
+		  "failed       A d/g: Not a directory\n"
+		  "0 applied, 2 conflicts, 0 skipped, 1 failed\nexit 1\n");
+	SAME(OUT("ls '%s' && cat '%s/f'", outside, outside), "f\noutside\n");
+	SAME(read_file(proj("d.moved/f")), "old\n");
+}
+END_TEST
+
 START_TEST(test_try_discard_drops_the_overlay)
 {
 	OK("echo a > '%s'", proj("a.txt"));
@@ -326,6 +347,7 @@ Suite *suite_view_try_review(void)
 	tcase_add_test(tc, test_try_apply_three_way_merges_text);
 	tcase_add_test(tc, test_try_two_overlays_applying_one_file_conflict);
 	tcase_add_test(tc, test_try_apply_killed_leaves_each_file_old_or_new);
+	tcase_add_test(tc, test_try_apply_never_writes_through_a_symlink);
 	tcase_add_test(tc, test_try_discard_drops_the_overlay);
 	suite_add_tcase(s, tc);
 	return s;
