@@ -176,21 +176,6 @@ static int review_args_parse(const char *command, const char *usage, int argc, c
 	return -1;
 }
 
-/* Whether path P is one of PATHS or below one (all if there are none). */
-static bool wanted(const struct review_args *a, const char *p)
-{
-	if (!a->n_paths)
-		return true;
-	for (size_t i = 0; i < a->n_paths; i++) {
-		size_t n = strlen(a->paths[i]);
-		while (n && a->paths[i][n - 1] == '/')
-			n--;
-		if (!strncmp(p, a->paths[i], n) && (p[n] == '\0' || p[n] == '/'))
-			return true;
-	}
-	return false;
-}
-
 /* ---- status --------------------------------------------------------------- */
 
 static const char status_usage[] =
@@ -346,8 +331,7 @@ int cmd_try_diff(int argc, char **argv, const char *home)
 	}
 	for (size_t i = 0; i < o.review.n && r < 0; i++) {
 		const struct ov_change *c = &o.review.v[i];
-		if ((!wanted(&a, c->path) && !(c->from && wanted(&a, c->from))) ||
-		    ov_in_git(c->path))
+		if (!ov_chosen(c, a.paths, a.n_paths) || ov_in_git(c->path))
 			continue;
 		if (!a.all && !a.n_paths && ov_noise(c->path) && c->kind != OV_DELETED) {
 			hidden += !ov_is_dir(c);

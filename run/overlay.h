@@ -68,6 +68,10 @@ const char *ov_kind_name(enum ov_kind k);
 /* git's one-letter status of C: A, M, D, R, T (a type changed). */
 char ov_status_letter(const struct ov_change *c);
 
+/* Whether change C is chosen by the N PATHS: all are if N is 0; else
+ * one of its paths (a rename's either) is one of them or below one. */
+bool ov_chosen(const struct ov_change *c, const char *const *paths, size_t n);
+
 /* Whether PATH is inside a repository's internals (a .git component):
  * never shown as a file's change, never applied as one. */
 bool ov_in_git(const char *path);

@@ -46,24 +46,9 @@ struct job {
 	bool marked;		     /* the merge left conflict markers */
 };
 
-/* Whether PATH is among A's chosen paths (or below one). */
-static bool chosen_path(const struct ov_apply *a, const char *path)
-{
-	if (!a->n_only)
-		return true;
-	for (size_t i = 0; i < a->n_only; i++) {
-		size_t n = strlen(a->only[i]);
-		while (n && a->only[i][n - 1] == '/')
-			n--;
-		if (!strncmp(path, a->only[i], n) && (path[n] == '\0' || path[n] == '/'))
-			return true;
-	}
-	return false;
-}
-
 static bool chosen(const struct ov_apply *a, const struct ov_change *c)
 {
-	return chosen_path(a, c->path) || (c->from && chosen_path(a, c->from));
+	return ov_chosen(c, a->only, a->n_only);
 }
 
 /* PATH's directory below ROOT, opened (O_PATH), and its last component

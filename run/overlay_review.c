@@ -8,6 +8,7 @@
  * is not the agent's, and is left out.
  */
 #include "overlay.h"
+#include "common/array.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/fileops.h"
@@ -67,14 +68,8 @@ struct paths {
 
 static int paths_add(struct paths *p, const char *path)
 {
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 256;
-		char **v = realloc(p->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		p->v = v;
-		p->cap = cap;
-	}
+	if (array_grow(p->v, p->n, p->cap) < 0)
+		return -ENOMEM;
 	return (p->v[p->n] = strdup(path)) ? (p->n++, 0) : -ENOMEM;
 }
 
@@ -175,14 +170,8 @@ static int origin_keep(void *arg, const struct store_origin *o)
 {
 	struct origins *os = arg;
 
-	if (os->n == os->cap) {
-		size_t cap = os->cap ? 2 * os->cap : 64;
-		struct store_origin *v = realloc(os->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		os->v = v;
-		os->cap = cap;
-	}
+	if (array_grow(os->v, os->n, os->cap) < 0)
+		return -ENOMEM;
 	os->v[os->n] = *o;
 	return (os->v[os->n].path = strdup(o->path)) ? (os->n++, 0) : -ENOMEM;
 }
@@ -346,14 +335,8 @@ static bool unchanged_since(const struct ov_review *r, const char *path, const s
 
 static int change_add(struct ov_review *r, const struct ov_change *c)
 {
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? 2 * r->cap : 64;
-		struct ov_change *v = realloc(r->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		r->v = v;
-		r->cap = cap;
-	}
+	if (array_grow(r->v, r->n, r->cap) < 0)
+		return -ENOMEM;
 	r->v[r->n] = *c;
 	if (!(r->v[r->n].path = strdup(c->path)))
 		return -ENOMEM;
@@ -454,14 +437,8 @@ static int stale_read(void *arg, const struct store_mark *m)
 	    st.st_size == m->size && timespec_ns(&st.st_mtim) == m->mtime_ns &&
 	    timespec_ns(&st.st_ctim) == m->ctime_ns)
 		return 0;
-	if (r->n_stale == r->cap_stale) {
-		size_t cap = r->cap_stale ? 2 * r->cap_stale : 16;
-		char **v = realloc(r->stale, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		r->stale = v;
-		r->cap_stale = cap;
-	}
+	if (array_grow(r->stale, r->n_stale, r->cap_stale) < 0)
+		return -ENOMEM;
 	return (r->stale[r->n_stale] = strdup(path)) ? (r->n_stale++, 0) : -ENOMEM;
 }
 
@@ -536,6 +513,24 @@ char ov_status_letter(const struct ov_change *c)
 	    (c->overlay.st_mode & S_IFMT) != (c->project.st_mode & S_IFMT))
 		return 'T';
 	return "AMDR"[c->kind];
+}
+
+/* Whether PATH is one of the N PATHS or below one. */
+static bool path_among(const char *path, const char *const *paths, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(paths[i]);
+		while (len && paths[i][len - 1] == '/')
+			len--;
+		if (!strncmp(path, paths[i], len) && (path[len] == '\0' || path[len] == '/'))
+			return true;
+	}
+	return false;
+}
+
+bool ov_chosen(const struct ov_change *c, const char *const *paths, size_t n)
+{
+	return !n || path_among(c->path, paths, n) || (c->from && path_among(c->from, paths, n));
 }
 
 bool ov_in_git(const char *path)
