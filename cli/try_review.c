@@ -118,7 +118,8 @@ static int review_args_parse(const char *command, const char *usage, int argc, c
 	};
 	int c;
 
-	memcpy(longopts + 3, extra, n_extra * sizeof(*extra));
+	if (n_extra)
+		memcpy(longopts + 3, extra, n_extra * sizeof(*extra));
 	*a = (struct review_args){ .user = TRY_USER, .home = home };
 	a->paths = calloc((size_t)argc + 1, sizeof(*a->paths));
 	if (!a->paths)
