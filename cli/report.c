@@ -321,6 +321,7 @@ static long long size_of(const json_t *f, const char *key)
 /* A listed file of the summary as the page shows it. */
 static struct page_file page_file_of(const json_t *f, const struct entry *e)
 {
+	enum page_why why = why_of(e);
 	struct page_file pf = {
 		.path = e->path,
 		.kind = kind_of(e->status),
@@ -338,8 +339,8 @@ static struct page_file page_file_of(const json_t *f, const struct entry *e)
 		.target = json_string_value(json_object_get(f, "symlink_target_after")),
 		.diff = json_string_value(e->diff),
 		.diff_len = json_string_length(e->diff),
-		.why = why_of(e),
-		.why_text = e->why,
+		.why = why,
+		.why_text = why == PAGE_WHY_OTHER ? e->why : NULL,
 	};
 	return pf;
 }
@@ -371,7 +372,7 @@ struct run_meta {
 	char stage[512];
 };
 
-static void duration(int64_t ns, char *buf, size_t size)
+void report_duration(int64_t ns, char *buf, size_t size)
 {
 	long long s = ns / 1000000000;
 
@@ -379,8 +380,10 @@ static void duration(int64_t ns, char *buf, size_t size)
 		snprintf(buf, size, "%.1f s", (double)ns / 1e9);
 	else if (s < 3600)
 		snprintf(buf, size, "%lld min %lld s", s / 60, s % 60);
-	else
+	else if (s < 86400)
 		snprintf(buf, size, "%lld h %lld min", s / 3600, s / 60 % 60);
+	else
+		snprintf(buf, size, "%lld d %lld h", s / 86400, s / 3600 % 24);
 }
 
 static void run_rows(struct run_meta *m, const struct store_run *r, const char *home)
@@ -404,7 +407,7 @@ static void run_rows(struct run_meta *m, const struct store_run *r, const char *
 	}
 	if (r->ended && r->ended_ns) {
 		report_time(r->ended_ns, m->ended, sizeof(m->ended));
-		duration(r->ended_ns - r->begun_ns, m->took, sizeof(m->took));
+		report_duration(r->ended_ns - r->begun_ns, m->took, sizeof(m->took));
 		m->run[n++] = (struct page_row){ "ended", m->ended, NULL };
 		m->run[n++] = (struct page_row){ "took", m->took, NULL };
 	}

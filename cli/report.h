@@ -41,5 +41,8 @@ int report_run_recorded(const struct store_run *r, const char *summary, enum for
 
 /* The time NS (CLOCK_REALTIME) as ISO 8601 UTC, to the second. */
 void report_time(int64_t ns, char *buf, size_t size);
+/* A duration of NS nanoseconds for people: "4.2 s", "3 min 20 s",
+ * "2 h 5 min", "3 d 4 h". */
+void report_duration(int64_t ns, char *buf, size_t size);
 
 #endif

@@ -4,6 +4,7 @@
 #include "args.h"
 #include "hold.h"
 #include "cli.h"
+#include "report.h"
 #include "try.h"
 #include "common/cleanup.h"
 #include "common/home.h"
@@ -11,6 +12,7 @@
 #include "common/viewreg.h"
 #include "exec/client.h"
 #include "run/overlay.h"
+#include "run/page.h"
 #include "run/views.h"
 #include "store/origins.h"
 
@@ -24,6 +26,7 @@
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* One overlay, opened for its review: its project, layer and store. */
@@ -250,7 +253,7 @@ int cmd_try_status(int argc, char **argv, const char *home)
 
 static const char diff_usage[] =
 	"Usage: sbx try diff NAME [--stat | --name-status | --patch] [--all]\n"
-	"                    [--user ID] [--home DIR] [PATH...]\n"
+	"                    [--format text|html] [--user ID] [--home DIR] [PATH...]\n"
 	"\n"
 	"What the agent changed in overlay NAME, as git shows changes, from the\n"
 	"project as it is now to the overlay: a patch (the default) that git\n"
@@ -264,6 +267,12 @@ static const char diff_usage[] =
 	"  --all           changes in build output too (node_modules, target,\n"
 	"                  .venv, __pycache__...): counted on stderr otherwise,\n"
 	"                  but their deletions are always listed\n"
+	"  --format html   the review page instead, one self-contained HTML file\n"
+	"                  (no script): the overlay, its counts, the conflicts\n"
+	"                  first with their reasons, an index naming every file,\n"
+	"                  the first 200 with their diffs (256 KiB of them at\n"
+	"                  most); files whose text holds a credential are\n"
+	"                  redacted too\n"
 	"  PATH...         only these paths, and what is below them (in build\n"
 	"                  output too)\n";
 
@@ -306,6 +315,285 @@ static void print_stat(const struct ov_change *c, const char *text, size_t adds,
 	printf("%zu%s%s\n", n, k ? " " : "", bar);
 }
 
+/* ---- diff --format html: the review page (run/page.h) --------------------- */
+
+/* Sections at most on the page, the rest named in its index only: as a
+ * run's summary lists 200 files, so that 2,000 changes still make a page
+ * of a few hundred KiB (docs/try.md). */
+#define DIFF_PAGE_SECTIONS 200
+/* The files the agent read that changed on the project since, named at
+ * the top at most: sbx try status names them all. */
+#define DIFF_PAGE_STALE 20
+
+/* Takes "--format FORMAT", "--format=FORMAT" or an abbreviation of it
+ * that getopt_long would take ("--form html": no other option of try diff
+ * begins with f) out of ARGV, before a "--", into *FORMAT: it is try
+ * diff's alone, unknown to the parser the review commands share. Returns
+ * -1 to go on, or 2 after a usage error. */
+static int take_format(int *argc, char **argv, const char **format)
+{
+	int k = 1, i = 1;
+
+	for (; i < *argc && strcmp(argv[i], "--"); i++) {
+		size_t n = strcspn(argv[i], "=");
+		if (n < 3 || n > 8 || strncmp(argv[i], "--format", n)) {
+			argv[k++] = argv[i];
+			continue;
+		}
+		if (argv[i][n] == '=')
+			*format = argv[i] + n + 1;
+		else if (i + 1 < *argc)
+			*format = argv[++i];
+		else
+			return usage_error("try diff", "option '--format' requires an argument");
+	}
+	while (i < *argc)
+		argv[k++] = argv[i++];
+	argv[k] = NULL;
+	*argc = k;
+	return -1;
+}
+
+/* The page's entries: each change's diff and note, which its page_file
+ * points into. */
+struct diff_page {
+	struct page_file *files;
+	char **texts, **notes;
+	size_t n;
+	size_t kinds[4];   /* of the entries, conflicts by their kind */
+	size_t build, git; /* changes left out: in build output, inside .git */
+	long long adds, dels;
+};
+
+static void diff_page_free(struct diff_page *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		free(d->texts[i]);
+		free(d->notes[i]);
+	}
+	free(d->files);
+	free(d->texts);
+	free(d->notes);
+}
+
+/* What the page says where an overlay's content is not shown: the run
+ * reports' words say "never kept", and the layer keeps it. */
+static const char *hidden_words(enum ov_hidden h)
+{
+	switch (h) {
+	case OV_SECRET_NAME:
+		return "Redacted by its name: it looks like a file that holds a secret (.env, "
+		       "*token*, *.pem, id_rsa, ...), so its content is not shown.";
+	case OV_SECRET_CONTENT:
+		return "Redacted by its content: it holds what looks like a credential (a private "
+		       "key, an API token), so its content is not shown.";
+	case OV_BINARY:
+		return "Binary content (a NUL byte in its first 8,000 bytes, as git judges) is "
+		       "not shown.";
+	case OV_SHOWN:
+		break;
+	}
+	return NULL;
+}
+
+/* Adds change C, whose diff TEXT (LEN bytes, taken) ov_diff_redacted()
+ * made, to D. */
+static int diff_page_add(struct diff_page *d, const struct ov_change *c, char *text, size_t len,
+			 enum ov_hidden hidden)
+{
+	static const enum page_kind kinds[] = { PAGE_ADDED, PAGE_MODIFIED, PAGE_DELETED,
+						PAGE_RENAMED };
+	static const enum page_why whys[] = { [OV_SHOWN] = PAGE_WHY_NONE,
+					      [OV_SECRET_NAME] = PAGE_WHY_SECRET_NAME,
+					      [OV_SECRET_CONTENT] = PAGE_WHY_SECRET_CONTENT,
+					      [OV_BINARY] = PAGE_WHY_BINARY };
+	bool type = ov_status_letter(c) == 'T';
+	const char *word = type ? "type changed" : ov_kind_name(c->kind);
+	size_t adds = 0, dels = 0;
+	size_t i = d->n++;
+
+	d->texts[i] = text;
+	if (c->conflict && asprintf(&d->notes[i], "%s by the agent; %s", word, c->conflict) < 0) {
+		d->notes[i] = NULL;
+		return -ENOMEM;
+	}
+	if (hidden == OV_SHOWN)
+		count_lines(text, &adds, &dels);
+	d->kinds[c->kind]++;
+	d->adds += (long long)adds;
+	d->dels += (long long)dels;
+	d->files[i] = (struct page_file){
+		.path = c->path,
+		.kind = c->conflict ? PAGE_CONFLICT : kinds[c->kind],
+		.status = !c->conflict && type ? word : NULL,
+		.from = c->from,
+		.note = d->notes[i],
+		.additions = hidden == OV_SHOWN ? (long long)adds : -1,
+		.deletions = hidden == OV_SHOWN ? (long long)dels : -1,
+		.size_before = c->in_project && S_ISREG(c->project.st_mode) ? c->project.st_size
+									    : -1,
+		.size_after = c->in_overlay && S_ISREG(c->overlay.st_mode) ? c->overlay.st_size
+									   : -1,
+		.diff = hidden == OV_SHOWN ? text : NULL,
+		.diff_len = hidden == OV_SHOWN ? len : 0,
+		.why = whys[hidden],
+		.why_text = hidden_words(hidden),
+	};
+	return 0;
+}
+
+/* The changes A chooses of overlay O, into D, as try diff's text shows
+ * them: build output counted apart unless asked for (its deletions
+ * listed), .git counted apart, directories left out. Returns 0, or 1
+ * after an error (said). */
+static int diff_page_fill(const struct overlay *o, const struct review_args *a, struct diff_page *d)
+{
+	size_t n = o->review.n + 1;
+
+	if (!(d->files = calloc(n, sizeof(*d->files))) || !(d->texts = calloc(n, sizeof(char *))) ||
+	    !(d->notes = calloc(n, sizeof(char *)))) {
+		fprintf(stderr, "sbx: try diff: %s\n", strerror(ENOMEM));
+		return 1;
+	}
+	for (size_t i = 0; i < o->review.n; i++) {
+		const struct ov_change *c = &o->review.v[i];
+		if (!ov_chosen(c, a->paths, a->n_paths))
+			continue;
+		if (ov_in_git(c->path)) {
+			d->git += !ov_is_dir(c);
+			continue;
+		}
+		if (!a->all && !a->n_paths && ov_noise(c->path) && c->kind != OV_DELETED) {
+			d->build += !ov_is_dir(c);
+			continue;
+		}
+		char *text = NULL;
+		size_t len = 0;
+		enum ov_hidden hidden = OV_SHOWN;
+		int e = ov_diff_redacted(&o->review, c, &text, &len, &hidden);
+		if (e == 0 && text)
+			e = diff_page_add(d, c, text, len, hidden);
+		else if (e < 0)
+			free(text);
+		if (e < 0) {
+			fprintf(stderr, "sbx: try diff: %s: %s\n", c->path, strerror(-e));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Writes the review page of overlay O's changes that A chooses on
+ * stdout: the overlay's metadata at the top, conflicts first with their
+ * reasons, every change named in the index. Returns an exit status. */
+static int diff_html(const struct overlay *o, const struct review_args *a)
+{
+	struct diff_page d = { 0 };
+	char title[PATH_MAX + 300], host[256] = "", made[32], took[48], age[64], now[32];
+	char changes[160], conflicts[64], apart[200], unnamed[320], hint[300], rec[PATH_MAX];
+	struct page_row rows[11], stale[DIFF_PAGE_STALE + 1];
+	char more[64];
+	size_t n = 0, nc = 0, ns = 0;
+	struct stat st;
+	struct timespec ts;
+	int r = diff_page_fill(o, a, &d);
+
+	if (r) {
+		diff_page_free(&d);
+		return r;
+	}
+	for (size_t i = 0; i < d.n; i++)
+		nc += d.files[i].kind == PAGE_CONFLICT;
+	snprintf(title, sizeof(title), "Changes of overlay %s of %s", o->name, o->project);
+	rows[n++] = (struct page_row){ "overlay", o->name, NULL };
+	rows[n++] = (struct page_row){ "project", o->project, NULL };
+	rows[n++] = (struct page_row){ "user", o->user, NULL };
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t now_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	/* The overlay's record is made with the overlay: the layer's age. */
+	if (home_thread_path(o->home, o->user, o->name, OVERLAY_RECORD, rec, sizeof(rec)) == 0 &&
+	    lstat(rec, &st) == 0) {
+		int64_t ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		report_time(ns, made, sizeof(made));
+		report_duration(now_ns > ns ? now_ns - ns : 0, took, sizeof(took));
+		snprintf(age, sizeof(age), "(%s ago)", took);
+		rows[n++] = (struct page_row){ "made", made, age };
+	}
+	report_time(now_ns, now, sizeof(now));
+	rows[n++] = (struct page_row){ "reviewed", now, "(against the project as it was then)" };
+	if (gethostname(host, sizeof(host)) == 0) {
+		host[sizeof(host) - 1] = '\0';
+		rows[n++] = (struct page_row){ "host", host, NULL };
+	}
+	rows[n++] = (struct page_row){ "home", o->home, NULL };
+	snprintf(changes, sizeof(changes),
+		 "%zu file%s: %zu added, %zu modified, %zu deleted, %zu renamed", d.n,
+		 d.n == 1 ? "" : "s", d.kinds[OV_ADDED], d.kinds[OV_MODIFIED], d.kinds[OV_DELETED],
+		 d.kinds[OV_RENAMED]);
+	rows[n++] = (struct page_row){ "changes", changes, NULL };
+	snprintf(conflicts, sizeof(conflicts), "%zu", nc);
+	rows[n++] = (struct page_row){ "conflicts", conflicts,
+				       nc ? "(first below: sbx try apply leaves them out)" : NULL };
+	/* Build output and .git: counted, said, not listed. */
+	int k = 0, u = 0;
+	apart[0] = unnamed[0] = '\0';
+	if (d.build) {
+		k = snprintf(apart, sizeof(apart), "%zu in build output", d.build);
+		u = snprintf(unnamed, sizeof(unnamed),
+			     "%zu in build output (node_modules, target, .venv...): --all lists"
+			     " them.",
+			     d.build);
+	}
+	if (d.git) {
+		snprintf(apart + k, sizeof(apart) - (size_t)k, "%s%zu inside .git", k ? ", " : "",
+			 d.git);
+		snprintf(unnamed + u, sizeof(unnamed) - (size_t)u,
+			 "%s%zu inside .git: a repository's internals are never applied as files.",
+			 u ? " " : "", d.git);
+	}
+	if (d.build || d.git)
+		rows[n++] = (struct page_row){ "not listed", apart, NULL };
+	if (!strcmp(o->user, TRY_USER))
+		snprintf(hint, sizeof(hint), "sbx try diff %s PATH prints the diff of PATH.",
+			 o->name);
+	else
+		snprintf(hint, sizeof(hint),
+			 "sbx try diff %s --user %s PATH prints the diff of PATH.", o->name,
+			 o->user);
+	/* What the agent's changes may rest on: not changes, so not in the
+	 * index. */
+	for (; ns < o->review.n_stale && ns < DIFF_PAGE_STALE; ns++)
+		stale[ns] = (struct page_row){ "", o->review.stale[ns], NULL };
+	if (o->review.n_stale > ns) {
+		snprintf(more, sizeof(more), "and %zu more", o->review.n_stale - ns);
+		stale[ns++] = (struct page_row){ "", more, "(sbx try status names them)" };
+	}
+	const struct page_section meta[] = {
+		{ "Overlay", rows, n },
+		{ "Read by the agent, changed on the project since", stale, ns },
+	};
+	struct page page = {
+		.title = title,
+		.sections = meta,
+		.n_sections = ns ? 2 : 1,
+		.additions = d.adds,
+		.deletions = d.dels,
+		.files = d.files,
+		.n_files = d.n,
+		.unnamed = (long long)(d.build + d.git),
+		.unnamed_why = unnamed,
+		.omitted_hint = hint,
+		.listed_max = DIFF_PAGE_SECTIONS,
+	};
+	for (size_t i = 0; i < d.n; i++)
+		page.counts[d.files[i].kind]++;
+	r = page_render(stdout, &page);
+	if (r < 0)
+		fprintf(stderr, "sbx: try diff: cannot write the page: %s\n", strerror(-r));
+	diff_page_free(&d);
+	return r < 0 ? 1 : 0;
+}
+
 int cmd_try_diff(int argc, char **argv, const char *home)
 {
 	static const struct option extra[] = {
@@ -315,16 +603,26 @@ int cmd_try_diff(int argc, char **argv, const char *home)
 		{ "all", no_argument, NULL, OPT_ALL },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct review_args a;
+	struct review_args a = { 0 };
 	struct overlay o;
 	size_t hidden = 0, files = 0, adds = 0, dels = 0;
-	int r = review_args_parse("try diff", diff_usage, argc, argv, home, extra,
-				  sizeof(extra) / sizeof(*extra), &a);
+	const char *format = "text";
+	int r = take_format(&argc, argv, &format);
 
+	if (r < 0)
+		r = review_args_parse("try diff", diff_usage, argc, argv, home, extra,
+				      sizeof(extra) / sizeof(*extra), &a);
+	if (r < 0 && strcmp(format, "text") && strcmp(format, "html"))
+		r = usage_error("try diff", "--format takes text or html, not '%s'", format);
+	if (r < 0 && !strcmp(format, "html") && (a.stat || a.name_status))
+		r = usage_error("try diff", "--%s and --format html exclude each other",
+				a.stat ? "stat" : "name-status");
 	if (r < 0)
 		r = overlay_open("try diff", a.home, a.user, a.name, &o);
 	else
 		o = (struct overlay){ .homefd = -1, .layer_fd = -1, .project_fd = -1 };
+	if (r < 0 && !strcmp(format, "html"))
+		r = diff_html(&o, &a);
 	if (r >= 0) {
 		free(a.paths);
 		overlay_close(&o);

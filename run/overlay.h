@@ -89,6 +89,22 @@ int ov_open(int root, const char *path, int flags);
  * bytes): 0, or -errno. */
 int ov_diff(const struct ov_review *r, const struct ov_change *c, char **out, size_t *len);
 
+/* Why a diff summarizes a change's content ("Binary files ... differ")
+ * rather than show it. */
+enum ov_hidden {
+	OV_SHOWN,	   /* its content is in the diff (or it has none) */
+	OV_SECRET_NAME,	   /* its name looks like a secret's (.env, *.pem...) */
+	OV_SECRET_CONTENT, /* its text holds a credential (store/secrets.h) */
+	OV_BINARY,	   /* a NUL byte in the first 8,000 of a side */
+};
+
+/* ov_diff() for a page people may pass on (sbx try diff --format html):
+ * a file whose text holds a credential, on either side, is summarized
+ * too, as the run reports do; *HIDDEN says why C's content is not shown,
+ * if it is not. */
+int ov_diff_redacted(const struct ov_review *r, const struct ov_change *c, char **out, size_t *len,
+		     enum ov_hidden *hidden);
+
 /* What ov_apply() does, and with what. */
 struct ov_apply {
 	const char *const *only; /* N_ONLY paths: those, and what is below */

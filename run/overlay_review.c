@@ -567,6 +567,8 @@ struct out {
 	char **s;
 	size_t *len;
 	int failed;
+	bool secrets;	       /* summarize a text that holds a credential */
+	enum ov_hidden hidden; /* why a block's content is not shown */
 };
 
 static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -652,6 +654,7 @@ static int diff_block(const struct ov_review *r, struct out *o, const char *old_
 		       " shown)\n",
 		    old ? "a/" : "/dev/null", old ? old_path : "", new ? "b/" : "/dev/null",
 		    new ? new_path : "");
+		o->hidden = OV_SECRET_NAME;
 		return o->failed;
 	}
 	if (old && (e = content_of(r->project_fd, old_path, old, &a, &alen)) < 0)
@@ -662,6 +665,17 @@ static int diff_block(const struct ov_review *r, struct out *o, const char *old_
 		put(o, "Binary files %s%s and %s%s differ (%zu to %zu bytes)\n",
 		    old ? "a/" : "/dev/null", old ? old_path : "", new ? "b/" : "/dev/null",
 		    new ? new_path : "", alen, blen);
+		o->hidden = OV_BINARY;
+		return o->failed;
+	}
+	if (o->secrets &&
+	    ((a && snapshot_text_secret(a, alen)) || (b && snapshot_text_secret(b, blen)))) {
+		put(o,
+		    "Binary files %s%s and %s%s differ (a credential in its content: not"
+		    " shown)\n",
+		    old ? "a/" : "/dev/null", old ? old_path : "", new ? "b/" : "/dev/null",
+		    new ? new_path : "");
+		o->hidden = OV_SECRET_CONTENT;
 		return o->failed;
 	}
 	char from[PATH_MAX + 2], to[PATH_MAX + 2];
@@ -675,10 +689,9 @@ static int diff_block(const struct ov_review *r, struct out *o, const char *old_
 	return o->failed;
 }
 
-int ov_diff(const struct ov_review *r, const struct ov_change *c, char **out, size_t *len)
+/* The diff of C, appended to O's text. */
+static int diff_change(const struct ov_review *r, const struct ov_change *c, struct out *o)
 {
-	struct out o = { out, len, 0 };
-
 	if (ov_is_dir(c) && (!c->in_overlay || !c->in_project || S_ISDIR(c->overlay.st_mode)) &&
 	    (!c->in_project || S_ISDIR(c->project.st_mode)))
 		return 0; /* git shows no directories */
@@ -688,8 +701,25 @@ int ov_diff(const struct ov_review *r, const struct ov_change *c, char **out, si
 
 	if (old && new && (old->st_mode & S_IFMT) != (new->st_mode & S_IFMT)) {
 		/* A type changed: git's removal, then addition. */
-		int e = diff_block(r, &o, old_path, old, old_path, NULL);
-		return e < 0 ? e : diff_block(r, &o, c->path, NULL, c->path, new);
+		int e = diff_block(r, o, old_path, old, old_path, NULL);
+		return e < 0 ? e : diff_block(r, o, c->path, NULL, c->path, new);
 	}
-	return diff_block(r, &o, old ? old_path : c->path, old, c->path, new);
+	return diff_block(r, o, old ? old_path : c->path, old, c->path, new);
+}
+
+int ov_diff(const struct ov_review *r, const struct ov_change *c, char **out, size_t *len)
+{
+	struct out o = { out, len, 0, false, OV_SHOWN };
+
+	return diff_change(r, c, &o);
+}
+
+int ov_diff_redacted(const struct ov_review *r, const struct ov_change *c, char **out, size_t *len,
+		     enum ov_hidden *hidden)
+{
+	struct out o = { out, len, 0, true, OV_SHOWN };
+	int e = diff_change(r, c, &o);
+
+	*hidden = o.hidden;
+	return e;
 }

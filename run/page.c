@@ -149,8 +149,9 @@ int page_natural_cmp(const char *a, const char *b)
 /* An entry with where it stands in the page. */
 struct item {
 	const struct page_file *f;
-	size_t lines;	  /* of its diff, headers left out */
+	size_t lines;	  /* of its diff as shown */
 	const char *body; /* where the diff's hunks begin */
+	bool listed;	  /* it has a section */
 	bool shown, collapsed;
 };
 
@@ -173,13 +174,46 @@ static const char *hunks(const char *d, size_t len)
 	return at ? at + 1 : d;
 }
 
+static bool starts(const char *l, const char *e, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	return (size_t)(e - l) >= n && !memcmp(l, prefix, n);
+}
+
+/* How the diff line from L to E is shown: its class, or NULL where it is
+ * left out. Outside a hunk (*IN_HUNK, kept from line to line) a git
+ * diff's block header: its "diff --git", "---" and "+++" lines name the
+ * file the section names already, and are left out; its other lines (a
+ * mode, a rename, "Binary files ... differ") are shown muted, without
+ * numbers. In a hunk, "diff --git" begins the next block (of a type
+ * change: git's removal, then addition). */
+static const char *line_class(const char *l, const char *e, bool *in_hunk)
+{
+	if (starts(l, e, "@@")) {
+		*in_hunk = true;
+		return "k";
+	}
+	if (*in_hunk && !starts(l, e, "diff --git ")) {
+		char c = l < e ? *l : ' ';
+		return c == '+' ? "a" : c == '-' ? "d" : c == '\\' ? "x" : "c";
+	}
+	*in_hunk = false;
+	if (starts(l, e, "diff --git ") || starts(l, e, "--- ") || starts(l, e, "+++ "))
+		return NULL;
+	return "h";
+}
+
+/* The lines of the diff from S to END that are shown. */
 static size_t count_lines(const char *s, const char *end)
 {
 	size_t n = 0;
+	bool in_hunk = false;
 
-	for (const char *l = s; l < end; n++) {
-		const char *nl = memchr(l, '\n', (size_t)(end - l));
-		l = nl ? nl + 1 : end;
+	for (const char *l = s, *e; l < end; l = e + 1) {
+		e = memchr(l, '\n', (size_t)(end - l));
+		if (!e)
+			e = end;
+		n += line_class(l, e, &in_hunk) != NULL;
 	}
 	return n;
 }
@@ -205,6 +239,8 @@ static void diff_size(FILE *out, const struct item *it)
 
 static const char *why_words(const struct page_file *f)
 {
+	if (f->why_text)
+		return f->why_text;
 	switch (f->why) {
 	case PAGE_WHY_SYMLINK:
 		return "A symbolic link: its target is shown, never the content it points to.";
@@ -227,7 +263,6 @@ static const char *why_words(const struct page_file *f)
 	case PAGE_WHY_UNLISTED:
 		return "Past the files the summary lists: counted and named, no diff kept.";
 	case PAGE_WHY_OTHER:
-		return f->why_text ? f->why_text : "";
 	case PAGE_WHY_NONE:
 		break;
 	}
@@ -249,6 +284,8 @@ static const char *why_short(const struct item *it)
 		[PAGE_WHY_OTHER] = "no diff",
 	};
 
+	if (!it->listed)
+		return w[PAGE_WHY_UNLISTED];
 	if (it->f->why != PAGE_WHY_NONE)
 		return w[it->f->why];
 	if (it->f->diff_len && !it->shown)
@@ -420,11 +457,6 @@ static void filters(FILE *out, const struct page *p, const size_t have[PAGE_KIND
 	fputs("</nav>\n", out);
 }
 
-static bool has_section(const struct item *it)
-{
-	return it->f->why != PAGE_WHY_UNLISTED;
-}
-
 static void dir_of(const char *path, const char **dir, size_t *len)
 {
 	const char *slash = path ? strrchr(path, '/') : NULL;
@@ -447,7 +479,10 @@ static void index_table(FILE *out, const struct item *v, size_t n)
 		dir_of(f->path, &d, &len);
 		if (!dir || len != dlen || memcmp(d, dir, len)) {
 			fputs("<tr class=dir><td colspan=4 class=dir>", out);
-			page_text(out, d, len);
+			if (len)
+				page_text(out, d, len);
+			else
+				fputs("./", out); /* a top-level name of a relative path */
 			fputc('\n', out);
 			dir = d;
 			dlen = len;
@@ -457,12 +492,18 @@ static void index_table(FILE *out, const struct item *v, size_t n)
 		fprintf(out, "<tr class=\"f %s\"><td><span class=st>", kind_names[f->kind]);
 		text(out, status_of(f));
 		fputs("</span><td class=p>", out);
-		if (has_section(&v[i]))
+		if (v[i].listed)
 			fprintf(out, "<a href=#f%zu>", i + 1);
 		path_parts(out, f->path, false);
-		fputs(has_section(&v[i]) ? "</a><td class=n>" : "<td class=n>", out);
+		fputs(v[i].listed ? "</a><td class=n>" : "<td class=n>", out);
 		counts_cell(out, f);
-		fprintf(out, "<td class=mu>%s\n", why_short(&v[i]));
+		fputs("<td class=mu>", out);
+		/* A conflict's reason is what the index is read for. */
+		if (f->kind == PAGE_CONFLICT && f->note) {
+			text(out, f->note);
+			fputs(*why_short(&v[i]) ? "; " : "", out);
+		}
+		fprintf(out, "%s\n", why_short(&v[i]));
 	}
 	fputs("</table>\n", out);
 }
@@ -493,32 +534,29 @@ static void diff_lines(FILE *out, const struct item *it, size_t idx)
 {
 	const char *end = it->f->diff + it->f->diff_len;
 	long o = 0, n = 0;
+	bool in_hunk = false;
 
 	fprintf(out, "<pre id=\"f%zu-d\">", idx);
 	for (const char *l = it->body, *e; l < end; l = e + 1) {
 		e = memchr(l, '\n', (size_t)(end - l));
 		if (!e)
 			e = end;
-		char c = l < e ? *l : ' ';
+		const char *cls = line_class(l, e, &in_hunk);
 		long on = 0, nn = 0;
-		const char *cls = "c";
 
-		if (c == '@') {
+		if (!cls)
+			continue;
+		if (*cls == 'k') {
 			hunk_start(l, e, &o, &n);
-			cls = "k";
-		} else if (c == '+') {
+		} else if (*cls == 'a') {
 			nn = n++;
-			cls = "a";
-		} else if (c == '-') {
+		} else if (*cls == 'd') {
 			on = o++;
-			cls = "d";
-		} else if (c == '\\') {
-			cls = "x";
-		} else {
+		} else if (*cls == 'c') {
 			on = o++;
 			nn = n++;
 		}
-		fprintf(out, "<span class=%s>", cls);
+		fprintf(out, "<span class=%s>", *cls == 'h' ? "x" : cls);
 		number(out, on);
 		number(out, nn);
 		page_text(out, l, (size_t)(e - l));
@@ -531,6 +569,8 @@ static void file_section(FILE *out, const struct page *p, const struct item *it,
 {
 	const struct page_file *f = it->f;
 	const char *sep = "";
+	/* A conflict's reason stands out, in the conflicts' color. */
+	const char *note = f->kind == PAGE_CONFLICT ? NULL : f->note;
 
 	fprintf(out, "<section id=\"f%zu\" class=\"%s\"><h3><span class=\"st\">", idx,
 		kind_names[f->kind]);
@@ -540,7 +580,12 @@ static void file_section(FILE *out, const struct page *p, const struct item *it,
 	fputs("</span> ", out);
 	counts_cell(out, f);
 	fputs("</h3>\n", out);
-	if (f->from || f->to || f->note || f->target || f->by || f->size_before >= 0 ||
+	if (f->kind == PAGE_CONFLICT && f->note) {
+		fputs("<p class=\"warn\">Conflict: ", out);
+		text(out, f->note);
+		fputs("</p>\n", out);
+	}
+	if (f->from || f->to || note || f->target || f->by || f->size_before >= 0 ||
 	    f->size_after >= 0)
 		fputs("<p class=\"mu\">", out);
 	if (f->from || f->to) {
@@ -550,9 +595,9 @@ static void file_section(FILE *out, const struct page *p, const struct item *it,
 		fputs("</span>", out);
 		sep = "; ";
 	}
-	if (f->note) {
+	if (note) {
 		fputs(sep, out);
-		text(out, f->note);
+		text(out, note);
 		sep = "; ";
 	}
 	if (f->target) {
@@ -624,7 +669,7 @@ static void plan(const struct page *p, struct item *v, size_t n)
 
 	for (size_t i = 0; i < n; i++) {
 		const struct page_file *f = v[i].f;
-		if (!f->diff || !f->diff_len || !has_section(&v[i]))
+		if (!f->diff || !f->diff_len || !v[i].listed)
 			continue;
 		v[i].body = hunks(f->diff, f->diff_len);
 		v[i].lines = count_lines(v[i].body, f->diff + f->diff_len);
@@ -649,6 +694,14 @@ int page_render(FILE *out, const struct page *p)
 		have[p->files[i].kind]++;
 	}
 	qsort(v, p->n_files, sizeof(*v), item_cmp);
+	size_t listed = 0, past = 0;
+	for (size_t i = 0; i < p->n_files; i++) {
+		if (v[i].f->why == PAGE_WHY_UNLISTED)
+			continue;
+		v[i].listed = !p->listed_max || listed < p->listed_max;
+		listed += v[i].listed;
+		past += !v[i].listed;
+	}
 	plan(p, v, p->n_files);
 
 	head(out, p, hash);
@@ -667,9 +720,20 @@ int page_render(FILE *out, const struct page *p)
 		text(out, p->unnamed_why);
 		fputs("</p>\n", out);
 	}
+	if (past) {
+		fprintf(out,
+			"<p class=\"why\">The first %zu files of this list have a section below; the"
+			" %zu after them are named here only.",
+			listed, past);
+		if (p->omitted_hint) {
+			fputc(' ', out);
+			text(out, p->omitted_hint);
+		}
+		fputs("</p>\n", out);
+	}
 	fputs("<div>\n", out);
 	for (size_t i = 0; i < p->n_files; i++)
-		if (has_section(&v[i]))
+		if (v[i].listed)
 			file_section(out, p, &v[i], i + 1);
 	fputs("</div>\n</main></body></html>\n", out);
 	return fflush(out) || ferror(out) ? -EIO : 0;

@@ -17,13 +17,17 @@
  *    receipt), its counts and warnings, and who changed how many files;
  *  - an index naming every entry, conflicts first, then by path in
  *    natural order (f2 before f10), with filters by kind (links to
- *    :target anchors, no script); each entry of the index links to its
- *    section, except those the caller marks PAGE_WHY_UNLISTED (counted,
- *    named, no diff kept), which the index alone shows;
- *  - a section per listed entry: status, rename, who, sizes, why there
- *    is no diff, or the diff with old and new line numbers in a
- *    <details>, closed when it is over COLLAPSE_LINES lines or
- *    COLLAPSE_BYTES bytes, its size in the line that opens it;
+ *    :target anchors, no script), a conflict's reason (its NOTE) in its
+ *    row; each entry of the index links to its section, except those
+ *    the caller marks PAGE_WHY_UNLISTED (counted, named, no diff kept)
+ *    and those past the first LISTED_MAX, which the index alone shows;
+ *  - a section per listed entry: status, a conflict's reason, rename,
+ *    who, sizes, why there is no diff, or the diff with old and new line
+ *    numbers in a <details>, closed when it is over COLLAPSE_LINES lines
+ *    or COLLAPSE_BYTES bytes, its size in the line that opens it. A git
+ *    diff's block headers are not diff lines: its "diff --git", "---"
+ *    and "+++" lines are left out (the section names the file), its
+ *    other ones (modes, a rename, "Binary files ... differ") shown muted;
  *  - at most DIFF_BUDGET bytes of diff text in all: a diff that does not
  *    fit in what is left is omitted (its counts stay), with the
  *    caller's OMITTED_HINT saying how to see it; smaller ones after it
@@ -73,16 +77,19 @@ struct page_file {
 	enum page_kind kind;
 	const char *status;		   /* the word shown; NULL: the kind's */
 	const char *from, *to;		   /* a rename's other name */
-	const char *note;		   /* a clause after the status or rename */
+	const char *note;		   /* a clause after the status or rename;
+					    * a conflict's reason */
 	const char *by;			   /* the command that changed it */
 	long long pid;			   /* its pid, 0 if unknown */
 	long long additions, deletions;	   /* lines; -1 if unknown */
 	long long size_before, size_after; /* bytes; -1 where absent */
 	const char *target;		   /* a symlink's target */
-	const char *diff;		   /* a unified diff ("--- a/..." header optional) */
+	const char *diff;		   /* a unified diff ("--- a/..." header
+					    * optional), or a git diff */
 	size_t diff_len;
 	enum page_why why;
-	const char *why_text; /* PAGE_WHY_OTHER's words */
+	const char *why_text; /* the words for WHY (PAGE_WHY_OTHER's own);
+			       * NULL: the page's, which are a run's */
 };
 
 /* A row of a metadata section: LABEL, VALUE, and a muted NOTE after it. */
@@ -112,6 +119,9 @@ struct page {
 	const char *by_unknown;	  /* who changed the files without BY, for
 				     * the "changed by" section; NULL: not counted */
 	const char *omitted_hint; /* how to see a diff the page omits */
+	size_t listed_max;	  /* sections at most (in page order): the
+				   * entries after them are in the index
+				   * only; 0: no cap */
 	size_t collapse_lines;	  /* 0: PAGE_COLLAPSE_LINES */
 	size_t collapse_bytes;	  /* 0: PAGE_COLLAPSE_BYTES */
 	size_t diff_budget;	  /* 0: PAGE_DIFF_BUDGET */

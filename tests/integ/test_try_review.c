@@ -338,6 +338,134 @@ START_TEST(test_try_discard_drops_the_overlay)
 }
 END_TEST
 
+/* The checks of tests/tools/pagecheck.py on the page PAGE (run from
+ * the source tree, as test_runs.c's). */
+static char *pagecheck(const char *page, const char *opts)
+{
+	return OUT("python3 tests/tools/pagecheck.py '%s' %s", page, opts);
+}
+
+/* sbx try diff --format html: the review page (run/page.h, as sbx changes
+ * --format html) of an overlay, as Debian's headless Chromium renders it:
+ * the conflict first in the index with its reason, a text change with
+ * line numbers, a binary file with its size, a secret-looking file
+ * redacted by its name and one by its content, a rename, a large diff
+ * collapsed that opens when navigated to, both themes, no script, no
+ * policy violation, the project's paths. */
+START_TEST(test_try_diff_html_page_renders)
+{
+	const char *page = fmt_cmd("%s/page.html", test_dir("page"));
+
+	OK("cd '%s' && echo base > both.txt && printf 'one\\ntwo\\n' > notes.txt && "
+	   "echo moved > old.txt && echo v1 > ref.txt",
+	   P);
+	overlay("page");
+	AGENT("cat both.txt notes.txt ref.txt >/dev/null && echo agent > both.txt && "
+	      "printf 'one\\n<b>two</b>\\n' > notes.txt && printf 'PNG\\0\\1' > pic.png && "
+	      "echo TOKEN=x > .env && echo 'key AKIAIOSFODNN7EXAMPLE' > creds.txt && "
+	      "mv old.txt new.txt && seq 1 500 > long.txt && mkdir -p node_modules/m && "
+	      "echo x > node_modules/m/i.js");
+	ck_assert_int_eq(write_file(proj("both.txt"), "person\n"), 0);
+	ck_assert_int_eq(write_file(proj("ref.txt"), "v2\n"), 0);
+	SAME(SBX("try diff page --format html > '%s'", page), "exit 0\n");
+	/* Self-contained: nothing to fetch, nothing to run, links only
+	 * within the page; the project's paths, not the sandbox's. */
+	ck_assert_int_ne(
+		STATUS("grep -Eiq '<(script|img|link|iframe|object|embed)|url\\(|href=[^#\"]|href=\"[^#]"
+		       "|/mnt/user-data' '%s'",
+		       page),
+		0);
+	/* The index: the conflict first, with its reason; then by path. */
+	SAME(OUT("grep '^<tr class=\"f ' '%s' | "
+		 "sed 's/<td class=n>.*<td class=mu>/ | /; s/<[^>]*>/ /g; s/  */ /g'",
+		 page),
+	     " conflict both.txt | modified by the agent; changed on the project since the agent"
+	     " copied it\n"
+	     " added .env | redacted: name\n"
+	     " added creds.txt | redacted: content\n"
+	     " added long.txt | collapsed\n"
+	     " renamed new.txt | \n"
+	     " modified notes.txt | \n"
+	     " added pic.png | binary\n");
+	char *html = read_file(page);
+	ck_assert_msg(
+		strstr(html, "<p class=\"warn\">Conflict: modified by the agent; changed on the "
+			     "project since the agent copied it</p>") &&
+			strstr(html,
+			       "<span class=a><i></i><i>2</i>+&lt;b&gt;two&lt;/b&gt;</span>") &&
+			strstr(html, "renamed from <span class=\"p\">old.txt</span>") &&
+			strstr(html, "new &rarr; 5 bytes</p>\n<p class=\"why\">Binary content") &&
+			strstr(html, "Redacted by its name") &&
+			strstr(html, "Redacted by its content") && !strstr(html, "AKIA") &&
+			!strstr(html, "TOKEN=") &&
+			strstr(html, "<tr><th>overlay</th><td>page</td></tr>") &&
+			strstr(html, "<tr><th>conflicts</th><td>1 ") &&
+			strstr(html,
+			       "<h2>Read by the agent, changed on the project since</h2><table>\n"
+			       "<tr><th></th><td>ref.txt</td></tr>") &&
+			strstr(html, "1 more changed file, not named here. 1 in build output"),
+		"%.3000s", strstr(html, "<main>") ? strstr(html, "<main>") : html);
+	char *checks = pagecheck(page, "");
+	ck_assert_msg(strstr(checks, " unresolved 0\n") && strstr(checks, "scripts 0\n") &&
+			      strstr(checks, "collapsed f4-d closed\nexpanded f4-d open\n") &&
+			      strstr(checks, "light 255 255 255\n") &&
+			      !strstr(checks, "dark 255 255 255\n") && strstr(checks, "csp 0\n"),
+		      "%s", checks);
+	/* The text's options stay the text's. */
+	SAME(SBX("try diff page --format json"),
+	     "sbx: try diff: --format takes text or html, not 'json'\n"
+	     "Try 'sbx try diff --help'.\nexit 2\n");
+	SAME(SBX("try diff page --stat --format=html"),
+	     "sbx: try diff: --stat and --format html exclude each other\n"
+	     "Try 'sbx try diff --help'.\nexit 2\n");
+}
+END_TEST
+
+/* An overlay of 2,000 changes (1,999 new files and a 188 KB file
+ * rewritten): every one named in the index, in natural order, the first
+ * 200 with a section, the rewrite's diff (over the page's 256 KiB of
+ * diffs) left out with its size and how to see it, every link resolved,
+ * within the page's size budget (docs/try.md). */
+START_TEST(test_try_diff_html_page_of_2000_files)
+{
+	const char *page = fmt_cmd("%s/page.html", test_dir("many"));
+	/* big.txt: 3,150 lines (188 KB) of WORD. */
+	const char *big = "python3 -c 'import sys\nopen(\"big.txt\", \"w\").write(\"\".join(\"line"
+			  " %%d of the %%s file, some more text to make it longer\\n\" %% (i,"
+			  " sys.argv[1]) for i in range(3150)))' %s";
+
+	OK("cd '%s' && %s", P, fmt_cmd(big, "old"));
+	overlay("many");
+	AGENT("cat big.txt >/dev/null && %s && mkdir src && cd src && "
+	      "for i in $(seq 1 1999); do echo $i > f$i.c; done",
+	      fmt_cmd(big, "new"));
+	SAME(SBX("try diff many --format html > '%s'", page), "exit 0\n");
+	char *size = OUT("stat -c %%s '%s'", page);
+	ck_assert_msg(atol(size) < 512 * 1024, "the page is %s bytes", size);
+	SAME(OUT("grep -oE '>(f[0-9]+\\.c|big\\.txt)<' '%s' | sort -u | wc -l", page), "2000\n");
+	SAME(OUT("grep -oE '>f[0-9]+\\.c<' '%s' | head -12 | tr -d '<>' | tr '\\n' ' '", page),
+	     "f1.c f2.c f3.c f4.c f5.c f6.c f7.c f8.c f9.c f10.c f11.c f12.c ");
+	SAME(OUT("grep -c '<section id=' '%s'", page), "200\n");
+	SAME(OUT("grep -c 'not listed$' '%s'", page), "1800\n");
+	ck_assert_int_eq(
+		STATUS("grep -q 'The first 200 files of this list have a section below; the"
+		       " 1800 after them are named here only. sbx try diff many PATH prints"
+		       " the diff of PATH.' '%s'",
+		       page),
+		0);
+	ck_assert_int_eq(STATUS("grep -q '>big.txt</a><td class=n><ins>+3150</ins> <del>-3150</del>"
+				"<td class=mu>diff omitted$' '%s'",
+				page),
+			 0);
+	ck_assert_int_eq(STATUS("grep -q 'is not in this page: it is over the page.s budget of 256"
+				" KiB of diffs. sbx try diff many PATH' '%s'",
+				page),
+			 0);
+	char *checks = pagecheck(page, "--anchors-only");
+	ck_assert_msg(strstr(checks, "anchors 203 unresolved 0\n"), "%s", checks);
+}
+END_TEST
+
 Suite *suite_view_try_review(void)
 {
 	Suite *s = suite_create("view_try_review");
@@ -351,6 +479,8 @@ Suite *suite_view_try_review(void)
 	tcase_add_test(tc, test_try_apply_killed_leaves_each_file_old_or_new);
 	tcase_add_test(tc, test_try_apply_never_writes_through_a_symlink);
 	tcase_add_test(tc, test_try_discard_drops_the_overlay);
+	tcase_add_test(tc, test_try_diff_html_page_renders);
+	tcase_add_test(tc, test_try_diff_html_page_of_2000_files);
 	suite_add_tcase(s, tc);
 	return s;
 }

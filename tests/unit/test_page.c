@@ -230,6 +230,108 @@ START_TEST(test_page_says_why_and_sizes)
 }
 END_TEST
 
+/* A git diff (sbx try diff's): its block headers are not diff lines. The
+ * names ("diff --git", "---", "+++") are left out, the other header
+ * lines shown muted without numbers, and the second block of a type
+ * change numbered from its own hunk. */
+START_TEST(test_page_git_diff_headers)
+{
+	static const char diff[] = "diff --git a/x b/x\nold mode 100644\nnew mode 100755\n"
+				   "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"
+				   "diff --git a/x b/x\nnew file mode 120000\n--- /dev/null\n"
+				   "+++ b/x\n@@ -0,0 +1 @@\n+t\n";
+	const struct page_file files[] = {
+		{ .path = "x", .kind = PAGE_MODIFIED, .diff = diff, .diff_len = sizeof(diff) - 1 },
+	};
+	const struct page p = { .title = "t", .files = files, .n_files = 1 };
+	char *html = render(&p);
+
+	ck_assert_msg(!strstr(html, "diff --git") && !strstr(html, "--- a/x") &&
+			      !strstr(html, "+++ b/x") && !strstr(html, "/dev/null"),
+		      "%s", html);
+	ck_assert_ptr_nonnull(strstr(html, "<details open><summary>diff: 8 lines, "));
+	ck_assert_ptr_nonnull(strstr(html, "<pre id=\"f1-d\"><span class=x><i></i><i></i>old mode"
+					   " 100644</span><span class=x><i></i><i></i>new mode"
+					   " 100755</span><span class=k>"));
+	ck_assert_ptr_nonnull(strstr(html,
+				     "<span class=d><i>1</i><i></i>-a</span>"
+				     "<span class=a><i></i><i>1</i>+b</span>"
+				     "<span class=x><i></i><i></i>new file mode 120000</span>"));
+	ck_assert_ptr_nonnull(strstr(html, "<span class=a><i></i><i>1</i>+t</span></pre>"));
+	free(html);
+}
+END_TEST
+
+/* A conflict's reason is in its index row and stands out in its section;
+ * past LISTED_MAX sections (in page order, conflicts first) the entries
+ * are named in the index only, and the page says so with the hint. */
+START_TEST(test_page_conflict_reasons_and_listed_cap)
+{
+	static const char diff[] = "@@ -1 +1 @@\n-a\n+b\n";
+	const struct page_file files[] = {
+		{ .path = "b.txt",
+		  .kind = PAGE_MODIFIED,
+		  .diff = diff,
+		  .diff_len = sizeof(diff) - 1 },
+		{ .path = "c.txt", .kind = PAGE_ADDED, .diff = diff, .diff_len = sizeof(diff) - 1 },
+		{ .path = "z.txt",
+		  .kind = PAGE_CONFLICT,
+		  .note = "made on the <project> too",
+		  .diff = diff,
+		  .diff_len = sizeof(diff) - 1 },
+		{ .path = "a.txt", .kind = PAGE_DELETED },
+	};
+	const struct page p = { .title = "t",
+				.files = files,
+				.n_files = 4,
+				.omitted_hint = "ask HINT",
+				.listed_max = 2 };
+	char *html = render(&p);
+
+	ck_assert_msg(
+		strstr(html,
+		       "<tr class=\"f conflict\"><td><span class=st>conflict</span>"
+		       "<td class=p><a href=#f1>z.txt</a><td class=n><ins>+0</ins> <del>-0</del>"
+		       "<td class=mu>made on the &lt;project&gt; too\n"),
+		"%.2000s", strstr(html, "<main>"));
+	ck_assert_ptr_nonnull(strstr(html, "<p class=\"warn\">Conflict: made on the &lt;project&gt;"
+					   " too</p>"));
+	ck_assert_ptr_nonnull(strstr(html, "<section id=\"f2\" class=\"deleted\">"));
+	ck_assert_ptr_null(strstr(html, "<section id=\"f3\""));
+	ck_assert_ptr_null(strstr(html, "href=#f3>"));
+	ck_assert_ptr_nonnull(strstr(html,
+				     "<td class=p>b.txt<td class=n><ins>+0</ins> <del>-0</del>"
+				     "<td class=mu>not listed\n"));
+	ck_assert_ptr_nonnull(strstr(html, "The first 2 files of this list have a section below;"
+					   " the 2 after them are named here only. ask HINT</p>"));
+	/* Top-level names are under "./" in the index. */
+	ck_assert_ptr_nonnull(strstr(html, "<tr class=dir><td colspan=4 class=dir>./\n"));
+	free(html);
+}
+END_TEST
+
+/* A caller's words for why a file shows no diff replace the page's. */
+START_TEST(test_page_why_words_of_the_caller)
+{
+	const struct page_file files[] = {
+		{ .path = "pic.png",
+		  .kind = PAGE_ADDED,
+		  .why = PAGE_WHY_BINARY,
+		  .why_text = "Binary: <a NUL byte>.",
+		  .size_before = -1,
+		  .size_after = 6 },
+	};
+	const struct page p = { .title = "t", .files = files, .n_files = 1 };
+	char *html = render(&p);
+
+	ck_assert_msg(strstr(html, "<p class=\"why\">Binary: &lt;a NUL byte&gt;.</p>") &&
+			      strstr(html, "<td class=mu>binary\n") &&
+			      !strstr(html, "by its extension"),
+		      "%s", html);
+	free(html);
+}
+END_TEST
+
 Suite *suite_unit_page(void)
 {
 	Suite *s = suite_create("unit_page");
@@ -241,6 +343,9 @@ Suite *suite_unit_page(void)
 	tcase_add_test(tc, test_page_policy_hashes_its_style);
 	tcase_add_test(tc, test_page_large_diffs_collapsed_then_omitted);
 	tcase_add_test(tc, test_page_says_why_and_sizes);
+	tcase_add_test(tc, test_page_git_diff_headers);
+	tcase_add_test(tc, test_page_conflict_reasons_and_listed_cap);
+	tcase_add_test(tc, test_page_why_words_of_the_caller);
 	suite_add_tcase(s, tc);
 	return s;
 }
