@@ -100,13 +100,14 @@ static int overlay_open(const char *command, const char *home, const char *user,
  * the name of the overlay, the first argument. */
 struct review_args {
 	const char *user, *home, *name;
+	const char *format; /* --format: "text" unless given */
 	bool stat, name_status, all, dry_run, all_or_nothing, force, three_way;
 	const char **paths; /* PATH arguments and --only */
 	size_t n_paths;
 };
 
 enum { OPT_STAT = 256, OPT_NAME_STATUS, OPT_PATCH, OPT_ALL, OPT_DRY_RUN, OPT_ALL_OR_NOTHING,
-       OPT_ONLY, OPT_FORCE, OPT_3WAY };
+       OPT_ONLY, OPT_FORCE, OPT_3WAY, OPT_FORMAT };
 
 /* Parses ARGV of COMMAND (USAGE its help) with the options in EXTRA
  * besides the shared ones. Returns -1 to go on, else an exit status. */
@@ -123,7 +124,7 @@ static int review_args_parse(const char *command, const char *usage, int argc, c
 
 	if (n_extra)
 		memcpy(longopts + 3, extra, n_extra * sizeof(*extra));
-	*a = (struct review_args){ .user = TRY_USER, .home = home };
+	*a = (struct review_args){ .user = TRY_USER, .home = home, .format = "text" };
 	a->paths = calloc((size_t)argc + 1, sizeof(*a->paths));
 	if (!a->paths)
 		return 1;
@@ -164,6 +165,9 @@ static int review_args_parse(const char *command, const char *usage, int argc, c
 			break;
 		case OPT_3WAY:
 			a->three_way = true;
+			break;
+		case OPT_FORMAT:
+			a->format = optarg;
 			break;
 		case OPT_ONLY:
 			a->paths[a->n_paths++] = optarg;
@@ -324,35 +328,6 @@ static void print_stat(const struct ov_change *c, const char *text, size_t adds,
 /* The files the agent read that changed on the project since, named at
  * the top at most: sbx try status names them all. */
 #define DIFF_PAGE_STALE 20
-
-/* Takes "--format FORMAT", "--format=FORMAT" or an abbreviation of it
- * that getopt_long would take ("--form html": no other option of try diff
- * begins with f) out of ARGV, before a "--", into *FORMAT: it is try
- * diff's alone, unknown to the parser the review commands share. Returns
- * -1 to go on, or 2 after a usage error. */
-static int take_format(int *argc, char **argv, const char **format)
-{
-	int k = 1, i = 1;
-
-	for (; i < *argc && strcmp(argv[i], "--"); i++) {
-		size_t n = strcspn(argv[i], "=");
-		if (n < 3 || n > 8 || strncmp(argv[i], "--format", n)) {
-			argv[k++] = argv[i];
-			continue;
-		}
-		if (argv[i][n] == '=')
-			*format = argv[i] + n + 1;
-		else if (i + 1 < *argc)
-			*format = argv[++i];
-		else
-			return usage_error("try diff", "option '--format' requires an argument");
-	}
-	while (i < *argc)
-		argv[k++] = argv[i++];
-	argv[k] = NULL;
-	*argc = k;
-	return -1;
-}
 
 /* The page's entries: each change's diff and note, which its page_file
  * points into. */
@@ -601,17 +576,16 @@ int cmd_try_diff(int argc, char **argv, const char *home)
 		{ "name-status", no_argument, NULL, OPT_NAME_STATUS },
 		{ "patch", no_argument, NULL, OPT_PATCH },
 		{ "all", no_argument, NULL, OPT_ALL },
+		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct review_args a = { 0 };
 	struct overlay o;
 	size_t hidden = 0, files = 0, adds = 0, dels = 0;
-	const char *format = "text";
-	int r = take_format(&argc, argv, &format);
+	int r = review_args_parse("try diff", diff_usage, argc, argv, home, extra,
+				  sizeof(extra) / sizeof(*extra), &a);
+	const char *format = a.format;
 
-	if (r < 0)
-		r = review_args_parse("try diff", diff_usage, argc, argv, home, extra,
-				      sizeof(extra) / sizeof(*extra), &a);
 	if (r < 0 && strcmp(format, "text") && strcmp(format, "html"))
 		r = usage_error("try diff", "--format takes text or html, not '%s'", format);
 	if (r < 0 && !strcmp(format, "html") && (a.stat || a.name_status))
