@@ -262,8 +262,10 @@ static const char diff_usage[] =
 	"What the agent changed in overlay NAME, as git shows changes, from the\n"
 	"project as it is now to the overlay: a patch (the default) that git\n"
 	"apply takes, in the project, to give the overlay's files. Binary files\n"
-	"and secret-looking ones (.env, *.pem, *secret*...) are summarized, not\n"
-	"shown. Directories are not listed (as git does not).\n"
+	"and secret-looking ones (a name such as .env, *.pem, *secret*, or a text\n"
+	"that holds a credential) are summarized, not shown: they are not in\n"
+	"the patch (sbx try apply applies them). Directories are not listed (as\n"
+	"git does not).\n"
 	"  --stat          a line per file with its lines added and removed\n"
 	"  --name-status   a line per file: A, M, D, T (type changed) or R100\n"
 	"                  (renamed), and its path\n"
@@ -275,8 +277,7 @@ static const char diff_usage[] =
 	"                  (no script): the overlay, its counts, the conflicts\n"
 	"                  first with their reasons, an index naming every file,\n"
 	"                  the first 200 with their diffs (256 KiB of them at\n"
-	"                  most); files whose text holds a credential are\n"
-	"                  redacted too\n"
+	"                  most)\n"
 	"  PATH...         only these paths, and what is below them (in build\n"
 	"                  output too)\n";
 
@@ -371,7 +372,7 @@ static const char *hidden_words(enum ov_hidden h)
 	return NULL;
 }
 
-/* Adds change C, whose diff TEXT (LEN bytes, taken) ov_diff_redacted()
+/* Adds change C, whose diff TEXT (LEN bytes, taken) ov_diff()
  * made, to D. */
 static int diff_page_add(struct diff_page *d, const struct ov_change *c, char *text, size_t len,
 			 enum ov_hidden hidden)
@@ -445,7 +446,7 @@ static int diff_page_fill(const struct overlay *o, const struct review_args *a, 
 		char *text = NULL;
 		size_t len = 0;
 		enum ov_hidden hidden = OV_SHOWN;
-		int e = ov_diff_redacted(&o->review, c, &text, &len, &hidden);
+		int e = ov_diff(&o->review, c, &text, &len, &hidden);
 		if (e == 0 && text)
 			e = diff_page_add(d, c, text, len, hidden);
 		else if (e < 0)
@@ -612,7 +613,7 @@ int cmd_try_diff(int argc, char **argv, const char *home)
 		}
 		_cleanup_(freep) char *text = NULL;
 		size_t len = 0, fa = 0, fd = 0;
-		int e = ov_diff(&o.review, c, &text, &len);
+		int e = ov_diff(&o.review, c, &text, &len, NULL);
 		if (e < 0) {
 			fprintf(stderr, "sbx: try diff: %s: %s\n", c->path, strerror(-e));
 			r = 1;

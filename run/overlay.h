@@ -84,11 +84,6 @@ bool ov_noise(const char *path);
  * symlink: an fd, or -errno. */
 int ov_open(int root, const char *path, int flags);
 
-/* The git-style diff of C (headers, then hunks; a binary or
- * sensitive-looking file summarized) appended to *OUT (malloc'd, *LEN
- * bytes): 0, or -errno. */
-int ov_diff(const struct ov_review *r, const struct ov_change *c, char **out, size_t *len);
-
 /* Why a diff summarizes a change's content ("Binary files ... differ")
  * rather than show it. */
 enum ov_hidden {
@@ -98,12 +93,13 @@ enum ov_hidden {
 	OV_BINARY,	   /* a NUL byte in the first 8,000 of a side */
 };
 
-/* ov_diff() for a page people may pass on (sbx try diff --format html):
- * a file whose text holds a credential, on either side, is summarized
- * too, as the run reports do; *HIDDEN says why C's content is not shown,
- * if it is not. */
-int ov_diff_redacted(const struct ov_review *r, const struct ov_change *c, char **out, size_t *len,
-		     enum ov_hidden *hidden);
+/* The git-style diff of C (headers, then hunks) appended to *OUT
+ * (malloc'd, *LEN bytes): 0, or -errno. A binary file, and one whose
+ * name or text looks like it holds a secret (either side, as the run
+ * reports judge), is summarized ("Binary files ... differ", with why),
+ * and *HIDDEN (if not NULL) says why its content is not shown. */
+int ov_diff(const struct ov_review *r, const struct ov_change *c, char **out, size_t *len,
+	    enum ov_hidden *hidden);
 
 /* What ov_apply() does, and with what. */
 struct ov_apply {

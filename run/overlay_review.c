@@ -707,19 +707,13 @@ static int diff_change(const struct ov_review *r, const struct ov_change *c, str
 	return diff_block(r, o, old ? old_path : c->path, old, c->path, new);
 }
 
-int ov_diff(const struct ov_review *r, const struct ov_change *c, char **out, size_t *len)
-{
-	struct out o = { out, len, 0, false, OV_SHOWN };
-
-	return diff_change(r, c, &o);
-}
-
-int ov_diff_redacted(const struct ov_review *r, const struct ov_change *c, char **out, size_t *len,
-		     enum ov_hidden *hidden)
+int ov_diff(const struct ov_review *r, const struct ov_change *c, char **out, size_t *len,
+	    enum ov_hidden *hidden)
 {
 	struct out o = { out, len, 0, true, OV_SHOWN };
 	int e = diff_change(r, c, &o);
 
-	*hidden = o.hidden;
+	if (hidden)
+		*hidden = o.hidden;
 	return e;
 }

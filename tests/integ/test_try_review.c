@@ -368,6 +368,12 @@ START_TEST(test_try_diff_html_page_renders)
 	ck_assert_int_eq(write_file(proj("both.txt"), "person\n"), 0);
 	ck_assert_int_eq(write_file(proj("ref.txt"), "v2\n"), 0);
 	SAME(SBX("try diff page --format html > '%s'", page), "exit 0\n");
+	/* The text patch redacts as the page does. */
+	SAME(SBX("try diff page creds.txt .env"),
+	     "diff --git a/.env b/.env\nnew file mode 100644\nBinary files /dev/null and b/.env"
+	     " differ (sensitive-looking name: content not shown)\n"
+	     "diff --git a/creds.txt b/creds.txt\nnew file mode 100644\nBinary files /dev/null and"
+	     " b/creds.txt differ (a credential in its content: not shown)\nexit 0\n");
 	/* Self-contained: nothing to fetch, nothing to run, links only
 	 * within the page; the project's paths, not the sandbox's. */
 	ck_assert_int_ne(
