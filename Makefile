@@ -211,6 +211,7 @@ bench: deps
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/journal-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/watch-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/broker-bench
+	@SBX_BIN=$(CURDIR)/$(BIN) bench/try-bench
 
 # The style is .clang-format's (clang-format 14, Debian 12's); CI checks
 # it before the tests.
