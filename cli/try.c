@@ -201,8 +201,7 @@ static void list_one(struct list_ctx *l, int dirfd, const char *thread)
 	}
 	_cleanup_(closep) int pfd = open(project, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct ov_review rv;
-	if (lfd >= 0 && pfd >= 0 && l->s &&
-	    ov_review(lfd, pfd, l->s, l->user, thread, &rv) == 0) {
+	if (lfd >= 0 && pfd >= 0 && l->s && ov_review(lfd, pfd, l->s, l->user, thread, &rv) == 0) {
 		size_t n = 0, k = 0;
 		for (size_t i = 0; i < rv.n; i++) {
 			bool counted = !ov_is_dir(&rv.v[i]) && !ov_in_git(rv.v[i].path);
@@ -328,8 +327,8 @@ int cmd_try(int argc, char **argv, const char *home)
 		const char *word;
 		int (*fn)(int argc, char **argv, const char *home);
 	} subs[] = {
-		{ "list", try_list },	     { "status", cmd_try_status },
-		{ "diff", cmd_try_diff },    { "apply", cmd_try_apply },
+		{ "list", try_list },		{ "status", cmd_try_status },
+		{ "diff", cmd_try_diff },	{ "apply", cmd_try_apply },
 		{ "discard", cmd_try_discard }, { "hook", cmd_try_hook },
 	};
 	for (size_t i = 0; argc > 1 && i < sizeof(subs) / sizeof(*subs); i++)

@@ -57,8 +57,9 @@ static int overlay_open(const char *command, const char *home, const char *user,
 	const char *why;
 	int r;
 
-	*o = (struct overlay){ .user = user, .name = name, .homefd = -1, .layer_fd = -1,
-			       .project_fd = -1 };
+	*o = (struct overlay){
+		.user = user, .name = name, .homefd = -1, .layer_fd = -1, .project_fd = -1
+	};
 	if (user_id_check(user, &why) < 0)
 		return usage_error(command, "invalid user id '%s': %s", user, why);
 	if (thread_id_check(name, &why) < 0)
@@ -72,7 +73,8 @@ static int overlay_open(const char *command, const char *home, const char *user,
 	}
 	r = home_overlay_get(o->homefd, user, name, o->project, sizeof(o->project));
 	if (r <= 0) {
-		fprintf(stderr, "sbx: %s: %s is not an overlay of user %s (sbx try list --user %s)%s%s\n",
+		fprintf(stderr,
+			"sbx: %s: %s is not an overlay of user %s (sbx try list --user %s)%s%s\n",
 			command, name, user, user, r < 0 ? ": " : "", r < 0 ? strerror(-r) : "");
 		return 1;
 	}
@@ -106,8 +108,18 @@ struct review_args {
 	size_t n_paths;
 };
 
-enum { OPT_STAT = 256, OPT_NAME_STATUS, OPT_PATCH, OPT_ALL, OPT_DRY_RUN, OPT_ALL_OR_NOTHING,
-       OPT_ONLY, OPT_FORCE, OPT_3WAY, OPT_FORMAT };
+enum {
+	OPT_STAT = 256,
+	OPT_NAME_STATUS,
+	OPT_PATCH,
+	OPT_ALL,
+	OPT_DRY_RUN,
+	OPT_ALL_OR_NOTHING,
+	OPT_ONLY,
+	OPT_FORCE,
+	OPT_3WAY,
+	OPT_FORMAT
+};
 
 /* Parses ARGV of COMMAND (USAGE its help) with the options in EXTRA
  * besides the shared ones. Returns -1 to go on, else an exit status. */
@@ -244,8 +256,8 @@ int cmd_try_status(int argc, char **argv, const char *home)
 			printf("  %c %s: %s\n", ov_status_letter(c), c->path, c->conflict);
 	}
 	if (o.review.n_stale)
-		printf("%zu file%s the agent read changed on the project since:\n", o.review.n_stale,
-		       o.review.n_stale == 1 ? "" : "s");
+		printf("%zu file%s the agent read changed on the project since:\n",
+		       o.review.n_stale, o.review.n_stale == 1 ? "" : "s");
 	for (size_t i = 0; i < o.review.n_stale; i++)
 		printf("  %s\n", o.review.stale[i]);
 	r = conflicts ? 1 : 0;
@@ -636,7 +648,8 @@ int cmd_try_diff(int argc, char **argv, const char *home)
 	}
 	if (r < 0 && a.stat)
 		printf(" %zu file%s changed, %zu insertion%s(+), %zu deletion%s(-)\n", files,
-		       files == 1 ? "" : "s", adds, adds == 1 ? "" : "s", dels, dels == 1 ? "" : "s");
+		       files == 1 ? "" : "s", adds, adds == 1 ? "" : "s", dels,
+		       dels == 1 ? "" : "s");
 	fflush(stdout); /* the note comes after what it is about */
 	if (r < 0 && hidden)
 		fprintf(stderr,
@@ -710,7 +723,8 @@ static int host_git(const char *const argv[])
 static int offer_commits(struct overlay *o)
 {
 	char refs[PATH_MAX + 64];
-	snprintf(refs, sizeof(refs), "git -C '%s' for-each-ref --format='%%(objectname)'", o->project);
+	snprintf(refs, sizeof(refs), "git -C '%s' for-each-ref --format='%%(objectname)'",
+		 o->project);
 	FILE *f = popen(refs, "r");
 	if (!f) {
 		fprintf(stderr, "sbx: try apply: cannot read %s's refs\n", o->project);
@@ -730,8 +744,8 @@ static int offer_commits(struct overlay *o)
 	fprintf(c, " 2>&1 | grep -v 'Refusing to create empty bundle' >&2;"
 		   " test -f /mnt/user-data/outputs/" COMMITS_BUNDLE);
 	fclose(c);
-	char *args[] = { "exec", "--user", (char *)o->user, "--thread", (char *)o->name,
-			 "--", cmd, NULL };
+	char *args[] = { "exec", "--user", (char *)o->user, "--thread", (char *)o->name, "--",
+			 cmd,	 NULL };
 	struct client_conn *keep = NULL;
 	int r = hold_broker("try apply", o->home, &keep) ? 1 : cmd_exec(7, args, o->home);
 	client_close(keep);
@@ -742,20 +756,23 @@ static int offer_commits(struct overlay *o)
 	}
 	/* The agent's file: opened without following a symlink it may have
 	 * put there, and handed to git by its fd. */
-	_cleanup_(closep) int out = home_thread_dir_open(o->homefd, o->user, o->name, THREAD_OUTPUTS);
-	_cleanup_(closep) int fd = out < 0 ? -1 : openat(out, COMMITS_BUNDLE, O_RDONLY | O_NOFOLLOW);
+	_cleanup_(closep) int out = home_thread_dir_open(o->homefd, o->user, o->name,
+							 THREAD_OUTPUTS);
+	_cleanup_(closep) int fd = out < 0 ? -1
+					   : openat(out, COMMITS_BUNDLE, O_RDONLY | O_NOFOLLOW);
 	struct stat st;
 	char bundle[64], spec[128];
 	snprintf(bundle, sizeof(bundle), "/dev/fd/%d", fd);
 	snprintf(spec, sizeof(spec), "refs/heads/*:refs/heads/sbx-try/%s/*", o->name);
-	const char *fetch[] = { "git", "-C", o->project, "fetch", "--no-tags", "--quiet", "--force",
-				bundle, spec, NULL };
+	const char *fetch[] = { "git",	   "-C",      o->project, "fetch", "--no-tags",
+				"--quiet", "--force", bundle,	  spec,	   NULL };
 	r = fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ? -1 : host_git(fetch);
 	if (out >= 0)
 		unlinkat(out, COMMITS_BUNDLE, 0);
 	if (r != 0) {
-		fprintf(stderr, "sbx: try apply: the agent's commits could not be fetched (git fetch"
-				" exited %d)\n",
+		fprintf(stderr,
+			"sbx: try apply: the agent's commits could not be fetched (git fetch"
+			" exited %d)\n",
 			r);
 		return 1;
 	}
@@ -882,7 +899,8 @@ int cmd_try_discard(int argc, char **argv, const char *home)
 		if (views > 0 && a.force)
 			viewreg_each(o.homefd, o.user, o.name, umount_view, &o);
 		if (viewreg_each(o.homefd, o.user, o.name, no_view, NULL) > 0) {
-			fprintf(stderr, "sbx: try discard: %s is in use: a view of it is mounted%s\n",
+			fprintf(stderr,
+				"sbx: try discard: %s is in use: a view of it is mounted%s\n",
 				o.name, a.force ? " still" : " (--force unmounts it)");
 			r = 1;
 		}

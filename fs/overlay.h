@@ -21,7 +21,6 @@
 #include "inode.h"
 #include "common/home.h"
 
-
 /* Whether DIR is a merged directory; and the directory whose entries a
  * host watch of DIR follows, DIR's fd being FD: for a merged directory
  * its project directory (a person's edits; the layer changes only

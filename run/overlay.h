@@ -57,8 +57,8 @@ struct ov_review {
 /* Reviews the overlay whose layer is LAYER_FD, of the project PROJECT_FD
  * (O_PATH directories, left to the caller), with the origins of USER's
  * THREAD in S. Returns 0 with OUT filled (ov_review_free()), or -errno. */
-int ov_review(int layer_fd, int project_fd, struct store *s, const char *user,
-	      const char *thread, struct ov_review *out);
+int ov_review(int layer_fd, int project_fd, struct store *s, const char *user, const char *thread,
+	      struct ov_review *out);
 void ov_review_free(struct ov_review *r);
 
 /* Whether change C is of a directory (on the side it is on). */

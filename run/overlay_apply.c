@@ -40,7 +40,7 @@ struct job {
 	struct ov_change *c;
 	enum fate fate;
 	const char *why;
-	bool removed; /* its project object (at FROM, or PATH) is gone */
+	bool removed;		     /* its project object (at FROM, or PATH) is gone */
 	bool moved_from, moved_path; /* their origins are to be moved */
 	bool merge;		     /* --3way: merged, not placed */
 	bool marked;		     /* the merge left conflict markers */
@@ -92,7 +92,8 @@ static bool as_reviewed(const struct ov_review *r, const struct ov_change *c, co
 	       now.st_size == then->st_size && now.st_mode == then->st_mode &&
 	       now.st_mtim.tv_sec == then->st_mtim.tv_sec &&
 	       now.st_mtim.tv_nsec == then->st_mtim.tv_nsec &&
-	       now.st_ctim.tv_sec == then->st_ctim.tv_sec && now.st_ctim.tv_nsec == then->st_ctim.tv_nsec;
+	       now.st_ctim.tv_sec == then->st_ctim.tv_sec &&
+	       now.st_ctim.tv_nsec == then->st_ctim.tv_nsec;
 }
 
 /* A temporary entry's name in a project directory: TEMP_PREFIX, then
@@ -347,8 +348,8 @@ static int text_memfd(int root, const char *path)
 static int diff3_merge(int mine, int base, int yours, int *out)
 {
 	char m[32], b[32], y[32];
-	const char *argv[] = { "diff3", "-m", "-L", "project", "-L", "origin", "-L", "overlay",
-			       m, b, y, NULL };
+	const char *argv[] = { "diff3", "-m",	   "-L", "project", "-L", "origin",
+			       "-L",	"overlay", m,	 b,	    y,	  NULL };
 	posix_spawn_file_actions_t fa;
 	pid_t pid;
 	int st;
@@ -418,7 +419,9 @@ static void run_merge(const struct ov_review *r, const struct ov_apply *a, struc
 	_cleanup_(closep) int meta = ov_open(r->project_fd, c->path, O_RDONLY);
 	char tmp[96];
 	temp_name(tmp, sizeof(tmp));
-	e = pfd < 0 ? pfd : meta < 0 ? meta : make_file_of(pfd, merged, meta, &c->project, false, tmp);
+	e = pfd < 0    ? pfd
+	    : meta < 0 ? meta
+		       : make_file_of(pfd, merged, meta, &c->project, false, tmp);
 	if (e == 0 && renameat(pfd, tmp, pfd, name) < 0)
 		e = -errno;
 	if (e < 0 && pfd >= 0)
@@ -572,8 +575,9 @@ int ov_apply(struct ov_review *r, const struct ov_apply *a, struct ov_applied *o
 				out->merged++;
 				out->marked += j->marked;
 				outcome = a->dry_run ? "would merge" : "merged";
-				j->why = j->marked ? "with conflict markers where both sides changed"
-						   : NULL;
+				j->why = j->marked
+						 ? "with conflict markers where both sides changed"
+						 : NULL;
 			}
 			break;
 		case FATE_CONFLICT:

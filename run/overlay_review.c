@@ -178,7 +178,8 @@ static int origin_keep(void *arg, const struct store_origin *o)
 
 static int by_origin_path(const void *a, const void *b)
 {
-	return strcmp(((const struct store_origin *)a)->path, ((const struct store_origin *)b)->path);
+	return strcmp(((const struct store_origin *)a)->path,
+		      ((const struct store_origin *)b)->path);
 }
 
 static const struct store_origin *origin_of(const struct origins *os, const char *path)
@@ -257,8 +258,7 @@ static int read_whole(int root, const char *path, char **data, size_t *len)
 		return -ENOMEM;
 	size_t got = 0;
 	ssize_t n;
-	while (got < (size_t)st.st_size &&
-	       (n = read(fd, buf + got, (size_t)st.st_size - got)) > 0)
+	while (got < (size_t)st.st_size && (n = read(fd, buf + got, (size_t)st.st_size - got)) > 0)
 		got += (size_t)n;
 	buf[got] = '\0';
 	*data = buf;
@@ -305,7 +305,8 @@ static bool same_object(const struct ov_review *r, const char *path, const struc
 	if ((ls->st_mode & S_IFMT) != (ps->st_mode & S_IFMT))
 		return false;
 	if (S_ISREG(ls->st_mode))
-		return (ls->st_mode & 07777) == (ps->st_mode & 07777) && ls->st_size == ps->st_size &&
+		return (ls->st_mode & 07777) == (ps->st_mode & 07777) &&
+		       ls->st_size == ps->st_size &&
 		       same_content(r->layer_fd, r->project_fd, path, ls->st_size);
 	if (S_ISLNK(ls->st_mode))
 		return same_target(r->layer_fd, r->project_fd, path);
@@ -372,8 +373,9 @@ static int judge(struct ov_review *r, const struct origins *os, const char *path
 		c.conflict = c.in_overlay ? "changed on the project since the agent copied it"
 					  : "changed on the project since the agent removed it";
 	else if (!o && c.in_project)
-		c.conflict = c.in_overlay ? "made on the project too"
-					  : "made on the project since the agent removed its directory";
+		c.conflict = c.in_overlay
+				     ? "made on the project too"
+				     : "made on the project since the agent removed its directory";
 	return change_add(r, &c);
 }
 
@@ -442,8 +444,8 @@ static int stale_read(void *arg, const struct store_mark *m)
 	return (r->stale[r->n_stale] = strdup(path)) ? (r->n_stale++, 0) : -ENOMEM;
 }
 
-int ov_review(int layer_fd, int project_fd, struct store *s, const char *user,
-	      const char *thread, struct ov_review *out)
+int ov_review(int layer_fd, int project_fd, struct store *s, const char *user, const char *thread,
+	      struct ov_review *out)
 {
 	struct paths p = { 0 };
 	struct origins os = { 0 };
@@ -547,9 +549,9 @@ bool ov_in_git(const char *path)
 bool ov_noise(const char *path)
 {
 	static const char *const noise[] = {
-		"node_modules", "target", ".venv", "venv",	   "__pycache__", ".tox",
-		".gradle",	"dist",	  "build", ".next",	   ".cache",	  ".pytest_cache",
-		".mypy_cache",	".nyc_output",
+		"node_modules", "target",	 ".venv",	"venv",	       "__pycache__",
+		".tox",		".gradle",	 "dist",	"build",       ".next",
+		".cache",	".pytest_cache", ".mypy_cache", ".nyc_output",
 	};
 	for (const char *p = path; *p;) {
 		size_t len = strcspn(p, "/");
@@ -645,13 +647,15 @@ static int diff_block(const struct ov_review *r, struct out *o, const char *old_
 		put(o, "deleted file mode %06o\n", git_mode(old));
 	else if (git_mode(old) != git_mode(new))
 		put(o, "old mode %06o\nnew mode %06o\n", git_mode(old), git_mode(new));
-	if (old && new && strcmp(old_path, new_path))
-		put(o, "similarity index 100%%\nrename from %s\nrename to %s\n", old_path, new_path);
+	if (old && new &&strcmp(old_path, new_path))
+		put(o, "similarity index 100%%\nrename from %s\nrename to %s\n", old_path,
+		    new_path);
 	snprintf(vpath, sizeof(vpath), "/mnt/user-data/workspace/%s", new_path);
 	if (snapshot_sensitive(vpath) && !S_ISLNK((new ? new : old)->st_mode)) {
 		/* As run reports: a secret-looking file's content is not shown. */
-		put(o, "Binary files %s%s and %s%s differ (sensitive-looking name: content not"
-		       " shown)\n",
+		put(o,
+		    "Binary files %s%s and %s%s differ (sensitive-looking name: content not"
+		    " shown)\n",
 		    old ? "a/" : "/dev/null", old ? old_path : "", new ? "b/" : "/dev/null",
 		    new ? new_path : "");
 		o->hidden = OV_SECRET_NAME;
@@ -699,7 +703,7 @@ static int diff_change(const struct ov_review *r, const struct ov_change *c, str
 	const struct stat *new = c->in_overlay && !S_ISDIR(c->overlay.st_mode) ? &c->overlay : NULL;
 	const char *old_path = c->from ? c->from : c->path;
 
-	if (old && new && (old->st_mode & S_IFMT) != (new->st_mode & S_IFMT)) {
+	if (old && new && (old->st_mode & S_IFMT) != (new->st_mode &S_IFMT)) {
 		/* A type changed: git's removal, then addition. */
 		int e = diff_block(r, o, old_path, old, old_path, NULL);
 		return e < 0 ? e : diff_block(r, o, c->path, NULL, c->path, new);

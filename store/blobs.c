@@ -19,7 +19,7 @@
 	" AND NOT EXISTS (SELECT 1 FROM snapshot_files f WHERE f.sha256 = blobs.sha256)" \
 	" AND NOT EXISTS (SELECT 1 FROM journal j WHERE j.sha256 = blobs.sha256)"        \
 	" AND NOT EXISTS (SELECT 1 FROM audit a WHERE a.base_sha256 = blobs.sha256)"     \
-	" AND NOT EXISTS (SELECT 1 FROM audit a WHERE a.cur_sha256 = blobs.sha256)" \
+	" AND NOT EXISTS (SELECT 1 FROM audit a WHERE a.cur_sha256 = blobs.sha256)"      \
 	" AND NOT EXISTS (SELECT 1 FROM origins o WHERE o.sha256 = blobs.sha256)"
 
 static const char *const blobs_put_sql[STORE_BATCHES] =

@@ -34,13 +34,13 @@
 
 /* An overlay's origins (origins.h): the project's object at each path
  * the agent first touched. INT and BYTES as in AUDIT_SAME_SQL. */
-#define ORIGINS_SQL(INT, BYTES)                                                          \
-	"CREATE TABLE origins ("                                                         \
-	"  \"user\" TEXT NOT NULL, thread TEXT NOT NULL, path TEXT NOT NULL,"            \
-	"  kind INTEGER NOT NULL, mode INTEGER NOT NULL, dev " INT " NOT NULL,"          \
-	"  ino " INT " NOT NULL, size " INT " NOT NULL, mtime_ns " INT " NOT NULL,"      \
-	"  ctime_ns " INT " NOT NULL, sha256 " BYTES ", at_ns " INT " NOT NULL,"         \
-	"  PRIMARY KEY (\"user\", thread, path));"                                      \
+#define ORIGINS_SQL(INT, BYTES)                                                     \
+	"CREATE TABLE origins ("                                                    \
+	"  \"user\" TEXT NOT NULL, thread TEXT NOT NULL, path TEXT NOT NULL,"       \
+	"  kind INTEGER NOT NULL, mode INTEGER NOT NULL, dev " INT " NOT NULL,"     \
+	"  ino " INT " NOT NULL, size " INT " NOT NULL, mtime_ns " INT " NOT NULL," \
+	"  ctime_ns " INT " NOT NULL, sha256 " BYTES ", at_ns " INT " NOT NULL,"    \
+	"  PRIMARY KEY (\"user\", thread, path));"                                  \
 	"CREATE INDEX origins_by_sha256 ON origins (sha256) WHERE sha256 IS NOT NULL;"
 
 /* The AIO provisioner's sandboxes, the deployment's (sandboxes.h), and

@@ -147,8 +147,8 @@ static void read_origin(struct row *r, struct blob_link *b)
 	/* The virtual path, for what snapshot_describe() never reads (a
 	 * sensitive file's content). */
 	snprintf(vpath, sizeof(vpath), "/mnt/user-data/workspace/%s", r->origin.path);
-	if (fstat(r->fd, &st) == 0 && snapshot_describe(r->fd, &st, vpath, NULL, keep_blob, b, &f) == 0 &&
-	    f.hashed) {
+	if (fstat(r->fd, &st) == 0 &&
+	    snapshot_describe(r->fd, &st, vpath, NULL, keep_blob, b, &f) == 0 && f.hashed) {
 		r->origin.hashed = true;
 		memcpy(r->origin.sha256, f.sha256, SHA256_BYTES);
 	}

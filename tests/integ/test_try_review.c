@@ -28,7 +28,7 @@ static char *ws(const char *rel)
 }
 
 /* `sbx --home H ARGS` (stderr too, then "exit N"). */
-#define SBX(...)                                                                          \
+#define SBX(...) \
 	OUT("'%s' --home '%s' %s 2>&1; echo exit $?", test_bin("sbx"), H, fmt_cmd(__VA_ARGS__))
 
 /* The agent's shell commands, in the overlay's workspace. */
@@ -75,10 +75,11 @@ static void git_project(void)
  * git sees them: by what they hold). */
 static char *tree(const char *dir)
 {
-	return OUT("cd '%s' && find . -path ./.git -prune -o -path ./target -prune -o ! -type d -printf "
-		   "'%%p %%y %%m\\n' | sort && find . -path ./.git -prune -o -path ./target -prune "
-		   "-o -type f -print | sort | xargs -r tail -n +1",
-		   dir);
+	return OUT(
+		"cd '%s' && find . -path ./.git -prune -o -path ./target -prune -o ! -type d -printf "
+		"'%%p %%y %%m\\n' | sort && find . -path ./.git -prune -o -path ./target -prune "
+		"-o -type f -print | sort | xargs -r tail -n +1",
+		dir);
 }
 
 START_TEST(test_try_review_of_a_git_project_then_apply)
@@ -120,17 +121,20 @@ START_TEST(test_try_review_of_a_git_project_then_apply)
 	char *dry = SBX("try apply demo --dry-run");
 	ck_assert_msg(strstr(dry, "would apply  M src/main.c\n") &&
 			      strstr(dry, "would apply  R src/util.c -> src/helpers.c\n") &&
-			      strstr(dry, "\n6 would be applied, 0 conflicts, 0 skipped, 0 failed\n"),
+			      strstr(dry,
+				     "\n6 would be applied, 0 conflicts, 0 skipped, 0 failed\n"),
 		      "%s", dry);
 	SAME(tree(P), before);
 	char *head = OUT("git -C '%s' rev-parse HEAD", P);
 	char *done = SBX("try apply demo");
-	ck_assert_msg(strstr(done, "applied      D docs/old.md\n") &&
-			      strstr(done, "\n6 applied, 0 conflicts, 0 skipped, 0 failed\n") &&
-			      strstr(done, "not applied: a repository's internals are never applied"
-					   " as files\nthe agent's commits: branches sbx-try/demo/* of the"
-					   " project (git log --branches='sbx-try/demo/*')\nexit 0\n"),
-		      "%s", done);
+	ck_assert_msg(
+		strstr(done, "applied      D docs/old.md\n") &&
+			strstr(done, "\n6 applied, 0 conflicts, 0 skipped, 0 failed\n") &&
+			strstr(done,
+			       "not applied: a repository's internals are never applied"
+			       " as files\nthe agent's commits: branches sbx-try/demo/* of the"
+			       " project (git log --branches='sbx-try/demo/*')\nexit 0\n"),
+		"%s", done);
 	/* Its commits are the project's as a branch; its own branch is the
 	 * person's still. */
 	SAME(OUT("git -C '%s' for-each-ref --format='%%(refname) %%(subject)'", P),
@@ -237,9 +241,8 @@ START_TEST(test_try_two_overlays_applying_one_file_conflict)
 	OK("cd '%s/user-data/workspace' && cat f.txt >/dev/null && echo two > f.txt && "
 	   "echo two > made.txt",
 	   m2);
-	SAME(SBX("try apply one"),
-	     "applied      M f.txt\napplied      A made.txt\n"
-	     "2 applied, 0 conflicts, 0 skipped, 0 failed\nexit 0\n");
+	SAME(SBX("try apply one"), "applied      M f.txt\napplied      A made.txt\n"
+				   "2 applied, 0 conflicts, 0 skipped, 0 failed\nexit 0\n");
 	SAME(SBX("try apply two"),
 	     "conflict     M f.txt: changed on the project since the agent copied it\n"
 	     "conflict     M made.txt: made on the project too\n"
@@ -290,7 +293,8 @@ START_TEST(test_try_apply_killed_leaves_each_file_old_or_new)
 			char *got = read_file(proj(fmt_cmd("d/f%d", i)));
 			ck_assert_msg(got && (!strcmp(got, fmt_cmd("old%d\n", i)) ||
 					      !strcmp(got, fmt_cmd("new%d\n", i))),
-				      "killed at change %d: d/f%d holds %s", n, i, got ? got : "nothing");
+				      "killed at change %d: d/f%d holds %s", n, i,
+				      got ? got : "nothing");
 		}
 		char *again = SBX("try apply k%d", n);
 		ck_assert_msg(strstr(again, "exit 0\n"), "killed at change %d: %s", n, again);

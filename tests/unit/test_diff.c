@@ -246,7 +246,8 @@ START_TEST(test_diff_git_applies_with_git_apply)
 		{ "a\nb\n", "a\nb" },
 		{ "x", "y" },
 		{ "one\r\ntwo\n", "one\r\n2\ntwo\n" },
-		{ "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n", "1\n2\nthree\n4\n5\n6\n7\n8\n9\n10\neleven\n12" },
+		{ "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n",
+		  "1\n2\nthree\n4\n5\n6\n7\n8\n9\n10\neleven\n12" },
 	};
 	char *dir = strdup(test_dir("gitapply")), path[PATH_MAX + 16];
 
@@ -254,7 +255,8 @@ START_TEST(test_diff_git_applies_with_git_apply)
 		const char *a = pairs[i][0], *b = pairs[i][1];
 		struct diff d;
 
-		ck_assert_int_eq(diff_git(a, strlen(a), b, strlen(b), "a/f", "b/f", SIZE_MAX, &d), 0);
+		ck_assert_int_eq(diff_git(a, strlen(a), b, strlen(b), "a/f", "b/f", SIZE_MAX, &d),
+				 0);
 		snprintf(path, sizeof(path), "%s/f", dir);
 		ck_assert_int_eq(write_file(path, a), 0);
 		snprintf(path, sizeof(path), "%s/want", dir);
