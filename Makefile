@@ -65,7 +65,8 @@ STORE_SRC  := store/store.c store/schema.c store/marks.c store/audit.c store/sna
 # told, the documents, the journal read back for a run.
 RUN_SRC    := run/overlay_review.c run/overlay_apply.c run/lookup.c run/runlog.c run/views.c run/scan.c run/lifecycle.c run/retain.c \
               run/own.c run/documents.c run/page.c run/windows.c run/undo.c \
-              run/restore.c run/undo_plan.c run/undo_conflicts.c run/undo_log.c run/undo_names.c run/undo_journal.c run/undo_copy.c run/kept.c run/refusal.c
+              run/restore.c run/undo_plan.c run/undo_conflicts.c run/undo_log.c run/undo_names.c run/undo_journal.c run/undo_copy.c run/kept.c run/refusal.c \
+              run/project_run.c run/project_undo.c
 EXEC_SRC   := exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
               exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c \

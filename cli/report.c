@@ -397,6 +397,8 @@ static void run_rows(struct run_meta *m, const struct store_run *r, const char *
 		if (r->kind == RUN_UNDO)
 			snprintf(m->kind, sizeof(m->kind), "the undo of run %lld",
 				 (long long)r->undoes);
+		else if (r->kind == RUN_APPLY)
+			snprintf(m->kind, sizeof(m->kind), "an apply (sbx try apply)");
 		else
 			snprintf(m->kind, sizeof(m->kind), "a restore (sbx restore)");
 		m->run[n++] = (struct page_row){ "kind", m->kind, NULL };

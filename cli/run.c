@@ -57,6 +57,8 @@ static const char run_undo_usage[] =
 	"after the run ended) is a conflict: without --partial or --force\n"
 	"nothing is undone and every conflict is listed. An undo stopped short\n"
 	"(killed, a crash) is completed by running the same command again.\n"
+	"An apply's run (sbx try apply: a run of the project's record) is undone\n"
+	"the same way, on the project, from the copies the apply kept.\n"
 	"Exit status: 0 when all is undone, 1 otherwise (conflicts, a step that\n"
 	"failed: each is said), 2 for a usage error.\n";
 
@@ -173,7 +175,7 @@ static void say_conflicts(const struct undo_result *res, const struct run_args *
 	fprintf(stderr, "sbx: run undo: %d path%s changed after run %lld:\n", n, n == 1 ? "" : "s",
 		(long long)a->run);
 	for (int i = 0; i < n; i++) {
-		const struct undo_conflict *c = undo_plan_conflict_at(res->rw, (size_t)i);
+		const struct undo_conflict *c = undo_result_conflict(res, (size_t)i);
 		fprintf(stderr, "  %s: %s\n", quote_name(c->path, q, sizeof(q)), c->what);
 	}
 	if (a->dry_run)
@@ -215,7 +217,7 @@ static int run_undo_cmd(int argc, char **argv, const char *home)
 		say_conflicts(&res, &a);
 	bool refused = res.conflicts > 0 && !a.partial && !a.force;
 	if (r == 0 && a.dry_run && !res.nothing) {
-		undo_plan_print(res.rw, stdout);
+		undo_result_print(&res, stdout);
 		r = refused ? -EEXIST : 0;
 	} else if (r == -EEXIST && refused) {
 		/* said with the conflicts */
@@ -224,7 +226,7 @@ static int run_undo_cmd(int argc, char **argv, const char *home)
 	} else if (!res.nothing) {
 		r = report_run(&res.undo, res.summary, a.format, a.home) ? -EIO : 0;
 		struct undo_counts c;
-		undo_plan_counts(res.rw, &c);
+		undo_result_counts(&res, &c);
 		fprintf(stderr,
 			"sbx: run undo: run %lld undone by run %lld: %zu put back, %zu removed, %zu "
 			"renamed back, %zu made again, %zu with attributes restored%s\n",

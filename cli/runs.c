@@ -28,9 +28,11 @@ static const char runs_usage[] =
 	"  kept        its pre-images were dropped (sbx run keep, or the retention\n"
 	"              of sbx.conf's [undo]): it can no longer be undone\n"
 	"  none        no view recorded pre-images for it\n"
-	"A run that undid another says which (\"undo of N\").\n";
+	"A run that undid another says which (\"undo of N\"); a restore is\n"
+	"\"restore\", an apply to a project (a thread applied-NAME-HASH, the\n"
+	"project's record: sbx try apply) \"apply\".\n";
 
-static const char *const run_kinds[] = { "run", "undo", "restore" };
+static const char *const run_kinds[] = { "run", "undo", "restore", "apply" };
 
 struct listing {
 	struct store *s;
@@ -85,7 +87,7 @@ static int list_row(void *arg, const struct store_run *run)
 	if (run->kind == RUN_UNDO)
 		snprintf(kind, sizeof(kind), "undo of %lld", (long long)run->undoes);
 	else
-		snprintf(kind, sizeof(kind), run->kind == RUN_RESTORE ? "restore" : "run");
+		snprintf(kind, sizeof(kind), "%s", run_kinds[run->kind]);
 	if (!strcmp(st.undo, "undone"))
 		snprintf(undo, sizeof(undo), "undone by %lld", (long long)st.undone_by);
 	else

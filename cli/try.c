@@ -70,15 +70,8 @@ static const char try_list_usage[] =
 static void name_of(const char *project, char *out, size_t size)
 {
 	const char *base = strrchr(project, '/');
-	size_t n = 0;
 
-	for (base = base && base[1] ? base + 1 : "project"; *base && n + 1 < size && n < 60; base++)
-		if ((*base >= 'a' && *base <= 'z') || (*base >= 'A' && *base <= 'Z') ||
-		    (*base >= '0' && *base <= '9') || *base == '-' || *base == '_')
-			out[n++] = *base;
-	if (!n)
-		out[n++] = 'p';
-	out[n] = '\0';
+	thread_id_slug(base && base[1] ? base + 1 : "project", 60, out, size);
 }
 
 int try_overlay_make(int homefd, const char *user, const char *name, const char *base,

@@ -681,6 +681,11 @@ static const char apply_usage[] =
 	"the apply left, so that the agent's next change of it is judged\n"
 	"against that, and a second overlay's change of the same file is a\n"
 	"conflict.\n"
+	"An apply that writes is a run of the project's record (a thread of\n"
+	"the user, applied-NAME-HASH, which it names): sbx run undo of it takes\n"
+	"it back (from copies of what it replaced or removed, kept in the home),\n"
+	"and an undo of that undo applies it again; a path changed since is a\n"
+	"conflict. sbx runs --thread RECORD lists the applies to the project.\n"
 	"  --only PATH, PATH...  only these paths and what is below them\n"
 	"  --dry-run             say what would be applied; write nothing\n"
 	"  --all-or-nothing      if any chosen change is a conflict, write none\n"
@@ -826,12 +831,14 @@ int cmd_try_apply(int argc, char **argv, const char *home)
 			.s = o.s,
 			.user = o.user,
 			.thread = o.name,
+			.home = o.home,
+			.project = o.project,
 			.say = say_outcome,
 			.arg = &git,
 		};
-		int e = ov_apply(&o.review, &how, &done);
-		if (e < 0) {
-			fprintf(stderr, "sbx: try apply: %s: %s\n", o.project, strerror(-e));
+		struct error e;
+		if (ov_apply(&o.review, &how, &done, &e) < 0) {
+			fprintf(stderr, "sbx: try apply: %s\n", e.text);
 			r = 1;
 		} else {
 			printf("%zu %s", done.applied, a.dry_run ? "would be applied" : "applied");
@@ -840,6 +847,11 @@ int cmd_try_apply(int argc, char **argv, const char *home)
 				       done.marked);
 			printf(", %zu conflict%s, %zu skipped, %zu failed\n", done.conflicts,
 			       done.conflicts == 1 ? "" : "s", done.skipped - git, done.failed);
+			if (done.run && done.applied)
+				printf("recorded as run %lld of %s/%s: sbx run undo %lld takes it"
+				       " back\n",
+				       (long long)done.run, o.user, done.record,
+				       (long long)done.run);
 			if (git)
 				printf("%zu file%s changed inside .git not applied: a repository's"
 				       " internals are never applied as files\n",

@@ -215,37 +215,67 @@ int home_undo_top(int homefd, const char *user, const char *thread)
 	return dir_chain_open(homefd, path, 5, true);
 }
 
-int home_overlay_get(int homefd, const char *user, const char *thread, char *project, size_t size)
+/* The record RECORD (OVERLAY_RECORD, PROJECT_RECORD) of USER's THREAD:
+ * the absolute path it names, into PATH. */
+static int record_get(int homefd, const char *user, const char *thread, const char *record,
+		      char *path, size_t size)
 {
-	const char *const path[] = { "users", user, "threads", thread };
+	const char *const dirs[] = { "users", user, "threads", thread };
 	size_t opened;
-	_cleanup_(closep) int fd = dir_open_chain(homefd, path, 4, &opened);
+	_cleanup_(closep) int fd = dir_open_chain(homefd, dirs, 4, &opened);
 
 	if (fd == -ENOENT)
 		return 0;
 	if (fd < 0)
 		return fd;
-	ssize_t n = readlinkat(fd, OVERLAY_RECORD, project, size);
+	ssize_t n = readlinkat(fd, record, path, size);
 	if (n < 0)
 		return errno == ENOENT ? 0 : neg_errno();
-	if ((size_t)n >= size || project[0] != '/')
-		return -EINVAL; /* not one sbx try made */
-	project[n] = '\0';
+	if ((size_t)n >= size || path[0] != '/')
+		return -EINVAL; /* not one sbx made */
+	path[n] = '\0';
 	return 1;
+}
+
+/* Makes RECORD of USER's THREAD name PROJECT; -EEXIST if the thread
+ * holds either record already for something else. */
+static int record_set(int homefd, const char *user, const char *thread, const char *record,
+		      const char *project)
+{
+	const char *const dirs[] = { "users", user, "threads", thread };
+	const char *other = strcmp(record, OVERLAY_RECORD) ? OVERLAY_RECORD : PROJECT_RECORD;
+	char was[PATH_MAX];
+	int r = record_get(homefd, user, thread, other, was, sizeof(was));
+
+	if (r != 0)
+		return r < 0 ? r : -EEXIST;
+	r = record_get(homefd, user, thread, record, was, sizeof(was));
+	if (r != 0)
+		return r < 0 ? r : strcmp(was, project) ? -EEXIST : 0;
+	_cleanup_(closep) int fd = dir_chain_open(homefd, dirs, 4, true);
+	if (fd < 0)
+		return fd;
+	return symlinkat(project, fd, record) < 0 ? neg_errno() : 0;
+}
+
+int home_overlay_get(int homefd, const char *user, const char *thread, char *project, size_t size)
+{
+	return record_get(homefd, user, thread, OVERLAY_RECORD, project, size);
 }
 
 int home_overlay_set(int homefd, const char *user, const char *thread, const char *project)
 {
-	const char *const path[] = { "users", user, "threads", thread };
-	char was[PATH_MAX];
-	int r = home_overlay_get(homefd, user, thread, was, sizeof(was));
+	return record_set(homefd, user, thread, OVERLAY_RECORD, project);
+}
 
-	if (r != 0)
-		return r < 0 ? r : strcmp(was, project) ? -EEXIST : 0;
-	_cleanup_(closep) int fd = dir_chain_open(homefd, path, 4, true);
-	if (fd < 0)
-		return fd;
-	return symlinkat(project, fd, OVERLAY_RECORD) < 0 ? neg_errno() : 0;
+int home_project_get(int homefd, const char *user, const char *thread, char *project, size_t size)
+{
+	return record_get(homefd, user, thread, PROJECT_RECORD, project, size);
+}
+
+int home_project_set(int homefd, const char *user, const char *thread, const char *project)
+{
+	return record_set(homefd, user, thread, PROJECT_RECORD, project);
 }
 
 int home_thread_find(int homefd, const char *user, const char *thread, const char **missing)

@@ -148,8 +148,21 @@ bool home_is_whiteout(int fd);
 int home_overlay_get(int homefd, const char *user, const char *thread, char *project, size_t size);
 /* Makes USER's THREAD (its directories made if missing) an overlay of
  * PROJECT, an absolute path. Returns 0, -EEXIST if it is one of another
- * project already, or -errno. */
+ * project already (or a project's record), or -errno. */
 int home_overlay_set(int homefd, const char *user, const char *thread, const char *project);
+
+/* A project's record thread (run/project_run.h: the runs sbx try apply
+ * makes of a project, and their undos) has, in its directory, a symlink
+ * of this name to the project's absolute path. It is never mounted. */
+#define PROJECT_RECORD "project"
+
+/* The project USER's THREAD is the record of, into PROJECT: 1, or 0 for a
+ * thread that is none (or is not there), or -errno. */
+int home_project_get(int homefd, const char *user, const char *thread, char *project, size_t size);
+/* Makes USER's THREAD (its directory made if missing) the record of
+ * PROJECT, an absolute path. Returns 0, -EEXIST if it is an overlay or
+ * the record of another project, or -errno. */
+int home_project_set(int homefd, const char *user, const char *thread, const char *project);
 
 enum thread_dir { THREAD_WORKSPACE, THREAD_UPLOADS, THREAD_OUTPUTS, THREAD_ACP, THREAD_NDIRS };
 

@@ -120,6 +120,18 @@ int user_id_make_safe(const char *raw, char out[USER_ID_MAX + 1])
 	return 0;
 }
 
+void thread_id_slug(const char *text, size_t max, char *out, size_t size)
+{
+	size_t n = 0;
+
+	for (; *text && n + 1 < size && n < max; text++)
+		if (id_char_ok(*text, false))
+			out[n++] = *text;
+	if (!n)
+		out[n++] = 'p';
+	out[n] = '\0';
+}
+
 bool env_valid_name(const char *name)
 {
 	if (!*name || isdigit((unsigned char)*name))

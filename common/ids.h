@@ -21,6 +21,7 @@
 #define SBX_IDS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #define USER_ID_MAX 255
 #define THREAD_ID_MAX 64
@@ -32,6 +33,11 @@
 int user_id_check(const char *id, const char **why);
 int thread_id_check(const char *id, const char **why);
 int name_id_check(const char *id, const char **why);
+
+/* The characters of TEXT that a thread id allows, at most MAX of them,
+ * into OUT (SIZE bytes, more than MAX); "p" if none is: a readable part
+ * of an id made from a name (a project directory's). */
+void thread_id_slug(const char *text, size_t max, char *out, size_t size);
 
 /* The reference's make_safe_user_id(RAW): each character (a UTF-8
  * sequence, or an invalid byte) outside [A-Za-z0-9_-] becomes '-', and

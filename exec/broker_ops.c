@@ -230,7 +230,7 @@ static json_t *undo_reply(const struct request *q, const struct undo_result *res
 	json_t *conflicts = json_array(), *unseen = json_array();
 
 	for (int i = 0; i < res->conflicts; i++) {
-		const struct undo_conflict *k = undo_plan_conflict_at(res->rw, (size_t)i);
+		const struct undo_conflict *k = undo_result_conflict(res, (size_t)i);
 		json_array_append_new(conflicts,
 				      json_pack("{s:s, s:s}", "path", k->path, "what", k->what));
 	}

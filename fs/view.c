@@ -373,6 +373,13 @@ int view_open(struct view *v, const struct view_config *cfg, char *err, size_t e
 	homefd = home_open(cfg->home);
 	if (homefd < 0)
 		return fail(err, errlen, homefd, "cannot open home %s", cfg->home);
+	/* A project's record (the runs of sbx try apply) is no thread's
+	 * files: its "workspace" is the person's project itself. */
+	char recorded[PATH_MAX];
+	if ((r = home_project_get(homefd, cfg->user, cfg->thread, recorded, sizeof(recorded))) != 0)
+		return fail(err, errlen, r < 0 ? r : -EINVAL,
+			    "thread %s/%s is the record of the applies to %s, never mounted",
+			    cfg->user, cfg->thread, r < 0 ? "a project" : recorded);
 	r = home_thread_dirs(homefd, cfg->user, cfg->thread, fds);
 	if (r < 0)
 		return fail(err, errlen, r,
@@ -412,7 +419,6 @@ int view_open(struct view *v, const struct view_config *cfg, char *err, size_t e
 			v->roots[v->nroots - 1].counted = true;
 	}
 	/* A thread sbx try made an overlay is one at every mount. */
-	char recorded[PATH_MAX];
 	int is_overlay = r < 0 ? 0
 			       : home_overlay_get(homefd, cfg->user, cfg->thread, recorded,
 						  sizeof(recorded));

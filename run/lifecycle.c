@@ -272,8 +272,10 @@ int run_begin_in(struct store *s, const char *home, const char *user, const char
 {
 	struct thread_roots roots;
 	int64_t snap_id, begun = realtime_ns();
-	int r = thread_roots_open(home, user, thread, &roots, e);
+	int r = thread_not_project(home, user, thread, "its runs are the applies' own", e);
 
+	if (r == 0)
+		r = thread_roots_open(home, user, thread, &roots, e);
 	if (!max)
 		max = SNAPSHOT_MAX_FILES;
 	if (r < 0)
@@ -304,7 +306,10 @@ int run_end_in(struct store *s, const char *home, int64_t id, struct store_run *
 		r = error_set(e, -EALREADY,
 			      "run %lld has ended already (sbx changes %lld shows it)",
 			      (long long)id, (long long)id);
-	else
+	else if ((r = thread_not_project(home, run->user, run->thread,
+					 "an apply a kill left open is ended by the next sbx try"
+					 " apply to it, or by sbx run undo of it",
+					 e)) == 0)
 		r = run_finish(s, home, run, NULL, summary, e);
 	if (r == 0)
 		run_retain(s, home, run->user, run->thread, "run end");

@@ -41,6 +41,18 @@ int thread_roots_open(const char *home, const char *user, const char *thread,
 	if (r < 0)
 		return r;
 	homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	char project[PATH_MAX];
+	r = homefd < 0 ? 0 : home_project_get(homefd, user, thread, project, sizeof(project));
+	if (r != 0) {
+		/* A project's record: its runs are of the project itself. */
+		roots->ws = r < 0 ? r : open(project, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (roots->ws < 0 && r > 0)
+			roots->ws = neg_errno();
+		return roots->ws < 0
+			       ? error_set(e, roots->ws, "cannot open the project of %s/%s: %s",
+					   user, thread, strerror(-roots->ws))
+			       : 0;
+	}
 	roots->ws = homefd < 0 ? neg_errno()
 			       : home_thread_dir_open(homefd, user, thread, THREAD_WORKSPACE);
 	if (roots->ws < 0)
@@ -48,6 +60,18 @@ int thread_roots_open(const char *home, const char *user, const char *thread,
 				 thread, home, strerror(-roots->ws));
 	roots->out = home_thread_dir_open(homefd, user, thread, THREAD_OUTPUTS);
 	return 0;
+}
+
+int thread_not_project(const char *home, const char *user, const char *thread, const char *what,
+		       struct error *e)
+{
+	_cleanup_(closep) int homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	char project[PATH_MAX];
+
+	if (homefd < 0 || home_project_get(homefd, user, thread, project, sizeof(project)) <= 0)
+		return 0;
+	return error_set(e, -EINVAL, "%s/%s is the record of the applies to %s: %s", user, thread,
+			 project, what);
 }
 
 void thread_roots_close(struct thread_roots *roots)

@@ -19,7 +19,8 @@
 int thread_check(const char *home, const char *user, const char *thread, struct error *e);
 
 /* The backing directories a run or a snapshot scans: the thread's
- * workspace (required) and outputs (-1 if missing). */
+ * workspace (required) and outputs (-1 if missing); of a project's record
+ * (run/project_run.h), the project itself, and no outputs. */
 struct thread_roots {
 	int ws, out;
 };
@@ -29,6 +30,12 @@ struct thread_roots {
 int thread_roots_open(const char *home, const char *user, const char *thread,
 		      struct thread_roots *roots, struct error *e);
 void thread_roots_close(struct thread_roots *roots);
+
+/* 0, or -EINVAL (E: "U/T is the record of the applies to PROJECT: " and
+ * WHAT) if USER's THREAD is a project's record (run/project_run.h),
+ * whose runs only sbx try apply and sbx run undo make. */
+int thread_not_project(const char *home, const char *user, const char *thread, const char *what,
+		       struct error *e);
 
 struct store;
 struct store_run;

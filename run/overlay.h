@@ -19,6 +19,8 @@
 #ifndef SBX_RUN_OVERLAY_H
 #define SBX_RUN_OVERLAY_H
 
+#include "common/error.h"
+#include "common/ids.h"
 #include "store/store.h"
 
 #include <stdbool.h>
@@ -83,6 +85,9 @@ bool ov_noise(const char *path);
 /* Opens PATH below ROOT (O_PATH | O_NOFOLLOW and FLAGS), following no
  * symlink: an fd, or -errno. */
 int ov_open(int root, const char *path, int flags);
+/* PATH's directory below ROOT, opened so (O_PATH), and its last
+ * component into *BASE: an fd, or -errno. */
+int ov_parent(int root, const char *path, const char **base);
 
 /* Why a diff summarizes a change's content ("Binary files ... differ")
  * rather than show it. */
@@ -113,6 +118,10 @@ struct ov_apply {
 	struct store *s;     /* the origins of USER's THREAD, moved to what
 			      * the apply leaves */
 	const char *user, *thread;
+	/* HOME (or NULL: not recorded) and PROJECT, the project's absolute
+	 * path: an apply that writes is a run of the project's record
+	 * (run/project_run.h), which sbx run undo takes back. */
+	const char *home, *project;
 	/* Told each chosen change's outcome: "applied" ("would apply" in
 	 * a dry run), "merged" (--3way), "conflict", "skipped" or
 	 * "failed", and why (or NULL). */
@@ -122,7 +131,9 @@ struct ov_apply {
 
 struct ov_applied {
 	size_t applied, conflicts, skipped, failed;
-	size_t merged, marked; /* --3way: merged, of them with conflict markers */
+	size_t merged, marked;		/* --3way: merged, of them with conflict markers */
+	int64_t run;			/* the apply's run (0: it wrote nothing) */
+	char record[THREAD_ID_MAX + 1]; /* the project's record: the run's thread */
 };
 
 /* Applies R's chosen changes to the project: each path checked again
@@ -132,9 +143,27 @@ struct ov_applied {
  * new object, never a part), removals deepest first, placements parents
  * first. Paths with a .git component, FIFOs, sockets and devices are
  * skipped. Returns 0 with *OUT (a conflict or a failure is counted
- * there, not an error), or -errno if the project cannot be written at
- * all. */
-int ov_apply(struct ov_review *r, const struct ov_apply *a, struct ov_applied *out);
+ * there, not an error), or -errno (E) if the project cannot be written
+ * at all, or its run could not be begun (nothing written) or ended. */
+int ov_apply(struct ov_review *r, const struct ov_apply *a, struct ov_applied *out,
+	     struct error *e);
+
+/* A name for a temporary entry in a project directory, which the next
+ * apply to the project removes if it is left there (a killed apply's or
+ * undo's). */
+void ov_temp_name(char *out, size_t size);
+
+/* Removes the temporary entries (ov_temp_name()) in the directories of
+ * the project's N PATHS, which a killed apply or undo left, made and not
+ * yet renamed. Applies and undos of a project take turns: none is
+ * another's in flight. Each directory is read once. */
+void ov_drop_leftovers(int project_fd, const char *const *paths, size_t n);
+
+/* The origins of the N PATHS of USER's overlay THREAD in S become what
+ * the project PROJECT_FD holds there now (none where it holds nothing),
+ * in one transaction: after an apply, or its undo, wrote them. */
+void ov_origins_follow(struct store *s, const char *user, const char *thread, int project_fd,
+		       const char *const *paths, size_t n);
 
 /* Drops overlay THREAD of USER in the home HOMEFD: its thread's
  * directory, the layer with it, and its origins in S. Returns 0 or

@@ -11,6 +11,7 @@
  * agent's next change of it is judged against that.
  */
 #include "overlay.h"
+#include "project_run.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/fileops.h"
@@ -18,7 +19,6 @@
 #include "common/walk.h"
 #include "store/origins.h"
 #include "undo_plan_int.h"
-#include "common/walk.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,23 +51,6 @@ static bool chosen(const struct ov_apply *a, const struct ov_change *c)
 	return ov_chosen(c, a->only, a->n_only);
 }
 
-/* PATH's directory below ROOT, opened (O_PATH), and its last component
- * into *BASE. */
-static int parent_of(int root, const char *path, const char **base)
-{
-	const char *slash = strrchr(path, '/');
-	char dir[PATH_MAX];
-
-	*base = slash ? slash + 1 : path;
-	if (!slash)
-		return ov_open(root, "", O_PATH | O_DIRECTORY);
-	if ((size_t)(slash - path) >= sizeof(dir))
-		return -ENAMETOOLONG;
-	memcpy(dir, path, (size_t)(slash - path));
-	dir[slash - path] = '\0';
-	return ov_open(root, dir, O_PATH | O_DIRECTORY);
-}
-
 /* Whether the project's object at PATH is still what the review saw
  * (C->project, or none; GONE: the apply removed it itself). A
  * directory's times move with what the apply does inside it: only its
@@ -79,7 +62,7 @@ static bool as_reviewed(const struct ov_review *r, const struct ov_change *c, co
 	_cleanup_(closep) int pfd = -1;
 	const char *base;
 
-	if ((pfd = parent_of(r->project_fd, path, &base)) < 0)
+	if ((pfd = ov_parent(r->project_fd, path, &base)) < 0)
 		return !was;
 	if (fstatat(pfd, base, &now, AT_SYMLINK_NOFOLLOW) < 0)
 		return !was && errno == ENOENT;
@@ -100,7 +83,7 @@ static bool as_reviewed(const struct ov_review *r, const struct ov_change *c, co
  * what makes it this apply's. */
 #define TEMP_PREFIX ".sbx-apply."
 
-static void temp_name(char *out, size_t size)
+void ov_temp_name(char *out, size_t size)
 {
 	static unsigned seq;
 
@@ -121,31 +104,38 @@ static int by_string(const void *x, const void *y)
 	return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-/* Removes what a killed apply left in the directories of the N JOBS'
- * paths: temporary entries, made and not yet renamed (applies of a
- * project take turns: none is another's in flight). Each directory is
- * read once. */
-static void drop_leftovers(const struct ov_review *r, const struct job *jobs, size_t n)
+void ov_drop_leftovers(int project_fd, const char *const *paths, size_t n)
 {
 	_cleanup_(freep) char **dirs = calloc(n ? n : 1, sizeof(*dirs));
 	size_t k = 0;
 
 	for (size_t i = 0; dirs && i < n; i++) {
-		const char *slash = strrchr(jobs[i].c->path, '/');
-		dirs[k] = strndup(jobs[i].c->path, slash ? (size_t)(slash - jobs[i].c->path) : 0);
+		const char *slash = strrchr(paths[i], '/');
+		dirs[k] = strndup(paths[i], slash ? (size_t)(slash - paths[i]) : 0);
 		k += dirs[k] != NULL;
 	}
 	if (k)
 		qsort(dirs, k, sizeof(*dirs), by_string);
 	for (size_t i = 0; i < k; i++) {
 		if (!i || strcmp(dirs[i], dirs[i - 1])) {
-			int fd = ov_open(r->project_fd, dirs[i], O_RDONLY | O_DIRECTORY);
+			int fd = ov_open(project_fd, dirs[i], O_RDONLY | O_DIRECTORY);
 			if (fd >= 0)
 				dir_each(fd, drop_temp, NULL);
 		}
 	}
 	for (size_t i = 0; i < k; i++)
 		free(dirs[i]);
+}
+
+/* The same for the directories of the N JOBS' paths. */
+static void drop_leftovers(const struct ov_review *r, const struct job *jobs, size_t n)
+{
+	_cleanup_(freep) const char **paths = calloc(n ? n : 1, sizeof(*paths));
+
+	for (size_t i = 0; paths && i < n; i++)
+		paths[i] = jobs[i].c->path;
+	if (paths)
+		ov_drop_leftovers(r->project_fd, paths, n);
 }
 
 /* Makes a regular file in project directory PFD under temporary name
@@ -181,7 +171,7 @@ static int make_file(int pfd, int src, const struct stat *st, const char *tmp)
 static int place(const struct ov_review *r, const struct ov_change *c, bool replace)
 {
 	const char *base;
-	_cleanup_(closep) int pfd = parent_of(r->project_fd, c->path, &base);
+	_cleanup_(closep) int pfd = ov_parent(r->project_fd, c->path, &base);
 	_cleanup_(closep) int src = -1;
 	const struct stat *st = &c->overlay;
 	char tmp[96];
@@ -194,7 +184,7 @@ static int place(const struct ov_review *r, const struct ov_change *c, bool repl
 			return fchmodat(pfd, base, st->st_mode & 07777, 0) < 0 ? -errno : 0;
 		return mkdirat(pfd, base, st->st_mode & 07777) < 0 ? -errno : 0;
 	}
-	temp_name(tmp, sizeof(tmp));
+	ov_temp_name(tmp, sizeof(tmp));
 	if (S_ISREG(st->st_mode)) {
 		if ((src = ov_open(r->layer_fd, c->path, O_RDONLY)) < 0)
 			return src;
@@ -222,24 +212,24 @@ static int place(const struct ov_review *r, const struct ov_change *c, bool repl
 static int take_away(const struct ov_review *r, const char *path, const struct stat *st)
 {
 	const char *base;
-	_cleanup_(closep) int pfd = parent_of(r->project_fd, path, &base);
+	_cleanup_(closep) int pfd = ov_parent(r->project_fd, path, &base);
 
 	if (pfd < 0)
 		return pfd;
 	return unlinkat(pfd, base, S_ISDIR(st->st_mode) ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
 }
 
-/* The origin of PATH after the apply: the project's object it left. */
-static void move_origin(const struct ov_review *r, const struct ov_apply *a, const char *path)
+/* The origin of PATH of USER's overlay THREAD after a change of the
+ * project PROJECT_FD: the object there now. */
+static void origin_follow(struct store *s, const char *user, const char *thread, int project_fd,
+			  const char *path)
 {
 	struct stat st;
 	const char *base;
-	_cleanup_(closep) int pfd = parent_of(r->project_fd, path, &base);
+	_cleanup_(closep) int pfd = ov_parent(project_fd, path, &base);
 
-	if (!a->s)
-		return;
 	if (pfd < 0 || fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		store_origin_drop(a->s, a->user, a->thread, path);
+		store_origin_drop(s, user, thread, path);
 		return;
 	}
 	struct store_origin o = {
@@ -253,7 +243,31 @@ static void move_origin(const struct ov_review *r, const struct ov_apply *a, con
 		.ctime_ns = timespec_ns(&st.st_ctim),
 		.at_ns = realtime_ns(),
 	};
-	store_origin_set(a->s, a->user, a->thread, &o);
+	store_origin_set(s, user, thread, &o);
+}
+
+void ov_origins_follow(struct store *s, const char *user, const char *thread, int project_fd,
+		       const char *const *paths, size_t n)
+{
+	if (store_begin(s) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		origin_follow(s, user, thread, project_fd, paths[i]);
+	if (store_commit(s) < 0)
+		store_rollback(s);
+}
+
+/* Before the apply's run PR (NULL: none, a dry run) changes PATH by OP:
+ * 0 to go on, or -errno (its pre-image could not be kept). */
+static int will(struct project_run *pr, enum project_op op, const char *path)
+{
+	return pr ? project_run_will(pr, op, path, -1) : 0;
+}
+
+static void did(struct project_run *pr, int e)
+{
+	if (pr)
+		project_run_did(pr, e);
 }
 
 static void fail(struct job *j, enum fate fate, const char *why)
@@ -274,7 +288,8 @@ static bool removes(const struct ov_change *c)
 	       (c->project.st_mode & S_IFMT) != (c->overlay.st_mode & S_IFMT);
 }
 
-static void run_removal(const struct ov_review *r, const struct ov_apply *a, struct job *j)
+static void run_removal(const struct ov_review *r, const struct ov_apply *a, struct project_run *pr,
+			struct job *j)
 {
 	const char *path = j->c->from ? j->c->from : j->c->path;
 
@@ -288,7 +303,11 @@ static void run_removal(const struct ov_review *r, const struct ov_apply *a, str
 		j->removed = true;
 		return;
 	}
-	int e = take_away(r, path, &j->c->project);
+	int e = will(pr, S_ISDIR(j->c->project.st_mode) ? PROJECT_RMDIR : PROJECT_DELETE, path);
+	if (e == 0) {
+		e = take_away(r, path, &j->c->project);
+		did(pr, e);
+	}
 	if (e == -ENOTEMPTY || e == -EEXIST)
 		fail(j, FATE_CONFLICT, "the project's directory holds what the agent never saw");
 	else if (e < 0)
@@ -380,7 +399,8 @@ static int diff3_merge(int mine, int base, int yours, int *out)
 /* --3way: merges job J's file (changed on both sides since its origin)
  * against the origin's kept content, and publishes the result over the
  * project's file, with that file's mode, owner and xattrs. */
-static void run_merge(const struct ov_review *r, const struct ov_apply *a, struct job *j)
+static void run_merge(const struct ov_review *r, const struct ov_apply *a, struct project_run *pr,
+		      struct job *j)
 {
 	struct ov_change *c = j->c;
 	_cleanup_(freep) char *text = NULL;
@@ -415,15 +435,17 @@ static void run_merge(const struct ov_review *r, const struct ov_apply *a, struc
 		return;
 	}
 	const char *name;
-	_cleanup_(closep) int pfd = parent_of(r->project_fd, c->path, &name);
+	_cleanup_(closep) int pfd = ov_parent(r->project_fd, c->path, &name);
 	_cleanup_(closep) int meta = ov_open(r->project_fd, c->path, O_RDONLY);
 	char tmp[96];
-	temp_name(tmp, sizeof(tmp));
-	e = pfd < 0    ? pfd
-	    : meta < 0 ? meta
-		       : make_file_of(pfd, merged, meta, &c->project, false, tmp);
-	if (e == 0 && renameat(pfd, tmp, pfd, name) < 0)
-		e = -errno;
+	ov_temp_name(tmp, sizeof(tmp));
+	e = pfd < 0 ? pfd : meta < 0 ? meta : will(pr, PROJECT_MODIFY, c->path);
+	if (e == 0) {
+		e = make_file_of(pfd, merged, meta, &c->project, false, tmp);
+		if (e == 0 && renameat(pfd, tmp, pfd, name) < 0)
+			e = -errno;
+		did(pr, e);
+	}
 	if (e < 0 && pfd >= 0)
 		unlinkat(pfd, tmp, 0);
 	if (e < 0) {
@@ -434,14 +456,26 @@ static void run_merge(const struct ov_review *r, const struct ov_apply *a, struc
 	j->moved_path = true;
 }
 
-static void run_placement(const struct ov_review *r, const struct ov_apply *a, struct job *j)
+/* The change a placement of C's overlay object makes: over THERE (the
+ * project's object) or where nothing is. */
+static enum project_op placing(const struct ov_change *c, bool there)
+{
+	if (S_ISDIR(c->overlay.st_mode))
+		return there ? PROJECT_CHMOD : PROJECT_MKDIR;
+	if (there)
+		return PROJECT_MODIFY;
+	return S_ISLNK(c->overlay.st_mode) ? PROJECT_SYMLINK : PROJECT_CREATE;
+}
+
+static void run_placement(const struct ov_review *r, const struct ov_apply *a,
+			  struct project_run *pr, struct job *j)
 {
 	struct ov_change *c = j->c;
 
 	if (j->fate != FATE_APPLY)
 		return;
 	if (j->merge) {
-		run_merge(r, a, j);
+		run_merge(r, a, pr, j);
 		return;
 	}
 	if (!c->in_overlay) {
@@ -462,7 +496,11 @@ static void run_placement(const struct ov_review *r, const struct ov_apply *a, s
 		j->fate = FATE_DONE;
 		return;
 	}
-	int e = place(r, c, there);
+	int e = will(pr, placing(c, there), c->path);
+	if (e == 0) {
+		e = place(r, c, there);
+		did(pr, e);
+	}
 	if (e == -EEXIST)
 		fail(j, FATE_CONFLICT, "made on the project during the apply");
 	else if (e < 0)
@@ -481,16 +519,18 @@ static void run_placement(const struct ov_review *r, const struct ov_apply *a, s
 static void move_origins(const struct ov_review *r, const struct ov_apply *a, struct job *jobs,
 			 size_t n)
 {
-	if (!a->s || store_begin(a->s) < 0)
+	_cleanup_(freep) const char **paths = calloc(2 * n + 1, sizeof(*paths));
+	size_t k = 0;
+
+	if (!a->s || !paths)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		if (jobs[i].moved_from)
-			move_origin(r, a, jobs[i].c->from);
+			paths[k++] = jobs[i].c->from;
 		if (jobs[i].moved_path)
-			move_origin(r, a, jobs[i].c->path);
+			paths[k++] = jobs[i].c->path;
 	}
-	if (store_commit(a->s) < 0)
-		store_rollback(a->s);
+	ov_origins_follow(a->s, a->user, a->thread, r->project_fd, paths, k);
 }
 
 /* Removals deepest first: by the path taken away, descending. */
@@ -524,8 +564,39 @@ static void judge_job(const struct ov_apply *a, struct job *j)
 		fail(j, FATE_SKIP, "not a file, directory or symlink");
 }
 
-int ov_apply(struct ov_review *r, const struct ov_apply *a, struct ov_applied *out)
+/* Begins the apply as a run of the project's record (project_run.h),
+ * of the paths the N JOBS may write, into *PR (NULL if none may). */
+static int begin_run(const struct ov_apply *a, const struct job *jobs, size_t n,
+		     struct ov_applied *out, struct project_run **pr, struct error *e)
 {
+	_cleanup_(freep) const char **paths = calloc(2 * n + 1, sizeof(*paths));
+	_cleanup_(closep) int homefd = open(a->home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	size_t k = 0;
+	int r;
+
+	*pr = NULL;
+	if (!paths || homefd < 0)
+		return error_set(e, paths ? -errno : -ENOMEM, "cannot open the home %s: %s",
+				 a->home, strerror(paths ? errno : ENOMEM));
+	for (size_t i = 0; i < n; i++) {
+		if (jobs[i].fate != FATE_APPLY)
+			continue;
+		paths[k++] = jobs[i].c->path;
+		if (jobs[i].c->from)
+			paths[k++] = jobs[i].c->from;
+	}
+	if (!k)
+		return 0;
+	if ((r = project_record(homefd, a->user, a->project, out->record, sizeof(out->record))) < 0)
+		return error_set(e, r, "cannot make the record of the applies to %s: %s",
+				 a->project, strerror(-r));
+	return project_run_begin(a->s, a->home, a->user, out->record, RUN_APPLY, 0, a->thread,
+				 paths, k, pr, e);
+}
+
+int ov_apply(struct ov_review *r, const struct ov_apply *a, struct ov_applied *out, struct error *e)
+{
+	struct project_run *pr = NULL;
 	size_t n = 0;
 	_cleanup_(freep) struct job *jobs = calloc(r->n ? r->n : 1, sizeof(*jobs));
 	_cleanup_(freep) struct job **order = calloc(r->n ? r->n : 1, sizeof(*order));
@@ -537,7 +608,7 @@ int ov_apply(struct ov_review *r, const struct ov_apply *a, struct ov_applied *o
 	 * the project as the one before left it. */
 	_cleanup_(closep) int lock = openat(r->project_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (lock < 0 || flock(lock, a->dry_run ? LOCK_SH : LOCK_EX) < 0)
-		return -errno;
+		return error_set(e, -errno, "%s: %s", a->project, strerror(errno));
 	for (size_t i = 0; i < r->n; i++)
 		if (chosen(a, &r->v[i])) {
 			jobs[n] = (struct job){ .c = &r->v[i], .fate = FATE_APPLY };
@@ -551,17 +622,22 @@ int ov_apply(struct ov_review *r, const struct ov_apply *a, struct ov_applied *o
 		for (size_t i = 0; i < n; i++)
 			order[i] = &jobs[i];
 		qsort(order, n, sizeof(*order), by_path_down);
+		if (!a->dry_run && a->home) {
+			int b = begin_run(a, jobs, n, out, &pr, e);
+			if (b < 0)
+				return b; /* nothing written */
+		}
 		if (!a->dry_run)
 			drop_leftovers(r, jobs, n);
 		for (size_t i = 0; i < n; i++)
-			run_removal(r, a, order[i]);
+			run_removal(r, a, pr, order[i]);
 		/* A removal that could not be done stops its path's placement;
 		 * a rename whose old path stays is no rename. */
 		qsort(order, n, sizeof(*order), by_path_up);
 		for (size_t i = 0; i < n; i++)
-			run_placement(r, a, order[i]);
-		if (!a->dry_run)
-			syncfs(lock); /* an O_PATH fd syncs nothing */
+			run_placement(r, a, pr, order[i]);
+		if (!a->dry_run && !pr)
+			syncfs(lock); /* (the run's end syncs) */
 		move_origins(r, a, jobs, n);
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -600,6 +676,16 @@ int ov_apply(struct ov_review *r, const struct ov_apply *a, struct ov_applied *o
 		}
 		if (a->say)
 			a->say(a->arg, j->c, outcome, j->why);
+	}
+	if (pr) {
+		struct store_run run;
+		json_t *summary = NULL;
+		int end = project_run_end(pr, &run, &summary, e);
+		json_decref(summary);
+		if (end < 0)
+			return end;
+		out->run = run.id;
+		store_run_free(&run);
 	}
 	return 0;
 }

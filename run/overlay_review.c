@@ -46,6 +46,21 @@ int ov_open(int root, const char *path, int flags)
 	return fd < 0 ? -errno : fd;
 }
 
+int ov_parent(int root, const char *path, const char **base)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+
+	*base = slash ? slash + 1 : path;
+	if (!slash)
+		return ov_open(root, "", O_PATH | O_DIRECTORY);
+	if ((size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	return ov_open(root, dir, O_PATH | O_DIRECTORY);
+}
+
 /* lstat() of PATH below ROOT: 0, or -ENOENT where nothing is there (or
  * a symlink or a file stands where a directory was), or -errno. */
 static int lstat_at(int root, const char *path, struct stat *st)

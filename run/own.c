@@ -175,19 +175,14 @@ static int own_names(const struct runlog *log, const struct thread_roots *roots,
 	return 0;
 }
 
-int run_begin_own(struct store *s, int homefd, const char *user, const char *thread,
-		  enum run_kind kind, int64_t undoes, const struct runlog *log,
-		  const struct thread_roots *roots, const struct undo_plan *seen,
-		  struct store_run *u, struct run_texts **texts)
+int run_begin_paths(struct store *s, int homefd, const char *user, const char *thread,
+		    enum run_kind kind, int64_t undoes, const struct thread_roots *roots,
+		    char **names, size_t n, const struct undo_plan *seen, struct store_run *u,
+		    struct run_texts **texts)
 {
 	int64_t snap, id, begun = realtime_ns();
-	char **names;
-	size_t n;
-	int r = own_names(log, roots, seen, &names, &n);
+	int r = snapshot_paths(s, roots, user, thread, names, n, begun, seen, &snap, texts);
 
-	if (r < 0)
-		return r;
-	r = snapshot_paths(s, roots, user, thread, names, n, begun, seen, &snap, texts);
 	if (r == 0) {
 		(*texts)->names = names; /* for the end: its paths */
 		(*texts)->nnames = n;
@@ -204,6 +199,20 @@ int run_begin_own(struct store *s, int homefd, const char *user, const char *thr
 		closep(&dir);
 	}
 	return r;
+}
+
+int run_begin_own(struct store *s, int homefd, const char *user, const char *thread,
+		  enum run_kind kind, int64_t undoes, const struct runlog *log,
+		  const struct thread_roots *roots, const struct undo_plan *seen,
+		  struct store_run *u, struct run_texts **texts)
+{
+	char **names;
+	size_t n;
+	int r = own_names(log, roots, seen, &names, &n);
+
+	return r < 0 ? r
+		     : run_begin_paths(s, homefd, user, thread, kind, undoes, roots, names, n, seen,
+				       u, texts);
 }
 
 int run_own_steps(struct store *s, const char *home, int homefd, struct store_run *u,

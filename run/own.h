@@ -1,5 +1,5 @@
 /* own.h - the runs the sbx command makes itself: an undo of a run, a
- * restore. Such a run's changes are the steps undoing a journal's events
+ * restore (and an apply to a project, run/project_run.h). Such a run's changes are the steps undoing a journal's events
  * (run/undo_plan.h): its first snapshot describes every path those events
  * name, its own journal is made from the steps it took (itself
  * undoable), and its end (run_finish()) looks at those paths alone. */
@@ -28,6 +28,13 @@ int run_begin_own(struct store *s, int homefd, const char *user, const char *thr
 		  enum run_kind kind, int64_t undoes, const struct runlog *log,
 		  const struct thread_roots *roots, const struct undo_plan *seen,
 		  struct store_run *u, struct run_texts **texts);
+/* The same for a run whose changes will be to the N virtual paths NAMES
+ * (malloc'd, sorted, each once: taken, and freed with *TEXTS or on
+ * failure), which its first snapshot describes. */
+int run_begin_paths(struct store *s, int homefd, const char *user, const char *thread,
+		    enum run_kind kind, int64_t undoes, const struct thread_roots *roots,
+		    char **names, size_t n, const struct undo_plan *seen, struct store_run *u,
+		    struct run_texts **texts);
 /* Records the journal of such a run U from the steps RW took (once: a
  * second attempt after a crash may find it recorded already). */
 int run_record_own(struct store *s, struct undo_plan *rw, const struct store_run *u);

@@ -308,7 +308,9 @@ int run_restore(struct store *s, const char *home, const char *user, const char 
 				 "'%s' is not a path under /mnt/user-data/workspace or"
 				 " /mnt/user-data/outputs",
 				 o->path ? o->path : "");
-	if ((r = thread_roots_open(home, user, thread, &roots, e)) < 0)
+	if ((r = thread_not_project(home, user, thread, "sbx run undo takes an apply back", e)) <
+		    0 ||
+	    (r = thread_roots_open(home, user, thread, &roots, e)) < 0)
 		return r;
 	if ((r = thread_fence(home, s, user, thread, e)) < 0)
 		goto done;

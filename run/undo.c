@@ -3,6 +3,7 @@
 #include "lifecycle.h"
 #include "lookup.h"
 #include "own.h"
+#include "project_run.h"
 #include "scan.h"
 #include "retain.h"
 #include "runlog.h"
@@ -212,6 +213,12 @@ int run_undo(struct store *s, const char *home, int64_t id, const struct undo_op
 			      (long long)id);
 		goto done;
 	}
+	char project[PATH_MAX];
+	if (r == 0 &&
+	    home_project_get(homefd, run.user, run.thread, project, sizeof(project)) > 0) {
+		r = project_undo(s, home, &run, res->resumed ? undo_id : 0, o, res, e);
+		goto done;
+	}
 	/* An open run ends first: its summary says what the undo undoes. */
 	if (r == 0 && !run.ended && !o->dry_run) {
 		r = run_finish(s, home, &run, NULL, &summary, e);
@@ -295,8 +302,31 @@ done:
 	return r;
 }
 
+const struct undo_conflict *undo_result_conflict(const struct undo_result *res, size_t i)
+{
+	return res->project ? project_undo_conflict_at(res->project, i)
+			    : undo_plan_conflict_at(res->rw, i);
+}
+
+void undo_result_print(const struct undo_result *res, FILE *f)
+{
+	if (res->project)
+		project_undo_print(res->project, f);
+	else
+		undo_plan_print(res->rw, f);
+}
+
+void undo_result_counts(const struct undo_result *res, struct undo_counts *c)
+{
+	if (res->project)
+		project_undo_counts(res->project, c);
+	else
+		undo_plan_counts(res->rw, c);
+}
+
 void undo_result_free(struct undo_result *res)
 {
+	project_undo_free(res->project);
 	undo_plan_free(res->rw);
 	runlog_free(&res->log);
 	for (size_t i = 0; i < res->unseen && i < UNDO_UNSEEN_NAMED; i++)

@@ -9,11 +9,15 @@
  * (run/own.h), takes the steps, and its summary is recorded. An undo
  * that stopped short (a crash) is completed by the next call with the
  * same steps. Nothing is printed: the result says what happened.
+ *
+ * A run of a project's record (an apply, sbx try apply) is undone by
+ * run/project_run.h's steps instead: the same checks and result.
  */
 #ifndef SBX_RUN_UNDO_H
 #define SBX_RUN_UNDO_H
 
 #include "runlog.h"
+#include "undo_plan.h"
 #include "common/error.h"
 #include "store/store.h"
 
@@ -31,6 +35,8 @@ struct undo_options {
 /* How many of the paths no view saw a result names. */
 #define UNDO_UNSEEN_NAMED 20
 
+struct project_undo;
+
 struct undo_result {
 	struct runlog log;		       /* the run's journal, read back: RW's events */
 	struct undo_plan *rw;		       /* the steps: conflicts, the plan (dry run) */
@@ -40,6 +46,7 @@ struct undo_result {
 	bool nothing;			       /* the run made no change through a view */
 	bool resumed;			       /* an undo that stopped short, completed */
 	struct store_run undo;		       /* the undo's run (id 0: none began) */
+	struct project_undo *project;	       /* a project's run's: its steps (RW unused) */
 	json_t *summary;		       /* its summary, as recorded */
 	int failed;			       /* steps that failed (logged) */
 };
@@ -55,5 +62,11 @@ struct undo_result {
 int run_undo(struct store *s, const char *home, int64_t id, const struct undo_options *o,
 	     struct undo_result *res, struct error *e);
 void undo_result_free(struct undo_result *res);
+
+/* RES's conflict I (of res->conflicts), what its steps would do (a dry
+ * run), what they did: whichever run it undid. */
+const struct undo_conflict *undo_result_conflict(const struct undo_result *res, size_t i);
+void undo_result_print(const struct undo_result *res, FILE *f);
+void undo_result_counts(const struct undo_result *res, struct undo_counts *c);
 
 #endif

@@ -290,9 +290,9 @@ struct store_sweep {
 int store_blobs_collect(struct store *s, int64_t now_ns, struct store_sweep *sw, size_t n);
 
 /* What made a run: an agent's (sbx run begin), or the sbx command's own
- * changes (sbx run undo, sbx restore), whose journal names every path
- * they changed. */
-enum run_kind { RUN_AGENT, RUN_UNDO, RUN_RESTORE };
+ * changes (sbx run undo, sbx restore, sbx try apply: a run of a project,
+ * run/project_run.h), whose journal names every path they changed. */
+enum run_kind { RUN_AGENT, RUN_UNDO, RUN_RESTORE, RUN_APPLY };
 
 /* A run: the snapshot taken when it began, and when it ended, the snapshot
  * then, its summary (JSON, NULL when no change could be established) and

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,6 +31,27 @@ static char *ws(const char *rel)
 /* `sbx --home H ARGS` (stderr too, then "exit N"). */
 #define SBX(...) \
 	OUT("'%s' --home '%s' %s 2>&1; echo exit $?", test_bin("sbx"), H, fmt_cmd(__VA_ARGS__))
+
+/* OUT with the project's record thread in it (applied-NAME-HASH, the
+ * hash of the test's directory) said as RECORD. */
+static char *record_said(char *out)
+{
+	char *at = out ? strstr(out, "try/applied-") : NULL;
+	char *end = at ? strchr(at, ':') : NULL;
+
+	if (!end)
+		return out;
+	return fmt_cmd("%.*stry/RECORD%s", (int)(at - out), out, end);
+}
+
+/* What `sbx --home H ARGS` says on stderr (stdout dropped), then "exit
+ * N". */
+#define SBX_SAYS(...)                                                                \
+	OUT("'%s' --home '%s' %s 2>&1 >/dev/null; echo exit $?", test_bin("sbx"), H, \
+	    fmt_cmd(__VA_ARGS__))
+
+/* `sbx try apply ARGS`, its record said as RECORD. */
+#define APPLY(...) record_said(SBX("try apply " __VA_ARGS__))
 
 /* The agent's shell commands, in the overlay's workspace. */
 #define AGENT(...) OK("cd '%s' && %s", ws(""), fmt_cmd(__VA_ARGS__))
@@ -184,16 +206,18 @@ START_TEST(test_try_apply_judges_each_kind_of_conflict)
 		      none);
 	SAME(OUT("cd '%s' && tail -n +1 *", P), before);
 	/* --only: those paths. */
-	SAME(SBX("try apply c --only new.txt"),
-	     "applied      A new.txt\n1 applied, 0 conflicts, 0 skipped, 0 failed\nexit 0\n");
-	SAME(SBX("try apply c"),
+	SAME(APPLY("c --only new.txt"),
+	     "applied      A new.txt\n1 applied, 0 conflicts, 0 skipped, 0 failed\n"
+	     "recorded as run 1 of try/RECORD: sbx run undo 1 takes it back\nexit 0\n");
+	SAME(APPLY("c"),
 	     "conflict     D del.txt: changed on the project since the agent removed it\n"
 	     "applied      M keep.txt\n"
 	     "conflict     M made.txt: made on the project too\n"
 	     "conflict     M mod.txt: changed on the project since the agent copied it\n"
 	     "conflict     R ren.txt -> ren2.txt: changed on the project since the agent"
 	     " removed it\n"
-	     "1 applied, 4 conflicts, 0 skipped, 0 failed\nexit 1\n");
+	     "1 applied, 4 conflicts, 0 skipped, 0 failed\n"
+	     "recorded as run 2 of try/RECORD: sbx run undo 2 takes it back\nexit 1\n");
 	SAME(read_file(proj("keep.txt")), "agent\n");
 	SAME(read_file(proj("mod.txt")), "person\n");
 	SAME(read_file(proj("del.txt")), "person\n");
@@ -216,12 +240,12 @@ START_TEST(test_try_apply_three_way_merges_text)
 	/* Without --3way, three conflicts. */
 	char *plain = SBX("try apply m --dry-run");
 	ck_assert_msg(strstr(plain, "0 would be applied, 3 conflicts"), "%s", plain);
-	SAME(SBX("try apply m --3way"),
+	SAME(APPLY("m --3way"),
 	     "conflict     M bin.dat: no text of the origin was kept to merge against\n"
 	     "merged       M clash.txt: with conflict markers where both sides changed\n"
 	     "merged       M clean.txt\n"
 	     "2 applied (2 merged, 1 with conflict markers), 1 conflict, 0 skipped, 0 failed\n"
-	     "exit 1\n");
+	     "recorded as run 1 of try/RECORD: sbx run undo 1 takes it back\nexit 1\n");
 	SAME(read_file(proj("clean.txt")), "1 agent\n2\n3\n4\n5\n6\n7\n8\n9 person\n");
 	SAME(read_file(proj("clash.txt")), "a\n<<<<<<< project\nB person\n||||||| origin\nb\n"
 					   "=======\nB agent\n>>>>>>> overlay\nc\n");
@@ -241,8 +265,10 @@ START_TEST(test_try_two_overlays_applying_one_file_conflict)
 	OK("cd '%s/user-data/workspace' && cat f.txt >/dev/null && echo two > f.txt && "
 	   "echo two > made.txt",
 	   m2);
-	SAME(SBX("try apply one"), "applied      M f.txt\napplied      A made.txt\n"
-				   "2 applied, 0 conflicts, 0 skipped, 0 failed\nexit 0\n");
+	SAME(APPLY("one"),
+	     "applied      M f.txt\napplied      A made.txt\n"
+	     "2 applied, 0 conflicts, 0 skipped, 0 failed\n"
+	     "recorded as run 1 of try/RECORD: sbx run undo 1 takes it back\nexit 0\n");
 	SAME(SBX("try apply two"),
 	     "conflict     M f.txt: changed on the project since the agent copied it\n"
 	     "conflict     M made.txt: made on the project too\n"
@@ -251,15 +277,31 @@ START_TEST(test_try_two_overlays_applying_one_file_conflict)
 	/* The first overlay's next change of the file is judged against
 	 * what its apply left: no conflict. */
 	AGENT("cat f.txt >/dev/null && echo one again > f.txt");
-	SAME(SBX("try apply one"),
-	     "applied      M f.txt\n1 applied, 0 conflicts, 0 skipped, 0 failed\nexit 0\n");
+	SAME(APPLY("one"),
+	     "applied      M f.txt\n1 applied, 0 conflicts, 0 skipped, 0 failed\n"
+	     "recorded as run 2 of try/RECORD: sbx run undo 2 takes it back\nexit 0\n");
 	OK("'%s' --home '%s' umount '%s'", test_bin("sbx"), H, m2);
 }
 END_TEST
 
+/* The project's record (the thread the applies are runs of). */
+static char *record(void)
+{
+	return OUT("ls '%s/users/try/threads' | grep '^applied-' | tr -d '\n'", H);
+}
+
+/* The id of the record's run that is open (an apply killed), or "". */
+static char *open_run(void)
+{
+	return OUT("'%s' --home '%s' runs --user try --thread '%s' 2>/dev/null | awk '$3 =="
+		   " \"(open)\" {printf \"%%s\", $1}'",
+		   test_bin("sbx"), H, record());
+}
+
 /* An apply killed (SIGKILL) before each of its changes to the project
  * leaves every file old or new, never part written and no temporary
- * entry once the next apply has run; that apply finishes the job. */
+ * entry once the next apply has run; its run, left open, is undone to
+ * the project as it was; the next apply finishes the job. */
 START_TEST(test_try_apply_killed_leaves_each_file_old_or_new)
 {
 	const char *shim = killshim();
@@ -280,6 +322,7 @@ START_TEST(test_try_apply_killed_leaves_each_file_old_or_new)
 		AGENT("%s", agent);
 		if (!want)
 			want = tree(ws("")); /* what each apply must end at */
+		char *orig = tree(P);
 		/* Under SANITIZE=1 the shim comes before ASan's runtime: allowed. */
 		int st = STATUS("ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\""
 				" SBX_KILL_AT=%d LD_PRELOAD='%s' '%s' --home '%s' try apply k%d"
@@ -296,9 +339,150 @@ START_TEST(test_try_apply_killed_leaves_each_file_old_or_new)
 				      "killed at change %d: d/f%d holds %s", n, i,
 				      got ? got : "nothing");
 		}
+		/* The killed apply's run, left open, takes back what it did:
+		 * the project as it was. */
+		char *open = open_run();
+		if (*open) {
+			char *undo = SBX("run undo %s", open);
+			ck_assert_msg(strstr(undo, "exit 0\n"), "killed at change %d: %s", n, undo);
+			SAME(tree(P), orig);
+		}
 		char *again = SBX("try apply k%d", n);
 		ck_assert_msg(strstr(again, "exit 0\n"), "killed at change %d: %s", n, again);
 		SAME(tree(P), want);
+	}
+	ck_assert_msg(n > 10 && n < 100, "%d kill points", n);
+}
+END_TEST
+
+/* An apply is a run of the project's record: sbx run undo takes it back
+ * (content, modes, symlinks, directories), its undo redoes it, a path
+ * the person changed since is a conflict, and the overlay's changes can
+ * be applied again after an undo. The project is on a filesystem of its
+ * own (as root): pre-images are copies, no rename crosses. */
+START_TEST(test_try_apply_is_a_run_that_run_undo_takes_back)
+{
+	bool own_fs = geteuid() == 0 && mount("tmpfs", P, "tmpfs", 0, "size=8m") == 0;
+
+	OK("cd '%s' && printf 'one\\ntwo\\n' > mod.txt && chmod 640 mod.txt && echo del > "
+	   "del.txt && mkdir gone && echo g > gone/f && echo keep > keep.txt && ln -s keep.txt "
+	   "link",
+	   P);
+	overlay("u");
+	AGENT("cat mod.txt del.txt gone/f >/dev/null && echo agent >> mod.txt && chmod 600 mod.txt"
+	      " && rm del.txt link && rm -r gone && mkdir made && echo new > made/new.txt && "
+	      "ln -s new.txt made/l");
+	char *before = tree(P), *rec = record();
+	ck_assert_str_eq(rec, ""); /* no apply yet, no record */
+	SAME(APPLY("u | tail -n 2"),
+	     "8 applied, 0 conflicts, 0 skipped, 0 failed\n"
+	     "recorded as run 1 of try/RECORD: sbx run undo 1 takes it back\nexit 0\n");
+	char *after = tree(P);
+	SAME(after, tree(ws("")));
+	rec = record();
+	SAME(OUT("'%s' --home '%s' runs --user try --thread '%s' | awk 'NR > 1 {print $1, $4, $5,"
+		 " $6}'",
+		 test_bin("sbx"), H, rec),
+	     "1 6 apply undoable\n");
+	/* Undone: the project as it was, and the overlay's changes are
+	 * changes again (no conflicts: the origins follow). */
+	char *undo = SBX_SAYS("run undo 1");
+	ck_assert_msg(strstr(undo,
+			     "sbx: run undo: run 1 undone by run 2: 4 put back, 3 removed, 0 "
+			     "renamed back, 1 made again, 0 with attributes restored\nexit 0\n"),
+		      "%s", undo);
+	SAME(tree(P), before);
+	SAME(SBX("try status u | sed -n 2,3p"),
+	     "2 added, 1 modified, 3 deleted, 0 renamed\n0 conflicts\nexit 0\n");
+	/* Its undo redoes it. */
+	char *redo = SBX_SAYS("run undo 2");
+	ck_assert_msg(strstr(redo, "run 2 undone by run 3") && strstr(redo, "exit 0\n"), "%s",
+		      redo);
+	SAME(tree(P), after);
+	/* A path the person changed since the run is a conflict. */
+	OK("echo person > '%s'", proj("made/new.txt"));
+	char *after_person = tree(P);
+	SAME(SBX("run undo 3"),
+	     "sbx: run undo: 1 path changed after run 3:\n"
+	     "  made/new.txt: changed after the run\n"
+	     "sbx: run undo: nothing was undone: --partial undoes the rest, --force"
+	     " everything\nexit 1\n");
+	SAME(tree(P), after_person);
+	/* A dry run lists the steps, newest first. */
+	char *dry = SBX("run undo 3 --dry-run --partial");
+	ck_assert_msg(strstr(dry, "remove made/l\n") && strstr(dry, "put back mod.txt\n") &&
+			      strstr(dry, "make again del.txt\n"),
+		      "%s", dry);
+	SAME(tree(P), after_person);
+	/* --partial leaves it, and undoes the rest. */
+	char *part = SBX_SAYS("run undo 3 --partial");
+	ck_assert_msg(strstr(part, "--partial: they are left as they are") &&
+			      strstr(part, "exit 0\n"),
+		      "%s", part);
+	SAME(read_file(proj("made/new.txt")), "person\n");
+	SAME(read_file(proj("mod.txt")), "one\ntwo\n");
+	SAME(OUT("stat -c %%a '%s'; readlink '%s'", proj("mod.txt"), proj("link")),
+	     "640\nkeep.txt\n");
+	/* The record is no thread to mount or to begin runs in. */
+	char *mnt = SBX("mount --user try --thread '%s' '%s'", rec, test_dir("recmnt"));
+	ck_assert_msg(strstr(mnt, "is the record of the applies to") && !strstr(mnt, "exit 0\n"),
+		      "%s", mnt);
+	char *exec = SBX("exec --user try --thread '%s' -- true", rec);
+	ck_assert_msg(strstr(exec, "is the record of the applies to") && !strstr(exec, "exit 0\n"),
+		      "%s", exec);
+	char *begin = SBX("run begin --user try --thread '%s'", rec);
+	ck_assert_msg(strstr(begin, "is the record of the applies to") && strstr(begin, "exit 1\n"),
+		      "%s", begin);
+	if (own_fs) {
+		teardown(); /* the overlay's view holds the project */
+		umount2(P, MNT_DETACH);
+	}
+}
+END_TEST
+
+/* An undo of an apply killed (SIGKILL) before each of its changes leaves
+ * every file as the apply left it or as it was before, and the next
+ * sbx run undo completes it: the project as before the apply. */
+START_TEST(test_try_apply_undo_killed_is_completed)
+{
+	const char *shim = killshim();
+	int n;
+
+	OK("cd '%s' && for i in 1 2 3; do echo old$i > f$i; done && echo gone > gone && mkdir dir"
+	   " && echo d > dir/d",
+	   P);
+	char *orig = tree(P);
+	overlay("z");
+	AGENT("cat f1 f2 f3 dir/d >/dev/null && for i in 1 2 3; do echo new$i > f$i; done && rm gone"
+	      " && rm -r dir && mkdir sub && echo made > sub/made");
+	for (n = 1; n < 100; n++) {
+		char *done = SBX("try apply z");
+		ck_assert_msg(strstr(done, "exit 0\n"), "%s", done);
+		char *run = OUT("'%s' --home '%s' runs --user try --thread '%s' | awk 'END {printf"
+				" \"%%s\", $1}'",
+				test_bin("sbx"), H, record());
+		int st = STATUS("ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\""
+				" SBX_KILL_AT=%d LD_PRELOAD='%s' '%s' --home '%s' run undo %s"
+				" >/dev/null 2>&1",
+				n, shim, test_bin("sbx"), H, run);
+		if (st == 0) {
+			SAME(tree(P), orig);
+			break;
+		}
+		ck_assert_int_eq(st, 128 + SIGKILL);
+		for (int i = 1; i <= 3; i++) {
+			char *got = read_file(proj(fmt_cmd("f%d", i)));
+			ck_assert_msg(got && (!strcmp(got, fmt_cmd("old%d\n", i)) ||
+					      !strcmp(got, fmt_cmd("new%d\n", i))),
+				      "killed at change %d: f%d holds %s", n, i,
+				      got ? got : "nothing");
+		}
+		/* Completed; or, killed once it had ended (its pre-images being
+		 * dropped), done already. */
+		char *again = SBX("run undo %s", run);
+		ck_assert_msg(strstr(again, "exit 0\n") || strstr(again, " was undone by run "),
+			      "killed at change %d: %s", n, again);
+		SAME(tree(P), orig);
 	}
 	ck_assert_msg(n > 10 && n < 100, "%d kill points", n);
 }
@@ -487,6 +671,8 @@ Suite *suite_view_try_review(void)
 	tcase_add_test(tc, test_try_apply_three_way_merges_text);
 	tcase_add_test(tc, test_try_two_overlays_applying_one_file_conflict);
 	tcase_add_test(tc, test_try_apply_killed_leaves_each_file_old_or_new);
+	tcase_add_test(tc, test_try_apply_is_a_run_that_run_undo_takes_back);
+	tcase_add_test(tc, test_try_apply_undo_killed_is_completed);
 	tcase_add_test(tc, test_try_apply_never_writes_through_a_symlink);
 	tcase_add_test(tc, test_try_discard_drops_the_overlay);
 	tcase_add_test(tc, test_try_diff_html_page_renders);
