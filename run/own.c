@@ -80,15 +80,22 @@ static int find_recorded(void *arg, const struct store_event *e)
 	return 0;
 }
 
-int run_record_own(struct store *s, struct undo_plan *rw, const struct store_run *u)
+int run_journal_recorded(struct store *s, const struct store_run *u, const char *comm)
 {
-	struct journal_to t = { s, u };
-	struct recorded rec = { own_comm(u), false };
+	struct recorded rec = { comm, false };
 	int r = store_journal_each(s, u->user, u->thread, u->begun_ns, u->begun_ns, find_recorded,
 				   &rec);
 
-	if (r < 0 || rec.found)
-		return r;
+	return r < 0 ? r : rec.found;
+}
+
+int run_record_own(struct store *s, struct undo_plan *rw, const struct store_run *u)
+{
+	struct journal_to t = { s, u };
+	int r = run_journal_recorded(s, u, own_comm(u));
+
+	if (r != 0)
+		return r < 0 ? r : 0;
 	if ((r = store_begin(s)) < 0)
 		return r;
 	r = undo_plan_events(rw, u->begun_ns, getpid(), own_comm(u), put_event, &t);

@@ -35,6 +35,9 @@ int run_begin_paths(struct store *s, int homefd, const char *user, const char *t
 		    enum run_kind kind, int64_t undoes, const struct thread_roots *roots,
 		    char **names, size_t n, const struct undo_plan *seen, struct store_run *u,
 		    struct run_texts **texts);
+/* Whether the journal of run U, made by COMM, is recorded already (its
+ * "capture" at U's start): 1, 0, or -errno. */
+int run_journal_recorded(struct store *s, const struct store_run *u, const char *comm);
 /* Records the journal of such a run U from the steps RW took (once: a
  * second attempt after a crash may find it recorded already). */
 int run_record_own(struct store *s, struct undo_plan *rw, const struct store_run *u);

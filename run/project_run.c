@@ -403,21 +403,6 @@ void judge_pending(struct project_run *pr)
 
 /* ---- its journal and its end ------------------------------------------------- */
 
-struct recorded {
-	const char *comm;
-	int64_t begun;
-	bool found;
-};
-
-static int find_capture(void *arg, const struct store_event *e)
-{
-	struct recorded *rec = arg;
-
-	if (!strcmp(e->op, "capture") && !strcmp(e->comm, rec->comm))
-		rec->found = true;
-	return 0;
-}
-
 /* The event of the kept attributes of step S (read from its object). */
 static int meta_event(struct project_run *pr, const struct pstep *s, uint8_t **blob, size_t *len)
 {
@@ -437,19 +422,18 @@ static int meta_event(struct project_run *pr, const struct pstep *s, uint8_t **b
 static int record_journal(struct project_run *pr)
 {
 	const struct store_run *u = &pr->run;
-	struct recorded rec = { run_comm(u), u->begun_ns, false };
-	int r = store_journal_each(pr->s, u->user, u->thread, u->begun_ns, u->begun_ns,
-				   find_capture, &rec);
+	const char *comm = run_comm(u);
+	int r = run_journal_recorded(pr->s, u, comm);
 
-	if (r < 0 || rec.found)
-		return r;
+	if (r != 0)
+		return r < 0 ? r : 0;
 	if ((r = store_begin(pr->s)) < 0)
 		return r;
 	struct store_event e = { .at_ns = u->begun_ns,
 				 .op = "capture",
 				 .path = "/mnt/user-data",
 				 .pid = getpid(),
-				 .comm = rec.comm };
+				 .comm = comm };
 	r = store_journal_add(pr->s, u->user, u->thread, &e);
 	for (size_t i = 0; r == 0 && i < pr->log.n; i++) {
 		const struct pstep *s = &pr->log.v[i];
@@ -459,11 +443,9 @@ static int record_journal(struct project_run *pr)
 		if (s->state != STEP_DONE)
 			continue;
 		snprintf(path, sizeof(path), PROJECT_ROOT "%s", s->path);
-		e = (struct store_event){ .at_ns = s->at_ns,
-					  .op = "keep",
-					  .path = path,
-					  .pid = getpid(),
-					  .comm = rec.comm };
+		e = (struct store_event){
+			.at_ns = s->at_ns, .op = "keep", .path = path, .pid = getpid(), .comm = comm
+		};
 		if (keeps_meta(s->op) && meta_event(pr, s, &blob, &len) == 0) {
 			e.meta = blob;
 			e.meta_len = len;
@@ -476,7 +458,7 @@ static int record_journal(struct project_run *pr)
 					  .op = project_op_names[s->op],
 					  .path = path,
 					  .pid = getpid(),
-					  .comm = rec.comm };
+					  .comm = comm };
 		if (r == 0)
 			r = store_journal_add(pr->s, u->user, u->thread, &e);
 	}
