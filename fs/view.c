@@ -374,12 +374,14 @@ int view_open(struct view *v, const struct view_config *cfg, char *err, size_t e
 	if (homefd < 0)
 		return fail(err, errlen, homefd, "cannot open home %s", cfg->home);
 	/* A project's record (the runs of sbx try apply) is no thread's
-	 * files: its "workspace" is the person's project itself. */
+	 * files: its "workspace" is the person's project itself. (A thread
+	 * whose record cannot be read is no record: what is wrong with its
+	 * directory is said below.) */
 	char recorded[PATH_MAX];
-	if ((r = home_project_get(homefd, cfg->user, cfg->thread, recorded, sizeof(recorded))) != 0)
-		return fail(err, errlen, r < 0 ? r : -EINVAL,
+	if (home_project_get(homefd, cfg->user, cfg->thread, recorded, sizeof(recorded)) > 0)
+		return fail(err, errlen, -EINVAL,
 			    "thread %s/%s is the record of the applies to %s, never mounted",
-			    cfg->user, cfg->thread, r < 0 ? "a project" : recorded);
+			    cfg->user, cfg->thread, recorded);
 	r = home_thread_dirs(homefd, cfg->user, cfg->thread, fds);
 	if (r < 0)
 		return fail(err, errlen, r,

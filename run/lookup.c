@@ -42,11 +42,10 @@ int thread_roots_open(const char *home, const char *user, const char *thread,
 		return r;
 	homefd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	char project[PATH_MAX];
-	r = homefd < 0 ? 0 : home_project_get(homefd, user, thread, project, sizeof(project));
-	if (r != 0) {
+	if (homefd >= 0 && home_project_get(homefd, user, thread, project, sizeof(project)) > 0) {
 		/* A project's record: its runs are of the project itself. */
-		roots->ws = r < 0 ? r : open(project, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (roots->ws < 0 && r > 0)
+		roots->ws = open(project, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (roots->ws < 0)
 			roots->ws = neg_errno();
 		return roots->ws < 0
 			       ? error_set(e, roots->ws, "cannot open the project of %s/%s: %s",

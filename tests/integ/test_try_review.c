@@ -109,14 +109,15 @@ START_TEST(test_try_review_of_a_git_project_then_apply)
 	git_project();
 	overlay("demo");
 	/* The agent edits, creates, deletes, renames, builds and commits. */
-	AGENT("cat src/main.c >/dev/null && printf 'int main(void)\\n{\\n\\treturn util();\\n}\\n'"
+	AGENT("cat README.md src/main.c >/dev/null && printf 'int main(void)\\n{\\n\\treturn "
+	      "util();\\n}\\n'"
 	      " > src/main.c && printf 'int more(void);\\n' > src/new.c && rm docs/old.md && "
 	      "mv src/util.c src/helpers.c && mkdir target && cc -c src/helpers.c -o "
 	      "target/helpers.o && git add -A && git -c user.email=a@x -c user.name=agent "
 	      "commit -qm agent");
 	/* The person edits a file the agent never touched, meanwhile. */
 	ck_assert_int_eq(write_file(proj("README.md"), "# demo, edited\n"), 0);
-	/* git add read README.md before the person edited it. */
+	/* The agent read README.md before the person edited it. */
 	SAME(SBX("try status demo | grep -v 'inside .git'"),
 	     fmt_cmd("overlay demo of %s\n2 added, 1 modified, 1 deleted, 1 renamed (1 of them in"
 		     " build output: node_modules, target, .venv...)\n0 conflicts\n"
