@@ -285,6 +285,19 @@ START_TEST(test_try_two_overlays_applying_one_file_conflict)
 }
 END_TEST
 
+/* After a kill at change N: each of the project's DIR f1, f2, f3 holds
+ * "oldI" or "newI", never a part of either. */
+static void old_or_new(int n, const char *dir)
+{
+	for (int i = 1; i <= 3; i++) {
+		char *got = read_file(proj(fmt_cmd("%sf%d", dir, i)));
+		ck_assert_msg(got && (!strcmp(got, fmt_cmd("old%d\n", i)) ||
+				      !strcmp(got, fmt_cmd("new%d\n", i))),
+			      "killed at change %d: %sf%d holds %s", n, dir, i,
+			      got ? got : "nothing");
+	}
+}
+
 /* The project's record (the thread the applies are runs of). */
 static char *record(void)
 {
@@ -332,14 +345,7 @@ START_TEST(test_try_apply_killed_leaves_each_file_old_or_new)
 		if (st == 0)
 			break;
 		ck_assert_int_eq(st, 128 + SIGKILL);
-		/* Each file is old or new. */
-		for (int i = 1; i <= 3; i++) {
-			char *got = read_file(proj(fmt_cmd("d/f%d", i)));
-			ck_assert_msg(got && (!strcmp(got, fmt_cmd("old%d\n", i)) ||
-					      !strcmp(got, fmt_cmd("new%d\n", i))),
-				      "killed at change %d: d/f%d holds %s", n, i,
-				      got ? got : "nothing");
-		}
+		old_or_new(n, "d/");
 		/* The killed apply's run, left open, takes back what it did:
 		 * the project as it was. */
 		char *open = open_run();
@@ -468,13 +474,7 @@ START_TEST(test_try_apply_undo_killed_is_completed)
 			break;
 		}
 		ck_assert_int_eq(st, 128 + SIGKILL);
-		for (int i = 1; i <= 3; i++) {
-			char *got = read_file(proj(fmt_cmd("f%d", i)));
-			ck_assert_msg(got && (!strcmp(got, fmt_cmd("old%d\n", i)) ||
-					      !strcmp(got, fmt_cmd("new%d\n", i))),
-				      "killed at change %d: f%d holds %s", n, i,
-				      got ? got : "nothing");
-		}
+		old_or_new(n, "");
 		/* Completed; or, killed once it had ended (its pre-images being
 		 * dropped), done already. */
 		char *again = SBX("run undo %s", run);
