@@ -403,12 +403,12 @@ void judge_pending(struct project_run *pr)
 
 /* ---- its journal and its end ------------------------------------------------- */
 
-/* The event of the kept attributes of step S (read from its object). */
-static int meta_event(struct project_run *pr, const struct pstep *s, uint8_t **blob, size_t *len)
+int kept_attributes(int dir, const char *object, uint8_t **blob, size_t *len)
 {
-	_cleanup_(closep) int fd = openat(pr->dir, s->object, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_(closep) int fd = openat(dir, object, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
 
+	*blob = NULL;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return -errno;
 	if (!(*blob = malloc((size_t)st.st_size + 1)))
@@ -446,7 +446,7 @@ static int record_journal(struct project_run *pr)
 		e = (struct store_event){
 			.at_ns = s->at_ns, .op = "keep", .path = path, .pid = getpid(), .comm = comm
 		};
-		if (keeps_meta(s->op) && meta_event(pr, s, &blob, &len) == 0) {
+		if (keeps_meta(s->op) && kept_attributes(pr->dir, s->object, &blob, &len) == 0) {
 			e.meta = blob;
 			e.meta_len = len;
 			r = store_journal_add(pr->s, u->user, u->thread, &e);

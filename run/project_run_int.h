@@ -68,6 +68,10 @@ struct project_run {
  * read. Returns 0 or -errno. */
 int pr_open(struct store *s, const char *home, struct store_run *run, struct project_run **out);
 
+/* The attributes kept as OBJECT in a run's directory DIR, as
+ * meta_encode() made them: *BLOB (malloc'd, *LEN bytes). 0 or -errno. */
+int kept_attributes(int dir, const char *object, uint8_t **blob, size_t *len);
+
 /* Logs that PR, an undo, leaves step SRC of the run it undoes alone. */
 void project_run_skip(struct project_run *pr, long src);
 

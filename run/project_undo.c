@@ -218,11 +218,11 @@ static int publish(int from, const char *object, int pfd, const char *base, bool
 /* Reads the attributes kept as OBJECT in FROM. */
 static int kept_meta(int from, const char *object, struct meta *m)
 {
-	_cleanup_(closep) int fd = openat(from, object, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	uint8_t blob[65536 + 512];
-	ssize_t n = fd < 0 ? -1 : read(fd, blob, sizeof(blob));
+	_cleanup_(freep) uint8_t *blob = NULL;
+	size_t len;
+	int r = kept_attributes(from, object, &blob, &len);
 
-	return n < 0 ? -errno : meta_decode(blob, (size_t)n, m);
+	return r < 0 ? r : meta_decode(blob, len, m);
 }
 
 /* The change that takes step S back, made as PR's change (it keeps what
