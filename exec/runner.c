@@ -285,11 +285,15 @@ int run_command(const struct run_spec *s, struct run_result *r)
 			release_held(s, r);
 		if (event == 1 && gone)
 			r->start_failed = true;
-		/* A limit's kill may end the command before the next look. */
+		/* A limit's kill may end the command before the next look, or
+		 * be what this very look saw (counted as seen: not asked
+		 * again). */
 		bool sigkilled = (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
 				 (WIFEXITED(status) && WEXITSTATUS(status) == 137);
 		if (gone && s->leaf && !r->start_failed &&
-		    (r->killed = cgroup_check_ended(s->leaf, sigkilled)) != LIMIT_NONE)
+		    (r->killed = hit != LIMIT_NONE
+					 ? hit
+					 : cgroup_check_ended(s->leaf, sigkilled)) != LIMIT_NONE)
 			kill_command(s, &w, pid, pidfd, &status);
 		if (gone) {
 			exited = true;

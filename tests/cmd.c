@@ -227,15 +227,20 @@ char *text_diff(const char *got, const char *want)
 	return out;
 }
 
-const char *broker_start(const char *tag, const char *conf)
+const char *broker_start_with(const char *tag, const char *conf, const char *env)
 {
 	const char *home = test_dir(tag);
 
 	test_home_store(home);
 	if (conf)
 		ck_assert_int_eq(append_file(fmt_cmd("%s/sbx.conf", home), conf), 0);
-	OK("'%s' broker --home '%s' >/dev/null", test_bin("sbx"), home);
+	OK("%s '%s' broker --home '%s' >/dev/null", env, test_bin("sbx"), home);
 	return home;
+}
+
+const char *broker_start(const char *tag, const char *conf)
+{
+	return broker_start_with(tag, conf, "");
 }
 
 void broker_stop(const char *home)
@@ -290,12 +295,23 @@ void tool_env(void)
 	setenv("GIT_COMMITTER_EMAIL", "tools@example.com", 1);
 }
 
+/* Builds tests/tools/NAME.c into the test's scratch directory. */
+static const char *shim(const char *name)
+{
+	const char *so = fmt_cmd("%s/%s.so", test_dir("shim"), name);
+
+	OK("cc -shared -fPIC -o '%s' tests/tools/%s.c -ldl", so, name);
+	return so;
+}
+
 const char *killshim(void)
 {
-	const char *so = fmt_cmd("%s/killshim.so", test_dir("shim"));
+	return shim("killshim");
+}
 
-	OK("cc -shared -fPIC -o '%s' tests/tools/killshim.c -ldl", so);
-	return so;
+const char *slowshim(void)
+{
+	return shim("slowshim");
 }
 
 bool gone(const char *pattern)

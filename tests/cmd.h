@@ -36,6 +36,9 @@ void tool_env(void);
 /* Starts an exec broker in a fresh home named after TAG, with sbx.conf
  * CONF if not NULL (the test fails if it does not start); the home. */
 const char *broker_start(const char *tag, const char *conf);
+/* The same, the broker started with ENV before it on its command line
+ * (shell words: "VAR=value ..."). */
+const char *broker_start_with(const char *tag, const char *conf, const char *env);
 /* Shuts the broker of HOME down, quietly: it may be gone already. */
 void broker_stop(const char *home);
 
@@ -53,6 +56,9 @@ int serve_stop_in(const char *home);
 /* The shim that kills sbx at its Nth change (tests/tools/killshim.c),
  * built into the test's scratch directory: its path. */
 const char *killshim(void);
+/* The shim that slows the broker's every poll() by $SBX_SLOW_POLL_MS
+ * (tests/tools/slowshim.c), built the same way: its path. */
+const char *slowshim(void);
 
 /* "diff -u" of two texts, at most about 3 KB of it. */
 char *text_diff(const char *got, const char *want);

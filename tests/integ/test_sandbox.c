@@ -572,6 +572,34 @@ START_TEST(test_sandbox_memory_bomb_is_contained)
 }
 END_TEST
 
+/* Fixed (a limit's kill told as a plain exit 137; CI's make check,
+ * test_sandbox_memory_bomb_is_contained): a one-off's runner that looked
+ * at the cgroup's counters at the very wake-up that found the command
+ * gone took the OOM kill as seen, then asked again at the command's end,
+ * found nothing new and said nothing. A broker whose every poll is late
+ * looks at each wake-up: the kill is named each time. */
+START_TEST(test_sandbox_a_limit_s_kill_is_named_however_late_the_broker_looks)
+{
+	teardown();
+	H = broker_start_with("shome", "[limits]\nmemory = 256M\npids = 64\n",
+			      fmt_cmd("ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\""
+				      " SBX_SLOW_POLL_MS=150 LD_PRELOAD='%s'",
+				      slowshim()));
+	add_tool("t1", "bomb.py");
+	for (int i = 0; i < 3; i++) {
+		int st;
+		char *out = run("t1", &st, "python3 bomb.py memory");
+		ck_assert_msg(st == 137 && strstr(out, "killed: out of memory (limit 256 MiB)"),
+			      "round %d: exit %d: %s", i, st, out);
+	}
+	int st;
+	char *out = run("t1", &st, FORK_BOMB);
+	ck_assert_msg(st == 137 && strstr(out, "killed: process limit 64 reached"), "exit %d: %s",
+		      st, out);
+	OK(BOMB_GONE);
+}
+END_TEST
+
 /* The view's quota: a 2 GiB write stops at the limit with EDQUOT, and
  * space comes back when the file goes. */
 START_TEST(test_sandbox_disk_quota)
@@ -765,6 +793,7 @@ Suite *suite_sandbox(void)
 	tcase_add_test(tc, test_sandbox_default_tools_work);
 	tcase_add_test(tc, test_sandbox_fork_bomb_is_contained);
 	tcase_add_test(tc, test_sandbox_memory_bomb_is_contained);
+	tcase_add_test(tc, test_sandbox_a_limit_s_kill_is_named_however_late_the_broker_looks);
 	tcase_add_test(tc, test_sandbox_disk_quota);
 	tcase_add_test(tc, test_sandbox_rlimit_fallback);
 	tcase_add_test(tc, test_sandbox_doctor);
