@@ -1176,6 +1176,11 @@ static char *kill_everywhere_as(const char *setup_sh, const char *damage_sh, boo
 	return report;
 }
 
+/* The pass of a crash test added with tcase_add_loop_test(.., 0, 2): the
+ * undo killed at each change (0), then its redo (1), each a test with a
+ * timeout of its own (a sweep takes a minute or two). */
+#define REDO (_i == 1)
+
 static char *kill_everywhere(const char *setup_sh, const char *damage_sh, bool per_path,
 			     bool completes)
 {
@@ -1232,8 +1237,7 @@ START_TEST(test_undo_killed_in_a_rename_back_over)
 {
 	static const char setup_sh[] = "echo a > a && echo f > f && echo g > g";
 	static const char damage_sh[] = "mv a f && mv g g.bak && echo new > g";
-	SAME(kill_everywhere(setup_sh, damage_sh, true, true), "");
-	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, true), "");
+	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, REDO), "");
 }
 END_TEST
 
@@ -1249,8 +1253,7 @@ START_TEST(test_undo_killed_in_a_save_over_a_renamed_name)
 	static const char setup_sh[] = "for x in a b c d e f g; do echo $x$x$x$x > $x; done";
 	static const char damage_sh[] = "mv a b && echo SAVE > b && mv c n && echo SAVE > n &&"
 					" mv d e && rm e && mv f g && echo more >> g";
-	SAME(kill_everywhere(setup_sh, damage_sh, true, true), "");
-	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, true), "");
+	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, REDO), "");
 }
 END_TEST
 
@@ -1271,8 +1274,7 @@ START_TEST(test_undo_killed_in_a_path_changed_twice)
 					" echo made > m && rm m && ln -s x s && rm s &&"
 					" echo made > n && mv n n2 && echo more >> c && mv c e/c &&"
 					" echo SAVE > d && mv d d2";
-	SAME(kill_everywhere(setup_sh, damage_sh, true, true), "");
-	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, true), "");
+	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, REDO), "");
 }
 END_TEST
 
@@ -1287,8 +1289,7 @@ START_TEST(test_undo_killed_where_a_file_and_a_directory_traded_places)
 	static const char setup_sh[] = "echo fff > f && ln -s f l && mkdir d r && echo in > r/x";
 	static const char damage_sh[] = "rm f && mkdir f && echo new > f/x && rm l && mkdir l &&"
 					" rmdir d && echo file > d && mv r r2 && mkdir r";
-	SAME(kill_everywhere(setup_sh, damage_sh, true, true), "");
-	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, true), "");
+	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, REDO), "");
 }
 END_TEST
 
@@ -1306,8 +1307,7 @@ START_TEST(test_undo_killed_in_a_renamed_directory)
 	static const char setup_sh[] = "mkdir d e && echo f > d/f && echo k > d/k && echo k > e/k";
 	static const char damage_sh[] = "mv d d2 && rm d2/f && echo more >> d2/k &&"
 					" echo more >> e/k && mv e e2";
-	SAME(kill_everywhere(setup_sh, damage_sh, true, true), "");
-	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, true), "");
+	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, REDO), "");
 }
 END_TEST
 
@@ -1325,8 +1325,7 @@ START_TEST(test_undo_killed_in_a_directory_renamed_over_another)
 				       " echo a > d/b/a && echo c > d/b/c";
 	static const char damage_sh[] = "mv -T d/a d/e && rm d/e/x && mv d/b d/f && : > d/b &&"
 					" rm d/f/a";
-	SAME(kill_everywhere(setup_sh, damage_sh, true, true), "");
-	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, true), "");
+	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, REDO), "");
 }
 END_TEST
 
@@ -1340,8 +1339,7 @@ START_TEST(test_undo_killed_in_a_directory_made_where_one_was_renamed_away)
 {
 	static const char setup_sh[] = "mkdir -p d/x && echo y > d/y";
 	static const char damage_sh[] = "mv d e && mkdir d && mkdir d/x && echo z > d/x/z";
-	SAME(kill_everywhere(setup_sh, damage_sh, true, true), "");
-	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, true), "");
+	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, REDO), "");
 }
 END_TEST
 
@@ -1383,8 +1381,7 @@ START_TEST(test_undo_killed_in_an_exchanged_directory)
 							     " rm f/s && echo more >> d/e/b &&"
 							     " chmod 700 f/sub";
 
-	SAME(kill_everywhere(setup_sh, damage_sh, true, true), "");
-	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, true), "");
+	SAME(kill_everywhere_as(setup_sh, damage_sh, true, true, REDO), "");
 }
 END_TEST
 
@@ -1948,14 +1945,16 @@ Suite *suite_view_undo(void)
 	tcase_set_timeout(crash, 240);
 	tcase_add_test(crash, test_undo_killed_midway);
 	tcase_add_test(crash, test_undo_killed_in_a_rename_over);
-	tcase_add_test(crash, test_undo_killed_in_a_rename_back_over);
-	tcase_add_test(crash, test_undo_killed_in_a_save_over_a_renamed_name);
-	tcase_add_test(crash, test_undo_killed_in_a_path_changed_twice);
-	tcase_add_test(crash, test_undo_killed_where_a_file_and_a_directory_traded_places);
-	tcase_add_test(crash, test_undo_killed_in_a_renamed_directory);
-	tcase_add_test(crash, test_undo_killed_in_a_directory_renamed_over_another);
-	tcase_add_test(crash, test_undo_killed_in_a_directory_made_where_one_was_renamed_away);
-	tcase_add_test(crash, test_undo_killed_in_an_exchanged_directory);
+	tcase_add_loop_test(crash, test_undo_killed_in_a_rename_back_over, 0, 2);
+	tcase_add_loop_test(crash, test_undo_killed_in_a_save_over_a_renamed_name, 0, 2);
+	tcase_add_loop_test(crash, test_undo_killed_in_a_path_changed_twice, 0, 2);
+	tcase_add_loop_test(crash, test_undo_killed_where_a_file_and_a_directory_traded_places, 0,
+			    2);
+	tcase_add_loop_test(crash, test_undo_killed_in_a_renamed_directory, 0, 2);
+	tcase_add_loop_test(crash, test_undo_killed_in_a_directory_renamed_over_another, 0, 2);
+	tcase_add_loop_test(crash, test_undo_killed_in_a_directory_made_where_one_was_renamed_away,
+			    0, 2);
+	tcase_add_loop_test(crash, test_undo_killed_in_an_exchanged_directory, 0, 2);
 	tcase_add_test(crash, test_undo_killed_in_a_rename_back_of_a_name_made_and_removed);
 	tcase_add_test(crash, test_undo_killed_at_every_change);
 	tcase_add_test(crash, test_undo_killed_in_a_log_write);
