@@ -41,6 +41,7 @@ static const struct {
 	{ "view_snapshot", suite_view_snapshot },
 	{ "view_runs", suite_view_runs },
 	{ "view_undo", suite_view_undo },
+	{ "view_undo_crash", suite_view_undo_crash },
 	{ "view_differential", suite_view_differential },
 	{ "view_faults", suite_view_faults },
 	{ "view_escape", suite_view_escape },

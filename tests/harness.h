@@ -122,6 +122,7 @@ Suite *suite_view_quota(void);
 Suite *suite_view_snapshot(void);
 Suite *suite_view_runs(void);
 Suite *suite_view_undo(void);
+Suite *suite_view_undo_crash(void);
 Suite *suite_view_broker(void);
 Suite *suite_mcp_protocol(void);
 Suite *suite_cli(void);

@@ -1882,7 +1882,6 @@ Suite *suite_view_undo(void)
 {
 	Suite *s = suite_create("view_undo");
 	TCase *tc = tcase_create("undo");
-	TCase *crash = tcase_create("crash");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
@@ -1938,6 +1937,28 @@ Suite *suite_view_undo(void)
 	tcase_add_test(exact, test_undo_redo_of_a_link_to_a_name_no_event_names);
 	tcase_add_test(exact, test_undo_redo_of_a_link_whose_source_the_undo_puts_back_after);
 	suite_add_tcase(s, exact);
+	TCase *restore = tcase_create("restore");
+	tcase_add_checked_fixture(restore, setup, teardown);
+	tcase_set_timeout(restore, 120);
+	tcase_add_test(restore, test_restore_before_a_run);
+	tcase_add_test(restore, test_restore_goes_past_undone_runs);
+	tcase_add_test(restore, test_restore_at_a_time);
+	tcase_add_test(restore, test_undo_of_a_run_within_which_a_restore_ran);
+	tcase_add_test(restore, test_restore_at_refuses_what_a_run_kept_once);
+	tcase_add_test(restore, test_restore_refuses_what_nothing_kept);
+	tcase_add_test(restore, test_restore_dry_run_and_errors);
+	tcase_add_test(restore, test_log_lists_the_versions_of_a_path);
+	suite_add_tcase(s, restore);
+	return s;
+}
+
+/* The kill sweeps, a suite of their own: the longest of make check, they
+ * run beside the rest (tests/run-tests). */
+Suite *suite_view_undo_crash(void)
+{
+	Suite *s = suite_create("view_undo_crash");
+	TCase *crash = tcase_create("crash");
+
 	tcase_add_checked_fixture(crash, setup, teardown);
 	/* The kills test the steps on the files, not the store: not again
 	 * on PostgreSQL (run-tests leaves "engine-neutral" out there). */
@@ -1960,17 +1981,5 @@ Suite *suite_view_undo(void)
 	tcase_add_test(crash, test_undo_killed_in_a_log_write);
 
 	suite_add_tcase(s, crash);
-	TCase *restore = tcase_create("restore");
-	tcase_add_checked_fixture(restore, setup, teardown);
-	tcase_set_timeout(restore, 120);
-	tcase_add_test(restore, test_restore_before_a_run);
-	tcase_add_test(restore, test_restore_goes_past_undone_runs);
-	tcase_add_test(restore, test_restore_at_a_time);
-	tcase_add_test(restore, test_undo_of_a_run_within_which_a_restore_ran);
-	tcase_add_test(restore, test_restore_at_refuses_what_a_run_kept_once);
-	tcase_add_test(restore, test_restore_refuses_what_nothing_kept);
-	tcase_add_test(restore, test_restore_dry_run_and_errors);
-	tcase_add_test(restore, test_log_lists_the_versions_of_a_path);
-	suite_add_tcase(s, restore);
 	return s;
 }
