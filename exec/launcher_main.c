@@ -14,10 +14,12 @@
  * environment given, its working directory), reaps whatever ends until
  * the command's first process has exited, kills every other process of
  * the namespace and reaps them all, sends the status, puts the writable
- * trees back as they were recorded and removes every System V IPC
- * object, and says it is ready. It exits when the broker closes the
- * socket; any failure of its own ends it, and with it the sandbox, so
- * nothing of a command can outlive it into the next.
+ * trees back as they were recorded, removes every System V IPC object,
+ * checks that no command changed what its children inherit from it
+ * (rlimits, scheduling, affinity, I/O priority), and says it is ready.
+ * It exits when the broker closes the socket; any failure of its own
+ * ends it, and with it the sandbox, so nothing of a command can outlive
+ * it into the next.
  *
  * No code of the broker is linked in: it is small, and runs with libc
  * alone.
@@ -27,6 +29,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -299,6 +302,55 @@ static void remove_ipc(void)
 	}
 }
 
+/* ---- what its children inherit ---------------------------------------- */
+
+/* sched_getattr(2)'s structure, the fields of its first two versions. */
+struct sched_attrs {
+	uint32_t size, policy;
+	uint64_t flags;
+	int32_t nice;
+	uint32_t priority;
+	uint64_t runtime, deadline, period;
+	uint32_t util_min, util_max;
+};
+
+/* What a process of the same uid can change of another without tracing
+ * it (prlimit, setpriority, sched_setattr, sched_setaffinity,
+ * ioprio_set), and every process the launcher forks inherits. */
+struct inherited {
+	struct rlimit limits[RLIM_NLIMITS];
+	struct sched_attrs sched;
+	cpu_set_t cpus;
+	int ioprio;
+};
+
+static struct inherited as_started;
+
+static void read_inherited(struct inherited *a)
+{
+	memset(a, 0, sizeof(*a));
+	for (int i = 0; i < RLIM_NLIMITS; i++)
+		if (getrlimit(i, &a->limits[i]) < 0)
+			die();
+	if (syscall(SYS_sched_getattr, 0, &a->sched, sizeof(a->sched), 0) < 0 ||
+	    sched_getaffinity(0, sizeof(a->cpus), &a->cpus) < 0 ||
+	    (a->ioprio = (int)syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0)) < 0)
+		die();
+}
+
+/* A command changed them (prlimit --pid 1, renice -p 1...): the next
+ * would inherit what it left, and some of it (a lowered hard limit)
+ * cannot be put back without a capability. The launcher ends, and its
+ * sandbox with it. */
+static void check_inherited(void)
+{
+	struct inherited now;
+
+	read_inherited(&now);
+	if (memcmp(&now, &as_started, sizeof(now)))
+		die();
+}
+
 /* ---- one command ----------------------------------------------------- */
 
 static bool send_byte(char what, const void *data, size_t len)
@@ -429,6 +481,7 @@ static void run_one(int req, int out, int err)
 		die();
 	restore_all();
 	remove_ipc();
+	check_inherited();
 	if (!send_byte(LAUNCHER_READY, NULL, 0))
 		die();
 }
@@ -452,6 +505,7 @@ int main(void)
 	    setrlimit(RLIMIT_MSGQUEUE, &zero) < 0 || chdir("/") < 0)
 		die();
 	record_all();
+	read_inherited(&as_started);
 	if (!send_byte(LAUNCHER_READY, NULL, 0))
 		die();
 	for (;;) {

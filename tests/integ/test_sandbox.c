@@ -838,6 +838,29 @@ START_TEST(test_sandbox_the_launcher_is_out_of_reach)
 }
 END_TEST
 
+/* What a process of the sandbox's uid can change of the launcher without
+ * tracing it, and its children would inherit: its rlimits (a hard limit
+ * lowered cannot be raised again), its nice value, scheduling policy,
+ * CPU affinity and I/O priority. The next one-off starts with them as
+ * the first did: the launcher that was changed ends. */
+START_TEST(test_sandbox_a_one_off_cannot_change_what_the_next_inherits)
+{
+	static const char inherited[] = "ulimit -Hn; ulimit -n; ulimit -f; ulimit -u; nice;"
+					" chrt -p $$ | cut -d: -f2; taskset -p $$ | cut -d: -f2;"
+					" ionice -p $$";
+
+	run_ok("t1", "true");
+	wait_for_log("launcher alice/t1: started", 1);
+	char *clean = run_ok("t1", inherited);
+	run_ok("t1", "prlimit --pid 1 --nofile=64:64 --fsize=4096 --nproc=5 >/dev/null 2>&1;"
+		     " renice -n 19 -p 1 >/dev/null 2>&1; chrt -i -p 0 1 >/dev/null 2>&1;"
+		     " taskset -p 1 1 >/dev/null 2>&1; ionice -c 3 -p 1 >/dev/null 2>&1; true");
+	SAME(run_ok("t1", inherited), clean);
+	/* The attack took: the launcher it reached ended. */
+	wait_for_log("): it exited; ended", 1);
+}
+END_TEST
+
 Suite *suite_sandbox(void)
 {
 	Suite *s = suite_create("sandbox");
@@ -875,6 +898,7 @@ Suite *suite_sandbox(void)
 	tcase_add_test(tc, test_sandbox_failed_start_says_why);
 	tcase_add_test(tc, test_sandbox_one_offs_share_nothing_through_the_launcher);
 	tcase_add_test(tc, test_sandbox_the_launcher_is_out_of_reach);
+	tcase_add_test(tc, test_sandbox_a_one_off_cannot_change_what_the_next_inherits);
 	suite_add_tcase(s, tc);
 	return s;
 }
