@@ -70,7 +70,7 @@ RUN_SRC    := run/overlay_review.c run/overlay_apply.c run/lookup.c run/runlog.c
 EXEC_SRC   := exec/env.c exec/output.c exec/runner.c exec/sandbox.c \
               exec/provider.c exec/session.c exec/request.c exec/identity.c exec/launch.c \
               exec/filter.c exec/cgroup.c exec/start.c exec/hostpath.c exec/guard.c \
-              exec/watch.c
+              exec/watch.c exec/launcher.c exec/spawner.c
 # sbx serve's HTTP server, below the services it serves (mcp/, aio/).
 HTTP_SRC   := http/server.c
 # The reference's sandbox and provisioner APIs (docs/aio.md): services of
@@ -105,7 +105,7 @@ obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
 STORE_LIB  := $(OBJ)/store/libsbxstore.a
 RUN_LIB    := $(OBJ)/run/libsbxrun.a
 
-all: $(BIN)/sbxfs $(BIN)/sbx
+all: $(BIN)/sbxfs $(BIN)/sbx $(BIN)/sbx-launcher
 
 # A library pkg-config cannot find stops the build with its name, not
 # with a compiler error about a missing header.
@@ -145,6 +145,13 @@ $(BIN)/sbxfs: $(call obj,fs/main.c $(FS_SRC) $(COMMON_SRC)) $(STORE_LIB)
 $(BIN)/sbx: $(call obj,$(CLI_SRC) $(MCP_SRC) $(AIO_SRC) $(HTTP_SRC) $(BROKER_SRC) $(EXEC_SRC) $(TOOL_SRC) $(COMMON_SRC)) $(RUN_LIB) $(STORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(STORE_LIBS) $(CRYPTO_LIBS) $(JSON_LIBS) $(INIH_LIBS) $(SECCOMP_LIBS) $(PCRE_LIBS) $(MHD_LIBS) -lpthread
+
+# The one-off launcher runs inside sandboxes (exec/launcher.h): libc
+# alone, and never a sanitizer's runtime, which the seccomp filter and
+# the namespace's init duties do not suit.
+$(BIN)/sbx-launcher: exec/launcher_main.c exec/launcher_proto.h
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -I. -o $@ exec/launcher_main.c
 
 $(OBJ)/tests/check_sbxfs: $(call obj,$(TEST_SRC) $(FS_SRC) $(COMMON_SRC) $(EXEC_SRC) $(TOOL_SRC)) $(RUN_LIB) $(STORE_LIB)
 	@mkdir -p $(dir $@)
@@ -232,7 +239,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MOUNT_HELPER_DIR) \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8 \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system
-	install -m 755 $(BIN)/sbxfs $(BIN)/sbx $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BIN)/sbxfs $(BIN)/sbx $(BIN)/sbx-launcher $(DESTDIR)$(PREFIX)/bin/
 	sed 's|^sbxfs=\$${SBXFS:-}$$|sbxfs=$${SBXFS:-$(PREFIX)/bin/sbxfs}|' mount-helpers/mount.sbxfs \
 		> $(DESTDIR)$(MOUNT_HELPER_DIR)/mount.sbxfs
 	chmod 755 $(DESTDIR)$(MOUNT_HELPER_DIR)/mount.sbxfs

@@ -438,6 +438,16 @@ static int set_broker(struct parse *p, const char *key, const char *v)
 		return set_number(p, key, v, "", 100000, &c->max_shell_sessions_total);
 	if (!strcmp(key, "bash_max_sessions"))
 		return set_number(p, key, v, "", 10000, &c->bash_max_sessions);
+	if (!strcmp(key, "one_off")) {
+		if (!strcasecmp(v, "launcher"))
+			c->one_off_fresh = false;
+		else if (!strcasecmp(v, "fresh"))
+			c->one_off_fresh = true;
+		else
+			return fail(p, -EINVAL, "one_off must be launcher or fresh, not '%s'",
+				    Q(v));
+		return 0;
+	}
 	if (!strcmp(key, "bwrap")) {
 		if (v[0] != '/')
 			return fail(p, -EINVAL, "bwrap must be an absolute path, not '%s'", Q(v));

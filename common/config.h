@@ -22,6 +22,9 @@
  *                                + 1 (raised to it when not set)
  *   max_shell_sessions_total = 1000  persistent shells in all (host ceiling)
  *   bash_max_sessions = 50       one-off commands at once, per sandbox
+ *   one_off = launcher           launcher: one-offs of a sandbox are started
+ *                                by a launcher resident in a sandbox of
+ *                                their own; fresh: a new sandbox each
  *   bwrap = /usr/bin/bwrap       bubblewrap (default: found on /usr/bin:/bin)
  *   sandbox_uid_base = 2000000000  a root broker runs each sandbox as its
  *   sandbox_uid_count = 65536      own host uid (and gid) from this range
@@ -130,6 +133,7 @@ struct config {
 	unsigned max_shell_sessions;	   /* per sandbox, >= max_running + 1 */
 	unsigned max_shell_sessions_total; /* >= 1 */
 	unsigned bash_max_sessions;	   /* >= 1 */
+	bool one_off_fresh;		   /* one_off = fresh: no launcher */
 	char *bwrap;			   /* absolute; NULL: found at start */
 	uid_t sandbox_uid_base;		   /* >= 1 */
 	unsigned sandbox_uid_count;	   /* >= 1, base + count <= 2^31 */

@@ -7,6 +7,7 @@
 #include "cgroup.h"
 #include "fdpass.h"
 #include "identity.h"
+#include "launcher.h"
 #include "provider.h"
 #include "sandbox.h"
 #include "session.h"
@@ -16,6 +17,7 @@
 #include "common/config.h"
 #include "common/home.h"
 #include "common/log.h"
+#include "common/spawn.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -298,10 +300,17 @@ static void stop_signals(sigset_t *mask)
 }
 
 /* Whether USER's THREAD has shell sessions: they bind its view, which
- * is then not idle (provider_tick). */
-static bool has_sessions(void *pool, const char *user, const char *thread)
+ * is then not idle (provider_tick). Its one-off launchers bind it too,
+ * but are only kept for speed: they end with it. */
+static bool has_sessions(void *arg, const char *user, const char *thread)
 {
-	return sessions_of(pool, user, thread) > 0;
+	struct broker *b = arg;
+
+	if (sessions_of(b->sessions, user, thread) > 0)
+		return true;
+	if (b->launchers)
+		launchers_end(b->launchers, user, thread);
+	return false;
 }
 
 /* Whether B has had no client for its exit_idle_s (IDLE_SINCE_MS: when
@@ -344,7 +353,7 @@ static int serve_loop(struct broker *b, int lfd)
 		}
 		if (p[0].revents)
 			accept_client(b, lfd);
-		provider_tick(b->provider, has_sessions, b->sessions);
+		provider_tick(b->provider, has_sessions, b);
 		sessions_tick(b->sessions);
 		cgroups_tick(b->limits);
 		if (idle_too_long(b, &idle_since_ms)) {
@@ -498,6 +507,13 @@ static int broker_setup(struct broker *b)
 	b->sessions = b->limits ? sessions_new(b->config.max_shell_sessions,
 					       b->config.max_shell_sessions_total, b->limits)
 				: NULL;
+	if (b->sandbox && !b->config.one_off_fresh && b->config.isolation == ISOLATION_NAMESPACE) {
+		char program[PATH_MAX], err[PATH_MAX + 64];
+		sibling_program("sbx-launcher", program, sizeof(program));
+		b->launchers = launchers_new(program, err, sizeof(err));
+		if (!b->launchers)
+			log_warn("one-off commands get a fresh sandbox each: %s", err);
+	}
 	return b->provider && b->sessions ? 0 : -ENOMEM;
 }
 
@@ -505,6 +521,7 @@ static int broker_setup(struct broker *b)
 static void broker_teardown(struct broker *b)
 {
 	sessions_free(b->sessions); /* their shells use the views */
+	launchers_free(b->launchers);
 	provider_free(b->provider);
 	cgroups_free(b->limits);
 	sandbox_free(b->sandbox);

@@ -33,8 +33,9 @@ struct broker {
 	struct config config;
 	struct provider *provider;
 	struct session_pool *sessions;
-	struct sandbox *sandbox; /* NULL: namespace mode cannot start */
-	char sandbox_err[512];	 /* ... and why */
+	struct launcher_pool *launchers; /* NULL: one-offs in fresh sandboxes */
+	struct sandbox *sandbox;	 /* NULL: namespace mode cannot start */
+	char sandbox_err[512];		 /* ... and why */
 	struct cgroups *limits;
 	/* Written once the broker stops (a shutdown request, a signal),
 	 * never read: stop[0] stays readable for every waiter to poll. */

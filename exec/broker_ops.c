@@ -4,6 +4,7 @@
 #include "env.h"
 #include "guard.h"
 #include "hostpath.h"
+#include "launcher.h"
 #include "output.h"
 #include "provider.h"
 #include "request.h"
@@ -817,6 +818,8 @@ struct exec_job {
 	const struct request *q;
 	bool host;				  /* host mode: asked for, or isolation = host */
 	bool in_session;			  /* in its scope's shell, else a one-off command */
+	bool launched;				  /* run by a launcher of its sandbox */
+	bool want_launcher;			  /* ran afresh: a launcher is to be started */
 	unsigned timeout;			  /* seconds */
 	const char *names[CONFIG_MAX_MOUNTS + 1]; /* the extra mounts', NULL-ended */
 	char *command;				  /* the identity prefix, then Q's (malloc'd) */
@@ -1021,7 +1024,12 @@ static int exec_run(struct exec_job *j, struct stream_ctx *out, struct run_resul
 		r = j->host && !cmd ? -ENOMEM
 				    : session_run(b->sessions, &sp, j->host ? cmd : j->command,
 						  &spec, res, j->err, sizeof(j->err));
+	} else if (!j->host && b->launchers &&
+		   (r = launcher_run(b->launchers, &ss, &spec, res)) != -EAGAIN) {
+		j->launched = true;
 	} else {
+		/* The sandbox's first one-off, or every launcher busy. */
+		j->want_launcher = !j->host && b->launchers;
 		r = run_one_off(&ss, &spec, res, j->err, sizeof(j->err));
 	}
 	if (r == 0 && res->start_failed) {
@@ -1063,7 +1071,11 @@ static void exec_reply(struct exec_job *j, int r, struct run_result *res,
 		exec_refuse(j, r);
 		return;
 	}
-	log_info("exec %s/%s%s: exit %d%s", q->user, q->thread, j->host ? " (host)" : "", res->code,
+	log_info("exec %s/%s%s: exit %d%s", q->user, q->thread,
+		 j->host       ? " (host)"
+		 : j->launched ? " (launcher)"
+			       : "",
+		 res->code,
 		 res->timed_out		       ? " (timed out)"
 		 : res->idle_timed_out	       ? " (no output for too long)"
 		 : res->shell_ended	       ? " (its shell ended)"
@@ -1095,9 +1107,24 @@ static void op_exec(struct client *c, const struct request *q)
 			       : NULL,
 	};
 	int r = exec_run(&j, &out, &res);
-	exec_leave(&j);
+	bool add = j.want_launcher && r == 0 && !run_cut_short(&res);
+	if (!add)
+		exec_leave(&j);
 	stream_flush(&out);
 	exec_reply(&j, r, &res, out.mask);
+	if (add) {
+		/* Once the client has its reply, and before the view may go
+		 * idle: a launcher for the sandbox's next one-off. */
+		struct start_spec ss;
+		char why[PATH_MAX + 512];
+		int a = exec_start(&j, &ss) < 0
+				? -ENOMEM
+				: launcher_add(c->b->launchers, &ss, why, sizeof(why));
+		if (a < 0)
+			log_warn("launcher %s/%s: %s", q->user, q->thread,
+				 a == -ENOMEM ? "out of memory" : why);
+		exec_leave(&j);
+	}
 }
 
 /* Says in the log why J's shell was not started with its view (the

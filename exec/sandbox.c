@@ -404,6 +404,10 @@ static char **bwrap_options(const struct sandbox *s, const struct sandbox_cmd *c
 		add(&a, fixed[i]);
 	if (!c->network)
 		add(&a, "--unshare-net");
+	/* No reaper of bwrap's: the launcher is the namespace's init, which
+	 * no process of the namespace may signal, and whose end ends it. */
+	if (c->program)
+		add(&a, "--as-pid-1");
 	for (size_t i = 0; i < s->nsys; i++)
 		if (*s->sys[i].target)
 			add3(&a, "--symlink", s->sys[i].target, s->sys[i].path);
@@ -515,7 +519,10 @@ int sandbox_prepare(const struct sandbox *s, const struct sandbox_cmd *c, struct
 	add(&a, s->bwrap);
 	add2(&a, "--args", "3");
 	add(&a, "--");
-	add_shell(&a, c->command);
+	if (c->program)
+		add(&a, c->program);
+	else
+		add_shell(&a, c->command);
 	st->argv = done(&a);
 	if (!opts || !st->argv) {
 		sandbox_argv_free(opts);

@@ -73,6 +73,10 @@ struct sandbox_cmd {
 	const struct identity *id; /* whom it runs as */
 	char *const *env;	   /* its environment, "K=V", NULL-ended */
 	const char *cwd;	   /* its working directory inside; NULL: SANDBOX_CWD */
+	const char *program;	   /* NULL: the shell; else this program, without
+					 * arguments, as the first process of the
+					 * sandbox's PID namespace (--as-pid-1):
+					 * the one-off launcher (launcher.h) */
 };
 
 /* Where a command starts unless told: the view's workspace. */

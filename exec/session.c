@@ -1,6 +1,7 @@
 /* session.c - see session.h. */
 #include "session.h"
 #include "env.h"
+#include "spawner.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -35,64 +36,16 @@ struct session {
 	uint64_t last_used; /* the pool's use counter then (0: never) */
 };
 
-/* A shell to start. The fork happens on the pool's own thread: bwrap's
- * --die-with-parent (PR_SET_PDEATHSIG) fires when the forking *thread*
- * ends, and a connection's thread ends with its client, while a session
- * must outlive it. */
-struct spawn {
-	const struct start *start;
-	int in, out, err; /* the child's ends */
-	pid_t pid;	  /* result: > 0, or -errno */
-	bool done;
-};
-
 struct session_pool {
 	pthread_mutex_t lock;
 	struct session *list;
 	unsigned max, total_max, count; /* per sandbox, in all; alive */
 	uint64_t uses;			/* orders last_used */
-	pthread_t spawner;
-	pthread_cond_t wake, spawned;
-	pthread_cond_t put_back; /* a session's users fell to 0 */
-	struct spawn *request;	 /* for the spawner, under lock */
-	bool stopping;
+	/* Shells are forked there: they outlive the connection's thread. */
+	struct spawner *spawner;
+	pthread_cond_t put_back;      /* a session's users fell to 0 */
 	const struct cgroups *limits; /* for notices */
 };
-
-static void *spawner_main(void *arg)
-{
-	struct session_pool *p = arg;
-
-	pthread_mutex_lock(&p->lock);
-	while (!p->stopping) {
-		if (!p->request) {
-			pthread_cond_wait(&p->wake, &p->lock);
-			continue;
-		}
-		struct spawn *sp = p->request;
-		sp->pid = launch_spawn(sp->start->argv, sp->start->envp, sp->start->cwd, sp->in,
-				       sp->out, sp->err, sp->start->launch);
-		p->request->done = true;
-		p->request = NULL;
-		pthread_cond_broadcast(&p->spawned);
-	}
-	pthread_mutex_unlock(&p->lock);
-	return NULL;
-}
-
-/* Forks SP's shell on the spawner thread. */
-static pid_t spawn_shell(struct session_pool *p, struct spawn *sp)
-{
-	pthread_mutex_lock(&p->lock);
-	while (p->request && !p->stopping)
-		pthread_cond_wait(&p->spawned, &p->lock);
-	p->request = sp;
-	pthread_cond_signal(&p->wake);
-	while (!sp->done)
-		pthread_cond_wait(&p->spawned, &p->lock);
-	pthread_mutex_unlock(&p->lock);
-	return sp->pid;
-}
 
 struct session_pool *sessions_new(unsigned per_sandbox, unsigned total,
 				  const struct cgroups *limits)
@@ -101,18 +54,15 @@ struct session_pool *sessions_new(unsigned per_sandbox, unsigned total,
 
 	if (!p)
 		return NULL;
+	if (!(p->spawner = spawner_new())) {
+		free(p);
+		return NULL;
+	}
 	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->wake, NULL);
-	pthread_cond_init(&p->spawned, NULL);
 	pthread_cond_init(&p->put_back, NULL);
 	p->max = per_sandbox;
 	p->total_max = total;
 	p->limits = limits;
-	if (pthread_create(&p->spawner, NULL, spawner_main, p) != 0) {
-		pthread_mutex_destroy(&p->lock);
-		free(p);
-		return NULL;
-	}
 	return p;
 }
 
@@ -150,19 +100,13 @@ void sessions_free(struct session_pool *p)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->lock);
-	p->stopping = true;
-	pthread_cond_signal(&p->wake);
-	pthread_mutex_unlock(&p->lock);
-	pthread_join(p->spawner, NULL);
+	spawner_free(p->spawner);
 	while (p->list) {
 		struct session *s = p->list;
 		p->list = s->next;
 		session_free(s);
 	}
 	pthread_mutex_destroy(&p->lock);
-	pthread_cond_destroy(&p->wake);
-	pthread_cond_destroy(&p->spawned);
 	pthread_cond_destroy(&p->put_back);
 	free(p);
 }
@@ -241,8 +185,7 @@ static int shell_fork(struct session_pool *pool, const struct session_spec *spec
 	}
 	if (!ss.host)
 		sh->st.sb.launch.hold = hold;
-	struct spawn sp = { &sh->st, in[0], out[1], err[1], 0, false };
-	sh->pid = spawn_shell(pool, &sp);
+	sh->pid = spawner_spawn(pool->spawner, &sh->st, in[0], out[1], err[1]);
 	start_spawned(&sh->st);
 	close(in[0]);
 	close(out[1]);

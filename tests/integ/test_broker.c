@@ -86,10 +86,12 @@ START_TEST(test_broker_exec_in_the_namespace_sandbox)
 	SAME(read_file(fmt_cmd("%s/users/alice/threads/t1/user-data/workspace/x", H)), "hi");
 	/* The host is not there: no home, its own PIDs, no network,
 	 * skills read-only. */
-	SAME(sbx_exec(&st, "-- 'test -e /root || echo no-root; cat /proc/1/comm;"
+	/* (PID 1: bubblewrap's, or the one-off launcher, exec/launcher.h.) */
+	SAME(sbx_exec(&st, "-- 'test -e /root || echo no-root;"
+			   " grep -qxE \"bwrap|sbx-launcher\" /proc/1/comm && echo own-pids;"
 			   " tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d \\  ;"
 			   " touch /mnt/skills/x 2>/dev/null || echo ro'"),
-	     "no-root\nbwrap\nlo\nro\n");
+	     "no-root\nown-pids\nlo\nro\n");
 	/* Our own exit is the command's: 128+N for a signal. */
 	sbx_exec(&st, "-- 'kill -9 $$'");
 	ck_assert_int_eq(st, 128 + 9);
@@ -1848,6 +1850,71 @@ START_TEST(test_broker_extra_mounts_and_network)
 }
 END_TEST
 
+/* One-off commands after a sandbox's first run in its launcher
+ * (exec/launcher.h), which gives each exactly what a fresh sandbox
+ * would: the same environment and working directory, its exit status
+ * or signal, a timeout that kills its whole tree; and the broker's log
+ * says the launcher ran it. */
+START_TEST(test_broker_one_offs_run_in_a_launcher)
+{
+	const char *log = fmt_cmd("%s/run/broker.log", H);
+	const char *env = "'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\","
+			  "\"cwd\":\"/mnt/user-data\",\"env\":{\"A\":\"1\",\"PWD\":\"/x\"},"
+			  "\"command\":\"tr \\\"\\\\0\\\" \\\"\\\\n\\\" < /proc/$$/environ"
+			  " | grep -v ^LC_ | sort; pwd\"}'";
+	int st;
+
+	/* The first: a fresh sandbox, and its launcher started after. */
+	char *fresh = field(raw(env), "d[\"output\"]");
+	wait_for_text(log, "launcher alice/t1: started");
+	ck_assert(!strstr(read_file(log), "(launcher)"));
+	char *launched = field(raw(env), "d[\"output\"]");
+	SAME(launched, fresh);
+	ck_assert_msg(strstr(fresh, "A=1\n") && strstr(fresh, "PWD=/mnt/user-data\n"), "%s", fresh);
+	ck_assert_msg(strstr(read_file(log), "exec alice/t1 (launcher): exit 0"), "%s",
+		      read_file(log));
+	/* Its status, a signal's, its output and stderr. */
+	SAME(sbx_exec(&st, "-- 'echo out; echo err >&2; exit 7'"), "out\nerr\n");
+	ck_assert_int_eq(st, 7);
+	sbx_exec(&st, "-- 'kill -TERM $$'");
+	ck_assert_int_eq(st, 128 + 15);
+	/* A timeout kills the whole tree (and the launcher with its
+	 * sandbox: the next one-off runs afresh, and starts another). */
+	char *out = sbx_exec(&st, "--timeout 1 -- 'sleep 300 & setsid sleep 301 & sleep 302;"
+				  " echo never'");
+	ck_assert_int_eq(st, 124);
+	ck_assert_msg(!strstr(out, "never"), "%s", out);
+	ASSERT_GONE("sleep 30[012]");
+	int before = atoi(OUT("grep -c 'launcher alice/t1: started' '%s'", log));
+	SAME(sbx_exec(&st, "-- 'echo again'"), "again\n");
+	wait_for_lines(log, "launcher alice/t1: started", before + 1);
+	/* Background jobs do not hold it, and do not outlive it. */
+	SAME(sbx_exec(&st, "--timeout 5 -- 'sleep 303 >/dev/null 2>&1 & echo started'"),
+	     "started\n");
+	ck_assert_int_eq(st, 0);
+	ASSERT_GONE("sleep 30[3]");
+	SAME(sbx_exec(&st, "-- 'pgrep sleep || echo none'"), "none\n");
+	ck_assert_int_ge(atoi(OUT("grep -c 'exec alice/t1 (launcher)' '%s'", log)), 5);
+}
+END_TEST
+
+/* one_off = fresh: every one-off gets a sandbox of its own, as before. */
+START_TEST(test_broker_one_off_fresh_is_a_choice)
+{
+	const char *log;
+	int st;
+
+	teardown();
+	start("[broker]\none_off = fresh\n");
+	log = fmt_cmd("%s/run/broker.log", H);
+	for (int i = 0; i < 3; i++) {
+		SAME(sbx_exec(&st, "-- 'cat /proc/1/comm'"), "bwrap\n");
+		ck_assert_int_eq(st, 0);
+	}
+	ck_assert(!strstr(read_file(log), "launcher"));
+}
+END_TEST
+
 Suite *suite_view_broker(void)
 {
 	Suite *s = suite_create("view_broker");
@@ -1896,6 +1963,8 @@ Suite *suite_view_broker(void)
 	tcase_add_test(tc, test_broker_shutdown_answers_every_request);
 	tcase_add_test(tc, test_broker_a_client_that_stops_reading);
 	tcase_add_test(tc, test_broker_extra_mounts_and_network);
+	tcase_add_test(tc, test_broker_one_offs_run_in_a_launcher);
+	tcase_add_test(tc, test_broker_one_off_fresh_is_a_choice);
 	suite_add_tcase(s, tc);
 	/* What the AIO API's shell and bash calls need of it. */
 	TCase *aio = tcase_create("aio");

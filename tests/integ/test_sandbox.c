@@ -765,6 +765,102 @@ START_TEST(test_sandbox_missing_bubblewrap_is_named)
 }
 END_TEST
 
+/* Until the broker's log holds N lines with TEXT (at most 30 s). */
+static void wait_for_log(const char *text, int n)
+{
+	OK("for i in $(seq 300); do [ \"$(grep -csF -- '%s' '%s/run/broker.log')\" -ge %d ] &&"
+	   " exit 0; sleep 0.1; done; exit 1",
+	   text, H, n);
+}
+
+/* What a one-off could leave for the next: its processes, the files of
+ * the sandbox's own tmpfs trees (/tmp, /dev, /dev/shm, the root), their
+ * modes and attributes, a symlink replaced, System V IPC objects. */
+#define STATE                                                                            \
+	"pgrep -l sleep || echo no-process; ls -A /tmp /dev/shm; ls -A / /mnt /dev |"    \
+	" tr '\\n' ' '; echo; readlink /dev/ptmx; stat -c '%a %n' / /tmp /dev /dev/shm;" \
+	" ipcs -m -q -s | grep -c '^0x'; python3 -c 'import os;"                         \
+	" print([os.listxattr(p) for p in (\"/tmp\", \"/dev/shm\", \"/\")])'"
+
+/* One-offs of a sandbox after its first run in one launcher, and share
+ * nothing through it: a one-off that leaves a daemon, files, a changed
+ * tree or IPC objects behind finds the next one-off's sandbox as the
+ * first found it; it cannot make a POSIX message queue (none could be
+ * listed to be removed). */
+START_TEST(test_sandbox_one_offs_share_nothing_through_the_launcher)
+{
+	run_ok("t1", "true"); /* the first: a fresh sandbox, then the launcher */
+	wait_for_log("launcher alice/t1: started", 1);
+	char *clean = run_ok("t1", STATE);
+	ck_assert_msg(strstr(clean, "no-process\n"), "%s", clean);
+	run_ok("t1", "sleep 300 & (setsid sleep 301 >/dev/null 2>&1 &);"
+		     " nohup sleep 302 >/dev/null 2>&1 &"
+		     " echo x > /tmp/a; mkdir -p /tmp/d/e /dev/shm/d /mnt/d; touch /x /dev/x;"
+		     " chmod 000 /tmp/d /dev/shm; chmod 700 /tmp; chmod 1777 /;"
+		     " ln -sfn /tmp /dev/ptmx; ipcmk -M 4096 -Q -S 2 >/dev/null;"
+		     " python3 -c 'import os; os.setxattr(\"/tmp\", \"user.left\", b\"1\")' ||"
+		     " true");
+	SAME(run_ok("t1", STATE), clean);
+	SAME(run_ok("t1", "python3 -c 'import ctypes, os; rt = ctypes.CDLL(\"librt.so.1\");"
+			  " print(rt.mq_open(b\"/q\", os.O_CREAT | os.O_RDWR, 0o600, None))'"),
+	     "-1\n");
+	/* Each ran in the launcher. */
+	ck_assert_int_ge(atoi(OUT("grep -c 'exec alice/t1 (launcher)' '%s/run/broker.log'", H)), 4);
+	/* The view's directories moved where the launcher removes what a
+	 * command added: it ends instead, and the view loses nothing. */
+	run_ok("t1", "echo kept > /mnt/user-data/workspace/kept; mv /mnt /mnt2");
+	SAME(run_ok("t1", "cat /mnt/user-data/workspace/kept; test -e /mnt2 || echo no-mnt2"),
+	     "kept\nno-mnt2\n");
+	SAME(read_file(fmt_cmd("%s/kept", workspace("t1"))), "kept\n");
+}
+END_TEST
+
+/* The launcher is out of the one-offs' reach: not traceable, its
+ * descriptors (its socket to the broker) and environment unreadable,
+ * deaf to their signals (the namespace's init), and a one-off has no
+ * descriptor but its own. */
+START_TEST(test_sandbox_the_launcher_is_out_of_reach)
+{
+	run_ok("t1", "true");
+	wait_for_log("launcher alice/t1: started", 1);
+	SAME(run_ok("t1",
+		    "cat /proc/1/comm; ls /proc/1/fd 2>/dev/null || echo no-fds;"
+		    " cat /proc/1/environ 2>/dev/null || echo no-environ;"
+		    " head -c1 /proc/1/mem 2>/dev/null || echo no-mem;"
+		    " python3 -c 'import ctypes; print(ctypes.CDLL(None).ptrace(16, 1, 0, 0))';"
+		    " kill -STOP 1; kill -TERM 1; kill -KILL 1; ls /proc/self/fd | tr '\\n' ' ';"
+		    " echo"),
+	     "sbx-launcher\nno-fds\nno-environ\nno-mem\n-1\n0 1 2 3 \n");
+	SAME(run_ok("t1", "echo alive"), "alive\n");
+	/* The same launcher ran both: one started, no other. */
+	SAME(OUT("grep -c 'launcher alice/t1: started' '%s/run/broker.log'", H), "1\n");
+	ck_assert_int_ge(atoi(OUT("grep -c 'exec alice/t1 (launcher)' '%s/run/broker.log'", H)), 2);
+}
+END_TEST
+
+/* What a process of the sandbox's uid can change of the launcher without
+ * tracing it, and its children would inherit: its rlimits (a hard limit
+ * lowered cannot be raised again), its nice value, scheduling policy,
+ * CPU affinity and I/O priority. The next one-off starts with them as
+ * the first did: the launcher that was changed ends. */
+START_TEST(test_sandbox_a_one_off_cannot_change_what_the_next_inherits)
+{
+	static const char inherited[] = "ulimit -Hn; ulimit -n; ulimit -f; ulimit -u; nice;"
+					" chrt -p $$ | cut -d: -f2; taskset -p $$ | cut -d: -f2;"
+					" ionice -p $$";
+
+	run_ok("t1", "true");
+	wait_for_log("launcher alice/t1: started", 1);
+	char *clean = run_ok("t1", inherited);
+	run_ok("t1", "prlimit --pid 1 --nofile=64:64 --fsize=4096 --nproc=5 >/dev/null 2>&1;"
+		     " renice -n 19 -p 1 >/dev/null 2>&1; chrt -i -p 0 1 >/dev/null 2>&1;"
+		     " taskset -p 1 1 >/dev/null 2>&1; ionice -c 3 -p 1 >/dev/null 2>&1; true");
+	SAME(run_ok("t1", inherited), clean);
+	/* The attack took: the launcher it reached ended. */
+	wait_for_log("): it exited; ended", 1);
+}
+END_TEST
+
 Suite *suite_sandbox(void)
 {
 	Suite *s = suite_create("sandbox");
@@ -800,6 +896,9 @@ Suite *suite_sandbox(void)
 	tcase_add_test(tc, test_sandbox_missing_bubblewrap_is_named);
 	tcase_add_test(tc, test_sandbox_idle_session_bomb_is_ended);
 	tcase_add_test(tc, test_sandbox_failed_start_says_why);
+	tcase_add_test(tc, test_sandbox_one_offs_share_nothing_through_the_launcher);
+	tcase_add_test(tc, test_sandbox_the_launcher_is_out_of_reach);
+	tcase_add_test(tc, test_sandbox_a_one_off_cannot_change_what_the_next_inherits);
 	suite_add_tcase(s, tc);
 	return s;
 }
