@@ -500,22 +500,6 @@ static int send_request(struct launcher *l, int req, int out, int err)
 	return sendmsg(l->ctl, &m, MSG_NOSIGNAL) == 1 ? 0 : -errno;
 }
 
-/* Reads what pipe FD has for STREAM; false at its end. */
-static bool take_output(const struct run_spec *s, struct run_result *r, int fd, int stream)
-{
-	char buf[65536];
-	ssize_t n = read(fd, buf, sizeof(buf));
-
-	if (n < 0)
-		return errno == EINTR || errno == EAGAIN;
-	if (n == 0)
-		return false;
-	capture_add(stream == 1 ? &r->out : &r->err, buf, (size_t)n);
-	if (s->on_output)
-		s->on_output(s->arg, stream, buf, (size_t)n);
-	return true;
-}
-
 /* Runs the command in L: 0 with R filled; false in *KEEP if L is to be
  * ended (the command was cut short, or L failed). -errno if nothing ran
  * (L is to be ended). */
@@ -567,9 +551,9 @@ static int run_in(struct launcher *l, const struct start_spec *ss, const struct 
 		if (poll(p, 6, wait_ms) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents)
-			open_out = take_output(s, r, out[0], 1);
+			open_out = run_take_output(s, r, out[0], 1, false);
 		if (p[1].revents)
-			open_err = take_output(s, r, err[0], 2);
+			open_err = run_take_output(s, r, err[0], 2, false);
 		if (ended) {
 			if (now_ms() >= linger_until)
 				break;
@@ -597,12 +581,7 @@ static int run_in(struct launcher *l, const struct start_spec *ss, const struct 
 		if (cancel || stop || late != RUN_CLOCK_RUNS || event == 2) {
 			run_kill_tree(l->leaf, l->init, l->pid, l->pidfd);
 			ended = true;
-			r->cancelled = cancel;
-			r->stopped = stop && !cancel;
-			bool timeout = !cancel && !stop && event != 2;
-			r->timed_out = timeout && late == RUN_CLOCK_TIMEOUT;
-			r->idle_timed_out = timeout && late == RUN_CLOCK_IDLE;
-			r->killed = hit;
+			run_mark_cut_short(r, cancel, stop, late, hit);
 			linger_until = now_ms() + LINGER_MS;
 		}
 	}
@@ -611,20 +590,9 @@ static int run_in(struct launcher *l, const struct start_spec *ss, const struct 
 	closep(&err[0]);
 	if (gone)
 		status = SIGKILL; /* as a wait status: killed by SIGKILL */
-	bool sigkilled = (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
-			 (WIFEXITED(status) && WEXITSTATUS(status) == 137);
 	if (!run_cut_short(r) && l->leaf)
-		r->killed = cgroup_check_ended(l->leaf, sigkilled);
-	if (r->stopped)
-		r->code = RUN_STOPPED_CODE;
-	else if (r->timed_out || r->idle_timed_out)
-		r->code = 124;
-	else if (r->killed)
-		r->code = 137;
-	else if (WIFEXITED(status))
-		r->code = WEXITSTATUS(status);
-	else
-		r->code = -WTERMSIG(status);
+		r->killed = cgroup_check_ended(l->leaf, run_sigkilled(status));
+	run_set_code(r, status);
 	*keep = !gone && !run_cut_short(r);
 	return 0;
 }

@@ -172,9 +172,7 @@ int run_watch_step(struct run_watch *w, bool ready, enum limit_hit *hit)
 	return 0;
 }
 
-/* Reads what pipe FD has for stream STREAM; returns false at its end.
- * Until the sandbox is set up (STARTED), output is only captured. */
-static bool drain(const struct run_spec *s, struct run_result *r, int fd, int stream, bool started)
+bool run_take_output(const struct run_spec *s, struct run_result *r, int fd, int stream, bool hold)
 {
 	char buf[65536];
 	ssize_t n = read(fd, buf, sizeof(buf));
@@ -184,9 +182,41 @@ static bool drain(const struct run_spec *s, struct run_result *r, int fd, int st
 	if (n == 0)
 		return false;
 	capture_add(stream == 1 ? &r->out : &r->err, buf, (size_t)n);
-	if (s->on_output && started)
+	if (s->on_output && !hold)
 		s->on_output(s->arg, stream, buf, (size_t)n);
 	return true;
+}
+
+void run_mark_cut_short(struct run_result *r, bool cancel, bool stop, enum run_clock_end late,
+			enum limit_hit hit)
+{
+	bool timeout = !cancel && !stop && hit == LIMIT_NONE;
+
+	r->cancelled = cancel;
+	r->stopped = stop && !cancel;
+	r->timed_out = timeout && late == RUN_CLOCK_TIMEOUT;
+	r->idle_timed_out = timeout && late == RUN_CLOCK_IDLE;
+	r->killed = hit;
+}
+
+bool run_sigkilled(int status)
+{
+	return (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+	       (WIFEXITED(status) && WEXITSTATUS(status) == 137);
+}
+
+void run_set_code(struct run_result *r, int status)
+{
+	if (r->stopped)
+		r->code = RUN_STOPPED_CODE;
+	else if (r->timed_out || r->idle_timed_out)
+		r->code = 124;
+	else if (r->killed)
+		r->code = 137;
+	else if (WIFEXITED(status))
+		r->code = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		r->code = -WTERMSIG(status);
 }
 
 /* The sandbox is set up: what was held back goes out. */
@@ -263,9 +293,9 @@ int run_command(const struct run_spec *s, struct run_result *r)
 		if (n < 0 && errno != EINTR)
 			break;
 		if (p[0].revents)
-			open_out = drain(s, r, out[0], 1, w.started);
+			open_out = run_take_output(s, r, out[0], 1, !w.started);
 		if (p[1].revents)
-			open_err = drain(s, r, err[0], 2, w.started);
+			open_err = run_take_output(s, r, err[0], 2, !w.started);
 		now = now_ms();
 		if (exited) {
 			if (now >= linger_until)
@@ -288,12 +318,11 @@ int run_command(const struct run_spec *s, struct run_result *r)
 		/* A limit's kill may end the command before the next look, or
 		 * be what this very look saw (counted as seen: not asked
 		 * again). */
-		bool sigkilled = (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
-				 (WIFEXITED(status) && WEXITSTATUS(status) == 137);
 		if (gone && s->leaf && !r->start_failed &&
 		    (r->killed = hit != LIMIT_NONE
 					 ? hit
-					 : cgroup_check_ended(s->leaf, sigkilled)) != LIMIT_NONE)
+					 : cgroup_check_ended(s->leaf, run_sigkilled(status))) !=
+			    LIMIT_NONE)
 			kill_command(s, &w, pid, pidfd, &status);
 		if (gone) {
 			exited = true;
@@ -307,12 +336,7 @@ int run_command(const struct run_spec *s, struct run_result *r)
 		if (cancel || stop || late != RUN_CLOCK_RUNS || event == 2) {
 			kill_command(s, &w, pid, pidfd, &status);
 			exited = true;
-			r->cancelled = cancel;
-			r->stopped = stop && !cancel;
-			bool timeout = !cancel && !stop && event != 2;
-			r->timed_out = timeout && late == RUN_CLOCK_TIMEOUT;
-			r->idle_timed_out = timeout && late == RUN_CLOCK_IDLE;
-			r->killed = hit;
+			run_mark_cut_short(r, cancel, stop, late, hit);
 			linger_until = now + LINGER_MS;
 		}
 	}
@@ -322,16 +346,7 @@ int run_command(const struct run_spec *s, struct run_result *r)
 	run_watch_end(&w);
 	closep(&out[0]);
 	closep(&err[0]);
-	if (r->stopped)
-		r->code = RUN_STOPPED_CODE;
-	else if (r->timed_out || r->idle_timed_out)
-		r->code = 124;
-	else if (r->killed)
-		r->code = 137;
-	else if (WIFEXITED(status))
-		r->code = WEXITSTATUS(status);
-	else if (WIFSIGNALED(status))
-		r->code = -WTERMSIG(status);
+	run_set_code(r, status);
 	return 0;
 }
 

@@ -136,4 +136,23 @@ int run_watch_wait(const struct run_watch *w, int wait_ms);
  * 1 if the sandbox failed to start, 2 if a limit was reached (in *HIT). */
 int run_watch_step(struct run_watch *w, bool ready, enum limit_hit *hit);
 
+/* The pieces of a command's run that run_command() and a launcher's
+ * (launcher.h) share. */
+
+/* Reads what pipe FD has for stream STREAM (1, 2) into R, and passes it
+ * on to S's on_output unless HOLD (the sandbox is not set up yet): false
+ * at the pipe's end. */
+bool run_take_output(const struct run_spec *s, struct run_result *r, int fd, int stream, bool hold);
+/* Records in R why its command was cut short: its client went away
+ * (CANCEL), the broker stops (STOP), a deadline passed (LATE), a limit
+ * was reached (HIT). */
+void run_mark_cut_short(struct run_result *r, bool cancel, bool stop, enum run_clock_end late,
+			enum limit_hit hit);
+/* Whether wait status STATUS says SIGKILL: the command's, or its
+ * shell's exit 137. */
+bool run_sigkilled(int status);
+/* R's exit code: 124 after a deadline, 137 after a limit, the stop's,
+ * else what wait status STATUS says (-N for signal N). */
+void run_set_code(struct run_result *r, int status);
+
 #endif
