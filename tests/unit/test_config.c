@@ -49,6 +49,7 @@ static void assert_defaults(const struct config *c)
 {
 	ck_assert_int_eq(c->isolation, ISOLATION_NAMESPACE);
 	ck_assert(!c->allow_host_bash);
+	ck_assert(!c->one_off_fresh);
 	ck_assert(!c->network);
 	ck_assert_uint_eq(c->timeout, 600);
 	ck_assert_uint_eq(c->idle_timeout, 900);
@@ -156,6 +157,7 @@ START_TEST(test_config_reads_every_key)
 		     "max_running = 1000\n"
 		     "max_shell_sessions = 1000   ; inline comment\n"
 		     "bash_max_sessions = 10000\n"
+		     "one_off = Fresh\n"
 		     "max_running = 7\n" /* later wins */
 		     "\n"
 		     "[mounts]\n"
@@ -170,6 +172,7 @@ START_TEST(test_config_reads_every_key)
 	ck_assert_int_eq(c.isolation, ISOLATION_HOST);
 	ck_assert(c.allow_host_bash);
 	ck_assert(c.network);
+	ck_assert(c.one_off_fresh);
 	ck_assert_uint_eq(c.timeout, 45);
 	ck_assert_uint_eq(c.idle_timeout, 86400);
 	ck_assert_uint_eq(c.max_running, 7);
@@ -488,6 +491,7 @@ static const struct {
 	{ "[limits]\ncgroups = v1\n", ":2: cgroups must be auto or off, not 'v1'" },
 	{ "[limits]\nrss = 1\n", ":2: unknown key 'rss' in [limits]" },
 	{ "[broker]\nbwrap = bwrap\n", ":2: bwrap must be an absolute path, not 'bwrap'" },
+	{ "[broker]\none_off = warm\n", ":2: one_off must be launcher or fresh, not 'warm'" },
 	{ "[broker]\nsandbox_uid_base = 0\n",
 	  ":2: sandbox_uid_base must be a whole number from 1 to 2147483647, not '0'" },
 	{ "[broker]\nsandbox_uid_base = 2147483000\nsandbox_uid_count = 1000\n",
