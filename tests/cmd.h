@@ -56,6 +56,14 @@ int serve_stop_in(const char *home);
 /* The shim that kills sbx at its Nth change (tests/tools/killshim.c),
  * built into the test's scratch directory: its path. */
 const char *killshim(void);
+/* How far apart the kill points of a sweep are: each one in the release
+ * build; under the sanitizers, which look for memory errors and make a
+ * round several times slower, every third (docs/reliability.md). */
+#ifdef __SANITIZE_ADDRESS__
+#define KILL_STRIDE 3
+#else
+#define KILL_STRIDE 1
+#endif
 /* The shim that slows the broker's every poll() by $SBX_SLOW_POLL_MS
  * (tests/tools/slowshim.c), built the same way: its path. */
 const char *slowshim(void);
