@@ -342,12 +342,18 @@ static void handle_release(struct view *v, struct inode *ino, struct fuse_file_i
 	if (h->writer && writers == 1 && (r = change_publish(v, ino, false, 0)) < 0)
 		log_warn("the last change to '%s' was not saved: %s",
 			 view_path(v, ino, NULL, path, sizeof(path)), strerror(-r));
-	/* What this handle wrote is what the kernel cached: the host watch
-	 * must not take the write events for a host-side change. */
+	/* What the kernel reads of the file now is what this fd shows: what
+	 * the handle wrote, or, after a refused or failed save, the file as
+	 * it is (ops_refuse_handles() had the kernel forget the stage's
+	 * size). The host watch must not take this handle's writes, or the
+	 * close of its fd below, for a change on the host: its invalidation
+	 * would race the next GETATTR, and a reply the kernel drops as stale
+	 * leaves it with the size of the O_TRUNC (0): an empty file. */
 	int wfd = stage_io_fd(ino, h->fd);
-	if (h->writer && !handle_refused(h) && fstat(wfd, &st) == 0) {
+	if (h->writer && fstat(wfd, &st) == 0) {
 		inode_note_attr(v->inodes, ino, &st);
-		gate_store(v, ino, wfd, &st);
+		if (!handle_refused(h))
+			gate_store(v, ino, wfd, &st);
 	}
 	if (opens == 1)
 		stage_drop(v, ino);
