@@ -754,6 +754,24 @@ static int wait_ready(int ready, pid_t child, const char *mp, const char *log)
 	return 1;
 }
 
+/* The daemon's own threads started from here (the watch, the store
+ * writer, the gate's hasher, the quota's scan) inherit a mask without
+ * the signals that end the loop: libfuse's loop waits for them on this
+ * thread (its sem_wait is what the signal interrupts; its workers block
+ * them), and one taken by another thread would leave the loop waiting
+ * for a request that may never come. SIG_SETMASK with OLD ends it. */
+static void quiet_threads_begin(sigset_t *old)
+{
+	sigset_t ending;
+
+	sigemptyset(&ending);
+	sigaddset(&ending, SIGTERM);
+	sigaddset(&ending, SIGINT);
+	sigaddset(&ending, SIGHUP);
+	sigaddset(&ending, SIGQUIT);
+	pthread_sigmask(SIG_BLOCK, &ending, old);
+}
+
 /* The lease is lost (owner.h): the loop ends as by SIGTERM (the loop's
  * threads take it), and main() unmounts. */
 static void lease_lost(void *arg, const char *why)
@@ -984,6 +1002,8 @@ int main(int argc, char **argv)
 			log_warn("could not signal readiness");
 		close(pipefd[1]);
 	}
+	sigset_t loop_mask;
+	quiet_threads_begin(&loop_mask);
 	if (v.watch && (r = watch_start(v.watch, se)) < 0) {
 		log_warn("host-side edits show up within %g s: cannot start the watch thread: %s",
 			 o->view.timeout, strerror(-r));
@@ -1004,6 +1024,7 @@ int main(int argc, char **argv)
 		view_end(&v);
 		return 1;
 	}
+	pthread_sigmask(SIG_SETMASK, &loop_mask, NULL);
 	log_info("mounted %s/%s at %s (read-before-write: %s%s)", o->view.user, o->view.thread,
 		 o->mountpoint, gate_mode_name((enum gate_mode)o->view.rbw),
 		 o->view.rbw_unlink ? ", unlink too" : "");

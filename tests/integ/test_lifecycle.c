@@ -1,6 +1,7 @@
 /* Mounting and unmounting: every way out unmounts cleanly, a crashed
  * daemon's stale mount is recovered, and a daemon that cannot start says
  * why in one line. */
+#include "tests/cmd.h"
 #include "tests/harness.h"
 
 #include <dirent.h>
@@ -122,6 +123,28 @@ END_TEST
 START_TEST(test_lifecycle_sigint_unmounts)
 {
 	unmount_with_signal(SIGINT);
+}
+END_TEST
+
+/* Only the loop's thread takes the signals that end a view: libfuse's
+ * loop waits for them there (its workers block them). One taken by the
+ * daemon's own threads (the watch, the store writer, the gate's hasher),
+ * as a process-directed signal may be when the loop's thread has one
+ * pending, left the loop waiting for a request that might never come. */
+START_TEST(test_lifecycle_only_the_loop_takes_the_ending_signals)
+{
+	struct tview v;
+
+	ck_assert_int_eq(tview_mount(&v, NULL, "u", "t", NULL), 0);
+	pid_t pid = daemon_pid(v.mnt);
+	ck_assert_int_gt(pid, 0);
+	/* HUP, INT, QUIT and TERM: bits 0, 1, 2 and 14 of SigBlk (0x4007):
+	 * the threads that do not block all four, the loop's alone. */
+	EQ_OUT("sbxfs 0\n",
+	       "cd /proc/%d/task && for t in *; do m=$(awk '/^SigBlk/ { print $2 }' $t/status);"
+	       " echo \"$(cat $t/comm) $((0x$m & 0x4007))\"; done | grep -v ' 16391$'",
+	       (int)pid);
+	tview_umount(&v);
 }
 END_TEST
 
@@ -417,6 +440,7 @@ Suite *suite_view_lifecycle(void)
 
 	tcase_add_test(tc, test_lifecycle_sigterm_unmounts);
 	tcase_add_test(tc, test_lifecycle_sigint_unmounts);
+	tcase_add_test(tc, test_lifecycle_only_the_loop_takes_the_ending_signals);
 	tcase_add_test(tc, test_lifecycle_fusermount_unmounts_and_daemon_exits);
 	tcase_add_test(tc, test_lifecycle_sbx_umount_unmounts);
 	tcase_add_test(tc, test_lifecycle_sbx_mount_mounts);
