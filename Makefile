@@ -192,6 +192,9 @@ test-deps:
 fuzz-deps:
 	@mount-helpers/install-deps --fuzz
 
+bench-deps:
+	@mount-helpers/install-deps --bench
+
 # Targets that install packages build in a second make: the pkg-config
 # flags above were computed before the packages were there.
 # No include goes up a layer (docs/architecture.md, "Layers").
@@ -215,9 +218,10 @@ stress: test-deps
 	@$(MAKE) --no-print-directory all
 	@SBX_BIN=$(CURDIR)/$(BIN) tests/stress
 
-bench: deps
+bench: bench-deps
 	@$(MAKE) --no-print-directory all
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/run-bench
+	@SBX_BIN=$(CURDIR)/$(BIN) bench/anchor-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/snapshot-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/journal-bench
 	@SBX_BIN=$(CURDIR)/$(BIN) bench/watch-bench
@@ -255,6 +259,6 @@ install: all
 clean:
 	rm -rf build bin
 
-.PHONY: all deps test-deps fuzz-deps libs test-libs check stress bench demo format format-check layers install clean fuzz
+.PHONY: all deps test-deps fuzz-deps bench-deps libs test-libs check stress bench demo format format-check layers install clean fuzz
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -304,7 +304,9 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 		close(fd);
 		fd = r;
 	}
-	gate_unlock(&t, fd >= 0 && fstat(changed, &st) == 0 ? &st : NULL, true);
+	/* Only a truncation changed anything for the gate to note: every
+	 * other open skips the fstat (a warm read of many files is opens). */
+	gate_unlock(&t, trunc && fd >= 0 && fstat(changed, &st) == 0 ? &st : NULL, true);
 	if (fd < 0)
 		return fd;
 	r = fill_open_info(v, ino, fi, fd, writer, trunc);
