@@ -33,6 +33,8 @@ struct session {
 	pthread_mutex_t run;	  /* one command at a time, in order */
 	unsigned users;		  /* commands holding or waiting for it */
 	bool dead;
+	bool starting;	    /* started ahead of need (session_prestart()),
+			     * until its start ends: the first to go then */
 	uint64_t last_used; /* the pool's use counter then (0: never) */
 };
 
@@ -304,10 +306,23 @@ static bool make_room(struct session_pool *p, const char *user, const char *thre
 {
 	for (;;) {
 		unsigned mine = 0;
+		bool starting = false;
 		for (struct session *o = p->list; o; o = o->next)
-			mine += same_sandbox(o, user, thread);
+			if (same_sandbox(o, user, thread)) {
+				mine++;
+				starting |= o->starting;
+			}
 		if (mine < max)
 			break;
+		/* A shell started ahead of need (a sandbox's implicit shell,
+		 * started as its view is acquired) is held until its start
+		 * ends, some milliseconds: waited for, it is the one to go.
+		 * Not waited for, the sandbox's one idle session would be,
+		 * though in use a moment ago. */
+		if (starting) {
+			pthread_cond_wait(&p->put_back, &p->lock);
+			continue;
+		}
 		if (!evict_oldest(p, user, thread, max)) {
 			snprintf(why, whylen,
 				 "every shell session of this sandbox is busy (max_shell_sessions"
@@ -379,10 +394,15 @@ static struct session *take(struct session_pool *p, const struct session_spec *s
 	return s;
 }
 
-/* Gives S back; USED: a use that makes it the newest for eviction. */
-static void give_back(struct session_pool *p, struct session *s, bool used)
+/* Gives S back; USED: a use that makes it the newest for eviction;
+ * STARTED: the end of a start ahead of need (session_prestart_end()). */
+static void give_back(struct session_pool *p, struct session *s, bool used, bool started)
 {
 	pthread_mutex_lock(&p->lock);
+	if (started) {
+		s->starting = false;
+		pthread_cond_broadcast(&p->put_back);
+	}
 	if (--s->users == 0)
 		pthread_cond_broadcast(&p->put_back);
 	if (used)
@@ -392,7 +412,7 @@ static void give_back(struct session_pool *p, struct session *s, bool used)
 
 static void put(struct session_pool *p, struct session *s)
 {
-	give_back(p, s, true);
+	give_back(p, s, true, false);
 }
 
 /* ---- one command ---------------------------------------------------------- */
@@ -755,6 +775,9 @@ int session_prestart(struct session_pool *p, const struct session_spec *spec,
 		close(hold[1]);
 		goto done;
 	}
+	pthread_mutex_lock(&p->lock);
+	s->starting = true;
+	pthread_mutex_unlock(&p->lock);
 	ps->p = p;
 	ps->s = s;
 	ps->go = hold[1];
@@ -781,7 +804,7 @@ int session_prestart_end(struct session_prestart *ps, bool go, char *err, size_t
 	}
 	pthread_mutex_unlock(&ps->s->run);
 	/* Started ahead, not used: the first to go when room is needed. */
-	give_back(ps->p, ps->s, false);
+	give_back(ps->p, ps->s, false, true);
 	free(ps);
 	return r < 0 ? r : 1;
 }
