@@ -29,6 +29,20 @@ struct version {
 	int64_t size, mtime_ns, ctime_ns;
 };
 
+/* The SHA-256 of a file the view made, streamed from the bytes written
+ * through it while each write lands where the last one ended: the hash
+ * the hasher would read back, without reading or waking anyone. Only the
+ * first WRITTEN_HASH_MAX bytes: the requests' own threads hash at most
+ * that much of a file, and a larger one is read back by the hasher, off
+ * the path of the requests (an untar of /usr/include streams 76% of its
+ * files and a quarter of its bytes). */
+#define WRITTEN_HASH_MAX (16 * 1024)
+
+struct written_hash {
+	EVP_MD_CTX *ctx;
+	int64_t len; /* bytes hashed: the file's [0, len) */
+};
+
 struct mark {
 	struct mark *next;
 	dev_t dev;
@@ -37,6 +51,7 @@ struct mark {
 	bool hashed;
 	bool dirty; /* not yet written to the store */
 	uint8_t hash[SHA256_BYTES];
+	struct written_hash *written; /* a file the view made, being written */
 };
 
 /* The marks of the files whose identity hashes to this stripe, and the
@@ -68,6 +83,7 @@ struct gate {
 	bool unlink;
 	struct store_writer *writer;
 	struct stripe stripes[STRIPES];
+	EVP_MD *sha256; /* fetched once: streams need no lookup each */
 
 	struct loaded_mark *loaded; /* sorted by path; read-only */
 	size_t nloaded;
@@ -215,6 +231,32 @@ static void mark_set(struct stripe *s, const struct stat *st, int64_t at_ns)
 	m->dirty = true;
 }
 
+static void written_drop(struct mark *m)
+{
+	if (!m || !m->written)
+		return;
+	EVP_MD_CTX_free(m->written->ctx);
+	free(m->written);
+	m->written = NULL;
+}
+
+/* M's file was just made, empty, through the view: its hash starts. */
+static void written_start(struct gate *g, struct mark *m)
+{
+	written_drop(m);
+	struct written_hash *w = g->sha256 ? calloc(1, sizeof(*w)) : NULL;
+
+	if (!w)
+		return;
+	w->ctx = EVP_MD_CTX_new();
+	if (!w->ctx || EVP_DigestInit_ex(w->ctx, g->sha256, NULL) != 1) {
+		EVP_MD_CTX_free(w->ctx);
+		free(w);
+		return;
+	}
+	m->written = w;
+}
+
 static void to_store_mark(const struct mark *m, const char *path, struct store_mark *out)
 {
 	*out = (struct store_mark){
@@ -358,6 +400,7 @@ struct gate *gate_new(enum gate_mode mode, bool unlink, struct store_writer *w)
 	pthread_cond_init(&g->hwake, NULL);
 	pthread_cond_init(&g->hidle, NULL);
 	g->jobs_tail = &g->jobs;
+	g->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
 	g->hasher_running = pthread_create(&g->hasher, NULL, hasher_main, g) == 0;
 	if (!g->hasher_running)
 		log_warn("gate: no hashing thread; marks compare metadata only");
@@ -385,6 +428,7 @@ void gate_free(struct gate *g)
 		for (size_t b = 0; b < s->nbuckets; b++)
 			for (struct mark *m = s->buckets[b], *next; m; m = next) {
 				next = m->next;
+				written_drop(m);
 				free(m);
 			}
 		free(s->buckets);
@@ -393,6 +437,7 @@ void gate_free(struct gate *g)
 	for (size_t i = 0; i < g->nloaded; i++)
 		free(g->loaded[i].path);
 	free(g->loaded);
+	EVP_MD_free(g->sha256);
 	pthread_mutex_destroy(&g->hlock);
 	pthread_cond_destroy(&g->hwake);
 	pthread_cond_destroy(&g->hidle);
@@ -574,6 +619,7 @@ void gate_note_read(struct gate *g, const struct stat *st, const struct stat *af
 	stripe_lock(&s->lock);
 	struct mark *m = mark_get(s, st->st_dev, st->st_ino);
 	if (m && !version_eq(&m->ver, &now)) {
+		written_drop(m); /* changed by someone else */
 		m->ver = now;
 		m->at_ns = realtime_ns();
 		m->hashed = false;
@@ -669,12 +715,41 @@ enum gate_verdict gate_check(struct gate_ticket *t, const struct stat *st, int f
 	return t->verdict;
 }
 
+/* The mark of T's file (T locked), or NULL. */
+static struct mark *ticket_mark(const struct gate_ticket *t)
+{
+	return mark_find(stripe_of(t->g, t->dev, t->ino), t->dev, t->ino);
+}
+
+bool gate_hashes_write(const struct gate_ticket *t, off_t off, size_t size)
+{
+	if (!t->g || !t->was_current)
+		return false; /* changed since the view's last write: not all its bytes */
+	struct mark *m = ticket_mark(t);
+	return m && m->written && off == m->written->len &&
+	       size <= (size_t)(WRITTEN_HASH_MAX - m->written->len);
+}
+
+void gate_note_written(struct gate_ticket *t, off_t off, const void *buf, size_t n)
+{
+	if (!gate_hashes_write(t, off, n))
+		return;
+	struct written_hash *w = ticket_mark(t)->written;
+	if (EVP_DigestUpdate(w->ctx, buf, n) != 1)
+		return; /* not fed: gate_unlock() drops it */
+	w->len += (int64_t)n;
+	t->fed = true;
+}
+
 void gate_unlock(struct gate_ticket *t, const struct stat *after, bool content)
 {
 	struct gate *g = t->g;
 
 	if (!g)
 		return;
+	/* Content the stream did not see: it no longer describes the file. */
+	if (content && !t->fed)
+		written_drop(ticket_mark(t));
 	bool moves = content ? g->mode != GATE_STRICT : t->was_current;
 	bool same = after && after->st_dev == t->dev && after->st_ino == t->ino;
 
@@ -693,12 +768,19 @@ void gate_unlock(struct gate_ticket *t, const struct stat *after, bool content)
 
 void gate_note_created(struct gate *g, const struct stat *st)
 {
-	struct gate_ticket t;
-
 	if (!g || g->mode == GATE_STRICT)
 		return;
-	gate_lock(g, &t, st);
-	gate_unlock(&t, st, true);
+	struct stripe *s = stripe_of(g, st->st_dev, st->st_ino);
+
+	stripe_lock(&s->lock);
+	mark_set(s, st, realtime_ns());
+	struct mark *m = mark_find(s, st->st_dev, st->st_ino);
+	/* Only a stored mark keeps a hash: without a writer none starts. */
+	if (m && g->writer && S_ISREG(st->st_mode) && st->st_size == 0)
+		written_start(g, m);
+	else
+		written_drop(m);
+	stripe_unlock(&s->lock);
 }
 
 void gate_note_listed(struct gate *g, const struct stat *st)
@@ -737,10 +819,17 @@ void gate_persist(struct gate *g, const struct stat *st, int fd, const char *pat
 	struct mark *m = mark_find(s, st->st_dev, st->st_ino);
 	if (m && m->dirty) {
 		m->dirty = false;
+		/* A version the thread wrote itself: its hash lets a host
+		 * touch or a save of the same bytes pass (gate_check()).
+		 * Streamed from its writes if they made all of it, else read
+		 * back by the hasher. */
+		struct written_hash *w = m->written;
+		if (w && !m->hashed && w->len == st->st_size && st->st_size > 0 &&
+		    version_eq(&m->ver, &v) && EVP_DigestFinal_ex(w->ctx, m->hash, NULL) == 1)
+			m->hashed = true;
+		written_drop(m);
 		to_store_mark(m, path, &sm);
 		put = true;
-		/* A version the thread wrote itself: its hash lets a host
-		 * touch or a save of the same bytes pass (gate_check()). */
 		hash = fd >= 0 && !m->hashed && version_eq(&m->ver, &v) && hashable(g, st);
 	}
 	stripe_unlock(&s->lock);

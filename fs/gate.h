@@ -89,6 +89,7 @@ struct gate_ticket {
 	dev_t dev;
 	ino_t ino;
 	bool was_current;	   /* the mark matched ST at gate_lock() */
+	bool fed;		   /* gate_note_written() took the change's bytes */
 	enum gate_verdict verdict; /* of gate_check() */
 	int64_t read_at_ns;	   /* GATE_CHANGED: when it was read */
 	struct store_version base; /* GATE_CHANGED: the version read */
@@ -111,8 +112,19 @@ enum gate_verdict gate_check(struct gate_ticket *t, const struct stat *st, int f
  * mark current before it stays current. */
 void gate_unlock(struct gate_ticket *t, const struct stat *after, bool content);
 
-/* Records a new file made by the view as read (enforce and audit). */
+/* Records a new file made by the view as read (enforce and audit). An
+ * empty regular file also starts its written hash: while each write
+ * through the view lands where the last one ended, gate_note_written()
+ * streams its bytes into a SHA-256 (up to 16 KiB), and gate_persist()
+ * keeps it as the version's hash without reading the file back. Any
+ * other content change (one not fed, or made after the file changed
+ * elsewhere) ends it, and so does a write past 16 KiB. */
 void gate_note_created(struct gate *g, const struct stat *st);
+/* With T locked for a write of SIZE bytes at OFF: true if they would feed
+ * the file's written hash, so the caller should have them in memory. */
+bool gate_hashes_write(const struct gate_ticket *t, off_t off, size_t size);
+/* The N bytes at BUF were written at OFF, before gate_unlock(T). */
+void gate_note_written(struct gate_ticket *t, off_t off, const void *buf, size_t n);
 
 /* Records that the directory ST was listed through the view (--rbw-unlink:
  * rmdir needs it). */
@@ -120,11 +132,12 @@ void gate_note_listed(struct gate *g, const struct stat *st);
 
 /* True if the file's mark changed since it was last stored; then
  * gate_persist() writes it to the store under PATH (after a writer's
- * close, an fsync, a rename), and with FD (any fd of the file, or -1)
- * has its content hashed in the background if the thread wrote that
- * version itself (up to SNAPSHOT_HASH_MAX, no text kept): a later host
- * change of its times only is then compared by content. Directory marks
- * stay in memory. */
+ * close, an fsync, a rename), with the hash of the version if the
+ * thread wrote that version itself (up to SNAPSHOT_HASH_MAX, no text
+ * kept): a later host change of its times only is then compared by
+ * content. The hash is the written hash if it covers the version, else
+ * read in the background through FD (any fd of the file; -1: none). The
+ * written hash ends here either way. Directory marks stay in memory. */
 bool gate_dirty(struct gate *g, const struct stat *st);
 void gate_persist(struct gate *g, const struct stat *st, int fd, const char *path);
 /* Forgets the stored mark of PATH (the name is gone). */

@@ -509,11 +509,37 @@ void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off, struct fuse_
 	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 }
 
+/* The SIZE bytes of IN in memory, for the file's written hash: in IN's
+ * own buffer, or in *COPY (malloc'd) drained from the pipe libfuse spliced
+ * them into. Sets *BYTES (NULL: not in memory; IN is untouched unless
+ * -EIO, when the pipe was drained part-way and the write is lost). */
+static int write_in_memory(struct fuse_bufvec *in, size_t size, const void **bytes, void **copy)
+{
+	struct fuse_bufvec mem = FUSE_BUFVEC_INIT(size);
+
+	*bytes = NULL;
+	if (in->count == 1 && !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
+		*bytes = (const char *)in->buf[0].mem + in->off;
+		return 0;
+	}
+	*copy = malloc(size ? size : 1);
+	if (!*copy)
+		return 0; /* written as it came, without the hash */
+	mem.buf[0].mem = *copy;
+	if (fuse_buf_copy(&mem, in, 0) != (ssize_t)size)
+		return -EIO;
+	*bytes = *copy;
+	return 0;
+}
+
 void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in, off_t off,
 		  struct fuse_file_info *fi)
 {
-	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
+	size_t size = fuse_buf_size(in);
+	struct fuse_bufvec out = FUSE_BUFVEC_INIT(size), mem = FUSE_BUFVEC_INIT(size);
 	struct view *v = req_view(req);
+	_cleanup_(freep) void *copy = NULL;
+	const void *bytes = NULL;
 	struct change c;
 	struct stat before;
 	bool keep_mtime;
@@ -522,12 +548,18 @@ void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in, off_t o
 
 	if (fd < 0)
 		return reply_status(req, fd);
-	int r = v->quota ? charge(v, req, node(v, id), NULL,
-				  write_growth(fd, off, fuse_buf_size(in)), 0, "write")
-			 : 0;
+	int r = v->quota
+			? charge(v, req, node(v, id), NULL, write_growth(fd, off, size), 0, "write")
+			: 0;
+	if (r == 0 && gate_hashes_write(&c.t, off, size))
+		r = write_in_memory(in, size, &bytes, &copy);
 	if (r < 0) {
 		change_end(&c, r, false);
 		return reply_status(req, r);
+	}
+	if (bytes) {
+		mem.buf[0].mem = (void *)bytes;
+		in = &mem;
 	}
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	out.buf[0].fd = fd;
@@ -541,6 +573,8 @@ void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in, off_t o
 		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, before.st_mtim };
 		futimens(fd, ts);
 	}
+	if (bytes && n > 0)
+		gate_note_written(&c.t, off, bytes, (size_t)n);
 	change_end(&c, n, n > 0);
 	if (n < 0)
 		reply_status(req, (int)n);

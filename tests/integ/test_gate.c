@@ -363,6 +363,54 @@ START_TEST(test_gate_own_writes_survive_a_touch_and_a_same_bytes_save)
 }
 END_TEST
 
+/* The stored hash of NAME's mark, in hex, once there is one. */
+static char *mark_hash(const char *name)
+{
+	wait_mark_hashed(name);
+	return OUT("tests/tools/sbxsql '%s' \"SELECT lower(hex(hash)) FROM marks WHERE"
+		   " path = '/mnt/user-data/workspace/%s'\"",
+		   V.home, name);
+}
+
+/* A new file's hash is its content however it was written: streamed from
+ * writes that each start where the last ended (up to 16 KiB), read back
+ * by the hasher otherwise. Bytes of the same size that the stream would have hashed,
+ * had it gone on past a write out of order, are a change. */
+START_TEST(test_gate_a_new_file_hash_is_its_content_however_written)
+{
+	char chunk[1000];
+	int fd = open(ws("seq"), O_WRONLY | O_CREAT | O_EXCL, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < 16; i++) { /* within the 16 KiB streamed */
+		memset(chunk, 'a' + i, sizeof(chunk));
+		ck_assert_int_eq(write(fd, chunk, sizeof(chunk)), (ssize_t)sizeof(chunk));
+	}
+	ck_assert_int_eq(close(fd), 0);
+	fd = open(ws("big"), O_WRONLY | O_CREAT | O_EXCL, 0644);
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < 40; i++) { /* past them: read back */
+		memset(chunk, 'a' + i % 26, sizeof(chunk));
+		ck_assert_int_eq(write(fd, chunk, sizeof(chunk)), (ssize_t)sizeof(chunk));
+	}
+	ck_assert_int_eq(close(fd), 0);
+	fd = open(ws("gaps"), O_WRONLY | O_CREAT | O_EXCL, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "tail\n", 5, 4), 5);
+	ck_assert_int_eq(pwrite(fd, "head", 4, 0), 4);
+	ck_assert_int_eq(close(fd), 0);
+	tview_sync(&V);
+
+	ck_assert_str_eq(mark_hash("seq"), OUT("sha256sum < '%s' | cut -c1-64", host("seq")));
+	ck_assert_str_eq(mark_hash("big"), OUT("sha256sum < '%s' | cut -c1-64", host("big")));
+	ck_assert_str_eq(mark_hash("gaps"), OUT("sha256sum < '%s' | cut -c1-64", host("gaps")));
+	OK("touch -d '+1 minute' '%s'", host("seq"));
+	ck_assert_int_eq(try_write(ws("seq"), O_WRONLY | O_APPEND, "more\n"), 0);
+	ck_assert_int_eq(write_file(host("gaps"), "tail\nhead"), 0);
+	ck_assert_int_eq(try_write(ws("gaps"), O_WRONLY | O_APPEND, "x"), EACCES);
+}
+END_TEST
+
 START_TEST(test_gate_copy_file_range_source_counts_as_read)
 {
 	ck_assert_int_eq(write_file(host("cfr"), "copied\n"), 0);
@@ -766,6 +814,7 @@ Suite *suite_view_gate(void)
 	tcase_add_test(tc, test_gate_sed_i_and_editor_saves_work_on_read_files);
 	tcase_add_test(tc, test_gate_identical_bytes_rewritten_on_the_host_still_count_as_read);
 	tcase_add_test(tc, test_gate_own_writes_survive_a_touch_and_a_same_bytes_save);
+	tcase_add_test(tc, test_gate_a_new_file_hash_is_its_content_however_written);
 	tcase_add_test(tc, test_gate_copy_file_range_source_counts_as_read);
 	tcase_add_test(tc, test_gate_c_project_builds_twice);
 	tcase_add_test(tc, test_gate_git_checkout_and_pull_work);

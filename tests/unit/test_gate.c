@@ -272,6 +272,129 @@ START_TEST(test_gate_marks_persist_by_path_and_need_the_same_inode)
 }
 END_TEST
 
+/* A write of DATA at OFF through the view, as op_write_buf() makes it:
+ * locked, written, its bytes fed to the written hash, unlocked. */
+static void own_write_at(struct gate *g, const char *path, off_t off, const char *data)
+{
+	struct stat st = st_of(path);
+	struct gate_ticket t;
+	size_t n = strlen(data);
+	int fd = open(path, O_WRONLY);
+
+	ck_assert_int_ge(fd, 0);
+	gate_lock(g, &t, &st);
+	ck_assert_int_eq(pwrite(fd, data, n, off), (ssize_t)n);
+	gate_note_written(&t, off, data, n);
+	close(fd);
+	st = st_of(path);
+	gate_unlock(&t, &st, true);
+}
+
+/* An empty file NAME, made through the view. */
+static char *own_new_file(struct gate *g, const char *name)
+{
+	char *p = file(name, "");
+	struct stat st = st_of(p);
+
+	gate_note_created(g, &st);
+	return p;
+}
+
+/* The writer's close, which stores the mark. No fd: the hasher cannot
+ * read the file, so a hash it gets came from the writes. */
+static void own_close(struct gate *g, const char *path)
+{
+	struct stat st = st_of(path);
+
+	ck_assert(gate_dirty(g, &st));
+	gate_persist(g, &st, -1, path);
+}
+
+/* The host saves CONTENT over PATH; the verdict for a change after it. */
+static enum gate_verdict verdict_after_host_save(struct gate *g, const char *path,
+						 const char *content)
+{
+	usleep(20000); /* past the timestamp granularity */
+	ck_assert_int_eq(write_file(path, content), 0);
+	return verdict(g, path);
+}
+
+/* A gate in MODE whose marks the writer *W stores in DB (thread u/t). */
+static struct gate *gate_storing(enum gate_mode mode, const char *db, struct store_writer **w)
+{
+	char err[256];
+	struct store *s;
+
+	ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), 0);
+	*w = store_writer_start(s, "u", "t");
+	return gate_new(mode, false, *w);
+}
+
+START_TEST(test_gate_a_new_file_is_hashed_from_its_own_writes)
+{
+	char err[256], *db = file("sbx.db", NULL);
+	struct store_writer *w;
+	struct store *s;
+	struct gate *g = gate_storing(GATE_ENFORCE, db, &w);
+
+	char *f = own_new_file(g, "new");
+	own_write_at(g, f, 0, "hello, ");
+	own_write_at(g, f, 7, "world\n");
+	own_close(g, f);
+	gate_free(g);
+	store_writer_stop(w);
+
+	/* The stored mark has it: a daemon started later lets the host's
+	 * save of the same bytes pass, and not another's. */
+	ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), 0);
+	g = gate_new(GATE_ENFORCE, false, NULL);
+	ck_assert_int_eq(gate_load(g, s, "u", "t"), 1);
+	ck_assert_int_eq(verdict_after_host_save(g, f, "hello, world\n"), GATE_OK);
+	ck_assert_int_eq(verdict_after_host_save(g, f, "HELLO, world\n"), GATE_CHANGED);
+	gate_free(g);
+	store_close(s);
+}
+END_TEST
+
+/* The written hash never stands for bytes the writes did not make: out of
+ * order, after a change it was not fed (a rewrite), after a change made
+ * elsewhere (which audit mode lets the next write follow). Each time the
+ * host then saves the bytes a stream that went on would have hashed,
+ * which the thread never saw there. */
+START_TEST(test_gate_a_written_hash_ends_at_what_it_did_not_see)
+{
+	struct store_writer *w;
+	struct gate *g = gate_storing(GATE_AUDIT, file("sbx.db", NULL), &w);
+
+	char *gap = own_new_file(g, "gap");
+	own_write_at(g, gap, 4, "tail\n");
+	own_write_at(g, gap, 0, "head");
+	own_close(g, gap);
+	ck_assert_int_eq(verdict_after_host_save(g, gap, "tail\nhead"), GATE_CHANGED);
+
+	char *cut = own_new_file(g, "cut");
+	own_write_at(g, cut, 0, "first\n");
+	own_write(g, cut, "FIRST\n");
+	own_close(g, cut);
+	ck_assert_int_eq(verdict_after_host_save(g, cut, "first\n"), GATE_CHANGED);
+
+	char *host = own_new_file(g, "host");
+	own_write_at(g, host, 0, "mine\n");
+	usleep(20000);
+	ck_assert_int_eq(write_file(host, "MINE\n"), 0);
+	own_write_at(g, host, 5, "more\n");
+	own_close(g, host);
+	ck_assert_int_eq(verdict_after_host_save(g, host, "mine\nmore\n"), GATE_CHANGED);
+
+	char *fine = own_new_file(g, "fine");
+	own_write_at(g, fine, 0, "all mine\n");
+	own_close(g, fine);
+	ck_assert_int_eq(verdict_after_host_save(g, fine, "all mine\n"), GATE_OK);
+	gate_free(g);
+	store_writer_stop(w);
+}
+END_TEST
+
 START_TEST(test_gate_null_gate_is_off)
 {
 	char *f = file("f", "x\n");
@@ -298,6 +421,8 @@ Suite *suite_unit_gate(void)
 	tcase_add_test(tc, test_gate_a_read_during_a_change_sets_no_mark);
 	tcase_add_test(tc, test_gate_empty_files_and_specials_always_pass);
 	tcase_add_test(tc, test_gate_own_writes_move_the_mark_except_in_strict);
+	tcase_add_test(tc, test_gate_a_new_file_is_hashed_from_its_own_writes);
+	tcase_add_test(tc, test_gate_a_written_hash_ends_at_what_it_did_not_see);
 	tcase_add_test(tc, test_gate_metadata_changes_carry_only_a_current_mark);
 	tcase_add_test(tc, test_gate_same_bytes_with_new_metadata_pass_by_hash);
 	tcase_add_test(tc, test_gate_marks_persist_by_path_and_need_the_same_inode);
