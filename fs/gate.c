@@ -817,7 +817,12 @@ void gate_persist(struct gate *g, const struct stat *st, int fd, const char *pat
 	struct version v = version_of(st);
 	stripe_lock(&s->lock);
 	struct mark *m = mark_find(s, st->st_dev, st->st_ino);
-	if (m && m->dirty) {
+	/* No name left (unlinked while open, a stage not linked yet): PATH
+	 * names nothing of it, and an unlink may have dropped PATH's row
+	 * before this close. It stays dirty, for a name it may get. */
+	if (m && m->dirty && st->st_nlink == 0) {
+		written_drop(m);
+	} else if (m && m->dirty) {
 		m->dirty = false;
 		/* A version the thread wrote itself: its hash lets a host
 		 * touch or a save of the same bytes pass (gate_check()).
