@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char umount_usage[] =
@@ -22,7 +23,9 @@ static const char umount_usage[] =
 	"detached. Anything else mounted there (not an sbxfs view) is refused.\n"
 	"A view that sandboxes still use (a broker's shell sessions or commands\n"
 	"of its thread, or any other mount namespace that binds it) is refused\n"
-	"too, naming their processes: unmounted, it would live on in them.\n"
+	"too, naming their processes: unmounted, it would live on in them. A\n"
+	"namespace that lets go within a second (another sandbox being set up\n"
+	"copies every mount for a moment) is waited out.\n"
 	"Uses umount2(2) as root, fusermount3 otherwise.\n";
 
 /* sbxfs does the mounting, its options and help included: sbx mount is
@@ -52,6 +55,13 @@ int cmd_mount(int argc, char **argv, const char *home)
 	return 1;
 }
 
+/* How long a holder may take to let go before it counts (ms): a mount
+ * namespace made anywhere on the host copies every mount, the view's
+ * too, and a sandbox of another thread drops the copies once it has
+ * pivoted into its own tree, a moment later. */
+#define HOLD_GRACE_MS 1000
+#define HOLD_POLL_MS 50
+
 /* 1 with a message naming them if other mount namespaces hold the view
  * at MP: their binds would keep its connection, and its daemon, alive
  * after the unmount, which would then return 0 for nothing. Not ending
@@ -60,10 +70,16 @@ int cmd_mount(int argc, char **argv, const char *home)
 static int refuse_if_held(const char *mp)
 {
 	struct view_holder h[8];
-	int n = view_holders(mp, h, sizeof(h) / sizeof(*h));
+	int n;
 
-	if (n <= 0)
-		return 0;
+	for (int waited = 0;; waited += HOLD_POLL_MS) {
+		n = view_holders(mp, h, sizeof(h) / sizeof(*h));
+		if (n <= 0)
+			return 0;
+		if (waited >= HOLD_GRACE_MS)
+			break;
+		nanosleep(&(struct timespec){ .tv_nsec = HOLD_POLL_MS * 1000000L }, NULL);
+	}
 	fprintf(stderr,
 		"sbx: umount: %s: in use by %d other mount namespace%s (a broker's sandboxes of"
 		" its thread, or processes that bound it):",

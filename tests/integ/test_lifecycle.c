@@ -177,6 +177,31 @@ START_TEST(test_lifecycle_sbx_umount_unmounts)
 }
 END_TEST
 
+/* A mount namespace made anywhere on the host copies every mount, the
+ * view's too, until it drops them (a sandbox of another thread does, once
+ * it has pivoted into its own tree): sbx umount waits such a moment out
+ * instead of refusing. make check saw it refuse while another suite's
+ * sandbox was being set up. */
+START_TEST(test_lifecycle_sbx_umount_waits_out_a_passing_copy)
+{
+	struct tview v;
+	const char *ready = fmt_cmd("%s/ready", test_dir("copy"));
+
+	if (geteuid() != 0 || sh("command -v unshare >/dev/null") != 0)
+		return;
+	ck_assert_int_eq(tview_mount(&v, NULL, "u", "t", NULL), 0);
+	pid_t pid = daemon_pid(v.mnt);
+	/* The copy lives 0.4 s from the moment it exists. */
+	ck_assert_int_eq(sh("unshare -m --propagation private sh -c 'touch %s; sleep 0.4' &",
+			    ready),
+			 0);
+	ck_assert(eventually(exists, ready));
+	ck_assert_int_eq(sh("'%s' umount '%s'", test_bin("sbx"), v.mnt), 0);
+	ck_assert(wait_gone(pid));
+	ck_assert(!is_mounted(v.mnt));
+}
+END_TEST
+
 START_TEST(test_lifecycle_sbx_mount_mounts)
 {
 	struct tview v;
@@ -443,6 +468,7 @@ Suite *suite_view_lifecycle(void)
 	tcase_add_test(tc, test_lifecycle_only_the_loop_takes_the_ending_signals);
 	tcase_add_test(tc, test_lifecycle_fusermount_unmounts_and_daemon_exits);
 	tcase_add_test(tc, test_lifecycle_sbx_umount_unmounts);
+	tcase_add_test(tc, test_lifecycle_sbx_umount_waits_out_a_passing_copy);
 	tcase_add_test(tc, test_lifecycle_sbx_mount_mounts);
 	tcase_add_test(tc, test_lifecycle_stale_mount_is_recovered);
 	tcase_add_test(tc, test_lifecycle_sbx_umount_detaches_stale_mount);
