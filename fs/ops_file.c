@@ -509,36 +509,23 @@ void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off, struct fuse_
 	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 }
 
-/* The SIZE bytes of IN in memory, for the file's written hash: in IN's
- * own buffer, or in *COPY (malloc'd) drained from the pipe libfuse spliced
- * them into. Sets *BYTES (NULL: not in memory; IN is untouched unless
- * -EIO, when the pipe was drained part-way and the write is lost). */
-static int write_in_memory(struct fuse_bufvec *in, size_t size, const void **bytes, void **copy)
+/* The bytes of IN if they are in the daemon's memory, for the file's
+ * written hash; NULL if libfuse spliced them into a pipe (not with the
+ * custom I/O of fs/channel.c): that write then ends the hash, and the
+ * hasher reads the file back. */
+static const void *write_bytes(const struct fuse_bufvec *in)
 {
-	struct fuse_bufvec mem = FUSE_BUFVEC_INIT(size);
-
-	*bytes = NULL;
-	if (in->count == 1 && !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
-		*bytes = (const char *)in->buf[0].mem + in->off;
-		return 0;
-	}
-	*copy = malloc(size ? size : 1);
-	if (!*copy)
-		return 0; /* written as it came, without the hash */
-	mem.buf[0].mem = *copy;
-	if (fuse_buf_copy(&mem, in, 0) != (ssize_t)size)
-		return -EIO;
-	*bytes = *copy;
-	return 0;
+	if (in->count != 1 || (in->buf[0].flags & FUSE_BUF_IS_FD))
+		return NULL;
+	return (const char *)in->buf[0].mem + in->off;
 }
 
 void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in, off_t off,
 		  struct fuse_file_info *fi)
 {
 	size_t size = fuse_buf_size(in);
-	struct fuse_bufvec out = FUSE_BUFVEC_INIT(size), mem = FUSE_BUFVEC_INIT(size);
+	struct fuse_bufvec out = FUSE_BUFVEC_INIT(size);
 	struct view *v = req_view(req);
-	_cleanup_(freep) void *copy = NULL;
 	const void *bytes = NULL;
 	struct change c;
 	struct stat before;
@@ -551,16 +538,12 @@ void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in, off_t o
 	int r = v->quota
 			? charge(v, req, node(v, id), NULL, write_growth(fd, off, size), 0, "write")
 			: 0;
-	if (r == 0 && gate_hashes_write(&c.t, off, size))
-		r = write_in_memory(in, size, &bytes, &copy);
 	if (r < 0) {
 		change_end(&c, r, false);
 		return reply_status(req, r);
 	}
-	if (bytes) {
-		mem.buf[0].mem = (void *)bytes;
-		in = &mem;
-	}
+	if (gate_hashes_write(&c.t, off, size))
+		bytes = write_bytes(in);
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	out.buf[0].fd = fd;
 	out.buf[0].pos = off;
