@@ -294,6 +294,24 @@ struct read_text {
 	size_t len;
 };
 
+/* Queues SM (with TEXT, if any), the mark of the file at FD. The worker
+ * looked at the file before it got here, and another may have unlinked
+ * it since and queued the drop of its path first (a close's RELEASE
+ * comes after close() returned): a file with no name left now takes its
+ * row back out, unless the row is another file's by then. */
+static void store_mark(struct gate *g, const struct store_mark *sm, const struct read_text *text,
+		       int fd)
+{
+	struct stat now;
+
+	if (text && text->data)
+		store_writer_mark_put_text(g->writer, sm, text->data, text->len);
+	else
+		store_writer_mark_put(g->writer, sm);
+	if (fd >= 0 && fstat(fd, &now) == 0 && now.st_nlink == 0)
+		store_writer_mark_drop(g->writer, sm->path, sm->ino);
+}
+
 static int keep_read_text(void *arg, const struct snap_file *f, const uint8_t *data, size_t len)
 {
 	struct read_text *t = arg;
@@ -353,7 +371,6 @@ static void *hasher_main(void *arg)
 		bool ok = !g->stopping && hash_read(g, job, hash, &text) &&
 			  fstat(job->fd, &st) == 0;
 		struct version now = ok ? version_of(&st) : job->ver;
-		close(job->fd);
 		if (ok && version_eq(&now, &job->ver)) {
 			struct stripe *s = stripe_of(g, job->dev, job->ver.ino);
 			struct store_mark sm;
@@ -369,11 +386,10 @@ static void *hasher_main(void *arg)
 				put = g->writer != NULL;
 			}
 			stripe_unlock(&s->lock);
-			if (put && text.data)
-				store_writer_mark_put_text(g->writer, &sm, text.data, text.len);
-			else if (put)
-				store_writer_mark_put(g->writer, &sm);
+			if (put)
+				store_mark(g, &sm, &text, job->fd);
 		}
+		close(job->fd);
 		free(text.data);
 		free(job);
 		pthread_mutex_lock(&g->hlock);
@@ -630,7 +646,7 @@ void gate_note_read(struct gate *g, const struct stat *st, const struct stat *af
 	stripe_unlock(&s->lock);
 	if (put) {
 		if (g->writer)
-			store_writer_mark_put(g->writer, &sm);
+			store_mark(g, &sm, NULL, fd);
 		if (hashable(g, st))
 			queue_hash(g, st, fcntl(fd, F_DUPFD_CLOEXEC, 0), path, true);
 	}
@@ -839,7 +855,7 @@ void gate_persist(struct gate *g, const struct stat *st, int fd, const char *pat
 	}
 	stripe_unlock(&s->lock);
 	if (put)
-		store_writer_mark_put(g->writer, &sm);
+		store_mark(g, &sm, NULL, fd);
 	if (hash)
 		queue_hash(g, st, confine_reopen(fd, O_RDONLY), path, false);
 }
@@ -847,7 +863,7 @@ void gate_persist(struct gate *g, const struct stat *st, int fd, const char *pat
 void gate_forget_path(struct gate *g, const char *path)
 {
 	if (g && g->writer)
-		store_writer_mark_drop(g->writer, path);
+		store_writer_mark_drop(g->writer, path, 0);
 }
 
 void gate_reason(const struct gate_ticket *t, char *buf, size_t size)

@@ -138,8 +138,9 @@ void gate_note_listed(struct gate *g, const struct stat *st);
  * content. The hash is the written hash if it covers the version, else
  * read in the background through FD (any fd of the file; -1: none). The
  * written hash ends here either way. A file with no name left (ST's
- * st_nlink 0) is not stored, and its mark stays dirty. Directory marks
- * stay in memory. */
+ * st_nlink 0) is not stored, and its mark stays dirty; one whose last
+ * name goes while this runs (FD tells) has its row taken back out.
+ * Directory marks stay in memory. */
 bool gate_dirty(struct gate *g, const struct stat *st);
 void gate_persist(struct gate *g, const struct stat *st, int fd, const char *path);
 /* Forgets the stored mark of PATH (the name is gone). */

@@ -16,6 +16,8 @@ static const char mark_put_sql[] =
 	" ctime_ns = excluded.ctime_ns, at_ns = excluded.at_ns, hash = excluded.hash";
 static const char mark_drop_sql[] =
 	"DELETE FROM marks WHERE \"user\" = ? AND thread = ? AND path = ?";
+static const char mark_drop_of_sql[] =
+	"DELETE FROM marks WHERE \"user\" = ? AND thread = ? AND path = ? AND ino = ?";
 static const char mark_hash_sql[] =
 	"SELECT hash FROM marks WHERE \"user\" = ? AND thread = ? AND path = ?";
 static const char marks_each_sql[] = "SELECT path, ino, size, mtime_ns, ctime_ns, at_ns, hash"
@@ -76,13 +78,16 @@ int store_mark_put(struct store *s, const char *user, const char *thread,
 			   "record a read mark");
 }
 
-int store_mark_drop(struct store *s, const char *user, const char *thread, const char *path)
+int store_mark_drop(struct store *s, const char *user, const char *thread, const char *path,
+		    uint64_t ino)
 {
-	_stmt_ st = store_thread_stmt(s, mark_drop_sql, user, thread);
+	_stmt_ st = store_thread_stmt(s, ino ? mark_drop_of_sql : mark_drop_sql, user, thread);
 
 	if (!st)
 		return store_stmt_failed(s);
 	db_bind_text(st, 3, path);
+	if (ino)
+		db_bind_int64(st, 4, (int64_t)ino);
 	return mark_change(s, user, thread, path, st, NULL, "drop a read mark");
 }
 

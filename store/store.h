@@ -113,7 +113,9 @@ struct store_mark {
 
 int store_mark_put(struct store *s, const char *user, const char *thread,
 		   const struct store_mark *m);
-int store_mark_drop(struct store *s, const char *user, const char *thread, const char *path);
+/* Drops PATH's mark; with INO not 0, only a mark of that inode. */
+int store_mark_drop(struct store *s, const char *user, const char *thread, const char *path,
+		    uint64_t ino);
 /* Calls FN for every mark of the thread; stops at FN's first non-zero
  * return, which becomes the result. */
 int store_marks_each(struct store *s, const char *user, const char *thread,

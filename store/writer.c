@@ -92,7 +92,7 @@ static int write_row(struct store_writer *w, const struct row *r)
 	case ROW_MARK_PUT:
 		return store_mark_put(w->store, w->user, w->thread, &r->mark);
 	case ROW_MARK_DROP:
-		return store_mark_drop(w->store, w->user, w->thread, r->mark.path);
+		return store_mark_drop(w->store, w->user, w->thread, r->mark.path, r->mark.ino);
 	case ROW_AUDIT:
 		return store_audit_add(w->store, &r->audit);
 	case ROW_EVENT:
@@ -560,9 +560,9 @@ void store_writer_mark_put_text(struct store_writer *w, const struct store_mark 
 	enqueue_rows(w, t, r, 2);
 }
 
-void store_writer_mark_drop(struct store_writer *w, const char *path)
+void store_writer_mark_drop(struct store_writer *w, const char *path, uint64_t ino)
 {
-	struct store_mark m = { .path = path };
+	struct store_mark m = { .path = path, .ino = ino };
 	struct row *r = mark_row(w, ROW_MARK_DROP, &m);
 
 	if (r)

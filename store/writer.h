@@ -39,7 +39,8 @@ void store_writer_mark_put(struct store_writer *w, const struct store_mark *m);
  * once if nothing else refers to it (store_mark_put()). */
 void store_writer_mark_put_text(struct store_writer *w, const struct store_mark *m,
 				const void *text, size_t len);
-void store_writer_mark_drop(struct store_writer *w, const char *path);
+/* Queues store_mark_drop() of PATH (INO not 0: only a mark of that inode). */
+void store_writer_mark_drop(struct store_writer *w, const char *path, uint64_t ino);
 void store_writer_audit(struct store_writer *w, const struct store_audit *a);
 void store_writer_event(struct store_writer *w, const struct store_event *e);
 /* Queues "preimage" event E whose description the thread reads from FD

@@ -395,6 +395,39 @@ START_TEST(test_gate_a_written_hash_ends_at_what_it_did_not_see)
 }
 END_TEST
 
+/* The kernel sends a close's RELEASE after close() returned, so the worker
+ * storing the mark may have looked at the file before another worker's
+ * unlink of it, and queue its row after the unlink's drop. No row may
+ * stay for a name that is gone. */
+START_TEST(test_gate_a_close_racing_an_unlink_leaves_no_mark)
+{
+	char err[256], *db = file("sbx.db", NULL);
+	struct store_writer *w;
+	struct store *s;
+	struct gate *g = gate_storing(GATE_ENFORCE, db, &w);
+
+	char *lock = own_new_file(g, "maintenance.lock");
+	own_write_at(g, lock, 0, "pid 1\n");
+	struct stat seen = st_of(lock);
+	int fd = open(lock, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(unlink(lock), 0);
+	gate_forget_path(g, lock);
+	ck_assert(gate_dirty(g, &seen));
+	gate_persist(g, &seen, fd, lock); /* the close that looked first */
+
+	close(fd);
+	gate_free(g);
+	store_writer_stop(w);
+
+	ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), 0);
+	g = gate_new(GATE_ENFORCE, false, NULL);
+	ck_assert_int_eq(gate_load(g, s, "u", "t"), 0);
+	gate_free(g);
+	store_close(s);
+}
+END_TEST
+
 START_TEST(test_gate_null_gate_is_off)
 {
 	char *f = file("f", "x\n");
@@ -426,6 +459,7 @@ Suite *suite_unit_gate(void)
 	tcase_add_test(tc, test_gate_metadata_changes_carry_only_a_current_mark);
 	tcase_add_test(tc, test_gate_same_bytes_with_new_metadata_pass_by_hash);
 	tcase_add_test(tc, test_gate_marks_persist_by_path_and_need_the_same_inode);
+	tcase_add_test(tc, test_gate_a_close_racing_an_unlink_leaves_no_mark);
 	tcase_add_test(tc, test_gate_null_gate_is_off);
 	suite_add_tcase(s, tc);
 	return s;

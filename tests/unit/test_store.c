@@ -333,7 +333,17 @@ START_TEST(test_store_marks_round_trip_and_replace)
 	ck_assert_int_eq(got.ino, 42);
 	ck_assert_int_eq(got.size, 8);
 	ck_assert(!got.hashed);
-	ck_assert_int_eq(store_mark_drop(s, "u", "t", m.path), 0);
+	/* A drop of another inode's mark leaves this one. */
+	ck_assert_int_eq(store_mark_drop(s, "u", "t", m.path, 43), 0);
+	got.size = 0;
+	ck_assert_int_eq(store_marks_each(s, "u", "t", collect_mark, &got), 0);
+	ck_assert_int_eq(got.size, 8);
+	ck_assert_int_eq(store_mark_drop(s, "u", "t", m.path, 42), 0);
+	got.size = 0;
+	ck_assert_int_eq(store_marks_each(s, "u", "t", collect_mark, &got), 0);
+	ck_assert_int_eq(got.size, 0);
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
+	ck_assert_int_eq(store_mark_drop(s, "u", "t", m.path, 0), 0);
 	got.size = 0;
 	ck_assert_int_eq(store_marks_each(s, "u", "t", collect_mark, &got), 0);
 	ck_assert_int_eq(got.size, 0);
@@ -657,7 +667,7 @@ START_TEST(test_store_a_mark_moving_on_collects_its_text)
 	ck_assert(has_content(s, HELD));
 	ck_assert(!has_content(s, FIRST) && !has_content(s, SECOND));
 	ck_assert(has_content(s, SHARED)); /* b's mark refers to it */
-	ck_assert_int_eq(store_mark_drop(s, "u", "t", m.path), 0);
+	ck_assert_int_eq(store_mark_drop(s, "u", "t", m.path, 0), 0);
 	ck_assert(has_content(s, HELD));
 	ck_assert_int_eq(store_mark_put(s, "u", "t", &other), 0); /* same */
 	ck_assert(has_content(s, SHARED));
