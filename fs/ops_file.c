@@ -70,10 +70,12 @@ static int backing_flags(struct view *v, int flags)
 }
 
 /* The view's open handles (v->open_files): to refuse a file's handles
- * (ops_refuse_handles()) and to close what the kernel never released. */
+ * (ops_refuse_handles()) and to close what the kernel never released;
+ * and each worker's buffer for read replies (read_buffer()). */
 struct open_files {
 	pthread_mutex_t lock;
 	struct open_file *first;
+	pthread_key_t read_buffers;
 };
 
 /* Wraps FD in a handle stored in FI; the fd is closed on failure. */
@@ -145,6 +147,10 @@ int ops_open_files_new(struct view *v)
 
 	if (!of)
 		return -ENOMEM;
+	if (pthread_key_create(&of->read_buffers, free) != 0) {
+		free(of);
+		return -EAGAIN;
+	}
 	pthread_mutex_init(&of->lock, NULL);
 	v->open_files = of;
 	return 0;
@@ -166,6 +172,7 @@ void ops_close_all(struct view *v)
 		free(h);
 	}
 	pthread_mutex_destroy(&of->lock);
+	pthread_key_delete(of->read_buffers); /* the workers have ended */
 	free(of);
 	v->open_files = NULL;
 }
@@ -472,13 +479,41 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	}
 }
 
-/* A read of a version the thread has not read before (attributes ST):
- * the mark is set before the reply goes out, so a write the caller sends
- * as soon as it has the data finds it. */
-static void read_and_mark(struct view *v, fuse_req_t req, struct inode *ino, int fd,
-			  const struct stat *st, size_t size, off_t off)
+struct read_buffer {
+	size_t size;
+	char data[];
+};
+
+/* The calling worker's buffer of at least SIZE bytes for a read's reply,
+ * kept while the thread lives (the key's destructor frees it); NULL if
+ * out of memory. A buffer per READ, as libfuse's copy of an fd's bytes
+ * allocates, is mapped, faulted in and unmapped each time: 4 ms of CPU
+ * per megabyte read on the 2-vCPU VM of docs/performance.md. */
+static char *read_buffer(struct view *v, size_t size)
 {
-	_cleanup_(freep) char *buf = malloc(size ? size : 1);
+	pthread_key_t key = v->open_files->read_buffers;
+	struct read_buffer *b = pthread_getspecific(key), *grown;
+
+	if (b && b->size >= size)
+		return b->data;
+	grown = malloc(sizeof(*grown) + size);
+	if (!grown || pthread_setspecific(key, grown) != 0) {
+		free(grown);
+		return NULL;
+	}
+	free(b);
+	grown->size = size;
+	return grown->data;
+}
+
+/* Replies to a READ of SIZE bytes at OFF of FD. A version the thread has
+ * not read before (attributes ST, ino INO) gets its mark before the reply
+ * goes out, so a write the caller sends as soon as it has the data finds
+ * it. */
+static void read_reply(struct view *v, fuse_req_t req, struct inode *ino, int fd,
+		       const struct stat *st, bool news, size_t size, off_t off)
+{
+	char *buf = read_buffer(v, size);
 	char path[PATH_MAX];
 	struct stat after;
 	ssize_t n;
@@ -488,7 +523,7 @@ static void read_and_mark(struct view *v, fuse_req_t req, struct inode *ino, int
 	n = pread(fd, buf, size, off);
 	if (n < 0)
 		return reply_status(req, neg_errno());
-	if (fstat(fd, &after) == 0)
+	if (news && fstat(fd, &after) == 0)
 		gate_note_read(v->gate, st, &after, fd,
 			       view_path(v, ino, NULL, path, sizeof(path)));
 	fuse_reply_buf(req, buf, (size_t)n);
@@ -496,17 +531,12 @@ static void read_and_mark(struct view *v, fuse_req_t req, struct inode *ino, int
 
 void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
 	struct view *v = req_view(req);
 	struct stat st;
 	_io_ io = io_begin(v, node(v, id), fh_of(fi), false);
+	bool news = v->gate && fstat(io.fd, &st) == 0 && gate_read_is_news(v->gate, &st);
 
-	if (v->gate && fstat(io.fd, &st) == 0 && gate_read_is_news(v->gate, &st))
-		return read_and_mark(v, req, node(v, id), io.fd, &st, size, off);
-	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	buf.buf[0].fd = io.fd;
-	buf.buf[0].pos = off;
-	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+	read_reply(v, req, node(v, id), io.fd, &st, news, size, off);
 }
 
 /* The bytes of IN if they are in the daemon's memory, for the file's
