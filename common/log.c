@@ -2,6 +2,7 @@
  * one log file), so they live here and nowhere else. */
 #include "log.h"
 #include "cleanup.h"
+#include "hash.h"
 #include "quote.h"
 
 #include <errno.h>
@@ -94,25 +95,15 @@ static time_t now_s(void)
 	return ts.tv_sec;
 }
 
-/* FNV-1a over N bytes of P, after H. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ULL;
-	return h;
-}
-
 /* A message's kind: its format and level, and the text before the first
  * quoted name ("refused create of '...'": every refused create alike,
  * and "%s" formats told apart by what they say). Never 0. */
 static uint64_t shape_key(enum log_level level, const char *fmt, const char *msg)
 {
-	uint64_t h = fnv(0xcbf29ce484222325ULL, &fmt, sizeof(fmt));
+	uint64_t h = fnv1a(FNV1A_START, &fmt, sizeof(fmt));
 
-	h = fnv(h, &level, sizeof(level));
-	h = fnv(h, msg, strcspn(msg, "'"));
+	h = fnv1a(h, &level, sizeof(level));
+	h = fnv1a(h, msg, strcspn(msg, "'"));
 	return h ? h : 1;
 }
 

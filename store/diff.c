@@ -1,6 +1,7 @@
 /* diff.c - see diff.h. */
 #include "diff.h"
 #include "common/array.h"
+#include "common/hash.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -19,15 +20,6 @@ struct lines {
 	struct line *v;
 	size_t n;
 };
-
-static uint64_t fnv1a(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-	return h;
-}
 
 /* The length of the line break at TEXT[I] (LEN bytes in all), 0 if none
  * is there: Python's str.splitlines() breaks, in UTF-8 ("\r\n" is one;
@@ -95,7 +87,8 @@ static int split(const char *text, size_t len, bool git, struct lines *out)
 				return -ENOMEM;
 			out->v = v;
 		}
-		out->v[out->n++] = (struct line){ text + i, end - i, fnv1a(text + i, end - i) };
+		out->v[out->n++] = (struct line){ text + i, end - i,
+						  fnv1a(FNV1A_START, text + i, end - i) };
 	}
 	return 0;
 }

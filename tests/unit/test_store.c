@@ -4,6 +4,7 @@
  * does is tested on both engines: an SQLite file (tcase "store") and a
  * throw-away PostgreSQL server (tcase "postgresql", tests/tools/pgserver). */
 #include "common/clock.h"
+#include "store/compact.h"
 #include "store/lease.h"
 #include "store/receipt.h"
 #include "store/sandboxes.h"
@@ -777,6 +778,38 @@ static void add_event(struct store *s, const char *thread, int64_t at_ns, const 
 }
 
 #define W "/mnt/user-data/workspace/"
+
+/* The rules hold for thousands of paths alike but for their last
+ * characters (a table keyed by the first bytes alone tells none apart):
+ * each even file made, changed twice and removed is churn, all four rows;
+ * each odd one made and changed three times keeps its create and its
+ * last change. */
+START_TEST(test_store_journal_churn_tells_alike_paths_apart)
+{
+	enum { FILES = 5000, ROWS = 4 * FILES };
+	struct compact_row *rows = calloc(ROWS, sizeof(*rows));
+	char(*paths)[64] = calloc(FILES, sizeof(*paths));
+
+	ck_assert(rows && paths);
+	for (int f = 0; f < FILES; f++) {
+		snprintf(paths[f], sizeof(paths[f]), W "src/module/file%05d.c", f);
+		for (int k = 0; k < 4; k++) {
+			int i = 4 * f + k;
+			const char *op = k == 0 ? "create" : k < 3 || f % 2 ? "modify" : "delete";
+			rows[i] = (struct compact_row){
+				.id = i + 1, .at_ns = i, .op = (char *)op, .path = paths[f]
+			};
+		}
+	}
+	ck_assert_int_eq(journal_churn(rows, ROWS, NULL, 0), FILES / 2 * 4 + FILES / 2 * 2);
+	for (int f = 1; f < FILES; f += 2) {
+		ck_assert_msg(!rows[4 * f].drop, "the create of %s was dropped", paths[f]);
+		ck_assert_msg(!rows[4 * f + 3].drop, "the last change of %s was dropped", paths[f]);
+	}
+	free(rows);
+	free(paths);
+}
+END_TEST
 
 /* With no run open, a path made and removed again is churn, and so is a
  * change repeated: their rows go. A run's rows stay, and so do a rename
@@ -1944,6 +1977,7 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_store_a_mark_moving_on_collects_its_text);
 	tcase_add_test(tc, test_store_journal_rows_written_many_at_once);
 	tcase_add_test(tc, test_store_journal_churn_with_no_run_open_is_compacted);
+	tcase_add_test(tc, test_store_journal_churn_tells_alike_paths_apart);
 	tcase_add_test(tc, test_store_a_statement_that_cannot_be_prepared);
 	tcase_add_test(tc, test_store_backup_is_a_whole_copy);
 	tcase_add_test(tc, test_lease_is_one_host_s_at_a_time);
