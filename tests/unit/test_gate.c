@@ -330,9 +330,24 @@ static struct gate *gate_storing(enum gate_mode mode, const char *db, struct sto
 	return gate_new(mode, false, *w);
 }
 
+/* Stops G and its writer W; returns the gate of a daemon started later,
+ * with the MARKS marks DB holds loaded from its store *S. */
+static struct gate *gate_restarted(struct gate *g, struct store_writer *w, const char *db,
+				   struct store **s, int marks)
+{
+	char err[256];
+
+	gate_free(g);
+	store_writer_stop(w);
+	ck_assert_int_eq(store_open_path(db, s, err, sizeof(err)), 0);
+	g = gate_new(GATE_ENFORCE, false, NULL);
+	ck_assert_int_eq(gate_load(g, *s, "u", "t"), marks);
+	return g;
+}
+
 START_TEST(test_gate_a_new_file_is_hashed_from_its_own_writes)
 {
-	char err[256], *db = file("sbx.db", NULL);
+	char *db = file("sbx.db", NULL);
 	struct store_writer *w;
 	struct store *s;
 	struct gate *g = gate_storing(GATE_ENFORCE, db, &w);
@@ -341,14 +356,10 @@ START_TEST(test_gate_a_new_file_is_hashed_from_its_own_writes)
 	own_write_at(g, f, 0, "hello, ");
 	own_write_at(g, f, 7, "world\n");
 	own_close(g, f);
-	gate_free(g);
-	store_writer_stop(w);
 
 	/* The stored mark has it: a daemon started later lets the host's
 	 * save of the same bytes pass, and not another's. */
-	ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), 0);
-	g = gate_new(GATE_ENFORCE, false, NULL);
-	ck_assert_int_eq(gate_load(g, s, "u", "t"), 1);
+	g = gate_restarted(g, w, db, &s, 1);
 	ck_assert_int_eq(verdict_after_host_save(g, f, "hello, world\n"), GATE_OK);
 	ck_assert_int_eq(verdict_after_host_save(g, f, "HELLO, world\n"), GATE_CHANGED);
 	gate_free(g);
@@ -401,7 +412,7 @@ END_TEST
  * stay for a name that is gone. */
 START_TEST(test_gate_a_close_racing_an_unlink_leaves_no_mark)
 {
-	char err[256], *db = file("sbx.db", NULL);
+	char *db = file("sbx.db", NULL);
 	struct store_writer *w;
 	struct store *s;
 	struct gate *g = gate_storing(GATE_ENFORCE, db, &w);
@@ -417,12 +428,7 @@ START_TEST(test_gate_a_close_racing_an_unlink_leaves_no_mark)
 	gate_persist(g, &seen, fd, lock); /* the close that looked first */
 
 	close(fd);
-	gate_free(g);
-	store_writer_stop(w);
-
-	ck_assert_int_eq(store_open_path(db, &s, err, sizeof(err)), 0);
-	g = gate_new(GATE_ENFORCE, false, NULL);
-	ck_assert_int_eq(gate_load(g, s, "u", "t"), 0);
+	g = gate_restarted(g, w, db, &s, 0);
 	gate_free(g);
 	store_close(s);
 }
