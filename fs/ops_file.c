@@ -172,7 +172,9 @@ void ops_close_all(struct view *v)
 		free(h);
 	}
 	pthread_mutex_destroy(&of->lock);
-	pthread_key_delete(of->read_buffers); /* the workers have ended */
+	/* The workers have ended; the loop may have run on this thread (-s). */
+	free(pthread_getspecific(of->read_buffers));
+	pthread_key_delete(of->read_buffers);
 	free(of);
 	v->open_files = NULL;
 }
