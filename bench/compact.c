@@ -4,7 +4,7 @@
  * tree of the view's paths. Prints, per window size, the milliseconds
  * of the best of 5 calls and the rows dropped.
  *
- *   cc -O2 -I. -o compact bench/compact.c store/compact.c && ./compact
+ *   cc -O2 -D_GNU_SOURCE -I. -o compact bench/compact.c store/compact.c && ./compact
  */
 #include "store/compact.h"
 
