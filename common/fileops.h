@@ -13,7 +13,8 @@
 #include <sys/stat.h>
 
 /* Gives the new file FD the owner, group, mode and extended attributes
- * of the file read through RFD, whose attributes are ST. */
+ * of the file RFD (any descriptor of it but an O_PATH one), whose
+ * attributes are ST. */
 int file_copy_metadata(int fd, int rfd, const struct stat *st);
 
 /* Replaces FD's content with RFD's: a reflink where the filesystem

@@ -257,6 +257,29 @@ static void written_start(struct gate *g, struct mark *m)
 	m->written = w;
 }
 
+/* M's file is ST, made or emptied through the view just now: what the
+ * thread writes next from offset 0 is all of it, so its written hash
+ * starts. Only a stored mark keeps a hash: without a writer none starts.
+ * False, and nothing started, for a file that is not empty. */
+static bool written_start_if_empty(struct gate *g, struct mark *m, const struct stat *st)
+{
+	if (!m || !g->writer || !S_ISREG(st->st_mode) || st->st_size != 0)
+		return false;
+	written_start(g, m);
+	return true;
+}
+
+/* The mark of S follows a change the view made, to AFTER: a change of
+ * content that left the file empty (O_TRUNC, a save's new stage) starts
+ * its written hash, so a save is hashed from its own writes as a new
+ * file is, not read back. */
+static void mark_moved(struct gate *g, struct stripe *s, const struct stat *after, bool content)
+{
+	mark_set(s, after, realtime_ns());
+	if (content)
+		written_start_if_empty(g, mark_find(s, after->st_dev, after->st_ino), after);
+}
+
 static void to_store_mark(const struct mark *m, const char *path, struct store_mark *out)
 {
 	*out = (struct store_mark){
@@ -770,14 +793,14 @@ void gate_unlock(struct gate_ticket *t, const struct stat *after, bool content)
 	bool same = after && after->st_dev == t->dev && after->st_ino == t->ino;
 
 	if (same && moves)
-		mark_set(stripe_of(g, t->dev, t->ino), after, realtime_ns());
+		mark_moved(g, stripe_of(g, t->dev, t->ino), after, content);
 	stripe_unlock(t->lock);
 	if (after && !same && moves) {
 		/* The change made a new file (a stage): its mark. */
 		struct stripe *s = stripe_of(g, after->st_dev, after->st_ino);
 
 		stripe_lock(&s->lock);
-		mark_set(s, after, realtime_ns());
+		mark_moved(g, s, after, content);
 		stripe_unlock(&s->lock);
 	}
 }
@@ -791,10 +814,7 @@ void gate_note_created(struct gate *g, const struct stat *st)
 	stripe_lock(&s->lock);
 	mark_set(s, st, realtime_ns());
 	struct mark *m = mark_find(s, st->st_dev, st->st_ino);
-	/* Only a stored mark keeps a hash: without a writer none starts. */
-	if (m && g->writer && S_ISREG(st->st_mode) && st->st_size == 0)
-		written_start(g, m);
-	else
+	if (!written_start_if_empty(g, m, st))
 		written_drop(m);
 	stripe_unlock(&s->lock);
 }

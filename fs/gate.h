@@ -108,8 +108,10 @@ enum gate_verdict gate_check(struct gate_ticket *t, const struct stat *st, int f
 /* Ends the change. AFTER: the attributes it left (NULL if it failed or the
  * file is gone from that name); they may be another file's, a stage that
  * took the change. CONTENT: it changed content (the mark moves to AFTER
- * in enforce and audit modes); otherwise it changed metadata only, and a
- * mark current before it stays current. */
+ * in enforce and audit modes, and if that left the file empty, O_TRUNC
+ * or a save's new stage, its written hash starts as for a new file);
+ * otherwise it changed metadata only, and a mark current before it stays
+ * current. */
 void gate_unlock(struct gate_ticket *t, const struct stat *after, bool content);
 
 /* Records a new file made by the view as read (enforce and audit). An

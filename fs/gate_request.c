@@ -70,16 +70,17 @@ static int gate_begin(struct view *v, fuse_req_t req, struct gate_ticket *t, str
 }
 
 int gate_file_begin(struct view *v, fuse_req_t req, struct gate_ticket *t, struct inode *ino,
-		    int fd, const char *op)
+		    int fd, const struct stat *st, const char *op)
 {
-	struct stat st;
+	struct stat now;
 	int r;
 
 	gate_lock(NULL, t, NULL);
 	if (!v->gate)
 		return 0;
-	r = fd_stat(fd, &st);
-	return r < 0 ? r : gate_begin(v, req, t, ino, NULL, &st, fd, op);
+	if (!st && (r = fd_stat(fd, &now)) < 0)
+		return r;
+	return gate_begin(v, req, t, ino, NULL, st ? st : &now, fd, op);
 }
 
 /* Like gate_begin(), for the entry DIR/NAME of directory fd DFD, about to

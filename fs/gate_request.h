@@ -34,10 +34,11 @@ struct view;
 struct inode;
 
 /* Locks T for the file INO (FD any fd of it: an open file, its stage, or
- * its O_PATH fd) and, if OP is set, decides a content change OP of it
- * ("write", "truncate", ...). Returns -errno if FD cannot be looked at. */
+ * its O_PATH fd; ST its attributes, if the caller just took them, else
+ * NULL) and, if OP is set, decides a content change OP of it ("write",
+ * "truncate", ...). Returns -errno if FD cannot be looked at. */
 int gate_file_begin(struct view *v, fuse_req_t req, struct gate_ticket *t, struct inode *ino,
-		    int fd, const char *op);
+		    int fd, const struct stat *st, const char *op);
 
 /* The gate of one change of names, from one of the begins below (or
  * gate_names_none()) to gate_names_end(), and for a rename or a removal

@@ -57,7 +57,7 @@ int io_change_fd(struct io *io, struct open_file *h)
 {
 	if (!h->stageable || !io->locked)
 		return io->fd;
-	int fd = stage_for_change(io->v, io->ino, io->fd, false);
+	int fd = stage_for_change(io->v, io->ino, io->fd, NULL, false);
 	if (fd >= 0)
 		io->fd = fd;
 	return fd;
@@ -173,7 +173,7 @@ struct as_caller caller_enter(struct view *v, fuse_req_t req)
 		} else
 			c.umask = ctx->umask; /* default ACLs then lose */
 	}
-	uid_t uid = mapped ? v->uid : ctx->uid;
+	uid_t uid = view_caller_uid(v, ctx->uid);
 	gid_t gid = mapped ? v->gid : ctx->gid;
 	if (v->creds_switch && (uid != 0 || gid != 0)) {
 		setfsgid(gid);
@@ -207,7 +207,7 @@ int ops_enable_creds_switch(void)
  * made by us, does the rest: the backing kernel drops a file capability
  * whoever writes, but keeps set-id bits for a root daemon. FD is an open
  * file, or an O_PATH fd if OPATH. */
-int drop_privs(struct view *v, fuse_req_t req, int fd, bool opath)
+int drop_privs(struct view *v, fuse_req_t req, int fd, bool opath, const struct stat *known)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	char path[CONFINE_FD_PATH_MAX];
@@ -218,7 +218,9 @@ int drop_privs(struct view *v, fuse_req_t req, int fd, bool opath)
 		return 0;
 	if (opath)
 		confine_fd_path(fd, path);
-	if ((opath ? stat(path, &st) : fstat(fd, &st)) < 0)
+	if (known)
+		st = *known;
+	else if ((opath ? stat(path, &st) : fstat(fd, &st)) < 0)
 		return neg_errno();
 	if (!S_ISREG(st.st_mode) || !(st.st_mode & (S_ISUID | S_ISGID)) ||
 	    proc_capable(ctx->pid, CAP_FSETID))

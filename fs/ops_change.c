@@ -25,9 +25,10 @@
  * and keeps the right until closed. The check and the change it allows
  * are atomic under T (gate_unlock ends both). */
 static int handle_change_begin(struct view *v, fuse_req_t req, struct inode *ino,
-			       struct open_file *h, int fd, struct gate_ticket *t, const char *op)
+			       struct open_file *h, int fd, const struct stat *st,
+			       struct gate_ticket *t, const char *op)
 {
-	int r = gate_file_begin(v, req, t, ino, fd, h->authorized ? NULL : op);
+	int r = gate_file_begin(v, req, t, ino, fd, st, h->authorized ? NULL : op);
 
 	if (r == 0 && v->gate)
 		h->authorized = true;
@@ -55,11 +56,13 @@ int change_begin(struct view *v, fuse_req_t req, struct inode *ino, struct fuse_
 	if (!h->journaled)
 		journal_preimage(v, req, ino);
 	c->io = io_begin(v, ino, h, true);
+	c->have_before = (v->gate || v->quota) && stat_fd(c->io.fd, &c->before) == 0;
 	/* The kernel writing back a shared writable mapping is never refused:
 	 * the process wrote that memory already, so a refusal could only lose
 	 * it; and a mapping's pages were read from the file (a READ, which
 	 * sets the mark) when the process first touched them. */
-	r = handle_change_begin(v, req, ino, h, c->io.fd, &c->t, fi->writepage ? NULL : op);
+	r = handle_change_begin(v, req, ino, h, c->io.fd, change_before(c), &c->t,
+				fi->writepage ? NULL : op);
 	if (r < 0) {
 		io_end(&c->io);
 		return r;
@@ -70,9 +73,11 @@ int change_begin(struct view *v, fuse_req_t req, struct inode *ino, struct fuse_
 	}
 	/* Set-id bits go with the change, under its gate lock: the gate must
 	 * not take their removal for a change on the host. */
-	fd = fi->writepage ? 0 : drop_privs(v, req, c->io.fd, false);
+	fd = fi->writepage ? 0 : drop_privs(v, req, c->io.fd, false, change_before(c));
 	if (fd == 0)
 		fd = io_change_fd(&c->io, h);
+	if (fd != c->io.fd)
+		c->have_before = false; /* a new stage took the change */
 	if (fd >= 0)
 		journal_keep_content(v, req, 0, ino, fd); /* under the file's gate lock */
 	if (fd < 0) {
@@ -346,7 +351,7 @@ static int publish_in_place(struct view *v, struct inode *ino, bool durable, str
 	if (fd >= 0) {
 		journal_keep_content(v, NULL, pid, ino, fd);
 		gate_lock(v->gate, &t, &cur);
-		r = stage_write_back(ino, fd, durable);
+		r = stage_write_back(v, ino, fd, durable);
 		gate_unlock(&t, r == 0 && fstat(fd, &after) == 0 ? &after : NULL, true);
 	}
 	if (r < 0) {
@@ -372,7 +377,9 @@ static void publish_done(struct view *v, struct inode *ino, struct gate_ticket *
 
 	journal_published(v, ino, have_after ? &after : NULL, known > 0 ? &born : NULL);
 	view_release(v, ino, NULL); /* the replaced version's space */
-	gate_unlock(t, have_after ? &after : NULL, true);
+	/* A stage its mark did not follow (one the strict gate does not mark,
+	 * or changed otherwise) takes the publication as a change of content. */
+	gate_unlock(t, have_after ? &after : NULL, !t->was_current);
 	/* The view's inode is the new file from now on. */
 	int path_fd = have_after ? confine_reopen(sfd, O_PATH) : -1;
 	if (have_after)
@@ -402,15 +409,20 @@ static int publish_over(struct view *v, struct inode *ino, bool durable, struct 
 	char vpath[PATH_MAX];
 	struct stat before;
 	struct gate_ticket t;
-	int r = stage_link(v, ino);
+	int r = fstat(stage_io_fd(ino, -1), &before) < 0 ? neg_errno() : 0;
 
-	if (r == 0 && fstat(stage_io_fd(ino, -1), &before) < 0)
-		r = neg_errno();
+	/* Its mtime, name and rename change the stage's metadata only: under
+	 * its gate lock, its mark follows (publish_done()), and so does the
+	 * hash its writes made. */
+	if (r == 0) {
+		gate_lock(v->gate, &t, &before);
+		if ((r = stage_link(v, ino)) < 0)
+			gate_unlock(&t, NULL, true);
+	}
 	if (r < 0) {
 		stage_discard(v, ino);
 		return r;
 	}
-	gate_lock(v->gate, &t, &before);
 	watch_expect(v->watch, parent, name, true);
 	view_names_lock(v, parent, true);
 	journal_keep_replaced(v, pid, ino, parent, pfd, name);

@@ -300,7 +300,7 @@ static int apply_setattr(struct view *v, fuse_req_t req, int pfd, int fh, struct
 			return neg_errno();
 	}
 	if (valid & FUSE_SET_ATTR_SIZE) {
-		r = drop_privs(v, req, fh >= 0 ? fh : pfd, fh < 0);
+		r = drop_privs(v, req, fh >= 0 ? fh : pfd, fh < 0, NULL);
 		if (r < 0)
 			return r;
 		r = fh >= 0 ? ftruncate(fh, attr->st_size) : truncate(path, attr->st_size);
@@ -409,7 +409,7 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino, struct 
 		bool content = valid & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME);
 		_io_ io = io_begin(v, ino, NULL, content);
 		int target = io.fd >= 0 ? io.fd : p.fd;
-		r = gate_file_begin(v, req, &t, ino, target, resize ? "truncate" : NULL);
+		r = gate_file_begin(v, req, &t, ino, target, NULL, resize ? "truncate" : NULL);
 		if (r < 0)
 			return r;
 		/* Undo keeps what the file was: its content where it changes in

@@ -26,16 +26,19 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-/* What a write of LEN bytes at OFF may allocate in FD: what it adds past
- * the end, and the holes it fills inside (a file grown by truncate, or
- * written at scattered offsets, holds holes that take no space until
- * written). Holes are looked for only in a file that has some. */
-static uint64_t write_growth(int fd, off_t off, size_t len)
+/* What a write of LEN bytes at OFF may allocate in FD (attributes KNOWN,
+ * or NULL: looked at here): what it adds past the end, and the holes it
+ * fills inside (a file grown by truncate, or written at scattered offsets,
+ * holds holes that take no space until written). Holes are looked for only
+ * in a file that has some. */
+static uint64_t write_growth(int fd, const struct stat *known, off_t off, size_t len)
 {
 	struct stat st;
 	off_t end = off + (off_t)len, inside = 0;
 
-	if (fstat(fd, &st) < 0)
+	if (known)
+		st = *known;
+	else if (fstat(fd, &st) < 0)
 		return len;
 	off_t past = end > st.st_size ? end - (off > st.st_size ? off : st.st_size) : 0;
 	off_t last = end < st.st_size ? end : st.st_size;
@@ -184,6 +187,26 @@ static bool opens_for_write(int flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
+/* True if the caller of REQ owns directory DFD, which gives its owner write
+ * and search access and is not immutable: the owner's access is its mode's
+ * owner bits, which neither ACLs nor capabilities change (the kernel's
+ * generic_permission()), so the answer needs no look at the caller's
+ * capabilities and no check as the caller. One statx, where those take
+ * five to ten system calls. */
+static bool caller_owns_writable_dir(struct view *v, fuse_req_t req, int dfd)
+{
+	const unsigned want = STATX_TYPE | STATX_MODE | STATX_UID;
+	uid_t uid = view_caller_uid(v, fuse_req_ctx(req)->uid);
+	struct statx sx;
+
+	return statx(dfd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, want, &sx) == 0 &&
+	       (sx.stx_mask & want) == want && S_ISDIR(sx.stx_mode) && sx.stx_uid == uid &&
+	       uid != v->overflow_uid &&
+	       (sx.stx_mode & (S_IWUSR | S_IXUSR)) == (S_IWUSR | S_IXUSR) &&
+	       (sx.stx_attributes_mask & STATX_ATTR_IMMUTABLE) &&
+	       !(sx.stx_attributes & STATX_ATTR_IMMUTABLE);
+}
+
 /* Write and search access of the caller to directory DFD. A root daemon
  * checks as the caller: its fsuid, and without the capabilities that
  * override permissions (unless the caller holds CAP_DAC_OVERRIDE itself),
@@ -199,6 +222,8 @@ static int caller_may_write_dir(struct view *v, fuse_req_t req, int dfd)
 	bool dropped = false;
 	int r;
 
+	if (caller_owns_writable_dir(v, req, dfd))
+		return 0;
 	if (v->creds_switch) {
 		if (proc_capable(fuse_req_ctx(req)->pid, CAP_DAC_OVERRIDE))
 			return 0;
@@ -279,10 +304,11 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 		journal_preimage(v, req, ino);
 	_io_ io = io_begin(v, ino, NULL, writer);
 	int content = io.fd >= 0 ? io.fd : p.fd; /* the stage, or the file */
-	bool stageable = false;
+	bool stageable = false, have_st = false;
 	if (writer && !(fi->flags & O_APPEND) && stage_possible(v, ino)) {
 		if ((r = stat_fd(p.fd, &st)) < 0)
 			return r;
+		have_st = true;
 		stageable = st.st_nlink == 1;
 		if (stageable && (r = may_stage(v, req, ino, p.fd, &st)) < 0)
 			return r;
@@ -295,21 +321,26 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 	bool trunc_staged = trunc && (stageable || active >= 0);
 	if (trunc_staged)
 		flags &= ~O_TRUNC;
+	/* The file's attributes, taken once under its stage lock: an earlier
+	 * look than the gate's and the stage's own could be only makes them
+	 * stricter (a host change since is refused at publication). */
+	const struct stat *known = have_st ? &st : NULL;
 	gate_lock(NULL, &t, NULL);
-	if (trunc && (r = gate_file_begin(v, req, &t, ino, content, "open with O_TRUNC")) < 0)
+	if (trunc && (r = gate_file_begin(v, req, &t, ino, content, content == p.fd ? known : NULL,
+					  "open with O_TRUNC")) < 0)
 		return r;
 	if (trunc && !trunc_staged)
 		journal_keep_content(v, req, 0, ino, p.fd);
 	fd = confine_reopen(p.fd, flags);
 	int changed = fd; /* where the truncation happened */
 	if (fd >= 0 && trunc_staged) {
-		changed = stage_for_change(v, ino, fd, true);
+		changed = stage_for_change(v, ino, fd, known, true);
 		if (changed < 0) {
 			close(fd);
 			fd = changed;
 		}
 	}
-	if (fd >= 0 && trunc && !trunc_staged && (r = drop_privs(v, req, fd, false)) < 0) {
+	if (fd >= 0 && trunc && !trunc_staged && (r = drop_privs(v, req, fd, false, NULL)) < 0) {
 		close(fd);
 		fd = r;
 	}
@@ -567,9 +598,9 @@ void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in, off_t o
 
 	if (fd < 0)
 		return reply_status(req, fd);
-	int r = v->quota
-			? charge(v, req, node(v, id), NULL, write_growth(fd, off, size), 0, "write")
-			: 0;
+	int r = v->quota ? charge(v, req, node(v, id), NULL,
+				  write_growth(fd, change_before(&c), off, size), 0, "write")
+			 : 0;
 	if (r < 0) {
 		change_end(&c, r, false);
 		return reply_status(req, r);
@@ -624,8 +655,8 @@ void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 		if (ino->stage_writers <= ino->flushed_writers && !stage_close_defers(v, ino, pid))
 			r = change_publish(v, ino, false, pid);
 		stage_unlock(v, ino);
-		if (r < 0)
-			return reply_status(req, r);
+		/* Its writes went to stages, never to its fd. */
+		return reply_status(req, r);
 	}
 	/* Closing a duplicate reports delayed write errors (NFS, quota) at
 	 * close() without closing the handle, which other fds may share. */
@@ -701,7 +732,8 @@ void op_copy_file_range(fuse_req_t req, fuse_ino_t id_in, off_t off_in,
 		change_end(&c, 0, false);
 		return reply_status(req, -EOPNOTSUPP);
 	}
-	int r = charge(v, req, node(v, id_out), NULL, write_growth(fd, off_out, len), 0,
+	int r = charge(v, req, node(v, id_out), NULL,
+		       write_growth(fd, change_before(&c), off_out, len), 0,
 		       "copy_file_range into");
 	if (r < 0) {
 		change_end(&c, r, false);

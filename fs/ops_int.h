@@ -183,8 +183,9 @@ void caller_leave(struct as_caller *c);
 
 /* Clears set-id bits before a write or truncate as the kernel's
  * file_remove_privs() would (FUSE_HANDLE_KILLPRIV_V2). FD is an open file,
- * or an O_PATH fd if OPATH. */
-int drop_privs(struct view *v, fuse_req_t req, int fd, bool opath);
+ * or an O_PATH fd if OPATH; ST its attributes if the caller just took
+ * them, else NULL. */
+int drop_privs(struct view *v, fuse_req_t req, int fd, bool opath, const struct stat *st);
 
 /* ---- a change through a handle (ops_change.c) ---- */
 
@@ -197,12 +198,20 @@ struct change {
 	struct view *v;
 	fuse_req_t req;
 	struct open_file *h;
+	bool have_before;   /* where the gate or the quota needs them: */
+	struct stat before; /*   the attributes of the fd returned, as the change found them */
 };
 
 int change_begin(struct view *v, fuse_req_t req, struct inode *ino, struct fuse_file_info *fi,
 		 struct change *c, const char *op);
 /* Ends it with the change's result (CHANGED: content changed). */
 void change_end(struct change *c, ssize_t result, bool changed);
+
+/* The attributes of C's fd as the change found them, or NULL. */
+static inline const struct stat *change_before(const struct change *c)
+{
+	return c->have_before ? &c->before : NULL;
+}
 
 /* ---- a change of names (ops_change.c) ---- */
 

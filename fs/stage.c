@@ -4,6 +4,7 @@
 #include "inode.h"
 #include "view.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/fileops.h"
 #include "common/home.h"
 #include "common/lockcheck.h"
@@ -16,6 +17,7 @@
 #include <inttypes.h>
 #include <linux/fs.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,7 @@ struct stage_area {
 
 struct stager {
 	bool staging, strict;
+	_Atomic uint64_t names; /* the next area_name(): counted from a random start */
 	pthread_mutex_t locks[STAGE_LOCKS];
 	struct stage_area areas[VIEW_MAX_ROOTS]; /* by domain */
 };
@@ -203,6 +206,10 @@ int stage_setup(struct view *v, const struct view_config *cfg, char *err, size_t
 		sg->areas[d].fd = -1;
 	sg->staging = cfg->staging;
 	sg->strict = cfg->staging && cfg->staging_strict;
+	uint64_t start;
+	if (getrandom(&start, sizeof(start), 0) != sizeof(start))
+		start = (uint64_t)realtime_ns() ^ (uint64_t)getpid() << 40;
+	atomic_init(&sg->names, start);
 	/* Unstaged, the areas that exist are still opened: stage_sweep()
 	 * removes what an earlier mount that staged left there. */
 	own = thread_area(cfg, sg->staging);
@@ -395,9 +402,18 @@ void stage_note_change(struct inode *ino, const struct stat *st)
 /* A new file in the area with permission bits MODE: unnamed if the
  * filesystem has O_TMPFILE, else under a random name written into NAME.
  * (The area is 0700: nobody else reaches it whatever MODE says.) */
-static int area_create(const struct stage_area *a, mode_t mode, char name[40])
+/* A name no other file in the areas has: this daemon's own names are
+ * counted, and one an earlier daemon left (swept at mount, but a lazy
+ * unmount's may outlive that) was counted from another random start. */
+static void area_name(struct view *v, const char *kind, char name[40])
 {
-	uint64_t r;
+	uint64_t n = atomic_fetch_add_explicit(&v->stager->names, 1, memory_order_relaxed);
+
+	snprintf(name, 40, "%s-%016" PRIx64, kind, n);
+}
+
+static int area_create(struct view *v, const struct stage_area *a, mode_t mode, char name[40])
+{
 	int fd;
 
 	name[0] = '\0';
@@ -406,14 +422,13 @@ static int area_create(const struct stage_area *a, mode_t mode, char name[40])
 		if (fd >= 0 || errno != EOPNOTSUPP)
 			return fd < 0 ? neg_errno() : fd;
 	}
-	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-		return -EIO;
-	snprintf(name, 40, "stage-%016" PRIx64, r);
+	area_name(v, "stage", name);
 	fd = openat(a->fd, name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, mode);
 	return fd < 0 ? neg_errno() : fd;
 }
 
-int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
+int stage_for_change(struct view *v, struct inode *ino, int io_fd, const struct stat *known,
+		     bool empty)
 {
 	assert_held(LOCK_STAGE);
 	const struct stage_area *a = area_of(v, ino);
@@ -427,7 +442,9 @@ int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 		old->changed = !empty;
 		return old->fd;
 	}
-	if (fstat(io_fd, &st) < 0)
+	if (known)
+		st = *known;
+	else if (fstat(io_fd, &st) < 0)
 		return neg_errno();
 	/* The copy takes the file's space again until it is published. */
 	char why[128];
@@ -436,19 +453,21 @@ int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty)
 		log_warn("refused a save of a %lld-byte file: %s", (long long)st.st_size, why);
 		return r;
 	}
-	_cleanup_(closep) int rfd = confine_reopen(io_fd, O_RDONLY);
-	if (rfd < 0)
+	/* Its content is read from a descriptor of its own (IO_FD may be
+	 * write-only); its attributes, all an empty stage takes, from IO_FD. */
+	_cleanup_(closep) int rfd = empty ? -1 : confine_reopen(io_fd, O_RDONLY);
+	if (rfd < 0 && !empty)
 		return rfd;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->pin = -1;
-	fd = area_create(a, st.st_mode & 0777, s->name);
+	fd = area_create(v, a, st.st_mode & 0777, s->name);
 	if (fd < 0) {
 		free(s);
 		return fd;
 	}
-	r = file_copy_metadata(fd, rfd, &st);
+	r = file_copy_metadata(fd, empty ? io_fd : rfd, &st);
 	if (r == 0 && !empty)
 		r = file_copy_content(fd, rfd);
 	if (r < 0) {
@@ -529,17 +548,18 @@ int stage_ready(struct view *v, struct inode *ino, bool durable)
 {
 	assert_held(LOCK_STAGE);
 	struct stage *s = stage_of(ino);
-	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_NOW } };
 
-	/* Every save gets a fresh mtime, an empty one too (the writeback
-	 * cache sets mtime itself, with its own clock). */
-	if ((!v->writeback && futimens(s->fd, ts) < 0) || (durable && fsync(s->fd) < 0)) {
+	if (durable && fsync(s->fd) < 0) {
 		int r = neg_errno();
 		discard(v, ino);
 		return r;
 	}
 	return 0;
 }
+
+/* Every save gives the file a fresh mtime, an empty save too; with the
+ * writeback cache the kernel sets the stage's itself, with its own clock. */
+static const struct timespec save_time = { .tv_nsec = UTIME_NOW };
 
 bool stage_replaces(struct inode *ino, const struct stat *st)
 {
@@ -551,14 +571,14 @@ int stage_link(struct view *v, struct inode *ino)
 {
 	assert_held(LOCK_STAGE);
 	struct stage *s = stage_of(ino);
+	const struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, save_time };
 	char path[CONFINE_FD_PATH_MAX];
-	uint64_t r;
 
+	if (!v->writeback && futimens(s->fd, ts) < 0)
+		return neg_errno();
 	if (s->name[0])
 		return 0;
-	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-		return -EIO;
-	snprintf(s->name, sizeof(s->name), "publish-%016" PRIx64, r);
+	area_name(v, "publish", s->name);
 	confine_fd_path(s->fd, path);
 	if (linkat(AT_FDCWD, path, area_of(v, ino)->fd, s->name, AT_SYMLINK_FOLLOW) < 0) {
 		s->name[0] = '\0';
@@ -591,7 +611,7 @@ void stage_orphan(struct inode *ino)
 	stage_of(ino)->state = STAGE_ORPHAN;
 }
 
-int stage_write_back(struct inode *ino, int fd, bool durable)
+int stage_write_back(struct view *v, struct inode *ino, int fd, bool durable)
 {
 	assert_held(LOCK_STAGE);
 	struct stage *s = stage_of(ino);
@@ -599,7 +619,7 @@ int stage_write_back(struct inode *ino, int fd, bool durable)
 
 	if (fstat(s->fd, &st) < 0)
 		return neg_errno();
-	struct timespec ts[2] = { st.st_atim, st.st_mtim };
+	struct timespec ts[2] = { st.st_atim, v->writeback ? st.st_mtim : save_time };
 	int r = file_copy_content(fd, s->fd);
 	if (r == 0 && (ftruncate(fd, st.st_size) < 0 || fchmod(fd, st.st_mode & 07777) < 0 ||
 		       futimens(fd, ts) < 0 || (durable && fsync(fd) < 0)))

@@ -130,10 +130,13 @@ void stage_note_open(struct inode *ino, const struct stat *st);
 void stage_note_change(struct inode *ino, const struct stat *st);
 
 /* (locked) Before a change through a handle that may stage: makes sure INO
- * has an unpublished stage, a copy of its current content (IO_FD), and
- * returns its fd; or -errno (nothing changed). With EMPTY (an O_TRUNC)
- * the stage is made or left empty instead. */
-int stage_for_change(struct view *v, struct inode *ino, int io_fd, bool empty);
+ * has an unpublished stage, a copy of its current content (IO_FD, a
+ * descriptor of the file open for reading or writing; ST its attributes
+ * if the caller has them, else NULL), and returns its fd; or -errno
+ * (nothing changed). With EMPTY (an O_TRUNC) the stage is made or left
+ * empty instead. */
+int stage_for_change(struct view *v, struct inode *ino, int io_fd, const struct stat *st,
+		     bool empty);
 
 /* (locked) True if a close (FLUSH) by process PID of the last writing
  * handle of INO is not the end of its save: the stage was emptied by an
@@ -157,15 +160,16 @@ void stage_failed(struct inode *ino, int err);
  * stage, or none ACTIVE); 1, an ACTIVE stage; or the -errno of a failed
  * save (stage_failed()): the stage is then to be discarded, unpublished. */
 int stage_pending(struct inode *ino);
-/* (locked) Readies INO's ACTIVE stage: a fresh mtime (unless the writeback
- * cache sets it), with DURABLE its data flushed. Returns 0, or -errno with
- * the stage discarded. */
+/* (locked) Readies INO's ACTIVE stage: with DURABLE its data flushed.
+ * Returns 0, or -errno with the stage discarded. */
 int stage_ready(struct view *v, struct inode *ino, bool durable);
 /* (locked) True if ST, the file at the name now, is the version INO's
  * stage may replace. */
 bool stage_replaces(struct inode *ino, const struct stat *st);
-/* (locked) Gives INO's stage a name in its area (an O_TMPFILE has none),
- * which the rename needs. Returns 0 or -errno (nothing changed). */
+/* (locked) Gives INO's stage the save's fresh mtime (unless the writeback
+ * cache sets it) and a name in its area (an O_TMPFILE has none), which
+ * the rename needs: changes of its metadata only. Returns 0 or -errno
+ * (its name unchanged). */
 int stage_link(struct view *v, struct inode *ino);
 /* (locked) Renames INO's linked stage over NAME in directory PFD:
  * ACTIVE -> PUBLISHED. Returns 0, or -errno with nothing changed. */
@@ -177,10 +181,11 @@ void stage_published(struct inode *ino, const struct stat *after);
  * like an unlinked file until its last handle goes. */
 void stage_orphan(struct inode *ino);
 /* (locked) Writes INO's ACTIVE stage back into the file itself, open for
- * writing as FD: its content, size, mode and times; with DURABLE, FD is
+ * writing as FD: its content, size, mode and atime, and the save's fresh
+ * mtime (the stage's with the writeback cache); with DURABLE, FD is
  * flushed. Returns 0 or -errno (the file may be half written: the caller
  * discards the stage). */
-int stage_write_back(struct inode *ino, int fd, bool durable);
+int stage_write_back(struct view *v, struct inode *ino, int fd, bool durable);
 /* (locked) After stage_write_back(): the stage goes; the next saves
  * start from AFTER (the file now), unless it is NULL. */
 void stage_written_back(struct inode *ino, const struct stat *after);

@@ -4,6 +4,7 @@
 #include "quota.h"
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/proc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -361,6 +362,8 @@ int view_open(struct view *v, const struct view_config *cfg, char *err, size_t e
 	pthread_mutex_init(&v->copy_up_lock, NULL);
 	v->uid = geteuid();
 	v->gid = getegid();
+	long overflow = proc_sys_long("kernel/overflowuid");
+	v->overflow_uid = overflow >= 0 ? (uid_t)overflow : 65534;
 	v->map_owner = cfg->map_owner;
 	v->map_uid = cfg->map_uid;
 	v->map_gid = cfg->map_gid;

@@ -137,6 +137,8 @@ struct view {
 	uid_t uid; /* the daemon's: owner of the synthetic
 					 * directories and of what it creates */
 	gid_t gid;
+	uid_t overflow_uid; /* what stat shows for an owner this user
+			     * namespace does not map (kernel/overflowuid) */
 	/* --map-owner: files of UID/GID are shown as MAP_UID/MAP_GID, and
 	 * requests of MAP_UID are served as UID's (a sandbox's). */
 	bool map_owner;
@@ -250,6 +252,12 @@ static inline void view_map_owner(const struct view *v, struct stat *st)
 static inline bool view_mapped_caller(const struct view *v, uid_t uid)
 {
 	return v->map_owner && uid == v->map_uid && uid != v->uid;
+}
+
+/* The uid the view acts as for a caller whose uid is UID. */
+static inline uid_t view_caller_uid(const struct view *v, uid_t uid)
+{
+	return view_mapped_caller(v, uid) ? v->uid : uid;
 }
 
 /* The inode number the view reports for backing inode number BACKING of

@@ -2758,6 +2758,36 @@ START_TEST(test_posix_write_open_allowed_by_the_mode_needs_no_directory_write)
 }
 END_TEST
 
+/* A save is staged (renamed into place) only where its writer may write
+ * the directory. Its owner may exactly when the directory's mode lets
+ * the owner write (the view answers that from the mode alone): staged
+ * (a new inode on the host) in its 0755 directory, in place (the same
+ * inode) in its 0555 one. (Not as nobody, whose uid is what stat shows
+ * for an unmapped owner.) */
+START_TEST(test_posix_a_directory_owner_stages_as_its_mode_says)
+{
+	const uid_t owner = NOBODY - 1;
+	const char *names[2] = { "own-rw", "own-ro" };
+	ino_t before[2];
+
+	for (int i = 0; i < 2; i++) {
+		char *f = pws("%s/f", names[i]);
+		ck_assert_ok(mkdir(pws("%s", names[i]), 0755));
+		put_text(f, "v1");
+		ck_assert_ok(chown(f, owner, owner));
+		ck_assert_ok(chown(pws("%s", names[i]), owner, owner));
+		before[i] = xstat(phws("%s/f", names[i])).st_ino;
+	}
+	ck_assert_ok(chmod(pws("own-ro"), 0555));
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(write_try(pws("%s", names[i]), "f", O_WRONLY, owner, owner), 200);
+	ck_assert_int_ne(xstat(phws("own-rw/f")).st_ino, before[0]);
+	ck_assert_int_eq(xstat(phws("own-ro/f")).st_ino, before[1]);
+	assert_text(phws("own-rw/f"), "x1");
+	assert_text(phws("own-ro/f"), "x1");
+}
+END_TEST
+
 /* The same is refused where the directory is not writable for the
  * caller... only with --staging=strict, which keeps the old rules. */
 START_TEST(test_posix_staging_strict_keeps_the_refusals)
@@ -2882,6 +2912,7 @@ Suite *suite_view_posix(void)
 	tcase_add_test(defaults, test_posix_write_by_a_non_owner_clears_the_set_id_bits);
 	tcase_add_test(defaults,
 		       test_posix_write_open_allowed_by_the_mode_needs_no_directory_write);
+	tcase_add_test(defaults, test_posix_a_directory_owner_stages_as_its_mode_says);
 	tcase_add_test(defaults, test_posix_staging_strict_keeps_the_refusals);
 	suite_add_tcase(s, defaults);
 

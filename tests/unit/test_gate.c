@@ -367,6 +367,55 @@ START_TEST(test_gate_a_new_file_is_hashed_from_its_own_writes)
 }
 END_TEST
 
+/* A file read, then rewritten through the view: emptied in place (an
+ * O_TRUNC the view could not stage) or replaced by a save's new, empty
+ * stage, then written from its start (and the stage published: renamed,
+ * a change of metadata only). Its writes make all of it, so the
+ * stored mark has its hash without the file being read back (the close
+ * gives the hasher no fd). */
+START_TEST(test_gate_a_rewrite_from_empty_is_hashed_from_its_own_writes)
+{
+	char *db = file("sbx.db", NULL);
+	struct store_writer *w;
+	struct store *s;
+	struct gate_ticket t;
+	struct gate *g = gate_storing(GATE_ENFORCE, db, &w);
+
+	char *inplace = file("inplace", "old text\n");
+	read_as_view(g, inplace);
+	struct stat st = st_of(inplace);
+	gate_lock(g, &t, &st);
+	ck_assert_int_eq(truncate(inplace, 0), 0);
+	st = st_of(inplace);
+	gate_unlock(&t, &st, true);
+	own_write_at(g, inplace, 0, "new text\n");
+	own_close(g, inplace);
+
+	char *saved = file("saved", "old text\n"), *stage = file("stage", "");
+	read_as_view(g, saved);
+	st = st_of(saved);
+	gate_lock(g, &t, &st);
+	struct stat staged = st_of(stage);
+	gate_unlock(&t, &staged, true);
+	own_write_at(g, stage, 0, "saved ");
+	own_write_at(g, stage, 6, "text\n");
+	st = st_of(stage); /* its publication, a change of metadata only */
+	gate_lock(g, &t, &st);
+	ck_assert(t.was_current);
+	ck_assert_int_eq(rename(stage, saved), 0);
+	st = st_of(saved);
+	gate_unlock(&t, &st, false);
+	own_close(g, saved);
+
+	g = gate_restarted(g, w, db, &s, 2);
+	ck_assert_int_eq(verdict_after_host_save(g, inplace, "new text\n"), GATE_OK);
+	ck_assert_int_eq(verdict_after_host_save(g, saved, "saved text\n"), GATE_OK);
+	ck_assert_int_eq(verdict_after_host_save(g, saved, "SAVED text\n"), GATE_CHANGED);
+	gate_free(g);
+	store_close(s);
+}
+END_TEST
+
 /* The written hash never stands for bytes the writes did not make: out of
  * order, after a change it was not fed (a rewrite), after a change made
  * elsewhere (which audit mode lets the next write follow). Each time the
@@ -461,6 +510,7 @@ Suite *suite_unit_gate(void)
 	tcase_add_test(tc, test_gate_empty_files_and_specials_always_pass);
 	tcase_add_test(tc, test_gate_own_writes_move_the_mark_except_in_strict);
 	tcase_add_test(tc, test_gate_a_new_file_is_hashed_from_its_own_writes);
+	tcase_add_test(tc, test_gate_a_rewrite_from_empty_is_hashed_from_its_own_writes);
 	tcase_add_test(tc, test_gate_a_written_hash_ends_at_what_it_did_not_see);
 	tcase_add_test(tc, test_gate_metadata_changes_carry_only_a_current_mark);
 	tcase_add_test(tc, test_gate_same_bytes_with_new_metadata_pass_by_hash);
