@@ -321,9 +321,10 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 	bool trunc_staged = trunc && (stageable || active >= 0);
 	if (trunc_staged)
 		flags &= ~O_TRUNC;
-	/* The file's attributes, taken once under its stage lock: an earlier
-	 * look than the gate's and the stage's own could be only makes them
-	 * stricter (a host change since is refused at publication). */
+	/* The file's attributes, taken once under its stage lock, serve the
+	 * gate and the stage too: being older than a look of their own would
+	 * be only makes them stricter (a host change since is refused at
+	 * publication). */
 	const struct stat *known = have_st ? &st : NULL;
 	gate_lock(NULL, &t, NULL);
 	if (trunc && (r = gate_file_begin(v, req, &t, ino, content, content == p.fd ? known : NULL,

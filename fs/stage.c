@@ -399,9 +399,6 @@ void stage_note_change(struct inode *ino, const struct stat *st)
 
 /* ---- making a stage ----------------------------------------------------- */
 
-/* A new file in the area with permission bits MODE: unnamed if the
- * filesystem has O_TMPFILE, else under a random name written into NAME.
- * (The area is 0700: nobody else reaches it whatever MODE says.) */
 /* A name no other file in the areas has: this daemon's own names are
  * counted, and one an earlier daemon left (swept at mount, but a lazy
  * unmount's may outlive that) was counted from another random start. */
@@ -412,6 +409,10 @@ static void area_name(struct view *v, const char *kind, char name[40])
 	snprintf(name, 40, "%s-%016" PRIx64, kind, n);
 }
 
+/* A new file in the area with permission bits MODE: unnamed if the
+ * filesystem has O_TMPFILE, else under a name of area_name()'s written
+ * into NAME. (The area is 0700: nobody else reaches it whatever MODE
+ * says.) */
 static int area_create(struct view *v, const struct stage_area *a, mode_t mode, char name[40])
 {
 	int fd;
