@@ -22,7 +22,7 @@
  * held BULK_ROWS or more). A transaction writes each page it changed
  * once, however many of its rows changed it (a directory's marks, the
  * journal's tail): copying 8,000 files in (cp -a of /usr/include) cost
- * the thread 400-500 ms of CPU at 3 ms, 245-280 ms at 20. */
+ * the thread 470-510 ms of CPU at 3 ms, 225-300 ms at 20. */
 #define GATHER_NS (3 * 1000 * 1000)
 #define GATHER_BULK_NS (20 * 1000 * 1000)
 #define BULK_ROWS 8
