@@ -73,6 +73,7 @@ struct hash_job {
 	struct hash_job *next;
 	dev_t dev;
 	struct version ver;
+	int64_t at_ns;	/* the mark's: the read or change it was queued for */
 	int fd;		/* readable, the job's own */
 	bool keep_text; /* a read's: its text kept with the mark */
 	char path[];
@@ -317,20 +318,16 @@ struct read_text {
 	size_t len;
 };
 
-/* Queues SM (with TEXT, if any), the mark of the file at FD. The worker
- * looked at the file before it got here, and another may have unlinked
- * it since and queued the drop of its path first (a close's RELEASE
- * comes after close() returned): a file with no name left now takes its
- * row back out, unless the row is another file's by then. */
-static void store_mark(struct gate *g, const struct store_mark *sm, const struct read_text *text,
-		       int fd)
+/* Queues SM, the mark of the file at FD. The worker looked at the file
+ * before it got here, and another may have unlinked it since and queued
+ * the drop of its path first (a close's RELEASE comes after close()
+ * returned): a file with no name left now takes its row back out, unless
+ * the row is another file's by then. */
+static void store_mark(struct gate *g, const struct store_mark *sm, int fd)
 {
 	struct stat now;
 
-	if (text && text->data)
-		store_writer_mark_put_text(g->writer, sm, text->data, text->len);
-	else
-		store_writer_mark_put(g->writer, sm);
+	store_writer_mark_put(g->writer, sm);
 	if (fd >= 0 && fstat(fd, &now) == 0 && now.st_nlink == 0)
 		store_writer_mark_drop(g->writer, sm->path, sm->ino);
 }
@@ -397,20 +394,25 @@ static void *hasher_main(void *arg)
 		if (ok && version_eq(&now, &job->ver)) {
 			struct stripe *s = stripe_of(g, job->dev, job->ver.ino);
 			struct store_mark sm;
-			bool put = false;
+			bool fill = false;
 
+			/* Only the mark the job was queued for takes the hash:
+			 * a change or a read since, which may have left the
+			 * same size and times, made another. Its stored row is
+			 * filled in, never replaced: by now the path may name
+			 * another file, whose row was put after it. */
 			stripe_lock(&s->lock);
 			struct mark *m = mark_find(s, job->dev, job->ver.ino);
-			if (m && version_eq(&m->ver, &job->ver) && !m->hashed) {
+			if (m && !m->hashed && m->at_ns == job->at_ns &&
+			    version_eq(&m->ver, &job->ver)) {
 				memcpy(m->hash, hash, sizeof(hash));
 				m->hashed = true;
-				m->dirty = false;
 				to_store_mark(m, job->path, &sm);
-				put = g->writer != NULL;
+				fill = g->writer != NULL;
 			}
 			stripe_unlock(&s->lock);
-			if (put)
-				store_mark(g, &sm, &text, job->fd);
+			if (fill)
+				store_writer_mark_hash(g->writer, &sm, text.data, text.len);
 		}
 		close(job->fd);
 		free(text.data);
@@ -608,12 +610,12 @@ static bool hashable(const struct gate *g, const struct stat *st)
 	       st->st_size <= SNAPSHOT_HASH_MAX;
 }
 
-/* Queues the hash of the file ST at FD (readable; the job takes it),
- * with its text if KEEP_TEXT. */
-static void queue_hash(struct gate *g, const struct stat *st, int fd, const char *path,
+/* Queues the hash of the file ST at FD (readable; the job takes it) for
+ * its mark SM, stored already, with its text if KEEP_TEXT. */
+static void queue_hash(struct gate *g, const struct stat *st, const struct store_mark *sm, int fd,
 		       bool keep_text)
 {
-	struct hash_job *job = fd >= 0 ? malloc(sizeof(*job) + strlen(path) + 1) : NULL;
+	struct hash_job *job = fd >= 0 ? malloc(sizeof(*job) + strlen(sm->path) + 1) : NULL;
 
 	if (!job) {
 		if (fd >= 0)
@@ -624,8 +626,9 @@ static void queue_hash(struct gate *g, const struct stat *st, int fd, const char
 	job->keep_text = keep_text;
 	job->dev = st->st_dev;
 	job->ver = version_of(st);
+	job->at_ns = sm->at_ns;
 	job->next = NULL;
-	strcpy(job->path, path);
+	strcpy(job->path, sm->path);
 	pthread_mutex_lock(&g->hlock);
 	if (g->njobs < HASH_QUEUE_MAX && !g->stopping) {
 		*g->jobs_tail = job;
@@ -669,9 +672,9 @@ void gate_note_read(struct gate *g, const struct stat *st, const struct stat *af
 	stripe_unlock(&s->lock);
 	if (put) {
 		if (g->writer)
-			store_mark(g, &sm, NULL, fd);
+			store_mark(g, &sm, fd);
 		if (hashable(g, st))
-			queue_hash(g, st, fcntl(fd, F_DUPFD_CLOEXEC, 0), path, true);
+			queue_hash(g, st, &sm, fcntl(fd, F_DUPFD_CLOEXEC, 0), true);
 	}
 }
 
@@ -875,9 +878,9 @@ void gate_persist(struct gate *g, const struct stat *st, int fd, const char *pat
 	}
 	stripe_unlock(&s->lock);
 	if (put)
-		store_mark(g, &sm, NULL, fd);
+		store_mark(g, &sm, fd);
 	if (hash)
-		queue_hash(g, st, confine_reopen(fd, O_RDONLY), path, false);
+		queue_hash(g, st, &sm, confine_reopen(fd, O_RDONLY), false);
 }
 
 void gate_forget_path(struct gate *g, const char *path)

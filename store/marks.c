@@ -14,6 +14,10 @@ static const char mark_put_sql[] =
 	" ON CONFLICT (\"user\", thread, path) DO UPDATE SET ino = excluded.ino,"
 	" size = excluded.size, mtime_ns = excluded.mtime_ns,"
 	" ctime_ns = excluded.ctime_ns, at_ns = excluded.at_ns, hash = excluded.hash";
+static const char mark_fill_hash_sql[] =
+	"UPDATE marks SET hash = ? WHERE \"user\" = ? AND thread = ? AND path = ?"
+	" AND ino = ? AND size = ? AND mtime_ns = ? AND ctime_ns = ? AND at_ns = ?"
+	" AND hash IS NULL";
 static const char mark_drop_sql[] =
 	"DELETE FROM marks WHERE \"user\" = ? AND thread = ? AND path = ?";
 static const char mark_drop_of_sql[] =
@@ -76,6 +80,31 @@ int store_mark_put(struct store *s, const char *user, const char *thread,
 		db_bind_blob(st, 9, m->hash, sizeof(m->hash));
 	return mark_change(s, user, thread, m->path, st, m->hashed ? m->hash : NULL,
 			   "record a read mark");
+}
+
+int store_mark_hash(struct store *s, const char *user, const char *thread,
+		    const struct store_mark *m)
+{
+	_stmt_ st = store_stmt(s, mark_fill_hash_sql);
+	bool own;
+	int r;
+
+	if (!st)
+		return store_stmt_failed(s);
+	db_bind_blob(st, 1, m->hash, sizeof(m->hash));
+	db_bind_text(st, 2, user);
+	db_bind_text(st, 3, thread);
+	db_bind_text(st, 4, m->path);
+	db_bind_int64(st, 5, (int64_t)m->ino);
+	db_bind_int64(st, 6, m->size);
+	db_bind_int64(st, 7, m->mtime_ns);
+	db_bind_int64(st, 8, m->ctime_ns);
+	db_bind_int64(st, 9, m->at_ns);
+	/* The mark it fills had no hash: no text of its goes. */
+	r = store_write_turn(s, &own);
+	if (r == 0)
+		r = store_exec(s, st, "hash a read mark");
+	return store_write_done(s, own, r);
 }
 
 int store_mark_drop(struct store *s, const char *user, const char *thread, const char *path,

@@ -113,6 +113,12 @@ struct store_mark {
 
 int store_mark_put(struct store *s, const char *user, const char *thread,
 		   const struct store_mark *m);
+/* Adds M->hash to PATH's mark if the mark is still M, recorded without a
+ * hash (same inode, size, times and time of reading): a hash computed
+ * after the path moved on to another file, or to a later read, is
+ * dropped instead of replacing the newer mark. */
+int store_mark_hash(struct store *s, const char *user, const char *thread,
+		    const struct store_mark *m);
 /* Drops PATH's mark; with INO not 0, only a mark of that inode. */
 int store_mark_drop(struct store *s, const char *user, const char *thread, const char *path,
 		    uint64_t ino);

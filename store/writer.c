@@ -37,14 +37,23 @@
 #define COLLECT_STEP 1024
 /* A pre-image's text may be put a batch before its row: it is held that
  * long. A read mark's text is queued with its mark, in one batch, and
- * needs no hold (store_writer_mark_put_text()). */
+ * needs no hold (store_writer_mark_hash()). */
 #define WRITER_BLOB_HOLD_NS (1LL * 1000000000)
 /* After this many journal rows, the thread compacts the thread's journal
  * (store_journal_compact()): the rows since the last time, less those
  * it never touches. */
 #define COMPACT_EVERY 4096
 
-enum row_kind { ROW_NONE, ROW_MARK_PUT, ROW_MARK_DROP, ROW_AUDIT, ROW_EVENT, ROW_BLOB, ROW_ORIGIN };
+enum row_kind {
+	ROW_NONE,
+	ROW_MARK_PUT,
+	ROW_MARK_HASH,
+	ROW_MARK_DROP,
+	ROW_AUDIT,
+	ROW_EVENT,
+	ROW_BLOB,
+	ROW_ORIGIN
+};
 
 struct row {
 	struct row *next;
@@ -99,6 +108,8 @@ static int write_row(struct store_writer *w, const struct row *r)
 		break;
 	case ROW_MARK_PUT:
 		return store_mark_put(w->store, w->user, w->thread, &r->mark);
+	case ROW_MARK_HASH:
+		return store_mark_hash(w->store, w->user, w->thread, &r->mark);
 	case ROW_MARK_DROP:
 		return store_mark_drop(w->store, w->user, w->thread, r->mark.path, r->mark.ino);
 	case ROW_AUDIT:
@@ -215,8 +226,8 @@ static void tidy(struct store_writer *w, const struct row *batch)
 	int r;
 
 	for (const struct row *row = batch; row; row = row->next) {
-		w->since_collect += row->kind == ROW_MARK_PUT || row->kind == ROW_MARK_DROP ||
-				    row->kind == ROW_BLOB;
+		w->since_collect += row->kind == ROW_MARK_PUT || row->kind == ROW_MARK_HASH ||
+				    row->kind == ROW_MARK_DROP || row->kind == ROW_BLOB;
 		w->since_compact += row->kind == ROW_EVENT;
 	}
 	if (w->failed || w->fenced)
@@ -557,15 +568,15 @@ void store_writer_mark_put(struct store_writer *w, const struct store_mark *m)
 		enqueue(w, r);
 }
 
-void store_writer_mark_put_text(struct store_writer *w, const struct store_mark *m,
-				const void *text, size_t len)
+void store_writer_mark_hash(struct store_writer *w, const struct store_mark *m, const void *text,
+			    size_t len)
 {
-	struct row *r = mark_row(w, ROW_MARK_PUT, m);
-	struct row *t = r && m->hashed ? blob_row(w, m->hash, text, len, 0) : NULL;
+	struct row *r = mark_row(w, ROW_MARK_HASH, m);
+	struct row *t = r && text ? blob_row(w, m->hash, text, len, 0) : NULL;
 
 	if (!t) {
 		if (r)
-			enqueue(w, r); /* the mark without its text */
+			enqueue(w, r); /* the hash without its text */
 		return;
 	}
 	t->next = r;

@@ -34,11 +34,11 @@ void store_writer_stop(struct store_writer *w);
 /* Each queues a row, copying every string, and never blocks on the
  * database. */
 void store_writer_mark_put(struct store_writer *w, const struct store_mark *m);
-/* Queues M with the text of the content it names (M->hash), written in one
- * batch: the text needs no hold, and the one M's path named before goes at
- * once if nothing else refers to it (store_mark_put()). */
-void store_writer_mark_put_text(struct store_writer *w, const struct store_mark *m,
-				const void *text, size_t len);
+/* Queues store_mark_hash() of M (hashed), with the text of the content
+ * (TEXT, LEN; none if NULL) in the same batch: the text needs no hold, and
+ * the sweep takes it if the mark has moved on. */
+void store_writer_mark_hash(struct store_writer *w, const struct store_mark *m, const void *text,
+			    size_t len);
 /* Queues store_mark_drop() of PATH (INO not 0: only a mark of that inode). */
 void store_writer_mark_drop(struct store_writer *w, const char *path, uint64_t ino);
 void store_writer_audit(struct store_writer *w, const struct store_audit *a);

@@ -416,6 +416,48 @@ START_TEST(test_gate_a_rewrite_from_empty_is_hashed_from_its_own_writes)
 }
 END_TEST
 
+/* The hasher runs behind the requests: by the time it has hashed what the
+ * view read at a path, the path may name another file, whose mark the
+ * view stored since. The late hash must not put the old file's mark back
+ * over it. A hundred 256 KiB reads queued ahead keep the hasher busy
+ * while the path moves on. */
+START_TEST(test_gate_a_late_hash_never_replaces_a_newer_mark)
+{
+	enum { AHEAD = 100 };
+	char *db = file("sbx.db", NULL), *ahead[AHEAD];
+	struct store_writer *w;
+	struct store *s;
+	struct gate *g = gate_storing(GATE_ENFORCE, db, &w);
+	static char big[256 * 1024];
+
+	memset(big, 'x', sizeof(big) - 1);
+	for (int i = 0; i < AHEAD; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "ahead%d", i);
+		ahead[i] = file(name, big);
+	}
+	for (int i = 0; i < AHEAD; i++)
+		read_as_view(g, ahead[i]);
+	/* "p" named OLD when the view read it (and OLD did not change since:
+	 * how a rename away looks within the timestamps' granularity). */
+	char *old = file("old", "old text\n"), *p = file("p", NULL);
+	struct stat st = st_of(old);
+	int fd = open(old, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	gate_note_read(g, &st, &st, fd, p);
+	close(fd);
+	own_new_file(g, "p");
+	own_write_at(g, p, 0, "new text\n");
+	own_close(g, p);
+	gate_settle(g);
+
+	g = gate_restarted(g, w, db, &s, AHEAD + 1);
+	ck_assert_int_eq(verdict(g, p), GATE_OK);
+	gate_free(g);
+	store_close(s);
+}
+END_TEST
+
 /* The written hash never stands for bytes the writes did not make: out of
  * order, after a change it was not fed (a rewrite), after a change made
  * elsewhere (which audit mode lets the next write follow). Each time the
@@ -511,6 +553,7 @@ Suite *suite_unit_gate(void)
 	tcase_add_test(tc, test_gate_own_writes_move_the_mark_except_in_strict);
 	tcase_add_test(tc, test_gate_a_new_file_is_hashed_from_its_own_writes);
 	tcase_add_test(tc, test_gate_a_rewrite_from_empty_is_hashed_from_its_own_writes);
+	tcase_add_test(tc, test_gate_a_late_hash_never_replaces_a_newer_mark);
 	tcase_add_test(tc, test_gate_a_written_hash_ends_at_what_it_did_not_see);
 	tcase_add_test(tc, test_gate_metadata_changes_carry_only_a_current_mark);
 	tcase_add_test(tc, test_gate_same_bytes_with_new_metadata_pass_by_hash);

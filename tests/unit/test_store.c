@@ -352,6 +352,55 @@ START_TEST(test_store_marks_round_trip_and_replace)
 }
 END_TEST
 
+/* A hash computed after its read fills in that read's mark, recorded
+ * without one, and nothing else: not the mark of another file the path
+ * names by then, nor a later read of the same file. */
+START_TEST(test_store_a_late_hash_fills_in_only_its_own_mark)
+{
+	struct store *s = open_db();
+	struct store_mark read = { .path = "/mnt/user-data/workspace/a",
+				   .ino = 42,
+				   .size = 7,
+				   .mtime_ns = 1,
+				   .ctime_ns = 2,
+				   .at_ns = 3 },
+			  hashed = read, got = { 0 };
+
+	hashed.hashed = true;
+	memset(hashed.hash, 0xab, sizeof(hashed.hash));
+	struct store_mark newer[] = { read, read, read };
+	newer[0].ino = 43;		    /* another file renamed there */
+	newer[1].size = newer[1].at_ns = 8; /* changed, read again */
+	newer[2].at_ns = 4;		    /* the same version, read again */
+	for (size_t i = 0; i < sizeof(newer) / sizeof(*newer); i++) {
+		ck_assert_int_eq(store_mark_put(s, "u", "t", &read), 0);
+		ck_assert_int_eq(store_mark_put(s, "u", "t", &newer[i]), 0);
+		ck_assert_int_eq(store_mark_hash(s, "u", "t", &hashed), 0);
+		ck_assert_int_eq(store_marks_each(s, "u", "t", collect_mark, &got), 0);
+		ck_assert_int_eq(got.ino, newer[i].ino);
+		ck_assert_int_eq(got.size, newer[i].size);
+		ck_assert_int_eq(got.at_ns, newer[i].at_ns);
+		ck_assert(!got.hashed);
+	}
+	/* Its own mark, and only while that has no hash yet. */
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &read), 0);
+	ck_assert_int_eq(store_mark_hash(s, "u", "t", &hashed), 0);
+	ck_assert_int_eq(store_marks_each(s, "u", "t", collect_mark, &got), 0);
+	ck_assert(got.hashed && !memcmp(got.hash, hashed.hash, sizeof(got.hash)));
+	memset(hashed.hash, 0xcd, sizeof(hashed.hash));
+	ck_assert_int_eq(store_mark_hash(s, "u", "t", &hashed), 0);
+	ck_assert_int_eq(store_marks_each(s, "u", "t", collect_mark, &got), 0);
+	ck_assert_int_eq(got.hash[0], 0xab);
+	/* No mark: nothing is made. */
+	ck_assert_int_eq(store_mark_drop(s, "u", "t", read.path, 0), 0);
+	ck_assert_int_eq(store_mark_hash(s, "u", "t", &hashed), 0);
+	got.ino = 0;
+	ck_assert_int_eq(store_marks_each(s, "u", "t", collect_mark, &got), 0);
+	ck_assert_int_eq(got.ino, 0);
+	store_close(s);
+}
+END_TEST
+
 START_TEST(test_store_audit_rows_per_thread_in_order)
 {
 	struct store *s = open_db();
@@ -1964,6 +2013,7 @@ static void store_tests(TCase *tc)
 	tcase_add_test(tc, test_store_refuses_a_newer_schema);
 	tcase_add_test(tc, test_store_made_by_several_at_once);
 	tcase_add_test(tc, test_store_marks_round_trip_and_replace);
+	tcase_add_test(tc, test_store_a_late_hash_fills_in_only_its_own_mark);
 	tcase_add_test(tc, test_store_audit_rows_per_thread_in_order);
 	tcase_add_test(tc, test_store_audit_repeats_are_one_row_with_a_count);
 	tcase_add_test(tc, test_store_writers_share_the_file);
