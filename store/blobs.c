@@ -15,7 +15,7 @@
  * holds. */
 #define BLOB_UNREFERRED                                                                  \
 	" AND NOT EXISTS (SELECT 1 FROM blob_puts p WHERE p.sha256 = blobs.sha256)"      \
-	" AND NOT EXISTS (SELECT 1 FROM marks m WHERE m.hash = blobs.sha256)"            \
+	" AND NOT EXISTS (SELECT 1 FROM marks m WHERE m.text_sha256 = blobs.sha256)"     \
 	" AND NOT EXISTS (SELECT 1 FROM snapshot_files f WHERE f.sha256 = blobs.sha256)" \
 	" AND NOT EXISTS (SELECT 1 FROM journal j WHERE j.sha256 = blobs.sha256)"        \
 	" AND NOT EXISTS (SELECT 1 FROM audit a WHERE a.base_sha256 = blobs.sha256)"     \

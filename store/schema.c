@@ -19,7 +19,7 @@
 	"CREATE UNIQUE INDEX audit_same ON audit (\"user\", thread, same_key);"
 
 /* What refers to a content (blobs, by SHA-256): a read mark (the text
- * read, for a refusal's diff), a snapshot's file, a pre-image, an audit
+ * read, for a refusal's diff; since version 18 MARK_TEXT_SQL's column), a snapshot's file, a pre-image, an audit
  * row's two versions, and since version 17 an origin (ORIGINS_SQL). Each indexed where it is not NULL, so that a
  * content's referrers are a few lookups (store_blobs_collect());
  * blob_puts holds how long a content put is left alone, referred to or
@@ -42,6 +42,18 @@
 	"  ctime_ns " INT " NOT NULL, sha256 " BYTES ", at_ns " INT " NOT NULL,"    \
 	"  PRIMARY KEY (\"user\", thread, path));"                                  \
 	"CREATE INDEX origins_by_sha256 ON origins (sha256) WHERE sha256 IS NOT NULL;"
+
+/* A read mark's text (text_sha256: the hash of the version read, where
+ * its text is kept), apart from the hash every hashed mark has: the
+ * contents' index then holds the few marks with a text, not every file
+ * the thread wrote (an index of hashes takes a page write at a random
+ * place per mark put or dropped: two thirds of the store's writes while
+ * a tree is untarred or removed). BYTES as in AUDIT_SAME_SQL. */
+#define MARK_TEXT_SQL(BYTES)                                                            \
+	"ALTER TABLE marks ADD COLUMN text_sha256 " BYTES ";"                           \
+	"UPDATE marks SET text_sha256 = hash WHERE hash IN (SELECT sha256 FROM blobs);" \
+	"DROP INDEX marks_by_hash;"                                                     \
+	"CREATE INDEX marks_by_text ON marks (text_sha256) WHERE text_sha256 IS NOT NULL;"
 
 /* The AIO provisioner's sandboxes, the deployment's (sandboxes.h), and
  * where each host's sbx serve is reached. INT as in AUDIT_SAME_SQL. */
@@ -193,6 +205,8 @@ static const char *const lite_migrations[STORE_SCHEMA_VERSION] = {
 	SANDBOXES_SQL("INTEGER"),
 	/* 16 -> 17: an overlay's origins (ORIGINS). */
 	ORIGINS_SQL("INTEGER", "BLOB"),
+	/* 17 -> 18: a read mark's text apart from its hash (MARK_TEXT). */
+	MARK_TEXT_SQL("BLOB"),
 };
 
 /* PostgreSQL's: its first step makes the schema of version 10 whole (the
@@ -278,6 +292,7 @@ static const char *const pg_migrations[STORE_SCHEMA_VERSION] = {
 	[14] = "CREATE TABLE blob_puts (sha256 BYTEA PRIMARY KEY, until_ns BIGINT NOT NULL);" BLOB_REFS_SQL,
 	[15] = SANDBOXES_SQL("BIGINT"),
 	[16] = ORIGINS_SQL("BIGINT", "BYTEA"),
+	[17] = MARK_TEXT_SQL("BYTEA"),
 };
 
 int store_schema_version(struct store *s)

@@ -31,7 +31,7 @@
 /* The environment variable that names the store of every program of a
  * home (--store sets it, so that the programs they start agree). */
 #define STORE_ENV "SBX_STORE"
-#define STORE_SCHEMA_VERSION 17
+#define STORE_SCHEMA_VERSION 18
 
 struct store;
 
@@ -116,9 +116,12 @@ int store_mark_put(struct store *s, const char *user, const char *thread,
 /* Adds M->hash to PATH's mark if the mark is still M, recorded without a
  * hash (same inode, size, times and time of reading): a hash computed
  * after the path moved on to another file, or to a later read, is
- * dropped instead of replacing the newer mark. */
+ * dropped instead of replacing the newer mark. With TEXT, the mark keeps
+ * the content of that hash (put before, store_blobs_put_for()) as its
+ * text: the only way a mark keeps one. A put keeps the text while the
+ * hash stays the same, and lets it go otherwise. */
 int store_mark_hash(struct store *s, const char *user, const char *thread,
-		    const struct store_mark *m);
+		    const struct store_mark *m, bool text);
 /* Drops PATH's mark; with INO not 0, only a mark of that inode. */
 int store_mark_drop(struct store *s, const char *user, const char *thread, const char *path,
 		    uint64_t ino);

@@ -58,8 +58,9 @@ enum row_kind {
 struct row {
 	struct row *next;
 	enum row_kind kind;
-	int fd; /* ROW_EVENT: a pre-image to read; ROW_ORIGIN: the content
+	int fd;		 /* ROW_EVENT: a pre-image to read; ROW_ORIGIN: the content
 		 * copied, to hash; or -1 */
+	bool keeps_text; /* ROW_MARK_HASH: its text is the batch's row before */
 	union {
 		struct store_mark mark; /* strings point into text[] */
 		struct store_audit audit;
@@ -109,7 +110,7 @@ static int write_row(struct store_writer *w, const struct row *r)
 	case ROW_MARK_PUT:
 		return store_mark_put(w->store, w->user, w->thread, &r->mark);
 	case ROW_MARK_HASH:
-		return store_mark_hash(w->store, w->user, w->thread, &r->mark);
+		return store_mark_hash(w->store, w->user, w->thread, &r->mark, r->keeps_text);
 	case ROW_MARK_DROP:
 		return store_mark_drop(w->store, w->user, w->thread, r->mark.path, r->mark.ino);
 	case ROW_AUDIT:
@@ -530,6 +531,7 @@ static struct row *row_new(struct store_writer *w, enum row_kind kind, size_t te
 	}
 	r->kind = kind;
 	r->fd = -1;
+	r->keeps_text = false;
 	return r;
 }
 
@@ -579,6 +581,7 @@ void store_writer_mark_hash(struct store_writer *w, const struct store_mark *m, 
 			enqueue(w, r); /* the hash without its text */
 		return;
 	}
+	r->keeps_text = true;
 	t->next = r;
 	enqueue_rows(w, t, r, 2);
 }

@@ -375,7 +375,7 @@ START_TEST(test_store_a_late_hash_fills_in_only_its_own_mark)
 	for (size_t i = 0; i < sizeof(newer) / sizeof(*newer); i++) {
 		ck_assert_int_eq(store_mark_put(s, "u", "t", &read), 0);
 		ck_assert_int_eq(store_mark_put(s, "u", "t", &newer[i]), 0);
-		ck_assert_int_eq(store_mark_hash(s, "u", "t", &hashed), 0);
+		ck_assert_int_eq(store_mark_hash(s, "u", "t", &hashed, false), 0);
 		ck_assert_int_eq(store_marks_each(s, "u", "t", collect_mark, &got), 0);
 		ck_assert_int_eq(got.ino, newer[i].ino);
 		ck_assert_int_eq(got.size, newer[i].size);
@@ -384,16 +384,16 @@ START_TEST(test_store_a_late_hash_fills_in_only_its_own_mark)
 	}
 	/* Its own mark, and only while that has no hash yet. */
 	ck_assert_int_eq(store_mark_put(s, "u", "t", &read), 0);
-	ck_assert_int_eq(store_mark_hash(s, "u", "t", &hashed), 0);
+	ck_assert_int_eq(store_mark_hash(s, "u", "t", &hashed, false), 0);
 	ck_assert_int_eq(store_marks_each(s, "u", "t", collect_mark, &got), 0);
 	ck_assert(got.hashed && !memcmp(got.hash, hashed.hash, sizeof(got.hash)));
 	memset(hashed.hash, 0xcd, sizeof(hashed.hash));
-	ck_assert_int_eq(store_mark_hash(s, "u", "t", &hashed), 0);
+	ck_assert_int_eq(store_mark_hash(s, "u", "t", &hashed, false), 0);
 	ck_assert_int_eq(store_marks_each(s, "u", "t", collect_mark, &got), 0);
 	ck_assert_int_eq(got.hash[0], 0xab);
 	/* No mark: nothing is made. */
 	ck_assert_int_eq(store_mark_drop(s, "u", "t", read.path, 0), 0);
-	ck_assert_int_eq(store_mark_hash(s, "u", "t", &hashed), 0);
+	ck_assert_int_eq(store_mark_hash(s, "u", "t", &hashed, false), 0);
 	got.ino = 0;
 	ck_assert_int_eq(store_marks_each(s, "u", "t", collect_mark, &got), 0);
 	ck_assert_int_eq(got.ino, 0);
@@ -675,6 +675,16 @@ static const uint8_t *content_sha(int i)
 	return sha[i];
 }
 
+/* Stores M as a read mark that keeps its text (the content of M's hash),
+ * as the view's hasher leaves one: put, then its hash filled in. */
+static void put_read_text(struct store *s, struct store_mark m)
+{
+	m.hashed = false;
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
+	m.hashed = true;
+	ck_assert_int_eq(store_mark_hash(s, "u", "t", &m, true), 0);
+}
+
 static bool has_content(struct store *s, int i)
 {
 	char *data = NULL;
@@ -705,11 +715,11 @@ START_TEST(test_store_a_mark_moving_on_collects_its_text)
 				    .ino = 2,
 				    .hashed = true };
 	memcpy(other.hash, content_sha(SHARED), SHA256_BYTES);
-	ck_assert_int_eq(store_mark_put(s, "u", "t", &other), 0);
+	put_read_text(s, other);
 	const int moves[] = { FIRST, SECOND, SHARED, HELD };
 	for (size_t i = 0; i < sizeof(moves) / sizeof(*moves); i++) {
 		memcpy(m.hash, content_sha(moves[i]), SHA256_BYTES);
-		ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
+		put_read_text(s, m);
 		ck_assert(has_content(s, moves[i]));
 	}
 	/* The same content again: not a move. */
@@ -719,7 +729,7 @@ START_TEST(test_store_a_mark_moving_on_collects_its_text)
 	ck_assert(has_content(s, SHARED)); /* b's mark refers to it */
 	ck_assert_int_eq(store_mark_drop(s, "u", "t", m.path, 0), 0);
 	ck_assert(has_content(s, HELD));
-	ck_assert_int_eq(store_mark_put(s, "u", "t", &other), 0); /* same */
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &other), 0); /* same: keeps it */
 	ck_assert(has_content(s, SHARED));
 	other.hashed = false; /* read again, not hashed yet */
 	ck_assert_int_eq(store_mark_put(s, "u", "t", &other), 0);
@@ -736,15 +746,19 @@ START_TEST(test_store_contents_nothing_refers_to_are_collected)
 {
 	struct store *s = open_db();
 	struct store_sweep sw = { 0 };
-	enum { MARKED, AUDITED, PREIMAGE, SNAPSHOT, NOTHING, MARK_MOVED, N };
+	enum { MARKED, AUDITED, PREIMAGE, SNAPSHOT, NOTHING, MARK_MOVED, HASH_ONLY, N };
 
 	for (int i = 0; i < N; i++)
 		ck_assert_int_eq(store_blob_put(s, content_sha(i), "text", 4), 0);
 	struct store_mark m = { .path = "/mnt/user-data/workspace/a", .ino = 1, .hashed = true };
 	memcpy(m.hash, content_sha(MARK_MOVED), SHA256_BYTES);
-	ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
+	put_read_text(s, m);
 	memcpy(m.hash, content_sha(MARKED), SHA256_BYTES);
-	ck_assert_int_eq(store_mark_put(s, "u", "t", &m), 0);
+	put_read_text(s, m);
+	/* A mark's hash alone (a version the thread wrote) keeps no text. */
+	struct store_mark own = { .path = "/mnt/user-data/workspace/d", .ino = 4, .hashed = true };
+	memcpy(own.hash, content_sha(HASH_ONLY), SHA256_BYTES);
+	ck_assert_int_eq(store_mark_put(s, "u", "t", &own), 0);
 	struct store_audit a = { .user = "u",
 				 .thread = "t",
 				 .path = "/mnt/x",
@@ -779,9 +793,11 @@ START_TEST(test_store_contents_nothing_refers_to_are_collected)
 	for (int i = 0; i < N; i++)
 		ck_assert(has_content(s, i));
 	int64_t later = realtime_ns() + STORE_BLOB_HOLD_NS + 1000000000;
-	ck_assert_int_eq(store_blobs_collect(s, later, &sw, 100), 2);
+	ck_assert_int_eq(store_blobs_collect(s, later, &sw, 100), 3);
 	for (int i = 0; i < N; i++)
-		ck_assert_msg(has_content(s, i) == (i != NOTHING && i != MARK_MOVED), "%d", i);
+		ck_assert_msg(has_content(s, i) ==
+				      (i != NOTHING && i != MARK_MOVED && i != HASH_ONLY),
+			      "%d", i);
 	/* Put again, a content is held again; a shorter hold does not cut
 	 * a longer one short. */
 	ck_assert_int_eq(store_blob_put(s, content_sha(NOTHING), "text", 4), 0);
@@ -802,9 +818,47 @@ START_TEST(test_store_contents_nothing_refers_to_are_collected)
 	}
 	ck_assert_int_eq(gone, 12 - N + 1);
 	for (int i = 0; i < 12; i++)
-		ck_assert_msg(has_content(s, i) == (i < N && i != NOTHING && i != MARK_MOVED), "%d",
-			      i);
+		ck_assert_msg(has_content(s, i) ==
+				      (i < N && i != NOTHING && i != MARK_MOVED && i != HASH_ONLY),
+			      "%d", i);
 	store_close(s);
+}
+END_TEST
+
+/* A store of version 17, whose marks' hashes were all indexed as texts,
+ * migrated: a mark whose hash has its content in the store keeps it as
+ * its text, one whose content is not there keeps none. */
+START_TEST(test_store_migrated_marks_keep_the_texts_they_had)
+{
+	struct store *s = open_db();
+	struct store_sweep sw = { 0 };
+	char kept[2 * SHA256_BYTES + 1], none[2 * SHA256_BYTES + 1];
+
+	store_close(s);
+	for (int i = 0; i < SHA256_BYTES; i++) {
+		sprintf(kept + 2 * i, "%02x", content_sha(0)[i]);
+		sprintf(none + 2 * i, "%02x", content_sha(1)[i]);
+	}
+	ck_assert_int_eq(sh("sqlite3 '%s' \"DROP INDEX marks_by_text;"
+			    " ALTER TABLE marks DROP COLUMN text_sha256;"
+			    " CREATE INDEX marks_by_hash ON marks (hash) WHERE hash IS NOT NULL;"
+			    " INSERT INTO marks VALUES ('u', 't', '/read', 1, 4, 1, 1, 1, X'%s'),"
+			    " ('u', 't', '/written', 2, 4, 1, 1, 1, X'%s');"
+			    " INSERT INTO blobs (sha256, data) VALUES (X'%s', 'text');"
+			    " PRAGMA user_version = 17\"",
+			    db, kept, none, kept),
+			 0);
+	s = open_db();
+	ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
+	ck_assert_int_eq(store_blobs_collect(s, realtime_ns() + STORE_BLOB_HOLD_NS + 1000000000,
+					     &sw, 100),
+			 0);
+	ck_assert(has_content(s, 0));
+	store_close(s);
+	ck_assert_int_eq(sh("test \"$(sqlite3 '%s' 'SELECT path FROM marks WHERE text_sha256 IS"
+			    " NOT NULL')\" = /read",
+			    db),
+			 0);
 }
 END_TEST
 
@@ -2044,6 +2098,7 @@ Suite *suite_unit_store(void)
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_store_creates_the_current_schema_in_wal_mode);
+	tcase_add_test(tc, test_store_migrated_marks_keep_the_texts_they_had);
 	tcase_add_test(tc, test_store_refuses_a_file_that_is_not_a_database);
 	tcase_add_test(tc, test_store_refuses_an_empty_file);
 	tcase_add_test(tc, test_store_refuses_another_program_s_database);
