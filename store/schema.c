@@ -19,9 +19,10 @@
 	"CREATE UNIQUE INDEX audit_same ON audit (\"user\", thread, same_key);"
 
 /* What refers to a content (blobs, by SHA-256): a read mark (the text
- * read, for a refusal's diff; since version 18 MARK_TEXT_SQL's column), a snapshot's file, a pre-image, an audit
- * row's two versions, and since version 17 an origin (ORIGINS_SQL). Each indexed where it is not NULL, so that a
- * content's referrers are a few lookups (store_blobs_collect());
+ * read, for a refusal's diff; since version 18 MARK_TEXT_SQL's column),
+ * a snapshot's file, a pre-image, an audit row's two versions, and since
+ * version 17 an origin (ORIGINS_SQL). Each indexed where it is not NULL,
+ * so that a content's referrers are a few lookups (store_blobs_collect());
  * blob_puts holds how long a content put is left alone, referred to or
  * not (a scan's texts go before its snapshot: store_blobs_put_for()). */
 #define BLOB_REFS_SQL                                                                      \

@@ -58,8 +58,9 @@ enum row_kind {
 struct row {
 	struct row *next;
 	enum row_kind kind;
-	int fd;		 /* ROW_EVENT: a pre-image to read; ROW_ORIGIN: the content
-		 * copied, to hash; or -1 */
+	/* ROW_EVENT: a pre-image to read; ROW_ORIGIN: the content copied,
+	 * to hash; or -1 */
+	int fd;
 	bool keeps_text; /* ROW_MARK_HASH: its text is the batch's row before */
 	union {
 		struct store_mark mark; /* strings point into text[] */
