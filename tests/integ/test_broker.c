@@ -101,15 +101,15 @@ END_TEST
 START_TEST(test_broker_timeout_kills_the_whole_tree)
 {
 	int st;
-	char *out = sbx_exec(&st, "--timeout 1 -- 'sleep 300 & sleep 301; echo never'");
+	char *out = sbx_exec(&st, "--timeout 1 -- 'sleep 300.7 & sleep 301.7; echo never'");
 
 	ck_assert_int_eq(st, 124);
 	ck_assert_msg(strstr(out, "timed out"), "%s", out);
 	ck_assert_msg(!strstr(out, "never"), "%s", out);
-	ASSERT_GONE("sleep 30[01]");
+	ASSERT_GONE("sleep 30[01][.]7");
 	/* The text a tool gets says so, and the code. */
 	char *r = raw("'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",\"timeout\":1,"
-		      "\"command\":\"echo started; sleep 300\"}'");
+		      "\"command\":\"echo started; sleep 300.7\"}'");
 	SAME(field(r, "d[\"code\"], d[\"timed_out\"], d[\"output\"].startswith(\"started\\n\"),"
 		      " d[\"output\"].endswith(\"Exit Code: 124\")"),
 	     "124 True True True\n");
@@ -973,12 +973,12 @@ START_TEST(test_broker_a_client_going_away_disturbs_no_one)
 	int st;
 
 	OK("python3 tests/tools/bclient.py '%s' --leave-after 1 '{\"op\":\"exec\",\"user\":\"alice\","
-	   "\"thread\":\"t1\",\"command\":\"sleep 302\"}' &"
+	   "\"thread\":\"t1\",\"command\":\"sleep 302.7\"}' &"
 	   " python3 tests/tools/bclient.py '%s' --leave-after 1 '{\"op\":\"exec\",\"user\":\"bob\","
-	   "\"thread\":\"t2\",\"command\":\"sleep 303\"}'",
+	   "\"thread\":\"t2\",\"command\":\"sleep 303.7\"}'",
 	   H, H);
 	SAME(sbx_exec(&st, "-- 'echo fine'"), "fine\n");
-	ASSERT_GONE("sleep 30[23]");
+	ASSERT_GONE("sleep 30[23][.]7");
 	SAME(sbx_exec(&st, "-- 'echo still'"), "still\n");
 }
 END_TEST
@@ -1054,7 +1054,7 @@ START_TEST(test_broker_shutdown_answers_every_request)
 {
 	const char *d = test_dir("shutdown");
 	static const char req[] = "'{\"op\":\"exec\",\"user\":\"alice\",\"thread\":\"t1\",%s"
-				  "\"command\":\"echo %s-up; sleep 30%d\"}'";
+				  "\"command\":\"echo %s-up; sleep 30%d.7\"}'";
 	int st;
 
 	teardown();
@@ -1071,7 +1071,7 @@ START_TEST(test_broker_shutdown_answers_every_request)
 
 	OK("'%s' broker --home '%s' --shutdown", test_bin("sbx"), H);
 	OK("! grep ' %s/run/views/' /proc/mounts", H);
-	ASSERT_GONE("^sleep 30[456]");
+	ASSERT_GONE("^sleep 30[456][.]7");
 	start(NULL);
 	for (int i = 0; i < 2; i++) {
 		const char *f = fmt_cmd("%s/%c", d, "ab"[i]);
@@ -1148,7 +1148,7 @@ START_TEST(test_broker_signals_stop_it_cleanly)
 	for (size_t i = 0; i < sizeof(sig) / sizeof(*sig); i++) {
 		if (i > 0)
 			start(NULL);
-		SAME(sbx_exec(&st, "--scope s -- 'sleep 61 >/dev/null 2>&1 & echo up'"), "up\n");
+		SAME(sbx_exec(&st, "--scope s -- 'sleep 61.7 >/dev/null 2>&1 & echo up'"), "up\n");
 		/* Its view daemons block no signals (they came blocked). */
 		OK("n=0; for p in $(pgrep -x sbxfs); do tr '\\0' ' ' < /proc/$p/cmdline |"
 		   " grep -q -- '--home %s ' || continue; n=$((n+1));"
@@ -1163,7 +1163,7 @@ START_TEST(test_broker_signals_stop_it_cleanly)
 			      "SIG%s: %s", sig[i], read_file(fmt_cmd("%s/run/broker.log", H)));
 		OK("! grep -q ' %s/run/views/' /proc/mounts", H);
 		OK("! ls -d /sys/fs/cgroup/sbx-%s /sys/fs/cgroup/*/sbx-%s 2>/dev/null", tag, tag);
-		OK("! pgrep -x -f 'sleep 61'");
+		OK("! pgrep -x -f 'sleep 61[.]7'");
 		OK("rm '%s/run/broker.log'", H);
 	}
 }
@@ -1719,7 +1719,7 @@ START_TEST(test_broker_exit_ends_its_session)
 		req("exec", "\"id\":4,\"scope\":\"s\",\"existing\":true,\"command\":\"echo $A\""),
 		req("session_open", "\"id\":5,\"scope\":\"s\""),
 		req("exec", "\"id\":6,\"scope\":\"s\",\"existing\":true,"
-			    "\"command\":\"sleep 313 & exit 3\""),
+			    "\"command\":\"sleep 313.7 & exit 3\""),
 		req("session_close", "\"id\":7,\"scope\":\"s\""),
 		req("session_open", "\"id\":8,\"scope\":\"s\""),
 		req("exec", "\"id\":9,\"scope\":\"s\",\"existing\":true,\"command\":\"kill $$\""),
@@ -1740,7 +1740,7 @@ START_TEST(test_broker_exit_ends_its_session)
 	     "10 True s /mnt/user-data/workspace True None None None None None None\n"
 	     "11 True None None None None 'new\\n' None None None 0\n"
 	     "12 True None None None None '\\nExit Code: 4' True None None 4\n");
-	ASSERT_GONE("^sleep 313$");
+	ASSERT_GONE("^sleep 313[.]7$");
 }
 END_TEST
 
@@ -1752,11 +1752,12 @@ START_TEST(test_broker_idle_timeout_kills_a_silent_command)
 {
 	char *r = raw(fmt_cmd(
 		"%s %s %s %s %s",
-		req("exec", "\"id\":1,\"idle_timeout\":3,"
-			    "\"command\":\"echo a; sleep 1; echo b; sleep 1; echo c; sleep 311\""),
+		req("exec",
+		    "\"id\":1,\"idle_timeout\":3,"
+		    "\"command\":\"echo a; sleep 1; echo b; sleep 1; echo c; sleep 311.7\""),
 		req("session_open", "\"id\":2,\"scope\":\"s\""),
 		req("exec", "\"id\":3,\"scope\":\"s\",\"existing\":true,\"idle_timeout\":2,"
-			    "\"command\":\"export A=1; echo a; sleep 312\""),
+			    "\"command\":\"export A=1; echo a; sleep 312.7\""),
 		req("exec", "\"id\":4,\"scope\":\"s\",\"existing\":true,\"command\":\"echo $A\""),
 		req("exec", "\"id\":5,\"timeout\":2,\"idle_timeout\":30,"
 			    "\"command\":\"while :; do echo x; sleep 0.2; done\"")));
@@ -1774,7 +1775,7 @@ START_TEST(test_broker_idle_timeout_kills_a_silent_command)
 	     " terminated. To run a long-lived process such as a web server, start it in the"
 	     " background and redirect its output, e.g. `your-command >"
 	     " /mnt/user-data/workspace/server.log 2>&1 &`.', 'Exit Code: 124'] None\n");
-	ASSERT_GONE("^sleep 31[12]$");
+	ASSERT_GONE("^sleep 31[12][.]7$");
 	SAME(field(raw(req("exec", "\"idle_timeout\":0,\"command\":\"true\"")),
 		   "d[\"error\"][\"message\"]"),
 	     "'idle_timeout' must be whole seconds from 1 to 86400\n");
@@ -1880,19 +1881,19 @@ START_TEST(test_broker_one_offs_run_in_a_launcher)
 	ck_assert_int_eq(st, 128 + 15);
 	/* A timeout kills the whole tree (and the launcher with its
 	 * sandbox: the next one-off runs afresh, and starts another). */
-	char *out = sbx_exec(&st, "--timeout 1 -- 'sleep 300 & setsid sleep 301 & sleep 302;"
+	char *out = sbx_exec(&st, "--timeout 1 -- 'sleep 300.7 & setsid sleep 301.7 & sleep 302.7;"
 				  " echo never'");
 	ck_assert_int_eq(st, 124);
 	ck_assert_msg(!strstr(out, "never"), "%s", out);
-	ASSERT_GONE("sleep 30[012]");
+	ASSERT_GONE("sleep 30[012][.]7");
 	int before = atoi(OUT("grep -c 'launcher alice/t1: started' '%s'", log));
 	SAME(sbx_exec(&st, "-- 'echo again'"), "again\n");
 	wait_for_lines(log, "launcher alice/t1: started", before + 1);
 	/* Background jobs do not hold it, and do not outlive it. */
-	SAME(sbx_exec(&st, "--timeout 5 -- 'sleep 303 >/dev/null 2>&1 & echo started'"),
+	SAME(sbx_exec(&st, "--timeout 5 -- 'sleep 303.7 >/dev/null 2>&1 & echo started'"),
 	     "started\n");
 	ck_assert_int_eq(st, 0);
-	ASSERT_GONE("sleep 30[3]");
+	ASSERT_GONE("sleep 30[3][.]7");
 	SAME(sbx_exec(&st, "-- 'pgrep sleep || echo none'"), "none\n");
 	ck_assert_int_ge(atoi(OUT("grep -c 'exec alice/t1 (launcher)' '%s'", log)), 5);
 }
