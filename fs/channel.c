@@ -16,6 +16,12 @@
 #include <stddef.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+/* Linux 6.6's, not in Debian 12's <linux/fuse.h> (6.1): bits 32 to 63
+ * travel in flags2, with FUSE_INIT_EXT. */
+#ifndef FUSE_DIRECT_IO_ALLOW_MMAP
+#define FUSE_DIRECT_IO_ALLOW_MMAP (1ULL << 36)
+#endif
 #endif
 
 struct channel {
@@ -24,6 +30,7 @@ struct channel {
 	bool offered;	      /* the kernel offers KILLPRIV_V2 */
 #endif
 	bool killpriv; /* negotiated: we drop set-id bits and caps */
+	bool dio_mmap; /* negotiated: DIRECT_IO_ALLOW_MMAP */
 };
 
 #if CHANNEL_NEGOTIATES
@@ -36,15 +43,22 @@ struct channel {
  * want_ext after init, and 3.17 releases have refused an init that
  * changed both (libfuse issue #1171, pull request #1217). So this flag,
  * which fits in 32 bits, goes through conn->want like the others. */
-_Static_assert(FUSE_CAP_HANDLE_KILLPRIV_V2 <= UINT32_MAX,
+_Static_assert(FUSE_CAP_HANDLE_KILLPRIV_V2 <= UINT32_MAX &&
+		       FUSE_CAP_DIRECT_IO_ALLOW_MMAP <= UINT32_MAX,
 	       "FUSE_CAP_HANDLE_KILLPRIV_V2 no longer fits conn->want");
 
 void channel_init(struct channel *c, struct fuse_conn_info *conn)
 {
-	if (!c || !(conn->capable & FUSE_CAP_HANDLE_KILLPRIV_V2))
+	if (!c)
 		return;
-	conn->want |= FUSE_CAP_HANDLE_KILLPRIV_V2;
-	c->killpriv = true;
+	if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV_V2) {
+		conn->want |= FUSE_CAP_HANDLE_KILLPRIV_V2;
+		c->killpriv = true;
+	}
+	if (conn->capable & FUSE_CAP_DIRECT_IO_ALLOW_MMAP) {
+		conn->want |= FUSE_CAP_DIRECT_IO_ALLOW_MMAP;
+		c->dio_mmap = true;
+	}
 }
 
 static int channel_hooks(struct fuse_session *se)
@@ -67,9 +81,12 @@ static ssize_t channel_read(int fd, void *buf, size_t len, void *userdata)
 	if (n >= (ssize_t)(sizeof(*in) + offsetof(struct fuse_init_in, flags2)) &&
 	    in->opcode == FUSE_INIT) {
 		const struct fuse_init_in *init = (const void *)(in + 1);
+		bool ext = (init->flags & FUSE_INIT_EXT) &&
+			   n >= (ssize_t)(sizeof(*in) + offsetof(struct fuse_init_in, unused));
 
 		c->init_unique = in->unique;
 		c->offered = init->flags & FUSE_HANDLE_KILLPRIV_V2;
+		c->dio_mmap = ext && (((uint64_t)init->flags2 << 32) & FUSE_DIRECT_IO_ALLOW_MMAP);
 	}
 	errno = saved;
 	return n; /* libfuse reads errno, as after read(2) */
@@ -90,6 +107,14 @@ static ssize_t channel_writev(int fd, struct iovec *iov, int count, void *userda
 			init->flags |= FUSE_HANDLE_KILLPRIV_V2;
 			c->killpriv = true;
 		}
+		/* libfuse answers an extended INIT with FUSE_INIT_EXT and
+		 * flags2 (3.14's do_init()); op_init read c->dio_mmap as
+		 * what the kernel offered, which is what we take. */
+		if (c->dio_mmap && (init->flags & FUSE_INIT_EXT) &&
+		    iov[1].iov_len >= offsetof(struct fuse_init_out, unused))
+			init->flags2 |= (uint32_t)(FUSE_DIRECT_IO_ALLOW_MMAP >> 32);
+		else
+			c->dio_mmap = false;
 		c->init_unique = 0;
 	}
 	n = writev(fd, iov, count);
@@ -141,4 +166,9 @@ void channel_free(struct channel *c)
 bool channel_killpriv(const struct channel *c)
 {
 	return c && c->killpriv;
+}
+
+bool channel_dio_mmap(const struct channel *c)
+{
+	return c && c->dio_mmap;
 }

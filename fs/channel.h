@@ -1,4 +1,5 @@
-/* channel.h - FUSE_HANDLE_KILLPRIV_V2 for the view's /dev/fuse channel.
+/* channel.h - FUSE_HANDLE_KILLPRIV_V2 and FUSE_DIRECT_IO_ALLOW_MMAP for
+ * the view's /dev/fuse channel.
  *
  * Without FUSE_HANDLE_KILLPRIV_V2 the kernel asks the daemon for
  * "security.capability" before every write(2) to a regular file - a second
@@ -7,11 +8,16 @@
  * drop_privs), as the kernel would have; file capabilities go with the
  * backing write.
  *
- * libfuse 3.17 negotiates the flag (FUSE_CAP_HANDLE_KILLPRIV_V2), asked
- * for in op_init through channel_init(). libfuse 3.14 (Debian 12) cannot:
- * there this module installs libfuse's custom I/O hooks, notes the
- * kernel's INIT request and, if the kernel offers KILLPRIV_V2, sets it in
- * libfuse's INIT reply.
+ * FUSE_DIRECT_IO_ALLOW_MMAP (Linux 6.6) lets a process map a file shared
+ * through a handle opened for direct I/O, as the view opens a writer the
+ * gate did not let through at open under the writeback cache (ops_file.c);
+ * without it such a mapping fails (ENODEV).
+ *
+ * libfuse 3.17 negotiates both (FUSE_CAP_HANDLE_KILLPRIV_V2,
+ * FUSE_CAP_DIRECT_IO_ALLOW_MMAP), asked for in op_init through
+ * channel_init(). libfuse 3.14 (Debian 12) cannot: there this module
+ * installs libfuse's custom I/O hooks, notes the kernel's INIT request
+ * and sets in libfuse's INIT reply each flag the kernel offers.
  *
  * Its state is struct channel, private to channel.c: the view holds it
  * (v->channel, from channel_install()).
@@ -39,5 +45,10 @@ void channel_init(struct channel *c, struct fuse_conn_info *conn);
 /* True once KILLPRIV_V2 is negotiated: the kernel leaves removing set-id
  * bits on write and truncate to us. False for a NULL C. */
 bool channel_killpriv(const struct channel *c);
+
+/* True if FUSE_DIRECT_IO_ALLOW_MMAP is (to be) negotiated: from op_init
+ * on, what the kernel offers; after the INIT reply, what was taken.
+ * False for a NULL C. */
+bool channel_dio_mmap(const struct channel *c);
 
 #endif
