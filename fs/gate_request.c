@@ -54,6 +54,25 @@ static int gate_decide(struct view *v, fuse_req_t req, struct gate_ticket *t, st
 	return gate_mode(v->gate) == GATE_AUDIT ? 0 : -EACCES;
 }
 
+bool gate_file_passes(struct view *v, struct inode *ino, int fd, const struct stat *st)
+{
+	char path[PATH_MAX];
+	bool want = gate_wants_path(v->gate), pass;
+	struct gate_ticket t;
+	struct stat now;
+
+	if (!v->gate || inode_within(v->inodes, ino, is_vcs_dir))
+		return true;
+	if (!st && fd_stat(fd, &now) < 0)
+		return false;
+	if (want)
+		view_path(v, ino, NULL, path, sizeof(path));
+	gate_lock(v->gate, &t, st ? st : &now);
+	pass = gate_check(&t, st ? st : &now, fd, want ? path : NULL) == GATE_OK;
+	gate_unlock(&t, NULL, false);
+	return pass;
+}
+
 /* Locks T for the file DIR/NAME (attributes ST, FD any fd of it) and, if
  * OP is set, decides a content change OP of it; a refusal unlocks T. */
 static int gate_begin(struct view *v, fuse_req_t req, struct gate_ticket *t, struct inode *dir,

@@ -40,6 +40,14 @@ struct inode;
 int gate_file_begin(struct view *v, fuse_req_t req, struct gate_ticket *t, struct inode *ino,
 		    int fd, const struct stat *st, const char *op);
 
+/* True if a content change of the file INO (FD any fd of it, ST its
+ * attributes or NULL) would pass the gate now; nothing is logged or
+ * audited, nothing locked after. For a handle opened to write, whose
+ * writes the kernel's writeback cache holds back until the gate could
+ * no longer refuse them: one that would not pass bypasses the cache
+ * (ops_file.c), and the gate decides its writes one by one. */
+bool gate_file_passes(struct view *v, struct inode *ino, int fd, const struct stat *st);
+
 /* The gate of one change of names, from one of the begins below (or
  * gate_names_none()) to gate_names_end(), and for a rename or a removal
  * gate_names_commit() once the change is made. */

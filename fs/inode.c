@@ -22,6 +22,7 @@ struct inode_table {
 	size_t count;
 	size_t fds, fd_budget, evictions;
 	bool handles; /* evicted inodes keep a file handle */
+	bool renew;   /* a changed file gets a new inode (inode_table_renew) */
 	/* open_by_handle_at() refuses an O_PATH mount fd (EBADF): one
 	 * directory opened for reading per filesystem serves instead. */
 	struct {
@@ -121,6 +122,27 @@ int inode_statx(int dirfd, const char *name, int flags, struct stat *st, struct 
 static bool ts_eq(struct timespec a, struct timespec b)
 {
 	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+/* True if ST differs from what the kernel was last given for INO. */
+static bool seen_differs(const struct inode *ino, const struct stat *st)
+{
+	return !ts_eq(ino->seen_mtime, st->st_mtim) || !ts_eq(ino->seen_ctime, st->st_ctim) ||
+	       ino->seen_size != st->st_size;
+}
+
+/* (locked) With renew set, INO, a regular file no handle of the view
+ * writes, whose attributes ST differ from the kernel's, is never found
+ * again: the next lookup of its name makes a new inode, so the kernel,
+ * which under the writeback cache keeps its own size, sees the file as
+ * it is now. Returns whether it was. */
+static bool renew_if_changed(struct inode_table *t, struct inode *ino, const struct stat *st)
+{
+	if (!t->renew || !S_ISREG(ino->type) || ino->writers || ino->opening || ino->superseded ||
+	    !seen_differs(ino, st))
+		return false;
+	ino->superseded = true;
+	return true;
 }
 
 static void note(struct inode *ino, const struct stat *st)
@@ -485,6 +507,8 @@ struct inode *inode_lookup_add_layer(struct inode_table *t, struct inode *parent
 		ino->superseded = true;
 		ino = NULL;
 	}
+	if (ino && renew_if_changed(t, ino, st))
+		ino = NULL;
 	if (!ino) {
 		ino = inode_alloc(t, st, parent->domain);
 		if (!ino) {
@@ -887,22 +911,76 @@ void inode_note_attr(struct inode_table *t, struct inode *ino, const struct stat
 	pthread_mutex_unlock(&t->lock);
 }
 
-struct inode *inode_find_changed(struct inode_table *t, uint16_t domain, const struct stat *st)
+void inode_note_seen(struct inode_table *t, struct inode *ino, const struct stat *st)
+{
+	pthread_mutex_lock(&t->lock);
+	if (!renew_if_changed(t, ino, st))
+		note(ino, st);
+	pthread_mutex_unlock(&t->lock);
+}
+
+struct inode *inode_find_changed(struct inode_table *t, uint16_t domain, const struct stat *st,
+				 bool *relookup)
 {
 	struct inode *i;
 
 	pthread_mutex_lock(&t->lock);
 	i = hash_find(t, domain, st->st_dev, st->st_ino);
-	if (i && !i->writers &&
-	    (!ts_eq(i->seen_mtime, st->st_mtim) || !ts_eq(i->seen_ctime, st->st_ctim) ||
-	     i->seen_size != st->st_size)) {
-		note(i, st);
+	if (i && !i->writers && seen_differs(i, st)) {
+		bool renewed = renew_if_changed(t, i, st);
+		*relookup = t->renew && S_ISREG(i->type);
+		if (renewed || !*relookup)
+			note(i, st);
 		i->pins++;
 	} else {
 		i = NULL;
 	}
 	pthread_mutex_unlock(&t->lock);
 	return i;
+}
+
+int inode_open_begin(struct inode_table *t, struct inode *ino, const struct stat *st)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&t->lock);
+	if (t->renew && S_ISREG(ino->type) &&
+	    (ino->superseded || (st && renew_if_changed(t, ino, st))))
+		r = -ESTALE;
+	else
+		ino->opening++;
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+void inode_open_end(struct inode_table *t, struct inode *ino)
+{
+	pthread_mutex_lock(&t->lock);
+	ino->opening--;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void inode_table_renew(struct inode_table *t, bool on)
+{
+	pthread_mutex_lock(&t->lock);
+	t->renew = on;
+	pthread_mutex_unlock(&t->lock);
+}
+
+bool inode_renew(struct inode_table *t, struct inode *ino, struct inode **dir, char *name,
+		 size_t size)
+{
+	bool renewed;
+
+	pthread_mutex_lock(&t->lock);
+	renewed = t->renew && S_ISREG(ino->type) && !ino->superseded;
+	ino->superseded = ino->superseded || renewed;
+	*dir = ino->parent;
+	renewed = renewed && ino->parent && ino->name && strlen(ino->name) < size;
+	if (renewed)
+		strcpy(name, ino->name);
+	pthread_mutex_unlock(&t->lock);
+	return renewed;
 }
 
 void inode_set_watch(struct inode_table *t, struct inode *ino, int wd)

@@ -148,9 +148,12 @@ static const char usage_text[] =
 	"                            says (set-id files, a directory the writer may\n"
 	"                            not write), in place; strict refuses those\n"
 	"                            opens instead; off writes in place\n"
-	"  --writeback               kernel writeback cache: faster small writes,\n"
-	"                            but edits made on the host to files open in\n"
-	"                            the view may be overwritten; off by default\n"
+	"  --writeback[=on|off]      the kernel's writeback cache (default: off):\n"
+	"                            writes are gathered in memory and sent in\n"
+	"                            large pieces, but their errors (no space,\n"
+	"                            quota, I/O) show at close or fsync, not at\n"
+	"                            write(2); with the gate on, a writer it would\n"
+	"                            refuse at open writes through instead\n"
 	"  --max-watches N           watch at most N directories for host edits\n"
 	"                            (default: as many as inotify allows); below\n"
 	"                            the others host edits show up within a second\n"
@@ -255,7 +258,7 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		{ "cache-timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "host-watch", required_argument, NULL, OPT_HOST_WATCH },
 		{ "max-watches", required_argument, NULL, OPT_MAX_WATCHES },
-		{ "writeback", no_argument, NULL, OPT_WRITEBACK },
+		{ "writeback", optional_argument, NULL, OPT_WRITEBACK },
 		{ "rbw", required_argument, NULL, OPT_RBW },
 		{ "rbw-unlink", no_argument, NULL, OPT_RBW_UNLINK },
 		{ "staging", required_argument, NULL, OPT_STAGING },
@@ -358,7 +361,10 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 				return r;
 			break;
 		case OPT_WRITEBACK:
-			o->view.writeback = true;
+			o->view.writeback = true; /* --writeback alone: on */
+			if (optarg &&
+			    (r = either("writeback", "on", "off", "on", &o->view.writeback)))
+				return r;
 			break;
 		case OPT_RBW: {
 			enum gate_mode mode;
@@ -478,11 +484,6 @@ static int parse_options(int argc, char **argv, struct options *o, bool *exit_no
 		o->view.timeout_watched = o->view.timeout;
 	if (!o->view.user || !o->view.thread)
 		return usage_error("--user and --thread are required");
-	/* With the writeback cache, writes reach the daemon long after the
-	 * write(2) returned: too late to refuse one. */
-	if (o->view.writeback && (o->view.rbw == GATE_ENFORCE || o->view.rbw == GATE_STRICT))
-		return usage_error(
-			"--writeback needs --rbw audit or --rbw off: with the writeback cache a refused write would be lost after write(2) succeeded");
 	if (user_id_check(o->view.user, &why) < 0)
 		return usage_error("invalid user id '%s': %s", o->view.user, why);
 	if (thread_id_check(o->view.thread, &why) < 0)

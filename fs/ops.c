@@ -241,11 +241,24 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* Locks are kept by the kernel (no getlk/setlk/flock callbacks),
 	 * which is exact for every process using the view. */
 	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
-	channel_init(v->channel, conn); /* FUSE_HANDLE_KILLPRIV_V2 */
-	if (v->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+	channel_init(v->channel, conn); /* KILLPRIV_V2, DIRECT_IO_ALLOW_MMAP */
+	/* The writeback cache needs, with the gate on, that a handle opened
+	 * for direct I/O can still be mapped shared (ops_file.c). Without
+	 * it the kernel keeps each file's size as its own writes left it: a
+	 * changed file gets a new inode (inode_table_renew()). */
+	if (v->writeback && !(conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
+		log_info("the kernel offers no writeback cache: writes go through to the files");
+		v->writeback = false;
+	} else if (v->writeback && v->gate && !channel_dio_mmap(v->channel)) {
+		log_info("no writeback cache: with the read-before-write gate on it needs "
+			 "FUSE_DIRECT_IO_ALLOW_MMAP (Linux 6.6), which this kernel does not offer");
+		v->writeback = false;
+	}
+	if (v->writeback)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
 		conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	inode_table_renew(v->inodes, v->writeback);
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	conn->want &= ~(unsigned)FUSE_CAP_EXPORT_SUPPORT;

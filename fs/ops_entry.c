@@ -75,7 +75,7 @@ static int inode_stat(struct view *v, struct inode *ino, struct stat *st)
 	if (r < 0)
 		r = stat_held(v, ino, st);
 	if (r == 0) {
-		inode_note_attr(v->inodes, ino, st);
+		inode_note_seen(v->inodes, ino, st);
 		view_map_attr(v, ino, st);
 	}
 	return r;
@@ -241,7 +241,7 @@ void op_getattr(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 		if (r == 0 && io.locked)
 			stage_attr(ino, &st);
 		if (r == 0) {
-			inode_note_attr(v->inodes, ino, &st);
+			inode_note_seen(v->inodes, ino, &st);
 			view_map_attr(v, ino, &st);
 		}
 	} else {
@@ -371,6 +371,16 @@ static int caller_may_setattr(struct view *v, fuse_req_t req, const struct stat 
 	return 0;
 }
 
+/* Under the writeback cache the kernel owns a file's mtime and ctime and
+ * sends them by themselves: after its writes, at close, or when it drops
+ * the inode, by then perhaps in a later run or unlinked. The times of
+ * writes the journal already has are no change for undo to restore (nor
+ * is a touch -m, which comes the same way). */
+static bool kernel_times(const struct view *v, int valid)
+{
+	return v->writeback && !(valid & ~(FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_CTIME));
+}
+
 static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino, struct stat *attr,
 		      int valid, struct fuse_file_info *fi)
 {
@@ -383,6 +393,18 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino, struct 
 	r = may_modify(v, req, ino);
 	if (r < 0 || (r = map_setattr(v, req, ino, attr, valid)) < 0)
 		return r;
+	/* The kernel's own times that change nothing (a rename or a link
+	 * moved its ctime, or the file's mtime is already its): setting them
+	 * would only move the file's ctime, which the gate, the journal and
+	 * undo would take for a change, perhaps after the run ended. */
+	if (kernel_times(v, valid) && S_ISREG(ino->type) && stat_held(v, ino, &st) == 0 &&
+	    (!(valid & FUSE_SET_ATTR_MTIME) || (st.st_mtim.tv_sec == attr->st_mtim.tv_sec &&
+						st.st_mtim.tv_nsec == attr->st_mtim.tv_nsec))) {
+		*attr = st;
+		inode_note_attr(v->inodes, ino, attr);
+		view_map_attr(v, ino, attr);
+		return 0;
+	}
 	_pinned_ p = pin(v, ino);
 	if (p.fd < 0)
 		return p.fd;
@@ -416,7 +438,7 @@ static int do_setattr(struct view *v, fuse_req_t req, struct inode *ino, struct 
 		 * place, else (a stage takes the change) its attributes. */
 		if (resize && io.fd < 0)
 			journal_keep_content(v, req, 0, ino, p.fd);
-		else if (io.fd < 0)
+		else if (io.fd < 0 && !kernel_times(v, valid))
 			journal_keep_attrs(v, req, ino, p.fd);
 		r = apply_setattr(v, req, p.fd, io.fd, attr, valid);
 		if (r == 0 && content && io.locked)

@@ -10,6 +10,7 @@
 #include "ops_int.h"
 #include "overlay.h"
 #include "stage.h"
+#include "watch.h"
 #include "common/log.h"
 #include "common/proc.h"
 
@@ -57,11 +58,12 @@ static uint64_t write_growth(int fd, const struct stat *known, off_t off, size_t
 	return (uint64_t)(inside + past);
 }
 
-/* Open flags for the backing file. With the writeback cache the kernel
- * reads pages around partial writes and appends by itself. */
-static int backing_flags(struct view *v, int flags)
+/* Open flags for the backing file of a handle that writes through the
+ * writeback cache (CACHED): the kernel reads pages around partial writes
+ * and appends by itself. */
+static int backing_flags(int flags, bool cached)
 {
-	if (v->writeback) {
+	if (cached) {
 		if ((flags & O_ACCMODE) == O_WRONLY)
 			flags = (flags & ~O_ACCMODE) | O_RDWR;
 		flags &= ~O_APPEND;
@@ -107,7 +109,10 @@ static int fill_open_info(struct view *v, struct inode *ino, struct fuse_file_in
 	 * change needs a fresh read, which must reach the daemon. */
 	fi->keep_cache = v->timeout > 0 && gate_mode(v->gate) != GATE_STRICT &&
 			 !atomic_exchange_explicit(&ino->stale_pages, false, memory_order_acq_rel);
-	fi->direct_io = (fi->flags & O_DIRECT) != 0;
+	/* Under the writeback cache, a writer the gate did not let through
+	 * at open bypasses the cache: each of its writes reaches the daemon
+	 * before write(2) returns, and the gate decides it there. */
+	fi->direct_io = (fi->flags & O_DIRECT) || (writer && !authorized && v->writeback);
 	fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
 	return 0;
 }
@@ -128,6 +133,19 @@ static void handle_close(struct view *v, struct fuse_file_info *fi)
 	free(h);
 }
 
+/* Under the writeback cache: the size the kernel keeps for INO is not the
+ * file's, so its name must lead to a new inode (inode_renew()). The
+ * kernel is told by the host watch's thread: it may be waiting for this
+ * very request with the name's directory locked. */
+static void renew(struct view *v, struct inode *ino)
+{
+	char name[NAME_MAX + 1];
+	struct inode *dir;
+
+	if (inode_renew(v->inodes, ino, &dir, name, sizeof(name)))
+		watch_forget_name(v->watch, dir, name);
+}
+
 void ops_refuse_handles(struct view *v, struct inode *ino, int err)
 {
 	pthread_mutex_lock(&v->open_files->lock);
@@ -142,6 +160,9 @@ void ops_refuse_handles(struct view *v, struct inode *ino, int err)
 	 * is safe here. */
 	if (v->session)
 		fuse_lowlevel_notify_inval_inode(v->session, node_id(v, ino), -1, 0);
+	/* Under the writeback cache the kernel keeps that size whatever a
+	 * GETATTR replies. */
+	renew(v, ino);
 }
 
 int ops_open_files_new(struct view *v)
@@ -280,16 +301,39 @@ static int may_stage(struct view *v, fuse_req_t req, struct inode *ino, int fd,
 	return r;
 }
 
+/* An OPEN in progress (inode_open_begin()), ended on return. */
+struct opening {
+	struct view *v;
+	struct inode *ino; /* NULL: none */
+};
+
+static void opening_end(struct opening *o)
+{
+	if (o->ino)
+		inode_open_end(o->v->inodes, o->ino);
+}
+
 /* Opens the existing file INO as FI asks (open, or create of a name that
  * exists). A handle that may write stages the file's changes (stage.h),
  * unless it appends (appends go in place: a log appended to by several
  * writers must not lose any of them to a whole-file replacement) or the
- * file has other hard links (see docs/security-model.md). */
+ * file has other hard links (see docs/security-model.md).
+ *
+ * Under the writeback cache the gate decides at open: a write reaches
+ * the daemon long after write(2) returned, too late to refuse, and the
+ * kernel reads the page around a partial write first, which would set
+ * the mark. So a handle writes through the cache only if the gate lets
+ * its changes through now; the others write directly, each write
+ * decided as it comes (fill_open_info()), and can still read the file
+ * first and then write it (a database opened read-write). A change on
+ * the host after such an open is caught where the handle's changes are
+ * saved (change_publish()). */
 static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 			 struct fuse_file_info *fi)
 {
 	bool writer = opens_for_write(fi->flags), trunc = fi->flags & O_TRUNC;
-	int flags = backing_flags(v, fi->flags), fd, r;
+	bool appends = writer && (fi->flags & O_APPEND) && !trunc;
+	int flags, fd, r;
 	struct gate_ticket t;
 	struct stat st;
 
@@ -300,6 +344,11 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 	_pinned_ p = pin(v, ino);
 	if (p.fd < 0)
 		return p.fd;
+	/* Under the writeback cache: not an inode the kernel must drop. */
+	if (v->writeback &&
+	    (r = inode_open_begin(v->inodes, ino, stat_fd(p.fd, &st) == 0 ? &st : NULL)) < 0)
+		return r;
+	_cleanup_(opening_end) struct opening opening = { v, v->writeback ? ino : NULL };
 	if (trunc)
 		journal_preimage(v, req, ino);
 	_io_ io = io_begin(v, ino, NULL, writer);
@@ -319,13 +368,19 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 	/* O_TRUNC empties the stage, never the file itself. */
 	int active = io.locked ? stage_active_fd(ino) : -1;
 	bool trunc_staged = trunc && (stageable || active >= 0);
-	if (trunc_staged)
-		flags &= ~O_TRUNC;
 	/* The file's attributes, taken once under its stage lock, serve the
 	 * gate and the stage too: being older than a look of their own would
 	 * be only makes them stricter (a host change since is refused at
 	 * publication). */
 	const struct stat *known = have_st ? &st : NULL;
+	/* An O_APPEND handle writes directly: the kernel would append at
+	 * the size it keeps, past which the host may have appended. */
+	bool authorized = trunc ||
+			  (writer && v->writeback && !appends &&
+			   gate_file_passes(v, ino, content, content == p.fd ? known : NULL));
+	flags = backing_flags(fi->flags, v->writeback && (authorized || !writer));
+	if (trunc_staged)
+		flags &= ~O_TRUNC;
 	gate_lock(NULL, &t, NULL);
 	if (trunc && (r = gate_file_begin(v, req, &t, ino, content, content == p.fd ? known : NULL,
 					  "open with O_TRUNC")) < 0)
@@ -350,9 +405,10 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 	gate_unlock(&t, trunc && fd >= 0 && fstat(changed, &st) == 0 ? &st : NULL, true);
 	if (fd < 0)
 		return fd;
-	r = fill_open_info(v, ino, fi, fd, writer, trunc);
+	r = fill_open_info(v, ino, fi, fd, writer, authorized);
 	if (r < 0)
 		return r;
+	fh_of(fi)->uncached = writer && v->writeback && fi->direct_io;
 	fh_of(fi)->stageable = stageable;
 	if (stageable)
 		ino->stage_writers++; /* io holds the stage lock */
@@ -398,6 +454,8 @@ static void handle_release(struct view *v, struct inode *ino, struct fuse_file_i
 		if (!handle_refused(h))
 			gate_store(v, ino, wfd, &st);
 	}
+	if (atomic_load_explicit(&h->wrote, memory_order_relaxed))
+		renew(v, ino);
 	if (opens == 1)
 		stage_drop(v, ino);
 	bool writer = h->writer;
@@ -423,7 +481,7 @@ void op_open(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 static int do_create(struct view *v, fuse_req_t req, struct inode *dir, const char *name,
 		     mode_t mode, struct fuse_file_info *fi, struct fuse_entry_param *e)
 {
-	int flags = backing_flags(v, fi->flags) | O_CREAT, r;
+	int flags = backing_flags(fi->flags, v->writeback) | O_CREAT, r;
 	_cleanup_(closep) int fd = -1;
 	struct stat st;
 
@@ -613,8 +671,9 @@ void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in, off_t o
 	out.buf[0].pos = off;
 	/* With the writeback cache the kernel owns mtime: it sends a setattr
 	 * when its clock moved and none when it did not, so a flush of cached
-	 * pages must not stamp the backing file with the flush time. */
-	keep_mtime = v->writeback && fstat(fd, &before) == 0;
+	 * pages must not stamp the backing file with the flush time. A
+	 * direct write moves it as a write would. */
+	keep_mtime = v->writeback && fi->writepage && fstat(fd, &before) == 0;
 	n = fuse_buf_copy(&out, in, 0);
 	if (keep_mtime && n > 0) {
 		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, before.st_mtim };
@@ -622,6 +681,8 @@ void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in, off_t o
 	}
 	if (bytes && n > 0)
 		gate_note_written(&c.t, off, bytes, (size_t)n);
+	if (fh_of(fi)->uncached && n > 0)
+		atomic_store_explicit(&fh_of(fi)->wrote, true, memory_order_relaxed);
 	change_end(&c, n, n > 0);
 	if (n < 0)
 		reply_status(req, (int)n);
@@ -639,6 +700,21 @@ void op_write_buf(fuse_req_t req, fuse_ino_t id, struct fuse_bufvec *in, off_t o
  * then, the stage or the file it was published as. A stage an
  * O_TRUNC emptied, while the closing process still writes it through a
  * duplicate, waits (stage_close_defers(): a shell's redirection). */
+/* After a close's save (R its result): a file renewed by a refused or
+ * failed save, or written by a handle that bypasses the writeback cache
+ * (whose times the kernel did not move), is what the caller finds once
+ * close() returned. FLUSH holds no lock the event thread's invalidation
+ * may wait for: the kernel sends it from close() with none held. */
+static void flush_renewals(struct view *v, struct inode *ino, struct open_file *h, int r)
+{
+	bool wrote = atomic_exchange_explicit(&h->wrote, false, memory_order_relaxed);
+
+	if (wrote)
+		renew(v, ino);
+	if (wrote || r < 0)
+		watch_forget_wait(v->watch);
+}
+
 void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 {
 	struct view *v = req_view(req);
@@ -656,6 +732,7 @@ void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 		if (ino->stage_writers <= ino->flushed_writers && !stage_close_defers(v, ino, pid))
 			r = change_publish(v, ino, false, pid);
 		stage_unlock(v, ino);
+		flush_renewals(v, ino, h, r);
 		/* Its writes went to stages, never to its fd. */
 		return reply_status(req, r);
 	}
@@ -664,7 +741,9 @@ void op_flush(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	fd = dup(fd_of(fi));
 	if (fd < 0)
 		return reply_status(req, neg_errno());
-	reply_status(req, close(fd) < 0 ? neg_errno() : 0);
+	r = close(fd) < 0 ? neg_errno() : 0;
+	flush_renewals(v, ino, h, r);
+	reply_status(req, r);
 }
 
 void op_release(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)

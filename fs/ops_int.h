@@ -90,6 +90,12 @@ struct open_file {
 	bool journaled;	     /* its change is in the journal already */
 	bool flushed;	     /* stageable: closed (FLUSH) since its last
 				 * change; counted in inode->flushed_writers */
+	/* Under the writeback cache, a writer that bypasses it (direct
+	 * I/O): the kernel updates neither the times nor, past a host
+	 * append, the size its writes leave, so a file it wrote to is
+	 * renewed at release (ops_file.c). */
+	bool uncached;
+	_Atomic bool wrote;
 };
 
 static inline struct open_file *fh_of(const struct fuse_file_info *fi)

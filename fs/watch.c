@@ -55,6 +55,14 @@ struct watch {
 	int refresh;
 	uint64_t asked, refreshed;
 	pthread_cond_t done;
+	/* Names to invalidate (watch_forget_name()), under LOCK; the same
+	 * eventfd wakes the thread for them. */
+	struct forget_name {
+		struct forget_name *next;
+		fuse_ino_t dir;
+		char name[];
+	} * forget;
+	uint64_t forget_asked, forget_done; /* names queued, and done */
 	pthread_t thread;
 	bool running;
 	size_t watches, max_watches; /* atomic; max 0: no limit of ours */
@@ -292,9 +300,14 @@ static void handle_event(struct watch *w, struct inode *dir, const struct inotif
 				inode_seen_as(t, child, &st, dir, e->name);
 		}
 	} else {
-		child = inode_find_changed(t, dir->domain, &st);
+		bool relookup = false;
+		child = inode_find_changed(t, dir->domain, &st, &relookup);
 		if (child)
 			fuse_lowlevel_notify_inval_inode(w->se, id_of(child), 0, 0);
+		/* The kernel's next lookup of the name finds the new inode. */
+		if (relookup)
+			fuse_lowlevel_notify_inval_entry(w->se, id_of(dir), e->name,
+							 strlen(e->name));
 	}
 	if (child)
 		inode_unpin(t, child);
@@ -379,6 +392,49 @@ static void process(struct watch *w, const char *buf, ssize_t len)
 		invalidate_all(w, true);
 }
 
+/* Invalidates the names of list F (NULL: none; w->se NULL: only frees). */
+static void forget_names(struct watch *w, struct forget_name *f)
+{
+	while (f) {
+		struct forget_name *next = f->next;
+
+		if (w->se)
+			fuse_lowlevel_notify_inval_entry(w->se, f->dir, f->name, strlen(f->name));
+		free(f);
+		f = next;
+	}
+}
+
+void watch_forget_name(struct watch *w, struct inode *dir, const char *name)
+{
+	size_t len = strlen(name) + 1;
+	struct forget_name *f;
+	uint64_t one = 1;
+
+	if (!w || !w->running || !(f = malloc(sizeof(*f) + len)))
+		return;
+	f->dir = id_of(dir);
+	memcpy(f->name, name, len);
+	pthread_mutex_lock(&w->lock);
+	f->next = w->forget;
+	w->forget = f;
+	w->forget_asked++;
+	pthread_mutex_unlock(&w->lock);
+	if (write(w->refresh, &one, sizeof(one)) != sizeof(one))
+		log_warn("the host watch was not woken to drop a name (%s)", strerror(errno));
+}
+
+void watch_forget_wait(struct watch *w)
+{
+	if (!w || !w->running)
+		return;
+	pthread_mutex_lock(&w->lock);
+	uint64_t mine = w->forget_asked;
+	while (w->forget_done < mine)
+		pthread_cond_wait(&w->done, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+}
+
 static void *watch_thread(void *arg)
 {
 	struct watch *w = arg;
@@ -398,12 +454,24 @@ static void *watch_thread(void *arg)
 		if (pfd[2].revents && read(w->refresh, &n8, sizeof(n8)) == sizeof(n8)) {
 			pthread_mutex_lock(&w->lock);
 			uint64_t asked = w->asked;
+			struct forget_name *f = w->forget;
+			uint64_t queued = w->forget_asked;
+			w->forget = NULL;
 			pthread_mutex_unlock(&w->lock);
-			invalidate_all(w, false);
-			pthread_mutex_lock(&w->lock);
-			w->refreshed = asked;
-			pthread_cond_broadcast(&w->done);
-			pthread_mutex_unlock(&w->lock);
+			if (f) {
+				forget_names(w, f);
+				pthread_mutex_lock(&w->lock);
+				w->forget_done = queued;
+				pthread_cond_broadcast(&w->done);
+				pthread_mutex_unlock(&w->lock);
+			}
+			if (asked != w->refreshed) {
+				invalidate_all(w, false);
+				pthread_mutex_lock(&w->lock);
+				w->refreshed = asked;
+				pthread_cond_broadcast(&w->done);
+				pthread_mutex_unlock(&w->lock);
+			}
 		}
 		if (!pfd[0].revents)
 			continue;
@@ -553,6 +621,8 @@ void watch_free(struct watch *w)
 			pthread_join(w->thread, NULL);
 	}
 	inode_table_on_unwatch(w->view->inodes, NULL, NULL);
+	w->se = NULL;
+	forget_names(w, w->forget);
 	close(w->ifd);
 	close(w->stop);
 	close(w->refresh);

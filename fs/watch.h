@@ -43,6 +43,17 @@ int watch_start(struct watch *w, struct fuse_session *se);
  * writing a file back through a name in a directory nobody watches. */
 int watch_refresh(struct watch *w);
 
+/* The kernel must look DIR/NAME up again (its file was renewed: inode.h,
+ * inode_table_renew()). Queued for the event thread: a request handler
+ * must not invalidate. W may be NULL (no host watch): the name's entry
+ * timeout, a second, does it then. */
+void watch_forget_name(struct watch *w, struct inode *dir, const char *name);
+/* Waits until the names queued so far are invalidated. Only where the
+ * kernel holds no lock for the request (FLUSH), and with no lock of the
+ * view held: the event thread's invalidation may wait for the name's
+ * directory, whose holder may wait for another request. */
+void watch_forget_wait(struct watch *w);
+
 /* Stops the thread and frees everything. */
 void watch_free(struct watch *w);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,6 +51,30 @@ static void setup_off(void)
 static void setup_unlink(void)
 {
 	const char *extra[] = { "--rbw-unlink", NULL };
+	mount_with(extra);
+}
+
+static void setup_writeback(void)
+{
+	const char *extra[] = { "--writeback=on", NULL };
+	mount_with(extra);
+}
+
+static void setup_writeback_strict(void)
+{
+	const char *extra[] = { "--writeback=on", "--rbw", "strict", NULL };
+	mount_with(extra);
+}
+
+static void setup_writeback_audit(void)
+{
+	const char *extra[] = { "--writeback=on", "--rbw", "audit", NULL };
+	mount_with(extra);
+}
+
+static void setup_writeback_unwatched(void)
+{
+	const char *extra[] = { "--writeback=on", "--host-watch=off", NULL };
 	mount_with(extra);
 }
 
@@ -690,15 +715,26 @@ START_TEST(test_gate_audit_text_escapes_names)
 END_TEST
 
 /* Two write handles open on a file whose mark goes stale: neither may
- * write. */
-START_TEST(test_gate_racing_handles_never_win_against_a_stale_mark)
+ * write (without the writeback cache: the gate decides at the first
+ * write). */
+/* Opens "race", read, twice for writing, then the person saves it: the
+ * two handles' mark goes stale. */
+static void open_two_writers_then_edit_on_the_host(int *a, int *b)
 {
 	ck_assert_int_eq(write_file(host("race"), "base\n"), 0);
 	read_until(ws("race"), "base\n");
-	int a = open(ws("race"), O_WRONLY), b = open(ws("race"), O_WRONLY);
-	ck_assert_int_ge(a, 0);
-	ck_assert_int_ge(b, 0);
+	*a = open(ws("race"), O_WRONLY);
+	*b = open(ws("race"), O_WRONLY);
+	ck_assert_int_ge(*a, 0);
+	ck_assert_int_ge(*b, 0);
 	ck_assert_int_eq(write_file(host("race"), "host\n"), 0);
+}
+
+START_TEST(test_gate_racing_handles_never_win_against_a_stale_mark)
+{
+	int a, b;
+
+	open_two_writers_then_edit_on_the_host(&a, &b);
 	ck_assert_int_eq(write(a, "A", 1), -1);
 	ck_assert_int_eq(errno, EACCES);
 	ck_assert_int_eq(write(b, "B", 1), -1);
@@ -749,13 +785,174 @@ START_TEST(test_gate_marks_survive_a_restart_but_never_authorize_a_changed_file)
 }
 END_TEST
 
-START_TEST(test_gate_writeback_needs_a_mode_that_cannot_refuse)
-{
-	struct tview w;
-	const char *extra[] = { "--writeback", NULL };
+/* ---- the writeback cache (tcase "writeback": --writeback=on) ----------
+ *
+ * Its writes reach the daemon after write(2) returned, and a partial write
+ * first has the kernel read the page around it: were the gate to decide
+ * there, a refusal would lose written data, and that read would count as
+ * the thread's. So the gate decides at open: a writer it would refuse
+ * writes through, each write decided as it comes. */
 
-	ck_assert_int_eq(tview_mount(&w, NULL, "alice", "wb", extra), 2);
-	ck_assert(!w.mounted);
+/* Writes TEXT at OFF through a handle opened with FLAGS, after reading
+ * the file through it if READ_FIRST; returns 0 or the first errno. */
+static int pwrite_through(const char *path, int flags, bool read_first, const char *text, off_t off)
+{
+	char buf[256];
+	int fd = open(path, flags), err = 0;
+
+	if (fd < 0)
+		return errno;
+	if (read_first && pread(fd, buf, sizeof(buf), 0) < 0)
+		err = errno;
+	if (!err && pwrite(fd, text, strlen(text), off) < 0)
+		err = errno;
+	if (close(fd) < 0 && !err)
+		err = errno;
+	return err;
+}
+
+START_TEST(test_gate_writeback_partial_writes_of_unread_files_are_refused)
+{
+	ck_assert_int_eq(write_file(host("db"), "0123456789\n"), 0);
+
+	/* The kernel would read the page around these bytes first. */
+	ck_assert_int_eq(pwrite_through(ws("db"), O_RDWR, false, "X", 3), EACCES);
+	ck_assert_int_eq(pwrite_through(ws("db"), O_WRONLY, false, "Y", 5), EACCES);
+	ck_assert_int_eq(pwrite_through(ws("db"), O_WRONLY | O_APPEND, false, "Z", 0), EACCES);
+	ck_assert_int_eq(try_write(ws("db"), OVERWRITE, "gone\n"), EACCES);
+	ck_assert_str_eq(read_file(host("db")), "0123456789\n");
+	wait_audit("never read");
+}
+END_TEST
+
+/* A database opens its file read-write, reads it, then writes: through
+ * that one handle, as without the cache; the handles opened after the
+ * read write through the cache. */
+START_TEST(test_gate_writeback_a_read_write_handle_may_read_then_write)
+{
+	ck_assert_int_eq(write_file(host("db"), "0123456789\n"), 0);
+
+	ck_assert_int_eq(pwrite_through(ws("db"), O_RDWR, true, "X", 3), 0);
+	ck_assert_str_eq(read_file(host("db")), "012X456789\n");
+	ck_assert_int_eq(pwrite_through(ws("db"), O_RDWR, false, "Q", 4), 0);
+	ck_assert_int_eq(pwrite_through(ws("db"), O_WRONLY | O_APPEND, false, "end\n", 0), 0);
+	ck_assert_str_eq(read_file(host("db")), "012XQ56789\nend\n");
+	ck_assert_str_eq(read_file(ws("db")), "012XQ56789\nend\n");
+}
+END_TEST
+
+START_TEST(test_gate_writeback_stale_writes_are_refused_at_open_or_write)
+{
+	ck_assert_int_eq(write_file(host("notes.txt"), "v1\n"), 0);
+	read_until(ws("notes.txt"), "v1\n");
+	ck_assert_int_eq(write_file(host("notes.txt"), "person's v2\n"), 0);
+
+	ck_assert_int_eq(try_write(ws("notes.txt"), OVERWRITE, "agent\n"), EACCES);
+	ck_assert_int_eq(pwrite_through(ws("notes.txt"), O_RDWR, false, "A", 0), EACCES);
+	ck_assert_int_eq(truncate(ws("notes.txt"), 1) < 0 ? errno : 0, EACCES);
+	ck_assert_str_eq(read_file(host("notes.txt")), "person's v2\n");
+}
+END_TEST
+
+/* The same race under the writeback cache: both handles were let through
+ * at open, their writes go to the cache, and the save they make is
+ * refused at the last close. */
+START_TEST(test_gate_writeback_racing_handles_never_win_against_a_stale_mark)
+{
+	int a, b;
+
+	open_two_writers_then_edit_on_the_host(&a, &b);
+	ck_assert_int_eq(write(a, "A", 1), 1);
+	ck_assert_int_eq(write(b, "B", 1), 1);
+	ck_assert_int_eq(close(a), 0); /* not the last: nothing saved yet */
+	ck_assert_int_eq(close(b) < 0 ? errno : 0, EACCES);
+	ck_assert_str_eq(read_file(host("race")), "host\n");
+	read_until(ws("race"), "host\n");
+}
+END_TEST
+
+/* Let through at open, then the person saves: the agent's write went to
+ * the cache, and its save is refused at close, the person's version
+ * kept, and the view shows it whole (the kernel held the agent's size). */
+START_TEST(test_gate_writeback_a_host_edit_while_open_is_refused_at_close)
+{
+	ck_assert_int_eq(write_file(host("notes.txt"), "v1\n"), 0);
+	read_until(ws("notes.txt"), "v1\n");
+	int fd = open(ws("notes.txt"), O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write_file(host("notes.txt"), "the person's v2\n"), 0);
+	ck_assert_int_eq(pwrite(fd, "the agent's version\n", 20, 0), 20);
+	ck_assert_int_eq(close(fd) < 0 ? errno : 0, EACCES);
+
+	ck_assert_str_eq(read_file(host("notes.txt")), "the person's v2\n");
+	read_until(ws("notes.txt"), "the person's v2\n");
+	wait_audit("changed on the host while open");
+}
+END_TEST
+
+/* The kernel keeps a cached file's size as its own writes left it: a
+ * file the host grows or shrinks gets a new inode in the view. */
+START_TEST(test_gate_writeback_host_edits_show_their_new_size)
+{
+	ck_assert_int_eq(write_file(host("log"), "one\n"), 0);
+	read_until(ws("log"), "one\n");
+	ck_assert_int_eq(write_file(host("log"), "one\ntwo, longer\n"), 0);
+	read_until(ws("log"), "one\ntwo, longer\n");
+	ck_assert_int_eq(write_file(host("log"), "3\n"), 0);
+	read_until(ws("log"), "3\n");
+
+	/* The thread's own append (written directly) shows once closed. */
+	struct stat after;
+	ck_assert_int_eq(pwrite_through(ws("log"), O_WRONLY | O_APPEND, false, "4\n", 0), 0);
+	ck_assert_int_eq(stat(ws("log"), &after), 0);
+	ck_assert_int_eq(after.st_size, 4);
+	ck_assert_str_eq(read_file(ws("log")), "3\n4\n");
+	ck_assert_str_eq(read_file(host("log")), "3\n4\n");
+}
+END_TEST
+
+/* An O_APPEND handle writes directly, at the file's end: a host append
+ * made while it is open is kept, and the view shows both. */
+START_TEST(test_gate_writeback_appends_keep_a_host_append_made_while_open)
+{
+	ck_assert_int_eq(write_file(host("log"), "a\n"), 0);
+	read_until(ws("log"), "a\n");
+	int fd = open(ws("log"), O_WRONLY | O_APPEND);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "b\n", 2), 2);
+	OK("printf 'h\\n' >> '%s'", host("log"));
+	ck_assert_int_eq(write(fd, "c\n", 2), 2);
+	ck_assert_int_eq(close(fd), 0);
+	ck_assert_str_eq(read_file(host("log")), "a\nb\nh\nc\n");
+	read_until(ws("log"), "a\nb\nh\nc\n");
+
+	/* The kernel moves no time for a direct write: the view shows the
+	 * file's once the handle is closed. */
+	struct timespec old[2] = { { .tv_sec = 1000000000 }, { .tv_sec = 1000000000 } };
+	ck_assert_int_eq(utimensat(AT_FDCWD, host("log"), old, 0), 0);
+	read_until(ws("log"), "a\nb\nh\nc\n");
+	ck_assert_int_eq(pwrite_through(ws("log"), O_WRONLY | O_APPEND, false, "d\n", 0), 0);
+	struct stat st;
+	ck_assert_int_eq(stat(ws("log"), &st), 0);
+	ck_assert_int_gt(st.st_mtim.tv_sec, 1000000000);
+}
+END_TEST
+
+/* A writer the gate did not let through at open writes directly; it can
+ * still map the file shared (FUSE_DIRECT_IO_ALLOW_MMAP). */
+START_TEST(test_gate_writeback_an_unread_file_can_be_mapped_shared)
+{
+	ck_assert_int_eq(write_file(host("map"), "abcdef\n"), 0);
+	int fd = open(ws("map"), O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	char *m = mmap(NULL, 7, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ck_assert_msg(m != MAP_FAILED, "mmap: %s", strerror(errno));
+	ck_assert_int_eq(memcmp(m, "abcdef\n", 7), 0);
+	m[0] = 'A';
+	ck_assert_int_eq(msync(m, 7, MS_SYNC), 0);
+	ck_assert_int_eq(munmap(m, 7), 0);
+	ck_assert_int_eq(close(fd), 0);
+	ck_assert_str_eq(read_file(host("map")), "Abcdef\n");
 }
 END_TEST
 
@@ -821,6 +1018,16 @@ START_TEST(test_gate_unlink_is_free_by_default)
 }
 END_TEST
 
+/* A case of TEST alone, mounted by SETUP. */
+static void add_one(Suite *s, const char *name, void (*setup)(void), const TTest *test)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test);
+	suite_add_tcase(s, tc);
+}
+
 Suite *suite_view_gate(void)
 {
 	Suite *s = suite_create("view_gate");
@@ -849,7 +1056,6 @@ Suite *suite_view_gate(void)
 	tcase_add_test(tc, test_gate_racing_handles_never_win_against_a_stale_mark);
 	tcase_add_test(tc, test_gate_a_handle_is_authorized_once);
 	tcase_add_test(tc, test_gate_marks_survive_a_restart_but_never_authorize_a_changed_file);
-	tcase_add_test(tc, test_gate_writeback_needs_a_mode_that_cannot_refuse);
 	tcase_add_test(tc, test_gate_unlink_is_free_by_default);
 	suite_add_tcase(s, tc);
 
@@ -869,24 +1075,41 @@ Suite *suite_view_gate(void)
 	tcase_add_test(tc, test_gate_loops_with_no_run_open_grow_the_store_by_a_bound);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("strict");
-	tcase_add_checked_fixture(tc, setup_strict, teardown);
-	tcase_add_test(tc, test_gate_strict_wants_a_read_after_own_writes);
+	tc = tcase_create("writeback");
+	tcase_add_checked_fixture(tc, setup_writeback, teardown);
+	tcase_add_test(tc, test_gate_writeback_partial_writes_of_unread_files_are_refused);
+	tcase_add_test(tc, test_gate_writeback_a_read_write_handle_may_read_then_write);
+	tcase_add_test(tc, test_gate_writeback_stale_writes_are_refused_at_open_or_write);
+	tcase_add_test(tc, test_gate_writeback_a_host_edit_while_open_is_refused_at_close);
+	tcase_add_test(tc, test_gate_writeback_racing_handles_never_win_against_a_stale_mark);
+	tcase_add_test(tc, test_gate_writeback_host_edits_show_their_new_size);
+	tcase_add_test(tc, test_gate_writeback_an_unread_file_can_be_mapped_shared);
+	tcase_add_test(tc, test_gate_writeback_appends_keep_a_host_append_made_while_open);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("audit");
-	tcase_add_checked_fixture(tc, setup_audit, teardown);
-	tcase_add_test(tc, test_gate_audit_mode_allows_and_records);
+	/* The same attacks through the cache. */
+	tcase_add_test(tc, test_gate_overwrite_after_a_host_edit_is_refused_until_reread);
+	tcase_add_test(tc, test_gate_shell_overwrites_of_unread_files_are_refused);
+	tcase_add_test(tc, test_gate_sed_i_and_editor_saves_work_on_read_files);
+	tcase_add_test(tc, test_gate_copy_file_range_source_counts_as_read);
+	tcase_add_test(tc, test_gate_marks_survive_a_restart_but_never_authorize_a_changed_file);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("off");
-	tcase_add_checked_fixture(tc, setup_off, teardown);
-	tcase_add_test(tc, test_gate_off_allows_and_records_nothing);
+	/* The same sizes with no watch: the lookups find the change. */
+	tc = tcase_create("writeback_unwatched");
+	tcase_add_checked_fixture(tc, setup_writeback_unwatched, teardown);
+	tcase_add_test(tc, test_gate_writeback_host_edits_show_their_new_size);
+	tcase_add_test(tc, test_gate_writeback_stale_writes_are_refused_at_open_or_write);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("unlink");
-	tcase_add_checked_fixture(tc, setup_unlink, teardown);
-	tcase_add_test(tc, test_gate_rbw_unlink_gates_unlink_and_rmdir);
-	suite_add_tcase(s, tc);
+	/* The other modes through the cache. */
+	add_one(s, "writeback_strict", setup_writeback_strict,
+		test_gate_strict_wants_a_read_after_own_writes);
+	add_one(s, "writeback_audit", setup_writeback_audit,
+		test_gate_audit_mode_allows_and_records);
+	add_one(s, "strict", setup_strict, test_gate_strict_wants_a_read_after_own_writes);
+	add_one(s, "audit", setup_audit, test_gate_audit_mode_allows_and_records);
+	add_one(s, "off", setup_off, test_gate_off_allows_and_records_nothing);
+	add_one(s, "unlink", setup_unlink, test_gate_rbw_unlink_gates_unlink_and_rmdir);
 	return s;
 }

@@ -28,12 +28,12 @@ static void setup(void)
 	mount_view(NULL);
 }
 
-/* The kernel writeback cache: writes and mmap pages reach the daemon
- * later and in other shapes (too late to be refused: the gate can only
- * audit). */
+/* The kernel's writeback cache, with the gate on: writes and mmap pages
+ * reach the daemon later and in other shapes, and the gate decides at
+ * open. */
 static void setup_writeback(void)
 {
-	const char *extra[] = { "--writeback", "--rbw", "audit", NULL };
+	const char *extra[] = { "--writeback=on", NULL };
 
 	mount_view(extra);
 }

@@ -515,6 +515,86 @@ START_TEST(test_runmarks_hold_many_objects)
 }
 END_TEST
 
+/* Renewal (the writeback cache): a changed regular file no handle of the
+ * view writes gets a new inode at its next lookup, GETATTR or OPEN; one
+ * being written, or being opened, keeps its inode. */
+START_TEST(test_inode_a_changed_file_is_renewed_unless_written)
+{
+	struct fixture f;
+	struct stat st;
+	char path[PATH_MAX + 8];
+	bool relookup = false;
+
+	fixture_init(&f, 100, 2);
+	inode_table_renew(f.t, true);
+	snprintf(path, sizeof(path), "%s/f0", f.dir);
+	struct inode *a = look(&f, "f0");
+	ck_assert_int_eq(stat(path, &st), 0);
+	inode_note_attr(f.t, a, &st);
+	ck_assert_ptr_eq(look(&f, "f0"), a); /* unchanged: the same */
+
+	/* Changed with no writer: the lookup makes a new inode, and an
+	 * open of the old one is stale. */
+	ck_assert_int_eq(write_file(path, "longer now"), 0);
+	struct inode *b = look(&f, "f0");
+	ck_assert_ptr_ne(b, a);
+	ck_assert_int_eq(inode_open_begin(f.t, a, NULL), -ESTALE);
+
+	/* Changed while written: kept, and the watch is told nothing. */
+	ck_assert_int_eq(stat(path, &st), 0);
+	inode_note_attr(f.t, b, &st);
+	inode_open_ref(f.t, b, true);
+	ck_assert_int_eq(write_file(path, "by the host"), 0);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_ptr_eq(look(&f, "f0"), b);
+	ck_assert_ptr_null(inode_find_changed(f.t, 0, &st, &relookup));
+	inode_open_unref(f.t, b, true);
+
+	/* Changed while an OPEN is in progress: left to the next lookup. */
+	ck_assert_int_eq(inode_open_begin(f.t, b, NULL), 0);
+	struct inode *found = inode_find_changed(f.t, 0, &st, &relookup);
+	ck_assert_ptr_eq(found, b);
+	ck_assert(relookup);
+	inode_unpin(f.t, found);
+	inode_open_end(f.t, b);
+	/* ...and an OPEN that finds the file changed renews it. */
+	ck_assert_int_eq(inode_open_begin(f.t, b, &st), -ESTALE);
+	ck_assert_ptr_ne(look(&f, "f0"), b);
+
+	/* A GETATTR that sees a change renews without noting it. */
+	struct inode *c = look(&f, "f1");
+	snprintf(path, sizeof(path), "%s/f1", f.dir);
+	ck_assert_int_eq(stat(path, &st), 0);
+	inode_note_attr(f.t, c, &st);
+	ck_assert_int_eq(write_file(path, "changed"), 0);
+	ck_assert_int_eq(stat(path, &st), 0);
+	inode_note_seen(f.t, c, &st);
+	ck_assert_ptr_ne(look(&f, "f1"), c);
+	inode_table_free(f.t);
+}
+END_TEST
+
+/* Renewal off (no writeback cache): a changed file keeps its inode. */
+START_TEST(test_inode_without_renewal_a_changed_file_keeps_its_inode)
+{
+	struct fixture f;
+	struct stat st;
+	char path[PATH_MAX + 8];
+
+	fixture_init(&f, 100, 1);
+	snprintf(path, sizeof(path), "%s/f0", f.dir);
+	struct inode *a = look(&f, "f0");
+	ck_assert_int_eq(stat(path, &st), 0);
+	inode_note_attr(f.t, a, &st);
+	ck_assert_int_eq(write_file(path, "longer now"), 0);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_ptr_eq(look(&f, "f0"), a);
+	ck_assert_int_eq(inode_open_begin(f.t, a, &st), 0);
+	inode_open_end(f.t, a);
+	inode_table_free(f.t);
+}
+END_TEST
+
 Suite *suite_unit_inode(void)
 {
 	Suite *s = suite_create("unit_inode");
@@ -533,6 +613,8 @@ Suite *suite_unit_inode(void)
 	tcase_add_test(tc, test_inode_a_name_seen_on_the_host_keeps_the_one_that_stays);
 	tcase_add_test(tc, test_inode_forget_frees_and_lookups_count);
 	tcase_add_test(tc, test_inode_open_handles_keep_their_fd_beyond_the_budget);
+	tcase_add_test(tc, test_inode_a_changed_file_is_renewed_unless_written);
+	tcase_add_test(tc, test_inode_without_renewal_a_changed_file_keeps_its_inode);
 	tcase_add_test(tc, test_runmarks_are_kept_per_object_and_run);
 	tcase_add_test(tc, test_runmarks_hold_many_objects);
 	suite_add_tcase(s, tc);
