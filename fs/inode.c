@@ -131,15 +131,24 @@ static bool seen_differs(const struct inode *ino, const struct stat *st)
 	       ino->seen_size != st->st_size;
 }
 
-/* (locked) With renew set, INO, a regular file no handle of the view
- * writes, whose attributes ST differ from the kernel's, is never found
- * again: the next lookup of its name makes a new inode, so the kernel,
- * which under the writeback cache keeps its own size, sees the file as
- * it is now. Returns whether it was. */
+/* (locked) With renew set: INO, a regular file not renewed yet, whose
+ * attributes ST differ from what the kernel was last given. The kernel,
+ * under the writeback cache, keeps its own size and times of it. */
+static bool renew_wanted(const struct inode_table *t, const struct inode *ino,
+			 const struct stat *st)
+{
+	return t->renew && S_ISREG(ino->type) && !ino->superseded && seen_differs(ino, st);
+}
+
+/* (locked) Renews INO if renew_wanted() and nothing of the view has it
+ * open or is opening it: it is never found again, and the next lookup of
+ * its name makes a new inode. (Open handles, and the locks the kernel
+ * keeps on them, must not be split across two inodes of one file: the
+ * last one closed leaves it to the next lookup.) Returns whether it was
+ * renewed. */
 static bool renew_if_changed(struct inode_table *t, struct inode *ino, const struct stat *st)
 {
-	if (!t->renew || !S_ISREG(ino->type) || ino->writers || ino->opening || ino->superseded ||
-	    !seen_differs(ino, st))
+	if (!renew_wanted(t, ino, st) || ino->opens || ino->opening)
 		return false;
 	ino->superseded = true;
 	return true;
@@ -914,7 +923,9 @@ void inode_note_attr(struct inode_table *t, struct inode *ino, const struct stat
 void inode_note_seen(struct inode_table *t, struct inode *ino, const struct stat *st)
 {
 	pthread_mutex_lock(&t->lock);
-	if (!renew_if_changed(t, ino, st))
+	if (renew_wanted(t, ino, st))
+		renew_if_changed(t, ino, st); /* else a later look does it */
+	else
 		note(ino, st);
 	pthread_mutex_unlock(&t->lock);
 }
@@ -927,9 +938,10 @@ struct inode *inode_find_changed(struct inode_table *t, uint16_t domain, const s
 	pthread_mutex_lock(&t->lock);
 	i = hash_find(t, domain, st->st_dev, st->st_ino);
 	if (i && !i->writers && seen_differs(i, st)) {
-		bool renewed = renew_if_changed(t, i, st);
-		*relookup = t->renew && S_ISREG(i->type);
-		if (renewed || !*relookup)
+		*relookup = renew_wanted(t, i, st);
+		if (*relookup)
+			renew_if_changed(t, i, st); /* else a later look does it */
+		else
 			note(i, st);
 		i->pins++;
 	} else {
@@ -939,13 +951,12 @@ struct inode *inode_find_changed(struct inode_table *t, uint16_t domain, const s
 	return i;
 }
 
-int inode_open_begin(struct inode_table *t, struct inode *ino, const struct stat *st)
+int inode_open_begin(struct inode_table *t, struct inode *ino)
 {
 	int r = 0;
 
 	pthread_mutex_lock(&t->lock);
-	if (t->renew && S_ISREG(ino->type) &&
-	    (ino->superseded || (st && renew_if_changed(t, ino, st))))
+	if (t->renew && S_ISREG(ino->type) && ino->superseded)
 		r = -ESTALE;
 	else
 		ino->opening++;
@@ -970,17 +981,28 @@ void inode_table_renew(struct inode_table *t, bool on)
 bool inode_renew(struct inode_table *t, struct inode *ino, struct inode **dir, char *name,
 		 size_t size)
 {
-	bool renewed;
+	bool renewed = false;
 
 	pthread_mutex_lock(&t->lock);
-	renewed = t->renew && S_ISREG(ino->type) && !ino->superseded;
-	ino->superseded = ino->superseded || renewed;
+	if (t->renew && S_ISREG(ino->type) && !ino->superseded) {
+		/* Other handles open: when the last one is closed. */
+		ino->renew_due = ino->opens > 1 || ino->opening;
+		renewed = !ino->renew_due && ino->parent && ino->name && strlen(ino->name) < size;
+		ino->superseded = !ino->renew_due;
+	}
 	*dir = ino->parent;
-	renewed = renewed && ino->parent && ino->name && strlen(ino->name) < size;
 	if (renewed)
 		strcpy(name, ino->name);
 	pthread_mutex_unlock(&t->lock);
 	return renewed;
+}
+
+bool inode_renew_due(struct inode_table *t, struct inode *ino)
+{
+	pthread_mutex_lock(&t->lock);
+	bool due = ino->renew_due && !ino->opens && !ino->opening;
+	pthread_mutex_unlock(&t->lock);
+	return due;
 }
 
 void inode_set_watch(struct inode_table *t, struct inode *ino, int wd)
@@ -1164,8 +1186,10 @@ void inode_moved(struct inode_table *t, uint16_t domain, const struct stat *st,
 		return; /* the next lookup by the new name fixes it */
 	pthread_mutex_lock(&t->lock);
 	i = hash_find(t, domain, st->st_dev, st->st_ino);
-	if (i)
+	if (i) {
 		moved(t, i, st, oldparent, oldname, newparent, &copy);
+		note(i, st); /* the rename moved its ctime: not news */
+	}
 	pthread_mutex_unlock(&t->lock);
 	free(copy);
 }

@@ -86,6 +86,7 @@ struct inode {
 	uint32_t opens;	  /* open file/dir handles */
 	uint32_t writers; /* of which may write */
 	uint32_t opening; /* OPENs in progress (inode_open_begin) */
+	bool renew_due;	  /* inode_renew() waits for the last close */
 	/* Read without the table lock, relaxed: wd is written under it,
 	 * covered is set by ops_entry.c. */
 	_Atomic int wd;	      /* inotify watch (dirs), <= 0 if none */
@@ -216,8 +217,8 @@ void inode_note_attr(struct inode_table *t, struct inode *ino, const struct stat
 
 /* Remembers attributes ST, just read from the backing file, as given to
  * the kernel (a GETATTR), unless they show a change the kernel cannot
- * take (inode_table_renew): then INO is renewed instead and keeps the
- * attributes it had. */
+ * take (inode_table_renew): then INO is renewed instead, or if it is
+ * open left for a later look, and keeps the attributes it had. */
 void inode_note_seen(struct inode_table *t, struct inode *ino, const struct stat *st);
 
 /* The inode of the object ST describes (fresh from the backing file, in
@@ -225,9 +226,9 @@ void inode_note_seen(struct inode_table *t, struct inode *ino, const struct stat
  * it and no handle of the view is writing it (its own writes are not news
  * to the kernel); ST is noted. *RELOOKUP tells whether the kernel must
  * look its names up again: with renewal on, a regular file is renewed,
- * or, while an OPEN of it is in progress, left to the next lookup, which
- * renews it (ST is then not noted). NULL otherwise: one lock for the
- * common case of nothing new. */
+ * or, while it is open or being opened, left to a lookup after its last
+ * close, which renews it (ST is then not noted). NULL otherwise: one
+ * lock for the common case of nothing new. */
 struct inode *inode_find_changed(struct inode_table *t, uint16_t domain, const struct stat *st,
 				 bool *relookup);
 
@@ -235,29 +236,33 @@ struct inode *inode_find_changed(struct inode_table *t, uint16_t domain, const s
  * regular file's size (and mtime) as its own writes left them and
  * ignores the size a GETATTR replies: with ON, a regular file found
  * changed from what the kernel was last given (by a lookup, a GETATTR or
- * the host watch) while no handle of the view writes it is renewed: its
- * inode is never found again, the next lookup of its name makes a new
- * one (a new node id), and the kernel, revalidating the name, drops the
- * old inode's size and pages with it. The old inode lives on for its
- * open handles until the kernel forgets it. Set once, at FUSE init. */
+ * the host watch, an OPEN) while no handle of the view has it open is
+ * renewed: its inode is never found again, the next lookup of its name
+ * makes a new one (a new node id), and the kernel, revalidating the
+ * name, drops the old inode's size and pages with it. While it is open,
+ * the change waits for a look after the last close: the kernel keeps
+ * locks per inode, and handles of one file on two inodes would not see
+ * each other's. Set once, at FUSE init. */
 void inode_table_renew(struct inode_table *t, bool on);
-/* Begins an OPEN of INO, whose backing file's attributes are ST (NULL:
- * not looked at), until inode_open_end(); no renewal happens meanwhile.
- * With renewal on, -ESTALE for a regular file that was renewed, or that
- * ST shows changed from what the kernel was last given while no handle
- * of the view writes it (it is renewed now): the kernel found the inode
- * by a name it is dropping or should drop, and ESTALE has it look the
- * name up again (LOOKUP_REVAL), which finds the new inode. Two handles
- * opened around a host change thus never end up on two inodes of one
- * file, nor one on pages of the version before it. Returns 0 otherwise. */
-int inode_open_begin(struct inode_table *t, struct inode *ino, const struct stat *st);
+/* Begins an OPEN of INO, until inode_open_end(); no renewal happens
+ * meanwhile. With renewal on, -ESTALE for a regular file that was
+ * renewed: the kernel found the inode by a name it is dropping, and
+ * ESTALE has it look the name up again (LOOKUP_REVAL), which finds the
+ * new inode, so two handles opened around a renewal never end up on two
+ * inodes of one file. Returns 0 otherwise. */
+int inode_open_begin(struct inode_table *t, struct inode *ino);
 void inode_open_end(struct inode_table *t, struct inode *ino);
-/* Renews the regular file INO whatever its state (a save refused over a
- * host change: the kernel holds the stage's size). Returns whether it
- * was renewed now (renewal on, a regular file, not already renewed) and
- * has a name, which it copies into *DIR (not pinned) and NAME. */
+/* Renews the regular file INO whatever its attributes say (a save refused
+ * over a host change: the kernel holds the stage's size), from a request
+ * on one of its handles. With other handles open (their locks are the
+ * kernel's, on this inode) it waits for the last one to be closed:
+ * inode_renew_due() then says so, and the closer calls this again.
+ * Returns whether it was renewed now (renewal on, a regular file, not
+ * already renewed) and has a name, which it copies into *DIR (not
+ * pinned) and NAME. */
 bool inode_renew(struct inode_table *t, struct inode *ino, struct inode **dir, char *name,
 		 size_t size);
+bool inode_renew_due(struct inode_table *t, struct inode *ino);
 
 /* Directory watches: WD is INO's inotify watch (0 to forget it). */
 void inode_set_watch(struct inode_table *t, struct inode *ino, int wd);

@@ -345,8 +345,7 @@ static int open_existing(struct view *v, fuse_req_t req, struct inode *ino,
 	if (p.fd < 0)
 		return p.fd;
 	/* Under the writeback cache: not an inode the kernel must drop. */
-	if (v->writeback &&
-	    (r = inode_open_begin(v->inodes, ino, stat_fd(p.fd, &st) == 0 ? &st : NULL)) < 0)
+	if (v->writeback && (r = inode_open_begin(v->inodes, ino)) < 0)
 		return r;
 	_cleanup_(opening_end) struct opening opening = { v, v->writeback ? ino : NULL };
 	if (trunc)
@@ -461,6 +460,8 @@ static void handle_release(struct view *v, struct inode *ino, struct fuse_file_i
 	bool writer = h->writer;
 	handle_close(v, fi);
 	inode_open_unref(v->inodes, ino, writer);
+	if (inode_renew_due(v->inodes, ino))
+		renew(v, ino); /* the last close of a file that waited */
 	stage_unlock(v, ino);
 }
 
