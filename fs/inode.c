@@ -140,18 +140,26 @@ static bool renew_wanted(const struct inode_table *t, const struct inode *ino,
 	return t->renew && S_ISREG(ino->type) && !ino->superseded && seen_differs(ino, st);
 }
 
-/* (locked) Renews INO if renew_wanted() and nothing of the view has it
- * open or is opening it: it is never found again, and the next lookup of
- * its name makes a new inode. (Open handles, and the locks the kernel
- * keeps on them, must not be split across two inodes of one file: the
- * last one closed leaves it to the next lookup.) Returns whether it was
- * renewed. */
+/* (locked) Renews INO unless a handle of the view other than the
+ * caller's HELD ones has it open or an OPEN of it is in progress: it is
+ * never found again, and the next lookup of its name makes a new inode.
+ * (Open handles, and the locks the kernel keeps on them, must not be
+ * split across two inodes of one file.) Otherwise it is due at the last
+ * close (inode_renew_due()). Returns whether it was renewed now. */
+static bool renew_unless_open(struct inode *ino, uint32_t held)
+{
+	ino->renew_due = ino->opens > held || ino->opening;
+	ino->superseded = !ino->renew_due;
+	return ino->superseded;
+}
+
+/* (locked) Renews INO if renew_wanted(), or has it wait for the last
+ * close; not while the view writes it: the writer's close renews what
+ * it must (a refused save, a direct write). Returns whether it was
+ * renewed now. */
 static bool renew_if_changed(struct inode_table *t, struct inode *ino, const struct stat *st)
 {
-	if (!renew_wanted(t, ino, st) || ino->opens || ino->opening)
-		return false;
-	ino->superseded = true;
-	return true;
+	return !ino->writers && renew_wanted(t, ino, st) && renew_unless_open(ino, 0);
 }
 
 static void note(struct inode *ino, const struct stat *st)
@@ -920,14 +928,16 @@ void inode_note_attr(struct inode_table *t, struct inode *ino, const struct stat
 	pthread_mutex_unlock(&t->lock);
 }
 
-void inode_note_seen(struct inode_table *t, struct inode *ino, const struct stat *st)
+bool inode_note_seen(struct inode_table *t, struct inode *ino, const struct stat *st)
 {
 	pthread_mutex_lock(&t->lock);
-	if (renew_wanted(t, ino, st))
-		renew_if_changed(t, ino, st); /* else a later look does it */
-	else
+	bool wanted = renew_wanted(t, ino, st);
+	if (!wanted)
 		note(ino, st);
+	else if (ino->writers)
+		wanted = false; /* as renew_if_changed() */
 	pthread_mutex_unlock(&t->lock);
+	return wanted;
 }
 
 struct inode *inode_find_changed(struct inode_table *t, uint16_t domain, const struct stat *st,
@@ -940,7 +950,7 @@ struct inode *inode_find_changed(struct inode_table *t, uint16_t domain, const s
 	if (i && !i->writers && seen_differs(i, st)) {
 		*relookup = renew_wanted(t, i, st);
 		if (*relookup)
-			renew_if_changed(t, i, st); /* else a later look does it */
+			renew_unless_open(i, 0);
 		else
 			note(i, st);
 		i->pins++;
@@ -978,18 +988,15 @@ void inode_table_renew(struct inode_table *t, bool on)
 	pthread_mutex_unlock(&t->lock);
 }
 
-bool inode_renew(struct inode_table *t, struct inode *ino, struct inode **dir, char *name,
-		 size_t size)
+bool inode_renew(struct inode_table *t, struct inode *ino, uint32_t held, struct inode **dir,
+		 char *name, size_t size)
 {
 	bool renewed = false;
 
 	pthread_mutex_lock(&t->lock);
-	if (t->renew && S_ISREG(ino->type) && !ino->superseded) {
-		/* Other handles open: when the last one is closed. */
-		ino->renew_due = ino->opens > 1 || ino->opening;
-		renewed = !ino->renew_due && ino->parent && ino->name && strlen(ino->name) < size;
-		ino->superseded = !ino->renew_due;
-	}
+	if (t->renew && S_ISREG(ino->type) && !ino->superseded)
+		renewed = renew_unless_open(ino, held) && ino->parent && ino->name &&
+			  strlen(ino->name) < size;
 	*dir = ino->parent;
 	if (renewed)
 		strcpy(name, ino->name);

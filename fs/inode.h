@@ -86,7 +86,7 @@ struct inode {
 	uint32_t opens;	  /* open file/dir handles */
 	uint32_t writers; /* of which may write */
 	uint32_t opening; /* OPENs in progress (inode_open_begin) */
-	bool renew_due;	  /* inode_renew() waits for the last close */
+	bool renew_due;	  /* a renewal waits for the last close */
 	/* Read without the table lock, relaxed: wd is written under it,
 	 * covered is set by ops_entry.c. */
 	_Atomic int wd;	      /* inotify watch (dirs), <= 0 if none */
@@ -217,17 +217,19 @@ void inode_note_attr(struct inode_table *t, struct inode *ino, const struct stat
 
 /* Remembers attributes ST, just read from the backing file, as given to
  * the kernel (a GETATTR), unless they show a change the kernel cannot
- * take (inode_table_renew): then INO is renewed instead, or if it is
- * open left for a later look, and keeps the attributes it had. */
-void inode_note_seen(struct inode_table *t, struct inode *ino, const struct stat *st);
+ * take (inode_table_renew): then INO keeps the attributes it had, and
+ * true says it must be renewed (inode_renew(), which tells its name for
+ * the kernel to look up again), unless the view writes it (the writer's
+ * close renews what it must). */
+bool inode_note_seen(struct inode_table *t, struct inode *ino, const struct stat *st);
 
 /* The inode of the object ST describes (fresh from the backing file, in
  * DOMAIN), pinned, if ST differs from what the kernel was last given for
  * it and no handle of the view is writing it (its own writes are not news
  * to the kernel); ST is noted. *RELOOKUP tells whether the kernel must
  * look its names up again: with renewal on, a regular file is renewed,
- * or, while it is open or being opened, left to a lookup after its last
- * close, which renews it (ST is then not noted). NULL otherwise: one
+ * or, while it is open or being opened, renewed at its last close
+ * (inode_renew_due(); ST is then not noted). NULL otherwise: one
  * lock for the common case of nothing new. */
 struct inode *inode_find_changed(struct inode_table *t, uint16_t domain, const struct stat *st,
 				 bool *relookup);
@@ -240,9 +242,9 @@ struct inode *inode_find_changed(struct inode_table *t, uint16_t domain, const s
  * renewed: its inode is never found again, the next lookup of its name
  * makes a new one (a new node id), and the kernel, revalidating the
  * name, drops the old inode's size and pages with it. While it is open,
- * the change waits for a look after the last close: the kernel keeps
- * locks per inode, and handles of one file on two inodes would not see
- * each other's. Set once, at FUSE init. */
+ * the renewal waits for the last close (inode_renew_due()): the kernel
+ * keeps locks per inode, and handles of one file on two inodes would
+ * not see each other's. Set once, at FUSE init. */
 void inode_table_renew(struct inode_table *t, bool on);
 /* Begins an OPEN of INO, until inode_open_end(); no renewal happens
  * meanwhile. With renewal on, -ESTALE for a regular file that was
@@ -254,14 +256,16 @@ int inode_open_begin(struct inode_table *t, struct inode *ino);
 void inode_open_end(struct inode_table *t, struct inode *ino);
 /* Renews the regular file INO whatever its attributes say (a save refused
  * over a host change: the kernel holds the stage's size), from a request
- * on one of its handles. With other handles open (their locks are the
- * kernel's, on this inode) it waits for the last one to be closed:
- * inode_renew_due() then says so, and the closer calls this again.
- * Returns whether it was renewed now (renewal on, a regular file, not
- * already renewed) and has a name, which it copies into *DIR (not
- * pinned) and NAME. */
-bool inode_renew(struct inode_table *t, struct inode *ino, struct inode **dir, char *name,
-		 size_t size);
+ * on HELD (0 or 1) of its handles. With other handles open, or an OPEN
+ * in progress (their locks are the kernel's, on this inode), it waits
+ * for the last close: inode_renew_due() then says so, and the closer
+ * calls this again. Returns whether it was renewed now (renewal on, a
+ * regular file, not already renewed) and has a name, which it copies
+ * into *DIR (not pinned) and NAME. */
+bool inode_renew(struct inode_table *t, struct inode *ino, uint32_t held, struct inode **dir,
+		 char *name, size_t size);
+/* Whether INO waits for a renewal and nothing of the view has it open or
+ * is opening it any more. */
 bool inode_renew_due(struct inode_table *t, struct inode *ino);
 
 /* Directory watches: WD is INO's inotify watch (0 to forget it). */

@@ -62,6 +62,15 @@ static int stat_held(struct view *v, struct inode *ino, struct stat *st)
 	return r;
 }
 
+/* ST, just read from INO's backing file, goes to the kernel: noted, or
+ * INO renewed if the kernel cannot take it (inode_note_seen()). */
+static void attr_seen(struct view *v, struct inode *ino, struct stat *st)
+{
+	if (inode_note_seen(v->inodes, ino, st))
+		ops_renew(v, ino, 0);
+	view_map_attr(v, ino, st);
+}
+
 static int inode_stat(struct view *v, struct inode *ino, struct stat *st)
 {
 	int r;
@@ -74,10 +83,8 @@ static int inode_stat(struct view *v, struct inode *ino, struct stat *st)
 	r = inode_stat_evicted(v->inodes, ino, st);
 	if (r < 0)
 		r = stat_held(v, ino, st);
-	if (r == 0) {
-		inode_note_seen(v->inodes, ino, st);
-		view_map_attr(v, ino, st);
-	}
+	if (r == 0)
+		attr_seen(v, ino, st);
 	return r;
 }
 
@@ -240,10 +247,8 @@ void op_getattr(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 		r = fstat(io.fd, &st) < 0 ? neg_errno() : 0;
 		if (r == 0 && io.locked)
 			stage_attr(ino, &st);
-		if (r == 0) {
-			inode_note_seen(v->inodes, ino, &st);
-			view_map_attr(v, ino, &st);
-		}
+		if (r == 0)
+			attr_seen(v, ino, &st);
 	} else {
 		r = inode_stat(v, ino, &st);
 	}

@@ -133,16 +133,12 @@ static void handle_close(struct view *v, struct fuse_file_info *fi)
 	free(h);
 }
 
-/* Under the writeback cache: the size the kernel keeps for INO is not the
- * file's, so its name must lead to a new inode (inode_renew()). The
- * kernel is told by the host watch's thread: it may be waiting for this
- * very request with the name's directory locked. */
-static void renew(struct view *v, struct inode *ino)
+void ops_renew(struct view *v, struct inode *ino, uint32_t held)
 {
 	char name[NAME_MAX + 1];
 	struct inode *dir;
 
-	if (inode_renew(v->inodes, ino, &dir, name, sizeof(name)))
+	if (inode_renew(v->inodes, ino, held, &dir, name, sizeof(name)))
 		watch_forget_name(v->watch, dir, name);
 }
 
@@ -162,7 +158,7 @@ void ops_refuse_handles(struct view *v, struct inode *ino, int err)
 		fuse_lowlevel_notify_inval_inode(v->session, node_id(v, ino), -1, 0);
 	/* Under the writeback cache the kernel keeps that size whatever a
 	 * GETATTR replies. */
-	renew(v, ino);
+	ops_renew(v, ino, 1);
 }
 
 int ops_open_files_new(struct view *v)
@@ -309,8 +305,11 @@ struct opening {
 
 static void opening_end(struct opening *o)
 {
-	if (o->ino)
-		inode_open_end(o->v->inodes, o->ino);
+	if (!o->ino)
+		return;
+	inode_open_end(o->v->inodes, o->ino);
+	if (inode_renew_due(o->v->inodes, o->ino))
+		ops_renew(o->v, o->ino, 0); /* a failed OPEN held it */
 }
 
 /* Opens the existing file INO as FI asks (open, or create of a name that
@@ -454,14 +453,14 @@ static void handle_release(struct view *v, struct inode *ino, struct fuse_file_i
 			gate_store(v, ino, wfd, &st);
 	}
 	if (atomic_load_explicit(&h->wrote, memory_order_relaxed))
-		renew(v, ino);
+		ops_renew(v, ino, 1);
 	if (opens == 1)
 		stage_drop(v, ino);
 	bool writer = h->writer;
 	handle_close(v, fi);
 	inode_open_unref(v->inodes, ino, writer);
 	if (inode_renew_due(v->inodes, ino))
-		renew(v, ino); /* the last close of a file that waited */
+		ops_renew(v, ino, 0); /* the last close of a file that waited */
 	stage_unlock(v, ino);
 }
 
@@ -711,7 +710,7 @@ static void flush_renewals(struct view *v, struct inode *ino, struct open_file *
 	bool wrote = atomic_exchange_explicit(&h->wrote, false, memory_order_relaxed);
 
 	if (wrote)
-		renew(v, ino);
+		ops_renew(v, ino, 1);
 	if (wrote || r < 0)
 		watch_forget_wait(v->watch);
 }

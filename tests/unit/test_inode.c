@@ -551,26 +551,42 @@ START_TEST(test_inode_a_changed_file_is_renewed_unless_written)
 	inode_open_unref(f.t, b, true);
 
 	/* Changed while an OPEN is in progress, or while a reader has it
-	 * open: left to a lookup after the last close. */
+	 * open: renewed at the last close. */
 	ck_assert_int_eq(inode_open_begin(f.t, b), 0);
 	struct inode *found = inode_find_changed(f.t, 0, &st, &relookup);
 	ck_assert_ptr_eq(found, b);
 	ck_assert(relookup);
 	inode_unpin(f.t, found);
-	inode_open_end(f.t, b);
 	inode_open_ref(f.t, b, false);
+	inode_open_end(f.t, b);
+	ck_assert(!inode_renew_due(f.t, b));
 	ck_assert_ptr_eq(look(&f, "f0"), b);
+	ck_assert(!inode_renew_due(f.t, b));
 	inode_open_unref(f.t, b, false);
+	ck_assert(inode_renew_due(f.t, b));
+	struct inode *dir;
+	char name[NAME_MAX + 1];
+	ck_assert(inode_renew(f.t, b, 0, &dir, name, sizeof(name)));
+	ck_assert_str_eq(name, "f0");
+	ck_assert(!inode_renew_due(f.t, b));
 	ck_assert_ptr_ne(look(&f, "f0"), b);
 
-	/* A GETATTR that sees a change renews without noting it. */
+	/* A GETATTR that sees a change asks for a renewal without noting
+	 * it; while a reader has the file open, the renewal waits. */
 	struct inode *c = look(&f, "f1");
 	snprintf(path, sizeof(path), "%s/f1", f.dir);
 	ck_assert_int_eq(stat(path, &st), 0);
 	inode_note_attr(f.t, c, &st);
 	ck_assert_int_eq(write_file(path, "changed"), 0);
 	ck_assert_int_eq(stat(path, &st), 0);
-	inode_note_seen(f.t, c, &st);
+	inode_open_ref(f.t, c, false);
+	ck_assert(inode_note_seen(f.t, c, &st));
+	ck_assert(!inode_renew(f.t, c, 0, &dir, name, sizeof(name)));
+	ck_assert_ptr_eq(look(&f, "f1"), c);
+	inode_open_unref(f.t, c, false);
+	ck_assert(inode_renew_due(f.t, c));
+	ck_assert(inode_renew(f.t, c, 0, &dir, name, sizeof(name)));
+	ck_assert_str_eq(name, "f1");
 	ck_assert_ptr_ne(look(&f, "f1"), c);
 	inode_table_free(f.t);
 }
