@@ -305,12 +305,28 @@ static int apply_setattr(struct view *v, fuse_req_t req, int pfd, int fh, struct
 			return neg_errno();
 	}
 	if (valid & FUSE_SET_ATTR_SIZE) {
+		/* Under the writeback cache the kernel keeps a file's times
+		 * and moves them at a truncate only if the size changes; the
+		 * backing filesystem moves them anyway. A truncate that keeps
+		 * the size keeps the mtime the view shows, or the kernel's next
+		 * flush of its times (at a rename, say) would set it back,
+		 * unseen by the journal and undo. */
+		struct stat before;
+		bool keep_mtime = v->writeback &&
+				  !(valid & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) &&
+				  stat_fd(fh >= 0 ? fh : pfd, &before) == 0 &&
+				  before.st_size == attr->st_size;
+
 		r = drop_privs(v, req, fh >= 0 ? fh : pfd, fh < 0, NULL);
 		if (r < 0)
 			return r;
 		r = fh >= 0 ? ftruncate(fh, attr->st_size) : truncate(path, attr->st_size);
 		if (r < 0)
 			return neg_errno();
+		/* Best effort: a caller who may write the file but does not own
+		 * it may not set its times; then it is as without the cache. */
+		if (keep_mtime)
+			(void)set_times(pfd, fh, &before, FUSE_SET_ATTR_MTIME);
 	}
 	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
 		     FUSE_SET_ATTR_MTIME_NOW)) {

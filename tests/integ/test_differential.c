@@ -163,6 +163,22 @@ START_TEST(test_differential_redo)
 }
 END_TEST
 
+/* Issue 41: undo under the writeback cache. Seeds 277 and 349 failed
+ * while a truncate that kept a file's size moved its mtime on the host
+ * but not in the kernel, whose next flush of its times (at a rename)
+ * set it back during the run, unseen by the journal. Seeds 45 and 306
+ * still fail there (docs/performance.md, "The writeback cache with the
+ * gate"). */
+START_TEST(test_differential_undo_under_the_writeback_cache)
+{
+	const char *extra[] = { "--rbw", "off", "--writeback=on", NULL };
+
+	mount_with(extra);
+	undorand(277, 277, "");
+	undorand(349, 349, "");
+}
+END_TEST
+
 /* Saves that stage a copy and publish it by a rename. */
 START_TEST(test_differential_summary)
 {
@@ -219,6 +235,7 @@ Suite *suite_view_differential(void)
 	tcase_add_test(tc, test_differential_undo);
 	tcase_add_test(tc, test_differential_undo_in_place);
 	tcase_add_test(tc, test_differential_redo);
+	tcase_add_test(tc, test_differential_undo_under_the_writeback_cache);
 	tcase_add_test(tc, test_differential_summary);
 	tcase_add_test(tc, test_differential_summary_in_place);
 	suite_add_tcase(s, tc);

@@ -958,6 +958,32 @@ START_TEST(test_gate_writeback_appends_keep_a_host_append_made_while_open)
 }
 END_TEST
 
+/* The kernel moves a cached file's times at a truncate only if the size
+ * changes, and ignores the times a reply gives: the backing file keeps
+ * the mtime the view shows, or the kernel's next flush of its times
+ * would set it back unseen by the journal. */
+START_TEST(test_gate_writeback_a_truncate_that_keeps_the_size_keeps_the_mtime)
+{
+	struct timespec old[2] = { { .tv_sec = 1000000000 }, { .tv_sec = 1000000000 } };
+	struct stat st;
+
+	ck_assert_int_eq(write_file(host("same"), "abc\n"), 0);
+	ck_assert_int_eq(utimensat(AT_FDCWD, host("same"), old, 0), 0);
+	ck_assert(eventually(shows_the_old_mtime, ws("same")));
+	read_until(ws("same"), "abc\n");
+	ck_assert_int_eq(truncate(ws("same"), 4), 0);
+	ck_assert_int_eq(stat(host("same"), &st), 0);
+	ck_assert_int_eq(st.st_mtim.tv_sec, 1000000000);
+	ck_assert_int_eq(stat(ws("same"), &st), 0);
+	ck_assert_int_eq(st.st_mtim.tv_sec, 1000000000);
+	/* One that changes the size moves it, in the view and on the host. */
+	ck_assert_int_eq(truncate(ws("same"), 2), 0);
+	ck_assert(eventually(shows_a_later_mtime, ws("same")));
+	ck_assert_int_eq(stat(host("same"), &st), 0);
+	ck_assert_int_gt(st.st_mtim.tv_sec, 1000000000);
+}
+END_TEST
+
 /* A writer the gate did not let through at open writes directly; it can
  * still map the file shared (FUSE_DIRECT_IO_ALLOW_MMAP). */
 START_TEST(test_gate_writeback_an_unread_file_can_be_mapped_shared)
@@ -1103,6 +1129,7 @@ Suite *suite_view_gate(void)
 	tcase_add_test(tc, test_gate_writeback_a_host_edit_while_open_is_refused_at_close);
 	tcase_add_test(tc, test_gate_writeback_racing_handles_never_win_against_a_stale_mark);
 	tcase_add_test(tc, test_gate_writeback_host_edits_show_their_new_size);
+	tcase_add_test(tc, test_gate_writeback_a_truncate_that_keeps_the_size_keeps_the_mtime);
 	tcase_add_test(tc, test_gate_writeback_an_unread_file_can_be_mapped_shared);
 	tcase_add_test(tc, test_gate_writeback_appends_keep_a_host_append_made_while_open);
 	suite_add_tcase(s, tc);
