@@ -713,6 +713,20 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	remove_entry(req, parent, name, AT_REMOVEDIR);
 }
 
+/* Whether NAME in DFD and NEWNAME in TFD are two names of one file (hard
+ * links): a rename of one over the other does nothing and succeeds. The
+ * kernel asks for it only if it holds two inodes of the file, as under
+ * the writeback cache once one of the names led to a renewed inode; the
+ * view must not take it for a move (its journal, its table). */
+static bool names_of_one_file(int dfd, const char *name, int tfd, const char *newname)
+{
+	struct stat a, b;
+
+	return fstatat(tfd, newname, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       fstatat(dfd, name, &a, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
 static int do_rename(struct view *v, fuse_req_t req, struct inode *from, const char *name,
 		     struct inode *to, const char *newname, unsigned int flags)
 {
@@ -737,6 +751,8 @@ static int do_rename(struct view *v, fuse_req_t req, struct inode *from, const c
 	r = check_new_name(v, req, to, pt.fd, newname, "rename");
 	if (r < 0 && r != -EEXIST)
 		return r;
+	if (!from->overlay && !to->overlay && names_of_one_file(pf.fd, name, pt.fd, newname))
+		return flags & RENAME_NOREPLACE ? -EEXIST : 0;
 	if (from->overlay &&
 	    (r = overlay_rename_prepare(v, req, from, pf.fd, name, to, pt.fd, newname, flags)) < 0)
 		return r;
