@@ -133,11 +133,15 @@ static bool seen_differs(const struct inode *ino, const struct stat *st)
 
 /* (locked) With renew set: INO, a regular file not renewed yet, whose
  * attributes ST differ from what the kernel was last given. The kernel,
- * under the writeback cache, keeps its own size and times of it. */
+ * under the writeback cache, keeps its own size and times of it. Not
+ * while the view writes it: its own writes are not news to the kernel,
+ * and the writer's close renews what it must (a refused save, a direct
+ * write). */
 static bool renew_wanted(const struct inode_table *t, const struct inode *ino,
 			 const struct stat *st)
 {
-	return t->renew && S_ISREG(ino->type) && !ino->superseded && seen_differs(ino, st);
+	return t->renew && S_ISREG(ino->type) && !ino->superseded && !ino->writers &&
+	       seen_differs(ino, st);
 }
 
 /* (locked) Renews INO unless a handle of the view other than the
@@ -154,12 +158,10 @@ static bool renew_unless_open(struct inode *ino, uint32_t held)
 }
 
 /* (locked) Renews INO if renew_wanted(), or has it wait for the last
- * close; not while the view writes it: the writer's close renews what
- * it must (a refused save, a direct write). Returns whether it was
- * renewed now. */
+ * close. Returns whether it was renewed now. */
 static bool renew_if_changed(struct inode_table *t, struct inode *ino, const struct stat *st)
 {
-	return !ino->writers && renew_wanted(t, ino, st) && renew_unless_open(ino, 0);
+	return renew_wanted(t, ino, st) && renew_unless_open(ino, 0);
 }
 
 static void note(struct inode *ino, const struct stat *st)
@@ -934,8 +936,6 @@ bool inode_note_seen(struct inode_table *t, struct inode *ino, const struct stat
 	bool wanted = renew_wanted(t, ino, st);
 	if (!wanted)
 		note(ino, st);
-	else if (ino->writers)
-		wanted = false; /* as renew_if_changed() */
 	pthread_mutex_unlock(&t->lock);
 	return wanted;
 }

@@ -217,10 +217,10 @@ void inode_note_attr(struct inode_table *t, struct inode *ino, const struct stat
 
 /* Remembers attributes ST, just read from the backing file, as given to
  * the kernel (a GETATTR), unless they show a change the kernel cannot
- * take (inode_table_renew): then INO keeps the attributes it had, and
- * true says it must be renewed (inode_renew(), which tells its name for
- * the kernel to look up again), unless the view writes it (the writer's
- * close renews what it must). */
+ * take (inode_table_renew; not while the view writes INO, whose close
+ * renews what it must): then INO keeps the attributes it had, and true
+ * says it must be renewed (inode_renew(), which tells its name for the
+ * kernel to look up again). */
 bool inode_note_seen(struct inode_table *t, struct inode *ino, const struct stat *st);
 
 /* The inode of the object ST describes (fresh from the backing file, in

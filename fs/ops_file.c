@@ -142,6 +142,14 @@ void ops_renew(struct view *v, struct inode *ino, uint32_t held)
 		watch_forget_name(v->watch, dir, name);
 }
 
+/* After a close or an OPEN: the renewal INO waited for, if nothing of the
+ * view has it open or is opening it any more. */
+static void renew_if_due(struct view *v, struct inode *ino)
+{
+	if (inode_renew_due(v->inodes, ino))
+		ops_renew(v, ino, 0);
+}
+
 void ops_refuse_handles(struct view *v, struct inode *ino, int err)
 {
 	pthread_mutex_lock(&v->open_files->lock);
@@ -308,8 +316,7 @@ static void opening_end(struct opening *o)
 	if (!o->ino)
 		return;
 	inode_open_end(o->v->inodes, o->ino);
-	if (inode_renew_due(o->v->inodes, o->ino))
-		ops_renew(o->v, o->ino, 0); /* a failed OPEN held it */
+	renew_if_due(o->v, o->ino); /* a failed OPEN held it */
 }
 
 /* Opens the existing file INO as FI asks (open, or create of a name that
@@ -459,8 +466,7 @@ static void handle_release(struct view *v, struct inode *ino, struct fuse_file_i
 	bool writer = h->writer;
 	handle_close(v, fi);
 	inode_open_unref(v->inodes, ino, writer);
-	if (inode_renew_due(v->inodes, ino))
-		ops_renew(v, ino, 0); /* the last close of a file that waited */
+	renew_if_due(v, ino); /* the last close of a file that waited */
 	stage_unlock(v, ino);
 }
 

@@ -118,11 +118,11 @@ static inline bool handle_refused(const struct open_file *h)
 	return h && atomic_load_explicit(&h->refused, memory_order_acquire) != 0;
 }
 
-/* Under the writeback cache (inode_table_renew(); ops_file.c): the size the kernel
- * keeps for INO is not the file's, so its name must lead to a new inode
- * (inode_renew(), from a request on HELD of its handles). The kernel is
- * told by the host watch's thread: it may be waiting for this very
- * request with the name's directory locked. */
+/* Under the writeback cache (inode_table_renew(); ops_file.c): the size
+ * the kernel keeps for INO is not the file's, so its name must lead to a
+ * new inode (inode_renew(), from a request on HELD of its handles). The
+ * kernel is told by the host watch's thread: it may be waiting for this
+ * very request with the name's directory locked. */
 void ops_renew(struct view *v, struct inode *ino, uint32_t held);
 
 /* ---- the content of a request (ops.c) ---- */
