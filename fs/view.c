@@ -84,30 +84,50 @@ static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
 	return r;
 }
 
-/* True if the directory (DEV, INO) is FD itself or one of its ancestors. */
-static bool is_self_or_ancestor(int fd, dev_t dev, ino_t ino)
+/* Directory FD and each one above it, to "/" (or as far as they can be
+ * opened), into *UP (malloc'd). Returns how many, or -errno. */
+static ssize_t ancestry(int fd, struct dir_id **up)
 {
 	_cleanup_(closep) int cur = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	struct dir_id *v = NULL;
+	size_t n = 0, cap = 0;
+	struct stat st;
 
-	for (int depth = 0; cur >= 0 && depth < 4096; depth++) {
-		struct stat st, up;
-		int next;
-
-		if (fstat(cur, &st) < 0)
-			return false;
-		if (st.st_dev == dev && st.st_ino == ino)
-			return true;
-		next = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (next < 0 || fstat(next, &up) < 0 ||
-		    (up.st_dev == st.st_dev && up.st_ino == st.st_ino)) {
-			if (next >= 0)
-				close(next);
-			return false; /* reached "/" */
+	for (; cur >= 0 && n < 4096 && fstat(cur, &st) == 0; n++) {
+		if (n > 0 && v[n - 1].dev == st.st_dev && v[n - 1].ino == st.st_ino)
+			break; /* ".." of "/" is "/" */
+		if (n == cap) {
+			struct dir_id *grown = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
+			if (!grown) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = grown;
 		}
+		v[n] = (struct dir_id){ st.st_dev, st.st_ino };
+		int next = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		close(cur);
 		cur = next;
 	}
+	*up = v;
+	return (ssize_t)n;
+}
+
+static bool in_ancestry(const struct dir_id *up, size_t n, dev_t dev, ino_t ino)
+{
+	for (size_t i = 0; i < n; i++)
+		if (up[i].dev == dev && up[i].ino == ino)
+			return true;
 	return false;
+}
+
+/* True if the directory (DEV, INO) is FD itself or one of its ancestors. */
+static bool is_self_or_ancestor(int fd, dev_t dev, ino_t ino)
+{
+	_cleanup_(freep) struct dir_id *up = NULL;
+	ssize_t n = ancestry(fd, &up);
+
+	return n > 0 && in_ancestry(up, (size_t)n, dev, ino);
 }
 
 /* The index of backing filesystem DEV among the view's, a new one if
@@ -181,6 +201,16 @@ static struct inode *add_synth(struct view *v, struct inode *parent, const char 
 	return inode_add_fixed(v->inodes, parent, name, -1, &st, SYNTH_DOMAIN, NULL, s);
 }
 
+/* Frees what ROOT holds besides its inode. */
+static void root_forget(struct root *root)
+{
+	free(root->host);
+	root->host = NULL;
+	free(root->up);
+	root->up = NULL;
+	root->nup = 0;
+}
+
 /* Adds root NAME (fd FD, ownership taken) under synthetic directory S. */
 static int add_root(struct view *v, struct inode *parent, struct synth *s, const char *name, int fd,
 		    bool ro, bool uploads, const char *host, char *err, size_t errlen)
@@ -189,16 +219,21 @@ static int add_root(struct view *v, struct inode *parent, struct synth *s, const
 	struct stat st;
 	uint16_t dom;
 
-	if (fstat(fd, &st) < 0) {
-		int r = neg_errno();
+	ssize_t nup = fstat(fd, &st) < 0 ? neg_errno() : ancestry(fd, &root->up);
+
+	if (nup < 0) {
 		close(fd);
-		return fail(err, errlen, r, "cannot stat %s", host);
+		return fail(err, errlen, (int)nup, "cannot stat %s", host);
 	}
+	root->nup = (size_t)nup;
+	/* Each root's ancestry is taken once: a walk up from every root for
+	 * every other was two thirds of a mount's system calls. */
 	for (size_t i = 0; i < v->nroots; i++) {
 		struct root *o = &v->roots[i];
-		if (is_self_or_ancestor(fd, o->top->dev, o->top->ino) ||
-		    is_self_or_ancestor(o->top->fd, st.st_dev, st.st_ino)) {
+		if (in_ancestry(root->up, root->nup, o->top->dev, o->top->ino) ||
+		    in_ancestry(o->up, o->nup, st.st_dev, st.st_ino)) {
 			close(fd);
+			root_forget(root);
 			return fail(err, errlen, -EINVAL, "%s (for %s) overlaps %s (for %s)", host,
 				    name, o->host, o->name);
 		}
@@ -211,8 +246,7 @@ static int add_root(struct view *v, struct inode *parent, struct synth *s, const
 	root->top = root->host ? inode_add_fixed(v->inodes, parent, name, fd, &st, dom, root, NULL)
 			       : NULL;
 	if (!root->top) {
-		free(root->host);
-		root->host = NULL;
+		root_forget(root);
 		close(fd);
 		return fail(err, errlen, -ENOMEM, "cannot add %s", name);
 	}
@@ -504,10 +538,8 @@ void view_release(struct view *v, struct inode *ino, const struct stat *st)
 
 void view_close(struct view *v)
 {
-	for (size_t i = 0; i < v->nroots; i++) {
-		free(v->roots[i].host);
-		v->roots[i].host = NULL;
-	}
+	for (size_t i = 0; i < v->nroots; i++)
+		root_forget(&v->roots[i]);
 	inode_table_free(v->inodes);
 	v->inodes = NULL;
 	skills_free(v->skills);

@@ -90,9 +90,19 @@ struct view_config {
 	const char *overlay;
 };
 
+/* A directory, by its identity. */
+struct dir_id {
+	dev_t dev;
+	ino_t ino;
+};
+
 struct root {
 	const char *name; /* entry name in its synthetic parent */
 	char *host;	  /* for messages only, never for access (the view's) */
+	/* Its directory and every one above it, to "/": what no other
+	 * root may be (add_root()); freed by view_close(). */
+	struct dir_id *up;
+	size_t nup;
 	bool read_only;
 	bool uploads;
 	bool counted; /* the thread's own: under its quota */

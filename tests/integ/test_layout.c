@@ -502,6 +502,43 @@ START_TEST(test_layout_roots_on_another_filesystem_give_exdev_and_distinct_inode
 }
 END_TEST
 
+/* What sbxfs says (and that it fails) when mounted with the --mount
+ * options ROOTS, for home HOME. */
+static char *mount_refusal(const char *home, const char *roots)
+{
+	int st;
+	char *out = capture(fmt_cmd("'%s' --home '%s' --user alice --thread t1 %s '%s' 2>&1",
+				    test_bin("sbxfs"), home, roots, test_dir("refused-mnt")),
+			    &st);
+
+	ck_assert_int_eq(st, 1);
+	return out;
+}
+
+/* A root inside another, or holding one, would show one file at two
+ * paths, and the home (its store, its kept files) to the agent: refused
+ * at mount, in either order. Each root's ancestry is walked once, so
+ * each pair is checked both ways. */
+START_TEST(test_layout_refuses_roots_that_overlap)
+{
+	const char *h = test_dir("overlap-home"), *x = test_dir("overlap-x");
+	char *ws = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace", h);
+
+	OK("mkdir -p '%s/sub' '%s/y'", ws, x);
+	SAME(mount_refusal(h, fmt_cmd("--mount '/mnt/a=%s'", h)),
+	     fmt_cmd("sbxfs: %s (for a) overlaps %s (for workspace): Invalid argument\n", h, ws));
+	SAME(mount_refusal(h, fmt_cmd("--mount '/mnt/a=%s/sub'", ws)),
+	     fmt_cmd("sbxfs: %s/sub (for a) overlaps %s (for workspace): Invalid argument\n", ws,
+		     ws));
+	SAME(mount_refusal(h, fmt_cmd("--mount '/mnt/a=%s' --mount '/mnt/b=%s/y'", x, x)),
+	     fmt_cmd("sbxfs: %s/y (for b) overlaps %s (for a): Invalid argument\n", x, x));
+	SAME(mount_refusal(h, fmt_cmd("--mount '/mnt/b=%s/y' --mount '/mnt/a=%s'", x, x)),
+	     fmt_cmd("sbxfs: %s (for a) overlaps %s/y (for b): Invalid argument\n", x, x));
+	SAME(mount_refusal(h, fmt_cmd("--mount '/mnt/a=%s' --mount '/mnt/b=%s'", x, x)),
+	     fmt_cmd("sbxfs: %s (for b) overlaps %s (for a): Invalid argument\n", x, x));
+}
+END_TEST
+
 START_TEST(test_layout_hard_link_survives_unlink_of_the_name_it_was_known_by)
 {
 	struct tview m;
@@ -559,6 +596,7 @@ Suite *suite_view_layout(void)
 	tcase_add_test(tc, test_layout_allow_other_files_belong_to_the_caller);
 	tcase_add_test(tc, test_layout_roots_on_another_filesystem_give_exdev_and_distinct_inodes);
 	tcase_add_test(tc, test_layout_hard_link_survives_unlink_of_the_name_it_was_known_by);
+	tcase_add_test(tc, test_layout_refuses_roots_that_overlap);
 	suite_add_tcase(s, tc);
 	return s;
 }
