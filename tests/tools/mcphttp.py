@@ -18,7 +18,9 @@ Actions:
                 POST JSON (answered within 2 s, or not); close them, and
                 POST it again, as "post" does.
   junk          send malformed HTTP, a request at a time: the status line
-                of each answer, or "closed".
+                of each answer, "closed" if the server closed the
+                connection unanswered, or "no answer" if it did neither
+                within 5 s (it keeps the connection until its timeout).
 
 --body-after SECS: a POST's body goes SECS after its headers (a slow
 client, which a refusal at the headers must still be answered to).
@@ -234,15 +236,18 @@ elif a.action == "junk":
             b"GET /mcp/" + b"a" * 100000 + b"/t HTTP/1.1\r\n\r\n",
             b"GET /mcp/a/t HTTP/1.1\r\nX: " + b"y" * 100000 + b"\r\n\r\n",
             b"GET /mcp/a/t HTTP/1.1\r\nno colon\r\n\r\n"]
+    a.timeout = 5
     for j in junk:
         c, path = connection()
         c.connect()
         try:
             c.sock.sendall(j)
-            line = c.sock.makefile("rb").readline().decode("latin-1").strip()
+            line = c.sock.makefile("rb").readline().decode("latin-1").strip() or "closed"
+        except socket.timeout:
+            line = "no answer"
         except OSError:
-            line = ""
-        print(line or "closed")
+            line = "closed"
+        print(line)
         c.close()
 elif a.action == "get":
     extra = {"Last-Event-ID": a.last_event_id} if a.last_event_id is not None else {}
