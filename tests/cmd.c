@@ -270,6 +270,17 @@ const char *serve_start_in(const char *home, const char *args)
 	return p;
 }
 
+char *sbxfs_refusal(const char *home, const char *opts)
+{
+	int st;
+	char *out = capture(fmt_cmd("'%s' --home '%s' --user alice --thread t1 %s '%s' 2>&1",
+				    test_bin("sbxfs"), home, opts, test_dir("refused-mnt")),
+			    &st);
+
+	ck_assert_int_eq(st, 1);
+	return out;
+}
+
 int serve_stop_in(const char *home)
 {
 	char *pid = read_file(fmt_cmd("%s/serve.pid", home));

@@ -53,6 +53,11 @@ const char *serve_start_in(const char *home, const char *args);
  * 0, or -1 after EVENTUALLY_S; 0 if none was started in HOME. */
 int serve_stop_in(const char *home);
 
+/* What sbxfs prints when it refuses to mount alice/t1 of HOME with the
+ * options OPTS (a shell fragment): its stdout and stderr. The test fails
+ * unless sbxfs exits 1. */
+char *sbxfs_refusal(const char *home, const char *opts);
+
 /* The shim that kills sbx at its Nth change (tests/tools/killshim.c),
  * built into the test's scratch directory: its path. */
 const char *killshim(void);

@@ -502,19 +502,6 @@ START_TEST(test_layout_roots_on_another_filesystem_give_exdev_and_distinct_inode
 }
 END_TEST
 
-/* What sbxfs says (and that it fails) when mounted with the --mount
- * options ROOTS, for home HOME. */
-static char *mount_refusal(const char *home, const char *roots)
-{
-	int st;
-	char *out = capture(fmt_cmd("'%s' --home '%s' --user alice --thread t1 %s '%s' 2>&1",
-				    test_bin("sbxfs"), home, roots, test_dir("refused-mnt")),
-			    &st);
-
-	ck_assert_int_eq(st, 1);
-	return out;
-}
-
 /* A root inside another, or holding one, would show one file at two
  * paths, and the home (its store, its kept files) to the agent: refused
  * at mount, in either order. Each root's ancestry is walked once, so
@@ -525,16 +512,16 @@ START_TEST(test_layout_refuses_roots_that_overlap)
 	char *ws = fmt_cmd("%s/users/alice/threads/t1/user-data/workspace", h);
 
 	OK("mkdir -p '%s/sub' '%s/y'", ws, x);
-	SAME(mount_refusal(h, fmt_cmd("--mount '/mnt/a=%s'", h)),
+	SAME(sbxfs_refusal(h, fmt_cmd("--mount '/mnt/a=%s'", h)),
 	     fmt_cmd("sbxfs: %s (for a) overlaps %s (for workspace): Invalid argument\n", h, ws));
-	SAME(mount_refusal(h, fmt_cmd("--mount '/mnt/a=%s/sub'", ws)),
+	SAME(sbxfs_refusal(h, fmt_cmd("--mount '/mnt/a=%s/sub'", ws)),
 	     fmt_cmd("sbxfs: %s/sub (for a) overlaps %s (for workspace): Invalid argument\n", ws,
 		     ws));
-	SAME(mount_refusal(h, fmt_cmd("--mount '/mnt/a=%s' --mount '/mnt/b=%s/y'", x, x)),
+	SAME(sbxfs_refusal(h, fmt_cmd("--mount '/mnt/a=%s' --mount '/mnt/b=%s/y'", x, x)),
 	     fmt_cmd("sbxfs: %s/y (for b) overlaps %s (for a): Invalid argument\n", x, x));
-	SAME(mount_refusal(h, fmt_cmd("--mount '/mnt/b=%s/y' --mount '/mnt/a=%s'", x, x)),
+	SAME(sbxfs_refusal(h, fmt_cmd("--mount '/mnt/b=%s/y' --mount '/mnt/a=%s'", x, x)),
 	     fmt_cmd("sbxfs: %s (for a) overlaps %s/y (for b): Invalid argument\n", x, x));
-	SAME(mount_refusal(h, fmt_cmd("--mount '/mnt/a=%s' --mount '/mnt/b=%s'", x, x)),
+	SAME(sbxfs_refusal(h, fmt_cmd("--mount '/mnt/a=%s' --mount '/mnt/b=%s'", x, x)),
 	     fmt_cmd("sbxfs: %s (for b) overlaps %s (for a): Invalid argument\n", x, x));
 }
 END_TEST

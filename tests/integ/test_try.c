@@ -233,16 +233,10 @@ START_TEST(test_try_overlay_layer_files_and_marks_cover_the_project)
 }
 END_TEST
 
-/* The mount of an overlay of PROJECT: what sbxfs says, and its status. */
+/* What sbxfs says refusing the mount of an overlay of PROJECT. */
 static char *overlay_refusal(const char *project)
 {
-	int st;
-	char *out = capture(fmt_cmd("'%s' --home '%s' --user alice --thread t1 --overlay '%s' "
-				    "'%s' 2>&1",
-				    test_bin("sbxfs"), H, project, test_dir("mnt")),
-			    &st);
-	ck_assert_int_eq(st, 1);
-	return out;
+	return sbxfs_refusal(H, fmt_cmd("--overlay '%s'", project));
 }
 
 START_TEST(test_try_overlay_refuses_a_project_that_overlaps_the_home)
